@@ -1,0 +1,82 @@
+"""posgeom: the geometry of Transformer positional encodings.
+
+Corpus -> ``count_positions`` -> ``positional_distributions`` -> ``hellinger_distances`` ->
+``classical_mds`` -> encodings -> ``stress`` and the order scores.
+
+Names are loaded lazily, so ``import posgeom`` stays fast and never imports torch or transformers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from posgeom._errors import ArtifactError, OptionalDependencyError, PosgeomError
+from posgeom._version import __version__
+
+_EXPORTS: dict[str, str] = {
+    # corpus -> counts
+    "PositionCounts": "posgeom.corpus.counting",
+    "count_positions": "posgeom.corpus.counting",
+    "count_corpus": "posgeom.corpus.counting",
+    "load_tokenizer": "posgeom.corpus.tokenize",
+    "WordLevelTokenizer": "posgeom.corpus.tokenize",
+    "read_texts": "posgeom.corpus.readers",
+    "read_token_ids": "posgeom.corpus.readers",
+    "save_artifact": "posgeom.artifacts",
+    "load_artifact": "posgeom.artifacts",
+    # counts -> distributions -> distances
+    "PositionalDistributions": "posgeom.geometry.distributions",
+    "positional_distributions": "posgeom.geometry.distributions",
+    "hellinger_distances": "posgeom.geometry.divergences",
+    "fisher_rao_distances": "posgeom.geometry.divergences",
+    "bhattacharyya_coefficients": "posgeom.geometry.divergences",
+    "noise_floor": "posgeom.geometry.noise",
+    "NoiseFloor": "posgeom.geometry.noise",
+    # geometry -> encodings
+    "MDSResult": "posgeom.embed.mds",
+    "classical_mds": "posgeom.embed.mds",
+    "effective_rank": "posgeom.embed.rank",
+    "effective_ranks": "posgeom.embed.rank",
+    "low_rank_factors": "posgeom.embed.rank",
+    "LowRankFactors": "posgeom.embed.rank",
+    "smacof_refine": "posgeom.embed.refine",
+    "RefinedEmbedding": "posgeom.embed.refine",
+    # encodings -> scores
+    "stress": "posgeom.scores.stress",
+    "stress_scores": "posgeom.scores.stress",
+    "scale_optimal_stress": "posgeom.scores.stress",
+    "StressScores": "posgeom.scores.stress",
+    "encoding_distances": "posgeom.scores.stress",
+    "monotonicity_violation_rate": "posgeom.scores.order",
+    "ViolationRate": "posgeom.scores.order",
+    "separation_margin": "posgeom.scores.order",
+    "shepard_table": "posgeom.scores.order",
+    # scores -> reports
+    "analyze_corpus": "posgeom.pipeline",
+    "PipelineResult": "posgeom.pipeline",
+}
+
+_SUBMODULES = {"encodings", "synthetic", "nn", "models", "compare", "corpus", "geometry", "embed", "scores"}
+
+__all__ = [
+    "ArtifactError",
+    "OptionalDependencyError",
+    "PosgeomError",
+    "__version__",
+    *sorted(_EXPORTS),
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"posgeom.{name}")
+    raise AttributeError(f"module 'posgeom' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | _SUBMODULES)

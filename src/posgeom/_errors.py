@@ -1,0 +1,32 @@
+"""Errors raised for user mistakes.
+
+Every user-facing problem raises :class:`PosgeomError` (a ``ValueError``) with a message that names
+the problem and how to fix it. The CLI prints such messages as one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+
+class PosgeomError(ValueError):
+    """A problem with the user's input: the message says what is wrong and how to fix it."""
+
+
+class ArtifactError(PosgeomError):
+    """An artifact on disk is missing, from another version, mismatched, or was edited."""
+
+
+class OptionalDependencyError(ImportError):
+    """An optional extra (``posgeom[hf]``, ``[torch]``, ``[dask]``, ``[plot]``) is not installed."""
+
+
+def require(module: str, extra: str):
+    """Import ``module`` or raise :class:`OptionalDependencyError` naming the extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise OptionalDependencyError(
+            f"{module!r} is needed for this feature but is not installed; "
+            f"install it with: pip install 'posgeom[{extra}]'"
+        ) from exc

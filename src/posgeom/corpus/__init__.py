@@ -1,0 +1,19 @@
+"""Corpus in, counts out: readers, tokenizers and position-token counting.
+
+Only numpy and scipy are imported here; optional readers and tokenizers import their libraries
+(pyarrow, datasets, tokenizers, transformers) when used.
+"""
+
+from posgeom.corpus.counting import PositionCounts, count_corpus, count_positions
+from posgeom.corpus.readers import read_texts, read_token_ids
+from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+
+__all__ = [
+    "PositionCounts",
+    "WordLevelTokenizer",
+    "count_corpus",
+    "count_positions",
+    "load_tokenizer",
+    "read_texts",
+    "read_token_ids",
+]

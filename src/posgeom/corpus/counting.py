@@ -1,0 +1,378 @@
+"""Position-token counts ``C[i, t]``: how often token ``t`` appears at position ``i``.
+
+For sequences ``s`` (token-id lists) and ``n = max_positions``::
+
+    C[i, t] = #{ s : len(s) > i and s[pos_i] == t },   i = 0 .. n-1,  t = 0 .. V-1
+    pos_i   = i               (align="start": position 0 is the first token)
+    pos_i   = len(s) - 1 - i  (align="end":   position 0 is the last token)
+
+``C`` is a ``scipy.sparse.csr_matrix`` of shape ``(n, V)``, dtype ``int64``; ``totals[i] = sum_t
+C[i, t]`` is the number of sequences long enough to reach position ``i``. Tokens past ``n`` are
+truncated (the start of a sequence is kept for ``align="start"``, its end for ``align="end"``).
+
+Conventions:
+
+- **Special tokens** (``include_special=False``): the ids in ``special_ids`` are *removed from the
+  sequence before positions are assigned*, so the first ordinary token sits at position 0 (not 1,
+  as it would if ``[CLS]`` were merely skipped). ``min_length`` applies to the sequence after
+  removal.
+- **Padding** is never counted: tokenizers run without padding, and token-id readers strip
+  ``pad_id``.
+- **Filtering**: sequences shorter than ``min_length`` are skipped; ``max_sequences`` stops after
+  that many counted sequences (later input is not read).
+- **Fingerprint**: SHA-256 over the counted sequences, in order, each written as its length then its
+  ids (little-endian int64, before special-token removal and truncation). It does not depend on
+  ``batch_size``. A merge's fingerprint is ``sha256("merge:" + a + ":" + b)`` (order-dependent).
+- Streaming: input is consumed ``batch_size`` sequences at a time; each batch becomes a CSR matrix
+  through COO duplicate summation and is added to the running total, so memory is bounded by the
+  number of distinct (position, token) pairs, not by the corpus size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import chain, islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["PositionCounts", "count_corpus", "count_positions"]
+
+_KIND = "position_counts"
+
+
+@dataclass(frozen=True, eq=False)
+class PositionCounts:
+    """Sparse position-token counts with their provenance.
+
+    Attributes
+    ----------
+    counts : ``csr_matrix`` ``(max_positions, vocab_size)`` int64, ``counts[i, t]`` = C[i, t].
+    totals : ``(max_positions,)`` int64, row sums of ``counts`` (samples per position).
+    n_sequences : number of sequences counted.
+    n_tokens : number of tokens counted (``totals.sum()``; truncated tokens are not included).
+    options : every option that shapes the counts (max_positions, vocab_size, include_special,
+        special_ids, align, min_length, max_sequences).
+    tokenizer : the tokenizer's ``identity`` dict, or None for pre-tokenized input.
+    fingerprint : SHA-256 hex digest of the counted token-id stream (see the module docstring).
+    """
+
+    counts: sp.csr_matrix
+    totals: np.ndarray
+    n_sequences: int
+    n_tokens: int
+    options: dict[str, Any] = field(default_factory=dict)
+    tokenizer: dict[str, Any] | None = None
+    fingerprint: str = ""
+
+    @property
+    def max_positions(self) -> int:
+        return int(self.counts.shape[0])
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.counts.shape[1])
+
+    # ------------------------------------------------------------------ merge
+    def merge(self, other: PositionCounts) -> PositionCounts:
+        """Counts of two shards added; refuses shards counted differently (says what differs).
+
+        Compared: ``max_positions``, every option, and the tokenizer identity except its ``name``
+        (the same tokenizer file may sit at different paths); ``vocab_size`` unless it was inferred
+        (``options["vocab_size"] is None``), in which case the narrower matrix is padded.
+        """
+        if not isinstance(other, PositionCounts):
+            raise PosgeomError(f"can only merge PositionCounts, got {type(other).__name__}")
+        if self.max_positions != other.max_positions:
+            raise PosgeomError(
+                f"cannot merge counts with max_positions {self.max_positions} and "
+                f"{other.max_positions}; count both shards with the same max_positions"
+            )
+        for what, a, b in (("options", self.options, other.options),
+                           ("tokenizer", self.tokenizer or {}, other.tokenizer or {})):
+            diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) and
+                          not (what == "tokenizer" and k == "name"))
+            if diff:
+                detail = ", ".join(f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in diff)
+                raise PosgeomError(
+                    f"cannot merge counts whose {what} differ ({detail}); count both shards "
+                    "the same way"
+                )
+        a, b = self.counts, other.counts
+        if a.shape[1] != b.shape[1]:
+            if self.options.get("vocab_size") is not None:
+                raise PosgeomError(
+                    f"cannot merge counts with vocab sizes {a.shape[1]} and {b.shape[1]}"
+                )
+            width = max(a.shape[1], b.shape[1])  # inferred vocabularies: pad the smaller one
+            a, b = a.copy(), b.copy()
+            a.resize((a.shape[0], width))
+            b.resize((b.shape[0], width))
+        counts = (a + b).tocsr()
+        counts.sort_indices()
+        fp = hashlib.sha256(f"merge:{self.fingerprint}:{other.fingerprint}".encode()).hexdigest()
+        return PositionCounts(
+            counts=counts, totals=self.totals + other.totals,
+            n_sequences=self.n_sequences + other.n_sequences,
+            n_tokens=self.n_tokens + other.n_tokens, options=dict(self.options),
+            tokenizer=self.tokenizer, fingerprint=fp,
+        )
+
+    __add__ = merge
+
+    # ------------------------------------------------------------------ save / load
+    def save(self, path: str | os.PathLike, *, format: str | None = None) -> Path:
+        """Save as an artifact (``.npz`` or ``.safetensors``, plus ``<path>.json``)."""
+        from posgeom.artifacts import save_artifact
+
+        meta = {"n_sequences": self.n_sequences, "n_tokens": self.n_tokens,
+                "options": self.options, "tokenizer": self.tokenizer,
+                "fingerprint": self.fingerprint}
+        return save_artifact(path, {"counts": self.counts, "totals": self.totals}, meta,
+                             kind=_KIND, format=format)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> PositionCounts:
+        """Load counts saved by :meth:`save`, verifying checksums and that totals are row sums."""
+        from posgeom.artifacts import load_artifact
+
+        arrays, meta = load_artifact(path, kind=_KIND)
+        counts = sp.csr_matrix(arrays["counts"], dtype=np.int64)
+        totals = np.asarray(arrays["totals"], dtype=np.int64)
+        if not np.array_equal(np.asarray(counts.sum(axis=1)).ravel(), totals):
+            raise PosgeomError(f"{path}: totals are not the row sums of counts; re-create it")
+        return cls(counts=counts, totals=totals, n_sequences=int(meta["n_sequences"]),
+                   n_tokens=int(meta["n_tokens"]), options=meta["options"],
+                   tokenizer=meta["tokenizer"], fingerprint=meta["fingerprint"])
+
+
+# ---------------------------------------------------------------------------- counting core
+def _flatten(batch: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate a batch of sequences: (flat int64 ids, lengths)."""
+    lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), lengths
+    if isinstance(batch[0], np.ndarray):
+        flat = np.concatenate([np.asarray(s).ravel() for s in batch])
+        if flat.dtype.kind not in "iu":
+            raise PosgeomError(f"token ids must be integers, got dtype {flat.dtype}")
+        return flat.astype(np.int64, copy=False), lengths
+    try:
+        flat = np.fromiter(chain.from_iterable(batch), dtype=np.int64, count=total)
+    except (TypeError, ValueError) as exc:
+        raise PosgeomError(
+            f"sequences must be lists or arrays of integer token ids ({exc}); tokenize texts first "
+            "or use count_corpus"
+        ) from exc
+    return flat, lengths
+
+
+class _Counter:
+    def __init__(self, n: int, vocab_size: int | None, specials: np.ndarray | None,
+                 align: str, min_length: int, max_sequences: int | None):
+        self.n, self.V, self.specials = n, vocab_size, specials
+        self.align, self.min_length, self.max_sequences = align, min_length, max_sequences
+        self.width = vocab_size or 0
+        self.acc = sp.csr_matrix((n, self.width), dtype=np.int64)
+        self.hasher = hashlib.sha256()
+        self.n_sequences = 0
+
+    @property
+    def done(self) -> bool:
+        return self.max_sequences is not None and self.n_sequences >= self.max_sequences
+
+    def add(self, batch: list[Any]) -> None:
+        flat, lengths = _flatten(batch)
+        seg = np.repeat(np.arange(len(batch)), lengths)
+        ids, seg2, lens2 = flat, seg, lengths
+        if self.specials is not None and self.specials.size:
+            keep = ~np.isin(flat, self.specials)
+            ids, seg2 = flat[keep], seg[keep]
+            lens2 = np.bincount(seg2, minlength=len(batch)).astype(np.int64)
+        kept = lens2 >= self.min_length
+        if self.max_sequences is not None:
+            room = self.max_sequences - self.n_sequences
+            kept &= np.cumsum(kept) <= room
+        self.n_sequences += int(kept.sum())
+        # fingerprint: [len, ids...] of each counted sequence, as read
+        kept_lens = lengths[kept]
+        raw = flat[kept[seg]]
+        starts = np.cumsum(kept_lens) - kept_lens
+        stream = np.insert(raw, starts, kept_lens) if kept_lens.size else raw
+        self.hasher.update(stream.astype("<i8", copy=False).tobytes())
+        # positions within each (special-free) sequence
+        idx = np.arange(ids.size, dtype=np.int64) - (np.cumsum(lens2) - lens2)[seg2]
+        pos = idx if self.align == "start" else lens2[seg2] - 1 - idx
+        mask = kept[seg2] & (pos < self.n)
+        tok, pos = ids[mask], pos[mask]
+        if tok.size == 0:
+            return
+        lo, hi = int(tok.min()), int(tok.max())
+        if lo < 0:
+            raise PosgeomError(f"negative token id {lo}; token ids must be >= 0")
+        if self.V is not None and hi >= self.V:
+            raise PosgeomError(
+                f"token id {hi} >= vocab_size {self.V}; pass the tokenizer's vocab_size (or None "
+                "to infer it)"
+            )
+        if self.V is None and hi >= self.width:
+            self.width = hi + 1
+            self.acc.resize((self.n, self.width))
+        batch_counts = sp.coo_matrix((np.ones(tok.size, dtype=np.int64), (pos, tok)),
+                                     shape=(self.n, self.width)).tocsr()
+        self.acc = self.acc + batch_counts
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+def _count(sequences: Iterable[Any], *, max_positions: int, vocab_size: int | None,
+           include_special: bool, special_ids: Iterable[int], align: str, min_length: int,
+           max_sequences: int | None, batch_size: int, progress: bool,
+           tokenizer: dict[str, Any] | None) -> PositionCounts:
+    if not isinstance(max_positions, (int, np.integer)) or max_positions < 1:
+        raise PosgeomError(f"max_positions must be a positive integer, got {max_positions!r}")
+    if align not in ("start", "end"):
+        raise PosgeomError(f"align must be 'start' or 'end', got {align!r}")
+    if vocab_size is not None and vocab_size < 1:
+        raise PosgeomError(f"vocab_size must be positive or None, got {vocab_size!r}")
+    if min_length < 0 or batch_size < 1 or (max_sequences is not None and max_sequences < 1):
+        raise PosgeomError(
+            f"need min_length >= 0, batch_size >= 1, max_sequences >= 1 or None; got "
+            f"{min_length}, {batch_size}, {max_sequences}"
+        )
+    specials = sorted({int(i) for i in special_ids})
+    counter = _Counter(int(max_positions), vocab_size,
+                       None if include_special else np.asarray(specials, dtype=np.int64),
+                       align, int(min_length), max_sequences)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(unit="seq", desc="counting")
+    try:
+        for batch in _batches(sequences, batch_size):
+            counter.add(batch)
+            if bar is not None:
+                bar.update(len(batch))
+            if counter.done:
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    if counter.n_sequences == 0:
+        raise PosgeomError(
+            f"no sequences to count: the corpus is empty, or every sequence is shorter than "
+            f"min_length={min_length} (after removing special tokens); check the input"
+        )
+    counts = counter.acc.tocsr()
+    counts.sort_indices()
+    totals = np.asarray(counts.sum(axis=1), dtype=np.int64).ravel()
+    options = {"max_positions": int(max_positions), "vocab_size": vocab_size,
+               "include_special": bool(include_special), "special_ids": specials,
+               "align": align, "min_length": int(min_length), "max_sequences": max_sequences}
+    return PositionCounts(counts=counts, totals=totals, n_sequences=counter.n_sequences,
+                          n_tokens=int(totals.sum()), options=options, tokenizer=tokenizer,
+                          fingerprint=counter.hasher.hexdigest())
+
+
+def count_positions(
+    sequences: Iterable[Any],
+    *,
+    max_positions: int,
+    vocab_size: int | None = None,
+    include_special: bool = True,
+    special_ids: Iterable[int] = (),
+    align: str = "start",
+    min_length: int = 1,
+    max_sequences: int | None = None,
+    batch_size: int = 1024,
+    progress: bool = False,
+) -> PositionCounts:
+    """Count token ids per position (see the module docstring for the formula and conventions).
+
+    ``sequences``: an iterable of token-id sequences (lists, tuples or 1-D integer arrays), consumed
+    lazily. ``vocab_size=None`` infers ``max id + 1``. Returns :class:`PositionCounts`.
+    """
+    return _count(sequences, max_positions=max_positions, vocab_size=vocab_size,
+                  include_special=include_special, special_ids=special_ids, align=align,
+                  min_length=min_length, max_sequences=max_sequences, batch_size=batch_size,
+                  progress=progress, tokenizer=None)
+
+
+def count_corpus(
+    source: str | os.PathLike | Iterable[str] | np.ndarray,
+    tokenizer: Any = None,
+    *,
+    max_positions: int,
+    format: str | None = None,
+    text_column: str | None = None,
+    split: str | None = None,
+    limit: int | None = None,
+    pad_id: int | None = None,
+    separator_id: int | None = None,
+    token_dtype: str | None = None,
+    vocab_size: int | None = None,
+    include_special: bool = True,
+    special_ids: Iterable[int] | None = None,
+    align: str = "start",
+    min_length: int = 1,
+    max_sequences: int | None = None,
+    batch_size: int = 1024,
+    progress: bool = False,
+) -> PositionCounts:
+    """Read, tokenize in batches and count a corpus, streaming.
+
+    ``source``: a corpus path (any :func:`~posgeom.corpus.readers.read_texts` format, or token ids:
+    ``.npy``/``.npz``/``.bin``), or an iterable of texts. ``tokenizer``: anything
+    :func:`~posgeom.corpus.tokenize.load_tokenizer` accepts; needed for texts, optional for token
+    ids (then it only supplies ``vocab_size``, ``special_ids`` and the identity). An unfitted word
+    tokenizer (``"word"``) is first fitted on the same corpus (one extra pass). ``vocab_size`` and
+    ``special_ids`` default to the tokenizer's. Reader options: ``format``, ``text_column``,
+    ``split``, ``limit`` (records read), ``pad_id``, ``separator_id``, ``token_dtype``. Counting
+    options are those of :func:`count_positions`.
+    """
+    from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, read_texts, read_token_ids
+    from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+
+    is_path = isinstance(source, (str, os.PathLike))
+    fmt = (format or detect_format(source)) if is_path and format != "hf-hub" else format
+    tok = load_tokenizer(tokenizer) if tokenizer is not None else None
+    if isinstance(source, np.ndarray) or fmt in TOKEN_FORMATS:
+        sequences: Iterable[Any] = read_token_ids(
+            source, format=fmt, pad_id=pad_id, separator_id=separator_id, dtype=token_dtype,
+            limit=limit)
+    else:
+        if tok is None:
+            raise PosgeomError("a text corpus needs a tokenizer: pass tokenizer= a tokenizer.json, "
+                               "a folder, 'word', or a transformers model name")
+
+        def texts() -> Iterable[str]:
+            if is_path:
+                return read_texts(source, format=fmt, text_column=text_column, limit=limit,
+                                  split=split)
+            return islice(source, limit)
+
+        if isinstance(tok, WordLevelTokenizer) and not tok.fitted:
+            if not is_path and iter(source) is source:  # one-shot iterator: keep it for 2 passes
+                source = list(source)
+            tok.fit(texts())
+        sequences = chain.from_iterable(tok.encode_batch(b) for b in _batches(texts(), batch_size))
+    if tok is not None:
+        vocab_size = tok.vocab_size if vocab_size is None else vocab_size
+        special_ids = tok.special_ids if special_ids is None else special_ids
+    return _count(sequences, max_positions=max_positions, vocab_size=vocab_size,
+                  include_special=include_special, special_ids=special_ids or (), align=align,
+                  min_length=min_length, max_sequences=max_sequences, batch_size=batch_size,
+                  progress=progress, tokenizer=None if tok is None else tok.identity)

@@ -1,0 +1,260 @@
+"""Tokenizers behind one small protocol.
+
+Every tokenizer here has::
+
+    encode_batch(texts: list[str]) -> list[list[int]]   # no padding, no truncation
+    vocab_size: int                                      # ids are in [0, vocab_size)
+    special_ids: set[int]                                # [CLS], [SEP], [PAD], [UNK], BOS/EOS, ...
+    identity: dict   # {"kind", "name", "vocab_size", "vocab_sha256", ...} recorded with counts
+
+Three kinds:
+
+- :class:`HFTokenizer` wraps a ``tokenizers.Tokenizer`` (a ``tokenizer.json`` file, or the fast
+  backend of a ``transformers`` tokenizer). Padding and truncation are switched off; batches go
+  through the Rust ``encode_batch`` path (parallel). ``add_special_tokens`` (default True) keeps the
+  tokenizer's own template, e.g. ``[CLS] ... [SEP]`` for BERT.
+- a ``transformers`` tokenizer by name or local path (``AutoTokenizer``, ``local_files_only`` unless
+  ``allow_download=True``, ``trust_remote_code=False`` always); slow tokenizers are called directly.
+- :class:`WordLevelTokenizer`: whitespace split (``str.split``), optional lowercasing, vocabulary
+  built from the corpus with ids ordered by descending frequency then lexicographically, after the
+  unknown token ``[UNK]`` (id 0). Saved and loaded as JSON.
+
+``vocab_sha256`` is the SHA-256 of the canonical JSON of the ``token -> id`` mapping.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from posgeom._errors import PosgeomError, require
+
+__all__ = ["HFTokenizer", "Tokenizer", "TransformersTokenizer", "WordLevelTokenizer",
+           "load_tokenizer"]
+
+_WORD_KIND = "posgeom-word-level"
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """The protocol every posgeom tokenizer follows (see the module docstring)."""
+
+    vocab_size: int
+    special_ids: set[int]
+    identity: dict[str, Any]
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
+
+
+def _vocab_sha256(vocab: dict[str, int]) -> str:
+    text = json.dumps(vocab, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class HFTokenizer:
+    """A ``tokenizers.Tokenizer`` with padding and truncation off, batched through Rust."""
+
+    def __init__(self, tokenizer: Any, *, name: str, kind: str = "tokenizers",
+                 add_special_tokens: bool = True, special_ids: Iterable[int] | None = None):
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self._tok = tokenizer
+        self.add_special_tokens = bool(add_special_tokens)
+        vocab = tokenizer.get_vocab(with_added_tokens=True)
+        self.vocab_size = max(tokenizer.get_vocab_size(with_added_tokens=True),
+                              max(vocab.values(), default=-1) + 1)
+        if special_ids is None:
+            special_ids = [i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special]
+        self.special_ids = {int(i) for i in special_ids}
+        self.identity = {"kind": kind, "name": name, "vocab_size": self.vocab_size,
+                         "vocab_sha256": _vocab_sha256(vocab),
+                         "add_special_tokens": self.add_special_tokens}
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, **kwargs: Any) -> HFTokenizer:
+        tokenizers = require("tokenizers", "hf")
+        try:
+            tok = tokenizers.Tokenizer.from_file(str(path))
+        except Exception as exc:
+            raise PosgeomError(f"{path} is not a valid tokenizers JSON file ({exc})") from exc
+        return cls(tok, name=str(path), **kwargs)
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
+        return [e.ids for e in encode(list(texts), add_special_tokens=self.add_special_tokens)]
+
+
+class TransformersTokenizer:
+    """A ``transformers`` slow tokenizer (fast ones are wrapped as :class:`HFTokenizer`)."""
+
+    def __init__(self, tokenizer: Any, *, name: str, add_special_tokens: bool = True):
+        self._tok = tokenizer
+        self.add_special_tokens = bool(add_special_tokens)
+        vocab = tokenizer.get_vocab()
+        self.vocab_size = max(len(tokenizer), max(vocab.values(), default=-1) + 1)
+        self.special_ids = {int(i) for i in tokenizer.all_special_ids}
+        self.identity = {"kind": "transformers", "name": name, "vocab_size": self.vocab_size,
+                         "vocab_sha256": _vocab_sha256(vocab),
+                         "add_special_tokens": self.add_special_tokens}
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        out = self._tok(list(texts), add_special_tokens=self.add_special_tokens, padding=False,
+                        truncation=False, verbose=False)
+        return [list(ids) for ids in out["input_ids"]]
+
+
+class WordLevelTokenizer:
+    """Whitespace word tokenizer with a vocabulary built from the corpus.
+
+    Ids: ``unk_token`` is 0, then words by descending count, ties broken lexicographically
+    (Python string order), so the vocabulary is a deterministic function of the corpus. Words not
+    in the vocabulary map to the unknown id. ``special_ids == {unk_id}``.
+    """
+
+    def __init__(self, vocab: Sequence[str] | None = None, *, lowercase: bool = False,
+                 unk_token: str = "[UNK]", name: str = "word"):
+        self.lowercase = bool(lowercase)
+        self.unk_token = unk_token
+        self.name = name
+        self._vocab: dict[str, int] | None = None
+        if vocab is not None:
+            self._set_vocab(list(vocab))
+
+    def _set_vocab(self, tokens: list[str]) -> None:
+        if not tokens or tokens[0] != self.unk_token or len(set(tokens)) != len(tokens):
+            raise PosgeomError(
+                f"a word vocabulary must start with {self.unk_token!r} and have no duplicates"
+            )
+        self._vocab = {t: i for i, t in enumerate(tokens)}
+
+    def _split(self, text: str) -> list[str]:
+        return (text.lower() if self.lowercase else text).split()
+
+    def fit(self, texts: Iterable[str], *, min_count: int = 1,
+            max_size: int | None = None) -> WordLevelTokenizer:
+        """Build the vocabulary from ``texts`` (words seen at least ``min_count`` times)."""
+        counter: Counter[str] = Counter()
+        for text in texts:
+            counter.update(self._split(text))
+        counter.pop(self.unk_token, None)
+        words = sorted((w for w, c in counter.items() if c >= min_count),
+                       key=lambda w: (-counter[w], w))
+        if max_size is not None:
+            words = words[: max(0, max_size - 1)]
+        self._set_vocab([self.unk_token, *words])
+        return self
+
+    @property
+    def fitted(self) -> bool:
+        return self._vocab is not None
+
+    @property
+    def vocab(self) -> dict[str, int]:
+        if self._vocab is None:
+            raise PosgeomError("the word tokenizer has no vocabulary yet; call .fit(texts) first")
+        return self._vocab
+
+    @property
+    def unk_id(self) -> int:
+        return 0
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    @property
+    def special_ids(self) -> set[int]:
+        return {self.unk_id}
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"kind": "word", "name": self.name, "vocab_size": self.vocab_size,
+                "vocab_sha256": _vocab_sha256(self.vocab), "lowercase": self.lowercase}
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        get, unk = self.vocab.get, self.unk_id
+        return [[get(w, unk) for w in self._split(t)] for t in texts]
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the vocabulary (tokens in id order) and options as JSON, atomically."""
+        from posgeom.artifacts import atomic_write_text
+
+        tokens = sorted(self.vocab, key=self.vocab.__getitem__)
+        doc = {"kind": _WORD_KIND, "format_version": 1, "lowercase": self.lowercase,
+               "unk_token": self.unk_token, "vocab": tokens}
+        return atomic_write_text(path, json.dumps(doc, ensure_ascii=False, indent=0) + "\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> WordLevelTokenizer:
+        try:
+            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise PosgeomError(f"cannot read word tokenizer {path} ({exc})") from exc
+        if not isinstance(doc, dict) or doc.get("kind") != _WORD_KIND:
+            raise PosgeomError(f"{path} is not a posgeom word tokenizer file")
+        return cls(doc["vocab"], lowercase=doc["lowercase"], unk_token=doc["unk_token"],
+                   name=str(path))
+
+
+def _is_word_json(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    return _WORD_KIND.encode() in head
+
+
+def _looks_like_path(spec: str) -> bool:
+    """A string that can only be a path (hub names are ``name`` or ``org/name``)."""
+    return (spec.startswith((".", "/", "~")) or "\\" in spec or spec.endswith(".json")
+            or spec.count("/") > 1)
+
+
+def load_tokenizer(
+    spec: Any,
+    *,
+    lowercase: bool = False,
+    add_special_tokens: bool = True,
+    allow_download: bool = False,
+) -> Any:
+    """Load a tokenizer from ``spec``.
+
+    ``spec``: an object with ``encode_batch`` (returned as is); ``"word"`` / ``"whitespace"`` (a
+    new, unfitted :class:`WordLevelTokenizer`; ``count_corpus`` fits it on the corpus); a ``.json``
+    file (a posgeom word vocabulary or a ``tokenizers`` file); a folder (its ``tokenizer.json`` if
+    present, else ``transformers.AutoTokenizer``); otherwise a ``transformers`` model name, loaded
+    from the local cache only unless ``allow_download=True``. ``trust_remote_code`` is never set.
+    """
+    if hasattr(spec, "encode_batch") and not isinstance(spec, (str, os.PathLike)):
+        return spec
+    text = os.fspath(spec)
+    if text in ("word", "whitespace"):
+        return WordLevelTokenizer(lowercase=lowercase)
+    path = Path(text).expanduser()
+    if path.is_file():
+        if _is_word_json(path):
+            return WordLevelTokenizer.load(path)
+        return HFTokenizer.from_file(path, add_special_tokens=add_special_tokens)
+    if path.is_dir() and (path / "tokenizer.json").is_file():
+        return HFTokenizer.from_file(path / "tokenizer.json", add_special_tokens=add_special_tokens)
+    if not path.exists() and (isinstance(spec, os.PathLike) or _looks_like_path(text)):
+        raise PosgeomError(
+            f"tokenizer path {text} does not exist; pass an existing tokenizer.json, a tokenizer "
+            "folder, 'word', or a transformers model name"
+        )
+    transformers = require("transformers", "hf")
+    try:
+        tok = transformers.AutoTokenizer.from_pretrained(
+            text, local_files_only=not allow_download, trust_remote_code=False)
+    except (OSError, ValueError) as exc:
+        hint = "" if allow_download else (
+            " (only the local cache was searched; pass allow_download=True to fetch it)")
+        raise PosgeomError(f"cannot load tokenizer {text!r}{hint}: {exc}") from exc
+    if getattr(tok, "is_fast", False) and hasattr(tok, "backend_tokenizer"):
+        backend = require("tokenizers", "hf").Tokenizer.from_str(tok.backend_tokenizer.to_str())
+        return HFTokenizer(backend, name=text, kind="transformers",
+                           add_special_tokens=add_special_tokens, special_ids=tok.all_special_ids)
+    return TransformersTokenizer(tok, name=text, add_special_tokens=add_special_tokens)

@@ -1,0 +1,387 @@
+"""Algorithm 1 of the paper: classical (Torgerson) MDS of the Hellinger geometry.
+
+Given distances ``D`` (n x n), double-centre ``B = -1/2 J (D∘D) J`` with ``J = I - 11^T/n``, take
+the top eigenpairs ``B = U Λ U^T`` (descending) and return ``X = U_r Λ_r^{1/2}`` (n x r). The
+encoding in a model of width ``d >= r`` is ``P = X Q^T`` with ``Q`` (d x r) orthonormal columns:
+``placement="pad"`` uses the first ``r`` unit vectors (zero padding), ``"orthonormal"`` a seeded
+random orthonormal ``Q``. Distances between rows of ``P`` equal those between rows of ``X``.
+
+Two solvers give the same answer:
+
+* ``"exact"``: dense ``B`` and LAPACK ``eigh``. ``O(n^2)`` memory, ``O(n^3)`` time.
+* ``"implicit"``: with the chord convention ``B = (J S)(J S)^T`` exactly, ``S`` the ``n x V``
+  matrix of square-root probabilities, so MDS is PCA of the centred ``S``. A Lanczos solver
+  (ARPACK ``eigsh``, thick restarts, run to machine precision) on the operator
+  ``y -> J S S^T J y`` finds the top ``r`` eigenpairs without forming any ``n x n`` matrix; the
+  centring is applied implicitly and ``S`` stays sparse. Memory ``O(nnz(S) + n r)``.
+
+``solver="auto"`` takes the exact solver for distance-matrix input and for ``n <= 2048``,
+the implicit one otherwise.
+
+Deterministic output
+--------------------
+* Signs: every coordinate is oriented to have non-negative covariance with the position index
+  (it "increases with position" on average); when that covariance is zero, the entry of largest
+  magnitude (first one on ties) is made positive.
+* Ties: eigenvalues equal within ``tie_rtol * λ_max`` span an eigenspace in which any orthonormal
+  basis is an equally valid answer. posgeom picks a canonical basis: the Gram-Schmidt
+  orthonormalisation of the projections onto that eigenspace of discrete Legendre polynomials of
+  the position (degree 1, 2, ...), then of unit vectors. The first tied component is therefore the
+  direction of the eigenspace most aligned with position order. For three one-hot distributions
+  this gives the 1-D answer ``(-1/√2, 0, 1/√2)`` (paper stress 1/6).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse.linalg as spla
+
+from posgeom._errors import PosgeomError
+from posgeom.embed._inputs import InputKind, check_distance_matrix, classify_input
+from posgeom.geometry.distributions import PositionalDistributions, as_distributions
+from posgeom.geometry.divergences import _split_columns, sqrt_gram
+
+__all__ = ["MDSResult", "centred_sqrt_operator", "classical_mds"]
+
+Solver = Literal["auto", "exact", "implicit"]
+Placement = Literal["pad", "orthonormal"]
+AUTO_EXACT_MAX_N = 2048
+
+
+@dataclass(frozen=True, eq=False)
+class MDSResult:
+    """Classical MDS of a positional geometry.
+
+    Attributes
+    ----------
+    coordinates : ndarray, shape (n, r)
+        ``X = U_r Λ_r^{1/2}``: principal coordinates, column ``k`` has squared norm ``λ_k``.
+    eigenvalues : ndarray, shape (k,)
+        Computed eigenvalues of ``B``, descending (all ``n`` for the exact solver when
+        ``all_eigenvalues``; ``r`` plus a margin for the implicit one).
+    total_variance : float
+        ``trace(B) = sum of all eigenvalues`` (``||J S||_F^2`` for distributions), exact for both
+        solvers, so explained variance needs no full spectrum.
+    placement : ndarray, shape (d, r)
+        Orthonormal columns ``Q``; the encoding is ``P = X Q^T``.
+    positions : ndarray, shape (n,)
+        Original position indices of the rows.
+    solver : str
+        ``"exact"`` or ``"implicit"``.
+    """
+
+    coordinates: np.ndarray
+    eigenvalues: np.ndarray
+    total_variance: float
+    placement: np.ndarray
+    positions: np.ndarray
+    solver: str
+    tie_groups: tuple[tuple[int, ...], ...] = field(default=())
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.coordinates.shape[0])
+
+    @property
+    def n_components(self) -> int:
+        return int(self.coordinates.shape[1])
+
+    @property
+    def model_dim(self) -> int:
+        return int(self.placement.shape[0])
+
+    @property
+    def embedding(self) -> np.ndarray:
+        """``P = X Q^T``, shape (n, d): the position vectors in the model space."""
+        return self.coordinates @ self.placement.T
+
+    @property
+    def vectors(self) -> np.ndarray:
+        return self.embedding
+
+    @property
+    def explained_variance_ratio(self) -> np.ndarray:
+        """``λ_k / trace(B)`` for the computed eigenvalues (negative ones clipped to 0)."""
+        if self.total_variance <= 0:
+            return np.zeros_like(self.eigenvalues)
+        return np.clip(self.eigenvalues, 0, None) / self.total_variance
+
+    def distances(self) -> np.ndarray:
+        """Euclidean distances between the embedded positions, shape (n, n)."""
+        from posgeom.scores.stress import euclidean_distances
+
+        return euclidean_distances(self.coordinates)
+
+    def truncate(self, n_components: int) -> MDSResult:
+        """The rank-``r`` solution (the top ``r`` coordinates), same placement columns."""
+        r = int(n_components)
+        if not 1 <= r <= self.n_components:
+            raise PosgeomError(f"n_components must be in 1..{self.n_components}, got {r}")
+        return MDSResult(
+            coordinates=self.coordinates[:, :r],
+            eigenvalues=self.eigenvalues,
+            total_variance=self.total_variance,
+            placement=self.placement[:, :r],
+            positions=self.positions,
+            solver=self.solver,
+            tie_groups=self.tie_groups,
+        )
+
+
+def centred_sqrt_operator(
+    distributions: PositionalDistributions, *, dense_fraction: float = 0.05
+) -> spla.LinearOperator:
+    """The ``n x n`` operator ``y -> J S S^T J y`` (= ``B``) for square-root distributions ``S``.
+
+    ``S = Ssp + f 1^T`` (sparse part plus per-row floor); frequent columns of ``Ssp`` are held
+    dense so their products use BLAS. Never forms an ``n x n`` matrix.
+    """
+    d = distributions
+    n = d.n_positions
+    dense, rest = _split_columns(d.sqrt_sparse, dense_fraction)
+    rest_t = rest.T.tocsr()
+    floor = d.sqrt_floor
+    has_floor = bool(np.any(floor))
+    vocab = d.vocab_size
+    row_sums = np.asarray(rest.sum(axis=1)).ravel() + dense.sum(axis=1)  # Ssp 1
+
+    def matmat(y: np.ndarray) -> np.ndarray:
+        y = y.reshape(n, -1)
+        z = y - y.mean(axis=0, keepdims=True)
+        wd = dense.T @ z
+        wr = rest_t @ z
+        u = dense @ wd + rest @ wr
+        if has_floor:
+            # S^T z has an extra (f . z) on every column; S w an extra f (1 . w).
+            fz = floor @ z
+            sum_w = wd.sum(axis=0) + wr.sum(axis=0) + vocab * fz
+            u += np.outer(row_sums, fz)
+            u += np.outer(floor, sum_w)
+        return u - u.mean(axis=0, keepdims=True)
+
+    return spla.LinearOperator(
+        (n, n), matvec=matmat, matmat=matmat, rmatvec=matmat, dtype=np.float64
+    )
+
+
+def _centred_trace(d: PositionalDistributions) -> float:
+    """``trace(J S S^T J) = ||S||_F^2 - ||S^T 1||^2 / n`` computed from the sparse parts."""
+    s, f, n, vocab = d.sqrt_sparse, d.sqrt_floor, d.n_positions, d.vocab_size
+    row_sq = np.asarray(s.multiply(s).sum(axis=1)).ravel()
+    row_sum = np.asarray(s.sum(axis=1)).ravel()
+    fro = float(np.sum(row_sq + 2 * f * row_sum + vocab * f**2))
+    col = np.asarray(s.sum(axis=0)).ravel() + f.sum()  # column sums of S
+    return fro - float(col @ col) / n
+
+
+def _legendre_candidates(n: int, count: int) -> np.ndarray:
+    x = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+    return np.polynomial.legendre.legvander(x, count)[:, 1:]
+
+
+def _canonical_basis(u: np.ndarray, extra: int = 5) -> np.ndarray:
+    """A basis of span(u) that does not depend on which basis ``u`` the solver returned."""
+    n, m = u.shape
+    chosen: list[np.ndarray] = []
+    candidates = _legendre_candidates(n, m + extra)
+
+    def consider(v: np.ndarray) -> None:
+        p = u @ (u.T @ v)
+        for c in chosen:
+            p -= c * (c @ p)
+        norm = np.linalg.norm(p)
+        if norm > 1e-6 * max(np.linalg.norm(v), 1e-300):
+            # Re-orthogonalise once for stability.
+            for c in chosen:
+                p -= c * (c @ p)
+            chosen.append(p / np.linalg.norm(p))
+
+    for k in range(candidates.shape[1]):
+        if len(chosen) == m:
+            break
+        consider(candidates[:, k])
+    k = 0
+    while len(chosen) < m and k < n:
+        e = np.zeros(n)
+        e[k] = 1.0
+        consider(e)
+        k += 1
+    return np.column_stack(chosen)
+
+
+def _tie_groups(vals: np.ndarray, rtol: float) -> list[list[int]]:
+    scale = max(float(np.max(np.abs(vals), initial=0.0)), 1e-300)
+    groups: list[list[int]] = [[0]] if len(vals) else []
+    for k in range(1, len(vals)):
+        if abs(vals[k - 1] - vals[k]) <= rtol * scale:
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    return groups
+
+
+def _orient(vecs: np.ndarray) -> np.ndarray:
+    n = vecs.shape[0]
+    idx = np.arange(n, dtype=np.float64)
+    idx -= idx.mean()
+    cov = idx @ vecs
+    flip = cov < -1e-12 * np.linalg.norm(idx)
+    undecided = np.abs(cov) <= 1e-12 * np.linalg.norm(idx)
+    if undecided.any():
+        big = np.argmax(np.abs(vecs), axis=0)
+        flip |= undecided & (vecs[big, np.arange(vecs.shape[1])] < 0)
+    return vecs * np.where(flip, -1.0, 1.0)
+
+
+def _canonicalise(vals: np.ndarray, vecs: np.ndarray, r: int, rtol: float):
+    """Canonical bases in tied eigenspaces that touch the top ``r``; deterministic signs."""
+    vecs = vecs.copy()
+    ties = []
+    for g in _tie_groups(vals, rtol):
+        if len(g) > 1 and g[0] < r and vals[g[0]] > 0:
+            vecs[:, g] = _canonical_basis(vecs[:, g])
+            ties.append(tuple(g))
+    return _orient(vecs), tuple(ties)
+
+
+def _placement(d: int, r: int, kind: str, seed: int) -> np.ndarray:
+    if kind == "pad":
+        return np.eye(d, r)
+    if kind == "orthonormal":
+        q, rr = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, r)))
+        return q * np.sign(np.diag(rr))
+    raise PosgeomError(f"unknown placement {kind!r}; use 'pad' or 'orthonormal'")
+
+
+def classical_mds(
+    data: Any,
+    n_components: int | None = None,
+    *,
+    model_dim: int | None = None,
+    placement: Placement = "pad",
+    solver: Solver = "auto",
+    input_kind: InputKind = "auto",
+    all_eigenvalues: bool | None = None,
+    tie_rtol: float = 1e-9,
+    seed: int = 0,
+    tol: float = 0.0,
+) -> MDSResult:
+    """Algorithm 1: the MDS-optimal positional encoding.
+
+    Parameters
+    ----------
+    data : (n, n) distance matrix, PositionalDistributions, PositionCounts, or (n, V) probabilities
+        Distances are used as given; distributions use the Hellinger chord geometry, for which
+        ``B = (J S)(J S)^T`` exactly (so the implicit solver applies).
+    n_components : int, optional
+        Rank ``r`` of the solution (default: all of ``min(n - 1, model_dim)``). Components whose
+        eigenvalue is not positive get zero coordinates.
+    model_dim : int, optional
+        Width ``d`` of the model space (default ``r``); must be ``>= 1``. ``r`` is capped at ``d``.
+    placement : {"pad", "orthonormal"}
+        ``Q``: zero padding (first ``r`` axes) or a seeded random orthonormal frame.
+    solver : {"auto", "exact", "implicit"}
+        See the module docstring; ``"implicit"`` needs distributions, not a distance matrix.
+    input_kind : {"auto", "distances", "distributions"}
+        How to read ``data`` (auto: square, symmetric, zero-diagonal, non-negative -> distances).
+    all_eigenvalues : bool, optional
+        Exact solver only: compute the full spectrum (default when ``n <= 2048``).
+    tie_rtol : float
+        Relative tolerance for equal eigenvalues (see "Ties").
+    seed : int
+        Seed of the Lanczos start vector and of ``placement="orthonormal"``.
+    tol : float
+        Lanczos convergence tolerance (0 = machine precision).
+    """
+    kind = classify_input(data, input_kind)
+    if kind == "distances":
+        dist = check_distance_matrix(data)
+        n = dist.shape[0]
+        dists = None
+    else:
+        dists = as_distributions(data)
+        n = dists.n_positions
+    if n < 3:
+        raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
+    if model_dim is not None and model_dim < 1:
+        raise PosgeomError(f"model_dim (d) must be >= 1, got {model_dim}")
+    if n_components is not None and n_components < 1:
+        raise PosgeomError(f"n_components must be >= 1, got {n_components}")
+    r = n - 1 if n_components is None else int(n_components)
+    if r > n - 1:
+        raise PosgeomError(
+            f"n_components={r} exceeds n - 1 = {n - 1}, the largest possible rank of B for n = {n} "
+            f"positions; use n_components <= {n - 1} (model_dim can still be larger)"
+        )
+    if model_dim is not None:
+        r = min(r, int(model_dim))
+    d = int(model_dim) if model_dim is not None else r
+
+    if solver not in ("auto", "exact", "implicit"):
+        raise PosgeomError(f"unknown solver {solver!r}; use 'auto', 'exact' or 'implicit'")
+    if solver == "auto":
+        solver = "exact" if dists is None or n <= AUTO_EXACT_MAX_N else "implicit"
+    if solver == "implicit" and dists is None:
+        raise PosgeomError(
+            "the implicit solver needs distributions (or counts), not a distance matrix; pass the "
+            "PositionalDistributions or use solver='exact'"
+        )
+
+    if solver == "exact":
+        if dists is None:
+            sq = dist**2
+            b = -0.5 * (sq - sq.mean(0, keepdims=True) - sq.mean(1, keepdims=True) + sq.mean())
+        else:
+            g = sqrt_gram(dists)
+            b = g - g.mean(0, keepdims=True) - g.mean(1, keepdims=True) + g.mean()
+        b = 0.5 * (b + b.T)
+        total = float(np.trace(b))
+        full = n <= AUTO_EXACT_MAX_N if all_eigenvalues is None else all_eigenvalues
+        k = n if full else min(n, r + 16)
+        vals, vecs = sla.eigh(b, subset_by_index=[n - k, n - 1], driver="evr")
+        vals, vecs = vals[::-1], vecs[:, ::-1]
+        _warn_negative(vals)
+    else:
+        op = centred_sqrt_operator(dists)
+        total = _centred_trace(dists)
+        k = min(n - 1, r + max(4, min(16, r // 4)))
+        v0 = np.random.default_rng(seed).standard_normal(n)
+        v0 -= v0.mean()
+        vals, vecs = spla.eigsh(op, k=k, which="LA", v0=v0, tol=tol)
+        order = np.argsort(vals)[::-1]
+        vals, vecs = vals[order], vecs[:, order]
+        # Lanczos vectors can pick up a tiny component along 1 (B's null vector): remove it.
+        vecs -= vecs.mean(axis=0, keepdims=True)
+        vecs /= np.linalg.norm(vecs, axis=0, keepdims=True)
+
+    vecs, ties = _canonicalise(vals, vecs, r, tie_rtol)
+    lam = np.clip(vals[:r], 0.0, None)
+    coords = vecs[:, :r] * np.sqrt(lam)
+    positions = dists.positions if dists is not None else np.arange(n, dtype=np.int64)
+    return MDSResult(
+        coordinates=coords,
+        eigenvalues=vals,
+        total_variance=total,
+        placement=_placement(d, r, placement, seed),
+        positions=np.asarray(positions),
+        solver=solver,
+        tie_groups=ties,
+    )
+
+
+def _warn_negative(vals: np.ndarray) -> None:
+    top = float(vals.max(initial=0.0))
+    low = float(vals.min(initial=0.0))
+    if top > 0 and low < -1e-8 * top:
+        warnings.warn(
+            f"B has negative eigenvalues (most negative {low:.3g}, {abs(low) / top:.2%} of the "
+            "largest): the distances are not Euclidean, and the MDS solution ignores that part. "
+            "Hellinger chord distances never do this; other inputs may.",
+            RuntimeWarning,
+            stacklevel=3,
+        )

@@ -1,0 +1,139 @@
+"""Effective rank of the MDS spectrum and the low-rank encoding ``P = A B^T``.
+
+Definitions on the eigenvalues ``λ_1 >= λ_2 >= ...`` of ``B`` (negative ones clipped to 0; with
+``p_k = λ_k / sum λ``):
+
+* ``"tolerance"``: numerical rank, ``#{k : λ_k > rtol * λ_1}`` (default ``rtol = 1e-10``).
+* ``"energy"``: the smallest ``r`` with ``sum_{k<=r} λ_k >= energy * sum λ`` (default 0.99).
+* ``"entropy"``: ``exp(-sum p_k log p_k)`` (Roy & Vetterli 2007, on the spectrum of ``B``).
+* ``"participation"``: participation ratio ``(sum λ)^2 / sum λ^2``.
+
+Low rank: ``P ≈ A B^T`` with ``A`` (n x r), ``B`` (d x r): ``r (n + d)`` parameters instead of
+``n d``. For an MDS result ``A = X_r`` (top ``r`` coordinates) and ``B = Q_r``; for any other
+``(n, d)`` table the truncated SVD ``A = U_r Σ_r``, ``B = V_r`` (Eckart-Young optimal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.embed.mds import MDSResult
+
+__all__ = ["RANK_METHODS", "LowRankFactors", "effective_rank", "effective_ranks", "low_rank_factors"]
+
+RANK_METHODS = ("tolerance", "energy", "entropy", "participation")
+
+
+def _spectrum(data: Any) -> np.ndarray:
+    if isinstance(data, MDSResult):
+        vals = data.eigenvalues
+    else:
+        vals = np.asarray(data, dtype=np.float64)
+        if vals.ndim == 2:  # an embedding: squared singular values
+            centred = vals - vals.mean(axis=0, keepdims=True)
+            vals = np.linalg.svd(centred, compute_uv=False) ** 2
+    if vals.ndim != 1 or vals.size == 0 or not np.all(np.isfinite(vals)):
+        raise PosgeomError("effective_rank needs a finite, non-empty spectrum or an MDSResult")
+    return np.sort(np.clip(vals, 0.0, None))[::-1]
+
+
+def effective_rank(
+    data: Any, *, method: str = "energy", energy: float = 0.99, rtol: float = 1e-10
+) -> float:
+    """Effective rank of an MDS spectrum (MDSResult, eigenvalues, or an (n, d) embedding).
+
+    For an MDSResult from the implicit solver only the computed eigenvalues are known; the energy
+    definition then uses ``total_variance`` as the denominator, so it stays exact.
+    """
+    if method not in RANK_METHODS:
+        raise PosgeomError(f"unknown rank method {method!r}; choose one of {', '.join(RANK_METHODS)}")
+    lam = _spectrum(data)
+    total = float(lam.sum())
+    if isinstance(data, MDSResult):
+        total = max(total, float(data.total_variance))
+    if lam[0] <= 0 or total <= 0:
+        return 0.0
+    if method == "tolerance":
+        return float(np.count_nonzero(lam > rtol * lam[0]))
+    if method == "energy":
+        if not 0 < energy <= 1:
+            raise PosgeomError(f"energy must be in (0, 1], got {energy}")
+        cum = np.cumsum(lam) / total
+        hit = np.flatnonzero(cum >= energy - 1e-12)
+        return float(hit[0] + 1 if hit.size else lam.size)
+    p = lam[lam > 0] / total
+    if method == "entropy":
+        return float(np.exp(-np.sum(p * np.log(p))))
+    return float(1.0 / np.sum(p**2))
+
+
+def effective_ranks(data: Any, **kwargs: Any) -> dict[str, float]:
+    """All effective-rank definitions at once."""
+    return {m: effective_rank(data, method=m, **kwargs) for m in RANK_METHODS}
+
+
+@dataclass(frozen=True, eq=False)
+class LowRankFactors:
+    """``P = A B^T`` with ``A`` (n, r) and ``B`` (d, r)."""
+
+    A: np.ndarray
+    B: np.ndarray
+
+    @property
+    def rank(self) -> int:
+        return int(self.A.shape[1])
+
+    @property
+    def n_parameters(self) -> int:
+        """``r (n + d)``."""
+        return self.rank * (self.A.shape[0] + self.B.shape[0])
+
+    @property
+    def full_parameters(self) -> int:
+        """``n d``, the size of a full position table."""
+        return int(self.A.shape[0] * self.B.shape[0])
+
+    @property
+    def parameter_reduction(self) -> float:
+        """``1 - r(n+d) / (n d)`` (negative when the factorisation is larger)."""
+        return 1.0 - self.n_parameters / self.full_parameters
+
+    @property
+    def embedding(self) -> np.ndarray:
+        return self.A @ self.B.T
+
+    @property
+    def vectors(self) -> np.ndarray:
+        return self.embedding
+
+    def distances(self) -> np.ndarray:
+        from posgeom.scores._encoding import euclidean_distances
+
+        return euclidean_distances(self.embedding)
+
+
+def low_rank_factors(data: MDSResult | Any, rank: int) -> LowRankFactors:
+    """Rank-``r`` factors of an MDS result or of any ``(n, d)`` position table."""
+    if isinstance(data, MDSResult):
+        n, d, r_max = data.n_positions, data.model_dim, data.n_components
+        if not 1 <= rank <= min(n, d):
+            raise PosgeomError(f"rank must be in 1..min(n, d) = {min(n, d)}, got {rank}")
+        if rank > r_max:
+            raise PosgeomError(
+                f"the MDS result has only {r_max} components; recompute it with n_components >= {rank}"
+            )
+        return LowRankFactors(A=data.coordinates[:, :rank].copy(), B=data.placement[:, :rank].copy())
+    p = np.asarray(data, dtype=np.float64)
+    if p.ndim != 2 or not np.all(np.isfinite(p)):
+        raise PosgeomError("low_rank_factors needs an MDSResult or a finite (n, d) table")
+    n, d = p.shape
+    if not 1 <= rank <= min(n, d):
+        raise PosgeomError(f"rank must be in 1..min(n, d) = {min(n, d)}, got {rank}")
+    u, s, vt = np.linalg.svd(p, full_matrices=False)
+    sign = np.sign(u[np.argmax(np.abs(u), axis=0), np.arange(u.shape[1])])
+    u, vt = u * sign, vt * sign[:, None]
+    return LowRankFactors(A=u[:, :rank] * s[:rank], B=vt[:rank].T.copy())

@@ -1,0 +1,145 @@
+"""The common shape of every encoding: a name, parameters, position vectors and/or distances.
+
+An encoding of ``n`` positions is a :class:`PositionEncoding`:
+
+- ``vectors``: ``(n, d)`` float64 position vectors, or ``None`` when the encoding has no vectors
+  (ALiBi and T5 have biases, not vectors; a distance file has only distances);
+- ``distances()``: the ``(n, n)`` float64 position-distance matrix, exactly symmetric with a zero
+  diagonal. By default the Euclidean distances ``||p_i - p_j||`` of the vectors; an encoding whose
+  geometry is not Euclidean in its vectors stores the matrix itself in ``distance_matrix``.
+
+Both arrays are read-only; ``distances()`` returns a fresh writable copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+
+
+def check_n(n_positions: Any, name: str = "n_positions") -> int:
+    """Return ``n_positions`` as an int >= 1 or raise :class:`PosgeomError`."""
+    if isinstance(n_positions, bool) or not isinstance(n_positions, (int, np.integer)):
+        raise PosgeomError(f"{name} must be an integer >= 1, got {n_positions!r}")
+    if n_positions < 1:
+        raise PosgeomError(f"{name} must be >= 1, got {n_positions}; pass the number of positions")
+    return int(n_positions)
+
+
+def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
+    """Return ``value`` as an int >= ``minimum`` or raise :class:`PosgeomError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise PosgeomError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_even(value: Any, name: str) -> int:
+    """Return ``value`` as an even int >= 2 (a width made of 2-D planes) or raise."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or value < 2
+        or value % 2
+    ):
+        raise PosgeomError(f"{name} must be an even integer >= 2, got {value!r}")
+    return int(value)
+
+
+def check_base(base: Any, name: str = "base") -> float:
+    """Return ``base`` as a finite float > 1 (base <= 1: constant or growing frequencies)."""
+    try:
+        value = float(base)
+    except (TypeError, ValueError):
+        raise PosgeomError(f"{name} must be a number > 1, got {base!r}") from None
+    if not np.isfinite(value) or value <= 1.0:
+        raise PosgeomError(f"{name} must be a finite number > 1 (e.g. 10000), got {base!r}")
+    return value
+
+
+def euclidean_distances(vectors: np.ndarray) -> np.ndarray:
+    """``(n, n)`` Euclidean distances between rows: exactly symmetric, zero diagonal."""
+    from scipy.spatial.distance import pdist, squareform
+
+    x = np.asarray(vectors, dtype=np.float64)
+    if x.shape[0] == 1:
+        return np.zeros((1, 1))
+    return squareform(pdist(x, "euclidean"))
+
+
+def symmetrize(matrix: np.ndarray) -> np.ndarray:
+    """``(M + M^T) / 2`` with the diagonal set to exactly zero (float64)."""
+    m = np.asarray(matrix, dtype=np.float64)
+    out = 0.5 * (m + m.T)
+    np.fill_diagonal(out, 0.0)
+    return out
+
+
+def _readonly(array: np.ndarray | None) -> np.ndarray | None:
+    if array is None:
+        return None
+    out = np.array(array, dtype=np.float64, copy=True)
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class PositionEncoding:
+    """A positional encoding as geometry.
+
+    Attributes
+    ----------
+    name: family name as registered in :func:`posgeom.encodings.available`.
+    vectors: ``(n, d)`` float64 position vectors, or ``None``.
+    params: the parameters that built it (JSON-friendly values).
+    distance_matrix: ``(n, n)`` float64 distances when they are not the Euclidean distances of
+        ``vectors`` (ALiBi, T5, distance files); ``None`` otherwise.
+    """
+
+    name: str
+    vectors: np.ndarray | None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    distance_matrix: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.vectors is None and self.distance_matrix is None:
+            raise PosgeomError("an encoding needs vectors or a distance matrix")
+        vec = _readonly(self.vectors)
+        if vec is not None and vec.ndim != 2:
+            raise PosgeomError(f"position vectors must be 2-D (n, d), got shape {vec.shape}")
+        dist = _readonly(self.distance_matrix)
+        if dist is not None:
+            n = dist.shape[0]
+            if dist.shape != (n, n) or (vec is not None and vec.shape[0] != n):
+                raise PosgeomError(f"distance matrix {dist.shape} does not fit the vectors")
+        object.__setattr__(self, "vectors", vec)
+        object.__setattr__(self, "distance_matrix", dist)
+        object.__setattr__(self, "params", dict(self.params))
+
+    @property
+    def n_positions(self) -> int:
+        """Number of positions ``n``."""
+        src = self.vectors if self.vectors is not None else self.distance_matrix
+        return int(src.shape[0])
+
+    @property
+    def dim(self) -> int | None:
+        """Width ``d`` of the vectors, or ``None`` when there are none."""
+        return None if self.vectors is None else int(self.vectors.shape[1])
+
+    def distances(self) -> np.ndarray:
+        """``(n, n)`` float64 position distances: exactly symmetric, zero diagonal (a new array)."""
+        if self.distance_matrix is not None:
+            return np.array(self.distance_matrix, copy=True)
+        return euclidean_distances(self.vectors)
+
+    def __repr__(self) -> str:
+        shape = None if self.vectors is None else tuple(self.vectors.shape)
+        return (
+            f"{type(self).__name__}(name={self.name!r}, n={self.n_positions}, "
+            f"vectors={shape}, params={self.params})"
+        )

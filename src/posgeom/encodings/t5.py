@@ -1,0 +1,125 @@
+"""T5 relative position buckets (Raffel et al., 2020) as geometry.
+
+T5 adds a learned bias ``b_h(bucket(j - i))`` to the logits of head ``h``; it has no vectors. The
+bucket of a relative position ``r = j - i`` (key minus query) is Mesh TensorFlow's / Hugging Face's
+``_relative_position_bucket``: exact buckets for ``|r| < max_exact = B'/2`` and logarithmic ones up
+to ``max_distance``, where ``B' = num_buckets / 2`` when bidirectional (positive ``r`` add ``B'``)
+and ``B' = num_buckets`` otherwise (positive ``r`` all fall in bucket 0). The logarithm is taken in
+float32, as Hugging Face does, so bucket edges match it.
+
+Distance (posgeom's choice, the paper leaves it open):
+
+- ``bias=None``: the bucket-index distance ``d_ij = bucket(-|i - j|)``, the index of ``|i-j|``
+  within one direction's buckets (``|i - j|`` below ``max_exact``, logarithmic above, constant
+  beyond ``max_distance``). Symmetric with a zero diagonal (not always a metric).
+- ``bias`` given (a ``(num_buckets, n_heads)`` table such as
+  ``relative_attention_bias.weight``):
+  ``d_ij = mean_h (|b_h(0) - b_h(j-i)| + |b_h(0) - b_h(i-j)|) / 2``, how far the bias at offset
+  ``j - i`` is from the bias at offset 0, averaged over heads and over both directions so that it
+  is symmetric (``b_h(0)``: the bias of the bucket of offset 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
+
+
+def t5_relative_position_bucket(
+    relative_position: np.ndarray,
+    *,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+) -> np.ndarray:
+    """Bucket index (int64, same shape) of ``relative_position = key - query``, as Hugging Face's
+    ``T5Attention._relative_position_bucket``."""
+    rel = np.asarray(relative_position, dtype=np.int64)
+    buckets = np.zeros_like(rel)
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (rel > 0).astype(np.int64) * num_buckets
+        rel = np.abs(rel)
+    else:
+        rel = -np.minimum(rel, 0)
+    max_exact = num_buckets // 2
+    with np.errstate(divide="ignore"):
+        scaled = np.log(rel.astype(np.float32) / np.float32(max_exact))
+    large = (
+        scaled
+        / np.float32(math.log(max_distance / max_exact))
+        * np.float32(num_buckets - max_exact)
+    )
+    large = max_exact + np.where(rel < max_exact, 0, large).astype(np.int64)
+    large = np.minimum(large, num_buckets - 1)
+    return buckets + np.where(rel < max_exact, rel, large)
+
+
+@dataclass(frozen=True, eq=False)
+class T5Encoding(PositionEncoding):
+    """T5 bucket geometry; ``bucket(r)``: the bucket of relative positions ``r = j - i``."""
+
+    def bucket(self, relative_position: np.ndarray) -> np.ndarray:
+        p = self.params
+        return t5_relative_position_bucket(
+            relative_position,
+            bidirectional=p["bidirectional"],
+            num_buckets=p["num_buckets"],
+            max_distance=p["max_distance"],
+        )
+
+
+def _as_table(bias: Any) -> np.ndarray:
+    bias = getattr(bias, "weight", bias)
+    if hasattr(bias, "detach"):
+        bias = bias.detach().cpu().double().numpy()
+    table = np.asarray(bias, dtype=np.float64)
+    if table.ndim == 1:
+        table = table[:, None]
+    return table
+
+
+def t5(
+    n_positions: int,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    bidirectional: bool = True,
+    bias: Any = None,
+) -> T5Encoding:
+    """T5 relative-bucket geometry (no vectors); see the module docstring for the distance."""
+    n = check_n(n_positions)
+    num_buckets = check_positive_int(num_buckets, "num_buckets", 4 if bidirectional else 2)
+    max_distance = check_positive_int(max_distance, "max_distance")
+    max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
+    if max_distance <= max_exact:
+        raise PosgeomError(
+            f"max_distance must exceed the exact-bucket range {max_exact}, got {max_distance}"
+        )
+    pos = np.arange(n)
+    rel = pos[None, :] - pos[:, None]  # j - i
+    kw = {
+        "bidirectional": bool(bidirectional),
+        "num_buckets": num_buckets,
+        "max_distance": max_distance,
+    }
+    params: dict[str, Any] = dict(kw, bias=None)
+    if bias is None:
+        dist = t5_relative_position_bucket(-np.abs(rel), **kw).astype(np.float64)
+    else:
+        table = _as_table(bias)
+        if table.ndim != 2 or table.shape[0] != num_buckets or not np.all(np.isfinite(table)):
+            raise PosgeomError(
+                f"T5 bias must be a finite ({num_buckets}, n_heads) table, got shape {table.shape}"
+            )
+        b0 = table[t5_relative_position_bucket(np.array(0), **kw)]  # (n_heads,)
+        fwd = np.abs(table[t5_relative_position_bucket(rel, **kw)] - b0).mean(axis=-1)
+        dist = 0.5 * (fwd + fwd.T)
+        params["bias"] = f"table{tuple(table.shape)}"
+    np.fill_diagonal(dist, 0.0)
+    return T5Encoding("t5", None, params, dist)

@@ -1,0 +1,246 @@
+"""Positional distributions ``mu_i`` estimated from position counts.
+
+``mu_i(t) = (C[i, t] + alpha) / (T_i + alpha V)`` where ``T_i = sum_t C[i, t]`` is the number of
+samples at position ``i`` (``alpha = 0`` without smoothing).
+
+Everything downstream (Hellinger distances, MDS) needs only the square roots ``sqrt(mu_i)``. They
+are stored as *sparse plus a per-row constant*, so add-alpha smoothing never densifies an
+``n x V`` matrix::
+
+    sqrt(mu_i(t)) = sqrt_sparse[i, t] + sqrt_floor[i]
+    sqrt_floor[i]       = sqrt(alpha / Z_i)                       (0 without smoothing)
+    sqrt_sparse[i, t]   = (sqrt(C[i, t] + alpha) - sqrt(alpha)) / sqrt(Z_i),  Z_i = T_i + alpha V
+
+``sqrt_sparse`` has the sparsity pattern of the counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["PositionalDistributions", "positional_distributions"]
+
+
+@dataclass(frozen=True, eq=False)
+class PositionalDistributions:
+    """Square-root positional distributions of ``n`` kept positions over a vocabulary of ``V``.
+
+    Attributes
+    ----------
+    sqrt_sparse : scipy.sparse.csr_matrix, shape (n, V), float64
+        Sparse part of ``sqrt(mu)`` (see the module docstring).
+    sqrt_floor : ndarray, shape (n,)
+        Constant added to every entry of row ``i`` (``sqrt(alpha / Z_i)``; zeros without smoothing).
+    positions : ndarray of int64, shape (n,)
+        Original position index of each kept row (positions dropped by the sample floor are absent).
+    totals : ndarray of float64, shape (n,)
+        Samples per kept position ``T_i`` (``inf`` for exact distributions).
+    flagged : ndarray of int64
+        Original positions kept although ``T_i < min_samples``.
+    dropped : ndarray of int64
+        Original positions removed (below the floor with ``below_min="drop"``).
+    """
+
+    sqrt_sparse: sp.csr_matrix
+    sqrt_floor: np.ndarray
+    positions: np.ndarray
+    totals: np.ndarray
+    smoothing: str = "none"
+    alpha: float = 0.0
+    min_samples: int = 1
+    flagged: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.sqrt_sparse.shape[0])
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.sqrt_sparse.shape[1])
+
+    def sqrt_dense(self) -> np.ndarray:
+        """``sqrt(mu)`` as a dense ``(n, V)`` float64 array (only for small ``n x V``)."""
+        return self.sqrt_sparse.toarray() + self.sqrt_floor[:, None]
+
+    def probabilities(self) -> np.ndarray:
+        """``mu`` as a dense ``(n, V)`` float64 array (only for small ``n x V``)."""
+        return self.sqrt_dense() ** 2
+
+    def subset(self, rows: np.ndarray) -> PositionalDistributions:
+        """The distributions of the kept rows ``rows`` (indices into this object, not positions)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return PositionalDistributions(
+            sqrt_sparse=self.sqrt_sparse[rows],
+            sqrt_floor=self.sqrt_floor[rows],
+            positions=self.positions[rows],
+            totals=self.totals[rows],
+            smoothing=self.smoothing,
+            alpha=self.alpha,
+            min_samples=self.min_samples,
+            flagged=np.intersect1d(self.flagged, self.positions[rows]),
+            dropped=self.dropped,
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "n_positions": self.n_positions,
+            "vocab_size": self.vocab_size,
+            "smoothing": self.smoothing,
+            "alpha": self.alpha,
+            "min_samples": self.min_samples,
+            "flagged_positions": self.flagged.tolist(),
+            "dropped_positions": self.dropped.tolist(),
+            "min_samples_per_position": float(np.min(self.totals)),
+        }
+
+    @classmethod
+    def from_probabilities(cls, probabilities: Any) -> PositionalDistributions:
+        """Wrap exact distributions (rows summing to one), dense ``(n, V)`` or scipy sparse."""
+        p = _as_csr(probabilities, "probabilities")
+        if p.nnz and p.data.min() < 0:
+            raise PosgeomError("probabilities contain negative entries; pass distributions.")
+        sums = np.asarray(p.sum(axis=1)).ravel()
+        if not np.allclose(sums, 1.0, rtol=0, atol=1e-8):
+            bad = int(np.argmax(np.abs(sums - 1.0)))
+            raise PosgeomError(
+                f"row {bad} of the probabilities sums to {sums[bad]:.6g}, not 1; normalise the rows "
+                "or pass counts to positional_distributions()"
+            )
+        root = p.copy()
+        root.data = np.sqrt(root.data)
+        n = p.shape[0]
+        return cls(
+            sqrt_sparse=root,
+            sqrt_floor=np.zeros(n),
+            positions=np.arange(n, dtype=np.int64),
+            totals=np.full(n, np.inf),
+        )
+
+
+def _as_csr(matrix: Any, name: str) -> sp.csr_matrix:
+    if sp.issparse(matrix):
+        out = sp.csr_matrix(matrix, dtype=np.float64)
+    else:
+        arr = np.asarray(matrix, dtype=np.float64)
+        if arr.ndim != 2:
+            raise PosgeomError(f"{name} must be a 2-D (positions x vocabulary) array, got {arr.ndim}-D")
+        out = sp.csr_matrix(arr)
+    if out.shape[0] == 0 or out.shape[1] == 0:
+        raise PosgeomError(f"{name} is empty (shape {out.shape}); count a non-empty corpus first")
+    if not np.all(np.isfinite(out.data)):
+        raise PosgeomError(f"{name} contains NaN or Inf")
+    out.sum_duplicates()
+    out.eliminate_zeros()
+    return out
+
+
+def positional_distributions(
+    counts: Any,
+    *,
+    smoothing: Literal["none", "add-alpha"] = "none",
+    alpha: float = 1.0,
+    min_samples: int = 1,
+    below_min: Literal["flag", "drop"] = "flag",
+) -> PositionalDistributions:
+    """Estimate ``mu_i`` for every position from counts.
+
+    Parameters
+    ----------
+    counts : PositionCounts, scipy sparse or ndarray, shape (n, V)
+        Non-negative counts ``C[i, t]`` (anything with a ``.counts`` attribute is unwrapped).
+    smoothing : {"none", "add-alpha"}
+        ``"add-alpha"`` adds ``alpha`` to every cell (Lidstone): ``(C + alpha) / (T + alpha V)``.
+    alpha : float
+        Pseudo-count for ``"add-alpha"`` (must be > 0).
+    min_samples : int
+        Sample floor: positions with ``T_i < min_samples`` are flagged (kept) or dropped.
+    below_min : {"flag", "drop"}
+        What happens to positions below the floor. Positions with *no* samples have no distribution
+        and raise unless ``below_min="drop"``.
+
+    Returns
+    -------
+    PositionalDistributions
+    """
+    matrix = getattr(counts, "counts", counts)
+    c = _as_csr(matrix, "counts")
+    if c.nnz and c.data.min() < 0:
+        raise PosgeomError("counts contain negative entries; counts must be non-negative")
+    if smoothing not in ("none", "add-alpha"):
+        raise PosgeomError(f"unknown smoothing {smoothing!r}; use 'none' or 'add-alpha'")
+    if smoothing == "add-alpha" and not alpha > 0:
+        raise PosgeomError(f"alpha must be > 0 for add-alpha smoothing, got {alpha}")
+    if below_min not in ("flag", "drop"):
+        raise PosgeomError(f"below_min must be 'flag' or 'drop', got {below_min!r}")
+    if min_samples < 0:
+        raise PosgeomError(f"min_samples must be >= 0, got {min_samples}")
+
+    n, vocab = c.shape
+    totals = np.asarray(c.sum(axis=1)).ravel()
+    positions = np.arange(n, dtype=np.int64)
+    below = totals < max(min_samples, 1e-300)
+    empty = totals <= 0
+    if below_min == "drop":
+        keep = ~below
+        if not keep.any():
+            raise PosgeomError(
+                f"every position has fewer than {min_samples} samples; lower min_samples or the "
+                "number of positions, or count a larger corpus"
+            )
+    else:
+        if empty.any():
+            first = int(np.flatnonzero(empty)[0])
+            raise PosgeomError(
+                f"{int(empty.sum())} of {n} positions have no samples (first: position {first}); "
+                f"no sequence reaches them. Use max_positions <= {first}, or below_min='drop'"
+            )
+        keep = np.ones(n, dtype=bool)
+    flagged = positions[below & keep]
+    dropped = positions[~keep]
+
+    c = c[keep] if not keep.all() else c
+    t = totals[keep]
+    if smoothing == "none":
+        z = t
+        root = c.multiply(1.0 / z[:, None]).tocsr()
+        root.data = np.sqrt(root.data)
+        floor = np.zeros(len(t))
+        used_alpha = 0.0
+    else:
+        z = t + alpha * vocab
+        root = c.copy()
+        root.data = np.sqrt(root.data + alpha) - np.sqrt(alpha)
+        root = root.multiply(1.0 / np.sqrt(z)[:, None]).tocsr()
+        floor = np.sqrt(alpha / z)
+        used_alpha = float(alpha)
+    return PositionalDistributions(
+        sqrt_sparse=sp.csr_matrix(root),
+        sqrt_floor=floor,
+        positions=positions[keep],
+        totals=t.astype(np.float64),
+        smoothing=smoothing,
+        alpha=used_alpha,
+        min_samples=int(min_samples),
+        flagged=flagged,
+        dropped=dropped,
+    )
+
+
+def as_distributions(data: Any) -> PositionalDistributions:
+    """Coerce ``data`` to :class:`PositionalDistributions`.
+
+    Accepts a :class:`PositionalDistributions`, anything with a ``.counts`` attribute (counts are
+    normalised without smoothing), or an ``(n, V)`` array/sparse matrix of probabilities.
+    """
+    if isinstance(data, PositionalDistributions):
+        return data
+    if hasattr(data, "counts"):
+        return positional_distributions(data)
+    return PositionalDistributions.from_probabilities(data)

@@ -1,0 +1,170 @@
+"""How much of each Hellinger distance is sampling noise.
+
+Late positions of a short-text corpus have few samples, so their estimated ``mu_i`` are noisy and a
+Hellinger distance computed from them is biased upwards: even two samples of the *same*
+distribution are at a positive distance. Two estimates, both from the counts alone:
+
+* ``method="split_half"``: each position's samples are split at random into two halves
+  (multivariate hypergeometric), and ``s_i`` is the chord between the two halves' distributions.
+  Since ``E s_i^2 ≈ 4 b_i`` where ``b_i = E||sqrt(mû_i) - sqrt(mu_i)||^2`` is the per-position
+  bias at the full sample size (each half has ``T_i / 2`` samples and the bias scales as
+  ``1 / T``), the noise floor of a pair is ``floor_ij = sqrt((s_i^2 + s_j^2) / 4)``: an estimated
+  ``D_ij`` below it cannot be told apart from two samples of one distribution.
+* ``method="bootstrap"``: rows are resampled ``Multinomial(T_i, mû_i)`` and the distances
+  recomputed; ``distance_std`` is the spread of ``D_ij`` over the replicates, and the floor uses
+  the bootstrap bias ``b_i = mean ||sqrt(mû*_i) - sqrt(mû_i)||^2``.
+
+``NoiseFloor.trusted(threshold)`` marks pairs with ``D_ij > threshold * floor_ij``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from posgeom._errors import PosgeomError
+from posgeom.geometry.distributions import positional_distributions
+from posgeom.geometry.divergences import hellinger_distances
+
+__all__ = ["NoiseFloor", "noise_floor"]
+
+
+@dataclass(frozen=True, eq=False)
+class NoiseFloor:
+    """Sampling-noise estimates for a Hellinger geometry (chord convention).
+
+    Attributes
+    ----------
+    distances : (n, n) the estimated Hellinger distances from all samples
+    self_distance : (n,) chord between two halves of a position (split-half) or ``2 sqrt(b_i)``
+    pair_floor : (n, n) ``sqrt(b_i + b_j)``: distance expected from sampling noise alone
+    distance_std : (n, n) or None: bootstrap standard deviation of each distance
+    totals : (n,) samples per position
+    """
+
+    distances: np.ndarray
+    self_distance: np.ndarray
+    pair_floor: np.ndarray
+    distance_std: np.ndarray | None
+    totals: np.ndarray
+    method: str
+    n_repeats: int
+
+    def trusted(self, threshold: float = 2.0) -> np.ndarray:
+        """Boolean (n, n): ``D_ij > threshold * floor_ij`` (diagonal False)."""
+        out = self.distances > threshold * self.pair_floor
+        np.fill_diagonal(out, False)
+        return out
+
+    def signal_to_noise(self) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            snr = np.where(self.pair_floor > 0, self.distances / self.pair_floor, np.inf)
+        np.fill_diagonal(snr, 0.0)
+        return snr
+
+    def untrusted_positions(self, threshold: float = 2.0, share: float = 0.5) -> np.ndarray:
+        """Positions for which more than ``share`` of their distances are not trusted."""
+        n = self.distances.shape[0]
+        bad = (~self.trusted(threshold)).sum(axis=1) - 1  # minus the diagonal
+        return np.flatnonzero(bad > share * (n - 1))
+
+
+def _split_rows(c: sp.csr_matrix, rng: np.random.Generator) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    half = c.copy()
+    for i in range(c.shape[0]):
+        lo, hi = c.indptr[i], c.indptr[i + 1]
+        row = c.data[lo:hi].astype(np.int64)
+        total = int(row.sum())
+        if total >= 2:
+            half.data[lo:hi] = rng.multivariate_hypergeometric(row, total // 2)
+    other = c - half
+    return half.tocsr(), other.tocsr()
+
+
+def _resample_rows(c: sp.csr_matrix, rng: np.random.Generator) -> sp.csr_matrix:
+    out = c.copy().astype(np.float64)
+    for i in range(c.shape[0]):
+        lo, hi = c.indptr[i], c.indptr[i + 1]
+        row = c.data[lo:hi].astype(np.float64)
+        total = int(round(row.sum()))
+        if total > 0:
+            out.data[lo:hi] = rng.multinomial(total, row / row.sum())
+    return out
+
+
+def _row_chords(a: sp.csr_matrix, b: sp.csr_matrix) -> np.ndarray:
+    pa = positional_distributions(a, below_min="flag", min_samples=0)
+    pb = positional_distributions(b, below_min="flag", min_samples=0)
+    diff = (pa.sqrt_sparse - pb.sqrt_sparse).tocsr()
+    diff.data **= 2
+    return np.sqrt(np.asarray(diff.sum(axis=1)).ravel())
+
+
+def noise_floor(
+    counts: Any,
+    *,
+    method: Literal["split_half", "bootstrap"] = "split_half",
+    n_repeats: int = 10,
+    seed: int = 0,
+) -> NoiseFloor:
+    """Estimate the sampling-noise floor of the Hellinger geometry of ``counts``.
+
+    Parameters
+    ----------
+    counts : PositionCounts or (n, V) integer counts (sparse or dense); every position needs
+        at least 2 samples.
+    method : {"split_half", "bootstrap"}
+    n_repeats : random splits or bootstrap replicates (averaged)
+    seed : random seed (identical results for identical seeds)
+    """
+    matrix = getattr(counts, "counts", counts)
+    c = sp.csr_matrix(matrix, dtype=np.float64)
+    c.sum_duplicates()
+    if c.nnz and (c.data.min() < 0 or not np.allclose(c.data, np.round(c.data))):
+        raise PosgeomError("noise_floor needs non-negative integer counts, not probabilities")
+    totals = np.asarray(c.sum(axis=1)).ravel()
+    if np.any(totals < 2):
+        first = int(np.flatnonzero(totals < 2)[0])
+        raise PosgeomError(
+            f"position {first} has fewer than 2 samples; a noise floor needs >= 2 per position "
+            "(lower max_positions or drop thin positions first)"
+        )
+    if n_repeats < 1:
+        raise PosgeomError(f"n_repeats must be >= 1, got {n_repeats}")
+    rng = np.random.default_rng(seed)
+    dist = hellinger_distances(positional_distributions(c))
+    std = None
+    if method == "split_half":
+        sq = np.zeros(c.shape[0])
+        for _ in range(n_repeats):
+            a, b = _split_rows(c, rng)
+            sq += _row_chords(a, b) ** 2
+        sq /= n_repeats
+        bias = sq / 4.0
+        self_distance = np.sqrt(sq)
+    elif method == "bootstrap":
+        reps = np.empty((n_repeats, *dist.shape))
+        bias = np.zeros(c.shape[0])
+        for k in range(n_repeats):
+            boot = _resample_rows(c, rng)
+            reps[k] = hellinger_distances(positional_distributions(boot))
+            bias += _row_chords(boot, c) ** 2
+        bias /= n_repeats
+        std = reps.std(axis=0, ddof=1) if n_repeats > 1 else np.zeros_like(dist)
+        self_distance = 2.0 * np.sqrt(bias)
+    else:
+        raise PosgeomError(f"unknown method {method!r}; use 'split_half' or 'bootstrap'")
+    floor = np.sqrt(bias[:, None] + bias[None, :])
+    np.fill_diagonal(floor, 0.0)
+    return NoiseFloor(
+        distances=dist,
+        self_distance=self_distance,
+        pair_floor=floor,
+        distance_std=std,
+        totals=totals,
+        method=method,
+        n_repeats=n_repeats,
+    )

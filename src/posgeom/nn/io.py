@@ -1,0 +1,152 @@
+"""Save and load position modules as safetensors with JSON metadata (no pickle).
+
+File layout: the module's ``state_dict`` tensors (persistent parameters and buffers) plus one
+metadata entry ``"posgeom"``, a JSON object
+``{"format": "posgeom.nn/1", "class": <class name>, "config": <constructor arguments>,
+"dtype": <torch dtype name>}``. Writes go to a temporary file in the same folder, then
+``os.replace``. Loading never calls ``torch.load``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from posgeom._errors import ArtifactError, PosgeomError
+from posgeom.nn.position import (
+    AbsolutePositionEmbedding,
+    LearnedPositionEmbedding,
+    LowRankPositionEmbedding,
+    PositionEmbedding,
+    SinusoidalPositionEmbedding,
+)
+
+__all__ = ["load_module", "save_module"]
+
+FORMAT = "posgeom.nn/1"
+_CLASSES: dict[str, type[PositionEmbedding]] = {
+    c.__name__: c
+    for c in (
+        AbsolutePositionEmbedding,
+        LowRankPositionEmbedding,
+        SinusoidalPositionEmbedding,
+        LearnedPositionEmbedding,
+    )
+}
+_DTYPES = {str(d).removeprefix("torch."): d for d in (torch.float16, torch.bfloat16,
+                                                     torch.float32, torch.float64)}
+
+
+def save_module(module: nn.Module, path: str | os.PathLike) -> Path:
+    """Write ``module`` (a posgeom position embedding) to ``path`` (safetensors).
+
+    Returns the path written.
+    """
+    from safetensors.torch import save_file
+
+    if type(module).__name__ not in _CLASSES or not isinstance(module, PositionEmbedding):
+        raise PosgeomError(
+            f"save_module supports {sorted(_CLASSES)}, got {type(module).__name__}; save other "
+            "modules with safetensors.torch.save_model"
+        )
+    ref = module._ref_tensor()
+    meta = {
+        "format": FORMAT,
+        "class": type(module).__name__,
+        "config": module.config(),
+        "dtype": str(ref.dtype).removeprefix("torch."),
+    }
+    tensors = {k: v.detach().contiguous().cpu() for k, v in module.state_dict().items()}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        save_file(tensors, tmp, metadata={"posgeom": json.dumps(meta, sort_keys=True)})
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _read(path: Path) -> tuple[dict, dict[str, torch.Tensor]]:
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    if not path.is_file():
+        raise ArtifactError(f"no such file: {path}; pass the path written by save_module")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            raw = (f.metadata() or {}).get("posgeom")
+        tensors = load_file(str(path))
+    except Exception as exc:  # safetensors raises its own error types
+        raise ArtifactError(f"{path} is not a readable safetensors file: {exc}") from exc
+    if raw is None:
+        raise ArtifactError(
+            f"{path} has no 'posgeom' metadata entry; it was not written by save_module "
+            "(load plain state dicts with safetensors.torch.load_file)"
+        )
+    try:
+        meta = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"{path}: the 'posgeom' metadata is not valid JSON ({exc})") from exc
+    if meta.get("format") != FORMAT or meta.get("class") not in _CLASSES:
+        raise ArtifactError(
+            f"{path}: unknown format {meta.get('format')!r} / class {meta.get('class')!r}; "
+            f"expected format {FORMAT!r} and one of {sorted(_CLASSES)}"
+        )
+    return meta, tensors
+
+
+def _load_into(module: nn.Module, tensors: dict[str, torch.Tensor], path: Path) -> None:
+    expected = module.state_dict()
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    if missing or unexpected:
+        raise ArtifactError(
+            f"{path} does not match {type(module).__name__}: missing tensors {missing}, "
+            f"unexpected tensors {unexpected}"
+        )
+    for name, want in expected.items():
+        got = tensors[name]
+        if tuple(got.shape) != tuple(want.shape):
+            raise ArtifactError(
+                f"{path}: tensor {name!r} has shape {tuple(got.shape)} but "
+                f"{type(module).__name__} expects shape {tuple(want.shape)}; the file belongs to "
+                "a module of another size (check n, d, rank)"
+            )
+    with torch.no_grad():
+        module.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()})
+
+
+def load_module(path: str | os.PathLike, module: PositionEmbedding | None = None
+                ) -> PositionEmbedding:
+    """Load a module written by :func:`save_module`.
+
+    With ``module=None`` the module is rebuilt from the metadata (class and constructor
+    arguments). With ``module`` given, the weights are loaded into it (its class must match);
+    either way a tensor of another shape raises :class:`~posgeom._errors.ArtifactError` naming the
+    expected and the found shapes.
+    """
+    path = Path(path)
+    meta, tensors = _read(path)
+    cls = _CLASSES[meta["class"]]
+    if module is None:
+        dtype = _DTYPES.get(meta.get("dtype", "float32"), torch.float32)
+        try:
+            module = cls.from_config(meta["config"], dtype=dtype)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ArtifactError(f"{path}: cannot rebuild {cls.__name__} from {meta['config']}: "
+                                f"{exc}") from exc
+    elif type(module) is not cls:
+        raise ArtifactError(
+            f"{path} holds a {cls.__name__}, cannot load it into a {type(module).__name__}"
+        )
+    _load_into(module, tensors, path)
+    return module

@@ -1,0 +1,117 @@
+"""Rotary position embedding (RoPE, Su et al. 2021), rotate-half convention of Hugging Face Llama.
+
+Reference: ``transformers.models.llama.modeling_llama.LlamaRotaryEmbedding`` and
+``apply_rotary_pos_emb``. For head width ``h`` (even) and frequencies
+``ω_k = base^{-2k/h}``, ``k = 0 … h/2-1``, the angle of position ``p`` is ``θ_{p,k} = p ω_k`` and
+
+    cos = [cos θ, cos θ],   sin = [sin θ, sin θ]                    (..., L, h)
+    rotate_half(x) = [-x[h/2:], x[:h/2]]
+    x_rot = x * cos + rotate_half(x) * sin
+
+i.e. dimension ``k`` is paired with ``k + h/2`` (not the interleaved pairs of the RoPE paper).
+
+Scaling (``scaling=`` dict, ``None`` for plain RoPE):
+
+- ``{"type": "linear", "factor": f}``: position interpolation, ``ω_k / f``
+  (HF ``rope_type="linear"``).
+- ``{"type": "ntk", "factor": f}``: static NTK-aware base change, ``base' = base f^{h/(h-2)}``.
+
+Position math (angles, cos, sin, and the rotation itself) is done in float32 (float64 for float64
+inputs) and the result is cast back to the input dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["RotaryEmbedding", "rotate_half"]
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """``[-x2, x1]`` for ``x = [x1, x2]`` split in halves on the last axis."""
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+class RotaryEmbedding(nn.Module):
+    """RoPE for queries and keys.
+
+    Args:
+        head_dim: per-head width ``h`` (even).
+        base: frequency base (Llama: 10000; Llama 3 / SmolLM2: other values).
+        scaling: ``None`` or ``{"type": "linear" | "ntk", "factor": f >= 1}``.
+
+    Use ``q, k = rope.apply(q, k, position_ids)`` with ``q, k`` of shape ``(B, H, L, h)`` and
+    ``position_ids`` of shape ``(B, L)`` or ``(L,)``; ``rope(position_ids)`` returns
+    ``(cos, sin)`` of shape ``(*position_ids.shape, h)`` in float32.
+    """
+
+    def __init__(self, head_dim: int, base: float = 10000.0, scaling: dict[str, Any] | None = None
+                 ) -> None:
+        super().__init__()
+        if not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
+            raise PosgeomError(f"head_dim must be a positive even int, got {head_dim!r}")
+        if not base > 1:
+            raise PosgeomError(f"base must be > 1, got {base}")
+        self.head_dim = head_dim
+        self.base = float(base)
+        self.scaling = dict(scaling) if scaling else None
+        eff_base, factor = self.base, 1.0
+        if self.scaling is not None:
+            kind = self.scaling.get("type", self.scaling.get("rope_type"))
+            factor = float(self.scaling.get("factor", 1.0))
+            if kind not in ("linear", "ntk") or not factor >= 1.0:
+                raise PosgeomError(
+                    f"scaling={scaling!r} is not supported; use None, {{'type': 'linear', "
+                    "'factor': f}} or {'type': 'ntk', 'factor': f} with f >= 1"
+                )
+            if kind == "ntk":
+                eff_base = self.base * factor ** (head_dim / (head_dim - 2))
+                factor = 1.0
+        inv = 1.0 / (eff_base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+        self.register_buffer("inv_freq", (inv / factor).to(torch.float32), persistent=False)
+
+    def forward(self, position_ids: Tensor, dtype: torch.dtype = torch.float32
+                ) -> tuple[Tensor, Tensor]:
+        """``(cos, sin)``, each ``(*position_ids.shape, head_dim)`` in ``dtype`` (float32+)."""
+        if position_ids.is_floating_point():
+            raise PosgeomError("position_ids must be an integer tensor (torch.long)")
+        freqs = position_ids.to(dtype).unsqueeze(-1) * self.inv_freq.to(dtype)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
+
+    def apply(self, q: Tensor, k: Tensor, position_ids: Tensor | None = None
+              ) -> tuple[Tensor, Tensor]:
+        """Rotate queries and keys.
+
+        Args:
+            q, k: ``(..., H, L, h)`` (typically ``(B, H, L, h)``); ``h`` must equal ``head_dim``.
+            position_ids: ``(B, L)`` (broadcast over heads) or ``(L,)``; default ``0 … L-1``.
+
+        Returns:
+            ``(q_rot, k_rot)`` with the input shapes and dtypes.
+        """
+        for name, x in (("q", q), ("k", k)):
+            if x.shape[-1] != self.head_dim:
+                raise PosgeomError(
+                    f"{name} has last dimension {x.shape[-1]}, expected head_dim={self.head_dim}; "
+                    "pass tensors shaped (batch, heads, seq_len, head_dim)"
+                )
+        if position_ids is None:
+            position_ids = torch.arange(q.shape[-2], device=q.device)
+        work = torch.float64 if q.dtype == torch.float64 else torch.float32
+        cos, sin = self(position_ids, dtype=work)
+        if position_ids.ndim >= 2:  # (B, L, h) -> (B, 1, L, h), broadcast over heads
+            cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
+        qf, kf = q.to(work), k.to(work)
+        q_rot = qf * cos + rotate_half(qf) * sin
+        k_rot = kf * cos + rotate_half(kf) * sin
+        return q_rot.to(q.dtype), k_rot.to(k.dtype)
+
+    def extra_repr(self) -> str:
+        return f"head_dim={self.head_dim}, base={self.base}, scaling={self.scaling}"

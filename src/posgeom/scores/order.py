@@ -1,0 +1,145 @@
+"""Order-based scores: monotonicity violations (Conjecture 5), separation (Theorem 4), Shepard table.
+
+Monotonicity (Conjecture 5): for an anchor ``i`` and two other positions ``j != k``, the conjecture
+says ``D_ij < D_ik  =>  delta_ij <= delta_ik``. A triple *violates* it when the target orders the
+pair strictly and the encoding orders it strictly the other way. Triples whose target distances tie
+(``D_ij == D_ik``) say nothing and are excluded; a tie in the encoding is not a violation.
+
+    rate = #{(i, {j, k}) : (D_ij - D_ik)(delta_ij - delta_ik) < 0} / #{(i, {j, k}) : D_ij != D_ik}
+
+A random encoding scores about 0.5; an encoding with every distance equal (NoPE) scores 0, since
+the conjecture's non-strict inequality holds trivially, so read the rate with the separation margin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtri
+
+from posgeom._errors import PosgeomError
+from posgeom.embed._inputs import check_distance_matrix
+from posgeom.scores._encoding import EncodingKind, encoding_distances
+
+__all__ = [
+    "ViolationRate",
+    "monotonicity_violation_rate",
+    "separation_margin",
+    "shepard_table",
+]
+
+
+@dataclass(frozen=True)
+class ViolationRate:
+    """Monotonicity violation rate with a confidence interval (exact: the interval is the point)."""
+
+    rate: float
+    ci_low: float
+    ci_high: float
+    n_triples: int
+    n_violations: int
+    exact: bool
+    confidence: float
+
+    def __float__(self) -> float:
+        return self.rate
+
+
+def _pair_matrices(encoding: Any, target: Any, encoding_kind: EncodingKind):
+    delta = encoding_distances(encoding, encoding_kind=encoding_kind)
+    if hasattr(target, "distances") and callable(target.distances):
+        target = target.distances()
+    tgt = check_distance_matrix(target, "target")
+    if delta.shape != tgt.shape:
+        raise PosgeomError(
+            f"the encoding has {delta.shape[0]} positions but the target has {tgt.shape[0]}; "
+            "use the same positions"
+        )
+    return delta, tgt
+
+
+def _wilson(k: int, m: int, confidence: float) -> tuple[float, float]:
+    if m == 0:
+        return 0.0, 1.0
+    z = float(ndtri(0.5 + confidence / 2))
+    p = k / m
+    den = 1 + z**2 / m
+    centre = (p + z**2 / (2 * m)) / den
+    half = z * np.sqrt(p * (1 - p) / m + z**2 / (4 * m**2)) / den
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def monotonicity_violation_rate(
+    encoding: Any,
+    target: Any,
+    *,
+    method: str = "auto",
+    max_exact_positions: int = 400,
+    n_samples: int = 200_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    encoding_kind: EncodingKind = "auto",
+) -> ViolationRate:
+    """Fraction of informative triples ``(i, j, k)`` whose encoding distances contradict the target.
+
+    Parameters
+    ----------
+    method : {"auto", "exact", "sampled"}
+        ``"exact"`` counts all ``n (n-1)(n-2)/2`` triples (``O(n^3)`` time, ``O(n^2)`` memory);
+        ``"sampled"`` draws ``n_samples`` uniform triples with ``seed`` and reports a Wilson
+        interval; ``"auto"`` is exact up to ``max_exact_positions``.
+    """
+    delta, tgt = _pair_matrices(encoding, target, encoding_kind)
+    n = delta.shape[0]
+    if n < 3:
+        raise PosgeomError(f"monotonicity needs at least 3 positions, got {n}")
+    if method not in ("auto", "exact", "sampled"):
+        raise PosgeomError(f"method must be 'auto', 'exact' or 'sampled', got {method!r}")
+    exact = method == "exact" or (method == "auto" and n <= max_exact_positions)
+    if exact:
+        violations = informative = 0
+        for i in range(n):
+            keep = np.arange(n) != i
+            a, b = tgt[i, keep], delta[i, keep]
+            sa = np.sign(a[:, None] - a[None, :])
+            sb = np.sign(b[:, None] - b[None, :])
+            # each unordered pair {j, k} appears twice in the full matrices
+            informative += int(np.count_nonzero(sa)) // 2
+            violations += int(np.count_nonzero(sa * sb < 0)) // 2
+        rate = violations / informative if informative else 0.0
+        return ViolationRate(rate, rate, rate, informative, violations, True, confidence)
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, n, n_samples)
+    j = (i + rng.integers(1, n, n_samples)) % n
+    k = rng.integers(0, n - 2, n_samples)
+    # k uniform over positions other than i and j
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    k = k + (k >= lo)
+    k = k + (k >= hi)
+    sa = np.sign(tgt[i, j] - tgt[i, k])
+    sb = np.sign(delta[i, j] - delta[i, k])
+    informative = int(np.count_nonzero(sa))
+    violations = int(np.count_nonzero(sa * sb < 0))
+    rate = violations / informative if informative else 0.0
+    low, high = _wilson(violations, informative, confidence)
+    return ViolationRate(rate, low, high, informative, violations, False, confidence)
+
+
+def separation_margin(encoding: Any, *, encoding_kind: EncodingKind = "auto") -> float:
+    """``min_{i != j} delta_ij``: the smallest distance between two distinct positions (Theorem 4)."""
+    delta = encoding_distances(encoding, encoding_kind=encoding_kind)
+    n = delta.shape[0]
+    if n < 2:
+        raise PosgeomError("separation needs at least 2 positions")
+    return float(delta[np.triu_indices(n, 1)].min())
+
+
+def shepard_table(
+    encoding: Any, target: Any, *, encoding_kind: EncodingKind = "auto"
+) -> dict[str, np.ndarray]:
+    """Per pair ``i < j``: ``{"i", "j", "target", "encoding"}`` arrays for a Shepard plot."""
+    delta, tgt = _pair_matrices(encoding, target, encoding_kind)
+    i, j = np.triu_indices(delta.shape[0], 1)
+    return {"i": i, "j": j, "target": tgt[i, j], "encoding": delta[i, j]}

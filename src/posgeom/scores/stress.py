@@ -1,0 +1,122 @@
+"""Stress: how far an encoding's position distances are from the target (Hellinger) geometry.
+
+With ``delta_ij`` the encoding's distances and ``D_ij`` the target's, sums over pairs ``i < j``:
+
+* ``"paper"`` (default, the paper's single number): ``sum (delta - D)^2 / sum D^2``. Normalised by
+  the target, no square root, no rescaling of the encoding, so it depends on the encoding's scale
+  (sinusoidal vectors of norm ``sqrt(d/2)`` score in the hundreds).
+* ``"stress1"`` (Kruskal's stress-1): ``sqrt( sum (delta - D)^2 / sum delta^2 )``, the encoding's
+  distances in the denominator as in Kruskal (1964). (scikit-learn's ``normalized_stress`` divides
+  by the target's distances instead.)
+* ``"scale_optimal"``: the paper stress of ``alpha* delta`` with ``alpha* = sum delta D / sum
+  delta^2``, the scale that minimises it; equals ``1 - (sum delta D)^2 / (sum delta^2 sum D^2)``.
+  Comparable across encodings of different scales. :func:`scale_optimal_stress` also returns
+  ``alpha*``.
+* ``"raw"``: ``sum (delta - D)^2``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.scores._encoding import (
+    EncodingKind,
+    encoding_distances,
+    euclidean_distances,
+    matched_pair_distances,
+)
+
+__all__ = [
+    "STRESS_KINDS",
+    "StressScores",
+    "encoding_distances",
+    "euclidean_distances",
+    "scale_optimal_stress",
+    "stress",
+    "stress_from_pairs",
+    "stress_scores",
+]
+
+StressKind = Literal["paper", "stress1", "scale_optimal", "raw"]
+STRESS_KINDS: tuple[str, ...] = ("paper", "stress1", "scale_optimal", "raw")
+
+
+@dataclass(frozen=True)
+class StressScores:
+    """Every stress kind for one encoding, plus the fitted scale ``alpha*``."""
+
+    paper: float
+    stress1: float
+    scale_optimal: float
+    raw: float
+    scale: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "paper": self.paper,
+            "stress1": self.stress1,
+            "scale_optimal": self.scale_optimal,
+            "raw": self.raw,
+            "scale": self.scale,
+        }
+
+
+def stress_from_pairs(delta: np.ndarray, target: np.ndarray) -> StressScores:
+    """All stress kinds from matched pair distances (1-D arrays over pairs ``i < j``)."""
+    delta = np.asarray(delta, dtype=np.float64)
+    target = np.asarray(target, dtype=np.float64)
+    raw = float(np.sum((delta - target) ** 2))
+    sdd, stt, sdt = float(delta @ delta), float(target @ target), float(delta @ target)
+    if stt <= 0:
+        raise PosgeomError(
+            "the target geometry has all distances zero (every position has the same distribution); "
+            "stress is undefined"
+        )
+    paper = raw / stt
+    stress1 = float(np.sqrt(raw / sdd)) if sdd > 0 else float("inf")
+    if sdd > 0:
+        alpha = sdt / sdd
+        scale_opt = float(np.sum((alpha * delta - target) ** 2)) / stt
+    else:  # an encoding with all positions equal: the best scale is irrelevant
+        alpha, scale_opt = 0.0, 1.0
+    return StressScores(paper=paper, stress1=stress1, scale_optimal=scale_opt, raw=raw, scale=alpha)
+
+
+def stress_scores(
+    encoding: Any, target: Any, *, encoding_kind: EncodingKind = "auto"
+) -> StressScores:
+    """Every stress kind of ``encoding`` against ``target`` (see the module docstring)."""
+    delta, tgt = matched_pair_distances(encoding, target, encoding_kind=encoding_kind)
+    return stress_from_pairs(delta, tgt)
+
+
+def stress(
+    encoding: Any,
+    target: Any,
+    *,
+    kind: StressKind = "paper",
+    encoding_kind: EncodingKind = "auto",
+) -> float:
+    """Stress of ``encoding`` against the target distances.
+
+    Parameters
+    ----------
+    encoding : (n, d) vectors, (n, n) distances, or an object with ``.distances()``
+    target : (n, n) distance matrix (e.g. :func:`~posgeom.hellinger_distances`)
+    kind : {"paper", "stress1", "scale_optimal", "raw"}
+    """
+    if kind not in STRESS_KINDS:
+        raise PosgeomError(f"unknown stress kind {kind!r}; choose one of {', '.join(STRESS_KINDS)}")
+    return getattr(stress_scores(encoding, target, encoding_kind=encoding_kind), kind)
+
+
+def scale_optimal_stress(
+    encoding: Any, target: Any, *, encoding_kind: EncodingKind = "auto"
+) -> tuple[float, float]:
+    """``(stress, alpha*)``: the paper stress after the best rescaling of the encoding."""
+    s = stress_scores(encoding, target, encoding_kind=encoding_kind)
+    return s.scale_optimal, s.scale

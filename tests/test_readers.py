@@ -1,0 +1,209 @@
+"""Readers: every text and token-id format, gzip variants, and bad input."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from posgeom._errors import PosgeomError
+from posgeom.corpus.counting import count_corpus
+from posgeom.corpus.readers import detect_format, read_texts, read_token_ids
+
+TEXTS = ['the cat sat', 'a "quoted" word, with comma', '', "it 's\ttab-free ok", 'ünïcödé ✓']
+
+
+def _write(path, data: bytes) -> None:
+    if path.name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    path.write_bytes(data)
+
+
+def _make(tmp_path, fmt: str, gz: bool):
+    name = tmp_path / (f"c.{fmt}" + (".gz" if gz else ""))
+    if fmt == "txt":
+        _write(name, "".join(t + "\n" for t in TEXTS).encode())
+    elif fmt == "jsonl":
+        rows = [json.dumps({"id": i, "body": t}, ensure_ascii=False) for i, t in enumerate(TEXTS)]
+        _write(name, ("\n".join(rows) + "\n").encode())
+    elif fmt == "csv":
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(["label", "body"])
+        w.writerows([[i, t] for i, t in enumerate(TEXTS)])
+        _write(name, buf.getvalue().encode())
+    elif fmt == "tsv":  # SST-2 style: no quoting at all, quotes are literal characters
+        lines = ["body\tlabel"] + [f"{t.replace(chr(9), ' ')}\t{i}" for i, t in enumerate(TEXTS)]
+        _write(name, ("\n".join(lines) + "\n").encode())
+    elif fmt == "parquet":
+        import io
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        buf = io.BytesIO()
+        pq.write_table(pa.table({"label": list(range(5)), "body": TEXTS}), buf, row_group_size=2)
+        _write(name, buf.getvalue())
+    return name
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("fmt", ["txt", "jsonl", "csv", "tsv", "parquet"])
+def test_text_formats(tmp_path, fmt, gz):
+    path = _make(tmp_path, fmt, gz)
+    column = None if fmt == "txt" else "body"
+    expected = [t.replace("\t", " ") if fmt == "tsv" else t for t in TEXTS]
+    assert list(read_texts(path, text_column=column)) == expected
+    assert list(read_texts(path, text_column=column, limit=2)) == expected[:2]
+
+
+def test_reading_is_lazy(tmp_path):
+    path = tmp_path / "big.txt"
+    path.write_bytes(b"ok line\n" + b"\xff broken\n")
+    it = read_texts(path)
+    assert next(it) == "ok line"  # the bad second line is not touched yet
+    with pytest.raises(PosgeomError, match=r"big\.txt, line 2: .*UTF-8"):
+        next(it)
+
+
+def test_sst2_tsv_matches_pandas(shared_data):
+    pd = pytest.importorskip("pandas")
+    path = shared_data / "sst2" / "glue" / "validation.tsv.gz"
+    ref = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)
+    got = list(read_texts(path, text_column="text"))
+    assert got == ref["text"].tolist() and len(got) == 872
+
+
+def test_imdb_jsonl_limit(shared_data):
+    path = shared_data / "imdb" / "test.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        ref = [json.loads(next(fh))["text"] for _ in range(3)]
+    assert list(read_texts(path, limit=3)) == ref
+
+
+def test_hf_dataset_dir(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset.from_dict({"body": TEXTS, "label": list(range(5))})
+    ds.save_to_disk(str(tmp_path / "ds"))
+    assert detect_format(tmp_path / "ds") == "hf-disk"
+    assert list(read_texts(tmp_path / "ds", text_column="body")) == TEXTS
+    dd = datasets.DatasetDict({"train": ds, "test": ds.select([0, 1])})
+    dd.save_to_disk(str(tmp_path / "dd"))
+    assert list(read_texts(tmp_path / "dd", text_column="body", split="test")) == TEXTS[:2]
+    with pytest.raises(PosgeomError, match=r"splits \['train', 'test'\]"):
+        list(read_texts(tmp_path / "dd", text_column="body"))
+    with pytest.raises(PosgeomError, match=r"columns present: \['body', 'label'\]"):
+        list(read_texts(tmp_path / "ds", text_column="sentence"))
+
+
+SEQS = [[5, 1, 7], [2], [3, 3, 3, 3], [9, 8]]
+
+
+def test_token_ids_in_memory_and_npy(tmp_path):
+    got = [a.tolist() for a in read_token_ids(SEQS)]
+    assert got == SEQS
+    padded = np.full((4, 5), 0, dtype=np.int32)
+    for i, s in enumerate(SEQS):
+        padded[i, : len(s)] = s
+    np.save(tmp_path / "p.npy", padded)
+    assert [a.tolist() for a in read_token_ids(tmp_path / "p.npy", pad_id=0)] == SEQS
+    assert [a.tolist() for a in read_token_ids(padded, pad_id=0, limit=2)] == SEQS[:2]
+    flat = np.array([5, 1, 7, 0, 2, 0, 3, 3, 3, 3, 0, 9, 8], dtype=np.int64)
+    np.save(tmp_path / "f.npy", flat)
+    assert [a.tolist() for a in read_token_ids(tmp_path / "f.npy", separator_id=0)] == SEQS
+    assert all(a.dtype == np.int64 for a in read_token_ids(tmp_path / "p.npy", pad_id=0))
+
+
+def test_token_ids_npz(tmp_path):
+    padded = np.array([[5, 1, 7, 4], [2, 4, 4, 4], [3, 3, 3, 3], [9, 8, 4, 4]], dtype=np.int64)
+    np.savez(tmp_path / "a.npz", input_ids=padded, labels=np.arange(4))
+    assert [a.tolist() for a in read_token_ids(tmp_path / "a.npz", pad_id=4)] == SEQS
+    np.savez(tmp_path / "b.npz", tokens=padded, lengths=np.array([3, 1, 4, 2]))
+    assert [a.tolist() for a in read_token_ids(tmp_path / "b.npz", key="tokens")] == SEQS
+    np.savez(tmp_path / "c.npz", x=padded, y=padded)
+    with pytest.raises(PosgeomError, match=r"arrays present: \['x', 'y'\]"):
+        read_token_ids(tmp_path / "c.npz")
+
+
+@pytest.mark.parametrize("dtype,sep", [(np.uint16, 50256), (np.uint32, 100_000)])
+def test_nanogpt_bin(tmp_path, dtype, sep):
+    # nanoGPT prepare.py: ids of each document followed by the end-of-text id, one flat stream
+    stream = []
+    for s in SEQS:
+        stream += [*s, sep]
+    np.array(stream, dtype=dtype).tofile(tmp_path / "train.bin")
+    got = read_token_ids(tmp_path / "train.bin", separator_id=sep, dtype=dtype)
+    assert [a.tolist() for a in got] == SEQS
+    counts = count_corpus(tmp_path / "train.bin", max_positions=4, separator_id=sep,
+                          token_dtype=dtype)
+    assert counts.n_sequences == 4 and counts.totals.tolist() == [4, 3, 2, 1]
+
+
+def test_token_id_bad_input(tmp_path):
+    np.save(tmp_path / "obj.npy", np.array([[1, 2], [3]], dtype=object), allow_pickle=True)
+    with pytest.raises(PosgeomError, match="without pickle"):
+        read_token_ids(tmp_path / "obj.npy")
+    np.array([1, 2, 3], dtype=np.uint16).tofile(tmp_path / "odd.bin")
+    with pytest.raises(PosgeomError, match="not a multiple"):
+        read_token_ids(tmp_path / "odd.bin", separator_id=0, dtype=np.uint32)
+    with pytest.raises(PosgeomError, match="separator_id"):
+        read_token_ids(tmp_path / "odd.bin")
+    np.save(tmp_path / "fl.npy", np.zeros((2, 2)))
+    with pytest.raises(PosgeomError, match="must be integers"):
+        read_token_ids(tmp_path / "fl.npy")
+
+
+def test_missing_file_and_unknown_suffix(tmp_path):
+    with pytest.raises(PosgeomError, match="does not exist"):
+        read_texts(tmp_path / "nope.txt")
+    with pytest.raises(PosgeomError, match="does not exist"):
+        read_token_ids(tmp_path / "nope.npy")
+    (tmp_path / "data.xyz").write_text("a\n")
+    with pytest.raises(PosgeomError, match="cannot tell the format"):
+        read_texts(tmp_path / "data.xyz")
+    assert list(read_texts(tmp_path / "data.xyz", format="text")) == ["a"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl", "parquet"])
+def test_missing_column_lists_columns(tmp_path, fmt):
+    path = _make(tmp_path, fmt, gz=False)
+    with pytest.raises(PosgeomError, match=r"no (column|field) 'sentence'.*\['?body'?|label"):
+        list(read_texts(path, text_column="sentence"))
+    with pytest.raises(PosgeomError, match="body"):
+        list(read_texts(path, text_column="sentence"))
+
+
+@pytest.mark.parametrize("name", ["bad.txt", "bad.tsv.gz", "bad.jsonl"])
+def test_undecodable_bytes_name_file_and_line(tmp_path, name):
+    header = b"text\tlabel\n" if ".tsv" in name else b""
+    body = b'{"text": "fine"}\n{"text": "caf\xe9"}\n' if "jsonl" in name else b"fine\ncaf\xe9\n"
+    _write(tmp_path / name, header + body)
+    line = 3 if header else 2
+    with pytest.raises(PosgeomError, match=rf"{name}, line {line}: .*UTF-8"):
+        list(read_texts(tmp_path / name))
+
+
+def test_not_gzip_and_bad_json(tmp_path):
+    (tmp_path / "fake.txt.gz").write_bytes(b"plain text, not gzip\n")
+    with pytest.raises(PosgeomError, match=r"fake.txt.gz"):
+        list(read_texts(tmp_path / "fake.txt.gz"))
+    (tmp_path / "b.jsonl").write_text('{"text": "ok"}\n{"text": \n')
+    with pytest.raises(PosgeomError, match="line 2: invalid JSON"):
+        list(read_texts(tmp_path / "b.jsonl"))
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n"])
+def test_empty_corpus_raises_when_counting(tmp_path, content):
+    path = tmp_path / "empty.txt"
+    path.write_bytes(content)
+    assert all(not t.strip() for t in read_texts(path))
+    from posgeom.corpus.tokenize import WordLevelTokenizer
+
+    tok = WordLevelTokenizer(["[UNK]", "a"])
+    with pytest.raises(PosgeomError, match="no sequences to count"):
+        count_corpus(path, tok, max_positions=8)
