@@ -53,7 +53,8 @@ _EXPORTS: dict[str, str] = {
     "separation_margin": "posgeom.scores.order",
     "shepard_table": "posgeom.scores.order",
     # scores -> reports
-    "analyze_corpus": "posgeom.pipeline",
+    "analyze_counts": "posgeom.pipeline",
+    "score_encoding": "posgeom.pipeline",
     "PipelineResult": "posgeom.pipeline",
 }
 

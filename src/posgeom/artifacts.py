@@ -57,6 +57,7 @@ __all__ = [
     "load_artifact",
     "read_sidecar",
     "save_artifact",
+    "atomic_directory",
     "sidecar_path",
 ]
 
@@ -100,6 +101,40 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 def atomic_write_text(path: str | os.PathLike, text: str, *, encoding: str = "utf-8") -> Path:
     """Write ``text`` to ``path`` atomically (see :func:`atomic_write_bytes`)."""
     return atomic_write_bytes(path, text.encode(encoding))
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary folder beside ``path``; on success it becomes ``path``.
+
+    A results folder is therefore either complete or absent: an exception (or Ctrl-C) inside the
+    ``with`` block removes the temporary folder and leaves ``path`` as it was. An existing
+    non-empty ``path`` is refused unless ``overwrite=True``, in which case it is replaced.
+    """
+    import shutil
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise PosgeomError(f"{path} exists and is not a folder; choose another output folder")
+    if path.is_dir() and any(path.iterdir()) and not overwrite:
+        raise PosgeomError(
+            f"output folder {path} already exists and is not empty; pass --overwrite "
+            "(overwrite=True) or choose another folder"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            old = path.with_name(f".{path.name}.old-{os.getpid()}")
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 # ----------------------------------------------------------------------------- hashing helpers

@@ -45,11 +45,10 @@ def _load_model(model: Any) -> Any:
 def _no_table_message(model: Any) -> str:
     config = getattr(model, "config", None)
     mtype = getattr(config, "model_type", type(model).__name__)
-    has = (
-        (lambda *keys: any(getattr(config, k, None) is not None for k in keys))
-        if config
-        else (lambda *k: False)
-    )
+
+    def has(*keys: str) -> bool:
+        return any(getattr(config, k, None) is not None for k in keys)
+
     if has("rope_theta", "rope_parameters", "rope_scaling", "rotary_dim", "rotary_pct"):
         hint = "it uses rotary embeddings: use posgeom.encodings.rope(n, head_dim=..., base=...)"
     elif getattr(config, "alibi", False) or mtype in ("bloom", "mpt", "falcon"):

@@ -1,0 +1,1 @@
+"""The ``posgeom`` command line: thin wrappers that parse, call the library and print."""

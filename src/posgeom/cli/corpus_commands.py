@@ -1,0 +1,93 @@
+"""``posgeom count``: a corpus and a tokenizer in, position counts out."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("posgeom")
+
+
+def add_count_arguments(p: argparse.ArgumentParser) -> None:
+    """Corpus, tokenizer and counting options shared by ``count`` and ``run``."""
+    p.add_argument("corpus", help="corpus file or folder: .txt, .jsonl, .csv, .tsv, .parquet (each "
+                   "optionally .gz), a saved Hugging Face datasets folder, or token ids (.npy, .npz, .bin)")
+    p.add_argument("-n", "--max-positions", type=int, required=True,
+                   help="number of positions n to count (positions 0 .. n-1)")
+    p.add_argument("-t", "--tokenizer", default="word",
+                   help="tokenizer: a tokenizer.json file, a folder with one, a transformers model "
+                   "name or path (local only), or 'word' for the built-in word-level tokenizer "
+                   "(vocabulary built from the corpus); ignored for token-id inputs")
+    p.add_argument("--format", default=None,
+                   help="input format (text, jsonl, csv, tsv, parquet, hf-disk, npy, npz, bin); "
+                   "default: from the file suffix")
+    p.add_argument("--text-column", default=None,
+                   help="column or field holding the text (jsonl/csv/tsv/parquet/datasets)")
+    p.add_argument("--split", default=None, help="split of a saved datasets folder")
+    p.add_argument("--align", choices=("start", "end"), default="start",
+                   help="position 0 is the first token (start) or the last token (end)")
+    p.add_argument("--no-special", action="store_true",
+                   help="remove special tokens ([CLS], [SEP], BOS/EOS) before assigning positions")
+    p.add_argument("--lowercase", action="store_true", help="lowercase text (word tokenizer)")
+    p.add_argument("--min-length", type=int, default=1,
+                   help="skip sequences with fewer tokens than this")
+    p.add_argument("--max-sequences", type=int, default=None,
+                   help="stop after counting this many sequences")
+    p.add_argument("--batch-size", type=int, default=1024, help="sequences tokenized per batch")
+    p.add_argument("--pad-id", type=int, default=None, help="padding id to strip (token-id inputs)")
+    p.add_argument("--separator-id", type=int, default=None,
+                   help="document separator id of a flat token stream (.bin, 1-D .npy)")
+
+
+def counts_from_args(args: argparse.Namespace) -> Any:
+    from posgeom.corpus.counting import count_corpus
+    from posgeom.corpus.tokenize import load_tokenizer
+
+    corpus = Path(args.corpus)
+    if not corpus.exists():
+        raise FileNotFoundError(f"corpus {corpus} does not exist")
+    suffixes = "".join(corpus.suffixes)
+    is_ids = any(s in suffixes for s in (".npy", ".npz", ".bin")) or args.format in ("npy", "npz", "bin")
+    tokenizer = None if is_ids else load_tokenizer(args.tokenizer, lowercase=args.lowercase)
+    log.info("counting %s (n = %d)", corpus, args.max_positions)
+    counts = count_corpus(
+        corpus,
+        tokenizer,
+        max_positions=args.max_positions,
+        format=args.format,
+        text_column=args.text_column,
+        split=args.split,
+        pad_id=args.pad_id,
+        separator_id=args.separator_id,
+        include_special=not args.no_special,
+        align=args.align,
+        min_length=args.min_length,
+        max_sequences=args.max_sequences,
+        batch_size=args.batch_size,
+        progress=not args.quiet,
+    )
+    log.info("%d sequences, %d tokens counted", counts.n_sequences, counts.n_tokens)
+    return counts
+
+
+def _count(args: argparse.Namespace) -> int:
+    counts = counts_from_args(args)
+    path = counts.save(args.output)
+    print(f"wrote {path} ({counts.n_sequences} sequences, {counts.max_positions} positions, "
+          f"vocabulary {counts.vocab_size})")
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "count",
+        help="count tokens per position in a corpus",
+        description="Count C[i, t], the number of sequences with token t at position i, and save "
+        "it (.npz or .safetensors, plus a JSON sidecar with every option and a corpus fingerprint).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_count_arguments(p)
+    p.add_argument("-o", "--output", required=True, help="output file: counts.npz or counts.safetensors")
+    p.set_defaults(handler=_count)
