@@ -12,8 +12,9 @@ log = logging.getLogger("posgeom")
 
 def add_count_arguments(p: argparse.ArgumentParser) -> None:
     """Corpus, tokenizer and counting options shared by ``count`` and ``run``."""
-    p.add_argument("corpus", help="corpus file or folder: .txt, .jsonl, .csv, .tsv, .parquet (each "
-                   "optionally .gz), a saved Hugging Face datasets folder, or token ids (.npy, .npz, .bin)")
+    p.add_argument("corpus", nargs="+", help="corpus files or folder: .txt, .jsonl, .csv, .tsv, .parquet "
+                   "(each optionally .gz), a saved Hugging Face datasets folder, or token ids (.npy, "
+                   ".npz, .bin); several files are counted together")
     p.add_argument("-n", "--max-positions", type=int, required=True,
                    help="number of positions n to count (positions 0 .. n-1)")
     p.add_argument("-t", "--tokenizer", default="word",
@@ -39,23 +40,32 @@ def add_count_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pad-id", type=int, default=None, help="padding id to strip (token-id inputs)")
     p.add_argument("--separator-id", type=int, default=None,
                    help="document separator id of a flat token stream (.bin, 1-D .npy)")
+    s = p.add_argument_group("scale: distributed and resumable counting")
+    s.add_argument("--scheduler", default=None,
+                   help="count on Dask: the address of a running scheduler (tcp://host:8786), or "
+                   "'local' for a local cluster")
+    s.add_argument("--workers", type=int, default=None,
+                   help="workers of a local Dask cluster (more than 1 starts one)")
+    s.add_argument("--job-dir", default=None,
+                   help="record finished shards here; rerunning the same command resumes the job")
+    s.add_argument("--shard-lines", type=int, default=None,
+                   help="split text/jsonl/csv/tsv files into shards of this many records")
+    s.add_argument("--restart-job", action="store_true",
+                   help="discard the shards recorded in --job-dir and start the job again")
 
 
 def counts_from_args(args: argparse.Namespace) -> Any:
+    from posgeom._errors import PosgeomError
     from posgeom.corpus.counting import count_corpus
-    from posgeom.corpus.tokenize import load_tokenizer
+    from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
-    corpus = Path(args.corpus)
-    if not corpus.exists():
-        raise FileNotFoundError(f"corpus {corpus} does not exist")
-    suffixes = "".join(corpus.suffixes)
-    is_ids = any(s in suffixes for s in (".npy", ".npz", ".bin")) or args.format in ("npy", "npz", "bin")
-    tokenizer = None if is_ids else load_tokenizer(args.tokenizer, lowercase=args.lowercase)
-    log.info("counting %s (n = %d)", corpus, args.max_positions)
-    counts = count_corpus(
-        corpus,
-        tokenizer,
-        max_positions=args.max_positions,
+    corpora = [Path(c) for c in args.corpus]
+    for corpus in corpora:
+        if not corpus.exists():
+            raise FileNotFoundError(f"corpus {corpus} does not exist")
+    suffixes = "".join(corpora[0].suffixes)
+    is_ids = any(x in suffixes for x in (".npy", ".npz", ".bin")) or args.format in ("npy", "npz", "bin")
+    options = dict(
         format=args.format,
         text_column=args.text_column,
         split=args.split,
@@ -64,10 +74,35 @@ def counts_from_args(args: argparse.Namespace) -> Any:
         include_special=not args.no_special,
         align=args.align,
         min_length=args.min_length,
-        max_sequences=args.max_sequences,
         batch_size=args.batch_size,
-        progress=not args.quiet,
     )
+    scaled = args.scheduler or (args.workers or 1) > 1 or args.job_dir or args.shard_lines
+    log.info("counting %s (n = %d)", ", ".join(map(str, corpora)), args.max_positions)
+    if scaled:
+        if args.max_sequences is not None:
+            raise PosgeomError(
+                "--max-sequences cannot be combined with --scheduler/--workers/--job-dir/--shard-lines "
+                "(a global cap cannot be split across shards); cut the corpus file instead"
+            )
+        from posgeom.corpus.distributed import count_distributed
+
+        tok: Any = None
+        if not is_ids:
+            tok = WordLevelTokenizer(lowercase=True) if args.tokenizer in ("word", "whitespace") and \
+                args.lowercase else args.tokenizer
+        counts = count_distributed(
+            corpora, tok, max_positions=args.max_positions, scheduler=args.scheduler,
+            n_workers=args.workers, job_dir=args.job_dir, shard_lines=args.shard_lines,
+            overwrite=args.restart_job, progress=not args.quiet, **options,
+        )
+    else:
+        if len(corpora) > 1:
+            raise PosgeomError("several corpus files need --job-dir or --shard-lines (sharded counting)")
+        tokenizer = None if is_ids else load_tokenizer(args.tokenizer, lowercase=args.lowercase)
+        counts = count_corpus(
+            corpora[0], tokenizer, max_positions=args.max_positions,
+            max_sequences=args.max_sequences, progress=not args.quiet, **options,
+        )
     log.info("%d sequences, %d tokens counted", counts.n_sequences, counts.n_tokens)
     return counts
 

@@ -31,6 +31,7 @@ from posgeom._errors import PosgeomError
 from posgeom.geometry.distributions import PositionalDistributions, as_distributions
 
 __all__ = [
+    "HellingerBlocks",
     "bhattacharyya_coefficients",
     "fisher_rao_distances",
     "hellinger_distances",
@@ -170,3 +171,46 @@ def fisher_rao_distances(distributions: Any) -> np.ndarray:
     """Fisher-Rao geodesic distance ``2 arccos BC_ij = 4 arcsin(D_ij / 2)``, in ``[0, pi]``."""
     chord = hellinger_distances(distributions)
     return 4.0 * np.arcsin(np.clip(chord / 2.0, 0.0, 1.0))
+
+
+class HellingerBlocks:
+    """Hellinger chord distances of ``distributions`` on demand, never the full ``n x n`` matrix.
+
+    ``block(rows, cols)`` returns the ``(len(rows), len(cols))`` block (from the Gram block, with
+    the same close-pair correction as :func:`hellinger_distances`); ``pairs(i, j)`` returns
+    ``D[i[k], j[k]]`` for index arrays, computed term by term (exact, no cancellation). Memory is
+    that of one block. Used for the blocked and sampled stress of long contexts.
+    """
+
+    def __init__(self, distributions: Any, *, convention: Convention = "chord", close_tol: float = 1e-6):
+        if convention not in ("chord", "normalized"):
+            raise PosgeomError(f"unknown convention {convention!r}; use 'chord' or 'normalized'")
+        self.distributions = as_distributions(distributions)
+        self.scale = 1.0 if convention == "chord" else 1.0 / np.sqrt(2.0)
+        self.close_tol = close_tol
+        d = self.distributions
+        s = d.sqrt_sparse
+        sq_rows = np.asarray(s.multiply(s).sum(axis=1)).ravel()
+        sums = np.asarray(s.sum(axis=1)).ravel()
+        self._norms = sq_rows + 2 * d.sqrt_floor * sums + d.vocab_size * d.sqrt_floor**2
+
+    @property
+    def n_positions(self) -> int:
+        return self.distributions.n_positions
+
+    def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        d = self.distributions
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        gram = sqrt_gram(d.subset(rows), d.subset(cols))
+        sq = self._norms[rows][:, None] + self._norms[cols][None, :] - 2.0 * gram
+        np.maximum(sq, 0.0, out=sq)
+        close = np.argwhere(sq < self.close_tol)
+        if len(close):
+            sq[close[:, 0], close[:, 1]] = _direct_sq_chords(d, rows[close[:, 0]], cols[close[:, 1]])
+        same = rows[:, None] == cols[None, :]
+        sq[same] = 0.0
+        return np.sqrt(sq) * self.scale
+
+    def pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+        return np.sqrt(_direct_sq_chords(self.distributions, i, j)) * self.scale

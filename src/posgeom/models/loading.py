@@ -20,13 +20,19 @@ from posgeom._errors import PosgeomError
 __all__ = ["load_model", "load_tokenizer"]
 
 
+def _one_line(exc: Exception, limit: int = 400) -> str:
+    """The exception text on one line (the CLI prints only the first line of an error)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _offline_error(name: str, what: str, exc: Exception) -> PosgeomError:
     return PosgeomError(
         f"could not load the {what} {name!r} offline (posgeom loads with local_files_only=True and "
-        f"never downloads): {exc}. Fix: pass the path of a local folder that holds config.json and "
-        "the weights (e.g. model.safetensors) and tokenizer files, or put the model in the local "
-        "Hugging Face cache first (on a connected machine: `hf download NAME`, then copy the "
-        "cache or the folder here)."
+        f"never downloads): {_one_line(exc)} Fix: pass the path of a local folder that holds "
+        "config.json and the weights (e.g. model.safetensors) and tokenizer files, or put the "
+        "model in the local Hugging Face cache first (on a connected machine: `hf download "
+        "NAME`, then copy the cache or the folder here)."
     )
 
 
@@ -65,8 +71,8 @@ def load_model(
         if "trust_remote_code" in text or "does not recognize this architecture" in text:
             raise PosgeomError(
                 f"the model {target!r} needs code that is not part of transformers "
-                f"(trust_remote_code), which posgeom never runs: {text}. Fix: use a model whose "
-                "architecture transformers supports natively, or upgrade transformers"
+                f"(trust_remote_code), which posgeom never runs: {_one_line(exc)} Fix: use a "
+                "model whose architecture transformers supports natively, or upgrade transformers"
             ) from exc
         raise _offline_error(target, "model", exc) from exc
     model.eval()

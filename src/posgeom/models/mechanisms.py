@@ -59,6 +59,7 @@ __all__ = [
     "alibi_slopes",
     "find_positional_mechanism",
     "find_positional_mechanisms",
+    "mechanism_encodings",
     "model_position_limit",
     "relative_position_bucket",
     "to_encoding",
@@ -736,3 +737,126 @@ def to_encoding(mechanism: PositionalMechanism, n: int, *, head: int | None = No
         stack = np.ascontiguousarray(dist.transpose(2, 0, 1))
         return _head_select(stack, head, stack.shape[0])
     return np.zeros((n, 1), dtype=np.float64)
+
+
+# -------------------------------------------------------------------- posgeom encodings (registry)
+
+
+def _encoding_key(kind: str, repeat: int, layer_type: str | None) -> str:
+    name = {"rotary": "rope", "none": "nope"}.get(kind, kind)
+    if layer_type:
+        name += f"_{layer_type}"
+    return name if repeat == 1 else f"{name}_{repeat}"
+
+
+def mechanism_encodings(
+    model_or_mechanisms: Any,
+    n: int,
+    *,
+    start: int = 0,
+    learned_offset: int | None = None,
+    on_missing: str = "raise",
+    **load_kwargs: Any,
+) -> dict[str, Any]:
+    """A model's positional mechanisms as :class:`posgeom.encodings.PositionEncoding` objects.
+
+    ``model_or_mechanisms``: a model, a name or local folder (loaded offline, ``load_kwargs`` go to
+    :func:`~posgeom.models.loading.load_model`), a :class:`PositionalMechanism` (it and its
+    ``others``), or a sequence of them. Every encoding covers ``n`` positions; ``start`` shifts
+    the first position (row ``start`` of a learned table is position 0 of the encoding; use 1 to
+    line the table up with a corpus counted without a leading ``[CLS]``; relative kinds depend on
+    ``i - j`` only, so ``start`` does not change their distances).
+
+    Keys and values (all float64; geometry as in :func:`to_encoding`):
+
+    - ``"learned"``: vectors ``(n, d)`` = table rows ``offset + start .. offset + start + n - 1``
+      (exactly the model's rows); ``params`` name the source, offset and start.
+    - ``"rope"`` (``"rope_<layer_type>"`` for per-layer-type set-ups): a
+      :class:`~posgeom.encodings.RoPEEncoding`, vectors ``(n, rotary_dim)``
+      ``[cos(i w_0), sin(i w_0), cos(i w_1), ...]`` (interleaved layout, unit planes) with the
+      model's own inverse frequencies ``w_k`` (scaling variants already applied).
+    - ``"alibi"``: all heads as columns, vectors ``(n, H)`` with column ``h`` = ``m_h i``
+      (Euclidean distance ``||m|| |i - j|``, as :func:`posgeom.encodings.alibi` with ``head=None``);
+      plus ``"alibi_h<h>"``: one head, vectors ``(n, 1)`` = ``m_h i``.
+    - ``"relative_buckets_h<h>"``: one bucket head, a distance matrix only (``vectors=None``).
+    - ``"nope"``: zero vectors ``(n, 1)`` (``on_missing="none"`` and nothing found).
+
+    A kind found twice (T5 encoder and decoder buckets) gets ``_2``, ``_3`` ... after the kind.
+    """
+    from posgeom.encodings import PositionEncoding, RoPEEncoding
+
+    if isinstance(model_or_mechanisms, PositionalMechanism):
+        mechanisms: tuple[PositionalMechanism, ...] = model_or_mechanisms.all
+    elif isinstance(model_or_mechanisms, (list, tuple)) and all(
+        isinstance(m, PositionalMechanism) for m in model_or_mechanisms
+    ):
+        mechanisms = tuple(m for mech in model_or_mechanisms for m in mech.all)
+    else:
+        mechanisms = find_positional_mechanisms(
+            model_or_mechanisms,
+            learned_offset=learned_offset,
+            on_missing=on_missing,
+            **load_kwargs,
+        )
+    if int(n) != n or n < 1:
+        raise PosgeomError(f"n must be a positive integer, got {n!r}")
+    if int(start) != start or start < 0:
+        raise PosgeomError(f"start must be a non-negative integer, got {start!r}")
+    n, start = int(n), int(start)
+    out: dict[str, Any] = {}
+    seen: dict[str, int] = {}
+    for mech in mechanisms:
+        base = _encoding_key(mech.kind, 1, mech.layer_type)
+        seen[base] = seen.get(base, 0) + 1
+        key = _encoding_key(mech.kind, seen[base], mech.layer_type)
+        params: dict[str, Any] = {"kind": mech.kind, "source": mech.source, "start": start}
+        if mech.kind == "learned":
+            table = to_encoding(mech, n + start)[start:]
+            params.update(offset=mech.offset, table_rows=mech.n_positions)
+            out[key] = PositionEncoding("learned", table, params)
+        elif mech.kind == "rotary":
+            assert mech.inv_freq is not None
+            angles = np.arange(start, start + n, dtype=np.float64)[:, None] * mech.inv_freq
+            vectors = np.empty((n, 2 * angles.shape[1]), dtype=np.float64)
+            vectors[:, 0::2] = np.cos(angles)
+            vectors[:, 1::2] = np.sin(angles)
+            params.update(
+                theta=mech.theta,
+                rope_type=mech.rope_type,
+                rotary_dim=mech.rotary_dim,
+                head_dim=mech.head_dim,
+                layout="interleaved",
+                normalize="plane",
+            )
+            out[key] = RoPEEncoding(
+                "rope",
+                vectors,
+                params,
+                inv_freq=mech.inv_freq,
+                attention_factor=float(mech.attention_scaling or 1.0),
+                layout="interleaved",
+            )
+        elif mech.kind == "alibi":
+            assert mech.slopes is not None
+            column = np.arange(start, start + n, dtype=np.float64)[:, None]
+            params.update(alibi_style=mech.alibi_style, n_heads=mech.num_heads, head=None)
+            out[key] = PositionEncoding("alibi", column * mech.slopes[None, :], params)
+            for h, slope in enumerate(mech.slopes):
+                out[f"{key}_h{h}"] = PositionEncoding(
+                    "alibi", column * float(slope), {**params, "head": h, "slope": float(slope)}
+                )
+        elif mech.kind == "relative_buckets":
+            stack = to_encoding(mech, n)
+            params.update(
+                num_buckets=mech.num_buckets,
+                max_distance=mech.max_distance,
+                bidirectional=mech.bidirectional,
+                n_heads=mech.num_heads,
+            )
+            for h in range(stack.shape[0]):
+                out[f"{key}_h{h}"] = PositionEncoding(
+                    "relative_buckets", None, {**params, "head": h}, distance_matrix=stack[h]
+                )
+        else:
+            out[key] = PositionEncoding("nope", np.zeros((n, 1)), params)
+    return out

@@ -38,6 +38,7 @@ __all__ = [
     "scale_optimal_stress",
     "stress",
     "stress_from_pairs",
+    "stress_from_sums",
     "stress_scores",
 ]
 
@@ -70,7 +71,22 @@ def stress_from_pairs(delta: np.ndarray, target: np.ndarray) -> StressScores:
     delta = np.asarray(delta, dtype=np.float64)
     target = np.asarray(target, dtype=np.float64)
     raw = float(np.sum((delta - target) ** 2))
-    sdd, stt, sdt = float(delta @ delta), float(target @ target), float(delta @ target)
+    sdd, sdt = float(delta @ delta), float(delta @ target)
+    scaled = float(np.sum((sdt / sdd * delta - target) ** 2)) if sdd > 0 else None
+    return stress_from_sums(raw, float(target @ target), sdd, sdt, scaled_raw=scaled)
+
+
+def stress_from_sums(
+    raw: float, stt: float, sdd: float, sdt: float, *, scaled_raw: float | None = None
+) -> StressScores:
+    """All stress kinds from ``raw = sum (delta-D)^2``, ``sum D^2``, ``sum delta^2``, ``sum delta D``.
+
+    The scale-optimal stress is ``(raw - 2(alpha-1) sdt + (alpha^2-1) sdd) / stt``, the expansion
+    of ``sum (alpha delta - D)^2`` around ``alpha = 1`` (which keeps ``raw``'s accuracy when the
+    encoding is already close to the target); ``scaled_raw``, when the pairs are at hand, is
+    ``sum (alpha* delta - D)^2`` computed directly.
+    """
+    raw, stt, sdd, sdt = float(raw), float(stt), float(sdd), float(sdt)
     if stt <= 0:
         raise PosgeomError(
             "the target geometry has all distances zero (every position has the same distribution); "
@@ -80,7 +96,9 @@ def stress_from_pairs(delta: np.ndarray, target: np.ndarray) -> StressScores:
     stress1 = float(np.sqrt(raw / sdd)) if sdd > 0 else float("inf")
     if sdd > 0:
         alpha = sdt / sdd
-        scale_opt = float(np.sum((alpha * delta - target) ** 2)) / stt
+        if scaled_raw is None:
+            scaled_raw = max(0.0, raw - 2 * (alpha - 1) * sdt + (alpha**2 - 1) * sdd)
+        scale_opt = scaled_raw / stt
     else:  # an encoding with all positions equal: the best scale is irrelevant
         alpha, scale_opt = 0.0, 1.0
     return StressScores(paper=paper, stress1=stress1, scale_optimal=scale_opt, raw=raw, scale=alpha)

