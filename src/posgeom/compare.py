@@ -15,7 +15,8 @@ Default encodings (``model_dim = d``, BERT-base: ``d = 768``, ``n_heads = 12``)
 --------------------------------------------------------------------------------
 ``sinusoidal``  Vaswani vectors of width ``d``, base 10000 (norm ``sqrt(d/2)``).
 ``rope``        RoPE as a BERT-base-shaped model would use it: ``d / head_dim`` heads of
-                ``head_dim = d / n_heads`` (64; see :func:`default_rope_head_dim`), each the rotation of a unit vector per plane
+                ``head_dim = d / n_heads`` (64; see :func:`default_rope_head_dim`), each the
+                rotation of a unit vector per plane
                 (:func:`posgeom.encodings.rope`, ``normalize="plane"``), the heads concatenated to
                 width ``d``. The norm is ``sqrt(d/2)``, as for ``sinusoidal``, so the paper stress
                 of the two is comparable. RoPE with ``head_dim = d`` would be *identical* to
@@ -23,7 +24,8 @@ Default encodings (``model_dim = d``, BERT-base: ``d = 768``, ``n_heads = 12``)
                 frequencies ``base^(-2k/64)`` repeat in every head, so more planes rotate fast and
                 distances are larger. ``rope_head_dim`` overrides the head width.
 ``alibi``       the ALiBi head with the lowest paper stress among ``n_heads`` reference slopes
-                (rank-1 geometry ``m_h |i - j|``); every head is in :attr:`ComparisonResult.alibi_heads`.
+                (rank-1 geometry ``m_h |i - j|``); every head is in
+                :attr:`ComparisonResult.alibi_heads`.
 ``t5``          T5 bucket-index distance (32 buckets, max distance 128, bidirectional).
 ``nope``        every position the zero vector (paper stress exactly 1).
 ``random``      ``numpy.random.default_rng(seed).standard_normal((n, d))``.
@@ -189,7 +191,8 @@ def rope_heads(
     Vectors ``(n, model_dim)``: every head holds the same RoPE vectors
     ``[cos(i theta_k), sin(i theta_k)]``, ``theta_k = base^(-2k/head_dim)`` (one unit vector per
     2-D plane, :func:`posgeom.encodings.rope`), so with ``H = model_dim / head_dim``
-    ``||p_i - p_j||^2 = H sum_k (2 - 2 cos((i-j) theta_k))`` and every norm is ``sqrt(model_dim/2)``.
+    ``||p_i - p_j||^2 = H sum_k (2 - 2 cos((i-j) theta_k))``; every norm is
+    ``sqrt(model_dim/2)``.
     ``head_dim = model_dim`` gives exactly the sinusoidal geometry.
     """
     from posgeom.encodings import rope
@@ -262,7 +265,8 @@ class ComparisonResult:
         for r in self.table:
             if r["encoding"] == name:
                 return r
-        raise KeyError(f"no encoding {name!r} in the table; have {[r['encoding'] for r in self.table]}")
+        have = [r["encoding"] for r in self.table]
+        raise KeyError(f"no encoding {name!r} in the table; have {have}")
 
     def summary(self) -> dict[str, Any]:
         """The JSON form: conventions, options, geometry summary, table, heads, rank curve."""
@@ -333,7 +337,8 @@ class ComparisonResult:
             for c in self.rank_curve:
                 lines.append(
                     f"| {c['rank']} | {_g(c['paper'])} | {_g(c['scale_optimal'])} | "
-                    f"{c['violation_rate']:.3f} | {c['explained_variance']:.4f} | {c['parameters']} | "
+                    f"{c['violation_rate']:.3f} | {c['explained_variance']:.4f} | "
+                    f"{c['parameters']} | "
                     f"{c['full_parameters']} | {100 * c['parameter_reduction']:.1f}% |"
                 )
         s = self.stationarity

@@ -90,6 +90,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         args.data,
         args.output,
         limit=args.limit,
+        max_positions=args.max_positions,
         cache_dir=args.cache,
         progress=not args.quiet,
         seed=args.seed,
@@ -99,21 +100,26 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
-def _relax_corpus_arguments(p: argparse.ArgumentParser) -> None:
-    """CORPUS and -n become optional (``--counts`` replaces both)."""
-    for action in p._actions:
+def _add_optional_count_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``count`` options of :func:`add_count_arguments`, with CORPUS and -n optional
+    (``--counts`` replaces both)."""
+    from posgeom.cli.corpus_commands import add_count_arguments
+
+    donor = argparse.ArgumentParser(add_help=False)
+    add_count_arguments(donor)
+    for action in donor._actions:
         if action.dest == "corpus":
-            action.nargs = "?"
-            action.default = None
+            nargs = "*" if action.nargs in ("+", "*") else "?"
+            p.add_argument("corpus", nargs=nargs, default=[] if nargs == "*" else None,
+                           help=action.help)
+            continue
+        if action.dest == "max_positions":
             action.required = False
-        elif action.dest == "max_positions":
-            action.required = False
             action.default = None
+        p._add_action(action)
 
 
 def register(sub: Any) -> None:
-    from posgeom.cli.corpus_commands import add_count_arguments
-
     p = sub.add_parser(
         "compare", formatter_class=FMT,
         help="every positional encoding against a corpus's Hellinger geometry",
@@ -123,8 +129,7 @@ def register(sub: Any) -> None:
         "scale-optimal stress, monotonicity violation rate and separation; plus the rank "
         "experiment and a stationarity diagnostic. Writes comparison.json, comparison.md, "
         "arrays.npz (+ sidecar) and counts.npz.")
-    add_count_arguments(p)
-    _relax_corpus_arguments(p)
+    _add_optional_count_arguments(p)
     p.add_argument("--counts", default=None,
                    help="a counts file from `posgeom count` instead of CORPUS (-n then keeps the "
                    "first n positions)")
@@ -133,7 +138,8 @@ def register(sub: Any) -> None:
                    help="model width d of the fixed and MDS encodings (BERT-base: 768)")
     g.add_argument("--encodings", default=None,
                    help="comma-separated subset of: sinusoidal, rope, alibi, t5, nope, random, "
-                   "learned, mds, low_rank_mds, mds+smacof (default: all; learned only with --model)")
+                   "learned, mds, low_rank_mds, mds+smacof (default: all; learned only with "
+                   "--model)")
     g.add_argument("--model", default=None,
                    help="local Hugging Face model folder whose learned position table is scored")
     g.add_argument("--n-heads", type=int, default=12, help="ALiBi heads (and RoPE heads: d / n)")
@@ -171,6 +177,8 @@ def register(sub: Any) -> None:
                    help="folder for cached token counts (default OUTPUT/reproduction/cache)")
     p.add_argument("--limit", type=int, default=None,
                    help="read only the first LIMIT records of each corpus (a quick smoke run)")
+    p.add_argument("--max-positions", type=int, default=None,
+                   help="cap n of the real corpora (a quick smoke run)")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.set_defaults(handler=_reproduce)
 

@@ -1,4 +1,4 @@
-"""Experiments built on posgeom: the reproduction of the paper (:mod:`posgeom.experiments.reproduce`)."""
+"""Experiments built on posgeom: the paper's reproduction (:mod:`posgeom.experiments.reproduce`)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,149 @@
+"""The command line: the happy path end to end, and every bad input gives one line and exit 2."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posgeom import PositionCounts, hellinger_distances, positional_distributions
+from posgeom.cli.main import main
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    rng = np.random.default_rng(0)
+    words = [f"w{k}" for k in range(30)]
+    lines = [" ".join(rng.choice(words, size=rng.integers(6, 12))) for _ in range(300)]
+    path = tmp_path / "my_corpus.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run(argv, capsys):
+    code = main(["-q", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_count_geometry_score_pipeline(corpus, tmp_path, capsys):
+    counts_file = tmp_path / "counts.npz"
+    code, out, _ = run(["count", str(corpus), "-n", "6", "-o", str(counts_file)], capsys)
+    assert code == 0 and counts_file.exists() and Path(str(counts_file) + ".json").exists()
+    counts = PositionCounts.load(counts_file)
+    assert counts.n_sequences == 300 and counts.counts.shape[0] == 6
+    results = tmp_path / "res"
+    code, out, _ = run(["geometry", str(counts_file), "-d", "16", "-o", str(results)], capsys)
+    assert code == 0 and "| mds |" in out
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["conventions"]["hellinger"] == "chord"
+    assert summary["scores"]["mds"]["paper"] < 1e-12
+    # score an encoding file against the geometry, compared with a direct computation
+    vecs = np.random.default_rng(1).standard_normal((6, 4))
+    np.save(tmp_path / "enc.npy", vecs)
+    code, out, _ = run(["score", "--target", str(results / "arrays.npz"), "--json",
+                        f"mine={tmp_path / 'enc.npy'}"], capsys)
+    assert code == 0
+    from posgeom import stress
+
+    target = hellinger_distances(positional_distributions(counts))
+    assert json.loads(out)["mine"]["paper"] == pytest.approx(stress(vecs, target))
+
+
+def test_run_writes_a_complete_results_folder(corpus, tmp_path, capsys):
+    out_dir = tmp_path / "results"
+    code, out, _ = run(["run", str(corpus), "-n", "6", "-d", "8", "-o", str(out_dir)], capsys)
+    assert code == 0
+    assert {p.name for p in out_dir.iterdir()} >= {"summary.json", "table.md", "arrays.npz", "counts.npz"}
+    code, _, err = run(["run", str(corpus), "-n", "6", "-o", str(out_dir)], capsys)
+    assert code == 2 and "--overwrite" in err
+
+
+def one_line_error(code, err, *needles):
+    assert code == 2
+    lines = [line for line in err.strip().splitlines() if line]
+    assert len(lines) == 1 and lines[0].startswith("posgeom: error:"), err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "needles"),
+    [
+        ("", [], ("no sequences",)),
+        ("\n\n   \n", [], ("no sequences",)),
+        ("a b c\nd e\n", ["-n", "9"], ("no samples",)),
+    ],
+)
+def test_bad_corpora(tmp_path, capsys, content, args, needles):
+    path = tmp_path / "c.txt"
+    path.write_text(content)
+    out_dir = tmp_path / "out"
+    code, _, err = run(["run", str(path), *(args or ["-n", "3"]), "-o", str(out_dir)], capsys)
+    one_line_error(code, err, *needles)
+    assert not out_dir.exists()
+
+
+def test_undecodable_bytes_name_file_and_line(tmp_path, capsys):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"fine line\nsecond \xff\xfe line\n")
+    code, _, err = run(["count", str(path), "-n", "2", "-o", str(tmp_path / "c.npz")], capsys)
+    one_line_error(code, err, "bad.txt", "line 2")
+    assert not (tmp_path / "c.npz").exists()
+
+
+def test_missing_column_tokenizer_and_corpus(tmp_path, capsys, corpus):
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("sentence\tlabel\nhello world\t1\n")
+    code, _, err = run(["count", str(tsv), "--text-column", "text", "-n", "2", "-o", str(tmp_path / "x.npz")], capsys)
+    one_line_error(code, err, "text", "sentence")
+    code, _, err = run(["count", str(corpus), "-t", str(tmp_path / "nope" / "tokenizer.json"), "-n", "2",
+                        "-o", str(tmp_path / "x.npz")], capsys)
+    one_line_error(code, err, "does not exist")
+    code, _, err = run(["count", str(tmp_path / "missing.txt"), "-n", "2", "-o", str(tmp_path / "x.npz")], capsys)
+    one_line_error(code, err, "missing.txt")
+
+
+def test_tampered_and_mismatched_artifacts(corpus, tmp_path, capsys):
+    counts_file = tmp_path / "counts.npz"
+    assert run(["count", str(corpus), "-n", "6", "-o", str(counts_file)], capsys)[0] == 0
+    sidecar = Path(str(counts_file) + ".json")
+    meta = json.loads(sidecar.read_text())
+    meta["metadata"] = {**meta.get("metadata", {}), "n_sequences": 1}
+    sidecar.write_text(json.dumps(meta))
+    code, _, err = run(["geometry", str(counts_file), "-o", str(tmp_path / "g")], capsys)
+    one_line_error(code, err)
+    assert not (tmp_path / "g").exists()
+    # another version
+    assert run(["count", str(corpus), "-n", "6", "-o", str(counts_file)], capsys)[0] == 0
+    meta = json.loads(sidecar.read_text())
+    meta["posgeom_version"] = "9.9.0"
+    sidecar.write_text(json.dumps(meta))
+    code, _, err = run(["geometry", str(counts_file), "-o", str(tmp_path / "g")], capsys)
+    one_line_error(code, err, "9.9")
+
+
+def test_bad_encodings_and_dimensions(corpus, tmp_path, capsys):
+    results = tmp_path / "res"
+    assert run(["run", str(corpus), "-n", "5", "-d", "4", "-o", str(results)], capsys)[0] == 0
+    target = str(results / "arrays.npz")
+    np.save(tmp_path / "nan.npy", np.array([[0.0], [np.nan], [1.0], [2.0], [3.0]]))
+    code, _, err = run(["score", "--target", target, str(tmp_path / "nan.npy")], capsys)
+    one_line_error(code, err, "NaN")
+    np.save(tmp_path / "short.npy", np.zeros((3, 2)))
+    code, _, err = run(["score", "--target", target, str(tmp_path / "short.npy")], capsys)
+    one_line_error(code, err, "3")
+    code, _, err = run(["run", str(corpus), "-n", "2", "-o", str(tmp_path / "n2")], capsys)
+    one_line_error(code, err, "at least 3")
+    code, _, err = run(["run", str(corpus), "-n", "5", "-d", "0", "-o", str(tmp_path / "d0")], capsys)
+    one_line_error(code, err, "d")
+    assert not (tmp_path / "n2").exists() and not (tmp_path / "d0").exists()
+
+
+def test_help_explains_options(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--max-positions", "--convention", "--solver", "--no-special", "--align", "--overwrite"):
+        assert option in text

