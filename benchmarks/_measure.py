@@ -39,17 +39,24 @@ def measure_here(fn, *args, **kwargs) -> dict:
 def run_isolated(module: str, task: str, params: dict, timeout: float) -> dict:
     """Run ``module.TASKS[task](**params)`` in a subprocess; returns its JSON or a timeout note."""
     code = (
-        "import json, sys; sys.path.insert(0, %r); import %s as m; "
-        "print('@@' + json.dumps(m.run_task(%r, json.loads(%r))))"
-        % (str(Path(__file__).parent), module, task, json.dumps(params))
+        f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import {module} as m; "
+        f"print('@@' + json.dumps(m.run_task({task!r}, json.loads({json.dumps(params)!r}))))"
     )
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=os.environ.copy()
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=os.environ.copy(),
         )
     except subprocess.TimeoutExpired:
         return {"seconds": None, "peak_bytes": None, "note": f"stopped at the {timeout:.0f} s cap"}
     for line in proc.stdout.splitlines():
         if line.startswith("@@"):
             return json.loads(line[2:])
-    return {"seconds": None, "peak_bytes": None, "note": "failed: " + proc.stderr.strip().splitlines()[-1][:200]}
+    return {
+        "seconds": None,
+        "peak_bytes": None,
+        "note": "failed: " + proc.stderr.strip().splitlines()[-1][:200],
+    }

@@ -123,18 +123,33 @@ def run_task(task: str, params: dict) -> dict:
             from skbio.stats.ordination import pcoa
 
             def work():
-                return pcoa(DistanceMatrix(dist, validate=False), dimensions=COMPONENTS).eigvals.to_numpy()[:3].tolist()
+                return (
+                    pcoa(DistanceMatrix(dist, validate=False), dimensions=COMPONENTS)
+                    .eigvals.to_numpy()[:3]
+                    .tolist()
+                )
         elif task == "peer_classical_mds":
             from sklearn.manifold import ClassicalMDS
 
             def work():
-                return ClassicalMDS(n_components=COMPONENTS, metric="precomputed").fit_transform(dist)[:1, :1].tolist()
+                return (
+                    ClassicalMDS(n_components=COMPONENTS, metric="precomputed")
+                    .fit_transform(dist)[:1, :1]
+                    .tolist()
+                )
         else:  # SMACOF: a few iterations, then extrapolated per iteration
             from sklearn.manifold import MDS
 
             def work():
-                mds = MDS(n_components=2, metric_mds=True, metric="precomputed", n_init=1, max_iter=300,
-                          init="random", random_state=0)
+                mds = MDS(
+                    n_components=2,
+                    metric_mds=True,
+                    metric="precomputed",
+                    n_init=1,
+                    max_iter=300,
+                    init="random",
+                    random_state=0,
+                )
                 mds.fit(dist)
                 return int(mds.n_iter_)
 
@@ -159,16 +174,30 @@ def geometry_benchmark(sizes: list[int], cap: float) -> list[dict]:
         counts_path(n)
         distances_path(n)
         res = {}
-        for task in ("posgeom_mds", "posgeom_full", "peer_dense_product", "peer_pdist",
-                     "peer_pcoa", "peer_classical_mds", "peer_smacof"):
+        for task in (
+            "posgeom_mds",
+            "posgeom_full",
+            "peer_dense_product",
+            "peer_pdist",
+            "peer_pcoa",
+            "peer_classical_mds",
+            "peer_smacof",
+        ):
             if task == "peer_pdist" and n > 2048:
-                res[task] = {"seconds": None, "peak_bytes": None, "note": "skipped: O(n^2 V) scalar loop"}
+                res[task] = {
+                    "seconds": None,
+                    "peak_bytes": None,
+                    "note": "skipped: O(n^2 V) scalar loop",
+                }
             elif task == "peer_smacof" and n > 2048:
                 res[task] = {"seconds": None, "peak_bytes": None, "note": "skipped above n = 2048"}
             else:
                 res[task] = run_isolated("bench_geometry", task, {"n": n}, timeout=cap)
-            print(f"  {task:20s} {fmt_s(res[task]['seconds']):>10s} {fmt_mb(res[task]['peak_bytes']):>9s}"
-                  f" {res[task].get('note', '')}", flush=True)
+            print(
+                f"  {task:20s} {fmt_s(res[task]['seconds']):>10s} {fmt_mb(res[task]['peak_bytes']):>9s}"
+                f" {res[task].get('note', '')}",
+                flush=True,
+            )
         d_bytes = 8 * n * n
         hell = [t for t in ("peer_dense_product", "peer_pdist") if res[t]["seconds"] is not None]
         mds = [t for t in ("peer_pcoa", "peer_classical_mds") if res[t]["seconds"] is not None]
@@ -187,9 +216,12 @@ def geometry_benchmark(sizes: list[int], cap: float) -> list[dict]:
             "memory_ratio": ours["peak_bytes"] / peer_peak,
             "speedup_full_geometry": peer_s / res["posgeom_full"]["seconds"],
         }
-        print(f"  fastest peer pipeline ({row['fastest_peer']}): {peer_s:.2f} s, {fmt_mb(peer_peak)}; "
-              f"posgeom MDS {row['speedup']:.1f}x faster with {row['memory_ratio']:.3f} of the peak memory; "
-              f"posgeom D + MDS {row['speedup_full_geometry']:.1f}x faster", flush=True)
+        print(
+            f"  fastest peer pipeline ({row['fastest_peer']}): {peer_s:.2f} s, {fmt_mb(peer_peak)}; "
+            f"posgeom MDS {row['speedup']:.1f}x faster with {row['memory_ratio']:.3f} of the peak memory; "
+            f"posgeom D + MDS {row['speedup_full_geometry']:.1f}x faster",
+            flush=True,
+        )
         rows.append(row)
     return rows
 
@@ -218,8 +250,13 @@ def counting_benchmark(n_reviews: int) -> dict | None:
         counts = count_corpus(texts, tok, max_positions=512)
         t_all.append(time.perf_counter() - t)
     tok_s, all_s = statistics.median(t_tok), statistics.median(t_all)
-    out = {"reviews": len(texts), "tokens": int(counts.n_tokens), "tokenize_seconds": tok_s,
-           "tokenize_and_count_seconds": all_s, "overhead": all_s / tok_s - 1}
+    out = {
+        "reviews": len(texts),
+        "tokens": int(counts.n_tokens),
+        "tokenize_seconds": tok_s,
+        "tokenize_and_count_seconds": all_s,
+        "overhead": all_s / tok_s - 1,
+    }
     print(f"\n== counting overhead: {out}", flush=True)
     return out
 
@@ -250,10 +287,14 @@ def write_page(geo, counting, long_ctx, extra_sections, path: Path) -> None:
     for row in geo:
         r = row["results"]
 
-        def cell(t):
+        def cell(t, r=r):
             x = r[t]
-            return fmt_s(x["seconds"]) + ("" if x["peak_bytes"] is None else f" / {fmt_mb(x['peak_bytes'])}") \
-                if x["seconds"] is not None else x.get("note", "—")
+            return (
+                fmt_s(x["seconds"])
+                + ("" if x["peak_bytes"] is None else f" / {fmt_mb(x['peak_bytes'])}")
+                if x["seconds"] is not None
+                else x.get("note", "—")
+            )
 
         lines.append(
             f"| {row['n']:,} | {cell('posgeom_mds')} | {cell('posgeom_full')} | {cell('peer_dense_product')} | "
@@ -261,8 +302,12 @@ def write_page(geo, counting, long_ctx, extra_sections, path: Path) -> None:
             f"{row['peer_seconds']:.2f} s / {fmt_mb(row['peer_peak_bytes'])} | **{row['speedup']:.1f}x** "
             f"(D + MDS: {row['speedup_full_geometry']:.1f}x) | {row['memory_ratio']:.3f} |"
         )
-    lines += ["", "Targets (issue 2): at n = 8,192 posgeom at least 10x faster than the fastest peer "
-              "pipeline with at most a quarter of its peak memory.", ""]
+    lines += [
+        "",
+        "Targets (issue 2): at n = 8,192 posgeom at least 10x faster than the fastest peer "
+        "pipeline with at most a quarter of its peak memory.",
+        "",
+    ]
     if counting:
         lines += [
             "## Counting overhead",
@@ -290,10 +335,14 @@ def write_page(geo, counting, long_ctx, extra_sections, path: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="n = 512 and 2048 only; no long context")
     ap.add_argument("--cap", type=float, default=300.0, help="time cap per peer measurement (s)")
-    ap.add_argument("--reviews", type=int, default=5000, help="IMDB reviews for the counting overhead")
+    ap.add_argument(
+        "--reviews", type=int, default=5000, help="IMDB reviews for the counting overhead"
+    )
     ap.add_argument("--out", default=str(ROOT / "docs" / "BENCHMARKS.md"))
     args = ap.parse_args()
     sizes = [512, 2048] if args.quick else [512, 2048, 8192]

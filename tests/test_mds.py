@@ -80,7 +80,9 @@ def test_implicit_solver_matches_exact_on_a_flat_spectrum(smoothing):
 
 @settings(max_examples=25, deadline=None)
 @given(
-    arrays(np.float64, st.tuples(st.integers(4, 12), st.integers(1, 3)), elements=st.floats(-10, 10)),
+    arrays(
+        np.float64, st.tuples(st.integers(4, 12), st.integers(1, 3)), elements=st.floats(-10, 10)
+    ),
 )
 def test_recovers_a_euclidean_configuration_with_zero_stress(points):
     centred = points - points.mean(0)
@@ -96,7 +98,9 @@ def test_three_one_hot_distributions_give_the_paper_numbers():
     onehot = np.eye(3)
     target = hellinger_distances(onehot)
     res = classical_mds(onehot, 1)
-    np.testing.assert_allclose(res.coordinates.ravel(), [-1 / np.sqrt(2), 0, 1 / np.sqrt(2)], atol=1e-12)
+    np.testing.assert_allclose(
+        res.coordinates.ravel(), [-1 / np.sqrt(2), 0, 1 / np.sqrt(2)], atol=1e-12
+    )
     assert res.tie_groups == ((0, 1),)
     assert stress(res, target) == pytest.approx(1 / 6, abs=1e-12)
     refined = smacof_refine(target, res)

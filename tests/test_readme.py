@@ -27,8 +27,12 @@ def test_readme_names_the_test_command_used_by_ci():
 
 
 def test_demo_command_prints_the_table():
-    out = subprocess.run([sys.executable, "-m", "posgeom.cli.main", "-q", "demo"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "posgeom.cli.main", "-q", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "| mds |" in out.stdout and "| sinusoidal |" in out.stdout
     mds_row = next(line for line in out.stdout.splitlines() if line.startswith("| mds |"))

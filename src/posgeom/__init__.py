@@ -67,7 +67,17 @@ _EXPORTS: dict[str, str] = {
     "PipelineResult": "posgeom.pipeline",
 }
 
-_SUBMODULES = {"encodings", "synthetic", "nn", "models", "compare", "corpus", "geometry", "embed", "scores"}
+_SUBMODULES = {
+    "encodings",
+    "synthetic",
+    "nn",
+    "models",
+    "compare",
+    "corpus",
+    "geometry",
+    "embed",
+    "scores",
+}
 
 __all__ = [
     "ArtifactError",

@@ -108,8 +108,12 @@ class PipelineResult:
             out["noise_floor"] = {
                 "method": nf.method,
                 "n_repeats": nf.n_repeats,
-                "median_pair_floor": float(np.median(nf.pair_floor[np.triu_indices_from(nf.pair_floor, 1)])),
-                "trusted_pair_share": float(nf.trusted().sum() / max(1, nf.trusted().size - len(nf.totals))),
+                "median_pair_floor": float(
+                    np.median(nf.pair_floor[np.triu_indices_from(nf.pair_floor, 1)])
+                ),
+                "trusted_pair_share": float(
+                    nf.trusted().sum() / max(1, nf.trusted().size - len(nf.totals))
+                ),
                 "untrusted_positions": d.positions[nf.untrusted_positions()].tolist(),
             }
         return out
@@ -129,7 +133,11 @@ class PipelineResult:
                 f"{s['scale']:.4g} | {s['violation_rate']:.3f} | {s['separation']:.3g} |"
             )
         if self.rank_curve:
-            lines += ["", "| rank r | paper stress of rank-r MDS | parameters r(n+d) | n d |", "|---:|---:|---:|---:|"]
+            lines += [
+                "",
+                "| rank r | paper stress of rank-r MDS | parameters r(n+d) | n d |",
+                "|---:|---:|---:|---:|",
+            ]
             for row in self.rank_curve:
                 lines.append(
                     f"| {row['rank']} | {row['paper_stress']:.4g} | {row['parameters']} | {row['full_parameters']} |"
@@ -154,7 +162,9 @@ class PipelineResult:
             arrays["refined_coordinates"] = self.refined.coordinates
         if self.noise is not None:
             arrays["noise_pair_floor"] = self.noise.pair_floor
-        save_artifact(out / "arrays.npz", arrays, {"options": self.options}, kind="geometry_results")
+        save_artifact(
+            out / "arrays.npz", arrays, {"options": self.options}, kind="geometry_results"
+        )
         atomic_write_text(out / "summary.json", json.dumps(self.summary(), indent=2, default=_json))
         atomic_write_text(out / "table.md", self.markdown_table())
         return out

@@ -12,46 +12,95 @@ log = logging.getLogger("posgeom")
 
 def add_count_arguments(p: argparse.ArgumentParser) -> None:
     """Corpus, tokenizer and counting options shared by ``count`` and ``run``."""
-    p.add_argument("corpus", nargs="+", help="corpus files or folder: .txt, .jsonl, .csv, .tsv, .parquet "
-                   "(each optionally .gz), a saved Hugging Face datasets folder, or token ids (.npy, "
-                   ".npz, .bin); several files are counted together")
-    p.add_argument("-n", "--max-positions", type=int, required=True,
-                   help="number of positions n to count (positions 0 .. n-1)")
-    p.add_argument("-t", "--tokenizer", default="word",
-                   help="tokenizer: a tokenizer.json file, a folder with one, a transformers model "
-                   "name or path (local only), or 'word' for the built-in word-level tokenizer "
-                   "(vocabulary built from the corpus); ignored for token-id inputs")
-    p.add_argument("--format", default=None,
-                   help="input format (text, jsonl, csv, tsv, parquet, hf-disk, npy, npz, bin); "
-                   "default: from the file suffix")
-    p.add_argument("--text-column", default=None,
-                   help="column or field holding the text (jsonl/csv/tsv/parquet/datasets)")
+    p.add_argument(
+        "corpus",
+        nargs="+",
+        help="corpus files or folder: .txt, .jsonl, .csv, .tsv, .parquet "
+        "(each optionally .gz), a saved Hugging Face datasets folder, or token ids (.npy, "
+        ".npz, .bin); several files are counted together",
+    )
+    p.add_argument(
+        "-n",
+        "--max-positions",
+        type=int,
+        required=True,
+        help="number of positions n to count (positions 0 .. n-1)",
+    )
+    p.add_argument(
+        "-t",
+        "--tokenizer",
+        default="word",
+        help="tokenizer: a tokenizer.json file, a folder with one, a transformers model "
+        "name or path (local only), or 'word' for the built-in word-level tokenizer "
+        "(vocabulary built from the corpus); ignored for token-id inputs",
+    )
+    p.add_argument(
+        "--format",
+        default=None,
+        help="input format (text, jsonl, csv, tsv, parquet, hf-disk, npy, npz, bin); "
+        "default: from the file suffix",
+    )
+    p.add_argument(
+        "--text-column",
+        default=None,
+        help="column or field holding the text (jsonl/csv/tsv/parquet/datasets)",
+    )
     p.add_argument("--split", default=None, help="split of a saved datasets folder")
-    p.add_argument("--align", choices=("start", "end"), default="start",
-                   help="position 0 is the first token (start) or the last token (end)")
-    p.add_argument("--no-special", action="store_true",
-                   help="remove special tokens ([CLS], [SEP], BOS/EOS) before assigning positions")
+    p.add_argument(
+        "--align",
+        choices=("start", "end"),
+        default="start",
+        help="position 0 is the first token (start) or the last token (end)",
+    )
+    p.add_argument(
+        "--no-special",
+        action="store_true",
+        help="remove special tokens ([CLS], [SEP], BOS/EOS) before assigning positions",
+    )
     p.add_argument("--lowercase", action="store_true", help="lowercase text (word tokenizer)")
-    p.add_argument("--min-length", type=int, default=1,
-                   help="skip sequences with fewer tokens than this")
-    p.add_argument("--max-sequences", type=int, default=None,
-                   help="stop after counting this many sequences")
+    p.add_argument(
+        "--min-length", type=int, default=1, help="skip sequences with fewer tokens than this"
+    )
+    p.add_argument(
+        "--max-sequences", type=int, default=None, help="stop after counting this many sequences"
+    )
     p.add_argument("--batch-size", type=int, default=1024, help="sequences tokenized per batch")
     p.add_argument("--pad-id", type=int, default=None, help="padding id to strip (token-id inputs)")
-    p.add_argument("--separator-id", type=int, default=None,
-                   help="document separator id of a flat token stream (.bin, 1-D .npy)")
+    p.add_argument(
+        "--separator-id",
+        type=int,
+        default=None,
+        help="document separator id of a flat token stream (.bin, 1-D .npy)",
+    )
     s = p.add_argument_group("scale: distributed and resumable counting")
-    s.add_argument("--scheduler", default=None,
-                   help="count on Dask: the address of a running scheduler (tcp://host:8786), or "
-                   "'local' for a local cluster")
-    s.add_argument("--workers", type=int, default=None,
-                   help="workers of a local Dask cluster (more than 1 starts one)")
-    s.add_argument("--job-dir", default=None,
-                   help="record finished shards here; rerunning the same command resumes the job")
-    s.add_argument("--shard-lines", type=int, default=None,
-                   help="split text/jsonl/csv/tsv files into shards of this many records")
-    s.add_argument("--restart-job", action="store_true",
-                   help="discard the shards recorded in --job-dir and start the job again")
+    s.add_argument(
+        "--scheduler",
+        default=None,
+        help="count on Dask: the address of a running scheduler (tcp://host:8786), or "
+        "'local' for a local cluster",
+    )
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="workers of a local Dask cluster (more than 1 starts one)",
+    )
+    s.add_argument(
+        "--job-dir",
+        default=None,
+        help="record finished shards here; rerunning the same command resumes the job",
+    )
+    s.add_argument(
+        "--shard-lines",
+        type=int,
+        default=None,
+        help="split text/jsonl/csv/tsv files into shards of this many records",
+    )
+    s.add_argument(
+        "--restart-job",
+        action="store_true",
+        help="discard the shards recorded in --job-dir and start the job again",
+    )
 
 
 def counts_from_args(args: argparse.Namespace) -> Any:
@@ -64,7 +113,11 @@ def counts_from_args(args: argparse.Namespace) -> Any:
         if not corpus.exists():
             raise FileNotFoundError(f"corpus {corpus} does not exist")
     suffixes = "".join(corpora[0].suffixes)
-    is_ids = any(x in suffixes for x in (".npy", ".npz", ".bin")) or args.format in ("npy", "npz", "bin")
+    is_ids = any(x in suffixes for x in (".npy", ".npz", ".bin")) or args.format in (
+        "npy",
+        "npz",
+        "bin",
+    )
     options = dict(
         format=args.format,
         text_column=args.text_column,
@@ -88,20 +141,36 @@ def counts_from_args(args: argparse.Namespace) -> Any:
 
         tok: Any = None
         if not is_ids:
-            tok = WordLevelTokenizer(lowercase=True) if args.tokenizer in ("word", "whitespace") and \
-                args.lowercase else args.tokenizer
+            tok = (
+                WordLevelTokenizer(lowercase=True)
+                if args.tokenizer in ("word", "whitespace") and args.lowercase
+                else args.tokenizer
+            )
         counts = count_distributed(
-            corpora, tok, max_positions=args.max_positions, scheduler=args.scheduler,
-            n_workers=args.workers, job_dir=args.job_dir, shard_lines=args.shard_lines,
-            overwrite=args.restart_job, progress=not args.quiet, **options,
+            corpora,
+            tok,
+            max_positions=args.max_positions,
+            scheduler=args.scheduler,
+            n_workers=args.workers,
+            job_dir=args.job_dir,
+            shard_lines=args.shard_lines,
+            overwrite=args.restart_job,
+            progress=not args.quiet,
+            **options,
         )
     else:
         if len(corpora) > 1:
-            raise PosgeomError("several corpus files need --job-dir or --shard-lines (sharded counting)")
+            raise PosgeomError(
+                "several corpus files need --job-dir or --shard-lines (sharded counting)"
+            )
         tokenizer = None if is_ids else load_tokenizer(args.tokenizer, lowercase=args.lowercase)
         counts = count_corpus(
-            corpora[0], tokenizer, max_positions=args.max_positions,
-            max_sequences=args.max_sequences, progress=not args.quiet, **options,
+            corpora[0],
+            tokenizer,
+            max_positions=args.max_positions,
+            max_sequences=args.max_sequences,
+            progress=not args.quiet,
+            **options,
         )
     log.info("%d sequences, %d tokens counted", counts.n_sequences, counts.n_tokens)
     return counts
@@ -110,8 +179,10 @@ def counts_from_args(args: argparse.Namespace) -> Any:
 def _count(args: argparse.Namespace) -> int:
     counts = counts_from_args(args)
     path = counts.save(args.output)
-    print(f"wrote {path} ({counts.n_sequences} sequences, {counts.max_positions} positions, "
-          f"vocabulary {counts.vocab_size})")
+    print(
+        f"wrote {path} ({counts.n_sequences} sequences, {counts.max_positions} positions, "
+        f"vocabulary {counts.vocab_size})"
+    )
     return 0
 
 
@@ -124,5 +195,7 @@ def register(sub: Any) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_count_arguments(p)
-    p.add_argument("-o", "--output", required=True, help="output file: counts.npz or counts.safetensors")
+    p.add_argument(
+        "-o", "--output", required=True, help="output file: counts.npz or counts.safetensors"
+    )
     p.set_defaults(handler=_count)

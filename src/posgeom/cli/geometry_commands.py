@@ -19,29 +19,68 @@ FMT = argparse.ArgumentDefaultsHelpFormatter
 
 def add_geometry_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("geometry and encoding")
-    g.add_argument("-d", "--model-dim", type=int, default=128,
-                   help="model width d for the MDS encoding (BERT-base: 768)")
-    g.add_argument("-r", "--components", type=int, default=None,
-                   help="rank r of the MDS encoding (default: min(n - 1, d))")
-    g.add_argument("--smoothing", choices=("none", "add-alpha"), default="none",
-                   help="smoothing of the positional distributions")
+    g.add_argument(
+        "-d",
+        "--model-dim",
+        type=int,
+        default=128,
+        help="model width d for the MDS encoding (BERT-base: 768)",
+    )
+    g.add_argument(
+        "-r",
+        "--components",
+        type=int,
+        default=None,
+        help="rank r of the MDS encoding (default: min(n - 1, d))",
+    )
+    g.add_argument(
+        "--smoothing",
+        choices=("none", "add-alpha"),
+        default="none",
+        help="smoothing of the positional distributions",
+    )
     g.add_argument("--alpha", type=float, default=1.0, help="pseudo-count for add-alpha smoothing")
-    g.add_argument("--min-samples", type=int, default=1,
-                   help="sample floor: positions with fewer samples are flagged or dropped")
-    g.add_argument("--below-min", choices=("flag", "drop"), default="flag",
-                   help="what happens to positions below the sample floor")
-    g.add_argument("--convention", choices=("chord", "normalized"), default="chord",
-                   help="Hellinger convention: chord ||sqrt(mu_i)-sqrt(mu_j)|| in [0, sqrt 2] (the "
-                   "paper's) or normalized (divided by sqrt 2, in [0, 1])")
-    g.add_argument("--solver", choices=("auto", "exact", "implicit"), default="auto",
-                   help="MDS solver: exact eigh of B, or implicit Lanczos on the centred sqrt matrix")
+    g.add_argument(
+        "--min-samples",
+        type=int,
+        default=1,
+        help="sample floor: positions with fewer samples are flagged or dropped",
+    )
+    g.add_argument(
+        "--below-min",
+        choices=("flag", "drop"),
+        default="flag",
+        help="what happens to positions below the sample floor",
+    )
+    g.add_argument(
+        "--convention",
+        choices=("chord", "normalized"),
+        default="chord",
+        help="Hellinger convention: chord ||sqrt(mu_i)-sqrt(mu_j)|| in [0, sqrt 2] (the "
+        "paper's) or normalized (divided by sqrt 2, in [0, 1])",
+    )
+    g.add_argument(
+        "--solver",
+        choices=("auto", "exact", "implicit"),
+        default="auto",
+        help="MDS solver: exact eigh of B, or implicit Lanczos on the centred sqrt matrix",
+    )
     g.add_argument("--no-refine", action="store_true", help="skip the SMACOF refinement")
-    g.add_argument("--noise", choices=("split_half", "bootstrap", "none"), default="split_half",
-                   help="noise-floor estimate of the distances")
+    g.add_argument(
+        "--noise",
+        choices=("split_half", "bootstrap", "none"),
+        default="split_half",
+        help="noise-floor estimate of the distances",
+    )
     g.add_argument("--noise-repeats", type=int, default=5, help="splits or bootstrap replicates")
-    g.add_argument("--encoding", action="append", default=[], metavar="NAME=FILE",
-                   help="also score an encoding from a file (.npy/.npz/.safetensors: (n, d) vectors "
-                   "or (n, n) distances); repeatable")
+    g.add_argument(
+        "--encoding",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="also score an encoding from a file (.npy/.npz/.safetensors: (n, d) vectors "
+        "or (n, n) distances); repeatable",
+    )
     g.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
@@ -59,7 +98,9 @@ def _extra_encodings(specs: list[str], n: int) -> dict[str, Any]:
     return out
 
 
-def _analyze_and_save(counts: Any, args: argparse.Namespace, extra: dict[str, Any] | None = None) -> Any:
+def _analyze_and_save(
+    counts: Any, args: argparse.Namespace, extra: dict[str, Any] | None = None
+) -> Any:
     from posgeom.artifacts import atomic_directory
     from posgeom.pipeline import analyze_counts
 
@@ -137,7 +178,9 @@ def _load_target(path: str) -> np.ndarray:
 
         arrays, _ = load_artifact(p)
         if "hellinger" not in arrays:
-            raise PosgeomError(f"{p} holds no 'hellinger' array; pass the arrays.npz of `posgeom geometry`")
+            raise PosgeomError(
+                f"{p} holds no 'hellinger' array; pass the arrays.npz of `posgeom geometry`"
+            )
         return arrays["hellinger"]
     from posgeom.encodings import from_file
 
@@ -158,53 +201,89 @@ def _score(args: argparse.Namespace) -> int:
         json.dump(rows, sys.stdout, indent=2)
         print()
         return 0
-    print("| encoding | paper stress | stress-1 | scale-optimal | alpha* | violation rate | separation |")
+    print(
+        "| encoding | paper stress | stress-1 | scale-optimal | alpha* | violation rate | separation |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, s in rows.items():
-        print(f"| {name} | {s['paper']:.4g} | {s['stress1']:.4g} | {s['scale_optimal']:.4g} | "
-              f"{s['scale']:.4g} | {s['violation_rate']:.3f} | {s['separation']:.3g} |")
+        print(
+            f"| {name} | {s['paper']:.4g} | {s['stress1']:.4g} | {s['scale_optimal']:.4g} | "
+            f"{s['scale']:.4g} | {s['violation_rate']:.3f} | {s['separation']:.3g} |"
+        )
     return 0
 
 
 def register(sub: Any) -> None:
     from posgeom.cli.corpus_commands import add_count_arguments
 
-    p = sub.add_parser("geometry", formatter_class=FMT,
-                       help="counts -> Hellinger geometry, MDS encoding and scores",
-                       description="Build the positional distributions, their Hellinger distances, "
-                       "the MDS-optimal encoding (Algorithm 1) and its scores from a counts file.")
+    p = sub.add_parser(
+        "geometry",
+        formatter_class=FMT,
+        help="counts -> Hellinger geometry, MDS encoding and scores",
+        description="Build the positional distributions, their Hellinger distances, "
+        "the MDS-optimal encoding (Algorithm 1) and its scores from a counts file.",
+    )
     p.add_argument("counts", help="counts file written by `posgeom count`")
     add_geometry_arguments(p)
     p.set_defaults(handler=_geometry)
 
-    p = sub.add_parser("run", formatter_class=FMT,
-                       help="corpus -> counts -> geometry -> MDS -> scores, into a results folder",
-                       description="The whole pipeline in one command. Writes summary.json, "
-                       "arrays.npz (+ sidecar), table.md and counts.npz.")
+    p = sub.add_parser(
+        "run",
+        formatter_class=FMT,
+        help="corpus -> counts -> geometry -> MDS -> scores, into a results folder",
+        description="The whole pipeline in one command. Writes summary.json, "
+        "arrays.npz (+ sidecar), table.md and counts.npz.",
+    )
     add_count_arguments(p)
     add_geometry_arguments(p)
     p.set_defaults(handler=_run)
 
-    p = sub.add_parser("score", formatter_class=FMT, help="score encoding files against a geometry",
-                       description="Stress (paper, stress-1, scale-optimal), monotonicity violation "
-                       "rate and separation margin of each encoding against a target geometry.")
-    p.add_argument("--target", required=True,
-                   help="arrays.npz of a results folder, or an (n, n) distance matrix (.npy)")
-    p.add_argument("encodings", nargs="+", metavar="[NAME=]FILE",
-                   help="encodings: (n, d) vectors or (n, n) distances in .npy/.npz/.safetensors")
+    p = sub.add_parser(
+        "score",
+        formatter_class=FMT,
+        help="score encoding files against a geometry",
+        description="Stress (paper, stress-1, scale-optimal), monotonicity violation "
+        "rate and separation margin of each encoding against a target geometry.",
+    )
+    p.add_argument(
+        "--target",
+        required=True,
+        help="arrays.npz of a results folder, or an (n, n) distance matrix (.npy)",
+    )
+    p.add_argument(
+        "encodings",
+        nargs="+",
+        metavar="[NAME=]FILE",
+        help="encodings: (n, d) vectors or (n, n) distances in .npy/.npz/.safetensors",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
     p.add_argument("--seed", type=int, default=0, help="seed of the sampled violation rate")
     p.set_defaults(handler=_score)
 
-    p = sub.add_parser("demo", formatter_class=FMT, help="the whole pipeline on a built-in synthetic corpus",
-                       description="Needs no download: counts a synthetic corpus built from three "
-                       "positional distributions and prints the comparison table.")
+    p = sub.add_parser(
+        "demo",
+        formatter_class=FMT,
+        help="the whole pipeline on a built-in synthetic corpus",
+        description="Needs no download: counts a synthetic corpus built from three "
+        "positional distributions and prints the comparison table.",
+    )
     p.add_argument("-n", "--max-positions", type=int, default=32, help="sequence length n")
     p.add_argument("--sequences", type=int, default=2000, help="number of synthetic sequences")
     p.add_argument("-d", "--model-dim", type=int, default=128, help="model width d")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("-o", "--output", default=None, help="also write a results folder here")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
-    p.set_defaults(handler=_demo, components=None, smoothing="none", alpha=1.0, min_samples=1,
-                   below_min="flag", convention="chord", solver="auto", no_refine=False,
-                   noise="split_half", noise_repeats=5, encoding=[])
+    p.set_defaults(
+        handler=_demo,
+        components=None,
+        smoothing="none",
+        alpha=1.0,
+        min_samples=1,
+        below_min="flag",
+        convention="chord",
+        solver="auto",
+        no_refine=False,
+        noise="split_half",
+        noise_repeats=5,
+        encoding=[],
+    )

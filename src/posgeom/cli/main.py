@@ -51,10 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         module.register(sub)
     for command in sub.choices.values():  # accept -v/-q after the command name too
-        command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                             help="log every step (to stderr)")
-        command.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
-                             help="no progress bars or log lines")
+        command.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="log every step (to stderr)",
+        )
+        command.add_argument(
+            "-q",
+            "--quiet",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="no progress bars or log lines",
+        )
     return parser
 
 
@@ -70,7 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"posgeom: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("posgeom: interrupted; finished outputs were kept, partial ones discarded", file=sys.stderr)
+        print(
+            "posgeom: interrupted; finished outputs were kept, partial ones discarded",
+            file=sys.stderr,
+        )
         return 130
 
 

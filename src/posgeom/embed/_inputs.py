@@ -44,7 +44,9 @@ def check_distance_matrix(d: Any, name: str = "distances") -> np.ndarray:
 def classify_input(data: Any, kind: InputKind) -> str:
     """Return ``"distances"`` or ``"distributions"`` for the input of an embedding function."""
     if kind not in ("auto", "distances", "distributions"):
-        raise PosgeomError(f"input_kind must be 'auto', 'distances' or 'distributions', got {kind!r}")
+        raise PosgeomError(
+            f"input_kind must be 'auto', 'distances' or 'distributions', got {kind!r}"
+        )
     if kind != "auto":
         return kind
     if hasattr(data, "sqrt_sparse") or hasattr(data, "counts") or sp.issparse(data):

@@ -34,6 +34,7 @@ Deterministic output
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -155,7 +156,7 @@ def centred_sqrt_operator(
     dense, rest = _split_columns(d.sqrt_sparse, dense_fraction)
     threads = max(1, min(n_threads or os.cpu_count() or 1, 8, max(1, rest.nnz // 200_000)))
     bounds = np.linspace(0, n, threads + 1).astype(int)
-    blocks = [(lo, hi, rest[lo:hi], rest[lo:hi].T.tocsr()) for lo, hi in zip(bounds, bounds[1:])]
+    blocks = [(lo, hi, rest[lo:hi], rest[lo:hi].T.tocsr()) for lo, hi in itertools.pairwise(bounds)]
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     floor = d.sqrt_floor
     has_floor = bool(np.any(floor))
@@ -171,7 +172,7 @@ def centred_sqrt_operator(
         wd = dense.T @ z
         wr = sum(run(lambda b: b[3] @ z[b[0] : b[1]], blocks))
         u = dense @ wd
-        for (lo, hi, *_), part in zip(blocks, run(lambda b: b[2] @ wr, blocks)):
+        for (lo, hi, *_), part in zip(blocks, run(lambda b: b[2] @ wr, blocks), strict=False):
             u[lo:hi] += part
         if has_floor:
             # S^T z has an extra (f . z) on every column; S w an extra f (1 . w).

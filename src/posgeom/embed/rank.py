@@ -23,7 +23,13 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.embed.mds import MDSResult
 
-__all__ = ["RANK_METHODS", "LowRankFactors", "effective_rank", "effective_ranks", "low_rank_factors"]
+__all__ = [
+    "RANK_METHODS",
+    "LowRankFactors",
+    "effective_rank",
+    "effective_ranks",
+    "low_rank_factors",
+]
 
 RANK_METHODS = ("tolerance", "energy", "entropy", "participation")
 
@@ -50,7 +56,9 @@ def effective_rank(
     definition then uses ``total_variance`` as the denominator, so it stays exact.
     """
     if method not in RANK_METHODS:
-        raise PosgeomError(f"unknown rank method {method!r}; choose one of {', '.join(RANK_METHODS)}")
+        raise PosgeomError(
+            f"unknown rank method {method!r}; choose one of {', '.join(RANK_METHODS)}"
+        )
     lam = _spectrum(data)
     total = float(lam.sum())
     if isinstance(data, MDSResult):
@@ -126,7 +134,9 @@ def low_rank_factors(data: MDSResult | Any, rank: int) -> LowRankFactors:
             raise PosgeomError(
                 f"the MDS result has only {r_max} components; recompute it with n_components >= {rank}"
             )
-        return LowRankFactors(A=data.coordinates[:, :rank].copy(), B=data.placement[:, :rank].copy())
+        return LowRankFactors(
+            A=data.coordinates[:, :rank].copy(), B=data.placement[:, :rank].copy()
+        )
     p = np.asarray(data, dtype=np.float64)
     if p.ndim != 2 or not np.all(np.isfinite(p)):
         raise PosgeomError("low_rank_factors needs an MDSResult or a finite (n, d) table")

@@ -95,8 +95,9 @@ def smacof_refine(
     initial = current / norm
     best_x = x
     converged = False
-    it = 0
+    n_iter = 0
     for it in range(1, max_iter + 1):
+        n_iter = it
         d = euclidean_distances(x)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(d > 0, tgt / d, 0.0)
@@ -116,6 +117,6 @@ def smacof_refine(
         placement=placement,
         initial_stress=initial,
         final_stress=best / norm,
-        n_iter=it,
+        n_iter=n_iter,
         converged=converged,
     )

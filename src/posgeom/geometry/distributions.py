@@ -130,7 +130,9 @@ def _as_csr(matrix: Any, name: str) -> sp.csr_matrix:
     else:
         arr = np.asarray(matrix, dtype=np.float64)
         if arr.ndim != 2:
-            raise PosgeomError(f"{name} must be a 2-D (positions x vocabulary) array, got {arr.ndim}-D")
+            raise PosgeomError(
+                f"{name} must be a 2-D (positions x vocabulary) array, got {arr.ndim}-D"
+            )
         out = sp.csr_matrix(arr)
     if out.shape[0] == 0 or out.shape[1] == 0:
         raise PosgeomError(f"{name} is empty (shape {out.shape}); count a non-empty corpus first")

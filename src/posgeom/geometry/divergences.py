@@ -101,9 +101,9 @@ def _direct_sq_chords(d: PositionalDistributions, i: np.ndarray, j: np.ndarray) 
         delta = d.sqrt_floor[ii] - d.sqrt_floor[jj]
         row_nnz = np.diff(diff.indptr)
         diff.data = (diff.data + np.repeat(delta, row_nnz)) ** 2
-        out[lo : lo + step] = np.asarray(diff.sum(axis=1)).ravel() + (
-            d.vocab_size - row_nnz
-        ) * delta**2
+        out[lo : lo + step] = (
+            np.asarray(diff.sum(axis=1)).ravel() + (d.vocab_size - row_nnz) * delta**2
+        )
     return out
 
 
@@ -182,7 +182,9 @@ class HellingerBlocks:
     that of one block. Used for the blocked and sampled stress of long contexts.
     """
 
-    def __init__(self, distributions: Any, *, convention: Convention = "chord", close_tol: float = 1e-6):
+    def __init__(
+        self, distributions: Any, *, convention: Convention = "chord", close_tol: float = 1e-6
+    ):
         if convention not in ("chord", "normalized"):
             raise PosgeomError(f"unknown convention {convention!r}; use 'chord' or 'normalized'")
         self.distributions = as_distributions(distributions)
@@ -206,7 +208,9 @@ class HellingerBlocks:
         np.maximum(sq, 0.0, out=sq)
         close = np.argwhere(sq < self.close_tol)
         if len(close):
-            sq[close[:, 0], close[:, 1]] = _direct_sq_chords(d, rows[close[:, 0]], cols[close[:, 1]])
+            sq[close[:, 0], close[:, 1]] = _direct_sq_chords(
+                d, rows[close[:, 0]], cols[close[:, 1]]
+            )
         same = rows[:, None] == cols[None, :]
         sq[same] = 0.0
         return np.sqrt(sq) * self.scale

@@ -89,7 +89,7 @@ def _resample_rows(c: sp.csr_matrix, rng: np.random.Generator) -> sp.csr_matrix:
     for i in range(c.shape[0]):
         lo, hi = c.indptr[i], c.indptr[i + 1]
         row = c.data[lo:hi].astype(np.float64)
-        total = int(round(row.sum()))
+        total = round(row.sum())
         if total > 0:
             out.data[lo:hi] = rng.multinomial(total, row / row.sum())
     return out

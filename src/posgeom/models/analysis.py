@@ -423,6 +423,7 @@ def analyze_model(
     model_name: str | None = None,
     corpus_name: str = "corpus",
     stress_kinds: tuple[str, ...] = STRESS_KINDS,
+    baselines: bool = True,
 ) -> ModelAnalysis:
     """Score a model's positional mechanism and its layer-wise signal against a corpus.
 
@@ -438,6 +439,9 @@ def analyze_model(
             max_length)`` tokens.
         refine, noise, seed: passed to :func:`posgeom.pipeline.analyze_counts` (SMACOF refinement
             of the MDS encoding; noise floor of ``D``).
+        baselines: also score two reference encodings of the model's width, ``sinusoidal``
+            (Vaswani, base 10000) and ``random`` (seeded Gaussian, whose distances are all about
+            equal: its scale-optimal stress is what "no positional structure" scores).
         batch_size: sequences per forward pass (sequences are sorted by length first, so batches
             carry little padding; the per-position means do not depend on the order).
 
@@ -546,12 +550,21 @@ def analyze_model(
         start = 0
     encodings = mechanism_encodings(mechanisms, n, start=start)
     hidden = getattr(getattr(model, "config", None), "hidden_size", None)
+    references: dict[str, Any] = {}
+    if baselines:
+        from posgeom import encodings as families
+
+        width = int(hidden) if hidden else 128
+        references = {
+            "sinusoidal": families.sinusoidal(n, d=width + width % 2),
+            "random": families.random(n, d=width, seed=seed),
+        }
 
     t0 = time.perf_counter()
     geometry = analyze_counts(
         counts,
         model_dim=int(hidden) if hidden else 128,
-        encodings=encodings,
+        encodings={**encodings, **references},
         refine=refine,
         noise=noise,
         seed=seed,

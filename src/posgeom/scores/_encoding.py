@@ -39,12 +39,18 @@ def encoding_distances(
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
-        raise PosgeomError(f"{name} must be (n, d) vectors or an (n, n) distance matrix, got {arr.shape}")
+        raise PosgeomError(
+            f"{name} must be (n, d) vectors or an (n, n) distance matrix, got {arr.shape}"
+        )
     if not np.all(np.isfinite(arr)):
         raise PosgeomError(f"{name} contains NaN or Inf; fix or regenerate it")
     if encoding_kind not in ("auto", "vectors", "distances"):
-        raise PosgeomError(f"encoding_kind must be 'auto', 'vectors' or 'distances', got {encoding_kind!r}")
-    if encoding_kind == "distances" or (encoding_kind == "auto" and looks_like_distance_matrix(arr)):
+        raise PosgeomError(
+            f"encoding_kind must be 'auto', 'vectors' or 'distances', got {encoding_kind!r}"
+        )
+    if encoding_kind == "distances" or (
+        encoding_kind == "auto" and looks_like_distance_matrix(arr)
+    ):
         return check_distance_matrix(arr, name)
     return euclidean_distances(arr)
 

@@ -55,7 +55,9 @@ def _vectors(encoding: Any, n: int) -> np.ndarray:
     return x
 
 
-def blocked_stress(encoding: Any, target: Any, *, block_size: int = 2048, progress: bool = False) -> StressScores:
+def blocked_stress(
+    encoding: Any, target: Any, *, block_size: int = 2048, progress: bool = False
+) -> StressScores:
     """Exact stress of ``(n, d)`` vectors against a target provider, one block at a time."""
     n = target.n_positions
     x = _vectors(encoding, n)
@@ -82,7 +84,13 @@ def blocked_stress(encoding: Any, target: Any, *, block_size: int = 2048, progre
 class SampledStress:
     """Sampled stress with delta-method confidence intervals for each kind."""
 
-    def __init__(self, estimate: StressScores, intervals: dict[str, tuple[float, float]], n_pairs: int, confidence: float):
+    def __init__(
+        self,
+        estimate: StressScores,
+        intervals: dict[str, tuple[float, float]],
+        n_pairs: int,
+        confidence: float,
+    ):
         self.estimate = estimate
         self.intervals = intervals
         self.n_pairs = n_pairs
@@ -145,6 +153,9 @@ def sampled_stress(
         "paper": (max(0.0, lo), hi),
         "stress1": (float(np.sqrt(max(0.0, s1_lo))), float(np.sqrt(max(0.0, s1_hi)))),
         "scale_optimal": (max(0.0, so_lo), so_hi),
-        "raw": (float(max(0.0, raw_mean - z * raw_se) * pairs_total), float((raw_mean + z * raw_se) * pairs_total)),
+        "raw": (
+            float(max(0.0, raw_mean - z * raw_se) * pairs_total),
+            float((raw_mean + z * raw_se) * pairs_total),
+        ),
     }
     return SampledStress(estimate, intervals, n_pairs, confidence)
