@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.scores._encoding import euclidean_distances
 
 
 def check_n(n_positions: Any, name: str = "n_positions") -> int:
@@ -59,16 +60,6 @@ def check_base(base: Any, name: str = "base") -> float:
     if not np.isfinite(value) or value <= 1.0:
         raise PosgeomError(f"{name} must be a finite number > 1 (e.g. 10000), got {base!r}")
     return value
-
-
-def euclidean_distances(vectors: np.ndarray) -> np.ndarray:
-    """``(n, n)`` Euclidean distances between rows: exactly symmetric, zero diagonal."""
-    from scipy.spatial.distance import pdist, squareform
-
-    x = np.asarray(vectors, dtype=np.float64)
-    if x.shape[0] == 1:
-        return np.zeros((1, 1))
-    return squareform(pdist(x, "euclidean"))
 
 
 def symmetrize(matrix: np.ndarray) -> np.ndarray:

@@ -14,29 +14,21 @@ Bias, shape ``(H, L, L)``, added to the attention logits ``q_i · k_j / sqrt(h)`
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
 from posgeom._errors import PosgeomError
+from posgeom.encodings.alibi import alibi_slopes as _numpy_alibi_slopes
 
 __all__ = ["ALiBiBias", "alibi_slopes"]
 
 
 def alibi_slopes(n_heads: int) -> list[float]:
-    """Per-head slopes ``m_h`` of the ALiBi reference code (float64 Python floats)."""
-    if not isinstance(n_heads, int) or n_heads < 1:
-        raise PosgeomError(f"n_heads must be a positive int, got {n_heads!r}")
+    """Per-head slopes ``m_h`` of the ALiBi reference code, as Python floats.
 
-    def power_of_2(n: int) -> list[float]:
-        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
-        return [start * start**i for i in range(n)]
-
-    if math.log2(n_heads).is_integer():
-        return power_of_2(n_heads)
-    closest = 2 ** math.floor(math.log2(n_heads))
-    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: n_heads - closest]
+    One implementation serves numpy and torch: :func:`posgeom.encodings.alibi.alibi_slopes`.
+    """
+    return [float(m) for m in _numpy_alibi_slopes(n_heads)]
 
 
 class ALiBiBias(nn.Module):
