@@ -61,6 +61,11 @@ _EXPORTS: dict[str, str] = {
     "ViolationRate": "posgeom.scores.order",
     "separation_margin": "posgeom.scores.order",
     "shepard_table": "posgeom.scores.order",
+    # the comparison of every encoding for a corpus
+    "compare_encodings": "posgeom.compare",
+    "ComparisonResult": "posgeom.compare",
+    "stationarity": "posgeom.compare",
+    "StationarityResult": "posgeom.compare",
     # scores -> reports
     "analyze_counts": "posgeom.pipeline",
     "score_encoding": "posgeom.pipeline",

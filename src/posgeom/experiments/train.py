@@ -76,6 +76,7 @@ __all__ = [
     "build_model",
     "load_task_data",
     "order_necessity",
+    "plot_run_logs",
     "position_geometry",
     "rank_correlation",
     "read_log",
@@ -1140,3 +1141,43 @@ def order_necessity(
     if plots:
         plot_sweep(summary, out)
     return summary
+
+
+def plot_run_logs(runs: dict[str, str | os.PathLike], path: str | os.PathLike, *,
+                  title: str = "") -> Path:
+    """One PNG with per-epoch loss, eval accuracy, separation margin and stresses of run folders.
+
+    ``runs`` maps a label to a :func:`train` output folder (its ``log.jsonl`` is read).
+    """
+    matplotlib = require("matplotlib", "plot")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    for label, folder in runs.items():
+        recs = read_log(folder)
+        ep = [r["epoch"] for r in recs]
+        axes[0].plot(ep, [r["eval_loss"] for r in recs], marker=".", label=label)
+        axes[1].plot(ep, [r["eval_accuracy"] for r in recs], marker=".", label=label)
+        axes[2].plot(ep, [r["separation"] for r in recs], marker=".", label=label)
+        axes[3].plot(ep, [r["stress"]["scale_optimal"] for r in recs], marker=".",
+                     label=f"{label} (scale-optimal)")
+        axes[3].plot(ep, [r["stress"]["paper"] for r in recs], ls="--", marker=".",
+                     label=f"{label} (paper)")
+    names = ("eval loss", "eval accuracy", "separation min ||p_i - p_j||", "stress vs D")
+    for ax, name in zip(axes, names, strict=True):
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+    axes[2].set_ylim(bottom=0)
+    axes[3].set_yscale("log")
+    axes[3].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
