@@ -50,14 +50,15 @@ from posgeom import _version
 from posgeom._errors import ArtifactError, PosgeomError, require
 
 __all__ = [
+    "atomic_directory",
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
     "canonical_json",
+    "json_default",
     "load_artifact",
     "read_sidecar",
     "save_artifact",
-    "atomic_directory",
     "sidecar_path",
 ]
 
@@ -138,7 +139,8 @@ def atomic_directory(path: str | os.PathLike, *, overwrite: bool = False) -> Ite
 
 
 # ----------------------------------------------------------------------------- hashing helpers
-def _json_default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
+    """``json.dumps(default=...)`` for numpy scalars/arrays, sets, paths and mappings."""
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):
@@ -147,6 +149,8 @@ def _json_default(obj: Any) -> Any:
         return sorted(obj)
     if isinstance(obj, os.PathLike):
         return os.fspath(obj)
+    if isinstance(obj, Mapping):
+        return dict(obj)
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
@@ -155,7 +159,7 @@ def canonical_json(obj: Any) -> str:
     try:
         return json.dumps(
             obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False,
-            default=_json_default,
+            default=json_default,
         )
     except (TypeError, ValueError) as exc:
         raise PosgeomError(

@@ -52,6 +52,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._version import __version__
+from posgeom.artifacts import json_default
 from posgeom.embed._inputs import check_distance_matrix
 from posgeom.encodings._base import PositionEncoding
 
@@ -286,7 +287,7 @@ class ComparisonResult:
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`summary` as JSON text."""
-        return json.dumps(_finite(self.summary()), indent=indent, default=_json, allow_nan=False)
+        return json.dumps(_finite(self.summary()), indent=indent, default=json_default, allow_nan=False)
 
     def to_markdown(self) -> str:
         """The table, the ALiBi heads, the rank experiment and the stationarity diagnostic."""
@@ -391,18 +392,6 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         return _finite(obj.tolist())
     return obj
-
-
-def _json(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, (set, frozenset)):
-        return sorted(obj)
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 def _scores(enc: Any, target: np.ndarray, seed: int) -> dict[str, Any]:

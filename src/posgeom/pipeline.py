@@ -146,7 +146,7 @@ class PipelineResult:
 
     def save(self, directory: str | os.PathLike) -> Path:
         """Write ``summary.json``, ``arrays.npz`` (+ sidecar) and ``table.md`` atomically."""
-        from posgeom.artifacts import atomic_write_text, save_artifact
+        from posgeom.artifacts import atomic_write_text, json_default, save_artifact
 
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
@@ -165,17 +165,9 @@ class PipelineResult:
         save_artifact(
             out / "arrays.npz", arrays, {"options": self.options}, kind="geometry_results"
         )
-        atomic_write_text(out / "summary.json", json.dumps(self.summary(), indent=2, default=_json))
+        atomic_write_text(out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default))
         atomic_write_text(out / "table.md", self.markdown_table())
         return out
-
-
-def _json(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 def analyze_counts(

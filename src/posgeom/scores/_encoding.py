@@ -55,10 +55,10 @@ def encoding_distances(
     return euclidean_distances(arr)
 
 
-def matched_pair_distances(
+def matched_distance_matrices(
     encoding: Any, target: Any, *, encoding_kind: EncodingKind = "auto"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Upper-triangle distances ``(delta_ij, D_ij)``, ``i < j``, after checking ``n`` matches."""
+    """``(delta, D)`` as ``(n, n)`` matrices, after checking both have the same positions."""
     delta = encoding_distances(encoding, encoding_kind=encoding_kind)
     if hasattr(target, "distances") and callable(target.distances):
         target = target.distances()
@@ -71,5 +71,13 @@ def matched_pair_distances(
         )
     if delta.shape[0] < 2:
         raise PosgeomError("scores need at least 2 positions")
+    return delta, tgt
+
+
+def matched_pair_distances(
+    encoding: Any, target: Any, *, encoding_kind: EncodingKind = "auto"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Upper-triangle distances ``(delta_ij, D_ij)``, ``i < j``, after checking ``n`` matches."""
+    delta, tgt = matched_distance_matrices(encoding, target, encoding_kind=encoding_kind)
     iu = np.triu_indices(delta.shape[0], 1)
     return delta[iu], tgt[iu]

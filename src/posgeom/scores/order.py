@@ -20,8 +20,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
-from posgeom.embed._inputs import check_distance_matrix
-from posgeom.scores._encoding import EncodingKind, encoding_distances
+from posgeom.scores._encoding import EncodingKind, encoding_distances, matched_distance_matrices
 
 __all__ = [
     "ViolationRate",
@@ -45,19 +44,6 @@ class ViolationRate:
 
     def __float__(self) -> float:
         return self.rate
-
-
-def _pair_matrices(encoding: Any, target: Any, encoding_kind: EncodingKind):
-    delta = encoding_distances(encoding, encoding_kind=encoding_kind)
-    if hasattr(target, "distances") and callable(target.distances):
-        target = target.distances()
-    tgt = check_distance_matrix(target, "target")
-    if delta.shape != tgt.shape:
-        raise PosgeomError(
-            f"the encoding has {delta.shape[0]} positions but the target has {tgt.shape[0]}; "
-            "use the same positions"
-        )
-    return delta, tgt
 
 
 def _wilson(k: int, m: int, confidence: float) -> tuple[float, float]:
@@ -91,7 +77,7 @@ def monotonicity_violation_rate(
         ``"sampled"`` draws ``n_samples`` uniform triples with ``seed`` and reports a Wilson
         interval; ``"auto"`` is exact up to ``max_exact_positions``.
     """
-    delta, tgt = _pair_matrices(encoding, target, encoding_kind)
+    delta, tgt = matched_distance_matrices(encoding, target, encoding_kind=encoding_kind)
     n = delta.shape[0]
     if n < 3:
         raise PosgeomError(f"monotonicity needs at least 3 positions, got {n}")
@@ -140,6 +126,6 @@ def shepard_table(
     encoding: Any, target: Any, *, encoding_kind: EncodingKind = "auto"
 ) -> dict[str, np.ndarray]:
     """Per pair ``i < j``: ``{"i", "j", "target", "encoding"}`` arrays for a Shepard plot."""
-    delta, tgt = _pair_matrices(encoding, target, encoding_kind)
+    delta, tgt = matched_distance_matrices(encoding, target, encoding_kind=encoding_kind)
     i, j = np.triu_indices(delta.shape[0], 1)
     return {"i": i, "j": j, "target": tgt[i, j], "encoding": delta[i, j]}
