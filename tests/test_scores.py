@@ -155,3 +155,28 @@ def test_low_rank_factors_parameter_count_and_eckart_young():
         low_rank_factors(table, 11)
     with pytest.raises(PosgeomError, match="only 5 components"):
         low_rank_factors(mds, 6)
+
+
+def test_effective_rank_of_a_partial_spectrum_is_honest():
+    import warnings
+
+    from posgeom.embed.mds import MDSResult
+
+    lam = np.array([4.0, 2.0, 1.0, 1.0])
+    full_total = lam.sum()
+    partial = MDSResult(
+        coordinates=np.zeros((5, 2)),
+        eigenvalues=lam[:2],
+        total_variance=full_total,
+        placement=np.eye(2),
+        positions=np.arange(5),
+        solver="implicit",
+    )
+    assert effective_rank(partial, method="energy", energy=0.5) == 1
+    with pytest.raises(PosgeomError, match="explain 75.0%"):
+        effective_rank(partial, method="energy", energy=0.9)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert effective_rank(partial, method="participation") == pytest.approx(36 / 20)
+    assert any("only 2 eigenvalues" in str(w.message) for w in caught)
+    assert effective_ranks(partial, energy=0.9)["energy"] is None

@@ -53,7 +53,10 @@ def effective_rank(
     """Effective rank of an MDS spectrum (MDSResult, eigenvalues, or an (n, d) embedding).
 
     For an MDSResult from the implicit solver only the computed eigenvalues are known; the energy
-    definition then uses ``total_variance`` as the denominator, so it stays exact.
+    definition then uses ``total_variance`` as the denominator, so it stays exact (or says that the
+    computed components do not reach the energy). The other definitions need the whole spectrum:
+    on a partial one they warn and return the value of the computed part (a lower bound for
+    ``tolerance``).
     """
     if method not in RANK_METHODS:
         raise PosgeomError(
@@ -65,6 +68,17 @@ def effective_rank(
         total = max(total, float(data.total_variance))
     if lam[0] <= 0 or total <= 0:
         return 0.0
+    partial = lam.sum() < (1 - 1e-9) * total
+    if partial and method != "energy":
+        import warnings
+
+        warnings.warn(
+            f"only {lam.size} eigenvalues are known ({lam.sum() / total:.1%} of the variance); the "
+            f"{method} rank of the computed part is returned. Use solver='exact' or "
+            "method='energy' for an exact value.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     if method == "tolerance":
         return float(np.count_nonzero(lam > rtol * lam[0]))
     if method == "energy":
@@ -72,16 +86,29 @@ def effective_rank(
             raise PosgeomError(f"energy must be in (0, 1], got {energy}")
         cum = np.cumsum(lam) / total
         hit = np.flatnonzero(cum >= energy - 1e-12)
-        return float(hit[0] + 1 if hit.size else lam.size)
+        if not hit.size:
+            raise PosgeomError(
+                f"the {lam.size} computed components explain {cum[-1]:.1%} of the variance, less "
+                f"than energy={energy}; compute more components (n_components) or lower energy"
+            )
+        return float(hit[0] + 1)
+    if partial:
+        total = float(lam.sum())
     p = lam[lam > 0] / total
     if method == "entropy":
         return float(np.exp(-np.sum(p * np.log(p))))
     return float(1.0 / np.sum(p**2))
 
 
-def effective_ranks(data: Any, **kwargs: Any) -> dict[str, float]:
-    """All effective-rank definitions at once."""
-    return {m: effective_rank(data, method=m, **kwargs) for m in RANK_METHODS}
+def effective_ranks(data: Any, **kwargs: Any) -> dict[str, float | None]:
+    """All effective-rank definitions at once (``None`` where the energy is not reached)."""
+    out: dict[str, float | None] = {}
+    for m in RANK_METHODS:
+        try:
+            out[m] = effective_rank(data, method=m, **kwargs)
+        except PosgeomError:
+            out[m] = None
+    return out
 
 
 @dataclass(frozen=True, eq=False)
