@@ -50,6 +50,15 @@ def score_encoding(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict[
     }
 
 
+def _quiet_ranks(mds: MDSResult) -> dict[str, float | None]:
+    """Effective ranks; on a partial spectrum the summary says so instead of warning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return effective_ranks(mds)
+
+
 @dataclass(frozen=True, eq=False)
 class PipelineResult:
     """Everything :func:`analyze_counts` computed (see :meth:`summary` for the JSON form)."""
@@ -91,7 +100,10 @@ class PipelineResult:
                 "eigenvalues": self.mds.eigenvalues[: min(64, len(self.mds.eigenvalues))].tolist(),
                 "explained_variance_ratio": self.mds.explained_variance_ratio[:16].tolist(),
                 "tie_groups": [list(g) for g in self.mds.tie_groups],
-                "effective_rank": effective_ranks(self.mds),
+                "effective_rank": _quiet_ranks(self.mds),
+                "spectrum_complete": bool(
+                    np.clip(self.mds.eigenvalues, 0, None).sum() >= (1 - 1e-9) * self.mds.total_variance
+                ),
             },
             "scores": self.scores,
             "rank_curve": self.rank_curve,
