@@ -128,6 +128,19 @@ def _reference(tiny, include_special: bool):
     return totals, target, means
 
 
+def _violations(delta, target):
+    """Brute force over triples (i, {j, k}) with D_ij != D_ik: share ordered the other way."""
+    bad = informative = 0
+    for i in range(N):
+        others = [j for j in range(N) if j != i]
+        for a, j in enumerate(others):
+            for k in others[a + 1 :]:
+                if target[i, j] != target[i, k]:
+                    informative += 1
+                    bad += (target[i, j] - target[i, k]) * (delta[i, j] - delta[i, k]) < 0
+    return bad / informative
+
+
 def _paper_stress(delta, target):
     iu = np.triu_indices_from(target, 1)
     return ((delta[iu] - target[iu]) ** 2).sum() / (target[iu] ** 2).sum()
@@ -150,6 +163,7 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(tiny, tmp_path, c
     with np.load(out / "arrays.npz", allow_pickle=False) as arrays:
         np.testing.assert_array_equal(arrays["totals"], totals)
         np.testing.assert_allclose(arrays["hellinger"], target, atol=1e-12)
+        saved_target = arrays["hellinger"]  # checked above; exact ties decide informative triples
         np.testing.assert_allclose(arrays["layer_means"], means, atol=1e-5)
         table = arrays["encoding_learned"]
     summary = json.loads((out / "summary.json").read_text())
@@ -162,6 +176,7 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(tiny, tmp_path, c
         alpha = (delta * target).sum() / (delta * delta).sum()
         assert row["stress_scale_optimal"] == pytest.approx(
             _paper_stress(alpha * delta, target), rel=1e-6)
+        assert row["violation_rate"] == pytest.approx(_violations(delta, saved_target))
     # the position table: rows start..start+N-1, start = 1 when [CLS] is left out
     start = 0 if include_special else 1
     assert summary["options"]["table_start_row"] == start

@@ -115,7 +115,7 @@ class MDSResult:
 
     def distances(self) -> np.ndarray:
         """Euclidean distances between the embedded positions, shape (n, n)."""
-        from posgeom.scores.stress import euclidean_distances
+        from posgeom._distance_matrix import euclidean_distances
 
         return euclidean_distances(self.coordinates)
 

@@ -146,7 +146,7 @@ class LowRankFactors:
         return self.embedding
 
     def distances(self) -> np.ndarray:
-        from posgeom.scores._encoding import euclidean_distances
+        from posgeom._distance_matrix import euclidean_distances
 
         return euclidean_distances(self.embedding)
 

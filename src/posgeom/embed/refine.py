@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._distance_matrix import check_distance_matrix, euclidean_distances
 from posgeom._errors import PosgeomError
-from posgeom.embed._inputs import check_distance_matrix
 from posgeom.embed.mds import MDSResult, classical_mds
-from posgeom.scores._encoding import euclidean_distances
 
 __all__ = ["RefinedEmbedding", "smacof_refine"]
 

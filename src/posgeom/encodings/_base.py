@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._distance_matrix import euclidean_distances
 from posgeom._errors import PosgeomError
-from posgeom.scores._encoding import euclidean_distances
 
 
 def check_n(n_positions: Any, name: str = "n_positions") -> int:

@@ -151,6 +151,7 @@ class ModelAnalysis:
     options: dict[str, Any]
     model_info: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    layer_violation_rate: np.ndarray | None = None
 
     @property
     def target(self) -> np.ndarray:
@@ -171,6 +172,8 @@ class ModelAnalysis:
             }
             for kind, values in (sig.stress or {}).items():
                 row[f"stress_{kind}"] = float(values[layer])
+            if self.layer_violation_rate is not None:
+                row["violation_rate"] = float(self.layer_violation_rate[layer])
             rows.append(row)
         return rows
 
@@ -224,6 +227,8 @@ class ModelAnalysis:
                 "alpha* delta, alpha* = sum(delta D)/sum(delta^2); raw = sum_{i<j}(delta-D)^2",
                 "variance_explained": "R^2_l = sum_i c_i ||m_l(i) - m_l||^2 / "
                 "sum_tokens ||h_l(t) - m_l||^2",
+                "violation_rate": "fraction of triples (i,j,k) with D_ij != D_ik whose "
+                "distances order the pair the other way (random: about 0.5)",
                 "layers": "layer 'embeddings' is the embedding output (token + position + type, "
                 "after LayerNorm); layer k is the output of block k",
             },
@@ -259,12 +264,17 @@ class ModelAnalysis:
         ]
         kinds = list(self.signal.stress or {})
         head = ["layer", "R^2 (position)", "mean distance", *[f"stress ({k})" for k in kinds]]
+        has_order = self.layer_violation_rate is not None
+        if has_order:
+            head.append("violation rate")
         lines += ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
         for row in s["layers"]:
             cells = [
                 row["layer"], f"{row['variance_explained']:.4g}", f"{row['mean_distance']:.4g}"
             ]
             cells += [f"{row[f'stress_{k}']:.4g}" for k in kinds]
+            if has_order:
+                cells.append(f"{row['violation_rate']:.3f}")
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", "## Encodings against the corpus geometry", ""]
         lines.append(
@@ -343,6 +353,8 @@ class ModelAnalysis:
             "layer_means": sig.means,
             "layer_distances": sig.distances,
             "variance_explained": sig.variance_explained,
+            **({} if self.layer_violation_rate is None
+               else {"layer_violation_rate": self.layer_violation_rate}),
             "mds_embedding": self.geometry.mds.embedding,
         }
         for kind, values in (sig.stress or {}).items():
@@ -587,6 +599,12 @@ def analyze_model(
         stress_kinds=stress_kinds,
     )
     timings["signal"] = time.perf_counter() - t0
+    from posgeom.scores.order import monotonicity_violation_rate
+
+    violation = np.array([
+        monotonicity_violation_rate(d, geometry.distances, seed=seed, encoding_kind="distances").rate
+        for d in signal.distances
+    ])
     if not np.array_equal(signal.counts, np.asarray(counts.totals)):
         raise PosgeomError(  # pragma: no cover - a bug, not a user mistake
             "internal mismatch: the layer-wise token counts differ from the corpus counts"
@@ -617,4 +635,5 @@ def analyze_model(
         options=options,
         model_info=_model_info(model),
         timings=timings,
+        layer_violation_rate=violation,
     )

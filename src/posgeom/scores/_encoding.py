@@ -5,20 +5,15 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from scipy.spatial.distance import pdist, squareform
 
+from posgeom._distance_matrix import (
+    check_distance_matrix,
+    euclidean_distances,
+    looks_like_distance_matrix,
+)
 from posgeom._errors import PosgeomError
-from posgeom.embed._inputs import check_distance_matrix, looks_like_distance_matrix
 
 EncodingKind = Literal["auto", "vectors", "distances"]
-
-
-def euclidean_distances(vectors: np.ndarray) -> np.ndarray:
-    """Euclidean distances between rows, shape (n, n), exactly symmetric, zero diagonal."""
-    x = np.asarray(vectors, dtype=np.float64)
-    if x.shape[0] < 2:
-        return np.zeros((x.shape[0], x.shape[0]))
-    return squareform(pdist(x))
 
 
 def encoding_distances(

@@ -1,0 +1,146 @@
+"""The options of one training run: :class:`TrainConfig`, its validation and its identity.
+
+``TrainConfig.task``: ``"sst2"`` (binary sentence classification, SST-2 sentence split),
+``"imdb-mlm"`` (masked-language modelling on IMDB reviews) or ``"order"`` (the order-only task of
+Theorem 1, :func:`posgeom.nn.tasks.order_task`). ``TrainConfig.model``: ``"tiny"``
+(:class:`posgeom.nn.TinyEncoder` with any encoding of :data:`ENCODINGS`) or ``"minilm"`` (the real
+all-MiniLM-L6-v2 weights, ``encoding="pretrained"``, SST-2 only).
+
+A run is identified by :meth:`TrainConfig.fingerprint` (SHA-256 of the JSON of every option but
+``epochs``, ``threads`` and ``progress``): a checkpoint of the same fingerprint is resumed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["ENCODINGS", "MODELS", "TASKS", "TrainConfig"]
+
+TASKS = ("sst2", "imdb-mlm", "order")
+ENCODINGS = ("sinusoidal", "learned", "rope", "alibi", "nope", "mds", "low_rank_mds", "random")
+MODELS = ("tiny", "minilm")
+# options that may change between a run and its resumption
+_RESUMABLE_FIELDS = ("epochs", "threads", "progress")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Every option of one training run (JSON-able; recorded in ``config.json``).
+
+    Model: ``d_model``, ``n_heads``, ``n_layers``, ``d_ff`` (``None``: ``4 d_model``), ``dropout``,
+    ``max_len`` (= n, the number of positions of the geometry). Encoding options: ``rank``
+    (``low_rank_mds``), ``random_scale`` (``random``: ``N(0, scale^2)`` entries, fixed),
+    ``train_positions`` (``None``: the encoding's default: ``learned`` and ``low_rank_mds`` are
+    trained, ``sinusoidal``, ``mds`` and ``random`` are fixed). Data: ``train_file``, ``eval_file``
+    or ``data_dir`` (folder with ``sst2/sentence/*.tsv.gz`` and ``imdb/train.jsonl.gz``; default
+    from the ``POSGEOM_DATA`` environment variable), ``train_limit`` / ``eval_limit`` (subsets,
+    seeded), ``imdb_eval`` (reviews held out for IMDB evaluation). Optimisation: AdamW with a
+    constant ``lr``; ``steps_per_epoch`` (``None``: one pass over the training set).
+    """
+
+    task: str = "sst2"
+    encoding: str = "sinusoidal"
+    seed: int = 0
+    epochs: int = 3
+    model: str = "tiny"
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int | None = None
+    dropout: float = 0.1
+    max_len: int = 48
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    rank: int = 3
+    random_scale: float = 1.0
+    train_positions: bool | None = None
+    train_limit: int | None = None
+    eval_limit: int | None = None
+    imdb_eval: int = 1000
+    steps_per_epoch: int | None = None
+    vocab_min_count: int = 2
+    vocab_max_size: int = 20000
+    mlm_probability: float = 0.15
+    order_samples: int = 4096
+    order_vocab: int = 16
+    data_dir: str | None = None
+    train_file: str | None = None
+    eval_file: str | None = None
+    threads: int = 1
+    progress: bool = True
+
+    def validate(self) -> TrainConfig:
+        """Check every option; raise :class:`PosgeomError` naming the problem and the fix."""
+        if self.task not in TASKS:
+            raise PosgeomError(f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)}")
+        if self.model not in MODELS:
+            raise PosgeomError(f"unknown model {self.model!r}; known models: {', '.join(MODELS)}")
+        if self.model == "minilm":
+            if self.encoding != "pretrained":
+                raise PosgeomError(
+                    f"model='minilm' keeps its own learned table: use encoding='pretrained', "
+                    f"not {self.encoding!r}"
+                )
+            if self.task != "sst2":
+                raise PosgeomError("model='minilm' supports task='sst2' only")
+        elif self.encoding not in ENCODINGS:
+            raise PosgeomError(
+                f"unknown encoding {self.encoding!r}; known encodings: {', '.join(ENCODINGS)} "
+                "(and 'pretrained' with model='minilm')"
+            )
+        for name in ("epochs", "d_model", "n_heads", "n_layers", "max_len", "batch_size", "rank",
+                     "threads", "order_samples", "vocab_min_count"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "epochs" else 1):
+                raise PosgeomError(f"{name} must be a positive integer, got {v!r}")
+        for name in ("train_limit", "eval_limit", "steps_per_epoch", "d_ff"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise PosgeomError(f"{name} must be None or a positive integer, got {v!r}")
+        if self.model == "tiny" and self.d_model % self.n_heads:
+            raise PosgeomError(
+                f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}"
+            )
+        if self.model == "tiny" and self.encoding == "rope" and (self.d_model // self.n_heads) % 2:
+            raise PosgeomError("RoPE needs an even head width d_model / n_heads")
+        if self.encoding == "low_rank_mds" and self.rank > min(self.max_len, self.d_model):
+            raise PosgeomError(
+                f"rank={self.rank} exceeds min(n, d) = min({self.max_len}, {self.d_model}); "
+                f"choose rank <= {min(self.max_len, self.d_model)}"
+            )
+        if self.encoding == "low_rank_mds" and self.rank > self.max_len - 1:
+            raise PosgeomError(
+                f"rank={self.rank}: classical MDS of n={self.max_len} positions has at most "
+                f"{self.max_len - 1} coordinates; choose rank <= {self.max_len - 1}"
+            )
+        if self.max_len < 3:
+            raise PosgeomError(f"max_len must be >= 3 (the geometry needs 3 positions), got "
+                               f"{self.max_len}")
+        if not (0.0 < self.mlm_probability < 1.0):
+            raise PosgeomError(f"mlm_probability must be in (0, 1), got {self.mlm_probability}")
+        if not (self.lr > 0 and self.weight_decay >= 0 and 0 <= self.dropout < 1):
+            raise PosgeomError("need lr > 0, weight_decay >= 0 and 0 <= dropout < 1")
+        if self.order_samples % 2:
+            raise PosgeomError(f"order_samples must be even, got {self.order_samples}")
+        return self
+
+    def identity(self) -> dict[str, Any]:
+        """The options that define the run (all but epochs, threads, progress)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in _RESUMABLE_FIELDS}
+
+    def fingerprint(self) -> str:
+        text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def position_trainable(self) -> bool:
+        if self.train_positions is not None:
+            return bool(self.train_positions)
+        return self.encoding in ("learned", "low_rank_mds", "pretrained")
+

@@ -1,0 +1,134 @@
+# ----------------------------------------------------------------------------- models
+def build_model(cfg: TrainConfig, vocab_size: int, geometry: Any = None) -> Any:
+    """The torch model of ``cfg`` (seeded by the caller); ``geometry`` feeds the MDS encodings."""
+    import torch
+    from torch import nn
+
+    from posgeom.nn import (
+        AbsolutePositionEmbedding,
+        ALiBiBias,
+        LearnedPositionEmbedding,
+        LowRankPositionEmbedding,
+        RotaryEmbedding,
+        SinusoidalPositionEmbedding,
+        TinyEncoder,
+    )
+
+    if cfg.model == "minilm":
+        return _MiniLMClassifier(cfg)
+    n, d = cfg.max_len, cfg.d_model
+    gen = torch.Generator().manual_seed(cfg.seed)
+    enc = cfg.encoding
+    if enc == "sinusoidal":
+        pos: Any = SinusoidalPositionEmbedding(n, d, beyond="error")
+    elif enc == "learned":
+        pos = LearnedPositionEmbedding(n, d, generator=gen)
+    elif enc == "rope":
+        pos = RotaryEmbedding(d // cfg.n_heads)
+    elif enc == "alibi":
+        pos = ALiBiBias(cfg.n_heads)
+    elif enc == "nope":
+        pos = None
+    elif enc in ("mds", "low_rank_mds"):
+        if geometry is None:
+            raise PosgeomError(f"encoding {enc!r} needs the corpus geometry (an MDS result)")
+        mds = geometry.mds
+        if enc == "mds":
+            pos = AbsolutePositionEmbedding.from_mds(mds, trainable=False,
+                                                     dtype=torch.float32)
+        else:
+            pos = LowRankPositionEmbedding.from_mds(mds, cfg.rank, dtype=torch.float32)
+    elif enc == "random":
+        from posgeom.encodings import random as random_encoding
+
+        table = random_encoding(n, d, seed=cfg.seed, scale=cfg.random_scale).vectors
+        pos = AbsolutePositionEmbedding(np.array(table), trainable=False, dtype=torch.float32)
+    else:  # pragma: no cover - validated
+        raise PosgeomError(f"unknown encoding {enc!r}")
+    if cfg.train_positions is not None and isinstance(pos, nn.Module):
+        for p in pos.parameters():
+            p.requires_grad_(bool(cfg.train_positions))
+        if cfg.train_positions and enc in ("sinusoidal", "mds", "random"):
+            # fixed tables live in buffers: make them a parameter
+            weight = pos.weight.detach().clone()
+            del pos._buffers["weight"]
+            pos.weight = nn.Parameter(weight)
+    encoder = TinyEncoder(vocab_size, d, cfg.n_heads, cfg.n_layers, n, pos, n_classes=2,
+                          d_ff=cfg.d_ff, dropout=cfg.dropout)
+    if cfg.task == "imdb-mlm":
+        return _MaskedLM(encoder, vocab_size)
+    return encoder
+
+
+def _lazy_modules() -> tuple[type, type]:
+    from torch import nn
+
+    class MaskedLM(nn.Module):
+        """TinyEncoder + a vocabulary head on every token: ``(B, L) -> (B, L, V)``."""
+
+        def __init__(self, encoder: Any, vocab_size: int) -> None:
+            super().__init__()
+            self.encoder = encoder
+            self.lm_head = nn.Linear(encoder.d_model, vocab_size)
+
+        @property
+        def position(self) -> Any:
+            return self.encoder.position
+
+        def forward(self, tokens: Any, attention_mask: Any = None, select: Any = None) -> Any:
+            """Logits ``(B, L, V)``, or ``(k, V)`` for the ``k`` positions of bool ``select``."""
+            h = self.encoder.encode(tokens, attention_mask)
+            return self.lm_head(h if select is None else h[select])
+
+    class MiniLMClassifier(nn.Module):
+        """all-MiniLM-L6-v2 (BertModel), mean pooling over real tokens, a linear head."""
+
+        def __init__(self, cfg: TrainConfig) -> None:
+            super().__init__()
+            transformers = require("transformers", "hf")
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            self.bert = transformers.AutoModel.from_pretrained(
+                str(_minilm_path()), local_files_only=True, trust_remote_code=False)
+            hidden = int(self.bert.config.hidden_size)
+            if cfg.max_len > int(self.bert.config.max_position_embeddings):
+                raise PosgeomError(
+                    f"max_len={cfg.max_len} is beyond MiniLM's "
+                    f"{self.bert.config.max_position_embeddings} positions"
+                )
+            self.head = nn.Linear(hidden, 2)
+            self.max_len = cfg.max_len
+
+        def forward(self, tokens: Any, attention_mask: Any = None) -> Any:
+            import torch
+
+            if attention_mask is None:
+                attention_mask = torch.ones_like(tokens)
+            h = self.bert(input_ids=tokens, attention_mask=attention_mask).last_hidden_state
+            m = attention_mask.to(h.dtype).unsqueeze(-1)
+            return self.head((h * m).sum(1) / m.sum(1).clamp(min=1))
+
+    return MaskedLM, MiniLMClassifier
+
+
+def _MaskedLM(encoder: Any, vocab_size: int) -> Any:
+    return _lazy_modules()[0](encoder, vocab_size)
+
+
+def _MiniLMClassifier(cfg: TrainConfig) -> Any:
+    return _lazy_modules()[1](cfg)
+
+
+def _position_module(model: Any) -> Any:
+    if hasattr(model, "bert"):
+        return None
+    return model.position
+
+
+def _n_position_parameters(model: Any) -> int:
+    if hasattr(model, "bert"):
+        return int(model.bert.embeddings.position_embeddings.weight.numel())
+    pos = _position_module(model)
+    if pos is None:
+        return 0
+    return int(sum(p.numel() for p in pos.parameters() if p.requires_grad))
+

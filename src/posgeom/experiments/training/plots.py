@@ -1,0 +1,91 @@
+def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]:
+    """``accuracy_vs_stress.png`` (both stress kinds) and ``curves.png`` (per-epoch tracking)."""
+    matplotlib = require("matplotlib", "plot")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(output)
+    rows = summary["per_encoding"]
+    paths = []
+    if "spearman_accuracy_vs_stress" in summary:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        for ax, kind, logx in ((axes[0], "paper", True), (axes[1], "scale_optimal", False)):
+            for enc, r in rows.items():
+                x = np.mean(r[f"stress_{kind}"])
+                ax.errorbar(x, r["accuracy_mean"], yerr=r["accuracy_sd"], fmt="o", capsize=3)
+                ax.annotate(enc, (x, r["accuracy_mean"]), textcoords="offset points",
+                            xytext=(4, 4), fontsize=8)
+            c = summary["spearman_accuracy_vs_stress"][kind]["encoding_means"]
+            ax.set_title(f"{kind} stress: Spearman rho = {c['rho']:.2f} "
+                         f"[{c['ci_low']:.2f}, {c['ci_high']:.2f}], p = {c['p_value']:.2f}",
+                         fontsize=9)
+            ax.set_xlabel(f"{kind} stress vs SST-2 Hellinger geometry (final epoch)")
+            ax.set_ylabel("validation accuracy (mean ± sd over seeds)")
+            if logx:
+                ax.set_xscale("symlog", linthresh=1e-3)
+            ax.grid(alpha=0.3)
+        fig.tight_layout()
+        paths.append(out / "accuracy_vs_stress.png")
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for enc, r in rows.items():
+        curves = r["curves"]
+        ep = [h["epoch"] for h in curves[0]]
+        for ax, key in zip(axes, ("eval_accuracy", "separation", "stress"), strict=True):
+            vals = np.array([[h[key]["scale_optimal"] if key == "stress" else h[key]
+                              for h in c] for c in curves])
+            ax.plot(ep, vals.mean(0), marker=".", label=enc)
+    for ax, title in zip(axes, ("validation accuracy", "separation margin min ||p_i - p_j||",
+                                "scale-optimal stress"), strict=True):
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+    axes[1].set_yscale("symlog", linthresh=1e-2)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    paths.append(out / "curves.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+    return paths
+
+
+
+def plot_run_logs(runs: dict[str, str | os.PathLike], path: str | os.PathLike, *,
+                  title: str = "") -> Path:
+    """One PNG with per-epoch loss, eval accuracy, separation margin and stresses of run folders.
+
+    ``runs`` maps a label to a :func:`train` output folder (its ``log.jsonl`` is read).
+    """
+    matplotlib = require("matplotlib", "plot")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    for label, folder in runs.items():
+        recs = read_log(folder)
+        ep = [r["epoch"] for r in recs]
+        axes[0].plot(ep, [r["eval_loss"] for r in recs], marker=".", label=label)
+        axes[1].plot(ep, [r["eval_accuracy"] for r in recs], marker=".", label=label)
+        axes[2].plot(ep, [r["separation"] for r in recs], marker=".", label=label)
+        axes[3].plot(ep, [r["stress"]["scale_optimal"] for r in recs], marker=".",
+                     label=f"{label} (scale-optimal)")
+        axes[3].plot(ep, [r["stress"]["paper"] for r in recs], ls="--", marker=".",
+                     label=f"{label} (paper)")
+    names = ("eval loss", "eval accuracy", "separation min ||p_i - p_j||", "stress vs D")
+    for ax, name in zip(axes, names, strict=True):
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+    axes[2].set_ylim(bottom=0)
+    axes[3].set_yscale("log")
+    axes[3].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

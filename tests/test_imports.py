@@ -1,0 +1,41 @@
+"""Every module imports on its own (no import cycles), and `import posgeom` stays light."""
+
+import pkgutil
+import subprocess
+import sys
+
+import posgeom
+
+HEAVY = ("torch", "transformers", "datasets", "dask", "matplotlib", "tokenizers")
+
+
+def _modules():
+    for info in pkgutil.walk_packages(posgeom.__path__, "posgeom."):
+        name = info.name
+        if name.split(".")[1] in ("nn", "models", "experiments"):
+            continue  # torch layers: imported by their own tests
+        yield name
+
+
+def test_each_core_module_imports_alone():
+    code = (
+        "import importlib, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    for key in [k for k in sys.modules if k.startswith('posgeom')]:\n"
+        "        del sys.modules[key]\n"
+        "    importlib.import_module(name)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, *_modules()], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_import_posgeom_is_light():
+    code = (
+        "import sys, posgeom\n"
+        "posgeom.hellinger_distances, posgeom.classical_mds, posgeom.stress\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "", f"import posgeom pulled in {out.stdout.strip()}"
