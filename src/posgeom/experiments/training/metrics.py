@@ -1,5 +1,36 @@
-# ----------------------------------------------------------------------------- geometry
-def _target_geometry(cfg: TrainConfig, prep: _Prepared, model_dim: int) -> Any:
+"""The geometry tracked during training: the corpus target and the model's position encoding.
+
+Target: the Hellinger distances (chord convention) ``D`` (n, n) of the positional distributions of
+the *whole* training split (counted with the model's tokenizer, ``n = max_len``,
+:func:`posgeom.pipeline.analyze_counts`); the ``mds`` and ``low_rank_mds`` encodings are
+Algorithm 1 on the same counts. A position with no samples raises (lower ``max_len``).
+
+Encoding: the position vectors ``p_i`` are the rows ``0 … n-1`` of the additive table
+(``module.table()``), or for encodings without vectors the geometry of :mod:`posgeom.encodings`:
+RoPE ``rope(n, head_dim)``, ALiBi ``alibi(n, n_heads, head="best")`` (the head of lowest paper
+stress) and NoPE ``nope(n, d)`` (all distances 0: separation 0, paper and scale-optimal stress 1).
+
+Scores (one set per epoch): ``separation`` = ``min_{i<j} ||p_i - p_j||`` (Theorem 4,
+:func:`posgeom.scores.separation_margin`), ``stress`` = every kind of
+:func:`posgeom.scores.stress_scores` against ``D``, ``violation_rate`` = monotonicity violations
+over triples (Conjecture 5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.experiments.training.config import TrainConfig
+from posgeom.experiments.training.data import Prepared
+from posgeom.experiments.training.model import position_module
+
+__all__ = ["geometry_scores", "position_geometry", "target_geometry"]
+
+
+def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
     """``PipelineResult`` of the training split at ``n = max_len`` (distances + MDS)."""
     from posgeom.corpus.counting import count_positions
     from posgeom.pipeline import analyze_counts
@@ -18,7 +49,6 @@ def _target_geometry(cfg: TrainConfig, prep: _Prepared, model_dim: int) -> Any:
                           seed=cfg.seed)
 
 
-
 def position_geometry(model: Any, cfg: TrainConfig, target: np.ndarray) -> Any:
     """The encoding scored each epoch: ``(n, d)`` float64 vectors or a posgeom encoding.
 
@@ -31,14 +61,16 @@ def position_geometry(model: Any, cfg: TrainConfig, target: np.ndarray) -> Any:
     from posgeom import encodings
     from posgeom.nn import ALiBiBias, PositionEmbedding, RotaryEmbedding
 
+    def float64(t: Any) -> np.ndarray:
+        return t.detach().to(torch.float64).cpu().numpy()
+
     n = cfg.max_len
     if hasattr(model, "bert"):
-        w = model.bert.embeddings.position_embeddings.weight[:n]
-        return w.detach().to(torch.float64).cpu().numpy()
-    pos = _position_module(model)
+        return float64(model.bert.embeddings.position_embeddings.weight[:n])
+    pos = position_module(model)
     if isinstance(pos, PositionEmbedding):
         with torch.no_grad():
-            return pos.table().detach().to(torch.float64).cpu().numpy()
+            return float64(pos.table())
     if isinstance(pos, RotaryEmbedding):
         return encodings.rope(n, head_dim=pos.head_dim, base=pos.base)
     if isinstance(pos, ALiBiBias):

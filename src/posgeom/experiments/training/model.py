@@ -1,6 +1,50 @@
-# ----------------------------------------------------------------------------- models
+"""The models: a TinyEncoder with the position module of ``cfg.encoding``, or MiniLM.
+
+``"tiny"``: :class:`posgeom.nn.TinyEncoder` (pre-LN, mean pooling, 2 classes), or for
+``imdb-mlm`` the encoder with a vocabulary head on every token. Position modules
+(:func:`position_encoding`): ``sinusoidal`` / ``mds`` / ``random`` are fixed tables (buffers),
+``learned`` and ``low_rank_mds`` are trained, ``rope`` / ``alibi`` act inside attention, ``nope``
+has none; ``train_positions`` overrides the default (a fixed table then becomes a parameter).
+``"minilm"``: the real all-MiniLM-L6-v2 weights (offline), mean pooling over real tokens and a
+linear head; its own learned absolute table is fine-tuned.
+
+torch and transformers are imported inside the functions (the classes are built on first use).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError, require
+from posgeom.experiments.training.config import TrainConfig
+from posgeom.experiments.training.data import minilm_path
+
+__all__ = ["build_model", "n_position_parameters", "position_encoding", "position_module"]
+
+
 def build_model(cfg: TrainConfig, vocab_size: int, geometry: Any = None) -> Any:
     """The torch model of ``cfg`` (seeded by the caller); ``geometry`` feeds the MDS encodings."""
+    from posgeom.nn import TinyEncoder
+
+    if cfg.model == "minilm":
+        return _MiniLMClassifier(cfg)
+    pos = position_encoding(cfg, geometry)
+    encoder = TinyEncoder(vocab_size, cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.max_len, pos,
+                          n_classes=2, d_ff=cfg.d_ff, dropout=cfg.dropout)
+    if cfg.task == "imdb-mlm":
+        return _MaskedLM(encoder, vocab_size)
+    return encoder
+
+
+def position_encoding(cfg: TrainConfig, geometry: Any = None) -> Any:
+    """The position module of ``cfg.encoding`` for the tiny model (``None`` for NoPE).
+
+    ``geometry`` (a ``PipelineResult`` with ``.mds``) feeds ``mds`` and ``low_rank_mds``; the
+    ``learned`` table draws from ``torch.Generator().manual_seed(cfg.seed)``.
+    """
     import torch
     from torch import nn
 
@@ -11,11 +55,8 @@ def build_model(cfg: TrainConfig, vocab_size: int, geometry: Any = None) -> Any:
         LowRankPositionEmbedding,
         RotaryEmbedding,
         SinusoidalPositionEmbedding,
-        TinyEncoder,
     )
 
-    if cfg.model == "minilm":
-        return _MiniLMClassifier(cfg)
     n, d = cfg.max_len, cfg.d_model
     gen = torch.Generator().manual_seed(cfg.seed)
     enc = cfg.encoding
@@ -53,11 +94,7 @@ def build_model(cfg: TrainConfig, vocab_size: int, geometry: Any = None) -> Any:
             weight = pos.weight.detach().clone()
             del pos._buffers["weight"]
             pos.weight = nn.Parameter(weight)
-    encoder = TinyEncoder(vocab_size, d, cfg.n_heads, cfg.n_layers, n, pos, n_classes=2,
-                          d_ff=cfg.d_ff, dropout=cfg.dropout)
-    if cfg.task == "imdb-mlm":
-        return _MaskedLM(encoder, vocab_size)
-    return encoder
+    return pos
 
 
 def _lazy_modules() -> tuple[type, type]:
@@ -88,7 +125,7 @@ def _lazy_modules() -> tuple[type, type]:
             transformers = require("transformers", "hf")
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             self.bert = transformers.AutoModel.from_pretrained(
-                str(_minilm_path()), local_files_only=True, trust_remote_code=False)
+                str(minilm_path()), local_files_only=True, trust_remote_code=False)
             hidden = int(self.bert.config.hidden_size)
             if cfg.max_len > int(self.bert.config.max_position_embeddings):
                 raise PosgeomError(
@@ -118,16 +155,18 @@ def _MiniLMClassifier(cfg: TrainConfig) -> Any:
     return _lazy_modules()[1](cfg)
 
 
-def _position_module(model: Any) -> Any:
+def position_module(model: Any) -> Any:
+    """The position module of a tiny model (``None`` for NoPE and for MiniLM)."""
     if hasattr(model, "bert"):
         return None
     return model.position
 
 
-def _n_position_parameters(model: Any) -> int:
+def n_position_parameters(model: Any) -> int:
+    """Trained position parameters (MiniLM: its whole position table)."""
     if hasattr(model, "bert"):
         return int(model.bert.embeddings.position_embeddings.weight.numel())
-    pos = _position_module(model)
+    pos = position_module(model)
     if pos is None:
         return 0
     return int(sum(p.numel() for p in pos.parameters() if p.requires_grad))

@@ -1,9 +1,45 @@
-def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]:
-    """``accuracy_vs_stress.png`` (both stress kinds) and ``curves.png`` (per-epoch tracking)."""
+"""Figures of experiment grids and of single run folders (matplotlib, Agg backend, 120 dpi)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import require
+from posgeom.experiments.training.runfiles import read_log
+
+__all__ = ["plot_run_logs", "plot_sweep"]
+
+
+def _pyplot() -> Any:
     matplotlib = require("matplotlib", "plot")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _epoch_axes(axes: Sequence[Any], titles: Sequence[str]) -> None:
+    for ax, title in zip(axes, titles, strict=True):
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+
+
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]:
+    """``accuracy_vs_stress.png`` (both stress kinds) and ``curves.png`` (per-epoch tracking)."""
+    plt = _pyplot()
     out = Path(output)
     rows = summary["per_encoding"]
     paths = []
@@ -24,10 +60,7 @@ def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]
             if logx:
                 ax.set_xscale("symlog", linthresh=1e-3)
             ax.grid(alpha=0.3)
-        fig.tight_layout()
-        paths.append(out / "accuracy_vs_stress.png")
-        fig.savefig(paths[-1], dpi=120)
-        plt.close(fig)
+        paths.append(_save(plt, fig, out / "accuracy_vs_stress.png"))
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     for enc, r in rows.items():
         curves = r["curves"]
@@ -36,17 +69,11 @@ def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]
             vals = np.array([[h[key]["scale_optimal"] if key == "stress" else h[key]
                               for h in c] for c in curves])
             ax.plot(ep, vals.mean(0), marker=".", label=enc)
-    for ax, title in zip(axes, ("validation accuracy", "separation margin min ||p_i - p_j||",
-                                "scale-optimal stress"), strict=True):
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("epoch")
-        ax.grid(alpha=0.3)
+    _epoch_axes(axes, ("validation accuracy", "separation margin min ||p_i - p_j||",
+                       "scale-optimal stress"))
     axes[1].set_yscale("symlog", linthresh=1e-2)
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(out / "curves.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(_save(plt, fig, out / "curves.png"))
     return paths
 
 
@@ -57,10 +84,7 @@ def plot_run_logs(runs: dict[str, str | os.PathLike], path: str | os.PathLike, *
 
     ``runs`` maps a label to a :func:`train` output folder (its ``log.jsonl`` is read).
     """
-    matplotlib = require("matplotlib", "plot")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
     for label, folder in runs.items():
         recs = read_log(folder)
@@ -72,20 +96,14 @@ def plot_run_logs(runs: dict[str, str | os.PathLike], path: str | os.PathLike, *
                      label=f"{label} (scale-optimal)")
         axes[3].plot(ep, [r["stress"]["paper"] for r in recs], ls="--", marker=".",
                      label=f"{label} (paper)")
-    names = ("eval loss", "eval accuracy", "separation min ||p_i - p_j||", "stress vs D")
-    for ax, name in zip(axes, names, strict=True):
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel("epoch")
-        ax.grid(alpha=0.3)
+    _epoch_axes(axes, ("eval loss", "eval accuracy", "separation min ||p_i - p_j||",
+                       "stress vs D"))
     axes[2].set_ylim(bottom=0)
     axes[3].set_yscale("log")
     axes[3].legend(fontsize=7)
     axes[1].legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(plt, fig, out)

@@ -1,4 +1,25 @@
-# ----------------------------------------------------------------------------- experiments
+"""Spearman's rank correlation of stress and accuracy over encodings, with its uncertainty.
+
+``rho``: Spearman correlation of the group means (average ranks for ties); a bootstrap over the
+seeds of every group gives a percentile interval; a permutation test over the pairings of the
+group means gives the p-value (exact for at most 9 groups). Statistics in float64.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["RankCorrelation", "rank_correlation"]
+
+
 @dataclass(frozen=True)
 class RankCorrelation:
     """Spearman's rho between per-group stress and accuracy, with its uncertainty.
@@ -23,12 +44,17 @@ class RankCorrelation:
         return dataclasses.asdict(self)
 
 
-def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+def _centred_ranks(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Centred average ranks ``rx, ry`` of ``x, y`` and ``sqrt(|rx|^2 |ry|^2)``."""
     from scipy.stats import rankdata
 
     rx, ry = rankdata(x), rankdata(y)
     rx, ry = rx - rx.mean(), ry - ry.mean()
-    den = math.sqrt(float(rx @ rx) * float(ry @ ry))
+    return rx, ry, math.sqrt(float(rx @ rx) * float(ry @ ry))
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    rx, ry, den = _centred_ranks(x, y)
     return float(rx @ ry / den) if den > 0 else float("nan")
 
 
@@ -47,8 +73,6 @@ def rank_correlation(
     (the same seeds, paired; a fixed encoding repeats its stress).
     """
     import itertools
-
-    from scipy.stats import rankdata
 
     s_groups = [np.asarray(g, dtype=np.float64) for g in stress_by_group]
     a_groups = [np.asarray(g, dtype=np.float64) for g in accuracy_by_group]
@@ -72,9 +96,7 @@ def rank_correlation(
             boots.append(r)
     tail = (1 - confidence) / 2
     lo, hi = (np.quantile(boots, [tail, 1 - tail]) if boots else (float("nan"),) * 2)
-    rs, ra = rankdata(s_mean), rankdata(a_mean)
-    rs, ra = rs - rs.mean(), ra - ra.mean()
-    den = math.sqrt(float(rs @ rs) * float(ra @ ra))
+    rs, ra, den = _centred_ranks(s_mean, a_mean)
     exact = k <= 9
     if den == 0:
         p = 1.0

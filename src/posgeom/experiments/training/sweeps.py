@@ -1,5 +1,37 @@
-SWEEP_ENCODINGS = ("sinusoidal", "learned", "rope", "alibi", "nope", "mds", "low_rank_mds",
-                   "random")
+"""Experiment grids: every encoding x seed trained into one folder, summarised and tabulated.
+
+:func:`stress_vs_accuracy` (Section 5, SST-2) correlates final accuracy with paper and
+scale-optimal stress (:func:`~posgeom.experiments.training.stats.rank_correlation`, over encoding
+means and over single runs); :func:`order_necessity` runs Theorem 1's order-only task (NoPE must
+stay at 50%). Both write ``runs/<encoding>-s<seed>/`` (finished runs are reused), ``results.json``,
+``table.md`` and, with ``plots``, the figures of :func:`~posgeom.experiments.training.plots.plot_sweep`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.experiments.training.config import ENCODINGS, TrainConfig
+from posgeom.experiments.training.loop import TrainResult, train
+from posgeom.experiments.training.model import n_position_parameters
+from posgeom.experiments.training.plots import plot_sweep
+from posgeom.experiments.training.runfiles import write_json
+from posgeom.experiments.training.stats import rank_correlation
+
+__all__ = ["SWEEP_ENCODINGS", "order_necessity", "stress_vs_accuracy", "sweep_table"]
+
+log = logging.getLogger("posgeom")
+
+SWEEP_ENCODINGS = ENCODINGS
 
 
 def _run_grid(base: TrainConfig, encodings: Sequence[str], seeds: Sequence[int],
@@ -32,10 +64,53 @@ def _summarise(results: dict[str, list[TrainResult]]) -> dict[str, dict[str, Any
             "separation": [r.final.separation for r in runs],
             "separation_min_over_epochs": [min(h.separation for h in r.history) for r in runs],
             "violation_rate": [r.final.violation_rate for r in runs],
-            "position_parameters": _n_position_parameters(runs[0].model),
+            "position_parameters": n_position_parameters(runs[0].model),
             "curves": [[h.as_dict() for h in r.history] for r in runs],
         }
     return rows
+
+
+def _correlations(rows: dict[str, dict[str, Any]], n_boot: int) -> dict[str, Any]:
+    """Spearman rho of accuracy vs paper / scale-optimal stress: encoding means, single runs."""
+    corr: dict[str, Any] = {}
+    names = list(rows)
+    acc = [rows[e]["accuracy"] for e in names]
+    for kind in ("paper", "scale_optimal"):
+        st = [rows[e][f"stress_{kind}"] for e in names]
+        c = rank_correlation(st, acc, n_boot=n_boot, seed=0)
+        flat_s = [v for g in st for v in g]
+        flat_a = [v for g in acc for v in g]
+        per_run = rank_correlation([[v] for v in flat_s], [[v] for v in flat_a], n_boot=0,
+                                   n_perm=20_000, seed=0)
+        corr[kind] = {"encoding_means": c.as_dict(),
+                      "single_runs": {"rho": per_run.rho, "p_value": per_run.p_value,
+                                      "n": per_run.n_groups}}
+    return corr
+
+
+def _experiment(name: str, task: str, output: str | os.PathLike, base: TrainConfig,
+                encodings: Sequence[str], seeds: Sequence[int], plots: bool,
+                n_boot: int | None) -> dict[str, Any]:
+    """Train the grid, summarise it (with correlations unless ``n_boot`` is None), write files."""
+    from posgeom.artifacts import atomic_write_text
+
+    base = base.validate()
+    if base.task != task:
+        raise PosgeomError(f"{name} trains on task={task!r}")
+    out = Path(output)
+    t0 = time.perf_counter()
+    rows = _summarise(_run_grid(base, encodings, seeds, out))
+    summary: dict[str, Any] = {"config": dataclasses.asdict(base), "encodings": list(rows),
+                               "seeds": list(seeds), "per_encoding": rows}
+    if n_boot is not None:
+        summary["spearman_accuracy_vs_stress"] = _correlations(rows, n_boot)
+    summary["seconds"] = time.perf_counter() - t0
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "results.json", summary, indent=1)
+    atomic_write_text(out / "table.md", sweep_table(summary))
+    if plots:
+        plot_sweep(summary, out)
+    return summary
 
 
 def stress_vs_accuracy(
@@ -54,41 +129,26 @@ def stress_vs_accuracy(
     with paper and scale-optimal stress, over encoding means and over single runs), ``table.md``
     and, with ``plots``, ``accuracy_vs_stress.png`` and ``curves.png``.
     """
-    from posgeom.artifacts import atomic_write_text
+    return _experiment("stress_vs_accuracy", "sst2", output,
+                       base or TrainConfig(task="sst2", epochs=5), encodings, seeds, plots, n_boot)
 
-    base = (base or TrainConfig(task="sst2", epochs=5)).validate()
-    if base.task != "sst2":
-        raise PosgeomError("stress_vs_accuracy trains on task='sst2'")
-    out = Path(output)
-    t0 = time.perf_counter()
-    rows = _summarise(_run_grid(base, encodings, seeds, out))
-    corr: dict[str, Any] = {}
-    names = list(rows)
-    acc = [rows[e]["accuracy"] for e in names]
-    for kind in ("paper", "scale_optimal"):
-        st = [rows[e][f"stress_{kind}"] for e in names]
-        c = rank_correlation(st, acc, n_boot=n_boot, seed=0)
-        flat_s = [v for g in st for v in g]
-        flat_a = [v for g in acc for v in g]
-        per_run = rank_correlation([[v] for v in flat_s], [[v] for v in flat_a], n_boot=0,
-                                   n_perm=20_000, seed=0)
-        corr[kind] = {"encoding_means": c.as_dict(),
-                      "single_runs": {"rho": per_run.rho, "p_value": per_run.p_value,
-                                      "n": per_run.n_groups}}
-    summary = {
-        "config": dataclasses.asdict(base),
-        "encodings": names,
-        "seeds": list(seeds),
-        "per_encoding": rows,
-        "spearman_accuracy_vs_stress": corr,
-        "seconds": time.perf_counter() - t0,
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "results.json", json.dumps(summary, indent=1) + "\n")
-    atomic_write_text(out / "table.md", sweep_table(summary))
-    if plots:
-        plot_sweep(summary, out)
-    return summary
+
+def order_necessity(
+    output: str | os.PathLike,
+    *,
+    base: TrainConfig | None = None,
+    encodings: Sequence[str] = SWEEP_ENCODINGS,
+    seeds: Sequence[int] = (0, 1, 2),
+    plots: bool = True,
+) -> dict[str, Any]:
+    """Theorem 1: the order-only task (paired samples) for every encoding and seed.
+
+    NoPE must stay at 50% (every bag of tokens comes with both labels); writes ``results.json``,
+    ``table.md`` and ``curves.png`` like :func:`stress_vs_accuracy`.
+    """
+    return _experiment("order_necessity", "order", output,
+                       base or TrainConfig(task="order", max_len=16, epochs=5), encodings, seeds,
+                       plots, None)
 
 
 def sweep_table(summary: dict[str, Any]) -> str:
@@ -115,36 +175,3 @@ def sweep_table(summary: dict[str, Any]) -> str:
             lines.append(f"| {kind} | {m['rho']:.3f} | [{m['ci_low']:.3f}, {m['ci_high']:.3f}] "
                          f"| {m['p_value']:.3f} | {r['rho']:.3f} | {r['p_value']:.3f} |")
     return "\n".join(lines) + "\n"
-
-
-
-def order_necessity(
-    output: str | os.PathLike,
-    *,
-    base: TrainConfig | None = None,
-    encodings: Sequence[str] = SWEEP_ENCODINGS,
-    seeds: Sequence[int] = (0, 1, 2),
-    plots: bool = True,
-) -> dict[str, Any]:
-    """Theorem 1: the order-only task (paired samples) for every encoding and seed.
-
-    NoPE must stay at 50% (every bag of tokens comes with both labels); writes ``results.json``,
-    ``table.md`` and ``curves.png`` like :func:`stress_vs_accuracy`.
-    """
-    from posgeom.artifacts import atomic_write_text
-
-    base = (base or TrainConfig(task="order", max_len=16, epochs=5)).validate()
-    if base.task != "order":
-        raise PosgeomError("order_necessity trains on task='order'")
-    out = Path(output)
-    t0 = time.perf_counter()
-    rows = _summarise(_run_grid(base, encodings, seeds, out))
-    summary = {"config": dataclasses.asdict(base), "encodings": list(rows), "seeds": list(seeds),
-               "per_encoding": rows, "seconds": time.perf_counter() - t0}
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "results.json", json.dumps(summary, indent=1) + "\n")
-    atomic_write_text(out / "table.md", sweep_table(summary))
-    if plots:
-        plot_sweep(summary, out)
-    return summary
-

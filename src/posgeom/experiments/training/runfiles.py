@@ -1,10 +1,33 @@
+"""The files of a run folder: ``checkpoint.safetensors``, ``log.jsonl`` and JSON files.
+
+Checkpoint: model and AdamW state in one safetensors file. Tensors: ``model.<state_dict key>`` and
+``optim.<param index>.<state key>`` (flattened; their shapes are kept in the metadata under
+``step_shapes``). Metadata key ``posgeom``: JSON with ``format`` (:data:`FORMAT`),
+``param_groups``, ``step_shapes`` and what the trainer adds (``config``, ``fingerprint``,
+``epoch``, ``history``). Written atomically; no pickle.
+
+Log: one JSON object per line and epoch (``EpochRecord.as_dict``, keys sorted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from posgeom._errors import ArtifactError, PosgeomError
+
+__all__ = ["CHECKPOINT", "FORMAT", "LOG", "load_checkpoint", "read_log", "restore",
+           "save_checkpoint", "write_json"]
+
 CHECKPOINT = "checkpoint.safetensors"
 LOG = "log.jsonl"
 FORMAT = "posgeom.train/1"
 
 
-# ----------------------------------------------------------------------------- checkpoints
-def _save_checkpoint(path: Path, model: Any, opt: Any, meta: dict[str, Any]) -> None:
+def save_checkpoint(path: Path, model: Any, opt: Any, meta: dict[str, Any]) -> None:
+    """Write ``model`` and ``opt`` state with ``meta`` to ``path`` (atomically)."""
     from safetensors.torch import save_file
 
     from posgeom.artifacts import atomic_path
@@ -22,7 +45,8 @@ def _save_checkpoint(path: Path, model: Any, opt: Any, meta: dict[str, Any]) -> 
         save_file(tensors, str(tmp), metadata={"posgeom": json.dumps(meta, sort_keys=True)})
 
 
-def _load_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def load_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(metadata, tensors)`` of a checkpoint; :class:`ArtifactError` if unreadable."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
@@ -41,7 +65,8 @@ def _load_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return meta, tensors
 
 
-def _restore(model: Any, opt: Any, meta: dict[str, Any], tensors: dict[str, Any]) -> None:
+def restore(model: Any, opt: Any, meta: dict[str, Any], tensors: dict[str, Any]) -> None:
+    """Load a checkpoint's tensors into ``model`` and ``opt``."""
     state_dict = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
     model.load_state_dict(state_dict)
     state: dict[int, dict[str, Any]] = {}
@@ -54,3 +79,18 @@ def _restore(model: Any, opt: Any, meta: dict[str, Any], tensors: dict[str, Any]
     opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
 
 
+
+
+def write_json(path: Path, obj: Any, *, indent: int) -> None:
+    """Write ``obj`` as indented JSON and a final newline to ``path`` (atomically)."""
+    from posgeom.artifacts import atomic_write_text
+
+    atomic_write_text(path, json.dumps(obj, indent=indent) + "\n")
+
+
+def read_log(output: str | os.PathLike) -> list[dict[str, Any]]:
+    """The per-epoch records of a run folder (``log.jsonl``)."""
+    path = Path(output) / LOG
+    if not path.is_file():
+        raise PosgeomError(f"{path} does not exist; is {output} a training run folder?")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
