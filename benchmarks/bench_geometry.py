@@ -334,6 +334,24 @@ def write_page(geo, counting, long_ctx, extra_sections, path: Path) -> None:
     print(f"\nwrote {path}")
 
 
+def model_overhead_section() -> list[str]:
+    """Issue 5's cost: bench_models.py (also written into docs/MODEL_ANALYSIS.md)."""
+    import subprocess
+
+    print("\n== layer-wise signal overhead (bench_models.py)", flush=True)
+    doc = ROOT / "docs" / "MODEL_ANALYSIS.md"
+    out = subprocess.run(
+        [sys.executable, str(HERE / "bench_models.py"), "--markdown", str(doc)],
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        return ["## Layer-wise signal overhead", "", "failed: " + out.stderr.strip()[-300:], ""]
+    lines = [line for line in out.stdout.splitlines() if not line.startswith("<!--")]
+    print("\n".join(lines[-4:]), flush=True)
+    return [*lines, "", "(Also in [MODEL_ANALYSIS.md](MODEL_ANALYSIS.md).)", ""]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -355,6 +373,7 @@ def main() -> None:
 
         long_ctx = bench_scale.long_context_section()
         extra.append(bench_scale.dask_section())
+        extra.append(model_overhead_section())
     json_path = ROOT / "docs" / "benchmarks" / "geometry.json"
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps({"geometry": geo, "counting": counting}, indent=2, default=str))

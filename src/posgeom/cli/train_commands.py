@@ -56,7 +56,7 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
 
 
 def _config(args: argparse.Namespace, **override: Any) -> Any:
-    from posgeom.experiments.train import TrainConfig
+    from posgeom.experiments.training import TrainConfig
 
     tp = {"default": None, "yes": True, "no": False}[args.train_positions]
     kw = dict(
@@ -75,7 +75,7 @@ def _config(args: argparse.Namespace, **override: Any) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from posgeom.experiments.train import train
+    from posgeom.experiments.training import train
 
     encoding = args.encoding or ("pretrained" if args.model == "minilm" else "sinusoidal")
     res = train(_config(args, encoding=encoding), args.output)
@@ -87,18 +87,16 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _experiment(args: argparse.Namespace) -> int:
-    from posgeom.experiments.train import order_necessity, stress_vs_accuracy
+    from posgeom.experiments.training import order_necessity, stress_vs_accuracy
 
-    encodings = args.encodings.split(",") if args.encodings else None
+    kw = {"encodings": args.encodings.split(",")} if args.encodings else {}
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.name == "stress-vs-accuracy":
         base = _config(args, task="sst2")
-        kw = {"encodings": encodings} if encodings else {}
         summary = stress_vs_accuracy(args.output, base=base, seeds=seeds, **kw)
         print(json.dumps(summary["spearman_accuracy_vs_stress"], indent=1))
     else:
         base = _config(args, task="order", max_len=args.max_len)
-        kw = {"encodings": encodings} if encodings else {}
         summary = order_necessity(args.output, base=base, seeds=seeds, **kw)
         print(json.dumps({e: r["accuracy_mean"] for e, r in summary["per_encoding"].items()}))
     print(f"wrote {args.output}/results.json and table.md")
@@ -106,7 +104,7 @@ def _experiment(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from posgeom.experiments.train import ENCODINGS, TASKS
+    from posgeom.experiments.training import ENCODINGS, TASKS
 
     p = sub.add_parser(
         "train", help="train a small model and track its position geometry per epoch",

@@ -77,7 +77,6 @@ def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]
     return paths
 
 
-
 def plot_run_logs(runs: dict[str, str | os.PathLike], path: str | os.PathLike, *,
                   title: str = "") -> Path:
     """One PNG with per-epoch loss, eval accuracy, separation margin and stresses of run folders.
