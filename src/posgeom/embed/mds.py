@@ -44,6 +44,7 @@ import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
 from posgeom._errors import PosgeomError
+from posgeom._threads import blas_threads
 from posgeom.embed._inputs import InputKind, check_distance_matrix, classify_input
 from posgeom.geometry.distributions import PositionalDistributions, as_distributions
 from posgeom.geometry.divergences import _split_columns, sqrt_gram
@@ -375,7 +376,8 @@ def classical_mds(
         k = min(n - 1, r + 8)  # a margin to see ties that straddle r
         v0 = np.random.default_rng(seed).standard_normal(n)
         v0 -= v0.mean()
-        vals, vecs = spla.eigsh(op, k=k, which="LA", v0=v0, tol=tol)
+        with blas_threads(1):
+            vals, vecs = spla.eigsh(op, k=k, which="LA", v0=v0, tol=tol)
         order = np.argsort(vals)[::-1]
         vals, vecs = vals[order], vecs[:, order]
         # Lanczos vectors can pick up a tiny component along 1 (B's null vector): remove it.

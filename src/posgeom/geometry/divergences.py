@@ -77,10 +77,7 @@ def sqrt_gram(
             "tokenizer"
         )
     if other is None:
-        dense, rest = _split_columns(a.sqrt_sparse, dense_fraction)
-        gram = dense @ dense.T
-        if rest.nnz:
-            gram += (rest @ rest.T).toarray()
+        gram = _self_gram(a.sqrt_sparse, dense_fraction)
     else:
         gram = (a.sqrt_sparse @ b.sqrt_sparse.T).toarray()
     fa, fb = a.sqrt_floor, b.sqrt_floor
@@ -88,6 +85,41 @@ def sqrt_gram(
         ra = np.asarray(a.sqrt_sparse.sum(axis=1)).ravel()
         rb = np.asarray(b.sqrt_sparse.sum(axis=1)).ravel()
         gram += np.outer(ra, fb) + np.outer(fa, rb) + a.vocab_size * np.outer(fa, fb)
+    return gram
+
+
+def _mirror_upper(m: np.ndarray, block: int = 1024) -> None:
+    """Copy the upper triangle onto the lower one in place (exact symmetry), block by block."""
+    n = m.shape[0]
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
+        m[lo:hi, :lo] = m[:lo, lo:hi].T
+        tile = m[lo:hi, lo:hi]
+        low = np.tril_indices(hi - lo, -1)
+        tile[low] = tile.T[low]
+
+
+def _self_gram(s: sp.csr_matrix, dense_fraction: float, block: int = 1024) -> np.ndarray:
+    """``S S^T`` (n x n), exactly symmetric: BLAS ``syrk`` on the frequent columns (one triangle,
+    half the flops), sparse products on the rest in row blocks (bounded temporaries)."""
+    from scipy.linalg.blas import dsyrk
+
+    n = s.shape[0]
+    dense, rest = _split_columns(s, dense_fraction)
+    if dense.shape[1]:
+        gram = dsyrk(1.0, np.asfortranarray(dense), lower=0)  # upper triangle
+        gram = np.ascontiguousarray(gram)
+    else:
+        gram = np.zeros((n, n))
+    del dense
+    if rest.nnz:
+        rest_t = rest.T.tocsc()
+        for lo in range(0, n, block):
+            hi = min(lo + block, n)
+            # only columns >= lo are needed for the upper triangle of these rows
+            part = (rest[lo:hi] @ rest_t[:, lo:]).toarray()
+            gram[lo:hi, lo:] += part
+    _mirror_upper(gram)
     return gram
 
 
@@ -115,17 +147,22 @@ def _sq_chords(distributions: Any, *, close_tol: float, dense_fraction: float) -
             f"{n} positions need a {n}x{n} matrix ({8 * n * n / 2**30:.0f} GiB); for long contexts use "
             "classical_mds(distributions, solver='implicit') and the blocked or sampled stress"
         )
-    gram = sqrt_gram(d, dense_fraction=dense_fraction)
-    diag = np.diag(gram).copy()
-    sq = diag[:, None] + diag[None, :] - 2.0 * gram
+    sq = sqrt_gram(d, dense_fraction=dense_fraction)  # exactly symmetric; becomes ||s_i - s_j||^2
+    diag = np.diag(sq).copy()
+    sq *= -2.0
+    sq += diag[:, None]
+    sq += diag[None, :]
     np.maximum(sq, 0.0, out=sq)
-    iu, ju = np.triu_indices(n, 1)
-    close = sq[iu, ju] < close_tol
-    if close.any():
-        ci, cj = iu[close], ju[close]
-        sq[ci, cj] = _direct_sq_chords(d, ci, cj)
-    upper = np.triu(sq, 1)
-    return upper + upper.T
+    _mirror_upper(sq)  # d_i + d_j and d_j + d_i can round differently
+    np.fill_diagonal(sq, 0.0)
+    ci, cj = np.nonzero(sq < close_tol)
+    upper = ci < cj
+    ci, cj = ci[upper], cj[upper]
+    if ci.size:
+        exact = _direct_sq_chords(d, ci, cj)
+        sq[ci, cj] = exact
+        sq[cj, ci] = exact
+    return sq
 
 
 def hellinger_distances(
