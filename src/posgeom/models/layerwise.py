@@ -6,8 +6,11 @@ over a corpus,
 
     m_l(i) = (1 / c_i) * sum over tokens t at position i of h_l(t),
 
-is accumulated with running float64 sums on the model's device (``index_add_``; hidden states of a
-batch are dropped once added, never stored). Padding (attention mask 0) is never counted.
+is accumulated batch by batch on the hidden states' device: per batch, one ``index_add_`` per
+layer into float32 per-position sums (float64 for float64 models; at most ``batch_size`` tokens
+per position, so ~1e-7 relative round-off), added into float64 running totals (on the CPU for
+MPS). Hidden states of a batch are read in place and dropped once added, never copied or stored.
+Padding (attention mask 0) is never counted, whatever the model writes there.
 
 Positions and special tokens. With ``include_special=True`` position ``i`` is the index of the
 token in the model's input (``[CLS]`` is position 0 for BERT). With ``include_special=False`` the
@@ -31,8 +34,9 @@ From the means:
       R^2_l = sum_i c_i ||m_l(i) - m_l||^2 / sum_tokens ||h_l(t) - m_l||^2,
 
   with ``m_l`` the mean over all counted tokens (between-position over total sum of squares).
-  Sums are taken around a shift (the first batch's mean) so that large hidden-state means do not
-  cancel catastrophically.
+  The squares are taken around a shift ``s`` (the first batch's mean): per token ``||h - s||`` is
+  computed in the work dtype and its square summed in float64, so that large hidden-state means
+  do not cancel catastrophically.
 """
 
 from __future__ import annotations
@@ -268,6 +272,89 @@ def _pairwise(vectors: np.ndarray) -> np.ndarray:
     return squareform(pdist(vectors, metric="euclidean"))
 
 
+def _pad_batch(
+    batch: list[list[int]], pad_id: int, special_arr: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Right-padded ``ids``, ``attention_mask`` and counted ``pos`` (``-1``: not counted), (B, T).
+
+    ``pos`` is the token index (or, with special tokens, the number of non-special tokens
+    before it); padding, special tokens and positions ``>= n`` get ``-1``.
+    """
+    lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+    length = int(lengths.max())
+    flat = np.fromiter(itertools.chain.from_iterable(batch), dtype=np.int64, count=lengths.sum())
+    mask = np.arange(length)[None, :] < lengths[:, None]
+    ids = np.full((len(batch), length), pad_id, dtype=np.int64)
+    ids[mask] = flat  # row-major order matches the concatenation
+    if special_arr.size:
+        keep = ~np.isin(flat, special_arr)
+        ranks = np.cumsum(keep)  # over the whole batch; make it per row
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        before = np.concatenate(([0], ranks))[starts]  # non-special tokens in earlier rows
+        index = ranks - 1 - np.repeat(before, lengths)
+        values = np.where(keep & (index < n), index, -1)
+    else:
+        values = np.broadcast_to(np.arange(length), mask.shape)[mask]
+        values = np.where(values < n, values, -1)
+    pos = np.full((len(batch), length), -1, dtype=np.int64)
+    pos[mask] = values
+    return ids, mask.astype(np.int64), pos
+
+
+class _Accumulator:
+    """Per-batch statistics of every layer, on the hidden states' device, in float32 (float64
+    for float64 models); the caller adds them into float64 totals.
+
+    For a batch with flat token slots ``slot`` (the position ``i < n`` of a counted token, ``n``
+    for padding, special tokens and positions ``>= n``), each layer's ``(B*T, d)`` hidden states
+    are read twice and never copied: one ``index_add_`` into an ``(L+1, n+1, d)`` buffer (row
+    ``n`` collects everything not counted, including garbage at padding, and is dropped) gives
+    the per-position sums, and one fused ``||h - s||`` per token gives the squared distances to
+    the shift ``s``, of which the counted ones are summed in float64. A batch adds at most
+    ``batch_size`` tokens per position, so a batch sum carries ~1e-7 relative round-off.
+    """
+
+    def __init__(self, n: int, acc_device: torch.device):
+        self.n = n
+        self.acc_device = acc_device  # float64 device (the CPU for MPS)
+        self.shift: torch.Tensor | None = None  # (L+1, d) in the work dtype
+        self._sums: torch.Tensor | None = None
+        self._norms: torch.Tensor | None = None
+
+    def first_shift(self, hidden: Sequence[torch.Tensor], take: torch.Tensor) -> torch.Tensor:
+        """The first batch's mean of the counted tokens, ``(L+1, d)`` in the work dtype."""
+        first = hidden[0]
+        dtype = torch.float64 if first.dtype == torch.float64 else torch.float32
+        width = int(first.shape[-1])
+        self.shift = torch.stack(
+            [h.reshape(-1, width).index_select(0, take).to(dtype).mean(0) for h in hidden]
+        )
+        return self.shift
+
+    def add(
+        self, hidden: Sequence[torch.Tensor], slot: torch.Tensor, take: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-position sums ``(L+1, n, d)`` (work dtype) and float64 ``sum ||h - s||^2``."""
+        shift = self.shift
+        assert shift is not None
+        layers, width, size = len(hidden), int(shift.shape[1]), int(slot.shape[0])
+        sums, norms = self._sums, self._norms
+        if sums is None or sums.shape[0] != layers:
+            sums = torch.empty(layers, self.n + 1, width, dtype=shift.dtype, device=shift.device)
+            self._sums = sums
+        if norms is None or norms.shape[0] != layers or norms.shape[1] < size:
+            norms = torch.empty(layers, size, dtype=shift.dtype, device=shift.device)
+            self._norms = norms
+        sums.zero_()
+        norms = norms[:, :size]
+        for layer, h in enumerate(hidden):  # two reads of each layer, no copy of the batch
+            rows = h.reshape(-1, width).to(shift.dtype)
+            sums[layer].index_add_(0, slot, rows)
+            torch.linalg.vector_norm(rows - shift[layer], dim=1, out=norms[layer])
+        counted = norms.index_select(1, take).to(self.acc_device, torch.float64)
+        return sums[:, : self.n], counted.square().sum(dim=1)
+
+
 def layerwise_positional_signal(
     model: Any,
     tokenizer: Any,
@@ -388,10 +475,11 @@ def layerwise_positional_signal(
         total = None
     bar = tqdm(total=total, disable=not progress, unit="item", desc="layer-wise signal")
 
-    sums: torch.Tensor | None = None  # (L+1, n, d), around shift
-    shift: torch.Tensor | None = None  # (L+1, d)
-    sumsq: torch.Tensor | None = None  # (L+1,)
-    counts = torch.zeros(n, dtype=torch.float64, device=acc_device)
+    sums: torch.Tensor | None = None  # (L+1, n, d) float64 sums of h
+    shift: torch.Tensor | None = None  # (L+1, d) float64 (exactly the work-dtype shift)
+    sumsq: torch.Tensor | None = None  # (L+1,) float64 sums of ||h - shift||^2
+    counts_np = np.zeros(n, dtype=np.int64)
+    acc = _Accumulator(n, acc_device)
     n_sequences = 0
     n_truncated = 0
     was_training = model.training
@@ -418,21 +506,7 @@ def layerwise_positional_signal(
                             )
                         n_truncated += sum(too_long)
                         batch = [seq[:limit] for seq in batch]
-                length = max(map(len, batch))
-                ids = np.full((len(batch), length), pad_id, dtype=np.int64)
-                mask = np.zeros((len(batch), length), dtype=np.int64)
-                pos = np.full((len(batch), length), -1, dtype=np.int64)
-                for r, seq in enumerate(batch):
-                    row = np.asarray(seq, dtype=np.int64)
-                    ids[r, : len(row)] = row
-                    mask[r, : len(row)] = 1
-                    if special:
-                        keep = ~np.isin(row, special_arr)
-                        index = np.cumsum(keep) - 1
-                        pos[r, : len(row)] = np.where(keep, index, -1)
-                    else:
-                        pos[r, : len(row)] = np.arange(len(row))
-                pos[pos >= n] = -1
+                ids, mask, pos = _pad_batch(batch, pad_id, special_arr, n)
                 if vocab_model is not None and (ids.max() >= vocab_model or ids.min() < 0):
                     raise PosgeomError(
                         f"token id {int(ids.max())} is outside the model's vocabulary of "
@@ -445,45 +519,42 @@ def layerwise_positional_signal(
                     return_dict=True,
                 )
                 hidden = out.hidden_states
+                del out
                 if hidden is None:
                     raise PosgeomError(
                         f"{type(forward).__name__} returned no hidden_states; use a model whose "
                         "forward supports output_hidden_states=True"
                     )
-                flat_pos = torch.from_numpy(pos.reshape(-1))
-                valid = flat_pos >= 0
-                if not bool(valid.any()):
+                flat_pos = pos.reshape(-1)
+                take = np.flatnonzero(flat_pos >= 0)  # flat (row-major) indices of counted tokens
+                if take.size == 0:
                     continue
-                index = flat_pos[valid].to(acc_device)
-                valid_dev = valid.to(hidden[0].device)
+                where = flat_pos[take]  # their positions
+                counts_np += np.bincount(where, minlength=n)
+                if sums is not None and len(hidden) != sums.shape[0]:
+                    raise PosgeomError("the model returned a varying number of hidden states")
+                hdev = hidden[0].device
+                slot = torch.from_numpy(np.where(flat_pos >= 0, flat_pos, n)).to(hdev)
+                take_t = torch.from_numpy(take).to(hdev)
                 if sums is None:
-                    width = hidden[0].shape[-1]
+                    # Shift: the first batch's mean in the work dtype; the float64 copy is
+                    # exactly the shift the sums of squares are taken around.
+                    shift = acc.first_shift(hidden, take_t).to(acc_device, torch.float64)
                     sums = torch.zeros(
-                        len(hidden), n, width, dtype=torch.float64, device=acc_device
+                        len(hidden), n, shift.shape[1], dtype=torch.float64, device=acc_device
                     )
                     sumsq = torch.zeros(len(hidden), dtype=torch.float64, device=acc_device)
-                    shift = torch.stack(
-                        [
-                            h.reshape(-1, width)[valid_dev].to(acc_device, torch.float64).mean(0)
-                            for h in hidden
-                        ]
-                    )
-                assert sumsq is not None and shift is not None
-                if len(hidden) != sums.shape[0]:
-                    raise PosgeomError("the model returned a varying number of hidden states")
-                for layer, h in enumerate(hidden):
-                    x = h.reshape(-1, h.shape[-1])[valid_dev].to(acc_device, torch.float64)
-                    x = x - shift[layer]
-                    sums[layer].index_add_(0, index, x)
-                    sumsq[layer] += torch.sum(x * x)
-                counts.index_add_(0, index, torch.ones_like(index, dtype=torch.float64))
+                assert sumsq is not None
+                batch_sums, batch_sumsq = acc.add(hidden, slot, take_t)
+                sums.add_(batch_sums.to(acc_device))
+                sumsq.add_(batch_sumsq.to(acc_device))
+                del hidden, batch_sums
     finally:
         bar.close()
         model.train(was_training)
 
     if sums is None or sumsq is None or shift is None:
         raise PosgeomError("no tokens were counted: the corpus is empty")
-    counts_np = counts.cpu().numpy().astype(np.int64)
     if np.any(counts_np == 0):
         first_empty = int(np.flatnonzero(counts_np == 0)[0])
         raise PosgeomError(
@@ -502,10 +573,10 @@ def layerwise_positional_signal(
     shift_np = shift.cpu().numpy()
     sumsq_np = sumsq.cpu().numpy()
     c = counts_np.astype(np.float64)
-    shifted_means = sums_np / c[None, :, None]  # (L+1, n, d), means minus shift
-    means = shifted_means + shift_np[:, None, :]
+    means = sums_np / c[None, :, None]  # (L+1, n, d)
+    shifted_means = means - shift_np[:, None, :]
     total_tokens = c.sum()
-    grand = sums_np.sum(axis=1) / total_tokens  # (L+1, d), grand mean minus shift
+    grand = sums_np.sum(axis=1) / total_tokens - shift_np  # (L+1, d), grand mean minus shift
     total_ss = sumsq_np - total_tokens * np.einsum("ld,ld->l", grand, grand)
     between = np.einsum("i,lid->l", c, (shifted_means - grand[:, None, :]) ** 2)
     with np.errstate(invalid="ignore", divide="ignore"):
