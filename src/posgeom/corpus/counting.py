@@ -23,9 +23,12 @@ Conventions:
 - **Fingerprint**: SHA-256 over the counted sequences, in order, each written as its length then its
   ids (little-endian int64, before special-token removal and truncation). It does not depend on
   ``batch_size``. A merge's fingerprint is ``sha256("merge:" + a + ":" + b)`` (order-dependent).
-- Streaming: input is consumed ``batch_size`` sequences at a time; each batch becomes a CSR matrix
-  through COO duplicate summation and is added to the running total, so memory is bounded by the
-  number of distinct (position, token) pairs, not by the corpus size.
+- Streaming: input is consumed ``batch_size`` sequences at a time, each batch as one flat int64 id
+  array plus lengths. Every counted token becomes an integer key ``tok * n + pos``; keys are
+  buffered and, once the buffer holds more than about 4M of them, reduced by sorting (distinct keys
+  and their multiplicities) and merged into a sorted running total, which becomes the CSR matrix at
+  the end. Memory is bounded by the number of distinct (position, token) pairs plus the buffer,
+  not by the corpus size.
 """
 
 from __future__ import annotations
@@ -155,7 +158,7 @@ class PositionCounts:
 
 # ---------------------------------------------------------------------------- counting core
 def _flatten(batch: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenate a batch of sequences: (flat int64 ids, lengths)."""
+    """Concatenate a batch of sequences: (flat int64 ids, int64 lengths)."""
     lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
     total = int(lengths.sum())
     if total == 0:
@@ -175,13 +178,52 @@ def _flatten(batch: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     return flat, lengths
 
 
+def _fingerprint_stream(ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``[len_0, ids_0..., len_1, ids_1..., ...]`` as little-endian int64 (one copy of the ids)."""
+    m = lengths.size
+    out = np.empty(ids.size + m, dtype="<i8")
+    # slot of each length: its sequence's start in ``ids`` plus the lengths written before it
+    len_at = np.cumsum(lengths) - lengths + np.arange(m, dtype=np.int64)
+    out[len_at] = lengths
+    is_id = np.ones(out.size, dtype=bool)
+    is_id[len_at] = False
+    out[is_id] = ids
+    return out
+
+
+def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and how often each occurs (``np.unique(return_counts=True)``)."""
+    keys = np.sort(keys)
+    first = np.empty(keys.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    return keys[starts], np.diff(np.append(starts, keys.size))
+
+
 class _Counter:
+    """Running counts as sorted distinct keys ``tok * n + pos`` with int64 multiplicities.
+
+    Each batch appends its keys to a buffer; once the buffer holds more than ``flush_keys`` keys
+    it is reduced (sort, run lengths) and merged into the sorted accumulator, so memory stays
+    bounded by the number of distinct (position, token) pairs plus the buffer.
+    """
+
+    flush_keys = 1 << 22  # keys buffered before a merge (32 MiB of int64)
+
     def __init__(self, n: int, vocab_size: int | None, specials: np.ndarray | None,
                  align: str, min_length: int, max_sequences: int | None):
-        self.n, self.V, self.specials = n, vocab_size, specials
+        self.n, self.V = n, vocab_size
+        self.specials = specials if specials is not None and specials.size else None
         self.align, self.min_length, self.max_sequences = align, min_length, max_sequences
         self.width = vocab_size or 0
-        self.acc = sp.csr_matrix((n, self.width), dtype=np.int64)
+        # keys fit 32 bits (half the memory, faster sorts) when n * vocab_size does
+        small = vocab_size is not None and n * vocab_size <= 2**32
+        self.key_dtype = np.dtype(np.uint32 if small else np.int64)
+        self.keys = np.zeros(0, dtype=self.key_dtype)  # sorted distinct tok * n + pos
+        self.values = np.zeros(0, dtype=np.int64)  # their counts
+        self.buffer: list[np.ndarray] = []
+        self.buffered = 0
         self.hasher = hashlib.sha256()
         self.n_sequences = 0
 
@@ -189,32 +231,46 @@ class _Counter:
     def done(self) -> bool:
         return self.max_sequences is not None and self.n_sequences >= self.max_sequences
 
-    def add(self, batch: list[Any]) -> None:
-        flat, lengths = _flatten(batch)
-        seg = np.repeat(np.arange(len(batch)), lengths)
-        ids, seg2, lens2 = flat, seg, lengths
-        if self.specials is not None and self.specials.size:
-            keep = ~np.isin(flat, self.specials)
-            ids, seg2 = flat[keep], seg[keep]
-            lens2 = np.bincount(seg2, minlength=len(batch)).astype(np.int64)
+    def add_flat(self, flat: np.ndarray, lengths: np.ndarray) -> None:
+        """Count one batch given as concatenated ids (int64) and per-sequence lengths (int64)."""
+        nb = lengths.size
+        ids, lens2 = flat, lengths
+        if self.specials is not None:
+            special = np.isin(flat, self.specials)
+            if special.any():
+                seg = np.repeat(np.arange(nb), lengths)
+                ids = flat[~special]
+                lens2 = np.bincount(seg[~special], minlength=nb).astype(np.int64)
         kept = lens2 >= self.min_length
         if self.max_sequences is not None:
             room = self.max_sequences - self.n_sequences
             kept &= np.cumsum(kept) <= room
-        self.n_sequences += int(kept.sum())
+        n_kept = int(kept.sum())
+        self.n_sequences += n_kept
+        all_kept = n_kept == nb
         # fingerprint: [len, ids...] of each counted sequence, as read
-        kept_lens = lengths[kept]
-        raw = flat[kept[seg]]
-        starts = np.cumsum(kept_lens) - kept_lens
-        stream = np.insert(raw, starts, kept_lens) if kept_lens.size else raw
-        self.hasher.update(stream.astype("<i8", copy=False).tobytes())
-        # positions within each (special-free) sequence
-        idx = np.arange(ids.size, dtype=np.int64) - (np.cumsum(lens2) - lens2)[seg2]
-        pos = idx if self.align == "start" else lens2[seg2] - 1 - idx
-        mask = kept[seg2] & (pos < self.n)
-        tok, pos = ids[mask], pos[mask]
-        if tok.size == 0:
+        if all_kept:
+            self.hasher.update(_fingerprint_stream(flat, lengths).data)
+        elif n_kept:
+            self.hasher.update(
+                _fingerprint_stream(flat[np.repeat(kept, lengths)], lengths[kept]).data)
+        # positions within each (special-free) sequence: ends[s] - j or j - starts[s]
+        if not all_kept:
+            ids, lens2 = ids[np.repeat(kept, lens2)], lens2[kept]
+        if ids.size == 0:
             return
+        ends = np.cumsum(lens2)
+        at = np.arange(ids.size, dtype=np.int64)
+        if self.align == "start":
+            pos = at
+            pos -= np.repeat(ends - lens2, lens2)
+        else:
+            pos = np.repeat(ends - 1, lens2)
+            pos -= at
+        tok = ids
+        if int(lens2.max()) > self.n:
+            inside = pos < self.n
+            tok, pos = tok[inside], pos[inside]
         lo, hi = int(tok.min()), int(tok.max())
         if lo < 0:
             raise PosgeomError(f"negative token id {lo}; token ids must be >= 0")
@@ -223,12 +279,45 @@ class _Counter:
                 f"token id {hi} >= vocab_size {self.V}; pass the tokenizer's vocab_size (or None "
                 "to infer it)"
             )
-        if self.V is None and hi >= self.width:
-            self.width = hi + 1
-            self.acc.resize((self.n, self.width))
-        batch_counts = sp.coo_matrix((np.ones(tok.size, dtype=np.int64), (pos, tok)),
-                                     shape=(self.n, self.width)).tocsr()
-        self.acc = self.acc + batch_counts
+        if hi > (np.iinfo(np.int64).max - self.n) // self.n:
+            raise PosgeomError(f"token id {hi} is too large to count with max_positions={self.n}")
+        self.width = max(self.width, hi + 1)
+        key = tok.astype(self.key_dtype)  # a new array: ``tok`` may be the caller's buffer
+        key *= self.n
+        key += pos.astype(self.key_dtype, copy=False)
+        self.buffer.append(key)
+        self.buffered += key.size
+        if self.buffered > self.flush_keys:
+            self.flush()
+
+    def flush(self) -> None:
+        """Merge the buffered keys into the sorted accumulator."""
+        if not self.buffer:
+            return
+        keys, values = _unique_counts(np.concatenate(self.buffer))
+        self.buffer, self.buffered = [], 0
+        if self.keys.size:
+            keys = np.concatenate([self.keys, keys])
+            values = np.concatenate([self.values, values])
+            order = np.argsort(keys, kind="stable")  # two sorted runs: a linear merge
+            keys, values = keys[order], values[order]
+            first = np.empty(keys.size, dtype=bool)
+            first[:1] = True
+            np.not_equal(keys[1:], keys[:-1], out=first[1:])
+            starts = np.flatnonzero(first)
+            keys, values = keys[starts], np.add.reduceat(values, starts)
+        self.keys, self.values = keys, values
+
+    def result(self) -> sp.csr_matrix:
+        """The counts as a canonical CSR matrix ``(n, width)`` int64."""
+        self.flush()
+        tok, pos = np.divmod(self.keys, self.n)
+        # distinct (pos, tok) pairs sorted by (tok, pos): the stable COO -> CSR bucketing by row
+        # leaves each row's columns ascending, so no duplicate summation or sort is needed
+        counts = sp.coo_matrix((self.values, (pos, tok)), shape=(self.n, self.width),
+                               dtype=np.int64).tocsr()
+        counts.sort_indices()  # a check only
+        return counts
 
 
 def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -237,9 +326,22 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def _count(sequences: Iterable[Any], *, max_positions: int, vocab_size: int | None,
-           include_special: bool, special_ids: Iterable[int], align: str, min_length: int,
-           max_sequences: int | None, batch_size: int, progress: bool,
+def _flat_batches(sequences: Iterable[Any], size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    for batch in _batches(sequences, size):
+        yield _flatten(batch)
+
+
+def _encoded_batches(tok: Any, texts: Iterable[str],
+                     size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Tokenized batches as (flat int64 ids, int64 lengths), in input order."""
+    encode_arrays = getattr(tok, "encode_batch_arrays", None)  # HFTokenizer
+    for batch in _batches(texts, size):
+        yield encode_arrays(batch) if encode_arrays is not None else _flatten(tok.encode_batch(batch))
+
+
+def _count(batches: Iterable[tuple[np.ndarray, np.ndarray]], *, max_positions: int,
+           vocab_size: int | None, include_special: bool, special_ids: Iterable[int], align: str,
+           min_length: int, max_sequences: int | None, batch_size: int, progress: bool,
            tokenizer: dict[str, Any] | None) -> PositionCounts:
     if not isinstance(max_positions, (int, np.integer)) or max_positions < 1:
         raise PosgeomError(f"max_positions must be a positive integer, got {max_positions!r}")
@@ -262,10 +364,10 @@ def _count(sequences: Iterable[Any], *, max_positions: int, vocab_size: int | No
 
         bar = tqdm(unit="seq", desc="counting")
     try:
-        for batch in _batches(sequences, batch_size):
-            counter.add(batch)
+        for flat, lengths in batches:
+            counter.add_flat(flat, lengths)
             if bar is not None:
-                bar.update(len(batch))
+                bar.update(lengths.size)
             if counter.done:
                 break
     finally:
@@ -276,8 +378,7 @@ def _count(sequences: Iterable[Any], *, max_positions: int, vocab_size: int | No
             f"no sequences to count: the corpus is empty, or every sequence is shorter than "
             f"min_length={min_length} (after removing special tokens); check the input"
         )
-    counts = counter.acc.tocsr()
-    counts.sort_indices()
+    counts = counter.result()
     totals = np.asarray(counts.sum(axis=1), dtype=np.int64).ravel()
     options = {"max_positions": int(max_positions), "vocab_size": vocab_size,
                "include_special": bool(include_special), "special_ids": specials,
@@ -305,8 +406,9 @@ def count_positions(
     ``sequences``: an iterable of token-id sequences (lists, tuples or 1-D integer arrays), consumed
     lazily. ``vocab_size=None`` infers ``max id + 1``. Returns :class:`PositionCounts`.
     """
-    return _count(sequences, max_positions=max_positions, vocab_size=vocab_size,
-                  include_special=include_special, special_ids=special_ids, align=align,
+    return _count(_flat_batches(sequences, batch_size), max_positions=max_positions,
+                  vocab_size=vocab_size, include_special=include_special,
+                  special_ids=special_ids, align=align,
                   min_length=min_length, max_sequences=max_sequences, batch_size=batch_size,
                   progress=progress, tokenizer=None)
 
@@ -350,9 +452,9 @@ def count_corpus(
     fmt = (format or detect_format(source)) if is_path and format != "hf-hub" else format
     tok = load_tokenizer(tokenizer) if tokenizer is not None else None
     if isinstance(source, np.ndarray) or fmt in TOKEN_FORMATS:
-        sequences: Iterable[Any] = read_token_ids(
+        batches: Iterable[tuple[np.ndarray, np.ndarray]] = _flat_batches(read_token_ids(
             source, format=fmt, pad_id=pad_id, separator_id=separator_id, dtype=token_dtype,
-            limit=limit)
+            limit=limit), batch_size)
     else:
         if tok is None:
             raise PosgeomError("a text corpus needs a tokenizer: pass tokenizer= a tokenizer.json, "
@@ -368,11 +470,11 @@ def count_corpus(
             if not is_path and iter(source) is source:  # one-shot iterator: keep it for 2 passes
                 source = list(source)
             tok.fit(texts())
-        sequences = chain.from_iterable(tok.encode_batch(b) for b in _batches(texts(), batch_size))
+        batches = _encoded_batches(tok, texts(), batch_size)
     if tok is not None:
         vocab_size = tok.vocab_size if vocab_size is None else vocab_size
         special_ids = tok.special_ids if special_ids is None else special_ids
-    return _count(sequences, max_positions=max_positions, vocab_size=vocab_size,
+    return _count(batches, max_positions=max_positions, vocab_size=vocab_size,
                   include_special=include_special, special_ids=special_ids or (), align=align,
                   min_length=min_length, max_sequences=max_sequences, batch_size=batch_size,
                   progress=progress, tokenizer=None if tok is None else tok.identity)

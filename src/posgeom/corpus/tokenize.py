@@ -29,8 +29,11 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
 
 from posgeom._errors import PosgeomError, require
 
@@ -84,9 +87,21 @@ class HFTokenizer:
             raise PosgeomError(f"{path} is not a valid tokenizers JSON file ({exc})") from exc
         return cls(tok, name=str(path), **kwargs)
 
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+    def _encode(self, texts: Sequence[str]) -> list[Any]:
         encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
-        return [e.ids for e in encode(list(texts), add_special_tokens=self.add_special_tokens)]
+        return encode(list(texts), add_special_tokens=self.add_special_tokens)
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in self._encode(texts)]
+
+    def encode_batch_arrays(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`encode_batch` as ``(ids, lengths)``: the sequences' ids concatenated in order
+        (int64, ``(lengths.sum(),)``) and each sequence's length (int64, ``(len(texts),)``)."""
+        encodings = self._encode(texts)
+        lengths = np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings))
+        ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), dtype=np.int64,
+                          count=int(lengths.sum()))
+        return ids, lengths
 
 
 class TransformersTokenizer:
