@@ -98,7 +98,7 @@ def long_context_section() -> list[str]:
         "",
         f"Sampled paper stress of the rank-64 MDS encoding: {r['stress_paper']:.4g} "
         f"(95% CI {r['stress_paper_ci'][0]:.4g} – {r['stress_paper_ci'][1]:.4g}); the top 64 components "
-        f"explain {100 * r['explained']:.1f}% of the variance (57 documents per position make these "
+        f"explain {100 * r['explained']:.1f}% of the variance ({r['n_sequences']} documents per position make these "
         "distributions very noisy, so the spectrum is flat). Target: under 5 minutes within 8 GB.",
         "",
     ]
