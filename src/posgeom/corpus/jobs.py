@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import functools
-import gzip
 import hashlib
 import json
 import logging
@@ -51,7 +50,7 @@ import scipy.sparse as sp
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.artifacts import atomic_write_text, canonical_json
 from posgeom.corpus.counting import PositionCounts, count_corpus
-from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, read_texts
+from posgeom.corpus.readers import TOKEN_FORMATS, _lines, _open_binary, detect_format, read_texts
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
 __all__ = ["LINE_FORMATS", "CountJob", "Shard", "count_resumable", "count_shard", "plan_shards",
@@ -81,10 +80,6 @@ class Shard:
         if self.start is None:
             return self.path
         return f"{self.path} lines {self.first_line}-{self.last_line}"
-
-
-def _open_binary(path: str | Path):
-    return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
 
 
 def _record_bounds(path: Path, fmt: str, m: int, chunk: int = 1 << 24) -> list[tuple[int, int]]:
@@ -164,27 +159,6 @@ def plan_shards(sources: str | os.PathLike | Sequence[str | os.PathLike], *,
 
 
 # ----------------------------------------------------------------------------- reading a shard
-def _range_lines(path: str, start: int, stop: float, first_line: int) -> Iterator[tuple[int, str]]:
-    """(1-based line number, decoded line with newline) for the bytes ``[start, stop)``."""
-    lineno = first_line - 1
-    try:
-        with _open_binary(path) as fh:
-            fh.seek(start)  # gzip: decompresses forward to the offset
-            pos = start
-            while pos < stop and (raw := fh.readline()):
-                pos += len(raw)
-                lineno += 1
-                try:
-                    yield lineno, raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise PosgeomError(
-                        f"{path}, line {lineno}: bytes cannot be decoded as UTF-8 ({exc.reason} "
-                        f"at byte {exc.start}); re-encode the file as UTF-8"
-                    ) from None
-    except (OSError, EOFError, zlib.error) as exc:
-        raise PosgeomError(f"{path}: cannot read the file after line {lineno} ({exc})") from exc
-
-
 def _jsonl_texts(path: str, lines: Iterable[tuple[int, str]], column: str) -> Iterator[str]:
     for lineno, line in lines:
         if not line.strip():
@@ -205,7 +179,7 @@ def _delimited_texts(shard: Shard, lines: Iterable[tuple[int, str]], column: str
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     opts: dict[str, Any] = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if shard.format == "tsv" \
         else {"delimiter": ","}
-    header_lines = (line for _, line in _range_lines(shard.path, 0, float("inf"), 1))
+    header_lines = (line for _, line in _lines(shard.path, 0, float("inf"), 1))
     header = next(csv.reader(header_lines, **opts), [])
     if column not in header:
         raise PosgeomError(f"{shard.path}: no column {column!r}; columns present: {header}; "
@@ -233,7 +207,7 @@ def shard_texts(shard: Shard, text_column: str | None = None) -> Iterator[str]:
     """The texts of a line-range shard, as :func:`~posgeom.corpus.readers.read_texts` gives them."""
     if shard.start is None or shard.stop is None:
         raise PosgeomError(f"{shard.name} is a whole-file shard; read it with read_texts")
-    lines = _range_lines(shard.path, shard.start, shard.stop, shard.first_line)
+    lines = _lines(shard.path, shard.start, shard.stop, shard.first_line)
     if shard.format == "text":
         return (line.rstrip("\r\n") for _, line in lines)
     if shard.format == "jsonl":

@@ -75,16 +75,28 @@ def _check_exists(path: Path) -> None:
         raise PosgeomError(f"corpus file {path} does not exist; check the path")
 
 
-def _open_binary(path: Path):
-    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+def _open_binary(path: Path | str):
+    return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, decoded line with its newline); strict UTF-8 with a located error."""
-    lineno = 0
+def _lines(
+    path: Path | str, start: int = 0, stop: float = float("inf"), first_line: int = 1
+) -> Iterator[tuple[int, str]]:
+    """(1-based line number, decoded line with its newline); strict UTF-8 with a located error.
+
+    ``start``/``stop`` restrict reading to the bytes ``[start, stop)`` (a shard of a file; for
+    gzip the stream is decompressed forward to ``start``), ``first_line`` is the number of the
+    line at ``start``.
+    """
+    lineno = first_line - 1
     try:
         with _open_binary(path) as fh:
-            for lineno, raw in enumerate(fh, start=1):
+            if start:
+                fh.seek(start)
+            pos = start
+            while pos < stop and (raw := fh.readline()):
+                pos += len(raw)
+                lineno += 1
                 try:
                     yield lineno, raw.decode("utf-8")
                 except UnicodeDecodeError as exc:

@@ -43,6 +43,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
+from posgeom._distance_matrix import euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._threads import blas_threads
 from posgeom.embed._inputs import InputKind, check_distance_matrix, classify_input
@@ -56,8 +57,32 @@ Placement = Literal["pad", "orthonormal"]
 AUTO_EXACT_MAX_N = 1024
 
 
+class PlacedCoordinates:
+    """Coordinates ``X`` (n, r) placed in a model space of width ``d`` by ``Q`` (d, r).
+
+    Shared by :class:`MDSResult` and the SMACOF result: ``embedding = X Q^T`` (the encoding's
+    vectors) and ``distances()`` (equal for ``X`` and ``X Q^T``, since ``Q`` is orthonormal).
+    """
+
+    coordinates: np.ndarray
+    placement: np.ndarray
+
+    @property
+    def embedding(self) -> np.ndarray:
+        """``P = X Q^T``, shape (n, d): the position vectors in the model space."""
+        return self.coordinates @ self.placement.T
+
+    @property
+    def vectors(self) -> np.ndarray:
+        return self.embedding
+
+    def distances(self) -> np.ndarray:
+        """Euclidean distances between the embedded positions, shape (n, n)."""
+        return euclidean_distances(self.coordinates)
+
+
 @dataclass(frozen=True, eq=False)
-class MDSResult:
+class MDSResult(PlacedCoordinates):
     """Classical MDS of a positional geometry.
 
     Attributes
@@ -99,26 +124,11 @@ class MDSResult:
         return int(self.placement.shape[0])
 
     @property
-    def embedding(self) -> np.ndarray:
-        """``P = X Q^T``, shape (n, d): the position vectors in the model space."""
-        return self.coordinates @ self.placement.T
-
-    @property
-    def vectors(self) -> np.ndarray:
-        return self.embedding
-
-    @property
     def explained_variance_ratio(self) -> np.ndarray:
         """``λ_k / trace(B)`` for the computed eigenvalues (negative ones clipped to 0)."""
         if self.total_variance <= 0:
             return np.zeros_like(self.eigenvalues)
         return np.clip(self.eigenvalues, 0, None) / self.total_variance
-
-    def distances(self) -> np.ndarray:
-        """Euclidean distances between the embedded positions, shape (n, n)."""
-        from posgeom._distance_matrix import euclidean_distances
-
-        return euclidean_distances(self.coordinates)
 
     def truncate(self, n_components: int) -> MDSResult:
         """The rank-``r`` solution (the top ``r`` coordinates), same placement columns."""

@@ -18,13 +18,13 @@ import numpy as np
 
 from posgeom._distance_matrix import check_distance_matrix, euclidean_distances
 from posgeom._errors import PosgeomError
-from posgeom.embed.mds import MDSResult, classical_mds
+from posgeom.embed.mds import MDSResult, PlacedCoordinates, classical_mds
 
 __all__ = ["RefinedEmbedding", "smacof_refine"]
 
 
 @dataclass(frozen=True, eq=False)
-class RefinedEmbedding:
+class RefinedEmbedding(PlacedCoordinates):
     """A SMACOF-refined configuration.
 
     Attributes
@@ -41,16 +41,6 @@ class RefinedEmbedding:
     n_iter: int
     converged: bool
 
-    @property
-    def embedding(self) -> np.ndarray:
-        return self.coordinates @ self.placement.T
-
-    @property
-    def vectors(self) -> np.ndarray:
-        return self.embedding
-
-    def distances(self) -> np.ndarray:
-        return euclidean_distances(self.coordinates)
 
 
 def _raw_stress(x: np.ndarray, target: np.ndarray) -> float:

@@ -35,7 +35,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -341,7 +341,7 @@ class ModelAnalysis:
         """Write ``summary.json``, ``arrays.npz`` (+ sidecar), ``table.md``, ``counts.npz`` and
         ``stress_per_layer.png`` into ``directory`` (wrap in
         :func:`posgeom.artifacts.atomic_directory` for an all-or-nothing folder)."""
-        from posgeom.artifacts import atomic_write_text, save_artifact
+        from posgeom.artifacts import atomic_write_text, json_default, save_artifact
 
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
@@ -365,7 +365,7 @@ class ModelAnalysis:
                 "layer_names": list(sig.layer_names)}
         save_artifact(out / "arrays.npz", arrays, meta, kind="model_analysis")
         self.counts.save(out / "counts.npz")
-        atomic_write_text(out / "summary.json", json.dumps(self.summary(), indent=2, default=_json))
+        atomic_write_text(out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default))
         atomic_write_text(out / "table.md", self.markdown())
         if plot:
             self.plot(out / "stress_per_layer.png")
@@ -376,18 +376,6 @@ def _short(name: str, parts: int = 2) -> str:
     """The last ``parts`` components of a path-like name (titles stay readable)."""
     pieces = [p for p in str(name).replace("\\", "/").split("/") if p]
     return "/".join(pieces[-parts:]) if pieces else str(name)
-
-
-def _json(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, (set, frozenset)):
-        return sorted(obj)
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 # ------------------------------------------------------------------------------------ analysis
