@@ -60,16 +60,19 @@ def _hellinger_target(texts: list[str], n: int) -> np.ndarray:
     return squareform(pdist(np.sqrt(mu)))
 
 
-def _violation_rate(delta: np.ndarray, target: np.ndarray) -> float:
+def _violation_rate(delta: np.ndarray, target: np.ndarray, tie_rtol: float = 1e-9) -> float:
+    """Brute force over triples; differences within tie_rtol x the largest distance are ties
+    (the documented convention: RoPE's |i - j| geometry has exact ties up to round-off)."""
     n = len(delta)
+    tol_t, tol_e = tie_rtol * target.max(), tie_rtol * delta.max()
     bad = tot = 0
     for i in range(n):
         for j, k in itertools.combinations([x for x in range(n) if x != i], 2):
             a = target[i, j] - target[i, k]
             b = delta[i, j] - delta[i, k]
-            if a != 0:
+            if abs(a) > tol_t:
                 tot += 1
-                bad += (a * b) < 0
+                bad += abs(b) > tol_e and (a * b) < 0
     return bad / tot
 
 

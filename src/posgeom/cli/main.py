@@ -79,6 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"posgeom: error: {message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `posgeom ... | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print(
             "posgeom: interrupted; finished outputs were kept, partial ones discarded",

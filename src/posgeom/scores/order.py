@@ -9,6 +9,9 @@ pair strictly and the encoding orders it strictly the other way. Triples whose t
 
 A random encoding scores about 0.5; an encoding with every distance equal (NoPE) scores 0, since
 the conjecture's non-strict inequality holds trivially, so read the rate with the separation margin.
+
+Differences within ``tie_rtol`` times the largest distance of their matrix count as ties, so
+round-off cannot create violations (an MDS encoding isometric to ``D`` scores exactly 0).
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ class ViolationRate:
         return self.rate
 
 
+def _signs(diff: np.ndarray, tol: float) -> np.ndarray:
+    return np.where(np.abs(diff) <= tol, 0.0, np.sign(diff))
+
+
 def _wilson(k: int, m: int, confidence: float) -> tuple[float, float]:
     if m == 0:
         return 0.0, 1.0
@@ -67,6 +74,7 @@ def monotonicity_violation_rate(
     seed: int = 0,
     confidence: float = 0.95,
     encoding_kind: EncodingKind = "auto",
+    tie_rtol: float = 1e-9,
 ) -> ViolationRate:
     """Fraction of informative triples ``(i, j, k)`` whose encoding distances contradict the target.
 
@@ -76,6 +84,8 @@ def monotonicity_violation_rate(
         ``"exact"`` counts all ``n (n-1)(n-2)/2`` triples (``O(n^3)`` time, ``O(n^2)`` memory);
         ``"sampled"`` draws ``n_samples`` uniform triples with ``seed`` and reports a Wilson
         interval; ``"auto"`` is exact up to ``max_exact_positions``.
+    tie_rtol : float
+        Distance differences within ``tie_rtol`` times the matrix's largest distance are ties.
     """
     delta, tgt = matched_distance_matrices(encoding, target, encoding_kind=encoding_kind)
     n = delta.shape[0]
@@ -84,13 +94,15 @@ def monotonicity_violation_rate(
     if method not in ("auto", "exact", "sampled"):
         raise PosgeomError(f"method must be 'auto', 'exact' or 'sampled', got {method!r}")
     exact = method == "exact" or (method == "auto" and n <= max_exact_positions)
+    tol_t = tie_rtol * float(tgt.max(initial=0.0))
+    tol_e = tie_rtol * float(delta.max(initial=0.0))
     if exact:
         violations = informative = 0
         for i in range(n):
             keep = np.arange(n) != i
             a, b = tgt[i, keep], delta[i, keep]
-            sa = np.sign(a[:, None] - a[None, :])
-            sb = np.sign(b[:, None] - b[None, :])
+            sa = _signs(a[:, None] - a[None, :], tol_t)
+            sb = _signs(b[:, None] - b[None, :], tol_e)
             # each unordered pair {j, k} appears twice in the full matrices
             informative += int(np.count_nonzero(sa)) // 2
             violations += int(np.count_nonzero(sa * sb < 0)) // 2
@@ -104,8 +116,8 @@ def monotonicity_violation_rate(
     lo, hi = np.minimum(i, j), np.maximum(i, j)
     k = k + (k >= lo)
     k = k + (k >= hi)
-    sa = np.sign(tgt[i, j] - tgt[i, k])
-    sb = np.sign(delta[i, j] - delta[i, k])
+    sa = _signs(tgt[i, j] - tgt[i, k], tol_t)
+    sb = _signs(delta[i, j] - delta[i, k], tol_e)
     informative = int(np.count_nonzero(sa))
     violations = int(np.count_nonzero(sa * sb < 0))
     rate = violations / informative if informative else 0.0
