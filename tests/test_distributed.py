@@ -4,38 +4,17 @@ shard reported by name, and resuming a job on the cluster."""
 
 from __future__ import annotations
 
-import csv
-import gzip
-import io
 import os
 import time
 
-import numpy as np
 import pytest
 
+from counting_helpers import assert_same_counts, write_sst2_head
 from posgeom._errors import PosgeomError
-from posgeom.corpus.counting import PositionCounts, count_corpus
+from posgeom.corpus.counting import count_corpus
 from posgeom.corpus.distributed import count_distributed
 from posgeom.corpus.jobs import count_resumable
 from posgeom.corpus.tokenize import WordLevelTokenizer
-
-
-def assert_same_counts(a: PositionCounts, b: PositionCounts) -> None:
-    assert a.counts.shape == b.counts.shape and (a.counts != b.counts).nnz == 0
-    np.testing.assert_array_equal(a.totals, b.totals)
-    assert (a.n_sequences, a.n_tokens) == (b.n_sequences, b.n_tokens)
-    assert a.options == b.options
-
-
-def write_sst2_head(shared_data, path, n_lines):
-    """The header and first ``n_lines`` rows of SST-2 sentence train (gzip); returns the texts."""
-    with gzip.open(shared_data / "sst2" / "sentence" / "train.tsv.gz", "rt", encoding="utf-8",
-                   newline="") as fh:
-        lines = [next(fh) for _ in range(n_lines + 1)]
-    with gzip.open(path, "wt", encoding="utf-8", newline="") as fh:
-        fh.writelines(lines)
-    rows = csv.DictReader(io.StringIO("".join(lines)), delimiter="\t", quoting=csv.QUOTE_NONE)
-    return [r["text"] for r in rows]
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,14 @@ import scipy.sparse as sp
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.artifacts import atomic_write_text, canonical_json
 from posgeom.corpus.counting import PositionCounts, count_corpus
-from posgeom.corpus.readers import TOKEN_FORMATS, _lines, _open_binary, detect_format, read_texts
+from posgeom.corpus.readers import (
+    TOKEN_FORMATS,
+    _lines,
+    _open_binary,
+    _read_jsonl,
+    detect_format,
+    read_texts,
+)
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
 __all__ = ["LINE_FORMATS", "CountJob", "Shard", "count_resumable", "count_shard", "plan_shards",
@@ -159,22 +166,6 @@ def plan_shards(sources: str | os.PathLike | Sequence[str | os.PathLike], *,
 
 
 # ----------------------------------------------------------------------------- reading a shard
-def _jsonl_texts(path: str, lines: Iterable[tuple[int, str]], column: str) -> Iterator[str]:
-    for lineno, line in lines:
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise PosgeomError(f"{path}, line {lineno}: invalid JSON ({exc})") from None
-        if not isinstance(record, dict) or column not in record:
-            raise PosgeomError(f"{path}, line {lineno}: no field {column!r}; pass text_column=")
-        value = record[column]
-        if value is not None and not isinstance(value, str):
-            raise PosgeomError(f"{path}, line {lineno}: field {column!r} is not text")
-        yield value or ""
-
-
 def _delimited_texts(shard: Shard, lines: Iterable[tuple[int, str]], column: str) -> Iterator[str]:
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     opts: dict[str, Any] = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if shard.format == "tsv" \
@@ -211,7 +202,7 @@ def shard_texts(shard: Shard, text_column: str | None = None) -> Iterator[str]:
     if shard.format == "text":
         return (line.rstrip("\r\n") for _, line in lines)
     if shard.format == "jsonl":
-        return _jsonl_texts(shard.path, lines, text_column or "text")
+        return _read_jsonl(shard.path, text_column or "text", lines)
     return _delimited_texts(shard, lines, text_column or "text")
 
 

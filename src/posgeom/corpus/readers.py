@@ -116,8 +116,11 @@ def _read_text(path: Path) -> Iterator[str]:
         yield line.rstrip("\r\n")
 
 
-def _read_jsonl(path: Path, column: str) -> Iterator[str]:
-    for lineno, line in _lines(path):
+def _read_jsonl(
+    path: Path | str, column: str, lines: Iterable[tuple[int, str]] | None = None
+) -> Iterator[str]:
+    """Texts of field ``column``, from ``lines`` (a shard's lines) or the whole file."""
+    for lineno, line in _lines(path) if lines is None else lines:
         if not line.strip():
             continue
         try:
