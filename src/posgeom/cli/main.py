@@ -68,11 +68,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_libraries(record: logging.LogRecord) -> bool:
+    """Drop INFO lines of Dask, tornado and bokeh (they configure their own logger levels), and
+    the counting jobs' INFO lines, which they already print as progress."""
+    noisy = record.name.split(".")[0] in ("distributed", "tornado", "bokeh")
+    noisy |= record.name in ("posgeom.corpus.jobs", "posgeom.corpus.distributed")
+    return not noisy or record.levelno >= logging.WARNING
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
     logging.basicConfig(level=level, format="posgeom: %(message)s", stream=sys.stderr)
+    if not args.verbose:  # Dask's cluster chatter only with --verbose
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_quiet_libraries)
     try:
         return int(args.handler(args) or 0)
     except (PosgeomError, OptionalDependencyError, FileNotFoundError, IsADirectoryError) as exc:

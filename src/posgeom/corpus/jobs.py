@@ -490,7 +490,7 @@ def _compare(jd: Path, recorded: dict[str, Any], now: dict[str, Any]) -> None:
         detail = "; ".join(f"{k}: {old.get(k)!r} recorded, {new.get(k)!r} now" for k in diff[:6])
         raise PosgeomError(
             f"job_dir {jd} was started with different arguments ({detail}); run again with the "
-            "recorded arguments to resume, or start fresh with a new job_dir or overwrite=True"
+            "recorded arguments to resume, or start fresh with a new job_dir or overwrite=True (CLI: --restart-job)"
         )
 
 
