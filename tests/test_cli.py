@@ -185,3 +185,20 @@ def test_help_explains_options(capsys):
         "--overwrite",
     ):
         assert option in text
+
+
+def test_counts_and_a_different_tokenizer_are_refused(corpus, tmp_path, capsys):
+    from posgeom.corpus.tokenize import WordLevelTokenizer
+
+    counts_file = tmp_path / "counts.npz"
+    assert run(["count", str(corpus), "-n", "6", "-o", str(counts_file)], capsys)[0] == 0
+    other = WordLevelTokenizer().fit(["completely different words here"])
+    other.save(tmp_path / "other.json")
+    code, _, err = run(["compare", "--counts", str(counts_file), "-t", str(tmp_path / "other.json"),
+                        "-o", str(tmp_path / "cmp")], capsys)
+    one_line_error(code, err, "vocabulary")
+    assert not (tmp_path / "cmp").exists()
+    # the same tokenizer is accepted
+    same = WordLevelTokenizer().fit(corpus.read_text().splitlines())
+    counts = PositionCounts.load(counts_file)
+    counts.check_tokenizer(same)

@@ -83,6 +83,28 @@ class PositionCounts:
     def vocab_size(self) -> int:
         return int(self.counts.shape[1])
 
+    def check_tokenizer(self, tokenizer: Any) -> None:
+        """Raise if ``tokenizer`` is not the one these counts were made with.
+
+        Compares the vocabulary size with the counts' width and, when both are recorded, the
+        vocabulary hashes (a path may differ: the same tokenizer file can live anywhere).
+        """
+        identity = getattr(tokenizer, "identity", None) or {}
+        size = getattr(tokenizer, "vocab_size", None)
+        if size is not None and int(size) != self.vocab_size:
+            raise PosgeomError(
+                f"the counts have a vocabulary of {self.vocab_size} but the tokenizer has {size}; "
+                "recount the corpus with this tokenizer, or use the tokenizer the counts were made "
+                f"with ({(self.tokenizer or {}).get('name', 'unknown')})"
+            )
+        ours = (self.tokenizer or {}).get("vocab_sha256")
+        theirs = identity.get("vocab_sha256")
+        if ours and theirs and ours != theirs:
+            raise PosgeomError(
+                "the tokenizer's vocabulary differs from the one the counts were made with (same "
+                f"size {self.vocab_size}, different tokens); recount with this tokenizer"
+            )
+
     # ------------------------------------------------------------------ merge
     def merge(self, other: PositionCounts) -> PositionCounts:
         """Counts of two shards added; refuses shards counted differently (says what differs).
