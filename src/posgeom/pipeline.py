@@ -30,7 +30,7 @@ from posgeom.geometry.noise import NoiseFloor, noise_floor
 from posgeom.scores.order import monotonicity_violation_rate, separation_margin
 from posgeom.scores.stress import stress_scores
 
-__all__ = ["PipelineResult", "analyze_counts", "score_encoding"]
+__all__ = ["PipelineResult", "analyze_counts", "score_encoding", "score_table"]
 
 log = logging.getLogger("posgeom")
 
@@ -48,6 +48,20 @@ def score_encoding(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict[
         "violation_exact": v.exact,
         "separation": separation_margin(encoding),
     }
+
+
+def score_table(scores: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Markdown rows (header included) of :func:`score_encoding` results, one row per encoding."""
+    lines = [
+        "| encoding | paper stress | stress-1 | scale-optimal stress | alpha* | violation rate | separation |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, s in scores.items():
+        lines.append(
+            f"| {name} | {s['paper']:.4g} | {s['stress1']:.4g} | {s['scale_optimal']:.4g} | "
+            f"{s['scale']:.4g} | {s['violation_rate']:.3f} | {s['separation']:.3g} |"
+        )
+    return lines
 
 
 def _quiet_ranks(mds: MDSResult) -> dict[str, float | None]:
@@ -131,19 +145,12 @@ class PipelineResult:
         return out
 
     def markdown_table(self) -> str:
-        head = "| encoding | paper stress | stress-1 | scale-optimal stress | alpha* | violation rate | separation |"
         lines = [
             f"Hellinger convention: {self.options['convention']}; n = {self.distances.shape[0]} "
             f"positions, d = {self.mds.model_dim}.",
             "",
-            head,
-            "|---|---:|---:|---:|---:|---:|---:|",
+            *score_table(self.scores),
         ]
-        for name, s in self.scores.items():
-            lines.append(
-                f"| {name} | {s['paper']:.4g} | {s['stress1']:.4g} | {s['scale_optimal']:.4g} | "
-                f"{s['scale']:.4g} | {s['violation_rate']:.3f} | {s['separation']:.3g} |"
-            )
         if self.rank_curve:
             lines += [
                 "",

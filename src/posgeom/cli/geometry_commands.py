@@ -189,7 +189,7 @@ def _load_target(path: str) -> np.ndarray:
 
 def _score(args: argparse.Namespace) -> int:
     from posgeom.encodings import from_file
-    from posgeom.pipeline import score_encoding
+    from posgeom.pipeline import score_encoding, score_table
 
     target = _load_target(args.target)
     n = target.shape[0]
@@ -201,15 +201,7 @@ def _score(args: argparse.Namespace) -> int:
         json.dump(rows, sys.stdout, indent=2)
         print()
         return 0
-    print(
-        "| encoding | paper stress | stress-1 | scale-optimal | alpha* | violation rate | separation |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, s in rows.items():
-        print(
-            f"| {name} | {s['paper']:.4g} | {s['stress1']:.4g} | {s['scale_optimal']:.4g} | "
-            f"{s['scale']:.4g} | {s['violation_rate']:.3f} | {s['separation']:.3g} |"
-        )
+    print("\n".join(score_table(rows)))
     return 0
 
 

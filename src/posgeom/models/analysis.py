@@ -52,6 +52,7 @@ from posgeom.models.mechanisms import (
     mechanism_encodings,
     model_position_limit,
 )
+from posgeom.pipeline import score_table
 
 __all__ = ["ModelAnalysis", "analyze_model", "check_tokenizer_matches", "special_ids_for"]
 
@@ -277,16 +278,7 @@ class ModelAnalysis:
                 cells.append(f"{row['violation_rate']:.3f}")
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", "## Encodings against the corpus geometry", ""]
-        lines.append(
-            "| encoding | paper stress | stress-1 | scale-optimal | alpha* | violation rate | "
-            "separation |"
-        )
-        lines.append("|---|---:|---:|---:|---:|---:|---:|")
-        for name, sc in self.geometry.scores.items():
-            lines.append(
-                f"| {name} | {sc['paper']:.4g} | {sc['stress1']:.4g} | {sc['scale_optimal']:.4g} | "
-                f"{sc['scale']:.4g} | {sc['violation_rate']:.3f} | {sc['separation']:.3g} |"
-            )
+        lines += score_table(self.geometry.scores)
         return "\n".join(lines) + "\n"
 
     def plot(self, path: str | os.PathLike, *, title: str | None = None) -> Path:
