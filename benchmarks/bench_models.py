@@ -102,8 +102,15 @@ def main(argv: list[str] | None = None) -> int:
                 model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
 
     def signal() -> None:
-        layerwise_positional_signal(model, None, seqs, max_positions=args.n,
-                                    batch_size=args.batch_size, target=target, progress=False)
+        layerwise_positional_signal(
+            model,
+            None,
+            seqs,
+            max_positions=args.n,
+            batch_size=args.batch_size,
+            target=target,
+            progress=False,
+        )
 
     runs = {"plain": plain, "hidden": hidden, "signal": signal}
     for fn in runs.values():  # warm-up
@@ -132,14 +139,22 @@ def main(argv: list[str] | None = None) -> int:
         "| contender | median s | min s | max s | ratio to plain |",
         "|---|---:|---:|---:|---:|",
     ]
-    for name, label in (("plain", "plain forward (baseline)"),
-                        ("hidden", "forward with output_hidden_states=True"),
-                        ("signal", "layerwise_positional_signal (all layers, stress vs target)")):
+    for name, label in (
+        ("plain", "plain forward (baseline)"),
+        ("hidden", "forward with output_hidden_states=True"),
+        ("signal", "layerwise_positional_signal (all layers, stress vs target)"),
+    ):
         v = times[name]
-        lines.append(f"| {label} | {med[name]:.3f} | {min(v):.3f} | {max(v):.3f} | "
-                     f"{med[name] / med['plain']:.3f} |")
-    lines += ["", f"Overhead of the signal over the plain forward: {100 * (ratio - 1):+.1f}% "
-              f"(target <= +10%).", END]
+        lines.append(
+            f"| {label} | {med[name]:.3f} | {min(v):.3f} | {max(v):.3f} | "
+            f"{med[name] / med['plain']:.3f} |"
+        )
+    lines += [
+        "",
+        f"Overhead of the signal over the plain forward: {100 * (ratio - 1):+.1f}% "
+        f"(target <= +10%).",
+        END,
+    ]
     text = "\n".join(lines)
     print(text)
     if args.markdown:

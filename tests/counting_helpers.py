@@ -18,8 +18,9 @@ def assert_same_counts(a: PositionCounts, b: PositionCounts) -> None:
 
 def write_sst2_head(shared_data, path, n_lines):
     """The header and first ``n_lines`` rows of SST-2 sentence train; returns the texts."""
-    with gzip.open(shared_data / "sst2" / "sentence" / "train.tsv.gz", "rt", encoding="utf-8",
-                   newline="") as fh:
+    with gzip.open(
+        shared_data / "sst2" / "sentence" / "train.tsv.gz", "rt", encoding="utf-8", newline=""
+    ) as fh:
         lines = [next(fh) for _ in range(n_lines + 1)]
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "wt", encoding="utf-8", newline="") as fh:

@@ -103,8 +103,9 @@ def test_edited_metadata(tmp_path):
 
 
 def test_tampered_safetensors_byte(tmp_path):
-    path = save_artifact(tmp_path / "a.safetensors", {"x": np.arange(100, dtype=np.int64)}, {},
-                         kind="demo")
+    path = save_artifact(
+        tmp_path / "a.safetensors", {"x": np.arange(100, dtype=np.int64)}, {}, kind="demo"
+    )
     raw = bytearray(path.read_bytes())
     raw[-8] ^= 0xFF  # last element of x
     path.write_bytes(bytes(raw))
@@ -124,8 +125,9 @@ def test_tampered_npz_array(tmp_path):
 
 
 def test_flipped_npz_byte_is_reported(tmp_path):
-    path = save_artifact(tmp_path / "a.npz", {"x": np.arange(1000, dtype=np.int64)}, {},
-                         kind="demo")
+    path = save_artifact(
+        tmp_path / "a.npz", {"x": np.arange(1000, dtype=np.int64)}, {}, kind="demo"
+    )
     raw = bytearray(path.read_bytes())
     with zipfile.ZipFile(path) as zf:
         info = zf.getinfo("x.npy")

@@ -194,8 +194,18 @@ def test_counts_and_a_different_tokenizer_are_refused(corpus, tmp_path, capsys):
     assert run(["count", str(corpus), "-n", "6", "-o", str(counts_file)], capsys)[0] == 0
     other = WordLevelTokenizer().fit(["completely different words here"])
     other.save(tmp_path / "other.json")
-    code, _, err = run(["compare", "--counts", str(counts_file), "-t", str(tmp_path / "other.json"),
-                        "-o", str(tmp_path / "cmp")], capsys)
+    code, _, err = run(
+        [
+            "compare",
+            "--counts",
+            str(counts_file),
+            "-t",
+            str(tmp_path / "other.json"),
+            "-o",
+            str(tmp_path / "cmp"),
+        ],
+        capsys,
+    )
     one_line_error(code, err, "vocabulary")
     assert not (tmp_path / "cmp").exists()
     # the same tokenizer is accepted

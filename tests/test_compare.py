@@ -30,8 +30,9 @@ def _hellinger(mu: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def synth_result():
-    counts = count_positions(synthetic_corpus(3000, 16, 32, kind="three_regimes", seed=1),
-                             max_positions=16)
+    counts = count_positions(
+        synthetic_corpus(3000, 16, 32, kind="three_regimes", seed=1), max_positions=16
+    )
     return counts, compare_encodings(counts, model_dim=32, max_rank=5, noise_repeats=2)
 
 
@@ -96,8 +97,9 @@ def test_rope_heads_distances_by_hand_and_full_width_equals_sinusoidal():
     expected = np.sqrt((d // h) * np.sum(2 - 2 * np.cos(gap[..., None] * theta), axis=-1))
     np.testing.assert_allclose(enc.distances(), expected, atol=1e-10)
     np.testing.assert_allclose(np.linalg.norm(enc.vectors, axis=1), np.sqrt(d / 2))
-    np.testing.assert_allclose(rope_heads(n, d, d).distances(),
-                               E.sinusoidal(n, d=d).distances(), atol=1e-10)
+    np.testing.assert_allclose(
+        rope_heads(n, d, d).distances(), E.sinusoidal(n, d=d).distances(), atol=1e-10
+    )
     assert default_rope_head_dim(768, 12) == 64 and default_rope_head_dim(128, 12) == 64
     with pytest.raises(PosgeomError):
         rope_heads(n, 48, 10)
@@ -197,8 +199,14 @@ def test_exact_distributions_dropped_positions_and_errors():
     # positions dropped by the sample floor: encodings follow the kept positions
     seqs = [np.arange(k) % 5 for k in [10] * 50 + [6] * 3]
     counts = count_positions(seqs, max_positions=10)
-    res = compare_encodings(counts, model_dim=8, min_samples=10, below_min="drop",
-                            encodings=["sinusoidal", "mds"], noise=None)
+    res = compare_encodings(
+        counts,
+        model_dim=8,
+        min_samples=10,
+        below_min="drop",
+        encodings=["sinusoidal", "mds"],
+        noise=None,
+    )
     pos = res.pipeline.distributions.positions
     assert pos.tolist() == list(range(10))  # every position has >= 50 samples
     with pytest.raises(PosgeomError, match="learned_model"):
@@ -223,8 +231,9 @@ def _user_text(tmp_path):
 def test_cli_compare_on_user_text(tmp_path, capsys):
     corpus = _user_text(tmp_path)
     out = tmp_path / "out"
-    rc = main(["-q", "compare", str(corpus), "-n", "6", "-d", "16", "-o", str(out),
-               "--max-rank", "3"])
+    rc = main(
+        ["-q", "compare", str(corpus), "-n", "6", "-d", "16", "-o", str(out), "--max-rank", "3"]
+    )
     assert rc == 0
     for name in ("comparison.json", "comparison.md", "arrays.npz", "counts.npz"):
         assert (out / name).is_file()
@@ -232,8 +241,22 @@ def test_cli_compare_on_user_text(tmp_path, capsys):
     assert doc["options"]["n_positions"] == 6 and len(doc["rank_curve"]) == 3
     assert "| sinusoidal |" in capsys.readouterr().out
     # the saved counts feed --counts, with -n keeping the first positions
-    rc = main(["-q", "compare", "--counts", str(out / "counts.npz"), "-n", "5", "-d", "16",
-               "-o", str(tmp_path / "out2"), "--encodings", "sinusoidal,mds"])
+    rc = main(
+        [
+            "-q",
+            "compare",
+            "--counts",
+            str(out / "counts.npz"),
+            "-n",
+            "5",
+            "-d",
+            "16",
+            "-o",
+            str(tmp_path / "out2"),
+            "--encodings",
+            "sinusoidal,mds",
+        ]
+    )
     assert rc == 0
     doc = json.loads((tmp_path / "out2" / "comparison.json").read_text())
     assert [r["encoding"] for r in doc["table"]] == ["sinusoidal", "mds"]

@@ -48,8 +48,7 @@ def reference_fingerprint(seqs) -> str:
 def sst2_val(shared_data):
     path = shared_data / "sst2" / "sentence" / "validation.tsv.gz"
     with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
-        texts = [row["text"] for row in csv.DictReader(fh, delimiter="\t",
-                                                        quoting=csv.QUOTE_NONE)]
+        texts = [row["text"] for row in csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)]
     return path, texts
 
 
@@ -136,12 +135,26 @@ def test_merge_refuses_mismatches():
         base.merge(count_positions(seqs, max_positions=5, vocab_size=10))
     with pytest.raises(PosgeomError, match="vocab_size: 10 vs 12"):
         base.merge(count_positions(seqs, max_positions=4, vocab_size=12))
-    other = PositionCounts(base.counts, base.totals, 2, base.n_tokens, dict(base.options),
-                           {"kind": "word", "vocab_sha256": "x"}, "f")
+    other = PositionCounts(
+        base.counts,
+        base.totals,
+        2,
+        base.n_tokens,
+        dict(base.options),
+        {"kind": "word", "vocab_sha256": "x"},
+        "f",
+    )
     with pytest.raises(PosgeomError, match="tokenizer differ"):
         base.merge(other)
-    renamed = PositionCounts(other.counts, other.totals, 2, other.n_tokens, dict(other.options),
-                             {"kind": "word", "vocab_sha256": "x", "name": "/elsewhere"}, "g")
+    renamed = PositionCounts(
+        other.counts,
+        other.totals,
+        2,
+        other.n_tokens,
+        dict(other.options),
+        {"kind": "word", "vocab_sha256": "x", "name": "/elsewhere"},
+        "g",
+    )
     assert other.merge(renamed).n_sequences == 4  # the tokenizer's path is not compared
     with pytest.raises(PosgeomError, match="only merge PositionCounts"):
         base.merge(3)
@@ -160,8 +173,10 @@ def test_align_end_is_reversed_start():
     assert (end.counts != rev.counts).nnz == 0
     assert as_table(end) == naive_counts(seqs, 8, align="end")[0]
     # position 0 is the last token
-    assert end.counts[0].toarray().ravel().tolist() == np.bincount(
-        [s[-1] for s in seqs], minlength=20).tolist()
+    assert (
+        end.counts[0].toarray().ravel().tolist()
+        == np.bincount([s[-1] for s in seqs], minlength=20).tolist()
+    )
 
 
 def test_min_length_and_max_sequences():

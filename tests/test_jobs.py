@@ -40,15 +40,22 @@ def minilm_json():
 def test_plan_covers_tsv_exactly(sst2, name):
     folder, texts = sst2
     shards = plan_shards(folder / name, shard_lines=64)
-    assert [s.name.rsplit(" ", 1)[1] for s in shards] == \
-        ["2-65", "66-129", "130-193", "194-257", "258-301"]  # line 1 is the header
+    assert [s.name.rsplit(" ", 1)[1] for s in shards] == [
+        "2-65",
+        "66-129",
+        "130-193",
+        "194-257",
+        "258-301",
+    ]  # line 1 is the header
     assert [t for s in shards for t in shard_texts(s)] == texts
     assert [len(list(shard_texts(s))) for s in shards] == [64, 64, 64, 64, 44]
 
 
 def test_plan_csv_quoted_newlines_and_jsonl(tmp_path):
-    rows = [{"text": f"row {i}" + ("\nsecond line, \"quoted\"" if i % 3 == 0 else ""), "n": i}
-            for i in range(11)]
+    rows = [
+        {"text": f"row {i}" + ('\nsecond line, "quoted"' if i % 3 == 0 else ""), "n": i}
+        for i in range(11)
+    ]
     with open(tmp_path / "c.csv", "w", encoding="utf-8", newline="") as fh:
         w = csv.DictWriter(fh, ["n", "text"])
         w.writeheader()
@@ -59,8 +66,9 @@ def test_plan_csv_quoted_newlines_and_jsonl(tmp_path):
     assert [len(list(shard_texts(s))) for s in shards] == [4, 4, 3]
     assert [t for s in shards for t in shard_texts(s)] == expected
     assert shards[0].name.endswith("lines 2-7")  # rows 0 and 3 span two lines each
-    (tmp_path / "j.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:5])
-                                      + json.dumps(rows[5]), encoding="utf-8")  # no final newline
+    (tmp_path / "j.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows[:5]) + json.dumps(rows[5]), encoding="utf-8"
+    )  # no final newline
     shards = plan_shards(tmp_path / "j.jsonl", shard_lines=2)
     assert [t for s in shards for t in shard_texts(s)] == [r["text"] for r in rows[:6]]
     assert shards[-1].name.endswith("lines 5-6")
@@ -72,17 +80,27 @@ def test_resumable_equals_one_pass(sst2, minilm_json, tmp_path, tok):
     spec = {"word_file": folder / "word.json", "word": "word", "minilm": minilm_json}[tok]
     path = folder / "train300.tsv.gz"
     whole = count_corpus(path, spec, max_positions=48)
-    got = count_resumable(path, spec, max_positions=48, shard_lines=70, job_dir=tmp_path / "job",
-                          progress=False)
+    got = count_resumable(
+        path, spec, max_positions=48, shard_lines=70, job_dir=tmp_path / "job", progress=False
+    )
     assert_same_counts(got, whole)
-    assert {k: v for k, v in got.tokenizer.items() if k != "name"} == \
-        {k: v for k, v in whole.tokenizer.items() if k != "name"}
+    assert {k: v for k, v in got.tokenizer.items() if k != "name"} == {
+        k: v for k, v in whole.tokenizer.items() if k != "name"
+    }
     assert len(list((tmp_path / "job").glob("shard-*.npz"))) == 5
     assert_same_counts(PositionCounts.load(tmp_path / "job" / "counts.npz"), whole)
-    no_dir = count_resumable(path, spec, max_positions=48, shard_lines=70, progress=False,
-                             include_special=False, align="end")
-    assert_same_counts(no_dir, count_corpus(path, spec, max_positions=48, include_special=False,
-                                            align="end"))
+    no_dir = count_resumable(
+        path,
+        spec,
+        max_positions=48,
+        shard_lines=70,
+        progress=False,
+        include_special=False,
+        align="end",
+    )
+    assert_same_counts(
+        no_dir, count_corpus(path, spec, max_positions=48, include_special=False, align="end")
+    )
 
 
 def test_empty_shard_and_several_sources(tmp_path):
@@ -91,8 +109,14 @@ def test_empty_shard_and_several_sources(tmp_path):
     (tmp_path / "b.txt").write_text("x y z\nz\n", encoding="utf-8")
     texts = [*lines, "x y z", "z"]
     tok = WordLevelTokenizer().fit(texts)
-    got = count_resumable([tmp_path / "a.txt", tmp_path / "b.txt"], tok, max_positions=4,
-                          shard_lines=10, job_dir=tmp_path / "job", progress=False)
+    got = count_resumable(
+        [tmp_path / "a.txt", tmp_path / "b.txt"],
+        tok,
+        max_positions=4,
+        shard_lines=10,
+        job_dir=tmp_path / "job",
+        progress=False,
+    )
     assert_same_counts(got, count_corpus(texts, tok, max_positions=4))
     assert PositionCounts.load(tmp_path / "job" / "shard-00001.npz").n_sequences == 0
 
@@ -104,8 +128,14 @@ def test_token_id_files_one_shard_each(tmp_path):
     b = rng.integers(1, 80, size=(20, 7))
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
-    got = count_resumable([tmp_path / "a.npy", tmp_path / "b.npy"], max_positions=10, pad_id=0,
-                          job_dir=tmp_path / "job", shard_lines=5, progress=False)
+    got = count_resumable(
+        [tmp_path / "a.npy", tmp_path / "b.npy"],
+        max_positions=10,
+        pad_id=0,
+        job_dir=tmp_path / "job",
+        shard_lines=5,
+        progress=False,
+    )
     rows = [r[r != 0] for r in a] + list(b)
     table = np.zeros((10, 80), dtype=np.int64)  # reference: a plain loop
     for r in rows:
@@ -135,8 +165,16 @@ def test_refused_arguments(sst2, tmp_path):
     copy.write_bytes(path.read_bytes())
     with pytest.raises(PosgeomError, match=r"sources\[0\]\.path"):
         count_resumable(copy, spec, max_positions=8, shard_lines=100, job_dir=job)
-    fresh = count_resumable(path, spec, max_positions=8, shard_lines=50, job_dir=job,
-                            min_length=2, overwrite=True, progress=False)
+    fresh = count_resumable(
+        path,
+        spec,
+        max_positions=8,
+        shard_lines=50,
+        job_dir=job,
+        min_length=2,
+        overwrite=True,
+        progress=False,
+    )
     assert_same_counts(fresh, count_corpus(path, spec, max_positions=8, min_length=2))
     assert len(list(job.glob("shard-*.npz"))) == 6
 
@@ -168,8 +206,11 @@ def test_kill_and_resume(shared_data, tmp_path, capsys):
     path = tmp_path / "train600.tsv.gz"
     write_sst2_head(shared_data, path, 600)  # 12 shards of 50 lines
     job = tmp_path / "job"
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(path), str(job)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(path), str(job)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while len(list(job.glob("shard-*.npz.json"))) < 2:
         assert proc.poll() is None, proc.stderr.read().decode()

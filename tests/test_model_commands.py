@@ -55,15 +55,28 @@ def tiny(tmp_path_factory):
     vocab = {t: i for i, t in enumerate(SPECIALS + WORDS)}
     torch.manual_seed(0)
     config = transformers.BertConfig(
-        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=24, max_position_embeddings=16, pad_token_id=0,
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=24,
+        max_position_embeddings=16,
+        pad_token_id=0,
     )
     model = transformers.BertModel(config).eval()
     model.save_pretrained(folder)
     tok = _tokenizer_json(folder, vocab)
-    (folder / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]", "pad_token": "[PAD]",
-        "cls_token": "[CLS]", "sep_token": "[SEP]"}))
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "unk_token": "[UNK]",
+                "pad_token": "[PAD]",
+                "cls_token": "[CLS]",
+                "sep_token": "[SEP]",
+            }
+        )
+    )
     rng = np.random.default_rng(0)
     texts = []
     for length in rng.integers(4, 12, size=40):
@@ -74,8 +87,14 @@ def tiny(tmp_path_factory):
         texts.append(" ".join(words))
     corpus = root / "corpus.txt"
     corpus.write_text("\n".join(texts) + "\n")
-    return {"folder": folder, "model": model, "tok": tok, "texts": texts, "corpus": corpus,
-            "vocab": vocab}
+    return {
+        "folder": folder,
+        "model": model,
+        "tok": tok,
+        "texts": texts,
+        "corpus": corpus,
+        "vocab": vocab,
+    }
 
 
 def _run(capsys, *argv):
@@ -147,17 +166,34 @@ def _paper_stress(delta, target):
 
 
 @pytest.mark.parametrize("include_special", [True, False])
-def test_analyze_model_on_tiny_bert_matches_direct_computation(tiny, tmp_path, capsys,
-                                                               include_special):
+def test_analyze_model_on_tiny_bert_matches_direct_computation(
+    tiny, tmp_path, capsys, include_special
+):
     out = tmp_path / "res"
-    argv = ["analyze-model", tiny["folder"], tiny["corpus"], "-n", N, "-o", out,
-            "--noise", "none", "--no-refine"]
+    argv = [
+        "analyze-model",
+        tiny["folder"],
+        tiny["corpus"],
+        "-n",
+        N,
+        "-o",
+        out,
+        "--noise",
+        "none",
+        "--no-refine",
+    ]
     if not include_special:
         argv.append("--no-special")
     rc, stdout, err = _run(capsys, *argv)
     assert rc == 0, err
-    assert {"summary.json", "arrays.npz", "arrays.npz.json", "table.md", "counts.npz",
-            "stress_per_layer.png"} <= {p.name for p in out.iterdir()}
+    assert {
+        "summary.json",
+        "arrays.npz",
+        "arrays.npz.json",
+        "table.md",
+        "counts.npz",
+        "stress_per_layer.png",
+    } <= {p.name for p in out.iterdir()}
     assert "Layer-wise positional signal" in stdout
     totals, target, means = _reference(tiny, include_special)
     with np.load(out / "arrays.npz", allow_pickle=False) as arrays:
@@ -175,7 +211,8 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(tiny, tmp_path, c
         assert row["stress_paper"] == pytest.approx(_paper_stress(delta, target), rel=1e-6)
         alpha = (delta * target).sum() / (delta * delta).sum()
         assert row["stress_scale_optimal"] == pytest.approx(
-            _paper_stress(alpha * delta, target), rel=1e-6)
+            _paper_stress(alpha * delta, target), rel=1e-6
+        )
         assert row["violation_rate"] == pytest.approx(_violations(delta, saved_target))
     # the position table: rows start..start+N-1, start = 1 when [CLS] is left out
     start = 0 if include_special else 1
@@ -203,22 +240,38 @@ def test_extract_saves_the_models_table(tiny, tmp_path, capsys):
 
 def test_mechanism_encodings_learned_rows_with_offset_and_start():
     torch.manual_seed(0)
-    model = transformers.RobertaModel(transformers.RobertaConfig(
-        vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=20, max_position_embeddings=20)).eval()
+    model = transformers.RobertaModel(
+        transformers.RobertaConfig(
+            vocab_size=50,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=20,
+            max_position_embeddings=20,
+        )
+    ).eval()
     weight = model.embeddings.position_embeddings.weight.detach().double().numpy()
     encs = mechanism_encodings(model, 7, start=1)
     assert list(encs) == ["learned"]
     np.testing.assert_array_equal(encs["learned"].vectors, weight[3:10])  # padding_idx 1 -> row 2
-    np.testing.assert_allclose(encs["learned"].distances(), cdist(weight[3:10], weight[3:10]),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        encs["learned"].distances(), cdist(weight[3:10], weight[3:10]), atol=1e-12
+    )
 
 
 def test_mechanism_encodings_rope_matches_the_models_cos_sin():
     torch.manual_seed(0)
-    model = transformers.LlamaModel(transformers.LlamaConfig(
-        vocab_size=50, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
-        num_key_value_heads=2, intermediate_size=20, max_position_embeddings=64)).eval()
+    model = transformers.LlamaModel(
+        transformers.LlamaConfig(
+            vocab_size=50,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=20,
+            max_position_embeddings=64,
+        )
+    ).eval()
     n = 24
     encs = mechanism_encodings(model, n)
     cos, sin = model.rotary_emb(torch.zeros(1, n, 32), torch.arange(n)[None])
@@ -232,8 +285,9 @@ def test_mechanism_encodings_alibi_and_buckets_against_transformers():
     from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 
     torch.manual_seed(0)
-    bloom = transformers.BloomModel(transformers.BloomConfig(
-        hidden_size=24, n_layer=1, n_head=3, vocab_size=50)).eval()
+    bloom = transformers.BloomModel(
+        transformers.BloomConfig(hidden_size=24, n_layer=1, n_head=3, vocab_size=50)
+    ).eval()
     n = 9
     encs = mechanism_encodings(bloom, n)
     bias = build_alibi_tensor(torch.ones(1, n), 3, torch.float32).reshape(3, n).double().numpy()
@@ -241,9 +295,16 @@ def test_mechanism_encodings_alibi_and_buckets_against_transformers():
         np.testing.assert_allclose(encs[f"alibi_h{h}"].vectors[:, 0], bias[h], rtol=1e-6)
     np.testing.assert_allclose(encs["alibi"].vectors, bias.T, rtol=1e-6)
 
-    mpnet = transformers.MPNetModel(transformers.MPNetConfig(
-        vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=20, max_position_embeddings=40)).eval()
+    mpnet = transformers.MPNetModel(
+        transformers.MPNetConfig(
+            vocab_size=50,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=20,
+            max_position_embeddings=40,
+        )
+    ).eval()
     encs = mechanism_encodings(mpnet, 12)
     assert sorted(encs) == ["learned", "relative_buckets_h0", "relative_buckets_h1"]
     pos = torch.arange(12)
@@ -252,8 +313,9 @@ def test_mechanism_encodings_alibi_and_buckets_against_transformers():
     values = values.double().numpy()
     diff = np.abs(values - np.einsum("hii->hi", values)[:, :, None])
     for h in range(2):
-        np.testing.assert_allclose(encs[f"relative_buckets_h{h}"].distances(),
-                                   0.5 * (diff[h] + diff[h].T), atol=1e-7)
+        np.testing.assert_allclose(
+            encs[f"relative_buckets_h{h}"].distances(), 0.5 * (diff[h] + diff[h].T), atol=1e-7
+        )
 
 
 # -------------------------------------------------------------------------------- real MiniLM
@@ -278,8 +340,22 @@ def _sst2_sample(shared_data, tmp_path, k=40):
 def test_real_minilm_analyze_model_and_table_rows(minilm, shared_data, tmp_path, capsys):
     corpus = _sst2_sample(shared_data, tmp_path)
     out = tmp_path / "minilm"
-    rc, _, err = _run(capsys, "analyze-model", minilm, corpus, "-n", 8, "--no-special",
-                           "--noise", "none", "--no-refine", "--batch-size", 16, "-o", out)
+    rc, _, err = _run(
+        capsys,
+        "analyze-model",
+        minilm,
+        corpus,
+        "-n",
+        8,
+        "--no-special",
+        "--noise",
+        "none",
+        "--no-refine",
+        "--batch-size",
+        16,
+        "-o",
+        out,
+    )
     assert rc == 0, err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["model"]["num_hidden_layers"] == 6 and len(summary["layers"]) == 7
@@ -297,8 +373,16 @@ def test_real_minilm_analyze_model_and_table_rows(minilm, shared_data, tmp_path,
 
 
 def test_unresolvable_model_name_exits_2_with_one_line(tiny, capsys):
-    rc, _, err = _run(capsys, "analyze-model", "no-such-org/no-such-model", tiny["corpus"],
-                      "-n", 4, "-o", "unused")
+    rc, _, err = _run(
+        capsys,
+        "analyze-model",
+        "no-such-org/no-such-model",
+        tiny["corpus"],
+        "-n",
+        4,
+        "-o",
+        "unused",
+    )
     assert rc == 2
     line = _error_line(err)
     assert "offline" in line and "local folder" in line
@@ -308,17 +392,45 @@ def test_unresolvable_model_name_exits_2_with_one_line(tiny, capsys):
 
 def test_tokenizer_that_does_not_match_the_model(tiny, minilm, tmp_path, capsys):
     # MiniLM's 30522-token vocabulary cannot belong to a 24-row embedding
-    rc, _, err = _run(capsys, "analyze-model", tiny["folder"], tiny["corpus"], "-n", 4,
-                      "--tokenizer", minilm, "-o", tmp_path / "x")
+    rc, _, err = _run(
+        capsys,
+        "analyze-model",
+        tiny["folder"],
+        tiny["corpus"],
+        "-n",
+        4,
+        "--tokenizer",
+        minilm,
+        "-o",
+        tmp_path / "x",
+    )
     assert rc == 2 and "do not match" in _error_line(err)
     # same size, different padding id: the tiny tokenizer pads with 0, this model with 1
     torch.manual_seed(0)
     other = tmp_path / "other"
-    transformers.BertModel(transformers.BertConfig(
-        vocab_size=24, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=20, max_position_embeddings=16, pad_token_id=1)).save_pretrained(other)
-    rc, _, err = _run(capsys, "analyze-model", other, tiny["corpus"], "-n", 4, "--tokenizer",
-                      tiny["folder"] / "tokenizer.json", "-o", tmp_path / "y")
+    transformers.BertModel(
+        transformers.BertConfig(
+            vocab_size=24,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=20,
+            max_position_embeddings=16,
+            pad_token_id=1,
+        )
+    ).save_pretrained(other)
+    rc, _, err = _run(
+        capsys,
+        "analyze-model",
+        other,
+        tiny["corpus"],
+        "-n",
+        4,
+        "--tokenizer",
+        tiny["folder"] / "tokenizer.json",
+        "-o",
+        tmp_path / "y",
+    )
     assert rc == 2 and "pad_token_id=1" in _error_line(err)
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
@@ -326,14 +438,34 @@ def test_tokenizer_that_does_not_match_the_model(tiny, minilm, tmp_path, capsys)
 def test_sequences_beyond_the_models_positions(tiny, tmp_path, capsys):
     corpus = tmp_path / "long.txt"
     corpus.write_text("\n".join([*tiny["texts"][:10], " ".join(WORDS[:18])]) + "\n")  # 20 tokens
-    rc, _, err = _run(capsys, "analyze-model", tiny["folder"], corpus, "-n", 4, "--on-long",
-                      "refuse", "-o", tmp_path / "r")
+    rc, _, err = _run(
+        capsys,
+        "analyze-model",
+        tiny["folder"],
+        corpus,
+        "-n",
+        4,
+        "--on-long",
+        "refuse",
+        "-o",
+        tmp_path / "r",
+    )
     assert rc == 2
     line = _error_line(err)
     assert "longer than the model's 16 positions" in line and "--on-long truncate" in line
     assert not (tmp_path / "r").exists()
-    rc, stdout, err = _run(capsys, "analyze-model", tiny["folder"], corpus, "-n", 4,
-                           "--noise", "none", "-o", tmp_path / "t")
+    rc, stdout, err = _run(
+        capsys,
+        "analyze-model",
+        tiny["folder"],
+        corpus,
+        "-n",
+        4,
+        "--noise",
+        "none",
+        "-o",
+        tmp_path / "t",
+    )
     assert rc == 0, err
     assert "1 sequences were longer than 16 tokens" in stdout
     summary = json.loads((tmp_path / "t" / "summary.json").read_text())
@@ -341,14 +473,24 @@ def test_sequences_beyond_the_models_positions(tiny, tmp_path, capsys):
 
 
 def test_other_user_mistakes_exit_2(tiny, tmp_path, capsys):
-    rc, _, err = _run(capsys, "analyze-model", tiny["folder"], tiny["corpus"], "-n", 14,
-                      "-o", tmp_path / "a")
+    rc, _, err = _run(
+        capsys, "analyze-model", tiny["folder"], tiny["corpus"], "-n", 14, "-o", tmp_path / "a"
+    )
     assert rc == 2 and "use -n <=" in _error_line(err)  # no text has 14 tokens
-    rc, _, err = _run(capsys, "analyze-model", tiny["folder"], tiny["corpus"], "-n", 40,
-                      "-o", tmp_path / "b")
+    rc, _, err = _run(
+        capsys, "analyze-model", tiny["folder"], tiny["corpus"], "-n", 40, "-o", tmp_path / "b"
+    )
     assert rc == 2 and "at most 16" in _error_line(err)
-    rc, _, err = _run(capsys, "analyze-model", tiny["folder"], tmp_path / "missing.txt", "-n", 4,
-                      "-o", tmp_path / "c")
+    rc, _, err = _run(
+        capsys,
+        "analyze-model",
+        tiny["folder"],
+        tmp_path / "missing.txt",
+        "-n",
+        4,
+        "-o",
+        tmp_path / "c",
+    )
     assert rc == 2 and "does not exist" in _error_line(err)
     rc, _, err = _run(capsys, "extract", tiny["folder"] / "tokenizer.json")
     assert rc == 2 and "is a file" in _error_line(err)

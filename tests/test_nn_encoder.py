@@ -68,8 +68,9 @@ def test_symmetric_alibi_is_reversal_invariant():
     model = _model(ALiBiBias(2))
     x = _tokens()
     with torch.no_grad():
-        torch.testing.assert_close(model.encode(x.flip(1)), model.encode(x).flip(1), atol=1e-12,
-                                   rtol=0)
+        torch.testing.assert_close(
+            model.encode(x.flip(1)), model.encode(x).flip(1), atol=1e-12, rtol=0
+        )
 
 
 def test_encoder_rejects_mismatched_position_modules():

@@ -103,8 +103,9 @@ def test_absolute_embedding_extend_policy():
     d = 8
     q = np.eye(d)[:, :3][::-1].copy()  # orthonormal placement, not plain padding
     mds = SimpleNamespace(embedding=coords @ q.T, coordinates=coords, eigenvalues=eig, placement=q)
-    mod = AbsolutePositionEmbedding.from_mds(mds, beyond="extend", train_sq_distances=sq,
-                                             dtype=torch.float64)
+    mod = AbsolutePositionEmbedding.from_mds(
+        mds, beyond="extend", train_sq_distances=sq, dtype=torch.float64
+    )
     assert mod.n_parameters == 0  # from_mds is frozen by default
     with pytest.raises(PosgeomError, match=r"call \.extend"):
         mod(torch.tensor([0, 11]))

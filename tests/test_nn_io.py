@@ -70,8 +70,9 @@ def test_round_trip_with_gower_extension(tmp_path):
     w, u = np.linalg.eigh(-0.5 * j @ sq @ j)
     w, u = w[::-1], u[:, ::-1]
     coords = u[:, :2] * np.sqrt(w[:2])
-    mds = SimpleNamespace(embedding=np.hstack([coords, np.zeros((8, 2))]), coordinates=coords,
-                          eigenvalues=w)
+    mds = SimpleNamespace(
+        embedding=np.hstack([coords, np.zeros((8, 2))]), coordinates=coords, eigenvalues=w
+    )
     mod = AbsolutePositionEmbedding.from_mds(mds, beyond="extend", train_sq_distances=sq)
     new = rng.normal(size=(1, 2))
     mod.extend(((new[:, None] - pts[None]) ** 2).sum(-1))

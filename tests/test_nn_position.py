@@ -185,8 +185,9 @@ def test_low_rank_from_mds_equals_rank_r_embedding(rank):
 
 def test_low_rank_from_mds_without_placement_attribute():
     mds = _fake_mds(seed=9)
-    bare = SimpleNamespace(embedding=mds.embedding, coordinates=mds.coordinates,
-                           eigenvalues=mds.eigenvalues)
+    bare = SimpleNamespace(
+        embedding=mds.embedding, coordinates=mds.coordinates, eigenvalues=mds.eigenvalues
+    )
     mod = LowRankPositionEmbedding.from_mds(bare, 2, dtype=torch.float64)
     ref = mds.coordinates[:, :2] @ mds.placement[:, :2].T
     np.testing.assert_allclose(mod.table().detach().numpy(), ref, atol=1e-10)

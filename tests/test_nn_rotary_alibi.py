@@ -29,9 +29,16 @@ def _hf_rope(head_dim: int, base: float, rope_parameters: dict | None = None):
     n_heads = 2
     params = {"rope_type": "default", "rope_theta": base}
     params.update(rope_parameters or {})
-    cfg = LlamaConfig(hidden_size=head_dim * n_heads, num_attention_heads=n_heads,
-                      num_key_value_heads=n_heads, intermediate_size=8, num_hidden_layers=1,
-                      vocab_size=16, max_position_embeddings=64, rope_parameters=params)
+    cfg = LlamaConfig(
+        hidden_size=head_dim * n_heads,
+        num_attention_heads=n_heads,
+        num_key_value_heads=n_heads,
+        intermediate_size=8,
+        num_hidden_layers=1,
+        vocab_size=16,
+        max_position_embeddings=64,
+        rope_parameters=params,
+    )
     return LlamaRotaryEmbedding(cfg)
 
 

@@ -33,8 +33,15 @@ def _seed():
 def _tiny_bert(cls_name: str = "BertModel"):
     from transformers import BertConfig
 
-    cfg = BertConfig(vocab_size=50, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=MAX_POS, num_labels=2)
+    cfg = BertConfig(
+        vocab_size=50,
+        hidden_size=HIDDEN,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=MAX_POS,
+        num_labels=2,
+    )
     return getattr(transformers, cls_name)(cfg).eval()
 
 
@@ -102,8 +109,9 @@ def test_width_projection_and_mismatch_error():
     model(_ids()).last_hidden_state.sum().backward()
     assert adapter.projection.weight.grad is not None and mod.A.grad is not None
     with pytest.raises(PosgeomError, match="d=8 but the model's hidden size is 16"):
-        install_position_embedding(_tiny_bert(), LowRankPositionEmbedding(MAX_POS, 8, 2),
-                                   project_to_hidden=False)
+        install_position_embedding(
+            _tiny_bert(), LowRankPositionEmbedding(MAX_POS, 8, 2), project_to_hidden=False
+        )
 
 
 def test_positions_beyond_module_need_a_policy():
@@ -129,10 +137,20 @@ def test_bad_targets():
 def test_padding_offset_models(arch):
     from transformers import MPNetConfig, MPNetModel, RobertaConfig, RobertaModel
 
-    common = dict(vocab_size=50, hidden_size=HIDDEN, num_hidden_layers=1, num_attention_heads=2,
-                  intermediate_size=32, max_position_embeddings=MAX_POS + 2, pad_token_id=1)
-    model = (RobertaModel(RobertaConfig(**common)) if arch == "roberta"
-             else MPNetModel(MPNetConfig(**common))).eval()
+    common = dict(
+        vocab_size=50,
+        hidden_size=HIDDEN,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=MAX_POS + 2,
+        pad_token_id=1,
+    )
+    model = (
+        RobertaModel(RobertaConfig(**common))
+        if arch == "roberta"
+        else MPNetModel(MPNetConfig(**common))
+    ).eval()
     weight = model.embeddings.position_embeddings.weight
     with torch.no_grad():
         weight[1].zero_()  # the padding row is zero, as in the pretrained checkpoints
@@ -160,8 +178,9 @@ def test_real_minilm():
     path = str(pkg.get_model_path())
     model = AutoModel.from_pretrained(path).eval()
     tok = AutoTokenizer.from_pretrained(path)
-    batch = tok(["the movie was not good at all", "a quiet, moving film"], return_tensors="pt",
-                padding=True)
+    batch = tok(
+        ["the movie was not good at all", "a quiet, moving film"], return_tensors="pt", padding=True
+    )
     with torch.no_grad():
         ref = model(**batch).last_hidden_state
     table = model.embeddings.position_embeddings.weight.detach()

@@ -13,7 +13,7 @@ from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import count_corpus
 from posgeom.corpus.readers import detect_format, read_texts, read_token_ids
 
-TEXTS = ['the cat sat', 'a "quoted" word, with comma', '', "it 's\ttab-free ok", 'ünïcödé ✓']
+TEXTS = ["the cat sat", 'a "quoted" word, with comma', "", "it 's\ttab-free ok", "ünïcödé ✓"]
 
 
 def _write(path, data: bytes) -> None:
@@ -139,8 +139,9 @@ def test_nanogpt_bin(tmp_path, dtype, sep):
     np.array(stream, dtype=dtype).tofile(tmp_path / "train.bin")
     got = read_token_ids(tmp_path / "train.bin", separator_id=sep, dtype=dtype)
     assert [a.tolist() for a in got] == SEQS
-    counts = count_corpus(tmp_path / "train.bin", max_positions=4, separator_id=sep,
-                          token_dtype=dtype)
+    counts = count_corpus(
+        tmp_path / "train.bin", max_positions=4, separator_id=sep, token_dtype=dtype
+    )
     assert counts.n_sequences == 4 and counts.totals.tolist() == [4, 3, 2, 1]
 
 

@@ -63,14 +63,33 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys):
     pytest.importorskip("transformers")
     os.environ["HF_HUB_OFFLINE"] = "1"
     out = tmp_path / "docs"
-    rc = main(["-q", "reproduce", "--data", str(shared_data), "-o", str(out), "--limit", "200",
-               "--max-positions", "24"])
+    rc = main(
+        [
+            "-q",
+            "reproduce",
+            "--data",
+            str(shared_data),
+            "-o",
+            str(out),
+            "--limit",
+            "200",
+            "--max-positions",
+            "24",
+        ]
+    )
     assert rc == 0
     md = (out / "REPRODUCTION.md").read_text()
     assert "272" in md and "Smoke run" in md and "principal" in md.lower()
     folder = out / "reproduction"
-    for name in ("sst2_glue", "sst2_sentence", "imdb", "synthetic", "run", "principal_angles",
-                 "settings_sweep"):
+    for name in (
+        "sst2_glue",
+        "sst2_sentence",
+        "imdb",
+        "synthetic",
+        "run",
+        "principal_angles",
+        "settings_sweep",
+    ):
         assert (folder / f"{name}.json").is_file(), name
     run = json.loads((folder / "run.json").read_text())
     assert run["limit"] == 200 and run["corpora"]["imdb"]["n"] <= 24
@@ -80,7 +99,19 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys):
     # a rerun reads the cached counts
     cached = sorted(p.name for p in (folder / "cache").glob("*.npz"))
     assert len(cached) == 5
-    rc = main(["-q", "reproduce", "--data", str(shared_data), "-o", str(out), "--limit", "200",
-               "--max-positions", "24"])
+    rc = main(
+        [
+            "-q",
+            "reproduce",
+            "--data",
+            str(shared_data),
+            "-o",
+            str(out),
+            "--limit",
+            "200",
+            "--max-positions",
+            "24",
+        ]
+    )
     assert rc == 0
     assert sorted(p.name for p in (folder / "cache").glob("*.npz")) == cached

@@ -30,7 +30,8 @@ def test_minilm_tokenizer_json(minilm_dir):
     assert tok.vocab_size == len(vocab) == 30522
     assert tok.special_ids == {vocab[t] for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]}
     ref_sha = hashlib.sha256(
-        json.dumps(vocab, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        json.dumps(vocab, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
     assert tok.identity["vocab_sha256"] == ref_sha
     assert tok.identity["kind"] == "tokenizers" and tok.identity["vocab_size"] == 30522
     # the file pads/truncates to 128; ours must do neither

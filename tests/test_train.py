@@ -26,8 +26,10 @@ from posgeom.experiments.train import (  # noqa: E402
     train,
 )
 
-WORDS = ("the film is a good bad slow story with great acting and dull plot but fun "
-         "moments not very charming mess").split()
+WORDS = (
+    "the film is a good bad slow story with great acting and dull plot but fun "
+    "moments not very charming mess"
+).split()
 N = 6  # positions
 
 
@@ -42,9 +44,22 @@ DATA = TextData(TRAIN, EVAL, [i % 2 for i in range(16)], [i % 2 for i in range(6
 
 
 def _cfg(**kw) -> TrainConfig:
-    base = dict(task="sst2", encoding="learned", seed=0, epochs=1, d_model=16, n_heads=2,
-                n_layers=1, max_len=N, batch_size=4, steps_per_epoch=2, vocab_min_count=1,
-                dropout=0.1, progress=False, threads=1)
+    base = dict(
+        task="sst2",
+        encoding="learned",
+        seed=0,
+        epochs=1,
+        d_model=16,
+        n_heads=2,
+        n_layers=1,
+        max_len=N,
+        batch_size=4,
+        steps_per_epoch=2,
+        vocab_min_count=1,
+        dropout=0.1,
+        progress=False,
+        threads=1,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -95,8 +110,13 @@ def _expected_delta(res, enc: str, target: np.ndarray) -> np.ndarray:
     cfg = res.config
     if enc in ("sinusoidal", "learned", "mds", "low_rank_mds", "random"):
         pos = res.model.position
-        table = (pos.A @ pos.B.T if enc == "low_rank_mds" else
-                 pos.weight if enc != "learned" else pos.embedding.weight)
+        table = (
+            pos.A @ pos.B.T
+            if enc == "low_rank_mds"
+            else pos.weight
+            if enc != "learned"
+            else pos.embedding.weight
+        )
         return squareform(pdist(table.detach().double().numpy()))
     if enc == "rope":
         h = cfg.d_model // cfg.n_heads
@@ -121,8 +141,9 @@ def test_recorded_metrics_match_independent_computation(tmp_path, enc):
     iu = np.triu_indices(N, 1)
     assert rec.separation == pytest.approx(delta[iu].min(), rel=1e-6, abs=1e-9)
     assert rec.stress["paper"] == pytest.approx(_paper_stress(delta, target), rel=1e-6)
-    assert rec.stress["scale_optimal"] == pytest.approx(_scale_optimal(delta, target), rel=1e-6,
-                                                        abs=1e-9)
+    assert rec.stress["scale_optimal"] == pytest.approx(
+        _scale_optimal(delta, target), rel=1e-6, abs=1e-9
+    )
     assert rec.violation_rate == pytest.approx(_violation_rate(delta, target), abs=1e-12)
     # the log holds epoch 0 (before training) and epoch 1, as JSON lines
     lines = read_log(tmp_path / enc)
@@ -153,8 +174,9 @@ def test_same_seed_same_losses_and_parameters(tmp_path):
     b = train(_cfg(epochs=2), tmp_path / "b", data=DATA)
     assert [r.train_loss for r in a.history] == [r.train_loss for r in b.history]
     assert [r.eval_loss for r in a.history] == [r.eval_loss for r in b.history]
-    for (k, p), (_, q) in zip(a.model.state_dict().items(), b.model.state_dict().items(),
-                              strict=True):
+    for (k, p), (_, q) in zip(
+        a.model.state_dict().items(), b.model.state_dict().items(), strict=True
+    ):
         assert torch.equal(p, q), k
     c = train(_cfg(epochs=2, seed=1), tmp_path / "c", data=DATA)
     assert [r.train_loss for r in c.history] != [r.train_loss for r in a.history]
@@ -167,12 +189,12 @@ def test_checkpoint_resume_reproduces_uninterrupted_run(tmp_path):
     resumed = train(_cfg(epochs=2), tmp_path / "resumed", data=DATA)
     assert resumed.resumed_from == 1
     assert [r.epoch for r in resumed.history] == [0, 1, 2]
-    for (k, p), (_, q) in zip(full.model.state_dict().items(),
-                              resumed.model.state_dict().items(), strict=True):
+    for (k, p), (_, q) in zip(
+        full.model.state_dict().items(), resumed.model.state_dict().items(), strict=True
+    ):
         assert torch.equal(p, q), k
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in read_log(tmp_path / "full")]
-    again = [{k: v for k, v in r.items() if k != "seconds"}
-             for r in read_log(tmp_path / "resumed")]
+    again = [{k: v for k, v in r.items() if k != "seconds"} for r in read_log(tmp_path / "resumed")]
     assert strip == again
     # a finished run is not trained again
     done = train(_cfg(epochs=2), tmp_path / "resumed", data=DATA)
@@ -238,8 +260,7 @@ def test_rank_correlation_against_scipy():
     one = rank_correlation([[v] for v in sm], [[v] for v in am], n_boot=50)
     assert one.ci_low == pytest.approx(one.rho) and one.ci_high == pytest.approx(one.rho)
     # a perfect monotone decrease
-    perfect = rank_correlation([[1.0], [2.0], [3.0], [4.0]], [[0.9], [0.8], [0.7], [0.6]],
-                               n_boot=0)
+    perfect = rank_correlation([[1.0], [2.0], [3.0], [4.0]], [[0.9], [0.8], [0.7], [0.6]], n_boot=0)
     assert perfect.rho == pytest.approx(-1.0) and perfect.p_value == pytest.approx(2 / 24)
     with pytest.raises(PosgeomError, match=">= 3 groups"):
         rank_correlation([[1.0]], [[1.0]])
@@ -248,22 +269,62 @@ def test_rank_correlation_against_scipy():
 def test_cli_train_writes_log(tmp_path):
     from posgeom.cli.main import main
 
-    for name, texts, labels in (("train", TRAIN, DATA.train_labels),
-                                ("dev", EVAL, DATA.eval_labels)):
+    for name, texts, labels in (
+        ("train", TRAIN, DATA.train_labels),
+        ("dev", EVAL, DATA.eval_labels),
+    ):
         rows = ["text\tlabel"] + [f"{t}\t{y}" for t, y in zip(texts, labels, strict=True)]
         (tmp_path / f"{name}.tsv").write_text("\n".join(rows) + "\n")
     out = tmp_path / "run"
-    rc = main(["-q", "train", "--task", "sst2", "--encoding", "rope", "--seed", "0", "--epochs",
-               "1", "-o", str(out), "--train-file", str(tmp_path / "train.tsv"), "--eval-file",
-               str(tmp_path / "dev.tsv"), "--max-len", str(N), "--d-model", "16", "--heads", "2",
-               "--layers", "1", "--steps-per-epoch", "1", "--batch-size", "4"])
+    rc = main(
+        [
+            "-q",
+            "train",
+            "--task",
+            "sst2",
+            "--encoding",
+            "rope",
+            "--seed",
+            "0",
+            "--epochs",
+            "1",
+            "-o",
+            str(out),
+            "--train-file",
+            str(tmp_path / "train.tsv"),
+            "--eval-file",
+            str(tmp_path / "dev.tsv"),
+            "--max-len",
+            str(N),
+            "--d-model",
+            "16",
+            "--heads",
+            "2",
+            "--layers",
+            "1",
+            "--steps-per-epoch",
+            "1",
+            "--batch-size",
+            "4",
+        ]
+    )
     assert rc == 0
     lines = read_log(out)
     assert [r["epoch"] for r in lines] == [0, 1]
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["encoding"] == "rope" and cfg["max_len"] == N
-    rc = main(["-q", "train", "--encoding", "sine", "-o", str(tmp_path / "bad"),
-               "--train-file", str(tmp_path / "train.tsv")])
+    rc = main(
+        [
+            "-q",
+            "train",
+            "--encoding",
+            "sine",
+            "-o",
+            str(tmp_path / "bad"),
+            "--train-file",
+            str(tmp_path / "train.tsv"),
+        ]
+    )
     assert rc == 2
 
 

@@ -158,7 +158,11 @@ def canonical_json(obj: Any) -> str:
     """Canonical JSON text: sorted keys, no spaces, ASCII only, NaN refused."""
     try:
         return json.dumps(
-            obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False,
+            obj,
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=True,
+            allow_nan=False,
             default=json_default,
         )
     except (TypeError, ValueError) as exc:
@@ -299,9 +303,7 @@ def load_artifact(
     side = read_sidecar(path)
     found = side.get("kind")
     if kind is not None and found != kind:
-        raise ArtifactError(
-            f"{path} holds a {found!r} artifact, not {kind!r}; pass the right file"
-        )
+        raise ArtifactError(f"{path} holds a {found!r} artifact, not {kind!r}; pass the right file")
     saved_version = str(side.get("posgeom_version"))
     if _major_minor(saved_version) != _major_minor(_version.__version__):
         raise ArtifactError(

@@ -205,8 +205,13 @@ def rope_heads(
     heads = model_dim // head_dim
     one = rope(n_positions, head_dim=head_dim, base=base)
     vectors = np.tile(one.vectors, (1, heads))
-    params = {"head_dim": int(head_dim), "n_heads": int(heads), "base": float(base),
-              "normalize": "plane", "width": int(model_dim)}
+    params = {
+        "head_dim": int(head_dim),
+        "n_heads": int(heads),
+        "base": float(base),
+        "normalize": "plane",
+        "width": int(model_dim),
+    }
     return PositionEncoding("rope", vectors, params)
 
 
@@ -287,7 +292,9 @@ class ComparisonResult:
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`summary` as JSON text."""
-        return json.dumps(_finite(self.summary()), indent=indent, default=json_default, allow_nan=False)
+        return json.dumps(
+            _finite(self.summary()), indent=indent, default=json_default, allow_nan=False
+        )
 
     def to_markdown(self) -> str:
         """The table, the ALiBi heads, the rank experiment and the stationarity diagnostic."""
@@ -299,8 +306,10 @@ class ComparisonResult:
             "rescaling; scale-optimal stress after the best rescaling alpha*).",
         ]
         if np.all(np.isfinite(d.totals)) and self.options.get("input") == "counts":
-            lines.append(f"Samples per position: min {np.min(d.totals):.6g}, median "
-                         f"{np.median(d.totals):.6g}.")
+            lines.append(
+                f"Samples per position: min {np.min(d.totals):.6g}, median "
+                f"{np.median(d.totals):.6g}."
+            )
         else:
             lines.append("Input: distributions (no sampling noise).")
         nf = self.pipeline.noise
@@ -324,17 +333,27 @@ class ComparisonResult:
                 f"{_g(r['separation'], 3)} | {r['parameters']} | {r['description']} |"
             )
         if self.alibi_heads:
-            lines += ["", "ALiBi, every head (rank-1 geometry m |i - j|):", "",
-                      "| head | slope m | paper stress | scale-optimal stress | violation rate |",
-                      "|---:|---:|---:|---:|---:|"]
+            lines += [
+                "",
+                "ALiBi, every head (rank-1 geometry m |i - j|):",
+                "",
+                "| head | slope m | paper stress | scale-optimal stress | violation rate |",
+                "|---:|---:|---:|---:|---:|",
+            ]
             for h in self.alibi_heads:
-                lines.append(f"| {h['head']} | {h['slope']:.4g} | {_g(h['paper'])} | "
-                             f"{_g(h['scale_optimal'])} | {h['violation_rate']:.3f} |")
+                lines.append(
+                    f"| {h['head']} | {h['slope']:.4g} | {_g(h['paper'])} | "
+                    f"{_g(h['scale_optimal'])} | {h['violation_rate']:.3f} |"
+                )
         if self.rank_curve:
-            lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", "",
-                      "| r | paper stress | scale-optimal stress | violation rate | explained "
-                      "variance | parameters r(n+d) | n d | reduction |",
-                      "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            lines += [
+                "",
+                "Rank experiment (rank-r MDS encoding P = A B^T):",
+                "",
+                "| r | paper stress | scale-optimal stress | violation rate | explained "
+                "variance | parameters r(n+d) | n d | reduction |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|",
+            ]
             for c in self.rank_curve:
                 lines.append(
                     f"| {c['rank']} | {_g(c['paper'])} | {_g(c['scale_optimal'])} | "
@@ -343,9 +362,12 @@ class ComparisonResult:
                     f"{c['full_parameters']} | {100 * c['parameter_reduction']:.1f}% |"
                 )
         s = self.stationarity
-        lines += ["", f"Stationarity: R^2 of D against the best function of |i - j| (Toeplitz) = "
-                  f"{s.toeplitz_r2:.4f}; against the best non-decreasing function of |i - j| = "
-                  f"{s.monotone_r2:.4f}."]
+        lines += [
+            "",
+            f"Stationarity: R^2 of D against the best function of |i - j| (Toeplitz) = "
+            f"{s.toeplitz_r2:.4f}; against the best non-decreasing function of |i - j| = "
+            f"{s.monotone_r2:.4f}.",
+        ]
         return "\n".join(lines) + "\n"
 
     def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> Path:
@@ -372,8 +394,9 @@ class ComparisonResult:
             }
             if p.noise is not None:
                 arrays["noise_pair_floor"] = p.noise.pair_floor
-            save_artifact(tmp / "arrays.npz", arrays, {"options": self.options},
-                          kind="comparison_results")
+            save_artifact(
+                tmp / "arrays.npz", arrays, {"options": self.options}, kind="comparison_results"
+            )
         return Path(directory)
 
 
@@ -467,9 +490,18 @@ def compare_encodings(
 
     log.info("geometry and MDS encoding (d = %d)", model_dim)
     res = analyze_counts(
-        data, model_dim=model_dim, smoothing=smoothing, alpha=alpha, min_samples=min_samples,
-        below_min=below_min, convention=convention, refine="mds+smacof" in names,
-        noise=use_noise, noise_repeats=noise_repeats, max_rank=0, seed=seed,
+        data,
+        model_dim=model_dim,
+        smoothing=smoothing,
+        alpha=alpha,
+        min_samples=min_samples,
+        below_min=below_min,
+        convention=convention,
+        refine="mds+smacof" in names,
+        noise=use_noise,
+        noise_repeats=noise_repeats,
+        max_rank=0,
+        seed=seed,
     )
     target = res.distances
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
@@ -494,8 +526,13 @@ def compare_encodings(
         elif name == "rope":
             enc = _restrict(rope_heads(big_n, model_dim, rope_hd, base=rope_base), positions)
             p = enc.params
-            add(name, enc, f"RoPE, {p['n_heads']} heads x head_dim {p['head_dim']} concatenated "
-                f"(width {p['width']}), base {rope_base:g}, unit vector per plane", 0)
+            add(
+                name,
+                enc,
+                f"RoPE, {p['n_heads']} heads x head_dim {p['head_dim']} concatenated "
+                f"(width {p['width']}), base {rope_base:g}, unit vector per plane",
+                0,
+            )
         elif name == "alibi":
             slopes = E.alibi_slopes(n_heads)
             for h in range(n_heads):
@@ -503,31 +540,59 @@ def compare_encodings(
                 heads.append({"head": h, "slope": float(slopes[h]), **_scores(enc, target, seed)})
             best = min(range(n_heads), key=lambda h: (heads[h]["paper"], h))
             scores = {k: v for k, v in heads[best].items() if k not in ("head", "slope")}
-            add(name, None, f"ALiBi best of {n_heads} heads: head {best}, m = "
-                f"{slopes[best]:.4g} (distance m|i-j|)", 0, scores)
+            add(
+                name,
+                None,
+                f"ALiBi best of {n_heads} heads: head {best}, m = "
+                f"{slopes[best]:.4g} (distance m|i-j|)",
+                0,
+                scores,
+            )
         elif name == "t5":
-            add(name, _restrict(E.t5(big_n), positions),
-                "T5 bucket-index distance (32 buckets, max distance 128)", 0)
+            add(
+                name,
+                _restrict(E.t5(big_n), positions),
+                "T5 bucket-index distance (32 buckets, max distance 128)",
+                0,
+            )
         elif name == "nope":
             add(name, _restrict(E.nope(big_n, d=model_dim), positions), "all positions equal", 0)
         elif name == "random":
-            add(name, _restrict(E.random(big_n, d=model_dim, seed=seed), positions),
-                f"Gaussian N(0, 1) vectors, d={model_dim}, seed {seed}", n * model_dim)
+            add(
+                name,
+                _restrict(E.random(big_n, d=model_dim, seed=seed), positions),
+                f"Gaussian N(0, 1) vectors, d={model_dim}, seed {seed}",
+                n * model_dim,
+            )
         elif name == "learned":
             enc = _restrict(E.learned(big_n, learned_model), positions)
-            add(name, enc, f"learned table of {enc.params.get('model')!s}"[:120].replace("|", "/")
+            add(
+                name,
+                enc,
+                f"learned table of {enc.params.get('model')!s}"[:120].replace("|", "/")
                 + f" (rows {enc.params.get('offset', 0)}.., width {enc.dim})",
-                n * int(enc.dim or 0))
+                n * int(enc.dim or 0),
+            )
         elif name == "mds":
-            add(name, res.mds, f"Algorithm 1, rank {r_full} in d={model_dim}", n * model_dim,
-                res.scores["mds"])
+            add(
+                name,
+                res.mds,
+                f"Algorithm 1, rank {r_full} in d={model_dim}",
+                n * model_dim,
+                res.scores["mds"],
+            )
         elif name == "low_rank_mds":
             r = min(low_rank, r_full)
             add(name, res.mds.truncate(r), f"rank-{r} MDS, P = A B^T", r * (n + model_dim))
         elif name == "mds+smacof":
             if "mds+smacof" in res.scores:
-                add(name, res.refined, "SMACOF from the MDS solution (200 iterations max)",
-                    n * model_dim, res.scores["mds+smacof"])
+                add(
+                    name,
+                    res.refined,
+                    "SMACOF from the MDS solution (200 iterations max)",
+                    n * model_dim,
+                    res.scores["mds+smacof"],
+                )
             else:
                 log.warning("mds+smacof skipped: refinement runs only for n <= 2048")
     for name, enc in (extra_encodings or {}).items():
@@ -536,17 +601,19 @@ def compare_encodings(
     curve = []
     for r in range(1, min(max_rank, r_full) + 1):
         s = _scores(res.mds.truncate(r), target, seed)
-        curve.append({
-            "rank": r,
-            "paper": s["paper"],
-            "stress1": s["stress1"],
-            "scale_optimal": s["scale_optimal"],
-            "violation_rate": s["violation_rate"],
-            "explained_variance": float(np.sum(res.mds.explained_variance_ratio[:r])),
-            "parameters": r * (n + model_dim),
-            "full_parameters": n * model_dim,
-            "parameter_reduction": 1.0 - r * (n + model_dim) / (n * model_dim),
-        })
+        curve.append(
+            {
+                "rank": r,
+                "paper": s["paper"],
+                "stress1": s["stress1"],
+                "scale_optimal": s["scale_optimal"],
+                "violation_rate": s["violation_rate"],
+                "explained_variance": float(np.sum(res.mds.explained_variance_ratio[:r])),
+                "parameters": r * (n + model_dim),
+                "full_parameters": n * model_dim,
+                "parameter_reduction": 1.0 - r * (n + model_dim) / (n * model_dim),
+            }
+        )
     options = {
         "n_positions": n,
         "input": "counts" if _is_integer_counts(data) else "distributions",
@@ -557,9 +624,13 @@ def compare_encodings(
         "rope_base": float(rope_base),
         "low_rank": int(low_rank),
         "max_rank": int(max_rank),
-        "learned_model": None if learned_model is None else (
-            os.fspath(learned_model) if isinstance(learned_model, (str, os.PathLike))
-            else type(learned_model).__name__),
+        "learned_model": None
+        if learned_model is None
+        else (
+            os.fspath(learned_model)
+            if isinstance(learned_model, (str, os.PathLike))
+            else type(learned_model).__name__
+        ),
         **{k: v for k, v in res.options.items() if k not in ("model_dim",)},
     }
     return ComparisonResult(

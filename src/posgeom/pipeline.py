@@ -116,7 +116,8 @@ class PipelineResult:
                 "tie_groups": [list(g) for g in self.mds.tie_groups],
                 "effective_rank": _quiet_ranks(self.mds),
                 "spectrum_complete": bool(
-                    np.clip(self.mds.eigenvalues, 0, None).sum() >= (1 - 1e-9) * self.mds.total_variance
+                    np.clip(self.mds.eigenvalues, 0, None).sum()
+                    >= (1 - 1e-9) * self.mds.total_variance
                 ),
             },
             "scores": self.scores,
@@ -184,7 +185,9 @@ class PipelineResult:
         save_artifact(
             out / "arrays.npz", arrays, {"options": self.options}, kind="geometry_results"
         )
-        atomic_write_text(out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default))
+        atomic_write_text(
+            out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default)
+        )
         atomic_write_text(out / "table.md", self.markdown_table())
         return out
 

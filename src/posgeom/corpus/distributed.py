@@ -32,17 +32,25 @@ RETRIES = 2
 
 
 @contextlib.contextmanager
-def _client(scheduler: Any, n_workers: int | None, threads_per_worker: int,
-            connect_timeout: float, progress: bool) -> Iterator[Any]:
+def _client(
+    scheduler: Any,
+    n_workers: int | None,
+    threads_per_worker: int,
+    connect_timeout: float,
+    progress: bool,
+) -> Iterator[Any]:
     """A ``distributed.Client``: given, connected to ``scheduler``, or on a new LocalCluster."""
     distributed = require("distributed", "dask")
     if isinstance(scheduler, distributed.Client):
         yield scheduler
         return
     if scheduler is None or scheduler == "local":
-        cluster = distributed.LocalCluster(n_workers=n_workers, processes=True,
-                                           threads_per_worker=threads_per_worker,
-                                           dashboard_address=None)
+        cluster = distributed.LocalCluster(
+            n_workers=n_workers,
+            processes=True,
+            threads_per_worker=threads_per_worker,
+            dashboard_address=None,
+        )
         jobs._say(f"started a local Dask cluster with {len(cluster.workers)} workers", progress)
         try:
             with distributed.Client(cluster) as client:
@@ -51,8 +59,10 @@ def _client(scheduler: Any, n_workers: int | None, threads_per_worker: int,
             cluster.close()
         return
     if not isinstance(scheduler, str):
-        raise PosgeomError(f"scheduler must be None, 'local', an address such as "
-                           f"'tcp://host:8786' or a distributed.Client, got {scheduler!r}")
+        raise PosgeomError(
+            f"scheduler must be None, 'local', an address such as "
+            f"'tcp://host:8786' or a distributed.Client, got {scheduler!r}"
+        )
     try:
         client = distributed.Client(scheduler, timeout=f"{connect_timeout}s")
     except (OSError, TimeoutError, ValueError) as exc:
@@ -93,8 +103,14 @@ def count_distributed(
     Other arguments (``tokenizer``, ``shard_lines``, ``job_dir``, ``overwrite``, ``progress`` and
     the count ``options``) are those of :func:`~posgeom.corpus.jobs.count_resumable`.
     """
-    kwargs = dict(max_positions=max_positions, job_dir=job_dir, shard_lines=shard_lines,
-                  overwrite=overwrite, progress=progress, **options)
+    kwargs = dict(
+        max_positions=max_positions,
+        job_dir=job_dir,
+        shard_lines=shard_lines,
+        overwrite=overwrite,
+        progress=progress,
+        **options,
+    )
     if scheduler is None and (n_workers or 1) <= 1:
         return jobs.count_resumable(sources, tokenizer, **kwargs)
     distributed = require("distributed", "dask")
@@ -102,10 +118,14 @@ def count_distributed(
     with _client(scheduler, n_workers, threads_per_worker, connect_timeout, progress) as client:
         job = jobs.CountJob.prepare(sources, tokenizer, **kwargs)
         todo = job.missing
-        tok = None if job.tokenizer is None or not todo else \
-            client.scatter([job.tokenizer], broadcast=True)[0]
-        futures = client.map(jobs.count_shard, todo, tokenizer=tok, options=job.options,
-                             retries=RETRIES, pure=False)
+        tok = (
+            None
+            if job.tokenizer is None or not todo
+            else client.scatter([job.tokenizer], broadcast=True)[0]
+        )
+        futures = client.map(
+            jobs.count_shard, todo, tokenizer=tok, options=job.options, retries=RETRIES, pure=False
+        )
         shard_of = {f.key: s for f, s in zip(futures, todo, strict=True)}
         for future in distributed.as_completed(futures):
             shard = shard_of[future.key]
@@ -121,10 +141,15 @@ def count_distributed(
         names = "; ".join(f"{s.name}: {exc}" for s, exc in failed[:5])
         more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
         done = len(job.shards) - len(failed)
-        kept = (f"the {done} finished shards are recorded in {job.job_dir}: run again with "
-                "the same arguments to count only the missing ones (if an input file must "
-                "change, start over with overwrite=True)" if job.job_dir is not None
-                else "pass job_dir= to keep finished shards across runs")
-        raise PosgeomError(f"{len(failed)} of {len(job.shards)} shards failed after {RETRIES} "
-                           f"retries: {names}{more}; {kept}")
+        kept = (
+            f"the {done} finished shards are recorded in {job.job_dir}: run again with "
+            "the same arguments to count only the missing ones (if an input file must "
+            "change, start over with overwrite=True)"
+            if job.job_dir is not None
+            else "pass job_dir= to keep finished shards across runs"
+        )
+        raise PosgeomError(
+            f"{len(failed)} of {len(job.shards)} shards failed after {RETRIES} "
+            f"retries: {names}{more}; {kept}"
+        )
     return job.result()

@@ -60,8 +60,15 @@ from posgeom.corpus.readers import (
 )
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
-__all__ = ["LINE_FORMATS", "CountJob", "Shard", "count_resumable", "count_shard", "plan_shards",
-           "shard_texts"]
+__all__ = [
+    "LINE_FORMATS",
+    "CountJob",
+    "Shard",
+    "count_resumable",
+    "count_shard",
+    "plan_shards",
+    "shard_texts",
+]
 
 LINE_FORMATS = ("text", "jsonl", "csv", "tsv")
 MANIFEST = "manifest.json"
@@ -146,8 +153,12 @@ def _check_shard_lines(shard_lines: Any) -> None:
         raise PosgeomError(f"shard_lines must be a positive integer or None, got {shard_lines!r}")
 
 
-def plan_shards(sources: str | os.PathLike | Sequence[str | os.PathLike], *,
-                shard_lines: int | None = None, format: str | None = None) -> list[Shard]:
+def plan_shards(
+    sources: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    shard_lines: int | None = None,
+    format: str | None = None,
+) -> list[Shard]:
     """Cut ``sources`` into shards (see the module docstring); one pass over each line file.
 
     ``shard_lines=None`` makes one shard per file. Files without data records give no shard.
@@ -168,13 +179,18 @@ def plan_shards(sources: str | os.PathLike | Sequence[str | os.PathLike], *,
 # ----------------------------------------------------------------------------- reading a shard
 def _delimited_texts(shard: Shard, lines: Iterable[tuple[int, str]], column: str) -> Iterator[str]:
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    opts: dict[str, Any] = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if shard.format == "tsv" \
+    opts: dict[str, Any] = (
+        {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+        if shard.format == "tsv"
         else {"delimiter": ","}
+    )
     header_lines = (line for _, line in _lines(shard.path, 0, float("inf"), 1))
     header = next(csv.reader(header_lines, **opts), [])
     if column not in header:
-        raise PosgeomError(f"{shard.path}: no column {column!r}; columns present: {header}; "
-                           "pass text_column= one of them")
+        raise PosgeomError(
+            f"{shard.path}: no column {column!r}; columns present: {header}; "
+            "pass text_column= one of them"
+        )
     idx, current = header.index(column), [shard.first_line]
 
     def feed() -> Iterator[str]:
@@ -187,8 +203,10 @@ def _delimited_texts(shard: Shard, lines: Iterable[tuple[int, str]], column: str
             if not row:
                 continue
             if idx >= len(row):
-                raise PosgeomError(f"{shard.path}, line {current[0]}: {len(row)} fields, expected "
-                                   f"{len(header)}; check the delimiter and quoting")
+                raise PosgeomError(
+                    f"{shard.path}, line {current[0]}: {len(row)} fields, expected "
+                    f"{len(header)}; check the delimiter and quoting"
+                )
             yield row[idx]
     except csv.Error as exc:
         raise PosgeomError(f"{shard.path}, line {current[0]}: malformed {exc}") from None
@@ -215,37 +233,69 @@ def _worker_tokenizer(spec: tuple[str, str] | None) -> Any:
     kind, value = spec
     if kind == "word":
         doc = json.loads(value)
-        return WordLevelTokenizer(doc["vocab"], lowercase=doc["lowercase"],
-                                  unk_token=doc["unk_token"], name=doc["name"])
+        return WordLevelTokenizer(
+            doc["vocab"], lowercase=doc["lowercase"], unk_token=doc["unk_token"], name=doc["name"]
+        )
     return load_tokenizer(value)
 
 
 def _empty(tok: Any, options: dict[str, Any]) -> PositionCounts:
     """Counts of a shard without a single counted sequence (options as counting records them)."""
     n = options["max_positions"]
-    vocab = options["vocab_size"] if options["vocab_size"] is not None or tok is None \
+    vocab = (
+        options["vocab_size"]
+        if options["vocab_size"] is not None or tok is None
         else tok.vocab_size
+    )
     specials = options["special_ids"]
     if specials is None:
         specials = tok.special_ids if tok is not None else ()
-    opts = {"max_positions": n, "vocab_size": vocab, "include_special": options["include_special"],
-            "special_ids": sorted({int(i) for i in specials}), "align": options["align"],
-            "min_length": options["min_length"], "max_sequences": None}
-    return PositionCounts(sp.csr_matrix((n, vocab or 0), dtype=np.int64),
-                          np.zeros(n, dtype=np.int64), 0, 0, opts,
-                          None if tok is None else tok.identity, hashlib.sha256().hexdigest())
+    opts = {
+        "max_positions": n,
+        "vocab_size": vocab,
+        "include_special": options["include_special"],
+        "special_ids": sorted({int(i) for i in specials}),
+        "align": options["align"],
+        "min_length": options["min_length"],
+        "max_sequences": None,
+    }
+    return PositionCounts(
+        sp.csr_matrix((n, vocab or 0), dtype=np.int64),
+        np.zeros(n, dtype=np.int64),
+        0,
+        0,
+        opts,
+        None if tok is None else tok.identity,
+        hashlib.sha256().hexdigest(),
+    )
 
 
-def count_shard(shard: Shard, tokenizer: tuple[str, str] | None,
-                options: dict[str, Any]) -> PositionCounts:
+def count_shard(
+    shard: Shard, tokenizer: tuple[str, str] | None, options: dict[str, Any]
+) -> PositionCounts:
     """Count one shard (runs in the worker); an empty shard gives zero counts, not an error."""
     tok = _worker_tokenizer(tokenizer)
-    kw = {k: options[k] for k in ("max_positions", "vocab_size", "include_special", "special_ids",
-                                  "align", "min_length", "batch_size")}
+    kw = {
+        k: options[k]
+        for k in (
+            "max_positions",
+            "vocab_size",
+            "include_special",
+            "special_ids",
+            "align",
+            "min_length",
+            "batch_size",
+        )
+    }
     if shard.start is None:
         source: Any = shard.path
-        kw.update({k: options[k] for k in ("text_column", "split", "pad_id", "separator_id",
-                                           "token_dtype")}, format=shard.format)
+        kw.update(
+            {
+                k: options[k]
+                for k in ("text_column", "split", "pad_id", "separator_id", "token_dtype")
+            },
+            format=shard.format,
+        )
     else:
         source = shard_texts(shard, options["text_column"])
     try:
@@ -263,8 +313,11 @@ def _canonical(obj: Any) -> Any:
 
 def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(obj, dict):
-        return {k: v for key, val in obj.items()
-                for k, v in _flat(val, f"{prefix}.{key}" if prefix else key).items()}
+        return {
+            k: v
+            for key, val in obj.items()
+            for k, v in _flat(val, f"{prefix}.{key}" if prefix else key).items()
+        }
     if isinstance(obj, list) and obj and all(isinstance(v, dict) for v in obj):
         out = {f"{prefix}.count": len(obj)}
         for i, val in enumerate(obj):
@@ -276,8 +329,10 @@ def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
 def _file_state(path: Path) -> dict[str, Any]:
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     stats = [p.stat() for p in files]
-    return {"size": sum(s.st_size for s in stats),
-            "mtime_ns": max((s.st_mtime_ns for s in stats), default=0)}
+    return {
+        "size": sum(s.st_size for s in stats),
+        "mtime_ns": max((s.st_mtime_ns for s in stats), default=0),
+    }
 
 
 def _sha256_file(path: Path) -> str:
@@ -290,8 +345,10 @@ def _sha256_file(path: Path) -> str:
 
 def _word_doc(tok: Any) -> str:
     tokens = sorted(tok.vocab, key=tok.vocab.__getitem__)
-    return json.dumps({"vocab": tokens, "lowercase": tok.lowercase, "unk_token": tok.unk_token,
-                       "name": tok.name}, ensure_ascii=False)
+    return json.dumps(
+        {"vocab": tokens, "lowercase": tok.lowercase, "unk_token": tok.unk_token, "name": tok.name},
+        ensure_ascii=False,
+    )
 
 
 def _tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, str] | None]:
@@ -304,8 +361,11 @@ def _tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, s
     if isinstance(tokenizer, WordLevelTokenizer):
         if not tokenizer.fitted:
             return {"fit": "word", "lowercase": tokenizer.lowercase}, tokenizer, None
-        return ({"identity": {k: v for k, v in tokenizer.identity.items() if k != "name"}},
-                tokenizer, None)
+        return (
+            {"identity": {k: v for k, v in tokenizer.identity.items() if k != "name"}},
+            tokenizer,
+            None,
+        )
     if not isinstance(tokenizer, (str, os.PathLike)):
         raise PosgeomError(
             f"pass the tokenizer as a path, a folder, a model name or 'word' (workers load it "
@@ -315,8 +375,10 @@ def _tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, s
     path = Path(tokenizer).expanduser()
     spec = ("load", os.fspath(path.resolve()) if path.exists() else os.fspath(tokenizer))
     path = path / "tokenizer.json" if (path / "tokenizer.json").is_file() else path
-    record = {"identity": {k: v for k, v in tok.identity.items() if k != "name"},
-              "file_sha256": _sha256_file(path) if path.is_file() else None}
+    record = {
+        "identity": {k: v for k, v in tok.identity.items() if k != "name"},
+        "file_sha256": _sha256_file(path) if path.is_file() else None,
+    }
     return record, tok, spec
 
 
@@ -345,14 +407,29 @@ class CountJob:
 
     @classmethod
     def prepare(
-        cls, sources: Any, tokenizer: Any = None, *, max_positions: int,
-        job_dir: str | os.PathLike | None = None, shard_lines: int | None = None,
-        overwrite: bool = False, progress: bool = True, format: str | None = None,
-        text_column: str | None = None, split: str | None = None, pad_id: int | None = None,
-        separator_id: int | None = None, token_dtype: str | None = None,
-        vocab_size: int | None = None, include_special: bool = True,
-        special_ids: Iterable[int] | None = None, align: str = "start", min_length: int = 1,
-        batch_size: int = 1024, max_sequences: int | None = None, limit: int | None = None,
+        cls,
+        sources: Any,
+        tokenizer: Any = None,
+        *,
+        max_positions: int,
+        job_dir: str | os.PathLike | None = None,
+        shard_lines: int | None = None,
+        overwrite: bool = False,
+        progress: bool = True,
+        format: str | None = None,
+        text_column: str | None = None,
+        split: str | None = None,
+        pad_id: int | None = None,
+        separator_id: int | None = None,
+        token_dtype: str | None = None,
+        vocab_size: int | None = None,
+        include_special: bool = True,
+        special_ids: Iterable[int] | None = None,
+        align: str = "start",
+        min_length: int = 1,
+        batch_size: int = 1024,
+        max_sequences: int | None = None,
+        limit: int | None = None,
     ) -> CountJob:
         """Check the arguments, plan the shards (or read the plan of ``job_dir``) and load the
         shards recorded there. Arguments as in :func:`count_resumable`."""
@@ -364,25 +441,44 @@ class CountJob:
         if not isinstance(max_positions, int) or max_positions < 1:
             raise PosgeomError(f"max_positions must be a positive integer, got {max_positions!r}")
         if align not in ("start", "end") or min_length < 0 or batch_size < 1:
-            raise PosgeomError(f"need align 'start' or 'end', min_length >= 0, batch_size >= 1; "
-                               f"got {align!r}, {min_length}, {batch_size}")
+            raise PosgeomError(
+                f"need align 'start' or 'end', min_length >= 0, batch_size >= 1; "
+                f"got {align!r}, {min_length}, {batch_size}"
+            )
         _check_shard_lines(shard_lines)
         paths = _source_paths(sources)
         fmts = [_format(p, format) for p in paths]
         if tokenizer is None and any(f not in ("npy", "npz", "bin") for f in fmts):
-            raise PosgeomError("a text corpus needs a tokenizer: pass a tokenizer.json, a folder, "
-                               "'word', or a transformers model name")
-        options = {"max_positions": max_positions, "vocab_size": vocab_size,
-                   "include_special": bool(include_special),
-                   "special_ids": None if special_ids is None else sorted(map(int, special_ids)),
-                   "align": align, "min_length": int(min_length), "format": format,
-                   "text_column": text_column, "split": split, "pad_id": pad_id,
-                   "separator_id": separator_id, "token_dtype": token_dtype}
+            raise PosgeomError(
+                "a text corpus needs a tokenizer: pass a tokenizer.json, a folder, "
+                "'word', or a transformers model name"
+            )
+        options = {
+            "max_positions": max_positions,
+            "vocab_size": vocab_size,
+            "include_special": bool(include_special),
+            "special_ids": None if special_ids is None else sorted(map(int, special_ids)),
+            "align": align,
+            "min_length": int(min_length),
+            "format": format,
+            "text_column": text_column,
+            "split": split,
+            "pad_id": pad_id,
+            "separator_id": separator_id,
+            "token_dtype": token_dtype,
+        }
         tok_record, tok, spec = _tokenizer_record(tokenizer)
-        args = _canonical({
-            "sources": [{"path": str(p), "format": f, **_file_state(p)}
-                        for p, f in zip(paths, fmts, strict=True)],
-            "tokenizer": tok_record, "options": options, "shard_lines": shard_lines})
+        args = _canonical(
+            {
+                "sources": [
+                    {"path": str(p), "format": f, **_file_state(p)}
+                    for p, f in zip(paths, fmts, strict=True)
+                ],
+                "tokenizer": tok_record,
+                "options": options,
+                "shard_lines": shard_lines,
+            }
+        )
         jd = None if job_dir is None else Path(job_dir).expanduser()
         if jd is not None and (jd / MANIFEST).exists() and not overwrite:  # resume
             manifest = _read_manifest(jd)
@@ -396,15 +492,22 @@ class CountJob:
                 _clear(jd)  # overwrite=True, or files of a job that never wrote its manifest
             shards = plan_shards(paths, shard_lines=shard_lines, format=format)
             if "fit" in tok_record:
-                tok.fit(chain.from_iterable(
-                    read_texts(p, format=f, text_column=text_column, split=split)
-                    for p, f in zip(paths, fmts, strict=True)))
+                tok.fit(
+                    chain.from_iterable(
+                        read_texts(p, format=f, text_column=text_column, split=split)
+                        for p, f in zip(paths, fmts, strict=True)
+                    )
+                )
             if jd is not None:
                 if "fit" in tok_record:
                     tok.save(jd / "tokenizer.json")
-                doc = {"kind": _JOB_KIND, "format_version": 1, "arguments": args,
-                       "tokenizer_identity": None if tok is None else tok.identity,
-                       "shards": [asdict(s) for s in shards]}
+                doc = {
+                    "kind": _JOB_KIND,
+                    "format_version": 1,
+                    "arguments": args,
+                    "tokenizer_identity": None if tok is None else tok.identity,
+                    "shards": [asdict(s) for s in shards],
+                }
                 atomic_write_text(jd / MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n")
         if spec is None and tok is not None:  # a word tokenizer: workers get its vocabulary
             spec = ("word", _word_doc(tok))
@@ -427,13 +530,18 @@ class CountJob:
             try:
                 counts = PositionCounts.load(path)
             except ArtifactError as exc:  # interrupted write: count it again
-                _say(f"shard {shard.index} ({shard.name}) is unreadable ({exc}); counting it again",
-                     self.progress)
+                _say(
+                    f"shard {shard.index} ({shard.name}) is unreadable ({exc}); counting it again",
+                    self.progress,
+                )
                 continue
             self._fold(shard, counts)
             self.loaded += 1
-        _say(f"job {self.job_dir}: {len(self.shards)} shards, {self.loaded} loaded from earlier "
-             f"runs, {len(self.missing)} to count", self.progress)
+        _say(
+            f"job {self.job_dir}: {len(self.shards)} shards, {self.loaded} loaded from earlier "
+            f"runs, {len(self.missing)} to count",
+            self.progress,
+        )
 
     @property
     def missing(self) -> list[Shard]:
@@ -454,8 +562,11 @@ class CountJob:
             counts.save(self.shard_path(shard))
         self._fold(shard, counts)
         self.counted += 1
-        _say(f"shard {shard.index + 1}/{len(self.shards)} counted ({shard.name}): "
-             f"{counts.n_sequences} sequences", self.progress)
+        _say(
+            f"shard {shard.index + 1}/{len(self.shards)} counted ({shard.name}): "
+            f"{counts.n_sequences} sequences",
+            self.progress,
+        )
 
     def result(self) -> PositionCounts:
         """The merged counts of every shard; written to ``job_dir/counts.npz`` too."""
@@ -463,12 +574,17 @@ class CountJob:
             raise PosgeomError(f"{len(self.missing)} shards are not counted yet")
         acc = self._acc
         if acc is None or acc.n_sequences == 0:
-            raise PosgeomError("no sequences to count: the corpus is empty, or every sequence is "
-                               "shorter than min_length; check the input")
+            raise PosgeomError(
+                "no sequences to count: the corpus is empty, or every sequence is "
+                "shorter than min_length; check the input"
+            )
         if self.job_dir is not None:
             acc.save(self.job_dir / "counts.npz")
-        _say(f"done: {len(self.shards)} shards ({self.loaded} loaded, {self.counted} counted), "
-             f"{acc.n_sequences} sequences, {acc.n_tokens} tokens", self.progress)
+        _say(
+            f"done: {len(self.shards)} shards ({self.loaded} loaded, {self.counted} counted), "
+            f"{acc.n_sequences} sequences, {acc.n_tokens} tokens",
+            self.progress,
+        )
         return acc
 
 
@@ -476,8 +592,9 @@ def _read_manifest(jd: Path) -> dict[str, Any]:
     try:
         doc = json.loads((jd / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise PosgeomError(f"cannot read {jd / MANIFEST} ({exc}); start fresh with a new job_dir "
-                           "or overwrite=True") from exc
+        raise PosgeomError(
+            f"cannot read {jd / MANIFEST} ({exc}); start fresh with a new job_dir or overwrite=True"
+        ) from exc
     if not isinstance(doc, dict) or doc.get("kind") != _JOB_KIND:
         raise PosgeomError(f"{jd / MANIFEST} is not a posgeom counting job; pick another job_dir")
     return doc
@@ -496,8 +613,14 @@ def _compare(jd: Path, recorded: dict[str, Any], now: dict[str, Any]) -> None:
 
 def _clear(jd: Path) -> None:
     """Remove the files a job writes (and nothing else) from ``jd``."""
-    for pattern in (MANIFEST, "tokenizer.json", "counts.npz*", "shard-*.npz*", ".shard-*.tmp",
-                    ".counts.npz*.tmp"):
+    for pattern in (
+        MANIFEST,
+        "tokenizer.json",
+        "counts.npz*",
+        "shard-*.npz*",
+        ".shard-*.tmp",
+        ".counts.npz*.tmp",
+    ):
         for p in jd.glob(pattern):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
@@ -528,9 +651,16 @@ def count_resumable(
     refused: they are global). Returns the merged :class:`PositionCounts`, equal in counts,
     totals, ``n_sequences`` and ``n_tokens`` to one ``count_corpus`` pass over the same corpus.
     """
-    job = CountJob.prepare(sources, tokenizer, max_positions=max_positions, job_dir=job_dir,
-                           shard_lines=shard_lines, overwrite=overwrite, progress=progress,
-                           **options)
+    job = CountJob.prepare(
+        sources,
+        tokenizer,
+        max_positions=max_positions,
+        job_dir=job_dir,
+        shard_lines=shard_lines,
+        overwrite=overwrite,
+        progress=progress,
+        **options,
+    )
     for shard in job.missing:
         job.add(shard, count_shard(shard, job.tokenizer, job.options))
     return job.result()

@@ -48,8 +48,16 @@ __all__ = ["TEXT_FORMATS", "TOKEN_FORMATS", "detect_format", "read_texts", "read
 TEXT_FORMATS = ("text", "jsonl", "csv", "tsv", "parquet", "hf-disk", "hf-hub")
 TOKEN_FORMATS = ("npy", "npz", "bin")
 _SUFFIXES = {
-    ".txt": "text", ".text": "text", ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
-    ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy", ".npz": "npz",
+    ".txt": "text",
+    ".text": "text",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".npy": "npy",
+    ".npz": "npz",
     ".bin": "bin",
 }
 
@@ -308,7 +316,10 @@ def _check_int(arr: np.ndarray, where: Any) -> None:
 
 
 def _array_ids(
-    arr: np.ndarray, where: Any, pad_id: int | None, separator_id: int | None,
+    arr: np.ndarray,
+    where: Any,
+    pad_id: int | None,
+    separator_id: int | None,
     lengths: np.ndarray | None = None,
 ) -> Iterator[np.ndarray]:
     _check_int(arr, where)
@@ -359,8 +370,9 @@ def read_token_ids(
         try:
             with np.load(path, allow_pickle=False) as z:
                 names = list(z.files)
-                name = key or ("input_ids" if "input_ids" in names else names[0] if
-                               len(names) == 1 else None)
+                name = key or (
+                    "input_ids" if "input_ids" in names else names[0] if len(names) == 1 else None
+                )
                 if name not in names:
                     raise PosgeomError(
                         f"{path}: arrays present: {names}; pass key= the array of token ids"

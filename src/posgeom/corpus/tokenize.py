@@ -37,8 +37,13 @@ import numpy as np
 
 from posgeom._errors import PosgeomError, require
 
-__all__ = ["HFTokenizer", "Tokenizer", "TransformersTokenizer", "WordLevelTokenizer",
-           "load_tokenizer"]
+__all__ = [
+    "HFTokenizer",
+    "Tokenizer",
+    "TransformersTokenizer",
+    "WordLevelTokenizer",
+    "load_tokenizer",
+]
 
 _WORD_KIND = "posgeom-word-level"
 
@@ -62,21 +67,33 @@ def _vocab_sha256(vocab: dict[str, int]) -> str:
 class HFTokenizer:
     """A ``tokenizers.Tokenizer`` with padding and truncation off, batched through Rust."""
 
-    def __init__(self, tokenizer: Any, *, name: str, kind: str = "tokenizers",
-                 add_special_tokens: bool = True, special_ids: Iterable[int] | None = None):
+    def __init__(
+        self,
+        tokenizer: Any,
+        *,
+        name: str,
+        kind: str = "tokenizers",
+        add_special_tokens: bool = True,
+        special_ids: Iterable[int] | None = None,
+    ):
         tokenizer.no_padding()
         tokenizer.no_truncation()
         self._tok = tokenizer
         self.add_special_tokens = bool(add_special_tokens)
         vocab = tokenizer.get_vocab(with_added_tokens=True)
-        self.vocab_size = max(tokenizer.get_vocab_size(with_added_tokens=True),
-                              max(vocab.values(), default=-1) + 1)
+        self.vocab_size = max(
+            tokenizer.get_vocab_size(with_added_tokens=True), max(vocab.values(), default=-1) + 1
+        )
         if special_ids is None:
             special_ids = [i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special]
         self.special_ids = {int(i) for i in special_ids}
-        self.identity = {"kind": kind, "name": name, "vocab_size": self.vocab_size,
-                         "vocab_sha256": _vocab_sha256(vocab),
-                         "add_special_tokens": self.add_special_tokens}
+        self.identity = {
+            "kind": kind,
+            "name": name,
+            "vocab_size": self.vocab_size,
+            "vocab_sha256": _vocab_sha256(vocab),
+            "add_special_tokens": self.add_special_tokens,
+        }
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, **kwargs: Any) -> HFTokenizer:
@@ -99,8 +116,9 @@ class HFTokenizer:
         (int64, ``(lengths.sum(),)``) and each sequence's length (int64, ``(len(texts),)``)."""
         encodings = self._encode(texts)
         lengths = np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings))
-        ids = np.fromiter(chain.from_iterable(e.ids for e in encodings), dtype=np.int64,
-                          count=int(lengths.sum()))
+        ids = np.fromiter(
+            chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=int(lengths.sum())
+        )
         return ids, lengths
 
 
@@ -113,13 +131,22 @@ class TransformersTokenizer:
         vocab = tokenizer.get_vocab()
         self.vocab_size = max(len(tokenizer), max(vocab.values(), default=-1) + 1)
         self.special_ids = {int(i) for i in tokenizer.all_special_ids}
-        self.identity = {"kind": "transformers", "name": name, "vocab_size": self.vocab_size,
-                         "vocab_sha256": _vocab_sha256(vocab),
-                         "add_special_tokens": self.add_special_tokens}
+        self.identity = {
+            "kind": "transformers",
+            "name": name,
+            "vocab_size": self.vocab_size,
+            "vocab_sha256": _vocab_sha256(vocab),
+            "add_special_tokens": self.add_special_tokens,
+        }
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        out = self._tok(list(texts), add_special_tokens=self.add_special_tokens, padding=False,
-                        truncation=False, verbose=False)
+        out = self._tok(
+            list(texts),
+            add_special_tokens=self.add_special_tokens,
+            padding=False,
+            truncation=False,
+            verbose=False,
+        )
         return [list(ids) for ids in out["input_ids"]]
 
 
@@ -131,8 +158,14 @@ class WordLevelTokenizer:
     in the vocabulary map to the unknown id. ``special_ids == {unk_id}``.
     """
 
-    def __init__(self, vocab: Sequence[str] | None = None, *, lowercase: bool = False,
-                 unk_token: str = "[UNK]", name: str = "word"):
+    def __init__(
+        self,
+        vocab: Sequence[str] | None = None,
+        *,
+        lowercase: bool = False,
+        unk_token: str = "[UNK]",
+        name: str = "word",
+    ):
         self.lowercase = bool(lowercase)
         self.unk_token = unk_token
         self.name = name
@@ -150,15 +183,17 @@ class WordLevelTokenizer:
     def _split(self, text: str) -> list[str]:
         return (text.lower() if self.lowercase else text).split()
 
-    def fit(self, texts: Iterable[str], *, min_count: int = 1,
-            max_size: int | None = None) -> WordLevelTokenizer:
+    def fit(
+        self, texts: Iterable[str], *, min_count: int = 1, max_size: int | None = None
+    ) -> WordLevelTokenizer:
         """Build the vocabulary from ``texts`` (words seen at least ``min_count`` times)."""
         counter: Counter[str] = Counter()
         for text in texts:
             counter.update(self._split(text))
         counter.pop(self.unk_token, None)
-        words = sorted((w for w, c in counter.items() if c >= min_count),
-                       key=lambda w: (-counter[w], w))
+        words = sorted(
+            (w for w, c in counter.items() if c >= min_count), key=lambda w: (-counter[w], w)
+        )
         if max_size is not None:
             words = words[: max(0, max_size - 1)]
         self._set_vocab([self.unk_token, *words])
@@ -188,8 +223,13 @@ class WordLevelTokenizer:
 
     @property
     def identity(self) -> dict[str, Any]:
-        return {"kind": "word", "name": self.name, "vocab_size": self.vocab_size,
-                "vocab_sha256": _vocab_sha256(self.vocab), "lowercase": self.lowercase}
+        return {
+            "kind": "word",
+            "name": self.name,
+            "vocab_size": self.vocab_size,
+            "vocab_sha256": _vocab_sha256(self.vocab),
+            "lowercase": self.lowercase,
+        }
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         get, unk = self.vocab.get, self.unk_id
@@ -200,8 +240,13 @@ class WordLevelTokenizer:
         from posgeom.artifacts import atomic_write_text
 
         tokens = sorted(self.vocab, key=self.vocab.__getitem__)
-        doc = {"kind": _WORD_KIND, "format_version": 1, "lowercase": self.lowercase,
-               "unk_token": self.unk_token, "vocab": tokens}
+        doc = {
+            "kind": _WORD_KIND,
+            "format_version": 1,
+            "lowercase": self.lowercase,
+            "unk_token": self.unk_token,
+            "vocab": tokens,
+        }
         return atomic_write_text(path, json.dumps(doc, ensure_ascii=False, indent=0) + "\n")
 
     @classmethod
@@ -212,8 +257,9 @@ class WordLevelTokenizer:
             raise PosgeomError(f"cannot read word tokenizer {path} ({exc})") from exc
         if not isinstance(doc, dict) or doc.get("kind") != _WORD_KIND:
             raise PosgeomError(f"{path} is not a posgeom word tokenizer file")
-        return cls(doc["vocab"], lowercase=doc["lowercase"], unk_token=doc["unk_token"],
-                   name=str(path))
+        return cls(
+            doc["vocab"], lowercase=doc["lowercase"], unk_token=doc["unk_token"], name=str(path)
+        )
 
 
 def _is_word_json(path: Path) -> bool:
@@ -224,8 +270,12 @@ def _is_word_json(path: Path) -> bool:
 
 def _looks_like_path(spec: str) -> bool:
     """A string that can only be a path (hub names are ``name`` or ``org/name``)."""
-    return (spec.startswith((".", "/", "~")) or "\\" in spec or spec.endswith(".json")
-            or spec.count("/") > 1)
+    return (
+        spec.startswith((".", "/", "~"))
+        or "\\" in spec
+        or spec.endswith(".json")
+        or spec.count("/") > 1
+    )
 
 
 def load_tokenizer(
@@ -263,13 +313,22 @@ def load_tokenizer(
     transformers = require("transformers", "hf")
     try:
         tok = transformers.AutoTokenizer.from_pretrained(
-            text, local_files_only=not allow_download, trust_remote_code=False)
+            text, local_files_only=not allow_download, trust_remote_code=False
+        )
     except (OSError, ValueError) as exc:
-        hint = "" if allow_download else (
-            " (only the local cache was searched; pass allow_download=True to fetch it)")
+        hint = (
+            ""
+            if allow_download
+            else (" (only the local cache was searched; pass allow_download=True to fetch it)")
+        )
         raise PosgeomError(f"cannot load tokenizer {text!r}{hint}: {exc}") from exc
     if getattr(tok, "is_fast", False) and hasattr(tok, "backend_tokenizer"):
         backend = require("tokenizers", "hf").Tokenizer.from_str(tok.backend_tokenizer.to_str())
-        return HFTokenizer(backend, name=text, kind="transformers",
-                           add_special_tokens=add_special_tokens, special_ids=tok.all_special_ids)
+        return HFTokenizer(
+            backend,
+            name=text,
+            kind="transformers",
+            add_special_tokens=add_special_tokens,
+            special_ids=tok.all_special_ids,
+        )
     return TransformersTokenizer(tok, name=text, add_special_tokens=add_special_tokens)

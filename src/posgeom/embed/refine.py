@@ -42,7 +42,6 @@ class RefinedEmbedding(PlacedCoordinates):
     converged: bool
 
 
-
 def _raw_stress(x: np.ndarray, target: np.ndarray) -> float:
     d = euclidean_distances(x)
     return float(np.sum(np.triu((d - target) ** 2, 1)))

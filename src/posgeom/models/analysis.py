@@ -271,7 +271,9 @@ class ModelAnalysis:
         lines += ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
         for row in s["layers"]:
             cells = [
-                row["layer"], f"{row['variance_explained']:.4g}", f"{row['mean_distance']:.4g}"
+                row["layer"],
+                f"{row['variance_explained']:.4g}",
+                f"{row['mean_distance']:.4g}",
             ]
             cells += [f"{row[f'stress_{k}']:.4g}" for k in kinds]
             if has_order:
@@ -316,7 +318,8 @@ class ModelAnalysis:
             ax.set_xlabel("layer")
             ax.grid(alpha=0.3)
         fig.suptitle(
-            title or f"{_short(self.model_name)} on {_short(self.corpus_name)}, "
+            title
+            or f"{_short(self.model_name)} on {_short(self.corpus_name)}, "
             f"n = {sig.n_positions}, special tokens "
             + ("counted" if self.options.get("include_special", True) else "excluded")
         )
@@ -345,19 +348,28 @@ class ModelAnalysis:
             "layer_means": sig.means,
             "layer_distances": sig.distances,
             "variance_explained": sig.variance_explained,
-            **({} if self.layer_violation_rate is None
-               else {"layer_violation_rate": self.layer_violation_rate}),
+            **(
+                {}
+                if self.layer_violation_rate is None
+                else {"layer_violation_rate": self.layer_violation_rate}
+            ),
             "mds_embedding": self.geometry.mds.embedding,
         }
         for kind, values in (sig.stress or {}).items():
             arrays[f"stress_{kind}"] = values
         for key, enc in self.encodings.items():
             arrays[f"encoding_{key}"] = enc.vectors if enc.vectors is not None else enc.distances()
-        meta = {"model": self.model_name, "corpus": self.corpus_name, "options": self.options,
-                "layer_names": list(sig.layer_names)}
+        meta = {
+            "model": self.model_name,
+            "corpus": self.corpus_name,
+            "options": self.options,
+            "layer_names": list(sig.layer_names),
+        }
         save_artifact(out / "arrays.npz", arrays, meta, kind="model_analysis")
         self.counts.save(out / "counts.npz")
-        atomic_write_text(out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default))
+        atomic_write_text(
+            out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default)
+        )
         atomic_write_text(out / "table.md", self.markdown())
         if plot:
             self.plot(out / "stress_per_layer.png")
@@ -513,7 +525,10 @@ def analyze_model(
             log.warning(
                 "%d of %d sequences are longer than %d tokens and were cut to their first %d "
                 "tokens (counts of positions < n are unchanged; the model sees less context)",
-                n_long, len(seqs), limit, limit,
+                n_long,
+                len(seqs),
+                limit,
+                limit,
             )
             seqs = [s[:limit] for s in seqs]
 
@@ -581,10 +596,14 @@ def analyze_model(
     timings["signal"] = time.perf_counter() - t0
     from posgeom.scores.order import monotonicity_violation_rate
 
-    violation = np.array([
-        monotonicity_violation_rate(d, geometry.distances, seed=seed, encoding_kind="distances").rate
-        for d in signal.distances
-    ])
+    violation = np.array(
+        [
+            monotonicity_violation_rate(
+                d, geometry.distances, seed=seed, encoding_kind="distances"
+            ).rate
+            for d in signal.distances
+        ]
+    )
     if not np.array_equal(signal.counts, np.asarray(counts.totals)):
         raise PosgeomError(  # pragma: no cover - a bug, not a user mistake
             "internal mismatch: the layer-wise token counts differ from the corpus counts"

@@ -48,13 +48,19 @@ class MultiHeadAttention(nn.Module):
         self.out = nn.Linear(d_model, d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, *, bias: Tensor | None = None,
-                rope: RotaryEmbedding | None = None, position_ids: Tensor | None = None,
-                key_mask: Tensor | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        *,
+        bias: Tensor | None = None,
+        rope: RotaryEmbedding | None = None,
+        position_ids: Tensor | None = None,
+        key_mask: Tensor | None = None,
+    ) -> Tensor:
         """``x`` (B, L, d); ``bias`` (H, L, L) or (B, H, L, L); ``key_mask`` (B, L), True=keep."""
         b, length, d = x.shape
-        q, k, v = self.qkv(x).view(b, length, 3, self.n_heads, self.head_dim).permute(
-            2, 0, 3, 1, 4
+        q, k, v = (
+            self.qkv(x).view(b, length, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         )  # each (B, H, L, h)
         if rope is not None:
             q, k = rope.apply(q, k, position_ids)
@@ -100,9 +106,19 @@ class TinyEncoder(nn.Module):
     ``encode`` returns the per-token outputs ``(B, L, d_model)``; ``pool`` the pooled ``(B, d)``.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, n_heads: int, n_layers: int, max_len: int,
-                 position: PositionArg = None, *, n_classes: int = 2, d_ff: int | None = None,
-                 dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        n_heads: int,
+        n_layers: int,
+        max_len: int,
+        position: PositionArg = None,
+        *,
+        n_classes: int = 2,
+        d_ff: int | None = None,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         if d_model % n_heads:
             raise PosgeomError(

@@ -38,8 +38,10 @@ _CLASSES: dict[str, type[PositionEmbedding]] = {
         LearnedPositionEmbedding,
     )
 }
-_DTYPES = {str(d).removeprefix("torch."): d for d in (torch.float16, torch.bfloat16,
-                                                     torch.float32, torch.float64)}
+_DTYPES = {
+    str(d).removeprefix("torch."): d
+    for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+}
 
 
 def save_module(module: nn.Module, path: str | os.PathLike) -> Path:
@@ -125,8 +127,9 @@ def _load_into(module: nn.Module, tensors: dict[str, torch.Tensor], path: Path) 
         module.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()})
 
 
-def load_module(path: str | os.PathLike, module: PositionEmbedding | None = None
-                ) -> PositionEmbedding:
+def load_module(
+    path: str | os.PathLike, module: PositionEmbedding | None = None
+) -> PositionEmbedding:
     """Load a module written by :func:`save_module`.
 
     With ``module=None`` the module is rebuilt from the metadata (class and constructor
@@ -142,8 +145,9 @@ def load_module(path: str | os.PathLike, module: PositionEmbedding | None = None
         try:
             module = cls.from_config(meta["config"], dtype=dtype)
         except (KeyError, TypeError, ValueError) as exc:
-            raise ArtifactError(f"{path}: cannot rebuild {cls.__name__} from {meta['config']}: "
-                                f"{exc}") from exc
+            raise ArtifactError(
+                f"{path}: cannot rebuild {cls.__name__} from {meta['config']}: {exc}"
+            ) from exc
     elif type(module) is not cls:
         raise ArtifactError(
             f"{path} holds a {cls.__name__}, cannot load it into a {type(module).__name__}"

@@ -168,8 +168,10 @@ class PositionEmbedding(nn.Module):
             ref = self._ref_tensor()
             ids = torch.arange(int(positions), device=ref.device)
         elif isinstance(positions, Tensor):
-            if positions.is_floating_point() or positions.is_complex() or (
-                positions.dtype == torch.bool
+            if (
+                positions.is_floating_point()
+                or positions.is_complex()
+                or (positions.dtype == torch.bool)
             ):
                 raise PosgeomError(
                     f"position ids must be an integer tensor, got dtype {positions.dtype}; "
@@ -266,11 +268,20 @@ class AbsolutePositionEmbedding(PositionEmbedding):
         self.has_gower = False
         self.register_buffer("extension", t.new_zeros((0, self.dim)))
 
-    def _set_gower(self, coords: np.ndarray, eigenvalues: np.ndarray, train_sq: np.ndarray,
-                   placement: np.ndarray) -> None:
+    def _set_gower(
+        self,
+        coords: np.ndarray,
+        eigenvalues: np.ndarray,
+        train_sq: np.ndarray,
+        placement: np.ndarray,
+    ) -> None:
         self.has_gower = True
-        for name, arr in (("gower_coordinates", coords), ("gower_eigenvalues", eigenvalues),
-                          ("gower_train_sq", train_sq), ("gower_placement", placement)):
+        for name, arr in (
+            ("gower_coordinates", coords),
+            ("gower_eigenvalues", eigenvalues),
+            ("gower_train_sq", train_sq),
+            ("gower_placement", placement),
+        ):
             self.register_buffer(name, torch.from_numpy(np.array(arr, dtype=np.float64)))
 
     @classmethod
@@ -375,8 +386,9 @@ class AbsolutePositionEmbedding(PositionEmbedding):
     @classmethod
     def from_config(cls, cfg: dict[str, Any], dtype: torch.dtype | None = None):
         n, d = int(cfg["n"]), int(cfg["d"])
-        mod = cls(torch.zeros(n, d), trainable=bool(cfg["trainable"]), beyond=cfg["beyond"],
-                  dtype=dtype)
+        mod = cls(
+            torch.zeros(n, d), trainable=bool(cfg["trainable"]), beyond=cfg["beyond"], dtype=dtype
+        )
         if cfg.get("has_gower"):
             r = int(cfg["gower_rank"])
             mod._set_gower(np.zeros((n, r)), np.ones(r), np.zeros((n, n)), np.zeros((d, r)))
@@ -479,8 +491,9 @@ class LowRankPositionEmbedding(PositionEmbedding):
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any], dtype: torch.dtype | None = None):
-        return cls(int(cfg["n"]), int(cfg["d"]), int(cfg["rank"]), beyond=cfg["beyond"],
-                   dtype=dtype)
+        return cls(
+            int(cfg["n"]), int(cfg["d"]), int(cfg["rank"]), beyond=cfg["beyond"], dtype=dtype
+        )
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", rank={self.rank}"
@@ -512,8 +525,15 @@ class SinusoidalPositionEmbedding(PositionEmbedding):
 
     _allowed_policies = ("compute", "error", "interpolate")
 
-    def __init__(self, n: int, d: int, base: float = 10000.0, *, beyond: str = "compute",
-                 dtype: torch.dtype | None = None) -> None:
+    def __init__(
+        self,
+        n: int,
+        d: int,
+        base: float = 10000.0,
+        *,
+        beyond: str = "compute",
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
         self._init_common(n, d, beyond)
         if not base > 1:
@@ -535,8 +555,9 @@ class SinusoidalPositionEmbedding(PositionEmbedding):
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any], dtype: torch.dtype | None = None):
-        return cls(int(cfg["n"]), int(cfg["d"]), float(cfg["base"]), beyond=cfg["beyond"],
-                   dtype=dtype)
+        return cls(
+            int(cfg["n"]), int(cfg["d"]), float(cfg["base"]), beyond=cfg["beyond"], dtype=dtype
+        )
 
 
 class LearnedPositionEmbedding(PositionEmbedding):
@@ -546,8 +567,15 @@ class LearnedPositionEmbedding(PositionEmbedding):
     ``initializer_range=0.02``. ``forward(ids (..., L)) -> (..., L, d)``.
     """
 
-    def __init__(self, n: int, d: int, *, beyond: str = "error", dtype: torch.dtype | None = None,
-                 generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        n: int,
+        d: int,
+        *,
+        beyond: str = "error",
+        dtype: torch.dtype | None = None,
+        generator: torch.Generator | None = None,
+    ) -> None:
         super().__init__()
         self._init_common(n, d, beyond)
         self.embedding = nn.Embedding(n, d, dtype=dtype)

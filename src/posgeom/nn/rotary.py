@@ -51,8 +51,9 @@ class RotaryEmbedding(nn.Module):
     ``(cos, sin)`` of shape ``(*position_ids.shape, h)`` in float32.
     """
 
-    def __init__(self, head_dim: int, base: float = 10000.0, scaling: dict[str, Any] | None = None
-                 ) -> None:
+    def __init__(
+        self, head_dim: int, base: float = 10000.0, scaling: dict[str, Any] | None = None
+    ) -> None:
         super().__init__()
         if not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
             raise PosgeomError(f"head_dim must be a positive even int, got {head_dim!r}")
@@ -76,8 +77,9 @@ class RotaryEmbedding(nn.Module):
         inv = 1.0 / (eff_base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
         self.register_buffer("inv_freq", (inv / factor).to(torch.float32), persistent=False)
 
-    def forward(self, position_ids: Tensor, dtype: torch.dtype = torch.float32
-                ) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, position_ids: Tensor, dtype: torch.dtype = torch.float32
+    ) -> tuple[Tensor, Tensor]:
         """``(cos, sin)``, each ``(*position_ids.shape, head_dim)`` in ``dtype`` (float32+)."""
         if position_ids.is_floating_point():
             raise PosgeomError("position_ids must be an integer tensor (torch.long)")
@@ -85,8 +87,9 @@ class RotaryEmbedding(nn.Module):
         emb = torch.cat((freqs, freqs), dim=-1)
         return emb.cos(), emb.sin()
 
-    def apply(self, q: Tensor, k: Tensor, position_ids: Tensor | None = None
-              ) -> tuple[Tensor, Tensor]:
+    def apply(
+        self, q: Tensor, k: Tensor, position_ids: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         """Rotate queries and keys.
 
         Args:

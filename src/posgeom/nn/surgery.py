@@ -27,8 +27,14 @@ __all__ = ["PositionAdapter", "find_position_embeddings", "install_position_embe
 class PositionAdapter(nn.Module):
     """``position_ids (B, L) -> (B, L, H)`` through a posgeom module and an optional projection."""
 
-    def __init__(self, module: PositionEmbedding, hidden_size: int, *, offset: int = 0,
-                 project_to_hidden: bool = True) -> None:
+    def __init__(
+        self,
+        module: PositionEmbedding,
+        hidden_size: int,
+        *,
+        offset: int = 0,
+        project_to_hidden: bool = True,
+    ) -> None:
         super().__init__()
         self.module = module
         self.offset = int(offset)
@@ -114,8 +120,9 @@ def install_position_embedding(
     if position_offset is None:
         pad = getattr(emb, "padding_idx", None)
         position_offset = (int(pad) + 1) if pad is not None else 0
-    adapter = PositionAdapter(module, hidden, offset=position_offset,
-                              project_to_hidden=project_to_hidden)
+    adapter = PositionAdapter(
+        module, hidden, offset=position_offset, project_to_hidden=project_to_hidden
+    )
     if ref is not None:
         adapter = adapter.to(device=ref.device)
         if ref.dtype != torch.float32 and ref.is_floating_point():

@@ -60,12 +60,22 @@ def order_task(n_samples: int, seq_len: int, vocab_size: int, *, seed: int = 0) 
     tokens = np.stack([tok, swapped], axis=1).reshape(n_samples, seq_len)
     labels = np.stack([lab, 1 - lab], axis=1).reshape(n_samples)
     perm = rng.permutation(n_samples)
-    return OrderTask(torch.from_numpy(tokens[perm].astype(np.int64)),
-                     torch.from_numpy(labels[perm].astype(np.int64)))
+    return OrderTask(
+        torch.from_numpy(tokens[perm].astype(np.int64)),
+        torch.from_numpy(labels[perm].astype(np.int64)),
+    )
 
 
-def fit_classifier(model: nn.Module, tokens: Tensor, labels: Tensor, *, steps: int,
-                   lr: float = 3e-3, batch_size: int = 64, seed: int = 0) -> list[float]:
+def fit_classifier(
+    model: nn.Module,
+    tokens: Tensor,
+    labels: Tensor,
+    *,
+    steps: int,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+    seed: int = 0,
+) -> list[float]:
     """AdamW on cross-entropy for ``steps`` minibatches (seeded sampling); returns the losses."""
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)

@@ -95,8 +95,18 @@ class TrainConfig:
                 f"unknown encoding {self.encoding!r}; known encodings: {', '.join(ENCODINGS)} "
                 "(and 'pretrained' with model='minilm')"
             )
-        for name in ("epochs", "d_model", "n_heads", "n_layers", "max_len", "batch_size", "rank",
-                     "threads", "order_samples", "vocab_min_count"):
+        for name in (
+            "epochs",
+            "d_model",
+            "n_heads",
+            "n_layers",
+            "max_len",
+            "batch_size",
+            "rank",
+            "threads",
+            "order_samples",
+            "vocab_min_count",
+        ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "epochs" else 1):
                 raise PosgeomError(f"{name} must be a positive integer, got {v!r}")
@@ -121,8 +131,9 @@ class TrainConfig:
                 f"{self.max_len - 1} coordinates; choose rank <= {self.max_len - 1}"
             )
         if self.max_len < 3:
-            raise PosgeomError(f"max_len must be >= 3 (the geometry needs 3 positions), got "
-                               f"{self.max_len}")
+            raise PosgeomError(
+                f"max_len must be >= 3 (the geometry needs 3 positions), got {self.max_len}"
+            )
         if not (0.0 < self.mlm_probability < 1.0):
             raise PosgeomError(f"mlm_probability must be in (0, 1), got {self.mlm_probability}")
         if not (self.lr > 0 and self.weight_decay >= 0 and 0 <= self.dropout < 1):
@@ -143,4 +154,3 @@ class TrainConfig:
         if self.train_positions is not None:
             return bool(self.train_positions)
         return self.encoding in ("learned", "low_rank_mds", "pretrained")
-

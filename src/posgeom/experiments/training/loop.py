@@ -152,12 +152,14 @@ def train(
     steps = min(steps_full, cfg.steps_per_epoch or steps_full)
     tqdm = require("tqdm", "torch").tqdm
 
-    def record(epoch: int, n_steps: int, tl: float | None, ta: float | None, secs: float
-               ) -> EpochRecord:
+    def record(
+        epoch: int, n_steps: int, tl: float | None, ta: float | None, secs: float
+    ) -> EpochRecord:
         el, ea = evaluate(model, cfg, prep.eval_ids, prep.eval_labels)
         g = geometry_scores(position_geometry(model, cfg, target), target, seed=cfg.seed)
-        rec = EpochRecord(epoch, n_steps, tl, ta, el, ea, g["separation"], g["stress"],
-                          g["violation_rate"], secs)
+        rec = EpochRecord(
+            epoch, n_steps, tl, ta, el, ea, g["separation"], g["stress"], g["violation_rate"], secs
+        )
         history.append(rec)
         with open(out / LOG, "a", encoding="utf-8") as fh:
             fh.write(_json_line(rec) + "\n")
@@ -172,8 +174,12 @@ def train(
         te = time.perf_counter()
         tl, ta = train_epoch(model, opt, cfg, prep, epoch, steps, tqdm)
         rec = record(epoch, steps, tl, ta, time.perf_counter() - te)
-        meta = {"config": dataclasses.asdict(cfg), "fingerprint": cfg.fingerprint(),
-                "epoch": epoch, "history": [r.as_dict() for r in history]}
+        meta = {
+            "config": dataclasses.asdict(cfg),
+            "fingerprint": cfg.fingerprint(),
+            "epoch": epoch,
+            "history": [r.as_dict() for r in history],
+        }
         save_checkpoint(ckpt, model, opt, meta)
         log.info("%s", _json_line(rec))
     result = {
@@ -184,10 +190,20 @@ def train(
         "vocab_size": prep.vocab_size,
         "n_parameters": int(sum(p.numel() for p in model.parameters())),
         "n_position_parameters": n_position_parameters(model),
-        "target": {"n": int(target.shape[0]), "hellinger": "chord",
-                   "corpus_sequences": len(prep.count_ids)},
+        "target": {
+            "n": int(target.shape[0]),
+            "hellinger": "chord",
+            "corpus_sequences": len(prep.count_ids),
+        },
         "seconds_this_call": time.perf_counter() - t0,
     }
     write_json(out / "result.json", result, indent=2)
-    return TrainResult(cfg, history, out, model, target, resumed_from=start,
-                       extras={"n_train": n_train, "geometry": geometry})
+    return TrainResult(
+        cfg,
+        history,
+        out,
+        model,
+        target,
+        resumed_from=start,
+        extras={"n_train": n_train, "geometry": geometry},
+    )

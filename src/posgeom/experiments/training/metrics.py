@@ -35,8 +35,7 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
     from posgeom.corpus.counting import count_positions
     from posgeom.pipeline import analyze_counts
 
-    counts = count_positions(prep.count_ids, max_positions=cfg.max_len,
-                             vocab_size=prep.count_vocab)
+    counts = count_positions(prep.count_ids, max_positions=cfg.max_len, vocab_size=prep.count_vocab)
     totals = np.asarray(counts.totals)
     if (totals <= 0).any():
         first = int(np.flatnonzero(totals <= 0)[0])
@@ -45,8 +44,9 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
             f"reaches position {first} (n = {first} positions have samples); set max_len <= "
             f"{first}"
         )
-    return analyze_counts(counts, model_dim=model_dim, refine=False, noise=None, max_rank=1,
-                          seed=cfg.seed)
+    return analyze_counts(
+        counts, model_dim=model_dim, refine=False, noise=None, max_rank=1, seed=cfg.seed
+    )
 
 
 def position_geometry(model: Any, cfg: TrainConfig, target: np.ndarray) -> Any:
@@ -87,4 +87,3 @@ def geometry_scores(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict
         "stress": stress_scores(encoding, target).as_dict(),
         "violation_rate": monotonicity_violation_rate(encoding, target, seed=seed).rate,
     }
-

@@ -32,8 +32,17 @@ def build_model(cfg: TrainConfig, vocab_size: int, geometry: Any = None) -> Any:
     if cfg.model == "minilm":
         return _MiniLMClassifier(cfg)
     pos = position_encoding(cfg, geometry)
-    encoder = TinyEncoder(vocab_size, cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.max_len, pos,
-                          n_classes=2, d_ff=cfg.d_ff, dropout=cfg.dropout)
+    encoder = TinyEncoder(
+        vocab_size,
+        cfg.d_model,
+        cfg.n_heads,
+        cfg.n_layers,
+        cfg.max_len,
+        pos,
+        n_classes=2,
+        d_ff=cfg.d_ff,
+        dropout=cfg.dropout,
+    )
     if cfg.task == "imdb-mlm":
         return _MaskedLM(encoder, vocab_size)
     return encoder
@@ -75,8 +84,7 @@ def position_encoding(cfg: TrainConfig, geometry: Any = None) -> Any:
             raise PosgeomError(f"encoding {enc!r} needs the corpus geometry (an MDS result)")
         mds = geometry.mds
         if enc == "mds":
-            pos = AbsolutePositionEmbedding.from_mds(mds, trainable=False,
-                                                     dtype=torch.float32)
+            pos = AbsolutePositionEmbedding.from_mds(mds, trainable=False, dtype=torch.float32)
         else:
             pos = LowRankPositionEmbedding.from_mds(mds, cfg.rank, dtype=torch.float32)
     elif enc == "random":
@@ -125,7 +133,8 @@ def _lazy_modules() -> tuple[type, type]:
             transformers = require("transformers", "hf")
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             self.bert = transformers.AutoModel.from_pretrained(
-                str(minilm_path()), local_files_only=True, trust_remote_code=False)
+                str(minilm_path()), local_files_only=True, trust_remote_code=False
+            )
             hidden = int(self.bert.config.hidden_size)
             if cfg.max_len > int(self.bert.config.max_position_embeddings):
                 raise PosgeomError(
@@ -170,4 +179,3 @@ def n_position_parameters(model: Any) -> int:
     if pos is None:
         return 0
     return int(sum(p.numel() for p in pos.parameters() if p.requires_grad))
-

@@ -49,12 +49,19 @@ def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]
             for enc, r in rows.items():
                 x = np.mean(r[f"stress_{kind}"])
                 ax.errorbar(x, r["accuracy_mean"], yerr=r["accuracy_sd"], fmt="o", capsize=3)
-                ax.annotate(enc, (x, r["accuracy_mean"]), textcoords="offset points",
-                            xytext=(4, 4), fontsize=8)
+                ax.annotate(
+                    enc,
+                    (x, r["accuracy_mean"]),
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    fontsize=8,
+                )
             c = summary["spearman_accuracy_vs_stress"][kind]["encoding_means"]
-            ax.set_title(f"{kind} stress: Spearman rho = {c['rho']:.2f} "
-                         f"[{c['ci_low']:.2f}, {c['ci_high']:.2f}], p = {c['p_value']:.2f}",
-                         fontsize=9)
+            ax.set_title(
+                f"{kind} stress: Spearman rho = {c['rho']:.2f} "
+                f"[{c['ci_low']:.2f}, {c['ci_high']:.2f}], p = {c['p_value']:.2f}",
+                fontsize=9,
+            )
             ax.set_xlabel(f"{kind} stress vs SST-2 Hellinger geometry (final epoch)")
             ax.set_ylabel("validation accuracy (mean ± sd over seeds)")
             if logx:
@@ -66,19 +73,25 @@ def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]
         curves = r["curves"]
         ep = [h["epoch"] for h in curves[0]]
         for ax, key in zip(axes, ("eval_accuracy", "separation", "stress"), strict=True):
-            vals = np.array([[h[key]["scale_optimal"] if key == "stress" else h[key]
-                              for h in c] for c in curves])
+            vals = np.array(
+                [
+                    [h[key]["scale_optimal"] if key == "stress" else h[key] for h in c]
+                    for c in curves
+                ]
+            )
             ax.plot(ep, vals.mean(0), marker=".", label=enc)
-    _epoch_axes(axes, ("validation accuracy", "separation margin min ||p_i - p_j||",
-                       "scale-optimal stress"))
+    _epoch_axes(
+        axes, ("validation accuracy", "separation margin min ||p_i - p_j||", "scale-optimal stress")
+    )
     axes[1].set_yscale("symlog", linthresh=1e-2)
     axes[0].legend(fontsize=7)
     paths.append(_save(plt, fig, out / "curves.png"))
     return paths
 
 
-def plot_run_logs(runs: dict[str, str | os.PathLike], path: str | os.PathLike, *,
-                  title: str = "") -> Path:
+def plot_run_logs(
+    runs: dict[str, str | os.PathLike], path: str | os.PathLike, *, title: str = ""
+) -> Path:
     """One PNG with per-epoch loss, eval accuracy, separation margin and stresses of run folders.
 
     ``runs`` maps a label to a :func:`train` output folder (its ``log.jsonl`` is read).
@@ -91,12 +104,16 @@ def plot_run_logs(runs: dict[str, str | os.PathLike], path: str | os.PathLike, *
         axes[0].plot(ep, [r["eval_loss"] for r in recs], marker=".", label=label)
         axes[1].plot(ep, [r["eval_accuracy"] for r in recs], marker=".", label=label)
         axes[2].plot(ep, [r["separation"] for r in recs], marker=".", label=label)
-        axes[3].plot(ep, [r["stress"]["scale_optimal"] for r in recs], marker=".",
-                     label=f"{label} (scale-optimal)")
-        axes[3].plot(ep, [r["stress"]["paper"] for r in recs], ls="--", marker=".",
-                     label=f"{label} (paper)")
-    _epoch_axes(axes, ("eval loss", "eval accuracy", "separation min ||p_i - p_j||",
-                       "stress vs D"))
+        axes[3].plot(
+            ep,
+            [r["stress"]["scale_optimal"] for r in recs],
+            marker=".",
+            label=f"{label} (scale-optimal)",
+        )
+        axes[3].plot(
+            ep, [r["stress"]["paper"] for r in recs], ls="--", marker=".", label=f"{label} (paper)"
+        )
+    _epoch_axes(axes, ("eval loss", "eval accuracy", "separation min ||p_i - p_j||", "stress vs D"))
     axes[2].set_ylim(bottom=0)
     axes[3].set_yscale("log")
     axes[3].legend(fontsize=7)

@@ -18,8 +18,16 @@ from typing import Any
 
 from posgeom._errors import ArtifactError, PosgeomError
 
-__all__ = ["CHECKPOINT", "FORMAT", "LOG", "load_checkpoint", "read_log", "restore",
-           "save_checkpoint", "write_json"]
+__all__ = [
+    "CHECKPOINT",
+    "FORMAT",
+    "LOG",
+    "load_checkpoint",
+    "read_log",
+    "restore",
+    "save_checkpoint",
+    "write_json",
+]
 
 CHECKPOINT = "checkpoint.safetensors"
 LOG = "log.jsonl"
@@ -32,15 +40,21 @@ def save_checkpoint(path: Path, model: Any, opt: Any, meta: dict[str, Any]) -> N
 
     from posgeom.artifacts import atomic_path
 
-    tensors = {f"model.{k}": v.detach().contiguous().clone().cpu()
-               for k, v in model.state_dict().items()}
+    tensors = {
+        f"model.{k}": v.detach().contiguous().clone().cpu() for k, v in model.state_dict().items()
+    }
     state = opt.state_dict()
     for idx, st in state["state"].items():
         for key, val in st.items():
             tensors[f"optim.{idx}.{key}"] = val.detach().reshape(-1).contiguous().clone().cpu()
-    meta = {**meta, "format": FORMAT, "param_groups": state["param_groups"],
-            "step_shapes": {f"{i}.{k}": list(v.shape) for i, st in state["state"].items()
-                            for k, v in st.items()}}
+    meta = {
+        **meta,
+        "format": FORMAT,
+        "param_groups": state["param_groups"],
+        "step_shapes": {
+            f"{i}.{k}": list(v.shape) for i, st in state["state"].items() for k, v in st.items()
+        },
+    }
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={"posgeom": json.dumps(meta, sort_keys=True)})
 
@@ -55,8 +69,9 @@ def load_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             raw = (f.metadata() or {}).get("posgeom")
         tensors = load_file(str(path))
     except Exception as exc:
-        raise ArtifactError(f"{path} is not a readable checkpoint ({exc}); delete it to restart"
-                            ) from exc
+        raise ArtifactError(
+            f"{path} is not a readable checkpoint ({exc}); delete it to restart"
+        ) from exc
     if raw is None:
         raise ArtifactError(f"{path} has no posgeom metadata; delete it to restart")
     meta = json.loads(raw)
@@ -67,7 +82,7 @@ def load_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def restore(model: Any, opt: Any, meta: dict[str, Any], tensors: dict[str, Any]) -> None:
     """Load a checkpoint's tensors into ``model`` and ``opt``."""
-    state_dict = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
+    state_dict = {k[len("model.") :]: v for k, v in tensors.items() if k.startswith("model.")}
     model.load_state_dict(state_dict)
     state: dict[int, dict[str, Any]] = {}
     for name, val in tensors.items():
@@ -77,8 +92,6 @@ def restore(model: Any, opt: Any, meta: dict[str, Any], tensors: dict[str, Any])
         shape = meta["step_shapes"][f"{idx}.{key}"]
         state.setdefault(int(idx), {})[key] = val.reshape(shape)
     opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
-
-
 
 
 def write_json(path: Path, obj: Any, *, indent: int) -> None:

@@ -95,7 +95,7 @@ def rank_correlation(
         if np.isfinite(r):
             boots.append(r)
     tail = (1 - confidence) / 2
-    lo, hi = (np.quantile(boots, [tail, 1 - tail]) if boots else (float("nan"),) * 2)
+    lo, hi = np.quantile(boots, [tail, 1 - tail]) if boots else (float("nan"),) * 2
     rs, ra, den = _centred_ranks(s_mean, a_mean)
     exact = k <= 9
     if den == 0:
@@ -108,4 +108,3 @@ def rank_correlation(
         null = (ra[perms] @ rs) / den
         p = float(np.mean(np.abs(null) >= abs(rho) - 1e-12))
     return RankCorrelation(rho, float(lo), float(hi), p, k, len(boots), exact)
-

@@ -46,8 +46,9 @@ def _mask_tokens(tok: Any, attn: Any, prob: float, gen: Any) -> tuple[Any, Any]:
     return tok.masked_fill(chosen, MASK_ID), labels
 
 
-def _batch_loss(model: Any, cfg: TrainConfig, seqs: list[list[int]], labels: np.ndarray | None,
-                gen: Any) -> tuple[Any, int, int]:
+def _batch_loss(
+    model: Any, cfg: TrainConfig, seqs: list[list[int]], labels: np.ndarray | None, gen: Any
+) -> tuple[Any, int, int]:
     """``(mean loss, n correct, n predictions)`` of one batch."""
     import torch
     from torch import nn
@@ -81,8 +82,9 @@ class _Totals:
         return self.loss / self.n, self.correct / self.n
 
 
-def evaluate(model: Any, cfg: TrainConfig, ids: list[list[int]], labels: np.ndarray | None
-             ) -> tuple[float, float]:
+def evaluate(
+    model: Any, cfg: TrainConfig, ids: list[list[int]], labels: np.ndarray | None
+) -> tuple[float, float]:
     """``(mean loss, accuracy)`` of ``model`` on ``ids`` (batches of ``max(batch_size, 64)``)."""
     import torch
 
@@ -92,8 +94,8 @@ def evaluate(model: Any, cfg: TrainConfig, ids: list[list[int]], labels: np.ndar
     bs = max(cfg.batch_size, 64)
     with torch.no_grad():
         for s in range(0, len(ids), bs):
-            lab = None if labels is None else labels[s: s + bs]
-            totals.add(*_batch_loss(model, cfg, ids[s: s + bs], lab, gen))
+            lab = None if labels is None else labels[s : s + bs]
+            totals.add(*_batch_loss(model, cfg, ids[s : s + bs], lab, gen))
     return totals.means()
 
 
@@ -102,8 +104,9 @@ def epoch_seeds(cfg: TrainConfig, epoch: int) -> tuple[np.random.Generator, int]
     return np.random.default_rng([cfg.seed, epoch]), cfg.seed * 1_000_003 + epoch
 
 
-def train_epoch(model: Any, opt: Any, cfg: TrainConfig, prep: Prepared, epoch: int, steps: int,
-                tqdm: Any) -> tuple[float, float]:
+def train_epoch(
+    model: Any, opt: Any, cfg: TrainConfig, prep: Prepared, epoch: int, steps: int, tqdm: Any
+) -> tuple[float, float]:
     """``steps`` AdamW steps of epoch ``epoch``; ``(mean train loss, train accuracy)``."""
     import torch
 
@@ -113,10 +116,14 @@ def train_epoch(model: Any, opt: Any, cfg: TrainConfig, prep: Prepared, epoch: i
     order = rng.permutation(len(prep.train_ids))
     model.train()
     totals = _Totals()
-    bar = tqdm(range(steps), desc=f"{cfg.task}/{cfg.encoding} s{cfg.seed} e{epoch}",
-               disable=not cfg.progress, leave=False)
+    bar = tqdm(
+        range(steps),
+        desc=f"{cfg.task}/{cfg.encoding} s{cfg.seed} e{epoch}",
+        disable=not cfg.progress,
+        leave=False,
+    )
     for b in bar:
-        idx = order[b * cfg.batch_size: (b + 1) * cfg.batch_size]
+        idx = order[b * cfg.batch_size : (b + 1) * cfg.batch_size]
         lab = None if prep.train_labels is None else prep.train_labels[idx]
         loss, c, m = _batch_loss(model, cfg, [prep.train_ids[i] for i in idx], lab, gen)
         opt.zero_grad(set_to_none=True)

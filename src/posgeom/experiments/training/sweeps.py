@@ -34,16 +34,22 @@ log = logging.getLogger("posgeom")
 SWEEP_ENCODINGS = ENCODINGS
 
 
-def _run_grid(base: TrainConfig, encodings: Sequence[str], seeds: Sequence[int],
-              output: Path) -> dict[str, list[TrainResult]]:
+def _run_grid(
+    base: TrainConfig, encodings: Sequence[str], seeds: Sequence[int], output: Path
+) -> dict[str, list[TrainResult]]:
     results: dict[str, list[TrainResult]] = {}
     for enc in encodings:
         for s in seeds:
             cfg = dataclasses.replace(base, encoding=enc, seed=int(s))
             t = time.perf_counter()
             res = train(cfg, output / "runs" / f"{enc}-s{s}")
-            log.info("%s seed %d: eval accuracy %.4f (%.1f s)", enc, s, res.final.eval_accuracy,
-                     time.perf_counter() - t)
+            log.info(
+                "%s seed %d: eval accuracy %.4f (%.1f s)",
+                enc,
+                s,
+                res.final.eval_accuracy,
+                time.perf_counter() - t,
+            )
             results.setdefault(enc, []).append(res)
     return results
 
@@ -80,17 +86,26 @@ def _correlations(rows: dict[str, dict[str, Any]], n_boot: int) -> dict[str, Any
         c = rank_correlation(st, acc, n_boot=n_boot, seed=0)
         flat_s = [v for g in st for v in g]
         flat_a = [v for g in acc for v in g]
-        per_run = rank_correlation([[v] for v in flat_s], [[v] for v in flat_a], n_boot=0,
-                                   n_perm=20_000, seed=0)
-        corr[kind] = {"encoding_means": c.as_dict(),
-                      "single_runs": {"rho": per_run.rho, "p_value": per_run.p_value,
-                                      "n": per_run.n_groups}}
+        per_run = rank_correlation(
+            [[v] for v in flat_s], [[v] for v in flat_a], n_boot=0, n_perm=20_000, seed=0
+        )
+        corr[kind] = {
+            "encoding_means": c.as_dict(),
+            "single_runs": {"rho": per_run.rho, "p_value": per_run.p_value, "n": per_run.n_groups},
+        }
     return corr
 
 
-def _experiment(name: str, task: str, output: str | os.PathLike, base: TrainConfig,
-                encodings: Sequence[str], seeds: Sequence[int], plots: bool,
-                n_boot: int | None) -> dict[str, Any]:
+def _experiment(
+    name: str,
+    task: str,
+    output: str | os.PathLike,
+    base: TrainConfig,
+    encodings: Sequence[str],
+    seeds: Sequence[int],
+    plots: bool,
+    n_boot: int | None,
+) -> dict[str, Any]:
     """Train the grid, summarise it (with correlations unless ``n_boot`` is None), write files."""
     from posgeom.artifacts import atomic_write_text
 
@@ -100,8 +115,12 @@ def _experiment(name: str, task: str, output: str | os.PathLike, base: TrainConf
     out = Path(output)
     t0 = time.perf_counter()
     rows = _summarise(_run_grid(base, encodings, seeds, out))
-    summary: dict[str, Any] = {"config": dataclasses.asdict(base), "encodings": list(rows),
-                               "seeds": list(seeds), "per_encoding": rows}
+    summary: dict[str, Any] = {
+        "config": dataclasses.asdict(base),
+        "encodings": list(rows),
+        "seeds": list(seeds),
+        "per_encoding": rows,
+    }
     if n_boot is not None:
         summary["spearman_accuracy_vs_stress"] = _correlations(rows, n_boot)
     summary["seconds"] = time.perf_counter() - t0
@@ -129,8 +148,16 @@ def stress_vs_accuracy(
     with paper and scale-optimal stress, over encoding means and over single runs), ``table.md``
     and, with ``plots``, ``accuracy_vs_stress.png`` and ``curves.png``.
     """
-    return _experiment("stress_vs_accuracy", "sst2", output,
-                       base or TrainConfig(task="sst2", epochs=5), encodings, seeds, plots, n_boot)
+    return _experiment(
+        "stress_vs_accuracy",
+        "sst2",
+        output,
+        base or TrainConfig(task="sst2", epochs=5),
+        encodings,
+        seeds,
+        plots,
+        n_boot,
+    )
 
 
 def order_necessity(
@@ -146,9 +173,16 @@ def order_necessity(
     NoPE must stay at 50% (every bag of tokens comes with both labels); writes ``results.json``,
     ``table.md`` and ``curves.png`` like :func:`stress_vs_accuracy`.
     """
-    return _experiment("order_necessity", "order", output,
-                       base or TrainConfig(task="order", max_len=16, epochs=5), encodings, seeds,
-                       plots, None)
+    return _experiment(
+        "order_necessity",
+        "order",
+        output,
+        base or TrainConfig(task="order", max_len=16, epochs=5),
+        encodings,
+        seeds,
+        plots,
+        None,
+    )
 
 
 def sweep_table(summary: dict[str, Any]) -> str:
@@ -167,11 +201,16 @@ def sweep_table(summary: dict[str, Any]) -> str:
         )
     corr = summary.get("spearman_accuracy_vs_stress")
     if corr:
-        lines += ["", "| stress kind | Spearman rho (encoding means) | 95% bootstrap CI | "
-                  "exact permutation p | rho (single runs) | p (single runs) |",
-                  "|---|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            "| stress kind | Spearman rho (encoding means) | 95% bootstrap CI | "
+            "exact permutation p | rho (single runs) | p (single runs) |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
         for kind, c in corr.items():
             m, r = c["encoding_means"], c["single_runs"]
-            lines.append(f"| {kind} | {m['rho']:.3f} | [{m['ci_low']:.3f}, {m['ci_high']:.3f}] "
-                         f"| {m['p_value']:.3f} | {r['rho']:.3f} | {r['p_value']:.3f} |")
+            lines.append(
+                f"| {kind} | {m['rho']:.3f} | [{m['ci_low']:.3f}, {m['ci_high']:.3f}] "
+                f"| {m['p_value']:.3f} | {r['rho']:.3f} | {r['p_value']:.3f} |"
+            )
     return "\n".join(lines) + "\n"
