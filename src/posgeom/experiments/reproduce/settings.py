@@ -1,0 +1,61 @@
+"""Settings of the paper reproduction: corpora, the paper's numbers, the choice of n."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+LENGTH_QUANTILE = 0.95
+MODEL_DIM = 768
+SYNTH = {"n": 32, "d": 128, "vocab": 64, "sequences": 10_000, "kind": "three_regimes"}
+CORPORA = (  # key, title, path under --data, counting cap
+    (
+        "sst2_glue",
+        "SST-2 (GLUE train, 67,349 phrases and sentences)",
+        "sst2/glue/train.tsv.gz",
+        128,
+    ),
+    (
+        "sst2_sentence",
+        "SST-2 (sentence-level train, 6,920 sentences)",
+        "sst2/sentence/train.tsv.gz",
+        128,
+    ),
+    ("imdb", "IMDB (train, 25,000 reviews)", "imdb/train.jsonl.gz", 512),
+)
+PAPER = {
+    "alibi_sst2": 0.563,
+    "sinusoidal_sst2": 272.0,
+    "rope_sst2": 279.0,
+    "rank3_stress_cut": 0.998,
+    "rank3_param_cut": 0.88,
+    "sst2_low_rank_param_cut": 0.90,
+    "violation_mds": 0.22,
+    "violation_random": 0.50,
+    "violation_pretrained": 0.254,
+}
+NEAR_ZERO = 0.01  # "near-zero" paper stress
+
+
+def choose_n(
+    totals: np.ndarray,
+    n_sequences: int,
+    *,
+    quantile: float = LENGTH_QUANTILE,
+    cap: int | None = None,
+) -> int:
+    """Positions reached by at least ``(1 - quantile)`` of the sequences (``totals[i]`` = number
+    of sequences longer than ``i``), i.e. the ``quantile`` of sequence lengths, at least 3."""
+    totals = np.asarray(totals)
+    if cap is not None:
+        totals = totals[:cap]
+    floor = (1.0 - quantile) * n_sequences
+    n = int(np.count_nonzero(totals >= floor * (1 - 1e-12)))
+    return max(3, n)
+
+
+def truncate_counts(counts: Any, n: int) -> Any:
+    totals = counts.totals[:n]
+    return replace(counts, counts=counts.counts[:n], totals=totals, n_tokens=int(totals.sum()))
