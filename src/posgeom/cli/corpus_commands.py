@@ -129,6 +129,8 @@ def counts_from_args(args: argparse.Namespace) -> Any:
         min_length=args.min_length,
         batch_size=args.batch_size,
     )
+    if getattr(args, "bootstrap", None) is not None:  # ``count --bootstrap B``
+        options.update(bootstrap=args.bootstrap, bootstrap_seed=args.bootstrap_seed)
     scaled = args.scheduler or (args.workers or 1) > 1 or args.job_dir or args.shard_lines
     log.info("counting %s (n = %d)", ", ".join(map(str, corpora)), args.max_positions)
     if scaled:
@@ -179,9 +181,10 @@ def counts_from_args(args: argparse.Namespace) -> Any:
 def _count(args: argparse.Namespace) -> int:
     counts = counts_from_args(args)
     path = counts.save(args.output)
+    reps = getattr(counts, "n_replicates", None)
     print(
         f"wrote {path} ({counts.n_sequences} sequences, {counts.max_positions} positions, "
-        f"vocabulary {counts.vocab_size})"
+        f"vocabulary {counts.vocab_size}" + (f", {reps} bootstrap replicates)" if reps else ")")
     )
     return 0
 
@@ -198,4 +201,14 @@ def register(sub: Any) -> None:
     p.add_argument(
         "-o", "--output", required=True, help="output file: counts.npz or counts.safetensors"
     )
+    b = p.add_argument_group("uncertainty: Poisson bootstrap over sequences (same pass)")
+    b.add_argument(
+        "--bootstrap",
+        type=int,
+        default=None,
+        metavar="B",
+        help="also count B Poisson-bootstrap replicates (each sequence weighted Poisson(1) "
+        "per replicate); 200 is a good choice for 95%% intervals",
+    )
+    b.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the replicate weights")
     p.set_defaults(handler=_count)

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -171,17 +171,39 @@ class PositionCounts:
             "options": self.options,
             "tokenizer": self.tokenizer,
             "fingerprint": self.fingerprint,
+            **self._extra_metadata(),
         }
-        return save_artifact(
-            path, {"counts": self.counts, "totals": self.totals}, meta, kind=_KIND, format=format
-        )
+        arrays = {"counts": self.counts, "totals": self.totals, **self._extra_arrays()}
+        return save_artifact(path, arrays, meta, kind=self._artifact_kind, format=format)
+
+    # a subclass (BootstrapCounts) stores more: its kind, arrays, metadata and fields from them
+    _artifact_kind: ClassVar[str] = _KIND
+
+    def _extra_arrays(self) -> dict[str, Any]:
+        return {}
+
+    def _extra_metadata(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def _extra_fields(cls, arrays: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+        return {}
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> PositionCounts:
-        """Load counts saved by :meth:`save`, verifying checksums and that totals are row sums."""
-        from posgeom.artifacts import load_artifact
+        """Load counts saved by :meth:`save`, verifying checksums and that totals are row sums.
 
-        arrays, meta = load_artifact(path, kind=_KIND)
+        A file of bootstrap counts (``posgeom count --bootstrap``) loads as
+        :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, a subclass.
+        """
+        from posgeom.artifacts import load_artifact, read_sidecar
+
+        if cls is PositionCounts and read_sidecar(path).get("kind") == "bootstrap_counts":
+            from posgeom.corpus.bootstrap import BootstrapCounts
+
+            return BootstrapCounts.load(path)
+
+        arrays, meta = load_artifact(path, kind=cls._artifact_kind)
         counts = sp.csr_matrix(arrays["counts"], dtype=np.int64)
         totals = np.asarray(arrays["totals"], dtype=np.int64)
         if not np.array_equal(np.asarray(counts.sum(axis=1)).ravel(), totals):
@@ -194,6 +216,7 @@ class PositionCounts:
             options=meta["options"],
             tokenizer=meta["tokenizer"],
             fingerprint=meta["fingerprint"],
+            **cls._extra_fields(arrays, meta),
         )
 
 
@@ -281,6 +304,19 @@ class _Counter:
 
     def add_flat(self, flat: np.ndarray, lengths: np.ndarray) -> None:
         """Count one batch given as concatenated ids (int64) and per-sequence lengths (int64)."""
+        key, _, _ = self.batch_keys(flat, lengths)
+        if key.size:
+            self.add_keys(key)
+
+    def batch_keys(
+        self, flat: np.ndarray, lengths: np.ndarray, *, with_sequence: bool = False
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """``(keys, sequence, kept)`` of one batch; updates ``n_sequences`` and the fingerprint.
+
+        ``keys``: ``tok * n + pos`` of every counted token; ``sequence``: the index in the batch
+        of each key's sequence (only ``with_sequence``, else None); ``kept``: boolean
+        ``(len(lengths),)``, the sequences counted.
+        """
         nb = lengths.size
         ids, lens2 = flat, lengths
         if self.specials is not None:
@@ -307,7 +343,8 @@ class _Counter:
         if not all_kept:
             ids, lens2 = ids[np.repeat(kept, lens2)], lens2[kept]
         if ids.size == 0:
-            return
+            return np.zeros(0, dtype=self.key_dtype), np.zeros(0, dtype=np.int64), kept
+        seq = np.repeat(np.flatnonzero(kept), lens2) if with_sequence else None
         ends = np.cumsum(lens2)
         at = np.arange(ids.size, dtype=np.int64)
         if self.align == "start":
@@ -320,6 +357,7 @@ class _Counter:
         if int(lens2.max()) > self.n:
             inside = pos < self.n
             tok, pos = tok[inside], pos[inside]
+            seq = None if seq is None else seq[inside]
         lo, hi = int(tok.min()), int(tok.max())
         if lo < 0:
             raise PosgeomError(f"negative token id {lo}; token ids must be >= 0")
@@ -334,6 +372,10 @@ class _Counter:
         key = tok.astype(self.key_dtype)  # a new array: ``tok`` may be the caller's buffer
         key *= self.n
         key += pos.astype(self.key_dtype, copy=False)
+        return key, seq, kept
+
+    def add_keys(self, key: np.ndarray) -> None:
+        """Buffer the keys of one batch (merged into the running counts when the buffer is full)."""
         self.buffer.append(key)
         self.buffered += key.size
         if self.buffered > self.flush_keys:
@@ -405,6 +447,7 @@ def _count(
     batch_size: int,
     progress: bool,
     tokenizer: dict[str, Any] | None,
+    bootstrap: dict[str, int] | None = None,
 ) -> PositionCounts:
     if not isinstance(max_positions, (int, np.integer)) or max_positions < 1:
         raise PosgeomError(f"max_positions must be a positive integer, got {max_positions!r}")
@@ -418,7 +461,7 @@ def _count(
             f"{min_length}, {batch_size}, {max_sequences}"
         )
     specials = sorted({int(i) for i in special_ids})
-    counter = _Counter(
+    args = (
         int(max_positions),
         vocab_size,
         None if include_special else np.asarray(specials, dtype=np.int64),
@@ -426,6 +469,12 @@ def _count(
         int(min_length),
         max_sequences,
     )
+    if bootstrap is None:
+        counter = _Counter(*args)
+    else:  # Poisson-bootstrap replicates counted in the same pass (posgeom.corpus.bootstrap)
+        from posgeom.corpus.bootstrap import BootstrapCounter
+
+        counter = BootstrapCounter(*args, **bootstrap)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -457,7 +506,7 @@ def _count(
         "min_length": int(min_length),
         "max_sequences": max_sequences,
     }
-    return PositionCounts(
+    base = PositionCounts(
         counts=counts,
         totals=totals,
         n_sequences=counter.n_sequences,
@@ -465,6 +514,13 @@ def _count(
         options=options,
         tokenizer=tokenizer,
         fingerprint=counter.hasher.hexdigest(),
+    )
+    return base if bootstrap is None else counter.finish(base)
+
+
+def _bootstrap(replicates: int | None, seed: int, stream: int) -> dict[str, int] | None:
+    return (
+        None if replicates is None else {"replicates": replicates, "seed": seed, "stream": stream}
     )
 
 
@@ -480,11 +536,18 @@ def count_positions(
     max_sequences: int | None = None,
     batch_size: int = 1024,
     progress: bool = False,
+    bootstrap: int | None = None,
+    bootstrap_seed: int = 0,
+    bootstrap_stream: int = 0,
 ) -> PositionCounts:
     """Count token ids per position (see the module docstring for the formula and conventions).
 
     ``sequences``: an iterable of token-id sequences (lists, tuples or 1-D integer arrays), consumed
     lazily. ``vocab_size=None`` infers ``max id + 1``. Returns :class:`PositionCounts`.
+
+    ``bootstrap=B`` also counts ``B`` Poisson-bootstrap replicates in the same pass (sequence
+    weights from ``bootstrap_seed`` and ``bootstrap_stream``) and returns a
+    :class:`~posgeom.corpus.bootstrap.BootstrapCounts`; see :mod:`posgeom.corpus.bootstrap`.
     """
     return _count(
         _flat_batches(sequences, batch_size),
@@ -498,6 +561,7 @@ def count_positions(
         batch_size=batch_size,
         progress=progress,
         tokenizer=None,
+        bootstrap=_bootstrap(bootstrap, bootstrap_seed, bootstrap_stream),
     )
 
 
@@ -521,6 +585,9 @@ def count_corpus(
     max_sequences: int | None = None,
     batch_size: int = 1024,
     progress: bool = False,
+    bootstrap: int | None = None,
+    bootstrap_seed: int = 0,
+    bootstrap_stream: int = 0,
 ) -> PositionCounts:
     """Read, tokenize in batches and count a corpus, streaming.
 
@@ -531,7 +598,8 @@ def count_corpus(
     tokenizer (``"word"``) is first fitted on the same corpus (one extra pass). ``vocab_size`` and
     ``special_ids`` default to the tokenizer's. Reader options: ``format``, ``text_column``,
     ``split``, ``limit`` (records read), ``pad_id``, ``separator_id``, ``token_dtype``. Counting
-    options are those of :func:`count_positions`.
+    options are those of :func:`count_positions` (``bootstrap``, ``bootstrap_seed`` and
+    ``bootstrap_stream`` included).
     """
     from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, read_texts, read_token_ids
     from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
@@ -585,4 +653,5 @@ def count_corpus(
         batch_size=batch_size,
         progress=progress,
         tokenizer=None if tok is None else tok.identity,
+        bootstrap=_bootstrap(bootstrap, bootstrap_seed, bootstrap_stream),
     )

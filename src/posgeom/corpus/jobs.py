@@ -298,10 +298,25 @@ def count_shard(
         )
     else:
         source = shard_texts(shard, options["text_column"])
+    if options.get("bootstrap") is not None:  # Poisson bootstrap: the shard index is the stream
+        kw.update(
+            bootstrap=options["bootstrap"],
+            bootstrap_seed=options["bootstrap_seed"],
+            bootstrap_stream=shard.index,
+        )
     try:
         return count_corpus(source, tok, progress=False, **kw)
     except PosgeomError as exc:
         if str(exc).startswith("no sequences to count"):
+            if options.get("bootstrap") is not None:
+                from posgeom.corpus.bootstrap import BootstrapCounts
+
+                return BootstrapCounts.empty(
+                    _empty(tok, options),
+                    options["bootstrap"],
+                    options["bootstrap_seed"],
+                    shard.index,
+                )
             return _empty(tok, options)
         raise
 
@@ -430,6 +445,8 @@ class CountJob:
         batch_size: int = 1024,
         max_sequences: int | None = None,
         limit: int | None = None,
+        bootstrap: int | None = None,
+        bootstrap_seed: int = 0,
     ) -> CountJob:
         """Check the arguments, plan the shards (or read the plan of ``job_dir``) and load the
         shards recorded there. Arguments as in :func:`count_resumable`."""
@@ -467,6 +484,11 @@ class CountJob:
             "separator_id": separator_id,
             "token_dtype": token_dtype,
         }
+        if bootstrap is not None:  # only then: manifests of plain jobs stay as they were
+            from posgeom.corpus.bootstrap import check_replicates
+
+            check_replicates(bootstrap)
+            options.update(bootstrap=bootstrap, bootstrap_seed=bootstrap_seed)
         tok_record, tok, spec = _tokenizer_record(tokenizer)
         args = _canonical(
             {
@@ -648,7 +670,8 @@ def count_resumable(
     ``options``: ``format``, ``text_column``, ``split``, ``pad_id``, ``separator_id``,
     ``token_dtype``, ``vocab_size``, ``include_special``, ``special_ids``, ``align``,
     ``min_length``, ``batch_size`` as in ``count_corpus`` (``max_sequences`` and ``limit`` are
-    refused: they are global). Returns the merged :class:`PositionCounts`, equal in counts,
+    refused: they are global); ``bootstrap=B`` and ``bootstrap_seed`` count Poisson-bootstrap
+    replicates, shard ``k`` with ``bootstrap_stream=k`` (see :mod:`posgeom.corpus.bootstrap`). Returns the merged :class:`PositionCounts`, equal in counts,
     totals, ``n_sequences`` and ``n_tokens`` to one ``count_corpus`` pass over the same corpus.
     """
     job = CountJob.prepare(

@@ -1,0 +1,367 @@
+"""Poisson bootstrap over sequences, counted in the same pass as the counts.
+
+Every counted sequence ``s`` gets ``B`` independent weights ``w_sb ~ Poisson(1)``; replicate ``b``
+counts each sequence ``w_sb`` times::
+
+    C_b[i, t] = sum_s w_sb [s_i = t],        totals_b[i] = sum_t C_b[i, t]
+
+(``s_i`` as in :mod:`posgeom.corpus.counting`: after special-token removal, alignment and
+truncation). As the corpus size grows this is the ordinary bootstrap over sequences (resampling
+whole sequences with replacement, Hanley & MacGibbon 2006; Chamandy et al. 2012 "Estimating
+uncertainty for massive data streams"), except that each replicate's number of sequences is
+itself random (``sum_s w_sb``, recorded as ``replicate_sequences``). Because a sequence's weights
+are fixed when it is read, ``B`` replicates cost one read of the corpus.
+
+**Weights are counter-based.** ``w_sb`` is a function of ``(seed, stream, index, b)`` only, where
+``index`` is the sequence's 0-based position in the input stream of one counting call (every
+sequence read, counted or not) and ``stream`` an integer naming that call::
+
+    h = mix(mix(mix(mix(seed) ^ stream) ^ index) ^ b)         (mix: the splitmix64 finaliser)
+    u = (h >> 11) / 2^53,   w_sb = min{k : F(k) > u}           (F: the Poisson(1) CDF)
+
+so weights never depend on ``batch_size``, on where a flush happens, on ``B`` (replicate ``b`` of
+``B = 100`` is replicate ``b`` of ``B = 200``) or on which worker counts the sequence.
+
+**Merging.** Replicate counts add like counts: for shards ``S_k`` counted with distinct streams,
+``C_b = sum_k C_b(S_k)`` exactly (integer sums), in any order. A sharded job (:mod:`jobs`,
+:mod:`distributed`) counts shard ``k`` with ``stream = k`` (its index in the shard plan), so its
+replicates are a deterministic function of ``(seed, shard plan)``: resuming, re-running or
+spreading the shards over Dask workers gives identical replicates. The consequence: a sharded
+job and a single ``count_corpus`` pass over the same file (``stream = 0``, indices running over
+the whole file) draw *different* weights: equally valid bootstrap replicates, with identical base
+counts, but not identical replicate counts; and changing ``shard_lines`` changes them too. Merging
+counts that share a stream is refused (their weights would be the same draws).
+
+**Storage.** A replicate is nonzero only where the base count is, so the replicates are a dense
+``(B, nnz)`` array aligned with ``counts.data`` (canonical CSR order), in the smallest unsigned
+integer type that holds them (``uint16`` for most corpora): ``2 B nnz`` bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.stats import poisson
+
+from posgeom._errors import PosgeomError
+from posgeom.corpus.counting import PositionCounts, _Counter
+
+__all__ = ["BootstrapCounts", "check_replicates", "poisson_weights"]
+
+_KIND = "bootstrap_counts"
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+# Poisson(1) CDF for k = 0 .. 20; P(K > 20) < 1e-19 is below the 2^-53 resolution of u
+_CDF = poisson.cdf(np.arange(21), 1.0)
+_BLOCK = 32  # replicates computed together (bounds the int64 work space to nnz * 32)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's output function on a uint64 array (wrapping arithmetic)."""
+    z = z + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def _check_int(value: Any, name: str, low: int, high: int = 2**63 - 1) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not low <= value <= high
+    ):
+        raise PosgeomError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    return int(value)
+
+
+def check_replicates(replicates: Any) -> int:
+    """``B`` as an int, or a :class:`PosgeomError` unless it is an integer >= 2."""
+    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)):
+        raise PosgeomError(f"bootstrap must be an integer number of replicates, got {replicates!r}")
+    if replicates < 2:
+        raise PosgeomError(
+            f"bootstrap needs at least 2 replicates, got {replicates}; use 200 or more for 95% "
+            "intervals"
+        )
+    return int(replicates)
+
+
+def poisson_weights(
+    index: np.ndarray,
+    *,
+    replicates: int | np.ndarray,
+    seed: int = 0,
+    stream: int = 0,
+) -> np.ndarray:
+    """Poisson(1) weights ``w[s, b]`` of the sequences ``index`` (see the module docstring).
+
+    ``index``: ``(m,)`` non-negative sequence indices of one stream; ``replicates``: ``B`` (the
+    replicates ``0 .. B-1``) or an array of replicate numbers. Returns ``(m, B)`` uint8.
+    """
+    seed = _check_int(seed, "seed", 0, 2**64 - 1)
+    stream = _check_int(stream, "stream", 0, 2**64 - 1)
+    reps = np.arange(replicates) if np.isscalar(replicates) else np.asarray(replicates)
+    base = _mix(_mix(np.array([seed], dtype=np.uint64)) ^ np.uint64(stream))
+    per_seq = _mix(base ^ np.asarray(index, dtype=np.uint64).reshape(-1))
+    h = _mix(per_seq[:, None] ^ reps.astype(np.uint64)[None, :])
+    u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return np.searchsorted(_CDF, u, side="right").astype(np.uint8)
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """``a`` (non-negative integers) in the smallest unsigned dtype holding its maximum."""
+    top = int(a.max(initial=0))
+    for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
+        if top <= np.iinfo(dt).max:
+            return a.astype(dt, copy=False)
+    raise AssertionError("unreachable")
+
+
+def _union(keys: list[np.ndarray], reps: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys of several runs and their replicate counts ``(B, nnz)`` summed."""
+    allk = np.concatenate(keys)
+    union, inverse = np.unique(allk, return_inverse=True)
+    top = sum(int(r.max(initial=0)) for r in reps)
+    dt = _narrow(np.array([top])).dtype
+    out = np.zeros((reps[0].shape[0], union.size), dtype=dt)
+    start = 0
+    for k, r in zip(keys, reps, strict=True):
+        at = inverse[start : start + k.size]
+        start += k.size
+        out[:, at] += r.astype(dt, copy=False)  # keys are distinct within a run
+    return union, out
+
+
+class BootstrapCounter(_Counter):
+    """:class:`~posgeom.corpus.counting._Counter` that also accumulates ``B`` replicates.
+
+    Each batch's keys go to the base counter and, with the stream index of their sequence, to an
+    incidence buffer; a full buffer is reduced to ``(distinct keys, (B, m) replicate counts)`` by
+    one sparse product ``X W`` (``X[k, s]`` = occurrences of key ``k`` in sequence ``s``,
+    ``W[s, b] = w_sb``) and merged into the running replicates.
+    """
+
+    flush_tokens = 1 << 23
+
+    def __init__(self, *args: Any, replicates: int, seed: int, stream: int):
+        super().__init__(*args)
+        self.B = check_replicates(replicates)
+        self.seed = _check_int(seed, "bootstrap_seed", 0, 2**64 - 1)
+        self.stream = _check_int(stream, "bootstrap_stream", 0, 2**64 - 1)
+        self.read = 0  # sequences read so far: the next sequence's stream index
+        self.rep_sequences = np.zeros(self.B, dtype=np.int64)
+        self.inc_keys: list[np.ndarray] = []
+        self.inc_seq: list[np.ndarray] = []
+        self.inc_size = 0
+        self.rep_keys = np.zeros(0, dtype=self.key_dtype)
+        self.reps = np.zeros((self.B, 0), dtype=np.uint8)
+
+    def add_flat(self, flat: np.ndarray, lengths: np.ndarray) -> None:
+        first = self.read
+        self.read += lengths.size
+        key, seq, kept = self.batch_keys(flat, lengths, with_sequence=True)
+        index = first + np.flatnonzero(kept)
+        if index.size:
+            w = poisson_weights(index, replicates=self.B, seed=self.seed, stream=self.stream)
+            self.rep_sequences += w.sum(axis=0, dtype=np.int64)
+        if key.size == 0:
+            return
+        self.add_keys(key)
+        self.inc_keys.append(key)
+        self.inc_seq.append(seq + first)
+        self.inc_size += key.size
+        if self.inc_size > self.flush_tokens:
+            self.flush_replicates()
+
+    def flush_replicates(self) -> None:
+        """Reduce the incidence buffer to replicate counts and merge them in."""
+        if not self.inc_keys:
+            return
+        keys = np.concatenate(self.inc_keys)
+        seq = np.concatenate(self.inc_seq)
+        self.inc_keys, self.inc_seq, self.inc_size = [], [], 0
+        distinct, row = np.unique(keys, return_inverse=True)
+        s0 = int(seq.min())
+        seqs = np.arange(s0, int(seq.max()) + 1)
+        x = sp.csr_matrix(
+            (np.ones(keys.size, dtype=np.int64), (row.ravel(), seq - s0)),
+            shape=(distinct.size, seqs.size),
+        )  # duplicates summed: occurrences of each key in each sequence
+        reps = np.empty((self.B, distinct.size), dtype=np.int64)
+        for b0 in range(0, self.B, _BLOCK):
+            b = np.arange(b0, min(self.B, b0 + _BLOCK))
+            w = poisson_weights(seqs, replicates=b, seed=self.seed, stream=self.stream)
+            reps[b0 : b0 + b.size] = (x @ w.astype(np.int64)).T
+        if self.rep_keys.size:
+            self.rep_keys, self.reps = _union([self.rep_keys, distinct], [self.reps, reps])
+        else:
+            self.rep_keys, self.reps = distinct, _narrow(reps)
+
+    def finish(self, base: PositionCounts) -> BootstrapCounts:
+        """The counts of this pass with their replicates aligned to ``base.counts.data``."""
+        self.flush_replicates()
+        tok, pos = np.divmod(self.rep_keys.astype(np.int64), self.n)
+        order = np.lexsort((tok, pos))  # canonical CSR order: by row (position), then column
+        reps = self.reps[:, order]
+        c = base.counts
+        if not (
+            np.array_equal(pos[order], np.repeat(np.arange(c.shape[0]), np.diff(c.indptr)))
+            and np.array_equal(tok[order], c.indices)
+        ):
+            raise AssertionError("replicate pattern differs from the base counts")
+        return BootstrapCounts(
+            **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
+            replicates=reps,
+            replicate_sequences=self.rep_sequences,
+            seed=self.seed,
+            streams=(self.stream,),
+        )
+
+
+def _lin(c: sp.csr_matrix) -> np.ndarray:
+    """Row-major linear index ``row * width + col`` of each stored entry (sorted for CSR)."""
+    rows = np.repeat(np.arange(c.shape[0], dtype=np.int64), np.diff(c.indptr))
+    return rows * np.int64(max(c.shape[1], 1)) + c.indices.astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class BootstrapCounts(PositionCounts):
+    """Position counts with ``B`` Poisson-bootstrap replicates (see the module docstring).
+
+    A :class:`PositionCounts` (the base counts, usable wherever counts are), plus:
+
+    replicates : ``(B, nnz)`` unsigned ints, ``replicates[b, k]`` = ``C_b`` at the ``k``-th stored
+        entry of ``counts`` (same order as ``counts.data``).
+    replicate_sequences : ``(B,)`` int64, ``sum_s w_sb`` over the counted sequences.
+    seed : the weights' seed; streams : the stream ids whose sequences are counted here.
+    """
+
+    replicates: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    replicate_sequences: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    seed: int = 0
+    streams: tuple[int, ...] = (0,)
+
+    def __post_init__(self) -> None:
+        reps = np.asarray(self.replicates)
+        if reps.ndim != 2 or reps.shape[1] != self.counts.nnz or reps.dtype.kind != "u":
+            raise PosgeomError(
+                f"replicates must be (B, nnz={self.counts.nnz}) unsigned integers, got "
+                f"{reps.shape} {reps.dtype}; re-create the bootstrap counts"
+            )
+        if reps.shape[0] < 2 or np.shape(self.replicate_sequences) != (reps.shape[0],):
+            raise PosgeomError(
+                f"need B >= 2 replicates and B sequence totals, got {reps.shape[0]} and "
+                f"{np.shape(self.replicate_sequences)}; re-create the bootstrap counts"
+            )
+
+    @property
+    def n_replicates(self) -> int:
+        return int(self.replicates.shape[0])
+
+    @property
+    def base(self) -> PositionCounts:
+        """The plain :class:`PositionCounts` (no replicates)."""
+        return PositionCounts(**{f.name: getattr(self, f.name) for f in fields(PositionCounts)})
+
+    def replicate(self, b: int) -> PositionCounts:
+        """Replicate ``b`` as :class:`PositionCounts` (explicit zeros removed)."""
+        b = _check_int(b, "replicate index", 0, self.n_replicates - 1)
+        c = self.counts
+        counts = sp.csr_matrix(
+            (self.replicates[b].astype(np.int64), c.indices.copy(), c.indptr.copy()), shape=c.shape
+        )
+        counts.eliminate_zeros()
+        totals = np.asarray(counts.sum(axis=1), dtype=np.int64).ravel()
+        fp = hashlib.sha256(f"bootstrap:{self.fingerprint}:{self.seed}:{b}".encode()).hexdigest()
+        return PositionCounts(
+            counts=counts,
+            totals=totals,
+            n_sequences=int(self.replicate_sequences[b]),
+            n_tokens=int(totals.sum()),
+            options={**self.options, "bootstrap_replicate": b},
+            tokenizer=self.tokenizer,
+            fingerprint=fp,
+        )
+
+    def merge(self, other: PositionCounts) -> BootstrapCounts:
+        """Counts and replicates of two shards added (same seed and ``B``, disjoint streams)."""
+        if not isinstance(other, BootstrapCounts):
+            raise PosgeomError(
+                "cannot merge bootstrap counts with plain counts; count every shard with the "
+                "same --bootstrap and seed"
+            )
+        if (self.seed, self.n_replicates) != (other.seed, other.n_replicates):
+            raise PosgeomError(
+                f"cannot merge bootstrap counts with seed/B {self.seed}/{self.n_replicates} and "
+                f"{other.seed}/{other.n_replicates}; count every shard with the same ones"
+            )
+        shared = sorted(set(self.streams) & set(other.streams))
+        if shared:
+            raise PosgeomError(
+                f"cannot merge bootstrap counts that share streams {shared[:5]}: their sequences "
+                "got the same weights; count each shard with its own bootstrap_stream"
+            )
+        base = PositionCounts.merge(self.base, other.base)
+        width = base.counts.shape[1]
+        keys = []
+        for part in (self, other):
+            c = part.counts.copy()
+            c.resize((c.shape[0], width))
+            keys.append(_lin(c))
+        union, reps = _union(keys, [self.replicates, other.replicates])
+        if not np.array_equal(union, _lin(base.counts)):
+            raise AssertionError("merged replicate pattern differs from the merged counts")
+        return BootstrapCounts(
+            **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
+            replicates=reps,
+            replicate_sequences=self.replicate_sequences + other.replicate_sequences,
+            seed=self.seed,
+            streams=tuple(sorted(self.streams + other.streams)),
+        )
+
+    __add__ = merge
+
+    # save / load: PositionCounts.save and .load with these arrays and metadata
+    _artifact_kind: ClassVar[str] = _KIND
+
+    def _extra_arrays(self) -> dict[str, Any]:
+        return {
+            "replicates": np.ascontiguousarray(self.replicates),
+            "replicate_sequences": self.replicate_sequences,
+        }
+
+    def _extra_metadata(self) -> dict[str, Any]:
+        return {
+            "bootstrap": {
+                "replicates": self.n_replicates,
+                "seed": self.seed,
+                "streams": list(self.streams),
+            }
+        }
+
+    @classmethod
+    def _extra_fields(cls, arrays: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+        boot = meta["bootstrap"]
+        return {
+            "replicates": np.asarray(arrays["replicates"]),
+            "replicate_sequences": np.asarray(arrays["replicate_sequences"], dtype=np.int64),
+            "seed": int(boot["seed"]),
+            "streams": tuple(int(s) for s in boot["streams"]),
+        }
+
+    @classmethod
+    def empty(
+        cls, base: PositionCounts, replicates: int, seed: int, stream: int
+    ) -> BootstrapCounts:
+        """Bootstrap counts of a shard without counted sequences (all zero, ``nnz = 0``)."""
+        return cls(
+            **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
+            replicates=np.zeros((replicates, base.counts.nnz), dtype=np.uint8),
+            replicate_sequences=np.zeros(replicates, dtype=np.int64),
+            seed=seed,
+            streams=(stream,),
+        )
