@@ -11,12 +11,16 @@ import pytest
 import scipy.sparse as sp
 
 import posgeom._version as version_module
+from artifact_helpers import MEMBER
+from artifact_helpers import edit_header as _edit_header
+from artifact_helpers import legacy_pair as _legacy_pair
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.artifacts import (
     atomic_path,
     atomic_write_bytes,
     atomic_write_text,
     load_artifact,
+    read_sidecar,
     save_artifact,
     sidecar_path,
 )
@@ -43,7 +47,8 @@ def test_round_trip(tmp_path, fmt):
     assert got["counts"].shape == (6, 9) and got["counts"].dtype == np.int64
     np.testing.assert_array_equal(got["counts"].toarray(), arrays["counts"].toarray())
     assert got_meta == {"options": {"alpha": 0.5, "align": "end", "ids": [1, 2]}, "n": 3}
-    side = json.loads(sidecar_path(path).read_text())
+    side = read_sidecar(path)
+    assert not sidecar_path(path).exists()  # one file: the metadata is inside it
     assert side["kind"] == "demo" and side["posgeom_version"] == version_module.__version__
     # checksum of a dense array, recomputed independently with hashlib
     a = np.ascontiguousarray(arrays["dense"])
@@ -59,7 +64,15 @@ def test_round_trip(tmp_path, fmt):
 def test_npz_has_no_pickle_and_safetensors_embeds_metadata(tmp_path):
     path = save_artifact(tmp_path / "a.npz", _arrays(), {}, kind="demo")
     with np.load(path, allow_pickle=False) as z:
-        assert sorted(z.files) == ["counts.data", "counts.indices", "counts.indptr", "dense", "ids"]
+        assert sorted(z.files) == [
+            MEMBER,
+            "counts.data",
+            "counts.indices",
+            "counts.indptr",
+            "dense",
+            "ids",
+        ]
+        assert z[MEMBER].dtype == np.uint8  # the metadata JSON as bytes, no pickle
     st = save_artifact(tmp_path / "b.safetensors", _arrays(), {"x": 1}, kind="demo")
     from safetensors import safe_open
 
@@ -86,20 +99,30 @@ def test_other_version(tmp_path, monkeypatch):
 
 def test_version_edited_in_json(tmp_path):
     path = save_artifact(tmp_path / "a.npz", _arrays(), {}, kind="demo")
-    side_path = sidecar_path(path)
-    side = json.loads(side_path.read_text())
-    side["posgeom_version"] = "9.9.0"
-    side_path.write_text(json.dumps(side))
+    _edit_header(path, lambda h: {**h, "posgeom_version": "9.9.0"})
     with pytest.raises(ArtifactError, match=r"written by posgeom 9\.9\.0"):
         load_artifact(path)
 
 
 def test_edited_metadata(tmp_path):
     path = save_artifact(tmp_path / "a.npz", _arrays(), {"alpha": 0.5}, kind="demo")
-    side_path = sidecar_path(path)
-    side_path.write_text(side_path.read_text().replace("0.5", "0.25"))
+    _edit_header(path, lambda h: {**h, "metadata": {"alpha": 0.25}})
     with pytest.raises(ArtifactError, match=r"metadata checksum .* edited"):
         load_artifact(path)
+
+
+@pytest.mark.parametrize("fmt", ["npz", "safetensors"])
+def test_loads_the_two_file_layout_of_earlier_versions(tmp_path, fmt):
+    path = save_artifact(tmp_path / f"a.{fmt}", _arrays(), {"alpha": 0.5}, kind="demo")
+    if fmt == "npz":
+        _legacy_pair(path)
+    else:  # an old safetensors file had the copy in its header and the sidecar beside it
+        sidecar_path(path).write_text(json.dumps(read_sidecar(path)))
+    got, meta = load_artifact(path, kind="demo")
+    assert meta == {"alpha": 0.5}
+    np.testing.assert_array_equal(got["counts"].toarray(), _arrays()["counts"].toarray())
+    save_artifact(path, _arrays(), {"alpha": 1.0}, kind="demo")  # saving over the pair
+    assert not sidecar_path(path).exists() and load_artifact(path)[1] == {"alpha": 1.0}
 
 
 def test_tampered_safetensors_byte(tmp_path):
@@ -118,7 +141,7 @@ def test_tampered_npz_array(tmp_path):
     with np.load(path, allow_pickle=False) as z:
         content = {k: z[k] for k in z.files}
     content["dense"][2, 1] += 1e-9
-    with open(path, "wb") as fh:  # a valid npz whose data no longer matches its sidecar
+    with open(path, "wb") as fh:  # a valid npz whose data no longer matches its metadata
         np.savez(fh, **content)
     with pytest.raises(ArtifactError, match="checksum of array 'dense'"):
         load_artifact(path)
@@ -133,18 +156,19 @@ def test_flipped_npz_byte_is_reported(tmp_path):
         info = zf.getinfo("x.npy")
     raw[info.header_offset + 200] ^= 0x01  # inside the array data (zip CRC then fails)
     path.write_bytes(bytes(raw))
-    with pytest.raises(ArtifactError, match=r"corrupted|checksum"):
+    with pytest.raises(ArtifactError, match=r"damaged|checksum"):
         load_artifact(path)
 
 
-def test_missing_sidecar_and_missing_array_file(tmp_path):
+def test_missing_metadata_and_missing_file(tmp_path):
     path = save_artifact(tmp_path / "a.npz", _arrays(), {}, kind="demo")
-    sidecar_path(path).unlink()
-    with pytest.raises(ArtifactError, match=r"sidecar .* is missing"):
+    _legacy_pair(path)
+    sidecar_path(path).unlink()  # an old pair without its sidecar, or a plain npz
+    with pytest.raises(ArtifactError, match=r"carries no posgeom metadata"):
         load_artifact(path)
     path2 = save_artifact(tmp_path / "b.npz", _arrays(), {}, kind="demo")
     path2.unlink()
-    with pytest.raises(ArtifactError, match=r"array file .* is missing"):
+    with pytest.raises(ArtifactError, match=r"b\.npz is missing"):
         load_artifact(path2)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from artifact_helpers import edit_header
 from posgeom import PositionCounts, hellinger_distances, positional_distributions
 from posgeom.cli.main import main
 
@@ -29,7 +30,7 @@ def run(argv, capsys):
 def test_count_geometry_score_pipeline(corpus, tmp_path, capsys):
     counts_file = tmp_path / "counts.npz"
     code, out, _ = run(["count", str(corpus), "-n", "6", "-o", str(counts_file)], capsys)
-    assert code == 0 and counts_file.exists() and Path(str(counts_file) + ".json").exists()
+    assert code == 0 and counts_file.exists() and not Path(str(counts_file) + ".json").exists()
     counts = PositionCounts.load(counts_file)
     assert counts.n_sequences == 300 and counts.counts.shape[0] == 6
     results = tmp_path / "res"
@@ -136,18 +137,14 @@ def test_missing_column_tokenizer_and_corpus(tmp_path, capsys, corpus):
 def test_tampered_and_mismatched_artifacts(corpus, tmp_path, capsys):
     counts_file = tmp_path / "counts.npz"
     assert run(["count", str(corpus), "-n", "6", "-o", str(counts_file)], capsys)[0] == 0
-    sidecar = Path(str(counts_file) + ".json")
-    meta = json.loads(sidecar.read_text())
-    meta["metadata"] = {**meta.get("metadata", {}), "n_sequences": 1}
-    sidecar.write_text(json.dumps(meta))
+    edit_header(counts_file, lambda h: {**h, "metadata": {**h["metadata"], "n_sequences": 1}})
     code, _, err = run(["geometry", str(counts_file), "-o", str(tmp_path / "g")], capsys)
     one_line_error(code, err)
     assert not (tmp_path / "g").exists()
     # another version
-    assert run(["count", str(corpus), "-n", "6", "-o", str(counts_file)], capsys)[0] == 0
-    meta = json.loads(sidecar.read_text())
-    meta["posgeom_version"] = "9.9.0"
-    sidecar.write_text(json.dumps(meta))
+    argv = ["count", str(corpus), "-n", "6", "-o", str(counts_file), "--overwrite"]
+    assert run(argv, capsys)[0] == 0
+    edit_header(counts_file, lambda h: {**h, "posgeom_version": "9.9.0"})
     code, _, err = run(["geometry", str(counts_file), "-o", str(tmp_path / "g")], capsys)
     one_line_error(code, err, "9.9")
 

@@ -138,7 +138,6 @@ def test_resume_on_the_cluster(cluster, corpus, tmp_path, capsys):
     count_resumable(path, spec, max_positions=16, shard_lines=50, job_dir=tmp_path, progress=False)
     for i in (1, 4):
         (tmp_path / f"shard-{i:05d}.npz").unlink()
-        (tmp_path / f"shard-{i:05d}.npz.json").unlink()
     kept = {p.name: os.stat(p).st_mtime_ns for p in tmp_path.glob("shard-*")}
     got = count_distributed(
         path, spec, max_positions=16, shard_lines=50, job_dir=tmp_path, scheduler=cluster

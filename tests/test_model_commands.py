@@ -189,7 +189,6 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(
     assert {
         "summary.json",
         "arrays.npz",
-        "arrays.npz.json",
         "table.md",
         "counts.npz",
         "stress_per_layer.png",
@@ -231,7 +230,9 @@ def test_extract_saves_the_models_table(tiny, tmp_path, capsys):
     weight = tiny["model"].embeddings.position_embeddings.weight.detach().double().numpy()
     with np.load(path, allow_pickle=False) as arrays:
         np.testing.assert_array_equal(arrays["learned"], weight[:10])
-    meta = json.loads((tmp_path / "enc.npz.json").read_text())
+    from posgeom.artifacts import read_sidecar  # the metadata is inside the artifact file
+
+    meta = read_sidecar(tmp_path / "enc.npz")
     assert meta["metadata"]["n_positions"] == 10
 
 

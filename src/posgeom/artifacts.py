@@ -1,15 +1,12 @@
-"""Saving and loading arrays with checked JSON metadata, and atomic file writes.
+"""Artifacts (arrays + checked JSON metadata in ONE file) and all-or-nothing results folders.
 
-An artifact is two files written next to each other:
+**Artifacts.** An artifact is a single file that carries its own metadata:
 
-- the array file ``path``: ``.npz`` (``numpy.savez``, read back with ``allow_pickle=False``) or
-  ``.safetensors``;
-- the JSON sidecar ``<path>.json`` (e.g. ``counts.npz.json``), for both formats. The sidecar is the
-  authority that :func:`load_artifact` checks; a safetensors file also carries a copy of the sidecar
-  in its header ``__metadata__["posgeom"]`` so the file describes itself, but that copy is not
-  needed for loading.
+- ``.npz`` (``numpy.savez`` layout): the arrays, plus one member ``__posgeom__`` holding the
+  metadata JSON as ``uint8`` bytes;
+- ``.safetensors``: the arrays, with the metadata JSON in the header ``__metadata__["posgeom"]``.
 
-Sidecar layout (keys sorted, UTF-8)::
+Metadata layout (keys sorted, UTF-8)::
 
     {"kind": str, "posgeom_version": "X.Y.Z", "format": "npz" | "safetensors",
      "metadata": {...user metadata, e.g. creation options...},
@@ -19,27 +16,32 @@ Sidecar layout (keys sorted, UTF-8)::
 
 ``metadata_sha256`` is the SHA-256 of the canonical JSON (sorted keys, no spaces, ASCII) of every
 other field. An array's ``sha256`` hashes its dtype string, its shape and its C-order bytes. A
-sparse matrix ``X`` is stored as CSR components ``X.data``, ``X.indices``, ``X.indptr`` and comes
-back as a ``scipy.sparse.csr_matrix``.
+sparse matrix ``X`` is stored as CSR components ``X.data``, ``X.indices``, ``X.indptr`` (checked
+as a valid CSR structure on loading) and comes back as a ``scipy.sparse.csr_matrix``.
 
-Loading checks, in order: the sidecar exists; the kind; the posgeom version (major.minor must
-match); the metadata checksum (edited JSON); the set of arrays and each array's checksum
-(tampered data). Each failure raises :class:`posgeom._errors.ArtifactError` saying what differs.
+The file is written to a temporary sibling, flushed and fsynced, then renamed onto its name, so
+a crash, a full disk or a concurrent writer leaves the old file or the new one, never a mix.
+Loading also accepts the two-file layout of earlier versions (arrays + ``<path>.json`` sidecar);
+saving over such a pair removes its sidecar. Loading checks, in order: the file parses (see
+:mod:`posgeom._arrayfiles`: no pickle, sizes validated before allocation); the kind; the posgeom
+version (major.minor must match); the metadata checksum (edited JSON); the set of arrays and each
+array's checksum (tampered data); the sparse structure. Each failure raises
+:class:`posgeom._errors.ArtifactError` saying what differs and what to do.
 
-Writes go to a temporary file in the same folder followed by ``os.replace`` (atomic on POSIX and
-Windows); the array file is replaced first and the sidecar second, so an interrupted save leaves at
-worst a checksum mismatch that loading reports, never a silently inconsistent pair.
+**Results folders.** :func:`results_directory` is the one contract every results folder
+(``geometry``, ``run``, ``compare``, model analyses, reports) is written through; see its
+docstring.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
+import logging
 import os
-import tempfile
-from collections.abc import Iterator, Mapping
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,131 +49,47 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom import _version
-from posgeom._errors import ArtifactError, PosgeomError, require
+from posgeom._arrayfiles import csr_from_parts, read_npz, read_safetensors, write_safetensors
+from posgeom._atomic import (
+    atomic_path,
+    atomic_write_bytes,
+    atomic_write_text,
+    canonical_json,
+    check_writable,
+    clean_stale,
+    json_default,
+    make_folder,
+    temp_sibling,
+    write_error,
+)
+from posgeom._errors import ArtifactError, PosgeomError
+from posgeom._results import RESULTS_MANIFEST, commit_folder, refusal, write_manifest
 
 __all__ = [
+    "RESULTS_MANIFEST",
     "atomic_directory",
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
     "canonical_json",
+    "check_output_file",
+    "check_writable",
+    "is_artifact",
     "json_default",
     "load_artifact",
     "read_sidecar",
+    "results_directory",
     "save_artifact",
     "sidecar_path",
 ]
 
+log = logging.getLogger(__name__)
 _SPARSE_PARTS = ("data", "indices", "indptr")
 _FORMATS = ("npz", "safetensors")
-
-
-# ----------------------------------------------------------------------------- atomic writes
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path in the folder of ``path``; on success move it onto ``path``.
-
-    Write the file at the yielded path; when the ``with`` block ends without an exception the file
-    is moved onto ``path`` with ``os.replace`` (atomic). On an exception the temporary file is
-    removed and ``path`` is left untouched. The parent folder is created if needed.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        os.replace(tmp_path, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp_path.unlink()
-        raise
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file in the same folder, ``os.replace``)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-    return Path(path)
-
-
-def atomic_write_text(path: str | os.PathLike, text: str, *, encoding: str = "utf-8") -> Path:
-    """Write ``text`` to ``path`` atomically (see :func:`atomic_write_bytes`)."""
-    return atomic_write_bytes(path, text.encode(encoding))
-
-
-@contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temporary folder beside ``path``; on success it becomes ``path``.
-
-    A results folder is therefore either complete or absent: an exception (or Ctrl-C) inside the
-    ``with`` block removes the temporary folder and leaves ``path`` as it was. An existing
-    non-empty ``path`` is refused unless ``overwrite=True``, in which case it is replaced.
-    """
-    import shutil
-
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise PosgeomError(f"{path} exists and is not a folder; choose another output folder")
-    if path.is_dir() and any(path.iterdir()) and not overwrite:
-        raise PosgeomError(
-            f"output folder {path} already exists and is not empty; pass --overwrite "
-            "(overwrite=True) or choose another folder"
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    try:
-        yield tmp
-        if path.exists():
-            old = path.with_name(f".{path.name}.old-{os.getpid()}")
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+_MEMBER = "__posgeom__"  # the metadata member of an .npz artifact
 
 
 # ----------------------------------------------------------------------------- hashing helpers
-def json_default(obj: Any) -> Any:
-    """``json.dumps(default=...)`` for numpy scalars/arrays, sets, paths and mappings."""
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, (set, frozenset)):
-        return sorted(obj)
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
-
-
-def canonical_json(obj: Any) -> str:
-    """Canonical JSON text: sorted keys, no spaces, ASCII only, NaN refused."""
-    try:
-        return json.dumps(
-            obj,
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=True,
-            allow_nan=False,
-            default=json_default,
-        )
-    except (TypeError, ValueError) as exc:
-        raise PosgeomError(
-            f"artifact metadata must be plain JSON (str, int, finite float, bool, None, lists, "
-            f"dicts): {exc}; convert the value before saving"
-        ) from exc
-
-
 def _array_sha256(a: np.ndarray) -> str:
     a = np.ascontiguousarray(a)
     h = hashlib.sha256()
@@ -187,7 +105,7 @@ def _metadata_sha256(sidecar: Mapping[str, Any]) -> str:
 
 
 def sidecar_path(path: str | os.PathLike) -> Path:
-    """The JSON sidecar of an artifact: ``<path>.json``."""
+    """The JSON sidecar of an artifact of earlier versions: ``<path>.json``."""
     path = Path(path)
     return path.with_name(path.name + ".json")
 
@@ -196,13 +114,15 @@ def _major_minor(version: str) -> tuple[str, ...]:
     return tuple(str(version).split(".")[:2])
 
 
-# ----------------------------------------------------------------------------- save / load
+# ----------------------------------------------------------------------------- save
 def _flatten(arrays: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
     flat: dict[str, np.ndarray] = {}
     sparse: dict[str, dict] = {}
     for name, value in arrays.items():
-        if not isinstance(name, str) or not name or "." in name:
-            raise PosgeomError(f"array name {name!r} must be a non-empty string without '.'")
+        if not isinstance(name, str) or not name or "." in name or name == _MEMBER:
+            raise PosgeomError(
+                f"array name {name!r} must be a non-empty string without '.' (and not {_MEMBER})"
+            )
         if sp.issparse(value):
             csr = sp.csr_matrix(value)
             csr.sum_duplicates()
@@ -211,7 +131,7 @@ def _flatten(arrays: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str
                 flat[f"{name}.{part}"] = np.ascontiguousarray(getattr(csr, part))
         else:
             a = np.ascontiguousarray(np.asarray(value))
-            if a.dtype.hasobject or a.dtype.kind in "USV":
+            if a.dtype.hasobject or a.dtype.kind not in "biufc":
                 raise PosgeomError(
                     f"array {name!r} has dtype {a.dtype}; artifacts hold numeric arrays only "
                     "(store strings in the metadata)"
@@ -227,20 +147,24 @@ def save_artifact(
     *,
     kind: str,
     format: str | None = None,
+    overwrite: bool = True,
 ) -> Path:
-    """Save ``arrays`` (numpy arrays or scipy sparse matrices) and JSON ``metadata`` atomically.
+    """Save ``arrays`` (numpy arrays or scipy sparse matrices) and JSON ``metadata`` as one file.
 
     Parameters
     ----------
-    path : array file to write; the sidecar goes to ``<path>.json``.
+    path : the file to write (``.npz`` or ``.safetensors``); its metadata is inside it.
     arrays : name -> ``np.ndarray`` (numeric) or scipy sparse matrix (stored as CSR components).
         Names may not contain ``"."``.
     metadata : JSON-serializable dict (e.g. the creation options), stored under ``"metadata"``.
     kind : what the artifact is (e.g. ``"position_counts"``); checked by :func:`load_artifact`.
     format : ``"npz"`` or ``"safetensors"``; ``None`` picks ``"safetensors"`` for a ``.safetensors``
         suffix and ``"npz"`` otherwise.
+    overwrite : ``False`` refuses an existing ``path`` (atomically: never replaces a file that
+        another writer created meanwhile).
 
-    Returns the array file path.
+    Returns the file path. Written atomically (module docstring); a failed write raises a
+    one-line :class:`PosgeomError` and leaves the previous file as it was.
     """
     path = Path(path)
     if format is None:
@@ -248,7 +172,7 @@ def save_artifact(
     if format not in _FORMATS:
         raise PosgeomError(f"unknown artifact format {format!r}; use one of {list(_FORMATS)}")
     flat, sparse = _flatten(arrays)
-    sidecar: dict[str, Any] = {
+    header: dict[str, Any] = {
         "kind": str(kind),
         "posgeom_version": _version.__version__,
         "format": format,
@@ -259,65 +183,102 @@ def save_artifact(
         },
         "sparse": sparse,
     }
-    sidecar["metadata_sha256"] = _metadata_sha256(sidecar)
-    text = json.dumps(sidecar, sort_keys=True, indent=1, ensure_ascii=True) + "\n"
-
-    if format == "npz":
-        buf = io.BytesIO()
-        np.savez(buf, **flat)
-        atomic_write_bytes(path, buf.getvalue())
-    else:
-        st = require("safetensors.numpy", "hf")
-        header = {"posgeom": canonical_json(sidecar)}
-        atomic_write_bytes(path, st.save(flat, metadata=header))
-    atomic_write_text(sidecar_path(path), text)
+    header["metadata_sha256"] = _metadata_sha256(header)
+    text = canonical_json(header)
+    with atomic_path(path, overwrite=overwrite) as tmp, open(tmp, "wb") as fh:
+        if format == "npz":
+            member = np.frombuffer(text.encode(), dtype=np.uint8)
+            np.savez(fh, **flat, **{_MEMBER: member})
+        else:
+            write_safetensors(fh, flat, {"posgeom": text})
+    legacy = sidecar_path(path)
+    if legacy.is_file() and _is_legacy_sidecar(legacy):
+        with contextlib.suppress(OSError):
+            legacy.unlink()
     return path
 
 
-def _read_arrays(path: Path, format: str) -> dict[str, np.ndarray]:
+# ----------------------------------------------------------------------------- load
+def _is_legacy_sidecar(side: Path) -> bool:
     try:
-        if format == "npz":
-            with np.load(path, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
-        st = require("safetensors.numpy", "hf")
-        return dict(st.load(path.read_bytes()))
-    except FileNotFoundError as exc:
-        raise ArtifactError(f"artifact array file {path} is missing; re-create it") from exc
-    except Exception as exc:  # zipfile CRC errors, truncated headers, pickled objects, ...
+        doc = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and "arrays" in doc and "kind" in doc
+
+
+def _parse_header(text: Any, where: Any) -> dict[str, Any]:
+    try:
+        header = json.loads(text)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ArtifactError(
-            f"artifact array file {path} is corrupted or not a {format} file ({exc}); "
-            "re-create the artifact"
-        ) from exc
+            f"metadata of {where} is not valid JSON ({exc}); re-create it"
+        ) from None
+    ok = isinstance(header, dict) and all(
+        isinstance(header.get(k), t)
+        for k, t in (("kind", str), ("arrays", dict), ("metadata", dict))
+    )
+    if not ok or not isinstance(header.get("sparse", {}), dict):
+        raise ArtifactError(f"{where} does not hold posgeom artifact metadata; re-create it")
+    return header
 
 
-def load_artifact(
-    path: str | os.PathLike, *, kind: str | None = None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Load an artifact written by :func:`save_artifact`, verifying kind, version and checksums.
+def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """(flat arrays, metadata header) of the file at ``path``, embedded or legacy sidecar."""
+    if not path.is_file():
+        what = "a folder, not an artifact file" if path.is_dir() else "missing"
+        raise ArtifactError(f"artifact {path} is {what}; pass the file written by posgeom")
+    if path.suffix == ".safetensors":
+        flat, meta = read_safetensors(path)
+        text = meta.get("posgeom")
+    else:
+        flat = read_npz(path)
+        member = flat.pop(_MEMBER, None)
+        text = None if member is None else member.astype(np.uint8, copy=False).tobytes()
+    if text is not None:
+        return flat, _parse_header(text, path)
+    side = sidecar_path(path)
+    if not side.is_file():
+        raise ArtifactError(
+            f"{path} carries no posgeom metadata (and no {side.name} of older versions); it was "
+            "not written by posgeom: pass a posgeom artifact, or re-create it"
+        )
+    try:
+        return flat, _parse_header(side.read_bytes(), side)
+    except OSError as exc:
+        raise ArtifactError(f"cannot read {side} ({exc.strerror}); check the file") from exc
 
-    Returns ``(arrays, metadata)``: arrays by name (sparse ones as ``csr_matrix``) and the user
-    metadata dict given at save time (the whole sidecar is returned by :func:`read_sidecar`).
-    Raises :class:`ArtifactError` naming what differs.
+
+def read_sidecar(path: str | os.PathLike) -> dict[str, Any]:
+    """The whole metadata header of the artifact at ``path`` (embedded, or an old sidecar).
+
+    Parsed but not verified (no kind, version or checksum checks; :func:`load_artifact` does those).
     """
-    path = Path(path)
-    side = read_sidecar(path)
-    found = side.get("kind")
+    return _read(Path(path))[1]
+
+
+def _check_header(path: Path, header: dict[str, Any], kind: str | None) -> None:
+    found = header["kind"]
     if kind is not None and found != kind:
         raise ArtifactError(f"{path} holds a {found!r} artifact, not {kind!r}; pass the right file")
-    saved_version = str(side.get("posgeom_version"))
-    if _major_minor(saved_version) != _major_minor(_version.__version__):
+    saved = str(header.get("posgeom_version"))
+    if _major_minor(saved) != _major_minor(_version.__version__):
         raise ArtifactError(
-            f"{path} was written by posgeom {saved_version} but this is posgeom "
+            f"{path} was written by posgeom {saved} but this is posgeom "
             f"{_version.__version__} (major.minor differ); re-create the artifact with this version"
         )
-    if side.get("metadata_sha256") != _metadata_sha256(side):
+    try:
+        digest = _metadata_sha256(header)
+    except PosgeomError:
+        digest = None
+    if header.get("metadata_sha256") != digest:
         raise ArtifactError(
-            f"metadata checksum of {sidecar_path(path)} differs from its content: the JSON was "
-            "edited or damaged; re-create the artifact instead of editing it"
+            f"metadata checksum of {path} differs from its content: the metadata was edited or "
+            "damaged; re-create the artifact instead of editing it"
         )
-    fmt = side.get("format", "npz")
-    flat = _read_arrays(path, fmt)
-    expected = side["arrays"]
+
+
+def _check_arrays(path: Path, flat: dict[str, np.ndarray], expected: dict[str, Any]) -> None:
     if set(flat) != set(expected):
         missing, extra = sorted(set(expected) - set(flat)), sorted(set(flat) - set(expected))
         raise ArtifactError(
@@ -326,33 +287,116 @@ def load_artifact(
         )
     for name, info in expected.items():
         digest = _array_sha256(flat[name])
-        if digest != info["sha256"]:
+        want = info.get("sha256") if isinstance(info, dict) else None
+        if digest != want:
             raise ArtifactError(
                 f"checksum of array {name!r} in {path} differs from its metadata "
-                f"(sha256 {digest[:12]}... != {info['sha256'][:12]}...): the data was changed or "
+                f"(sha256 {digest[:12]}... != {str(want)[:12]}...): the data was changed or "
                 "damaged; re-create the artifact"
             )
+
+
+def load_artifact(
+    path: str | os.PathLike, *, kind: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Load an artifact written by :func:`save_artifact`, verifying kind, version and checksums.
+
+    Returns ``(arrays, metadata)``: arrays by name (sparse ones as ``csr_matrix``) and the user
+    metadata dict given at save time (the whole header is returned by :func:`read_sidecar`).
+    Any problem raises :class:`ArtifactError` naming the file, what differs and the fix.
+    """
+    path = Path(path)
+    flat, header = _read(path)
+    _check_header(path, header, kind)
+    _check_arrays(path, flat, header["arrays"])
     arrays: dict[str, Any] = {k: v for k, v in flat.items() if "." not in k}
-    for name, info in side.get("sparse", {}).items():
-        parts = [flat[f"{name}.{p}"] for p in _SPARSE_PARTS]
-        arrays[name] = sp.csr_matrix(tuple(parts), shape=tuple(info["shape"]))
-    return arrays, side["metadata"]
+    for name, info in header.get("sparse", {}).items():
+        arrays[name] = csr_from_parts(path, name, info, flat)
+    return arrays, header["metadata"]
 
 
-def read_sidecar(path: str | os.PathLike) -> dict[str, Any]:
-    """The parsed JSON sidecar of the artifact at ``path`` (no checks beyond valid JSON)."""
-    side_path = sidecar_path(path)
-    if not side_path.exists():
-        raise ArtifactError(
-            f"metadata sidecar {side_path} is missing for artifact {path}; artifacts are saved as "
-            "two files (arrays + JSON): copy both, or re-create the artifact"
-        )
+def is_artifact(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a file posgeom wrote (it parses and carries posgeom metadata)."""
     try:
-        side = json.loads(side_path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ArtifactError(
-            f"metadata sidecar {side_path} is not valid JSON ({exc}); re-create the artifact"
-        ) from exc
-    if not isinstance(side, dict) or "arrays" not in side or "kind" not in side:
-        raise ArtifactError(f"{side_path} is not a posgeom artifact sidecar; re-create it")
-    return side
+        _read(Path(path))
+    except PosgeomError:
+        return False
+    return True
+
+
+def check_output_file(path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Check an artifact output before the work: writable, and an existing file is replaced only
+    with ``overwrite=True`` and only when it is a posgeom artifact (never a user's file)."""
+    path = check_writable(path, overwrite=overwrite)
+    if path.exists() and not is_artifact(path):
+        raise PosgeomError(
+            f"{path} exists and was not written by posgeom; --overwrite replaces only posgeom "
+            "files: choose another output name"
+        )
+    return path
+
+
+# ----------------------------------------------------------------------------- results folders
+@contextlib.contextmanager
+def results_directory(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    inputs: Iterable[str | os.PathLike] = (),
+    content: str = "results",
+) -> Iterator[Path]:
+    """Build a results folder in a temporary sibling and rename it into place: complete or absent.
+
+    The contract every results folder of posgeom is written through::
+
+        with results_directory(out, overwrite=args.overwrite, inputs=[counts_file]) as tmp:
+            ...expensive work...                 # write every file under ``tmp``
+        # here ``out`` holds exactly what was written under ``tmp``, plus posgeom-manifest.json
+
+    On entry, before any work (so enter it *before* the expensive part), it refuses with a
+    one-line :class:`PosgeomError`: an input (``inputs``: files or folders the work reads) that is
+    ``path`` or lies inside it; ``path`` existing as a file; a non-empty ``path`` without
+    ``overwrite``; with ``overwrite``, a ``path`` that posgeom did not write (no
+    ``posgeom-manifest.json``) or that holds files its manifest does not list (a user's file is
+    never deleted); a parent that cannot be written (read-only, no permission: probed). It also
+    removes stale temporaries of killed posgeom runs beside ``path``.
+
+    It yields a fresh empty folder ``.<name>.posgeom-<host>-<pid>-<rand>.tmp`` beside ``path``.
+    When the block ends without an exception: every file is fsynced, the manifest
+    ``posgeom-manifest.json`` is written (``{"kind": "posgeom-results", "content": content,
+    "posgeom_version", "files": {relative path: {"size", "sha256"}}}``), and, under an exclusive
+    lock on the parent folder (concurrent writers commit one at a time, so the final folder comes
+    wholly from one of them) and with SIGINT/SIGTERM held, the checks above are repeated and the
+    folder is renamed onto ``path`` (an old posgeom folder is first renamed aside and then only
+    the files its manifest lists are deleted). On any exception (Ctrl-C and SIGTERM included) the
+    temporary folder is removed and ``path`` is left exactly as it was. Write errors (full disk,
+    read-only filesystem) become one-line :class:`PosgeomError`. Files are created with the
+    umask's modes. ``content`` names what the folder holds (recorded in the manifest).
+    """
+    path = Path(path)
+    inputs = tuple(inputs)
+    reason = refusal(path, overwrite, inputs)
+    if reason is not None:
+        raise PosgeomError(reason)
+    check_writable(path, folder=True)
+    make_folder(path.parent)
+    clean_stale(path.parent)
+    tmp = temp_sibling(path)
+    try:
+        os.mkdir(tmp, 0o777)
+    except OSError as exc:
+        raise write_error(path, exc) from exc
+    try:
+        yield tmp
+        write_manifest(tmp, content)
+        commit_folder(tmp, path, overwrite, inputs)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from exc
+        raise
+
+
+def atomic_directory(path: str | os.PathLike, *, overwrite: bool = False) -> Any:
+    """Earlier name of :func:`results_directory` (same contract, no inputs to check)."""
+    return results_directory(path, overwrite=overwrite)

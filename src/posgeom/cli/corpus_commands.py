@@ -7,6 +7,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from posgeom._errors import PosgeomError
+
 log = logging.getLogger("posgeom")
 
 
@@ -103,8 +105,17 @@ def add_count_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def corpus_inputs(args: argparse.Namespace) -> tuple[Path, ...]:
+    """The files a count reads (corpus files, a tokenizer file or folder, the job folder)."""
+    paths = [Path(c) for c in args.corpus]
+    if args.tokenizer not in ("word", "whitespace") and Path(args.tokenizer).exists():
+        paths.append(Path(args.tokenizer))
+    if args.job_dir:
+        paths.append(Path(args.job_dir))
+    return tuple(paths)
+
+
 def counts_from_args(args: argparse.Namespace) -> Any:
-    from posgeom._errors import PosgeomError
     from posgeom.corpus.counting import count_corpus
     from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
@@ -179,8 +190,14 @@ def counts_from_args(args: argparse.Namespace) -> Any:
 
 
 def _count(args: argparse.Namespace) -> int:
+    from posgeom.artifacts import check_output_file
+
+    output = check_output_file(args.output, overwrite=args.overwrite)  # before the work
+    for item in corpus_inputs(args):
+        if item.resolve() == output.resolve():
+            raise PosgeomError(f"-o {output} is an input of this count; choose another output")
     counts = counts_from_args(args)
-    path = counts.save(args.output)
+    path = counts.save(output, overwrite=args.overwrite)
     reps = getattr(counts, "n_replicates", None)
     print(
         f"wrote {path} ({counts.n_sequences} sequences, {counts.max_positions} positions, "
@@ -194,7 +211,7 @@ def register(sub: Any) -> None:
         "count",
         help="count tokens per position in a corpus",
         description="Count C[i, t], the number of sequences with token t at position i, and save "
-        "it (.npz or .safetensors, plus a JSON sidecar with every option and a corpus fingerprint).",
+        "it as one file (.npz or .safetensors) that carries every option and a corpus fingerprint.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_count_arguments(p)
@@ -211,4 +228,9 @@ def register(sub: Any) -> None:
         "per replicate); 200 is a good choice for 95%% intervals",
     )
     b.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the replicate weights")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing counts file (only a file posgeom wrote)",
+    )
     p.set_defaults(handler=_count)

@@ -86,25 +86,43 @@ def add_geometry_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
 
 
-def _extra_encodings(specs: list[str], n: int) -> dict[str, Any]:
-    from posgeom.encodings import from_file
-
-    out = {}
+def _encoding_specs(specs: list[str]) -> list[tuple[str, Path]]:
+    out = []
     for spec in specs:
         if "=" not in spec:
             raise PosgeomError(f"--encoding expects NAME=FILE, got {spec!r}")
         name, path = spec.split("=", 1)
+        out.append((name, Path(path)))
+    return out
+
+
+def _extra_encodings(specs: list[str], n: int) -> dict[str, Any]:
+    """The ``--encoding`` files for ``n`` positions. One rule (as ``encodings.from_file``): a file
+    with more positions keeps its first ``n`` (said in a log line), one with fewer is refused."""
+    from posgeom.encodings import from_file
+
+    out = {}
+    for name, path in _encoding_specs(specs):
         out[name] = from_file(path, n)
+        rows = out[name].params.get("rows")
+        if rows is not None and rows > n:
+            log.info("--encoding %s: %s has %d positions; using the first %d", name, path, rows, n)
     return out
 
 
 def _analyze_and_save(
-    counts: Any, args: argparse.Namespace, extra: dict[str, Any] | None = None
+    counts_fn: Any,
+    args: argparse.Namespace,
+    extra: dict[str, Any] | None = None,
+    inputs: tuple[Any, ...] = (),
 ) -> Any:
-    from posgeom.artifacts import atomic_directory
+    """Check the output folder first, then build the counts (``counts_fn()``), analyse, save."""
+    from posgeom.artifacts import results_directory
     from posgeom.pipeline import analyze_counts
 
-    with atomic_directory(args.output, overwrite=args.overwrite) as tmp:
+    inputs = (*inputs, *(p for _, p in _encoding_specs(args.encoding)))
+    with results_directory(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
+        counts = counts_fn()
         n = counts.counts.shape[0] if hasattr(counts, "counts") else np.shape(counts)[0]
         result = analyze_counts(
             counts,
@@ -133,15 +151,15 @@ def _analyze_and_save(
 def _geometry(args: argparse.Namespace) -> int:
     from posgeom.corpus.counting import PositionCounts
 
-    counts = PositionCounts.load(args.counts)
-    _analyze_and_save(counts, args)
+    counts = PositionCounts.load(args.counts)  # a damaged file is refused before the folder
+    _analyze_and_save(lambda: counts, args, inputs=(args.counts,))
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
-    from posgeom.cli.corpus_commands import counts_from_args
+    from posgeom.cli.corpus_commands import corpus_inputs, counts_from_args
 
-    _analyze_and_save(counts_from_args(args), args)
+    _analyze_and_save(lambda: counts_from_args(args), args, inputs=corpus_inputs(args))
     return 0
 
 
@@ -160,7 +178,7 @@ def _demo(args: argparse.Namespace) -> int:
         "random": encodings.random(n, d=args.model_dim, seed=args.seed),
     }
     if args.output:
-        _analyze_and_save(counts, args, extra)
+        _analyze_and_save(lambda: counts, args, extra)
         return 0
     from posgeom.pipeline import analyze_counts
 
@@ -169,34 +187,51 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_target(path: str) -> np.ndarray:
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"target {p} does not exist")
-    if p.suffix == ".npz" and Path(str(p) + ".json").exists():
-        from posgeom.artifacts import load_artifact
+def _split_key(spec: str, key: str | None) -> tuple[Path, str | None]:
+    """``FILE`` or ``FILE:KEY`` (an array of an .npz/.safetensors file) -> (path, key)."""
+    path, _, tail = spec.rpartition(":")
+    if path and tail and not Path(spec).exists() and Path(path).suffix in (".npz", ".safetensors"):
+        return Path(path), tail
+    return Path(spec), key
 
+
+def _load_target(spec: str, key: str | None = None) -> np.ndarray:
+    """The target distances: the ``hellinger`` array (or ``KEY``) of a results folder's
+    arrays.npz, or an (n, n) distance matrix file."""
+    from posgeom.artifacts import is_artifact, load_artifact
+
+    p, key = _split_key(spec, key)
+    if p.is_dir():
+        raise PosgeomError(f"--target {p} is a folder; pass its arrays.npz")
+    if not p.exists():
+        raise PosgeomError(f"--target {p} does not exist; pass the arrays.npz of a results folder")
+    if is_artifact(p):
         arrays, _ = load_artifact(p)
-        if "hellinger" not in arrays:
+        name = key or "hellinger"
+        if name not in arrays:
             raise PosgeomError(
-                f"{p} holds no 'hellinger' array; pass the arrays.npz of `posgeom geometry`"
+                f"{p} holds no {name!r} array (it has {sorted(arrays)}); pass the arrays.npz of "
+                "`posgeom geometry`, or FILE:KEY"
             )
-        return arrays["hellinger"]
+        return np.asarray(arrays[name])
     from posgeom.encodings import from_file
 
-    return from_file(p, kind="distances").distances()
+    return from_file(p, kind="distances", key=key).distances()
 
 
 def _score(args: argparse.Namespace) -> int:
     from posgeom.encodings import from_file
     from posgeom.pipeline import score_encoding, score_table
 
-    target = _load_target(args.target)
+    target = _load_target(args.target, args.target_key)
     n = target.shape[0]
     rows = {}
     for spec in args.encodings:
-        name, path = spec.split("=", 1) if "=" in spec else (Path(spec).stem, spec)
-        rows[name] = score_encoding(from_file(path, n), target, seed=args.seed)
+        name, path = spec.split("=", 1) if "=" in spec else (None, spec)
+        file, key = _split_key(path, args.key)
+        rows[name or file.stem] = score_encoding(
+            from_file(file, n, key=key), target, seed=args.seed
+        )
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
@@ -240,13 +275,21 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--target",
         required=True,
-        help="arrays.npz of a results folder, or an (n, n) distance matrix (.npy)",
+        help="arrays.npz of a results folder, or an (n, n) distance matrix (.npy); "
+        "FILE:KEY picks an array",
+    )
+    p.add_argument(
+        "--target-key", default=None, help="array of --target to use (default: hellinger)"
     )
     p.add_argument(
         "encodings",
         nargs="+",
-        metavar="[NAME=]FILE",
-        help="encodings: (n, d) vectors or (n, n) distances in .npy/.npz/.safetensors",
+        metavar="[NAME=]FILE[:KEY]",
+        help="encodings: (n, d) vectors or (n, n) distances in .npy/.npz/.safetensors; "
+        "FILE:KEY picks one array of a file that holds several",
+    )
+    p.add_argument(
+        "--key", default=None, help="array to read from every encoding file that holds several"
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
     p.add_argument("--seed", type=int, default=0, help="seed of the sampled violation rate")

@@ -1,8 +1,14 @@
 """Entry point of the ``posgeom`` command.
 
 Each command group lives in its own module with ``register(subparsers)``; the module list below
-is the whole command set. User mistakes (:class:`~posgeom.PosgeomError`, missing files, missing
-extras) print one line ``posgeom: error: ...`` and exit with status 2; an interrupt exits 130.
+is the whole command set.
+
+One error path: whatever escapes a command (a :class:`~posgeom.PosgeomError`, a missing extra, any
+``OSError`` such as a full disk or a read-only folder, a ``MemoryError``, or an exception of a
+library) prints one line ``posgeom: error: ...`` naming the file or the step, and exits with status
+2; ``--debug`` prints the traceback as well. Messages name the command's flags (``--below-min
+drop``, ``-n/--max-positions``), not the Python keywords. Ctrl-C (SIGINT) exits 130 and SIGTERM
+exits 143; in both cases partial outputs are removed (they are temporaries until complete).
 """
 
 from __future__ import annotations
@@ -10,6 +16,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import re
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -39,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"posgeom {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every step (to stderr)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or log lines")
+    parser.add_argument("--debug", action="store_true", help="print tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -65,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
             default=argparse.SUPPRESS,
             help="no progress bars or log lines",
         )
+        command.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
     return parser
 
 
@@ -76,6 +89,57 @@ def _quiet_libraries(record: logging.LogRecord) -> bool:
     return not noisy or record.levelno >= logging.WARNING
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so every ``with`` block removes its temporaries."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _flag_names(parser: argparse.ArgumentParser, command: str | None) -> dict[str, str]:
+    """``dest -> "--flag"`` of the command's options (``-n/--max-positions`` when short too)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    names = {}
+    for action in sub.choices[command]._actions if command in sub.choices else ():
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        shorts = [o for o in action.option_strings if not o.startswith("--")]
+        if longs:
+            names[action.dest] = "/".join([*shorts[:1], longs[0]])
+    return names
+
+
+def _cli_words(message: str, flags: dict[str, str]) -> str:
+    """Spell Python keywords of a library message as the command's flags."""
+
+    def keyword_value(m: re.Match) -> str:
+        flag = flags.get(m["key"])
+        if flag is None:
+            return m[0]
+        flag, value = flag.split("/")[-1], m["value"].strip("'")
+        return flag if value == "True" else f"{flag} {value}"
+
+    message = re.sub(
+        r"\b(?P<key>[a-z][a-z0-9_]*)=(?P<value>'[^']*'|[^\s,;)]+)", keyword_value, message
+    )
+    message = re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", lambda m: flags.get(m[0], m[0]), message)
+    return re.sub(r"(--[\w-]+(?: [^\s()]+)?) \(\1\)", r"\1", message)  # "--x (--x)" -> "--x"
+
+
+def _one_line(exc: BaseException) -> str:
+    """What went wrong, in one line, naming the file (OSError) or the step (other exceptions)."""
+    if isinstance(exc, (PosgeomError, OptionalDependencyError)):
+        text = str(exc)
+    elif isinstance(exc, OSError):
+        where = exc.filename if exc.filename is not None else "a file"
+        text = f"{where}: {exc.strerror or exc}; check the path and the permissions"
+    elif isinstance(exc, MemoryError):
+        text = "out of memory; use a smaller -n, corpus or --batch-size, or a larger machine"
+    else:
+        text = f"{type(exc).__name__}: {exc} (an unexpected failure; --debug shows the traceback)"
+    return text.splitlines()[0] if text.strip() else type(exc).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -84,23 +148,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.verbose:  # Dask's cluster chatter only with --verbose
         for handler in logging.getLogger().handlers:
             handler.addFilter(_quiet_libraries)
+    previous = signal.getsignal(signal.SIGTERM)
+    with _suppress_value_error():  # not in the main thread (tests): keep the handler
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.handler(args) or 0)
-    except (PosgeomError, OptionalDependencyError, FileNotFoundError, IsADirectoryError) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"posgeom: error: {message}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # `posgeom ... | head`: the reader left; not an error
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        print(
-            "posgeom: interrupted; finished outputs were kept, partial ones discarded",
-            file=sys.stderr,
-        )
-        return 130
+    except KeyboardInterrupt as exc:
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        print(f"posgeom: {what}; finished outputs were kept, partial ones removed", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
+    except Exception as exc:
+        if getattr(args, "debug", False):
+            import traceback
+
+            traceback.print_exc()
+        message = _cli_words(_one_line(exc), _flag_names(parser, args.command))
+        print(f"posgeom: error: {message}", file=sys.stderr)
+        return 2
+    finally:
+        with _suppress_value_error():
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _suppress_value_error():
+    import contextlib
+
+    return contextlib.suppress(ValueError, TypeError)
 
 
 if __name__ == "__main__":  # pragma: no cover

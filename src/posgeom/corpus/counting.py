@@ -161,8 +161,11 @@ class PositionCounts:
     __add__ = merge
 
     # ------------------------------------------------------------------ save / load
-    def save(self, path: str | os.PathLike, *, format: str | None = None) -> Path:
-        """Save as an artifact (``.npz`` or ``.safetensors``, plus ``<path>.json``)."""
+    def save(
+        self, path: str | os.PathLike, *, format: str | None = None, overwrite: bool = True
+    ) -> Path:
+        """Save as one artifact file (``.npz`` or ``.safetensors``, metadata inside), atomically;
+        ``overwrite=False`` refuses an existing file."""
         from posgeom.artifacts import save_artifact
 
         meta = {
@@ -174,7 +177,9 @@ class PositionCounts:
             **self._extra_metadata(),
         }
         arrays = {"counts": self.counts, "totals": self.totals, **self._extra_arrays()}
-        return save_artifact(path, arrays, meta, kind=self._artifact_kind, format=format)
+        return save_artifact(
+            path, arrays, meta, kind=self._artifact_kind, format=format, overwrite=overwrite
+        )
 
     # a subclass (BootstrapCounts) stores more: its kind, arrays, metadata and fields from them
     _artifact_kind: ClassVar[str] = _KIND

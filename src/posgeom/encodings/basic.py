@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._errors import PosgeomError, require
+from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, symmetrize
 
 
@@ -34,18 +34,11 @@ def random(n_positions: int, d: int = 768, seed: int = 0, scale: float = 1.0) ->
 
 
 def _read_array(path: Path, key: str | None) -> tuple[np.ndarray, str | None]:
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
-        return np.load(path, allow_pickle=False), None
-    if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {k: archive[k] for k in archive.files}
-    elif suffix == ".safetensors":
-        arrays = dict(require("safetensors.numpy", "hf").load_file(str(path)))
-    else:
-        raise PosgeomError(
-            f"{path}: unsupported file type {suffix!r}; use .npy, .npz or .safetensors"
-        )
+    from posgeom._arrayfiles import read_array_file  # validated: damage is a PosgeomError
+
+    arrays = read_array_file(path)
+    if path.suffix.lower() == ".npy":
+        return arrays[""], None
     if key is None:
         preferred = [k for k in ("vectors", "distances") if k in arrays]
         if len(arrays) == 1:
@@ -99,6 +92,7 @@ def from_file(
     if array.dtype.kind not in "fiu":
         raise PosgeomError(f"{path}: expected a numeric array, got dtype {array.dtype}")
     array = array.astype(np.float64)
+    rows = int(array.shape[0]) if array.ndim else 0
     if array.ndim != 2 or array.size == 0:
         raise PosgeomError(
             f"{path}: expected a 2-D array (n, d) or (n, n), got shape {array.shape}"
@@ -125,7 +119,7 @@ def from_file(
         if array.shape[0] < n:
             raise PosgeomError(f"{path} holds {array.shape[0]} positions but n_positions={n}")
         array = array[:n, :n] if kind == "distances" else array[:n]
-    params: dict[str, Any] = {"path": str(path), "kind": kind, "key": key}
+    params: dict[str, Any] = {"path": str(path), "kind": kind, "key": key, "rows": rows}
     if kind == "distances":
         return PositionEncoding("from_file", None, params, symmetrize(array))
     return PositionEncoding("from_file", array, params)
