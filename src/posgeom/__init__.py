@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     "count_corpus": "posgeom.corpus.counting",
     "count_distributed": "posgeom.corpus.distributed",
     "count_resumable": "posgeom.corpus.jobs",
+    "BootstrapCounts": "posgeom.corpus.bootstrap",
     "load_tokenizer": "posgeom.corpus.tokenize",
     "WordLevelTokenizer": "posgeom.corpus.tokenize",
     "read_texts": "posgeom.corpus.readers",
@@ -61,6 +62,12 @@ _EXPORTS: dict[str, str] = {
     "ViolationRate": "posgeom.scores.order",
     "separation_margin": "posgeom.scores.order",
     "shepard_table": "posgeom.scores.order",
+    # bootstrap replicates -> intervals
+    "bootstrap_scores": "posgeom.scores.uncertainty",
+    "bootstrap_vector": "posgeom.scores.uncertainty",
+    "bootstrap_interval": "posgeom.scores.uncertainty",
+    "replicate_geometry": "posgeom.scores.uncertainty",
+    "BootstrapScores": "posgeom.scores.uncertainty",
     # the comparison of every encoding for a corpus
     "compare_encodings": "posgeom.compare",
     "ComparisonResult": "posgeom.compare",

@@ -1,0 +1,418 @@
+"""Uncertainty on every score, from Poisson-bootstrap replicates of the counts.
+
+For replicate counts ``C_b`` (:class:`~posgeom.corpus.bootstrap.BootstrapCounts`) the geometry is
+re-estimated, ``D_b = est(C_b)``, and every score ``s`` (each stress kind, the violation rate, the
+separation margin of encodings fitted to the geometry) is recomputed, ``s_b = s(D_b)``.
+
+**Intervals: the bootstrap world's truth.** The bootstrap treats the observed corpus as the
+population. The quantity a replicate estimates is then the score of the *observed* distributions,
+``s_0 = s(plugin(C))`` (the plug-in geometry of the counts, ``T(F_hat)``), not the point estimate
+``s_hat = s(est(C))``. For the plug-in estimator both coincide; for a bias-corrected estimator
+``s_hat`` has removed most of the sampling bias that ``s_0`` still carries, and using ``s_hat`` as
+the centre would subtract that bias a second time. With ``delta_b = s_b - s_0``:
+
+* ``"normal"`` (default): ``s_hat - mean(delta) +- z_{1-a/2} sd(s_b)``: the estimator's bias as
+  the bootstrap world sees it is removed, the spread is the replicates';
+* ``"basic"``: ``[s_hat - q_{1-a/2}(delta), s_hat - q_{a/2}(delta)]``: the law of
+  ``s_hat - s_true`` is approximated by that of ``delta``, which carries the estimator's bias as
+  the bootstrap world sees it (Davison & Hinkley 1997, eq. 5.6); its tail quantiles need a few
+  hundred replicates;
+* ``"percentile"``: ``[q_{a/2}(s_b), q_{1-a/2}(s_b)]`` (no bias correction; for comparison).
+
+``a = 1 - level``; quantiles are ``numpy.quantile`` (linear). ``"normal"`` is the default because
+it covered best in simulation (``tests/test_uncertainty.py``: 92% against 86% for ``"basic"``
+with 60 replicates, well-sampled corpora). Whether the intervals cover the
+truth is a property of the estimator and of the corpus: ``benchmarks/bench_estimators.py``
+measures it on corpora with a known truth (``docs/ESTIMATION.md``).
+
+**Rankings.** Encodings are ranked by one stress kind (``rank_by``, lower is better; ties keep
+the order given). ``p_first[e]`` is the fraction of replicates in which ``e`` has the lowest
+score; ``ranking_stability`` is the mean over replicates of Kendall's tau-b between the
+replicate's scores and the point scores (1: every replicate ranks as the point estimate).
+
+Everything is deterministic: the replicates are fixed by the counts' seed, sampled violation
+rates use ``seed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import kendalltau
+
+from posgeom._errors import PosgeomError
+from posgeom.scores._encoding import encoding_distances
+from posgeom.scores._intervals import (
+    INTERVAL_METHODS,
+    Interval,
+    _bounds,
+    _check_level,
+    bootstrap_interval,
+)
+from posgeom.scores.order import monotonicity_violation_rate
+from posgeom.scores.stress import STRESS_KINDS, stress_from_pairs
+
+__all__ = [
+    "INTERVAL_METHODS",
+    "BootstrapScores",
+    "EncodingUncertainty",
+    "Interval",
+    "ReplicateGeometry",
+    "VectorIntervals",
+    "bootstrap_interval",
+    "bootstrap_scores",
+    "bootstrap_vector",
+    "replicate_geometry",
+]
+
+
+# ----------------------------------------------------------------------------- replicate geometry
+def _matrix(geometry: Any) -> np.ndarray:
+    d = getattr(geometry, "distances", geometry)
+    d = d() if callable(d) else d
+    return np.asarray(d, dtype=np.float64)
+
+
+def _estimator(estimator: Any, options: Mapping[str, Any]) -> Callable[[Any], np.ndarray]:
+    """``counts -> (m, m) distances`` for an estimator name or a callable."""
+    if callable(estimator):
+        return lambda counts: _matrix(estimator(counts, **options))
+    try:
+        from posgeom.estimators import estimate_geometry
+    except ImportError:  # before the estimators package: the plug-in only
+        if estimator != "plugin":
+            raise PosgeomError(
+                f"estimator {estimator!r} is not available here; use 'plugin' or pass a callable"
+            ) from None
+        from posgeom.geometry.distributions import positional_distributions
+        from posgeom.geometry.divergences import hellinger_distances
+
+        return lambda counts: hellinger_distances(positional_distributions(counts))
+    return lambda counts: _matrix(estimate_geometry(counts, estimator=estimator, **options))
+
+
+@dataclass(frozen=True)
+class ReplicateGeometry:
+    """Point, bootstrap-world and replicate geometries of one estimator.
+
+    estimate : ``(m, m)`` ``est(C)``; truth : ``(m, m)`` the bootstrap world's geometry
+    (``plugin(C)``, or ``est(C)`` with ``bootstrap_truth="estimate"``); replicates :
+    ``(B, m (m - 1) / 2)`` upper triangles (row-major, ``numpy.triu_indices(m, 1)``) of
+    ``est(C_b)``. Memory ``4 B m^2`` bytes.
+    """
+
+    estimator: str
+    estimate: np.ndarray
+    truth: np.ndarray
+    replicates: np.ndarray = field(repr=False)
+
+    @property
+    def n_replicates(self) -> int:
+        return int(self.replicates.shape[0])
+
+    def replicate(self, b: int) -> np.ndarray:
+        """``(m, m)`` distances of replicate ``b``."""
+        m = self.estimate.shape[0]
+        out = np.zeros((m, m))
+        out[np.triu_indices(m, 1)] = self.replicates[b]
+        return out + out.T
+
+
+def replicate_geometry(
+    boot: Any,
+    *,
+    estimator: Any = "plugin",
+    estimator_options: Mapping[str, Any] | None = None,
+    bootstrap_truth: Any = "plugin",
+    n_replicates: int | None = None,
+) -> ReplicateGeometry:
+    """Re-estimate the geometry on every replicate of ``boot`` (a ``BootstrapCounts``).
+
+    ``estimator``: a name of :func:`posgeom.estimators.available` or ``counts -> geometry``;
+    ``bootstrap_truth``: ``"plugin"`` (default; the plug-in estimator with the same options, see
+    the module docstring), ``"estimate"`` (classical: ``est(C)``) or ``counts -> geometry``.
+    ``n_replicates``: use the first so many replicates (default all).
+    """
+    reps_total = getattr(boot, "n_replicates", None)
+    if reps_total is None:
+        raise PosgeomError(
+            "uncertainty needs bootstrap counts; count with bootstrap=B (CLI: count --bootstrap B)"
+        )
+    use = reps_total if n_replicates is None else int(n_replicates)
+    if not 2 <= use <= reps_total:
+        raise PosgeomError(f"n_replicates must be in [2, {reps_total}], got {n_replicates!r}")
+    opts = dict(estimator_options or {})
+    est = _estimator(estimator, opts)
+    estimate = est(boot.base)
+    if bootstrap_truth == "estimate" or estimator == "plugin":
+        truth = estimate
+    elif bootstrap_truth == "plugin":
+        truth = _estimator("plugin", opts if not callable(estimator) else {})(boot.base)
+    elif callable(bootstrap_truth):
+        truth = _matrix(bootstrap_truth(boot.base))
+    else:
+        raise PosgeomError(
+            f"bootstrap_truth must be 'plugin', 'estimate' or a callable, got {bootstrap_truth!r}"
+        )
+    if truth.shape != estimate.shape:
+        raise PosgeomError(
+            f"the plug-in geometry has shape {truth.shape} but the estimate {estimate.shape}; pass "
+            "bootstrap_truth= a callable giving the plug-in on the same positions/classes"
+        )
+    iu = np.triu_indices(estimate.shape[0], 1)
+    reps = np.stack([est(boot.replicate(b))[iu] for b in range(use)])
+    name = estimator if isinstance(estimator, str) else getattr(estimator, "__name__", "custom")
+    return ReplicateGeometry(name, estimate, truth, reps)
+
+
+# ----------------------------------------------------------------------------- scores
+@dataclass(frozen=True)
+class EncodingUncertainty:
+    """Intervals of one encoding's scores: ``stress[kind]``, ``violation_rate``,
+    ``separation_margin`` (a point interval for a fixed encoding), and ``p_first``."""
+
+    name: str
+    stress: dict[str, Interval]
+    violation_rate: Interval
+    separation_margin: Interval
+    p_first: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "stress": {k: v.as_dict() for k, v in self.stress.items()},
+            "violation_rate": self.violation_rate.as_dict(),
+            "separation_margin": self.separation_margin.as_dict(),
+            "p_first": self.p_first,
+        }
+
+
+@dataclass(frozen=True)
+class BootstrapScores:
+    """Every encoding's scores with intervals, and the stability of their ranking."""
+
+    estimator: str
+    n_replicates: int
+    level: float
+    method: str
+    rank_by: str
+    encodings: dict[str, EncodingUncertainty]
+    ranking: tuple[str, ...]
+    ranking_stability: float
+    replicate_taus: np.ndarray = field(repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "estimator": self.estimator,
+            "n_replicates": self.n_replicates,
+            "level": self.level,
+            "method": self.method,
+            "rank_by": self.rank_by,
+            "ranking": list(self.ranking),
+            "ranking_stability": self.ranking_stability,
+            "p_first": {k: v.p_first for k, v in self.encodings.items()},
+            "encodings": {k: v.as_dict() for k, v in self.encodings.items()},
+        }
+
+
+def _scores(enc_d: np.ndarray, target: np.ndarray, iu: tuple, seed: int) -> np.ndarray:
+    """``[paper, stress1, scale_optimal, raw, violation_rate]`` of one encoding."""
+    s = stress_from_pairs(enc_d[iu], target[iu])
+    rate = monotonicity_violation_rate(enc_d, target, seed=seed, encoding_kind="distances").rate
+    return np.array([*(getattr(s, k) for k in STRESS_KINDS), rate])
+
+
+def _margin(d: np.ndarray, iu: tuple) -> float:
+    return float(d[iu].min())
+
+
+def bootstrap_scores(
+    boot: Any,
+    encodings: Mapping[str, Any],
+    *,
+    fitted_encodings: Mapping[str, Callable[[np.ndarray], Any]] | None = None,
+    estimator: Any = "plugin",
+    estimator_options: Mapping[str, Any] | None = None,
+    level: float = 0.95,
+    method: str = "normal",
+    rank_by: str = "scale_optimal",
+    bootstrap_truth: Any = "plugin",
+    seed: int = 0,
+) -> BootstrapScores:
+    """Scores of every encoding with bootstrap intervals, and the stability of their ranking.
+
+    ``boot``: :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, or a :class:`ReplicateGeometry`
+    already computed (then the estimator options are ignored). ``encodings``: name -> fixed
+    encoding (``(n, d)`` vectors, ``(n, n)`` distances, or an object with ``.distances()``);
+    ``fitted_encodings``: name -> function of the ``(m, m)`` target giving an encoding (e.g.
+    ``lambda D: classical_mds(D, 8)``), refitted on every replicate. ``rank_by``: a stress kind.
+    ``seed``: of the sampled violation rate for more than 400 positions.
+    """
+    _check_level(level, method)
+    if rank_by not in STRESS_KINDS:
+        raise PosgeomError(f"rank_by must be one of {', '.join(STRESS_KINDS)}, got {rank_by!r}")
+    fitted = dict(fitted_encodings or {})
+    names = [*encodings, *fitted]
+    if len(names) < 1 or len(set(names)) != len(names):
+        raise PosgeomError("give at least one encoding, each name once (encodings and fitted)")
+    geo = (
+        boot
+        if isinstance(boot, ReplicateGeometry)
+        else replicate_geometry(
+            boot,
+            estimator=estimator,
+            estimator_options=estimator_options,
+            bootstrap_truth=bootstrap_truth,
+        )
+    )
+    m = geo.estimate.shape[0]
+    iu = np.triu_indices(m, 1)
+    fixed = {n: encoding_distances(e, name=n) for n, e in encodings.items()}
+    for name, d in fixed.items():
+        if d.shape[0] != m:
+            raise PosgeomError(
+                f"encoding {name!r} has {d.shape[0]} positions but the geometry has {m}; "
+                "build encodings for the same positions"
+            )
+
+    def evaluate(target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mats = {**fixed, **{n: encoding_distances(fn(target), name=n) for n, fn in fitted.items()}}
+        scores = np.stack([_scores(mats[n], target, iu, seed) for n in names])
+        return scores, np.array([_margin(mats[n], iu) for n in names])
+
+    point, point_margin = evaluate(geo.estimate)
+    truth, truth_margin = evaluate(geo.truth)
+    reps, rep_margin = zip(
+        *(evaluate(geo.replicate(b)) for b in range(geo.n_replicates)), strict=True
+    )
+    reps, rep_margin = np.stack(reps), np.stack(rep_margin)  # (B, E, 5), (B, E)
+    low, high, bias, se = _bounds(point, reps, truth, level, method)
+    mlow, mhigh, mbias, mse = _bounds(point_margin, rep_margin, truth_margin, level, method)
+    col = STRESS_KINDS.index(rank_by)
+    first = np.bincount(np.argmin(reps[:, :, col], axis=1), minlength=len(names)) / len(reps)
+    taus = np.array([_tau(point[:, col], r[:, col]) for r in reps])
+
+    def iv(e: int, k: int) -> Interval:
+        return Interval(
+            float(point[e, k]),
+            float(low[e, k]),
+            float(high[e, k]),
+            level,
+            method,
+            float(bias[e, k]),
+            float(se[e, k]),
+        )
+
+    result = {
+        n: EncodingUncertainty(
+            n,
+            {k: iv(e, j) for j, k in enumerate(STRESS_KINDS)},
+            iv(e, len(STRESS_KINDS)),
+            Interval(
+                float(point_margin[e]),
+                float(mlow[e]),
+                float(mhigh[e]),
+                level,
+                method,
+                float(mbias[e]),
+                float(mse[e]),
+            ),
+            float(first[e]),
+        )
+        for e, n in enumerate(names)
+    }
+    order = np.argsort(point[:, col], kind="stable")
+    return BootstrapScores(
+        geo.estimator,
+        geo.n_replicates,
+        level,
+        method,
+        rank_by,
+        result,
+        tuple(names[i] for i in order),
+        float(np.nanmean(taus)) if np.any(np.isfinite(taus)) else float("nan"),
+        taus,
+    )
+
+
+def _tau(a: np.ndarray, b: np.ndarray) -> float:
+    if a.size < 2:
+        return 1.0
+    return float(kendalltau(a, b).statistic)
+
+
+# ----------------------------------------------------------------------------- vectors (layers)
+@dataclass(frozen=True)
+class VectorIntervals:
+    """Intervals of a vector of scores (e.g. one stress per layer): ``(L,)`` arrays."""
+
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    bias: np.ndarray
+    se: np.ndarray
+    level: float
+    method: str
+    kind: str
+    estimator: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "estimate": self.estimate.tolist(),
+            "low": self.low.tolist(),
+            "high": self.high.tolist(),
+            "bias": self.bias.tolist(),
+            "se": self.se.tolist(),
+            "level": self.level,
+            "method": self.method,
+            "kind": self.kind,
+            "estimator": self.estimator,
+        }
+
+
+def bootstrap_vector(
+    boot: Any,
+    encodings: Sequence[Any],
+    *,
+    kind: str = "scale_optimal",
+    estimator: Any = "plugin",
+    estimator_options: Mapping[str, Any] | None = None,
+    level: float = 0.95,
+    method: str = "normal",
+    bootstrap_truth: Any = "plugin",
+) -> VectorIntervals:
+    """Intervals of the ``kind`` stress of each of ``L`` encodings (e.g. one per layer of a model).
+
+    ``boot``: ``BootstrapCounts`` or a :class:`ReplicateGeometry`; ``encodings``: ``L`` encodings
+    (vectors, distances, or objects with ``.distances()``) of the geometry's positions.
+    """
+    _check_level(level, method)
+    if kind not in STRESS_KINDS:
+        raise PosgeomError(f"kind must be one of {', '.join(STRESS_KINDS)}, got {kind!r}")
+    if len(encodings) < 1:
+        raise PosgeomError("give at least one encoding (one per layer)")
+    geo = (
+        boot
+        if isinstance(boot, ReplicateGeometry)
+        else replicate_geometry(
+            boot,
+            estimator=estimator,
+            estimator_options=estimator_options,
+            bootstrap_truth=bootstrap_truth,
+        )
+    )
+    m = geo.estimate.shape[0]
+    iu = np.triu_indices(m, 1)
+    pairs = [encoding_distances(e, name=f"layer {i}")[iu] for i, e in enumerate(encodings)]
+    if any(p.size != iu[0].size for p in pairs):
+        raise PosgeomError(f"every encoding must have the geometry's {m} positions")
+
+    def scores(target_pairs: np.ndarray) -> np.ndarray:
+        return np.array([getattr(stress_from_pairs(p, target_pairs), kind) for p in pairs])
+
+    point, truth = scores(geo.estimate[iu]), scores(geo.truth[iu])
+    reps = np.stack([scores(r) for r in geo.replicates])
+    low, high, bias, se = _bounds(point, reps, truth, level, method)
+    return VectorIntervals(point, low, high, bias, se, level, method, kind, geo.estimator)
