@@ -55,7 +55,7 @@ def test_dynamic_ntk_matches_transformers(seq_len):
     cfg = _config({"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0}, max_pos=16)
     hf, _ = _inv(cfg, "dynamic", seq_len=seq_len)
     ours, _ = enc.rope_inverse_frequencies(
-        32, scaling="ntk", factor=2.0, seq_len=seq_len, original_max_position_embeddings=16
+        32, scaling="dynamic", factor=2.0, seq_len=seq_len, original_max_position_embeddings=16
     )
     np.testing.assert_allclose(ours, hf, rtol=1e-6)
     e = enc.rope(
@@ -141,3 +141,92 @@ def test_rope_errors():
             enc.rope(8, **bad)
     with pytest.raises(PosgeomError):
         enc.rope(0)
+
+
+_HEAD = 32
+_TYPE_CASES = {
+    "default": {},
+    "linear": {"factor": 4.0},
+    "dynamic": {"factor": 2.0},
+    "yarn": {"factor": 4.0, "original_max_position_embeddings": 16, "beta_fast": 16.0},
+    "longrope": {
+        "short_factor": list(np.linspace(1.0, 2.0, _HEAD // 2)),
+        "long_factor": list(np.linspace(1.0, 8.0, _HEAD // 2)),
+        "original_max_position_embeddings": 16,
+        "factor": 4.0,
+    },
+    "llama3": {
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 32,
+    },
+    "proportional": {"partial_rotary_factor": 0.5, "factor": 2.0},
+}
+
+
+def test_every_transformers_rope_type_has_a_posgeom_function():
+    assert set(ROPE_INIT_FUNCTIONS) | {"default"} <= set(enc.ROPE_TYPES)
+    assert set(ROPE_INIT_FUNCTIONS) | {"default"} <= set(_TYPE_CASES)
+
+
+@pytest.mark.parametrize("rope_type", sorted(set(ROPE_INIT_FUNCTIONS) | {"default"}))
+@pytest.mark.parametrize("seq_len", [None, 8, 100])
+def test_rope_type_matches_transformers(rope_type, seq_len):
+    params = {"rope_type": rope_type, "rope_theta": 10000.0, **_TYPE_CASES[rope_type]}
+    cfg = _config(dict(params), max_pos=64, head_dim=_HEAD)
+    if rope_type == "default":
+        hf, hf_att = _inv(cfg, "default")
+    else:
+        hf, hf_att = _inv(cfg, rope_type, seq_len=seq_len)
+    ours, att = enc.rope_frequencies(
+        rope_type, _HEAD, 10000.0, cfg.rope_parameters, seq_len=seq_len, context=64
+    )
+    np.testing.assert_allclose(ours, hf, rtol=1e-6, atol=1e-12)
+    assert att == pytest.approx(hf_att, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("rope_type", "params", "message"),
+    [
+        ("linear", {}, "numeric factor"),
+        ("dynamic", {"factor": -1.0}, "factor > 0"),
+        ("yarn", {"factor": 2.0}, "original_max_position_embeddings"),
+        ("longrope", {"short_factor": [1.0], "long_factor": [1.0]}, "original_max"),
+        (
+            "longrope",
+            {"short_factor": [1.0], "long_factor": [1.0], "original_max_position_embeddings": 8},
+            "expected 16",
+        ),
+        ("llama3", {"factor": 8.0}, "low_freq_factor"),
+        (
+            "llama3",
+            {
+                "factor": 8.0,
+                "low_freq_factor": 4.0,
+                "high_freq_factor": 1.0,
+                "original_max_position_embeddings": 8,
+            },
+            "low_freq_factor < high_freq_factor",
+        ),
+        ("bogus", {}, "unknown RoPE scaling"),
+    ],
+)
+def test_rope_type_validators(rope_type, params, message):
+    with pytest.raises(PosgeomError, match=message):
+        enc.rope_frequencies(rope_type, _HEAD, 10000.0, params)
+
+
+def test_ntk_means_static_ntk_in_encodings_and_nn():
+    """Regression: "ntk" was dynamic NTK in encodings and static NTK in nn (up to 75% apart at
+    factor 4). Both are now static NTK-aware scaling base' = base f^(h/(h-2)); "dynamic" is
+    transformers' dynamic NTK."""
+    from posgeom.nn import RotaryEmbedding
+
+    h, f = 16, 4.0
+    expected = (10000.0 * f ** (h / (h - 2))) ** -(np.arange(0, h, 2) / h)
+    theta, _ = enc.rope_inverse_frequencies(h, scaling="ntk", factor=f)
+    np.testing.assert_allclose(theta, expected, rtol=1e-12)
+    module = RotaryEmbedding(h, scaling={"type": "ntk", "factor": f})
+    np.testing.assert_allclose(module.inv_freq.double().numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(enc.rope(40, head_dim=h, scaling="ntk", factor=f).inv_freq, expected)

@@ -83,6 +83,8 @@ def test_encoder_rejects_mismatched_position_modules():
     with pytest.raises(PosgeomError, match="divisible"):
         TinyEncoder(20, 15, 2, 1, 12)
     with pytest.raises(PosgeomError, match="unknown"):
+        TinyEncoder(20, 16, 2, 1, 12, "bogus")
+    with pytest.raises(PosgeomError, match="no torch module"):  # a family without one
         TinyEncoder(20, 16, 2, 1, 12, "xpos")
 
 

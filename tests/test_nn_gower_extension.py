@@ -136,3 +136,26 @@ def test_extend_needs_distances_and_gower_data():
     plain = AbsolutePositionEmbedding(torch.zeros(6, 2))
     with pytest.raises(PosgeomError, match="from_mds"):
         plain.extend(np.ones((1, 6)))
+
+
+def test_from_mds_extend_with_a_real_mds_result():
+    """Regression: from_mds(beyond="extend") read the bound method MDSResult.distances as an
+    array and crashed. With a real classical_mds result it now extends by Gower's formula, with
+    the fitted configuration's distances or with the given D**2 (equal here: D is Euclidean)."""
+    torch = pytest.importorskip("torch")
+    from posgeom.embed.mds import classical_mds
+    from posgeom.nn import AbsolutePositionEmbedding
+
+    x = _config(8, 15, 3)
+    train, new = x[:12], x[12:]
+    dist = squareform(pdist(train))
+    res = classical_mds(dist, 3, model_dim=8, input_kind="distances")
+    new_sq = cdist(new, train, "sqeuclidean")
+    implicit = AbsolutePositionEmbedding.from_mds(res, beyond="extend", dtype=torch.float64)
+    explicit = AbsolutePositionEmbedding.from_mds(
+        res, beyond="extend", train_sq_distances=dist**2, dtype=torch.float64
+    )
+    rows = implicit.extend(new_sq)
+    np.testing.assert_allclose(rows.numpy(), explicit.extend(new_sq).numpy(), atol=1e-9)
+    full = implicit(15).numpy()
+    np.testing.assert_allclose(squareform(pdist(full)), squareform(pdist(x)), atol=1e-8)

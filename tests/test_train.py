@@ -220,7 +220,9 @@ def test_order_task_runs_and_nope_is_exactly_chance(tmp_path):
 
 
 def test_bad_inputs(tmp_path, monkeypatch):
-    with pytest.raises(PosgeomError, match="known encodings: sinusoidal, learned, rope"):
+    with pytest.raises(
+        PosgeomError, match="known encodings: sinusoidal, rope, alibi, nope, random, learned"
+    ):
         _cfg(encoding="xpos2").validate()
     with pytest.raises(PosgeomError, match="unknown task"):
         _cfg(task="mnli").validate()

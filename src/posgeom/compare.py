@@ -54,12 +54,15 @@ from posgeom._errors import PosgeomError
 from posgeom._version import __version__
 from posgeom.artifacts import json_default
 from posgeom.embed._inputs import check_distance_matrix
+from posgeom.encodings import default_rope_head_dim, families, family, rope_heads
 from posgeom.encodings._base import PositionEncoding
+from posgeom.encodings._registry import ComparisonContext, Family
 
 __all__ = [
     "DEFAULT_ENCODINGS",
     "ComparisonResult",
     "StationarityResult",
+    "comparable_encodings",
     "compare_encodings",
     "default_rope_head_dim",
     "rope_heads",
@@ -68,19 +71,10 @@ __all__ = [
 
 log = logging.getLogger("posgeom")
 
-DEFAULT_ENCODINGS: tuple[str, ...] = (
-    "sinusoidal",
-    "rope",
-    "alibi",
-    "t5",
-    "nope",
-    "random",
-    "learned",
-    "mds",
-    "low_rank_mds",
-    "mds+smacof",
+#: The default comparison: every registered family with ``in_comparison``, in registry order.
+DEFAULT_ENCODINGS: tuple[str, ...] = tuple(
+    name for name, fam in families().items() if fam.in_comparison
 )
-_KNOWN = frozenset(DEFAULT_ENCODINGS)
 
 
 # ----------------------------------------------------------------------------- stationarity
@@ -172,47 +166,14 @@ def stationarity(distances: Any) -> StationarityResult:
 
 
 # ----------------------------------------------------------------------------- encodings
-def default_rope_head_dim(model_dim: int, n_heads: int = 12) -> int:
-    """``model_dim / n_heads`` when that is an even integer (BERT-base: 64), else 64 when it
-    divides ``model_dim``, else ``model_dim`` (one head)."""
-    if model_dim % n_heads == 0 and (model_dim // n_heads) % 2 == 0:
-        return model_dim // n_heads
-    return 64 if model_dim % 64 == 0 else model_dim
-
-
-def rope_heads(
-    n_positions: int,
-    model_dim: int = 768,
-    head_dim: int = 64,
-    *,
-    base: float = 10000.0,
-) -> PositionEncoding:
-    """RoPE of ``model_dim / head_dim`` heads of width ``head_dim``, concatenated.
-
-    Vectors ``(n, model_dim)``: every head holds the same RoPE vectors
-    ``[cos(i theta_k), sin(i theta_k)]``, ``theta_k = base^(-2k/head_dim)`` (one unit vector per
-    2-D plane, :func:`posgeom.encodings.rope`), so with ``H = model_dim / head_dim``
-    ``||p_i - p_j||^2 = H sum_k (2 - 2 cos((i-j) theta_k))``; every norm is
-    ``sqrt(model_dim/2)``.
-    ``head_dim = model_dim`` gives exactly the sinusoidal geometry.
-    """
-    from posgeom.encodings import rope
-
-    if head_dim < 2 or head_dim % 2 or model_dim % head_dim:
-        raise PosgeomError(
-            f"RoPE head_dim={head_dim} must be even and divide model_dim={model_dim}"
-        )
-    heads = model_dim // head_dim
-    one = rope(n_positions, head_dim=head_dim, base=base)
-    vectors = np.tile(one.vectors, (1, heads))
-    params = {
-        "head_dim": int(head_dim),
-        "n_heads": int(heads),
-        "base": float(base),
-        "normalize": "plane",
-        "width": int(model_dim),
-    }
-    return PositionEncoding("rope", vectors, params)
+def comparable_encodings() -> tuple[str, ...]:
+    """Names :func:`compare_encodings` accepts: every family with a comparison row."""
+    return tuple(
+        name
+        for name, fam in families().items()
+        if type(fam).comparison is not Family.comparison
+        or type(fam).default_encoding is not Family.default_encoding
+    )
 
 
 def _restrict(enc: Any, positions: np.ndarray) -> PositionEncoding:
@@ -467,20 +428,22 @@ def compare_encodings(
     -------
     ComparisonResult
     """
-    from posgeom import encodings as E
     from posgeom.geometry.distributions import PositionalDistributions
     from posgeom.pipeline import analyze_counts
 
     names = list(DEFAULT_ENCODINGS if encodings is None else encodings)
-    unknown = [x for x in names if x not in _KNOWN]
+    unknown = [x for x in names if x not in comparable_encodings()]
     if unknown:
         raise PosgeomError(
-            f"unknown encodings {unknown}; choose from {', '.join(DEFAULT_ENCODINGS)}"
+            f"unknown encodings {unknown}; choose from {', '.join(comparable_encodings())}"
         )
-    if "learned" in names and learned_model is None:
-        if encodings is not None:
-            raise PosgeomError("the 'learned' encoding needs learned_model=<model folder or name>")
-        names.remove("learned")
+    given = {"learned_model": learned_model}
+    for name in list(names):
+        need = family(name).comparison_needs
+        if need is not None and given.get(need) is None:
+            if encodings is not None:
+                raise PosgeomError(f"the {name!r} encoding needs {need}=<model folder or name>")
+            names.remove(name)
     if isinstance(model_dim, bool) or not isinstance(model_dim, (int, np.integer)) or model_dim < 2:
         raise PosgeomError(f"model_dim must be an integer >= 2, got {model_dim!r}")
     data = counts_or_distributions
@@ -497,7 +460,7 @@ def compare_encodings(
         min_samples=min_samples,
         below_min=below_min,
         convention=convention,
-        refine="mds+smacof" in names,
+        refine=any(family(x).pipeline_options.get("refine") for x in names),
         noise=use_noise,
         noise_repeats=noise_repeats,
         max_rank=0,
@@ -506,97 +469,45 @@ def compare_encodings(
     target = res.distances
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
     n = target.shape[0]
-    big_n = int(positions.max()) + 1
     r_full = res.mds.n_components
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
+    ctx = ComparisonContext(
+        n_positions=int(positions.max()) + 1,
+        n_kept=n,
+        model_dim=int(model_dim),
+        n_heads=int(n_heads),
+        rope_head_dim=int(rope_hd),
+        rope_base=float(rope_base),
+        seed=seed,
+        score=lambda enc: _scores(_restrict(enc, positions), target, seed),
+        score_kept=lambda enc: _scores(enc, target, seed),
+        pipeline=res,
+        learned_model=learned_model,
+        low_rank=int(low_rank),
+    )
 
     table: list[dict[str, Any]] = []
-
-    def add(name: str, enc: Any, description: str, parameters: int, scores: Any = None) -> None:
-        row = {"encoding": name, "description": description, "parameters": int(parameters)}
-        row.update(scores if scores is not None else _scores(enc, target, seed))
-        table.append(row)
-
     heads: list[dict[str, Any]] = []
     for name in names:
         log.info("scoring %s", name)
-        if name == "sinusoidal":
-            enc = _restrict(E.sinusoidal(big_n, d=model_dim), positions)
-            add(name, enc, f"Vaswani, d={model_dim}, base 10000, norm sqrt(d/2)", 0)
-        elif name == "rope":
-            enc = _restrict(rope_heads(big_n, model_dim, rope_hd, base=rope_base), positions)
-            p = enc.params
-            add(
-                name,
-                enc,
-                f"RoPE, {p['n_heads']} heads x head_dim {p['head_dim']} concatenated "
-                f"(width {p['width']}), base {rope_base:g}, unit vector per plane",
-                0,
-            )
-        elif name == "alibi":
-            slopes = E.alibi_slopes(n_heads)
-            for h in range(n_heads):
-                enc = _restrict(E.alibi(big_n, n_heads, head=h), positions)
-                heads.append({"head": h, "slope": float(slopes[h]), **_scores(enc, target, seed)})
-            best = min(range(n_heads), key=lambda h: (heads[h]["paper"], h))
-            scores = {k: v for k, v in heads[best].items() if k not in ("head", "slope")}
-            add(
-                name,
-                None,
-                f"ALiBi best of {n_heads} heads: head {best}, m = "
-                f"{slopes[best]:.4g} (distance m|i-j|)",
-                0,
-                scores,
-            )
-        elif name == "t5":
-            add(
-                name,
-                _restrict(E.t5(big_n), positions),
-                "T5 bucket-index distance (32 buckets, max distance 128)",
-                0,
-            )
-        elif name == "nope":
-            add(name, _restrict(E.nope(big_n, d=model_dim), positions), "all positions equal", 0)
-        elif name == "random":
-            add(
-                name,
-                _restrict(E.random(big_n, d=model_dim, seed=seed), positions),
-                f"Gaussian N(0, 1) vectors, d={model_dim}, seed {seed}",
-                n * model_dim,
-            )
-        elif name == "learned":
-            enc = _restrict(E.learned(big_n, learned_model), positions)
-            add(
-                name,
-                enc,
-                f"learned table of {enc.params.get('model')!s}"[:120].replace("|", "/")
-                + f" (rows {enc.params.get('offset', 0)}.., width {enc.dim})",
-                n * int(enc.dim or 0),
-            )
-        elif name == "mds":
-            add(
-                name,
-                res.mds,
-                f"Algorithm 1, rank {r_full} in d={model_dim}",
-                n * model_dim,
-                res.scores["mds"],
-            )
-        elif name == "low_rank_mds":
-            r = min(low_rank, r_full)
-            add(name, res.mds.truncate(r), f"rank-{r} MDS, P = A B^T", r * (n + model_dim))
-        elif name == "mds+smacof":
-            if "mds+smacof" in res.scores:
-                add(
-                    name,
-                    res.refined,
-                    "SMACOF from the MDS solution (200 iterations max)",
-                    n * model_dim,
-                    res.scores["mds+smacof"],
-                )
-            else:
-                log.warning("mds+smacof skipped: refinement runs only for n <= 2048")
+        entry = family(name).comparison(ctx)
+        if entry is None:
+            log.warning("%s skipped: %s", name, family(name).skip_reason)
+            continue
+        table.append(
+            {
+                "encoding": name,
+                "description": entry.description,
+                "parameters": int(entry.parameters),
+                **entry.scores,
+            }
+        )
+        heads.extend(entry.heads)
     for name, enc in (extra_encodings or {}).items():
-        add(str(name), enc, "user encoding", 0)
+        table.append(
+            {"encoding": str(name), "description": "user encoding", "parameters": 0}
+            | _scores(enc, target, seed)
+        )
 
     curve = []
     for r in range(1, min(max_rank, r_full) + 1):

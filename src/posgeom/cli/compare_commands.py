@@ -48,15 +48,25 @@ def _counts_for_compare(args: argparse.Namespace) -> Any:
     return counts_from_args(args)
 
 
+def _comparable() -> tuple[str, ...]:
+    from posgeom.compare import comparable_encodings
+
+    return comparable_encodings()
+
+
+def _defaults() -> tuple[str, ...]:
+    from posgeom.compare import DEFAULT_ENCODINGS
+
+    return DEFAULT_ENCODINGS
+
+
 def _compare(args: argparse.Namespace) -> int:
-    from posgeom.compare import DEFAULT_ENCODINGS, compare_encodings
+    from posgeom.compare import compare_encodings
 
     counts = _counts_for_compare(args)
-    names = None
+    names = None  # the default set; families whose row needs --model drop out without it
     if args.encodings:
         names = [x.strip() for x in args.encodings.split(",") if x.strip()]
-    elif args.model is None:
-        names = [x for x in DEFAULT_ENCODINGS if x != "learned"]
     extra = {}
     if args.encoding:
         from posgeom.cli.geometry_commands import _extra_encodings
@@ -157,9 +167,8 @@ def register(sub: Any) -> None:
     g.add_argument(
         "--encodings",
         default=None,
-        help="comma-separated subset of: sinusoidal, rope, alibi, t5, nope, random, "
-        "learned, mds, low_rank_mds, mds+smacof (default: all; learned only with "
-        "--model)",
+        help=f"comma-separated subset of: {', '.join(_comparable())} (default: "
+        f"{', '.join(_defaults())}; learned only with --model)",
     )
     g.add_argument(
         "--model",

@@ -163,8 +163,29 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The fixed encodings the demo scores, built as ``posgeom compare`` builds them.
+DEMO_ENCODINGS = ("sinusoidal", "rope", "random")
+
+
+def _demo_encodings(n: int, model_dim: int, seed: int) -> dict[str, Any]:
+    """Each demo family's comparison encoding (RoPE per head, as in ``compare``)."""
+    from posgeom.encodings import default_rope_head_dim, family
+    from posgeom.encodings._registry import ComparisonContext
+
+    n_heads = 12
+    ctx = ComparisonContext(
+        n_positions=n,
+        n_kept=n,
+        model_dim=model_dim,
+        n_heads=n_heads,
+        rope_head_dim=default_rope_head_dim(model_dim, n_heads),
+        rope_base=10000.0,
+        seed=seed,
+    )
+    return {name: family(name).default_encoding(ctx) for name in DEMO_ENCODINGS}
+
+
 def _demo(args: argparse.Namespace) -> int:
-    from posgeom import encodings
     from posgeom.corpus.counting import count_positions
     from posgeom.synthetic import synthetic_corpus
 
@@ -172,11 +193,7 @@ def _demo(args: argparse.Namespace) -> int:
     log.info("synthetic three-regime corpus: %d sequences of %d tokens", args.sequences, n)
     seqs = synthetic_corpus(args.sequences, length=n, seed=args.seed)
     counts = count_positions(seqs, max_positions=n)
-    extra = {
-        "sinusoidal": encodings.sinusoidal(n, d=args.model_dim),
-        "rope": encodings.rope(n, head_dim=args.model_dim),
-        "random": encodings.random(n, d=args.model_dim, seed=args.seed),
-    }
+    extra = _demo_encodings(n, args.model_dim, args.seed)
     if args.output:
         _analyze_and_save(lambda: counts, args, extra)
         return 0

@@ -70,7 +70,9 @@ def symmetrize(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
-def _readonly(array: np.ndarray | None) -> np.ndarray | None:
+def readonly(array: Any) -> Any:
+    """A read-only float64 copy of ``array`` (``None`` stays ``None``); the one helper for the
+    read-only arrays of encodings and mechanisms."""
     if array is None:
         return None
     out = np.array(array, dtype=np.float64, copy=True)
@@ -99,10 +101,10 @@ class PositionEncoding:
     def __post_init__(self) -> None:
         if self.vectors is None and self.distance_matrix is None:
             raise PosgeomError("an encoding needs vectors or a distance matrix")
-        vec = _readonly(self.vectors)
+        vec = readonly(self.vectors)
         if vec is not None and vec.ndim != 2:
             raise PosgeomError(f"position vectors must be 2-D (n, d), got shape {vec.shape}")
-        dist = _readonly(self.distance_matrix)
+        dist = readonly(self.distance_matrix)
         if dist is not None:
             n = dist.shape[0]
             if dist.shape != (n, n) or (vec is not None and vec.shape[0] != n):

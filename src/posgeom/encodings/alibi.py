@@ -17,30 +17,56 @@ with the lowest stress against ``target`` (see :meth:`ALiBiEncoding.best_head`).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
+from posgeom.encodings import _hf
+from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, readonly
+from posgeom.encodings._registry import (
+    ComparisonContext,
+    ComparisonEntry,
+    Family,
+    Mechanism,
+    MechanismParams,
+    TorchSpec,
+    head_select,
+    register,
+)
+
+ALIBI_STYLES = ("bloom", "mpt")
 
 
-def alibi_slopes(n_heads: int) -> np.ndarray:
-    """``(n_heads,)`` float64 ALiBi slopes, exactly as the reference ``get_slopes``."""
-    n_heads = check_positive_int(n_heads, "ALiBi n_heads")
+def alibi_slopes(n_heads: int, *, style: str = "bloom", alibi_bias_max: float = 8.0) -> np.ndarray:
+    """``(n_heads,)`` float64 ALiBi slopes ``m_h`` as the model family computes them.
 
-    def power_of_2(h: int) -> list[float]:
-        start = 2 ** (-(2 ** -(math.log2(h) - 3)))
-        return [start * start**i for i in range(h)]
-
-    def slopes(h: int) -> list[float]:
-        if math.log2(h).is_integer():
-            return power_of_2(h)
+    ``style="bloom"`` (Press et al.'s reference ``get_slopes``, BLOOM's ``build_alibi_tensor``,
+    Falcon): with ``P = 2^floor(log2 H)``, ``m_h = 2^(-8h/P)`` for ``h = 1..P``; when ``H`` is not a
+    power of two the remaining heads take the odd powers ``2^(-4k/P)``, ``k = 1, 3, 5, ...`` (every
+    other slope of ``2P``). ``style="mpt"`` (``build_mpt_alibi_tensor``): with
+    ``P = 2^ceil(log2 H)``, ``m_h = 2^(-h alibi_bias_max / P)`` for ``h = 1..P``; when ``P != H``
+    the odd-indexed then the even-indexed slopes are kept, the first ``H`` of them.
+    """
+    h = check_positive_int(n_heads, "ALiBi n_heads")
+    if style == "bloom":
         closest = 2 ** math.floor(math.log2(h))
-        return power_of_2(closest) + slopes(2 * closest)[0::2][: h - closest]
-
-    return np.asarray(slopes(n_heads), dtype=np.float64)
+        slopes = (2.0 ** (-8.0 / closest)) ** np.arange(1, closest + 1, dtype=np.float64)
+        if closest != h:
+            extra = (2.0 ** (-4.0 / closest)) ** np.arange(
+                1, 2 * (h - closest), 2, dtype=np.float64
+            )
+            slopes = np.concatenate([slopes, extra])
+        return slopes
+    if style == "mpt":
+        p = 2 ** math.ceil(math.log2(h))
+        slopes = 1.0 / np.power(
+            2.0, np.arange(1, p + 1, dtype=np.float64) * (float(alibi_bias_max) / p)
+        )
+        return np.concatenate([slopes[1::2], slopes[::2]])[:h] if p != h else slopes
+    raise PosgeomError(f"unknown ALiBi style {style!r}; use 'bloom' or 'mpt'")
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,3 +132,120 @@ def alibi(
     return ALiBiEncoding(
         "alibi", vectors, params, scale * gaps, slopes=tuple(float(s) for s in slopes), head=head
     )
+
+
+# ------------------------------------------------------------------------------ mechanism
+@dataclass(frozen=True, eq=False)
+class ALiBiParams(MechanismParams):
+    """A model's ALiBi: ``slopes`` ``(num_heads,)`` (bias ``-m_h |i - j|``), ``alibi_style``
+    (``"bloom"``: Press et al.'s reference, also Falcon; ``"mpt"``) and ``num_heads``."""
+
+    key = "alibi"
+    representation = "distances"
+
+    slopes: np.ndarray
+    alibi_style: str = "bloom"
+    num_heads: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slopes", readonly(self.slopes))
+
+    def summary(self) -> str:
+        return f"ALiBi ({self.alibi_style}) {self.num_heads} heads"
+
+    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
+        """Distances ``D_ij = m_h |i - j|`` per head: ``(H, n, n)``, or ``(n, n)`` for ``head``."""
+        gap = np.abs(np.subtract.outer(np.arange(n), np.arange(n))).astype(np.float64)
+        return head_select(self.slopes[:, None, None] * gap[None], head)
+
+    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
+        """All heads as columns ``m_h i`` (``""``) and one head per key ``"_h<h>"``."""
+        column = np.arange(start, start + n, dtype=np.float64)[:, None]
+        params = dict(params, alibi_style=self.alibi_style, n_heads=self.num_heads, head=None)
+        out = {"": PositionEncoding("alibi", column * self.slopes[None, :], params)}
+        for h, slope in enumerate(self.slopes):
+            out[f"_h{h}"] = PositionEncoding(
+                "alibi", column * float(slope), {**params, "head": h, "slope": float(slope)}
+            )
+        return out
+
+
+def _attn_config(config: Any, key: str) -> Any:
+    attn = getattr(config, "attn_config", None)
+    return attn.get(key) if isinstance(attn, Mapping) else getattr(attn, key, None)
+
+
+def _alibi_style(model: Any, config: Any) -> tuple[str | None, str, float]:
+    """``(style, source, alibi_bias_max)`` from the configuration, else from the model's
+    ``build_alibi_tensor`` / ``build_mpt_alibi_tensor`` methods; style ``None``: no ALiBi."""
+    if _attn_config(config, "alibi"):
+        bias_max = _attn_config(config, "alibi_bias_max")
+        return "mpt", "config.attn_config.alibi", 8.0 if bias_max is None else float(bias_max)
+    if getattr(config, "alibi", None) is True:
+        return "bloom", "config.alibi", 8.0
+    if getattr(config, "position_embedding_type", None) == "alibi":
+        return "bloom", "config.position_embedding_type", 8.0
+    for name, module in model.named_modules():
+        for style, method in (("mpt", "build_mpt_alibi_tensor"), ("bloom", "build_alibi_tensor")):
+            if callable(getattr(type(module), method, None)):
+                return style, f"{name or type(module).__name__}.{method}", 8.0
+    return None, "", 8.0
+
+
+# ------------------------------------------------------------------------------ family
+@register
+class ALiBiFamily(Family):
+    """ALiBi: rank-1 geometry per head; compared by its best head (every head reported)."""
+
+    name = "alibi"
+    order = 30
+    summary = "attention with linear biases (Press et al.), per-head rank-1 geometry"
+    mechanism_kind = "alibi"
+    mechanism_params = ALiBiParams
+    detect_order = 30
+    excludes = ("rotary",)
+    torch_class = "posgeom.nn.alibi:ALiBiBias"
+
+    def build(self, n_positions: int, **params: Any) -> ALiBiEncoding:
+        return alibi(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> ALiBiEncoding:
+        """All ``n_heads`` heads as columns (the comparison row is the best single head)."""
+        return alibi(ctx.n_positions, ctx.n_heads)
+
+    def comparison(self, ctx: ComparisonContext) -> ComparisonEntry:
+        slopes = alibi_slopes(ctx.n_heads)
+        heads = tuple(
+            {
+                "head": h,
+                "slope": float(slopes[h]),
+                **ctx.score(alibi(ctx.n_positions, ctx.n_heads, head=h)),
+            }
+            for h in range(ctx.n_heads)
+        )
+        best = min(range(ctx.n_heads), key=lambda h: (heads[h]["paper"], h))
+        scores = {k: v for k, v in heads[best].items() if k not in ("head", "slope")}
+        description = (
+            f"ALiBi best of {ctx.n_heads} heads: head {best}, m = {slopes[best]:.4g} "
+            "(distance m|i-j|)"
+        )
+        return ComparisonEntry(description, 0, scores, heads)
+
+    def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
+        style, source, bias_max = _alibi_style(model, config)
+        if style is None:
+            return []
+        heads = _hf.num_heads(config)
+        if heads is None:
+            raise PosgeomError(
+                "the model uses ALiBi but its configuration has no head count "
+                "(num_attention_heads / n_head / n_heads)"
+            )
+        slopes = alibi_slopes(heads, style=style, alibi_bias_max=bias_max)
+        return [Mechanism("alibi", source, ALiBiParams(slopes, style, heads))]
+
+    def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
+        return {"n_heads": spec.n_heads, "head": 0}
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        return self.torch_class_object()(spec.n_heads)

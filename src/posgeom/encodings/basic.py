@@ -10,6 +10,14 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, symmetrize
+from posgeom.encodings._registry import (
+    ComparisonContext,
+    Family,
+    Mechanism,
+    MechanismParams,
+    TorchSpec,
+    register,
+)
 
 
 def nope(n_positions: int, d: int = 768) -> PositionEncoding:
@@ -123,3 +131,97 @@ def from_file(
     if kind == "distances":
         return PositionEncoding("from_file", None, params, symmetrize(array))
     return PositionEncoding("from_file", array, params)
+
+
+class NoneParams(MechanismParams):
+    """No positional mechanism: every position at the same point."""
+
+    key = "nope"
+
+    def summary(self) -> str:
+        return "no positional mechanism"
+
+    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
+        """Vectors ``(n, 1)`` of zeros."""
+        return np.zeros((n, 1), dtype=np.float64)
+
+    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
+        return {"": PositionEncoding("nope", np.zeros((n, 1)), params)}
+
+
+@register
+class NoPEFamily(Family):
+    """NoPE: no positional signal (paper stress exactly 1); no torch module."""
+
+    name = "nope"
+    order = 50
+    summary = "no positional encoding: all positions equal"
+    mechanism_kind = "none"
+    mechanism_params = NoneParams
+    detect_order = 1000
+
+    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
+        return nope(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
+        return nope(ctx.n_positions, d=ctx.model_dim)
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        return "all positions equal"
+
+    def none_mechanism(self) -> Mechanism:
+        """What a model without a detected mechanism reports (``on_missing="none"``)."""
+        return Mechanism("none", "nothing found", NoneParams())
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        return None
+
+
+@register
+class RandomFamily(Family):
+    """Seeded Gaussian vectors: the order-free baseline; a fixed random table when trained."""
+
+    name = "random"
+    order = 60
+    summary = "seeded Gaussian vectors (no order information)"
+    torch_class = "posgeom.nn.tables:AbsolutePositionEmbedding"
+
+    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
+        return random(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
+        return random(ctx.n_positions, d=ctx.model_dim, seed=ctx.seed)
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        return f"Gaussian N(0, 1) vectors, d={encoding.dim}, seed {encoding.params['seed']}"
+
+    def parameter_count(self, ctx: ComparisonContext, encoding: PositionEncoding) -> int:
+        return ctx.n_kept * int(encoding.dim or 0)
+
+    def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
+        seed = 0 if spec.seed is None else spec.seed
+        return {"d": spec.d, "seed": seed, "scale": spec.random_scale}
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        import torch
+
+        seed = 0 if spec.seed is None else spec.seed
+        table = random(spec.n, spec.d, seed=seed, scale=spec.random_scale).vectors
+        return self.torch_class_object()(np.array(table), trainable=False, dtype=torch.float32)
+
+
+@register
+class FromFileFamily(Family):
+    """Vectors or distances read from a file (``path=``); not part of the default comparison."""
+
+    name = "from_file"
+    order = 120
+    summary = "position vectors or a distance matrix from .npy / .npz / .safetensors"
+    requires = ("path",)
+    in_comparison = False
+
+    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
+        path = params.pop("path", None)
+        if path is None:
+            raise PosgeomError("from_file needs path=<.npy, .npz or .safetensors file>")
+        return from_file(path, n_positions, **params)

@@ -2,11 +2,14 @@
 
 The rows used for positions ``0 .. n-1`` of the model's position table:
 
-- BERT, DistilBERT, ELECTRA, MPNet, RoBERTa, XLM-R ...: ``embeddings.position_embeddings``;
-  GPT-2: ``wpe``; OPT, BART ...: ``embed_positions``.
-- Offset: a table module with an ``offset`` attribute (OPT, BART: 2) starts at that row; a table
-  with a ``padding_idx`` (RoBERTa, MPNet, XLM-R: ``padding_idx = 1``) starts at ``padding_idx + 1``
-  because those models number real tokens from ``padding_idx + 1``. ``offset=`` overrides both.
+- Discovery (one rule for every layer): an ``nn.Embedding`` whose last name component is one of
+  :data:`LEARNED_NAMES` (BERT, DistilBERT, ELECTRA, MPNet, RoBERTa, XLM-R:
+  ``embeddings.position_embeddings``; GPT-2: ``wpe``; OPT, BART: ``embed_positions``), or a
+  parameter of that name (ViT-style ``pos_embed``); the encoder's table is the shallowest.
+- Offset (:func:`table_offset`): a table module with an integer ``offset`` attribute (OPT, BART: 2)
+  starts at that row; a table with a ``padding_idx`` (RoBERTa, MPNet, XLM-R: ``padding_idx = 1``)
+  starts at ``padding_idx + 1`` because those models number real tokens from ``padding_idx + 1``;
+  otherwise 0 (BERT, GPT-2). ``offset=`` overrides both.
 - ``beyond="error"`` (default) refuses ``n`` larger than the table; ``beyond="interpolate"``
   resamples the ``N`` available rows linearly: position ``i`` reads the table at
   ``t = i (N - 1) / (n - 1)``, ``(1 - frac t) row[floor t] + (frac t) row[floor t + 1]``, so the
@@ -16,14 +19,33 @@ The rows used for positions ``0 .. n-1`` of the model's position table:
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError, require
-from posgeom.encodings._base import PositionEncoding, check_n
+from posgeom.encodings import _hf
+from posgeom.encodings._base import PositionEncoding, check_n, readonly
+from posgeom.encodings._registry import (
+    ComparisonContext,
+    Family,
+    Mechanism,
+    MechanismParams,
+    TorchSpec,
+    register,
+)
 
-_TABLE_NAMES = ("position_embeddings", "wpe", "embed_positions")
+#: Last name components of learned absolute position tables.
+LEARNED_NAMES = (
+    "position_embeddings",
+    "position_embedding",
+    "wpe",
+    "embed_positions",
+    "pos_embed",
+    "pos_embeddings",
+    "positional_embedding",
+)
 
 
 def _load_model(model: Any) -> Any:
@@ -60,17 +82,52 @@ def _no_table_message(model: Any) -> str:
     return f"model {mtype!r} has no learned position table; {hint}"
 
 
+def table_offset(module: Any, offset: int | None = None) -> int:
+    """First row a real token uses (see the module docstring); ``offset`` overrides."""
+    if offset is not None:
+        return int(offset)
+    if isinstance(getattr(module, "offset", None), int):
+        return int(module.offset)
+    pad = getattr(module, "padding_idx", None)
+    return 0 if pad is None else int(pad) + 1
+
+
+def position_tables(model: Any) -> list[tuple[str, Any, Any]]:
+    """``(name, module or None, 2-D weight)`` of every learned position table, embeddings first
+    (one entry per shared weight), then bare parameters named in :data:`LEARNED_NAMES`."""
+    found: list[tuple[str, Any, Any]] = []
+    seen: set[int] = set()
+    for name, module in model.named_modules():
+        if _hf.last_name(name) in LEARNED_NAMES and _hf.is_embedding(module):
+            if id(module.weight) not in seen:
+                seen.add(id(module.weight))
+                found.append((name, module, module.weight))
+    for name, param in model.named_parameters():
+        if _hf.last_name(name) not in LEARNED_NAMES or id(param) in seen:
+            continue
+        tensor = param.detach()
+        while tensor.ndim > 2 and tensor.shape[0] == 1:
+            tensor = tensor[0]
+        if tensor.ndim == 2:
+            seen.add(id(param))
+            found.append((name, None, tensor))
+    return found
+
+
 def find_position_table(model: Any) -> tuple[str, Any]:
-    """``(name, module)`` of the position table of a loaded model, or :class:`PosgeomError`."""
-    found = [
-        (name, mod)
-        for name, mod in model.named_modules()
-        if name.rsplit(".", 1)[-1] in _TABLE_NAMES
-        and getattr(getattr(mod, "weight", None), "ndim", 0) == 2
-    ]
+    """``(name, module)`` of the encoder's (shallowest) learned table, or :class:`PosgeomError`."""
+    found = [(name, mod) for name, mod, _ in position_tables(model) if mod is not None]
     if not found:
         raise PosgeomError(_no_table_message(model))
-    return min(found, key=lambda item: item[0].count("."))  # the encoder's (shallowest) table
+    return min(found, key=lambda item: item[0].count("."))
+
+
+def position_limit(model: Any) -> int | None:
+    """Rows of the first learned table after its offset (``None``: the model has none)."""
+    for _, module, weight in position_tables(model):
+        if module is not None:
+            return int(weight.shape[0]) - table_offset(module)
+    return None
 
 
 def learned(
@@ -92,9 +149,7 @@ def learned(
     source = str(model) if isinstance(model, (str, os.PathLike)) else type(model).__name__
     net = _load_model(model)
     name, module = find_position_table(net)
-    if offset is None:
-        pad = getattr(module, "padding_idx", None)
-        offset = int(getattr(module, "offset", 0) or (pad + 1 if pad is not None else 0))
+    offset = table_offset(module, offset)
     table = module.weight.detach().cpu().double().numpy()[offset:]
     rows = table.shape[0]
     if n <= rows:
@@ -117,3 +172,94 @@ def learned(
         "table_rows": rows,
     }
     return PositionEncoding("learned", vectors, params)
+
+
+# ------------------------------------------------------------------------------ mechanism
+@dataclass(frozen=True, eq=False)
+class LearnedParams(MechanismParams):
+    """A learned absolute table ``(n_positions, d)`` from row ``offset`` on, so row ``i`` is the
+    vector added at position ``i`` of a sequence (OPT, RoBERTa, MPNet: offset 2)."""
+
+    key = "learned"
+
+    table: np.ndarray
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "table", readonly(self.table))
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.table.shape[0])
+
+    def summary(self) -> str:
+        rows, width = self.table.shape
+        return f"learned absolute {rows}x{width} (offset {self.offset})"
+
+    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
+        """Vectors ``(n, d)``: rows ``0 .. n-1`` after the offset."""
+        if n > self.n_positions:
+            raise PosgeomError(
+                f"the learned table has {self.n_positions} positions, fewer than n={n}; "
+                f"use n <= {self.n_positions}"
+            )
+        return np.array(self.table[:n], dtype=np.float64)
+
+    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
+        table = self.to_encoding(n + start)[start:]
+        params = dict(params, offset=self.offset, table_rows=self.n_positions)
+        return {"": PositionEncoding("learned", table, params)}
+
+
+# ------------------------------------------------------------------------------ family
+@register
+class LearnedFamily(Family):
+    """Learned absolute tables: a model's rows as geometry; trained tables in the trainer."""
+
+    name = "learned"
+    order = 70
+    summary = "learned absolute position table (BERT, GPT-2, RoBERTa, OPT, ...)"
+    requires = ("model",)
+    mechanism_kind = "learned"
+    mechanism_params = LearnedParams
+    detect_order = 10
+    comparison_needs = "learned_model"
+    torch_class = "posgeom.nn.position:LearnedPositionEmbedding"
+    trained_by_default = True
+
+    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
+        if "model" not in params:
+            raise PosgeomError("learned needs model=<Hugging Face folder, cached name or model>")
+        return learned(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding | None:
+        return None if ctx.learned_model is None else learned(ctx.n_positions, ctx.learned_model)
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        p = encoding.params
+        text = f"learned table of {p.get('model')!s}"[:120].replace("|", "/")
+        return text + f" (rows {p.get('offset', 0)}.., width {encoding.dim})"
+
+    def parameter_count(self, ctx: ComparisonContext, encoding: PositionEncoding) -> int:
+        return ctx.n_kept * int(encoding.dim or 0)
+
+    def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
+        found = []
+        for name, module, weight in position_tables(model):
+            off = table_offset(module, options.get("learned_offset"))
+            if off >= weight.shape[0]:
+                raise PosgeomError(
+                    f"offset {off} leaves no rows in {name} ({weight.shape[0]} rows); "
+                    "pass a smaller learned_offset"
+                )
+            source = f"{name}.weight" if module is not None else name
+            found.append(
+                Mechanism("learned", source, LearnedParams(_hf.to_numpy(weight[off:]), off))
+            )
+        return found
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        import torch
+
+        gen = None if spec.seed is None else torch.Generator().manual_seed(spec.seed)
+        return self.torch_class_object()(spec.n, spec.d, generator=gen)

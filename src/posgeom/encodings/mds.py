@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
-from posgeom.encodings._base import PositionEncoding, check_positive_int
+from posgeom._errors import PosgeomError
+from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
+from posgeom.encodings._registry import (
+    ComparisonContext,
+    ComparisonEntry,
+    Family,
+    TorchSpec,
+    register,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,3 +85,139 @@ def low_rank_mds(
         "parameter_reduction": factors.parameter_reduction,
     }
     return MDSEncoding("low_rank_mds", factors.embedding, params, result=res, factors=factors)
+
+
+def smacof(source: Any, d: int = 768, *, max_iter: int = 200) -> MDSEncoding:
+    """SMACOF refinement (stress-optimal) of the MDS encoding of an ``(n, n)`` distance matrix
+    ``source``, started from Algorithm 1 (``posgeom.embed.refine.smacof_refine``)."""
+    from posgeom.embed._inputs import check_distance_matrix
+    from posgeom.embed.mds import classical_mds
+    from posgeom.embed.refine import smacof_refine
+
+    d = check_positive_int(d, "d")
+    target = check_distance_matrix(source, "source")
+    res = classical_mds(target, model_dim=d, input_kind="distances")
+    refined = smacof_refine(target, res, max_iter=max_iter)
+    params = {"d": d, "max_iter": max_iter, "final_paper_stress": refined.final_stress}
+    return MDSEncoding("mds+smacof", refined.embedding, params, result=refined)
+
+
+def _checked(name: str, n_positions: int, enc: MDSEncoding) -> MDSEncoding:
+    if enc.n_positions != check_n(n_positions):
+        raise PosgeomError(f"{name}: the input has {enc.n_positions} positions, not {n_positions}")
+    return enc
+
+
+def _source(name: str, params: dict[str, Any]) -> Any:
+    if "source" not in params:
+        raise PosgeomError(f"{name} needs source=<(n, n) distances or (n, V) distributions>")
+    return params.pop("source")
+
+
+def _need_pipeline(ctx: ComparisonContext) -> Any:
+    if ctx.pipeline is None:
+        raise PosgeomError("the MDS rows of a comparison need the pipeline result")
+    return ctx.pipeline
+
+
+def _mds_module(spec: TorchSpec, name: str) -> Any:
+    if spec.geometry is None:
+        raise PosgeomError(f"encoding {name!r} needs the corpus geometry (an MDS result)")
+    return spec.geometry.mds
+
+
+@register
+class MDSFamily(Family):
+    """Algorithm 1: the MDS-optimal table; a fixed table in the trainer."""
+
+    name = "mds"
+    order = 80
+    summary = "MDS-optimal encoding of the corpus geometry (Algorithm 1)"
+    requires = ("source",)
+    torch_class = "posgeom.nn.tables:AbsolutePositionEmbedding"
+
+    def build(self, n_positions: int, **params: Any) -> MDSEncoding:
+        return _checked(self.name, n_positions, mds(_source(self.name, params), **params))
+
+    def comparison(self, ctx: ComparisonContext) -> ComparisonEntry:
+        res = _need_pipeline(ctx)
+        description = f"Algorithm 1, rank {res.mds.n_components} in d={ctx.model_dim}"
+        return ComparisonEntry(description, ctx.n_kept * ctx.model_dim, res.scores["mds"])
+
+    def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
+        return {"source": spec.geometry.distances, "d": spec.d}
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        import torch
+
+        cls = self.torch_class_object()
+        return cls.from_mds(_mds_module(spec, self.name), trainable=False, dtype=torch.float32)
+
+
+@register
+class LowRankMDSFamily(Family):
+    """The rank-r MDS encoding ``P = A B^T``: ``r (n + d)`` parameters, trained by default."""
+
+    name = "low_rank_mds"
+    order = 90
+    summary = "rank-r MDS encoding P = A B^T"
+    requires = ("source",)
+    torch_class = "posgeom.nn.tables:LowRankPositionEmbedding"
+    trained_by_default = True
+
+    def build(self, n_positions: int, **params: Any) -> MDSEncoding:
+        return _checked(self.name, n_positions, low_rank_mds(_source(self.name, params), **params))
+
+    def comparison(self, ctx: ComparisonContext) -> ComparisonEntry:
+        res = _need_pipeline(ctx)
+        r = min(ctx.low_rank, res.mds.n_components)
+        parameters = r * (ctx.n_kept + ctx.model_dim)
+        return ComparisonEntry(
+            f"rank-{r} MDS, P = A B^T", parameters, ctx.score_kept(res.mds.truncate(r))
+        )
+
+    def check_training(self, spec: TorchSpec) -> None:
+        if spec.rank > min(spec.n, spec.d):
+            raise PosgeomError(
+                f"rank={spec.rank} exceeds min(n, d) = min({spec.n}, {spec.d}); "
+                f"choose rank <= {min(spec.n, spec.d)}"
+            )
+        if spec.rank > spec.n - 1:
+            raise PosgeomError(
+                f"rank={spec.rank}: classical MDS of n={spec.n} positions has at most "
+                f"{spec.n - 1} coordinates; choose rank <= {spec.n - 1}"
+            )
+
+    def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
+        return {"source": spec.geometry.distances, "rank": spec.rank, "d": spec.d}
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        import torch
+
+        cls = self.torch_class_object()
+        return cls.from_mds(_mds_module(spec, self.name), spec.rank, dtype=torch.float32)
+
+
+@register
+class SMACOFFamily(Family):
+    """SMACOF refinement of the MDS encoding (stress-optimal rather than strain-optimal)."""
+
+    name = "mds+smacof"
+    order = 100
+    summary = "SMACOF refinement started from the MDS encoding"
+    requires = ("source",)
+    pipeline_options: ClassVar[Mapping[str, Any]] = MappingProxyType({"refine": True})
+    skip_reason = "refinement runs only for n <= 2048"
+
+    def build(self, n_positions: int, **params: Any) -> MDSEncoding:
+        return _checked(self.name, n_positions, smacof(_source(self.name, params), **params))
+
+    def comparison(self, ctx: ComparisonContext) -> ComparisonEntry | None:
+        res = _need_pipeline(ctx)
+        if "mds+smacof" not in res.scores:
+            return None  # the pipeline refines only for n <= 2048
+        return ComparisonEntry(
+            "SMACOF from the MDS solution (200 iterations max)",
+            ctx.n_kept * ctx.model_dim,
+            res.scores["mds+smacof"],
+        )

@@ -10,17 +10,13 @@ geometry is *identical* to the sinusoidal encoding's; ``normalize="vector"`` div
 ``sqrt(head_dim/2)`` (unit-norm position vectors).
 
 Inverse frequencies ``theta_k`` follow Hugging Face ``transformers`` (``modeling_rope_utils``), in
-float64 (Hugging Face computes in float32):
-
-- ``scaling=None`` (default): ``theta_k = base^(-2k/h)``, ``h = head_dim``;
-- ``"linear"`` (position interpolation): ``theta_k / factor``;
-- ``"ntk"`` (alias ``"dynamic"``, dynamic NTK-aware):
-  ``base' = base * (factor L / L0 - (factor - 1))^(h/(h-2))`` with ``L = max(n, L0)`` and
-  ``L0 = original_max_position_embeddings`` (default ``n``): no change while ``n <= L0``, as in
-  Hugging Face;
-- ``"yarn"``: YaRN's ramp between interpolated and extrapolated frequencies (``beta_fast``,
-  ``beta_slow``, ``truncate``); its ``attention_factor`` multiplies cos and sin in Hugging Face and
-  is applied to the vectors only with ``apply_attention_factor=True``.
+float64, one function per rope type in :data:`posgeom.encodings.rope_types.ROPE_TYPES`
+(``scaling=None``: ``"default"``, ``theta_k = base^(-2k/h)``; ``"linear"``, ``"dynamic"``
+(dynamic NTK: no change while ``n <= original_max_position_embeddings``), ``"yarn"``,
+``"longrope"``, ``"llama3"``, ``"proportional"``, and posgeom's ``"ntk"``, *static* NTK-aware
+scaling ``base' = base factor^(h/(h-2))``, the same meaning in ``posgeom.nn.RotaryEmbedding``).
+YaRN's and LongRoPE's ``attention_factor`` multiplies cos and sin in Hugging Face and is applied to
+the vectors only with ``apply_attention_factor=True``.
 
 Layout ``"half"`` (Hugging Face ``rotate_half``: plane ``k`` = coordinates ``k`` and ``k + h/2``,
 vectors ``[cos(i theta), sin(i theta)]`` in two halves) or ``"interleaved"`` (RoFormer/Meta: plane
@@ -30,102 +26,43 @@ vectors ``[cos(i theta), sin(i theta)]`` in two halves) or ``"interleaved"`` (Ro
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings._base import PositionEncoding, check_base, check_even, check_n
+from posgeom.encodings import _hf
+from posgeom.encodings._base import PositionEncoding, check_even, check_n, readonly
+from posgeom.encodings._registry import (
+    ComparisonContext,
+    Family,
+    Mechanism,
+    MechanismParams,
+    TorchSpec,
+    register,
+)
+from posgeom.encodings.rope_types import ROPE_TYPES, rope_frequencies, rope_inverse_frequencies
 
-_SCALINGS = {
-    None: "default",
-    "default": "default",
-    "linear": "linear",
-    "ntk": "dynamic",
-    "dynamic": "dynamic",
-    "yarn": "yarn",
-}
+_LAYOUTS = ("half", "interleaved")
 
 
-def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
-    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
-
-
-def rope_inverse_frequencies(
-    head_dim: int = 64,
-    base: float = 10000.0,
-    *,
-    scaling: str | None = None,
-    factor: float = 1.0,
-    seq_len: int | None = None,
-    original_max_position_embeddings: int | None = None,
-    beta_fast: float = 32.0,
-    beta_slow: float = 1.0,
-    truncate: bool = True,
-    attention_factor: float | None = None,
-    mscale: float | None = None,
-    mscale_all_dim: float | None = None,
-) -> tuple[np.ndarray, float]:
-    """``(theta, attention_factor)``: ``(head_dim/2,)`` float64 inverse frequencies as Hugging Face
-    computes them for ``scaling`` (see the module docstring), and the cos/sin scale (1 except YaRN).
-    ``seq_len`` is used by dynamic NTK only; ``original_max_position_embeddings`` defaults to
-    ``seq_len`` (dynamic NTK: no effect) and is required for YaRN."""
-    check_even(head_dim, "RoPE head_dim")
-    base = check_base(base)
-    if scaling not in _SCALINGS:
-        raise PosgeomError(
-            f"unknown RoPE scaling {scaling!r}; use one of None, 'linear', 'ntk', 'yarn'"
-        )
-    kind = _SCALINGS[scaling]
-    factor = float(factor)
-    if not np.isfinite(factor) or factor <= 0:
-        raise PosgeomError(f"RoPE scaling factor must be a positive number, got {factor!r}")
-    h = int(head_dim)
-    exponents = np.arange(0, h, 2, dtype=np.float64) / h
-    att = 1.0
-    if kind == "default":
-        theta = base**-exponents
-    elif kind == "linear":
-        theta = base**-exponents / factor
-    elif kind == "dynamic":
-        if h <= 2:
-            raise PosgeomError("dynamic NTK scaling needs head_dim > 2")
-        l0 = original_max_position_embeddings or seq_len
-        if l0 is None:
-            raise PosgeomError("dynamic NTK scaling needs original_max_position_embeddings")
-        length = max(seq_len or l0, l0)
-        new_base = base * ((factor * length / l0) - (factor - 1)) ** (h / (h - 2))
-        theta = new_base**-exponents
-    else:  # yarn
-        l0 = original_max_position_embeddings
-        if l0 is None:
-            raise PosgeomError(
-                "YaRN needs original_max_position_embeddings (the pre-training context)"
-            )
-        if attention_factor is None:
-            if mscale and mscale_all_dim:
-                att = _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all_dim)
-            else:
-                att = _yarn_mscale(factor)
-        else:
-            att = float(attention_factor)
-
-        def correction_dim(rotations: float) -> float:
-            return (h * math.log(l0 / (rotations * 2 * math.pi))) / (2 * math.log(base))
-
-        low, high = correction_dim(beta_fast), correction_dim(beta_slow)
-        if truncate:
-            low, high = math.floor(low), math.ceil(high)
-        low, high = max(low, 0), min(high, h - 1)
-        if low == high:
-            high += 0.001  # Hugging Face's guard against a zero-width ramp
-        ramp = np.clip((np.arange(h // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
-        extrapolation = 1.0 - ramp  # weight of the unscaled frequencies
-        pos_freqs = base**exponents
-        theta = (1.0 / (factor * pos_freqs)) * (1 - extrapolation) + (
-            1.0 / pos_freqs
-        ) * extrapolation
-    return theta, att
+def rotary_vectors(
+    inv_freq: np.ndarray, positions: np.ndarray, *, layout: str = "half"
+) -> np.ndarray:
+    """``(m, 2K)`` float64 rotary position vectors: plane ``k`` holds ``(cos p w_k, sin p w_k)``,
+    the unit vector ``(1, 0)`` rotated by ``p w_k``; ``"half"`` puts the cosines in the first half
+    (Hugging Face ``rotate_half``), ``"interleaved"`` alternates them (RoFormer)."""
+    if layout not in _LAYOUTS:
+        raise PosgeomError(f"layout must be 'half' or 'interleaved', got {layout!r}")
+    ang = np.asarray(positions, dtype=np.float64)[:, None] * np.asarray(inv_freq)[None, :]
+    if layout == "half":
+        return np.concatenate([np.cos(ang), np.sin(ang)], axis=1)
+    out = np.empty((ang.shape[0], 2 * ang.shape[1]))
+    out[:, 0::2], out[:, 1::2] = np.cos(ang), np.sin(ang)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,9 +75,7 @@ class RoPEEncoding(PositionEncoding):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        theta = np.array(self.inv_freq, dtype=np.float64, copy=True)
-        theta.setflags(write=False)
-        object.__setattr__(self, "inv_freq", theta)
+        object.__setattr__(self, "inv_freq", readonly(self.inv_freq))
 
     def rotate(self, x: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
         """Apply ``R_i`` to ``x`` of shape ``(..., m, head_dim)`` at ``positions`` (default
@@ -150,14 +85,13 @@ class RoPEEncoding(PositionEncoding):
         h = 2 * self.inv_freq.shape[0]
         if x.ndim < 2 or x.shape[-1] != h:
             raise PosgeomError(f"rotate expects (..., positions, {h}), got shape {x.shape}")
-        pos = (
-            np.arange(x.shape[-2]) if positions is None else np.asarray(positions, dtype=np.float64)
-        )
-        ang = pos[:, None] * self.inv_freq[None, :]
-        cos, sin = np.cos(ang), np.sin(ang)
+        pos = np.arange(x.shape[-2]) if positions is None else np.asarray(positions)
+        vec = rotary_vectors(self.inv_freq, pos, layout=self.layout)
         if self.layout == "half":
+            cos, sin = vec[:, : h // 2], vec[:, h // 2 :]
             a, b = x[..., : h // 2], x[..., h // 2 :]
             return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
+        cos, sin = vec[:, 0::2], vec[:, 1::2]
         a, b = x[..., 0::2], x[..., 1::2]
         out = np.empty_like(x)
         out[..., 0::2], out[..., 1::2] = a * cos - b * sin, b * cos + a * sin
@@ -178,6 +112,7 @@ def rope(
     attention_factor: float | None = None,
     mscale: float | None = None,
     mscale_all_dim: float | None = None,
+    rope_parameters: Mapping[str, Any] | None = None,
     normalize: str = "plane",
     layout: str = "half",
     apply_attention_factor: bool = False,
@@ -189,7 +124,7 @@ def rope(
     n = check_n(n_positions)
     if normalize not in ("plane", "vector"):
         raise PosgeomError(f"normalize must be 'plane' or 'vector', got {normalize!r}")
-    if layout not in ("half", "interleaved"):
+    if layout not in _LAYOUTS:
         raise PosgeomError(f"layout must be 'half' or 'interleaved', got {layout!r}")
     theta, att = rope_inverse_frequencies(
         head_dim,
@@ -204,29 +139,273 @@ def rope(
         attention_factor=attention_factor,
         mscale=mscale,
         mscale_all_dim=mscale_all_dim,
+        rope_parameters=rope_parameters,
     )
-    ang = np.arange(n, dtype=np.float64)[:, None] * theta[None, :]
-    if layout == "half":
-        vec = np.concatenate([np.cos(ang), np.sin(ang)], axis=1)
-    else:
-        vec = np.empty((n, 2 * theta.shape[0]))
-        vec[:, 0::2], vec[:, 1::2] = np.cos(ang), np.sin(ang)
+    vec = rotary_vectors(theta, np.arange(n), layout=layout)
     if normalize == "vector":
         vec /= math.sqrt(theta.shape[0])
     if apply_attention_factor:
         vec *= att
+    kind = scaling or "default"
     params = {
         "head_dim": int(head_dim),
         "base": float(base),
-        "scaling": _SCALINGS[scaling],
+        "scaling": kind,
         "factor": float(factor),
         "original_max_position_embeddings": original_max_position_embeddings,
         "normalize": normalize,
         "layout": layout,
         "apply_attention_factor": apply_attention_factor,
     }
-    if _SCALINGS[scaling] == "yarn":
+    if kind == "yarn":
         params.update(
             beta_fast=beta_fast, beta_slow=beta_slow, truncate=truncate, attention_factor=att
         )
+    if rope_parameters:
+        params["rope_parameters"] = dict(rope_parameters)
     return RoPEEncoding("rope", vec, params, inv_freq=theta, attention_factor=att, layout=layout)
+
+
+def default_rope_head_dim(model_dim: int, n_heads: int = 12) -> int:
+    """``model_dim / n_heads`` when that is an even integer (BERT-base: 64), else 64 when it
+    divides ``model_dim``, else ``model_dim`` (one head)."""
+    if model_dim % n_heads == 0 and (model_dim // n_heads) % 2 == 0:
+        return model_dim // n_heads
+    return 64 if model_dim % 64 == 0 else model_dim
+
+
+def rope_heads(
+    n_positions: int,
+    model_dim: int = 768,
+    head_dim: int = 64,
+    *,
+    base: float = 10000.0,
+) -> PositionEncoding:
+    """RoPE of ``model_dim / head_dim`` heads of width ``head_dim``, concatenated.
+
+    Vectors ``(n, model_dim)``: every head holds the same RoPE vectors
+    ``[cos(i theta_k), sin(i theta_k)]``, ``theta_k = base^(-2k/head_dim)`` (one unit vector per
+    2-D plane, :func:`rope`), so with ``H = model_dim / head_dim``
+    ``||p_i - p_j||^2 = H sum_k (2 - 2 cos((i-j) theta_k))``; every norm is ``sqrt(model_dim/2)``.
+    ``head_dim = model_dim`` gives exactly the sinusoidal geometry.
+    """
+    if head_dim < 2 or head_dim % 2 or model_dim % head_dim:
+        raise PosgeomError(
+            f"RoPE head_dim={head_dim} must be even and divide model_dim={model_dim}"
+        )
+    heads = model_dim // head_dim
+    one = rope(n_positions, head_dim=head_dim, base=base)
+    params = {
+        "head_dim": int(head_dim),
+        "n_heads": int(heads),
+        "base": float(base),
+        "normalize": "plane",
+        "width": int(model_dim),
+    }
+    return PositionEncoding("rope", np.tile(one.vectors, (1, heads)), params)
+
+
+# ------------------------------------------------------------------------------ mechanism
+@dataclass(frozen=True, eq=False)
+class RotaryParams(MechanismParams):
+    """A model's rotary set-up: ``inv_freq`` ``w_k`` ``(rotary_dim // 2,)`` exactly as the model's
+    buffer holds them (scaling applied), ``theta`` (``rope_theta``), ``rope_type``,
+    ``rope_scaling`` (the parameter dict, read-only), ``rotary_fraction`` (``rotary_dim /
+    head_dim``), ``head_dim``, ``rotary_dim``, ``attention_scaling`` (cos/sin factor) and
+    ``layer_type`` (models with several rotary set-ups)."""
+
+    key = "rope"
+
+    inv_freq: np.ndarray
+    theta: float | None = None
+    rope_type: str = "default"
+    rope_scaling: Mapping[str, Any] | None = None
+    rotary_fraction: float | None = None
+    head_dim: int | None = None
+    rotary_dim: int | None = None
+    attention_scaling: float = 1.0
+    layer_type: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inv_freq", readonly(self.inv_freq))
+        if self.rope_scaling is not None:
+            object.__setattr__(self, "rope_scaling", MappingProxyType(dict(self.rope_scaling)))
+
+    def summary(self) -> str:
+        return (
+            f"rotary theta={self.theta} type={self.rope_type} rotary_dim={self.rotary_dim}"
+            f" head_dim={self.head_dim}"
+        )
+
+    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
+        """Vectors ``(n, rotary_dim)``, interleaved ``(cos i w_0, sin i w_0, cos i w_1, ...)``:
+        ``||p_i - p_j||^2 = sum_k 2 - 2 cos((i - j) w_k)``; ``attention_scaling`` not applied."""
+        return rotary_vectors(self.inv_freq, np.arange(n), layout="interleaved")
+
+    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
+        vectors = rotary_vectors(self.inv_freq, np.arange(start, start + n), layout="interleaved")
+        params = dict(
+            params,
+            theta=self.theta,
+            rope_type=self.rope_type,
+            rotary_dim=self.rotary_dim,
+            head_dim=self.head_dim,
+            layout="interleaved",
+            normalize="plane",
+        )
+        enc = RoPEEncoding(
+            "rope",
+            vectors,
+            params,
+            inv_freq=self.inv_freq,
+            attention_factor=float(self.attention_scaling or 1.0),
+            layout="interleaved",
+        )
+        return {"": enc}
+
+
+def _rope_parameters(config: Any, layer_type: str | None) -> dict[str, Any] | None:
+    params = getattr(config, "rope_parameters", None)
+    if isinstance(params, Mapping) and layer_type and isinstance(params.get(layer_type), Mapping):
+        params = params[layer_type]
+    if isinstance(params, Mapping) and ("rope_theta" in params or "rope_type" in params):
+        return dict(params)
+    scaling = getattr(config, "rope_scaling", None)
+    if isinstance(scaling, Mapping) and layer_type and isinstance(scaling.get(layer_type), Mapping):
+        scaling = scaling[layer_type]
+    out: dict[str, Any] = dict(scaling) if isinstance(scaling, Mapping) else {}
+    theta = _hf.config_get(config, "rope_theta", "rotary_emb_base", "rotary_base")
+    if theta is not None:
+        out.setdefault("rope_theta", theta)
+    return out or None
+
+
+def _rotary_fraction(config: Any, params: Mapping[str, Any] | None) -> float | None:
+    if params and params.get("partial_rotary_factor") is not None:
+        return float(params["partial_rotary_factor"])
+    value = _hf.config_get(config, "partial_rotary_factor", "rotary_pct")
+    if value is not None:
+        return float(value)
+    rotary_dim, head_dim = getattr(config, "rotary_dim", None), _hf.head_dim(config)
+    return float(rotary_dim) / head_dim if rotary_dim and head_dim else None
+
+
+def _rope_type(params: Mapping[str, Any] | None) -> str:
+    return str((params or {}).get("rope_type", (params or {}).get("type", "default")))
+
+
+def _buffer_mechanism(model: Any, config: Any, name: str, inv_freq: np.ndarray) -> Mechanism:
+    layer_type = _hf.last_name(name)[: -len("inv_freq")].rstrip("_") or None
+    owner = _hf.parent(model, name)
+    attr = f"{layer_type}_attention_scaling" if layer_type else "attention_scaling"
+    scaling = getattr(owner, attr, getattr(owner, "attention_scaling", 1.0))
+    params = _rope_parameters(config, layer_type)
+    rotary_dim, head_dim = 2 * int(inv_freq.shape[0]), _hf.head_dim(config)
+    theta = None if not params or params.get("rope_theta") is None else float(params["rope_theta"])
+    return Mechanism(
+        "rotary",
+        name,
+        RotaryParams(
+            inv_freq=inv_freq,
+            theta=theta,
+            rope_type=_rope_type(params),
+            rope_scaling=params,
+            rotary_fraction=rotary_dim / head_dim if head_dim else _rotary_fraction(config, params),
+            head_dim=head_dim,
+            rotary_dim=rotary_dim,
+            attention_scaling=float(scaling) if isinstance(scaling, (int, float)) else 1.0,
+            layer_type=layer_type,
+        ),
+    )
+
+
+def _config_mechanism(config: Any) -> list[Mechanism]:
+    """No buffer: the default frequencies from the configuration's rotary base, if it names one."""
+    params = _rope_parameters(config, None)
+    if not params or params.get("rope_theta") is None:
+        if getattr(config, "position_embedding_type", None) not in ("rotary", "rope"):
+            return []
+        params = dict(params or {}, rope_theta=10000.0)
+    head_dim = _hf.head_dim(config)
+    if head_dim is None:
+        raise PosgeomError(
+            "the configuration names a rotary encoding but neither head_dim nor "
+            "hidden_size/num_attention_heads, so the rotary width is unknown"
+        )
+    fraction = _rotary_fraction(config, params) or 1.0
+    rotary_dim = int(getattr(config, "rotary_dim", None) or int(head_dim * fraction))
+    theta = float(params["rope_theta"])
+    inv_freq, _ = rope_frequencies(None, rotary_dim, theta)
+    source = "config.rope_parameters (default frequencies computed from rope_theta)"
+    return [
+        Mechanism(
+            "rotary",
+            source,
+            RotaryParams(
+                inv_freq=inv_freq,
+                theta=theta,
+                rope_type=_rope_type(params),
+                rope_scaling=params,
+                rotary_fraction=rotary_dim / head_dim,
+                head_dim=head_dim,
+                rotary_dim=rotary_dim,
+            ),
+        )
+    ]
+
+
+# ------------------------------------------------------------------------------ family
+@register
+class RoPEFamily(Family):
+    """Rotary position embedding: geometry, per-head comparison row, ``*inv_freq`` buffers."""
+
+    name = "rope"
+    order = 20
+    summary = "rotary position embedding (Su et al.), every transformers rope type"
+    mechanism_kind = "rotary"
+    mechanism_params = RotaryParams
+    detect_order = 20
+    torch_class = "posgeom.nn.rotary:RotaryEmbedding"
+    rope_types = tuple(ROPE_TYPES)
+
+    def build(self, n_positions: int, **params: Any) -> RoPEEncoding:
+        return rope(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
+        """Per-head RoPE: ``model_dim / rope_head_dim`` heads concatenated (:func:`rope_heads`)."""
+        return rope_heads(ctx.n_positions, ctx.model_dim, ctx.rope_head_dim, base=ctx.rope_base)
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        p = encoding.params
+        return (
+            f"RoPE, {p['n_heads']} heads x head_dim {p['head_dim']} concatenated "
+            f"(width {p['width']}), base {p['base']:g}, unit vector per plane"
+        )
+
+    def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
+        if getattr(config, "rotary", True) is False:  # e.g. Falcon with alibi=True
+            return []
+        found: list[Mechanism] = []
+        seen: list[tuple[str, np.ndarray]] = []
+        for name, buffer in model.named_buffers():
+            last = _hf.last_name(name)
+            if not last.endswith("inv_freq") or last.endswith(
+                ("original_inv_freq", "long_inv_freq")
+            ):
+                continue
+            inv_freq = _hf.to_numpy(buffer)
+            if any(last == k and np.array_equal(v, inv_freq) for k, v in seen):
+                continue
+            seen.append((last, inv_freq))
+            found.append(_buffer_mechanism(model, config, name, inv_freq))
+        return found or _config_mechanism(config)
+
+    def check_training(self, spec: TorchSpec) -> None:
+        check_even(spec.d // spec.n_heads, "RoPE head width d_model / n_heads")
+
+    def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
+        return {"head_dim": spec.d // spec.n_heads}
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        self.check_training(spec)
+        return self.torch_class_object()(spec.d // spec.n_heads)

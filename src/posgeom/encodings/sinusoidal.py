@@ -1,15 +1,35 @@
-"""Sinusoidal encoding (Vaswani et al., 2017)."""
+"""Sinusoidal encoding (Vaswani et al., 2017): the formula, its geometry and its family."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
 from posgeom.encodings._base import PositionEncoding, check_base, check_even, check_n
+from posgeom.encodings._registry import (
+    ComparisonContext,
+    Family,
+    TorchSpec,
+    register,
+)
 
 
 def sinusoidal_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
-    """``(d/2,)`` angular frequencies ``omega_k = base^(-2k/d)``, ``k = 0 .. d/2 - 1`` (float64)."""
+    """``(ceil(d/2),)`` angular frequencies ``omega_k = base^(-2k/d)``, ``k = 0, 1, ...`` (float64)."""
     return base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+
+
+def sinusoidal_vectors(positions: Any, d: int, base: float = 10000.0) -> np.ndarray:
+    """``(*positions.shape, d)`` float64: ``PE[p, 2k] = sin(p omega_k)``, ``PE[p, 2k+1] =
+    cos(p omega_k)`` (interleaved); for odd ``d`` the last column is the sine of the last
+    frequency. The one implementation of the formula (``posgeom.nn`` uses it too)."""
+    pos = np.asarray(positions, dtype=np.float64)
+    angles = pos[..., None] * sinusoidal_frequencies(int(d), float(base))
+    out = np.empty((*pos.shape, int(d)))
+    out[..., 0::2] = np.sin(angles)
+    out[..., 1::2] = np.cos(angles[..., : int(d) // 2])
+    return out
 
 
 def sinusoidal(n_positions: int, d: int = 768, base: float = 10000.0) -> PositionEncoding:
@@ -25,8 +45,31 @@ def sinusoidal(n_positions: int, d: int = 768, base: float = 10000.0) -> Positio
     n = check_n(n_positions)
     d = check_even(d, "sinusoidal width d")
     base = check_base(base)
-    angles = np.arange(n, dtype=np.float64)[:, None] * sinusoidal_frequencies(int(d), base)[None, :]
-    pe = np.empty((n, int(d)))
-    pe[:, 0::2] = np.sin(angles)
-    pe[:, 1::2] = np.cos(angles)
-    return PositionEncoding("sinusoidal", pe, {"d": int(d), "base": base})
+    return PositionEncoding(
+        "sinusoidal", sinusoidal_vectors(np.arange(n), d, base), {"d": d, "base": base}
+    )
+
+
+@register
+class SinusoidalFamily(Family):
+    """Vaswani sinusoids: geometry, comparison row, fixed table in the trainer."""
+
+    name = "sinusoidal"
+    order = 10
+    summary = "fixed sinusoids (Vaswani et al.), interleaved sin/cos"
+    torch_class = "posgeom.nn.position:SinusoidalPositionEmbedding"
+
+    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
+        return sinusoidal(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
+        return sinusoidal(ctx.n_positions, d=ctx.model_dim)
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        return f"Vaswani, d={encoding.dim}, base {encoding.params['base']:g}, norm sqrt(d/2)"
+
+    def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
+        return {"d": spec.d}
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        return self.torch_class_object()(spec.n, spec.d, beyond="error")

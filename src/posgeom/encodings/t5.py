@@ -21,6 +21,7 @@ Distance (posgeom's choice, the paper leaves it open):
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,25 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
+from posgeom.encodings import _hf
+from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, readonly
+from posgeom.encodings._registry import (
+    ComparisonContext,
+    Family,
+    Mechanism,
+    MechanismParams,
+    head_select,
+    register,
+)
+
+#: Last name components of relative-position bias tables (T5-style buckets).
+RELATIVE_BIAS_NAMES = ("relative_attention_bias",)
+_BUCKET_METHODS = (
+    "compute_position_bias",
+    "compute_bias",
+    "relative_position_bucket",
+    "_relative_position_bucket",
+)
 
 
 def t5_relative_position_bucket(
@@ -40,6 +59,8 @@ def t5_relative_position_bucket(
 ) -> np.ndarray:
     """Bucket index (int64, same shape) of ``relative_position = key - query``, as Hugging Face's
     ``T5Attention._relative_position_bucket``."""
+    if hasattr(relative_position, "detach"):
+        relative_position = relative_position.detach().cpu().numpy()
     rel = np.asarray(relative_position, dtype=np.int64)
     buckets = np.zeros_like(rel)
     if bidirectional:
@@ -123,3 +144,141 @@ def t5(
         params["bias"] = f"table{tuple(table.shape)}"
     np.fill_diagonal(dist, 0.0)
     return T5Encoding("t5", None, params, dist)
+
+
+# ------------------------------------------------------------------------------ mechanism
+@dataclass(frozen=True, eq=False)
+class BucketParams(MechanismParams):
+    """A model's relative-position buckets: ``bias_table`` ``(num_buckets_in_table, num_heads)``,
+    ``num_buckets``, ``max_distance``, ``bidirectional`` (encoder) and ``num_heads``."""
+
+    key = "relative_buckets"
+    representation = "distances"
+
+    bias_table: np.ndarray
+    num_buckets: int = 32
+    max_distance: int = 128
+    bidirectional: bool = True
+    num_heads: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bias_table", readonly(self.bias_table))
+
+    def summary(self) -> str:
+        direction = "bidirectional" if self.bidirectional else "unidirectional"
+        return (
+            f"relative buckets {self.num_buckets} buckets, max distance {self.max_distance},"
+            f" {direction}, {self.num_heads} heads"
+        )
+
+    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
+        """Distances per head from bias differences, ``(H, n, n)`` (or ``(n, n)`` for ``head``):
+        ``D_ij = (|b_h(r_ij) - b_h(0)| + |b_h(r_ji) - b_h(0)|) / 2``, ``r_ij = j - i`` and
+        ``b_h(r)`` the bias of ``r``'s bucket for head ``h``."""
+        kw = {
+            "bidirectional": bool(self.bidirectional),
+            "num_buckets": int(self.num_buckets),
+            "max_distance": int(self.max_distance),
+        }
+        pos = np.arange(n)
+        bias = self.bias_table[t5_relative_position_bucket(pos[None, :] - pos[:, None], **kw)]
+        zero = self.bias_table[t5_relative_position_bucket(np.array(0), **kw)]
+        diff = np.abs(bias - zero[None, None, :])
+        dist = 0.5 * (diff + diff.transpose(1, 0, 2))
+        return head_select(np.ascontiguousarray(dist.transpose(2, 0, 1)), head)
+
+    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
+        """One distance-only encoding per head, ``"_h<h>"`` (``start`` plays no role)."""
+        stack = self.to_encoding(n)
+        params = dict(
+            params,
+            num_buckets=self.num_buckets,
+            max_distance=self.max_distance,
+            bidirectional=self.bidirectional,
+            n_heads=self.num_heads,
+        )
+        return {
+            f"_h{h}": PositionEncoding(
+                "relative_buckets", None, {**params, "head": h}, distance_matrix=stack[h]
+            )
+            for h in range(stack.shape[0])
+        }
+
+
+def _signature_default(owner: Any, parameter: str) -> Any:
+    for method in _BUCKET_METHODS:
+        function = getattr(owner, method, None)
+        if function is None:
+            continue
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):  # pragma: no cover - builtins
+            continue
+        param = signature.parameters.get(parameter)
+        if param is not None and param.default is not inspect.Parameter.empty:
+            return param.default
+    return None
+
+
+def _bucket_mechanism(model: Any, config: Any, name: str, module: Any) -> Mechanism:
+    owner = _hf.parent(model, name)
+    rows, heads = module.weight.shape
+    num_buckets = (
+        getattr(owner, "relative_attention_num_buckets", None)
+        or _signature_default(owner, "num_buckets")
+        or getattr(config, "relative_attention_num_buckets", None)
+        or rows
+    )
+    max_distance = (
+        getattr(owner, "relative_attention_max_distance", None)
+        or _signature_default(owner, "max_distance")
+        or getattr(config, "relative_attention_max_distance", None)
+        or 128
+    )
+    is_decoder = getattr(owner, "is_decoder", None)
+    if int(num_buckets) > rows:
+        raise PosgeomError(
+            f"{name} has {rows} rows but the model uses {num_buckets} buckets; "
+            "the checkpoint and its configuration disagree"
+        )
+    params = BucketParams(
+        bias_table=_hf.to_numpy(module.weight),
+        num_buckets=int(num_buckets),
+        max_distance=int(max_distance),
+        bidirectional=True if is_decoder is None else not bool(is_decoder),
+        num_heads=int(heads),
+    )
+    return Mechanism("relative_buckets", f"{name}.weight", params)
+
+
+# ------------------------------------------------------------------------------ family
+@register
+class T5Family(Family):
+    """T5 relative buckets: bucket-index geometry; ``relative_attention_bias`` tables."""
+
+    name = "t5"
+    order = 40
+    summary = "T5 relative position buckets (Raffel et al.), bucket-index or bias distances"
+    mechanism_kind = "relative_buckets"
+    mechanism_params = BucketParams
+    detect_order = 40
+
+    def build(self, n_positions: int, **params: Any) -> T5Encoding:
+        return t5(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
+        return t5(ctx.n_positions)
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        p = encoding.params
+        return (
+            f"T5 bucket-index distance ({p['num_buckets']} buckets, max distance "
+            f"{p['max_distance']})"
+        )
+
+    def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
+        return [
+            _bucket_mechanism(model, config, name, module)
+            for name, module in model.named_modules()
+            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and _hf.is_embedding(module)
+        ]

@@ -11,10 +11,13 @@ xPos is RoPE with a per-plane exponential scale: the query at position ``i`` is 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding, check_base, check_even, check_n
+from posgeom.encodings._registry import ComparisonContext, Family, register
 
 
 def xpos(
@@ -48,3 +51,31 @@ def xpos(
         "side": side,
     }
     return PositionEncoding("xpos", vec, params)
+
+
+@register
+class XPosFamily(Family):
+    """xPos: RoPE with a per-plane exponential scale (not in the default comparison)."""
+
+    name = "xpos"
+    order = 110
+    summary = "xPos (Sun et al.): RoPE with per-plane exponential decay"
+    in_comparison = False
+
+    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
+        return xpos(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
+        """``model_dim / rope_head_dim`` heads of the query-side xPos vectors, concatenated."""
+        heads = ctx.model_dim // ctx.rope_head_dim
+        one = xpos(ctx.n_positions, head_dim=ctx.rope_head_dim, base=ctx.rope_base)
+        return PositionEncoding(
+            "xpos", np.tile(one.vectors, (1, heads)), dict(one.params, n_heads=heads)
+        )
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        p = encoding.params
+        return (
+            f"xPos, {p['n_heads']} heads x head_dim {p['head_dim']} concatenated, base "
+            f"{p['base']:g}, scale_base {p['scale_base']:g}, query side"
+        )

@@ -7,15 +7,14 @@ from posgeom.nn.alibi import ALiBiBias, alibi_slopes
 from posgeom.nn.encoder import TinyEncoder
 from posgeom.nn.io import load_module, save_module
 from posgeom.nn.position import (
-    AbsolutePositionEmbedding,
     LearnedPositionEmbedding,
-    LowRankPositionEmbedding,
     PositionEmbedding,
     SinusoidalPositionEmbedding,
     sinusoidal_table,
 )
 from posgeom.nn.rotary import RotaryEmbedding, rotate_half
 from posgeom.nn.surgery import PositionAdapter, install_position_embedding
+from posgeom.nn.tables import AbsolutePositionEmbedding, LowRankPositionEmbedding
 from posgeom.nn.tasks import OrderTask, accuracy, fit_classifier, order_task
 
 __all__ = [

@@ -23,11 +23,7 @@ from torch import Tensor, nn
 
 from posgeom._errors import PosgeomError
 from posgeom.nn.alibi import ALiBiBias
-from posgeom.nn.position import (
-    LearnedPositionEmbedding,
-    PositionEmbedding,
-    SinusoidalPositionEmbedding,
-)
+from posgeom.nn.position import PositionEmbedding
 from posgeom.nn.rotary import RotaryEmbedding
 
 __all__ = ["EncoderLayer", "MultiHeadAttention", "TinyEncoder"]
@@ -98,8 +94,9 @@ class TinyEncoder(nn.Module):
         max_len: the longest sequence (sizes the position module built from a string).
         position: ``None`` (NoPE), a :class:`PositionEmbedding` of width ``d_model`` (added to
             the token embeddings), a :class:`RotaryEmbedding` with ``head_dim = d_model/n_heads``,
-            an :class:`ALiBiBias` with ``n_heads`` heads, or one of the strings
-            ``"sinusoidal" | "learned" | "rope" | "alibi"``.
+            an :class:`ALiBiBias` with ``n_heads`` heads, or the name of a registered family
+            with a torch module (``"sinusoidal" | "learned" | "rope" | "alibi" | "nope" | ...``,
+            built by ``posgeom.encodings.family(name).torch_module``).
         n_classes: output classes; ``d_ff``: FFN width (default ``4 d_model``); ``dropout``.
 
     ``forward(tokens (B, L), attention_mask (B, L) | None) -> logits (B, n_classes)``;
@@ -126,20 +123,11 @@ class TinyEncoder(nn.Module):
             )
         head_dim = d_model // n_heads
         if isinstance(position, str):
-            kind = position
-            if kind == "sinusoidal":
-                position = SinusoidalPositionEmbedding(max_len, d_model)
-            elif kind == "learned":
-                position = LearnedPositionEmbedding(max_len, d_model)
-            elif kind == "rope":
-                position = RotaryEmbedding(head_dim)
-            elif kind == "alibi":
-                position = ALiBiBias(n_heads)
-            else:
-                raise PosgeomError(
-                    f"position={kind!r} is unknown; use None, 'sinusoidal', 'learned', 'rope', "
-                    "'alibi' or a module"
-                )
+            from posgeom.encodings import family
+            from posgeom.encodings._registry import TorchSpec
+
+            spec = TorchSpec(n=max_len, d=d_model, n_heads=n_heads, seed=None)
+            position = family(position).torch_module(spec)
         if isinstance(position, PositionEmbedding) and position.dim != d_model:
             raise PosgeomError(
                 f"the position module has width {position.dim} but d_model={d_model}; build it "

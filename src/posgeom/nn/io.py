@@ -19,12 +19,11 @@ from torch import nn
 
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.nn.position import (
-    AbsolutePositionEmbedding,
     LearnedPositionEmbedding,
-    LowRankPositionEmbedding,
     PositionEmbedding,
     SinusoidalPositionEmbedding,
 )
+from posgeom.nn.tables import AbsolutePositionEmbedding, LowRankPositionEmbedding
 
 __all__ = ["load_module", "save_module"]
 

@@ -10,11 +10,14 @@ Reference: ``transformers.models.llama.modeling_llama.LlamaRotaryEmbedding`` and
 
 i.e. dimension ``k`` is paired with ``k + h/2`` (not the interleaved pairs of the RoPE paper).
 
-Scaling (``scaling=`` dict, ``None`` for plain RoPE):
-
-- ``{"type": "linear", "factor": f}``: position interpolation, ``ω_k / f``
-  (HF ``rope_type="linear"``).
-- ``{"type": "ntk", "factor": f}``: static NTK-aware base change, ``base' = base f^{h/(h-2)}``.
+Scaling (``scaling=`` dict, ``None`` for plain RoPE): ``{"type": <rope type>, ...}`` with any type
+of :data:`posgeom.encodings.rope_types.ROPE_TYPES` and its parameters as transformers spells them,
+e.g. ``{"type": "linear", "factor": f}`` (position interpolation, ``w_k / f``), ``{"type": "yarn",
+"factor": f, "original_max_position_embeddings": L0}``, ``{"type": "ntk", "factor": f}`` (static
+NTK-aware, ``base' = base f^{h/(h-2)}``, the meaning ``"ntk"`` has everywhere in posgeom; HF's
+``"dynamic"`` needs ``"max_position_embeddings"`` in the dict). The frequencies come from
+:func:`posgeom.encodings.rope_types.rope_frequencies`; the attention factor (YaRN, LongRoPE)
+multiplies cos and sin as in transformers.
 
 Position math (angles, cos, sin, and the rotation itself) is done in float32 (float64 for float64
 inputs) and the result is cast back to the input dtype.
@@ -28,6 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from posgeom._errors import PosgeomError
+from posgeom.encodings.rope_types import rope_frequencies
 
 __all__ = ["RotaryEmbedding", "rotate_half"]
 
@@ -44,7 +48,7 @@ class RotaryEmbedding(nn.Module):
     Args:
         head_dim: per-head width ``h`` (even).
         base: frequency base (Llama: 10000; Llama 3 / SmolLM2: other values).
-        scaling: ``None`` or ``{"type": "linear" | "ntk", "factor": f >= 1}``.
+        scaling: ``None`` or ``{"type": <rope type>, ...}`` (see the module docstring).
 
     Use ``q, k = rope.apply(q, k, position_ids)`` with ``q, k`` of shape ``(B, H, L, h)`` and
     ``position_ids`` of shape ``(B, L)`` or ``(L,)``; ``rope(position_ids)`` returns
@@ -62,20 +66,15 @@ class RotaryEmbedding(nn.Module):
         self.head_dim = head_dim
         self.base = float(base)
         self.scaling = dict(scaling) if scaling else None
-        eff_base, factor = self.base, 1.0
-        if self.scaling is not None:
-            kind = self.scaling.get("type", self.scaling.get("rope_type"))
-            factor = float(self.scaling.get("factor", 1.0))
-            if kind not in ("linear", "ntk") or not factor >= 1.0:
-                raise PosgeomError(
-                    f"scaling={scaling!r} is not supported; use None, {{'type': 'linear', "
-                    "'factor': f}} or {'type': 'ntk', 'factor': f} with f >= 1"
-                )
-            if kind == "ntk":
-                eff_base = self.base * factor ** (head_dim / (head_dim - 2))
-                factor = 1.0
-        inv = 1.0 / (eff_base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
-        self.register_buffer("inv_freq", (inv / factor).to(torch.float32), persistent=False)
+        params = dict(self.scaling or {})
+        kind = params.pop("type", params.pop("rope_type", None))
+        context = params.pop("max_position_embeddings", None)
+        try:
+            inv, attention = rope_frequencies(kind, head_dim, self.base, params, context=context)
+        except PosgeomError as exc:
+            raise PosgeomError(f"scaling={scaling!r} is not supported: {exc}") from None
+        self.attention_scaling = float(attention)
+        self.register_buffer("inv_freq", torch.from_numpy(inv).to(torch.float32), persistent=False)
 
     def forward(
         self, position_ids: Tensor, dtype: torch.dtype = torch.float32
@@ -85,6 +84,8 @@ class RotaryEmbedding(nn.Module):
             raise PosgeomError("position_ids must be an integer tensor (torch.long)")
         freqs = position_ids.to(dtype).unsqueeze(-1) * self.inv_freq.to(dtype)
         emb = torch.cat((freqs, freqs), dim=-1)
+        if self.attention_scaling != 1.0:
+            return emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
         return emb.cos(), emb.sin()
 
     def apply(

@@ -19,11 +19,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.encodings import families, family
+from posgeom.encodings._registry import Family
+
+
+def _trainable_encodings() -> tuple[str, ...]:
+    return tuple(
+        name
+        for name, fam in families().items()
+        if type(fam).torch_module is not Family.torch_module
+    )
+
 
 __all__ = ["ENCODINGS", "MODELS", "TASKS", "TrainConfig"]
 
 TASKS = ("sst2", "imdb-mlm", "order")
-ENCODINGS = ("sinusoidal", "learned", "rope", "alibi", "nope", "mds", "low_rank_mds", "random")
+#: Encodings the tiny model trains with: every registered family with a torch module.
+ENCODINGS = _trainable_encodings()
 MODELS = ("tiny", "minilm")
 # options that may change between a run and its resumption
 _RESUMABLE_FIELDS = ("epochs", "threads", "progress")
@@ -118,18 +130,10 @@ class TrainConfig:
             raise PosgeomError(
                 f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}"
             )
-        if self.model == "tiny" and self.encoding == "rope" and (self.d_model // self.n_heads) % 2:
-            raise PosgeomError("RoPE needs an even head width d_model / n_heads")
-        if self.encoding == "low_rank_mds" and self.rank > min(self.max_len, self.d_model):
-            raise PosgeomError(
-                f"rank={self.rank} exceeds min(n, d) = min({self.max_len}, {self.d_model}); "
-                f"choose rank <= {min(self.max_len, self.d_model)}"
-            )
-        if self.encoding == "low_rank_mds" and self.rank > self.max_len - 1:
-            raise PosgeomError(
-                f"rank={self.rank}: classical MDS of n={self.max_len} positions has at most "
-                f"{self.max_len - 1} coordinates; choose rank <= {self.max_len - 1}"
-            )
+        if self.model == "tiny":
+            from posgeom.experiments.training.model import torch_spec
+
+            family(self.encoding).check_training(torch_spec(self))
         if self.max_len < 3:
             raise PosgeomError(
                 f"max_len must be >= 3 (the geometry needs 3 positions), got {self.max_len}"
@@ -153,4 +157,4 @@ class TrainConfig:
     def position_trainable(self) -> bool:
         if self.train_positions is not None:
             return bool(self.train_positions)
-        return self.encoding in ("learned", "low_rank_mds", "pretrained")
+        return self.encoding == "pretrained" or family(self.encoding).trained_by_default

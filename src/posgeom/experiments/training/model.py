@@ -2,9 +2,10 @@
 
 ``"tiny"``: :class:`posgeom.nn.TinyEncoder` (pre-LN, mean pooling, 2 classes), or for
 ``imdb-mlm`` the encoder with a vocabulary head on every token. Position modules
-(:func:`position_encoding`): ``sinusoidal`` / ``mds`` / ``random`` are fixed tables (buffers),
-``learned`` and ``low_rank_mds`` are trained, ``rope`` / ``alibi`` act inside attention, ``nope``
-has none; ``train_positions`` overrides the default (a fixed table then becomes a parameter).
+(:func:`position_encoding`) come from the family registry (each family's ``torch_module``):
+``sinusoidal`` / ``mds`` / ``random`` are fixed tables (buffers), ``learned`` and ``low_rank_mds``
+are trained, ``rope`` / ``alibi`` act inside attention, ``nope`` has none; ``train_positions``
+overrides the default (a fixed table then becomes a parameter).
 ``"minilm"``: the real all-MiniLM-L6-v2 weights (offline), mean pooling over real tokens and a
 linear head; its own learned absolute table is fine-tuned.
 
@@ -16,13 +17,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy as np
-
 from posgeom._errors import PosgeomError, require
 from posgeom.experiments.training.config import TrainConfig
 from posgeom.experiments.training.data import minilm_path
 
-__all__ = ["build_model", "n_position_parameters", "position_encoding", "position_module"]
+__all__ = [
+    "build_model",
+    "n_position_parameters",
+    "position_encoding",
+    "position_module",
+    "torch_spec",
+]
 
 
 def build_model(cfg: TrainConfig, vocab_size: int, geometry: Any = None) -> Any:
@@ -51,58 +56,41 @@ def build_model(cfg: TrainConfig, vocab_size: int, geometry: Any = None) -> Any:
 def position_encoding(cfg: TrainConfig, geometry: Any = None) -> Any:
     """The position module of ``cfg.encoding`` for the tiny model (``None`` for NoPE).
 
-    ``geometry`` (a ``PipelineResult`` with ``.mds``) feeds ``mds`` and ``low_rank_mds``; the
-    ``learned`` table draws from ``torch.Generator().manual_seed(cfg.seed)``.
+    Built by the family registry (``posgeom.encodings.family(cfg.encoding).torch_module``):
+    ``geometry`` (a ``PipelineResult`` with ``.mds``) feeds ``mds`` and ``low_rank_mds``; random
+    initialisations (``learned``) draw from ``torch.Generator().manual_seed(cfg.seed)``.
+    ``cfg.train_positions`` overrides the family's default; a fixed table (a buffer) that is to be
+    trained becomes a parameter.
     """
-    import torch
     from torch import nn
 
-    from posgeom.nn import (
-        AbsolutePositionEmbedding,
-        ALiBiBias,
-        LearnedPositionEmbedding,
-        LowRankPositionEmbedding,
-        RotaryEmbedding,
-        SinusoidalPositionEmbedding,
-    )
+    from posgeom.encodings import family
 
-    n, d = cfg.max_len, cfg.d_model
-    gen = torch.Generator().manual_seed(cfg.seed)
-    enc = cfg.encoding
-    if enc == "sinusoidal":
-        pos: Any = SinusoidalPositionEmbedding(n, d, beyond="error")
-    elif enc == "learned":
-        pos = LearnedPositionEmbedding(n, d, generator=gen)
-    elif enc == "rope":
-        pos = RotaryEmbedding(d // cfg.n_heads)
-    elif enc == "alibi":
-        pos = ALiBiBias(cfg.n_heads)
-    elif enc == "nope":
-        pos = None
-    elif enc in ("mds", "low_rank_mds"):
-        if geometry is None:
-            raise PosgeomError(f"encoding {enc!r} needs the corpus geometry (an MDS result)")
-        mds = geometry.mds
-        if enc == "mds":
-            pos = AbsolutePositionEmbedding.from_mds(mds, trainable=False, dtype=torch.float32)
-        else:
-            pos = LowRankPositionEmbedding.from_mds(mds, cfg.rank, dtype=torch.float32)
-    elif enc == "random":
-        from posgeom.encodings import random as random_encoding
-
-        table = random_encoding(n, d, seed=cfg.seed, scale=cfg.random_scale).vectors
-        pos = AbsolutePositionEmbedding(np.array(table), trainable=False, dtype=torch.float32)
-    else:  # pragma: no cover - validated
-        raise PosgeomError(f"unknown encoding {enc!r}")
+    pos = family(cfg.encoding).torch_module(torch_spec(cfg, geometry))
     if cfg.train_positions is not None and isinstance(pos, nn.Module):
         for p in pos.parameters():
             p.requires_grad_(bool(cfg.train_positions))
-        if cfg.train_positions and enc in ("sinusoidal", "mds", "random"):
+        if cfg.train_positions and "weight" in pos._buffers:
             # fixed tables live in buffers: make them a parameter
             weight = pos.weight.detach().clone()
             del pos._buffers["weight"]
             pos.weight = nn.Parameter(weight)
     return pos
+
+
+def torch_spec(cfg: TrainConfig, geometry: Any = None) -> Any:
+    """The :class:`~posgeom.encodings._registry.TorchSpec` of a tiny model's position module."""
+    from posgeom.encodings._registry import TorchSpec
+
+    return TorchSpec(
+        n=cfg.max_len,
+        d=cfg.d_model,
+        n_heads=cfg.n_heads,
+        seed=cfg.seed,
+        geometry=geometry,
+        rank=cfg.rank,
+        random_scale=cfg.random_scale,
+    )
 
 
 def _lazy_modules() -> tuple[type, type]:

@@ -1,0 +1,320 @@
+"""The family registry: one :class:`Family` per positional encoding, registered by decorator.
+
+A family is the one place where what posgeom knows about an encoding lives. Every layer that
+needs an encoding asks the registry instead of naming families:
+
+- geometry: :meth:`Family.build` ``(n, **params) -> PositionEncoding`` (``posgeom.encodings.get``);
+- comparison: :meth:`Family.comparison` gives the row of ``posgeom.compare`` (encoding,
+  description and parameter count from the family's own constants);
+- models: :meth:`Family.detect` finds the family's mechanism in a Hugging Face model and returns
+  :class:`Mechanism` objects whose typed ``params`` convert themselves to geometry (torch is
+  imported inside ``detect`` only: importing a family never imports torch);
+- torch: :meth:`Family.torch_module` builds the ``posgeom.nn`` module the trainer uses. The nn
+  classes are named by their import path (:attr:`Family.torch_class`), so ``encodings`` never
+  imports ``nn`` (``nn`` imports the formulas from here: no import cycle).
+
+Adding a family is one module with a ``@register`` class plus its tests (``docs/ARCHITECTURE.md``,
+"Adding a positional family").
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.encodings._base import PositionEncoding
+
+__all__ = [
+    "ComparisonContext",
+    "ComparisonEntry",
+    "Family",
+    "Mechanism",
+    "MechanismParams",
+    "TorchSpec",
+    "families",
+    "family",
+    "family_of_mechanism",
+    "register",
+]
+
+
+# ------------------------------------------------------------------------------ comparison
+@dataclass(frozen=True, eq=False)
+class ComparisonContext:
+    """What a family needs to build its comparison row.
+
+    ``n_positions``: positions ``0 .. N-1`` to build (the caller restricts to the kept ones);
+    ``model_dim``: width ``d``; ``n_heads``, ``rope_head_dim``, ``rope_base``: the BERT-base-like
+    layout of the heads; ``seed``; ``learned_model``; ``low_rank``; ``pipeline``: the
+    :class:`~posgeom.pipeline.PipelineResult` (MDS encodings); ``score``: ``encoding -> scores``
+    against the corpus geometry, for an encoding of positions ``0 .. N-1`` (restricted to the kept
+    positions first); ``score_kept``: the same for an encoding of the kept positions only.
+    """
+
+    n_positions: int
+    n_kept: int
+    model_dim: int
+    n_heads: int
+    rope_head_dim: int
+    rope_base: float
+    seed: int
+    score: Callable[[Any], dict[str, Any]] | None = None
+    score_kept: Callable[[Any], dict[str, Any]] | None = None
+    pipeline: Any = None
+    learned_model: Any = None
+    low_rank: int = 3
+
+
+@dataclass(frozen=True, eq=False)
+class ComparisonEntry:
+    """One row of a comparison: ``scores`` (paper stress, ...), ``description``, ``parameters``
+    (stored scalars: 0 for fixed formulas) and, for per-head families, ``heads`` (one dict per
+    head with its own scores)."""
+
+    description: str
+    parameters: int
+    scores: dict[str, Any]
+    heads: tuple[dict[str, Any], ...] = ()
+
+
+# ------------------------------------------------------------------------------ torch
+@dataclass(frozen=True)
+class TorchSpec:
+    """What a torch position module is built from: ``n`` positions, width ``d``, ``n_heads``,
+    ``seed`` (a ``torch.Generator`` seed for random initialisations; ``None``: torch's global
+    generator), ``geometry`` (a ``PipelineResult`` for MDS families),
+    ``rank`` (low-rank MDS) and ``random_scale`` (fixed random tables)."""
+
+    n: int
+    d: int
+    n_heads: int = 1
+    seed: int | None = 0
+    geometry: Any = None
+    rank: int = 3
+    random_scale: float = 1.0
+
+
+# ------------------------------------------------------------------------------ mechanisms
+class MechanismParams:
+    """Base of the typed parameters of one mechanism (a frozen dataclass per family).
+
+    ``key``: the prefix of its encodings in ``mechanism_encodings``; ``representation``:
+    ``"vectors"`` or ``"distances"``.
+    """
+
+    key: ClassVar[str] = ""
+    representation: ClassVar[str] = "vectors"
+
+    @property
+    def n_positions(self) -> int | None:
+        return None
+
+    def summary(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
+        """``suffix -> PositionEncoding`` for positions ``start .. start + n - 1`` (suffix ``""``:
+        the mechanism itself, ``"_h<h>"``: one head)."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+
+def head_select(stack: np.ndarray, head: int | None) -> np.ndarray:
+    """``stack`` ``(H, n, n)`` for ``head=None``, else the ``(n, n)`` matrix of ``head``."""
+    if head is None:
+        return stack
+    h = stack.shape[0]
+    if not -h <= int(head) < h:
+        raise PosgeomError(f"head {head} is out of range for {h} heads")
+    return np.ascontiguousarray(stack[int(head)])
+
+
+@dataclass(frozen=True, eq=False)
+class Mechanism:
+    """One positional mechanism of a model: ``kind`` (``family_of_mechanism(kind)`` owns it),
+    ``source`` (the parameter, buffer or config field it was read from), ``params`` (the family's
+    typed parameters, float64 read-only arrays) and ``others`` (the model's further mechanisms).
+
+    The fields of ``params`` are also readable on the mechanism (``mech.table``, ``mech.slopes``).
+    """
+
+    kind: str
+    source: str
+    params: MechanismParams
+    others: tuple[Mechanism, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        fam = family_of_mechanism(self.kind)
+        if fam.mechanism_params is not None and not isinstance(self.params, fam.mechanism_params):
+            raise PosgeomError(
+                f"a {self.kind!r} mechanism needs {fam.mechanism_params.__name__} params, got "
+                f"{type(self.params).__name__}"
+            )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "params":
+            raise AttributeError(name)
+        try:
+            return getattr(self.params, name)
+        except AttributeError:
+            raise AttributeError(
+                f"{type(self).__name__} of kind {self.kind!r} has no attribute {name!r}"
+            ) from None
+
+    @property
+    def all(self) -> tuple[Mechanism, ...]:
+        """This mechanism followed by ``others``."""
+        return (self, *self.others)
+
+    @property
+    def representation(self) -> str:
+        """What :meth:`to_encoding` returns: ``"vectors"`` (n, d) or ``"distances"`` (n, n)."""
+        return self.params.representation
+
+    @property
+    def n_positions(self) -> int | None:
+        """Number of positions a learned table covers (``None`` for the other kinds)."""
+        return self.params.n_positions
+
+    def summary(self) -> str:
+        """One line describing the mechanism."""
+        return f"{self.params.summary()} [{self.source}]"
+
+    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
+        """The geometry of positions ``0 .. n-1`` (see the family's params ``to_encoding``)."""
+        from posgeom.encodings._base import check_n
+
+        return self.params.to_encoding(check_n(n, "n"), head=head)
+
+
+# ------------------------------------------------------------------------------ families
+class Family:
+    """A positional family. Subclass, set the class attributes, decorate with :func:`register`.
+
+    Attributes: ``name`` (registry key), ``order`` (position in listings and comparisons),
+    ``summary`` (one line), ``requires`` (build parameters
+    without a default, e.g. ``("source",)``), ``in_comparison`` (in ``compare``'s default set),
+    ``mechanism_kind`` / ``mechanism_params`` (its mechanism in Hugging Face models, or ``None``),
+    ``detect_order`` (smaller first), ``torch_class`` (``"module:Class"`` of its nn module, or
+    ``None``), ``trained_by_default`` (the trainer trains its positions), ``excludes``
+    (mechanism kinds dropped when this family's mechanism is found: ALiBi models may carry an unused
+    rotary module), ``comparison_needs`` (the ``compare_encodings`` argument its row needs, e.g.
+    ``"learned_model"``), ``pipeline_options`` (what the comparison's pipeline must compute, e.g.
+    ``{"refine": True}`` for SMACOF).
+    """
+
+    name: ClassVar[str] = ""
+    order: ClassVar[int] = 1000
+    summary: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ()
+    in_comparison: ClassVar[bool] = True
+    mechanism_kind: ClassVar[str | None] = None
+    mechanism_params: ClassVar[type | None] = None
+    detect_order: ClassVar[int] = 100
+    torch_class: ClassVar[str | None] = None
+    trained_by_default: ClassVar[bool] = False
+    excludes: ClassVar[tuple[str, ...]] = ()
+    comparison_needs: ClassVar[str | None] = None
+    skip_reason: ClassVar[str] = "not available for this input"
+    pipeline_options: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+
+    def build(self, n_positions: int, **params: Any) -> PositionEncoding:  # pragma: no cover
+        raise NotImplementedError
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding | None:
+        """The family's encoding in a comparison of positions ``0 .. ctx.n_positions - 1`` with the
+        layout of ``ctx`` (``None``: it has none there). ``posgeom demo`` uses it too."""
+        return None
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        """The description column of the comparison row."""
+        return self.summary
+
+    def parameter_count(self, ctx: ComparisonContext, encoding: PositionEncoding) -> int:
+        """Stored scalars of the row (0 for a fixed formula)."""
+        return 0
+
+    def comparison(self, ctx: ComparisonContext) -> ComparisonEntry | None:
+        """The family's default row in a comparison, or ``None`` when it cannot be built there:
+        :meth:`default_encoding` scored by ``ctx.score``, :meth:`describe`,
+        :meth:`parameter_count`."""
+        enc = self.default_encoding(ctx)
+        if enc is None:
+            return None
+        return ComparisonEntry(
+            self.describe(ctx, enc), int(self.parameter_count(ctx, enc)), ctx.score(enc)
+        )
+
+    def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
+        """Mechanisms of this family in a loaded torch model (none by default)."""
+        return []
+
+    def check_training(self, spec: TorchSpec) -> None:
+        """Raise :class:`PosgeomError` when ``spec`` cannot hold this family's torch module."""
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        """The ``posgeom.nn`` position module for ``spec`` (``None``: no module, e.g. NoPE)."""
+        raise PosgeomError(f"encoding {self.name!r} has no torch module to train with")
+
+    def torch_build_params(self, spec: TorchSpec) -> dict[str, Any] | None:
+        """Build parameters whose numpy geometry the torch module of ``spec`` reproduces
+        (``None``: a randomly initialised module, or none); the common family test checks it."""
+        return None
+
+    def torch_class_object(self) -> Any:
+        """The class named by :attr:`torch_class` (imported on demand; needs torch)."""
+        if self.torch_class is None:
+            raise PosgeomError(f"encoding {self.name!r} has no torch module to train with")
+        module, _, cls = str(self.torch_class).partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+    def __repr__(self) -> str:
+        return f"<family {self.name!r}: {self.summary}>"
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register(cls: type[Family]) -> type[Family]:
+    """Class decorator: register one instance of ``cls`` under ``cls.name``."""
+    if not cls.name or cls.name in _FAMILIES:
+        raise PosgeomError(f"family name {cls.name!r} is empty or already registered")
+    kinds = {f.mechanism_kind for f in _FAMILIES.values() if f.mechanism_kind}
+    if cls.mechanism_kind and cls.mechanism_kind in kinds:
+        raise PosgeomError(f"mechanism kind {cls.mechanism_kind!r} is already registered")
+    _FAMILIES[cls.name] = cls()
+    ordered = sorted(_FAMILIES.items(), key=lambda item: (item[1].order, item[0]))
+    _FAMILIES.clear()
+    _FAMILIES.update(ordered)
+    return cls
+
+
+def families() -> Mapping[str, Family]:
+    """Every registered family by ``order`` (a read-only view)."""
+    return MappingProxyType(_FAMILIES)
+
+
+def family(name: str) -> Family:
+    """The family registered as ``name``, or :class:`PosgeomError` listing the known ones."""
+    if name not in _FAMILIES:
+        raise PosgeomError(
+            f"unknown encoding {name!r}; known encodings: {', '.join(sorted(_FAMILIES))}"
+        )
+    return _FAMILIES[name]
+
+
+def family_of_mechanism(kind: str) -> Family:
+    """The family whose Hugging Face mechanism is ``kind`` (``"rotary"`` -> ``rope``, ...)."""
+    for fam in _FAMILIES.values():
+        if fam.mechanism_kind == kind:
+            return fam
+    kinds = [f.mechanism_kind for f in _FAMILIES.values() if f.mechanism_kind]
+    raise PosgeomError(f"unknown mechanism kind {kind!r}; use one of {', '.join(kinds)}")

@@ -1,0 +1,175 @@
+"""One test for every registered positional family (parametrised over the registry).
+
+Every family builds, its distances are symmetric with a zero diagonal and its arrays read-only, its
+torch module (when it has one) gives the geometry of its numpy build, its comparison row is the
+score of its comparison encoding, and the registry round-trips it. A new family gets all of this
+by registering; it only has to add its own reference tests.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import posgeom.encodings as E
+from posgeom._errors import PosgeomError
+from posgeom.corpus.counting import count_positions
+from posgeom.encodings._registry import ComparisonContext, TorchSpec
+from posgeom.pipeline import analyze_counts, score_encoding
+from posgeom.synthetic import synthetic_corpus
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+N = 12
+NAMES = list(E.families())
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    counts = count_positions(synthetic_corpus(400, length=N, seed=3), max_positions=N)
+    return counts, analyze_counts(counts, model_dim=16, max_rank=0, noise=None, seed=0)
+
+
+@pytest.fixture(scope="module")
+def bert():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=20,
+        vocab_size=50,
+        max_position_embeddings=32,
+    )
+    return transformers.BertModel(config).eval()
+
+
+def _required(name, request, tmp_path_factory, corpus):
+    """Real objects for the build parameters a family requires."""
+    out = {}
+    for need in E.family(name).requires:
+        if need == "source":
+            out["source"] = corpus[1].distances
+        elif need == "model":
+            out["model"] = request.getfixturevalue("bert")
+        elif need == "path":
+            path = tmp_path_factory.mktemp("enc") / "vectors.npy"
+            np.save(path, np.random.default_rng(0).standard_normal((N, 5)))
+            out["path"] = path
+        else:  # pragma: no cover - a new requirement needs a fixture here
+            raise AssertionError(f"no fixture for requirement {need!r}")
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_builds_symmetric_zero_diagonal_read_only(name, request, tmp_path_factory, corpus):
+    enc = E.get(name, N, **_required(name, request, tmp_path_factory, corpus))
+    assert isinstance(enc, E.PositionEncoding) and enc.n_positions == N
+    dist = enc.distances()
+    assert dist.shape == (N, N) and dist.dtype == np.float64
+    np.testing.assert_array_equal(dist, dist.T)
+    np.testing.assert_array_equal(np.diag(dist), 0.0)
+    assert np.all(dist >= 0) and np.all(np.isfinite(dist))
+    for array in (enc.vectors, enc.distance_matrix):
+        if array is not None:
+            assert not array.flags.writeable
+            with pytest.raises(ValueError):
+                array[0, 0] = 1.0
+    dist[0, 1] = -1.0  # distances() is a fresh copy
+    assert enc.distances()[0, 1] >= 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_registry_round_trip(name):
+    fam = E.family(name)
+    assert fam.name == name and E.families()[name] is fam and name in E.available()
+    if fam.mechanism_kind is not None:
+        assert E.family_of_mechanism(fam.mechanism_kind) is fam
+    with pytest.raises(PosgeomError, match="already registered"):
+        E.register(type(fam))
+
+
+def test_unknown_family_names_the_known_ones():
+    with pytest.raises(PosgeomError, match=r"known encodings: .*sinusoidal"):
+        E.family("bogus")
+
+
+def _context(corpus, **kw):
+    res = corpus[1]
+    target = res.distances
+    return ComparisonContext(
+        n_positions=N,
+        n_kept=N,
+        model_dim=16,
+        n_heads=4,
+        rope_head_dim=4,
+        rope_base=10000.0,
+        seed=0,
+        score=lambda enc: score_encoding(enc, target, seed=0),
+        score_kept=lambda enc: score_encoding(enc, target, seed=0),
+        pipeline=res,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_comparison_entry_scores_the_comparison_encoding(name, corpus, request):
+    from posgeom.compare import comparable_encodings
+
+    learned = request.getfixturevalue("bert") if E.family(name).comparison_needs else None
+    ctx = _context(corpus, learned_model=learned)
+    fam = E.family(name)
+    entry = fam.comparison(ctx)
+    if name not in comparable_encodings():
+        assert entry is None
+        return
+    assert isinstance(entry.description, str) and entry.description
+    assert isinstance(entry.parameters, int) and entry.parameters >= 0
+    enc = fam.default_encoding(ctx)
+    if enc is not None and not entry.heads:  # a plain row: the score of its encoding
+        expected = score_encoding(enc, corpus[1].distances, seed=0)
+        assert entry.scores["paper"] == pytest.approx(expected["paper"], rel=1e-12)
+    for head in entry.heads:  # per-head rows: the row is the best head
+        assert head["paper"] >= entry.scores["paper"]
+
+
+def _torch_geometry(module, n):
+    """Distances of a torch position module's geometry over positions 0 .. n-1 (float64)."""
+    import torch
+
+    from posgeom.encodings._base import symmetrize
+    from posgeom.nn import ALiBiBias, PositionEmbedding, RotaryEmbedding
+    from posgeom.scores._encoding import encoding_distances
+
+    def as_distances(vectors):
+        return encoding_distances(vectors, encoding_kind="vectors")
+
+    if isinstance(module, PositionEmbedding):
+        return as_distances(module(n).detach().double().numpy())
+    if isinstance(module, RotaryEmbedding):
+        cos, sin = module(torch.arange(n), dtype=torch.float64)
+        h = module.head_dim // 2
+        return as_distances(torch.cat([cos[:, :h], sin[:, :h]], 1).numpy())
+    assert isinstance(module, ALiBiBias)
+    return symmetrize(-module(n)[0].double().numpy())  # head 0: m_0 |i - j|
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_numpy_and_torch_agree(name, corpus):
+    pytest.importorskip("torch")
+    fam = E.family(name)
+    spec = TorchSpec(n=N, d=16, n_heads=4, seed=0, geometry=corpus[1], rank=3)
+    try:
+        module = fam.torch_module(spec)
+    except PosgeomError as exc:
+        assert "no torch module" in str(exc)
+        return
+    params = fam.torch_build_params(spec)
+    if module is None or params is None:  # NoPE; randomly initialised tables
+        return
+    expected = fam.build(N, **params).distances()
+    np.testing.assert_allclose(_torch_geometry(module, N), expected, atol=2e-5 * expected.max())
