@@ -56,6 +56,31 @@ def test_matches_sklearn_classical_mds_and_skbio_pcoa():
     )
 
 
+@pytest.mark.parametrize("solver", ["exact", "implicit"])
+def test_normalized_convention_equals_mds_of_the_normalized_distances(solver):
+    """Regression: ``classical_mds(mu, convention="normalized")`` is MDS of ``D / sqrt 2``
+    (scikit-bio's PCoA of that matrix), not the chord solution scored against it."""
+    from skbio import DistanceMatrix
+    from skbio.stats.ordination import pcoa
+
+    c = zipf_counts(40, 500, seed=3, flat=False)
+    mu = positional_distributions(c)
+    target = hellinger_distances(mu, convention="normalized")
+    ours = classical_mds(mu, 3, convention="normalized", solver=solver)
+    ref = pcoa(DistanceMatrix(target), dimensions=3)
+    np.testing.assert_allclose(ours.eigenvalues[:3], ref.eigvals.to_numpy()[:3], rtol=1e-8)
+    sk = ref.samples.to_numpy()[:, :3]
+    np.testing.assert_allclose(align_signs(ours.coordinates, sk), sk, atol=1e-8)
+    trace_b = (target**2).sum() / (2 * target.shape[0])  # trace(-1/2 J D^2 J)
+    np.testing.assert_allclose(ours.total_variance, trace_b, rtol=1e-8)
+    direct = classical_mds(target, 3)
+    assert stress(ours, target) == pytest.approx(stress(direct, target), rel=1e-8)
+    full = classical_mds(mu, convention="normalized", solver="exact")  # rank n - 1: exact
+    assert stress(full, target) < 1e-20
+    chord = classical_mds(mu, solver="exact")  # the old behaviour: sqrt 2 too large
+    assert stress(chord, target) == pytest.approx((np.sqrt(2) - 1) ** 2, rel=1e-9)
+
+
 def test_distributions_and_distance_inputs_give_the_same_answer():
     c = zipf_counts(30, 300, seed=1)
     d = positional_distributions(c)
@@ -167,7 +192,11 @@ def test_negative_eigenvalues_warn_for_non_euclidean_input():
         ({"n_components": 5}, "exceeds n - 1"),
         ({"model_dim": 0}, "model_dim"),
         ({"solver": "implicit"}, "implicit solver needs distributions"),
-        ({"solver": "magic"}, "unknown solver"),
+        ({"solver": "magic"}, "solver must be one of"),
+        ({"n_components": 2.0}, "n_components must be an integer"),
+        ({"model_dim": True}, "model_dim must be an integer"),
+        ({"convention": "normalized"}, "applies to distributions"),
+        ({"convention": "halved"}, "convention must be one of"),
     ],
 )
 def test_bad_arguments(kwargs, message):

@@ -8,7 +8,6 @@ sidecar: distances, MDS embedding, eigenvalues, totals) and ``table.md``.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -226,14 +225,9 @@ def analyze_counts(
     target = hellinger_distances(dist, convention=convention)
     r = min(n - 1, model_dim) if n_components is None else n_components
     log.info("classical MDS: rank %d in model width %d", r, model_dim)
-    mds = classical_mds(dist, r, model_dim=model_dim, solver=solver, seed=seed)
-    if convention == "normalized":  # D / sqrt 2: coordinates scale by 1/sqrt 2, eigenvalues by 1/2
-        mds = dataclasses.replace(
-            mds,
-            coordinates=mds.coordinates / np.sqrt(2),
-            eigenvalues=mds.eigenvalues / 2,
-            total_variance=mds.total_variance / 2,
-        )
+    mds = classical_mds(
+        dist, r, model_dim=model_dim, convention=convention, solver=solver, seed=seed
+    )
     scores = {"mds": score_encoding(mds, target, seed=seed)}
     refined = None
     if refine and n <= 2048:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any, Literal
 
 import numpy as np
@@ -46,9 +47,10 @@ import scipy.sparse.linalg as spla
 from posgeom._distance_matrix import euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._threads import blas_threads
+from posgeom._validation import Interval, Options, validate_params
 from posgeom.embed._inputs import InputKind, check_distance_matrix, classify_input
 from posgeom.geometry.distributions import PositionalDistributions, as_distributions
-from posgeom.geometry.divergences import _split_columns, sqrt_gram
+from posgeom.geometry.divergences import Convention, _split_columns, sqrt_gram
 
 __all__ = ["MDSResult", "centred_sqrt_operator", "classical_mds"]
 
@@ -287,11 +289,26 @@ def _placement(d: int, r: int, kind: str, seed: int) -> np.ndarray:
     raise PosgeomError(f"unknown placement {kind!r}; use 'pad' or 'orthonormal'")
 
 
+@validate_params(
+    {
+        "n_components": [Interval(Integral, 1, None), None],
+        "model_dim": [Interval(Integral, 1, None), None],
+        "placement": [Options({"pad", "orthonormal"})],
+        "solver": [Options({"auto", "exact", "implicit"})],
+        "input_kind": [Options({"auto", "distances", "distributions"})],
+        "convention": [Options({"chord", "normalized"})],
+        "tie_rtol": [Interval(Real, 0, None)],
+        "seed": [Interval(Integral, 0, None)],
+        "tol": [Interval(Real, 0, None)],
+        "n_threads": [Interval(Integral, 1, None), None],
+    }
+)
 def classical_mds(
     data: Any,
     n_components: int | None = None,
     *,
     model_dim: int | None = None,
+    convention: Convention = "chord",
     placement: Placement = "pad",
     solver: Solver = "auto",
     input_kind: InputKind = "auto",
@@ -306,13 +323,18 @@ def classical_mds(
     Parameters
     ----------
     data : (n, n) distance matrix, PositionalDistributions, PositionCounts, or (n, V) probabilities
-        Distances are used as given; distributions use the Hellinger chord geometry, for which
-        ``B = (J S)(J S)^T`` exactly (so the implicit solver applies).
+        Distances are used as given; distributions use the Hellinger geometry of ``convention``,
+        for which ``B = c (J S)(J S)^T`` exactly (so the implicit solver applies).
     n_components : int, optional
         Rank ``r`` of the solution (default: all of ``min(n - 1, model_dim)``). Components whose
         eigenvalue is not positive get zero coordinates.
     model_dim : int, optional
         Width ``d`` of the model space (default ``r``); must be ``>= 1``. ``r`` is capped at ``d``.
+    convention : {"chord", "normalized"}
+        Distributions only, as in :func:`posgeom.geometry.hellinger_distances`: ``"chord"``
+        (``D = ||sqrt mu_i - sqrt mu_j||``, ``c = 1``) or ``"normalized"`` (``D / sqrt 2``,
+        ``c = 1/2``: coordinates scale by ``1/sqrt 2``, eigenvalues and total variance by
+        ``1/2``). A distance matrix is used as given, so it takes only the default.
     placement : {"pad", "orthonormal"}
         ``Q``: zero padding (first ``r`` axes) or a seeded random orthonormal frame.
     solver : {"auto", "exact", "implicit"}
@@ -320,7 +342,7 @@ def classical_mds(
     input_kind : {"auto", "distances", "distributions"}
         How to read ``data`` (auto: square, symmetric, zero-diagonal, non-negative -> distances).
     all_eigenvalues : bool, optional
-        Exact solver only: compute the full spectrum (default when ``n <= 2048``).
+        Exact solver only: compute the full spectrum (default when ``n <= 1024``, ``AUTO_EXACT_MAX_N``).
     tie_rtol : float
         Relative tolerance for equal eigenvalues (see "Ties").
     seed : int
@@ -340,10 +362,12 @@ def classical_mds(
         n = dists.n_positions
     if n < 3:
         raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
-    if model_dim is not None and model_dim < 1:
-        raise PosgeomError(f"model_dim (d) must be >= 1, got {model_dim}")
-    if n_components is not None and n_components < 1:
-        raise PosgeomError(f"n_components must be >= 1, got {n_components}")
+    if dists is None and convention != "chord":
+        raise PosgeomError(
+            f"convention={convention!r} applies to distributions; a distance matrix is used as "
+            "given. Fix: pass the distributions, or the distances of that convention "
+            "(hellinger_distances(mu, convention=...)) with the default convention"
+        )
     r = n - 1 if n_components is None else int(n_components)
     if r > n - 1:
         raise PosgeomError(
@@ -354,8 +378,6 @@ def classical_mds(
         r = min(r, int(model_dim))
     d = int(model_dim) if model_dim is not None else r
 
-    if solver not in ("auto", "exact", "implicit"):
-        raise PosgeomError(f"unknown solver {solver!r}; use 'auto', 'exact' or 'implicit'")
     if solver == "auto":
         small = n <= AUTO_EXACT_MAX_N or 4 * r > n
         solver = "exact" if dists is None or small else "implicit"
@@ -394,6 +416,8 @@ def classical_mds(
         vecs -= vecs.mean(axis=0, keepdims=True)
         vecs /= np.linalg.norm(vecs, axis=0, keepdims=True)
 
+    if convention == "normalized":  # D / sqrt 2, so B / 2: eigenvalues and trace halve
+        vals, total = vals / 2.0, total / 2.0
     vecs, ties = _canonicalise(vals, vecs, r, tie_rtol)
     lam = np.clip(vals[:r], 0.0, None)
     coords = vecs[:, :r] * np.sqrt(lam)

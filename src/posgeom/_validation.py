@@ -1,0 +1,202 @@
+"""Declarative parameter constraints (in the spirit of scikit-learn's ``_param_validation``).
+
+A function states the allowed values of its parameters once, next to its signature::
+
+    @validate_params(
+        {
+            "n_components": [Interval(Integral, 1, None), None],
+            "solver": [Options({"auto", "exact", "implicit"})],
+        }
+    )
+    def classical_mds(data, n_components=None, *, solver="auto"): ...
+
+Each parameter gets a list of constraints; a value is accepted when it satisfies **any** of them.
+A constraint is an :class:`Interval`, an :class:`Options` set, ``None`` (the value ``None``) or a
+type (``isinstance``; ``bool`` is never accepted as a number). A refused value raises
+:class:`~posgeom._errors.PosgeomError` whose one-line message names the parameter, what it must
+be, what was given, and the fix.
+
+**The integer rule** (one rule for the whole package): an integer parameter accepts Python
+``int`` and NumPy integer scalars, and refuses everything else, including ``bool`` and whole
+floats such as ``3.0`` (as ``numbers.Integral`` does; scikit-learn's rule). A float that happens
+to be whole is most often a computed value the caller should round deliberately.
+Real parameters accept ``int``, ``float`` and NumPy real scalars (not ``bool``, not NaN).
+
+Validation is value checking only: the function still receives the value it was given
+(``np.int64(3)`` stays ``np.int64``); use :func:`check_int` where an ``int`` is needed.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any, TypeVar
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+
+__all__ = [
+    "Interval",
+    "Options",
+    "check_int",
+    "check_param",
+    "check_real",
+    "is_integer",
+    "validate_params",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_CLOSED = ("both", "left", "right", "neither")
+
+
+def is_integer(value: Any) -> bool:
+    """The package's integer rule: ``int`` or NumPy integer, never ``bool``, never ``3.0``."""
+    return isinstance(value, (Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, np.floating)):
+        return False
+    return not math.isnan(float(value))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Numbers of ``kind`` (``Integral`` or ``Real``) between ``left`` and ``right``.
+
+    ``None`` for a bound means unbounded on that side; ``closed`` is ``"both"`` (default),
+    ``"left"``, ``"right"`` or ``"neither"``.
+    """
+
+    kind: type
+    left: float | None
+    right: float | None
+    closed: str = "both"
+
+    def __post_init__(self) -> None:
+        if self.kind not in (Integral, Real):
+            raise TypeError("Interval kind must be numbers.Integral or numbers.Real")
+        if self.closed not in _CLOSED:
+            raise TypeError(f"closed must be one of {_CLOSED}")
+
+    def accepts(self, value: Any) -> bool:
+        if not (is_integer(value) if self.kind is Integral else _is_real(value)):
+            return False
+        low_closed = self.closed in ("both", "left")
+        high_closed = self.closed in ("both", "right")
+        if self.left is not None and (value < self.left or (value == self.left and not low_closed)):
+            return False
+        return not (
+            self.right is not None
+            and (value > self.right or (value == self.right and not high_closed))
+        )
+
+    def describe(self) -> str:
+        noun = "an integer" if self.kind is Integral else "a number"
+        low = None if self.left is None else (">=" if self.closed in ("both", "left") else ">")
+        high = None if self.right is None else ("<=" if self.closed in ("both", "right") else "<")
+        parts = []
+        if low is not None:
+            parts.append(f"{low} {self.left:g}")
+        if high is not None:
+            parts.append(f"{high} {self.right:g}")
+        text = noun + (" " + " and ".join(parts) if parts else "")
+        return text + (" (not a float such as 3.0)" if self.kind is Integral else "")
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of a fixed set of values (compared with ``==``; typically strings)."""
+
+    values: Collection[Any]
+
+    def accepts(self, value: Any) -> bool:
+        try:
+            return value in self.values and not isinstance(value, (bool, np.bool_))
+        except TypeError:  # unhashable value against a set
+            return False
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(v) for v in sorted(self.values, key=str))
+
+
+def _accepts(constraint: Any, value: Any) -> bool:
+    if constraint is None:
+        return value is None
+    if isinstance(constraint, (Interval, Options)):
+        return constraint.accepts(value)
+    if isinstance(constraint, type):
+        if constraint is bool:
+            return isinstance(value, (bool, np.bool_))
+        return isinstance(value, constraint) and not isinstance(value, bool)
+    raise TypeError(f"unknown constraint {constraint!r}")
+
+
+def _describe(constraint: Any) -> str:
+    if constraint is None:
+        return "None"
+    if isinstance(constraint, (Interval, Options)):
+        return constraint.describe()
+    return f"a {constraint.__name__}"
+
+
+def check_param(name: str, value: Any, constraints: Sequence[Any], *, where: str = "") -> Any:
+    """Return ``value`` when it satisfies one of ``constraints``; else raise ``PosgeomError``."""
+    if any(_accepts(c, value) for c in constraints):
+        return value
+    wanted = " or ".join(_describe(c) for c in constraints)
+    prefix = f"{where}: " if where else ""
+    raise PosgeomError(f"{prefix}{name} must be {wanted}, got {value!r}; pass {name}=<{wanted}>")
+
+
+def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` as an ``int`` within ``[minimum, maximum]`` (the integer rule), or raise."""
+    check_param(name, value, [Interval(Integral, minimum, maximum)])
+    return int(value)
+
+
+def check_real(
+    value: Any,
+    name: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    *,
+    closed: str = "both",
+) -> float:
+    """``value`` as a ``float`` within the interval (NaN and ``bool`` refused), or raise."""
+    check_param(name, value, [Interval(Real, minimum, maximum, closed)])
+    return float(value)
+
+
+def validate_params(constraints: Mapping[str, Sequence[Any]]) -> Callable[[F], F]:
+    """Decorator: check the named parameters of every call against ``constraints``.
+
+    Parameters not named are not checked; a parameter left at its default is checked too (so a
+    wrong default is caught by the first test). The constraints are kept on the function as
+    ``__posgeom_constraints__`` (documentation and tests can read them).
+    """
+
+    def decorate(func: F) -> F:
+        signature = inspect.signature(func)
+        unknown = set(constraints) - set(signature.parameters)
+        if unknown:
+            raise TypeError(f"{func.__qualname__} has no parameters {sorted(unknown)}")
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            for name, allowed in constraints.items():
+                check_param(name, bound.arguments[name], allowed, where=func.__name__)
+            return func(*args, **kwargs)
+
+        wrapper.__posgeom_constraints__ = dict(constraints)  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,96 @@
+"""Declarative parameter constraints and the package's one integer rule."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import pytest
+
+from posgeom import PosgeomError
+from posgeom._validation import (
+    Interval,
+    Options,
+    check_int,
+    check_param,
+    check_real,
+    is_integer,
+    validate_params,
+)
+
+
+@pytest.mark.parametrize("value", [3, np.int64(3), np.uint8(3)])
+def test_integers_are_python_or_numpy_integers(value):
+    assert is_integer(value)
+    assert check_int(value, "k", 1) == 3 and type(check_int(value, "k", 1)) is int
+
+
+@pytest.mark.parametrize("value", [3.0, np.float64(3.0), True, np.True_, "3", None, 3 + 0j])
+def test_whole_floats_bools_and_strings_are_not_integers(value):
+    assert not is_integer(value)
+    with pytest.raises(PosgeomError, match=r"k must be an integer >= 1 \(not a float"):
+        check_int(value, "k", 1)
+
+
+def test_interval_bounds_and_closedness():
+    closed = Interval(Real, 0, 1)
+    assert closed.accepts(0) and closed.accepts(1.0) and closed.accepts(0.5)
+    assert not closed.accepts(-1e-12) and not closed.accepts(1.0000001)
+    assert not closed.accepts(float("nan")) and not closed.accepts(True)
+    left = Interval(Real, 0, 1, closed="left")
+    assert left.accepts(0) and not left.accepts(1)
+    neither = Interval(Real, 0, None, closed="neither")
+    assert not neither.accepts(0) and neither.accepts(1e300)
+    assert Interval(Integral, None, None).accepts(-(10**30))
+    assert check_real(np.float32(0.25), "alpha", 0, 1) == 0.25
+    with pytest.raises(PosgeomError, match=r"alpha must be a number > 0 and <= 1, got 0"):
+        check_real(0, "alpha", 0, 1, closed="right")
+    with pytest.raises(TypeError):
+        Interval(float, 0, 1)
+    with pytest.raises(TypeError):
+        Interval(Real, 0, 1, closed="open")
+
+
+def test_options_and_alternatives():
+    solver = [Options({"exact", "implicit"})]
+    assert check_param("solver", "exact", solver) == "exact"
+    with pytest.raises(
+        PosgeomError, match=r"solver must be one of 'exact', 'implicit', got 'lanczos'"
+    ):
+        check_param("solver", "lanczos", solver)
+    with pytest.raises(PosgeomError, match="solver must be one of"):
+        check_param("solver", ["exact"], solver)  # unhashable: refused, not a TypeError
+    optional = [Interval(Integral, 1, None), None]
+    assert check_param("k", None, optional) is None
+    with pytest.raises(
+        PosgeomError, match=r"k must be an integer >= 1 \(not a float such as 3.0\) or None"
+    ):
+        check_param("k", 0, optional)
+    assert check_param("flag", np.bool_(True), [bool])
+    with pytest.raises(PosgeomError, match="flag must be a bool, got 1"):
+        check_param("flag", 1, [bool])
+
+
+@validate_params({"n": [Interval(Integral, 2, None)], "mode": [Options({"a", "b"})]})
+def _example(data, n, *, mode="a", other=None):
+    return data, n, mode, other
+
+
+def test_decorator_checks_positional_keyword_and_default_arguments():
+    assert _example([1], 2) == ([1], 2, "a", None)
+    assert _example([1], n=np.int32(5), mode="b", other=3.5)[1] == 5
+    with pytest.raises(PosgeomError, match=r"^_example: n must be an integer >= 2"):
+        _example([1], 2.0)
+    with pytest.raises(
+        PosgeomError, match=r"_example: mode must be one of 'a', 'b', got 'c'; pass mode="
+    ):
+        _example([1], 3, mode="c")
+    assert _example.__posgeom_constraints__["n"][0] == Interval(Integral, 2, None)
+    assert _example.__name__ == "_example"
+    with pytest.raises(TypeError):  # a wrong call stays Python's error
+        _example()
+
+
+def test_decorator_refuses_constraints_for_missing_parameters():
+    with pytest.raises(TypeError, match="no parameters"):
+        validate_params({"nope": [None]})(lambda x: x)
