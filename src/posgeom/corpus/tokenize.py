@@ -5,6 +5,8 @@ Every tokenizer here has::
     encode_batch(texts: list[str]) -> list[list[int]]   # no padding, no truncation
     vocab_size: int                                      # ids are in [0, vocab_size)
     special_ids: set[int]                                # [CLS], [SEP], [PAD], [UNK], BOS/EOS, ...
+    unk_id: int | None                                   # the unknown token (a word, not special)
+    pad_id: int | None                                   # the padding token, if it has one
     identity: dict   # {"kind", "name", "vocab_size", "vocab_sha256", ...} recorded with counts
 
 Three kinds:
@@ -42,10 +44,12 @@ __all__ = [
     "Tokenizer",
     "TransformersTokenizer",
     "WordLevelTokenizer",
+    "from_transformers",
     "load_tokenizer",
 ]
 
 _WORD_KIND = "posgeom-word-level"
+_PAD_NAMES = ("[PAD]", "<pad>", "<|pad|>", "<PAD>", "[pad]")
 
 
 @runtime_checkable
@@ -54,6 +58,8 @@ class Tokenizer(Protocol):
 
     vocab_size: int
     special_ids: set[int]
+    unk_id: int | None
+    pad_id: int | None
     identity: dict[str, Any]
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
@@ -75,17 +81,30 @@ class HFTokenizer:
         kind: str = "tokenizers",
         add_special_tokens: bool = True,
         special_ids: Iterable[int] | None = None,
+        unk_id: int | None = None,
+        pad_id: int | None = None,
     ):
+        padding = tokenizer.padding
         tokenizer.no_padding()
         tokenizer.no_truncation()
         self._tok = tokenizer
+        added = tokenizer.get_added_tokens_decoder()
+        if unk_id is None:
+            unk_name = getattr(tokenizer.model, "unk_token", None)
+            unk_id = tokenizer.token_to_id(unk_name) if unk_name else None
+        if pad_id is None and padding:
+            pad_id = padding.get("pad_id")
+        if pad_id is None:
+            pad_id = next((i for i, t in added.items() if t.content in _PAD_NAMES), None)
+        self.unk_id = None if unk_id is None else int(unk_id)
+        self.pad_id = None if pad_id is None else int(pad_id)
         self.add_special_tokens = bool(add_special_tokens)
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         self.vocab_size = max(
             tokenizer.get_vocab_size(with_added_tokens=True), max(vocab.values(), default=-1) + 1
         )
         if special_ids is None:
-            special_ids = [i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special]
+            special_ids = [i for i, t in added.items() if t.special]
         self.special_ids = {int(i) for i in special_ids}
         self.identity = {
             "kind": kind,
@@ -131,6 +150,9 @@ class TransformersTokenizer:
         vocab = tokenizer.get_vocab()
         self.vocab_size = max(len(tokenizer), max(vocab.values(), default=-1) + 1)
         self.special_ids = {int(i) for i in tokenizer.all_special_ids}
+        unk, pad = tokenizer.unk_token_id, tokenizer.pad_token_id
+        self.unk_id = None if unk is None else int(unk)
+        self.pad_id = None if pad is None else int(pad)
         self.identity = {
             "kind": "transformers",
             "name": name,
@@ -216,6 +238,8 @@ class WordLevelTokenizer:
     @property
     def vocab_size(self) -> int:
         return len(self.vocab)
+
+    pad_id = None  # a word tokenizer never pads
 
     @property
     def special_ids(self) -> set[int]:
@@ -310,25 +334,25 @@ def load_tokenizer(
             f"tokenizer path {text} does not exist; pass an existing tokenizer.json, a tokenizer "
             "folder, 'word', or a transformers model name"
         )
-    transformers = require("transformers", "hf")
-    try:
-        tok = transformers.AutoTokenizer.from_pretrained(
-            text, local_files_only=not allow_download, trust_remote_code=False
-        )
-    except (OSError, ValueError) as exc:
-        hint = (
-            ""
-            if allow_download
-            else (" (only the local cache was searched; pass allow_download=True to fetch it)")
-        )
-        raise PosgeomError(f"cannot load tokenizer {text!r}{hint}: {exc}") from exc
+    from posgeom._hub import pretrained_tokenizer
+
+    tok = pretrained_tokenizer(text, allow_download=allow_download)
+    return from_transformers(tok, name=text, add_special_tokens=add_special_tokens)
+
+
+def from_transformers(tok: Any, *, name: str, add_special_tokens: bool = True) -> Any:
+    """A posgeom tokenizer for a loaded ``transformers`` tokenizer (fast ones as
+    :class:`HFTokenizer` on a copy of the Rust backend, slow ones as
+    :class:`TransformersTokenizer`); special, unknown and padding ids are the tokenizer's own."""
     if getattr(tok, "is_fast", False) and hasattr(tok, "backend_tokenizer"):
         backend = require("tokenizers", "hf").Tokenizer.from_str(tok.backend_tokenizer.to_str())
         return HFTokenizer(
             backend,
-            name=text,
+            name=name,
             kind="transformers",
             add_special_tokens=add_special_tokens,
             special_ids=tok.all_special_ids,
+            unk_id=tok.unk_token_id,
+            pad_id=tok.pad_token_id,
         )
-    return TransformersTokenizer(tok, name=text, add_special_tokens=add_special_tokens)
+    return TransformersTokenizer(tok, name=name, add_special_tokens=add_special_tokens)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._errors import PosgeomError, require
+from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, readonly
 from posgeom.encodings._registry import (
@@ -51,17 +51,9 @@ LEARNED_NAMES = (
 def _load_model(model: Any) -> Any:
     if not isinstance(model, (str, os.PathLike)):
         return model
-    require("torch", "torch")
-    transformers = require("transformers", "hf")
-    try:
-        return transformers.AutoModel.from_pretrained(
-            str(model), local_files_only=True, trust_remote_code=False
-        )
-    except (OSError, ValueError) as exc:
-        raise PosgeomError(
-            f"cannot load model {str(model)!r} offline: {exc}. Pass a local folder, a name already "
-            "in the Hugging Face cache (posgeom never downloads), or a loaded model"
-        ) from exc
+    from posgeom._hub import pretrained_model
+
+    return pretrained_model(model)
 
 
 def _no_table_message(model: Any) -> str:

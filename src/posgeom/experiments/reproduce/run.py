@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from posgeom._errors import PosgeomError, require
+from posgeom._errors import PosgeomError
 from posgeom._version import __version__
 from posgeom.experiments.reproduce.markdown import markdown
 from posgeom.experiments.reproduce.plots import plots
@@ -171,9 +171,9 @@ def reproduce(
     prog.lap("counting (or cache)")
 
     prog("loading the MiniLM position table")
-    require("torch", "torch")
-    transformers = require("transformers", "hf")
-    model = transformers.AutoModel.from_pretrained(str(model_path), local_files_only=True)
+    from posgeom._hub import pretrained_model
+
+    model = pretrained_model(model_path)
     prog.lap("model")
 
     results: dict[str, Any] = {}

@@ -14,10 +14,9 @@ torch and transformers are imported inside the functions (the classes are built 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from posgeom._errors import PosgeomError, require
+from posgeom._errors import PosgeomError
 from posgeom.experiments.training.config import TrainConfig
 from posgeom.experiments.training.data import minilm_path
 
@@ -118,11 +117,9 @@ def _lazy_modules() -> tuple[type, type]:
 
         def __init__(self, cfg: TrainConfig) -> None:
             super().__init__()
-            transformers = require("transformers", "hf")
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            self.bert = transformers.AutoModel.from_pretrained(
-                str(minilm_path()), local_files_only=True, trust_remote_code=False
-            )
+            from posgeom._hub import pretrained_model
+
+            self.bert = pretrained_model(minilm_path())
             hidden = int(self.bert.config.hidden_size)
             if cfg.max_len > int(self.bert.config.max_position_embeddings):
                 raise PosgeomError(

@@ -1,0 +1,107 @@
+"""The one place posgeom calls ``from_pretrained`` (bottom layer: no torch at import).
+
+Every Hugging Face model and tokenizer the package loads goes through :func:`pretrained_model`
+or :func:`pretrained_tokenizer`, which always pass ``trust_remote_code=False`` and, for models
+always and for tokenizers unless ``allow_download=True`` is asked for, ``local_files_only=True``.
+Nothing here touches the process environment (``HF_HUB_OFFLINE`` is the user's to set):
+offline loading is a keyword argument of each call. A failure raises
+:class:`~posgeom._errors.PosgeomError` with one line that names the cause and the fix.
+
+Public faces: :mod:`posgeom.models.loading` (``load_model``, ``load_tokenizer``, the tokenizer
+adapter) and :func:`posgeom.corpus.tokenize.load_tokenizer`; this module sits below both so that
+the corpus layer can load a tokenizer without importing the models layer.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from posgeom._errors import PosgeomError, require
+
+__all__ = ["one_line", "pretrained_model", "pretrained_tokenizer"]
+
+_FORCED = ("local_files_only", "trust_remote_code")
+
+
+def one_line(exc: BaseException, limit: int = 400) -> str:
+    """The exception text on one line (the CLI prints only the first line of an error)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _refuse_forced(kwargs: dict[str, Any]) -> None:
+    for key in _FORCED:
+        if key in kwargs:
+            raise PosgeomError(
+                f"{key} cannot be set: posgeom always loads with local_files_only=True and "
+                "trust_remote_code=False; remove that argument"
+            )
+
+
+def _describe(name_or_path: str | os.PathLike[str]) -> str:
+    path = Path(name_or_path).expanduser()
+    return str(path) if path.exists() else os.fspath(name_or_path)
+
+
+def _offline_error(name: str, what: str, exc: Exception) -> PosgeomError:
+    return PosgeomError(
+        f"could not load the {what} {name!r} offline (posgeom loads with local_files_only=True and "
+        f"never downloads): {one_line(exc)} Fix: pass the path of a local folder that holds "
+        "config.json and the weights (e.g. model.safetensors) and tokenizer files, or put the "
+        "model in the local Hugging Face cache first (on a connected machine: `hf download "
+        "NAME`, then copy the cache or the folder here)."
+    )
+
+
+def pretrained_model(
+    name_or_path: str | os.PathLike[str], *, model_class: Any = None, **kwargs: Any
+) -> Any:
+    """``model_class.from_pretrained`` (default ``transformers.AutoModel``), offline, eval mode.
+
+    Extra keyword arguments go to ``from_pretrained`` (``gguf_file=``, ``dtype=``, ...);
+    ``local_files_only`` and ``trust_remote_code`` cannot be overridden.
+    """
+    _refuse_forced(kwargs)
+    require("torch", "torch")
+    transformers = require("transformers", "hf")
+    cls = model_class if model_class is not None else transformers.AutoModel
+    target = _describe(name_or_path)
+    try:
+        model = cls.from_pretrained(
+            target, local_files_only=True, trust_remote_code=False, **kwargs
+        )
+    except (OSError, ValueError, KeyError) as exc:
+        text = str(exc)
+        if "trust_remote_code" in text or "does not recognize this architecture" in text:
+            raise PosgeomError(
+                f"the model {target!r} needs code that is not part of transformers "
+                f"(trust_remote_code), which posgeom never runs: {one_line(exc)} Fix: use a "
+                "model whose architecture transformers supports natively, or upgrade transformers"
+            ) from exc
+        raise _offline_error(target, "model", exc) from exc
+    model.eval()
+    return model
+
+
+def pretrained_tokenizer(
+    name_or_path: str | os.PathLike[str], *, allow_download: bool = False, **kwargs: Any
+) -> Any:
+    """``transformers.AutoTokenizer.from_pretrained``: local cache or folder only unless
+    ``allow_download=True``; ``trust_remote_code`` is never set."""
+    _refuse_forced(kwargs)
+    transformers = require("transformers", "hf")
+    target = _describe(name_or_path)
+    try:
+        return transformers.AutoTokenizer.from_pretrained(
+            target, local_files_only=not allow_download, trust_remote_code=False, **kwargs
+        )
+    except (OSError, ValueError, KeyError) as exc:
+        if allow_download:
+            raise PosgeomError(f"cannot load tokenizer {target!r}: {one_line(exc)}") from exc
+        error = _offline_error(target, "tokenizer", exc)
+        raise PosgeomError(
+            f"{error} From Python, posgeom.corpus.tokenize.load_tokenizer(NAME, "
+            "allow_download=True) fetches a tokenizer from the hub."
+        ) from exc
