@@ -191,7 +191,7 @@ def test_truncation_warns_or_refuses(bert):
         signal = _run(bert, seqs, max_positions=4)
     assert signal.n_truncated == 1
     with pytest.raises(PosgeomError, match="64 positions"):
-        _run(bert, seqs, max_positions=4, truncate=False)
+        _run(bert, seqs, max_positions=4, on_long="refuse")
     with pytest.raises(PosgeomError, match="position 4 received no tokens"):
         _run(bert, [[1, 5, 6, 2]], max_positions=6)
 

@@ -24,8 +24,10 @@ FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
 def _load(args: argparse.Namespace) -> Any:
-    import torch
+    from posgeom._errors import require
 
+    torch = require("torch", "torch")  # one line "install posgeom[torch]" when it is missing
+    require("transformers", "hf")
     from posgeom.models.loading import load_model
 
     if getattr(args, "threads", None):
@@ -49,24 +51,14 @@ def _load(args: argparse.Namespace) -> Any:
 
 
 def _tokenizer(args: argparse.Namespace) -> Any:
-    from posgeom.corpus.tokenize import HFTokenizer, TransformersTokenizer, load_tokenizer
+    from posgeom.models.loading import load_tokenizer, model_tokenizer
 
     if args.tokenizer:
-        return load_tokenizer(args.tokenizer)
+        return model_tokenizer(args.tokenizer)
     if not args.gguf_file:
-        return load_tokenizer(args.model)
-    import tokenizers
-    import transformers
-
-    from posgeom.models.loading import load_tokenizer as load_auto
-
-    tok = load_auto(args.model, gguf_file=args.gguf_file)
-    name = f"{args.model}/{args.gguf_file}"
-    if getattr(tok, "is_fast", False):
-        backend = tokenizers.Tokenizer.from_str(tok.backend_tokenizer.to_str())
-        return HFTokenizer(backend, name=name, kind="transformers", special_ids=tok.all_special_ids)
-    assert isinstance(tok, transformers.PreTrainedTokenizerBase)
-    return TransformersTokenizer(tok, name=name)
+        return model_tokenizer(args.model)
+    tok = load_tokenizer(args.model, gguf_file=args.gguf_file)
+    return model_tokenizer(tok, name=f"{args.model}/{args.gguf_file}")
 
 
 # ------------------------------------------------------------------------------------- extract

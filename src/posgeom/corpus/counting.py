@@ -544,16 +544,21 @@ def count_positions(
     bootstrap: int | None = None,
     bootstrap_seed: int = 0,
     bootstrap_stream: int = 0,
+    tokenizer: Any = None,
 ) -> PositionCounts:
     """Count token ids per position (see the module docstring for the formula and conventions).
 
     ``sequences``: an iterable of token-id sequences (lists, tuples or 1-D integer arrays), consumed
-    lazily. ``vocab_size=None`` infers ``max id + 1``. Returns :class:`PositionCounts`.
+    lazily. ``vocab_size=None`` infers ``max id + 1`` (or takes ``tokenizer``'s). ``tokenizer``:
+    the posgeom tokenizer that made the sequences, whose ``identity`` is recorded with the counts.
+    Returns :class:`PositionCounts`.
 
     ``bootstrap=B`` also counts ``B`` Poisson-bootstrap replicates in the same pass (sequence
     weights from ``bootstrap_seed`` and ``bootstrap_stream``) and returns a
     :class:`~posgeom.corpus.bootstrap.BootstrapCounts`; see :mod:`posgeom.corpus.bootstrap`.
     """
+    if tokenizer is not None and vocab_size is None:
+        vocab_size = int(tokenizer.vocab_size)
     return _count(
         _flat_batches(sequences, batch_size),
         max_positions=max_positions,
@@ -565,7 +570,7 @@ def count_positions(
         max_sequences=max_sequences,
         batch_size=batch_size,
         progress=progress,
-        tokenizer=None,
+        tokenizer=None if tokenizer is None else dict(tokenizer.identity),
         bootstrap=_bootstrap(bootstrap, bootstrap_seed, bootstrap_stream),
     )
 

@@ -1,11 +1,19 @@
 """Hugging Face model adapters (extras ``hf`` + ``torch``): positional mechanisms and the
 layer-wise positional signal of pretrained models. Importing this package imports torch and
 transformers; everything loads offline (``local_files_only=True``, ``trust_remote_code=False``).
+
+Without torch or transformers, ``import posgeom.models`` raises
+:class:`~posgeom._errors.OptionalDependencyError` with one line naming the extra to install.
 """
 
-from posgeom.models.layerwise import STRESS_KINDS, LayerwiseSignal, layerwise_positional_signal
-from posgeom.models.loading import load_model, load_tokenizer
-from posgeom.models.mechanisms import (
+from posgeom._errors import require
+
+require("torch", "torch")
+require("transformers", "hf")
+
+from posgeom.models.layerwise import STRESS_KINDS, LayerwiseSignal, layerwise_positional_signal  # noqa: E402
+from posgeom.models.loading import ModelTokenizer, load_model, load_tokenizer, model_tokenizer  # noqa: E402
+from posgeom.models.mechanisms import (  # noqa: E402
     MECHANISM_KINDS,
     PositionalMechanism,
     alibi_slopes,
@@ -21,6 +29,7 @@ __all__ = [
     "MECHANISM_KINDS",
     "STRESS_KINDS",
     "LayerwiseSignal",
+    "ModelTokenizer",
     "PositionalMechanism",
     "alibi_slopes",
     "find_positional_mechanism",
@@ -30,6 +39,7 @@ __all__ = [
     "load_tokenizer",
     "mechanism_encodings",
     "model_position_limit",
+    "model_tokenizer",
     "relative_position_bucket",
     "to_encoding",
 ]

@@ -1,96 +1,159 @@
-"""Offline loading of Hugging Face models and tokenizers.
+"""Model access for the models layer: offline loading and one tokenizer adapter.
 
-Everything here loads with ``local_files_only=True`` and ``trust_remote_code=False``: posgeom never
-downloads from a model hub and never runs code shipped with a checkpoint. A name that is not in the
-local Hugging Face cache raises :class:`~posgeom._errors.PosgeomError` explaining how to point at a
-local folder instead.
+Loading. :func:`load_model` and :func:`load_tokenizer` load with ``local_files_only=True`` and
+``trust_remote_code=False`` through :mod:`posgeom._hub`, the one module that calls
+``from_pretrained`` (it sits below the corpus layer, which loads tokenizers by name too). posgeom
+never downloads a model and never runs code shipped with a checkpoint; a name that is not in the
+local Hugging Face cache raises :class:`~posgeom._errors.PosgeomError` explaining how to point at
+a local folder instead. The process environment (``HF_HUB_OFFLINE``) is never touched.
+
+Tokenizers. :func:`model_tokenizer` turns whatever the caller has (a name or path, a posgeom
+tokenizer, a ``transformers`` tokenizer, a ``tokenizers.Tokenizer``) into a
+:class:`ModelTokenizer`: the posgeom tokenizer (no padding, no truncation, special tokens added)
+plus what the models layer asks of it, read through the tokenizer protocol's public attributes:
+
+- ``special_ids``: the special tokens **minus the unknown token** (an ``[UNK]`` stands for a real
+  word), the set left out of counts and means with ``include_special=False``;
+- ``unk_id``, ``pad_id``: the unknown and padding ids (``None`` when there is none);
+- :meth:`ModelTokenizer.check_model`: the vocabulary fits the model's input embedding and the
+  padding id agrees with ``config.pad_token_id``.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import torch
-import transformers
+from posgeom._errors import PosgeomError, require
+from posgeom._hub import pretrained_model, pretrained_tokenizer
 
-from posgeom._errors import PosgeomError
-
-__all__ = ["load_model", "load_tokenizer"]
-
-
-def _one_line(exc: Exception, limit: int = 400) -> str:
-    """The exception text on one line (the CLI prints only the first line of an error)."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _offline_error(name: str, what: str, exc: Exception) -> PosgeomError:
-    return PosgeomError(
-        f"could not load the {what} {name!r} offline (posgeom loads with local_files_only=True and "
-        f"never downloads): {_one_line(exc)} Fix: pass the path of a local folder that holds "
-        "config.json and the weights (e.g. model.safetensors) and tokenizer files, or put the "
-        "model in the local Hugging Face cache first (on a connected machine: `hf download "
-        "NAME`, then copy the cache or the folder here)."
-    )
-
-
-def _describe(name_or_path: str | os.PathLike[str]) -> str:
-    path = Path(name_or_path).expanduser()
-    return str(path) if path.exists() else str(name_or_path)
+__all__ = ["ModelTokenizer", "load_model", "load_tokenizer", "model_tokenizer"]
 
 
 def load_model(
-    name_or_path: str | os.PathLike[str],
-    *,
-    model_class: Any = None,
-    **from_pretrained_kwargs: Any,
-) -> torch.nn.Module:
+    name_or_path: str | os.PathLike[str], *, model_class: Any = None, **from_pretrained_kwargs: Any
+) -> Any:
     """Load a pretrained model by hub name (from the local cache only) or local folder.
 
     ``model_class`` defaults to ``transformers.AutoModel`` (the bare model, whose forward returns
     hidden states). Extra keyword arguments go to ``from_pretrained`` (e.g. ``gguf_file=...``,
-    ``torch_dtype=...``); ``local_files_only`` and ``trust_remote_code`` cannot be overridden.
+    ``dtype=...``); ``local_files_only`` and ``trust_remote_code`` cannot be overridden.
     The model is returned in eval mode.
     """
-    for key in ("local_files_only", "trust_remote_code"):
-        if key in from_pretrained_kwargs:
-            raise PosgeomError(
-                f"{key} cannot be set: posgeom always loads with local_files_only=True and "
-                "trust_remote_code=False; remove that argument"
-            )
-    cls = model_class if model_class is not None else transformers.AutoModel
-    target = _describe(name_or_path)
-    try:
-        model = cls.from_pretrained(
-            target, local_files_only=True, trust_remote_code=False, **from_pretrained_kwargs
-        )
-    except (OSError, ValueError, KeyError) as exc:
-        text = str(exc)
-        if "trust_remote_code" in text or "does not recognize this architecture" in text:
-            raise PosgeomError(
-                f"the model {target!r} needs code that is not part of transformers "
-                f"(trust_remote_code), which posgeom never runs: {_one_line(exc)} Fix: use a "
-                "model whose architecture transformers supports natively, or upgrade transformers"
-            ) from exc
-        raise _offline_error(target, "model", exc) from exc
-    model.eval()
-    return model
+    return pretrained_model(name_or_path, model_class=model_class, **from_pretrained_kwargs)
 
 
 def load_tokenizer(name_or_path: str | os.PathLike[str], **kwargs: Any) -> Any:
-    """Load a tokenizer offline with ``AutoTokenizer`` (local cache or local folder only)."""
-    for key in ("local_files_only", "trust_remote_code"):
-        if key in kwargs:
+    """A ``transformers`` tokenizer, offline (``AutoTokenizer``; local cache or folder only).
+
+    Extra keyword arguments go to ``from_pretrained`` (e.g. ``gguf_file=...``). For counting and
+    the model analysis use :func:`model_tokenizer`, which wraps the result.
+    """
+    return pretrained_tokenizer(name_or_path, **kwargs)
+
+
+def _embedding_rows(model: Any) -> int | None:
+    get = getattr(model, "get_input_embeddings", None)
+    embeddings = get() if callable(get) else None
+    weight = getattr(embeddings, "weight", None)
+    return None if weight is None else int(weight.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class ModelTokenizer:
+    """A posgeom tokenizer with the ids the models layer needs (see the module docstring).
+
+    Attributes:
+        tokenizer: the posgeom tokenizer (``encode_batch``, ``vocab_size``, ``identity``).
+        special_ids: special token ids without the unknown token.
+        unk_id, pad_id: the unknown and padding ids, or ``None``.
+    """
+
+    tokenizer: Any
+    special_ids: frozenset[int]
+    unk_id: int | None
+    pad_id: int | None
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.tokenizer.vocab_size)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return dict(self.tokenizer.identity)
+
+    @property
+    def name(self) -> str:
+        return str(self.identity.get("name", type(self.tokenizer).__name__))
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text, special tokens added, no padding, no truncation."""
+        return [list(ids) for ids in self.tokenizer.encode_batch(list(texts))]
+
+    def check_model(self, model: Any, *, fix: str = "load the tokenizer of this model") -> None:
+        """Raise :class:`PosgeomError` when this tokenizer evidently belongs to another model.
+
+        Two checks: the vocabulary must fit the model's input embedding (ids ``<`` rows), and,
+        when both name one, the padding id must be the model's ``config.pad_token_id`` (BERT uses
+        0, RoBERTa/MPNet 1: a BERT tokenizer on MPNet passes the first check, not this one).
+        """
+        rows = _embedding_rows(model)
+        if rows is not None and self.vocab_size > rows:
             raise PosgeomError(
-                f"{key} cannot be set: posgeom always loads with local_files_only=True and "
-                "trust_remote_code=False; remove that argument"
+                f"the tokenizer {self.name} has {self.vocab_size} tokens but the model's input "
+                f"embedding has only {rows} rows: tokenizer and model do not match. Fix: {fix}"
             )
-    target = _describe(name_or_path)
-    try:
-        return transformers.AutoTokenizer.from_pretrained(
-            target, local_files_only=True, trust_remote_code=False, **kwargs
+        config_pad = getattr(getattr(model, "config", None), "pad_token_id", None)
+        if isinstance(config_pad, int) and self.pad_id is not None and self.pad_id != config_pad:
+            raise PosgeomError(
+                f"the tokenizer {self.name} pads with id {self.pad_id} but the model's config "
+                f"says pad_token_id={config_pad}: tokenizer and model do not match. Fix: {fix}"
+            )
+
+
+def _posgeom_tokenizer(spec: Any, name: str | None) -> Any:
+    """The posgeom tokenizer for ``spec`` (see :func:`model_tokenizer`)."""
+    from posgeom.corpus import tokenize
+
+    if isinstance(spec, (str, os.PathLike)):
+        return tokenize.load_tokenizer(spec)
+    label = name or getattr(spec, "name_or_path", None) or type(spec).__name__
+    if hasattr(spec, "all_special_ids"):  # a transformers tokenizer
+        return tokenize.from_transformers(spec, name=label)
+    if hasattr(spec, "get_added_tokens_decoder") and hasattr(spec, "to_str"):  # tokenizers
+        backend = require("tokenizers", "hf").Tokenizer.from_str(spec.to_str())
+        return tokenize.HFTokenizer(backend, name=label)
+    if hasattr(spec, "encode_batch") and hasattr(spec, "identity"):  # already posgeom's
+        return spec
+    raise PosgeomError(
+        f"cannot use a {type(spec).__name__} as a tokenizer; pass a tokenizer.json, a model "
+        "folder or name, a transformers tokenizer or a tokenizers.Tokenizer"
+    )
+
+
+def model_tokenizer(spec: Any, *, name: str | None = None) -> ModelTokenizer:
+    """A :class:`ModelTokenizer` for ``spec``: a :class:`ModelTokenizer` (returned as is), a
+    name or path (:func:`posgeom.corpus.tokenize.load_tokenizer`), a posgeom tokenizer, a
+    ``transformers`` tokenizer or a ``tokenizers.Tokenizer`` (a copy is used, with padding and
+    truncation off; the caller's object is not changed)."""
+    if isinstance(spec, ModelTokenizer):
+        return spec
+    tok = _posgeom_tokenizer(spec, name)
+    if not getattr(tok, "fitted", True):
+        raise PosgeomError(
+            "the word tokenizer has no vocabulary: a model needs its own tokenizer; pass the "
+            "model's tokenizer.json or folder"
         )
-    except (OSError, ValueError, KeyError) as exc:
-        raise _offline_error(target, "tokenizer", exc) from exc
+    unk = getattr(tok, "unk_id", None)
+    pad = getattr(tok, "pad_id", None)
+    special = frozenset(int(i) for i in tok.special_ids) - (
+        {int(unk)} if unk is not None else set()
+    )
+    return ModelTokenizer(
+        tokenizer=tok,
+        special_ids=special,
+        unk_id=None if unk is None else int(unk),
+        pad_id=None if pad is None else int(pad),
+    )

@@ -1,0 +1,153 @@
+"""Accumulation of the layer-wise signal: hidden states of a batch in, float64 totals out.
+
+:class:`LayerTotals` keeps, for every layer ``l`` and position ``i < n``, the float64 running sum
+of hidden states, the token count ``c_i``, and ``sum ||h - s||^2`` around a shift ``s`` (the first
+batch's mean); :meth:`LayerTotals.finish` turns them into means and the variance share
+explained by position (formulas in :mod:`posgeom.models.layerwise`).
+
+Per batch (:class:`_BatchSums`), on the hidden states' device, in float32 (float64 for float64
+models): with flat token slots ``slot`` (the position ``i < n`` of a counted token, ``n`` for
+padding, special tokens and positions ``>= n``), each layer's ``(B*T, d)`` hidden states are read
+twice and never copied: one ``index_add_`` into an ``(L+1, n+1, d)`` buffer (row ``n`` collects
+everything not counted, including garbage at padding, and is dropped) gives the per-position sums,
+and one fused ``||h - s||`` per token gives the distances to the shift, of which the counted ones
+are squared and summed in float64. A batch adds at most ``batch_size`` tokens per position, so a
+batch sum carries ~1e-7 relative round-off; totals are float64 (on the CPU for MPS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["LayerMoments", "LayerTotals"]
+
+
+class _BatchSums:
+    """Per-batch sums of every layer in the work dtype, with reusable buffers."""
+
+    def __init__(self, n: int, acc_device: torch.device):
+        self.n = n
+        self.acc_device = acc_device
+        self.shift: torch.Tensor | None = None  # (L+1, d) in the work dtype
+        self._sums: torch.Tensor | None = None
+        self._norms: torch.Tensor | None = None
+
+    def first_shift(self, hidden: Sequence[torch.Tensor], take: torch.Tensor) -> torch.Tensor:
+        """The first batch's mean of the counted tokens, ``(L+1, d)`` in the work dtype."""
+        first = hidden[0]
+        dtype = torch.float64 if first.dtype == torch.float64 else torch.float32
+        width = int(first.shape[-1])
+        self.shift = torch.stack(
+            [h.reshape(-1, width).index_select(0, take).to(dtype).mean(0) for h in hidden]
+        )
+        return self.shift
+
+    def _buffers(self, layers: int, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        shift = self.shift
+        assert shift is not None
+        width = int(shift.shape[1])
+        if self._sums is None or self._sums.shape[0] != layers:
+            self._sums = torch.empty(
+                layers, self.n + 1, width, dtype=shift.dtype, device=shift.device
+            )
+        if self._norms is None or self._norms.shape[0] != layers or self._norms.shape[1] < size:
+            self._norms = torch.empty(layers, size, dtype=shift.dtype, device=shift.device)
+        return self._sums, self._norms[:, :size]
+
+    def add(
+        self, hidden: Sequence[torch.Tensor], slot: torch.Tensor, take: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-position sums ``(L+1, n, d)`` (work dtype) and float64 ``sum ||h - s||^2``."""
+        shift = self.shift
+        assert shift is not None
+        sums, norms = self._buffers(len(hidden), int(slot.shape[0]))
+        sums.zero_()
+        width = int(shift.shape[1])
+        for layer, h in enumerate(hidden):  # two reads of each layer, no copy of the batch
+            rows = h.reshape(-1, width).to(shift.dtype)
+            sums[layer].index_add_(0, slot, rows)
+            torch.linalg.vector_norm(rows - shift[layer], dim=1, out=norms[layer])
+        counted = norms.index_select(1, take).to(self.acc_device, torch.float64)
+        return sums[:, : self.n], counted.square().sum(dim=1)
+
+
+@dataclass(frozen=True, eq=False)
+class LayerMoments:
+    """What the totals give (float64): ``means`` ``(L+1, n, d)``, ``counts`` ``(n,)`` int64,
+    ``variance_explained`` and ``total_sum_squares`` ``(L+1,)``."""
+
+    means: np.ndarray
+    counts: np.ndarray
+    variance_explained: np.ndarray
+    total_sum_squares: np.ndarray
+
+
+class LayerTotals:
+    """Float64 running totals of the hidden states of every layer, batch by batch."""
+
+    def __init__(self, n: int, acc_device: torch.device):
+        self.n = n
+        self.acc_device = acc_device  # float64 device (the CPU for MPS)
+        self.counts = np.zeros(n, dtype=np.int64)
+        self._batch = _BatchSums(n, acc_device)
+        self.sums: torch.Tensor | None = None  # (L+1, n, d) float64 sums of h
+        self.shift: torch.Tensor | None = None  # (L+1, d) float64 (exactly the work-dtype shift)
+        self.sumsq: torch.Tensor | None = None  # (L+1,) float64 sums of ||h - shift||^2
+
+    def add(self, hidden: Sequence[torch.Tensor], pos: np.ndarray) -> None:
+        """Add one batch: ``hidden`` the ``L+1`` tensors ``(B, T, d)``, ``pos`` ``(B, T)``
+        positions (``-1``: not counted)."""
+        flat_pos = pos.reshape(-1)
+        take = np.flatnonzero(flat_pos >= 0)  # flat (row-major) indices of counted tokens
+        if take.size == 0:
+            return
+        if self.sums is not None and len(hidden) != self.sums.shape[0]:
+            raise PosgeomError("the model returned a varying number of hidden states")
+        self.counts += np.bincount(flat_pos[take], minlength=self.n)
+        device = hidden[0].device
+        slot = torch.from_numpy(np.where(flat_pos >= 0, flat_pos, self.n)).to(device)
+        take_t = torch.from_numpy(take).to(device)
+        if self.sums is None:
+            # The first batch's mean in the work dtype; the float64 copy is exactly the shift
+            # the sums of squares are taken around.
+            shift = self._batch.first_shift(hidden, take_t).to(self.acc_device, torch.float64)
+            layers, width = len(hidden), int(shift.shape[1])
+            self.shift = shift
+            self.sums = torch.zeros(
+                layers, self.n, width, dtype=torch.float64, device=self.acc_device
+            )
+            self.sumsq = torch.zeros(layers, dtype=torch.float64, device=self.acc_device)
+        assert self.sumsq is not None
+        batch_sums, batch_sumsq = self._batch.add(hidden, slot, take_t)
+        self.sums.add_(batch_sums.to(self.acc_device))
+        self.sumsq.add_(batch_sumsq.to(self.acc_device))
+
+    def finish(self) -> LayerMoments:
+        """Means and ``R^2 = sum_i c_i ||m(i) - m||^2 / sum_t ||h(t) - m||^2`` per layer."""
+        if self.sums is None or self.sumsq is None or self.shift is None:
+            raise PosgeomError("no tokens were counted: the corpus is empty")
+        sums = self.sums.cpu().numpy()
+        shift = self.shift.cpu().numpy()
+        c = self.counts.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):  # empty positions: refused later
+            means = sums / c[None, :, None]  # (L+1, n, d)
+        total_tokens = c.sum()
+        grand = sums.sum(axis=1) / total_tokens - shift  # (L+1, d), grand mean minus shift
+        total_ss = self.sumsq.cpu().numpy() - total_tokens * np.einsum("ld,ld->l", grand, grand)
+        shifted = means - shift[:, None, :]
+        between = np.einsum("i,lid->l", c, (shifted - grand[:, None, :]) ** 2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            positive = total_ss > 0
+            ratio = np.where(positive, between / np.where(positive, total_ss, 1), np.nan)
+        return LayerMoments(
+            means=means,
+            counts=self.counts.copy(),
+            variance_explained=ratio,
+            total_sum_squares=total_ss,
+        )

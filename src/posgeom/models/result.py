@@ -1,0 +1,347 @@
+"""Result objects of the models layer: :class:`LayerwiseSignal` and :class:`ModelAnalysis`.
+
+:class:`LayerwiseSignal` is what :func:`posgeom.models.layerwise.layerwise_positional_signal`
+returns (formulas in that module). :class:`ModelAnalysis` holds what the analysis computed; :meth:`~ModelAnalysis.summary` is the
+JSON form (every number, every option, the conventions), :meth:`~ModelAnalysis.markdown` the
+``table.md``, :meth:`~ModelAnalysis.plot` the per-layer figure and :meth:`~ModelAnalysis.save`
+the results folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._version import __version__
+from posgeom.models.mechanisms import PositionalMechanism
+from posgeom.pipeline import score_table
+
+__all__ = ["LayerwiseSignal", "ModelAnalysis"]
+
+
+@dataclass(frozen=True, eq=False)
+class LayerwiseSignal:
+    """Per-layer positional signal of a model over a corpus (all arrays float64 unless noted).
+
+    Attributes:
+        means: per-position mean hidden states, shape ``(L+1, n, d)`` (layer 0 = embeddings).
+        counts: tokens counted per position, shape ``(n,)`` int64.
+        variance_explained: ``R^2`` per layer, shape ``(L+1,)`` (see :mod:`posgeom.models.layerwise`).
+        distances: Euclidean distances between centred means, shape ``(L+1, n, n)``.
+        stress: stress kind -> ``(L+1,)`` array against the target, or ``None`` without a target.
+        layer_names: ``("embeddings", "1", ..., "L")``.
+        include_special: whether special tokens were counted (see :mod:`posgeom.models.layerwise`).
+        n_sequences: sequences read; n_truncated: how many were cut to the model's limit.
+    """
+
+    means: np.ndarray
+    counts: np.ndarray
+    variance_explained: np.ndarray
+    distances: np.ndarray
+    stress: dict[str, np.ndarray] | None
+    layer_names: tuple[str, ...]
+    include_special: bool
+    n_sequences: int
+    n_truncated: int = 0
+    total_sum_squares: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def n_layers(self) -> int:
+        """Number of rows (embedding output plus blocks), ``L + 1``."""
+        return int(self.means.shape[0])
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.means.shape[1])
+
+    @property
+    def centred_means(self) -> np.ndarray:
+        """``means`` minus their unweighted mean over positions, shape ``(L+1, n, d)``."""
+        return self.means - self.means.mean(axis=1, keepdims=True)
+
+    def to_table(self, *, digits: int = 4) -> str:
+        """Markdown table: one row per layer with R^2, mean distance and every stress kind."""
+        kinds = list(self.stress) if self.stress else []
+        header = ["layer", "variance explained by position", "mean distance"]
+        header += [f"stress ({kind})" for kind in kinds]
+        lines = [
+            "| " + " | ".join(header) + " |",
+            "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |",
+        ]
+        n = self.n_positions
+        pairs = max(n * (n - 1), 1)
+        for layer, name in enumerate(self.layer_names):
+            mean_distance = float(self.distances[layer].sum() / pairs)
+            cells = [name, f"{self.variance_explained[layer]:.{digits}g}"]
+            cells.append(f"{mean_distance:.{digits}g}")
+            cells += [f"{self.stress[kind][layer]:.{digits}g}" for kind in kinds]  # type: ignore[index]
+            lines.append("| " + " | ".join(cells) + " |")
+        special = "counted" if self.include_special else "excluded (positions re-indexed)"
+        lines.append("")
+        lines.append(
+            f"{self.n_sequences} sequences, {int(self.counts.sum())} tokens counted over {n} "
+            f"positions (min {int(self.counts.min())} per position); special tokens {special}"
+            + (f"; {self.n_truncated} sequences truncated" if self.n_truncated else "")
+            + "."
+        )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, eq=False)
+class ModelAnalysis:
+    """What :func:`analyze_model` computed (see :meth:`summary` for the JSON form).
+
+    Attributes:
+        model_name: the name or path given (or the class name of a loaded model).
+        mechanisms: the model's positional mechanisms (detection order).
+        encodings: key -> :class:`posgeom.encodings.PositionEncoding` of the mechanisms (n rows).
+        counts: :class:`~posgeom.corpus.counting.PositionCounts` of the corpus at ``n``.
+        geometry: :class:`~posgeom.pipeline.PipelineResult` (target ``D``, MDS, every score).
+        signal: :class:`~posgeom.models.layerwise.LayerwiseSignal` with ``stress`` against ``D``.
+        options: every option that shaped the numbers.
+        timings: seconds per step (tokenize, count, geometry, signal).
+    """
+
+    model_name: str
+    corpus_name: str
+    mechanisms: tuple[PositionalMechanism, ...]
+    encodings: dict[str, Any]
+    counts: Any
+    geometry: Any
+    signal: LayerwiseSignal
+    options: dict[str, Any]
+    model_info: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    layer_violation_rate: np.ndarray | None = None
+
+    @property
+    def target(self) -> np.ndarray:
+        """The ``(n, n)`` Hellinger target (chord convention)."""
+        return self.geometry.distances
+
+    def layer_rows(self) -> list[dict[str, Any]]:
+        """One dict per layer: name, variance explained, mean distance, every stress kind."""
+        sig = self.signal
+        n = sig.n_positions
+        pairs = max(n * (n - 1), 1)
+        rows = []
+        for layer, name in enumerate(sig.layer_names):
+            row: dict[str, Any] = {
+                "layer": name,
+                "variance_explained": float(sig.variance_explained[layer]),
+                "mean_distance": float(sig.distances[layer].sum() / pairs),
+            }
+            for kind, values in (sig.stress or {}).items():
+                row[f"stress_{kind}"] = float(values[layer])
+            if self.layer_violation_rate is not None:
+                row["violation_rate"] = float(self.layer_violation_rate[layer])
+            rows.append(row)
+        return rows
+
+    def peaks(self) -> dict[str, Any]:
+        """Layer of the largest and smallest value of every stress kind and of R^2."""
+        sig = self.signal
+        out: dict[str, Any] = {}
+        for kind, values in (sig.stress or {}).items():
+            out[f"stress_{kind}"] = {
+                "max_layer": sig.layer_names[int(np.argmax(values))],
+                "max": float(np.max(values)),
+                "min_layer": sig.layer_names[int(np.argmin(values))],
+                "min": float(np.min(values)),
+            }
+        ve = sig.variance_explained
+        out["variance_explained"] = {
+            "max_layer": sig.layer_names[int(np.nanargmax(ve))],
+            "max": float(np.nanmax(ve)),
+            "min_layer": sig.layer_names[int(np.nanargmin(ve))],
+            "min": float(np.nanmin(ve)),
+        }
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        counts = self.counts
+        totals = np.asarray(counts.totals)
+        return {
+            "posgeom_version": __version__,
+            "model": {"name": self.model_name, **self.model_info},
+            "mechanisms": [m.summary() for m in self.mechanisms],
+            "corpus": {
+                "name": self.corpus_name,
+                "n_sequences": int(counts.n_sequences),
+                "n_tokens_counted": int(counts.n_tokens),
+                "n_truncated": int(self.signal.n_truncated or self.options.get("n_truncated", 0)),
+                "samples_per_position": {
+                    "min": int(totals.min()),
+                    "median": float(np.median(totals)),
+                    "max": int(totals.max()),
+                },
+                "tokenizer": counts.tokenizer,
+                "fingerprint": counts.fingerprint,
+            },
+            "options": self.options,
+            "conventions": {
+                "target": "Hellinger chord D_ij = ||sqrt(mu_i) - sqrt(mu_j)||, range [0, sqrt 2]",
+                "layer_signal": "per-position mean hidden state m_l(i), centred over positions; "
+                "Euclidean distances between centred means scored against D",
+                "stress": "paper = sum_{i<j}(delta-D)^2 / sum_{i<j} D^2 (no rescaling); "
+                "stress1 = sqrt(sum(delta-D)^2 / sum delta^2); scale_optimal = paper stress of "
+                "alpha* delta, alpha* = sum(delta D)/sum(delta^2); raw = sum_{i<j}(delta-D)^2",
+                "variance_explained": "R^2_l = sum_i c_i ||m_l(i) - m_l||^2 / "
+                "sum_tokens ||h_l(t) - m_l||^2",
+                "violation_rate": "fraction of triples (i,j,k) with D_ij != D_ik whose "
+                "distances order the pair the other way (random: about 0.5)",
+                "layers": "layer 'embeddings' is the embedding output (token + position + type, "
+                "after LayerNorm); layer k is the output of block k",
+            },
+            "layers": self.layer_rows(),
+            "peaks": self.peaks(),
+            "position_encodings": {
+                key: self.geometry.scores[key]
+                for key in self.encodings
+                if key in self.geometry.scores
+            },
+            "geometry": self.geometry.summary(),
+            "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+    def markdown(self) -> str:
+        """``table.md``: the per-layer table and the scores of the position encodings."""
+        s = self.summary()
+        corpus = s["corpus"]
+        lines = [
+            f"# {self.model_name} on {self.corpus_name}",
+            "",
+            f"n = {self.signal.n_positions} positions; {corpus['n_sequences']} sequences; "
+            f"samples per position {corpus['samples_per_position']['min']} .. "
+            f"{corpus['samples_per_position']['max']}; special tokens "
+            + ("counted" if self.options["include_special"] else "excluded (re-indexed)")
+            + (f"; {corpus['n_truncated']} sequences truncated" if corpus["n_truncated"] else "")
+            + ". Target: Hellinger chord distances.",
+            "",
+            "Mechanisms: " + "; ".join(s["mechanisms"]),
+            "",
+            "## Layer-wise positional signal",
+            "",
+        ]
+        kinds = list(self.signal.stress or {})
+        head = ["layer", "R^2 (position)", "mean distance", *[f"stress ({k})" for k in kinds]]
+        has_order = self.layer_violation_rate is not None
+        if has_order:
+            head.append("violation rate")
+        lines += ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+        for row in s["layers"]:
+            cells = [
+                row["layer"],
+                f"{row['variance_explained']:.4g}",
+                f"{row['mean_distance']:.4g}",
+            ]
+            cells += [f"{row[f'stress_{k}']:.4g}" for k in kinds]
+            if has_order:
+                cells.append(f"{row['violation_rate']:.3f}")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", "## Encodings against the corpus geometry", ""]
+        lines += score_table(self.geometry.scores)
+        return "\n".join(lines) + "\n"
+
+    def plot(self, path: str | os.PathLike, *, title: str | None = None) -> Path:
+        """PNG: scale-optimal stress, paper stress (log) and R^2 per layer (matplotlib, Agg)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        sig = self.signal
+        x = np.arange(sig.n_layers)
+        fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+        stress = sig.stress or {}
+        ax = axes[0]
+        if "scale_optimal" in stress:
+            ax.plot(x, stress["scale_optimal"], "o-", label="layer signal")
+        table = self.geometry.scores.get("learned")
+        if table is not None:
+            ax.axhline(table["scale_optimal"], ls="--", c="C1", label="position table")
+        mds = self.geometry.scores.get("mds")
+        if mds is not None:
+            ax.axhline(mds["scale_optimal"], ls=":", c="C2", label="MDS encoding")
+        ax.set_title("scale-optimal stress (lower = closer to D)")
+        ax.legend(fontsize=8)
+        ax = axes[1]
+        if "paper" in stress:
+            ax.semilogy(x, stress["paper"], "o-", c="C3")
+        ax.set_title("paper stress (no rescaling, log scale)")
+        ax = axes[2]
+        ax.plot(x, sig.variance_explained, "o-", c="C4")
+        ax.set_title("variance explained by position (R^2)")
+        for ax in axes:
+            ax.set_xticks(x)
+            ax.set_xticklabels(["emb", *sig.layer_names[1:]], fontsize=8)
+            ax.set_xlabel("layer")
+            ax.grid(alpha=0.3)
+        fig.suptitle(
+            title
+            or f"{_short(self.model_name)} on {_short(self.corpus_name)}, "
+            f"n = {sig.n_positions}, special tokens "
+            + ("counted" if self.options.get("include_special", True) else "excluded")
+        )
+        fig.tight_layout()
+        path = Path(path)
+        from posgeom.artifacts import atomic_path
+
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=110, format="png")
+        plt.close(fig)
+        return path
+
+    def save(self, directory: str | os.PathLike, *, plot: bool = True) -> Path:
+        """Write ``summary.json``, ``arrays.npz`` (+ sidecar), ``table.md``, ``counts.npz`` and
+        ``stress_per_layer.png`` into ``directory`` (wrap in
+        :func:`posgeom.artifacts.atomic_directory` for an all-or-nothing folder)."""
+        from posgeom.artifacts import atomic_write_text, json_default, save_artifact
+
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        sig = self.signal
+        arrays: dict[str, Any] = {
+            "hellinger": self.target,
+            "totals": np.asarray(self.counts.totals),
+            "layer_counts": sig.counts,
+            "layer_means": sig.means,
+            "layer_distances": sig.distances,
+            "variance_explained": sig.variance_explained,
+            **(
+                {}
+                if self.layer_violation_rate is None
+                else {"layer_violation_rate": self.layer_violation_rate}
+            ),
+            "mds_embedding": self.geometry.mds.embedding,
+        }
+        for kind, values in (sig.stress or {}).items():
+            arrays[f"stress_{kind}"] = values
+        for key, enc in self.encodings.items():
+            arrays[f"encoding_{key}"] = enc.vectors if enc.vectors is not None else enc.distances()
+        meta = {
+            "model": self.model_name,
+            "corpus": self.corpus_name,
+            "options": self.options,
+            "layer_names": list(sig.layer_names),
+        }
+        save_artifact(out / "arrays.npz", arrays, meta, kind="model_analysis")
+        self.counts.save(out / "counts.npz")
+        atomic_write_text(
+            out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default)
+        )
+        atomic_write_text(out / "table.md", self.markdown())
+        if plot:
+            self.plot(out / "stress_per_layer.png")
+        return out
+
+
+def _short(name: str, parts: int = 2) -> str:
+    """The last ``parts`` components of a path-like name (titles stay readable)."""
+    pieces = [p for p in str(name).replace("\\", "/").split("/") if p]
+    return "/".join(pieces[-parts:]) if pieces else str(name)
