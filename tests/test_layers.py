@@ -1,0 +1,158 @@
+"""The import layers of the package, checked on the source (an AST walk, no imports run).
+
+Contracts (docs/ARCHITECTURE.md, "Each room imports only rooms below it"):
+
+- the core (``corpus``, ``geometry``, ``embed``, ``scores``, ``estimators``, ``artifacts``) never
+  imports the upper layers (``nn``, ``models``, ``cli``, ``experiments``, ``reports``), not even
+  inside a function;
+- the bottom modules (``_errors``, ``_validation``, ``_hub``, ``_distance_matrix``,
+  ``_threads``, ``_version``) import no other part of posgeom except each other;
+- the module import graph (every ``import``, also those inside functions) has no cycles.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "posgeom"
+
+CORE = ("corpus", "geometry", "embed", "scores", "estimators", "artifacts")
+UPPER = ("nn", "models", "cli", "experiments", "reports")
+BOTTOM = ("_errors", "_validation", "_hub", "_distance_matrix", "_threads", "_version")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(name: str) -> str | None:
+    """The posgeom module ``name`` refers to (a module, or the package holding a name)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str) -> set[str]:
+    """Every posgeom module imported anywhere in ``module`` (functions included)."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for name in names:
+            if name.startswith("posgeom"):
+                target = _resolve(name)
+                if target and target != module:
+                    found.add(target)
+    return found
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_walk_sees_the_package():
+    """Guard against a vacuous pass: the graph has the modules and edges it must have."""
+    assert {"posgeom.corpus.counting", "posgeom.models.layerwise", "posgeom._hub"} <= set(GRAPH)
+    assert "posgeom._hub" in GRAPH["posgeom.corpus.tokenize"]  # a function-level import
+    assert "posgeom.models.loading" in GRAPH["posgeom.models.layerwise"]
+
+
+@pytest.mark.parametrize("layer", CORE)
+def test_core_never_imports_the_upper_layers(layer):
+    bad = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if _layer(module) == layer
+        for target in targets
+        if _layer(target) in UPPER
+    )
+    assert not bad, "core layers must not import nn/models/cli/experiments/reports:\n" + "\n".join(
+        bad
+    )
+
+
+def test_bottom_modules_import_only_the_bottom():
+    bad = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if _layer(module) in BOTTOM
+        for target in targets
+        if _layer(target) not in BOTTOM
+    )
+    assert not bad, "\n".join(bad)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        top = stack.pop()
+                        on_stack.discard(top)
+                        component.append(top)
+                        if top == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = counter
+                counter += 1
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph.get(child, ())))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def test_cycle_finder_finds_a_known_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    cycles = _cycles(GRAPH)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
