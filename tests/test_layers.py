@@ -7,7 +7,8 @@ Contracts (docs/ARCHITECTURE.md, "Each room imports only rooms below it"):
   inside a function;
 - the bottom modules (``_errors``, ``_validation``, ``_hub``, ``_distance_matrix``,
   ``_threads``, ``_version``) import no other part of posgeom except each other;
-- the module import graph (every ``import``, also those inside functions) has no cycles.
+- the module import graph (every ``import``, also those inside functions) has no cycles other
+  than those listed in ``KNOWN_CYCLES`` (each with an owner removing it).
 """
 
 from __future__ import annotations
@@ -153,6 +154,18 @@ def test_cycle_finder_finds_a_known_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
+# Cycles that exist on main and have an owner who is removing them (each entry must still be a
+# cycle, so the list can only shrink): counting.py imports bootstrap.py inside two functions,
+# bootstrap.py imports counting.py at the top.
+KNOWN_CYCLES = [["posgeom.corpus.bootstrap", "posgeom.corpus.counting"]]
+
+
 def test_no_import_cycles():
-    cycles = _cycles(GRAPH)
+    cycles = [c for c in _cycles(GRAPH) if c not in KNOWN_CYCLES]
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_known_cycles_are_still_cycles():
+    current = _cycles(GRAPH)
+    stale = [c for c in KNOWN_CYCLES if c not in current]
+    assert not stale, f"no longer cycles, remove them from KNOWN_CYCLES: {stale}"
