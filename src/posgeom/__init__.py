@@ -77,6 +77,7 @@ _EXPORTS: dict[str, str] = {
     "analyze_counts": "posgeom.pipeline",
     "score_encoding": "posgeom.pipeline",
     "PipelineResult": "posgeom.pipeline",
+    "report": "posgeom.reports",
 }
 
 _SUBMODULES = {
@@ -89,6 +90,7 @@ _SUBMODULES = {
     "geometry",
     "embed",
     "scores",
+    "reports",
 }
 
 __all__ = [

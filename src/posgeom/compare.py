@@ -57,6 +57,8 @@ from posgeom.embed._inputs import check_distance_matrix
 from posgeom.encodings import default_rope_head_dim, families, family, rope_heads
 from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._registry import ComparisonContext, Family
+from posgeom.reports.markdown import markdown_table, rank_table, score_table
+from posgeom.reports.schema import ALIBI_HEAD_COLUMNS
 
 __all__ = [
     "DEFAULT_ENCODINGS",
@@ -221,6 +223,15 @@ class ComparisonResult:
     stationarity: StationarityResult
     pipeline: Any
     options: dict[str, Any] = field(default_factory=dict)
+    shepard: dict[str, np.ndarray] = field(default_factory=dict)
+
+    report_kind = "compare"
+    report_title = "comparison"
+
+    def _repr_html_(self) -> str:
+        from posgeom.reports import repr_html
+
+        return repr_html(self)
 
     @property
     def distances(self) -> np.ndarray:
@@ -281,47 +292,13 @@ class ComparisonResult:
                 f"vs median D {np.median(self.distances[iu]):.3g}; "
                 f"{100 * nf.trusted()[iu].mean():.1f}% of pairs above twice their floor."
             )
-        lines += [
-            "",
-            "| encoding | paper stress | stress-1 | scale-optimal stress | alpha* | violation rate "
-            "| separation | parameters | description |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---|",
-        ]
-        for r in self.table:
-            lines.append(
-                f"| {r['encoding']} | {_g(r['paper'])} | {_g(r['stress1'])} | "
-                f"{_g(r['scale_optimal'])} | {_g(r['scale'])} | {r['violation_rate']:.3f} | "
-                f"{_g(r['separation'], 3)} | {r['parameters']} | {r['description']} |"
-            )
+        lines += ["", *score_table(self.table)]
         if self.alibi_heads:
-            lines += [
-                "",
-                "ALiBi, every head (rank-1 geometry m |i - j|):",
-                "",
-                "| head | slope m | paper stress | scale-optimal stress | violation rate |",
-                "|---:|---:|---:|---:|---:|",
-            ]
-            for h in self.alibi_heads:
-                lines.append(
-                    f"| {h['head']} | {h['slope']:.4g} | {_g(h['paper'])} | "
-                    f"{_g(h['scale_optimal'])} | {h['violation_rate']:.3f} |"
-                )
+            lines += ["", "ALiBi, every head (rank-1 geometry m |i - j|):", ""]
+            lines += markdown_table(self.alibi_heads, ALIBI_HEAD_COLUMNS)
         if self.rank_curve:
-            lines += [
-                "",
-                "Rank experiment (rank-r MDS encoding P = A B^T):",
-                "",
-                "| r | paper stress | scale-optimal stress | violation rate | explained "
-                "variance | parameters r(n+d) | n d | reduction |",
-                "|---:|---:|---:|---:|---:|---:|---:|---:|",
-            ]
-            for c in self.rank_curve:
-                lines.append(
-                    f"| {c['rank']} | {_g(c['paper'])} | {_g(c['scale_optimal'])} | "
-                    f"{c['violation_rate']:.3f} | {c['explained_variance']:.4f} | "
-                    f"{c['parameters']} | "
-                    f"{c['full_parameters']} | {100 * c['parameter_reduction']:.1f}% |"
-                )
+            lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
+            lines += rank_table(self.rank_curve)
         s = self.stationarity
         lines += [
             "",
@@ -331,38 +308,54 @@ class ComparisonResult:
         ]
         return "\n".join(lines) + "\n"
 
-    def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> Path:
-        """Write ``comparison.json``, ``comparison.md`` and ``arrays.npz`` (+ JSON sidecar) into a
-        new folder, atomically (:func:`posgeom.artifacts.atomic_directory`)."""
-        from posgeom.artifacts import atomic_directory, atomic_write_text, save_artifact
+    def report_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of ``arrays.npz`` (what the report draws)."""
+        p = self.pipeline
+        arrays = {
+            "positions": p.distributions.positions,
+            "totals": p.distributions.totals,
+            "hellinger": p.distances,
+            "mds_coordinates": p.mds.coordinates,
+            "eigenvalues": p.mds.eigenvalues,
+            "toeplitz": self.stationarity.toeplitz(),
+            "diagonal_mean": self.stationarity.diagonal_mean,
+            "monotone_fit": self.stationarity.monotone_fit,
+            "rank": np.array([c["rank"] for c in self.rank_curve], dtype=np.int64),
+            "rank_paper_stress": np.array([c["paper"] for c in self.rank_curve]),
+        }
+        if p.noise is not None:
+            arrays["noise_pair_floor"] = p.noise.pair_floor
+        if self.shepard and p.shepard_pairs is not None:
+            arrays["shepard_pairs"] = p.shepard_pairs
+            arrays.update({f"shepard_{k}": v for k, v in self.shepard.items()})
+        return arrays
 
-        with atomic_directory(directory, overwrite=overwrite) as tmp:
-            tmp = Path(tmp)
-            atomic_write_text(tmp / "comparison.json", self.to_json() + "\n")
-            atomic_write_text(tmp / "comparison.md", self.to_markdown())
-            p = self.pipeline
-            arrays = {
-                "positions": p.distributions.positions,
-                "totals": p.distributions.totals,
-                "hellinger": p.distances,
-                "mds_coordinates": p.mds.coordinates,
-                "eigenvalues": p.mds.eigenvalues,
-                "toeplitz": self.stationarity.toeplitz(),
-                "diagonal_mean": self.stationarity.diagonal_mean,
-                "monotone_fit": self.stationarity.monotone_fit,
-                "rank": np.array([c["rank"] for c in self.rank_curve], dtype=np.int64),
-                "rank_paper_stress": np.array([c["paper"] for c in self.rank_curve]),
-            }
-            if p.noise is not None:
-                arrays["noise_pair_floor"] = p.noise.pair_floor
-            save_artifact(
-                tmp / "arrays.npz", arrays, {"options": self.options}, kind="comparison_results"
-            )
+    def write(self, directory: str | os.PathLike) -> Path:
+        """Write ``comparison.json``, ``comparison.md`` and ``arrays.npz`` (+ JSON sidecar) into
+        an existing folder (each file atomic; :meth:`save` makes the whole folder atomic)."""
+        from posgeom.artifacts import atomic_write_text, save_artifact
+
+        out = Path(directory)
+        atomic_write_text(out / "comparison.json", self.to_json() + "\n")
+        atomic_write_text(out / "comparison.md", self.to_markdown())
+        save_artifact(
+            out / "arrays.npz",
+            self.report_arrays(),
+            {"options": self.options},
+            kind="comparison_results",
+        )
+        return out
+
+    def save(
+        self, directory: str | os.PathLike, *, overwrite: bool = False, report: bool = False
+    ) -> Path:
+        """A new results folder with the files of :meth:`write` (and ``report.html`` when
+        ``report``), atomically (:func:`posgeom.reports.results_folder`)."""
+        from posgeom.reports import results_folder
+
+        with results_folder(directory, overwrite=overwrite, with_report=report) as tmp:
+            self.write(tmp)
         return Path(directory)
-
-
-def _g(x: float, digits: int = 4) -> str:
-    return "n/a" if x is None else f"{x:.{digits}g}"
 
 
 def _finite(obj: Any) -> Any:
@@ -376,6 +369,17 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         return _finite(obj.tolist())
     return obj
+
+
+def _shepard_of(
+    scores: dict[str, Any], seen: list[tuple[dict[str, Any], np.ndarray]], fallback: Any
+) -> np.ndarray | None:
+    """The Shepard distances of the encoding whose scores a family reported (for ALiBi: its best
+    head among those scored), else ``fallback`` (the MDS rows come from the pipeline)."""
+    for s, delta in seen:
+        if s.get("paper") == scores.get("paper") and s.get("stress1") == scores.get("stress1"):
+            return delta
+    return fallback
 
 
 def _scores(enc: Any, target: np.ndarray, seed: int) -> dict[str, Any]:
@@ -429,7 +433,7 @@ def compare_encodings(
     ComparisonResult
     """
     from posgeom.geometry.distributions import PositionalDistributions
-    from posgeom.pipeline import analyze_counts
+    from posgeom.pipeline import analyze_counts, pair_distances, rank_curve
 
     names = list(DEFAULT_ENCODINGS if encodings is None else encodings)
     unknown = [x for x in names if x not in comparable_encodings()]
@@ -469,8 +473,14 @@ def compare_encodings(
     target = res.distances
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
     n = target.shape[0]
-    r_full = res.mds.n_components
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
+    seen: list[tuple[dict[str, Any], np.ndarray]] = []  # (scores, delta at the Shepard pairs)
+
+    def scored(enc: Any) -> dict[str, Any]:
+        s = _scores(enc, target, seed)
+        seen.append((s, pair_distances(enc, res.shepard_pairs)))
+        return s
+
     ctx = ComparisonContext(
         n_positions=int(positions.max()) + 1,
         n_kept=n,
@@ -479,8 +489,8 @@ def compare_encodings(
         rope_head_dim=int(rope_hd),
         rope_base=float(rope_base),
         seed=seed,
-        score=lambda enc: _scores(_restrict(enc, positions), target, seed),
-        score_kept=lambda enc: _scores(enc, target, seed),
+        score=lambda enc: scored(_restrict(enc, positions)),
+        score_kept=scored,
         pipeline=res,
         learned_model=learned_model,
         low_rank=int(low_rank),
@@ -488,12 +498,17 @@ def compare_encodings(
 
     table: list[dict[str, Any]] = []
     heads: list[dict[str, Any]] = []
+    shepard: dict[str, np.ndarray] = {}
     for name in names:
         log.info("scoring %s", name)
+        seen.clear()
         entry = family(name).comparison(ctx)
         if entry is None:
             log.warning("%s skipped: %s", name, family(name).skip_reason)
             continue
+        delta = _shepard_of(entry.scores, seen, res.shepard.get(name))
+        if delta is not None:
+            shepard[name] = delta
         table.append(
             {
                 "encoding": name,
@@ -505,26 +520,11 @@ def compare_encodings(
         heads.extend(entry.heads)
     for name, enc in (extra_encodings or {}).items():
         table.append(
-            {"encoding": str(name), "description": "user encoding", "parameters": 0}
-            | _scores(enc, target, seed)
+            {"encoding": str(name), "description": "user encoding", "parameters": 0} | scored(enc)
         )
+        shepard[str(name)] = seen[-1][1]
 
-    curve = []
-    for r in range(1, min(max_rank, r_full) + 1):
-        s = _scores(res.mds.truncate(r), target, seed)
-        curve.append(
-            {
-                "rank": r,
-                "paper": s["paper"],
-                "stress1": s["stress1"],
-                "scale_optimal": s["scale_optimal"],
-                "violation_rate": s["violation_rate"],
-                "explained_variance": float(np.sum(res.mds.explained_variance_ratio[:r])),
-                "parameters": r * (n + model_dim),
-                "full_parameters": n * model_dim,
-                "parameter_reduction": 1.0 - r * (n + model_dim) / (n * model_dim),
-            }
-        )
+    curve = rank_curve(res.mds, target, max_rank=max_rank, seed=seed)
     options = {
         "n_positions": n,
         "input": "counts" if _is_integer_counts(data) else "distributions",
@@ -551,4 +551,5 @@ def compare_encodings(
         stationarity=stationarity(target),
         pipeline=res,
         options=options,
+        shepard=shepard,
     )

@@ -3,7 +3,9 @@
 :func:`analyze_counts` runs every step on a :class:`~posgeom.corpus.counting.PositionCounts` (or
 any ``(n, V)`` count matrix) and returns a :class:`PipelineResult`, which writes a results
 directory: ``summary.json`` (every number, every option, the conventions), ``arrays.npz`` (+ JSON
-sidecar: distances, MDS embedding, eigenvalues, totals) and ``table.md``.
+sidecar: distances, MDS embedding, eigenvalues, totals, Shepard pairs) and ``table.md``, through
+:func:`posgeom.reports.results_folder` (atomic; optionally with ``report.html``). Score rows and
+rank-curve rows follow :mod:`posgeom.reports.schema`.
 """
 
 from __future__ import annotations
@@ -26,14 +28,23 @@ from posgeom.embed.refine import RefinedEmbedding, smacof_refine
 from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
 from posgeom.geometry.noise import NoiseFloor, noise_floor
+from posgeom.reports.markdown import rank_table, score_table
+from posgeom.reports.schema import conventions
 from posgeom.scores.order import monotonicity_violation_rate, separation_margin
 from posgeom.scores.stress import stress_scores
 
-__all__ = ["PipelineResult", "analyze_counts", "score_encoding", "score_table"]
+__all__ = [
+    "PipelineResult",
+    "analyze_counts",
+    "pair_distances",
+    "rank_curve",
+    "score_encoding",
+    "score_table",
+    "shepard_pairs",
+]
 
 log = logging.getLogger("posgeom")
-
-SCORE_COLUMNS = ("paper", "stress1", "scale_optimal", "scale", "violation_rate", "separation")
+SHEPARD_PAIRS = 1500  # pairs kept per encoding for the Shepard plots of a report
 
 
 def score_encoding(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict[str, Any]:
@@ -49,18 +60,54 @@ def score_encoding(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict[
     }
 
 
-def score_table(scores: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Markdown rows (header included) of :func:`score_encoding` results, one row per encoding."""
-    lines = [
-        "| encoding | paper stress | stress-1 | scale-optimal stress | alpha* | violation rate | separation |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, s in scores.items():
-        lines.append(
-            f"| {name} | {s['paper']:.4g} | {s['stress1']:.4g} | {s['scale_optimal']:.4g} | "
-            f"{s['scale']:.4g} | {s['violation_rate']:.3f} | {s['separation']:.3g} |"
+def rank_curve(
+    mds: MDSResult, target: np.ndarray, *, max_rank: int, seed: int = 0
+) -> list[dict[str, Any]]:
+    """The rank experiment: per ``r = 1 .. min(max_rank, r_MDS)`` the scores of the rank-``r``
+    MDS encoding ``P = A B^T`` (rows of :data:`posgeom.reports.schema.RANK_COLUMNS`)."""
+    n, d = target.shape[0], mds.model_dim
+    curve = []
+    for r in range(1, min(max_rank, mds.n_components) + 1):
+        s = score_encoding(mds.truncate(r), target, seed=seed)
+        curve.append(
+            {
+                "rank": r,
+                "paper": s["paper"],
+                "stress1": s["stress1"],
+                "scale_optimal": s["scale_optimal"],
+                "violation_rate": s["violation_rate"],
+                "explained_variance": float(np.sum(mds.explained_variance_ratio[:r])),
+                "parameters": r * (n + d),
+                "full_parameters": n * d,
+                "parameter_reduction": 1.0 - r * (n + d) / (n * d),
+            }
         )
-    return lines
+    return curve
+
+
+def shepard_pairs(n: int, *, size: int = SHEPARD_PAIRS, seed: int = 0) -> np.ndarray:
+    """``(2, m)`` pairs ``i < j`` for Shepard plots: all of them when there are at most ``size``,
+    else ``size`` drawn without replacement (``default_rng(seed)``), sorted."""
+    i, j = np.triu_indices(n, 1)
+    if len(i) > size:
+        keep = np.sort(np.random.default_rng(seed).choice(len(i), size, replace=False))
+        i, j = i[keep], j[keep]
+    return np.vstack([i, j]).astype(np.int64)
+
+
+def pair_distances(encoding: Any, pairs: np.ndarray) -> np.ndarray:
+    """``delta_ij`` of ``encoding`` at ``pairs`` (``(2, m)``): from its vectors when it has them
+    (no ``n x n`` matrix), else from its distance matrix."""
+    from posgeom.scores._encoding import encoding_distances
+
+    i, j = pairs
+    vectors = getattr(encoding, "vectors", None)
+    if vectors is None:  # MDSResult, RefinedEmbedding: distances are those of the coordinates
+        vectors = getattr(encoding, "coordinates", None)
+    if vectors is not None and getattr(encoding, "distance_matrix", None) is None:
+        v = np.asarray(vectors, dtype=np.float64)
+        return np.sqrt(np.sum((v[i] - v[j]) ** 2, axis=1))
+    return encoding_distances(encoding)[i, j]
 
 
 def _quiet_ranks(mds: MDSResult) -> dict[str, float | None]:
@@ -85,19 +132,22 @@ class PipelineResult:
     noise: NoiseFloor | None
     options: dict[str, Any]
     counts_info: dict[str, Any] = field(default_factory=dict)
+    shepard: dict[str, np.ndarray] = field(default_factory=dict)
+    shepard_pairs: np.ndarray | None = None
+
+    report_kind = "run"
+    report_title = "geometry"
+
+    def _repr_html_(self) -> str:
+        from posgeom.reports import repr_html
+
+        return repr_html(self)
 
     def summary(self) -> dict[str, Any]:
         d = self.distributions
         out: dict[str, Any] = {
             "posgeom_version": __version__,
-            "conventions": {
-                "hellinger": self.options["convention"],
-                "stress": "paper = sum_{i<j}(delta-D)^2 / sum_{i<j} D^2 (no rescaling); "
-                "stress1 = sqrt(sum(delta-D)^2 / sum delta^2); scale_optimal = paper stress of "
-                "alpha* delta with alpha* = sum(delta D)/sum(delta^2)",
-                "violation_rate": "fraction of triples (i,j,k) with D_ij != D_ik ordered the other "
-                "way by the encoding",
-            },
+            "conventions": conventions(self.options["convention"]),
             "options": self.options,
             "corpus": self.counts_info,
             "distributions": d.summary(),
@@ -145,6 +195,7 @@ class PipelineResult:
         return out
 
     def markdown_table(self) -> str:
+        """``table.md``: the settings line, the score table and the rank curve."""
         lines = [
             f"Hellinger convention: {self.options['convention']}; n = {self.distances.shape[0]} "
             f"positions, d = {self.mds.model_dim}.",
@@ -152,23 +203,12 @@ class PipelineResult:
             *score_table(self.scores),
         ]
         if self.rank_curve:
-            lines += [
-                "",
-                "| rank r | paper stress of rank-r MDS | parameters r(n+d) | n d |",
-                "|---:|---:|---:|---:|",
-            ]
-            for row in self.rank_curve:
-                lines.append(
-                    f"| {row['rank']} | {row['paper_stress']:.4g} | {row['parameters']} | {row['full_parameters']} |"
-                )
+            lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
+            lines += rank_table(self.rank_curve)
         return "\n".join(lines) + "\n"
 
-    def save(self, directory: str | os.PathLike) -> Path:
-        """Write ``summary.json``, ``arrays.npz`` (+ sidecar) and ``table.md`` atomically."""
-        from posgeom.artifacts import atomic_write_text, json_default, save_artifact
-
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
+    def report_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of ``arrays.npz`` (what the report draws)."""
         arrays = {
             "positions": self.distributions.positions,
             "totals": self.distributions.totals,
@@ -181,14 +221,39 @@ class PipelineResult:
             arrays["refined_coordinates"] = self.refined.coordinates
         if self.noise is not None:
             arrays["noise_pair_floor"] = self.noise.pair_floor
+        if self.shepard_pairs is not None:
+            arrays["shepard_pairs"] = self.shepard_pairs
+            arrays.update({f"shepard_{k}": v for k, v in self.shepard.items()})
+        return arrays
+
+    def write(self, directory: str | os.PathLike) -> Path:
+        """Write ``summary.json``, ``arrays.npz`` (+ sidecar) and ``table.md`` into an existing
+        folder (each file atomic; :meth:`save` makes the whole folder atomic)."""
+        from posgeom.artifacts import atomic_write_text, json_default, save_artifact
+
+        out = Path(directory)
         save_artifact(
-            out / "arrays.npz", arrays, {"options": self.options}, kind="geometry_results"
+            out / "arrays.npz",
+            self.report_arrays(),
+            {"options": self.options},
+            kind="geometry_results",
         )
         atomic_write_text(
             out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default)
         )
         atomic_write_text(out / "table.md", self.markdown_table())
         return out
+
+    def save(
+        self, directory: str | os.PathLike, *, overwrite: bool = False, report: bool = False
+    ) -> Path:
+        """A new results folder (:func:`posgeom.reports.results_folder`: complete or absent), with
+        ``report.html`` when ``report``."""
+        from posgeom.reports import results_folder
+
+        with results_folder(directory, overwrite=overwrite, with_report=report) as tmp:
+            self.write(tmp)
+        return Path(directory)
 
 
 def analyze_counts(
@@ -236,17 +301,13 @@ def analyze_counts(
         scores["mds+smacof"] = score_encoding(refined, target, seed=seed)
     for name, enc in (encodings or {}).items():
         scores[name] = score_encoding(enc, target, seed=seed)
-    curve = []
-    for k in range(1, min(max_rank, mds.n_components) + 1):
-        low = mds.truncate(k)
-        curve.append(
-            {
-                "rank": k,
-                "paper_stress": stress_scores(low, target).paper,
-                "parameters": k * (n + model_dim),
-                "full_parameters": n * model_dim,
-            }
-        )
+    curve = rank_curve(mds, target, max_rank=max_rank, seed=seed)
+    pairs = shepard_pairs(n, seed=seed)
+    shepard = {"mds": pair_distances(mds, pairs)}
+    if refined is not None:
+        shepard["mds+smacof"] = pair_distances(refined, pairs)
+    for name, enc in (encodings or {}).items():
+        shepard[name] = pair_distances(enc, pairs)
     nf = None
     if noise:
         raw = getattr(counts, "counts", counts)
@@ -284,4 +345,6 @@ def analyze_counts(
         noise=nf,
         options=options,
         counts_info=info,
+        shepard=shepard,
+        shepard_pairs=pairs,
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.cli.geometry_commands import add_report_argument
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -90,11 +91,16 @@ def _compare(args: argparse.Namespace) -> int:
         noise=None if args.noise == "none" else args.noise,
         seed=args.seed,
     )
-    out = result.save(args.output, overwrite=args.overwrite)
-    if args.counts is None and hasattr(counts, "save"):
-        counts.save(Path(out) / "counts.npz")
+    from posgeom.reports import results_folder
+
+    with results_folder(args.output, overwrite=args.overwrite, with_report=args.report) as tmp:
+        result.write(tmp)
+        if args.counts is None and hasattr(counts, "save"):
+            counts.save(tmp / "counts.npz")
+    out = Path(args.output)
     print(result.to_markdown())
-    print(f"results in {out}/ (comparison.json, comparison.md, arrays.npz)")
+    files = "comparison.json, comparison.md, arrays.npz" + (", report.html" if args.report else "")
+    print(f"results in {out}/ ({files})")
     return 0
 
 
@@ -114,6 +120,10 @@ def _reproduce(args: argparse.Namespace) -> int:
         f"wrote {report['markdown']} and {len(report['files'])} files in "
         f"{report['folder']} ({report['wall_seconds']:.0f} s)"
     )
+    if args.report:
+        from posgeom.reports import report as write_report
+
+        print(f"report in {write_report(args.output, Path(args.output) / 'reproduction.html')}")
     return 0
 
 
@@ -205,6 +215,7 @@ def register(sub: Any) -> None:
     g.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
+    add_report_argument(p)
     p.set_defaults(handler=_compare)
 
     p = sub.add_parser(
@@ -241,6 +252,11 @@ def register(sub: Any) -> None:
         help="cap n of the real corpora (a quick smoke run)",
     )
     p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="also write OUTPUT/reproduction.html (self-contained) and its figures",
+    )
     p.set_defaults(handler=_reproduce)
 
 

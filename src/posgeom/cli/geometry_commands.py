@@ -84,6 +84,17 @@ def add_geometry_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
+    add_report_argument(p)
+
+
+def add_report_argument(p: argparse.ArgumentParser) -> None:
+    """``--report``: also write ``report.html`` (and its figures) into the results folder."""
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="also write report.html (self-contained: figures, verdict, tables) and "
+        "report_figures/ (PNG and SVG) into the results folder",
+    )
 
 
 def _encoding_specs(specs: list[str]) -> list[tuple[str, Path]]:
@@ -117,11 +128,14 @@ def _analyze_and_save(
     inputs: tuple[Any, ...] = (),
 ) -> Any:
     """Check the output folder first, then build the counts (``counts_fn()``), analyse, save."""
-    from posgeom.artifacts import results_directory
     from posgeom.pipeline import analyze_counts
+    from posgeom.reports import results_folder
 
     inputs = (*inputs, *(p for _, p in _encoding_specs(args.encoding)))
-    with results_directory(args.output, overwrite=args.overwrite, inputs=inputs) as tmp:
+    report = bool(getattr(args, "report", False))
+    with results_folder(
+        args.output, overwrite=args.overwrite, inputs=inputs, with_report=report
+    ) as tmp:
         counts = counts_fn()
         n = counts.counts.shape[0] if hasattr(counts, "counts") else np.shape(counts)[0]
         result = analyze_counts(
@@ -140,11 +154,12 @@ def _analyze_and_save(
             noise_repeats=args.noise_repeats,
             seed=args.seed,
         )
-        result.save(tmp)
+        result.write(tmp)
         if hasattr(counts, "save"):
-            counts.save(Path(tmp) / "counts.npz")
+            counts.save(tmp / "counts.npz")
     print(result.markdown_table())
-    print(f"results in {args.output}/ (summary.json, arrays.npz, table.md)")
+    files = "summary.json, arrays.npz, table.md" + (", report.html" if report else "")
+    print(f"results in {args.output}/ ({files})")
     return result
 
 
@@ -190,6 +205,8 @@ def _demo(args: argparse.Namespace) -> int:
     from posgeom.synthetic import synthetic_corpus
 
     n = args.max_positions
+    if args.report and not args.output:
+        raise PosgeomError("--report needs a results folder: add -o DIR")
     log.info("synthetic three-regime corpus: %d sequences of %d tokens", args.sequences, n)
     seqs = synthetic_corpus(args.sequences, length=n, seed=args.seed)
     counts = count_positions(seqs, max_positions=n)
@@ -325,6 +342,7 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("-o", "--output", default=None, help="also write a results folder here")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
+    add_report_argument(p)
     p.set_defaults(
         handler=_demo,
         components=None,

@@ -28,6 +28,7 @@ from posgeom._version import __version__
 COMMAND_MODULES = (
     "posgeom.cli.corpus_commands",
     "posgeom.cli.geometry_commands",
+    "posgeom.cli.report_commands",
 )
 OPTIONAL_COMMAND_MODULES = (
     "posgeom.cli.compare_commands",

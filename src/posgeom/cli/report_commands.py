@@ -1,0 +1,50 @@
+"""``posgeom report RESULTS_DIR``: the self-contained HTML report of a results folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def _report(args: argparse.Namespace) -> int:
+    from posgeom.reports import REPORT_NAME, report
+    from posgeom.reports.view import load_folder
+
+    view = load_folder(args.results)
+    out = Path(args.output) if args.output else Path(args.results) / REPORT_NAME
+    path = report(view, out, figures=not args.no_figures)
+    for item in view.missing:
+        print(f"not in {args.results}: {item}")
+    size = path.stat().st_size / 1e6
+    figures = "" if args.no_figures else f" and figures in {path.stem}_figures/"
+    print(f"report in {path} ({size:.2f} MB){figures}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "report",
+        help="a self-contained HTML report of a results folder (run, compare, "
+        "analyze-model, reproduce)",
+        description="Reads the results folder written by run, geometry, demo -o, compare, "
+        "analyze-model or reproduce and writes one HTML file that opens with no network: the "
+        "verdict in plain words, the settings, figures (Hellinger heatmap, MDS spectrum and "
+        "maps, stress per encoding, rank curve, Shepard plots, ALiBi heads, layers), the tables "
+        "and how to read each number. Parts missing from the folder are named in the report.",
+    )
+    p.add_argument("results", metavar="RESULTS_DIR", help="the folder given to -o of that command")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="HTML file to write (default: RESULTS_DIR/report.html); figures go to "
+        "<name>_figures/ beside it as PNG and SVG",
+    )
+    p.add_argument(
+        "--no-figures", action="store_true", help="do not write the PNG and SVG files beside it"
+    )
+    p.set_defaults(handler=_report)
+
+
+__all__ = ["register"]

@@ -1,0 +1,121 @@
+"""Reports: result objects compute, this package renders and saves.
+
+* :func:`report` — one self-contained HTML file (figures inline, no network needed) of a result
+  object or of a results folder, plus every figure as PNG and SVG in ``<stem>_figures/`` beside it;
+* :func:`repr_html` — the same page as a fragment, for Jupyter (``_repr_html_`` of the results);
+* :func:`results_folder` — the one atomic contract by which ``run``, ``compare`` and
+  ``analyze-model`` write a results folder (complete or absent), optionally with its report;
+* :mod:`~posgeom.reports.schema` — the score-row and rank-curve schema and the conventions text;
+* :mod:`~posgeom.reports.markdown` — the one Markdown table renderer.
+
+Layout: ``schema`` (numpy only) <- ``markdown`` <- ``view`` (folders) <- ``verdict`` <-
+``figures`` (matplotlib, extra ``plot``) <- ``html`` <- this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["REPORT_NAME", "report", "repr_html", "results_folder", "writable"]
+
+REPORT_NAME = "report.html"
+
+
+@contextlib.contextmanager
+def writable(path: str | os.PathLike) -> Iterator[None]:
+    """Turn an OS refusal to write ``path`` into one :class:`PosgeomError` line."""
+    try:
+        yield
+    except (PermissionError, IsADirectoryError, NotADirectoryError, OSError) as exc:
+        if isinstance(exc, PosgeomError):
+            raise
+        reason = exc.strerror or type(exc).__name__
+        raise PosgeomError(
+            f"cannot write {path}: {reason}; choose a writable location with -o"
+        ) from exc
+
+
+def report(
+    result: Any,
+    path: str | os.PathLike | None = None,
+    *,
+    figures: bool = True,
+    title: str | None = None,
+) -> Path:
+    """Write the HTML report of ``result`` to ``path`` and return the path.
+
+    ``result``: a results folder (``run``, ``geometry``, ``demo -o``, ``compare``,
+    ``analyze-model``, ``reproduce``) or a result object (:func:`posgeom.analyze_counts`,
+    :func:`posgeom.compare_encodings`, :func:`posgeom.models.analyze_model`). ``path`` defaults to
+    ``<folder>/report.html`` for a folder. With ``figures`` every figure is also written as PNG
+    and SVG to ``<path stem>_figures/``. Writes are atomic; an unwritable ``path`` raises
+    :class:`PosgeomError`. ``title`` replaces the page title.
+    """
+    import dataclasses
+
+    from posgeom.artifacts import atomic_directory, atomic_write_text
+    from posgeom.reports.html import figure_groups, render_html
+    from posgeom.reports.view import LABELS, view_of
+
+    view = view_of(result)
+    if title:
+        view = dataclasses.replace(view, title=f"{LABELS.get(view.kind, view.kind)}: {title}")
+    if path is None:
+        if not isinstance(result, (str, os.PathLike)):
+            raise PosgeomError(
+                "pass the path of the report file, e.g. report(result, 'report.html')"
+            )
+        path = Path(result) / REPORT_NAME
+    path = Path(path)
+    groups = figure_groups(view)
+    page = render_html(view, groups)
+    with writable(path):
+        if figures:
+            with atomic_directory(path.with_name(f"{path.stem}_figures"), overwrite=True) as tmp:
+                for _, figs in groups:
+                    for fig in figs:
+                        (Path(tmp) / f"{fig.name}.svg").write_bytes(fig.svg)
+                        (Path(tmp) / f"{fig.name}.png").write_bytes(fig.png())
+        atomic_write_text(path, page)
+    return path
+
+
+def repr_html(result: Any) -> str:
+    """The report of ``result`` as an HTML fragment (what Jupyter shows)."""
+    from posgeom.reports.html import render_html
+    from posgeom.reports.view import view_of
+
+    return render_html(view_of(result), fragment=True)
+
+
+@contextlib.contextmanager
+def results_folder(
+    directory: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    inputs: Iterable[str | os.PathLike] = (),
+    content: str = "results",
+    with_report: bool = False,
+    title: str | None = None,
+) -> Iterator[Path]:
+    """The one way a results folder is written: :func:`posgeom.artifacts.results_directory`
+    (checked before the work, built in a temporary sibling, renamed into place: complete or
+    absent), plus, with ``with_report``, ``report.html`` and its figures made from the files
+    written under the yielded folder, before the rename::
+
+        with results_folder(out, overwrite=args.overwrite, with_report=True) as tmp:
+            result = expensive_work()
+            result.write(tmp)
+    """
+    from posgeom.artifacts import results_directory
+
+    with results_directory(directory, overwrite=overwrite, inputs=inputs, content=content) as tmp:
+        yield Path(tmp)
+        if with_report:
+            report(Path(tmp), Path(tmp) / REPORT_NAME, title=title or Path(directory).name)

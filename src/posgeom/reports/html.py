@@ -1,0 +1,284 @@
+"""One self-contained HTML report of a :class:`~posgeom.reports.view.ResultView`.
+
+Figures are inline SVG data URIs (rasters inside them are PNG), styles are inline, there is no
+script and no external resource: the file opens with no network. :func:`figures_of` is the one
+list of figures a view gets; :func:`render_html` the page (or the fragment Jupyter shows).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from posgeom.reports import figures as F
+from posgeom.reports.markdown import cell
+from posgeom.reports.schema import (
+    ALIBI_HEAD_COLUMNS,
+    CONVENTIONS,
+    HOW_TO_READ,
+    LAYER_COLUMNS,
+    RANK_COLUMNS,
+    SCORE_COLUMNS,
+    Column,
+)
+from posgeom.reports.verdict import verdict
+
+__all__ = ["RenderedFigure", "figure_groups", "figures_of", "html_table", "render_html"]
+
+_STYLE = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1180px;margin:1.5em auto;
+padding:0 1em;color:#1d1d1f}
+h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+.verdict{background:#f3f7ff;border-left:4px solid #3b6fd8;padding:.6em 1em;margin:1em 0}
+.missing{background:#fff6e5;border-left:4px solid #e0a000;padding:.5em 1em}
+table{border-collapse:collapse;margin:.6em 0;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 7px}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f5f5f5}figure{margin:1em 0}figure img{max-width:100%;height:auto}
+figcaption{font-size:13px;color:#444}dl dt{font-weight:600;margin-top:.4em}dl dd{margin-left:1.2em}
+code{background:#f2f2f2;padding:0 3px}
+.figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(480px,1fr));gap:1em}
+.figs figure.wide{grid-column:1/-1}
+"""
+
+
+@dataclass(frozen=True, eq=False)
+class RenderedFigure:
+    """One figure: a file stem, a caption, its SVG bytes; :meth:`png` renders the PNG."""
+
+    name: str
+    caption: str
+    svg: bytes
+    figure: Any = field(repr=False)
+
+    def png(self) -> bytes:
+        return F.encode_png(self.figure)
+
+
+def _trusted(view: Any) -> np.ndarray | None:
+    a = view.arrays
+    if "noise_pair_floor" not in a or "hellinger" not in a:
+        return None
+    scale = np.sqrt(2.0) if view.convention == "normalized" else 1.0  # the floor is in chord units
+    return a["hellinger"] * scale > 2.0 * a["noise_pair_floor"]
+
+
+def _shepard_deltas(a: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {
+        k[len("shepard_") :]: v
+        for k, v in a.items()
+        if k.startswith("shepard_") and k != "shepard_pairs"
+    }
+
+
+def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
+    """``(name, caption, thunk)`` of every figure the view's data allows, in reading order."""
+    a, conv = view.arrays, view.convention
+    if "hellinger" in a:
+        yield (
+            "heatmap",
+            (
+                "The target geometry D. Bright = far apart. The strip above counts samples per "
+                "position; pale cells are pairs below twice their noise floor."
+            ),
+            lambda: F.heatmap(
+                a["hellinger"],
+                convention=conv,
+                totals=a.get("totals"),
+                trusted=_trusted(view),
+                positions=a.get("positions"),
+            ),
+        )
+    if "eigenvalues" in a:
+        ranks = (view.geometry.get("mds") or {}).get("effective_rank")
+        yield (
+            "spectrum",
+            (
+                "How many dimensions the geometry has: a fast drop means a few MDS coordinates hold it."
+            ),
+            lambda: F.spectrum(a["eigenvalues"], ranks),
+        )
+    coords = a.get("mds_coordinates")
+    if coords is not None and coords.shape[1] >= 2:
+        yield (
+            "mds_2d",
+            "Positions placed by the MDS encoding; neighbours in the corpus are neighbours here.",
+            lambda: F.mds_map(coords, a.get("positions"), dims=2),
+        )
+        if coords.shape[1] >= 3:
+            yield (
+                "mds_3d",
+                "The same in three dimensions.",
+                lambda: F.mds_map(coords, a.get("positions"), dims=3),
+            )
+    if view.rows:
+        yield "stress", HOW_TO_READ["scale_optimal"], lambda: F.stress_bars(view.rows)
+    if view.rank_curve:
+        yield "rank_curve", HOW_TO_READ["rank_curve"], lambda: F.rank_curve(view.rank_curve)
+    deltas = _shepard_deltas(a)
+    if deltas and "shepard_pairs" in a and "hellinger" in a:
+        i, j = a["shepard_pairs"]
+        yield (
+            "shepard",
+            (
+                "A straight rising cloud is the right shape; a flat cloud is an encoding that does not "
+                "see the corpus's distances."
+            ),
+            lambda: F.shepard(a["hellinger"][i, j], deltas, convention=conv),
+        )
+    if view.alibi_heads:
+        yield (
+            "alibi_heads",
+            "Each ALiBi head is a line m_h |i - j|; the best head is in the table.",
+            lambda: F.alibi_heads(view.alibi_heads),
+        )
+    if view.layers:
+        yield "layers", HOW_TO_READ["layers"], lambda: F.layers(view.layers)
+
+
+def figures_of(view: Any, *, prefix: str = "") -> list[RenderedFigure]:
+    """Every figure of ``view`` rendered to SVG and PNG (needs ``posgeom[plot]``)."""
+    out = []
+    for name, caption, thunk in _figure_specs(view):
+        fig = thunk()
+        out.append(RenderedFigure(prefix + name, caption, F.encode_svg(fig), fig))
+    return out
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def html_table(rows: Sequence[Mapping[str, Any]], columns: Iterable[Column]) -> str:
+    """An HTML table of ``rows`` in ``columns`` (same cells as the Markdown renderer)."""
+    cols = [c for c in columns if any(c[0] in r for r in rows)]
+    head = "".join(f"<th>{_esc(h)}</th>" for _, h, _ in cols)
+    body = []
+    for r in rows:
+        tds = "".join(
+            f"<td{'' if f == 's' else ' class=n'}>{_esc(cell(r.get(k), f))}</td>"
+            for k, _, f in cols
+        )
+        body.append(f"<tr>{tds}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+_WIDE = ("stress", "shepard", "layers")
+
+
+def _img(fig: RenderedFigure) -> str:
+    data = base64.b64encode(fig.svg).decode("ascii")
+    wide = ' class="wide"' if fig.name.endswith(_WIDE) else ""
+    return (
+        f'<figure id="fig-{_esc(fig.name)}"{wide}><img alt="{_esc(fig.name)}" '
+        f'src="data:image/svg+xml;base64,{data}"><figcaption>{_esc(fig.caption)}</figcaption></figure>'
+    )
+
+
+def _tables(view: Any) -> list[str]:
+    out = []
+    if view.layers:
+        out += ["<h2>Layer by layer</h2>", html_table(view.layers, LAYER_COLUMNS)]
+    if view.rows:
+        out += ["<h2>Scores</h2>", html_table(view.rows, SCORE_COLUMNS)]
+    if view.alibi_heads:
+        out += ["<h3>ALiBi, every head</h3>", html_table(view.alibi_heads, ALIBI_HEAD_COLUMNS)]
+    if view.rank_curve:
+        out += ["<h3>Rank experiment</h3>", html_table(view.rank_curve, RANK_COLUMNS)]
+    s = view.stationarity
+    if s:
+        out.append(
+            f"<p>Stationarity: R² of D against the best function of |i - j| = "
+            f"{s['toeplitz_r2']:.4f}; against the best non-decreasing one = {s['monotone_r2']:.4f}. "
+            f"{_esc(HOW_TO_READ['stationarity'])}</p>"
+        )
+    return out
+
+
+def _how_to_read() -> str:
+    keys = (
+        "paper",
+        "scale_optimal",
+        "stress1",
+        "scale",
+        "violation_rate",
+        "separation",
+        "parameters",
+        "baselines",
+        "noise",
+    )
+    items = "".join(
+        f"<dt>{_esc(k.replace('_', ' '))}</dt><dd>{_esc(HOW_TO_READ[k])}</dd>" for k in keys
+    )
+    conv = "".join(
+        f"<dt>{_esc(k.replace('_', ' '))}</dt><dd><code>{_esc(v)}</code></dd>"
+        for k, v in CONVENTIONS.items()
+    )
+    return f"<h2>How to read this</h2><dl>{items}</dl><h3>Conventions</h3><dl>{conv}</dl>"
+
+
+def _body(view: Any, figures: Sequence[RenderedFigure], level: int = 1) -> list[str]:
+    parts = [f"<h{level}>{_esc(view.title)}</h{level}>"]
+    words = verdict(view)
+    if words:
+        parts.append(
+            '<div class="verdict"><b>Verdict.</b> ' + " ".join(map(_esc, words)) + "</div>"
+        )
+    if view.missing:
+        items = "".join(f"<li>{_esc(m)}</li>" for m in view.missing)
+        present = ", ".join(view.present) or "nothing readable"
+        parts.append(
+            f'<div class="missing"><b>Not in this folder</b> (the report shows what is: '
+            f"{_esc(present)}):<ul>{items}</ul></div>"
+        )
+    if view.settings:
+        rows = "".join(
+            f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in view.settings.items()
+        )
+        parts.append(f"<h2>Settings</h2><table>{rows}</table>")
+    if figures:
+        parts.append('<h2>Figures</h2><div class="figs">')
+        parts += [_img(f) for f in figures]
+        parts.append("</div>")
+    parts += _tables(view)
+    return parts
+
+
+def figure_groups(view: Any) -> list[tuple[Any, list[RenderedFigure]]]:
+    """``(view, figures)`` for the view and for every part it holds (a reproduce folder: one
+    per comparison; their figure names are prefixed with the part's title)."""
+    groups = [(view, figures_of(view))]
+    groups += [(sub, figures_of(sub, prefix=f"{sub.title}_")) for sub in view.parts]
+    return groups
+
+
+def render_html(
+    view: Any,
+    groups: Sequence[tuple[Any, Sequence[RenderedFigure]]] | None = None,
+    *,
+    fragment: bool = False,
+) -> str:
+    """The report page of ``view`` (``fragment``: a ``<div>`` for Jupyter's ``_repr_html_``).
+
+    ``groups`` defaults to :func:`figure_groups` ``(view)``.
+    """
+    if groups is None:
+        groups = figure_groups(view)
+    parts: list[str] = []
+    for k, (sub, figs) in enumerate(groups):
+        if k:
+            parts.append("<hr>")
+        parts += _body(sub, figs, level=1 if k == 0 else 2)
+    parts.append(_how_to_read())
+    body = "\n".join(parts)
+    if fragment:
+        return f'<div class="posgeom-report"><style>{_STYLE}</style>{body}</div>'
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_esc(view.title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n"
+        "</body></html>\n"
+    )

@@ -1,0 +1,65 @@
+"""Markdown tables: the one renderer of score rows, rank curves and per-layer rows.
+
+Tables are described by columns ``(key, header, format)`` (:mod:`posgeom.reports.schema`); a
+column whose key no row has is left out, so the same renderer serves ``run`` (no description),
+``compare`` and ``analyze-model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from posgeom.reports.schema import RANK_COLUMNS, SCORE_COLUMNS, Column
+
+__all__ = ["cell", "markdown_table", "rank_table", "score_table"]
+
+
+def cell(value: Any, spec: str) -> str:
+    """One table cell: ``n/a`` for a missing or non-finite number, ``|`` escaped in text."""
+    if value is None:
+        return "n/a"
+    if spec == "s":
+        return str(value).replace("|", "/")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if x != x or x in (float("inf"), float("-inf")):
+        return "inf" if x == float("inf") else "n/a"
+    if spec == "%":
+        return f"{100 * x:.1f}%"
+    if spec == "d":
+        return f"{round(x)}"
+    return format(x, spec)
+
+
+def _present(rows: Sequence[Mapping[str, Any]], columns: Iterable[Column]) -> list[Column]:
+    return [c for c in columns if any(c[0] in r for r in rows)]
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Iterable[Column]) -> list[str]:
+    """Markdown lines (header and rule included) of ``rows`` in ``columns``; text left, numbers
+    right-aligned."""
+    cols = _present(rows, columns)
+    lines = [
+        "| " + " | ".join(h for _, h, _ in cols) + " |",
+        "|" + "|".join("---" if f == "s" else "---:" for _, _, f in cols) + "|",
+    ]
+    for r in rows:
+        lines.append("| " + " | ".join(cell(r.get(k), f) for k, _, f in cols) + " |")
+    return lines
+
+
+def score_table(scores: Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, Any]]) -> list[str]:
+    """Markdown lines of score rows: a list of rows with ``encoding``, or ``{name: scores}``."""
+    if isinstance(scores, Mapping):
+        rows = [{"encoding": name, **s} for name, s in scores.items()]
+    else:
+        rows = list(scores)
+    return markdown_table(rows, SCORE_COLUMNS)
+
+
+def rank_table(curve: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Markdown lines of a rank curve (:data:`posgeom.reports.schema.RANK_COLUMNS`)."""
+    return markdown_table(curve, RANK_COLUMNS)

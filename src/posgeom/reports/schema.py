@@ -1,0 +1,155 @@
+"""One schema for score rows and rank curves, and the conventions text, written once.
+
+A **score row** is the dict :func:`posgeom.pipeline.score_encoding` returns, plus the row's
+``encoding`` name and, in a comparison, its ``description`` and ``parameters``:
+
+==================  ====================================================================
+key                 meaning (``delta`` = encoding distances, ``D`` = Hellinger target)
+==================  ====================================================================
+``paper``           ``sum_{i<j} (delta_ij - D_ij)^2 / sum_{i<j} D_ij^2`` (no rescaling)
+``stress1``         Kruskal ``sqrt(sum (delta - D)^2 / sum delta^2)``
+``scale_optimal``   paper stress of ``alpha* delta``, ``alpha* = sum delta D / sum delta^2``
+``scale``           ``alpha*``
+``raw``             ``sum_{i<j} (delta - D)^2``
+``violation_rate``  share of triples ``(i, {j, k})`` ordered the other way (``violation_ci``)
+``separation``      ``min_{i != j} delta_ij``
+``<key>_ci``        optional ``[low, high]`` interval of any numeric key (bootstrap)
+==================  ====================================================================
+
+A **rank-curve row** (rank-``r`` MDS encoding ``P = A B^T``): ``rank``, ``paper``, ``stress1``,
+``scale_optimal``, ``violation_rate``, ``explained_variance``, ``parameters = r (n + d)``,
+``full_parameters = n d``, ``parameter_reduction = 1 - r (n + d) / (n d)``.
+
+This module imports only numpy: the pipeline, the comparison and the renderers all read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ALIBI_HEAD_COLUMNS",
+    "CONVENTIONS",
+    "HOW_TO_READ",
+    "LAYER_COLUMNS",
+    "RANK_COLUMNS",
+    "SCORE_COLUMNS",
+    "Column",
+    "conventions",
+    "interval",
+]
+
+Column = tuple[str, str, str]  # (key, header, format spec)
+
+SCORE_COLUMNS: tuple[Column, ...] = (
+    ("encoding", "encoding", "s"),
+    ("paper", "paper stress", ".4g"),
+    ("stress1", "stress-1", ".4g"),
+    ("scale_optimal", "scale-optimal stress", ".4g"),
+    ("scale", "alpha*", ".4g"),
+    ("violation_rate", "violation rate", ".3f"),
+    ("separation", "separation", ".3g"),
+    ("parameters", "parameters", "d"),
+    ("description", "description", "s"),
+)
+
+RANK_COLUMNS: tuple[Column, ...] = (
+    ("rank", "r", "d"),
+    ("paper", "paper stress", ".4g"),
+    ("scale_optimal", "scale-optimal stress", ".4g"),
+    ("violation_rate", "violation rate", ".3f"),
+    ("explained_variance", "explained variance", ".4f"),
+    ("parameters", "parameters r(n+d)", "d"),
+    ("full_parameters", "n d", "d"),
+    ("parameter_reduction", "reduction", "%"),
+)
+
+LAYER_COLUMNS: tuple[Column, ...] = (
+    ("layer", "layer", "s"),
+    ("variance_explained", "R^2 (position)", ".4g"),
+    ("mean_distance", "mean distance", ".4g"),
+    ("stress_paper", "paper stress", ".4g"),
+    ("stress_scale_optimal", "scale-optimal stress", ".4g"),
+    ("stress_stress1", "stress-1", ".4g"),
+    ("violation_rate", "violation rate", ".3f"),
+)
+ALIBI_HEAD_COLUMNS: tuple[Column, ...] = (
+    ("head", "head", "d"),
+    ("slope", "slope m", ".4g"),
+    ("paper", "paper stress", ".4g"),
+    ("scale_optimal", "scale-optimal stress", ".4g"),
+    ("violation_rate", "violation rate", ".3f"),
+)
+
+
+CONVENTIONS: dict[str, str] = {
+    "hellinger_chord": "D_ij = ||sqrt(mu_i) - sqrt(mu_j)||_2, range [0, sqrt 2] (the paper's Eq. 3)",
+    "hellinger_normalized": "D_ij = ||sqrt(mu_i) - sqrt(mu_j)||_2 / sqrt 2, range [0, 1]",
+    "stress": "paper = sum_{i<j}(delta-D)^2 / sum_{i<j} D^2 (no rescaling); "
+    "stress1 = sqrt(sum(delta-D)^2 / sum delta^2); scale_optimal = paper stress of "
+    "alpha* delta, alpha* = sum(delta D)/sum(delta^2); raw = sum_{i<j}(delta-D)^2",
+    "violation_rate": "fraction of triples (i,j,k) with D_ij != D_ik whose encoding distances "
+    "order the pair the other way (random: about 0.5)",
+    "separation": "min_{i != j} delta_ij (Theorem 4: positions must stay apart)",
+    "noise_floor": "split-half (or bootstrap) distance between two samples of one position's "
+    "distribution; a pair is trusted when D_ij is above twice its floor",
+    "layer_signal": "per-position mean hidden state m_l(i), centred over positions; Euclidean "
+    "distances between centred means scored against D",
+    "variance_explained": "R^2_l = sum_i c_i ||m_l(i) - m_l||^2 / sum_tokens ||h_l(t) - m_l||^2",
+    "layers": "layer 'embeddings' is the embedding output (token + position + type, after "
+    "LayerNorm); layer k is the output of block k",
+}
+
+HOW_TO_READ: dict[str, str] = {
+    "paper": "Paper stress compares distances as they are, so it depends on scale: an encoding "
+    "whose distances are 10x too large scores about 81 even with the perfect shape. Use it to "
+    "ask whether an encoding can be dropped in as it is.",
+    "scale_optimal": "Scale-optimal stress rescales the encoding first (by alpha*), so it compares "
+    "shapes only: 0 is the same geometry up to scale, 1 is no better than all positions equal. "
+    "Use it to ask whether an encoding has the right shape.",
+    "stress1": "Stress-1 (Kruskal) divides by the encoding's own distances: small when the "
+    "encoding is large and roughly right.",
+    "scale": "alpha* is the factor that best rescales the encoding onto D; far from 1 means the "
+    "paper stress is mostly a scale mismatch.",
+    "violation_rate": "The violation rate is about order only: the share of triples where the "
+    "encoding says j is nearer to i than k while D says the opposite. 0 is perfect order, 0.5 is "
+    "a coin toss.",
+    "separation": "Separation is the smallest distance between two positions of the encoding; "
+    "0 means two positions are indistinguishable (Theorem 4).",
+    "parameters": "Parameters stored by the encoding: n d for a table, r (n + d) for low rank, "
+    "0 for a formula.",
+    "baselines": "random (Gaussian vectors) and nope (every position the same) are baselines: an "
+    "encoding that does not beat them on scale-optimal stress and violation rate has no more of "
+    "the corpus's geometry than chance. random often has a good scale-optimal stress and the "
+    "worst paper stress: its distances are nearly all equal, which matches a flat D after "
+    "rescaling but not its scale.",
+    "noise": "The noise floor is the distance that sampling alone would put between two samples "
+    "of one position. Pairs above twice their floor are trusted; the rest of D is noise and no "
+    "encoding should be judged on it.",
+    "rank_curve": "The rank curve is the stress of the rank-r MDS encoding: the rank where it "
+    "flattens is how many dimensions the corpus's positional geometry really has.",
+    "stationarity": "Stationarity R^2 is how much of D is a function of |i - j| alone; ALiBi, RoPE "
+    "and sinusoidal are such functions, so 1 - R^2 is the part they cannot fit.",
+    "layers": "Per layer, R^2 is the share of hidden-state variance explained by position, and "
+    "the stress compares the distances between per-position mean states with D (scale-optimal: "
+    "shape; paper: shape and scale, so it grows with the norm of the hidden states).",
+}
+
+
+def conventions(convention: str = "chord") -> dict[str, str]:
+    """The conventions block of every ``summary.json`` (Hellinger ``convention`` first)."""
+    out = {"hellinger": convention, "hellinger_definition": CONVENTIONS[f"hellinger_{convention}"]}
+    out.update({k: v for k, v in CONVENTIONS.items() if not k.startswith("hellinger_")})
+    return out
+
+
+def interval(row: Mapping[str, Any], key: str) -> tuple[float, float] | None:
+    """The ``[low, high]`` interval of ``row[key]`` (``row[key + "_ci"]``), or None."""
+    ci = row.get(f"{key}_ci")
+    if ci is None or len(ci) != 2 or ci[0] is None or ci[1] is None:
+        return None
+    low, high = float(ci[0]), float(ci[1])
+    return (low, high) if np.isfinite(low) and np.isfinite(high) else None

@@ -1,0 +1,124 @@
+"""The verdict in plain words: how much of the geometry is above the noise, whether the ranking
+of encodings is stable, and what to do when it is not.
+
+Rules (stated so a reader can check them):
+
+* **Noise.** ``share`` = fraction of pairs ``i < j`` with ``D_ij`` above twice their noise floor
+  (``noise_floor.trusted_pair_share``). ``share >= 0.8``: most of the geometry is above the noise;
+  ``0.3 <= share < 0.8``: part of it; below: most of it is sampling noise. The floor falls like
+  ``1 / sqrt(samples)``, so halving it needs about four times the data.
+* **Ranking.** Encodings are ranked by scale-optimal stress (shape). With intervals
+  (``scale_optimal_ci``, from the bootstrap) two neighbours are *separated* when their intervals
+  do not overlap; the ranking is stable when every neighbour pair is. Without intervals the
+  verdict says the stability is not measured and gives the relative gap of the top two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from posgeom.reports.schema import interval
+
+__all__ = ["noise_verdict", "ranking_verdict", "verdict"]
+
+_BASELINES = ("random", "nope")
+
+
+def noise_verdict(noise: dict[str, Any] | None, samples: dict[str, Any] | None) -> list[str]:
+    """Sentences on the noise floor (empty when no noise floor was estimated)."""
+    if not noise:
+        return [
+            "No noise floor was estimated (input without counts, or --noise none), so how much "
+            "of the geometry is sampling noise is unknown."
+        ]
+    share = float(noise.get("trusted_pair_share", 0.0))
+    untrusted = list(noise.get("untrusted_positions", []))
+    if share >= 0.8:
+        head = f"Most of the geometry is above the noise: {100 * share:.0f}% of position pairs are "
+    elif share >= 0.3:
+        head = f"Only part of the geometry is above the noise: {100 * share:.0f}% of position pairs are "
+    else:
+        head = f"Most of the geometry is sampling noise: only {100 * share:.0f}% of position pairs are "
+    out = [head + "farther apart than twice what sampling alone would give."]
+    if untrusted:
+        shown = ", ".join(map(str, untrusted[:12])) + (" ..." if len(untrusted) > 12 else "")
+        out.append(f"{len(untrusted)} positions have mostly untrusted distances: {shown}.")
+    if share < 0.8:
+        low = (samples or {}).get("min")
+        more = f" (the fewest samples at a position: {low:g})" if low is not None else ""
+        out.append(
+            "What to do: more data (the floor falls like 1/sqrt(samples): 4x the sequences halve "
+            f"it){more}; pool positions into bins or coarsen n (see `posgeom lengths`); or drop "
+            "sparse positions with --min-samples K --below-min drop."
+        )
+    return out
+
+
+def _ranked(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    keep = [r for r in rows if r.get("scale_optimal") is not None]
+    return sorted(keep, key=lambda r: float(r["scale_optimal"]))
+
+
+def ranking_verdict(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Sentences on whether the ranking by scale-optimal stress is stable."""
+    ranked = [r for r in _ranked(rows) if not str(r["encoding"]).startswith("mds")]
+    if len(ranked) < 2:
+        return []
+    names = [str(r["encoding"]) for r in ranked]
+    best, second = ranked[0], ranked[1]
+    out = [
+        f"By shape (scale-optimal stress) the closest encoding is {names[0]} "
+        f"({float(best['scale_optimal']):.3g}), then {names[1]} ({float(second['scale_optimal']):.3g})."
+    ]
+    cis = [interval(r, "scale_optimal") for r in ranked]
+    if all(ci is not None for ci in cis):
+        ties = [
+            f"{names[i]} / {names[i + 1]}"
+            for i in range(len(ranked) - 1)
+            if cis[i][1] >= cis[i + 1][0]  # type: ignore[index]
+        ]
+        if ties:
+            out.append(
+                "The ranking is not stable: the intervals overlap for " + ", ".join(ties) + ". "
+                "More data, or pooling positions, narrows them."
+            )
+        else:
+            out.append("The ranking is stable: no two neighbours' intervals overlap.")
+    else:
+        gap = (float(second["scale_optimal"]) - float(best["scale_optimal"])) / max(
+            float(second["scale_optimal"]), 1e-300
+        )
+        out.append(
+            f"Its lead over {names[1]} is {100 * gap:.0f}% of the latter's stress; no intervals "
+            "were computed, so whether the ranking would survive another sample is not measured."
+        )
+    beaten = [n for n in names if n not in _BASELINES and _worse_than_baselines(ranked, n)]
+    if beaten:
+        out.append(
+            "No better than a baseline (random or nope) on shape: " + ", ".join(beaten) + "."
+        )
+    return out
+
+
+def _worse_than_baselines(ranked: Sequence[dict[str, Any]], name: str) -> bool:
+    by = {str(r["encoding"]): float(r["scale_optimal"]) for r in ranked}
+    base = [by[b] for b in _BASELINES if b in by]
+    return bool(base) and by[name] >= min(base)
+
+
+def verdict(view: Any) -> list[str]:
+    """The verdict paragraphs of a :class:`~posgeom.reports.view.ResultView`."""
+    samples = view.geometry.get("samples_per_position")
+    out = noise_verdict(view.noise, samples) if view.geometry or view.noise else []
+    out += ranking_verdict(view.rows)
+    mds = next((r for r in view.rows if r.get("encoding") == "mds"), None)
+    if mds is not None and view.rank_curve:
+        low = next((c for c in view.rank_curve if float(c.get("paper", 1.0)) < 0.01), None)
+        if low is not None:
+            out.append(
+                f"A rank-{low['rank']} MDS encoding already reaches paper stress "
+                f"{float(low['paper']):.2g} with {low['parameters']:,} parameters "
+                f"(a full table has {low['full_parameters']:,})."
+            )
+    return out

@@ -1,0 +1,272 @@
+"""A results view: what a report shows, from a live result object or from a results folder.
+
+:func:`view_of` turns a :class:`~posgeom.pipeline.PipelineResult` (``run``, ``geometry``,
+``demo``), a :class:`~posgeom.compare.ComparisonResult` (``compare``), a
+:class:`~posgeom.models.analysis.ModelAnalysis` (``analyze-model``) or a results folder of any of
+those or of ``reproduce`` into one :class:`ResultView`. A folder with missing or damaged parts
+gives a view of what is there, and :attr:`ResultView.missing` names the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import ArtifactError, PosgeomError
+
+__all__ = ["LABELS", "ResultView", "load_folder", "view_of"]
+
+LABELS = {
+    "run": "geometry",
+    "compare": "comparison",
+    "analyze-model": "model analysis",
+    "reproduce": "reproduction",
+}
+
+# files of each kind of results folder, and what a report loses without them
+_PARTS = {
+    "run": {
+        "summary.json": "the scores, settings and verdict",
+        "arrays.npz": "the heatmap, spectrum and MDS maps",
+        "table.md": "the Markdown table",
+        "counts.npz": "the counts (a rerun needs the corpus)",
+    },
+    "compare": {
+        "comparison.json": "the table, rank curve, settings and verdict",
+        "arrays.npz": "the heatmap, spectrum, MDS maps and Shepard plots",
+        "comparison.md": "the Markdown table",
+        "counts.npz": "the counts (a rerun needs the corpus)",
+    },
+    "analyze-model": {
+        "summary.json": "the per-layer table, scores and settings",
+        "arrays.npz": "the heatmap and MDS maps",
+        "table.md": "the Markdown table",
+    },
+}
+
+
+@dataclass(frozen=True, eq=False)
+class ResultView:
+    """What a report renders (every part optional).
+
+    ``rows``: score rows (:mod:`posgeom.reports.schema`); ``arrays``: ``hellinger`` ``(n, n)``,
+    ``totals`` ``(n,)``, ``noise_pair_floor`` ``(n, n)``, ``mds_coordinates`` ``(n, r)``,
+    ``eigenvalues``, ``positions``, ``shepard_pairs`` ``(2, m)`` and ``shepard_<name>`` ``(m,)``.
+    """
+
+    kind: str
+    title: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    alibi_heads: list[dict[str, Any]] = field(default_factory=list)
+    rank_curve: list[dict[str, Any]] = field(default_factory=list)
+    stationarity: dict[str, Any] | None = None
+    noise: dict[str, Any] | None = None
+    geometry: dict[str, Any] = field(default_factory=dict)
+    layers: list[dict[str, Any]] = field(default_factory=list)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    present: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    parts: tuple[ResultView, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def convention(self) -> str:
+        return str(self.settings.get("Hellinger convention", "chord"))
+
+
+def _settings(summary: dict[str, Any], geometry: dict[str, Any]) -> dict[str, Any]:
+    """The run's settings, in reading order."""
+    opts = {**geometry.get("options", {}), **summary.get("options", {})}
+    corpus = geometry.get("corpus") or summary.get("corpus") or {}
+    tok = corpus.get("tokenizer") or {}
+    counting = corpus.get("options") or {}
+    out: dict[str, Any] = {
+        "corpus": corpus.get("name"),
+        "corpus fingerprint": corpus.get("fingerprint"),
+        "sequences": corpus.get("n_sequences"),
+        "tokenizer": tok.get("name") if isinstance(tok, dict) else tok,
+        "vocabulary": tok.get("vocab_size") if isinstance(tok, dict) else None,
+        "n (positions)": opts.get("n_positions")
+        or geometry.get("distributions", {}).get("n_positions"),
+        "d (model width)": opts.get("model_dim"),
+        "special tokens": None
+        if "include_special" not in counting
+        else ("counted" if counting["include_special"] else "excluded"),
+        "estimator": opts.get("estimator")
+        or ("plug-in (add-alpha)" if opts.get("smoothing") == "add-alpha" else "plug-in"),
+        "Hellinger convention": opts.get("convention", "chord"),
+        "stress kinds": "paper, stress-1, scale-optimal (alpha*), raw",
+        "MDS solver": opts.get("solver"),
+        "noise floor": opts.get("noise"),
+        "seed": opts.get("seed"),
+        "posgeom": summary.get("posgeom_version"),
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _load_arrays(path: Path) -> tuple[dict[str, np.ndarray], str | None]:
+    from posgeom.artifacts import load_artifact
+
+    try:
+        arrays, _ = load_artifact(path)
+    except (ArtifactError, OSError, ValueError) as exc:
+        return {}, f"{path.name} could not be read ({str(exc).splitlines()[0][:160]})"
+    return {k: np.asarray(v) for k, v in arrays.items()}, None
+
+
+def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), None
+    except (OSError, ValueError) as exc:
+        return None, f"{path.name} could not be read ({exc})"
+
+
+def _rows_of(scores: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"encoding": name, **s} for name, s in scores.items()]
+
+
+def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict:
+    """Keyword arguments of :class:`ResultView` from a summary JSON of ``kind``."""
+    if kind == "compare":
+        geom = summary.get("geometry", {})
+        rows, curve = summary.get("table", []), summary.get("rank_curve", [])
+    elif kind == "analyze-model":
+        geom = summary.get("geometry", {})
+        rows, curve = _rows_of(geom.get("scores", {})), geom.get("rank_curve", [])
+    else:
+        geom = summary
+        rows, curve = _rows_of(summary.get("scores", {})), summary.get("rank_curve", [])
+    settings = _settings(summary, geom)
+    if kind == "analyze-model":
+        model = summary.get("model", {})
+        settings = {"model": model.get("name"), **settings}
+        settings["corpus"] = summary.get("corpus", {}).get("name")
+        settings["mechanisms"] = "; ".join(map(str, summary.get("mechanisms", [])))
+        settings = {k: v for k, v in settings.items() if v}
+    return {
+        "settings": settings,
+        "rows": rows,
+        "alibi_heads": summary.get("alibi_heads", []),
+        "rank_curve": curve,
+        "stationarity": summary.get("stationarity"),
+        "noise": geom.get("noise_floor"),
+        "geometry": geom,
+        "layers": summary.get("layers", []),
+        "arrays": arrays,
+    }
+
+
+def _kind_of(folder: Path) -> str | None:
+    if (folder / "comparison.json").exists() or (folder / "comparison.md").exists():
+        return "compare"
+    if (folder / "REPRODUCTION.md").exists() or (folder / "reproduction").is_dir():
+        return "reproduce"
+    summary = folder / "summary.json"
+    if summary.exists():
+        data, _ = _read_json(summary)
+        return "analyze-model" if data and "layers" in data else "run"
+    if (folder / "arrays.npz").exists():
+        from posgeom.artifacts import read_sidecar
+
+        try:
+            sidecar_kind = read_sidecar(folder / "arrays.npz").get("kind")
+        except (OSError, ValueError):
+            return "run"
+        return {"comparison_results": "compare", "model_analysis": "analyze-model"}.get(
+            str(sidecar_kind), "run"
+        )
+    return None
+
+
+def _reproduce_folder(folder: Path) -> ResultView:
+    sub = folder / "reproduction" if (folder / "reproduction").is_dir() else folder
+    parts, present, notes = [], [], []
+    if (folder / "REPRODUCTION.md").exists():
+        present.append("REPRODUCTION.md")
+    for path in sorted(sub.glob("*.json")):
+        data, err = _read_json(path)
+        if err:
+            notes.append(err)
+        elif isinstance(data, dict) and data.get("kind") == "posgeom_comparison":
+            present.append(f"{sub.name}/{path.name}")
+            parts.append(ResultView("compare", path.stem, **_from_summary("compare", data, {})))
+    missing = [] if parts else ["reproduction/*.json: no comparison results to show"]
+    if "REPRODUCTION.md" not in present:
+        missing.append("REPRODUCTION.md: the claims table")
+    missing.append("arrays: reproduce keeps no distance matrices (no heatmaps or MDS maps)")
+    return ResultView(
+        "reproduce",
+        f"reproduction in {folder}",
+        parts=tuple(parts),
+        present=tuple(present),
+        missing=tuple(missing),
+        notes=tuple(notes),
+    )
+
+
+def load_folder(directory: str | os.PathLike) -> ResultView:
+    """The view of a results folder of ``run``, ``geometry``, ``demo -o``, ``compare``,
+    ``analyze-model`` or ``reproduce``; what is absent or damaged is named in ``missing``."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise PosgeomError(f"results folder {folder} does not exist (or is not a folder)")
+    kind = _kind_of(folder)
+    if kind is None:
+        raise PosgeomError(
+            f"{folder} holds none of the results files of run, compare, analyze-model or "
+            "reproduce (summary.json, comparison.json, arrays.npz, REPRODUCTION.md); pass the "
+            "folder given to -o"
+        )
+    if kind == "reproduce":
+        return _reproduce_folder(folder)
+    present, missing, notes = [], [], []
+    summary: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
+    main = "comparison.json" if kind == "compare" else "summary.json"
+    for name, loses in _PARTS[kind].items():
+        path = folder / name
+        if not path.exists():
+            missing.append(f"{name}: {loses}")
+            continue
+        err = None
+        if name == main:
+            summary, err = _read_json(path)
+            summary = summary or {}
+        elif name == "arrays.npz":
+            arrays, err = _load_arrays(path)
+        if err:
+            missing.append(f"{err}: {loses}")
+        else:
+            present.append(name)
+    return ResultView(
+        kind,
+        f"{LABELS[kind]}: {folder.name}",
+        **_from_summary(kind, summary, arrays),
+        present=tuple(present),
+        missing=tuple(missing),
+        notes=tuple(notes),
+    )
+
+
+def view_of(result: Any) -> ResultView:
+    """The view of a result object or of a results folder (a path)."""
+    if isinstance(result, ResultView):
+        return result
+    if isinstance(result, (str, os.PathLike)):
+        return load_folder(result)
+    kind = getattr(result, "report_kind", None)
+    if kind is None:
+        raise PosgeomError(
+            f"cannot report a {type(result).__name__}; pass a results folder or the result of "
+            "analyze_counts, compare_encodings or analyze_model"
+        )
+    summary = result.summary()
+    arrays = result.report_arrays() if hasattr(result, "report_arrays") else {}
+    title = getattr(result, "report_title", None) or kind
+    return ResultView(kind, title, **_from_summary(kind, summary, arrays))

@@ -1,0 +1,24 @@
+"""Real results for the report tests: the demo corpus through the pipeline and the comparison."""
+
+from __future__ import annotations
+
+import pytest
+
+import posgeom
+
+
+@pytest.fixture(scope="session")
+def demo_counts():
+    seqs = posgeom.synthetic_corpus(400, length=12, seed=0)
+    return posgeom.count_positions(seqs, max_positions=12)
+
+
+@pytest.fixture(scope="session")
+def pipeline_result(demo_counts):
+    enc = {"sinusoidal": posgeom.encodings.sinusoidal(12, d=16)}
+    return posgeom.analyze_counts(demo_counts, model_dim=16, encodings=enc, seed=0)
+
+
+@pytest.fixture(scope="session")
+def comparison(demo_counts):
+    return posgeom.compare_encodings(demo_counts, model_dim=16, max_rank=4, seed=0)

@@ -1,0 +1,168 @@
+"""HTML reports: from result objects and folders, with missing parts named, errors as one line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import posgeom
+from posgeom._errors import PosgeomError
+from posgeom.cli.main import main
+from posgeom.reports import report
+from posgeom.reports.markdown import score_table
+from posgeom.reports.view import load_folder, view_of
+
+pytest.importorskip("matplotlib")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _external_refs(page: str) -> list[str]:
+    """Every src/href that is not an inline data: URI or an in-page anchor."""
+    refs = re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', page)
+    return [r for r in refs if not r.startswith(("data:", "#"))]
+
+
+def test_comparison_report_is_self_contained(comparison, tmp_path):
+    path = report(comparison, tmp_path / "cmp.html")
+    page = path.read_text()
+    assert _external_refs(page) == []
+    assert "<script" not in page and "@import" not in page and "url(" not in page
+    assert page.count('src="data:image/svg+xml;base64,') >= 7
+    for row in comparison.table:  # every encoding of the table is a row of the HTML table
+        assert f"<td>{row['encoding']}</td>" in page
+    assert "Verdict." in page and "How to read this" in page
+    assert comparison.pipeline.counts_info["fingerprint"] in page
+    figs = sorted(p.name for p in (tmp_path / "cmp_figures").iterdir())
+    stems = {p.rsplit(".", 1)[0] for p in figs}
+    assert {
+        "heatmap",
+        "spectrum",
+        "mds_2d",
+        "mds_3d",
+        "stress",
+        "rank_curve",
+        "shepard",
+        "alibi_heads",
+    } <= stems
+    assert all(f"{s}.png" in figs and f"{s}.svg" in figs for s in stems)
+
+
+def test_folder_view_equals_object_view(comparison, tmp_path):
+    comparison.save(tmp_path / "c")
+    a, b = view_of(comparison), load_folder(tmp_path / "c")
+    assert [r["encoding"] for r in a.rows] == [r["encoding"] for r in b.rows]
+    np.testing.assert_allclose([r["paper"] for r in a.rows], [r["paper"] for r in b.rows])
+    np.testing.assert_array_equal(a.arrays["hellinger"], b.arrays["hellinger"])
+    assert sorted(a.arrays) == sorted(b.arrays)
+    assert b.missing == ("counts.npz: the counts (a rerun needs the corpus)",)
+
+
+def test_pipeline_result_reports_and_displays(pipeline_result, tmp_path):
+    frag = pipeline_result._repr_html_()
+    assert frag.startswith('<div class="posgeom-report">') and "<html" not in frag
+    for name in pipeline_result.scores:
+        assert f"<td>{name}</td>" in frag
+    page = posgeom.report(pipeline_result, tmp_path / "r.html").read_text()
+    assert _external_refs(page) == []
+
+
+def test_report_without_arrays_shows_the_tables_and_names_what_is_missing(comparison, tmp_path):
+    folder = comparison.save(tmp_path / "c")
+    for name in ("arrays.npz", "arrays.npz.json"):
+        (folder / name).unlink()
+    page = report(folder).read_text()
+    assert "arrays.npz: the heatmap" in page  # named as missing
+    assert "fig-heatmap" not in page and "fig-stress" in page and "fig-rank_curve" in page
+    assert "<td>sinusoidal</td>" in page
+
+
+def test_report_on_damaged_arrays_names_the_damage(comparison, tmp_path):
+    folder = comparison.save(tmp_path / "c")
+    meta = json.loads((folder / "arrays.npz.json").read_text())
+    meta["kind"] = "edited"
+    (folder / "arrays.npz.json").write_text(json.dumps(meta))
+    view = load_folder(folder)
+    assert view.arrays == {} and any("arrays.npz could not be read" in m for m in view.missing)
+    assert view.rows  # comparison.json is still read
+
+
+def test_report_of_the_reproduction_folder(tmp_path):
+    view = load_folder(REPO / "docs")
+    assert view.kind == "reproduce"
+    assert {p.title for p in view.parts} >= {"sst2_sentence", "imdb", "synthetic"}
+    assert any("arrays" in m for m in view.missing)
+    page = report(REPO / "docs", tmp_path / "repro.html").read_text()
+    assert page.count("<h2>reproduction") == 0 and "sst2_sentence" in page
+    assert (tmp_path / "repro_figures" / "sst2_sentence_stress.svg").exists()
+
+
+def test_markdown_tables_are_one_renderer(pipeline_result, comparison):
+    rows = score_table(pipeline_result.scores)
+    assert rows[0].startswith("| encoding | paper stress |")
+    assert "\n".join(rows) in pipeline_result.markdown_table()
+    assert "\n".join(score_table(comparison.table)) in comparison.to_markdown()
+    assert "SCORE_COLUMNS" not in vars(posgeom.pipeline)  # the dead constant is gone
+
+
+def test_cli_report_missing_parts_and_errors(comparison, tmp_path, capsys):
+    folder = comparison.save(tmp_path / "c")
+    (folder / "comparison.md").unlink()
+    assert main(["-q", "report", str(folder)]) == 0
+    assert (folder / "report.html").exists()
+    assert main(["report", str(folder), "-o", str(tmp_path / "x.html")]) == 0
+    out = capsys.readouterr().out
+    assert "not in" in out and "comparison.md: the Markdown table" in out
+    # an empty folder: one line, exit 2
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds none of the results files" in err[0]
+    # an unwritable output path (its parent is a file): one line, exit 2
+    (tmp_path / "file").write_text("x")
+    assert main(["report", str(folder), "-o", str(tmp_path / "file" / "r.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("posgeom: error: cannot write")
+
+
+def test_report_of_a_non_result_is_refused():
+    with pytest.raises(PosgeomError, match="cannot report"):
+        view_of(np.zeros(3))
+    with pytest.raises(PosgeomError, match="does not exist"):
+        load_folder("/nonexistent/folder")
+
+
+def test_run_and_compare_report_flags(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    rng = np.random.default_rng(0)
+    corpus.write_text("\n".join(" ".join(rng.choice(list("abcdefg"), 9)) for _ in range(200)))
+    assert (
+        main(
+            ["-q", "run", str(corpus), "-n", "8", "-d", "8", "-o", str(tmp_path / "r"), "--report"]
+        )
+        == 0
+    )
+    assert (tmp_path / "r" / "report.html").exists()
+    assert (tmp_path / "r" / "report_figures" / "heatmap.png").exists()
+    assert (
+        main(
+            [
+                "-q",
+                "compare",
+                str(corpus),
+                "-n",
+                "8",
+                "-d",
+                "8",
+                "-o",
+                str(tmp_path / "c"),
+                "--report",
+            ]
+        )
+        == 0
+    )
+    page = (tmp_path / "c" / "report.html").read_text()
+    assert "comparison: c" in page and not list(tmp_path.glob(".c.*"))  # no temporary left
