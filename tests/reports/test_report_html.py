@@ -37,7 +37,7 @@ def test_comparison_report_is_self_contained(comparison, tmp_path):
     assert "Verdict." in page and "How to read this" in page
     assert comparison.pipeline.counts_info["fingerprint"] in page
     figs = sorted(p.name for p in (tmp_path / "cmp_figures").iterdir())
-    stems = {p.rsplit(".", 1)[0] for p in figs}
+    stems = {p.rsplit(".", 1)[0] for p in figs if p.endswith((".png", ".svg"))}
     assert {
         "heatmap",
         "spectrum",
@@ -72,8 +72,7 @@ def test_pipeline_result_reports_and_displays(pipeline_result, tmp_path):
 
 def test_report_without_arrays_shows_the_tables_and_names_what_is_missing(comparison, tmp_path):
     folder = comparison.save(tmp_path / "c")
-    for name in ("arrays.npz", "arrays.npz.json"):
-        (folder / name).unlink()
+    (folder / "arrays.npz").unlink()
     page = report(folder).read_text()
     assert "arrays.npz: the heatmap" in page  # named as missing
     assert "fig-heatmap" not in page and "fig-stress" in page and "fig-rank_curve" in page
@@ -82,12 +81,22 @@ def test_report_without_arrays_shows_the_tables_and_names_what_is_missing(compar
 
 def test_report_on_damaged_arrays_names_the_damage(comparison, tmp_path):
     folder = comparison.save(tmp_path / "c")
-    meta = json.loads((folder / "arrays.npz.json").read_text())
-    meta["kind"] = "edited"
-    (folder / "arrays.npz.json").write_text(json.dumps(meta))
+    data = (folder / "arrays.npz").read_bytes()
+    (folder / "arrays.npz").write_bytes(data[: len(data) // 2])  # a truncated copy
     view = load_folder(folder)
     assert view.arrays == {} and any("arrays.npz could not be read" in m for m in view.missing)
     assert view.rows  # comparison.json is still read
+
+
+def test_report_files_join_the_folder_manifest(comparison, tmp_path):
+    from posgeom.artifacts import RESULTS_MANIFEST
+
+    folder = comparison.save(tmp_path / "c")
+    report(folder)
+    listed = json.loads((folder / RESULTS_MANIFEST).read_text())["files"]
+    assert "report.html" in listed and "report_figures/heatmap.svg" in listed
+    comparison.save(folder, overwrite=True)  # still a posgeom folder: replaced, report included
+    assert not (folder / "report.html").exists()
 
 
 def test_report_of_the_reproduction_folder(tmp_path):

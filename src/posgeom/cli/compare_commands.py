@@ -62,9 +62,28 @@ def _defaults() -> tuple[str, ...]:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    """Check the output folder first, then count, compare, write (and report)."""
+    from posgeom.cli.corpus_commands import corpus_inputs
+    from posgeom.reports import results_folder
+
+    inputs = (args.counts,) if args.counts else corpus_inputs(args)
+    with results_folder(
+        args.output, overwrite=args.overwrite, inputs=inputs, with_report=args.report
+    ) as tmp:
+        counts = _counts_for_compare(args)
+        result = _run_comparison(counts, args)
+        result.write(tmp)
+        if args.counts is None and hasattr(counts, "save"):
+            counts.save(tmp / "counts.npz")
+    print(result.to_markdown())
+    files = "comparison.json, comparison.md, arrays.npz" + (", report.html" if args.report else "")
+    print(f"results in {args.output}/ ({files})")
+    return 0
+
+
+def _run_comparison(counts: Any, args: argparse.Namespace) -> Any:
     from posgeom.compare import compare_encodings
 
-    counts = _counts_for_compare(args)
     names = None  # the default set; families whose row needs --model drop out without it
     if args.encodings:
         names = [x.strip() for x in args.encodings.split(",") if x.strip()]
@@ -73,7 +92,7 @@ def _compare(args: argparse.Namespace) -> int:
         from posgeom.cli.geometry_commands import _extra_encodings
 
         extra = _extra_encodings(args.encoding, counts.counts.shape[0])
-    result = compare_encodings(
+    return compare_encodings(
         counts,
         model_dim=args.model_dim,
         encodings=names,
@@ -91,17 +110,6 @@ def _compare(args: argparse.Namespace) -> int:
         noise=None if args.noise == "none" else args.noise,
         seed=args.seed,
     )
-    from posgeom.reports import results_folder
-
-    with results_folder(args.output, overwrite=args.overwrite, with_report=args.report) as tmp:
-        result.write(tmp)
-        if args.counts is None and hasattr(counts, "save"):
-            counts.save(tmp / "counts.npz")
-    out = Path(args.output)
-    print(result.to_markdown())
-    files = "comparison.json, comparison.md, arrays.npz" + (", report.html" if args.report else "")
-    print(f"results in {out}/ ({files})")
-    return 0
 
 
 def _reproduce(args: argparse.Namespace) -> int:

@@ -83,7 +83,37 @@ def report(
                         (Path(tmp) / f"{fig.name}.svg").write_bytes(fig.svg)
                         (Path(tmp) / f"{fig.name}.png").write_bytes(fig.png())
         atomic_write_text(path, page)
+        _add_to_manifest(
+            path.parent,
+            [path, *sorted(path.with_name(f"{path.stem}_figures").glob("*"))]
+            if figures
+            else [path],
+        )
     return path
+
+
+def _add_to_manifest(folder: Path, files: list[Path]) -> None:
+    """When ``folder`` is a posgeom results folder (it has a manifest), list the report's files
+    in it, so that a later ``--overwrite`` of the folder replaces them as its own."""
+    import hashlib
+    import json
+
+    from posgeom.artifacts import RESULTS_MANIFEST, atomic_write_text
+
+    manifest = folder / RESULTS_MANIFEST
+    if not manifest.exists():
+        return
+    try:
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # not ours to repair; the folder's own checks will say so
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
+        return
+    for f in files:
+        data = f.read_bytes()
+        rel = f.relative_to(folder).as_posix()
+        doc["files"][rel] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    atomic_write_text(manifest, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def repr_html(result: Any) -> str:
