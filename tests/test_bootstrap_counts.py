@@ -1,5 +1,6 @@
-"""Poisson-bootstrap counts: every replicate equals a direct recount of the corpus with each
-sequence repeated ``w_sb`` times, shards merge exactly, weights are Poisson(1) and deterministic."""
+"""Bootstrap counts: every replicate equals a direct recount of the corpus with each sequence
+repeated ``w_sb`` times, shards merge exactly, weights are Bernoulli(1/2) or Poisson(1) and
+deterministic."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from scipy import stats
 
 from posgeom import PosgeomError, PositionCounts, count_positions, synthetic_corpus
 from posgeom.cli.main import main
-from posgeom.corpus.bootstrap import BootstrapCounter, BootstrapCounts, poisson_weights
+from posgeom.corpus.bootstrap import BootstrapCounter, BootstrapCounts, sequence_weights
 from posgeom.corpus.distributed import count_distributed
 from posgeom.corpus.jobs import count_resumable
 from posgeom.corpus.tokenize import WordLevelTokenizer
@@ -35,6 +36,7 @@ def assert_counts_equal(a, b):
     assert (a.n_sequences, a.n_tokens) == (b.n_sequences, b.n_tokens)
 
 
+@pytest.mark.parametrize("scheme", ["half", "poisson"])
 @pytest.mark.parametrize(
     "options",
     [
@@ -43,12 +45,15 @@ def assert_counts_equal(a, b):
         {"include_special": False, "special_ids": [24], "max_positions": 6},
     ],
 )
-def test_replicates_equal_a_weighted_recount(seqs, options):
+def test_replicates_equal_a_weighted_recount(seqs, options, scheme):
     kw = {"max_positions": 10, "vocab_size": 25, **options}
-    boot = count_positions(seqs, bootstrap=6, bootstrap_seed=11, batch_size=37, **kw)
-    assert isinstance(boot, BootstrapCounts) and boot.n_replicates == 6
+    boot = count_positions(
+        seqs, bootstrap=6, bootstrap_seed=11, bootstrap_scheme=scheme, batch_size=37, **kw
+    )
+    assert isinstance(boot, BootstrapCounts) and boot.n_replicates == 6 and boot.scheme == scheme
     assert_counts_equal(boot, count_positions(seqs, **kw))  # the base counts are unchanged
-    w = poisson_weights(np.arange(len(seqs)), replicates=6, seed=11)
+    w = sequence_weights(np.arange(len(seqs)), replicates=6, seed=11, scheme=scheme)
+    assert w.max() == 1 if scheme == "half" else w.max() > 1
     for b in range(6):
         assert_counts_equal(boot.replicate(b), weighted_recount(seqs, w[:, b], **kw))
 
@@ -64,13 +69,19 @@ def test_independent_of_batch_size_and_flushes(seqs, monkeypatch):
     assert not np.array_equal(a.replicates, c.replicates)  # another seed, other weights
 
 
-def test_weights_are_poisson_and_prefix_stable():
-    w = poisson_weights(np.arange(20_000), replicates=10, seed=1, stream=4)
+def test_weights_are_bernoulli_or_poisson_and_prefix_stable():
+    half = sequence_weights(np.arange(20_000), replicates=4, seed=1)
+    assert stats.binomtest(int(half.sum()), half.size, 0.5).pvalue > 1e-3
+    w = sequence_weights(np.arange(20_000), replicates=10, seed=1, stream=4, scheme="poisson")
     np.testing.assert_array_equal(
-        w[:, :5], poisson_weights(np.arange(20_000), replicates=5, seed=1, stream=4)
+        w[:, :5],
+        sequence_weights(np.arange(20_000), replicates=5, seed=1, stream=4, scheme="poisson"),
     )
     np.testing.assert_array_equal(
-        w[100:200, 7], poisson_weights(np.arange(100, 200), replicates=[7], seed=1, stream=4)[:, 0]
+        w[100:200, 7],
+        sequence_weights(np.arange(100, 200), replicates=[7], seed=1, stream=4, scheme="poisson")[
+            :, 0
+        ],
     )
     k = np.arange(6)
     observed = np.array([*(np.bincount(w.ravel(), minlength=6)[:5]), (w >= 5).sum()])
@@ -78,7 +89,9 @@ def test_weights_are_poisson_and_prefix_stable():
     assert stats.chisquare(observed, expected).pvalue > 1e-3
     # replicates and streams are independent draws: correlations near 0
     r = np.corrcoef(w[:, 0].astype(float), w[:, 1].astype(float))[0, 1]
-    other = poisson_weights(np.arange(20_000), replicates=1, seed=1, stream=5)[:, 0]
+    other = sequence_weights(np.arange(20_000), replicates=1, seed=1, stream=5, scheme="poisson")[
+        :, 0
+    ]
     assert abs(r) < 0.03 and abs(np.corrcoef(w[:, 0], other)[0, 1]) < 0.03
 
 
@@ -94,7 +107,7 @@ def test_shards_merge_exactly(seqs):
     for b in range(5):
         weights = np.concatenate(
             [
-                poisson_weights(np.arange(len(p)), replicates=[b], seed=2, stream=k)[:, 0]
+                sequence_weights(np.arange(len(p)), replicates=[b], seed=2, stream=k)[:, 0]
                 for k, p in enumerate(parts)
             ]
         )
@@ -102,7 +115,7 @@ def test_shards_merge_exactly(seqs):
         assert_counts_equal(merged.replicate(b), direct)
     with pytest.raises(PosgeomError, match="share streams"):
         shards[0].merge(count_positions(parts[1], **kw))
-    with pytest.raises(PosgeomError, match="seed/B"):
+    with pytest.raises(PosgeomError, match="seed/B/scheme"):
         shards[0].merge(
             count_positions(
                 parts[1], bootstrap_stream=1, max_positions=9, bootstrap=5, bootstrap_seed=3
@@ -128,7 +141,7 @@ def test_sharded_job_resumes_with_identical_replicates(tmp_path):
     for b in range(4):
         w = np.concatenate(
             [
-                poisson_weights(np.arange(50), replicates=[b], seed=0, stream=k)[:, 0]
+                sequence_weights(np.arange(50), replicates=[b], seed=0, stream=k)[:, 0]
                 for k in range(3)
             ]
         )[: len(lines)]
@@ -159,6 +172,8 @@ def test_bad_input(seqs):
     boot = count_positions(seqs, max_positions=5, bootstrap=2)
     with pytest.raises(PosgeomError, match="replicate index"):
         boot.replicate(2)
+    with pytest.raises(PosgeomError, match="scheme"):
+        count_positions(seqs, max_positions=5, bootstrap=3, bootstrap_scheme="jackknife")
 
 
 def test_cli_count_bootstrap(tmp_path, capsys):

@@ -141,7 +141,11 @@ def counts_from_args(args: argparse.Namespace) -> Any:
         batch_size=args.batch_size,
     )
     if getattr(args, "bootstrap", None) is not None:  # ``count --bootstrap B``
-        options.update(bootstrap=args.bootstrap, bootstrap_seed=args.bootstrap_seed)
+        options.update(
+            bootstrap=args.bootstrap,
+            bootstrap_seed=args.bootstrap_seed,
+            bootstrap_scheme=args.bootstrap_scheme,
+        )
     scaled = args.scheduler or (args.workers or 1) > 1 or args.job_dir or args.shard_lines
     log.info("counting %s (n = %d)", ", ".join(map(str, corpora)), args.max_positions)
     if scaled:
@@ -218,14 +222,21 @@ def register(sub: Any) -> None:
     p.add_argument(
         "-o", "--output", required=True, help="output file: counts.npz or counts.safetensors"
     )
-    b = p.add_argument_group("uncertainty: Poisson bootstrap over sequences (same pass)")
+    b = p.add_argument_group("uncertainty: bootstrap replicates over sequences (same pass)")
     b.add_argument(
         "--bootstrap",
         type=int,
         default=None,
         metavar="B",
-        help="also count B Poisson-bootstrap replicates (each sequence weighted Poisson(1) "
-        "per replicate); 200 is a good choice for 95%% intervals",
+        help="also count B bootstrap replicates (each sequence weighted per replicate); 200 is "
+        "a good choice for 95%% intervals",
+    )
+    b.add_argument(
+        "--bootstrap-scheme",
+        choices=("half", "poisson"),
+        default="half",
+        help="replicate weights: half-samples (Bernoulli 1/2, right for the bias-corrected "
+        "estimators) or the Poisson(1) bootstrap (smooth estimators only)",
     )
     b.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the replicate weights")
     p.add_argument(

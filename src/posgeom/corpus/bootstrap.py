@@ -1,23 +1,36 @@
-"""Poisson bootstrap over sequences, counted in the same pass as the counts.
+"""Bootstrap replicates over sequences, counted in the same pass as the counts.
 
-Every counted sequence ``s`` gets ``B`` independent weights ``w_sb ~ Poisson(1)``; replicate ``b``
-counts each sequence ``w_sb`` times::
+Every counted sequence ``s`` gets ``B`` independent weights ``w_sb``; replicate ``b`` counts each
+sequence ``w_sb`` times::
 
     C_b[i, t] = sum_s w_sb [s_i = t],        totals_b[i] = sum_t C_b[i, t]
 
 (``s_i`` as in :mod:`posgeom.corpus.counting`: after special-token removal, alignment and
-truncation). As the corpus size grows this is the ordinary bootstrap over sequences (resampling
-whole sequences with replacement, Hanley & MacGibbon 2006; Chamandy et al. 2012 "Estimating
-uncertainty for massive data streams"), except that each replicate's number of sequences is
-itself random (``sum_s w_sb``, recorded as ``replicate_sequences``). Because a sequence's weights
-are fixed when it is read, ``B`` replicates cost one read of the corpus.
+truncation). Because a sequence's weights are fixed when it is read, ``B`` replicates cost one
+read of the corpus. Two weight schemes:
+
+* ``"half"`` (default): ``w_sb ~ Bernoulli(1/2)``, a random half of the sequences without
+  repetition (half-sampling; McCarthy 1969, Efron 1982 ch. 8). A half-sample is itself a corpus
+  drawn from the population, of half the size, so estimators that read count multiplicities
+  (``corrected``, ``polynomial``: a token seen twice is evidence of a frequent token) behave on it
+  as on real data. For linear statistics the half-sample variance equals the full-sample variance
+  (the finite-population factor ``(1 - f) / f`` is 1 at ``f = 1/2``), and for a bias that scales
+  as ``1 / T`` the mean shift ``E* theta_b - theta_hat`` equals the bias at the full size.
+* ``"poisson"``: ``w_sb ~ Poisson(1)``, the Poisson bootstrap (resampling with replacement as the
+  corpus grows; Hanley & MacGibbon 2006, Chamandy et al. 2012). Duplicated sequences turn tokens
+  seen once into tokens seen twice, so a multiplicity-based estimator jumps towards the plug-in
+  on every replicate (``docs/ESTIMATION.md``: +0.5 in every distance of the target regime); use
+  it only for estimators that are smooth functions of the frequencies.
+
+``replicate_sequences[b] = sum_s w_sb`` records each replicate's number of sequences.
 
 **Weights are counter-based.** ``w_sb`` is a function of ``(seed, stream, index, b)`` only, where
 ``index`` is the sequence's 0-based position in the input stream of one counting call (every
 sequence read, counted or not) and ``stream`` an integer naming that call::
 
     h = mix(mix(mix(mix(seed) ^ stream) ^ index) ^ b)         (mix: the splitmix64 finaliser)
-    u = (h >> 11) / 2^53,   w_sb = min{k : F(k) > u}           (F: the Poisson(1) CDF)
+    u = (h >> 11) / 2^53
+    w_sb = [u < 1/2]  ("half"),   w_sb = min{k : F(k) > u}  ("poisson"; F: the Poisson(1) CDF)
 
 so weights never depend on ``batch_size``, on where a flush happens, on ``B`` (replicate ``b`` of
 ``B = 100`` is replicate ``b`` of ``B = 200``) or on which worker counts the sequence.
@@ -50,14 +63,16 @@ from scipy.stats import poisson
 from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import PositionCounts, _Counter
 
-__all__ = ["BootstrapCounts", "check_replicates", "poisson_weights"]
+__all__ = ["SCHEMES", "BootstrapCounts", "check_replicates", "sequence_weights"]
+
+SCHEMES = ("half", "poisson")
 
 _KIND = "bootstrap_counts"
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 # Poisson(1) CDF for k = 0 .. 20; P(K > 20) < 1e-19 is below the 2^-53 resolution of u
 _CDF = poisson.cdf(np.arange(21), 1.0)
-_BLOCK = 32  # replicates computed together (bounds the int64 work space to nnz * 32)
+_BLOCK = 16  # replicates computed together (work space: 16 integers per distinct key)
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
@@ -90,26 +105,39 @@ def check_replicates(replicates: Any) -> int:
     return int(replicates)
 
 
-def poisson_weights(
+def sequence_weights(
     index: np.ndarray,
     *,
     replicates: int | np.ndarray,
     seed: int = 0,
     stream: int = 0,
+    scheme: str = "half",
 ) -> np.ndarray:
-    """Poisson(1) weights ``w[s, b]`` of the sequences ``index`` (see the module docstring).
+    """Weights ``w[s, b]`` of the sequences ``index`` (see the module docstring).
 
     ``index``: ``(m,)`` non-negative sequence indices of one stream; ``replicates``: ``B`` (the
-    replicates ``0 .. B-1``) or an array of replicate numbers. Returns ``(m, B)`` uint8.
+    replicates ``0 .. B-1``) or an array of replicate numbers; ``scheme``: ``"half"``
+    (Bernoulli(1/2)) or ``"poisson"`` (Poisson(1)). Returns ``(m, B)`` uint8.
     """
     seed = _check_int(seed, "seed", 0, 2**64 - 1)
     stream = _check_int(stream, "stream", 0, 2**64 - 1)
+    check_scheme(scheme)
     reps = np.arange(replicates) if np.isscalar(replicates) else np.asarray(replicates)
     base = _mix(_mix(np.array([seed], dtype=np.uint64)) ^ np.uint64(stream))
     per_seq = _mix(base ^ np.asarray(index, dtype=np.uint64).reshape(-1))
     h = _mix(per_seq[:, None] ^ reps.astype(np.uint64)[None, :])
     u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    if scheme == "half":
+        return (u < 0.5).astype(np.uint8)
     return np.searchsorted(_CDF, u, side="right").astype(np.uint8)
+
+
+def check_scheme(scheme: Any) -> str:
+    if scheme not in SCHEMES:
+        raise PosgeomError(
+            f"unknown bootstrap scheme {scheme!r}; choose one of {', '.join(SCHEMES)}"
+        )
+    return scheme
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:
@@ -147,9 +175,10 @@ class BootstrapCounter(_Counter):
 
     flush_tokens = 1 << 23
 
-    def __init__(self, *args: Any, replicates: int, seed: int, stream: int):
+    def __init__(self, *args: Any, replicates: int, seed: int, stream: int, scheme: str):
         super().__init__(*args)
         self.B = check_replicates(replicates)
+        self.scheme = check_scheme(scheme)
         self.seed = _check_int(seed, "bootstrap_seed", 0, 2**64 - 1)
         self.stream = _check_int(stream, "bootstrap_stream", 0, 2**64 - 1)
         self.read = 0  # sequences read so far: the next sequence's stream index
@@ -166,7 +195,7 @@ class BootstrapCounter(_Counter):
         key, seq, kept = self.batch_keys(flat, lengths, with_sequence=True)
         index = first + np.flatnonzero(kept)
         if index.size:
-            w = poisson_weights(index, replicates=self.B, seed=self.seed, stream=self.stream)
+            w = self.weights(index, self.B)
             self.rep_sequences += w.sum(axis=0, dtype=np.int64)
         if key.size == 0:
             return
@@ -176,6 +205,11 @@ class BootstrapCounter(_Counter):
         self.inc_size += key.size
         if self.inc_size > self.flush_tokens:
             self.flush_replicates()
+
+    def weights(self, index: np.ndarray, replicates: Any) -> np.ndarray:
+        return sequence_weights(
+            index, replicates=replicates, seed=self.seed, stream=self.stream, scheme=self.scheme
+        )
 
     def flush_replicates(self) -> None:
         """Reduce the incidence buffer to replicate counts and merge them in."""
@@ -187,19 +221,28 @@ class BootstrapCounter(_Counter):
         distinct, row = np.unique(keys, return_inverse=True)
         s0 = int(seq.min())
         seqs = np.arange(s0, int(seq.max()) + 1)
+        # X[k, s]: occurrences of key k in sequence s (duplicates summed); int32 is exact while a
+        # replicate count stays below 2^31 (a count below 10^8: weights are at most 20)
+        dt = np.int32 if keys.size < 10**8 else np.int64
         x = sp.csr_matrix(
-            (np.ones(keys.size, dtype=np.int64), (row.ravel(), seq - s0)),
+            (np.ones(keys.size, dtype=dt), (row.ravel(), seq - s0)),
             shape=(distinct.size, seqs.size),
-        )  # duplicates summed: occurrences of each key in each sequence
-        reps = np.empty((self.B, distinct.size), dtype=np.int64)
+        )
+        del keys, seq, row
+        reps: np.ndarray | None = None
         for b0 in range(0, self.B, _BLOCK):
             b = np.arange(b0, min(self.B, b0 + _BLOCK))
-            w = poisson_weights(seqs, replicates=b, seed=self.seed, stream=self.stream)
-            reps[b0 : b0 + b.size] = (x @ w.astype(np.int64)).T
+            w = self.weights(seqs, b)
+            block = _narrow((x @ w.astype(dt)).T)
+            if reps is None:
+                reps = np.empty((self.B, distinct.size), dtype=block.dtype)
+            elif block.dtype.itemsize > reps.dtype.itemsize:
+                reps = reps.astype(block.dtype)
+            reps[b0 : b0 + b.size] = block
         if self.rep_keys.size:
             self.rep_keys, self.reps = _union([self.rep_keys, distinct], [self.reps, reps])
         else:
-            self.rep_keys, self.reps = distinct, _narrow(reps)
+            self.rep_keys, self.reps = distinct, reps
 
     def finish(self, base: PositionCounts) -> BootstrapCounts:
         """The counts of this pass with their replicates aligned to ``base.counts.data``."""
@@ -219,6 +262,7 @@ class BootstrapCounter(_Counter):
             replicate_sequences=self.rep_sequences,
             seed=self.seed,
             streams=(self.stream,),
+            scheme=self.scheme,
         )
 
 
@@ -237,13 +281,15 @@ class BootstrapCounts(PositionCounts):
     replicates : ``(B, nnz)`` unsigned ints, ``replicates[b, k]`` = ``C_b`` at the ``k``-th stored
         entry of ``counts`` (same order as ``counts.data``).
     replicate_sequences : ``(B,)`` int64, ``sum_s w_sb`` over the counted sequences.
-    seed : the weights' seed; streams : the stream ids whose sequences are counted here.
+    seed : the weights' seed; streams : the stream ids whose sequences are counted here;
+    scheme : ``"half"`` or ``"poisson"``.
     """
 
     replicates: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
     replicate_sequences: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
     seed: int = 0
     streams: tuple[int, ...] = (0,)
+    scheme: str = "half"
 
     def __post_init__(self) -> None:
         reps = np.asarray(self.replicates)
@@ -294,10 +340,12 @@ class BootstrapCounts(PositionCounts):
                 "cannot merge bootstrap counts with plain counts; count every shard with the "
                 "same --bootstrap and seed"
             )
-        if (self.seed, self.n_replicates) != (other.seed, other.n_replicates):
+        mine = (self.seed, self.n_replicates, self.scheme)
+        theirs = (other.seed, other.n_replicates, other.scheme)
+        if mine != theirs:
             raise PosgeomError(
-                f"cannot merge bootstrap counts with seed/B {self.seed}/{self.n_replicates} and "
-                f"{other.seed}/{other.n_replicates}; count every shard with the same ones"
+                f"cannot merge bootstrap counts with seed/B/scheme {'/'.join(map(str, mine))} and "
+                f"{'/'.join(map(str, theirs))}; count every shard with the same ones"
             )
         shared = sorted(set(self.streams) & set(other.streams))
         if shared:
@@ -321,6 +369,7 @@ class BootstrapCounts(PositionCounts):
             replicate_sequences=self.replicate_sequences + other.replicate_sequences,
             seed=self.seed,
             streams=tuple(sorted(self.streams + other.streams)),
+            scheme=self.scheme,
         )
 
     __add__ = merge
@@ -340,6 +389,7 @@ class BootstrapCounts(PositionCounts):
                 "replicates": self.n_replicates,
                 "seed": self.seed,
                 "streams": list(self.streams),
+                "scheme": self.scheme,
             }
         }
 
@@ -351,11 +401,12 @@ class BootstrapCounts(PositionCounts):
             "replicate_sequences": np.asarray(arrays["replicate_sequences"], dtype=np.int64),
             "seed": int(boot["seed"]),
             "streams": tuple(int(s) for s in boot["streams"]),
+            "scheme": check_scheme(boot["scheme"]),
         }
 
     @classmethod
     def empty(
-        cls, base: PositionCounts, replicates: int, seed: int, stream: int
+        cls, base: PositionCounts, replicates: int, seed: int, stream: int, scheme: str
     ) -> BootstrapCounts:
         """Bootstrap counts of a shard without counted sequences (all zero, ``nnz = 0``)."""
         return cls(
@@ -364,4 +415,5 @@ class BootstrapCounts(PositionCounts):
             replicate_sequences=np.zeros(replicates, dtype=np.int64),
             seed=seed,
             streams=(stream,),
+            scheme=scheme,
         )

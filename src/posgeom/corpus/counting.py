@@ -452,7 +452,7 @@ def _count(
     batch_size: int,
     progress: bool,
     tokenizer: dict[str, Any] | None,
-    bootstrap: dict[str, int] | None = None,
+    bootstrap: dict[str, Any] | None = None,
 ) -> PositionCounts:
     if not isinstance(max_positions, (int, np.integer)) or max_positions < 1:
         raise PosgeomError(f"max_positions must be a positive integer, got {max_positions!r}")
@@ -523,10 +523,12 @@ def _count(
     return base if bootstrap is None else counter.finish(base)
 
 
-def _bootstrap(replicates: int | None, seed: int, stream: int) -> dict[str, int] | None:
-    return (
-        None if replicates is None else {"replicates": replicates, "seed": seed, "stream": stream}
-    )
+def _bootstrap(
+    replicates: int | None, seed: int, stream: int, scheme: str
+) -> dict[str, Any] | None:
+    if replicates is None:
+        return None
+    return {"replicates": replicates, "seed": seed, "stream": stream, "scheme": scheme}
 
 
 def count_positions(
@@ -544,6 +546,7 @@ def count_positions(
     bootstrap: int | None = None,
     bootstrap_seed: int = 0,
     bootstrap_stream: int = 0,
+    bootstrap_scheme: str = "half",
     tokenizer: Any = None,
 ) -> PositionCounts:
     """Count token ids per position (see the module docstring for the formula and conventions).
@@ -553,8 +556,9 @@ def count_positions(
     the posgeom tokenizer that made the sequences, whose ``identity`` is recorded with the counts.
     Returns :class:`PositionCounts`.
 
-    ``bootstrap=B`` also counts ``B`` Poisson-bootstrap replicates in the same pass (sequence
-    weights from ``bootstrap_seed`` and ``bootstrap_stream``) and returns a
+    ``bootstrap=B`` also counts ``B`` bootstrap replicates in the same pass (sequence weights of
+    ``bootstrap_scheme`` "half" or "poisson" from ``bootstrap_seed`` and ``bootstrap_stream``)
+    and returns a
     :class:`~posgeom.corpus.bootstrap.BootstrapCounts`; see :mod:`posgeom.corpus.bootstrap`.
     """
     if tokenizer is not None and vocab_size is None:
@@ -571,7 +575,7 @@ def count_positions(
         batch_size=batch_size,
         progress=progress,
         tokenizer=None if tokenizer is None else dict(tokenizer.identity),
-        bootstrap=_bootstrap(bootstrap, bootstrap_seed, bootstrap_stream),
+        bootstrap=_bootstrap(bootstrap, bootstrap_seed, bootstrap_stream, bootstrap_scheme),
     )
 
 
@@ -598,6 +602,7 @@ def count_corpus(
     bootstrap: int | None = None,
     bootstrap_seed: int = 0,
     bootstrap_stream: int = 0,
+    bootstrap_scheme: str = "half",
 ) -> PositionCounts:
     """Read, tokenize in batches and count a corpus, streaming.
 
@@ -608,8 +613,8 @@ def count_corpus(
     tokenizer (``"word"``) is first fitted on the same corpus (one extra pass). ``vocab_size`` and
     ``special_ids`` default to the tokenizer's. Reader options: ``format``, ``text_column``,
     ``split``, ``limit`` (records read), ``pad_id``, ``separator_id``, ``token_dtype``. Counting
-    options are those of :func:`count_positions` (``bootstrap``, ``bootstrap_seed`` and
-    ``bootstrap_stream`` included).
+    options are those of :func:`count_positions` (``bootstrap``, ``bootstrap_seed``,
+    ``bootstrap_stream`` and ``bootstrap_scheme`` included).
     """
     from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, read_texts, read_token_ids
     from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
@@ -663,5 +668,5 @@ def count_corpus(
         batch_size=batch_size,
         progress=progress,
         tokenizer=None if tok is None else tok.identity,
-        bootstrap=_bootstrap(bootstrap, bootstrap_seed, bootstrap_stream),
+        bootstrap=_bootstrap(bootstrap, bootstrap_seed, bootstrap_stream, bootstrap_scheme),
     )

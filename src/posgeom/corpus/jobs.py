@@ -303,6 +303,7 @@ def count_shard(
             bootstrap=options["bootstrap"],
             bootstrap_seed=options["bootstrap_seed"],
             bootstrap_stream=shard.index,
+            bootstrap_scheme=options["bootstrap_scheme"],
         )
     try:
         return count_corpus(source, tok, progress=False, **kw)
@@ -447,6 +448,7 @@ class CountJob:
         limit: int | None = None,
         bootstrap: int | None = None,
         bootstrap_seed: int = 0,
+        bootstrap_scheme: str = "half",
     ) -> CountJob:
         """Check the arguments, plan the shards (or read the plan of ``job_dir``) and load the
         shards recorded there. Arguments as in :func:`count_resumable`."""
@@ -485,10 +487,14 @@ class CountJob:
             "token_dtype": token_dtype,
         }
         if bootstrap is not None:  # only then: manifests of plain jobs stay as they were
-            from posgeom.corpus.bootstrap import check_replicates
+            from posgeom.corpus.bootstrap import check_replicates, check_scheme
 
             check_replicates(bootstrap)
-            options.update(bootstrap=bootstrap, bootstrap_seed=bootstrap_seed)
+            options.update(
+                bootstrap=bootstrap,
+                bootstrap_seed=bootstrap_seed,
+                bootstrap_scheme=check_scheme(bootstrap_scheme),
+            )
         tok_record, tok, spec = _tokenizer_record(tokenizer)
         args = _canonical(
             {
@@ -670,8 +676,8 @@ def count_resumable(
     ``options``: ``format``, ``text_column``, ``split``, ``pad_id``, ``separator_id``,
     ``token_dtype``, ``vocab_size``, ``include_special``, ``special_ids``, ``align``,
     ``min_length``, ``batch_size`` as in ``count_corpus`` (``max_sequences`` and ``limit`` are
-    refused: they are global); ``bootstrap=B`` and ``bootstrap_seed`` count Poisson-bootstrap
-    replicates, shard ``k`` with ``bootstrap_stream=k`` (see :mod:`posgeom.corpus.bootstrap`). Returns the merged :class:`PositionCounts`, equal in counts,
+    refused: they are global); ``bootstrap=B``, ``bootstrap_seed`` and ``bootstrap_scheme`` count
+    bootstrap replicates, shard ``k`` with ``bootstrap_stream=k`` (see :mod:`posgeom.corpus.bootstrap`). Returns the merged :class:`PositionCounts`, equal in counts,
     totals, ``n_sequences`` and ``n_tokens`` to one ``count_corpus`` pass over the same corpus.
     """
     job = CountJob.prepare(

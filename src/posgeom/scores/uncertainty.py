@@ -1,29 +1,30 @@
-"""Uncertainty on every score, from Poisson-bootstrap replicates of the counts.
+"""Uncertainty on every score, from bootstrap replicates of the counts.
 
 For replicate counts ``C_b`` (:class:`~posgeom.corpus.bootstrap.BootstrapCounts`) the geometry is
 re-estimated, ``D_b = est(C_b)``, and every score ``s`` (each stress kind, the violation rate, the
 separation margin of encodings fitted to the geometry) is recomputed, ``s_b = s(D_b)``.
 
-**Intervals: the bootstrap world's truth.** The bootstrap treats the observed corpus as the
-population. The quantity a replicate estimates is then the score of the *observed* distributions,
-``s_0 = s(plugin(C))`` (the plug-in geometry of the counts, ``T(F_hat)``), not the point estimate
-``s_hat = s(est(C))``. For the plug-in estimator both coincide; for a bias-corrected estimator
-``s_hat`` has removed most of the sampling bias that ``s_0`` still carries, and using ``s_hat`` as
-the centre would subtract that bias a second time. With ``delta_b = s_b - s_0``:
+**Intervals.** With ``s_hat = s(est(C))``, the centre ``s_0`` (``bootstrap_truth``) and
+``delta_b = s_b - s_0``, ``a = 1 - level``:
 
-* ``"normal"`` (default): ``s_hat - mean(delta) +- z_{1-a/2} sd(s_b)``: the estimator's bias as
-  the bootstrap world sees it is removed, the spread is the replicates';
-* ``"basic"``: ``[s_hat - q_{1-a/2}(delta), s_hat - q_{a/2}(delta)]``: the law of
-  ``s_hat - s_true`` is approximated by that of ``delta``, which carries the estimator's bias as
-  the bootstrap world sees it (Davison & Hinkley 1997, eq. 5.6); its tail quantiles need a few
-  hundred replicates;
+* ``"normal"`` (default): ``s_hat - mean(delta) +- z_{1-a/2} sd(s_b)``: bias-corrected, with
+  the replicates' spread;
+* ``"basic"``: ``[s_hat - q_{1-a/2}(delta), s_hat - q_{a/2}(delta)]`` (Davison & Hinkley 1997,
+  eq. 5.6); its tail quantiles need a few hundred replicates;
 * ``"percentile"``: ``[q_{a/2}(s_b), q_{1-a/2}(s_b)]`` (no bias correction; for comparison).
 
-``a = 1 - level``; quantiles are ``numpy.quantile`` (linear). ``"normal"`` is the default because
-it covered best in simulation (``tests/test_uncertainty.py``: 92% against 86% for ``"basic"``
-with 60 replicates, well-sampled corpora). Whether the intervals cover the
-truth is a property of the estimator and of the corpus: ``benchmarks/bench_estimators.py``
-measures it on corpora with a known truth (``docs/ESTIMATION.md``).
+Quantiles are ``numpy.quantile`` (linear). The estimators are biased, and a replicate, with fewer
+distinct sequences, is biased further: ``mean(delta)`` with ``s_0 = s_hat``
+(``bootstrap_truth="estimate"``, the default) measures that extra bias. With half-samples (the
+default replicate scheme) the extra bias of a ``1/T`` bias equals the bias itself, and the
+half-sample variance equals the full-sample variance, so ``s_hat - mean(delta)`` is the
+Richardson (jackknife) correction and ``sd(s_b)`` the standard error. ``bootstrap_truth="plugin"``
+centres on the plug-in of the observed counts, the bootstrap world's truth ``T(F_hat)``: right
+for estimators consistent for the plug-in functional of the empirical distribution, wrong for
+``corrected`` (which removes the tokens seen once that the empirical distribution keeps).
+``docs/ESTIMATION.md`` measures the coverage of the true scores in simulation: about 90-92% for
+``corrected`` with half-samples at the target regime, near 0% for the plug-in (its bias is
+many standard errors) and for any estimator on Poisson replicates (duplicated sequences).
 
 **Rankings.** Encodings are ranked by one stress kind (``rank_by``, lower is better; ties keep
 the order given). ``p_first[e]`` is the fraction of replicates in which ``e`` has the lowest
@@ -70,6 +71,10 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- replicate geometry
+# options of estimate_geometry that define *what* is estimated (the plug-in truth shares them)
+_TRANSFORMS = ("convention", "coarsen", "pool", "equal_samples", "seed")
+
+
 def _matrix(geometry: Any) -> np.ndarray:
     d = getattr(geometry, "distances", geometry)
     d = d() if callable(d) else d
@@ -98,16 +103,18 @@ def _estimator(estimator: Any, options: Mapping[str, Any]) -> Callable[[Any], np
 class ReplicateGeometry:
     """Point, bootstrap-world and replicate geometries of one estimator.
 
-    estimate : ``(m, m)`` ``est(C)``; truth : ``(m, m)`` the bootstrap world's geometry
-    (``plugin(C)``, or ``est(C)`` with ``bootstrap_truth="estimate"``); replicates :
+    estimate : ``(m, m)`` ``est(C)``; truth : ``(m, m)`` the centre of the replicates
+    (``est(C)``, or ``plugin(C)`` with ``bootstrap_truth="plugin"``); replicates :
     ``(B, m (m - 1) / 2)`` upper triangles (row-major, ``numpy.triu_indices(m, 1)``) of
-    ``est(C_b)``. Memory ``4 B m^2`` bytes.
+    ``est(C_b)``, memory ``4 B m^2`` bytes; scheme : the replicates' weights (``"half"``,
+    ``"poisson"``).
     """
 
     estimator: str
     estimate: np.ndarray
     truth: np.ndarray
     replicates: np.ndarray = field(repr=False)
+    scheme: str = "half"
 
     @property
     def n_replicates(self) -> int:
@@ -126,14 +133,16 @@ def replicate_geometry(
     *,
     estimator: Any = "plugin",
     estimator_options: Mapping[str, Any] | None = None,
-    bootstrap_truth: Any = "plugin",
+    bootstrap_truth: Any = "estimate",
     n_replicates: int | None = None,
 ) -> ReplicateGeometry:
     """Re-estimate the geometry on every replicate of ``boot`` (a ``BootstrapCounts``).
 
     ``estimator``: a name of :func:`posgeom.estimators.available` or ``counts -> geometry``;
-    ``bootstrap_truth``: ``"plugin"`` (default; the plug-in estimator with the same options, see
-    the module docstring), ``"estimate"`` (classical: ``est(C)``) or ``counts -> geometry``.
+    ``estimator_options``: keyword options of ``estimate_geometry`` (e.g. ``coarsen``, ``pool``);
+    ``bootstrap_truth``: ``"estimate"`` (default, ``est(C)``; see the module docstring),
+    ``"plugin"`` (the plug-in estimator with the same ``convention``, ``coarsen``, ``pool``,
+    ``equal_samples`` and ``seed``), ``"estimate"`` (classical: ``est(C)``) or ``counts -> geometry``.
     ``n_replicates``: use the first so many replicates (default all).
     """
     reps_total = getattr(boot, "n_replicates", None)
@@ -150,7 +159,8 @@ def replicate_geometry(
     if bootstrap_truth == "estimate" or estimator == "plugin":
         truth = estimate
     elif bootstrap_truth == "plugin":
-        truth = _estimator("plugin", opts if not callable(estimator) else {})(boot.base)
+        shared = {k: v for k, v in opts.items() if k in _TRANSFORMS and not callable(estimator)}
+        truth = _estimator("plugin", shared)(boot.base)
     elif callable(bootstrap_truth):
         truth = _matrix(bootstrap_truth(boot.base))
     else:
@@ -165,7 +175,7 @@ def replicate_geometry(
     iu = np.triu_indices(estimate.shape[0], 1)
     reps = np.stack([est(boot.replicate(b))[iu] for b in range(use)])
     name = estimator if isinstance(estimator, str) else getattr(estimator, "__name__", "custom")
-    return ReplicateGeometry(name, estimate, truth, reps)
+    return ReplicateGeometry(name, estimate, truth, reps, getattr(boot, "scheme", "half"))
 
 
 # ----------------------------------------------------------------------------- scores
@@ -238,7 +248,7 @@ def bootstrap_scores(
     level: float = 0.95,
     method: str = "normal",
     rank_by: str = "scale_optimal",
-    bootstrap_truth: Any = "plugin",
+    bootstrap_truth: Any = "estimate",
     seed: int = 0,
 ) -> BootstrapScores:
     """Scores of every encoding with bootstrap intervals, and the stability of their ranking.
@@ -381,7 +391,7 @@ def bootstrap_vector(
     estimator_options: Mapping[str, Any] | None = None,
     level: float = 0.95,
     method: str = "normal",
-    bootstrap_truth: Any = "plugin",
+    bootstrap_truth: Any = "estimate",
 ) -> VectorIntervals:
     """Intervals of the ``kind`` stress of each of ``L`` encodings (e.g. one per layer of a model).
 
