@@ -173,3 +173,43 @@ def test_numpy_and_torch_agree(name, corpus):
         return
     expected = fam.build(N, **params).distances()
     np.testing.assert_allclose(_torch_geometry(module, N), expected, atol=2e-5 * expected.max())
+
+
+def test_a_new_family_is_one_file(tmp_path):
+    """The ARCHITECTURE.md example (tests/family_example.py), imported in a fresh process: it is
+    listed, built, compared by default and scored like any family, with no other file touched."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = """
+import numpy as np, family_example
+import posgeom.encodings as E
+from posgeom.compare import DEFAULT_ENCODINGS, compare_encodings
+from posgeom.corpus.counting import count_positions
+from posgeom.synthetic import synthetic_corpus
+assert "kerple_log" in E.available() and "kerple_log" in DEFAULT_ENCODINGS
+enc = E.get("kerple_log", 5, r1=2.0, r2=0.5)
+np.testing.assert_allclose(enc.distances()[0, 4], 2.0 * np.log(3.0))
+counts = count_positions(synthetic_corpus(200, length=8, seed=0), max_positions=8)
+row = compare_encodings(counts, model_dim=8, encodings=["kerple_log"], noise=None).row("kerple_log")
+assert row["parameters"] == 0 and row["description"].startswith("KERPLE-log")
+print("ok")
+"""
+    here = Path(__file__).parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(here), *sys.path]))
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_importing_the_families_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, posgeom.encodings, posgeom.compare; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

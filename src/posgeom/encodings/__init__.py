@@ -14,6 +14,8 @@ Each constructor takes the number of positions first and returns a :class:`Posit
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any
 
 from posgeom.encodings._base import PositionEncoding
@@ -35,6 +37,16 @@ from posgeom.encodings.rope_types import ROPE_TYPES, rope_frequencies, rope_inve
 from posgeom.encodings.sinusoidal import sinusoidal
 from posgeom.encodings.t5 import T5Encoding, t5, t5_relative_position_bucket
 from posgeom.encodings.xpos import xpos
+
+
+def _register_every_family_module() -> None:
+    """Import every public module of this package, so that a new family is one new file."""
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+_register_every_family_module()
 
 
 def available() -> list[str]:

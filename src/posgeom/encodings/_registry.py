@@ -203,6 +203,7 @@ class Family:
     ``summary`` (one line), ``requires`` (build parameters
     without a default, e.g. ``("source",)``), ``in_comparison`` (in ``compare``'s default set),
     ``mechanism_kind`` / ``mechanism_params`` (its mechanism in Hugging Face models, or ``None``),
+    ``looks_for`` (what :meth:`detect` looks for, for the "nothing found" message),
     ``detect_order`` (smaller first), ``torch_class`` (``"module:Class"`` of its nn module, or
     ``None``), ``trained_by_default`` (the trainer trains its positions), ``excludes``
     (mechanism kinds dropped when this family's mechanism is found: ALiBi models may carry an unused
@@ -218,6 +219,7 @@ class Family:
     in_comparison: ClassVar[bool] = True
     mechanism_kind: ClassVar[str | None] = None
     mechanism_params: ClassVar[type | None] = None
+    looks_for: ClassVar[str] = ""
     detect_order: ClassVar[int] = 100
     torch_class: ClassVar[str | None] = None
     trained_by_default: ClassVar[bool] = False

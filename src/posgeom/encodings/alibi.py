@@ -202,6 +202,10 @@ class ALiBiFamily(Family):
     summary = "attention with linear biases (Press et al.), per-head rank-1 geometry"
     mechanism_kind = "alibi"
     mechanism_params = ALiBiParams
+    looks_for = (
+        "ALiBi via config.alibi, config.attn_config.alibi, position_embedding_type='alibi' or a "
+        "build_alibi_tensor / build_mpt_alibi_tensor method"
+    )
     detect_order = 30
     excludes = ("rotary",)
     torch_class = "posgeom.nn.alibi:ALiBiBias"

@@ -214,6 +214,7 @@ class LearnedFamily(Family):
     requires = ("model",)
     mechanism_kind = "learned"
     mechanism_params = LearnedParams
+    looks_for = "learned tables (nn.Embedding or parameters named " + ", ".join(LEARNED_NAMES) + ")"
     detect_order = 10
     comparison_needs = "learned_model"
     torch_class = "posgeom.nn.position:LearnedPositionEmbedding"

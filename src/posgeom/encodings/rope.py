@@ -1,26 +1,24 @@
 """Rotary position embedding (RoPE, Su et al.) and its context-extension variants, as geometry.
 
-RoPE has no position vectors: it rotates each 2-D plane ``k`` of a query/key head by the angle
-``i * theta_k``. Following the paper, the position vector of ``i`` is the rotation ``R_i`` applied
-to a fixed unit vector in every plane, ``[cos(i theta_k), sin(i theta_k)]``. The direction of the
-fixed vector does not matter: ``||R_i u - R_j u|| = 2 |sin((i-j) theta_k / 2)| ||u||`` per plane, so
-the distances depend only on the frequencies. With ``normalize="plane"`` (default) every plane
-carries a unit vector, the total norm is ``sqrt(head_dim/2)`` and, for the same width and base, the
-geometry is *identical* to the sinusoidal encoding's; ``normalize="vector"`` divides by
-``sqrt(head_dim/2)`` (unit-norm position vectors).
+RoPE rotates each 2-D plane ``k`` of a query/key head by the angle ``i * theta_k``; the position
+vector of ``i`` is the rotation ``R_i`` applied to a fixed unit vector in every plane,
+``[cos(i theta_k), sin(i theta_k)]`` (``||R_i u - R_j u|| = 2 |sin((i-j) theta_k / 2)| ||u||`` per
+plane: the distances depend only on the frequencies). ``normalize="plane"`` (default): unit
+planes, norm ``sqrt(head_dim/2)``, for the same width and base *identical* to the sinusoidal
+geometry; ``"vector"`` divides by ``sqrt(head_dim/2)``.
 
-Inverse frequencies ``theta_k`` follow Hugging Face ``transformers`` (``modeling_rope_utils``), in
-float64, one function per rope type in :data:`posgeom.encodings.rope_types.ROPE_TYPES`
-(``scaling=None``: ``"default"``, ``theta_k = base^(-2k/h)``; ``"linear"``, ``"dynamic"``
-(dynamic NTK: no change while ``n <= original_max_position_embeddings``), ``"yarn"``,
-``"longrope"``, ``"llama3"``, ``"proportional"``, and posgeom's ``"ntk"``, *static* NTK-aware
-scaling ``base' = base factor^(h/(h-2))``, the same meaning in ``posgeom.nn.RotaryEmbedding``).
-YaRN's and LongRoPE's ``attention_factor`` multiplies cos and sin in Hugging Face and is applied to
-the vectors only with ``apply_attention_factor=True``.
+Inverse frequencies follow transformers (``modeling_rope_utils``) in float64, one function per
+rope type in :data:`posgeom.encodings.rope_types.ROPE_TYPES` (``scaling=None``: ``"default"``,
+``theta_k = base^(-2k/h)``; ``"linear"``, ``"dynamic"`` (dynamic NTK), ``"yarn"``, ``"longrope"``,
+``"llama3"``, ``"proportional"``, and posgeom's ``"ntk"``: *static* NTK-aware scaling
+``base' = base factor^(h/(h-2))``, the same meaning in ``posgeom.nn.RotaryEmbedding``). YaRN's
+and LongRoPE's ``attention_factor`` is applied to the vectors only with
+``apply_attention_factor=True``. Layout ``"half"`` (transformers' ``rotate_half``: plane ``k`` =
+coordinates ``k, k + h/2``) or ``"interleaved"`` (RoFormer: ``2k, 2k+1``); distances do not
+depend on it.
 
-Layout ``"half"`` (Hugging Face ``rotate_half``: plane ``k`` = coordinates ``k`` and ``k + h/2``,
-vectors ``[cos(i theta), sin(i theta)]`` in two halves) or ``"interleaved"`` (RoFormer/Meta: plane
-``k`` = coordinates ``2k, 2k+1``). Distances do not depend on the layout.
+:class:`RoPEFamily`: the comparison row is per-head RoPE (:func:`rope_heads`), the detector reads
+``*inv_freq`` buffers (:class:`RotaryParams`), the torch module is ``posgeom.nn.RotaryEmbedding``.
 """
 
 from __future__ import annotations
@@ -104,22 +102,17 @@ def rope(
     base: float = 10000.0,
     *,
     scaling: str | None = None,
-    factor: float = 1.0,
-    original_max_position_embeddings: int | None = None,
-    beta_fast: float = 32.0,
-    beta_slow: float = 1.0,
-    truncate: bool = True,
-    attention_factor: float | None = None,
-    mscale: float | None = None,
-    mscale_all_dim: float | None = None,
-    rope_parameters: Mapping[str, Any] | None = None,
     normalize: str = "plane",
     layout: str = "half",
     apply_attention_factor: bool = False,
+    **scaling_options: Any,
 ) -> RoPEEncoding:
     """RoPE position vectors ``(n, head_dim)``: ``[cos(i theta_k), sin(i theta_k)]`` per plane.
 
-    See the module docstring for the frequency schedules, normalisation and layout.
+    ``scaling_options``: the options of :func:`rope_inverse_frequencies` (``factor``,
+    ``original_max_position_embeddings``, ``beta_fast``, ``beta_slow``, ``truncate``,
+    ``attention_factor``, ``mscale``, ``mscale_all_dim``, ``rope_parameters``). See the module
+    docstring for the frequency schedules, normalisation and layout.
     """
     n = check_n(n_positions)
     if normalize not in ("plane", "vector"):
@@ -127,42 +120,33 @@ def rope(
     if layout not in _LAYOUTS:
         raise PosgeomError(f"layout must be 'half' or 'interleaved', got {layout!r}")
     theta, att = rope_inverse_frequencies(
-        head_dim,
-        base,
-        scaling=scaling,
-        factor=factor,
-        seq_len=n,
-        original_max_position_embeddings=original_max_position_embeddings,
-        beta_fast=beta_fast,
-        beta_slow=beta_slow,
-        truncate=truncate,
-        attention_factor=attention_factor,
-        mscale=mscale,
-        mscale_all_dim=mscale_all_dim,
-        rope_parameters=rope_parameters,
+        head_dim, base, scaling=scaling, seq_len=n, **scaling_options
     )
     vec = rotary_vectors(theta, np.arange(n), layout=layout)
     if normalize == "vector":
         vec /= math.sqrt(theta.shape[0])
     if apply_attention_factor:
         vec *= att
-    kind = scaling or "default"
+    opt = scaling_options.get
     params = {
         "head_dim": int(head_dim),
         "base": float(base),
-        "scaling": kind,
-        "factor": float(factor),
-        "original_max_position_embeddings": original_max_position_embeddings,
+        "scaling": scaling or "default",
+        "factor": float(opt("factor", 1.0)),
+        "original_max_position_embeddings": opt("original_max_position_embeddings"),
         "normalize": normalize,
         "layout": layout,
         "apply_attention_factor": apply_attention_factor,
     }
-    if kind == "yarn":
+    if scaling == "yarn":
         params.update(
-            beta_fast=beta_fast, beta_slow=beta_slow, truncate=truncate, attention_factor=att
+            beta_fast=opt("beta_fast", 32.0),
+            beta_slow=opt("beta_slow", 1.0),
+            truncate=opt("truncate", True),
+            attention_factor=att,
         )
-    if rope_parameters:
-        params["rope_parameters"] = dict(rope_parameters)
+    if opt("rope_parameters"):
+        params["rope_parameters"] = dict(opt("rope_parameters"))
     return RoPEEncoding("rope", vec, params, inv_freq=theta, attention_factor=att, layout=layout)
 
 
@@ -364,6 +348,10 @@ class RoPEFamily(Family):
     summary = "rotary position embedding (Su et al.), every transformers rope type"
     mechanism_kind = "rotary"
     mechanism_params = RotaryParams
+    looks_for = (
+        "rotary buffers named *inv_freq or config fields rope_parameters / rope_theta / "
+        "rope_scaling / rotary_emb_base / position_embedding_type='rotary'"
+    )
     detect_order = 20
     torch_class = "posgeom.nn.rotary:RotaryEmbedding"
     rope_types = tuple(ROPE_TYPES)

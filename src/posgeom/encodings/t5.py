@@ -261,6 +261,7 @@ class T5Family(Family):
     summary = "T5 relative position buckets (Raffel et al.), bucket-index or bias distances"
     mechanism_kind = "relative_buckets"
     mechanism_params = BucketParams
+    looks_for = "relative buckets as nn.Embedding named " + ", ".join(RELATIVE_BIAS_NAMES)
     detect_order = 40
 
     def build(self, n_positions: int, **params: Any) -> T5Encoding:
