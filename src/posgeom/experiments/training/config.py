@@ -20,7 +20,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import families, family
-from posgeom.encodings._registry import Family
+from posgeom.encodings._registry import Family, TorchSpec
 
 
 def _trainable_encodings() -> tuple[str, ...]:
@@ -131,9 +131,7 @@ class TrainConfig:
                 f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}"
             )
         if self.model == "tiny":
-            from posgeom.experiments.training.model import torch_spec
-
-            family(self.encoding).check_training(torch_spec(self))
+            family(self.encoding).check_training(self.torch_spec())
         if self.max_len < 3:
             raise PosgeomError(
                 f"max_len must be >= 3 (the geometry needs 3 positions), got {self.max_len}"
@@ -153,6 +151,19 @@ class TrainConfig:
     def fingerprint(self) -> str:
         text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def torch_spec(self, geometry: Any = None) -> TorchSpec:
+        """What the tiny model's position module is built from (the family registry's
+        :class:`~posgeom.encodings._registry.TorchSpec`); ``geometry`` feeds the MDS families."""
+        return TorchSpec(
+            n=self.max_len,
+            d=self.d_model,
+            n_heads=self.n_heads,
+            seed=self.seed,
+            geometry=geometry,
+            rank=self.rank,
+            random_scale=self.random_scale,
+        )
 
     def position_trainable(self) -> bool:
         if self.train_positions is not None:

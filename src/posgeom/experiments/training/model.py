@@ -25,7 +25,6 @@ __all__ = [
     "n_position_parameters",
     "position_encoding",
     "position_module",
-    "torch_spec",
 ]
 
 
@@ -65,7 +64,7 @@ def position_encoding(cfg: TrainConfig, geometry: Any = None) -> Any:
 
     from posgeom.encodings import family
 
-    pos = family(cfg.encoding).torch_module(torch_spec(cfg, geometry))
+    pos = family(cfg.encoding).torch_module(cfg.torch_spec(geometry))
     if cfg.train_positions is not None and isinstance(pos, nn.Module):
         for p in pos.parameters():
             p.requires_grad_(bool(cfg.train_positions))
@@ -75,21 +74,6 @@ def position_encoding(cfg: TrainConfig, geometry: Any = None) -> Any:
             del pos._buffers["weight"]
             pos.weight = nn.Parameter(weight)
     return pos
-
-
-def torch_spec(cfg: TrainConfig, geometry: Any = None) -> Any:
-    """The :class:`~posgeom.encodings._registry.TorchSpec` of a tiny model's position module."""
-    from posgeom.encodings._registry import TorchSpec
-
-    return TorchSpec(
-        n=cfg.max_len,
-        d=cfg.d_model,
-        n_heads=cfg.n_heads,
-        seed=cfg.seed,
-        geometry=geometry,
-        rank=cfg.rank,
-        random_scale=cfg.random_scale,
-    )
 
 
 def _lazy_modules() -> tuple[type, type]:
