@@ -43,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "bhattacharyya_coefficients": "posgeom.geometry.divergences",
     "noise_floor": "posgeom.geometry.noise",
     "NoiseFloor": "posgeom.geometry.noise",
+    "estimate_geometry": "posgeom.estimators",
+    "GeometryEstimate": "posgeom.estimators",
     # geometry -> encodings
     "MDSResult": "posgeom.embed.mds",
     "classical_mds": "posgeom.embed.mds",
@@ -91,6 +93,7 @@ _SUBMODULES = {
     "embed",
     "scores",
     "reports",
+    "estimators",
 }
 
 __all__ = [

@@ -53,8 +53,14 @@ def encoding_distances(
 def matched_distance_matrices(
     encoding: Any, target: Any, *, encoding_kind: EncodingKind = "auto"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(delta, D)`` as ``(n, n)`` matrices, after checking both have the same positions."""
+    """``(delta, D)`` as ``(n, n)`` matrices, after checking both have the same positions.
+
+    ``target`` may be a :class:`~posgeom.estimators.GeometryEstimate`; a pooled one puts the
+    encoding on its buckets first (``GeometryEstimate.pool_encoding``).
+    """
     delta = encoding_distances(encoding, encoding_kind=encoding_kind)
+    if callable(getattr(target, "pool_encoding", None)):
+        delta = target.pool_encoding(delta)
     if hasattr(target, "distances") and callable(target.distances):
         target = target.distances()
     tgt = check_distance_matrix(target, "target")

@@ -1,0 +1,57 @@
+"""Estimators of the positional Hellinger geometry of a corpus (not of one finite sample).
+
+The plug-in matrix ``||sqrt(X_i / T_i) - sqrt(X_j / T_j)||`` is biased upwards by the sampling
+noise of each position, most for positions with few samples; with tens of thousands of token
+types and hundreds or thousands of samples per position it is mostly noise (issue 9). This package
+estimates the geometry of the distributions themselves::
+
+    est = posgeom.estimate_geometry(counts)                  # the recommended estimator
+    est = posgeom.estimate_geometry(counts, estimator="plugin", coarsen="top:1000", pool=4)
+    est.distances, est.estimator, est.diagnostics
+    posgeom.stress(encoding, est)                             # scores, MDS accept an estimate
+    posgeom.estimators.available()
+
+Estimators (each one's docstring has its formula, assumptions and reference):
+
+=============  ==============================================================================
+plugin         the paper's plug-in chord
+corrected      squared chord minus the analytic (Poisson-unbiased) sampling contribution
+               ``b_i + b_j`` (the recommended default)
+split_half     squared chord minus the split-half noise floor
+polynomial     Jiao–Venkat–Han–Weissman: best polynomial approximation of ``sqrt`` on the small
+               probabilities (unbiased via falling factorials), bias-corrected plug-in elsewhere
+=============  ==============================================================================
+
+Transforms that compose with every estimator (:mod:`posgeom.estimators.transforms`): vocabulary
+coarsening, position pooling and equal-sample resampling.
+"""
+
+from __future__ import annotations
+
+from posgeom.estimators import corrected as _corrected  # noqa: F401  (registers estimators)
+from posgeom.estimators import polynomial as _polynomial  # noqa: F401
+from posgeom.estimators._core import RECOMMENDED, Estimator, GeometryEstimate, available, get
+from posgeom.estimators.api import estimate_geometry
+from posgeom.estimators.corrected import squared_mean_root
+from posgeom.estimators.transforms import (
+    coarsen_counts,
+    equal_sample_counts,
+    pool_counts,
+    pool_edges,
+    pool_encoding,
+)
+
+__all__ = [
+    "RECOMMENDED",
+    "Estimator",
+    "GeometryEstimate",
+    "available",
+    "coarsen_counts",
+    "equal_sample_counts",
+    "estimate_geometry",
+    "get",
+    "pool_counts",
+    "pool_edges",
+    "pool_encoding",
+    "squared_mean_root",
+]

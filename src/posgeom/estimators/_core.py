@@ -1,0 +1,248 @@
+"""The result type, the registry and the shared finishing step of the geometry estimators.
+
+Every estimator maps counts ``C`` (``n x V`` integers, rows ``X_i ~ Multinomial(T_i, p_i)``) to
+estimated *squared* chords ``D^2_ij`` (symmetric, any sign). :func:`finish` turns those into
+distances with one rule for every estimator:
+
+    D_ij = sqrt(min(max(D^2_ij, 0), 2))       (chord, in [0, sqrt 2]; "normalized" divides by sqrt 2)
+
+A corrected estimate below 0 says "closer than sampling noise can resolve": it becomes exactly 0
+and the number of such pairs is reported (``diagnostics["negative_squared"]``); estimates above 2
+(possible for polynomial estimators) become 2 (``diagnostics["above_max"]``). Clipping makes the
+matrix a semimetric that need not be Euclidean: ``B = -1/2 J D^2 J`` can have negative
+eigenvalues. They are reported as scikit-bio's ``pcoa`` does (eigenvalues with ``|λ| <= 1e-8`` are
+zero; the warning ratio is ``-λ_min / λ_max``), and classical MDS then uses the positive part only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["Estimator", "GeometryEstimate", "available", "get", "register"]
+
+EIGENVALUE_LIMIT = 1024  # B's spectrum is computed with the estimate up to this many positions
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """A registered estimator: ``fn(counts, totals, *, rng, **options) -> (D^2, diagnostics)``."""
+
+    name: str
+    fn: Callable[..., tuple[np.ndarray, dict[str, Any]]]
+    min_samples: int
+    summary: str
+
+    @property
+    def doc(self) -> str:
+        """The estimator's docstring: formula, assumptions, reference."""
+        return self.fn.__doc__ or ""
+
+
+_REGISTRY: dict[str, Estimator] = {}
+RECOMMENDED = "corrected"
+
+
+def register(name: str, *, min_samples: int = 1) -> Callable[[Callable], Callable]:
+    """Decorator: register ``fn`` as the estimator ``name`` (positions need ``min_samples``)."""
+
+    def wrap(fn: Callable) -> Callable:
+        doc = (fn.__doc__ or "").strip().splitlines()
+        _REGISTRY[name] = Estimator(name, fn, int(min_samples), doc[0] if doc else "")
+        return fn
+
+    return wrap
+
+
+def available() -> list[str]:
+    """Sorted names accepted by :func:`get` and ``estimate_geometry(estimator=...)``."""
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> Estimator:
+    """The estimator ``name`` (``"recommended"`` resolves to the measured default)."""
+    key = RECOMMENDED if name == "recommended" else name
+    if key not in _REGISTRY:
+        raise PosgeomError(
+            f"unknown estimator {name!r}; available: recommended ({RECOMMENDED}), "
+            f"{', '.join(available())}"
+        )
+    return _REGISTRY[key]
+
+
+def as_count_matrix(counts: Any) -> sp.csr_matrix:
+    """``counts`` (``PositionCounts``, scipy sparse or dense ``(n, V)``) as int64 CSR."""
+    matrix = getattr(counts, "counts", counts)
+    if sp.issparse(matrix):
+        c = sp.csr_matrix(matrix)
+    else:
+        arr = np.asarray(matrix)
+        if arr.ndim != 2 or arr.dtype == object:
+            raise PosgeomError(
+                f"counts must be an (n, V) matrix of integers, got shape {arr.shape}"
+            )
+        c = sp.csr_matrix(arr)
+    if c.shape[0] < 1 or c.shape[1] < 1:
+        raise PosgeomError(f"counts are empty (shape {c.shape}); count a non-empty corpus first")
+    data = c.data
+    if data.size and (
+        not np.all(np.isfinite(data)) or data.min() < 0 or not np.array_equal(data, np.round(data))
+    ):
+        raise PosgeomError(
+            "counts must be non-negative integers (the estimators model sampling noise); pass "
+            "counts, not probabilities"
+        )
+    out = sp.csr_matrix(c, dtype=np.int64)
+    out.sum_duplicates()
+    out.eliminate_zeros()
+    out.sort_indices()
+    return out
+
+
+def check_samples(totals: np.ndarray, need: int, what: str, estimator: str) -> None:
+    """Raise naming the first position (or bucket) with fewer than ``need`` samples."""
+    low = np.flatnonzero(totals < max(need, 1))
+    if low.size:
+        first = int(low[0])
+        raise PosgeomError(
+            f"estimator {estimator!r} needs at least {max(need, 1)} samples per {what}, but "
+            f"{what} {first} has {int(totals[first])} ({low.size} {what}s are short); pool "
+            "positions (pool=<width> or 'log:<buckets>'), coarsen the vocabulary "
+            "(coarsen=<top K>), or lower max_positions"
+        )
+
+
+def spectrum_report(sq: np.ndarray) -> dict[str, Any]:
+    """Eigenvalues of ``B = -1/2 J D^2 J`` as scikit-bio's ``pcoa`` reports them."""
+    from posgeom.embed.mds import _double_centre_inplace
+
+    b = -0.5 * sq
+    _double_centre_inplace(b)
+    vals = np.linalg.eigvalsh(b)
+    vals = np.where(np.isclose(vals, 0.0), 0.0, vals)
+    top, low = float(vals.max(initial=0.0)), float(vals.min(initial=0.0))
+    return {
+        "negative_eigenvalues": int(np.sum(vals < 0)),
+        "most_negative_eigenvalue": low,
+        "largest_eigenvalue": top,
+        "negative_eigenvalue_ratio": max(0.0, -low / top) if top > 0 else 0.0,
+        "euclidean": bool(low >= 0),
+    }
+
+
+_SPECTRUM_KEYS = (
+    "negative_eigenvalues",
+    "most_negative_eigenvalue",
+    "largest_eigenvalue",
+    "negative_eigenvalue_ratio",
+    "euclidean",
+)
+
+
+def finish(sq: np.ndarray, convention: str) -> tuple[np.ndarray, dict[str, Any]]:
+    """Clip squared chords to ``[0, 2]``, take roots, apply the convention (module docstring).
+
+    Works in place on ``sq`` (its upper triangle is mirrored: exact symmetry, no n x n copies).
+    """
+    from posgeom.geometry.divergences import _mirror_upper
+
+    if convention not in ("chord", "normalized"):
+        raise PosgeomError(f"unknown convention {convention!r}; use 'chord' or 'normalized'")
+    _mirror_upper(sq)
+    np.fill_diagonal(sq, 0.0)
+    diag: dict[str, Any] = {
+        "negative_squared": int(np.count_nonzero(sq < 0)) // 2,
+        "above_max": int(np.count_nonzero(sq > 2.0)) // 2,
+        "clip_rule": "squared chords clipped to [0, 2] after the estimate, then square roots",
+    }
+    np.clip(sq, 0.0, 2.0, out=sq)
+    if sq.shape[0] <= EIGENVALUE_LIMIT:  # O(n^3): larger estimates compute it on demand
+        diag.update(spectrum_report(sq))
+    dist = np.sqrt(sq, out=sq)
+    np.minimum(dist, np.sqrt(2.0), out=dist)
+    if convention == "normalized":
+        dist /= np.sqrt(2.0)
+    dist.setflags(write=False)
+    return dist, diag
+
+
+@dataclass(frozen=True, eq=False)
+class GeometryEstimate:
+    """An estimate of the corpus's positional Hellinger geometry.
+
+    Attributes
+    ----------
+    distances : (m, m) float64, read-only, exactly symmetric, zero diagonal; ``m = n`` positions,
+        or the number of buckets when pooled.
+    estimator : the estimator actually used (``"recommended"`` resolved).
+    positions : (n,) position indices, or (m + 1,) bucket edges ``[e_0 = 0, ..., e_m = n]`` when
+        pooled (bucket ``b`` holds positions ``e_b <= i < e_{b+1}``).
+    totals : (m,) samples per position or bucket (after any equal-sample resampling).
+    convention : ``"chord"`` (``[0, sqrt 2]``) or ``"normalized"`` (``[0, 1]``).
+    pooled : whether positions were pooled into buckets.
+    vocab_size : number of token classes the geometry is computed on (after coarsening).
+    options : coarsening, pooling, resampling, seed and the estimator's own options.
+    diagnostics : the estimator's diagnostics (see :mod:`posgeom.estimators._core`).
+
+    ``numpy.asarray(estimate)`` is the distance matrix, so an estimate is accepted wherever a
+    distance matrix is (scores, ``classical_mds``); scores also pool an ``n``-position encoding onto
+    the buckets (:meth:`pool_encoding`).
+    """
+
+    distances: np.ndarray
+    estimator: str
+    positions: np.ndarray
+    totals: np.ndarray
+    convention: str
+    pooled: bool = False
+    vocab_size: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.distances if dtype is None else self.distances.astype(dtype)
+        return out.copy() if copy else out
+
+    @property
+    def n_positions(self) -> int:
+        """Rows of :attr:`distances` (positions, or buckets when pooled)."""
+        return int(self.distances.shape[0])
+
+    def pool_encoding(self, encoding: Any, **options: Any) -> np.ndarray:
+        """The ``(m, m)`` distances of ``encoding`` on this estimate's buckets (see
+        :func:`posgeom.estimators.pool_encoding`); unchanged when not pooled or already ``m``."""
+        from posgeom.estimators.transforms import pool_encoding
+
+        if not self.pooled:
+            return encoding
+        return pool_encoding(encoding, self.positions, **options)
+
+    def spectrum(self) -> dict[str, Any]:
+        """Eigenvalues of ``B = -1/2 J D^2 J`` as scikit-bio's ``pcoa`` reports them (computed
+        with the estimate when ``n <= 1024``; ``O(n^3)``)."""
+        if "negative_eigenvalues" in self.diagnostics:
+            return {k: self.diagnostics[k] for k in _SPECTRUM_KEYS}
+        scale = 1.0 if self.convention == "chord" else 2.0
+        return spectrum_report(scale * self.distances**2)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready description: estimator, convention, sizes, options, scalar diagnostics."""
+        scalars = {
+            k: v for k, v in self.diagnostics.items() if isinstance(v, (int, float, str, bool))
+        }
+        return {
+            "estimator": self.estimator,
+            "convention": self.convention,
+            "n_positions": self.n_positions,
+            "pooled": self.pooled,
+            "vocab_size": self.vocab_size,
+            "min_samples": float(np.min(self.totals)),
+            "options": {k: v for k, v in self.options.items() if not isinstance(v, np.ndarray)},
+            "diagnostics": scalars,
+        }

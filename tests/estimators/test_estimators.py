@@ -1,0 +1,185 @@
+"""Geometry estimators against independent references (limits, enumeration, hand-computed values)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.stats import binom, poisson
+
+import posgeom
+from posgeom import PosgeomError, hellinger_distances, positional_distributions
+from posgeom.estimators import (
+    available,
+    estimate_geometry,
+    get,
+    squared_mean_root,
+)
+from posgeom.estimators.polynomial import _falling_ratio, best_sqrt_polynomial
+from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
+
+
+def _counts(n=6, vocab=40, seed=0, high=400, low=100, structure="drift"):
+    mu = zipf_distributions(n, vocab, structure=structure, strength=2.0, seed=seed)
+    return mu, sample_counts(mu, decaying_totals(n, high=high, low=low), seed=seed)
+
+
+def test_registry_and_recommended():
+    assert {"plugin", "corrected", "split_half", "polynomial"} <= set(available())
+    _, c = _counts()
+    assert estimate_geometry(c).estimator == "corrected"
+    for name in available():
+        assert "Reference" in get(name).doc or "arXiv" in get(name).doc
+    with pytest.raises(PosgeomError, match=r"available: recommended.*plugin"):
+        estimate_geometry(c, estimator="nope")
+    assert posgeom.estimate_geometry is estimate_geometry
+
+
+@pytest.mark.parametrize("convention", ["chord", "normalized"])
+def test_plugin_is_exactly_todays_hellinger(convention):
+    _, c = _counts()
+    est = estimate_geometry(c, estimator="plugin", convention=convention)
+    ref = hellinger_distances(positional_distributions(c), convention=convention)
+    np.testing.assert_array_equal(est.distances, ref)
+    np.testing.assert_array_equal(
+        estimate_geometry(c.counts.toarray(), estimator="plugin").distances,
+        hellinger_distances(positional_distributions(c)),
+    )
+    assert not est.distances.flags.writeable
+    np.testing.assert_array_equal(est.totals, c.totals)
+    np.testing.assert_array_equal(est.positions, np.arange(6))
+
+
+@pytest.mark.parametrize("name", ["plugin", "corrected", "split_half", "polynomial"])
+def test_infinite_sample_limit_is_the_truth(name):
+    mu = zipf_distributions(5, 30, structure="three_regimes", strength=2.0)
+    huge = np.round(mu * 1e8).astype(np.int64)  # exact distributions scaled to huge counts
+    est = (
+        estimate_geometry(huge, estimator=name, n_repeats=2)
+        if name == "split_half"
+        else (estimate_geometry(huge, estimator=name))
+    )
+    np.testing.assert_allclose(est.distances, hellinger_distances(mu), atol=1e-3)
+
+
+@pytest.mark.parametrize(("name", "share"), [("corrected", 0.1), ("split_half", 0.25)])
+def test_corrected_goes_to_zero_for_one_distribution(name, share):
+    """Two samples of one distribution: the plug-in squared chord is b_1 + b_2 > 0; the corrected
+    one is centred on 0 (unclipped mean well below the plug-in's) and the distance vanishes."""
+    mu = zipf_distributions(1, 200, structure="stationary", exponent=1.1)
+    two = np.vstack([mu, mu])
+    for total in (1000, 10000, 100000):
+        raw, plug, dist = [], [], []
+        for seed in range(8):
+            c = sample_counts(two, np.array([total, total]), seed=seed)
+            rng = np.random.default_rng(seed)
+            raw.append(get(name).fn(c.counts, c.totals.astype(float), rng=rng)[0][0, 1])
+            plug.append(estimate_geometry(c, estimator="plugin").distances[0, 1] ** 2)
+            dist.append(estimate_geometry(c, estimator=name, seed=seed).distances[0, 1])
+        assert abs(np.mean(raw)) < share * np.mean(plug)  # split-half under-corrects at small T
+    assert np.mean(dist) < 0.02 and np.mean(dist) < 0.3 * np.sqrt(np.mean(plug))
+
+
+def test_squared_mean_root_hand_values_and_poisson_identity():
+    h = squared_mean_root(np.arange(4))
+    np.testing.assert_allclose(h, [0.0, 0.0, 2.0, 6 * np.sqrt(2) - 6], rtol=1e-13, atol=1e-14)
+    k = np.arange(400)
+    for lam in (0.05, 0.7, 3.0, 25.0, 120.0):
+        pmf = poisson.pmf(k, lam)
+        lhs = np.sum(pmf * squared_mean_root(k))
+        rhs = np.sum(pmf * np.sqrt(k)) ** 2
+        np.testing.assert_allclose(lhs, rhs, rtol=1e-9 if lam < 100 else 1e-4, atol=1e-12)
+
+
+def _multinomial_outcomes(total, vocab):
+    for cut in itertools.combinations(range(total + vocab - 1), vocab - 1):
+        edges = (-1, *cut, total + vocab - 1)
+        yield np.array([edges[t + 1] - edges[t] - 1 for t in range(vocab)])
+
+
+def test_expectations_by_enumerating_every_multinomial_outcome():
+    """E D̂²_ij = 2 - 2 <m_i, m_j> and E D̃²_ij = sum_t E h(X_it)/T_i + E h(X_jt)/T_j - 2 m_it m_jt,
+    with m and E h from the binomial marginals (scipy), for V = 3, T = (4, 5)."""
+    p = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]])
+    totals = (4, 5)
+    outcomes = [list(_multinomial_outcomes(t, 3)) for t in totals]
+    probs = [
+        [float(np.prod([binom.pmf(0, 1, 0) or 1]) * _multinomial_pmf(x, t, p[i])) for x in outs]
+        for i, (outs, t) in enumerate(zip(outcomes, totals, strict=True))
+    ]
+    exp_plug = exp_corr = 0.0
+    for (xa, pa), (xb, pb) in itertools.product(
+        zip(outcomes[0], probs[0], strict=True), zip(outcomes[1], probs[1], strict=True)
+    ):
+        c = sp.csr_matrix(np.vstack([xa, xb]))
+        tot = np.array(totals, dtype=float)
+        exp_plug += pa * pb * get("plugin").fn(c, tot, rng=None)[0][0, 1]
+        exp_corr += pa * pb * get("corrected").fn(c, tot, rng=None)[0][0, 1]
+    k = [np.arange(t + 1) for t in totals]
+    m = np.array(
+        [
+            [np.sum(binom.pmf(k[i], totals[i], q) * np.sqrt(k[i] / totals[i])) for q in p[i]]
+            for i in range(2)
+        ]
+    )
+    eh = np.array(
+        [
+            [
+                np.sum(binom.pmf(k[i], totals[i], q) * squared_mean_root(k[i])) / totals[i]
+                for q in p[i]
+            ]
+            for i in range(2)
+        ]
+    )
+    np.testing.assert_allclose(exp_plug, 2 - 2 * m[0] @ m[1], rtol=1e-12)
+    np.testing.assert_allclose(exp_corr, eh.sum() - 2 * m[0] @ m[1], rtol=1e-12)
+
+
+def _multinomial_pmf(x, total, p):
+    from scipy.stats import multinomial
+
+    return multinomial.pmf(x, total, p)
+
+
+def test_falling_factorials_are_unbiased_for_monomials():
+    total, p = 9, 0.23
+    k = np.arange(total + 1)
+    pmf = binom.pmf(k, total, p)
+    for order in range(5):
+        est = _falling_ratio(k.astype(float), np.full(k.size, float(total)), order)
+        np.testing.assert_allclose(np.sum(pmf * est), p**order, rtol=1e-12)
+
+
+@pytest.mark.parametrize("degree", [2, 4, 6, 8])
+def test_remez_is_the_best_uniform_approximation(degree):
+    x = np.linspace(0, 1, 100001) ** 2
+    best = np.abs(np.polyval(best_sqrt_polynomial(degree)[::-1], x) - np.sqrt(x)).max()
+    cheb = np.polynomial.Chebyshev.interpolate(np.sqrt, degree, domain=[0, 1])
+    interp = np.abs(cheb(x) - np.sqrt(x)).max()
+    assert best <= interp * (1 + 1e-9)
+    assert best >= interp / (2 + 2 / np.pi * np.log(degree + 1))  # Chebyshev is near-best
+    err = np.polyval(best_sqrt_polynomial(degree)[::-1], x) - np.sqrt(x)
+    sign_changes = np.count_nonzero(np.diff(np.sign(err[np.abs(err) > 0.5 * best])))
+    assert sign_changes >= degree + 1  # equioscillation at degree + 2 points
+
+
+def test_estimates_are_seeded():
+    _, c = _counts()
+    for name in ("split_half", "polynomial"):
+        a = estimate_geometry(c, estimator=name, seed=3).distances
+        np.testing.assert_array_equal(a, estimate_geometry(c, estimator=name, seed=3).distances)
+        assert not np.array_equal(a, estimate_geometry(c, estimator=name, seed=4).distances)
+
+
+def test_too_few_samples_names_the_position():
+    c = np.array([[5, 3, 0], [1, 0, 0], [2, 2, 2]])
+    with pytest.raises(PosgeomError, match=r"position 1 has 1 .*pool positions.*coarsen"):
+        estimate_geometry(c, estimator="corrected")
+    with pytest.raises(PosgeomError, match="non-negative integers"):
+        estimate_geometry(np.array([[0.5, 0.5], [0.2, 0.8]]))
+    np.testing.assert_array_equal(  # the plug-in needs one sample
+        estimate_geometry(c, estimator="plugin").distances,
+        hellinger_distances(positional_distributions(c)),
+    )
