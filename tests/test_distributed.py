@@ -4,6 +4,7 @@ shard reported by name, and resuming a job on the cluster."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -132,7 +133,8 @@ def test_failing_shard_reported_by_name(cluster, tmp_path):
     ]
 
 
-def test_resume_on_the_cluster(cluster, corpus, tmp_path, capsys):
+def test_resume_on_the_cluster(cluster, corpus, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="posgeom.corpus")  # progress is logged
     folder, _ = corpus
     path, spec = folder / "train300.tsv.gz", folder / "word.json"
     count_resumable(path, spec, max_positions=16, shard_lines=50, job_dir=tmp_path, progress=False)
@@ -142,7 +144,7 @@ def test_resume_on_the_cluster(cluster, corpus, tmp_path, capsys):
     got = count_distributed(
         path, spec, max_positions=16, shard_lines=50, job_dir=tmp_path, scheduler=cluster
     )
-    err = capsys.readouterr().err
+    err = caplog.text
     assert "6 shards, 4 loaded from earlier runs, 2 to count" in err
     assert "lines 52-101" in err and "lines 202-251" in err and err.count("counted (") == 2
     assert all(os.stat(tmp_path / n).st_mtime_ns == t for n, t in kept.items())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -179,14 +180,15 @@ def test_refused_arguments(sst2, tmp_path):
     assert len(list(job.glob("shard-*.npz"))) == 6
 
 
-def test_damaged_shard_is_counted_again(sst2, tmp_path, capsys):
+def test_damaged_shard_is_counted_again(sst2, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="posgeom.corpus")  # progress is logged
     folder, _ = sst2
     path, spec = folder / "train300.tsv", folder / "word.json"
     count_resumable(path, spec, max_positions=8, shard_lines=100, job_dir=tmp_path, progress=False)
     (tmp_path / "shard-00001.npz").write_bytes(b"not a zip file")
     got = count_resumable(path, spec, max_positions=8, shard_lines=100, job_dir=tmp_path)
     assert_same_counts(got, count_corpus(path, spec, max_positions=8))
-    err = capsys.readouterr().err
+    err = caplog.text
     assert "unreadable" in err and "2 loaded from earlier runs, 1 to count" in err
 
 
@@ -202,7 +204,8 @@ jobs.count_resumable(sys.argv[1], "word", max_positions=32, shard_lines=50, job_
 """
 
 
-def test_kill_and_resume(shared_data, tmp_path, capsys):
+def test_kill_and_resume(shared_data, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="posgeom.corpus")  # progress is logged
     path = tmp_path / "train600.tsv.gz"
     write_sst2_head(shared_data, path, 600)  # 12 shards of 50 lines
     job = tmp_path / "job"
@@ -225,7 +228,7 @@ def test_kill_and_resume(shared_data, tmp_path, capsys):
     assert 2 <= done < 12
     before = {p.name: (os.stat(p).st_ino, os.stat(p).st_mtime_ns) for p in recorded}
     got = count_resumable(path, "word", max_positions=32, shard_lines=50, job_dir=job)
-    err = capsys.readouterr().err
+    err = caplog.text
     assert f"12 shards, {done} loaded from earlier runs, {12 - done} to count" in err
     assert f"({done} loaded, {12 - done} counted)" in err
     assert err.count("counted (") == 12 - done

@@ -147,16 +147,18 @@ def test_nanogpt_bin(tmp_path, dtype, sep):
 
 def test_token_id_bad_input(tmp_path):
     np.save(tmp_path / "obj.npy", np.array([[1, 2], [3]], dtype=object), allow_pickle=True)
-    with pytest.raises(PosgeomError, match="without pickle"):
+    with pytest.raises(PosgeomError, match="not a plain numeric dtype"):  # never unpickled
         read_token_ids(tmp_path / "obj.npy")
     np.array([1, 2, 3], dtype=np.uint16).tofile(tmp_path / "odd.bin")
     with pytest.raises(PosgeomError, match="not a multiple"):
         read_token_ids(tmp_path / "odd.bin", separator_id=0, dtype=np.uint32)
     with pytest.raises(PosgeomError, match="separator_id"):
         read_token_ids(tmp_path / "odd.bin")
-    np.save(tmp_path / "fl.npy", np.zeros((2, 2)))
-    with pytest.raises(PosgeomError, match="must be integers"):
-        read_token_ids(tmp_path / "fl.npy")
+    np.save(tmp_path / "fl.npy", np.full((2, 2), 3.0))  # whole numbers are ids ...
+    assert [a.tolist() for a in read_token_ids(tmp_path / "fl.npy")] == [[3, 3], [3, 3]]
+    np.save(tmp_path / "fl.npy", np.full((2, 2), 2.5))  # ... fractions are not
+    with pytest.raises(PosgeomError, match="not a whole number"):
+        list(read_token_ids(tmp_path / "fl.npy"))
 
 
 def test_missing_file_and_unknown_suffix(tmp_path):

@@ -83,10 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _quiet_libraries(record: logging.LogRecord) -> bool:
-    """Drop INFO lines of Dask, tornado and bokeh (they configure their own logger levels), and
-    the counting jobs' INFO lines, which they already print as progress."""
+    """Drop INFO lines of Dask, tornado and bokeh (they configure their own logger levels)."""
     noisy = record.name.split(".")[0] in ("distributed", "tornado", "bokeh")
-    noisy |= record.name in ("posgeom.corpus.jobs", "posgeom.corpus.distributed")
     return not noisy or record.levelno >= logging.WARNING
 
 

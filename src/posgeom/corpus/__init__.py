@@ -5,7 +5,8 @@ Only numpy and scipy are imported here; optional readers and tokenizers import t
 """
 
 from posgeom.corpus.counting import PositionCounts, count_corpus, count_positions
-from posgeom.corpus.readers import read_texts, read_token_ids
+from posgeom.corpus.readers import read_texts
+from posgeom.corpus.token_ids import read_token_ids
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
 __all__ = [

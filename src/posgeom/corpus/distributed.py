@@ -31,6 +31,70 @@ __all__ = ["count_distributed"]
 RETRIES = 2
 
 
+def _check_workers(n_workers: Any, threads: Any) -> None:
+    for name, value in (("n_workers", n_workers), ("threads_per_worker", threads)):
+        if value is None and name == "n_workers":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise PosgeomError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _probe(address: str, timeout: float) -> None:
+    """Refuse, within ``timeout`` seconds, an address where no Dask scheduler answers.
+
+    A Dask server speaks first: its handshake is one message whose first 8 bytes are the
+    little-endian byte count of the frames that follow (a few hundred bytes). A silent service,
+    or one that sends anything else, is refused here instead of hanging the client or making it
+    allocate a nonsense frame size.
+    """
+    import socket
+    import struct
+    import time
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    if parts.scheme != "tcp" or parts.hostname is None:
+        return  # tls://, inproc://, ...: left to distributed
+    deadline = time.monotonic() + timeout
+    fail = f"cannot connect to the Dask scheduler at {address!r} within {timeout:g} s"
+    fix = (
+        "; check that the scheduler runs and the address is right, or pass scheduler='local' "
+        "to start a local cluster"
+    )
+    try:
+        with socket.create_connection((parts.hostname, parts.port or 8786), timeout=timeout) as s:
+            head = b""
+            while len(head) < 8:
+                s.settimeout(max(deadline - time.monotonic(), 0.01))
+                block = s.recv(8 - len(head))
+                if not block:
+                    raise PosgeomError(f"{fail} (the connection was closed){fix}")
+                head += block
+    except TimeoutError:
+        raise PosgeomError(f"{fail} (it accepted the connection but sent nothing){fix}") from None
+    except OSError as exc:
+        raise PosgeomError(f"{fail} ({exc.strerror or exc}){fix}") from None
+    (size,) = struct.unpack("<Q", head)
+    if not 0 < size < 1 << 20:
+        raise PosgeomError(f"{fail}: the service there does not speak the Dask protocol{fix}")
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while worker processes start (a child keeps an ignored SIGINT)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 @contextlib.contextmanager
 def _client(
     scheduler: Any,
@@ -45,12 +109,13 @@ def _client(
         yield scheduler
         return
     if scheduler is None or scheduler == "local":
-        cluster = distributed.LocalCluster(
-            n_workers=n_workers,
-            processes=True,
-            threads_per_worker=threads_per_worker,
-            dashboard_address=None,
-        )
+        with _sigint_ignored():  # worker processes inherit it: Ctrl-C stops only this process,
+            cluster = distributed.LocalCluster(  # which then closes the cluster quietly
+                n_workers=n_workers,
+                processes=True,
+                threads_per_worker=threads_per_worker,
+                dashboard_address=None,
+            )
         jobs._say(f"started a local Dask cluster with {len(cluster.workers)} workers", progress)
         try:
             with distributed.Client(cluster) as client:
@@ -63,6 +128,7 @@ def _client(
             f"scheduler must be None, 'local', an address such as "
             f"'tcp://host:8786' or a distributed.Client, got {scheduler!r}"
         )
+    _probe(scheduler, connect_timeout)
     try:
         client = distributed.Client(scheduler, timeout=f"{connect_timeout}s")
     except (OSError, TimeoutError, ValueError) as exc:
@@ -103,20 +169,17 @@ def count_distributed(
     Other arguments (``tokenizer``, ``shard_lines``, ``job_dir``, ``overwrite``, ``progress`` and
     the count ``options``) are those of :func:`~posgeom.corpus.jobs.count_resumable`.
     """
-    kwargs = dict(
-        max_positions=max_positions,
-        job_dir=job_dir,
-        shard_lines=shard_lines,
-        overwrite=overwrite,
-        progress=progress,
-        **options,
-    )
+    _check_workers(n_workers, threads_per_worker)
+    where = dict(job_dir=job_dir, shard_lines=shard_lines, overwrite=overwrite, progress=progress)
     if scheduler is None and (n_workers or 1) <= 1:
-        return jobs.count_resumable(sources, tokenizer, **kwargs)
+        return jobs.count_resumable(
+            sources, tokenizer, max_positions=max_positions, **where, **options
+        )
+    count_options = jobs.count_options(max_positions=max_positions, **options)
     distributed = require("distributed", "dask")
     failed: list[tuple[jobs.Shard, BaseException]] = []
     with _client(scheduler, n_workers, threads_per_worker, connect_timeout, progress) as client:
-        job = jobs.CountJob.prepare(sources, tokenizer, **kwargs)
+        job = jobs.CountJob.prepare(sources, tokenizer, count_options, **where)
         todo = job.missing
         tok = (
             None

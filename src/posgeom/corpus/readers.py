@@ -15,14 +15,11 @@ format       suffixes                              text taken from
 ===========  ====================================  =============================================
 
 Any file format may be gzip-compressed with an extra ``.gz`` suffix (``train.tsv.gz``). Text is
-decoded as strict UTF-8 line by line, so an undecodable byte is reported with its file and line.
+decoded as strict UTF-8 line by line, so an undecodable byte is reported with its file and line;
+a UTF-8 byte-order mark at the start of a file is dropped (in every text format).
 A gzip-compressed Parquet file is decompressed into memory (Parquet needs random access).
 
-Token-id formats (:func:`read_token_ids`, one 1-D ``int64`` array per sequence): an in-memory
-sequence of sequences or 2-D array; ``.npy`` (2-D, rows stripped of ``pad_id``; or 1-D, one stream
-split on ``separator_id``); ``.npz`` (the array under ``key``, default ``"input_ids"`` or the only
-array; an optional ``"lengths"`` array cuts each row); ``.bin`` (a flat ``uint16``/``uint32`` token
-stream as nanoGPT writes it, memory-mapped, split on ``separator_id``, e.g. GPT-2's ``50256``).
+Token ids (``.npy``, ``.npz``, ``.bin``) are read by :mod:`posgeom.corpus.token_ids`.
 """
 
 from __future__ import annotations
@@ -39,11 +36,18 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from posgeom._errors import PosgeomError, require
 
-__all__ = ["TEXT_FORMATS", "TOKEN_FORMATS", "detect_format", "read_texts", "read_token_ids"]
+__all__ = [
+    "TEXT_FORMATS",
+    "TOKEN_FORMATS",
+    "detect_format",
+    "open_binary",
+    "read_delimited",
+    "read_jsonl",
+    "read_lines",
+    "read_texts",
+]
 
 TEXT_FORMATS = ("text", "jsonl", "csv", "tsv", "parquet", "hf-disk", "hf-hub")
 TOKEN_FORMATS = ("npy", "npz", "bin")
@@ -78,31 +82,34 @@ def detect_format(path: str | os.PathLike) -> str:
     return fmt
 
 
-def _check_exists(path: Path) -> None:
+def check_exists(path: Path) -> None:
     if not path.exists():
         raise PosgeomError(f"corpus file {path} does not exist; check the path")
 
 
-def _open_binary(path: Path | str):
+def open_binary(path: Path | str):
     return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
 
 
-def _lines(
+def read_lines(
     path: Path | str, start: int = 0, stop: float = float("inf"), first_line: int = 1
 ) -> Iterator[tuple[int, str]]:
     """(1-based line number, decoded line with its newline); strict UTF-8 with a located error.
 
     ``start``/``stop`` restrict reading to the bytes ``[start, stop)`` (a shard of a file; for
     gzip the stream is decompressed forward to ``start``), ``first_line`` is the number of the
-    line at ``start``.
+    line at ``start``. A UTF-8 byte-order mark at byte 0 is dropped.
     """
     lineno = first_line - 1
     try:
-        with _open_binary(path) as fh:
+        with open_binary(path) as fh:
             if start:
                 fh.seek(start)
             pos = start
             while pos < stop and (raw := fh.readline()):
+                if pos == 0 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                    pos += 3
                 pos += len(raw)
                 lineno += 1
                 try:
@@ -113,22 +120,27 @@ def _lines(
                         f"byte {exc.start}); re-encode the file as UTF-8"
                     ) from None
     except (OSError, EOFError, zlib.error) as exc:
+        hint = (
+            "is it a damaged or non-gzip file with a .gz suffix?"
+            if str(path).endswith(".gz")
+            else "check the file"
+        )
+        reason = getattr(exc, "strerror", None) or exc
         raise PosgeomError(
-            f"{path}: cannot read the file after line {lineno} ({exc}); is it a damaged or "
-            "non-gzip file with a .gz suffix?"
+            f"{path}: cannot read the file after line {lineno} ({reason}); {hint}"
         ) from exc
 
 
 def _read_text(path: Path) -> Iterator[str]:
-    for _, line in _lines(path):
+    for _, line in read_lines(path):
         yield line.rstrip("\r\n")
 
 
-def _read_jsonl(
+def read_jsonl(
     path: Path | str, column: str, lines: Iterable[tuple[int, str]] | None = None
 ) -> Iterator[str]:
     """Texts of field ``column``, from ``lines`` (a shard's lines) or the whole file."""
-    for lineno, line in _lines(path) if lines is None else lines:
+    for lineno, line in read_lines(path) if lines is None else lines:
         if not line.strip():
             continue
         try:
@@ -155,17 +167,27 @@ def _as_text(value: Any, path: Path, where: Any, column: str) -> str:
     return value
 
 
-def _read_delimited(path: Path, column: str | None, delimiter: str) -> Iterator[str]:
+def read_delimited(
+    path: Path | str,
+    column: str | None,
+    delimiter: str,
+    lines: Iterable[tuple[int, str]] | None = None,
+) -> Iterator[str]:
+    """Texts of column ``column`` (default ``"text"``) of a CSV (``","``) or TSV (``"\\t"``,
+    ``csv.QUOTE_NONE``) file: of the whole file, or of ``lines`` (a shard's numbered lines; the
+    header is still read from the file's start)."""
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    quoting = {"quoting": csv.QUOTE_NONE} if delimiter == "\t" else {}
+    opts: dict[str, Any] = {"delimiter": delimiter}
+    if delimiter == "\t":
+        opts["quoting"] = csv.QUOTE_NONE
     current = [0]
 
-    def feed() -> Iterator[str]:
-        for n, line in _lines(path):
+    def feed(numbered: Iterable[tuple[int, str]]) -> Iterator[str]:
+        for n, line in numbered:
             current[0] = n
             yield line
 
-    reader = csv.reader(feed(), delimiter=delimiter, **quoting)
+    reader = csv.reader(feed(read_lines(path)), **opts)
     header = next(reader, None)
     if header is None:
         return
@@ -176,6 +198,8 @@ def _read_delimited(path: Path, column: str | None, delimiter: str) -> Iterator[
             "pass text_column= one of them"
         )
     idx = header.index(column)
+    if lines is not None:
+        reader = csv.reader(feed(lines), **opts)
     try:
         for row in reader:
             if not row:
@@ -257,15 +281,20 @@ def read_texts(
         )
         return islice(it, limit)
     path = Path(path)
-    _check_exists(path)
+    check_exists(path)
     fmt = format or detect_format(path)
+    if path.is_dir() and fmt != "hf-disk":
+        raise PosgeomError(
+            f"{path} is a folder, but format {fmt!r} reads one file; pass a file, or "
+            "format='hf-disk' (--format hf-disk) for a saved datasets folder"
+        )
     column = text_column or "text"
     if fmt == "text":
         it = _read_text(path)
     elif fmt == "jsonl":
-        it = _read_jsonl(path, column)
+        it = read_jsonl(path, column)
     elif fmt in ("csv", "tsv"):
-        it = _read_delimited(path, text_column, "\t" if fmt == "tsv" else ",")
+        it = read_delimited(path, text_column, "\t" if fmt == "tsv" else ",")
     elif fmt == "parquet":
         it = _read_parquet(path, column)
     elif fmt == "hf-disk":
@@ -285,126 +314,9 @@ def read_texts(
     return islice(it, limit)
 
 
-# ----------------------------------------------------------------------------- token ids
-def _strip(row: np.ndarray, pad_id: int | None) -> np.ndarray:
-    row = np.asarray(row, dtype=np.int64)
-    return row if pad_id is None else row[row != pad_id]
+def __getattr__(name: str) -> Any:  # read_token_ids lives in posgeom.corpus.token_ids
+    if name == "read_token_ids":
+        from posgeom.corpus.token_ids import read_token_ids
 
-
-def _rows(arr: np.ndarray, pad_id: int | None, lengths: np.ndarray | None) -> Iterator[np.ndarray]:
-    for i in range(arr.shape[0]):
-        row = arr[i] if lengths is None else arr[i, : int(lengths[i])]
-        yield _strip(row, pad_id)
-
-
-def _split_stream(
-    stream: np.ndarray, separator_id: int, chunk: int = 1 << 24
-) -> Iterator[np.ndarray]:
-    """Split a 1-D stream on ``separator_id`` (separators dropped), chunk by chunk."""
-    start = 0
-    for lo in range(0, len(stream), chunk):
-        for pos in np.flatnonzero(np.asarray(stream[lo : lo + chunk]) == separator_id) + lo:
-            yield np.asarray(stream[start:pos], dtype=np.int64)
-            start = int(pos) + 1
-    if start < len(stream):
-        yield np.asarray(stream[start:], dtype=np.int64)
-
-
-def _check_int(arr: np.ndarray, where: Any) -> None:
-    if arr.dtype.kind not in "iu":
-        raise PosgeomError(f"{where}: token ids must be integers, got dtype {arr.dtype}")
-
-
-def _array_ids(
-    arr: np.ndarray,
-    where: Any,
-    pad_id: int | None,
-    separator_id: int | None,
-    lengths: np.ndarray | None = None,
-) -> Iterator[np.ndarray]:
-    _check_int(arr, where)
-    if arr.ndim == 2:
-        return _rows(arr, pad_id, lengths)
-    if arr.ndim == 1:
-        if separator_id is None:
-            return iter([_strip(arr, pad_id)])
-        return _split_stream(arr, separator_id)
-    raise PosgeomError(f"{where}: expected a 1-D or 2-D array of token ids, got shape {arr.shape}")
-
-
-def read_token_ids(
-    source: str | os.PathLike | np.ndarray | Iterable[Iterable[int]],
-    *,
-    format: str | None = None,
-    pad_id: int | None = None,
-    separator_id: int | None = None,
-    dtype: str | np.dtype | None = None,
-    key: str | None = None,
-    limit: int | None = None,
-) -> Iterator[np.ndarray]:
-    """Stream pre-tokenized sequences as 1-D ``int64`` arrays.
-
-    ``source``: an in-memory sequence of sequences / 2-D array, or a ``.npy``, ``.npz`` or nanoGPT
-    ``.bin`` path (see the module docstring). ``pad_id``: every occurrence of it is removed from
-    2-D rows (left or right padding), so padding is never counted. ``separator_id``: splits 1-D
-    streams into documents; the separator itself is dropped; required for ``.bin``. ``dtype``: of
-    a ``.bin`` file (``uint16`` default, ``uint32`` for vocabularies over 65535). ``key``: the
-    array in an ``.npz``. ``limit``: stop after that many sequences.
-    """
-    if not isinstance(source, (str, os.PathLike)):
-        if isinstance(source, np.ndarray):
-            return islice(_array_ids(source, "array", pad_id, separator_id), limit)
-        return islice((_strip(s, pad_id) for s in source), limit)
-    path = Path(source)
-    _check_exists(path)
-    fmt = format or detect_format(path)
-    if fmt == "npy":
-        try:
-            arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        except ValueError as exc:
-            raise PosgeomError(
-                f"{path}: cannot load without pickle ({exc}); save token ids as an integer array"
-            ) from exc
-        it = _array_ids(arr, path, pad_id, separator_id)
-    elif fmt == "npz":
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                names = list(z.files)
-                name = key or (
-                    "input_ids" if "input_ids" in names else names[0] if len(names) == 1 else None
-                )
-                if name not in names:
-                    raise PosgeomError(
-                        f"{path}: arrays present: {names}; pass key= the array of token ids"
-                    )
-                arr = z[name]
-                lengths = z["lengths"] if "lengths" in names and name != "lengths" else None
-        except ValueError as exc:
-            if isinstance(exc, PosgeomError):
-                raise
-            raise PosgeomError(f"{path}: cannot load without pickle ({exc})") from exc
-        it = _array_ids(arr, path, pad_id, separator_id, lengths)
-    elif fmt == "bin":
-        dt = np.dtype(dtype or np.uint16)
-        if dt not in (np.dtype(np.uint16), np.dtype(np.uint32)):
-            raise PosgeomError(f"{path}: dtype must be uint16 or uint32, got {dt}")
-        if separator_id is None:
-            raise PosgeomError(
-                f"{path}: a .bin token stream needs separator_id (the end-of-document id; "
-                "50256 for GPT-2 / nanoGPT)"
-            )
-        size = path.stat().st_size
-        if size % dt.itemsize:
-            raise PosgeomError(
-                f"{path}: size {size} bytes is not a multiple of {dt} ({dt.itemsize} bytes); "
-                "pass the dtype the file was written with"
-            )
-        if size == 0:
-            return iter([])
-        it = _split_stream(np.memmap(path, dtype=dt, mode="r"), separator_id)
-    else:
-        raise PosgeomError(
-            f"{path}: format {fmt!r} is not a token-id format {list(TOKEN_FORMATS)}; "
-            "read texts with read_texts and a tokenizer"
-        )
-    return islice(it, limit)
+        return read_token_ids
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -117,10 +117,17 @@ class HFTokenizer:
     @classmethod
     def from_file(cls, path: str | os.PathLike, **kwargs: Any) -> HFTokenizer:
         tokenizers = require("tokenizers", "hf")
-        try:
-            tok = tokenizers.Tokenizer.from_file(str(path))
+        try:  # read here: a byte-order mark is dropped, a read error names the file
+            text = Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+            tok = tokenizers.Tokenizer.from_str(text)
+        except OSError as exc:
+            raise PosgeomError(f"cannot read tokenizer {path} ({exc.strerror or exc})") from exc
         except Exception as exc:
-            raise PosgeomError(f"{path} is not a valid tokenizers JSON file ({exc})") from exc
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise PosgeomError(
+                f"{path} is not a valid tokenizers JSON file ({first}); pass a tokenizer.json "
+                "saved by the tokenizers library"
+            ) from None
         return cls(tok, name=str(path), **kwargs)
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
@@ -276,14 +283,17 @@ class WordLevelTokenizer:
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordLevelTokenizer:
         try:
-            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+            doc = json.loads(Path(path).read_text(encoding="utf-8-sig"))
         except (OSError, ValueError) as exc:
             raise PosgeomError(f"cannot read word tokenizer {path} ({exc})") from exc
         if not isinstance(doc, dict) or doc.get("kind") != _WORD_KIND:
             raise PosgeomError(f"{path} is not a posgeom word tokenizer file")
-        return cls(
-            doc["vocab"], lowercase=doc["lowercase"], unk_token=doc["unk_token"], name=str(path)
-        )
+        vocab, unk = doc.get("vocab"), doc.get("unk_token", "[UNK]")
+        if not isinstance(vocab, list) or not all(isinstance(t, str) for t in vocab):
+            raise PosgeomError(f"{path}: 'vocab' must be a list of strings; re-create the file")
+        if not isinstance(unk, str):
+            raise PosgeomError(f"{path}: 'unk_token' must be a string; re-create the file")
+        return cls(vocab, lowercase=bool(doc.get("lowercase")), unk_token=unk, name=str(path))
 
 
 def _is_word_json(path: Path) -> bool:
@@ -329,6 +339,11 @@ def load_tokenizer(
         return HFTokenizer.from_file(path, add_special_tokens=add_special_tokens)
     if path.is_dir() and (path / "tokenizer.json").is_file():
         return HFTokenizer.from_file(path / "tokenizer.json", add_special_tokens=add_special_tokens)
+    if path.is_dir() and not any(path.glob("tokenizer*.json")) and not any(path.glob("*vocab*")):
+        raise PosgeomError(
+            f"tokenizer folder {text} holds no tokenizer (no tokenizer.json, tokenizer_config.json "
+            "or vocabulary file); pass a folder saved by save_pretrained, a tokenizer.json, or 'word'"
+        )
     if not path.exists() and (isinstance(spec, os.PathLike) or _looks_like_path(text)):
         raise PosgeomError(
             f"tokenizer path {text} does not exist; pass an existing tokenizer.json, a tokenizer "

@@ -1,0 +1,385 @@
+"""The counting core: token-id validation, batching, and the running ``(position, token)`` counts.
+
+Token ids (:func:`token_id_array`): every sequence must hold integer values, validated before any
+conversion: bools are refused; floats are accepted only when every value is a whole number (``3.0``
+is id 3, ``2.5`` is refused); unsigned ids at or above ``2**63`` and Python ints beyond int64 are
+refused as too large (never wrapped to negative). Ids must lie in ``[0, vocab_size)``, or, when no
+vocabulary size is known, in ``[0, MAX_TOKEN_ID]`` (``2**24 - 1``; the largest real vocabularies
+have a few hundred thousand entries), so a stray huge id is refused here instead of asking the
+geometry for terabytes later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Iterator
+from itertools import chain, islice
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from posgeom._errors import PosgeomError
+
+log = logging.getLogger("posgeom.corpus.counting")
+MAX_TOKEN_ID = 2**24 - 1
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _too_large(value: Any) -> PosgeomError:
+    return PosgeomError(
+        f"token id {value} is too large (int64 holds at most {_INT64_MAX}); token ids are "
+        "vocabulary indices: check the input"
+    )
+
+
+def token_id_array(values: Any, where: str = "token ids") -> np.ndarray:
+    """``values`` (an array, or a flat list of Python numbers) as int64 ids, validated (module
+    docstring); raises :class:`PosgeomError` naming the offending value."""
+    arr = values if isinstance(values, np.ndarray) else None
+    if arr is None:
+        types = set(map(type, values))
+        if bool in types or np.bool_ in types:
+            raise PosgeomError(f"{where}: bool values are not token ids; pass integers")
+        try:
+            arr = np.array(values)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise PosgeomError(f"{where} must be integers ({exc})") from None
+    kind = arr.dtype.kind
+    if kind == "O" and arr.size:
+        ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in arr.flat)
+        if not ints:
+            raise PosgeomError(
+                f"sequences must hold integer token ids, got {type(arr.flat[0]).__name__} values"
+            )
+        big = max(arr.flat, key=abs)
+        raise _too_large(big) if big >= 0 else PosgeomError(f"negative token id {big}")
+    if kind == "b":
+        raise PosgeomError(f"{where}: bool values are not token ids; pass integers")
+    if kind == "u" and arr.size and arr.dtype.itemsize == 8 and int(arr.max()) > _INT64_MAX:
+        raise _too_large(int(arr.max()))
+    if kind == "f":
+        if arr.size and not np.all(np.isfinite(arr)):
+            raise PosgeomError(f"{where}: NaN or Inf is not a token id")
+        frac = arr != np.floor(arr)
+        if frac.any():
+            raise PosgeomError(
+                f"{where}: {float(arr[frac][0])!r} is not a whole number; token ids are integers"
+            )
+        if arr.size and max(abs(float(arr.max())), abs(float(arr.min()))) >= 2.0**63:
+            raise _too_large(f"{float(arr.max()):.3g}")
+    elif kind not in "iuO":
+        raise PosgeomError(
+            f"sequences must hold integer token ids, got dtype {arr.dtype}; tokenize texts first "
+            "or use count_corpus"
+        )
+    return arr.astype(np.int64, copy=False).ravel()
+
+
+def check_id_range(lo: int, hi: int, vocab_size: int | None) -> None:
+    """Refuse ids outside ``[0, vocab_size)`` (``[0, MAX_TOKEN_ID]`` without a vocabulary)."""
+    if lo < 0:
+        raise PosgeomError(f"negative token id {lo}; token ids must be >= 0")
+    if vocab_size is not None and hi >= vocab_size:
+        raise PosgeomError(
+            f"token id {hi} >= vocab_size {vocab_size}; pass the tokenizer's vocab_size (or None "
+            "to infer it)"
+        )
+    if vocab_size is None and hi > MAX_TOKEN_ID:
+        raise PosgeomError(
+            f"token id {hi} exceeds {MAX_TOKEN_ID}, the largest id accepted without a vocabulary "
+            "size; check the ids, or pass vocab_size= if the vocabulary really is that large"
+        )
+
+
+def flatten(batch: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate a batch of sequences: (flat int64 ids, int64 lengths), ids validated."""
+    try:
+        lengths = np.fromiter((len(s) for s in batch), dtype=np.int64, count=len(batch))
+    except TypeError as exc:
+        raise PosgeomError(
+            f"sequences must be lists or arrays of integer token ids ({exc}); tokenize texts "
+            "first or use count_corpus"
+        ) from None
+    if int(lengths.sum()) == 0:
+        return np.zeros(0, dtype=np.int64), lengths
+    if all(isinstance(s, np.ndarray) for s in batch):
+        return token_id_array(np.concatenate([s.ravel() for s in batch])), lengths
+    return token_id_array(list(chain.from_iterable(batch))), lengths
+
+
+def _fingerprint_stream(ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``[len_0, ids_0..., len_1, ids_1..., ...]`` as little-endian int64 (one copy of the ids)."""
+    m = lengths.size
+    out = np.empty(ids.size + m, dtype="<i8")
+    # slot of each length: its sequence's start in ``ids`` plus the lengths written before it
+    len_at = np.cumsum(lengths) - lengths + np.arange(m, dtype=np.int64)
+    out[len_at] = lengths
+    is_id = np.ones(out.size, dtype=bool)
+    is_id[len_at] = False
+    out[is_id] = ids
+    return out
+
+
+def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and how often each occurs (``np.unique(return_counts=True)``)."""
+    keys = np.sort(keys)
+    first = np.empty(keys.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    return keys[starts], np.diff(np.append(starts, keys.size))
+
+
+class Counter:
+    """Running counts as sorted distinct keys ``tok * n + pos`` with int64 multiplicities.
+
+    Each batch appends its keys to a buffer; once the buffer holds more than ``flush_keys`` keys
+    it is reduced (sort, run lengths) and merged into the sorted accumulator, so memory stays
+    bounded by the number of distinct (position, token) pairs plus the buffer.
+    """
+
+    flush_keys = 1 << 22  # keys buffered before a merge (32 MiB of int64)
+
+    def __init__(
+        self,
+        n: int,
+        vocab_size: int | None,
+        specials: np.ndarray | None,
+        align: str,
+        min_length: int,
+        max_sequences: int | None,
+    ):
+        self.n, self.V = n, vocab_size
+        self.specials = specials if specials is not None and specials.size else None
+        self.align, self.min_length, self.max_sequences = align, min_length, max_sequences
+        self.width = vocab_size or 0
+        # keys fit 32 bits (half the memory, faster sorts) when n * vocab_size does
+        small = vocab_size is not None and n * vocab_size <= 2**32
+        self.key_dtype = np.dtype(np.uint32 if small else np.int64)
+        self.keys = np.zeros(0, dtype=self.key_dtype)  # sorted distinct tok * n + pos
+        self.values = np.zeros(0, dtype=np.int64)  # their counts
+        self.buffer: list[np.ndarray] = []
+        self.buffered = 0
+        self.hasher = hashlib.sha256()
+        self.n_sequences = 0
+
+    @property
+    def done(self) -> bool:
+        return self.max_sequences is not None and self.n_sequences >= self.max_sequences
+
+    def add_flat(self, flat: np.ndarray, lengths: np.ndarray) -> None:
+        """Count one batch given as concatenated ids (int64) and per-sequence lengths (int64)."""
+        key, _, _ = self.batch_keys(flat, lengths)
+        if key.size:
+            self.add_keys(key)
+
+    def batch_keys(
+        self, flat: np.ndarray, lengths: np.ndarray, *, with_sequence: bool = False
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """``(keys, sequence, kept)`` of one batch; updates ``n_sequences`` and the fingerprint.
+
+        ``keys``: ``tok * n + pos`` of every counted token; ``sequence``: the index in the batch
+        of each key's sequence (only ``with_sequence``, else None); ``kept``: boolean
+        ``(len(lengths),)``, the sequences counted.
+        """
+        nb = lengths.size
+        ids, lens2 = flat, lengths
+        if self.specials is not None:
+            special = np.isin(flat, self.specials)
+            if special.any():
+                seg = np.repeat(np.arange(nb), lengths)
+                ids = flat[~special]
+                lens2 = np.bincount(seg[~special], minlength=nb).astype(np.int64)
+        kept = lens2 >= self.min_length
+        if self.max_sequences is not None:
+            room = self.max_sequences - self.n_sequences
+            kept &= np.cumsum(kept) <= room
+        n_kept = int(kept.sum())
+        self.n_sequences += n_kept
+        all_kept = n_kept == nb
+        # fingerprint: [len, ids...] of each counted sequence, as read
+        if all_kept:
+            self.hasher.update(_fingerprint_stream(flat, lengths).data)
+        elif n_kept:
+            self.hasher.update(
+                _fingerprint_stream(flat[np.repeat(kept, lengths)], lengths[kept]).data
+            )
+        # positions within each (special-free) sequence: ends[s] - j or j - starts[s]
+        if not all_kept:
+            ids, lens2 = ids[np.repeat(kept, lens2)], lens2[kept]
+        if ids.size == 0:
+            return np.zeros(0, dtype=self.key_dtype), np.zeros(0, dtype=np.int64), kept
+        seq = np.repeat(np.flatnonzero(kept), lens2) if with_sequence else None
+        ends = np.cumsum(lens2)
+        at = np.arange(ids.size, dtype=np.int64)
+        if self.align == "start":
+            pos = at
+            pos -= np.repeat(ends - lens2, lens2)
+        else:
+            pos = np.repeat(ends - 1, lens2)
+            pos -= at
+        tok = ids
+        if int(lens2.max()) > self.n:
+            inside = pos < self.n
+            tok, pos = tok[inside], pos[inside]
+            seq = None if seq is None else seq[inside]
+        lo, hi = int(tok.min()), int(tok.max())
+        check_id_range(lo, hi, self.V)
+        if hi > (np.iinfo(np.int64).max - self.n) // self.n:
+            raise PosgeomError(f"token id {hi} is too large to count with max_positions={self.n}")
+        self.width = max(self.width, hi + 1)
+        key = tok.astype(self.key_dtype)  # a new array: ``tok`` may be the caller's buffer
+        key *= self.n
+        key += pos.astype(self.key_dtype, copy=False)
+        return key, seq, kept
+
+    def add_keys(self, key: np.ndarray) -> None:
+        """Buffer the keys of one batch (merged into the running counts when the buffer is full)."""
+        self.buffer.append(key)
+        self.buffered += key.size
+        if self.buffered > self.flush_keys:
+            self.flush()
+
+    def flush(self) -> None:
+        """Merge the buffered keys into the sorted accumulator."""
+        if not self.buffer:
+            return
+        keys, values = _unique_counts(np.concatenate(self.buffer))
+        self.buffer, self.buffered = [], 0
+        if self.keys.size:
+            keys = np.concatenate([self.keys, keys])
+            values = np.concatenate([self.values, values])
+            order = np.argsort(keys, kind="stable")  # two sorted runs: a linear merge
+            keys, values = keys[order], values[order]
+            first = np.empty(keys.size, dtype=bool)
+            first[:1] = True
+            np.not_equal(keys[1:], keys[:-1], out=first[1:])
+            starts = np.flatnonzero(first)
+            keys, values = keys[starts], np.add.reduceat(values, starts)
+        self.keys, self.values = keys, values
+
+    def result(self) -> sp.csr_matrix:
+        """The counts as a canonical CSR matrix ``(n, width)`` int64."""
+        self.flush()
+        tok, pos = np.divmod(self.keys, self.n)
+        # distinct (pos, tok) pairs sorted by (tok, pos): the stable COO -> CSR bucketing by row
+        # leaves each row's columns ascending, so no duplicate summation or sort is needed
+        counts = sp.coo_matrix(
+            (self.values, (pos, tok)), shape=(self.n, self.width), dtype=np.int64
+        ).tocsr()
+        counts.sort_indices()  # a check only
+        return counts
+
+
+def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+def flat_batches(sequences: Iterable[Any], size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    for batch in batches(sequences, size):
+        yield flatten(batch)
+
+
+def run_count(
+    batches: Iterable[tuple[np.ndarray, np.ndarray]],
+    *,
+    max_positions: int,
+    vocab_size: int | None,
+    include_special: bool,
+    special_ids: Iterable[int],
+    align: str,
+    min_length: int,
+    max_sequences: int | None,
+    batch_size: int,
+    progress: bool,
+    tokenizer: dict[str, Any] | None,
+    bootstrap: dict[str, Any] | None = None,
+    allow_empty: bool = False,
+) -> Any:
+    """Count ``batches`` of ``(flat ids, lengths)`` into a :class:`PositionCounts` (arguments as
+    in :func:`~posgeom.corpus.counting.count_positions`); texts report what they skipped."""
+    from posgeom.corpus.counting import PositionCounts
+
+    if not isinstance(max_positions, (int, np.integer)) or max_positions < 1:
+        raise PosgeomError(f"max_positions must be a positive integer, got {max_positions!r}")
+    if align not in ("start", "end"):
+        raise PosgeomError(f"align must be 'start' or 'end', got {align!r}")
+    if vocab_size is not None and vocab_size < 1:
+        raise PosgeomError(f"vocab_size must be positive or None, got {vocab_size!r}")
+    if min_length < 0 or batch_size < 1 or (max_sequences is not None and max_sequences < 1):
+        raise PosgeomError(
+            f"need min_length >= 0, batch_size >= 1, max_sequences >= 1 or None; got "
+            f"{min_length}, {batch_size}, {max_sequences}"
+        )
+    specials = sorted({int(i) for i in special_ids})
+    args = (
+        int(max_positions),
+        vocab_size,
+        None if include_special else np.asarray(specials, dtype=np.int64),
+        align,
+        int(min_length),
+        max_sequences,
+    )
+    if bootstrap is None:
+        counter = Counter(*args)
+    else:  # Poisson-bootstrap replicates counted in the same pass (posgeom.corpus.bootstrap)
+        from posgeom.corpus.bootstrap import BootstrapCounter
+
+        counter = BootstrapCounter(*args, **bootstrap)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(unit="seq", desc="counting")
+    try:
+        for flat, lengths in batches:
+            counter.add_flat(flat, lengths)
+            if bar is not None:
+                bar.update(lengths.size)
+            if counter.done:
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    report = getattr(batches, "report", None)  # TextBatches: empty texts, NUL characters
+    if report is not None:
+        report()
+    if counter.n_sequences == 0 and not allow_empty:
+        raise PosgeomError(
+            f"no sequences to count: the corpus is empty, or every sequence is shorter than "
+            f"min_length={min_length} (after removing special tokens); check the input"
+        )
+    counts = counter.result()
+    totals = np.asarray(counts.sum(axis=1), dtype=np.int64).ravel()
+    options = {
+        "max_positions": int(max_positions),
+        "vocab_size": vocab_size,
+        "include_special": bool(include_special),
+        "special_ids": specials,
+        "align": align,
+        "min_length": int(min_length),
+        "max_sequences": max_sequences,
+    }
+    base = PositionCounts(
+        counts=counts,
+        totals=totals,
+        n_sequences=counter.n_sequences,
+        n_tokens=int(totals.sum()),
+        options=options,
+        tokenizer=tokenizer,
+        fingerprint=counter.hasher.hexdigest(),
+        n_empty=getattr(batches, "n_empty", 0),
+    )
+    return base if bootstrap is None else counter.finish(base)
+
+
+def bootstrap_spec(
+    replicates: int | None, seed: int, stream: int, scheme: str
+) -> dict[str, Any] | None:
+    if replicates is None:
+        return None
+    return {"replicates": replicates, "seed": seed, "stream": stream, "scheme": scheme}

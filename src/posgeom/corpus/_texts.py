@@ -1,0 +1,99 @@
+"""Texts to token-id batches: empty texts skipped, NUL characters reported, long texts cut.
+
+Texts (:class:`TextBatches`): empty or whitespace-only texts are skipped before tokenization for
+every tokenizer (counted in ``PositionCounts.n_empty``); texts with NUL characters are counted and
+reported by one warning. A text longer than ``cut_chars(n)`` characters is cut before
+tokenization, at a whitespace, to the part that can reach the counted positions (its start for
+``align="start"``, its end for ``align="end"``); if the cut text gives fewer than ``n + 8``
+tokens the cut is doubled and the text encoded again, so memory is bounded by ``n``, not by the
+line. The first ``n`` positions are those of the whole text whenever the tokenizer splits at
+whitespace (WordPiece, byte-level BPE, SentencePiece Metaspace); the sequence's length and
+fingerprint are those of the cut text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from posgeom.corpus._counter import batches, flatten
+
+log = logging.getLogger("posgeom.corpus.counting")
+_MARGIN = 8  # tokens beyond n that a cut text must still give
+
+
+def cut_chars(n: int) -> int:
+    """Characters of a text kept before tokenization at first (doubled while too few tokens)."""
+    return 32 * n + 1024
+
+
+def _cut(text: str, limit: int, align: str) -> str:
+    """At most ``limit`` characters of ``text`` from its start (or end), cut at a whitespace."""
+    if len(text) <= limit:
+        return text
+    if align == "start":
+        part = text[:limit]
+        at = max(part.rfind(" "), part.rfind("\n"), part.rfind("\t"))
+        return part[:at] if at > 0 else part
+    part = text[-limit:]
+    at = min((i for i in (part.find(" "), part.find("\n"), part.find("\t")) if i >= 0), default=-1)
+    return part[at + 1 :] if 0 <= at < len(part) - 1 else part
+
+
+class TextBatches:
+    """Tokenized batches ``(flat int64 ids, int64 lengths)`` of texts, in input order.
+
+    Skips empty texts (``n_empty``), counts texts with NUL characters (``n_nul``) and cuts long
+    texts before tokenization (module docstring).
+    """
+
+    def __init__(self, tok: Any, texts: Iterable[str], size: int, n: int, align: str):
+        self.tok, self.texts, self.size, self.n, self.align = tok, texts, size, n, align
+        self.n_empty = self.n_nul = self.n_cut = 0
+        self._arrays = getattr(tok, "encode_batch_arrays", None)  # HFTokenizer
+
+    def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self._arrays is not None:
+            return self._arrays(texts)
+        return flatten(self.tok.encode_batch(texts))
+
+    def _encode_long(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Encode a batch with long texts cut; re-encode, with doubled cuts, those too short."""
+        limit = cut_chars(self.n)
+        cut = [_cut(t, limit, self.align) for t in texts]
+        flat, lengths = self._encode(cut)
+        seqs = np.split(flat, np.cumsum(lengths)[:-1])
+        for i, text in enumerate(texts):
+            size = limit
+            while len(cut[i]) < len(text) and len(seqs[i]) < self.n + _MARGIN:
+                size *= 2
+                cut[i] = _cut(text, size, self.align)
+                seqs[i] = self._encode([cut[i]])[0]
+            self.n_cut += len(cut[i]) < len(text)
+        lens = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+        return np.concatenate(seqs) if seqs else flat, lens
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        limit = cut_chars(self.n)
+        for batch in batches(self.texts, self.size):
+            kept = [t for t in batch if t and not t.isspace()]
+            self.n_empty += len(batch) - len(kept)
+            self.n_nul += sum("\x00" in t for t in kept)
+            if not kept:
+                continue
+            if max(map(len, kept)) > limit:
+                yield self._encode_long(kept)
+            else:
+                yield self._encode(kept)
+
+    def report(self) -> None:
+        """Log what was skipped, flagged or cut (one line each)."""
+        if self.n_empty:
+            log.info("skipped %d empty texts", self.n_empty)
+        if self.n_nul:
+            log.warning("%d texts contain NUL characters (counted as they are)", self.n_nul)
+        if self.n_cut:
+            log.info("%d long texts were cut before tokenization", self.n_cut)

@@ -1,0 +1,139 @@
+"""Token-id readers: pre-tokenized sequences in, validated 1-D ``int64`` arrays out.
+
+Formats: an in-memory sequence of sequences or 2-D array; ``.npy`` (2-D, rows stripped of
+``pad_id``; or 1-D, one stream split on ``separator_id``); ``.npz`` (the array under ``key``,
+default ``"input_ids"`` or the only array; an optional ``"lengths"`` array cuts each row); ``.bin``
+(a flat ``uint16``/``uint32`` token stream as nanoGPT writes it, memory-mapped, split on
+``separator_id``, e.g. GPT-2's ``50256``). Files are parsed by :mod:`posgeom._arrayfiles` (never
+unpickled, sizes checked before allocation) and every id is validated by
+:func:`posgeom.corpus._counter.token_id_array` (integers, or whole-number floats; no bools).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._arrayfiles import read_npy, read_npz
+from posgeom._errors import PosgeomError
+from posgeom.corpus._counter import token_id_array
+from posgeom.corpus.readers import TOKEN_FORMATS, check_exists, detect_format
+
+__all__ = ["read_token_ids"]
+
+
+def _strip(row: Any, pad_id: int | None) -> np.ndarray:
+    """``row`` as validated int64 ids (whole-number floats accepted, see
+    :func:`~posgeom.corpus._counter.token_id_array`), without ``pad_id``."""
+    row = token_id_array(row if isinstance(row, np.ndarray) else list(row))
+    return row if pad_id is None else row[row != pad_id]
+
+
+def _rows(arr: np.ndarray, pad_id: int | None, lengths: np.ndarray | None) -> Iterator[np.ndarray]:
+    for i in range(arr.shape[0]):
+        row = arr[i] if lengths is None else arr[i, : int(lengths[i])]
+        yield _strip(row, pad_id)
+
+
+def _split_stream(
+    stream: np.ndarray, separator_id: int, chunk: int = 1 << 24
+) -> Iterator[np.ndarray]:
+    """Split a 1-D stream on ``separator_id`` (separators dropped), chunk by chunk."""
+    start = 0
+    for lo in range(0, len(stream), chunk):
+        for pos in np.flatnonzero(np.asarray(stream[lo : lo + chunk]) == separator_id) + lo:
+            yield token_id_array(np.asarray(stream[start:pos]))
+            start = int(pos) + 1
+    if start < len(stream):
+        yield token_id_array(np.asarray(stream[start:]))
+
+
+def _check_int(arr: np.ndarray, where: Any) -> None:
+    if arr.dtype.kind not in "iuf":  # whole-number floats are accepted by the counter
+        raise PosgeomError(f"{where}: token ids must be integers, got dtype {arr.dtype}")
+
+
+def _array_ids(
+    arr: np.ndarray,
+    where: Any,
+    pad_id: int | None,
+    separator_id: int | None,
+    lengths: np.ndarray | None = None,
+) -> Iterator[np.ndarray]:
+    _check_int(arr, where)
+    if arr.ndim == 2:
+        return _rows(arr, pad_id, lengths)
+    if arr.ndim == 1:
+        if separator_id is None:
+            return iter([_strip(arr, pad_id)])
+        return _split_stream(arr, separator_id)
+    raise PosgeomError(f"{where}: expected a 1-D or 2-D array of token ids, got shape {arr.shape}")
+
+
+def read_token_ids(
+    source: str | os.PathLike | np.ndarray | Iterable[Iterable[int]],
+    *,
+    format: str | None = None,
+    pad_id: int | None = None,
+    separator_id: int | None = None,
+    dtype: str | np.dtype | None = None,
+    key: str | None = None,
+    limit: int | None = None,
+) -> Iterator[np.ndarray]:
+    """Stream pre-tokenized sequences as 1-D ``int64`` arrays.
+
+    ``source``: an in-memory sequence of sequences / 2-D array, or a ``.npy``, ``.npz`` or nanoGPT
+    ``.bin`` path (see the module docstring). ``pad_id``: every occurrence of it is removed from
+    2-D rows (left or right padding), so padding is never counted. ``separator_id``: splits 1-D
+    streams into documents; the separator itself is dropped; required for ``.bin``. ``dtype``: of
+    a ``.bin`` file (``uint16`` default, ``uint32`` for vocabularies over 65535). ``key``: the
+    array in an ``.npz``. ``limit``: stop after that many sequences.
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        if isinstance(source, np.ndarray):
+            return islice(_array_ids(source, "array", pad_id, separator_id), limit)
+        return islice((_strip(s, pad_id) for s in source), limit)
+    path = Path(source)
+    check_exists(path)
+    fmt = format or detect_format(path)
+    if fmt == "npy":
+        it = _array_ids(read_npy(path, mmap=True), path, pad_id, separator_id)
+    elif fmt == "npz":
+        z = read_npz(path)
+        names = list(z)
+        name = key or (
+            "input_ids" if "input_ids" in names else names[0] if len(names) == 1 else None
+        )
+        if name not in names:
+            raise PosgeomError(f"{path}: arrays present: {names}; pass key= the array of token ids")
+        lengths = z["lengths"] if "lengths" in names and name != "lengths" else None
+        it = _array_ids(z[name], path, pad_id, separator_id, lengths)
+    elif fmt == "bin":
+        dt = np.dtype(dtype or np.uint16)
+        if dt not in (np.dtype(np.uint16), np.dtype(np.uint32)):
+            raise PosgeomError(f"{path}: dtype must be uint16 or uint32, got {dt}")
+        if separator_id is None:
+            raise PosgeomError(
+                f"{path}: a .bin token stream needs separator_id (the end-of-document id; "
+                "50256 for GPT-2 / nanoGPT)"
+            )
+        size = path.stat().st_size
+        if size % dt.itemsize:
+            raise PosgeomError(
+                f"{path}: size {size} bytes is not a multiple of {dt} ({dt.itemsize} bytes); "
+                "pass the dtype the file was written with"
+            )
+        if size == 0:
+            return iter([])
+        it = _split_stream(np.memmap(path, dtype=dt, mode="r"), separator_id)
+    else:
+        raise PosgeomError(
+            f"{path}: format {fmt!r} is not a token-id format {list(TOKEN_FORMATS)}; "
+            "read texts with read_texts and a tokenizer"
+        )
+    return islice(it, limit)
