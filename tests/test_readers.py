@@ -11,7 +11,8 @@ import pytest
 
 from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import count_corpus
-from posgeom.corpus.readers import detect_format, read_texts, read_token_ids
+from posgeom.corpus.readers import detect_format, read_texts
+from posgeom.corpus.token_ids import read_token_ids
 
 TEXTS = ["the cat sat", 'a "quoted" word, with comma', "", "it 's\ttab-free ok", "ünïcödé ✓"]
 

@@ -287,6 +287,8 @@ def flat_batches(sequences: Iterable[Any], size: int) -> Iterator[tuple[np.ndarr
 def run_count(
     batches: Iterable[tuple[np.ndarray, np.ndarray]],
     *,
+    counts_class: Any,
+    counter_class: Any,
     max_positions: int,
     vocab_size: int | None,
     include_special: bool,
@@ -300,9 +302,10 @@ def run_count(
     bootstrap: dict[str, Any] | None = None,
     allow_empty: bool = False,
 ) -> Any:
-    """Count ``batches`` of ``(flat ids, lengths)`` into a :class:`PositionCounts` (arguments as
-    in :func:`~posgeom.corpus.counting.count_positions`); texts report what they skipped."""
-    from posgeom.corpus.counting import PositionCounts
+    """Count ``batches`` of ``(flat ids, lengths)`` into ``counts_class`` (``PositionCounts``)
+    with a ``counter_class`` (:class:`Counter`, or the bootstrap counter when ``bootstrap`` is
+    given); other arguments as in :func:`~posgeom.corpus.counting.count_positions`. Texts
+    (:class:`~posgeom.corpus._texts.TextBatches`) report what they skipped."""
 
     if not isinstance(max_positions, (int, np.integer)) or max_positions < 1:
         raise PosgeomError(f"max_positions must be a positive integer, got {max_positions!r}")
@@ -324,12 +327,7 @@ def run_count(
         int(min_length),
         max_sequences,
     )
-    if bootstrap is None:
-        counter = Counter(*args)
-    else:  # Poisson-bootstrap replicates counted in the same pass (posgeom.corpus.bootstrap)
-        from posgeom.corpus.bootstrap import BootstrapCounter
-
-        counter = BootstrapCounter(*args, **bootstrap)
+    counter = counter_class(*args) if bootstrap is None else counter_class(*args, **bootstrap)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -364,7 +362,7 @@ def run_count(
         "min_length": int(min_length),
         "max_sequences": max_sequences,
     }
-    base = PositionCounts(
+    base = counts_class(
         counts=counts,
         totals=totals,
         n_sequences=counter.n_sequences,

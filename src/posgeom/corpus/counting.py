@@ -244,6 +244,16 @@ class PositionCounts:
         return cls(counts=counts, totals=totals, **fields, **extra)
 
 
+def _run(batches: Iterable[tuple[np.ndarray, np.ndarray]], **kw: Any) -> PositionCounts:
+    """``run_count`` into :class:`PositionCounts`, with the bootstrap counter when asked for."""
+    counter_class: Any = Counter
+    if kw.get("bootstrap") is not None:  # replicates counted in the same pass
+        from posgeom.corpus.bootstrap import BootstrapCounter
+
+        counter_class = BootstrapCounter
+    return run_count(batches, counts_class=PositionCounts, counter_class=counter_class, **kw)
+
+
 def count_positions(
     sequences: Iterable[Any],
     *,
@@ -276,7 +286,7 @@ def count_positions(
     """
     if tokenizer is not None and vocab_size is None:
         vocab_size = int(tokenizer.vocab_size)
-    return run_count(
+    return _run(
         flat_batches(sequences, batch_size),
         max_positions=max_positions,
         vocab_size=vocab_size,
@@ -373,7 +383,7 @@ def count_corpus(
     if tok is not None:
         vocab_size = tok.vocab_size if vocab_size is None else vocab_size
         special_ids = tok.special_ids if special_ids is None else special_ids
-    return run_count(
+    return _run(
         batches,
         max_positions=max_positions,
         vocab_size=vocab_size,

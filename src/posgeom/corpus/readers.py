@@ -312,11 +312,3 @@ def read_texts(
     else:
         raise PosgeomError(f"unknown format {fmt!r}; use one of {list(TEXT_FORMATS)}")
     return islice(it, limit)
-
-
-def __getattr__(name: str) -> Any:  # read_token_ids lives in posgeom.corpus.token_ids
-    if name == "read_token_ids":
-        from posgeom.corpus.token_ids import read_token_ids
-
-        return read_token_ids
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
