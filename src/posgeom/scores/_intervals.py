@@ -14,7 +14,7 @@ from posgeom._errors import PosgeomError
 
 __all__ = ["INTERVAL_METHODS", "Interval", "bootstrap_interval"]
 
-INTERVAL_METHODS = ("normal", "basic", "percentile")
+INTERVAL_METHODS = ("bias_aware", "normal", "basic", "percentile")
 
 
 # ----------------------------------------------------------------------------- intervals
@@ -69,9 +69,10 @@ def _bounds(
     if method == "basic":
         q_lo, q_hi = np.quantile(delta, [a / 2, 1 - a / 2], axis=0)
         low, high = estimate - q_hi, estimate - q_lo
-    elif method == "normal":
+    elif method in ("normal", "bias_aware"):
         z = float(ndtri(1 - a / 2))
-        low, high = estimate - bias - z * se, estimate - bias + z * se
+        half = z * (se if method == "normal" else np.sqrt(se**2 + bias**2))
+        low, high = estimate - bias - half, estimate - bias + half
     else:
         low, high = np.quantile(reps, [a / 2, 1 - a / 2], axis=0)
     return low, high, bias, se
@@ -83,7 +84,7 @@ def bootstrap_interval(
     *,
     truth: float | None = None,
     level: float = 0.95,
-    method: str = "normal",
+    method: str = "bias_aware",
 ) -> Interval:
     """The interval of one number from its ``B`` replicate values (see the module docstring).
 
