@@ -57,6 +57,7 @@ from posgeom.embed._inputs import check_distance_matrix
 from posgeom.encodings import default_rope_head_dim, families, family, rope_heads
 from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._registry import ComparisonContext, Family
+from posgeom.pipeline import DEFAULT_MODEL_DIM
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
 from posgeom.reports.schema import ALIBI_HEAD_COLUMNS
 
@@ -66,9 +67,11 @@ __all__ = [
     "StationarityResult",
     "comparable_encodings",
     "compare_encodings",
+    "comparison_rows",
     "default_rope_head_dim",
     "rope_heads",
     "stationarity",
+    "with_baselines",
 ]
 
 log = logging.getLogger("posgeom")
@@ -392,7 +395,7 @@ def _scores(enc: Any, target: np.ndarray, seed: int) -> dict[str, Any]:
 def compare_encodings(
     counts_or_distributions: Any,
     *,
-    model_dim: int = 768,
+    model_dim: int = DEFAULT_MODEL_DIM,
     encodings: Sequence[str] | None = None,
     extra_encodings: Mapping[str, Any] | None = None,
     learned_model: Any = None,
@@ -433,7 +436,7 @@ def compare_encodings(
     ComparisonResult
     """
     from posgeom.geometry.distributions import PositionalDistributions
-    from posgeom.pipeline import analyze_counts, pair_distances, rank_curve
+    from posgeom.pipeline import analyze_counts, rank_curve
 
     names = list(DEFAULT_ENCODINGS if encodings is None else encodings)
     unknown = [x for x in names if x not in comparable_encodings()]
@@ -471,9 +474,77 @@ def compare_encodings(
         seed=seed,
     )
     target = res.distances
-    positions = np.asarray(res.distributions.positions, dtype=np.int64)
     n = target.shape[0]
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
+    table, heads, shepard = comparison_rows(
+        res,
+        names,
+        n_heads=n_heads,
+        rope_head_dim=rope_hd,
+        rope_base=rope_base,
+        low_rank=low_rank,
+        learned_model=learned_model,
+        extra_encodings=extra_encodings,
+        seed=seed,
+    )
+    curve = rank_curve(res.mds, target, max_rank=max_rank, seed=seed)
+    options = {
+        "n_positions": n,
+        "input": "counts" if _is_integer_counts(data) else "distributions",
+        "model_dim": int(model_dim),
+        "encodings": names + list(extra_encodings or {}),
+        "n_heads": int(n_heads),
+        "rope_head_dim": int(rope_hd),
+        "rope_base": float(rope_base),
+        "low_rank": int(low_rank),
+        "max_rank": int(max_rank),
+        "learned_model": None
+        if learned_model is None
+        else (
+            os.fspath(learned_model)
+            if isinstance(learned_model, (str, os.PathLike))
+            else type(learned_model).__name__
+        ),
+        **{k: v for k, v in res.options.items() if k not in ("model_dim",)},
+    }
+    return ComparisonResult(
+        table=table,
+        alibi_heads=heads,
+        rank_curve=curve,
+        stationarity=stationarity(target),
+        pipeline=res,
+        options=options,
+        shepard=shepard,
+    )
+
+
+def comparison_rows(
+    res: Any,
+    names: Sequence[str],
+    *,
+    n_heads: int = 12,
+    rope_head_dim: int | None = None,
+    rope_base: float = 10000.0,
+    low_rank: int = 3,
+    learned_model: Any = None,
+    extra_encodings: Mapping[str, Any] | None = None,
+    seed: int = 0,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, np.ndarray]]:
+    """The comparison rows of ``names`` (registry families) and of ``extra_encodings`` against the
+    geometry of a :class:`~posgeom.pipeline.PipelineResult` ``res``.
+
+    Returns ``(table, heads, shepard)``: one score row per encoding (with ``description`` and
+    ``parameters``), the per-head rows of head families (ALiBi), and each encoding's distances at
+    ``res.shepard_pairs``. Encodings are built for positions ``0 .. max(kept)`` and restricted to
+    the kept positions.
+    """
+    from posgeom.pipeline import pair_distances
+
+    model_dim = res.mds.model_dim
+    rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
+    target = res.distances
+    positions = np.asarray(res.distributions.positions, dtype=np.int64)
+    n = target.shape[0]
     seen: list[tuple[dict[str, Any], np.ndarray]] = []  # (scores, delta at the Shepard pairs)
 
     def scored(enc: Any) -> dict[str, Any]:
@@ -524,32 +595,45 @@ def compare_encodings(
         )
         shepard[str(name)] = seen[-1][1]
 
-    curve = rank_curve(res.mds, target, max_rank=max_rank, seed=seed)
-    options = {
-        "n_positions": n,
-        "input": "counts" if _is_integer_counts(data) else "distributions",
-        "model_dim": int(model_dim),
-        "encodings": names + list(extra_encodings or {}),
-        "n_heads": int(n_heads),
-        "rope_head_dim": int(rope_hd),
-        "rope_base": float(rope_base),
-        "low_rank": int(low_rank),
-        "max_rank": int(max_rank),
-        "learned_model": None
-        if learned_model is None
-        else (
-            os.fspath(learned_model)
-            if isinstance(learned_model, (str, os.PathLike))
-            else type(learned_model).__name__
-        ),
-        **{k: v for k, v in res.options.items() if k not in ("model_dim",)},
-    }
-    return ComparisonResult(
-        table=table,
+    return table, heads, shepard
+
+
+def with_baselines(
+    result: Any,
+    *,
+    encodings: Sequence[str] | None = None,
+    n_heads: int = 12,
+    rope_head_dim: int | None = None,
+    low_rank: int = 3,
+    learned_model: Any = None,
+) -> Any:
+    """``result`` (a :class:`~posgeom.pipeline.PipelineResult`) scoring the comparison's
+    encodings too: the rows of :data:`DEFAULT_ENCODINGS` (sinusoidal, per-head RoPE, ALiBi, T5,
+    NoPE, random, MDS, low-rank MDS, MDS + SMACOF when refined; ``learned`` with
+    ``learned_model``) in the comparison's order, then the encodings ``result`` already scored.
+    This is what ``posgeom run``, ``geometry`` and ``demo`` report."""
+    import dataclasses
+
+    names = [
+        x
+        for x in (DEFAULT_ENCODINGS if encodings is None else encodings)
+        if (family(x).comparison_needs is None or learned_model is not None)
+        and (x != "mds+smacof" or result.refined is not None)
+    ]
+    table, heads, shepard = comparison_rows(
+        result,
+        names,
+        n_heads=n_heads,
+        rope_head_dim=rope_head_dim,
+        low_rank=low_rank,
+        learned_model=learned_model,
+        seed=int(result.options.get("seed", 0)),
+    )
+    scores = {row["encoding"]: {k: v for k, v in row.items() if k != "encoding"} for row in table}
+    scores.update({k: v for k, v in result.scores.items() if k not in scores})
+    return dataclasses.replace(
+        result,
+        scores=scores,
         alibi_heads=heads,
-        rank_curve=curve,
-        stationarity=stationarity(target),
-        pipeline=res,
-        options=options,
-        shepard=shepard,
+        shepard={**result.shepard, **shepard},
     )

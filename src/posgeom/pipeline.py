@@ -44,6 +44,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("posgeom")
+DEFAULT_MODEL_DIM = 768  # BERT-base; the one default width d of every command and entry point
 SHEPARD_PAIRS = 1500  # pairs kept per encoding for the Shepard plots of a report
 
 
@@ -110,6 +111,17 @@ def pair_distances(encoding: Any, pairs: np.ndarray) -> np.ndarray:
     return encoding_distances(encoding)[i, j]
 
 
+def _empty_positions_hint(counts: Any) -> tuple[str | None, int | None]:
+    """(warning, suggested n) when ``n`` leaves positions with fewer than 2 samples."""
+    from posgeom.reports.lengths import empty_positions_hint, suggest_n
+
+    totals, n_sequences = getattr(counts, "totals", None), getattr(counts, "n_sequences", None)
+    if totals is None or not n_sequences:
+        return None, None
+    hint = empty_positions_hint(totals, n_sequences)
+    return hint, (None if hint is None else suggest_n(totals, n_sequences))
+
+
 def _quiet_ranks(mds: MDSResult) -> dict[str, float | None]:
     """Effective ranks; on a partial spectrum the summary says so instead of warning."""
     import warnings
@@ -134,6 +146,7 @@ class PipelineResult:
     counts_info: dict[str, Any] = field(default_factory=dict)
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
+    alibi_heads: list[dict[str, Any]] = field(default_factory=list)
 
     report_kind = "run"
     report_title = "geometry"
@@ -172,6 +185,8 @@ class PipelineResult:
             "scores": self.scores,
             "rank_curve": self.rank_curve,
         }
+        if self.alibi_heads:
+            out["alibi_heads"] = self.alibi_heads
         if self.refined is not None:
             out["refinement"] = {
                 "method": "smacof",
@@ -259,7 +274,7 @@ class PipelineResult:
 def analyze_counts(
     counts: Any,
     *,
-    model_dim: int = 128,
+    model_dim: int = DEFAULT_MODEL_DIM,
     n_components: int | None = None,
     smoothing: str = "none",
     alpha: float = 1.0,
@@ -280,9 +295,20 @@ def analyze_counts(
     the same positions; the MDS encoding is always scored as ``"mds"`` (and ``"mds+smacof"``
     when ``refine``).
     """
-    dist = positional_distributions(
-        counts, smoothing=smoothing, alpha=alpha, min_samples=min_samples, below_min=below_min
-    )
+    hint, suggested = _empty_positions_hint(counts)
+    try:
+        dist = positional_distributions(
+            counts, smoothing=smoothing, alpha=alpha, min_samples=min_samples, below_min=below_min
+        )
+    except PosgeomError as exc:
+        if suggested is None or "no samples" not in str(exc):
+            raise
+        raise PosgeomError(
+            f"{exc}; n = {suggested} is reached by 95% of the sequences (`posgeom lengths "
+            "CORPUS` shows the length profile)"
+        ) from exc
+    if hint:
+        log.warning(hint)
     n = dist.n_positions
     if n < 3:
         raise PosgeomError(f"the geometry needs at least 3 positions with samples, got {n}")

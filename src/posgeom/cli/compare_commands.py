@@ -10,6 +10,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom.cli.geometry_commands import add_report_argument
+from posgeom.pipeline import DEFAULT_MODEL_DIM
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -179,7 +180,7 @@ def register(sub: Any) -> None:
         "-d",
         "--model-dim",
         type=int,
-        default=768,
+        default=DEFAULT_MODEL_DIM,
         help="model width d of the fixed and MDS encodings (BERT-base: 768)",
     )
     g.add_argument(

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.pipeline import DEFAULT_MODEL_DIM
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -23,7 +24,7 @@ def add_geometry_arguments(p: argparse.ArgumentParser) -> None:
         "-d",
         "--model-dim",
         type=int,
-        default=128,
+        default=DEFAULT_MODEL_DIM,
         help="model width d for the MDS encoding (BERT-base: 768)",
     )
     g.add_argument(
@@ -121,14 +122,37 @@ def _extra_encodings(specs: list[str], n: int) -> dict[str, Any]:
     return out
 
 
+def _analyze(counts: Any, args: argparse.Namespace, n_extra: int | None = None) -> Any:
+    """The pipeline on ``counts`` with the comparison's baselines and the --encoding files."""
+    from posgeom.compare import with_baselines
+    from posgeom.pipeline import analyze_counts
+
+    n = counts.counts.shape[0] if hasattr(counts, "counts") else np.shape(counts)[0]
+    result = analyze_counts(
+        counts,
+        model_dim=args.model_dim,
+        n_components=args.components,
+        smoothing=args.smoothing,
+        alpha=args.alpha,
+        min_samples=args.min_samples,
+        below_min=args.below_min,
+        convention=args.convention,
+        solver=args.solver,
+        encodings=_extra_encodings(args.encoding, n),
+        refine=not args.no_refine,
+        noise=None if args.noise == "none" else args.noise,
+        noise_repeats=args.noise_repeats,
+        seed=args.seed,
+    )
+    return with_baselines(result)
+
+
 def _analyze_and_save(
     counts_fn: Any,
     args: argparse.Namespace,
-    extra: dict[str, Any] | None = None,
     inputs: tuple[Any, ...] = (),
 ) -> Any:
     """Check the output folder first, then build the counts (``counts_fn()``), analyse, save."""
-    from posgeom.pipeline import analyze_counts
     from posgeom.reports import results_folder
 
     inputs = (*inputs, *(p for _, p in _encoding_specs(args.encoding)))
@@ -137,23 +161,7 @@ def _analyze_and_save(
         args.output, overwrite=args.overwrite, inputs=inputs, with_report=report
     ) as tmp:
         counts = counts_fn()
-        n = counts.counts.shape[0] if hasattr(counts, "counts") else np.shape(counts)[0]
-        result = analyze_counts(
-            counts,
-            model_dim=args.model_dim,
-            n_components=args.components,
-            smoothing=args.smoothing,
-            alpha=args.alpha,
-            min_samples=args.min_samples,
-            below_min=args.below_min,
-            convention=args.convention,
-            solver=args.solver,
-            encodings={**(extra or {}), **_extra_encodings(args.encoding, n)},
-            refine=not args.no_refine,
-            noise=None if args.noise == "none" else args.noise,
-            noise_repeats=args.noise_repeats,
-            seed=args.seed,
-        )
+        result = _analyze(counts, args)
         result.write(tmp)
         if hasattr(counts, "save"):
             counts.save(tmp / "counts.npz")
@@ -178,29 +186,8 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The fixed encodings the demo scores, built as ``posgeom compare`` builds them.
-DEMO_ENCODINGS = ("sinusoidal", "rope", "random")
-
-
-def _demo_encodings(n: int, model_dim: int, seed: int) -> dict[str, Any]:
-    """Each demo family's comparison encoding (RoPE per head, as in ``compare``)."""
-    from posgeom.encodings import default_rope_head_dim, family
-    from posgeom.encodings._registry import ComparisonContext
-
-    n_heads = 12
-    ctx = ComparisonContext(
-        n_positions=n,
-        n_kept=n,
-        model_dim=model_dim,
-        n_heads=n_heads,
-        rope_head_dim=default_rope_head_dim(model_dim, n_heads),
-        rope_base=10000.0,
-        seed=seed,
-    )
-    return {name: family(name).default_encoding(ctx) for name in DEMO_ENCODINGS}
-
-
 def _demo(args: argparse.Namespace) -> int:
+    """The synthetic corpus through the same pipeline and baselines as ``run``."""
     from posgeom.corpus.counting import count_positions
     from posgeom.synthetic import synthetic_corpus
 
@@ -210,14 +197,10 @@ def _demo(args: argparse.Namespace) -> int:
     log.info("synthetic three-regime corpus: %d sequences of %d tokens", args.sequences, n)
     seqs = synthetic_corpus(args.sequences, length=n, seed=args.seed)
     counts = count_positions(seqs, max_positions=n)
-    extra = _demo_encodings(n, args.model_dim, args.seed)
     if args.output:
-        _analyze_and_save(lambda: counts, args, extra)
+        _analyze_and_save(lambda: counts, args)
         return 0
-    from posgeom.pipeline import analyze_counts
-
-    result = analyze_counts(counts, model_dim=args.model_dim, encodings=extra, seed=args.seed)
-    print(result.markdown_table())
+    print(_analyze(counts, args).markdown_table())
     return 0
 
 
@@ -338,7 +321,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("-n", "--max-positions", type=int, default=32, help="sequence length n")
     p.add_argument("--sequences", type=int, default=2000, help="number of synthetic sequences")
-    p.add_argument("-d", "--model-dim", type=int, default=128, help="model width d")
+    p.add_argument(
+        "-d",
+        "--model-dim",
+        type=int,
+        default=DEFAULT_MODEL_DIM,
+        help="model width d of the MDS and fixed encodings (BERT-base: 768)",
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("-o", "--output", default=None, help="also write a results folder here")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")

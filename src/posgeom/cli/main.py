@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "posgeom.cli.corpus_commands",
     "posgeom.cli.geometry_commands",
     "posgeom.cli.report_commands",
+    "posgeom.cli.lengths_commands",
 )
 OPTIONAL_COMMAND_MODULES = (
     "posgeom.cli.compare_commands",

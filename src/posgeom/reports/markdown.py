@@ -16,11 +16,11 @@ __all__ = ["cell", "markdown_table", "rank_table", "score_table"]
 
 
 def cell(value: Any, spec: str) -> str:
-    """One table cell: ``n/a`` for a missing or non-finite number, ``|`` escaped in text."""
+    """One table cell's text: ``n/a`` for a missing number, ``inf`` for an infinite one."""
     if value is None:
         return "n/a"
     if spec == "s":
-        return str(value).replace("|", "/")
+        return str(value)
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -47,7 +47,8 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Iterable[Column])
         "|" + "|".join("---" if f == "s" else "---:" for _, _, f in cols) + "|",
     ]
     for r in rows:
-        lines.append("| " + " | ".join(cell(r.get(k), f) for k, _, f in cols) + " |")
+        cells = (cell(r.get(k), f).replace("|", "\\|") for k, _, f in cols)
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 

@@ -1,0 +1,52 @@
+"""``posgeom lengths CORPUS``: the sequence-length profile of a corpus and the suggested ``n``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+CAP = 1024
+
+
+def _lengths(args: argparse.Namespace) -> int:
+    from posgeom.cli.corpus_commands import counts_from_args
+    from posgeom.reports.lengths import length_profile
+
+    counts = counts_from_args(args)
+    profile = length_profile(counts.totals, counts.n_sequences, quantile=args.quantile)
+    if args.json:
+        print(json.dumps(profile.summary(), indent=2))
+    else:
+        print(profile.text())
+    return 0
+
+
+def register(sub: Any) -> None:
+    from posgeom.cli.corpus_commands import add_count_arguments
+
+    p = sub.add_parser(
+        "lengths",
+        help="sequence lengths of a corpus (histogram, percentiles) and the suggested n",
+        description="Tokenizes the corpus as `posgeom count` does and prints the histogram of "
+        "sequence lengths, its percentiles and the suggested n: the positions reached by at "
+        "least 5%% of the sequences (the rule of `posgeom reproduce`). Positions beyond it hold "
+        "few samples and mostly sampling noise.",
+    )
+    add_count_arguments(p)
+    for action in p._actions:
+        if action.dest == "max_positions":
+            action.required = False
+            action.default = CAP
+            action.help = f"longest length measured (default {CAP}; longer ones are binned there)"
+    p.add_argument(
+        "--quantile",
+        type=float,
+        default=0.95,
+        help="the suggested n is this quantile of the lengths (default 0.95)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(handler=_lengths)
+
+
+__all__ = ["register"]
