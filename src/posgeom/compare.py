@@ -529,6 +529,7 @@ def comparison_rows(
     learned_model: Any = None,
     extra_encodings: Mapping[str, Any] | None = None,
     seed: int = 0,
+    skip_unbuildable: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, np.ndarray]]:
     """The comparison rows of ``names`` (registry families) and of ``extra_encodings`` against the
     geometry of a :class:`~posgeom.pipeline.PipelineResult` ``res``.
@@ -536,7 +537,8 @@ def comparison_rows(
     Returns ``(table, heads, shepard)``: one score row per encoding (with ``description`` and
     ``parameters``), the per-head rows of head families (ALiBi), and each encoding's distances at
     ``res.shepard_pairs``. Encodings are built for positions ``0 .. max(kept)`` and restricted to
-    the kept positions.
+    the kept positions. With ``skip_unbuildable`` a family that cannot be built with these
+    settings (e.g. sinusoidal at an odd width) is left out with a warning instead of raising.
     """
     from posgeom.pipeline import pair_distances
 
@@ -573,7 +575,13 @@ def comparison_rows(
     for name in names:
         log.info("scoring %s", name)
         seen.clear()
-        entry = family(name).comparison(ctx)
+        try:
+            entry = family(name).comparison(ctx)
+        except PosgeomError as exc:
+            if not skip_unbuildable:
+                raise
+            log.warning("%s skipped: %s", name, str(exc).splitlines()[0])
+            continue
         if entry is None:
             log.warning("%s skipped: %s", name, family(name).skip_reason)
             continue
@@ -628,6 +636,7 @@ def with_baselines(
         low_rank=low_rank,
         learned_model=learned_model,
         seed=int(result.options.get("seed", 0)),
+        skip_unbuildable=True,
     )
     scores = {row["encoding"]: {k: v for k, v in row.items() if k != "encoding"} for row in table}
     scores.update({k: v for k, v in result.scores.items() if k not in scores})
