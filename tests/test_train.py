@@ -127,6 +127,14 @@ def _expected_delta(res, enc: str, target: np.ndarray) -> np.ndarray:
         gaps = np.abs(np.subtract.outer(np.arange(N), np.arange(N))).astype(float)
         cands = [m * gaps for m in (2.0**-4, 2.0**-8)]
         return min(cands, key=lambda c: _paper_stress(c, target))
+    if enc == "t5":  # learned bucket bias: |b(j - i) - b(0)| symmetrised, mean over heads
+        from transformers.models.t5.modeling_t5 import T5Attention
+
+        rel = torch.arange(N)[None, :] - torch.arange(N)[:, None]
+        bucket = T5Attention._relative_position_bucket(rel, bidirectional=True).numpy()
+        table = res.model.position.bias.weight.detach().double().numpy()
+        diff = np.abs(table[bucket] - table[bucket[0, 0]]).mean(-1)
+        return 0.5 * (diff + diff.T)
     return np.zeros((N, N))  # nope
 
 
@@ -221,7 +229,7 @@ def test_order_task_runs_and_nope_is_exactly_chance(tmp_path):
 
 def test_bad_inputs(tmp_path, monkeypatch):
     with pytest.raises(
-        PosgeomError, match="known encodings: sinusoidal, rope, alibi, nope, random, learned"
+        PosgeomError, match="known encodings: sinusoidal, rope, alibi, t5, nope, random, learned"
     ):
         _cfg(encoding="xpos2").validate()
     with pytest.raises(PosgeomError, match="unknown task"):

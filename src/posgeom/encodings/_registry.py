@@ -266,6 +266,15 @@ class Family:
         """The ``posgeom.nn`` position module for ``spec`` (``None``: no module, e.g. NoPE)."""
         raise PosgeomError(f"encoding {self.name!r} has no torch module to train with")
 
+    def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> Any:
+        """The geometry of a (trained) torch module of this family over positions ``0 .. n-1``:
+        by default the float64 rows of ``module.table()`` (additive tables). ``target``: the
+        corpus distances, for families that pick a head (ALiBi)."""
+        import torch
+
+        with torch.no_grad():
+            return module.table().detach().to(torch.float64).cpu().numpy()[: spec.n]
+
     def torch_build_params(self, spec: TorchSpec) -> dict[str, Any] | None:
         """Build parameters whose numpy geometry the torch module of ``spec`` reproduces
         (``None``: a randomly initialised module, or none); the common family test checks it."""

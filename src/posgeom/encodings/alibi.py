@@ -248,6 +248,10 @@ class ALiBiFamily(Family):
         slopes = alibi_slopes(heads, style=style, alibi_bias_max=bias_max)
         return [Mechanism("alibi", source, ALiBiParams(slopes, style, heads))]
 
+    def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> ALiBiEncoding:
+        """The head of lowest paper stress against ``target`` (the slopes are not trained)."""
+        return alibi(spec.n, module.n_heads, head="best", target=target)
+
     def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
         return {"n_heads": spec.n_heads, "head": 0}
 

@@ -176,6 +176,10 @@ class NoPEFamily(Family):
     def torch_module(self, spec: TorchSpec) -> Any:
         return None
 
+    def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> PositionEncoding:
+        """All distances 0: separation 0, paper and scale-optimal stress 1."""
+        return nope(spec.n, spec.d)
+
 
 @register
 class RandomFamily(Family):

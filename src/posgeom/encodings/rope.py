@@ -42,7 +42,14 @@ from posgeom.encodings._registry import (
     TorchSpec,
     register,
 )
-from posgeom.encodings.rope_types import ROPE_TYPES, rope_frequencies, rope_inverse_frequencies
+from posgeom.encodings.rope_types import (
+    ROPE_TYPES,
+    config_rope_parameters,
+    config_rotary_fraction,
+    rope_frequencies,
+    rope_inverse_frequencies,
+    rope_type_of,
+)
 
 _LAYOUTS = ("half", "interleaved")
 
@@ -248,42 +255,12 @@ class RotaryParams(MechanismParams):
         return {"": enc}
 
 
-def _rope_parameters(config: Any, layer_type: str | None) -> dict[str, Any] | None:
-    params = getattr(config, "rope_parameters", None)
-    if isinstance(params, Mapping) and layer_type and isinstance(params.get(layer_type), Mapping):
-        params = params[layer_type]
-    if isinstance(params, Mapping) and ("rope_theta" in params or "rope_type" in params):
-        return dict(params)
-    scaling = getattr(config, "rope_scaling", None)
-    if isinstance(scaling, Mapping) and layer_type and isinstance(scaling.get(layer_type), Mapping):
-        scaling = scaling[layer_type]
-    out: dict[str, Any] = dict(scaling) if isinstance(scaling, Mapping) else {}
-    theta = _hf.config_get(config, "rope_theta", "rotary_emb_base", "rotary_base")
-    if theta is not None:
-        out.setdefault("rope_theta", theta)
-    return out or None
-
-
-def _rotary_fraction(config: Any, params: Mapping[str, Any] | None) -> float | None:
-    if params and params.get("partial_rotary_factor") is not None:
-        return float(params["partial_rotary_factor"])
-    value = _hf.config_get(config, "partial_rotary_factor", "rotary_pct")
-    if value is not None:
-        return float(value)
-    rotary_dim, head_dim = getattr(config, "rotary_dim", None), _hf.head_dim(config)
-    return float(rotary_dim) / head_dim if rotary_dim and head_dim else None
-
-
-def _rope_type(params: Mapping[str, Any] | None) -> str:
-    return str((params or {}).get("rope_type", (params or {}).get("type", "default")))
-
-
 def _buffer_mechanism(model: Any, config: Any, name: str, inv_freq: np.ndarray) -> Mechanism:
     layer_type = _hf.last_name(name)[: -len("inv_freq")].rstrip("_") or None
     owner = _hf.parent(model, name)
     attr = f"{layer_type}_attention_scaling" if layer_type else "attention_scaling"
     scaling = getattr(owner, attr, getattr(owner, "attention_scaling", 1.0))
-    params = _rope_parameters(config, layer_type)
+    params = config_rope_parameters(config, layer_type)
     rotary_dim, head_dim = 2 * int(inv_freq.shape[0]), _hf.head_dim(config)
     theta = None if not params or params.get("rope_theta") is None else float(params["rope_theta"])
     return Mechanism(
@@ -292,9 +269,11 @@ def _buffer_mechanism(model: Any, config: Any, name: str, inv_freq: np.ndarray) 
         RotaryParams(
             inv_freq=inv_freq,
             theta=theta,
-            rope_type=_rope_type(params),
+            rope_type=rope_type_of(params),
             rope_scaling=params,
-            rotary_fraction=rotary_dim / head_dim if head_dim else _rotary_fraction(config, params),
+            rotary_fraction=rotary_dim / head_dim
+            if head_dim
+            else config_rotary_fraction(config, params),
             head_dim=head_dim,
             rotary_dim=rotary_dim,
             attention_scaling=float(scaling) if isinstance(scaling, (int, float)) else 1.0,
@@ -305,7 +284,7 @@ def _buffer_mechanism(model: Any, config: Any, name: str, inv_freq: np.ndarray) 
 
 def _config_mechanism(config: Any) -> list[Mechanism]:
     """No buffer: the default frequencies from the configuration's rotary base, if it names one."""
-    params = _rope_parameters(config, None)
+    params = config_rope_parameters(config, None)
     if not params or params.get("rope_theta") is None:
         if getattr(config, "position_embedding_type", None) not in ("rotary", "rope"):
             return []
@@ -316,7 +295,7 @@ def _config_mechanism(config: Any) -> list[Mechanism]:
             "the configuration names a rotary encoding but neither head_dim nor "
             "hidden_size/num_attention_heads, so the rotary width is unknown"
         )
-    fraction = _rotary_fraction(config, params) or 1.0
+    fraction = config_rotary_fraction(config, params) or 1.0
     rotary_dim = int(getattr(config, "rotary_dim", None) or int(head_dim * fraction))
     theta = float(params["rope_theta"])
     inv_freq, _ = rope_frequencies(None, rotary_dim, theta)
@@ -328,7 +307,7 @@ def _config_mechanism(config: Any) -> list[Mechanism]:
             RotaryParams(
                 inv_freq=inv_freq,
                 theta=theta,
-                rope_type=_rope_type(params),
+                rope_type=rope_type_of(params),
                 rope_scaling=params,
                 rotary_fraction=rotary_dim / head_dim,
                 head_dim=head_dim,
@@ -390,6 +369,10 @@ class RoPEFamily(Family):
 
     def check_training(self, spec: TorchSpec) -> None:
         check_even(spec.d // spec.n_heads, "RoPE head width d_model / n_heads")
+
+    def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> RoPEEncoding:
+        """``rope(n, head_dim, base)`` of the module (its frequencies are not trained)."""
+        return rope(spec.n, head_dim=module.head_dim, base=module.base)
 
     def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
         return {"head_dim": spec.d // spec.n_heads}

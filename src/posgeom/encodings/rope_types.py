@@ -36,8 +36,18 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings._base import check_base, check_even
+from posgeom.encodings._hf import config_get
+from posgeom.encodings._hf import head_dim as head_dim_of
 
-__all__ = ["ROPE_TYPES", "RopeType", "rope_frequencies", "rope_inverse_frequencies"]
+__all__ = [
+    "ROPE_TYPES",
+    "RopeType",
+    "config_rope_parameters",
+    "config_rotary_fraction",
+    "rope_frequencies",
+    "rope_inverse_frequencies",
+    "rope_type_of",
+]
 
 Params = Mapping[str, Any]
 
@@ -300,3 +310,38 @@ def rope_inverse_frequencies(
     }
     context = original_max_position_embeddings if scaling == "dynamic" else None
     return rope_frequencies(scaling, head_dim, base, params, seq_len=seq_len, context=context)
+
+
+# ------------------------------------------------------------------------------ configurations
+def config_rope_parameters(config: Any, layer_type: str | None) -> dict[str, Any] | None:
+    """The rope parameters of a transformers configuration (``rope_parameters`` in transformers
+    5, else ``rope_scaling`` + ``rope_theta`` / ``rotary_emb_base``), per layer type if asked."""
+    params = getattr(config, "rope_parameters", None)
+    if isinstance(params, Mapping) and layer_type and isinstance(params.get(layer_type), Mapping):
+        params = params[layer_type]
+    if isinstance(params, Mapping) and ("rope_theta" in params or "rope_type" in params):
+        return dict(params)
+    scaling = getattr(config, "rope_scaling", None)
+    if isinstance(scaling, Mapping) and layer_type and isinstance(scaling.get(layer_type), Mapping):
+        scaling = scaling[layer_type]
+    out: dict[str, Any] = dict(scaling) if isinstance(scaling, Mapping) else {}
+    theta = config_get(config, "rope_theta", "rotary_emb_base", "rotary_base")
+    if theta is not None:
+        out.setdefault("rope_theta", theta)
+    return out or None
+
+
+def config_rotary_fraction(config: Any, params: Mapping[str, Any] | None) -> float | None:
+    """``rotary_dim / head_dim`` of a configuration (``partial_rotary_factor``, ``rotary_pct``)."""
+    if params and params.get("partial_rotary_factor") is not None:
+        return float(params["partial_rotary_factor"])
+    value = config_get(config, "partial_rotary_factor", "rotary_pct")
+    if value is not None:
+        return float(value)
+    rotary_dim, head_dim = getattr(config, "rotary_dim", None), head_dim_of(config)
+    return float(rotary_dim) / head_dim if rotary_dim and head_dim else None
+
+
+def rope_type_of(params: Mapping[str, Any] | None) -> str:
+    """``rope_type`` (or the older ``type``) of a parameter dict, default ``"default"``."""
+    return str((params or {}).get("rope_type", (params or {}).get("type", "default")))

@@ -36,6 +36,7 @@ from posgeom.encodings._registry import (
     Family,
     Mechanism,
     MechanismParams,
+    TorchSpec,
     head_select,
     register,
 )
@@ -261,8 +262,27 @@ class T5Family(Family):
     summary = "T5 relative position buckets (Raffel et al.), bucket-index or bias distances"
     mechanism_kind = "relative_buckets"
     mechanism_params = BucketParams
+    torch_class = "posgeom.nn.relative:T5RelativeBias"
+    trained_by_default = True
     looks_for = "relative buckets as nn.Embedding named " + ", ".join(RELATIVE_BIAS_NAMES)
     detect_order = 40
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        """A learned T5 bucket bias of ``n_heads`` heads (32 buckets, distance 128)."""
+        import torch
+
+        gen = None if spec.seed is None else torch.Generator().manual_seed(spec.seed)
+        return self.torch_class_object()(spec.n_heads, generator=gen)
+
+    def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> T5Encoding:
+        """The bias-difference geometry of the module's learned table (see the module docstring)."""
+        return t5(
+            spec.n,
+            num_buckets=module.num_buckets,
+            max_distance=module.max_distance,
+            bidirectional=module.bidirectional,
+            bias=module.bias.weight,
+        )
 
     def build(self, n_positions: int, **params: Any) -> T5Encoding:
         return t5(n_positions, **params)

@@ -9,7 +9,7 @@ from posgeom._errors import require
 
 require("torch", "torch")
 
-from posgeom.nn.alibi import ALiBiBias, alibi_slopes  # noqa: E402
+from posgeom.nn.alibi import ALiBiBias, AttentionBias, alibi_slopes  # noqa: E402
 from posgeom.nn.encoder import TinyEncoder  # noqa: E402
 from posgeom.nn.io import load_module, save_module  # noqa: E402
 from posgeom.nn.position import (  # noqa: E402
@@ -18,6 +18,7 @@ from posgeom.nn.position import (  # noqa: E402
     SinusoidalPositionEmbedding,
     sinusoidal_table,
 )
+from posgeom.nn.relative import T5RelativeBias  # noqa: E402
 from posgeom.nn.rotary import RotaryEmbedding, rotate_half  # noqa: E402
 from posgeom.nn.surgery import PositionAdapter, install_position_embedding  # noqa: E402
 from posgeom.nn.tables import AbsolutePositionEmbedding, LowRankPositionEmbedding  # noqa: E402
@@ -26,6 +27,7 @@ from posgeom.nn.tasks import OrderTask, accuracy, fit_classifier, order_task  # 
 __all__ = [
     "ALiBiBias",
     "AbsolutePositionEmbedding",
+    "AttentionBias",
     "LearnedPositionEmbedding",
     "LowRankPositionEmbedding",
     "OrderTask",
@@ -33,6 +35,7 @@ __all__ = [
     "PositionEmbedding",
     "RotaryEmbedding",
     "SinusoidalPositionEmbedding",
+    "T5RelativeBias",
     "TinyEncoder",
     "accuracy",
     "alibi_slopes",

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from posgeom._errors import PosgeomError
 from posgeom.encodings.alibi import alibi_slopes as _numpy_alibi_slopes
 
-__all__ = ["ALiBiBias", "alibi_slopes"]
+__all__ = ["ALiBiBias", "AttentionBias", "alibi_slopes"]
 
 
 def alibi_slopes(n_heads: int) -> list[float]:
@@ -31,7 +31,21 @@ def alibi_slopes(n_heads: int) -> list[float]:
     return [float(m) for m in _numpy_alibi_slopes(n_heads)]
 
 
-class ALiBiBias(nn.Module):
+class AttentionBias(nn.Module):
+    """Base of the modules that add a bias ``(H, L, L)`` to the attention logits of ``n_heads``
+    heads: ``forward(seq_len | positions (L,)) -> (H, L, L)`` (ALiBi, T5 relative buckets)."""
+
+    n_heads: int
+
+    def _positions(self, positions: int | Tensor, device: torch.device) -> Tensor:
+        if isinstance(positions, int):
+            return torch.arange(positions, device=device)
+        if positions.ndim != 1 or positions.is_floating_point():
+            raise PosgeomError("positions must be an int or a 1-D integer tensor (L,)")
+        return positions
+
+
+class ALiBiBias(AttentionBias):
     """Additive ALiBi bias ``(H, L, L)``.
 
     Args:
@@ -51,12 +65,7 @@ class ALiBiBias(nn.Module):
         )
 
     def forward(self, positions: int | Tensor) -> Tensor:
-        if isinstance(positions, int):
-            pos = torch.arange(positions, device=self.slopes.device)
-        else:
-            if positions.ndim != 1 or positions.is_floating_point():
-                raise PosgeomError("positions must be an int or a 1-D integer tensor (L,)")
-            pos = positions
+        pos = self._positions(positions, self.slopes.device)
         diff = (pos[:, None] - pos[None, :]).to(torch.float32)  # i - j
         if self.causal:
             bias = -self.slopes[:, None, None] * diff

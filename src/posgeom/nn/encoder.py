@@ -22,13 +22,13 @@ import torch
 from torch import Tensor, nn
 
 from posgeom._errors import PosgeomError
-from posgeom.nn.alibi import ALiBiBias
+from posgeom.nn.alibi import AttentionBias
 from posgeom.nn.position import PositionEmbedding
 from posgeom.nn.rotary import RotaryEmbedding
 
 __all__ = ["EncoderLayer", "MultiHeadAttention", "TinyEncoder"]
 
-PositionArg = PositionEmbedding | RotaryEmbedding | ALiBiBias | str | None
+PositionArg = PositionEmbedding | RotaryEmbedding | AttentionBias | str | None
 
 
 class MultiHeadAttention(nn.Module):
@@ -94,7 +94,8 @@ class TinyEncoder(nn.Module):
         max_len: the longest sequence (sizes the position module built from a string).
         position: ``None`` (NoPE), a :class:`PositionEmbedding` of width ``d_model`` (added to
             the token embeddings), a :class:`RotaryEmbedding` with ``head_dim = d_model/n_heads``,
-            an :class:`ALiBiBias` with ``n_heads`` heads, or the name of a registered family
+            an attention bias (:class:`ALiBiBias`, :class:`T5RelativeBias`) with ``n_heads``
+            heads, or the name of a registered family
             with a torch module (``"sinusoidal" | "learned" | "rope" | "alibi" | "nope" | ...``,
             built by ``posgeom.encodings.family(name).torch_module``).
         n_classes: output classes; ``d_ff``: FFN width (default ``4 d_model``); ``dropout``.
@@ -138,12 +139,13 @@ class TinyEncoder(nn.Module):
                 f"RotaryEmbedding has head_dim={position.head_dim} but d_model/n_heads="
                 f"{head_dim}; build it with RotaryEmbedding({head_dim})"
             )
-        if isinstance(position, ALiBiBias) and position.n_heads != n_heads:
+        if isinstance(position, AttentionBias) and position.n_heads != n_heads:
             raise PosgeomError(
-                f"ALiBiBias has {position.n_heads} heads but the encoder has n_heads={n_heads}"
+                f"{type(position).__name__} has {position.n_heads} heads but the encoder has "
+                f"n_heads={n_heads}"
             )
         if position is not None and not isinstance(
-            position, (PositionEmbedding, RotaryEmbedding, ALiBiBias)
+            position, (PositionEmbedding, RotaryEmbedding, AttentionBias)
         ):
             raise PosgeomError(
                 f"position must be None, a posgeom.nn position module or a name, got "
@@ -171,7 +173,7 @@ class TinyEncoder(nn.Module):
             x = x + self.position(pos_ids).to(x.dtype)
         elif isinstance(self.position, RotaryEmbedding):
             kwargs.update(rope=self.position, position_ids=pos_ids)
-        elif isinstance(self.position, ALiBiBias):
+        elif isinstance(self.position, AttentionBias):
             kwargs["bias"] = self.position(length)
         if attention_mask is not None:
             kwargs["key_mask"] = attention_mask.bool()

@@ -5,10 +5,11 @@ the *whole* training split (counted with the model's tokenizer, ``n = max_len``,
 :func:`posgeom.pipeline.analyze_counts`); the ``mds`` and ``low_rank_mds`` encodings are
 Algorithm 1 on the same counts. A position with no samples raises (lower ``max_len``).
 
-Encoding: the position vectors ``p_i`` are the rows ``0 … n-1`` of the additive table
-(``module.table()``), or for encodings without vectors the geometry of :mod:`posgeom.encodings`:
-RoPE ``rope(n, head_dim)``, ALiBi ``alibi(n, n_heads, head="best")`` (the head of lowest paper
-stress) and NoPE ``nope(n, d)`` (all distances 0: separation 0, paper and scale-optimal stress 1).
+Encoding: each family's ``module_geometry`` (:mod:`posgeom.encodings`): the rows ``0 … n-1`` of
+an additive table (``module.table()``), or for encodings without vectors RoPE
+``rope(n, head_dim)``, ALiBi ``alibi(n, n_heads, head="best")`` (the head of lowest paper stress),
+T5 ``t5(n, bias=<learned table>)`` and NoPE ``nope(n, d)`` (all distances 0: separation 0, paper
+and scale-optimal stress 1).
 
 Scores (one set per epoch): ``separation`` = ``min_{i<j} ||p_i - p_j||`` (Theorem 4,
 :func:`posgeom.scores.separation_margin`), ``stress`` = every kind of
@@ -52,30 +53,22 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
 def position_geometry(model: Any, cfg: TrainConfig, target: np.ndarray) -> Any:
     """The encoding scored each epoch: ``(n, d)`` float64 vectors or a posgeom encoding.
 
-    Additive tables: rows ``0 … n-1`` of ``module.table()``; MiniLM: rows ``0 … n-1`` of
-    ``embeddings.position_embeddings``; RoPE / ALiBi / NoPE: :mod:`posgeom.encodings` geometry
-    (ALiBi: the head of lowest paper stress against ``target``).
+    MiniLM: rows ``0 … n-1`` of ``embeddings.position_embeddings``; the tiny model: the family's
+    ``module_geometry`` (additive tables: rows ``0 … n-1`` of ``module.table()``; RoPE / ALiBi /
+    NoPE / T5: :mod:`posgeom.encodings` geometry, ALiBi: the head of lowest paper stress against
+    ``target``).
     """
     import torch
 
-    from posgeom import encodings
-    from posgeom.nn import ALiBiBias, PositionEmbedding, RotaryEmbedding
-
-    def float64(t: Any) -> np.ndarray:
-        return t.detach().to(torch.float64).cpu().numpy()
+    from posgeom.encodings import family
 
     n = cfg.max_len
     if hasattr(model, "bert"):
-        return float64(model.bert.embeddings.position_embeddings.weight[:n])
+        return (
+            model.bert.embeddings.position_embeddings.weight[:n].detach().to(torch.float64).numpy()
+        )
     pos = position_module(model)
-    if isinstance(pos, PositionEmbedding):
-        with torch.no_grad():
-            return float64(pos.table())
-    if isinstance(pos, RotaryEmbedding):
-        return encodings.rope(n, head_dim=pos.head_dim, base=pos.base)
-    if isinstance(pos, ALiBiBias):
-        return encodings.alibi(n, pos.n_heads, head="best", target=target)
-    return encodings.nope(n, cfg.d_model)
+    return family(cfg.encoding).module_geometry(pos, cfg.torch_spec(), target)
 
 
 def geometry_scores(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.experiments.training.config import ENCODINGS, TrainConfig
+from posgeom.experiments.training.config import TrainConfig
 from posgeom.experiments.training.loop import TrainResult, train
 from posgeom.experiments.training.model import n_position_parameters
 from posgeom.experiments.training.plots import plot_sweep
@@ -31,7 +31,17 @@ __all__ = ["SWEEP_ENCODINGS", "order_necessity", "stress_vs_accuracy", "sweep_ta
 
 log = logging.getLogger("posgeom")
 
-SWEEP_ENCODINGS = ENCODINGS
+#: The encodings of the paper's sweeps (any of :data:`ENCODINGS` may be passed instead).
+SWEEP_ENCODINGS = (
+    "sinusoidal",
+    "learned",
+    "rope",
+    "alibi",
+    "nope",
+    "mds",
+    "low_rank_mds",
+    "random",
+)
 
 
 def _run_grid(
