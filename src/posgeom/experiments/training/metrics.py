@@ -64,9 +64,8 @@ def position_geometry(model: Any, cfg: TrainConfig, target: np.ndarray) -> Any:
 
     n = cfg.max_len
     if hasattr(model, "bert"):
-        return (
-            model.bert.embeddings.position_embeddings.weight[:n].detach().to(torch.float64).numpy()
-        )
+        weight = model.bert.embeddings.position_embeddings.weight[:n]
+        return weight.detach().to(torch.float64).cpu().numpy()
     pos = position_module(model)
     return family(cfg.encoding).module_geometry(pos, cfg.torch_spec(), target)
 
