@@ -213,3 +213,32 @@ def test_importing_the_families_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_demo_rope_row_is_the_per_head_rope_of_compare():
+    """Regression: ``posgeom demo`` scored ``rope(n, head_dim=d)`` (the sinusoidal geometry
+    exactly: 64.9 for both at d = 128) while ``compare`` scored per-head RoPE (66.98)."""
+    import subprocess
+    import sys
+
+    from posgeom.compare import compare_encodings
+
+    args = ["-q", "demo", "-d", "128", "--sequences", "300", "-n", "16"]
+    out = subprocess.run(
+        [sys.executable, "-m", "posgeom.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    rows = {
+        cells[1].strip(): float(cells[2])
+        for line in out.stdout.splitlines()
+        if line.startswith("| ") and len(cells := line.split("|")) > 3
+        if cells[2].strip().replace(".", "", 1).replace("e-", "", 1).isdigit()
+    }
+    counts = count_positions(synthetic_corpus(300, length=16, seed=0), max_positions=16)
+    res = compare_encodings(counts, model_dim=128, encodings=["sinusoidal", "rope"], noise=None)
+    assert rows["rope"] == pytest.approx(res.row("rope")["paper"], rel=1e-3)
+    assert rows["sinusoidal"] == pytest.approx(res.row("sinusoidal")["paper"], rel=1e-3)
+    assert rows["rope"] != pytest.approx(rows["sinusoidal"], rel=1e-3)

@@ -94,19 +94,7 @@ class TrainConfig:
             raise PosgeomError(f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)}")
         if self.model not in MODELS:
             raise PosgeomError(f"unknown model {self.model!r}; known models: {', '.join(MODELS)}")
-        if self.model == "minilm":
-            if self.encoding != "pretrained":
-                raise PosgeomError(
-                    f"model='minilm' keeps its own learned table: use encoding='pretrained', "
-                    f"not {self.encoding!r}"
-                )
-            if self.task != "sst2":
-                raise PosgeomError("model='minilm' supports task='sst2' only")
-        elif self.encoding not in ENCODINGS:
-            raise PosgeomError(
-                f"unknown encoding {self.encoding!r}; known encodings: {', '.join(ENCODINGS)} "
-                "(and 'pretrained' with model='minilm')"
-            )
+        self._check_model_and_encoding()
         for name in (
             "epochs",
             "d_model",
@@ -126,12 +114,8 @@ class TrainConfig:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise PosgeomError(f"{name} must be None or a positive integer, got {v!r}")
-        if self.model == "tiny" and self.d_model % self.n_heads:
-            raise PosgeomError(
-                f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}"
-            )
         if self.model == "tiny":
-            family(self.encoding).check_training(self.torch_spec())
+            self._check_tiny_shapes()
         if self.max_len < 3:
             raise PosgeomError(
                 f"max_len must be >= 3 (the geometry needs 3 positions), got {self.max_len}"
@@ -143,6 +127,29 @@ class TrainConfig:
         if self.order_samples % 2:
             raise PosgeomError(f"order_samples must be even, got {self.order_samples}")
         return self
+
+    def _check_model_and_encoding(self) -> None:
+        if self.model == "minilm":
+            if self.encoding != "pretrained":
+                raise PosgeomError(
+                    f"model='minilm' keeps its own learned table: use encoding='pretrained', "
+                    f"not {self.encoding!r}"
+                )
+            if self.task != "sst2":
+                raise PosgeomError("model='minilm' supports task='sst2' only")
+        elif self.encoding not in ENCODINGS:
+            raise PosgeomError(
+                f"unknown encoding {self.encoding!r}; known encodings: {', '.join(ENCODINGS)} "
+                "(and 'pretrained' with model='minilm')"
+            )
+
+    def _check_tiny_shapes(self) -> None:
+        """The tiny model's widths, then what the encoding's family needs of them."""
+        if self.d_model % self.n_heads:
+            raise PosgeomError(
+                f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}"
+            )
+        family(self.encoding).check_training(self.torch_spec())
 
     def identity(self) -> dict[str, Any]:
         """The options that define the run (all but epochs, threads, progress)."""
