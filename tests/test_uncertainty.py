@@ -72,7 +72,8 @@ def test_interval_formulas_by_hand():
 
 
 def test_replicate_scores_equal_a_direct_recomputation(boot):
-    geo = replicate_geometry(boot)
+    geo = replicate_geometry(boot, estimator="plugin")
+    assert geo.estimator == "plugin" and geo.scheme == "half"
     np.testing.assert_allclose(geo.estimate, plugin(boot.base), atol=1e-12)
     for b in (0, 17, 39):
         np.testing.assert_allclose(geo.replicate(b), plugin(boot.replicate(b)), atol=1e-12)
@@ -100,13 +101,12 @@ def test_replicate_scores_equal_a_direct_recomputation(boot):
     taus = [stats.kendalltau(point, s).statistic for s in scores]
     assert res.ranking_stability == pytest.approx(np.mean(taus))
     assert res.ranking == tuple(np.array(list(enc))[np.argsort(point)])
-    assert (
-        res.as_dict() == bootstrap_scores(boot, enc, level=0.9, method="basic").as_dict()
-    )  # deterministic
+    again = bootstrap_scores(boot, enc, level=0.9, method="basic", estimator="plugin")
+    assert res.as_dict() == again.as_dict()  # deterministic
 
 
 def test_fitted_encodings_and_layer_vectors(boot, model):
-    geo = replicate_geometry(boot)
+    geo = replicate_geometry(boot, estimator="plugin")
     res = bootstrap_scores(
         geo,
         {"linear": encodings()["linear"]},
@@ -131,10 +131,13 @@ def test_custom_estimator_and_truth(boot):
     assert geo.estimator == "plugin"
 
 
-def test_coverage_on_a_known_truth(model):
+@pytest.mark.parametrize("estimator", ["plugin", "corrected"])
+def test_coverage_on_a_known_truth(model, estimator):
     """95% intervals cover the true scores in 40 simulated corpora (well-sampled regime,
     half-samples; today 0.946 for "bias_aware", the default; 0.90 "normal", 0.85 "basic", 0.72
     "percentile")."""
+    if estimator != "plugin":
+        pytest.importorskip("posgeom.estimators")
     mu, truth = model
     enc = encodings()
     true = {n: stress_scores(e, truth) for n, e in enc.items()}
@@ -142,7 +145,7 @@ def test_coverage_on_a_known_truth(model):
     for r in range(40):
         seqs = sample_sequences(mu, decaying_totals(N, high=4000, low=1500), seed=100 + r)
         b = count_positions(seqs, max_positions=N, vocab_size=V, bootstrap=60, bootstrap_seed=r)
-        res = bootstrap_scores(b, enc)
+        res = bootstrap_scores(b, enc, estimator=estimator)
         hits += [
             res.encodings[n].stress[k].covers(getattr(true[n], k))
             for n in enc

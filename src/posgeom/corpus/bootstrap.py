@@ -46,19 +46,19 @@ counts, but not identical replicate counts; and changing ``shard_lines`` changes
 counts that share a stream is refused (their weights would be the same draws).
 
 **Storage.** A replicate is nonzero only where the base count is, so the replicates are a dense
-``(B, nnz)`` array aligned with ``counts.data`` (canonical CSR order), in the smallest unsigned
+``(nnz, B)`` array aligned with ``counts.data`` (canonical CSR order), in the smallest unsigned
 integer type that holds them (``uint16`` for most corpora): ``2 B nnz`` bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.stats import poisson
 
 from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import PositionCounts, _Counter
@@ -71,7 +71,7 @@ _KIND = "bootstrap_counts"
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 # Poisson(1) CDF for k = 0 .. 20; P(K > 20) < 1e-19 is below the 2^-53 resolution of u
-_CDF = poisson.cdf(np.arange(21), 1.0)
+_CDF = np.cumsum([np.exp(-1.0) / math.factorial(k) for k in range(21)])
 _BLOCK = 16  # replicates computed together (work space: 16 integers per distinct key)
 
 
@@ -150,25 +150,33 @@ def _narrow(a: np.ndarray) -> np.ndarray:
 
 
 def _union(keys: list[np.ndarray], reps: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct keys of several runs and their replicate counts ``(B, nnz)`` summed."""
+    """Sorted distinct keys of several runs and their replicate counts ``(nnz, B)`` summed."""
     allk = np.concatenate(keys)
     union, inverse = np.unique(allk, return_inverse=True)
     top = sum(int(r.max(initial=0)) for r in reps)
     dt = _narrow(np.array([top])).dtype
-    out = np.zeros((reps[0].shape[0], union.size), dtype=dt)
+    out = np.zeros((union.size, reps[0].shape[1]), dtype=dt)
     start = 0
     for k, r in zip(keys, reps, strict=True):
         at = inverse[start : start + k.size]
         start += k.size
-        out[:, at] += r.astype(dt, copy=False)  # keys are distinct within a run
+        out[at] += r.astype(dt, copy=False)  # keys are distinct within a run
     return union, out
+
+
+def _csr_keys(key: np.ndarray, n: int) -> np.ndarray:
+    """Counter keys ``tok * n + pos`` as ``pos * 2^32 + tok`` (int64), sorted like CSR entries."""
+    tok, pos = np.divmod(key.astype(np.int64, copy=False), n)
+    pos <<= 32
+    pos |= tok
+    return pos
 
 
 class BootstrapCounter(_Counter):
     """:class:`~posgeom.corpus.counting._Counter` that also accumulates ``B`` replicates.
 
     Each batch's keys go to the base counter and, with the stream index of their sequence, to an
-    incidence buffer; a full buffer is reduced to ``(distinct keys, (B, m) replicate counts)`` by
+    incidence buffer; a full buffer is reduced to ``(distinct keys, (m, B) replicate counts)`` by
     one sparse product ``X W`` (``X[k, s]`` = occurrences of key ``k`` in sequence ``s``,
     ``W[s, b] = w_sb``) and merged into the running replicates.
     """
@@ -186,8 +194,8 @@ class BootstrapCounter(_Counter):
         self.inc_keys: list[np.ndarray] = []
         self.inc_seq: list[np.ndarray] = []
         self.inc_size = 0
-        self.rep_keys = np.zeros(0, dtype=self.key_dtype)
-        self.reps = np.zeros((self.B, 0), dtype=np.uint8)
+        self.rep_keys = np.zeros(0, dtype=np.int64)  # sorted pos * 2^32 + tok
+        self.reps = np.zeros((0, self.B), dtype=np.uint8)
 
     def add_flat(self, flat: np.ndarray, lengths: np.ndarray) -> None:
         first = self.read
@@ -200,7 +208,7 @@ class BootstrapCounter(_Counter):
         if key.size == 0:
             return
         self.add_keys(key)
-        self.inc_keys.append(key)
+        self.inc_keys.append(_csr_keys(key, self.n))
         self.inc_seq.append(seq + first)
         self.inc_size += key.size
         if self.inc_size > self.flush_tokens:
@@ -232,13 +240,12 @@ class BootstrapCounter(_Counter):
         reps: np.ndarray | None = None
         for b0 in range(0, self.B, _BLOCK):
             b = np.arange(b0, min(self.B, b0 + _BLOCK))
-            w = self.weights(seqs, b)
-            block = _narrow((x @ w.astype(dt)).T)
+            block = _narrow(x @ self.weights(seqs, b).astype(dt))
             if reps is None:
-                reps = np.empty((self.B, distinct.size), dtype=block.dtype)
+                reps = np.empty((distinct.size, self.B), dtype=block.dtype)
             elif block.dtype.itemsize > reps.dtype.itemsize:
                 reps = reps.astype(block.dtype)
-            reps[b0 : b0 + b.size] = block
+            reps[:, b0 : b0 + b.size] = block
         if self.rep_keys.size:
             self.rep_keys, self.reps = _union([self.rep_keys, distinct], [self.reps, reps])
         else:
@@ -247,15 +254,11 @@ class BootstrapCounter(_Counter):
     def finish(self, base: PositionCounts) -> BootstrapCounts:
         """The counts of this pass with their replicates aligned to ``base.counts.data``."""
         self.flush_replicates()
-        tok, pos = np.divmod(self.rep_keys.astype(np.int64), self.n)
-        order = np.lexsort((tok, pos))  # canonical CSR order: by row (position), then column
-        reps = self.reps[:, order]
         c = base.counts
-        if not (
-            np.array_equal(pos[order], np.repeat(np.arange(c.shape[0]), np.diff(c.indptr)))
-            and np.array_equal(tok[order], c.indices)
-        ):
+        rows = np.repeat(np.arange(c.shape[0], dtype=np.int64), np.diff(c.indptr))
+        if not np.array_equal(self.rep_keys, (rows << 32) | c.indices.astype(np.int64)):
             raise AssertionError("replicate pattern differs from the base counts")
+        reps = self.reps
         return BootstrapCounts(
             **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
             replicates=reps,
@@ -278,7 +281,7 @@ class BootstrapCounts(PositionCounts):
 
     A :class:`PositionCounts` (the base counts, usable wherever counts are), plus:
 
-    replicates : ``(B, nnz)`` unsigned ints, ``replicates[b, k]`` = ``C_b`` at the ``k``-th stored
+    replicates : ``(nnz, B)`` unsigned ints, ``replicates[k, b]`` = ``C_b`` at the ``k``-th stored
         entry of ``counts`` (same order as ``counts.data``).
     replicate_sequences : ``(B,)`` int64, ``sum_s w_sb`` over the counted sequences.
     seed : the weights' seed; streams : the stream ids whose sequences are counted here;
@@ -293,20 +296,20 @@ class BootstrapCounts(PositionCounts):
 
     def __post_init__(self) -> None:
         reps = np.asarray(self.replicates)
-        if reps.ndim != 2 or reps.shape[1] != self.counts.nnz or reps.dtype.kind != "u":
+        if reps.ndim != 2 or reps.shape[0] != self.counts.nnz or reps.dtype.kind != "u":
             raise PosgeomError(
-                f"replicates must be (B, nnz={self.counts.nnz}) unsigned integers, got "
+                f"replicates must be (nnz={self.counts.nnz}, B) unsigned integers, got "
                 f"{reps.shape} {reps.dtype}; re-create the bootstrap counts"
             )
-        if reps.shape[0] < 2 or np.shape(self.replicate_sequences) != (reps.shape[0],):
+        if reps.shape[1] < 2 or np.shape(self.replicate_sequences) != (reps.shape[1],):
             raise PosgeomError(
-                f"need B >= 2 replicates and B sequence totals, got {reps.shape[0]} and "
+                f"need B >= 2 replicates and B sequence totals, got {reps.shape[1]} and "
                 f"{np.shape(self.replicate_sequences)}; re-create the bootstrap counts"
             )
 
     @property
     def n_replicates(self) -> int:
-        return int(self.replicates.shape[0])
+        return int(self.replicates.shape[1])
 
     @property
     def base(self) -> PositionCounts:
@@ -318,7 +321,8 @@ class BootstrapCounts(PositionCounts):
         b = _check_int(b, "replicate index", 0, self.n_replicates - 1)
         c = self.counts
         counts = sp.csr_matrix(
-            (self.replicates[b].astype(np.int64), c.indices.copy(), c.indptr.copy()), shape=c.shape
+            (self.replicates[:, b].astype(np.int64), c.indices.copy(), c.indptr.copy()),
+            shape=c.shape,
         )
         counts.eliminate_zeros()
         totals = np.asarray(counts.sum(axis=1), dtype=np.int64).ravel()
@@ -411,7 +415,7 @@ class BootstrapCounts(PositionCounts):
         """Bootstrap counts of a shard without counted sequences (all zero, ``nnz = 0``)."""
         return cls(
             **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
-            replicates=np.zeros((replicates, base.counts.nnz), dtype=np.uint8),
+            replicates=np.zeros((base.counts.nnz, replicates), dtype=np.uint8),
             replicate_sequences=np.zeros(replicates, dtype=np.int64),
             seed=seed,
             streams=(stream,),

@@ -71,6 +71,7 @@ __all__ = [
     "bootstrap_interval",
     "bootstrap_scores",
     "bootstrap_vector",
+    "estimate_distances",
     "replicate_geometry",
 ]
 
@@ -86,14 +87,18 @@ def _matrix(geometry: Any) -> np.ndarray:
     return np.asarray(d, dtype=np.float64)
 
 
-def _estimator(estimator: Any, options: Mapping[str, Any]) -> Callable[[Any], np.ndarray]:
-    """``counts -> (m, m) distances`` for an estimator name or a callable."""
+def _estimator(estimator: Any, options: Mapping[str, Any]) -> Callable[[Any], Any]:
+    """``counts -> geometry`` (a matrix or an estimate with ``.distances``) for a name or callable.
+
+    Without the :mod:`posgeom.estimators` package only the plug-in exists; ``"recommended"`` then
+    means the plug-in (and the result is named so).
+    """
     if callable(estimator):
-        return lambda counts: _matrix(estimator(counts, **options))
+        return lambda counts: estimator(counts, **options)
     try:
         from posgeom.estimators import estimate_geometry
     except ImportError:  # before the estimators package: the plug-in only
-        if estimator != "plugin":
+        if estimator not in ("plugin", "recommended"):
             raise PosgeomError(
                 f"estimator {estimator!r} is not available here; use 'plugin' or pass a callable"
             ) from None
@@ -101,7 +106,20 @@ def _estimator(estimator: Any, options: Mapping[str, Any]) -> Callable[[Any], np
         from posgeom.geometry.divergences import hellinger_distances
 
         return lambda counts: hellinger_distances(positional_distributions(counts))
-    return lambda counts: _matrix(estimate_geometry(counts, estimator=estimator, **options))
+    return lambda counts: estimate_geometry(counts, estimator=estimator, **options)
+
+
+def estimate_distances(counts: Any, estimator: Any = "recommended", **options: Any) -> np.ndarray:
+    """The ``(m, m)`` distances of ``estimator`` on ``counts`` (a name, or ``counts -> geometry``)."""
+    return _matrix(_estimator(estimator, options)(counts))
+
+
+def _name(estimator: Any, raw: Any) -> str:
+    if getattr(raw, "estimator", None):
+        return str(raw.estimator)
+    if isinstance(estimator, str):
+        return "plugin" if estimator == "recommended" else estimator
+    return getattr(estimator, "__name__", "custom")
 
 
 @dataclass(frozen=True)
@@ -136,14 +154,15 @@ class ReplicateGeometry:
 def replicate_geometry(
     boot: Any,
     *,
-    estimator: Any = "plugin",
+    estimator: Any = "recommended",
     estimator_options: Mapping[str, Any] | None = None,
     bootstrap_truth: Any = "estimate",
     n_replicates: int | None = None,
 ) -> ReplicateGeometry:
     """Re-estimate the geometry on every replicate of ``boot`` (a ``BootstrapCounts``).
 
-    ``estimator``: a name of :func:`posgeom.estimators.available` or ``counts -> geometry``;
+    ``estimator``: ``"recommended"`` (default), a name of :func:`posgeom.estimators.available`,
+    or ``counts -> geometry``;
     ``estimator_options``: keyword options of ``estimate_geometry`` (e.g. ``coarsen``, ``pool``);
     ``bootstrap_truth``: ``"estimate"`` (default, ``est(C)``; see the module docstring),
     ``"plugin"`` (the plug-in estimator with the same ``convention``, ``coarsen``, ``pool``,
@@ -160,12 +179,15 @@ def replicate_geometry(
         raise PosgeomError(f"n_replicates must be in [2, {reps_total}], got {n_replicates!r}")
     opts = dict(estimator_options or {})
     est = _estimator(estimator, opts)
-    estimate = est(boot.base)
-    if bootstrap_truth == "estimate" or estimator == "plugin":
+    raw = est(boot.base)
+    estimate = _matrix(raw)
+    if bootstrap_truth == "estimate" or (
+        bootstrap_truth == "plugin" and _name(estimator, raw) == "plugin"
+    ):
         truth = estimate
     elif bootstrap_truth == "plugin":
         shared = {k: v for k, v in opts.items() if k in _TRANSFORMS and not callable(estimator)}
-        truth = _estimator("plugin", shared)(boot.base)
+        truth = _matrix(_estimator("plugin", shared)(boot.base))
     elif callable(bootstrap_truth):
         truth = _matrix(bootstrap_truth(boot.base))
     else:
@@ -178,9 +200,9 @@ def replicate_geometry(
             "bootstrap_truth= a callable giving the plug-in on the same positions/classes"
         )
     iu = np.triu_indices(estimate.shape[0], 1)
-    reps = np.stack([est(boot.replicate(b))[iu] for b in range(use)])
-    name = estimator if isinstance(estimator, str) else getattr(estimator, "__name__", "custom")
-    return ReplicateGeometry(name, estimate, truth, reps, getattr(boot, "scheme", "half"))
+    reps = np.stack([_matrix(est(boot.replicate(b)))[iu] for b in range(use)])
+    scheme = getattr(boot, "scheme", "half")
+    return ReplicateGeometry(_name(estimator, raw), estimate, truth, reps, scheme)
 
 
 # ----------------------------------------------------------------------------- scores
@@ -248,7 +270,7 @@ def bootstrap_scores(
     encodings: Mapping[str, Any],
     *,
     fitted_encodings: Mapping[str, Callable[[np.ndarray], Any]] | None = None,
-    estimator: Any = "plugin",
+    estimator: Any = "recommended",
     estimator_options: Mapping[str, Any] | None = None,
     level: float = 0.95,
     method: str = "bias_aware",
@@ -392,7 +414,7 @@ def bootstrap_vector(
     encodings: Sequence[Any],
     *,
     kind: str = "scale_optimal",
-    estimator: Any = "plugin",
+    estimator: Any = "recommended",
     estimator_options: Mapping[str, Any] | None = None,
     level: float = 0.95,
     method: str = "bias_aware",
