@@ -181,6 +181,7 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(
         "--noise",
         "none",
         "--no-refine",
+        "--report",
     ]
     if not include_special:
         argv.append("--no-special")
@@ -192,6 +193,7 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(
         "table.md",
         "counts.npz",
         "stress_per_layer.png",
+        "report.html",
     } <= {p.name for p in out.iterdir()}
     assert "Layer-wise positional signal" in stdout
     totals, target, means = _reference(tiny, include_special)
@@ -204,6 +206,12 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["options"]["include_special"] is include_special
     assert len(summary["layers"]) == 3  # embeddings + 2 blocks
+    from posgeom.reports.view import load_folder  # the report reads the same layer rows
+
+    view = load_folder(out)
+    assert view.kind == "analyze-model" and view.layers == summary["layers"]
+    page = (out / "report.html").read_text()
+    assert "fig-layers" in page and "fig-heatmap" in page and "Layer by layer" in page
     for layer, row in enumerate(summary["layers"]):
         centred = means[layer] - means[layer].mean(axis=0)
         delta = squareform(pdist(centred))

@@ -227,6 +227,7 @@ class ComparisonResult:
     pipeline: Any
     options: dict[str, Any] = field(default_factory=dict)
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
+    uncertainty: dict[str, Any] | None = None
 
     report_kind = "compare"
     report_title = "comparison"
@@ -263,6 +264,7 @@ class ComparisonResult:
             "alibi_heads": self.alibi_heads,
             "rank_curve": self.rank_curve,
             "stationarity": self.stationarity.summary(),
+            **({"uncertainty": self.uncertainty} if self.uncertainty else {}),
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
@@ -374,15 +376,15 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def _shepard_of(
-    scores: dict[str, Any], seen: list[tuple[dict[str, Any], np.ndarray]], fallback: Any
-) -> np.ndarray | None:
-    """The Shepard distances of the encoding whose scores a family reported (for ALiBi: its best
-    head among those scored), else ``fallback`` (the MDS rows come from the pipeline)."""
-    for s, delta in seen:
+def _scored_as(
+    scores: dict[str, Any], seen: list[tuple[dict[str, Any], np.ndarray, Any]]
+) -> tuple[np.ndarray, Any] | None:
+    """(Shepard distances, encoding) of the encoding whose scores a family reported (for ALiBi:
+    its best head among those scored); None for rows scored elsewhere (the pipeline's MDS)."""
+    for s, delta, enc in seen:
         if s.get("paper") == scores.get("paper") and s.get("stress1") == scores.get("stress1"):
-            return delta
-    return fallback
+            return delta, enc
+    return None
 
 
 def _scores(enc: Any, target: np.ndarray, seed: int) -> dict[str, Any]:
@@ -476,7 +478,7 @@ def compare_encodings(
     target = res.distances
     n = target.shape[0]
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
-    table, heads, shepard = comparison_rows(
+    table, heads, shepard, built = comparison_rows(
         res,
         names,
         n_heads=n_heads,
@@ -486,6 +488,11 @@ def compare_encodings(
         learned_model=learned_model,
         extra_encodings=extra_encodings,
         seed=seed,
+    )
+    from posgeom.compare_intervals import attach_intervals
+
+    uncertainty = attach_intervals(
+        data, table, built, model_dim=int(model_dim), low_rank=int(low_rank), seed=seed
     )
     curve = rank_curve(res.mds, target, max_rank=max_rank, seed=seed)
     options = {
@@ -515,6 +522,7 @@ def compare_encodings(
         pipeline=res,
         options=options,
         shepard=shepard,
+        uncertainty=uncertainty,
     )
 
 
@@ -530,13 +538,13 @@ def comparison_rows(
     extra_encodings: Mapping[str, Any] | None = None,
     seed: int = 0,
     skip_unbuildable: bool = False,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, np.ndarray]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, np.ndarray], dict[str, Any]]:
     """The comparison rows of ``names`` (registry families) and of ``extra_encodings`` against the
     geometry of a :class:`~posgeom.pipeline.PipelineResult` ``res``.
 
     Returns ``(table, heads, shepard)``: one score row per encoding (with ``description`` and
     ``parameters``), the per-head rows of head families (ALiBi), and each encoding's distances at
-    ``res.shepard_pairs``. Encodings are built for positions ``0 .. max(kept)`` and restricted to
+    ``res.shepard_pairs``; the fourth element maps names to the encodings built. Encodings are built for positions ``0 .. max(kept)`` and restricted to
     the kept positions. With ``skip_unbuildable`` a family that cannot be built with these
     settings (e.g. sinusoidal at an odd width) is left out with a warning instead of raising.
     """
@@ -547,11 +555,11 @@ def comparison_rows(
     target = res.distances
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
     n = target.shape[0]
-    seen: list[tuple[dict[str, Any], np.ndarray]] = []  # (scores, delta at the Shepard pairs)
+    seen: list[tuple[dict[str, Any], np.ndarray, Any]] = []  # (scores, Shepard deltas, encoding)
 
     def scored(enc: Any) -> dict[str, Any]:
         s = _scores(enc, target, seed)
-        seen.append((s, pair_distances(enc, res.shepard_pairs)))
+        seen.append((s, pair_distances(enc, res.shepard_pairs), enc))
         return s
 
     ctx = ComparisonContext(
@@ -572,6 +580,7 @@ def comparison_rows(
     table: list[dict[str, Any]] = []
     heads: list[dict[str, Any]] = []
     shepard: dict[str, np.ndarray] = {}
+    built: dict[str, Any] = {}
     for name in names:
         log.info("scoring %s", name)
         seen.clear()
@@ -585,9 +594,11 @@ def comparison_rows(
         if entry is None:
             log.warning("%s skipped: %s", name, family(name).skip_reason)
             continue
-        delta = _shepard_of(entry.scores, seen, res.shepard.get(name))
-        if delta is not None:
-            shepard[name] = delta
+        match = _scored_as(entry.scores, seen)
+        if match is not None:
+            shepard[name], built[name] = match
+        elif name in res.shepard:
+            shepard[name] = res.shepard[name]
         table.append(
             {
                 "encoding": name,
@@ -601,9 +612,9 @@ def comparison_rows(
         table.append(
             {"encoding": str(name), "description": "user encoding", "parameters": 0} | scored(enc)
         )
-        shepard[str(name)] = seen[-1][1]
+        shepard[str(name)], built[str(name)] = seen[-1][1:]
 
-    return table, heads, shepard
+    return table, heads, shepard, built
 
 
 def with_baselines(
@@ -628,7 +639,7 @@ def with_baselines(
         if (family(x).comparison_needs is None or learned_model is not None)
         and (x != "mds+smacof" or result.refined is not None)
     ]
-    table, heads, shepard = comparison_rows(
+    table, heads, shepard, _ = comparison_rows(
         result,
         names,
         n_heads=n_heads,

@@ -175,3 +175,27 @@ def test_run_and_compare_report_flags(tmp_path, capsys):
     )
     page = (tmp_path / "c" / "report.html").read_text()
     assert "comparison: c" in page and not list(tmp_path.glob(".c.*"))  # no temporary left
+
+
+def test_bootstrap_counts_give_intervals_in_rows_figure_and_verdict(tmp_path):
+    from posgeom.scores.uncertainty import bootstrap_scores
+
+    seqs = posgeom.synthetic_corpus(300, length=10, seed=0)
+    counts = posgeom.count_positions(seqs, max_positions=10, bootstrap=20)
+    result = posgeom.compare_encodings(
+        counts, model_dim=16, max_rank=2, encodings=["sinusoidal", "t5", "random", "nope", "mds"]
+    )
+    direct = bootstrap_scores(
+        counts,
+        {
+            "sinusoidal": posgeom.encodings.sinusoidal(10, d=16),
+            "random": posgeom.encodings.random(10, d=16, seed=0),
+        },
+    )
+    for name in ("sinusoidal", "random"):
+        iv = direct.encodings[name].stress["scale_optimal"]
+        assert result.row(name)["scale_optimal_ci"] == pytest.approx([iv.low, iv.high])
+    assert result.uncertainty["n_replicates"] == 20
+    page = report(result, tmp_path / "r.html").read_text()
+    assert "bootstrap replicates the ranking agrees" in page
+    assert "intervals overlap" in page or "ranking is stable" in page

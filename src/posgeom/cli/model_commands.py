@@ -158,8 +158,8 @@ def _texts(args: argparse.Namespace) -> Any:
 
 
 def _analyze_model(args: argparse.Namespace) -> int:
-    from posgeom.artifacts import atomic_directory
     from posgeom.models.analysis import analyze_model
+    from posgeom.reports import results_folder
 
     if args.max_sequences is not None and args.max_sequences < 1:
         raise PosgeomError(f"--max-sequences must be >= 1, got {args.max_sequences}")
@@ -188,7 +188,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
         model_name=str(args.model) + (f"/{args.gguf_file}" if args.gguf_file else ""),
         corpus_name=os.fspath(args.corpus),
     )
-    with atomic_directory(out, overwrite=args.overwrite) as tmp:
+    with results_folder(out, overwrite=args.overwrite, with_report=args.report) as tmp:
         result.save(tmp, plot=not args.no_plot)
     n_trunc = result.options["n_truncated"]
     if n_trunc:
@@ -208,6 +208,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
     print(
         f"results in {out}/ (summary.json, arrays.npz, table.md, counts.npz"
         + ("" if args.no_plot else ", stress_per_layer.png")
+        + (", report.html" if args.report else "")
         + ")"
     )
     return 0
@@ -325,4 +326,9 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (violation rate, noise floor)")
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="also write report.html (self-contained) and report_figures/ into the folder",
+    )
     p.set_defaults(handler=_analyze_model)

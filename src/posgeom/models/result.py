@@ -119,6 +119,18 @@ class ModelAnalysis:
     timings: dict[str, float] = field(default_factory=dict)
     layer_violation_rate: np.ndarray | None = None
 
+    report_kind = "analyze-model"  # rendered by posgeom.reports (report(), Jupyter)
+    report_title = "model analysis"
+
+    def report_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays a report draws (the geometry's: D, totals, MDS, noise floor)."""
+        return self.geometry.report_arrays()
+
+    def _repr_html_(self) -> str:
+        from posgeom.reports import repr_html
+
+        return repr_html(self)
+
     @property
     def target(self) -> np.ndarray:
         """The ``(n, n)`` Hellinger target (chord convention)."""

@@ -43,7 +43,8 @@ def noise_verdict(noise: dict[str, Any] | None, samples: dict[str, Any] | None) 
     out = [head + "farther apart than twice what sampling alone would give."]
     if untrusted:
         shown = ", ".join(map(str, untrusted[:12])) + (" ..." if len(untrusted) > 12 else "")
-        out.append(f"{len(untrusted)} positions have mostly untrusted distances: {shown}.")
+        what = "position has" if len(untrusted) == 1 else "positions have"
+        out.append(f"{len(untrusted)} {what} mostly untrusted distances: {shown}.")
     if share < 0.8:
         low = (samples or {}).get("min")
         more = f" (the fewest samples at a position: {low:g})" if low is not None else ""
@@ -60,17 +61,38 @@ def _ranked(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(keep, key=lambda r: float(r["scale_optimal"]))
 
 
+def _is_candidate(name: str) -> bool:
+    return not name.startswith(("mds", "low_rank_mds")) and name not in _BASELINES
+
+
 def ranking_verdict(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Sentences on whether the ranking by scale-optimal stress is stable."""
-    ranked = [r for r in _ranked(rows) if not str(r["encoding"]).startswith("mds")]
+    """Sentences on the ranking by scale-optimal stress: which encoding is closest in shape,
+    whether a baseline (random, nope) does as well, and whether the ranking is stable."""
+    everything = _ranked(rows)
+    ranked = [r for r in everything if _is_candidate(str(r["encoding"]))]
     if len(ranked) < 2:
         return []
     names = [str(r["encoding"]) for r in ranked]
-    best, second = ranked[0], ranked[1]
+    so = [float(r["scale_optimal"]) for r in ranked]
     out = [
-        f"By shape (scale-optimal stress) the closest encoding is {names[0]} "
-        f"({float(best['scale_optimal']):.3g}), then {names[1]} ({float(second['scale_optimal']):.3g})."
+        f"By shape (scale-optimal stress) the closest encoding is {names[0]} ({so[0]:.3g}), "
+        f"then {names[1]} ({so[1]:.3g})."
     ]
+    base = {str(r["encoding"]): float(r["scale_optimal"]) for r in everything}
+    beating = [b for b in _BASELINES if b in base and base[b] <= so[0]]
+    if beating:
+        out.append(
+            f"But the {' and '.join(beating)} baseline does as well or better "
+            f"({', '.join(f'{b} {base[b]:.3g}' for b in beating)}): D is close to all distances "
+            "equal (flat, as sampling noise makes it), which any near-constant encoding fits "
+            "after rescaling; judge shapes only on a geometry above the noise."
+        )
+    else:
+        worse = [n for n, v in zip(names, so, strict=True) if _worse_than_baselines(base, v)]
+        if worse:
+            out.append(
+                "No better than a baseline (random or nope) on shape: " + ", ".join(worse) + "."
+            )
     cis = [interval(r, "scale_optimal") for r in ranked]
     if all(ci is not None for ci in cis):
         ties = [
@@ -86,25 +108,18 @@ def ranking_verdict(rows: Sequence[dict[str, Any]]) -> list[str]:
         else:
             out.append("The ranking is stable: no two neighbours' intervals overlap.")
     else:
-        gap = (float(second["scale_optimal"]) - float(best["scale_optimal"])) / max(
-            float(second["scale_optimal"]), 1e-300
-        )
+        gap = (so[1] - so[0]) / max(so[1], 1e-300)
         out.append(
             f"Its lead over {names[1]} is {100 * gap:.0f}% of the latter's stress; no intervals "
-            "were computed, so whether the ranking would survive another sample is not measured."
-        )
-    beaten = [n for n in names if n not in _BASELINES and _worse_than_baselines(ranked, n)]
-    if beaten:
-        out.append(
-            "No better than a baseline (random or nope) on shape: " + ", ".join(beaten) + "."
+            "were computed (count with --bootstrap B for them), so whether the ranking would "
+            "survive another sample is not measured."
         )
     return out
 
 
-def _worse_than_baselines(ranked: Sequence[dict[str, Any]], name: str) -> bool:
-    by = {str(r["encoding"]): float(r["scale_optimal"]) for r in ranked}
-    base = [by[b] for b in _BASELINES if b in by]
-    return bool(base) and by[name] >= min(base)
+def _worse_than_baselines(base: dict[str, float], value: float) -> bool:
+    known = [base[b] for b in _BASELINES if b in base]
+    return bool(known) and value >= min(known)
 
 
 def verdict(view: Any) -> list[str]:
@@ -112,6 +127,17 @@ def verdict(view: Any) -> list[str]:
     samples = view.geometry.get("samples_per_position")
     out = noise_verdict(view.noise, samples) if view.geometry or view.noise else []
     out += ranking_verdict(view.rows)
+    u = view.uncertainty
+    if u:
+        firsts = sorted(
+            ((r.get("p_first") or 0.0, str(r["encoding"])) for r in view.rows), reverse=True
+        )
+        top = ", ".join(f"{name} {100 * p:.0f}%" for p, name in firsts[:3] if p > 0)
+        out.append(
+            f"Over {u['n_replicates']} bootstrap replicates the ranking agrees with this one at "
+            f"Kendall tau {u['ranking_stability']:.2f} (1 = always the same); first place: {top}. "
+            f"Intervals: {100 * u['level']:.0f}% {u['method']}."
+        )
     mds = next((r for r in view.rows if r.get("encoding") == "mds"), None)
     if mds is not None and view.rank_curve:
         low = next((c for c in view.rank_curve if float(c.get("paper", 1.0)) < 0.01), None)

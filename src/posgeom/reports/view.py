@@ -74,6 +74,7 @@ class ResultView:
     missing: tuple[str, ...] = ()
     parts: tuple[ResultView, ...] = ()
     notes: tuple[str, ...] = ()
+    uncertainty: dict[str, Any] | None = None
 
     @property
     def convention(self) -> str:
@@ -127,6 +128,13 @@ def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"{path.name} could not be read ({exc})"
 
 
+def _principal(embedding: np.ndarray) -> np.ndarray:
+    """Principal coordinates of an ``(n, d)`` embedding (its centred SVD, singular values kept)."""
+    x = embedding - embedding.mean(axis=0)
+    u, sv, _ = np.linalg.svd(x, full_matrices=False)
+    return u * sv
+
+
 def _rows_of(scores: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"encoding": name, **s} for name, s in scores.items()]
 
@@ -159,6 +167,7 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         "geometry": geom,
         "layers": summary.get("layers", []),
         "arrays": arrays,
+        "uncertainty": summary.get("uncertainty"),
     }
 
 
@@ -244,6 +253,8 @@ def load_folder(directory: str | os.PathLike) -> ResultView:
             missing.append(f"{err}: {loses}")
         else:
             present.append(name)
+    if "mds_coordinates" not in arrays and "mds_embedding" in arrays:
+        arrays["mds_coordinates"] = _principal(arrays["mds_embedding"])
     return ResultView(
         kind,
         f"{LABELS[kind]}: {folder.name}",
