@@ -26,10 +26,12 @@ def _counts_for_compare(args: argparse.Namespace) -> Any:
         if not path.exists():
             raise FileNotFoundError(f"counts file {path} does not exist")
         counts = PositionCounts.load(path)
-        if getattr(args, "tokenizer", "word") not in ("word", "whitespace", None):
-            from posgeom.corpus.tokenize import load_tokenizer
+        from posgeom.corpus.tokenize import load_tokenizer
 
+        if getattr(args, "tokenizer", "word") not in ("word", "whitespace", None):
             counts.check_tokenizer(load_tokenizer(args.tokenizer))
+        if getattr(args, "model", None):  # the model's table is read with its own tokenizer
+            counts.check_tokenizer(load_tokenizer(args.model))
         n = args.max_positions
         if n is not None:
             if n < 1 or n > counts.max_positions:

@@ -140,26 +140,25 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+    print(f"posgeom: {what}; finished outputs were kept, partial ones removed", file=sys.stderr)
+    return 143 if isinstance(exc, Terminated) else 130
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
     logging.basicConfig(level=level, format="posgeom: %(message)s", stream=sys.stderr)
     if not args.verbose:  # Dask's cluster chatter only with --verbose
         for handler in logging.getLogger().handlers:
             handler.addFilter(_quiet_libraries)
-    previous = signal.getsignal(signal.SIGTERM)
-    with _suppress_value_error():  # not in the main thread (tests): keep the handler
-        signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(args.handler(args) or 0)
     except BrokenPipeError:  # `posgeom ... | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt as exc:
-        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
-        print(f"posgeom: {what}; finished outputs were kept, partial ones removed", file=sys.stderr)
-        return 143 if isinstance(exc, Terminated) else 130
+        return _interrupted(exc)
     except Exception as exc:
         if getattr(args, "debug", False):
             import traceback
@@ -168,6 +167,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = _cli_words(_one_line(exc), _flag_names(parser, args.command))
         print(f"posgeom: error: {message}", file=sys.stderr)
         return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    previous = signal.getsignal(signal.SIGTERM)
+    with _suppress_value_error():  # not in the main thread (tests): keep the handler
+        signal.signal(signal.SIGTERM, _terminate)
+    try:
+        try:  # the command modules import numpy & co.: an interrupt there is an interrupt too
+            parser = build_parser()
+        except KeyboardInterrupt as exc:
+            return _interrupted(exc)
+        return _run(parser, parser.parse_args(argv))
     finally:
         with _suppress_value_error():
             signal.signal(signal.SIGTERM, previous)
