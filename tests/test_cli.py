@@ -34,7 +34,10 @@ def test_count_geometry_score_pipeline(corpus, tmp_path, capsys):
     counts = PositionCounts.load(counts_file)
     assert counts.n_sequences == 300 and counts.counts.shape[0] == 6
     results = tmp_path / "res"
-    code, out, _ = run(["geometry", str(counts_file), "-d", "16", "-o", str(results)], capsys)
+    code, out, _ = run(
+        ["geometry", str(counts_file), "-d", "16", "--estimator", "plugin", "-o", str(results)],
+        capsys,
+    )
     assert code == 0 and "| mds |" in out
     summary = json.loads((results / "summary.json").read_text())
     assert summary["conventions"]["hellinger"] == "chord"

@@ -33,7 +33,10 @@ def synth_result():
     counts = count_positions(
         synthetic_corpus(3000, 16, 32, kind="three_regimes", seed=1), max_positions=16
     )
-    return counts, compare_encodings(counts, model_dim=32, max_rank=5, noise_repeats=2)
+    result = compare_encodings(
+        counts, model_dim=32, max_rank=5, noise_repeats=2, estimator="plugin"
+    )  # the plug-in target, checked against direct computations below
+    return counts, result
 
 
 # ----------------------------------------------------------------------------- stationarity

@@ -57,6 +57,7 @@ from posgeom.embed._inputs import check_distance_matrix
 from posgeom.encodings import default_rope_head_dim, families, family, rope_heads
 from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._registry import ComparisonContext, Family
+from posgeom.estimators._pipeline import PLUGIN_COLUMNS, plugin_scores
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
 from posgeom.reports.schema import ALIBI_HEAD_COLUMNS
@@ -273,6 +274,14 @@ class ComparisonResult:
             _finite(self.summary()), indent=indent, default=json_default, allow_nan=False
         )
 
+    def _beside(self) -> list[dict[str, Any]]:
+        """Rows of the plug-in scores (``plugin_paper``, ``plugin_scale_optimal``), if any."""
+        return [
+            {"encoding": r["encoding"], "paper": r["plugin_paper"], "scale_optimal": r[key]}
+            for r in self.table
+            if (key := "plugin_scale_optimal") in r
+        ]
+
     def to_markdown(self) -> str:
         """The table, the ALiBi heads, the rank experiment and the stationarity diagnostic."""
         o = self.options
@@ -281,6 +290,8 @@ class ComparisonResult:
             f"n = {o['n_positions']} positions, d = {o['model_dim']}, Hellinger convention: "
             f"{o['convention']} (paper stress = sum (delta - D)^2 / sum D^2 over i < j, no "
             "rescaling; scale-optimal stress after the best rescaling alpha*).",
+            f"Target D: estimator {o.get('estimator', 'plugin')} (posgeom.estimate_geometry)"
+            + ("; the plug-in (the paper's) is shown beside it." if self._beside() else "."),
         ]
         if np.all(np.isfinite(d.totals)) and self.options.get("input") == "counts":
             lines.append(
@@ -298,6 +309,9 @@ class ComparisonResult:
                 f"{100 * nf.trusted()[iu].mean():.1f}% of pairs above twice their floor."
             )
         lines += ["", *score_table(self.table)]
+        if self._beside():
+            lines += ["", "Against the plug-in geometry (the paper's estimator):", ""]
+            lines += markdown_table(self._beside(), PLUGIN_COLUMNS)
         if self.alibi_heads:
             lines += ["", "ALiBi, every head (rank-1 geometry m |i - j|):", ""]
             lines += markdown_table(self.alibi_heads, ALIBI_HEAD_COLUMNS)
@@ -414,6 +428,8 @@ def compare_encodings(
     noise: str | None = "split_half",
     noise_repeats: int = 5,
     seed: int = 0,
+    estimator: str = "recommended",
+    estimator_options: Mapping[str, Any] | None = None,
 ) -> ComparisonResult:
     """Score every encoding against the Hellinger geometry of a corpus.
 
@@ -432,6 +448,9 @@ def compare_encodings(
     low_rank : rank of the ``low_rank_mds`` row; max_rank : ``R`` of the rank experiment.
     convention, smoothing, alpha, min_samples, below_min, noise, noise_repeats, seed : as in
         :func:`posgeom.pipeline.analyze_counts`; ``noise`` is skipped for non-integer input.
+    estimator, estimator_options : the target ``D`` (:func:`posgeom.estimate_geometry`; default
+        the recommended estimator, the plug-in for exact distributions); every row also has the
+        plug-in scores ``plugin_paper`` and ``plugin_scale_optimal``.
 
     Returns
     -------
@@ -474,6 +493,8 @@ def compare_encodings(
         noise_repeats=noise_repeats,
         max_rank=0,
         seed=seed,
+        estimator=estimator,
+        estimator_options=estimator_options,
     )
     target = res.distances
     n = target.shape[0]
@@ -559,6 +580,9 @@ def comparison_rows(
 
     def scored(enc: Any) -> dict[str, Any]:
         s = _scores(enc, target, seed)
+        if getattr(res, "plugin_distances", None) is not None:  # the paper's target, beside
+            p = plugin_scores({"": enc}, res.plugin_distances)[""]
+            s |= {"plugin_paper": p["paper"], "plugin_scale_optimal": p["scale_optimal"]}
         seen.append((s, pair_distances(enc, res.shepard_pairs), enc))
         return s
 
@@ -651,9 +675,15 @@ def with_baselines(
     )
     scores = {row["encoding"]: {k: v for k, v in row.items() if k != "encoding"} for row in table}
     scores.update({k: v for k, v in result.scores.items() if k not in scores})
+    beside = {  # the plug-in scores of the rows, shown beside a non-plug-in estimate
+        r["encoding"]: {"paper": r["plugin_paper"], "scale_optimal": r["plugin_scale_optimal"]}
+        for r in table
+        if "plugin_paper" in r
+    }
     return dataclasses.replace(
         result,
         scores=scores,
         alibi_heads=heads,
         shepard={**result.shepard, **shepard},
+        plugin_scores={**beside, **result.plugin_scores},
     )

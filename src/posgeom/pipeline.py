@@ -25,10 +25,16 @@ from posgeom._version import __version__
 from posgeom.embed.mds import MDSResult, classical_mds
 from posgeom.embed.rank import effective_ranks
 from posgeom.embed.refine import RefinedEmbedding, smacof_refine
+from posgeom.estimators._pipeline import (
+    PLUGIN_COLUMNS,
+    estimate_mds,
+    pipeline_estimate,
+    plugin_scores,
+)
 from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
 from posgeom.geometry.noise import NoiseFloor, noise_floor
-from posgeom.reports.markdown import rank_table, score_table
+from posgeom.reports.markdown import markdown_table, rank_table, score_table
 from posgeom.reports.schema import conventions
 from posgeom.scores.order import monotonicity_violation_rate, separation_margin
 from posgeom.scores.stress import stress_scores
@@ -147,6 +153,9 @@ class PipelineResult:
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
     alibi_heads: list[dict[str, Any]] = field(default_factory=list)
+    estimate: Any = None  # the GeometryEstimate scored against (None: the plug-in)
+    plugin_distances: np.ndarray | None = None  # the plug-in D, beside a non-plug-in estimate
+    plugin_scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
     report_kind = "run"
     report_title = "geometry"
@@ -184,9 +193,14 @@ class PipelineResult:
             },
             "scores": self.scores,
             "rank_curve": self.rank_curve,
+            "estimator": self.estimate.summary()
+            if self.estimate is not None
+            else {"estimator": "plugin", "convention": self.options["convention"]},
         }
         if self.alibi_heads:
             out["alibi_heads"] = self.alibi_heads
+        if self.plugin_scores:
+            out["plugin_scores"] = self.plugin_scores
         if self.refined is not None:
             out["refinement"] = {
                 "method": "smacof",
@@ -213,10 +227,15 @@ class PipelineResult:
         """``table.md``: the settings line, the score table and the rank curve."""
         lines = [
             f"Hellinger convention: {self.options['convention']}; n = {self.distances.shape[0]} "
-            f"positions, d = {self.mds.model_dim}.",
+            f"positions, d = {self.mds.model_dim}; estimator: {self.options['estimator']}.",
             "",
             *score_table(self.scores),
         ]
+        if self.plugin_scores:
+            lines += ["", "Against the plug-in geometry (the paper's estimator):", ""]
+            lines += markdown_table(
+                [{"encoding": k, **v} for k, v in self.plugin_scores.items()], PLUGIN_COLUMNS
+            )
         if self.rank_curve:
             lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
             lines += rank_table(self.rank_curve)
@@ -234,6 +253,8 @@ class PipelineResult:
         }
         if self.refined is not None:
             arrays["refined_coordinates"] = self.refined.coordinates
+        if self.plugin_distances is not None:
+            arrays["plugin_hellinger"] = self.plugin_distances
         if self.noise is not None:
             arrays["noise_pair_floor"] = self.noise.pair_floor
         if self.shepard_pairs is not None:
@@ -288,12 +309,17 @@ def analyze_counts(
     noise_repeats: int = 5,
     max_rank: int = 8,
     seed: int = 0,
+    estimator: str = "recommended",
+    estimator_options: Mapping[str, Any] | None = None,
 ) -> PipelineResult:
     """Run the geometry pipeline on counts and score the MDS encoding (and any ``encodings``).
 
     ``encodings`` maps names to encodings (vectors, distance matrices or posgeom encodings) of
     the same positions; the MDS encoding is always scored as ``"mds"`` (and ``"mds+smacof"``
-    when ``refine``).
+    when ``refine``). ``estimator`` (:func:`posgeom.estimators.available`) makes the target
+    ``D`` (and the MDS encoding) those of :func:`posgeom.estimate_geometry`; the plug-in
+    distances and scores are kept beside it (``plugin_distances``, ``plugin_scores``).
+    ``estimator_options`` go to ``estimate_geometry`` (e.g. ``{"coarsen": "top:1000"}``).
     """
     hint, suggested = _empty_positions_hint(counts)
     try:
@@ -314,10 +340,25 @@ def analyze_counts(
         raise PosgeomError(f"the geometry needs at least 3 positions with samples, got {n}")
     log.info("Hellinger distances for %d positions (vocabulary %d)", n, dist.vocab_size)
     target = hellinger_distances(dist, convention=convention)
+    estimate = pipeline_estimate(
+        counts,
+        dist.positions,
+        estimator=estimator,
+        smoothing=smoothing,
+        convention=convention,
+        seed=seed,
+        options=dict(estimator_options or {}),
+    )
+    plugin_target = None
+    if estimate is not None:  # score against the estimate; the plug-in stays beside it
+        plugin_target, target = target, np.array(estimate.distances)
     r = min(n - 1, model_dim) if n_components is None else n_components
     log.info("classical MDS: rank %d in model width %d", r, model_dim)
-    mds = classical_mds(
-        dist, r, model_dim=model_dim, convention=convention, solver=solver, seed=seed
+    mds_args = {"model_dim": model_dim, "convention": convention, "solver": solver, "seed": seed}
+    mds = (
+        classical_mds(dist, r, **mds_args)
+        if estimate is None
+        else estimate_mds(target, r, **mds_args)
     )
     scores = {"mds": score_encoding(mds, target, seed=seed)}
     refined = None
@@ -356,6 +397,8 @@ def analyze_counts(
         "refine": refine,
         "noise": noise,
         "seed": seed,
+        "estimator": "plugin" if estimate is None else estimate.estimator,
+        "estimator_options": dict(estimator_options or {}),
     }
     info: dict[str, Any] = {}
     for attr in ("n_sequences", "n_tokens", "fingerprint", "tokenizer", "options"):
@@ -373,4 +416,12 @@ def analyze_counts(
         counts_info=info,
         shepard=shepard,
         shepard_pairs=pairs,
+        estimate=estimate,
+        plugin_distances=plugin_target,
+        plugin_scores={}
+        if plugin_target is None
+        else plugin_scores(
+            {"mds": mds, **({"mds+smacof": refined} if refined else {}), **(encodings or {})},
+            plugin_target,
+        ),
     )

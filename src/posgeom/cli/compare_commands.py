@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
-from posgeom.cli.geometry_commands import add_report_argument
+from posgeom.cli.geometry_commands import add_estimator_argument, add_report_argument
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 
 log = logging.getLogger("posgeom")
@@ -112,6 +112,7 @@ def _run_comparison(counts: Any, args: argparse.Namespace) -> Any:
         below_min=args.below_min,
         noise=None if args.noise == "none" else args.noise,
         seed=args.seed,
+        estimator=args.estimator,
     )
 
 
@@ -224,6 +225,7 @@ def register(sub: Any) -> None:
         help="also score an encoding file ((n, d) vectors or (n, n) distances)",
     )
     g.add_argument("--seed", type=int, default=0, help="random seed")
+    add_estimator_argument(g)
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     add_report_argument(p)

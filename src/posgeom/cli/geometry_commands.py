@@ -83,9 +83,22 @@ def add_geometry_arguments(p: argparse.ArgumentParser) -> None:
         "or (n, n) distances); repeatable",
     )
     g.add_argument("--seed", type=int, default=0, help="random seed")
+    add_estimator_argument(g)
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     add_report_argument(p)
+
+
+def add_estimator_argument(g: Any) -> None:
+    """``--estimator``: the geometry estimator (the plug-in is always shown beside it)."""
+    from posgeom.estimators import RECOMMENDED, available
+
+    g.add_argument(
+        "--estimator",
+        default="recommended",
+        help=f"geometry estimator: recommended (= {RECOMMENDED}) or one of {', '.join(available())}; "
+        "the plug-in (the paper's) is shown beside it",
+    )
 
 
 def add_report_argument(p: argparse.ArgumentParser) -> None:
@@ -143,6 +156,7 @@ def _analyze(counts: Any, args: argparse.Namespace, n_extra: int | None = None) 
         noise=None if args.noise == "none" else args.noise,
         noise_repeats=args.noise_repeats,
         seed=args.seed,
+        estimator=args.estimator,
     )
     return with_baselines(result)
 
@@ -345,4 +359,5 @@ def register(sub: Any) -> None:
         noise="split_half",
         noise_repeats=5,
         encoding=[],
+        estimator="plugin",  # Algorithm 1 on the plug-in geometry (MDS reproduces D exactly)
     )

@@ -287,6 +287,7 @@ def analyze_model(
         refine=refine,
         noise=noise,
         seed=seed,
+        estimator="plugin",  # issue 9 part 4 will move this to the recommended estimator
     )
     timings["geometry"] = time.perf_counter() - t0
 

@@ -46,7 +46,13 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
             f"{first}"
         )
     return analyze_counts(
-        counts, model_dim=model_dim, refine=False, noise=None, max_rank=1, seed=cfg.seed
+        counts,
+        model_dim=model_dim,
+        refine=False,
+        noise=None,
+        max_rank=1,
+        seed=cfg.seed,
+        estimator="plugin",  # issue 9 part 4 will move the trainer's target
     )
 
 

@@ -1,0 +1,88 @@
+"""What the pipeline and the comparison need from the estimators: the target they score against,
+the MDS of an estimate, and the plug-in scores shown beside the estimate's."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.estimators._core import GeometryEstimate, as_count_matrix, get
+from posgeom.estimators.api import estimate_geometry
+
+__all__ = ["PLUGIN_COLUMNS", "estimate_mds", "pipeline_estimate", "plugin_scores"]
+
+PLUGIN_COLUMNS = (
+    ("encoding", "encoding", "s"),
+    ("paper", "paper stress (plug-in D)", ".4g"),
+    ("scale_optimal", "scale-optimal stress (plug-in D)", ".4g"),
+)
+
+
+def pipeline_estimate(
+    counts: Any,
+    rows: np.ndarray,
+    *,
+    estimator: str,
+    smoothing: str,
+    convention: str,
+    seed: int,
+    options: dict[str, Any] | None = None,
+) -> GeometryEstimate | None:
+    """The estimate a pipeline scores against, or None for the plug-in (its own distances).
+
+    ``rows``: the kept positions (indices into ``counts``). ``"recommended"`` falls back to the
+    plug-in where no sampling model applies: exact distributions (non-integer input, nothing to
+    correct) and add-alpha smoothing (a plug-in choice); asking for another estimator with
+    smoothing is an error. Pooling is refused: the pipeline scores encodings position by position.
+    """
+    spec = get(estimator)
+    opts = dict(options or {})
+    if "pool" in opts:
+        raise PosgeomError(
+            "pooling changes the positions; use posgeom.estimate_geometry(counts, pool=...) and "
+            "score encodings against the estimate"
+        )
+    matrix = getattr(counts, "counts", counts)
+    data = (
+        matrix.data if hasattr(matrix, "data") and hasattr(matrix, "indptr") else np.asarray(matrix)
+    )
+    integer = bool(np.all(np.asarray(data) == np.round(np.asarray(data))))
+    if estimator == "recommended" and (smoothing != "none" or not integer):
+        return None
+    if spec.name != "plugin" and smoothing != "none":
+        raise PosgeomError(
+            f"smoothing={smoothing!r} is a plug-in option; use estimator='plugin' with smoothing, "
+            f"or no smoothing with estimator={estimator!r}"
+        )
+    if spec.name == "plugin" and not opts:
+        return None
+    c = as_count_matrix(counts)[np.asarray(rows, dtype=np.int64)]
+    return estimate_geometry(c, estimator=spec.name, convention=convention, seed=seed, **opts)
+
+
+def estimate_mds(target: np.ndarray, rank: int, **options: Any) -> Any:
+    """Classical MDS of an estimate's distance matrix (exact solver). Corrected estimates are
+    clipped at 0, so ``B`` may have negative eigenvalues: the estimate's diagnostics report them,
+    and the MDS warning is not repeated."""
+    from posgeom.embed.mds import classical_mds
+
+    options["solver"] = "exact"
+    options.pop("convention", None)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="B has negative eigenvalues")
+        return classical_mds(target, rank, **options)
+
+
+def plugin_scores(encodings: Mapping[str, Any], plugin: np.ndarray) -> dict[str, dict[str, float]]:
+    """Paper and scale-optimal stress of each encoding against the plug-in distances."""
+    from posgeom.scores.stress import stress_scores
+
+    out = {}
+    for name, enc in encodings.items():
+        s = stress_scores(enc, plugin)
+        out[name] = {"paper": s.paper, "scale_optimal": s.scale_optimal, "stress1": s.stress1}
+    return out

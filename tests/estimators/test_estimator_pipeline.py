@@ -1,0 +1,120 @@
+"""The estimators inside the pipeline, the comparison and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from posgeom import (
+    PosgeomError,
+    analyze_counts,
+    compare_encodings,
+    estimate_geometry,
+    hellinger_distances,
+    positional_distributions,
+    scale_optimal_stress,
+    stress,
+)
+from posgeom.cli.main import main
+from posgeom.encodings import random, sinusoidal
+from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
+
+
+@pytest.fixture(scope="module")
+def counts():
+    mu = zipf_distributions(12, 2000, structure="drift", periods=(12.0,), strength=1.0)
+    return sample_counts(mu, decaying_totals(12, high=1500, low=300), seed=4)
+
+
+def test_analyze_counts_scores_against_the_estimate_with_the_plugin_beside(counts):
+    enc = {"sinusoidal": sinusoidal(12, d=16)}
+    res = analyze_counts(counts, model_dim=16, encodings=enc, noise=None, refine=False)
+    est = estimate_geometry(counts)
+    assert res.options["estimator"] == "corrected" == res.estimate.estimator
+    np.testing.assert_array_equal(res.distances, est.distances)
+    plug = hellinger_distances(positional_distributions(counts))
+    np.testing.assert_array_equal(res.plugin_distances, plug)
+    assert res.scores["sinusoidal"]["paper"] == pytest.approx(stress(enc["sinusoidal"], est))
+    assert res.plugin_scores["sinusoidal"]["paper"] == pytest.approx(
+        stress(enc["sinusoidal"], plug)
+    )
+    assert res.plugin_scores["mds"]["paper"] == pytest.approx(stress(res.mds, plug))
+    summary = res.summary()
+    assert summary["estimator"]["estimator"] == "corrected"
+    assert "negative_squared" in summary["estimator"]["diagnostics"]
+    table = res.markdown_table()
+    assert "estimator: corrected" in table and "plug-in geometry" in table
+    plugin_run = analyze_counts(counts, model_dim=16, noise=None, estimator="plugin")
+    np.testing.assert_array_equal(plugin_run.distances, plug)
+    assert (
+        plugin_run.plugin_scores == {}
+        and plugin_run.summary()["estimator"]["estimator"] == "plugin"
+    )
+
+
+def test_recommended_falls_back_to_the_plugin_without_a_sampling_model(counts):
+    mu = zipf_distributions(6, 50, structure="blocks", n_blocks=2, strength=1.0)
+    exact = analyze_counts(mu, model_dim=8, noise=None)
+    assert exact.options["estimator"] == "plugin"
+    smooth = analyze_counts(counts, model_dim=8, noise=None, smoothing="add-alpha", alpha=0.1)
+    assert smooth.options["estimator"] == "plugin"
+    with pytest.raises(PosgeomError, match="smoothing='add-alpha' is a plug-in option"):
+        analyze_counts(counts, smoothing="add-alpha", estimator="corrected", noise=None)
+    with pytest.raises(PosgeomError, match="available: recommended"):
+        analyze_counts(counts, estimator="unknown", noise=None)
+
+
+def test_compare_encodings_rows_name_both_targets(counts):
+    res = compare_encodings(
+        counts,
+        model_dim=16,
+        encodings=["sinusoidal", "random", "mds"],
+        noise=None,
+        estimator="corrected",
+    )
+    est = estimate_geometry(counts, estimator="corrected")
+    plug = hellinger_distances(positional_distributions(counts))
+    row = res.row("sinusoidal")
+    assert row["scale_optimal"] == pytest.approx(scale_optimal_stress(sinusoidal(12, d=16), est)[0])
+    assert row["plugin_scale_optimal"] == pytest.approx(
+        scale_optimal_stress(sinusoidal(12, d=16), plug)[0]
+    )
+    assert res.options["estimator"] == "corrected"
+    md = res.to_markdown()
+    assert "estimator corrected" in md and "Against the plug-in geometry" in md
+
+
+def test_the_estimate_restores_the_truths_ranking_of_encodings():
+    """Issue 9's flip on a known truth: against the plug-in a random table beats sinusoidal on
+    scale-optimal stress; against the truth and the corrected estimate, sinusoidal wins."""
+    mu = zipf_distributions()  # n = 48, V = 30,000, Zipf 1.05, periodic drift
+    counts = sample_counts(mu, decaying_totals(48), seed=1)
+    truth = hellinger_distances(mu)
+    plug = estimate_geometry(counts, estimator="plugin")
+    est = estimate_geometry(counts)
+    sin, rnd = sinusoidal(48, d=128), random(48, d=128, seed=0)
+
+    def sin_beats_random(target):
+        return scale_optimal_stress(sin, target)[0] < scale_optimal_stress(rnd, target)[0]
+
+    assert sin_beats_random(truth) and sin_beats_random(est) and not sin_beats_random(plug)
+
+
+def test_cli_estimator_option(counts, tmp_path, capsys):
+    path = tmp_path / "counts.npz"
+    counts.save(path)
+    out = tmp_path / "res"
+    assert (
+        main(["-q", "geometry", str(path), "-d", "8", "--estimator", "corrected", "-o", str(out)])
+        == 0
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["options"]["estimator"] == "corrected"
+    assert summary["estimator"]["estimator"] == "corrected" and "plugin_scores" in summary
+    assert "estimator: corrected" in (out / "table.md").read_text()
+    bad = tmp_path / "bad"
+    assert main(["-q", "geometry", str(path), "--estimator", "nope", "-o", str(bad)]) == 2
+    assert "unknown estimator 'nope'" in capsys.readouterr().err
+    assert not bad.exists()
