@@ -112,7 +112,8 @@ def check_samples(totals: np.ndarray, need: int, what: str, estimator: str) -> N
         first = int(low[0])
         raise PosgeomError(
             f"estimator {estimator!r} needs at least {max(need, 1)} samples per {what}, but "
-            f"{what} {first} has {int(totals[first])} ({low.size} {what}s are short); pool "
+            f"{what} {first} has {int(totals[first])} ({low.size} of {totals.size} {what}s are short); "
+            "pool "
             "positions (pool=<width> or 'log:<buckets>'), coarsen the vocabulary "
             "(coarsen=<top K>), or lower max_positions"
         )

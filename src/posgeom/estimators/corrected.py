@@ -91,7 +91,7 @@ def plugin(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[np.n
     return _plugin_squared(counts), {}
 
 
-@register("corrected", min_samples=2)
+@register("corrected", min_samples=1)
 def corrected(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[np.ndarray, dict]:
     """Bias-corrected squared chords: the sampling contribution removed analytically.
 
@@ -106,7 +106,9 @@ def corrected(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[n
     distribution with equal totals, and ``m_i -> s_i`` as ``T_i p_it`` grows (``h(k) ≈ k - 1/4``:
     it tends to the plug-in). Tokens seen about once carry almost no information about ``sqrt p``
     and are effectively removed (``h(1) = 0``) instead of inflating every distance. Cost: the
-    plug-in's Gram product plus one pass over the non-zero counts. Negative values are clipped
+    plug-in's Gram product plus one pass over the non-zero counts. Any ``T_i >= 1`` works: one
+    sample gives ``b̂_i = 1`` (``h(1) = 0``), an unbiased but uninformative position whose
+    distances mostly clip to 0. Negative values are clipped
     (see :mod:`posgeom.estimators._core`). Reference: the Poisson-complete unbiased estimator
     (Lehmann–Scheffé) applied to the variance decomposition above; cf. the split-half floor of
     :func:`posgeom.noise_floor`, which this replaces by an exact expectation.
