@@ -151,7 +151,7 @@ def test_refused_arguments(sst2, tmp_path):
     path, spec = folder / "train300.tsv", folder / "word.json"
     with pytest.raises(PosgeomError, match="max_sequences and limit are global"):
         count_resumable(path, spec, max_positions=8, max_sequences=10)
-    with pytest.raises(PosgeomError, match="shard_lines must be a positive integer"):
+    with pytest.raises(PosgeomError, match="shard_lines must be an integer >= 1"):
         count_resumable(path, spec, max_positions=8, shard_lines=0)
     job = tmp_path / "job"
     count_resumable(path, spec, max_positions=8, shard_lines=100, job_dir=job, progress=False)

@@ -82,7 +82,8 @@ def test_decorator_checks_positional_keyword_and_default_arguments():
     with pytest.raises(PosgeomError, match=r"^_example: n must be an integer >= 2"):
         _example([1], 2.0)
     with pytest.raises(
-        PosgeomError, match=r"_example: mode must be one of 'a', 'b', got 'c'; pass mode="
+        PosgeomError,
+        match=r"_example: mode must be one of 'a', 'b', got 'c'. Fix: pass mode as one of",
     ):
         _example([1], 3, mode="c")
     assert _example.__posgeom_constraints__["n"][0] == Interval(Integral, 2, None)
@@ -94,3 +95,44 @@ def test_decorator_checks_positional_keyword_and_default_arguments():
 def test_decorator_refuses_constraints_for_missing_parameters():
     with pytest.raises(TypeError, match="no parameters"):
         validate_params({"nope": [None]})(lambda x: x)
+
+
+def _calls():
+    """Public functions across the layers, each called with one integer given as ``3.0``."""
+    from posgeom import encodings, synthetic
+    from posgeom.corpus.counting import count_positions
+    from posgeom.embed import classical_mds
+    from posgeom.geometry import positional_distributions
+    from posgeom.geometry.noise import noise_floor
+
+    counts = np.array([[3, 1, 0], [1, 2, 2], [0, 1, 4], [2, 2, 1]])
+    return {
+        "encodings.sinusoidal n": lambda: encodings.sinusoidal(3.0, d=4),
+        "encodings.rope head_dim": lambda: encodings.rope(4, head_dim=4.0),
+        "synthetic_corpus n_sequences": lambda: synthetic.synthetic_corpus(3.0),
+        "count_positions max_positions": lambda: count_positions([[1, 2]], max_positions=3.0),
+        "positional_distributions min_samples": lambda: positional_distributions(
+            counts, min_samples=3.0
+        ),
+        "noise_floor n_repeats": lambda: noise_floor(counts, n_repeats=3.0),
+        "classical_mds n_components": lambda: classical_mds(positional_distributions(counts), 3.0),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_calls()))
+def test_one_integer_rule_across_the_package(name):
+    with pytest.raises(PosgeomError, match=r"must be an (even )?integer"):
+        _calls()[name]()
+
+
+def test_the_same_calls_accept_integers():
+    from posgeom import encodings
+    from posgeom.corpus.counting import count_positions
+    from posgeom.embed import classical_mds
+
+    assert encodings.sinusoidal(np.int64(3), d=4).vectors.shape == (3, 4)
+    assert count_positions([[1, 2]], max_positions=np.int32(3)).max_positions == 3
+    from posgeom.geometry import positional_distributions
+
+    counts = np.array([[3, 1, 0], [1, 2, 2], [0, 1, 4], [2, 2, 1]])
+    assert classical_mds(positional_distributions(counts), np.int64(2)).n_components == 2

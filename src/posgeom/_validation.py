@@ -152,7 +152,9 @@ def check_param(name: str, value: Any, constraints: Sequence[Any], *, where: str
         return value
     wanted = " or ".join(_describe(c) for c in constraints)
     prefix = f"{where}: " if where else ""
-    raise PosgeomError(f"{prefix}{name} must be {wanted}, got {value!r}; pass {name}=<{wanted}>")
+    raise PosgeomError(
+        f"{prefix}{name} must be {wanted}, got {value!r}. Fix: pass {name} as {wanted}"
+    )
 
 
 def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None) -> int:

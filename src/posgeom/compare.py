@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 from posgeom._version import __version__
 from posgeom.artifacts import json_default
 from posgeom.embed._inputs import check_distance_matrix
@@ -472,8 +473,7 @@ def compare_encodings(
             if encodings is not None:
                 raise PosgeomError(f"the {name!r} encoding needs {need}=<model folder or name>")
             names.remove(name)
-    if isinstance(model_dim, bool) or not isinstance(model_dim, (int, np.integer)) or model_dim < 2:
-        raise PosgeomError(f"model_dim must be an integer >= 2, got {model_dim!r}")
+    check_int(model_dim, "model_dim", 2)
     data = counts_or_distributions
     if isinstance(data, PositionalDistributions):
         data = data.probabilities()

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 
 KINDS = ("three_regimes", "drifting", "stationary", "block")
 _OPTIONS = {
@@ -76,9 +77,7 @@ def _options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise PosgeomError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return check_int(value, name, minimum)
 
 
 def _dirichlet(rng: np.random.Generator, concentration: float, size: int, vocab: int) -> np.ndarray:

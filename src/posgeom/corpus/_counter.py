@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 
 log = logging.getLogger("posgeom.corpus.counting")
 MAX_TOKEN_ID = 2**24 - 1
@@ -307,8 +308,7 @@ def run_count(
     given); other arguments as in :func:`~posgeom.corpus.counting.count_positions`. Texts
     (:class:`~posgeom.corpus._texts.TextBatches`) report what they skipped."""
 
-    if not isinstance(max_positions, (int, np.integer)) or max_positions < 1:
-        raise PosgeomError(f"max_positions must be a positive integer, got {max_positions!r}")
+    check_int(max_positions, "max_positions", 1)
     if align not in ("start", "end"):
         raise PosgeomError(f"align must be 'start' or 'end', got {align!r}")
     if vocab_size is not None and vocab_size < 1:

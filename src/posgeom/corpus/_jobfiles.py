@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 from posgeom.artifacts import canonical_json
 from posgeom.corpus.shards import Shard
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
@@ -52,9 +53,7 @@ class CountOptions:
     bootstrap_scheme: str = "half"
 
     def __post_init__(self) -> None:
-        n = self.max_positions
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise PosgeomError(f"max_positions must be a positive integer, got {n!r}")
+        check_int(self.max_positions, "max_positions", 1)
         if self.align not in ("start", "end") or self.min_length < 0 or self.batch_size < 1:
             raise PosgeomError(
                 f"need align 'start' or 'end', min_length >= 0, batch_size >= 1; "

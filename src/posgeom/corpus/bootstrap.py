@@ -61,6 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int, is_integer
 from posgeom.corpus.counting import PositionCounts, _Counter
 
 __all__ = ["SCHEMES", "BootstrapCounts", "check_replicates", "sequence_weights"]
@@ -84,18 +85,12 @@ def _mix(z: np.ndarray) -> np.ndarray:
 
 
 def _check_int(value: Any, name: str, low: int, high: int = 2**63 - 1) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or not low <= value <= high
-    ):
-        raise PosgeomError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
-    return int(value)
+    return check_int(value, name, low, high)
 
 
 def check_replicates(replicates: Any) -> int:
     """``B`` as an int, or a :class:`PosgeomError` unless it is an integer >= 2."""
-    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)):
+    if not is_integer(replicates):
         raise PosgeomError(f"bootstrap must be an integer number of replicates, got {replicates!r}")
     if replicates < 2:
         raise PosgeomError(

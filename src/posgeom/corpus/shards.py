@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 from posgeom.corpus.readers import (
     TOKEN_FORMATS,
     detect_format,
@@ -115,9 +116,8 @@ def shard_format(path: Path, fmt: str | None) -> str:
 
 
 def check_shard_lines(shard_lines: Any) -> None:
-    bad = isinstance(shard_lines, bool) or not isinstance(shard_lines, int) or shard_lines < 1
-    if shard_lines is not None and bad:
-        raise PosgeomError(f"shard_lines must be a positive integer or None, got {shard_lines!r}")
+    if shard_lines is not None:
+        check_int(shard_lines, "shard_lines", 1)
 
 
 def plan_shards(

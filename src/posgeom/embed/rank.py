@@ -16,11 +16,13 @@ Low rank: ``P ≈ A B^T`` with ``A`` (n x r), ``B`` (d x r): ``r (n + d)`` param
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval, Options, validate_params
 from posgeom.embed.mds import MDSResult
 
 __all__ = [
@@ -47,6 +49,13 @@ def _spectrum(data: Any) -> np.ndarray:
     return np.sort(np.clip(vals, 0.0, None))[::-1]
 
 
+@validate_params(
+    {
+        "method": [Options(set(RANK_METHODS))],
+        "energy": [Interval(Real, 0, 1, closed="right")],
+        "rtol": [Interval(Real, 0, None)],
+    }
+)
 def effective_rank(
     data: Any, *, method: str = "energy", energy: float = 0.99, rtol: float = 1e-10
 ) -> float:
@@ -58,10 +67,6 @@ def effective_rank(
     on a partial one they warn and return the value of the computed part (a lower bound for
     ``tolerance``).
     """
-    if method not in RANK_METHODS:
-        raise PosgeomError(
-            f"unknown rank method {method!r}; choose one of {', '.join(RANK_METHODS)}"
-        )
     lam = _spectrum(data)
     total = float(lam.sum())
     if isinstance(data, MDSResult):
@@ -82,8 +87,6 @@ def effective_rank(
     if method == "tolerance":
         return float(np.count_nonzero(lam > rtol * lam[0]))
     if method == "energy":
-        if not 0 < energy <= 1:
-            raise PosgeomError(f"energy must be in (0, 1], got {energy}")
         cum = np.cumsum(lam) / total
         hit = np.flatnonzero(cum >= energy - 1e-12)
         if not hit.size:
@@ -151,6 +154,7 @@ class LowRankFactors:
         return euclidean_distances(self.embedding)
 
 
+@validate_params({"rank": [Interval(Integral, 1, None)]})
 def low_rank_factors(data: MDSResult | Any, rank: int) -> LowRankFactors:
     """Rank-``r`` factors of an MDS result or of any ``(n, d)`` position table."""
     if isinstance(data, MDSResult):

@@ -12,12 +12,14 @@ never ends above Algorithm 1's paper stress.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
 from posgeom._distance_matrix import check_distance_matrix, euclidean_distances
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval, validate_params
 from posgeom.embed.mds import MDSResult, PlacedCoordinates, classical_mds
 
 __all__ = ["RefinedEmbedding", "smacof_refine"]
@@ -47,6 +49,13 @@ def _raw_stress(x: np.ndarray, target: np.ndarray) -> float:
     return float(np.sum(np.triu((d - target) ** 2, 1)))
 
 
+@validate_params(
+    {
+        "n_components": [Interval(Integral, 1, None), None],
+        "max_iter": [Interval(Integral, 0, None)],
+        "tol": [Interval(Real, 0, None)],
+    }
+)
 def smacof_refine(
     target: Any,
     init: MDSResult | np.ndarray | None = None,

@@ -21,12 +21,14 @@ import numpy as np
 
 from posgeom._distance_matrix import euclidean_distances
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int, is_integer
 
 
 def check_n(n_positions: Any, name: str = "n_positions") -> int:
-    """Return ``n_positions`` as an int >= 1 or raise :class:`PosgeomError`."""
-    if isinstance(n_positions, bool) or not isinstance(n_positions, (int, np.integer)):
-        raise PosgeomError(f"{name} must be an integer >= 1, got {n_positions!r}")
+    """Return ``n_positions`` as an int >= 1 or raise :class:`PosgeomError` (the integer rule of
+    :mod:`posgeom._validation`: ``int`` or NumPy integer, never ``bool`` or ``3.0``)."""
+    if not is_integer(n_positions):
+        check_int(n_positions, name, 1)  # raises: the package's integer rule
     if n_positions < 1:
         raise PosgeomError(f"{name} must be >= 1, got {n_positions}; pass the number of positions")
     return int(n_positions)
@@ -34,19 +36,12 @@ def check_n(n_positions: Any, name: str = "n_positions") -> int:
 
 def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
     """Return ``value`` as an int >= ``minimum`` or raise :class:`PosgeomError`."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise PosgeomError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return check_int(value, name, minimum)
 
 
 def check_even(value: Any, name: str) -> int:
     """Return ``value`` as an even int >= 2 (a width made of 2-D planes) or raise."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or value < 2
-        or value % 2
-    ):
+    if not is_integer(value) or value < 2 or value % 2:
         raise PosgeomError(f"{name} must be an even integer >= 2, got {value!r}")
     return int(value)
 

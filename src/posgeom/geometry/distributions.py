@@ -17,12 +17,14 @@ are stored as *sparse plus a per-row constant*, so add-alpha smoothing never den
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval, Options, validate_params
 
 __all__ = ["PositionalDistributions", "positional_distributions"]
 
@@ -143,6 +145,14 @@ def _as_csr(matrix: Any, name: str) -> sp.csr_matrix:
     return out
 
 
+@validate_params(
+    {
+        "smoothing": [Options({"none", "add-alpha"})],
+        "alpha": [Interval(Real, 0, None)],
+        "min_samples": [Interval(Integral, 0, None)],
+        "below_min": [Options({"flag", "drop"})],
+    }
+)
 def positional_distributions(
     counts: Any,
     *,
@@ -175,14 +185,8 @@ def positional_distributions(
     c = _as_csr(matrix, "counts")
     if c.nnz and c.data.min() < 0:
         raise PosgeomError("counts contain negative entries; counts must be non-negative")
-    if smoothing not in ("none", "add-alpha"):
-        raise PosgeomError(f"unknown smoothing {smoothing!r}; use 'none' or 'add-alpha'")
     if smoothing == "add-alpha" and not alpha > 0:
         raise PosgeomError(f"alpha must be > 0 for add-alpha smoothing, got {alpha}")
-    if below_min not in ("flag", "drop"):
-        raise PosgeomError(f"below_min must be 'flag' or 'drop', got {below_min!r}")
-    if min_samples < 0:
-        raise PosgeomError(f"min_samples must be >= 0, got {min_samples}")
 
     n, vocab = c.shape
     totals = np.asarray(c.sum(axis=1)).ravel()

@@ -22,12 +22,14 @@ sparse tail through a sparse product. Neither ever densifies the full ``n x V`` 
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval, Options, check_param, validate_params
 from posgeom.geometry.distributions import PositionalDistributions, as_distributions
 
 __all__ = [
@@ -165,6 +167,13 @@ def _sq_chords(distributions: Any, *, close_tol: float, dense_fraction: float) -
     return sq
 
 
+@validate_params(
+    {
+        "convention": [Options({"chord", "normalized"})],
+        "close_tol": [Interval(Real, 0, None)],
+        "dense_fraction": [Interval(Real, 0, None)],
+    }
+)
 def hellinger_distances(
     distributions: Any,
     *,
@@ -188,8 +197,6 @@ def hellinger_distances(
     ndarray, shape (n, n), float64
         Exactly symmetric, exactly zero on the diagonal.
     """
-    if convention not in ("chord", "normalized"):
-        raise PosgeomError(f"unknown convention {convention!r}; use 'chord' or 'normalized'")
     dist = np.sqrt(_sq_chords(distributions, close_tol=close_tol, dense_fraction=dense_fraction))
     np.minimum(dist, np.sqrt(2.0), out=dist)
     if convention == "normalized":
@@ -222,8 +229,7 @@ class HellingerBlocks:
     def __init__(
         self, distributions: Any, *, convention: Convention = "chord", close_tol: float = 1e-6
     ):
-        if convention not in ("chord", "normalized"):
-            raise PosgeomError(f"unknown convention {convention!r}; use 'chord' or 'normalized'")
+        check_param("convention", convention, [Options({"chord", "normalized"})])
         self.distributions = as_distributions(distributions)
         self.scale = 1.0 if convention == "chord" else 1.0 / np.sqrt(2.0)
         self.close_tol = close_tol

@@ -20,12 +20,14 @@ distribution are at a positive distance. Two estimates, both from the counts alo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval, Options, validate_params
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
 
@@ -103,6 +105,13 @@ def _row_chords(a: sp.csr_matrix, b: sp.csr_matrix) -> np.ndarray:
     return np.sqrt(np.asarray(diff.sum(axis=1)).ravel())
 
 
+@validate_params(
+    {
+        "method": [Options({"split_half", "bootstrap"})],
+        "n_repeats": [Interval(Integral, 1, None)],
+        "seed": [Interval(Integral, 0, None)],
+    }
+)
 def noise_floor(
     counts: Any,
     *,
@@ -132,8 +141,6 @@ def noise_floor(
             f"position {first} has fewer than 2 samples; a noise floor needs >= 2 per position "
             "(lower max_positions or drop thin positions first)"
         )
-    if n_repeats < 1:
-        raise PosgeomError(f"n_repeats must be >= 1, got {n_repeats}")
     rng = np.random.default_rng(seed)
     dist = hellinger_distances(positional_distributions(c))
     std = None

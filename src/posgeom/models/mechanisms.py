@@ -45,6 +45,7 @@ import os
 from typing import Any
 
 from posgeom._errors import PosgeomError, require
+from posgeom._validation import check_int
 from posgeom.encodings import Mechanism, families, family, family_of_mechanism
 from posgeom.encodings._base import check_n
 from posgeom.encodings._hf import config_get
@@ -246,9 +247,7 @@ def mechanism_encodings(
         model_or_mechanisms, learned_offset=learned_offset, on_missing=on_missing, **load_kwargs
     )
     n = check_n(n, "n")
-    if isinstance(start, bool) or int(start) != start or start < 0:
-        raise PosgeomError(f"start must be a non-negative integer, got {start!r}")
-    start = int(start)
+    start = check_int(start, "start", 0)
     out: dict[str, Any] = {}
     seen: dict[str, int] = {}
     for mech in mechanisms:

@@ -36,6 +36,7 @@ import torch
 from torch import Tensor, nn
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 from posgeom.encodings.sinusoidal import sinusoidal_vectors
 
 __all__ = [
@@ -73,10 +74,8 @@ class PositionEmbedding(nn.Module):
     _allowed_policies: tuple[str, ...] = ("error", "interpolate")
 
     def _init_common(self, n: int, d: int, beyond: str) -> None:
-        if not isinstance(n, int) or n < 1:
-            raise PosgeomError(f"n (number of positions) must be a positive int, got {n!r}")
-        if not isinstance(d, int) or d < 1:
-            raise PosgeomError(f"d (embedding width) must be a positive int, got {d!r}")
+        check_int(n, "n (number of positions)", 1)
+        check_int(d, "d (embedding width)", 1)
         if beyond not in self._allowed_policies:
             raise PosgeomError(
                 f"beyond={beyond!r} is not available for {type(self).__name__}; "

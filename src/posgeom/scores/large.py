@@ -15,6 +15,7 @@ stress is a ratio estimator and its confidence interval comes from the delta met
 from __future__ import annotations
 
 import logging
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from scipy.spatial.distance import cdist
 from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval, validate_params
 from posgeom.scores.stress import StressScores, stress_from_sums
 
 __all__ = ["DenseTarget", "SampledStress", "blocked_stress", "sampled_stress"]
@@ -55,6 +57,7 @@ def _vectors(encoding: Any, n: int) -> np.ndarray:
     return x
 
 
+@validate_params({"block_size": [Interval(Integral, 1, None)], "progress": [bool]})
 def blocked_stress(
     encoding: Any, target: Any, *, block_size: int = 2048, progress: bool = False
 ) -> StressScores:
@@ -109,6 +112,13 @@ def _ratio_ci(num: np.ndarray, den: np.ndarray, z: float) -> tuple[float, float,
     return float(r), float(r - z * se), float(r + z * se)
 
 
+@validate_params(
+    {
+        "n_pairs": [Interval(Integral, 2, None)],
+        "seed": [Interval(Integral, 0, None)],
+        "confidence": [Interval(Real, 0, 1, closed="neither")],
+    }
+)
 def sampled_stress(
     encoding: Any,
     target: Any,
@@ -125,8 +135,6 @@ def sampled_stress(
     """
     n = target.n_positions
     x = _vectors(encoding, n)
-    if n_pairs < 2:
-        raise PosgeomError(f"n_pairs must be >= 2, got {n_pairs}")
     rng = np.random.default_rng(seed)
     i = rng.integers(0, n, n_pairs)
     j = (i + rng.integers(1, n, n_pairs)) % n

@@ -17,12 +17,14 @@ round-off cannot create violations (an MDS encoding isometric to ``D`` scores ex
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval, Options, validate_params
 from posgeom.scores._encoding import EncodingKind, encoding_distances, matched_distance_matrices
 
 __all__ = [
@@ -64,6 +66,17 @@ def _wilson(k: int, m: int, confidence: float) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+@validate_params(
+    {
+        "method": [Options({"auto", "exact", "sampled"})],
+        "max_exact_positions": [Interval(Integral, 0, None)],
+        "n_samples": [Interval(Integral, 1, None)],
+        "seed": [Interval(Integral, 0, None)],
+        "confidence": [Interval(Real, 0, 1, closed="neither")],
+        "encoding_kind": [Options({"auto", "vectors", "distances"})],
+        "tie_rtol": [Interval(Real, 0, None)],
+    }
+)
 def monotonicity_violation_rate(
     encoding: Any,
     target: Any,
@@ -91,8 +104,6 @@ def monotonicity_violation_rate(
     n = delta.shape[0]
     if n < 3:
         raise PosgeomError(f"monotonicity needs at least 3 positions, got {n}")
-    if method not in ("auto", "exact", "sampled"):
-        raise PosgeomError(f"method must be 'auto', 'exact' or 'sampled', got {method!r}")
     exact = method == "exact" or (method == "auto" and n <= max_exact_positions)
     tol_t = tie_rtol * float(tgt.max(initial=0.0))
     tol_e = tie_rtol * float(delta.max(initial=0.0))

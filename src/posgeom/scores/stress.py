@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Options, validate_params
 from posgeom.scores._encoding import (
     EncodingKind,
     encoding_distances,
@@ -112,6 +113,12 @@ def stress_scores(
     return stress_from_pairs(delta, tgt)
 
 
+@validate_params(
+    {
+        "kind": [Options(set(STRESS_KINDS))],
+        "encoding_kind": [Options({"auto", "vectors", "distances"})],
+    }
+)
 def stress(
     encoding: Any,
     target: Any,
@@ -127,8 +134,6 @@ def stress(
     target : (n, n) distance matrix (e.g. :func:`~posgeom.hellinger_distances`)
     kind : {"paper", "stress1", "scale_optimal", "raw"}
     """
-    if kind not in STRESS_KINDS:
-        raise PosgeomError(f"unknown stress kind {kind!r}; choose one of {', '.join(STRESS_KINDS)}")
     return getattr(stress_scores(encoding, target, encoding_kind=encoding_kind), kind)
 
 
