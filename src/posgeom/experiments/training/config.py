@@ -16,9 +16,11 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval, check_int, check_param
 from posgeom.encodings import families, family
 from posgeom.encodings._registry import Family, TorchSpec
 
@@ -107,13 +109,9 @@ class TrainConfig:
             "order_samples",
             "vocab_min_count",
         ):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "epochs" else 1):
-                raise PosgeomError(f"{name} must be a positive integer, got {v!r}")
+            check_int(getattr(self, name), name, 0 if name == "epochs" else 1)
         for name in ("train_limit", "eval_limit", "steps_per_epoch", "d_ff"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise PosgeomError(f"{name} must be None or a positive integer, got {v!r}")
+            check_param(name, getattr(self, name), [Interval(Integral, 1, None), None])
         if self.model == "tiny":
             self._check_tiny_shapes()
         if self.max_len < 3:
