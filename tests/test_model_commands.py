@@ -200,11 +200,17 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(
     with np.load(out / "arrays.npz", allow_pickle=False) as arrays:
         np.testing.assert_array_equal(arrays["totals"], totals)
         np.testing.assert_allclose(arrays["hellinger"], target, atol=1e-12)
-        saved_target = arrays["hellinger"]  # checked above; exact ties decide informative triples
+        estimated = arrays["target"]  # the default target: the recommended estimator's
         np.testing.assert_allclose(arrays["layer_means"], means, atol=1e-5)
         table = arrays["encoding_learned"]
+    from posgeom.corpus.counting import PositionCounts
+    from posgeom.estimators import estimate_geometry
+
+    counts = PositionCounts.load(out / "counts.npz")
+    np.testing.assert_array_equal(estimated, estimate_geometry(counts).distances)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["options"]["include_special"] is include_special
+    assert summary["options"]["target"] == "corrected" and summary["options"]["bootstrap"] == 100
     assert len(summary["layers"]) == 3  # embeddings + 2 blocks
     from posgeom.reports.view import load_folder  # the report reads the same layer rows
 
@@ -215,12 +221,16 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(
     for layer, row in enumerate(summary["layers"]):
         centred = means[layer] - means[layer].mean(axis=0)
         delta = squareform(pdist(centred))
-        assert row["stress_paper"] == pytest.approx(_paper_stress(delta, target), rel=1e-6)
-        alpha = (delta * target).sum() / (delta * delta).sum()
-        assert row["stress_scale_optimal"] == pytest.approx(
-            _paper_stress(alpha * delta, target), rel=1e-6
-        )
-        assert row["violation_rate"] == pytest.approx(_violations(delta, saved_target))
+        for prefix, goal in (("plugin_", target), ("", estimated)):
+            assert row[f"{prefix}stress_paper"] == pytest.approx(
+                _paper_stress(delta, goal), rel=1e-6
+            )
+            alpha = (delta * goal).sum() / (delta * delta).sum()
+            assert row[f"{prefix}stress_scale_optimal"] == pytest.approx(
+                _paper_stress(alpha * delta, goal), rel=1e-6
+            )
+        assert row["stress_scale_optimal_low"] <= row["stress_scale_optimal_high"]
+        assert row["violation_rate"] == pytest.approx(_violations(delta, estimated))
     # the position table: rows start..start+N-1, start = 1 when [CLS] is left out
     start = 0 if include_special else 1
     assert summary["options"]["table_start_row"] == start

@@ -79,6 +79,17 @@ def _direct(model, tok, texts, n, include_special):
     return counts.sum(axis=1), target, means, r2, np.array(paper), np.array(scale_optimal)
 
 
+def _hand_stress(means, target):
+    iu = np.triu_indices(target.shape[0], 1)
+    paper, scale_optimal = [], []
+    for layer in means:
+        delta, d = pdist(layer - layer.mean(axis=0)), target[iu]
+        paper.append(((delta - d) ** 2).sum() / (d**2).sum())
+        alpha = (delta * d).sum() / (delta**2).sum()
+        scale_optimal.append(((alpha * delta - d) ** 2).sum() / (d**2).sum())
+    return np.array(paper), np.array(scale_optimal)
+
+
 @pytest.mark.parametrize("include_special", [False, True])
 def test_analyze_model_equals_a_direct_computation(minilm, texts, include_special):
     path, model, tok = minilm
@@ -92,17 +103,73 @@ def test_analyze_model_equals_a_direct_computation(minilm, texts, include_specia
         refine=False,
         noise=None,
         baselines=False,
+        bootstrap=None,
     )
     totals, target, means, r2, paper, scale_optimal = _direct(model, tok, texts, N, include_special)
     np.testing.assert_array_equal(result.counts.totals, totals)
     np.testing.assert_array_equal(result.signal.counts, totals)
-    np.testing.assert_allclose(result.target, target, atol=1e-12)
+    np.testing.assert_allclose(result.plugin_target, target, atol=1e-12)
     np.testing.assert_allclose(result.signal.means, means, atol=2e-5)
     np.testing.assert_allclose(result.signal.variance_explained, r2, rtol=1e-5)
-    np.testing.assert_allclose(result.signal.stress["paper"], paper, rtol=1e-5)
-    np.testing.assert_allclose(result.signal.stress["scale_optimal"], scale_optimal, rtol=1e-5)
+    # The plug-in scores beside the target's: the paper's numbers.
+    np.testing.assert_allclose(result.plugin_stress["paper"], paper, rtol=1e-5)
+    np.testing.assert_allclose(result.plugin_stress["scale_optimal"], scale_optimal, rtol=1e-5)
+    # The default target: the recommended estimator of the same counts.
+    from posgeom.estimators import RECOMMENDED, estimate_geometry
+
+    assert result.target_estimator == RECOMMENDED == result.options["target"]
+    np.testing.assert_array_equal(result.target, estimate_geometry(result.counts).distances)
+    assert not np.allclose(result.target, target)  # a different target indeed
+    paper_t, scale_t = _hand_stress(means, result.target)
+    np.testing.assert_allclose(result.signal.stress["paper"], paper_t, rtol=1e-5)
+    np.testing.assert_allclose(result.signal.stress["scale_optimal"], scale_t, rtol=1e-5)
     assert result.options["table_start_row"] == (0 if include_special else 1)
     assert result.counts.tokenizer["vocab_size"] == len(tok)  # recorded by the corpus API
+
+
+def test_plugin_target_is_the_papers_analysis(minilm, texts):
+    path, model, tok = minilm
+    result = analyze_model(
+        model,
+        path,
+        texts,
+        max_positions=N,
+        refine=False,
+        noise=None,
+        target="plugin",
+        bootstrap=None,
+    )
+    _, target, _, _, paper, scale_optimal = _direct(model, tok, texts, N, True)
+    np.testing.assert_allclose(result.target, target, atol=1e-12)
+    np.testing.assert_allclose(result.signal.stress["paper"], paper, rtol=1e-5)
+    np.testing.assert_allclose(result.signal.stress["scale_optimal"], scale_optimal, rtol=1e-5)
+    assert result.plugin_stress is None and result.target_scores is None
+
+
+def test_layer_intervals_come_from_the_replicates(minilm, texts):
+    from posgeom.scores.uncertainty import bootstrap_vector
+
+    path, model, _ = minilm
+    result = analyze_model(
+        model, path, texts, max_positions=6, refine=False, noise=None, bootstrap=20, seed=3
+    )
+    layers = list(result.signal.distances)
+    for kind in ("scale_optimal", "paper"):
+        direct = bootstrap_vector(
+            result.counts,
+            layers,
+            kind=kind,
+            estimator="corrected",
+            estimator_options={"seed": 3},
+        )
+        got = result.layer_intervals[kind]
+        np.testing.assert_array_equal(got.low, direct.low)
+        np.testing.assert_array_equal(got.high, direct.high)
+        np.testing.assert_allclose(got.estimate, result.signal.stress[kind], rtol=1e-12)
+    rows = result.layer_rows()
+    assert rows[2]["stress_paper_low"] == result.layer_intervals["paper"].low[2]
+    assert "95% interval" in result.markdown() and "(plug-in)" in result.markdown()
+    assert result.counts.n_replicates == 20
 
 
 def test_analyze_model_refuses_floats_and_unknown_options(minilm, texts):

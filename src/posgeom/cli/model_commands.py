@@ -187,6 +187,9 @@ def _analyze_model(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         model_name=str(args.model) + (f"/{args.gguf_file}" if args.gguf_file else ""),
         corpus_name=os.fspath(args.corpus),
+        target=args.target,
+        bootstrap=args.bootstrap or None,
+        level=args.level,
     )
     with results_folder(out, overwrite=args.overwrite, with_report=args.report) as tmp:
         result.save(tmp, plot=not args.no_plot)
@@ -322,6 +325,20 @@ def register(sub: Any) -> None:
         default="split_half",
         help="noise-floor estimate of the Hellinger distances",
     )
+    p.add_argument(
+        "--target",
+        default="recommended",
+        help="estimator of the corpus geometry the layers are scored against: recommended, "
+        "corrected, split_half, polynomial, or plugin (the paper's plug-in chord); the plug-in "
+        "scores are always shown beside",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=100,
+        help="half-sample replicates of the counts for a per-layer stress interval (0: none)",
+    )
+    p.add_argument("--level", type=float, default=0.95, help="coverage of the intervals")
     p.add_argument("--no-plot", action="store_true", help="do not draw stress_per_layer.png")
     p.add_argument("--seed", type=int, default=0, help="random seed (violation rate, noise floor)")
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")

@@ -32,12 +32,11 @@ reported in ``n_truncated``) or refused (``on_long="refuse"``). Counting only us
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import os
 import time
 from collections.abc import Iterable, Sequence
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -45,8 +44,13 @@ import torch
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, validate_params
-from posgeom.models.batching import ON_LONG, cut_long
-from posgeom.models.layerwise import STRESS_KINDS, layerwise_positional_signal, sequence_limit
+from posgeom.models.batching import ON_LONG, cut_long, keep_counted, tokenize_texts
+from posgeom.models.layerwise import (
+    STRESS_KINDS,
+    layer_stress,
+    layerwise_positional_signal,
+    sequence_limit,
+)
 from posgeom.models.loading import ModelTokenizer, load_model, model_tokenizer
 from posgeom.models.mechanisms import (
     PositionalMechanism,
@@ -55,35 +59,13 @@ from posgeom.models.mechanisms import (
     model_position_limit,
 )
 from posgeom.models.result import ModelAnalysis
+from posgeom.models.targets import AnalysisTarget, analysis_target, layer_intervals
 
 __all__ = ["ModelAnalysis", "analyze_model"]
 
 log = logging.getLogger("posgeom")
 
-_TOKENIZE_CHUNK = 1024
-
-
 # ------------------------------------------------------------------------------------- corpus
-
-
-def _tokenize(tok: ModelTokenizer, texts: Iterable[str]) -> list[np.ndarray]:
-    """Token ids of every text (int64 arrays), encoded ``_TOKENIZE_CHUNK`` texts at a time."""
-    seqs: list[np.ndarray] = []
-    iterator = iter(texts)
-    while chunk := list(itertools.islice(iterator, _TOKENIZE_CHUNK)):
-        seqs.extend(np.asarray(ids, dtype=np.int64) for ids in tok.encode(chunk))
-    return seqs
-
-
-def _keep_real(seqs: list[np.ndarray], special: np.ndarray) -> list[np.ndarray]:
-    """Sequences with at least one counted token (``special`` empty: any token counts)."""
-    kept = [s for s in seqs if s.size and not (special.size and np.all(np.isin(s, special)))]
-    if not kept:
-        raise PosgeomError(
-            "no sequences with ordinary tokens: the corpus is empty or every text is blank; "
-            "check the text column"
-        )
-    return kept
 
 
 def _cut(seqs: list[np.ndarray], limit: int | None, on_long: str) -> tuple[list[np.ndarray], int]:
@@ -101,8 +83,16 @@ def _cut(seqs: list[np.ndarray], limit: int | None, on_long: str) -> tuple[list[
 
 
 def _count(
-    seqs: list[np.ndarray], tok: ModelTokenizer, n: int, include_special: bool, special: list[int]
+    seqs: list[np.ndarray],
+    tok: ModelTokenizer,
+    n: int,
+    include_special: bool,
+    special: list[int],
+    *,
+    bootstrap: int | None,
+    seed: int,
 ) -> Any:
+    """Counts of positions ``< n`` (bootstrap counts with ``bootstrap`` replicates)."""
     from posgeom.corpus.counting import count_positions
 
     counts = count_positions(
@@ -111,6 +101,8 @@ def _count(
         tokenizer=tok.tokenizer,
         include_special=include_special,
         special_ids=special,
+        bootstrap=bootstrap,
+        bootstrap_seed=seed,
     )
     empty = np.flatnonzero(np.asarray(counts.totals) == 0)
     if empty.size:
@@ -177,6 +169,23 @@ def _model_info(model: torch.nn.Module) -> dict[str, Any]:
     }
 
 
+def _target_scores(
+    geometry: Any,
+    encodings: dict[str, Any],
+    references: dict[str, Any],
+    goal: AnalysisTarget,
+    seed: int,
+) -> dict[str, dict[str, Any]]:
+    """Every encoding the pipeline scored, scored again against the estimated target."""
+    from posgeom.pipeline import score_encoding
+
+    fitted = {"mds": geometry.mds}
+    if getattr(geometry, "refined", None) is not None:
+        fitted["mds+smacof"] = geometry.refined
+    every = {**fitted, **encodings, **references}
+    return {name: score_encoding(enc, goal.distances, seed=seed) for name, enc in every.items()}
+
+
 def _violation_rates(distances: np.ndarray, target: np.ndarray, seed: int) -> np.ndarray:
     from posgeom.scores.order import monotonicity_violation_rate
 
@@ -203,6 +212,8 @@ def _violation_rates(distances: np.ndarray, target: np.ndarray, seed: int) -> np
         "seed": [Interval(Integral, 0, None)],
         "progress": [bool],
         "baselines": [bool],
+        "bootstrap": [Interval(Integral, 2, None), None],
+        "level": [Interval(Real, 0, 1, closed="neither")],
     }
 )
 def analyze_model(
@@ -223,6 +234,9 @@ def analyze_model(
     corpus_name: str = "corpus",
     stress_kinds: tuple[str, ...] = STRESS_KINDS,
     baselines: bool = True,
+    target: str = "recommended",
+    bootstrap: int | None = 100,
+    level: float = 0.95,
 ) -> ModelAnalysis:
     """Score a model's positional mechanism and its layer-wise signal against a corpus.
 
@@ -243,6 +257,13 @@ def analyze_model(
             equal: its scale-optimal stress is what "no positional structure" scores).
         batch_size: sequences per forward pass (sequences are sorted by length first, so batches
             carry little padding; the per-position means do not depend on the order).
+        target: the estimator of the corpus geometry the layers and encodings are scored against
+            (:mod:`posgeom.models.targets`): ``"recommended"`` (default), a name of
+            :func:`posgeom.estimators.available`, or ``"plugin"`` (the paper's plug-in chord).
+            The plug-in scores are always computed too and reported beside the target's.
+        bootstrap: ``B`` half-sample replicates of the counts (counted in the same pass) for an
+            interval on the stress of every layer, re-estimating the target on each; ``None``:
+            no intervals. level: their coverage (method ``"bias_aware"``).
 
     Returns:
         :class:`ModelAnalysis`.
@@ -265,13 +286,13 @@ def analyze_model(
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    seqs = _tokenize(tok, texts)
+    seqs = tokenize_texts(tok, texts)
     timings["tokenize"] = time.perf_counter() - t0
     read = len(seqs)
-    seqs, n_long = _cut(_keep_real(seqs, special_arr), limit, on_long)
+    seqs, n_long = _cut(keep_counted(seqs, special_arr), limit, on_long)
 
     t0 = time.perf_counter()
-    counts = _count(seqs, tok, n, include_special, special)
+    counts = _count(seqs, tok, n, include_special, special, bootstrap=bootstrap, seed=seed)
     timings["count"] = time.perf_counter() - t0
 
     mechanisms = find_positional_mechanisms(model, on_missing="none")
@@ -289,6 +310,7 @@ def analyze_model(
         seed=seed,
         estimator="plugin",  # issue 9 part 4 will move this to the recommended estimator
     )
+    goal = analysis_target(counts, estimator=target, seed=seed, plugin=geometry.distances)
     timings["geometry"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -300,13 +322,23 @@ def analyze_model(
         batch_size=batch_size,
         include_special=include_special,
         special_token_ids=special,
-        target=geometry.distances,
+        target=goal.distances,
         progress=progress,
         on_long="refuse",  # already cut to the limit above
         max_length=limit,
         stress_kinds=stress_kinds,
     )
     timings["signal"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    intervals = (
+        None
+        if bootstrap is None or goal.fallback
+        else layer_intervals(
+            counts, signal.distances, estimator=goal.estimator, seed=seed, level=level
+        )
+    )
+    timings["intervals"] = time.perf_counter() - t0
+    plugin = goal.estimator == "plugin"
     if not np.array_equal(signal.counts, np.asarray(counts.totals)):
         raise PosgeomError(  # pragma: no cover - a bug, not a user mistake
             "internal mismatch: the layer-wise token counts differ from the corpus counts"
@@ -324,6 +356,10 @@ def analyze_model(
         "refine": refine,
         "noise": noise,
         "seed": seed,
+        "target": goal.estimator,
+        "target_fallback": goal.fallback,
+        "bootstrap": None if goal.fallback else bootstrap,
+        "level": level,
         "torch_threads": torch.get_num_threads(),
     }
     return ModelAnalysis(
@@ -337,5 +373,11 @@ def analyze_model(
         options=options,
         model_info=_model_info(model),
         timings=timings,
-        layer_violation_rate=_violation_rates(signal.distances, geometry.distances, seed),
+        layer_violation_rate=_violation_rates(signal.distances, goal.distances, seed),
+        target_geometry=goal,
+        plugin_stress=None if plugin else layer_stress(signal.distances, geometry.distances),
+        target_scores=None
+        if plugin
+        else _target_scores(geometry, encodings, references, goal, seed),
+        layer_intervals=intervals or None,
     )

@@ -23,7 +23,16 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom._validation import Options, check_param
 
-__all__ = ["ON_LONG", "PaddedBatch", "cut_long", "pad_batch", "sequences", "token_rows"]
+__all__ = [
+    "ON_LONG",
+    "PaddedBatch",
+    "cut_long",
+    "keep_counted",
+    "pad_batch",
+    "sequences",
+    "token_rows",
+    "tokenize_texts",
+]
 
 ON_LONG = ("truncate", "refuse")
 
@@ -131,3 +140,23 @@ def pad_batch(batch: list[list[int]], pad_id: int, special: np.ndarray, n: int) 
     pos = np.full((len(batch), length), -1, dtype=np.int64)
     pos[mask] = values
     return PaddedBatch(ids=ids, mask=mask.astype(np.int64), pos=pos)
+
+
+def tokenize_texts(tok: Any, texts: Iterable[str], *, size: int = 1024) -> list[np.ndarray]:
+    """Token ids of every text (int64 arrays) with ``tok.encode``, ``size`` texts at a time."""
+    seqs: list[np.ndarray] = []
+    iterator = iter(texts)
+    while chunk := list(itertools.islice(iterator, size)):
+        seqs.extend(np.asarray(ids, dtype=np.int64) for ids in tok.encode(chunk))
+    return seqs
+
+
+def keep_counted(seqs: list[np.ndarray], special: np.ndarray) -> list[np.ndarray]:
+    """Sequences with at least one counted token (``special`` empty: any token counts)."""
+    kept = [s for s in seqs if s.size and not (special.size and np.all(np.isin(s, special)))]
+    if not kept:
+        raise PosgeomError(
+            "no sequences with ordinary tokens: the corpus is empty or every text is blank; "
+            "check the text column"
+        )
+    return kept

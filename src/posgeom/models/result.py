@@ -101,10 +101,19 @@ class ModelAnalysis:
         mechanisms: the model's positional mechanisms (detection order).
         encodings: key -> :class:`posgeom.encodings.PositionEncoding` of the mechanisms (n rows).
         counts: :class:`~posgeom.corpus.counting.PositionCounts` of the corpus at ``n``.
-        geometry: :class:`~posgeom.pipeline.PipelineResult` (target ``D``, MDS, every score).
-        signal: :class:`~posgeom.models.layerwise.LayerwiseSignal` with ``stress`` against ``D``.
+        geometry: :class:`~posgeom.pipeline.PipelineResult` on the plug-in geometry (plug-in
+            ``D``, MDS, every score).
+        signal: :class:`~posgeom.models.layerwise.LayerwiseSignal` with ``stress`` against the
+            target (:attr:`target`).
         options: every option that shaped the numbers.
-        timings: seconds per step (tokenize, count, geometry, signal).
+        timings: seconds per step (tokenize, count, geometry, signal, intervals).
+        target_geometry: the :class:`~posgeom.models.targets.AnalysisTarget` (the estimated
+            geometry the signal is scored against); ``None`` reads as the plug-in.
+        plugin_stress: kind -> ``(L+1,)`` stress of the layers against the plug-in ``D`` (when
+            the target is another estimator; else ``signal.stress`` is that).
+        target_scores: encoding -> scores against the target (when it is not the plug-in).
+        layer_intervals: kind -> :class:`~posgeom.scores.uncertainty.VectorIntervals` of the
+            layer stress against the target, from bootstrap replicates (or ``None``).
     """
 
     model_name: str
@@ -118,6 +127,15 @@ class ModelAnalysis:
     model_info: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     layer_violation_rate: np.ndarray | None = None
+    target_geometry: Any = None
+    plugin_stress: dict[str, np.ndarray] | None = None
+    target_scores: dict[str, dict[str, Any]] | None = None
+    layer_intervals: dict[str, Any] | None = None
+
+    @property
+    def target_estimator(self) -> str:
+        """The estimator of the target (``"plugin"``: the paper's plug-in chord)."""
+        return "plugin" if self.target_geometry is None else self.target_geometry.estimator
 
     report_kind = "analyze-model"  # rendered by posgeom.reports (report(), Jupyter)
     report_title = "model analysis"
@@ -133,7 +151,14 @@ class ModelAnalysis:
 
     @property
     def target(self) -> np.ndarray:
-        """The ``(n, n)`` Hellinger target (chord convention)."""
+        """The ``(n, n)`` target the layers are scored against (chord convention)."""
+        return (
+            self.plugin_target if self.target_geometry is None else self.target_geometry.distances
+        )
+
+    @property
+    def plugin_target(self) -> np.ndarray:
+        """The ``(n, n)`` plug-in Hellinger chord matrix of the counts."""
         return self.geometry.distances
 
     def layer_rows(self) -> list[dict[str, Any]]:
@@ -150,6 +175,11 @@ class ModelAnalysis:
             }
             for kind, values in (sig.stress or {}).items():
                 row[f"stress_{kind}"] = float(values[layer])
+            for kind, iv in (self.layer_intervals or {}).items():
+                row[f"stress_{kind}_low"] = float(iv.low[layer])
+                row[f"stress_{kind}_high"] = float(iv.high[layer])
+            for kind, values in (self.plugin_stress or {}).items():
+                row[f"plugin_stress_{kind}"] = float(values[layer])
             if self.layer_violation_rate is not None:
                 row["violation_rate"] = float(self.layer_violation_rate[layer])
             rows.append(row)
@@ -197,7 +227,13 @@ class ModelAnalysis:
             },
             "options": self.options,
             "conventions": {
-                "target": "Hellinger chord D_ij = ||sqrt(mu_i) - sqrt(mu_j)||, range [0, sqrt 2]",
+                "target": f"{self.target_estimator} estimate of the Hellinger chord geometry "
+                "D_ij = ||sqrt(mu_i) - sqrt(mu_j)|| of the positional distributions, range "
+                "[0, sqrt 2] (plugin: the chord of the observed frequencies)",
+                "plugin": "position_encodings, geometry and plugin_stress_* are scored against "
+                "the plug-in chord of the observed frequencies",
+                "intervals": "stress_<kind>_low/high: bootstrap intervals (half-sample replicates "
+                "of the counts, target re-estimated on each; posgeom.scores.uncertainty)",
                 "layer_signal": "per-position mean hidden state m_l(i), centred over positions; "
                 "Euclidean distances between centred means scored against D",
                 "stress": "paper = sum_{i<j}(delta-D)^2 / sum_{i<j} D^2 (no rescaling); "
@@ -217,6 +253,8 @@ class ModelAnalysis:
                 for key in self.encodings
                 if key in self.geometry.scores
             },
+            "position_encodings_target": self.target_scores,
+            "layer_intervals": {k: v.as_dict() for k, v in (self.layer_intervals or {}).items()},
             "geometry": self.geometry.summary(),
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
         }
@@ -233,81 +271,63 @@ class ModelAnalysis:
             f"{corpus['samples_per_position']['max']}; special tokens "
             + ("counted" if self.options["include_special"] else "excluded (re-indexed)")
             + (f"; {corpus['n_truncated']} sequences truncated" if corpus["n_truncated"] else "")
-            + ". Target: Hellinger chord distances.",
+            + f". Target: Hellinger chord distances, {self.target_estimator} estimate"
+            + ("" if self.target_estimator == "plugin" else " (plug-in scores beside)")
+            + ".",
             "",
             "Mechanisms: " + "; ".join(s["mechanisms"]),
             "",
             "## Layer-wise positional signal",
             "",
         ]
-        kinds = list(self.signal.stress or {})
-        head = ["layer", "R^2 (position)", "mean distance", *[f"stress ({k})" for k in kinds]]
-        has_order = self.layer_violation_rate is not None
-        if has_order:
-            head.append("violation rate")
-        lines += ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
-        for row in s["layers"]:
-            cells = [
-                row["layer"],
-                f"{row['variance_explained']:.4g}",
-                f"{row['mean_distance']:.4g}",
-            ]
-            cells += [f"{row[f'stress_{k}']:.4g}" for k in kinds]
-            if has_order:
-                cells.append(f"{row['violation_rate']:.3f}")
-            lines.append("| " + " | ".join(cells) + " |")
-        lines += ["", "## Encodings against the corpus geometry", ""]
+        lines += self._layer_table(s["layers"])
+        if self.target_scores:
+            lines += ["", f"## Encodings against the target ({self.target_estimator})", ""]
+            lines += score_table(self.target_scores)
+        lines += ["", "## Encodings against the corpus geometry (plug-in)", ""]
         lines += score_table(self.geometry.scores)
         return "\n".join(lines) + "\n"
 
+    def _layer_table(self, rows: list[dict[str, Any]]) -> list[str]:
+        """Markdown rows: per layer R^2, mean distance, the stress kinds against the target and
+        their intervals, the plug-in stress beside them, and the violation rate."""
+
+        def number(key: str) -> Any:
+            return lambda row: f"{row[key]:.4g}"
+
+        def span(kind: str) -> Any:
+            return lambda row: (
+                f"[{row[f'stress_{kind}_low']:.4g}, {row[f'stress_{kind}_high']:.4g}]"
+            )
+
+        level = next(iter((self.layer_intervals or {}).values()), None)
+        columns = [("R^2 (position)", number("variance_explained"))]
+        columns += [("mean distance", number("mean_distance"))]
+        columns += [(f"stress ({k})", number(f"stress_{k}")) for k in self.signal.stress or {}]
+        columns += [
+            (f"{k} {level.level:.0%} interval", span(k)) for k in self.layer_intervals or {}
+        ]
+        columns += [
+            (f"{k} (plug-in)", number(f"plugin_stress_{k}"))
+            for k in ("scale_optimal", "paper")
+            if f"plugin_stress_{k}" in rows[0]
+        ]
+        if "violation_rate" in rows[0]:
+            columns.append(("violation rate", lambda row: f"{row['violation_rate']:.3f}"))
+        head = ["layer", *[name for name, _ in columns]]
+        out = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+        for row in rows:
+            out.append(
+                "| " + " | ".join([row["layer"], *[cell(row) for _, cell in columns]]) + " |"
+            )
+        return out
+
     def plot(self, path: str | os.PathLike, *, title: str | None = None) -> Path:
-        """PNG: scale-optimal stress, paper stress (log) and R^2 per layer (matplotlib, Agg)."""
-        import matplotlib
+        """PNG: scale-optimal stress, paper stress (log) and R^2 per layer (matplotlib, Agg;
+        :func:`posgeom.models.plots.plot_layers`)."""
+        from posgeom.models.plots import plot_layers
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        sig = self.signal
-        x = np.arange(sig.n_layers)
-        fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-        stress = sig.stress or {}
-        ax = axes[0]
-        if "scale_optimal" in stress:
-            ax.plot(x, stress["scale_optimal"], "o-", label="layer signal")
-        table = self.geometry.scores.get("learned")
-        if table is not None:
-            ax.axhline(table["scale_optimal"], ls="--", c="C1", label="position table")
-        mds = self.geometry.scores.get("mds")
-        if mds is not None:
-            ax.axhline(mds["scale_optimal"], ls=":", c="C2", label="MDS encoding")
-        ax.set_title("scale-optimal stress (lower = closer to D)")
-        ax.legend(fontsize=8)
-        ax = axes[1]
-        if "paper" in stress:
-            ax.semilogy(x, stress["paper"], "o-", c="C3")
-        ax.set_title("paper stress (no rescaling, log scale)")
-        ax = axes[2]
-        ax.plot(x, sig.variance_explained, "o-", c="C4")
-        ax.set_title("variance explained by position (R^2)")
-        for ax in axes:
-            ax.set_xticks(x)
-            ax.set_xticklabels(["emb", *sig.layer_names[1:]], fontsize=8)
-            ax.set_xlabel("layer")
-            ax.grid(alpha=0.3)
-        fig.suptitle(
-            title
-            or f"{_short(self.model_name)} on {_short(self.corpus_name)}, "
-            f"n = {sig.n_positions}, special tokens "
-            + ("counted" if self.options.get("include_special", True) else "excluded")
-        )
-        fig.tight_layout()
-        path = Path(path)
-        from posgeom.artifacts import atomic_path
-
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, dpi=110, format="png")
-        plt.close(fig)
-        return path
+        return plot_layers(self, path, title=title)
 
     def save(self, directory: str | os.PathLike, *, plot: bool = True) -> Path:
         """Write ``summary.json``, ``arrays.npz`` (+ sidecar), ``table.md``, ``counts.npz`` and
@@ -319,7 +339,7 @@ class ModelAnalysis:
         out.mkdir(parents=True, exist_ok=True)
         sig = self.signal
         arrays: dict[str, Any] = {
-            "hellinger": self.target,
+            "hellinger": self.plugin_target,
             "totals": np.asarray(self.counts.totals),
             "layer_counts": sig.counts,
             "layer_means": sig.means,
@@ -334,6 +354,12 @@ class ModelAnalysis:
         }
         for kind, values in (sig.stress or {}).items():
             arrays[f"stress_{kind}"] = values
+        for kind, values in (self.plugin_stress or {}).items():
+            arrays[f"plugin_stress_{kind}"] = values
+        for kind, iv in (self.layer_intervals or {}).items():
+            arrays[f"stress_{kind}_low"], arrays[f"stress_{kind}_high"] = iv.low, iv.high
+        if self.target_geometry is not None:
+            arrays["target"] = self.target
         for key, enc in self.encodings.items():
             arrays[f"encoding_{key}"] = enc.vectors if enc.vectors is not None else enc.distances()
         meta = {
@@ -351,9 +377,3 @@ class ModelAnalysis:
         if plot:
             self.plot(out / "stress_per_layer.png")
         return out
-
-
-def _short(name: str, parts: int = 2) -> str:
-    """The last ``parts`` components of a path-like name (titles stay readable)."""
-    pieces = [p for p in str(name).replace("\\", "/").split("/") if p]
-    return "/".join(pieces[-parts:]) if pieces else str(name)

@@ -1,0 +1,77 @@
+"""The per-layer figure of a model analysis (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["plot_layers"]
+
+
+def plot_layers(analysis: Any, path: str | os.PathLike, *, title: str | None = None) -> Path:
+    """PNG of a :class:`~posgeom.models.result.ModelAnalysis`: scale-optimal stress per layer
+    against the target (with its bootstrap interval and the plug-in curve when present, and the
+    position table's and the MDS encoding's plug-in scores as lines), paper stress (log) and
+    R^2 per layer. Written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sig = analysis.signal
+    x = np.arange(sig.n_layers)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    stress = sig.stress or {}
+    ax = axes[0]
+    if "scale_optimal" in stress:
+        label = f"layer signal (target: {analysis.target_estimator})"
+        ax.plot(x, stress["scale_optimal"], "o-", label=label)
+    interval = (analysis.layer_intervals or {}).get("scale_optimal")
+    if interval is not None:
+        ax.fill_between(x, interval.low, interval.high, alpha=0.2, color="C0", lw=0)
+    plugin = (analysis.plugin_stress or {}).get("scale_optimal")
+    if plugin is not None:
+        ax.plot(x, plugin, "s--", c="C7", ms=4, label="layer signal (plug-in)")
+    table = analysis.geometry.scores.get("learned")
+    if table is not None:
+        ax.axhline(table["scale_optimal"], ls="--", c="C1", label="position table")
+    mds = analysis.geometry.scores.get("mds")
+    if mds is not None:
+        ax.axhline(mds["scale_optimal"], ls=":", c="C2", label="MDS encoding")
+    ax.set_title("scale-optimal stress (lower = closer to D)")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    if "paper" in stress:
+        ax.semilogy(x, stress["paper"], "o-", c="C3")
+    ax.set_title("paper stress (no rescaling, log scale)")
+    ax = axes[2]
+    ax.plot(x, sig.variance_explained, "o-", c="C4")
+    ax.set_title("variance explained by position (R^2)")
+    for ax in axes:
+        ax.set_xticks(x)
+        ax.set_xticklabels(["emb", *sig.layer_names[1:]], fontsize=8)
+        ax.set_xlabel("layer")
+        ax.grid(alpha=0.3)
+    fig.suptitle(
+        title
+        or f"{_short(analysis.model_name)} on {_short(analysis.corpus_name)}, "
+        f"n = {sig.n_positions}, special tokens "
+        + ("counted" if analysis.options.get("include_special", True) else "excluded")
+    )
+    fig.tight_layout()
+    path = Path(path)
+    from posgeom.artifacts import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    return path
+
+
+def _short(name: str, parts: int = 2) -> str:
+    """The last ``parts`` components of a path-like name (titles stay readable)."""
+    pieces = [p for p in str(name).replace("\\", "/").split("/") if p]
+    return "/".join(pieces[-parts:]) if pieces else str(name)

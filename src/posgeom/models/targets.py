@@ -1,0 +1,112 @@
+"""The target of a model analysis: an estimate of the corpus geometry, and its uncertainty.
+
+The plug-in Hellinger matrix of a finite corpus is biased upwards by sampling noise (most for
+positions with few samples; :mod:`posgeom.estimators`). :func:`analysis_target` estimates the
+geometry with a named estimator (default ``"recommended"``, i.e.
+``posgeom.estimators.RECOMMENDED``); ``"plugin"`` is the plug-in chord itself, the paper's
+target. :func:`layer_intervals` turns bootstrap replicates of the counts
+(:class:`~posgeom.corpus.bootstrap.BootstrapCounts`) into an interval for the stress of every
+layer, re-estimating the target on each replicate with the same estimator
+(:func:`posgeom.scores.uncertainty.replicate_geometry` and
+:func:`~posgeom.scores.uncertainty.bootstrap_vector`; intervals as documented there).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["AnalysisTarget", "analysis_target", "layer_intervals", "target_estimators"]
+
+INTERVAL_KINDS = ("scale_optimal", "paper")
+
+
+def target_estimators() -> tuple[str, ...]:
+    """Names accepted as a target: ``"recommended"`` and every registered estimator."""
+    from posgeom.estimators import available
+
+    return ("recommended", *available())
+
+
+@dataclass(frozen=True, eq=False)
+class AnalysisTarget:
+    """The ``(n, n)`` target distances and the estimator that made them (resolved name).
+
+    ``fallback``: ``"recommended"`` was asked for but cannot run on these counts (e.g. a
+    position with one sample), so the target is the plug-in chord, with a warning."""
+
+    distances: np.ndarray
+    estimator: str
+    estimate: Any  # the GeometryEstimate (its options and diagnostics)
+    fallback: bool = False  # the recommended estimator could not run: the plug-in instead
+
+
+def analysis_target(
+    counts: Any, *, estimator: str, seed: int, plugin: np.ndarray | None = None
+) -> AnalysisTarget:
+    """Estimate the positional geometry of ``counts`` (chord convention, unpooled).
+
+    ``plugin``: the plug-in matrix already computed (the pipeline's), returned as is for
+    ``estimator="plugin"`` so that the plug-in target is the very matrix the pipeline scored.
+    """
+    from posgeom.estimators import estimate_geometry
+
+    if estimator not in target_estimators():
+        raise PosgeomError(
+            f"unknown target estimator {estimator!r}; choose one of "
+            f"{', '.join(target_estimators())} (plugin: the paper's plug-in chord)"
+        )
+    if estimator == "plugin" and plugin is not None:
+        return AnalysisTarget(distances=plugin, estimator="plugin", estimate=None)
+    base = getattr(counts, "base", counts)  # bootstrap counts: the counts themselves
+    try:
+        estimate = estimate_geometry(base, estimator=estimator, seed=seed)
+    except PosgeomError as exc:
+        if estimator != "recommended" or plugin is None:
+            raise
+        warnings.warn(
+            f"the recommended estimator cannot run on these counts ({exc}); the target is the "
+            "plug-in chord instead (pass target='plugin' to say so, or more text)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return AnalysisTarget(distances=plugin, estimator="plugin", estimate=None, fallback=True)
+    return AnalysisTarget(
+        distances=np.asarray(estimate.distances, dtype=np.float64),
+        estimator=estimate.estimator,
+        estimate=estimate,
+    )
+
+
+def layer_intervals(
+    boot: Any,
+    distances: np.ndarray,
+    *,
+    estimator: str,
+    seed: int,
+    level: float = 0.95,
+    kinds: Sequence[str] = INTERVAL_KINDS,
+) -> dict[str, Any]:
+    """Kind -> :class:`~posgeom.scores.uncertainty.VectorIntervals` of the stress of every layer
+    (``distances`` ``(L+1, n, n)``) against the target re-estimated on each replicate; empty,
+    with a warning, when a replicate is too thin for the estimator."""
+    from posgeom.scores.uncertainty import bootstrap_vector, replicate_geometry
+
+    try:
+        geometry = replicate_geometry(boot, estimator=estimator, estimator_options={"seed": seed})
+    except PosgeomError as exc:  # a replicate too thin for the estimator: no intervals
+        warnings.warn(
+            f"no per-layer intervals: the {estimator} target cannot be re-estimated on every "
+            f"bootstrap replicate ({exc}); use more text or a smaller -n",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return {}
+    layers = list(distances)
+    return {kind: bootstrap_vector(geometry, layers, kind=kind, level=level) for kind in kinds}
