@@ -277,11 +277,20 @@ class ComparisonResult:
 
     def _beside(self) -> list[dict[str, Any]]:
         """Rows of the plug-in scores (``plugin_paper``, ``plugin_scale_optimal``), if any."""
-        return [
-            {"encoding": r["encoding"], "paper": r["plugin_paper"], "scale_optimal": r[key]}
-            for r in self.table
-            if (key := "plugin_scale_optimal") in r
-        ]
+        beside = getattr(self.pipeline, "plugin_scores", {})
+        rows = []
+        for r in self.table:
+            if "plugin_paper" in r:
+                rows.append(
+                    {
+                        "encoding": r["encoding"],
+                        "paper": r["plugin_paper"],
+                        "scale_optimal": r["plugin_scale_optimal"],
+                    }
+                )
+            elif r["encoding"] in beside:  # rows taken from the pipeline (mds, mds+smacof)
+                rows.append({"encoding": r["encoding"], **beside[r["encoding"]]})
+        return rows
 
     def to_markdown(self) -> str:
         """The table, the ALiBi heads, the rank experiment and the stationarity diagnostic."""
@@ -429,7 +438,7 @@ def compare_encodings(
     noise: str | None = "split_half",
     noise_repeats: int = 5,
     seed: int = 0,
-    estimator: str = "recommended",
+    estimator: Any = "recommended",
     estimator_options: Mapping[str, Any] | None = None,
 ) -> ComparisonResult:
     """Score every encoding against the Hellinger geometry of a corpus.
@@ -449,7 +458,8 @@ def compare_encodings(
     low_rank : rank of the ``low_rank_mds`` row; max_rank : ``R`` of the rank experiment.
     convention, smoothing, alpha, min_samples, below_min, noise, noise_repeats, seed : as in
         :func:`posgeom.pipeline.analyze_counts`; ``noise`` is skipped for non-integer input.
-    estimator, estimator_options : the target ``D`` (:func:`posgeom.estimate_geometry`; default
+    estimator, estimator_options : the target ``D`` (a name or a ready
+        :class:`~posgeom.estimators.GeometryEstimate`, see :func:`posgeom.estimate_geometry`; default
         the recommended estimator, the plug-in for exact distributions); every row also has the
         plug-in scores ``plugin_paper`` and ``plugin_scale_optimal``.
 

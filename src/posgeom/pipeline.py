@@ -309,14 +309,15 @@ def analyze_counts(
     noise_repeats: int = 5,
     max_rank: int = 8,
     seed: int = 0,
-    estimator: str = "recommended",
+    estimator: Any = "recommended",
     estimator_options: Mapping[str, Any] | None = None,
 ) -> PipelineResult:
     """Run the geometry pipeline on counts and score the MDS encoding (and any ``encodings``).
 
     ``encodings`` maps names to encodings (vectors, distance matrices or posgeom encodings) of
     the same positions; the MDS encoding is always scored as ``"mds"`` (and ``"mds+smacof"``
-    when ``refine``). ``estimator`` (:func:`posgeom.estimators.available`) makes the target
+    when ``refine``). ``estimator`` (a name from :func:`posgeom.estimators.available`, or a
+    :class:`~posgeom.estimators.GeometryEstimate` of the kept positions) makes the target
     ``D`` (and the MDS encoding) those of :func:`posgeom.estimate_geometry`; the plug-in
     distances and scores are kept beside it (``plugin_distances``, ``plugin_scores``).
     ``estimator_options`` go to ``estimate_geometry`` (e.g. ``{"coarsen": "top:1000"}``).

@@ -86,6 +86,18 @@ def test_compare_encodings_rows_name_both_targets(counts):
     assert "estimator corrected" in md and "Against the plug-in geometry" in md
 
 
+def test_a_ready_estimate_is_a_target(counts):
+    est = estimate_geometry(counts, estimator="split_half", seed=3)
+    res = compare_encodings(
+        counts, model_dim=16, encodings=["sinusoidal"], noise=None, estimator=est
+    )
+    np.testing.assert_array_equal(res.distances, est.distances)
+    assert res.options["estimator"] == "split_half"
+    assert res.row("sinusoidal")["paper"] == pytest.approx(stress(sinusoidal(12, d=16), est))
+    with pytest.raises(PosgeomError, match="the estimate has 6 buckets"):
+        analyze_counts(counts, estimator=estimate_geometry(counts, pool=2), noise=None)
+
+
 def test_the_estimate_restores_the_truths_ranking_of_encodings():
     """Issue 9's flip on a known truth: against the plug-in a random table beats sinusoidal on
     scale-optimal stress; against the truth and the corrected estimate, sinusoidal wins."""

@@ -26,7 +26,7 @@ def pipeline_estimate(
     counts: Any,
     rows: np.ndarray,
     *,
-    estimator: str,
+    estimator: str | GeometryEstimate,
     smoothing: str,
     convention: str,
     seed: int,
@@ -38,7 +38,17 @@ def pipeline_estimate(
     plug-in where no sampling model applies: exact distributions (non-integer input, nothing to
     correct) and add-alpha smoothing (a plug-in choice); asking for another estimator with
     smoothing is an error. Pooling is refused: the pipeline scores encodings position by position.
+    ``estimator`` may also be a ready :class:`GeometryEstimate` of the kept positions (e.g. from
+    a bootstrap replicate), used as it is.
     """
+    if isinstance(estimator, GeometryEstimate):
+        if estimator.pooled or estimator.n_positions != len(rows):
+            raise PosgeomError(
+                f"the estimate has {estimator.n_positions} "
+                f"{'buckets' if estimator.pooled else 'positions'} but the counts keep "
+                f"{len(rows)} positions; estimate the geometry of the same positions, unpooled"
+            )
+        return estimator
     spec = get(estimator)
     opts = dict(options or {})
     if "pool" in opts:
