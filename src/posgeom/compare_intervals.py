@@ -51,9 +51,13 @@ def attach_intervals(
     names = {r["encoding"] for r in table}
     fitted = {k: v for k, v in fitted.items() if k in names}
     log.info("bootstrap intervals over %d replicates", counts.n_replicates)
+    import warnings
+
     import numpy as np
 
-    with np.errstate(invalid="ignore"):  # nope's stress-1 is inf in every replicate
+    # nope's stress-1 is inf in every replicate; a replicate's D may be slightly non-Euclidean
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         bs = bootstrap_scores(counts, fixed, fitted_encodings=fitted, seed=seed)
     for row in table:
         u = bs.encodings.get(row["encoding"])

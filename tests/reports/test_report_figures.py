@@ -172,3 +172,33 @@ def test_encode_gives_svg_and_png(pipeline_result):
     svg, png = F.encode(F.spectrum(pipeline_result.mds.eigenvalues))
     assert svg.lstrip().startswith(b"<?xml") and b"<svg" in svg
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_estimators_figure_plots_plugin_against_the_estimate(comparison):
+    from posgeom.estimators import estimate_geometry
+
+    p = comparison.pipeline
+    i, j = p.shepard_pairs
+    used = np.asarray(estimate_geometry(_counts(), seed=0))
+    np.testing.assert_allclose(p.distances, used)  # the target is the recommended estimate
+    plug = posgeom_hellinger()
+    np.testing.assert_allclose(p.plugin_distances, plug, atol=1e-12)
+    fig = F.estimators(plug[i, j], used[i, j], name="corrected", convention="chord")
+    (ax,) = fig.axes
+    (points,) = [c for c in ax.collections if isinstance(c, PathCollection)]
+    np.testing.assert_allclose(points.get_offsets(), np.c_[plug[i, j], used[i, j]])
+    assert "plug-in" in ax.get_xlabel() and "corrected" in ax.get_ylabel()
+    assert "chord" in ax.get_xlabel()
+
+
+def posgeom_hellinger():
+    import posgeom
+
+    return posgeom.hellinger_distances(posgeom.positional_distributions(_counts()))
+
+
+def _counts():
+    import posgeom
+
+    seqs = posgeom.synthetic_corpus(400, length=12, seed=0)
+    return posgeom.count_positions(seqs, max_positions=12)

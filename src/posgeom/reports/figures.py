@@ -28,6 +28,7 @@ __all__ = [
     "encode",
     "encode_png",
     "encode_svg",
+    "estimators",
     "heatmap",
     "layers",
     "mds_map",
@@ -313,6 +314,23 @@ def layers(rows: Sequence[Mapping[str, Any]]) -> Any:
         ax.set_xlabel("layer")
         ax.grid(alpha=0.3)
     fig.suptitle("layer-wise positional signal against the Hellinger geometry D")
+    return fig
+
+
+def estimators(plugin: np.ndarray, recommended: np.ndarray, *, name: str, convention: str) -> Any:
+    """Pairs ``D_ij`` of the plug-in estimator (x) against the recommended estimator (y), with
+    the diagonal ``y = x``: points below it are distances the plug-in overstates (its bias
+    from sampling)."""
+    fig = _figure(5.2, 4.4)
+    ax = fig.subplots()
+    ax.scatter(plugin, recommended, s=4, alpha=0.4, rasterized=True)
+    top = float(max(np.max(plugin, initial=0), np.max(recommended, initial=0)))
+    ax.plot([0, top], [0, top], c="0.3", lw=1, ls="--", label="y = x")
+    ax.set_xlabel(f"plug-in D_ij ({convention})")
+    ax.set_ylabel(f"{name} D_ij ({convention})")
+    ax.set_title("plug-in against the recommended estimator")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
     return fig
 
 

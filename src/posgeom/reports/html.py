@@ -64,7 +64,14 @@ def _trusted(view: Any) -> np.ndarray | None:
     if "noise_pair_floor" not in a or "hellinger" not in a:
         return None
     scale = np.sqrt(2.0) if view.convention == "normalized" else 1.0  # the floor is in chord units
-    return a["hellinger"] * scale > 2.0 * a["noise_pair_floor"]
+    plug = a.get("plugin_hellinger", a["hellinger"])  # the floor is the plug-in's
+    return plug * scale > 2.0 * a["noise_pair_floor"]
+
+
+def _estimator(view: Any) -> str:
+    est = view.geometry.get("estimator")
+    name = est.get("estimator") if isinstance(est, dict) else None
+    return str(name or view.settings.get("estimator") or "estimate")
 
 
 def _shepard_deltas(a: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -128,7 +135,20 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
                 "A straight rising cloud is the right shape; a flat cloud is an encoding that does not "
                 "see the corpus's distances."
             ),
-            lambda: F.shepard(a["hellinger"][i, j], deltas, convention=conv),
+            lambda i=i, j=j: F.shepard(a["hellinger"][i, j], deltas, convention=conv),
+        )
+    if "plugin_hellinger" in a and "shepard_pairs" in a and "hellinger" in a:
+        i, j = a["shepard_pairs"]
+        yield (
+            "estimators",
+            "Sampling makes plug-in distances too large; the estimator used here corrects that. "
+            "Points far below the diagonal are distances that are mostly sampling bias.",
+            lambda i=i, j=j: F.estimators(
+                a["plugin_hellinger"][i, j],
+                a["hellinger"][i, j],
+                name=_estimator(view),
+                convention=conv,
+            ),
         )
     if view.alibi_heads:
         yield (

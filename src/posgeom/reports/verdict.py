@@ -122,6 +122,28 @@ def _worse_than_baselines(base: dict[str, float], value: float) -> bool:
     return bool(known) and value >= min(known)
 
 
+def _estimator_verdict(view: Any) -> list[str]:
+    """How far the estimate used is from the plug-in (the paper's estimator), pair by pair."""
+    import numpy as np
+
+    a = view.arrays
+    if "plugin_hellinger" not in a or "hellinger" not in a:
+        return []
+    iu = np.triu_indices_from(a["hellinger"], 1)
+    plug, used = a["plugin_hellinger"][iu], a["hellinger"][iu]
+    keep = plug > 0
+    if not np.any(keep):
+        return []
+    ratio = float(np.median(used[keep] / plug[keep]))
+    est = view.geometry.get("estimator")
+    name = est.get("estimator", "the estimate") if isinstance(est, dict) else "the estimate"
+    return [
+        f"The distances are the {name} estimator's; the plug-in (the paper's) puts them higher: "
+        f"the median pair is at {100 * ratio:.0f}% of its plug-in value"
+        + (", so most of the plug-in distance is sampling bias." if ratio < 0.5 else ".")
+    ]
+
+
 def verdict(view: Any) -> list[str]:
     """The verdict paragraphs of a :class:`~posgeom.reports.view.ResultView`."""
     samples = view.geometry.get("samples_per_position")
@@ -138,6 +160,7 @@ def verdict(view: Any) -> list[str]:
             f"Kendall tau {u['ranking_stability']:.2f} (1 = always the same); first place: {top}. "
             f"Intervals: {100 * u['level']:.0f}% {u['method']}."
         )
+    out += _estimator_verdict(view)
     mds = next((r for r in view.rows if r.get("encoding") == "mds"), None)
     if mds is not None and view.rank_curve:
         low = next((c for c in view.rank_curve if float(c.get("paper", 1.0)) < 0.01), None)
