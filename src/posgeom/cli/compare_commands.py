@@ -206,17 +206,32 @@ def register(sub: Any) -> None:
     )
     g.add_argument("--low-rank", type=int, default=3, help="rank of the low_rank_mds row")
     g.add_argument("--max-rank", type=int, default=16, help="largest rank R of the rank experiment")
-    g.add_argument("--smoothing", choices=("none", "add-alpha"), default="none")
+    g.add_argument(
+        "--smoothing",
+        choices=("none", "add-alpha"),
+        default="none",
+        help="smoothing of the positional distributions (add-alpha: + alpha to every count)",
+    )
     g.add_argument("--alpha", type=float, default=1.0, help="pseudo-count for add-alpha")
     g.add_argument("--min-samples", type=int, default=1, help="sample floor per position")
-    g.add_argument("--below-min", choices=("flag", "drop"), default="flag")
+    g.add_argument(
+        "--below-min",
+        choices=("flag", "drop"),
+        default="flag",
+        help="positions below --min-samples: kept and flagged, or dropped from the geometry",
+    )
     g.add_argument(
         "--convention",
         choices=("chord", "normalized"),
         default="chord",
         help="Hellinger convention (chord: the paper's, in [0, sqrt 2])",
     )
-    g.add_argument("--noise", choices=("split_half", "bootstrap", "none"), default="split_half")
+    g.add_argument(
+        "--noise",
+        choices=("split_half", "bootstrap", "none"),
+        default="split_half",
+        help="noise-floor estimate of the distances (which pairs are above sampling noise)",
+    )
     g.add_argument(
         "--encoding",
         action="append",

