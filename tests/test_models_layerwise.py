@@ -177,7 +177,7 @@ def test_stress_against_target_by_hand(bert, corpus):
         for kind, value in expected.items():
             assert signal.stress[kind][layer] == pytest.approx(value, rel=1e-10)
     table = signal.to_table()
-    assert "| layer | variance explained by position | mean distance | stress (paper)" in table
+    assert "| layer | R^2 (position) | mean distance | stress (paper)" in table
     first_row = table.splitlines()[2]
     assert first_row.startswith("| embeddings | " + f"{signal.variance_explained[0]:.4g}")
     assert f"{signal.stress['scale_optimal'][2]:.4g}" in table.splitlines()[4]

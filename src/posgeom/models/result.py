@@ -19,7 +19,8 @@ import numpy as np
 
 from posgeom._version import __version__
 from posgeom.models.mechanisms import PositionalMechanism
-from posgeom.pipeline import score_table
+from posgeom.reports.markdown import markdown_table, score_table
+from posgeom.reports.schema import LAYER_COLUMNS
 
 __all__ = ["LayerwiseSignal", "ModelAnalysis"]
 
@@ -66,21 +67,19 @@ class LayerwiseSignal:
 
     def to_table(self, *, digits: int = 4) -> str:
         """Markdown table: one row per layer with R^2, mean distance and every stress kind."""
-        kinds = list(self.stress) if self.stress else []
-        header = ["layer", "variance explained by position", "mean distance"]
-        header += [f"stress ({kind})" for kind in kinds]
-        lines = [
-            "| " + " | ".join(header) + " |",
-            "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |",
-        ]
         n = self.n_positions
         pairs = max(n * (n - 1), 1)
-        for layer, name in enumerate(self.layer_names):
-            mean_distance = float(self.distances[layer].sum() / pairs)
-            cells = [name, f"{self.variance_explained[layer]:.{digits}g}"]
-            cells.append(f"{mean_distance:.{digits}g}")
-            cells += [f"{self.stress[kind][layer]:.{digits}g}" for kind in kinds]  # type: ignore[index]
-            lines.append("| " + " | ".join(cells) + " |")
+        rows = [
+            {
+                "layer": name,
+                "variance_explained": float(self.variance_explained[layer]),
+                "mean_distance": float(self.distances[layer].sum() / pairs),
+                **{f"stress_{k}": float(v[layer]) for k, v in (self.stress or {}).items()},
+            }
+            for layer, name in enumerate(self.layer_names)
+        ]
+        columns = [(k, h, f".{digits}g" if f.endswith("g") else f) for k, h, f in LAYER_COLUMNS]
+        lines = markdown_table(rows, columns)
         special = "counted" if self.include_special else "excluded (positions re-indexed)"
         lines.append("")
         lines.append(

@@ -71,9 +71,10 @@ LAYER_COLUMNS: tuple[Column, ...] = (
     ("layer", "layer", "s"),
     ("variance_explained", "R^2 (position)", ".4g"),
     ("mean_distance", "mean distance", ".4g"),
-    ("stress_paper", "paper stress", ".4g"),
-    ("stress_scale_optimal", "scale-optimal stress", ".4g"),
-    ("stress_stress1", "stress-1", ".4g"),
+    ("stress_paper", "stress (paper)", ".4g"),
+    ("stress_stress1", "stress (stress1)", ".4g"),
+    ("stress_scale_optimal", "stress (scale_optimal)", ".4g"),
+    ("stress_raw", "stress (raw)", ".4g"),
     ("violation_rate", "violation rate", ".3f"),
 )
 ALIBI_HEAD_COLUMNS: tuple[Column, ...] = (
