@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,3 +138,31 @@ def test_the_same_calls_accept_integers():
 
     counts = np.array([[3, 1, 0], [1, 2, 2], [0, 1, 4], [2, 2, 1]])
     assert classical_mds(positional_distributions(counts), np.int64(2)).n_components == 2
+
+
+HAND_CHECKS = re.compile(
+    r"not isinstance\(\s*[\w.\[\]]+,\s*(int|\(int, np\.integer\))\s*\)"  # refuses np.int64 or not
+    r"|\bint\((\w+)\) != \2"  # accepts 3.0
+)
+
+
+def test_no_hand_written_integer_checks_left():
+    """Integer parameters go through check_int / Interval(Integral, ...): one rule."""
+    src = Path(__file__).resolve().parents[1] / "src" / "posgeom"
+    found = [
+        f"{path.relative_to(src)}:{number}: {line.strip()}"
+        for path in sorted(src.rglob("*.py"))
+        if path.name != "_validation.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if HAND_CHECKS.search(line)
+    ]
+    assert not found, "use posgeom._validation.check_int:\n" + "\n".join(found)
+
+
+def test_the_hand_check_pattern_finds_what_it_must():
+    assert HAND_CHECKS.search("if not isinstance(n, int) or n < 1:")
+    assert HAND_CHECKS.search("or not isinstance(value, (int, np.integer))")
+    assert HAND_CHECKS.search("if int(n) != n or n < 1:")
+    assert not HAND_CHECKS.search(
+        "if isinstance(value, (int, np.integer)) and not isinstance(value, bool):"
+    )

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from posgeom._errors import PosgeomError, require
+from posgeom._validation import check_int
 from posgeom.corpus import jobs
 from posgeom.corpus.counting import PositionCounts
 
@@ -35,8 +36,7 @@ def _check_workers(n_workers: Any, threads: Any) -> None:
     for name, value in (("n_workers", n_workers), ("threads_per_worker", threads)):
         if value is None and name == "n_workers":
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise PosgeomError(f"{name} must be a positive integer, got {value!r}")
+        check_int(value, name, 1)
 
 
 def _probe(address: str, timeout: float) -> None:

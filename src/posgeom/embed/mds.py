@@ -451,5 +451,5 @@ def _warn_negative(vals: np.ndarray) -> None:
             "largest): the distances are not Euclidean, and the MDS solution ignores that part. "
             "Hellinger chord distances never do this; other inputs may.",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of classical_mds (past validate_params)
         )

@@ -82,7 +82,7 @@ def effective_rank(
             f"{method} rank of the computed part is returned. Use solver='exact' or "
             "method='energy' for an exact value.",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,  # the caller of effective_rank (past validate_params)
         )
     if method == "tolerance":
         return float(np.count_nonzero(lam > rtol * lam[0]))

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, readonly
 from posgeom.encodings._registry import (
@@ -118,11 +119,7 @@ def alibi(
     if head is None:
         vectors, params = pos * slopes[None, :], {"n_heads": int(n_heads), "head": None}
     else:
-        if (
-            isinstance(head, bool)
-            or not isinstance(head, (int, np.integer))
-            or not 0 <= head < len(slopes)
-        ):
+        if not is_integer(head) or not 0 <= head < len(slopes):
             raise PosgeomError(f"ALiBi head must be in 0 .. {len(slopes) - 1}, got {head!r}")
         head = int(head)
         vectors = pos * slopes[head]

@@ -39,6 +39,7 @@ import scipy.sparse as sp
 
 from posgeom._distance_matrix import euclidean_distances
 from posgeom._errors import PosgeomError
+from posgeom._validation import is_integer
 
 __all__ = ["coarsen_counts", "equal_sample_counts", "pool_counts", "pool_edges", "pool_encoding"]
 
@@ -195,7 +196,7 @@ def equal_sample_counts(
     """Every row downsampled to ``size`` samples without replacement (``"min"``: the smallest)."""
     totals = np.asarray(counts.sum(axis=1)).ravel()
     m = int(totals.min()) if size == "min" else size
-    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+    if not is_integer(m) or m < 1:
         raise PosgeomError(f"equal_samples must be 'min' or an integer >= 1, got {size!r}")
     if np.any(totals < m):
         first = int(np.flatnonzero(totals < m)[0])

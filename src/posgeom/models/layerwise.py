@@ -54,7 +54,7 @@ import torch
 
 from posgeom._distance_matrix import euclidean_distances
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, Options, check_int, validate_params
+from posgeom._validation import Interval, Options, check_int, is_integer, validate_params
 from posgeom.models.accumulate import LayerMoments, LayerTotals
 from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, sequences
 from posgeom.models.loading import ModelTokenizer, load_model, model_tokenizer
@@ -145,7 +145,7 @@ def _prepare(
     pad_id = tokens.pad_id if tokens is not None else None
     if pad_id is None:
         pad_id = getattr(getattr(model, "config", None), "pad_token_id", None)
-    if not isinstance(pad_id, int) or (rows is not None and not 0 <= pad_id < rows):
+    if not is_integer(pad_id) or (rows is not None and not 0 <= pad_id < rows):
         pad_id = 0
     param = next(model.parameters(), None)
     device = param.device if param is not None else torch.device("cpu")

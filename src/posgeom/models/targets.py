@@ -100,13 +100,13 @@ def layer_intervals(
 
     try:
         geometry = replicate_geometry(boot, estimator=estimator, estimator_options={"seed": seed})
-    except PosgeomError as exc:  # a replicate too thin for the estimator: no intervals
+        layers = list(distances)
+        return {kind: bootstrap_vector(geometry, layers, kind=kind, level=level) for kind in kinds}
+    except PosgeomError as exc:  # a replicate too thin for the estimator or the stress
         warnings.warn(
-            f"no per-layer intervals: the {estimator} target cannot be re-estimated on every "
-            f"bootstrap replicate ({exc}); use more text or a smaller -n",
+            f"no per-layer intervals: the {estimator} target cannot be re-estimated and scored "
+            f"on every bootstrap replicate ({exc}); use more text or a smaller -n",
             RuntimeWarning,
             stacklevel=3,
         )
         return {}
-    layers = list(distances)
-    return {kind: bootstrap_vector(geometry, layers, kind=kind, level=level) for kind in kinds}

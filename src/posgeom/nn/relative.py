@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 from posgeom.encodings.t5 import t5_relative_position_bucket
 from posgeom.nn.alibi import AttentionBias
 
@@ -38,8 +38,7 @@ class T5RelativeBias(AttentionBias):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        if not isinstance(n_heads, int) or n_heads < 1:
-            raise PosgeomError(f"n_heads must be a positive int, got {n_heads!r}")
+        check_int(n_heads, "n_heads", 1)
         self.n_heads = n_heads
         self.num_buckets = int(num_buckets)
         self.max_distance = int(max_distance)

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 from posgeom.encodings.rope_types import rope_frequencies
 
 __all__ = ["RotaryEmbedding", "rotate_half"]
@@ -59,7 +60,7 @@ class RotaryEmbedding(nn.Module):
         self, head_dim: int, base: float = 10000.0, scaling: dict[str, Any] | None = None
     ) -> None:
         super().__init__()
-        if not isinstance(head_dim, int) or head_dim < 2 or head_dim % 2:
+        if check_int(head_dim, "head_dim", 2) % 2:
             raise PosgeomError(f"head_dim must be a positive even int, got {head_dim!r}")
         if not base > 1:
             raise PosgeomError(f"base must be > 1, got {base}")

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 from posgeom.nn.position import PositionEmbedding, _as_tensor
 
 __all__ = ["AbsolutePositionEmbedding", "LowRankPositionEmbedding"]
@@ -265,8 +266,7 @@ class LowRankPositionEmbedding(PositionEmbedding):
     ) -> None:
         super().__init__()
         self._init_common(n, d, beyond)
-        if not isinstance(rank, int) or rank < 1:
-            raise PosgeomError(f"rank must be an int >= 1, got {rank!r}")
+        check_int(rank, "rank", 1)
         if rank > min(n, d):
             raise PosgeomError(
                 f"rank={rank} exceeds min(n, d) = min({n}, {d}) = {min(n, d)}; a rank above that "
@@ -311,8 +311,7 @@ class LowRankPositionEmbedding(PositionEmbedding):
         """
         emb, coords = _mds_arrays(mds_result)
         n, d = emb.shape
-        if not isinstance(rank, int) or rank < 1:
-            raise PosgeomError(f"rank must be an int >= 1, got {rank!r}")
+        check_int(rank, "rank", 1)
         if rank > coords.shape[1]:
             raise PosgeomError(
                 f"rank={rank} exceeds the {coords.shape[1]} MDS coordinates available; refit "
