@@ -230,6 +230,7 @@ def coverage(names: list[str], corpora: int, replicates: int, regime: int = 0) -
     keys = [(sch, e, m) for sch in ("half", "poisson") for e in names for m in methods]
     hits = {k: {"scale_optimal": [], "paper": [], "pairs": [], "half_width": []} for k in keys}
     extra = {(sch, e): [] for sch in ("half", "poisson") for e in names}
+    rel = {(sch, e): [] for sch in ("half", "poisson") for e in names}
     for r in range(corpora):
         seqs = sample_sequences(mu, decaying_totals(n, high=hi, low=lo), seed=500 + r)
         for sch in ("half", "poisson"):
@@ -246,6 +247,15 @@ def coverage(names: list[str], corpora: int, replicates: int, regime: int = 0) -
                 pe = geo.estimate[iu]
                 point, reps = scores(pe), np.stack([scores(x) for x in geo.replicates])
                 extra[(sch, e)].append(float(np.mean(geo.replicates.mean(0) - pe)))
+                paper = slice(n_enc, None)
+                big = true_s[paper] > 2  # paper stresses of mis-scaled encodings
+                rel[(sch, e)].append(
+                    [
+                        float(np.mean((point[paper] - true_s[paper])[big] / true_s[paper][big])),
+                        float(np.mean((reps.mean(0) - point)[paper][big] / true_s[paper][big])),
+                        float(np.mean(reps.std(0, ddof=1)[paper][big] / true_s[paper][big])),
+                    ]
+                )
                 for m in methods:
                     low, high, _, _ = _bounds(point, reps, point, 0.95, m)
                     inside = (low <= true_s) & (true_s <= high)
@@ -261,6 +271,8 @@ def coverage(names: list[str], corpora: int, replicates: int, regime: int = 0) -
         cell = out.setdefault(sch, {}).setdefault(e, {})
         cell[m] = {k: float(np.mean(v)) for k, v in h.items()}
         cell["replicate_shift"] = float(np.mean(extra[(sch, e)]))
+        err, shift, sd = np.mean(rel[(sch, e)], axis=0)
+        cell["paper_relative"] = {"error": float(err), "shift": float(shift), "sd": float(sd)}
     return out
 
 
@@ -335,14 +347,14 @@ def cost(names: list[str], sizes: dict[int, list[str]], imdb_limit: int | None) 
 
 # ----------------------------------------------------------------------------- verdicts and page
 def recommend(row: dict) -> str:
-    """Lowest RMSE among the estimators whose rank correlation is within 0.05 of the best."""
+    """Among the estimators within 1.5x of the lowest RMSE, the best mean of the rank correlation
+    and Kendall tau (the lowest RMSE when the truth has no structure to rank)."""
     names = [e for e in row if not e.startswith("_")]
-    corr = {e: row[e]["rank_corr"] for e in names}
-    if all(c is None for c in corr.values()):
-        return min(names, key=lambda e: row[e]["rmse"])
-    best = max(c for c in corr.values() if c is not None)
-    ok = [e for e in names if corr[e] is not None and corr[e] >= best - 0.05]
-    return min(ok, key=lambda e: row[e]["rmse"])
+    best_rmse = min(row[e]["rmse"] for e in names)
+    close = [e for e in names if row[e]["rmse"] <= 1.5 * best_rmse]
+    if all(row[e]["rank_corr"] is None for e in close):
+        return min(close, key=lambda e: row[e]["rmse"])
+    return max(close, key=lambda e: (row[e]["rank_corr"] + row[e]["kendall_tau"]) / 2)
 
 
 def trusted_from(sweep_rows: dict, estimator: str, V: int, sizes: list[int]) -> int | None:
@@ -417,16 +429,24 @@ def figure(res: dict, path: Path) -> None:
 
     sw, sizes, vocabs = res["sweep"], res["sizes"], res["vocabs"]
     names = res["estimators"]
-    fig, axes = plt.subplots(1, len(vocabs), figsize=(4.2 * len(vocabs), 3.4), sharey=True)
-    for ax, V in zip(np.atleast_1d(axes), vocabs, strict=True):
-        for e in names:
-            ax.plot(sizes, [sw[f"{V}/{T}"][e]["rank_corr"] for T in sizes], marker="o", label=e)
-        ax.axhline(0.8, color="grey", lw=0.8, ls="--")
-        ax.set_xscale("log")
-        ax.set_title(f"V = {V:,}")
-        ax.set_xlabel("samples per position T")
-    np.atleast_1d(axes)[0].set_ylabel("Spearman(D_est, D_true)")
-    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig, axes = plt.subplots(2, len(vocabs), figsize=(4.2 * len(vocabs), 6.4), sharex=True)
+    for col, V in enumerate(vocabs):
+        for row, (key, label) in enumerate(
+            (("rank_corr", "Spearman(D_est, D_true)"), ("rmse", "RMSE of D"))
+        ):
+            ax = axes[row, col]
+            for e in names:
+                ax.plot(sizes, [sw[f"{V}/{T}"][e][key] for T in sizes], marker="o", label=e)
+            if key == "rank_corr":
+                ax.axhline(0.8, color="grey", lw=0.8, ls="--")
+                ax.set_title(f"V = {V:,}")
+            else:
+                ax.set_yscale("log")
+                ax.set_xlabel("samples per position T")
+            ax.set_xscale("log")
+            if col == 0:
+                ax.set_ylabel(label)
+    axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -456,7 +476,26 @@ def page(res: dict) -> str:
         "|---|---|---|---|",
     ]
     for target, how, value, met in _targets(res, rec):
-        out.append(f"| {target} | {how} | {value} | {'yes' if met else 'NO'} |")
+        over = target.startswith("95% intervals") and float(value) > 0.98
+        verdict = "yes" if met else ("over-covers (conservative)" if over else "NO")
+        out.append(f"| {target} | {how} | {value} | {verdict} |")
+    out += [
+        "",
+        "## Recommended estimator per regime",
+        "",
+        "Rule: among the estimators within 1.5x of the lowest RMSE, the best mean of the rank "
+        "correlation and Kendall tau (the lowest RMSE where the truth has no structure).",
+        "",
+        "| regime | recommended | RMSE | rank corr | tau | plug-in RMSE | plug-in tau |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, row in res["accuracy"].items():
+        e = recommend(row)
+        q, p = row[e], row["plugin"]
+        out.append(
+            f"| {label} | {e} | {q['rmse']:.3f} | {_f(q['rank_corr'])} | {_f(q['kendall_tau'])} "
+            f"| {p['rmse']:.3f} | {_f(p['kendall_tau'])} |"
+        )
     out += ["", "## Accuracy per regime", ""]
     out += [
         "RMSE and Spearman correlation of `D` against the truth over pairs `i < j`; Procrustes: "
@@ -611,6 +650,21 @@ def _cost_section(res: dict) -> list[str]:
 
 
 def _theory_section(res: dict, rec: str) -> list[str]:
+    trusted = ", ".join(
+        f"V = {V:,}: T >= {trusted_from(res['sweep'], rec, V, res['sizes']) or 'none tried'}"
+        for V in res["vocabs"]
+    )
+    paper = []
+    for label, cov in res.get("coverage", {}).items():
+        r = cov.get("half", {}).get(rec, {}).get("paper_relative")
+        if r:
+            paper.append(
+                f"{label}: the paper stresses of the mis-scaled encodings are off by "
+                f"{100 * r['error']:+.0f}% on average, the half-sample shift is "
+                f"{100 * r['shift']:+.0f}% and the replicates' spread {100 * r['sd']:.0f}%, so "
+                f"the bias left after the correction is {(r['error'] - r['shift']) / r['sd']:.1f} "
+                "spreads"
+            )
     return [
         "## When no estimator can be trusted",
         "",
@@ -628,6 +682,17 @@ def _theory_section(res: dict, rec: str) -> list[str]:
         "out of reach of any estimator. The sweep above shows where each estimator becomes "
         "reliable; below that, pool positions (`pool=`) or coarsen the vocabulary (`coarsen=`) "
         "and read the result as the geometry of the pooled or coarsened distributions.",
+        "",
+        f"With the recommended estimator ({rec}) rankings and distances are reliable "
+        f"(Spearman >= 0.8 and tau >= 0.7) from these samples per position on: {trusted} "
+        "(drift structure, Zipf 1.1, one corpus per cell). The targets' regime, 300-3,000 "
+        "samples per position, sits at that edge (Spearman "
+        f"{res['accuracy'][TARGET][rec]['rank_corr']:.2f}).",
+        "",
+        "Paper-stress coverage: " + "; ".join(paper) + ". The half-sample correction recovers "
+        "only part of that scale bias (it assumes the bias halves when the sample doubles; this "
+        "one shrinks more slowly), and a bias that is not measured cannot be covered. Compare "
+        "encodings by the scale-optimal stress or the ranking (what posgeom ranks by).",
         "",
     ]
 

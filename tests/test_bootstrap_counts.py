@@ -187,3 +187,14 @@ def test_cli_count_bootstrap(tmp_path, capsys):
     bad = tmp_path / "bad.npz"
     assert main(["-q", "count", str(corpus), "-n", "4", "--bootstrap", "1", "-o", str(bad)]) == 2
     assert "at least 2 replicates" in capsys.readouterr().err and not bad.exists()
+
+
+@pytest.mark.parametrize("scheme", ["half", "poisson"])
+def test_counts_beyond_int16_are_exact(scheme):
+    """A (position, token) seen 40,000 times: the replicate product leaves int16 and stays exact."""
+    seqs = [np.array([1, 2 + (i % 3)]) for i in range(40_000)]
+    boot = count_positions(seqs, max_positions=2, bootstrap=2, bootstrap_scheme=scheme)
+    w = sequence_weights(np.arange(len(seqs)), replicates=2, scheme=scheme)
+    for b in range(2):
+        expected = weighted_recount(seqs, w[:, b], max_positions=2, vocab_size=boot.vocab_size)
+        assert_counts_equal(boot.replicate(b), expected)

@@ -73,7 +73,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 # Poisson(1) CDF for k = 0 .. 20; P(K > 20) < 1e-19 is below the 2^-53 resolution of u
 _CDF = np.cumsum([np.exp(-1.0) / math.factorial(k) for k in range(21)])
-_BLOCK = 16  # replicates computed together (work space: 16 integers per distinct key)
+_BLOCK = 32  # replicates computed together (work space: 32 numbers per distinct key)
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
@@ -221,17 +221,19 @@ class BootstrapCounter(_Counter):
         keys = np.concatenate(self.inc_keys)
         seq = np.concatenate(self.inc_seq)
         self.inc_keys, self.inc_seq, self.inc_size = [], [], 0
-        distinct, row = np.unique(keys, return_inverse=True)
+        distinct, row, runs = np.unique(keys, return_inverse=True, return_counts=True)
         s0 = int(seq.min())
         seqs = np.arange(s0, int(seq.max()) + 1)
-        # X[k, s]: occurrences of key k in sequence s (duplicates summed); int32 is exact while a
-        # replicate count stays below 2^31 (a count below 10^8: weights are at most 20)
-        dt = np.int32 if keys.size < 10**8 else np.int64
+        # X[k, s]: occurrences of key k in sequence s (duplicates summed). The product runs in the
+        # narrowest exact type for the largest possible replicate count (occurrences x the largest
+        # weight): int16 (scipy's fastest loop here), float32 (exact below 2^24), else int64
+        bound = int(runs.max()) * (1 if self.scheme == "half" else _CDF.size)
+        dt = np.int16 if bound < 2**15 else np.float32 if bound < 2**24 else np.int64
         x = sp.csr_matrix(
             (np.ones(keys.size, dtype=dt), (row.ravel(), seq - s0)),
             shape=(distinct.size, seqs.size),
         )
-        del keys, seq, row
+        del keys, seq, row, runs
         reps: np.ndarray | None = None
         for b0 in range(0, self.B, _BLOCK):
             b = np.arange(b0, min(self.B, b0 + _BLOCK))
