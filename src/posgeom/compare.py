@@ -354,6 +354,8 @@ class ComparisonResult:
         }
         if p.noise is not None:
             arrays["noise_pair_floor"] = p.noise.pair_floor
+        if getattr(p, "plugin_distances", None) is not None:  # the plug-in D beside the estimate
+            arrays["plugin_hellinger"] = p.plugin_distances
         if self.shepard and p.shepard_pairs is not None:
             arrays["shepard_pairs"] = p.shepard_pairs
             arrays.update({f"shepard_{k}": v for k, v in self.shepard.items()})

@@ -199,3 +199,13 @@ def test_bootstrap_counts_give_intervals_in_rows_figure_and_verdict(tmp_path):
     page = report(result, tmp_path / "r.html").read_text()
     assert "bootstrap replicates the ranking agrees" in page
     assert "intervals overlap" in page or "ranking is stable" in page
+
+
+def test_comparison_report_shows_the_plugin_beside_the_estimate(comparison, tmp_path):
+    folder = comparison.save(tmp_path / "c")
+    view = load_folder(folder)
+    np.testing.assert_array_equal(
+        view.arrays["plugin_hellinger"], comparison.pipeline.plugin_distances
+    )
+    page = report(folder).read_text()
+    assert "fig-estimators" in page and "of its plug-in value" in page
