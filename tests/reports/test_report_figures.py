@@ -202,3 +202,14 @@ def _counts():
 
     seqs = posgeom.synthetic_corpus(400, length=12, seed=0)
     return posgeom.count_positions(seqs, max_positions=12)
+
+
+def test_large_heatmap_stays_small():
+    n = 2048
+    x = np.linspace(0, 1, n)
+    d = np.abs(x[:, None] - x[None, :])
+    fig = F.heatmap(d, totals=np.full(n, 100.0), trusted=d > 0.1)
+    ax = _matrix_axes(fig)
+    assert np.asarray(ax.images[0].get_array()).shape == (F.HEATMAP_MAX, F.HEATMAP_MAX)
+    assert "downsampled" in ax.get_title() and "4 x 4 positions" in ax.get_title()
+    assert len(F.encode_svg(fig)) < 2_000_000

@@ -86,8 +86,10 @@ def heatmap(
     if totals is not None:
         top, ax = fig.subplots(2, 1, height_ratios=[1, 5], sharex=True)
         t = np.asarray(totals, dtype=np.float64)
-        x = np.arange(len(t)) if f == 1 else np.arange(len(t)) / f
-        top.bar(x, t, width=1.0 / f, color="0.35")
+        if f > 1:  # one bar per block of f positions (their mean), as in the matrix below
+            starts = np.arange(0, len(t), f)
+            t = np.add.reduceat(t, starts) / np.diff(np.append(starts, len(t)))
+        top.bar(np.arange(len(t)), t, width=1.0, color="0.35")
         top.set_ylabel("samples T_i")
         top.set_yscale("log" if t.max() > 20 * max(t.min(), 1) else "linear")
         top.set_title("samples per position")
@@ -156,16 +158,17 @@ def mds_map(coordinates: np.ndarray, positions: np.ndarray | None = None, *, dim
     x = np.asarray(coordinates, dtype=np.float64)
     pos = np.arange(len(x)) if positions is None else np.asarray(positions)
     x = np.pad(x, ((0, 0), (0, max(0, dims - x.shape[1]))))
+    many = len(x) > 1000  # thousands of markers: a raster inside the SVG keeps the file small
     fig = _figure(5.6, 4.6)
     if dims == 3:
         ax = fig.add_subplot(projection="3d")
-        sc = ax.scatter(x[:, 0], x[:, 1], x[:, 2], c=pos, cmap="plasma", s=14)
-        ax.plot(x[:, 0], x[:, 1], x[:, 2], c="0.6", lw=0.6)
+        sc = ax.scatter(x[:, 0], x[:, 1], x[:, 2], c=pos, cmap="plasma", s=14, rasterized=many)
+        ax.plot(x[:, 0], x[:, 1], x[:, 2], c="0.6", lw=0.6, rasterized=many)
         ax.set_zlabel("MDS 3")
     else:
         ax = fig.subplots()
-        ax.plot(x[:, 0], x[:, 1], c="0.6", lw=0.6, zorder=1)
-        sc = ax.scatter(x[:, 0], x[:, 1], c=pos, cmap="plasma", s=16, zorder=2)
+        ax.plot(x[:, 0], x[:, 1], c="0.6", lw=0.6, zorder=1, rasterized=many)
+        sc = ax.scatter(x[:, 0], x[:, 1], c=pos, cmap="plasma", s=16, zorder=2, rasterized=many)
         ax.set_aspect("equal", adjustable="datalim")
         ax.grid(alpha=0.3)
     ax.set_xlabel("MDS 1")
