@@ -288,38 +288,19 @@ class ModelAnalysis:
         return "\n".join(lines) + "\n"
 
     def _layer_table(self, rows: list[dict[str, Any]]) -> list[str]:
-        """Markdown rows: per layer R^2, mean distance, the stress kinds against the target and
-        their intervals, the plug-in stress beside them, and the violation rate."""
-
-        def number(key: str) -> Any:
-            return lambda row: f"{row[key]:.4g}"
-
-        def span(kind: str) -> Any:
-            return lambda row: (
-                f"[{row[f'stress_{kind}_low']:.4g}, {row[f'stress_{kind}_high']:.4g}]"
-            )
-
-        level = next(iter((self.layer_intervals or {}).values()), None)
-        columns = [("R^2 (position)", number("variance_explained"))]
-        columns += [("mean distance", number("mean_distance"))]
-        columns += [(f"stress ({k})", number(f"stress_{k}")) for k in self.signal.stress or {}]
-        columns += [
-            (f"{k} {level.level:.0%} interval", span(k)) for k in self.layer_intervals or {}
+        """Markdown rows (:func:`posgeom.reports.markdown.markdown_table`, the schema's
+        ``LAYER_COLUMNS``) plus each interval and the plug-in stress, before the violation rate."""
+        extra: list[tuple[str, str, str]] = []
+        for kind, iv in (self.layer_intervals or {}).items():
+            key = f"stress_{kind}_interval"
+            for row in rows:
+                row[key] = f"[{row[f'stress_{kind}_low']:.4g}, {row[f'stress_{kind}_high']:.4g}]"
+            extra.append((key, f"{kind} {iv.level:.0%} interval", "s"))
+        extra += [
+            (f"plugin_stress_{k}", f"{k} (plug-in)", ".4g") for k in ("scale_optimal", "paper")
         ]
-        columns += [
-            (f"{k} (plug-in)", number(f"plugin_stress_{k}"))
-            for k in ("scale_optimal", "paper")
-            if f"plugin_stress_{k}" in rows[0]
-        ]
-        if "violation_rate" in rows[0]:
-            columns.append(("violation rate", lambda row: f"{row['violation_rate']:.3f}"))
-        head = ["layer", *[name for name, _ in columns]]
-        out = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
-        for row in rows:
-            out.append(
-                "| " + " | ".join([row["layer"], *[cell(row) for _, cell in columns]]) + " |"
-            )
-        return out
+        *head, last = LAYER_COLUMNS
+        return markdown_table(rows, [*head, *extra, last])
 
     def plot(self, path: str | os.PathLike, *, title: str | None = None) -> Path:
         """PNG: scale-optimal stress, paper stress (log) and R^2 per layer (matplotlib, Agg;
