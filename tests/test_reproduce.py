@@ -95,6 +95,14 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys):
     assert run["limit"] == 200 and run["corpora"]["imdb"]["n"] <= 24
     imdb = json.loads((folder / "imdb.json").read_text())
     assert any(r["encoding"] == "learned" for r in imdb["table"])
+    # every claim reread under the recommended estimator, with intervals, on every corpus
+    rec = json.loads((folder / "imdb_recommended.json").read_text())
+    assert rec["options"]["estimator"] == "corrected"
+    assert all(len(r["paper_ci"]) == 2 for r in rec["table"] if r["encoding"] != "mds+smacof")
+    text = (out / "REPRODUCTION.md").read_text()
+    section = text.split("## Which conclusions survive the estimator?")[1].split("\n## ")[0]
+    for corpus in ("sst2_glue", "sst2_sentence", "imdb", "synthetic"):
+        assert section.count(f"| {corpus} |") == 5
     assert (folder / "cache" / ".gitignore").read_text() == "*\n"
     # a rerun reads the cached counts
     cached = sorted(p.name for p in (folder / "cache").glob("*.npz"))
@@ -115,3 +123,52 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys):
     )
     assert rc == 0
     assert sorted(p.name for p in (folder / "cache").glob("*.npz")) == cached
+
+
+def test_truncate_counts_keeps_bootstrap_replicates_aligned():
+    from posgeom.corpus.counting import count_positions
+    from posgeom.experiments.reproduce.settings import truncate_counts
+    from posgeom.synthetic import synthetic_corpus
+
+    seqs = synthetic_corpus(300, 12, 20, kind="three_regimes", seed=1)
+    boot = count_positions(seqs, max_positions=12, vocab_size=20, bootstrap=5, bootstrap_seed=3)
+    head = truncate_counts(boot, 7)
+    assert head.counts.shape == (7, 20) and head.n_replicates == 5
+    for b in range(5):  # replicate b of the first 7 positions = first 7 rows of replicate b
+        expected = boot.replicate(b).counts[:7].toarray()
+        np.testing.assert_array_equal(head.replicate(b).counts.toarray(), expected)
+
+
+def test_survival_verdicts_follow_the_intervals():
+    """The rereading under the recommended estimator, on real comparisons of a sampled synthetic
+    corpus: each verdict is what the rows' own intervals say, and the truth column is the plug-in
+    on the exact distributions."""
+    from posgeom.compare import compare_encodings
+    from posgeom.corpus.counting import count_positions
+    from posgeom.experiments.reproduce.survival import survival_section
+    from posgeom.synthetic import synthetic_corpus, synthetic_distributions
+
+    n, v = 10, 16
+    seqs = synthetic_corpus(2000, n, v, kind="three_regimes", seed=0)
+    boot = count_positions(seqs, max_positions=n, vocab_size=v, bootstrap=8, bootstrap_seed=0)
+    kw = {"model_dim": 16, "max_rank": 4, "seed": 0}
+    plugin = {
+        "synthetic": compare_encodings(boot.base, estimator="plugin", **kw),
+        "synthetic_exact": compare_encodings(
+            synthetic_distributions(n, v, kind="three_regimes", seed=0), **kw
+        ),
+    }
+    rec = {"synthetic": compare_encodings(boot, estimator="recommended", **kw)}
+    lines = survival_section(plugin, rec, {"recommended": {"estimator": "corrected"}})
+    rows = [line.split(" | ") for line in lines if line.startswith("| ") and "synthetic" in line]
+    assert len(rows) == 5  # one per claim
+    by_claim = {r[0].strip("| "): r for r in rows}
+    mds = rec["synthetic"].row("mds")
+    near = max(mds["paper_ci"][1], 0.0) <= 0.01
+    verdict = by_claim["MDS encoding stress near zero"][5]
+    assert verdict.startswith("survives") == near
+    truth = plugin["synthetic_exact"].row("mds")["paper"]
+    assert by_claim["MDS encoding stress near zero"][4] == f"{truth:.2g}"
+    lr, rnd = rec["synthetic"].row("low_rank_mds"), rec["synthetic"].row("random")
+    apart = lr["violation_rate_ci"][1] < rnd["violation_rate_ci"][0]
+    assert ("rank-3 MDS clearly below random" in rows[3][5]) == apart

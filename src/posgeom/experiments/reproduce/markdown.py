@@ -20,6 +20,7 @@ from posgeom.experiments.reproduce.settings import (
     SYNTH,
 )
 from posgeom.experiments.reproduce.studies import reference_slope_note
+from posgeom.experiments.reproduce.survival import survival_section
 
 
 def _intro(
@@ -317,12 +318,14 @@ def _differences_section(
     return L
 
 
-_SECTIONS = (
+_CLAIMS = (
     _intro,
     claims_sst2_stress,
     claims_synthetic_rank,
     claims_low_rank,
     claims_violation_and_mds,
+)
+_DETAILS = (
     _sweep_section,
     _comparison_tables,
     _stationarity_section,
@@ -337,9 +340,16 @@ def markdown(
     sweep: list[dict[str, Any]],
     angles: dict[str, Any],
     meta: dict[str, Any],
+    *,
+    recommended: dict[str, Any] | None = None,
 ) -> str:
-    """The whole REPRODUCTION.md: every section in order."""
+    """The whole REPRODUCTION.md: the paper's claims under its plug-in estimator, the same
+    claims under the recommended estimator (``recommended``: key -> comparison with intervals),
+    then the details."""
     L: list[str] = []
-    for section in _SECTIONS:
+    for section in _CLAIMS:
+        L += section(results, chosen, sweep, angles, meta)
+    L += survival_section(results, recommended or {}, meta)
+    for section in _DETAILS:
         L += section(results, chosen, sweep, angles, meta)
     return "\n".join(L) + "\n"

@@ -90,12 +90,15 @@ def _load_counts(
     limit: int | None,
     include_special: bool,
     progress: bool,
+    bootstrap: int | None = None,
+    seed: int = 0,
 ) -> Any:
     from posgeom.corpus.counting import PositionCounts, count_corpus
 
     tag = "special" if include_special else "nospecial"
     name = f"{path.parent.parent.name}_{path.parent.name}_{path.name.split('.')[0]}_{tag}_n{cap}"
-    file = cache / f"{name}_limit{limit or 'all'}.npz"
+    boot = f"_boot{bootstrap}_seed{seed}" if bootstrap else ""
+    file = cache / f"{name}_limit{limit or 'all'}{boot}.npz"
     if file.exists():
         try:
             return PositionCounts.load(file)
@@ -113,9 +116,33 @@ def _load_counts(
         limit=limit,
         include_special=include_special,
         progress=progress,
+        bootstrap=bootstrap,
+        bootstrap_seed=seed,
     )
     counts.save(file)
     return counts
+
+
+def _recommended(
+    counts: dict[str, Any], chosen: dict[str, Any], model: Any, *, max_rank: int, seed: int
+) -> dict[str, Any]:
+    """Every corpus compared again against the recommended estimator, with bootstrap intervals
+    (the counts carry half-sample replicates)."""
+    from posgeom.compare import compare_encodings
+
+    out = {}
+    for key, info in chosen.items():
+        synthetic = key == "synthetic"
+        log.warning("recommended estimator with bootstrap intervals: %s", info["title"])
+        out[key] = compare_encodings(
+            truncate_counts(counts[key], info["n"]),
+            model_dim=SYNTH["d"] if synthetic else MODEL_DIM,
+            learned_model=None if synthetic else model,
+            max_rank=max_rank,
+            seed=seed,
+            estimator="recommended",
+        )
+    return out
 
 
 def reproduce(
@@ -128,11 +155,14 @@ def reproduce(
     seed: int = 0,
     max_rank: int = 32,
     max_positions: int | None = None,
+    bootstrap: int = 40,
 ) -> dict[str, Any]:
     """Run every experiment and write ``REPRODUCTION.md`` (see the module docstring).
 
     ``limit``: read only the first ``limit`` records of each corpus (and ``limit`` synthetic
-    sequences) and ``max_positions`` caps n of the real corpora: a smoke run. Returns
+    sequences) and ``max_positions`` caps n of the real corpora: a smoke run. ``bootstrap``:
+    half-sample replicates for the recommended-estimator rereading of every claim (0: skip it).
+    Returns
     ``{"markdown", "folder", "files", "wall_seconds", "results", "sweep", "angles"}``.
     """
     from posgeom.compare import compare_encodings
@@ -153,7 +183,7 @@ def reproduce(
     cache.mkdir(parents=True, exist_ok=True)
     if not (cache / ".gitignore").exists():
         (cache / ".gitignore").write_text("*\n")
-    steps = 2 * len(CORPORA) + 5
+    steps = 2 * len(CORPORA) + 6
     prog = _Progress(steps, progress)
     model_path = _minilm()
     tok_file = model_path / "tokenizer.json"
@@ -163,7 +193,9 @@ def reproduce(
     counts_nospecial: dict[str, Any] = {}
     for key, title, rel, cap in CORPORA:
         prog(f"token counts: {title}")
-        counts[key] = _load_counts(data / rel, title, tokenizer, cap, cache, limit, True, progress)
+        counts[key] = _load_counts(
+            data / rel, title, tokenizer, cap, cache, limit, True, progress, bootstrap or None, seed
+        )
         if key.startswith("sst2"):
             counts_nospecial[key] = _load_counts(
                 data / rel, title, tokenizer, cap, cache, limit, False, progress
@@ -192,7 +224,7 @@ def reproduce(
         }
         prog(f"comparison: {title}, n = {n}, d = {MODEL_DIM}")
         results[key] = compare_encodings(
-            truncate_counts(c, n),
+            truncate_counts(getattr(c, "base", c), n),
             model_dim=MODEL_DIM,
             learned_model=model,
             max_rank=max_rank,
@@ -204,9 +236,20 @@ def reproduce(
     prog(f"comparison: synthetic {SYNTH['kind']} corpus, n = {SYNTH['n']}, d = {SYNTH['d']}")
     n_seq = SYNTH["sequences"] if limit is None else min(SYNTH["sequences"], max(limit, 100))
     seqs = synthetic_corpus(n_seq, SYNTH["n"], SYNTH["vocab"], kind=SYNTH["kind"], seed=seed)
-    synth_counts = count_positions(seqs, max_positions=SYNTH["n"], vocab_size=SYNTH["vocab"])
+    synth_counts = count_positions(
+        seqs,
+        max_positions=SYNTH["n"],
+        vocab_size=SYNTH["vocab"],
+        bootstrap=bootstrap or None,
+        bootstrap_seed=seed,
+    )
+    counts["synthetic"] = synth_counts
     results["synthetic"] = compare_encodings(
-        synth_counts, model_dim=SYNTH["d"], max_rank=max_rank, seed=seed, estimator="plugin"
+        getattr(synth_counts, "base", synth_counts),
+        model_dim=SYNTH["d"],
+        max_rank=max_rank,
+        seed=seed,
+        estimator="plugin",
     )
     results["synthetic_exact"] = compare_encodings(
         synthetic_distributions(SYNTH["n"], SYNTH["vocab"], kind=SYNTH["kind"], seed=seed),
@@ -223,6 +266,11 @@ def reproduce(
     }
     prog.lap("compare synthetic")
 
+    recommended = (
+        _recommended(counts, chosen, model, max_rank=max_rank, seed=seed) if bootstrap else {}
+    )
+    prog.lap("recommended estimator")
+
     prog("settings sweep for the SST-2 stresses (272 vs 279, ALiBi 0.563)")
     sweep = paper_sweep(counts, counts_nospecial)
     prog.lap("sweep")
@@ -238,6 +286,8 @@ def reproduce(
     folder.mkdir(parents=True, exist_ok=True)
     for key, res in results.items():
         files.append(atomic_write_text(folder / f"{key}.json", res.to_json() + "\n"))
+    for key, res in recommended.items():
+        files.append(atomic_write_text(folder / f"{key}_recommended.json", res.to_json() + "\n"))
     files.append(
         atomic_write_text(folder / "settings_sweep.json", json.dumps(sweep, indent=2) + "\n")
     )
@@ -260,12 +310,18 @@ def reproduce(
         "corpora": chosen,
         "length_quantile": LENGTH_QUANTILE,
         "paper": PAPER,
+        "recommended": {
+            "estimator": next(iter(recommended.values())).options.get("estimator")
+            if recommended
+            else None,
+            "replicates": bootstrap,
+        },
     }
     files.append(
         atomic_write_text(folder / "run.json", json.dumps(meta, indent=2, default=str) + "\n")
     )
     md = out / "REPRODUCTION.md"
-    atomic_write_text(md, markdown(results, chosen, sweep, angles, meta))
+    atomic_write_text(md, markdown(results, chosen, sweep, angles, meta, recommended=recommended))
     return {
         "markdown": md,
         "folder": folder,

@@ -57,5 +57,11 @@ def choose_n(
 
 
 def truncate_counts(counts: Any, n: int) -> Any:
+    """The first ``n`` positions of ``counts`` (bootstrap replicates too: they are stored in the
+    CSR order of the counts, so the first ``indptr[n]`` entries are those of the first ``n``
+    rows)."""
     totals = counts.totals[:n]
-    return replace(counts, counts=counts.counts[:n], totals=totals, n_tokens=int(totals.sum()))
+    fields = {"counts": counts.counts[:n], "totals": totals, "n_tokens": int(totals.sum())}
+    if getattr(counts, "replicates", None) is not None:
+        fields["replicates"] = counts.replicates[: counts.counts.indptr[n]]
+    return replace(counts, **fields)
