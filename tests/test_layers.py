@@ -175,3 +175,38 @@ def test_known_cycles_are_still_cycles():
     current = _cycles(GRAPH)
     stale = [c for c in KNOWN_CYCLES if c not in current]
     assert not stale, f"no longer cycles, remove them from KNOWN_CYCLES: {stale}"
+
+
+def _private_imports(module: str, source: str | None = None) -> list[str]:
+    """``from posgeom.x import _name`` where ``posgeom.x`` is outside ``module``'s package
+    (a private name of another room; the bottom modules ``posgeom._*`` are public to all)."""
+    path = MODULES.get(module)
+    is_package = path is not None and path.name == "__init__.py"
+    package = module if is_package else module.rpartition(".")[0]
+    text = source if source is not None else path.read_text(encoding="utf-8")
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("posgeom."):
+            continue
+        if node.module.startswith(package + ".") or node.module == package:
+            continue
+        found += [
+            f"{module}: from {node.module} import {alias.name}"
+            for alias in node.names
+            if alias.name.startswith("_")
+            and not alias.name.startswith("__")
+            and f"{node.module}.{alias.name}" not in MODULES
+        ]
+    return found
+
+
+def test_the_models_layer_reads_no_private_names_of_other_rooms():
+    mine = [
+        m for m in MODULES if m.startswith("posgeom.models") or m == "posgeom.cli.model_commands"
+    ]
+    bad = [line for m in mine for line in _private_imports(m)]
+    assert not bad, "\n".join(bad)
+    probe = "from posgeom.geometry.divergences import _sq_chords\nfrom posgeom.models.x import _y\n"
+    assert _private_imports("posgeom.models.probe", probe) == [
+        "posgeom.models.probe: from posgeom.geometry.divergences import _sq_chords"
+    ]

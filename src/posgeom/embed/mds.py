@@ -50,9 +50,9 @@ from posgeom._threads import blas_threads
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.embed._inputs import InputKind, check_distance_matrix, classify_input
 from posgeom.geometry.distributions import PositionalDistributions, as_distributions
-from posgeom.geometry.divergences import Convention, _split_columns, sqrt_gram
+from posgeom.geometry.divergences import Convention, split_columns, sqrt_gram
 
-__all__ = ["MDSResult", "centred_sqrt_operator", "classical_mds"]
+__all__ = ["MDSResult", "centred_sqrt_operator", "classical_mds", "double_centre_inplace"]
 
 Solver = Literal["auto", "exact", "implicit"]
 Placement = Literal["pad", "orthonormal"]
@@ -166,7 +166,7 @@ def centred_sqrt_operator(
 
     d = distributions
     n = d.n_positions
-    dense, rest = _split_columns(d.sqrt_sparse, dense_fraction)
+    dense, rest = split_columns(d.sqrt_sparse, dense_fraction)
     threads = max(1, min(n_threads or os.cpu_count() or 1, 8, max(1, rest.nnz // 200_000)))
     bounds = np.linspace(0, n, threads + 1).astype(int)
     blocks = [(lo, hi, rest[lo:hi], rest[lo:hi].T.tocsr()) for lo, hi in itertools.pairwise(bounds)]
@@ -393,7 +393,7 @@ def classical_mds(
             b *= -0.5
         else:
             b = sqrt_gram(dists)
-        _double_centre_inplace(b)
+        double_centre_inplace(b)
         total = float(np.trace(b))
         full = n <= AUTO_EXACT_MAX_N if all_eigenvalues is None else all_eigenvalues
         k = n if full else min(n, r + 16)
@@ -433,7 +433,7 @@ def classical_mds(
     )
 
 
-def _double_centre_inplace(g: np.ndarray) -> None:
+def double_centre_inplace(g: np.ndarray) -> None:
     """``g <- J g J`` in place (``J = I - 11^T/n``): subtract column means, then row means.
 
     LAPACK's ``eigh`` reads one triangle only, so the round-off asymmetry needs no repair.

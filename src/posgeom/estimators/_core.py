@@ -121,10 +121,10 @@ def check_samples(totals: np.ndarray, need: int, what: str, estimator: str) -> N
 
 def spectrum_report(sq: np.ndarray) -> dict[str, Any]:
     """Eigenvalues of ``B = -1/2 J D^2 J`` as scikit-bio's ``pcoa`` reports them."""
-    from posgeom.embed.mds import _double_centre_inplace
+    from posgeom.embed.mds import double_centre_inplace
 
     b = -0.5 * sq
-    _double_centre_inplace(b)
+    double_centre_inplace(b)
     vals = np.linalg.eigvalsh(b)
     vals = np.where(np.isclose(vals, 0.0), 0.0, vals)
     top, low = float(vals.max(initial=0.0)), float(vals.min(initial=0.0))

@@ -37,6 +37,7 @@ __all__ = [
     "bhattacharyya_coefficients",
     "fisher_rao_distances",
     "hellinger_distances",
+    "split_columns",
     "sqrt_gram",
 ]
 
@@ -44,7 +45,7 @@ Convention = Literal["chord", "normalized"]
 MAX_DENSE_POSITIONS = 32768  # n x n float64 beyond this is > 8 GiB: use the implicit/blocked paths
 
 
-def _split_columns(s: sp.csr_matrix, dense_fraction: float) -> tuple[np.ndarray, sp.csr_matrix]:
+def split_columns(s: sp.csr_matrix, dense_fraction: float) -> tuple[np.ndarray, sp.csr_matrix]:
     """Split ``s`` into a dense block of frequent columns and a sparse remainder."""
     n = s.shape[0]
     col_nnz = np.bincount(s.indices, minlength=s.shape[1])
@@ -107,7 +108,7 @@ def _self_gram(s: sp.csr_matrix, dense_fraction: float, block: int = 1024) -> np
     from scipy.linalg.blas import dsyrk
 
     n = s.shape[0]
-    dense, rest = _split_columns(s, dense_fraction)
+    dense, rest = split_columns(s, dense_fraction)
     if dense.shape[1]:
         gram = dsyrk(1.0, np.asfortranarray(dense), lower=0)  # upper triangle
         gram = np.ascontiguousarray(gram)

@@ -47,7 +47,6 @@ from typing import Any
 from posgeom._errors import PosgeomError, require
 from posgeom._validation import check_int
 from posgeom.encodings import Mechanism, families, family, family_of_mechanism
-from posgeom.encodings._base import check_n
 from posgeom.encodings._hf import config_get
 from posgeom.encodings.alibi import alibi_slopes
 from posgeom.encodings.learned import LEARNED_NAMES, position_limit
@@ -246,7 +245,7 @@ def mechanism_encodings(
     mechanisms = _as_mechanisms(
         model_or_mechanisms, learned_offset=learned_offset, on_missing=on_missing, **load_kwargs
     )
-    n = check_n(n, "n")
+    n = check_int(n, "n", 1)
     start = check_int(start, "start", 0)
     out: dict[str, Any] = {}
     seen: dict[str, int] = {}
