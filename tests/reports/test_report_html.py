@@ -64,6 +64,11 @@ def test_folder_view_equals_object_view(comparison, tmp_path):
 def test_pipeline_result_reports_and_displays(pipeline_result, tmp_path):
     frag = pipeline_result._repr_html_()
     assert frag.startswith('<div class="posgeom-report">') and "<html" not in frag
+    style = frag.split("<style>", 1)[1].split("</style>", 1)[0]
+    rules = [r for r in style.splitlines() if r.strip()]
+    assert rules and all(
+        r.startswith(".posgeom-report") for r in rules
+    )  # the notebook keeps its style
     for name in pipeline_result.scores:
         assert f"<td>{name}</td>" in frag
     page = posgeom.report(pipeline_result, tmp_path / "r.html").read_text()

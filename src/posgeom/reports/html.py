@@ -268,6 +268,22 @@ def _body(view: Any, figures: Sequence[RenderedFigure], level: int = 1) -> list[
     return parts
 
 
+def _scoped(css: str, scope: str = ".posgeom-report") -> str:
+    """``css`` with every rule limited to ``scope`` (``body`` becomes the scope itself), so a
+    report shown inside a notebook does not restyle the notebook."""
+    rules = []
+    for rule in css.replace("\n", "").split("}"):
+        if "{" not in rule:
+            continue
+        selectors, body = rule.split("{", 1)
+        scoped = [
+            scope if sel.strip() == "body" else f"{scope} {sel.strip()}"
+            for sel in selectors.split(",")
+        ]
+        rules.append(",".join(scoped) + "{" + body + "}")
+    return "\n".join(rules)
+
+
 def figure_groups(view: Any) -> list[tuple[Any, list[RenderedFigure]]]:
     """``(view, figures)`` for the view and for every part it holds (a reproduce folder: one
     per comparison; their figure names are prefixed with the part's title)."""
@@ -296,7 +312,7 @@ def render_html(
     parts.append(_how_to_read())
     body = "\n".join(parts)
     if fragment:
-        return f'<div class="posgeom-report"><style>{_STYLE}</style>{body}</div>'
+        return f'<div class="posgeom-report"><style>{_scoped(_STYLE)}</style>{body}</div>'
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(view.title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n"
