@@ -1,0 +1,315 @@
+"""The result of :func:`posgeom.compare.compare_encodings` and the stationarity diagnostic.
+
+:class:`ComparisonResult` holds the table, the ALiBi heads, the rank curve, the stationarity
+diagnostic and the pipeline; it renders through :mod:`posgeom.reports` (Markdown, JSON, the HTML
+report) and writes its results folder through :func:`posgeom.reports.results_folder`.
+:func:`stationarity` measures how much of a distance matrix is a function of ``|i - j|``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom._version import __version__
+from posgeom.artifacts import json_default
+from posgeom.embed._inputs import check_distance_matrix
+from posgeom.estimators._pipeline import PLUGIN_COLUMNS
+from posgeom.reports.markdown import markdown_table, rank_table, score_table
+from posgeom.reports.schema import ALIBI_HEAD_COLUMNS
+
+__all__ = ["ComparisonResult", "StationarityResult", "stationarity"]
+
+
+# ----------------------------------------------------------------------------- stationarity
+@dataclass(frozen=True, eq=False)
+class StationarityResult:
+    """How much of a distance matrix is explained by a function of ``|i - j|`` alone.
+
+    Over pairs ``i < j`` (each pair weighted equally), with ``k = |i - j|``:
+
+    * ``diagonal_mean[k-1] = mean_{|i-j|=k} D_ij`` (``k = 1 .. n-1``): the best Toeplitz
+      approximation ``T_ij = diagonal_mean[|i-j| - 1]`` in the least-squares sense;
+    * ``toeplitz_r2 = 1 - sum (D - T)^2 / sum (D - mean D)^2``;
+    * ``monotone_fit``: the best *non-decreasing* function of ``k`` (weighted isotonic regression of
+      ``diagonal_mean`` with weights ``n - k``, equal to isotonic regression over all pairs), and
+      ``monotone_r2`` its R^2 (``<= toeplitz_r2``). ALiBi (``m |i-j|``) and RoPE/sinusoidal
+      geometries are functions of ``|i - j|``, so these bound how well they can fit.
+    * ``diagonal_std[k-1]``: spread of ``D`` along diagonal ``k`` (0 for an exact Toeplitz matrix).
+
+    When every ``D_ij`` (``i < j``) is equal the denominator is zero; both R^2 are then 1.
+    """
+
+    toeplitz_r2: float
+    monotone_r2: float
+    diagonal_mean: np.ndarray
+    diagonal_std: np.ndarray
+    monotone_fit: np.ndarray
+    n_positions: int
+
+    def toeplitz(self) -> np.ndarray:
+        """The best Toeplitz approximation ``T`` (``(n, n)``, zero diagonal)."""
+        idx = np.arange(self.n_positions)
+        gap = np.abs(idx[:, None] - idx[None, :])
+        return np.concatenate([[0.0], self.diagonal_mean])[gap]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "toeplitz_r2": self.toeplitz_r2,
+            "monotone_r2": self.monotone_r2,
+            "n_positions": self.n_positions,
+            "definition": "R^2 over pairs i<j of D_ij against the mean of D on its diagonal "
+            "|i-j| (best Toeplitz approximation) and against the best non-decreasing function of "
+            "|i-j| (weighted isotonic regression)",
+            "diagonal_mean": self.diagonal_mean.tolist(),
+            "diagonal_std": self.diagonal_std.tolist(),
+            "monotone_fit": self.monotone_fit.tolist(),
+        }
+
+
+def _r2(residual: float, total: float) -> float:
+    if total <= 0:
+        return 1.0 if residual <= 1e-30 else 0.0
+    return float(1.0 - residual / total)
+
+
+def stationarity(distances: Any) -> StationarityResult:
+    """Stationarity diagnostic of an ``(n, n)`` distance matrix (see :class:`StationarityResult`).
+
+    ``distances``: a symmetric non-negative matrix with a zero diagonal, or any object with a
+    ``.distances()`` method. Needs ``n >= 3``.
+    """
+    from scipy.optimize import isotonic_regression
+
+    if hasattr(distances, "distances") and callable(distances.distances):
+        distances = distances.distances()
+    d = check_distance_matrix(distances, "distances")
+    n = d.shape[0]
+    if n < 3:
+        raise PosgeomError(f"stationarity needs at least 3 positions, got {n}")
+    i, j = np.triu_indices(n, 1)
+    vals = d[i, j]
+    k = j - i
+    weights = np.bincount(k, minlength=n)[1:].astype(np.float64)  # n - k pairs on diagonal k
+    sums = np.bincount(k, weights=vals, minlength=n)[1:]
+    sq = np.bincount(k, weights=vals**2, minlength=n)[1:]
+    mean = sums / weights
+    std = np.sqrt(np.clip(sq / weights - mean**2, 0.0, None))
+    total = float(np.sum((vals - vals.mean()) ** 2))
+    res_t = float(np.sum((vals - mean[k - 1]) ** 2))
+    mono = isotonic_regression(mean, weights=weights, increasing=True).x
+    res_m = float(np.sum((vals - mono[k - 1]) ** 2))
+    return StationarityResult(
+        toeplitz_r2=_r2(res_t, total),
+        monotone_r2=_r2(res_m, total),
+        diagonal_mean=mean,
+        diagonal_std=std,
+        monotone_fit=np.asarray(mono, dtype=np.float64),
+        n_positions=n,
+    )
+
+
+# ----------------------------------------------------------------------------- result
+@dataclass(frozen=True, eq=False)
+class ComparisonResult:
+    """Everything :func:`compare_encodings` computed.
+
+    Attributes
+    ----------
+    table : one dict per encoding: ``encoding``, ``description``, ``paper``, ``stress1``,
+        ``scale_optimal``, ``scale`` (``alpha*``), ``raw``, ``violation_rate``, ``violation_ci``,
+        ``violation_exact``, ``separation``, ``parameters`` (stored parameters: ``n d`` for a
+        table, ``r (n + d)`` for low rank, 0 for fixed formulas).
+    alibi_heads : the same scores for every ALiBi head, with its ``head`` and ``slope``.
+    rank_curve : per rank ``r = 1 .. R``: ``rank``, ``paper``, ``stress1``, ``scale_optimal``,
+        ``violation_rate``, ``parameters = r (n + d)``, ``full_parameters = n d``,
+        ``parameter_reduction = 1 - r (n + d) / (n d)``, ``explained_variance``.
+    stationarity : :class:`StationarityResult` of the Hellinger distances.
+    pipeline : the :class:`~posgeom.pipeline.PipelineResult` (distributions, ``D``, MDS, noise).
+    options : every option.
+    """
+
+    table: list[dict[str, Any]]
+    alibi_heads: list[dict[str, Any]]
+    rank_curve: list[dict[str, Any]]
+    stationarity: StationarityResult
+    pipeline: Any
+    options: dict[str, Any] = field(default_factory=dict)
+    shepard: dict[str, np.ndarray] = field(default_factory=dict)
+    uncertainty: dict[str, Any] | None = None
+
+    report_kind = "compare"
+    report_title = "comparison"
+
+    def _repr_html_(self) -> str:
+        from posgeom.reports import repr_html
+
+        return repr_html(self)
+
+    @property
+    def distances(self) -> np.ndarray:
+        """The target Hellinger distances ``(n, n)``."""
+        return self.pipeline.distances
+
+    def row(self, name: str) -> dict[str, Any]:
+        """The table row of encoding ``name``."""
+        for r in self.table:
+            if r["encoding"] == name:
+                return r
+        have = [r["encoding"] for r in self.table]
+        raise KeyError(f"no encoding {name!r} in the table; have {have}")
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON form: conventions, options, geometry summary, table, heads, rank curve."""
+        geom = self.pipeline.summary()
+        geom.pop("scores", None)
+        geom.pop("rank_curve", None)
+        return {
+            "posgeom_version": __version__,
+            "kind": "posgeom_comparison",
+            "options": self.options,
+            "geometry": geom,
+            "table": self.table,
+            "alibi_heads": self.alibi_heads,
+            "rank_curve": self.rank_curve,
+            "stationarity": self.stationarity.summary(),
+            **({"uncertainty": self.uncertainty} if self.uncertainty else {}),
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """:meth:`summary` as JSON text."""
+        return json.dumps(
+            _finite(self.summary()), indent=indent, default=json_default, allow_nan=False
+        )
+
+    def _beside(self) -> list[dict[str, Any]]:
+        """Rows of the plug-in scores (``plugin_paper``, ``plugin_scale_optimal``), if any."""
+        beside = getattr(self.pipeline, "plugin_scores", {})
+        rows = []
+        for r in self.table:
+            if "plugin_paper" in r:
+                rows.append(
+                    {
+                        "encoding": r["encoding"],
+                        "paper": r["plugin_paper"],
+                        "scale_optimal": r["plugin_scale_optimal"],
+                    }
+                )
+            elif r["encoding"] in beside:  # rows taken from the pipeline (mds, mds+smacof)
+                rows.append({"encoding": r["encoding"], **beside[r["encoding"]]})
+        return rows
+
+    def to_markdown(self) -> str:
+        """The table, the ALiBi heads, the rank experiment and the stationarity diagnostic."""
+        o = self.options
+        d = self.pipeline.distributions
+        lines = [
+            f"n = {o['n_positions']} positions, d = {o['model_dim']}, Hellinger convention: "
+            f"{o['convention']} (paper stress = sum (delta - D)^2 / sum D^2 over i < j, no "
+            "rescaling; scale-optimal stress after the best rescaling alpha*).",
+            f"Target D: estimator {o.get('estimator', 'plugin')} (posgeom.estimate_geometry)"
+            + ("; the plug-in (the paper's) is shown beside it." if self._beside() else "."),
+        ]
+        if np.all(np.isfinite(d.totals)) and self.options.get("input") == "counts":
+            lines.append(
+                f"Samples per position: min {np.min(d.totals):.6g}, median "
+                f"{np.median(d.totals):.6g}."
+            )
+        else:
+            lines.append("Input: distributions (no sampling noise).")
+        nf = self.pipeline.noise
+        if nf is not None:
+            iu = np.triu_indices_from(nf.pair_floor, 1)
+            lines.append(
+                f"Noise floor ({nf.method}): median pair floor {np.median(nf.pair_floor[iu]):.3g} "
+                f"vs median D {np.median(self.distances[iu]):.3g}; "
+                f"{100 * nf.trusted()[iu].mean():.1f}% of pairs above twice their floor."
+            )
+        lines += ["", *score_table(self.table)]
+        if self._beside():
+            lines += ["", "Against the plug-in geometry (the paper's estimator):", ""]
+            lines += markdown_table(self._beside(), PLUGIN_COLUMNS)
+        if self.alibi_heads:
+            lines += ["", "ALiBi, every head (rank-1 geometry m |i - j|):", ""]
+            lines += markdown_table(self.alibi_heads, ALIBI_HEAD_COLUMNS)
+        if self.rank_curve:
+            lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
+            lines += rank_table(self.rank_curve)
+        s = self.stationarity
+        lines += [
+            "",
+            f"Stationarity: R^2 of D against the best function of |i - j| (Toeplitz) = "
+            f"{s.toeplitz_r2:.4f}; against the best non-decreasing function of |i - j| = "
+            f"{s.monotone_r2:.4f}.",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def report_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of ``arrays.npz`` (what the report draws)."""
+        p = self.pipeline
+        arrays = {
+            "positions": p.distributions.positions,
+            "totals": p.distributions.totals,
+            "hellinger": p.distances,
+            "mds_coordinates": p.mds.coordinates,
+            "eigenvalues": p.mds.eigenvalues,
+            "toeplitz": self.stationarity.toeplitz(),
+            "diagonal_mean": self.stationarity.diagonal_mean,
+            "monotone_fit": self.stationarity.monotone_fit,
+            "rank": np.array([c["rank"] for c in self.rank_curve], dtype=np.int64),
+            "rank_paper_stress": np.array([c["paper"] for c in self.rank_curve]),
+        }
+        if p.noise is not None:
+            arrays["noise_pair_floor"] = p.noise.pair_floor
+        if getattr(p, "plugin_distances", None) is not None:  # the plug-in D beside the estimate
+            arrays["plugin_hellinger"] = p.plugin_distances
+        if self.shepard and p.shepard_pairs is not None:
+            arrays["shepard_pairs"] = p.shepard_pairs
+            arrays.update({f"shepard_{k}": v for k, v in self.shepard.items()})
+        return arrays
+
+    def write(self, directory: str | os.PathLike) -> Path:
+        """Write ``comparison.json``, ``comparison.md`` and ``arrays.npz`` (+ JSON sidecar) into
+        an existing folder (each file atomic; :meth:`save` makes the whole folder atomic)."""
+        from posgeom.artifacts import atomic_write_text, save_artifact
+
+        out = Path(directory)
+        atomic_write_text(out / "comparison.json", self.to_json() + "\n")
+        atomic_write_text(out / "comparison.md", self.to_markdown())
+        save_artifact(
+            out / "arrays.npz",
+            self.report_arrays(),
+            {"options": self.options},
+            kind="comparison_results",
+        )
+        return out
+
+    def save(
+        self, directory: str | os.PathLike, *, overwrite: bool = False, report: bool = False
+    ) -> Path:
+        """A new results folder with the files of :meth:`write` (and ``report.html`` when
+        ``report``), atomically (:func:`posgeom.reports.results_folder`)."""
+        from posgeom.reports import results_folder
+
+        with results_folder(directory, overwrite=overwrite, with_report=report) as tmp:
+            self.write(tmp)
+        return Path(directory)
+
+
+def _finite(obj: Any) -> Any:
+    """Replace non-finite floats (stress-1 of NoPE is inf) by None, recursively: strict JSON."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, (float, np.floating)) and not np.isfinite(obj):
+        return None
+    if isinstance(obj, np.ndarray):
+        return _finite(obj.tolist())
+    return obj
