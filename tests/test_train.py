@@ -140,7 +140,8 @@ def _expected_delta(res, enc: str, target: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("enc", ENCODINGS)
 def test_recorded_metrics_match_independent_computation(tmp_path, enc):
-    res = train(_cfg(encoding=enc), tmp_path / enc, data=DATA)
+    # the paper's plug-in target, computed here by hand (the default target is tested below)
+    res = train(_cfg(encoding=enc, target_estimator="plugin"), tmp_path / enc, data=DATA)
     target = _hellinger_target(TRAIN, N)
     np.testing.assert_allclose(res.target, target, atol=1e-12)
     delta = _expected_delta(res, enc, target)
@@ -162,6 +163,30 @@ def test_recorded_metrics_match_independent_computation(tmp_path, enc):
         assert rec.stress["paper"] < 1e-10
     if enc == "nope":
         assert rec.separation == 0 and rec.stress["paper"] == pytest.approx(1.0)
+
+
+def test_the_default_target_is_the_recommended_estimate(tmp_path):
+    """The trainer's default target is the corrected estimator, computed here by hand from the
+    words at each position: D~^2 = D^2 - b_i - b_j, b_i = 1 - sum_t h(X_it) / T_i, clipped at 0."""
+    from posgeom.estimators import squared_mean_root
+
+    res = train(_cfg(encoding="mds"), tmp_path / "rec", data=DATA)
+    counters = [Counter() for _ in range(N)]
+    for t in TRAIN:
+        for i, w in enumerate(t.lower().split()[:N]):
+            counters[i][w] += 1
+    vocab = sorted(set().union(*counters))
+    x = np.array([[c[w] for w in vocab] for c in counters], dtype=np.float64)
+    totals = x.sum(axis=1)
+    b = 1.0 - squared_mean_root(x.astype(np.int64)).sum(axis=1) / totals
+    plug = _hellinger_target(TRAIN, N) ** 2
+    expected = np.sqrt(np.clip(plug - b[:, None] - b[None, :], 0.0, None))
+    np.fill_diagonal(expected, 0.0)
+    np.testing.assert_allclose(res.target, expected, atol=1e-12)
+    result = json.loads((tmp_path / "rec" / "result.json").read_text())
+    assert result["target"]["estimator"] == "corrected"
+    with pytest.raises(PosgeomError, match="unknown estimator 'bogus'"):
+        _cfg(target_estimator="bogus").validate()
 
 
 def test_eval_accuracy_matches_model_predictions(tmp_path):

@@ -77,6 +77,13 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
     d.add_argument(
         "--order-samples", type=int, default=4096, help="training sequences of the order task"
     )
+    d.add_argument(
+        "--target-estimator",
+        default="recommended",
+        metavar="NAME",
+        help="estimator of the target geometry the run is scored against (posgeom.estimators; "
+        "'plugin' is the paper's)",
+    )
 
 
 def _config(args: argparse.Namespace, **override: Any) -> Any:
@@ -109,6 +116,7 @@ def _config(args: argparse.Namespace, **override: Any) -> Any:
         eval_file=args.eval_file,
         threads=args.threads,
         progress=not getattr(args, "quiet", False),
+        target_estimator=args.target_estimator,
     )
     kw.update(override)
     return TrainConfig(**kw)

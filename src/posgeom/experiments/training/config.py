@@ -54,7 +54,8 @@ class TrainConfig:
     trained, ``sinusoidal``, ``mds`` and ``random`` are fixed). Data: ``train_file``, ``eval_file``
     or ``data_dir`` (folder with ``sst2/sentence/*.tsv.gz`` and ``imdb/train.jsonl.gz``; default
     from the ``POSGEOM_DATA`` environment variable), ``train_limit`` / ``eval_limit`` (subsets,
-    seeded), ``imdb_eval`` (reviews held out for IMDB evaluation). Optimisation: AdamW with a
+    seeded), ``imdb_eval`` (reviews held out for IMDB evaluation), ``target_estimator`` (the
+    estimator of the target geometry, :func:`posgeom.estimate_geometry`). Optimisation: AdamW with a
     constant ``lr``; ``steps_per_epoch`` (``None``: one pass over the training set).
     """
 
@@ -89,6 +90,7 @@ class TrainConfig:
     eval_file: str | None = None
     threads: int = 1
     progress: bool = True
+    target_estimator: str = "recommended"
 
     def validate(self) -> TrainConfig:
         """Check every option; raise :class:`PosgeomError` naming the problem and the fix."""
@@ -124,6 +126,9 @@ class TrainConfig:
             raise PosgeomError("need lr > 0, weight_decay >= 0 and 0 <= dropout < 1")
         if self.order_samples % 2:
             raise PosgeomError(f"order_samples must be even, got {self.order_samples}")
+        from posgeom.estimators import get as get_estimator
+
+        get_estimator(self.target_estimator)  # an unknown name lists the available ones
         return self
 
     def _check_model_and_encoding(self) -> None:

@@ -193,6 +193,7 @@ def train(
         "target": {
             "n": int(target.shape[0]),
             "hellinger": "chord",
+            "estimator": geometry.options.get("estimator", cfg.target_estimator),
             "corpus_sequences": len(prep.count_ids),
         },
         "seconds_this_call": time.perf_counter() - t0,

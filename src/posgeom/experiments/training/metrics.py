@@ -32,7 +32,9 @@ __all__ = ["geometry_scores", "position_geometry", "target_geometry"]
 
 
 def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
-    """``PipelineResult`` of the training split at ``n = max_len`` (distances + MDS)."""
+    """``PipelineResult`` of the training split at ``n = max_len`` (distances + MDS), against the
+    estimator ``cfg.target_estimator`` (default the recommended one; ``"plugin"`` is the paper's
+    and the one ``docs/EXPERIMENTS.md`` was measured with)."""
     from posgeom.corpus.counting import count_positions
     from posgeom.pipeline import analyze_counts
 
@@ -52,7 +54,7 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
         noise=None,
         max_rank=1,
         seed=cfg.seed,
-        estimator="plugin",  # issue 9 part 4 will move the trainer's target
+        estimator=cfg.target_estimator,
     )
 
 
