@@ -230,7 +230,14 @@ def compare_encodings(
     from posgeom.compare_intervals import attach_intervals
 
     uncertainty = attach_intervals(
-        data, table, built, model_dim=int(model_dim), low_rank=int(low_rank), seed=seed
+        data,
+        table,
+        built,
+        model_dim=int(model_dim),
+        low_rank=int(low_rank),
+        estimator=res.options["estimator"],  # the name actually used (a fallback included)
+        estimator_options=res.options.get("estimator_options"),
+        seed=seed,
     )
     curve = rank_curve(res.mds, target, max_rank=max_rank, seed=seed)
     options = {

@@ -29,11 +29,14 @@ def attach_intervals(
     *,
     model_dim: int,
     low_rank: int,
+    estimator: Any = "recommended",
+    estimator_options: Mapping[str, Any] | None = None,
     seed: int = 0,
 ) -> dict[str, Any] | None:
     """Add intervals to ``table`` (in place) and return the uncertainty summary, or None when
     ``counts`` has no replicates or the comparison dropped positions (the replicates' geometry
-    must be the table's)."""
+    must be the table's). ``estimator``: the one the table's target was estimated with, so the
+    replicates are re-estimated the same way."""
     from posgeom.embed.mds import classical_mds
     from posgeom.scores.uncertainty import bootstrap_scores
 
@@ -58,7 +61,14 @@ def attach_intervals(
     # nope's stress-1 is inf in every replicate; a replicate's D may be slightly non-Euclidean
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        bs = bootstrap_scores(counts, fixed, fitted_encodings=fitted, seed=seed)
+        bs = bootstrap_scores(
+            counts,
+            fixed,
+            fitted_encodings=fitted,
+            estimator=estimator,
+            estimator_options=estimator_options,
+            seed=seed,
+        )
     for row in table:
         u = bs.encodings.get(row["encoding"])
         if u is None:
