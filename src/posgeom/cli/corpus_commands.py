@@ -115,10 +115,29 @@ def corpus_inputs(args: argparse.Namespace) -> tuple[Path, ...]:
     return tuple(paths)
 
 
+_BOUNDS = (  # (dest, flag, smallest value): refused before any work
+    ("max_positions", "-n/--max-positions", 1),
+    ("workers", "--workers", 1),
+    ("shard_lines", "--shard-lines", 1),
+    ("batch_size", "--batch-size", 1),
+    ("min_length", "--min-length", 0),
+    ("max_sequences", "--max-sequences", 1),
+)
+
+
+def check_count_args(args: argparse.Namespace) -> None:
+    """Refuse out-of-range counting options (``--workers 0``, ``--shard-lines 0``, ...)."""
+    for dest, flag, low in _BOUNDS:
+        value = getattr(args, dest, None)
+        if value is not None and value < low:
+            raise PosgeomError(f"{flag} must be at least {low}, got {value}")
+
+
 def counts_from_args(args: argparse.Namespace) -> Any:
     from posgeom.corpus.counting import count_corpus
     from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
+    check_count_args(args)
     corpora = [Path(c) for c in args.corpus]
     for corpus in corpora:
         if not corpus.exists():
@@ -196,6 +215,7 @@ def counts_from_args(args: argparse.Namespace) -> Any:
 def _count(args: argparse.Namespace) -> int:
     from posgeom.artifacts import check_output_file
 
+    check_count_args(args)
     output = check_output_file(args.output, overwrite=args.overwrite)  # before the work
     for item in corpus_inputs(args):
         if item.resolve() == output.resolve():

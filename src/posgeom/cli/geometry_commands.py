@@ -194,7 +194,9 @@ def _geometry(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from posgeom.cli.corpus_commands import corpus_inputs, counts_from_args
+    from posgeom.cli.corpus_commands import check_count_args, corpus_inputs, counts_from_args
+
+    check_count_args(args)
 
     _analyze_and_save(lambda: counts_from_args(args), args, inputs=corpus_inputs(args))
     return 0

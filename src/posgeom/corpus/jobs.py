@@ -186,8 +186,14 @@ class CountJob:
         jd = None if job_dir is None else Path(job_dir).expanduser()
         if jd is not None and (jd / MANIFEST).exists() and not overwrite:  # resume
             manifest = read_manifest(jd)
-            compare(jd, manifest["arguments"], args)
-            shards = [Shard(**s) for s in manifest["shards"]]
+            compare(jd, manifest.get("arguments", {}), args)
+            try:
+                shards = [Shard(**s) for s in manifest["shards"]]
+            except (KeyError, TypeError) as exc:
+                raise PosgeomError(
+                    f"{jd / MANIFEST} is damaged ({type(exc).__name__}: {exc}); start over with "
+                    "overwrite=True (--restart-job)"
+                ) from None
             if "fit" in tok_record:
                 tok = WordLevelTokenizer.load(jd / "tokenizer.json")
                 tok.name = "word"

@@ -375,6 +375,15 @@ def classical_mds(
             f"positions; use n_components <= {n - 1} (model_dim can still be larger)"
         )
     if model_dim is not None:
+        if n_components is not None and r > int(model_dim):  # said, not silently lowered
+            import logging
+
+            logging.getLogger("posgeom").warning(
+                "n_components=%d exceeds model_dim=%d: the MDS encoding keeps rank %d",
+                r,
+                int(model_dim),
+                int(model_dim),
+            )
         r = min(r, int(model_dim))
     d = int(model_dim) if model_dim is not None else r
 
