@@ -144,13 +144,17 @@ def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: Any) -> np.nda
     return _from_buffer(buf, shape, fortran, dtype)
 
 
-def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Every member of an ``.npz`` file (name without ``.npy``), validated (module docstring)."""
+def read_npz(path: str | os.PathLike, *, only: str | None = None) -> dict[str, np.ndarray]:
+    """Every member of an ``.npz`` file (name without ``.npy``), validated (module docstring);
+    ``only``: just that member (absent: an empty dict)."""
     path = Path(path)
     out: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(path) as zf:
-            for info in zf.infolist():
+            infos = zf.infolist()
+            if only is not None:
+                infos = [i for i in infos if i.filename == f"{only}.npy"]
+            for info in infos:
                 if not info.filename.endswith(".npy") or info.is_dir():
                     raise _bad(path, ".npz", f"member {info.filename!r} is not a .npy array")
                 out[info.filename[:-4]] = _npz_member(zf, info, path)

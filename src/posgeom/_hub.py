@@ -46,6 +46,14 @@ def _describe(name_or_path: str | os.PathLike[str]) -> str:
 
 
 def _offline_error(name: str, what: str, exc: Exception) -> PosgeomError:
+    looks_like_path = name.startswith((".", "/", "~")) or os.sep in name.strip(os.sep).replace(
+        os.sep, "", 1
+    )
+    if looks_like_path and not Path(name).expanduser().exists():  # not the hub's "Repo id ..."
+        return PosgeomError(
+            f"the {what} path {name} does not exist; pass an existing folder that holds "
+            "config.json (and the weights or tokenizer files), or a model name in the local cache"
+        )
     return PosgeomError(
         f"could not load the {what} {name!r} offline (posgeom loads with local_files_only=True and "
         f"never downloads): {one_line(exc)} Fix: pass the path of a local folder that holds "

@@ -19,18 +19,14 @@ other field. An array's ``sha256`` hashes its dtype string, its shape and its C-
 sparse matrix ``X`` is stored as CSR components ``X.data``, ``X.indices``, ``X.indptr`` (checked
 as a valid CSR structure on loading) and comes back as a ``scipy.sparse.csr_matrix``.
 
-The file is written to a temporary sibling, flushed and fsynced, then renamed onto its name, so
-a crash, a full disk or a concurrent writer leaves the old file or the new one, never a mix.
-Loading also accepts the two-file layout of earlier versions (arrays + ``<path>.json`` sidecar);
-saving over such a pair removes its sidecar. Loading checks, in order: the file parses (see
-:mod:`posgeom._arrayfiles`: no pickle, sizes validated before allocation); the kind; the posgeom
-version (major.minor must match); the metadata checksum (edited JSON); the set of arrays and each
-array's checksum (tampered data); the sparse structure. Each failure raises
+Written to a temporary sibling, fsynced, renamed: a crash, a full disk or a concurrent writer
+leaves the old file or the new one, never a mix. The two-file layout of earlier versions (arrays +
+``<path>.json``) still loads; saving over it removes the sidecar. Loading checks: the file parses
+(:mod:`posgeom._arrayfiles`: no pickle, sizes before allocation); kind; version (major.minor);
+metadata checksum; the arrays and their checksums; the sparse structure. Each failure raises
 :class:`posgeom._errors.ArtifactError` saying what differs and what to do.
 
-**Results folders.** :func:`results_directory` is the one contract every results folder
-(``geometry``, ``run``, ``compare``, model analyses, reports) is written through; see its
-docstring.
+**Results folders** are all written through :func:`results_directory` (see its docstring).
 """
 
 from __future__ import annotations
@@ -253,8 +249,14 @@ def read_sidecar(path: str | os.PathLike) -> dict[str, Any]:
     """The whole metadata header of the artifact at ``path`` (embedded, or an old sidecar).
 
     Parsed but not verified (no kind, version or checksum checks; :func:`load_artifact` does those).
+    Of an ``.npz`` only the metadata member is read.
     """
-    return _read(Path(path))[1]
+    path = Path(path)
+    if path.suffix != ".safetensors" and path.is_file():
+        member = read_npz(path, only=_MEMBER).get(_MEMBER)
+        if member is not None:
+            return _parse_header(member.astype(np.uint8, copy=False).tobytes(), path)
+    return _read(path)[1]
 
 
 def _check_header(path: Path, header: dict[str, Any], kind: str | None) -> None:

@@ -153,3 +153,12 @@ def test_artifact_outputs_are_checked_before_counting(small_corpus, tmp_path, ca
     assert WordLevelTokenizer  # the word tokenizer is the default -t
     code, err = cli(capsys, "count", small_corpus, "-n", 4, "-o", path)
     assert code == 2 and "--overwrite" in one_line(err)
+
+
+def test_missing_model_path_says_it_does_not_exist(small_corpus, tmp_path, capsys):
+    """Lesser: a missing model path said "Repo id must be in the form ..."."""
+    pytest.importorskip("transformers")
+    argv = ["analyze-model", "./no/such/model", small_corpus, "-n", 8, "-o", tmp_path / "am"]
+    code, err = cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 2 and "does not exist" in line and "Repo id" not in line

@@ -145,3 +145,27 @@ def test_counts_file_round_trip_keeps_the_empty_count(tmp_path):
     path = counts.save(tmp_path / "c.npz")
     assert PositionCounts.load(path).n_empty == 1
     assert json.loads(json.dumps(PositionCounts.load(path).options))  # plain JSON options
+
+
+def test_nested_sequences_are_refused():
+    """Found by the hostile trial: [[[1, 2]]] was counted as the ids 1, 2 of a 1-token sequence."""
+    with pytest.raises(PosgeomError, match="flat list"):
+        count_positions([[[1, 2]]], max_positions=3)
+    with pytest.raises(PosgeomError, match="1-D array"):
+        count_positions([np.array([[1, 2]])], max_positions=3)
+
+
+def test_fingerprint_does_not_depend_on_the_shard_size(small_corpus, tmp_path):
+    """Lesser: the corpus fingerprint of sharded counts depended on the shard size."""
+    from posgeom.corpus.jobs import count_resumable
+
+    tok = WordLevelTokenizer().fit(read_texts(small_corpus))
+    spec = tok.save(tmp_path / "w.json")
+    whole = count_corpus(small_corpus, spec, max_positions=8)
+    for lines in (37, 100, 1000):
+        got = count_resumable(
+            small_corpus, spec, max_positions=8, shard_lines=lines, progress=False
+        )
+        assert got.fingerprint == whole.fingerprint
+    other = count_corpus(list(read_texts(small_corpus))[::-1], spec, max_positions=8)
+    assert other.fingerprint != whole.fingerprint  # order matters

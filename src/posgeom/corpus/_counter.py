@@ -11,7 +11,6 @@ geometry for terabytes later.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Iterable, Iterator
 from itertools import chain, islice
@@ -22,6 +21,7 @@ import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int
+from posgeom.corpus._fingerprint import Fingerprint
 
 log = logging.getLogger("posgeom.corpus.counting")
 MAX_TOKEN_ID = 2**24 - 1
@@ -47,6 +47,8 @@ def token_id_array(values: Any, where: str = "token ids") -> np.ndarray:
             arr = np.array(values)
         except (TypeError, ValueError, OverflowError) as exc:
             raise PosgeomError(f"{where} must be integers ({exc})") from None
+        if arr.ndim != 1:
+            raise PosgeomError(f"{where}: each sequence must be a flat list of token ids")
     kind = arr.dtype.kind
     if kind == "O" and arr.size:
         ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in arr.flat)
@@ -106,21 +108,13 @@ def flatten(batch: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     if int(lengths.sum()) == 0:
         return np.zeros(0, dtype=np.int64), lengths
     if all(isinstance(s, np.ndarray) for s in batch):
-        return token_id_array(np.concatenate([s.ravel() for s in batch])), lengths
-    return token_id_array(list(chain.from_iterable(batch))), lengths
-
-
-def _fingerprint_stream(ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``[len_0, ids_0..., len_1, ids_1..., ...]`` as little-endian int64 (one copy of the ids)."""
-    m = lengths.size
-    out = np.empty(ids.size + m, dtype="<i8")
-    # slot of each length: its sequence's start in ``ids`` plus the lengths written before it
-    len_at = np.cumsum(lengths) - lengths + np.arange(m, dtype=np.int64)
-    out[len_at] = lengths
-    is_id = np.ones(out.size, dtype=bool)
-    is_id[len_at] = False
-    out[is_id] = ids
-    return out
+        if any(s.ndim != 1 for s in batch):
+            raise PosgeomError("each sequence must be a 1-D array of token ids (one per row)")
+        return token_id_array(np.concatenate(batch)), lengths
+    flat = token_id_array(list(chain.from_iterable(batch)))
+    if flat.size != int(lengths.sum()):  # a nested list: [[1, 2]] as one sequence
+        raise PosgeomError("each sequence must be a flat list of token ids, not nested lists")
+    return flat, lengths
 
 
 def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +157,7 @@ class Counter:
         self.values = np.zeros(0, dtype=np.int64)  # their counts
         self.buffer: list[np.ndarray] = []
         self.buffered = 0
-        self.hasher = hashlib.sha256()
+        self.hasher = Fingerprint()
         self.n_sequences = 0
 
     @property
@@ -202,11 +196,9 @@ class Counter:
         all_kept = n_kept == nb
         # fingerprint: [len, ids...] of each counted sequence, as read
         if all_kept:
-            self.hasher.update(_fingerprint_stream(flat, lengths).data)
+            self.hasher.update(flat, lengths)
         elif n_kept:
-            self.hasher.update(
-                _fingerprint_stream(flat[np.repeat(kept, lengths)], lengths[kept]).data
-            )
+            self.hasher.update(flat[np.repeat(kept, lengths)], lengths[kept])
         # positions within each (special-free) sequence: ends[s] - j or j - starts[s]
         if not all_kept:
             ids, lens2 = ids[np.repeat(kept, lens2)], lens2[kept]

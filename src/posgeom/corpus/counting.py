@@ -20,9 +20,11 @@ Conventions:
   ``pad_id``.
 - **Filtering**: sequences shorter than ``min_length`` are skipped; ``max_sequences`` stops after
   that many counted sequences (later input is not read).
-- **Fingerprint**: SHA-256 over the counted sequences, in order, each written as its length then its
-  ids (little-endian int64, before special-token removal and truncation). It does not depend on
-  ``batch_size``. A merge's fingerprint is ``sha256("merge:" + a + ":" + b)`` (order-dependent).
+- **Fingerprint**: an order-dependent hash of the counted sequences, in order (their ids as read,
+  before special-token removal and truncation; see :mod:`posgeom.corpus._fingerprint`). It does
+  not depend on ``batch_size``, and a merge ``a + b`` carries the fingerprint of one pass over the
+  sequences of ``a`` then ``b``: sharded counts have the fingerprint of the whole corpus, whatever
+  the shard size.
 - Streaming: input is consumed ``batch_size`` sequences at a time, each batch as one flat int64 id
   array plus lengths. Every counted token becomes an integer key ``tok * n + pos``; keys are
   buffered and, once the buffer holds more than about 4M of them, reduced by sorting (distinct keys
@@ -33,7 +35,6 @@ Conventions:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Iterable
@@ -47,6 +48,7 @@ import scipy.sparse as sp
 
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.corpus._counter import MAX_TOKEN_ID, Counter, bootstrap_spec, flat_batches, run_count
+from posgeom.corpus._fingerprint import merge_fingerprints
 from posgeom.corpus._texts import TextBatches
 
 _Counter = Counter  # the name posgeom.corpus.bootstrap subclasses
@@ -70,7 +72,7 @@ class PositionCounts:
     options : every option that shapes the counts (max_positions, vocab_size, include_special,
         special_ids, align, min_length, max_sequences).
     tokenizer : the tokenizer's ``identity`` dict, or None for pre-tokenized input.
-    fingerprint : SHA-256 hex digest of the counted token-id stream (see the module docstring).
+    fingerprint : hex digest of the counted token-id stream (see the module docstring).
     n_empty : empty or whitespace-only texts skipped before tokenization (0 for token ids).
     """
 
@@ -155,7 +157,7 @@ class PositionCounts:
             b.resize((b.shape[0], width))
         counts = (a + b).tocsr()
         counts.sort_indices()
-        fp = hashlib.sha256(f"merge:{self.fingerprint}:{other.fingerprint}".encode()).hexdigest()
+        fp = merge_fingerprints(self.fingerprint, self.n_sequences, other.fingerprint)
         return PositionCounts(
             counts=counts,
             totals=self.totals + other.totals,

@@ -5,7 +5,7 @@ ranges of line files with ``shard_lines``). Each shard is counted on a worker by
 :func:`posgeom.corpus.jobs.count_shard` (``count_corpus`` on that shard) and the results are merged
 with ``PositionCounts.merge`` in shard-index order, whatever order the workers finish in. Since
 ``C = sum_k C(S_k)`` entry by entry, the counts, totals, ``n_sequences`` and ``n_tokens`` equal a
-single-process ``count_corpus`` pass; the fingerprint is the chain of merge fingerprints.
+single-process ``count_corpus`` pass, and so does the fingerprint.
 
 Workers load the tokenizer themselves from its path or model name (the path must be readable on
 the workers, like the corpus files); a word tokenizer fitted here travels as its vocabulary (Dask's

@@ -9,9 +9,9 @@ a shard without a counted sequence gives zero counts. The count options travel a
 **Counts add up.** For shards ``S_1 .. S_K`` of a corpus, ``C = sum_k C(S_k)`` entry by entry
 (``C[i, t]`` as in :mod:`posgeom.corpus.counting`), and so do ``totals``, ``n_sequences`` and
 ``n_tokens``: merging the shard counts (``PositionCounts.merge``, in shard-index order) is exactly
-the one-pass count of the whole corpus. Only the fingerprint differs: it is the chain of merge
-fingerprints ``sha256("merge:" + a + ":" + b)`` in shard order, deterministic but not the one-pass
-stream hash. ``max_sequences`` and ``limit`` are global and are refused here.
+the one-pass count of the whole corpus, fingerprint included (it does not depend on the shard
+size, see :mod:`posgeom.corpus._fingerprint`). ``max_sequences`` and ``limit`` are global and are
+refused here.
 
 **Job folder** (``job_dir``)::
 
