@@ -51,8 +51,9 @@ def _offline_error(name: str, what: str, exc: Exception) -> PosgeomError:
     )
     if looks_like_path and not Path(name).expanduser().exists():  # not the hub's "Repo id ..."
         return PosgeomError(
-            f"the {what} path {name} does not exist; pass an existing folder that holds "
-            "config.json (and the weights or tokenizer files), or a model name in the local cache"
+            f"the {what} path {name} does not exist (posgeom loads offline, from local files); "
+            "pass an existing folder that holds config.json (and the weights or tokenizer files), "
+            "or a model name in the local cache"
         )
     return PosgeomError(
         f"could not load the {what} {name!r} offline (posgeom loads with local_files_only=True and "
