@@ -12,6 +12,7 @@ import pytest
 from fault_helpers import cli, one_line
 
 from posgeom import count_positions
+from posgeom._errors import PosgeomError
 from posgeom.artifacts import save_artifact
 from posgeom.corpus.tokenize import WordLevelTokenizer
 
@@ -37,10 +38,9 @@ def _server(reply: bytes | None):
     return srv, conns
 
 
-@pytest.mark.parametrize("reply", [None, b"SSH-2.0-OpenSSH_9.6\r\n", b"HTTP/1.0 200 OK\r\n\r\n"])
+@pytest.mark.parametrize("reply", [b"SSH-2.0-OpenSSH_9.6\r\n", b"HTTP/1.0 200 OK\r\n\r\n"])
 def test_dask_scheduler_that_is_not_dask(small_corpus, tmp_path, capsys, reply):
-    """Defect 7: a silent service hung for minutes; one sending bytes gave 'Unable to allocate
-    2.82 EiB'. Now: one line within the connect timeout."""
+    """Defect 7: a service sending bytes gave 'Unable to allocate 2.82 EiB'. Now: one line."""
     pytest.importorskip("distributed")
     srv, conns = _server(reply)
     try:
@@ -53,6 +53,31 @@ def test_dask_scheduler_that_is_not_dask(small_corpus, tmp_path, capsys, reply):
             c.close()
     assert code == 2 and "cannot connect to the Dask scheduler" in one_line(err)
     assert not (tmp_path / "c.npz").exists()
+
+
+def test_silent_service_is_refused_within_the_timeout(small_corpus):
+    """Defect 7: a silent service (python -m http.server) still hung after 120 s."""
+    pytest.importorskip("distributed")
+    import time
+
+    from posgeom.corpus.distributed import count_distributed
+
+    srv, conns = _server(None)
+    start = time.monotonic()
+    try:
+        with pytest.raises(PosgeomError, match="accepted the connection but sent nothing"):
+            count_distributed(
+                small_corpus,
+                "word",
+                max_positions=4,
+                scheduler=f"tcp://127.0.0.1:{srv.getsockname()[1]}",
+                connect_timeout=1.0,
+            )
+    finally:
+        srv.close()
+        for c in conns:
+            c.close()
+    assert time.monotonic() - start < 10  # bounded by the 1 s timeout (plus imports)
 
 
 def test_messages_use_flag_names(small_corpus, tmp_path, capsys):
@@ -155,10 +180,11 @@ def test_artifact_outputs_are_checked_before_counting(small_corpus, tmp_path, ca
     assert code == 2 and "--overwrite" in one_line(err)
 
 
-def test_missing_model_path_says_it_does_not_exist(small_corpus, tmp_path, capsys):
+def test_missing_model_path_says_it_does_not_exist():
     """Lesser: a missing model path said "Repo id must be in the form ..."."""
-    pytest.importorskip("transformers")
-    argv = ["analyze-model", "./no/such/model", small_corpus, "-n", 8, "-o", tmp_path / "am"]
-    code, err = cli(capsys, *argv)
-    line = one_line(err)
-    assert code == 2 and "does not exist" in line and "Repo id" not in line
+    from posgeom._hub import _offline_error
+
+    hub = OSError("Repo id must be in the form 'repo_name' or 'namespace/repo_name'")
+    message = str(_offline_error("./no/such/model", "model", hub))
+    assert "does not exist" in message and "Repo id" not in message
+    assert "Repo id" in str(_offline_error("some-name", "model", hub))  # a name: the hub's words
