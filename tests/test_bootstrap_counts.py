@@ -147,6 +147,12 @@ def test_sharded_job_resumes_with_identical_replicates(tmp_path):
         )[: len(lines)]
         direct = weighted_recount(ids, w, max_positions=8, vocab_size=full.vocab_size)
         assert_counts_equal(full.replicate(b), direct)
+    # a shard without a counted sequence (blank lines) merges as zero replicates
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n".join(lines[:50] + [""] * 50 + lines[50:80]) + "\n", encoding="utf-8")
+    holes = count_resumable(blank, "word", **kw)
+    assert holes.streams == (0, 1, 2) and holes.n_sequences == 80
+    assert holes.replicate_sequences.max() <= 80
     # the same shards on a Dask cluster: identical replicates
     pytest.importorskip("distributed")
     dask = count_distributed(corpus, "word", scheduler="local", n_workers=2, **kw)

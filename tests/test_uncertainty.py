@@ -173,3 +173,19 @@ def test_bad_input(boot):
         replicate_geometry(boot, n_replicates=1)
     with pytest.raises(PosgeomError, match="replicate values"):
         bootstrap_interval(1.0, [1.0])
+
+
+def test_pooled_geometry_and_its_plugin_truth(boot):
+    est = pytest.importorskip("posgeom.estimators")
+    geo = replicate_geometry(
+        boot, estimator="corrected", estimator_options={"pool": 2}, bootstrap_truth="plugin"
+    )
+    assert geo.estimate.shape == (N // 2, N // 2) and geo.estimator == "corrected"
+    direct = est.estimate_geometry(boot.replicate(3), estimator="corrected", pool=2).distances
+    np.testing.assert_allclose(geo.replicate(3), direct, atol=1e-12)
+    plug = est.estimate_geometry(boot.base, estimator="plugin", pool=2).distances
+    np.testing.assert_allclose(geo.truth, plug, atol=1e-12)  # the same buckets
+    t = np.arange(N, dtype=np.float64)[:, None]
+    buckets = est.pool_encoding(t, est.pool_edges(2, N))
+    res = bootstrap_scores(geo, {"linear": buckets})
+    assert res.encodings["linear"].stress["paper"].low >= 0.0

@@ -285,7 +285,9 @@ def bootstrap_scores(
     already computed (then the estimator options are ignored). ``encodings``: name -> fixed
     encoding (``(n, d)`` vectors, ``(n, n)`` distances, or an object with ``.distances()``);
     ``fitted_encodings``: name -> function of the ``(m, m)`` target giving an encoding (e.g.
-    ``lambda D: classical_mds(D, 8)``), refitted on every replicate. ``rank_by``: a stress kind.
+    ``lambda D: classical_mds(D, 8)``), refitted on every replicate. With position pooling
+    (``estimator_options={"pool": ...}``) the geometry has one row per bucket: give the encodings
+    on the buckets (:func:`posgeom.estimators.pool_encoding`). ``rank_by``: a stress kind.
     ``seed``: of the sampled violation rate for more than 400 positions.
     """
     _check_level(level, method)
