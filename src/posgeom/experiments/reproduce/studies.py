@@ -40,10 +40,10 @@ def angle_study(seed: int) -> dict[str, Any]:
     """Section 5: MDS subspaces of drifting / three_regimes corpora vs sinusoidal bases."""
     from posgeom.corpus.counting import count_positions
     from posgeom.embed.mds import classical_mds
-    from posgeom.synthetic import _OPTIONS, synthetic_corpus, synthetic_distributions
+    from posgeom.synthetic import KIND_DEFAULTS, synthetic_corpus, synthetic_distributions
 
     n, vocab, r, d = SYNTH["n"], SYNTH["vocab"], 4, SYNTH["d"]
-    periods = tuple(_OPTIONS["drifting"]["periods"])
+    periods = tuple(KIND_DEFAULTS["drifting"]["periods"])
     bases = _sinusoid_bases(n, r, periods, d)
     rows = []
     for kind in ("drifting", "three_regimes"):
