@@ -158,3 +158,12 @@ def test_modes_follow_the_umask(tmp_path, capsys):
     assert stat.S_IMODE((tmp_path / "res").stat().st_mode) == 0o755
     assert stat.S_IMODE((tmp_path / "res" / "summary.json").stat().st_mode) == 0o644
     assert stat.S_IMODE(c2.stat().st_mode) == 0o644
+
+
+def test_extract_never_replaces_a_users_file(tmp_path, capsys):
+    """`extract -o` is checked before the model is loaded; a file posgeom did not write stays."""
+    mine = tmp_path / "mine.npz"
+    np.savez(mine, x=np.arange(3))
+    code, _, err = _cli(capsys, "extract", tmp_path / "no-model", "-n", 4, "-o", mine)
+    assert code == 2 and "not written by posgeom" in _one_line(err)
+    np.testing.assert_array_equal(np.load(mine)["x"], np.arange(3))

@@ -65,6 +65,10 @@ def _tokenizer(args: argparse.Namespace) -> Any:
 
 
 def _extract(args: argparse.Namespace) -> int:
+    if args.output:  # before torch and the model: writable, and never a file posgeom did not write
+        from posgeom.artifacts import check_output_file
+
+        check_output_file(args.output, overwrite=True)
     from posgeom.models.mechanisms import (
         find_positional_mechanisms,
         mechanism_encodings,
@@ -126,7 +130,7 @@ def _extract(args: argparse.Namespace) -> int:
         }
         path = save_artifact(args.output, arrays, meta, kind="model_encodings")
         print(
-            f"wrote {path} (+ {path}.json); one array per key, e.g. "
+            f"wrote {path} (metadata inside); one array per key, e.g. "
             f"`posgeom score --target arrays.npz NAME={path}` after picking one key"
         )
     return 0
