@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import warnings
 
 import numpy as np
 import pytest
@@ -125,6 +126,17 @@ def test_analyze_model_equals_a_direct_computation(minilm, texts, include_specia
     np.testing.assert_allclose(result.signal.stress["scale_optimal"], scale_t, rtol=1e-5)
     assert result.options["table_start_row"] == (0 if include_special else 1)
     assert result.counts.tokenizer["vocab_size"] == len(tok)  # recorded by the corpus API
+    # The target's own MDS, scored against it, beside the plug-in MDS scored against it.
+    from posgeom.embed import classical_mds
+    from posgeom.scores import stress
+
+    with pytest.warns(
+        RuntimeWarning, match="negative eigenvalues"
+    ):  # the estimate is not Euclidean
+        own = classical_mds(result.target, N - 1, model_dim=384)
+    got = result.target_scores["mds (target)"]["scale_optimal"]
+    assert got == pytest.approx(stress(own, result.target, kind="scale_optimal"), rel=1e-9)
+    assert got < result.target_scores["mds"]["scale_optimal"]
 
 
 def test_plugin_target_is_the_papers_analysis(minilm, texts):

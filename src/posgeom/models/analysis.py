@@ -176,10 +176,15 @@ def _target_scores(
     goal: AnalysisTarget,
     seed: int,
 ) -> dict[str, dict[str, Any]]:
-    """Every encoding the pipeline scored, scored again against the estimated target."""
+    """Every encoding the pipeline scored, scored again against the estimated target, and
+    ``mds (target)``: classical MDS of the target itself at the same rank and width (the best
+    Euclidean fit a position table could reach; MDS warns when the estimate is not Euclidean)."""
+    from posgeom.embed.mds import classical_mds
     from posgeom.pipeline import score_encoding
 
-    fitted = {"mds": geometry.mds}
+    mds = geometry.mds
+    own = classical_mds(goal.distances, mds.n_components, model_dim=mds.model_dim, seed=seed)
+    fitted = {"mds (target)": own, "mds": mds}
     if getattr(geometry, "refined", None) is not None:
         fitted["mds+smacof"] = geometry.refined
     every = {**fitted, **encodings, **references}
