@@ -12,7 +12,7 @@ from scipy.spatial.distance import pdist, squareform
 
 from posgeom import PosgeomError
 from posgeom.embed import classical_mds, smacof_refine
-from posgeom.embed.mds import _canonical_basis
+from posgeom.embed._canonical import canonical_basis
 from posgeom.geometry import hellinger_distances, positional_distributions
 from posgeom.scores import stress
 
@@ -142,8 +142,8 @@ def test_tie_rule_does_not_depend_on_the_solver_basis():
     basis -= basis.mean(0)
     basis = np.linalg.qr(basis)[0]
     rotation = np.linalg.qr(rng.standard_normal((3, 3)))[0]
-    a = _canonical_basis(basis)
-    b = _canonical_basis(basis @ rotation)
+    a = canonical_basis(basis)
+    b = canonical_basis(basis @ rotation)
     np.testing.assert_allclose(a, b, atol=1e-12)
     # the first canonical direction is the projection of the position order
     x = np.linspace(-1, 1, n)

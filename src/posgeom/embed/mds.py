@@ -48,6 +48,7 @@ from posgeom._distance_matrix import euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._threads import blas_threads
 from posgeom._validation import Interval, Options, validate_params
+from posgeom.embed._canonical import canonicalise
 from posgeom.embed._inputs import InputKind, check_distance_matrix, classify_input
 from posgeom.geometry.distributions import PositionalDistributions, as_distributions
 from posgeom.geometry.divergences import Convention, split_columns, sqrt_gram
@@ -210,76 +211,6 @@ def _centred_trace(d: PositionalDistributions) -> float:
     return fro - float(col @ col) / n
 
 
-def _legendre_candidates(n: int, count: int) -> np.ndarray:
-    x = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
-    return np.polynomial.legendre.legvander(x, count)[:, 1:]
-
-
-def _canonical_basis(u: np.ndarray, extra: int = 5) -> np.ndarray:
-    """A basis of span(u) that does not depend on which basis ``u`` the solver returned."""
-    n, m = u.shape
-    chosen: list[np.ndarray] = []
-    candidates = _legendre_candidates(n, m + extra)
-
-    def consider(v: np.ndarray) -> None:
-        p = u @ (u.T @ v)
-        for c in chosen:
-            p -= c * (c @ p)
-        norm = np.linalg.norm(p)
-        if norm > 1e-6 * max(np.linalg.norm(v), 1e-300):
-            # Re-orthogonalise once for stability.
-            for c in chosen:
-                p -= c * (c @ p)
-            chosen.append(p / np.linalg.norm(p))
-
-    for k in range(candidates.shape[1]):
-        if len(chosen) == m:
-            break
-        consider(candidates[:, k])
-    k = 0
-    while len(chosen) < m and k < n:
-        e = np.zeros(n)
-        e[k] = 1.0
-        consider(e)
-        k += 1
-    return np.column_stack(chosen)
-
-
-def _tie_groups(vals: np.ndarray, rtol: float) -> list[list[int]]:
-    scale = max(float(np.max(np.abs(vals), initial=0.0)), 1e-300)
-    groups: list[list[int]] = [[0]] if len(vals) else []
-    for k in range(1, len(vals)):
-        if abs(vals[k - 1] - vals[k]) <= rtol * scale:
-            groups[-1].append(k)
-        else:
-            groups.append([k])
-    return groups
-
-
-def _orient(vecs: np.ndarray) -> np.ndarray:
-    n = vecs.shape[0]
-    idx = np.arange(n, dtype=np.float64)
-    idx -= idx.mean()
-    cov = idx @ vecs
-    flip = cov < -1e-12 * np.linalg.norm(idx)
-    undecided = np.abs(cov) <= 1e-12 * np.linalg.norm(idx)
-    if undecided.any():
-        big = np.argmax(np.abs(vecs), axis=0)
-        flip |= undecided & (vecs[big, np.arange(vecs.shape[1])] < 0)
-    return vecs * np.where(flip, -1.0, 1.0)
-
-
-def _canonicalise(vals: np.ndarray, vecs: np.ndarray, r: int, rtol: float):
-    """Canonical bases in tied eigenspaces that touch the top ``r``; deterministic signs."""
-    vecs = vecs.copy()
-    ties = []
-    for g in _tie_groups(vals, rtol):
-        if len(g) > 1 and g[0] < r and vals[g[0]] > 0:
-            vecs[:, g] = _canonical_basis(vecs[:, g])
-            ties.append(tuple(g))
-    return _orient(vecs), tuple(ties)
-
-
 def _placement(d: int, r: int, kind: str, seed: int) -> np.ndarray:
     if kind == "pad":
         return np.eye(d, r)
@@ -427,7 +358,7 @@ def classical_mds(
 
     if convention == "normalized":  # D / sqrt 2, so B / 2: eigenvalues and trace halve
         vals, total = vals / 2.0, total / 2.0
-    vecs, ties = _canonicalise(vals, vecs, r, tie_rtol)
+    vecs, ties = canonicalise(vals, vecs, r, tie_rtol)
     lam = np.clip(vals[:r], 0.0, None)
     coords = vecs[:, :r] * np.sqrt(lam)
     positions = dists.positions if dists is not None else np.arange(n, dtype=np.int64)
