@@ -513,3 +513,16 @@ def test_other_user_mistakes_exit_2(tiny, tmp_path, capsys):
     assert rc == 2 and "does not exist" in _error_line(err)
     rc, _, err = _run(capsys, "extract", tiny["folder"] / "tokenizer.json")
     assert rc == 2 and "is a file" in _error_line(err)
+
+
+def test_analyze_model_prints_a_verdict_on_its_layers(tiny, tmp_path, capsys):
+    out = tmp_path / "v"
+    rc, stdout, err = _run(
+        capsys, "analyze-model", tiny["folder"], tiny["corpus"], "-n", N, "-o", out, "--no-refine"
+    )
+    assert rc == 0, err
+    lines = [line for line in stdout.splitlines() if line.startswith("verdict: ")]
+    assert len(lines) == 1
+    layers = json.loads((out / "summary.json").read_text())["layers"]
+    best = min(layers, key=lambda r: r["stress_scale_optimal"])
+    assert f"closest in shape at layer {best['layer']}" in lines[0]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.cli._verdict import verdict_line
 from posgeom.cli.geometry_commands import add_estimator_argument, add_report_argument
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 
@@ -79,6 +80,7 @@ def _compare(args: argparse.Namespace) -> int:
         if args.counts is None and hasattr(counts, "save"):
             counts.save(tmp / "counts.npz")
     print(result.to_markdown())
+    print(verdict_line(result))
     files = "comparison.json, comparison.md, arrays.npz" + (", report.html" if args.report else "")
     print(f"results in {args.output}/ ({files})")
     return 0

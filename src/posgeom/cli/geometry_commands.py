@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.cli._verdict import verdict_line
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 
 log = logging.getLogger("posgeom")
@@ -180,6 +181,7 @@ def _analyze_and_save(
         if hasattr(counts, "save"):
             counts.save(tmp / "counts.npz")
     print(result.markdown_table())
+    print(verdict_line(result))
     files = "summary.json, arrays.npz, table.md" + (", report.html" if report else "")
     print(f"results in {args.output}/ ({files})")
     return result
@@ -216,7 +218,9 @@ def _demo(args: argparse.Namespace) -> int:
     if args.output:
         _analyze_and_save(lambda: counts, args)
         return 0
-    print(_analyze(counts, args).markdown_table())
+    result = _analyze(counts, args)
+    print(result.markdown_table())
+    print(verdict_line(result))
     return 0
 
 
@@ -270,6 +274,7 @@ def _score(args: argparse.Namespace) -> int:
         print()
         return 0
     print("\n".join(score_table(rows)))
+    print(verdict_line([{"encoding": k, **v} for k, v in rows.items()]))
     return 0
 
 

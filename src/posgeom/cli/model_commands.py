@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.cli._verdict import verdict_line
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -212,6 +213,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
             f"at layer {so['min_layer']} ({so['min']:.4g}); variance explained by position "
             f"peaks at layer {peaks['variance_explained']['max_layer']}"
         )
+    print(verdict_line(result))
     print(
         f"results in {out}/ (summary.json, arrays.npz, table.md, counts.npz"
         + ("" if args.no_plot else ", stress_per_layer.png")

@@ -20,7 +20,7 @@ from typing import Any
 
 from posgeom.reports.schema import interval
 
-__all__ = ["noise_verdict", "ranking_verdict", "verdict"]
+__all__ = ["noise_verdict", "one_line", "ranking_verdict", "verdict"]
 
 _BASELINES = ("random", "nope")
 
@@ -171,3 +171,51 @@ def verdict(view: Any) -> list[str]:
                 f"(a full table has {low['full_parameters']:,})."
             )
     return out
+
+
+def _layer_phrase(layers: Sequence[dict[str, Any]]) -> str | None:
+    key = "stress_scale_optimal"
+    rows = [r for r in layers if r.get(key) is not None]
+    if not rows:
+        return None
+    best = min(rows, key=lambda r: float(r[key]))
+    ci = interval(best, key)
+    shown = f"{float(best[key]):.3g}" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
+    return f"the positional signal is closest in shape at layer {best['layer']} ({shown})"
+
+
+def _ranking_phrase(rows: Sequence[dict[str, Any]], uncertainty: dict[str, Any] | None) -> str:
+    ranked = [r for r in _ranked(rows) if _is_candidate(str(r["encoding"]))]
+    if len(ranked) < 2:
+        return ""
+    first, second = str(ranked[0]["encoding"]), str(ranked[1]["encoding"])
+    a, b = interval(ranked[0], "scale_optimal"), interval(ranked[1], "scale_optimal")
+    if a is None or b is None:
+        how = "stability not measured: count with --bootstrap B"
+    else:
+        how = "separated by the intervals" if a[1] < b[0] else "not separated by the intervals"
+        if uncertainty:
+            how += f", ranking stability {float(uncertainty['ranking_stability']):.2f}"
+    return f"closest in shape: {first}, then {second} ({how})"
+
+
+def one_line(view: Any) -> str:
+    """The verdict as one line for the terminal: the estimator, how much of the geometry is above
+    the noise, the closest encoding (or layer) and whether that is stable, and what to do."""
+    est = view.geometry.get("estimator")
+    name = est.get("estimator") if isinstance(est, dict) else est
+    parts = [f"target D: {name or 'plugin'} estimator"]
+    share = None if not view.noise else float(view.noise.get("trusted_pair_share", 0.0))
+    if share is None:
+        parts.append("noise floor not estimated")
+    else:
+        grade = "most" if share >= 0.8 else ("part" if share >= 0.3 else "little")
+        parts.append(f"{100 * share:.0f}% of pairs above twice the noise floor ({grade} of it)")
+    phrase = (
+        _layer_phrase(view.layers) if view.layers else _ranking_phrase(view.rows, view.uncertainty)
+    )
+    if phrase:
+        parts.append(phrase)
+    if (share is not None and share < 0.8) or "not separated" in (phrase or ""):
+        parts.append("to firm it up: more data, pool positions or coarsen the vocabulary")
+    return "verdict: " + "; ".join(parts) + "."

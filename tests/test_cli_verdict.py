@@ -1,0 +1,79 @@
+"""Every command that prints scores ends with a one-line verdict that says what its own outputs
+say: the estimator, the share of pairs above the noise floor, the closest encoding and whether the
+bootstrap intervals separate it from the next."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from posgeom.cli.main import main
+
+
+def _run(capsys, *argv):
+    rc = main(["-q", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _verdict(stdout: str) -> str:
+    lines = [line for line in stdout.splitlines() if line.startswith("verdict: ")]
+    assert len(lines) == 1, stdout
+    return lines[0]
+
+
+def _ranked(rows):
+    cands = [
+        r
+        for r in rows
+        if not r["encoding"].startswith(("mds", "low_rank_mds"))
+        and r["encoding"] not in ("random", "nope")
+        and r.get("scale_optimal") is not None
+    ]
+    return sorted(cands, key=lambda r: r["scale_optimal"])
+
+
+def test_demo_verdict_matches_its_summary(tmp_path, capsys):
+    rc, out, err = _run(capsys, "demo", "-n", 12, "--sequences", 400, "-o", tmp_path / "d")
+    assert rc == 0, err
+    line = _verdict(out)
+    summary = json.loads((tmp_path / "d" / "summary.json").read_text())
+    share = summary["noise_floor"]["trusted_pair_share"]
+    assert f"{100 * share:.0f}% of pairs above twice the noise floor" in line
+    assert "target D: plugin estimator" in line
+    assert "stability not measured: count with --bootstrap B" in line
+
+
+def test_compare_verdict_follows_the_bootstrap_intervals(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    words = [f"w{k}" for k in range(12)]
+    lines = [" ".join(rng.choice(words[: 4 + (j % 8)], size=8)) for j in range(600)]
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(lines) + "\n")
+    counts = tmp_path / "c.npz"
+    rc, _, err = _run(
+        capsys, "count", corpus, "-n", 8, "-t", "word", "-o", counts, "--bootstrap", 6
+    )
+    assert rc == 0, err
+    out_dir = tmp_path / "cmp"
+    rc, out, err = _run(capsys, "compare", "--counts", counts, "-d", 16, "-o", out_dir)
+    assert rc == 0, err
+    line = _verdict(out)
+    result = json.loads((out_dir / "comparison.json").read_text())
+    first, second = _ranked(result["table"])[:2]
+    assert f"closest in shape: {first['encoding']}, then {second['encoding']}" in line
+    apart = first["scale_optimal_ci"][1] < second["scale_optimal_ci"][0]
+    assert ("not separated by the intervals" in line) == (not apart)
+    assert f"target D: {result['options']['estimator']} estimator" in line
+
+
+def test_score_verdict_has_no_noise_floor(tmp_path, capsys):
+    n = 6
+    x = np.arange(n, dtype=float)
+    target = np.abs(x[:, None] - x[None, :]) / n
+    np.save(tmp_path / "target.npy", target)
+    np.save(tmp_path / "enc.npy", np.column_stack([x, x**2]))
+    rc, out, err = _run(capsys, "score", "--target", tmp_path / "target.npy", tmp_path / "enc.npy")
+    assert rc == 0, err
+    assert "noise floor not estimated" in _verdict(out)
