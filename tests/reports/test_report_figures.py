@@ -213,3 +213,14 @@ def test_large_heatmap_stays_small():
     assert np.asarray(ax.images[0].get_array()).shape == (F.HEATMAP_MAX, F.HEATMAP_MAX)
     assert "downsampled" in ax.get_title() and "4 x 4 positions" in ax.get_title()
     assert len(F.encode_svg(fig)) < 2_000_000
+
+
+def test_downsampled_heatmap_caption_says_so():
+    from posgeom.reports.html import figures_of
+    from posgeom.reports.view import ResultView
+
+    n = 1030
+    x = np.linspace(0, 1, n)
+    view = ResultView("run", "t", arrays={"hellinger": np.abs(x[:, None] - x[None, :])})
+    (heat,) = figures_of(view)
+    assert "Downsampled: n = 1030 positions shown as 344 x 344 block means of 3 x 3" in heat.caption

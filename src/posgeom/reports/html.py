@@ -86,12 +86,18 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
     """``(name, caption, thunk)`` of every figure the view's data allows, in reading order."""
     a, conv = view.arrays, view.convention
     if "hellinger" in a:
+        n = a["hellinger"].shape[0]
+        f = int(np.ceil(n / F.HEATMAP_MAX))
+        shrunk = (
+            f" Downsampled: n = {n} positions shown as {int(np.ceil(n / f))} x "
+            f"{int(np.ceil(n / f))} block means of {f} x {f} positions."
+            if f > 1
+            else ""
+        )
         yield (
             "heatmap",
-            (
-                "The target geometry D. Bright = far apart. The strip above counts samples per "
-                "position; pale cells are pairs below twice their noise floor."
-            ),
+            "The target geometry D. Bright = far apart. The strip above counts samples per "
+            "position; pale cells are pairs below twice their noise floor." + shrunk,
             lambda: F.heatmap(
                 a["hellinger"],
                 convention=conv,
