@@ -1,5 +1,5 @@
 """The design guards that run with the tests: ruff's lint (complexity <= 15 included, from
-pyproject.toml) and ruff's formatter."""
+pyproject.toml), ruff's formatter, and the size of the package's modules."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TREES = ["src", "tests", "benchmarks"]
+MAX_MODULE_LINES = 400
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess:
@@ -29,3 +30,12 @@ def test_ruff_check_is_clean():
 def test_ruff_format_is_clean():
     out = _ruff("format", "--check")
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_every_module_is_small():
+    sizes = {
+        str(p.relative_to(ROOT)): sum(1 for _ in p.open(encoding="utf-8"))
+        for p in (ROOT / "src").rglob("*.py")
+    }
+    large = {k: v for k, v in sizes.items() if v > MAX_MODULE_LINES}
+    assert not large, f"modules over {MAX_MODULE_LINES} lines (split them by concept): {large}"

@@ -63,7 +63,6 @@ from posgeom._results import RESULTS_MANIFEST, commit_folder, refusal, write_man
 
 __all__ = [
     "RESULTS_MANIFEST",
-    "atomic_directory",
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
@@ -397,8 +396,3 @@ def results_directory(
         if isinstance(exc, OSError):
             raise write_error(path, exc) from exc
         raise
-
-
-def atomic_directory(path: str | os.PathLike, *, overwrite: bool = False) -> Any:
-    """Earlier name of :func:`results_directory` (same contract, no inputs to check)."""
-    return results_directory(path, overwrite=overwrite)

@@ -10,32 +10,25 @@ rank-curve rows follow :mod:`posgeom.reports.schema`.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom._version import __version__
 from posgeom.embed.mds import MDSResult, classical_mds
-from posgeom.embed.rank import effective_ranks
-from posgeom.embed.refine import RefinedEmbedding, smacof_refine
+from posgeom.embed.refine import smacof_refine
 from posgeom.estimators._pipeline import (
-    PLUGIN_COLUMNS,
     estimate_mds,
     pipeline_estimate,
     plugin_scores,
 )
-from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
+from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
-from posgeom.geometry.noise import NoiseFloor, noise_floor
-from posgeom.reports.markdown import markdown_table, rank_table, score_table
-from posgeom.reports.schema import conventions
+from posgeom.geometry.noise import noise_floor
+from posgeom.pipeline_result import PipelineResult
+from posgeom.reports.markdown import score_table
 from posgeom.scores.order import monotonicity_violation_rate, separation_margin
 from posgeom.scores.stress import stress_scores
 
@@ -126,170 +119,6 @@ def _empty_positions_hint(counts: Any) -> tuple[str | None, int | None]:
         return None, None
     hint = empty_positions_hint(totals, n_sequences)
     return hint, (None if hint is None else suggest_n(totals, n_sequences))
-
-
-def _quiet_ranks(mds: MDSResult) -> dict[str, float | None]:
-    """Effective ranks; on a partial spectrum the summary says so instead of warning."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return effective_ranks(mds)
-
-
-@dataclass(frozen=True, eq=False)
-class PipelineResult:
-    """Everything :func:`analyze_counts` computed (see :meth:`summary` for the JSON form)."""
-
-    distributions: PositionalDistributions
-    distances: np.ndarray
-    mds: MDSResult
-    refined: RefinedEmbedding | None
-    scores: dict[str, dict[str, Any]]
-    rank_curve: list[dict[str, float]]
-    noise: NoiseFloor | None
-    options: dict[str, Any]
-    counts_info: dict[str, Any] = field(default_factory=dict)
-    shepard: dict[str, np.ndarray] = field(default_factory=dict)
-    shepard_pairs: np.ndarray | None = None
-    alibi_heads: list[dict[str, Any]] = field(default_factory=list)
-    estimate: Any = None  # the GeometryEstimate scored against (None: the plug-in)
-    plugin_distances: np.ndarray | None = None  # the plug-in D, beside a non-plug-in estimate
-    plugin_scores: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    report_kind = "run"
-    report_title = "geometry"
-
-    def _repr_html_(self) -> str:
-        from posgeom.reports import repr_html
-
-        return repr_html(self)
-
-    def summary(self) -> dict[str, Any]:
-        d = self.distributions
-        out: dict[str, Any] = {
-            "posgeom_version": __version__,
-            "conventions": conventions(self.options["convention"]),
-            "options": self.options,
-            "corpus": self.counts_info,
-            "distributions": d.summary(),
-            "samples_per_position": {
-                "min": float(d.totals.min()),
-                "median": float(np.median(d.totals)),
-                "max": float(d.totals.max()),
-            },
-            "mds": {
-                "n_components": self.mds.n_components,
-                "model_dim": self.mds.model_dim,
-                "solver": self.mds.solver,
-                "eigenvalues": self.mds.eigenvalues[: min(64, len(self.mds.eigenvalues))].tolist(),
-                "explained_variance_ratio": self.mds.explained_variance_ratio[:16].tolist(),
-                "tie_groups": [list(g) for g in self.mds.tie_groups],
-                "effective_rank": _quiet_ranks(self.mds),
-                "spectrum_complete": bool(
-                    np.clip(self.mds.eigenvalues, 0, None).sum()
-                    >= (1 - 1e-9) * self.mds.total_variance
-                ),
-            },
-            "scores": self.scores,
-            "rank_curve": self.rank_curve,
-            "estimator": self.estimate.summary()
-            if self.estimate is not None
-            else {"estimator": "plugin", "convention": self.options["convention"]},
-        }
-        if self.alibi_heads:
-            out["alibi_heads"] = self.alibi_heads
-        if self.plugin_scores:
-            out["plugin_scores"] = self.plugin_scores
-        if self.refined is not None:
-            out["refinement"] = {
-                "method": "smacof",
-                "initial_paper_stress": self.refined.initial_stress,
-                "final_paper_stress": self.refined.final_stress,
-                "n_iter": self.refined.n_iter,
-            }
-        if self.noise is not None:
-            nf = self.noise
-            out["noise_floor"] = {
-                "method": nf.method,
-                "n_repeats": nf.n_repeats,
-                "median_pair_floor": float(
-                    np.median(nf.pair_floor[np.triu_indices_from(nf.pair_floor, 1)])
-                ),
-                "trusted_pair_share": float(
-                    nf.trusted().sum() / max(1, nf.trusted().size - len(nf.totals))
-                ),
-                "untrusted_positions": d.positions[nf.untrusted_positions()].tolist(),
-            }
-        return out
-
-    def markdown_table(self) -> str:
-        """``table.md``: the settings line, the score table and the rank curve."""
-        lines = [
-            f"Hellinger convention: {self.options['convention']}; n = {self.distances.shape[0]} "
-            f"positions, d = {self.mds.model_dim}; estimator: {self.options['estimator']}.",
-            "",
-            *score_table(self.scores),
-        ]
-        if self.plugin_scores:
-            lines += ["", "Against the plug-in geometry (the paper's estimator):", ""]
-            lines += markdown_table(
-                [{"encoding": k, **v} for k, v in self.plugin_scores.items()], PLUGIN_COLUMNS
-            )
-        if self.rank_curve:
-            lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
-            lines += rank_table(self.rank_curve)
-        return "\n".join(lines) + "\n"
-
-    def report_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays of ``arrays.npz`` (what the report draws)."""
-        arrays = {
-            "positions": self.distributions.positions,
-            "totals": self.distributions.totals,
-            "hellinger": self.distances,
-            "mds_embedding": self.mds.embedding,
-            "mds_coordinates": self.mds.coordinates,
-            "eigenvalues": self.mds.eigenvalues,
-        }
-        if self.refined is not None:
-            arrays["refined_coordinates"] = self.refined.coordinates
-        if self.plugin_distances is not None:
-            arrays["plugin_hellinger"] = self.plugin_distances
-        if self.noise is not None:
-            arrays["noise_pair_floor"] = self.noise.pair_floor
-        if self.shepard_pairs is not None:
-            arrays["shepard_pairs"] = self.shepard_pairs
-            arrays.update({f"shepard_{k}": v for k, v in self.shepard.items()})
-        return arrays
-
-    def write(self, directory: str | os.PathLike) -> Path:
-        """Write ``summary.json``, ``arrays.npz`` (+ sidecar) and ``table.md`` into an existing
-        folder (each file atomic; :meth:`save` makes the whole folder atomic)."""
-        from posgeom.artifacts import atomic_write_text, json_default, save_artifact
-
-        out = Path(directory)
-        save_artifact(
-            out / "arrays.npz",
-            self.report_arrays(),
-            {"options": self.options},
-            kind="geometry_results",
-        )
-        atomic_write_text(
-            out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default)
-        )
-        atomic_write_text(out / "table.md", self.markdown_table())
-        return out
-
-    def save(
-        self, directory: str | os.PathLike, *, overwrite: bool = False, report: bool = False
-    ) -> Path:
-        """A new results folder (:func:`posgeom.reports.results_folder`: complete or absent), with
-        ``report.html`` when ``report``."""
-        from posgeom.reports import results_folder
-
-        with results_folder(directory, overwrite=overwrite, with_report=report) as tmp:
-            self.write(tmp)
-        return Path(directory)
 
 
 def analyze_counts(

@@ -53,7 +53,6 @@ integer type that holds them (``uint16`` for most corpora): ``2 B nnz`` bytes.
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -61,78 +60,22 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import check_int, is_integer
-from posgeom.corpus.counting import PositionCounts, _Counter
+from posgeom.corpus._counter import Counter
+from posgeom.corpus.bootstrap_weights import (
+    MAX_POISSON_WEIGHT,
+    SCHEMES,
+    check_bounded_int,
+    check_replicates,
+    check_scheme,
+    sequence_weights,
+)
+from posgeom.corpus.counting import PositionCounts
 
 __all__ = ["SCHEMES", "BootstrapCounts", "check_replicates", "sequence_weights"]
 
-SCHEMES = ("half", "poisson")
 
 _KIND = "bootstrap_counts"
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-# Poisson(1) CDF for k = 0 .. 20; P(K > 20) < 1e-19 is below the 2^-53 resolution of u
-_CDF = np.cumsum([np.exp(-1.0) / math.factorial(k) for k in range(21)])
 _BLOCK = 32  # replicates computed together (work space: 32 numbers per distinct key)
-
-
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64's output function on a uint64 array (wrapping arithmetic)."""
-    z = z + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
-
-
-def _check_int(value: Any, name: str, low: int, high: int = 2**63 - 1) -> int:
-    return check_int(value, name, low, high)
-
-
-def check_replicates(replicates: Any) -> int:
-    """``B`` as an int, or a :class:`PosgeomError` unless it is an integer >= 2."""
-    if not is_integer(replicates):
-        raise PosgeomError(f"bootstrap must be an integer number of replicates, got {replicates!r}")
-    if replicates < 2:
-        raise PosgeomError(
-            f"bootstrap needs at least 2 replicates, got {replicates}; use 200 or more for 95% "
-            "intervals"
-        )
-    return int(replicates)
-
-
-def sequence_weights(
-    index: np.ndarray,
-    *,
-    replicates: int | np.ndarray,
-    seed: int = 0,
-    stream: int = 0,
-    scheme: str = "half",
-) -> np.ndarray:
-    """Weights ``w[s, b]`` of the sequences ``index`` (see the module docstring).
-
-    ``index``: ``(m,)`` non-negative sequence indices of one stream; ``replicates``: ``B`` (the
-    replicates ``0 .. B-1``) or an array of replicate numbers; ``scheme``: ``"half"``
-    (Bernoulli(1/2)) or ``"poisson"`` (Poisson(1)). Returns ``(m, B)`` uint8.
-    """
-    seed = _check_int(seed, "seed", 0, 2**64 - 1)
-    stream = _check_int(stream, "stream", 0, 2**64 - 1)
-    check_scheme(scheme)
-    reps = np.arange(replicates) if np.isscalar(replicates) else np.asarray(replicates)
-    base = _mix(_mix(np.array([seed], dtype=np.uint64)) ^ np.uint64(stream))
-    per_seq = _mix(base ^ np.asarray(index, dtype=np.uint64).reshape(-1))
-    h = _mix(per_seq[:, None] ^ reps.astype(np.uint64)[None, :])
-    u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    if scheme == "half":
-        return (u < 0.5).astype(np.uint8)
-    return np.searchsorted(_CDF, u, side="right").astype(np.uint8)
-
-
-def check_scheme(scheme: Any) -> str:
-    if scheme not in SCHEMES:
-        raise PosgeomError(
-            f"unknown bootstrap scheme {scheme!r}; choose one of {', '.join(SCHEMES)}"
-        )
-    return scheme
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:
@@ -167,8 +110,8 @@ def _csr_keys(key: np.ndarray, n: int) -> np.ndarray:
     return pos
 
 
-class BootstrapCounter(_Counter):
-    """:class:`~posgeom.corpus.counting._Counter` that also accumulates ``B`` replicates.
+class BootstrapCounter(Counter):
+    """:class:`~posgeom.corpus._counter.Counter` that also accumulates ``B`` replicates.
 
     Each batch's keys go to the base counter and, with the stream index of their sequence, to an
     incidence buffer; a full buffer is reduced to ``(distinct keys, (m, B) replicate counts)`` by
@@ -182,8 +125,8 @@ class BootstrapCounter(_Counter):
         super().__init__(*args)
         self.B = check_replicates(replicates)
         self.scheme = check_scheme(scheme)
-        self.seed = _check_int(seed, "bootstrap_seed", 0, 2**64 - 1)
-        self.stream = _check_int(stream, "bootstrap_stream", 0, 2**64 - 1)
+        self.seed = check_bounded_int(seed, "bootstrap_seed", 0, 2**64 - 1)
+        self.stream = check_bounded_int(stream, "bootstrap_stream", 0, 2**64 - 1)
         self.read = 0  # sequences read so far: the next sequence's stream index
         self.rep_sequences = np.zeros(self.B, dtype=np.int64)
         self.inc_keys: list[np.ndarray] = []
@@ -227,7 +170,7 @@ class BootstrapCounter(_Counter):
         # X[k, s]: occurrences of key k in sequence s (duplicates summed). The product runs in the
         # narrowest exact type for the largest possible replicate count (occurrences x the largest
         # weight): int16 (scipy's fastest loop here), float32 (exact below 2^24), else int64
-        bound = int(runs.max()) * (1 if self.scheme == "half" else _CDF.size)
+        bound = int(runs.max()) * (1 if self.scheme == "half" else MAX_POISSON_WEIGHT)
         dt = np.int16 if bound < 2**15 else np.float32 if bound < 2**24 else np.int64
         x = sp.csr_matrix(
             (np.ones(keys.size, dtype=dt), (row.ravel(), seq - s0)),
@@ -315,7 +258,7 @@ class BootstrapCounts(PositionCounts):
 
     def replicate(self, b: int) -> PositionCounts:
         """Replicate ``b`` as :class:`PositionCounts` (explicit zeros removed)."""
-        b = _check_int(b, "replicate index", 0, self.n_replicates - 1)
+        b = check_bounded_int(b, "replicate index", 0, self.n_replicates - 1)
         c = self.counts
         counts = sp.csr_matrix(
             (self.replicates[:, b].astype(np.int64), c.indices.copy(), c.indptr.copy()),

@@ -25,12 +25,10 @@ Conventions:
   not depend on ``batch_size``, and a merge ``a + b`` carries the fingerprint of one pass over the
   sequences of ``a`` then ``b``: sharded counts have the fingerprint of the whole corpus, whatever
   the shard size.
-- Streaming: input is consumed ``batch_size`` sequences at a time, each batch as one flat int64 id
-  array plus lengths. Every counted token becomes an integer key ``tok * n + pos``; keys are
-  buffered and, once the buffer holds more than about 4M of them, reduced by sorting (distinct keys
-  and their multiplicities) and merged into a sorted running total, which becomes the CSR matrix at
-  the end. Memory is bounded by the number of distinct (position, token) pairs plus the buffer,
-  not by the corpus size.
+- Streaming: ``batch_size`` sequences at a time (one flat int64 id array plus lengths); each
+  counted token is a key ``tok * n + pos``, buffered, reduced by sorting once the buffer holds
+  about 4M keys, and merged into a sorted running total (the CSR matrix at the end). Memory is
+  bounded by the number of distinct (position, token) pairs plus the buffer, not the corpus.
 """
 
 from __future__ import annotations
@@ -51,7 +49,6 @@ from posgeom.corpus._counter import MAX_TOKEN_ID, Counter, bootstrap_spec, flat_
 from posgeom.corpus._fingerprint import merge_fingerprints
 from posgeom.corpus._texts import TextBatches
 
-_Counter = Counter  # the name posgeom.corpus.bootstrap subclasses
 log = logging.getLogger(__name__)
 
 __all__ = ["MAX_TOKEN_ID", "PositionCounts", "count_corpus", "count_positions"]

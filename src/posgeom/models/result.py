@@ -312,7 +312,7 @@ class ModelAnalysis:
     def save(self, directory: str | os.PathLike, *, plot: bool = True) -> Path:
         """Write ``summary.json``, ``arrays.npz`` (+ sidecar), ``table.md``, ``counts.npz`` and
         ``stress_per_layer.png`` into ``directory`` (wrap in
-        :func:`posgeom.artifacts.atomic_directory` for an all-or-nothing folder)."""
+        :func:`posgeom.artifacts.results_directory` for an all-or-nothing folder)."""
         from posgeom.artifacts import atomic_write_text, json_default, save_artifact
 
         out = Path(directory)

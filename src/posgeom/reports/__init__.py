@@ -59,7 +59,7 @@ def report(
     """
     import dataclasses
 
-    from posgeom.artifacts import atomic_directory, atomic_write_text
+    from posgeom.artifacts import atomic_write_text, results_directory
     from posgeom.reports.html import figure_groups, render_html
     from posgeom.reports.view import LABELS, view_of
 
@@ -77,7 +77,8 @@ def report(
     page = render_html(view, groups)
     with writable(path):
         if figures:
-            with atomic_directory(path.with_name(f"{path.stem}_figures"), overwrite=True) as tmp:
+            figures_dir = path.with_name(f"{path.stem}_figures")
+            with results_directory(figures_dir, overwrite=True, content="figures") as tmp:
                 for _, figs in groups:
                     for fig in figs:
                         (Path(tmp) / f"{fig.name}.svg").write_bytes(fig.svg)

@@ -60,6 +60,11 @@ from posgeom.scores._intervals import (
     bootstrap_interval,
 )
 from posgeom.scores.order import monotonicity_violation_rate
+from posgeom.scores.replicates import (
+    ReplicateGeometry,
+    estimate_distances,
+    replicate_geometry,
+)
 from posgeom.scores.stress import STRESS_KINDS, stress_from_pairs
 
 __all__ = [
@@ -75,135 +80,6 @@ __all__ = [
     "estimate_distances",
     "replicate_geometry",
 ]
-
-
-# ----------------------------------------------------------------------------- replicate geometry
-# options of estimate_geometry that define *what* is estimated (the plug-in truth shares them)
-_TRANSFORMS = ("convention", "coarsen", "pool", "equal_samples", "seed")
-
-
-def _matrix(geometry: Any) -> np.ndarray:
-    d = getattr(geometry, "distances", geometry)
-    d = d() if callable(d) else d
-    return np.asarray(d, dtype=np.float64)
-
-
-def _estimator(estimator: Any, options: Mapping[str, Any]) -> Callable[[Any], Any]:
-    """``counts -> geometry`` (a matrix or an estimate with ``.distances``) for a name or callable.
-
-    Without the :mod:`posgeom.estimators` package only the plug-in exists; ``"recommended"`` then
-    means the plug-in (and the result is named so).
-    """
-    if callable(estimator):
-        return lambda counts: estimator(counts, **options)
-    try:
-        from posgeom.estimators import estimate_geometry
-    except ImportError:  # before the estimators package: the plug-in only
-        if estimator not in ("plugin", "recommended"):
-            raise PosgeomError(
-                f"estimator {estimator!r} is not available here; use 'plugin' or pass a callable"
-            ) from None
-        from posgeom.geometry.distributions import positional_distributions
-        from posgeom.geometry.divergences import hellinger_distances
-
-        return lambda counts: hellinger_distances(positional_distributions(counts))
-    return lambda counts: estimate_geometry(counts, estimator=estimator, **options)
-
-
-def estimate_distances(counts: Any, estimator: Any = "recommended", **options: Any) -> np.ndarray:
-    """The ``(m, m)`` distances of ``estimator`` on ``counts`` (a name, or ``counts -> geometry``)."""
-    return _matrix(_estimator(estimator, options)(counts))
-
-
-def _name(estimator: Any, raw: Any) -> str:
-    if getattr(raw, "estimator", None):
-        return str(raw.estimator)
-    if isinstance(estimator, str):
-        return "plugin" if estimator == "recommended" else estimator
-    return getattr(estimator, "__name__", "custom")
-
-
-@dataclass(frozen=True)
-class ReplicateGeometry:
-    """Point, bootstrap-world and replicate geometries of one estimator.
-
-    estimate : ``(m, m)`` ``est(C)``; truth : ``(m, m)`` the centre of the replicates
-    (``est(C)``, or ``plugin(C)`` with ``bootstrap_truth="plugin"``); replicates :
-    ``(B, m (m - 1) / 2)`` upper triangles (row-major, ``numpy.triu_indices(m, 1)``) of
-    ``est(C_b)``, memory ``4 B m^2`` bytes; scheme : the replicates' weights (``"half"``,
-    ``"poisson"``).
-    """
-
-    estimator: str
-    estimate: np.ndarray
-    truth: np.ndarray
-    replicates: np.ndarray = field(repr=False)
-    scheme: str = "half"
-
-    @property
-    def n_replicates(self) -> int:
-        return int(self.replicates.shape[0])
-
-    def replicate(self, b: int) -> np.ndarray:
-        """``(m, m)`` distances of replicate ``b``."""
-        m = self.estimate.shape[0]
-        out = np.zeros((m, m))
-        out[np.triu_indices(m, 1)] = self.replicates[b]
-        return out + out.T
-
-
-def replicate_geometry(
-    boot: Any,
-    *,
-    estimator: Any = "recommended",
-    estimator_options: Mapping[str, Any] | None = None,
-    bootstrap_truth: Any = "estimate",
-    n_replicates: int | None = None,
-) -> ReplicateGeometry:
-    """Re-estimate the geometry on every replicate of ``boot`` (a ``BootstrapCounts``).
-
-    ``estimator``: ``"recommended"`` (default), a name of :func:`posgeom.estimators.available`,
-    or ``counts -> geometry``;
-    ``estimator_options``: keyword options of ``estimate_geometry`` (e.g. ``coarsen``, ``pool``);
-    ``bootstrap_truth``: ``"estimate"`` (default, ``est(C)``; see the module docstring),
-    ``"plugin"`` (the plug-in estimator with the same ``convention``, ``coarsen``, ``pool``,
-    ``equal_samples`` and ``seed``), ``"estimate"`` (classical: ``est(C)``) or ``counts -> geometry``.
-    ``n_replicates``: use the first so many replicates (default all).
-    """
-    reps_total = getattr(boot, "n_replicates", None)
-    if reps_total is None:
-        raise PosgeomError(
-            "uncertainty needs bootstrap counts; count with bootstrap=B (CLI: count --bootstrap B)"
-        )
-    use = reps_total if n_replicates is None else int(n_replicates)
-    if not 2 <= use <= reps_total:
-        raise PosgeomError(f"n_replicates must be in [2, {reps_total}], got {n_replicates!r}")
-    opts = dict(estimator_options or {})
-    est = _estimator(estimator, opts)
-    raw = est(boot.base)
-    estimate = _matrix(raw)
-    if bootstrap_truth == "estimate" or (
-        bootstrap_truth == "plugin" and _name(estimator, raw) == "plugin"
-    ):
-        truth = estimate
-    elif bootstrap_truth == "plugin":
-        shared = {k: v for k, v in opts.items() if k in _TRANSFORMS and not callable(estimator)}
-        truth = _matrix(_estimator("plugin", shared)(boot.base))
-    elif callable(bootstrap_truth):
-        truth = _matrix(bootstrap_truth(boot.base))
-    else:
-        raise PosgeomError(
-            f"bootstrap_truth must be 'plugin', 'estimate' or a callable, got {bootstrap_truth!r}"
-        )
-    if truth.shape != estimate.shape:
-        raise PosgeomError(
-            f"the plug-in geometry has shape {truth.shape} but the estimate {estimate.shape}; pass "
-            "bootstrap_truth= a callable giving the plug-in on the same positions/classes"
-        )
-    iu = np.triu_indices(estimate.shape[0], 1)
-    reps = np.stack([_matrix(est(boot.replicate(b)))[iu] for b in range(use)])
-    scheme = getattr(boot, "scheme", "half")
-    return ReplicateGeometry(_name(estimator, raw), estimate, truth, reps, scheme)
 
 
 # ----------------------------------------------------------------------------- scores

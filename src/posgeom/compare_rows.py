@@ -1,0 +1,222 @@
+"""The rows of a comparison: the registry families (and extra encodings) scored against a
+pipeline's geometry, and the same rows added to a pipeline result (``run``, ``geometry``,
+``demo``). :func:`posgeom.compare.compare_encodings` is the entry point that uses them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.encodings import default_rope_head_dim, families, family
+from posgeom.encodings._base import PositionEncoding
+from posgeom.encodings._registry import ComparisonContext, Family
+from posgeom.estimators._pipeline import plugin_scores
+
+__all__ = [
+    "DEFAULT_ENCODINGS",
+    "comparable_encodings",
+    "comparison_rows",
+    "is_integer_counts",
+    "with_baselines",
+]
+
+log = logging.getLogger("posgeom")
+
+#: The default comparison: every registered family with ``in_comparison``, in registry order.
+DEFAULT_ENCODINGS: tuple[str, ...] = tuple(
+    name for name, fam in families().items() if fam.in_comparison
+)
+
+
+# ----------------------------------------------------------------------------- encodings
+def comparable_encodings() -> tuple[str, ...]:
+    """Names :func:`compare_encodings` accepts: every family with a comparison row."""
+    return tuple(
+        name
+        for name, fam in families().items()
+        if type(fam).comparison is not Family.comparison
+        or type(fam).default_encoding is not Family.default_encoding
+    )
+
+
+def _restrict(enc: Any, positions: np.ndarray) -> PositionEncoding:
+    """``enc`` (built for positions ``0 .. N-1``) restricted to ``positions``."""
+    if getattr(enc, "vectors", None) is not None and getattr(enc, "distance_matrix", None) is None:
+        return PositionEncoding(enc.name, enc.vectors[positions], enc.params)
+    dist = enc.distances()[np.ix_(positions, positions)]
+    vec = None if enc.vectors is None else enc.vectors[positions]
+    return PositionEncoding(enc.name, vec, enc.params, dist)
+
+
+def is_integer_counts(data: Any) -> bool:
+    import scipy.sparse as sp
+
+    matrix = getattr(data, "counts", data)
+    values = matrix.data if sp.issparse(matrix) else np.asarray(matrix)
+    if values.dtype.kind in "iu":
+        return True
+    return bool(values.size and np.all(values == np.round(values)) and values.max() > 1)
+
+
+def _scored_as(
+    scores: dict[str, Any], seen: list[tuple[dict[str, Any], np.ndarray, Any]]
+) -> tuple[np.ndarray, Any] | None:
+    """(Shepard distances, encoding) of the encoding whose scores a family reported (for ALiBi:
+    its best head among those scored); None for rows scored elsewhere (the pipeline's MDS)."""
+    for s, delta, enc in seen:
+        if s.get("paper") == scores.get("paper") and s.get("stress1") == scores.get("stress1"):
+            return delta, enc
+    return None
+
+
+def _scores(enc: Any, target: np.ndarray, seed: int) -> dict[str, Any]:
+    from posgeom.pipeline import score_encoding
+
+    return score_encoding(enc, target, seed=seed)
+
+
+def comparison_rows(
+    res: Any,
+    names: Sequence[str],
+    *,
+    n_heads: int = 12,
+    rope_head_dim: int | None = None,
+    rope_base: float = 10000.0,
+    low_rank: int = 3,
+    learned_model: Any = None,
+    extra_encodings: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    skip_unbuildable: bool = False,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, np.ndarray], dict[str, Any]]:
+    """The comparison rows of ``names`` (registry families) and of ``extra_encodings`` against the
+    geometry of a :class:`~posgeom.pipeline.PipelineResult` ``res``.
+
+    Returns ``(table, heads, shepard)``: one score row per encoding (with ``description`` and
+    ``parameters``), the per-head rows of head families (ALiBi), and each encoding's distances at
+    ``res.shepard_pairs``; the fourth element maps names to the encodings built. Encodings are built for positions ``0 .. max(kept)`` and restricted to
+    the kept positions. With ``skip_unbuildable`` a family that cannot be built with these
+    settings (e.g. sinusoidal at an odd width) is left out with a warning instead of raising.
+    """
+    from posgeom.pipeline import pair_distances
+
+    model_dim = res.mds.model_dim
+    rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
+    target = res.distances
+    positions = np.asarray(res.distributions.positions, dtype=np.int64)
+    n = target.shape[0]
+    seen: list[tuple[dict[str, Any], np.ndarray, Any]] = []  # (scores, Shepard deltas, encoding)
+
+    def scored(enc: Any) -> dict[str, Any]:
+        s = _scores(enc, target, seed)
+        if getattr(res, "plugin_distances", None) is not None:  # the paper's target, beside
+            p = plugin_scores({"": enc}, res.plugin_distances)[""]
+            s |= {"plugin_paper": p["paper"], "plugin_scale_optimal": p["scale_optimal"]}
+        seen.append((s, pair_distances(enc, res.shepard_pairs), enc))
+        return s
+
+    ctx = ComparisonContext(
+        n_positions=int(positions.max()) + 1,
+        n_kept=n,
+        model_dim=int(model_dim),
+        n_heads=int(n_heads),
+        rope_head_dim=int(rope_hd),
+        rope_base=float(rope_base),
+        seed=seed,
+        score=lambda enc: scored(_restrict(enc, positions)),
+        score_kept=scored,
+        pipeline=res,
+        learned_model=learned_model,
+        low_rank=int(low_rank),
+    )
+
+    table: list[dict[str, Any]] = []
+    heads: list[dict[str, Any]] = []
+    shepard: dict[str, np.ndarray] = {}
+    built: dict[str, Any] = {}
+    for name in names:
+        log.info("scoring %s", name)
+        seen.clear()
+        try:
+            entry = family(name).comparison(ctx)
+        except PosgeomError as exc:
+            if not skip_unbuildable:
+                raise
+            log.warning("%s skipped: %s", name, str(exc).splitlines()[0])
+            continue
+        if entry is None:
+            log.warning("%s skipped: %s", name, family(name).skip_reason)
+            continue
+        match = _scored_as(entry.scores, seen)
+        if match is not None:
+            shepard[name], built[name] = match
+        elif name in res.shepard:
+            shepard[name] = res.shepard[name]
+        table.append(
+            {
+                "encoding": name,
+                "description": entry.description,
+                "parameters": int(entry.parameters),
+                **entry.scores,
+            }
+        )
+        heads.extend(entry.heads)
+    for name, enc in (extra_encodings or {}).items():
+        table.append(
+            {"encoding": str(name), "description": "user encoding", "parameters": 0} | scored(enc)
+        )
+        shepard[str(name)], built[str(name)] = seen[-1][1:]
+
+    return table, heads, shepard, built
+
+
+def with_baselines(
+    result: Any,
+    *,
+    encodings: Sequence[str] | None = None,
+    n_heads: int = 12,
+    rope_head_dim: int | None = None,
+    low_rank: int = 3,
+    learned_model: Any = None,
+) -> Any:
+    """``result`` (a :class:`~posgeom.pipeline.PipelineResult`) scoring the comparison's
+    encodings too: the rows of :data:`DEFAULT_ENCODINGS` (sinusoidal, per-head RoPE, ALiBi, T5,
+    NoPE, random, MDS, low-rank MDS, MDS + SMACOF when refined; ``learned`` with
+    ``learned_model``) in the comparison's order, then the encodings ``result`` already scored.
+    This is what ``posgeom run``, ``geometry`` and ``demo`` report."""
+    import dataclasses
+
+    names = [
+        x
+        for x in (DEFAULT_ENCODINGS if encodings is None else encodings)
+        if (family(x).comparison_needs is None or learned_model is not None)
+        and (x != "mds+smacof" or result.refined is not None)
+    ]
+    table, heads, shepard, _ = comparison_rows(
+        result,
+        names,
+        n_heads=n_heads,
+        rope_head_dim=rope_head_dim,
+        low_rank=low_rank,
+        learned_model=learned_model,
+        seed=int(result.options.get("seed", 0)),
+        skip_unbuildable=True,
+    )
+    scores = {row["encoding"]: {k: v for k, v in row.items() if k != "encoding"} for row in table}
+    scores.update({k: v for k, v in result.scores.items() if k not in scores})
+    beside = {  # the plug-in scores of the rows, shown beside a non-plug-in estimate
+        r["encoding"]: {"paper": r["plugin_paper"], "scale_optimal": r["plugin_scale_optimal"]}
+        for r in table
+        if "plugin_paper" in r
+    }
+    return dataclasses.replace(
+        result,
+        scores=scores,
+        alibi_heads=heads,
+        shepard={**result.shepard, **shepard},
+        plugin_scores={**beside, **result.plugin_scores},
+    )
