@@ -129,6 +129,16 @@ def _folder_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def locked_refusal(path: Path, overwrite: bool, inputs: Iterable[Any]) -> str | None:
+    """:func:`refusal` while no other posgeom process commits beside ``path``: its checks read
+    ``path`` in several steps, and a commit in between (old folder renamed aside, new one in)
+    would make a posgeom folder look foreign."""
+    if not path.parent.is_dir():
+        return refusal(path, overwrite, inputs)
+    with _folder_lock(path.parent):
+        return refusal(path, overwrite, inputs)
+
+
 def commit_folder(tmp: Path, path: Path, overwrite: bool, inputs: tuple) -> None:
     with _folder_lock(path.parent), signals_deferred():
         reason = refusal(path, overwrite, inputs)  # again: another process may have written

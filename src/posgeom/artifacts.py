@@ -59,7 +59,7 @@ from posgeom._atomic import (
     write_error,
 )
 from posgeom._errors import ArtifactError, PosgeomError
-from posgeom._results import RESULTS_MANIFEST, commit_folder, refusal, write_manifest
+from posgeom._results import RESULTS_MANIFEST, commit_folder, locked_refusal, write_manifest
 
 __all__ = [
     "RESULTS_MANIFEST",
@@ -376,7 +376,7 @@ def results_directory(
     """
     path = Path(path)
     inputs = tuple(inputs)
-    reason = refusal(path, overwrite, inputs)
+    reason = locked_refusal(path, overwrite, inputs)
     if reason is not None:
         raise PosgeomError(reason)
     check_writable(path, folder=True)
