@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
-LENGTH_QUANTILE = 0.95
+from posgeom.reports.lengths import QUANTILE as LENGTH_QUANTILE
+from posgeom.reports.lengths import suggest_n
+
 MODEL_DIM = 768
 SYNTH = {"n": 32, "d": 128, "vocab": 64, "sequences": 10_000, "kind": "three_regimes"}
 CORPORA = (  # key, title, path under --data, counting cap
@@ -47,13 +49,10 @@ def choose_n(
     cap: int | None = None,
 ) -> int:
     """Positions reached by at least ``(1 - quantile)`` of the sequences (``totals[i]`` = number
-    of sequences longer than ``i``), i.e. the ``quantile`` of sequence lengths, at least 3."""
+    of sequences longer than ``i``), i.e. the ``quantile`` of sequence lengths, at least 3: the
+    rule of ``posgeom lengths`` (:func:`posgeom.reports.lengths.suggest_n`), capped at ``cap``."""
     totals = np.asarray(totals)
-    if cap is not None:
-        totals = totals[:cap]
-    floor = (1.0 - quantile) * n_sequences
-    n = int(np.count_nonzero(totals >= floor * (1 - 1e-12)))
-    return max(3, n)
+    return suggest_n(totals if cap is None else totals[:cap], n_sequences, quantile=quantile)
 
 
 def truncate_counts(counts: Any, n: int) -> Any:
