@@ -4,6 +4,7 @@ Only numpy and scipy are imported here; optional readers and tokenizers import t
 (pyarrow, datasets, tokenizers, transformers) when used.
 """
 
+from posgeom.corpus import bootstrap as _bootstrap  # noqa: F401  (registers BootstrapCounts)
 from posgeom.corpus.counting import PositionCounts, count_corpus, count_positions
 from posgeom.corpus.readers import read_texts
 from posgeom.corpus.token_ids import read_token_ids

@@ -320,6 +320,7 @@ class BootstrapCounts(PositionCounts):
 
     # save / load: PositionCounts.save and .load with these arrays and metadata
     _artifact_kind: ClassVar[str] = _KIND
+    counter_class: ClassVar[type] = BootstrapCounter  # what count_positions(bootstrap=B) runs
 
     def _extra_arrays(self) -> dict[str, Any]:
         return {

@@ -20,11 +20,10 @@ Conventions:
   ``pad_id``.
 - **Filtering**: sequences shorter than ``min_length`` are skipped; ``max_sequences`` stops after
   that many counted sequences (later input is not read).
-- **Fingerprint**: an order-dependent hash of the counted sequences, in order (their ids as read,
-  before special-token removal and truncation; see :mod:`posgeom.corpus._fingerprint`). It does
-  not depend on ``batch_size``, and a merge ``a + b`` carries the fingerprint of one pass over the
-  sequences of ``a`` then ``b``: sharded counts have the fingerprint of the whole corpus, whatever
-  the shard size.
+- **Fingerprint**: an order-dependent hash of the counted sequences' ids as read (before
+  special-token removal and truncation; :mod:`posgeom.corpus._fingerprint`), independent of
+  ``batch_size``; a merge ``a + b`` has the fingerprint of one pass over ``a`` then ``b``, so
+  sharded counts have the whole corpus's fingerprint, whatever the shard size.
 - Streaming: ``batch_size`` sequences at a time (one flat int64 id array plus lengths); each
   counted token is a key ``tok * n + pos``, buffered, reduced by sorting once the buffer holds
   about 4M keys, and merged into a sorted running total (the CSR matrix at the end). Memory is
@@ -54,6 +53,7 @@ log = logging.getLogger(__name__)
 __all__ = ["MAX_TOKEN_ID", "PositionCounts", "count_corpus", "count_positions"]
 
 _KIND = "position_counts"
+_SUBCLASSES: dict[str, Any] = {}  # artifact kind -> subclass (BootstrapCounts), on definition
 
 
 @dataclass(frozen=True, eq=False)
@@ -203,6 +203,10 @@ class PositionCounts:
     def _extra_fields(cls, arrays: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
         return {}
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _SUBCLASSES[cls._artifact_kind] = cls
+
     @classmethod
     def load(cls, path: str | os.PathLike) -> PositionCounts:
         """Load counts saved by :meth:`save`, verifying checksums and that totals are row sums.
@@ -212,10 +216,9 @@ class PositionCounts:
         """
         from posgeom.artifacts import load_artifact, read_sidecar
 
-        if cls is PositionCounts and read_sidecar(path).get("kind") == "bootstrap_counts":
-            from posgeom.corpus.bootstrap import BootstrapCounts
-
-            return BootstrapCounts.load(path)
+        sub = _SUBCLASSES.get(read_sidecar(path).get("kind"))
+        if cls is PositionCounts and sub is not None:
+            return sub.load(path)
 
         arrays, meta = load_artifact(path, kind=cls._artifact_kind)
         try:
@@ -247,9 +250,7 @@ def _run(batches: Iterable[tuple[np.ndarray, np.ndarray]], **kw: Any) -> Positio
     """``run_count`` into :class:`PositionCounts`, with the bootstrap counter when asked for."""
     counter_class: Any = Counter
     if kw.get("bootstrap") is not None:  # replicates counted in the same pass
-        from posgeom.corpus.bootstrap import BootstrapCounter
-
-        counter_class = BootstrapCounter
+        counter_class = _SUBCLASSES["bootstrap_counts"].counter_class
     return run_count(batches, counts_class=PositionCounts, counter_class=counter_class, **kw)
 
 
