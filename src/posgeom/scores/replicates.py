@@ -13,7 +13,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["ReplicateGeometry", "estimate_distances", "replicate_geometry"]
+__all__ = ["ReplicateGeometry", "as_replicate_geometry", "estimate_distances", "replicate_geometry"]
 
 # options of estimate_geometry that define *what* is estimated (the plug-in truth shares them)
 _TRANSFORMS = ("convention", "coarsen", "pool", "equal_samples", "seed")
@@ -141,3 +141,9 @@ def replicate_geometry(
     reps = np.stack([_matrix(est(boot.replicate(b)))[iu] for b in range(use)])
     scheme = getattr(boot, "scheme", "half")
     return ReplicateGeometry(_name(estimator, raw), estimate, truth, reps, scheme)
+
+
+def as_replicate_geometry(boot: Any, **options: Any) -> ReplicateGeometry:
+    """``boot`` itself when it is already a :class:`ReplicateGeometry` (the options are then
+    ignored), else :func:`replicate_geometry` of the bootstrap counts with ``options``."""
+    return boot if isinstance(boot, ReplicateGeometry) else replicate_geometry(boot, **options)

@@ -62,6 +62,7 @@ from posgeom.scores._intervals import (
 from posgeom.scores.order import monotonicity_violation_rate
 from posgeom.scores.replicates import (
     ReplicateGeometry,
+    as_replicate_geometry,
     estimate_distances,
     replicate_geometry,
 )
@@ -173,15 +174,11 @@ def bootstrap_scores(
     names = [*encodings, *fitted]
     if len(names) < 1 or len(set(names)) != len(names):
         raise PosgeomError("give at least one encoding, each name once (encodings and fitted)")
-    geo = (
-        boot
-        if isinstance(boot, ReplicateGeometry)
-        else replicate_geometry(
-            boot,
-            estimator=estimator,
-            estimator_options=estimator_options,
-            bootstrap_truth=bootstrap_truth,
-        )
+    geo = as_replicate_geometry(
+        boot,
+        estimator=estimator,
+        estimator_options=estimator_options,
+        bootstrap_truth=bootstrap_truth,
     )
     m = geo.estimate.shape[0]
     iu = np.triu_indices(m, 1)
@@ -311,15 +308,11 @@ def bootstrap_vector(
         raise PosgeomError(f"kind must be one of {', '.join(STRESS_KINDS)}, got {kind!r}")
     if len(encodings) < 1:
         raise PosgeomError("give at least one encoding (one per layer)")
-    geo = (
-        boot
-        if isinstance(boot, ReplicateGeometry)
-        else replicate_geometry(
-            boot,
-            estimator=estimator,
-            estimator_options=estimator_options,
-            bootstrap_truth=bootstrap_truth,
-        )
+    geo = as_replicate_geometry(
+        boot,
+        estimator=estimator,
+        estimator_options=estimator_options,
+        bootstrap_truth=bootstrap_truth,
     )
     m = geo.estimate.shape[0]
     iu = np.triu_indices(m, 1)
