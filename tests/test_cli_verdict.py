@@ -76,4 +76,17 @@ def test_score_verdict_has_no_noise_floor(tmp_path, capsys):
     np.save(tmp_path / "enc.npy", np.column_stack([x, x**2]))
     rc, out, err = _run(capsys, "score", "--target", tmp_path / "target.npy", tmp_path / "enc.npy")
     assert rc == 0, err
-    assert "noise floor not estimated" in _verdict(out)
+    line = _verdict(out)
+    assert "noise floor not estimated" in line and "target D: as given" in line
+
+
+def test_score_verdict_names_the_estimator_of_a_results_folder(tmp_path, capsys):
+    rc, _, err = _run(capsys, "demo", "-n", 10, "--sequences", 300, "-o", tmp_path / "d")
+    assert rc == 0, err
+    summary = json.loads((tmp_path / "d" / "summary.json").read_text())
+    np.save(tmp_path / "enc.npy", np.random.default_rng(0).normal(size=(10, 4)))
+    rc, out, err = _run(
+        capsys, "score", "--target", tmp_path / "d" / "arrays.npz", tmp_path / "enc.npy"
+    )
+    assert rc == 0, err
+    assert f"target D: {summary['estimator']['estimator']} estimator" in _verdict(out)

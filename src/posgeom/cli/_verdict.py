@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def verdict_line(result: Any) -> str:
+def verdict_line(result: Any, *, estimator: str | None = None) -> str:
     """``verdict: ...`` for a result object (pipeline, comparison, model analysis) or for bare
-    score rows (``posgeom score``: no corpus, so no noise floor)."""
+    score rows (``posgeom score``: no corpus, so no noise floor; ``estimator``: the target's, when
+    known)."""
     from posgeom.reports.verdict import one_line
     from posgeom.reports.view import ResultView, view_of
 
     if isinstance(result, list):
-        return one_line(ResultView("score", "scores", rows=result))
+        geometry = {"estimator": {"estimator": estimator}} if estimator else {}
+        return one_line(ResultView("score", "scores", rows=result, geometry=geometry))
     return one_line(view_of(result))

@@ -256,6 +256,20 @@ def _load_target(spec: str, key: str | None = None) -> np.ndarray:
     return from_file(p, kind="distances", key=key).distances()
 
 
+def _target_estimator(spec: str, key: str | None) -> str | None:
+    """The estimator of a results folder's target (its summary.json), or None when unknown."""
+    p, key = _split_key(spec, key)
+    summary = p.parent / "summary.json"
+    if key == "plugin_hellinger":
+        return "plugin"
+    if key not in (None, "hellinger") or not summary.is_file():
+        return None
+    try:
+        return json.loads(summary.read_text(encoding="utf-8"))["estimator"]["estimator"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _score(args: argparse.Namespace) -> int:
     from posgeom.encodings import from_file
     from posgeom.pipeline import score_encoding, score_table
@@ -274,7 +288,8 @@ def _score(args: argparse.Namespace) -> int:
         print()
         return 0
     print("\n".join(score_table(rows)))
-    print(verdict_line([{"encoding": k, **v} for k, v in rows.items()]))
+    estimator = _target_estimator(args.target, args.target_key)
+    print(verdict_line([{"encoding": k, **v} for k, v in rows.items()], estimator=estimator))
     return 0
 
 

@@ -204,7 +204,9 @@ def one_line(view: Any) -> str:
     the noise, the closest encoding (or layer) and whether that is stable, and what to do."""
     est = view.geometry.get("estimator")
     name = est.get("estimator") if isinstance(est, dict) else est
-    parts = [f"target D: {name or 'plugin'} estimator"]
+    parts = [
+        f"target D: {name} estimator" if name else "target D: as given (estimator not recorded)"
+    ]
     share = None if not view.noise else float(view.noise.get("trusted_pair_share", 0.0))
     if share is None:
         parts.append("noise floor not estimated")
