@@ -63,20 +63,9 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys):
     pytest.importorskip("transformers")
     os.environ["HF_HUB_OFFLINE"] = "1"
     out = tmp_path / "docs"
-    rc = main(
-        [
-            "-q",
-            "reproduce",
-            "--data",
-            str(shared_data),
-            "-o",
-            str(out),
-            "--limit",
-            "200",
-            "--max-positions",
-            "24",
-        ]
-    )
+    argv = ["-q", "reproduce", "--data", str(shared_data), "-o", str(out)]
+    argv += ["--limit", "200", "--max-positions", "24"]
+    rc = main(argv)
     assert rc == 0
     md = (out / "REPRODUCTION.md").read_text()
     assert "272" in md and "Smoke run" in md and "principal" in md.lower()
@@ -107,20 +96,7 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys):
     # a rerun reads the cached counts
     cached = sorted(p.name for p in (folder / "cache").glob("*.npz"))
     assert len(cached) == 5
-    rc = main(
-        [
-            "-q",
-            "reproduce",
-            "--data",
-            str(shared_data),
-            "-o",
-            str(out),
-            "--limit",
-            "200",
-            "--max-positions",
-            "24",
-        ]
-    )
+    rc = main(argv)
     assert rc == 0
     assert sorted(p.name for p in (folder / "cache").glob("*.npz")) == cached
 

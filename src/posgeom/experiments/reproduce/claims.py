@@ -27,16 +27,11 @@ def _smallest_rank(curve: list[dict[str, Any]], threshold: float) -> dict[str, A
 
 
 def claims_sst2_stress(
-    results: dict[str, Any],
-    chosen: dict[str, Any],
-    sweep: list[dict[str, Any]],
-    angles: dict[str, Any],
-    meta: dict[str, Any],
+    results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[str, Any]]
 ) -> list[str]:
     P = PAPER
     L: list[str] = []
     add = L.append
-    # ---- claims
     add("## The paper's claims, ours beside them\n")
     add("| claim | paper | ours | verdict and reason |")
     add("|---|---|---|---|")
@@ -84,13 +79,7 @@ def claims_sst2_stress(
     return L
 
 
-def claims_synthetic_rank(
-    results: dict[str, Any],
-    chosen: dict[str, Any],
-    sweep: list[dict[str, Any]],
-    angles: dict[str, Any],
-    meta: dict[str, Any],
-) -> list[str]:
+def claims_synthetic_rank(results: dict[str, Any]) -> list[str]:
     L: list[str] = []
     add = L.append
     for key, label in (("synthetic", "sampled"), ("synthetic_exact", "exact distributions")):
@@ -122,13 +111,7 @@ def claims_synthetic_rank(
     return L
 
 
-def claims_low_rank(
-    results: dict[str, Any],
-    chosen: dict[str, Any],
-    sweep: list[dict[str, Any]],
-    angles: dict[str, Any],
-    meta: dict[str, Any],
-) -> list[str]:
+def claims_low_rank(results: dict[str, Any]) -> list[str]:
     L: list[str] = []
     add = L.append
     for key in ("sst2_glue", "sst2_sentence"):
@@ -163,13 +146,7 @@ def claims_low_rank(
     return L
 
 
-def claims_violation_and_mds(
-    results: dict[str, Any],
-    chosen: dict[str, Any],
-    sweep: list[dict[str, Any]],
-    angles: dict[str, Any],
-    meta: dict[str, Any],
-) -> list[str]:
+def claims_violation_and_mds(results: dict[str, Any]) -> list[str]:
     P = PAPER
     real = [k for k, *_ in CORPORA]
     L: list[str] = []

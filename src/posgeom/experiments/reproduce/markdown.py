@@ -23,13 +23,7 @@ from posgeom.experiments.reproduce.studies import reference_slope_note
 from posgeom.experiments.reproduce.survival import survival_section
 
 
-def _intro(
-    results: dict[str, Any],
-    chosen: dict[str, Any],
-    sweep: list[dict[str, Any]],
-    angles: dict[str, Any],
-    meta: dict[str, Any],
-) -> list[str]:
+def _intro(results: dict[str, Any], chosen: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     L: list[str] = []
     add = L.append
     add("# Reproducing *On the Geometry of Positional Encodings in Transformers*\n")
@@ -112,16 +106,9 @@ def _intro(
     return L
 
 
-def _sweep_section(
-    results: dict[str, Any],
-    chosen: dict[str, Any],
-    sweep: list[dict[str, Any]],
-    angles: dict[str, Any],
-    meta: dict[str, Any],
-) -> list[str]:
+def _sweep_section(sweep: list[dict[str, Any]]) -> list[str]:
     L: list[str] = []
     add = L.append
-    # ---- sweep
     add("## Which settings give 272 and 279?\n")
     add(
         "Paper stress on SST-2 at d = 768 for the open settings. RoPE as heads of 64 (12 heads) "
@@ -169,16 +156,9 @@ def _sweep_section(
     return L
 
 
-def _comparison_tables(
-    results: dict[str, Any],
-    chosen: dict[str, Any],
-    sweep: list[dict[str, Any]],
-    angles: dict[str, Any],
-    meta: dict[str, Any],
-) -> list[str]:
+def _comparison_tables(results: dict[str, Any], chosen: dict[str, Any]) -> list[str]:
     L: list[str] = []
     add = L.append
-    # ---- per corpus tables
     add("## Full comparison tables\n")
     for key, info in chosen.items():
         res = results[key]
@@ -199,16 +179,9 @@ def _comparison_tables(
     return L
 
 
-def _stationarity_section(
-    results: dict[str, Any],
-    chosen: dict[str, Any],
-    sweep: list[dict[str, Any]],
-    angles: dict[str, Any],
-    meta: dict[str, Any],
-) -> list[str]:
+def _stationarity_section(results: dict[str, Any]) -> list[str]:
     L: list[str] = []
     add = L.append
-    # ---- stationarity
     add("## Stationarity (beyond the paper)\n")
     add(
         "R² of D_ij against the mean of D over its diagonal |i - j| (the best Toeplitz "
@@ -234,16 +207,9 @@ def _stationarity_section(
     return L
 
 
-def _angles_section(
-    results: dict[str, Any],
-    chosen: dict[str, Any],
-    sweep: list[dict[str, Any]],
-    angles: dict[str, Any],
-    meta: dict[str, Any],
-) -> list[str]:
+def _angles_section(angles: dict[str, Any]) -> list[str]:
     L: list[str] = []
     add = L.append
-    # ---- angles
     add("## Sinusoids as the MDS of a stationary corpus\n")
     add(
         f"Principal angles (degrees, `scipy.linalg.subspace_angles`) between the top-"
@@ -284,16 +250,9 @@ def _angles_section(
     return L
 
 
-def _differences_section(
-    results: dict[str, Any],
-    chosen: dict[str, Any],
-    sweep: list[dict[str, Any]],
-    angles: dict[str, Any],
-    meta: dict[str, Any],
-) -> list[str]:
+def _differences_section() -> list[str]:
     L: list[str] = []
     add = L.append
-    # ---- differences
     add("## Why our numbers differ where they do\n")
     add(
         "- **Model and pretrained table**: no BERT-base weights are available offline; the "
@@ -318,22 +277,6 @@ def _differences_section(
     return L
 
 
-_CLAIMS = (
-    _intro,
-    claims_sst2_stress,
-    claims_synthetic_rank,
-    claims_low_rank,
-    claims_violation_and_mds,
-)
-_DETAILS = (
-    _sweep_section,
-    _comparison_tables,
-    _stationarity_section,
-    _angles_section,
-    _differences_section,
-)
-
-
 def markdown(
     results: dict[str, Any],
     chosen: dict[str, Any],
@@ -345,11 +288,18 @@ def markdown(
 ) -> str:
     """The whole REPRODUCTION.md: the paper's claims under its plug-in estimator, the same
     claims under the recommended estimator (``recommended``: key -> comparison with intervals),
-    then the details."""
-    L: list[str] = []
-    for section in _CLAIMS:
-        L += section(results, chosen, sweep, angles, meta)
-    L += survival_section(results, recommended or {}, meta)
-    for section in _DETAILS:
-        L += section(results, chosen, sweep, angles, meta)
+    then the details. Each section takes only what it reads."""
+    L = [
+        *_intro(results, chosen, meta),
+        *claims_sst2_stress(results, chosen, sweep),
+        *claims_synthetic_rank(results),
+        *claims_low_rank(results),
+        *claims_violation_and_mds(results),
+        *survival_section(results, recommended or {}, meta),
+        *_sweep_section(sweep),
+        *_comparison_tables(results, chosen),
+        *_stationarity_section(results),
+        *_angles_section(angles),
+        *_differences_section(),
+    ]
     return "\n".join(L) + "\n"
