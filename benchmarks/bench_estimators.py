@@ -452,6 +452,16 @@ def figure(res: dict, path: Path) -> None:
     plt.close(fig)
 
 
+KEPT = "<!-- hand-written sections below: kept when the benchmark rewrites this page -->"
+
+
+def kept_sections() -> str:
+    """The hand-written tail of ESTIMATION.md (after ``KEPT``), carried over on every rewrite."""
+    path = DOCS / "ESTIMATION.md"
+    text = path.read_text() if path.exists() else ""
+    return "" if KEPT not in text else "\n" + KEPT + text.split(KEPT, 1)[1]
+
+
 def page(res: dict) -> str:
     rec = res["recommended"]
     names = res["estimators"]
@@ -528,7 +538,7 @@ def page(res: dict) -> str:
     out += _sweep_section(res, rec)
     out += _cost_section(res)
     out += _theory_section(res, rec)
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + kept_sections()
 
 
 def _coverage_section(res: dict) -> list[str]:

@@ -131,10 +131,15 @@ def test_estimate_is_a_target_for_scores_and_mds(counts):
     b = posgeom.monotonicity_violation_rate(enc, np.array(est.distances))
     assert float(a) == float(b)
     with pytest.warns(RuntimeWarning, match="negative eigenvalues"):  # clipped: non-Euclidean
-        m1 = classical_mds(est, 3)
+        classical_mds(np.array(est.distances), 3)
+    # the estimate itself: MDS of its factored Gram, -1/2 J D~^2 J of the unclipped D~^2
+    sq = est.gram.squared_chords()
+    j = np.eye(10) - 1.0 / 10
     with pytest.warns(RuntimeWarning, match="negative eigenvalues"):
-        m2 = classical_mds(np.array(est.distances), 3)
-    np.testing.assert_array_equal(m1.coordinates, m2.coordinates)
+        m1 = classical_mds(est, 3)
+    np.testing.assert_allclose(
+        m1.eigenvalues, np.linalg.eigvalsh(-0.5 * j @ sq @ j)[::-1], atol=1e-12
+    )
 
 
 def test_spectrum_matches_scikit_bio(counts):

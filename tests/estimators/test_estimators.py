@@ -75,7 +75,7 @@ def test_corrected_goes_to_zero_for_one_distribution(name, share):
         for seed in range(8):
             c = sample_counts(two, np.array([total, total]), seed=seed)
             rng = np.random.default_rng(seed)
-            raw.append(get(name).fn(c.counts, c.totals.astype(float), rng=rng)[0][0, 1])
+            raw.append(get(name).squared(c.counts, c.totals.astype(float), rng=rng)[0, 1])
             plug.append(estimate_geometry(c, estimator="plugin").distances[0, 1] ** 2)
             dist.append(estimate_geometry(c, estimator=name, seed=seed).distances[0, 1])
         assert abs(np.mean(raw)) < share * np.mean(plug)  # split-half under-corrects at small T
@@ -115,8 +115,8 @@ def test_expectations_by_enumerating_every_multinomial_outcome():
     ):
         c = sp.csr_matrix(np.vstack([xa, xb]))
         tot = np.array(totals, dtype=float)
-        exp_plug += pa * pb * get("plugin").fn(c, tot, rng=None)[0][0, 1]
-        exp_corr += pa * pb * get("corrected").fn(c, tot, rng=None)[0][0, 1]
+        exp_plug += pa * pb * get("plugin").squared(c, tot, rng=None)[0, 1]
+        exp_corr += pa * pb * get("corrected").squared(c, tot, rng=None)[0, 1]
     k = [np.arange(t + 1) for t in totals]
     m = np.array(
         [

@@ -15,6 +15,11 @@ Two solvers give the same answer:
   ``y -> J S S^T J y`` finds the top ``r`` eigenpairs without forming any ``n x n`` matrix; the
   centring is applied implicitly and ``S`` stays sparse. Memory ``O(nnz(S) + n r)``.
 
+An estimate with a factored form (:class:`~posgeom.geometry.gram.FactoredGram`,
+``GeometryEstimate.gram``) is embedded through ``B = c J (S S^T - diag(b)) J``: the same two
+solvers, the exact one on the dense ``B`` and the implicit one on the operator, never forming
+``n x n`` in the implicit case.
+
 ``solver="auto"`` takes the exact solver for distance-matrix input, for ``n <= 1024``, and when
 more than a quarter of the spectrum is requested (where Lanczos has no advantage); the implicit
 one otherwise.
@@ -34,7 +39,6 @@ Deterministic output
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -50,8 +54,9 @@ from posgeom._threads import blas_threads
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.embed._canonical import canonicalise
 from posgeom.embed._inputs import InputKind, check_distance_matrix, classify_input
-from posgeom.geometry.distributions import PositionalDistributions, as_distributions
-from posgeom.geometry.divergences import Convention, split_columns, sqrt_gram
+from posgeom.geometry.distributions import as_distributions
+from posgeom.geometry.divergences import Convention
+from posgeom.geometry.gram import FactoredGram, centred_sqrt_operator
 
 __all__ = ["MDSResult", "centred_sqrt_operator", "classical_mds", "double_centre_inplace"]
 
@@ -149,68 +154,6 @@ class MDSResult(PlacedCoordinates):
         )
 
 
-def centred_sqrt_operator(
-    distributions: PositionalDistributions,
-    *,
-    dense_fraction: float = 0.7,
-    n_threads: int | None = None,
-) -> spla.LinearOperator:
-    """The ``n x n`` operator ``y -> J S S^T J y`` (= ``B``) for square-root distributions ``S``.
-
-    ``S = Ssp + f 1^T`` (sparse part plus per-row floor). Columns of ``Ssp`` filled above
-    ``dense_fraction`` are held dense (BLAS); the sparse rest is split into row blocks whose
-    products run on ``n_threads`` threads (scipy's sparse kernels release the GIL). Never forms an
-    ``n x n`` matrix.
-    """
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
-    d = distributions
-    n = d.n_positions
-    dense, rest = split_columns(d.sqrt_sparse, dense_fraction)
-    threads = max(1, min(n_threads or os.cpu_count() or 1, 8, max(1, rest.nnz // 200_000)))
-    bounds = np.linspace(0, n, threads + 1).astype(int)
-    blocks = [(lo, hi, rest[lo:hi], rest[lo:hi].T.tocsr()) for lo, hi in itertools.pairwise(bounds)]
-    pool = ThreadPoolExecutor(threads) if threads > 1 else None
-    floor = d.sqrt_floor
-    has_floor = bool(np.any(floor))
-    vocab = d.vocab_size
-    row_sums = np.asarray(rest.sum(axis=1)).ravel() + dense.sum(axis=1)  # Ssp 1
-
-    def run(fn, items):
-        return list(pool.map(fn, items)) if pool is not None else [fn(i) for i in items]
-
-    def matmat(y: np.ndarray) -> np.ndarray:
-        y = y.reshape(n, -1)
-        z = y - y.mean(axis=0, keepdims=True)
-        wd = dense.T @ z
-        wr = sum(run(lambda b: b[3] @ z[b[0] : b[1]], blocks))
-        u = dense @ wd
-        for (lo, hi, *_), part in zip(blocks, run(lambda b: b[2] @ wr, blocks), strict=False):
-            u[lo:hi] += part
-        if has_floor:
-            # S^T z has an extra (f . z) on every column; S w an extra f (1 . w).
-            fz = floor @ z
-            sum_w = wd.sum(axis=0) + wr.sum(axis=0) + vocab * fz
-            u += np.outer(row_sums, fz)
-            u += np.outer(floor, sum_w)
-        return u - u.mean(axis=0, keepdims=True)
-
-    return spla.LinearOperator(
-        (n, n), matvec=matmat, matmat=matmat, rmatvec=matmat, dtype=np.float64
-    )
-
-
-def _centred_trace(d: PositionalDistributions) -> float:
-    """``trace(J S S^T J) = ||S||_F^2 - ||S^T 1||^2 / n`` computed from the sparse parts."""
-    s, f, n, vocab = d.sqrt_sparse, d.sqrt_floor, d.n_positions, d.vocab_size
-    row_sq = np.asarray(s.multiply(s).sum(axis=1)).ravel()
-    row_sum = np.asarray(s.sum(axis=1)).ravel()
-    fro = float(np.sum(row_sq + 2 * f * row_sum + vocab * f**2))
-    col = np.asarray(s.sum(axis=0)).ravel() + f.sum()  # column sums of S
-    return fro - float(col @ col) / n
-
-
 def _placement(d: int, r: int, kind: str, seed: int) -> np.ndarray:
     if kind == "pad":
         return np.eye(d, r)
@@ -283,22 +226,10 @@ def classical_mds(
     n_threads : int, optional
         Threads for the implicit solver's sparse products (default: the CPU count, at most 8).
     """
-    kind = classify_input(data, input_kind)
-    if kind == "distances":
-        dist = check_distance_matrix(data)
-        n = dist.shape[0]
-        dists = None
-    else:
-        dists = as_distributions(data)
-        n = dists.n_positions
+    gram, dist, positions = _gram_input(data, input_kind, convention)
+    n = dist.shape[0] if gram is None else gram.n_positions
     if n < 3:
         raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
-    if dists is None and convention != "chord":
-        raise PosgeomError(
-            f"convention={convention!r} applies to distributions; a distance matrix is used as "
-            "given. Fix: pass the distributions, or the distances of that convention "
-            "(hellinger_distances(mu, convention=...)) with the default convention"
-        )
     r = n - 1 if n_components is None else int(n_components)
     if r > n - 1:
         raise PosgeomError(
@@ -320,20 +251,20 @@ def classical_mds(
 
     if solver == "auto":
         small = n <= AUTO_EXACT_MAX_N or 4 * r > n
-        solver = "exact" if dists is None or small else "implicit"
-    if solver == "implicit" and dists is None:
+        solver = "exact" if gram is None or small else "implicit"
+    if solver == "implicit" and gram is None:
         raise PosgeomError(
-            "the implicit solver needs distributions (or counts), not a distance matrix; pass the "
-            "PositionalDistributions or use solver='exact'"
+            "the implicit solver needs distributions (or counts, or an estimate), not a distance "
+            "matrix; pass the PositionalDistributions or use solver='exact'"
         )
 
     if solver == "exact":
-        if dists is None:
+        if gram is None:
             b = dist**2
             b *= -0.5
+            double_centre_inplace(b)
         else:
-            b = sqrt_gram(dists)
-        double_centre_inplace(b)
+            b = gram.dense()
         total = float(np.trace(b))
         full = n <= AUTO_EXACT_MAX_N if all_eigenvalues is None else all_eigenvalues
         k = n if full else min(n, r + 16)
@@ -343,8 +274,8 @@ def classical_mds(
         vals, vecs = vals[::-1], vecs[:, ::-1]
         _warn_negative(vals)
     else:
-        op = centred_sqrt_operator(dists, n_threads=n_threads)
-        total = _centred_trace(dists)
+        op = gram.operator(n_threads=n_threads)
+        total = gram.trace()
         k = min(n - 1, r + 8)  # a margin to see ties that straddle r
         v0 = np.random.default_rng(seed).standard_normal(n)
         v0 -= v0.mean()
@@ -356,12 +287,9 @@ def classical_mds(
         vecs -= vecs.mean(axis=0, keepdims=True)
         vecs /= np.linalg.norm(vecs, axis=0, keepdims=True)
 
-    if convention == "normalized":  # D / sqrt 2, so B / 2: eigenvalues and trace halve
-        vals, total = vals / 2.0, total / 2.0
     vecs, ties = canonicalise(vals, vecs, r, tie_rtol)
     lam = np.clip(vals[:r], 0.0, None)
     coords = vecs[:, :r] * np.sqrt(lam)
-    positions = dists.positions if dists is not None else np.arange(n, dtype=np.int64)
     return MDSResult(
         coordinates=coords,
         eigenvalues=vals,
@@ -370,6 +298,40 @@ def classical_mds(
         positions=np.asarray(positions),
         solver=solver,
         tie_groups=ties,
+    )
+
+
+def _gram_input(
+    data: Any, input_kind: str, convention: str
+) -> tuple[FactoredGram | None, np.ndarray, np.ndarray]:
+    """``(gram, distances, positions)``: a factored Gram (distributions, counts, an estimate
+    with a factored form) or, for a distance matrix, ``gram = None`` and the matrix."""
+    gram = data if isinstance(data, FactoredGram) else getattr(data, "gram", None)
+    if isinstance(gram, FactoredGram):  # an estimate (or its Gram): its own convention
+        if convention != "chord":
+            raise PosgeomError(
+                "an estimate carries its convention; estimate it with convention=... and leave "
+                "classical_mds's convention at its default"
+            )
+        pos = np.asarray(getattr(data, "positions", gram.roots.positions))
+        if pos.shape[0] != gram.n_positions:  # pooled: bucket edges, rows are the buckets
+            pos = np.arange(gram.n_positions, dtype=np.int64)
+        return gram, np.zeros((0, 0)), pos
+    if classify_input(data, input_kind) == "distances":
+        if convention != "chord":
+            raise PosgeomError(
+                f"convention={convention!r} applies to distributions; a distance matrix is used "
+                "as given. Fix: pass the distributions, or the distances of that convention "
+                "(hellinger_distances(mu, convention=...)) with the default convention"
+            )
+        dist = check_distance_matrix(data)
+        return None, dist, np.arange(dist.shape[0], dtype=np.int64)
+    dists = as_distributions(data)
+    scale = 0.5 if convention == "normalized" else 1.0  # D / sqrt 2, so B / 2
+    return (
+        FactoredGram(dists, np.zeros(dists.n_positions), scale),
+        np.zeros((0, 0)),
+        dists.positions,
     )
 
 

@@ -10,6 +10,13 @@ estimates the geometry of the distributions themselves::
     est.distances, est.estimator, est.diagnostics
     posgeom.stress(encoding, est)                             # scores, MDS accept an estimate
     posgeom.estimators.available()
+    posgeom.classical_mds(est, 64)      # the factored Gram: implicit Lanczos above 1024 positions
+    est.blocks()                        # distances block by block (long contexts, no (n, n))
+
+Every estimator returns its estimate in factored form (``est.gram``, a
+:class:`~posgeom.geometry.gram.FactoredGram`: root matrix ``S``, correction ``b``,
+``B = c J (S S^T - diag(b)) J``); above 8,192 positions (or with ``dense=False``) the estimate
+has no dense matrix at all.
 
 Estimators (each one's docstring has its formula, assumptions and reference):
 

@@ -28,16 +28,30 @@ from posgeom._errors import PosgeomError
 __all__ = ["Estimator", "GeometryEstimate", "available", "get", "register"]
 
 EIGENVALUE_LIMIT = 1024  # B's spectrum is computed with the estimate up to this many positions
+DENSE_MAX_N = 8192  # factored estimates also build their (n, n) distances up to this n (auto)
+DENSE_ONLY_MAX_N = 8192  # estimators without a factored form are refused above this n (measured)
 
 
 @dataclass(frozen=True)
 class Estimator:
-    """A registered estimator: ``fn(counts, totals, *, rng, **options) -> (D^2, diagnostics)``."""
+    """A registered estimator: ``fn(counts, totals, *, rng, **options) -> (D^2, diagnostics)``.
+
+    ``factored``: ``fn`` returns a :class:`~posgeom.geometry.gram.FactoredGram` (root matrix
+    ``S`` and correction ``b``, ``D^2_ij = ||s_i - s_j||^2 - b_i - b_j``) instead of a dense
+    ``(n, n)`` ``D^2``; such estimates reach the implicit MDS solver and blocked scores at any
+    ``n``. Estimators without a factored form are refused above ``DENSE_ONLY_MAX_N`` positions.
+    """
 
     name: str
-    fn: Callable[..., tuple[np.ndarray, dict[str, Any]]]
+    fn: Callable[..., tuple[Any, dict[str, Any]]]
     min_samples: int
     summary: str
+    factored: bool = False
+
+    def squared(self, counts: Any, totals: np.ndarray, **kwargs: Any) -> np.ndarray:
+        """The estimator's raw ``(n, n)`` squared chords (before clipping), dense either way."""
+        result = self.fn(counts, totals, **kwargs)[0]
+        return result.squared_chords() if hasattr(result, "squared_chords") else result
 
     @property
     def doc(self) -> str:
@@ -49,12 +63,16 @@ _REGISTRY: dict[str, Estimator] = {}
 RECOMMENDED = "corrected"
 
 
-def register(name: str, *, min_samples: int = 1) -> Callable[[Callable], Callable]:
-    """Decorator: register ``fn`` as the estimator ``name`` (positions need ``min_samples``)."""
+def register(
+    name: str, *, min_samples: int = 1, factored: bool = False
+) -> Callable[[Callable], Callable]:
+    """Decorator: register ``fn`` as the estimator ``name`` (positions need ``min_samples``;
+    ``factored``: ``fn`` returns a ``FactoredGram``, see :class:`Estimator`)."""
 
     def wrap(fn: Callable) -> Callable:
         doc = (fn.__doc__ or "").strip().splitlines()
-        _REGISTRY[name] = Estimator(name, fn, int(min_samples), doc[0] if doc else "")
+        summary = doc[0] if doc else ""
+        _REGISTRY[name] = Estimator(name, fn, int(min_samples), summary, bool(factored))
         return fn
 
     return wrap
@@ -180,7 +198,8 @@ class GeometryEstimate:
     Attributes
     ----------
     distances : (m, m) float64, read-only, exactly symmetric, zero diagonal; ``m = n`` positions,
-        or the number of buckets when pooled.
+        or the number of buckets when pooled. ``None`` for a factored estimate built without its
+        dense matrix (``m > DENSE_MAX_N``, or ``dense=False``): use :meth:`blocks`.
     estimator : the estimator actually used (``"recommended"`` resolved).
     positions : (n,) position indices, or (m + 1,) bucket edges ``[e_0 = 0, ..., e_m = n]`` when
         pooled (bucket ``b`` holds positions ``e_b <= i < e_{b+1}``).
@@ -190,10 +209,16 @@ class GeometryEstimate:
     vocab_size : number of token classes the geometry is computed on (after coarsening).
     options : coarsening, pooling, resampling, seed and the estimator's own options.
     diagnostics : the estimator's diagnostics (see :mod:`posgeom.estimators._core`).
+    gram : :class:`~posgeom.geometry.gram.FactoredGram` or None: the factored form
+        ``B = c J (S S^T - diag(b)) J`` (``S`` the ``m x V'`` root matrix after coarsening and
+        pooling, ``b`` the per-position correction, ``c = 1`` chord / ``1/2`` normalized).
 
     ``numpy.asarray(estimate)`` is the distance matrix, so an estimate is accepted wherever a
-    distance matrix is (scores, ``classical_mds``); scores also pool an ``n``-position encoding onto
-    the buckets (:meth:`pool_encoding`).
+    distance matrix is (scores); scores also pool an ``n``-position encoding onto the buckets
+    (:meth:`pool_encoding`). ``classical_mds(estimate, k)`` uses the factored form when there is
+    one (the implicit Lanczos solver above 1024 positions, ``O(nnz(S) + m k)`` memory; the exact
+    solver eigendecomposes the same ``B``), and :meth:`blocks` gives the distances block by
+    block for the long-context scores.
     """
 
     distances: np.ndarray
@@ -205,15 +230,40 @@ class GeometryEstimate:
     vocab_size: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    gram: Any = None  # FactoredGram (posgeom.geometry.gram) or None
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self.distances is None:
+            n = self.n_positions
+            raise PosgeomError(
+                f"this estimate of {n} positions has no dense matrix (it would take "
+                f"{8 * n * n / 2**30:.1f} GiB); use classical_mds(estimate, k) and "
+                "estimate.blocks() (blocked or sampled scores), or estimate_geometry(..., "
+                "dense=True) at small n"
+            )
         out = self.distances if dtype is None else self.distances.astype(dtype)
         return out.copy() if copy else out
 
     @property
     def n_positions(self) -> int:
         """Rows of :attr:`distances` (positions, or buckets when pooled)."""
-        return int(self.distances.shape[0])
+        return int(self.totals.shape[0])
+
+    def blocks(self) -> Any:
+        """The estimate's distances as a blocks target (``n_positions``, ``block(rows, cols)``,
+        ``pairs(i, j)``; the protocol of :mod:`posgeom.scores.large`), never ``(m, m)``.
+
+        A dense estimate returns a :class:`~posgeom.scores.large.DenseTarget` of
+        :attr:`distances`; a factored one an :class:`~posgeom.estimators._blocks.EstimateBlocks`
+        whose blocks equal the dense matrix's (same correction, clip and convention).
+        """
+        if self.distances is not None:
+            from posgeom.scores.large import DenseTarget
+
+            return DenseTarget(self.distances)
+        from posgeom.estimators._blocks import EstimateBlocks
+
+        return EstimateBlocks(self.gram, self.convention)
 
     def pool_encoding(self, encoding: Any, **options: Any) -> np.ndarray:
         """The ``(m, m)`` distances of ``encoding`` on this estimate's buckets (see
@@ -229,6 +279,11 @@ class GeometryEstimate:
         with the estimate when ``n <= 1024``; ``O(n^3)``)."""
         if "negative_eigenvalues" in self.diagnostics:
             return {k: self.diagnostics[k] for k in _SPECTRUM_KEYS}
+        if self.distances is None:
+            raise PosgeomError(
+                f"the full spectrum of {self.n_positions} positions is O(n^3); "
+                "classical_mds(estimate, k) gives the top k eigenvalues"
+            )
         scale = 1.0 if self.convention == "chord" else 2.0
         return spectrum_report(scale * self.distances**2)
 

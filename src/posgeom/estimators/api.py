@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from posgeom._errors import PosgeomError
 from posgeom.estimators._core import (
+    DENSE_MAX_N,
+    DENSE_ONLY_MAX_N,
     GeometryEstimate,
     as_count_matrix,
     check_samples,
@@ -19,6 +23,7 @@ from posgeom.estimators.transforms import (
     pool_counts,
     pool_edges,
 )
+from posgeom.geometry.gram import FactoredGram
 
 __all__ = ["estimate_geometry"]
 
@@ -32,6 +37,7 @@ def estimate_geometry(
     coarsen: Any = None,
     pool: Any = None,
     equal_samples: Any = None,
+    dense: bool | None = None,
     **options: Any,
 ) -> GeometryEstimate:
     """Estimate the Hellinger geometry of the positional distributions behind ``counts``.
@@ -46,6 +52,12 @@ def estimate_geometry(
     coarsen : vocabulary coarsening (``K``, ``"top:K"``, ``"bins:B"``, or a token -> class map).
     pool : position pooling (a width, ``"log:B"``, or bucket start positions).
     equal_samples : downsample every position (bucket) to ``m`` samples, or ``"min"``.
+    dense : build the ``(m, m)`` distance matrix (default: when ``m <= DENSE_MAX_N`` = 8192).
+        A factored estimate without it (``dense=False``, or larger ``m``) never allocates
+        ``(m, m)``: ``classical_mds(estimate, k)`` runs the implicit solver on its factored
+        Gram and :meth:`GeometryEstimate.blocks` serves its distances block by block.
+        Estimators without a factored form always build it, and are refused above
+        ``DENSE_ONLY_MAX_N`` positions.
     **options : passed to the estimator (e.g. ``n_repeats`` for ``"split_half"``).
 
     Order: coarsen, pool, resample, estimate (see :mod:`posgeom.estimators.transforms`).
@@ -76,8 +88,25 @@ def estimate_geometry(
         info["equal_samples"] = size
     totals = np.asarray(c.sum(axis=1)).ravel().astype(np.int64)
     check_samples(totals, spec.min_samples, what, spec.name)
-    sq, diagnostics = spec.fn(c, totals.astype(np.float64), rng=rng, **options)
-    distances, finishing = finish(np.asarray(sq, dtype=np.float64), convention)
+    m = c.shape[0]
+    if not spec.factored and m > DENSE_ONLY_MAX_N:
+        raise PosgeomError(
+            f"estimator {spec.name!r} has no factored form and would need {m}x{m} matrices "
+            f"({8 * m * m / 2**30:.0f} GiB each); use estimator='corrected' (factored), or pool "
+            "positions (pool=...)"
+        )
+    if convention not in ("chord", "normalized"):
+        raise PosgeomError(f"unknown convention {convention!r}; use 'chord' or 'normalized'")
+    result, diagnostics = spec.fn(c, totals.astype(np.float64), rng=rng, **options)
+    gram = None
+    if isinstance(result, FactoredGram):
+        gram = replace(result, scale=1.0 if convention == "chord" else 0.5)
+        if dense is False or (dense is None and m > DENSE_MAX_N):
+            distances, finishing = None, {"dense": False}
+        else:
+            distances, finishing = finish(gram.squared_chords(), convention)
+    else:
+        distances, finishing = finish(np.asarray(result, dtype=np.float64), convention)
     return GeometryEstimate(
         distances=distances,
         estimator=spec.name,
@@ -88,4 +117,5 @@ def estimate_geometry(
         vocab_size=int(c.shape[1]),
         options=info,
         diagnostics={**diagnostics, **finishing},
+        gram=gram,
     )

@@ -23,8 +23,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom.estimators._core import register
-from posgeom.geometry.distributions import positional_distributions
-from posgeom.geometry.divergences import _sq_chords
+from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
+from posgeom.geometry.gram import FactoredGram
 
 __all__ = ["squared_mean_root"]
 
@@ -76,23 +76,23 @@ def squared_mean_root(k: Any) -> np.ndarray:
     return np.where(k <= top, small, big)
 
 
-def _plugin_squared(counts: sp.csr_matrix) -> np.ndarray:
-    return _sq_chords(positional_distributions(counts), close_tol=1e-6, dense_fraction=0.05)
+def _roots(counts: sp.csr_matrix) -> PositionalDistributions:
+    return positional_distributions(counts)
 
 
-@register("plugin", min_samples=1)
-def plugin(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[np.ndarray, dict]:
+@register("plugin", min_samples=1, factored=True)
+def plugin(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[FactoredGram, dict]:
     """Plug-in: ``D_ij = ||sqrt(X_i / T_i) - sqrt(X_j / T_j)||`` (the paper's Eq. 3).
 
     Exactly ``hellinger_distances(positional_distributions(counts))``. Assumes nothing and corrects
     nothing: biased upwards by ``b_i + b_j`` (module docstring), most for the positions with fewest
     samples. Reference: Cirrincione, arXiv 2604.05217, Eq. 3.
     """
-    return _plugin_squared(counts), {}
+    return FactoredGram(_roots(counts), np.zeros(counts.shape[0])), {}
 
 
-@register("corrected", min_samples=1)
-def corrected(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[np.ndarray, dict]:
+@register("corrected", min_samples=1, factored=True)
+def corrected(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[FactoredGram, dict]:
     """Bias-corrected squared chords: the sampling contribution removed analytically.
 
     ``D̃^2_ij = D̂^2_ij - b̂_i - b̂_j`` with ``b̂_i = 1 - sum_t h(X_it) / T_i``, i.e.::
@@ -113,18 +113,16 @@ def corrected(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[n
     (Lehmann–Scheffé) applied to the variance decomposition above; cf. the split-half floor of
     :func:`posgeom.noise_floor`, which this replaces by an exact expectation.
     """
-    sq = _plugin_squared(counts)
     h = counts.copy().astype(np.float64)
     h.data = squared_mean_root(counts.data)
     bias = 1.0 - np.asarray(h.sum(axis=1)).ravel() / totals
-    sq -= bias[:, None] + bias[None, :]  # an exactly symmetric outer sum, subtracted in place
-    return sq, {"bias": bias}
+    return FactoredGram(_roots(counts), bias), {"bias": bias}
 
 
-@register("split_half", min_samples=4)
+@register("split_half", min_samples=4, factored=True)
 def split_half(
     counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any, n_repeats: int = 10
-) -> tuple[np.ndarray, dict]:
+) -> tuple[FactoredGram, dict]:
     """Split-half corrected squared chords: ``D̃^2_ij = D̂^2_ij - b̂_i - b̂_j`` with the floor of
     :func:`posgeom.noise_floor` (``method="split_half"``): ``b̂_i = s_i^2 / 4``, ``s_i`` the chord
     between two random halves of position ``i``'s samples, averaged over ``n_repeats`` splits.
@@ -134,9 +132,8 @@ def split_half(
     by the mass of tokens seen about once), so this under-corrects; kept as the empirical
     reference for ``corrected``. Reference: posgeom's noise floor (issue 9).
     """
-    from posgeom.geometry.noise import noise_floor
+    from posgeom.geometry.noise import split_half_squared
 
-    seed = int(rng.integers(2**31))
-    floor = noise_floor(counts, method="split_half", n_repeats=n_repeats, seed=seed)
-    bias = floor.self_distance**2 / 4.0
-    return floor.distances**2 - (bias[:, None] + bias[None, :]), {"bias": bias}
+    seed = int(rng.integers(2**31))  # the stream noise_floor(seed=seed) draws its splits from
+    bias = split_half_squared(counts, n_repeats, np.random.default_rng(seed)) / 4.0
+    return FactoredGram(_roots(counts), bias), {"bias": bias}

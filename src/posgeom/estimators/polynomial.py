@@ -39,7 +39,7 @@ from numpy.polynomial import Chebyshev, Polynomial
 
 from posgeom.estimators._core import register
 from posgeom.geometry.distributions import PositionalDistributions
-from posgeom.geometry.divergences import sqrt_gram
+from posgeom.geometry.gram import FactoredGram
 from posgeom.geometry.noise import _split_rows
 
 __all__ = ["best_sqrt_polynomial"]
@@ -104,7 +104,7 @@ def _root_estimates(
     return np.where(x1 / t1 < delta / 2, poly, smooth), delta, degree
 
 
-@register("polynomial", min_samples=8)
+@register("polynomial", min_samples=8, factored=True)
 def polynomial(
     counts: sp.csr_matrix,
     totals: np.ndarray,
@@ -113,7 +113,7 @@ def polynomial(
     c1: float = 2.0,
     c2: float = 1.0,
     split: bool = True,
-) -> tuple[np.ndarray, dict]:
+) -> tuple[FactoredGram, dict]:
     """JVHW polynomial approximation of ``sqrt`` on small probabilities, bias-corrected plug-in on
     large ones, ``D^2 = 2 - 2 BC`` (formula and references in :mod:`posgeom.estimators.polynomial`).
 
@@ -141,5 +141,7 @@ def polynomial(
         positions=np.arange(n),
         totals=totals,
     )
-    bc = sqrt_gram(roots)
-    return 2.0 - 2.0 * bc, {"unseen_root": zero, "degree": degree, "interval": delta}
+    # D^2_ij = 2 - 2 <ŝ_i, ŝ_j> = ||ŝ_i - ŝ_j||^2 - b_i - b_j with b_i = ||ŝ_i||^2 - 1
+    bias = roots.squared_norms() - 1.0
+    diag = {"unseen_root": zero, "degree": degree, "interval": delta, "bias": bias}
+    return FactoredGram(roots, bias), diag

@@ -67,6 +67,13 @@ class PositionalDistributions:
     def vocab_size(self) -> int:
         return int(self.sqrt_sparse.shape[1])
 
+    def squared_norms(self) -> np.ndarray:
+        """``||sqrt(mu_i)||^2`` per row from the sparse part and the floor, shape (n,)."""
+        s, f = self.sqrt_sparse, self.sqrt_floor
+        row_sq = np.asarray(s.multiply(s).sum(axis=1)).ravel()
+        row_sum = np.asarray(s.sum(axis=1)).ravel()
+        return row_sq + 2 * f * row_sum + self.vocab_size * f**2
+
     def sqrt_dense(self) -> np.ndarray:
         """``sqrt(mu)`` as a dense ``(n, V)`` float64 array (only for small ``n x V``)."""
         return self.sqrt_sparse.toarray() + self.sqrt_floor[:, None]

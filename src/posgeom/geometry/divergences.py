@@ -234,17 +234,14 @@ class HellingerBlocks:
         self.distributions = as_distributions(distributions)
         self.scale = 1.0 if convention == "chord" else 1.0 / np.sqrt(2.0)
         self.close_tol = close_tol
-        d = self.distributions
-        s = d.sqrt_sparse
-        sq_rows = np.asarray(s.multiply(s).sum(axis=1)).ravel()
-        sums = np.asarray(s.sum(axis=1)).ravel()
-        self._norms = sq_rows + 2 * d.sqrt_floor * sums + d.vocab_size * d.sqrt_floor**2
+        self._norms = self.distributions.squared_norms()
 
     @property
     def n_positions(self) -> int:
         return self.distributions.n_positions
 
-    def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    def squared_block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Squared chords ``||s_i - s_j||^2`` of the block (chord units, whatever the convention)."""
         d = self.distributions
         rows, cols = np.asarray(rows), np.asarray(cols)
         gram = sqrt_gram(d.subset(rows), d.subset(cols))
@@ -255,10 +252,16 @@ class HellingerBlocks:
             sq[close[:, 0], close[:, 1]] = _direct_sq_chords(
                 d, rows[close[:, 0]], cols[close[:, 1]]
             )
-        same = rows[:, None] == cols[None, :]
-        sq[same] = 0.0
-        return np.sqrt(sq) * self.scale
+        sq[rows[:, None] == cols[None, :]] = 0.0
+        return sq
+
+    def squared_pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """Squared chords of index pairs, term by term (chord units)."""
+        i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+        return _direct_sq_chords(self.distributions, i, j)
+
+    def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        return np.sqrt(self.squared_block(rows, cols)) * self.scale
 
     def pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
-        return np.sqrt(_direct_sq_chords(self.distributions, i, j)) * self.scale
+        return np.sqrt(self.squared_pairs(i, j)) * self.scale

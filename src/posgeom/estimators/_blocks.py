@@ -1,0 +1,43 @@
+"""The distances of a factored estimate, block by block (the long-context scores' target).
+
+For a :class:`~posgeom.geometry.gram.FactoredGram` ``(S, b)`` the estimate's distances are, as in
+the dense path (:func:`posgeom.estimators._core.finish`)::
+
+    D_ij = sqrt(min(max(||s_i - s_j||^2 - b_i - b_j, 0), 2))     (i != j; chord units)
+
+divided by ``sqrt 2`` in the "normalized" convention. ``block(rows, cols)`` costs one sparse Gram
+block (``O(nnz)`` of the rows and columns) and the memory of the block; ``pairs(i, j)`` sums term
+by term (no cancellation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EstimateBlocks"]
+
+
+class EstimateBlocks:
+    """Blocks target (``n_positions``, ``block``, ``pairs``) of a factored estimate."""
+
+    def __init__(self, gram: Any, convention: str = "chord"):
+        self.gram = gram
+        self.scale = 1.0 if convention == "chord" else 1.0 / np.sqrt(2.0)
+
+    @property
+    def n_positions(self) -> int:
+        return self.gram.n_positions
+
+    def _finish(self, sq: np.ndarray) -> np.ndarray:
+        np.clip(sq, 0.0, 2.0, out=sq)
+        return np.sqrt(sq, out=sq) * self.scale
+
+    def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """``D[rows][:, cols]``, shape ``(len(rows), len(cols))``."""
+        return self._finish(self.gram.squared_block(rows, cols))
+
+    def pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``D[i[k], j[k]]`` for index arrays."""
+        return self._finish(self.gram.squared_pairs(i, j))

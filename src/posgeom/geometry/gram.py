@@ -1,0 +1,197 @@
+"""The centred Gram matrix ``B`` of a Hellinger geometry, implicit or in factored form.
+
+Root vectors ``S`` (``n x V``: :class:`~posgeom.geometry.distributions.PositionalDistributions`,
+a sparse part plus a per-row floor) and a per-position correction ``b`` (``n``) define the
+squared chords of an estimate::
+
+    D^2_ij = ||s_i - s_j||^2 - b_i - b_j   (i != j),      D^2_ii = 0
+
+(``b = 0``: the plug-in; the corrected estimator's ``b_i = 1 - sum_t h(X_it) / T_i``). Classical
+MDS needs ``B = -1/2 J D^2 J`` (``J = I - 11^T / n``). With ``n_i = ||s_i||^2``,
+``-1/2 J (n 1^T + 1 n^T) J = 0`` and the off-diagonal outer sum is ``b 1^T + 1 b^T - 2 diag(b)``
+with ``J b 1^T J = 0``, so, exactly::
+
+    B = c J (S S^T - diag(b)) J,        c = 1 (chord) or 1/2 ("normalized": D / sqrt 2)
+
+:class:`FactoredGram` holds ``(S, b, c)``: ``operator()`` is ``y -> B y`` in ``O(nnz(S) + n k)``
+for a block of ``k`` vectors (the implicit Lanczos solver of :func:`posgeom.classical_mds`),
+``trace()`` is ``trace(B)`` without the matrix, ``dense()`` is ``B`` itself (small ``n``, the
+exact solver), ``squared_block(rows, cols)`` / ``squared_pairs(i, j)`` are blocks of ``D^2``
+(unclipped) in the memory of one block. Nothing here forms an ``n x n`` array except ``dense()``
+and ``squared_chords()``, which refuse above :data:`~posgeom.geometry.divergences.MAX_DENSE_POSITIONS`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse.linalg as spla
+
+from posgeom._errors import PosgeomError
+from posgeom.geometry.distributions import PositionalDistributions
+from posgeom.geometry.divergences import (
+    MAX_DENSE_POSITIONS,
+    HellingerBlocks,
+    _sq_chords,
+    split_columns,
+    sqrt_gram,
+)
+
+__all__ = ["FactoredGram", "centred_sqrt_operator", "centred_trace"]
+
+
+def centred_sqrt_operator(
+    distributions: PositionalDistributions,
+    *,
+    dense_fraction: float = 0.7,
+    n_threads: int | None = None,
+) -> spla.LinearOperator:
+    """The ``n x n`` operator ``y -> J S S^T J y`` (= ``B``) for square-root distributions ``S``.
+
+    ``S = Ssp + f 1^T`` (sparse part plus per-row floor). Columns of ``Ssp`` filled above
+    ``dense_fraction`` are held dense (BLAS); the sparse rest is split into row blocks whose
+    products run on ``n_threads`` threads (scipy's sparse kernels release the GIL). Never forms an
+    ``n x n`` matrix.
+    """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    d = distributions
+    n = d.n_positions
+    dense, rest = split_columns(d.sqrt_sparse, dense_fraction)
+    threads = max(1, min(n_threads or os.cpu_count() or 1, 8, max(1, rest.nnz // 200_000)))
+    bounds = np.linspace(0, n, threads + 1).astype(int)
+    blocks = [(lo, hi, rest[lo:hi], rest[lo:hi].T.tocsr()) for lo, hi in itertools.pairwise(bounds)]
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    floor = d.sqrt_floor
+    has_floor = bool(np.any(floor))
+    vocab = d.vocab_size
+    row_sums = np.asarray(rest.sum(axis=1)).ravel() + dense.sum(axis=1)  # Ssp 1
+
+    def run(fn, items):
+        return list(pool.map(fn, items)) if pool is not None else [fn(i) for i in items]
+
+    def matmat(y: np.ndarray) -> np.ndarray:
+        y = y.reshape(n, -1)
+        z = y - y.mean(axis=0, keepdims=True)
+        wd = dense.T @ z
+        wr = sum(run(lambda b: b[3] @ z[b[0] : b[1]], blocks))
+        u = dense @ wd
+        for (lo, hi, *_), part in zip(blocks, run(lambda b: b[2] @ wr, blocks), strict=False):
+            u[lo:hi] += part
+        if has_floor:
+            # S^T z has an extra (f . z) on every column; S w an extra f (1 . w).
+            fz = floor @ z
+            sum_w = wd.sum(axis=0) + wr.sum(axis=0) + vocab * fz
+            u += np.outer(row_sums, fz)
+            u += np.outer(floor, sum_w)
+        return u - u.mean(axis=0, keepdims=True)
+
+    return spla.LinearOperator(
+        (n, n), matvec=matmat, matmat=matmat, rmatvec=matmat, dtype=np.float64
+    )
+
+
+def centred_trace(d: PositionalDistributions) -> float:
+    """``trace(J S S^T J) = ||S||_F^2 - ||S^T 1||^2 / n`` computed from the sparse parts."""
+    n = d.n_positions
+    fro = float(np.sum(d.squared_norms()))
+    col = np.asarray(d.sqrt_sparse.sum(axis=0)).ravel() + d.sqrt_floor.sum()  # column sums of S
+    return fro - float(col @ col) / n
+
+
+@dataclass(frozen=True, eq=False)
+class FactoredGram:
+    """``B = c J (S S^T - diag(b)) J`` in factored form (module docstring).
+
+    Attributes
+    ----------
+    roots : PositionalDistributions, ``S`` of shape (n, V') (V' token classes after coarsening;
+        buckets as rows when pooled).
+    correction : (n,) float64, ``b`` (zeros for the plug-in).
+    scale : ``c``: 1.0 for the chord convention, 0.5 for "normalized".
+    """
+
+    roots: PositionalDistributions
+    correction: np.ndarray
+    scale: float = 1.0
+
+    @property
+    def n_positions(self) -> int:
+        return self.roots.n_positions
+
+    def _check_dense(self, what: str) -> None:
+        n = self.n_positions
+        if n > MAX_DENSE_POSITIONS:
+            raise PosgeomError(
+                f"{what} of {n} positions is a {n}x{n} matrix ({8 * n * n / 2**30:.0f} GiB); use "
+                "classical_mds(estimate, k) (implicit) and estimate.blocks() instead"
+            )
+
+    def operator(self, *, n_threads: int | None = None) -> spla.LinearOperator:
+        """``y -> B y`` for ``(n,)`` or ``(n, k)`` blocks, never forming ``B``."""
+        n, b, c = self.n_positions, self.correction, self.scale
+        plain = centred_sqrt_operator(self.roots, n_threads=n_threads)
+
+        def matmat(y: np.ndarray) -> np.ndarray:
+            y = y.reshape(n, -1)
+            z = y - y.mean(axis=0, keepdims=True)
+            w = b[:, None] * z
+            return c * (plain.matmat(y) - (w - w.mean(axis=0, keepdims=True)))
+
+        return spla.LinearOperator(
+            (n, n), matvec=matmat, matmat=matmat, rmatvec=matmat, dtype=np.float64
+        )
+
+    def trace(self) -> float:
+        """``trace(B) = c (trace(J S S^T J) - (1 - 1/n) sum_i b_i)``."""
+        n = self.n_positions
+        return self.scale * (
+            centred_trace(self.roots) - (1.0 - 1.0 / n) * float(self.correction.sum())
+        )
+
+    def dense(self) -> np.ndarray:
+        """``B`` as a dense ``(n, n)`` float64 array (the exact solver; small ``n`` only)."""
+        self._check_dense("the Gram matrix")
+        g = sqrt_gram(self.roots)
+        g[np.diag_indices_from(g)] -= self.correction
+        g -= g.mean(axis=0)[None, :]
+        g -= g.mean(axis=1)[:, None]
+        if self.scale != 1.0:
+            g *= self.scale
+        return g
+
+    def squared_chords(self) -> np.ndarray:
+        """The ``(n, n)`` squared chords ``D^2`` (chord units, unclipped, zero diagonal)."""
+        self._check_dense("the distance matrix")
+        sq = _sq_chords(self.roots, close_tol=1e-6, dense_fraction=0.05)
+        b = self.correction
+        if np.any(b):
+            sq -= b[:, None] + b[None, :]  # an exactly symmetric outer sum
+            np.fill_diagonal(sq, 0.0)
+        return sq
+
+    def _blocks(self) -> HellingerBlocks:
+        cached = self.__dict__.get("_hellinger")
+        if cached is None:
+            cached = HellingerBlocks(self.roots)
+            object.__setattr__(self, "_hellinger", cached)
+        return cached
+
+    def squared_block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """``D^2[rows][:, cols]`` (chord units, unclipped; 0 where ``rows[a] == cols[b]``)."""
+        rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+        sq = self._blocks().squared_block(rows, cols)
+        b = self.correction
+        sq -= b[rows][:, None] + b[cols][None, :]
+        sq[rows[:, None] == cols[None, :]] = 0.0
+        return sq
+
+    def squared_pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``D^2[i[k], j[k]]`` for index arrays (term by term, no cancellation)."""
+        i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+        sq = self._blocks().squared_pairs(i, j) - self.correction[i] - self.correction[j]
+        sq[i == j] = 0.0
+        return sq

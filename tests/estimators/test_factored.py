@@ -1,0 +1,174 @@
+"""The factored form of an estimate: B = c J (S S^T - diag(b)) J, the implicit solver on it, and
+its blocks; checked against dense references built here with numpy/scipy and scikit-bio."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from posgeom import PosgeomError, classical_mds
+from posgeom.estimators import _core as core
+from posgeom.estimators import available, estimate_geometry, squared_mean_root
+from posgeom.synthetic import sample_counts, zipf_distributions
+
+
+@pytest.fixture(scope="module")
+def counts():
+    mu = zipf_distributions(40, 300, exponent=1.1, seed=3)
+    totals = np.linspace(400, 60, 40).astype(np.int64)
+    return sample_counts(mu, totals, seed=4).counts
+
+
+def _reference_gram(c: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``-1/2 J D^2 J`` with ``D^2_ij = ||s_i - s_j||^2 - b_i - b_j`` (zero diagonal), dense."""
+    s = np.sqrt(c / c.sum(axis=1, keepdims=True))
+    sq = ((s[:, None, :] - s[None, :, :]) ** 2).sum(-1) - b[:, None] - b[None, :]
+    np.fill_diagonal(sq, 0.0)
+    n = len(c)
+    j = np.eye(n) - 1.0 / n
+    return -0.5 * j @ sq @ j
+
+
+def _corrected_bias(c: np.ndarray) -> np.ndarray:
+    return 1.0 - squared_mean_root(c).sum(axis=1) / c.sum(axis=1)
+
+
+def _top_class_counts(c: np.ndarray, k: int) -> np.ndarray:
+    """Coarsening to the ``k`` most frequent tokens (ties by id) plus "other", by hand."""
+    order = sorted(range(c.shape[1]), key=lambda t: (-c[:, t].sum(), t))
+    out = np.zeros((c.shape[0], k + 1), dtype=np.int64)
+    for rank, t in enumerate(order):
+        out[:, min(rank, k)] += c[:, t]
+    return out
+
+
+@pytest.mark.parametrize(
+    "estimator, transform",
+    [
+        ("plugin", {}),
+        ("corrected", {}),
+        ("corrected", {"coarsen": "top:20"}),
+        ("corrected", {"pool": 2}),
+    ],
+)
+def test_exact_gram_is_the_dense_reference(counts, estimator, transform):
+    c = counts.toarray()
+    if "coarsen" in transform:
+        c = _top_class_counts(c, 20)
+    if "pool" in transform:
+        c = c.reshape(20, 2, -1).sum(axis=1)
+    b = np.zeros(len(c)) if estimator == "plugin" else _corrected_bias(c)
+    ref = sla.eigh(_reference_gram(c, b), eigvals_only=True)[::-1]
+    est = estimate_geometry(counts, estimator=estimator, **transform)
+    with pytest.warns(RuntimeWarning) if estimator != "plugin" else _no_warning():
+        exact = classical_mds(est, 5, solver="exact")
+    np.testing.assert_allclose(exact.eigenvalues, ref, rtol=0, atol=1e-12 * ref[0])
+    assert exact.total_variance == pytest.approx(ref.sum(), rel=1e-12)
+
+
+class _no_warning:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("name", available())
+@pytest.mark.parametrize("convention", ["chord", "normalized"])
+def test_implicit_equals_exact_for_every_estimator(counts, name, convention):
+    est = estimate_geometry(counts, estimator=name, convention=convention, seed=1)
+    assert est.gram is not None  # every registered estimator has a factored form
+    implicit = classical_mds(est, 6, solver="implicit")
+    with pytest.warns(RuntimeWarning) if name != "plugin" else _no_warning():
+        exact = classical_mds(est, 6, solver="exact")
+    np.testing.assert_allclose(implicit.eigenvalues[:6], exact.eigenvalues[:6], rtol=1e-9)
+    assert implicit.total_variance == pytest.approx(exact.total_variance, rel=1e-12)
+    np.testing.assert_allclose(
+        np.abs(implicit.coordinates), np.abs(exact.coordinates), rtol=0, atol=1e-7
+    )
+
+
+def test_plugin_estimate_matches_scikit_bio_pcoa(counts):
+    """The plug-in estimate is Euclidean: its implicit MDS is scikit-bio's PCoA of its distances."""
+    skbio = pytest.importorskip("skbio")
+    from skbio.stats.ordination import pcoa
+
+    est = estimate_geometry(counts, estimator="plugin")
+    ours = classical_mds(est, 5, solver="implicit").eigenvalues[:5]
+    dm = skbio.DistanceMatrix(np.array(est.distances))
+    theirs = pcoa(dm, method="eigh", number_of_dimensions=5).eigvals.to_numpy()[:5]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9)
+
+
+@pytest.mark.parametrize("convention", ["chord", "normalized"])
+def test_blocks_equal_the_dense_distances(counts, convention):
+    dense = estimate_geometry(counts, convention=convention)
+    factored = estimate_geometry(counts, convention=convention, dense=False)
+    assert factored.distances is None
+    target = factored.blocks()
+    n = target.n_positions
+    rows, cols = np.arange(0, n, 3), np.arange(n)
+    np.testing.assert_allclose(
+        target.block(rows, cols), dense.distances[np.ix_(rows, cols)], rtol=0, atol=1e-12
+    )
+    i, j = np.array([0, 5, 7, 39, 3]), np.array([1, 5, 30, 0, 20])
+    np.testing.assert_allclose(target.pairs(i, j), dense.distances[i, j], rtol=0, atol=1e-12)
+    dense_target = dense.blocks()
+    np.testing.assert_array_equal(
+        dense_target.block(rows, cols), dense.distances[np.ix_(rows, cols)]
+    )
+
+
+def test_no_dense_matrix_says_what_to_use(counts):
+    est = estimate_geometry(counts, dense=False)
+    with pytest.raises(PosgeomError, match="blocks"):
+        np.asarray(est)
+
+
+def test_estimator_without_a_factored_form_is_refused_when_large(monkeypatch):
+    calls = []
+
+    def dense_only(counts, totals, *, rng):
+        calls.append(1)
+        return np.zeros((counts.shape[0],) * 2), {}
+
+    monkeypatch.setitem(
+        core._REGISTRY, "dense_only", core.Estimator("dense_only", dense_only, 1, "")
+    )
+    n = core.DENSE_ONLY_MAX_N + 1
+    c = sp.csr_matrix((np.ones(n, dtype=np.int64), (np.arange(n), np.arange(n) % 7)), shape=(n, 7))
+    with pytest.raises(PosgeomError, match=r"no factored form.*corrected"):
+        estimate_geometry(c, estimator="dense_only")
+    assert not calls  # refused before allocating anything
+
+
+def test_long_context_estimate_allocates_no_square_matrix():
+    """n = 131,072 positions: estimate, implicit MDS and a block, all far below one (n, n)
+    float64 (137 GB); tracemalloc sees every numpy allocation."""
+    n, vocab = 131_072, 64
+    rng = np.random.default_rng(0)
+    per = 4
+    rows = np.repeat(np.arange(n), per)
+    cols = (rng.zipf(1.3, n * per) + (rows * 7) // n) % vocab
+    c = sp.csr_matrix((np.ones(n * per, dtype=np.int64), (rows, cols)), shape=(n, vocab))
+    tracemalloc.start()
+    try:
+        est = estimate_geometry(c)  # auto: n > DENSE_MAX_N, factored only
+        mds = classical_mds(est, 2)
+        block = est.blocks().block(np.arange(50), np.arange(n - 50, n))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert est.distances is None and mds.solver == "implicit"
+    assert mds.coordinates.shape == (n, 2) and block.shape == (50, 50)
+    assert peak < 400 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    # the blocks are those of the dense estimate of the same positions (per-position b and s_i)
+    head = estimate_geometry(c[:50], dense=True)
+    np.testing.assert_allclose(
+        est.blocks().block(np.arange(50), np.arange(50)), head.distances, rtol=0, atol=1e-12
+    )
