@@ -1,0 +1,268 @@
+"""Analysis of the context-extension study: do the scores rank the strategies as the losses do?
+
+For a set of strategies with a measured mean loss (averaged over the windows of a domain) and a
+score where larger means "predicted better", the statistics are:
+
+- Spearman's rho between the score and the *negated* loss (so +1 = the score orders the
+  strategies exactly as the measurement, best first), ties averaged (``scipy.stats.spearmanr``);
+- a 95% percentile bootstrap interval of rho from 2,000 resamples (seed 0) of the strategies with
+  replacement, and, where a domain has several windows, of its windows too (the loss of a
+  strategy is then the mean over the resampled windows); it estimates the sampling uncertainty
+  of rho over strategies like these and windows like these;
+- whether the score's best strategy is among the two lowest measured losses (ties in the score:
+  every tied best must be).
+
+Baseline rules (all computed from the strategy's frequencies at the target length with
+:func:`posgeom.encodings.rope_types.rope_frequencies`, ``w`` the original and ``w'`` the strategy's
+inverse frequencies, ``d`` the rotary width, ``L0`` trained and ``L`` target length):
+
+- ``in-window loss``: minus the measured loss on the first 2k (Track A) or at 1x (Track B);
+- ``factor rule`` (the default NTK / YaRN / PI recipe "scale by L / L0"): minus
+  ``|ln(w_min / w'_min) - ln(L / L0)|``, the distance of the slowest plane's scaling to L / L0;
+- ``critical planes`` (Liu et al. 2023): minus the number of planes with period ``2 pi / w_k > L0``
+  (beyond the critical dimension) whose phase at the target, ``w'_k (L - 1)``, leaves the range
+  seen in training, ``w_k (L0 - 1)``;
+- ``Men bound`` (Men et al. 2024, ``theta >= 0.0424 L^1.628``): ``min(0, ln theta_eff - ln
+  bound(L))`` with ``theta_eff = w'_min^(-d / (d - 2))`` the base whose slowest plane equals the
+  strategy's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+N_BOOT, SEED = 2000, 0
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# ------------------------------------------------------------------------------ baseline rules
+def _freqs(params: dict[str, Any], head_dim: int, seq_len: int, l0: int) -> np.ndarray:
+    from posgeom.encodings.rope_types import rope_frequencies, rope_type_of
+
+    p = {k: v for k, v in params.items() if k not in ("rope_type", "type")}
+    kind = rope_type_of(params) if "rope_type" in params else params.get("type", "default")
+    theta = float(params.get("rope_theta", p.pop("base", 10000.0)))
+    return rope_frequencies(kind, head_dim, theta, p, seq_len=seq_len, context=l0)[0]
+
+
+def baseline_scores(
+    params: dict[str, Any] | None, *, theta: float, head_dim: int, l0: int, target: int
+) -> dict[str, float]:
+    """The rule-of-thumb scores of one RoPE strategy (larger = predicted better)."""
+    base = {"rope_type": "default", "rope_theta": theta}
+    w = _freqs(base, head_dim, target, l0)
+    w_new = _freqs(params or base, head_dim, target, l0)
+    critical = (2 * math.pi / w) > l0
+    leaves = w_new * target > w * l0 * (1 + 1e-6)
+    d = len(w) * 2
+    theta_eff = w_new.min() ** (-d / (d - 2))
+    bound = 0.0424 * target**1.628
+    return {
+        "factor rule": -abs(math.log(w.min() / w_new.min()) - math.log(target / l0)),
+        "critical planes": -float(np.sum(critical & leaves)),
+        "Men bound": min(0.0, math.log(theta_eff) - math.log(bound)),
+    }
+
+
+# ------------------------------------------------------------------------------ statistics
+def rank_agreement(
+    scores: dict[str, float], losses: dict[str, list[float]], *, seed: int = SEED
+) -> dict[str, Any]:
+    """Spearman of ``scores`` with minus the mean loss, bootstrap interval, best-in-top-2.
+
+    ``losses``: strategy -> the loss on each window (same windows, same order, for every
+    strategy).
+    """
+    names = [n for n in losses if n in scores and np.isfinite(scores[n])]
+    if len(names) < 3:
+        return {"n_strategies": len(names), "spearman": None}
+    s = np.array([scores[n] for n in names], dtype=np.float64)
+    loss = np.array([losses[n] for n in names], dtype=np.float64)  # (strategies, windows)
+    mean = loss.mean(1)
+    rho = _spearman(s, -mean)
+    rng = np.random.default_rng(seed)
+    boot = []
+    for _ in range(N_BOOT):
+        i = rng.integers(0, len(names), len(names))
+        j = rng.integers(0, loss.shape[1], loss.shape[1])
+        r = _spearman(s[i], -loss[i][:, j].mean(1))
+        if r is not None:
+            boot.append(r)
+    order = np.argsort(mean)
+    top2 = {names[k] for k in order[:2]}
+    best = [names[k] for k in np.flatnonzero(s == s.max())]
+    return {
+        "n_strategies": len(names),
+        "n_windows": int(loss.shape[1]),
+        "spearman": rho,
+        "ci95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))]
+        if boot
+        else None,
+        "predicted_best": best,
+        "measured_top2": sorted(top2, key=lambda n: mean[names.index(n)]),
+        "best_in_top2": all(b in top2 for b in best),
+    }
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    return float(stats.spearmanr(a, b).statistic)
+
+
+# ------------------------------------------------------------------------------ track A
+def track_a_table(records: list[dict[str, Any]], domain: str | None = None) -> dict[str, Any]:
+    """strategy -> {window key -> record}, restricted to windows every strategy has."""
+    by: dict[str, dict[tuple[str, int], dict]] = defaultdict(dict)
+    for r in records:
+        if domain is None or r["domain"] == domain:
+            by[r["strategy"]][(r["text"], r["window"])] = r
+    return by
+
+
+def complete_windows(by: dict[str, dict], strategies: list[str]) -> list[tuple[str, int]]:
+    keys = [set(by[s]) for s in strategies if s in by]
+    if not keys:
+        return []
+    return sorted(set.intersection(*keys))
+
+
+def analyze_track_a(out: Path, extra_scores: dict[str, dict[str, float]] | None = None) -> dict:
+    import _extension_a as A
+
+    records = read_jsonl(out / "track_a.jsonl")
+    params = {r["strategy"]: r["rope_parameters"] for r in records}
+    result: dict[str, Any] = {"domains": {}}
+    for domain in ("books", "stacks", None):
+        by = track_a_table(records, domain)
+        # strategies measured on the domain's first window, windows complete for all of them
+        names = [s for s in params if s in by]
+        windows = complete_windows(by, names)
+        while names and not windows:
+            names = names[:-1]
+            windows = complete_windows(by, names)
+        if len(names) < 3:
+            continue
+        losses = {s: [by[s][w]["loss_past_8k"] for w in windows] for s in names}
+        in_window = {
+            s: -float(np.mean([by[s][w]["loss_first_2k"] for w in windows])) for s in names
+        }
+        scores: dict[str, dict[str, float]] = {"in-window loss": in_window}
+        for s in names:
+            for k, v in baseline_scores(
+                params[s], theta=A.THETA, head_dim=A.HEAD_DIM, l0=A.L0, target=A.WINDOW
+            ).items():
+                scores.setdefault(k, {})[s] = v
+        for k, v in (extra_scores or {}).items():
+            scores[k] = v
+        result["domains"][domain or "all"] = {
+            "windows": [f"{t}#{i}" for t, i in windows],
+            "mean_loss_past_8k": {s: float(np.mean(v)) for s, v in losses.items()},
+            "agreement": {k: rank_agreement(v, losses) for k, v in scores.items()},
+        }
+    return result
+
+
+# ------------------------------------------------------------------------------ track B
+B_DOMAINS = {"books": ("war_and_peace_tail", "moby_dick"), "stacks": ("stacks_algebra",)}
+
+
+def _b_cells(records: list[dict], encoding: str, length: int, texts: tuple[str, ...]) -> dict:
+    """strategy -> {(seed, text): record} for one encoding at one length."""
+    by: dict[str, dict] = defaultdict(dict)
+    for r in records:
+        if r["encoding"] == encoding and r["length"] == length and r["text"] in texts:
+            by[r["strategy"]][(r["seed"], r["text"])] = r
+    return by
+
+
+def _first_bins(r: dict, upto: int) -> float:
+    from _extension_a import bin_mean
+
+    return bin_mean(r["bin_loss"], r["bin"], 0, upto)
+
+
+def analyze_track_b(out: Path, extra_scores: dict | None = None) -> dict:
+    """Per RoPE test length and domain: the strategies' loss beyond 128 against the scores."""
+    import _extension_b as B
+
+    records = read_jsonl(out / "track_b.jsonl")
+    result: dict[str, Any] = {}
+    for length in B.LENGTHS[1:]:
+        for domain, texts in B_DOMAINS.items():
+            by = _b_cells(records, "rope", length, texts)
+            names = [n for n in by if by[n]]
+            cells = complete_windows(by, names)
+            if len(names) < 3 or not cells:
+                continue
+            losses = {n: [by[n][c]["loss_beyond_trained"] for c in cells] for n in names}
+            params = B.rope_strategies(length / B.L0)
+            scores: dict[str, dict[str, float]] = {
+                "in-window loss": {
+                    n: -float(np.mean([_first_bins(by[n][c], B.L0) for c in cells])) for n in names
+                }
+            }
+            for n in names:
+                p = params[n] or {"type": "default"}
+                rules = baseline_scores(
+                    {**p, "rope_theta": 10000.0},
+                    theta=10000.0,
+                    head_dim=B.D // B.HEADS,
+                    l0=B.L0,
+                    target=length,
+                )
+                for k, v in rules.items():
+                    scores.setdefault(k, {})[n] = v
+            for k, v in ((extra_scores or {}).get((length, domain)) or {}).items():
+                scores[k] = v
+            result[f"rope L={length} {domain}"] = {
+                "cells": [f"seed{s}:{t}" for s, t in cells],
+                "mean_loss_beyond_128": {n: float(np.mean(v)) for n, v in losses.items()},
+                "agreement": {k: rank_agreement(v, losses) for k, v in scores.items()},
+            }
+    result["by_encoding"] = _b_encoding_table(records)
+    return result
+
+
+def _b_encoding_table(records: list[dict]) -> dict:
+    """encoding/strategy -> length -> text -> mean over seeds of the loss (all positions and
+    beyond 128), with the seed spread."""
+    acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for r in records:
+        key = f"{r['encoding']} / {r['strategy']}"
+        acc[key][r["length"]][r["text"]].append(
+            (r["loss_all"], r["loss_beyond_trained"], r["loss_last_quarter"])
+        )
+    out: dict = {}
+    for key, by_len in acc.items():
+        out[key] = {}
+        for length, by_text in by_len.items():
+            out[key][str(length)] = {
+                t: {
+                    "seeds": len(v),
+                    "loss_all": float(np.mean([x[0] for x in v])),
+                    "loss_beyond_128": float(np.mean([x[1] for x in v])),
+                    "loss_last_quarter": float(np.mean([x[2] for x in v])),
+                    "seed_range_all": float(np.ptp([x[0] for x in v])),
+                }
+                for t, v in by_text.items()
+            }
+    return out
+
+
+def run(out: Path) -> None:
+    result = {"track_a": analyze_track_a(out), "track_b": analyze_track_b(out)}
+    (out / "analysis.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    print(json.dumps(result, indent=1)[:4000])

