@@ -58,7 +58,6 @@ def test_alibi_geometry_per_head_and_stacked():
 
 
 def test_alibi_best_head_minimises_paper_stress():
-    pytest.importorskip("posgeom.scores.stress")
     n = 16
     gaps = np.abs(np.subtract.outer(np.arange(n), np.arange(n))).astype(float)
     target = 0.05 * gaps  # closest slope among 12 heads: 2^-4 (head 3), stress 1/16

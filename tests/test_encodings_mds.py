@@ -11,8 +11,6 @@ import posgeom.encodings as enc
 from posgeom._errors import PosgeomError
 from posgeom.synthetic import synthetic_distributions
 
-pytest.importorskip("posgeom.embed.mds")
-
 
 def _hellinger(mu: np.ndarray) -> np.ndarray:
     return squareform(pdist(np.sqrt(mu)))

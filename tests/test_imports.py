@@ -39,3 +39,15 @@ def test_import_posgeom_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "", f"import posgeom pulled in {out.stdout.strip()}"
+
+
+def test_every_public_name_resolves():
+    """Each name of ``posgeom.__all__`` (and each lazily loaded subpackage) is an attribute."""
+    missing = []
+    for name in [*posgeom.__all__, *sorted(posgeom._SUBMODULES)]:
+        try:
+            getattr(posgeom, name)
+        except AttributeError as exc:
+            missing.append(f"{name}: {exc}")
+    assert not missing, "\n".join(missing)
+    assert posgeom.read_token_ids.__module__ == "posgeom.corpus.token_ids"

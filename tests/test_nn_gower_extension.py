@@ -3,26 +3,14 @@ AbsolutePositionEmbedding, against true coordinates of Euclidean configurations.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 from scipy.linalg import orthogonal_procrustes
 from scipy.spatial.distance import cdist, pdist, squareform
 
+from mds_helpers import mds_result, numpy_mds
 from posgeom._errors import PosgeomError
 from posgeom.embed.extend import double_centred_diagonal, gower_extension
-
-
-def _numpy_mds(sq: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
-    """Independent classical MDS: eigh of -1/2 J D2 J, top r."""
-    n = sq.shape[0]
-    j = np.eye(n) - np.ones((n, n)) / n
-    b = -0.5 * j @ sq @ j
-    w, u = np.linalg.eigh(b)
-    order = np.argsort(w)[::-1]
-    w, u = w[order], u[:, order]
-    return u[:, :r] * np.sqrt(w[:r]), w
 
 
 def _config(seed: int, n: int, dim: int) -> np.ndarray:
@@ -45,7 +33,7 @@ def test_held_out_points_recover_true_coordinates(seed):
     x = _config(seed, 25, 3)
     train, new = x[:20], x[20:]
     sq = squareform(pdist(train, "sqeuclidean"))
-    coords, eig = _numpy_mds(sq, 3)
+    coords, eig = numpy_mds(sq, 3)
     centroid = train.mean(0)
     # the MDS frame is the centred configuration up to an orthogonal map: find it on training data
     rot, _ = orthogonal_procrustes(coords, train - centroid)
@@ -62,7 +50,7 @@ def test_training_points_map_to_their_own_coordinates():
     # extending a training point by its own distance row returns its coordinates (full rank)
     x = _config(3, 12, 2)
     sq = squareform(pdist(x, "sqeuclidean"))
-    coords, eig = _numpy_mds(sq, 2)
+    coords, eig = numpy_mds(sq, 2)
     np.testing.assert_allclose(gower_extension(coords, eig, sq, sq), coords, atol=1e-10)
 
 
@@ -71,7 +59,7 @@ def test_truncated_rank_is_projection_of_full_extension():
     x = _config(4, 30, 3)
     train, new = x[:26], x[26:]
     sq = squareform(pdist(train, "sqeuclidean"))
-    coords, eig = _numpy_mds(sq, 3)
+    coords, eig = numpy_mds(sq, 3)
     new_sq = cdist(new, train, "sqeuclidean")
     full = gower_extension(coords, eig, sq, new_sq)
     part = gower_extension(coords[:, :2], eig, sq, new_sq)
@@ -81,7 +69,7 @@ def test_truncated_rank_is_projection_of_full_extension():
 def test_gower_errors():
     x = _config(5, 8, 2)
     sq = squareform(pdist(x, "sqeuclidean"))
-    coords, eig = _numpy_mds(sq, 2)
+    coords, eig = numpy_mds(sq, 2)
     with pytest.raises(PosgeomError, match="expected \\(m, 8\\)"):
         gower_extension(coords, eig, sq, np.ones((2, 7)))
     with pytest.raises(PosgeomError, match="strictly positive"):
@@ -99,10 +87,10 @@ def test_absolute_embedding_extend_policy():
     x = _config(6, 14, 3)
     train, new = x[:11], x[11:]
     sq = squareform(pdist(train, "sqeuclidean"))
-    coords, eig = _numpy_mds(sq, 3)
+    coords, eig = numpy_mds(sq, 3)
     d = 8
     q = np.eye(d)[:, :3][::-1].copy()  # orthonormal placement, not plain padding
-    mds = SimpleNamespace(embedding=coords @ q.T, coordinates=coords, eigenvalues=eig, placement=q)
+    mds = mds_result(coords, eig, q)
     mod = AbsolutePositionEmbedding.from_mds(
         mds, beyond="extend", train_sq_distances=sq, dtype=torch.float64
     )
@@ -129,10 +117,12 @@ def test_extend_needs_distances_and_gower_data():
 
     x = _config(7, 6, 2)
     sq = squareform(pdist(x, "sqeuclidean"))
-    coords, eig = _numpy_mds(sq, 2)
-    mds = SimpleNamespace(embedding=coords, coordinates=coords, eigenvalues=eig)
-    with pytest.raises(PosgeomError, match="train_sq_distances"):
-        AbsolutePositionEmbedding.from_mds(mds, beyond="extend")
+    coords, eig = numpy_mds(sq, 2)
+    mds = mds_result(coords, eig, np.eye(2))
+    with pytest.raises(PosgeomError, match=r"train_sq_distances has shape \(5, 5\)"):
+        AbsolutePositionEmbedding.from_mds(mds, beyond="extend", train_sq_distances=sq[:5, :5])
+    with pytest.raises(PosgeomError, match="MDSResult"):
+        AbsolutePositionEmbedding.from_mds(object(), beyond="extend")
     plain = AbsolutePositionEmbedding(torch.zeros(6, 2))
     with pytest.raises(PosgeomError, match="from_mds"):
         plain.extend(np.ones((1, 6)))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ safetensors = pytest.importorskip("safetensors")
 from safetensors import safe_open  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 
+from mds_helpers import mds_result, numpy_mds  # noqa: E402
 from posgeom._errors import ArtifactError, PosgeomError  # noqa: E402
 from posgeom.nn import (  # noqa: E402
     AbsolutePositionEmbedding,
@@ -66,13 +66,8 @@ def test_round_trip_with_gower_extension(tmp_path):
     rng = np.random.default_rng(0)
     pts = rng.normal(size=(8, 2)) * [2.0, 1.0]
     sq = ((pts[:, None] - pts[None]) ** 2).sum(-1)
-    j = np.eye(8) - 1 / 8
-    w, u = np.linalg.eigh(-0.5 * j @ sq @ j)
-    w, u = w[::-1], u[:, ::-1]
-    coords = u[:, :2] * np.sqrt(w[:2])
-    mds = SimpleNamespace(
-        embedding=np.hstack([coords, np.zeros((8, 2))]), coordinates=coords, eigenvalues=w
-    )
+    coords, w = numpy_mds(sq, 2)
+    mds = mds_result(coords, w, np.eye(4)[:, :2])  # placed in 4 dimensions by padding
     mod = AbsolutePositionEmbedding.from_mds(mds, beyond="extend", train_sq_distances=sq)
     new = rng.normal(size=(1, 2))
     mod.extend(((new[:, None] - pts[None]) ** 2).sum(-1))

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import math
 import os
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from mds_helpers import mds_result, numpy_mds  # noqa: E402
 from posgeom._errors import PosgeomError  # noqa: E402
+from posgeom.embed.mds import classical_mds  # noqa: E402
+from posgeom.embed.refine import smacof_refine  # noqa: E402
 from posgeom.nn import (  # noqa: E402
     AbsolutePositionEmbedding,
     LearnedPositionEmbedding,
@@ -29,18 +31,13 @@ def _seed():
 
 
 def _fake_mds(seed: int = 0, n: int = 10, d: int = 6, r: int = 4):
-    """An MDS result computed independently with numpy eigh (classical MDS of random points),
+    """A real MDSResult computed independently with numpy eigh (classical MDS of random points),
     placed in d dimensions by a random orthonormal Q."""
     rng = np.random.default_rng(seed)
     pts = rng.normal(size=(n, r)) * np.arange(r, 0, -1)
-    sq = ((pts[:, None] - pts[None]) ** 2).sum(-1)
-    j = np.eye(n) - 1.0 / n
-    w, u = np.linalg.eigh(-0.5 * j @ sq @ j)
-    order = np.argsort(w)[::-1]
-    w, u = w[order], u[:, order]
-    coords = u[:, :r] * np.sqrt(w[:r])
+    coords, w = numpy_mds(((pts[:, None] - pts[None]) ** 2).sum(-1), r)
     q, _ = np.linalg.qr(rng.normal(size=(d, r)))
-    return SimpleNamespace(embedding=coords @ q.T, coordinates=coords, eigenvalues=w, placement=q)
+    return mds_result(coords, w, q)
 
 
 # -- sinusoidal --------------------------------------------------------------------------------
@@ -183,25 +180,22 @@ def test_low_rank_from_mds_equals_rank_r_embedding(rank):
     np.testing.assert_allclose(lam[:rank], mds.eigenvalues[:rank], rtol=1e-10)
 
 
-def test_low_rank_from_mds_without_placement_attribute():
-    mds = _fake_mds(seed=9)
-    bare = SimpleNamespace(
-        embedding=mds.embedding, coordinates=mds.coordinates, eigenvalues=mds.eigenvalues
-    )
-    mod = LowRankPositionEmbedding.from_mds(bare, 2, dtype=torch.float64)
-    ref = mds.coordinates[:, :2] @ mds.placement[:, :2].T
+def test_low_rank_from_a_smacof_refined_embedding():
+    """A RefinedEmbedding (no eigenvalues) initialises the factors too: A B^T = X Q^T."""
+    rng = np.random.default_rng(9)
+    pts = rng.normal(size=(10, 3)) * [3.0, 2.0, 1.0]
+    dist = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    refined = smacof_refine(dist, classical_mds(dist, 2, model_dim=6), max_iter=50)
+    mod = LowRankPositionEmbedding.from_mds(refined, 2, dtype=torch.float64)
+    ref = refined.coordinates @ refined.placement.T
     np.testing.assert_allclose(mod.table().detach().numpy(), ref, atol=1e-10)
 
 
 def test_low_rank_from_real_classical_mds():
-    mds_mod = pytest.importorskip("posgeom.embed.mds")
     rng = np.random.default_rng(0)
     pts = rng.normal(size=(12, 3)) * [3.0, 2.0, 1.0]
     dist = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
-    try:
-        res = mds_mod.classical_mds(dist, 3, model_dim=8)
-    except Exception as exc:  # pragma: no cover - the core API is developed in parallel
-        pytest.skip(f"classical_mds not usable yet: {exc}")
+    res = classical_mds(dist, 3, model_dim=8)
     mod = LowRankPositionEmbedding.from_mds(res, 3, dtype=torch.float64)
     table = mod.table().detach().numpy()
     # distances of the rank-3 table reproduce the input distances (exact Euclidean input)

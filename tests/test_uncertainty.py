@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import posgeom.estimators as est
 from posgeom import (
     PosgeomError,
     classical_mds,
@@ -134,13 +135,12 @@ def test_custom_estimator_and_truth(boot):
     assert geo.estimator == "plugin"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("estimator", ["plugin", "corrected"])
 def test_coverage_on_a_known_truth(model, estimator):
     """95% intervals cover the true scores in 40 simulated corpora (well-sampled regime,
     half-samples; today 0.946 for "bias_aware", the default; 0.90 "normal", 0.85 "basic", 0.72
     "percentile")."""
-    if estimator != "plugin":
-        pytest.importorskip("posgeom.estimators")
     mu, truth = model
     enc = encodings()
     true = {n: stress_scores(e, truth) for n, e in enc.items()}
@@ -176,7 +176,6 @@ def test_bad_input(boot):
 
 
 def test_pooled_geometry_and_its_plugin_truth(boot):
-    est = pytest.importorskip("posgeom.estimators")
     geo = replicate_geometry(
         boot, estimator="corrected", estimator_options={"pool": 2}, bootstrap_truth="plugin"
     )

@@ -25,7 +25,7 @@ _EXPORTS: dict[str, str] = {
     "load_tokenizer": "posgeom.corpus.tokenize",
     "WordLevelTokenizer": "posgeom.corpus.tokenize",
     "read_texts": "posgeom.corpus.readers",
-    "read_token_ids": "posgeom.corpus.readers",
+    "read_token_ids": "posgeom.corpus.token_ids",
     "synthetic_corpus": "posgeom.synthetic",
     "synthetic_distributions": "posgeom.synthetic",
     "PositionEncoding": "posgeom.encodings._base",

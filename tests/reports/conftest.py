@@ -22,3 +22,12 @@ def pipeline_result(demo_counts):
 @pytest.fixture(scope="session")
 def comparison(demo_counts):
     return posgeom.compare_encodings(demo_counts, model_dim=16, max_rank=4, seed=0)
+
+
+@pytest.fixture(scope="session")
+def comparison_folder_report(comparison, tmp_path_factory):
+    """The comparison saved as a results folder and its report drawn once (figures are the slow
+    part of a report): ``(folder, page)``. Tests that change the folder copy it first."""
+    folder = comparison.save(tmp_path_factory.mktemp("report") / "c")
+    page = posgeom.report(folder).read_text()
+    return folder, page

@@ -36,6 +36,7 @@ def test_the_formatter_adds_real_defaults():
     assert "(default: 768)" in text and "(default: split_half)" in text
 
 
+@pytest.mark.e2e
 def test_third_party_progress_bars_only_with_verbose():
     import os
     import subprocess
