@@ -1,0 +1,265 @@
+"""The result of scoring extension strategies: ranked rows, verdict, summary, table, folder.
+
+``summary.json`` (``kind: "posgeom_extension"``) holds ``strategies`` (ranked; each with ``name``,
+``kind``, ``rope_parameters`` where it has them, ``scores`` with ``<key>_ci`` intervals,
+``p_first`` and the phase metrics), ``best``, ``rope_parameters`` (the best's), the lag geometry
+(counts, estimate, dependence profile) and ``verdict``; ``rope_parameters.json`` the best's
+parameters as transformers 5 reads them; ``table.md`` the ranked table; ``arrays.npz`` the lag
+geometry (``hellinger``: the estimated ``(m, m)`` chords across lags, ``lags``, ``totals``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom.extension.strategies import Strategy, _jsonable
+
+__all__ = ["EXTENSION_COLUMNS", "ExtensionResult", "StrategyScore"]
+
+_STRESS = ("paper", "stress1", "scale_optimal", "raw")
+
+EXTENSION_COLUMNS = (
+    ("rank", "rank", "d"),
+    ("name", "strategy", "s"),
+    ("scale_optimal", "lag stress (scale-optimal)", ".4g"),
+    ("scale_optimal_interval", "95% interval", "s"),
+    ("paper", "lag stress (paper)", ".4g"),
+    ("violation_rate", "violation rate", ".3f"),
+    ("p_first", "P(first)", ".2f"),
+    ("unseen_phase_fraction", "unseen phases", ".3f"),
+    ("unseen_planes", "unseen planes", "d"),
+    ("position_scale_optimal", "position stress", ".4g"),
+    ("rope_type", "rope_type", "s"),
+)
+
+
+@dataclass(frozen=True, eq=False)
+class StrategyScore:
+    """One strategy's scores against the lag geometry (``scores``: stress kinds, ``scale``,
+    ``violation_rate``, ``separation`` and ``<key>_ci`` intervals), ``p_first`` (share of
+    replicates where it ranks first; None without replicates) and ``extras`` (phases, position)."""
+
+    strategy: Strategy
+    scores: dict[str, Any]
+    p_first: float | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    config_changes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.strategy.name
+
+    @classmethod
+    def build(
+        cls, strategy: Strategy, point: dict, boot: Any, extras: dict, changes: dict
+    ) -> StrategyScore:
+        keep = ("paper", "stress1", "scale_optimal", "raw", "scale", "violation_rate", "separation")
+        scores = {k: point[k] for k in keep if k in point}
+        p_first = None
+        if boot is not None:
+            unc = boot.encodings[strategy.name]
+            for kind in _STRESS:
+                iv = unc.stress[kind]
+                scores[f"{kind}_ci"] = [iv.low, iv.high]
+            scores["violation_rate_ci"] = [unc.violation_rate.low, unc.violation_rate.high]
+            p_first = float(unc.p_first)
+        return cls(strategy, scores, p_first, dict(extras), dict(changes))
+
+    def row(self, rank: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"rank": rank, "name": self.name, **self.scores, **self.extras}
+        ci = self.scores.get("scale_optimal_ci")
+        out["scale_optimal_interval"] = f"[{ci[0]:.4g}, {ci[1]:.4g}]" if ci else None
+        out["p_first"] = self.p_first
+        if self.strategy.rope_parameters is not None:
+            out["rope_type"] = self.strategy.rope_parameters.get("rope_type", "default")
+        return out
+
+    def summary(self, rank: int) -> dict[str, Any]:
+        return {
+            **self.strategy.summary(),
+            "config_changes": self.config_changes,
+            "rank": rank,
+            "scores": self.scores,
+            "p_first": self.p_first,
+            **self.extras,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class ExtensionResult:
+    """Ranked strategies (``rows``, best first), the ``model``, ``target_length``, the corpus's
+    ``lag_geometry``, ``rank_by``, the ranking's ``stability`` (mean Kendall tau of the replicate
+    rankings; None without replicates) and ``measurements`` (``--measure`` losses, or None)."""
+
+    model: Any
+    target_length: int
+    lag_geometry: Any
+    rows: tuple[StrategyScore, ...]
+    rank_by: str
+    stability: float | None = None
+    n_replicates: int = 0
+    measurements: dict[str, Any] | None = None
+
+    report_kind = "extend"
+
+    @classmethod
+    def build(cls, model: Any, target: int, geo: Any, rows: Sequence[StrategyScore], *,
+              rank_by: str, bootstrap: Any) -> ExtensionResult:  # fmt: skip
+        order = sorted(range(len(rows)), key=lambda i: (rows[i].scores[rank_by], i))
+        return cls(
+            model,
+            int(target),
+            geo,
+            tuple(rows[i] for i in order),
+            rank_by,
+            None if bootstrap is None else float(bootstrap.ranking_stability),
+            0 if bootstrap is None else int(bootstrap.n_replicates),
+        )
+
+    @property
+    def trained_length(self) -> int:
+        return int(self.model.trained_length)
+
+    @property
+    def best(self) -> StrategyScore:
+        return self.rows[0]
+
+    @property
+    def rope_parameters(self) -> dict[str, Any] | None:
+        """The best strategy's ``rope_parameters`` (transformers 5 spelling), or None."""
+        params = self.best.strategy.rope_parameters
+        return None if params is None else _jsonable(params)
+
+    def strategy(self, name: str) -> StrategyScore:
+        for r in self.rows:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def with_measurements(self, measurements: dict[str, Any]) -> ExtensionResult:
+        import dataclasses
+
+        return dataclasses.replace(self, measurements=measurements)
+
+    def verdict(self) -> list[str]:
+        """Plain-words lines: the best strategy and how sure, and where the corpus is silent."""
+        best = self.best
+        s = best.scores
+        ci = s.get(f"{self.rank_by}_ci")
+        sure = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci else ""
+        lines = [
+            f"best by the lag geometry at L = {self.target_length}: {best.name} "
+            f"({self.rank_by} stress {s[self.rank_by]:.4g}{sure}"
+            + (f", first in {best.p_first:.0%} of replicates" if best.p_first is not None else "")
+            + ")"
+        ]
+        if len(self.rows) > 1 and ci:
+            second = self.rows[1].scores.get(f"{self.rank_by}_ci")
+            if second and second[0] <= ci[1]:
+                lines.append(
+                    f"its interval overlaps that of {self.rows[1].name}: the corpus does not "
+                    "separate the two best strategies"
+                )
+        dep = self.lag_geometry.dependence
+        reach, top = dep.longest_signal_lag, int(self.lag_geometry.lags[-1])
+        if reach < top:
+            lines.append(
+                f"the corpus shows token dependence above its noise level only up to lag {reach} "
+                f"(of {top}, at {self.lag_geometry.counts.classes.kind} classes): beyond it the "
+                "lag geometry is noise, so the score judges what a strategy does to short lags "
+                "and to phases never seen in training (column 'unseen phases'), not long-range use"
+            )
+        if self.stability is not None:
+            lines.append(
+                f"ranking stability over {self.n_replicates} half-samples: {self.stability:.2f}"
+            )
+        lines.append(
+            "this is a geometric score, not a measured loss: check it with --measure on held-out "
+            "text before trusting it"
+        )
+        return lines
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        return [r.row(i + 1) for i, r in enumerate(self.rows)]
+
+    def markdown(self) -> str:
+        from posgeom.reports.markdown import markdown_table
+
+        lines = [
+            f"# Context extension: {self.model.name}, {self.trained_length} -> {self.target_length}",
+            "",
+            *markdown_table(self.table_rows(), EXTENSION_COLUMNS),
+            "",
+            *(f"- {v}" for v in self.verdict()),
+        ]
+        if self.measurements:
+            lines += ["", "## Measured loss", "", *_measure_lines(self.measurements)]
+        return "\n".join(lines) + "\n"
+
+    def summary(self) -> dict[str, Any]:
+        from posgeom import __version__
+
+        return {
+            "kind": "posgeom_extension",
+            "posgeom_version": __version__,
+            "model": self.model.summary(),
+            "trained_length": self.trained_length,
+            "target_length": self.target_length,
+            "rank_by": self.rank_by,
+            "estimator": self.lag_geometry.estimate.estimator,
+            "n_replicates": self.n_replicates,
+            "ranking_stability": self.stability,
+            "best": self.best.name,
+            "rope_parameters": self.rope_parameters,
+            "config_changes": self.best.config_changes,
+            "strategies": [r.summary(i + 1) for i, r in enumerate(self.rows)],
+            "scores": {r.name: r.scores for r in self.rows},
+            "lag_geometry": self.lag_geometry.summary(),
+            "measurements": self.measurements,
+            "verdict": self.verdict(),
+        }
+
+    def report_arrays(self) -> dict[str, np.ndarray]:
+        geo = self.lag_geometry
+        return {
+            "hellinger": np.asarray(geo.distances),
+            "positions": np.asarray(geo.lags),
+            "totals": np.asarray(geo.counts.pairs),
+        }
+
+    def write(self, directory: str | os.PathLike) -> Path:
+        """``summary.json``, ``table.md``, ``arrays.npz`` and (RoPE) ``rope_parameters.json`` into
+        an existing folder (each file atomic; use :func:`posgeom.reports.results_folder` for an
+        atomic folder)."""
+        from posgeom.artifacts import atomic_write_text, json_default, save_artifact
+
+        out = Path(directory)
+        save_artifact(out / "arrays.npz", self.report_arrays(), {}, kind="extension_results")
+        text = json.dumps(self.summary(), indent=2, default=json_default)
+        atomic_write_text(out / "summary.json", text)
+        atomic_write_text(out / "table.md", self.markdown())
+        if self.rope_parameters is not None:
+            atomic_write_text(
+                out / "rope_parameters.json", json.dumps(self.rope_parameters, indent=2) + "\n"
+            )
+        return out
+
+
+def _measure_lines(measurements: dict[str, Any]) -> list[str]:
+    from posgeom.reports.markdown import markdown_table
+
+    cols = (
+        ("name", "strategy", "s"),
+        ("within_loss", "mean loss within L0", ".4f"),
+        ("beyond_loss", "mean loss beyond L0", ".4f"),
+        ("beyond_perplexity", "perplexity beyond L0", ".2f"),
+        ("windows", "windows", "d"),
+    )
+    return markdown_table(measurements.get("strategies", []), cols)

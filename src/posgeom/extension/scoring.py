@@ -1,0 +1,270 @@
+"""Score context-extension strategies against the corpus's geometry at the target length.
+
+For each strategy (:mod:`posgeom.extension.strategies`) posgeom builds its lag kernel at the target
+length ``L`` (:mod:`posgeom.lags.kernels`: RoPE frequencies at ``seq_len = L`` from the one
+implementation of the rope types, ALiBi slopes, T5 buckets, the extended learned table) and
+scores it against the corpus's estimated lag geometry ``D`` (lags up to ``L - 1``, recommended
+estimator) with every stress kind and the violation rate; with half-sample replicates every score
+gets a bootstrap interval and the ranking its stability (:func:`posgeom.scores.uncertainty.
+bootstrap_scores`). RoPE strategies also get the rotation-phase metrics
+(:func:`posgeom.extension.fit.phase_report`) and, when a per-position corpus geometry is given,
+the stress of their position vectors against it (``position_*``). Strategies are ranked by
+``rank_by`` of the lag geometry (default the scale-optimal stress: the shape; the attention factor
+only changes scale, so it shows in the paper stress only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.extension.model import ExtensionModel, parse_family_spec
+from posgeom.extension.result import ExtensionResult, StrategyScore
+from posgeom.extension.strategies import Strategy, enumerate_strategies, longrope_strategy
+from posgeom.lags.counting import LagCounts
+
+__all__ = ["as_extension_model", "lag_vectors", "score_strategies", "strategy_from_parameters"]
+
+
+def as_extension_model(model: Any, trained_length: int | None = None) -> ExtensionModel:
+    """An :class:`ExtensionModel` from itself, a family spec string, or a transformers
+    configuration (or a model with ``.config``)."""
+    from posgeom.extension.model import model_from_config
+
+    if isinstance(model, ExtensionModel):
+        out = model
+    elif isinstance(model, str):
+        out = parse_family_spec(model)
+    elif hasattr(model, "config") and hasattr(model, "named_buffers"):
+        out = model_from_config(model.config, model=model, name=type(model).__name__)
+    elif hasattr(model, "max_position_embeddings") or hasattr(model, "to_dict"):
+        out = model_from_config(model, name=getattr(model, "model_type", "config"))
+    else:
+        raise PosgeomError(
+            f"cannot read a positional family from {type(model).__name__}; pass a family spec "
+            "('rope:theta=10000,head_dim=64'), a transformers config or model, or an ExtensionModel"
+        )
+    out = out.with_trained_length(trained_length)
+    if not out.trained_length:
+        raise PosgeomError(
+            f"the trained length of {out.name} is unknown; pass trained_length= (CLI: "
+            "--trained-length)"
+        )
+    return out
+
+
+def strategy_from_parameters(name: str, rope_parameters: Mapping[str, Any]) -> Strategy:
+    """A RoPE strategy from a ``rope_parameters`` dict as transformers 5 spells it."""
+    from posgeom.encodings.rope_types import rope_type_of
+
+    params = dict(rope_parameters)
+    if params.get("rope_theta") is None:
+        raise PosgeomError(
+            f"rope_parameters of {name!r} lack rope_theta (transformers would reset it to "
+            "10000); include it"
+        )
+    return Strategy(name, "rope", rope_type_of(params), params, "given rope_parameters")
+
+
+def _learned_table(model: ExtensionModel, strategy: Strategy, target: int, positions: Any) -> Any:
+    from posgeom.extension.learned import extend_table
+
+    table = model.table[: model.trained_length]
+    distances = None if positions is None else np.asarray(positions, dtype=np.float64)
+    return extend_table(table, target, strategy.kind, position_distances=distances)
+
+
+def lag_vectors(
+    model: ExtensionModel,
+    strategy: Strategy,
+    lags: Any,
+    target_length: int,
+    *,
+    position_distances: Any = None,
+) -> np.ndarray:
+    """The ``(m, d)`` lag kernel of ``strategy`` on ``model`` at ``target_length``."""
+    from posgeom.lags import kernels
+
+    if model.family == "rope":
+        w, att = strategy.frequencies(model, target_length, model.trained_length)
+        return kernels.rope_lag_vectors(w, lags, attention_factor=att)
+    if model.family == "learned":
+        table = _learned_table(model, strategy, target_length, position_distances)
+        return kernels.learned_lag_vectors(table, lags)
+    if model.family == "alibi":
+        return kernels.alibi_lag_vectors(model.slopes, lags)
+    if model.family == "t5":
+        opts = {k: model.t5[k] for k in ("num_buckets", "max_distance") if k in model.t5}
+        return kernels.t5_lag_vectors(lags, bias=model.t5.get("bias"), **opts)
+    return kernels.nope_lag_vectors(lags)
+
+
+def _lag_geometry(corpus: Any, model: ExtensionModel, target: int, opts: dict[str, Any]) -> Any:
+    from posgeom.lags import LagGeometry, count_lags, default_lags, lag_geometry, parse_classes
+
+    if isinstance(corpus, LagGeometry):
+        return corpus
+    if not isinstance(corpus, LagCounts):
+        seqs = [np.asarray(s, dtype=np.int64).reshape(-1) for s in corpus]
+        if not seqs:
+            raise PosgeomError("the corpus is empty; pass token-id sequences or LagCounts")
+        classes = parse_classes(
+            opts["classes"],
+            token_counts=np.bincount(np.concatenate(seqs)),
+            embeddings=opts.get("embeddings"),
+        )
+        longest = max(s.size for s in seqs)
+        lags = opts["lags"] if opts["lags"] is not None else default_lags(min(target, longest) - 1)
+        corpus = count_lags(
+            seqs, classes, lags=lags, replicates=opts["replicates"], seed=opts["seed"]
+        )
+    return lag_geometry(corpus, estimator=opts["estimator"], seed=opts["seed"])
+
+
+def _fitted(model: ExtensionModel, geo: Any, target: int, penalty: float) -> Strategy:
+    from posgeom.extension.fit import fit_factors
+
+    l0 = int(model.trained_length)
+    w0, _ = Strategy("base", "rope", "none", _default_params(model)).frequencies(model, l0, l0)
+    fit = fit_factors(
+        w0, geo.lags, geo.distances, trained_length=l0, target_length=target, penalty=penalty
+    )
+    return longrope_strategy(
+        model,
+        l0,
+        target,
+        fit.factors,
+        "fitted",
+        f"per-plane factors fitted to the corpus lag geometry (stress {fit.stress:.4g}, unseen "
+        f"phases {fit.unseen:.3g}, penalty {penalty:g}); attention factor 1",
+        kind="fitted",
+        attention_factor=1.0,
+    )
+
+
+def _default_params(model: ExtensionModel) -> dict[str, Any]:
+    keep = {"rope_type": "default", "rope_theta": model.rope_theta}
+    if model.rope_parameters.get("partial_rotary_factor") is not None:
+        keep["partial_rotary_factor"] = model.rope_parameters["partial_rotary_factor"]
+    return keep
+
+
+def _point_scores(vectors: Mapping[str, np.ndarray], target: np.ndarray, seed: int) -> dict:
+    from posgeom.pipeline import score_encoding
+
+    return {name: score_encoding(v, target, seed=seed) for name, v in vectors.items()}
+
+
+def _interval_scores(geo: Any, vectors: Mapping[str, np.ndarray], opts: dict[str, Any]) -> Any:
+    from posgeom.scores.uncertainty import bootstrap_scores
+
+    if not geo.counts.n_replicates:
+        return None
+    return bootstrap_scores(
+        geo.counts,
+        dict(vectors),
+        estimator=opts["estimator"],
+        estimator_options={"seed": opts["seed"]},
+        rank_by=opts["rank_by"],
+        seed=opts["seed"],
+    )
+
+
+def _extras(model: ExtensionModel, strategy: Strategy, target: int, position: Any) -> dict:
+    from posgeom.extension.fit import phase_report
+    from posgeom.lags.kernels import rope_lag_vectors
+    from posgeom.pipeline import score_encoding
+
+    if model.family != "rope":
+        return {}
+    l0 = int(model.trained_length)
+    w0, _ = Strategy("own", "rope", "none", dict(model.rope_parameters)).frequencies(model, l0, l0)
+    w, _ = strategy.frequencies(model, target, l0)
+    out: dict[str, Any] = phase_report(w0, w, l0, target)
+    if position is not None:
+        d = np.asarray(getattr(position, "distances", position), dtype=np.float64)
+        vec = rope_lag_vectors(w, np.arange(d.shape[0]))  # position vectors: the lags from 0
+        scores = score_encoding(vec, d)
+        out.update({f"position_{k}": scores[k] for k in ("paper", "scale_optimal")})
+        out["position_violation_rate"] = scores["violation_rate"]
+    return out
+
+
+def score_strategies(
+    model: Any,
+    corpus: Any,
+    trained_length: int | None,
+    target_length: int,
+    strategies: Sequence[Strategy | Mapping[str, Any]] | Mapping[str, Mapping] | None = None,
+    *,
+    fit: bool = True,
+    classes: Any = "top:30",
+    embeddings: Any = None,
+    lags: Any = None,
+    replicates: int = 40,
+    estimator: str = "recommended",
+    rank_by: str = "scale_optimal",
+    position_distances: Any = None,
+    unseen_penalty: float = 1.0,
+    seed: int = 0,
+) -> ExtensionResult:
+    """Score every strategy (module docstring) and rank them.
+
+    ``model``: an :class:`ExtensionModel`, a family spec (``"rope:theta=10000,head_dim=64"``), a
+    transformers config or model. ``corpus``: token-id sequences, :class:`LagCounts` or a
+    :class:`~posgeom.lags.LagGeometry`. ``trained_length``: ``L0`` (default the model's
+    ``max_position_embeddings``). ``strategies``: ``None`` (every applicable one, plus ``fitted``
+    when ``fit``), a list of :class:`Strategy` or rope-parameter dicts, or ``{name: rope_parameters}``.
+    ``classes``: ``"top:K"`` or ``"embedding:K"`` (with ``embeddings``, ``(V, d)``); ``lags``:
+    default :func:`posgeom.lags.default_lags` up to ``L - 1``; ``replicates``: half-sample
+    replicates for the intervals (0: point scores only); ``position_distances``: the corpus's
+    ``(n, n)`` per-position geometry (or an estimate), where documents have a start.
+    """
+    target = int(target_length)
+    m = as_extension_model(model, trained_length)
+    opts = {
+        "classes": classes, "embeddings": embeddings, "lags": lags, "replicates": replicates,
+        "estimator": estimator, "seed": seed, "rank_by": rank_by,
+    }  # fmt: skip
+    chosen = _choose(m, strategies, target)
+    geo = _lag_geometry(corpus, m, target, opts)
+    if fit and strategies is None and m.family == "rope":
+        chosen.append(_fitted(m, geo, target, unseen_penalty))
+    vectors = {
+        s.name: lag_vectors(m, s, geo.lags, target, position_distances=position_distances)
+        for s in chosen
+    }
+    point = _point_scores(vectors, geo.distances, seed)
+    boot = _interval_scores(geo, vectors, opts)
+    rows = [
+        StrategyScore.build(
+            s,
+            point[s.name],
+            boot,
+            _extras(m, s, target, position_distances),
+            s.config_changes(m.trained_length, target),
+        )
+        for s in chosen
+    ]
+    return ExtensionResult.build(m, target, geo, rows, rank_by=rank_by, bootstrap=boot)
+
+
+def _choose(model: ExtensionModel, strategies: Any, target: int) -> list[Strategy]:
+    if strategies is None:
+        return enumerate_strategies(model, model.trained_length, target)
+    if isinstance(strategies, Mapping):
+        items = [strategy_from_parameters(str(k), v) for k, v in strategies.items()]
+    else:
+        items = [
+            s if isinstance(s, Strategy) else strategy_from_parameters(f"given {i}", s)
+            for i, s in enumerate(strategies)
+        ]
+    names = [s.name for s in items]
+    if not items or len(set(names)) != len(names):
+        raise PosgeomError("give at least one strategy, each name once")
+    if model.family != "rope" and any(s.family == "rope" for s in items):
+        raise PosgeomError(f"rope_parameters do not apply to a {model.family} model")
+    return items

@@ -1,0 +1,174 @@
+"""Extension strategies: their frequencies against transformers, fitted factors, table extension,
+and the ranking end to end."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from posgeom import PosgeomError
+from posgeom.extension import (
+    enumerate_strategies,
+    extend_table,
+    fit_factors,
+    parse_family_spec,
+    phase_report,
+    score_strategies,
+    strategy_from_parameters,
+)
+from posgeom.lags.kernels import rope_lag_vectors
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+L0, L = 256, 512
+
+
+def _model():
+    return parse_family_spec(f"rope:theta=10000,head_dim=16,max_position_embeddings={L0}")
+
+
+def _config(params, max_positions):
+    return transformers.LlamaConfig(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=max_positions,
+        rope_parameters=dict(params),
+    )
+
+
+def _llama(params, max_positions):
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(_config(params, max_positions)).eval()
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_every_strategy_loads_in_transformers_with_the_frequencies_scored():
+    model = _model()
+    strategies = enumerate_strategies(model, L0, L)
+    kinds = {s.kind for s in strategies}
+    assert kinds == {"none", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope"}
+    assert len(strategies) >= 10
+    for s in strategies:
+        assert s.rope_parameters["rope_theta"] > 0  # always spelled out
+        changes = s.config_changes(L0, L)
+        config = _config(s.rope_parameters, changes["max_position_embeddings"])
+        rotary = transformers.models.llama.modeling_llama.LlamaRotaryEmbedding(config)
+        x = torch.zeros(1, L, 32)
+        rotary(x, torch.arange(L)[None])  # dynamic / longrope update their buffer at length L
+        ours, att = s.frequencies(model, L, L0)
+        theirs = rotary.inv_freq.double().numpy()
+        assert np.allclose(theirs, ours, rtol=2e-6), s.name
+        assert float(rotary.attention_scaling) == pytest.approx(att, rel=1e-6), s.name
+        fn = transformers.modeling_rope_utils.ROPE_INIT_FUNCTIONS.get(
+            s.rope_parameters["rope_type"]
+        )
+        if fn is not None:
+            inv, factor = fn(config, "cpu", seq_len=L)
+            assert np.allclose(inv.double().numpy(), ours, rtol=2e-6), s.name
+            assert factor == pytest.approx(att, rel=1e-6)
+
+
+def test_ntk_bases_and_yarn_attention_by_hand():
+    model = _model()
+    by_name = {s.name: s for s in enumerate_strategies(model, L0, L)}
+    # static NTK with a = s = 2: theta' = 10000 * 2^(16/14)
+    assert f"ntk theta={round(10000 * 2 ** (16 / 14))}" in by_name
+    _, att = by_name["yarn x2 b32/1"].frequencies(model, L, L0)
+    assert att == pytest.approx(0.1 * math.log(2) + 1)
+    assert by_name["yarn x2 b32/1 no-attn"].frequencies(model, L, L0)[1] == 1.0
+    base = 10000.0 ** -(np.arange(0, 16, 2) / 16)
+    assert np.allclose(by_name["linear x2"].frequencies(model, L, L0)[0], base / 2)
+
+
+def test_phase_report_by_hand():
+    w0 = np.array([1.0, 0.01, 0.001])
+    # trained at 101: plane 0 saw the whole circle, plane 1 saw 1 rad, plane 2 saw 0.1 rad
+    rep = phase_report(w0, w0, 101, 201)
+    assert rep["incomplete_planes"] == 2
+    assert rep["unseen_phase_fraction"] == pytest.approx((1.0 + 0.1) / (2 * math.pi) / 3)
+    assert rep["unseen_planes"] == 2
+    assert phase_report(w0, w0 / 2, 101, 201)["unseen_planes"] == 0  # interpolation: all seen
+
+
+def test_fit_recovers_factors_that_explain_the_geometry_exactly():
+    w0 = 10000.0 ** -(np.arange(0, 16, 2) / 16)
+    lags = np.unique(np.round(np.geomspace(1, L - 1, 30)).astype(int))
+    truth = np.linspace(1.0, 2.0, 8)
+    v = rope_lag_vectors(w0 / truth, lags)
+    target = 0.1 * np.linalg.norm(v[:, None] - v[None], axis=-1)  # any scale
+    fit = fit_factors(w0, lags, target, trained_length=L0, target_length=L, penalty=0.0)
+    assert fit.stress < 1e-4
+
+
+def test_extend_table_clamp_interpolate_gower():
+    table = np.arange(12.0).reshape(4, 3)
+    assert np.array_equal(extend_table(table, 6, "clamp")[4:], table[[3, 3]])
+    lin = extend_table(table, 7, "interpolate")
+    x = np.arange(7) * 3 / 6
+    assert np.allclose(lin[:, 1], np.interp(x, np.arange(4), table[:, 1]))
+    # a corpus geometry that is exactly that of a table linear in a 2-D curve: Gower places the
+    # new positions where the table continues
+    t = np.arange(10.0)
+    full = np.stack([t, 0.1 * t**2, 3 - t], axis=1)
+    dist = np.linalg.norm(full[:, None] - full[None], axis=-1)
+    ext = extend_table(full[:6], 10, "gower", position_distances=dist)
+    assert np.allclose(ext, full, atol=1e-8)
+    with pytest.raises(PosgeomError, match="clamp or interpolate"):
+        extend_table(full[:6], 10, "gower")
+
+
+def _corpus(n=6000, seed=0):
+    """A token chain with dependence at lags 1 and 2 (a second-order rule) over 8 tokens."""
+    rng = np.random.default_rng(seed)
+    s = list(rng.integers(0, 8, 2))
+    for _ in range(n - 2):
+        s.append((s[-1] + s[-2]) % 8 if rng.random() < 0.7 else int(rng.integers(0, 8)))
+    return np.array(s)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_score_strategies_ranks_and_gives_loadable_parameters():
+    seqs = [_corpus(seed=i) for i in range(3)]
+    result = score_strategies(_model(), seqs, None, L, classes="top:8", replicates=4, seed=0)
+    names = [r.name for r in result.rows]
+    assert "fitted" in names and "none" in names
+    key = result.rank_by
+    values = [r.scores[key] for r in result.rows]
+    assert values == sorted(values)
+    # the scores are those of the scores package on the lag kernel
+    from posgeom.scores.stress import stress
+
+    best = result.best
+    w, att = best.strategy.frequencies(result.model, L, L0)
+    vec = rope_lag_vectors(w, result.lag_geometry.lags, attention_factor=att)
+    assert best.scores[key] == pytest.approx(
+        stress(vec, result.lag_geometry.distances, kind=key), rel=1e-9
+    )
+    assert best.scores[f"{key}_ci"][0] <= best.scores[f"{key}_ci"][1]
+    summary = result.summary()
+    assert [s["name"] for s in summary["strategies"]] == names
+    assert summary["rope_parameters"]["rope_theta"] == 10000.0
+    llama = _llama(result.rope_parameters, result.best.config_changes["max_position_embeddings"])
+    llama.model.rotary_emb(torch.zeros(1, L, 32), torch.arange(L)[None])
+    assert np.allclose(llama.model.rotary_emb.inv_freq.double().numpy(), w, rtol=2e-6)
+
+
+def test_score_given_parameters_and_refusals():
+    seqs = [_corpus(seed=4)]
+    given = {"pi": {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}}
+    result = score_strategies(_model(), seqs, None, L, given, classes="top:8", replicates=0)
+    assert [r.name for r in result.rows] == ["pi"] and result.rows[0].p_first is None
+    with pytest.raises(PosgeomError, match="rope_theta"):
+        strategy_from_parameters("x", {"rope_type": "linear", "factor": 2.0})
+    with pytest.raises(PosgeomError, match="must exceed the trained length"):
+        score_strategies(_model(), seqs, None, L0, classes="top:8", replicates=0)
+    with pytest.raises(PosgeomError, match="unknown family spec"):
+        parse_family_spec("kerple:r=1")
