@@ -183,12 +183,15 @@ def test_a_new_family_is_one_file(tmp_path):
     from pathlib import Path
 
     script = """
-import numpy as np, family_example
-import posgeom.encodings as E
-from posgeom.compare import DEFAULT_ENCODINGS, compare_encodings
+import numpy as np
+import posgeom.compare, posgeom.encodings as E  # imported before the family is registered
+import family_example
+from posgeom.compare import default_encodings, compare_encodings
 from posgeom.corpus.counting import count_positions
 from posgeom.synthetic import synthetic_corpus
-assert "kerple_log" in E.available() and "kerple_log" in DEFAULT_ENCODINGS
+assert "kerple_log" in E.available() and "kerple_log" in default_encodings()
+assert "kerple_log" in posgeom.compare.DEFAULT_ENCODINGS  # read when used, not at import
+assert E.role_of("kerple_log") == "candidate"
 enc = E.get("kerple_log", 5, r1=2.0, r2=0.5)
 np.testing.assert_allclose(enc.distances()[0, 4], 2.0 * np.log(3.0))
 counts = count_positions(synthetic_corpus(200, length=8, seed=0), max_positions=8)
@@ -244,3 +247,26 @@ def test_demo_rope_row_is_the_per_head_rope_of_compare():
     assert rows["rope"] == pytest.approx(res.row("rope")["paper"], rel=1e-3)
     assert rows["sinusoidal"] == pytest.approx(res.row("sinusoidal")["paper"], rel=1e-3)
     assert rows["rope"] != pytest.approx(rows["sinusoidal"], rel=1e-3)
+
+
+def test_roles_and_refits():
+    """Each family says its role; the fitted ones refit to a replicate's distances (checked
+    against an independent numpy MDS of a Euclidean configuration)."""
+    from scipy.spatial.distance import pdist, squareform
+
+    from mds_helpers import numpy_mds
+    from posgeom.encodings._registry import ROLES
+
+    assert all(fam.role in ROLES for fam in E.families().values())
+    assert E.families_with_role("baseline") == ("nope", "random")
+    assert set(E.families_with_role("fitted")) == {"mds", "low_rank_mds", "mds+smacof"}
+    assert E.role_of("sinusoidal") == E.role_of("a user's encoding") == "candidate"
+    pts = np.random.default_rng(0).normal(size=(9, 3)) * [3.0, 2.0, 1.0]
+    dist = squareform(pdist(pts))
+    full = E.family("mds").refit(dist, model_dim=6, low_rank=2)
+    np.testing.assert_allclose(full.distances(), dist, atol=1e-9)
+    low = E.family("low_rank_mds").refit(dist, model_dim=6, low_rank=2)
+    coords, _ = numpy_mds(dist**2, 2)
+    np.testing.assert_allclose(low.distances(), squareform(pdist(coords)), atol=1e-9)
+    assert E.family("mds+smacof").refit(dist, model_dim=6, low_rank=2) is None
+    assert E.family("sinusoidal").refit(dist, model_dim=6, low_rank=2) is None

@@ -49,9 +49,9 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import check_int
 from posgeom.compare_result import ComparisonResult, StationarityResult, stationarity
 from posgeom.compare_rows import (
-    DEFAULT_ENCODINGS,
     comparable_encodings,
     comparison_rows,
+    default_encodings,
     is_integer_counts,
     with_baselines,
 )
@@ -59,17 +59,24 @@ from posgeom.encodings import default_rope_head_dim, family, rope_heads
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 
 __all__ = [
-    "DEFAULT_ENCODINGS",
     "ComparisonResult",
     "StationarityResult",
     "comparable_encodings",
     "compare_encodings",
     "comparison_rows",
+    "default_encodings",
     "default_rope_head_dim",
     "rope_heads",
     "stationarity",
     "with_baselines",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DEFAULT_ENCODINGS":  # the registry read when used, not a snapshot at import
+        return default_encodings()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 log = logging.getLogger("posgeom")
 
@@ -106,7 +113,7 @@ def compare_encodings(
         count matrix (sparse or dense), exact ``(n, V)`` probabilities (rows summing to 1), or
         :class:`~posgeom.geometry.distributions.PositionalDistributions` (dense copy: small only).
     model_dim : width ``d`` of the fixed encodings and of the MDS encoding (BERT-base: 768).
-    encodings : names from :data:`DEFAULT_ENCODINGS` (default: all; ``"learned"`` only when
+    encodings : names from :func:`default_encodings` (default: all; ``"learned"`` only when
         ``learned_model`` is given). See the module docstring for each.
     extra_encodings : more encodings ``name -> (n, d) vectors | (n, n) distances | encoding`` of the
         kept positions, scored as they are.
@@ -127,7 +134,7 @@ def compare_encodings(
     from posgeom.geometry.distributions import PositionalDistributions
     from posgeom.pipeline import analyze_counts, rank_curve
 
-    names = list(DEFAULT_ENCODINGS if encodings is None else encodings)
+    names = list(default_encodings() if encodings is None else encodings)
     unknown = [x for x in names if x not in comparable_encodings()]
     if unknown:
         raise PosgeomError(

@@ -1,8 +1,10 @@
 """Bootstrap intervals for a comparison's rows (when its counts carry replicates).
 
 :func:`attach_intervals` runs :func:`posgeom.scores.uncertainty.bootstrap_scores` on the fixed
-encodings of a comparison and on the MDS encodings refitted per replicate (``mds`` at rank
-``min(n - 1, d)``, ``low_rank_mds`` at its rank), and writes into every row the schema's
+encodings of a comparison and on the ``"fitted"`` families refitted per replicate
+(:meth:`Family.refit <posgeom.encodings._registry.Family.refit>`: ``mds`` at rank
+``min(n - 1, d)``, ``low_rank_mds`` at its rank; a fitted family without a refit gets no
+interval), and writes into every row the schema's
 ``<key>_ci = [low, high]`` for ``paper``, ``stress1``, ``scale_optimal``, ``raw`` and
 ``violation_rate``, plus ``p_first`` (the share of replicates in which the encoding is ranked
 first by scale-optimal stress). Counts: ``posgeom count --bootstrap B`` (or
@@ -13,8 +15,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
+from posgeom.encodings._registry import Family
 from posgeom.scores.stress import STRESS_KINDS
 
 __all__ = ["attach_intervals"]
@@ -37,22 +41,23 @@ def attach_intervals(
     ``counts`` has no replicates or the comparison dropped positions (the replicates' geometry
     must be the table's). ``estimator``: the one the table's target was estimated with, so the
     replicates are re-estimated the same way."""
-    from posgeom.embed.mds import classical_mds
+    from posgeom.encodings import families
     from posgeom.scores.uncertainty import bootstrap_scores
 
     if getattr(counts, "n_replicates", None) is None:
         return None
     n = counts.counts.shape[0]
-    fixed = {k: v for k, v in encodings.items() if not k.startswith(("mds", "low_rank_mds"))}
+    fitted_families = {k: f for k, f in families().items() if f.role == "fitted"}
+    fixed = {k: v for k, v in encodings.items() if k not in fitted_families}
     if any(getattr(e, "distances", None) and e.distances().shape[0] != n for e in fixed.values()):
         log.warning("intervals skipped: the comparison dropped positions the replicates keep")
         return None
-    fitted = {
-        "mds": lambda d: classical_mds(d, min(n - 1, model_dim), model_dim=model_dim),
-        "low_rank_mds": lambda d: classical_mds(d, min(low_rank, n - 1), model_dim=model_dim),
-    }
     names = {r["encoding"] for r in table}
-    fitted = {k: v for k, v in fitted.items() if k in names}
+    fitted = {
+        k: partial(fam.refit, model_dim=model_dim, low_rank=low_rank)
+        for k, fam in fitted_families.items()
+        if k in names and type(fam).refit is not Family.refit
+    }
     log.info("bootstrap intervals over %d replicates", counts.n_replicates)
     import warnings
 

@@ -18,19 +18,26 @@ from posgeom.encodings._registry import ComparisonContext, Family
 from posgeom.estimators._pipeline import plugin_scores
 
 __all__ = [
-    "DEFAULT_ENCODINGS",
     "comparable_encodings",
     "comparison_rows",
+    "default_encodings",
     "is_integer_counts",
     "with_baselines",
 ]
 
 log = logging.getLogger("posgeom")
 
-#: The default comparison: every registered family with ``in_comparison``, in registry order.
-DEFAULT_ENCODINGS: tuple[str, ...] = tuple(
-    name for name, fam in families().items() if fam.in_comparison
-)
+
+def default_encodings() -> tuple[str, ...]:
+    """The default comparison: every registered family with ``in_comparison``, in registry
+    order, read from the registry at each call (a family registered later is in it)."""
+    return tuple(name for name, fam in families().items() if fam.in_comparison)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DEFAULT_ENCODINGS":  # the registry read when used, not a snapshot at import
+        return default_encodings()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ----------------------------------------------------------------------------- encodings
@@ -61,17 +68,6 @@ def is_integer_counts(data: Any) -> bool:
     if values.dtype.kind in "iu":
         return True
     return bool(values.size and np.all(values == np.round(values)) and values.max() > 1)
-
-
-def _scored_as(
-    scores: dict[str, Any], seen: list[tuple[dict[str, Any], np.ndarray, Any]]
-) -> tuple[np.ndarray, Any] | None:
-    """(Shepard distances, encoding) of the encoding whose scores a family reported (for ALiBi:
-    its best head among those scored); None for rows scored elsewhere (the pipeline's MDS)."""
-    for s, delta, enc in seen:
-        if s.get("paper") == scores.get("paper") and s.get("stress1") == scores.get("stress1"):
-            return delta, enc
-    return None
 
 
 def _scores(enc: Any, target: np.ndarray, seed: int) -> dict[str, Any]:
@@ -109,14 +105,16 @@ def comparison_rows(
     target = res.distances
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
     n = target.shape[0]
-    seen: list[tuple[dict[str, Any], np.ndarray, Any]] = []  # (scores, Shepard deltas, encoding)
+    # (encoding given to ctx.score, its Shepard distances, the encoding scored: restricted to
+    # the kept positions)
+    seen: list[tuple[Any, np.ndarray, Any]] = []
 
-    def scored(enc: Any) -> dict[str, Any]:
+    def scored(enc: Any, given: Any = None) -> dict[str, Any]:
         s = _scores(enc, target, seed)
         if getattr(res, "plugin_distances", None) is not None:  # the paper's target, beside
             p = plugin_scores({"": enc}, res.plugin_distances)[""]
             s |= {"plugin_paper": p["paper"], "plugin_scale_optimal": p["scale_optimal"]}
-        seen.append((s, pair_distances(enc, res.shepard_pairs), enc))
+        seen.append((enc if given is None else given, pair_distances(enc, res.shepard_pairs), enc))
         return s
 
     ctx = ComparisonContext(
@@ -127,7 +125,7 @@ def comparison_rows(
         rope_head_dim=int(rope_hd),
         rope_base=float(rope_base),
         seed=seed,
-        score=lambda enc: scored(_restrict(enc, positions)),
+        score=lambda enc: scored(_restrict(enc, positions), enc),
         score_kept=scored,
         pipeline=res,
         learned_model=learned_model,
@@ -151,9 +149,9 @@ def comparison_rows(
         if entry is None:
             log.warning("%s skipped: %s", name, family(name).skip_reason)
             continue
-        match = _scored_as(entry.scores, seen)
-        if match is not None:
-            shepard[name], built[name] = match
+        match = [(delta, enc) for given, delta, enc in seen if given is entry.encoding]
+        if entry.encoding is not None and match:
+            shepard[name], built[name] = match[-1]
         elif name in res.shepard:
             shepard[name] = res.shepard[name]
         table.append(
@@ -184,7 +182,7 @@ def with_baselines(
     learned_model: Any = None,
 ) -> Any:
     """``result`` (a :class:`~posgeom.pipeline.PipelineResult`) scoring the comparison's
-    encodings too: the rows of :data:`DEFAULT_ENCODINGS` (sinusoidal, per-head RoPE, ALiBi, T5,
+    encodings too: the rows of :func:`default_encodings` (sinusoidal, per-head RoPE, ALiBi, T5,
     NoPE, random, MDS, low-rank MDS, MDS + SMACOF when refined; ``learned`` with
     ``learned_model``) in the comparison's order, then the encodings ``result`` already scored.
     This is what ``posgeom run``, ``geometry`` and ``demo`` report."""
@@ -192,7 +190,7 @@ def with_baselines(
 
     names = [
         x
-        for x in (DEFAULT_ENCODINGS if encodings is None else encodings)
+        for x in (default_encodings() if encodings is None else encodings)
         if (family(x).comparison_needs is None or learned_model is not None)
         and (x != "mds+smacof" or result.refined is not None)
     ]

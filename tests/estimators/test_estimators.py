@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from estimator_checks import check_estimator
 from scipy.stats import binom, poisson
 
 import posgeom
@@ -52,16 +53,44 @@ def test_plugin_is_exactly_todays_hellinger(convention):
     np.testing.assert_array_equal(est.positions, np.arange(6))
 
 
-@pytest.mark.parametrize("name", ["plugin", "corrected", "split_half", "polynomial"])
-def test_infinite_sample_limit_is_the_truth(name):
-    mu = zipf_distributions(5, 30, structure="three_regimes", strength=2.0)
-    huge = np.round(mu * 1e8).astype(np.int64)  # exact distributions scaled to huge counts
-    est = (
-        estimate_geometry(huge, estimator=name, n_repeats=2)
-        if name == "split_half"
-        else (estimate_geometry(huge, estimator=name))
+@pytest.mark.parametrize("name", available())
+def test_every_registered_estimator_passes_the_common_checks(name):
+    check_estimator(name)
+
+
+def test_an_estimator_is_one_file():
+    """The ARCHITECTURE.md example (tests/estimator_example.py), imported in a fresh process: it
+    is listed, passes the common checks, equals a hand computation and is offered by the CLI."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = """
+import numpy as np, scipy.sparse as sp
+import posgeom.estimators as E
+from posgeom.cli.main import build_parser
+import estimator_example
+from estimator_checks import check_estimator
+assert "kt_smoothed" in E.available()
+check_estimator("kt_smoothed")
+x = np.array([[3, 0, 1], [0, 2, 2]])
+p = (x + 0.5) / (x.sum(1, keepdims=True) + 1.5)
+want = np.sqrt(((np.sqrt(p[0]) - np.sqrt(p[1])) ** 2).sum())
+got = E.estimate_geometry(sp.csr_matrix(x), estimator="kt_smoothed").distances[0, 1]
+np.testing.assert_allclose(got, want, rtol=1e-12)
+sub = build_parser()._subparsers._group_actions[0].choices["run"]
+assert "kt_smoothed" in sub.format_help()
+print("ok")
+"""
+    here = Path(__file__).parent
+    paths = [str(here), str(here.parent), *sys.path]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
     )
-    np.testing.assert_allclose(est.distances, hellinger_distances(mu), atol=1e-3)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
 
 
 @pytest.mark.parametrize(("name", "share"), [("corrected", 0.1), ("split_half", 0.25)])

@@ -60,9 +60,9 @@ def _comparable() -> tuple[str, ...]:
 
 
 def _defaults() -> tuple[str, ...]:
-    from posgeom.compare import DEFAULT_ENCODINGS
+    from posgeom.compare import default_encodings
 
-    return DEFAULT_ENCODINGS
+    return default_encodings()
 
 
 def _compare(args: argparse.Namespace) -> int:

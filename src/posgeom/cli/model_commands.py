@@ -19,6 +19,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.cli._verdict import verdict_line
+from posgeom.cli.geometry_commands import add_estimator_argument
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -331,12 +332,11 @@ def register(sub: Any) -> None:
         default="split_half",
         help="noise-floor estimate of the Hellinger distances",
     )
-    p.add_argument(
-        "--target",
-        default="recommended",
-        help="estimator of the corpus geometry the layers are scored against: recommended, "
-        "corrected, split_half, polynomial, or plugin (the paper's plug-in chord); the plug-in "
-        "scores are always shown beside",
+    add_estimator_argument(
+        p,
+        dest="target",
+        old="--target",
+        what="estimator of the corpus geometry the layers are scored against",
     )
     p.add_argument(
         "--bootstrap",

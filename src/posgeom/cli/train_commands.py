@@ -16,6 +16,8 @@ import argparse
 import json
 from typing import Any
 
+from posgeom.cli.geometry_commands import add_estimator_argument
+
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
@@ -77,12 +79,11 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
     d.add_argument(
         "--order-samples", type=int, default=4096, help="training sequences of the order task"
     )
-    d.add_argument(
-        "--target-estimator",
-        default="recommended",
-        metavar="NAME",
-        help="estimator of the target geometry the run is scored against (posgeom.estimators; "
-        "'plugin' is the paper's)",
+    add_estimator_argument(
+        d,
+        dest="target_estimator",
+        old="--target-estimator",
+        what="estimator of the target geometry the run is scored against",
     )
 
 
@@ -161,7 +162,7 @@ def _experiment(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from posgeom.experiments.training import ENCODINGS, TASKS
+    from posgeom.experiments.training import TASKS, trainable_encodings
 
     p = sub.add_parser(
         "train",
@@ -175,7 +176,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--encoding",
         default=None,
-        help=f"position encoding: {', '.join(ENCODINGS)} (or 'pretrained' with "
+        help=f"position encoding: {', '.join(trainable_encodings())} (or 'pretrained' with "
         "--model minilm); default sinusoidal / pretrained",
     )
     p.add_argument("--seed", type=int, default=0, help="random seed")

@@ -24,9 +24,11 @@ from posgeom.encodings._registry import (
     Mechanism,
     MechanismParams,
     families,
+    families_with_role,
     family,
     family_of_mechanism,
     register,
+    role_of,
 )
 from posgeom.encodings.alibi import ALiBiEncoding, alibi, alibi_slopes
 from posgeom.encodings.basic import from_file, nope, random
@@ -79,6 +81,7 @@ __all__ = [
     "available",
     "default_rope_head_dim",
     "families",
+    "families_with_role",
     "family",
     "family_of_mechanism",
     "from_file",
@@ -89,6 +92,7 @@ __all__ = [
     "nope",
     "random",
     "register",
+    "role_of",
     "rope",
     "rope_frequencies",
     "rope_heads",

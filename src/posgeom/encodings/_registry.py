@@ -31,6 +31,7 @@ from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding
 
 __all__ = [
+    "ROLES",
     "ComparisonContext",
     "ComparisonEntry",
     "Family",
@@ -38,9 +39,11 @@ __all__ = [
     "MechanismParams",
     "TorchSpec",
     "families",
+    "families_with_role",
     "family",
     "family_of_mechanism",
     "register",
+    "role_of",
 ]
 
 
@@ -74,13 +77,16 @@ class ComparisonContext:
 @dataclass(frozen=True, eq=False)
 class ComparisonEntry:
     """One row of a comparison: ``scores`` (paper stress, ...), ``description``, ``parameters``
-    (stored scalars: 0 for fixed formulas) and, for per-head families, ``heads`` (one dict per
-    head with its own scores)."""
+    (stored scalars: 0 for fixed formulas), for per-head families ``heads`` (one dict per head
+    with its own scores), and ``encoding``: the encoding the row's scores are of, as given to
+    ``ctx.score`` / ``ctx.score_kept`` (the best head for a per-head family; ``None`` for a row
+    the pipeline scored, the MDS encodings)."""
 
     description: str
     parameters: int
     scores: dict[str, Any]
     heads: tuple[dict[str, Any], ...] = ()
+    encoding: Any = None
 
 
 # ------------------------------------------------------------------------------ torch
@@ -209,7 +215,10 @@ class Family:
     (mechanism kinds dropped when this family's mechanism is found: ALiBi models may carry an unused
     rotary module), ``comparison_needs`` (the ``compare_encodings`` argument its row needs, e.g.
     ``"learned_model"``), ``pipeline_options`` (what the comparison's pipeline must compute, e.g.
-    ``{"refine": True}`` for SMACOF).
+    ``{"refine": True}`` for SMACOF), ``role`` (what its comparison row is: ``"candidate"``, an
+    encoding a model could use; ``"baseline"``, a reference with no positional design (random,
+    NoPE) that a candidate must beat; ``"fitted"``, fitted to the corpus geometry itself (MDS), so
+    refitted on every bootstrap replicate by :meth:`refit`).
     """
 
     name: ClassVar[str] = ""
@@ -227,6 +236,7 @@ class Family:
     comparison_needs: ClassVar[str | None] = None
     skip_reason: ClassVar[str] = "not available for this input"
     pipeline_options: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    role: ClassVar[str] = "candidate"
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:  # pragma: no cover
         raise NotImplementedError
@@ -252,8 +262,22 @@ class Family:
         if enc is None:
             return None
         return ComparisonEntry(
-            self.describe(ctx, enc), int(self.parameter_count(ctx, enc)), ctx.score(enc)
+            self.describe(ctx, enc),
+            int(self.parameter_count(ctx, enc)),
+            ctx.score(enc),
+            encoding=enc,
         )
+
+    def model_reference(self, n_positions: int, width: int, seed: int) -> Any:
+        """Its reference encoding of a model's ``width`` in ``analyze_model`` (scored beside the
+        model's own mechanisms), or ``None`` (no reference row)."""
+        return None
+
+    def refit(self, distances: np.ndarray, *, model_dim: int, low_rank: int) -> Any:
+        """A ``"fitted"`` family's row refitted to one replicate's distances ``(n, n)`` (an
+        encoding, e.g. an MDS result), or ``None``: not refitted, so the row gets no bootstrap
+        interval. Fixed families (candidates, baselines) are scored as they are."""
+        return None
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
         """Mechanisms of this family in a loaded torch model (none by default)."""
@@ -294,10 +318,15 @@ class Family:
 _FAMILIES: dict[str, Family] = {}
 
 
+ROLES = ("candidate", "baseline", "fitted")
+
+
 def register(cls: type[Family]) -> type[Family]:
     """Class decorator: register one instance of ``cls`` under ``cls.name``."""
     if not cls.name or cls.name in _FAMILIES:
         raise PosgeomError(f"family name {cls.name!r} is empty or already registered")
+    if cls.role not in ROLES:
+        raise PosgeomError(f"family {cls.name!r} has role {cls.role!r}; use one of {ROLES}")
     kinds = {f.mechanism_kind for f in _FAMILIES.values() if f.mechanism_kind}
     if cls.mechanism_kind and cls.mechanism_kind in kinds:
         raise PosgeomError(f"mechanism kind {cls.mechanism_kind!r} is already registered")
@@ -320,6 +349,18 @@ def family(name: str) -> Family:
             f"unknown encoding {name!r}; known encodings: {', '.join(sorted(_FAMILIES))}"
         )
     return _FAMILIES[name]
+
+
+def families_with_role(role: str) -> tuple[str, ...]:
+    """Names of the registered families of ``role`` (see :attr:`Family.role`), in order."""
+    return tuple(name for name, fam in _FAMILIES.items() if fam.role == role)
+
+
+def role_of(name: str) -> str:
+    """The role of the row ``name``: its family's, ``"candidate"`` for any other encoding (a
+    user's, a model's mechanism)."""
+    fam = _FAMILIES.get(name)
+    return fam.role if fam is not None else "candidate"
 
 
 def family_of_mechanism(kind: str) -> Family:

@@ -216,21 +216,18 @@ class ALiBiFamily(Family):
 
     def comparison(self, ctx: ComparisonContext) -> ComparisonEntry:
         slopes = alibi_slopes(ctx.n_heads)
+        built = [alibi(ctx.n_positions, ctx.n_heads, head=h) for h in range(ctx.n_heads)]
         heads = tuple(
-            {
-                "head": h,
-                "slope": float(slopes[h]),
-                **ctx.score(alibi(ctx.n_positions, ctx.n_heads, head=h)),
-            }
+            {"family": self.name, "head": h, "slope": float(slopes[h]), **ctx.score(built[h])}
             for h in range(ctx.n_heads)
         )
         best = min(range(ctx.n_heads), key=lambda h: (heads[h]["paper"], h))
-        scores = {k: v for k, v in heads[best].items() if k not in ("head", "slope")}
+        scores = {k: v for k, v in heads[best].items() if k not in ("family", "head", "slope")}
         description = (
             f"ALiBi best of {ctx.n_heads} heads: head {best}, m = {slopes[best]:.4g} "
             "(distance m|i-j|)"
         )
-        return ComparisonEntry(description, 0, scores, heads)
+        return ComparisonEntry(description, 0, scores, heads, encoding=built[best])
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
         style, source, bias_max = _alibi_style(model, config)

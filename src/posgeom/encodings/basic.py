@@ -156,6 +156,7 @@ class NoPEFamily(Family):
     name = "nope"
     order = 50
     summary = "no positional encoding: all positions equal"
+    role = "baseline"
     mechanism_kind = "none"
     mechanism_params = NoneParams
     detect_order = 1000
@@ -188,6 +189,7 @@ class RandomFamily(Family):
     name = "random"
     order = 60
     summary = "seeded Gaussian vectors (no order information)"
+    role = "baseline"
     torch_class = "posgeom.nn.tables:AbsolutePositionEmbedding"
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:
@@ -195,6 +197,10 @@ class RandomFamily(Family):
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         return random(ctx.n_positions, d=ctx.model_dim, seed=ctx.seed)
+
+    def model_reference(self, n_positions: int, width: int, seed: int) -> PositionEncoding:
+        """The order-free baseline at the model's width."""
+        return random(n_positions, d=width, seed=seed)
 
     def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
         return f"Gaussian N(0, 1) vectors, d={encoding.dim}, seed {encoding.params['seed']}"

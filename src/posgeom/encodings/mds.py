@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+import numpy as np
+
 from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
 from posgeom.encodings._registry import (
@@ -135,9 +137,17 @@ class MDSFamily(Family):
     summary = "MDS-optimal encoding of the corpus geometry (Algorithm 1)"
     requires = ("source",)
     torch_class = "posgeom.nn.tables:AbsolutePositionEmbedding"
+    role = "fitted"
 
     def build(self, n_positions: int, **params: Any) -> MDSEncoding:
         return _checked(self.name, n_positions, mds(_source(self.name, params), **params))
+
+    def refit(self, distances: np.ndarray, *, model_dim: int, low_rank: int) -> Any:
+        """Classical MDS of the replicate at rank ``min(n - 1, d)``."""
+        from posgeom.embed.mds import classical_mds
+
+        n = distances.shape[0]
+        return classical_mds(distances, min(n - 1, model_dim), model_dim=model_dim)
 
     def comparison(self, ctx: ComparisonContext) -> ComparisonEntry:
         res = _need_pipeline(ctx)
@@ -164,6 +174,14 @@ class LowRankMDSFamily(Family):
     requires = ("source",)
     torch_class = "posgeom.nn.tables:LowRankPositionEmbedding"
     trained_by_default = True
+    role = "fitted"
+
+    def refit(self, distances: np.ndarray, *, model_dim: int, low_rank: int) -> Any:
+        """Classical MDS of the replicate at rank ``min(low_rank, n - 1)``."""
+        from posgeom.embed.mds import classical_mds
+
+        n = distances.shape[0]
+        return classical_mds(distances, min(low_rank, n - 1), model_dim=model_dim)
 
     def build(self, n_positions: int, **params: Any) -> MDSEncoding:
         return _checked(self.name, n_positions, low_rank_mds(_source(self.name, params), **params))
@@ -172,8 +190,9 @@ class LowRankMDSFamily(Family):
         res = _need_pipeline(ctx)
         r = min(ctx.low_rank, res.mds.n_components)
         parameters = r * (ctx.n_kept + ctx.model_dim)
+        enc = res.mds.truncate(r)
         return ComparisonEntry(
-            f"rank-{r} MDS, P = A B^T", parameters, ctx.score_kept(res.mds.truncate(r))
+            f"rank-{r} MDS, P = A B^T", parameters, ctx.score_kept(enc), encoding=enc
         )
 
     def check_training(self, spec: TorchSpec) -> None:
@@ -208,6 +227,7 @@ class SMACOFFamily(Family):
     requires = ("source",)
     pipeline_options: ClassVar[Mapping[str, Any]] = MappingProxyType({"refine": True})
     skip_reason = "refinement runs only for n <= 2048"
+    role = "fitted"  # not refitted per replicate (SMACOF per replicate is too slow): no interval
 
     def build(self, n_positions: int, **params: Any) -> MDSEncoding:
         return _checked(self.name, n_positions, smacof(_source(self.name, params), **params))

@@ -65,6 +65,10 @@ class SinusoidalFamily(Family):
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         return sinusoidal(ctx.n_positions, d=ctx.model_dim)
 
+    def model_reference(self, n_positions: int, width: int, seed: int) -> PositionEncoding:
+        """The standard formula at the model's width (rounded up to even)."""
+        return sinusoidal(n_positions, d=width + width % 2)
+
     def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
         return f"Vaswani, d={encoding.dim}, base {encoding.params['base']:g}, norm sqrt(d/2)"
 

@@ -35,9 +35,17 @@ coarsening, position pooling and equal-sample resampling.
 
 from __future__ import annotations
 
-from posgeom.estimators import corrected as _corrected  # noqa: F401  (registers estimators)
-from posgeom.estimators import polynomial as _polynomial  # noqa: F401
-from posgeom.estimators._core import RECOMMENDED, Estimator, GeometryEstimate, available, get
+import importlib
+import pkgutil
+
+from posgeom.estimators._core import (
+    RECOMMENDED,
+    Estimator,
+    GeometryEstimate,
+    available,
+    get,
+    register,
+)
 from posgeom.estimators.api import estimate_geometry
 from posgeom.estimators.corrected import squared_mean_root
 from posgeom.estimators.transforms import (
@@ -47,6 +55,17 @@ from posgeom.estimators.transforms import (
     pool_edges,
     pool_encoding,
 )
+
+
+def _register_every_estimator_module() -> None:
+    """Import every public module of this package, so that a new estimator is one new file
+    with an ``@register("name")`` function (as the encoding families are discovered)."""
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+_register_every_estimator_module()
 
 __all__ = [
     "RECOMMENDED",
@@ -60,5 +79,6 @@ __all__ = [
     "pool_counts",
     "pool_edges",
     "pool_encoding",
+    "register",
     "squared_mean_root",
 ]

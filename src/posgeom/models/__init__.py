@@ -14,19 +14,18 @@ require("transformers", "hf")
 from posgeom.models.layerwise import STRESS_KINDS, LayerwiseSignal, layerwise_positional_signal  # noqa: E402
 from posgeom.models.loading import ModelTokenizer, load_model, load_tokenizer, model_tokenizer  # noqa: E402
 from posgeom.models.mechanisms import (  # noqa: E402
-    MECHANISM_KINDS,
     PositionalMechanism,
     alibi_slopes,
     find_positional_mechanism,
     find_positional_mechanisms,
     mechanism_encodings,
+    mechanism_kinds,
     model_position_limit,
     relative_position_bucket,
     to_encoding,
 )
 
 __all__ = [
-    "MECHANISM_KINDS",
     "STRESS_KINDS",
     "LayerwiseSignal",
     "ModelTokenizer",
@@ -38,8 +37,15 @@ __all__ = [
     "load_model",
     "load_tokenizer",
     "mechanism_encodings",
+    "mechanism_kinds",
     "model_position_limit",
     "model_tokenizer",
     "relative_position_bucket",
     "to_encoding",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "MECHANISM_KINDS":  # the registry read when used, not a snapshot at import
+        return mechanism_kinds()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

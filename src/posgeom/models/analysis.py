@@ -148,13 +148,12 @@ def _model_width(model: torch.nn.Module) -> int:
 
 
 def _baselines(n: int, width: int, seed: int) -> dict[str, Any]:
-    """Reference encodings of the model's width: Vaswani sinusoidal and a seeded Gaussian."""
-    from posgeom import encodings as families
+    """Reference encodings of the model's width: every family's ``model_reference`` (Vaswani
+    sinusoidal and a seeded Gaussian)."""
+    from posgeom.encodings import families
 
-    return {
-        "sinusoidal": families.sinusoidal(n, d=width + width % 2),
-        "random": families.random(n, d=width, seed=seed),
-    }
+    every = {name: fam.model_reference(n, width, seed) for name, fam in families().items()}
+    return {name: enc for name, enc in every.items() if enc is not None}
 
 
 def _model_info(model: torch.nn.Module) -> dict[str, Any]:

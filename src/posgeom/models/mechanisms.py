@@ -54,7 +54,6 @@ from posgeom.encodings.t5 import RELATIVE_BIAS_NAMES, t5_relative_position_bucke
 
 __all__ = [
     "LEARNED_NAMES",
-    "MECHANISM_KINDS",
     "RELATIVE_BIAS_NAMES",
     "Mechanism",
     "PositionalMechanism",
@@ -62,6 +61,7 @@ __all__ = [
     "find_positional_mechanism",
     "find_positional_mechanisms",
     "mechanism_encodings",
+    "mechanism_kinds",
     "model_position_limit",
     "relative_position_bucket",
     "to_encoding",
@@ -79,8 +79,15 @@ def _detectors() -> list[Any]:
     return sorted(found, key=lambda f: f.detect_order)
 
 
-#: Mechanism kinds in detection order, then ``"none"``.
-MECHANISM_KINDS = (*(f.mechanism_kind for f in _detectors()), family("nope").mechanism_kind)
+def mechanism_kinds() -> tuple[str, ...]:
+    """Mechanism kinds in detection order, then ``"none"`` (read from the registry per call)."""
+    return (*(f.mechanism_kind for f in _detectors()), family("nope").mechanism_kind)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MECHANISM_KINDS":  # the registry read when used, not a snapshot at import
+        return mechanism_kinds()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _resolve_model(model_or_name_or_path: Any, **load_kwargs: Any) -> Any:

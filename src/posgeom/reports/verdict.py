@@ -18,11 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from posgeom.encodings import families_with_role, role_of
 from posgeom.reports.schema import interval
 
 __all__ = ["noise_verdict", "one_line", "ranking_verdict", "verdict"]
-
-_BASELINES = ("random", "nope")
 
 
 def noise_verdict(noise: dict[str, Any] | None, samples: dict[str, Any] | None) -> list[str]:
@@ -62,7 +61,9 @@ def _ranked(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _is_candidate(name: str) -> bool:
-    return not name.startswith(("mds", "low_rank_mds")) and name not in _BASELINES
+    """A row ranked among the candidates: not a baseline, not fitted to the geometry (the
+    families' roles, :attr:`posgeom.encodings.Family.role`)."""
+    return role_of(name) == "candidate"
 
 
 def ranking_verdict(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -79,7 +80,7 @@ def ranking_verdict(rows: Sequence[dict[str, Any]]) -> list[str]:
         f"then {names[1]} ({so[1]:.3g})."
     ]
     base = {str(r["encoding"]): float(r["scale_optimal"]) for r in everything}
-    beating = [b for b in _BASELINES if b in base and base[b] <= so[0]]
+    beating = [b for b in families_with_role("baseline") if b in base and base[b] <= so[0]]
     if beating:
         out.append(
             f"But the {' and '.join(beating)} baseline does as well or better "
@@ -91,7 +92,8 @@ def ranking_verdict(rows: Sequence[dict[str, Any]]) -> list[str]:
         worse = [n for n, v in zip(names, so, strict=True) if _worse_than_baselines(base, v)]
         if worse:
             out.append(
-                "No better than a baseline (random or nope) on shape: " + ", ".join(worse) + "."
+                f"No better than a baseline ({' or '.join(families_with_role('baseline'))}) on "
+                "shape: " + ", ".join(worse) + "."
             )
     cis = [interval(r, "scale_optimal") for r in ranked]
     if all(ci is not None for ci in cis):
@@ -118,7 +120,7 @@ def ranking_verdict(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _worse_than_baselines(base: dict[str, float], value: float) -> bool:
-    known = [base[b] for b in _BASELINES if b in base]
+    known = [base[b] for b in families_with_role("baseline") if b in base]
     return bool(known) and value >= min(known)
 
 

@@ -25,7 +25,7 @@ torch, safetensors, transformers, tqdm and matplotlib are imported inside the fu
 
 from __future__ import annotations
 
-from posgeom.experiments.training.config import ENCODINGS, MODELS, TASKS, TrainConfig
+from posgeom.experiments.training.config import MODELS, TASKS, TrainConfig, trainable_encodings
 from posgeom.experiments.training.data import ID_OFFSET, MASK_ID, PAD_ID, TextData, load_task_data
 from posgeom.experiments.training.loop import EpochRecord, TrainResult, train
 from posgeom.experiments.training.metrics import geometry_scores, position_geometry
@@ -42,7 +42,6 @@ from posgeom.experiments.training.sweeps import (
 
 __all__ = [
     "CHECKPOINT",
-    "ENCODINGS",
     "FORMAT",
     "ID_OFFSET",
     "LOG",
@@ -68,4 +67,11 @@ __all__ = [
     "stress_vs_accuracy",
     "sweep_table",
     "train",
+    "trainable_encodings",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "ENCODINGS":  # the registry read when used, not a snapshot at import
+        return trainable_encodings()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

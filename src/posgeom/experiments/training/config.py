@@ -33,11 +33,23 @@ def _trainable_encodings() -> tuple[str, ...]:
     )
 
 
-__all__ = ["ENCODINGS", "MODELS", "TASKS", "TrainConfig"]
+__all__ = ["MODELS", "TASKS", "TrainConfig", "trainable_encodings"]
 
 TASKS = ("sst2", "imdb-mlm", "order")
-#: Encodings the tiny model trains with: every registered family with a torch module.
-ENCODINGS = _trainable_encodings()
+
+
+def trainable_encodings() -> tuple[str, ...]:
+    """Encodings the tiny model trains with: every registered family with a torch module (read
+    from the registry per call)."""
+    return _trainable_encodings()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ENCODINGS":  # the registry read when used, not a snapshot at import
+        return _trainable_encodings()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 MODELS = ("tiny", "minilm")
 # options that may change between a run and its resumption
 _RESUMABLE_FIELDS = ("epochs", "threads", "progress")
@@ -140,9 +152,9 @@ class TrainConfig:
                 )
             if self.task != "sst2":
                 raise PosgeomError("model='minilm' supports task='sst2' only")
-        elif self.encoding not in ENCODINGS:
+        elif self.encoding not in (known := _trainable_encodings()):
             raise PosgeomError(
-                f"unknown encoding {self.encoding!r}; known encodings: {', '.join(ENCODINGS)} "
+                f"unknown encoding {self.encoding!r}; known encodings: {', '.join(known)} "
                 "(and 'pretrained' with model='minilm')"
             )
 
