@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.cli._options import add_estimator_argument
 from posgeom.cli._verdict import verdict_line
-from posgeom.cli.geometry_commands import add_estimator_argument, add_report_argument
+from posgeom.cli.geometry_commands import add_report_argument
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 
 log = logging.getLogger("posgeom")

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.cli._options import add_estimator_argument
 from posgeom.cli._verdict import verdict_line
-from posgeom.cli.geometry_commands import add_estimator_argument
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter

@@ -16,7 +16,7 @@ import argparse
 import json
 from typing import Any
 
-from posgeom.cli.geometry_commands import add_estimator_argument
+from posgeom.cli._options import add_estimator_argument
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
