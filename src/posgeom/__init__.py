@@ -75,6 +75,9 @@ _EXPORTS: dict[str, str] = {
     "ComparisonResult": "posgeom.compare",
     "stationarity": "posgeom.compare",
     "StationarityResult": "posgeom.compare",
+    # lags -> lag geometry -> context extension
+    "lag_geometry": "posgeom.lags",
+    "extend": "posgeom.extension.run",
     # scores -> reports
     "analyze_counts": "posgeom.pipeline",
     "score_encoding": "posgeom.pipeline",
@@ -94,6 +97,8 @@ _SUBMODULES = {
     "scores",
     "reports",
     "estimators",
+    "lags",
+    "extension",
 }
 
 __all__ = [

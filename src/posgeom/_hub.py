@@ -1,7 +1,7 @@
 """The one place posgeom calls ``from_pretrained`` (bottom layer: no torch at import).
 
-Every Hugging Face model and tokenizer the package loads goes through :func:`pretrained_model`
-or :func:`pretrained_tokenizer`, which always pass ``trust_remote_code=False`` and, for models
+Every Hugging Face model, configuration and tokenizer the package loads goes through
+:func:`pretrained_model`, :func:`pretrained_config` or :func:`pretrained_tokenizer`, which always pass ``trust_remote_code=False`` and, for models
 always and for tokenizers unless ``allow_download=True`` is asked for, ``local_files_only=True``.
 Nothing here touches the process environment (``HF_HUB_OFFLINE`` is the user's to set):
 offline loading is a keyword argument of each call. A failure raises
@@ -20,7 +20,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, require
 
-__all__ = ["one_line", "pretrained_model", "pretrained_tokenizer"]
+__all__ = ["one_line", "pretrained_config", "pretrained_model", "pretrained_tokenizer"]
 
 _FORCED = ("local_files_only", "trust_remote_code")
 
@@ -92,6 +92,19 @@ def pretrained_model(
         raise _offline_error(target, "model", exc) from exc
     model.eval()
     return model
+
+
+def pretrained_config(name_or_path: str | os.PathLike[str], **kwargs: Any) -> Any:
+    """``transformers.AutoConfig.from_pretrained``, offline, no remote code (``gguf_file=``...)."""
+    _refuse_forced(kwargs)
+    transformers = require("transformers", "hf")
+    target = _describe(name_or_path)
+    try:
+        return transformers.AutoConfig.from_pretrained(
+            target, local_files_only=True, trust_remote_code=False, **kwargs
+        )
+    except (OSError, ValueError, KeyError) as exc:
+        raise _offline_error(target, "configuration", exc) from exc
 
 
 def pretrained_tokenizer(

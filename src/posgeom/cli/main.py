@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "posgeom.cli.geometry_commands",
     "posgeom.cli.report_commands",
     "posgeom.cli.lengths_commands",
+    "posgeom.cli.extend_commands",
 )
 OPTIONAL_COMMAND_MODULES = (
     "posgeom.cli.compare_commands",

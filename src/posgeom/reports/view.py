@@ -26,6 +26,7 @@ LABELS = {
     "compare": "comparison",
     "analyze-model": "model analysis",
     "reproduce": "reproduction",
+    "extend": "context extension",
 }
 
 # files of each kind of results folder, and what a report loses without them
@@ -41,6 +42,11 @@ _PARTS = {
         "arrays.npz": "the heatmap, spectrum, MDS maps and Shepard plots",
         "comparison.md": "the Markdown table",
         "counts.npz": "the counts (a rerun needs the corpus)",
+    },
+    "extend": {
+        "summary.json": "the ranked strategies, lag geometry and verdict",
+        "arrays.npz": "the heatmap of the lag geometry",
+        "table.md": "the Markdown table",
     },
     "analyze-model": {
         "summary.json": "the per-layer table, scores and settings",
@@ -151,6 +157,8 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         geom = summary
         rows, curve = _rows_of(summary.get("scores", {})), summary.get("rank_curve", [])
     settings = _settings(summary, geom)
+    if kind == "extend":
+        settings = _extend_settings(summary, settings)
     if kind == "analyze-model":
         model = summary.get("model", {})
         settings = {"model": model.get("name"), **settings}
@@ -171,6 +179,22 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
     }
 
 
+def _extend_settings(summary: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    counts = summary.get("lag_geometry", {}).get("counts", {})
+    lags = counts.get("lags") or []
+    extra = {
+        "model": summary.get("model", {}).get("name"),
+        "trained length L0": summary.get("trained_length"),
+        "target length L": summary.get("target_length"),
+        "lags": f"{len(lags)} from {lags[0]} to {lags[-1]}" if lags else None,
+        "token classes": (counts.get("classes") or {}).get("kind"),
+        "estimator": summary.get("estimator"),
+        "best strategy": summary.get("best"),
+        "verdict": " / ".join(summary.get("verdict", [])),
+    }
+    return {**{k: v for k, v in extra.items() if v is not None}, **settings}
+
+
 def _kind_of(folder: Path) -> str | None:
     if (folder / "comparison.json").exists() or (folder / "comparison.md").exists():
         return "compare"
@@ -179,6 +203,8 @@ def _kind_of(folder: Path) -> str | None:
     summary = folder / "summary.json"
     if summary.exists():
         data, _ = _read_json(summary)
+        if data and data.get("kind") == "posgeom_extension":
+            return "extend"
         return "analyze-model" if data and "layers" in data else "run"
     if (folder / "arrays.npz").exists():
         from posgeom.artifacts import read_sidecar
@@ -187,9 +213,11 @@ def _kind_of(folder: Path) -> str | None:
             sidecar_kind = read_sidecar(folder / "arrays.npz").get("kind")
         except (OSError, ValueError):
             return "run"
-        return {"comparison_results": "compare", "model_analysis": "analyze-model"}.get(
-            str(sidecar_kind), "run"
-        )
+        return {
+            "comparison_results": "compare",
+            "model_analysis": "analyze-model",
+            "extension_results": "extend",
+        }.get(str(sidecar_kind), "run")
     return None
 
 

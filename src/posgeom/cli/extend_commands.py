@@ -1,0 +1,122 @@
+"""``posgeom extend``: rank context-extension strategies for a model on a corpus."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from posgeom._errors import PosgeomError
+
+FMT = argparse.ArgumentDefaultsHelpFormatter
+
+
+def _extend(args: argparse.Namespace) -> int:
+    from posgeom.extension.run import extend
+
+    if args.target_length < 2:
+        raise PosgeomError(f"--target-length must be >= 2, got {args.target_length}")
+    strategies = None
+    if args.strategies:
+        try:
+            strategies = json.loads(open(args.strategies, encoding="utf-8").read())
+        except (OSError, ValueError) as exc:
+            raise PosgeomError(
+                f"cannot read --strategies {args.strategies}: {exc}; pass a JSON file "
+                '{"name": {"rope_type": ..., "rope_theta": ...}, ...}'
+            ) from exc
+    say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    result = extend(
+        args.model,
+        args.corpus,
+        target_length=args.target_length,
+        trained_length=args.trained_length,
+        output=args.output,
+        overwrite=args.overwrite,
+        report=args.report,
+        measure=args.measure,
+        heldout=args.heldout,
+        heldout_fraction=args.heldout_fraction,
+        max_windows=args.windows,
+        gguf_file=args.gguf_file,
+        tokenizer=args.tokenizer,
+        classes=args.classes,
+        replicates=args.replicates,
+        strategies=strategies,
+        fit=not args.no_fit,
+        seed=args.seed,
+        progress=say,
+    )
+    print(result.markdown())
+    if result.rope_parameters is not None:
+        changes = ", ".join(f"{k} = {v}" for k, v in result.best.config_changes.items())
+        print(
+            "rope_parameters for config.json" + (f" (and set {changes})" if changes else "") + ":"
+        )
+        print(json.dumps(result.rope_parameters))
+    print(
+        f"results in {args.output}/ (summary.json, table.md, arrays.npz"
+        + (", rope_parameters.json" if result.rope_parameters is not None else "")
+        + (", report.html" if args.report else "")
+        + ")"
+    )
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "extend",
+        formatter_class=FMT,
+        help="rank context-extension strategies (RoPE scaling, table extension) from the corpus",
+        description="Enumerate the strategies that run MODEL past its trained length (RoPE: none, "
+        "linear, static/dynamic NTK, YaRN, llama3, LongRoPE, factors fitted to the corpus; "
+        "learned tables: clamp, interpolate, Gower), score each one's lag kernel at the target "
+        "length against the corpus's lag geometry (recommended estimator, half-sample intervals), "
+        "and write summary.json, rope_parameters.json (the best's, transformers 5 spelling), "
+        "table.md and arrays.npz to -o DIR (created atomically). --measure also measures each "
+        "strategy's loss on held-out windows (resumable).",
+    )
+    p.add_argument(
+        "model",
+        help="a Hugging Face folder or cached name (offline), or a family spec such as "
+        "rope:theta=10000,head_dim=64[,max_position_embeddings=2048]",
+    )
+    p.add_argument(
+        "corpus",
+        nargs="+",
+        help="text files (each one document; .gz ok), .jsonl/.csv/.parquet (one per record) or "
+        "token ids (.npy/.npz/.bin)",
+    )
+    p.add_argument("--target-length", type=int, required=True, help="the length L to run at")
+    p.add_argument(
+        "--trained-length",
+        type=int,
+        default=None,
+        help="the trained length L0 (default: the model's max_position_embeddings)",
+    )
+    p.add_argument("--gguf-file", default=None, help="a .gguf file inside MODEL to load")
+    p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
+    p.add_argument(
+        "--classes",
+        default="top:30",
+        help="token classes of the lag statistics: top:K (K most frequent + other) or "
+        "embedding:K (K clusters of the model's token embeddings; for long range)",
+    )
+    p.add_argument("--replicates", type=int, default=40, help="half-sample replicates (0: none)")
+    p.add_argument("--strategies", default=None, help="JSON file {name: rope_parameters} to score")
+    p.add_argument("--no-fit", action="store_true", help="skip the fitted per-plane factors")
+    p.add_argument("--measure", action="store_true", help="measure each strategy's loss")
+    p.add_argument("--heldout", nargs="+", default=None, help="held-out texts for --measure")
+    p.add_argument(
+        "--heldout-fraction",
+        type=float,
+        default=0.2,
+        help="without --heldout: the last share of every document, kept out of the geometry",
+    )
+    p.add_argument("--windows", type=int, default=4, help="held-out windows to measure")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
+    p.add_argument("--report", action="store_true", help="also write report.html")
+    p.set_defaults(handler=_extend)

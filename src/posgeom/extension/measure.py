@@ -1,0 +1,181 @@
+"""``--measure``: the loss of each strategy on held-out windows, within and beyond ``L0``.
+
+For a causal language model (a ``transformers`` ``*ForCausalLM`` with a rotary embedding), every
+RoPE strategy is applied by giving the model its ``rope_parameters`` (and
+``max_position_embeddings``, :meth:`Strategy.config_changes`) and rebuilding each rotary module
+from that configuration, exactly as transformers builds it when it loads such a ``config.json``.
+On each window ``x`` of ``L`` tokens (held out from the geometry) the per-token loss is
+``-log p(x_{t+1} | x_{<=t})`` (float64 log-softmax of the logits, computed in chunks of positions
+so that ``L x V`` logits are never held at once), summed over the targets at positions
+``1 .. L0 - 1`` ("within" the trained length) and ``L0 .. L - 1`` ("beyond"). The result per
+strategy: mean loss within and beyond (sums over all windows divided by the token counts) and
+``exp`` of the mean loss beyond (perplexity). Families without rope parameters (ALiBi, NoPE)
+are measured as they are.
+
+**Resumable.** Every finished ``(strategy, window)`` is written at once, atomically, as one JSON
+file in ``cache_dir`` named by a digest of the model, the strategy's parameters and the window's
+tokens; a rerun reads those and computes only the rest, so an interrupt loses at most the window
+in progress. Progress lines (``done/total``) go to ``progress`` (a callable, e.g. ``print``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.extension.strategies import Strategy
+
+__all__ = ["apply_strategy", "measure_strategies", "window_losses"]
+
+
+def _digest(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(json.dumps(p, sort_keys=True, default=str).encode() + b"\0")
+    return h.hexdigest()[:20]
+
+
+def _rebuild_rotary(model: Any, what: str) -> None:
+    """Rebuild every rotary module of ``model`` from ``model.config`` (as loading would)."""
+    found = 0
+    for name, module in list(model.named_modules()):
+        if hasattr(module, "inv_freq") and hasattr(module, "rope_type"):
+            fresh = type(module)(config=model.config)
+            fresh.to(module.inv_freq.device)
+            parent = model.get_submodule(name.rpartition(".")[0]) if "." in name else model
+            setattr(parent, name.rpartition(".")[2], fresh)
+            found += 1
+    if not found:
+        raise PosgeomError(
+            f"{type(model).__name__} has no rotary module (with inv_freq and rope_type) to give "
+            f"{what}; --measure supports transformers' rotary models"
+        )
+
+
+def apply_strategy(model: Any, strategy: Strategy, trained_length: int, target_length: int) -> None:
+    """Give ``model`` the strategy's rope parameters and rebuild its rotary modules (in place)."""
+    if strategy.rope_parameters is None:
+        return
+    model.config.rope_parameters = dict(strategy.rope_parameters)
+    for key, value in strategy.config_changes(trained_length, target_length).items():
+        setattr(model.config, key, value)
+    _rebuild_rotary(model, f"the strategy {strategy.name!r}")
+
+
+def window_losses(model: Any, ids: np.ndarray, trained_length: int, *, chunk: int = 1024) -> dict:
+    """Summed losses of one window: ``within_sum``/``within_n`` (targets at positions
+    ``1 .. L0-1``) and ``beyond_sum``/``beyond_n`` (positions ``L0 ..``), float64."""
+    import torch
+
+    x = torch.as_tensor(np.asarray(ids, dtype=np.int64))[None]
+    decoder, head = model.get_decoder(), model.get_output_embeddings()
+    with torch.no_grad():
+        hidden = decoder(input_ids=x).last_hidden_state[0, :-1]
+        target = x[0, 1:]
+        losses = []
+        for start in range(0, hidden.shape[0], chunk):
+            logits = head(hidden[start : start + chunk]).double()
+            logp = torch.log_softmax(logits, dim=-1)
+            losses.append(-logp.gather(1, target[start : start + chunk, None])[:, 0])
+        loss = torch.cat(losses).numpy()
+    pos = np.arange(1, loss.size + 1)  # the position of each predicted token
+    inside = pos < trained_length
+    return {
+        "within_sum": float(loss[inside].sum()),
+        "within_n": int(inside.sum()),
+        "beyond_sum": float(loss[~inside].sum()),
+        "beyond_n": int((~inside).sum()),
+    }
+
+
+def _cached(path: Path) -> dict | None:
+    """A finished window's losses, or None (absent, or unreadable: then it is redone)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _aggregate(name: str, parts: list[dict]) -> dict[str, Any]:
+    tot = {
+        k: sum(p[k] for p in parts) for k in ("within_sum", "within_n", "beyond_sum", "beyond_n")
+    }
+    within = tot["within_sum"] / tot["within_n"] if tot["within_n"] else float("nan")
+    beyond = tot["beyond_sum"] / tot["beyond_n"] if tot["beyond_n"] else float("nan")
+    return {
+        "name": name,
+        "within_loss": within,
+        "beyond_loss": beyond,
+        "beyond_perplexity": math.exp(beyond) if beyond == beyond else float("nan"),
+        "windows": len(parts),
+        "tokens_within": tot["within_n"],
+        "tokens_beyond": tot["beyond_n"],
+        "window_beyond_loss": [p["beyond_sum"] / max(p["beyond_n"], 1) for p in parts],
+    }
+
+
+def measure_strategies(
+    model: Any,
+    strategies: Sequence[Strategy],
+    windows: Sequence[np.ndarray],
+    *,
+    trained_length: int,
+    cache_dir: str | os.PathLike,
+    model_id: str = "model",
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Mean loss within and beyond ``trained_length`` of every strategy on ``windows`` (module
+    docstring); ``cache_dir`` keeps each finished (strategy, window)."""
+    from posgeom.artifacts import atomic_write_text
+
+    if not windows:
+        raise PosgeomError("no held-out window to measure on; give more held-out text")
+    target = int(max(len(w) for w in windows))
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    original = {
+        k: getattr(model.config, k, None) for k in ("rope_parameters", "max_position_embeddings")
+    }
+    total, done, out = len(strategies) * len(windows), 0, []
+    try:
+        for s in strategies:
+            keys = [_digest(model_id, s.summary(), np.asarray(w).tolist()) for w in windows]
+            parts = [_cached(cache / f"{key}.json") for key in keys]
+            todo = [i for i, p in enumerate(parts) if p is None]
+            done += len(windows) - len(todo)
+            if todo:
+                apply_strategy(model, s, trained_length, target)
+            for i in todo:
+                parts[i] = window_losses(model, windows[i], trained_length)
+                atomic_write_text(cache / f"{keys[i]}.json", json.dumps(parts[i]))
+                done += 1
+                if progress:
+                    progress(f"measure: {done}/{total} (strategy {s.name}, window {i + 1})")
+            out.append(_aggregate(s.name, [p for p in parts if p is not None]))
+    finally:
+        _restore(model, original, strategies)
+    return {
+        "trained_length": int(trained_length),
+        "window_length": target,
+        "windows": len(windows),
+        "definition": "mean -log p(next token) over held-out windows; within: predicted "
+        "positions 1 .. L0-1, beyond: L0 .. L-1; perplexity = exp(mean loss beyond)",
+        "strategies": out,
+    }
+
+
+def _restore(model: Any, config: dict[str, Any], strategies: Sequence[Strategy]) -> None:
+    """The model's own rope parameters and length back, its rotary modules rebuilt."""
+    if all(s.rope_parameters is None for s in strategies):
+        return
+    for key, value in config.items():
+        setattr(model.config, key, value)
+    _rebuild_rotary(model, "its own rope parameters back")

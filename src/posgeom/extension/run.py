@@ -1,0 +1,220 @@
+"""``posgeom.extend``: a model and a corpus in, ranked extension strategies (and a folder) out.
+
+The thin layer over :func:`~posgeom.extension.score_strategies` that reads what a user has:
+
+- **model**: a Hugging Face folder or cached name (configuration, tokenizer and, when needed,
+  weights loaded offline through :mod:`posgeom._hub`; ``gguf_file`` for GGUF checkpoints), or a
+  bare family spec such as ``"rope:theta=10000,head_dim=64"`` (then ``tokenizer=`` or token-id
+  corpora). ``L0`` defaults to ``max_position_embeddings``.
+- **corpus**: paths. A plain-text file (``.txt``, ``.tex``, ... optionally ``.gz``; anything
+  without a record format) is **one document**, so lags reach across the whole text; ``.jsonl``,
+  ``.csv``, ``.tsv``, ``.parquet`` and datasets folders give one document per record; ``.npy``,
+  ``.npz`` and ``.bin`` are token ids (one document per row).
+- **held-out text** for ``measure``: ``heldout`` paths, else the last ``heldout_fraction`` of every
+  document (then not counted in the geometry); windows of ``L`` tokens, at most ``max_windows``,
+  spread evenly over the held-out tokens.
+
+With ``output`` the results go to a results folder by the one contract
+(:func:`posgeom.reports.results_folder`: complete or absent): ``summary.json``,
+``rope_parameters.json``, ``table.md``, ``arrays.npz`` (and ``report.html``). The measured windows
+are kept meanwhile in ``<output>.measure/`` (one file per finished strategy and window), so an
+interrupted run resumes there; it is removed once the folder is written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError, require
+from posgeom.extension.model import ExtensionModel, model_from_config, parse_family_spec
+from posgeom.extension.result import ExtensionResult
+
+__all__ = ["extend", "read_documents"]
+
+_SPECS = ("rope", "alibi", "t5", "nope")
+_RECORD_FORMATS = ("jsonl", "csv", "tsv", "parquet", "hf-disk")
+
+
+def _is_spec(model: Any) -> bool:
+    text = str(model)
+    return not Path(text).exists() and text.partition(":")[0] in _SPECS
+
+
+def _format(path: Path) -> str:
+    from posgeom.corpus.readers import detect_format
+
+    try:
+        return detect_format(path)
+    except PosgeomError:
+        return "text"  # no known suffix (.tex, .md, ...): plain text
+
+
+def read_documents(
+    paths: Sequence[str | os.PathLike], encode: Callable[[list[str]], list[list[int]]] | None
+) -> list[np.ndarray]:
+    """Token-id documents of ``paths`` (module docstring); ``encode``: texts -> ids."""
+    from posgeom.corpus.readers import check_exists, open_binary, read_texts
+    from posgeom.corpus.token_ids import read_token_ids
+
+    docs: list[np.ndarray] = []
+    for raw in paths:
+        path = Path(raw)
+        check_exists(path)
+        fmt = _format(path)
+        if fmt in ("npy", "npz", "bin"):
+            docs += [np.asarray(d, dtype=np.int64) for d in read_token_ids(path)]
+            continue
+        if encode is None:
+            raise PosgeomError(
+                f"{path} is text but there is no tokenizer: pass a Hugging Face model, "
+                "--tokenizer, or token ids (.npy)"
+            )
+        if fmt in _RECORD_FORMATS:
+            texts = list(read_texts(path, format=fmt))
+        else:
+            with open_binary(path) as fh:
+                texts = [fh.read().decode("utf-8-sig", errors="strict")]
+        docs += [np.asarray(ids, dtype=np.int64) for ids in encode(texts) if len(ids)]
+    if not docs:
+        raise PosgeomError("the corpus holds no text; pass non-empty files")
+    return docs
+
+
+def _encoder(model: Any, tokenizer: Any, gguf_file: str | None) -> Callable | None:
+    if tokenizer is None and _is_spec(model):
+        return None
+    if tokenizer is not None:
+        from posgeom.corpus.tokenize import load_tokenizer
+
+        tok = load_tokenizer(tokenizer, add_special_tokens=False)
+        return lambda texts: tok.encode_batch(texts)
+    from posgeom._hub import pretrained_tokenizer
+
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    hf = pretrained_tokenizer(model, **kwargs)
+    return lambda texts: [hf(t, add_special_tokens=False)["input_ids"] for t in texts]
+
+
+def _load(model: Any, gguf_file: str | None, *, weights: bool) -> tuple[ExtensionModel, Any]:
+    """The :class:`ExtensionModel` and, when ``weights``, the causal LM (else None)."""
+    if _is_spec(model):
+        if weights:
+            raise PosgeomError(
+                "--measure and embedding classes need a real model (a Hugging Face folder), not a "
+                "family spec"
+            )
+        return parse_family_spec(str(model)), None
+    from posgeom._hub import pretrained_config, pretrained_model
+
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    name = str(model) + (f"/{gguf_file}" if gguf_file else "")
+    config = pretrained_config(model, **kwargs)
+    rotary = config.to_dict().get("rope_parameters") or getattr(config, "rope_theta", None)
+    if not weights and rotary:
+        return model_from_config(config, name=name), None
+    transformers = require("transformers", "hf")
+    lm = pretrained_model(model, model_class=transformers.AutoModelForCausalLM, **kwargs)
+    return model_from_config(lm.config, model=lm, name=name), lm
+
+
+def _split(docs: list[np.ndarray], fraction: float) -> tuple[list, list]:
+    if not 0 < fraction < 1:
+        raise PosgeomError(f"heldout_fraction must be in (0, 1), got {fraction}")
+    cut = [round(d.size * (1 - fraction)) for d in docs]
+    return [d[:c] for d, c in zip(docs, cut, strict=True)], [
+        d[c:] for d, c in zip(docs, cut, strict=True)
+    ]
+
+
+def _windows(docs: list[np.ndarray], length: int, max_windows: int) -> list[np.ndarray]:
+    starts = [(i, s) for i, d in enumerate(docs) for s in range(0, d.size - length + 1, length)]
+    if not starts:
+        raise PosgeomError(
+            f"no held-out text is {length} tokens long; give longer held-out text (--heldout) "
+            "or a larger --heldout-fraction"
+        )
+    pick = np.unique(np.linspace(0, len(starts) - 1, min(max_windows, len(starts))).astype(int))
+    return [docs[starts[k][0]][starts[k][1] : starts[k][1] + length] for k in pick]
+
+
+def extend(
+    model: Any,
+    corpus: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    target_length: int,
+    trained_length: int | None = None,
+    output: str | os.PathLike | None = None,
+    overwrite: bool = False,
+    report: bool = False,
+    measure: bool = False,
+    heldout: Sequence[str | os.PathLike] | None = None,
+    heldout_fraction: float = 0.2,
+    max_windows: int = 4,
+    gguf_file: str | None = None,
+    tokenizer: Any = None,
+    classes: str = "top:30",
+    replicates: int = 40,
+    strategies: Any = None,
+    fit: bool = True,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> ExtensionResult:
+    """Rank the extension strategies of ``model`` on ``corpus`` at ``target_length`` (module
+    docstring); with ``measure`` also their loss on held-out windows; with ``output`` write the
+    results folder. Returns the :class:`~posgeom.extension.ExtensionResult`."""
+    from posgeom.extension.scoring import score_strategies
+
+    paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else list(corpus)
+    embedding = str(classes).startswith("embedding:")
+    ext, lm = _load(model, gguf_file, weights=measure or embedding)
+    encode = _encoder(model, tokenizer, gguf_file)
+    docs = read_documents(paths, encode)
+    held: list[np.ndarray] = []
+    if measure and heldout is None:
+        docs, held = _split(docs, heldout_fraction)
+    elif measure:
+        held = read_documents(list(heldout), encode)
+    embeddings = None
+    if embedding:
+        embeddings = lm.get_input_embeddings().weight.detach().double().numpy()
+    say = progress or (lambda _line: None)
+    say(f"lag geometry of {sum(d.size for d in docs)} tokens in {len(docs)} documents")
+    result = score_strategies(
+        ext, docs, trained_length, target_length, strategies, fit=fit, classes=classes,
+        embeddings=embeddings, replicates=replicates, seed=seed,
+    )  # fmt: skip
+    if not output:
+        if measure:
+            with tempfile.TemporaryDirectory() as cache:
+                result = _measure(result, lm, held, max_windows, cache, say)
+        return result
+    from posgeom.reports import results_folder
+
+    cache = Path(output).with_name(Path(output).name + ".measure")
+    with results_folder(output, overwrite=overwrite, with_report=report, inputs=paths) as tmp:
+        if measure:
+            result = _measure(result, lm, held, max_windows, cache, say)
+        result.write(tmp)
+    shutil.rmtree(cache, ignore_errors=True)
+    return result
+
+
+def _measure(result: ExtensionResult, lm: Any, held: list, max_windows: int, cache: Any, say: Any):
+    from posgeom.extension.measure import measure_strategies
+
+    windows = _windows(held, result.target_length, max_windows)
+    rope = [r.strategy for r in result.rows if r.strategy.rope_parameters is not None]
+    chosen = rope or [result.rows[0].strategy]
+    say(f"measuring {len(chosen)} strategies on {len(windows)} windows of {len(windows[0])} tokens")
+    measured = measure_strategies(
+        lm, chosen, windows, trained_length=result.trained_length, cache_dir=cache,
+        model_id=result.model.name, progress=say,
+    )  # fmt: skip
+    return result.with_measurements(measured)

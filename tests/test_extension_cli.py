@@ -1,0 +1,99 @@
+"""posgeom extend end to end: family spec on token ids, a tiny Hugging Face folder with
+--measure, and the refusals (exit 2, nothing written)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from posgeom.cli.main import main
+from posgeom.reports.view import load_folder
+
+
+def _chain(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    s = list(rng.integers(0, 12, 2))
+    for _ in range(n - 2):
+        s.append((s[-1] + s[-2]) % 12 if rng.random() < 0.7 else int(rng.integers(0, 12)))
+    return np.array(s)
+
+
+SPEC = "rope:theta=10000,head_dim=16,max_position_embeddings=64"
+
+
+def test_extend_on_token_ids_writes_the_folder(tmp_path, capsys):
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.stack([_chain(3000, 0), _chain(3000, 1)]))
+    out = tmp_path / "out"
+    argv = ["extend", SPEC, str(ids), "--target-length", "128", "--replicates", "2"]
+    assert main([*argv, "--classes", "top:12", "-o", str(out), "-q"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    names = [s["name"] for s in summary["strategies"]]
+    assert len(names) >= 10 and "fitted" in names and names[0] == summary["best"]
+    assert all("rope_parameters" in s and "scores" in s for s in summary["strategies"])
+    best = json.loads((out / "rope_parameters.json").read_text())
+    assert best == summary["rope_parameters"] and best["rope_theta"] == 10000.0
+    table = (out / "table.md").read_text()
+    assert all(f"| {n} |" in table for n in names)
+    view = load_folder(out)
+    assert view.kind == "extend" and view.rows and not view.missing
+    printed = capsys.readouterr().out
+    assert "rope_parameters for config.json" in printed
+    # refusals: an existing folder is kept as it is, a target below L0 writes nothing
+    before = (out / "summary.json").read_bytes()
+    assert main([*argv, "-o", str(out)]) == 2
+    assert (out / "summary.json").read_bytes() == before
+    assert main(["extend", SPEC, str(ids), "--target-length", "32", "-o", str(tmp_path / "x")]) == 2
+    assert not (tmp_path / "x").exists()
+    assert "must exceed the trained length" in capsys.readouterr().err
+
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+
+def _folder(tmp_path):
+    """A tiny random Llama and a word-level tokenizer over 12 words, saved as a HF folder."""
+    words = [f"w{i}" for i in range(12)]
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+    config = transformers.LlamaConfig(
+        vocab_size=13, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=64,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config)
+    folder = tmp_path / "tiny"
+    model.save_pretrained(folder)
+    fast.save_pretrained(folder)
+    text = tmp_path / "book.txt"
+    text.write_text(" ".join(words[t] for t in _chain(1000, 3)))
+    return folder, text, model.eval(), np.array([vocab[w] for w in text.read_text().split()])
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
+    folder, text, model, ids = _folder(tmp_path)
+    out = tmp_path / "out"
+    argv = ["extend", str(folder), str(text), "--target-length", "128", "--classes", "top:12"]
+    argv += ["--measure", "--windows", "1", "--heldout-fraction", "0.2", "--no-fit"]
+    assert main([*argv, "--replicates", "2", "-o", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["trained_length"] == 64  # max_position_embeddings
+    measured = {m["name"]: m for m in summary["measurements"]["strategies"]}
+    assert set(measured) == {s["name"] for s in summary["strategies"]}
+    # the window: the first 128 tokens of the held-out last fifth, scored by a direct forward
+    window = ids[round(ids.size * 0.8) :][:128]
+    with torch.no_grad():
+        logits = model(torch.as_tensor(window)[None]).logits[0, :-1].double()
+    loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor(window[1:]), reduction="none")
+    assert measured["none"]["within_loss"] == pytest.approx(float(loss[:63].mean()), rel=1e-5)
+    assert measured["none"]["beyond_loss"] == pytest.approx(float(loss[63:].mean()), rel=1e-5)
+    assert not (tmp_path / "out.measure").exists()  # the window cache goes once the folder is in
+    assert "measure: " in capsys.readouterr().err
