@@ -172,3 +172,33 @@ def test_score_given_parameters_and_refusals():
         score_strategies(_model(), seqs, None, L0, classes="top:8", replicates=0)
     with pytest.raises(PosgeomError, match="unknown family spec"):
         parse_family_spec("kerple:r=1")
+
+
+def test_learned_tables_alibi_and_nope_strategies():
+    from posgeom.extension import ExtensionModel
+    from posgeom.lags.kernels import learned_lag_vectors
+
+    rng = np.random.default_rng(5)
+    table = rng.normal(size=(16, 4))
+    model = ExtensionModel("learned", "table", 16, table=table)
+    seqs = [_corpus(2000, seed=9)]
+    result = score_strategies(model, seqs, None, 32, classes="top:8", replicates=0)
+    assert {r.name for r in result.rows} == {"clamp", "interpolate"}
+    assert any("gower left out" in line for line in result.verdict())
+    clamp = result.strategy("clamp")
+    vec = learned_lag_vectors(extend_table(table, 32, "clamp"), result.lag_geometry.lags)
+    from posgeom.scores.stress import stress
+
+    assert clamp.scores["scale_optimal"] == pytest.approx(
+        stress(vec, result.lag_geometry.distances, kind="scale_optimal"), rel=1e-9
+    )
+    full = np.vstack([table, rng.normal(size=(16, 4))])
+    dist = np.linalg.norm(full[:, None] - full[None], axis=-1)
+    with_gower = score_strategies(
+        model, result.lag_geometry, None, 32, replicates=0, position_distances=dist
+    )
+    assert {r.name for r in with_gower.rows} == {"clamp", "interpolate", "gower"}
+    assert with_gower.rope_parameters is None
+    for spec in ("alibi:heads=4,max_position_embeddings=16", "nope:max_position_embeddings=16"):
+        one = score_strategies(spec, result.lag_geometry, None, 32, replicates=0)
+        assert [r.name for r in one.rows] == ["none"]

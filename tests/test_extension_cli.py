@@ -28,11 +28,12 @@ def test_extend_on_token_ids_writes_the_folder(tmp_path, capsys):
     np.save(ids, np.stack([_chain(3000, 0), _chain(3000, 1)]))
     out = tmp_path / "out"
     argv = ["extend", SPEC, str(ids), "--target-length", "128", "--replicates", "2"]
-    assert main([*argv, "--classes", "top:12", "-o", str(out), "-q"]) == 0
+    assert main([*argv, "--classes", "top:12", "--positions", "-o", str(out), "-q"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     names = [s["name"] for s in summary["strategies"]]
     assert len(names) >= 10 and "fitted" in names and names[0] == summary["best"]
     assert all("rope_parameters" in s and "scores" in s for s in summary["strategies"])
+    assert all("position_scale_optimal" in s for s in summary["strategies"])
     best = json.loads((out / "rope_parameters.json").read_text())
     assert best == summary["rope_parameters"] and best["rope_theta"] == 10000.0
     table = (out / "table.md").read_text()
@@ -41,6 +42,10 @@ def test_extend_on_token_ids_writes_the_folder(tmp_path, capsys):
     assert view.kind == "extend" and view.rows and not view.missing
     printed = capsys.readouterr().out
     assert "rope_parameters for config.json" in printed
+    verdict = [line for line in printed.splitlines() if line.startswith("verdict: ")]
+    assert len(verdict) == 1 and f": {summary['best']} (" in verdict[0]
+    reach = summary["lag_geometry"]["dependence"]["longest_signal_lag"]
+    assert f"up to lag {reach} of 127" in verdict[0]
     # refusals: an existing folder is kept as it is, a target below L0 writes nothing
     before = (out / "summary.json").read_bytes()
     assert main([*argv, "-o", str(out)]) == 2
@@ -96,4 +101,7 @@ def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     assert measured["none"]["within_loss"] == pytest.approx(float(loss[:63].mean()), rel=1e-5)
     assert measured["none"]["beyond_loss"] == pytest.approx(float(loss[63:].mean()), rel=1e-5)
     assert not (tmp_path / "out.measure").exists()  # the window cache goes once the folder is in
-    assert "measure: " in capsys.readouterr().err
+    out_text, err = capsys.readouterr()
+    assert "measure: " in err
+    low = min(measured.values(), key=lambda m: m["beyond_loss"])
+    assert f"lowest measured loss beyond L0: {low['name']} (" in out_text

@@ -45,6 +45,7 @@ def _extend(args: argparse.Namespace) -> int:
         replicates=args.replicates,
         strategies=strategies,
         fit=not args.no_fit,
+        positions=args.positions,
         seed=args.seed,
         progress=say,
     )
@@ -55,6 +56,7 @@ def _extend(args: argparse.Namespace) -> int:
             "rope_parameters for config.json" + (f" (and set {changes})" if changes else "") + ":"
         )
         print(json.dumps(result.rope_parameters))
+    print(result.verdict_line())
     print(
         f"results in {args.output}/ (summary.json, table.md, arrays.npz"
         + (", rope_parameters.json" if result.rope_parameters is not None else "")
@@ -106,6 +108,12 @@ def register(sub: Any) -> None:
     p.add_argument("--replicates", type=int, default=40, help="half-sample replicates (0: none)")
     p.add_argument("--strategies", default=None, help="JSON file {name: rope_parameters} to score")
     p.add_argument("--no-fit", action="store_true", help="skip the fitted per-plane factors")
+    p.add_argument(
+        "--positions",
+        action="store_true",
+        help="also score against the per-position geometry of the documents' starts (for "
+        "corpora of records with a start; Gower extension of learned tables needs it)",
+    )
     p.add_argument("--measure", action="store_true", help="measure each strategy's loss")
     p.add_argument("--heldout", nargs="+", default=None, help="held-out texts for --measure")
     p.add_argument(

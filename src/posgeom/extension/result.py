@@ -106,12 +106,13 @@ class ExtensionResult:
     stability: float | None = None
     n_replicates: int = 0
     measurements: dict[str, Any] | None = None
+    notes: tuple[str, ...] = ()
 
     report_kind = "extend"
 
     @classmethod
     def build(cls, model: Any, target: int, geo: Any, rows: Sequence[StrategyScore], *,
-              rank_by: str, bootstrap: Any) -> ExtensionResult:  # fmt: skip
+              rank_by: str, bootstrap: Any, notes: tuple[str, ...] = ()) -> ExtensionResult:  # fmt: skip
         order = sorted(range(len(rows)), key=lambda i: (rows[i].scores[rank_by], i))
         return cls(
             model,
@@ -121,6 +122,7 @@ class ExtensionResult:
             rank_by,
             None if bootstrap is None else float(bootstrap.ranking_stability),
             0 if bootstrap is None else int(bootstrap.n_replicates),
+            notes=tuple(notes),
         )
 
     @property
@@ -180,11 +182,31 @@ class ExtensionResult:
             lines.append(
                 f"ranking stability over {self.n_replicates} half-samples: {self.stability:.2f}"
             )
+        lines += list(self.notes)
         lines.append(
             "this is a geometric score, not a measured loss: check it with --measure on held-out "
             "text before trusting it"
         )
         return lines
+
+    def verdict_line(self) -> str:
+        """One line: the best strategy, how far the corpus's dependence reaches, and the caveat."""
+        dep = self.lag_geometry.dependence
+        measured = ""
+        if self.measurements:
+            rows = [
+                r for r in self.measurements["strategies"] if r["beyond_loss"] == r["beyond_loss"]
+            ]
+            if rows:
+                low = min(rows, key=lambda r: r["beyond_loss"])
+                measured = (
+                    f"; lowest measured loss beyond L0: {low['name']} ({low['beyond_loss']:.4f})"
+                )
+        return (
+            f"verdict: {self.verdict()[0]}; corpus dependence above noise up to lag "
+            f"{dep.longest_signal_lag} of {int(self.lag_geometry.lags[-1])}{measured}; a geometric "
+            "score, not a loss"
+        )
 
     def table_rows(self) -> list[dict[str, Any]]:
         return [r.row(i + 1) for i, r in enumerate(self.rows)]

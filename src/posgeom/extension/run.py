@@ -124,6 +124,19 @@ def _load(model: Any, gguf_file: str | None, *, weights: bool) -> tuple[Extensio
     return model_from_config(lm.config, model=lm, name=name), lm
 
 
+def position_estimate(docs: list[np.ndarray], target_length: int, *, seed: int = 0) -> Any:
+    """The recommended estimate of the per-position geometry of the documents' first
+    ``n = min(L, longest document)`` tokens (position 0: a document's first token), pooled into
+    128 log-spaced buckets when ``n > 1024``. Meaningful where documents have a start (records,
+    prompts), flat for windows cut from running text."""
+    from posgeom.corpus.counting import count_positions
+    from posgeom.estimators import estimate_geometry
+
+    n = min(int(target_length), max(d.size for d in docs))
+    counts = count_positions(docs, max_positions=n)
+    return estimate_geometry(counts, pool=None if n <= 1024 else "log:128", seed=seed)
+
+
 def _split(docs: list[np.ndarray], fraction: float) -> tuple[list, list]:
     if not 0 < fraction < 1:
         raise PosgeomError(f"heldout_fraction must be in (0, 1), got {fraction}")
@@ -163,12 +176,15 @@ def extend(
     replicates: int = 40,
     strategies: Any = None,
     fit: bool = True,
+    positions: bool = False,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> ExtensionResult:
     """Rank the extension strategies of ``model`` on ``corpus`` at ``target_length`` (module
     docstring); with ``measure`` also their loss on held-out windows; with ``output`` write the
-    results folder. Returns the :class:`~posgeom.extension.ExtensionResult`."""
+    results folder; with ``positions`` also score against the per-position geometry of the
+    documents' starts (:func:`position_estimate`). Returns the
+    :class:`~posgeom.extension.ExtensionResult`."""
     from posgeom.extension.scoring import score_strategies
 
     paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else list(corpus)
@@ -186,9 +202,10 @@ def extend(
         embeddings = lm.get_input_embeddings().weight.detach().double().numpy()
     say = progress or (lambda _line: None)
     say(f"lag geometry of {sum(d.size for d in docs)} tokens in {len(docs)} documents")
+    where = position_estimate(docs, target_length, seed=seed) if positions else None
     result = score_strategies(
         ext, docs, trained_length, target_length, strategies, fit=fit, classes=classes,
-        embeddings=embeddings, replicates=replicates, seed=seed,
+        embeddings=embeddings, replicates=replicates, seed=seed, position_distances=where,
     )  # fmt: skip
     if not output:
         if measure:

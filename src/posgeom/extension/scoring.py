@@ -186,8 +186,10 @@ def _extras(model: ExtensionModel, strategy: Strategy, target: int, position: An
     out: dict[str, Any] = phase_report(w0, w, l0, target)
     if position is not None:
         d = np.asarray(getattr(position, "distances", position), dtype=np.float64)
-        vec = rope_lag_vectors(w, np.arange(d.shape[0]))  # position vectors: the lags from 0
-        scores = score_encoding(vec, d)
+        n = int(position.positions[-1]) if getattr(position, "pooled", False) else d.shape[0]
+        vec = rope_lag_vectors(w, np.arange(n))  # position vectors: the lags from 0
+        enc = position.pool_encoding(vec) if getattr(position, "pooled", False) else vec
+        scores = score_encoding(enc, d)
         out.update({f"position_{k}": scores[k] for k in ("paper", "scale_optimal")})
         out["position_violation_rate"] = scores["violation_rate"]
     return out
@@ -229,7 +231,7 @@ def score_strategies(
         "classes": classes, "embeddings": embeddings, "lags": lags, "replicates": replicates,
         "estimator": estimator, "seed": seed, "rank_by": rank_by,
     }  # fmt: skip
-    chosen = _choose(m, strategies, target)
+    chosen, notes = _usable(_choose(m, strategies, target), position_distances, target)
     geo = _lag_geometry(corpus, m, target, opts)
     if fit and strategies is None and m.family == "rope":
         chosen.append(_fitted(m, geo, target, unseen_penalty))
@@ -249,7 +251,28 @@ def score_strategies(
         )
         for s in chosen
     ]
-    return ExtensionResult.build(m, target, geo, rows, rank_by=rank_by, bootstrap=boot)
+    return ExtensionResult.build(
+        m, target, geo, rows, rank_by=rank_by, bootstrap=boot, notes=tuple(notes)
+    )
+
+
+def _usable(chosen: list[Strategy], positions: Any, target: int) -> tuple[list[Strategy], list]:
+    """Drop the Gower extension when there is no unpooled per-position geometry of ``L`` rows."""
+    d = None if positions is None else np.asarray(getattr(positions, "distances", positions))
+    if d is not None and d.shape == (target, target) and not getattr(positions, "pooled", False):
+        return chosen, []
+    keep = [s for s in chosen if s.kind != "gower"]
+    if len(keep) == len(chosen):
+        return chosen, []
+    if not keep:
+        raise PosgeomError(
+            "the Gower extension needs the corpus's per-position geometry at all L positions "
+            "(position_distances, an (L, L) matrix); give it or choose clamp / interpolate"
+        )
+    return keep, [
+        "gower left out: it needs the corpus's per-position geometry over all L target "
+        "positions (documents with a start at least L tokens long)"
+    ]
 
 
 def _choose(model: ExtensionModel, strategies: Any, target: int) -> list[Strategy]:
