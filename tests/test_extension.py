@@ -202,3 +202,17 @@ def test_learned_tables_alibi_and_nope_strategies():
     for spec in ("alibi:heads=4,max_position_embeddings=16", "nope:max_position_embeddings=16"):
         one = score_strategies(spec, result.lag_geometry, None, 32, replicates=0)
         assert [r.name for r in one.rows] == ["none"]
+
+
+@pytest.mark.filterwarnings("ignore:B has negative eigenvalues")
+def test_reference_mds_scores_the_lag_geometry_own_embedding():
+    from posgeom.embed.mds import classical_mds
+    from posgeom.scores.stress import stress
+
+    result = score_strategies(
+        _model(), [_corpus(seed=7)], None, L, classes="top:8", replicates=0, fit=False
+    )
+    ref = result.reference_mds()
+    d = result.lag_geometry.distances
+    coords = classical_mds(d, input_kind="distances").coordinates
+    assert ref["scale_optimal"] == pytest.approx(stress(coords, d, kind="scale_optimal"))

@@ -162,6 +162,11 @@ class ExtensionResult:
             + (f", first in {best.p_first:.0%} of replicates" if best.p_first is not None else "")
             + ")"
         ]
+        if best.strategy.kind == "fitted":
+            lines.append(
+                "'fitted' was fitted to this same lag geometry, so its score is in-sample "
+                "(optimistic); compare it with the others on --measure or on another corpus"
+            )
         if len(self.rows) > 1 and ci:
             second = self.rows[1].scores.get(f"{self.rank_by}_ci")
             if second and second[0] <= ci[1]:
@@ -188,6 +193,22 @@ class ExtensionResult:
             "text before trusting it"
         )
         return lines
+
+    def reference_mds(self) -> dict[str, Any]:
+        """Scores of the lag geometry's own classical MDS (all positive components): what a
+        Euclidean configuration fitted to this estimate reaches, the reference a lag kernel is
+        read against (not a strict bound: MDS does not minimise stress)."""
+        import warnings
+
+        from posgeom.embed.mds import classical_mds
+        from posgeom.pipeline import score_encoding
+
+        d = np.asarray(self.lag_geometry.distances)
+        with warnings.catch_warnings():  # the estimate's non-Euclidean part is in its spectrum
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mds = classical_mds(d, input_kind="distances")
+        scores = score_encoding(mds.coordinates, d)
+        return {k: scores[k] for k in ("paper", "scale_optimal", "violation_rate")}
 
     def verdict_line(self) -> str:
         """One line: the best strategy, how far the corpus's dependence reaches, and the caveat."""
@@ -240,6 +261,7 @@ class ExtensionResult:
             "ranking_stability": self.stability,
             "best": self.best.name,
             "rope_parameters": self.rope_parameters,
+            "reference_mds": self.reference_mds(),
             "config_changes": self.best.config_changes,
             "strategies": [r.summary(i + 1) for i, r in enumerate(self.rows)],
             "scores": {r.name: r.scores for r in self.rows},

@@ -7,7 +7,8 @@ The thin layer over :func:`~posgeom.extension.score_strategies` that reads what 
   bare family spec such as ``"rope:theta=10000,head_dim=64"`` (then ``tokenizer=`` or token-id
   corpora). ``L0`` defaults to ``max_position_embeddings``.
 - **corpus**: paths. A plain-text file (``.txt``, ``.tex``, ... optionally ``.gz``; anything
-  without a record format) is **one document**, so lags reach across the whole text; ``.jsonl``,
+  without a record format) is **one document** (``\r\n`` read as ``\n``), so lags reach across
+  the whole text; ``.jsonl``,
   ``.csv``, ``.tsv``, ``.parquet`` and datasets folders give one document per record; ``.npy``,
   ``.npz`` and ``.bin`` are token ids (one document per row).
 - **held-out text** for ``measure``: ``heldout`` paths, else the last ``heldout_fraction`` of every
@@ -79,8 +80,9 @@ def read_documents(
         if fmt in _RECORD_FORMATS:
             texts = list(read_texts(path, format=fmt))
         else:
-            with open_binary(path) as fh:
-                texts = [fh.read().decode("utf-8-sig", errors="strict")]
+            with open_binary(path) as fh:  # newlines as Python's text mode reads them
+                raw = fh.read().decode("utf-8-sig", errors="strict")
+            texts = [raw.replace("\r\n", "\n").replace("\r", "\n")]
         docs += [np.asarray(ids, dtype=np.int64) for ids in encode(texts) if len(ids)]
     if not docs:
         raise PosgeomError("the corpus holds no text; pass non-empty files")
