@@ -199,7 +199,11 @@ def test_learned_tables_alibi_and_nope_strategies():
     )
     assert {r.name for r in with_gower.rows} == {"clamp", "interpolate", "gower"}
     assert with_gower.rope_parameters is None
-    for spec in ("alibi:heads=4,max_position_embeddings=16", "nope:max_position_embeddings=16"):
+    for spec in (
+        "alibi:heads=4,max_position_embeddings=16",
+        "nope:max_position_embeddings=16",
+        "sinusoidal:d=8,max_position_embeddings=16",
+    ):
         one = score_strategies(spec, result.lag_geometry, None, 32, replicates=0)
         assert [r.name for r in one.rows] == ["none"]
 

@@ -7,7 +7,7 @@ family spec (:func:`parse_family_spec`) or from a Hugging Face configuration / m
 (:func:`model_from_config`, with the families' own detectors for weights).
 
 Family specs: ``rope:theta=10000,head_dim=64[,max_position_embeddings=2048][,partial_rotary_factor=
-0.5]``, ``alibi:heads=12``, ``t5:num_buckets=32,max_distance=128``, ``nope``; every spec takes
+0.5]``, ``sinusoidal:d=128[,base=10000]`` (the fixed table, any length), ``alibi:heads=12``, ``t5:num_buckets=32,max_distance=128``, ``nope``; every spec takes
 ``max_position_embeddings`` (the trained length, also given by ``trained_length=``).
 """
 
@@ -23,7 +23,7 @@ from posgeom._errors import PosgeomError
 
 __all__ = ["FAMILIES", "ExtensionModel", "model_from_config", "parse_family_spec"]
 
-FAMILIES = ("rope", "learned", "alibi", "t5", "nope")
+FAMILIES = ("rope", "learned", "sinusoidal", "alibi", "t5", "nope")
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,7 +38,7 @@ class ExtensionModel:
     rope_parameters: Mapping[str, Any] = field(default_factory=dict)
     table: np.ndarray | None = field(default=None, repr=False)
     slopes: np.ndarray | None = field(default=None, repr=False)
-    t5: Mapping[str, Any] = field(default_factory=dict)
+    t5: Mapping[str, Any] = field(default_factory=dict)  # T5 buckets, or sinusoidal d / base
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -99,6 +99,7 @@ def parse_family_spec(spec: str) -> ExtensionModel:
     allowed = {
         "rope": {"theta", "head_dim", "partial_rotary_factor"},
         "alibi": {"heads"},
+        "sinusoidal": {"d", "base"},
         "t5": {"num_buckets", "max_distance"},
         "nope": set(),
     }
@@ -123,6 +124,9 @@ def parse_family_spec(spec: str) -> ExtensionModel:
         return ExtensionModel(
             "rope", spec, length, head_dim=int(opts.get("head_dim", 64)), rope_parameters=params
         )
+    if family == "sinusoidal":
+        sin = {"d": int(opts.get("d", 128)), "base": float(opts.get("base", 10000.0))}
+        return ExtensionModel("sinusoidal", spec, length, t5=sin)
     if family == "alibi":
         from posgeom.encodings.alibi import alibi_slopes
 

@@ -94,10 +94,16 @@ def lag_vectors(
     if model.family == "learned":
         table = _learned_table(model, strategy, target_length, position_distances)
         return kernels.learned_lag_vectors(table, lags)
+    if model.family == "sinusoidal":
+        from posgeom.encodings.sinusoidal import sinusoidal_vectors
+
+        table = sinusoidal_vectors(np.arange(target_length), model.t5["d"], model.t5["base"])
+        return kernels.learned_lag_vectors(table, lags)
     if model.family == "alibi":
         return kernels.alibi_lag_vectors(model.slopes, lags)
     if model.family == "t5":
-        opts = {k: model.t5[k] for k in ("num_buckets", "max_distance") if k in model.t5}
+        keys = ("num_buckets", "max_distance", "bidirectional")
+        opts = {k: model.t5[k] for k in keys if k in model.t5}
         return kernels.t5_lag_vectors(lags, bias=model.t5.get("bias"), **opts)
     return kernels.nope_lag_vectors(lags)
 

@@ -25,7 +25,8 @@ rotary width:
 
 Learned tables: ``clamp`` (positions past ``L0`` reuse the last row), ``interpolate`` (rows at
 ``i (L0 - 1) / (L - 1)``, linearly), ``gower`` (new rows placed by Gower's formula in the MDS frame
-of the corpus's positional geometry, :mod:`posgeom.extension.learned`). ALiBi, T5 and NoPE: ``none``.
+of the corpus's positional geometry, :mod:`posgeom.extension.learned`). Sinusoidal (the formula
+evaluated at every position), ALiBi, T5 and NoPE: ``none``.
 """
 
 from __future__ import annotations
