@@ -86,11 +86,12 @@ def _folder(tmp_path):
 def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     folder, text, model, ids = _folder(tmp_path)
     out = tmp_path / "out"
-    argv = ["extend", str(folder), str(text), "--target-length", "128", "--classes", "top:12"]
+    argv = ["extend", str(folder), str(text), "--target-length", "128", "--classes", "embedding:4"]
     argv += ["--measure", "--windows", "1", "--heldout-fraction", "0.2", "--no-fit"]
     assert main([*argv, "--replicates", "2", "-o", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trained_length"] == 64  # max_position_embeddings
+    assert summary["lag_geometry"]["counts"]["classes"]["kind"] == "embedding:4"
     measured = {m["name"]: m for m in summary["measurements"]["strategies"]}
     assert set(measured) == {s["name"] for s in summary["strategies"]}
     # the window: the first 128 tokens of the held-out last fifth, scored by a direct forward
@@ -105,3 +106,21 @@ def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     assert "measure: " in err
     low = min(measured.values(), key=lambda m: m["beyond_loss"])
     assert f"lowest measured loss beyond L0: {low['name']} (" in out_text
+
+
+def test_bad_corpus_and_strategies_exit_2_and_write_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    base = ["extend", SPEC, "--target-length", "128", "-o", str(out)]
+    assert main([*base[:2], str(tmp_path / "missing.npy"), *base[2:]]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    ids = tmp_path / "ids.npy"
+    np.save(ids, _chain(500, 0)[None])
+    bad = tmp_path / "s.json"
+    bad.write_text("{not json")
+    assert main([*base[:2], str(ids), *base[2:], "--strategies", str(bad)]) == 2
+    assert "cannot read --strategies" in capsys.readouterr().err
+    text = tmp_path / "book.txt"
+    text.write_text("no tokenizer for a family spec")
+    assert main([*base[:2], str(text), *base[2:]]) == 2
+    assert "there is no tokenizer" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob("out*"))
