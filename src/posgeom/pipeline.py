@@ -188,7 +188,7 @@ def analyze_counts(
     mds = (
         classical_mds(dist, r, **mds_args)
         if estimate is None
-        else estimate_mds(target, r, **mds_args)
+        else estimate_mds(estimate, r, **mds_args)
     )
     scores = {"mds": score_encoding(mds, target, seed=seed)}
     refined = None

@@ -43,7 +43,11 @@ def test_analyze_counts_scores_against_the_estimate_with_the_plugin_beside(count
     assert res.plugin_scores["mds"]["paper"] == pytest.approx(stress(res.mds, plug))
     summary = res.summary()
     assert summary["estimator"]["estimator"] == "corrected"
-    assert "negative_squared" in summary["estimator"]["diagnostics"]
+    projection = summary["estimator"]["projection"]  # the Euclidean estimate, its diagnostics
+    assert projection["rule"] == "noise_edge" and 1 <= projection["kept_rank"] <= 11
+    # MDS fits the geometry it is scored against: full rank reproduces it, variance <= 1
+    assert res.scores["mds"]["paper"] < 1e-20
+    assert max(row["explained_variance"] for row in res.rank_curve) <= 1.0 + 1e-12
     table = res.markdown_table()
     assert "estimator: corrected" in table and "plug-in geometry" in table
     plugin_run = analyze_counts(counts, model_dim=16, noise=None, estimator="plugin")

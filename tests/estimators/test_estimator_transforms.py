@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import scipy.sparse as sp
 
 import posgeom
 from posgeom import PosgeomError, classical_mds, hellinger_distances, positional_distributions
+from posgeom._distance_matrix import euclidean_distances
 from posgeom.encodings import alibi, sinusoidal
 from posgeom.estimators import (
     coarsen_counts,
@@ -130,16 +132,27 @@ def test_estimate_is_a_target_for_scores_and_mds(counts):
     a = posgeom.monotonicity_violation_rate(enc, est)
     b = posgeom.monotonicity_violation_rate(enc, np.array(est.distances))
     assert float(a) == float(b)
-    with pytest.warns(RuntimeWarning, match="negative eigenvalues"):  # clipped: non-Euclidean
-        classical_mds(np.array(est.distances), 3)
-    # the estimate itself: MDS of its factored Gram, -1/2 J D~^2 J of the unclipped D~^2
-    sq = est.gram.squared_chords()
+    # the Euclidean estimate: MDS reproduces it at full rank, explained variance sums to 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mds = classical_mds(est)
+        as_matrix = classical_mds(np.array(est.distances))
+    np.testing.assert_allclose(euclidean_distances(mds.coordinates), est.distances, atol=1e-10)
+    assert mds.explained_variance_ratio.sum() == pytest.approx(1.0, abs=1e-12)
+    kept = est.coordinates.shape[1]
+    np.testing.assert_allclose(mds.eigenvalues[:kept], as_matrix.eigenvalues[:kept], rtol=1e-9)
+    # the raw estimate: MDS of its factored Gram, -1/2 J D~^2 J of the unclipped D~^2
+    raw = estimate_geometry(counts, euclidean=False)
+    with pytest.warns(RuntimeWarning, match="negative eigenvalues.*sampling noise"):
+        classical_mds(np.array(raw.distances), 3)
+    sq = raw.gram.squared_chords()
     j = np.eye(10) - 1.0 / 10
     with pytest.warns(RuntimeWarning, match="negative eigenvalues"):
-        m1 = classical_mds(est, 3)
-    np.testing.assert_allclose(
-        m1.eigenvalues, np.linalg.eigvalsh(-0.5 * j @ sq @ j)[::-1], atol=1e-12
-    )
+        m1 = classical_mds(raw, 3)
+    ref = np.linalg.eigvalsh(-0.5 * j @ sq @ j)[::-1]
+    np.testing.assert_allclose(m1.eigenvalues, ref, atol=1e-12)
+    # the Euclidean estimate keeps the directions of that spectrum above its noise edge
+    np.testing.assert_allclose((est.coordinates**2).sum(axis=0), ref[ref > -ref.min()], rtol=1e-9)
 
 
 def test_spectrum_matches_scikit_bio(counts):
@@ -148,7 +161,7 @@ def test_spectrum_matches_scikit_bio(counts):
     skbio = pytest.importorskip("skbio")
     from skbio.stats.ordination import pcoa
 
-    est = estimate_geometry(counts, estimator="corrected")
+    est = estimate_geometry(counts, estimator="corrected", euclidean=False)
     assert est.diagnostics["negative_eigenvalues"] > 0  # clipped corrected chords: not Euclidean
     with pytest.warns(RuntimeWarning, match="negative-most eigenvalue") as record:
         pcoa(skbio.DistanceMatrix(np.array(est.distances)), warn_neg_eigval=True)
@@ -161,6 +174,17 @@ def test_spectrum_matches_scikit_bio(counts):
     assert est.diagnostics["negative_eigenvalues"] == int(np.sum(vals < -1e-8))
     assert est.spectrum() == {k: est.diagnostics[k] for k in est.spectrum()}
     assert estimate_geometry(counts, estimator="plugin").diagnostics["euclidean"]
+    # the Euclidean estimate: its spectrum is the raw (unclipped) B~'s; pcoa sees no negatives
+    euclid = estimate_geometry(counts)
+    raw = np.linalg.eigvalsh(-0.5 * j @ euclid.gram.squared_chords() @ j)
+    spectrum = euclid.spectrum()
+    assert spectrum["most_negative_eigenvalue"] == pytest.approx(raw[0], rel=1e-9)
+    assert spectrum["negative_eigenvalues"] == int(np.sum(raw < -1e-10 * raw[-1]))
+    projection = euclid.diagnostics["projection"]
+    assert projection["negative_mass"] == pytest.approx(-raw[raw < -1e-10 * raw[-1]].sum())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pcoa(skbio.DistanceMatrix(np.array(euclid.distances)), warn_neg_eigval=True)
 
 
 def test_equal_samples(counts):

@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.spatial.distance import pdist
+from scipy.stats import spearmanr
 
 from posgeom import PosgeomError, classical_mds
 from posgeom.estimators import _core as core
 from posgeom.estimators import available, estimate_geometry, squared_mean_root
-from posgeom.synthetic import sample_counts, zipf_distributions
+from posgeom.estimators.euclidean import euclidean_form
+from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +66,24 @@ def test_exact_gram_is_the_dense_reference(counts, estimator, transform):
         c = c.reshape(20, 2, -1).sum(axis=1)
     b = np.zeros(len(c)) if estimator == "plugin" else _corrected_bias(c)
     ref = sla.eigh(_reference_gram(c, b), eigvals_only=True)[::-1]
-    est = estimate_geometry(counts, estimator=estimator, **transform)
+    raw = estimate_geometry(counts, estimator=estimator, euclidean=False, **transform)
     with pytest.warns(RuntimeWarning) if estimator != "plugin" else _no_warning():
-        exact = classical_mds(est, 5, solver="exact")
+        exact = classical_mds(raw, 5, solver="exact")
     np.testing.assert_allclose(exact.eigenvalues, ref, rtol=0, atol=1e-12 * ref[0])
     assert exact.total_variance == pytest.approx(ref.sum(), rel=1e-12)
+    # the Euclidean estimate: the directions of that spectrum above its noise edge
+    est = estimate_geometry(counts, estimator=estimator, **transform)
+    edge = est.diagnostics["projection"].get("threshold", 1e-12 * ref[0])
+    assert edge >= -ref.min() * (
+        1 - 1e-9
+    )  # at least |λ_min| (plug-in: exactly Euclidean, nothing removed)
+    kept = ref[ref > edge]
+    for solver in ("auto", "exact", "implicit"):
+        mds = classical_mds(est, 5, solver=solver)
+        top = min(len(kept), len(mds.eigenvalues))
+        np.testing.assert_allclose(mds.eigenvalues[:top], kept[:top], rtol=1e-9)
+        assert np.all(mds.eigenvalues[len(kept) :] < 1e-12 * ref[0])
+        assert mds.total_variance == pytest.approx(kept.sum(), rel=1e-9)
 
 
 class _no_warning:
@@ -81,7 +97,7 @@ class _no_warning:
 @pytest.mark.parametrize("name", available())
 @pytest.mark.parametrize("convention", ["chord", "normalized"])
 def test_implicit_equals_exact_for_every_estimator(counts, name, convention):
-    est = estimate_geometry(counts, estimator=name, convention=convention, seed=1)
+    est = estimate_geometry(counts, estimator=name, convention=convention, seed=1, euclidean=False)
     assert est.gram is not None  # every registered estimator has a factored form
     implicit = classical_mds(est, 6, solver="implicit")
     with pytest.warns(RuntimeWarning) if name != "plugin" else _no_warning():
@@ -106,9 +122,10 @@ def test_plugin_estimate_matches_scikit_bio_pcoa(counts):
 
 
 @pytest.mark.parametrize("convention", ["chord", "normalized"])
-def test_blocks_equal_the_dense_distances(counts, convention):
-    dense = estimate_geometry(counts, convention=convention)
-    factored = estimate_geometry(counts, convention=convention, dense=False)
+@pytest.mark.parametrize("euclidean", [True, False])
+def test_blocks_equal_the_dense_distances(counts, convention, euclidean):
+    dense = estimate_geometry(counts, convention=convention, euclidean=euclidean)
+    factored = estimate_geometry(counts, convention=convention, dense=False, euclidean=euclidean)
     assert factored.distances is None
     target = factored.blocks()
     n = target.n_positions
@@ -147,10 +164,11 @@ def test_estimator_without_a_factored_form_is_refused_when_large(monkeypatch):
     assert not calls  # refused before allocating anything
 
 
-def test_long_context_estimate_allocates_no_square_matrix():
-    """n = 131,072 positions: estimate, implicit MDS and a block, all far below one (n, n)
-    float64 (137 GB); tracemalloc sees every numpy allocation."""
-    n, vocab = 131_072, 64
+@pytest.mark.parametrize("n", [16_384, pytest.param(131_072, marks=pytest.mark.slow)])
+def test_long_context_estimate_allocates_no_square_matrix(n):
+    """n = 131,072 positions (16,384 in the default run): estimate, implicit MDS and a block,
+    all far below one (n, n) float64 (137 GB); tracemalloc sees every numpy allocation."""
+    vocab = 64
     rng = np.random.default_rng(0)
     per = 4
     rows = np.repeat(np.arange(n), per)
@@ -165,10 +183,40 @@ def test_long_context_estimate_allocates_no_square_matrix():
     finally:
         tracemalloc.stop()
     assert est.distances is None and mds.solver == "implicit"
+    assert est.diagnostics["projection"]["solver"] == "implicit"
     assert mds.coordinates.shape == (n, 2) and block.shape == (50, 50)
     assert peak < 400 * 2**20, f"peak {peak / 2**20:.0f} MiB"
-    # the blocks are those of the dense estimate of the same positions (per-position b and s_i)
-    head = estimate_geometry(c[:50], dense=True)
-    np.testing.assert_allclose(
-        est.blocks().block(np.arange(50), np.arange(50)), head.distances, rtol=0, atol=1e-12
-    )
+    # the raw blocks are those of the dense estimate of the same positions (per-row b and s_i)
+    raw = estimate_geometry(c, euclidean=False).blocks().block(np.arange(50), np.arange(50))
+    head = estimate_geometry(c[:50], dense=True, euclidean=False)
+    np.testing.assert_allclose(raw, head.distances, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("rule", ["noise_edge", "psd"])
+def test_euclidean_estimate_is_the_same_from_lapack_and_lanczos(counts, rule):
+    """The small-n (dense) and large-n (Lanczos) paths give the same distances."""
+    est = estimate_geometry(counts)
+    a, info_a = euclidean_form(est.gram, rule=rule, rank=12, solver="exact")
+    b, info_b = euclidean_form(est.gram, rule=rule, rank=12, solver="implicit")
+    assert info_a["kept_rank"] == info_b["kept_rank"] >= 2
+    np.testing.assert_allclose(pdist(a), pdist(b), rtol=0, atol=1e-9)
+    if rule == "psd":  # every positive direction up to the rank: the largest
+        assert info_a["kept_rank"] == 12 and info_a["rank_capped"]
+
+
+def test_the_euclidean_estimate_is_closer_to_the_truth():
+    """Known truth (drift, V = 30,000, 300-3,050 samples): the noise-edge Euclidean estimate ranks
+    the true distances better than the clipped raw estimate and is at least as accurate."""
+    mu = zipf_distributions(48, 30_000, exponent=1.05, seed=1)
+    truth = pdist_of(mu)
+    c = sample_counts(mu, decaying_totals(48), seed=0).counts
+    iu = np.triu_indices(48, 1)
+    raw = estimate_geometry(c, euclidean=False).distances[iu]
+    euclid = estimate_geometry(c).distances[iu]
+    assert spearmanr(euclid, truth).statistic > spearmanr(raw, truth).statistic + 0.02
+    assert np.sqrt(np.mean((euclid - truth) ** 2)) < np.sqrt(np.mean((raw - truth) ** 2))
+
+
+def pdist_of(mu: np.ndarray) -> np.ndarray:
+    """True Hellinger chords over pairs i < j, from scipy (independent of posgeom)."""
+    return pdist(np.sqrt(mu))

@@ -53,10 +53,9 @@ from posgeom._errors import PosgeomError
 from posgeom._threads import blas_threads
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.embed._canonical import canonicalise
-from posgeom.embed._inputs import InputKind, check_distance_matrix, classify_input
-from posgeom.geometry.distributions import as_distributions
+from posgeom.embed._inputs import InputKind, euclidean_coordinates, gram_input
 from posgeom.geometry.divergences import Convention
-from posgeom.geometry.gram import FactoredGram, centred_sqrt_operator
+from posgeom.geometry.gram import centred_sqrt_operator
 
 __all__ = ["MDSResult", "centred_sqrt_operator", "classical_mds", "double_centre_inplace"]
 
@@ -226,7 +225,9 @@ def classical_mds(
     n_threads : int, optional
         Threads for the implicit solver's sparse products (default: the CPU count, at most 8).
     """
-    gram, dist, positions = _gram_input(data, input_kind, convention)
+    if solver == "auto" and euclidean_coordinates(data) is not None:
+        return _euclidean_mds(data, n_components, model_dim, placement, seed, tie_rtol)
+    gram, dist, positions = gram_input(data, input_kind, convention)
     n = dist.shape[0] if gram is None else gram.n_positions
     if n < 3:
         raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
@@ -301,37 +302,31 @@ def classical_mds(
     )
 
 
-def _gram_input(
-    data: Any, input_kind: str, convention: str
-) -> tuple[FactoredGram | None, np.ndarray, np.ndarray]:
-    """``(gram, distances, positions)``: a factored Gram (distributions, counts, an estimate
-    with a factored form) or, for a distance matrix, ``gram = None`` and the matrix."""
-    gram = data if isinstance(data, FactoredGram) else getattr(data, "gram", None)
-    if isinstance(gram, FactoredGram):  # an estimate (or its Gram): its own convention
-        if convention != "chord":
-            raise PosgeomError(
-                "an estimate carries its convention; estimate it with convention=... and leave "
-                "classical_mds's convention at its default"
-            )
-        pos = np.asarray(getattr(data, "positions", gram.roots.positions))
-        if pos.shape[0] != gram.n_positions:  # pooled: bucket edges, rows are the buckets
-            pos = np.arange(gram.n_positions, dtype=np.int64)
-        return gram, np.zeros((0, 0)), pos
-    if classify_input(data, input_kind) == "distances":
-        if convention != "chord":
-            raise PosgeomError(
-                f"convention={convention!r} applies to distributions; a distance matrix is used "
-                "as given. Fix: pass the distributions, or the distances of that convention "
-                "(hellinger_distances(mu, convention=...)) with the default convention"
-            )
-        dist = check_distance_matrix(data)
-        return None, dist, np.arange(dist.shape[0], dtype=np.int64)
-    dists = as_distributions(data)
-    scale = 0.5 if convention == "normalized" else 1.0  # D / sqrt 2, so B / 2
-    return (
-        FactoredGram(dists, np.zeros(dists.n_positions), scale),
-        np.zeros((0, 0)),
-        dists.positions,
+def _euclidean_mds(
+    data: Any, n_components: Any, model_dim: Any, placement: str, seed: int, tie_rtol: float
+) -> MDSResult:
+    """MDS of a Euclidean estimate (``B+ = X X^T``, :mod:`posgeom.estimators.euclidean`): its
+    coordinates ``X`` themselves (columns beyond ``K'`` zero); what either solver returns."""
+    x = euclidean_coordinates(data)
+    n, kept = x.shape
+    if n < 3:
+        raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
+    r = min(n - 1 if n_components is None else int(n_components), n - 1)
+    r = min(r, int(model_dim)) if model_dim is not None else r
+    vals = np.zeros(max(r, kept))
+    vals[:kept] = np.sum(x * x, axis=0)
+    coords = np.zeros((n, r))
+    coords[:, : min(r, kept)] = x[:, :r]
+    _, ties = canonicalise(vals[:kept], x / np.sqrt(vals[:kept]), min(r, kept), tie_rtol)
+    pos = np.asarray(getattr(data, "positions", np.arange(n)))
+    return MDSResult(
+        coordinates=coords,
+        eigenvalues=vals,
+        total_variance=float(vals.sum()),
+        placement=_placement(int(model_dim) if model_dim is not None else r, r, placement, seed),
+        positions=pos if pos.shape[0] == n else np.arange(n, dtype=np.int64),
+        solver=str(getattr(data, "diagnostics", {}).get("projection", {}).get("solver", "exact")),
+        tie_groups=ties,
     )
 
 
@@ -351,7 +346,10 @@ def _warn_negative(vals: np.ndarray) -> None:
         warnings.warn(
             f"B has negative eigenvalues (most negative {low:.3g}, {abs(low) / top:.2%} of the "
             "largest): the distances are not Euclidean, and the MDS solution ignores that part. "
-            "Hellinger chord distances never do this; other inputs may.",
+            "For an estimated geometry that is sampling noise the correction leaves (an unbiased "
+            "estimate of a Euclidean geometry is not Euclidean itself): pass the estimate, whose "
+            "default is the nearest Euclidean geometry (estimate.diagnostics['projection'] says "
+            "how much was projected away).",
             RuntimeWarning,
             stacklevel=4,  # the caller of classical_mds (past validate_params)
         )

@@ -16,7 +16,10 @@ estimates the geometry of the distributions themselves::
 Every estimator returns its estimate in factored form (``est.gram``, a
 :class:`~posgeom.geometry.gram.FactoredGram`: root matrix ``S``, correction ``b``,
 ``B = c J (S S^T - diag(b)) J``); above 8,192 positions (or with ``dense=False``) the estimate
-has no dense matrix at all.
+has no dense matrix at all. The estimate is Euclidean (:mod:`posgeom.estimators.euclidean`):
+the directions of ``B`` above its noise edge, ``est.coordinates`` ``X`` with
+``est.distances = ||x_i - x_j||``, which MDS reproduces at full rank; ``euclidean=False`` gives
+the raw squared chords clipped to ``[0, 2]``.
 
 Estimators (each one's docstring has its formula, assumptions and reference):
 

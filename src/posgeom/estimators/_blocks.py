@@ -1,4 +1,8 @@
-"""The distances of a factored estimate, block by block (the long-context scores' target).
+"""The distances of an estimate, block by block (the long-context scores' target).
+
+The Euclidean estimate (the default) is ``D+_ij = ||x_i - x_j||`` for its coordinates ``X``
+(``m x K'``, :mod:`posgeom.estimators.euclidean`): :class:`CoordinateBlocks`, memory of one
+block plus ``X``. With ``euclidean=False``, :class:`EstimateBlocks`:
 
 For a :class:`~posgeom.geometry.gram.FactoredGram` ``(S, b)`` the estimate's distances are, as in
 the dense path (:func:`posgeom.estimators._core.finish`)::
@@ -15,8 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.spatial.distance import cdist
 
-__all__ = ["EstimateBlocks"]
+__all__ = ["CoordinateBlocks", "EstimateBlocks"]
 
 
 class EstimateBlocks:
@@ -41,3 +46,24 @@ class EstimateBlocks:
     def pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """``D[i[k], j[k]]`` for index arrays."""
         return self._finish(self.gram.squared_pairs(i, j))
+
+
+class CoordinateBlocks:
+    """Blocks target of the Euclidean estimate: ``||x_i - x_j||`` from coordinates ``X``."""
+
+    def __init__(self, coordinates: np.ndarray):
+        self.coordinates = np.asarray(coordinates, dtype=np.float64)
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.coordinates.shape[0])
+
+    def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """``D+[rows][:, cols]`` (``scipy.spatial.distance.cdist``, as the dense ``pdist``)."""
+        x = self.coordinates
+        return cdist(x[np.asarray(rows)], x[np.asarray(cols)])
+
+    def pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``D+[i[k], j[k]]`` for index arrays."""
+        x = self.coordinates
+        return np.sqrt(np.sum((x[np.asarray(i)] - x[np.asarray(j)]) ** 2, axis=1))

@@ -1,8 +1,11 @@
 """The result type, the registry and the shared finishing step of the geometry estimators.
 
 Every estimator maps counts ``C`` (``n x V`` integers, rows ``X_i ~ Multinomial(T_i, p_i)``) to
-estimated *squared* chords ``D^2_ij`` (symmetric, any sign). :func:`finish` turns those into
-distances with one rule for every estimator:
+estimated *squared* chords ``D^2_ij`` (symmetric, any sign), in factored form
+(:class:`~posgeom.geometry.gram.FactoredGram`). By default the estimate is the Euclidean one
+(:mod:`posgeom.estimators.euclidean`: the directions of ``B~ = -1/2 J D^2 J`` above its noise
+edge). With ``euclidean=False``, :func:`finish` turns the squared chords into distances with
+one rule for every estimator:
 
     D_ij = sqrt(min(max(D^2_ij, 0), 2))       (chord, in [0, sqrt 2]; "normalized" divides by sqrt 2)
 
@@ -209,6 +212,9 @@ class GeometryEstimate:
     vocab_size : number of token classes the geometry is computed on (after coarsening).
     options : coarsening, pooling, resampling, seed and the estimator's own options.
     diagnostics : the estimator's diagnostics (see :mod:`posgeom.estimators._core`).
+    coordinates : (m, K') float64 or None: the Euclidean estimate's coordinates ``X`` (its
+        distances are ``||x_i - x_j||``; :mod:`posgeom.estimators.euclidean`), None with
+        ``euclidean=False``.
     gram : :class:`~posgeom.geometry.gram.FactoredGram` or None: the factored form
         ``B = c J (S S^T - diag(b)) J`` (``S`` the ``m x V'`` root matrix after coarsening and
         pooling, ``b`` the per-position correction, ``c = 1`` chord / ``1/2`` normalized).
@@ -231,6 +237,7 @@ class GeometryEstimate:
     options: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     gram: Any = None  # FactoredGram (posgeom.geometry.gram) or None
+    coordinates: np.ndarray | None = None  # (m, K') the Euclidean estimate's X (euclidean=True)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self.distances is None:
@@ -254,15 +261,20 @@ class GeometryEstimate:
         ``pairs(i, j)``; the protocol of :mod:`posgeom.scores.large`), never ``(m, m)``.
 
         A dense estimate returns a :class:`~posgeom.scores.large.DenseTarget` of
-        :attr:`distances`; a factored one an :class:`~posgeom.estimators._blocks.EstimateBlocks`
-        whose blocks equal the dense matrix's (same correction, clip and convention).
+        :attr:`distances`; one without its dense matrix a
+        :class:`~posgeom.estimators._blocks.CoordinateBlocks` of the Euclidean estimate
+        (``||x_i - x_j||``, :attr:`coordinates`) or, with ``euclidean=False``, an
+        :class:`~posgeom.estimators._blocks.EstimateBlocks` (correction, clip, convention);
+        either way the blocks equal the dense matrix's.
         """
         if self.distances is not None:
             from posgeom.scores.large import DenseTarget
 
             return DenseTarget(self.distances)
-        from posgeom.estimators._blocks import EstimateBlocks
+        from posgeom.estimators._blocks import CoordinateBlocks, EstimateBlocks
 
+        if self.coordinates is not None:
+            return CoordinateBlocks(self.coordinates)
         return EstimateBlocks(self.gram, self.convention)
 
     def pool_encoding(self, encoding: Any, **options: Any) -> np.ndarray:
@@ -301,4 +313,9 @@ class GeometryEstimate:
             "min_samples": float(np.min(self.totals)),
             "options": {k: v for k, v in self.options.items() if not isinstance(v, np.ndarray)},
             "diagnostics": scalars,
+            "projection": {
+                k: v
+                for k, v in self.diagnostics.get("projection", {}).items()
+                if isinstance(v, (int, float, str, bool))
+            },
         }

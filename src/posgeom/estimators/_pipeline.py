@@ -74,17 +74,20 @@ def pipeline_estimate(
     return estimate_geometry(c, estimator=spec.name, convention=convention, seed=seed, **opts)
 
 
-def estimate_mds(target: np.ndarray, rank: int, **options: Any) -> Any:
-    """Classical MDS of an estimate's distance matrix (exact solver). Corrected estimates are
-    clipped at 0, so ``B`` may have negative eigenvalues: the estimate's diagnostics report them,
-    and the MDS warning is not repeated."""
+def estimate_mds(estimate: Any, rank: int, **options: Any) -> Any:
+    """Classical MDS of an estimate: of its Euclidean form by default (``B+ = X X^T``, the
+    coordinates themselves; :mod:`posgeom.estimators.euclidean`), so full-rank MDS reproduces
+    the target and explained variance stays at most 1. A raw estimate (``euclidean=False``) or
+    a distance matrix goes through the exact solver; its negative eigenvalues are in the
+    estimate's diagnostics, so the MDS warning is not repeated."""
     from posgeom.embed.mds import classical_mds
 
-    options["solver"] = "exact"
     options.pop("convention", None)
+    if getattr(estimate, "coordinates", None) is None:
+        options["solver"] = "exact"
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="B has negative eigenvalues")
-        return classical_mds(target, rank, **options)
+        return classical_mds(estimate, rank, **options)
 
 
 def plugin_scores(encodings: Mapping[str, Any], plugin: np.ndarray) -> dict[str, dict[str, float]]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._distance_matrix import euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom.estimators._core import (
     DENSE_MAX_N,
@@ -17,12 +18,14 @@ from posgeom.estimators._core import (
     finish,
     get,
 )
+from posgeom.estimators.euclidean import EUCLIDEAN_RANK, euclidean_form, spectrum_keys
 from posgeom.estimators.transforms import (
     coarsen_counts,
     equal_sample_counts,
     pool_counts,
     pool_edges,
 )
+from posgeom.geometry.divergences import _mirror_upper
 from posgeom.geometry.gram import FactoredGram
 
 __all__ = ["estimate_geometry"]
@@ -38,6 +41,8 @@ def estimate_geometry(
     pool: Any = None,
     equal_samples: Any = None,
     dense: bool | None = None,
+    euclidean: bool | str = True,
+    euclidean_rank: int = EUCLIDEAN_RANK,
     **options: Any,
 ) -> GeometryEstimate:
     """Estimate the Hellinger geometry of the positional distributions behind ``counts``.
@@ -58,6 +63,13 @@ def estimate_geometry(
         Gram and :meth:`GeometryEstimate.blocks` serves its distances block by block.
         Estimators without a factored form always build it, and are refused above
         ``DENSE_ONLY_MAX_N`` positions.
+    euclidean : ``True`` / ``"noise_edge"`` (default): the Euclidean estimate, the eigen-directions
+        of the estimate's Gram ``B~`` above its noise edge ``|λ_min|`` (at most
+        ``euclidean_rank``), the geometry MDS reproduces; ``"psd"``: every positive direction
+        (the projection onto the positive semidefinite cone); ``False``: the raw squared chords
+        clipped to ``[0, 2]`` (a semimetric that need not be Euclidean). See
+        :mod:`posgeom.estimators.euclidean`.
+    euclidean_rank : ``K``, the Euclidean estimate's largest dimension (default 256).
     **options : passed to the estimator (e.g. ``n_repeats`` for ``"split_half"``).
 
     Order: coarsen, pool, resample, estimate (see :mod:`posgeom.estimators.transforms`).
@@ -98,15 +110,10 @@ def estimate_geometry(
     if convention not in ("chord", "normalized"):
         raise PosgeomError(f"unknown convention {convention!r}; use 'chord' or 'normalized'")
     result, diagnostics = spec.fn(c, totals.astype(np.float64), rng=rng, **options)
-    gram = None
-    if isinstance(result, FactoredGram):
-        gram = replace(result, scale=1.0 if convention == "chord" else 0.5)
-        if dense is False or (dense is None and m > DENSE_MAX_N):
-            distances, finishing = None, {"dense": False}
-        else:
-            distances, finishing = finish(gram.squared_chords(), convention)
-    else:
-        distances, finishing = finish(np.asarray(result, dtype=np.float64), convention)
+    build = not (dense is False or (dense is None and m > DENSE_MAX_N))
+    gram, distances, coords, finishing = _finish_estimate(
+        result, c, convention, build=build, euclidean=euclidean, rank=euclidean_rank, seed=seed
+    )
     return GeometryEstimate(
         distances=distances,
         estimator=spec.name,
@@ -118,4 +125,54 @@ def estimate_geometry(
         options=info,
         diagnostics={**diagnostics, **finishing},
         gram=gram,
+        coordinates=coords,
     )
+
+
+def _finish_estimate(
+    result: Any,
+    counts: Any,
+    convention: str,
+    *,
+    build: bool,
+    euclidean: bool | str,
+    rank: int,
+    seed: int,
+) -> tuple[Any, np.ndarray | None, np.ndarray | None, dict[str, Any]]:
+    """``(gram, distances, coordinates, diagnostics)`` from an estimator's result: the
+    Euclidean estimate (:mod:`posgeom.estimators.euclidean`) or, with ``euclidean=False``, the
+    clipped squared chords (:func:`posgeom.estimators._core.finish`)."""
+    scale = 1.0 if convention == "chord" else 0.5
+    gram = replace(result, scale=scale) if isinstance(result, FactoredGram) else None
+    if not euclidean:
+        if gram is not None and not build:
+            return gram, None, None, {"dense": False}
+        sq = gram.squared_chords() if gram is not None else np.asarray(result, dtype=np.float64)
+        dist, diag = finish(sq, convention)
+        return gram, dist, None, diag
+    if gram is not None and not np.any(gram.correction):  # B = c J S S^T J: Euclidean already
+        diag = {"projection": {"rule": "none: exactly Euclidean (b = 0)"}, "dense": build}
+        if not build:
+            return gram, None, None, diag
+        dist, finishing = finish(gram.squared_chords(), convention)
+        return gram, dist, None, {**finishing, **diag}
+    dense_b = None
+    if gram is None:  # no factored form: B~ = -c/2 J D~^2 J, dense
+        dense_b = np.asarray(result, dtype=np.float64) * (-0.5 * scale)
+        _mirror_upper(dense_b)
+        np.fill_diagonal(dense_b, 0.0)
+        dense_b -= dense_b.mean(axis=0)[None, :]
+        dense_b -= dense_b.mean(axis=1)[:, None]
+    rule = "noise_edge" if euclidean is True else str(euclidean)
+    coords, info = euclidean_form(
+        gram, dense_b=dense_b, rank=rank, rule=rule, seed=seed, counts=counts
+    )
+    coords.setflags(write=False)
+    diag: dict[str, Any] = {"projection": info, "dense": build, **spectrum_keys(info)}
+    diag["clip_rule"] = f"none: the Euclidean estimate ({rule}: the top eigenpairs of B~ above tau)"
+    if not build:
+        return gram, None, coords, diag
+    dist = euclidean_distances(coords)
+    diag["above_max"] = int(np.count_nonzero(dist > np.sqrt(2.0) * np.sqrt(scale) + 1e-12)) // 2
+    dist.setflags(write=False)
+    return gram, dist, coords, diag

@@ -90,8 +90,8 @@ def _mds_near_zero(plugin: Any, rec: Any, key: str) -> Row:
     verdict = (
         f"survives (whole interval below {NEAR_ZERO})"
         if high <= NEAR_ZERO
-        else f"does not survive: up to {high:.3g}, above {NEAR_ZERO}. The estimated D is not "
-        "exactly Euclidean (negative eigenvalues of B), so no configuration reproduces it"
+        else f"does not survive: up to {high:.3g}, above {NEAR_ZERO}. The MDS rank does not "
+        "reach the Euclidean estimate's dimension (estimate.diagnostics['projection'])"
     )
     return ("MDS encoding stress near zero", key, f"{p['paper']:.2g}", _show(r, "paper"), verdict)
 

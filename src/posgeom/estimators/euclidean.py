@@ -1,0 +1,264 @@
+"""The Euclidean estimate: the geometry MDS can reproduce, the same at every ``n``.
+
+An estimator's squared chords ``D~^2`` are unbiased (or nearly) for a Euclidean geometry, but
+are not themselves Euclidean: their Gram matrix ``B~ = -1/2 J D~^2 J`` (the factored
+``c J (S S^T - diag(b)) J`` of :mod:`posgeom.geometry.gram`) has negative eigenvalues. They are
+sampling noise the correction leaves: ``E B~`` is the Gram matrix of the mean root vectors,
+positive semidefinite, but subtracting ``diag(b)`` (and the noise of ``S S^T`` itself) pushes
+the noise part of the spectrum below 0; no configuration of points has such distances. The
+Euclidean estimate keeps the eigen-directions of ``B~`` above a threshold ``τ``::
+
+    B+ = sum_{k <= K, λ_k > τ} λ_k u_k u_k^T,     X = [sqrt(λ_k) u_k]  (m x K'),
+    D+_ij = ||x_i - x_j||                         (chord; "normalized" has c = 1/2 in B~)
+
+with ``(λ_k, u_k)`` the top ``K = min(m - 1, euclidean_rank)`` eigenpairs of ``B~``
+(``euclidean_rank = 256`` by default) and two rules for ``τ``:
+
+* ``"noise_edge"`` (the default): ``τ = max(|λ_min(B~)|, λ_1(N0))``, the largest eigenvalue
+  sampling noise alone produces. The noise the correction leaves is unbiased; when ``m`` is
+  well below the number of token classes ``V'`` its spectrum is symmetric about 0 to first order,
+  so ``|λ_min|`` is its edge; when ``m > V'`` (coarsened vocabularies, long contexts) it has at
+  most ``V'`` positive directions, large ones, and ``m - V'`` at about ``-b_i``, so ``|λ_min|``
+  misses it. ``N0`` (:func:`null_edge`, parallel analysis) is built like ``B~`` from the
+  difference of two random halves of every position's samples: the same noise, no signal, in
+  both regimes. Directions above ``τ`` are signal. On the known-truth corpora of
+  ``benchmarks/bench_estimators.py`` (drift, three regimes, blocks, frequent tokens only;
+  48-128 positions, V = 5,000-30,000, 336-3,050 samples per position, 2 corpora each, measured
+  2026-12-01) it kept 4-10 directions and had a better Spearman correlation with the true
+  distances than the clipped raw estimate in every corpus (0.63-0.94 against 0.60-0.89) and a
+  lower RMSE in 9 of 10 (0.034-0.062 against 0.054-0.072); on a stationary corpus (no
+  structure) it keeps 3 noise directions (RMSE 0.13 against the raw 0.11).
+* ``"psd"``: ``τ = 0``: for ``m <= K + 1`` the projection of ``B~`` onto the positive
+  semidefinite cone, the nearest Euclidean geometry in Frobenius norm (never further from the
+  truth's Gram than ``B~``, a projection onto a convex set that contains it). It keeps the
+  positive half of the noise, so it inflates every distance (median 0.34-0.41 against a true
+  0.32 in the same corpora, RMSE up to 0.11), and at large ``m`` it needs all ``K`` directions.
+
+The rule is the same at every ``m``: small estimates find the eigenpairs with LAPACK, large
+ones with Lanczos on the factored ``B~`` (never ``m x m``), and the distances agree (they
+depend only on ``B+``). MDS of the estimate fits ``B+``: explained variance is
+``λ_r / trace(B+)`` (at most 1), and MDS of rank ``K'`` reproduces ``D+`` exactly.
+
+Diagnostics (``estimate.diagnostics["projection"]``): ``rule``, ``threshold`` ``τ``,
+``kept_rank`` ``K'`` (``rank_capped`` when all ``K`` passed; ``resolved`` False, with a
+warning, when no direction passed and only the leading one is kept), ``kept_mass`` ``trace(B+)``,
+``trace`` ``trace(B~)``, ``most_negative_eigenvalue``; with the full spectrum (``m <= 1024``)
+``negative_mass`` ``sum |λ_k|`` over ``λ_k < 0``, ``positive_mass``, ``projection_ratio`` =
+negative / positive mass, ``removed_positive_mass`` (positive mass below ``τ``, set aside as
+noise) and ``dropped_positive_mass`` (positive eigenvalues beyond ``K``); otherwise ``trace - kept_mass`` is what is known (the
+positive mass not kept minus the negative mass).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse.linalg as spla
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["EUCLIDEAN_RANK", "EXACT_MAX_N", "euclidean_form", "spectrum_keys"]
+
+EUCLIDEAN_RANK = 256  # K: the Euclidean estimate's largest dimension
+EXACT_MAX_N = 1024  # LAPACK (full spectrum) up to here; Lanczos beyond, as classical_mds's auto
+RULES = ("noise_edge", "psd")
+FIRST_PAIRS = 32  # Lanczos asks for this many, doubling while the last is above the edge
+
+
+def _dense_pairs(b: np.ndarray, k: int, full: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = b.shape[0]
+    if full:
+        vals, vecs = sla.eigh(b, driver="evr", check_finite=False)
+        return vals[::-1][:k], vecs[:, ::-1][:, :k], vals[::-1]
+    vals, vecs = sla.eigh(b, subset_by_index=[n - k, n - 1], driver="evr", check_finite=False)
+    return vals[::-1], vecs[:, ::-1], vals[::-1]
+
+
+def _lanczos_pairs(op: spla.LinearOperator, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    from posgeom._threads import blas_threads
+
+    n = op.shape[0]
+    v0 = np.random.default_rng(seed).standard_normal(n)
+    v0 -= v0.mean()
+    with blas_threads(1):
+        vals, vecs = spla.eigsh(op, k=k, which="LA", v0=v0, tol=0.0)
+    order = np.argsort(vals)[::-1]
+    vecs = vecs[:, order]
+    vecs -= vecs.mean(axis=0, keepdims=True)  # B's null vector 1 (round-off)
+    return vals[order], vecs / np.linalg.norm(vecs, axis=0, keepdims=True)
+
+
+def _extreme(b: Any, which: str, seed: int = 0) -> float:
+    """The smallest (``"SA"``) or largest (``"LA"``) eigenvalue by Lanczos (seeded start; 0 for
+    a zero operator)."""
+    v0 = np.random.default_rng(seed).standard_normal(b.shape[0])
+    v0 -= v0.mean()
+    try:
+        val = spla.eigsh(b, k=1, which=which, tol=1e-6, v0=v0, return_eigenvectors=False)
+    except spla.ArpackError:  # the operator maps the start to 0: it is 0 on the centred space
+        return 0.0
+    return float(val[0])
+
+
+def _lowest(b: Any) -> float:
+    """The most negative eigenvalue of ``B~`` (0 when it has none)."""
+    return min(_extreme(b, "SA"), 0.0)
+
+
+def null_edge(counts: Any, scale: float, seed: int) -> float:
+    """The largest eigenvalue of the split-half null Gram (parallel analysis).
+
+    Each count is thinned at random into halves ``A ~ Binomial(X, 1/2)``, ``B = X - A``
+    (seeded, vectorised over the non-zeros; each half holds about ``T_i / 2`` samples); ``d_i = (sqrt(A_i / |A_i|) - sqrt(B_i / |B_i|)) / 2`` has no
+    signal and about the sampling noise of ``s_i`` (each half has twice the variance, the
+    difference of two halves four times, halved twice), so
+    ``N0 = c J (D D^T - diag(||d_i||^2)) J``, built like ``B~``, has the noise spectrum of ``B~``
+    without its signal, with the same rank structure (``m`` rows over ``V'`` classes: when
+    ``m > V'`` the noise has at most ``V'`` positive directions and they are large). Positions
+    with an empty half contribute ``d_i = 0``."""
+    import scipy.sparse as sp
+
+    from posgeom.geometry.distributions import PositionalDistributions
+    from posgeom.geometry.gram import FactoredGram
+
+    c = sp.csr_matrix(counts, dtype=np.float64)
+    a = c.copy()
+    a.data = np.random.default_rng(seed).binomial(c.data.astype(np.int64), 0.5).astype(float)
+    b = c - a
+    a.eliminate_zeros()
+    b.eliminate_zeros()
+
+    def roots(x: sp.csr_matrix) -> sp.csr_matrix:
+        t = np.asarray(x.sum(axis=1)).ravel()
+        r = x.multiply(1.0 / np.maximum(t, 1.0)[:, None]).tocsr()
+        r.data = np.sqrt(np.maximum(r.data, 0.0))
+        return r
+
+    ra, rb = roots(a), roots(b)
+    both = (np.diff(ra.indptr) > 0) & (np.diff(rb.indptr) > 0)  # an empty half: d_i = 0
+    d = sp.csr_matrix(sp.diags(0.5 * both) @ (ra - rb))
+    n = d.shape[0]
+    null = PositionalDistributions(
+        sqrt_sparse=d, sqrt_floor=np.zeros(n), positions=np.arange(n), totals=np.ones(n)
+    )
+    if not np.any(d.data):
+        return 0.0
+    gram = FactoredGram(null, null.squared_norms(), scale)
+    return max(_extreme(gram.operator(), "LA", seed), 0.0)
+
+
+def euclidean_form(
+    gram: Any = None,
+    *,
+    dense_b: np.ndarray | None = None,
+    rank: int = EUCLIDEAN_RANK,
+    rule: str = "noise_edge",
+    seed: int = 0,
+    solver: str = "auto",
+    counts: Any = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """``(X, info)``: the Euclidean estimate's coordinates ``(m, K')`` (module docstring) from a
+    :class:`~posgeom.geometry.gram.FactoredGram` ``gram`` or a dense ``B~`` (``dense_b``,
+    estimators without a factored form). Columns in descending ``λ``; signs and tied bases by
+    MDS's canonical rules (so ``classical_mds`` of the estimate returns ``X`` itself).
+    ``solver``: ``"auto"`` (LAPACK when ``m <= 1024`` or ``4 K > m``, else Lanczos), ``"exact"``
+    or ``"implicit"`` (the same ``X``; a choice of cost only). ``counts``: the estimate's
+    counts (after its transforms), for the split-half null edge of ``"noise_edge"``."""
+    from posgeom.embed._canonical import canonicalise
+
+    if rule not in RULES:
+        raise PosgeomError(f"unknown Euclidean rule {rule!r}; use one of {', '.join(RULES)}")
+    n = gram.n_positions if dense_b is None else dense_b.shape[0]
+    k = max(1, min(n - 1, int(rank)))
+    full = n <= EXACT_MAX_N
+    info: dict[str, Any] = {"rule": rule, "euclidean_rank": int(rank)}
+    exact = full or 4 * k > n if solver == "auto" else solver == "exact"
+    if exact or dense_b is not None:
+        b = gram.dense() if dense_b is None else dense_b
+        trace = float(np.trace(b))
+        vals, vecs, spectrum = _dense_pairs(b, k, full)
+        low = float(min(spectrum[-1], 0.0)) if full else _lowest(b)
+        info["solver"] = "exact"
+        if full:
+            info.update(_full_spectrum(spectrum, k))
+    else:
+        op = gram.operator()
+        trace = gram.trace()
+        low = _lowest(op)
+        edge = _edge(rule, low, counts, gram.scale, seed)
+        step = min(k, FIRST_PAIRS)
+        vals, vecs = _lanczos_pairs(op, step, seed)
+        while vals[-1] > edge and step < k:  # more directions above the edge: ask for more
+            step = min(2 * step, k)
+            vals, vecs = _lanczos_pairs(op, step, seed)
+        info["solver"] = "implicit"
+    if exact or dense_b is not None:
+        edge = _edge(rule, low, counts, 1.0 if gram is None else gram.scale, seed)
+    threshold = max(edge, 1e-12 * max(float(vals[0]), 0.0))
+    keep = vals > threshold
+    info["resolved"] = bool(keep.any())
+    if not keep.any() and vals[0] > 0:  # nothing above the noise: keep the leading direction
+        keep[0] = True
+        logging.getLogger("posgeom").warning(
+            "no direction of the estimated geometry rises above its sampling noise (largest "
+            "eigenvalue %.3g, noise edge %.3g): the geometry is not resolved at these sample "
+            "sizes; the estimate keeps its leading direction only. Use more text, pool "
+            "positions or coarsen the vocabulary",
+            vals[0],
+            threshold,
+        )
+    vals, vecs = vals[keep], vecs[:, keep]
+    vecs, _ = canonicalise(vals, vecs, len(vals), 1e-9)
+    coords = vecs * np.sqrt(vals)
+    info.update(
+        most_negative_eigenvalue=low,
+        threshold=float(threshold),
+        kept_rank=len(vals),
+        rank_capped=bool(len(vals) == k < n - 1),
+        kept_mass=float(vals.sum()),
+        trace=trace,
+    )
+    if "positive_mass" in info:  # the positive part the threshold set aside as noise
+        info["removed_positive_mass"] = max(info["positive_mass"] - info["kept_mass"], 0.0)
+    return coords, info
+
+
+def _edge(rule: str, low: float, counts: Any, scale: float, seed: int) -> float:
+    """``τ``: 0 for ``"psd"``; for ``"noise_edge"`` the larger of ``|λ_min(B~)|`` and the
+    split-half null's largest eigenvalue (:func:`null_edge`, when the counts are given)."""
+    if rule == "psd":
+        return 0.0
+    return max(-low, 0.0 if counts is None else null_edge(counts, scale, seed))
+
+
+def _full_spectrum(spectrum: np.ndarray, k: int) -> dict[str, Any]:
+    tol = 1e-10 * max(float(spectrum[0]), 0.0)
+    negative = float(-spectrum[spectrum < -tol].sum())
+    positive = float(spectrum[spectrum > tol].sum())
+    return {
+        "negative_mass": negative,
+        "positive_mass": positive,
+        "projection_ratio": negative / positive if positive > 0 else 0.0,
+        "dropped_positive_mass": float(np.clip(spectrum[k:], 0.0, None).sum()),
+        "negative_eigenvalues": int(np.sum(spectrum < -tol)),
+        "largest_eigenvalue": float(max(spectrum[0], 0.0)),
+    }
+
+
+def spectrum_keys(info: dict[str, Any]) -> dict[str, Any]:
+    """The raw estimate's spectrum as scikit-bio's ``pcoa`` reports it (``GeometryEstimate.
+    spectrum()``), from the full spectrum of ``B~`` (only when it was computed, ``m <= 1024``)."""
+    if "negative_mass" not in info:
+        return {}
+    low = info["most_negative_eigenvalue"]
+    largest = info.get("largest_eigenvalue", 0.0)
+    return {
+        "negative_eigenvalues": info["negative_eigenvalues"],
+        "most_negative_eigenvalue": low,
+        "largest_eigenvalue": largest,
+        "negative_eigenvalue_ratio": max(0.0, -low / largest) if largest > 0 else 0.0,
+        "euclidean": info["negative_eigenvalues"] == 0,  # the raw B~, before the projection
+    }
