@@ -139,7 +139,7 @@ def test_table_matches_independent_stress(synth_result):
     # ALiBi: the best head is the minimum over heads, each equal to m |i - j| scored by hand
     gaps = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]).astype(float)
     heads = [stress(m * gaps, target) for m in E.alibi_slopes(12)]
-    np.testing.assert_allclose([h["paper"] for h in res.alibi_heads], heads, rtol=1e-10)
+    np.testing.assert_allclose([h["paper"] for h in res.heads], heads, rtol=1e-10)
     assert res.row("alibi")["paper"] == pytest.approx(min(heads))
     # low rank: classical MDS by hand (eigh of the double-centred squared distances)
     j = np.eye(n) - 1.0 / n

@@ -25,7 +25,7 @@ Default encodings (``model_dim = d``, BERT-base: ``d = 768``, ``n_heads = 12``)
                 distances are larger. ``rope_head_dim`` overrides the head width.
 ``alibi``       the ALiBi head with the lowest paper stress among ``n_heads`` reference slopes
                 (rank-1 geometry ``m_h |i - j|``); every head is in
-                :attr:`ComparisonResult.alibi_heads`.
+                :attr:`ComparisonResult.heads`.
 ``t5``          T5 bucket-index distance (32 buckets, max distance 128, bidirectional).
 ``nope``        every position the zero vector (paper stress exactly 1).
 ``random``      ``numpy.random.default_rng(seed).standard_normal((n, d))``.
@@ -218,7 +218,7 @@ def compare_encodings(
     }
     return ComparisonResult(
         table=table,
-        alibi_heads=heads,
+        heads=heads,
         rank_curve=curve,
         stationarity=stationarity(target),
         pipeline=res,

@@ -22,7 +22,7 @@ from posgeom.artifacts import json_default
 from posgeom.embed._inputs import check_distance_matrix
 from posgeom.estimators._pipeline import PLUGIN_COLUMNS
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
-from posgeom.reports.schema import ALIBI_HEAD_COLUMNS
+from posgeom.reports.schema import HEAD_COLUMNS, heads_by_family
 
 __all__ = ["ComparisonResult", "StationarityResult", "stationarity"]
 
@@ -126,7 +126,8 @@ class ComparisonResult:
         ``scale_optimal``, ``scale`` (``alpha*``), ``raw``, ``violation_rate``, ``violation_ci``,
         ``violation_exact``, ``separation``, ``parameters`` (stored parameters: ``n d`` for a
         table, ``r (n + d)`` for low rank, 0 for fixed formulas).
-    alibi_heads : the same scores for every ALiBi head, with its ``head`` and ``slope``.
+    heads : the same scores for every head of a per-head family (ALiBi), with its ``family``,
+        ``head`` (and ``slope`` for ALiBi).
     rank_curve : per rank ``r = 1 .. R``: ``rank``, ``paper``, ``stress1``, ``scale_optimal``,
         ``violation_rate``, ``parameters = r (n + d)``, ``full_parameters = n d``,
         ``parameter_reduction = 1 - r (n + d) / (n d)``, ``explained_variance``.
@@ -136,7 +137,7 @@ class ComparisonResult:
     """
 
     table: list[dict[str, Any]]
-    alibi_heads: list[dict[str, Any]]
+    heads: list[dict[str, Any]]
     rank_curve: list[dict[str, Any]]
     stationarity: StationarityResult
     pipeline: Any
@@ -176,7 +177,7 @@ class ComparisonResult:
             "options": self.options,
             "geometry": geom,
             "table": self.table,
-            "alibi_heads": self.alibi_heads,
+            "heads": self.heads,
             "rank_curve": self.rank_curve,
             "stationarity": self.stationarity.summary(),
             **({"uncertainty": self.uncertainty} if self.uncertainty else {}),
@@ -235,9 +236,9 @@ class ComparisonResult:
         if self._beside():
             lines += ["", "Against the plug-in geometry (the paper's estimator):", ""]
             lines += markdown_table(self._beside(), PLUGIN_COLUMNS)
-        if self.alibi_heads:
-            lines += ["", "ALiBi, every head (rank-1 geometry m |i - j|):", ""]
-            lines += markdown_table(self.alibi_heads, ALIBI_HEAD_COLUMNS)
+        for fam, rows in heads_by_family(self.heads).items():
+            lines += ["", f"{fam}, every head:", ""]
+            lines += markdown_table(rows, HEAD_COLUMNS)
         if self.rank_curve:
             lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
             lines += rank_table(self.rank_curve)

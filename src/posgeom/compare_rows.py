@@ -214,7 +214,7 @@ def with_baselines(
     return dataclasses.replace(
         result,
         scores=scores,
-        alibi_heads=heads,
+        heads=heads,
         shepard={**result.shepard, **shepard},
         plugin_scores={**beside, **result.plugin_scores},
     )

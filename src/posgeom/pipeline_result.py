@@ -51,7 +51,7 @@ class PipelineResult:
     counts_info: dict[str, Any] = field(default_factory=dict)
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
-    alibi_heads: list[dict[str, Any]] = field(default_factory=list)
+    heads: list[dict[str, Any]] = field(default_factory=list)
     estimate: Any = None  # the GeometryEstimate scored against (None: the plug-in)
     plugin_distances: np.ndarray | None = None  # the plug-in D, beside a non-plug-in estimate
     plugin_scores: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -96,8 +96,8 @@ class PipelineResult:
             if self.estimate is not None
             else {"estimator": "plugin", "convention": self.options["convention"]},
         }
-        if self.alibi_heads:
-            out["alibi_heads"] = self.alibi_heads
+        if self.heads:
+            out["heads"] = self.heads
         if self.plugin_scores:
             out["plugin_scores"] = self.plugin_scores
         if self.refined is not None:

@@ -139,10 +139,12 @@ def test_spectrum_marks_the_effective_ranks(pipeline_result):
     np.testing.assert_allclose(ax.lines[0].get_ydata(), lam[lam > 0])
 
 
-def test_alibi_heads_and_layers_draw_their_rows(comparison):
-    heads = comparison.alibi_heads
-    (ax,) = F.alibi_heads(heads).axes
+def test_heads_and_layers_draw_their_rows(comparison):
+    heads = comparison.heads
+    assert {h["family"] for h in heads} == {"alibi"} and len(heads) == 12
+    (ax,) = F.heads(heads, "alibi").axes
     np.testing.assert_allclose(ax.lines[0].get_ydata(), [h["paper"] for h in heads])
+    assert ax.get_title() == "alibi per head"
     rows = [
         {
             "layer": "embeddings",

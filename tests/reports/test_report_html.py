@@ -221,3 +221,18 @@ def test_comparison_report_shows_the_plugin_beside_the_estimate(
         view.arrays["plugin_hellinger"], comparison.pipeline.plugin_distances
     )
     assert "fig-estimators" in page and "of its plug-in value" in page
+
+
+def test_per_head_rows_of_an_older_folder_are_read(comparison, comparison_folder_report, tmp_path):
+    """Folders written before the per-head rows were generic call them ``alibi_heads`` (no
+    ``family``): they are read as ALiBi's heads."""
+    from posgeom.reports.schema import heads_by_family
+
+    folder = shutil.copytree(comparison_folder_report[0], tmp_path / "old")
+    doc = json.loads((folder / "comparison.json").read_text())
+    doc["alibi_heads"] = [{k: v for k, v in h.items() if k != "family"} for h in doc.pop("heads")]
+    (folder / "comparison.json").write_text(json.dumps(doc))
+    old = heads_by_family(load_folder(folder).heads)
+    assert list(old) == ["alibi"] and len(old["alibi"]) == len(comparison.heads)
+    assert [h["paper"] for h in old["alibi"]] == [h["paper"] for h in comparison.heads]
+    assert "<h3>alibi, every head</h3>" in comparison_folder_report[1]

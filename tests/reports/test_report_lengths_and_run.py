@@ -96,7 +96,7 @@ def test_run_scores_the_comparison_baselines_and_hints_n(tmp_path, capsys, caplo
         "low_rank_mds",
         "mds+smacof",
     ]
-    assert len(summary["alibi_heads"]) == 12
+    assert len(summary["heads"]) == 12
     # the same rows as `compare` on the same counts
     counts = posgeom.corpus.counting.PositionCounts.load(tmp_path / "r" / "counts.npz")
     cmp = posgeom.compare_encodings(counts, model_dim=24, max_rank=2)

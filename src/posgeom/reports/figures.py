@@ -23,12 +23,12 @@ from posgeom.reports.schema import interval
 
 __all__ = [
     "HEATMAP_MAX",
-    "alibi_heads",
     "block_mean",
     "encode",
     "encode_png",
     "encode_svg",
     "estimators",
+    "heads",
     "heatmap",
     "layers",
     "mds_map",
@@ -281,17 +281,20 @@ def shepard(target: np.ndarray, deltas: Mapping[str, np.ndarray], *, convention:
     return fig
 
 
-def alibi_heads(heads: Sequence[Mapping[str, Any]]) -> Any:
-    """Paper and scale-optimal stress of every ALiBi head (distance ``m_h |i - j|``)."""
+def heads(heads: Sequence[Mapping[str, Any]], family: str = "alibi") -> Any:
+    """Paper and scale-optimal stress of every head of a per-head family (ALiBi: the distance
+    ``m_h |i - j|``, the slope under each head's number)."""
     h = np.array([x["head"] for x in heads])
     fig = _figure(6.4, 3.6)
     ax = fig.subplots()
     ax.semilogy(h, [x["paper"] for x in heads], "o-", label="paper stress")
     ax.semilogy(h, [max(x["scale_optimal"], 1e-300) for x in heads], "s--", label="scale-optimal")
-    ax.set_xticks(h, [f"{x['head']}\n{x['slope']:.3g}" for x in heads], fontsize=7)
-    ax.set_xlabel("head (slope m_h); distance m_h |i - j|")
+    slopes = all("slope" in x for x in heads)
+    labels = [f"{x['head']}\n{x['slope']:.3g}" if slopes else str(x["head"]) for x in heads]
+    ax.set_xticks(h, labels, fontsize=7)
+    ax.set_xlabel("head (slope m_h); distance m_h |i - j|" if slopes else "head")
     ax.set_ylabel("stress against D (log)")
-    ax.set_title("ALiBi per head")
+    ax.set_title(f"{family} per head")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig

@@ -18,13 +18,14 @@ import numpy as np
 from posgeom.reports import figures as F
 from posgeom.reports.markdown import cell
 from posgeom.reports.schema import (
-    ALIBI_HEAD_COLUMNS,
     CONVENTIONS,
+    HEAD_COLUMNS,
     HOW_TO_READ,
     LAYER_COLUMNS,
     RANK_COLUMNS,
     SCORE_COLUMNS,
     Column,
+    heads_by_family,
 )
 from posgeom.reports.verdict import verdict
 
@@ -156,11 +157,11 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
                 convention=conv,
             ),
         )
-    if view.alibi_heads:
+    for fam, rows in heads_by_family(view.heads).items():
         yield (
-            "alibi_heads",
-            "Each ALiBi head is a line m_h |i - j|; the best head is in the table.",
-            lambda: F.alibi_heads(view.alibi_heads),
+            f"{fam}_heads",
+            f"Every head of {fam} scored on its own; the best head is the row in the table.",
+            lambda fam=fam, rows=rows: F.heads(rows, fam),
         )
     if view.layers:
         yield "layers", HOW_TO_READ["layers"], lambda: F.layers(view.layers)
@@ -211,8 +212,8 @@ def _tables(view: Any) -> list[str]:
         out += ["<h2>Layer by layer</h2>", html_table(view.layers, LAYER_COLUMNS)]
     if view.rows:
         out += ["<h2>Scores</h2>", html_table(view.rows, SCORE_COLUMNS)]
-    if view.alibi_heads:
-        out += ["<h3>ALiBi, every head</h3>", html_table(view.alibi_heads, ALIBI_HEAD_COLUMNS)]
+    for fam, rows in heads_by_family(view.heads).items():
+        out += [f"<h3>{_esc(fam)}, every head</h3>", html_table(rows, HEAD_COLUMNS)]
     if view.rank_curve:
         out += ["<h3>Rank experiment</h3>", html_table(view.rank_curve, RANK_COLUMNS)]
     s = view.stationarity

@@ -25,20 +25,21 @@ This module imports only numpy: the pipeline, the comparison and the renderers a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 __all__ = [
-    "ALIBI_HEAD_COLUMNS",
     "CONVENTIONS",
+    "HEAD_COLUMNS",
     "HOW_TO_READ",
     "LAYER_COLUMNS",
     "RANK_COLUMNS",
     "SCORE_COLUMNS",
     "Column",
     "conventions",
+    "heads_by_family",
     "interval",
 ]
 
@@ -77,13 +78,25 @@ LAYER_COLUMNS: tuple[Column, ...] = (
     ("stress_raw", "stress (raw)", ".4g"),
     ("violation_rate", "violation rate", ".3f"),
 )
-ALIBI_HEAD_COLUMNS: tuple[Column, ...] = (
+#: Per-head rows of any family with per-head geometry (``slope``: ALiBi's ``m_h``; a column shows
+#: only when its rows have it).
+HEAD_COLUMNS: tuple[Column, ...] = (
+    ("family", "family", "s"),
     ("head", "head", "d"),
     ("slope", "slope m", ".4g"),
     ("paper", "paper stress", ".4g"),
     ("scale_optimal", "scale-optimal stress", ".4g"),
     ("violation_rate", "violation rate", ".3f"),
 )
+
+
+def heads_by_family(heads: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Per-head rows grouped by their ``family`` (rows of folders written before the rows named
+    their family are ALiBi's, the only per-head family then)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in heads:
+        out.setdefault(str(row.get("family", "alibi")), []).append(dict(row))
+    return out
 
 
 CONVENTIONS: dict[str, str] = {

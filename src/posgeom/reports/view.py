@@ -69,7 +69,7 @@ class ResultView:
     title: str
     settings: dict[str, Any] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
-    alibi_heads: list[dict[str, Any]] = field(default_factory=list)
+    heads: list[dict[str, Any]] = field(default_factory=list)
     rank_curve: list[dict[str, Any]] = field(default_factory=list)
     stationarity: dict[str, Any] | None = None
     noise: dict[str, Any] | None = None
@@ -168,7 +168,8 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
     return {
         "settings": settings,
         "rows": rows,
-        "alibi_heads": summary.get("alibi_heads", []),
+        # per-head rows of any family ("alibi_heads": folders written before they were generic)
+        "heads": summary.get("heads", summary.get("alibi_heads", [])),
         "rank_curve": curve,
         "stationarity": summary.get("stationarity"),
         "noise": geom.get("noise_floor"),
