@@ -136,8 +136,8 @@ def _corpus(n=6000, seed=0):
 
 @pytest.mark.filterwarnings("ignore")
 def test_score_strategies_ranks_and_gives_loadable_parameters():
-    seqs = [_corpus(seed=i) for i in range(3)]
-    result = score_strategies(_model(), seqs, None, L, classes="top:8", replicates=4, seed=0)
+    seqs = [_corpus(4000, seed=i) for i in range(2)]
+    result = score_strategies(_model(), seqs, None, L, classes="top:8", replicates=3, seed=0)
     names = [r.name for r in result.rows]
     assert "fitted" in names and "none" in names
     key = result.rank_by

@@ -113,7 +113,11 @@ class ExtensionResult:
     @classmethod
     def build(cls, model: Any, target: int, geo: Any, rows: Sequence[StrategyScore], *,
               rank_by: str, bootstrap: Any, notes: tuple[str, ...] = ()) -> ExtensionResult:  # fmt: skip
-        order = sorted(range(len(rows)), key=lambda i: (rows[i].scores[rank_by], i))
+        # scores equal to 10 significant digits are ties (e.g. strategies with the same
+        # frequencies): they keep the order given, not the order of floating-point noise
+        order = sorted(
+            range(len(rows)), key=lambda i: (float(f"{rows[i].scores[rank_by]:.10g}"), i)
+        )
         return cls(
             model,
             int(target),
