@@ -89,12 +89,14 @@ def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["extend", str(folder), str(text), "--target-length", "128", "--classes", "embedding:4"]
     argv += ["--measure", "--windows", "1", "--heldout-fraction", "0.2", "--no-fit"]
+    argv += ["--measure-top", "3"]
     assert main([*argv, "--replicates", "2", "-o", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trained_length"] == 64  # max_position_embeddings
     assert summary["lag_geometry"]["counts"]["classes"]["kind"] == "embedding:4"
     measured = {m["name"]: m for m in summary["measurements"]["strategies"]}
-    assert set(measured) == {s["name"] for s in summary["strategies"]}
+    ranked = [s["name"] for s in summary["strategies"]]
+    assert set(measured) == set(ranked[:3]) | {"none"}
     # the window: the first 128 tokens of the held-out last fifth, scored by a direct forward
     window = ids[round(ids.size * 0.8) :][:128]
     with torch.no_grad():

@@ -39,6 +39,7 @@ def _extend(args: argparse.Namespace) -> int:
         heldout=args.heldout,
         heldout_fraction=args.heldout_fraction,
         max_windows=args.windows,
+        measure_top=args.measure_top,
         gguf_file=args.gguf_file,
         tokenizer=args.tokenizer,
         classes=args.classes,
@@ -123,6 +124,12 @@ def register(sub: Any) -> None:
         help="without --heldout: the last share of every document, kept out of the geometry",
     )
     p.add_argument("--windows", type=int, default=4, help="held-out windows to measure")
+    p.add_argument(
+        "--measure-top",
+        type=int,
+        default=None,
+        help="measure only the best N strategies by score, plus none (default: all)",
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")

@@ -13,7 +13,8 @@ The thin layer over :func:`~posgeom.extension.score_strategies` that reads what 
   ``.npz`` and ``.bin`` are token ids (one document per row).
 - **held-out text** for ``measure``: ``heldout`` paths, else the last ``heldout_fraction`` of every
   document (then not counted in the geometry); windows of ``L`` tokens, at most ``max_windows``,
-  spread evenly over the held-out tokens.
+  spread evenly over the held-out tokens; ``measure_top``: measure only the best so many
+  strategies by score, plus ``none`` (a forward at 12k tokens costs minutes of CPU).
 
 With ``output`` the results go to a results folder by the one contract
 (:func:`posgeom.reports.results_folder`: complete or absent): ``summary.json``,
@@ -172,6 +173,7 @@ def extend(
     heldout: Sequence[str | os.PathLike] | None = None,
     heldout_fraction: float = 0.2,
     max_windows: int = 4,
+    measure_top: int | None = None,
     gguf_file: str | None = None,
     tokenizer: Any = None,
     classes: str = "top:30",
@@ -212,24 +214,28 @@ def extend(
     if not output:
         if measure:
             with tempfile.TemporaryDirectory() as cache:
-                result = _measure(result, lm, held, max_windows, cache, say)
+                result = _measure(result, lm, held, (max_windows, measure_top), cache, say)
         return result
     from posgeom.reports import results_folder
 
     cache = Path(output).with_name(Path(output).name + ".measure")
     with results_folder(output, overwrite=overwrite, with_report=report, inputs=paths) as tmp:
         if measure:
-            result = _measure(result, lm, held, max_windows, cache, say)
+            result = _measure(result, lm, held, (max_windows, measure_top), cache, say)
         result.write(tmp)
     shutil.rmtree(cache, ignore_errors=True)
     return result
 
 
-def _measure(result: ExtensionResult, lm: Any, held: list, max_windows: int, cache: Any, say: Any):
+def _measure(result: ExtensionResult, lm: Any, held: list, sizes: tuple, cache: Any, say: Any):
+    """Measure the RoPE strategies (the best ``top`` by score plus ``none`` when ``top`` is set)."""
     from posgeom.extension.measure import measure_strategies
 
+    max_windows, top = sizes
     windows = _windows(held, result.target_length, max_windows)
     rope = [r.strategy for r in result.rows if r.strategy.rope_parameters is not None]
+    if top is not None and top < len(rope):
+        rope = rope[:top] + [s for s in rope[top:] if s.kind == "none"]
     chosen = rope or [result.rows[0].strategy]
     say(f"measuring {len(chosen)} strategies on {len(windows)} windows of {len(windows[0])} tokens")
     measured = measure_strategies(
