@@ -104,6 +104,7 @@ def compare_encodings(
     seed: int = 0,
     estimator: Any = "recommended",
     estimator_options: Mapping[str, Any] | None = None,
+    resolution: Any = "auto",
 ) -> ComparisonResult:
     """Score every encoding against the Hellinger geometry of a corpus.
 
@@ -126,6 +127,9 @@ def compare_encodings(
         :class:`~posgeom.estimators.GeometryEstimate`, see :func:`posgeom.estimate_geometry`; default
         the recommended estimator, the plug-in for exact distributions); every row also has the
         plug-in scores ``plugin_paper`` and ``plugin_scale_optimal``.
+    resolution : the token classes of the target (default ``"auto"``: the finest the samples
+        per position support; ``"full"``, ``"top:K"``, ``"bins:B"``;
+        :mod:`posgeom.estimators.resolution`). The intervals' replicates use the same classes.
 
     Returns
     -------
@@ -169,6 +173,7 @@ def compare_encodings(
         seed=seed,
         estimator=estimator,
         estimator_options=estimator_options,
+        resolution=resolution,
     )
     target = res.distances
     n = target.shape[0]
@@ -193,7 +198,10 @@ def compare_encodings(
         model_dim=int(model_dim),
         low_rank=int(low_rank),
         estimator=res.options["estimator"],  # the name actually used (a fallback included)
-        estimator_options=res.options.get("estimator_options"),
+        estimator_options={
+            **(res.options.get("estimator_options") or {}),
+            **({} if res.estimate is None else {"resolution": res.estimate.class_map}),
+        },
         seed=seed,
     )
     curve = rank_curve(res.mds, target, max_rank=max_rank, seed=seed)

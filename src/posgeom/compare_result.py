@@ -21,6 +21,7 @@ from posgeom._version import __version__
 from posgeom.artifacts import json_default
 from posgeom.embed._inputs import check_distance_matrix
 from posgeom.estimators._pipeline import PLUGIN_COLUMNS
+from posgeom.estimators.resolution import describe_resolution
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
 from posgeom.reports.schema import HEAD_COLUMNS, heads_by_family
 
@@ -214,7 +215,8 @@ class ComparisonResult:
             f"n = {o['n_positions']} positions, d = {o['model_dim']}, Hellinger convention: "
             f"{o['convention']} (paper stress = sum (delta - D)^2 / sum D^2 over i < j, no "
             "rescaling; scale-optimal stress after the best rescaling alpha*).",
-            f"Target D: estimator {o.get('estimator', 'plugin')} (posgeom.estimate_geometry)"
+            f"Target D: estimator {o.get('estimator', 'plugin')} (posgeom.estimate_geometry), "
+            f"geometry of {describe_resolution(o.get('resolution', 'full'))}"
             + ("; the plug-in (the paper's) is shown beside it." if self._beside() else "."),
         ]
         if np.all(np.isfinite(d.totals)) and self.options.get("input") == "counts":

@@ -140,6 +140,7 @@ def analyze_counts(
     seed: int = 0,
     estimator: Any = "recommended",
     estimator_options: Mapping[str, Any] | None = None,
+    resolution: Any = "auto",
 ) -> PipelineResult:
     """Run the geometry pipeline on counts and score the MDS encoding (and any ``encodings``).
 
@@ -149,7 +150,10 @@ def analyze_counts(
     :class:`~posgeom.estimators.GeometryEstimate` of the kept positions) makes the target
     ``D`` (and the MDS encoding) those of :func:`posgeom.estimate_geometry`; the plug-in
     distances and scores are kept beside it (``plugin_distances``, ``plugin_scores``).
-    ``estimator_options`` go to ``estimate_geometry`` (e.g. ``{"coarsen": "top:1000"}``).
+    ``estimator_options`` go to ``estimate_geometry`` (e.g. ``{"pool": 4}``); ``resolution``
+    (``"auto"``, ``"full"``, ``"top:K"``, ``"bins:B"`` or a class map, see
+    :mod:`posgeom.estimators.resolution`) is the token classes of the estimate, the same at every
+    position (``options["resolution"]`` records the one used; the plug-in's is ``"full"``).
     """
     hint, suggested = _empty_positions_hint(counts)
     try:
@@ -170,6 +174,9 @@ def analyze_counts(
         raise PosgeomError(f"the geometry needs at least 3 positions with samples, got {n}")
     log.info("Hellinger distances for %d positions (vocabulary %d)", n, dist.vocab_size)
     target = hellinger_distances(dist, convention=convention)
+    est_options = dict(estimator_options or {})
+    if "coarsen" not in est_options:
+        est_options.setdefault("resolution", resolution)
     estimate = pipeline_estimate(
         counts,
         dist.positions,
@@ -177,7 +184,7 @@ def analyze_counts(
         smoothing=smoothing,
         convention=convention,
         seed=seed,
-        options=dict(estimator_options or {}),
+        options=est_options,
     )
     plugin_target = None
     if estimate is not None:  # score against the estimate; the plug-in stays beside it
@@ -228,7 +235,10 @@ def analyze_counts(
         "noise": noise,
         "seed": seed,
         "estimator": "plugin" if estimate is None else estimate.estimator,
-        "estimator_options": dict(estimator_options or {}),
+        "estimator_options": {
+            k: v for k, v in est_options.items() if k != "resolution" or isinstance(v, (str, int))
+        },
+        "resolution": "full" if estimate is None else estimate.resolution,
     }
     info: dict[str, Any] = {}
     for attr in ("n_sequences", "n_tokens", "fingerprint", "tokenizer", "options"):

@@ -19,6 +19,7 @@ from posgeom.embed.refine import RefinedEmbedding
 from posgeom.estimators._pipeline import (
     PLUGIN_COLUMNS,
 )
+from posgeom.estimators.resolution import describe_resolution
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.geometry.noise import NoiseFloor
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
@@ -126,7 +127,8 @@ class PipelineResult:
         """``table.md``: the settings line, the score table and the rank curve."""
         lines = [
             f"Hellinger convention: {self.options['convention']}; n = {self.distances.shape[0]} "
-            f"positions, d = {self.mds.model_dim}; estimator: {self.options['estimator']}.",
+            f"positions, d = {self.mds.model_dim}; estimator: {self.options['estimator']}; "
+            f"geometry of {describe_resolution(self.options.get('resolution', 'full'))}.",
             "",
             *score_table(self.scores),
         ]

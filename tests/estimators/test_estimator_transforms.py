@@ -30,14 +30,14 @@ def counts():
 
 @pytest.mark.parametrize("name", ["plugin", "corrected", "polynomial"])
 def test_identity_coarsening_and_width_one_pooling_change_nothing(counts, name):
-    plain = estimate_geometry(counts, estimator=name).distances
+    plain = estimate_geometry(counts, estimator=name, resolution="full").distances
     ident = estimate_geometry(counts, estimator=name, coarsen=np.arange(300))
     np.testing.assert_array_equal(ident.distances, plain)
     assert ident.vocab_size == 300
     np.testing.assert_array_equal(
         estimate_geometry(counts, estimator=name, coarsen=300).distances, plain
     )
-    pooled = estimate_geometry(counts, estimator=name, pool=1)
+    pooled = estimate_geometry(counts, estimator=name, pool=1, resolution="full")
     np.testing.assert_array_equal(pooled.distances, plain)
     np.testing.assert_array_equal(pooled.positions, np.arange(11))
     assert pooled.pooled

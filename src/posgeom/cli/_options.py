@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["add_estimator_argument"]
+__all__ = ["add_estimator_argument", "add_resolution_argument"]
 
 
 class _OldSpelling(argparse.Action):
@@ -49,4 +49,17 @@ def add_estimator_argument(
         help=f"{what}: recommended (= {RECOMMENDED}) or one of {', '.join(available())}; "
         "the plug-in (the paper's) is shown beside it"
         + (f" ({old}: the old spelling, deprecated)" if old else ""),
+    )
+
+
+def add_resolution_argument(g: Any) -> None:
+    """``--resolution``: the token classes the estimate identifies, the same at every position
+    (:mod:`posgeom.estimators.resolution`)."""
+    g.add_argument(
+        "--resolution",
+        default="auto",
+        metavar="RES",
+        help="token classes of the geometry, the same at every position: auto (the finest "
+        "top:K the samples per position support), full, top:K (the K most frequent tokens + "
+        "other) or bins:B; the plug-in stays on full",
     )

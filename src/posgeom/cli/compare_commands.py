@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
-from posgeom.cli._options import add_estimator_argument
+from posgeom.cli._options import add_estimator_argument, add_resolution_argument
 from posgeom.cli._verdict import verdict_line
 from posgeom.cli.geometry_commands import add_report_argument
 from posgeom.pipeline import DEFAULT_MODEL_DIM
@@ -116,6 +116,7 @@ def _run_comparison(counts: Any, args: argparse.Namespace) -> Any:
         noise=None if args.noise == "none" else args.noise,
         seed=args.seed,
         estimator=args.estimator,
+        resolution=args.resolution,
     )
 
 
@@ -245,6 +246,7 @@ def register(sub: Any) -> None:
     )
     g.add_argument("--seed", type=int, default=0, help="random seed")
     add_estimator_argument(g)
+    add_resolution_argument(g)
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     add_report_argument(p)

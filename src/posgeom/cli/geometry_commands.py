@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.cli._options import add_estimator_argument
+from posgeom.cli._options import add_estimator_argument, add_resolution_argument
 from posgeom.cli._verdict import verdict_line
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 
@@ -86,6 +86,7 @@ def add_geometry_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--seed", type=int, default=0, help="random seed")
     add_estimator_argument(g)
+    add_resolution_argument(g)
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     add_report_argument(p)
@@ -147,6 +148,7 @@ def _analyze(counts: Any, args: argparse.Namespace, n_extra: int | None = None) 
         noise_repeats=args.noise_repeats,
         seed=args.seed,
         estimator=args.estimator,
+        resolution=getattr(args, "resolution", "auto"),
     )
     return with_baselines(result)
 
@@ -356,6 +358,7 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("-o", "--output", default=None, help="also write a results folder here")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
+    add_resolution_argument(p)
     add_report_argument(p)
     p.set_defaults(
         handler=_demo,

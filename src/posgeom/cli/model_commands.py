@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.cli._options import add_estimator_argument
+from posgeom.cli._options import add_estimator_argument, add_resolution_argument
 from posgeom.cli._verdict import verdict_line
 
 log = logging.getLogger("posgeom")
@@ -194,6 +194,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
         model_name=str(args.model) + (f"/{args.gguf_file}" if args.gguf_file else ""),
         corpus_name=os.fspath(args.corpus),
         target=args.target,
+        resolution=args.resolution,
         bootstrap=args.bootstrap or None,
         level=args.level,
     )
@@ -338,6 +339,7 @@ def register(sub: Any) -> None:
         old="--target",
         what="estimator of the corpus geometry the layers are scored against",
     )
+    add_resolution_argument(p)
     p.add_argument(
         "--bootstrap",
         type=int,

@@ -32,6 +32,10 @@ polynomial     Jiao–Venkat–Han–Weissman: best polynomial approximation of 
                probabilities (unbiased via falling factorials), bias-corrected plug-in elsewhere
 =============  ==============================================================================
 
+Every estimate states its resolution (``est.resolution``, ``est.class_map``): the token classes
+it identifies, the same at every position; ``resolution="auto"`` (the default) picks the finest
+``top:K`` the samples per position support (:mod:`posgeom.estimators.resolution`).
+
 Transforms that compose with every estimator (:mod:`posgeom.estimators.transforms`): vocabulary
 coarsening, position pooling and equal-sample resampling.
 """
@@ -51,6 +55,7 @@ from posgeom.estimators._core import (
 )
 from posgeom.estimators.api import estimate_geometry
 from posgeom.estimators.corrected import squared_mean_root
+from posgeom.estimators.resolution import auto_resolution, describe_resolution, resolve
 from posgeom.estimators.transforms import (
     coarsen_counts,
     equal_sample_counts,
@@ -74,8 +79,10 @@ __all__ = [
     "RECOMMENDED",
     "Estimator",
     "GeometryEstimate",
+    "auto_resolution",
     "available",
     "coarsen_counts",
+    "describe_resolution",
     "equal_sample_counts",
     "estimate_geometry",
     "get",
@@ -83,5 +90,6 @@ __all__ = [
     "pool_edges",
     "pool_encoding",
     "register",
+    "resolve",
     "squared_mean_root",
 ]

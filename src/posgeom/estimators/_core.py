@@ -210,6 +210,11 @@ class GeometryEstimate:
     convention : ``"chord"`` (``[0, sqrt 2]``) or ``"normalized"`` (``[0, 1]``).
     pooled : whether positions were pooled into buckets.
     vocab_size : number of token classes the geometry is computed on (after coarsening).
+    resolution : the label of those classes, the same at every position: ``"full"``,
+        ``"top:K"`` (the ``K`` most frequent tokens, pooled, + one "other" class), ``"bins:B"``
+        or ``"map"`` (:mod:`posgeom.estimators.resolution`).
+    class_map : ``(V,)`` int64, token id -> class id (``0 .. vocab_size - 1``) of the input
+        vocabulary; pass it as ``resolution=`` to estimate other counts on the same classes.
     options : coarsening, pooling, resampling, seed and the estimator's own options.
     diagnostics : the estimator's diagnostics (see :mod:`posgeom.estimators._core`).
     coordinates : (m, K') float64 or None: the Euclidean estimate's coordinates ``X`` (its
@@ -234,6 +239,8 @@ class GeometryEstimate:
     convention: str
     pooled: bool = False
     vocab_size: int = 0
+    resolution: str = "full"
+    class_map: np.ndarray | None = field(default=None, repr=False)
     options: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     gram: Any = None  # FactoredGram (posgeom.geometry.gram) or None
@@ -310,6 +317,7 @@ class GeometryEstimate:
             "n_positions": self.n_positions,
             "pooled": self.pooled,
             "vocab_size": self.vocab_size,
+            "resolution": self.resolution,
             "min_samples": float(np.min(self.totals)),
             "options": {k: v for k, v in self.options.items() if not isinstance(v, np.ndarray)},
             "diagnostics": scalars,

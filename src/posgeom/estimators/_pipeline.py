@@ -68,10 +68,16 @@ def pipeline_estimate(
             f"smoothing={smoothing!r} is a plug-in option; use estimator='plugin' with smoothing, "
             f"or no smoothing with estimator={estimator!r}"
         )
-    if spec.name == "plugin" and not opts:
-        return None
+    if spec.name == "plugin" and not {
+        k: v for k, v in opts.items() if not (k == "resolution" and _is_label(v, "auto", "full"))
+    }:
+        return None  # the paper's plug-in on the full vocabulary: the pipeline's own distances
     c = as_count_matrix(counts)[np.asarray(rows, dtype=np.int64)]
     return estimate_geometry(c, estimator=spec.name, convention=convention, seed=seed, **opts)
+
+
+def _is_label(value: Any, *labels: str) -> bool:
+    return isinstance(value, str) and value in labels
 
 
 def estimate_mds(estimate: Any, rank: int, **options: Any) -> Any:

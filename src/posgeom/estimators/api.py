@@ -37,6 +37,7 @@ def estimate_geometry(
     estimator: str = "recommended",
     convention: str = "chord",
     seed: int = 0,
+    resolution: Any = "auto",
     coarsen: Any = None,
     pool: Any = None,
     equal_samples: Any = None,
@@ -54,7 +55,12 @@ def estimate_geometry(
         default measured on the target regime: ``"corrected"``).
     convention : ``"chord"`` (``||sqrt p_i - sqrt p_j||``, ``[0, sqrt 2]``) or ``"normalized"``.
     seed : seed for every random step (splits, resampling); same seed, same result.
-    coarsen : vocabulary coarsening (``K``, ``"top:K"``, ``"bins:B"``, or a token -> class map).
+    resolution : the token classes the geometry is estimated on, the same for every position
+        (:mod:`posgeom.estimators.resolution`): ``"auto"`` (default: the finest ``top:K`` the
+        samples per position support; the plug-in, which has no sampling model, stays on
+        ``"full"``, the paper's), ``"full"``, ``"top:K"``, ``"bins:B"``, an int ``K`` or a
+        token -> class map (an int array of length ``V``, e.g. another estimate's ``class_map``).
+    coarsen : the former name of ``resolution`` (either may be given, not two different ones).
     pool : position pooling (a width, ``"log:B"``, or bucket start positions).
     equal_samples : downsample every position (bucket) to ``m`` samples, or ``"min"``.
     dense : build the ``(m, m)`` distance matrix (default: when ``m <= DENSE_MAX_N`` = 8192).
@@ -72,21 +78,26 @@ def estimate_geometry(
     euclidean_rank : ``K``, the Euclidean estimate's largest dimension (default 256).
     **options : passed to the estimator (e.g. ``n_repeats`` for ``"split_half"``).
 
-    Order: coarsen, pool, resample, estimate (see :mod:`posgeom.estimators.transforms`).
+    Order: classes (resolution), pool, resample, estimate (see
+    :mod:`posgeom.estimators.transforms`).
 
     Returns
     -------
     GeometryEstimate
         ``.distances`` ``(m, m)`` with ``m = n`` (or the number of buckets); ``.estimator`` the
-        name used; ``.positions``; ``.totals``; ``.diagnostics``.
+        name used; ``.resolution`` (its label, e.g. ``"top:300"``) and ``.class_map``;
+        ``.positions``; ``.totals``; ``.diagnostics``.
     """
     spec = get(estimator)
     c = as_count_matrix(counts)
     rng = np.random.default_rng(seed)
     info: dict[str, Any] = {"seed": int(seed), **options}
-    if coarsen is not None:
-        c, extra = coarsen_counts(c, coarsen)
-        info.update(extra)
+    wanted = _resolution_spec(resolution, coarsen)
+    if spec.name == "plugin" and isinstance(wanted, str) and wanted == "auto":
+        wanted = "full"  # the paper's plug-in: no sampling model, so no rule to coarsen by
+    c, extra = coarsen_counts(c, wanted)
+    class_map = extra.pop("class_map")
+    info.update(extra)
     n = c.shape[0]
     positions = np.arange(n, dtype=np.int64)
     if pool is not None:
@@ -122,6 +133,8 @@ def estimate_geometry(
         convention=convention,
         pooled=pool is not None,
         vocab_size=int(c.shape[1]),
+        resolution=str(extra["coarsen"]),
+        class_map=class_map,
         options=info,
         diagnostics={**diagnostics, **finishing},
         gram=gram,
@@ -176,3 +189,20 @@ def _finish_estimate(
     diag["above_max"] = int(np.count_nonzero(dist > np.sqrt(2.0) * np.sqrt(scale) + 1e-12)) // 2
     dist.setflags(write=False)
     return gram, dist, coords, diag
+
+
+def _resolution_spec(resolution: Any, coarsen: Any) -> Any:
+    """``resolution``, or the older ``coarsen`` when only that one is given."""
+    if coarsen is None:
+        return resolution
+    if isinstance(resolution, str) and resolution == "auto":
+        return coarsen
+    if resolution is coarsen or (
+        isinstance(resolution, (str, int))
+        and isinstance(coarsen, (str, int))
+        and str(resolution) == str(coarsen)
+    ):
+        return resolution
+    raise PosgeomError(
+        f"resolution={resolution!r} and coarsen={coarsen!r} disagree; give only resolution="
+    )

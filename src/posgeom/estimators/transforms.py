@@ -31,7 +31,6 @@ A diagnostic (it discards data), not an estimator of the full-sample geometry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -40,73 +39,40 @@ import scipy.sparse as sp
 from posgeom._distance_matrix import euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import is_integer
+from posgeom.estimators.resolution import resolve
 
-__all__ = ["coarsen_counts", "equal_sample_counts", "pool_counts", "pool_edges", "pool_encoding"]
-
-
-def _frequency_order(c: sp.csr_matrix) -> np.ndarray:
-    pooled = np.asarray(c.sum(axis=0)).ravel()
-    return np.lexsort((np.arange(c.shape[1]), -pooled))  # by count, ties by id
-
-
-def _class_map(spec: Any, c: sp.csr_matrix) -> tuple[np.ndarray, str]:
-    vocab = c.shape[1]
-    if isinstance(spec, Mapping):
-        missing = sorted(set(range(vocab)) - {int(k) for k in spec})
-        if missing:
-            raise PosgeomError(
-                f"the class map does not cover the vocabulary: {len(missing)} token ids have no "
-                f"class (first: {missing[:10]}); map every id 0..{vocab - 1}"
-            )
-        return np.array([spec[t] for t in range(vocab)]), "map"
-    if isinstance(spec, str):
-        kind, _, value = spec.partition(":")
-        if kind not in ("top", "bins") or not value.isdigit() or int(value) < 1:
-            raise PosgeomError(
-                f"coarsen={spec!r} not understood; use 'top:K', 'bins:B', an int K, or a "
-                "token -> class map"
-            )
-        return _rank_classes(kind, int(value), c), spec
-    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
-        return _rank_classes("top", int(spec), c), f"top:{int(spec)}"
-    arr = np.asarray(spec)
-    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-        raise PosgeomError("a class map must be a 1-D integer array (one class per token id)")
-    if arr.size < vocab:
-        raise PosgeomError(
-            f"the class map covers ids 0..{arr.size - 1} but the vocabulary has {vocab} ids; "
-            f"missing ids {arr.size}..{vocab - 1}: give every token id a class"
-        )
-    if arr.size > vocab:
-        raise PosgeomError(f"the class map has {arr.size} entries for a vocabulary of {vocab}")
-    return arr, "map"
-
-
-def _rank_classes(kind: str, value: int, c: sp.csr_matrix) -> np.ndarray:
-    vocab = c.shape[1]
-    order = _frequency_order(c)
-    rank = np.empty(vocab, dtype=np.int64)
-    rank[order] = np.arange(vocab)
-    if kind == "top":
-        return np.minimum(rank, value) if value < vocab else np.arange(vocab)  # K >= V: identity
-    edges = np.unique(np.round(np.geomspace(1, vocab, value + 1)).astype(np.int64)) - 1
-    return np.searchsorted(edges[1:], rank, side="right")
+__all__ = [
+    "apply_classes",
+    "coarsen_counts",
+    "equal_sample_counts",
+    "pool_counts",
+    "pool_edges",
+    "pool_encoding",
+]
 
 
 def coarsen_counts(counts: sp.csr_matrix, spec: Any) -> tuple[sp.csr_matrix, dict[str, Any]]:
-    """``(C', info)``: counts summed within token classes (module docstring for ``spec``)."""
-    classes, label = _class_map(spec, counts)
-    if classes.min(initial=0) < 0:
-        raise PosgeomError("class ids must be >= 0")
-    _, dense = np.unique(classes, return_inverse=True)  # drop unused class ids
-    n_classes = int(dense.max()) + 1
+    """``(C', info)``: counts summed within token classes (module docstring for ``spec``; also
+    ``"full"`` and ``"auto"``, :mod:`posgeom.estimators.resolution`). ``info`` names the
+    resolution (``"coarsen"``), the number of classes and the ``class_map`` (``(V,)`` int64)."""
+    classes, label = resolve(counts, spec)
+    return apply_classes(counts, classes), {
+        "coarsen": label,
+        "n_classes": int(classes.max(initial=-1)) + 1,
+        "class_map": classes,
+    }
+
+
+def apply_classes(counts: sp.csr_matrix, classes: np.ndarray) -> sp.csr_matrix:
+    """``C'[i, k] = sum_{t: classes[t] = k} C[i, t]``; ``classes``: dense ids ``0 .. k-1``."""
+    n_classes = int(classes.max(initial=-1)) + 1
     onehot = sp.csr_matrix(
-        (np.ones(dense.size, dtype=np.int64), (np.arange(dense.size), dense)),
-        shape=(dense.size, n_classes),
+        (np.ones(classes.size, dtype=np.int64), (np.arange(classes.size), classes)),
+        shape=(classes.size, n_classes),
     )
     out = (counts @ onehot).tocsr()
     out.sort_indices()
-    return out, {"coarsen": label, "n_classes": n_classes}
+    return out
 
 
 def pool_edges(spec: Any, n: int) -> np.ndarray:

@@ -241,6 +241,7 @@ def analyze_model(
     target: str = "recommended",
     bootstrap: int | None = 100,
     level: float = 0.95,
+    resolution: Any = "auto",
 ) -> ModelAnalysis:
     """Score a model's positional mechanism and its layer-wise signal against a corpus.
 
@@ -265,6 +266,8 @@ def analyze_model(
             (:mod:`posgeom.models.targets`): ``"recommended"`` (default), a name of
             :func:`posgeom.estimators.available`, or ``"plugin"`` (the paper's plug-in chord).
             The plug-in scores are always computed too and reported beside the target's.
+        resolution: the token classes of the target (``"auto"``, ``"full"``, ``"top:K"``,
+            ``"bins:B"``; :mod:`posgeom.estimators.resolution`), recorded in the options.
         bootstrap: ``B`` half-sample replicates of the counts (counted in the same pass) for an
             interval on the stress of every layer, re-estimating the target on each; ``None``:
             no intervals. level: their coverage (method ``"bias_aware"``).
@@ -314,7 +317,9 @@ def analyze_model(
         seed=seed,
         estimator="plugin",  # issue 9 part 4 will move this to the recommended estimator
     )
-    goal = analysis_target(counts, estimator=target, seed=seed, plugin=geometry.distances)
+    goal = analysis_target(
+        counts, estimator=target, seed=seed, plugin=geometry.distances, resolution=resolution
+    )
     timings["geometry"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -338,7 +343,12 @@ def analyze_model(
         None
         if bootstrap is None or goal.fallback
         else layer_intervals(
-            counts, signal.distances, estimator=goal.estimator, seed=seed, level=level
+            counts,
+            signal.distances,
+            estimator=goal.estimator,
+            seed=seed,
+            level=level,
+            resolution=resolution,
         )
     )
     timings["intervals"] = time.perf_counter() - t0
@@ -362,6 +372,7 @@ def analyze_model(
         "seed": seed,
         "target": goal.estimator,
         "target_fallback": goal.fallback,
+        "resolution": "full" if goal.estimate is None else goal.estimate.resolution,
         "bootstrap": None if goal.fallback else bootstrap,
         "level": level,
         "torch_threads": torch.get_num_threads(),

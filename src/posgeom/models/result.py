@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._version import __version__
+from posgeom.estimators.resolution import describe_resolution
 from posgeom.models.mechanisms import PositionalMechanism
 from posgeom.reports.markdown import markdown_table, score_table
 from posgeom.reports.schema import LAYER_COLUMNS
@@ -270,7 +271,8 @@ class ModelAnalysis:
             f"{corpus['samples_per_position']['max']}; special tokens "
             + ("counted" if self.options["include_special"] else "excluded (re-indexed)")
             + (f"; {corpus['n_truncated']} sequences truncated" if corpus["n_truncated"] else "")
-            + f". Target: Hellinger chord distances, {self.target_estimator} estimate"
+            + f". Target: Hellinger chord distances, {self.target_estimator} estimate, geometry "
+            + f"of {describe_resolution(self.options.get('resolution', 'full'))}"
             + ("" if self.target_estimator == "plugin" else " (plug-in scores beside)")
             + ".",
             "",

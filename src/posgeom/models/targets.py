@@ -48,9 +48,15 @@ class AnalysisTarget:
 
 
 def analysis_target(
-    counts: Any, *, estimator: str, seed: int, plugin: np.ndarray | None = None
+    counts: Any,
+    *,
+    estimator: str,
+    seed: int,
+    plugin: np.ndarray | None = None,
+    resolution: Any = "auto",
 ) -> AnalysisTarget:
-    """Estimate the positional geometry of ``counts`` (chord convention, unpooled).
+    """Estimate the positional geometry of ``counts`` (chord convention, unpooled) at
+    ``resolution`` (:mod:`posgeom.estimators.resolution`; the estimate records the one used).
 
     ``plugin``: the plug-in matrix already computed (the pipeline's), returned as is for
     ``estimator="plugin"`` so that the plug-in target is the very matrix the pipeline scored.
@@ -66,7 +72,7 @@ def analysis_target(
         return AnalysisTarget(distances=plugin, estimator="plugin", estimate=None)
     base = getattr(counts, "base", counts)  # bootstrap counts: the counts themselves
     try:
-        estimate = estimate_geometry(base, estimator=estimator, seed=seed)
+        estimate = estimate_geometry(base, estimator=estimator, seed=seed, resolution=resolution)
     except PosgeomError as exc:
         if estimator != "recommended" or plugin is None:
             raise
@@ -92,6 +98,7 @@ def layer_intervals(
     seed: int,
     level: float = 0.95,
     kinds: Sequence[str] = INTERVAL_KINDS,
+    resolution: Any = "auto",
 ) -> dict[str, Any]:
     """Kind -> :class:`~posgeom.scores.uncertainty.VectorIntervals` of the stress of every layer
     (``distances`` ``(L+1, n, n)``) against the target re-estimated on each replicate; empty,
@@ -99,7 +106,9 @@ def layer_intervals(
     from posgeom.scores.uncertainty import bootstrap_vector, replicate_geometry
 
     try:
-        geometry = replicate_geometry(boot, estimator=estimator, estimator_options={"seed": seed})
+        geometry = replicate_geometry(
+            boot, estimator=estimator, estimator_options={"seed": seed, "resolution": resolution}
+        )
         layers = list(distances)
         return {kind: bootstrap_vector(geometry, layers, kind=kind, level=level) for kind in kinds}
     except PosgeomError as exc:  # a replicate too thin for the estimator or the stress

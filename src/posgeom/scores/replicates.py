@@ -16,7 +16,7 @@ from posgeom._errors import PosgeomError
 __all__ = ["ReplicateGeometry", "as_replicate_geometry", "estimate_distances", "replicate_geometry"]
 
 # options of estimate_geometry that define *what* is estimated (the plug-in truth shares them)
-_TRANSFORMS = ("convention", "coarsen", "pool", "equal_samples", "seed")
+_TRANSFORMS = ("convention", "resolution", "coarsen", "pool", "equal_samples", "seed")
 
 
 def _matrix(geometry: Any) -> np.ndarray:
@@ -119,12 +119,18 @@ def replicate_geometry(
     est = _estimator(estimator, opts)
     raw = est(boot.base)
     estimate = _matrix(raw)
+    if getattr(raw, "class_map", None) is not None and not callable(estimator):
+        # every replicate on the point estimate's classes (an "auto" rule rerun on a half-sample
+        # would pick a coarser resolution: a different geometry, not a replicate of this one)
+        opts = {**opts, "resolution": raw.class_map, "coarsen": None}
+        est = _estimator(estimator, opts)
     if bootstrap_truth == "estimate" or (
         bootstrap_truth == "plugin" and _name(estimator, raw) == "plugin"
     ):
         truth = estimate
     elif bootstrap_truth == "plugin":
         shared = {k: v for k, v in opts.items() if k in _TRANSFORMS and not callable(estimator)}
+        shared.setdefault("resolution", "full")  # the paper's plug-in, unless classes are given
         truth = _matrix(_estimator("plugin", shared)(boot.base))
     elif callable(bootstrap_truth):
         truth = _matrix(bootstrap_truth(boot.base))

