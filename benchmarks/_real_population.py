@@ -133,13 +133,55 @@ def population_truth(pop_counts, class_map: np.ndarray) -> np.ndarray:
     return 0.5 * (d + d.T)
 
 
-def recovery(names: list[str], sizes: list[int], reps: int, populations=POPULATIONS) -> dict:
-    """Per population, subsample size, resolution and estimator: the mean quality (RMSE,
-    Spearman, Kendall tau of the 8 encodings, medians) against the population's truth."""
-    import warnings
+RULE_COUNTS = (0.3, 1.0, 2.0, 5.0)  # candidate thresholds c of the auto rule
+ALL_ESTIMATORS_AT = 1000  # the subsample size at which every estimator is run on the grid
 
+
+def _cell(qs: list[dict]) -> dict:
+    keys = ("rmse", "rank_corr", "kendall_tau", "median", "truth_median", "T_min", "expected_last")
+    cell = {
+        k: float(np.mean([q[k] for q in qs])) for k in keys if all(q.get(k) is not None for q in qs)
+    }
+    cell["chosen"] = sorted({q["resolution"] for q in qs})
+    return cell
+
+
+def _one_subsample(c, pop_counts, n: int, names: list[str], full_grid: bool) -> dict:
+    """Quality of every (resolution, estimator) on one subsample's counts ``c``."""
     from bench_estimators import encodings, quality
     from posgeom import estimate_geometry
+    from posgeom.estimators.resolution import auto_resolution
+
+    iu = np.triu_indices(n, 1)
+    pooled = np.sort(np.asarray(c.sum(axis=0)).ravel())[::-1]
+    t_min = float(np.asarray(c.sum(axis=1)).min())
+    jobs = [(res, e) for res in FIXED for e in (names if full_grid else names[:2])]
+    jobs += [(f"auto c={x:g}", names[0]) for x in RULE_COUNTS]
+    out = {}
+    for res, e in jobs:
+        spec = auto_resolution(c, resolved_count=float(res[7:])) if res.startswith("auto") else res
+        est = estimate_geometry(c, estimator=e, resolution=spec)
+        truth = population_truth(pop_counts, est.class_map)
+        q = quality(est.distances, truth, encodings(n, truth))
+        k = est.vocab_size - 1 if est.resolution.startswith("top:") else None
+        q.update(
+            median=float(np.median(est.distances[iu])),
+            truth_median=float(np.median(truth[iu])),
+            T_min=t_min,
+            # expected count of the rarest kept token at the thinnest position
+            expected_last=t_min * pooled[k - 1] / pooled.sum() if k else float("nan"),
+            resolution=est.resolution,
+        )
+        out[(res, e)] = q
+    return out
+
+
+def recovery(names: list[str], sizes: list[int], reps: int, populations=POPULATIONS) -> dict:
+    """Per population, subsample size, resolution and estimator: the mean quality (RMSE,
+    Spearman, Kendall tau of the 8 encodings, medians) against the population's truth at the
+    estimate's own classes. ``names[0]`` is the recommended estimator, ``names[1]`` the plug-in;
+    the others run at ``ALL_ESTIMATORS_AT`` only."""
+    import warnings
 
     warnings.filterwarnings("ignore", message="B has negative eigenvalues")
     out: dict = {}
@@ -151,13 +193,12 @@ def recovery(names: list[str], sizes: list[int], reps: int, populations=POPULATI
         pop_counts = counts_of(tokens, vocab)
         totals = np.asarray(pop_counts.sum(axis=1)).ravel()
         full = population_truth(pop_counts, np.arange(vocab))
-        iu = np.triu_indices(n, 1)
         entry = out[label] = {
             "N": int(tokens.shape[0]),
             "n": n,
             "vocab": int(np.count_nonzero(np.asarray(pop_counts.sum(axis=0)))),
             "T_population": [int(totals[0]), int(totals[-1])],
-            "truth_median_full": float(np.median(full[iu])),
+            "truth_median_full": float(np.median(full[np.triu_indices(n, 1)])),
             "cells": {},
         }
         rng = np.random.default_rng(11)
@@ -168,42 +209,90 @@ def recovery(names: list[str], sizes: list[int], reps: int, populations=POPULATI
             for _ in range(reps):
                 idx = np.sort(rng.choice(tokens.shape[0], m, replace=False))
                 c = counts_of(tokens[idx], vocab)
-                pooled = np.sort(np.asarray(c.sum(axis=0)).ravel())[::-1]
-                t_min = float(np.asarray(c.sum(axis=1)).min())
-                for res in [*FIXED, "auto"]:
-                    for e in names:
-                        est = estimate_geometry(c, estimator=e, resolution=res)
-                        truth = population_truth(pop_counts, est.class_map)
-                        q = quality(est.distances, truth, encodings(n, truth))
-                        q["median"] = float(np.median(est.distances[iu]))
-                        q["truth_median"] = float(np.median(truth[iu]))
-                        q["T_min"] = t_min
-                        k = est.vocab_size - 1 if est.resolution.startswith("top:") else None
-                        # expected count of the rarest kept token at the thinnest position
-                        q["expected_last"] = (
-                            t_min * pooled[k - 1] / pooled.sum() if k else float("nan")
-                        )
-                        rows.setdefault((res, e), []).append((q, est.resolution))
+                for key, q in _one_subsample(
+                    c, pop_counts, n, names, m == ALL_ESTIMATORS_AT
+                ).items():
+                    rows.setdefault(key, []).append(q)
             for (res, e), qs in rows.items():
-                cell = {
-                    k: float(np.mean([q[k] for q, _ in qs]))
-                    for k in (
-                        "rmse",
-                        "rank_corr",
-                        "kendall_tau",
-                        "median",
-                        "truth_median",
-                        "T_min",
-                        "expected_last",
-                    )
-                    if all(q.get(k) is not None for q, _ in qs)
-                }
-                cell["chosen"] = sorted({r for _, r in qs})
-                entry["cells"][f"{m}|{res}|{e}"] = cell
-            auto = entry["cells"].get(f"{m}|auto|corrected", {})
+                entry["cells"][f"{m}|{res}|{e}"] = _cell(qs)
             print(
-                f"[resolution] {label} m={m}: auto -> {auto.get('chosen')} spearman "
-                f"{auto.get('rank_corr', float('nan')):.3f} tau {auto.get('kendall_tau', float('nan')):.3f}",
+                f"[resolution] {label} m={m}: "
+                + ", ".join(
+                    f"{res} -> {entry['cells'][f'{m}|{res}|{names[0]}']['chosen']} "
+                    f"r {entry['cells'][f'{m}|{res}|{names[0]}'].get('rank_corr', float('nan')):.2f} "
+                    f"tau {entry['cells'][f'{m}|{res}|{names[0]}'].get('kendall_tau', float('nan')):.2f}"
+                    for res in (f"auto c={x:g}" for x in RULE_COUNTS)
+                ),
                 flush=True,
             )
+    return out
+
+
+# ----------------------------------------------------------------------------- unequal samples
+def _structure(boot, spec: str, estimator: str, log_t: np.ndarray) -> dict:
+    """Share of pairs whose 95% half-sample interval excludes 0, median D, and the Spearman
+    correlation of ``D_ij`` with ``|log T_i - log T_j|`` (structure made by the sample sizes)."""
+    from scipy.stats import spearmanr
+
+    from posgeom import estimate_geometry
+    from posgeom.scores._intervals import _bounds
+    from posgeom.scores.uncertainty import replicate_geometry
+
+    geo = replicate_geometry(boot, estimator=estimator, estimator_options={"resolution": spec})
+    n = geo.estimate.shape[0]
+    iu = np.triu_indices(n, 1)
+    point = geo.estimate[iu]
+    low, _, _, _ = _bounds(point, geo.replicates, point, 0.95, "bias_aware")
+    gap = np.abs(log_t[:, None] - log_t[None, :])[iu]
+    label = estimate_geometry(boot.base, estimator=estimator, resolution=spec).resolution
+    return {
+        "resolution": label,
+        "beyond_intervals": float(np.mean(low > 0)),
+        "median_D": float(np.median(point)),
+        "size_corr": float(spearmanr(point, gap).statistic) if point.std() > 0 else 0.0,
+    }
+
+
+def unequal_samples(replicates: int = 100) -> dict:
+    """Stationary corpora (every position drawn from one distribution) with samples per position
+    decaying 10x: the synthetic Zipf model (V 30k, Zipf 1.05, 3,000 -> 300 over 48 positions) and
+    real IMDB MiniLM tokens shuffled across positions (1,000 -> 100 over 64 positions)."""
+    import warnings
+
+    from posgeom import count_positions
+    from posgeom.synthetic import decaying_totals, sample_sequences, zipf_distributions
+
+    warnings.filterwarnings("ignore", message="B has negative eigenvalues")
+    cases = {}
+    mu = zipf_distributions(48, 30_000, exponent=1.05, structure="stationary")
+    totals = decaying_totals(48, high=3000, low=300)
+    cases["synthetic Zipf, stationary (V 30k, 3,000 -> 300 samples)"] = (
+        sample_sequences(mu, totals, seed=5),
+        totals,
+        30_000,
+    )
+    tokens = population("imdb", "minilm")
+    flat = tokens[tokens >= 0]
+    shuffled = np.random.default_rng(3).permutation(flat)  # one distribution for all positions
+    totals = decaying_totals(64, high=1000, low=100)
+    lengths = np.repeat(np.arange(1, 65), totals - np.append(totals[1:], 0))
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    seqs = [shuffled[a : a + k].astype(np.int64) for a, k in zip(starts, lengths, strict=True)]
+    cases["IMDB MiniLM tokens shuffled across positions (1,000 -> 100 samples)"] = (
+        seqs,
+        totals,
+        int(tokens.max()) + 1,
+    )
+    out = {}
+    for label, (seqs, totals, vocab) in cases.items():
+        n = len(totals)
+        boot = count_positions(
+            seqs, max_positions=n, vocab_size=vocab, bootstrap=replicates, bootstrap_seed=0
+        )
+        log_t = np.log(np.asarray(boot.base.totals, dtype=np.float64))
+        out[label] = {
+            f"{e} / {spec}": _structure(boot, spec, e, log_t)
+            for e, spec in (("corrected", "auto"), ("corrected", "full"), ("plugin", "full"))
+        }
+        print(f"[unequal samples] {label}: {out[label]}", flush=True)
     return out

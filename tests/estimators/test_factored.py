@@ -53,9 +53,9 @@ def _top_class_counts(c: np.ndarray, k: int) -> np.ndarray:
     "estimator, transform",
     [
         ("plugin", {}),
-        ("corrected", {}),
+        ("corrected", {"resolution": "full"}),
         ("corrected", {"coarsen": "top:20"}),
-        ("corrected", {"pool": 2}),
+        ("corrected", {"pool": 2, "resolution": "full"}),
     ],
 )
 def test_exact_gram_is_the_dense_reference(counts, estimator, transform):
@@ -97,7 +97,9 @@ class _no_warning:
 @pytest.mark.parametrize("name", available())
 @pytest.mark.parametrize("convention", ["chord", "normalized"])
 def test_implicit_equals_exact_for_every_estimator(counts, name, convention):
-    est = estimate_geometry(counts, estimator=name, convention=convention, seed=1, euclidean=False)
+    est = estimate_geometry(
+        counts, estimator=name, convention=convention, seed=1, euclidean=False, resolution="full"
+    )
     assert est.gram is not None  # every registered estimator has a factored form
     implicit = classical_mds(est, 6, solver="implicit")
     with pytest.warns(RuntimeWarning) if name != "plugin" else _no_warning():
@@ -176,7 +178,7 @@ def test_long_context_estimate_allocates_no_square_matrix(n):
     c = sp.csr_matrix((np.ones(n * per, dtype=np.int64), (rows, cols)), shape=(n, vocab))
     tracemalloc.start()
     try:
-        est = estimate_geometry(c)  # auto: n > DENSE_MAX_N, factored only
+        est = estimate_geometry(c, resolution="full")  # n > DENSE_MAX_N: factored only
         mds = classical_mds(est, 2)
         block = est.blocks().block(np.arange(50), np.arange(n - 50, n))
         peak = tracemalloc.get_traced_memory()[1]
@@ -187,15 +189,19 @@ def test_long_context_estimate_allocates_no_square_matrix(n):
     assert mds.coordinates.shape == (n, 2) and block.shape == (50, 50)
     assert peak < 400 * 2**20, f"peak {peak / 2**20:.0f} MiB"
     # the raw blocks are those of the dense estimate of the same positions (per-row b and s_i)
-    raw = estimate_geometry(c, euclidean=False).blocks().block(np.arange(50), np.arange(50))
-    head = estimate_geometry(c[:50], dense=True, euclidean=False)
+    raw = (
+        estimate_geometry(c, euclidean=False, resolution="full")
+        .blocks()
+        .block(np.arange(50), np.arange(50))
+    )
+    head = estimate_geometry(c[:50], dense=True, euclidean=False, resolution="full")
     np.testing.assert_allclose(raw, head.distances, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("rule", ["noise_edge", "psd"])
 def test_euclidean_estimate_is_the_same_from_lapack_and_lanczos(counts, rule):
     """The small-n (dense) and large-n (Lanczos) paths give the same distances."""
-    est = estimate_geometry(counts)
+    est = estimate_geometry(counts, resolution="full")
     a, info_a = euclidean_form(est.gram, rule=rule, rank=12, solver="exact")
     b, info_b = euclidean_form(est.gram, rule=rule, rank=12, solver="implicit")
     assert info_a["kept_rank"] == info_b["kept_rank"] >= 2
@@ -211,8 +217,8 @@ def test_the_euclidean_estimate_is_closer_to_the_truth():
     truth = pdist_of(mu)
     c = sample_counts(mu, decaying_totals(48), seed=0).counts
     iu = np.triu_indices(48, 1)
-    raw = estimate_geometry(c, euclidean=False).distances[iu]
-    euclid = estimate_geometry(c).distances[iu]
+    raw = estimate_geometry(c, euclidean=False, resolution="full").distances[iu]
+    euclid = estimate_geometry(c, resolution="full").distances[iu]
     assert spearmanr(euclid, truth).statistic > spearmanr(raw, truth).statistic + 0.02
     assert np.sqrt(np.mean((euclid - truth) ** 2)) < np.sqrt(np.mean((raw - truth) ** 2))
 
