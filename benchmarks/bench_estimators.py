@@ -2,6 +2,7 @@
 
     python benchmarks/bench_estimators.py            # full run (a few minutes on 2 shared cores)
     python benchmarks/bench_estimators.py --quick    # fewer corpora, replicates and sizes
+    python benchmarks/bench_estimators.py --real     # only the real-population section
 
 Synthetic corpora with exactly known positional distributions (posgeom.synthetic.zipf_distributions:
 a Zipfian vocabulary tilted by position; V from 64 to 50,000, Zipf 1.0-1.3; samples per position
@@ -14,6 +15,10 @@ posgeom.estimators.available() and every regime:
   and under the truth;
 * coverage of the 95% Poisson-bootstrap intervals (posgeom.scores.uncertainty) over simulated
   corpora (target regime), for the stresses of the 8 encodings and for every D_ij;
+* real populations (``--real``, benchmarks/_real_population.py): IMDB and the long texts as
+  populations, subsamples of 300 to 10,000 sequences, truth = the population's geometry at the
+  estimate's resolution; the choice of the auto-resolution rule; unequal samples on stationary
+  corpora (issue 16);
 * time and peak memory of each estimator at n = 8192 (each in a fresh process; ratios against the
   plug-in of the same run), and the cost of 200 Poisson-bootstrap replicates against one counting
   pass on IMDB (MiniLM WordPiece, n = 512).
@@ -538,6 +543,10 @@ def page(res: dict) -> str:
     out += _sweep_section(res, rec)
     out += _cost_section(res)
     out += _theory_section(res, rec)
+    if res.get("resolution"):
+        import _real_population
+
+        out += _real_population.page_section(res["resolution"])
     return "\n".join(out) + "\n" + kept_sections()
 
 
@@ -707,6 +716,35 @@ def _theory_section(res: dict, rec: str) -> list[str]:
     ]
 
 
+def real_populations(*, quick: bool) -> dict:
+    """Issue 16's real-population benchmark (benchmarks/_real_population.py)."""
+    import _real_population as real
+    from posgeom.estimators.resolution import RESOLVED_COUNT
+
+    names = [
+        recommended_name(),
+        "plugin",
+        *(e for e in estimators() if e not in (recommended_name(), "plugin")),
+    ]
+    sizes = [1000] if quick else [300, 1000, 3000, 10_000]
+    reps = 1 if quick else 3
+    t0 = time.perf_counter()
+    rec = real.recovery(names, sizes, reps)
+    out = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "estimators": names,
+        "sizes": sizes,
+        "reps": reps,
+        "all_at": real.ALL_ESTIMATORS_AT,
+        "recovery": rec,
+        "rule": real.choose_rule(rec, names[0]),
+        "resolved_count": RESOLVED_COUNT,
+        "unequal": real.unequal_samples(40 if quick else 100),
+    }
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
 # ----------------------------------------------------------------------------- main
 def main() -> None:
     import warnings
@@ -719,7 +757,18 @@ def main() -> None:
     ap.add_argument(
         "--render", action="store_true", help="only rewrite the page from estimation.json"
     )
+    ap.add_argument(
+        "--real",
+        action="store_true",
+        help="only the real-population section (resolution; merged into estimation.json)",
+    )
     args = ap.parse_args()
+    if args.real:
+        res = json.loads((OUT / "estimation.json").read_text())
+        res["resolution"] = real_populations(quick=args.quick)
+        (OUT / "estimation.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+        (DOCS / "ESTIMATION.md").write_text(page(res))
+        return
     if args.render:
         res = json.loads((OUT / "estimation.json").read_text())
         figure(res, OUT / "estimation.png")

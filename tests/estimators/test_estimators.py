@@ -77,7 +77,9 @@ check_estimator("kt_smoothed")
 x = np.array([[3, 0, 1], [0, 2, 2]])
 p = (x + 0.5) / (x.sum(1, keepdims=True) + 1.5)
 want = np.sqrt(((np.sqrt(p[0]) - np.sqrt(p[1])) ** 2).sum())
-got = E.estimate_geometry(sp.csr_matrix(x), estimator="kt_smoothed").distances[0, 1]
+got = E.estimate_geometry(
+    sp.csr_matrix(x), estimator="kt_smoothed", resolution="full"
+).distances[0, 1]
 np.testing.assert_allclose(got, want, rtol=1e-12)
 sub = build_parser()._subparsers._group_actions[0].choices["run"]
 assert "kt_smoothed" in sub.format_help()

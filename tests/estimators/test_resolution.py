@@ -36,6 +36,8 @@ def test_the_rule_keeps_the_tokens_expected_c_times_at_the_thinnest_position():
     # when every token occurring passes, the full vocabulary (unseen ids do not count)
     wide = np.concatenate([np.full(50, 20), np.zeros(20, dtype=np.int64)])
     assert auto_resolution(_counts_with_pooled(wide, 3), resolved_count=c) == "full"
+    one_short = np.array([20] * 49 + [1])  # all but one pass: top:49 + other = every token
+    assert auto_resolution(_counts_with_pooled(one_short, 3), resolved_count=c) == "full"
     # the default threshold is the validated one
     assert auto_resolution(sp.csr_matrix(rows)) == auto_resolution(
         sp.csr_matrix(rows), resolved_count=RESOLVED_COUNT
@@ -111,3 +113,23 @@ def test_resolution_labels_and_bad_input():
         estimate_geometry(counts, resolution="top:2", coarsen="top:3")
     with pytest.raises(PosgeomError, match="not understood"):
         estimate_geometry(counts, resolution="finest")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_unequal_samples_make_no_geometry_at_the_auto_resolution(seed):
+    """A stationary known truth (every D_ij = 0) with samples decaying tenfold: on the full
+    vocabulary the corrected estimate grows with the gap in sample sizes (issue 16); at the auto
+    resolution it does not."""
+    from scipy.stats import spearmanr
+
+    from posgeom.synthetic import decaying_totals
+
+    mu = zipf_distributions(24, 30_000, exponent=1.05, structure="stationary")
+    totals = decaying_totals(24, high=3000, low=300)
+    counts = sample_counts(mu, totals, seed=seed)
+    iu = np.triu_indices(24, 1)
+    gap = np.abs(np.log(totals)[:, None] - np.log(totals)[None, :])[iu]
+    auto = estimate_geometry(counts).distances[iu]
+    full = estimate_geometry(counts, resolution="full").distances[iu]
+    assert spearmanr(full, gap).statistic > 0.25 and np.median(full) > 0.05
+    assert abs(spearmanr(auto, gap).statistic) < 0.25 and np.median(auto) < 0.02

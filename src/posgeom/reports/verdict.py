@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from posgeom.encodings import families_with_role, role_of
+from posgeom.estimators.resolution import describe_resolution
 from posgeom.reports.schema import interval
 
 __all__ = ["noise_verdict", "one_line", "ranking_verdict", "verdict"]
@@ -209,6 +210,9 @@ def one_line(view: Any) -> str:
     parts = [
         f"target D: {name} estimator" if name else "target D: as given (estimator not recorded)"
     ]
+    resolution = est.get("resolution") if isinstance(est, dict) else None
+    if name and resolution:
+        parts[0] += f", geometry of {describe_resolution(resolution)}"
     share = None if not view.noise else float(view.noise.get("trusted_pair_share", 0.0))
     if share is None:
         parts.append("noise floor not estimated")
