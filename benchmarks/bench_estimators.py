@@ -739,6 +739,8 @@ def real_populations(*, quick: bool) -> dict:
         "recovery": rec,
         "rule": real.choose_rule(rec, names[0]),
         "resolved_count": RESOLVED_COUNT,
+        "estimate": "Estimates: `posgeom.estimate_geometry` with its defaults (the Euclidean "
+        "estimate), the resolution as given in each row.",
         "unequal": real.unequal_samples(40 if quick else 100),
     }
     out["seconds"] = time.perf_counter() - t0

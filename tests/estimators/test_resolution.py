@@ -129,7 +129,13 @@ def test_unequal_samples_make_no_geometry_at_the_auto_resolution(seed):
     counts = sample_counts(mu, totals, seed=seed)
     iu = np.triu_indices(24, 1)
     gap = np.abs(np.log(totals)[:, None] - np.log(totals)[None, :])[iu]
-    auto = estimate_geometry(counts).distances[iu]
-    full = estimate_geometry(counts, resolution="full").distances[iu]
+    raw = {"euclidean": False}  # the clipped estimate: what the classes alone do
+    auto = estimate_geometry(counts, **raw).distances[iu]
+    full = estimate_geometry(counts, resolution="full", **raw).distances[iu]
     assert spearmanr(full, gap).statistic > 0.25 and np.median(full) > 0.05
     assert abs(spearmanr(auto, gap).statistic) < 0.25 and np.median(auto) < 0.02
+    # the default (Euclidean) estimate: far less geometry, and less of it made by the sizes
+    auto = estimate_geometry(counts).distances[iu]
+    full = estimate_geometry(counts, resolution="full").distances[iu]
+    assert spearmanr(auto, gap).statistic < spearmanr(full, gap).statistic - 0.25
+    assert np.median(auto) < 0.5 * np.median(full)
