@@ -194,3 +194,19 @@ def test_null_counts_keep_the_first_token_and_the_totals():
     # the second tokens of the null are the sequence's own tokens in a block-shuffled order
     whole = lc.null_counts[0, 0].reshape(c, c).sum(axis=0)
     assert whole.sum() == seq.size - 1 and np.all(whole <= np.bincount(cls(seq), minlength=c))
+
+
+def test_distance_interval_from_the_replicates():
+    from posgeom.estimators import estimate_geometry
+    from posgeom.scores.uncertainty import bootstrap_interval
+
+    seqs = [_markov(4000, 5, seed=s) for s in range(6)]
+    cls = top_classes(np.bincount(np.concatenate(seqs)), 5)
+    lc = count_lags(seqs, cls, lags=np.array([1, 2, 30]), replicates=8, block=500)
+    geo = lag_geometry(lc, n_null=3)
+    reps = [estimate_geometry(lc.replicate(b)).distances[0, 2] for b in range(8)]
+    est = estimate_geometry(lc.counts).distances[0, 2]
+    iv = geo.distance_interval(30, 1)
+    ref = bootstrap_interval(est, reps, truth=est)
+    assert (iv.estimate, iv.low, iv.high) == pytest.approx((ref.estimate, ref.low, ref.high))
+    assert iv.low < geo.distance(1, 30) < iv.high

@@ -170,7 +170,7 @@ def _interval_scores(geo: Any, vectors: Mapping[str, np.ndarray], opts: dict[str
     if not geo.counts.n_replicates:
         return None
     return bootstrap_scores(
-        geo.counts,
+        geo.replicates if geo.replicates is not None else geo.counts,
         dict(vectors),
         estimator=opts["estimator"],
         estimator_options={"seed": opts["seed"]},

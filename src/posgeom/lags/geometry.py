@@ -151,12 +151,15 @@ def dependence_profile(
 class LagGeometry:
     """The estimated Hellinger geometry across lags (``estimate``, a GeometryEstimate whose
     "positions" are the lags), the plug-in ``plugin`` ``(m, m)``, the ``dependence`` profile and
-    the ``counts`` it came from."""
+    the ``counts`` it came from; ``replicates``: the
+    :class:`~posgeom.scores.replicates.ReplicateGeometry` of the half-sample replicates (None
+    without), for intervals."""
 
     counts: LagCounts
     estimate: Any
     plugin: np.ndarray
     dependence: DependenceProfile
+    replicates: Any = None
 
     @property
     def lags(self) -> np.ndarray:
@@ -176,6 +179,31 @@ class LagGeometry:
             raise PosgeomError(f"lags {k1} and {k2} must both be counted; counted: {self.lags}")
         d = self.distances if estimator == "estimate" else self.plugin
         return float(d[where[k1], where[k2]])
+
+    def distance_interval(
+        self, k1: int, k2: int, *, level: float = 0.95, method: str = "bias_aware"
+    ) -> Any:
+        """The bootstrap :class:`~posgeom.scores.uncertainty.Interval` of the estimated distance
+        between lags ``k1`` and ``k2`` from the half-sample replicates (rules of
+        :mod:`posgeom.scores.uncertainty`)."""
+        from posgeom.scores.uncertainty import bootstrap_interval
+
+        if self.replicates is None:
+            raise PosgeomError("no replicates: count with replicates=B for intervals")
+        where = {int(k): i for i, k in enumerate(self.lags)}
+        if k1 not in where or k2 not in where or k1 == k2:
+            raise PosgeomError(f"lags {k1} != {k2} must both be counted; counted: {self.lags}")
+        i, j = sorted((where[k1], where[k2]))
+        m = self.lags.size
+        flat = i * m - i * (i + 1) // 2 + (j - i - 1)  # index in numpy.triu_indices(m, 1)
+        rep = self.replicates
+        return bootstrap_interval(
+            float(rep.estimate[i, j]),
+            rep.replicates[:, flat],
+            truth=float(rep.truth[i, j]),
+            level=level,
+            method=method,
+        )
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -202,4 +230,9 @@ def lag_geometry(
     est = estimate_geometry(counts.counts, estimator=estimator, seed=seed)
     plug = estimate_geometry(counts.counts, estimator="plugin", seed=seed).distances
     dep = dependence_profile(counts, n_null=n_null, seed=seed)
-    return LagGeometry(counts, est, plug, dep)
+    reps = None
+    if counts.n_replicates:
+        from posgeom.scores.replicates import replicate_geometry
+
+        reps = replicate_geometry(counts, estimator=estimator, estimator_options={"seed": seed})
+    return LagGeometry(counts, est, plug, dep, reps)
