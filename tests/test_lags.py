@@ -210,3 +210,21 @@ def test_distance_interval_from_the_replicates():
     ref = bootstrap_interval(est, reps, truth=est)
     assert (iv.estimate, iv.low, iv.high) == pytest.approx((ref.estimate, ref.low, ref.high))
     assert iv.low < geo.distance(1, 30) < iv.high
+
+
+def test_lag_counts_round_trip_and_refuse_other_artifacts(tmp_path):
+    from posgeom import ArtifactError
+    from posgeom.corpus.counting import count_positions
+
+    seq = _markov(3000, 4, seed=1)
+    lc = count_lags([seq], top_classes(np.bincount(seq), 3), lags=np.array([1, 5]), replicates=3)
+    back = type(lc).load(lc.save(tmp_path / "lags.npz"))
+    for name in ("counts", "lags", "replicate_counts", "null_counts"):
+        assert np.array_equal(getattr(back, name), getattr(lc, name))
+    assert back.classes.kind == "top:3" and np.array_equal(back.classes.table, lc.classes.table)
+    assert back.summary() == lc.summary()
+    with pytest.raises(PosgeomError, match="exists"):
+        lc.save(tmp_path / "lags.npz")
+    count_positions([seq], max_positions=4).save(tmp_path / "pos.npz")
+    with pytest.raises(ArtifactError):
+        type(lc).load(tmp_path / "pos.npz")

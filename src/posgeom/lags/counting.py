@@ -42,6 +42,7 @@ from posgeom.lags.classes import TokenClasses
 
 __all__ = ["LagCounts", "count_lags", "default_lags"]
 
+_KIND = "lag_counts"
 _MAX_REPLICATE_CELLS = 2**28  # B m C^2 uint32 replicate counts: 1 GiB
 
 
@@ -120,6 +121,44 @@ class LagCounts:
         """``(C, C)`` pair counts of lag index ``l`` (rows: first token's class)."""
         c = self.counts if counts is None else counts
         return c[l].reshape(self.n_classes, self.n_classes)
+
+    def save(self, path: Any, *, overwrite: bool = False) -> Any:
+        """One artifact file (``.npz`` or ``.safetensors``, :func:`posgeom.artifacts.save_artifact`,
+        atomic, kind ``"lag_counts"``); :meth:`load` reads it back exactly."""
+        from posgeom.artifacts import save_artifact
+
+        arrays = {"counts": self.counts, "lags": self.lags, "class_table": self.classes.table,
+                  "class_tokens": self.classes.tokens}  # fmt: skip
+        for name in ("replicate_counts", "null_counts"):
+            if getattr(self, name) is not None:
+                arrays[name] = getattr(self, name)
+        meta = {k: v for k, v in self.summary().items() if k not in ("lags", "pairs_per_lag")}
+        meta.update(n_classes=self.n_classes, class_kind=self.classes.kind)
+        return save_artifact(path, arrays, meta, kind=_KIND, overwrite=overwrite)
+
+    @classmethod
+    def load(cls, path: Any) -> LagCounts:
+        """The lag counts saved by :meth:`save` (kind and checksums verified, no pickle)."""
+        from posgeom.artifacts import load_artifact
+
+        arrays, meta = load_artifact(path, kind=_KIND)
+        classes = TokenClasses(
+            arrays["class_table"], int(meta["n_classes"]), str(meta["class_kind"]),
+            tokens=np.asarray(arrays["class_tokens"], dtype=np.int64),
+        )  # fmt: skip
+        return cls(
+            np.asarray(arrays["counts"], dtype=np.int64),
+            np.asarray(arrays["lags"], dtype=np.int64),
+            classes,
+            arrays.get("replicate_counts"),
+            null_counts=arrays.get("null_counts"),
+            null_block=int(meta["null_block"]),
+            block=int(meta["replicate_block"]),
+            seed=int(meta["seed"]),
+            n_sequences=int(meta["n_sequences"]),
+            n_tokens=int(meta["n_tokens"]),
+            scheme=str(meta["replicate_scheme"]),
+        )
 
     def summary(self) -> dict[str, Any]:
         return {
