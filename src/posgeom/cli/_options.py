@@ -6,7 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["add_estimator_argument", "add_resolution_argument"]
+__all__ = [
+    "add_estimator_argument",
+    "add_noise_argument",
+    "add_pipeline_arguments",
+    "add_resolution_argument",
+    "choices_of",
+]
 
 
 class _OldSpelling(argparse.Action):
@@ -38,7 +44,7 @@ def add_estimator_argument(
     (``--target`` of analyze-model, ``--target-estimator`` of train), with a note when used."""
     from posgeom.estimators import RECOMMENDED, available
 
-    names = ("--estimator", old) if old else ("--estimator",)
+    names = tuple(x for x in ("--estimator", old) if x)
     g.add_argument(
         *names,
         dest=dest,
@@ -62,4 +68,87 @@ def add_resolution_argument(g: Any) -> None:
         help="token classes of the geometry, the same at every position: auto (the finest "
         "top:K the samples per position support), full, top:K (the K most frequent tokens + "
         "other) or bins:B; the plug-in stays on full",
+    )
+
+
+def choices_of(function: Any, parameter: str) -> tuple[Any, ...]:
+    """The values ``parameter`` of ``function`` accepts, read from its ``@validate_params``
+    declaration (one home for the allowed values: the CLI's ``choices=`` are not a copy)."""
+    import inspect
+
+    from posgeom._validation import Options
+
+    constraints = getattr(function, "__posgeom_constraints__", {}).get(parameter, ())
+    default = inspect.signature(function).parameters[parameter].default
+    for constraint in constraints:
+        if isinstance(constraint, Options):  # the function's default first, then the others
+            return tuple(sorted(constraint.values, key=lambda v: (v != default, str(v))))
+    raise TypeError(f"{function.__qualname__} declares no Options for {parameter!r}")
+
+
+def add_pipeline_arguments(g: Any, *, solver: bool = True) -> None:
+    """The options of the pipeline every geometry command shares (run, geometry, compare):
+    smoothing, sample floor, convention, MDS solver, noise floor, extra encodings, seed, the
+    estimator and its resolution, with ``choices=`` from the library's declared constraints."""
+    from posgeom.embed.mds import classical_mds
+    from posgeom.geometry.distributions import positional_distributions
+    from posgeom.geometry.divergences import hellinger_distances
+    from posgeom.geometry.noise import noise_floor
+
+    g.add_argument(
+        "--smoothing",
+        choices=choices_of(positional_distributions, "smoothing"),
+        default="none",
+        help="smoothing of the positional distributions (add-alpha: + alpha to every count)",
+    )
+    g.add_argument("--alpha", type=float, default=1.0, help="pseudo-count for add-alpha smoothing")
+    g.add_argument(
+        "--min-samples",
+        type=int,
+        default=1,
+        help="sample floor: positions with fewer samples are flagged or dropped",
+    )
+    g.add_argument(
+        "--below-min",
+        choices=choices_of(positional_distributions, "below_min"),
+        default="flag",
+        help="positions below --min-samples: kept and flagged, or dropped from the geometry",
+    )
+    g.add_argument(
+        "--convention",
+        choices=choices_of(hellinger_distances, "convention"),
+        default="chord",
+        help="Hellinger convention: chord ||sqrt(mu_i)-sqrt(mu_j)|| in [0, sqrt 2] (the "
+        "paper's) or normalized (divided by sqrt 2, in [0, 1])",
+    )
+    if solver:
+        g.add_argument(
+            "--solver",
+            choices=choices_of(classical_mds, "solver"),
+            default="auto",
+            help="MDS solver: exact eigh of B, or implicit Lanczos on the centred sqrt matrix",
+        )
+    add_noise_argument(g, noise_floor)
+    g.add_argument(
+        "--encoding",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="also score an encoding from a file (.npy/.npz/.safetensors: (n, d) vectors "
+        "or (n, n) distances); repeatable",
+    )
+    g.add_argument("--seed", type=int, default=0, help="random seed")
+    add_estimator_argument(g)
+    add_resolution_argument(g)
+
+
+def add_noise_argument(g: Any, noise_floor: Any = None) -> None:
+    """``--noise``: the noise-floor method of :func:`posgeom.noise_floor`, or ``none``."""
+    if noise_floor is None:
+        from posgeom.geometry.noise import noise_floor
+    g.add_argument(
+        "--noise",
+        choices=(*choices_of(noise_floor, "method"), "none"),
+        default="split_half",
+        help="noise-floor estimate of the distances (which pairs are above sampling noise)",
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
-from posgeom.cli._options import add_estimator_argument, add_resolution_argument
+from posgeom.cli._options import add_pipeline_arguments
 from posgeom.cli._verdict import verdict_line
 from posgeom.cli.geometry_commands import add_report_argument
 from posgeom.pipeline import DEFAULT_MODEL_DIM
@@ -211,42 +211,7 @@ def register(sub: Any) -> None:
     )
     g.add_argument("--low-rank", type=int, default=3, help="rank of the low_rank_mds row")
     g.add_argument("--max-rank", type=int, default=16, help="largest rank R of the rank experiment")
-    g.add_argument(
-        "--smoothing",
-        choices=("none", "add-alpha"),
-        default="none",
-        help="smoothing of the positional distributions (add-alpha: + alpha to every count)",
-    )
-    g.add_argument("--alpha", type=float, default=1.0, help="pseudo-count for add-alpha")
-    g.add_argument("--min-samples", type=int, default=1, help="sample floor per position")
-    g.add_argument(
-        "--below-min",
-        choices=("flag", "drop"),
-        default="flag",
-        help="positions below --min-samples: kept and flagged, or dropped from the geometry",
-    )
-    g.add_argument(
-        "--convention",
-        choices=("chord", "normalized"),
-        default="chord",
-        help="Hellinger convention (chord: the paper's, in [0, sqrt 2])",
-    )
-    g.add_argument(
-        "--noise",
-        choices=("split_half", "bootstrap", "none"),
-        default="split_half",
-        help="noise-floor estimate of the distances (which pairs are above sampling noise)",
-    )
-    g.add_argument(
-        "--encoding",
-        action="append",
-        default=[],
-        metavar="NAME=FILE",
-        help="also score an encoding file ((n, d) vectors or (n, n) distances)",
-    )
-    g.add_argument("--seed", type=int, default=0, help="random seed")
-    add_estimator_argument(g)
-    add_resolution_argument(g)
+    add_pipeline_arguments(g, solver=False)
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     add_report_argument(p)

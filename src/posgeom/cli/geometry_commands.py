@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.cli._options import add_estimator_argument, add_resolution_argument
+from posgeom.cli._options import add_pipeline_arguments, add_resolution_argument
 from posgeom.cli._verdict import verdict_line
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 
@@ -36,57 +36,9 @@ def add_geometry_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="rank r of the MDS encoding (default: min(n - 1, d))",
     )
-    g.add_argument(
-        "--smoothing",
-        choices=("none", "add-alpha"),
-        default="none",
-        help="smoothing of the positional distributions",
-    )
-    g.add_argument("--alpha", type=float, default=1.0, help="pseudo-count for add-alpha smoothing")
-    g.add_argument(
-        "--min-samples",
-        type=int,
-        default=1,
-        help="sample floor: positions with fewer samples are flagged or dropped",
-    )
-    g.add_argument(
-        "--below-min",
-        choices=("flag", "drop"),
-        default="flag",
-        help="what happens to positions below the sample floor",
-    )
-    g.add_argument(
-        "--convention",
-        choices=("chord", "normalized"),
-        default="chord",
-        help="Hellinger convention: chord ||sqrt(mu_i)-sqrt(mu_j)|| in [0, sqrt 2] (the "
-        "paper's) or normalized (divided by sqrt 2, in [0, 1])",
-    )
-    g.add_argument(
-        "--solver",
-        choices=("auto", "exact", "implicit"),
-        default="auto",
-        help="MDS solver: exact eigh of B, or implicit Lanczos on the centred sqrt matrix",
-    )
+    add_pipeline_arguments(g)
     g.add_argument("--no-refine", action="store_true", help="skip the SMACOF refinement")
-    g.add_argument(
-        "--noise",
-        choices=("split_half", "bootstrap", "none"),
-        default="split_half",
-        help="noise-floor estimate of the distances",
-    )
     g.add_argument("--noise-repeats", type=int, default=5, help="splits or bootstrap replicates")
-    g.add_argument(
-        "--encoding",
-        action="append",
-        default=[],
-        metavar="NAME=FILE",
-        help="also score an encoding from a file (.npy/.npz/.safetensors: (n, d) vectors "
-        "or (n, n) distances); repeatable",
-    )
-    g.add_argument("--seed", type=int, default=0, help="random seed")
-    add_estimator_argument(g)
-    add_resolution_argument(g)
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     add_report_argument(p)

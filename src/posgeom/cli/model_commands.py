@@ -18,7 +18,11 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.cli._options import add_estimator_argument, add_resolution_argument
+from posgeom.cli._options import (
+    add_estimator_argument,
+    add_noise_argument,
+    add_resolution_argument,
+)
 from posgeom.cli._verdict import verdict_line
 
 log = logging.getLogger("posgeom")
@@ -327,12 +331,7 @@ def register(sub: Any) -> None:
         "position limit); >= n",
     )
     p.add_argument("--no-refine", action="store_true", help="skip the SMACOF refinement of MDS")
-    p.add_argument(
-        "--noise",
-        choices=("split_half", "bootstrap", "none"),
-        default="split_half",
-        help="noise-floor estimate of the Hellinger distances",
-    )
+    add_noise_argument(p)
     add_estimator_argument(
         p,
         dest="target",
