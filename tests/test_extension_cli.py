@@ -41,6 +41,7 @@ def test_extend_on_token_ids_writes_the_folder(tmp_path, capsys):
     assert all(f"| {n} |" in table for n in names)
     view = load_folder(out)
     assert view.kind == "extend" and view.rows and not view.missing
+    assert view.settings["estimator"] == summary["estimator"] == "corrected"
     printed = capsys.readouterr().out
     assert "rope_parameters for config.json" in printed
     verdict = [line for line in printed.splitlines() if line.startswith("verdict: ")]

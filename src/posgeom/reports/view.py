@@ -193,7 +193,8 @@ def _extend_settings(summary: dict[str, Any], settings: dict[str, Any]) -> dict[
         "best strategy": summary.get("best"),
         "verdict": " / ".join(summary.get("verdict", [])),
     }
-    return {**{k: v for k, v in extra.items() if v is not None}, **settings}
+    extra = {k: v for k, v in extra.items() if v is not None}
+    return {**extra, **{k: v for k, v in settings.items() if k not in extra}}
 
 
 def _kind_of(folder: Path) -> str | None:
