@@ -24,6 +24,7 @@ from posgeom.estimators._pipeline import (
     pipeline_estimate,
     plugin_scores,
 )
+from posgeom.geometry.counts import count_matrix
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
 from posgeom.geometry.noise import noise_floor
@@ -156,9 +157,10 @@ def analyze_counts(
     position (``options["resolution"]`` records the one used; the plug-in's is ``"full"``).
     """
     hint, suggested = _empty_positions_hint(counts)
+    cm = count_matrix(counts)  # the one normalisation of this analysis's counts
     try:
         dist = positional_distributions(
-            counts, smoothing=smoothing, alpha=alpha, min_samples=min_samples, below_min=below_min
+            cm, smoothing=smoothing, alpha=alpha, min_samples=min_samples, below_min=below_min
         )
     except PosgeomError as exc:
         if suggested is None or "no samples" not in str(exc):
@@ -177,9 +179,10 @@ def analyze_counts(
     est_options = dict(estimator_options or {})
     if "coarsen" not in est_options:
         est_options.setdefault("resolution", resolution)
+    kept = cm.counts if dist.n_positions == cm.n_positions else cm.counts[dist.positions]
     estimate = pipeline_estimate(
-        counts,
-        dist.positions,
+        kept,
+        np.arange(dist.n_positions),
         estimator=estimator,
         smoothing=smoothing,
         convention=convention,
@@ -214,12 +217,8 @@ def analyze_counts(
         shepard[name] = pair_distances(enc, pairs)
     nf = None
     if noise:
-        raw = getattr(counts, "counts", counts)
         try:
-            import scipy.sparse as sp
-
-            rows = sp.csr_matrix(raw)[dist.positions]
-            nf = noise_floor(rows, method=noise, n_repeats=noise_repeats, seed=seed)
+            nf = noise_floor(kept, method=noise, n_repeats=noise_repeats, seed=seed)
         except PosgeomError as exc:
             log.warning("noise floor skipped: %s", exc)
     options = {

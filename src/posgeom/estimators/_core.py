@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom.geometry.counts import count_matrix
 
 __all__ = ["Estimator", "GeometryEstimate", "available", "get", "register"]
 
@@ -98,32 +99,16 @@ def get(name: str) -> Estimator:
 
 
 def as_count_matrix(counts: Any) -> sp.csr_matrix:
-    """``counts`` (``PositionCounts``, scipy sparse or dense ``(n, V)``) as int64 CSR."""
-    matrix = getattr(counts, "counts", counts)
-    if sp.issparse(matrix):
-        c = sp.csr_matrix(matrix)
-    else:
-        arr = np.asarray(matrix)
-        if arr.ndim != 2 or arr.dtype == object:
-            raise PosgeomError(
-                f"counts must be an (n, V) matrix of integers, got shape {arr.shape}"
-            )
-        c = sp.csr_matrix(arr)
-    if c.shape[0] < 1 or c.shape[1] < 1:
-        raise PosgeomError(f"counts are empty (shape {c.shape}); count a non-empty corpus first")
-    data = c.data
-    if data.size and (
-        not np.all(np.isfinite(data)) or data.min() < 0 or not np.array_equal(data, np.round(data))
-    ):
+    """``counts`` (``CountMatrix``, ``PositionCounts``, scipy sparse or dense ``(n, V)``) as the
+    canonical int64 CSR of :func:`posgeom.geometry.counts.count_matrix` (validated once; the
+    same object for counts normalised before), refused when it holds probabilities."""
+    cm = count_matrix(counts)
+    if not cm.integer:
         raise PosgeomError(
             "counts must be non-negative integers (the estimators model sampling noise); pass "
             "counts, not probabilities"
         )
-    out = sp.csr_matrix(c, dtype=np.int64)
-    out.sum_duplicates()
-    out.eliminate_zeros()
-    out.sort_indices()
-    return out
+    return cm.counts
 
 
 def check_samples(totals: np.ndarray, need: int, what: str, estimator: str) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.estimators._core import GeometryEstimate, as_count_matrix, get
 from posgeom.estimators.api import estimate_geometry
+from posgeom.geometry.counts import count_matrix
 
 __all__ = ["PLUGIN_COLUMNS", "estimate_mds", "pipeline_estimate", "plugin_scores"]
 
@@ -56,12 +57,8 @@ def pipeline_estimate(
             "pooling changes the positions; use posgeom.estimate_geometry(counts, pool=...) and "
             "score encodings against the estimate"
         )
-    matrix = getattr(counts, "counts", counts)
-    data = (
-        matrix.data if hasattr(matrix, "data") and hasattr(matrix, "indptr") else np.asarray(matrix)
-    )
-    integer = bool(np.all(np.asarray(data) == np.round(np.asarray(data))))
-    if estimator == "recommended" and (smoothing != "none" or not integer):
+    cm = count_matrix(counts)
+    if estimator == "recommended" and (smoothing != "none" or not cm.integer):
         return None
     if spec.name != "plugin" and smoothing != "none":
         raise PosgeomError(
@@ -72,7 +69,10 @@ def pipeline_estimate(
         k: v for k, v in opts.items() if not (k == "resolution" and _is_label(v, "auto", "full"))
     }:
         return None  # the paper's plug-in on the full vocabulary: the pipeline's own distances
-    c = as_count_matrix(counts)[np.asarray(rows, dtype=np.int64)]
+    rows = np.asarray(rows, dtype=np.int64)
+    c = as_count_matrix(cm)
+    if not np.array_equal(rows, np.arange(c.shape[0])):
+        c = c[rows]
     return estimate_geometry(c, estimator=spec.name, convention=convention, seed=seed, **opts)
 
 

@@ -121,7 +121,7 @@ def null_edge(counts: Any, scale: float, seed: int) -> float:
     with an empty half contribute ``d_i = 0``."""
     import scipy.sparse as sp
 
-    from posgeom.geometry.distributions import PositionalDistributions
+    from posgeom.geometry.distributions import PositionalDistributions, plugin_roots
     from posgeom.geometry.gram import FactoredGram
 
     c = sp.csr_matrix(counts, dtype=np.float64)
@@ -131,13 +131,7 @@ def null_edge(counts: Any, scale: float, seed: int) -> float:
     a.eliminate_zeros()
     b.eliminate_zeros()
 
-    def roots(x: sp.csr_matrix) -> sp.csr_matrix:
-        t = np.asarray(x.sum(axis=1)).ravel()
-        r = x.multiply(1.0 / np.maximum(t, 1.0)[:, None]).tocsr()
-        r.data = np.sqrt(np.maximum(r.data, 0.0))
-        return r
-
-    ra, rb = roots(a), roots(b)
+    ra, rb = plugin_roots(a), plugin_roots(b)
     both = (np.diff(ra.indptr) > 0) & (np.diff(rb.indptr) > 0)  # an empty half: d_i = 0
     d = sp.csr_matrix(sp.diags(0.5 * both) @ (ra - rb))
     n = d.shape[0]

@@ -25,8 +25,9 @@ import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, validate_params
+from posgeom.geometry.counts import count_matrix
 
-__all__ = ["PositionalDistributions", "positional_distributions"]
+__all__ = ["PositionalDistributions", "plugin_roots", "positional_distributions"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,8 +173,9 @@ def positional_distributions(
 
     Parameters
     ----------
-    counts : PositionCounts, scipy sparse or ndarray, shape (n, V)
-        Non-negative counts ``C[i, t]`` (anything with a ``.counts`` attribute is unwrapped).
+    counts : CountMatrix, PositionCounts, scipy sparse or ndarray, shape (n, V)
+        Non-negative counts ``C[i, t]``, normalised by :func:`posgeom.geometry.counts.count_matrix`
+        (once: with the default options the result is cached on the count matrix).
     smoothing : {"none", "add-alpha"}
         ``"add-alpha"`` adds ``alpha`` to every cell (Lidstone): ``(C + alpha) / (T + alpha V)``.
     alpha : float
@@ -188,10 +190,11 @@ def positional_distributions(
     -------
     PositionalDistributions
     """
-    matrix = getattr(counts, "counts", counts)
-    c = _as_csr(matrix, "counts")
-    if c.nnz and c.data.min() < 0:
-        raise PosgeomError("counts contain negative entries; counts must be non-negative")
+    cm = count_matrix(counts)
+    default = smoothing == "none" and min_samples == 1 and below_min == "flag"
+    if default and "_plugin" in cm.__dict__:  # the plug-in of these counts, made before
+        return cm.__dict__["_plugin"]
+    c = sp.csr_matrix(cm.counts, dtype=np.float64)
     if smoothing == "add-alpha" and not alpha > 0:
         raise PosgeomError(f"alpha must be > 0 for add-alpha smoothing, got {alpha}")
 
@@ -233,7 +236,7 @@ def positional_distributions(
         root = root.multiply(1.0 / np.sqrt(z)[:, None]).tocsr()
         floor = np.sqrt(alpha / z)
         used_alpha = float(alpha)
-    return PositionalDistributions(
+    out = PositionalDistributions(
         sqrt_sparse=sp.csr_matrix(root),
         sqrt_floor=floor,
         positions=positions[keep],
@@ -244,6 +247,19 @@ def positional_distributions(
         flagged=flagged,
         dropped=dropped,
     )
+    if default:
+        object.__setattr__(cm, "_plugin", out)
+    return out
+
+
+def plugin_roots(counts: sp.csr_matrix) -> sp.csr_matrix:
+    """``sqrt(X_it / T_i)`` of internal, already valid CSR counts (resamples and halves made
+    from a normalised count matrix), without a second validation; empty rows stay empty."""
+    t = np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
+    root = sp.csr_matrix(counts.multiply(1.0 / np.maximum(t, 1e-300)[:, None]), dtype=np.float64)
+    root.eliminate_zeros()
+    root.data = np.sqrt(root.data)
+    return root
 
 
 def as_distributions(data: Any) -> PositionalDistributions:

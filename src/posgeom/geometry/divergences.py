@@ -68,6 +68,7 @@ def sqrt_gram(
 ) -> np.ndarray:
     """The Gram matrix ``G = S S'^T`` of square-root distributions, i.e. ``BC`` (shape (n, m)).
 
+    ``S S^T`` is computed once per distributions object and cached (a copy is returned).
     ``S = sqrt_sparse + sqrt_floor 1^T`` (see :mod:`posgeom.geometry.distributions`), so::
 
         G = Ssp Ssp'^T + (Ssp 1) f'^T + f (Ssp' 1)^T + V f f'^T
@@ -79,8 +80,14 @@ def sqrt_gram(
             f"vocabulary sizes differ ({a.vocab_size} vs {b.vocab_size}); count both with the same "
             "tokenizer"
         )
-    if other is None:
-        gram = _self_gram(a.sqrt_sparse, dense_fraction)
+    if other is None:  # cached on the distributions (read-only); callers get a copy
+        key = f"_gram_{dense_fraction!r}"
+        cached = a.__dict__.get(key)
+        if cached is None:
+            cached = _self_gram(a.sqrt_sparse, dense_fraction)
+            cached.setflags(write=False)
+            object.__setattr__(a, key, cached)
+        gram = cached.copy()
     else:
         gram = (a.sqrt_sparse @ b.sqrt_sparse.T).toarray()
     fa, fb = a.sqrt_floor, b.sqrt_floor

@@ -28,7 +28,8 @@ import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, validate_params
-from posgeom.geometry.distributions import positional_distributions
+from posgeom.geometry.counts import count_matrix
+from posgeom.geometry.distributions import plugin_roots, positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
 
 __all__ = ["NoiseFloor", "noise_floor"]
@@ -98,9 +99,7 @@ def _resample_rows(c: sp.csr_matrix, rng: np.random.Generator) -> sp.csr_matrix:
 
 
 def _row_chords(a: sp.csr_matrix, b: sp.csr_matrix) -> np.ndarray:
-    pa = positional_distributions(a, below_min="flag", min_samples=0)
-    pb = positional_distributions(b, below_min="flag", min_samples=0)
-    diff = (pa.sqrt_sparse - pb.sqrt_sparse).tocsr()
+    diff = (plugin_roots(a) - plugin_roots(b)).tocsr()
     diff.data **= 2
     return np.sqrt(np.asarray(diff.sum(axis=1)).ravel())
 
@@ -139,12 +138,10 @@ def noise_floor(
     n_repeats : random splits or bootstrap replicates (averaged)
     seed : random seed (identical results for identical seeds)
     """
-    matrix = getattr(counts, "counts", counts)
-    c = sp.csr_matrix(matrix, dtype=np.float64)
-    c.sum_duplicates()
-    if c.nnz and (c.data.min() < 0 or not np.allclose(c.data, np.round(c.data))):
+    cm = count_matrix(counts)
+    if not cm.integer:
         raise PosgeomError("noise_floor needs non-negative integer counts, not probabilities")
-    totals = np.asarray(c.sum(axis=1)).ravel()
+    c, totals = cm.counts, cm.totals
     if np.any(totals < 2):
         first = int(np.flatnonzero(totals < 2)[0])
         raise PosgeomError(

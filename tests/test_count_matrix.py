@@ -1,0 +1,75 @@
+"""One typed input: counts are normalised once per analysis and the plug-in Gram built once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.spatial.distance import pdist, squareform
+
+import posgeom
+from posgeom import PosgeomError, analyze_counts, count_positions
+from posgeom.geometry import counts as counts_module
+from posgeom.geometry import divergences
+from posgeom.geometry.counts import CountMatrix, count_matrix
+from posgeom.synthetic import sample_counts, zipf_distributions
+
+
+def _counting(monkeypatch, module, name):
+    calls = []
+    real = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_one_analysis_normalises_once_and_builds_the_gram_once(monkeypatch):
+    mu = zipf_distributions(40, 500, seed=0)
+    counts = sample_counts(mu, np.full(40, 400), seed=1)
+    normalised = _counting(monkeypatch, counts_module, "_normalise")
+    grams = _counting(monkeypatch, divergences, "_self_gram")
+    res = analyze_counts(counts, model_dim=16)  # corrected estimate, noise floor, SMACOF
+    assert res.estimate.estimator == "corrected" and res.noise is not None
+    assert len(normalised) == 1, "the counts were validated and normalised more than once"
+    assert len(grams) == 1, "the plug-in Gram S S^T was built more than once"
+    # and the shared Gram gives the plug-in distances: scipy's pdist of sqrt(C / T)
+    c = counts.counts.toarray()
+    ref = squareform(pdist(np.sqrt(c / c.sum(axis=1, keepdims=True))))
+    np.testing.assert_allclose(res.plugin_distances, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.noise.distances, ref, rtol=0, atol=1e-12)
+
+
+def test_the_one_integer_rule_and_validation():
+    ints = count_matrix(np.array([[2, 0, 1], [0, 3, 0]]))
+    assert ints.integer and ints.counts.dtype == np.int64
+    np.testing.assert_array_equal(ints.totals, [3, 3])
+    assert count_matrix(np.array([[2.0, 1.0], [0.0, 3.0]])).integer  # whole floats: counts
+    one_hot = count_matrix(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    assert not one_hot.integer  # float rows summing to 1: distributions
+    assert count_matrix(np.array([[1, 0], [0, 1]])).integer  # integer dtype: one sample each
+    probs = count_matrix(np.array([[0.25, 0.75], [0.5, 0.5]]))
+    assert not probs.integer and probs.counts.dtype == np.float64
+    with pytest.raises(PosgeomError, match="negative"):
+        count_matrix(np.array([[1, -1]]))
+    with pytest.raises(PosgeomError, match="NaN"):
+        count_matrix(np.array([[1.0, np.nan]]))
+    with pytest.raises(PosgeomError, match="empty"):
+        count_matrix(np.zeros((0, 3)))
+
+
+def test_a_count_matrix_is_recognised_not_revalidated(monkeypatch):
+    seqs = [np.arange(k) % 7 for k in [9] * 30 + [5] * 10]
+    pc = count_positions(seqs, max_positions=9)
+    cm = count_matrix(pc)
+    assert isinstance(cm, CountMatrix) and cm.provenance["n_sequences"] == 40
+    assert not cm.counts.data.flags.writeable  # read-only: what is cached on it stays true
+    calls = _counting(monkeypatch, counts_module, "_normalise")
+    assert count_matrix(cm) is cm and count_matrix(cm.counts) is cm
+    assert posgeom.positional_distributions(cm) is posgeom.positional_distributions(cm.counts)
+    assert not calls
+    fresh = count_matrix(sp.csr_matrix(pc.counts))  # another matrix: validated again
+    assert fresh is not cm and len(calls) == 1
