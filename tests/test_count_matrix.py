@@ -32,10 +32,17 @@ def test_one_analysis_normalises_once_and_builds_the_gram_once(monkeypatch):
     counts = sample_counts(mu, np.full(40, 400), seed=1)
     normalised = _counting(monkeypatch, counts_module, "_normalise")
     grams = _counting(monkeypatch, divergences, "_self_gram")
-    res = analyze_counts(counts, model_dim=16)  # corrected estimate, noise floor, SMACOF
+    res = analyze_counts(counts, model_dim=16, resolution="full")  # corrected, noise, SMACOF
     assert res.estimate.estimator == "corrected" and res.noise is not None
     assert len(normalised) == 1, "the counts were validated and normalised more than once"
     assert len(grams) == 1, "the plug-in Gram S S^T was built more than once"
+    # at a coarser resolution the estimate is the geometry of other (coarsened) counts: those are
+    # normalised and their Gram built once more, once
+    normalised.clear()
+    grams.clear()
+    coarse = analyze_counts(counts, model_dim=16, resolution="top:50")
+    assert coarse.estimate.resolution == "top:50"
+    assert len(normalised) == 2 and len(grams) == 2
     # and the shared Gram gives the plug-in distances: scipy's pdist of sqrt(C / T)
     c = counts.counts.toarray()
     ref = squareform(pdist(np.sqrt(c / c.sum(axis=1, keepdims=True))))

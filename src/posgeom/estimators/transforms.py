@@ -64,7 +64,11 @@ def coarsen_counts(counts: sp.csr_matrix, spec: Any) -> tuple[sp.csr_matrix, dic
 
 
 def apply_classes(counts: sp.csr_matrix, classes: np.ndarray) -> sp.csr_matrix:
-    """``C'[i, k] = sum_{t: classes[t] = k} C[i, t]``; ``classes``: dense ids ``0 .. k-1``."""
+    """``C'[i, k] = sum_{t: classes[t] = k} C[i, t]``; ``classes``: dense ids ``0 .. k-1``.
+    The identity map returns ``counts`` itself (the same object: a full-resolution estimate
+    shares the analysis's normalised counts, their plug-in distributions and Gram)."""
+    if classes.size == counts.shape[1] and np.array_equal(classes, np.arange(classes.size)):
+        return counts
     n_classes = int(classes.max(initial=-1)) + 1
     onehot = sp.csr_matrix(
         (np.ones(classes.size, dtype=np.int64), (np.arange(classes.size), classes)),
