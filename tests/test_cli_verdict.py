@@ -41,7 +41,7 @@ def test_demo_verdict_matches_its_summary(tmp_path, capsys):
     summary = json.loads((tmp_path / "d" / "summary.json").read_text())
     share = summary["noise_floor"]["trusted_pair_share"]
     assert f"{100 * share:.0f}% of pairs above twice the noise floor" in line
-    assert "target D: plugin estimator" in line
+    assert "target D: plugin estimator, geometry of the full vocabulary" in line
     assert "stability not measured: count with --bootstrap B" in line
 
 
@@ -63,8 +63,10 @@ def test_compare_verdict_follows_the_bootstrap_intervals(tmp_path, capsys):
     result = json.loads((out_dir / "comparison.json").read_text())
     first, second = _ranked(result["table"])[:2]
     assert f"closest in shape: {first['encoding']}, then {second['encoding']}" in line
-    apart = first["scale_optimal_ci"][1] < second["scale_optimal_ci"][0]
-    assert ("not separated by the intervals" in line) == (not apart)
+    # separated: the interval of the paired difference of the two stresses excludes 0
+    top = result["uncertainty"]["candidates"]["neighbours"][0]
+    assert top["pair"] == [first["encoding"], second["encoding"]]
+    assert ("not separated" in line) == (top["difference"][0] <= 0)
     assert f"target D: {result['options']['estimator']} estimator" in line
 
 

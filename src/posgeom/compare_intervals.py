@@ -7,7 +7,9 @@ encodings of a comparison and on the ``"fitted"`` families refitted per replicat
 interval), and writes into every row the schema's
 ``<key>_ci = [low, high]`` for ``paper``, ``stress1``, ``scale_optimal``, ``raw`` and
 ``violation_rate``, plus ``p_first`` (the share of replicates in which the encoding is ranked
-first by scale-optimal stress). Counts: ``posgeom count --bootstrap B`` (or
+first by scale-optimal stress, among every row). The summary's ``candidates`` are the same
+statistics over the candidates only (:func:`posgeom.reports.verdict_inputs.candidate_ranking`:
+the MDS fits of ``D`` and the baselines aside), which the verdict reads. Counts: ``posgeom count --bootstrap B`` (or
 ``count_positions(..., bootstrap=B)``); the intervals are the module's default (bias-aware, 95%).
 """
 
@@ -82,7 +84,14 @@ def attach_intervals(
             row[f"{kind}_ci"] = [u.stress[kind].low, u.stress[kind].high]
         row["violation_rate_ci"] = [u.violation_rate.low, u.violation_rate.high]
         row["p_first"] = u.p_first
+    from posgeom.reports.verdict_inputs import candidate_ranking
+
+    names = list(bs.encodings)
+    point = np.array([bs.encodings[n].stress[bs.rank_by].estimate for n in names])
     return {
+        "candidates": candidate_ranking(
+            names, point, bs.replicate_ranking, level=bs.level, method=bs.method
+        ),
         "n_replicates": bs.n_replicates,
         "level": bs.level,
         "method": bs.method,

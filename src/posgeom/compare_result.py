@@ -21,9 +21,10 @@ from posgeom._version import __version__
 from posgeom.artifacts import json_default
 from posgeom.embed._inputs import check_distance_matrix
 from posgeom.estimators._pipeline import PLUGIN_COLUMNS
-from posgeom.estimators.resolution import describe_resolution
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
 from posgeom.reports.schema import HEAD_COLUMNS, heads_by_family
+from posgeom.reports.verdict import verdict_block
+from posgeom.reports.verdict_inputs import VerdictInputs, target_phrase
 
 __all__ = ["ComparisonResult", "StationarityResult", "stationarity"]
 
@@ -170,9 +171,9 @@ class ComparisonResult:
     def summary(self) -> dict[str, Any]:
         """The JSON form: conventions, options, geometry summary, table, heads, rank curve."""
         geom = self.pipeline.summary()
-        geom.pop("scores", None)
-        geom.pop("rank_curve", None)
-        return {
+        for key in ("scores", "rank_curve", "verdict"):  # the table's, below
+            geom.pop(key, None)
+        out = {
             "posgeom_version": __version__,
             "kind": "posgeom_comparison",
             "options": self.options,
@@ -183,6 +184,8 @@ class ComparisonResult:
             "stationarity": self.stationarity.summary(),
             **({"uncertainty": self.uncertainty} if self.uncertainty else {}),
         }
+        out["verdict"] = verdict_block(self.report_kind, out)
+        return out
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`summary` as JSON text."""
@@ -211,14 +214,21 @@ class ComparisonResult:
         """The table, the ALiBi heads, the rank experiment and the stationarity diagnostic."""
         o = self.options
         d = self.pipeline.distributions
+        verdict = self.summary()["verdict"]
+        vi = VerdictInputs.from_dict(verdict["inputs"])
         lines = [
             f"n = {o['n_positions']} positions, d = {o['model_dim']}, Hellinger convention: "
             f"{o['convention']} (paper stress = sum (delta - D)^2 / sum D^2 over i < j, no "
             "rescaling; scale-optimal stress after the best rescaling alpha*).",
-            f"Target D: estimator {o.get('estimator', 'plugin')} (posgeom.estimate_geometry), "
-            f"geometry of {describe_resolution(o.get('resolution', 'full'))}"
+            f"{target_phrase(vi)} (posgeom.estimate_geometry)"
             + ("; the plug-in (the paper's) is shown beside it." if self._beside() else "."),
         ]
+        u = self.uncertainty
+        if u:
+            lines.append(
+                f"Intervals: {100 * u['level']:.0f}% {u['method']} over {u['n_replicates']} "
+                "bootstrap replicates of the counts, the target re-estimated on each."
+            )
         if np.all(np.isfinite(d.totals)) and self.options.get("input") == "counts":
             lines.append(
                 f"Samples per position: min {np.min(d.totals):.6g}, median "
@@ -250,6 +260,8 @@ class ComparisonResult:
             f"Stationarity: R^2 of D against the best function of |i - j| (Toeplitz) = "
             f"{s.toeplitz_r2:.4f}; against the best non-decreasing function of |i - j| = "
             f"{s.monotone_r2:.4f}.",
+            "",
+            verdict["line"],
         ]
         return "\n".join(lines) + "\n"
 

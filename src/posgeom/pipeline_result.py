@@ -19,11 +19,12 @@ from posgeom.embed.refine import RefinedEmbedding
 from posgeom.estimators._pipeline import (
     PLUGIN_COLUMNS,
 )
-from posgeom.estimators.resolution import describe_resolution
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.geometry.noise import NoiseFloor
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
 from posgeom.reports.schema import conventions
+from posgeom.reports.verdict import verdict_block
+from posgeom.reports.verdict_inputs import VerdictInputs, target_phrase
 
 __all__ = ["PipelineResult"]
 
@@ -93,9 +94,7 @@ class PipelineResult:
             },
             "scores": self.scores,
             "rank_curve": self.rank_curve,
-            "estimator": self.estimate.summary()
-            if self.estimate is not None
-            else {"estimator": "plugin", "convention": self.options["convention"]},
+            "estimator": self._estimator_summary(),
         }
         if self.heads:
             out["heads"] = self.heads
@@ -121,14 +120,28 @@ class PipelineResult:
                 ),
                 "untrusted_positions": d.positions[nf.untrusted_positions()].tolist(),
             }
+        out["verdict"] = verdict_block(self.report_kind, out)
+        return out
+
+    def _estimator_summary(self) -> dict[str, Any]:
+        """The target's estimator and its resolution (the token classes it identifies)."""
+        if self.estimate is None:
+            return {
+                "estimator": "plugin",
+                "convention": self.options["convention"],
+                "resolution": "full",
+            }
+        out = dict(self.estimate.summary())
+        out.setdefault("resolution", getattr(self.estimate, "resolution", None))
         return out
 
     def markdown_table(self) -> str:
         """``table.md``: the settings line, the score table and the rank curve."""
+        verdict = self.summary()["verdict"]
+        vi = VerdictInputs.from_dict(verdict["inputs"])
         lines = [
             f"Hellinger convention: {self.options['convention']}; n = {self.distances.shape[0]} "
-            f"positions, d = {self.mds.model_dim}; estimator: {self.options['estimator']}; "
-            f"geometry of {describe_resolution(self.options.get('resolution', 'full'))}.",
+            f"positions, d = {self.mds.model_dim}. {target_phrase(vi)}.",
             "",
             *score_table(self.scores),
         ]
@@ -140,6 +153,7 @@ class PipelineResult:
         if self.rank_curve:
             lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
             lines += rank_table(self.rank_curve)
+        lines += ["", verdict["line"]]
         return "\n".join(lines) + "\n"
 
     def report_arrays(self) -> dict[str, np.ndarray]:

@@ -49,7 +49,7 @@ def test_analyze_counts_scores_against_the_estimate_with_the_plugin_beside(count
     assert res.scores["mds"]["paper"] < 1e-20
     assert max(row["explained_variance"] for row in res.rank_curve) <= 1.0 + 1e-12
     table = res.markdown_table()
-    assert "estimator: corrected" in table and "plug-in geometry" in table
+    assert "Target D: corrected estimator" in table and "plug-in geometry" in table
     plugin_run = analyze_counts(counts, model_dim=16, noise=None, estimator="plugin")
     np.testing.assert_array_equal(plugin_run.distances, plug)
     assert (
@@ -87,7 +87,7 @@ def test_compare_encodings_rows_name_both_targets(counts):
     )
     assert res.options["estimator"] == "corrected"
     md = res.to_markdown()
-    assert "estimator corrected" in md and "Against the plug-in geometry" in md
+    assert "Target D: corrected estimator" in md and "Against the plug-in geometry" in md
 
 
 def test_a_ready_estimate_is_a_target(counts):
@@ -129,7 +129,7 @@ def test_cli_estimator_option(counts, tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["options"]["estimator"] == "corrected"
     assert summary["estimator"]["estimator"] == "corrected" and "plugin_scores" in summary
-    assert "estimator: corrected" in (out / "table.md").read_text()
+    assert "Target D: corrected estimator" in (out / "table.md").read_text()
     bad = tmp_path / "bad"
     assert main(["-q", "geometry", str(path), "--estimator", "nope", "-o", str(bad)]) == 2
     assert "unknown estimator 'nope'" in capsys.readouterr().err

@@ -103,9 +103,32 @@ def test_rank_curve_labels_parameter_counts(comparison):
     fig = F.rank_curve(curve)
     (ax,) = fig.axes
     texts = [t.get_text() for t in ax.texts]
-    assert texts == [f"{c['parameters']:,}" for c in curve]
-    np.testing.assert_allclose(ax.lines[0].get_ydata(), [c["paper"] for c in curve])
+    shown = sorted(F._label_every(len(curve), F.RANK_LABELS))
+    assert texts == [f"{curve[k]['parameters']:,}" for k in shown if curve[k]["paper"] > 0]
+    paper = np.array([c["paper"] for c in curve])  # log axis: exact zeros are not drawn
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), np.where(paper > 0, paper, np.nan))
     assert "r(n+d)" in ax.get_xlabel()
+
+
+def test_rank_curve_labels_of_a_long_curve_do_not_overlap():
+    # 32 ranks as for IMDB (n = 512, d = 768): a falling curve, parameters r (n + d)
+    curve = [
+        {"rank": r, "paper": 0.7 / r**1.5, "parameters": r * 1280, "full_parameters": 393216}
+        for r in range(1, 33)
+    ]
+    fig = F.rank_curve(curve)
+    (ax,) = fig.axes
+    assert len(ax.texts) == F.RANK_LABELS
+    assert {t.get_text() for t in ax.texts} >= {"1,280", "40,960"}  # first and last kept
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert all(b.width > 1 for b in boxes)
+    for a in range(len(boxes)):
+        for b in range(a + 1, len(boxes)):
+            assert not boxes[a].overlaps(boxes[b]), (ax.texts[a].get_text(), ax.texts[b].get_text())
 
 
 def test_shepard_points_are_the_pairs(comparison):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -115,6 +116,16 @@ def test_the_reproduction_folder_is_read_as_one():
 def test_report_of_the_reproduction_folder(tmp_path):
     page = report(REPO / "docs", tmp_path / "repro.html").read_text()
     assert page.count("<h2>reproduction") == 0 and "sst2_sentence" in page
+    # the claim tables of REPRODUCTION.md ("paper vs ours", "does the conclusion survive")
+    md = (REPO / "docs" / "REPRODUCTION.md").read_text()
+    for heading in ("The paper's claims, ours beside them", "Which conclusions survive"):
+        assert heading in md and html.escape(heading) in page
+    claims = md.split("## The paper's claims")[1].split("## Which settings")[0]
+    rows = [line for line in claims.splitlines() if line.startswith("| ")]
+    assert len(rows) > 20
+    for line in rows:  # every cell of both tables is in the page, escaped
+        for c in line.strip().strip("|").split(" | "):
+            assert html.escape(c.strip()) in page, c
     assert (tmp_path / "repro_figures" / "sst2_sentence_stress.svg").exists()
 
 
@@ -208,8 +219,8 @@ def test_bootstrap_counts_give_intervals_in_rows_figure_and_verdict(tmp_path):
         assert result.row(name)["scale_optimal_ci"] == pytest.approx([iv.low, iv.high])
     assert result.uncertainty["n_replicates"] == 20
     page = report(result, tmp_path / "r.html").read_text()
-    assert "bootstrap replicates the ranking agrees" in page
-    assert "intervals overlap" in page or "ranking is stable" in page
+    assert "bootstrap replicates the candidates&#x27; ranking" in page
+    assert "ranking is not stable" in page or "ranking is stable" in page
 
 
 def test_comparison_report_shows_the_plugin_beside_the_estimate(

@@ -1,19 +1,20 @@
-"""The one-line verdict every command that prints scores ends with (see
-:func:`posgeom.reports.verdict.one_line` for the rules)."""
+"""The one-line verdict of ``posgeom score`` (bare score rows: no corpus, so no noise floor).
+
+Commands with a result object print the verdict their result's summary stores (the last line of
+its table); see :func:`posgeom.reports.verdict.one_line` for the rules and
+:mod:`posgeom.reports.verdict_inputs` for what it reads."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
-def verdict_line(result: Any, *, estimator: str | None = None) -> str:
-    """``verdict: ...`` for a result object (pipeline, comparison, model analysis) or for bare
-    score rows (``posgeom score``: no corpus, so no noise floor; ``estimator``: the target's, when
+def verdict_line(rows: Mapping[str, Mapping[str, Any]], *, estimator: str | None = None) -> str:
+    """``verdict: ...`` for score rows ``{encoding: scores}`` (``estimator``: the target's, when
     known)."""
     from posgeom.reports.verdict import one_line
-    from posgeom.reports.view import ResultView, view_of
+    from posgeom.reports.verdict_inputs import verdict_inputs
 
-    if isinstance(result, list):
-        geometry = {"estimator": {"estimator": estimator}} if estimator else {}
-        return one_line(ResultView("score", "scores", rows=result, geometry=geometry))
-    return one_line(view_of(result))
+    summary = {"scores": dict(rows), "estimator": {"estimator": estimator} if estimator else {}}
+    return one_line(verdict_inputs("score", summary))

@@ -10,7 +10,6 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom.cli._options import add_pipeline_arguments
-from posgeom.cli._verdict import verdict_line
 from posgeom.cli.geometry_commands import add_report_argument
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 
@@ -80,8 +79,7 @@ def _compare(args: argparse.Namespace) -> int:
         result.write(tmp)
         if args.counts is None and hasattr(counts, "save"):
             counts.save(tmp / "counts.npz")
-    print(result.to_markdown())
-    print(verdict_line(result))
+    print(result.to_markdown(), end="")  # ends with the verdict line
     files = "comparison.json, comparison.md, arrays.npz" + (", report.html" if args.report else "")
     print(f"results in {args.output}/ ({files})")
     return 0

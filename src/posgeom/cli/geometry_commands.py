@@ -123,8 +123,7 @@ def _analyze_and_save(
         result.write(tmp)
         if hasattr(counts, "save"):
             counts.save(tmp / "counts.npz")
-    print(result.markdown_table())
-    print(verdict_line(result))
+    print(result.markdown_table(), end="")  # ends with the verdict line
     files = "summary.json, arrays.npz, table.md" + (", report.html" if report else "")
     print(f"results in {args.output}/ ({files})")
     return result
@@ -162,8 +161,7 @@ def _demo(args: argparse.Namespace) -> int:
         _analyze_and_save(lambda: counts, args)
         return 0
     result = _analyze(counts, args)
-    print(result.markdown_table())
-    print(verdict_line(result))
+    print(result.markdown_table(), end="")  # ends with the verdict line
     return 0
 
 
@@ -232,7 +230,7 @@ def _score(args: argparse.Namespace) -> int:
         return 0
     print("\n".join(score_table(rows)))
     estimator = _target_estimator(args.target, args.target_key)
-    print(verdict_line([{"encoding": k, **v} for k, v in rows.items()], estimator=estimator))
+    print(verdict_line(rows, estimator=estimator))
     return 0
 
 

@@ -23,7 +23,6 @@ from posgeom.cli._options import (
     add_noise_argument,
     add_resolution_argument,
 )
-from posgeom.cli._verdict import verdict_line
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -210,7 +209,6 @@ def _analyze_model(args: argparse.Namespace) -> int:
             f"note: {n_trunc} sequences were longer than {result.options['sequence_limit']} "
             "tokens and were cut to that length (--on-long truncate)"
         )
-    print(result.markdown())
     peaks = result.peaks()
     so = peaks.get("stress_scale_optimal")
     if so:
@@ -219,7 +217,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
             f"at layer {so['min_layer']} ({so['min']:.4g}); variance explained by position "
             f"peaks at layer {peaks['variance_explained']['max_layer']}"
         )
-    print(verdict_line(result))
+    print(result.markdown(), end="")  # ends with the verdict line
     print(
         f"results in {out}/ (summary.json, arrays.npz, table.md, counts.npz"
         + ("" if args.no_plot else ", stress_per_layer.png")

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 
 from posgeom._version import __version__
-from posgeom.estimators.resolution import describe_resolution
 from posgeom.models.mechanisms import PositionalMechanism
 from posgeom.reports.markdown import markdown_table, score_table
 from posgeom.reports.schema import LAYER_COLUMNS
+from posgeom.reports.verdict import verdict_block
+from posgeom.reports.verdict_inputs import VerdictInputs, target_phrase
 
 __all__ = ["LayerwiseSignal", "ModelAnalysis"]
 
@@ -137,12 +138,26 @@ class ModelAnalysis:
         """The estimator of the target (``"plugin"``: the paper's plug-in chord)."""
         return "plugin" if self.target_geometry is None else self.target_geometry.estimator
 
+    @property
+    def target_resolution(self) -> str | None:
+        """The token classes the target identifies (``"full"`` for the plug-in; ``None`` when
+        the estimate does not record it)."""
+        if self.target_estimator == "plugin":
+            return "full"
+        return getattr(self.target_geometry.estimate, "resolution", None)
+
     report_kind = "analyze-model"  # rendered by posgeom.reports (report(), Jupyter)
     report_title = "model analysis"
 
     def report_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays a report draws (the geometry's: D, totals, MDS, noise floor)."""
-        return self.geometry.report_arrays()
+        """The arrays a report draws (the geometry's: totals, MDS, noise floor; ``hellinger``
+        the target, the plug-in beside it: :func:`posgeom.reports.view.target_arrays`)."""
+        from posgeom.reports.view import target_arrays
+
+        arrays = dict(self.geometry.report_arrays())
+        if self.target_estimator != "plugin":
+            arrays["target"] = self.target
+        return target_arrays(arrays)
 
     def _repr_html_(self) -> str:
         from posgeom.reports import repr_html
@@ -208,7 +223,9 @@ class ModelAnalysis:
     def summary(self) -> dict[str, Any]:
         counts = self.counts
         totals = np.asarray(counts.totals)
-        return {
+        geometry = self.geometry.summary()
+        geometry.pop("verdict", None)  # the plug-in pipeline's; the analysis's own is below
+        out = {
             "posgeom_version": __version__,
             "model": {"name": self.model_name, **self.model_info},
             "mechanisms": [m.summary() for m in self.mechanisms],
@@ -255,9 +272,12 @@ class ModelAnalysis:
             },
             "position_encodings_target": self.target_scores,
             "layer_intervals": {k: v.as_dict() for k, v in (self.layer_intervals or {}).items()},
-            "geometry": self.geometry.summary(),
+            "geometry": geometry,
+            "target_resolution": self.target_resolution,
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
         }
+        out["verdict"] = verdict_block(self.report_kind, out)
+        return out
 
     def markdown(self) -> str:
         """``table.md``: the per-layer table and the scores of the position encodings."""
@@ -271,10 +291,10 @@ class ModelAnalysis:
             f"{corpus['samples_per_position']['max']}; special tokens "
             + ("counted" if self.options["include_special"] else "excluded (re-indexed)")
             + (f"; {corpus['n_truncated']} sequences truncated" if corpus["n_truncated"] else "")
-            + f". Target: Hellinger chord distances, {self.target_estimator} estimate, geometry "
-            + f"of {describe_resolution(self.options.get('resolution', 'full'))}"
-            + ("" if self.target_estimator == "plugin" else " (plug-in scores beside)")
-            + ".",
+            + f". {target_phrase(VerdictInputs.from_dict(s['verdict']['inputs']))} (Hellinger "
+            "chord distances"
+            + ("" if self.target_estimator == "plugin" else "; plug-in scores beside")
+            + ").",
             "",
             "Mechanisms: " + "; ".join(s["mechanisms"]),
             "",
@@ -287,6 +307,7 @@ class ModelAnalysis:
             lines += score_table(self.target_scores)
         lines += ["", "## Encodings against the corpus geometry (plug-in)", ""]
         lines += score_table(self.geometry.scores)
+        lines += ["", s["verdict"]["line"]]
         return "\n".join(lines) + "\n"
 
     def _layer_table(self, rows: list[dict[str, Any]]) -> list[str]:

@@ -8,7 +8,7 @@
 * :mod:`~posgeom.reports.schema` — the score-row and rank-curve schema and the conventions text;
 * :mod:`~posgeom.reports.markdown` — the one Markdown table renderer.
 
-Layout: ``schema`` (numpy only) <- ``markdown`` <- ``view`` (folders) <- ``verdict`` <-
+Layout: ``schema`` (numpy only) <- ``markdown``, ``verdict_inputs`` <- ``view`` (folders) <- ``verdict`` <-
 ``figures`` (matplotlib, extra ``plot``) <- ``html`` <- this module.
 """
 

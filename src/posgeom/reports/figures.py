@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 HEATMAP_MAX = 512  # larger matrices are shown as block means (and the figure says so)
+RANK_LABELS = 8  # parameter labels on a rank curve (more overlap at the figure's width)
 _RANGE = {"chord": "chord, in [0, √2]", "normalized": "normalized, in [0, 1]"}
 
 
@@ -227,9 +228,18 @@ def stress_bars(rows: Sequence[Mapping[str, Any]]) -> Any:
     return fig
 
 
+def _label_every(count: int, most: int) -> set[int]:
+    """Indices of at most ``most`` evenly spaced points out of ``count`` (first and last kept),
+    so that labels of neighbouring points never overlap."""
+    if count <= most:
+        return set(range(count))
+    return {round(float(x)) for x in np.linspace(0, count - 1, most)}
+
+
 def rank_curve(curve: Sequence[Mapping[str, Any]]) -> Any:
-    """Paper and scale-optimal stress of the rank-``r`` MDS encoding against ``r``, each point
-    labelled with its parameter count ``r (n + d)`` (``n d`` for the full table)."""
+    """Paper and scale-optimal stress of the rank-``r`` MDS encoding against ``r``; at most
+    :data:`RANK_LABELS` evenly spaced points are labelled with their parameter count
+    ``r (n + d)`` (``n d`` for the full table), so the labels do not overlap."""
     r = np.array([c["rank"] for c in curve])
     fig = _figure(6.4, 4.0)
     ax = fig.subplots()
@@ -241,8 +251,9 @@ def rank_curve(curve: Sequence[Mapping[str, Any]]) -> Any:
         if np.any(v > 0):
             ax.semilogy(r, np.where(v > 0, v, np.nan), style, ms=4, label=label)
     paper = np.array([_finite_or_nan(c.get("paper")) for c in curve])
-    for ri, p, c in zip(r, paper, curve, strict=False):
-        if p > 0 and "parameters" in c:
+    labelled = _label_every(len(curve), RANK_LABELS)
+    for k, (ri, p, c) in enumerate(zip(r, paper, curve, strict=False)):
+        if k in labelled and p > 0 and "parameters" in c:
             ax.annotate(
                 f"{c['parameters']:,}",
                 (ri, p),
@@ -255,7 +266,8 @@ def rank_curve(curve: Sequence[Mapping[str, Any]]) -> Any:
     ax.set_xlabel("rank r of P = A Bᵀ (labels: parameters r(n+d))")
     ax.set_ylabel("stress against D (log)")
     ax.set_title("rank curve" + (f" (full table n d = {full:,})" if full else ""))
-    ax.legend(fontsize=8)
+    if ax.lines:
+        ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig
 

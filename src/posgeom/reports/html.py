@@ -26,8 +26,9 @@ from posgeom.reports.schema import (
     SCORE_COLUMNS,
     Column,
     heads_by_family,
+    with_interval_text,
 )
-from posgeom.reports.verdict import verdict
+from posgeom.reports.verdict import rank_curve_caption, verdict
 
 __all__ = ["RenderedFigure", "figure_groups", "figures_of", "html_table", "render_html"]
 
@@ -70,9 +71,7 @@ def _trusted(view: Any) -> np.ndarray | None:
 
 
 def _estimator(view: Any) -> str:
-    est = view.geometry.get("estimator")
-    name = est.get("estimator") if isinstance(est, dict) else None
-    return str(name or view.settings.get("estimator") or "estimate")
+    return str((view.verdict.estimator if view.verdict else None) or "estimate")
 
 
 def _shepard_deltas(a: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -132,7 +131,11 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
     if view.rows:
         yield "stress", HOW_TO_READ["scale_optimal"], lambda: F.stress_bars(view.rows)
     if view.rank_curve:
-        yield "rank_curve", HOW_TO_READ["rank_curve"], lambda: F.rank_curve(view.rank_curve)
+        yield (
+            "rank_curve",
+            rank_curve_caption(view.rank_curve),
+            lambda: F.rank_curve(view.rank_curve),
+        )
     deltas = _shepard_deltas(a)
     if deltas and "shepard_pairs" in a and "hellinger" in a:
         i, j = a["shepard_pairs"]
@@ -211,7 +214,9 @@ def _tables(view: Any) -> list[str]:
     if view.layers:
         out += ["<h2>Layer by layer</h2>", html_table(view.layers, LAYER_COLUMNS)]
     if view.rows:
-        out += ["<h2>Scores</h2>", html_table(view.rows, SCORE_COLUMNS)]
+        against = view.verdict.estimator if view.verdict else None
+        title = f"Scores against the {against} target" if against else "Scores"
+        out += [f"<h2>{_esc(title)}</h2>", html_table(with_interval_text(view.rows), SCORE_COLUMNS)]
     for fam, rows in heads_by_family(view.heads).items():
         out += [f"<h3>{_esc(fam)}, every head</h3>", html_table(rows, HEAD_COLUMNS)]
     if view.rank_curve:
@@ -262,6 +267,10 @@ def _body(view: Any, figures: Sequence[RenderedFigure], level: int = 1) -> list[
             f'<div class="missing"><b>Not in this folder</b> (the report shows what is: '
             f"{_esc(present)}):<ul>{items}</ul></div>"
         )
+    for heading, header, rows in view.claims:  # a reproduction: REPRODUCTION.md's claim tables
+        head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+        parts.append(f"<h2>{_esc(heading)}</h2><table><tr>{head}</tr>{body}</table>")
     if view.settings:
         rows = "".join(
             f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in view.settings.items()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from posgeom.reports.schema import RANK_COLUMNS, SCORE_COLUMNS, Column
+from posgeom.reports.schema import RANK_COLUMNS, SCORE_COLUMNS, Column, with_interval_text
 
 __all__ = ["cell", "markdown_table", "rank_table", "score_table"]
 
@@ -58,7 +58,7 @@ def score_table(scores: Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, 
         rows = [{"encoding": name, **s} for name, s in scores.items()]
     else:
         rows = list(scores)
-    return markdown_table(rows, SCORE_COLUMNS)
+    return markdown_table(with_interval_text(rows), SCORE_COLUMNS)
 
 
 def rank_table(curve: Sequence[Mapping[str, Any]]) -> list[str]:

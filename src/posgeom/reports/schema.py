@@ -41,6 +41,7 @@ __all__ = [
     "conventions",
     "heads_by_family",
     "interval",
+    "with_interval_text",
 ]
 
 Column = tuple[str, str, str]  # (key, header, format spec)
@@ -50,6 +51,7 @@ SCORE_COLUMNS: tuple[Column, ...] = (
     ("paper", "paper stress", ".4g"),
     ("stress1", "stress-1", ".4g"),
     ("scale_optimal", "scale-optimal stress", ".4g"),
+    ("scale_optimal_interval", "scale-optimal interval", "s"),
     ("scale", "alpha*", ".4g"),
     ("violation_rate", "violation rate", ".3f"),
     ("separation", "separation", ".3g"),
@@ -143,8 +145,10 @@ HOW_TO_READ: dict[str, str] = {
     "noise": "The noise floor is the distance that sampling alone would put between two samples "
     "of one position. Pairs above twice their floor are trusted; the rest of D is noise and no "
     "encoding should be judged on it.",
-    "rank_curve": "The rank curve is the stress of the rank-r MDS encoding: the rank where it "
-    "flattens is how many dimensions the corpus's positional geometry really has.",
+    "rank_curve": "The rank curve is the stress of the rank-r MDS encoding against D: where it "
+    "falls and then flattens, the rank where it flattens is how many dimensions the positional "
+    "geometry has; where it rises again after a lowest rank (U-shaped), the extra coordinates "
+    "fit the part of D no Euclidean map holds (the caption under each curve says which).",
     "stationarity": "Stationarity R^2 is how much of D is a function of |i - j| alone; ALiBi, RoPE "
     "and sinusoidal are such functions, so 1 - R^2 is the part they cannot fit.",
     "layers": "Per layer, R^2 is the share of hidden-state variance explained by position, and "
@@ -167,3 +171,13 @@ def interval(row: Mapping[str, Any], key: str) -> tuple[float, float] | None:
         return None
     low, high = float(ci[0]), float(ci[1])
     return (low, high) if np.isfinite(low) and np.isfinite(high) else None
+
+
+def with_interval_text(rows: Any) -> list[dict[str, Any]]:
+    """Score rows with ``scale_optimal_interval`` = ``"[low, high]"`` (4 significant digits)
+    where a row has ``scale_optimal_ci``: the text the tables show (Markdown and HTML alike)."""
+    out = []
+    for r in rows:
+        ci = interval(r, "scale_optimal")
+        out.append({**r, "scale_optimal_interval": f"[{ci[0]:.4g}, {ci[1]:.4g}]"} if ci else r)
+    return out

@@ -7,33 +7,45 @@ Rules (stated so a reader can check them):
   (``noise_floor.trusted_pair_share``). ``share >= 0.8``: most of the geometry is above the noise;
   ``0.3 <= share < 0.8``: part of it; below: most of it is sampling noise. The floor falls like
   ``1 / sqrt(samples)``, so halving it needs about four times the data.
-* **Ranking.** Encodings are ranked by scale-optimal stress (shape). With intervals
-  (``scale_optimal_ci``, from the bootstrap) two neighbours are *separated* when their intervals
-  do not overlap; the ranking is stable when every neighbour pair is. Without intervals the
-  verdict says the stability is not measured and gives the relative gap of the top two.
+* **Ranking.** Candidates (:func:`~posgeom.reports.verdict_inputs.is_candidate`) are ranked by
+  scale-optimal stress (shape). With bootstrap replicates two neighbours are *separated* when the
+  interval (same level and method as the scores') of the difference of their stresses, from the
+  paired replicate differences (the two scores of one replicate share its noise), excludes 0;
+  without those (folders written before), when their own intervals do not overlap.
+  The ranking is stable when every neighbour pair is separated. Without intervals the verdict
+  says the stability is not measured and gives the relative gap of the top two.
+
+Everything here reads one :class:`~posgeom.reports.verdict_inputs.VerdictInputs`.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from posgeom.encodings import families_with_role, role_of
-from posgeom.estimators.resolution import describe_resolution
 from posgeom.reports.schema import interval
+from posgeom.reports.verdict_inputs import VerdictInputs, baselines, target_phrase, verdict_inputs
 
-__all__ = ["noise_verdict", "one_line", "ranking_verdict", "verdict"]
+__all__ = [
+    "noise_verdict",
+    "one_line",
+    "rank_curve_caption",
+    "ranking_verdict",
+    "verdict",
+    "verdict_block",
+]
 
 
-def noise_verdict(noise: dict[str, Any] | None, samples: dict[str, Any] | None) -> list[str]:
-    """Sentences on the noise floor (empty when no noise floor was estimated)."""
-    if not noise:
+def noise_verdict(vi: VerdictInputs) -> list[str]:
+    """Sentences on the noise floor."""
+    if vi.noise_share is None:
         return [
             "No noise floor was estimated (input without counts, or --noise none), so how much "
             "of the geometry is sampling noise is unknown."
         ]
-    share = float(noise.get("trusted_pair_share", 0.0))
-    untrusted = list(noise.get("untrusted_positions", []))
+    share = vi.noise_share
+    untrusted = list(vi.untrusted_positions)
     if share >= 0.8:
         head = f"Most of the geometry is above the noise: {100 * share:.0f}% of position pairs are "
     elif share >= 0.3:
@@ -46,7 +58,7 @@ def noise_verdict(noise: dict[str, Any] | None, samples: dict[str, Any] | None) 
         what = "position has" if len(untrusted) == 1 else "positions have"
         out.append(f"{len(untrusted)} {what} mostly untrusted distances: {shown}.")
     if share < 0.8:
-        low = (samples or {}).get("min")
+        low = vi.samples_min
         more = f" (the fewest samples at a position: {low:g})" if low is not None else ""
         out.append(
             "What to do: more data (the floor falls like 1/sqrt(samples): 4x the sequences halve "
@@ -56,32 +68,45 @@ def noise_verdict(noise: dict[str, Any] | None, samples: dict[str, Any] | None) 
     return out
 
 
-def _ranked(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    keep = [r for r in rows if r.get("scale_optimal") is not None]
-    return sorted(keep, key=lambda r: float(r["scale_optimal"]))
+def _neighbours(vi: VerdictInputs, ranked: list[dict[str, Any]]) -> list[tuple[str, bool, str]]:
+    """``(pair, separated, evidence)`` for every neighbour pair of the candidates' ranking, or
+    an empty list without intervals. ``evidence``: the interval of the paired difference, or
+    ``"intervals"`` (folders without the candidates' statistics: the two intervals)."""
+    cand = (vi.uncertainty or {}).get("candidates") or {}
+    paired = {tuple(x["pair"]): x for x in cand.get("neighbours", []) if "difference" in x}
+    out = []
+    for a, b in itertools.pairwise(ranked):
+        pair = (str(a["encoding"]), str(b["encoding"]))
+        if pair in paired:
+            low, high = paired[pair]["difference"]
+            ev = f"[{low:.3g}, {high:.3g}]"
+            out.append((f"{pair[0]} / {pair[1]}", bool(paired[pair]["separated"]), ev))
+            continue
+        ia, ib = interval(a, "scale_optimal"), interval(b, "scale_optimal")
+        if ia is None or ib is None:
+            return []
+        out.append((f"{pair[0]} / {pair[1]}", ia[1] < ib[0], "intervals"))
+    return out
 
 
-def _is_candidate(name: str) -> bool:
-    """A row ranked among the candidates: not a baseline, not fitted to the geometry (the
-    families' roles, :attr:`posgeom.encodings.Family.role`)."""
-    return role_of(name) == "candidate"
-
-
-def ranking_verdict(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Sentences on the ranking by scale-optimal stress: which encoding is closest in shape,
-    whether a baseline (random, nope) does as well, and whether the ranking is stable."""
-    everything = _ranked(rows)
-    ranked = [r for r in everything if _is_candidate(str(r["encoding"]))]
+def ranking_verdict(vi: VerdictInputs) -> list[str]:
+    """Sentences on the candidates' ranking by scale-optimal stress: which is closest in shape,
+    whether a baseline does as well, and whether the ranking is stable."""
+    ranked = vi.candidates
     if len(ranked) < 2:
         return []
     names = [str(r["encoding"]) for r in ranked]
     so = [float(r["scale_optimal"]) for r in ranked]
     out = [
-        f"By shape (scale-optimal stress) the closest encoding is {names[0]} ({so[0]:.3g}), "
-        f"then {names[1]} ({so[1]:.3g})."
+        f"By shape (scale-optimal stress against the {vi.estimator or 'given'} target) the "
+        f"closest encoding is {names[0]} ({so[0]:.3g}), then {names[1]} ({so[1]:.3g})."
     ]
-    base = {str(r["encoding"]): float(r["scale_optimal"]) for r in everything}
-    beating = [b for b in families_with_role("baseline") if b in base and base[b] <= so[0]]
+    base = {
+        str(r["encoding"]): float(r["scale_optimal"])
+        for r in vi.rows
+        if str(r["encoding"]) in baselines() and r.get("scale_optimal") is not None
+    }
+    beating = [b for b in baselines() if b in base and base[b] <= so[0]]
     if beating:
         out.append(
             f"But the {' and '.join(beating)} baseline does as well or better "
@@ -89,40 +114,68 @@ def ranking_verdict(rows: Sequence[dict[str, Any]]) -> list[str]:
             "equal (flat, as sampling noise makes it), which any near-constant encoding fits "
             "after rescaling; judge shapes only on a geometry above the noise."
         )
-    else:
-        worse = [n for n, v in zip(names, so, strict=True) if _worse_than_baselines(base, v)]
+    elif base:
+        worse = [n for n, v in zip(names, so, strict=True) if v >= min(base.values())]
         if worse:
+            out.append("No better than a baseline on shape: " + ", ".join(worse) + ".")
+    pairs = _neighbours(vi, ranked)
+    if pairs:
+        paired = any(ev != "intervals" for _, _, ev in pairs)
+        level = f"{100 * float((vi.uncertainty or {}).get('level', 0.95)):.0f}%"
+        ties = [(p, ev) for p, ok, ev in pairs if not ok]
+        if ties and paired:
+            shown = ", ".join(f"{p} ({ev})" for p, ev in ties)
             out.append(
-                f"No better than a baseline ({' or '.join(families_with_role('baseline'))}) on "
-                "shape: " + ", ".join(worse) + "."
+                f"The ranking is not stable: the {level} interval of the difference in "
+                f"scale-optimal stress includes 0 for {shown}. More data, or pooling positions, "
+                "separates them."
             )
-    cis = [interval(r, "scale_optimal") for r in ranked]
-    if all(ci is not None for ci in cis):
-        ties = [
-            f"{names[i]} / {names[i + 1]}"
-            for i in range(len(ranked) - 1)
-            if cis[i][1] >= cis[i + 1][0]  # type: ignore[index]
-        ]
-        if ties:
+        elif ties:
             out.append(
-                "The ranking is not stable: the intervals overlap for " + ", ".join(ties) + ". "
-                "More data, or pooling positions, narrows them."
+                "The ranking is not stable: the intervals overlap for "
+                + ", ".join(p for p, _ in ties)
+                + ". More data, or pooling positions, narrows them."
+            )
+        elif paired:
+            out.append(
+                f"The ranking is stable: for every neighbour pair the {level} interval of the "
+                "difference in scale-optimal stress excludes 0."
             )
         else:
             out.append("The ranking is stable: no two neighbours' intervals overlap.")
     else:
         gap = (so[1] - so[0]) / max(so[1], 1e-300)
+        why = (
+            "the bootstrap intervals are per layer, not per encoding"
+            if vi.layers and vi.layer_level
+            else "no intervals were computed (count with --bootstrap B for them)"
+        )
         out.append(
-            f"Its lead over {names[1]} is {100 * gap:.0f}% of the latter's stress; no intervals "
-            "were computed (count with --bootstrap B for them), so whether the ranking would "
-            "survive another sample is not measured."
+            f"Its lead over {names[1]} is {100 * gap:.0f}% of the latter's stress; {why}, so "
+            "whether this ranking of encodings would survive another sample is not measured."
         )
     return out
 
 
-def _worse_than_baselines(base: dict[str, float], value: float) -> bool:
-    known = [base[b] for b in families_with_role("baseline") if b in base]
-    return bool(known) and value >= min(known)
+def _uncertainty_verdict(vi: VerdictInputs) -> list[str]:
+    u = vi.uncertainty
+    if not u:
+        return []
+    cand = u.get("candidates") or {}
+    if cand:
+        firsts = sorted(((p, n) for n, p in cand["p_first"].items()), reverse=True)
+        tau, scope = cand["stability"], "the candidates' ranking (fits of D and baselines aside)"
+    else:  # folders written before the candidates' statistics: every row, MDS fits included
+        firsts = sorted(
+            ((r.get("p_first") or 0.0, str(r["encoding"])) for r in vi.rows), reverse=True
+        )
+        tau, scope = u["ranking_stability"], "the ranking of every row (MDS fits included)"
+    top = ", ".join(f"{name} {100 * p:.0f}%" for p, name in firsts[:3] if p > 0)
+    return [
+        f"Over {u['n_replicates']} bootstrap replicates {scope} agrees with this one at Kendall "
+        f"tau {float(tau):.2f} (1 = always the same); first place: {top}. Intervals: "
+        f"{100 * float(u['level']):.0f}% {u['method']}."
+    ]
 
 
 def _estimator_verdict(view: Any) -> list[str]:
@@ -138,8 +191,7 @@ def _estimator_verdict(view: Any) -> list[str]:
     if not np.any(keep):
         return []
     ratio = float(np.median(used[keep] / plug[keep]))
-    est = view.geometry.get("estimator")
-    name = est.get("estimator", "the estimate") if isinstance(est, dict) else "the estimate"
+    name = view.verdict.estimator or "the estimate"
     return [
         f"The distances are the {name} estimator's; the plug-in (the paper's) puts them higher: "
         f"the median pair is at {100 * ratio:.0f}% of its plug-in value"
@@ -148,82 +200,116 @@ def _estimator_verdict(view: Any) -> list[str]:
 
 
 def verdict(view: Any) -> list[str]:
-    """The verdict paragraphs of a :class:`~posgeom.reports.view.ResultView`."""
-    samples = view.geometry.get("samples_per_position")
-    out = noise_verdict(view.noise, samples) if view.geometry or view.noise else []
-    out += ranking_verdict(view.rows)
-    u = view.uncertainty
-    if u:
-        firsts = sorted(
-            ((r.get("p_first") or 0.0, str(r["encoding"])) for r in view.rows), reverse=True
-        )
-        top = ", ".join(f"{name} {100 * p:.0f}%" for p, name in firsts[:3] if p > 0)
-        out.append(
-            f"Over {u['n_replicates']} bootstrap replicates the ranking agrees with this one at "
-            f"Kendall tau {u['ranking_stability']:.2f} (1 = always the same); first place: {top}. "
-            f"Intervals: {100 * u['level']:.0f}% {u['method']}."
-        )
+    """The verdict paragraphs of a :class:`~posgeom.reports.view.ResultView` (its ``verdict``
+    inputs, plus its arrays for the plug-in comparison)."""
+    vi: VerdictInputs | None = view.verdict
+    if vi is None:  # a reproduce folder: its parts have verdicts
+        return []
+    out = [f"{target_phrase(vi)}."]
+    if vi.kind != "score":
+        out += noise_verdict(vi)
+    if vi.layers:
+        phrase = _layer_phrase(vi)
+        if phrase:
+            out.append(phrase[0].upper() + phrase[1:] + ".")
+    out += ranking_verdict(vi)
+    out += _uncertainty_verdict(vi)
     out += _estimator_verdict(view)
-    mds = next((r for r in view.rows if r.get("encoding") == "mds"), None)
-    if mds is not None and view.rank_curve:
-        low = next((c for c in view.rank_curve if float(c.get("paper", 1.0)) < 0.01), None)
+    mds = next((r for r in vi.rows if r.get("encoding") == "mds"), None)
+    if mds is not None and vi.rank_curve:
+        low = next((c for c in vi.rank_curve if float(c.get("paper") or 1.0) < 0.01), None)
         if low is not None:
             out.append(
                 f"A rank-{low['rank']} MDS encoding already reaches paper stress "
-                f"{float(low['paper']):.2g} with {low['parameters']:,} parameters "
-                f"(a full table has {low['full_parameters']:,})."
+                f"{float(low['paper']):.2g}."
             )
     return out
 
 
-def _layer_phrase(layers: Sequence[dict[str, Any]]) -> str | None:
+def _layer_phrase(vi: VerdictInputs) -> str | None:
     key = "stress_scale_optimal"
-    rows = [r for r in layers if r.get(key) is not None]
+    rows = [r for r in vi.layers if r.get(key) is not None]
     if not rows:
         return None
     best = min(rows, key=lambda r: float(r[key]))
     ci = interval(best, key)
-    shown = f"{float(best[key]):.3g}" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
+    level = f"{100 * vi.layer_level:.0f}% " if vi.layer_level else ""
+    shown = f"{float(best[key]):.3g}" + (
+        f", {level}interval [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
+    )
     return f"the positional signal is closest in shape at layer {best['layer']} ({shown})"
 
 
-def _ranking_phrase(rows: Sequence[dict[str, Any]], uncertainty: dict[str, Any] | None) -> str:
-    ranked = [r for r in _ranked(rows) if _is_candidate(str(r["encoding"]))]
+def _ranking_phrase(vi: VerdictInputs) -> str:
+    ranked = vi.candidates
     if len(ranked) < 2:
         return ""
     first, second = str(ranked[0]["encoding"]), str(ranked[1]["encoding"])
-    a, b = interval(ranked[0], "scale_optimal"), interval(ranked[1], "scale_optimal")
-    if a is None or b is None:
+    pairs = _neighbours(vi, ranked)
+    if not pairs:
         how = "stability not measured: count with --bootstrap B"
     else:
-        how = "separated by the intervals" if a[1] < b[0] else "not separated by the intervals"
-        if uncertainty:
-            how += f", ranking stability {float(uncertainty['ranking_stability']):.2f}"
+        _, ok, ev = pairs[0]
+        if ev == "intervals":
+            how = ("separated" if ok else "not separated") + " by the intervals"
+        else:
+            level = f"{100 * float((vi.uncertainty or {}).get('level', 0.95)):.0f}%"
+            how = ("separated" if ok else "not separated") + f": {level} interval of the "
+            how += f"difference {ev} {'excludes' if ok else 'includes'} 0"
+        cand = (vi.uncertainty or {}).get("candidates") or {}
+        if cand:
+            how += f", ranking stability {float(cand['stability']):.2f}"
     return f"closest in shape: {first}, then {second} ({how})"
 
 
-def one_line(view: Any) -> str:
-    """The verdict as one line for the terminal: the estimator, how much of the geometry is above
-    the noise, the closest encoding (or layer) and whether that is stable, and what to do."""
-    est = view.geometry.get("estimator")
-    name = est.get("estimator") if isinstance(est, dict) else est
-    parts = [
-        f"target D: {name} estimator" if name else "target D: as given (estimator not recorded)"
-    ]
-    resolution = est.get("resolution") if isinstance(est, dict) else None
-    if name and resolution:
-        parts[0] += f", geometry of {describe_resolution(resolution)}"
-    share = None if not view.noise else float(view.noise.get("trusted_pair_share", 0.0))
+def one_line(vi: VerdictInputs) -> str:
+    """The verdict as one line: the target (estimator, resolution), how much of the geometry is
+    above the noise, the closest encoding (or layer) and whether that is stable, what to do."""
+    parts = [target_phrase(vi)[0].lower() + target_phrase(vi)[1:]]
+    share = vi.noise_share
     if share is None:
         parts.append("noise floor not estimated")
     else:
         grade = "most" if share >= 0.8 else ("part" if share >= 0.3 else "little")
         parts.append(f"{100 * share:.0f}% of pairs above twice the noise floor ({grade} of it)")
-    phrase = (
-        _layer_phrase(view.layers) if view.layers else _ranking_phrase(view.rows, view.uncertainty)
-    )
+    phrase = _layer_phrase(vi) if vi.layers else _ranking_phrase(vi)
     if phrase:
         parts.append(phrase)
     if (share is not None and share < 0.8) or "not separated" in (phrase or ""):
         parts.append("to firm it up: more data, pool positions or coarsen the vocabulary")
     return "verdict: " + "; ".join(parts) + "."
+
+
+def rank_curve_caption(curve: Sequence[dict[str, Any]], *, tolerance: float = 0.05) -> str:
+    """A caption that describes the rank curve it is under (paper stress against rank ``r``).
+
+    U-shaped (some rank after the lowest is above it by more than ``tolerance`` of the curve's
+    span): names the lowest rank and says the extra coordinates fit the part of ``D`` that no
+    low-dimensional Euclidean map holds. Otherwise: the rank from which the curve is within
+    ``tolerance`` of its span of the lowest value (where it flattens)."""
+    pts = [(int(c["rank"]), float(c["paper"])) for c in curve if c.get("paper") is not None]
+    if len(pts) < 2:
+        return "Stress of the rank-r MDS encoding."
+    ranks, vals = zip(*pts, strict=True)
+    k = min(range(len(vals)), key=vals.__getitem__)
+    span = max(vals) - vals[k]
+    head = "Stress of the rank-r MDS encoding against D."
+    if span > 0 and any(v > vals[k] + tolerance * span for v in vals[k + 1 :]):
+        return (
+            f"{head} The curve is U-shaped: lowest at rank {ranks[k]} (paper stress "
+            f"{vals[k]:.3g}), higher again at larger ranks ({vals[-1]:.3g} at rank {ranks[-1]}). "
+            "The extra coordinates fit the part of D that is not Euclidean (the negative "
+            f"spectrum of an estimate) or noise, so rank {ranks[k]} reproduces D best."
+        )
+    flat = next(r for r, v in zip(ranks, vals, strict=True) if v <= vals[k] + tolerance * span)
+    return (
+        f"{head} It falls to {vals[k]:.3g} and is within {100 * tolerance:.0f}% of its range "
+        f"of that from rank {flat}: about {flat} dimensions hold the positional geometry."
+    )
+
+
+def verdict_block(kind: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """The ``verdict`` block of a summary JSON: the inputs (what every verdict reads) and the
+    line the command prints."""
+    vi = verdict_inputs(kind, summary)
+    return {"inputs": vi.as_dict(), "line": one_line(vi)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,17 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import ArtifactError, PosgeomError
+from posgeom.reports.verdict_inputs import VerdictInputs, verdict_inputs
 
-__all__ = ["LABELS", "ResultView", "load_folder", "view_of"]
+__all__ = [
+    "CLAIM_SECTIONS",
+    "LABELS",
+    "ResultView",
+    "claim_tables",
+    "load_folder",
+    "target_arrays",
+    "view_of",
+]
 
 LABELS = {
     "run": "geometry",
@@ -81,6 +91,8 @@ class ResultView:
     parts: tuple[ResultView, ...] = ()
     notes: tuple[str, ...] = ()
     uncertainty: dict[str, Any] | None = None
+    verdict: VerdictInputs | None = None  # what every verdict of this view reads
+    claims: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, ...], ...]], ...] = ()
 
     @property
     def convention(self) -> str:
@@ -145,14 +157,28 @@ def _rows_of(scores: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"encoding": name, **s} for name, s in scores.items()]
 
 
+def target_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A model analysis's arrays as a report draws them: ``hellinger`` is the target (the
+    ``target`` array, when the target is not the plug-in) and ``plugin_hellinger`` the plug-in."""
+    if "target" not in arrays:
+        return arrays
+    out = {k: v for k, v in arrays.items() if k != "target"}
+    out["plugin_hellinger"], out["hellinger"] = arrays["hellinger"], arrays["target"]
+    return out
+
+
 def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict:
     """Keyword arguments of :class:`ResultView` from a summary JSON of ``kind``."""
+    vi = verdict_inputs(kind, summary)
     if kind == "compare":
         geom = summary.get("geometry", {})
         rows, curve = summary.get("table", []), summary.get("rank_curve", [])
     elif kind == "analyze-model":
         geom = summary.get("geometry", {})
-        rows, curve = _rows_of(geom.get("scores", {})), geom.get("rank_curve", [])
+        scores = summary.get("position_encodings_target")  # against the target, when not plug-in
+        rows = _rows_of(scores or geom.get("scores", {}))
+        curve = [] if scores else geom.get("rank_curve", [])  # the plug-in's rank curve
+        arrays = target_arrays(arrays)
     else:
         geom = summary
         rows, curve = _rows_of(summary.get("scores", {})), summary.get("rank_curve", [])
@@ -165,6 +191,9 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         settings["corpus"] = summary.get("corpus", {}).get("name")
         settings["mechanisms"] = "; ".join(map(str, summary.get("mechanisms", [])))
         settings = {k: v for k, v in settings.items() if v}
+    if vi is not None:
+        settings["estimator"] = vi.estimator or "as given (not recorded)"
+        settings["resolution"] = vi.resolution or "not recorded"
     return {
         "settings": settings,
         "rows": rows,
@@ -177,6 +206,7 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         "layers": summary.get("layers", []),
         "arrays": arrays,
         "uncertainty": summary.get("uncertainty"),
+        "verdict": vi,
     }
 
 
@@ -223,11 +253,47 @@ def _kind_of(folder: Path) -> str | None:
     return None
 
 
+# the sections of REPRODUCTION.md whose tables reproduction.html shows too (the claims)
+CLAIM_SECTIONS = (
+    "The paper's claims, ours beside them",
+    "Which conclusions survive the estimator?",
+)
+
+
+def _cells(line: str) -> tuple[str, ...]:
+    inner = line.strip()[1:-1]
+    return tuple(c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", inner))
+
+
+def claim_tables(
+    markdown: str,
+) -> tuple[tuple[str, tuple[str, ...], tuple[tuple[str, ...], ...]], ...]:
+    """``(heading, header, rows)`` of the first Markdown table under each of
+    :data:`CLAIM_SECTIONS` in a REPRODUCTION.md (cells as written, ``\\|`` unescaped)."""
+    out, heading, lines = [], None, markdown.splitlines()
+    for k, line in enumerate(lines):
+        if line.startswith("## "):
+            heading = line[3:].strip()
+        elif heading in CLAIM_SECTIONS and line.startswith("|") and k + 1 < len(lines):
+            if not set(lines[k + 1].replace("|", "").strip()) <= set("-: "):
+                continue
+            rows = []
+            for row in lines[k + 2 :]:
+                if not row.startswith("|"):
+                    break
+                rows.append(_cells(row))
+            out.append((heading, _cells(line), tuple(rows)))
+            heading = None  # one table per section
+    return tuple(out)
+
+
 def _reproduce_folder(folder: Path) -> ResultView:
     sub = folder / "reproduction" if (folder / "reproduction").is_dir() else folder
     parts, present, notes = [], [], []
+    claims: tuple = ()
     if (folder / "REPRODUCTION.md").exists():
         present.append("REPRODUCTION.md")
+        claims = claim_tables((folder / "REPRODUCTION.md").read_text(encoding="utf-8"))
     for path in sorted(sub.glob("*.json")):
         data, err = _read_json(path)
         if err:
@@ -246,6 +312,7 @@ def _reproduce_folder(folder: Path) -> ResultView:
         present=tuple(present),
         missing=tuple(missing),
         notes=tuple(notes),
+        claims=claims,
     )
 
 

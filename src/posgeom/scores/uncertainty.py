@@ -117,6 +117,7 @@ class BootstrapScores:
     ranking: tuple[str, ...]
     ranking_stability: float
     replicate_taus: np.ndarray = field(repr=False)
+    replicate_ranking: np.ndarray | None = field(default=None, repr=False)  # (B, E) rank_by
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -249,6 +250,7 @@ def bootstrap_scores(
         tuple(names[i] for i in order),
         float(np.nanmean(taus)) if np.any(np.isfinite(taus)) else float("nan"),
         taus,
+        reps[:, :, col],
     )
 
 
