@@ -39,6 +39,7 @@ def test_extend_on_token_ids_writes_the_folder(tmp_path, capsys):
     assert best == summary["rope_parameters"] and best["rope_theta"] == 10000.0
     table = (out / "table.md").read_text()
     assert all(f"| {n} |" in table for n in names)
+    assert "## Dependence profile of the corpus" in table and "| 127 |" in table
     view = load_folder(out)
     assert view.kind == "extend" and view.rows and not view.missing
     assert view.settings["estimator"] == summary["estimator"] == "corrected"

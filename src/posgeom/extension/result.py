@@ -248,6 +248,7 @@ class ExtensionResult:
         ]
         if self.measurements:
             lines += ["", "## Measured loss", "", *_measure_lines(self.measurements)]
+        lines += ["", "## Dependence profile of the corpus", "", *_dependence_lines(self)]
         return "\n".join(lines) + "\n"
 
     def summary(self) -> dict[str, Any]:
@@ -298,6 +299,26 @@ class ExtensionResult:
                 out / "rope_parameters.json", json.dumps(self.rope_parameters, indent=2) + "\n"
             )
         return out
+
+
+def _dependence_lines(result: ExtensionResult) -> list[str]:
+    """The dependence profile: chord from independence per lag, its noise level, signal."""
+    from posgeom.reports.markdown import markdown_table
+
+    cols = (
+        ("lag", "lag k", "d"),
+        ("dependence", "||sqrt P_k - sqrt(r x c)|| (plug-in)", ".4f"),
+        ("noise_level", "noise level", ".4f"),
+        ("dependence_corrected", "corrected", ".4f"),
+        ("signal", "above noise", "s"),
+    )
+    dep = result.lag_geometry.dependence
+    head = (
+        f"Token classes {result.lag_geometry.counts.classes.kind}; noise level: the mean under "
+        f"independence ({dep.null_method} null, {dep.n_null} tables); signal: above its mean + "
+        "1.645 sd."
+    )
+    return [head, "", *markdown_table(dep.rows(), cols)]
 
 
 def _measure_lines(measurements: dict[str, Any]) -> list[str]:
