@@ -266,3 +266,24 @@ def test_pipeline_options_are_declared_once_with_the_librarys_choices():
     assert set(run["solver"].choices) == declared(classical_mds, "solver")
     model = {a.dest: a for a in subs["analyze-model"]._actions}
     assert model["noise"].choices == run["noise"].choices
+
+
+def test_train_options_are_the_train_configs_fields():
+    """`posgeom train` fills TrainConfig from the options named like its fields (defaults read from
+    the config, not restated): the parsed defaults give the config's defaults."""
+    import dataclasses
+
+    from posgeom.cli.main import build_parser
+    from posgeom.cli.train_commands import _config
+    from posgeom.experiments.training import TrainConfig
+
+    args = build_parser().parse_args(["train", "-o", "run"])
+    assert _config(args, encoding="sinusoidal") == TrainConfig()
+    args = build_parser().parse_args(["train", "-o", "run", "--heads", "2", "--lr", "0.5"])
+    cfg = _config(args, encoding="rope")
+    changed = {
+        f.name
+        for f in dataclasses.fields(TrainConfig)
+        if getattr(cfg, f.name) != getattr(TrainConfig(), f.name)
+    }
+    assert changed == {"n_heads", "lr", "encoding"} and cfg.n_heads == 2 and cfg.lr == 0.5

@@ -27,14 +27,14 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
     g.add_argument(
         "--model",
         choices=("tiny", "minilm"),
-        default="tiny",
+        default=_default("model"),
         help="tiny: posgeom TinyEncoder; minilm: fine-tune all-MiniLM-L6-v2 (offline "
         "weights, --encoding pretrained, sst2 only)",
     )
-    g.add_argument("--d-model", type=int, default=64, help="model width d")
-    g.add_argument("--heads", type=int, default=4, help="attention heads")
-    g.add_argument("--layers", type=int, default=2, help="encoder layers")
-    g.add_argument("--dropout", type=float, default=0.1, help="dropout")
+    g.add_argument("--d-model", type=int, default=_default("d_model"), help="model width d")
+    g.add_argument("--heads", type=int, default=_default("n_heads"), help="attention heads")
+    g.add_argument("--layers", type=int, default=_default("n_layers"), help="encoder layers")
+    g.add_argument("--dropout", type=float, default=_default("dropout"), help="dropout")
     g.add_argument(
         "--max-len",
         type=int,
@@ -42,14 +42,18 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
         help="n: positions of the model and of the corpus geometry (longer sequences "
         "are truncated)",
     )
-    g.add_argument("--batch-size", type=int, default=32, help="batch size")
-    g.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate (constant)")
-    g.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
-    g.add_argument("--rank", type=int, default=3, help="rank r of low_rank_mds")
+    g.add_argument("--batch-size", type=int, default=_default("batch_size"), help="batch size")
+    g.add_argument(
+        "--lr", type=float, default=_default("lr"), help="AdamW learning rate (constant)"
+    )
+    g.add_argument(
+        "--weight-decay", type=float, default=_default("weight_decay"), help="AdamW weight decay"
+    )
+    g.add_argument("--rank", type=int, default=_default("rank"), help="rank r of low_rank_mds")
     g.add_argument(
         "--random-scale",
         type=float,
-        default=1.0,
+        default=_default("random_scale"),
         help="entry standard deviation of the fixed random table",
     )
     g.add_argument(
@@ -64,7 +68,7 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
         default=None,
         help="optimizer steps per epoch (default: one pass over the training set)",
     )
-    g.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    g.add_argument("--threads", type=int, default=_default("threads"), help="torch.set_num_threads")
     d = p.add_argument_group("data")
     d.add_argument(
         "--data-dir",
@@ -77,7 +81,10 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
     d.add_argument("--train-limit", type=int, default=None, help="seeded subset of training rows")
     d.add_argument("--eval-limit", type=int, default=None, help="seeded subset of eval rows")
     d.add_argument(
-        "--order-samples", type=int, default=4096, help="training sequences of the order task"
+        "--order-samples",
+        type=int,
+        default=_default("order_samples"),
+        help="training sequences of the order task",
     )
     add_estimator_argument(
         d,
@@ -87,38 +94,30 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
     )
 
 
-def _config(args: argparse.Namespace, **override: Any) -> Any:
+#: CLI spellings of TrainConfig fields that differ from the field name.
+_RENAMED = {"heads": "n_heads", "layers": "n_layers"}
+
+
+def _default(name: str) -> Any:
+    """The default of the :class:`~posgeom.experiments.training.TrainConfig` field ``name`` (the
+    CLI's defaults are the config's, not a copy)."""
     from posgeom.experiments.training import TrainConfig
 
-    tp = {"default": None, "yes": True, "no": False}[args.train_positions]
-    kw = dict(
-        task=getattr(args, "task", "sst2"),
-        encoding=getattr(args, "encoding", "sinusoidal"),
-        seed=getattr(args, "seed", 0),
-        epochs=args.epochs,
-        model=args.model,
-        d_model=args.d_model,
-        n_heads=args.heads,
-        n_layers=args.layers,
-        dropout=args.dropout,
-        max_len=args.max_len,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        rank=args.rank,
-        random_scale=args.random_scale,
-        train_positions=tp,
-        train_limit=args.train_limit,
-        eval_limit=args.eval_limit,
-        steps_per_epoch=args.steps_per_epoch,
-        order_samples=args.order_samples,
-        data_dir=args.data_dir,
-        train_file=args.train_file,
-        eval_file=args.eval_file,
-        threads=args.threads,
-        progress=not getattr(args, "quiet", False),
-        target_estimator=args.target_estimator,
-    )
+    return TrainConfig.__dataclass_fields__[name].default
+
+
+def _config(args: argparse.Namespace, **override: Any) -> Any:
+    """The :class:`TrainConfig` of the parsed options: every option named like a field (or
+    renamed in ``_RENAMED``) fills it; fields without an option keep their defaults."""
+    import dataclasses
+
+    from posgeom.experiments.training import TrainConfig
+
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    kw = {_RENAMED.get(k, k): v for k, v in vars(args).items() if _RENAMED.get(k, k) in fields}
+    kw = {k: v for k, v in kw.items() if k != "encoding" or v is not None}
+    kw["train_positions"] = {"default": None, "yes": True, "no": False}[args.train_positions]
+    kw["progress"] = not getattr(args, "quiet", False)
     kw.update(override)
     return TrainConfig(**kw)
 
