@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -96,9 +97,16 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys):
     # a rerun reads the cached counts
     cached = sorted(p.name for p in (folder / "cache").glob("*.npz"))
     assert len(cached) == 5
-    rc = main(argv)
+    capsys.readouterr()
+    rc = main(argv[1:])  # not quiet: every stage announces itself, numbered out of the total
     assert rc == 0
     assert sorted(p.name for p in (folder / "cache").glob("*.npz")) == cached
+    steps = re.findall(r"\[(\d+)/(\d+) +\d+ s\] (.*)", capsys.readouterr().err)
+    total = int(steps[0][1])
+    assert [int(k) for k, _, _ in steps] == list(range(1, total + 1))
+    assert {int(t) for _, t, _ in steps} == {total}
+    rereading = [m for _, _, m in steps if m.startswith("recommended estimator")]
+    assert len(rereading) == 4  # SST-2 twice, IMDB, synthetic
 
 
 def test_truncate_counts_keeps_bootstrap_replicates_aligned():

@@ -65,8 +65,14 @@ def attach_intervals(
 
     import numpy as np
 
-    # nope's stress-1 is inf in every replicate; a replicate's D may be slightly non-Euclidean
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+    from posgeom._threads import blas_threads
+
+    # nope's stress-1 is inf in every replicate; a replicate's D may be slightly non-Euclidean.
+    # One BLAS thread: every replicate makes many small BLAS calls (the Gram matrix of m
+    # positions, the scores), where a threaded BLAS spends more on synchronising than it gains
+    # and collapses on shared cores (SST-2, m = 33: 1.32 s per Gram matrix with OpenBLAS's
+    # threads against 0.04 s with one, on a loaded 2-core machine).
+    with np.errstate(invalid="ignore"), warnings.catch_warnings(), blas_threads(1):
         warnings.simplefilter("ignore", RuntimeWarning)
         bs = bootstrap_scores(
             counts,

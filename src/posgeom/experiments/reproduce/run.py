@@ -124,16 +124,25 @@ def _load_counts(
 
 
 def _recommended(
-    counts: dict[str, Any], chosen: dict[str, Any], model: Any, *, max_rank: int, seed: int
+    counts: dict[str, Any],
+    chosen: dict[str, Any],
+    model: Any,
+    prog: _Progress,
+    *,
+    max_rank: int,
+    seed: int,
 ) -> dict[str, Any]:
     """Every corpus compared again against the recommended estimator, with bootstrap intervals
-    (the counts carry half-sample replicates)."""
+    (the counts carry half-sample replicates); one progress step per corpus."""
     from posgeom.compare import compare_encodings
 
     out = {}
     for key, info in chosen.items():
         synthetic = key == "synthetic"
-        log.warning("recommended estimator with bootstrap intervals: %s", info["title"])
+        boot = getattr(counts[key], "n_replicates", None)
+        prog(
+            f"recommended estimator, {boot} bootstrap replicates: {info['title']}, n = {info['n']}"
+        )
         out[key] = compare_encodings(
             truncate_counts(counts[key], info["n"]),
             model_dim=SYNTH["d"] if synthetic else MODEL_DIM,
@@ -183,7 +192,7 @@ def reproduce(
     cache.mkdir(parents=True, exist_ok=True)
     if not (cache / ".gitignore").exists():
         (cache / ".gitignore").write_text("*\n")
-    steps = 2 * len(CORPORA) + 6
+    steps = 2 * len(CORPORA) + 5 + ((len(CORPORA) + 1) if bootstrap else 0)
     prog = _Progress(steps, progress)
     model_path = _minilm()
     tok_file = model_path / "tokenizer.json"
@@ -267,7 +276,7 @@ def reproduce(
     prog.lap("compare synthetic")
 
     recommended = (
-        _recommended(counts, chosen, model, max_rank=max_rank, seed=seed) if bootstrap else {}
+        _recommended(counts, chosen, model, prog, max_rank=max_rank, seed=seed) if bootstrap else {}
     )
     prog.lap("recommended estimator")
 
