@@ -80,3 +80,30 @@ def test_a_count_matrix_is_recognised_not_revalidated(monkeypatch):
     assert not calls
     fresh = count_matrix(sp.csr_matrix(pc.counts))  # another matrix: validated again
     assert fresh is not cm and len(calls) == 1
+
+
+def test_one_rule_decides_what_recommended_runs(monkeypatch):
+    from posgeom.estimators import RECOMMENDED, choose_estimator
+    from posgeom.models import targets
+
+    counts = np.array([[5, 3, 0], [1, 2, 2], [2, 2, 2]])
+    assert choose_estimator("recommended", counts) == (RECOMMENDED, None)
+    assert choose_estimator("split_half", counts) == ("split_half", None)
+    name, why = choose_estimator("recommended", counts / counts.sum(axis=1, keepdims=True))
+    assert name == "plugin" and "exact distributions" in why
+    name, why = choose_estimator("recommended", counts, smoothing="add-alpha")
+    assert name == "plugin" and "smoothing" in why
+    name, why = choose_estimator("recommended", np.array([[5, 3], [0, 0], [2, 2]]))
+    assert name == "plugin" and "position 1 has 0 samples" in why
+    # the pipeline and the model analysis's target both ask it
+    calls = _counting(monkeypatch, posgeom.estimators._pipeline, "choose_estimator")
+    mu = zipf_distributions(8, 50, seed=0)
+    res = analyze_counts(mu, model_dim=4, refine=False, noise=None)  # probabilities
+    assert res.estimate is None and res.options["estimator"] == "plugin" and len(calls) == 1
+    asked = []
+    monkeypatch.setattr(
+        posgeom.estimators, "choose_estimator", lambda *a, **k: asked.append(1) or ("plugin", "x")
+    )
+    with pytest.warns(RuntimeWarning, match="does not apply"):
+        target = targets.analysis_target(counts, estimator="recommended", seed=0, plugin=mu[:3])
+    assert target.fallback and asked

@@ -50,6 +50,7 @@ from posgeom.estimators._core import (
     Estimator,
     GeometryEstimate,
     available,
+    choose_estimator,
     get,
     register,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "GeometryEstimate",
     "auto_resolution",
     "available",
+    "choose_estimator",
     "coarsen_counts",
     "describe_resolution",
     "equal_sample_counts",

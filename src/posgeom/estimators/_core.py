@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from posgeom._errors import PosgeomError
 from posgeom.geometry.counts import count_matrix
 
-__all__ = ["Estimator", "GeometryEstimate", "available", "get", "register"]
+__all__ = ["Estimator", "GeometryEstimate", "available", "choose_estimator", "get", "register"]
 
 EIGENVALUE_LIMIT = 1024  # B's spectrum is computed with the estimate up to this many positions
 DENSE_MAX_N = 8192  # factored estimates also build their (n, n) distances up to this n (auto)
@@ -96,6 +96,35 @@ def get(name: str) -> Estimator:
             f"{', '.join(available())}"
         )
     return _REGISTRY[key]
+
+
+def choose_estimator(
+    estimator: str, counts: Any, *, smoothing: str = "none"
+) -> tuple[str, str | None]:
+    """The one rule for what ``"recommended"`` runs: ``(name, why_plugin)``.
+
+    A named estimator is itself (``why_plugin = None``). ``"recommended"`` is
+    :data:`RECOMMENDED` unless no sampling model applies, and then ``"plugin"`` with the reason:
+    exact distributions (probabilities, not counts: nothing to correct), add-alpha smoothing (a
+    plug-in choice), or a position with fewer samples than the recommended estimator needs.
+    The pipeline, the model analysis's target and the replicates all ask this function.
+    """
+    spec = get(estimator)
+    if estimator != "recommended":
+        return spec.name, None
+    if smoothing != "none":
+        return "plugin", f"smoothing={smoothing!r} is a plug-in choice"
+    cm = count_matrix(counts)
+    if not cm.integer:
+        return "plugin", "the input is exact distributions: no sampling noise to correct"
+    short = np.flatnonzero(cm.totals < max(spec.min_samples, 1))
+    if short.size:
+        first = int(short[0])
+        return "plugin", (
+            f"position {first} has {int(cm.totals[first])} samples, fewer than the "
+            f"{spec.name} estimator needs ({spec.min_samples})"
+        )
+    return spec.name, None
 
 
 def as_count_matrix(counts: Any) -> sp.csr_matrix:

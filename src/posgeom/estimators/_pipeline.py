@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.estimators._core import GeometryEstimate, as_count_matrix, get
+from posgeom.estimators._core import GeometryEstimate, as_count_matrix, choose_estimator, get
 from posgeom.estimators.api import estimate_geometry
 from posgeom.geometry.counts import count_matrix
 
@@ -36,8 +36,8 @@ def pipeline_estimate(
     """The estimate a pipeline scores against, or None for the plug-in (its own distances).
 
     ``rows``: the kept positions (indices into ``counts``). ``"recommended"`` falls back to the
-    plug-in where no sampling model applies: exact distributions (non-integer input, nothing to
-    correct) and add-alpha smoothing (a plug-in choice); asking for another estimator with
+    plug-in where no sampling model applies (:func:`posgeom.estimators.choose_estimator`, the
+    one rule: exact distributions, add-alpha smoothing, too few samples); asking for another estimator with
     smoothing is an error. Pooling is refused: the pipeline scores encodings position by position.
     ``estimator`` may also be a ready :class:`GeometryEstimate` of the kept positions (e.g. from
     a bootstrap replicate), used as it is.
@@ -58,8 +58,8 @@ def pipeline_estimate(
             "score encodings against the estimate"
         )
     cm = count_matrix(counts)
-    if estimator == "recommended" and (smoothing != "none" or not cm.integer):
-        return None
+    if choose_estimator(estimator, cm, smoothing=smoothing)[1] is not None:
+        return None  # "recommended" where no sampling model applies: the plug-in
     if spec.name != "plugin" and smoothing != "none":
         raise PosgeomError(
             f"smoothing={smoothing!r} is a plug-in option; use estimator='plugin' with smoothing, "

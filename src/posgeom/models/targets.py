@@ -61,7 +61,7 @@ def analysis_target(
     ``plugin``: the plug-in matrix already computed (the pipeline's), returned as is for
     ``estimator="plugin"`` so that the plug-in target is the very matrix the pipeline scored.
     """
-    from posgeom.estimators import estimate_geometry
+    from posgeom.estimators import choose_estimator, estimate_geometry
 
     if estimator not in target_estimators():
         raise PosgeomError(
@@ -71,18 +71,16 @@ def analysis_target(
     if estimator == "plugin" and plugin is not None:
         return AnalysisTarget(distances=plugin, estimator="plugin", estimate=None)
     base = getattr(counts, "base", counts)  # bootstrap counts: the counts themselves
-    try:
-        estimate = estimate_geometry(base, estimator=estimator, seed=seed, resolution=resolution)
-    except PosgeomError as exc:
-        if estimator != "recommended" or plugin is None:
-            raise
+    name, why = choose_estimator(estimator, base)  # the one "recommended" rule
+    if why is not None and plugin is not None:
         warnings.warn(
-            f"the recommended estimator cannot run on these counts ({exc}); the target is the "
-            "plug-in chord instead (pass target='plugin' to say so, or more text)",
+            f"the recommended estimator does not apply to these counts ({why}); the target is "
+            "the plug-in chord instead (pass --estimator plugin to say so, or more text)",
             RuntimeWarning,
             stacklevel=3,
         )
         return AnalysisTarget(distances=plugin, estimator="plugin", estimate=None, fallback=True)
+    estimate = estimate_geometry(base, estimator=name, seed=seed, resolution=resolution)
     return AnalysisTarget(
         distances=np.asarray(estimate.distances, dtype=np.float64),
         estimator=estimate.estimator,

@@ -26,24 +26,11 @@ def _matrix(geometry: Any) -> np.ndarray:
 
 
 def _estimator(estimator: Any, options: Mapping[str, Any]) -> Callable[[Any], Any]:
-    """``counts -> geometry`` (a matrix or an estimate with ``.distances``) for a name or callable.
+    """``counts -> geometry`` (a matrix or an estimate with ``.distances``) for a name or callable."""
+    from posgeom.estimators import estimate_geometry
 
-    Without the :mod:`posgeom.estimators` package only the plug-in exists; ``"recommended"`` then
-    means the plug-in (and the result is named so).
-    """
     if callable(estimator):
         return lambda counts: estimator(counts, **options)
-    try:
-        from posgeom.estimators import estimate_geometry
-    except ImportError:  # before the estimators package: the plug-in only
-        if estimator not in ("plugin", "recommended"):
-            raise PosgeomError(
-                f"estimator {estimator!r} is not available here; use 'plugin' or pass a callable"
-            ) from None
-        from posgeom.geometry.distributions import positional_distributions
-        from posgeom.geometry.divergences import hellinger_distances
-
-        return lambda counts: hellinger_distances(positional_distributions(counts))
     return lambda counts: estimate_geometry(counts, estimator=estimator, **options)
 
 
