@@ -259,7 +259,7 @@ def done_keys(results: Path) -> set[tuple[str, str, int]]:
     return out
 
 
-#: the strategies measured first (the issue's reference set), then the fitted ones, then the rest
+#: the issue's reference strategies, measured first (the fitted ones after the first two)
 PRIORITY = (
     "none",
     "linear x2",
@@ -270,14 +270,12 @@ PRIORITY = (
 
 
 def plan(names: list[str], base: set[str]) -> list[tuple[str, str, int]]:
-    """The measuring order: on the first book window the reference strategies, the extra
-    (fitted) ones and the rest; then the reference ones on the first Stacks window; then
-    everything else, window by window."""
-    first = (
-        list(PRIORITY)
-        + [n for n in names if n not in base]
-        + [n for n in names if n in base and n not in PRIORITY]
-    )
+    """The measuring order: on the first book window none and linear x2, the extra (fitted)
+    strategies, the other reference ones and the rest; then the reference ones on the first
+    Stacks window; then everything else, window by window."""
+    extra = [n for n in names if n not in base]
+    rest = [n for n in names if n in base and n not in PRIORITY]
+    first = [*PRIORITY[:2], *extra, *PRIORITY[2:], *rest]
     order = [(n, *WINDOW_ORDER[0]) for n in first]
     order += [(n, *WINDOW_ORDER[1]) for n in PRIORITY]
     for text, index in WINDOW_ORDER[1:]:

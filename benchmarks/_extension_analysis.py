@@ -93,13 +93,11 @@ def rank_agreement(
     mean = loss.mean(1)
     rho = _spearman(s, -mean)
     rng = np.random.default_rng(seed)
-    boot = []
-    for _ in range(N_BOOT):
-        i = rng.integers(0, len(names), len(names))
-        j = rng.integers(0, loss.shape[1], loss.shape[1])
-        r = _spearman(s[i], -loss[i][:, j].mean(1))
-        if r is not None:
-            boot.append(r)
+    i = rng.integers(0, len(names), (N_BOOT, len(names)))
+    j = rng.integers(0, loss.shape[1], (N_BOOT, loss.shape[1]))
+    boot_loss = np.stack([loss[i[b]][:, j[b]].mean(1) for b in range(N_BOOT)])
+    boot = _spearman_rows(s[i], -boot_loss)
+    boot = boot[np.isfinite(boot)]
     order = np.argsort(mean)
     top2 = {names[k] for k in order[:2]}
     best = [names[k] for k in np.flatnonzero(s == s.max())]
@@ -107,19 +105,34 @@ def rank_agreement(
         "n_strategies": len(names),
         "n_windows": int(loss.shape[1]),
         "spearman": rho,
-        "ci95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))]
-        if boot
-        else None,
+        "ci95": _interval(boot),
         "predicted_best": best,
         "measured_top2": sorted(top2, key=lambda n: mean[names.index(n)]),
         "best_in_top2": all(b in top2 for b in best),
     }
 
 
+def _interval(boot: np.ndarray) -> list[float] | None:
+    if not boot.size:
+        return None
+    return [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))]
+
+
 def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return None
     return float(stats.spearmanr(a, b).statistic)
+
+
+def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row pair of ``(B, n)`` arrays (average ranks for ties; NaN where a
+    row is constant): the Pearson correlation of the ranks, as ``scipy.stats.spearmanr``."""
+    ra, rb = stats.rankdata(a, axis=1), stats.rankdata(b, axis=1)
+    ra -= ra.mean(1, keepdims=True)
+    rb -= rb.mean(1, keepdims=True)
+    den = np.sqrt((ra**2).sum(1) * (rb**2).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (ra * rb).sum(1) / np.where(den > 0, den, 1.0), np.nan)
 
 
 # ------------------------------------------------------------------------------ track A
@@ -139,13 +152,39 @@ def complete_windows(by: dict[str, dict], strategies: list[str]) -> list[tuple[s
     return sorted(set.intersection(*keys))
 
 
-def analyze_track_a(out: Path, extra_scores: dict[str, dict[str, float]] | None = None) -> dict:
+#: posgeom's scores in the analysis: (label, key in the scores, sign); the first is the tool's
+#: default ranking (``rank_by="scale_optimal"``), the primary score of the study
+POSGEOM_SCORES = (
+    ("posgeom lag stress (scale-optimal)", "scale_optimal", -1.0),
+    ("posgeom lag stress (paper)", "paper", -1.0),
+    ("posgeom unseen phases", "unseen_phase_fraction", -1.0),
+)
+
+
+def posgeom_scores(entry: dict[str, Any] | None, suffix: str) -> dict[str, dict[str, float]]:
+    """label -> strategy -> score (larger = predicted better) from one scores_*.json entry."""
+    if not entry:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for label, key, sign in POSGEOM_SCORES:
+        out[f"{label}{suffix}"] = {n: sign * v[key] for n, v in entry["scores"].items() if key in v}
+    return out
+
+
+A_CORPUS = {"books": "moby_dick", "stacks": "stacks_algebra"}
+
+
+def analyze_track_a(out: Path) -> dict:
     import _extension_a as A
+
+    scored = (
+        json.loads((out / "scores_a.json").read_text()) if (out / "scores_a.json").exists() else {}
+    )
 
     records = read_jsonl(out / "track_a.jsonl")
     params = {r["strategy"]: r["rope_parameters"] for r in records}
     result: dict[str, Any] = {"domains": {}}
-    for domain in ("books", "stacks", None):
+    for domain in ("books", "stacks"):
         by = track_a_table(records, domain)
         # strategies measured on the domain's first window, windows complete for all of them
         names = [s for s in params if s in by]
@@ -165,9 +204,10 @@ def analyze_track_a(out: Path, extra_scores: dict[str, dict[str, float]] | None 
                 params[s], theta=A.THETA, head_dim=A.HEAD_DIM, l0=A.L0, target=A.WINDOW
             ).items():
                 scores.setdefault(k, {})[s] = v
-        for k, v in (extra_scores or {}).items():
-            scores[k] = v
-        result["domains"][domain or "all"] = {
+        for classes in ("top:30", "embedding:64"):
+            entry = scored.get(f"{A_CORPUS[domain]} {classes}")
+            scores.update(posgeom_scores(entry, f", {classes}"))
+        result["domains"][domain] = {
             "windows": [f"{t}#{i}" for t, i in windows],
             "mean_loss_past_8k": {s: float(np.mean(v)) for s, v in losses.items()},
             "agreement": {k: rank_agreement(v, losses) for k, v in scores.items()},
@@ -194,11 +234,14 @@ def _first_bins(r: dict, upto: int) -> float:
     return bin_mean(r["bin_loss"], r["bin"], 0, upto)
 
 
-def analyze_track_b(out: Path, extra_scores: dict | None = None) -> dict:
+def analyze_track_b(out: Path) -> dict:
     """Per RoPE test length and domain: the strategies' loss beyond 128 against the scores."""
     import _extension_b as B
 
     records = read_jsonl(out / "track_b.jsonl")
+    scored = (
+        json.loads((out / "scores_b.json").read_text()) if (out / "scores_b.json").exists() else {}
+    )
     result: dict[str, Any] = {}
     for length in B.LENGTHS[1:]:
         for domain, texts in B_DOMAINS.items():
@@ -215,7 +258,7 @@ def analyze_track_b(out: Path, extra_scores: dict | None = None) -> dict:
                 }
             }
             for n in names:
-                p = params[n] or {"type": "default"}
+                p = params.get(n) or {"type": "default"}
                 rules = baseline_scores(
                     {**p, "rope_theta": 10000.0},
                     theta=10000.0,
@@ -225,8 +268,15 @@ def analyze_track_b(out: Path, extra_scores: dict | None = None) -> dict:
                 )
                 for k, v in rules.items():
                     scores.setdefault(k, {})[n] = v
-            for k, v in ((extra_scores or {}).get((length, domain)) or {}).items():
-                scores[k] = v
+            entry = scored.get(f"war_and_peace L={length}")
+            if entry:  # the fitted strategy's scored name is "posgeom fitted (L=...)"
+                entry = {
+                    "scores": {
+                        ("posgeom fitted" if n.startswith("posgeom fitted") else n): v
+                        for n, v in entry["scores"].items()
+                    }
+                }
+            scores.update(posgeom_scores(entry, ", top:30"))
             result[f"rope L={length} {domain}"] = {
                 "cells": [f"seed{s}:{t}" for s, t in cells],
                 "mean_loss_beyond_128": {n: float(np.mean(v)) for n, v in losses.items()},
@@ -262,7 +312,34 @@ def _b_encoding_table(records: list[dict]) -> dict:
     return out
 
 
+def analyze_training(out: Path) -> dict:
+    """Item 4: each trained model's stress against the corpus lag geometry vs its loss (in-domain
+    War and Peace tail), over models (encoding x seed) as the bootstrap units."""
+    path = out / "training_stress.json"
+    if not path.exists():
+        return {}
+    rows = json.loads(path.read_text())["rows"]
+    result: dict[str, Any] = {}
+    for length in (128, 1024):
+        key = f"war_and_peace_tail L={length}"
+        losses = {
+            f"{r['encoding']} s{r['seed']}": [r["loss"][key]] for r in rows if key in r["loss"]
+        }
+        result[f"loss at L={length}"] = {
+            label: rank_agreement({f"{r['encoding']} s{r['seed']}": -r[k] for r in rows}, losses)
+            for label, k in (("scale-optimal stress", "scale_optimal"), ("paper stress", "paper"))
+        }
+    return result
+
+
 def run(out: Path) -> None:
-    result = {"track_a": analyze_track_a(out), "track_b": analyze_track_b(out)}
+    result = {
+        "track_a": analyze_track_a(out),
+        "track_b": analyze_track_b(out),
+        "training": analyze_training(out),
+    }
     (out / "analysis.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    print(json.dumps(result, indent=1)[:4000])
+    import _extension_report
+
+    _extension_report.write(out, out.parent / "EXTENSION.md")
+    print(f"wrote {out / 'analysis.json'} and {out.parent / 'EXTENSION.md'}")

@@ -15,7 +15,9 @@ learned tables clamped (every position >= 128 reads row 127), linearly interpola
 Gower-extended (:func:`posgeom.embed.extend.gower_extension` of the table's own MDS, with the new
 rows' squared distances taken from the table's mean squared distance at each lag, the largest
 trained lags for lags >= 128); sinusoidal computed or interpolated; RoPE none, linear, static NTK,
-YaRN (with and without its attention factor), llama3 and a LongRoPE ramp, each at factor L / 128.
+YaRN (with and without its attention factor), llama3 and a LongRoPE ramp, each at factor L / 128,
+and posgeom's fitted per-plane factors at L (``scores_b.json``, ``--track scores``; skipped until
+scored, a second ``--track b`` run fills them in).
 One JSONL record per (encoding, strategy, seed, text, L) with the mean loss per 64-position bin.
 """
 
@@ -64,6 +66,22 @@ def eval_windows(name: str) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ model
+SCORES = Path(__file__).resolve().parent.parent / "docs" / "extension" / "scores_b.json"
+
+
+def fitted_scaling(length: int) -> dict[str, Any] | None:
+    """posgeom's fitted factors at ``length`` (``--track scores``) as a ``RotaryEmbedding``
+    scaling, or ``None`` when they are not scored yet."""
+    if not SCORES.exists():
+        return None
+    entry = json.loads(SCORES.read_text()).get(f"war_and_peace L={length}")
+    if entry is None:
+        return None
+    p = dict(entry["fitted_rope_parameters"])
+    p.pop("rope_theta")
+    return {"type": p.pop("rope_type"), **p}
+
+
 def rope_strategies(factor: float) -> dict[str, dict[str, Any] | None]:
     """posgeom ``RotaryEmbedding`` scalings at ``factor = L / L0`` (``None``: plain RoPE)."""
     if factor <= 1:
@@ -71,6 +89,7 @@ def rope_strategies(factor: float) -> dict[str, dict[str, Any] | None]:
     orig = {"original_max_position_embeddings": L0}
     half = D // HEADS // 2
     return {
+        "posgeom fitted": fitted_scaling(round(factor * L0)),
         "none": None,
         "linear": {"type": "linear", "factor": factor},
         "ntk": {"type": "ntk", "factor": factor},
@@ -93,7 +112,16 @@ def rope_strategies(factor: float) -> dict[str, dict[str, Any] | None]:
     }
 
 
-_ROPE_NAMES = ("none", "linear", "ntk", "yarn", "yarn no attn", "llama3", "longrope ramp")
+_ROPE_NAMES = (
+    "none",
+    "linear",
+    "ntk",
+    "yarn",
+    "yarn no attn",
+    "llama3",
+    "longrope ramp",
+    "posgeom fitted",
+)
 STRATEGIES = {
     "rope": _ROPE_NAMES,
     "learned": ("clamp", "interpolate", "gower"),
@@ -270,7 +298,13 @@ def run(results: Path, ckpt_dir: Path, *, threads: int = 1) -> None:
 
     for seed in SEEDS:
         for enc in ENCODINGS:
-            keys = [(enc, s, seed, t, n) for s in STRATEGIES[enc] for t in TEXTS for n in LENGTHS]
+            keys = [
+                (enc, s, seed, t, n)
+                for s in STRATEGIES[enc]
+                for t in TEXTS
+                for n in LENGTHS
+                if not (s == "posgeom fitted" and n > L0 and fitted_scaling(n) is None)
+            ]
             if all(k in done for k in keys):
                 continue
             t0 = time.time()

@@ -7,6 +7,11 @@
 - ``--track b``: byte-level decoders trained from scratch at length 128 with each position
   encoding and tested at 1x-8x (``benchmarks/_extension_b.py``); writes
   ``docs/extension/track_b.jsonl`` (checkpoints under ``--work``).
+- ``--track scores``: posgeom's scores of the measured strategies and its fitted factors
+  (``benchmarks/_extension_scores.py``); writes ``docs/extension/scores_{a,b}.json``.
+- ``--track stress``: item 4, the stress of each trained Track B encoding against the corpus
+  lag geometry beside its loss (``benchmarks/_extension_training.py``; ``--work`` = the
+  checkpoints); writes ``docs/extension/training_stress.json``.
 - ``--track analyze``: rank correlations of the scores with the measured losses
   (``benchmarks/_extension_analysis.py``); writes ``docs/extension/analysis.json``.
 
@@ -32,9 +37,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--track", choices=("a", "b", "analyze"), required=True)
+    ap.add_argument("--track", choices=("a", "b", "scores", "stress", "analyze"), required=True)
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "extension")
-    ap.add_argument("--work", type=Path, default=Path("runs/extension"), help="track b checkpoints")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=Path("runs/extension"),
+        help="track b checkpoints, token caches",
+    )
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
     if args.track == "a":
@@ -45,6 +55,15 @@ def main(argv: list[str] | None = None) -> int:
         import _extension_b
 
         _extension_b.run(args.out / "track_b.jsonl", args.work, threads=args.threads)
+    elif args.track == "scores":
+        import _extension_scores
+
+        _extension_scores.run_b(args.out)
+        _extension_scores.run_a(args.out, args.work)
+    elif args.track == "stress":
+        import _extension_training
+
+        _extension_training.run(args.out, args.work)
     else:
         import _extension_analysis
 

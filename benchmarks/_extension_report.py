@@ -1,0 +1,124 @@
+"""Markdown tables of the context-extension study from ``docs/extension/analysis.json`` and the raw
+JSONL beside it; :func:`write` replaces the section between the markers in ``docs/EXTENSION.md``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+BEGIN, END = "<!-- bench_extension:begin -->", "<!-- bench_extension:end -->"
+
+
+def _f(x: Any, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    return f"{x:.{digits}f}"
+
+
+def _agreement_table(agreement: dict[str, Any]) -> list[str]:
+    rows = [
+        "| score (larger = predicted better) | strategies | windows | Spearman with -loss "
+        "| 95% bootstrap interval | predicted best | measured top 2 | best in top 2 |",
+        "|---|---:|---:|---:|---|---|---|---|",
+    ]
+    for name, a in agreement.items():
+        if a.get("spearman") is None:
+            rows.append(f"| {name} | {a.get('n_strategies', 0)} | – | (constant) | – | – | – | – |")
+            continue
+        ci = a["ci95"]
+        best = ", ".join(a["predicted_best"])
+        if len(a["predicted_best"]) > 3:
+            best = f"{len(a['predicted_best'])}-way tie"
+        rows.append(
+            f"| {name} | {a['n_strategies']} | {a['n_windows']} | {a['spearman']:+.2f} "
+            f"| [{ci[0]:+.2f}, {ci[1]:+.2f}] | {best} | {', '.join(a['measured_top2'])} "
+            f"| {'yes' if a['best_in_top2'] else 'no'} |"
+        )
+    return rows
+
+
+def track_a_tables(out: Path, analysis: dict[str, Any]) -> list[str]:
+    from _extension_analysis import read_jsonl
+
+    records = read_jsonl(out / "track_a.jsonl")
+    windows = sorted({(r["text"], r["window"]) for r in records})
+    by = {(r["strategy"], r["text"], r["window"]): r for r in records}
+    names = list(dict.fromkeys(r["strategy"] for r in records))
+    head = " | ".join(f"{t}#{i} past 8k / first 2k / ppl last quarter" for t, i in windows)
+    lines = [
+        "Mean next-token loss (nats) per window: positions 8,192-12,287 / 1-2,047, and the "
+        "perplexity of positions 9,216-12,287 (the issue's reference quantity).",
+        "",
+        f"| strategy | rope_parameters | {head} |",
+        "|---|---|" + "---|" * len(windows),
+    ]
+    for n in names:
+        params = next(r["rope_parameters"] for r in records if r["strategy"] == n)
+        shown = {k: v for k, v in params.items() if k not in ("short_factor", "long_factor")}
+        if "long_factor" in params:
+            shown["long_factor"] = (
+                f"{params['long_factor'][0]:.3g}..{params['long_factor'][-1]:.3g}"
+            )
+        cells = []
+        for w in windows:
+            r = by.get((n, *w))
+            cells.append(
+                "–"
+                if r is None
+                else f"{r['loss_past_8k']:.3f} / {r['loss_first_2k']:.3f} / "
+                f"{math.exp(r['loss_last_quarter']):.1f}"
+            )
+        lines.append(f"| {n} | `{json.dumps(shown)}` | " + " | ".join(cells) + " |")
+    for domain, d in analysis.get("domains", {}).items():
+        lines += ["", f"**Agreement, {domain}** (windows {', '.join(d['windows'])}):", ""]
+        lines += _agreement_table(d["agreement"])
+    return lines
+
+
+def track_b_tables(analysis: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    enc = analysis.get("by_encoding", {})
+    if enc:
+        texts = sorted({t for v in enc.values() for by_t in v.values() for t in by_t})
+        lengths = sorted({int(k) for v in enc.values() for k in v})
+        lines += [
+            "Mean loss (nats per byte) over all positions of the window, mean over seeds "
+            "(seeds in brackets), per test text and length:",
+            "",
+            "| encoding / strategy | text | " + " | ".join(f"L = {n}" for n in lengths) + " |",
+            "|---|---|" + "---:|" * len(lengths),
+        ]
+        for key in sorted(enc):
+            for t in texts:
+                cells = []
+                for n in lengths:
+                    c = enc[key].get(str(n), {}).get(t)
+                    cells.append("–" if c is None else f"{c['loss_all']:.3f} ({c['seeds']})")
+                lines.append(f"| {key} | {t} | " + " | ".join(cells) + " |")
+    for name, d in analysis.items():
+        if name == "by_encoding":
+            continue
+        lines += ["", f"**Agreement, {name}** (cells {', '.join(d['cells'])}):", ""]
+        lines += _agreement_table(d["agreement"])
+    return lines
+
+
+def write(out: Path, page: Path) -> None:
+    analysis = json.loads((out / "analysis.json").read_text())
+    body = ["### Track A: SmolLM2-135M, 8,192 -> 12,288", ""]
+    body += track_a_tables(out, analysis["track_a"])
+    body += ["", "### Track B: byte-level decoders trained at 128", ""]
+    body += track_b_tables(analysis["track_b"])
+    body += ["", "### Item 4: stress of the trained encodings against their loss", ""]
+    for name, d in analysis.get("training", {}).items():
+        body += [f"**{name}** (War and Peace tail; one point per trained model):", ""]
+        body += [*_agreement_table(d), ""]
+    section = "\n".join([BEGIN, *body, END])
+    text = page.read_text() if page.exists() else f"# Context extension\n\n{BEGIN}\n{END}\n"
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) :]
+    else:
+        text += "\n" + section + "\n"
+    page.write_text(text)
