@@ -225,3 +225,35 @@ def test_smacof_never_ends_above_mds():
         assert refined.initial_stress == pytest.approx(stress(start, target), rel=1e-12)
         assert refined.final_stress <= refined.initial_stress + 1e-15
         assert stress(refined, target) == pytest.approx(refined.final_stress, rel=1e-10)
+
+
+def test_smacof_matches_scikit_learn_from_the_same_start():
+    """Both run Guttman transforms from the MDS start to convergence; same local optimum."""
+    sklearn_manifold = pytest.importorskip("sklearn.manifold")
+    c = zipf_counts(40, 500, seed=3, flat=False)
+    target = hellinger_distances(positional_distributions(c))
+    start = classical_mds(target, 2)
+    ours = smacof_refine(target, start, max_iter=3000, tol=1e-12)
+    x, raw = sklearn_manifold.smacof(
+        target,
+        n_components=2,
+        init=start.coordinates,
+        max_iter=3000,
+        eps=1e-12,
+        normalized_stress=False,
+    )
+    # scikit-learn's stress is the sum over all ordered pairs / 2 = sum over i < j
+    assert ours.final_stress * 0.5 * np.sum(target**2) == pytest.approx(raw, rel=1e-6)
+    assert stress(x, target) == pytest.approx(ours.final_stress, rel=1e-6)
+    assert ours.final_stress < ours.initial_stress
+
+
+def test_smacof_stops_on_convergence():
+    c = zipf_counts(30, 400, seed=7, flat=False)
+    target = hellinger_distances(positional_distributions(c))
+    loose = smacof_refine(target, classical_mds(target, 3), tol=1e-3)
+    tight = smacof_refine(target, classical_mds(target, 3), tol=1e-10, max_iter=5000)
+    assert loose.converged and loose.n_iter < tight.n_iter
+    assert tight.final_stress <= loose.final_stress <= loose.initial_stress
+    capped = smacof_refine(target, classical_mds(target, 3), tol=0.0, max_iter=4)
+    assert capped.n_iter == 4 and not capped.converged

@@ -204,7 +204,7 @@ def compare_encodings(
         },
         seed=seed,
     )
-    curve = rank_curve(res.mds, target, max_rank=max_rank, seed=seed)
+    curve = rank_curve(res.mds, res.scorer, max_rank=max_rank, seed=seed)
     options = {
         "n_positions": n,
         "input": "counts" if is_integer_counts(data) else "distributions",

@@ -52,7 +52,10 @@ def comparable_encodings() -> tuple[str, ...]:
 
 
 def _restrict(enc: Any, positions: np.ndarray) -> PositionEncoding:
-    """``enc`` (built for positions ``0 .. N-1``) restricted to ``positions``."""
+    """``enc`` (built for positions ``0 .. N-1``) restricted to ``positions`` (itself when they
+    are all of them: a long context's lag profile stays a profile)."""
+    if len(positions) == enc.n_positions and np.array_equal(positions, np.arange(len(positions))):
+        return enc
     if getattr(enc, "vectors", None) is not None and getattr(enc, "distance_matrix", None) is None:
         return PositionEncoding(enc.name, enc.vectors[positions], enc.params)
     dist = enc.distances()[np.ix_(positions, positions)]
@@ -102,18 +105,21 @@ def comparison_rows(
 
     model_dim = res.mds.model_dim
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
-    target = res.distances
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
-    n = target.shape[0]
+    n = len(positions)
     # (encoding given to ctx.score, its Shepard distances, the encoding scored: restricted to
     # the kept positions)
     seen: list[tuple[Any, np.ndarray, Any]] = []
+    scorer = getattr(res, "scorer", None)
 
     def scored(enc: Any, given: Any = None) -> dict[str, Any]:
-        s = _scores(enc, target, seed)
-        if getattr(res, "plugin_distances", None) is not None:  # the paper's target, beside
-            p = plugin_scores({"": enc}, res.plugin_distances)[""]
-            s |= {"plugin_paper": p["paper"], "plugin_scale_optimal": p["scale_optimal"]}
+        if scorer is not None:  # exact or sampled, the plug-in beside in the same pass
+            s = {k: v for k, v in scorer.score(enc).items() if k != "plugin_stress1"}
+        else:
+            s = _scores(enc, res.distances, seed)
+            if getattr(res, "plugin_distances", None) is not None:  # the paper's target
+                p = plugin_scores({"": enc}, res.plugin_distances)[""]
+                s |= {"plugin_paper": p["paper"], "plugin_scale_optimal": p["scale_optimal"]}
         seen.append((enc if given is None else given, pair_distances(enc, res.shepard_pairs), enc))
         return s
 

@@ -16,20 +16,19 @@ from typing import Any
 
 import numpy as np
 
+from posgeom import pipeline_scale as scale
 from posgeom._errors import PosgeomError
 from posgeom.embed.mds import MDSResult, classical_mds
 from posgeom.embed.refine import smacof_refine
-from posgeom.estimators._pipeline import (
-    estimate_mds,
-    pipeline_estimate,
-    plugin_scores,
-)
+from posgeom.estimators._pipeline import estimate_mds, pipeline_estimate
 from posgeom.geometry.counts import count_matrix
 from posgeom.geometry.distributions import positional_distributions
-from posgeom.geometry.divergences import hellinger_distances
-from posgeom.geometry.noise import noise_floor
+from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
+from posgeom.geometry.noise import noise_floor, sampled_noise_floor
 from posgeom.pipeline_result import PipelineResult
+from posgeom.pipeline_scale import Scorer, blocks_target, draw_shepard_pairs
 from posgeom.reports.markdown import score_table
+from posgeom.scores._encoding import encoding_pairs
 from posgeom.scores.order import monotonicity_violation_rate, separation_margin
 from posgeom.scores.stress import stress_scores
 
@@ -62,14 +61,17 @@ def score_encoding(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict[
 
 
 def rank_curve(
-    mds: MDSResult, target: np.ndarray, *, max_rank: int, seed: int = 0
+    mds: MDSResult, target: Any, *, max_rank: int, seed: int = 0
 ) -> list[dict[str, Any]]:
     """The rank experiment: per ``r = 1 .. min(max_rank, r_MDS)`` the scores of the rank-``r``
-    MDS encoding ``P = A B^T`` (rows of :data:`posgeom.reports.schema.RANK_COLUMNS`)."""
-    n, d = target.shape[0], mds.model_dim
+    MDS encoding ``P = A B^T`` (rows of :data:`posgeom.reports.schema.RANK_COLUMNS`).
+    ``target``: an ``(n, n)`` matrix or a :class:`~posgeom.pipeline_scale.Scorer` (sampled
+    above ``SAMPLED_ABOVE`` positions)."""
+    scorer = target if isinstance(target, Scorer) else Scorer(dense=np.asarray(target), seed=seed)
+    n, d = scorer.n_positions, mds.model_dim
     curve = []
     for r in range(1, min(max_rank, mds.n_components) + 1):
-        s = score_encoding(mds.truncate(r), target, seed=seed)
+        s = scorer.score(mds.truncate(r), separation=False)
         curve.append(
             {
                 "rank": r,
@@ -81,6 +83,7 @@ def rank_curve(
                 "parameters": r * (n + d),
                 "full_parameters": n * d,
                 "parameter_reduction": 1.0 - r * (n + d) / (n * d),
+                **({"sampled": True} if scorer.sampled else {}),
             }
         )
     return curve
@@ -89,26 +92,13 @@ def rank_curve(
 def shepard_pairs(n: int, *, size: int = SHEPARD_PAIRS, seed: int = 0) -> np.ndarray:
     """``(2, m)`` pairs ``i < j`` for Shepard plots: all of them when there are at most ``size``,
     else ``size`` drawn without replacement (``default_rng(seed)``), sorted."""
-    i, j = np.triu_indices(n, 1)
-    if len(i) > size:
-        keep = np.sort(np.random.default_rng(seed).choice(len(i), size, replace=False))
-        i, j = i[keep], j[keep]
-    return np.vstack([i, j]).astype(np.int64)
+    return draw_shepard_pairs(n, size, seed)
 
 
 def pair_distances(encoding: Any, pairs: np.ndarray) -> np.ndarray:
-    """``delta_ij`` of ``encoding`` at ``pairs`` (``(2, m)``): from its vectors when it has them
-    (no ``n x n`` matrix), else from its distance matrix."""
-    from posgeom.scores._encoding import encoding_distances
-
-    i, j = pairs
-    vectors = getattr(encoding, "vectors", None)
-    if vectors is None:  # MDSResult, RefinedEmbedding: distances are those of the coordinates
-        vectors = getattr(encoding, "coordinates", None)
-    if vectors is not None and getattr(encoding, "distance_matrix", None) is None:
-        v = np.asarray(vectors, dtype=np.float64)
-        return np.sqrt(np.sum((v[i] - v[j]) ** 2, axis=1))
-    return encoding_distances(encoding)[i, j]
+    """``delta_ij`` of ``encoding`` at ``pairs`` (``(2, m)``): from its lag profile or vectors
+    when it has them (no ``n x n`` matrix), else from its distance matrix."""
+    return encoding_pairs(encoding, pairs[0], pairs[1])
 
 
 def _empty_positions_hint(counts: Any) -> tuple[str | None, int | None]:
@@ -174,8 +164,6 @@ def analyze_counts(
     n = dist.n_positions
     if n < 3:
         raise PosgeomError(f"the geometry needs at least 3 positions with samples, got {n}")
-    log.info("Hellinger distances for %d positions (vocabulary %d)", n, dist.vocab_size)
-    target = hellinger_distances(dist, convention=convention)
     est_options = dict(estimator_options or {})
     if "coarsen" not in est_options:
         est_options.setdefault("resolution", resolution)
@@ -189,9 +177,19 @@ def analyze_counts(
         seed=seed,
         options=est_options,
     )
-    plugin_target = None
-    if estimate is not None:  # score against the estimate; the plug-in stays beside it
-        plugin_target, target = target, np.array(estimate.distances)
+    large = n > scale.SAMPLED_ABOVE
+    log.info(
+        "Hellinger %s for %d positions (vocabulary %d)",
+        "distances on demand (blocks, no n x n matrix)" if large else "distances",
+        n,
+        dist.vocab_size,
+    )
+    plugin = HellingerBlocks(dist, convention=convention)
+    if not large:
+        plugin = hellinger_distances(dist, convention=convention)
+    target: Any = plugin
+    if estimate is not None:
+        target = blocks_target(dist, estimate, convention) if large else estimate.distances
     r = min(n - 1, model_dim) if n_components is None else n_components
     log.info("classical MDS: rank %d in model width %d", r, model_dim)
     mds_args = {"model_dim": model_dim, "convention": convention, "solver": solver, "seed": seed}
@@ -200,27 +198,22 @@ def analyze_counts(
         if estimate is None
         else estimate_mds(estimate, r, **mds_args)
     )
-    scores = {"mds": score_encoding(mds, target, seed=seed)}
+    beside = {} if estimate is None else {"plugin": plugin}
+    scorer = Scorer.for_target(target, n, beside=beside, seed=seed)
+    named: dict[str, Any] = {"mds": mds}
     refined = None
-    if refine and n <= 2048:
+    if refine and n <= scale.REFINE_MAX_N:
         log.info("SMACOF refinement from the MDS solution")
-        refined = smacof_refine(target, mds, max_iter=200)
-        scores["mds+smacof"] = score_encoding(refined, target, seed=seed)
-    for name, enc in (encodings or {}).items():
-        scores[name] = score_encoding(enc, target, seed=seed)
-    curve = rank_curve(mds, target, max_rank=max_rank, seed=seed)
+        refined = smacof_refine(scorer.dense, mds)
+        named["mds+smacof"] = refined
+    named.update(encodings or {})
+    scores, plugin_beside = {}, {}
+    for name, enc in named.items():
+        scores[name], plugin_beside[name] = _split_beside(scorer.score(enc))
+    curve = rank_curve(mds, scorer, max_rank=max_rank, seed=seed)
     pairs = shepard_pairs(n, seed=seed)
-    shepard = {"mds": pair_distances(mds, pairs)}
-    if refined is not None:
-        shepard["mds+smacof"] = pair_distances(refined, pairs)
-    for name, enc in (encodings or {}).items():
-        shepard[name] = pair_distances(enc, pairs)
-    nf = None
-    if noise:
-        try:
-            nf = noise_floor(kept, method=noise, n_repeats=noise_repeats, seed=seed)
-        except PosgeomError as exc:
-            log.warning("noise floor skipped: %s", exc)
+    shepard = {name: pair_distances(enc, pairs) for name, enc in named.items()}
+    nf = _noise(kept, scorer, noise, noise_repeats, seed)
     options = {
         "model_dim": model_dim,
         "n_components": r,
@@ -245,7 +238,7 @@ def analyze_counts(
             info[attr] = getattr(counts, attr)
     return PipelineResult(
         distributions=dist,
-        distances=target,
+        distances=scorer.dense,
         mds=mds,
         refined=refined,
         scores=scores,
@@ -256,11 +249,34 @@ def analyze_counts(
         shepard=shepard,
         shepard_pairs=pairs,
         estimate=estimate,
-        plugin_distances=plugin_target,
-        plugin_scores={}
-        if plugin_target is None
-        else plugin_scores(
-            {"mds": mds, **({"mds+smacof": refined} if refined else {}), **(encodings or {})},
-            plugin_target,
-        ),
+        plugin_distances=None if estimate is None or large else plugin,
+        plugin_scores={k: v for k, v in plugin_beside.items() if v},
+        scorer=scorer,
     )
+
+
+def _split_beside(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
+    """A scorer's row without the plug-in scores beside it, and those scores."""
+    beside = {k[len("plugin_") :]: v for k, v in row.items() if k.startswith("plugin_")}
+    return {k: v for k, v in row.items() if not k.startswith("plugin_")}, beside
+
+
+def _noise(rows: Any, scorer: Any, noise: str | None, repeats: int, seed: int) -> Any:
+    """The noise floor of the kept positions' counts ``rows`` (sampled pairs above
+    ``SAMPLED_ABOVE``)."""
+    if not noise:
+        return None
+    try:
+        if not scorer.sampled:
+            return noise_floor(rows, method=noise, n_repeats=repeats, seed=seed)
+        if noise != "split_half":
+            raise PosgeomError(
+                f"the {noise} noise floor needs n x n replicate matrices; at n = "
+                f"{scorer.n_positions} use noise='split_half'"
+            )
+        s = scorer.sample
+        plugin = s.beside.get("plugin", s.target_ij)
+        return sampled_noise_floor(rows, (s.i, s.j), plugin, n_repeats=repeats, seed=seed)
+    except PosgeomError as exc:
+        log.warning("noise floor skipped: %s", exc)
+        return None

@@ -20,7 +20,8 @@ from posgeom.estimators._pipeline import (
     PLUGIN_COLUMNS,
 )
 from posgeom.geometry.distributions import PositionalDistributions
-from posgeom.geometry.noise import NoiseFloor
+from posgeom.geometry.noise import NoiseFloor, SampledNoiseFloor
+from posgeom.pipeline_scale import REFINE_SKIPPED
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
 from posgeom.reports.schema import conventions
 from posgeom.reports.verdict import verdict_block
@@ -43,12 +44,12 @@ class PipelineResult:
     """Everything :func:`analyze_counts` computed (see :meth:`summary` for the JSON form)."""
 
     distributions: PositionalDistributions
-    distances: np.ndarray
+    distances: np.ndarray | None  # the (n, n) target; None above SAMPLED_ABOVE positions
     mds: MDSResult
     refined: RefinedEmbedding | None
     scores: dict[str, dict[str, Any]]
     rank_curve: list[dict[str, float]]
-    noise: NoiseFloor | None
+    noise: NoiseFloor | SampledNoiseFloor | None
     options: dict[str, Any]
     counts_info: dict[str, Any] = field(default_factory=dict)
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
@@ -57,6 +58,7 @@ class PipelineResult:
     estimate: Any = None  # the GeometryEstimate scored against (None: the plug-in)
     plugin_distances: np.ndarray | None = None  # the plug-in D, beside a non-plug-in estimate
     plugin_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    scorer: Any = None  # how encodings are scored (posgeom.pipeline_scale.Scorer); None: dense
 
     report_kind = "run"
     report_title = "geometry"
@@ -65,6 +67,11 @@ class PipelineResult:
         from posgeom.reports import repr_html
 
         return repr_html(self)
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the scores are estimated from a pair sample (no ``(n, n)`` matrix)."""
+        return bool(getattr(self.scorer, "sampled", False))
 
     def summary(self) -> dict[str, Any]:
         d = self.distributions
@@ -108,18 +115,20 @@ class PipelineResult:
                 "n_iter": self.refined.n_iter,
             }
         if self.noise is not None:
-            nf = self.noise
-            out["noise_floor"] = {
-                "method": nf.method,
-                "n_repeats": nf.n_repeats,
-                "median_pair_floor": float(
-                    np.median(nf.pair_floor[np.triu_indices_from(nf.pair_floor, 1)])
-                ),
-                "trusted_pair_share": float(
-                    nf.trusted().sum() / max(1, nf.trusted().size - len(nf.totals))
-                ),
-                "untrusted_positions": d.positions[nf.untrusted_positions()].tolist(),
+            out["noise_floor"] = self.noise.summary(d.positions)
+        if self.sampled:
+            s = self.scorer.sample
+            out["sampling"] = {
+                "scores": "sampled",
+                "triples": s.size,
+                "seed": s.seed,
+                "confidence": s.confidence,
+                "rule": "uniform triples (i, j, k); stress kinds from the pairs (i, j) (ratio "
+                "estimators, delta-method intervals), violation rate from the triples (Wilson "
+                "interval); separation exact or an upper bound (separation_kind)",
             }
+        if self.refined is None and self.options.get("refine") and self.sampled:
+            out["refinement"] = {"method": "smacof", "skipped": REFINE_SKIPPED}
         out["verdict"] = verdict_block(self.report_kind, out)
         return out
 
@@ -140,11 +149,23 @@ class PipelineResult:
         verdict = self.summary()["verdict"]
         vi = VerdictInputs.from_dict(verdict["inputs"])
         lines = [
-            f"Hellinger convention: {self.options['convention']}; n = {self.distances.shape[0]} "
-            f"positions, d = {self.mds.model_dim}. {target_phrase(vi)}.",
+            f"Hellinger convention: {self.options['convention']}; n = "
+            f"{self.distributions.n_positions} positions, d = {self.mds.model_dim}. "
+            f"{target_phrase(vi)}.",
             "",
             *score_table(self.scores),
         ]
+        if self.sampled:
+            s = self.scorer.sample
+            lines += [
+                "",
+                f"Sampled: every score above is estimated from {s.size:,} uniform triples "
+                f"(seed {s.seed}; {100 * s.confidence:.0f}% intervals in summary.json); "
+                "separation is exact for translation-invariant and 1-D encodings, an upper "
+                "bound (sampled pairs) where summary.json says so.",
+            ]
+            if self.refined is None and self.options.get("refine"):
+                lines += ["", f"mds+smacof: not run. {REFINE_SKIPPED}."]
         if self.plugin_scores:
             lines += ["", "Against the plug-in geometry (the paper's estimator):", ""]
             lines += markdown_table(
@@ -161,16 +182,17 @@ class PipelineResult:
         arrays = {
             "positions": self.distributions.positions,
             "totals": self.distributions.totals,
-            "hellinger": self.distances,
             "mds_embedding": self.mds.embedding,
             "mds_coordinates": self.mds.coordinates,
             "eigenvalues": self.mds.eigenvalues,
         }
+        if self.distances is not None:
+            arrays["hellinger"] = self.distances
         if self.refined is not None:
             arrays["refined_coordinates"] = self.refined.coordinates
         if self.plugin_distances is not None:
             arrays["plugin_hellinger"] = self.plugin_distances
-        if self.noise is not None:
+        if getattr(self.noise, "pair_floor", None) is not None:
             arrays["noise_pair_floor"] = self.noise.pair_floor
         if self.shepard_pairs is not None:
             arrays["shepard_pairs"] = self.shepard_pairs

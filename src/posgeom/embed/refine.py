@@ -22,7 +22,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, validate_params
 from posgeom.embed.mds import MDSResult, PlacedCoordinates, classical_mds
 
-__all__ = ["RefinedEmbedding", "smacof_refine"]
+__all__ = ["RefinedEmbedding", "gram_distances", "smacof_refine"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,9 +44,25 @@ class RefinedEmbedding(PlacedCoordinates):
     converged: bool
 
 
-def _raw_stress(x: np.ndarray, target: np.ndarray) -> float:
-    d = euclidean_distances(x)
-    return float(np.sum(np.triu((d - target) ** 2, 1)))
+def gram_distances(x: np.ndarray) -> np.ndarray:
+    """``(n, n)`` Euclidean distances of the rows of ``x`` from one BLAS product:
+    ``d_ij^2 = |x_i|^2 + |x_j|^2 - 2 <x_i, x_j>`` (clipped at 0, zero diagonal). Faster than
+    ``pdist`` by the BLAS factor; the cancellation error of a squared distance is about
+    ``1e-16 max |x|^2``, negligible for the Guttman weights ``D_ij / d_ij``."""
+    sq = np.einsum("ij,ij->i", x, x)
+    g = x @ x.T
+    g *= -2.0
+    g += sq[:, None]
+    g += sq[None, :]
+    np.maximum(g, 0.0, out=g)
+    np.fill_diagonal(g, 0.0)
+    return np.sqrt(g, out=g)
+
+
+def _raw_stress(d: np.ndarray, target: np.ndarray) -> float:
+    """``sum_{i<j} (d_ij - D_ij)^2`` (both matrices symmetric with zero diagonals)."""
+    diff = d - target
+    return 0.5 * float(np.einsum("ij,ij->", diff, diff))
 
 
 @validate_params(
@@ -62,7 +78,7 @@ def smacof_refine(
     *,
     n_components: int | None = None,
     max_iter: int = 300,
-    tol: float = 1e-9,
+    tol: float = 1e-6,
 ) -> RefinedEmbedding:
     """Minimise the paper stress of a configuration against ``target`` starting from MDS.
 
@@ -71,8 +87,12 @@ def smacof_refine(
     target : (n, n) distance matrix
     init : MDSResult or (n, r) coordinates, optional
         Start; by default ``classical_mds(target, n_components)``.
-    max_iter, tol : stop after ``max_iter`` Guttman steps or when the relative stress decrease is
-        below ``tol``.
+    max_iter, tol : stop after ``max_iter`` Guttman steps, or (``converged``) once one step
+        lowers the raw stress by less than ``tol`` times its value.
+
+    Each step costs two ``(n, n) x (n, r)`` BLAS products (the distances of the current
+    configuration, from which both its stress and the Guttman transform are computed) and
+    ``O(n^2)`` memory; the reported ``final_stress`` is recomputed exactly (``pdist``) once.
     """
     tgt = check_distance_matrix(target, "target")
     n = tgt.shape[0]
@@ -85,35 +105,36 @@ def smacof_refine(
         if x.ndim != 2 or x.shape[0] != n:
             raise PosgeomError(f"init must be (n={n}, r) coordinates, got shape {x.shape}")
         placement = np.eye(x.shape[1])
-    norm = float(np.sum(np.triu(tgt**2, 1)))
+    norm = 0.5 * float(np.einsum("ij,ij->", tgt, tgt))
     if norm <= 0:
         raise PosgeomError("the target has all distances zero; nothing to refine")
-    best = current = _raw_stress(x, tgt)
-    initial = current / norm
-    best_x = x
+    initial = _raw_stress(euclidean_distances(x), tgt) / norm
+    best, best_x = np.inf, x
     converged = False
     n_iter = 0
-    for it in range(1, max_iter + 1):
-        n_iter = it
-        d = euclidean_distances(x)
+    previous = np.inf
+    for it in range(max_iter + 1):
+        d = gram_distances(x)
+        current = _raw_stress(d, tgt)  # the stress of x (Guttman steps never increase it)
+        if current < best:
+            best, best_x = current, x
+        if previous - current <= tol * max(current, 1e-300):
+            converged = it > 0
+            break
+        if it == max_iter:
+            break
+        previous = current
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(d > 0, tgt / d, 0.0)
-        b = -ratio
-        np.fill_diagonal(b, 0.0)
-        np.fill_diagonal(b, -b.sum(axis=1))
-        x = (b @ x) / n
-        new = _raw_stress(x, tgt)
-        if new < best:
-            best, best_x = new, x
-        if current - new <= tol * max(current, 1e-300):
-            converged = True
-            break
-        current = new
+        # X <- (1/n) B(X) X with B = diag(rowsums(ratio)) - ratio
+        x = (ratio.sum(axis=1)[:, None] * x - ratio @ x) / n
+        n_iter = it + 1
+    final = _raw_stress(euclidean_distances(best_x), tgt) / norm
     return RefinedEmbedding(
         coordinates=best_x,
         placement=placement,
         initial_stress=initial,
-        final_stress=best / norm,
+        final_stress=final,
         n_iter=n_iter,
         converged=converged,
     )

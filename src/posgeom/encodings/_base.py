@@ -6,7 +6,10 @@ An encoding of ``n`` positions is a :class:`PositionEncoding`:
   (ALiBi and T5 have biases, not vectors; a distance file has only distances);
 - ``distances()``: the ``(n, n)`` float64 position-distance matrix, exactly symmetric with a zero
   diagonal. By default the Euclidean distances ``||p_i - p_j||`` of the vectors; an encoding whose
-  geometry is not Euclidean in its vectors stores the matrix itself in ``distance_matrix``.
+  geometry is not Euclidean in its vectors stores the matrix itself in ``distance_matrix``;
+- ``lag_profile``: ``(n,)`` distances ``f(k)`` of a translation-invariant encoding,
+  ``D_ij = f(|i - j|)`` (sinusoidal, RoPE, ALiBi, T5, NoPE). T5 has only this: long contexts
+  never need its ``(n, n)`` matrix, and the separation margin is ``min_{k >= 1} f(k)``, exactly.
 
 Both arrays are read-only; ``distances()`` returns a fresh writable copy.
 """
@@ -65,6 +68,14 @@ def symmetrize(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
+def vector_lag_profile(vectors: np.ndarray) -> np.ndarray:
+    """``f(k) = ||p_k - p_0||``: the lag profile of translation-invariant vectors (``(n,)``)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    out = np.sqrt(np.sum((v - v[:1]) ** 2, axis=1))
+    out[0] = 0.0
+    return out
+
+
 def readonly(array: Any) -> Any:
     """A read-only float64 copy of ``array`` (``None`` stays ``None``); the one helper for the
     read-only arrays of encodings and mechanisms."""
@@ -85,17 +96,25 @@ class PositionEncoding:
     vectors: ``(n, d)`` float64 position vectors, or ``None``.
     params: the parameters that built it (JSON-friendly values).
     distance_matrix: ``(n, n)`` float64 distances when they are not the Euclidean distances of
-        ``vectors`` (ALiBi, T5, distance files); ``None`` otherwise.
+        ``vectors`` (distance files); ``None`` otherwise.
+    lag_profile: ``(n,)`` float64 ``f(k)`` with ``D_ij = f(|i - j|)`` (``f(0) = 0``) for a
+        translation-invariant encoding; ``None`` otherwise. Without vectors or a matrix it
+        defines the distances.
     """
 
     name: str
     vectors: np.ndarray | None
     params: Mapping[str, Any] = field(default_factory=dict)
     distance_matrix: np.ndarray | None = field(default=None, repr=False)
+    lag_profile: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if self.vectors is None and self.distance_matrix is None:
-            raise PosgeomError("an encoding needs vectors or a distance matrix")
+        if self.vectors is None and self.distance_matrix is None and self.lag_profile is None:
+            raise PosgeomError("an encoding needs vectors, a distance matrix or a lag profile")
+        lag = readonly(self.lag_profile)
+        if lag is not None and (lag.ndim != 1 or lag.size < 1 or lag[0] != 0 or np.any(lag < 0)):
+            raise PosgeomError("a lag profile is (n,) non-negative distances f(k) with f(0) = 0")
+        object.__setattr__(self, "lag_profile", lag)
         vec = readonly(self.vectors)
         if vec is not None and vec.ndim != 2:
             raise PosgeomError(f"position vectors must be 2-D (n, d), got shape {vec.shape}")
@@ -104,6 +123,9 @@ class PositionEncoding:
             n = dist.shape[0]
             if dist.shape != (n, n) or (vec is not None and vec.shape[0] != n):
                 raise PosgeomError(f"distance matrix {dist.shape} does not fit the vectors")
+        sizes = {a.shape[0] for a in (vec, dist, lag) if a is not None}
+        if len(sizes) > 1:
+            raise PosgeomError(f"the vectors, distances and lag profile have {sorted(sizes)} rows")
         object.__setattr__(self, "vectors", vec)
         object.__setattr__(self, "distance_matrix", dist)
         object.__setattr__(self, "params", dict(self.params))
@@ -111,8 +133,10 @@ class PositionEncoding:
     @property
     def n_positions(self) -> int:
         """Number of positions ``n``."""
-        src = self.vectors if self.vectors is not None else self.distance_matrix
-        return int(src.shape[0])
+        for src in (self.vectors, self.distance_matrix, self.lag_profile):
+            if src is not None:
+                return int(src.shape[0])
+        raise AssertionError("unreachable: __post_init__ requires one of them")
 
     @property
     def dim(self) -> int | None:
@@ -123,6 +147,9 @@ class PositionEncoding:
         """``(n, n)`` float64 position distances: exactly symmetric, zero diagonal (a new array)."""
         if self.distance_matrix is not None:
             return np.array(self.distance_matrix, copy=True)
+        if self.lag_profile is not None:
+            idx = np.arange(self.n_positions)
+            return self.lag_profile[np.abs(idx[:, None] - idx[None, :])]
         return euclidean_distances(self.vectors)
 
     def __repr__(self) -> str:

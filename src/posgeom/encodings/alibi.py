@@ -125,9 +125,13 @@ def alibi(
         vectors = pos * slopes[head]
         params = {"n_heads": int(n_heads), "head": head, "slope": float(slopes[head])}
     scale = float(np.linalg.norm(vectors[1])) if n > 1 else 0.0  # ||m|| or m_h
-    gaps = np.abs(pos - pos.T)
     return ALiBiEncoding(
-        "alibi", vectors, params, scale * gaps, slopes=tuple(float(s) for s in slopes), head=head
+        "alibi",
+        vectors,
+        params,
+        lag_profile=scale * pos[:, 0],  # D_ij = ||m|| |i - j|, never an (n, n) matrix
+        slopes=tuple(float(s) for s in slopes),
+        head=head,
     )
 
 

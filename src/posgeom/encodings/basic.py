@@ -24,7 +24,7 @@ def nope(n_positions: int, d: int = 768) -> PositionEncoding:
     """NoPE: every position gets the zero vector ``(n, d)``; all distances are zero."""
     n = check_n(n_positions)
     d = check_positive_int(d, "d")
-    return PositionEncoding("nope", np.zeros((n, d)), {"d": d})
+    return PositionEncoding("nope", np.zeros((n, d)), {"d": d}, lag_profile=np.zeros(n))
 
 
 def random(n_positions: int, d: int = 768, seed: int = 0, scale: float = 1.0) -> PositionEncoding:

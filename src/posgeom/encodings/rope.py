@@ -33,7 +33,13 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_even, check_n, readonly
+from posgeom.encodings._base import (
+    PositionEncoding,
+    check_even,
+    check_n,
+    readonly,
+    vector_lag_profile,
+)
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -154,7 +160,15 @@ def rope(
         )
     if opt("rope_parameters"):
         params["rope_parameters"] = dict(opt("rope_parameters"))
-    return RoPEEncoding("rope", vec, params, inv_freq=theta, attention_factor=att, layout=layout)
+    return RoPEEncoding(
+        "rope",
+        vec,
+        params,
+        lag_profile=vector_lag_profile(vec),  # rotations: D_ij depends on i - j only
+        inv_freq=theta,
+        attention_factor=att,
+        layout=layout,
+    )
 
 
 def default_rope_head_dim(model_dim: int, n_heads: int = 12) -> int:
@@ -193,7 +207,12 @@ def rope_heads(
         "normalize": "plane",
         "width": int(model_dim),
     }
-    return PositionEncoding("rope", np.tile(one.vectors, (1, heads)), params)
+    return PositionEncoding(
+        "rope",
+        np.tile(one.vectors, (1, heads)),
+        params,
+        lag_profile=np.sqrt(heads) * one.lag_profile,
+    )
 
 
 # ------------------------------------------------------------------------------ mechanism

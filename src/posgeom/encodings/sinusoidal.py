@@ -6,7 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.encodings._base import PositionEncoding, check_base, check_even, check_n
+from posgeom.encodings._base import (
+    PositionEncoding,
+    check_base,
+    check_even,
+    check_n,
+    vector_lag_profile,
+)
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -45,8 +51,9 @@ def sinusoidal(n_positions: int, d: int = 768, base: float = 10000.0) -> Positio
     n = check_n(n_positions)
     d = check_even(d, "sinusoidal width d")
     base = check_base(base)
+    vec = sinusoidal_vectors(np.arange(n), d, base)
     return PositionEncoding(
-        "sinusoidal", sinusoidal_vectors(np.arange(n), d, base), {"d": d, "base": base}
+        "sinusoidal", vec, {"d": d, "base": base}, lag_profile=vector_lag_profile(vec)
     )
 
 

@@ -123,8 +123,7 @@ def t5(
         raise PosgeomError(
             f"max_distance must exceed the exact-bucket range {max_exact}, got {max_distance}"
         )
-    pos = np.arange(n)
-    rel = pos[None, :] - pos[:, None]  # j - i
+    lag = np.arange(n)  # D_ij = f(|i - j|): the profile, never an (n, n) matrix
     kw = {
         "bidirectional": bool(bidirectional),
         "num_buckets": num_buckets,
@@ -132,7 +131,7 @@ def t5(
     }
     params: dict[str, Any] = dict(kw, bias=None)
     if bias is None:
-        dist = t5_relative_position_bucket(-np.abs(rel), **kw).astype(np.float64)
+        profile = t5_relative_position_bucket(-lag, **kw).astype(np.float64)
     else:
         table = _as_table(bias)
         if table.ndim != 2 or table.shape[0] != num_buckets or not np.all(np.isfinite(table)):
@@ -140,11 +139,14 @@ def t5(
                 f"T5 bias must be a finite ({num_buckets}, n_heads) table, got shape {table.shape}"
             )
         b0 = table[t5_relative_position_bucket(np.array(0), **kw)]  # (n_heads,)
-        fwd = np.abs(table[t5_relative_position_bucket(rel, **kw)] - b0).mean(axis=-1)
-        dist = 0.5 * (fwd + fwd.T)
+
+        def fwd(rel: np.ndarray) -> np.ndarray:  # mean |bias(j - i) - bias(0)| over heads
+            return np.abs(table[t5_relative_position_bucket(rel, **kw)] - b0).mean(axis=-1)
+
+        profile = 0.5 * (fwd(lag) + fwd(-lag))  # symmetrised: the mean of both directions
         params["bias"] = f"table{tuple(table.shape)}"
-    np.fill_diagonal(dist, 0.0)
-    return T5Encoding("t5", None, params, dist)
+    profile[0] = 0.0
+    return T5Encoding("t5", None, params, lag_profile=profile)
 
 
 # ------------------------------------------------------------------------------ mechanism

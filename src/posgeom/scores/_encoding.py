@@ -82,3 +82,56 @@ def matched_pair_distances(
     delta, tgt = matched_distance_matrices(encoding, target, encoding_kind=encoding_kind)
     iu = np.triu_indices(delta.shape[0], 1)
     return delta[iu], tgt[iu]
+
+
+def pair_vectors(encoding: Any) -> np.ndarray | None:
+    """Vectors whose Euclidean distances are the encoding's (coordinates of an MDS result)."""
+    if getattr(encoding, "distance_matrix", None) is not None:
+        return None
+    for attr in ("coordinates", "vectors"):
+        v = getattr(encoding, attr, None)
+        if v is not None:
+            return np.asarray(v, dtype=np.float64)
+    if hasattr(encoding, "distances") or getattr(encoding, "lag_profile", None) is not None:
+        return None
+    arr = np.asarray(encoding, dtype=np.float64)
+    return arr[:, None] if arr.ndim == 1 else arr
+
+
+def encoding_pairs(encoding: Any, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """``delta_ij`` of ``encoding`` at index arrays ``i, j``: from its lag profile, its vectors
+    (or coordinates) row by row, or its distance matrix; ``O(len(i) d)``, no ``(n, n)``."""
+    lag = getattr(encoding, "lag_profile", None)
+    if lag is not None:
+        return np.asarray(lag)[np.abs(np.asarray(i) - np.asarray(j))]
+    v = pair_vectors(encoding)
+    if v is not None:
+        out = np.empty(len(i))
+        for lo in range(0, len(i), 65536):  # bounded temporaries
+            sl = slice(lo, lo + 65536)
+            out[sl] = np.sqrt(np.sum((v[i[sl]] - v[j[sl]]) ** 2, axis=1))
+        return out
+    return encoding_distances(encoding)[i, j]
+
+
+def n_positions_of(encoding: Any) -> int | None:
+    """Rows of an encoding (``None`` when it only has ``distances()``)."""
+    for attr in ("lag_profile", "coordinates", "vectors", "distance_matrix"):
+        v = getattr(encoding, attr, None)
+        if v is not None:
+            return int(np.shape(v)[0])
+    return int(np.shape(encoding)[0]) if isinstance(encoding, np.ndarray) else None
+
+
+def encoding_block(encoding: Any, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The ``(len(rows), len(cols))`` block of ``encoding``'s distances (lag profile, BLAS from
+    vectors, or a slice of its distance matrix)."""
+    lag = getattr(encoding, "lag_profile", None)
+    if lag is not None:
+        return np.asarray(lag)[np.abs(rows[:, None] - cols[None, :])]
+    v = pair_vectors(encoding)
+    if v is not None:
+        from scipy.spatial.distance import cdist
+
+        return cdist(v[rows], v[cols])
+    return encoding_distances(encoding)[np.ix_(rows, cols)]

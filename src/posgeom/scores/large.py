@@ -19,14 +19,20 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from scipy.spatial.distance import cdist
 from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, validate_params
+from posgeom.scores._encoding import encoding_block, n_positions_of
 from posgeom.scores.stress import StressScores, stress_from_sums
 
-__all__ = ["DenseTarget", "SampledStress", "blocked_stress", "sampled_stress"]
+__all__ = [
+    "DenseTarget",
+    "SampledStress",
+    "blocked_stress",
+    "sampled_stress",
+    "stress_from_pair_sample",
+]
 
 log = logging.getLogger("posgeom")
 
@@ -61,9 +67,13 @@ def _vectors(encoding: Any, n: int) -> np.ndarray:
 def blocked_stress(
     encoding: Any, target: Any, *, block_size: int = 2048, progress: bool = False
 ) -> StressScores:
-    """Exact stress of ``(n, d)`` vectors against a target provider, one block at a time."""
+    """Exact stress of an encoding (vectors, lag profile or distances) against a target provider,
+    one block at a time (memory: one block of each)."""
     n = target.n_positions
-    x = _vectors(encoding, n)
+    if n_positions_of(encoding) != n:
+        raise PosgeomError(
+            f"the encoding has {n_positions_of(encoding)} positions but the target has {n}"
+        )
     sums = np.zeros(4)  # raw, S_DD, S_dd, S_dD
     starts = range(0, n, block_size)
     total = len(starts) * (len(starts) + 1) // 2
@@ -73,7 +83,7 @@ def blocked_stress(
         for b in range(a, n, block_size):
             cols = np.arange(b, min(b + block_size, n))
             dt = target.block(rows, cols)
-            de = cdist(x[rows], x[cols])
+            de = encoding_block(encoding, rows, cols)
             if a == b:
                 mask = np.triu(np.ones((len(rows), len(cols)), dtype=bool), 1)
                 dt, de = dt[mask], de[mask]
@@ -112,6 +122,44 @@ def _ratio_ci(num: np.ndarray, den: np.ndarray, z: float) -> tuple[float, float,
     return float(r), float(r - z * se), float(r + z * se)
 
 
+def stress_from_pair_sample(
+    de: np.ndarray, dt: np.ndarray, z: float, *, n_positions: int
+) -> tuple[StressScores, dict[str, tuple[float, float]]]:
+    """Every stress kind from ``m`` uniform pairs (encoding ``de``, target ``dt``) with intervals
+    at normal quantile ``z``: the paper stress and stress-1 are ratios of means (delta method);
+    the scale-optimal stress uses the sample's ``alpha*`` (its interval ignores the uncertainty of
+    ``alpha*``, a second-order term); ``raw`` scales the mean by ``n (n - 1) / 2``."""
+    pairs_total = n_positions * (n_positions - 1) / 2
+    raw_terms = (de - dt) ** 2
+    paper, lo, hi = _ratio_ci(raw_terms, dt * dt, z)
+    if np.any(de):
+        s1, s1_lo, s1_hi = _ratio_ci(raw_terms, de * de, z)
+        alpha = float(np.sum(de * dt) / np.sum(de * de))
+        so, so_lo, so_hi = _ratio_ci((alpha * de - dt) ** 2, dt * dt, z)
+    else:  # every sampled encoding distance is 0 (NoPE): as stress_from_sums
+        s1 = s1_lo = s1_hi = float("inf")
+        alpha, so, so_lo, so_hi = 0.0, 1.0, 1.0, 1.0
+    raw_mean = raw_terms.mean()
+    raw_se = raw_terms.std(ddof=1) / np.sqrt(len(raw_terms))
+    estimate = StressScores(
+        paper=paper,
+        stress1=float(np.sqrt(s1)),
+        scale_optimal=so,
+        raw=float(raw_mean * pairs_total),
+        scale=alpha,
+    )
+    intervals = {
+        "paper": (max(0.0, lo), hi),
+        "stress1": (float(np.sqrt(max(0.0, s1_lo))), float(np.sqrt(max(0.0, s1_hi)))),
+        "scale_optimal": (max(0.0, so_lo), so_hi),
+        "raw": (
+            float(max(0.0, raw_mean - z * raw_se) * pairs_total),
+            float((raw_mean + z * raw_se) * pairs_total),
+        ),
+    }
+    return estimate, intervals
+
+
 @validate_params(
     {
         "n_pairs": [Interval(Integral, 2, None)],
@@ -141,29 +189,5 @@ def sampled_stress(
     dt = target.pairs(i, j)
     de = np.linalg.norm(x[i] - x[j], axis=1)
     z = float(ndtri(0.5 + confidence / 2))
-    pairs_total = n * (n - 1) / 2
-    raw_terms = (de - dt) ** 2
-    paper, lo, hi = _ratio_ci(raw_terms, dt * dt, z)
-    s1, s1_lo, s1_hi = _ratio_ci(raw_terms, de * de, z)
-    alpha = float(np.sum(de * dt) / np.sum(de * de)) if np.any(de) else 0.0
-    scale_terms = (alpha * de - dt) ** 2
-    so, so_lo, so_hi = _ratio_ci(scale_terms, dt * dt, z)
-    raw_mean = raw_terms.mean()
-    raw_se = raw_terms.std(ddof=1) / np.sqrt(len(raw_terms))
-    estimate = StressScores(
-        paper=paper,
-        stress1=float(np.sqrt(s1)),
-        scale_optimal=so,
-        raw=float(raw_mean * pairs_total),
-        scale=alpha,
-    )
-    intervals = {
-        "paper": (max(0.0, lo), hi),
-        "stress1": (float(np.sqrt(max(0.0, s1_lo))), float(np.sqrt(max(0.0, s1_hi)))),
-        "scale_optimal": (max(0.0, so_lo), so_hi),
-        "raw": (
-            float(max(0.0, raw_mean - z * raw_se) * pairs_total),
-            float((raw_mean + z * raw_se) * pairs_total),
-        ),
-    }
+    estimate, intervals = stress_from_pair_sample(de, dt, z, n_positions=n)
     return SampledStress(estimate, intervals, n_pairs, confidence)

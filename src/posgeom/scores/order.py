@@ -29,6 +29,7 @@ from posgeom.scores._encoding import EncodingKind, encoding_distances, matched_d
 
 __all__ = [
     "ViolationRate",
+    "draw_triples",
     "monotonicity_violation_rate",
     "separation_margin",
     "shepard_table",
@@ -55,7 +56,8 @@ def _signs(diff: np.ndarray, tol: float) -> np.ndarray:
     return np.where(np.abs(diff) <= tol, 0.0, np.sign(diff))
 
 
-def _wilson(k: int, m: int, confidence: float) -> tuple[float, float]:
+def wilson_interval(k: int, m: int, confidence: float) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``k / m``."""
     if m == 0:
         return 0.0, 1.0
     z = float(ndtri(0.5 + confidence / 2))
@@ -119,20 +121,40 @@ def monotonicity_violation_rate(
             violations += int(np.count_nonzero(sa * sb < 0)) // 2
         rate = violations / informative if informative else 0.0
         return ViolationRate(rate, rate, rate, informative, violations, True, confidence)
-    rng = np.random.default_rng(seed)
-    i = rng.integers(0, n, n_samples)
-    j = (i + rng.integers(1, n, n_samples)) % n
-    k = rng.integers(0, n - 2, n_samples)
-    # k uniform over positions other than i and j
+    i, j, k = draw_triples(n, n_samples, np.random.default_rng(seed))
+    return violations_in_triples(
+        (tgt[i, j], tgt[i, k]), (delta[i, j], delta[i, k]), (tol_t, tol_e), confidence
+    )
+
+
+def draw_triples(
+    n: int, m: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``m`` uniform triples: anchor ``i``, then ``j != i``, then ``k`` uniform over the others
+    (so ``(i, j)`` alone is a uniform pair of distinct positions)."""
+    i = rng.integers(0, n, m)
+    j = (i + rng.integers(1, n, m)) % n
+    k = rng.integers(0, n - 2, m)
     lo, hi = np.minimum(i, j), np.maximum(i, j)
     k = k + (k >= lo)
     k = k + (k >= hi)
-    sa = _signs(tgt[i, j] - tgt[i, k], tol_t)
-    sb = _signs(delta[i, j] - delta[i, k], tol_e)
+    return i, j, k
+
+
+def violations_in_triples(
+    target: tuple[np.ndarray, np.ndarray],
+    encoding: tuple[np.ndarray, np.ndarray],
+    tolerances: tuple[float, float],
+    confidence: float,
+) -> ViolationRate:
+    """The sampled rate from ``(D_ij, D_ik)`` and ``(delta_ij, delta_ik)`` at drawn triples, with
+    a Wilson interval (ties within ``tolerances`` = (target's, encoding's) are not informative)."""
+    sa = _signs(target[0] - target[1], tolerances[0])
+    sb = _signs(encoding[0] - encoding[1], tolerances[1])
     informative = int(np.count_nonzero(sa))
     violations = int(np.count_nonzero(sa * sb < 0))
     rate = violations / informative if informative else 0.0
-    low, high = _wilson(violations, informative, confidence)
+    low, high = wilson_interval(violations, informative, confidence)
     return ViolationRate(rate, low, high, informative, violations, False, confidence)
 
 

@@ -1,0 +1,177 @@
+"""How the pipeline scores encodings at every ``n``: exactly on dense matrices, or on one sample.
+
+Up to :data:`SAMPLED_ABOVE` kept positions every score is exact (each encoding's distance matrix
+is built once and shared by its stress kinds, violation rate, separation and the plug-in scores
+beside). Above it no ``(n, n)`` matrix is formed: the target is a *blocks target*
+(:func:`blocks_target`) and every encoding is scored on one :class:`~posgeom.scores.sampled.
+PairSample` (:func:`posgeom.scores.sampled.sampled_scores`: stress kinds and violation rate with
+95% intervals, separation exact or a stated upper bound); the rows say ``sampled: true``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from posgeom.scores.sampled import DEFAULT_SAMPLE, draw_pair_sample, sampled_scores
+
+__all__ = [
+    "REFINE_MAX_N",
+    "SAMPLED_ABOVE",
+    "Scorer",
+    "blocks_target",
+    "draw_shepard_pairs",
+]
+
+log = logging.getLogger("posgeom")
+SAMPLED_ABOVE = 2048  # exact dense scores up to here; one pair sample above
+# SMACOF (O(n^2 r) per Guttman step, O(n^2) memory) runs up to here; above it the refined row is
+# left out and the table says why (measured: docs/BENCHMARKS.md, "Refinement")
+REFINE_MAX_N = 2048
+REFINE_SKIPPED = (
+    f"SMACOF refinement runs for n <= {REFINE_MAX_N} (each Guttman step is O(n^2 r) with an "
+    "(n, n) matrix)"
+)
+
+
+def blocks_target(distributions: Any, estimate: Any, convention: str) -> Any:
+    """The target as blocks (``n_positions``, ``block``, ``pairs``): the plug-in Hellinger chords
+    on demand, or the estimate's own blocks (``estimate.blocks()``) when it has them, else its
+    dense matrix."""
+    from posgeom.geometry.divergences import HellingerBlocks
+    from posgeom.scores.large import DenseTarget
+
+    if estimate is None:
+        return HellingerBlocks(distributions, convention=convention)
+    blocks = getattr(estimate, "blocks", None)
+    if callable(blocks):
+        return blocks()
+    return DenseTarget(np.asarray(estimate.distances))
+
+
+def _dense_scores(
+    encoding: Any, target: np.ndarray, beside: dict[str, np.ndarray], seed: int, separation: bool
+) -> dict[str, Any]:
+    from posgeom.scores._encoding import encoding_distances
+    from posgeom.scores.order import monotonicity_violation_rate, separation_margin
+    from posgeom.scores.stress import stress_scores
+
+    delta = encoding_distances(encoding)
+    if delta.shape != target.shape:
+        stress_scores(encoding, target)  # raises the one mismatch message
+    s = stress_scores(delta, target, encoding_kind="distances")
+    v = monotonicity_violation_rate(delta, target, seed=seed, encoding_kind="distances")
+    out: dict[str, Any] = {
+        **s.as_dict(),
+        "violation_rate": v.rate,
+        "violation_ci": [float(v.ci_low), float(v.ci_high)],
+        "violation_exact": v.exact,
+    }
+    if separation:
+        out["separation"] = separation_margin(delta, encoding_kind="distances")
+    for name, other in beside.items():
+        p = stress_scores(delta, other, encoding_kind="distances")
+        out |= {
+            f"{name}_paper": p.paper,
+            f"{name}_scale_optimal": p.scale_optimal,
+            f"{name}_stress1": p.stress1,
+        }
+    return out
+
+
+class Scorer:
+    """Scores encodings against one pipeline's target, exactly (dense) or on a pair sample.
+
+    ``dense``: the ``(n, n)`` target (exact mode) or ``None``; ``sample``: the
+    :class:`~posgeom.scores.sampled.PairSample` (sampled mode); ``beside``: dense matrices of the
+    targets shown beside (exact mode; in sampled mode they are in the sample).
+    """
+
+    def __init__(
+        self,
+        *,
+        dense: np.ndarray | None = None,
+        sample: Any = None,
+        beside: dict[str, np.ndarray] | None = None,
+        seed: int = 0,
+    ):
+        self.dense, self.sample, self.beside, self.seed = dense, sample, dict(beside or {}), seed
+
+    @classmethod
+    def for_target(
+        cls,
+        target: Any,
+        n: int,
+        *,
+        beside: dict[str, Any] | None = None,
+        seed: int = 0,
+        size: int = DEFAULT_SAMPLE,
+    ) -> Scorer:
+        """Exact when ``n <= SAMPLED_ABOVE`` (``target`` and ``beside`` as dense matrices or
+        blocks targets), else one sample of ``size`` triples."""
+        if n <= SAMPLED_ABOVE:  # read at call time (tests lower it)
+            dense = {k: _as_dense(t) for k, t in (beside or {}).items()}
+            return cls(dense=_as_dense(target), beside=dense, seed=seed)
+        log.info("scores from %d sampled triples per encoding (n = %d)", size, n)
+        sample = draw_pair_sample(
+            _as_blocks(target), size=size, seed=seed, beside=_blocks(beside or {})
+        )
+        return cls(sample=sample, seed=seed)
+
+    @property
+    def sampled(self) -> bool:
+        return self.sample is not None
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.sample.n_positions if self.sampled else self.dense.shape[0])
+
+    def score(self, encoding: Any, *, separation: bool = True) -> dict[str, Any]:
+        """Every score of ``encoding`` (the keys of :func:`posgeom.pipeline.score_encoding`),
+        plus ``<name>_paper`` / ``<name>_scale_optimal`` / ``<name>_stress1`` per target beside."""
+        if self.sampled:
+            return sampled_scores(encoding, self.sample, separation=separation)
+        return _dense_scores(encoding, self.dense, self.beside, self.seed, separation)
+
+    def target_at(self, pairs: np.ndarray) -> np.ndarray | None:
+        """The dense target at ``(2, m)`` pairs (exact mode), else ``None``."""
+        return None if self.sampled else self.dense[pairs[0], pairs[1]]
+
+
+def _as_dense(target: Any) -> np.ndarray:
+    return np.asarray(getattr(target, "distances", target), dtype=np.float64)
+
+
+def _as_blocks(target: Any) -> Any:
+    from posgeom.scores.large import DenseTarget
+
+    return target if hasattr(target, "pairs") else DenseTarget(np.asarray(target))
+
+
+def _blocks(targets: dict[str, Any]) -> dict[str, Any]:
+    return {k: _as_blocks(t) for k, t in targets.items()}
+
+
+def draw_shepard_pairs(n: int, size: int, seed: int) -> np.ndarray:
+    """``(2, m)`` pairs ``i < j``: all of them when there are at most ``size``, else ``size``
+    distinct pairs drawn uniformly (``default_rng(seed)``), sorted; no ``O(n^2)`` index arrays
+    for long contexts (distinct pairs by rejection of repeats)."""
+    rng = np.random.default_rng(seed)
+    total = n * (n - 1) // 2
+    if total <= max(size, 4 * 10**6):
+        i, j = np.triu_indices(n, 1)
+        if len(i) > size:
+            keep = np.sort(rng.choice(len(i), size, replace=False))
+            i, j = i[keep], j[keep]
+        return np.vstack([i, j]).astype(np.int64)
+    chosen: np.ndarray = np.empty(0, dtype=np.int64)
+    while chosen.size < size:
+        a = rng.integers(0, n, 2 * size)
+        b = rng.integers(0, n, 2 * size)
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        keys = (lo * n + hi)[lo < hi]
+        chosen = np.unique(np.concatenate([chosen, keys]))
+    chosen = np.sort(rng.choice(chosen, size, replace=False))
+    return np.vstack([chosen // n, chosen % n]).astype(np.int64)

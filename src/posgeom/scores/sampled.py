@@ -1,0 +1,179 @@
+"""Every default score of an encoding at long contexts, without an ``(n, n)`` matrix.
+
+One :class:`PairSample` is drawn per target (seeded): ``m`` uniform triples ``(i, j, k)``
+(:func:`posgeom.scores.order.draw_triples`), the target's distances at ``(i, j)`` and ``(i, k)``
+from its ``pairs(i, j)`` (a *blocks target*: :class:`posgeom.scores.large.DenseTarget`,
+:class:`posgeom.geometry.divergences.HellingerBlocks`, or an estimate's blocks), and the same at
+``(i, j)`` for targets shown beside it (the plug-in). Every encoding is then scored on the same
+draws (common random numbers: differences between encodings are estimated more precisely than
+each score):
+
+* stress kinds: ratio estimators over the ``m`` uniform pairs ``(i, j)`` (they estimate the sums
+  over all pairs ``i < j`` up to the constant ``n (n - 1) / 2``), with delta-method intervals
+  (:func:`posgeom.scores.large.stress_from_pair_sample`);
+* violation rate: the share of violating triples among informative ones, Wilson interval
+  (:func:`posgeom.scores.order.violations_in_triples`); ties within ``1e-9`` times the largest
+  *sampled* distance count as ties;
+* separation margin ``min_{i != j} delta_ij``: exact from the lag profile of a
+  translation-invariant encoding (``min_{k >= 1} f(k)``), from sorted values for 1-D vectors, or
+  blocked (BLAS) when ``n^2 d / 2`` is at most :data:`SEPARATION_EXACT_FLOPS`; otherwise the
+  minimum over the sampled and adjacent pairs, an *upper bound*, said in ``separation_kind``.
+
+Encodings are read through :func:`encoding_pairs` (lag profile, vectors or coordinates row by
+row, or a distance matrix), never through an ``(n, n)`` matrix they do not already hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtri
+
+from posgeom._errors import PosgeomError
+from posgeom.scores._encoding import encoding_pairs, n_positions_of, pair_vectors
+from posgeom.scores.large import stress_from_pair_sample
+from posgeom.scores.order import draw_triples, violations_in_triples
+
+__all__ = [
+    "DEFAULT_SAMPLE",
+    "SEPARATION_EXACT_FLOPS",
+    "PairSample",
+    "draw_pair_sample",
+    "sampled_scores",
+    "separation_at_scale",
+]
+
+DEFAULT_SAMPLE = 100_000  # triples (and so pairs) per target: intervals of a few 1e-3
+SEPARATION_EXACT_FLOPS = 1e11  # blocked exact separation up to n^2 d / 2 multiply-adds
+_BLOCK = 2048
+
+
+@dataclass(frozen=True, eq=False)
+class PairSample:
+    """Drawn triples and the target's distances at them (see the module docstring).
+
+    ``i, j, k`` (m,): anchors, first and second partners; ``target_ij``, ``target_ik`` (m,);
+    ``beside``: other targets' distances at ``(i, j)``, by name.
+    """
+
+    n_positions: int
+    i: np.ndarray
+    j: np.ndarray
+    k: np.ndarray
+    target_ij: np.ndarray
+    target_ik: np.ndarray
+    seed: int
+    confidence: float
+    beside: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return int(self.i.size)
+
+
+def draw_pair_sample(
+    target: Any,
+    *,
+    size: int = DEFAULT_SAMPLE,
+    seed: int = 0,
+    confidence: float = 0.95,
+    beside: dict[str, Any] | None = None,
+) -> PairSample:
+    """Draw ``size`` triples (``default_rng(seed)``) and evaluate ``target`` (and each target of
+    ``beside``) there; ``target`` is a blocks target (``n_positions``, ``pairs(i, j)``)."""
+    n = int(target.n_positions)
+    if n < 3:
+        raise PosgeomError(f"sampled scores need at least 3 positions, got {n}")
+    if not 0 < confidence < 1:
+        raise PosgeomError(f"confidence must be in (0, 1), got {confidence}")
+    i, j, k = draw_triples(n, int(size), np.random.default_rng(seed))
+    both = target.pairs(np.concatenate([i, i]), np.concatenate([j, k]))
+    others = {
+        name: np.asarray(t.pairs(i, j), dtype=np.float64) for name, t in (beside or {}).items()
+    }
+    return PairSample(n, i, j, k, both[: i.size], both[i.size :], int(seed), confidence, others)
+
+
+def separation_at_scale(
+    encoding: Any, n: int, *, sample: PairSample | None = None
+) -> tuple[float, str]:
+    """``(min_{i != j} delta_ij, kind)``: ``kind`` is ``"exact"`` or ``"upper bound"`` (module
+    docstring: the minimum over ``sample``'s pairs and the adjacent pairs)."""
+    lag = getattr(encoding, "lag_profile", None)
+    if lag is not None:
+        return float(np.min(np.asarray(lag)[1:n])), "exact"
+    v = pair_vectors(encoding)
+    if v is None:
+        from posgeom.scores.order import separation_margin
+
+        return separation_margin(encoding), "exact"
+    if v.shape[1] == 1:
+        return float(np.min(np.diff(np.sort(v[:, 0])))), "exact"
+    if n * n * v.shape[1] / 2 <= SEPARATION_EXACT_FLOPS or sample is None:
+        return _blocked_min_distance(v), "exact"
+    idx = np.arange(n - 1)
+    adjacent = encoding_pairs(encoding, idx, idx + 1)
+    drawn = encoding_pairs(encoding, sample.i, sample.j)
+    return float(min(adjacent.min(), drawn.min())), "upper bound"
+
+
+def _blocked_min_distance(v: np.ndarray) -> float:
+    """Exact ``min_{i != j} ||v_i - v_j||``: BLAS blocks find each block's closest pair, whose
+    distance is then recomputed directly (no cancellation in the reported value)."""
+    n = v.shape[0]
+    sq = np.einsum("ij,ij->i", v, v)
+    best = np.inf
+    for a in range(0, n, _BLOCK):
+        ra = slice(a, min(a + _BLOCK, n))
+        for b in range(a, n, _BLOCK):
+            rb = slice(b, min(b + _BLOCK, n))
+            g = sq[ra, None] + sq[None, rb] - 2.0 * (v[ra] @ v[rb].T)
+            if a == b:
+                g[np.tril_indices(g.shape[0], 0, g.shape[1])] = np.inf
+            # candidates within the Gram products' round-off of the block's minimum, recomputed
+            tol = 1e-10 * (float(sq.max(initial=0.0)) + 1.0)
+            near = np.argwhere(g <= g.min() + tol)[:256]
+            exact = min(float(np.linalg.norm(v[a + r] - v[b + c])) for r, c in near)
+            best = min(best, exact)
+    return best
+
+
+def sampled_scores(encoding: Any, sample: PairSample, *, separation: bool = True) -> dict[str, Any]:
+    """Every score of :func:`posgeom.pipeline.score_encoding`, estimated on ``sample``, with
+    ``<kind>_ci`` intervals, ``sampled: True``, ``n_sampled_pairs`` and ``separation_kind``;
+    ``plugin_paper`` / ``plugin_scale_optimal`` etc. for each target of ``sample.beside``."""
+    n = sample.n_positions
+    got = n_positions_of(encoding)
+    if got is not None and got != n:
+        raise PosgeomError(
+            f"the encoding has {got} positions but the target geometry has {n}; use the same "
+            "positions"
+        )
+    de_ij = encoding_pairs(encoding, sample.i, sample.j)
+    de_ik = encoding_pairs(encoding, sample.i, sample.k)
+    if not (np.all(np.isfinite(de_ij)) and np.all(np.isfinite(de_ik))):
+        raise PosgeomError("the encoding contains NaN or Inf")
+    z = float(ndtri(0.5 + sample.confidence / 2))
+    est, intervals = stress_from_pair_sample(de_ij, sample.target_ij, z, n_positions=n)
+    tol_t = 1e-9 * float(max(sample.target_ij.max(initial=0), sample.target_ik.max(initial=0)))
+    tol_e = 1e-9 * float(max(de_ij.max(initial=0), de_ik.max(initial=0)))
+    v = violations_in_triples(
+        (sample.target_ij, sample.target_ik), (de_ij, de_ik), (tol_t, tol_e), sample.confidence
+    )
+    out: dict[str, Any] = {
+        **est.as_dict(),
+        **{f"{kind}_ci": [float(lo), float(hi)] for kind, (lo, hi) in intervals.items()},
+        "violation_rate": v.rate,
+        "violation_ci": [float(v.ci_low), float(v.ci_high)],
+        "violation_exact": False,
+        "sampled": True,
+        "n_sampled_pairs": sample.size,
+    }
+    if separation:
+        out["separation"], out["separation_kind"] = separation_at_scale(encoding, n, sample=sample)
+    for name, t in sample.beside.items():
+        s, _ = stress_from_pair_sample(de_ij, t, z, n_positions=n)
+        out |= {f"{name}_paper": s.paper, f"{name}_scale_optimal": s.scale_optimal}
+    return out
