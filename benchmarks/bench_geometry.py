@@ -374,6 +374,13 @@ def main() -> None:
         long_ctx = bench_scale.long_context_section()
         extra.append(bench_scale.dask_section())
         extra.append(model_overhead_section())
+        import bench_default
+
+        extra.append(
+            bench_default.default_section(
+                [1024, 8192, 131_072], 900.0, ROOT / "docs" / "benchmarks" / "default.json"
+            )
+        )
     json_path = ROOT / "docs" / "benchmarks" / "geometry.json"
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps({"geometry": geo, "counting": counting}, indent=2, default=str))

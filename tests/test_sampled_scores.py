@@ -90,13 +90,14 @@ def test_separation_exact_or_a_stated_upper_bound(geometry):
     dist, dense = geometry
     n = dense.shape[0]
     sample = draw_pair_sample(DenseTarget(dense), size=300, seed=0)
-    for name, e in _encodings(dist, n).items():
+    blocked = {"random12": enc.random(n, d=12, seed=3)}  # above the k-d tree's dimensions
+    for name, e in (_encodings(dist, n) | blocked).items():
         got, kind = separation_at_scale(e, n, sample=sample)
         assert kind == "exact"
         assert got == pytest.approx(separation_margin(e), rel=1e-9, abs=1e-12), name
     import posgeom.scores.sampled as sampled
 
-    r = enc.random(n, d=8, seed=2)
+    r = enc.random(n, d=12, seed=2)
     old = sampled.SEPARATION_EXACT_FLOPS
     try:
         sampled.SEPARATION_EXACT_FLOPS = 0
@@ -116,7 +117,7 @@ def test_vectorised_split_has_the_split_half_distribution():
     c = c[np.asarray(c.sum(axis=1)).ravel() >= 2]
     totals = np.asarray(c.sum(axis=1)).ravel()
     mean = np.zeros(c.shape)
-    reps = 4000
+    reps = 1500
     gen = np.random.default_rng(0)
     for _ in range(reps):
         a, b = split_rows_vectorized(c, gen)
@@ -125,4 +126,4 @@ def test_vectorised_split_has_the_split_half_distribution():
         assert a.min() >= 0 and b.min() >= 0
         mean += a.toarray()
     expect = c.toarray() * (totals // 2)[:, None] / totals[:, None]
-    np.testing.assert_allclose(mean / reps, expect, atol=0.05)
+    np.testing.assert_allclose(mean / reps, expect, atol=0.1)

@@ -91,6 +91,7 @@ def comparison_rows(
     extra_encodings: Mapping[str, Any] | None = None,
     seed: int = 0,
     skip_unbuildable: bool = False,
+    keep_encodings: bool = True,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, np.ndarray], dict[str, Any]]:
     """The comparison rows of ``names`` (registry families) and of ``extra_encodings`` against the
     geometry of a :class:`~posgeom.pipeline.PipelineResult` ``res``.
@@ -100,6 +101,8 @@ def comparison_rows(
     ``res.shepard_pairs``; the fourth element maps names to the encodings built. Encodings are built for positions ``0 .. max(kept)`` and restricted to
     the kept positions. With ``skip_unbuildable`` a family that cannot be built with these
     settings (e.g. sinusoidal at an odd width) is left out with a warning instead of raising.
+    Without ``keep_encodings`` the fourth element is empty and each encoding is freed once
+    scored (a long context's ``(n, d)`` tables are not all held at once).
     """
     from posgeom.pipeline import pair_distances
 
@@ -142,8 +145,8 @@ def comparison_rows(
     heads: list[dict[str, Any]] = []
     shepard: dict[str, np.ndarray] = {}
     built: dict[str, Any] = {}
-    for name in names:
-        log.info("scoring %s", name)
+    for k, name in enumerate(names, 1):
+        log.info("scoring %s (%d/%d)", name, k, len(names))
         seen.clear()
         try:
             entry = family(name).comparison(ctx)
@@ -156,8 +159,11 @@ def comparison_rows(
             log.warning("%s skipped: %s", name, family(name).skip_reason)
             continue
         match = [(delta, enc) for given, delta, enc in seen if given is entry.encoding]
+        seen.clear()
         if entry.encoding is not None and match:
-            shepard[name], built[name] = match[-1]
+            shepard[name] = match[-1][0]
+            if keep_encodings:
+                built[name] = match[-1][1]
         elif name in res.shepard:
             shepard[name] = res.shepard[name]
         table.append(
@@ -173,7 +179,9 @@ def comparison_rows(
         table.append(
             {"encoding": str(name), "description": "user encoding", "parameters": 0} | scored(enc)
         )
-        shepard[str(name)], built[str(name)] = seen[-1][1:]
+        shepard[str(name)] = seen[-1][1]
+        if keep_encodings:
+            built[str(name)] = seen[-1][2]
 
     return table, heads, shepard, built
 
@@ -209,6 +217,7 @@ def with_baselines(
         learned_model=learned_model,
         seed=int(result.options.get("seed", 0)),
         skip_unbuildable=True,
+        keep_encodings=False,
     )
     scores = {row["encoding"]: {k: v for k, v in row.items() if k != "encoding"} for row in table}
     scores.update({k: v for k, v in result.scores.items() if k not in scores})

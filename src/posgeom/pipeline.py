@@ -164,10 +164,13 @@ def analyze_counts(
     n = dist.n_positions
     if n < 3:
         raise PosgeomError(f"the geometry needs at least 3 positions with samples, got {n}")
+    large = n > scale.SAMPLED_ABOVE
     est_options = dict(estimator_options or {})
     if "coarsen" not in est_options:
         est_options.setdefault("resolution", resolution)
     kept = cm.counts if dist.n_positions == cm.n_positions else cm.counts[dist.positions]
+    if large and isinstance(estimator, str) and estimator != "plugin":
+        est_options.setdefault("dense", False)  # factored: distances served by blocks()
     estimate = pipeline_estimate(
         kept,
         np.arange(dist.n_positions),
@@ -177,7 +180,6 @@ def analyze_counts(
         seed=seed,
         options=est_options,
     )
-    large = n > scale.SAMPLED_ABOVE
     log.info(
         "Hellinger %s for %d positions (vocabulary %d)",
         "distances on demand (blocks, no n x n matrix)" if large else "distances",
@@ -213,6 +215,7 @@ def analyze_counts(
     curve = rank_curve(mds, scorer, max_rank=max_rank, seed=seed)
     pairs = shepard_pairs(n, seed=seed)
     shepard = {name: pair_distances(enc, pairs) for name, enc in named.items()}
+    large_arrays = {} if not large else scale.long_context_arrays(target, beside, pairs)
     nf = _noise(kept, scorer, noise, noise_repeats, seed)
     options = {
         "model_dim": model_dim,
@@ -252,6 +255,7 @@ def analyze_counts(
         plugin_distances=None if estimate is None or large else plugin,
         plugin_scores={k: v for k, v in plugin_beside.items() if v},
         scorer=scorer,
+        large_arrays=large_arrays,
     )
 
 

@@ -59,6 +59,7 @@ class PipelineResult:
     plugin_distances: np.ndarray | None = None  # the plug-in D, beside a non-plug-in estimate
     plugin_scores: dict[str, dict[str, float]] = field(default_factory=dict)
     scorer: Any = None  # how encodings are scored (posgeom.pipeline_scale.Scorer); None: dense
+    large_arrays: dict[str, np.ndarray] = field(default_factory=dict)  # long contexts' report
 
     report_kind = "run"
     report_title = "geometry"
@@ -194,6 +195,7 @@ class PipelineResult:
             arrays["plugin_hellinger"] = self.plugin_distances
         if getattr(self.noise, "pair_floor", None) is not None:
             arrays["noise_pair_floor"] = self.noise.pair_floor
+        arrays.update(self.large_arrays)
         if self.shepard_pairs is not None:
             arrays["shepard_pairs"] = self.shepard_pairs
             arrays.update({f"shepard_{k}": v for k, v in self.shepard.items()})

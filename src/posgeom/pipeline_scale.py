@@ -23,6 +23,7 @@ __all__ = [
     "Scorer",
     "blocks_target",
     "draw_shepard_pairs",
+    "long_context_arrays",
 ]
 
 log = logging.getLogger("posgeom")
@@ -152,6 +153,28 @@ def _as_blocks(target: Any) -> Any:
 
 def _blocks(targets: dict[str, Any]) -> dict[str, Any]:
     return {k: _as_blocks(t) for k, t in targets.items()}
+
+
+GRID = 512  # positions of a long context's heatmap grid
+
+
+def long_context_arrays(
+    target: Any, beside: dict[str, Any], pairs: np.ndarray
+) -> dict[str, np.ndarray]:
+    """What a report draws for a long context, without ``(n, n)``: the target at the Shepard
+    ``pairs`` (``shepard_target``; the plug-in beside: ``shepard_plugin``) and at a grid of
+    :data:`GRID` evenly spaced positions (``hellinger_grid``, ``hellinger_grid_positions``:
+    one ``(GRID, GRID)`` block)."""
+    n = int(target.n_positions)
+    grid = np.unique(np.linspace(0, n - 1, GRID).round().astype(np.int64))
+    out = {
+        "shepard_target": np.asarray(target.pairs(pairs[0], pairs[1]), dtype=np.float64),
+        "hellinger_grid": np.asarray(target.block(grid, grid), dtype=np.float64),
+        "hellinger_grid_positions": grid,
+    }
+    if "plugin" in beside:
+        out["shepard_plugin"] = np.asarray(beside["plugin"].pairs(pairs[0], pairs[1]), float)
+    return out
 
 
 def draw_shepard_pairs(n: int, size: int, seed: int) -> np.ndarray:

@@ -19,6 +19,7 @@ distribution are at a positive distance. Two estimates, both from the counts alo
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Any, Literal
@@ -32,6 +33,7 @@ from posgeom.geometry.counts import count_matrix
 from posgeom.geometry.distributions import plugin_roots, positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
 
+log = logging.getLogger("posgeom")
 __all__ = ["NoiseFloor", "SampledNoiseFloor", "noise_floor", "sampled_noise_floor"]
 
 
@@ -166,7 +168,9 @@ def split_half_squared(
     ``n_repeats`` splits (``(n,)``; ``O(nnz)`` per split, no ``n x n`` matrix). ``split``: the
     splitter (default :func:`_split_rows`; :func:`split_rows_vectorized` for long contexts)."""
     sq = np.zeros(c.shape[0])
-    for _ in range(n_repeats):
+    for r in range(n_repeats):
+        if c.shape[0] > 4096:
+            log.info("noise floor: split %d/%d", r + 1, n_repeats)
         a, b = (split or _split_rows)(c, rng)
         sq += _row_chords(a, b) ** 2
     return sq / n_repeats

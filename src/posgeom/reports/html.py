@@ -74,11 +74,26 @@ def _estimator(view: Any) -> str:
     return str((view.verdict.estimator if view.verdict else None) or "estimate")
 
 
+def _target_at_pairs(a: Mapping[str, np.ndarray]) -> tuple[np.ndarray, Any] | None:
+    """``(D, plug-in D or None)`` at the Shepard pairs: from the matrices, or as stored for a
+    long context (``shepard_target``, ``shepard_plugin``)."""
+    if "shepard_pairs" not in a:
+        return None
+    i, j = a["shepard_pairs"]
+    if "hellinger" in a:
+        plug = a["plugin_hellinger"][i, j] if "plugin_hellinger" in a else None
+        return a["hellinger"][i, j], plug
+    if "shepard_target" in a:
+        return a["shepard_target"], a.get("shepard_plugin")
+    return None
+
+
 def _shepard_deltas(a: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {
         k[len("shepard_") :]: v
         for k, v in a.items()
-        if k.startswith("shepard_") and k != "shepard_pairs"
+        if k.startswith("shepard_")
+        and k not in ("shepard_pairs", "shepard_target", "shepard_plugin")
     }
 
 
@@ -105,6 +120,14 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
                 trusted=_trusted(view),
                 positions=a.get("positions"),
             ),
+        )
+    elif "hellinger_grid" in a:  # a long context: D at a grid of positions, no (n, n)
+        grid = a["hellinger_grid_positions"]
+        yield (
+            "heatmap",
+            f"The target geometry D at {len(grid)} evenly spaced positions of {int(grid[-1]) + 1} "
+            "(every pair of the grid; no n x n matrix was formed). Bright = far apart.",
+            lambda: F.heatmap(a["hellinger_grid"], convention=conv, positions=grid),
         )
     if "eigenvalues" in a:
         ranks = (view.geometry.get("mds") or {}).get("effective_rank")
@@ -137,25 +160,24 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
             lambda: F.rank_curve(view.rank_curve),
         )
     deltas = _shepard_deltas(a)
-    if deltas and "shepard_pairs" in a and "hellinger" in a:
-        i, j = a["shepard_pairs"]
+    at_pairs = _target_at_pairs(a)
+    if deltas and at_pairs is not None:
         yield (
             "shepard",
             (
                 "A straight rising cloud is the right shape; a flat cloud is an encoding that does not "
                 "see the corpus's distances."
             ),
-            lambda i=i, j=j: F.shepard(a["hellinger"][i, j], deltas, convention=conv),
+            lambda: F.shepard(at_pairs[0], deltas, convention=conv),
         )
-    if "plugin_hellinger" in a and "shepard_pairs" in a and "hellinger" in a:
-        i, j = a["shepard_pairs"]
+    if at_pairs is not None and at_pairs[1] is not None:
         yield (
             "estimators",
             "Sampling makes plug-in distances too large; the estimator used here corrects that. "
             "Points far below the diagonal are distances that are mostly sampling bias.",
-            lambda i=i, j=j: F.estimators(
-                a["plugin_hellinger"][i, j],
-                a["hellinger"][i, j],
+            lambda: F.estimators(
+                at_pairs[1],
+                at_pairs[0],
                 name=_estimator(view),
                 convention=conv,
             ),

@@ -15,9 +15,11 @@ each score):
   (:func:`posgeom.scores.order.violations_in_triples`); ties within ``1e-9`` times the largest
   *sampled* distance count as ties;
 * separation margin ``min_{i != j} delta_ij``: exact from the lag profile of a
-  translation-invariant encoding (``min_{k >= 1} f(k)``), from sorted values for 1-D vectors, or
-  blocked (BLAS) when ``n^2 d / 2`` is at most :data:`SEPARATION_EXACT_FLOPS`; otherwise the
-  minimum over the sampled and adjacent pairs, an *upper bound*, said in ``separation_kind``.
+  translation-invariant encoding (``min_{k >= 1} f(k)``), from sorted values for 1-D vectors,
+  nearest neighbours (k-d tree) up to 8 dimensions, or blocked (BLAS) while ``n^2 d / 2`` is at
+  most :data:`SEPARATION_EXACT_FLOPS` and ``n^2 / 2`` at most :data:`SEPARATION_EXACT_PAIRS`;
+  otherwise the minimum over the sampled and adjacent pairs, an *upper bound*, said in
+  ``separation_kind``.
 
 Encodings are read through :func:`encoding_pairs` (lag profile, vectors or coordinates row by
 row, or a distance matrix), never through an ``(n, n)`` matrix they do not already hold.
@@ -25,6 +27,7 @@ row, or a distance matrix), never through an ``(n, n)`` matrix they do not alrea
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +50,11 @@ __all__ = [
 
 DEFAULT_SAMPLE = 100_000  # triples (and so pairs) per target: intervals of a few 1e-3
 SEPARATION_EXACT_FLOPS = 1e11  # blocked exact separation up to n^2 d / 2 multiply-adds
+SEPARATION_EXACT_PAIRS = 2.5e8  # ... and n^2 / 2 pairs (n <= 22,360)
+_KD_TREE_MAX_DIM = 8
 _BLOCK = 2048
+_CHUNK = 50_000
+log = logging.getLogger("posgeom")
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,11 +96,20 @@ def draw_pair_sample(
     if not 0 < confidence < 1:
         raise PosgeomError(f"confidence must be in (0, 1), got {confidence}")
     i, j, k = draw_triples(n, int(size), np.random.default_rng(seed))
-    both = target.pairs(np.concatenate([i, i]), np.concatenate([j, k]))
-    others = {
-        name: np.asarray(t.pairs(i, j), dtype=np.float64) for name, t in (beside or {}).items()
-    }
-    return PairSample(n, i, j, k, both[: i.size], both[i.size :], int(seed), confidence, others)
+    jobs = [("target", target, np.concatenate([i, i]), np.concatenate([j, k]))]
+    jobs += [(name, t, i, j) for name, t in (beside or {}).items()]
+    total = sum(a.size for _, _, a, _ in jobs)
+    done, got = 0, {}
+    for name, t, a, b in jobs:  # in chunks, with progress: each pair costs O(nnz of two rows)
+        parts = []
+        for lo in range(0, a.size, _CHUNK):
+            parts.append(np.asarray(t.pairs(a[lo : lo + _CHUNK], b[lo : lo + _CHUNK]), float))
+            done += parts[-1].size
+            if total > _CHUNK:
+                log.info("target distances at sampled pairs: %d/%d", done, total)
+        got[name] = np.concatenate(parts)
+    both = got.pop("target")
+    return PairSample(n, i, j, k, both[: i.size], both[i.size :], int(seed), confidence, got)
 
 
 def separation_at_scale(
@@ -111,7 +127,14 @@ def separation_at_scale(
         return separation_margin(encoding), "exact"
     if v.shape[1] == 1:
         return float(np.min(np.diff(np.sort(v[:, 0])))), "exact"
-    if n * n * v.shape[1] / 2 <= SEPARATION_EXACT_FLOPS or sample is None:
+    if v.shape[1] <= _KD_TREE_MAX_DIM:  # nearest neighbours, exact, O(n log n)
+        from scipy.spatial import cKDTree
+
+        return float(cKDTree(v).query(v, k=2)[0][:, 1].min()), "exact"
+    pairs = n * (n - 1) / 2
+    if sample is None or (
+        pairs * v.shape[1] <= SEPARATION_EXACT_FLOPS and pairs <= SEPARATION_EXACT_PAIRS
+    ):
         return _blocked_min_distance(v), "exact"
     idx = np.arange(n - 1)
     adjacent = encoding_pairs(encoding, idx, idx + 1)
