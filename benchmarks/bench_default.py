@@ -115,7 +115,7 @@ def timed(argv: list[str], cap: float) -> dict:
     }
 
 
-def measure(n: int, cap: float) -> dict:
+def measure(n: int, cap: float, skip: tuple[str, ...] = ()) -> dict:
     path = str(counts_for(n))
     py = sys.executable
     out: dict = {"n": n, "counts": path}
@@ -133,7 +133,9 @@ def measure(n: int, cap: float) -> dict:
             f"{folder}/out", *extra,
         ]  # fmt: skip
     for name, argv in tasks.items():
-        if name.startswith("peer") and n > 16_384:
+        if name in skip or f"{name}@{n}" in skip:
+            out[name] = {"seconds": None, "peak_bytes": None, "note": "not run (time budget)"}
+        elif name.startswith("peer") and n > 16_384:
             out[name] = {"seconds": None, "peak_bytes": None, "note": "cannot run: n x n float64 "
                          f"is {8 * n * n / 2**30:.0f} GiB"}  # fmt: skip
         else:
@@ -215,13 +217,15 @@ def targets(rows: list[dict]) -> list[str]:
 HEADER = "## The default command at scale (issue 15)"
 
 
-def default_section(sizes: list[int], cap: float, json_path: Path) -> list[str]:
+def default_section(
+    sizes: list[int], cap: float, json_path: Path, skip: tuple[str, ...] = ()
+) -> list[str]:
     """Measure every size and return the page section (bench_geometry.py calls this too)."""
     rows = []
     t = time.time()
     for n in sizes:
         print(f"\n== default command, n = {n:,}", flush=True)
-        rows.append(measure(n, cap))
+        rows.append(measure(n, cap, skip))
     load = os.getloadavg()
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps({"rows": rows, "load_average_after": load}, indent=2))
@@ -252,8 +256,9 @@ def main() -> None:
     ap.add_argument("--cap", type=float, default=900.0, help="seconds per process")
     ap.add_argument("--json", default=str(ROOT / "docs" / "benchmarks" / "default.json"))
     ap.add_argument("--page", default=None, help="splice the section into this Markdown page")
+    ap.add_argument("--skip", nargs="*", default=[], help="TASK or TASK@N to leave out")
     args = ap.parse_args()
-    lines = default_section(args.sizes, args.cap, Path(args.json))
+    lines = default_section(args.sizes, args.cap, Path(args.json), tuple(args.skip))
     print("\n".join(lines))
     if args.page:
         splice(Path(args.page), lines)
