@@ -207,12 +207,8 @@ def rope_heads(
         "normalize": "plane",
         "width": int(model_dim),
     }
-    return PositionEncoding(
-        "rope",
-        np.tile(one.vectors, (1, heads)),
-        params,
-        lag_profile=np.sqrt(heads) * one.lag_profile,
-    )
+    lag = np.sqrt(heads) * one.lag_profile  # every head adds the same squared distance
+    return PositionEncoding("rope", np.tile(one.vectors, (1, heads)), params, lag_profile=lag)
 
 
 # ------------------------------------------------------------------------------ mechanism
