@@ -107,3 +107,25 @@ def test_one_rule_decides_what_recommended_runs(monkeypatch):
     with pytest.warns(RuntimeWarning, match="does not apply"):
         target = targets.analysis_target(counts, estimator="recommended", seed=0, plugin=mu[:3])
     assert target.fallback and asked
+
+
+def test_one_converter_for_whatever_holds_distances():
+    from posgeom._distance_matrix import DistanceMatrix, as_distances
+    from posgeom.encodings import sinusoidal
+
+    mu = zipf_distributions(6, 40, seed=2)
+    est = posgeom.estimate_geometry(sample_counts(mu, np.full(6, 300), seed=3).counts)
+    enc = sinusoidal(6, d=8)
+    mds = posgeom.classical_mds(est, 3)
+    for holder, ref in (
+        (est, est.distances),  # an attribute
+        (enc, squareform(pdist(enc.vectors))),  # a method
+        (mds, squareform(pdist(mds.coordinates))),  # a method
+        (np.array(est.distances), est.distances),  # an array
+    ):
+        dm = as_distances(holder)
+        assert isinstance(dm, DistanceMatrix) and not dm.distances.flags.writeable
+        np.testing.assert_allclose(dm.distances, ref, rtol=0, atol=1e-12)
+        assert as_distances(dm) is dm
+    with pytest.raises(PosgeomError, match="not symmetric"):
+        as_distances(np.array([[0.0, 1.0], [2.0, 0.0]]))

@@ -1,7 +1,16 @@
-"""Distance matrices: recognise, validate and build them (the bottom layer; numpy/scipy only)."""
+"""Distance matrices: recognise, validate and build them (the bottom layer; numpy/scipy only).
+
+:class:`DistanceMatrix` is the typed form (as scikit-bio's ``DistanceMatrix``): a validated,
+read-only ``(n, n)`` array in ``.distances`` (always an attribute) and the position ids.
+:func:`as_distances` is the one converter: whatever holds distances (a ``DistanceMatrix``, an
+array, an object whose ``.distances`` is an array, such as ``GeometryEstimate``, ``NoiseFloor``,
+``PipelineResult``, or a method, such as ``PositionEncoding``, ``MDSResult``,
+``ComparisonResult``) becomes a ``DistanceMatrix``; :func:`held_distances` is the raw lookup.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -9,7 +18,14 @@ from scipy.spatial.distance import pdist, squareform
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["check_distance_matrix", "euclidean_distances", "looks_like_distance_matrix"]
+__all__ = [
+    "DistanceMatrix",
+    "as_distances",
+    "check_distance_matrix",
+    "euclidean_distances",
+    "held_distances",
+    "looks_like_distance_matrix",
+]
 
 
 def looks_like_distance_matrix(arr: np.ndarray) -> bool:
@@ -47,3 +63,39 @@ def euclidean_distances(vectors: np.ndarray) -> np.ndarray:
     if x.shape[0] < 2:
         return np.zeros((x.shape[0], x.shape[0]))
     return squareform(pdist(x))
+
+
+@dataclass(frozen=True, eq=False)
+class DistanceMatrix:
+    """A validated ``(n, n)`` distance matrix: exactly symmetric, zero diagonal, non-negative,
+    read-only in ``.distances``; ``positions`` the ids of its rows (``0 .. n-1`` unless given)."""
+
+    distances: np.ndarray
+    positions: np.ndarray
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.distances.shape[0])
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.distances if dtype is None else self.distances.astype(dtype)
+        return out.copy() if copy else out
+
+
+def held_distances(obj: Any) -> Any:
+    """The distances ``obj`` holds (its ``.distances``, called when it is a method), or None."""
+    held = getattr(obj, "distances", None)
+    return held() if callable(held) else held
+
+
+def as_distances(obj: Any, name: str = "distances") -> DistanceMatrix:
+    """``obj`` as a :class:`DistanceMatrix` (module docstring); the same object when it is one."""
+    if isinstance(obj, DistanceMatrix):
+        return obj
+    held = held_distances(obj)
+    matrix = check_distance_matrix(obj if held is None else held, name)
+    matrix.setflags(write=False)
+    positions = np.asarray(getattr(obj, "positions", np.arange(matrix.shape[0])))
+    if positions.shape != (matrix.shape[0],):
+        positions = np.arange(matrix.shape[0])
+    return DistanceMatrix(distances=matrix, positions=positions)

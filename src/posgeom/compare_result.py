@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
 from posgeom._version import __version__
 from posgeom.artifacts import json_default
-from posgeom.embed._inputs import check_distance_matrix
 from posgeom.estimators._pipeline import PLUGIN_COLUMNS
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
 from posgeom.reports.schema import HEAD_COLUMNS, heads_by_family
@@ -89,9 +89,7 @@ def stationarity(distances: Any) -> StationarityResult:
     """
     from scipy.optimize import isotonic_regression
 
-    if hasattr(distances, "distances") and callable(distances.distances):
-        distances = distances.distances()
-    d = check_distance_matrix(distances, "distances")
+    d = as_distances(distances).distances
     n = d.shape[0]
     if n < 3:
         raise PosgeomError(f"stationarity needs at least 3 positions, got {n}")

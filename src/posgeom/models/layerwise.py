@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from posgeom._distance_matrix import euclidean_distances
+from posgeom._distance_matrix import euclidean_distances, held_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, check_int, is_integer, validate_params
 from posgeom.models.accumulate import LayerMoments, LayerTotals
@@ -166,9 +166,8 @@ def _prepare(
 def _resolve_target(target: Any, n: int) -> np.ndarray | None:
     if target is None:
         return None
-    if hasattr(target, "distances") and callable(target.distances):
-        target = target.distances()
-    arr = np.asarray(target, dtype=np.float64)
+    held = held_distances(target)
+    arr = np.asarray(target if held is None else held, dtype=np.float64)
     if arr.shape != (n, n):
         raise PosgeomError(
             f"target must be an ({n}, {n}) distance matrix matching max_positions={n}, "

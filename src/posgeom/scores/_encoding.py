@@ -7,6 +7,7 @@ from typing import Any, Literal
 import numpy as np
 
 from posgeom._distance_matrix import (
+    as_distances,
     check_distance_matrix,
     euclidean_distances,
     looks_like_distance_matrix,
@@ -26,8 +27,8 @@ def encoding_distances(
     array is read as distances when it is symmetric with a zero diagonal and non-negative entries
     (``encoding_kind`` overrides that guess).
     """
-    if hasattr(encoding, "distances") and callable(encoding.distances):
-        return check_distance_matrix(encoding.distances(), name)
+    if callable(getattr(encoding, "distances", None)):  # an encoding, an MDSResult
+        return as_distances(encoding, name).distances
     if hasattr(encoding, "detach"):  # a torch tensor
         encoding = encoding.detach().cpu().double().numpy()
     arr = np.asarray(encoding, dtype=np.float64)
@@ -61,9 +62,7 @@ def matched_distance_matrices(
     delta = encoding_distances(encoding, encoding_kind=encoding_kind)
     if callable(getattr(target, "pool_encoding", None)):
         delta = target.pool_encoding(delta)
-    if hasattr(target, "distances") and callable(target.distances):
-        target = target.distances()
-    tgt = check_distance_matrix(target, "target")
+    tgt = as_distances(target, "target").distances
     if delta.shape != tgt.shape:
         raise PosgeomError(
             f"the encoding has {delta.shape[0]} positions but the target geometry has "
