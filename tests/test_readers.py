@@ -186,6 +186,8 @@ def test_missing_column_lists_columns(tmp_path, fmt):
 def test_undecodable_bytes_name_file_and_line(tmp_path, name):
     header = b"text\tlabel\n" if ".tsv" in name else b""
     body = b'{"text": "fine"}\n{"text": "caf\xe9"}\n' if "jsonl" in name else b"fine\ncaf\xe9\n"
+    if header:  # every row has the header's two fields
+        body = b"fine\t1\ncaf\xe9\t0\n"
     _write(tmp_path / name, header + body)
     line = 3 if header else 2
     with pytest.raises(PosgeomError, match=rf"{name}, line {line}: .*UTF-8"):

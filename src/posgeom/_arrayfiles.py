@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from posgeom._errors import ArtifactError
+from posgeom._jsonfiles import checked_regular
 
 __all__ = [
     "csr_from_parts",
@@ -61,7 +62,10 @@ _ST_DTYPES = {
     "BF16": np.dtype("<u2"),  # widened to float32 after reading
 }
 _ST_NAMES = {v: k for k, v in _ST_DTYPES.items() if k != "BF16"}
-_MAX_ST_HEADER = 100 << 20  # the safetensors package's own limit
+_MAX_ST_HEADER = 100 << 20
+_NO_LIMIT = (
+    1 << 62
+)  # array files: any size, but a regular file (not a pipe or /dev/zero)  # the safetensors package's own limit
 
 
 def _bad(path: Any, kind: str, problem: str) -> ArtifactError:
@@ -100,6 +104,7 @@ def _from_buffer(buf: Any, shape: tuple[int, ...], fortran: bool, dtype: np.dtyp
 def read_npy(path: str | os.PathLike, *, mmap: bool = False) -> np.ndarray:
     """A ``.npy`` file as an array (memory-mapped read-only with ``mmap=True``), validated."""
     path = Path(path)
+    checked_regular(path, max_bytes=_NO_LIMIT)
     try:
         size = path.stat().st_size
         with open(path, "rb") as fh:
@@ -148,6 +153,7 @@ def read_npz(path: str | os.PathLike, *, only: str | None = None) -> dict[str, n
     """Every member of an ``.npz`` file (name without ``.npy``), validated (module docstring);
     ``only``: just that member (absent: an empty dict)."""
     path = Path(path)
+    checked_regular(path, max_bytes=_NO_LIMIT)
     out: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(path) as zf:
@@ -199,6 +205,7 @@ def _st_tensor(name: str, info: Any, data_len: int, path: Any) -> tuple[np.dtype
 def read_safetensors(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """``(arrays, header metadata)`` of a ``.safetensors`` file, validated (module docstring)."""
     path = Path(path)
+    checked_regular(path, max_bytes=_NO_LIMIT)
     try:
         blob = path.read_bytes()
     except OSError as exc:

@@ -22,15 +22,44 @@ _RESULTS_KIND = "posgeom-results"
 
 def _manifest(folder: Path) -> dict[str, Any] | None:
     """The manifest of a results folder posgeom wrote, or None."""
+    from posgeom._jsonfiles import read_json
+
     try:
-        doc = json.loads((folder / RESULTS_MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = read_json(folder / RESULTS_MANIFEST)
+    except PosgeomError:
         return None
     ok = isinstance(doc, dict) and doc.get("kind") == _RESULTS_KIND
     return doc if ok and isinstance(doc.get("files"), dict) else None
 
 
-def _listing(folder: Path) -> set[str]:
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def changed_file(path: Path, info: Any) -> bool:
+    """Whether a file listed in a manifest differs from its record (absent files have not)."""
+    if not isinstance(info, dict):
+        return True
+    if "symlink" in info:
+        return path.is_symlink() and os.readlink(path) != info["symlink"]
+    if not path.exists() and not path.is_symlink():
+        return False
+    try:
+        return (
+            path.is_symlink()
+            or not path.is_file()
+            or path.stat().st_size != info.get("size")
+            or _sha256(path) != info.get("sha256")
+        )
+    except OSError:
+        return True
+
+
+def listing(folder: Path) -> set[str]:
     """Relative POSIX paths of every file and symlink under ``folder`` (folders not listed)."""
     out = set()
     for root, dirs, files in os.walk(folder):
@@ -64,7 +93,7 @@ def refusal(path: Path, overwrite: bool, inputs: Iterable[Any]) -> str | None:
             f"{path} was not written by posgeom (no {RESULTS_MANIFEST}); --overwrite replaces "
             "only posgeom's results folders: choose another folder"
         )
-    foreign = sorted(_listing(path) - set(manifest["files"]) - {RESULTS_MANIFEST})
+    foreign = sorted(listing(path) - set(manifest["files"]) - {RESULTS_MANIFEST})
     if foreign:
         shown = ", ".join(foreign[:3]) + (
             f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
@@ -73,22 +102,48 @@ def refusal(path: Path, overwrite: bool, inputs: Iterable[Any]) -> str | None:
             f"{path} holds files posgeom did not write ({shown}); --overwrite would delete them: "
             "move them out or choose another folder"
         )
+    changed = [
+        rel for rel, info in sorted(manifest["files"].items()) if changed_file(path / rel, info)
+    ]
+    if changed:
+        return (
+            f"{path}: {', '.join(changed[:3])} changed since posgeom wrote it (its size or SHA-256 "
+            f"differs from {RESULTS_MANIFEST}); --overwrite would lose the change: move the "
+            "folder or the file out, or choose another folder"
+        )
     return None
+
+
+def manifest_files(folder: Path) -> dict[str, Any] | None:
+    """``relative path -> {"size", "sha256"}`` of the manifest in ``folder``, or None."""
+    doc = _manifest(folder)
+    return None if doc is None else doc["files"]
+
+
+def write_listed(folder: Path, files: list[Path], content: str = "files") -> None:
+    """A manifest in ``folder`` listing ``files`` (paths under it) with sizes and SHA-256."""
+    listed = {
+        p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
+        for p in files
+    }
+    doc = {
+        "kind": _RESULTS_KIND,
+        "content": content,
+        "posgeom_version": _version.__version__,
+        "files": listed,
+    }
+    atomic_write_text(folder / RESULTS_MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def write_manifest(tmp: Path, content: str) -> None:
     files = {}
-    for rel in sorted(_listing(tmp)):
+    for rel in sorted(listing(tmp)):
         p = tmp / rel
         if p.is_symlink():
             files[rel] = {"symlink": os.readlink(p)}
             continue
         fsync_path(p)
-        h = hashlib.sha256()
-        with open(p, "rb") as fh:
-            while block := fh.read(1 << 20):
-                h.update(block)
-        files[rel] = {"size": p.stat().st_size, "sha256": h.hexdigest()}
+        files[rel] = {"size": p.stat().st_size, "sha256": _sha256(p)}
     doc = {
         "kind": _RESULTS_KIND,
         "content": content,

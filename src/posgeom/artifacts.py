@@ -59,7 +59,8 @@ from posgeom._atomic import (
     write_error,
 )
 from posgeom._errors import ArtifactError, PosgeomError
-from posgeom._results import RESULTS_MANIFEST, commit_folder, locked_refusal, write_manifest
+from posgeom._outputs import check_output, check_output_file
+from posgeom._results import RESULTS_MANIFEST, commit_folder, write_manifest
 
 __all__ = [
     "RESULTS_MANIFEST",
@@ -325,18 +326,6 @@ def is_artifact(path: str | os.PathLike) -> bool:
     return True
 
 
-def check_output_file(path: str | os.PathLike, *, overwrite: bool = False) -> Path:
-    """Check an artifact output before the work: writable, and an existing file is replaced only
-    with ``overwrite=True`` and only when it is a posgeom artifact (never a user's file)."""
-    path = check_writable(path, overwrite=overwrite)
-    if path.exists() and not is_artifact(path):
-        raise PosgeomError(
-            f"{path} exists and was not written by posgeom; --overwrite replaces only posgeom "
-            "files: choose another output name"
-        )
-    return path
-
-
 # ----------------------------------------------------------------------------- results folders
 @contextlib.contextmanager
 def results_directory(
@@ -358,9 +347,11 @@ def results_directory(
     one-line :class:`PosgeomError`: an input (``inputs``: files or folders the work reads) that is
     ``path`` or lies inside it; ``path`` existing as a file; a non-empty ``path`` without
     ``overwrite``; with ``overwrite``, a ``path`` that posgeom did not write (no
-    ``posgeom-manifest.json``) or that holds files its manifest does not list (a user's file is
-    never deleted); a parent that cannot be written (read-only, no permission: probed). It also
-    removes stale temporaries of killed posgeom runs beside ``path``.
+    ``posgeom-manifest.json``) or that holds files its manifest does not list or whose size or
+    SHA-256 differ from it (a user's file or edit is never deleted); a name too long for the
+    temporary; a parent that cannot be written (read-only, no permission: probed). It also
+    removes stale temporaries of killed posgeom runs beside ``path``. A symlinked ``path`` is
+    resolved first: the folder is built beside the link's target and renamed onto it.
 
     It yields a fresh empty folder ``.<name>.posgeom-<host>-<pid>-<rand>.tmp`` beside ``path``.
     When the block ends without an exception: every file is fsynced, the manifest
@@ -374,12 +365,8 @@ def results_directory(
     read-only filesystem) become one-line :class:`PosgeomError`. Files are created with the
     umask's modes. ``content`` names what the folder holds (recorded in the manifest).
     """
-    path = Path(path)
+    path = check_output(path, kinds=(), overwrite=overwrite, inputs=inputs, folder=True)
     inputs = tuple(inputs)
-    reason = locked_refusal(path, overwrite, inputs)
-    if reason is not None:
-        raise PosgeomError(reason)
-    check_writable(path, folder=True)
     make_folder(path.parent)
     clean_stale(path.parent)
     tmp = temp_sibling(path)
@@ -393,6 +380,7 @@ def results_directory(
         commit_folder(tmp, path, overwrite, inputs)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError):
+        name = getattr(exc, "filename", None)  # an input's error is not a write error
+        if isinstance(exc, OSError) and (name is None or str(tmp) in os.fsdecode(name)):
             raise write_error(path, exc) from exc
         raise

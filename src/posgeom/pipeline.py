@@ -156,7 +156,7 @@ def analyze_counts(
         if suggested is None or "no samples" not in str(exc):
             raise
         raise PosgeomError(
-            f"{exc}; n = {suggested} is reached by 95% of the sequences (`posgeom lengths "
+            f"{exc}; n = {suggested} is reached by at least 5% of the sequences (`posgeom lengths "
             "CORPUS` shows the length profile)"
         ) from exc
     if hint:

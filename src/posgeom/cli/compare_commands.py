@@ -25,7 +25,7 @@ def _counts_for_compare(args: argparse.Namespace) -> Any:
             raise PosgeomError("pass either a CORPUS or --counts FILE, not both")
         path = Path(args.counts)
         if not path.exists():
-            raise FileNotFoundError(f"counts file {path} does not exist")
+            raise PosgeomError(f"counts file {path} does not exist; check the path of --counts")
         counts = PositionCounts.load(path)
         from posgeom.corpus.tokenize import load_tokenizer
 
@@ -121,6 +121,14 @@ def _run_comparison(counts: Any, args: argparse.Namespace) -> Any:
 def _reproduce(args: argparse.Namespace) -> int:
     from posgeom.experiments.reproduce import reproduce
 
+    html = Path(args.output) / "reproduction.html"
+    if args.report:  # before the work: the page and its figures folder
+        from posgeom._outputs import check_output
+
+        check_output(html, kinds=("report",), overwrite=args.overwrite)
+        check_output(
+            html.with_name("reproduction_figures"), kinds=(), overwrite=args.overwrite, folder=True
+        )
     report = reproduce(
         args.data,
         args.output,
@@ -130,6 +138,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         seed=args.seed,
         bootstrap=args.bootstrap,
+        overwrite=args.overwrite,
     )
     print(
         f"wrote {report['markdown']} and {len(report['files'])} files in "
@@ -138,7 +147,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.report:
         from posgeom.reports import report as write_report
 
-        print(f"report in {write_report(args.output, Path(args.output) / 'reproduction.html')}")
+        print(f"report in {write_report(args.output, html, overwrite=args.overwrite)}")
     return 0
 
 
@@ -172,7 +181,7 @@ def register(sub: Any) -> None:
         "table, and the MDS encodings (full, low rank, SMACOF) by paper stress, stress-1, "
         "scale-optimal stress, monotonicity violation rate and separation; plus the rank "
         "experiment and a stationarity diagnostic. Writes comparison.json, comparison.md, "
-        "arrays.npz (+ sidecar) and counts.npz.",
+        "arrays.npz and counts.npz.",
     )
     _add_optional_count_arguments(p)
     p.add_argument(
@@ -261,6 +270,12 @@ def register(sub: Any) -> None:
         "--report",
         action="store_true",
         help="also write OUTPUT/reproduction.html (self-contained) and its figures",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace REPRODUCTION.md, reproduction/ and reproduction.html of an earlier run "
+        "(only files posgeom wrote, unchanged since)",
     )
     p.set_defaults(handler=_reproduce)
 

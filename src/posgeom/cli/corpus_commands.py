@@ -131,6 +131,9 @@ def check_count_args(args: argparse.Namespace) -> None:
         value = getattr(args, dest, None)
         if value is not None and value < low:
             raise PosgeomError(f"{flag} must be at least {low}, got {value}")
+    for corpus in getattr(args, "corpus", None) or ():
+        if not Path(corpus).exists():
+            raise PosgeomError(f"corpus {corpus} does not exist; check the path")
 
 
 def counts_from_args(args: argparse.Namespace) -> Any:
@@ -139,9 +142,6 @@ def counts_from_args(args: argparse.Namespace) -> Any:
 
     check_count_args(args)
     corpora = [Path(c) for c in args.corpus]
-    for corpus in corpora:
-        if not corpus.exists():
-            raise FileNotFoundError(f"corpus {corpus} does not exist")
     suffixes = "".join(corpora[0].suffixes)
     is_ids = any(x in suffixes for x in (".npy", ".npz", ".bin")) or args.format in (
         "npy",

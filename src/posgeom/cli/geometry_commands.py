@@ -54,13 +54,32 @@ def add_report_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def unique_names(names: list[str], flag: str, reserved: tuple[str, ...] = ()) -> None:
+    """Refuse an empty, repeated or built-in row name (a row would be dropped or mislabelled)."""
+    seen: set[str] = set()
+    for name in names:
+        if not name.strip():
+            raise PosgeomError(f"{flag}: an encoding name is empty; write NAME=FILE")
+        if name in seen:
+            raise PosgeomError(f"{flag}: the name {name!r} is given twice; name each file once")
+        if name in reserved:
+            raise PosgeomError(
+                f"{flag} {name}=...: {name!r} is a built-in row of the table; give the file "
+                f"another name (such as my_{name})"
+            )
+        seen.add(name)
+
+
 def _encoding_specs(specs: list[str]) -> list[tuple[str, Path]]:
+    from posgeom.compare import comparable_encodings
+
     out = []
     for spec in specs:
         if "=" not in spec:
             raise PosgeomError(f"--encoding expects NAME=FILE, got {spec!r}")
         name, path = spec.split("=", 1)
         out.append((name, Path(path)))
+    unique_names([n for n, _ in out], "--encoding", comparable_encodings())
     return out
 
 
@@ -205,9 +224,11 @@ def _target_estimator(spec: str, key: str | None) -> str | None:
         return "plugin"
     if key not in (None, "hellinger") or not summary.is_file():
         return None
+    from posgeom._jsonfiles import read_json
+
     try:
-        return json.loads(summary.read_text(encoding="utf-8"))["estimator"]["estimator"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return read_json(summary)["estimator"]["estimator"]
+    except (PosgeomError, KeyError, TypeError):
         return None
 
 
@@ -215,13 +236,14 @@ def _score(args: argparse.Namespace) -> int:
     from posgeom.encodings import from_file
     from posgeom.pipeline import score_encoding, score_table
 
+    specs = [spec.split("=", 1) if "=" in spec else (None, spec) for spec in args.encodings]
+    named = [(name, *_split_key(path, args.key)) for name, path in specs]
+    unique_names([name if name is not None else f.stem for name, f, _ in named], "score")
     target = _load_target(args.target, args.target_key)
     n = target.shape[0]
     rows = {}
-    for spec in args.encodings:
-        name, path = spec.split("=", 1) if "=" in spec else (None, spec)
-        file, key = _split_key(path, args.key)
-        rows[name or file.stem] = score_encoding(
+    for name, file, key in named:
+        rows[name if name is not None else file.stem] = score_encoding(
             from_file(file, n, key=key), target, seed=args.seed
         )
     if args.json:
@@ -253,7 +275,7 @@ def register(sub: Any) -> None:
         formatter_class=FMT,
         help="corpus -> counts -> geometry -> MDS -> scores, into a results folder",
         description="The whole pipeline in one command. Writes summary.json, "
-        "arrays.npz (+ sidecar), table.md and counts.npz.",
+        "arrays.npz, table.md and counts.npz.",
     )
     add_count_arguments(p)
     add_geometry_arguments(p)

@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
         help="sequence lengths of a corpus (histogram, percentiles) and the suggested n",
         description="Tokenizes the corpus as `posgeom count` does and prints the histogram of "
         "sequence lengths, its percentiles and the suggested n: the positions reached by at "
-        "least 5%% of the sequences (the rule of `posgeom reproduce`). Positions beyond it hold "
+        "least 5% of the sequences (the rule of `posgeom reproduce`). Positions beyond it hold "
         "few samples and mostly sampling noise.",
     )
     add_count_arguments(p)

@@ -167,13 +167,18 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             handler.addFilter(_quiet_libraries)
         _quiet_progress_bars()
     try:
+        from posgeom.cli._checks import check_common_args
+
+        check_common_args(args)
         return int(args.handler(args) or 0)
     except BrokenPipeError:  # `posgeom ... | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
-    except Exception as exc:
+    except (SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # a library's panic (pyo3 PanicException) is one line too
         if getattr(args, "debug", False):
             import traceback
 

@@ -149,7 +149,7 @@ def _texts(args: argparse.Namespace) -> Any:
 
     corpus = Path(args.corpus)
     if not corpus.exists():
-        raise FileNotFoundError(f"corpus {corpus} does not exist")
+        raise PosgeomError(f"corpus {corpus} does not exist; check the path")
     if args.shuffle_seed is None:
         return read_texts(
             corpus,
@@ -248,7 +248,7 @@ def register(sub: Any) -> None:
         help="a model's positional mechanism(s) and the encodings they become",
         description="Find the positional mechanisms of a model (learned table, rotary, ALiBi, "
         "relative buckets) and print them as posgeom encodings; -o saves one array per encoding "
-        "(.npz or .safetensors, plus a JSON sidecar).",
+        "(.npz or .safetensors, its metadata inside).",
     )
     _add_model_arguments(p)
     p.add_argument(

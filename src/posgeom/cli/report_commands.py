@@ -11,9 +11,9 @@ def _report(args: argparse.Namespace) -> int:
     from posgeom.reports import REPORT_NAME, report
     from posgeom.reports.view import load_folder
 
-    view = load_folder(args.results)
+    view = load_folder(args.results)  # a folder that cannot be reported is refused first
     out = Path(args.output) if args.output else Path(args.results) / REPORT_NAME
-    path = report(view, out, figures=not args.no_figures)
+    path = report(args.results, out, figures=not args.no_figures, overwrite=args.overwrite)
     for item in view.missing:
         print(f"not in {args.results}: {item}")
     size = path.stat().st_size / 1e6
@@ -43,6 +43,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--no-figures", action="store_true", help="do not write the PNG and SVG files beside it"
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing report (only a report posgeom wrote, unchanged since)",
     )
     p.set_defaults(handler=_report)
 

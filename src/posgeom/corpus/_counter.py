@@ -159,6 +159,7 @@ class Counter:
         self.buffered = 0
         self.hasher = Fingerprint()
         self.n_sequences = 0
+        self.longest = 0  # the longest counted sequence (special tokens removed)
 
     @property
     def done(self) -> bool:
@@ -204,6 +205,7 @@ class Counter:
             ids, lens2 = ids[np.repeat(kept, lens2)], lens2[kept]
         if ids.size == 0:
             return np.zeros(0, dtype=self.key_dtype), np.zeros(0, dtype=np.int64), kept
+        self.longest = max(self.longest, int(lens2.max()))
         seq = np.repeat(np.flatnonzero(kept), lens2) if with_sequence else None
         ends = np.cumsum(lens2)
         at = np.arange(ids.size, dtype=np.int64)
@@ -343,6 +345,7 @@ def run_count(
             f"no sequences to count: the corpus is empty, or every sequence is shorter than "
             f"min_length={min_length} (after removing special tokens); check the input"
         )
+    _check_longest(int(max_positions), counter.longest, allow_empty)
     counts = counter.result()
     totals = np.asarray(counts.sum(axis=1), dtype=np.int64).ravel()
     options = {
@@ -365,6 +368,28 @@ def run_count(
         n_empty=getattr(batches, "n_empty", 0),
     )
     return base if bootstrap is None else counter.finish(base)
+
+
+EMPTY_POSITIONS_LIMIT = 1 << 16  # positions past the longest sequence allowed (and logged)
+
+
+def _check_longest(n: int, longest: int, shard: bool) -> None:
+    """Before the ``(n, V)`` counts are allocated: refuse ``n`` far past the longest sequence."""
+    if n <= longest or shard:
+        return
+    if n > EMPTY_POSITIONS_LIMIT:
+        raise PosgeomError(
+            f"max_positions={n} but the longest sequence has {longest} tokens: positions "
+            f"{longest} .. {n - 1} would be empty and their rows need {16 * n / 1e9:.1f} GB; use "
+            f"max_positions={max(longest, 1)} or less (posgeom lengths suggests one)"
+        )
+    log.info(
+        "positions %d .. %d hold no samples (the longest sequence has %d tokens); -n %d is enough",
+        longest,
+        n - 1,
+        longest,
+        max(longest, 1),
+    )
 
 
 def bootstrap_spec(

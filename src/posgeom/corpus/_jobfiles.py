@@ -156,11 +156,15 @@ def flat(obj: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def file_state(path: Path) -> dict[str, Any]:
+    """Size, mtime and ctime of a source (its newest file for a folder). The ctime changes with
+    every write and cannot be set back, so an edit that keeps the size and restores the mtime
+    (``touch -r``) still differs."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     stats = [p.stat() for p in files]
     return {
         "size": sum(s.st_size for s in stats),
         "mtime_ns": max((s.st_mtime_ns for s in stats), default=0),
+        "ctime_ns": max((s.st_ctime_ns for s in stats), default=0),
     }
 
 
@@ -212,9 +216,11 @@ def tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, st
 
 
 def read_manifest(jd: Path) -> dict[str, Any]:
+    from posgeom._jsonfiles import read_json
+
     try:
-        doc = json.loads((jd / MANIFEST).read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError) as exc:
+        doc = read_json(jd / MANIFEST)
+    except PosgeomError as exc:
         raise PosgeomError(
             f"cannot read {jd / MANIFEST} ({exc}); start fresh with a new job_dir or overwrite=True"
         ) from exc

@@ -24,10 +24,8 @@ Conventions:
   special-token removal and truncation; :mod:`posgeom.corpus._fingerprint`), independent of
   ``batch_size``; a merge ``a + b`` has the fingerprint of one pass over ``a`` then ``b``, so
   sharded counts have the whole corpus's fingerprint, whatever the shard size.
-- Streaming: ``batch_size`` sequences at a time (one flat int64 id array plus lengths); each
-  counted token is a key ``tok * n + pos``, buffered, reduced by sorting once the buffer holds
-  about 4M keys, and merged into a sorted running total (the CSR matrix at the end). Memory is
-  bounded by the number of distinct (position, token) pairs plus the buffer, not the corpus.
+- Streaming (:mod:`posgeom.corpus._counter`): memory is bounded by the distinct (position,
+  token) pairs plus a buffer, not the corpus; an ``n`` far past the longest sequence is refused.
 """
 
 from __future__ import annotations
@@ -237,6 +235,11 @@ class PositionCounts:
             raise ArtifactError(
                 f"{path} is not a complete counts file ({type(exc).__name__}: {exc}); re-create it"
             ) from None
+        raw = arrays["counts"].data if sp.issparse(arrays["counts"]) else arrays["counts"]
+        if np.asarray(raw).dtype.kind not in "iu":  # NaN once read as "counts are negative"
+            raise ArtifactError(
+                f"{path}: counts are not integers (dtype {raw.dtype}); re-create it"
+            )
         if counts.nnz and counts.data.min() < 0:
             raise ArtifactError(f"{path}: counts are negative; re-create it")
         if totals.shape != (counts.shape[0],) or not np.array_equal(
@@ -279,10 +282,8 @@ def count_positions(
     the posgeom tokenizer that made the sequences, whose ``identity`` is recorded with the counts.
     Returns :class:`PositionCounts`.
 
-    ``bootstrap=B`` also counts ``B`` bootstrap replicates in the same pass (sequence weights of
-    ``bootstrap_scheme`` "half" or "poisson" from ``bootstrap_seed`` and ``bootstrap_stream``)
-    and returns a
-    :class:`~posgeom.corpus.bootstrap.BootstrapCounts`; see :mod:`posgeom.corpus.bootstrap`.
+    ``bootstrap=B`` also counts ``B`` replicates in the same pass (weights of ``bootstrap_scheme``
+    from ``bootstrap_seed``, ``bootstrap_stream``): a :mod:`~posgeom.corpus.bootstrap` result.
     """
     if tokenizer is not None and vocab_size is None:
         vocab_size = int(tokenizer.vocab_size)
@@ -330,19 +331,17 @@ def count_corpus(
 ) -> PositionCounts:
     """Read, tokenize in batches and count a corpus, streaming.
 
-    ``source``: a corpus path (any :func:`~posgeom.corpus.readers.read_texts` format, or token ids:
-    ``.npy``/``.npz``/``.bin``), or an iterable of texts. ``tokenizer``: anything
-    :func:`~posgeom.corpus.tokenize.load_tokenizer` accepts; needed for texts, optional for token
-    ids (then it only supplies ``vocab_size``, ``special_ids`` and the identity). An unfitted word
-    tokenizer (``"word"``) is first fitted on the same corpus (one extra pass). ``vocab_size`` and
-    ``special_ids`` default to the tokenizer's. Reader options: ``format``, ``text_column``,
-    ``split``, ``limit`` (records read), ``pad_id``, ``separator_id``, ``token_dtype``. Counting
-    options are those of :func:`count_positions` (``bootstrap``, ``bootstrap_seed``,
-    ``bootstrap_stream`` and ``bootstrap_scheme`` included). Empty texts are skipped (``n_empty``) and long texts cut
-    before tokenization (see :mod:`posgeom.corpus._counter`). A corpus without a counted sequence
-    raises, unless ``allow_empty=True`` (a shard of a job): then the counts are all zero.
+    ``source``: a corpus path (a :func:`~posgeom.corpus.readers.read_texts` format, or token ids
+    ``.npy``/``.npz``/``.bin``) or an iterable of texts. ``tokenizer``: what
+    :func:`~posgeom.corpus.tokenize.load_tokenizer` takes (optional for token ids: it supplies
+    ``vocab_size``, ``special_ids`` and the identity); an unfitted ``"word"`` tokenizer is fitted
+    on the corpus first (one more pass; a stream is copied to a temporary file for it). Reader
+    options: ``format``, ``text_column``, ``split``, ``limit`` (records), ``pad_id``,
+    ``separator_id``, ``token_dtype``; counting options: :func:`count_positions`'s. Empty texts
+    are skipped (``n_empty``), long ones cut (:mod:`posgeom.corpus._texts`). No counted sequence
+    raises, unless ``allow_empty=True`` (a job's shard: all-zero counts).
     """
-    from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, read_texts
+    from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, is_stream, read_texts, spool
     from posgeom.corpus.token_ids import read_token_ids
     from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
@@ -378,6 +377,8 @@ def count_corpus(
         if isinstance(tok, WordLevelTokenizer) and not tok.fitted:
             if not is_path and iter(source) is source:  # one-shot iterator: keep it for 2 passes
                 source = list(source)
+            if is_path and is_stream(source):  # a pipe is read once: into a file, then twice
+                source = spool(source)  # removed with its last reference
             tok.fit(texts())
         batches = TextBatches(tok, texts(), batch_size, int(max_positions), align)
     if tok is not None:

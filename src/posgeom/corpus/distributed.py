@@ -52,7 +52,14 @@ def _probe(address: str, timeout: float) -> None:
     import time
     from urllib.parse import urlsplit
 
-    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        parts = urlsplit(address if "://" in address else f"tcp://{address}")
+        port = parts.port
+    except ValueError as exc:
+        raise PosgeomError(
+            f"scheduler address {address!r} is malformed ({exc}); pass tcp://HOST:PORT, such as "
+            "tcp://127.0.0.1:8786, or 'local'"
+        ) from None
     if parts.scheme != "tcp" or parts.hostname is None:
         return  # tls://, inproc://, ...: left to distributed
     deadline = time.monotonic() + timeout
@@ -62,7 +69,7 @@ def _probe(address: str, timeout: float) -> None:
         "to start a local cluster"
     )
     try:
-        with socket.create_connection((parts.hostname, parts.port or 8786), timeout=timeout) as s:
+        with socket.create_connection((parts.hostname, port or 8786), timeout=timeout) as s:
             head = b""
             while len(head) < 8:
                 s.settimeout(max(deadline - time.monotonic(), 0.01))

@@ -29,7 +29,11 @@ import gzip
 import io
 import json
 import os
+import shutil
+import stat
 import sys
+import tempfile
+import weakref
 import zlib
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -42,11 +46,13 @@ __all__ = [
     "TEXT_FORMATS",
     "TOKEN_FORMATS",
     "detect_format",
+    "is_stream",
     "open_binary",
     "read_delimited",
     "read_jsonl",
     "read_lines",
     "read_texts",
+    "spool",
 ]
 
 TEXT_FORMATS = ("text", "jsonl", "csv", "tsv", "parquet", "hf-disk", "hf-hub")
@@ -91,6 +97,26 @@ def open_binary(path: Path | str):
     return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
 
 
+MAX_LINE_BYTES = 16 << 20  # longer lines are refused: memory stays bounded
+
+
+def is_stream(path: Path | str) -> bool:
+    """Whether ``path`` is a pipe, a device or a socket (``/dev/stdin``, ``<(cat f)``): readable
+    once, from its start, with no size."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _too_long(path: Path | str, lineno: int) -> PosgeomError:
+    return PosgeomError(
+        f"{path}, line {lineno}: longer than {MAX_LINE_BYTES >> 20} MiB without a newline (a "
+        "binary file, or old Mac CR line ends?); pass a text corpus with one sequence per line"
+    )
+
+
 def read_lines(
     path: Path | str, start: int = 0, stop: float = float("inf"), first_line: int = 1
 ) -> Iterator[tuple[int, str]]:
@@ -98,7 +124,8 @@ def read_lines(
 
     ``start``/``stop`` restrict reading to the bytes ``[start, stop)`` (a shard of a file; for
     gzip the stream is decompressed forward to ``start``), ``first_line`` is the number of the
-    line at ``start``. A UTF-8 byte-order mark at byte 0 is dropped.
+    line at ``start``. A UTF-8 byte-order mark at byte 0 is dropped. Lines are read in bounded
+    pieces: one longer than :data:`MAX_LINE_BYTES` is refused (``/dev/zero`` ends there).
     """
     lineno = first_line - 1
     try:
@@ -106,7 +133,9 @@ def read_lines(
             if start:
                 fh.seek(start)
             pos = start
-            while pos < stop and (raw := fh.readline()):
+            while pos < stop and (raw := fh.readline(MAX_LINE_BYTES + 1)):
+                if len(raw) > MAX_LINE_BYTES:
+                    raise _too_long(path, lineno + 1)
                 if pos == 0 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                     pos += 3
@@ -131,9 +160,36 @@ def read_lines(
         ) from exc
 
 
+class Spooled(os.PathLike):
+    """A temporary copy of a stream; its folder is removed when the object is collected."""
+
+    def __init__(self, folder: str, name: str):
+        self.path = Path(folder) / name
+        weakref.finalize(self, shutil.rmtree, folder, True)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+def spool(path: Path | str) -> Spooled:
+    """Copy a stream (:func:`is_stream`) into a temporary file, line by line (bounded, strict
+    UTF-8, decompressed), so that a reader needing two passes (the word tokenizer's fit, then the
+    count) reads the stream once. Keep the returned object while the copy is read."""
+    out = Spooled(tempfile.mkdtemp(prefix="posgeom-stream-"), "stream")
+    with open(out, "w", encoding="utf-8", newline="") as fh:
+        for _, line in read_lines(path):
+            fh.write(line)
+    return out
+
+
 def _read_text(path: Path) -> Iterator[str]:
+    """Lines ended by ``\n``, ``\r\n`` or a lone ``\r`` (old Mac files), as text mode does."""
     for _, line in read_lines(path):
-        yield line.rstrip("\r\n")
+        line = line.rstrip("\r\n")
+        if "\r" in line:
+            yield from line.split("\r")
+        else:
+            yield line
 
 
 def read_jsonl(
@@ -145,8 +201,9 @@ def read_jsonl(
             continue
         try:
             record = json.loads(line)
-        except ValueError as exc:
-            raise PosgeomError(f"{path}, line {lineno}: invalid JSON ({exc})") from None
+        except (ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise PosgeomError(f"{path}, line {lineno}: invalid JSON ({reason})") from None
         if not isinstance(record, dict) or column not in record:
             keys = sorted(record) if isinstance(record, dict) else type(record).__name__
             raise PosgeomError(
@@ -177,7 +234,7 @@ def read_delimited(
     ``csv.QUOTE_NONE``) file: of the whole file, or of ``lines`` (a shard's numbered lines; the
     header is still read from the file's start)."""
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    opts: dict[str, Any] = {"delimiter": delimiter}
+    opts: dict[str, Any] = {"delimiter": delimiter, "strict": True}
     if delimiter == "\t":
         opts["quoting"] = csv.QUOTE_NONE
     current = [0]
@@ -188,30 +245,41 @@ def read_delimited(
             yield line
 
     reader = csv.reader(feed(read_lines(path)), **opts)
-    header = next(reader, None)
-    if header is None:
-        return
-    column = column or "text"
+    try:
+        header = next(reader, None)
+        if header is None:
+            return
+        idx = _column_index(path, header, column or "text")
+        if lines is not None:
+            reader = csv.reader(feed(lines), **opts)
+        start = current[0] + 1
+        for row in reader:
+            if row and len(row) != len(header):
+                raise PosgeomError(
+                    f"{path}, line {current[0]}: {len(row)} fields, expected {len(header)}; "
+                    f"check the delimiter ({delimiter!r}) and quoting"
+                )
+            if row:
+                yield row[idx]
+            start = current[0] + 1
+    except csv.Error as exc:
+        where = f"line {current[0]}" if start >= current[0] else f"lines {start}-{current[0]}"
+        hint = " (a quote opened and never closed?)" if "end of data" in str(exc) else ""
+        raise PosgeomError(f"{path}, {where}: malformed {exc}{hint}; fix the quoting") from None
+
+
+def _column_index(path: Path | str, header: list[str], column: str) -> int:
     if column not in header:
         raise PosgeomError(
             f"{path}: no column {column!r}; columns present: {header}; "
             "pass text_column= one of them"
         )
-    idx = header.index(column)
-    if lines is not None:
-        reader = csv.reader(feed(lines), **opts)
-    try:
-        for row in reader:
-            if not row:
-                continue
-            if idx >= len(row):
-                raise PosgeomError(
-                    f"{path}, line {current[0]}: {len(row)} fields, expected {len(header)}; "
-                    f"check the delimiter ({delimiter!r}) and quoting"
-                )
-            yield row[idx]
-    except csv.Error as exc:
-        raise PosgeomError(f"{path}, line {current[0]}: malformed {exc}") from None
+    if header.count(column) > 1:
+        raise PosgeomError(
+            f"{path}: the header names column {column!r} {header.count(column)} times; rename "
+            "the columns so that the text column is unique"
+        )
+    return header.index(column)
 
 
 def _read_parquet(path: Path, column: str) -> Iterator[str]:
@@ -220,7 +288,11 @@ def _read_parquet(path: Path, column: str) -> Iterator[str]:
     if path.name.endswith(".gz"):
         with gzip.open(path, "rb") as fh:
             source = io.BytesIO(fh.read())
-    pf = pq.ParquetFile(source)
+    try:
+        pf = pq.ParquetFile(source)
+    except Exception as exc:  # pyarrow's ArrowInvalid, OSError, ...
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        raise PosgeomError(f"{path} is not a readable Parquet file ({first}); check it") from None
     names = pf.schema_arrow.names
     if column not in names:
         raise PosgeomError(

@@ -126,7 +126,7 @@ def read_token_ids(
         if size % dt.itemsize:
             raise PosgeomError(
                 f"{path}: size {size} bytes is not a multiple of {dt} ({dt.itemsize} bytes); "
-                "pass the dtype the file was written with"
+                "is it a token stream of another dtype? save it as .npy (numpy.save) and count that"
             )
         if size == 0:
             return iter([])

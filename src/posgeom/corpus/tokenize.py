@@ -103,6 +103,8 @@ class HFTokenizer:
         self.vocab_size = max(
             tokenizer.get_vocab_size(with_added_tokens=True), max(vocab.values(), default=-1) + 1
         )
+        if self.vocab_size < 1:
+            raise PosgeomError(f"tokenizer {name} has an empty vocabulary; pass a trained one")
         if special_ids is None:
             special_ids = [i for i, t in added.items() if t.special]
         self.special_ids = {int(i) for i in special_ids}
@@ -117,7 +119,10 @@ class HFTokenizer:
     @classmethod
     def from_file(cls, path: str | os.PathLike, **kwargs: Any) -> HFTokenizer:
         tokenizers = require("tokenizers", "hf")
+        from posgeom._jsonfiles import checked_regular
+
         try:  # read here: a byte-order mark is dropped, a read error names the file
+            checked_regular(path)  # not a pipe or a device, not larger than a tokenizer can be
             text = Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8")
             tok = tokenizers.Tokenizer.from_str(text)
         except OSError as exc:
@@ -132,7 +137,16 @@ class HFTokenizer:
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
         encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
-        return encode(list(texts), add_special_tokens=self.add_special_tokens)
+        try:
+            return encode(list(texts), add_special_tokens=self.add_special_tokens)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # a Rust panic (pyo3 PanicException) is a BaseException
+            first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+            raise PosgeomError(
+                f"tokenizer {self.identity['name']} failed on a text of this batch ({first}); "
+                "its normalizer or pre-tokenizer cannot handle this input: use another tokenizer"
+            ) from None
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self._encode(texts)]
@@ -282,10 +296,12 @@ class WordLevelTokenizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordLevelTokenizer:
+        from posgeom._jsonfiles import read_json
+
         try:
-            doc = json.loads(Path(path).read_text(encoding="utf-8-sig"))
-        except (OSError, ValueError) as exc:
-            raise PosgeomError(f"cannot read word tokenizer {path} ({exc})") from exc
+            doc = read_json(path)
+        except PosgeomError as exc:
+            raise PosgeomError(f"cannot read word tokenizer: {exc}") from None
         if not isinstance(doc, dict) or doc.get("kind") != _WORD_KIND:
             raise PosgeomError(f"{path} is not a posgeom word tokenizer file")
         vocab, unk = doc.get("vocab"), doc.get("unk_token", "[UNK]")

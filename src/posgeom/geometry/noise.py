@@ -88,13 +88,21 @@ class NoiseFloor:
         return np.flatnonzero(bad > share * (n - 1))
 
 
+_EXACT_SPLIT_MAX = 10**9 - 1  # numpy's multivariate hypergeometric takes fewer samples
+
+
 def _split_rows(c: sp.csr_matrix, rng: np.random.Generator) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """Each row split into two random halves: exactly ``total // 2`` samples drawn without
+    replacement, or, past :data:`_EXACT_SPLIT_MAX` samples, each sample kept with probability
+    1/2 (``Binomial(c, 1/2)`` per token: halves equal to a relative ``1/sqrt(total)``)."""
     half = c.copy()
     for i in range(c.shape[0]):
         lo, hi = c.indptr[i], c.indptr[i + 1]
         row = c.data[lo:hi].astype(np.int64)
         total = int(row.sum())
-        if total >= 2:
+        if total > _EXACT_SPLIT_MAX:
+            half.data[lo:hi] = rng.binomial(row, 0.5)
+        elif total >= 2:
             half.data[lo:hi] = rng.multivariate_hypergeometric(row, total // 2)
     other = c - half
     return half.tocsr(), other.tocsr()

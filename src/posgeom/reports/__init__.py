@@ -47,6 +47,7 @@ def report(
     *,
     figures: bool = True,
     title: str | None = None,
+    overwrite: bool = True,
 ) -> Path:
     """Write the HTML report of ``result`` to ``path`` and return the path.
 
@@ -56,9 +57,15 @@ def report(
     ``<folder>/report.html`` for a folder. With ``figures`` every figure is also written as PNG
     and SVG to ``<path stem>_figures/``. Writes are atomic; an unwritable ``path`` raises
     :class:`PosgeomError`. ``title`` replaces the page title.
+
+    The output rule of :mod:`posgeom._outputs`, checked before the page is made: an existing
+    ``path`` (or figures folder) is replaced only with ``overwrite`` and only when it is a posgeom
+    report (its stamp, the page's last line, matches its content) and no file of the folder
+    reported on; a symlinked ``path`` is written at its target.
     """
     import dataclasses
 
+    from posgeom._outputs import check_output, stamp
     from posgeom.artifacts import atomic_write_text, results_directory
     from posgeom.reports.html import figure_groups, render_html
     from posgeom.reports.view import LABELS, view_of
@@ -72,13 +79,25 @@ def report(
                 "pass the path of the report file, e.g. report(result, 'report.html')"
             )
         path = Path(result) / REPORT_NAME
-    path = Path(path)
-    groups = figure_groups(view)
-    page = render_html(view, groups)
+    inputs = _report_inputs(result)
+    path = check_output(path, kinds=("report",), overwrite=overwrite, inputs=inputs)
+    figures_dir = path.with_name(f"{path.stem}_figures")
+    if figures:
+        check_output(figures_dir, kinds=(), overwrite=overwrite, inputs=inputs, folder=True)
+    try:
+        groups = figure_groups(view)
+        page = render_html(view, groups)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        if isinstance(exc, PosgeomError) or not view.arrays:
+            raise
+        why = f"arrays.npz could not be drawn ({type(exc).__name__}: {str(exc)[:100]})"
+        view = dataclasses.replace(view, arrays={}, missing=(*view.missing, why))
+        groups = figure_groups(view)
+        page = render_html(view, groups)
+    page = stamp(page, "report")
     with writable(path):
         if figures:
-            figures_dir = path.with_name(f"{path.stem}_figures")
-            with results_directory(figures_dir, overwrite=True, content="figures") as tmp:
+            with results_directory(figures_dir, overwrite=overwrite, content="figures") as tmp:
                 for _, figs in groups:
                     for fig in figs:
                         (Path(tmp) / f"{fig.name}.svg").write_bytes(fig.svg)
@@ -86,11 +105,18 @@ def report(
         atomic_write_text(path, page)
         _add_to_manifest(
             path.parent,
-            [path, *sorted(path.with_name(f"{path.stem}_figures").glob("*"))]
-            if figures
-            else [path],
+            [path, *sorted(figures_dir.glob("*"))] if figures else [path],
         )
     return path
+
+
+def _report_inputs(result: Any) -> list[Path]:
+    """The files a report of a results folder reads (every file in it but earlier reports)."""
+    if not isinstance(result, (str, os.PathLike)) or not Path(result).is_dir():
+        return []
+    folder = Path(result)
+    files = [*folder.iterdir(), *(folder / "reproduction").glob("*.json")]
+    return [p for p in files if p.is_file() and p.suffix != ".html"]
 
 
 def _add_to_manifest(folder: Path, files: list[Path]) -> None:
@@ -99,14 +125,15 @@ def _add_to_manifest(folder: Path, files: list[Path]) -> None:
     import hashlib
     import json
 
+    from posgeom._jsonfiles import read_json
     from posgeom.artifacts import RESULTS_MANIFEST, atomic_write_text
 
     manifest = folder / RESULTS_MANIFEST
     if not manifest.exists():
         return
     try:
-        doc = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = read_json(manifest)
+    except PosgeomError:
         return  # not ours to repair; the folder's own checks will say so
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
         return

@@ -119,6 +119,7 @@ def empty_positions_hint(totals: np.ndarray, n_sequences: int, *, minimum: int =
     return (
         f"positions {first}..{len(t) - 1} have fewer than {minimum} samples ({len(sparse)} of "
         f"{len(t)}): most sequences are shorter than n = {len(t)}; n = "
-        f"{suggest_n(t, n_sequences)} is reached by 95% of them (`posgeom lengths CORPUS` shows "
+        f"{suggest_n(t, n_sequences)} is reached by at least 5% of them (`posgeom lengths CORPUS` "
+        "shows "
         "the length profile)"
     )

@@ -9,7 +9,6 @@ gives a view of what is there, and :attr:`ResultView.missing` names the rest.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import ArtifactError, PosgeomError
+from posgeom.reports._integrity import array_problem, changed_since_written, summary_problem
 from posgeom.reports.verdict_inputs import VerdictInputs, verdict_inputs
 
 __all__ = [
@@ -140,10 +140,12 @@ def _load_arrays(path: Path) -> tuple[dict[str, np.ndarray], str | None]:
 
 
 def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    from posgeom._jsonfiles import read_json
+
     try:
-        return json.loads(path.read_text(encoding="utf-8")), None
-    except (OSError, ValueError) as exc:
-        return None, f"{path.name} could not be read ({exc})"
+        return read_json(path), None
+    except PosgeomError as exc:
+        return None, f"{path.name} could not be read ({str(exc)[:160]})"
 
 
 def _principal(embedding: np.ndarray) -> np.ndarray:
@@ -340,16 +342,22 @@ def load_folder(directory: str | os.PathLike) -> ResultView:
         if not path.exists():
             missing.append(f"{name}: {loses}")
             continue
-        err = None
-        if name == main:
+        err = changed_since_written(folder, name)
+        if err is None and name == main:
             summary, err = _read_json(path)
-            summary = summary or {}
-        elif name == "arrays.npz":
+            err = err or summary_problem(summary, name)
+            summary = summary if err is None else {}
+        elif err is None and name == "arrays.npz":
             arrays, err = _load_arrays(path)
         if err:
             missing.append(f"{err}: {loses}")
         else:
             present.append(name)
+    problem = array_problem(arrays, summary) if arrays else None
+    if problem:
+        arrays = {}
+        present.remove("arrays.npz")
+        missing.append(f"{problem}: {_PARTS[kind]['arrays.npz']}")
     if "mds_coordinates" not in arrays and "mds_embedding" in arrays:
         arrays["mds_coordinates"] = _principal(arrays["mds_embedding"])
     return ResultView(

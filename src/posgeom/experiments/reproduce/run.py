@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom._outputs import check_file_set, check_output, record_file_set, stamp
 from posgeom._version import __version__
 from posgeom.experiments.reproduce.markdown import markdown
 from posgeom.experiments.reproduce.plots import plots
@@ -165,12 +166,16 @@ def reproduce(
     max_rank: int = 32,
     max_positions: int | None = None,
     bootstrap: int = 40,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Run every experiment and write ``REPRODUCTION.md`` (see the module docstring).
 
     ``limit``: read only the first ``limit`` records of each corpus (and ``limit`` synthetic
     sequences) and ``max_positions`` caps n of the real corpora: a smoke run. ``bootstrap``:
     half-sample replicates for the recommended-estimator rereading of every claim (0: skip it).
+    Outputs follow :mod:`posgeom._outputs`, checked before any work: ``REPRODUCTION.md`` (stamped)
+    and the files of ``reproduction/`` (listed in its ``posgeom-manifest.json``; the cache is
+    not) are replaced only with ``overwrite`` and only when posgeom wrote them, unchanged.
     Returns
     ``{"markdown", "folder", "files", "wall_seconds", "results", "sweep", "angles"}``.
     """
@@ -181,7 +186,7 @@ def reproduce(
 
     data = Path(data_dir)
     if not data.is_dir():
-        raise FileNotFoundError(f"data folder {data} does not exist")
+        raise PosgeomError(f"data folder {data} does not exist; pass --data the folder of corpora")
     if limit is not None and limit < 10:
         raise PosgeomError(f"--limit must be at least 10 records, got {limit}")
     if max_positions is not None and max_positions < 3:
@@ -189,6 +194,10 @@ def reproduce(
     out = Path(output_dir)
     folder = out / "reproduction"
     cache = Path(cache_dir) if cache_dir is not None else folder / "cache"
+    md = check_output(
+        out / "REPRODUCTION.md", kinds=("reproduction",), overwrite=overwrite, inputs=[data]
+    )
+    check_file_set(folder, overwrite=overwrite, keep=[cache])
     cache.mkdir(parents=True, exist_ok=True)
     if not (cache / ".gitignore").exists():
         (cache / ".gitignore").write_text("*\n")
@@ -329,8 +338,9 @@ def reproduce(
     files.append(
         atomic_write_text(folder / "run.json", json.dumps(meta, indent=2, default=str) + "\n")
     )
-    md = out / "REPRODUCTION.md"
-    atomic_write_text(md, markdown(results, chosen, sweep, angles, meta, recommended=recommended))
+    page = markdown(results, chosen, sweep, angles, meta, recommended=recommended)
+    atomic_write_text(md, stamp(page, "reproduction"))
+    record_file_set(folder, files)
     return {
         "markdown": md,
         "folder": folder,

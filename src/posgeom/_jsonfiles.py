@@ -1,0 +1,59 @@
+"""Reading JSON files that may be damaged or hostile: bounded, one read, one line on failure.
+
+:func:`read_json` refuses, before reading, what is not a regular file (a FIFO that would block, a
+link to ``/dev/zero`` that never ends, a folder) and a file larger than ``max_bytes``; it then
+reads at most ``max_bytes + 1`` bytes once, decodes strict UTF-8 (a byte-order mark is dropped)
+and parses. Nesting too deep for the parser (``RecursionError``) is a damaged file like any other.
+Every failure is one :class:`~posgeom._errors.ArtifactError` naming the file and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from posgeom._errors import ArtifactError
+
+__all__ = ["MAX_JSON_BYTES", "checked_regular", "read_json"]
+
+MAX_JSON_BYTES = 256 << 20
+
+
+def checked_regular(path: str | os.PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> None:
+    """Refuse (one line) a ``path`` that is not a regular file or holds more than ``max_bytes``."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ArtifactError(f"cannot read {path} ({exc.strerror or exc}); check the path") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise ArtifactError(
+            f"{path} is not a regular file (a folder, pipe or device); pass the file posgeom "
+            "or the library wrote"
+        )
+    if st.st_size > max_bytes:
+        raise ArtifactError(
+            f"{path} holds {st.st_size} bytes, more than the {max_bytes} such a file can have; "
+            "pass the right file"
+        )
+
+
+def read_json(path: str | os.PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """The parsed JSON of ``path`` (module docstring for what is refused)."""
+    path = Path(path)
+    checked_regular(path, max_bytes=max_bytes)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise ArtifactError(f"cannot read {path} ({exc.strerror or exc}); check the path") from exc
+    if len(data) > max_bytes:
+        raise ArtifactError(f"{path} grew beyond {max_bytes} bytes while read; pass a stable file")
+    try:
+        return json.loads(data.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:120]
+        raise ArtifactError(f"{path} is not valid JSON ({reason}); re-create it") from None

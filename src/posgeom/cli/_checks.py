@@ -1,0 +1,66 @@
+"""Options every command shares, checked before any work (one line naming the flag).
+
+A value outside its range is refused here rather than deep in numpy (``--seed -1``,
+``--n-heads 0``, ``--alpha inf``), an option that would be silently ignored is refused
+(``--alpha`` without ``--smoothing add-alpha``), and a resource request beyond the machine is
+refused with its limit (``--workers`` over twice the CPU count, ``--n-heads`` over the width).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["MAX_HEADS", "check_common_args"]
+
+MAX_HEADS = 256  # ALiBi and RoPE heads scored by compare (real models use at most 128)
+
+
+def _check_heads(args: argparse.Namespace) -> None:
+    heads = getattr(args, "n_heads", None)
+    if heads is None:
+        return
+    width = getattr(args, "model_dim", None) or heads
+    limit = min(MAX_HEADS, width)
+    if not 1 <= heads <= limit:
+        raise PosgeomError(
+            f"--n-heads must be between 1 and {limit} (at most {MAX_HEADS}, and at most -d "
+            f"{width}: each head needs a dimension), got {heads}"
+        )
+
+
+def _check_workers(args: argparse.Namespace) -> None:
+    workers = getattr(args, "workers", None)
+    cores = os.cpu_count() or 1
+    limit = 2 * cores  # a worker per core is the useful most; twice that is refused
+    if workers is not None and workers > limit and getattr(args, "scheduler", None) is None:
+        raise PosgeomError(
+            f"--workers {workers} but this machine has {cores} CPU cores; use --workers {cores} "
+            f"(at most {limit}), or --scheduler ADDRESS for a cluster"
+        )
+
+
+def _check_alpha(args: argparse.Namespace) -> None:
+    alpha = getattr(args, "alpha", None)
+    if alpha is None:
+        return
+    if not math.isfinite(alpha) or alpha <= 0:
+        raise PosgeomError(f"--alpha must be a positive finite pseudo-count, got {alpha}")
+    if alpha != 1.0 and getattr(args, "smoothing", "none") == "none":
+        raise PosgeomError(
+            f"--alpha {alpha:g} has no effect without --smoothing add-alpha; add "
+            "--smoothing add-alpha, or leave --alpha out"
+        )
+
+
+def check_common_args(args: argparse.Namespace) -> None:
+    """Refuse out-of-range or ineffective shared options (module docstring)."""
+    seed = getattr(args, "seed", None)
+    if seed is not None and not 0 <= seed < 2**63:
+        raise PosgeomError(f"--seed must be a non-negative integer below 2**63, got {seed}")
+    _check_heads(args)
+    _check_workers(args)
+    _check_alpha(args)
