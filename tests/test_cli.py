@@ -144,8 +144,11 @@ def test_tampered_and_mismatched_artifacts(corpus, tmp_path, capsys):
     code, _, err = run(["geometry", str(counts_file), "-o", str(tmp_path / "g")], capsys)
     one_line_error(code, err)
     assert not (tmp_path / "g").exists()
-    # another version
+    # an edited file is no longer posgeom's: --overwrite refuses to replace it
     argv = ["count", str(corpus), "-n", "6", "-o", str(counts_file), "--overwrite"]
+    one_line_error(*run(argv, capsys)[::2], "changed since")
+    counts_file.unlink()
+    # another version
     assert run(argv, capsys)[0] == 0
     edit_header(counts_file, lambda h: {**h, "posgeom_version": "9.9.0"})
     code, _, err = run(["geometry", str(counts_file), "-o", str(tmp_path / "g")], capsys)

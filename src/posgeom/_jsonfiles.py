@@ -10,6 +10,7 @@ Every failure is one :class:`~posgeom._errors.ArtifactError` naming the file and
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from posgeom._errors import ArtifactError
 
-__all__ = ["MAX_JSON_BYTES", "checked_regular", "read_json"]
+__all__ = ["MAX_JSON_BYTES", "checked_regular", "finite_json", "read_json"]
 
 MAX_JSON_BYTES = 256 << 20
 
@@ -57,3 +58,17 @@ def read_json(path: str | os.PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> An
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:120]
         raise ArtifactError(f"{path} is not valid JSON ({reason}); re-create it") from None
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every non-finite float (stress-1 of NoPE is undefined: inf) replaced by None,
+    recursively, so that it is strict JSON and reads back as "n/a" everywhere."""
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        return finite_json(obj.tolist())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,6 @@ __all__ = [
     "TEMP_EXTRA",
     "check_file_set",
     "check_output",
-    "check_output_file",
     "record_file_set",
     "resolve_output",
     "stamp",
@@ -73,23 +72,6 @@ def stamped_kind(path: str | os.PathLike) -> str | None:
     body = data[: len(data) - len(m[0]) + 1]
     ok = hashlib.sha256(body).hexdigest() == m["hex"].decode()
     return m["kind"].decode() if ok else None
-
-
-def _file_kind(path: Path) -> str | None:
-    """What posgeom output the existing file ``path`` is, unchanged: ``"artifact:<kind>"``, a
-    stamped kind, or None."""
-    kind = stamped_kind(path)
-    if kind is not None:
-        return kind
-    if path.suffix.lower() in (".npz", ".safetensors"):
-        from posgeom.artifacts import load_artifact, read_sidecar
-
-        try:
-            load_artifact(path)  # checksums of the metadata and of every array
-            return f"artifact:{read_sidecar(path)['kind']}"
-        except PosgeomError:
-            return None
-    return None
 
 
 def resolve_output(path: str | os.PathLike) -> Path:
@@ -144,12 +126,15 @@ def check_output(
     overwrite: bool,
     inputs: Iterable[str | os.PathLike] = (),
     folder: bool = False,
+    identify: Callable[[Path], str | None] = stamped_kind,
 ) -> Path:
     """Check an output before the work (module docstring); return it with symlinks resolved.
 
     ``kinds``: what an existing file may be to be replaced with ``overwrite`` (``"report"``,
     ``"reproduction"``, ``"artifact:position_counts"``, ...; ignored for a folder, which must be a
-    results folder posgeom wrote, unchanged). Nothing is created.
+    results folder posgeom wrote, unchanged). ``identify``: what posgeom output an existing file
+    is, unchanged, or None (default: a stamped page; artifacts pass their own check, see
+    :func:`posgeom.artifacts.check_output_file`). Nothing is created.
     """
     from posgeom._atomic import check_writable
     from posgeom._results import locked_refusal
@@ -160,21 +145,23 @@ def check_output(
     if reason is None and folder:
         reason = locked_refusal(out, overwrite, ())
     elif reason is None and out.exists():
-        reason = _file_refusal(out, tuple(kinds), overwrite)
+        reason = _file_refusal(out, tuple(kinds), overwrite, identify)
     if reason is not None:
         raise PosgeomError(reason)
     check_writable(out, folder=folder)
     return out
 
 
-def _file_refusal(out: Path, kinds: tuple[str, ...], overwrite: bool) -> str | None:
+def _file_refusal(
+    out: Path, kinds: tuple[str, ...], overwrite: bool, identify: Callable[[Path], str | None]
+) -> str | None:
     if out.is_dir():
         return f"{out} is a folder; pass a file name as the output"
     if not out.is_file():
         return f"{out} is not a regular file (a pipe or device?); pass a file name as the output"
     if not overwrite:
         return f"{out} already exists; pass --overwrite to replace it, or choose another output"
-    found = _file_kind(out)
+    found = identify(out)
     if found in kinds or ((found or "").startswith("artifact:") and "artifact:*" in kinds):
         return None
     if found is None:
@@ -187,21 +174,6 @@ def _file_refusal(out: Path, kinds: tuple[str, ...], overwrite: bool) -> str | N
         f"{out} is a posgeom {what} file, not an output of this command; --overwrite will not "
         "replace it: choose another output"
     )
-
-
-def check_output_file(
-    path: str | os.PathLike,
-    *,
-    overwrite: bool = False,
-    kinds: Iterable[str] | None = None,
-    inputs: Iterable[str | os.PathLike] = (),
-) -> Path:
-    """Check an artifact output before the work (:func:`posgeom._outputs.check_output`): an
-    existing file is replaced only with ``overwrite=True`` and only when it is a posgeom
-    artifact of one of ``kinds`` (``"position_counts"``, ...; default: any kind) whose checksums verify (never a user's
-    file, never an edited one). Returns the path to write (a symlink's target)."""
-    kinds = ("artifact:*",) if kinds is None else tuple(f"artifact:{k}" for k in kinds)
-    return check_output(path, kinds=kinds, overwrite=overwrite, inputs=inputs)
 
 
 def _recorded(folder: Path) -> dict[str, Any]:

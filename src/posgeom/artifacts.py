@@ -59,7 +59,7 @@ from posgeom._atomic import (
     write_error,
 )
 from posgeom._errors import ArtifactError, PosgeomError
-from posgeom._outputs import check_output, check_output_file
+from posgeom._outputs import check_output, stamped_kind
 from posgeom._results import RESULTS_MANIFEST, commit_folder, write_manifest
 
 __all__ = [
@@ -246,11 +246,8 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 
 
 def read_sidecar(path: str | os.PathLike) -> dict[str, Any]:
-    """The whole metadata header of the artifact at ``path`` (embedded, or an old sidecar).
-
-    Parsed but not verified (no kind, version or checksum checks; :func:`load_artifact` does those).
-    Of an ``.npz`` only the metadata member is read.
-    """
+    """The whole metadata header of the artifact at ``path`` (embedded, or an old sidecar),
+    parsed, not verified (:func:`load_artifact` verifies). Of an ``.npz`` only that member is read."""
     path = Path(path)
     if path.suffix != ".safetensors" and path.is_file():
         member = read_npz(path, only=_MEMBER).get(_MEMBER)
@@ -301,12 +298,9 @@ def _check_arrays(path: Path, flat: dict[str, np.ndarray], expected: dict[str, A
 def load_artifact(
     path: str | os.PathLike, *, kind: str | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Load an artifact written by :func:`save_artifact`, verifying kind, version and checksums.
-
-    Returns ``(arrays, metadata)``: arrays by name (sparse ones as ``csr_matrix``) and the user
-    metadata dict given at save time (the whole header is returned by :func:`read_sidecar`).
-    Any problem raises :class:`ArtifactError` naming the file, what differs and the fix.
-    """
+    """Load an artifact of :func:`save_artifact`, verifying kind, version and checksums: its
+    ``(arrays, metadata)`` (sparse arrays as ``csr_matrix``; the user metadata given at save
+    time). Any problem raises :class:`ArtifactError` naming the file, what differs and the fix."""
     path = Path(path)
     flat, header = _read(path)
     _check_header(path, header, kind)
@@ -326,6 +320,29 @@ def is_artifact(path: str | os.PathLike) -> bool:
     return True
 
 
+def _output_kind(path: Path) -> str | None:
+    """``"artifact:<kind>"`` of a posgeom artifact whose checksums verify, else a page's stamp."""
+    try:
+        return f"artifact:{read_sidecar(path)['kind']}" if load_artifact(path) else None
+    except PosgeomError:
+        return stamped_kind(path)
+
+
+def check_output_file(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    kinds: Iterable[str] | None = None,
+    inputs: Iterable[str | os.PathLike] = (),
+) -> Path:
+    """Check an artifact output before the work (:func:`posgeom._outputs.check_output`): only a
+    posgeom artifact of ``kinds`` (default: any), checksums verified, is replaced (``overwrite``)."""
+    kinds = ("artifact:*",) if kinds is None else tuple(f"artifact:{k}" for k in kinds)
+    return check_output(
+        path, kinds=kinds, overwrite=overwrite, inputs=inputs, identify=_output_kind
+    )
+
+
 # ----------------------------------------------------------------------------- results folders
 @contextlib.contextmanager
 def results_directory(
@@ -343,15 +360,11 @@ def results_directory(
             ...expensive work...                 # write every file under ``tmp``
         # here ``out`` holds exactly what was written under ``tmp``, plus posgeom-manifest.json
 
-    On entry, before any work (so enter it *before* the expensive part), it refuses with a
-    one-line :class:`PosgeomError`: an input (``inputs``: files or folders the work reads) that is
-    ``path`` or lies inside it; ``path`` existing as a file; a non-empty ``path`` without
-    ``overwrite``; with ``overwrite``, a ``path`` that posgeom did not write (no
-    ``posgeom-manifest.json``) or that holds files its manifest does not list or whose size or
-    SHA-256 differ from it (a user's file or edit is never deleted); a name too long for the
-    temporary; a parent that cannot be written (read-only, no permission: probed). It also
-    removes stale temporaries of killed posgeom runs beside ``path``. A symlinked ``path`` is
-    resolved first: the folder is built beside the link's target and renamed onto it.
+    On entry, before any work (so enter it *before* the expensive part), it applies the output
+    rule (:func:`posgeom._outputs.check_output`: symlink resolved, no input inside, replaced only
+    with ``overwrite`` and only a results folder posgeom wrote whose manifest lists every file it
+    holds with its current size and SHA-256, writable) and removes stale temporaries of killed
+    posgeom runs beside ``path``.
 
     It yields a fresh empty folder ``.<name>.posgeom-<host>-<pid>-<rand>.tmp`` beside ``path``.
     When the block ends without an exception: every file is fsynced, the manifest

@@ -18,6 +18,7 @@ import numpy as np
 
 from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
+from posgeom._jsonfiles import finite_json
 from posgeom._version import __version__
 from posgeom.artifacts import json_default
 from posgeom.estimators._pipeline import PLUGIN_COLUMNS
@@ -188,7 +189,7 @@ class ComparisonResult:
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`summary` as JSON text."""
         return json.dumps(
-            _finite(self.summary()), indent=indent, default=json_default, allow_nan=False
+            finite_json(self.summary()), indent=indent, default=json_default, allow_nan=False
         )
 
     def _beside(self) -> list[dict[str, Any]]:
@@ -313,16 +314,3 @@ class ComparisonResult:
         with results_folder(directory, overwrite=overwrite, with_report=report) as tmp:
             self.write(tmp)
         return Path(directory)
-
-
-def _finite(obj: Any) -> Any:
-    """Replace non-finite floats (stress-1 of NoPE is inf) by None, recursively: strict JSON."""
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, (float, np.floating)) and not np.isfinite(obj):
-        return None
-    if isinstance(obj, np.ndarray):
-        return _finite(obj.tolist())
-    return obj

@@ -202,8 +202,9 @@ class PipelineResult:
         return arrays
 
     def write(self, directory: str | os.PathLike) -> Path:
-        """Write ``summary.json``, ``arrays.npz`` (+ sidecar) and ``table.md`` into an existing
+        """Write ``summary.json``, ``arrays.npz`` and ``table.md`` into an existing
         folder (each file atomic; :meth:`save` makes the whole folder atomic)."""
+        from posgeom._jsonfiles import finite_json
         from posgeom.artifacts import atomic_write_text, json_default, save_artifact
 
         out = Path(directory)
@@ -213,8 +214,10 @@ class PipelineResult:
             {"options": self.options},
             kind="geometry_results",
         )
+        summary = finite_json(self.summary())  # strict JSON: an undefined stress-1 is null
         atomic_write_text(
-            out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default)
+            out / "summary.json",
+            json.dumps(summary, indent=2, default=json_default, allow_nan=False),
         )
         atomic_write_text(out / "table.md", self.markdown_table())
         return out

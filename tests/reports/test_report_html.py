@@ -91,7 +91,8 @@ def test_report_on_damaged_arrays_names_the_damage(comparison, tmp_path):
     data = (folder / "arrays.npz").read_bytes()
     (folder / "arrays.npz").write_bytes(data[: len(data) // 2])  # a truncated copy
     view = load_folder(folder)
-    assert view.arrays == {} and any("arrays.npz could not be read" in m for m in view.missing)
+    named = ("arrays.npz could not be read", "arrays.npz changed since posgeom wrote it")
+    assert view.arrays == {} and any(m.startswith(named) for m in view.missing)
     assert view.rows  # comparison.json is still read
 
 

@@ -14,7 +14,7 @@ import os
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["MAX_HEADS", "check_common_args"]
+__all__ = ["MAX_HEADS", "check_common_args", "unique_names"]
 
 MAX_HEADS = 256  # ALiBi and RoPE heads scored by compare (real models use at most 128)
 
@@ -64,3 +64,19 @@ def check_common_args(args: argparse.Namespace) -> None:
     _check_heads(args)
     _check_workers(args)
     _check_alpha(args)
+
+
+def unique_names(names: list[str], flag: str, reserved: tuple[str, ...] = ()) -> None:
+    """Refuse an empty, repeated or built-in row name (a row would be dropped or mislabelled)."""
+    seen: set[str] = set()
+    for name in names:
+        if not name.strip():
+            raise PosgeomError(f"{flag}: an encoding name is empty; write NAME=FILE")
+        if name in seen:
+            raise PosgeomError(f"{flag}: the name {name!r} is given twice; name each file once")
+        if name in reserved:
+            raise PosgeomError(
+                f"{flag} {name}=...: {name!r} is a built-in row of the table; give the file "
+                f"another name (such as my_{name})"
+            )
+        seen.add(name)

@@ -77,7 +77,7 @@ def _compare(args: argparse.Namespace) -> int:
         counts = _counts_for_compare(args)
         result = _run_comparison(counts, args)
         result.write(tmp)
-        if args.counts is None and hasattr(counts, "save"):
+        if hasattr(counts, "save"):  # also from --counts: the folder holds what it compared
             counts.save(tmp / "counts.npz")
     print(result.to_markdown(), end="")  # ends with the verdict line
     files = "comparison.json, comparison.md, arrays.npz" + (", report.html" if args.report else "")

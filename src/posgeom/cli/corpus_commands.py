@@ -216,10 +216,12 @@ def _count(args: argparse.Namespace) -> int:
     from posgeom.artifacts import check_output_file
 
     check_count_args(args)
-    output = check_output_file(args.output, overwrite=args.overwrite)  # before the work
-    for item in corpus_inputs(args):
-        if item.resolve() == output.resolve():
-            raise PosgeomError(f"-o {output} is an input of this count; choose another output")
+    output = check_output_file(  # before the work: posgeom's own counts only, never an input
+        args.output,
+        overwrite=args.overwrite,
+        kinds=("position_counts", "bootstrap_counts"),
+        inputs=corpus_inputs(args),
+    )
     counts = counts_from_args(args)
     path = counts.save(output, overwrite=args.overwrite)
     reps = getattr(counts, "n_replicates", None)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.cli._checks import unique_names
 from posgeom.cli._options import add_pipeline_arguments, add_resolution_argument
 from posgeom.cli._verdict import verdict_line
 from posgeom.pipeline import DEFAULT_MODEL_DIM
@@ -52,22 +53,6 @@ def add_report_argument(p: argparse.ArgumentParser) -> None:
         help="also write report.html (self-contained: figures, verdict, tables) and "
         "report_figures/ (PNG and SVG) into the results folder",
     )
-
-
-def unique_names(names: list[str], flag: str, reserved: tuple[str, ...] = ()) -> None:
-    """Refuse an empty, repeated or built-in row name (a row would be dropped or mislabelled)."""
-    seen: set[str] = set()
-    for name in names:
-        if not name.strip():
-            raise PosgeomError(f"{flag}: an encoding name is empty; write NAME=FILE")
-        if name in seen:
-            raise PosgeomError(f"{flag}: the name {name!r} is given twice; name each file once")
-        if name in reserved:
-            raise PosgeomError(
-                f"{flag} {name}=...: {name!r} is a built-in row of the table; give the file "
-                f"another name (such as my_{name})"
-            )
-        seen.add(name)
 
 
 def _encoding_specs(specs: list[str]) -> list[tuple[str, Path]]:

@@ -188,6 +188,15 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 2
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parse_args``, but an unknown option is reported with the command's own usage."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     previous = signal.getsignal(signal.SIGTERM)
     with _suppress_value_error():  # not in the main thread (tests): keep the handler
@@ -197,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser = build_parser()
         except KeyboardInterrupt as exc:
             return _interrupted(exc)
-        return _run(parser, parser.parse_args(argv))
+        return _run(parser, _parse(parser, argv))
     finally:
         with _suppress_value_error():
             signal.signal(signal.SIGTERM, previous)

@@ -73,7 +73,7 @@ def _extract(args: argparse.Namespace) -> int:
     if args.output:  # before torch and the model: writable, and never a file posgeom did not write
         from posgeom.artifacts import check_output_file
 
-        check_output_file(args.output, overwrite=True)
+        check_output_file(args.output, overwrite=True, kinds=("model_encodings",))
     from posgeom.models.mechanisms import (
         find_positional_mechanisms,
         mechanism_encodings,

@@ -219,6 +219,10 @@ class PositionCounts:
             return sub.load(path)
 
         arrays, meta = load_artifact(path, kind=cls._artifact_kind)
+        for name in ("counts", "totals"):  # NaN once read as "counts are negative"
+            raw = getattr(arrays.get(name), "data", arrays.get(name))
+            if raw is not None and np.asarray(raw).dtype.kind not in "iu":
+                raise ArtifactError(f"{path}: {name} are not integers ({raw.dtype}); re-create it")
         try:
             counts = sp.csr_matrix(arrays["counts"], dtype=np.int64)
             totals = np.asarray(arrays["totals"], dtype=np.int64)
@@ -235,11 +239,6 @@ class PositionCounts:
             raise ArtifactError(
                 f"{path} is not a complete counts file ({type(exc).__name__}: {exc}); re-create it"
             ) from None
-        raw = arrays["counts"].data if sp.issparse(arrays["counts"]) else arrays["counts"]
-        if np.asarray(raw).dtype.kind not in "iu":  # NaN once read as "counts are negative"
-            raise ArtifactError(
-                f"{path}: counts are not integers (dtype {raw.dtype}); re-create it"
-            )
         if counts.nnz and counts.data.min() < 0:
             raise ArtifactError(f"{path}: counts are negative; re-create it")
         if totals.shape != (counts.shape[0],) or not np.array_equal(

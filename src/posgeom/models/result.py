@@ -336,6 +336,7 @@ class ModelAnalysis:
         """Write ``summary.json``, ``arrays.npz`` (+ sidecar), ``table.md``, ``counts.npz`` and
         ``stress_per_layer.png`` into ``directory`` (wrap in
         :func:`posgeom.artifacts.results_directory` for an all-or-nothing folder)."""
+        from posgeom._jsonfiles import finite_json
         from posgeom.artifacts import atomic_write_text, json_default, save_artifact
 
         out = Path(directory)
@@ -374,7 +375,10 @@ class ModelAnalysis:
         save_artifact(out / "arrays.npz", arrays, meta, kind="model_analysis")
         self.counts.save(out / "counts.npz")
         atomic_write_text(
-            out / "summary.json", json.dumps(self.summary(), indent=2, default=json_default)
+            out / "summary.json",
+            json.dumps(
+                finite_json(self.summary()), indent=2, default=json_default, allow_nan=False
+            ),
         )
         atomic_write_text(out / "table.md", self.markdown())
         if plot:

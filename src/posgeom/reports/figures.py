@@ -93,6 +93,7 @@ def heatmap(
         top.bar(np.arange(len(t)), t, width=1.0, color="0.35")
         top.set_ylabel("samples T_i")
         top.set_yscale("log" if t.max() > 20 * max(t.min(), 1) else "linear")
+        _few_ticks(top)  # the strip is short: more labels would overlap
         top.set_title("samples per position")
     else:
         ax = fig.subplots()
@@ -118,6 +119,17 @@ def heatmap(
         title += f"\ndownsampled: {d.shape[0]} x {d.shape[0]} block means of {f} x {f} positions"
     ax.set_title(title)
     return fig
+
+
+def _few_ticks(ax: Any) -> None:
+    """At most three labelled ticks on the y axis of a short strip (no minor labels)."""
+    from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
+
+    if ax.get_yscale() == "log":
+        ax.yaxis.set_major_locator(LogLocator(numticks=3))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.yaxis.set_major_locator(MaxNLocator(3))
 
 
 def _position_ticks(ax: Any, positions: np.ndarray | None, n: int, f: int) -> None:

@@ -16,7 +16,8 @@ __all__ = ["cell", "markdown_table", "rank_table", "score_table"]
 
 
 def cell(value: Any, spec: str) -> str:
-    """One table cell's text: ``n/a`` for a missing number, ``inf`` for an infinite one."""
+    """One table cell's text: ``n/a`` for a missing or non-finite number (stress-1 of NoPE is
+    undefined; its JSON files hold null), the same in the terminal, tables and reports."""
     if value is None:
         return "n/a"
     if spec == "s":
@@ -26,7 +27,7 @@ def cell(value: Any, spec: str) -> str:
     except (TypeError, ValueError):
         return str(value)
     if x != x or x in (float("inf"), float("-inf")):
-        return "inf" if x == float("inf") else "n/a"
+        return "n/a"
     if spec == "%":
         return f"{100 * x:.1f}%"
     if spec == "d":

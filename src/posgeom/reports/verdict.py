@@ -32,6 +32,7 @@ __all__ = [
     "one_line",
     "rank_curve_caption",
     "ranking_verdict",
+    "special_token_hint",
     "verdict",
     "verdict_block",
 ]
@@ -260,6 +261,25 @@ def _ranking_phrase(vi: VerdictInputs) -> str:
         if cand:
             how += f", ranking stability {float(cand['stability']):.2f}"
     return f"closest in shape: {first}, then {second} ({how})"
+
+
+def special_token_hint(view: Any) -> str | None:
+    """The hint "rerun with --no-special" when special tokens were counted and position 0 is at the
+    largest distance from every other position (``min_j D[0, j] >= 0.99 max D``) while the
+    others are not (their median mean distance is under 0.95 max D): a ``[CLS]`` or BOS token,
+    the same in every sequence and nowhere else, makes position 0 an outlier in every map.
+    ``view``: a :class:`~posgeom.reports.view.ResultView` (its ``hellinger`` array, settings)."""
+    import numpy as np
+
+    d = (getattr(view, "arrays", None) or {}).get("hellinger")
+    counted = (getattr(view, "settings", None) or {}).get("special tokens") == "counted"
+    if d is None or not counted or d.ndim != 2 or d.shape[0] < 4:
+        return None
+    top = float(d.max())
+    means = (d.sum(axis=1) - np.diag(d)) / (d.shape[0] - 1)
+    if not (top > 0 and d[0, 1:].min() >= 0.99 * top and np.median(means[1:]) < 0.95 * top):
+        return None
+    return "position 0 stands apart (a [CLS] or BOS token?): rerun with --no-special"
 
 
 def one_line(vi: VerdictInputs) -> str:
