@@ -172,12 +172,10 @@ def _analyze_model(args: argparse.Namespace) -> int:
 
     if args.max_sequences is not None and args.max_sequences < 1:
         raise PosgeomError(f"--max-sequences must be >= 1, got {args.max_sequences}")
-    out = Path(args.output)
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not args.overwrite)):
-        raise PosgeomError(
-            f"output folder {out} already exists and is not empty; pass --overwrite "
-            "or choose another folder"
-        )
+    from posgeom._outputs import check_output
+
+    out = Path(args.output)  # the output rule, before the model loads (the commit checks again)
+    check_output(out, kinds=(), overwrite=args.overwrite, inputs=[args.corpus], folder=True)
     texts = _texts(args)
     model = _load(args)
     tokenizer = _tokenizer(args)
