@@ -132,9 +132,9 @@ def test_tokenizer_paths_and_folders(small_corpus, tmp_path, capsys):
     empty.mkdir()
     code, err = cli(capsys, "count", small_corpus, "-n", 4, "-t", empty, "-o", tmp_path / "c.npz")
     assert code == 2 and "holds no tokenizer" in one_line(err)
-    code, err = cli(
-        capsys, "count", tmp_path, "-n", 4, "--format", "text", "-o", tmp_path / "x.npz"
-    )
+    folder = tmp_path / "corpus_folder"  # not the output's folder: an output inside an input is
+    folder.mkdir()  # refused first
+    code, err = cli(capsys, "count", folder, "-n", 4, "--format", "text", "-o", tmp_path / "x.npz")
     line = one_line(err)
     assert code == 2 and "is a folder" in line and "gzip" not in line
     code, err = cli(
