@@ -266,8 +266,9 @@ def test_verdict_suggests_no_special_when_cls_stands_apart(tmp_path, capsys, geo
     tok = mod.get_model_path() / "tokenizer.json"
     argv = ["-q", "run", str(sst2), "--max-sequences", "400", "-t", str(tok), "-n", "12"]
     assert main([*argv, "-d", "8", "--estimator", "plugin", "-o", str(tmp_path / "r")]) == 0
-    verdict = [x for x in capsys.readouterr().out.splitlines() if x.startswith("verdict:")]
-    assert "rerun with --no-special" in verdict[0]
+    out = capsys.readouterr().out.splitlines()
+    at = next(i for i, x in enumerate(out) if x.startswith("verdict:"))
+    assert "rerun with --no-special" in out[at + 1] and out[at + 1].startswith("hint: ")
     assert special_token_hint(load_folder(tmp_path / "r")) is not None
     assert special_token_hint(load_folder(geometry_folder / "g")) is None  # no special tokens
 

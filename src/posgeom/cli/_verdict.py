@@ -18,3 +18,14 @@ def verdict_line(rows: Mapping[str, Mapping[str, Any]], *, estimator: str | None
 
     summary = {"scores": dict(rows), "estimator": {"estimator": estimator} if estimator else {}}
     return one_line(verdict_inputs("score", summary))
+
+
+def print_hints(result: Any) -> None:
+    """Print ``hint: ...`` lines after a command's verdict (rerun with ``--no-special`` when a
+    ``[CLS]``-like position 0 stands apart: :func:`posgeom.reports.verdict.special_token_hint`)."""
+    from posgeom.reports.verdict import special_token_hint
+    from posgeom.reports.view import view_of
+
+    hint = special_token_hint(view_of(result))
+    if hint:
+        print(f"hint: {hint}")

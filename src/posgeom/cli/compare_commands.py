@@ -10,6 +10,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom.cli._options import add_pipeline_arguments
+from posgeom.cli._verdict import print_hints
 from posgeom.cli.geometry_commands import add_report_argument
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 
@@ -80,6 +81,7 @@ def _compare(args: argparse.Namespace) -> int:
         if hasattr(counts, "save"):  # also from --counts: the folder holds what it compared
             counts.save(tmp / "counts.npz")
     print(result.to_markdown(), end="")  # ends with the verdict line
+    print_hints(result)
     files = "comparison.json, comparison.md, arrays.npz" + (", report.html" if args.report else "")
     print(f"results in {args.output}/ ({files})")
     return 0

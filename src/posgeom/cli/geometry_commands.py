@@ -14,7 +14,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.cli._checks import unique_names
 from posgeom.cli._options import add_pipeline_arguments, add_resolution_argument
-from posgeom.cli._verdict import verdict_line
+from posgeom.cli._verdict import print_hints, verdict_line
 from posgeom.pipeline import DEFAULT_MODEL_DIM
 
 log = logging.getLogger("posgeom")
@@ -128,6 +128,7 @@ def _analyze_and_save(
         if hasattr(counts, "save"):
             counts.save(tmp / "counts.npz")
     print(result.markdown_table(), end="")  # ends with the verdict line
+    print_hints(result)
     files = "summary.json, arrays.npz, table.md" + (", report.html" if report else "")
     print(f"results in {args.output}/ ({files})")
     return result
