@@ -166,3 +166,17 @@ def test_the_hand_check_pattern_finds_what_it_must():
     assert not HAND_CHECKS.search(
         "if isinstance(value, (int, np.integer)) and not isinstance(value, bool):"
     )
+
+
+def test_distance_matrix_symmetry_tolerance_is_relative_to_the_largest_distance():
+    from posgeom._distance_matrix import check_distance_matrix
+
+    d = np.array([[0.0, 2.0, 4.0], [2.0, 0.0, 1.0], [4.0, 1.0, 0.0]])
+    near = d.copy()
+    near[0, 1] += 3e-9  # below 1e-9 x max(1, 4): accepted, averaged with its mirror
+    np.testing.assert_array_equal(check_distance_matrix(near), check_distance_matrix(near).T)
+    assert check_distance_matrix(near)[0, 1] == pytest.approx(2.0 + 1.5e-9, abs=1e-15)
+    far = d.copy()
+    far[0, 1] += 5e-9  # above the tolerance: refused with one line
+    with pytest.raises(PosgeomError, match="not symmetric"):
+        check_distance_matrix(far)
