@@ -218,5 +218,6 @@ def test_reference_mds_scores_the_lag_geometry_own_embedding():
     )
     ref = result.reference_mds()
     d = result.lag_geometry.distances
-    coords = classical_mds(d, input_kind="distances").coordinates
-    assert ref["scale_optimal"] == pytest.approx(stress(coords, d, kind="scale_optimal"))
+    coords = classical_mds(d, 2, input_kind="distances").coordinates
+    assert ref["rank_2"]["scale_optimal"] == pytest.approx(stress(coords, d, kind="scale_optimal"))
+    assert ref["rank_8"]["scale_optimal"] <= ref["rank_1"]["scale_optimal"]
