@@ -155,7 +155,8 @@ def compare_encodings(
     data = counts_or_distributions
     if isinstance(data, PositionalDistributions):
         data = data.probabilities()
-    use_noise = noise if (noise and is_integer_counts(data)) else None
+    integer = is_integer_counts(data)
+    use_noise = noise if (noise and integer) else None
 
     log.info("geometry and MDS encoding (d = %d)", model_dim)
     res = analyze_counts(
@@ -207,7 +208,7 @@ def compare_encodings(
     curve = rank_curve(res.mds, res.scorer, max_rank=max_rank, seed=seed)
     options = {
         "n_positions": n,
-        "input": "counts" if is_integer_counts(data) else "distributions",
+        "input": "counts" if integer else "distributions",
         "model_dim": int(model_dim),
         "encodings": names + list(extra_encodings or {}),
         "n_heads": int(n_heads),

@@ -64,13 +64,11 @@ def _restrict(enc: Any, positions: np.ndarray) -> PositionEncoding:
 
 
 def is_integer_counts(data: Any) -> bool:
-    import scipy.sparse as sp
+    """Whether ``data`` holds counts (not probabilities): the one rule,
+    :func:`posgeom.geometry.counts.is_count_data`, through :func:`count_matrix`."""
+    from posgeom.geometry.counts import count_matrix
 
-    matrix = getattr(data, "counts", data)
-    values = matrix.data if sp.issparse(matrix) else np.asarray(matrix)
-    if values.dtype.kind in "iu":
-        return True
-    return bool(values.size and np.all(values == np.round(values)) and values.max() > 1)
+    return count_matrix(data).integer
 
 
 def _scores(enc: Any, target: np.ndarray, seed: int) -> dict[str, Any]:
