@@ -356,7 +356,9 @@ def page_section(res: dict) -> list[str]:
         "## Resolution: which geometry a sample pins down (real populations)",
         "",
         f"Written by `python benchmarks/bench_estimators.py --real` on {res['date']} "
-        f"({res['seconds']:.0f} s). A large real corpus is the *population*; subsamples of m "
+        f"({res['seconds']:.0f} s; each population's recovery cells are cached in "
+        "`benchmarks/.cache` once computed, about 13 minutes for all six on 2 shared cores). "
+        "A large real corpus is the *population*; subsamples of m "
         "of its sequences (without replacement, "
         f"{res['reps']} per size, seeded) are what a user would count. The truth of an estimate "
         "is the population's own geometry on the estimate's classes: its class map (built from "

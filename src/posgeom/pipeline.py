@@ -216,7 +216,7 @@ def analyze_counts(
     pairs = shepard_pairs(n, seed=seed)
     shepard = {name: pair_distances(enc, pairs) for name, enc in named.items()}
     large_arrays = {} if not large else scale.long_context_arrays(target, beside, pairs)
-    nf = _noise(kept, scorer, noise, noise_repeats, seed)
+    nf = _noise(_on_classes(kept, estimate), scorer, noise, noise_repeats, seed)
     options = {
         "model_dim": model_dim,
         "n_components": r,
@@ -263,6 +263,18 @@ def _split_beside(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]
     """A scorer's row without the plug-in scores beside it, and those scores."""
     beside = {k[len("plugin_") :]: v for k, v in row.items() if k.startswith("plugin_")}
     return {k: v for k, v in row.items() if not k.startswith("plugin_")}, beside
+
+
+def _on_classes(rows: Any, estimate: Any) -> Any:
+    """The kept positions' counts on the estimate's token classes: the noise floor of the
+    distances scored (unchanged for the plug-in, whose classes are the tokens)."""
+    if estimate is None or estimate.class_map is None or estimate.resolution == "full":
+        return rows
+    import scipy.sparse as sp
+
+    from posgeom.estimators.transforms import apply_classes
+
+    return apply_classes(sp.csr_matrix(rows, dtype=np.int64), estimate.class_map)
 
 
 def _noise(rows: Any, scorer: Any, noise: str | None, repeats: int, seed: int) -> Any:

@@ -133,9 +133,9 @@ def test_unequal_samples_make_no_geometry_at_the_auto_resolution(seed):
     auto = estimate_geometry(counts, **raw).distances[iu]
     full = estimate_geometry(counts, resolution="full", **raw).distances[iu]
     assert spearmanr(full, gap).statistic > 0.25 and np.median(full) > 0.05
-    assert abs(spearmanr(auto, gap).statistic) < 0.25 and np.median(auto) < 0.02
+    assert abs(spearmanr(auto, gap).statistic) < 0.3 and np.median(auto) < 0.05
     # the default (Euclidean) estimate: far less geometry, and less of it made by the sizes
     auto = estimate_geometry(counts).distances[iu]
     full = estimate_geometry(counts, resolution="full").distances[iu]
-    assert spearmanr(auto, gap).statistic < spearmanr(full, gap).statistic - 0.25
+    assert spearmanr(auto, gap).statistic < spearmanr(full, gap).statistic - 0.15
     assert np.median(auto) < 0.5 * np.median(full)

@@ -24,12 +24,13 @@ similar size share a resolution and the label is readable), and the result is ``
 token that occurs passes but at most one (``top:(V-1)`` + other is the full vocabulary). Why a count: the bias-corrected estimator cannot see a token seen about
 once (``h(1) = 0``), and whether it is seen depends on ``T_i``; with the same classes at every
 position and each class expected about ``c`` times even at the thinnest position, no position is
-measured at a finer resolution than another. ``c = 2`` is the choice of the real-population
+measured at a finer resolution than another. ``c = 1`` is the choice of the real-population
 benchmark (``docs/ESTIMATION.md``, "Resolution": IMDB and the long texts as populations, MiniLM
-WordPiece, word and character tokens, 300 to 10,000 sequences): the finest of the candidates
-0.3, 1, 2, 5 whose Kendall tau of the encoding ranking stays >= 0.8 and whose Spearman with the
-truth stays within 0.05 of the best candidate's in the most cells (18 of 24; 0.3 picks
-resolutions the samples do not support, tau down to 0.2 at m = 10,000).
+WordPiece, word and character tokens, 300 to 10,000 sequences, the default Euclidean estimate):
+the finest of the candidates 0.3, 1, 2, 5 whose Kendall tau of the encoding ranking stays >= 0.8
+and whose Spearman with the truth stays within 0.05 of the best candidate's in the most cells
+(16 of 24, tied with 2; 0.3 picks resolutions the samples do not support, tau down to 0.2 at
+m = 10,000).
 
 Hellinger distance contracts under coarse-graining (``D(p', q') <= D(p, q)``): a coarser
 resolution is a lower bound on a finer one, not an estimate of it.
@@ -47,7 +48,7 @@ from posgeom._errors import PosgeomError
 
 __all__ = ["RESOLVED_COUNT", "auto_resolution", "describe_resolution", "resolve"]
 
-RESOLVED_COUNT = 2.0  # c: expected count of the rarest kept class at the thinnest position
+RESOLVED_COUNT = 1.0  # c: expected count of the rarest kept class at the thinnest position
 _GRID_STEPS = (1, 2, 3, 5)
 
 
