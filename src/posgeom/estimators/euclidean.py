@@ -97,7 +97,15 @@ def _extreme(b: Any, which: str, seed: int = 0) -> float:
     v0 = np.random.default_rng(seed).standard_normal(b.shape[0])
     v0 -= v0.mean()
     try:
-        val = spla.eigsh(b, k=1, which=which, tol=1e-6, v0=v0, return_eigenvectors=False)
+        val = spla.eigsh(
+            b,
+            k=1,
+            which=which,
+            tol=1e-3,
+            v0=v0,
+            ncv=min(b.shape[0], 48),
+            return_eigenvectors=False,
+        )  # a threshold: 0.1% is enough, and the bottom of B~ is a cluster (slow to resolve)
     except spla.ArpackError:  # the operator maps the start to 0: it is 0 on the centred space
         return 0.0
     return float(val[0])
@@ -166,7 +174,7 @@ def euclidean_form(
     if rule not in RULES:
         raise PosgeomError(f"unknown Euclidean rule {rule!r}; use one of {', '.join(RULES)}")
     n = gram.n_positions if dense_b is None else dense_b.shape[0]
-    k = max(1, min(n - 1, int(rank)))
+    k = max(1, min(n - 1, int(rank), _positive_bound(gram)))
     full = n <= EXACT_MAX_N
     info: dict[str, Any] = {"rule": rule, "euclidean_rank": int(rank)}
     exact = full or 4 * k > n if solver == "auto" else solver == "exact"
@@ -218,6 +226,14 @@ def euclidean_form(
     if "positive_mass" in info:  # the positive part the threshold set aside as noise
         info["removed_positive_mass"] = max(info["positive_mass"] - info["kept_mass"], 0.0)
     return coords, info
+
+
+def _positive_bound(gram: Any) -> int:
+    """At most this many positive eigenvalues: ``B~ <= c J S S^T J`` (``-J diag(b) J`` is
+    negative semidefinite, ``b >= 0``), whose rank is at most ``V'`` (+1 with a floor)."""
+    if gram is None or np.any(gram.correction < 0):
+        return 2**62
+    return gram.roots.vocab_size + int(np.any(gram.roots.sqrt_floor))
 
 
 def _edge(rule: str, low: float, counts: Any, scale: float, seed: int) -> float:
