@@ -269,18 +269,36 @@ def analyze_track_b(out: Path) -> dict:
                 for k, v in rules.items():
                     scores.setdefault(k, {})[n] = v
             entry = scored.get(f"war_and_peace L={length}")
-            if entry:  # the fitted strategy's scored name is "posgeom fitted (L=...)"
+            if entry:  # the fitted strategy is scored as "posgeom fitted (L=...)"
                 entry = {
                     "scores": {
-                        ("posgeom fitted" if n.startswith("posgeom fitted") else n): v
+                        ("posgeom fitted" if n.startswith("posgeom fitted (") else n): v
                         for n, v in entry["scores"].items()
+                        if n != "posgeom fitted"
                     }
                 }
             scores.update(posgeom_scores(entry, ", top:30"))
+            primary = scores.get(f"{POSGEOM_SCORES[0][0]}, top:30")
+            if primary:
+                scores[f"{POSGEOM_SCORES[0][0]}, top:30, without the fitted"] = {
+                    n: v for n, v in primary.items() if n != "posgeom fitted"
+                }
             result[f"rope L={length} {domain}"] = {
                 "cells": [f"seed{s}:{t}" for s, t in cells],
                 "mean_loss_beyond_128": {n: float(np.mean(v)) for n, v in losses.items()},
                 "agreement": {k: rank_agreement(v, losses) for k, v in scores.items()},
+            }
+    for length in B.LENGTHS[1:]:
+        books, stacks = (result.get(f"rope L={length} {d}") for d in ("books", "stacks"))
+        if books and stacks:
+            mb, ms = books["mean_loss_beyond_128"], stacks["mean_loss_beyond_128"]
+            common = [n for n in mb if n in ms]
+            result[f"rope L={length} books vs stacks"] = {
+                "spearman_of_measured_losses": _spearman(
+                    np.array([mb[n] for n in common]), np.array([ms[n] for n in common])
+                ),
+                "best_books": min(common, key=mb.get),
+                "best_stacks": min(common, key=ms.get),
             }
     result["by_encoding"] = _b_encoding_table(records)
     return result

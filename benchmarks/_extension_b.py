@@ -79,7 +79,13 @@ def fitted_scaling(length: int) -> dict[str, Any] | None:
         return None
     p = dict(entry["fitted_rope_parameters"])
     p.pop("rope_theta")
-    return {"type": p.pop("rope_type"), **p}
+    return _long_only({"type": p.pop("rope_type"), **p})
+
+
+def _long_only(scaling: dict[str, Any]) -> dict[str, Any]:
+    """A LongRoPE scaling whose short factors are its long ones: ``RotaryEmbedding`` has no
+    sequence length, so it would always pick ``short_factor``; the models only run it past L0."""
+    return {**scaling, "short_factor": list(scaling["long_factor"])}
 
 
 def rope_strategies(factor: float) -> dict[str, dict[str, Any] | None]:
@@ -102,13 +108,14 @@ def rope_strategies(factor: float) -> dict[str, dict[str, Any] | None]:
             "high_freq_factor": 4.0,
             **orig,
         },
-        "longrope ramp": {
-            "type": "longrope",
-            "factor": factor,
-            "short_factor": [1.0] * half,
-            "long_factor": [float(factor ** (k / (half - 1))) for k in range(half)],
-            **orig,
-        },
+        "longrope ramp": _long_only(
+            {
+                "type": "longrope",
+                "factor": factor,
+                "long_factor": [float(factor ** (k / (half - 1))) for k in range(half)],
+                **orig,
+            }
+        ),
     }
 
 

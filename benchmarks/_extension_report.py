@@ -84,8 +84,9 @@ def track_b_tables(analysis: dict[str, Any]) -> list[str]:
         texts = sorted({t for v in enc.values() for by_t in v.values() for t in by_t})
         lengths = sorted({int(k) for v in enc.values() for k in v})
         lines += [
-            "Mean loss (nats per byte) over all positions of the window, mean over seeds "
-            "(seeds in brackets), per test text and length:",
+            "Mean loss (nats per byte) over all positions of the window / over positions >= 128 "
+            "(beyond the trained length), mean over seeds (seeds in brackets), per test text and "
+            "length:",
             "",
             "| encoding / strategy | text | " + " | ".join(f"L = {n}" for n in lengths) + " |",
             "|---|---|" + "---:|" * len(lengths),
@@ -95,10 +96,22 @@ def track_b_tables(analysis: dict[str, Any]) -> list[str]:
                 cells = []
                 for n in lengths:
                     c = enc[key].get(str(n), {}).get(t)
-                    cells.append("–" if c is None else f"{c['loss_all']:.3f} ({c['seeds']})")
+                    cells.append(
+                        "–"
+                        if c is None
+                        else f"{c['loss_all']:.3f} / {_f(c['loss_beyond_128'])} ({c['seeds']})"
+                    )
                 lines.append(f"| {key} | {t} | " + " | ".join(cells) + " |")
     for name, d in analysis.items():
         if name == "by_encoding":
+            continue
+        if name.endswith("books vs stacks"):
+            lines += [
+                "",
+                f"**{name}**: Spearman between the two domains' measured losses "
+                f"{_f(d['spearman_of_measured_losses'], 2)}; best {d['best_books']} (books), "
+                f"{d['best_stacks']} (Stacks).",
+            ]
             continue
         lines += ["", f"**Agreement, {name}** (cells {', '.join(d['cells'])}):", ""]
         lines += _agreement_table(d["agreement"])

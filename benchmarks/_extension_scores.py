@@ -130,6 +130,7 @@ def run_b(out: Path, *, replicates: int = 10) -> None:
         strategies = {
             n: {"rope_type": "default", **(p or {}), "rope_theta": 10000.0}
             for n, p in B.rope_strategies(length / B.L0).items()
+            if n != "posgeom fitted"  # added by score_set, from this very call
         }
         for p in strategies.values():
             if "type" in p:
