@@ -88,10 +88,9 @@ def report(
         groups = figure_groups(view)
         page = render_html(view, groups)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-        if isinstance(exc, PosgeomError) or not view.arrays:
+        if isinstance(exc, PosgeomError) or not isinstance(result, (str, os.PathLike)):
             raise
-        why = f"arrays.npz could not be drawn ({type(exc).__name__}: {str(exc)[:100]})"
-        view = dataclasses.replace(view, arrays={}, missing=(*view.missing, why))
+        view = _without_damaged(result, view, exc)
         groups = figure_groups(view)
         page = render_html(view, groups)
     page = stamp(page, "report")
@@ -108,6 +107,24 @@ def report(
             [path, *sorted(figures_dir.glob("*"))] if figures else [path],
         )
     return path
+
+
+def _without_damaged(folder: Any, view: Any, exc: BaseException) -> Any:
+    """The view of ``folder`` without the part that made the page fail: its arrays, then its
+    summary (each named in the report's list of what is missing)."""
+    import dataclasses
+
+    from posgeom.reports.html import figure_groups, render_html
+    from posgeom.reports.view import load_folder
+
+    why = f"could not be drawn ({type(exc).__name__}: {str(exc)[:100]})"
+    plain = dataclasses.replace(view, arrays={}, missing=(*view.missing, f"arrays.npz {why}"))
+    try:
+        render_html(plain, figure_groups(plain))
+        return plain
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        main = "comparison.json" if view.kind == "compare" else "summary.json"
+        return load_folder(folder, drop={main: f"{main} {why}"})
 
 
 def _report_inputs(result: Any) -> list[Path]:

@@ -318,9 +318,11 @@ def _reproduce_folder(folder: Path) -> ResultView:
     )
 
 
-def load_folder(directory: str | os.PathLike) -> ResultView:
+def load_folder(directory: str | os.PathLike, *, drop: dict[str, str] | None = None) -> ResultView:
     """The view of a results folder of ``run``, ``geometry``, ``demo -o``, ``compare``,
-    ``analyze-model`` or ``reproduce``; what is absent or damaged is named in ``missing``."""
+    ``analyze-model`` or ``reproduce``; what is absent or damaged is named in ``missing``.
+    ``drop``: file name -> why it is left out (a summary the report could not use)."""
+    drop = dict(drop or {})
     folder = Path(directory)
     if not folder.is_dir():
         raise PosgeomError(f"results folder {folder} does not exist (or is not a folder)")
@@ -342,7 +344,7 @@ def load_folder(directory: str | os.PathLike) -> ResultView:
         if not path.exists():
             missing.append(f"{name}: {loses}")
             continue
-        err = changed_since_written(folder, name)
+        err = drop.get(name) or changed_since_written(folder, name)
         if err is None and name == main:
             summary, err = _read_json(path)
             err = err or summary_problem(summary, name)
@@ -360,10 +362,17 @@ def load_folder(directory: str | os.PathLike) -> ResultView:
         missing.append(f"{problem}: {_PARTS[kind]['arrays.npz']}")
     if "mds_coordinates" not in arrays and "mds_embedding" in arrays:
         arrays["mds_coordinates"] = _principal(arrays["mds_embedding"])
+    try:
+        parts = _from_summary(kind, summary, arrays)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        if not summary:
+            raise
+        why = f"{main} has fields of unexpected types ({type(exc).__name__})"
+        return load_folder(folder, drop={**drop, main: why})
     return ResultView(
         kind,
         f"{LABELS[kind]}: {folder.name}",
-        **_from_summary(kind, summary, arrays),
+        **parts,
         present=tuple(present),
         missing=tuple(missing),
         notes=tuple(notes),
