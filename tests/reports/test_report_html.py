@@ -189,6 +189,8 @@ def test_run_and_compare_report_flags(tmp_path, capsys):
                 "8",
                 "-d",
                 "8",
+                "--n-heads",
+                "4",  # at most d heads (compare refuses 12 heads at d = 8)
                 "-o",
                 str(tmp_path / "c"),
                 "--report",
