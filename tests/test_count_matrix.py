@@ -36,13 +36,13 @@ def test_one_analysis_normalises_once_and_builds_the_gram_once(monkeypatch):
     assert res.estimate.estimator == "corrected" and res.noise is not None
     assert len(normalised) == 1, "the counts were validated and normalised more than once"
     assert len(grams) == 1, "the plug-in Gram S S^T was built more than once"
-    # at a coarser resolution the estimate is the geometry of other (coarsened) counts: those are
-    # normalised and their Gram built once more, once
+    # at a coarser resolution the estimate and its noise floor are geometries of other
+    # (coarsened) counts: each of those matrices is normalised once and its Gram built once
     normalised.clear()
     grams.clear()
     coarse = analyze_counts(counts, model_dim=16, resolution="top:50")
     assert coarse.estimate.resolution == "top:50"
-    assert len(normalised) == 2 and len(grams) == 2
+    assert len(normalised) == len(grams) == 3  # the counts, the estimate's, the noise floor's
     # and the shared Gram gives the plug-in distances: scipy's pdist of sqrt(C / T)
     c = counts.counts.toarray()
     ref = squareform(pdist(np.sqrt(c / c.sum(axis=1, keepdims=True))))

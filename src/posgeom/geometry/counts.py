@@ -15,7 +15,6 @@ recognised by identity (no second validation).
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +26,7 @@ from posgeom._errors import PosgeomError
 __all__ = ["CountMatrix", "count_matrix", "is_count_data"]
 
 _PROVENANCE = ("n_sequences", "n_tokens", "fingerprint", "tokenizer", "options")
-_SEEN: dict[int, weakref.ref] = {}  # id of a csr we made -> its CountMatrix (weakly)
+_OWNER = "_posgeom_count_matrix"  # a csr we made knows its CountMatrix (kept alive with it)
 
 
 def is_count_data(values: np.ndarray, totals: np.ndarray, integer_dtype: bool) -> bool:
@@ -96,8 +95,7 @@ def count_matrix(data: Any) -> CountMatrix:
     if isinstance(data, CountMatrix):
         return data
     matrix = getattr(data, "counts", data)
-    ref = _SEEN.get(id(matrix)) if sp.issparse(matrix) else None
-    known = ref() if ref is not None else None
+    known = getattr(matrix, _OWNER, None) if sp.issparse(matrix) else None
     if known is not None and known.counts is matrix:
         return known
     c = _normalise(matrix)
@@ -109,7 +107,5 @@ def count_matrix(data: Any) -> CountMatrix:
     totals.setflags(write=False)
     provenance = {k: getattr(data, k) for k in _PROVENANCE if hasattr(data, k)}
     out = CountMatrix(counts=c, totals=totals, integer=integer, provenance=provenance)
-    key = id(c)
-    _SEEN[key] = weakref.ref(out)
-    weakref.finalize(out, _SEEN.pop, key, None)
+    setattr(c, _OWNER, out)  # a reference cycle (csr <-> CountMatrix) the collector frees
     return out
