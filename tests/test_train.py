@@ -166,23 +166,34 @@ def test_recorded_metrics_match_independent_computation(tmp_path, enc):
 
 
 def test_the_default_target_is_the_recommended_estimate(tmp_path):
-    """The trainer's default target is the corrected estimator, computed here by hand from the
-    words at each position: D~^2 = D^2 - b_i - b_j, b_i = 1 - sum_t h(X_it) / T_i, clipped at 0."""
+    """The trainer's default target is the recommended estimate of the training split's counts.
+
+    The counts are made here by hand from the words at each position (columns: the trainer's own
+    token ids), and the corrected estimator is checked against its formula at full resolution
+    without the Euclidean step: D~^2 = D^2 - b_i - b_j, b_i = 1 - sum_t h(X_it) / T_i, clipped at 0.
+    """
+    import scipy.sparse as sp
+
+    from posgeom import estimate_geometry
     from posgeom.estimators import squared_mean_root
 
     res = train(_cfg(encoding="mds"), tmp_path / "rec", data=DATA)
-    counters = [Counter() for _ in range(N)]
-    for t in TRAIN:
-        for i, w in enumerate(t.lower().split()[:N]):
-            counters[i][w] += 1
-    vocab = sorted(set().union(*counters))
-    x = np.array([[c[w] for w in vocab] for c in counters], dtype=np.float64)
-    totals = x.sum(axis=1)
-    b = 1.0 - squared_mean_root(x.astype(np.int64)).sum(axis=1) / totals
+    vocab = json.loads((tmp_path / "rec" / "tokenizer.json").read_text())["vocab"]
+    ids = {w: i + 2 for i, w in enumerate(vocab)}  # 0 and 1 are padding and unknown
+    cells = [(i, ids[w]) for t in TRAIN for i, w in enumerate(t.lower().split()[:N])]
+    rows, cols = np.array(cells).T
+    counts = sp.csr_matrix(
+        (np.ones(rows.size, dtype=np.int64), (rows, cols)), shape=(N, len(vocab) + 2)
+    )
+    x = counts.toarray()
+    b = 1.0 - squared_mean_root(x).sum(axis=1) / x.sum(axis=1)
     plug = _hellinger_target(TRAIN, N) ** 2
     expected = np.sqrt(np.clip(plug - b[:, None] - b[None, :], 0.0, None))
     np.fill_diagonal(expected, 0.0)
-    np.testing.assert_allclose(res.target, expected, atol=1e-12)
+    raw = estimate_geometry(counts, resolution="full", euclidean=False)
+    np.testing.assert_allclose(raw.distances, expected, atol=1e-12)
+    recommended = estimate_geometry(counts, seed=_cfg().seed)
+    np.testing.assert_allclose(res.target, recommended.distances, atol=1e-12)
     result = json.loads((tmp_path / "rec" / "result.json").read_text())
     assert result["target"]["estimator"] == "corrected"
     with pytest.raises(PosgeomError, match="unknown estimator 'bogus'"):

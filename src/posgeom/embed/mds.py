@@ -231,23 +231,7 @@ def classical_mds(
     n = dist.shape[0] if gram is None else gram.n_positions
     if n < 3:
         raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
-    r = n - 1 if n_components is None else int(n_components)
-    if r > n - 1:
-        raise PosgeomError(
-            f"n_components={r} exceeds n - 1 = {n - 1}, the largest possible rank of B for n = {n} "
-            f"positions; use n_components <= {n - 1} (model_dim can still be larger)"
-        )
-    if model_dim is not None:
-        if n_components is not None and r > int(model_dim):  # said, not silently lowered
-            import logging
-
-            logging.getLogger("posgeom").warning(
-                "n_components=%d exceeds model_dim=%d: the MDS encoding keeps rank %d",
-                r,
-                int(model_dim),
-                int(model_dim),
-            )
-        r = min(r, int(model_dim))
+    r = _target_rank(n, n_components, model_dim)
     d = int(model_dim) if model_dim is not None else r
 
     if solver == "auto":
@@ -302,6 +286,29 @@ def classical_mds(
     )
 
 
+def _target_rank(n: int, n_components: Any, model_dim: Any) -> int:
+    """The rank MDS keeps: ``n_components`` (default ``n - 1``) within ``n - 1``, lowered to
+    ``model_dim`` with a warning (said, not silently lowered)."""
+    r = n - 1 if n_components is None else int(n_components)
+    if r > n - 1:
+        raise PosgeomError(
+            f"n_components={r} exceeds n - 1 = {n - 1}, the largest possible rank of B for n = {n} "
+            f"positions; use n_components <= {n - 1} (model_dim can still be larger)"
+        )
+    if model_dim is not None:
+        if n_components is not None and r > int(model_dim):  # said, not silently lowered
+            import logging
+
+            logging.getLogger("posgeom").warning(
+                "n_components=%d exceeds model_dim=%d: the MDS encoding keeps rank %d",
+                r,
+                int(model_dim),
+                int(model_dim),
+            )
+        r = min(r, int(model_dim))
+    return r
+
+
 def _euclidean_mds(
     data: Any, n_components: Any, model_dim: Any, placement: str, seed: int, tie_rtol: float
 ) -> MDSResult:
@@ -311,8 +318,7 @@ def _euclidean_mds(
     n, kept = x.shape
     if n < 3:
         raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
-    r = min(n - 1 if n_components is None else int(n_components), n - 1)
-    r = min(r, int(model_dim)) if model_dim is not None else r
+    r = _target_rank(n, n_components, model_dim)
     vals = np.zeros(max(r, kept))
     vals[:kept] = np.sum(x * x, axis=0)
     coords = np.zeros((n, r))
