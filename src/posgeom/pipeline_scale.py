@@ -28,8 +28,8 @@ __all__ = [
 
 log = logging.getLogger("posgeom")
 SAMPLED_ABOVE = 2048  # exact dense scores up to here; one pair sample above
-# SMACOF (O(n^2 r) per Guttman step, O(n^2) memory) runs up to here; above it the refined row is
-# left out and the table says why (measured: docs/BENCHMARKS.md, "Refinement")
+# SMACOF (O(n^2 r) per Guttman step, O(n^2) memory) runs up to here (the limit the pipeline
+# had); above it the refined row is left out and the table says why
 REFINE_MAX_N = 2048
 REFINE_SKIPPED = (
     f"SMACOF refinement runs for n <= {REFINE_MAX_N} (each Guttman step is O(n^2 r) with an "
