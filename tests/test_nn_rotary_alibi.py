@@ -101,6 +101,39 @@ def test_rope_linear_scaling_matches_llama():
     torch.testing.assert_close(k_rot, k_ref, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"rope_type": "longrope", "original_max_position_embeddings": 16, "factor": 4.0},
+        {"rope_type": "dynamic", "factor": 2.0},
+    ],
+    ids=["longrope", "dynamic"],
+)
+@pytest.mark.parametrize("length", [12, 40, 96])
+def test_length_dependent_scaling_matches_llama(params, length):
+    """LongRoPE and dynamic NTK follow the current length as transformers' rotary module does
+    (below the original length: short factors / plain theta; beyond it: long factors / NTK)."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    head_dim = 8
+    params = dict(params)
+    if params["rope_type"] == "longrope":
+        params["short_factor"] = [1.0, 1.5, 2.0, 2.5]
+        params["long_factor"] = [1.0, 3.0, 6.0, 9.0]
+    q = torch.randn(1, 1, length, head_dim, dtype=torch.float64)
+    k = torch.randn(1, 1, length, head_dim, dtype=torch.float64)
+    pos = torch.arange(length)[None]
+    hf = _hf_rope(head_dim, 10000.0, params)
+    q_ref, k_ref = apply_rotary_pos_emb(q, k, *hf(q, pos))
+    scaling = {k: v for k, v in params.items() if k != "rope_type"} | {"type": params["rope_type"]}
+    if params["rope_type"] == "dynamic":  # the model's context, as transformers reads it
+        scaling["max_position_embeddings"] = hf.original_max_seq_len
+    rope = RotaryEmbedding(head_dim, scaling=scaling)
+    q_rot, k_rot = rope.apply(q, k, pos)
+    torch.testing.assert_close(q_rot, q_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(k_rot, k_ref, atol=1e-5, rtol=1e-5)
+
+
 def test_rope_hand_values_and_relative_property():
     # head_dim 2: a single plane, angle p; [x0, x1] -> [x0 cos p - x1 sin p, x1 cos p + x0 sin p]
     rope = RotaryEmbedding(2)

@@ -15,7 +15,10 @@ of :data:`posgeom.encodings.rope_types.ROPE_TYPES` and its parameters as transfo
 e.g. ``{"type": "linear", "factor": f}`` (position interpolation, ``w_k / f``), ``{"type": "yarn",
 "factor": f, "original_max_position_embeddings": L0}``, ``{"type": "ntk", "factor": f}`` (static
 NTK-aware, ``base' = base f^{h/(h-2)}``, the meaning ``"ntk"`` has everywhere in posgeom; HF's
-``"dynamic"`` needs ``"max_position_embeddings"`` in the dict). The frequencies come from
+``"dynamic"`` needs ``"max_position_embeddings"`` in the dict). ``"dynamic"`` and ``"longrope"``
+depend on the current length: their frequencies are recomputed for ``L = max(position_ids) + 1``
+(transformers' ``dynamic_rope_update``: LongRoPE takes ``long_factor`` once ``L`` exceeds
+``original_max_position_embeddings``). The frequencies come from
 :func:`posgeom.encodings.rope_types.rope_frequencies`; the attention factor (YaRN, LongRoPE)
 multiplies cos and sin as in transformers.
 
@@ -35,6 +38,8 @@ from posgeom._validation import check_int
 from posgeom.encodings.rope_types import rope_frequencies
 
 __all__ = ["RotaryEmbedding", "rotate_half"]
+
+LENGTH_DEPENDENT = ("dynamic", "longrope")  # rope types whose frequencies follow the length
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -76,6 +81,18 @@ class RotaryEmbedding(nn.Module):
             raise PosgeomError(f"scaling={scaling!r} is not supported: {exc}") from None
         self.attention_scaling = float(attention)
         self.register_buffer("inv_freq", torch.from_numpy(inv).to(torch.float32), persistent=False)
+        self._length_args = (kind, params, context) if kind in LENGTH_DEPENDENT else None
+
+    def frequencies(self, seq_len: int) -> tuple[Tensor, float]:
+        """``(inv_freq, attention_scaling)`` at the current length ``seq_len`` (the same for every
+        length but for the length-dependent types, :data:`LENGTH_DEPENDENT`)."""
+        if self._length_args is None:
+            return self.inv_freq, self.attention_scaling
+        kind, params, context = self._length_args
+        inv, attention = rope_frequencies(
+            kind, self.head_dim, self.base, params, seq_len=seq_len, context=context
+        )
+        return torch.from_numpy(inv).to(self.inv_freq), float(attention)
 
     def forward(
         self, position_ids: Tensor, dtype: torch.dtype = torch.float32
@@ -83,10 +100,12 @@ class RotaryEmbedding(nn.Module):
         """``(cos, sin)``, each ``(*position_ids.shape, head_dim)`` in ``dtype`` (float32+)."""
         if position_ids.is_floating_point():
             raise PosgeomError("position_ids must be an integer tensor (torch.long)")
-        freqs = position_ids.to(dtype).unsqueeze(-1) * self.inv_freq.to(dtype)
+        seq_len = int(position_ids.max()) + 1 if position_ids.numel() else 0
+        inv_freq, attention = self.frequencies(seq_len)
+        freqs = position_ids.to(dtype).unsqueeze(-1) * inv_freq.to(dtype)
         emb = torch.cat((freqs, freqs), dim=-1)
-        if self.attention_scaling != 1.0:
-            return emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
+        if attention != 1.0:
+            return emb.cos() * attention, emb.sin() * attention
         return emb.cos(), emb.sin()
 
     def apply(
