@@ -290,8 +290,8 @@ def _noise(rows: Any, scorer: Any, noise: str | None, repeats: int, seed: int) -
                 f"the {noise} noise floor needs n x n replicate matrices; at n = "
                 f"{scorer.n_positions} use noise='split_half'"
             )
-        s = scorer.sample
-        plugin = s.beside.get("plugin", s.target_ij)
+        s = scorer.sample  # the floor's own plug-in D (on ``rows``' classes), as noise_floor
+        plugin = HellingerBlocks(positional_distributions(rows)).pairs(s.i, s.j)
         return sampled_noise_floor(rows, (s.i, s.j), plugin, n_repeats=repeats, seed=seed)
     except PosgeomError as exc:
         log.warning("noise floor skipped: %s", exc)
