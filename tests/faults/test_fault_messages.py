@@ -203,6 +203,33 @@ def test_wording_of_the_suggested_n(tmp_path):
     assert "at least 5%" in hint and "95%" not in hint
 
 
+def test_a_one_line_corpus_is_not_called_stationary(tmp_path, capsys):
+    """Item 16: a one-line corpus under the corrected estimator said "every position has the same
+    distribution" although every position holds a different word (one sample each: nothing is
+    resolved). Zero estimated distances now say so, and the run itself goes through."""
+    from posgeom.scores.stress import stress_from_sums
+
+    corpus = tmp_path / "one.txt"
+    corpus.write_text("the quick brown fox jumps over the lazy dog again\n")
+    code, err = cli(capsys, "run", corpus, "-n", 8, "-d", 8, "-o", tmp_path / "r")
+    assert code == 0 and "same distribution" not in err
+    with pytest.raises(PosgeomError) as exc:
+        stress_from_sums(0.0, 0.0, 1.0, 0.0)
+    assert "no pair of positions is resolved" in str(exc.value)
+
+
+def test_short_positions_hint_names_real_options():
+    """Item 16: the estimators' hint named `pool=<width>` and `coarsen=<top K>`, options the CLI
+    does not have; it names --resolution and -n / --max-positions (and the API's pool=)."""
+    from posgeom.estimators._core import check_samples
+
+    with pytest.raises(PosgeomError) as exc:
+        check_samples(np.array([5, 1, 0]), 2, "position", "corrected")
+    text = str(exc.value)
+    assert "--resolution top:K" in text and "--max-positions" in text
+    assert "pool=<width>" not in text and "coarsen=<top K>" not in text
+
+
 def test_help_texts(capsys):
     """Issue 16, item 6: help promised "(+ sidecar)"; `lengths --help` printed "5%%"."""
     from posgeom.cli.main import build_parser

@@ -148,9 +148,9 @@ def check_samples(totals: np.ndarray, need: int, what: str, estimator: str) -> N
         raise PosgeomError(
             f"estimator {estimator!r} needs at least {max(need, 1)} samples per {what}, but "
             f"{what} {first} has {int(totals[first])} ({low.size} of {totals.size} {what}s are short); "
-            "pool "
-            "positions (pool=<width> or 'log:<buckets>'), coarsen the vocabulary "
-            "(coarsen=<top K>), or lower max_positions"
+            "coarsen the vocabulary (--resolution top:K; resolution='top:K' in the API), pool "
+            "positions (pool=w or pool='log:B' in posgeom.estimate_geometry), or lower n "
+            "(-n / --max-positions)"
         )
 
 

@@ -90,8 +90,9 @@ def stress_from_sums(
     raw, stt, sdd, sdt = float(raw), float(stt), float(sdd), float(sdt)
     if stt <= 0:
         raise PosgeomError(
-            "the target geometry has all distances zero (every position has the same distribution); "
-            "stress is undefined"
+            "the target geometry has all distances zero, so stress is undefined: every position "
+            "has the same distribution or, for an estimate, no pair of positions is resolved at "
+            "these sample sizes (use more text, a coarser --resolution, or --estimator plugin)"
         )
     paper = raw / stt
     stress1 = float(np.sqrt(raw / sdd)) if sdd > 0 else float("inf")
