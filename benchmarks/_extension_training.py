@@ -6,7 +6,7 @@ Corpus geometry: :func:`posgeom.lags.lag_geometry` (recommended estimator) of th
 up to 127 (the trained length less one). Encoding vectors per lag (:mod:`posgeom.lags.kernels`)
 from each trained checkpoint: RoPE ``(cos k w, sin k w)`` (base 10,000, head width 32), ALiBi
 slopes, the trained T5 bucket table, the learned table's lag products, the sinusoidal table's,
-NoPE zeros. Scores: :func:`posgeom.pipeline.score_encoding`. Writes ``training_stress.json``.
+NoPE zeros. Scores: :func:`posgeom.analysis.pipeline.score_encoding`. Writes ``training_stress.json``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def run(out: Path, ckpt_dir: Path) -> None:
 
     import _extension_b as B
     from _extension_analysis import read_jsonl
-    from posgeom.pipeline import score_encoding
+    from posgeom.analysis.pipeline import score_encoding
 
     geo = corpus_geometry()
     records = read_jsonl(out / "track_b.jsonl")

@@ -246,8 +246,8 @@ def _structure(boot, spec: str, estimator: str, log_t: np.ndarray) -> dict:
     from scipy.stats import spearmanr
 
     from posgeom import estimate_geometry
-    from posgeom.scores._intervals import _bounds
-    from posgeom.scores.uncertainty import replicate_geometry
+    from posgeom.uncertainty._intervals import _bounds
+    from posgeom.uncertainty.bootstrap import replicate_geometry
 
     geo = replicate_geometry(boot, estimator=estimator, estimator_options={"resolution": spec})
     n = geo.estimate.shape[0]

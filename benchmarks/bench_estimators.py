@@ -13,7 +13,7 @@ posgeom.estimators.available() and every regime:
 * the Procrustes disparity (scipy.spatial.procrustes) of the rank-k MDS coordinates;
 * Kendall tau between the rankings of 8 encodings (scale-optimal stress) under the estimate
   and under the truth;
-* coverage of the 95% Poisson-bootstrap intervals (posgeom.scores.uncertainty) over simulated
+* coverage of the 95% Poisson-bootstrap intervals (posgeom.uncertainty.bootstrap) over simulated
   corpora (target regime), for the stresses of the 8 encodings and for every D_ij;
 * real populations (``--real``, benchmarks/_real_population.py): IMDB and the long texts as
   populations, subsamples of 300 to 10,000 sequences, truth = the population's geometry at the
@@ -85,7 +85,7 @@ def recommended_name() -> str:
 
 
 def estimate(counts, name: str) -> np.ndarray:
-    from posgeom.scores.uncertainty import estimate_distances
+    from posgeom.uncertainty.bootstrap import estimate_distances
 
     return estimate_distances(counts, name)
 
@@ -103,7 +103,7 @@ def encodings(n: int, truth: np.ndarray) -> dict[str, np.ndarray]:
     """The 8 encodings as (n, n) distance matrices (fixed: none depends on the estimate)."""
     from posgeom import encoding_distances
     from posgeom import encodings as enc
-    from posgeom.compare import rope_heads
+    from posgeom.analysis.compare import rope_heads
 
     rng = np.random.default_rng(0)
     walk = np.cumsum(rng.standard_normal((n, 64)), axis=0)  # a smooth learned-like table
@@ -216,10 +216,10 @@ def sweep(names: list[str], sizes: list[int], vocabs: list[int]) -> dict:
 def coverage(names: list[str], corpora: int, replicates: int, regime: int = 0) -> dict:
     """Coverage of the true scores and distances by 95% intervals, one regime, both schemes."""
     from posgeom import count_positions
-    from posgeom.scores._intervals import _bounds
     from posgeom.scores.stress import stress_from_pairs
-    from posgeom.scores.uncertainty import replicate_geometry
     from posgeom.synthetic import decaying_totals, sample_sequences
+    from posgeom.uncertainty._intervals import _bounds
+    from posgeom.uncertainty.bootstrap import replicate_geometry
 
     label, V, a, structure, n, hi, lo = REGIMES[regime]
     mu, truth = model(V, a, structure, n)

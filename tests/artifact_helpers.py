@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from posgeom.artifacts import sidecar_path
+from posgeom.io.artifacts import sidecar_path
 
 MEMBER = "__posgeom__"
 

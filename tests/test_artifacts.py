@@ -15,7 +15,7 @@ from artifact_helpers import MEMBER
 from artifact_helpers import edit_header as _edit_header
 from artifact_helpers import legacy_pair as _legacy_pair
 from posgeom._errors import ArtifactError, PosgeomError
-from posgeom.artifacts import (
+from posgeom.io.artifacts import (
     atomic_path,
     atomic_write_bytes,
     atomic_write_text,

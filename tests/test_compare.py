@@ -11,14 +11,14 @@ from scipy.spatial.distance import pdist, squareform
 
 from posgeom import encodings as E
 from posgeom._errors import PosgeomError
-from posgeom.cli.main import main
-from posgeom.compare import (
+from posgeom.analysis.compare import (
     DEFAULT_ENCODINGS,
     compare_encodings,
     default_rope_head_dim,
     rope_heads,
     stationarity,
 )
+from posgeom.cli.main import main
 from posgeom.corpus.counting import count_positions
 from posgeom.scores.stress import stress
 from posgeom.synthetic import synthetic_corpus, synthetic_distributions
@@ -177,7 +177,7 @@ def test_rank_curve_and_violation_against_brute_force(synth_result):
 
 
 def test_outputs_json_markdown_and_save(synth_result, tmp_path):
-    from posgeom.artifacts import load_artifact
+    from posgeom.io.artifacts import load_artifact
 
     _, res = synth_result
     doc = json.loads(res.to_json())

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from posgeom.compare import compare_encodings
+from posgeom.analysis.compare import compare_encodings
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings import sinusoidal
-from posgeom.scores.uncertainty import bootstrap_scores
 from posgeom.synthetic import synthetic_corpus
+from posgeom.uncertainty.bootstrap import bootstrap_scores
 
 
 @pytest.mark.parametrize("estimator", ["plugin", "corrected"])

@@ -15,9 +15,9 @@ import pytest
 
 import posgeom.encodings as E
 from posgeom._errors import PosgeomError
+from posgeom.analysis.pipeline import analyze_counts, score_encoding
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings._registry import ComparisonContext, TorchSpec
-from posgeom.pipeline import analyze_counts, score_encoding
 from posgeom.synthetic import synthetic_corpus
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -118,7 +118,7 @@ def _context(corpus, **kw):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_comparison_entry_scores_the_comparison_encoding(name, corpus, request):
-    from posgeom.compare import comparable_encodings
+    from posgeom.analysis.compare import comparable_encodings
 
     learned = request.getfixturevalue("bert") if E.family(name).comparison_needs else None
     ctx = _context(corpus, learned_model=learned)
@@ -184,13 +184,13 @@ def test_a_new_family_is_one_file(tmp_path):
 
     script = """
 import numpy as np
-import posgeom.compare, posgeom.encodings as E  # imported before the family is registered
+import posgeom.analysis.compare, posgeom.encodings as E  # imported before the family is registered
 import family_example
-from posgeom.compare import default_encodings, compare_encodings
+from posgeom.analysis.compare import default_encodings, compare_encodings
 from posgeom.corpus.counting import count_positions
 from posgeom.synthetic import synthetic_corpus
 assert "kerple_log" in E.available() and "kerple_log" in default_encodings()
-assert "kerple_log" in posgeom.compare.DEFAULT_ENCODINGS  # read when used, not at import
+assert "kerple_log" in posgeom.analysis.compare.DEFAULT_ENCODINGS  # read when used, not at import
 assert E.role_of("kerple_log") == "candidate"
 enc = E.get("kerple_log", 5, r1=2.0, r2=0.5)
 np.testing.assert_allclose(enc.distances()[0, 4], 2.0 * np.log(3.0))
@@ -212,7 +212,7 @@ def test_importing_the_families_does_not_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, posgeom.encodings, posgeom.compare; print('torch' in sys.modules)"
+    code = "import sys, posgeom.encodings, posgeom.analysis.compare; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
@@ -224,7 +224,7 @@ def test_demo_rope_row_is_the_per_head_rope_of_compare():
     import subprocess
     import sys
 
-    from posgeom.compare import compare_encodings
+    from posgeom.analysis.compare import compare_encodings
 
     args = ["-q", "demo", "-d", "128", "--sequences", "300", "-n", "16"]
     out = subprocess.run(

@@ -198,7 +198,7 @@ def test_null_counts_keep_the_first_token_and_the_totals():
 
 def test_distance_interval_from_the_replicates():
     from posgeom.estimators import estimate_geometry
-    from posgeom.scores.uncertainty import bootstrap_interval
+    from posgeom.uncertainty.bootstrap import bootstrap_interval
 
     seqs = [_markov(4000, 5, seed=s) for s in range(6)]
     cls = top_classes(np.bincount(np.concatenate(seqs)), 5)

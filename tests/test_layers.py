@@ -2,11 +2,17 @@
 
 Contracts (docs/ARCHITECTURE.md, "Each room imports only rooms below it"):
 
-- the core (``corpus``, ``geometry``, ``embed``, ``scores``, ``estimators``, ``artifacts``) never
+- the core (``io``, ``corpus``, ``geometry``, ``estimators``, ``embed``, ``scores``,
+  ``uncertainty``) never
   imports the upper layers (``nn``, ``models``, ``cli``, ``experiments``, ``reports``), not even
   inside a function;
 - the bottom modules (``_errors``, ``_validation``, ``_hub``, ``_distance_matrix``,
   ``_threads``, ``_version``) import no other part of posgeom except each other;
+- inside the house, every room imports only rooms before it in ``FLOW`` (the order the data
+  flows in, except that the scores, pure functions on arrays, sit below the geometry whose noise
+  floor uses their Wilson interval: ``io`` -> ``corpus`` -> ``scores`` -> ``geometry`` -> ... ->
+  ``analysis``, then torch, Hugging Face, experiments; ``cli`` on top): no arrow runs up (the
+  scores never import the estimators);
 - the module import graph (every ``import``, also those inside functions) has no cycles other
   than those listed in ``KNOWN_CYCLES`` (each with an owner removing it).
 """
@@ -21,7 +27,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "posgeom"
 
-CORE = ("corpus", "geometry", "embed", "scores", "estimators", "artifacts")
+CORE = ("io", "corpus", "geometry", "estimators", "embed", "scores", "uncertainty")
 UPPER = ("nn", "models", "cli", "experiments", "reports")
 BOTTOM = ("_errors", "_validation", "_hub", "_distance_matrix", "_threads", "_version")
 
@@ -208,3 +214,47 @@ def test_the_models_layer_reads_no_private_names_of_other_rooms():
     assert _private_imports("posgeom.models.probe", probe) == [
         "posgeom.models.probe: from posgeom.geometry.divergences import _sq_chords"
     ]
+
+
+# The rooms in the order data flows; a room imports only rooms before it (and the bottom). Rooms
+# not listed (the top-level package, ``cli``) may import any of them.
+FLOW = (
+    "io",
+    "corpus",
+    "scores",
+    "geometry",
+    "synthetic",
+    "embed",
+    "estimators",
+    "encodings",
+    "uncertainty",
+    "reports",
+    "lags",
+    "analysis",
+    "nn",
+    "models",
+    "extension",
+    "experiments",
+)
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    rank = {room: i for i, room in enumerate(FLOW)}
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if _layer(module) in rank
+        for target in targets
+        if _layer(target) in rank and rank[_layer(target)] > rank[_layer(module)]
+    )
+
+
+def test_no_arrow_runs_up():
+    bad = _upward(GRAPH)
+    assert not bad, "a room imports a room above it (FLOW):\n" + "\n".join(bad)
+
+
+def test_the_flow_check_sees_an_upward_arrow():
+    probe = {"posgeom.scores.x": {"posgeom.estimators.y"}, "posgeom.estimators.y": set()}
+    assert _upward(probe) == ["posgeom.scores.x imports posgeom.estimators.y"]
+    assert set(FLOW) <= {_layer(m) for m in MODULES}, "FLOW names a room that does not exist"

@@ -248,7 +248,7 @@ def test_extract_saves_the_models_table(tiny, tmp_path, capsys):
     weight = tiny["model"].embeddings.position_embeddings.weight.detach().double().numpy()
     with np.load(path, allow_pickle=False) as arrays:
         np.testing.assert_array_equal(arrays["learned"], weight[:10])
-    from posgeom.artifacts import read_sidecar  # the metadata is inside the artifact file
+    from posgeom.io.artifacts import read_sidecar  # the metadata is inside the artifact file
 
     meta = read_sidecar(tmp_path / "enc.npz")
     assert meta["metadata"]["n_positions"] == 10

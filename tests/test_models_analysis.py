@@ -158,7 +158,7 @@ def test_plugin_target_is_the_papers_analysis(minilm, texts):
 
 
 def test_layer_intervals_come_from_the_replicates(minilm, texts):
-    from posgeom.scores.uncertainty import bootstrap_vector
+    from posgeom.uncertainty.bootstrap import bootstrap_vector
 
     path, model, _ = minilm
     result = analyze_model(

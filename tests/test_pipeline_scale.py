@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-import posgeom.pipeline_scale as scale
-from posgeom.compare import with_baselines
-from posgeom.pipeline import analyze_counts
+import posgeom.analysis.pipeline_scale as scale
+from posgeom.analysis.compare import with_baselines
+from posgeom.analysis.pipeline import analyze_counts
 from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
 
 

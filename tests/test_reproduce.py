@@ -127,7 +127,7 @@ def test_survival_verdicts_follow_the_intervals():
     """The rereading under the recommended estimator, on real comparisons of a sampled synthetic
     corpus: each verdict is what the rows' own intervals say, and the truth column is the plug-in
     on the exact distributions."""
-    from posgeom.compare import compare_encodings
+    from posgeom.analysis.compare import compare_encodings
     from posgeom.corpus.counting import count_positions
     from posgeom.experiments.reproduce.survival import survival_section
     from posgeom.synthetic import synthetic_corpus, synthetic_distributions

@@ -17,13 +17,13 @@ from posgeom import (
     positional_distributions,
     stress_scores,
 )
-from posgeom.scores.uncertainty import (
+from posgeom.synthetic import decaying_totals, sample_sequences, zipf_distributions
+from posgeom.uncertainty.bootstrap import (
     bootstrap_interval,
     bootstrap_scores,
     bootstrap_vector,
     replicate_geometry,
 )
-from posgeom.synthetic import decaying_totals, sample_sequences, zipf_distributions
 
 N, V = 8, 16
 

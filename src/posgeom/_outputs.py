@@ -13,7 +13,7 @@ their figures, reproduce's pages) goes through :func:`check_output` before the w
   changed since*: an artifact whose metadata and array checksums verify and whose kind is one the
   command writes; a stamped text file (:func:`stamp`, a report or ``REPRODUCTION.md``) whose stamp
   hash matches its content; a results folder whose ``posgeom-manifest.json`` lists every file it
-  holds with the size and SHA-256 it has now (:func:`posgeom._results.refusal`);
+  holds with the size and SHA-256 it has now (:func:`posgeom.io._results.refusal`);
 - **writable**: a probe file is created and removed in the nearest existing parent.
 
 Each refusal is one :class:`~posgeom._errors.PosgeomError` line naming the path and the fix.
@@ -134,10 +134,10 @@ def check_output(
     ``"reproduction"``, ``"artifact:position_counts"``, ...; ignored for a folder, which must be a
     results folder posgeom wrote, unchanged). ``identify``: what posgeom output an existing file
     is, unchanged, or None (default: a stamped page; artifacts pass their own check, see
-    :func:`posgeom.artifacts.check_output_file`). Nothing is created.
+    :func:`posgeom.io.artifacts.check_output_file`). Nothing is created.
     """
-    from posgeom._atomic import check_writable
-    from posgeom._results import locked_refusal
+    from posgeom.io._atomic import check_writable
+    from posgeom.io._results import locked_refusal
 
     out = resolve_output(path)
     inputs = tuple(inputs)
@@ -177,7 +177,7 @@ def _file_refusal(
 
 
 def _recorded(folder: Path) -> dict[str, Any]:
-    from posgeom._results import manifest_files
+    from posgeom.io._results import manifest_files
 
     return manifest_files(folder) or {}
 
@@ -188,7 +188,7 @@ def check_file_set(
     """Check, before the work, a folder of files posgeom writes among others (``reproduce``'s
     ``reproduction/``): every file under it except those under ``keep`` (a cache) must be listed,
     unchanged, in its ``posgeom-manifest.json``, and any file there needs ``overwrite``."""
-    from posgeom._results import RESULTS_MANIFEST, changed_file, listing
+    from posgeom.io._results import RESULTS_MANIFEST, changed_file, listing
 
     out = resolve_output(folder)
     if not out.is_dir():
@@ -216,6 +216,6 @@ def check_file_set(
 
 def record_file_set(folder: str | os.PathLike, files: Iterable[str | os.PathLike]) -> None:
     """List ``files`` (under ``folder``) with their sizes and SHA-256 in the folder's manifest."""
-    from posgeom._results import write_listed
+    from posgeom.io._results import write_listed
 
     write_listed(Path(folder), [Path(f) for f in files])

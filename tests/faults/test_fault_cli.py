@@ -13,8 +13,8 @@ from fault_helpers import cli, one_line
 
 from posgeom import count_positions
 from posgeom._errors import PosgeomError
-from posgeom.artifacts import save_artifact
 from posgeom.corpus.tokenize import WordLevelTokenizer
+from posgeom.io.artifacts import save_artifact
 
 
 def _server(reply: bytes | None):

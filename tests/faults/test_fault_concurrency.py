@@ -14,8 +14,8 @@ import numpy as np
 from fault_helpers import SRC, temporaries
 
 from posgeom import PositionCounts, count_corpus
-from posgeom.artifacts import RESULTS_MANIFEST, load_artifact
 from posgeom.corpus.tokenize import WordLevelTokenizer
+from posgeom.io.artifacts import RESULTS_MANIFEST, load_artifact
 
 ROUNDS = 20
 WRITER = """

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from artifact_helpers import edit_header
 from posgeom import PositionCounts, count_positions
 from posgeom._errors import PosgeomError
-from posgeom.artifacts import load_artifact, save_artifact
 from posgeom.corpus.token_ids import read_token_ids
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 from posgeom.encodings import from_file
+from posgeom.io.artifacts import load_artifact, save_artifact
 
 MARKER = Path(os.environ.get("TMPDIR", "/tmp")) / "posgeom-pickle-ran"
 
@@ -115,7 +115,7 @@ def test_score_and_geometry_commands_print_one_line(tmp_path, capsys):
 
 def test_forged_self_consistent_metadata(tmp_path):
     """Defect 11: a sparse shape [16, 10] with its checksum recomputed gave a scipy traceback."""
-    from posgeom.artifacts import _metadata_sha256
+    from posgeom.io.artifacts import _metadata_sha256
 
     rng = np.random.default_rng(0)
     counts = count_positions(rng.integers(0, 4000, size=(50, 16)), max_positions=16)

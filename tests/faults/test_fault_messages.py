@@ -59,7 +59,7 @@ def test_encoding_names_are_unique_and_not_built_in(geometry_folder, tmp_path, c
 def test_report_checks_the_manifest_and_the_arrays(geometry_folder, tmp_path, capsys):
     """Item 10: arrays.npz from another run (another n) was reported without a word; NaN arrays
     gave "nan%"; wrong JSON types gave "unexpected failure" instead of a partial report."""
-    from posgeom.artifacts import load_artifact, save_artifact
+    from posgeom.io.artifacts import load_artifact, save_artifact
     from posgeom.reports.view import load_folder
 
     folder = shutil.copytree(geometry_folder / "g", tmp_path / "g")
@@ -136,7 +136,7 @@ def test_a_tokenizer_panic_is_one_line(tmp_path, capsys):
 
 
 def _counts_with(tmp_path, data):
-    from posgeom.artifacts import save_artifact
+    from posgeom.io.artifacts import save_artifact
 
     m = sp_matrix(data)
     meta = {"n_sequences": 3, "n_tokens": 3, "options": {}, "tokenizer": None, "fingerprint": ""}

@@ -181,7 +181,7 @@ def test_long_output_name_is_refused_before_the_work(small_corpus, tmp_path, cap
     code, err = cli(capsys, "count", small_corpus, "-n", 4, "-o", out)
     assert code == 2 and "at most 215" in one_line(err)
     with pytest.raises(PosgeomError, match="at most 215"):
-        from posgeom.artifacts import results_directory
+        from posgeom.io.artifacts import results_directory
 
         with results_directory(tmp_path / ("r" * 230)):
             pass

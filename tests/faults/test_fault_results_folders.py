@@ -16,8 +16,8 @@ import pytest
 
 from posgeom import PositionCounts, count_positions
 from posgeom._errors import PosgeomError
-from posgeom.artifacts import RESULTS_MANIFEST, check_writable, results_directory
 from posgeom.cli.main import main
+from posgeom.io.artifacts import RESULTS_MANIFEST, check_writable, results_directory
 
 
 def _counts(tmp_path, name="val.npz", seed=0):

@@ -97,7 +97,7 @@ def test_report_on_damaged_arrays_names_the_damage(comparison, tmp_path):
 
 
 def test_report_files_join_the_folder_manifest(comparison, comparison_folder_report, tmp_path):
-    from posgeom.artifacts import RESULTS_MANIFEST
+    from posgeom.io.artifacts import RESULTS_MANIFEST
 
     folder = shutil.copytree(comparison_folder_report[0], tmp_path / "c")
     listed = json.loads((folder / RESULTS_MANIFEST).read_text())["files"]
@@ -135,7 +135,7 @@ def test_markdown_tables_are_one_renderer(pipeline_result, comparison):
     assert rows[0].startswith("| encoding | paper stress |")
     assert "\n".join(rows) in pipeline_result.markdown_table()
     assert "\n".join(score_table(comparison.table)) in comparison.to_markdown()
-    assert "SCORE_COLUMNS" not in vars(posgeom.pipeline)  # the dead constant is gone
+    assert "SCORE_COLUMNS" not in vars(posgeom.analysis.pipeline)  # the dead constant is gone
 
 
 def test_cli_report_missing_parts_and_errors(comparison, tmp_path, capsys):
@@ -203,7 +203,7 @@ def test_run_and_compare_report_flags(tmp_path, capsys):
 
 
 def test_bootstrap_counts_give_intervals_in_rows_figure_and_verdict(tmp_path):
-    from posgeom.scores.uncertainty import bootstrap_scores
+    from posgeom.uncertainty.bootstrap import bootstrap_scores
 
     seqs = posgeom.synthetic_corpus(300, length=10, seed=0)
     counts = posgeom.count_positions(seqs, max_positions=10, bootstrap=20)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import posgeom
+from posgeom.analysis.pipeline import DEFAULT_MODEL_DIM
 from posgeom.cli.main import build_parser, main
-from posgeom.pipeline import DEFAULT_MODEL_DIM
 from posgeom.reports.lengths import empty_positions_hint, length_profile, suggest_n
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.analysis.pipeline import DEFAULT_MODEL_DIM
 from posgeom.cli._options import add_pipeline_arguments
 from posgeom.cli._verdict import print_hints
 from posgeom.cli.geometry_commands import add_report_argument
-from posgeom.pipeline import DEFAULT_MODEL_DIM
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -55,13 +55,13 @@ def _counts_for_compare(args: argparse.Namespace) -> Any:
 
 
 def _comparable() -> tuple[str, ...]:
-    from posgeom.compare import comparable_encodings
+    from posgeom.analysis.compare import comparable_encodings
 
     return comparable_encodings()
 
 
 def _defaults() -> tuple[str, ...]:
-    from posgeom.compare import default_encodings
+    from posgeom.analysis.compare import default_encodings
 
     return default_encodings()
 
@@ -88,7 +88,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _run_comparison(counts: Any, args: argparse.Namespace) -> Any:
-    from posgeom.compare import compare_encodings
+    from posgeom.analysis.compare import compare_encodings
 
     names = None  # the default set; families whose row needs --model drop out without it
     if args.encodings:

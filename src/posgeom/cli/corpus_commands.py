@@ -213,7 +213,7 @@ def counts_from_args(args: argparse.Namespace) -> Any:
 
 
 def _count(args: argparse.Namespace) -> int:
-    from posgeom.artifacts import check_output_file
+    from posgeom.io.artifacts import check_output_file
 
     check_count_args(args)
     output = check_output_file(  # before the work: posgeom's own counts only, never an input

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.analysis.pipeline import DEFAULT_MODEL_DIM
 from posgeom.cli._checks import unique_names
 from posgeom.cli._options import add_pipeline_arguments, add_resolution_argument
 from posgeom.cli._verdict import print_hints, verdict_line
-from posgeom.pipeline import DEFAULT_MODEL_DIM
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -56,7 +56,7 @@ def add_report_argument(p: argparse.ArgumentParser) -> None:
 
 
 def _encoding_specs(specs: list[str]) -> list[tuple[str, Path]]:
-    from posgeom.compare import comparable_encodings
+    from posgeom.analysis.compare import comparable_encodings
 
     out = []
     for spec in specs:
@@ -84,8 +84,8 @@ def _extra_encodings(specs: list[str], n: int) -> dict[str, Any]:
 
 def _analyze(counts: Any, args: argparse.Namespace, n_extra: int | None = None) -> Any:
     """The pipeline on ``counts`` with the comparison's baselines and the --encoding files."""
-    from posgeom.compare import with_baselines
-    from posgeom.pipeline import analyze_counts
+    from posgeom.analysis.compare import with_baselines
+    from posgeom.analysis.pipeline import analyze_counts
 
     n = counts.counts.shape[0] if hasattr(counts, "counts") else np.shape(counts)[0]
     result = analyze_counts(
@@ -181,7 +181,7 @@ def _split_key(spec: str, key: str | None) -> tuple[Path, str | None]:
 def _load_target(spec: str, key: str | None = None) -> np.ndarray:
     """The target distances: the ``hellinger`` array (or ``KEY``) of a results folder's
     arrays.npz, or an (n, n) distance matrix file."""
-    from posgeom.artifacts import is_artifact, load_artifact
+    from posgeom.io.artifacts import is_artifact, load_artifact
 
     p, key = _split_key(spec, key)
     if p.is_dir():
@@ -219,8 +219,8 @@ def _target_estimator(spec: str, key: str | None) -> str | None:
 
 
 def _score(args: argparse.Namespace) -> int:
+    from posgeom.analysis.pipeline import score_encoding, score_table
     from posgeom.encodings import from_file
-    from posgeom.pipeline import score_encoding, score_table
 
     specs = [spec.split("=", 1) if "=" in spec else (None, spec) for spec in args.encodings]
     named = [(name, *_split_key(path, args.key)) for name, path in specs]

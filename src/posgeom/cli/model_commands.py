@@ -71,7 +71,7 @@ def _tokenizer(args: argparse.Namespace) -> Any:
 
 def _extract(args: argparse.Namespace) -> int:
     if args.output:  # before torch and the model: writable, and never a file posgeom did not write
-        from posgeom.artifacts import check_output_file
+        from posgeom.io.artifacts import check_output_file
 
         check_output_file(args.output, overwrite=True, kinds=("model_encodings",))
     from posgeom.models.mechanisms import (
@@ -113,7 +113,7 @@ def _extract(args: argparse.Namespace) -> int:
         )
         print(f"| {key} | {enc.name} | {shape} | {off.mean():.4g} | {off.min():.4g} |")
     if args.output:
-        from posgeom.artifacts import save_artifact
+        from posgeom.io.artifacts import save_artifact
 
         arrays = {
             key: enc.vectors if enc.vectors is not None else enc.distances()

@@ -16,9 +16,9 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int
-from posgeom.artifacts import canonical_json
 from posgeom.corpus.shards import Shard
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+from posgeom.io.artifacts import canonical_json
 
 MANIFEST = "manifest.json"
 JOB_KIND = "posgeom-count-job"

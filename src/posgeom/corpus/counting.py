@@ -172,7 +172,7 @@ class PositionCounts:
     ) -> Path:
         """Save as one artifact file (``.npz`` or ``.safetensors``, metadata inside), atomically;
         ``overwrite=False`` refuses an existing file."""
-        from posgeom.artifacts import save_artifact
+        from posgeom.io.artifacts import save_artifact
 
         meta = {
             "n_sequences": self.n_sequences,
@@ -212,7 +212,7 @@ class PositionCounts:
         A file of bootstrap counts (``posgeom count --bootstrap``) loads as
         :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, a subclass.
         """
-        from posgeom.artifacts import load_artifact, read_sidecar
+        from posgeom.io.artifacts import load_artifact, read_sidecar
 
         sub = _SUBCLASSES.get(read_sidecar(path).get("kind"))
         if cls is PositionCounts and sub is not None:

@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import ArtifactError, PosgeomError
-from posgeom.artifacts import atomic_write_text
 from posgeom.corpus._jobfiles import (
     JOB_KIND,
     MANIFEST,
@@ -64,6 +63,7 @@ from posgeom.corpus.shards import (
     source_paths,
 )
 from posgeom.corpus.tokenize import WordLevelTokenizer
+from posgeom.io.artifacts import atomic_write_text
 
 __all__ = [
     "LINE_FORMATS",

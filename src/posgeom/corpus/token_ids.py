@@ -4,7 +4,7 @@ Formats: an in-memory sequence of sequences or 2-D array; ``.npy`` (2-D, rows st
 ``pad_id``; or 1-D, one stream split on ``separator_id``); ``.npz`` (the array under ``key``,
 default ``"input_ids"`` or the only array; an optional ``"lengths"`` array cuts each row); ``.bin``
 (a flat ``uint16``/``uint32`` token stream as nanoGPT writes it, memory-mapped, split on
-``separator_id``, e.g. GPT-2's ``50256``). Files are parsed by :mod:`posgeom._arrayfiles` (never
+``separator_id``, e.g. GPT-2's ``50256``). Files are parsed by :mod:`posgeom.io._arrayfiles` (never
 unpickled, sizes checked before allocation) and every id is validated by
 :func:`posgeom.corpus._counter.token_id_array` (integers, or whole-number floats; no bools).
 """
@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._arrayfiles import read_npy, read_npz
 from posgeom._errors import PosgeomError
 from posgeom.corpus._counter import token_id_array
 from posgeom.corpus.readers import TOKEN_FORMATS, check_exists, detect_format
+from posgeom.io._arrayfiles import read_npy, read_npz
 
 __all__ = ["read_token_ids"]
 

@@ -42,7 +42,7 @@ def random(n_positions: int, d: int = 768, seed: int = 0, scale: float = 1.0) ->
 
 
 def _read_array(path: Path, key: str | None) -> tuple[np.ndarray, str | None]:
-    from posgeom._arrayfiles import read_array_file  # validated: damage is a PosgeomError
+    from posgeom.io._arrayfiles import read_array_file  # validated: damage is a PosgeomError
 
     arrays = read_array_file(path)
     if path.suffix.lower() == ".npy":

@@ -134,7 +134,7 @@ def measure_strategies(
 ) -> dict[str, Any]:
     """Mean loss within and beyond ``trained_length`` of every strategy on ``windows`` (module
     docstring); ``cache_dir`` keeps each finished (strategy, window)."""
-    from posgeom.artifacts import atomic_write_text
+    from posgeom.io.artifacts import atomic_write_text
 
     if not windows:
         raise PosgeomError("no held-out window to measure on; give more held-out text")

@@ -205,8 +205,8 @@ class ExtensionResult:
         low ranks say something.)"""
         import warnings
 
+        from posgeom.analysis.pipeline import score_encoding
         from posgeom.embed.mds import classical_mds
-        from posgeom.pipeline import score_encoding
 
         d = np.asarray(self.lag_geometry.distances)
         out: dict[str, Any] = {}
@@ -291,7 +291,7 @@ class ExtensionResult:
         """``summary.json``, ``table.md``, ``arrays.npz`` and (RoPE) ``rope_parameters.json`` into
         an existing folder (each file atomic; use :func:`posgeom.reports.results_folder` for an
         atomic folder)."""
-        from posgeom.artifacts import atomic_write_text, json_default, save_artifact
+        from posgeom.io.artifacts import atomic_write_text, json_default, save_artifact
 
         out = Path(directory)
         save_artifact(out / "arrays.npz", self.report_arrays(), {}, kind="extension_results")

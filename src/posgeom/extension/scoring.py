@@ -5,7 +5,7 @@ length ``L`` (:mod:`posgeom.lags.kernels`: RoPE frequencies at ``seq_len = L`` f
 implementation of the rope types, ALiBi slopes, T5 buckets, the extended learned table) and
 scores it against the corpus's estimated lag geometry ``D`` (lags up to ``L - 1``, recommended
 estimator) with every stress kind and the violation rate; with half-sample replicates every score
-gets a bootstrap interval and the ranking its stability (:func:`posgeom.scores.uncertainty.
+gets a bootstrap interval and the ranking its stability (:func:`posgeom.uncertainty.bootstrap.
 bootstrap_scores`). RoPE strategies also get the rotation-phase metrics
 (:func:`posgeom.extension.fit.phase_report`) and, when a per-position corpus geometry is given,
 the stress of their position vectors against it (``position_*``). Strategies are ranked by
@@ -159,13 +159,13 @@ def _default_params(model: ExtensionModel) -> dict[str, Any]:
 
 
 def _point_scores(vectors: Mapping[str, np.ndarray], target: np.ndarray, seed: int) -> dict:
-    from posgeom.pipeline import score_encoding
+    from posgeom.analysis.pipeline import score_encoding
 
     return {name: score_encoding(v, target, seed=seed) for name, v in vectors.items()}
 
 
 def _interval_scores(geo: Any, vectors: Mapping[str, np.ndarray], opts: dict[str, Any]) -> Any:
-    from posgeom.scores.uncertainty import bootstrap_scores
+    from posgeom.uncertainty.bootstrap import bootstrap_scores
 
     if not geo.counts.n_replicates:
         return None
@@ -180,9 +180,9 @@ def _interval_scores(geo: Any, vectors: Mapping[str, np.ndarray], opts: dict[str
 
 
 def _extras(model: ExtensionModel, strategy: Strategy, target: int, position: Any) -> dict:
+    from posgeom.analysis.pipeline import score_encoding
     from posgeom.extension.fit import phase_report
     from posgeom.lags.kernels import rope_lag_vectors
-    from posgeom.pipeline import score_encoding
 
     if model.family != "rope":
         return {}

@@ -73,7 +73,7 @@ class LagCounts:
 
     ``base``, ``replicate(r)``, ``n_replicates`` and ``scheme`` are those of
     :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, so the uncertainty machinery of
-    :mod:`posgeom.scores.uncertainty` takes lag counts as they are.
+    :mod:`posgeom.uncertainty.bootstrap` takes lag counts as they are.
     """
 
     counts: np.ndarray
@@ -123,9 +123,9 @@ class LagCounts:
         return c[l].reshape(self.n_classes, self.n_classes)
 
     def save(self, path: Any, *, overwrite: bool = False) -> Any:
-        """One artifact file (``.npz`` or ``.safetensors``, :func:`posgeom.artifacts.save_artifact`,
+        """One artifact file (``.npz`` or ``.safetensors``, :func:`posgeom.io.artifacts.save_artifact`,
         atomic, kind ``"lag_counts"``); :meth:`load` reads it back exactly."""
-        from posgeom.artifacts import save_artifact
+        from posgeom.io.artifacts import save_artifact
 
         arrays = {"counts": self.counts, "lags": self.lags, "class_table": self.classes.table,
                   "class_tokens": self.classes.tokens}  # fmt: skip
@@ -139,7 +139,7 @@ class LagCounts:
     @classmethod
     def load(cls, path: Any) -> LagCounts:
         """The lag counts saved by :meth:`save` (kind and checksums verified, no pickle)."""
-        from posgeom.artifacts import load_artifact
+        from posgeom.io.artifacts import load_artifact
 
         arrays, meta = load_artifact(path, kind=_KIND)
         classes = TokenClasses(

@@ -4,7 +4,7 @@
 ``k = lags[l]``; :func:`posgeom.estimate_geometry` on those rows estimates the Hellinger chords
 ``D_kk' = ||sqrt P_k - sqrt P_k'||`` (recommended estimator: ``corrected``), exactly as it does for
 positions. With half-sample replicates the uncertainty machinery of
-:mod:`posgeom.scores.uncertainty` turns that into intervals on every score.
+:mod:`posgeom.uncertainty.bootstrap` turns that into intervals on every score.
 
 **Dependence profile.** How far the pairs at lag ``k`` are from independence::
 
@@ -152,7 +152,7 @@ class LagGeometry:
     """The estimated Hellinger geometry across lags (``estimate``, a GeometryEstimate whose
     "positions" are the lags), the plug-in ``plugin`` ``(m, m)``, the ``dependence`` profile and
     the ``counts`` it came from; ``replicates``: the
-    :class:`~posgeom.scores.replicates.ReplicateGeometry` of the half-sample replicates (None
+    :class:`~posgeom.uncertainty.replicates.ReplicateGeometry` of the half-sample replicates (None
     without), for intervals."""
 
     counts: LagCounts
@@ -183,10 +183,10 @@ class LagGeometry:
     def distance_interval(
         self, k1: int, k2: int, *, level: float = 0.95, method: str = "bias_aware"
     ) -> Any:
-        """The bootstrap :class:`~posgeom.scores.uncertainty.Interval` of the estimated distance
+        """The bootstrap :class:`~posgeom.uncertainty.bootstrap.Interval` of the estimated distance
         between lags ``k1`` and ``k2`` from the half-sample replicates (rules of
-        :mod:`posgeom.scores.uncertainty`)."""
-        from posgeom.scores.uncertainty import bootstrap_interval
+        :mod:`posgeom.uncertainty.bootstrap`)."""
+        from posgeom.uncertainty.bootstrap import bootstrap_interval
 
         if self.replicates is None:
             raise PosgeomError("no replicates: count with replicates=B for intervals")
@@ -232,7 +232,7 @@ def lag_geometry(
     dep = dependence_profile(counts, n_null=n_null, seed=seed)
     reps = None
     if counts.n_replicates:
-        from posgeom.scores.replicates import replicate_geometry
+        from posgeom.uncertainty.replicates import replicate_geometry
 
         reps = replicate_geometry(counts, estimator=estimator, estimator_options={"seed": seed})
     return LagGeometry(counts, est, plug, dep, reps)

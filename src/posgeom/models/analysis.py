@@ -7,7 +7,7 @@ token-id sequences for both halves, so positions line up exactly:
 1. counts ``C[i, t]`` for positions ``0..n-1`` (:func:`posgeom.corpus.counting.count_positions`,
    start-aligned, with the same special-token handling as the signal, recording the tokenizer's
    identity), then the geometry pipeline
-   (:func:`posgeom.pipeline.analyze_counts`: positional distributions, the Hellinger target
+   (:func:`posgeom.analysis.pipeline.analyze_counts`: positional distributions, the Hellinger target
    ``D`` (chord convention, ``[0, sqrt 2]``), the MDS encoding, and the scores of every encoding
    of the model's own positional mechanism from
    :func:`~posgeom.models.mechanisms.mechanism_encodings`);
@@ -178,8 +178,8 @@ def _target_scores(
     """Every encoding the pipeline scored, scored again against the estimated target, and
     ``mds (target)``: classical MDS of the target itself at the same rank and width (the best
     Euclidean fit a position table could reach; MDS warns when the estimate is not Euclidean)."""
+    from posgeom.analysis.pipeline import score_encoding
     from posgeom.embed.mds import classical_mds
-    from posgeom.pipeline import score_encoding
 
     mds = geometry.mds
     own = classical_mds(goal.distances, mds.n_components, model_dim=mds.model_dim, seed=seed)
@@ -255,7 +255,7 @@ def analyze_model(
         include_special: count special tokens (see the module docstring).
         on_long: ``"truncate"`` or ``"refuse"`` sequences longer than ``min(model positions,
             max_length)`` tokens (the same option as the layer-wise signal's).
-        refine, noise, seed: passed to :func:`posgeom.pipeline.analyze_counts` (SMACOF refinement
+        refine, noise, seed: passed to :func:`posgeom.analysis.pipeline.analyze_counts` (SMACOF refinement
             of the MDS encoding; noise floor of ``D``).
         baselines: also score two reference encodings of the model's width, ``sinusoidal``
             (Vaswani, base 10000) and ``random`` (seeded Gaussian, whose distances are all about
@@ -275,7 +275,7 @@ def analyze_model(
     Returns:
         :class:`ModelAnalysis`.
     """
-    from posgeom.pipeline import analyze_counts
+    from posgeom.analysis.pipeline import analyze_counts
 
     n = int(max_positions)
     name = model_name or (str(model) if isinstance(model, (str, os.PathLike)) else None)

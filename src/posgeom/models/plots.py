@@ -63,7 +63,7 @@ def plot_layers(analysis: Any, path: str | os.PathLike, *, title: str | None = N
     )
     fig.tight_layout()
     path = Path(path)
-    from posgeom.artifacts import atomic_path
+    from posgeom.io.artifacts import atomic_path
 
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")

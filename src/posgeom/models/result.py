@@ -102,7 +102,7 @@ class ModelAnalysis:
         mechanisms: the model's positional mechanisms (detection order).
         encodings: key -> :class:`posgeom.encodings.PositionEncoding` of the mechanisms (n rows).
         counts: :class:`~posgeom.corpus.counting.PositionCounts` of the corpus at ``n``.
-        geometry: :class:`~posgeom.pipeline.PipelineResult` on the plug-in geometry (plug-in
+        geometry: :class:`~posgeom.analysis.pipeline.PipelineResult` on the plug-in geometry (plug-in
             ``D``, MDS, every score).
         signal: :class:`~posgeom.models.layerwise.LayerwiseSignal` with ``stress`` against the
             target (:attr:`target`).
@@ -113,7 +113,7 @@ class ModelAnalysis:
         plugin_stress: kind -> ``(L+1,)`` stress of the layers against the plug-in ``D`` (when
             the target is another estimator; else ``signal.stress`` is that).
         target_scores: encoding -> scores against the target (when it is not the plug-in).
-        layer_intervals: kind -> :class:`~posgeom.scores.uncertainty.VectorIntervals` of the
+        layer_intervals: kind -> :class:`~posgeom.uncertainty.bootstrap.VectorIntervals` of the
             layer stress against the target, from bootstrap replicates (or ``None``).
     """
 
@@ -250,7 +250,7 @@ class ModelAnalysis:
                 "plugin": "position_encodings, geometry and plugin_stress_* are scored against "
                 "the plug-in chord of the observed frequencies",
                 "intervals": "stress_<kind>_low/high: bootstrap intervals (half-sample replicates "
-                "of the counts, target re-estimated on each; posgeom.scores.uncertainty)",
+                "of the counts, target re-estimated on each; posgeom.uncertainty.bootstrap)",
                 "layer_signal": "per-position mean hidden state m_l(i), centred over positions; "
                 "Euclidean distances between centred means scored against D",
                 "stress": "paper = sum_{i<j}(delta-D)^2 / sum_{i<j} D^2 (no rescaling); "
@@ -335,9 +335,9 @@ class ModelAnalysis:
     def save(self, directory: str | os.PathLike, *, plot: bool = True) -> Path:
         """Write ``summary.json``, ``arrays.npz`` (+ sidecar), ``table.md``, ``counts.npz`` and
         ``stress_per_layer.png`` into ``directory`` (wrap in
-        :func:`posgeom.artifacts.results_directory` for an all-or-nothing folder)."""
+        :func:`posgeom.io.artifacts.results_directory` for an all-or-nothing folder)."""
         from posgeom._jsonfiles import finite_json
-        from posgeom.artifacts import atomic_write_text, json_default, save_artifact
+        from posgeom.io.artifacts import atomic_write_text, json_default, save_artifact
 
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)

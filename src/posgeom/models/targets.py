@@ -7,8 +7,8 @@ geometry with a named estimator (default ``"recommended"``, i.e.
 target. :func:`layer_intervals` turns bootstrap replicates of the counts
 (:class:`~posgeom.corpus.bootstrap.BootstrapCounts`) into an interval for the stress of every
 layer, re-estimating the target on each replicate with the same estimator
-(:func:`posgeom.scores.uncertainty.replicate_geometry` and
-:func:`~posgeom.scores.uncertainty.bootstrap_vector`; intervals as documented there).
+(:func:`posgeom.uncertainty.bootstrap.replicate_geometry` and
+:func:`~posgeom.uncertainty.bootstrap.bootstrap_vector`; intervals as documented there).
 """
 
 from __future__ import annotations
@@ -98,10 +98,10 @@ def layer_intervals(
     kinds: Sequence[str] = INTERVAL_KINDS,
     resolution: Any = "auto",
 ) -> dict[str, Any]:
-    """Kind -> :class:`~posgeom.scores.uncertainty.VectorIntervals` of the stress of every layer
+    """Kind -> :class:`~posgeom.uncertainty.bootstrap.VectorIntervals` of the stress of every layer
     (``distances`` ``(L+1, n, n)``) against the target re-estimated on each replicate; empty,
     with a warning, when a replicate is too thin for the estimator."""
-    from posgeom.scores.uncertainty import bootstrap_vector, replicate_geometry
+    from posgeom.uncertainty.bootstrap import bootstrap_vector, replicate_geometry
 
     try:
         geometry = replicate_geometry(

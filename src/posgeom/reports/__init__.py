@@ -66,7 +66,7 @@ def report(
     import dataclasses
 
     from posgeom._outputs import check_output, stamp
-    from posgeom.artifacts import atomic_write_text, results_directory
+    from posgeom.io.artifacts import atomic_write_text, results_directory
     from posgeom.reports.html import figure_groups, render_html
     from posgeom.reports.view import LABELS, view_of
 
@@ -143,7 +143,7 @@ def _add_to_manifest(folder: Path, files: list[Path]) -> None:
     import json
 
     from posgeom._jsonfiles import read_json
-    from posgeom.artifacts import RESULTS_MANIFEST, atomic_write_text
+    from posgeom.io.artifacts import RESULTS_MANIFEST, atomic_write_text
 
     manifest = folder / RESULTS_MANIFEST
     if not manifest.exists():
@@ -179,7 +179,7 @@ def results_folder(
     with_report: bool = False,
     title: str | None = None,
 ) -> Iterator[Path]:
-    """The one way a results folder is written: :func:`posgeom.artifacts.results_directory`
+    """The one way a results folder is written: :func:`posgeom.io.artifacts.results_directory`
     (checked before the work, built in a temporary sibling, renamed into place: complete or
     absent), plus, with ``with_report``, ``report.html`` and its figures made from the files
     written under the yielded folder, before the rename::
@@ -188,7 +188,7 @@ def results_folder(
             result = expensive_work()
             result.write(tmp)
     """
-    from posgeom.artifacts import results_directory
+    from posgeom.io.artifacts import results_directory
 
     with results_directory(directory, overwrite=overwrite, inputs=inputs, content=content) as tmp:
         yield Path(tmp)

@@ -18,7 +18,7 @@ __all__ = ["array_problem", "changed_since_written", "summary_problem"]
 def changed_since_written(folder: Path, name: str) -> str | None:
     """Why ``folder/name`` differs from the record in the folder's ``posgeom-manifest.json``
     (size or SHA-256), or None (unchanged, or no manifest to compare with)."""
-    from posgeom._results import RESULTS_MANIFEST, changed_file, manifest_files
+    from posgeom.io._results import RESULTS_MANIFEST, changed_file, manifest_files
 
     record = (manifest_files(folder) or {}).get(name)
     if record is None or not changed_file(folder / name, record):

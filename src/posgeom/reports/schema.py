@@ -1,6 +1,6 @@
 """One schema for score rows and rank curves, and the conventions text, written once.
 
-A **score row** is the dict :func:`posgeom.pipeline.score_encoding` returns, plus the row's
+A **score row** is the dict :func:`posgeom.analysis.pipeline.score_encoding` returns, plus the row's
 ``encoding`` name and, in a comparison, its ``description`` and ``parameters``:
 
 ==================  ====================================================================

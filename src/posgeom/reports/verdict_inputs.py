@@ -76,11 +76,11 @@ def candidate_ranking(
     tau-b between replicate and point scores of the candidates; 1 with fewer than 2) and
     ``neighbours``: for each neighbour pair ``(a, b)`` of the ranking, ``share`` (replicates
     ordering them as the point estimate does), ``difference`` (the ``level`` interval of
-    ``s_b - s_a`` by ``method``, :func:`posgeom.scores.uncertainty.bootstrap_interval` on the
+    ``s_b - s_a`` by ``method``, :func:`posgeom.uncertainty.bootstrap.bootstrap_interval` on the
     paired replicate differences) and ``separated`` (that interval lies above 0)."""
     from scipy.stats import kendalltau
 
-    from posgeom.scores.uncertainty import bootstrap_interval
+    from posgeom.uncertainty.bootstrap import bootstrap_interval
 
     keep = [k for k, n in enumerate(names) if is_candidate(n)]
     if not keep:

@@ -1,7 +1,7 @@
 """A results view: what a report shows, from a live result object or from a results folder.
 
-:func:`view_of` turns a :class:`~posgeom.pipeline.PipelineResult` (``run``, ``geometry``,
-``demo``), a :class:`~posgeom.compare.ComparisonResult` (``compare``), a
+:func:`view_of` turns a :class:`~posgeom.analysis.pipeline.PipelineResult` (``run``, ``geometry``,
+``demo``), a :class:`~posgeom.analysis.compare.ComparisonResult` (``compare``), a
 :class:`~posgeom.models.analysis.ModelAnalysis` (``analyze-model``) or a results folder of any of
 those or of ``reproduce`` into one :class:`ResultView`. A folder with missing or damaged parts
 gives a view of what is there, and :attr:`ResultView.missing` names the rest.
@@ -130,7 +130,7 @@ def _settings(summary: dict[str, Any], geometry: dict[str, Any]) -> dict[str, An
 
 
 def _load_arrays(path: Path) -> tuple[dict[str, np.ndarray], str | None]:
-    from posgeom.artifacts import load_artifact
+    from posgeom.io.artifacts import load_artifact
 
     try:
         arrays, _ = load_artifact(path)
@@ -241,7 +241,7 @@ def _kind_of(folder: Path) -> str | None:
             return "extend"
         return "analyze-model" if data and "layers" in data else "run"
     if (folder / "arrays.npz").exists():
-        from posgeom.artifacts import read_sidecar
+        from posgeom.io.artifacts import read_sidecar
 
         try:
             sidecar_kind = read_sidecar(folder / "arrays.npz").get("kind")

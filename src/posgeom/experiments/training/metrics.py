@@ -2,7 +2,7 @@
 
 Target: the Hellinger distances (chord convention) ``D`` (n, n) of the positional distributions of
 the *whole* training split (counted with the model's tokenizer, ``n = max_len``,
-:func:`posgeom.pipeline.analyze_counts`); the ``mds`` and ``low_rank_mds`` encodings are
+:func:`posgeom.analysis.pipeline.analyze_counts`); the ``mds`` and ``low_rank_mds`` encodings are
 Algorithm 1 on the same counts. A position with no samples raises (lower ``max_len``).
 
 Encoding: each family's ``module_geometry`` (:mod:`posgeom.encodings`): the rows ``0 … n-1`` of
@@ -35,8 +35,8 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
     """``PipelineResult`` of the training split at ``n = max_len`` (distances + MDS), against the
     estimator ``cfg.target_estimator`` (default the recommended one; ``"plugin"`` is the paper's
     and the one ``docs/EXPERIMENTS.md`` was measured with)."""
+    from posgeom.analysis.pipeline import analyze_counts
     from posgeom.corpus.counting import count_positions
-    from posgeom.pipeline import analyze_counts
 
     counts = count_positions(prep.count_ids, max_positions=cfg.max_len, vocab_size=prep.count_vocab)
     totals = np.asarray(counts.totals)

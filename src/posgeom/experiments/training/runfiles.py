@@ -38,7 +38,7 @@ def save_checkpoint(path: Path, model: Any, opt: Any, meta: dict[str, Any]) -> N
     """Write ``model`` and ``opt`` state with ``meta`` to ``path`` (atomically)."""
     from safetensors.torch import save_file
 
-    from posgeom.artifacts import atomic_path
+    from posgeom.io.artifacts import atomic_path
 
     tensors = {
         f"model.{k}": v.detach().contiguous().clone().cpu() for k, v in model.state_dict().items()
@@ -96,7 +96,7 @@ def restore(model: Any, opt: Any, meta: dict[str, Any], tensors: dict[str, Any])
 
 def write_json(path: Path, obj: Any, *, indent: int) -> None:
     """Write ``obj`` as indented JSON and a final newline to ``path`` (atomically)."""
-    from posgeom.artifacts import atomic_write_text
+    from posgeom.io.artifacts import atomic_write_text
 
     atomic_write_text(path, json.dumps(obj, indent=indent) + "\n")
 

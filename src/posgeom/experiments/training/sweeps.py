@@ -117,7 +117,7 @@ def _experiment(
     n_boot: int | None,
 ) -> dict[str, Any]:
     """Train the grid, summarise it (with correlations unless ``n_boot`` is None), write files."""
-    from posgeom.artifacts import atomic_write_text
+    from posgeom.io.artifacts import atomic_write_text
 
     base = base.validate()
     if base.task != task:

@@ -1,4 +1,4 @@
-"""The result of :func:`posgeom.compare.compare_encodings` and the stationarity diagnostic.
+"""The result of :func:`posgeom.analysis.compare.compare_encodings` and the stationarity diagnostic.
 
 :class:`ComparisonResult` holds the table, the ALiBi heads, the rank curve, the stationarity
 diagnostic and the pipeline; it renders through :mod:`posgeom.reports` (Markdown, JSON, the HTML
@@ -20,8 +20,8 @@ from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
 from posgeom._jsonfiles import finite_json
 from posgeom._version import __version__
-from posgeom.artifacts import json_default
 from posgeom.estimators._pipeline import PLUGIN_COLUMNS
+from posgeom.io.artifacts import json_default
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
 from posgeom.reports.schema import HEAD_COLUMNS, heads_by_family
 from posgeom.reports.verdict import verdict_block
@@ -133,7 +133,7 @@ class ComparisonResult:
         ``violation_rate``, ``parameters = r (n + d)``, ``full_parameters = n d``,
         ``parameter_reduction = 1 - r (n + d) / (n d)``, ``explained_variance``.
     stationarity : :class:`StationarityResult` of the Hellinger distances.
-    pipeline : the :class:`~posgeom.pipeline.PipelineResult` (distributions, ``D``, MDS, noise).
+    pipeline : the :class:`~posgeom.analysis.pipeline.PipelineResult` (distributions, ``D``, MDS, noise).
     options : every option.
     """
 
@@ -291,7 +291,7 @@ class ComparisonResult:
     def write(self, directory: str | os.PathLike) -> Path:
         """Write ``comparison.json``, ``comparison.md`` and ``arrays.npz`` (+ JSON sidecar) into
         an existing folder (each file atomic; :meth:`save` makes the whole folder atomic)."""
-        from posgeom.artifacts import atomic_write_text, save_artifact
+        from posgeom.io.artifacts import atomic_write_text, save_artifact
 
         out = Path(directory)
         atomic_write_text(out / "comparison.json", self.to_json() + "\n")

@@ -1,6 +1,6 @@
 """Bootstrap intervals for a comparison's rows (when its counts carry replicates).
 
-:func:`attach_intervals` runs :func:`posgeom.scores.uncertainty.bootstrap_scores` on the fixed
+:func:`attach_intervals` runs :func:`posgeom.uncertainty.bootstrap.bootstrap_scores` on the fixed
 encodings of a comparison and on the ``"fitted"`` families refitted per replicate
 (:meth:`Family.refit <posgeom.encodings._registry.Family.refit>`: ``mds`` at rank
 ``min(n - 1, d)``, ``low_rank_mds`` at its rank; a fitted family without a refit gets no
@@ -44,7 +44,7 @@ def attach_intervals(
     must be the table's). ``estimator``: the one the table's target was estimated with, so the
     replicates are re-estimated the same way."""
     from posgeom.encodings import families
-    from posgeom.scores.uncertainty import bootstrap_scores
+    from posgeom.uncertainty.bootstrap import bootstrap_scores
 
     if getattr(counts, "n_replicates", None) is None:
         return None

@@ -130,7 +130,7 @@ class Scorer:
         return int(self.sample.n_positions if self.sampled else self.dense.shape[0])
 
     def score(self, encoding: Any, *, separation: bool = True) -> dict[str, Any]:
-        """Every score of ``encoding`` (the keys of :func:`posgeom.pipeline.score_encoding`),
+        """Every score of ``encoding`` (the keys of :func:`posgeom.analysis.pipeline.score_encoding`),
         plus ``<name>_paper`` / ``<name>_scale_optimal`` / ``<name>_stress1`` per target beside."""
         if self.sampled:
             return sampled_scores(encoding, self.sample, separation=separation)

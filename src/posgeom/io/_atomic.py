@@ -1,4 +1,4 @@
-"""Atomic files, their temporaries, write errors and output checks (used by :mod:`posgeom.artifacts`).
+"""Atomic files, their temporaries, write errors and output checks (used by :mod:`posgeom.io.artifacts`).
 
 Temporaries are siblings of their target, named ``.<name>.posgeom-<host>-<pid>-<random>.tmp``
 (``.old`` for a results folder being replaced), so they are hidden, on the target's filesystem

@@ -52,21 +52,21 @@ from scipy.stats import kendalltau
 
 from posgeom._errors import PosgeomError
 from posgeom.scores._encoding import encoding_distances
-from posgeom.scores._intervals import (
+from posgeom.scores.order import monotonicity_violation_rate
+from posgeom.scores.stress import STRESS_KINDS, stress_from_pairs
+from posgeom.uncertainty._intervals import (
     INTERVAL_METHODS,
     Interval,
     _bounds,
     _check_level,
     bootstrap_interval,
 )
-from posgeom.scores.order import monotonicity_violation_rate
-from posgeom.scores.replicates import (
+from posgeom.uncertainty.replicates import (
     ReplicateGeometry,
     as_replicate_geometry,
     estimate_distances,
     replicate_geometry,
 )
-from posgeom.scores.stress import STRESS_KINDS, stress_from_pairs
 
 __all__ = [
     "INTERVAL_METHODS",

@@ -1,5 +1,5 @@
 """Bootstrap intervals of one number or of arrays of numbers (the formulas of
-:mod:`posgeom.scores.uncertainty`, where the choice of centre and method is explained)."""
+:mod:`posgeom.uncertainty.bootstrap`, where the choice of centre and method is explained)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The result of :func:`posgeom.pipeline.analyze_counts`: the geometry, its MDS encoding, the
+"""The result of :func:`posgeom.analysis.pipeline.analyze_counts`: the geometry, its MDS encoding, the
 scores, and how they are summarised and written (JSON, Markdown, a results folder).
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._version import __version__
+from posgeom.analysis.pipeline_scale import REFINE_SKIPPED
 from posgeom.embed.mds import MDSResult
 from posgeom.embed.rank import effective_ranks
 from posgeom.embed.refine import RefinedEmbedding
@@ -21,7 +22,6 @@ from posgeom.estimators._pipeline import (
 )
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.geometry.noise import NoiseFloor, SampledNoiseFloor
-from posgeom.pipeline_scale import REFINE_SKIPPED
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
 from posgeom.reports.schema import conventions
 from posgeom.reports.verdict import verdict_block
@@ -58,7 +58,9 @@ class PipelineResult:
     estimate: Any = None  # the GeometryEstimate scored against (None: the plug-in)
     plugin_distances: np.ndarray | None = None  # the plug-in D, beside a non-plug-in estimate
     plugin_scores: dict[str, dict[str, float]] = field(default_factory=dict)
-    scorer: Any = None  # how encodings are scored (posgeom.pipeline_scale.Scorer); None: dense
+    scorer: Any = (
+        None  # how encodings are scored (posgeom.analysis.pipeline_scale.Scorer); None: dense
+    )
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)  # long contexts' report
 
     report_kind = "run"
@@ -205,7 +207,7 @@ class PipelineResult:
         """Write ``summary.json``, ``arrays.npz`` and ``table.md`` into an existing
         folder (each file atomic; :meth:`save` makes the whole folder atomic)."""
         from posgeom._jsonfiles import finite_json
-        from posgeom.artifacts import atomic_write_text, json_default, save_artifact
+        from posgeom.io.artifacts import atomic_write_text, json_default, save_artifact
 
         out = Path(directory)
         save_artifact(

@@ -1,6 +1,6 @@
 """The rows of a comparison: the registry families (and extra encodings) scored against a
 pipeline's geometry, and the same rows added to a pipeline result (``run``, ``geometry``,
-``demo``). :func:`posgeom.compare.compare_encodings` is the entry point that uses them.
+``demo``). :func:`posgeom.analysis.compare.compare_encodings` is the entry point that uses them.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def is_integer_counts(data: Any) -> bool:
 
 
 def _scores(enc: Any, target: np.ndarray, seed: int) -> dict[str, Any]:
-    from posgeom.pipeline import score_encoding
+    from posgeom.analysis.pipeline import score_encoding
 
     return score_encoding(enc, target, seed=seed)
 
@@ -92,7 +92,7 @@ def comparison_rows(
     keep_encodings: bool = True,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, np.ndarray], dict[str, Any]]:
     """The comparison rows of ``names`` (registry families) and of ``extra_encodings`` against the
-    geometry of a :class:`~posgeom.pipeline.PipelineResult` ``res``.
+    geometry of a :class:`~posgeom.analysis.pipeline.PipelineResult` ``res``.
 
     Returns ``(table, heads, shepard)``: one score row per encoding (with ``description`` and
     ``parameters``), the per-head rows of head families (ALiBi), and each encoding's distances at
@@ -102,7 +102,7 @@ def comparison_rows(
     Without ``keep_encodings`` the fourth element is empty and each encoding is freed once
     scored (a long context's ``(n, d)`` tables are not all held at once).
     """
-    from posgeom.pipeline import pair_distances
+    from posgeom.analysis.pipeline import pair_distances
 
     model_dim = res.mds.model_dim
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
@@ -193,7 +193,7 @@ def with_baselines(
     low_rank: int = 3,
     learned_model: Any = None,
 ) -> Any:
-    """``result`` (a :class:`~posgeom.pipeline.PipelineResult`) scoring the comparison's
+    """``result`` (a :class:`~posgeom.analysis.pipeline.PipelineResult`) scoring the comparison's
     encodings too: the rows of :func:`default_encodings` (sinusoidal, per-head RoPE, ALiBi, T5,
     NoPE, random, MDS, low-rank MDS, MDS + SMACOF when refined; ``learned`` with
     ``learned_model``) in the comparison's order, then the encodings ``result`` already scored.

@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from posgeom import pipeline_scale as scale
 from posgeom._errors import PosgeomError
+from posgeom.analysis import pipeline_scale as scale
+from posgeom.analysis.pipeline_result import PipelineResult
+from posgeom.analysis.pipeline_scale import Scorer, blocks_target, draw_shepard_pairs
 from posgeom.embed.mds import MDSResult, classical_mds
 from posgeom.embed.refine import smacof_refine
 from posgeom.estimators._pipeline import estimate_mds, pipeline_estimate
@@ -25,8 +27,6 @@ from posgeom.geometry.counts import count_matrix
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
 from posgeom.geometry.noise import noise_floor, sampled_noise_floor
-from posgeom.pipeline_result import PipelineResult
-from posgeom.pipeline_scale import Scorer, blocks_target, draw_shepard_pairs
 from posgeom.reports.markdown import score_table
 from posgeom.scores._encoding import encoding_pairs
 from posgeom.scores.order import monotonicity_violation_rate, separation_margin
@@ -65,7 +65,7 @@ def rank_curve(
 ) -> list[dict[str, Any]]:
     """The rank experiment: per ``r = 1 .. min(max_rank, r_MDS)`` the scores of the rank-``r``
     MDS encoding ``P = A B^T`` (rows of :data:`posgeom.reports.schema.RANK_COLUMNS`).
-    ``target``: an ``(n, n)`` matrix or a :class:`~posgeom.pipeline_scale.Scorer` (sampled
+    ``target``: an ``(n, n)`` matrix or a :class:`~posgeom.analysis.pipeline_scale.Scorer` (sampled
     above ``SAMPLED_ABOVE`` positions)."""
     scorer = target if isinstance(target, Scorer) else Scorer(dense=np.asarray(target), seed=seed)
     n, d = scorer.n_positions, mds.model_dim

@@ -1,4 +1,4 @@
-"""Helpers of :func:`posgeom.artifacts.results_directory`: manifest, refusals, locked commit."""
+"""Helpers of :func:`posgeom.io.artifacts.results_directory`: manifest, refusals, locked commit."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from posgeom import _version
-from posgeom._atomic import atomic_write_text, fsync_path, signals_deferred, temp_sibling
 from posgeom._errors import PosgeomError
+from posgeom.io._atomic import atomic_write_text, fsync_path, signals_deferred, temp_sibling
 
-log = logging.getLogger("posgeom.artifacts")
+log = logging.getLogger("posgeom.io.artifacts")
 RESULTS_MANIFEST = "posgeom-manifest.json"
 _RESULTS_KIND = "posgeom-results"
 

@@ -22,7 +22,7 @@ as a valid CSR structure on loading) and comes back as a ``scipy.sparse.csr_matr
 Written to a temporary sibling, fsynced, renamed: a crash, a full disk or a concurrent writer
 leaves the old file or the new one, never a mix. The two-file layout of earlier versions (arrays +
 ``<path>.json``) still loads; saving over it removes the sidecar. Loading checks: the file parses
-(:mod:`posgeom._arrayfiles`: no pickle, sizes before allocation); kind; version (major.minor);
+(:mod:`posgeom.io._arrayfiles`: no pickle, sizes before allocation); kind; version (major.minor);
 metadata checksum; the arrays and their checksums; the sparse structure. Each failure raises
 :class:`posgeom._errors.ArtifactError` saying what differs and what to do.
 
@@ -45,8 +45,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom import _version
-from posgeom._arrayfiles import csr_from_parts, read_npz, read_safetensors, write_safetensors
-from posgeom._atomic import (
+from posgeom._errors import ArtifactError, PosgeomError
+from posgeom._outputs import check_output, stamped_kind
+from posgeom.io._arrayfiles import csr_from_parts, read_npz, read_safetensors, write_safetensors
+from posgeom.io._atomic import (
     atomic_path,
     atomic_write_bytes,
     atomic_write_text,
@@ -58,9 +60,7 @@ from posgeom._atomic import (
     temp_sibling,
     write_error,
 )
-from posgeom._errors import ArtifactError, PosgeomError
-from posgeom._outputs import check_output, stamped_kind
-from posgeom._results import RESULTS_MANIFEST, commit_folder, write_manifest
+from posgeom.io._results import RESULTS_MANIFEST, commit_folder, write_manifest
 
 __all__ = [
     "RESULTS_MANIFEST",

@@ -1,6 +1,6 @@
 """Replicate geometries: the estimate of the observed counts and of every bootstrap replicate.
 
-Used by :mod:`posgeom.scores.uncertainty` (the centre and interval rules are explained there).
+Used by :mod:`posgeom.uncertainty.bootstrap` (the centre and interval rules are explained there).
 """
 
 from __future__ import annotations

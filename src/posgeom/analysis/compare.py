@@ -1,8 +1,8 @@
 """The comparison table for one corpus: every encoding against the corpus's Hellinger geometry.
 
-:func:`compare_encodings` runs the pipeline (:func:`posgeom.pipeline.analyze_counts`: positional
+:func:`compare_encodings` runs the pipeline (:func:`posgeom.analysis.pipeline.analyze_counts`: positional
 distributions, Hellinger distances ``D``, the MDS encoding, its SMACOF refinement, the noise floor)
-and scores every encoding with :func:`posgeom.pipeline.score_encoding` against ``D``:
+and scores every encoding with :func:`posgeom.analysis.pipeline.score_encoding` against ``D``:
 
 * paper stress ``sum_{i<j} (delta_ij - D_ij)^2 / sum_{i<j} D_ij^2`` (no rescaling), Kruskal
   stress-1, scale-optimal stress (the encoding rescaled by ``alpha* = sum delta D / sum delta^2``),
@@ -47,8 +47,9 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int
-from posgeom.compare_result import ComparisonResult, StationarityResult, stationarity
-from posgeom.compare_rows import (
+from posgeom.analysis.compare_result import ComparisonResult, StationarityResult, stationarity
+from posgeom.analysis.pipeline import DEFAULT_MODEL_DIM
+from posgeom.analysis.rows import (
     comparable_encodings,
     comparison_rows,
     default_encodings,
@@ -56,7 +57,6 @@ from posgeom.compare_rows import (
     with_baselines,
 )
 from posgeom.encodings import default_rope_head_dim, family, rope_heads
-from posgeom.pipeline import DEFAULT_MODEL_DIM
 
 __all__ = [
     "ComparisonResult",
@@ -122,7 +122,7 @@ def compare_encodings(
     n_heads, rope_head_dim, rope_base : ALiBi heads and the RoPE layout (see the module docstring).
     low_rank : rank of the ``low_rank_mds`` row; max_rank : ``R`` of the rank experiment.
     convention, smoothing, alpha, min_samples, below_min, noise, noise_repeats, seed : as in
-        :func:`posgeom.pipeline.analyze_counts`; ``noise`` is skipped for non-integer input.
+        :func:`posgeom.analysis.pipeline.analyze_counts`; ``noise`` is skipped for non-integer input.
     estimator, estimator_options : the target ``D`` (a name or a ready
         :class:`~posgeom.estimators.GeometryEstimate`, see :func:`posgeom.estimate_geometry`; default
         the recommended estimator, the plug-in for exact distributions); every row also has the
@@ -135,8 +135,8 @@ def compare_encodings(
     -------
     ComparisonResult
     """
+    from posgeom.analysis.pipeline import analyze_counts, rank_curve
     from posgeom.geometry.distributions import PositionalDistributions
-    from posgeom.pipeline import analyze_counts, rank_curve
 
     names = list(default_encodings() if encodings is None else encodings)
     unknown = [x for x in names if x not in comparable_encodings()]
@@ -190,7 +190,7 @@ def compare_encodings(
         extra_encodings=extra_encodings,
         seed=seed,
     )
-    from posgeom.compare_intervals import attach_intervals
+    from posgeom.analysis.intervals import attach_intervals
 
     uncertainty = attach_intervals(
         data,
