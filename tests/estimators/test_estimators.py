@@ -206,7 +206,9 @@ def test_estimates_are_seeded():
 
 def test_too_few_samples_names_the_position():
     c = np.array([[5, 3, 0], [1, 0, 0], [2, 2, 2]])
-    with pytest.raises(PosgeomError, match=r"position 1 has 1 .*pool positions.*coarsen"):
+    with pytest.raises(
+        PosgeomError, match=r"position 1 has 1 .*coarsen the vocabulary.*pool positions"
+    ):
         estimate_geometry(c, estimator="split_half")
     with pytest.raises(PosgeomError, match=r"needs at least 8 samples per bucket.*bucket 1 has 6"):
         estimate_geometry(c, estimator="polynomial", pool=[0, 2])
