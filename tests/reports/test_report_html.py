@@ -28,6 +28,7 @@ def _external_refs(page: str) -> list[str]:
     return [r for r in refs if not r.startswith(("data:", "#"))]
 
 
+@pytest.mark.e2e  # draws every figure of a full report: CI's second pass
 def test_comparison_report_is_self_contained(comparison, tmp_path):
     path = report(comparison, tmp_path / "cmp.html")
     page = path.read_text()
@@ -63,6 +64,7 @@ def test_folder_view_equals_object_view(comparison, tmp_path):
     assert b.missing == ("counts.npz: the counts (a rerun needs the corpus)",)
 
 
+@pytest.mark.e2e  # draws every figure of a full report: CI's second pass
 def test_pipeline_result_reports_and_displays(pipeline_result, tmp_path):
     frag = pipeline_result._repr_html_()
     assert frag.startswith('<div class="posgeom-report">') and "<html" not in frag
