@@ -21,6 +21,7 @@ import os
 import re
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from posgeom._errors import OptionalDependencyError, PosgeomError
@@ -87,10 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_STOPPING = threading.Event()  # set by the signal handlers, before the interrupt propagates
+
+
 def _quiet_libraries(record: logging.LogRecord) -> bool:
-    """Drop INFO lines of Dask, tornado and bokeh (they configure their own logger levels)."""
-    noisy = record.name.split(".")[0] in ("distributed", "tornado", "bokeh")
-    return not noisy or record.levelno >= logging.WARNING
+    """Drop INFO lines of Dask, tornado and bokeh (they configure their own logger levels), and
+    all of their lines once Ctrl-C or SIGTERM came: a cluster torn down mid-task logs cancelled
+    futures and, from its event-loop thread, tracebacks of its own (distributed's ``sync``)."""
+    noisy = record.name.split(".")[0] in ("distributed", "tornado", "bokeh", "asyncio")
+    return not noisy or (record.levelno >= logging.WARNING and not _STOPPING.is_set())
 
 
 class Terminated(KeyboardInterrupt):
@@ -98,7 +104,13 @@ class Terminated(KeyboardInterrupt):
 
 
 def _terminate(signum: int, frame: object) -> None:
+    _STOPPING.set()
     raise Terminated()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    _STOPPING.set()
+    raise KeyboardInterrupt()
 
 
 def _flag_names(parser: argparse.ArgumentParser, command: str | None) -> dict[str, str]:
@@ -198,9 +210,11 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    previous = signal.getsignal(signal.SIGTERM)
-    with _suppress_value_error():  # not in the main thread (tests): keep the handler
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    with _suppress_value_error():  # not in the main thread (tests): keep the handlers
         signal.signal(signal.SIGTERM, _terminate)
+        if previous[signal.SIGINT] is signal.default_int_handler:  # not when ignored (nohup)
+            signal.signal(signal.SIGINT, _interrupt)
     try:
         try:  # the command modules import numpy & co.: an interrupt there is an interrupt too
             parser = build_parser()
@@ -209,7 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(parser, _parse(parser, argv))
     finally:
         with _suppress_value_error():
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def _suppress_value_error():
