@@ -12,6 +12,79 @@ from posgeom._errors import PosgeomError
 log = logging.getLogger("posgeom")
 
 
+#: the count options' flags (``--`` + the field name): defaults and choices from CountOptions
+_COUNT_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    (
+        "format",
+        "input format (text, jsonl, csv, tsv, parquet, hf-disk, npy, npz, bin); default: from "
+        "the file suffix",
+        {},
+    ),
+    ("text_column", "column or field holding the text (jsonl/csv/tsv/parquet/datasets)", {}),
+    ("split", "split of a saved datasets folder", {}),
+    ("align", "position 0 is the first token (start) or the last token (end)", {"choices": True}),
+    (
+        "special_ids",
+        "comma-separated ids that --no-special removes (default: the tokenizer's)",
+        {"type": "ids", "metavar": "IDS"},
+    ),
+    (
+        "vocab_size",
+        "vocabulary size V, the counts' width (default: the tokenizer's, else max id + 1)",
+        {"type": int},
+    ),
+    ("min_length", "skip sequences with fewer tokens than this", {"type": int}),
+    ("max_sequences", "stop after counting this many sequences", {"type": int}),
+    ("limit", "read at most this many records", {"type": int}),
+    ("batch_size", "sequences tokenized per batch", {"type": int}),
+    ("pad_id", "padding id to strip (token-id inputs)", {"type": int}),
+    (
+        "separator_id",
+        "document separator id of a flat token stream (.bin, 1-D .npy)",
+        {"type": int},
+    ),
+    (
+        "token_dtype",
+        "integer type of a .bin token stream (e.g. uint16, uint32; default: from the id range)",
+        {},
+    ),
+)
+
+
+_BOOTSTRAP_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    (
+        "bootstrap",
+        "also count B bootstrap replicates (each sequence weighted per replicate); 200 is a good "
+        "choice for 95%% intervals",
+        {"type": int, "metavar": "B"},
+    ),
+    (
+        "bootstrap_scheme",
+        "replicate weights: half-samples (Bernoulli 1/2, right for the bias-corrected "
+        "estimators) or the Poisson(1) bootstrap (smooth estimators only)",
+        {"choices": True},
+    ),
+    ("bootstrap_seed", "seed of the replicate weights", {"type": int}),
+    (
+        "bootstrap_stream",
+        "stream of the replicate weights: give each part of a corpus counted separately its own "
+        "stream, so the merged replicates stay independent (sharded counts do this)",
+        {"type": int},
+    ),
+)
+
+
+def add_option_flag(g: Any, name: str, help_text: str, **kw: Any) -> None:
+    """``--name`` (underscores as dashes) of the :class:`~posgeom.corpus.options.CountOptions`
+    field ``name``, with its default, and its allowed values as ``choices`` when asked."""
+    if kw.pop("choices", False):
+        kw["choices"] = _choices(name)
+    if kw.get("type") == "ids":
+        kw["type"] = _ids
+    flag = "--" + name.replace("_", "-")
+    g.add_argument(flag, dest=name, default=_default(name), help=help_text, **kw)
+
+
 def add_count_arguments(p: argparse.ArgumentParser) -> None:
     """Corpus, tokenizer and counting options shared by ``count`` and ``run``."""
     p.add_argument(
@@ -37,43 +110,13 @@ def add_count_arguments(p: argparse.ArgumentParser) -> None:
         "(vocabulary built from the corpus); ignored for token-id inputs",
     )
     p.add_argument(
-        "--format",
-        default=None,
-        help="input format (text, jsonl, csv, tsv, parquet, hf-disk, npy, npz, bin); "
-        "default: from the file suffix",
-    )
-    p.add_argument(
-        "--text-column",
-        default=None,
-        help="column or field holding the text (jsonl/csv/tsv/parquet/datasets)",
-    )
-    p.add_argument("--split", default=None, help="split of a saved datasets folder")
-    p.add_argument(
-        "--align",
-        choices=("start", "end"),
-        default="start",
-        help="position 0 is the first token (start) or the last token (end)",
-    )
-    p.add_argument(
         "--no-special",
         action="store_true",
         help="remove special tokens ([CLS], [SEP], BOS/EOS) before assigning positions",
     )
     p.add_argument("--lowercase", action="store_true", help="lowercase text (word tokenizer)")
-    p.add_argument(
-        "--min-length", type=int, default=1, help="skip sequences with fewer tokens than this"
-    )
-    p.add_argument(
-        "--max-sequences", type=int, default=None, help="stop after counting this many sequences"
-    )
-    p.add_argument("--batch-size", type=int, default=1024, help="sequences tokenized per batch")
-    p.add_argument("--pad-id", type=int, default=None, help="padding id to strip (token-id inputs)")
-    p.add_argument(
-        "--separator-id",
-        type=int,
-        default=None,
-        help="document separator id of a flat token stream (.bin, 1-D .npy)",
-    )
+    for name, help_text, kw in _COUNT_FLAGS:
+        add_option_flag(p, name, help_text, **kw)
     s = p.add_argument_group("scale: distributed and resumable counting")
     s.add_argument(
         "--scheduler",
@@ -115,22 +158,68 @@ def corpus_inputs(args: argparse.Namespace) -> tuple[Path, ...]:
     return tuple(paths)
 
 
-_BOUNDS = (  # (dest, flag, smallest value): refused before any work
-    ("max_positions", "-n/--max-positions", 1),
+def _default(name: str) -> Any:
+    """The default of the :class:`~posgeom.corpus.options.CountOptions` field ``name`` (the CLI's
+    defaults are the options', not a copy)."""
+    from posgeom.corpus.options import CountOptions
+
+    return CountOptions.__dataclass_fields__[name].default
+
+
+def _choices(name: str) -> tuple[str, ...]:
+    """The values the field ``name`` allows, its default first (read from its constraints)."""
+    from posgeom._validation import Options
+    from posgeom.corpus.options import CountOptions
+
+    (allowed,) = (c for c in CountOptions.allowed(name) if isinstance(c, Options))
+    return tuple(sorted(allowed.values, key=lambda v: (v != _default(name), v)))
+
+
+def _ids(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+
+
+#: the one count option whose flag is its negation
+_NEGATED = {"include_special": "no_special"}
+
+
+def count_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`~posgeom.corpus.options.CountOptions` fields of the parsed flags: every flag
+    named like a field fills it (``--no-special`` negates ``include_special``); fields without a
+    flag in this command (the bootstrap ones outside ``count``) keep their defaults."""
+    from posgeom.corpus.options import option_fields
+
+    out: dict[str, Any] = {}
+    for f in option_fields():
+        if f.name in _NEGATED:
+            out[f.name] = not getattr(args, _NEGATED[f.name])
+        elif hasattr(args, f.name):
+            out[f.name] = getattr(args, f.name)
+    return out
+
+
+_BOUNDS = (  # (dest, flag, smallest value) of the scale options: refused before any work
     ("workers", "--workers", 1),
     ("shard_lines", "--shard-lines", 1),
-    ("batch_size", "--batch-size", 1),
-    ("min_length", "--min-length", 0),
-    ("max_sequences", "--max-sequences", 1),
 )
 
 
 def check_count_args(args: argparse.Namespace) -> None:
-    """Refuse out-of-range counting options (``--workers 0``, ``--shard-lines 0``, ...)."""
+    """Refuse out-of-range counting options (``--workers 0``, ``--batch-size 0``, ...) before any
+    work: the count options by :class:`~posgeom.corpus.options.CountOptions`' own constraints."""
+    from posgeom.corpus.options import CountOptions
+
     for dest, flag, low in _BOUNDS:
         value = getattr(args, dest, None)
         if value is not None and value < low:
             raise PosgeomError(f"{flag} must be at least {low}, got {value}")
+    if getattr(args, "max_positions", None) is not None:
+        CountOptions(**count_options_from_args(args))
     for corpus in getattr(args, "corpus", None) or ():
         if not Path(corpus).exists():
             raise PosgeomError(f"corpus {corpus} does not exist; check the path")
@@ -148,31 +237,18 @@ def counts_from_args(args: argparse.Namespace) -> Any:
         "npz",
         "bin",
     )
-    options = dict(
-        format=args.format,
-        text_column=args.text_column,
-        split=args.split,
-        pad_id=args.pad_id,
-        separator_id=args.separator_id,
-        include_special=not args.no_special,
-        align=args.align,
-        min_length=args.min_length,
-        batch_size=args.batch_size,
-    )
-    if getattr(args, "bootstrap", None) is not None:  # ``count --bootstrap B``
-        options.update(
-            bootstrap=args.bootstrap,
-            bootstrap_seed=args.bootstrap_seed,
-            bootstrap_scheme=args.bootstrap_scheme,
-        )
+    options = count_options_from_args(args)
     scaled = args.scheduler or (args.workers or 1) > 1 or args.job_dir or args.shard_lines
     log.info("counting %s (n = %d)", ", ".join(map(str, corpora)), args.max_positions)
     if scaled:
-        if args.max_sequences is not None:
+        if args.max_sequences is not None or args.limit is not None:
             raise PosgeomError(
-                "--max-sequences cannot be combined with --scheduler/--workers/--job-dir/--shard-lines "
-                "(a global cap cannot be split across shards); cut the corpus file instead"
+                "--max-sequences and --limit cannot be combined with --scheduler/--workers/"
+                "--job-dir/--shard-lines (a global cap cannot be split across shards); cut the "
+                "corpus file instead"
             )
+        for name in ("max_sequences", "limit"):
+            del options[name]
         from posgeom.corpus.distributed import count_distributed
 
         tok: Any = None
@@ -185,7 +261,6 @@ def counts_from_args(args: argparse.Namespace) -> Any:
         counts = count_distributed(
             corpora,
             tok,
-            max_positions=args.max_positions,
             scheduler=args.scheduler,
             n_workers=args.workers,
             job_dir=args.job_dir,
@@ -200,14 +275,7 @@ def counts_from_args(args: argparse.Namespace) -> Any:
                 "several corpus files need --job-dir or --shard-lines (sharded counting)"
             )
         tokenizer = None if is_ids else load_tokenizer(args.tokenizer, lowercase=args.lowercase)
-        counts = count_corpus(
-            corpora[0],
-            tokenizer,
-            max_positions=args.max_positions,
-            max_sequences=args.max_sequences,
-            progress=not args.quiet,
-            **options,
-        )
+        counts = count_corpus(corpora[0], tokenizer, progress=not args.quiet, **options)
     log.info("%d sequences, %d tokens counted", counts.n_sequences, counts.n_tokens)
     return counts
 
@@ -245,22 +313,8 @@ def register(sub: Any) -> None:
         "-o", "--output", required=True, help="output file: counts.npz or counts.safetensors"
     )
     b = p.add_argument_group("uncertainty: bootstrap replicates over sequences (same pass)")
-    b.add_argument(
-        "--bootstrap",
-        type=int,
-        default=None,
-        metavar="B",
-        help="also count B bootstrap replicates (each sequence weighted per replicate); 200 is "
-        "a good choice for 95%% intervals",
-    )
-    b.add_argument(
-        "--bootstrap-scheme",
-        choices=("half", "poisson"),
-        default="half",
-        help="replicate weights: half-samples (Bernoulli 1/2, right for the bias-corrected "
-        "estimators) or the Poisson(1) bootstrap (smooth estimators only)",
-    )
-    b.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the replicate weights")
+    for name, help_text, kw in _BOOTSTRAP_FLAGS:
+        add_option_flag(b, name, help_text, **kw)
     p.add_argument(
         "--overwrite",
         action="store_true",

@@ -20,7 +20,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import check_int
 from posgeom.corpus._fingerprint import Fingerprint
 
 log = logging.getLogger("posgeom.corpus.counting")
@@ -281,46 +280,30 @@ def flat_batches(sequences: Iterable[Any], size: int) -> Iterator[tuple[np.ndarr
 
 def run_count(
     batches: Iterable[tuple[np.ndarray, np.ndarray]],
+    options: Any,
     *,
     counts_class: Any,
     counter_class: Any,
-    max_positions: int,
-    vocab_size: int | None,
-    include_special: bool,
-    special_ids: Iterable[int],
-    align: str,
-    min_length: int,
-    max_sequences: int | None,
-    batch_size: int,
     progress: bool,
     tokenizer: dict[str, Any] | None,
-    bootstrap: dict[str, Any] | None = None,
     allow_empty: bool = False,
 ) -> Any:
     """Count ``batches`` of ``(flat ids, lengths)`` into ``counts_class`` (``PositionCounts``)
-    with a ``counter_class`` (:class:`Counter`, or the bootstrap counter when ``bootstrap`` is
-    given); other arguments as in :func:`~posgeom.corpus.counting.count_positions`. Texts
+    with a ``counter_class`` (:class:`Counter`, or the bootstrap counter when
+    ``options.bootstrap`` is set); ``options``: a validated
+    :class:`~posgeom.corpus.options.CountOptions` (special ids already resolved). Texts
     (:class:`~posgeom.corpus._texts.TextBatches`) report what they skipped."""
-
-    check_int(max_positions, "max_positions", 1)
-    if align not in ("start", "end"):
-        raise PosgeomError(f"align must be 'start' or 'end', got {align!r}")
-    if vocab_size is not None and vocab_size < 1:
-        raise PosgeomError(f"vocab_size must be positive or None, got {vocab_size!r}")
-    if min_length < 0 or batch_size < 1 or (max_sequences is not None and max_sequences < 1):
-        raise PosgeomError(
-            f"need min_length >= 0, batch_size >= 1, max_sequences >= 1 or None; got "
-            f"{min_length}, {batch_size}, {max_sequences}"
-        )
-    specials = sorted({int(i) for i in special_ids})
+    o = options
+    specials = sorted({int(i) for i in o.special_ids or ()})
     args = (
-        int(max_positions),
-        vocab_size,
-        None if include_special else np.asarray(specials, dtype=np.int64),
-        align,
-        int(min_length),
-        max_sequences,
+        int(o.max_positions),
+        None if o.vocab_size is None else int(o.vocab_size),
+        None if o.include_special else np.asarray(specials, dtype=np.int64),
+        o.align,
+        int(o.min_length),
+        None if o.max_sequences is None else int(o.max_sequences),
     )
+    bootstrap = o.bootstrap_spec()
     counter = counter_class(*args) if bootstrap is None else counter_class(*args, **bootstrap)
     bar = None
     if progress:
@@ -343,26 +326,26 @@ def run_count(
     if counter.n_sequences == 0 and not allow_empty:
         raise PosgeomError(
             f"no sequences to count: the corpus is empty, or every sequence is shorter than "
-            f"min_length={min_length} (after removing special tokens); check the input"
+            f"min_length={o.min_length} (after removing special tokens); check the input"
         )
-    _check_longest(int(max_positions), counter.longest, allow_empty)
+    _check_longest(int(o.max_positions), counter.longest, allow_empty)
     counts = counter.result()
     totals = np.asarray(counts.sum(axis=1), dtype=np.int64).ravel()
-    options = {
-        "max_positions": int(max_positions),
-        "vocab_size": vocab_size,
-        "include_special": bool(include_special),
+    recorded = {  # what shapes the counts (batch size, readers and replicates do not)
+        "max_positions": int(o.max_positions),
+        "vocab_size": None if o.vocab_size is None else int(o.vocab_size),
+        "include_special": bool(o.include_special),
         "special_ids": specials,
-        "align": align,
-        "min_length": int(min_length),
-        "max_sequences": max_sequences,
+        "align": o.align,
+        "min_length": int(o.min_length),
+        "max_sequences": None if o.max_sequences is None else int(o.max_sequences),
     }
     base = counts_class(
         counts=counts,
         totals=totals,
         n_sequences=counter.n_sequences,
         n_tokens=int(totals.sum()),
-        options=options,
+        options=recorded,
         tokenizer=tokenizer,
         fingerprint=counter.hasher.hexdigest(),
         n_empty=getattr(batches, "n_empty", 0),
@@ -390,11 +373,3 @@ def _check_longest(n: int, longest: int, shard: bool) -> None:
         longest,
         max(longest, 1),
     )
-
-
-def bootstrap_spec(
-    replicates: int | None, seed: int, stream: int, scheme: str
-) -> dict[str, Any] | None:
-    if replicates is None:
-        return None
-    return {"replicates": replicates, "seed": seed, "stream": stream, "scheme": scheme}

@@ -5,17 +5,16 @@ of a job folder (only the files a job writes)."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import check_int
+from posgeom.corpus.options import BOOTSTRAP, COUNT, READER, CountOptions, option_fields
 from posgeom.corpus.shards import Shard
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 from posgeom.io.artifacts import canonical_json
@@ -25,97 +24,48 @@ JOB_KIND = "posgeom-count-job"
 
 
 # ----------------------------------------------------------------------------- count options
-@dataclass(frozen=True)
-class CountOptions:
-    """How every shard is read and counted: the options of ``count_corpus`` a sharded job applies.
-
-    Reader options: ``format``, ``text_column``, ``split``, ``pad_id``, ``separator_id``,
-    ``token_dtype``. Count options: ``max_positions``, ``vocab_size``, ``include_special``,
-    ``special_ids``, ``align``, ``min_length``, ``batch_size``; ``bootstrap`` (replicates ``B``)
-    ``bootstrap_seed`` and ``bootstrap_scheme``. Checked on construction.
-    """
-
-    max_positions: int
-    format: str | None = None
-    text_column: str | None = None
-    split: str | None = None
-    pad_id: int | None = None
-    separator_id: int | None = None
-    token_dtype: str | None = None
-    vocab_size: int | None = None
-    include_special: bool = True
-    special_ids: tuple[int, ...] | None = None
-    align: str = "start"
-    min_length: int = 1
-    batch_size: int = 1024
-    bootstrap: int | None = None
-    bootstrap_seed: int = 0
-    bootstrap_scheme: str = "half"
-
-    def __post_init__(self) -> None:
-        check_int(self.max_positions, "max_positions", 1)
-        if self.align not in ("start", "end") or self.min_length < 0 or self.batch_size < 1:
-            raise PosgeomError(
-                f"need align 'start' or 'end', min_length >= 0, batch_size >= 1; "
-                f"got {self.align!r}, {self.min_length}, {self.batch_size}"
-            )
-        if self.special_ids is not None:
-            object.__setattr__(self, "special_ids", tuple(sorted(map(int, self.special_ids))))
-        if self.bootstrap is not None:
-            from posgeom.corpus.bootstrap import check_replicates, check_scheme
-
-            check_replicates(self.bootstrap)
-            object.__setattr__(self, "bootstrap_scheme", check_scheme(self.bootstrap_scheme))
-
-    def record(self) -> dict[str, Any]:
-        """What the manifest compares (``batch_size`` does not change counts; the bootstrap keys
-        only when set, so manifests of plain jobs stay as they were)."""
-        boot = ("bootstrap", "bootstrap_seed", "bootstrap_scheme")
-        out = {k: v for k, v in asdict(self).items() if k != "batch_size" and k not in boot}
-        out["special_ids"] = None if self.special_ids is None else list(self.special_ids)
-        if self.bootstrap is not None:
-            out.update({k: getattr(self, k) for k in boot})
-        return out
-
-    def count_kwargs(self, shard: Shard) -> dict[str, Any]:
-        """Keyword arguments of ``count_corpus`` for ``shard`` (reader options for whole files)."""
-        kw = {k: getattr(self, k) for k in _COUNT_KEYS}
-        kw["special_ids"] = None if self.special_ids is None else list(self.special_ids)
-        if shard.start is None:
-            kw.update({k: getattr(self, k) for k in _READER_KEYS}, format=shard.format)
-        if self.bootstrap is not None:  # Poisson bootstrap: the shard index is the stream
-            kw.update(
-                bootstrap=self.bootstrap,
-                bootstrap_seed=self.bootstrap_seed,
-                bootstrap_stream=shard.index,
-                bootstrap_scheme=self.bootstrap_scheme,
-            )
-        return kw
+#: what a job cannot apply per shard: global limits, and the replicate stream (the shard's index)
+_NOT_PER_SHARD = ("max_sequences", "limit", "bootstrap_stream")
+_BOOT = tuple(f.name for f in option_fields(BOOTSTRAP))
 
 
-_COUNT_KEYS = (
-    "max_positions",
-    "vocab_size",
-    "include_special",
-    "special_ids",
-    "align",
-    "min_length",
-    "batch_size",
-)
-_READER_KEYS = ("text_column", "split", "pad_id", "separator_id", "token_dtype")
+def manifest_record(options: CountOptions) -> dict[str, Any]:
+    """What a job's manifest compares: every option but ``batch_size`` (it never changes counts)
+    and those a job does not apply; the bootstrap keys only when set, so manifests of plain jobs
+    stay as they were."""
+    skip = {"batch_size", *_NOT_PER_SHARD, *(_BOOT if options.bootstrap is None else ())}
+    out = {k: v for k, v in asdict(options).items() if k not in skip}
+    out["special_ids"] = None if options.special_ids is None else list(options.special_ids)
+    return out
+
+
+def shard_kwargs(options: CountOptions, shard: Shard) -> dict[str, Any]:
+    """Keyword options of ``count_corpus`` for ``shard``: the reader's for whole files only (a
+    line range is read by the job), and the shard's index as the bootstrap stream."""
+    groups = (COUNT, BOOTSTRAP) if shard.start is not None else (READER, COUNT, BOOTSTRAP)
+    kw = {f.name: getattr(options, f.name) for f in option_fields(*groups)}
+    if shard.start is None:
+        kw["format"] = shard.format
+    kw["bootstrap_stream"] = shard.index  # Poisson bootstrap: independent weights per shard
+    return kw
 
 
 def count_options(**options: Any) -> CountOptions:
-    """:class:`CountOptions` from keyword arguments; the global limits ``max_sequences`` and
-    ``limit`` and unknown names are refused with a one-line error."""
-    if options.get("max_sequences") is not None or options.get("limit") is not None:
+    """:class:`~posgeom.corpus.options.CountOptions` of a sharded job from keyword arguments; the
+    global limits ``max_sequences`` and ``limit``, ``bootstrap_stream`` (set per shard) and
+    unknown names are refused with a one-line error."""
+    if any(options.get(k) is not None for k in ("max_sequences", "limit")):
         raise PosgeomError(
             "max_sequences and limit are global limits that a sharded count cannot apply; "
             "count a prefix with count_corpus(..., max_sequences=...) or pass fewer files"
         )
-    options.pop("max_sequences", None)
-    options.pop("limit", None)
-    known = {f.name for f in dataclasses.fields(CountOptions)}
+    if options.get("bootstrap_stream", 0) != 0:
+        raise PosgeomError(
+            "a sharded count sets bootstrap_stream itself (the shard index); leave it out"
+        )
+    for name in _NOT_PER_SHARD:
+        options.pop(name, None)
+    known = {f.name for f in option_fields()} - set(_NOT_PER_SHARD)
     unknown = sorted(set(options) - known)
     if unknown:
         raise PosgeomError(f"unknown count options {unknown}; use some of {sorted(known)}")

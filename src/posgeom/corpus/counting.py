@@ -30,6 +30,7 @@ Conventions:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterable
@@ -42,9 +43,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import ArtifactError, PosgeomError
-from posgeom.corpus._counter import MAX_TOKEN_ID, Counter, bootstrap_spec, flat_batches, run_count
+from posgeom.corpus._counter import MAX_TOKEN_ID, Counter, flat_batches, run_count
 from posgeom.corpus._fingerprint import merge_fingerprints
 from posgeom.corpus._texts import TextBatches
+from posgeom.corpus.options import BOOTSTRAP, COUNT, READER, CountOptions, takes_count_options
 
 log = logging.getLogger(__name__)
 
@@ -248,84 +250,68 @@ class PositionCounts:
         return cls(counts=counts, totals=totals, **fields, **extra)
 
 
-def _run(batches: Iterable[tuple[np.ndarray, np.ndarray]], **kw: Any) -> PositionCounts:
+def _run(
+    batches: Iterable[tuple[np.ndarray, np.ndarray]], options: CountOptions, **kw: Any
+) -> PositionCounts:
     """``run_count`` into :class:`PositionCounts`, with the bootstrap counter when asked for."""
     counter_class: Any = Counter
-    if kw.get("bootstrap") is not None:  # replicates counted in the same pass
+    if options.bootstrap is not None:  # replicates counted in the same pass
         counter_class = _SUBCLASSES["bootstrap_counts"].counter_class
-    return run_count(batches, counts_class=PositionCounts, counter_class=counter_class, **kw)
+    return run_count(
+        batches, options, counts_class=PositionCounts, counter_class=counter_class, **kw
+    )
 
 
+def _with_tokenizer(options: CountOptions, tok: Any) -> CountOptions:
+    """``vocab_size`` and ``special_ids`` left at None taken from the tokenizer ``tok``."""
+    if tok is None:
+        return options
+    return dataclasses.replace(
+        options,
+        vocab_size=int(tok.vocab_size) if options.vocab_size is None else options.vocab_size,
+        special_ids=(
+            tuple(getattr(tok, "special_ids", ()) or ())
+            if options.special_ids is None
+            else options.special_ids
+        ),
+    )
+
+
+@takes_count_options(COUNT, BOOTSTRAP)
 def count_positions(
     sequences: Iterable[Any],
     *,
-    max_positions: int,
-    vocab_size: int | None = None,
-    include_special: bool = True,
-    special_ids: Iterable[int] = (),
-    align: str = "start",
-    min_length: int = 1,
-    max_sequences: int | None = None,
-    batch_size: int = 1024,
-    progress: bool = False,
-    bootstrap: int | None = None,
-    bootstrap_seed: int = 0,
-    bootstrap_stream: int = 0,
-    bootstrap_scheme: str = "half",
+    options: CountOptions,
     tokenizer: Any = None,
+    progress: bool = False,
 ) -> PositionCounts:
     """Count token ids per position (see the module docstring for the formula and conventions).
 
     ``sequences``: an iterable of token-id sequences (lists, tuples or 1-D integer arrays), consumed
-    lazily. ``vocab_size=None`` infers ``max id + 1`` (or takes ``tokenizer``'s). ``tokenizer``:
-    the posgeom tokenizer that made the sequences, whose ``identity`` is recorded with the counts.
-    Returns :class:`PositionCounts`.
+    lazily. ``tokenizer``: the posgeom tokenizer that made the sequences, whose ``identity`` is
+    recorded with the counts (and whose vocabulary size and special ids fill ``vocab_size`` and
+    ``special_ids`` left at None). Keyword options: the ``count`` and ``bootstrap`` fields of
+    :class:`~posgeom.corpus.options.CountOptions` (``max_positions`` required), e.g.
+    ``count_positions(seqs, max_positions=64, align="end")``. Returns :class:`PositionCounts`.
 
     ``bootstrap=B`` also counts ``B`` replicates in the same pass (weights of ``bootstrap_scheme``
     from ``bootstrap_seed``, ``bootstrap_stream``): a :mod:`~posgeom.corpus.bootstrap` result.
     """
-    if tokenizer is not None and vocab_size is None:
-        vocab_size = int(tokenizer.vocab_size)
     return _run(
-        flat_batches(sequences, batch_size),
-        max_positions=max_positions,
-        vocab_size=vocab_size,
-        include_special=include_special,
-        special_ids=special_ids,
-        align=align,
-        min_length=min_length,
-        max_sequences=max_sequences,
-        batch_size=batch_size,
+        flat_batches(sequences, options.batch_size),
+        _with_tokenizer(options, tokenizer),
         progress=progress,
         tokenizer=None if tokenizer is None else dict(tokenizer.identity),
-        bootstrap=bootstrap_spec(bootstrap, bootstrap_seed, bootstrap_stream, bootstrap_scheme),
     )
 
 
+@takes_count_options(READER, COUNT, BOOTSTRAP)
 def count_corpus(
     source: str | os.PathLike | Iterable[str] | np.ndarray,
     tokenizer: Any = None,
     *,
-    max_positions: int,
-    format: str | None = None,
-    text_column: str | None = None,
-    split: str | None = None,
-    limit: int | None = None,
-    pad_id: int | None = None,
-    separator_id: int | None = None,
-    token_dtype: str | None = None,
-    vocab_size: int | None = None,
-    include_special: bool = True,
-    special_ids: Iterable[int] | None = None,
-    align: str = "start",
-    min_length: int = 1,
-    max_sequences: int | None = None,
-    batch_size: int = 1024,
+    options: CountOptions,
     progress: bool = False,
-    bootstrap: int | None = None,
-    bootstrap_seed: int = 0,
-    bootstrap_stream: int = 0,
-    bootstrap_scheme: str = "half",
     allow_empty: bool = False,
 ) -> PositionCounts:
     """Read, tokenize in batches and count a corpus, streaming.
@@ -334,31 +320,31 @@ def count_corpus(
     ``.npy``/``.npz``/``.bin``) or an iterable of texts. ``tokenizer``: what
     :func:`~posgeom.corpus.tokenize.load_tokenizer` takes (optional for token ids: it supplies
     ``vocab_size``, ``special_ids`` and the identity); an unfitted ``"word"`` tokenizer is fitted
-    on the corpus first (one more pass; a stream is copied to a temporary file for it). Reader
-    options: ``format``, ``text_column``, ``split``, ``limit`` (records), ``pad_id``,
-    ``separator_id``, ``token_dtype``; counting options: :func:`count_positions`'s. Empty texts
-    are skipped (``n_empty``), long ones cut (:mod:`posgeom.corpus._texts`). No counted sequence
-    raises, unless ``allow_empty=True`` (a job's shard: all-zero counts).
+    on the corpus first (one more pass; a stream is copied to a temporary file for it). Keyword
+    options: every field of :class:`~posgeom.corpus.options.CountOptions` (the reader's
+    ``format``, ``text_column``, ``split``, ``limit`` (records), ``pad_id``, ``separator_id``,
+    ``token_dtype``; the counting options of :func:`count_positions`). Empty texts are skipped
+    (``n_empty``), long ones cut (:mod:`posgeom.corpus._texts`). No counted sequence raises,
+    unless ``allow_empty=True`` (a job's shard: all-zero counts).
     """
     from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, is_stream, read_texts, spool
     from posgeom.corpus.token_ids import read_token_ids
     from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
+    o = options
     is_path = isinstance(source, (str, os.PathLike))
-    fmt = (format or detect_format(source)) if is_path and format != "hf-hub" else format
+    fmt = (o.format or detect_format(source)) if is_path and o.format != "hf-hub" else o.format
     tok = load_tokenizer(tokenizer) if tokenizer is not None else None
     if isinstance(source, np.ndarray) or fmt in TOKEN_FORMATS:
-        batches: Iterable[tuple[np.ndarray, np.ndarray]] = flat_batches(
-            read_token_ids(
-                source,
-                format=fmt,
-                pad_id=pad_id,
-                separator_id=separator_id,
-                dtype=token_dtype,
-                limit=limit,
-            ),
-            batch_size,
+        ids = read_token_ids(
+            source,
+            format=fmt,
+            pad_id=o.pad_id,
+            separator_id=o.separator_id,
+            dtype=o.token_dtype,
+            limit=o.limit,
         )
+        batches: Iterable[tuple[np.ndarray, np.ndarray]] = flat_batches(ids, o.batch_size)
     else:
         if tok is None:
             raise PosgeomError(
@@ -369,9 +355,9 @@ def count_corpus(
         def texts() -> Iterable[str]:
             if is_path:
                 return read_texts(
-                    source, format=fmt, text_column=text_column, limit=limit, split=split
+                    source, format=fmt, text_column=o.text_column, limit=o.limit, split=o.split
                 )
-            return islice(source, limit)
+            return islice(source, o.limit)
 
         if isinstance(tok, WordLevelTokenizer) and not tok.fitted:
             if not is_path and iter(source) is source:  # one-shot iterator: keep it for 2 passes
@@ -379,22 +365,11 @@ def count_corpus(
             if is_path and is_stream(source):  # a pipe is read once: into a file, then twice
                 source = spool(source)  # removed with its last reference
             tok.fit(texts())
-        batches = TextBatches(tok, texts(), batch_size, int(max_positions), align)
-    if tok is not None:
-        vocab_size = tok.vocab_size if vocab_size is None else vocab_size
-        special_ids = tok.special_ids if special_ids is None else special_ids
+        batches = TextBatches(tok, texts(), o.batch_size, o.max_positions, o.align)
     return _run(
         batches,
-        max_positions=max_positions,
-        vocab_size=vocab_size,
-        include_special=include_special,
-        special_ids=special_ids or (),
-        align=align,
-        min_length=min_length,
-        max_sequences=max_sequences,
-        batch_size=batch_size,
+        _with_tokenizer(o, tok),
         progress=progress,
         tokenizer=None if tok is None else tok.identity,
-        bootstrap=bootstrap_spec(bootstrap, bootstrap_seed, bootstrap_stream, bootstrap_scheme),
         allow_empty=allow_empty,
     )

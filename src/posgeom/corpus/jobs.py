@@ -40,18 +40,20 @@ from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.corpus._jobfiles import (
     JOB_KIND,
     MANIFEST,
-    CountOptions,
     canonical,
     clear,
     compare,
     count_options,
     file_state,
+    manifest_record,
     read_manifest,
+    shard_kwargs,
     tokenizer_record,
     word_doc,
     worker_tokenizer,
 )
 from posgeom.corpus.counting import PositionCounts, count_corpus
+from posgeom.corpus.options import CountOptions
 from posgeom.corpus.readers import read_texts
 from posgeom.corpus.shards import (
     LINE_FORMATS,
@@ -89,7 +91,7 @@ def count_shard(
     tok = worker_tokenizer(tokenizer)
     source: Any = shard.path if shard.start is None else shard_texts(shard, options.text_column)
     return count_corpus(
-        source, tok, progress=False, allow_empty=True, **options.count_kwargs(shard)
+        source, tok, progress=False, allow_empty=True, **shard_kwargs(options, shard)
     )
 
 
@@ -179,7 +181,7 @@ class CountJob:
                     for p, f in zip(paths, fmts, strict=True)
                 ],
                 "tokenizer": tok_record,
-                "options": options.record(),
+                "options": manifest_record(options),
                 "shard_lines": shard_lines,
             }
         )
