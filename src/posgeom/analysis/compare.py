@@ -176,8 +176,7 @@ def compare_encodings(
         estimator_options=estimator_options,
         resolution=resolution,
     )
-    target = res.distances
-    n = target.shape[0]
+    n = res.distributions.n_positions
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
     table, heads, shepard, built = comparison_rows(
         res,
@@ -192,18 +191,28 @@ def compare_encodings(
     )
     from posgeom.analysis.intervals import attach_intervals
 
-    uncertainty = attach_intervals(
-        data,
-        table,
-        built,
-        model_dim=int(model_dim),
-        low_rank=int(low_rank),
-        estimator=res.options["estimator"],  # the name actually used (a fallback included)
-        estimator_options={
-            **(res.options.get("estimator_options") or {}),
-            **({} if res.estimate is None else {"resolution": res.estimate.class_map}),
-        },
-        seed=seed,
+    if res.sampled and getattr(data, "n_replicates", None):
+        log.warning(
+            "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
+            "rows carry their sampling intervals (<score>_ci)",
+            n,
+        )
+    uncertainty = (
+        None
+        if res.sampled
+        else attach_intervals(
+            data,
+            table,
+            built,
+            model_dim=int(model_dim),
+            low_rank=int(low_rank),
+            estimator=res.options["estimator"],  # the name actually used (a fallback included)
+            estimator_options={
+                **(res.options.get("estimator_options") or {}),
+                **({} if res.estimate is None else {"resolution": res.estimate.class_map}),
+            },
+            seed=seed,
+        )
     )
     curve = rank_curve(res.mds, res.scorer, max_rank=max_rank, seed=seed)
     options = {
@@ -229,9 +238,21 @@ def compare_encodings(
         table=table,
         heads=heads,
         rank_curve=curve,
-        stationarity=stationarity(target),
+        stationarity=_stationarity(res, seed),
         pipeline=res,
         options=options,
         shepard=shepard,
         uncertainty=uncertainty,
     )
+
+
+def _stationarity(res: Any, seed: int) -> StationarityResult:
+    """Exact on the pipeline's ``(n, n)`` target, else sampled per lag bin from its blocks
+    (a long context: no ``(n, n)`` matrix)."""
+    if res.distances is not None:
+        return stationarity(res.distances)
+    from posgeom.analysis.pipeline_scale import blocks_target
+    from posgeom.analysis.stationarity import sampled_stationarity
+
+    target = blocks_target(res.distributions, res.estimate, res.options["convention"])
+    return sampled_stationarity(target, seed=seed)

@@ -3,7 +3,10 @@
 :class:`ComparisonResult` holds the table, the ALiBi heads, the rank curve, the stationarity
 diagnostic and the pipeline; it renders through :mod:`posgeom.reports` (Markdown, JSON, the HTML
 report) and writes its results folder through :func:`posgeom.reports.results_folder`.
-:func:`stationarity` measures how much of a distance matrix is a function of ``|i - j|``.
+:func:`stationarity` (re-exported from :mod:`posgeom.analysis.stationarity`) measures how much
+of a distance matrix is a function of ``|i - j|``. Above ``SAMPLED_ABOVE`` positions the
+pipeline holds no ``(n, n)`` matrix: the text, the arrays and the report read its pair sample,
+its sampled noise floor and its grid of the target instead.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._distance_matrix import as_distances
-from posgeom._errors import PosgeomError
 from posgeom._jsonfiles import finite_json
 from posgeom._version import __version__
+from posgeom.analysis.pipeline_result import sampled_note
+from posgeom.analysis.stationarity import StationarityResult, stationarity
 from posgeom.estimators._pipeline import PLUGIN_COLUMNS
 from posgeom.io.artifacts import json_default
 from posgeom.reports.markdown import markdown_table, rank_table, score_table
@@ -28,92 +31,6 @@ from posgeom.reports.verdict import verdict_block
 from posgeom.reports.verdict_inputs import VerdictInputs, target_phrase
 
 __all__ = ["ComparisonResult", "StationarityResult", "stationarity"]
-
-
-# ----------------------------------------------------------------------------- stationarity
-@dataclass(frozen=True, eq=False)
-class StationarityResult:
-    """How much of a distance matrix is explained by a function of ``|i - j|`` alone.
-
-    Over pairs ``i < j`` (each pair weighted equally), with ``k = |i - j|``:
-
-    * ``diagonal_mean[k-1] = mean_{|i-j|=k} D_ij`` (``k = 1 .. n-1``): the best Toeplitz
-      approximation ``T_ij = diagonal_mean[|i-j| - 1]`` in the least-squares sense;
-    * ``toeplitz_r2 = 1 - sum (D - T)^2 / sum (D - mean D)^2``;
-    * ``monotone_fit``: the best *non-decreasing* function of ``k`` (weighted isotonic regression of
-      ``diagonal_mean`` with weights ``n - k``, equal to isotonic regression over all pairs), and
-      ``monotone_r2`` its R^2 (``<= toeplitz_r2``). ALiBi (``m |i-j|``) and RoPE/sinusoidal
-      geometries are functions of ``|i - j|``, so these bound how well they can fit.
-    * ``diagonal_std[k-1]``: spread of ``D`` along diagonal ``k`` (0 for an exact Toeplitz matrix).
-
-    When every ``D_ij`` (``i < j``) is equal the denominator is zero; both R^2 are then 1.
-    """
-
-    toeplitz_r2: float
-    monotone_r2: float
-    diagonal_mean: np.ndarray
-    diagonal_std: np.ndarray
-    monotone_fit: np.ndarray
-    n_positions: int
-
-    def toeplitz(self) -> np.ndarray:
-        """The best Toeplitz approximation ``T`` (``(n, n)``, zero diagonal)."""
-        idx = np.arange(self.n_positions)
-        gap = np.abs(idx[:, None] - idx[None, :])
-        return np.concatenate([[0.0], self.diagonal_mean])[gap]
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "toeplitz_r2": self.toeplitz_r2,
-            "monotone_r2": self.monotone_r2,
-            "n_positions": self.n_positions,
-            "definition": "R^2 over pairs i<j of D_ij against the mean of D on its diagonal "
-            "|i-j| (best Toeplitz approximation) and against the best non-decreasing function of "
-            "|i-j| (weighted isotonic regression)",
-            "diagonal_mean": self.diagonal_mean.tolist(),
-            "diagonal_std": self.diagonal_std.tolist(),
-            "monotone_fit": self.monotone_fit.tolist(),
-        }
-
-
-def _r2(residual: float, total: float) -> float:
-    if total <= 0:
-        return 1.0 if residual <= 1e-30 else 0.0
-    return float(1.0 - residual / total)
-
-
-def stationarity(distances: Any) -> StationarityResult:
-    """Stationarity diagnostic of an ``(n, n)`` distance matrix (see :class:`StationarityResult`).
-
-    ``distances``: a symmetric non-negative matrix with a zero diagonal, or any object with a
-    ``.distances()`` method. Needs ``n >= 3``.
-    """
-    from scipy.optimize import isotonic_regression
-
-    d = as_distances(distances).distances
-    n = d.shape[0]
-    if n < 3:
-        raise PosgeomError(f"stationarity needs at least 3 positions, got {n}")
-    i, j = np.triu_indices(n, 1)
-    vals = d[i, j]
-    k = j - i
-    weights = np.bincount(k, minlength=n)[1:].astype(np.float64)  # n - k pairs on diagonal k
-    sums = np.bincount(k, weights=vals, minlength=n)[1:]
-    sq = np.bincount(k, weights=vals**2, minlength=n)[1:]
-    mean = sums / weights
-    std = np.sqrt(np.clip(sq / weights - mean**2, 0.0, None))
-    total = float(np.sum((vals - vals.mean()) ** 2))
-    res_t = float(np.sum((vals - mean[k - 1]) ** 2))
-    mono = isotonic_regression(mean, weights=weights, increasing=True).x
-    res_m = float(np.sum((vals - mono[k - 1]) ** 2))
-    return StationarityResult(
-        toeplitz_r2=_r2(res_t, total),
-        monotone_r2=_r2(res_m, total),
-        diagonal_mean=mean,
-        diagonal_std=std,
-        monotone_fit=np.asarray(mono, dtype=np.float64),
-        n_positions=n,
-    )
 
 
 # ----------------------------------------------------------------------------- result
@@ -235,15 +152,10 @@ class ComparisonResult:
             )
         else:
             lines.append("Input: distributions (no sampling noise).")
-        nf = self.pipeline.noise
-        if nf is not None:
-            iu = np.triu_indices_from(nf.pair_floor, 1)
-            lines.append(
-                f"Noise floor ({nf.method}): median pair floor {np.median(nf.pair_floor[iu]):.3g} "
-                f"vs median D {np.median(self.distances[iu]):.3g}; "
-                f"{100 * nf.trusted()[iu].mean():.1f}% of pairs above twice their floor."
-            )
+        lines += self._noise_line()
         lines += ["", *score_table(self.table)]
+        if self.pipeline.sampled:
+            lines += ["", sampled_note(self.pipeline.scorer.sample)]
         if self._beside():
             lines += ["", "Against the plug-in geometry (the paper's estimator):", ""]
             lines += markdown_table(self._beside(), PLUGIN_COLUMNS)
@@ -253,33 +165,50 @@ class ComparisonResult:
         if self.rank_curve:
             lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
             lines += rank_table(self.rank_curve)
-        s = self.stationarity
-        lines += [
-            "",
-            f"Stationarity: R^2 of D against the best function of |i - j| (Toeplitz) = "
-            f"{s.toeplitz_r2:.4f}; against the best non-decreasing function of |i - j| = "
-            f"{s.monotone_r2:.4f}.",
-            "",
-            verdict["line"],
-        ]
+        lines += ["", self.stationarity.line(), "", verdict["line"]]
         return "\n".join(lines) + "\n"
+
+    def _noise_line(self) -> list[str]:
+        """The noise floor's line: from the ``(n, n)`` floor, or a long context's sampled one."""
+        nf = self.pipeline.noise
+        if nf is None:
+            return []
+        if getattr(nf, "pair_floor", None) is None:  # sampled (SampledNoiseFloor)
+            median_d = float(np.median(self.pipeline.scorer.sample.target_ij))
+            lo, hi = nf.trusted_ci
+            return [
+                f"Noise floor ({nf.method}, {nf.n_pairs:,} sampled pairs): median pair floor "
+                f"{nf.median_pair_floor:.3g} vs median D {median_d:.3g}; "
+                f"{100 * nf.trusted_share:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] of pairs above "
+                "twice their floor."
+            ]
+        iu = np.triu_indices_from(nf.pair_floor, 1)
+        return [
+            f"Noise floor ({nf.method}): median pair floor {np.median(nf.pair_floor[iu]):.3g} "
+            f"vs median D {np.median(self.distances[iu]):.3g}; "
+            f"{100 * nf.trusted()[iu].mean():.1f}% of pairs above twice their floor."
+        ]
 
     def report_arrays(self) -> dict[str, np.ndarray]:
         """The arrays of ``arrays.npz`` (what the report draws)."""
-        p = self.pipeline
+        p, st = self.pipeline, self.stationarity
         arrays = {
             "positions": p.distributions.positions,
             "totals": p.distributions.totals,
-            "hellinger": p.distances,
             "mds_coordinates": p.mds.coordinates,
             "eigenvalues": p.mds.eigenvalues,
-            "toeplitz": self.stationarity.toeplitz(),
-            "diagonal_mean": self.stationarity.diagonal_mean,
-            "monotone_fit": self.stationarity.monotone_fit,
+            "diagonal_mean": st.diagonal_mean,
+            "monotone_fit": st.monotone_fit,
             "rank": np.array([c["rank"] for c in self.rank_curve], dtype=np.int64),
             "rank_paper_stress": np.array([c["paper"] for c in self.rank_curve]),
         }
-        if p.noise is not None:
+        if p.distances is not None:  # else a long context: its grid and pairs (large_arrays)
+            arrays["hellinger"] = p.distances
+            arrays["toeplitz"] = st.toeplitz()
+        if st.sampled:
+            arrays["lag_edges"] = st.lag_edges
+        arrays.update(getattr(p, "large_arrays", None) or {})
+        if getattr(p.noise, "pair_floor", None) is not None:
             arrays["noise_pair_floor"] = p.noise.pair_floor
         if getattr(p, "plugin_distances", None) is not None:  # the plug-in D beside the estimate
             arrays["plugin_hellinger"] = p.plugin_distances

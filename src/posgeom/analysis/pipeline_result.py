@@ -27,7 +27,7 @@ from posgeom.reports.schema import conventions
 from posgeom.reports.verdict import verdict_block
 from posgeom.reports.verdict_inputs import VerdictInputs, target_phrase
 
-__all__ = ["PipelineResult"]
+__all__ = ["PipelineResult", "sampled_note"]
 
 
 def _quiet_ranks(mds: MDSResult) -> dict[str, float | None]:
@@ -37,6 +37,16 @@ def _quiet_ranks(mds: MDSResult) -> dict[str, float | None]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return effective_ranks(mds)
+
+
+def sampled_note(sample: Any) -> str:
+    """The line under a sampled table: how its scores were estimated (a long context)."""
+    return (
+        f"Sampled: every score above is estimated from {sample.size:,} uniform triples "
+        f"(seed {sample.seed}; {100 * sample.confidence:.0f}% intervals in the JSON); "
+        "separation is exact for translation-invariant and 1-D encodings, an upper "
+        "bound (sampled pairs) where the JSON says so."
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,14 +169,7 @@ class PipelineResult:
             *score_table(self.scores),
         ]
         if self.sampled:
-            s = self.scorer.sample
-            lines += [
-                "",
-                f"Sampled: every score above is estimated from {s.size:,} uniform triples "
-                f"(seed {s.seed}; {100 * s.confidence:.0f}% intervals in summary.json); "
-                "separation is exact for translation-invariant and 1-D encodings, an upper "
-                "bound (sampled pairs) where summary.json says so.",
-            ]
+            lines += ["", sampled_note(self.scorer.sample)]
             if self.refined is None and self.options.get("refine"):
                 lines += ["", f"mds+smacof: not run. {REFINE_SKIPPED}."]
         if self.plugin_scores:

@@ -46,6 +46,7 @@ __all__ = [
     "draw_pair_sample",
     "sampled_scores",
     "separation_at_scale",
+    "target_pairs",
 ]
 
 DEFAULT_SAMPLE = 100_000  # triples (and so pairs) per target: intervals of a few 1e-3
@@ -100,16 +101,32 @@ def draw_pair_sample(
     jobs += [(name, t, i, j) for name, t in (beside or {}).items()]
     total = sum(a.size for _, _, a, _ in jobs)
     done, got = 0, {}
-    for name, t, a, b in jobs:  # in chunks, with progress: each pair costs O(nnz of two rows)
-        parts = []
-        for lo in range(0, a.size, _CHUNK):
-            parts.append(np.asarray(t.pairs(a[lo : lo + _CHUNK], b[lo : lo + _CHUNK]), float))
-            done += parts[-1].size
-            if total > _CHUNK:
-                log.info("target distances at sampled pairs: %d/%d", done, total)
-        got[name] = np.concatenate(parts)
+    for name, t, a, b in jobs:
+        got[name] = target_pairs(t, a, b, progress=(done, total))
+        done += a.size
     both = got.pop("target")
     return PairSample(n, i, j, k, both[: i.size], both[i.size :], int(seed), confidence, got)
+
+
+def target_pairs(
+    target: Any,
+    i: np.ndarray,
+    j: np.ndarray,
+    *,
+    label: str = "target distances at sampled pairs",
+    progress: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """``target.pairs(i, j)`` (float64) in chunks of :data:`_CHUNK` pairs, logging ``label:
+    done/total`` after each (``progress = (done before, total)`` when part of a larger job);
+    each pair costs ``O(nnz of two rows)`` (or ``O(r)`` for coordinates)."""
+    done, total = progress or (0, int(np.size(i)))
+    parts = []
+    for lo in range(0, np.size(i), _CHUNK):
+        parts.append(np.asarray(target.pairs(i[lo : lo + _CHUNK], j[lo : lo + _CHUNK]), float))
+        done += parts[-1].size
+        if total > _CHUNK:
+            log.info("%s: %d/%d", label, done, total)
+    return np.concatenate(parts) if parts else np.empty(0)
 
 
 def separation_at_scale(
