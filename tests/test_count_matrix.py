@@ -9,9 +9,11 @@ from scipy.spatial.distance import pdist, squareform
 
 import posgeom
 from posgeom import PosgeomError, analyze_counts, count_positions
+from posgeom.estimators import transforms
 from posgeom.geometry import counts as counts_module
 from posgeom.geometry import divergences
 from posgeom.geometry.counts import CountMatrix, count_matrix
+from posgeom.geometry.noise import noise_floor
 from posgeom.synthetic import sample_counts, zipf_distributions
 
 
@@ -37,17 +39,48 @@ def test_one_analysis_normalises_once_and_builds_the_gram_once(monkeypatch):
     assert len(normalised) == 1, "the counts were validated and normalised more than once"
     assert len(grams) == 1, "the plug-in Gram S S^T was built more than once"
     # at a coarser resolution the estimate and its noise floor are geometries of other
-    # (coarsened) counts: each of those matrices is normalised once and its Gram built once
+    # (coarsened) counts: each of those matrices is normalised once and its Gram built once,
+    # and the noise floor on the estimate's classes reuses the estimate's (one coarsening)
     normalised.clear()
     grams.clear()
+    coarsened = _counting(monkeypatch, transforms, "apply_classes")
     coarse = analyze_counts(counts, model_dim=16, resolution="top:50")
-    assert coarse.estimate.resolution == "top:50"
-    assert len(normalised) == len(grams) == 3  # the counts, the estimate's, the noise floor's
+    assert coarse.estimate.resolution == "top:50" and coarse.noise is not None
+    assert len(normalised) == len(grams) == 2  # the counts, the estimate's classes
+    assert len(coarsened) == 1, "the counts were coarsened more than once"
+    # the floor is the one of the coarsened counts built by hand (sum the tokens of each class)
+    by_hand = np.zeros((40, coarse.estimate.vocab_size), dtype=np.int64)
+    np.add.at(by_hand.T, coarse.estimate.class_map, counts.counts.toarray().T)
+    ref_floor = noise_floor(by_hand, method="split_half", n_repeats=5, seed=0)
+    for name in ("distances", "self_distance", "pair_floor"):
+        np.testing.assert_array_equal(getattr(coarse.noise, name), getattr(ref_floor, name))
     # and the shared Gram gives the plug-in distances: scipy's pdist of sqrt(C / T)
     c = counts.counts.toarray()
     ref = squareform(pdist(np.sqrt(c / c.sum(axis=1, keepdims=True))))
     np.testing.assert_allclose(res.plugin_distances, ref, rtol=0, atol=1e-12)
     np.testing.assert_allclose(res.noise.distances, ref, rtol=0, atol=1e-12)
+
+
+def test_a_comparison_normalises_once_and_keeps_the_provenance(monkeypatch):
+    """compare_encodings recognises its input once (analyze_counts below it reuses the matrix);
+    the provenance comes from the CountMatrix, so a CountMatrix input keeps it too."""
+    from posgeom.analysis.compare import compare_encodings
+
+    seqs = [np.arange(k) % 7 for k in [9] * 30 + [5] * 10]
+    pc = count_positions(seqs, max_positions=9)
+    normalised = _counting(monkeypatch, counts_module, "_normalise")
+    res = compare_encodings(pc, model_dim=8, encodings=["sinusoidal"], max_rank=2)
+    assert len(normalised) == 1, "the comparison normalised its counts more than once"
+    info = res.pipeline.counts_info
+    assert info["n_sequences"] == 40 and info["fingerprint"] == pc.fingerprint
+    again = analyze_counts(count_matrix(pc), model_dim=8, max_rank=0)
+    assert again.counts_info == {
+        "n_sequences": 40,
+        "n_tokens": pc.n_tokens,
+        "fingerprint": pc.fingerprint,
+        "tokenizer": None,
+        "options": pc.options,
+    }
 
 
 def test_the_one_integer_rule_and_validation():

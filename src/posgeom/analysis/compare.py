@@ -53,7 +53,6 @@ from posgeom.analysis.rows import (
     comparable_encodings,
     comparison_rows,
     default_encodings,
-    is_integer_counts,
     with_baselines,
 )
 from posgeom.encodings import default_rope_head_dim, family, rope_heads
@@ -136,6 +135,7 @@ def compare_encodings(
     ComparisonResult
     """
     from posgeom.analysis.pipeline import analyze_counts, rank_curve
+    from posgeom.geometry.counts import count_matrix
     from posgeom.geometry.distributions import PositionalDistributions
 
     names = list(default_encodings() if encodings is None else encodings)
@@ -155,12 +155,13 @@ def compare_encodings(
     data = counts_or_distributions
     if isinstance(data, PositionalDistributions):
         data = data.probabilities()
-    integer = is_integer_counts(data)
+    cm = count_matrix(data)  # the comparison's one normalisation (the pipeline reuses it)
+    integer = cm.integer  # counts, not probabilities (the one rule: is_count_data)
     use_noise = noise if (noise and integer) else None
 
     log.info("geometry and MDS encoding (d = %d)", model_dim)
     res = analyze_counts(
-        data,
+        cm,
         model_dim=model_dim,
         smoothing=smoothing,
         alpha=alpha,

@@ -23,7 +23,7 @@ from posgeom.analysis.pipeline_scale import Scorer, blocks_target, draw_shepard_
 from posgeom.embed.mds import MDSResult, classical_mds
 from posgeom.embed.refine import smacof_refine
 from posgeom.estimators._pipeline import estimate_mds, pipeline_estimate
-from posgeom.geometry.counts import count_matrix
+from posgeom.geometry.counts import CountMatrix, count_matrix
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
 from posgeom.geometry.noise import noise_floor, sampled_noise_floor
@@ -101,15 +101,16 @@ def pair_distances(encoding: Any, pairs: np.ndarray) -> np.ndarray:
     return encoding_pairs(encoding, pairs[0], pairs[1])
 
 
-def _empty_positions_hint(counts: Any) -> tuple[str | None, int | None]:
-    """(warning, suggested n) when ``n`` leaves positions with fewer than 2 samples."""
+def _empty_positions_hint(cm: CountMatrix) -> tuple[str | None, int | None]:
+    """(warning, suggested n) when ``n`` leaves positions with fewer than 2 samples (only for
+    counts whose provenance says how many sequences were counted)."""
     from posgeom.reports.lengths import empty_positions_hint, suggest_n
 
-    totals, n_sequences = getattr(counts, "totals", None), getattr(counts, "n_sequences", None)
-    if totals is None or not n_sequences:
+    n_sequences = cm.provenance.get("n_sequences")
+    if not n_sequences:
         return None, None
-    hint = empty_positions_hint(totals, n_sequences)
-    return hint, (None if hint is None else suggest_n(totals, n_sequences))
+    hint = empty_positions_hint(cm.totals, n_sequences)
+    return hint, (None if hint is None else suggest_n(cm.totals, n_sequences))
 
 
 def analyze_counts(
@@ -146,8 +147,8 @@ def analyze_counts(
     :mod:`posgeom.estimators.resolution`) is the token classes of the estimate, the same at every
     position (``options["resolution"]`` records the one used; the plug-in's is ``"full"``).
     """
-    hint, suggested = _empty_positions_hint(counts)
     cm = count_matrix(counts)  # the one normalisation of this analysis's counts
+    hint, suggested = _empty_positions_hint(cm)
     try:
         dist = positional_distributions(
             cm, smoothing=smoothing, alpha=alpha, min_samples=min_samples, below_min=below_min
@@ -235,10 +236,6 @@ def analyze_counts(
         },
         "resolution": "full" if estimate is None else estimate.resolution,
     }
-    info: dict[str, Any] = {}
-    for attr in ("n_sequences", "n_tokens", "fingerprint", "tokenizer", "options"):
-        if hasattr(counts, attr):
-            info[attr] = getattr(counts, attr)
     return PipelineResult(
         distributions=dist,
         distances=scorer.dense,
@@ -248,7 +245,7 @@ def analyze_counts(
         rank_curve=curve,
         noise=nf,
         options=options,
-        counts_info=info,
+        counts_info=dict(cm.provenance),  # sequences, tokens, fingerprint, tokenizer, options
         shepard=shepard,
         shepard_pairs=pairs,
         estimate=estimate,
@@ -267,14 +264,11 @@ def _split_beside(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]
 
 def _on_classes(rows: Any, estimate: Any) -> Any:
     """The kept positions' counts on the estimate's token classes: the noise floor of the
-    distances scored (unchanged for the plug-in, whose classes are the tokens)."""
+    distances scored (``rows`` for the plug-in, whose classes are the tokens). The estimate's own
+    coarsened counts, normalised once: no second coarsening, no second normalisation."""
     if estimate is None or estimate.class_map is None or estimate.resolution == "full":
         return rows
-    import scipy.sparse as sp
-
-    from posgeom.estimators.transforms import apply_classes
-
-    return apply_classes(sp.csr_matrix(rows, dtype=np.int64), estimate.class_map)
+    return estimate.class_counts
 
 
 def _noise(rows: Any, scorer: Any, noise: str | None, repeats: int, seed: int) -> Any:

@@ -21,7 +21,6 @@ __all__ = [
     "comparable_encodings",
     "comparison_rows",
     "default_encodings",
-    "is_integer_counts",
     "with_baselines",
 ]
 
@@ -61,14 +60,6 @@ def _restrict(enc: Any, positions: np.ndarray) -> PositionEncoding:
     dist = enc.distances()[np.ix_(positions, positions)]
     vec = None if enc.vectors is None else enc.vectors[positions]
     return PositionEncoding(enc.name, vec, enc.params, dist)
-
-
-def is_integer_counts(data: Any) -> bool:
-    """Whether ``data`` holds counts (not probabilities): the one rule,
-    :func:`posgeom.geometry.counts.is_count_data`, through :func:`count_matrix`."""
-    from posgeom.geometry.counts import count_matrix
-
-    return count_matrix(data).integer
 
 
 def _scores(enc: Any, target: np.ndarray, seed: int) -> dict[str, Any]:

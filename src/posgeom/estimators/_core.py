@@ -229,6 +229,9 @@ class GeometryEstimate:
         or ``"map"`` (:mod:`posgeom.estimators.resolution`).
     class_map : ``(V,)`` int64, token id -> class id (``0 .. vocab_size - 1``) of the input
         vocabulary; pass it as ``resolution=`` to estimate other counts on the same classes.
+    class_counts : ``(n, vocab_size)`` int64 CSR or None: the input counts on those classes
+        (before pooling and resampling), normalised once (:func:`~posgeom.geometry.counts.count_matrix`),
+        so a noise floor on the estimate's classes shares them (and their plug-in Gram).
     options : coarsening, pooling, resampling, seed and the estimator's own options.
     diagnostics : the estimator's diagnostics (see :mod:`posgeom.estimators._core`).
     coordinates : (m, K') float64 or None: the Euclidean estimate's coordinates ``X`` (its
@@ -255,6 +258,7 @@ class GeometryEstimate:
     vocab_size: int = 0
     resolution: str = "full"
     class_map: np.ndarray | None = field(default=None, repr=False)
+    class_counts: Any = field(default=None, repr=False)  # scipy.sparse.csr_matrix or None
     options: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     gram: Any = None  # FactoredGram (posgeom.geometry.gram) or None

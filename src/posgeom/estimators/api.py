@@ -95,8 +95,11 @@ def estimate_geometry(
     wanted = _resolution_spec(resolution, coarsen)
     if spec.name == "plugin" and isinstance(wanted, str) and wanted == "auto":
         wanted = "full"  # the paper's plug-in: no sampling model, so no rule to coarsen by
+    full = c
     c, extra = coarsen_counts(c, wanted)
-    class_map = extra.pop("class_map")
+    if c is not full:  # coarsened: normalised once here, recognised by whoever asks next
+        c = as_count_matrix(c)
+    class_map, class_counts = extra.pop("class_map"), c
     info.update(extra)
     n = c.shape[0]
     positions = np.arange(n, dtype=np.int64)
@@ -135,6 +138,7 @@ def estimate_geometry(
         vocab_size=int(c.shape[1]),
         resolution=str(extra["coarsen"]),
         class_map=class_map,
+        class_counts=class_counts,
         options=info,
         diagnostics={**diagnostics, **finishing},
         gram=gram,
