@@ -137,3 +137,35 @@ def test_cli_report_of_a_long_context_comparison(counts, monkeypatch, tmp_path, 
     assert "report in" in capsys.readouterr().out
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "evenly spaced positions" in page and "Stationarity" in page
+
+
+def _geometry_folder(counts, tmp_path, name, *extra):
+    counts.save(tmp_path / "c.npz")
+    argv = ["-q", "geometry", str(tmp_path / "c.npz"), "-d", "16", "-o", str(tmp_path / name)]
+    assert main([*argv, "--noise", "none", *extra]) == 0
+    return tmp_path / name / "arrays.npz"
+
+
+def test_score_against_a_long_context_folder(counts, monkeypatch, tmp_path, capsys):
+    from posgeom.encodings import sinusoidal
+    from posgeom.scores.stress import stress_scores
+
+    exact = _geometry_folder(counts, tmp_path, "exact")
+    monkeypatch.setattr(scale, "SAMPLED_ABOVE", 50)
+    monkeypatch.setattr(scale, "REFINE_MAX_N", 50)
+    big = _geometry_folder(counts, tmp_path, "big")
+    np.save(tmp_path / "sin.npy", sinusoidal(120, 16).vectors)
+    capsys.readouterr()
+    assert main(["-q", "score", "--json", "--target", str(big), str(tmp_path / "sin.npy")]) == 0
+    row = json.loads(capsys.readouterr().out)["sin"]
+    from posgeom.io.artifacts import load_artifact
+
+    ref = stress_scores(sinusoidal(120, 16), load_artifact(exact)[0]["hellinger"])
+    assert row["sampled"] and row["paper_ci"][0] <= ref.paper <= row["paper_ci"][1]
+    assert row["paper"] == pytest.approx(ref.paper, rel=0.02)
+    # the plug-in's folder keeps only a rank-16 MDS of its target: one line, what to run instead
+    plugin = _geometry_folder(counts, tmp_path, "plug", "--estimator", "plugin")
+    capsys.readouterr()
+    assert main(["-q", "score", "--target", str(plugin), str(tmp_path / "sin.npy")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "posgeom geometry COUNTS -o DIR --encoding" in err

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -178,9 +179,22 @@ def _split_key(spec: str, key: str | None) -> tuple[Path, str | None]:
     return Path(spec), key
 
 
-def _load_target(spec: str, key: str | None = None) -> np.ndarray:
+def _folder_geometry(p: Path) -> dict[str, Any]:
+    """The pipeline summary of the results folder holding ``p`` (``summary.json``, or a
+    comparison's ``geometry``), ``{}`` when there is none."""
+    from posgeom._jsonfiles import read_json
+
+    for name, part in (("summary.json", None), ("comparison.json", "geometry")):
+        if (p.parent / name).is_file():
+            doc = read_json(p.parent / name)
+            return dict(doc.get(part) or {}) if part else dict(doc)
+    return {}
+
+
+def _load_target(spec: str, key: str | None = None) -> Any:
     """The target distances: the ``hellinger`` array (or ``KEY``) of a results folder's
-    arrays.npz, or an (n, n) distance matrix file."""
+    arrays.npz, an (n, n) distance matrix file, or a long-context folder's target as blocks
+    (:func:`posgeom.analysis.pipeline_scale.stored_target`)."""
     from posgeom.io.artifacts import is_artifact, load_artifact
 
     p, key = _split_key(spec, key)
@@ -191,6 +205,10 @@ def _load_target(spec: str, key: str | None = None) -> np.ndarray:
     if is_artifact(p):
         arrays, _ = load_artifact(p)
         name = key or "hellinger"
+        if key is None and name not in arrays and "hellinger_grid" in arrays:
+            from posgeom.analysis.pipeline_scale import stored_target
+
+            return stored_target(arrays, _folder_geometry(p), str(p))
         if name not in arrays:
             raise PosgeomError(
                 f"{p} holds no {name!r} array (it has {sorted(arrays)}); pass the arrays.npz of "
@@ -226,12 +244,16 @@ def _score(args: argparse.Namespace) -> int:
     named = [(name, *_split_key(path, args.key)) for name, path in specs]
     unique_names([name if name is not None else f.stem for name, f, _ in named], "score")
     target = _load_target(args.target, args.target_key)
-    n = target.shape[0]
+    score = partial(score_encoding, target=target, seed=args.seed)
+    if hasattr(target, "pairs"):  # a long-context folder: one pair sample, every score on it
+        from posgeom.analysis.pipeline_scale import Scorer
+
+        score = Scorer.for_target(target, target.n_positions, seed=args.seed).score
+        log.info("target: the folder's MDS coordinates (the whole estimate); scores sampled")
+    n = target.n_positions if hasattr(target, "pairs") else target.shape[0]
     rows = {}
     for name, file, key in named:
-        rows[name if name is not None else file.stem] = score_encoding(
-            from_file(file, n, key=key), target, seed=args.seed
-        )
+        rows[name if name is not None else file.stem] = score(from_file(file, n, key=key))
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
@@ -278,7 +300,8 @@ def register(sub: Any) -> None:
         "--target",
         required=True,
         help="arrays.npz of a results folder, or an (n, n) distance matrix (.npy); "
-        "FILE:KEY picks an array",
+        "FILE:KEY picks an array. A long-context folder (no n x n array) is scored on sampled "
+        "pairs against its MDS coordinates when they hold the whole estimate",
     )
     p.add_argument(
         "--target-key", default=None, help="array of --target to use (default: hellinger)"
