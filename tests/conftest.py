@@ -5,7 +5,12 @@ CI cannot turn red on a new random draw; widen ``max_examples`` locally to explo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # workers share the cores: one BLAS/OpenMP thread each
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 import pytest
 from hypothesis import settings

@@ -86,6 +86,15 @@ def _probe(address: str, timeout: float) -> None:
         raise PosgeomError(f"{fail}: the service there does not speak the Dask protocol{fix}")
 
 
+def _worker_log_level() -> int:
+    """Workers' own log lines only with --verbose (a DEBUG root logger). A task's failure reaches
+    the client as its exception either way; what workers log besides is noise, and on Ctrl-C
+    (the scheduler gone first) a heartbeat traceback per worker."""
+    import logging
+
+    return logging.WARNING if logging.getLogger().isEnabledFor(logging.DEBUG) else logging.CRITICAL
+
+
 @contextlib.contextmanager
 def _sigint_ignored() -> Iterator[None]:
     """SIGINT ignored while worker processes start (a child keeps an ignored SIGINT)."""
@@ -122,6 +131,7 @@ def _client(
                 processes=True,
                 threads_per_worker=threads_per_worker,
                 dashboard_address=None,
+                silence_logs=_worker_log_level(),
             )
         jobs._say(f"started a local Dask cluster with {len(cluster.workers)} workers", progress)
         try:
