@@ -248,6 +248,18 @@ def test_smacof_matches_scikit_learn_from_the_same_start():
     assert ours.final_stress < ours.initial_stress
 
 
+def test_smacof_stops_at_once_when_the_start_is_exact():
+    # a Euclidean configuration (scipy's pdist is the reference): full-rank MDS reproduces it, so
+    # the paper stress starts at round-off and no Guttman step can lower it meaningfully
+    pts = np.random.default_rng(3).standard_normal((60, 5))
+    target = squareform(pdist(pts))
+    start = classical_mds(target, 5)
+    refined = smacof_refine(target, start)
+    assert refined.converged and refined.n_iter == 0
+    assert refined.final_stress < 1e-20
+    np.testing.assert_allclose(refined.coordinates, start.coordinates)
+
+
 def test_smacof_stops_on_convergence():
     c = zipf_counts(30, 400, seed=7, flat=False)
     target = hellinger_distances(positional_distributions(c))

@@ -106,6 +106,27 @@ def test_monotonicity_exact_matches_brute_force_and_sampling_covers_it():
     assert again == runs[3]
 
 
+def test_sampled_rate_counts_exactly_the_drawn_triples():
+    # reference: the triples draw_triples gives for the seed, counted by hand in numpy; the
+    # sampled rate reuses them (cached per (n, m, seed)) for every encoding it scores
+    from posgeom.scores.order import draw_triples
+
+    rng = np.random.default_rng(6)
+    target = squareform(pdist(rng.standard_normal((30, 3))))
+    for seed in (7, 8, 7):
+        delta = squareform(pdist(rng.standard_normal((30, 2))))
+        i, j, k = draw_triples(30, 2000, np.random.default_rng(seed))
+        a, b = target[i, j] - target[i, k], delta[i, j] - delta[i, k]
+        got = monotonicity_violation_rate(
+            delta, target, method="sampled", n_samples=2000, seed=seed
+        )
+        assert not got.exact
+        assert (got.n_triples, got.n_violations) == (
+            int(np.count_nonzero(a)),
+            int(np.count_nonzero(a * b < 0)),
+        )
+
+
 def test_monotonicity_reference_points():
     rng = np.random.default_rng(4)
     pts = rng.standard_normal((40, 2))

@@ -74,11 +74,18 @@ def _orient(vecs: np.ndarray) -> np.ndarray:
 
 
 def canonicalise(vals: np.ndarray, vecs: np.ndarray, r: int, rtol: float):
-    """Canonical bases in tied eigenspaces that touch the top ``r``; deterministic signs."""
+    """Canonical bases in tied eigenspaces that touch the top ``r``; deterministic signs.
+
+    A group tied with zero (``lambda <= rtol * lambda_max``: the null space, e.g. the hundreds of
+    directions a rank-20 geometry of 512 positions leaves) is numerically null and keeps the
+    solver's basis: its coordinates are at most ``sqrt(rtol * lambda_max)``, and Gram-Schmidt over
+    hundreds of vectors in Python cost 2.6 s per MDS at n = 512 (the reproduction's replicates).
+    """
     vecs = vecs.copy()
     ties = []
+    null = rtol * max(float(np.max(np.abs(vals), initial=0.0)), 1e-300)
     for g in _tie_groups(vals, rtol):
-        if len(g) > 1 and g[0] < r and vals[g[0]] > 0:
+        if len(g) > 1 and g[0] < r and vals[g[0]] > null:
             vecs[:, g] = canonical_basis(vecs[:, g])
             ties.append(tuple(g))
     return _orient(vecs), tuple(ties)

@@ -177,11 +177,13 @@ class LowRankMDSFamily(Family):
     role = "fitted"
 
     def refit(self, distances: np.ndarray, *, model_dim: int, low_rank: int) -> Any:
-        """Classical MDS of the replicate at rank ``min(low_rank, n - 1)``."""
+        """Classical MDS of the replicate at rank ``min(low_rank, n - 1)`` (only the top
+        eigenpairs: the scores need the coordinates, not the whole spectrum)."""
         from posgeom.embed.mds import classical_mds
 
         n = distances.shape[0]
-        return classical_mds(distances, min(low_rank, n - 1), model_dim=model_dim)
+        r = min(low_rank, n - 1)
+        return classical_mds(distances, r, model_dim=model_dim, all_eigenvalues=False)
 
     def build(self, n_positions: int, **params: Any) -> MDSEncoding:
         return _checked(self.name, n_positions, low_rank_mds(_source(self.name, params), **params))

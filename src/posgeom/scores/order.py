@@ -17,6 +17,7 @@ round-off cannot create violations (an MDS encoding isometric to ``D`` scores ex
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from numbers import Integral, Real
 from typing import Any
 
@@ -121,10 +122,22 @@ def monotonicity_violation_rate(
             violations += int(np.count_nonzero(sa * sb < 0)) // 2
         rate = violations / informative if informative else 0.0
         return ViolationRate(rate, rate, rate, informative, violations, True, confidence)
-    i, j, k = draw_triples(n, n_samples, np.random.default_rng(seed))
+    ij, ik = _flat_triples(n, n_samples, seed)
+    t, e = tgt.ravel(), delta.ravel()
     return violations_in_triples(
-        (tgt[i, j], tgt[i, k]), (delta[i, j], delta[i, k]), (tol_t, tol_e), confidence
+        (t.take(ij), t.take(ik)), (e.take(ij), e.take(ik)), (tol_t, tol_e), confidence
     )
+
+
+@lru_cache(maxsize=4)
+def _flat_triples(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices ``(i n + j, i n + k)`` of :func:`draw_triples`'s ``m`` triples for ``seed``:
+    drawn once per ``(n, m, seed)``, as every encoding and bootstrap replicate of one comparison
+    is scored on the same triples (read-only: the cache shares them)."""
+    i, j, k = draw_triples(n, m, np.random.default_rng(seed))
+    ij, ik = i * n + j, i * n + k
+    ij.flags.writeable = ik.flags.writeable = False
+    return ij, ik
 
 
 def draw_triples(
