@@ -350,11 +350,21 @@ def analyze_training(out: Path) -> dict:
     return result
 
 
-def run(out: Path) -> None:
+def run(out: Path, work: Path | None = None) -> None:
+    """``analysis.json`` and the page; ``why.json`` is recomputed when the study's token cache
+    (``work/tokens_*.npy``) is there, else the one beside the results is used."""
+    import _extension_tasks
+    import _extension_why
+
+    if work is not None and (work / "tokens_moby_dick.npy").exists():
+        _extension_why.run(out, work)
+    why = out / "why.json"
     result = {
         "track_a": analyze_track_a(out),
         "track_b": analyze_track_b(out),
         "training": analyze_training(out),
+        "tasks": _extension_tasks.analyze(out),
+        "why": json.loads(why.read_text()) if why.exists() else {},
     }
     (out / "analysis.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     import _extension_report

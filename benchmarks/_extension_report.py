@@ -118,6 +118,83 @@ def track_b_tables(analysis: dict[str, Any]) -> list[str]:
     return lines
 
 
+def tasks_tables(analysis: dict[str, Any]) -> list[str]:
+    """Item 4 on the position tasks: outcomes per encoding, then the rank agreement."""
+    if not analysis:
+        return []
+    from _extension_tasks import ENCODINGS, PRIMARY, TASKS
+
+    tasks = [t for t in TASKS if t in analysis["outcomes"]]
+
+    lines = [
+        "Accuracy on the answer slots (mean over seeds; the seed range in brackets) at the trained "
+        "length (n = 8 items) and at 2x (n = 16), and the scale-optimal stress of the trained "
+        "encoding against the task's primary geometry at each length:",
+        "",
+        "| task (primary geometry) | encoding | seeds | accuracy 1x | accuracy 2x | loss 1x "
+        "| stress 1x | stress 2x | CPU-s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for task in tasks:
+        by = analysis["outcomes"][task]
+        for enc in (e for e in ENCODINGS if e in by):
+            c = by[enc]
+            lines.append(
+                f"| {task} ({PRIMARY[task]}) | {enc} | {c['seeds']} | {c['accuracy_1x']:.3f} "
+                f"({c['accuracy_1x_range']:.3f}) | {c['accuracy_2x']:.3f} | {c['loss_1x']:.3f} "
+                f"| {c['stress_1x']:.3f} | {c['stress_2x']:.3f} | {c['cpu_s']:.0f} |"
+            )
+    lines += [
+        "",
+        "Spearman's rho of minus the stress with minus the error (1 - accuracy) or the loss, per "
+        "task (bootstrap over encodings and seeds) and pooled (the mean of the per-task rhos; "
+        "its interval resamples every task's encodings and seeds):",
+        "",
+        "| outcome | score | " + " | ".join(analysis["outcomes"]) + " | pooled |",
+        "|---|---|" + "---|" * (len(analysis["outcomes"]) + 1),
+    ]
+    from _extension_tasks import OUTCOMES, SCORES
+
+    labels = [f"{g} geometry, {k.replace('_', '-')} stress" for g, k in SCORES]
+    for outcome in OUTCOMES:
+        block = analysis["agreement"].get(outcome, {})
+        for score in labels:
+            per = block[score]
+            cells = []
+            for task in tasks:
+                a = per.get(task, {})
+                cells.append(
+                    "–"
+                    if a.get("spearman") is None
+                    else f"{a['spearman']:+.2f} [{a['ci95'][0]:+.2f}, {a['ci95'][1]:+.2f}]"
+                )
+            p = per["pooled"]
+            pooled = (
+                "–"
+                if p["mean_spearman"] is None or p["ci95"] is None
+                else f"{p['mean_spearman']:+.2f} [{p['ci95'][0]:+.2f}, {p['ci95'][1]:+.2f}]"
+            )
+            lines.append(f"| {outcome} | {score} | " + " | ".join(cells) + f" | {pooled} |")
+    return lines
+
+
+def why_tables(why: dict[str, Any]) -> list[str]:
+    """The cheap predictors of the Track A losses (``_extension_why``)."""
+    lines: list[str] = []
+    for domain, d in why.items():
+        sp = d["spread"]
+        lines += [
+            "",
+            f"**{domain}** (windows {', '.join(d['windows'])}; the corpus's dependence is above "
+            f"its noise up to lag {d['longest_signal_lag']}; the primary score's {sp['strategies']} "
+            f"point values span {sp['range_of_scores']:.4f}, its 95% intervals are "
+            f"{sp['median_interval_width']:.4f} wide (median)):",
+            "",
+            *_agreement_table(d["agreement"]),
+        ]
+    return lines
+
+
 def write(out: Path, page: Path) -> None:
     analysis = json.loads((out / "analysis.json").read_text())
     body = ["### Track A: SmolLM2-135M, 8,192 -> 12,288", ""]
@@ -128,6 +205,12 @@ def write(out: Path, page: Path) -> None:
     for name, d in analysis.get("training", {}).items():
         body += [f"**{name}** (War and Peace tail; one point per trained model):", ""]
         body += [*_agreement_table(d), ""]
+    if analysis.get("tasks"):
+        body += ["### Item 4: position tasks (copy, reverse, sort, associative recall)", ""]
+        body += [*tasks_tables(analysis["tasks"]), ""]
+    if analysis.get("why"):
+        body += ["### What predicts the Track A losses (cheap predictors, no forwards)"]
+        body += [*why_tables(analysis["why"]), ""]
     section = "\n".join([BEGIN, *body, END])
     text = page.read_text() if page.exists() else f"# Context extension\n\n{BEGIN}\n{END}\n"
     if BEGIN in text and END in text:

@@ -38,7 +38,13 @@ def lag_vectors(model: Any, encoding: str, lags: np.ndarray) -> np.ndarray:
         return K.alibi_lag_vectors(pos.slopes.double().numpy(), lags)
     if encoding == "t5":
         bias = pos.bias.weight.detach().double().numpy()
-        return K.t5_lag_vectors(lags, bias=bias, num_buckets=pos.num_buckets, max_distance=128)
+        return K.t5_lag_vectors(
+            lags,
+            bias=bias,
+            num_buckets=pos.num_buckets,
+            max_distance=pos.max_distance,
+            bidirectional=pos.bidirectional,
+        )
     if encoding == "nope":
         return K.nope_lag_vectors(lags)
     table = pos.table().detach().double().numpy()

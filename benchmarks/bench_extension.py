@@ -12,8 +12,13 @@
 - ``--track stress``: item 4, the stress of each trained Track B encoding against the corpus
   lag geometry beside its loss (``benchmarks/_extension_training.py``; ``--work`` = the
   checkpoints); writes ``docs/extension/training_stress.json``.
+- ``--track tasks``: item 4 on copy, reverse, sort and associative recall: tiny encoders trained
+  with each position encoding, 3 seeds, their stress against the task's own geometry beside their
+  accuracy (``benchmarks/_extension_tasks.py``); writes ``docs/extension/tasks.jsonl``.
 - ``--track analyze``: rank correlations of the scores with the measured losses
-  (``benchmarks/_extension_analysis.py``); writes ``docs/extension/analysis.json``.
+  (``benchmarks/_extension_analysis.py``), the tasks' (``_extension_tasks.analyze``) and, with the
+  study's token cache under ``--work``, the cheap predictors of ``benchmarks/_extension_why.py``
+  (``why.json``); writes ``docs/extension/analysis.json`` and the tables of ``docs/EXTENSION.md``.
 
 Both measuring tracks append one JSON line per finished (strategy, window) and skip finished ones
 when started again, so an interrupted run resumes; progress lines go to stdout. One thread each
@@ -37,7 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--track", choices=("a", "b", "scores", "stress", "analyze"), required=True)
+    ap.add_argument(
+        "--track", choices=("a", "b", "scores", "stress", "tasks", "analyze"), required=True
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "extension")
     ap.add_argument(
         "--work",
@@ -64,10 +71,14 @@ def main(argv: list[str] | None = None) -> int:
         import _extension_training
 
         _extension_training.run(args.out, args.work)
+    elif args.track == "tasks":
+        import _extension_tasks
+
+        _extension_tasks.run(args.out / "tasks.jsonl")
     else:
         import _extension_analysis
 
-        _extension_analysis.run(args.out)
+        _extension_analysis.run(args.out, args.work)
     return 0
 
 

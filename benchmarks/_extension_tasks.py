@@ -1,0 +1,376 @@
+"""Issue 17 item 4 on tasks where position matters: copy, reverse, sort and associative recall.
+
+Each run trains a :class:`posgeom.nn.TinyEncoder` (bidirectional, d = 64, 4 heads, 2 layers, no
+dropout) with one position encoding, built by the training package's own
+:func:`posgeom.experiments.training.build_model` (its masked-LM head gives a vocabulary logit per
+token) and trained by :func:`posgeom.nn.tasks.fit_classifier` (AdamW, lr 3e-3, ``STEPS`` = 300
+steps of 32 sequences drawn from 20,000, cross-entropy on the answer slots only; every other label
+is -100), one thread, about 6-10 CPU-seconds per run; posgeom's MDS table only on sort and recall
+(``MDS_TASKS``). Sequences (token ids: 1 separator, 2 query slot, values ``3 ... 18``, recall keys
+``19 ... 34``), ``n = 8`` items at the trained length, 16 at 2x:
+
+- ``copy``    ``x_1 .. x_n SEP Q .. Q`` -> the ``n`` query slots read ``x_1 .. x_n``;
+- ``reverse`` the same input -> ``x_n .. x_1``;
+- ``sort``    the same input -> ``x`` sorted ascending;
+- ``recall``  ``k_1 v_1 .. k_n v_n SEP q Q`` (distinct keys) -> the one query slot reads the value
+  of key ``q``.
+
+Outcomes per run: accuracy and mean cross-entropy (nats) over the answer slots of 1,000 held-out
+sequences at ``n`` and at ``2n`` (learned and MDS tables interpolated past the trained length,
+sinusoidal computed, the relative encodings as they are).
+
+The corpus geometry is the task's own data: 4,000 *solved* sequences (the answers in the query
+slots) drawn like the training set, counted in two ways, each with the recommended estimator:
+
+- lag geometry (:func:`posgeom.lags.lag_geometry`, every token its own class, every lag
+  ``1 .. T-1``): the distances between the distributions of (token, token ``k`` later). This is
+  the primary geometry of copy (the answer is the token exactly ``n + 1`` earlier, a relative
+  rule), recall (the value follows its key at lag 1) and reverse (its only dependence is between
+  token pairs; the per-position marginals are flat);
+- per-position geometry (:func:`posgeom.analysis.pipeline.analyze_counts`): the Hellinger
+  distances between the distributions of the token at each position. Primary for sort, whose
+  answer slot ``i`` holds the ``i``-th order statistic, a distribution that changes with ``i``.
+
+Scores: the stress of the encoding *as trained* (learned and T5 tables after training) against
+each geometry: lag vectors from :mod:`posgeom.lags.kernels` (via ``_extension_training``) and the
+per-position geometry of :func:`posgeom.experiments.training.position_geometry`; scale-optimal
+stress is the primary score (the tool's default), paper stress beside it. Both are computed at
+the trained length and again at 2x against the geometry of the 2x data. One JSONL record per
+(task, encoding, seed) in ``tasks.jsonl``; a finished record is skipped when run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TASKS = ("copy", "reverse", "sort", "recall")
+ENCODINGS = ("sinusoidal", "learned", "mds", "rope", "alibi", "t5", "nope")
+#: posgeom's MDS table only where the task's per-position geometry is not flat: copy's and
+#: reverse's positions all hold the same uniform distribution (only the separator differs)
+MDS_TASKS = ("sort", "recall")
+PRIMARY = {"copy": "lag", "reverse": "lag", "sort": "position", "recall": "lag"}
+SEEDS = (0, 1, 2)
+N_ITEMS, N_VALUES = 8, 16
+SEP, QUERY, FIRST_VALUE = 1, 2, 3
+FIRST_KEY = FIRST_VALUE + N_VALUES
+VOCAB = FIRST_KEY + N_VALUES
+D, HEADS, LAYERS, BATCH, LR = 64, 4, 2, 32, 3e-3
+STEPS = int(os.environ.get("TASK_STEPS", 300))
+N_TRAIN, N_EVAL, N_GEOMETRY = 20_000, 1_000, 4_000
+
+
+# ------------------------------------------------------------------------------ data
+def make_task(task: str, n: int, count: int, seed: int) -> dict[str, np.ndarray]:
+    """``inputs``, ``solved`` (answers in the query slots) and ``labels`` (-100 off the answer
+    slots), each ``(count, T)`` int64."""
+    rng = np.random.default_rng(seed)
+    if task == "recall":
+        keys = np.argsort(rng.random((count, N_VALUES)), axis=1)[:, :n] + FIRST_KEY
+        vals = rng.integers(FIRST_VALUE, FIRST_KEY, (count, n))
+        pairs = np.stack([keys, vals], 2).reshape(count, 2 * n)
+        pick = rng.integers(0, n, count)
+        rows = np.arange(count)
+        head = np.concatenate([pairs, np.full((count, 1), SEP), keys[rows, pick][:, None]], 1)
+        answer = vals[rows, pick][:, None]
+    else:
+        head = rng.integers(FIRST_VALUE, FIRST_KEY, (count, n))
+        answer = {"copy": head, "reverse": head[:, ::-1], "sort": np.sort(head, 1)}[task]
+        head = np.concatenate([head, np.full((count, 1), SEP)], 1)
+    slots = np.full_like(answer, QUERY)
+    ignore = np.full_like(head, -100)
+    return {
+        "inputs": np.concatenate([head, slots], 1).astype(np.int64),
+        "solved": np.concatenate([head, answer], 1).astype(np.int64),
+        "labels": np.concatenate([ignore, answer], 1).astype(np.int64),
+    }
+
+
+def task_geometry(task: str, n: int) -> dict[str, Any]:
+    """Lag and per-position geometry of ``N_GEOMETRY`` solved training sequences at ``n``."""
+    from posgeom.analysis.pipeline import analyze_counts
+    from posgeom.corpus.counting import count_positions
+    from posgeom.lags import count_lags, lag_geometry, top_classes
+
+    solved = make_task(task, n, N_GEOMETRY, seed=10_000 + n)["solved"]
+    length = solved.shape[1]
+    classes = top_classes(np.bincount(solved.ravel(), minlength=VOCAB), VOCAB)
+    lag = lag_geometry(count_lags(list(solved), classes, lags=np.arange(1, length)))
+    counts = count_positions(solved.tolist(), max_positions=length, vocab_size=VOCAB)
+    pos = analyze_counts(counts, model_dim=D, refine=False, noise=None, max_rank=1, seed=0)
+    return {"lag": lag, "position": pos, "length": length}
+
+
+# ------------------------------------------------------------------------------ model
+def config(encoding: str, seed: int, length: int) -> Any:
+    from posgeom.experiments.training import TrainConfig
+
+    return TrainConfig(
+        task="imdb-mlm",  # the tiny encoder with a vocabulary head on every token
+        encoding=encoding,
+        seed=seed,
+        d_model=D,
+        n_heads=HEADS,
+        n_layers=LAYERS,
+        dropout=0.0,
+        max_len=length,
+        progress=False,
+    )
+
+
+def build(encoding: str, seed: int, geometry: dict[str, Any]) -> Any:
+    """The masked-LM tiny encoder of ``encoding``, its logits as ``(B, V, T)`` (the layout
+    :func:`~posgeom.nn.tasks.fit_classifier`'s cross-entropy takes with ``(B, T)`` labels)."""
+    import torch
+    from torch import nn
+
+    from posgeom.experiments.training import build_model
+
+    torch.manual_seed(seed)
+    cfg = config(encoding, seed, geometry["length"])
+    mlm = build_model(cfg, VOCAB, geometry["position"])
+
+    class PerToken(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mlm = mlm
+
+        @property
+        def position(self) -> Any:
+            return self.mlm.position
+
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            return self.mlm(tokens).transpose(1, 2)
+
+    return PerToken(), cfg
+
+
+def allow_longer(model: Any, encoding: str) -> None:
+    """Past the trained length: tables interpolate, sinusoidal computes its formula."""
+    pos = model.position
+    if encoding in ("learned", "mds"):
+        pos.beyond = "interpolate"
+    elif encoding == "sinusoidal":
+        pos.beyond = "compute"
+
+
+def outcome(model: Any, data: dict[str, np.ndarray]) -> dict[str, float]:
+    """Accuracy and mean cross-entropy over the answer slots."""
+    import torch
+
+    x, y = torch.from_numpy(data["inputs"]), torch.from_numpy(data["labels"])
+    with torch.inference_mode():
+        logits = model(x).double()
+    keep = y != -100
+    nll = torch.nn.functional.cross_entropy(logits, y, reduction="none")[keep]
+    hit = (logits.argmax(1) == y)[keep]
+    return {"accuracy": float(hit.double().mean()), "loss": float(nll.mean())}
+
+
+# ------------------------------------------------------------------------------ scores
+def _additive_rows(pos: Any, length: int) -> np.ndarray:
+    import torch
+
+    with torch.no_grad():
+        return pos(torch.arange(length)).double().numpy()
+
+
+def scores(model: Any, encoding: str, seed: int, geometry: dict[str, Any]) -> dict[str, Any]:
+    """Scale-optimal and paper stress against the lag and the per-position geometry."""
+    from _extension_training import lag_vectors
+    from posgeom.analysis.pipeline import score_encoding
+    from posgeom.experiments.training import position_geometry
+    from posgeom.lags.kernels import learned_lag_vectors
+
+    length, lag, pos = geometry["length"], geometry["lag"], geometry["position"]
+    additive = encoding in ("learned", "mds", "sinusoidal")
+    if additive:
+        rows = _additive_rows(model.position, length)
+        vec = learned_lag_vectors(rows, lag.lags)
+        per_pos: Any = rows
+    else:
+        vec = lag_vectors(model.mlm.encoder, encoding, lag.lags)
+        per_pos = position_geometry(model, config(encoding, seed, length), pos.distances)
+    out = {}
+    for name, enc, target in (("lag", vec, lag.distances), ("position", per_pos, pos.distances)):
+        s = score_encoding(enc, target)
+        out[name] = {"scale_optimal": float(s["scale_optimal"]), "paper": float(s["paper"])}
+    return out
+
+
+# ------------------------------------------------------------------------------ run
+def run_one(task: str, encoding: str, seed: int, geos: dict[int, dict[str, Any]]) -> dict:
+    import torch
+
+    from posgeom.nn.tasks import fit_classifier
+
+    t0 = time.process_time()
+    model, _ = build(encoding, seed, geos[N_ITEMS])
+    train = make_task(task, N_ITEMS, N_TRAIN, seed=seed)
+    losses = fit_classifier(
+        model,
+        torch.from_numpy(train["inputs"]),
+        torch.from_numpy(train["labels"]),
+        steps=STEPS,
+        lr=LR,
+        batch_size=BATCH,
+        seed=seed,
+    )
+    rec: dict[str, Any] = {"task": task, "encoding": encoding, "seed": seed, "steps": STEPS}
+    rec["train_loss_last100"] = float(np.mean(losses[-100:]))
+    rec["trained"] = outcome(model, make_task(task, N_ITEMS, N_EVAL, seed=1_000 + seed))
+    rec["scores_trained"] = scores(model, encoding, seed, geos[N_ITEMS])
+    allow_longer(model, encoding)
+    rec["double"] = outcome(model, make_task(task, 2 * N_ITEMS, N_EVAL, seed=2_000 + seed))
+    rec["scores_double"] = scores(model, encoding, seed, geos[2 * N_ITEMS])
+    rec["cpu_s"] = round(time.process_time() - t0, 1)
+    return rec
+
+
+def run(results: Path) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    done = set()
+    if results.exists():
+        for line in results.read_text().splitlines():
+            r = json.loads(line)
+            done.add((r["task"], r["encoding"], r["seed"]))
+    keys = [
+        (t, e, s) for s in SEEDS for t in TASKS for e in ENCODINGS if e != "mds" or t in MDS_TASKS
+    ]  # seed 0 of every cell first
+    geos: dict[str, dict[int, dict[str, Any]]] = {}
+    for key in keys:
+        if key in done:
+            continue
+        if key[0] not in geos:
+            geos[key[0]] = {n: task_geometry(key[0], n) for n in (N_ITEMS, 2 * N_ITEMS)}
+        rec = run_one(*key, geos[key[0]])
+        with results.open("a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        done.add(key)
+        print(
+            f"[{len(done)}/{len(keys)}] {key[0]} {key[1]} seed {key[2]}: accuracy "
+            f"{rec['trained']['accuracy']:.3f} (2x {rec['double']['accuracy']:.3f}), "
+            f"{rec['cpu_s']:.0f} CPU-s",
+            flush=True,
+        )
+    print("tasks complete", flush=True)
+
+
+# ------------------------------------------------------------------------------ analysis
+#: outcome label -> (record key, measure, the scores' length key)
+OUTCOMES = {
+    "error at 1x": ("trained", "accuracy", "scores_trained"),
+    "loss at 1x": ("trained", "loss", "scores_trained"),
+    "error at 2x": ("double", "accuracy", "scores_double"),
+    "loss at 2x": ("double", "loss", "scores_double"),
+}
+
+
+#: (geometry, stress kind) of the scores compared; "primary" is the task's (``PRIMARY``)
+SCORES = (
+    ("primary", "scale_optimal"),
+    ("lag", "scale_optimal"),
+    ("position", "scale_optimal"),
+    ("primary", "paper"),
+)
+
+
+def _cells(records: list[dict], task: str, outcome: str, geometry: str, kind: str) -> tuple:
+    """``({encoding: -mean stress}, {encoding: [loss or error per seed]})`` of one task."""
+    where, measure, at = OUTCOMES[outcome]
+    by: dict[str, dict[int, dict]] = {}
+    for r in records:
+        if r["task"] == task:
+            by.setdefault(r["encoding"], {})[r["seed"]] = r
+    seeds = sorted(set.intersection(*(set(v) for v in by.values()))) if by else []
+    scores, losses = {}, {}
+    for enc, rs in by.items():
+        vals = [rs[s][where][measure] for s in seeds]
+        losses[enc] = [1.0 - v for v in vals] if measure == "accuracy" else vals
+        scores[enc] = -float(np.mean([rs[s][at][geometry][kind] for s in seeds]))
+    return scores, losses
+
+
+def pooled_agreement(cells: list[tuple[dict, dict]], *, n_boot: int = 2000) -> dict[str, Any]:
+    """Mean over tasks of the within-task Spearman rho (score vs minus loss), with a percentile
+    bootstrap interval that resamples the encodings and the seeds of every task independently."""
+    from _extension_analysis import _spearman, _spearman_rows
+
+    rhos, boots = [], []
+    rng = np.random.default_rng(0)
+    for scores, losses in cells:
+        names = list(losses)
+        if len(names) < 3:
+            continue
+        s = np.array([scores[n] for n in names])
+        loss = np.array([losses[n] for n in names])
+        rhos.append(_spearman(s, -loss.mean(1)))
+        i = rng.integers(0, len(names), (n_boot, len(names)))
+        j = rng.integers(0, loss.shape[1], (n_boot, loss.shape[1]))
+        bl = np.stack([loss[i[b]][:, j[b]].mean(1) for b in range(n_boot)])
+        boots.append(_spearman_rows(s[i], -bl))
+    valid = [r for r in rhos if r is not None]
+    if not boots:
+        return {"tasks": 0, "mean_spearman": None, "ci95": None}
+    boot = np.stack(boots).mean(0)  # a replicate with a constant ranking in any task drops out
+    boot = boot[np.isfinite(boot)]
+    return {
+        "tasks": len(valid),
+        "mean_spearman": float(np.mean(valid)) if valid else None,
+        "ci95": [float(np.quantile(boot, q)) for q in (0.025, 0.975)] if boot.size else None,
+    }
+
+
+def analyze(out: Path) -> dict[str, Any]:
+    """Per task and pooled: Spearman of minus the stress against minus the error / loss."""
+    from _extension_analysis import rank_agreement, read_jsonl
+
+    records = read_jsonl(out / "tasks.jsonl")
+    if not records:
+        return {}
+    tasks = [t for t in TASKS if any(r["task"] == t for r in records)]
+    result: dict[str, Any] = {"outcomes": _outcome_table(records, tasks), "agreement": {}}
+    for outcome in OUTCOMES:
+        block: dict[str, Any] = {}
+        for geometry, kind in SCORES:
+            label = f"{geometry} geometry, {kind.replace('_', '-')} stress"
+            per = {}
+            for t in tasks:
+                which = PRIMARY[t] if geometry == "primary" else geometry
+                per[t] = _cells(records, t, outcome, which, kind)
+            block[label] = {
+                **{t: rank_agreement(*per[t]) for t in tasks},
+                "pooled": pooled_agreement(list(per.values())),
+            }
+        result["agreement"][outcome] = block
+    return result
+
+
+def _outcome_table(records: list[dict], tasks: list[str]) -> dict[str, Any]:
+    """task -> encoding -> means over seeds of the outcomes and the primary scores."""
+    table: dict[str, Any] = {}
+    for t in tasks:
+        for enc in ENCODINGS:
+            rs = [r for r in records if r["task"] == t and r["encoding"] == enc]
+            if not rs:
+                continue
+            g = PRIMARY[t]
+            table.setdefault(t, {})[enc] = {
+                "seeds": len(rs),
+                "accuracy_1x": float(np.mean([r["trained"]["accuracy"] for r in rs])),
+                "accuracy_1x_range": float(np.ptp([r["trained"]["accuracy"] for r in rs])),
+                "accuracy_2x": float(np.mean([r["double"]["accuracy"] for r in rs])),
+                "loss_1x": float(np.mean([r["trained"]["loss"] for r in rs])),
+                "stress_1x": float(np.mean([r["scores_trained"][g]["scale_optimal"] for r in rs])),
+                "stress_2x": float(np.mean([r["scores_double"][g]["scale_optimal"] for r in rs])),
+                "cpu_s": float(np.sum([r["cpu_s"] for r in rs])),
+            }
+    return table

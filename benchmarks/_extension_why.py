@@ -1,0 +1,155 @@
+"""Why the lag geometry does not rank SmolLM2's extensions, and what does (issue 17, item 3).
+
+Cheap computations only: posgeom's scores and the strategies' frequencies, no further forwards.
+For every Track A strategy with a measured window, from its ``rope_parameters`` at the target
+length (``w`` SmolLM2's inverse frequencies, ``w'`` the strategy's,
+:func:`posgeom.encodings.rope_types.rope_frequencies`):
+
+- **restricted lag stress**: the scale-optimal stress of the strategy's lag kernel
+  (:func:`posgeom.lags.kernels.rope_lag_vectors`) against the corpus's lag geometry
+  (:func:`posgeom.lags.lag_geometry`, ``top:30`` classes, recommended estimator, lags
+  :func:`~posgeom.lags.default_lags` up to 12,287: the same geometry ``scores_a.json`` scored),
+  over a subset of the lags only: those where the corpus's dependence is above its noise level
+  (``k <= longest_signal_lag``), those inside the trained length (``k < 8,192``) and those beyond
+  it (``k >= 8,192``); "all lags" recomputes the study's primary score as a check;
+- **fast-plane distortion**: ``mean |ln(w_f / w'_f)|`` over the planes whose period ``2 pi / w_f``
+  is shorter than the trained length (the planes training saw turn fully, which the model uses
+  inside its window), negated so that larger = predicted better;
+- **fast planes + unseen phases**: the sum of the strategy's ranks by fast-plane distortion
+  and by the share of rotation phases never seen in training (``unseen_phase_fraction`` of
+  :func:`posgeom.extension.fit.phase_report`), negated: a rule that rewards keeping the fast
+  planes *and* covering the slow ones; **fast planes + factor rule**: the same with the
+  ``factor rule`` of ``_extension_analysis`` (the slowest plane scaled by ``L / L0``) in place of
+  the unseen phases: YaRN's recipe as a score;
+- the spread of the primary score: the range of the strategies' point scores against the median
+  width of their 95% intervals (``scores_a.json``).
+
+Each is compared with the measured loss past 8k by :func:`_extension_analysis.rank_agreement`.
+Token ids come from the study's cache (``tokens_<text>.npy`` under ``--work``). Writes ``why.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CORPUS = {"books": "moby_dick", "stacks": "stacks_algebra"}
+
+
+def corpus_geometry(text: str, work: Path) -> Any:
+    import _extension_a as A
+    from posgeom.lags import count_lags, default_lags, lag_geometry, top_classes
+
+    ids = np.load(work / f"tokens_{text}.npy")
+    classes = top_classes(np.bincount(ids), 30)
+    return lag_geometry(count_lags([ids], classes, lags=default_lags(A.WINDOW - 1)))
+
+
+def _frequencies(params: dict[str, Any]) -> np.ndarray:
+    import _extension_a as A
+    from _extension_analysis import _freqs
+
+    return _freqs(params, A.HEAD_DIM, A.WINDOW, A.L0)
+
+
+def strategy_predictors(params: dict[str, Any], geo: Any) -> dict[str, float]:
+    """The predictors of one strategy (module docstring; larger = predicted better)."""
+    import _extension_a as A
+    from posgeom.analysis.pipeline import score_encoding
+    from posgeom.extension.fit import phase_report
+    from posgeom.lags.kernels import rope_lag_vectors
+
+    w0 = _frequencies({"rope_type": "default", "rope_theta": A.THETA})
+    w = _frequencies(params)
+    vec = rope_lag_vectors(w, geo.lags)
+    signal = geo.dependence.longest_signal_lag
+    subsets = {
+        "all lags": geo.lags > 0,
+        f"signal lags (<= {signal})": geo.lags <= signal,
+        "lags inside 8k": geo.lags < A.L0,
+        "lags beyond 8k": geo.lags >= A.L0,
+    }
+    out = {}
+    for name, keep in subsets.items():
+        idx = np.flatnonzero(keep)
+        s = score_encoding(vec[idx], geo.distances[np.ix_(idx, idx)])
+        out[f"lag stress, {name}"] = -float(s["scale_optimal"])
+    fast = 2 * np.pi / w0 < A.L0
+    out["fast-plane distortion"] = -float(np.mean(np.abs(np.log(w0[fast] / w[fast]))))
+    out["unseen phases"] = -phase_report(w0, w, A.L0, A.WINDOW)["unseen_phase_fraction"]
+    return out
+
+
+def _rank_rule(pred: dict[str, dict[str, float]], first: str, second: str) -> dict[str, float]:
+    """Minus the sum of the strategies' ranks by two predictors (rank 1 = predicted best)."""
+    from scipy.stats import rankdata
+
+    names = list(pred[first])
+    a = rankdata([-pred[first][n] for n in names])
+    b = rankdata([-pred[second][n] for n in names])
+    return {n: -float(x + y) for n, x, y in zip(names, a, b, strict=True)}
+
+
+def spread(entry: dict[str, Any]) -> dict[str, float]:
+    """Range of the primary score's point values and the median width of their intervals."""
+    rows = [v for v in entry["scores"].values() if "scale_optimal_ci" in v]
+    point = np.array([v["scale_optimal"] for v in rows])
+    width = np.array([v["scale_optimal_ci"][1] - v["scale_optimal_ci"][0] for v in rows])
+    return {
+        "strategies": len(rows),
+        "range_of_scores": float(np.ptp(point)),
+        "median_interval_width": float(np.median(width)),
+    }
+
+
+def run(out: Path, work: Path) -> None:
+    import _extension_a as A
+    from _extension_analysis import (
+        analyze_track_a,
+        baseline_scores,
+        complete_windows,
+        rank_agreement,
+        read_jsonl,
+        track_a_table,
+    )
+
+    records = read_jsonl(out / "track_a.jsonl")
+    params = {r["strategy"]: r["rope_parameters"] for r in records}
+    scored = json.loads((out / "scores_a.json").read_text())
+    measured = analyze_track_a(out)["domains"]
+    result: dict[str, Any] = {}
+    for domain, text in CORPUS.items():
+        if domain not in measured:
+            continue
+        by = track_a_table(records, domain)
+        names = list(measured[domain]["mean_loss_past_8k"])
+        windows = complete_windows(by, names)
+        losses = {s: [by[s][w]["loss_past_8k"] for w in windows] for s in names}
+        geo = corpus_geometry(text, work)
+        per = {n: strategy_predictors(params[n], geo) for n in names}
+        pred = {k: {n: per[n][k] for n in names} for k in per[names[0]]}
+        pred["factor rule"] = {
+            n: baseline_scores(
+                params[n], theta=A.THETA, head_dim=A.HEAD_DIM, l0=A.L0, target=A.WINDOW
+            )["factor rule"]
+            for n in names
+        }
+        pred["fast planes + unseen phases"] = _rank_rule(
+            pred, "fast-plane distortion", "unseen phases"
+        )
+        pred["fast planes + factor rule"] = _rank_rule(pred, "fast-plane distortion", "factor rule")
+        pred["in-window loss"] = {
+            s: -float(np.mean([by[s][w]["loss_first_2k"] for w in windows])) for s in names
+        }
+        result[domain] = {
+            "windows": [f"{t}#{i}" for t, i in windows],
+            "longest_signal_lag": int(geo.dependence.longest_signal_lag),
+            "spread": spread(scored[f"{text} top:30"]),
+            "predictors": pred,
+            "agreement": {k: rank_agreement(v, losses) for k, v in pred.items()},
+        }
+        print(f"why: {domain} done ({len(names)} strategies)", flush=True)
+    (out / "why.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
