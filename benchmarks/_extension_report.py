@@ -182,6 +182,8 @@ def why_tables(why: dict[str, Any]) -> list[str]:
     """The cheap predictors of the Track A losses (``_extension_why``)."""
     lines: list[str] = []
     for domain, d in why.items():
+        if domain == "track B":
+            continue
         sp = d["spread"]
         lines += [
             "",
@@ -189,6 +191,14 @@ def why_tables(why: dict[str, Any]) -> list[str]:
             f"its noise up to lag {d['longest_signal_lag']}; the primary score's {sp['strategies']} "
             f"point values span {sp['range_of_scores']:.4f}, its 95% intervals are "
             f"{sp['median_interval_width']:.4f} wide (median)):",
+            "",
+            *_agreement_table(d["agreement"]),
+        ]
+    for name, d in why.get("track B", {}).items():
+        lines += [
+            "",
+            f"**Track B, {name}** (the frequency rules on data they were not formed on; cells "
+            f"{', '.join(d['cells'])}):",
             "",
             *_agreement_table(d["agreement"]),
         ]

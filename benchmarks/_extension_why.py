@@ -25,6 +25,9 @@ length (``w`` SmolLM2's inverse frequencies, ``w'`` the strategy's,
   width of their 95% intervals (``scores_a.json``).
 
 Each is compared with the measured loss past 8k by :func:`_extension_analysis.rank_agreement`.
+The frequency rules (fast-plane distortion, unseen phases, factor rule and the rank sums) are
+also applied to Track B's RoPE strategies (base 10,000, head width 32, 128 -> 256 / 512 / 1,024,
+loss beyond 128), which the rules were not formed on.
 Token ids come from the study's cache (``tokens_<text>.npy`` under ``--work``). Writes ``why.json``.
 """
 
@@ -55,16 +58,34 @@ def _frequencies(params: dict[str, Any]) -> np.ndarray:
     return _freqs(params, A.HEAD_DIM, A.WINDOW, A.L0)
 
 
-def strategy_predictors(params: dict[str, Any], geo: Any) -> dict[str, float]:
-    """The predictors of one strategy (module docstring; larger = predicted better)."""
-    import _extension_a as A
-    from posgeom.analysis.pipeline import score_encoding
+def frequency_predictors(
+    params: dict[str, Any] | None, *, theta: float, head_dim: int, l0: int, target: int
+) -> dict[str, float]:
+    """Fast-plane distortion, unseen phases and the factor rule of one strategy, with the two
+    rank-sum rules added by :func:`add_rules` (module docstring; larger = predicted better)."""
+    from _extension_analysis import _freqs, baseline_scores
     from posgeom.extension.fit import phase_report
+
+    base = {"rope_type": "default", "rope_theta": theta}
+    w0 = _freqs(base, head_dim, target, l0)
+    w = _freqs(params or base, head_dim, target, l0)
+    fast = 2 * np.pi / w0 < l0
+    rules = baseline_scores(params, theta=theta, head_dim=head_dim, l0=l0, target=target)
+    return {
+        "fast-plane distortion": -float(np.mean(np.abs(np.log(w0[fast] / w[fast])))),
+        "unseen phases": -phase_report(w0, w, l0, target)["unseen_phase_fraction"],
+        "factor rule": rules["factor rule"],
+    }
+
+
+def lag_predictors(params: dict[str, Any], geo: Any) -> dict[str, float]:
+    """The restricted lag stresses of one Track A strategy (module docstring)."""
+    import _extension_a as A
+    from _extension_analysis import _freqs
+    from posgeom.analysis.pipeline import score_encoding
     from posgeom.lags.kernels import rope_lag_vectors
 
-    w0 = _frequencies({"rope_type": "default", "rope_theta": A.THETA})
-    w = _frequencies(params)
-    vec = rope_lag_vectors(w, geo.lags)
+    vec = rope_lag_vectors(_freqs(params, A.HEAD_DIM, A.WINDOW, A.L0), geo.lags)
     signal = geo.dependence.longest_signal_lag
     subsets = {
         "all lags": geo.lags > 0,
@@ -77,10 +98,17 @@ def strategy_predictors(params: dict[str, Any], geo: Any) -> dict[str, float]:
         idx = np.flatnonzero(keep)
         s = score_encoding(vec[idx], geo.distances[np.ix_(idx, idx)])
         out[f"lag stress, {name}"] = -float(s["scale_optimal"])
-    fast = 2 * np.pi / w0 < A.L0
-    out["fast-plane distortion"] = -float(np.mean(np.abs(np.log(w0[fast] / w[fast]))))
-    out["unseen phases"] = -phase_report(w0, w, A.L0, A.WINDOW)["unseen_phase_fraction"]
     return out
+
+
+def _by_predictor(per: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """strategy -> predictor -> value, turned into predictor -> strategy -> value, with the
+    two rank-sum rules."""
+    names = list(per)
+    pred = {k: {n: per[n][k] for n in names} for k in per[names[0]]}
+    pred["fast planes + unseen phases"] = _rank_rule(pred, "fast-plane distortion", "unseen phases")
+    pred["fast planes + factor rule"] = _rank_rule(pred, "fast-plane distortion", "factor rule")
+    return pred
 
 
 def _rank_rule(pred: dict[str, dict[str, float]], first: str, second: str) -> dict[str, float]:
@@ -109,7 +137,6 @@ def run(out: Path, work: Path) -> None:
     import _extension_a as A
     from _extension_analysis import (
         analyze_track_a,
-        baseline_scores,
         complete_windows,
         rank_agreement,
         read_jsonl,
@@ -129,18 +156,13 @@ def run(out: Path, work: Path) -> None:
         windows = complete_windows(by, names)
         losses = {s: [by[s][w]["loss_past_8k"] for w in windows] for s in names}
         geo = corpus_geometry(text, work)
-        per = {n: strategy_predictors(params[n], geo) for n in names}
-        pred = {k: {n: per[n][k] for n in names} for k in per[names[0]]}
-        pred["factor rule"] = {
-            n: baseline_scores(
-                params[n], theta=A.THETA, head_dim=A.HEAD_DIM, l0=A.L0, target=A.WINDOW
-            )["factor rule"]
-            for n in names
-        }
-        pred["fast planes + unseen phases"] = _rank_rule(
-            pred, "fast-plane distortion", "unseen phases"
+        kw = {"theta": A.THETA, "head_dim": A.HEAD_DIM, "l0": A.L0, "target": A.WINDOW}
+        pred = _by_predictor(
+            {
+                n: {**lag_predictors(params[n], geo), **frequency_predictors(params[n], **kw)}
+                for n in names
+            }
         )
-        pred["fast planes + factor rule"] = _rank_rule(pred, "fast-plane distortion", "factor rule")
         pred["in-window loss"] = {
             s: -float(np.mean([by[s][w]["loss_first_2k"] for w in windows])) for s in names
         }
@@ -152,4 +174,37 @@ def run(out: Path, work: Path) -> None:
             "agreement": {k: rank_agreement(v, losses) for k, v in pred.items()},
         }
         print(f"why: {domain} done ({len(names)} strategies)", flush=True)
+    result["track B"] = track_b(out)
     (out / "why.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+
+
+def track_b(out: Path) -> dict[str, Any]:
+    """The frequency rules on Track B's RoPE strategies: data the rules were not formed on."""
+    import _extension_b as B
+    from _extension_analysis import (
+        B_DOMAINS,
+        _b_cells,
+        complete_windows,
+        rank_agreement,
+        read_jsonl,
+    )
+
+    records = read_jsonl(out / "track_b.jsonl")
+    result: dict[str, Any] = {}
+    for length in B.LENGTHS[1:]:
+        params = B.rope_strategies(length / B.L0)
+        kw = {"theta": 10000.0, "head_dim": B.D // B.HEADS, "l0": B.L0, "target": length}
+        for domain, texts in B_DOMAINS.items():
+            by = _b_cells(records, "rope", length, texts)
+            names = [n for n in by if by[n] and (n != "posgeom fitted" or params[n])]
+            cells = complete_windows(by, names)
+            if len(names) < 3 or not cells:
+                continue
+            losses = {n: [by[n][c]["loss_beyond_trained"] for c in cells] for n in names}
+            rope = {n: {**(params[n] or {"type": "default"}), "rope_theta": 10000.0} for n in names}
+            pred = _by_predictor({n: frequency_predictors(rope[n], **kw) for n in names})
+            result[f"rope L={length} {domain}"] = {
+                "cells": [f"seed{s}:{t}" for s, t in cells],
+                "agreement": {k: rank_agreement(v, losses) for k, v in pred.items()},
+            }
+    return result
