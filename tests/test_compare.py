@@ -98,10 +98,10 @@ def test_rope_heads_distances_by_hand_and_full_width_equals_sinusoidal():
     theta = 10000.0 ** (-np.arange(0, h, 2) / h)
     gap = np.arange(n)[:, None] - np.arange(n)[None, :]
     expected = np.sqrt((d // h) * np.sum(2 - 2 * np.cos(gap[..., None] * theta), axis=-1))
-    np.testing.assert_allclose(enc.distances(), expected, atol=1e-10)
+    np.testing.assert_allclose(enc.distances, expected, atol=1e-10)
     np.testing.assert_allclose(np.linalg.norm(enc.vectors, axis=1), np.sqrt(d / 2))
     np.testing.assert_allclose(
-        rope_heads(n, d, d).distances(), E.sinusoidal(n, d=d).distances(), atol=1e-10
+        rope_heads(n, d, d).distances, E.sinusoidal(n, d=d).distances, atol=1e-10
     )
     assert default_rope_head_dim(768, 12) == 64 and default_rope_head_dim(128, 12) == 64
     with pytest.raises(PosgeomError):

@@ -150,15 +150,24 @@ def test_one_converter_for_whatever_holds_distances():
     est = posgeom.estimate_geometry(sample_counts(mu, np.full(6, 300), seed=3).counts)
     enc = sinusoidal(6, d=8)
     mds = posgeom.classical_mds(est, 3)
+    refined = posgeom.embed.smacof_refine(est.distances, mds)
+    factors = posgeom.embed.low_rank_factors(mds, 2)
     for holder, ref in (
-        (est, est.distances),  # an attribute
-        (enc, squareform(pdist(enc.vectors))),  # a method
-        (mds, squareform(pdist(mds.coordinates))),  # a method
+        (est, est.distances),
+        (enc, squareform(pdist(enc.vectors))),
+        (mds, squareform(pdist(mds.coordinates))),
+        (refined, squareform(pdist(refined.coordinates))),
+        (factors, squareform(pdist(factors.A @ factors.B.T))),
         (np.array(est.distances), est.distances),  # an array
     ):
         dm = as_distances(holder)
         assert isinstance(dm, DistanceMatrix) and not dm.distances.flags.writeable
         np.testing.assert_allclose(dm.distances, ref, rtol=0, atol=1e-12)
         assert as_distances(dm) is dm
+        if not isinstance(holder, np.ndarray):  # an attribute everywhere: a read-only array
+            held = holder.distances
+            assert isinstance(held, np.ndarray) and not held.flags.writeable
+            assert holder.distances is held  # built once
+            np.testing.assert_allclose(held, ref, rtol=0, atol=1e-12)
     with pytest.raises(PosgeomError, match="not symmetric"):
         as_distances(np.array([[0.0, 1.0], [2.0, 0.0]]))

@@ -42,10 +42,10 @@ def test_alibi_geometry_per_head_and_stacked():
         e = enc.alibi(n, heads, head=h)
         assert e.vectors.shape == (n, 1)
         np.testing.assert_array_equal(e.vectors[:, 0], slopes[h] * np.arange(n))
-        np.testing.assert_allclose(e.distances(), slopes[h] * gaps, rtol=1e-15)
+        np.testing.assert_allclose(e.distances, slopes[h] * gaps, rtol=1e-15)
         assert np.linalg.matrix_rank(e.vectors - e.vectors.mean(0)) == 1
     stacked = enc.alibi(n, heads)
-    np.testing.assert_allclose(stacked.distances(), np.linalg.norm(slopes) * gaps, rtol=1e-12)
+    np.testing.assert_allclose(stacked.distances, np.linalg.norm(slopes) * gaps, rtol=1e-12)
     assert [p.head for p in stacked.per_head()] == list(range(heads))
     for bad in (0, -2, 1.5):
         with pytest.raises(PosgeomError):
@@ -95,7 +95,7 @@ def test_t5_buckets_match_transformers(bidirectional, num_buckets, max_distance)
 def test_t5_bucket_geometry():
     n = 200
     e = enc.t5(n)
-    d = e.distances()
+    d = e.distances
     assert e.vectors is None
     assert np.array_equal(d, d.T) and np.all(np.diag(d) == 0)
     # exact buckets below max_exact = 8, logarithmic after, the last bucket (15) from 128 on
@@ -104,7 +104,7 @@ def test_t5_bucket_geometry():
     assert np.all(np.diff(d[0]) >= 0)
     # Toeplitz: depends only on |i - j|
     np.testing.assert_array_equal(d[50, 60:], d[0, 10:150])
-    uni = enc.t5(20, bidirectional=False).distances()
+    uni = enc.t5(20, bidirectional=False).distances
     np.testing.assert_array_equal(uni[0, :16], np.arange(16))
 
 
@@ -117,11 +117,11 @@ def test_t5_bias_table_distance():
     for i, j in [(0, 1), (3, 20), (29, 0), (7, 7)]:
         fwd = np.mean(np.abs(bias[bucket[0, 0]] - bias[bucket[i, j]]))
         bwd = np.mean(np.abs(bias[bucket[0, 0]] - bias[bucket[j, i]]))
-        assert e.distances()[i, j] == pytest.approx(0.5 * (fwd + bwd), abs=1e-14)
+        assert e.distances[i, j] == pytest.approx(0.5 * (fwd + bwd), abs=1e-14)
     emb = torch.nn.Embedding(nb, heads)
-    table = enc.t5(n, bias=emb).distances()
+    table = enc.t5(n, bias=emb).distances
     np.testing.assert_allclose(
-        table, enc.t5(n, bias=emb.weight.detach().numpy()).distances(), rtol=1e-6
+        table, enc.t5(n, bias=emb.weight.detach().numpy()).distances, rtol=1e-6
     )
     with pytest.raises(PosgeomError):
         enc.t5(n, bias=np.zeros((16, 2)))

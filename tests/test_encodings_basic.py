@@ -33,7 +33,7 @@ def test_sinusoidal_matches_annotated_transformer_and_hand_values():
     assert e.vectors[3, 2] == pytest.approx(math.sin(3 / 10000 ** (2 / 16)))
     assert e.vectors[0].tolist() == [0.0, 1.0] * (d // 2)
     np.testing.assert_allclose(np.linalg.norm(e.vectors, axis=1), math.sqrt(d / 2))
-    dist = e.distances()
+    dist = e.distances
     _check_distance_matrix(dist, n)
     # ||PE_i - PE_j||^2 = sum_k 2 - 2 cos((i - j) w_k)
     gap = np.arange(n)[:, None] - np.arange(n)[None, :]
@@ -54,22 +54,30 @@ def test_sinusoidal_base_and_errors():
             enc.sinusoidal(n)
 
 
-def test_vectors_are_read_only_and_distances_fresh():
+def test_vectors_and_distances_are_read_only_attributes():
     e = enc.sinusoidal(5, d=4)
     with pytest.raises(ValueError):
         e.vectors[0, 0] = 1.0
-    d1 = e.distances()
-    d1[0, 1] = 99.0
-    assert e.distances()[0, 1] != 99.0
+    d1 = e.distances
+    with pytest.raises(ValueError):
+        d1[0, 1] = 99.0
+    assert e.distances is d1  # built once, kept
+    np.testing.assert_allclose(d1, cdist(e.vectors, e.vectors), rtol=0, atol=1e-12)
+    # the method spelling of earlier releases: a DeprecationWarning and a writable copy
+    with pytest.warns(DeprecationWarning, match="attribute now"):
+        old = e.distances()
+    old[0, 1] = 99.0
+    assert type(old) is np.ndarray and e.distances[0, 1] != 99.0
+    assert type(d1 * 2.0) is np.ndarray and type(d1.sum(axis=0)) is np.ndarray
 
 
 def test_nope_and_random():
     z = enc.nope(6, d=3)
     assert np.all(z.vectors == 0) and z.vectors.shape == (6, 3)
-    assert np.all(z.distances() == 0)
+    assert np.all(z.distances == 0)
     r = enc.random(7, d=5, seed=3, scale=2.0)
     np.testing.assert_array_equal(r.vectors, 2.0 * np.random.default_rng(3).standard_normal((7, 5)))
-    np.testing.assert_allclose(r.distances(), cdist(r.vectors, r.vectors), atol=1e-12)
+    np.testing.assert_allclose(r.distances, cdist(r.vectors, r.vectors), atol=1e-12)
     np.testing.assert_array_equal(enc.random(7, d=5, seed=3, scale=2.0).vectors, r.vectors)
     assert not np.array_equal(
         enc.random(7, d=5, seed=4).vectors, enc.random(7, d=5, seed=3).vectors
@@ -79,7 +87,7 @@ def test_nope_and_random():
 
 
 def test_single_position():
-    assert enc.sinusoidal(1, d=4).distances().tolist() == [[0.0]]
+    assert enc.sinusoidal(1, d=4).distances.tolist() == [[0.0]]
 
 
 def test_xpos_hand_values():
@@ -96,7 +104,7 @@ def test_xpos_hand_values():
     # query_i . key_i per plane = cos^2 + sin^2 = 1: the scales cancel at equal positions
     planes = e.vectors[:, :4] * key.vectors[:, :4] + e.vectors[:, 4:] * key.vectors[:, 4:]
     np.testing.assert_allclose(planes, 1.0)
-    _check_distance_matrix(e.distances(), n)
+    _check_distance_matrix(e.distances, n)
     with pytest.raises(PosgeomError):
         enc.xpos(4, head_dim=5)
 
@@ -111,9 +119,9 @@ def test_from_file_npy_npz_safetensors(tmp_path):
     np.savez(tmp_path / "d.npz", distances=dist)
     f = enc.from_file(tmp_path / "d.npz")
     assert f.vectors is None and f.params["kind"] == "distances"
-    np.testing.assert_allclose(f.distances(), dist)
-    _check_distance_matrix(f.distances(), 10)
-    np.testing.assert_allclose(enc.from_file(tmp_path / "d.npz", 3).distances(), dist[:3, :3])
+    np.testing.assert_allclose(f.distances, dist)
+    _check_distance_matrix(f.distances, 10)
+    np.testing.assert_allclose(enc.from_file(tmp_path / "d.npz", 3).distances, dist[:3, :3])
     from safetensors.numpy import save_file
 
     save_file({"vectors": vec, "other": np.ones(3)}, str(tmp_path / "v.safetensors"))

@@ -30,7 +30,7 @@ def test_mds_of_drifting_corpus_is_sinusoidal():
     target = _hellinger(mu)
     e = enc.mds(target, d=128)
     assert e.vectors.shape == (n, 128) and e.name == "mds"
-    np.testing.assert_allclose(e.distances(), target, atol=1e-9)  # exact Euclidean geometry
+    np.testing.assert_allclose(e.distances, target, atol=1e-9)  # exact Euclidean geometry
     i = np.arange(n)
     waves = np.column_stack([f(2 * np.pi * i / p) for p in periods for f in (np.cos, np.sin)])
     waves -= waves.mean(axis=0)
@@ -43,7 +43,7 @@ def test_mds_of_drifting_corpus_is_sinusoidal():
     )
     np.testing.assert_allclose(e.result.eigenvalues[4:], 0.0, atol=1e-10)  # rank 2M = 4
     same = enc.get("mds", n, source=mu, d=128)  # distributions in, same geometry out
-    np.testing.assert_allclose(same.distances(), target, atol=1e-9)
+    np.testing.assert_allclose(same.distances, target, atol=1e-9)
     with pytest.raises(PosgeomError):
         enc.get("mds", n + 1, source=target)
 
@@ -55,9 +55,7 @@ def test_low_rank_mds_paper_parameter_count():
     assert e.params["n_parameters"] == 480 and e.params["full_parameters"] == 4096
     assert e.params["parameter_reduction"] == pytest.approx(1 - 480 / 4096)
     assert np.linalg.matrix_rank(e.vectors) == 3
-    np.testing.assert_allclose(
-        e.distances(), squareform(pdist(_classical_mds(target, 3))), atol=1e-9
-    )
+    np.testing.assert_allclose(e.distances, squareform(pdist(_classical_mds(target, 3))), atol=1e-9)
     np.testing.assert_allclose(e.factors.A @ e.factors.B.T, e.vectors)
     via_registry = enc.get("low_rank_mds", 32, source=target, rank=3, d=128)
-    np.testing.assert_allclose(via_registry.distances(), e.distances(), atol=1e-12)
+    np.testing.assert_allclose(via_registry.distances, e.distances, atol=1e-12)

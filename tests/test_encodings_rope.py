@@ -117,10 +117,10 @@ def test_rotation_matches_apply_rotary_pos_emb():
 def test_rope_geometry_equals_sinusoidal_for_same_width_and_base():
     r = enc.rope(40, head_dim=128)
     s = enc.sinusoidal(40, d=128)
-    np.testing.assert_allclose(r.distances(), s.distances(), atol=1e-10)
+    np.testing.assert_allclose(r.distances, s.distances, atol=1e-10)
     unit = enc.rope(40, head_dim=128, normalize="vector")
     np.testing.assert_allclose(np.linalg.norm(unit.vectors, axis=1), 1.0)
-    np.testing.assert_allclose(unit.distances() * 8.0, s.distances(), atol=1e-10)
+    np.testing.assert_allclose(unit.distances * 8.0, s.distances, atol=1e-10)
     lin = enc.rope(40, head_dim=128, scaling="linear", factor=2.0)
     # linear scaling = position interpolation: position 2i of the scaled = position i of the plain
     np.testing.assert_allclose(lin.vectors[::2], enc.rope(20, head_dim=128).vectors, atol=1e-12)

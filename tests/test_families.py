@@ -69,7 +69,7 @@ def _required(name, request, tmp_path_factory, corpus):
 def test_builds_symmetric_zero_diagonal_read_only(name, request, tmp_path_factory, corpus):
     enc = E.get(name, N, **_required(name, request, tmp_path_factory, corpus))
     assert isinstance(enc, E.PositionEncoding) and enc.n_positions == N
-    dist = enc.distances()
+    dist = enc.distances
     assert dist.shape == (N, N) and dist.dtype == np.float64
     np.testing.assert_array_equal(dist, dist.T)
     np.testing.assert_array_equal(np.diag(dist), 0.0)
@@ -79,8 +79,7 @@ def test_builds_symmetric_zero_diagonal_read_only(name, request, tmp_path_factor
             assert not array.flags.writeable
             with pytest.raises(ValueError):
                 array[0, 0] = 1.0
-    dist[0, 1] = -1.0  # distances() is a fresh copy
-    assert enc.distances()[0, 1] >= 0
+    assert not dist.flags.writeable and enc.distances is dist  # read-only, built once
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -171,7 +170,7 @@ def test_numpy_and_torch_agree(name, corpus):
     params = fam.torch_build_params(spec)
     if module is None or params is None:  # NoPE; randomly initialised tables
         return
-    expected = fam.build(N, **params).distances()
+    expected = fam.build(N, **params).distances
     np.testing.assert_allclose(_torch_geometry(module, N), expected, atol=2e-5 * expected.max())
 
 
@@ -193,7 +192,7 @@ assert "kerple_log" in E.available() and "kerple_log" in default_encodings()
 assert "kerple_log" in posgeom.analysis.compare.DEFAULT_ENCODINGS  # read when used, not at import
 assert E.role_of("kerple_log") == "candidate"
 enc = E.get("kerple_log", 5, r1=2.0, r2=0.5)
-np.testing.assert_allclose(enc.distances()[0, 4], 2.0 * np.log(3.0))
+np.testing.assert_allclose(enc.distances[0, 4], 2.0 * np.log(3.0))
 counts = count_positions(synthetic_corpus(200, length=8, seed=0), max_positions=8)
 row = compare_encodings(counts, model_dim=8, encodings=["kerple_log"], noise=None).row("kerple_log")
 assert row["parameters"] == 0 and row["description"].startswith("KERPLE-log")
@@ -264,9 +263,9 @@ def test_roles_and_refits():
     pts = np.random.default_rng(0).normal(size=(9, 3)) * [3.0, 2.0, 1.0]
     dist = squareform(pdist(pts))
     full = E.family("mds").refit(dist, model_dim=6, low_rank=2)
-    np.testing.assert_allclose(full.distances(), dist, atol=1e-9)
+    np.testing.assert_allclose(full.distances, dist, atol=1e-9)
     low = E.family("low_rank_mds").refit(dist, model_dim=6, low_rank=2)
     coords, _ = numpy_mds(dist**2, 2)
-    np.testing.assert_allclose(low.distances(), squareform(pdist(coords)), atol=1e-9)
+    np.testing.assert_allclose(low.distances, squareform(pdist(coords)), atol=1e-9)
     assert E.family("mds+smacof").refit(dist, model_dim=6, low_rank=2) is None
     assert E.family("sinusoidal").refit(dist, model_dim=6, low_rank=2) is None

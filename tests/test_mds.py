@@ -99,7 +99,7 @@ def test_implicit_solver_matches_exact_on_a_flat_spectrum(smoothing):
     implicit = classical_mds(d, 24, solver="implicit")
     np.testing.assert_allclose(implicit.eigenvalues[:24], exact.eigenvalues[:24], rtol=1e-9)
     assert implicit.total_variance == pytest.approx(exact.total_variance, rel=1e-12)
-    err = np.abs(implicit.distances() - exact.distances()).max()
+    err = np.abs(implicit.distances - exact.distances).max()
     assert err < 1e-6
 
 
@@ -119,7 +119,7 @@ def test_recovers_a_euclidean_configuration_with_zero_stress(points):
     dist = squareform(pdist(points))
     res = classical_mds(dist, points.shape[1])
     assert stress(res, dist) < 1e-12
-    np.testing.assert_allclose(res.distances(), dist, atol=1e-7 * max(1.0, dist.max()))
+    np.testing.assert_allclose(res.distances, dist, atol=1e-7 * max(1.0, dist.max()))
 
 
 def test_three_one_hot_distributions_give_the_paper_numbers():
@@ -163,7 +163,7 @@ def test_signs_follow_position_order_and_placement_is_orthonormal():
     q = res.placement
     np.testing.assert_allclose(q.T @ q, np.eye(3), atol=1e-12)
     assert res.embedding.shape == (25, 16)
-    np.testing.assert_allclose(squareform(pdist(res.embedding)), res.distances(), atol=1e-12)
+    np.testing.assert_allclose(squareform(pdist(res.embedding)), res.distances, atol=1e-12)
     padded = classical_mds(d, 3, model_dim=16)
     assert np.all(padded.embedding[:, 3:] == 0)
     np.testing.assert_allclose(padded.embedding[:, :3], res.coordinates, atol=1e-12)

@@ -274,7 +274,7 @@ def test_mechanism_encodings_learned_rows_with_offset_and_start():
     assert list(encs) == ["learned"]
     np.testing.assert_array_equal(encs["learned"].vectors, weight[3:10])  # padding_idx 1 -> row 2
     np.testing.assert_allclose(
-        encs["learned"].distances(), cdist(weight[3:10], weight[3:10]), atol=1e-12
+        encs["learned"].distances, cdist(weight[3:10], weight[3:10]), atol=1e-12
     )
 
 
@@ -295,7 +295,7 @@ def test_mechanism_encodings_rope_matches_the_models_cos_sin():
     encs = mechanism_encodings(model, n)
     cos, sin = model.rotary_emb(torch.zeros(1, n, 32), torch.arange(n)[None])
     ref = torch.cat([cos[0, :, :4], sin[0, :, :4]], dim=1).double().numpy()  # one copy per plane
-    np.testing.assert_allclose(encs["rope"].distances(), cdist(ref, ref), atol=1e-5)
+    np.testing.assert_allclose(encs["rope"].distances, cdist(ref, ref), atol=1e-5)
     assert encs["rope"].params["rotary_dim"] == 8
 
 
@@ -333,7 +333,7 @@ def test_mechanism_encodings_alibi_and_buckets_against_transformers():
     diff = np.abs(values - np.einsum("hii->hi", values)[:, :, None])
     for h in range(2):
         np.testing.assert_allclose(
-            encs[f"relative_buckets_h{h}"].distances(), 0.5 * (diff[h] + diff[h].T), atol=1e-7
+            encs[f"relative_buckets_h{h}"].distances, 0.5 * (diff[h] + diff[h].T), atol=1e-7
         )
 
 

@@ -43,9 +43,9 @@ def test_geometry_of_the_module_is_the_t5_bias_geometry():
     geometry = family("t5").module_geometry(module, spec)
     values = module(20).detach().double().numpy()  # bias a query at i gives key j, per head
     diff = np.abs(values - np.einsum("hii->hi", values)[:, :, None]).mean(0)
-    np.testing.assert_allclose(geometry.distances(), 0.5 * (diff + diff.T), atol=1e-12)
+    np.testing.assert_allclose(geometry.distances, 0.5 * (diff + diff.T), atol=1e-12)
     np.testing.assert_allclose(
-        geometry.distances(), t5(20, bias=module.bias.weight).distances(), atol=0
+        geometry.distances, t5(20, bias=module.bias.weight).distances, atol=0
     )
 
 

@@ -4,12 +4,19 @@
 read-only ``(n, n)`` array in ``.distances`` (always an attribute) and the position ids.
 :func:`as_distances` is the one converter: whatever holds distances (a ``DistanceMatrix``, an
 array, an object whose ``.distances`` is an array, such as ``GeometryEstimate``, ``NoiseFloor``,
-``PipelineResult``, or a method, such as ``PositionEncoding``, ``MDSResult``,
-``ComparisonResult``) becomes a ``DistanceMatrix``; :func:`held_distances` is the raw lookup.
+``PipelineResult``, ``PositionEncoding``, ``MDSResult``, ``ComparisonResult``) becomes a
+``DistanceMatrix``; :func:`held_distances` is the raw lookup.
+
+``.distances`` is an attribute everywhere: a read-only ``(n, n)`` float64 array, computed once
+where it is derived (an encoding's from its vectors or lag profile, an MDS result's from its
+coordinates) and cached. The method spelling ``x.distances()`` of earlier releases still works for
+one release: the array is a :class:`DistancesArray`, whose call warns (``DeprecationWarning``)
+and returns a writable copy, as the method did.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +27,10 @@ from posgeom._errors import PosgeomError
 
 __all__ = [
     "DistanceMatrix",
+    "DistancesArray",
     "as_distances",
     "check_distance_matrix",
+    "distances_attribute",
     "euclidean_distances",
     "held_distances",
     "looks_like_distance_matrix",
@@ -88,10 +97,34 @@ class DistanceMatrix:
         return out.copy() if copy else out
 
 
+class DistancesArray(np.ndarray):
+    """A read-only distance array that can still be called like the ``distances()`` method it
+    replaces (deprecated; goes in the next release). Arithmetic on it gives plain arrays."""
+
+    def __call__(self) -> np.ndarray:
+        warnings.warn(
+            "distances is an attribute now: write x.distances, not x.distances() (the call is "
+            "deprecated and goes in the next release; it returns a writable copy)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return np.array(self)
+
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False) -> Any:
+        out = np.asarray(array)
+        return out[()] if return_scalar else out
+
+
+def distances_attribute(matrix: Any) -> DistancesArray:
+    """``matrix`` as the read-only ``.distances`` attribute of an object (a view, no copy)."""
+    out = np.asarray(matrix, dtype=np.float64).view(DistancesArray)
+    out.setflags(write=False)
+    return out
+
+
 def held_distances(obj: Any) -> Any:
-    """The distances ``obj`` holds (its ``.distances``, called when it is a method), or None."""
-    held = getattr(obj, "distances", None)
-    return held() if callable(held) else held
+    """The distances ``obj`` holds (its ``.distances`` attribute; an array holds none), or None."""
+    return None if isinstance(obj, np.ndarray) else getattr(obj, "distances", None)
 
 
 def as_distances(obj: Any, name: str = "distances") -> DistanceMatrix:

@@ -98,7 +98,7 @@ def test_pooled_counts_are_bucket_sums_and_scores_pool_the_encoding(counts):
     np.testing.assert_array_equal(est.distances, ref)
     np.testing.assert_array_equal(est.totals, [b.sum() for b in buckets])
     enc = sinusoidal(10, d=16)
-    delta = enc.distances()
+    delta = enc.distances
     sizes = [2, 3, 4, 1]
     starts = [0, 2, 5, 9]
     manual = np.array(

@@ -43,6 +43,7 @@ def attach_intervals(
     ``counts`` has no replicates or the comparison dropped positions (the replicates' geometry
     must be the table's). ``estimator``: the one the table's target was estimated with, so the
     replicates are re-estimated the same way."""
+    from posgeom._distance_matrix import held_distances
     from posgeom.encodings import families
     from posgeom.uncertainty.bootstrap import bootstrap_scores
 
@@ -51,7 +52,8 @@ def attach_intervals(
     n = counts.counts.shape[0]
     fitted_families = {k: f for k, f in families().items() if f.role == "fitted"}
     fixed = {k: v for k, v in encodings.items() if k not in fitted_families}
-    if any(getattr(e, "distances", None) and e.distances().shape[0] != n for e in fixed.values()):
+    held = (held_distances(e) for e in fixed.values())
+    if any(d is not None and d.shape[0] != n for d in held):
         log.warning("intervals skipped: the comparison dropped positions the replicates keep")
         return None
     names = {r["encoding"] for r in table}

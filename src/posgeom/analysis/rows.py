@@ -57,7 +57,7 @@ def _restrict(enc: Any, positions: np.ndarray) -> PositionEncoding:
         return enc
     if getattr(enc, "vectors", None) is not None and getattr(enc, "distance_matrix", None) is None:
         return PositionEncoding(enc.name, enc.vectors[positions], enc.params)
-    dist = enc.distances()[np.ix_(positions, positions)]
+    dist = enc.distances[np.ix_(positions, positions)]
     vec = None if enc.vectors is None else enc.vectors[positions]
     return PositionEncoding(enc.name, vec, enc.params, dist)
 

@@ -131,7 +131,7 @@ def stationarity(distances: Any) -> StationarityResult:
     """Stationarity diagnostic of an ``(n, n)`` distance matrix (see :class:`StationarityResult`).
 
     ``distances``: a symmetric non-negative matrix with a zero diagonal, or any object with a
-    ``.distances()`` method. Needs ``n >= 3``.
+    ``.distances`` attribute. Needs ``n >= 3``.
     """
     d = as_distances(distances).distances
     n = d.shape[0]

@@ -217,7 +217,7 @@ def _load_target(spec: str, key: str | None = None) -> Any:
         return np.asarray(arrays[name])
     from posgeom.encodings import from_file
 
-    return from_file(p, kind="distances", key=key).distances()
+    return from_file(p, kind="distances", key=key).distances
 
 
 def _target_estimator(spec: str, key: str | None) -> str | None:

@@ -106,7 +106,7 @@ def _extract(args: argparse.Namespace) -> int:
     print("| key | family | geometry | mean distance | min distance (separation) |")
     print("|---|---|---|---:|---:|")
     for key, enc in encodings.items():
-        d = enc.distances()
+        d = enc.distances
         off = d[~np.eye(n, dtype=bool)] if n > 1 else np.zeros(1)
         shape = (
             f"vectors {enc.vectors.shape}" if enc.vectors is not None else f"distances {d.shape}"
@@ -116,7 +116,7 @@ def _extract(args: argparse.Namespace) -> int:
         from posgeom.io.artifacts import save_artifact
 
         arrays = {
-            key: enc.vectors if enc.vectors is not None else enc.distances()
+            key: enc.vectors if enc.vectors is not None else enc.distances
             for key, enc in encodings.items()
         }
         meta = {

@@ -39,6 +39,7 @@ Deterministic output
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -48,7 +49,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
-from posgeom._distance_matrix import euclidean_distances
+from posgeom._distance_matrix import distances_attribute, euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._threads import blas_threads
 from posgeom._validation import Interval, Options, validate_params
@@ -68,7 +69,7 @@ class PlacedCoordinates:
     """Coordinates ``X`` (n, r) placed in a model space of width ``d`` by ``Q`` (d, r).
 
     Shared by :class:`MDSResult` and the SMACOF result: ``embedding = X Q^T`` (the encoding's
-    vectors) and ``distances()`` (equal for ``X`` and ``X Q^T``, since ``Q`` is orthonormal).
+    vectors) and ``distances`` (equal for ``X`` and ``X Q^T``, since ``Q`` is orthonormal).
     """
 
     coordinates: np.ndarray
@@ -83,9 +84,11 @@ class PlacedCoordinates:
     def vectors(self) -> np.ndarray:
         return self.embedding
 
+    @functools.cached_property
     def distances(self) -> np.ndarray:
-        """Euclidean distances between the embedded positions, shape (n, n)."""
-        return euclidean_distances(self.coordinates)
+        """Euclidean distances between the embedded positions, shape (n, n), read-only (built
+        on first use and kept)."""
+        return distances_attribute(euclidean_distances(self.coordinates))
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,6 +15,7 @@ Low rank: ``P ≈ A B^T`` with ``A`` (n x r), ``B`` (d x r): ``r (n + d)`` param
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
@@ -148,10 +149,12 @@ class LowRankFactors:
     def vectors(self) -> np.ndarray:
         return self.embedding
 
+    @functools.cached_property
     def distances(self) -> np.ndarray:
-        from posgeom._distance_matrix import euclidean_distances
+        """Euclidean distances of the rank-``r`` embedding, (n, n), read-only (kept)."""
+        from posgeom._distance_matrix import distances_attribute, euclidean_distances
 
-        return euclidean_distances(self.embedding)
+        return distances_attribute(euclidean_distances(self.embedding))
 
 
 @validate_params({"rank": [Interval(Integral, 1, None)]})

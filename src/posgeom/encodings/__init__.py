@@ -4,7 +4,7 @@ Each family lives in one module (the only place its mathematics lives) and regis
 :class:`~posgeom.encodings._registry.Family` by decorator; see :mod:`posgeom.encodings._registry`.
 Each constructor takes the number of positions first and returns a :class:`PositionEncoding` with
 ``name``, ``n_positions``, ``params``, ``vectors`` (``(n, d)`` float64 or ``None``) and
-``distances()`` (``(n, n)`` float64, exactly symmetric, zero diagonal)::
+``distances`` (``(n, n)`` float64, read-only, exactly symmetric, zero diagonal)::
 
     posgeom.encodings.sinusoidal(32, d=128)
     posgeom.encodings.get("rope", 32, head_dim=64, scaling="yarn", factor=4,

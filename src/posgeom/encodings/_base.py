@@ -4,25 +4,27 @@ An encoding of ``n`` positions is a :class:`PositionEncoding`:
 
 - ``vectors``: ``(n, d)`` float64 position vectors, or ``None`` when the encoding has no vectors
   (ALiBi and T5 have biases, not vectors; a distance file has only distances);
-- ``distances()``: the ``(n, n)`` float64 position-distance matrix, exactly symmetric with a zero
-  diagonal. By default the Euclidean distances ``||p_i - p_j||`` of the vectors; an encoding whose
+- ``distances``: the ``(n, n)`` float64 position-distance matrix, exactly symmetric with a zero
+  diagonal (an attribute, built on first use and kept). By default the Euclidean distances ``||p_i - p_j||`` of the vectors; an encoding whose
   geometry is not Euclidean in its vectors stores the matrix itself in ``distance_matrix``;
 - ``lag_profile``: ``(n,)`` distances ``f(k)`` of a translation-invariant encoding,
   ``D_ij = f(|i - j|)`` (sinusoidal, RoPE, ALiBi, T5, NoPE). T5 has only this: long contexts
   never need its ``(n, n)`` matrix, and the separation margin is ``min_{k >= 1} f(k)``, exactly.
 
-Both arrays are read-only; ``distances()`` returns a fresh writable copy.
+Every array is read-only (``distances`` too: copy it to modify it). ``distances()``, the method
+spelling of earlier releases, still works for one release with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from posgeom._distance_matrix import euclidean_distances
+from posgeom._distance_matrix import distances_attribute, euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int, is_integer
 
@@ -143,14 +145,16 @@ class PositionEncoding:
         """Width ``d`` of the vectors, or ``None`` when there are none."""
         return None if self.vectors is None else int(self.vectors.shape[1])
 
+    @functools.cached_property
     def distances(self) -> np.ndarray:
-        """``(n, n)`` float64 position distances: exactly symmetric, zero diagonal (a new array)."""
+        """``(n, n)`` float64 position distances: exactly symmetric, zero diagonal, read-only;
+        built on first use and kept (``distance_matrix`` itself when it is stored)."""
         if self.distance_matrix is not None:
-            return np.array(self.distance_matrix, copy=True)
+            return distances_attribute(self.distance_matrix)
         if self.lag_profile is not None:
             idx = np.arange(self.n_positions)
-            return self.lag_profile[np.abs(idx[:, None] - idx[None, :])]
-        return euclidean_distances(self.vectors)
+            return distances_attribute(self.lag_profile[np.abs(idx[:, None] - idx[None, :])])
+        return distances_attribute(euclidean_distances(self.vectors))
 
     def __repr__(self) -> str:
         shape = None if self.vectors is None else tuple(self.vectors.shape)

@@ -340,7 +340,7 @@ def layerwise_positional_signal(
         include_special: count special tokens (True) or skip them and re-index (False; module
             docstring).
         target: optional ``(n, n)`` distance matrix (e.g. Hellinger) or object with
-            ``.distances()``; when given, ``stress[kind]`` is computed per layer with
+            ``.distances``; when given, ``stress[kind]`` is computed per layer with
             :func:`posgeom.scores.stress.stress_scores` (the same numbers as
             ``stress(distances[l], target, kind=kind)``).
         progress: show a tqdm bar.

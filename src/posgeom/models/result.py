@@ -365,7 +365,7 @@ class ModelAnalysis:
         if self.target_geometry is not None:
             arrays["target"] = self.target
         for key, enc in self.encodings.items():
-            arrays[f"encoding_{key}"] = enc.vectors if enc.vectors is not None else enc.distances()
+            arrays[f"encoding_{key}"] = enc.vectors if enc.vectors is not None else enc.distances
         meta = {
             "model": self.model_name,
             "corpus": self.corpus_name,

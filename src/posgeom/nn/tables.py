@@ -64,10 +64,8 @@ def _mds_arrays(mds_result: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fitted_sq_distances(mds_result: Any) -> np.ndarray:
-    """Squared distances of the fitted configuration (``distances()`` is a method of MDSResult)."""
+    """Squared distances of the fitted configuration (its ``.distances``)."""
     dist = getattr(mds_result, "distances", None)
-    if callable(dist):
-        dist = dist()
     if dist is None:
         raise PosgeomError(
             "beyond='extend' needs the training distances: pass train_sq_distances=D**2 (n, n), "
@@ -144,7 +142,7 @@ class AbsolutePositionEmbedding(PositionEmbedding):
 
         For ``beyond="extend"`` pass ``train_sq_distances`` (n, n), the squared distances the MDS
         was fitted to (squared Hellinger distances ``D**2``). Without them the squared distances of
-        the fitted configuration itself are used (``mds_result.distances()**2``, the Euclidean
+        the fitted configuration itself are used (``mds_result.distances**2``, the Euclidean
         distances of the coordinates): equal to ``D**2`` when the MDS is exact (full rank, ``D``
         Euclidean), otherwise the rank-``r`` approximation of it. The placement ``Q`` (d, r) is
         recovered from ``embedding = coordinates Qᵀ``.

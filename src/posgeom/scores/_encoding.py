@@ -1,4 +1,4 @@
-"""Read an encoding given as vectors, a distance matrix, or an object with ``.distances()``."""
+"""Read an encoding given as vectors, a distance matrix, or an object with ``.distances``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from posgeom._distance_matrix import (
     as_distances,
     check_distance_matrix,
     euclidean_distances,
+    held_distances,
     looks_like_distance_matrix,
 )
 from posgeom._errors import PosgeomError
@@ -23,11 +24,11 @@ def encoding_distances(
     """The ``(n, n)`` position-distance matrix of ``encoding``.
 
     ``encoding`` is position vectors ``(n, d)``, a distance matrix ``(n, n)``, or an object with a
-    ``.distances()`` method (posgeom encodings, :class:`~posgeom.embed.mds.MDSResult`). A square
+    ``.distances`` attribute (posgeom encodings, :class:`~posgeom.embed.mds.MDSResult`). A square
     array is read as distances when it is symmetric with a zero diagonal and non-negative entries
     (``encoding_kind`` overrides that guess).
     """
-    if callable(getattr(encoding, "distances", None)):  # an encoding, an MDSResult
+    if held_distances(encoding) is not None:  # an encoding, an MDS result, an estimate
         return as_distances(encoding, name).distances
     if hasattr(encoding, "detach"):  # a torch tensor
         encoding = encoding.detach().cpu().double().numpy()
@@ -114,7 +115,7 @@ def encoding_pairs(encoding: Any, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 
 def n_positions_of(encoding: Any) -> int | None:
-    """Rows of an encoding (``None`` when it only has ``distances()``)."""
+    """Rows of an encoding (``None`` when it only has ``distances``)."""
     for attr in ("lag_profile", "coordinates", "vectors", "distance_matrix"):
         v = getattr(encoding, attr, None)
         if v is not None:

@@ -131,7 +131,7 @@ def stress(
 
     Parameters
     ----------
-    encoding : (n, d) vectors, (n, n) distances, or an object with ``.distances()``
+    encoding : (n, d) vectors, (n, n) distances, or an object with ``.distances``
     target : (n, n) distance matrix (e.g. :func:`~posgeom.hellinger_distances`)
     kind : {"paper", "stress1", "scale_optimal", "raw"}
     """

@@ -161,7 +161,7 @@ def bootstrap_scores(
 
     ``boot``: :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, or a :class:`ReplicateGeometry`
     already computed (then the estimator options are ignored). ``encodings``: name -> fixed
-    encoding (``(n, d)`` vectors, ``(n, n)`` distances, or an object with ``.distances()``);
+    encoding (``(n, d)`` vectors, ``(n, n)`` distances, or an object with ``.distances``);
     ``fitted_encodings``: name -> function of the ``(m, m)`` target giving an encoding (e.g.
     ``lambda D: classical_mds(D, 8)``), refitted on every replicate. With position pooling
     (``estimator_options={"pool": ...}``) the geometry has one row per bucket: give the encodings
@@ -303,7 +303,7 @@ def bootstrap_vector(
     """Intervals of the ``kind`` stress of each of ``L`` encodings (e.g. one per layer of a model).
 
     ``boot``: ``BootstrapCounts`` or a :class:`ReplicateGeometry`; ``encodings``: ``L`` encodings
-    (vectors, distances, or objects with ``.distances()``) of the geometry's positions.
+    (vectors, distances, or objects with ``.distances``) of the geometry's positions.
     """
     _check_level(level, method)
     if kind not in STRESS_KINDS:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._distance_matrix import held_distances
 from posgeom._errors import PosgeomError
 
 __all__ = ["ReplicateGeometry", "as_replicate_geometry", "estimate_distances", "replicate_geometry"]
@@ -20,9 +21,8 @@ _TRANSFORMS = ("convention", "resolution", "coarsen", "pool", "equal_samples", "
 
 
 def _matrix(geometry: Any) -> np.ndarray:
-    d = getattr(geometry, "distances", geometry)
-    d = d() if callable(d) else d
-    return np.asarray(d, dtype=np.float64)
+    held = held_distances(geometry)
+    return np.asarray(geometry if held is None else held, dtype=np.float64)
 
 
 def _estimator(estimator: Any, options: Mapping[str, Any]) -> Callable[[Any], Any]:
