@@ -189,6 +189,7 @@ def compare_encodings(
         learned_model=learned_model,
         extra_encodings=extra_encodings,
         seed=seed,
+        keep_encodings=not res.sampled,  # for the intervals; a long context's are not held
     )
     from posgeom.analysis.intervals import attach_intervals
 

@@ -249,7 +249,7 @@ class GeometryEstimate:
     block for the long-context scores.
     """
 
-    distances: np.ndarray
+    _distances: np.ndarray | None
     estimator: str
     positions: np.ndarray
     totals: np.ndarray
@@ -263,6 +263,19 @@ class GeometryEstimate:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     gram: Any = None  # FactoredGram (posgeom.geometry.gram) or None
     coordinates: np.ndarray | None = None  # (m, K') the Euclidean estimate's X (euclidean=True)
+
+    @property
+    def distances(self) -> np.ndarray | None:
+        """The ``(m, m)`` matrix (see the class docstring). The Euclidean estimate's,
+        ``||x_i - x_j||``, is made on first use and kept: the MDS step and the blocked or
+        sampled scores read :attr:`coordinates`, so they never allocate an ``(m, m)`` array."""
+        if self._distances is None and self.coordinates is not None and self.diagnostics["dense"]:
+            from posgeom._distance_matrix import euclidean_distances
+
+            dist = euclidean_distances(self.coordinates)
+            dist.setflags(write=False)
+            object.__setattr__(self, "_distances", dist)
+        return self._distances
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self.distances is None:
@@ -292,13 +305,13 @@ class GeometryEstimate:
         :class:`~posgeom.estimators._blocks.EstimateBlocks` (correction, clip, convention);
         either way the blocks equal the dense matrix's.
         """
-        if self.distances is not None:
-            from posgeom.scores.large import DenseTarget
-
-            return DenseTarget(self.distances)
         from posgeom.estimators._blocks import CoordinateBlocks, EstimateBlocks
 
-        if self.coordinates is not None:
+        if self._distances is not None:
+            from posgeom.scores.large import DenseTarget
+
+            return DenseTarget(self._distances)
+        if self.coordinates is not None:  # the matrix is not made for its blocks
             return CoordinateBlocks(self.coordinates)
         return EstimateBlocks(self.gram, self.convention)
 

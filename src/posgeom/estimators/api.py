@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._distance_matrix import euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom.estimators._core import (
     DENSE_MAX_N,
@@ -18,7 +17,12 @@ from posgeom.estimators._core import (
     finish,
     get,
 )
-from posgeom.estimators.euclidean import EUCLIDEAN_RANK, euclidean_form, spectrum_keys
+from posgeom.estimators.euclidean import (
+    EUCLIDEAN_RANK,
+    euclidean_form,
+    pairs_above,
+    spectrum_keys,
+)
 from posgeom.estimators.transforms import (
     coarsen_counts,
     equal_sample_counts,
@@ -129,7 +133,7 @@ def estimate_geometry(
         result, c, convention, build=build, euclidean=euclidean, rank=euclidean_rank, seed=seed
     )
     return GeometryEstimate(
-        distances=distances,
+        _distances=distances,
         estimator=spec.name,
         positions=positions,
         totals=totals,
@@ -187,12 +191,9 @@ def _finish_estimate(
     coords.setflags(write=False)
     diag: dict[str, Any] = {"projection": info, "dense": build, **spectrum_keys(info)}
     diag["clip_rule"] = f"none: the Euclidean estimate ({rule}: the top eigenpairs of B~ above tau)"
-    if not build:
-        return gram, None, coords, diag
-    dist = euclidean_distances(coords)
-    diag["above_max"] = int(np.count_nonzero(dist > np.sqrt(2.0) * np.sqrt(scale) + 1e-12)) // 2
-    dist.setflags(write=False)
-    return gram, dist, coords, diag
+    if build:  # the matrix itself is made on first use (GeometryEstimate.distances)
+        diag["above_max"] = pairs_above(coords, np.sqrt(2.0 * scale) + 1e-12)
+    return gram, None, coords, diag
 
 
 def _resolution_spec(resolution: Any, coarsen: Any) -> Any:

@@ -272,3 +272,19 @@ def spectrum_keys(info: dict[str, Any]) -> dict[str, Any]:
         "negative_eigenvalue_ratio": max(0.0, -low / largest) if largest > 0 else 0.0,
         "euclidean": info["negative_eigenvalues"] == 0,  # the raw B~, before the projection
     }
+
+
+def pairs_above(coords: np.ndarray, limit: float, *, block: int = 1024) -> int:
+    """The number of pairs ``i < j`` with ``||x_i - x_j|| > limit``, in row blocks (``O(block m)``
+    memory, no ``(m, m)`` array); none when the points' diameter bound ``2 max ||x_i - mean||``
+    is within ``limit``."""
+    x = np.asarray(coords, dtype=np.float64)
+    radius = np.sqrt(np.max(np.sum((x - x.mean(axis=0)) ** 2, axis=1), initial=0.0))
+    if 2.0 * radius <= limit:
+        return 0
+    sq = np.sum(x * x, axis=1)
+    above = 0
+    for lo in range(0, x.shape[0], block):
+        d2 = sq[lo : lo + block, None] + sq[None, :] - 2.0 * (x[lo : lo + block] @ x.T)
+        above += int(np.count_nonzero(d2 > limit * limit))
+    return above // 2

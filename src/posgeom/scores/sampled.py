@@ -53,7 +53,7 @@ DEFAULT_SAMPLE = 100_000  # triples (and so pairs) per target: intervals of a fe
 SEPARATION_EXACT_FLOPS = 1e11  # blocked exact separation up to n^2 d / 2 multiply-adds
 SEPARATION_EXACT_PAIRS = 2.5e8  # ... and n^2 / 2 pairs (n <= 22,360)
 _KD_TREE_MAX_DIM = 8
-_BLOCK = 2048
+_BLOCK = 1024  # rows per block: a block and its temporaries stay near 30 MB
 _CHUNK = 50_000
 log = logging.getLogger("posgeom")
 
