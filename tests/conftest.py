@@ -8,12 +8,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-if os.environ.get("PYTEST_XDIST_WORKER"):  # workers share the cores: one BLAS/OpenMP thread each
+import pytest
+from hypothesis import settings
+
+# before numpy is imported (no import above loads it): workers share the cores, one BLAS thread each
+if os.environ.get("PYTEST_XDIST_WORKER"):
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
-import pytest
-from hypothesis import settings
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The whole suite runs on every core (``-n auto`` in pyproject); a run of named files or tests
+    stays in one process (it starts at once, and parallel runs of several people do not multiply).
+    An explicit ``-n N`` is kept."""
+    named = config.args_source == pytest.Config.ArgsSource.ARGS
+    if named and getattr(config.option, "numprocesses", None) == "auto":
+        config.option.numprocesses = 0
+
 
 settings.register_profile("posgeom", derandomize=True)
 settings.load_profile("posgeom")
