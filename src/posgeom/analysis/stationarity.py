@@ -208,6 +208,11 @@ def _fit(stats: np.ndarray, weight: np.ndarray) -> tuple[float, float, np.ndarra
     return _r2(res_t, total), _r2(res_m, total), mean, mono
 
 
+def _clip(r2: float, half: float) -> tuple[float, float]:
+    """``r2 -+ half`` within ``[0, 1]`` (both fits contain the constant, so ``R^2 >= 0``)."""
+    return max(0.0, r2 - half), min(1.0, r2 + half)
+
+
 def sampled_stationarity(
     target: Any,
     *,
@@ -259,8 +264,8 @@ def sampled_stationarity(
         monotone_fit=mono,
         n_positions=n,
         lag_edges=edges,
-        toeplitz_ci=(t_r2 - z * se[0], min(1.0, t_r2 + z * se[0])),
-        monotone_ci=(m_r2 - z * se[1], min(1.0, m_r2 + z * se[1])),
+        toeplitz_ci=_clip(t_r2, z * se[0]),
+        monotone_ci=_clip(m_r2, z * se[1]),
         sampling={
             "pairs": int(d.size),
             "pairs_per_bin": int(per_bin),
