@@ -15,6 +15,9 @@ peak resident memory of the whole process: interpreter, imports, loading the cou
   geometry       ``posgeom geometry c.npz -d 768 -o DIR`` (every default: recommended
                  estimator, all baselines, rank curve, noise floor, refinement where it runs),
                  and the same with ``--estimator plugin``
+  compare        ``posgeom compare --counts c.npz -d 768 -o DIR`` (every default: the
+                 comparison table, heads, rank curve 1..16, stationarity; sampled above
+                 n = 2,048)
 
 Counts: n = 1,024 and 8,192 are the synthetic Zipf counts of ``bench_geometry.zipf_counts``
 (V = 30,522); n = 131,072 is the IMDB long-context corpus of ``bench_scale`` (44 documents of
@@ -132,6 +135,11 @@ def measure(n: int, cap: float, skip: tuple[str, ...] = ()) -> dict:
             py, "-m", "posgeom.cli.main", "geometry", path, "-d", "768", "-o",
             f"{folder}/out", *extra,
         ]  # fmt: skip
+    folder = tempfile.mkdtemp(prefix=f"bench_default_{n}_compare_")
+    tasks["compare_recommended"] = [
+        py, "-m", "posgeom.cli.main", "compare", "--counts", path, "-d", "768", "-o",
+        f"{folder}/out",
+    ]  # fmt: skip
     for name, argv in tasks.items():
         if name in skip or f"{name}@{n}" in skip:
             out[name] = {"seconds": None, "peak_bytes": None, "note": "not run (time budget)"}
@@ -166,14 +174,16 @@ def section(rows: list[dict]) -> list[str]:
         "of `estimate_geometry(C)`; geometry = `posgeom geometry c.npz -d 768` (every default).",
         "",
         "| n | peer MDS (GEMM + pcoa) | GEMM + sklearn ClassicalMDS | MDS step, plug-in | MDS "
-        "step, corrected | `geometry` (recommended) | `geometry --estimator plugin` |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "step, corrected | `geometry` (recommended) | `geometry --estimator plugin` | "
+        "`compare` (recommended) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         lines.append(
             f"| {row['n']:,} | {_cell(row['peer_pcoa'])} | {_cell(row['peer_sklearn'])} | "
             f"{_cell(row['mds_plugin'])} | {_cell(row['mds_corrected'])} | "
-            f"{_cell(row['geometry_recommended'])} | {_cell(row['geometry_plugin'])} |"
+            f"{_cell(row['geometry_recommended'])} | {_cell(row['geometry_plugin'])} | "
+            f"{_cell(row.get('compare_recommended', {}))} |"
         )
     lines += ["", *targets(rows), ""]
     return lines
@@ -211,6 +221,11 @@ def targets(rows: list[dict]) -> list[str]:
             f"- default `geometry` at n = 131,072 <= 15 min and 4 GB: "
             f"{_cell(r['geometry_recommended'])}."
         )
+        if "compare_recommended" in r:
+            out.append(
+                "- default `compare` at n = 131,072 runs with no n x n matrix (item 4; held to "
+                f"the same 15 min and 4 GB here): {_cell(r['compare_recommended'])}."
+            )
     return out
 
 
@@ -223,15 +238,22 @@ def default_section(
     """Measure every size and return the page section (bench_geometry.py calls this too)."""
     rows = []
     t = time.time()
+    before = os.getloadavg()
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     for n in sizes:
         print(f"\n== default command, n = {n:,}", flush=True)
         rows.append(measure(n, cap, skip))
     load = os.getloadavg()
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps({"rows": rows, "load_average_after": load}, indent=2))
+    json_path.write_text(json.dumps(
+        {"rows": rows, "commit": commit, "load_average_before": before,
+         "load_average_after": load}, indent=2))  # fmt: skip
     lines = section(rows)
-    lines.insert(-1, f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-                     f"{time.time() - t:.0f} s in all; load average after it "
+    lines.insert(-1, f"Run: ended {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit "
+                     f"{commit}, {time.time() - t:.0f} s in all; load average (1 / 5 / 15 min) "
+                     f"before {before[0]:.1f} / {before[1]:.1f} / {before[2]:.1f}, after "
                      f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on 2 cores.")  # fmt: skip
     return lines
 
