@@ -83,6 +83,9 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys):
         assert (folder / f"{name}.json").is_file(), name
     run = json.loads((folder / "run.json").read_text())
     assert run["limit"] == 200 and run["corpora"]["imdb"]["n"] <= 24
+    # the page says what the time covers: CPU beside wall, and whether the counts were counted
+    assert run["cached"] is False and 0 < run["cpu_seconds"]
+    assert "token counts counted (empty cache)" in md and "s of CPU" in md
     imdb = json.loads((folder / "imdb.json").read_text())
     assert any(r["encoding"] == "learned" for r in imdb["table"])
     # every claim reread under the recommended estimator, with intervals, on every corpus
@@ -101,6 +104,7 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys):
     rc = main(argv[1:])  # not quiet: every stage announces itself, numbered out of the total
     assert rc == 0
     assert sorted(p.name for p in (folder / "cache").glob("*.npz")) == cached
+    assert "token counts read from the cache" in (out / "REPRODUCTION.md").read_text()
     steps = re.findall(r"\[(\d+)/(\d+) +\d+ s\] (.*)", capsys.readouterr().err)
     total = int(steps[0][1])
     assert [int(k) for k, _, _ in steps] == list(range(1, total + 1))

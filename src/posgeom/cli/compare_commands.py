@@ -147,8 +147,15 @@ def _reproduce(args: argparse.Namespace) -> int:
         f"{report['folder']} ({report['wall_seconds']:.0f} s)"
     )
     if args.report:
+        import logging
+
         from posgeom.reports import report as write_report
 
+        if not args.quiet:  # the page draws every comparison's figures: tens of seconds
+            logging.getLogger("posgeom").warning(
+                "[report] drawing reproduction.html: the claim tables and every comparison's "
+                "figures (png and svg)"
+            )
         print(f"report in {write_report(args.output, html, overwrite=args.overwrite)}")
     return 0
 

@@ -42,10 +42,15 @@ def _intro(results: dict[str, Any], chosen: dict[str, Any], meta: dict[str, Any]
         '```bash\npip install "torch==2.13.0" && pip install -e ".[dev]"   # as in the README\n'
         "posgeom reproduce --data ../shared/data -o docs\n```\n"
     )
+    cpu, load = meta.get("cpu_seconds"), meta.get("load_average")
+    cache = {True: "read from the cache", False: "counted (empty cache)"}.get(meta.get("cached"))
     add(
         f"Wall time of this run: **{meta['wall_seconds']:.0f} s** on {meta['cpu_count']} CPU "
-        f"cores (Python {meta['python']}, posgeom {meta['posgeom_version']}); reruns reuse the "
-        "token "
+        f"cores (Python {meta['python']}, posgeom {meta['posgeom_version']})"
+        + (f", {cpu:.0f} s of CPU" if cpu is not None else "")
+        + (f", load average {load} at the start (other jobs share the cores)" if load else "")
+        + (f"; token counts {cache}" if cache else "")
+        + "; reruns reuse the token "
         f"counts cached in `reproduction/cache/`.{limit_note} Stage times (s): "
         + ", ".join(f"{k} {v:.0f}" for k, v in meta["stage_seconds"].items())
         + ".\n"

@@ -54,7 +54,10 @@ log = logging.getLogger("posgeom")
 class _Progress:
     def __init__(self, total: int, enabled: bool):
         self.total, self.step, self.enabled = total, 0, enabled
-        self.t0 = time.perf_counter()
+        self.t0, self.cpu0 = time.perf_counter(), time.process_time()
+        self.load = (
+            " ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else None
+        )
         self.times: dict[str, float] = {}
         self._last = self.t0
 
@@ -209,6 +212,7 @@ def reproduce(
 
     counts: dict[str, Any] = {}
     counts_nospecial: dict[str, Any] = {}
+    cached_before = {f.name for f in cache.glob("*.npz")}
     for key, title, rel, cap in CORPORA:
         prog(f"token counts: {title}")
         counts[key] = _load_counts(
@@ -219,6 +223,7 @@ def reproduce(
                 data / rel, title, tokenizer, cap, cache, limit, False, progress
             )
     prog.lap("counting (or cache)")
+    cached = cached_before >= {f.name for f in cache.glob("*.npz")}  # nothing counted this run
 
     prog("loading the MiniLM position table")
     from posgeom._hub import pretrained_model
@@ -321,6 +326,9 @@ def reproduce(
         "limit": limit,
         "max_positions": max_positions,
         "wall_seconds": wall,
+        "cpu_seconds": time.process_time() - prog.cpu0,
+        "load_average": prog.load,
+        "cached": cached,
         "stage_seconds": prog.times,
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),

@@ -130,8 +130,8 @@ def paper_sweep(counts: dict[str, Any], counts_nospecial: dict[str, Any]) -> lis
             for n in (16, 24, 32, 40, 48, 56, 64):
                 if n > c.max_positions or c.totals[n - 1] < 5:
                     continue
+                dist = positional_distributions(c.counts[:n])  # one Gram for both conventions
                 for conv in ("chord", "normalized"):
-                    dist = positional_distributions(c.counts[:n])
                     target = hellinger_distances(dist, convention=conv)
                     sin = stress_scores(E.sinusoidal(n, d=MODEL_DIM), target).paper
                     row = {
