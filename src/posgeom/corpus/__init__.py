@@ -6,11 +6,13 @@ Only numpy and scipy are imported here; optional readers and tokenizers import t
 
 from posgeom.corpus import bootstrap as _bootstrap  # noqa: F401  (registers BootstrapCounts)
 from posgeom.corpus.counting import PositionCounts, count_corpus, count_positions
+from posgeom.corpus.options import CountOptions
 from posgeom.corpus.readers import read_texts
 from posgeom.corpus.token_ids import read_token_ids
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
 __all__ = [
+    "CountOptions",
     "PositionCounts",
     "WordLevelTokenizer",
     "count_corpus",
