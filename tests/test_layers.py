@@ -29,7 +29,15 @@ PACKAGE = SRC / "posgeom"
 
 CORE = ("io", "corpus", "geometry", "estimators", "embed", "scores", "uncertainty")
 UPPER = ("nn", "models", "cli", "experiments", "reports")
-BOTTOM = ("_errors", "_validation", "_hub", "_distance_matrix", "_threads", "_version")
+BOTTOM = (
+    "_errors",
+    "_validation",
+    "_hub",
+    "_distance_matrix",
+    "_threads",
+    "_version",
+    "_discovery",
+)
 
 
 def _module_name(path: Path) -> str:

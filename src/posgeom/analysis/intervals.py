@@ -5,8 +5,9 @@ encodings of a comparison and on the ``"fitted"`` families refitted per replicat
 (:meth:`Family.refit <posgeom.encodings._registry.Family.refit>`: ``mds`` at rank
 ``min(n - 1, d)``, ``low_rank_mds`` at its rank; a fitted family without a refit gets no
 interval), and writes into every row the schema's
-``<key>_ci = [low, high]`` for ``paper``, ``stress1``, ``scale_optimal``, ``raw`` and
-``violation_rate``, plus ``p_first`` (the share of replicates in which the encoding is ranked
+``<key>_ci = [low, high]`` for every registered score with an interval
+(:func:`posgeom.scores.available`: every stress kind, the order scores), plus
+``p_first`` (the share of replicates in which the encoding is ranked
 first by scale-optimal stress, among every row). The summary's ``candidates`` are the same
 statistics over the candidates only (:func:`posgeom.reports.verdict_inputs.candidate_ranking`:
 the MDS fits of ``D`` and the baselines aside), which the verdict reads. Counts: ``posgeom count --bootstrap B`` (or
@@ -21,7 +22,6 @@ from functools import partial
 from typing import Any
 
 from posgeom.encodings._registry import Family
-from posgeom.scores.stress import STRESS_KINDS
 
 __all__ = ["attach_intervals"]
 
@@ -88,14 +88,13 @@ def attach_intervals(
         u = bs.encodings.get(row["encoding"])
         if u is None:
             continue
-        for kind in STRESS_KINDS:
-            row[f"{kind}_ci"] = [u.stress[kind].low, u.stress[kind].high]
-        row["violation_rate_ci"] = [u.violation_rate.low, u.violation_rate.high]
+        for name, iv in u.scores.items():  # every registered score with an interval
+            row[f"{name}_ci"] = [iv.low, iv.high]
         row["p_first"] = u.p_first
     from posgeom.reports.verdict_inputs import candidate_ranking
 
     names = list(bs.encodings)
-    point = np.array([bs.encodings[n].stress[bs.rank_by].estimate for n in names])
+    point = np.array([bs.encodings[n].scores[bs.rank_by].estimate for n in names])
     return {
         "candidates": candidate_ranking(
             names, point, bs.replicate_ranking, level=bs.level, method=bs.method

@@ -28,9 +28,8 @@ from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
 from posgeom.geometry.noise import noise_floor, sampled_noise_floor
 from posgeom.reports.markdown import score_table
-from posgeom.scores._encoding import encoding_pairs
-from posgeom.scores.order import monotonicity_violation_rate, separation_margin
-from posgeom.scores.stress import stress_scores
+from posgeom.scores import registry
+from posgeom.scores._encoding import encoding_pairs, matched_distance_matrices
 
 __all__ = [
     "PipelineResult",
@@ -47,38 +46,31 @@ DEFAULT_MODEL_DIM = 768  # BERT-base; the one default width d of every command a
 SHEPARD_PAIRS = 1500  # pairs kept per encoding for the Shepard plots of a report
 
 
-def score_encoding(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict[str, Any]:
-    """Every score of one encoding against the target distances, as a JSON-able dict."""
-    s = stress_scores(encoding, target)
-    v = monotonicity_violation_rate(encoding, target, seed=seed)
-    return {
-        **s.as_dict(),
-        "violation_rate": v.rate,
-        "violation_ci": [float(v.ci_low), float(v.ci_high)],
-        "violation_exact": v.exact,
-        "separation": separation_margin(encoding),
-    }
+def score_encoding(encoding: Any, target: Any, *, seed: int = 0) -> dict[str, Any]:
+    """Every registered score (:func:`posgeom.scores.available`) of one encoding against the
+    target distances (an ``(n, n)`` matrix or an estimate), as a JSON-able dict."""
+    delta, tgt = matched_distance_matrices(encoding, target)
+    return registry.score_row(delta, tgt, seed=seed)
 
 
 def rank_curve(
     mds: MDSResult, target: Any, *, max_rank: int, seed: int = 0
 ) -> list[dict[str, Any]]:
-    """The rank experiment: per ``r = 1 .. min(max_rank, r_MDS)`` the scores of the rank-``r``
-    MDS encoding ``P = A B^T`` (rows of :data:`posgeom.reports.schema.RANK_COLUMNS`).
+    """The rank experiment: per ``r = 1 .. min(max_rank, r_MDS)`` every registered score with
+    ``rank_curve`` of the rank-``r`` MDS encoding ``P = A B^T`` (rows of
+    :func:`posgeom.reports.schema.rank_columns`).
     ``target``: an ``(n, n)`` matrix or a :class:`~posgeom.analysis.pipeline_scale.Scorer` (sampled
     above ``SAMPLED_ABOVE`` positions)."""
     scorer = target if isinstance(target, Scorer) else Scorer(dense=np.asarray(target), seed=seed)
     n, d = scorer.n_positions, mds.model_dim
+    names = [s.name for s in registry.scores() if s.rank_curve]
     curve = []
     for r in range(1, min(max_rank, mds.n_components) + 1):
-        s = scorer.score(mds.truncate(r), separation=False)
+        s = scorer.score(mds.truncate(r), names=names)
         curve.append(
             {
                 "rank": r,
-                "paper": s["paper"],
-                "stress1": s["stress1"],
-                "scale_optimal": s["scale_optimal"],
-                "violation_rate": s["violation_rate"],
+                **{k: s[k] for k in names if k in s},
                 "explained_variance": float(np.sum(mds.explained_variance_ratio[:r])),
                 "parameters": r * (n + d),
                 "full_parameters": n * d,

@@ -54,25 +54,16 @@ def blocks_target(distributions: Any, estimate: Any, convention: str) -> Any:
 
 
 def _dense_scores(
-    encoding: Any, target: np.ndarray, beside: dict[str, np.ndarray], seed: int, separation: bool
+    encoding: Any, target: np.ndarray, beside: dict[str, np.ndarray], seed: int, names: Any
 ) -> dict[str, Any]:
     from posgeom.scores._encoding import encoding_distances
-    from posgeom.scores.order import monotonicity_violation_rate, separation_margin
+    from posgeom.scores.registry import score_row
     from posgeom.scores.stress import stress_scores
 
     delta = encoding_distances(encoding)
     if delta.shape != target.shape:
         stress_scores(encoding, target)  # raises the one mismatch message
-    s = stress_scores(delta, target, encoding_kind="distances")
-    v = monotonicity_violation_rate(delta, target, seed=seed, encoding_kind="distances")
-    out: dict[str, Any] = {
-        **s.as_dict(),
-        "violation_rate": v.rate,
-        "violation_ci": [float(v.ci_low), float(v.ci_high)],
-        "violation_exact": v.exact,
-    }
-    if separation:
-        out["separation"] = separation_margin(delta, encoding_kind="distances")
+    out = score_row(delta, target, seed=seed, names=names)
     for name, other in beside.items():
         p = stress_scores(delta, other, encoding_kind="distances")
         out |= {
@@ -130,12 +121,14 @@ class Scorer:
     def n_positions(self) -> int:
         return int(self.sample.n_positions if self.sampled else self.dense.shape[0])
 
-    def score(self, encoding: Any, *, separation: bool = True) -> dict[str, Any]:
-        """Every score of ``encoding`` (the keys of :func:`posgeom.analysis.pipeline.score_encoding`),
-        plus ``<name>_paper`` / ``<name>_scale_optimal`` / ``<name>_stress1`` per target beside."""
+    def score(self, encoding: Any, *, names: Any = None) -> dict[str, Any]:
+        """Every registered score of ``encoding`` (or those of ``names``; the keys of
+        :func:`posgeom.analysis.pipeline.score_encoding`), plus ``<name>_paper`` /
+        ``<name>_scale_optimal`` / ``<name>_stress1`` per target beside. Sampled: the scores
+        with a sampled form."""
         if self.sampled:
-            return sampled_scores(encoding, self.sample, separation=separation)
-        return _dense_scores(encoding, self.dense, self.beside, self.seed, separation)
+            return sampled_scores(encoding, self.sample, names=names)
+        return _dense_scores(encoding, self.dense, self.beside, self.seed, names)
 
     def target_at(self, pairs: np.ndarray) -> np.ndarray | None:
         """The dense target at ``(2, m)`` pairs (exact mode), else ``None``."""

@@ -14,10 +14,9 @@ Each constructor takes the number of positions first and returns a :class:`Posit
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Any
 
+from posgeom._discovery import import_public_modules
 from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._registry import (
     Family,
@@ -40,15 +39,7 @@ from posgeom.encodings.sinusoidal import sinusoidal
 from posgeom.encodings.t5 import T5Encoding, t5, t5_relative_position_bucket
 from posgeom.encodings.xpos import xpos
 
-
-def _register_every_family_module() -> None:
-    """Import every public module of this package, so that a new family is one new file."""
-    for info in pkgutil.iter_modules(__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
-
-
-_register_every_family_module()
+import_public_modules(__name__, __path__)  # a new module is found: one file, no list
 
 
 def available() -> list[str]:

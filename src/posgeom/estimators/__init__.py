@@ -42,9 +42,7 @@ coarsening, position pooling and equal-sample resampling.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from posgeom._discovery import import_public_modules
 from posgeom.estimators._core import (
     RECOMMENDED,
     Estimator,
@@ -65,16 +63,7 @@ from posgeom.estimators.transforms import (
     pool_encoding,
 )
 
-
-def _register_every_estimator_module() -> None:
-    """Import every public module of this package, so that a new estimator is one new file
-    with an ``@register("name")`` function (as the encoding families are discovered)."""
-    for info in pkgutil.iter_modules(__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
-
-
-_register_every_estimator_module()
+import_public_modules(__name__, __path__)  # a new module is found: one file, no list
 
 __all__ = [
     "RECOMMENDED",

@@ -23,8 +23,6 @@ from posgeom.extension.strategies import Strategy, _jsonable
 
 __all__ = ["EXTENSION_COLUMNS", "ExtensionResult", "StrategyScore"]
 
-_STRESS = ("paper", "stress1", "scale_optimal", "raw")
-
 EXTENSION_COLUMNS = (
     ("rank", "rank", "d"),
     ("name", "strategy", "s"),
@@ -60,15 +58,14 @@ class StrategyScore:
     def build(
         cls, strategy: Strategy, point: dict, boot: Any, extras: dict, changes: dict
     ) -> StrategyScore:
-        keep = ("paper", "stress1", "scale_optimal", "raw", "scale", "violation_rate", "separation")
-        scores = {k: point[k] for k in keep if k in point}
+        from posgeom.scores import available
+
+        scores = {k: point[k] for k in available() if k in point}
         p_first = None
         if boot is not None:
             unc = boot.encodings[strategy.name]
-            for kind in _STRESS:
-                iv = unc.stress[kind]
-                scores[f"{kind}_ci"] = [iv.low, iv.high]
-            scores["violation_rate_ci"] = [unc.violation_rate.low, unc.violation_rate.high]
+            for name, iv in unc.scores.items():
+                scores[f"{name}_ci"] = [iv.low, iv.high]
             p_first = float(unc.p_first)
         return cls(strategy, scores, p_first, dict(extras), dict(changes))
 

@@ -190,15 +190,14 @@ def _target_scores(
     return {name: score_encoding(enc, goal.distances, seed=seed) for name, enc in every.items()}
 
 
-def _violation_rates(distances: np.ndarray, target: np.ndarray, seed: int) -> np.ndarray:
-    from posgeom.scores.order import monotonicity_violation_rate
+def _layer_scores(distances: np.ndarray, target: np.ndarray, seed: int) -> dict[str, np.ndarray]:
+    """Every registered score of every layer's ``(n, n)`` distances against ``target``:
+    name -> ``(L+1,)``."""
+    from posgeom.scores import available
+    from posgeom.scores.registry import score_row
 
-    return np.array(
-        [
-            monotonicity_violation_rate(d, target, seed=seed, encoding_kind="distances").rate
-            for d in distances
-        ]
-    )
+    rows = [score_row(d, target, seed=seed) for d in distances]
+    return {name: np.array([float(r[name]) for r in rows]) for name in available()}
 
 
 # ------------------------------------------------------------------------------------ analysis
@@ -388,7 +387,7 @@ def analyze_model(
         options=options,
         model_info=_model_info(model),
         timings=timings,
-        layer_violation_rate=_violation_rates(signal.distances, goal.distances, seed),
+        layer_scores=_layer_scores(signal.distances, goal.distances, seed),
         target_geometry=goal,
         plugin_stress=None if plugin else layer_stress(signal.distances, geometry.distances),
         target_scores=None

@@ -20,11 +20,18 @@ import numpy as np
 from posgeom._version import __version__
 from posgeom.models.mechanisms import PositionalMechanism
 from posgeom.reports.markdown import markdown_table, score_table
-from posgeom.reports.schema import LAYER_COLUMNS
+from posgeom.reports.schema import layer_columns, score_conventions
 from posgeom.reports.verdict import verdict_block
 from posgeom.reports.verdict_inputs import VerdictInputs, target_phrase
 
 __all__ = ["LayerwiseSignal", "ModelAnalysis"]
+
+
+def _layer_key(name: str) -> str:
+    """A score's key in per-layer rows (the stress kinds: ``stress_<kind>``)."""
+    from posgeom.scores import get
+
+    return get(name).key_in_layers
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,7 +87,7 @@ class LayerwiseSignal:
             }
             for layer, name in enumerate(self.layer_names)
         ]
-        columns = [(k, h, f".{digits}g" if f.endswith("g") else f) for k, h, f in LAYER_COLUMNS]
+        columns = [(k, h, f".{digits}g" if f.endswith("g") else f) for k, h, f in layer_columns()]
         lines = markdown_table(rows, columns)
         special = "counted" if self.include_special else "excluded (positions re-indexed)"
         lines.append("")
@@ -115,6 +122,8 @@ class ModelAnalysis:
         target_scores: encoding -> scores against the target (when it is not the plug-in).
         layer_intervals: kind -> :class:`~posgeom.uncertainty.bootstrap.VectorIntervals` of the
             layer stress against the target, from bootstrap replicates (or ``None``).
+        layer_scores: every registered score (:func:`posgeom.scores.available`) -> ``(L+1,)``
+            values of the layers against the target (``layer_violation_rate`` is one of them).
     """
 
     model_name: str
@@ -127,11 +136,16 @@ class ModelAnalysis:
     options: dict[str, Any]
     model_info: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    layer_violation_rate: np.ndarray | None = None
+    layer_scores: dict[str, np.ndarray] | None = None
     target_geometry: Any = None
     plugin_stress: dict[str, np.ndarray] | None = None
     target_scores: dict[str, dict[str, Any]] | None = None
     layer_intervals: dict[str, Any] | None = None
+
+    @property
+    def layer_violation_rate(self) -> np.ndarray | None:
+        """``(L+1,)`` violation rates of the layers against the target (``layer_scores``)."""
+        return (self.layer_scores or {}).get("violation_rate")
 
     @property
     def target_estimator(self) -> str:
@@ -195,8 +209,8 @@ class ModelAnalysis:
                 row[f"stress_{kind}_high"] = float(iv.high[layer])
             for kind, values in (self.plugin_stress or {}).items():
                 row[f"plugin_stress_{kind}"] = float(values[layer])
-            if self.layer_violation_rate is not None:
-                row["violation_rate"] = float(self.layer_violation_rate[layer])
+            for name, values in (self.layer_scores or {}).items():
+                row[_layer_key(name)] = float(values[layer])
             rows.append(row)
         return rows
 
@@ -253,13 +267,9 @@ class ModelAnalysis:
                 "of the counts, target re-estimated on each; posgeom.uncertainty.bootstrap)",
                 "layer_signal": "per-position mean hidden state m_l(i), centred over positions; "
                 "Euclidean distances between centred means scored against D",
-                "stress": "paper = sum_{i<j}(delta-D)^2 / sum_{i<j} D^2 (no rescaling); "
-                "stress1 = sqrt(sum(delta-D)^2 / sum delta^2); scale_optimal = paper stress of "
-                "alpha* delta, alpha* = sum(delta D)/sum(delta^2); raw = sum_{i<j}(delta-D)^2",
+                **score_conventions(),
                 "variance_explained": "R^2_l = sum_i c_i ||m_l(i) - m_l||^2 / "
                 "sum_tokens ||h_l(t) - m_l||^2",
-                "violation_rate": "fraction of triples (i,j,k) with D_ij != D_ik whose "
-                "distances order the pair the other way (random: about 0.5)",
                 "layers": "layer 'embeddings' is the embedding output (token + position + type, "
                 "after LayerNorm); layer k is the output of block k",
             },
@@ -312,7 +322,7 @@ class ModelAnalysis:
 
     def _layer_table(self, rows: list[dict[str, Any]]) -> list[str]:
         """Markdown rows (:func:`posgeom.reports.markdown.markdown_table`, the schema's
-        ``LAYER_COLUMNS``) plus each interval and the plug-in stress, before the violation rate."""
+        ``layer_columns()``) plus each interval and the plug-in stress, after the stress kinds."""
         extra: list[tuple[str, str, str]] = []
         for kind, iv in (self.layer_intervals or {}).items():
             key = f"stress_{kind}_interval"
@@ -322,8 +332,9 @@ class ModelAnalysis:
         extra += [
             (f"plugin_stress_{k}", f"{k} (plug-in)", ".4g") for k in ("scale_optimal", "paper")
         ]
-        *head, last = LAYER_COLUMNS
-        return markdown_table(rows, [*head, *extra, last])
+        columns = list(layer_columns())
+        at = 1 + max(i for i, c in enumerate(columns) if c[0].startswith(("stress_", "mean_")))
+        return markdown_table(rows, [*columns[:at], *extra, *columns[at:]])
 
     def plot(self, path: str | os.PathLike, *, title: str | None = None) -> Path:
         """PNG: scale-optimal stress, paper stress (log) and R^2 per layer (matplotlib, Agg;
@@ -349,15 +360,13 @@ class ModelAnalysis:
             "layer_means": sig.means,
             "layer_distances": sig.distances,
             "variance_explained": sig.variance_explained,
-            **(
-                {}
-                if self.layer_violation_rate is None
-                else {"layer_violation_rate": self.layer_violation_rate}
-            ),
             "mds_embedding": self.geometry.mds.embedding,
         }
         for kind, values in (sig.stress or {}).items():
             arrays[f"stress_{kind}"] = values
+        for name, values in (self.layer_scores or {}).items():  # those not saved as stress_<kind>
+            if _layer_key(name) not in arrays:
+                arrays[f"layer_{name}"] = values
         for kind, values in (self.plugin_stress or {}).items():
             arrays[f"plugin_stress_{kind}"] = values
         for kind, iv in (self.layer_intervals or {}).items():

@@ -21,11 +21,12 @@ from posgeom.reports.schema import (
     CONVENTIONS,
     HEAD_COLUMNS,
     HOW_TO_READ,
-    LAYER_COLUMNS,
-    RANK_COLUMNS,
-    SCORE_COLUMNS,
     Column,
     heads_by_family,
+    layer_columns,
+    rank_columns,
+    score_columns,
+    score_conventions,
     with_interval_text,
 )
 from posgeom.reports.verdict import rank_curve_caption, verdict
@@ -234,15 +235,18 @@ def _img(fig: RenderedFigure) -> str:
 def _tables(view: Any) -> list[str]:
     out = []
     if view.layers:
-        out += ["<h2>Layer by layer</h2>", html_table(view.layers, LAYER_COLUMNS)]
+        out += ["<h2>Layer by layer</h2>", html_table(view.layers, layer_columns())]
     if view.rows:
         against = view.verdict.estimator if view.verdict else None
         title = f"Scores against the {against} target" if against else "Scores"
-        out += [f"<h2>{_esc(title)}</h2>", html_table(with_interval_text(view.rows), SCORE_COLUMNS)]
+        out += [
+            f"<h2>{_esc(title)}</h2>",
+            html_table(with_interval_text(view.rows), score_columns()),
+        ]
     for fam, rows in heads_by_family(view.heads).items():
         out += [f"<h3>{_esc(fam)}, every head</h3>", html_table(rows, HEAD_COLUMNS)]
     if view.rank_curve:
-        out += ["<h3>Rank experiment</h3>", html_table(view.rank_curve, RANK_COLUMNS)]
+        out += ["<h3>Rank experiment</h3>", html_table(view.rank_curve, rank_columns())]
     s = view.stationarity
     if s:
         out.append(
@@ -270,7 +274,7 @@ def _how_to_read() -> str:
     )
     conv = "".join(
         f"<dt>{_esc(k.replace('_', ' '))}</dt><dd><code>{_esc(v)}</code></dd>"
-        for k, v in CONVENTIONS.items()
+        for k, v in {**score_conventions(), **CONVENTIONS}.items()
     )
     return f"<h2>How to read this</h2><dl>{items}</dl><h3>Conventions</h3><dl>{conv}</dl>"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from posgeom.reports.schema import RANK_COLUMNS, SCORE_COLUMNS, Column, with_interval_text
+from posgeom.reports.schema import Column, rank_columns, score_columns, with_interval_text
 
 __all__ = ["cell", "markdown_table", "rank_table", "score_table"]
 
@@ -59,9 +59,9 @@ def score_table(scores: Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, 
         rows = [{"encoding": name, **s} for name, s in scores.items()]
     else:
         rows = list(scores)
-    return markdown_table(with_interval_text(rows), SCORE_COLUMNS)
+    return markdown_table(with_interval_text(rows), score_columns())
 
 
 def rank_table(curve: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Markdown lines of a rank curve (:data:`posgeom.reports.schema.RANK_COLUMNS`)."""
-    return markdown_table(curve, RANK_COLUMNS)
+    """Markdown lines of a rank curve (:func:`posgeom.reports.schema.rank_columns`)."""
+    return markdown_table(curve, rank_columns())

@@ -1,7 +1,11 @@
 """One schema for score rows and rank curves, and the conventions text, written once.
 
-A **score row** is the dict :func:`posgeom.analysis.pipeline.score_encoding` returns, plus the row's
-``encoding`` name and, in a comparison, its ``description`` and ``parameters``:
+A **score row** is the dict :func:`posgeom.analysis.pipeline.score_encoding` returns: one key per
+registered score (:func:`posgeom.scores.available`; each score's record has its column and its
+convention, :func:`score_conventions`), the extras a score adds (``violation_ci``,
+``violation_exact``; ``separation_kind`` and ``<key>_ci`` when sampled), optional
+``<key>_ci = [low, high]`` bootstrap intervals, plus the row's ``encoding`` name and, in a
+comparison, its ``description`` and ``parameters``. The default scores:
 
 ==================  ====================================================================
 key                 meaning (``delta`` = encoding distances, ``D`` = Hellinger target)
@@ -9,18 +13,19 @@ key                 meaning (``delta`` = encoding distances, ``D`` = Hellinger t
 ``paper``           ``sum_{i<j} (delta_ij - D_ij)^2 / sum_{i<j} D_ij^2`` (no rescaling)
 ``stress1``         Kruskal ``sqrt(sum (delta - D)^2 / sum delta^2)``
 ``scale_optimal``   paper stress of ``alpha* delta``, ``alpha* = sum delta D / sum delta^2``
-``scale``           ``alpha*``
 ``raw``             ``sum_{i<j} (delta - D)^2``
+``scale``           ``alpha*``
 ``violation_rate``  share of triples ``(i, {j, k})`` ordered the other way (``violation_ci``)
 ``separation``      ``min_{i != j} delta_ij``
-``<key>_ci``        optional ``[low, high]`` interval of any numeric key (bootstrap)
 ==================  ====================================================================
 
-A **rank-curve row** (rank-``r`` MDS encoding ``P = A B^T``): ``rank``, ``paper``, ``stress1``,
-``scale_optimal``, ``violation_rate``, ``explained_variance``, ``parameters = r (n + d)``,
+A **rank-curve row** (rank-``r`` MDS encoding ``P = A B^T``): ``rank``, every registered score
+with ``rank_curve`` (all but the separation), ``explained_variance``, ``parameters = r (n + d)``,
 ``full_parameters = n d``, ``parameter_reduction = 1 - r (n + d) / (n d)``.
 
-This module imports only numpy: the pipeline, the comparison and the renderers all read it.
+The tables' columns are read from the registry when used (:func:`score_columns`,
+:func:`rank_columns`, :func:`layer_columns`). This module imports only numpy at top level: the
+pipeline, the comparison and the renderers all read it.
 """
 
 from __future__ import annotations
@@ -34,52 +39,84 @@ __all__ = [
     "CONVENTIONS",
     "HEAD_COLUMNS",
     "HOW_TO_READ",
-    "LAYER_COLUMNS",
-    "RANK_COLUMNS",
-    "SCORE_COLUMNS",
     "Column",
     "conventions",
     "heads_by_family",
     "interval",
+    "layer_columns",
+    "rank_columns",
+    "score_columns",
+    "score_conventions",
     "with_interval_text",
 ]
 
 Column = tuple[str, str, str]  # (key, header, format spec)
 
-SCORE_COLUMNS: tuple[Column, ...] = (
-    ("encoding", "encoding", "s"),
-    ("paper", "paper stress", ".4g"),
-    ("stress1", "stress-1", ".4g"),
-    ("scale_optimal", "scale-optimal stress", ".4g"),
-    ("scale_optimal_interval", "scale-optimal interval", "s"),
-    ("scale", "alpha*", ".4g"),
-    ("violation_rate", "violation rate", ".3f"),
-    ("separation", "separation", ".3g"),
-    ("parameters", "parameters", "d"),
-    ("description", "description", "s"),
-)
 
-RANK_COLUMNS: tuple[Column, ...] = (
-    ("rank", "r", "d"),
-    ("paper", "paper stress", ".4g"),
-    ("scale_optimal", "scale-optimal stress", ".4g"),
-    ("violation_rate", "violation rate", ".3f"),
-    ("explained_variance", "explained variance", ".4f"),
-    ("parameters", "parameters r(n+d)", "d"),
-    ("full_parameters", "n d", "d"),
-    ("parameter_reduction", "reduction", "%"),
-)
+def _registered(table: str) -> list[Column]:
+    """The columns of every registered score shown in ``table`` (read at call time)."""
+    from posgeom.scores import scores
 
-LAYER_COLUMNS: tuple[Column, ...] = (
-    ("layer", "layer", "s"),
-    ("variance_explained", "R^2 (position)", ".4g"),
-    ("mean_distance", "mean distance", ".4g"),
-    ("stress_paper", "stress (paper)", ".4g"),
-    ("stress_stress1", "stress (stress1)", ".4g"),
-    ("stress_scale_optimal", "stress (scale_optimal)", ".4g"),
-    ("stress_raw", "stress (raw)", ".4g"),
-    ("violation_rate", "violation rate", ".3f"),
-)
+    out: list[Column] = []
+    for score in scores():
+        if table in score.tables:
+            key = score.key_in_layers if table == "layers" else score.name
+            header = score.column[0]
+            if table == "layers" and score.layer_key.startswith("stress_"):
+                header = f"stress ({score.name})"
+            out.append((key, header, score.column[1]))
+            if table == "scores" and score.name == "scale_optimal":
+                out.append(("scale_optimal_interval", "scale-optimal interval", "s"))
+    return out
+
+
+def score_columns() -> tuple[Column, ...]:
+    """Columns of a score table: the encoding, every registered score shown in ``"scores"``
+    (the scale-optimal interval text after its score), parameters, description."""
+    return (
+        ("encoding", "encoding", "s"),
+        *_registered("scores"),
+        ("parameters", "parameters", "d"),
+        ("description", "description", "s"),
+    )
+
+
+def rank_columns() -> tuple[Column, ...]:
+    """Columns of a rank curve: ``r``, every registered score shown in ``"rank"``, then the
+    explained variance and the parameter counts."""
+    return (
+        ("rank", "r", "d"),
+        *_registered("rank"),
+        ("explained_variance", "explained variance", ".4f"),
+        ("parameters", "parameters r(n+d)", "d"),
+        ("full_parameters", "n d", "d"),
+        ("parameter_reduction", "reduction", "%"),
+    )
+
+
+def layer_columns() -> tuple[Column, ...]:
+    """Columns of a per-layer table: the layer, R^2, mean distance, every registered score shown
+    in ``"layers"`` (stress kinds as ``stress_<kind>``)."""
+    return (
+        ("layer", "layer", "s"),
+        ("variance_explained", "R^2 (position)", ".4g"),
+        ("mean_distance", "mean distance", ".4g"),
+        *_registered("layers"),
+    )
+
+
+_COLUMNS = {"SCORE_COLUMNS": score_columns, "RANK_COLUMNS": rank_columns}
+_COLUMNS["LAYER_COLUMNS"] = layer_columns
+
+
+def __getattr__(name: str) -> Any:
+    """``SCORE_COLUMNS``, ``RANK_COLUMNS``, ``LAYER_COLUMNS``: the columns now (the registry is
+    read on access; import the functions to read it at each use)."""
+    if name in _COLUMNS:
+        return _COLUMNS[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: Per-head rows of any family with per-head geometry (``slope``: ALiBi's ``m_h``; a column shows
 #: only when its rows have it).
 HEAD_COLUMNS: tuple[Column, ...] = (
@@ -104,12 +141,6 @@ def heads_by_family(heads: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[s
 CONVENTIONS: dict[str, str] = {
     "hellinger_chord": "D_ij = ||sqrt(mu_i) - sqrt(mu_j)||_2, range [0, sqrt 2] (the paper's Eq. 3)",
     "hellinger_normalized": "D_ij = ||sqrt(mu_i) - sqrt(mu_j)||_2 / sqrt 2, range [0, 1]",
-    "stress": "paper = sum_{i<j}(delta-D)^2 / sum_{i<j} D^2 (no rescaling); "
-    "stress1 = sqrt(sum(delta-D)^2 / sum delta^2); scale_optimal = paper stress of "
-    "alpha* delta, alpha* = sum(delta D)/sum(delta^2); raw = sum_{i<j}(delta-D)^2",
-    "violation_rate": "fraction of triples (i,j,k) with D_ij != D_ik whose encoding distances "
-    "order the pair the other way (random: about 0.5)",
-    "separation": "min_{i != j} delta_ij (Theorem 4: positions must stay apart)",
     "noise_floor": "split-half (or bootstrap) distance between two samples of one position's "
     "distribution; a pair is trusted when D_ij is above twice its floor",
     "layer_signal": "per-position mean hidden state m_l(i), centred over positions; Euclidean "
@@ -157,9 +188,18 @@ HOW_TO_READ: dict[str, str] = {
 }
 
 
+def score_conventions() -> dict[str, str]:
+    """Every registered score's convention (better, what it estimates, range), by name."""
+    from posgeom.scores import scores
+
+    return {s.name: s.convention for s in scores()}
+
+
 def conventions(convention: str = "chord") -> dict[str, str]:
-    """The conventions block of every ``summary.json`` (Hellinger ``convention`` first)."""
+    """The conventions block of every ``summary.json`` (Hellinger ``convention`` first, then
+    every registered score's, then the rest)."""
     out = {"hellinger": convention, "hellinger_definition": CONVENTIONS[f"hellinger_{convention}"]}
+    out.update(score_conventions())
     out.update({k: v for k, v in CONVENTIONS.items() if not k.startswith("hellinger_")})
     return out
 

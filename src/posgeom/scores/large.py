@@ -24,7 +24,7 @@ from scipy.special import ndtri
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, validate_params
 from posgeom.scores._encoding import encoding_block, n_positions_of
-from posgeom.scores.stress import StressScores, stress_from_sums
+from posgeom.scores.stress import StressScores, stress_from_pair_sample, stress_from_sums
 
 __all__ = [
     "DenseTarget",
@@ -111,53 +111,6 @@ class SampledStress:
 
     def __repr__(self) -> str:
         return f"SampledStress(paper={self.estimate.paper:.6g}, ci={self.intervals['paper']}, n_pairs={self.n_pairs})"
-
-
-def _ratio_ci(num: np.ndarray, den: np.ndarray, z: float) -> tuple[float, float, float]:
-    """Ratio of means ``mean(num) / mean(den)`` with a delta-method interval."""
-    m = len(num)
-    r = num.mean() / den.mean()
-    resid = num - r * den
-    se = np.sqrt(np.var(resid, ddof=1) / m) / abs(den.mean())
-    return float(r), float(r - z * se), float(r + z * se)
-
-
-def stress_from_pair_sample(
-    de: np.ndarray, dt: np.ndarray, z: float, *, n_positions: int
-) -> tuple[StressScores, dict[str, tuple[float, float]]]:
-    """Every stress kind from ``m`` uniform pairs (encoding ``de``, target ``dt``) with intervals
-    at normal quantile ``z``: the paper stress and stress-1 are ratios of means (delta method);
-    the scale-optimal stress uses the sample's ``alpha*`` (its interval ignores the uncertainty of
-    ``alpha*``, a second-order term); ``raw`` scales the mean by ``n (n - 1) / 2``."""
-    pairs_total = n_positions * (n_positions - 1) / 2
-    raw_terms = (de - dt) ** 2
-    paper, lo, hi = _ratio_ci(raw_terms, dt * dt, z)
-    if np.any(de):
-        s1, s1_lo, s1_hi = _ratio_ci(raw_terms, de * de, z)
-        alpha = float(np.sum(de * dt) / np.sum(de * de))
-        so, so_lo, so_hi = _ratio_ci((alpha * de - dt) ** 2, dt * dt, z)
-    else:  # every sampled encoding distance is 0 (NoPE): as stress_from_sums
-        s1 = s1_lo = s1_hi = float("inf")
-        alpha, so, so_lo, so_hi = 0.0, 1.0, 1.0, 1.0
-    raw_mean = raw_terms.mean()
-    raw_se = raw_terms.std(ddof=1) / np.sqrt(len(raw_terms))
-    estimate = StressScores(
-        paper=paper,
-        stress1=float(np.sqrt(s1)),
-        scale_optimal=so,
-        raw=float(raw_mean * pairs_total),
-        scale=alpha,
-    )
-    intervals = {
-        "paper": (max(0.0, lo), hi),
-        "stress1": (float(np.sqrt(max(0.0, s1_lo))), float(np.sqrt(max(0.0, s1_hi)))),
-        "scale_optimal": (max(0.0, so_lo), so_hi),
-        "raw": (
-            float(max(0.0, raw_mean - z * raw_se) * pairs_total),
-            float((raw_mean + z * raw_se) * pairs_total),
-        ),
-    }
-    return estimate, intervals
 
 
 @validate_params(

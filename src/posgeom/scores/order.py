@@ -26,12 +26,20 @@ from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, validate_params
-from posgeom.scores._encoding import EncodingKind, encoding_distances, matched_distance_matrices
+from posgeom.scores import registry
+from posgeom.scores._encoding import (
+    EncodingKind,
+    encoding_distances,
+    encoding_pairs,
+    matched_distance_matrices,
+    pair_vectors,
+)
 
 __all__ = [
     "ViolationRate",
     "draw_triples",
     "monotonicity_violation_rate",
+    "separation_at_scale",
     "separation_margin",
     "shepard_table",
 ]
@@ -187,3 +195,118 @@ def shepard_table(
     delta, tgt = matched_distance_matrices(encoding, target, encoding_kind=encoding_kind)
     i, j = np.triu_indices(delta.shape[0], 1)
     return {"i": i, "j": j, "target": tgt[i, j], "encoding": delta[i, j]}
+
+
+# ----------------------------------------------------------------------------- at long contexts
+SEPARATION_EXACT_FLOPS = 1e11  # blocked exact separation up to n^2 d / 2 multiply-adds
+SEPARATION_EXACT_PAIRS = 2.5e8  # ... and n^2 / 2 pairs (n <= 22,360)
+_KD_TREE_MAX_DIM = 8
+_BLOCK = 1024  # rows per block: a block and its temporaries stay near 30 MB
+
+
+def separation_at_scale(encoding: Any, n: int, *, sample: Any = None) -> tuple[float, str]:
+    """``(min_{i != j} delta_ij, kind)`` at any ``n`` without an ``(n, n)`` matrix: ``kind`` is
+    ``"exact"`` (lag profile, 1-D vectors, a k-d tree up to 8 dimensions, BLAS blocks up to
+    :data:`SEPARATION_EXACT_FLOPS`) or ``"upper bound"`` (the minimum over ``sample``'s pairs
+    :class:`~posgeom.scores.sampled.PairSample` and the adjacent pairs; see
+    :mod:`posgeom.scores.sampled`)."""
+    lag = getattr(encoding, "lag_profile", None)
+    if lag is not None:
+        return float(np.min(np.asarray(lag)[1:n])), "exact"
+    v = pair_vectors(encoding)
+    if v is None:
+        return separation_margin(encoding), "exact"
+    if v.shape[1] == 1:
+        return float(np.min(np.diff(np.sort(v[:, 0])))), "exact"
+    if v.shape[1] <= _KD_TREE_MAX_DIM:  # nearest neighbours, exact, O(n log n)
+        from scipy.spatial import cKDTree
+
+        return float(cKDTree(v).query(v, k=2)[0][:, 1].min()), "exact"
+    pairs = n * (n - 1) / 2
+    if sample is None or (
+        pairs * v.shape[1] <= SEPARATION_EXACT_FLOPS and pairs <= SEPARATION_EXACT_PAIRS
+    ):
+        return _blocked_min_distance(v), "exact"
+    idx = np.arange(n - 1)
+    adjacent = encoding_pairs(encoding, idx, idx + 1)
+    drawn = encoding_pairs(encoding, sample.i, sample.j)
+    return float(min(adjacent.min(), drawn.min())), "upper bound"
+
+
+def _blocked_min_distance(v: np.ndarray) -> float:
+    """Exact ``min_{i != j} ||v_i - v_j||``: BLAS blocks find each block's closest pair, whose
+    distance is then recomputed directly (no cancellation in the reported value)."""
+    n = v.shape[0]
+    sq = np.einsum("ij,ij->i", v, v)
+    best = np.inf
+    for a in range(0, n, _BLOCK):
+        ra = slice(a, min(a + _BLOCK, n))
+        for b in range(a, n, _BLOCK):
+            rb = slice(b, min(b + _BLOCK, n))
+            g = sq[ra, None] + sq[None, rb] - 2.0 * (v[ra] @ v[rb].T)
+            if a == b:
+                g[np.tril_indices(g.shape[0], 0, g.shape[1])] = np.inf
+            # candidates within the Gram products' round-off of the block's minimum, recomputed
+            tol = 1e-10 * (float(sq.max(initial=0.0)) + 1.0)
+            near = np.argwhere(g <= g.min() + tol)[:256]
+            exact = min(float(np.linalg.norm(v[a + r] - v[b + c])) for r, c in near)
+            best = min(best, exact)
+    return best
+
+
+# ----------------------------------------------------------------------------- registry
+def _sampled_violations(x: registry.SampledPairs) -> dict[str, Any]:
+    """The violation rate on a pair sample; ties within ``1e-9`` of the largest *sampled*
+    distance."""
+    t = x.sample
+    tol_t = 1e-9 * float(max(t.target_ij.max(initial=0), t.target_ik.max(initial=0)))
+    tol_e = 1e-9 * float(max(x.delta_ij.max(initial=0), x.delta_ik.max(initial=0)))
+    v = violations_in_triples(
+        (t.target_ij, t.target_ik), (x.delta_ij, x.delta_ik), (tol_t, tol_e), t.confidence
+    )
+    return {
+        "violation_rate": v.rate,
+        "violation_ci": [float(v.ci_low), float(v.ci_high)],
+        "violation_exact": False,
+    }
+
+
+def _sampled_separation(x: registry.SampledPairs) -> dict[str, Any]:
+    value, kind = separation_at_scale(x.encoding, x.n_positions, sample=x.sample)
+    return {"separation": value, "separation_kind": kind}
+
+
+@registry.register(
+    "violation_rate",
+    column=("violation rate", ".3f"),
+    convention="lower is better (0: the encoding orders every informative triple as D; random: "
+    "about 0.5); the share of triples (i, {j, k}) with D_ij != D_ik whose encoding distances "
+    "order the pair the other way (Conjecture 5; exact up to 400 positions, else 200,000 "
+    "sampled triples with a Wilson interval, violation_ci); range [0, 1]",
+    bounds=(0.0, 1.0),
+    sampled=_sampled_violations,
+    order=30,
+)
+def _violation_score(delta: np.ndarray, target: np.ndarray, *, seed: int = 0) -> dict[str, Any]:
+    v = monotonicity_violation_rate(delta, target, seed=seed, encoding_kind="distances")
+    return {
+        "violation_rate": v.rate,
+        "violation_ci": [float(v.ci_low), float(v.ci_high)],
+        "violation_exact": v.exact,
+    }
+
+
+@registry.register(
+    "separation",
+    column=("separation", ".3g"),
+    convention="higher is better (0: two positions indistinguishable, Theorem 4); "
+    "min_{i != j} delta_ij, of the encoding alone (no target); at long contexts exact or a "
+    "stated upper bound (separation_kind); range [0, inf)",
+    better="higher",
+    sampled=_sampled_separation,
+    tables=("scores",),
+    rank_curve=False,
+    order=40,
+)
+def _separation_score(delta: np.ndarray, target: np.ndarray, *, seed: int = 0) -> float:
+    return separation_margin(delta, encoding_kind="distances")

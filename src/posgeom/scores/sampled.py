@@ -1,4 +1,4 @@
-"""Every default score of an encoding at long contexts, without an ``(n, n)`` matrix.
+"""Every registered score of an encoding at long contexts, without an ``(n, n)`` matrix.
 
 One :class:`PairSample` is drawn per target (seeded): ``m`` uniform triples ``(i, j, k)``
 (:func:`posgeom.scores.order.draw_triples`), the target's distances at ``(i, j)`` and ``(i, k)``
@@ -6,11 +6,12 @@ from its ``pairs(i, j)`` (a *blocks target*: :class:`posgeom.scores.large.DenseT
 :class:`posgeom.geometry.divergences.HellingerBlocks`, or an estimate's blocks), and the same at
 ``(i, j)`` for targets shown beside it (the plug-in). Every encoding is then scored on the same
 draws (common random numbers: differences between encodings are estimated more precisely than
-each score):
+each score), by each registered score's ``sampled`` form (:mod:`posgeom.scores.registry`; a
+score without one is left out of sampled rows). The default scores:
 
 * stress kinds: ratio estimators over the ``m`` uniform pairs ``(i, j)`` (they estimate the sums
   over all pairs ``i < j`` up to the constant ``n (n - 1) / 2``), with delta-method intervals
-  (:func:`posgeom.scores.large.stress_from_pair_sample`);
+  (:func:`posgeom.scores.stress.stress_from_pair_sample`);
 * violation rate: the share of violating triples among informative ones, Wilson interval
   (:func:`posgeom.scores.order.violations_in_triples`); ties within ``1e-9`` times the largest
   *sampled* distance count as ties;
@@ -35,9 +36,13 @@ import numpy as np
 from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
-from posgeom.scores._encoding import encoding_pairs, n_positions_of, pair_vectors
-from posgeom.scores.large import stress_from_pair_sample
-from posgeom.scores.order import draw_triples, violations_in_triples
+from posgeom.scores._encoding import encoding_pairs, n_positions_of
+from posgeom.scores.order import (
+    SEPARATION_EXACT_FLOPS,
+    draw_triples,
+    separation_at_scale,
+)
+from posgeom.scores.stress import stress_from_pair_sample
 
 __all__ = [
     "DEFAULT_SAMPLE",
@@ -50,10 +55,6 @@ __all__ = [
 ]
 
 DEFAULT_SAMPLE = 100_000  # triples (and so pairs) per target: intervals of a few 1e-3
-SEPARATION_EXACT_FLOPS = 1e11  # blocked exact separation up to n^2 d / 2 multiply-adds
-SEPARATION_EXACT_PAIRS = 2.5e8  # ... and n^2 / 2 pairs (n <= 22,360)
-_KD_TREE_MAX_DIM = 8
-_BLOCK = 1024  # rows per block: a block and its temporaries stay near 30 MB
 _CHUNK = 50_000
 log = logging.getLogger("posgeom")
 
@@ -129,61 +130,16 @@ def target_pairs(
     return np.concatenate(parts) if parts else np.empty(0)
 
 
-def separation_at_scale(
-    encoding: Any, n: int, *, sample: PairSample | None = None
-) -> tuple[float, str]:
-    """``(min_{i != j} delta_ij, kind)``: ``kind`` is ``"exact"`` or ``"upper bound"`` (module
-    docstring: the minimum over ``sample``'s pairs and the adjacent pairs)."""
-    lag = getattr(encoding, "lag_profile", None)
-    if lag is not None:
-        return float(np.min(np.asarray(lag)[1:n])), "exact"
-    v = pair_vectors(encoding)
-    if v is None:
-        from posgeom.scores.order import separation_margin
+def sampled_scores(
+    encoding: Any, sample: PairSample, *, separation: bool = True, names: Any = None
+) -> dict[str, Any]:
+    """Every registered score with a sampled form (:attr:`Score.sampled
+    <posgeom.scores.registry.Score.sampled>`; or those of ``names``), estimated on ``sample``:
+    with ``<kind>_ci`` intervals, ``sampled: True``, ``n_sampled_pairs`` and
+    ``separation_kind``; ``plugin_paper`` / ``plugin_scale_optimal`` for each target of
+    ``sample.beside``. ``separation=False`` leaves the separation out."""
+    from posgeom.scores import registry
 
-        return separation_margin(encoding), "exact"
-    if v.shape[1] == 1:
-        return float(np.min(np.diff(np.sort(v[:, 0])))), "exact"
-    if v.shape[1] <= _KD_TREE_MAX_DIM:  # nearest neighbours, exact, O(n log n)
-        from scipy.spatial import cKDTree
-
-        return float(cKDTree(v).query(v, k=2)[0][:, 1].min()), "exact"
-    pairs = n * (n - 1) / 2
-    if sample is None or (
-        pairs * v.shape[1] <= SEPARATION_EXACT_FLOPS and pairs <= SEPARATION_EXACT_PAIRS
-    ):
-        return _blocked_min_distance(v), "exact"
-    idx = np.arange(n - 1)
-    adjacent = encoding_pairs(encoding, idx, idx + 1)
-    drawn = encoding_pairs(encoding, sample.i, sample.j)
-    return float(min(adjacent.min(), drawn.min())), "upper bound"
-
-
-def _blocked_min_distance(v: np.ndarray) -> float:
-    """Exact ``min_{i != j} ||v_i - v_j||``: BLAS blocks find each block's closest pair, whose
-    distance is then recomputed directly (no cancellation in the reported value)."""
-    n = v.shape[0]
-    sq = np.einsum("ij,ij->i", v, v)
-    best = np.inf
-    for a in range(0, n, _BLOCK):
-        ra = slice(a, min(a + _BLOCK, n))
-        for b in range(a, n, _BLOCK):
-            rb = slice(b, min(b + _BLOCK, n))
-            g = sq[ra, None] + sq[None, rb] - 2.0 * (v[ra] @ v[rb].T)
-            if a == b:
-                g[np.tril_indices(g.shape[0], 0, g.shape[1])] = np.inf
-            # candidates within the Gram products' round-off of the block's minimum, recomputed
-            tol = 1e-10 * (float(sq.max(initial=0.0)) + 1.0)
-            near = np.argwhere(g <= g.min() + tol)[:256]
-            exact = min(float(np.linalg.norm(v[a + r] - v[b + c])) for r, c in near)
-            best = min(best, exact)
-    return best
-
-
-def sampled_scores(encoding: Any, sample: PairSample, *, separation: bool = True) -> dict[str, Any]:
-    """Every score of :func:`posgeom.analysis.pipeline.score_encoding`, estimated on ``sample``, with
-    ``<kind>_ci`` intervals, ``sampled: True``, ``n_sampled_pairs`` and ``separation_kind``;
-    ``plugin_paper`` / ``plugin_scale_optimal`` etc. for each target of ``sample.beside``."""
     n = sample.n_positions
     got = n_positions_of(encoding)
     if got is not None and got != n:
@@ -196,23 +152,11 @@ def sampled_scores(encoding: Any, sample: PairSample, *, separation: bool = True
     if not (np.all(np.isfinite(de_ij)) and np.all(np.isfinite(de_ik))):
         raise PosgeomError("the encoding contains NaN or Inf")
     z = float(ndtri(0.5 + sample.confidence / 2))
-    est, intervals = stress_from_pair_sample(de_ij, sample.target_ij, z, n_positions=n)
-    tol_t = 1e-9 * float(max(sample.target_ij.max(initial=0), sample.target_ik.max(initial=0)))
-    tol_e = 1e-9 * float(max(de_ij.max(initial=0), de_ik.max(initial=0)))
-    v = violations_in_triples(
-        (sample.target_ij, sample.target_ik), (de_ij, de_ik), (tol_t, tol_e), sample.confidence
-    )
-    out: dict[str, Any] = {
-        **est.as_dict(),
-        **{f"{kind}_ci": [float(lo), float(hi)] for kind, (lo, hi) in intervals.items()},
-        "violation_rate": v.rate,
-        "violation_ci": [float(v.ci_low), float(v.ci_high)],
-        "violation_exact": False,
-        "sampled": True,
-        "n_sampled_pairs": sample.size,
-    }
-    if separation:
-        out["separation"], out["separation_kind"] = separation_at_scale(encoding, n, sample=sample)
+    if names is None:
+        names = [s for s in registry.available() if separation or s != "separation"]
+    pairs = registry.SampledPairs(encoding, sample, de_ij, de_ik, z)
+    out = registry.sampled_row(pairs, names)
+    out |= {"sampled": True, "n_sampled_pairs": sample.size}
     for name, t in sample.beside.items():
         s, _ = stress_from_pair_sample(de_ij, t, z, n_positions=n)
         out |= {f"{name}_paper": s.paper, f"{name}_scale_optimal": s.scale_optimal}

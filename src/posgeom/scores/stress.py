@@ -24,6 +24,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Options, validate_params
+from posgeom.scores import registry
 from posgeom.scores._encoding import (
     EncodingKind,
     encoding_distances,
@@ -38,6 +39,7 @@ __all__ = [
     "euclidean_distances",
     "scale_optimal_stress",
     "stress",
+    "stress_from_pair_sample",
     "stress_from_pairs",
     "stress_from_sums",
     "stress_scores",
@@ -144,3 +146,117 @@ def scale_optimal_stress(
     """``(stress, alpha*)``: the paper stress after the best rescaling of the encoding."""
     s = stress_scores(encoding, target, encoding_kind=encoding_kind)
     return s.scale_optimal, s.scale
+
+
+def _ratio_ci(num: np.ndarray, den: np.ndarray, z: float) -> tuple[float, float, float]:
+    """Ratio of means ``mean(num) / mean(den)`` with a delta-method interval."""
+    m = len(num)
+    r = num.mean() / den.mean()
+    resid = num - r * den
+    se = np.sqrt(np.var(resid, ddof=1) / m) / abs(den.mean())
+    return float(r), float(r - z * se), float(r + z * se)
+
+
+def stress_from_pair_sample(
+    de: np.ndarray, dt: np.ndarray, z: float, *, n_positions: int
+) -> tuple[StressScores, dict[str, tuple[float, float]]]:
+    """Every stress kind from ``m`` uniform pairs (encoding ``de``, target ``dt``) with intervals
+    at normal quantile ``z``: the paper stress and stress-1 are ratios of means (delta method);
+    the scale-optimal stress uses the sample's ``alpha*`` (its interval ignores the uncertainty of
+    ``alpha*``, a second-order term); ``raw`` scales the mean by ``n (n - 1) / 2``."""
+    pairs_total = n_positions * (n_positions - 1) / 2
+    raw_terms = (de - dt) ** 2
+    paper, lo, hi = _ratio_ci(raw_terms, dt * dt, z)
+    if np.any(de):
+        s1, s1_lo, s1_hi = _ratio_ci(raw_terms, de * de, z)
+        alpha = float(np.sum(de * dt) / np.sum(de * de))
+        so, so_lo, so_hi = _ratio_ci((alpha * de - dt) ** 2, dt * dt, z)
+    else:  # every sampled encoding distance is 0 (NoPE): as stress_from_sums
+        s1 = s1_lo = s1_hi = float("inf")
+        alpha, so, so_lo, so_hi = 0.0, 1.0, 1.0, 1.0
+    raw_mean = raw_terms.mean()
+    raw_se = raw_terms.std(ddof=1) / np.sqrt(len(raw_terms))
+    estimate = StressScores(
+        paper=paper,
+        stress1=float(np.sqrt(s1)),
+        scale_optimal=so,
+        raw=float(raw_mean * pairs_total),
+        scale=alpha,
+    )
+    intervals = {
+        "paper": (max(0.0, lo), hi),
+        "stress1": (float(np.sqrt(max(0.0, s1_lo))), float(np.sqrt(max(0.0, s1_hi)))),
+        "scale_optimal": (max(0.0, so_lo), so_hi),
+        "raw": (
+            float(max(0.0, raw_mean - z * raw_se) * pairs_total),
+            float((raw_mean + z * raw_se) * pairs_total),
+        ),
+    }
+    return estimate, intervals
+
+
+# ----------------------------------------------------------------------------- registry
+_CONVENTIONS = {
+    "paper": "lower is better (0: delta = D); sum_{i<j} (delta_ij - D_ij)^2 / sum_{i<j} D_ij^2 "
+    "against the estimate of the corpus geometry D (no rescaling: depends on the encoding's "
+    "scale); range [0, inf)",
+    "stress1": "lower is better; Kruskal's sqrt(sum (delta - D)^2 / sum delta^2) (the "
+    "encoding's distances in the denominator); range [0, inf), inf when every delta is 0",
+    "scale_optimal": "lower is better (0: the geometry of D up to scale, 1: no better than all "
+    "positions equal); the paper stress of alpha* delta, alpha* = sum delta D / sum delta^2; "
+    "range [0, 1]",
+    "raw": "lower is better; sum_{i<j} (delta_ij - D_ij)^2, in squared distance units; "
+    "range [0, inf)",
+    "scale": "not a quality: alpha* = sum delta D / sum delta^2, the factor that best rescales "
+    "the encoding onto D (far from 1: the paper stress is mostly a scale mismatch)",
+}
+_COLUMNS = {
+    "paper": ("paper stress", ".4g"),
+    "stress1": ("stress-1", ".4g"),
+    "scale_optimal": ("scale-optimal stress", ".4g"),
+    "raw": ("raw stress", ".4g"),
+    "scale": ("alpha*", ".4g"),
+}
+_TABLES = {
+    "paper": registry.TABLES,
+    "stress1": ("scores", "layers"),
+    "scale_optimal": registry.TABLES,
+    "raw": ("layers",),
+    "scale": ("scores",),
+}
+
+
+def _dense_kind(kind: str) -> Any:
+    def score(delta: np.ndarray, target: np.ndarray, *, seed: int = 0) -> dict[str, float]:
+        iu = np.triu_indices(delta.shape[0], 1)
+        return stress_from_pairs(delta[iu], target[iu]).as_dict()  # every kind: one pass
+
+    score.__doc__ = f"The {kind!r} stress of ``delta`` against ``target`` (module docstring)."
+    return score
+
+
+def _sampled_kind(kind: str) -> Any:
+    def score(x: registry.SampledPairs) -> dict[str, Any]:
+        est, ci = stress_from_pair_sample(
+            x.delta_ij, x.sample.target_ij, x.z, n_positions=x.n_positions
+        )
+        out: dict[str, Any] = est.as_dict()  # every kind, with its interval: one pass
+        out |= {f"{k}_ci": [float(lo), float(hi)] for k, (lo, hi) in ci.items()}
+        return out
+
+    return score
+
+
+for _order, _kind in enumerate((*STRESS_KINDS, "scale")):
+    registry.register(
+        _kind,
+        column=_COLUMNS[_kind],
+        convention=_CONVENTIONS[_kind],
+        interval=_kind != "scale",
+        better=None if _kind == "scale" else "lower",
+        bounds=(-np.inf if _kind == "scale" else 0.0, np.inf),
+        sampled=_sampled_kind(_kind),
+        tables=_TABLES[_kind],
+        layer_key="" if _kind == "scale" else f"stress_{_kind}",
+        order=10 + _order,
+    )(_dense_kind(_kind))

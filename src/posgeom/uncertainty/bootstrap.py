@@ -51,9 +51,10 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from posgeom._errors import PosgeomError
+from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_distances
-from posgeom.scores.order import monotonicity_violation_rate
-from posgeom.scores.stress import STRESS_KINDS, stress_from_pairs
+from posgeom.scores.registry import Score, score_row
+from posgeom.scores.stress import STRESS_KINDS
 from posgeom.uncertainty._intervals import (
     INTERVAL_METHODS,
     Interval,
@@ -86,20 +87,30 @@ __all__ = [
 # ----------------------------------------------------------------------------- scores
 @dataclass(frozen=True)
 class EncodingUncertainty:
-    """Intervals of one encoding's scores: ``stress[kind]``, ``violation_rate``,
-    ``separation_margin`` (a point interval for a fixed encoding), and ``p_first``."""
+    """Intervals of one encoding's scores, ``scores[name]`` for every registered score with an
+    interval (:func:`posgeom.scores.available`; a fixed encoding's separation is a point
+    interval), and ``p_first``. ``stress[kind]``, ``violation_rate`` and ``separation_margin``
+    are views of ``scores``."""
 
     name: str
-    stress: dict[str, Interval]
-    violation_rate: Interval
-    separation_margin: Interval
+    scores: dict[str, Interval]
     p_first: float
+
+    @property
+    def stress(self) -> dict[str, Interval]:
+        return {k: self.scores[k] for k in STRESS_KINDS if k in self.scores}
+
+    @property
+    def violation_rate(self) -> Interval:
+        return self.scores["violation_rate"]
+
+    @property
+    def separation_margin(self) -> Interval:
+        return self.scores["separation"]
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "stress": {k: v.as_dict() for k, v in self.stress.items()},
-            "violation_rate": self.violation_rate.as_dict(),
-            "separation_margin": self.separation_margin.as_dict(),
+            "scores": {k: v.as_dict() for k, v in self.scores.items()},
             "p_first": self.p_first,
         }
 
@@ -133,15 +144,58 @@ class BootstrapScores:
         }
 
 
-def _scores(enc_d: np.ndarray, target: np.ndarray, iu: tuple, seed: int) -> np.ndarray:
-    """``[paper, stress1, scale_optimal, raw, violation_rate]`` of one encoding."""
-    s = stress_from_pairs(enc_d[iu], target[iu])
-    rate = monotonicity_violation_rate(enc_d, target, seed=seed, encoding_kind="distances").rate
-    return np.array([*(getattr(s, k) for k in STRESS_KINDS), rate])
+def _interval_scores(names: Sequence[str] | None = None) -> tuple[Score, ...]:
+    """The registered scores with an interval (or those of ``names``, which must have one)."""
+    chosen = registry.scores(names)
+    if names is None:
+        return tuple(s for s in chosen if s.interval)
+    without = [s.name for s in chosen if not s.interval]
+    if without:
+        raise PosgeomError(f"score(s) {without} have no interval; choose from {_with_interval()}")
+    return chosen
 
 
-def _margin(d: np.ndarray, iu: tuple) -> float:
-    return float(d[iu].min())
+def _with_interval() -> str:
+    return ", ".join(s.name for s in registry.scores() if s.interval)
+
+
+def _replicates(
+    boot: Any,
+    encodings: Mapping[str, Any],
+    *,
+    estimator: Any,
+    estimator_options: Mapping[str, Any] | None,
+    level: float,
+    method: str,
+    bootstrap_truth: Any,
+) -> tuple[ReplicateGeometry, dict[str, np.ndarray]]:
+    """The replicate geometry of ``boot`` and the ``(m, m)`` distances of every fixed encoding
+    (each checked to have the geometry's ``m`` positions): the set-up of every bootstrap."""
+    _check_level(level, method)
+    geo = as_replicate_geometry(
+        boot,
+        estimator=estimator,
+        estimator_options=estimator_options,
+        bootstrap_truth=bootstrap_truth,
+    )
+    m = geo.estimate.shape[0]
+    fixed = {n: encoding_distances(e, name=n) for n, e in encodings.items()}
+    for name, d in fixed.items():
+        if d.shape[0] != m:
+            raise PosgeomError(
+                f"encoding {name!r} has {d.shape[0]} positions but the geometry has {m}; "
+                "build encodings for the same positions"
+            )
+    return geo, fixed
+
+
+def _clip(
+    low: np.ndarray, high: np.ndarray, chosen: Sequence[Score]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals clipped to each score's range (last axis: the scores)."""
+    lo = np.array([s.bounds[0] for s in chosen])
+    hi = np.array([s.bounds[1] for s in chosen])
+    return np.maximum(low, lo), np.minimum(high, hi)
 
 
 def bootstrap_scores(
@@ -165,49 +219,42 @@ def bootstrap_scores(
     ``fitted_encodings``: name -> function of the ``(m, m)`` target giving an encoding (e.g.
     ``lambda D: classical_mds(D, 8)``), refitted on every replicate. With position pooling
     (``estimator_options={"pool": ...}``) the geometry has one row per bucket: give the encodings
-    on the buckets (:func:`posgeom.estimators.pool_encoding`). ``rank_by``: a stress kind.
-    ``seed``: of the sampled violation rate for more than 400 positions.
+    on the buckets (:func:`posgeom.estimators.pool_encoding`). Every registered score with an
+    interval is bootstrapped. ``rank_by``: a registered score with a direction (lower or higher
+    is better). ``seed``: of the sampled violation rate for more than 400 positions.
     """
-    _check_level(level, method)
-    if rank_by not in STRESS_KINDS:
-        raise PosgeomError(f"rank_by must be one of {', '.join(STRESS_KINDS)}, got {rank_by!r}")
+    chosen = _interval_scores()
+    keys = [s.name for s in chosen]
+    if rank_by not in keys or registry.get(rank_by).better is None:
+        ranked = [s.name for s in chosen if s.better is not None]
+        raise PosgeomError(f"rank_by must be one of {', '.join(ranked)}, got {rank_by!r}")
     fitted = dict(fitted_encodings or {})
     names = [*encodings, *fitted]
     if len(names) < 1 or len(set(names)) != len(names):
         raise PosgeomError("give at least one encoding, each name once (encodings and fitted)")
-    geo = as_replicate_geometry(
+    geo, fixed = _replicates(
         boot,
+        encodings,
         estimator=estimator,
         estimator_options=estimator_options,
+        level=level,
+        method=method,
         bootstrap_truth=bootstrap_truth,
     )
-    m = geo.estimate.shape[0]
-    iu = np.triu_indices(m, 1)
-    fixed = {n: encoding_distances(e, name=n) for n, e in encodings.items()}
-    for name, d in fixed.items():
-        if d.shape[0] != m:
-            raise PosgeomError(
-                f"encoding {name!r} has {d.shape[0]} positions but the geometry has {m}; "
-                "build encodings for the same positions"
-            )
 
-    def evaluate(target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(target: np.ndarray) -> np.ndarray:
         mats = {**fixed, **{n: encoding_distances(fn(target), name=n) for n, fn in fitted.items()}}
-        scores = np.stack([_scores(mats[n], target, iu, seed) for n in names])
-        return scores, np.array([_margin(mats[n], iu) for n in names])
+        rows = (score_row(mats[n], target, seed=seed, names=keys) for n in names)
+        return np.array([[row[k] for k in keys] for row in rows], dtype=np.float64)
 
-    point, point_margin = evaluate(geo.estimate)
-    truth, truth_margin = evaluate(geo.truth)
-    reps, rep_margin = zip(
-        *(evaluate(geo.replicate(b)) for b in range(geo.n_replicates)), strict=True
-    )
-    reps, rep_margin = np.stack(reps), np.stack(rep_margin)  # (B, E, 5), (B, E)
+    point, truth = evaluate(geo.estimate), evaluate(geo.truth)
+    reps = np.stack([evaluate(geo.replicate(b)) for b in range(geo.n_replicates)])  # (B, E, K)
     low, high, bias, se = _bounds(point, reps, truth, level, method)
-    low, high[:, -1] = np.maximum(low, 0.0), np.minimum(high[:, -1], 1.0)  # scores >= 0, rate <= 1
-    mlow, mhigh, mbias, mse = _bounds(point_margin, rep_margin, truth_margin, level, method)
-    mlow = np.maximum(mlow, 0.0)
-    col = STRESS_KINDS.index(rank_by)
-    first = np.bincount(np.argmin(reps[:, :, col], axis=1), minlength=len(names)) / len(reps)
+    low, high = _clip(low, high, chosen)
+    col = keys.index(rank_by)
+    sign = 1.0 if registry.get(rank_by).better == "lower" else -1.0
+    ranked = sign * reps[:, :, col]
+    first = np.bincount(np.argmin(ranked, axis=1), minlength=len(names)) / len(reps)
     taus = np.array([_tau(point[:, col], r[:, col]) for r in reps])
 
     def iv(e: int, k: int) -> Interval:
@@ -222,24 +269,10 @@ def bootstrap_scores(
         )
 
     result = {
-        n: EncodingUncertainty(
-            n,
-            {k: iv(e, j) for j, k in enumerate(STRESS_KINDS)},
-            iv(e, len(STRESS_KINDS)),
-            Interval(
-                float(point_margin[e]),
-                float(mlow[e]),
-                float(mhigh[e]),
-                level,
-                method,
-                float(mbias[e]),
-                float(mse[e]),
-            ),
-            float(first[e]),
-        )
+        n: EncodingUncertainty(n, {k: iv(e, j) for j, k in enumerate(keys)}, float(first[e]))
         for e, n in enumerate(names)
     }
-    order = np.argsort(point[:, col], kind="stable")
+    order = np.argsort(sign * point[:, col], kind="stable")
     return BootstrapScores(
         geo.estimator,
         geo.n_replicates,
@@ -300,33 +333,32 @@ def bootstrap_vector(
     method: str = "bias_aware",
     bootstrap_truth: Any = "estimate",
 ) -> VectorIntervals:
-    """Intervals of the ``kind`` stress of each of ``L`` encodings (e.g. one per layer of a model).
+    """Intervals of the score ``kind`` (a registered score with an interval; a stress kind by
+    default) of each of ``L`` encodings (e.g. one per layer of a model).
 
     ``boot``: ``BootstrapCounts`` or a :class:`ReplicateGeometry`; ``encodings``: ``L`` encodings
     (vectors, distances, or objects with ``.distances``) of the geometry's positions.
     """
-    _check_level(level, method)
-    if kind not in STRESS_KINDS:
-        raise PosgeomError(f"kind must be one of {', '.join(STRESS_KINDS)}, got {kind!r}")
+    if kind not in registry.available() or not registry.get(kind).interval:
+        raise PosgeomError(f"kind must be one of {_with_interval()}, got {kind!r}")
+    (score,) = _interval_scores([kind])
     if len(encodings) < 1:
         raise PosgeomError("give at least one encoding (one per layer)")
-    geo = as_replicate_geometry(
+    geo, mats = _replicates(
         boot,
+        {f"layer {i}": e for i, e in enumerate(encodings)},
         estimator=estimator,
         estimator_options=estimator_options,
+        level=level,
+        method=method,
         bootstrap_truth=bootstrap_truth,
     )
-    m = geo.estimate.shape[0]
-    iu = np.triu_indices(m, 1)
-    pairs = [encoding_distances(e, name=f"layer {i}")[iu] for i, e in enumerate(encodings)]
-    if any(p.size != iu[0].size for p in pairs):
-        raise PosgeomError(f"every encoding must have the geometry's {m} positions")
 
-    def scores(target_pairs: np.ndarray) -> np.ndarray:
-        return np.array([getattr(stress_from_pairs(p, target_pairs), kind) for p in pairs])
+    def scores(target: np.ndarray) -> np.ndarray:
+        return np.array([score.value(d, target) for d in mats.values()])
 
-    point, truth = scores(geo.estimate[iu]), scores(geo.truth[iu])
-    reps = np.stack([scores(r) for r in geo.replicates])
+    point, truth = scores(geo.estimate), scores(geo.truth)
+    reps = np.stack([scores(geo.replicate(b)) for b in range(geo.n_replicates)])
     low, high, bias, se = _bounds(point, reps, truth, level, method)
-    low = np.maximum(low, 0.0)  # stresses are non-negative
+    low, high = np.maximum(low, score.bounds[0]), np.minimum(high, score.bounds[1])
     return VectorIntervals(point, low, high, bias, se, level, method, kind, geo.estimator)
