@@ -786,6 +786,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer corpora, replicates and sizes")
     ap.add_argument("--no-cost", action="store_true", help="skip the timing section")
     ap.add_argument(
+        "--coverage-corpora",
+        type=int,
+        default=None,
+        help="simulated corpora per coverage regime (default 3 with --quick, else 10)",
+    )
+    ap.add_argument(
         "--render", action="store_true", help="only rewrite the page from estimation.json"
     )
     ap.add_argument(
@@ -829,7 +835,8 @@ def main() -> None:
     res["interval_method"] = "bias_aware"
     res["coverage"] = {}
     for regime in (0, 1):
-        c = coverage(cov_names, 3 if quick else 10, 40 if quick else 100, regime)
+        corpora = args.coverage_corpora or (3 if quick else 10)
+        c = coverage(cov_names, corpora, 40 if quick else 100, regime)
         res["coverage"][c["_setup"]["regime"]] = c
     if not args.no_cost:
         big = {1024: names} if quick else {1024: names, 8192: ["plugin", rec]}
