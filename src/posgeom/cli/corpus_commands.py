@@ -75,8 +75,9 @@ _BOOTSTRAP_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 
 
 def add_option_flag(g: Any, name: str, help_text: str, **kw: Any) -> None:
-    """``--name`` (underscores as dashes) of the :class:`~posgeom.corpus.options.CountOptions`
-    field ``name``, with its default, and its allowed values as ``choices`` when asked."""
+    """The flag of the :class:`~posgeom.corpus.options.CountOptions` field ``name`` (two dashes,
+    then the name with dashes for underscores), its default, and its allowed values as
+    ``choices`` when asked."""
     if kw.pop("choices", False):
         kw["choices"] = _choices(name)
     if kw.get("type") == "ids":
