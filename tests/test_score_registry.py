@@ -145,6 +145,9 @@ assert "Shepard r" in res.to_markdown()
 assert NAME in res.summary()["geometry"]["conventions"]
 assert any(c[0] == NAME for c in schema.score_columns())
 assert all(NAME in r for r in res.rank_curve)
+from posgeom.reports.html import _how_to_read
+
+assert "<dt>shepard correlation</dt><dd>higher is better" in _how_to_read()
 assert "Shepard r" in [c[1] for c in schema.rank_columns()]
 
 # the intervals, directly: the point is the score of the plug-in geometry; ranked by it
@@ -228,3 +231,26 @@ def test_a_new_score_reaches_the_model_results(shared_data):
     data = shared_data / "sst2/sentence/validation.tsv.gz"
     script = MODEL_SCRIPT.replace("sys.argv[1]", repr(str(data)))
     assert _fresh(script) == "ok"
+
+
+def test_a_score_without_a_sampled_form_is_left_out_of_sampled_rows():
+    """Registered without ``sampled``: in every dense row, in no sampled row (the record says
+    it has none)."""
+    from scipy.spatial.distance import pdist, squareform
+
+    from posgeom.scores.large import DenseTarget
+    from posgeom.scores.sampled import draw_pair_sample, sampled_scores
+
+    rng = np.random.default_rng(1)
+    vec, tgt = rng.normal(size=(12, 2)), squareform(pdist(rng.normal(size=(12, 2))))
+    S.register("largest_gap", column=("gap", ".3g"), convention="hand-made: max |delta - D|")(
+        lambda delta, target, *, seed=0: float(np.abs(delta - target).max())
+    )
+    try:
+        dense = S.registry.score_row(squareform(pdist(vec)), tgt)
+        assert dense["largest_gap"] == pytest.approx(np.abs(squareform(pdist(vec)) - tgt).max())
+        row = sampled_scores(vec, draw_pair_sample(DenseTarget(tgt), size=200, seed=0))
+        assert "largest_gap" not in row and "paper" in row
+    finally:
+        S.registry._SCORES.pop("largest_gap")
+    assert "largest_gap" not in S.available()

@@ -140,6 +140,11 @@ class PipelineResult:
                 "estimators, delta-method intervals), violation rate from the triples (Wilson "
                 "interval); separation exact or an upper bound (separation_kind)",
             }
+            from posgeom.scores import scores
+
+            unsampled = [x.name for x in scores() if x.sampled is None]
+            if unsampled:  # registered scores with no sampled form: not in the rows
+                out["sampling"]["without_sampled_form"] = unsampled
         if self.refined is None and self.options.get("refine") and self.sampled:
             out["refinement"] = {"method": "smacof", "skipped": REFINE_SKIPPED}
         out["verdict"] = verdict_block(self.report_kind, out)

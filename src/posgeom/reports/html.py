@@ -269,9 +269,9 @@ def _how_to_read() -> str:
         "baselines",
         "noise",
     )
-    items = "".join(
-        f"<dt>{_esc(k.replace('_', ' '))}</dt><dd>{_esc(HOW_TO_READ[k])}</dd>" for k in keys
-    )
+    text = {**score_conventions(), **HOW_TO_READ}  # a score without prose: its convention
+    keys += tuple(k for k in score_conventions() if k not in keys and k not in HOW_TO_READ)
+    items = "".join(f"<dt>{_esc(k.replace('_', ' '))}</dt><dd>{_esc(text[k])}</dd>" for k in keys)
     conv = "".join(
         f"<dt>{_esc(k.replace('_', ' '))}</dt><dd><code>{_esc(v)}</code></dd>"
         for k, v in {**score_conventions(), **CONVENTIONS}.items()
