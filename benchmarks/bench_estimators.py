@@ -474,10 +474,16 @@ def kept_sections() -> str:
 def page(res: dict) -> str:
     rec = res["recommended"]
     names = res["estimators"]
+    setup = next(iter(res.get("coverage", {}).values()), {}).get("_setup", {})
+    flags = " --quick" if res["quick"] else ""
+    if setup.get("corpora") not in (None, 3 if res["quick"] else 10):
+        flags += f" --coverage-corpora {setup['corpora']}"
+    if res.get("cost_from"):
+        flags += " --no-cost"
     out = [
         "# Estimating the positional geometry: a benchmark against known truths",
         "",
-        f"Written by `python benchmarks/bench_estimators.py{' --quick' if res['quick'] else ''}`"
+        f"Written by `python benchmarks/bench_estimators.py{flags}`"
         f" on {res['date']} ({res['machine']}; load average {res['load']} at the start: the "
         "machine is 2 cores shared with other sessions, so times are noisy, ratios less so).",
         "",
