@@ -153,9 +153,9 @@ def tasks_tables(analysis: dict[str, Any]) -> list[str]:
         "| outcome | score | " + " | ".join(analysis["outcomes"]) + " | pooled |",
         "|---|---|" + "---|" * (len(analysis["outcomes"]) + 1),
     ]
-    from _extension_tasks import OUTCOMES, SCORES
+    from _extension_tasks import OUTCOMES, SCORES, score_label
 
-    labels = [f"{g} geometry, {k.replace('_', '-')} stress" for g, k in SCORES]
+    labels = [score_label(*s) for s in SCORES]
     for outcome in OUTCOMES:
         block = analysis["agreement"].get(outcome, {})
         for score in labels:
@@ -181,8 +181,17 @@ def tasks_tables(analysis: dict[str, Any]) -> list[str]:
 def why_tables(why: dict[str, Any]) -> list[str]:
     """The cheap predictors of the Track A losses (``_extension_why``)."""
     lines: list[str] = []
+    flip = why.get("books vs stacks")
+    if flip and flip["spearman_measured"] is not None:
+        lines += [
+            "",
+            f"**Books vs Stacks, SmolLM2** ({len(flip['strategies'])} strategies measured on both): "
+            f"Spearman between the two windows' measured losses {_f(flip['spearman_measured'], 2)} "
+            f"(best {flip['best_books']} on Moby-Dick, {flip['best_stacks']} on Stacks); between "
+            f"posgeom's primary scores on the two corpora {_f(flip['spearman_scores'], 2)}.",
+        ]
     for domain, d in why.items():
-        if domain == "track B":
+        if domain in ("track B", "books vs stacks"):
             continue
         sp = d["spread"]
         lines += [

@@ -274,13 +274,21 @@ OUTCOMES = {
 }
 
 
-#: (geometry, stress kind) of the scores compared; "primary" is the task's (``PRIMARY``)
+#: (geometry, stress kind, encodings left out) of the scores compared; "primary" is the task's
+#: (``PRIMARY``); NoPE left out once: its stress is 1 by construction and it cannot tell positions
+#: apart at all, so it alone can make a correlation look good
 SCORES = (
-    ("primary", "scale_optimal"),
-    ("lag", "scale_optimal"),
-    ("position", "scale_optimal"),
-    ("primary", "paper"),
+    ("primary", "scale_optimal", ()),
+    ("primary", "scale_optimal", ("nope",)),
+    ("lag", "scale_optimal", ()),
+    ("position", "scale_optimal", ()),
+    ("primary", "paper", ()),
 )
+
+
+def score_label(geometry: str, kind: str, without: tuple[str, ...]) -> str:
+    label = f"{geometry} geometry, {kind.replace('_', '-')} stress"
+    return label + "".join(f", without {e}" for e in without)
 
 
 def _cells(records: list[dict], task: str, outcome: str, geometry: str, kind: str) -> tuple:
@@ -340,13 +348,13 @@ def analyze(out: Path) -> dict[str, Any]:
     result: dict[str, Any] = {"outcomes": _outcome_table(records, tasks), "agreement": {}}
     for outcome in OUTCOMES:
         block: dict[str, Any] = {}
-        for geometry, kind in SCORES:
-            label = f"{geometry} geometry, {kind.replace('_', '-')} stress"
+        for geometry, kind, without in SCORES:
+            kept = [r for r in records if r["encoding"] not in without]
             per = {}
             for t in tasks:
                 which = PRIMARY[t] if geometry == "primary" else geometry
-                per[t] = _cells(records, t, outcome, which, kind)
-            block[label] = {
+                per[t] = _cells(kept, t, outcome, which, kind)
+            block[score_label(geometry, kind, without)] = {
                 **{t: rank_agreement(*per[t]) for t in tasks},
                 "pooled": pooled_agreement(list(per.values())),
             }

@@ -167,6 +167,7 @@ def run(out: Path, work: Path) -> None:
             s: -float(np.mean([by[s][w]["loss_first_2k"] for w in windows])) for s in names
         }
         result[domain] = {
+            "mean_loss_past_8k": {n: float(np.mean(v)) for n, v in losses.items()},
             "windows": [f"{t}#{i}" for t, i in windows],
             "longest_signal_lag": int(geo.dependence.longest_signal_lag),
             "spread": spread(scored[f"{text} top:30"]),
@@ -174,8 +175,39 @@ def run(out: Path, work: Path) -> None:
             "agreement": {k: rank_agreement(v, losses) for k, v in pred.items()},
         }
         print(f"why: {domain} done ({len(names)} strategies)", flush=True)
+    if "books" in result and "stacks" in result:
+        result["books vs stacks"] = domain_flip(result, scored)
     result["track B"] = track_b(out)
     (out / "why.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+
+
+def domain_flip(result: dict[str, Any], scored: dict[str, Any]) -> dict[str, Any]:
+    """Over the strategies measured in both domains: Spearman between the two domains' measured
+    losses, and between posgeom's primary scores on the two corpora (does the geometry of each
+    domain predict a change of ranking?)."""
+    from _extension_analysis import _spearman
+
+    books, stacks = (result[d]["mean_loss_past_8k"] for d in ("books", "stacks"))
+    common = [n for n in books if n in stacks]
+    score = {d: scored[f"{CORPUS[d]} top:30"]["scores"] for d in CORPUS}
+    with_scores = [n for n in common if all(n in score[d] for d in CORPUS)]
+
+    def rho(a: dict, b: dict, names: list[str]) -> float | None:
+        return _spearman(np.array([a[n] for n in names]), np.array([b[n] for n in names]))
+
+    return {
+        "strategies": common,
+        "spearman_measured": rho(books, stacks, common) if len(common) >= 3 else None,
+        "spearman_scores": rho(
+            {n: score["books"][n]["scale_optimal"] for n in with_scores},
+            {n: score["stacks"][n]["scale_optimal"] for n in with_scores},
+            with_scores,
+        )
+        if len(with_scores) >= 3
+        else None,
+        "best_books": min(common, key=books.get) if common else None,
+        "best_stacks": min(common, key=stacks.get) if common else None,
+    }
 
 
 def track_b(out: Path) -> dict[str, Any]:
