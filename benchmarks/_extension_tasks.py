@@ -37,6 +37,9 @@ per-position geometry of :func:`posgeom.experiments.training.position_geometry`;
 stress is the primary score (the tool's default), paper stress beside it. Both are computed at
 the trained length and again at 2x against the geometry of the 2x data. One JSONL record per
 (task, encoding, seed) in ``tasks.jsonl``; a finished record is skipped when run again.
+``TASK_SEEDS`` (e.g. ``2``) and ``TASK_TASKS`` (e.g. ``recall``) run a subset, ``TASK_REVERSE``
+in the reverse order, so several processes can share the work (each rereads the file before every
+run; a record done twice is read once); ``TASK_STEPS`` overrides the training steps.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ ENCODINGS = ("sinusoidal", "learned", "mds", "rope", "alibi", "t5", "nope")
 #: reverse's positions all hold the same uniform distribution (only the separator differs)
 MDS_TASKS = ("sort", "recall")
 PRIMARY = {"copy": "lag", "reverse": "lag", "sort": "position", "recall": "lag"}
-SEEDS = (0, 1, 2)
+SEEDS = tuple(int(x) for x in os.environ.get("TASK_SEEDS", "0,1,2").split(","))
 N_ITEMS, N_VALUES = 8, 16
 SEP, QUERY, FIRST_VALUE = 1, 2, 3
 FIRST_KEY = FIRST_VALUE + N_VALUES
@@ -237,16 +240,22 @@ def run(results: Path) -> None:
 
     torch.set_num_threads(1)
     results.parent.mkdir(parents=True, exist_ok=True)
-    done = set()
-    if results.exists():
-        for line in results.read_text().splitlines():
-            r = json.loads(line)
-            done.add((r["task"], r["encoding"], r["seed"]))
+
+    def finished() -> set[tuple[str, str, int]]:  # reread: two processes may share the file
+        if not results.exists():
+            return set()
+        rows = (json.loads(line) for line in results.read_text().splitlines() if line.strip())
+        return {(r["task"], r["encoding"], r["seed"]) for r in rows}
+
+    tasks = os.environ.get("TASK_TASKS", ",".join(TASKS)).split(",")
     keys = [
-        (t, e, s) for s in SEEDS for t in TASKS for e in ENCODINGS if e != "mds" or t in MDS_TASKS
+        (t, e, s) for s in SEEDS for t in tasks for e in ENCODINGS if e != "mds" or t in MDS_TASKS
     ]  # seed 0 of every cell first
+    if os.environ.get("TASK_REVERSE"):  # a helper process working from the other end
+        keys = keys[::-1]
     geos: dict[str, dict[int, dict[str, Any]]] = {}
     for key in keys:
+        done = finished()
         if key in done:
             continue
         if key[0] not in geos:
@@ -256,7 +265,7 @@ def run(results: Path) -> None:
             fh.write(json.dumps(rec) + "\n")
         done.add(key)
         print(
-            f"[{len(done)}/{len(keys)}] {key[0]} {key[1]} seed {key[2]}: accuracy "
+            f"[{len(done & set(keys))}/{len(keys)}] {key[0]} {key[1]} seed {key[2]}: accuracy "
             f"{rec['trained']['accuracy']:.3f} (2x {rec['double']['accuracy']:.3f}), "
             f"{rec['cpu_s']:.0f} CPU-s",
             flush=True,
@@ -341,7 +350,11 @@ def analyze(out: Path) -> dict[str, Any]:
     """Per task and pooled: Spearman of minus the stress against minus the error / loss."""
     from _extension_analysis import rank_agreement, read_jsonl
 
-    records = read_jsonl(out / "tasks.jsonl")
+    records = list(
+        {
+            (r["task"], r["encoding"], r["seed"]): r for r in read_jsonl(out / "tasks.jsonl")[::-1]
+        }.values()
+    )[::-1]  # the first record of a (task, encoding, seed) done twice by two processes
     if not records:
         return {}
     tasks = [t for t in TASKS if any(r["task"] == t for r in records)]
