@@ -150,8 +150,8 @@ def tasks_tables(analysis: dict[str, Any]) -> list[str]:
         "task (bootstrap over encodings and seeds) and pooled (the mean of the per-task rhos; "
         "its interval resamples every task's encodings and seeds):",
         "",
-        "| outcome | score | " + " | ".join(analysis["outcomes"]) + " | pooled |",
-        "|---|---|" + "---|" * (len(analysis["outcomes"]) + 1),
+        "| outcome | score | " + " | ".join(tasks) + " | pooled |",
+        "|---|---|" + "---|" * (len(tasks) + 1),
     ]
     from _extension_tasks import OUTCOMES, SCORES, score_label
 
