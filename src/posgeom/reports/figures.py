@@ -77,12 +77,22 @@ def heatmap(
     trusted: np.ndarray | None = None,
     positions: np.ndarray | None = None,
     max_size: int = HEATMAP_MAX,
+    block_width: int = 1,
+    pairs_per_block: int | None = None,
+    n_positions: int | None = None,
 ) -> Any:
     """The Hellinger matrix ``D`` (``(n, n)``), a samples-per-position strip above it and the
     untrusted pairs (``trusted`` False: below twice their noise floor) shaded. Above ``max_size``
-    positions the matrix is shown as block means and the title says so."""
-    d, f = block_mean(np.asarray(distances, dtype=np.float64), max_size)
-    n = distances.shape[0]
+    positions the matrix is shown as block means and the title says so. ``distances`` may be block
+    means already (``block_width`` positions a side, each from ``pairs_per_block`` sampled pairs:
+    :func:`posgeom.analysis.pipeline_scale.sampled_block_means`) of ``n_positions``, for a long
+    context."""
+    if block_width > 1:
+        d, f = np.asarray(distances, dtype=np.float64), int(block_width)
+        n = int(n_positions or d.shape[0] * f)
+    else:
+        d, f = block_mean(np.asarray(distances, dtype=np.float64), max_size)
+        n = distances.shape[0]
     fig = _figure(6.4, 6.6 if totals is not None else 5.6)
     if totals is not None:
         top, ax = fig.subplots(2, 1, height_ratios=[1, 5], sharex=True)
@@ -117,6 +127,8 @@ def heatmap(
     title = f"Hellinger distances, n = {n}"
     if f > 1:
         title += f"\ndownsampled: {d.shape[0]} x {d.shape[0]} block means of {f} x {f} positions"
+        if pairs_per_block:
+            title += f" ({pairs_per_block} sampled pairs each)"
     ax.set_title(title)
     return fig
 

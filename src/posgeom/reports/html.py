@@ -122,6 +122,28 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
                 positions=a.get("positions"),
             ),
         )
+    elif "hellinger_blocks" in a:  # a long context: sampled block means, no (n, n)
+        f, pairs = (
+            int(np.ravel(a[k])[0]) for k in ("hellinger_block_width", "hellinger_block_pairs")
+        )
+        b = a["hellinger_blocks"].shape[0]
+        what = (
+            f"as {b} x {b} block means of {f} x {f} consecutive positions, each estimated from "
+            f"{pairs} sampled pairs"
+            if f > 1
+            else f"at every pair of its {b} positions"
+        )
+        yield (
+            "heatmap",
+            f"The target geometry D {what} (no n x n matrix was formed). Bright = far apart.",
+            lambda: F.heatmap(
+                a["hellinger_blocks"],
+                convention=conv,
+                block_width=f,
+                pairs_per_block=pairs,
+                n_positions=int(a["hellinger_grid_positions"][-1]) + 1,
+            ),
+        )
     elif "hellinger_grid" in a:  # a long context: D at a grid of positions, no (n, n)
         grid = a["hellinger_grid_positions"]
         yield (
