@@ -240,22 +240,24 @@ def _recovery_cache(corpus: str, tokenizer: str, sizes, reps: int, names) -> Pat
 
 
 # ----------------------------------------------------------------------------- unequal samples
-def _structure(boot, spec: str, estimator: str, log_t: np.ndarray) -> dict:
+def _structure(boot, spec: str, estimator: str, log_t: np.ndarray, **options) -> dict:
     """Share of pairs whose 95% half-sample interval excludes 0, median D, and the Spearman
-    correlation of ``D_ij`` with ``|log T_i - log T_j|`` (structure made by the sample sizes)."""
+    correlation of ``D_ij`` with ``|log T_i - log T_j|`` (structure made by the sample sizes);
+    ``options``: more keyword options of ``estimate_geometry`` (e.g. ``smooth``)."""
     from scipy.stats import spearmanr
 
     from posgeom import estimate_geometry
     from posgeom.uncertainty._intervals import _bounds
     from posgeom.uncertainty.bootstrap import replicate_geometry
 
-    geo = replicate_geometry(boot, estimator=estimator, estimator_options={"resolution": spec})
+    opts = {"resolution": spec, **options}
+    geo = replicate_geometry(boot, estimator=estimator, estimator_options=opts)
     n = geo.estimate.shape[0]
     iu = np.triu_indices(n, 1)
     point = geo.estimate[iu]
     low, _, _, _ = _bounds(point, geo.replicates, point, 0.95, "bias_aware")
     gap = np.abs(log_t[:, None] - log_t[None, :])[iu]
-    label = estimate_geometry(boot.base, estimator=estimator, resolution=spec).resolution
+    label = estimate_geometry(boot.base, estimator=estimator, **opts).resolution
     return {
         "resolution": label,
         "beyond_intervals": float(np.mean(low > 0)),
@@ -264,16 +266,13 @@ def _structure(boot, spec: str, estimator: str, log_t: np.ndarray) -> dict:
     }
 
 
-def unequal_samples(replicates: int = 100) -> dict:
-    """Stationary corpora (every position drawn from one distribution) with samples per position
-    decaying 10x: the synthetic Zipf model (V 30k, Zipf 1.05, 3,000 -> 300 over 48 positions) and
-    real IMDB MiniLM tokens shuffled across positions (1,000 -> 100 over 64 positions)."""
-    import warnings
-
-    from posgeom import count_positions
+def stationary_cases(tokens: np.ndarray) -> dict:
+    """``label -> (sequences, totals, vocab)``: stationary corpora (every position drawn from one
+    distribution) with samples per position decaying 10x: the synthetic Zipf model (V 30k, Zipf
+    1.05, 3,000 -> 300 over 48 positions) and the real tokens of ``tokens`` (IMDB MiniLM)
+    shuffled across positions (1,000 -> 100 over 64 positions)."""
     from posgeom.synthetic import decaying_totals, sample_sequences, zipf_distributions
 
-    warnings.filterwarnings("ignore", message="B has negative eigenvalues")
     cases = {}
     mu = zipf_distributions(48, 30_000, exponent=1.05, structure="stationary")
     totals = decaying_totals(48, high=3000, low=300)
@@ -282,7 +281,6 @@ def unequal_samples(replicates: int = 100) -> dict:
         totals,
         30_000,
     )
-    tokens = population("imdb", "minilm")
     flat = tokens[tokens >= 0]
     shuffled = np.random.default_rng(3).permutation(flat)  # one distribution for all positions
     totals = decaying_totals(64, high=1000, low=100)
@@ -294,6 +292,18 @@ def unequal_samples(replicates: int = 100) -> dict:
         totals,
         int(tokens.max()) + 1,
     )
+    return cases
+
+
+def unequal_samples(replicates: int = 100) -> dict:
+    """The stationary corpora of :func:`stationary_cases`: share of pairs beyond their intervals,
+    median D and size correlation per estimator / resolution."""
+    import warnings
+
+    from posgeom import count_positions
+
+    warnings.filterwarnings("ignore", message="B has negative eigenvalues")
+    cases = stationary_cases(population("imdb", "minilm"))
     out = {}
     for label, (seqs, totals, vocab) in cases.items():
         n = len(totals)

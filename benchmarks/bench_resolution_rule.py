@@ -63,6 +63,15 @@ def _population(corpus: str, tokenizer: str) -> np.ndarray:
     return out
 
 
+def kept_population(corpus: str, tokenizer: str) -> tuple[np.ndarray, int, int, object]:
+    """``(tokens, n, vocab, counts)``: the cut population on its kept positions and its counts."""
+    tokens = _population(corpus, tokenizer)
+    n = real.kept_positions(tokens)
+    tokens = tokens[:, :n]
+    vocab = int(tokens.max()) + 1
+    return tokens, n, vocab, real.counts_of(tokens, vocab)
+
+
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     from scipy.stats import spearmanr
 
@@ -73,11 +82,7 @@ def _one(label: str, corpus: str, tokenizer: str) -> dict:
     from posgeom import estimate_geometry
     from posgeom.estimators.resolution import auto_resolution
 
-    tokens = _population(corpus, tokenizer)
-    n = real.kept_positions(tokens)
-    tokens = tokens[:, :n]
-    vocab = int(tokens.max()) + 1
-    pop = real.counts_of(tokens, vocab)
+    tokens, n, vocab, pop = kept_population(corpus, tokenizer)
     rng = np.random.default_rng(17)
     half = rng.permutation(tokens.shape[0])
     halves = [real.counts_of(tokens[half[: len(half) // 2]], vocab)]

@@ -23,6 +23,13 @@ from posgeom.estimators.euclidean import (
     pairs_above,
     spectrum_keys,
 )
+from posgeom.estimators.smoothing import (
+    check_smooth,
+    choose_slope,
+    position_smoother,
+    smoothed_gram,
+    smoothed_null_edge,
+)
 from posgeom.estimators.transforms import (
     coarsen_counts,
     equal_sample_counts,
@@ -48,6 +55,7 @@ def estimate_geometry(
     dense: bool | None = None,
     euclidean: bool | str = True,
     euclidean_rank: int = EUCLIDEAN_RANK,
+    smooth: Any = None,
     **options: Any,
 ) -> GeometryEstimate:
     """Estimate the Hellinger geometry of the positional distributions behind ``counts``.
@@ -80,6 +88,13 @@ def estimate_geometry(
         clipped to ``[0, 2]`` (a semimetric that need not be Euclidean). See
         :mod:`posgeom.estimators.euclidean`.
     euclidean_rank : ``K``, the Euclidean estimate's largest dimension (default 256).
+    smooth : None (default): no smoothing; ``"auto"`` or a slope ``a >= 0``: the Euclidean
+        estimate of the positions' roots smoothed over positions with a local-linear kernel of
+        bandwidth ``h_i = a i`` (``"auto"``: ``a`` by split-half cross-validation on the
+        counts), a lower-variance estimate biased towards a smooth trajectory
+        (:mod:`posgeom.estimators.smoothing`; the chosen ``a`` and the CV errors are in
+        ``diagnostics["smoothing"]``; ``.gram`` stays the unsmoothed factored form). Up to
+        1,024 positions; not with ``pool``, the plug-in or ``euclidean=False``.
     **options : passed to the estimator (e.g. ``n_repeats`` for ``"split_half"``).
 
     Order: classes (resolution), pool, resample, estimate (see
@@ -129,8 +144,19 @@ def estimate_geometry(
         raise PosgeomError(f"unknown convention {convention!r}; use 'chord' or 'normalized'")
     result, diagnostics = spec.fn(c, totals.astype(np.float64), rng=rng, **options)
     build = not (dense is False or (dense is None and m > DENSE_MAX_N))
+    smoothing = None
+    if smooth is not None:
+        check_smooth(smooth, n=m, estimator=spec.name, pooled=pool is not None, euclidean=euclidean)
+        smoothing = _smoothing(smooth, c, spec, options, convention=convention, seed=seed)
     gram, distances, coords, finishing = _finish_estimate(
-        result, c, convention, build=build, euclidean=euclidean, rank=euclidean_rank, seed=seed
+        result,
+        c,
+        convention,
+        build=build,
+        euclidean=euclidean,
+        rank=euclidean_rank,
+        seed=seed,
+        smooth=smoothing,
     )
     return GeometryEstimate(
         _distances=distances,
@@ -150,6 +176,42 @@ def estimate_geometry(
     )
 
 
+def _dense_b(result: Any, scale: float) -> np.ndarray:
+    """The estimate's centred Gram ``B~`` as a dense ``(n, n)`` array: ``c J (S S^T - diag(b))
+    J`` of a factored result, ``-c/2 J D~^2 J`` of a dense one."""
+    if isinstance(result, FactoredGram):
+        return replace(result, scale=scale).dense()
+    dense_b = np.asarray(result, dtype=np.float64) * (-0.5 * scale)
+    _mirror_upper(dense_b)
+    np.fill_diagonal(dense_b, 0.0)
+    dense_b -= dense_b.mean(axis=0)[None, :]
+    dense_b -= dense_b.mean(axis=1)[:, None]
+    return dense_b
+
+
+def _smoothing(
+    smooth: Any, c: Any, spec: Any, options: dict[str, Any], *, convention: str, seed: int
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """``(W, info)``: the smoother of ``smooth`` (a slope, or ``"auto"``: chosen by
+    split-half CV on the counts ``c``, :func:`posgeom.estimators.smoothing.choose_slope`)."""
+    scale = 1.0 if convention == "chord" else 0.5
+    n = c.shape[0]
+    if isinstance(smooth, str):
+
+        def gram_of(half: Any) -> np.ndarray:
+            totals = np.asarray(half.sum(axis=1), dtype=np.float64).ravel()
+            result = spec.fn(half, totals, rng=np.random.default_rng(seed), **options)[0]
+            return _dense_b(result, scale)
+
+        slope, info = choose_slope(
+            c, gram_of, scale=scale, seed=seed, min_samples=max(spec.min_samples, 1)
+        )
+    else:
+        slope, info = float(smooth), {"chosen_by": "given"}
+    w = position_smoother(n, slope)
+    return w, {"slope": slope, "bandwidth_at_last": slope * (n - 1), **info}
+
+
 def _finish_estimate(
     result: Any,
     counts: Any,
@@ -159,12 +221,19 @@ def _finish_estimate(
     euclidean: bool | str,
     rank: int,
     seed: int,
+    smooth: tuple[np.ndarray, dict[str, Any]] | None = None,
 ) -> tuple[Any, np.ndarray | None, np.ndarray | None, dict[str, Any]]:
     """``(gram, distances, coordinates, diagnostics)`` from an estimator's result: the
-    Euclidean estimate (:mod:`posgeom.estimators.euclidean`) or, with ``euclidean=False``, the
-    clipped squared chords (:func:`posgeom.estimators._core.finish`)."""
+    Euclidean estimate (:mod:`posgeom.estimators.euclidean`; of the smoothed Gram ``J W B~ W^T
+    J`` with ``smooth = (W, info)``, :mod:`posgeom.estimators.smoothing`) or, with
+    ``euclidean=False``, the clipped squared chords (:func:`posgeom.estimators._core.finish`)."""
     scale = 1.0 if convention == "chord" else 0.5
     gram = replace(result, scale=scale) if isinstance(result, FactoredGram) else None
+    if smooth is not None:
+        return (
+            gram,
+            *_smoothed_estimate(result, counts, scale, smooth, build, euclidean, rank, seed),
+        )
     if not euclidean:
         if gram is not None and not build:
             return gram, None, None, {"dense": False}
@@ -177,13 +246,7 @@ def _finish_estimate(
             return gram, None, None, diag
         dist, finishing = finish(gram.squared_chords(), convention)
         return gram, dist, None, {**finishing, **diag}
-    dense_b = None
-    if gram is None:  # no factored form: B~ = -c/2 J D~^2 J, dense
-        dense_b = np.asarray(result, dtype=np.float64) * (-0.5 * scale)
-        _mirror_upper(dense_b)
-        np.fill_diagonal(dense_b, 0.0)
-        dense_b -= dense_b.mean(axis=0)[None, :]
-        dense_b -= dense_b.mean(axis=1)[:, None]
+    dense_b = None if gram is not None else _dense_b(result, scale)  # no factored form: dense
     rule = "noise_edge" if euclidean is True else str(euclidean)
     coords, info = euclidean_form(
         gram, dense_b=dense_b, rank=rank, rule=rule, seed=seed, counts=counts
@@ -194,6 +257,37 @@ def _finish_estimate(
     if build:  # the matrix itself is made on first use (GeometryEstimate.distances)
         diag["above_max"] = pairs_above(coords, np.sqrt(2.0 * scale) + 1e-12)
     return gram, None, coords, diag
+
+
+def _smoothed_estimate(
+    result: Any,
+    counts: Any,
+    scale: float,
+    smooth: tuple[np.ndarray, dict[str, Any]],
+    build: bool,
+    euclidean: bool | str,
+    rank: int,
+    seed: int,
+) -> tuple[None, np.ndarray, dict[str, Any]]:
+    """``(None, X, diagnostics)``: the Euclidean estimate of ``J W B~ W^T J`` (dense), its noise
+    edge the split-half null smoothed by the same ``W``."""
+    w, info = smooth
+    rule = "noise_edge" if euclidean is True else str(euclidean)
+    null = smoothed_null_edge(counts, w, scale, seed) if rule == "noise_edge" else None
+    coords, proj = euclidean_form(
+        dense_b=smoothed_gram(_dense_b(result, scale), w),
+        rank=rank,
+        rule=rule,
+        seed=seed,
+        null=null,
+    )
+    coords.setflags(write=False)
+    diag: dict[str, Any] = {"projection": proj, "dense": build, "smoothing": info}
+    diag.update(spectrum_keys(proj))
+    diag["clip_rule"] = f"none: the smoothed Euclidean estimate ({rule}, slope {info['slope']:g})"
+    if build:
+        diag["above_max"] = pairs_above(coords, np.sqrt(2.0 * scale) + 1e-12)
+    return None, coords, diag
 
 
 def _resolution_spec(resolution: Any, coarsen: Any) -> Any:

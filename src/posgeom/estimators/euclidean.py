@@ -116,6 +116,24 @@ def _lowest(b: Any) -> float:
     return min(_extreme(b, "SA"), 0.0)
 
 
+def null_roots(counts: Any, seed: int) -> Any:
+    """``D``, ``(m, V')`` CSR: the split-half null's rows ``d_i`` (:func:`null_edge`)."""
+    import scipy.sparse as sp
+
+    from posgeom.geometry.distributions import plugin_roots
+
+    c = sp.csr_matrix(counts, dtype=np.float64)
+    a = c.copy()
+    a.data = np.random.default_rng(seed).binomial(c.data.astype(np.int64), 0.5).astype(float)
+    b = c - a
+    a.eliminate_zeros()
+    b.eliminate_zeros()
+
+    ra, rb = plugin_roots(a), plugin_roots(b)
+    both = (np.diff(ra.indptr) > 0) & (np.diff(rb.indptr) > 0)  # an empty half: d_i = 0
+    return sp.csr_matrix(sp.diags(0.5 * both) @ (ra - rb))
+
+
 def null_edge(counts: Any, scale: float, seed: int) -> float:
     """The largest eigenvalue of the split-half null Gram (parallel analysis).
 
@@ -127,21 +145,10 @@ def null_edge(counts: Any, scale: float, seed: int) -> float:
     without its signal, with the same rank structure (``m`` rows over ``V'`` classes: when
     ``m > V'`` the noise has at most ``V'`` positive directions and they are large). Positions
     with an empty half contribute ``d_i = 0``."""
-    import scipy.sparse as sp
-
-    from posgeom.geometry.distributions import PositionalDistributions, plugin_roots
+    from posgeom.geometry.distributions import PositionalDistributions
     from posgeom.geometry.gram import FactoredGram
 
-    c = sp.csr_matrix(counts, dtype=np.float64)
-    a = c.copy()
-    a.data = np.random.default_rng(seed).binomial(c.data.astype(np.int64), 0.5).astype(float)
-    b = c - a
-    a.eliminate_zeros()
-    b.eliminate_zeros()
-
-    ra, rb = plugin_roots(a), plugin_roots(b)
-    both = (np.diff(ra.indptr) > 0) & (np.diff(rb.indptr) > 0)  # an empty half: d_i = 0
-    d = sp.csr_matrix(sp.diags(0.5 * both) @ (ra - rb))
+    d = null_roots(counts, seed)
     n = d.shape[0]
     null = PositionalDistributions(
         sqrt_sparse=d, sqrt_floor=np.zeros(n), positions=np.arange(n), totals=np.ones(n)
@@ -161,6 +168,7 @@ def euclidean_form(
     seed: int = 0,
     solver: str = "auto",
     counts: Any = None,
+    null: float | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """``(X, info)``: the Euclidean estimate's coordinates ``(m, K')`` (module docstring) from a
     :class:`~posgeom.geometry.gram.FactoredGram` ``gram`` or a dense ``B~`` (``dense_b``,
@@ -168,7 +176,9 @@ def euclidean_form(
     MDS's canonical rules (so ``classical_mds`` of the estimate returns ``X`` itself).
     ``solver``: ``"auto"`` (LAPACK when ``m <= 1024`` or ``4 K > m``, else Lanczos), ``"exact"``
     or ``"implicit"`` (the same ``X``; a choice of cost only). ``counts``: the estimate's
-    counts (after its transforms), for the split-half null edge of ``"noise_edge"``."""
+    counts (after its transforms), for the split-half null edge of ``"noise_edge"``; ``null``:
+    that edge computed by the caller instead (a smoothed ``B~``:
+    :mod:`posgeom.estimators.smoothing`)."""
     from posgeom.embed._canonical import canonicalise
 
     if rule not in RULES:
@@ -190,7 +200,7 @@ def euclidean_form(
         op = gram.operator()
         trace = gram.trace()
         low = _lowest(op)
-        edge = _edge(rule, low, counts, gram.scale, seed)
+        edge = _edge(rule, low, counts, gram.scale, seed, null)
         step = min(k, FIRST_PAIRS)
         vals, vecs = _lanczos_pairs(op, step, seed)
         while vals[-1] > edge and step < k:  # more directions above the edge: ask for more
@@ -198,7 +208,7 @@ def euclidean_form(
             vals, vecs = _lanczos_pairs(op, step, seed)
         info["solver"] = "implicit"
     if exact or dense_b is not None:
-        edge = _edge(rule, low, counts, 1.0 if gram is None else gram.scale, seed)
+        edge = _edge(rule, low, counts, 1.0 if gram is None else gram.scale, seed, null)
     threshold = max(edge, 1e-12 * max(float(vals[0]), 0.0))
     keep = vals > threshold
     info["resolved"] = bool(keep.any())
@@ -236,12 +246,17 @@ def _positive_bound(gram: Any) -> int:
     return gram.roots.vocab_size + int(np.any(gram.roots.sqrt_floor))
 
 
-def _edge(rule: str, low: float, counts: Any, scale: float, seed: int) -> float:
+def _edge(
+    rule: str, low: float, counts: Any, scale: float, seed: int, null: float | None = None
+) -> float:
     """``τ``: 0 for ``"psd"``; for ``"noise_edge"`` the larger of ``|λ_min(B~)|`` and the
-    split-half null's largest eigenvalue (:func:`null_edge`, when the counts are given)."""
+    split-half null's largest eigenvalue (``null`` when given, else :func:`null_edge` when the
+    counts are given)."""
     if rule == "psd":
         return 0.0
-    return max(-low, 0.0 if counts is None else null_edge(counts, scale, seed))
+    if null is None:
+        null = 0.0 if counts is None else null_edge(counts, scale, seed)
+    return max(-low, null)
 
 
 def _full_spectrum(spectrum: np.ndarray, k: int) -> dict[str, Any]:
