@@ -1,6 +1,6 @@
 """Can a lower-variance estimator meet issue 16's Spearman target at 1,000 sequences?
 
-    python benchmarks/bench_variance_reduction.py [tokenizer ... | stationary]
+    python benchmarks/bench_variance_reduction.py [tokenizer ... | stationary | sizes]
     # writes docs/estimation/variance_reduction.json
 
 ``bench_resolution_rule.py`` showed that no ``top:K`` rule reaches Spearman 0.9 between the
@@ -231,6 +231,44 @@ def stationary(replicates: int = 100) -> dict:
     return out
 
 
+def sizes(ms=(300, 3000, 10000)) -> dict:
+    """Default vs ``smooth="auto"`` at other subsample sizes (3 subsamples each): Spearman and
+    tau against the truth, the chosen slopes."""
+    from posgeom import estimate_geometry
+
+    out: dict = {}
+    for label, corpus, tokenizer in POPULATIONS:
+        tokens, n, vocab, pop = kept_population(corpus, tokenizer)
+        rng = np.random.default_rng(29)
+        for m in ms:
+            rows = []
+            for _ in range(SUBSAMPLES):
+                a = real.counts_of(
+                    tokens[np.sort(rng.choice(tokens.shape[0], m, replace=False))], vocab
+                )
+                plain, smooth = estimate_geometry(a), estimate_geometry(a, smooth="auto")
+                truth = real.population_truth(pop, plain.class_map)
+                encs = encodings(n, truth)
+                rows.append(
+                    {
+                        "resolution": plain.resolution,
+                        "default": _score(plain.distances, truth, encs),
+                        "auto": _score(smooth.distances, truth, encs),
+                        "slope": smooth.diagnostics["smoothing"]["slope"],
+                    }
+                )
+            cell = {
+                f"{k}_{w}": _mean([r[k][w] for r in rows])
+                for k in ("default", "auto")
+                for w in ("spearman", "tau")
+            }
+            cell["slopes"] = [r["slope"] for r in rows]
+            cell["resolution"] = sorted({r["resolution"] for r in rows})
+            out.setdefault(label, {})[str(m)] = cell
+            print(f"[vr sizes] {label} m={m}: {cell}", flush=True)
+    return out
+
+
 # ----------------------------------------------------------------------------- known truths
 def known_truths() -> dict:
     """Synthetic Zipf corpora (V 5,000, 48 positions, 300 samples each, 3 seeds): Spearman of
@@ -269,6 +307,9 @@ def main() -> None:
     res["setup"]["slopes"] = SLOPES
     res["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     res["load_before"] = os.getloadavg()
+    if "sizes" in only:
+        res["sizes"] = sizes()
+        only = [t for t in only if t != "sizes"] or ["-"]
     if not only or "stationary" in only:
         res["known_truths"] = known_truths()
         res["stationary"] = stationary()
@@ -284,6 +325,7 @@ def main() -> None:
     res["populations"] = {**old["populations"], **res["populations"]}
     res.setdefault("stationary", old.get("stationary"))
     res.setdefault("known_truths", old.get("known_truths"))
+    res.setdefault("sizes", old.get("sizes"))
     path.write_text(json.dumps(res, indent=1) + "\n")
     print(f"wrote {path} in {res['seconds']:.0f} s ({res['cpu_seconds']:.0f} s CPU)")
 

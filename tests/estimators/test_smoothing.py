@@ -125,8 +125,8 @@ def test_refusals_name_the_problem(kwargs, message):
 
 
 def test_too_many_positions_or_too_few_samples_are_refused():
-    wide = sp.csr_matrix(np.full((1100, 4), 5, dtype=np.int64))
-    with pytest.raises(PosgeomError, match="up to 1024 positions"):
+    wide = sp.csr_matrix(np.full((600, 4), 5, dtype=np.int64))
+    with pytest.raises(PosgeomError, match="up to 512 positions"):
         estimate_geometry(wide, smooth=0.1)
     thin = np.full((12, 50), 0, dtype=np.int64)
     thin[:, :5] = 3

@@ -37,7 +37,9 @@ it identifies, the same at every position; ``resolution="auto"`` (the default) p
 ``top:K`` the samples per position support (:mod:`posgeom.estimators.resolution`).
 
 Transforms that compose with every estimator (:mod:`posgeom.estimators.transforms`): vocabulary
-coarsening, position pooling and equal-sample resampling.
+coarsening, position pooling and equal-sample resampling. Smoothing over positions
+(``smooth="auto"``, :mod:`posgeom.estimators.smoothing`): a lower-variance estimate, biased
+towards a smooth trajectory (opt-in).
 """
 
 from __future__ import annotations

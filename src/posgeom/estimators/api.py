@@ -94,7 +94,7 @@ def estimate_geometry(
         counts), a lower-variance estimate biased towards a smooth trajectory
         (:mod:`posgeom.estimators.smoothing`; the chosen ``a`` and the CV errors are in
         ``diagnostics["smoothing"]``; ``.gram`` stays the unsmoothed factored form). Up to
-        1,024 positions; not with ``pool``, the plug-in or ``euclidean=False``.
+        512 positions; not with ``pool``, the plug-in or ``euclidean=False``.
     **options : passed to the estimator (e.g. ``n_repeats`` for ``"split_half"``).
 
     Order: classes (resolution), pool, resample, estimate (see
