@@ -269,3 +269,15 @@ def test_smacof_stops_on_convergence():
     assert tight.final_stress <= loose.final_stress <= loose.initial_stress
     capped = smacof_refine(target, classical_mds(target, 3), tol=0.0, max_iter=4)
     assert capped.n_iter == 4 and not capped.converged
+
+
+def test_nonzero_coordinates_drop_the_null_columns_of_a_low_rank_geometry():
+    # 40 points on a plane, asked for 6 components: columns 3..6 hold only round-off
+    rng = np.random.default_rng(3)
+    plane = rng.standard_normal((40, 2)) @ np.array([[1.0, 0.3, 0.0], [0.0, 0.5, 2.0]])
+    d = squareform(pdist(plane))
+    mds = classical_mds(d, 6)
+    kept = mds.nonzero_coordinates
+    assert mds.coordinates.shape == (40, 6) and kept.shape == (40, 2)
+    np.testing.assert_allclose(squareform(pdist(kept)), d, atol=1e-9)
+    np.testing.assert_allclose(np.sum(kept**2, axis=0), mds.eigenvalues[:2], rtol=1e-9)

@@ -195,7 +195,7 @@ class ComparisonResult:
         arrays = {
             "positions": p.distributions.positions,
             "totals": p.distributions.totals,
-            "mds_coordinates": p.mds.coordinates,
+            "mds_coordinates": p.mds.nonzero_coordinates,
             "eigenvalues": p.mds.eigenvalues,
             "diagonal_mean": st.diagonal_mean,
             "monotone_fit": st.monotone_fit,

@@ -194,7 +194,7 @@ class PipelineResult:
             "positions": self.distributions.positions,
             "totals": self.distributions.totals,
             "mds_embedding": self.mds.embedding,
-            "mds_coordinates": self.mds.coordinates,
+            "mds_coordinates": self.mds.nonzero_coordinates,
             "eigenvalues": self.mds.eigenvalues,
         }
         if self.distances is not None:

@@ -140,6 +140,17 @@ class MDSResult(PlacedCoordinates):
             return np.zeros_like(self.eigenvalues)
         return np.clip(self.eigenvalues, 0, None) / self.total_variance
 
+    @property
+    def nonzero_coordinates(self) -> np.ndarray:
+        """The leading columns of ``coordinates`` whose eigenvalue exceeds ``1e-12 λ_1``,
+        ``(n, r+)``: the rest are zero (up to round-off) when the geometry has rank below ``r``,
+        as a Euclidean estimate's does beyond its kept rank. ``||x_i - x_j||`` is the same over
+        these columns as over all of them."""
+        lam = np.asarray(self.eigenvalues[: self.n_components], dtype=np.float64)
+        if lam.size == 0 or lam[0] <= 0:
+            return self.coordinates[:, :1]
+        return self.coordinates[:, : max(int(np.count_nonzero(lam > 1e-12 * lam[0])), 1)]
+
     def truncate(self, n_components: int) -> MDSResult:
         """The rank-``r`` solution (the top ``r`` coordinates), same placement columns."""
         r = int(n_components)
