@@ -1,7 +1,10 @@
 """Track B of the context-extension study: byte-level decoders trained from scratch at length 128.
 
-Model: 2 pre-LN blocks of :class:`posgeom.nn.encoder.EncoderLayer` (d = 64, 2 heads of 32,
-FFN 256, no dropout) under a causal mask, byte vocabulary (256), tied nothing, one linear head.
+Model: :class:`posgeom.nn.decoder.CausalDecoder`: 2 pre-LN blocks of
+:class:`posgeom.nn.encoder.EncoderLayer` (d = 64, 2 heads of 32, FFN 256, no dropout) under a
+causal mask, byte vocabulary (256), tied nothing, one linear head; saved as
+``<encoding>_seed<seed>.safetensors`` (:func:`posgeom.nn.decoder.save_decoder`, tokenizer
+``"bytes"``), which ``posgeom extend`` reads (older ``.pt`` state dicts are converted on load).
 Position modules from :mod:`posgeom.nn`: sinusoidal, learned (N(0, 0.02^2)), RoPE (base 10,000),
 ALiBi (causal), T5 buckets (unidirectional, 32 buckets, max distance 128) and NoPE. Trained on the
 first 90% of War and Peace (UTF-8 bytes), batch 8 x 128, AdamW lr 2e-3 (50 warm-up steps),
@@ -12,9 +15,9 @@ Tested at 128, 256, 512 and 1,024 (1x ... 8x) on 8 windows of 1,024 bytes from e
 (LaTeX); a window of length L is the first L bytes of each. Test-time strategies:
 learned tables clamped (every position >= 128 reads row 127), linearly interpolated
 (:class:`~posgeom.nn.position.LearnedPositionEmbedding` ``beyond="interpolate"``), or
-Gower-extended (:func:`posgeom.embed.extend.gower_extension` of the table's own MDS, with the new
-rows' squared distances taken from the table's mean squared distance at each lag, the largest
-trained lags for lags >= 128); sinusoidal computed or interpolated; RoPE none, linear, static NTK,
+Gower-extended (:func:`posgeom.extension.extend_table` ``"gower-table"``: the table's own MDS, the
+new rows' squared distances taken from the table's mean squared distance at each lag, the 16
+largest trained lags for lags >= 128); sinusoidal computed or interpolated; RoPE none, linear, static NTK,
 YaRN (with and without its attention factor), llama3 and a LongRoPE ramp, each at factor L / 128,
 and posgeom's fitted per-plane factors at L (``scores_b.json``, ``--track scores``; skipped until
 scored, a second ``--track b`` run fills them in).
@@ -139,61 +142,79 @@ STRATEGIES = {
 }
 
 
+def config(encoding: str) -> Any:
+    from posgeom.nn.decoder import DecoderConfig
+
+    return DecoderConfig(
+        position=encoding, vocab_size=256, d_model=D, n_heads=HEADS, n_layers=LAYERS,
+        d_ff=4 * D, trained_length=L0, tokenizer="bytes",
+    )  # fmt: skip
+
+
 def build(encoding: str, seed: int):
-    import torch
-    from torch import nn
+    from posgeom.nn.decoder import CausalDecoder
 
-    from posgeom.nn import ALiBiBias, RotaryEmbedding
-    from posgeom.nn.encoder import EncoderLayer
-    from posgeom.nn.position import LearnedPositionEmbedding, SinusoidalPositionEmbedding
-    from posgeom.nn.relative import T5RelativeBias
-
-    torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
-    pos = {
-        "rope": lambda: RotaryEmbedding(D // HEADS, 10000.0),
-        "alibi": lambda: ALiBiBias(HEADS),
-        "t5": lambda: T5RelativeBias(HEADS, bidirectional=False, generator=gen),
-        "learned": lambda: LearnedPositionEmbedding(L0, D, generator=gen),
-        "sinusoidal": lambda: SinusoidalPositionEmbedding(L0, D),
-        "nope": lambda: None,
-    }[encoding]()
-
-    class Decoder(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.tok = nn.Embedding(256, D)
-            self.position = pos
-            self.layers = nn.ModuleList(EncoderLayer(D, HEADS, 4 * D) for _ in range(LAYERS))
-            self.ln = nn.LayerNorm(D)
-            self.head = nn.Linear(D, 256)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            length = x.shape[1]
-            ids = torch.arange(length)
-            h = self.tok(x)
-            mask = torch.full((length, length), float("-inf")).triu(1)[None]
-            kw: dict[str, Any] = {"bias": mask}
-            if isinstance(self.position, RotaryEmbedding):
-                kw.update(rope=self.position, position_ids=ids)
-            elif isinstance(self.position, (ALiBiBias, T5RelativeBias)):
-                kw["bias"] = mask + self.position(length)
-            elif self.position is not None:
-                h = h + self.position(ids)
-            for layer in self.layers:
-                h = layer(h, **kw)
-            return self.head(self.ln(h))
-
-    return Decoder()
+    return CausalDecoder(config(encoding), seed=seed)
 
 
-def train(encoding: str, seed: int, ckpt: Path, log) -> Any:
+def _info(encoding: str, seed: int) -> dict[str, Any]:
+    return {
+        "study": "issue 17 Track B (benchmarks/_extension_b.py)",
+        "encoding": encoding,
+        "seed": seed,
+        "steps": STEPS,
+        "batch": f"{BATCH} x {L0}",
+        "optimizer": f"AdamW lr {LR}, weight decay 0.01, 50 warm-up steps",
+        "data": "first 90% of war_and_peace.txt.gz, raw UTF-8 bytes",
+    }
+
+
+def load(encoding: str, seed: int, ckpt_dir: Path) -> Any:
+    """The trained model from ``ckpt_dir`` (a ``.safetensors`` file, else a legacy ``.pt``
+    state dict read with ``weights_only=True`` and written as ``.safetensors``), or None."""
     import torch
 
+    from posgeom.nn.decoder import load_decoder, save_decoder
+
+    path = ckpt_dir / f"{encoding}_seed{seed}.safetensors"
+    if path.exists():
+        return load_decoder(path)[0]
+    legacy = path.with_suffix(".pt")
+    if not legacy.exists():
+        return None
     model = build(encoding, seed)
-    if ckpt.exists():
-        model.load_state_dict(torch.load(ckpt, weights_only=True))
+    model.load_state_dict(torch.load(legacy, weights_only=True))
+    save_decoder(model, path, info=_info(encoding, seed))
+    return model.eval()
+
+
+def convert(ckpt_dir: Path, out_dir: Path) -> list[Path]:
+    """Every legacy ``ckpt_dir/*.pt`` as ``out_dir/<name>.safetensors`` (the ``.pt`` kept)."""
+    import torch
+
+    from posgeom.nn.decoder import save_decoder
+
+    written = []
+    for seed in SEEDS:
+        for enc in ENCODINGS:
+            legacy = ckpt_dir / f"{enc}_seed{seed}.pt"
+            if legacy.exists():
+                model = build(enc, seed)
+                model.load_state_dict(torch.load(legacy, weights_only=True))
+                out = out_dir / f"{enc}_seed{seed}.safetensors"
+                written.append(save_decoder(model, out, info=_info(enc, seed)))
+    return written
+
+
+def train(encoding: str, seed: int, ckpt_dir: Path, log) -> Any:
+    import torch
+
+    from posgeom.nn.decoder import save_decoder
+
+    model = load(encoding, seed, ckpt_dir)
+    if model is not None:
         return model
+    model = build(encoding, seed)
     data = torch.from_numpy(split_train()[0].astype(np.int64))
     rng = np.random.default_rng(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
@@ -215,38 +236,15 @@ def train(encoding: str, seed: int, ckpt: Path, log) -> Any:
                 f"({time.time() - t:.0f} s)"
             )
             running = []
-    ckpt.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), ckpt)
+    save_decoder(model, ckpt_dir / f"{encoding}_seed{seed}.safetensors", info=_info(encoding, seed))
     return model
-
-
-def _lag_sq_profile(table: np.ndarray) -> np.ndarray:
-    """Mean squared distance of the table's rows at each lag 0 ... n-1, float64."""
-    sq = ((table[:, None, :] - table[None, :, :]) ** 2).sum(-1)
-    n = len(table)
-    return np.array([np.mean(np.diagonal(sq, k)) for k in range(n)]), sq
-
-
-def gower_rows(table: np.ndarray, upto: int) -> np.ndarray:
-    """Rows ``n ... upto-1`` by Gower extension of the table's exact MDS (see module doc)."""
-    from posgeom.embed.extend import gower_extension
-
-    n = len(table)
-    profile, sq = _lag_sq_profile(table)
-    far = float(np.mean(profile[-16:]))
-    mean = table.mean(0)
-    u, s, vt = np.linalg.svd(table - mean, full_matrices=False)
-    keep = s > 1e-9 * s[0]
-    coords, eig, vt = u[:, keep] * s[keep], s[keep] ** 2, vt[keep]
-    lags = np.arange(n, upto)[:, None] - np.arange(n)[None, :]
-    new_sq = np.where(lags < n, profile[np.minimum(lags, n - 1)], far)
-    return mean + gower_extension(coords, eig, sq, new_sq) @ vt
 
 
 def with_strategy(model, encoding: str, strategy: str, length: int):
     """Swap the model's position module for ``strategy`` at ``length`` (returns the model)."""
     import torch
 
+    from posgeom.extension.learned import extend_table
     from posgeom.nn import RotaryEmbedding
     from posgeom.nn.position import LearnedPositionEmbedding, SinusoidalPositionEmbedding
     from posgeom.nn.tables import AbsolutePositionEmbedding
@@ -261,14 +259,15 @@ def with_strategy(model, encoding: str, strategy: str, length: int):
         )
     elif encoding == "learned":
         weight = model.trained_table
-        if strategy == "interpolate":
+        if strategy == "interpolate":  # positions 0 .. L-2 mapped onto the table (records' way)
             mod = LearnedPositionEmbedding(L0, D, beyond="interpolate")
             mod.embedding.weight.data.copy_(weight)
         else:
-            rows = np.repeat(weight[-1:].numpy(), max(length - L0, 0), 0)
-            if strategy == "gower" and length > L0:
-                rows = gower_rows(weight.double().numpy(), length)
-            mod = AbsolutePositionEmbedding(torch.cat([weight, torch.from_numpy(rows).float()]))
+            rows = weight.double().numpy()
+            if length > L0:
+                method = "gower-table" if strategy == "gower" else "clamp"
+                rows = extend_table(rows, length, method)
+            mod = AbsolutePositionEmbedding(torch.from_numpy(rows).float())
         model.position = mod
     return model
 
@@ -315,7 +314,7 @@ def run(results: Path, ckpt_dir: Path, *, threads: int = 1) -> None:
             if all(k in done for k in keys):
                 continue
             t0 = time.time()
-            model = train(enc, seed, ckpt_dir / f"{enc}_seed{seed}.pt", log).eval()
+            model = train(enc, seed, ckpt_dir, log).eval()
             if enc == "learned":
                 model.trained_table = model.position.embedding.weight.detach().clone()
             for key in keys:

@@ -52,8 +52,6 @@ def lag_vectors(model: Any, encoding: str, lags: np.ndarray) -> np.ndarray:
 
 
 def run(out: Path, ckpt_dir: Path) -> None:
-    import torch
-
     import _extension_b as B
     from _extension_analysis import read_jsonl
     from posgeom.analysis.pipeline import score_encoding
@@ -63,11 +61,9 @@ def run(out: Path, ckpt_dir: Path) -> None:
     rows = []
     for seed in B.SEEDS:
         for enc in B.ENCODINGS:
-            ckpt = ckpt_dir / f"{enc}_seed{seed}.pt"
-            if not ckpt.exists():
+            model = B.load(enc, seed, ckpt_dir)
+            if model is None:
                 continue
-            model = B.build(enc, seed)
-            model.load_state_dict(torch.load(ckpt, weights_only=True))
             s = score_encoding(lag_vectors(model, enc, geo.lags), geo.distances)
             loss = {
                 f"{r['text']} L={r['length']}": r["loss_all"]

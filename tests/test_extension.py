@@ -125,6 +125,18 @@ def test_extend_table_clamp_interpolate_gower():
         extend_table(full[:6], 10, "gower")
 
 
+def test_table_lag_distances_by_hand():
+    from posgeom.extension.learned import table_lag_distances
+
+    # rows 0, 1, 3 on a line: squared distances at lag 1 are 1 and 4 (mean 2.5), at lag 2: 9;
+    # lags >= 3 take the mean over the largest trained lags (here both): (2.5 + 9) / 2
+    d = table_lag_distances(np.array([[0.0], [1.0], [3.0]]), 5)
+    assert np.allclose(d[:3, :3], [[0, 1, 3], [1, 0, 2], [3, 2, 0]])
+    assert np.allclose(d[3], np.sqrt([5.75, 9, 2.5, 0, 2.5]))
+    assert np.allclose(d[4], np.sqrt([5.75, 5.75, 9, 2.5, 0]))
+    assert np.allclose(d, d.T)
+
+
 def _corpus(n=6000, seed=0):
     """A token chain with dependence at lags 1 and 2 (a second-order rule) over 8 tokens."""
     rng = np.random.default_rng(seed)
@@ -183,7 +195,7 @@ def test_learned_tables_alibi_and_nope_strategies():
     model = ExtensionModel("learned", "table", 16, table=table)
     seqs = [_corpus(2000, seed=9)]
     result = score_strategies(model, seqs, None, 32, classes="top:8", replicates=0)
-    assert {r.name for r in result.rows} == {"clamp", "interpolate"}
+    assert {r.name for r in result.rows} == {"clamp", "interpolate", "gower-table"}
     assert any("gower left out" in line for line in result.verdict())
     clamp = result.strategy("clamp")
     vec = learned_lag_vectors(extend_table(table, 32, "clamp"), result.lag_geometry.lags)
@@ -197,7 +209,7 @@ def test_learned_tables_alibi_and_nope_strategies():
     with_gower = score_strategies(
         model, result.lag_geometry, None, 32, replicates=0, position_distances=dist
     )
-    assert {r.name for r in with_gower.rows} == {"clamp", "interpolate", "gower"}
+    assert {r.name for r in with_gower.rows} == {"clamp", "interpolate", "gower", "gower-table"}
     assert with_gower.rope_parameters is None
     for spec in (
         "alibi:heads=4,max_position_embeddings=16",

@@ -9,6 +9,12 @@
   placed by Gower's formula (:func:`posgeom.embed.extend.gower_extension`) from their squared
   distances to the trained ones, ``x_new``, and get ``p'_i = [x_new, 1] A``. The trained rows are
   kept as they are.
+- ``gower-table``: the same placement with the table's own geometry instead of the corpus's
+  (:func:`table_lag_distances`): the trained block is the rows' own distances ``||p_i - p_j||``
+  (so the MDS frame is the table's principal axes and the affine map is exact), and a new row
+  ``i`` is put at the table's root-mean-square distance at each lag ``k = i - j``,
+  ``delta(k)^2 = mean_j ||p_{j+k} - p_j||^2`` for ``k < L0``, the mean of ``delta^2`` over the 16
+  largest trained lags beyond. No corpus is needed (the Track B study's Gower rows).
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["LEARNED_METHODS", "extend_table"]
+__all__ = ["LEARNED_METHODS", "extend_table", "table_lag_distances"]
 
-LEARNED_METHODS = ("clamp", "interpolate", "gower")
+LEARNED_METHODS = ("clamp", "interpolate", "gower", "gower-table")
+FAR_LAGS = 16  # the largest trained lags whose mean distance stands for every lag >= L0
 
 
 def _gower(table: np.ndarray, target: int, distances: Any, rank: int | None) -> np.ndarray:
@@ -50,6 +57,22 @@ def _gower(table: np.ndarray, target: int, distances: Any, rank: int | None) -> 
     return np.vstack([table, np.hstack([new, np.ones((target - l0, 1))]) @ coef])
 
 
+def table_lag_distances(table: Any, target_length: int) -> np.ndarray:
+    """The ``(L, L)`` float64 distances of ``gower-table`` (module docstring): the rows' own
+    distances among the ``L0`` trained positions, the table's root-mean-square distance at lag
+    ``|i - j|`` elsewhere (the mean over the ``FAR_LAGS`` largest trained lags for lags >= L0)."""
+    p = np.asarray(table, dtype=np.float64)
+    l0, target = p.shape[0], int(target_length)
+    gram = p @ p.T
+    sq = np.maximum(np.diag(gram)[:, None] + np.diag(gram)[None, :] - 2 * gram, 0.0)
+    profile = np.array([np.mean(np.diagonal(sq, k)) for k in range(l0)])
+    far = float(np.mean(profile[-min(FAR_LAGS, l0 - 1) :]))
+    lag = np.abs(np.arange(target)[:, None] - np.arange(target)[None, :])
+    full = np.where(lag < l0, profile[np.minimum(lag, l0 - 1)], far)
+    full[:l0, :l0] = sq
+    return np.sqrt(full)
+
+
 def extend_table(
     table: Any,
     target_length: int,
@@ -60,7 +83,8 @@ def extend_table(
 ) -> np.ndarray:
     """The ``(L, d)`` float64 extension of the ``(L0, d)`` ``table`` by ``method`` (module
     docstring); ``position_distances``: ``(L, L)`` corpus chords (``gower`` only); ``rank``: MDS
-    rank for ``gower`` (default all positive eigenvalues up to ``min(L0 - 1, d)``)."""
+    rank for ``gower`` and ``gower-table`` (default all positive eigenvalues up to
+    ``min(L0 - 1, d)``)."""
     p = np.asarray(table, dtype=np.float64)
     if p.ndim != 2 or p.shape[0] < 2:
         raise PosgeomError(f"a learned table must be (L0 >= 2, d), got shape {p.shape}")
@@ -81,6 +105,9 @@ def extend_table(
                 "(documents with a start); without it use clamp or interpolate"
             )
         return _gower(p, target, position_distances, rank or min(l0 - 1, p.shape[1]))
+    if method == "gower-table":
+        distances = table_lag_distances(p, target)
+        return _gower(p, target, distances, rank or min(l0 - 1, p.shape[1]))
     raise PosgeomError(
         f"unknown table extension {method!r}; use one of {', '.join(LEARNED_METHODS)}"
     )

@@ -10,7 +10,9 @@ so that ``L x V`` logits are never held at once), summed over the targets at pos
 ``1 .. L0 - 1`` ("within" the trained length) and ``L0 .. L - 1`` ("beyond"). The result per
 strategy: mean loss within and beyond (sums over all windows divided by the token counts) and
 ``exp`` of the mean loss beyond (perplexity). Families without rope parameters (ALiBi, NoPE)
-are measured as they are.
+are measured as they are. A posgeom ``CausalDecoder`` (:mod:`posgeom.nn.decoder`) gets each
+strategy as a new position module instead (:class:`posgeom.extension.decoder.DecoderRunner`:
+RoPE scalings, extended learned tables), the same windows, losses and cache.
 
 **Resumable.** Every finished ``(strategy, window)`` is written at once, atomically, as one JSON
 file in ``cache_dir`` named by a digest of the model, the strategy's parameters and the window's
@@ -33,7 +35,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.extension.strategies import Strategy
 
-__all__ = ["apply_strategy", "measure_strategies", "window_losses"]
+__all__ = ["apply_strategy", "measure_strategies", "runner_for", "window_losses"]
 
 
 def _digest(*parts: Any) -> str:
@@ -70,16 +72,59 @@ def apply_strategy(model: Any, strategy: Strategy, trained_length: int, target_l
     _rebuild_rotary(model, f"the strategy {strategy.name!r}")
 
 
+class _HFRunner:
+    """Strategies on a transformers causal LM: its config's rope parameters, rotary modules
+    rebuilt (:func:`apply_strategy`); :meth:`restore` puts its own back."""
+
+    identity = ""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        keys = ("rope_parameters", "max_position_embeddings")
+        self.original = {k: getattr(model.config, k, None) for k in keys}
+        self.changed = False
+
+    def supports(self, strategy: Strategy) -> bool:
+        return True
+
+    def apply(self, strategy: Strategy, trained_length: int, target_length: int) -> None:
+        self.changed |= strategy.rope_parameters is not None
+        apply_strategy(self.model, strategy, trained_length, target_length)
+
+    def restore(self) -> None:
+        """The model's own rope parameters and length back, its rotary modules rebuilt."""
+        if not self.changed:
+            return
+        for key, value in self.original.items():
+            setattr(self.model.config, key, value)
+        _rebuild_rotary(self.model, "its own rope parameters back")
+
+    def hidden_and_head(self, x: Any) -> tuple[Any, Any]:
+        decoder, head = self.model.get_decoder(), self.model.get_output_embeddings()
+        return decoder(input_ids=x).last_hidden_state[0], head
+
+
+def runner_for(model: Any, position_distances: Any = None) -> Any:
+    """How strategies reach ``model``: a posgeom ``CausalDecoder`` (its position module,
+    :class:`posgeom.extension.decoder.DecoderRunner`) or a transformers causal LM (its config)."""
+    if type(model).__name__ == "CausalDecoder" and hasattr(model, "set_position"):
+        from posgeom.extension.decoder import DecoderRunner
+
+        return DecoderRunner(model, position_distances)
+    return _HFRunner(model)
+
+
 def window_losses(model: Any, ids: np.ndarray, trained_length: int, *, chunk: int = 1024) -> dict:
     """Summed losses of one window: ``within_sum``/``within_n`` (targets at positions
-    ``1 .. L0-1``) and ``beyond_sum``/``beyond_n`` (positions ``L0 ..``), float64."""
+    ``1 .. L0-1``) and ``beyond_sum``/``beyond_n`` (positions ``L0 ..``), float64. ``model``: a
+    transformers causal LM, a posgeom ``CausalDecoder`` or a runner (:func:`runner_for`)."""
     import torch
 
+    runner = model if hasattr(model, "hidden_and_head") else runner_for(model)
     x = torch.as_tensor(np.asarray(ids, dtype=np.int64))[None]
-    decoder, head = model.get_decoder(), model.get_output_embeddings()
     with torch.no_grad():
-        hidden = decoder(input_ids=x).last_hidden_state[0, :-1]
-        target = x[0, 1:]
+        hidden, head = runner.hidden_and_head(x)
+        hidden, target = hidden[:-1], x[0, 1:]
         losses = []
         for start in range(0, hidden.shape[0], chunk):
             logits = head(hidden[start : start + chunk]).double()
@@ -131,9 +176,11 @@ def measure_strategies(
     cache_dir: str | os.PathLike,
     model_id: str = "model",
     progress: Callable[[str], None] | None = None,
+    position_distances: Any = None,
 ) -> dict[str, Any]:
     """Mean loss within and beyond ``trained_length`` of every strategy on ``windows`` (module
-    docstring); ``cache_dir`` keeps each finished (strategy, window)."""
+    docstring); ``cache_dir`` keeps each finished (strategy, window); ``position_distances``:
+    the corpus's per-position geometry (Gower extension of a decoder's learned table)."""
     from posgeom.io.artifacts import atomic_write_text
 
     if not windows:
@@ -141,27 +188,26 @@ def measure_strategies(
     target = int(max(len(w) for w in windows))
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
-    original = {
-        k: getattr(model.config, k, None) for k in ("rope_parameters", "max_position_embeddings")
-    }
+    runner = runner_for(model, position_distances)
+    ident = (runner.identity,) if runner.identity else ()
     total, done, out = len(strategies) * len(windows), 0, []
     try:
         for s in strategies:
-            keys = [_digest(model_id, s.summary(), np.asarray(w).tolist()) for w in windows]
+            keys = [_digest(model_id, *ident, s.summary(), np.asarray(w).tolist()) for w in windows]
             parts = [_cached(cache / f"{key}.json") for key in keys]
             todo = [i for i, p in enumerate(parts) if p is None]
             done += len(windows) - len(todo)
             if todo:
-                apply_strategy(model, s, trained_length, target)
+                runner.apply(s, trained_length, target)
             for i in todo:
-                parts[i] = window_losses(model, windows[i], trained_length)
+                parts[i] = window_losses(runner, windows[i], trained_length)
                 atomic_write_text(cache / f"{keys[i]}.json", json.dumps(parts[i]))
                 done += 1
                 if progress:
                     progress(f"measure: {done}/{total} (strategy {s.name}, window {i + 1})")
             out.append(_aggregate(s.name, [p for p in parts if p is not None]))
     finally:
-        _restore(model, original, strategies)
+        runner.restore()
     return {
         "trained_length": int(trained_length),
         "window_length": target,
@@ -170,12 +216,3 @@ def measure_strategies(
         "positions 1 .. L0-1, beyond: L0 .. L-1; perplexity = exp(mean loss beyond)",
         "strategies": out,
     }
-
-
-def _restore(model: Any, config: dict[str, Any], strategies: Sequence[Strategy]) -> None:
-    """The model's own rope parameters and length back, its rotary modules rebuilt."""
-    if all(s.rope_parameters is None for s in strategies):
-        return
-    for key, value in config.items():
-        setattr(model.config, key, value)
-    _rebuild_rotary(model, "its own rope parameters back")

@@ -5,7 +5,10 @@ The thin layer over :func:`~posgeom.extension.score_strategies` that reads what 
 - **model**: a Hugging Face folder or cached name (configuration, tokenizer and, when needed,
   weights loaded offline through :mod:`posgeom._hub`; ``gguf_file`` for GGUF checkpoints), or a
   bare family spec such as ``"rope:theta=10000,head_dim=64"`` (then ``tokenizer=`` or token-id
-  corpora). ``L0`` defaults to ``max_position_embeddings``.
+  corpora). ``L0`` defaults to ``max_position_embeddings``. A **file** is a posgeom decoder
+  (:func:`posgeom.nn.decoder.save_decoder`, e.g. the Track B models): its position module, trained
+  length and recorded tokenizer (``"bytes"``: plain files read as raw bytes) come from the file,
+  and ``measure`` applies every strategy to it (:mod:`posgeom.extension.decoder`).
 - **corpus**: paths. A plain-text file (``.txt``, ``.tex``, ... optionally ``.gz``; anything
   without a record format) is **one document** (``\r\n`` read as ``\n``), so lags reach across
   the whole text; ``.jsonl``,
@@ -35,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError, require
+from posgeom.extension.decoder import is_decoder_path, load_decoder_file
 from posgeom.extension.model import ExtensionModel, model_from_config, parse_family_spec
 from posgeom.extension.result import ExtensionResult
 
@@ -61,7 +65,8 @@ def _format(path: Path) -> str:
 def read_documents(
     paths: Sequence[str | os.PathLike], encode: Callable[[list[str]], list[list[int]]] | None
 ) -> list[np.ndarray]:
-    """Token-id documents of ``paths`` (module docstring); ``encode``: texts -> ids."""
+    """Token-id documents of ``paths`` (module docstring); ``encode``: texts -> ids (with
+    ``reads_raw_bytes`` true, plain-text files are their bytes, unchanged)."""
     from posgeom.corpus.readers import check_exists, open_binary, read_texts
     from posgeom.corpus.token_ids import read_token_ids
 
@@ -80,6 +85,10 @@ def read_documents(
             )
         if fmt in _RECORD_FORMATS:
             texts = list(read_texts(path, format=fmt))
+        elif getattr(encode, "reads_raw_bytes", False):  # a byte-level model's own input
+            with open_binary(path) as fh:
+                docs.append(np.frombuffer(fh.read(), dtype=np.uint8).astype(np.int64))
+            continue
         else:
             with open_binary(path) as fh:  # newlines as Python's text mode reads them
                 raw = fh.read().decode("utf-8-sig", errors="strict")
@@ -91,6 +100,12 @@ def read_documents(
 
 
 def _encoder(model: Any, tokenizer: Any, gguf_file: str | None) -> Callable | None:
+    if is_decoder_path(model):
+        if tokenizer is not None:
+            raise PosgeomError(
+                f"{model} records its own tokenizer; drop --tokenizer for a posgeom decoder file"
+            )
+        return None  # set by _load (the file's recorded tokenizer)
     if tokenizer is None and _is_spec(model):
         return None
     if tokenizer is not None:
@@ -105,15 +120,18 @@ def _encoder(model: Any, tokenizer: Any, gguf_file: str | None) -> Callable | No
     return lambda texts: [hf(t, add_special_tokens=False)["input_ids"] for t in texts]
 
 
-def _load(model: Any, gguf_file: str | None, *, weights: bool) -> tuple[ExtensionModel, Any]:
-    """The :class:`ExtensionModel` and, when ``weights``, the causal LM (else None)."""
+def _load(model: Any, gguf_file: str | None, *, weights: bool) -> tuple[ExtensionModel, Any, Any]:
+    """The :class:`ExtensionModel`, when ``weights`` the causal LM (else None; a posgeom decoder
+    file always gives its decoder) and the tokenizer a decoder file records (else None)."""
+    if is_decoder_path(model):
+        return load_decoder_file(model)
     if _is_spec(model):
         if weights:
             raise PosgeomError(
                 "--measure and embedding classes need a real model (a Hugging Face folder), not a "
                 "family spec"
             )
-        return parse_family_spec(str(model)), None
+        return parse_family_spec(str(model)), None, None
     from posgeom._hub import pretrained_config, pretrained_model
 
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
@@ -121,10 +139,10 @@ def _load(model: Any, gguf_file: str | None, *, weights: bool) -> tuple[Extensio
     config = pretrained_config(model, **kwargs)
     rotary = config.to_dict().get("rope_parameters") or getattr(config, "rope_theta", None)
     if not weights and rotary:
-        return model_from_config(config, name=name), None
+        return model_from_config(config, name=name), None, None
     transformers = require("transformers", "hf")
     lm = pretrained_model(model, model_class=transformers.AutoModelForCausalLM, **kwargs)
-    return model_from_config(lm.config, model=lm, name=name), lm
+    return model_from_config(lm.config, model=lm, name=name), lm, None
 
 
 def position_estimate(docs: list[np.ndarray], target_length: int, *, seed: int = 0) -> Any:
@@ -193,8 +211,9 @@ def extend(
 
     paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else list(corpus)
     embedding = str(classes).startswith("embedding:")
-    ext, lm = _load(model, gguf_file, weights=measure or embedding)
     encode = _encoder(model, tokenizer, gguf_file)
+    ext, lm, own = _load(model, gguf_file, weights=measure or embedding)
+    encode = own or encode
     docs = read_documents(paths, encode)
     held: list[np.ndarray] = []
     if measure and heldout is None:
@@ -203,7 +222,8 @@ def extend(
         held = read_documents(list(heldout), encode)
     embeddings = None
     if embedding:
-        embeddings = lm.get_input_embeddings().weight.detach().double().numpy()
+        table = lm.tok if is_decoder_path(model) else lm.get_input_embeddings()
+        embeddings = table.weight.detach().double().numpy()
     say = progress or (lambda _line: None)
     say(f"lag geometry of {sum(d.size for d in docs)} tokens in {len(docs)} documents")
     where = position_estimate(docs, target_length, seed=seed) if positions else None
@@ -214,32 +234,34 @@ def extend(
     if not output:
         if measure:
             with tempfile.TemporaryDirectory() as cache:
-                result = _measure(result, lm, held, (max_windows, measure_top), cache, say)
+                result = _measure(result, lm, held, (max_windows, measure_top, where), cache, say)
         return result
     from posgeom.reports import results_folder
 
     cache = Path(output).with_name(Path(output).name + ".measure")
     with results_folder(output, overwrite=overwrite, with_report=report, inputs=paths) as tmp:
         if measure:
-            result = _measure(result, lm, held, (max_windows, measure_top), cache, say)
+            result = _measure(result, lm, held, (max_windows, measure_top, where), cache, say)
         result.write(tmp)
     shutil.rmtree(cache, ignore_errors=True)
     return result
 
 
 def _measure(result: ExtensionResult, lm: Any, held: list, sizes: tuple, cache: Any, say: Any):
-    """Measure the RoPE strategies (the best ``top`` by score plus ``none`` when ``top`` is set)."""
-    from posgeom.extension.measure import measure_strategies
+    """Measure the strategies the model can run (RoPE strategies on a transformers model, every
+    strategy on a posgeom decoder; the best ``top`` by score plus ``none`` when ``top`` is set)."""
+    from posgeom.extension.measure import measure_strategies, runner_for
 
-    max_windows, top = sizes
+    max_windows, top, where = sizes
     windows = _windows(held, result.target_length, max_windows)
-    rope = [r.strategy for r in result.rows if r.strategy.rope_parameters is not None]
-    if top is not None and top < len(rope):
-        rope = rope[:top] + [s for s in rope[top:] if s.kind == "none"]
-    chosen = rope or [result.rows[0].strategy]
+    decoder = type(runner_for(lm)).__name__ == "DecoderRunner"
+    rows = [r.strategy for r in result.rows if decoder or r.strategy.rope_parameters is not None]
+    if top is not None and top < len(rows):
+        rows = rows[:top] + [s for s in rows[top:] if s.kind == "none"]
+    chosen = rows or [result.rows[0].strategy]
     say(f"measuring {len(chosen)} strategies on {len(windows)} windows of {len(windows[0])} tokens")
     measured = measure_strategies(
         lm, chosen, windows, trained_length=result.trained_length, cache_dir=cache,
-        model_id=result.model.name, progress=say,
+        model_id=result.model.name, progress=say, position_distances=where,
     )  # fmt: skip
     return result.with_measurements(measured)

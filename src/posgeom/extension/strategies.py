@@ -24,9 +24,10 @@ rotary width:
 - ``fitted``: per-plane factors fitted to the corpus's lag geometry (:mod:`posgeom.extension.fit`).
 
 Learned tables: ``clamp`` (positions past ``L0`` reuse the last row), ``interpolate`` (rows at
-``i (L0 - 1) / (L - 1)``, linearly), ``gower`` (new rows placed by Gower's formula in the MDS frame
-of the corpus's positional geometry, :mod:`posgeom.extension.learned`). Sinusoidal (the formula
-evaluated at every position), ALiBi, T5 and NoPE: ``none``.
+``i (L0 - 1) / (L - 1)``, linearly), ``gower`` (new rows placed by Gower's formula in the MDS
+frame of the corpus's positional geometry, :mod:`posgeom.extension.learned`), ``gower-table``
+(the same in the table's own frame, new rows at the table's mean distance per lag; no corpus).
+Sinusoidal (the formula evaluated at every position), ALiBi, T5 and NoPE: ``none``.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ LONGROPE_POWERS = (0.5, 1.0, 2.0)
 class Strategy:
     """One strategy: ``name`` (unique), ``family``, ``kind`` (``none``, ``linear``, ``ntk``,
     ``dynamic``, ``yarn``, ``llama3``, ``longrope``, ``fitted``, ``clamp``, ``interpolate``,
-    ``gower``), ``rope_parameters`` (RoPE only; transformers 5 spelling) and ``description``."""
+    ``gower``, ``gower-table``), ``rope_parameters`` (RoPE only; transformers 5 spelling) and
+    ``description``."""
 
     name: str
     family: str
@@ -262,5 +264,8 @@ def enumerate_strategies(
             Strategy("clamp", "learned", "clamp", None, "positions past L0 reuse the last row"),
             Strategy("interpolate", "learned", "interpolate", None, "rows at i (L0-1)/(L-1)"),
             Strategy("gower", "learned", "gower", None, "Gower extension in the corpus MDS frame"),
-        ]
+            Strategy("gower-table", "learned", "gower-table", None,
+                     "Gower extension in the table's own MDS frame, new rows at its mean lag "
+                     "distances"),
+        ]  # fmt: skip
     return [Strategy("none", model.family, "none", None, f"{model.family} as it is")]

@@ -25,7 +25,7 @@ from posgeom.nn.position import (
 )
 from posgeom.nn.tables import AbsolutePositionEmbedding, LowRankPositionEmbedding
 
-__all__ = ["load_module", "save_module"]
+__all__ = ["load_module", "read_tensors", "save_module", "write_tensors"]
 
 FORMAT = "posgeom.nn/1"
 _CLASSES: dict[str, type[PositionEmbedding]] = {
@@ -48,8 +48,6 @@ def save_module(module: nn.Module, path: str | os.PathLike) -> Path:
 
     Returns the path written.
     """
-    from safetensors.torch import save_file
-
     if type(module).__name__ not in _CLASSES or not isinstance(module, PositionEmbedding):
         raise PosgeomError(
             f"save_module supports {sorted(_CLASSES)}, got {type(module).__name__}; save other "
@@ -62,7 +60,15 @@ def save_module(module: nn.Module, path: str | os.PathLike) -> Path:
         "config": module.config(),
         "dtype": str(ref.dtype).removeprefix("torch."),
     }
-    tensors = {k: v.detach().contiguous().cpu() for k, v in module.state_dict().items()}
+    return write_tensors(path, module.state_dict(), meta)
+
+
+def write_tensors(path: str | os.PathLike, tensors: dict[str, torch.Tensor], meta: dict) -> Path:
+    """Write ``tensors`` and the JSON ``meta`` (metadata entry ``"posgeom"``) to ``path`` as one
+    safetensors file, atomically (a temporary file in the same folder, then ``os.replace``)."""
+    from safetensors.torch import save_file
+
+    tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -76,12 +82,17 @@ def save_module(module: nn.Module, path: str | os.PathLike) -> Path:
     return path
 
 
-def _read(path: Path) -> tuple[dict, dict[str, torch.Tensor]]:
+def read_tensors(
+    path: Path, *, writer: str = "save_module"
+) -> tuple[dict, dict[str, torch.Tensor]]:
+    """``(meta, tensors)`` of a file written by :func:`write_tensors`; ``ArtifactError`` (one
+    line naming the problem) for a missing, unreadable or foreign file (``writer``: the function
+    the message names)."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
     if not path.is_file():
-        raise ArtifactError(f"no such file: {path}; pass the path written by save_module")
+        raise ArtifactError(f"no such file: {path}; pass the path written by {writer}")
     try:
         with safe_open(str(path), framework="pt") as f:
             raw = (f.metadata() or {}).get("posgeom")
@@ -90,13 +101,20 @@ def _read(path: Path) -> tuple[dict, dict[str, torch.Tensor]]:
         raise ArtifactError(f"{path} is not a readable safetensors file: {exc}") from exc
     if raw is None:
         raise ArtifactError(
-            f"{path} has no 'posgeom' metadata entry; it was not written by save_module "
+            f"{path} has no 'posgeom' metadata entry; it was not written by {writer} "
             "(load plain state dicts with safetensors.torch.load_file)"
         )
     try:
         meta = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{path}: the 'posgeom' metadata is not valid JSON ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise ArtifactError(f"{path}: the 'posgeom' metadata is not a JSON object")
+    return meta, tensors
+
+
+def _read(path: Path) -> tuple[dict, dict[str, torch.Tensor]]:
+    meta, tensors = read_tensors(path)
     if meta.get("format") != FORMAT or meta.get("class") not in _CLASSES:
         raise ArtifactError(
             f"{path}: unknown format {meta.get('format')!r} / class {meta.get('class')!r}; "

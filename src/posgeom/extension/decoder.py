@@ -1,0 +1,158 @@
+"""``posgeom extend`` on a posgeom decoder file (:mod:`posgeom.nn.decoder`): the model, its
+tokenizer, and each strategy applied to it.
+
+- :func:`decoder_model`: the :class:`~posgeom.extension.model.ExtensionModel` of the decoder's
+  position module (RoPE: ``head_dim = d / n_heads`` and ``rope_theta``; learned: its ``(L0, d)``
+  table; sinusoidal: ``d`` and base; ALiBi: its slopes; T5: its buckets and ``(num_buckets, H)``
+  bias table; NoPE), trained length from the file.
+- :func:`byte_encoder`: the ``"bytes"`` tokenizer; it reads plain-text files as their raw bytes
+  (no newline or BOM changes: what the model was trained on).
+- :class:`DecoderRunner`: what ``--measure`` does to the decoder. A RoPE strategy's
+  ``rope_parameters`` (and ``max_position_embeddings`` of :meth:`Strategy.config_changes`) become a
+  :class:`~posgeom.nn.rotary.RotaryEmbedding` (base ``rope_theta``, ``scaling = {"type":
+  rope_type, ..., "max_position_embeddings": ...}``: the same frequencies as transformers'
+  ``ROPE_INIT_FUNCTIONS`` at the window length); a learned table is extended to ``L`` rows by
+  :func:`posgeom.extension.learned.extend_table` (the same table the score used) and served by an
+  :class:`~posgeom.nn.tables.AbsolutePositionEmbedding`; sinusoidal, ALiBi, T5 and NoPE run as
+  they are. The trained module is put back by :meth:`DecoderRunner.restore`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.extension.model import ExtensionModel
+from posgeom.extension.strategies import Strategy
+
+__all__ = ["DecoderRunner", "byte_encoder", "decoder_model", "is_decoder_path", "load_decoder_file"]
+
+
+class _ByteEncoder:
+    """Texts -> their UTF-8 bytes as ids; ``reads_raw_bytes``: plain files are read unchanged."""
+
+    reads_raw_bytes = True
+
+    def __call__(self, texts: list[str]) -> list[list[int]]:
+        return [list(t.encode("utf-8")) for t in texts]
+
+
+def byte_encoder() -> _ByteEncoder:
+    return _ByteEncoder()
+
+
+def decoder_model(decoder: Any, name: str) -> ExtensionModel:
+    """The :class:`ExtensionModel` of a :class:`~posgeom.nn.decoder.CausalDecoder`."""
+    c, pos = decoder.config, decoder.position
+    l0 = int(c.trained_length)
+    if c.position == "rope":
+        params = {"rope_type": "default", "rope_theta": float(pos.base)}
+        return ExtensionModel("rope", name, l0, head_dim=pos.head_dim, rope_parameters=params)
+    if c.position == "learned":
+        table = pos.table().detach().double().numpy()
+        return ExtensionModel("learned", name, l0, table=table)
+    if c.position == "sinusoidal":
+        return ExtensionModel("sinusoidal", name, l0, t5={"d": pos.dim, "base": pos.base})
+    if c.position == "alibi":
+        return ExtensionModel("alibi", name, l0, slopes=pos.slopes.double().numpy())
+    if c.position == "t5":
+        t5 = {"num_buckets": pos.num_buckets, "max_distance": pos.max_distance,
+              "bidirectional": pos.bidirectional,
+              "bias": pos.bias.weight.detach().double().numpy()}  # fmt: skip
+        return ExtensionModel("t5", name, l0, t5=t5)
+    return ExtensionModel("nope", name, l0)
+
+
+def load_decoder_file(path: str | os.PathLike) -> tuple[ExtensionModel, Any, Any]:
+    """``(ExtensionModel, decoder, encode)`` of a file written by ``save_decoder``; one line
+    (:class:`~posgeom._errors.ArtifactError`) for a corrupt or foreign file."""
+    from posgeom._errors import require
+
+    require("torch", "torch")
+    from posgeom.nn.decoder import load_decoder
+
+    decoder, _meta = load_decoder(path)
+    tok = decoder.config.tokenizer
+    if tok == "bytes":
+        encode: Any = byte_encoder()
+    else:
+        from posgeom.corpus.tokenize import load_tokenizer
+
+        loaded = load_tokenizer(tok, add_special_tokens=False)
+        encode = loaded.encode_batch
+    return decoder_model(decoder, str(path)), decoder, encode
+
+
+def _rotary(head_dim: int, strategy: Strategy, trained_length: int, target_length: int) -> Any:
+    from posgeom.nn.rotary import RotaryEmbedding
+
+    params = dict(strategy.rope_parameters or {})
+    base = float(params.pop("rope_theta"))
+    kind = params.pop("rope_type", "default")
+    if params.get("partial_rotary_factor") not in (None, 1, 1.0):
+        raise PosgeomError(f"strategy {strategy.name!r}: the decoder rotates whole heads")
+    params.pop("partial_rotary_factor", None)
+    params.update(strategy.config_changes(trained_length, target_length))
+    return RotaryEmbedding(head_dim, base, {"type": kind, **params})
+
+
+class DecoderRunner:
+    """Applies strategies to a ``CausalDecoder`` for ``--measure`` (module docstring);
+    ``position_distances``: the corpus's ``(L, L)`` per-position geometry (``gower`` only)."""
+
+    def __init__(self, decoder: Any, position_distances: Any = None) -> None:
+        self.decoder = decoder
+        self.trained = decoder.position
+        self.model = decoder_model(decoder, "decoder")
+        self.position_distances = position_distances
+
+    @property
+    def identity(self) -> str:
+        """A digest of the weights (the measure cache must not outlive a retrained model)."""
+        h = hashlib.sha256()
+        for key, value in self.decoder.state_dict().items():
+            h.update(key.encode() + value.detach().cpu().numpy().tobytes())
+        return h.hexdigest()[:20]
+
+    def supports(self, strategy: Strategy) -> bool:
+        return strategy.family == self.model.family
+
+    def apply(self, strategy: Strategy, trained_length: int, target_length: int) -> None:
+        import torch
+
+        from posgeom.nn.tables import AbsolutePositionEmbedding
+
+        if not self.supports(strategy):
+            raise PosgeomError(
+                f"strategy {strategy.name!r} is for {strategy.family}, the decoder is "
+                f"{self.model.family}"
+            )
+        if strategy.rope_parameters is not None:
+            module = _rotary(int(self.model.head_dim), strategy, trained_length, target_length)
+        elif self.model.family == "learned":
+            from posgeom.extension.scoring import _learned_table
+
+            table = _learned_table(self.model, strategy, target_length, self.position_distances)
+            dtype = self.trained.embedding.weight.dtype
+            module = AbsolutePositionEmbedding(torch.from_numpy(np.ascontiguousarray(table)),
+                                               trainable=False, dtype=dtype)  # fmt: skip
+        else:
+            module = self.trained
+        self.decoder.set_position(module)
+
+    def restore(self) -> None:
+        self.decoder.set_position(self.trained)
+
+    def hidden_and_head(self, x: Any) -> tuple[Any, Any]:
+        """``(hidden (L, d), head)`` of one window ``x`` (1, L)."""
+        return self.decoder.hidden(x)[0], self.decoder.head
+
+
+def is_decoder_path(model: Any) -> bool:
+    """A model argument that is a file (not a folder, not a family spec): a decoder file."""
+    return isinstance(model, (str, os.PathLike)) and Path(model).is_file()
