@@ -8,6 +8,7 @@ model that sees only the bag of tokens is at exactly 50% on every pair.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +17,7 @@ from torch import Tensor, nn
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["OrderTask", "accuracy", "fit_classifier", "order_task"]
+__all__ = ["OrderTask", "accuracy", "fit_classifier", "lr_factor", "order_task"]
 
 TOKEN_A = 1
 TOKEN_B = 2
@@ -66,6 +67,24 @@ def order_task(n_samples: int, seq_len: int, vocab_size: int, *, seed: int = 0) 
     )
 
 
+def lr_factor(step: int, steps: int, *, warmup: int = 0, schedule: str = "constant") -> float:
+    """Multiplier of the base learning rate at ``step`` (0-based) of ``steps``.
+
+    Linear warmup ``(step + 1) / warmup`` over the first ``warmup`` steps, then ``1``
+    (``schedule="constant"``) or the cosine decay ``(1 + cos(pi t)) / 2`` with
+    ``t = (step - warmup) / (steps - warmup)`` going from 0 to 1 (``schedule="cosine"``).
+    """
+    if schedule not in ("constant", "cosine"):
+        raise PosgeomError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
+    if not 0 <= warmup < max(steps, 1):
+        raise PosgeomError(f"warmup must be in [0, steps), got {warmup} with steps={steps}")
+    if step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
+    return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / (steps - warmup)))
+
+
 def fit_classifier(
     model: nn.Module,
     tokens: Tensor,
@@ -75,13 +94,22 @@ def fit_classifier(
     lr: float = 3e-3,
     batch_size: int = 64,
     seed: int = 0,
+    warmup: int = 0,
+    schedule: str = "constant",
 ) -> list[float]:
-    """AdamW on cross-entropy for ``steps`` minibatches (seeded sampling); returns the losses."""
+    """AdamW on cross-entropy for ``steps`` minibatches (seeded sampling); returns the losses.
+
+    The learning rate at step ``t`` is ``lr * lr_factor(t, steps, warmup=warmup,
+    schedule=schedule)``; the defaults keep it constant.
+    """
+    lr_factor(0, steps, warmup=warmup, schedule=schedule)  # bad options fail before training
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     model.train()
     losses = []
-    for _ in range(steps):
+    for step in range(steps):
+        for group in opt.param_groups:
+            group["lr"] = lr * lr_factor(step, steps, warmup=warmup, schedule=schedule)
         idx = torch.randint(0, tokens.shape[0], (batch_size,), generator=gen)
         loss = nn.functional.cross_entropy(model(tokens[idx]), labels[idx])
         opt.zero_grad()
