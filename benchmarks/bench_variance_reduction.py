@@ -198,11 +198,20 @@ def stationary(replicates: int = 100) -> dict:
     for the CV's slope."""
     from posgeom import count_positions, estimate_geometry
     from posgeom.estimators.smoothing import position_smoother, smoothed_gram
+    from posgeom.synthetic import decaying_totals, sample_sequences, zipf_distributions
 
+    cases = real.stationary_cases(_population("imdb", "minilm"))
+    mu, totals = (
+        zipf_distributions(40, 3000, structure="stationary"),
+        decaying_totals(40, high=1000, low=100),
+    )
+    for seed in range(3):  # a smaller vocabulary, fewer samples: the default's own check is weaker
+        label = (
+            f"synthetic Zipf, stationary (V 3k, 1,000 -> 100 samples, 40 positions), seed {seed}"
+        )
+        cases[label] = (sample_sequences(mu, totals, seed=seed), totals, 3000)
     out = {}
-    for label, (seqs, totals, vocab) in real.stationary_cases(
-        _population("imdb", "minilm")
-    ).items():
+    for label, (seqs, totals, vocab) in cases.items():
         n = len(totals)
         boot = count_positions(
             seqs, max_positions=n, vocab_size=vocab, bootstrap=replicates, bootstrap_seed=0
@@ -223,6 +232,9 @@ def stationary(replicates: int = 100) -> dict:
             "auto_slope": slope,
             "auto_rank": int(est.diagnostics["projection"]["kept_rank"]),
             "auto_resolved": bool(est.diagnostics["projection"]["resolved"]),
+            "default_resolved": bool(
+                estimate_geometry(boot.base).diagnostics["projection"]["resolved"]
+            ),
             "rows": rows,
             "none": real._structure(boot, "auto", "corrected", log_t),
             "smoothed": real._structure(boot, "auto", "corrected", log_t, smooth=slope),
