@@ -39,6 +39,12 @@ def estimate_distances(counts: Any, estimator: Any = "recommended", **options: A
     return _matrix(_estimator(estimator, options)(counts))
 
 
+def _kept_rank(raw: Any) -> int:
+    """The Euclidean estimate's kept rank ``K'`` (-1 without a projection)."""
+    projection = (getattr(raw, "diagnostics", None) or {}).get("projection") or {}
+    return int(projection.get("kept_rank", -1))
+
+
 def _name(estimator: Any, raw: Any) -> str:
     if getattr(raw, "estimator", None):
         return str(raw.estimator)
@@ -55,7 +61,11 @@ class ReplicateGeometry:
     (``est(C)``, or ``plugin(C)`` with ``bootstrap_truth="plugin"``); replicates :
     ``(B, m (m - 1) / 2)`` upper triangles (row-major, ``numpy.triu_indices(m, 1)``) of
     ``est(C_b)``, memory ``4 B m^2`` bytes; scheme : the replicates' weights (``"half"``,
-    ``"poisson"``).
+    ``"poisson"``); resolution, class_map : the token classes of the estimate and of every
+    replicate (``GeometryEstimate.resolution`` / ``.class_map``; None for an estimator that
+    returns a bare matrix): the intervals are about the geometry at that resolution;
+    kept_rank, replicate_kept_ranks : the Euclidean estimate's kept rank ``K'`` of ``est(C)``
+    and ``(B,)`` of every ``est(C_b)`` (None / -1 where the estimate has no projection).
     """
 
     estimator: str
@@ -63,6 +73,10 @@ class ReplicateGeometry:
     truth: np.ndarray
     replicates: np.ndarray = field(repr=False)
     scheme: str = "half"
+    resolution: str | None = None
+    class_map: np.ndarray | None = field(default=None, repr=False)
+    kept_rank: int | None = None
+    replicate_kept_ranks: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_replicates(self) -> int:
@@ -130,10 +144,22 @@ def replicate_geometry(
             f"the plug-in geometry has shape {truth.shape} but the estimate {estimate.shape}; pass "
             "bootstrap_truth= a callable giving the plug-in on the same positions/classes"
         )
-    iu = np.triu_indices(estimate.shape[0], 1)
-    reps = np.stack([_matrix(est(boot.replicate(b)))[iu] for b in range(use)])
-    scheme = getattr(boot, "scheme", "half")
-    return ReplicateGeometry(_name(estimator, raw), estimate, truth, reps, scheme)
+    iu, kept = np.triu_indices(estimate.shape[0], 1), _kept_rank(raw)
+    reps, ranks = np.empty((use, len(iu[0]))), np.empty(use, dtype=np.int64)
+    for b in range(use):
+        rep = est(boot.replicate(b))
+        reps[b], ranks[b] = _matrix(rep)[iu], _kept_rank(rep)
+    return ReplicateGeometry(
+        _name(estimator, raw),
+        estimate,
+        truth,
+        reps,
+        getattr(boot, "scheme", "half"),
+        resolution=getattr(raw, "resolution", None),
+        class_map=getattr(raw, "class_map", None),
+        kept_rank=kept if kept >= 0 else None,
+        replicate_kept_ranks=ranks,
+    )
 
 
 def as_replicate_geometry(boot: Any, **options: Any) -> ReplicateGeometry:
