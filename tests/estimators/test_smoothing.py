@@ -106,6 +106,9 @@ def test_smooth_zero_is_the_default_and_auto_is_seeded():
     a, b = (estimate_geometry(c, smooth="auto", seed=5) for _ in range(2))
     np.testing.assert_array_equal(np.asarray(a.distances), np.asarray(b.distances))
     assert len(a.diagnostics["smoothing"]["cv_error"]) == len(SLOPES)
+    named = a.summary()["smoothing"]  # the JSON summary names the smoothing and its slope
+    assert named["slope"] == a.diagnostics["smoothing"]["slope"] and "chosen_by" in named
+    assert "smoothing" not in estimate_geometry(c).summary()
 
 
 @pytest.mark.parametrize(

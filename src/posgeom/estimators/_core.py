@@ -342,7 +342,10 @@ class GeometryEstimate:
         scalars = {
             k: v for k, v in self.diagnostics.items() if isinstance(v, (int, float, str, bool))
         }
+        smoothing = self.diagnostics.get("smoothing", {})  # smooth= (estimators.smoothing)
+        extra = {"smoothing": {k: v for k, v in smoothing.items() if k != "cv_error"}}
         return {
+            **(extra if smoothing else {}),
             "estimator": self.estimator,
             "convention": self.convention,
             "n_positions": self.n_positions,
