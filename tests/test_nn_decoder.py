@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,9 @@ def test_save_and_load_give_the_same_model_and_no_pickle(tmp_path, encoding):
     assert meta["format"] == "posgeom.decoder/1" and meta["config"]["tokenizer"] == "bytes"
     loaded, got = load_decoder(path)
     assert got["info"] == {"steps": 3} and loaded.config == model.config
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # as open() would create it
     x = torch.arange(16)[None] * 7
     with torch.no_grad():
         assert torch.equal(loaded(x), model(x))
@@ -165,6 +169,12 @@ def test_bad_files_and_bad_input_raise_one_line(tmp_path):
         load_decoder(tmp_path / "edited.safetensors")
     with pytest.raises(ArtifactError, match="no such file"):
         load_decoder(tmp_path / "missing.safetensors")
+    (tmp_path / "a file").write_text("")
+    with pytest.raises(PosgeomError, match="is a file, not a folder"):
+        save_decoder(model, tmp_path / "a file" / "m.safetensors")
+    names = ("good", "random bytes", "truncated", "plain", "table", "edited")
+    expected = {f"{n}.safetensors" for n in names} | {"a file"}
+    assert {p.name for p in tmp_path.iterdir()} == expected  # no temporary left behind
     with pytest.raises(PosgeomError, match=r"token ids must lie in 0 \.\. 255"):
         model(torch.tensor([[1, 300]]))
     with pytest.raises(PosgeomError, match="unknown position"):

@@ -82,7 +82,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "model",
-        help="a Hugging Face folder or cached name (offline), or a family spec such as "
+        help="a Hugging Face folder or cached name (offline), a posgeom decoder file "
+        "(posgeom.nn.decoder.save_decoder), or a family spec such as "
         "rope:theta=10000,head_dim=64[,max_position_embeddings=2048]",
     )
     p.add_argument(

@@ -4,14 +4,13 @@ File layout: the module's ``state_dict`` tensors (persistent parameters and buff
 metadata entry ``"posgeom"``, a JSON object
 ``{"format": "posgeom.nn/1", "class": <class name>, "config": <constructor arguments>,
 "dtype": <torch dtype name>}``. Writes go to a temporary file in the same folder, then
-``os.replace``. Loading never calls ``torch.load``.
+``os.replace`` (:func:`write_tensors`). Loading never calls ``torch.load``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import torch
@@ -65,20 +64,17 @@ def save_module(module: nn.Module, path: str | os.PathLike) -> Path:
 
 def write_tensors(path: str | os.PathLike, tensors: dict[str, torch.Tensor], meta: dict) -> Path:
     """Write ``tensors`` and the JSON ``meta`` (metadata entry ``"posgeom"``) to ``path`` as one
-    safetensors file, atomically (a temporary file in the same folder, then ``os.replace``)."""
-    from safetensors.torch import save_file
+    safetensors file, atomically (:func:`posgeom.io.artifacts.atomic_path`: a temporary sibling
+    moved onto ``path``, mode ``0o666`` less the umask, a failed write one line)."""
+    from safetensors.torch import save
+
+    from posgeom.io.artifacts import atomic_path
 
     tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
+    data = save(tensors, metadata={"posgeom": json.dumps(meta, sort_keys=True)})
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata={"posgeom": json.dumps(meta, sort_keys=True)})
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # the temporary's mode is kept
+        fh.write(data)
     return path
 
 
