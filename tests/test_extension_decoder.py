@@ -159,9 +159,10 @@ def test_a_learned_decoder_measures_clamp_interpolate_and_gower_table(tmp_path):
     path, (book, held) = _trained("learned", tmp_path, l0=l0), _corpus(tmp_path, length)
     out = tmp_path / "out"
     argv = ["extend", str(path), str(book), "--target-length", str(length), "--replicates", "0"]
-    argv += ["--classes", "top:12", "--measure", "--heldout", str(held), "--windows", "2"]
+    argv += ["--classes", "embedding:4", "--measure", "--heldout", str(held), "--windows", "2"]
     assert main([*argv, "-q", "-o", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["lag_geometry"]["counts"]["classes"]["kind"] == "embedding:4"  # its own table
     assert summary["rope_parameters"] is None and not (out / "rope_parameters.json").exists()
     measured = {m["name"]: m for m in summary["measurements"]["strategies"]}
     assert set(measured) == {"clamp", "interpolate", "gower-table"}  # gower needs --positions
@@ -196,4 +197,34 @@ def test_bad_decoder_files_exit_2_with_one_line_and_write_nothing(tmp_path, caps
     good = _trained("alibi", tmp_path, steps=1)
     assert main([*base[:1], str(good), *base[2:], "--tokenizer", "word"]) == 2
     assert "drop --tokenizer" in capsys.readouterr().err
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.arange(400)[None] % 300)
+    assert main([*base[:1], str(good), str(ids), *base[3:]]) == 2
+    assert "vocabulary is 0 .. 255" in capsys.readouterr().err
     assert not out.exists() and not list(tmp_path.glob("out*"))
+
+
+def test_the_measure_cache_knows_the_weights_and_an_interrupt_restores_the_model(tmp_path):
+    from posgeom.extension.measure import measure_strategies
+
+    path = _trained("rope", tmp_path, steps=2)
+    ext, decoder, _ = load_decoder_file(path)
+    trained = decoder.position
+    strategies = enumerate_strategies(ext, L0, L)[:2]  # none, linear x2
+    windows = [np.frombuffer(_text(40, 4).encode()[:L], dtype=np.uint8).astype(np.int64)]
+
+    def stop(line: str) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=tmp_path,
+                           progress=stop)  # fmt: skip
+    assert decoder.position is trained  # put back on the interrupt
+    first = measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("*.json"))) == 2 and decoder.position is trained
+    with torch.no_grad():
+        decoder.head.bias += 1.0  # another model at the same path: nothing may be reused
+        decoder.head.bias[0] += 5.0
+    again = measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("*.json"))) == 4
+    assert again["strategies"][0]["within_loss"] != first["strategies"][0]["within_loss"]

@@ -30,7 +30,14 @@ from posgeom._errors import PosgeomError
 from posgeom.extension.model import ExtensionModel
 from posgeom.extension.strategies import Strategy
 
-__all__ = ["DecoderRunner", "byte_encoder", "decoder_model", "is_decoder_path", "load_decoder_file"]
+__all__ = [
+    "DecoderRunner",
+    "byte_encoder",
+    "check_token_ids",
+    "decoder_model",
+    "is_decoder_path",
+    "load_decoder_file",
+]
 
 
 class _ByteEncoder:
@@ -66,6 +73,17 @@ def decoder_model(decoder: Any, name: str) -> ExtensionModel:
               "bias": pos.bias.weight.detach().double().numpy()}  # fmt: skip
         return ExtensionModel("t5", name, l0, t5=t5)
     return ExtensionModel("nope", name, l0)
+
+
+def check_token_ids(docs: list[np.ndarray], decoder: Any) -> None:
+    """Refuse, before any work, token ids the decoder has no embedding for."""
+    top = max((int(d.max()) for d in docs if d.size), default=0)
+    if top >= decoder.config.vocab_size:
+        raise PosgeomError(
+            f"the corpus has token id {top} but the decoder's vocabulary is "
+            f"0 .. {decoder.config.vocab_size - 1}; give token ids of its tokenizer "
+            f"{decoder.config.tokenizer!r} (or plain text)"
+        )
 
 
 def load_decoder_file(path: str | os.PathLike) -> tuple[ExtensionModel, Any, Any]:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError, require
-from posgeom.extension.decoder import is_decoder_path, load_decoder_file
+from posgeom.extension.decoder import check_token_ids, is_decoder_path, load_decoder_file
 from posgeom.extension.model import ExtensionModel, model_from_config, parse_family_spec
 from posgeom.extension.result import ExtensionResult
 
@@ -220,6 +220,8 @@ def extend(
         docs, held = _split(docs, heldout_fraction)
     elif measure:
         held = read_documents(list(heldout), encode)
+    if own is not None:
+        check_token_ids([*docs, *held], lm)
     embeddings = None
     if embedding:
         table = lm.tok if is_decoder_path(model) else lm.get_input_embeddings()
