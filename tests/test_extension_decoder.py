@@ -132,6 +132,14 @@ def test_extend_a_rope_decoder_with_and_without_measure(tmp_path, capsys):
     assert measured["none"]["within_loss"] != measured["linear x2"]["within_loss"]
     assert "## Measured loss" in (out / "table.md").read_text()
     assert not (tmp_path / "out.measure").exists()
+    # the same from Python, on the decoder object itself
+    import posgeom
+
+    again = posgeom.extend(load_decoder_file(path)[1], book, target_length=L, classes="top:12",
+                           replicates=0, measure=True, heldout=[held], max_windows=2)  # fmt: skip
+    assert [r.name for r in again.rows] == names
+    for row in again.measurements["strategies"]:
+        assert row["beyond_loss"] == pytest.approx(measured[row["name"]]["beyond_loss"], rel=1e-12)
 
 
 def test_every_rope_strategy_gives_the_decoder_transformers_frequencies(tmp_path):

@@ -113,6 +113,23 @@ def test_gower_table_is_track_b_s_gower_and_the_benchmark_uses_it():
     np.testing.assert_allclose(rows[128:], gower_rows_reference(weight, 256), rtol=1e-5, atol=1e-7)
 
 
+def test_the_benchmark_converts_a_legacy_state_dict_once(tmp_path):
+    import _extension_b as B
+
+    reference = _track_b_reference("t5", 0)
+    torch.save(reference.state_dict(), tmp_path / "t5_seed0.pt")  # how Track B saved them
+    converted = B.load("t5", 0, tmp_path)
+    assert (tmp_path / "t5_seed0.safetensors").exists() and B.load("t5", 1, tmp_path) is None
+    again, meta = load_decoder(tmp_path / "t5_seed0.safetensors")
+    assert meta["info"]["encoding"] == "t5" and meta["info"]["seed"] == 0
+    x = torch.arange(64)[None] * 3 % 256
+    with torch.no_grad():
+        assert torch.equal(converted(x), reference(x)) and torch.equal(again(x), reference(x))
+    (tmp_path / "t5_seed0.pt").unlink()  # from now on the safetensors file is read
+    with torch.no_grad():
+        assert torch.equal(B.load("t5", 0, tmp_path)(x), reference(x))
+
+
 def _tiny(position: str = "rope", **kw) -> CausalDecoder:
     cfg = DecoderConfig(position=position, d_model=16, n_heads=2, n_layers=1, d_ff=32,
                         trained_length=16, **kw)  # fmt: skip

@@ -35,6 +35,8 @@ __all__ = [
     "byte_encoder",
     "check_token_ids",
     "decoder_model",
+    "decoder_source",
+    "is_decoder",
     "is_decoder_path",
     "load_decoder_file",
 ]
@@ -86,6 +88,14 @@ def check_token_ids(docs: list[np.ndarray], decoder: Any) -> None:
         )
 
 
+def _encoder_of(tokenizer: str) -> Any:
+    if tokenizer == "bytes":
+        return byte_encoder()
+    from posgeom.corpus.tokenize import load_tokenizer
+
+    return load_tokenizer(tokenizer, add_special_tokens=False).encode_batch
+
+
 def load_decoder_file(path: str | os.PathLike) -> tuple[ExtensionModel, Any, Any]:
     """``(ExtensionModel, decoder, encode)`` of a file written by ``save_decoder``; one line
     (:class:`~posgeom._errors.ArtifactError`) for a corrupt or foreign file."""
@@ -95,15 +105,18 @@ def load_decoder_file(path: str | os.PathLike) -> tuple[ExtensionModel, Any, Any
     from posgeom.nn.decoder import load_decoder
 
     decoder, _meta = load_decoder(path)
-    tok = decoder.config.tokenizer
-    if tok == "bytes":
-        encode: Any = byte_encoder()
-    else:
-        from posgeom.corpus.tokenize import load_tokenizer
+    return decoder_model(decoder, str(path)), decoder, _encoder_of(decoder.config.tokenizer)
 
-        loaded = load_tokenizer(tok, add_special_tokens=False)
-        encode = loaded.encode_batch
-    return decoder_model(decoder, str(path)), decoder, encode
+
+def decoder_source(model: Any) -> tuple[ExtensionModel, Any, Any] | None:
+    """``(ExtensionModel, decoder, encode)`` for a decoder file or a ``CausalDecoder`` object
+    (in eval mode), None for anything else."""
+    if is_decoder_path(model):
+        return load_decoder_file(model)
+    if is_decoder(model):
+        name = f"CausalDecoder({model.config.position})"
+        return decoder_model(model.eval(), name), model, _encoder_of(model.config.tokenizer)
+    return None
 
 
 def _rotary(head_dim: int, strategy: Strategy, trained_length: int, target_length: int) -> Any:
@@ -153,9 +166,9 @@ class DecoderRunner:
         if strategy.rope_parameters is not None:
             module = _rotary(int(self.model.head_dim), strategy, trained_length, target_length)
         elif self.model.family == "learned":
-            from posgeom.extension.scoring import _learned_table
+            from posgeom.extension.learned import model_table
 
-            table = _learned_table(self.model, strategy, target_length, self.position_distances)
+            table = model_table(self.model, strategy.kind, target_length, self.position_distances)
             dtype = self.trained.embedding.weight.dtype
             module = AbsolutePositionEmbedding(torch.from_numpy(np.ascontiguousarray(table)),
                                                trainable=False, dtype=dtype)  # fmt: skip
@@ -169,6 +182,11 @@ class DecoderRunner:
     def hidden_and_head(self, x: Any) -> tuple[Any, Any]:
         """``(hidden (L, d), head)`` of one window ``x`` (1, L)."""
         return self.decoder.hidden(x)[0], self.decoder.head
+
+
+def is_decoder(model: Any) -> bool:
+    """A posgeom ``CausalDecoder`` object (checked without importing torch)."""
+    return type(model).__name__ == "CausalDecoder" and hasattr(model, "set_position")
 
 
 def is_decoder_path(model: Any) -> bool:

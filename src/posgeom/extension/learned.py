@@ -25,7 +25,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["LEARNED_METHODS", "extend_table", "table_lag_distances"]
+__all__ = ["LEARNED_METHODS", "extend_table", "model_table", "table_lag_distances"]
 
 LEARNED_METHODS = ("clamp", "interpolate", "gower", "gower-table")
 FAR_LAGS = 16  # the largest trained lags whose mean distance stands for every lag >= L0
@@ -111,3 +111,12 @@ def extend_table(
     raise PosgeomError(
         f"unknown table extension {method!r}; use one of {', '.join(LEARNED_METHODS)}"
     )
+
+
+def model_table(model: Any, method: str, target_length: int, position_distances: Any = None):
+    """The learned table of an ``ExtensionModel`` (its first ``trained_length`` rows) extended
+    to ``target_length`` by ``method``: the one table that is scored and, with ``--measure``,
+    run (``position_distances``: the corpus's geometry or an estimate of it, ``gower`` only)."""
+    table = model.table[: model.trained_length]
+    d = None if position_distances is None else np.asarray(position_distances, dtype=np.float64)
+    return extend_table(table, target_length, method, position_distances=d)

@@ -107,9 +107,9 @@ class _HFRunner:
 def runner_for(model: Any, position_distances: Any = None) -> Any:
     """How strategies reach ``model``: a posgeom ``CausalDecoder`` (its position module,
     :class:`posgeom.extension.decoder.DecoderRunner`) or a transformers causal LM (its config)."""
-    if type(model).__name__ == "CausalDecoder" and hasattr(model, "set_position"):
-        from posgeom.extension.decoder import DecoderRunner
+    from posgeom.extension.decoder import DecoderRunner, is_decoder
 
+    if is_decoder(model):
         return DecoderRunner(model, position_distances)
     return _HFRunner(model)
 

@@ -8,7 +8,8 @@ The thin layer over :func:`~posgeom.extension.score_strategies` that reads what 
   corpora). ``L0`` defaults to ``max_position_embeddings``. A **file** is a posgeom decoder
   (:func:`posgeom.nn.decoder.save_decoder`, e.g. the Track B models): its position module, trained
   length and recorded tokenizer (``"bytes"``: plain files read as raw bytes) come from the file,
-  and ``measure`` applies every strategy to it (:mod:`posgeom.extension.decoder`).
+  and ``measure`` applies every strategy to it (:mod:`posgeom.extension.decoder`); so does a
+  ``CausalDecoder`` object.
 - **corpus**: paths. A plain-text file (``.txt``, ``.tex``, ... optionally ``.gz``; anything
   without a record format) is **one document** (``\r\n`` read as ``\n``), so lags reach across
   the whole text; ``.jsonl``,
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError, require
-from posgeom.extension.decoder import check_token_ids, is_decoder_path, load_decoder_file
+from posgeom.extension.decoder import check_token_ids, decoder_source, is_decoder, is_decoder_path
 from posgeom.extension.model import ExtensionModel, model_from_config, parse_family_spec
 from posgeom.extension.result import ExtensionResult
 
@@ -100,12 +101,12 @@ def read_documents(
 
 
 def _encoder(model: Any, tokenizer: Any, gguf_file: str | None) -> Callable | None:
-    if is_decoder_path(model):
+    if is_decoder_path(model) or is_decoder(model):
         if tokenizer is not None:
             raise PosgeomError(
-                f"{model} records its own tokenizer; drop --tokenizer for a posgeom decoder file"
+                "a posgeom decoder reads its recorded tokenizer; drop --tokenizer for a decoder"
             )
-        return None  # set by _load (the file's recorded tokenizer)
+        return None  # set by _load (the decoder's recorded tokenizer)
     if tokenizer is None and _is_spec(model):
         return None
     if tokenizer is not None:
@@ -123,8 +124,9 @@ def _encoder(model: Any, tokenizer: Any, gguf_file: str | None) -> Callable | No
 def _load(model: Any, gguf_file: str | None, *, weights: bool) -> tuple[ExtensionModel, Any, Any]:
     """The :class:`ExtensionModel`, when ``weights`` the causal LM (else None; a posgeom decoder
     file always gives its decoder) and the tokenizer a decoder file records (else None)."""
-    if is_decoder_path(model):
-        return load_decoder_file(model)
+    source = decoder_source(model)
+    if source is not None:
+        return source
     if _is_spec(model):
         if weights:
             raise PosgeomError(
@@ -224,7 +226,7 @@ def extend(
         check_token_ids([*docs, *held], lm)
     embeddings = None
     if embedding:
-        table = lm.tok if is_decoder_path(model) else lm.get_input_embeddings()
+        table = lm.tok if own is not None else lm.get_input_embeddings()
         embeddings = table.weight.detach().double().numpy()
     say = progress or (lambda _line: None)
     say(f"lag geometry of {sum(d.size for d in docs)} tokens in {len(docs)} documents")

@@ -30,12 +30,15 @@ __all__ = ["as_extension_model", "lag_vectors", "score_strategies", "strategy_fr
 
 
 def as_extension_model(model: Any, trained_length: int | None = None) -> ExtensionModel:
-    """An :class:`ExtensionModel` from itself, a family spec string, or a transformers
-    configuration (or a model with ``.config``)."""
+    """An :class:`ExtensionModel` from itself, a family spec string, a posgeom
+    ``CausalDecoder``, or a transformers configuration (or a model with ``.config``)."""
+    from posgeom.extension.decoder import decoder_model, is_decoder
     from posgeom.extension.model import model_from_config
 
     if isinstance(model, ExtensionModel):
         out = model
+    elif is_decoder(model):
+        out = decoder_model(model, f"CausalDecoder({model.config.position})")
     elif isinstance(model, str):
         out = parse_family_spec(model)
     elif hasattr(model, "config") and hasattr(model, "named_buffers"):
@@ -69,14 +72,6 @@ def strategy_from_parameters(name: str, rope_parameters: Mapping[str, Any]) -> S
     return Strategy(name, "rope", rope_type_of(params), params, "given rope_parameters")
 
 
-def _learned_table(model: ExtensionModel, strategy: Strategy, target: int, positions: Any) -> Any:
-    from posgeom.extension.learned import extend_table
-
-    table = model.table[: model.trained_length]
-    distances = None if positions is None else np.asarray(positions, dtype=np.float64)
-    return extend_table(table, target, strategy.kind, position_distances=distances)
-
-
 def lag_vectors(
     model: ExtensionModel,
     strategy: Strategy,
@@ -86,13 +81,14 @@ def lag_vectors(
     position_distances: Any = None,
 ) -> np.ndarray:
     """The ``(m, d)`` lag kernel of ``strategy`` on ``model`` at ``target_length``."""
+    from posgeom.extension.learned import model_table
     from posgeom.lags import kernels
 
     if model.family == "rope":
         w, att = strategy.frequencies(model, target_length, model.trained_length)
         return kernels.rope_lag_vectors(w, lags, attention_factor=att)
     if model.family == "learned":
-        table = _learned_table(model, strategy, target_length, position_distances)
+        table = model_table(model, strategy.kind, target_length, position_distances)
         return kernels.learned_lag_vectors(table, lags)
     if model.family == "sinusoidal":
         from posgeom.encodings.sinusoidal import sinusoidal_vectors
