@@ -224,6 +224,24 @@ def test_replicates_are_the_default_estimate_on_the_point_estimates_classes(zipf
     assert plug.kept_rank is None and np.all(plug.replicate_kept_ranks == -1)
 
 
+def test_replicates_of_a_smoothed_estimate_keep_its_bandwidth(zipf_model):
+    # smooth="auto" picks a by cross-validation; a replicate is the same smoother on a
+    # half-sample, never a fresh choice
+    seqs = sample_sequences(zipf_model, decaying_totals(16, high=1000, low=200), seed=3)
+    boot = count_positions(seqs, max_positions=16, vocab_size=3000, bootstrap=4, bootstrap_seed=3)
+    opts = {"smooth": "auto"}
+    geo = replicate_geometry(boot, estimator="corrected", estimator_options=opts)
+    point = est.estimate_geometry(boot.base, estimator="corrected", smooth="auto")
+    slope = point.diagnostics["smoothing"]["slope"]
+    np.testing.assert_allclose(geo.estimate, point.distances, atol=1e-12)
+    for b in range(4):
+        rep = boot.replicate(b)
+        direct = est.estimate_geometry(
+            rep, estimator="corrected", resolution=point.class_map, smooth=slope
+        )
+        np.testing.assert_allclose(geo.replicate(b), direct.distances, atol=1e-12)
+
+
 @pytest.mark.e2e
 def test_distance_coverage_of_the_default_estimate(zipf_model):
     """95% intervals of every D_ij from the default estimate (corrected, Euclidean, auto

@@ -155,6 +155,29 @@ def test_compare_with_bootstrap_counts_agrees_everywhere(tmp_path, capsys):
     assert f"first place: {best}" in words
 
 
+def test_a_smoothed_target_is_named_by_every_output(tmp_path, capsys):
+    counts = tmp_path / "c.npz"
+    _run(capsys, "count", _corpus(tmp_path, 900), "-n", 8, "-t", "word", "-o", counts,
+         "--bootstrap", 6)  # fmt: skip
+    cmp = tmp_path / "cmp"
+    out = _run(capsys, "compare", "--counts", counts, "-d", 16, "-o", cmp,
+               "--smooth-positions", "0.3")  # fmt: skip
+    line, _, words = _agree(out, cmp, "comparison.md", "comparison.json", "corrected")
+    result = json.loads((cmp / "comparison.json").read_text())
+    assert result["geometry"]["estimator"]["smoothing"]["slope"] == 0.3
+    assert "smoothed over positions (h_i = 0.3 i)" in line
+    assert "smoothed over positions (h_i = 0.3 i)" in words
+    g = tmp_path / "g"
+    out = _run(capsys, "geometry", counts, "-d", 16, "-o", g, "--smooth-positions", "0.3")
+    line, summary, words = _agree(out, g, "table.md", "summary.json", "corrected")
+    assert summary["estimator"]["smoothing"]["slope"] == 0.3
+    assert "smoothed over positions (h_i = 0.3 i)" in line and "smoothed over" in words
+    rc = main(["-q", "geometry", str(counts), "-o", str(tmp_path / "bad"),
+               "--smooth-positions", "wide"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and "--smooth-positions 'wide'" in err and not (tmp_path / "bad").exists()
+
+
 def test_score_verdict_reads_the_printed_rows(tmp_path, capsys):
     d = tmp_path / "d"
     _run(capsys, "demo", "-n", 10, "--sequences", 300, "-o", d)

@@ -10,8 +10,10 @@ __all__ = [
     "add_estimator_argument",
     "add_noise_argument",
     "add_pipeline_arguments",
+    "add_position_smoothing_argument",
     "add_resolution_argument",
     "choices_of",
+    "position_smoothing",
 ]
 
 
@@ -69,6 +71,38 @@ def add_resolution_argument(g: Any) -> None:
         "top:K the samples per position support), full, top:K (the K most frequent tokens + "
         "other) or bins:B; the plug-in stays on full",
     )
+
+
+def add_position_smoothing_argument(g: Any) -> None:
+    """``--smooth-positions``: ``estimate_geometry(smooth=...)``, the estimate smoothed over
+    positions (:mod:`posgeom.estimators.smoothing`); off by default."""
+    g.add_argument(
+        "--smooth-positions",
+        default="none",
+        metavar="A",
+        help="smooth the estimate over positions (local-linear kernel, bandwidth h_i = A i): "
+        "none (default), auto (A by split-half cross-validation on the counts) or a slope A "
+        ">= 0; lower variance, biased towards a smooth trajectory, at most 512 positions "
+        "(docs/ESTIMATION.md)",
+    )
+
+
+def position_smoothing(args: Any) -> dict[str, Any]:
+    """The ``estimator_options`` of ``--smooth-positions`` (empty when off)."""
+    value = str(getattr(args, "smooth_positions", "none"))
+    if value == "none":
+        return {}
+    if value == "auto":
+        return {"smooth": "auto"}
+    try:
+        return {"smooth": float(value)}
+    except ValueError:
+        from posgeom._errors import PosgeomError
+
+        raise PosgeomError(
+            f"--smooth-positions {value!r} is not none, auto or a number; give a slope A >= 0 "
+            "(e.g. 0.25) or auto"
+        ) from None
 
 
 def choices_of(function: Any, parameter: str) -> tuple[Any, ...]:
@@ -140,6 +174,7 @@ def add_pipeline_arguments(g: Any, *, solver: bool = True) -> None:
     g.add_argument("--seed", type=int, default=0, help="random seed")
     add_estimator_argument(g)
     add_resolution_argument(g)
+    add_position_smoothing_argument(g)
 
 
 def add_noise_argument(g: Any, noise_floor: Any = None) -> None:

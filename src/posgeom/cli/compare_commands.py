@@ -10,7 +10,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom.analysis.pipeline import DEFAULT_MODEL_DIM
-from posgeom.cli._options import add_pipeline_arguments
+from posgeom.cli._options import add_pipeline_arguments, position_smoothing
 from posgeom.cli._verdict import print_hints
 from posgeom.cli.geometry_commands import add_report_argument
 
@@ -117,6 +117,7 @@ def _run_comparison(counts: Any, args: argparse.Namespace) -> Any:
         seed=args.seed,
         estimator=args.estimator,
         resolution=args.resolution,
+        estimator_options=position_smoothing(args) or None,
     )
 
 

@@ -15,7 +15,11 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.analysis.pipeline import DEFAULT_MODEL_DIM
 from posgeom.cli._checks import unique_names
-from posgeom.cli._options import add_pipeline_arguments, add_resolution_argument
+from posgeom.cli._options import (
+    add_pipeline_arguments,
+    add_resolution_argument,
+    position_smoothing,
+)
 from posgeom.cli._verdict import print_hints, verdict_line
 
 log = logging.getLogger("posgeom")
@@ -106,6 +110,7 @@ def _analyze(counts: Any, args: argparse.Namespace, n_extra: int | None = None) 
         seed=args.seed,
         estimator=args.estimator,
         resolution=getattr(args, "resolution", "auto"),
+        estimator_options=position_smoothing(args) or None,
     )
     return with_baselines(result)
 

@@ -116,7 +116,8 @@ class VerdictInputs:
 
     ``estimator``: the target's estimator (``"plugin"`` is the paper's plug-in chord), ``None``
     when unknown (a bare target matrix). ``resolution``: the token classes the estimate
-    identifies (``"full"``, ``"top:300"``, ...), ``None`` when not recorded. ``rows``: score rows
+    identifies (``"full"``, ``"top:300"``, ...), ``None`` when not recorded; ``smoothing_slope``:
+    the slope ``a`` of an estimate smoothed over positions (``h_i = a i``), else ``None``. ``rows``: score rows
     against the target (``encoding``, ``scale_optimal``, ``paper``, their ``*_ci`` intervals and
     ``p_first``); ``layers``: ``layer``, ``stress_scale_optimal`` and its ``_ci``; ``noise_share``:
     the share of pairs above twice their noise floor (``None``: not estimated);
@@ -126,6 +127,7 @@ class VerdictInputs:
     kind: str
     estimator: str | None
     resolution: str | None = None
+    smoothing_slope: float | None = None
     convention: str = "chord"
     rows: tuple[dict[str, Any], ...] = ()
     layers: tuple[dict[str, Any], ...] = ()
@@ -185,6 +187,12 @@ def _estimator_block(geometry: Mapping[str, Any]) -> tuple[str | None, str | Non
     return (None if est is None else str(est)), None
 
 
+def _smoothing_slope(geometry: Mapping[str, Any]) -> float | None:
+    est = geometry.get("estimator")
+    slope = ((est.get("smoothing") or {}) if isinstance(est, Mapping) else {}).get("slope")
+    return None if slope is None else float(slope)
+
+
 def _layer_rows(summary: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     rows = []
     for r in summary.get("layers", []):
@@ -207,6 +215,7 @@ def _from_geometry(kind: str, geometry: Mapping[str, Any]) -> dict[str, Any]:
         "kind": kind,
         "estimator": name,
         "resolution": res if res is not None else ("full" if name == "plugin" else None),
+        "smoothing_slope": _smoothing_slope(geometry),
         "convention": (geometry.get("options") or {}).get("convention", "chord"),
         "noise_share": None if not noise else float(noise.get("trusted_pair_share", 0.0)),
         "untrusted_positions": tuple(int(p) for p in (noise or {}).get("untrusted_positions", [])),
@@ -261,4 +270,6 @@ def target_phrase(vi: VerdictInputs) -> str:
         if vi.resolution is None
         else (f"geometry of {describe_resolution(vi.resolution)}")
     )
+    if vi.smoothing_slope is not None and vi.smoothing_slope > 0:
+        res += f", smoothed over positions (h_i = {vi.smoothing_slope:g} i)"
     return f"Target D: {vi.estimator} estimator, {res}"

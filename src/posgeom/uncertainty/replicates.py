@@ -5,7 +5,9 @@ Used by :mod:`posgeom.uncertainty.bootstrap` (the centre and interval rules are 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +92,19 @@ class ReplicateGeometry:
         return out + out.T
 
 
+@contextlib.contextmanager
+def _quiet_estimates() -> Iterator[None]:
+    """posgeom's warnings off while the replicates are estimated (a half-sample repeats the
+    point estimate's "not resolved" once per replicate)."""
+    log = logging.getLogger("posgeom")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 def replicate_geometry(
     boot: Any,
     *,
@@ -125,6 +140,12 @@ def replicate_geometry(
         # would pick a coarser resolution: a different geometry, not a replicate of this one)
         opts = {**opts, "resolution": raw.class_map, "coarsen": None}
         est = _estimator(estimator, opts)
+    slope = (getattr(raw, "diagnostics", None) or {}).get("smoothing", {}).get("slope")
+    if slope is not None and not callable(estimator):
+        # the same bandwidth in every replicate (smooth="auto" rerun on a half-sample picks its
+        # own: a different smoother, not a replicate of this estimate)
+        opts = {**opts, "smooth": float(slope)}
+        est = _estimator(estimator, opts)
     if bootstrap_truth == "estimate" or (
         bootstrap_truth == "plugin" and _name(estimator, raw) == "plugin"
     ):
@@ -146,9 +167,10 @@ def replicate_geometry(
         )
     iu, kept = np.triu_indices(estimate.shape[0], 1), _kept_rank(raw)
     reps, ranks = np.empty((use, len(iu[0]))), np.empty(use, dtype=np.int64)
-    for b in range(use):
-        rep = est(boot.replicate(b))
-        reps[b], ranks[b] = _matrix(rep)[iu], _kept_rank(rep)
+    with _quiet_estimates():  # the point estimate has said what there is to say
+        for b in range(use):
+            rep = est(boot.replicate(b))
+            reps[b], ranks[b] = _matrix(rep)[iu], _kept_rank(rep)
     return ReplicateGeometry(
         _name(estimator, raw),
         estimate,
