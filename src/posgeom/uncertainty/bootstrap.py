@@ -31,7 +31,7 @@ the target regime, with half-samples. The default estimate (recommended estimato
 ``resolution="auto"``) covers the true geometry on its token classes in the 90-98% band, the
 scale-optimal stress at 0.99. On the full vocabulary (``resolution="full"``) the corrected
 estimate covers the distances at 0.87-0.91 and the paper stress of mis-scaled encodings at
-0.39-0.60: it misses the rare tokens' share of every distance, a bias that grows by a third or
+0.39-0.69 (40-100 replicates): it misses the rare tokens' share of every distance, a bias that grows by a third or
 less when the sample halves (not twofold) and that the Euclidean projection's own noise
 inflation, larger at the half size, more than offsets in the replicates, so they cannot see it. Coverage is near 0% for the plug-in (its bias is
 many standard errors) and for any estimator on Poisson replicates (duplicated sequences).
