@@ -57,23 +57,29 @@ def raw_gram(c: sp.csr_matrix) -> np.ndarray:
     return estimate_geometry(c, resolution="full", euclidean=False).gram.dense()
 
 
-def null_gram(c: sp.csr_matrix, seed: int = 0) -> np.ndarray:
-    """The split-half null Gram ``N0`` of the default noise edge, dense."""
-    from posgeom.estimators.euclidean import null_roots
+def null_grams(c: sp.csr_matrix, seed: int = 0) -> list[np.ndarray]:
+    """The split-half null Grams ``N0_j`` of the default noise edge (one per draw), dense."""
+    from posgeom.estimators.euclidean import null_roots, null_seeds
 
-    d = null_roots(c, seed).toarray()
-    g = d @ d.T
-    g[np.diag_indices_from(g)] -= np.sum(d * d, axis=1)
-    return g
+    out = []
+    for s in null_seeds(seed):
+        d = null_roots(c, s).toarray()
+        g = d @ d.T
+        g[np.diag_indices_from(g)] -= np.sum(d * d, axis=1)
+        out.append(g)
+    return out
 
 
-def project(b: np.ndarray, null: np.ndarray, rank: int | None = None) -> tuple[np.ndarray, int]:
-    """``(D+, K')``: the eigen-directions of ``b`` above ``max(|λ_min(b)|, λ_1(null))`` (the
-    default rule), or exactly the top ``rank`` positive ones."""
+def project(
+    b: np.ndarray, nulls: list[np.ndarray], rank: int | None = None
+) -> tuple[np.ndarray, int]:
+    """``(D+, K')``: the eigen-directions of ``b`` above ``max(|λ_min(b)|, max_j λ_1(N0_j))``
+    (the default rule), or exactly the top ``rank`` positive ones."""
     vals, vecs = np.linalg.eigh(b)
     vals, vecs = vals[::-1], vecs[:, ::-1]
     if rank is None:
-        edge = max(-min(vals[-1], 0.0), np.linalg.eigvalsh(null)[-1], 0.0)
+        top = max(np.linalg.eigvalsh(g)[-1] for g in nulls)
+        edge = max(-min(vals[-1], 0.0), top, 0.0)
         keep = max(int(np.sum(vals > edge)), 1)
     else:
         keep = max(min(rank, int(np.sum(vals > 0))), 1)
@@ -113,7 +119,7 @@ def _subsample(a: sp.csr_matrix, pop, n: int) -> dict:
     truth = real.population_truth(pop, est.class_map)
     encs = encodings(n, truth)
     c = est.class_counts
-    b, null = raw_gram(c), null_gram(c)
+    b, null = raw_gram(c), null_grams(c)
     t0 = time.process_time()
     auto = estimate_geometry(a, smooth="auto")
     out = {
@@ -134,7 +140,7 @@ def _subsample(a: sp.csr_matrix, pop, n: int) -> dict:
     g = _truth_gram(pop, est.class_map)
     for slope in SLOPES:
         w = position_smoother(n, slope)
-        d, k = project(smoothed_gram(b, w), smoothed_gram(null, w))
+        d, k = project(smoothed_gram(b, w), [smoothed_gram(g, w) for g in null])
         out["smooth"].append({**_score(d, truth, encs), "rank": k})
         out["bias_only"].append(_score(chords(smoothed_gram(g, w)), truth, encs)["spearman"])
     return out
@@ -219,11 +225,11 @@ def stationary(replicates: int = 100) -> dict:
         est = estimate_geometry(boot.base, smooth="auto")
         c = est.class_counts
         iu = np.triu_indices(n, 1)
-        b, null = raw_gram(c), null_gram(c)
+        b, null = raw_gram(c), null_grams(c)
         rows = []
         for slope in SLOPES:
             w = position_smoother(n, slope)
-            d, k = project(smoothed_gram(b, w), smoothed_gram(null, w))
+            d, k = project(smoothed_gram(b, w), [smoothed_gram(g, w) for g in null])
             rows.append({"slope": slope, "rank": k, "median": float(np.median(d[iu]))})
         slope = est.diagnostics["smoothing"]["slope"]
         log_t = np.log(np.asarray(boot.base.totals, dtype=np.float64))

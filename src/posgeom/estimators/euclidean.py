@@ -14,20 +14,26 @@ Euclidean estimate keeps the eigen-directions of ``B~`` above a threshold ``τ``
 with ``(λ_k, u_k)`` the top ``K = min(m - 1, euclidean_rank)`` eigenpairs of ``B~``
 (``euclidean_rank = 256`` by default) and two rules for ``τ``:
 
-* ``"noise_edge"`` (the default): ``τ = max(|λ_min(B~)|, λ_1(N0))``, the largest eigenvalue
-  sampling noise alone produces. The noise the correction leaves is unbiased; when ``m`` is
-  well below the number of token classes ``V'`` its spectrum is symmetric about 0 to first order,
-  so ``|λ_min|`` is its edge; when ``m > V'`` (coarsened vocabularies, long contexts) it has at
-  most ``V'`` positive directions, large ones, and ``m - V'`` at about ``-b_i``, so ``|λ_min|``
-  misses it. ``N0`` (:func:`null_edge`, parallel analysis) is built like ``B~`` from the
-  difference of two random halves of every position's samples: the same noise, no signal, in
-  both regimes. Directions above ``τ`` are signal. On the known-truth corpora of
-  ``benchmarks/bench_estimators.py`` (drift, three regimes, blocks, frequent tokens only;
-  48-128 positions, V = 5,000-30,000, 336-3,050 samples per position, 2 corpora each, measured
-  2026-12-01) it kept 4-10 directions and had a better Spearman correlation with the true
-  distances than the clipped raw estimate in every corpus (0.63-0.94 against 0.60-0.89) and a
-  lower RMSE in 9 of 10 (0.034-0.062 against 0.054-0.072); on a stationary corpus (no
-  structure) it keeps 3 noise directions (RMSE 0.13 against the raw 0.11).
+* ``"noise_edge"`` (the default): ``τ = max(|λ_min(B~)|, max_j λ_1(N0_j))``, the largest
+  eigenvalue sampling noise alone produces. The noise the correction leaves is unbiased; when
+  ``m`` is well below the number of token classes ``V'`` its spectrum is symmetric about 0 to
+  first order, so ``|λ_min|`` is its edge; when ``m > V'`` (coarsened vocabularies, long
+  contexts) it has at most ``V'`` positive directions, large ones, and ``m - V'`` at about
+  ``-b_i``, so ``|λ_min|`` misses it. ``N0_j`` (:func:`null_edge`, parallel analysis) is built
+  like ``B~`` from the difference of two random halves of every position's samples: the same
+  noise, no signal, in both regimes; ``NULL_DRAWS = 19`` independent draws, and the edge is
+  their largest ``λ_1`` (Horn's parallel analysis at its top quantile, Glorfeld 1995): on a
+  signal-free corpus ``λ_1(B~)`` is one more exchangeable draw, so a noise direction passes with
+  probability about 1/20 (with one draw, about 1/2). Directions above ``τ`` are signal.
+  Measured 2026-12-01 (stationary corpora, 40 positions, V = 3,000): equal samples (300 per
+  position) resolved a noise direction in 1 of 20 corpora (one draw: 12 of 20); samples
+  decaying 1,000 -> 100 in 4 of 20 (one draw: 10 of 20, 3 of them 2 directions). On the known
+  truths of ``benchmarks/bench_estimators.py`` (drift, three regimes, frequent tokens only,
+  blocks; 48 positions, 3,050 -> 336 samples, 2 corpora each) the auto resolution kept the same
+  rank in 7 of 8 corpora; at ``resolution="full"`` it kept one direction fewer in 4 of 8
+  (Spearman with the truth -0.02 to +0.01, RMSE equal or lower). At ``resolution="full"`` a
+  stationary corpus with decaying samples still keeps 3 directions: the estimator's bias with
+  the sample size, which no null of the noise can see (the auto resolution keeps none).
 * ``"psd"``: ``τ = 0``: for ``m <= K + 1`` the projection of ``B~`` onto the positive
   semidefinite cone, the nearest Euclidean geometry in Frobenius norm (never further from the
   truth's Gram than ``B~``, a projection onto a convex set that contains it). It keeps the
@@ -42,6 +48,8 @@ depend only on ``B+``). MDS of the estimate fits ``B+``: explained variance is
 Diagnostics (``estimate.diagnostics["projection"]``): ``rule``, ``threshold`` ``τ``,
 ``kept_rank`` ``K'`` (``rank_capped`` when all ``K`` passed; ``resolved`` False, with a
 warning, when no direction passed and only the leading one is kept), ``kept_mass`` ``trace(B+)``,
+``null_edge`` (the null draws' largest ``λ_1``), ``null_draws`` (their number), ``null_median`` and
+``null_min`` (their spread),
 ``trace`` ``trace(B~)``, ``most_negative_eigenvalue``; with the full spectrum (``m <= 1024``)
 ``negative_mass`` ``sum |λ_k|`` over ``λ_k < 0``, ``positive_mass``, ``projection_ratio`` =
 negative / positive mass, ``removed_positive_mass`` (positive mass below ``τ``, set aside as
@@ -66,6 +74,8 @@ EUCLIDEAN_RANK = 256  # K: the Euclidean estimate's largest dimension
 EXACT_MAX_N = 1024  # LAPACK (full spectrum) up to here; Lanczos beyond, as classical_mds's auto
 RULES = ("noise_edge", "psd")
 FIRST_PAIRS = 32  # Lanczos asks for this many, doubling while the last is above the edge
+DENSE_NULL_MAX = 256  # a null draw's λ_1 by LAPACK up to here (exact, cheap), Lanczos above
+NULL_DRAWS = 19  # split-half null draws of the noise edge: a noise direction passes w.p. 1/20
 
 
 def _dense_pairs(b: np.ndarray, k: int, full: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -134,8 +144,29 @@ def null_roots(counts: Any, seed: int) -> Any:
     return sp.csr_matrix(sp.diags(0.5 * both) @ (ra - rb))
 
 
-def null_edge(counts: Any, scale: float, seed: int) -> float:
-    """The largest eigenvalue of the split-half null Gram (parallel analysis).
+def null_seeds(seed: int, draws: int = NULL_DRAWS) -> list[int]:
+    """The seeds of the ``draws`` split-half null draws: draw ``j`` thins with ``seed + j``
+    (draw 0 is the single draw of the earlier rule, so the edge never falls below it)."""
+    return [int(seed) + j for j in range(int(draws))]
+
+
+def parallel_edge(tops: Any) -> dict[str, Any]:
+    """The noise edge from the null draws' largest eigenvalues ``tops`` (Horn's parallel
+    analysis at its top quantile, Glorfeld 1995): ``edge = max_j λ_1(N0_j)``. A signal-free
+    direction of ``B~`` is one more exchangeable draw of ``λ_1``, so it clears the max of ``k``
+    draws with probability ``1 / (k + 1)`` (0.05 at ``k = 19``). Also the draws' spread."""
+    t = np.maximum(np.asarray(tops, dtype=np.float64), 0.0)
+    return {
+        "null_edge": float(t.max()),
+        "null_draws": int(t.size),
+        "null_median": float(np.median(t)),
+        "null_min": float(t.min()),
+    }
+
+
+def null_edge(counts: Any, scale: float, seed: int, *, draws: int = NULL_DRAWS) -> dict[str, Any]:
+    """The split-half null's edge (parallel analysis): :func:`parallel_edge` over ``draws``
+    independent null Grams, draw ``j`` seeded ``seed + j`` (:func:`null_seeds`).
 
     Each count is thinned at random into halves ``A ~ Binomial(X, 1/2)``, ``B = X - A``
     (seeded, vectorised over the non-zeros; each half holds about ``T_i / 2`` samples); ``d_i = (sqrt(A_i / |A_i|) - sqrt(B_i / |B_i|)) / 2`` has no
@@ -145,18 +176,26 @@ def null_edge(counts: Any, scale: float, seed: int) -> float:
     without its signal, with the same rank structure (``m`` rows over ``V'`` classes: when
     ``m > V'`` the noise has at most ``V'`` positive directions and they are large). Positions
     with an empty half contribute ``d_i = 0``."""
+    return parallel_edge([_null_top(counts, scale, s) for s in null_seeds(seed, draws)])
+
+
+def _null_top(counts: Any, scale: float, seed: int) -> float:
+    """``λ_1`` of one split-half null Gram (the draw thinned with ``seed``)."""
     from posgeom.geometry.distributions import PositionalDistributions
     from posgeom.geometry.gram import FactoredGram
 
     d = null_roots(counts, seed)
     n = d.shape[0]
+    if not np.any(d.data):
+        return 0.0
     null = PositionalDistributions(
         sqrt_sparse=d, sqrt_floor=np.zeros(n), positions=np.arange(n), totals=np.ones(n)
     )
-    if not np.any(d.data):
-        return 0.0
     gram = FactoredGram(null, null.squared_norms(), scale)
-    return max(_extreme(gram.operator(), "LA", seed), 0.0)
+    if n <= DENSE_NULL_MAX:
+        b = gram.dense()
+        return float(sla.eigh(b, subset_by_index=[n - 1, n - 1], eigvals_only=True)[0])
+    return _extreme(gram.operator(), "LA", seed)
 
 
 def euclidean_form(
@@ -168,7 +207,7 @@ def euclidean_form(
     seed: int = 0,
     solver: str = "auto",
     counts: Any = None,
-    null: float | None = None,
+    null: dict[str, Any] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """``(X, info)``: the Euclidean estimate's coordinates ``(m, K')`` (module docstring) from a
     :class:`~posgeom.geometry.gram.FactoredGram` ``gram`` or a dense ``B~`` (``dense_b``,
@@ -177,7 +216,7 @@ def euclidean_form(
     ``solver``: ``"auto"`` (LAPACK when ``m <= 1024`` or ``4 K > m``, else Lanczos), ``"exact"``
     or ``"implicit"`` (the same ``X``; a choice of cost only). ``counts``: the estimate's
     counts (after its transforms), for the split-half null edge of ``"noise_edge"``; ``null``:
-    that edge computed by the caller instead (a smoothed ``B~``:
+    that edge computed by the caller instead (:func:`parallel_edge`'s dict; a smoothed ``B~``:
     :mod:`posgeom.estimators.smoothing`)."""
     from posgeom.embed._canonical import canonicalise
 
@@ -200,7 +239,7 @@ def euclidean_form(
         op = gram.operator()
         trace = gram.trace()
         low = _lowest(op)
-        edge = _edge(rule, low, counts, gram.scale, seed, null)
+        edge, null_info = _edge(rule, low, counts, gram.scale, seed, null)
         step = min(k, FIRST_PAIRS)
         vals, vecs = _lanczos_pairs(op, step, seed)
         while vals[-1] > edge and step < k:  # more directions above the edge: ask for more
@@ -208,7 +247,8 @@ def euclidean_form(
             vals, vecs = _lanczos_pairs(op, step, seed)
         info["solver"] = "implicit"
     if exact or dense_b is not None:
-        edge = _edge(rule, low, counts, 1.0 if gram is None else gram.scale, seed, null)
+        scale = 1.0 if gram is None else gram.scale
+        edge, null_info = _edge(rule, low, counts, scale, seed, null)
     threshold = max(edge, 1e-12 * max(float(vals[0]), 0.0))
     keep = vals > threshold
     info["resolved"] = bool(keep.any())
@@ -232,6 +272,7 @@ def euclidean_form(
         rank_capped=bool(len(vals) == k < n - 1),
         kept_mass=float(vals.sum()),
         trace=trace,
+        **null_info,
     )
     if "positive_mass" in info:  # the positive part the threshold set aside as noise
         info["removed_positive_mass"] = max(info["positive_mass"] - info["kept_mass"], 0.0)
@@ -247,16 +288,17 @@ def _positive_bound(gram: Any) -> int:
 
 
 def _edge(
-    rule: str, low: float, counts: Any, scale: float, seed: int, null: float | None = None
-) -> float:
-    """``τ``: 0 for ``"psd"``; for ``"noise_edge"`` the larger of ``|λ_min(B~)|`` and the
-    split-half null's largest eigenvalue (``null`` when given, else :func:`null_edge` when the
-    counts are given)."""
+    rule: str, low: float, counts: Any, scale: float, seed: int, null: dict | None = None
+) -> tuple[float, dict[str, Any]]:
+    """``(τ, null diagnostics)``: 0 for ``"psd"``; for ``"noise_edge"`` the larger of
+    ``|λ_min(B~)|`` and the split-half null edge (``null``: :func:`parallel_edge`'s dict when
+    the caller computed it, else :func:`null_edge` of the counts when they are given)."""
     if rule == "psd":
-        return 0.0
-    if null is None:
-        null = 0.0 if counts is None else null_edge(counts, scale, seed)
-    return max(-low, null)
+        return 0.0, {}
+    if null is None and counts is not None:
+        null = null_edge(counts, scale, seed)
+    null = null or {}
+    return max(-low, null.get("null_edge", 0.0)), dict(null)
 
 
 def _full_spectrum(spectrum: np.ndarray, k: int) -> dict[str, Any]:

@@ -20,7 +20,8 @@ unbiased for the Gram of the positions' mean roots; ``W B~ W^T = c (W S)(W S)^T 
 W^T`` subtracts exactly the noise covariance of the smoothed roots ``W S``, so ``B~_W`` is
 (nearly) unbiased for the Gram of the smoothed mean roots ``W E[S]``. The Euclidean estimate is
 then taken of ``B~_W`` as of ``B~`` (:mod:`posgeom.estimators.euclidean`), its noise edge from
-the same split-half null smoothed the same way, ``λ_1(J W N0 W^T J)``.
+the same split-half null draws smoothed the same way, the largest ``λ_1(J W N0_j W^T J)`` of
+the ``NULL_DRAWS`` draws (:func:`posgeom.estimators.euclidean.parallel_edge`).
 
 **Bias.** The estimate is the geometry of the *smoothed* trajectory, not of the positions
 themselves: where the distributions bend within a bandwidth, averaging moves each point towards
@@ -99,15 +100,33 @@ def smoothed_gram(b: np.ndarray, w: np.ndarray) -> np.ndarray:
     return 0.5 * (out + out.T)
 
 
-def smoothed_null_edge(counts: Any, w: np.ndarray, scale: float, seed: int) -> float:
-    """``λ_1(J W N0 W^T J)``: the split-half null of
-    :func:`posgeom.estimators.euclidean.null_roots` (the same thinning and seed), smoothed."""
-    from posgeom.estimators.euclidean import null_roots
+def null_draws(counts: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(d, ||d_i||^2)`` of each split-half null draw of
+    :func:`posgeom.estimators.euclidean.null_edge` (the same thinnings and seeds), dense."""
+    from posgeom.estimators.euclidean import null_roots, null_seeds
 
-    d = null_roots(counts, seed).toarray()
-    null = d @ d.T
-    null[np.diag_indices_from(null)] -= np.sum(d * d, axis=1)
-    return max(float(np.linalg.eigvalsh(scale * smoothed_gram(null, w))[-1]), 0.0)
+    out = []
+    for s in null_seeds(seed):
+        d = null_roots(counts, s).toarray()
+        out.append((d, np.sum(d * d, axis=1)))
+    return out
+
+
+def smoothed_null_edge(
+    counts: Any, w: np.ndarray, scale: float, seed: int, draws: list | None = None
+) -> dict[str, Any]:
+    """The noise edge of the smoothed estimate: the rule of
+    :func:`posgeom.estimators.euclidean.parallel_edge` over ``λ_1(c J W N0_j W^T J)``, the
+    split-half null draws ``N0_j = D_j D_j^T - diag(||d_i||^2)`` smoothed by ``W``
+    (``draws``: :func:`null_draws` of the counts, computed once for several ``W``)."""
+    from posgeom.estimators.euclidean import parallel_edge
+
+    tops = []
+    for d, q in draws if draws is not None else null_draws(counts, seed):
+        m = w @ d
+        g = scale * (m @ m.T - (w * q[None, :]) @ w.T)
+        tops.append(float(np.linalg.eigvalsh(_centre(0.5 * (g + g.T)))[-1]))
+    return parallel_edge(tops)
 
 
 def check_smooth(smooth: Any, *, n: int, estimator: str, pooled: bool, euclidean: Any) -> None:
@@ -139,12 +158,12 @@ def _halves(c: sp.csr_matrix, rng: np.random.Generator) -> tuple[sp.csr_matrix, 
     return a, b
 
 
-def _kept_distances(b: np.ndarray, edge: float) -> np.ndarray:
+def _kept_distances(b: np.ndarray, edge: dict[str, Any]) -> np.ndarray:
     """Squared distances of the eigen-directions of ``b`` above ``max(edge, |λ_min|)`` (the
     leading one when none is), as the Euclidean estimate keeps them."""
     vals, vecs = np.linalg.eigh(b)
     vals, vecs = vals[::-1], vecs[:, ::-1]
-    keep = max(int(np.sum(vals > max(edge, -min(vals[-1], 0.0)))), 1)
+    keep = max(int(np.sum(vals > max(edge["null_edge"], -min(vals[-1], 0.0)))), 1)
     x = vecs[:, :keep] * np.sqrt(np.maximum(vals[:keep], 0.0))
     sq = np.sum(x * x, axis=1)
     return sq[:, None] + sq[None, :] - 2.0 * (x @ x.T)
@@ -175,10 +194,11 @@ def choose_slope(
             )
         grams = [gram_of(h) for h in halves]
         for fit, score in ((0, 1), (1, 0)):
+            draws = null_draws(halves[fit], seed + t)
             q = np.diag(grams[score])
             target = (q[:, None] + q[None, :] - 2.0 * grams[score])[iu]
             for k, w in enumerate(smoothers):
-                edge = smoothed_null_edge(halves[fit], w, scale, seed + t)
+                edge = smoothed_null_edge(halves[fit], w, scale, seed + t, draws)
                 got = _kept_distances(smoothed_gram(grams[fit], w), edge)[iu]
                 error[k] += float(np.mean((got - target) ** 2))
     error /= 2 * CV_THINNINGS
