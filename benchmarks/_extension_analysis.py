@@ -152,6 +152,23 @@ def complete_windows(by: dict[str, dict], strategies: list[str]) -> list[tuple[s
     return sorted(set.intersection(*keys))
 
 
+#: a window joins a domain's table when it has at least this many strategies measured
+MIN_STRATEGIES = 10
+
+
+def common_design(by: dict[str, dict], order: list[str]) -> tuple[list[str], list[tuple]]:
+    """``(strategies, windows)``: every window with at least ``MIN_STRATEGIES`` strategies
+    measured, and the strategies (in ``order``) measured on all of them; a strategy measured on
+    fewer windows (a later addition) is left out rather than a window."""
+    per_window: dict[tuple, int] = defaultdict(int)
+    for cells in by.values():
+        for w in cells:
+            per_window[w] += 1
+    windows = sorted(w for w, k in per_window.items() if k >= MIN_STRATEGIES)
+    names = [s for s in order if s in by and all(w in by[s] for w in windows)]
+    return names, windows
+
+
 #: posgeom's scores in the analysis: (label, key in the scores, sign); the first is the tool's
 #: default ranking (``rank_by="scale_optimal"``), the primary score of the study
 POSGEOM_SCORES = (
@@ -174,24 +191,38 @@ def posgeom_scores(entry: dict[str, Any] | None, suffix: str) -> dict[str, dict[
 A_CORPUS = {"books": "moby_dick", "stacks": "stacks_algebra"}
 
 
+def own_text_scores(
+    texts: dict[str, Any], windows: list[tuple], names: list[str]
+) -> dict[str, dict[str, float]]:
+    """posgeom's scores with each window scored against its own text's lag geometry
+    (``scores_a_texts.json``), averaged over the windows: label -> strategy -> score."""
+    if not windows or any(t not in texts for t, _ in windows):
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for label, key, sign in POSGEOM_SCORES[:1]:
+        per = [texts[t]["scores"] for t, _ in windows]
+        if all(n in p and key in p[n] for p in per for n in names):
+            out[f"{label}, top:30, each window's own text"] = {
+                n: sign * float(np.mean([p[n][key] for p in per])) for n in names
+            }
+    return out
+
+
 def analyze_track_a(out: Path) -> dict:
     import _extension_a as A
 
     scored = (
         json.loads((out / "scores_a.json").read_text()) if (out / "scores_a.json").exists() else {}
     )
+    own = out / "scores_a_texts.json"
+    texts = json.loads(own.read_text()) if own.exists() else {}
 
     records = read_jsonl(out / "track_a.jsonl")
     params = {r["strategy"]: r["rope_parameters"] for r in records}
     result: dict[str, Any] = {"domains": {}}
     for domain in ("books", "stacks"):
         by = track_a_table(records, domain)
-        # strategies measured on the domain's first window, windows complete for all of them
-        names = [s for s in params if s in by]
-        windows = complete_windows(by, names)
-        while names and not windows:
-            names = names[:-1]
-            windows = complete_windows(by, names)
+        names, windows = common_design(by, list(params))
         if len(names) < 3:
             continue
         losses = {s: [by[s][w]["loss_past_8k"] for w in windows] for s in names}
@@ -207,6 +238,7 @@ def analyze_track_a(out: Path) -> dict:
         for classes in ("top:30", "embedding:64"):
             entry = scored.get(f"{A_CORPUS[domain]} {classes}")
             scores.update(posgeom_scores(entry, f", {classes}"))
+        scores.update(own_text_scores(texts, windows, names))
         result["domains"][domain] = {
             "windows": [f"{t}#{i}" for t, i in windows],
             "mean_loss_past_8k": {s: float(np.mean(v)) for s, v in losses.items()},

@@ -116,6 +116,39 @@ def run_a(out: Path, work: Path, *, replicates: int = 10) -> None:
             print(f"scored {key}: tool's best {done[key]['tool_ranking'][:3]}", flush=True)
 
 
+#: every text Track A measures windows of: scored on its own lag geometry (``top:30``), with the
+#: measured fitted strategy (fitted to Moby-Dick) among the strategies, so that each window can be
+#: scored by its own text's geometry (``scores_a_texts.json``)
+A_WINDOW_TEXTS = ("moby_dick", "war_and_peace", "stacks_algebra", "stacks_morphisms")
+MEASURED_FIT = "posgeom fitted (moby_dick, top:30)"
+
+
+def run_a_texts(out: Path, work: Path, *, replicates: int = 10) -> None:
+    """``scores_a_texts.json``: text -> the same entry as :func:`score_set`'s, for the measured
+    strategies (:func:`_extension_a.base_strategies` and the measured fit) on that text."""
+    import _extension_a as A
+
+    fit = json.loads((out / "scores_a.json").read_text())["moby_dick top:30"]
+    strategies = {**A.base_strategies(), MEASURED_FIT: fit["fitted_rope_parameters"]}
+    path = out / "scores_a_texts.json"
+    done = json.loads(path.read_text()) if path.exists() else {}
+    for text in A_WINDOW_TEXTS:
+        if text in done:
+            continue
+        done[text] = score_set(
+            A_SPEC,
+            [token_ids(text, work)],
+            A.L0,
+            A.WINDOW,
+            strategies,
+            label=f"{text}, top:30",
+            classes="top:30",
+            replicates=replicates,
+        )
+        path.write_text(json.dumps(done, indent=1) + "\n")
+        print(f"scored {text} top:30 (own geometry): {done[text]['tool_ranking'][:3]}", flush=True)
+
+
 def run_b(out: Path, *, replicates: int = 10) -> None:
     import _extension_b as B
 

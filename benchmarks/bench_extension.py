@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
         _extension_scores.run_b(args.out)
         _extension_scores.run_a(args.out, args.work)
+        _extension_scores.run_a_texts(args.out, args.work)
     elif args.track == "stress":
         import _extension_training
 
