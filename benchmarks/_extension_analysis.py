@@ -385,7 +385,7 @@ def analyze_training(out: Path) -> dict:
 def run(out: Path, work: Path | None = None) -> None:
     """``analysis.json`` and the page; ``why.json`` is recomputed when the study's token cache
     (``work/tokens_*.npy``) is there, else the one beside the results is used."""
-    import _extension_tasks
+    import _extension_tasks_analysis
     import _extension_why
 
     if work is not None and (work / "tokens_moby_dick.npy").exists():
@@ -395,7 +395,7 @@ def run(out: Path, work: Path | None = None) -> None:
         "track_a": analyze_track_a(out),
         "track_b": analyze_track_b(out),
         "training": analyze_training(out),
-        "tasks": _extension_tasks.analyze(out),
+        "tasks": _extension_tasks_analysis.analyze(out),
         "why": json.loads(why.read_text()) if why.exists() else {},
     }
     (out / "analysis.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")

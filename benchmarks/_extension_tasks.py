@@ -3,10 +3,13 @@
 Each run trains a :class:`posgeom.nn.TinyEncoder` (bidirectional, d = 64, 4 heads, 2 layers, no
 dropout) with one position encoding, built by the training package's own
 :func:`posgeom.experiments.training.build_model` (its masked-LM head gives a vocabulary logit per
-token) and trained by :func:`posgeom.nn.tasks.fit_classifier` (AdamW, lr 3e-3, ``STEPS`` = 300
-steps of 32 sequences drawn from 20,000, cross-entropy on the answer slots only; every other label
-is -100), one thread, about 6-10 CPU-seconds per run; posgeom's MDS table only on sort and recall
-(``MDS_TASKS``). Sequences (token ids: 1 separator, 2 query slot, values ``3 ... 18``, recall keys
+token) and trained by :func:`posgeom.nn.tasks.fit_classifier` (AdamW, peak lr 3e-3, ``STEPS`` = 500
+steps of 32 sequences drawn from 20,000, linear warmup over 50 steps then cosine decay to 0,
+cross-entropy on the answer slots only; every other label is -100), one thread, about 15-20
+CPU-seconds per run; posgeom's MDS table only on sort and recall (``MDS_TASKS``). The recipe
+(``RECIPE``) is written into every record and is part of a record's key: a record trained under
+another recipe is neither skipped as done nor analysed with these. The first sweep (300 steps at a
+constant lr) is kept in ``tasks.jsonl``; this one writes ``tasks_v2.jsonl``. Sequences (token ids: 1 separator, 2 query slot, values ``3 ... 18``, recall keys
 ``19 ... 34``), ``n = 8`` items at the trained length, 16 at 2x:
 
 - ``copy``    ``x_1 .. x_n SEP Q .. Q`` -> the ``n`` query slots read ``x_1 .. x_n``;
@@ -36,10 +39,11 @@ each geometry: lag vectors from :mod:`posgeom.lags.kernels` (via ``_extension_tr
 per-position geometry of :func:`posgeom.experiments.training.position_geometry`; scale-optimal
 stress is the primary score (the tool's default), paper stress beside it. Both are computed at
 the trained length and again at 2x against the geometry of the 2x data. One JSONL record per
-(task, encoding, seed) in ``tasks.jsonl``; a finished record is skipped when run again.
+(task, encoding, seed, recipe) in ``RESULTS``; a finished record is skipped when run again.
 ``TASK_SEEDS`` (e.g. ``2``) and ``TASK_TASKS`` (e.g. ``recall``) run a subset, ``TASK_REVERSE``
 in the reverse order, so several processes can share the work (each rereads the file before every
-run; a record done twice is read once); ``TASK_STEPS`` overrides the training steps.
+run; a record done twice is read once); ``TASK_STEPS``, ``TASK_WARMUP`` and ``TASK_SCHEDULE``
+override the recipe (and so start a new set of records).
 """
 
 from __future__ import annotations
@@ -64,7 +68,22 @@ SEP, QUERY, FIRST_VALUE = 1, 2, 3
 FIRST_KEY = FIRST_VALUE + N_VALUES
 VOCAB = FIRST_KEY + N_VALUES
 D, HEADS, LAYERS, BATCH, LR = 64, 4, 2, 32, 3e-3
-STEPS = int(os.environ.get("TASK_STEPS", 300))
+STEPS = int(os.environ.get("TASK_STEPS", 500))
+WARMUP = int(os.environ.get("TASK_WARMUP", 50))
+SCHEDULE = os.environ.get("TASK_SCHEDULE", "cosine")
+#: everything about the training that differs between sweeps; stored in every record
+RECIPE = {
+    "steps": STEPS,
+    "warmup": WARMUP,
+    "schedule": SCHEDULE,
+    "lr": LR,
+    "batch": BATCH,
+    "layers": LAYERS,
+    "d_model": D,
+}
+RESULTS = "tasks_v2.jsonl"
+#: the training loss is kept as this many block means (did the run still improve at the end?)
+CURVE_BLOCKS = 10
 N_TRAIN, N_EVAL, N_GEOMETRY = 20_000, 1_000, 4_000
 
 
@@ -207,6 +226,11 @@ def scores(model: Any, encoding: str, seed: int, geometry: dict[str, Any]) -> di
 
 
 # ------------------------------------------------------------------------------ run
+def same_recipe(record: dict) -> bool:
+    """Whether ``record`` was trained under ``RECIPE`` (first-sweep records carry none)."""
+    return record.get("recipe") == RECIPE
+
+
 def run_one(task: str, encoding: str, seed: int, geos: dict[int, dict[str, Any]]) -> dict:
     import torch
 
@@ -223,9 +247,13 @@ def run_one(task: str, encoding: str, seed: int, geos: dict[int, dict[str, Any]]
         lr=LR,
         batch_size=BATCH,
         seed=seed,
+        warmup=WARMUP,
+        schedule=SCHEDULE,
     )
     rec: dict[str, Any] = {"task": task, "encoding": encoding, "seed": seed, "steps": STEPS}
+    rec["recipe"] = RECIPE
     rec["train_loss_last100"] = float(np.mean(losses[-100:]))
+    rec["train_loss_curve"] = [float(b.mean()) for b in np.array_split(losses, CURVE_BLOCKS)]
     rec["trained"] = outcome(model, make_task(task, N_ITEMS, N_EVAL, seed=1_000 + seed))
     rec["scores_trained"] = scores(model, encoding, seed, geos[N_ITEMS])
     allow_longer(model, encoding)
@@ -245,7 +273,7 @@ def run(results: Path) -> None:
         if not results.exists():
             return set()
         rows = (json.loads(line) for line in results.read_text().splitlines() if line.strip())
-        return {(r["task"], r["encoding"], r["seed"]) for r in rows}
+        return {(r["task"], r["encoding"], r["seed"]) for r in rows if same_recipe(r)}
 
     tasks = os.environ.get("TASK_TASKS", ",".join(TASKS)).split(",")
     keys = [
@@ -271,127 +299,3 @@ def run(results: Path) -> None:
             flush=True,
         )
     print("tasks complete", flush=True)
-
-
-# ------------------------------------------------------------------------------ analysis
-#: outcome label -> (record key, measure, the scores' length key)
-OUTCOMES = {
-    "error at 1x": ("trained", "accuracy", "scores_trained"),
-    "loss at 1x": ("trained", "loss", "scores_trained"),
-    "error at 2x": ("double", "accuracy", "scores_double"),
-    "loss at 2x": ("double", "loss", "scores_double"),
-}
-
-
-#: (geometry, stress kind, encodings left out) of the scores compared; "primary" is the task's
-#: (``PRIMARY``); NoPE left out once: its stress is 1 by construction and it cannot tell positions
-#: apart at all, so it alone can make a correlation look good
-SCORES = (
-    ("primary", "scale_optimal", ()),
-    ("primary", "scale_optimal", ("nope",)),
-    ("lag", "scale_optimal", ()),
-    ("position", "scale_optimal", ()),
-    ("primary", "paper", ()),
-)
-
-
-def score_label(geometry: str, kind: str, without: tuple[str, ...]) -> str:
-    label = f"{geometry} geometry, {kind.replace('_', '-')} stress"
-    return label + "".join(f", without {e}" for e in without)
-
-
-def _cells(records: list[dict], task: str, outcome: str, geometry: str, kind: str) -> tuple:
-    """``({encoding: -mean stress}, {encoding: [loss or error per seed]})`` of one task."""
-    where, measure, at = OUTCOMES[outcome]
-    by: dict[str, dict[int, dict]] = {}
-    for r in records:
-        if r["task"] == task:
-            by.setdefault(r["encoding"], {})[r["seed"]] = r
-    seeds = sorted(set.intersection(*(set(v) for v in by.values()))) if by else []
-    scores, losses = {}, {}
-    for enc, rs in by.items():
-        vals = [rs[s][where][measure] for s in seeds]
-        losses[enc] = [1.0 - v for v in vals] if measure == "accuracy" else vals
-        scores[enc] = -float(np.mean([rs[s][at][geometry][kind] for s in seeds]))
-    return scores, losses
-
-
-def pooled_agreement(cells: list[tuple[dict, dict]], *, n_boot: int = 2000) -> dict[str, Any]:
-    """Mean over tasks of the within-task Spearman rho (score vs minus loss), with a percentile
-    bootstrap interval that resamples the encodings and the seeds of every task independently."""
-    from _extension_analysis import _spearman, _spearman_rows
-
-    rhos, boots = [], []
-    rng = np.random.default_rng(0)
-    for scores, losses in cells:
-        names = list(losses)
-        if len(names) < 3:
-            continue
-        s = np.array([scores[n] for n in names])
-        loss = np.array([losses[n] for n in names])
-        rhos.append(_spearman(s, -loss.mean(1)))
-        i = rng.integers(0, len(names), (n_boot, len(names)))
-        j = rng.integers(0, loss.shape[1], (n_boot, loss.shape[1]))
-        bl = np.stack([loss[i[b]][:, j[b]].mean(1) for b in range(n_boot)])
-        boots.append(_spearman_rows(s[i], -bl))
-    valid = [r for r in rhos if r is not None]
-    if not boots:
-        return {"tasks": 0, "mean_spearman": None, "ci95": None}
-    boot = np.stack(boots).mean(0)  # a replicate with a constant ranking in any task drops out
-    boot = boot[np.isfinite(boot)]
-    return {
-        "tasks": len(valid),
-        "mean_spearman": float(np.mean(valid)) if valid else None,
-        "ci95": [float(np.quantile(boot, q)) for q in (0.025, 0.975)] if boot.size else None,
-    }
-
-
-def analyze(out: Path) -> dict[str, Any]:
-    """Per task and pooled: Spearman of minus the stress against minus the error / loss."""
-    from _extension_analysis import rank_agreement, read_jsonl
-
-    records = list(
-        {
-            (r["task"], r["encoding"], r["seed"]): r for r in read_jsonl(out / "tasks.jsonl")[::-1]
-        }.values()
-    )[::-1]  # the first record of a (task, encoding, seed) done twice by two processes
-    if not records:
-        return {}
-    tasks = [t for t in TASKS if any(r["task"] == t for r in records)]
-    result: dict[str, Any] = {"outcomes": _outcome_table(records, tasks), "agreement": {}}
-    for outcome in OUTCOMES:
-        block: dict[str, Any] = {}
-        for geometry, kind, without in SCORES:
-            kept = [r for r in records if r["encoding"] not in without]
-            per = {}
-            for t in tasks:
-                which = PRIMARY[t] if geometry == "primary" else geometry
-                per[t] = _cells(kept, t, outcome, which, kind)
-            block[score_label(geometry, kind, without)] = {
-                **{t: rank_agreement(*per[t]) for t in tasks},
-                "pooled": pooled_agreement(list(per.values())),
-            }
-        result["agreement"][outcome] = block
-    return result
-
-
-def _outcome_table(records: list[dict], tasks: list[str]) -> dict[str, Any]:
-    """task -> encoding -> means over seeds of the outcomes and the primary scores."""
-    table: dict[str, Any] = {}
-    for t in tasks:
-        for enc in ENCODINGS:
-            rs = [r for r in records if r["task"] == t and r["encoding"] == enc]
-            if not rs:
-                continue
-            g = PRIMARY[t]
-            table.setdefault(t, {})[enc] = {
-                "seeds": len(rs),
-                "accuracy_1x": float(np.mean([r["trained"]["accuracy"] for r in rs])),
-                "accuracy_1x_range": float(np.ptp([r["trained"]["accuracy"] for r in rs])),
-                "accuracy_2x": float(np.mean([r["double"]["accuracy"] for r in rs])),
-                "loss_1x": float(np.mean([r["trained"]["loss"] for r in rs])),
-                "stress_1x": float(np.mean([r["scores_trained"][g]["scale_optimal"] for r in rs])),
-                "stress_2x": float(np.mean([r["scores_double"][g]["scale_optimal"] for r in rs])),
-                "cpu_s": float(np.sum([r["cpu_s"] for r in rs])),
-            }
-    return table

@@ -14,9 +14,10 @@
   checkpoints); writes ``docs/extension/training_stress.json``.
 - ``--track tasks``: item 4 on copy, reverse, sort and associative recall: tiny encoders trained
   with each position encoding, 3 seeds, their stress against the task's own geometry beside their
-  accuracy (``benchmarks/_extension_tasks.py``); writes ``docs/extension/tasks.jsonl``.
+  accuracy (``benchmarks/_extension_tasks.py``, its recipe in every record); writes
+  ``docs/extension/tasks_v2.jsonl`` (the first, 300-step sweep is kept in ``tasks.jsonl``).
 - ``--track analyze``: rank correlations of the scores with the measured losses
-  (``benchmarks/_extension_analysis.py``), the tasks' (``_extension_tasks.analyze``) and, with the
+  (``benchmarks/_extension_analysis.py``), the tasks' (``_extension_tasks_analysis.analyze``) and, with the
   study's token cache under ``--work``, the cheap predictors of ``benchmarks/_extension_why.py``
   (``why.json``); writes ``docs/extension/analysis.json`` and the tables of ``docs/EXTENSION.md``.
 
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.track == "tasks":
         import _extension_tasks
 
-        _extension_tasks.run(args.out / "tasks.jsonl")
+        _extension_tasks.run(args.out / _extension_tasks.RESULTS)
     else:
         import _extension_analysis
 

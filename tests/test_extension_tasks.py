@@ -13,6 +13,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import _extension_tasks as T
+import _extension_tasks_analysis as A
 
 
 @pytest.mark.parametrize("task", ["copy", "reverse", "sort"])
@@ -46,9 +47,16 @@ def test_pooled_agreement_of_one_task_is_its_spearman():
     names = [f"e{k}" for k in range(6)]
     scores = {n: float(rng.normal()) for n in names}
     losses = {n: list(rng.normal(size=3)) for n in names}
-    got = T.pooled_agreement([(scores, losses)], n_boot=200)
+    got = A.pooled_agreement([(scores, losses)], n_boot=200)
     s = [scores[n] for n in names]
     m = [-np.mean(losses[n]) for n in names]
     assert got["mean_spearman"] == pytest.approx(stats.spearmanr(s, m).statistic, abs=1e-12)
     lo, hi = got["ci95"]
     assert -1 <= lo <= hi <= 1
+
+
+def test_records_of_another_recipe_are_not_the_current_ones():
+    rec = {"task": "copy", "encoding": "rope", "seed": 0, "recipe": dict(T.RECIPE)}
+    assert T.same_recipe(rec)
+    assert not T.same_recipe({**rec, "recipe": {**T.RECIPE, "steps": T.STEPS + 1}})
+    assert not T.same_recipe({"task": "copy", "encoding": "rope", "seed": 0, "steps": 300})
