@@ -236,7 +236,8 @@ def write(out: Path, page: Path) -> None:
         body += [f"**{name}** (War and Peace tail; one point per trained model):", ""]
         body += [*_agreement_table(d), ""]
     if analysis.get("tasks"):
-        body += ["### Item 4: position tasks (copy, reverse, sort, associative recall)", ""]
+        names = ", ".join(analysis["tasks"]["outcomes"])
+        body += [f"### Item 4: position tasks ({names})", ""]
         body += [*tasks_tables(analysis["tasks"]), ""]
     if analysis.get("why"):
         body += ["### What predicts the Track A losses (cheap predictors, no forwards)"]
