@@ -107,7 +107,8 @@ def rank_agreement(
         "spearman": rho,
         "ci95": _interval(boot),
         "predicted_best": best,
-        "measured_top2": sorted(top2, key=lambda n: mean[names.index(n)]),
+        # ties in the order the strategies came (a set's own order changes with the hash seed)
+        "measured_top2": sorted(top2, key=lambda n: (mean[names.index(n)], names.index(n))),
         "best_in_top2": all(b in top2 for b in best),
     }
 
