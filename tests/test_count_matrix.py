@@ -29,15 +29,42 @@ def _counting(monkeypatch, module, name):
     return calls
 
 
+def _counting_outside_nulls(monkeypatch):
+    """Calls of ``_self_gram`` on the counts' roots: the Euclidean estimate's null draws build
+    Grams of other matrices (split-half differences), counted apart."""
+    from posgeom.estimators import euclidean
+
+    calls, nulls, inside = [], [], []
+    real_gram, real_null = divergences._self_gram, euclidean._null_top
+
+    def gram(*args, **kwargs):
+        (nulls if inside else calls).append(1)
+        return real_gram(*args, **kwargs)
+
+    def null_top(*args, **kwargs):
+        inside.append(1)
+        try:
+            return real_null(*args, **kwargs)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(divergences, "_self_gram", gram)
+    monkeypatch.setattr(euclidean, "_null_top", null_top)
+    return calls, nulls
+
+
 def test_one_analysis_normalises_once_and_builds_the_gram_once(monkeypatch):
+    from posgeom.estimators.euclidean import NULL_DRAWS
+
     mu = zipf_distributions(40, 500, seed=0)
     counts = sample_counts(mu, np.full(40, 400), seed=1)
     normalised = _counting(monkeypatch, counts_module, "_normalise")
-    grams = _counting(monkeypatch, divergences, "_self_gram")
+    grams, nulls = _counting_outside_nulls(monkeypatch)
     res = analyze_counts(counts, model_dim=16, resolution="full")  # corrected, noise, SMACOF
     assert res.estimate.estimator == "corrected" and res.noise is not None
     assert len(normalised) == 1, "the counts were validated and normalised more than once"
     assert len(grams) == 1, "the plug-in Gram S S^T was built more than once"
+    assert len(nulls) == NULL_DRAWS  # one Gram per null draw, each of its own matrix
     # at a coarser resolution the estimate and its noise floor are geometries of other
     # (coarsened) counts: each of those matrices is normalised once and its Gram built once,
     # and the noise floor on the estimate's classes reuses the estimate's (one coarsening)
