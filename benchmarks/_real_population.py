@@ -247,7 +247,6 @@ def _structure(boot, spec: str, estimator: str, log_t: np.ndarray, **options) ->
     from scipy.stats import spearmanr
 
     from posgeom import estimate_geometry
-    from posgeom.uncertainty._intervals import _bounds
     from posgeom.uncertainty.bootstrap import replicate_geometry
 
     opts = {"resolution": spec, **options}
@@ -255,7 +254,7 @@ def _structure(boot, spec: str, estimator: str, log_t: np.ndarray, **options) ->
     n = geo.estimate.shape[0]
     iu = np.triu_indices(n, 1)
     point = geo.estimate[iu]
-    low, _, _, _ = _bounds(point, geo.replicates, point, 0.95, "bias_aware")
+    low, _ = geo.distance_intervals(level=0.95, method="bias_aware")
     gap = np.abs(log_t[:, None] - log_t[None, :])[iu]
     label = estimate_geometry(boot.base, estimator=estimator, **opts).resolution
     return {

@@ -242,6 +242,31 @@ def test_replicates_of_a_smoothed_estimate_keep_its_bandwidth(zipf_model):
         np.testing.assert_allclose(geo.replicate(b), direct.distances, atol=1e-12)
 
 
+def test_distance_intervals_by_hand_and_zero_when_unresolved(zipf_model):
+    from scipy.special import ndtri
+
+    seqs = sample_sequences(zipf_model, decaying_totals(16, high=1000, low=200), seed=3)
+    boot = count_positions(seqs, max_positions=16, vocab_size=3000, bootstrap=8, bootstrap_seed=3)
+    geo = replicate_geometry(boot, estimator="corrected")
+    assert geo.resolved is True
+    low, high = geo.distance_intervals()
+    iu = np.triu_indices(16, 1)
+    d_hat, reps = geo.estimate[iu], geo.replicates
+    bias, se = (reps - d_hat).mean(axis=0), reps.std(axis=0, ddof=1)
+    half = ndtri(0.975) * np.sqrt(se**2 + bias**2)  # the bias-aware rule, by hand
+    np.testing.assert_allclose(low, np.maximum(d_hat - bias - half, 0), atol=1e-12)
+    np.testing.assert_allclose(high, np.maximum(d_hat - bias + half, 0), atol=1e-12)
+    # one distribution at every position: nothing rises above the noise edge, so no pair's
+    # interval may exclude 0 (the estimate still keeps one direction to have a shape)
+    flat = np.repeat(zipf_model[:1], 16, axis=0)
+    seqs = sample_sequences(flat, decaying_totals(16, high=1000, low=100), seed=0)
+    boot = count_positions(seqs, max_positions=16, vocab_size=3000, bootstrap=8, bootstrap_seed=0)
+    geo = replicate_geometry(boot, estimator="corrected")
+    assert geo.resolved is False and geo.kept_rank == 1
+    low, high = geo.distance_intervals()
+    assert np.all(low == 0) and np.all(high >= geo.estimate[iu])
+
+
 @pytest.mark.e2e
 def test_distance_coverage_of_the_default_estimate(zipf_model):
     """95% intervals of every D_ij from the default estimate (corrected, Euclidean, auto

@@ -47,6 +47,12 @@ def _kept_rank(raw: Any) -> int:
     return int(projection.get("kept_rank", -1))
 
 
+def _resolved(raw: Any) -> bool | None:
+    projection = (getattr(raw, "diagnostics", None) or {}).get("projection") or {}
+    value = projection.get("resolved")
+    return None if value is None else bool(value)
+
+
 def _name(estimator: Any, raw: Any) -> str:
     if getattr(raw, "estimator", None):
         return str(raw.estimator)
@@ -67,7 +73,8 @@ class ReplicateGeometry:
     replicate (``GeometryEstimate.resolution`` / ``.class_map``; None for an estimator that
     returns a bare matrix): the intervals are about the geometry at that resolution;
     kept_rank, replicate_kept_ranks : the Euclidean estimate's kept rank ``K'`` of ``est(C)``
-    and ``(B,)`` of every ``est(C_b)`` (None / -1 where the estimate has no projection).
+    and ``(B,)`` of every ``est(C_b)`` (None / -1 where the estimate has no projection);
+    resolved : whether ``est(C)`` has a direction above its noise edge (None: no projection).
     """
 
     estimator: str
@@ -79,10 +86,31 @@ class ReplicateGeometry:
     class_map: np.ndarray | None = field(default=None, repr=False)
     kept_rank: int | None = None
     replicate_kept_ranks: np.ndarray | None = field(default=None, repr=False)
+    resolved: bool | None = None
 
     @property
     def n_replicates(self) -> int:
         return int(self.replicates.shape[0])
+
+    def distance_intervals(
+        self, *, level: float = 0.95, method: str = "bias_aware"
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)``: intervals for every distance ``D_ij``, ``i < j`` (``(m (m - 1) / 2,)``
+        each, the replicates' upper-triangle order), from the module's interval rules, clipped
+        at 0. When the estimate resolves no direction above its noise edge (``resolved`` False:
+        the parallel-analysis test of "no geometry" is not rejected at 5%), every lower bound is
+        0: the data do not tell that geometry from none, and the one direction the estimate
+        keeps (so that it has a shape to report) is no evidence against ``D = 0``."""
+        from posgeom.uncertainty._intervals import _bounds, _check_level
+
+        _check_level(level, method)
+        iu = np.triu_indices(self.estimate.shape[0], 1)
+        point = self.estimate[iu]
+        low, high, _, _ = _bounds(point, self.replicates, self.truth[iu], level, method)
+        low, high = np.maximum(low, 0.0), np.maximum(high, 0.0)
+        if self.resolved is False:
+            low = np.zeros_like(low)
+        return low, high
 
     def replicate(self, b: int) -> np.ndarray:
         """``(m, m)`` distances of replicate ``b``."""
@@ -181,6 +209,7 @@ def replicate_geometry(
         class_map=getattr(raw, "class_map", None),
         kept_rank=kept if kept >= 0 else None,
         replicate_kept_ranks=ranks,
+        resolved=_resolved(raw),
     )
 
 
