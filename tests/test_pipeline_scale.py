@@ -15,6 +15,7 @@ def counts():
     return sample_counts(mu, decaying_totals(120, high=1500, low=300), seed=2)
 
 
+@pytest.mark.e2e  # a whole long-context folder and its report: CI's second pass
 def test_a_long_context_folder_reports_without_n_by_n(counts, monkeypatch, tmp_path):
     big = _run(counts, monkeypatch, 50, "recommended")
     arrays = big.report_arrays()
@@ -76,6 +77,7 @@ def test_sampled_rows_agree_with_the_exact_rows(counts, monkeypatch, estimator):
         assert a["paper"] == pytest.approx(b["paper"], rel=0.05) and a["sampled"]
 
 
+@pytest.mark.e2e  # the report's heatmap of a long-context folder: CI's second pass
 def test_a_long_context_heatmap_is_block_means(counts, monkeypatch, tmp_path):
     """Blocks of 5 positions with 8 drawn per block: every pair is read, so the heatmap's array is
     the exact block means of the dense estimate (figures.block_mean of the exact run's D)."""

@@ -63,6 +63,7 @@ def _not_blank(png: bytes) -> tuple[float, float]:
     return float(np.mean(grey < 0.97)), float(grey.std())
 
 
+@pytest.mark.e2e  # a headless Chromium per report: CI's second pass
 @pytest.mark.parametrize("name", ["demo", "compare"])
 def test_report_loads_offline_without_errors(chromium, reports, name, tmp_path):
     url = reports[name].resolve().as_uri()
