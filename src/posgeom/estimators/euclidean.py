@@ -130,18 +130,23 @@ def null_roots(counts: Any, seed: int) -> Any:
     """``D``, ``(m, V')`` CSR: the split-half null's rows ``d_i`` (:func:`null_edge`)."""
     import scipy.sparse as sp
 
-    from posgeom.geometry.distributions import plugin_roots
-
     c = sp.csr_matrix(counts, dtype=np.float64)
-    a = c.copy()
-    a.data = np.random.default_rng(seed).binomial(c.data.astype(np.int64), 0.5).astype(float)
-    b = c - a
-    a.eliminate_zeros()
-    b.eliminate_zeros()
-
-    ra, rb = plugin_roots(a), plugin_roots(b)
-    both = (np.diff(ra.indptr) > 0) & (np.diff(rb.indptr) > 0)  # an empty half: d_i = 0
-    return sp.csr_matrix(sp.diags(0.5 * both) @ (ra - rb))
+    m = c.shape[0]
+    a = np.random.default_rng(seed).binomial(c.data.astype(np.int64), 0.5).astype(float)
+    b = c.data - a
+    # on the non-zeros of C directly (no sparse arithmetic: 19 draws per estimate); totals of
+    # whole counts are exact in any order, so the roots equal plugin_roots' of each half
+    rows = np.repeat(np.arange(m), np.diff(c.indptr))
+    ta = np.bincount(rows, weights=a, minlength=m)
+    tb = np.bincount(rows, weights=b, minlength=m)
+    ra = np.sqrt(a * (1.0 / np.maximum(ta, 1e-300))[rows])
+    rb = np.sqrt(b * (1.0 / np.maximum(tb, 1e-300))[rows])
+    both = ((ta > 0) & (tb > 0))[rows]  # an empty half: d_i = 0
+    d = sp.csr_matrix(
+        (np.where(both, 0.5 * (ra - rb), 0.0), c.indices.copy(), c.indptr.copy()), shape=c.shape
+    )
+    d.eliminate_zeros()
+    return d
 
 
 def null_seeds(seed: int, draws: int = NULL_DRAWS) -> list[int]:
