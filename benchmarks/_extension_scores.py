@@ -87,6 +87,17 @@ def score_set(
     }
 
 
+def score_text(
+    text: str, work: Path, strategies: dict, *, classes: str, **kw: Any
+) -> dict[str, Any]:
+    """:func:`score_set` of SmolLM2 (Track A's spec, 8k -> 12k) on one whole text."""
+    import _extension_a as A
+
+    label = f"{text}, {classes}"
+    ids = [token_ids(text, work)]
+    return score_set(A_SPEC, ids, A.L0, A.WINDOW, strategies, label=label, classes=classes, **kw)
+
+
 def run_a(out: Path, work: Path, *, replicates: int = 10) -> None:
     import _extension_a as A
 
@@ -101,13 +112,10 @@ def run_a(out: Path, work: Path, *, replicates: int = 10) -> None:
                 continue
             if classes.startswith("embedding") and emb is None:
                 emb = smollm2_embeddings()
-            done[key] = score_set(
-                A_SPEC,
-                [token_ids(text, work)],
-                A.L0,
-                A.WINDOW,
+            done[key] = score_text(
+                text,
+                work,
                 strategies,
-                label=f"{text}, {classes}",
                 classes=classes,
                 embeddings=emb if classes.startswith("embedding") else None,
                 replicates=replicates,
@@ -135,16 +143,7 @@ def run_a_texts(out: Path, work: Path, *, replicates: int = 10) -> None:
     for text in A_WINDOW_TEXTS:
         if text in done:
             continue
-        done[text] = score_set(
-            A_SPEC,
-            [token_ids(text, work)],
-            A.L0,
-            A.WINDOW,
-            strategies,
-            label=f"{text}, top:30",
-            classes="top:30",
-            replicates=replicates,
-        )
+        done[text] = score_text(text, work, strategies, classes="top:30", replicates=replicates)
         path.write_text(json.dumps(done, indent=1) + "\n")
         print(f"scored {text} top:30 (own geometry): {done[text]['tool_ranking'][:3]}", flush=True)
 
