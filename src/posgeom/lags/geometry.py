@@ -25,7 +25,7 @@ dependence that this resolution can see, and a lag geometry says nothing about t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -185,7 +185,9 @@ class LagGeometry:
     ) -> Any:
         """The bootstrap :class:`~posgeom.uncertainty.bootstrap.Interval` of the estimated distance
         between lags ``k1`` and ``k2`` from the half-sample replicates (rules of
-        :mod:`posgeom.uncertainty.bootstrap`)."""
+        :mod:`posgeom.uncertainty.bootstrap`); its bounds are those of
+        :meth:`~posgeom.uncertainty.replicates.ReplicateGeometry.distance_intervals` (clipped
+        at 0, and from 0 when the estimate resolves no direction above its noise edge)."""
         from posgeom.uncertainty.bootstrap import bootstrap_interval
 
         if self.replicates is None:
@@ -197,13 +199,15 @@ class LagGeometry:
         m = self.lags.size
         flat = i * m - i * (i + 1) // 2 + (j - i - 1)  # index in numpy.triu_indices(m, 1)
         rep = self.replicates
-        return bootstrap_interval(
+        iv = bootstrap_interval(
             float(rep.estimate[i, j]),
             rep.replicates[:, flat],
             truth=float(rep.truth[i, j]),
             level=level,
             method=method,
         )
+        low, high = rep.distance_intervals(level=level, method=method)
+        return replace(iv, low=float(low[flat]), high=float(high[flat]))
 
     def summary(self) -> dict[str, Any]:
         return {
