@@ -120,20 +120,6 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys, caplog)
     assert len(rereading) == 4  # SST-2 twice, IMDB, synthetic
 
 
-def test_truncate_counts_keeps_bootstrap_replicates_aligned():
-    from posgeom.corpus.counting import count_positions
-    from posgeom.experiments.reproduce.settings import truncate_counts
-    from posgeom.synthetic import synthetic_corpus
-
-    seqs = synthetic_corpus(300, 12, 20, kind="three_regimes", seed=1)
-    boot = count_positions(seqs, max_positions=12, vocab_size=20, bootstrap=5, bootstrap_seed=3)
-    head = truncate_counts(boot, 7)
-    assert head.counts.shape == (7, 20) and head.n_replicates == 5
-    for b in range(5):  # replicate b of the first 7 positions = first 7 rows of replicate b
-        expected = boot.replicate(b).counts[:7].toarray()
-        np.testing.assert_array_equal(head.replicate(b).counts.toarray(), expected)
-
-
 def test_survival_verdicts_follow_the_intervals():
     """The rereading under the recommended estimator, on real comparisons of a sampled synthetic
     corpus: each verdict is what the rows' own intervals say, and the truth column is the plug-in

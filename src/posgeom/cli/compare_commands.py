@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -34,16 +33,8 @@ def _counts_for_compare(args: argparse.Namespace) -> Any:
             counts.check_tokenizer(load_tokenizer(args.tokenizer))
         if getattr(args, "model", None):  # the model's table is read with its own tokenizer
             counts.check_tokenizer(load_tokenizer(args.model))
-        n = args.max_positions
-        if n is not None:
-            if n < 1 or n > counts.max_positions:
-                raise PosgeomError(
-                    f"-n {n} is outside 1..{counts.max_positions}, the positions in {path}"
-                )
-            totals = counts.totals[:n]
-            counts = dataclasses.replace(
-                counts, counts=counts.counts[:n], totals=totals, n_tokens=int(totals.sum())
-            )
+        if args.max_positions is not None:
+            counts = counts.first_positions(args.max_positions)
         return counts
     if not args.corpus:
         raise PosgeomError("pass a CORPUS file (with -n N) or --counts FILE")

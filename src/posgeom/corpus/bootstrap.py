@@ -256,6 +256,10 @@ class BootstrapCounts(PositionCounts):
         """The plain :class:`PositionCounts` (no replicates)."""
         return PositionCounts(**{f.name: getattr(self, f.name) for f in fields(PositionCounts)})
 
+    def _first_positions_extra(self, n: int) -> dict[str, Any]:
+        # replicates are stored in the counts' CSR order: the first rows' entries come first
+        return {"replicates": self.replicates[: self.counts.indptr[n]]}
+
     def replicate(self, b: int) -> PositionCounts:
         """Replicate ``b`` as :class:`PositionCounts` (explicit zeros removed)."""
         b = check_bounded_int(b, "replicate index", 0, self.n_replicates - 1)

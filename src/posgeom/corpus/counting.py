@@ -90,6 +90,21 @@ class PositionCounts:
     def vocab_size(self) -> int:
         return int(self.counts.shape[1])
 
+    def first_positions(self, n: int) -> PositionCounts:
+        """The counts of positions ``0 .. n-1`` (``1 <= n <= max_positions``), everything the
+        counts carry cut alike (the one truncation rule: subclasses cut what they add)."""
+        if not 1 <= n <= self.max_positions:
+            raise PosgeomError(
+                f"-n {n} is outside 1..{self.max_positions}, the positions these counts hold; "
+                "choose a smaller -n or count more positions"
+            )
+        totals = self.totals[:n]
+        fields = {"counts": self.counts[:n], "totals": totals, "n_tokens": int(totals.sum())}
+        return dataclasses.replace(self, **fields, **self._first_positions_extra(n))
+
+    def _first_positions_extra(self, n: int) -> dict[str, Any]:
+        return {}
+
     def check_tokenizer(self, tokenizer: Any) -> None:
         """Raise if ``tokenizer`` is not the one these counts were made with.
 

@@ -44,7 +44,6 @@ from posgeom.experiments.reproduce.settings import (
     PAPER,
     SYNTH,
     choose_n,
-    truncate_counts,
 )
 from posgeom.experiments.reproduce.studies import angle_study, paper_sweep
 
@@ -148,7 +147,7 @@ def _recommended(
             f"recommended estimator, {boot} bootstrap replicates: {info['title']}, n = {info['n']}"
         )
         out[key] = compare_encodings(
-            truncate_counts(counts[key], info["n"]),
+            counts[key].first_positions(info["n"]),
             model_dim=SYNTH["d"] if synthetic else MODEL_DIM,
             learned_model=None if synthetic else model,
             max_rank=max_rank,
@@ -247,7 +246,7 @@ def reproduce(
         }
         prog(f"comparison: {title}, n = {n}, d = {MODEL_DIM}")
         results[key] = compare_encodings(
-            truncate_counts(getattr(c, "base", c), n),
+            getattr(c, "base", c).first_positions(n),
             model_dim=MODEL_DIM,
             learned_model=model,
             max_rank=max_rank,

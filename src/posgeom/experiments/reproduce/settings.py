@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
-
 import numpy as np
 
 from posgeom.reports.lengths import QUANTILE as LENGTH_QUANTILE
@@ -53,14 +50,3 @@ def choose_n(
     rule of ``posgeom lengths`` (:func:`posgeom.reports.lengths.suggest_n`), capped at ``cap``."""
     totals = np.asarray(totals)
     return suggest_n(totals if cap is None else totals[:cap], n_sequences, quantile=quantile)
-
-
-def truncate_counts(counts: Any, n: int) -> Any:
-    """The first ``n`` positions of ``counts`` (bootstrap replicates too: they are stored in the
-    CSR order of the counts, so the first ``indptr[n]`` entries are those of the first ``n``
-    rows)."""
-    totals = counts.totals[:n]
-    fields = {"counts": counts.counts[:n], "totals": totals, "n_tokens": int(totals.sum())}
-    if getattr(counts, "replicates", None) is not None:
-        fields["replicates"] = counts.replicates[: counts.counts.indptr[n]]
-    return replace(counts, **fields)
