@@ -129,3 +129,23 @@ def test_bad_corpus_and_strategies_exit_2_and_write_nothing(tmp_path, capsys):
     assert main([*base[:2], str(text), *base[2:]]) == 2
     assert "there is no tokenizer" in capsys.readouterr().err
     assert not out.exists() and not list(tmp_path.glob("out*"))
+
+
+@pytest.mark.parametrize("family", ["sinusoidal:d=16,base=10000", "alibi:heads=4", "nope"])
+def test_every_spec_family_is_read_as_a_spec(tmp_path, capsys, family):
+    """Every family a spec can name is taken as a spec, never looked up as a model name (the
+    sinusoidal spec was sent to Hugging Face: run.py listed four families, model.py five)."""
+    from posgeom.extension.model import SPEC_KEYS, parse_family_spec
+
+    assert family.partition(":")[0] in SPEC_KEYS
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.stack([_chain(600, 0), _chain(600, 1)]))
+    out = tmp_path / "out"
+    spec = f"{family}{',' if ':' in family else ':'}max_position_embeddings=32"
+    argv = ["extend", spec, str(ids), "--target-length", "64", "--replicates", "2"]
+    code = main([*argv, "--classes", "top:8", "--no-fit", "-o", str(out), "-q"])
+    err = capsys.readouterr().err
+    assert "Hugging Face" not in err and "from_pretrained" not in err
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model"]["family"] == parse_family_spec(spec).family

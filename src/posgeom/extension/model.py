@@ -21,7 +21,14 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["FAMILIES", "ExtensionModel", "model_from_config", "parse_family_spec"]
+__all__ = [
+    "FAMILIES",
+    "SPEC_KEYS",
+    "ExtensionModel",
+    "is_family_spec",
+    "model_from_config",
+    "parse_family_spec",
+]
 
 FAMILIES = ("rope", "learned", "sinusoidal", "alibi", "t5", "nope")
 
@@ -79,6 +86,22 @@ class ExtensionModel:
         return out
 
 
+# the families a spec can name, with the keys each takes (learned tables come from a model)
+SPEC_KEYS: dict[str, frozenset[str]] = {
+    "rope": frozenset({"theta", "head_dim", "partial_rotary_factor"}),
+    "alibi": frozenset({"heads"}),
+    "sinusoidal": frozenset({"d", "base"}),
+    "t5": frozenset({"num_buckets", "max_distance"}),
+    "nope": frozenset(),
+}
+
+
+def is_family_spec(text: str) -> bool:
+    """Whether ``text`` reads as a family spec (``family`` or ``family:key=value,...``) of
+    :data:`SPEC_KEYS`."""
+    return str(text).partition(":")[0] in SPEC_KEYS
+
+
 def _number(key: str, value: str) -> float | int:
     try:
         return int(value) if value.lstrip("-").isdigit() else float(value)
@@ -96,13 +119,7 @@ def parse_family_spec(spec: str) -> ExtensionModel:
             raise PosgeomError(f"family spec {spec!r}: {item!r} is not key=value")
         opts[key.strip()] = _number(key.strip(), value.strip())
     length = opts.pop("max_position_embeddings", None)
-    allowed = {
-        "rope": {"theta", "head_dim", "partial_rotary_factor"},
-        "alibi": {"heads"},
-        "sinusoidal": {"d", "base"},
-        "t5": {"num_buckets", "max_distance"},
-        "nope": set(),
-    }
+    allowed = SPEC_KEYS
     if family not in allowed:
         raise PosgeomError(
             f"unknown family spec {spec!r}; use rope:theta=10000,head_dim=64, alibi:heads=12, "

@@ -40,18 +40,22 @@ import numpy as np
 
 from posgeom._errors import PosgeomError, require
 from posgeom.extension.decoder import check_token_ids, decoder_source, is_decoder, is_decoder_path
-from posgeom.extension.model import ExtensionModel, model_from_config, parse_family_spec
+from posgeom.extension.model import (
+    ExtensionModel,
+    is_family_spec,
+    model_from_config,
+    parse_family_spec,
+)
 from posgeom.extension.result import ExtensionResult
 
 __all__ = ["extend", "read_documents"]
 
-_SPECS = ("rope", "alibi", "t5", "nope")
 _RECORD_FORMATS = ("jsonl", "csv", "tsv", "parquet", "hf-disk")
 
 
 def _is_spec(model: Any) -> bool:
     text = str(model)
-    return not Path(text).exists() and text.partition(":")[0] in _SPECS
+    return not Path(text).exists() and is_family_spec(text)
 
 
 def _format(path: Path) -> str:
