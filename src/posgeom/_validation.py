@@ -99,6 +99,8 @@ class Interval:
 
     def describe(self) -> str:
         noun = "an integer" if self.kind is Integral else "a number"
+        if self.left is not None and self.left == self.right and self.closed == "both":
+            return f"{'the integer' if self.kind is Integral else 'the number'} {self.left:g}"
         low = None if self.left is None else (">=" if self.closed in ("both", "left") else ">")
         high = None if self.right is None else ("<=" if self.closed in ("both", "right") else "<")
         parts = []

@@ -14,7 +14,7 @@ import os
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["MAX_HEADS", "check_common_args", "unique_names"]
+__all__ = ["MAX_HEADS", "check_common_args", "check_no_empty", "unique_names"]
 
 MAX_HEADS = 256  # ALiBi and RoPE heads scored by compare (real models use at most 128)
 
@@ -64,6 +64,25 @@ def check_common_args(args: argparse.Namespace) -> None:
     _check_heads(args)
     _check_workers(args)
     _check_alpha(args)
+
+
+def check_no_empty(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Refuse an empty (or blank) text value of any option or argument of ``parser``, and an
+    empty item of a comma-separated list: ``--text-column ''`` would otherwise mean the default
+    (or read a file named ``''``) without a word."""
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        values = value if isinstance(value, list) else [value]
+        listed = "comma" in (action.help or "")  # a comma-separated list: no empty item
+        for text in values:
+            if not isinstance(text, str):
+                continue
+            if not text.strip() or (listed and not all(p.strip() for p in text.split(","))):
+                flag = action.option_strings[-1] if action.option_strings else action.dest.upper()
+                raise PosgeomError(
+                    f"{flag} is given an empty value ({text!r}); give it a value, or leave "
+                    f"{flag} out for its default"
+                )
 
 
 def unique_names(names: list[str], flag: str, reserved: tuple[str, ...] = ()) -> None:

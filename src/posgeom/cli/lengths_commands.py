@@ -10,9 +10,11 @@ CAP = 1024
 
 
 def _lengths(args: argparse.Namespace) -> int:
+    from posgeom._validation import check_param
     from posgeom.cli.corpus_commands import counts_from_args
-    from posgeom.reports.lengths import length_profile
+    from posgeom.reports.lengths import QUANTILE_RANGE, length_profile
 
+    check_param("--quantile", args.quantile, [QUANTILE_RANGE])  # before the corpus is read
     counts = counts_from_args(args)
     profile = length_profile(counts.totals, counts.n_sequences, quantile=args.quantile)
     if args.json:
@@ -43,7 +45,7 @@ def register(sub: Any) -> None:
         "--quantile",
         type=float,
         default=0.95,
-        help="the suggested n is this quantile of the lengths (default 0.95)",
+        help="the suggested n is this quantile of the lengths, in (0, 1] (default 0.95)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=_lengths)

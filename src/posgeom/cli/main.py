@@ -113,11 +113,19 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt()
 
 
+def _command_parser(
+    parser: argparse.ArgumentParser, command: str | None
+) -> argparse.ArgumentParser:
+    """The sub-parser of ``command`` (the top-level parser when there is none)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices.get(command, parser) if command is not None else parser
+
+
 def _flag_names(parser: argparse.ArgumentParser, command: str | None) -> dict[str, str]:
     """``dest -> "--flag"`` of the command's options (``-n/--max-positions`` when short too)."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     names = {}
-    for action in sub.choices[command]._actions if command in sub.choices else ():
+    command_parser = _command_parser(parser, command)
+    for action in command_parser._actions if command_parser is not parser else ():
         longs = [o for o in action.option_strings if o.startswith("--")]
         shorts = [o for o in action.option_strings if not o.startswith("--")]
         if longs:
@@ -139,6 +147,11 @@ def _cli_words(message: str, flags: dict[str, str]) -> str:
         r"\b(?P<key>[a-z][a-z0-9_]*)=(?P<value>'[^']*'|[^\s,;)]+)", keyword_value, message
     )
     message = re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", lambda m: flags.get(m[0], m[0]), message)
+    message = re.sub(  # "lr must be ..." (a one-word keyword): the flag too
+        r"(^|: |pass )(?P<key>[a-z][a-z0-9]*)\b(?= must be| as )",
+        lambda m: m[1] + flags.get(m["key"], m["key"]),
+        message,
+    )
     return re.sub(r"(--[\w-]+(?: [^\s()]+)?) \(\1\)", r"\1", message)  # "--x (--x)" -> "--x"
 
 
@@ -153,7 +166,18 @@ def _one_line(exc: BaseException) -> str:
         text = "out of memory; use a smaller -n, corpus or --batch-size, or a larger machine"
     else:
         text = f"{type(exc).__name__}: {exc} (an unexpected failure; --debug shows the traceback)"
-    return text.splitlines()[0] if text.strip() else type(exc).__name__
+        text = text.splitlines()[0] if text.strip() else type(exc).__name__
+    return _escape_controls(text) if text.strip() else type(exc).__name__
+
+
+def _escape_controls(text: str) -> str:
+    """A line break or other control character (in a file name the message quotes) written as
+    its escape (``\\n``), so the error stays one line and names the whole file."""
+    return re.sub(
+        r"[\x00-\x1f\x7f]",
+        lambda m: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(m[0], f"\\x{ord(m[0]):02x}"),
+        text,
+    )
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:
@@ -179,8 +203,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             handler.addFilter(_quiet_libraries)
         _quiet_progress_bars()
     try:
-        from posgeom.cli._checks import check_common_args
+        from posgeom.cli._checks import check_common_args, check_no_empty
 
+        check_no_empty(args, _command_parser(parser, args.command))
         check_common_args(args)
         return int(args.handler(args) or 0)
     except BrokenPipeError:  # `posgeom ... | head`: the reader left; not an error

@@ -16,6 +16,7 @@ import argparse
 import json
 from typing import Any
 
+from posgeom._errors import PosgeomError
 from posgeom.cli._options import add_estimator_argument
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -143,11 +144,24 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seeds(text: str) -> list[int]:
+    """``--seeds 0,1,2`` as integers; anything else is one line naming the flag."""
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise PosgeomError(
+            f"--seeds must be comma-separated non-negative integers such as 0,1,2, got {text!r}"
+        )
+    return seeds
+
+
 def _experiment(args: argparse.Namespace) -> int:
     from posgeom.experiments.training import order_necessity, stress_vs_accuracy
 
-    kw = {"encodings": args.encodings.split(",")} if args.encodings else {}
-    seeds = [int(s) for s in args.seeds.split(",")]
+    kw = {"encodings": args.encodings.split(",")} if args.encodings is not None else {}
+    seeds = _seeds(args.seeds)
     if args.name == "stress-vs-accuracy":
         base = _config(args, task="sst2")
         summary = stress_vs_accuracy(args.output, base=base, seeds=seeds, **kw)

@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import ArtifactError, PosgeomError
+from posgeom.corpus._consistency import check_counts_file
 from posgeom.corpus._counter import MAX_TOKEN_ID, Counter, flat_batches, run_count
 from posgeom.corpus._fingerprint import merge_fingerprints
 from posgeom.corpus._texts import TextBatches
@@ -99,7 +100,12 @@ class PositionCounts:
                 "choose a smaller -n or count more positions"
             )
         totals = self.totals[:n]
-        fields = {"counts": self.counts[:n], "totals": totals, "n_tokens": int(totals.sum())}
+        fields = {
+            "counts": self.counts[:n],
+            "totals": totals,
+            "n_tokens": int(totals.sum()),
+            "options": {**self.options, "max_positions": n},
+        }
         return dataclasses.replace(self, **fields, **self._first_positions_extra(n))
 
     def _first_positions_extra(self, n: int) -> dict[str, Any]:
@@ -185,13 +191,20 @@ class PositionCounts:
 
     # ------------------------------------------------------------------ save / load
     def save(
-        self, path: str | os.PathLike, *, format: str | None = None, overwrite: bool = True
+        self,
+        path: str | os.PathLike,
+        *,
+        format: str | None = None,
+        overwrite: bool = True,
+        provenance: dict[str, Any] | None = None,
     ) -> Path:
         """Save as one artifact file (``.npz`` or ``.safetensors``, metadata inside), atomically;
-        ``overwrite=False`` refuses an existing file."""
+        ``overwrite=False`` refuses an existing file. ``provenance``: where the counts come from
+        (a job's shard record), kept in the metadata."""
         from posgeom.io.artifacts import save_artifact
 
         meta = {
+            **({} if provenance is None else {"provenance": provenance}),
             "n_sequences": self.n_sequences,
             "n_tokens": self.n_tokens,
             "options": self.options,
@@ -224,7 +237,8 @@ class PositionCounts:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> PositionCounts:
-        """Load counts saved by :meth:`save`, verifying checksums and that totals are row sums.
+        """Load counts saved by :meth:`save`, verifying checksums and the counts' consistency
+        (non-negative, totals the row sums, bounded by the sequences; :mod:`._consistency`).
 
         A file of bootstrap counts (``posgeom count --bootstrap``) loads as
         :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, a subclass.
@@ -256,12 +270,7 @@ class PositionCounts:
             raise ArtifactError(
                 f"{path} is not a complete counts file ({type(exc).__name__}: {exc}); re-create it"
             ) from None
-        if counts.nnz and counts.data.min() < 0:
-            raise ArtifactError(f"{path}: counts are negative; re-create it")
-        if totals.shape != (counts.shape[0],) or not np.array_equal(
-            np.asarray(counts.sum(axis=1)).ravel(), totals
-        ):
-            raise ArtifactError(f"{path}: totals are not the row sums of counts; re-create it")
+        check_counts_file(path, counts, totals, fields)  # bounds, sums, recorded shape
         return cls(counts=counts, totals=totals, **fields, **extra)
 
 

@@ -52,6 +52,7 @@ from posgeom.corpus._jobfiles import (
     word_doc,
     worker_tokenizer,
 )
+from posgeom.corpus._jobplan import check_plan, plan_sha256, shard_provenance, shard_source_problem
 from posgeom.corpus.counting import PositionCounts, count_corpus
 from posgeom.corpus.options import CountOptions
 from posgeom.corpus.readers import read_texts
@@ -110,11 +111,16 @@ def _fit_word(tok: Any, paths: list[Path], fmts: list[str], options: CountOption
     )
 
 
-def _start(jd: Path | None, args: dict[str, Any], plan: Any, fit: Any, tok: Any) -> list[Shard]:
-    """A new job: clear ``jd``, plan the shards, fit a word tokenizer, write the manifest."""
+def _start(
+    jd: Path | None, args: dict[str, Any], plan: Any, fit: Any, tok: Any
+) -> tuple[list[Shard], str]:
+    """A new job: clear ``jd``, plan the shards, fit a word tokenizer, write the manifest (with
+    the plan's checksum); returns the shards and that checksum."""
     if jd is not None and jd.exists():
         clear(jd)  # overwrite=True, or files of a job that never wrote its manifest
     shards = plan()
+    records = [asdict(s) for s in shards]
+    checksum = plan_sha256(records)
     if fit is not None:
         fit()
     if jd is not None:
@@ -122,13 +128,14 @@ def _start(jd: Path | None, args: dict[str, Any], plan: Any, fit: Any, tok: Any)
             tok.save(jd / "tokenizer.json")
         doc = {
             "kind": JOB_KIND,
-            "format_version": 1,
+            "format_version": 2,
             "arguments": args,
             "tokenizer_identity": None if tok is None else tok.identity,
-            "shards": [asdict(s) for s in shards],
+            "shards": records,
+            "plan_sha256": checksum,
         }
         atomic_write_text(jd / MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    return shards
+    return shards, checksum
 
 
 @dataclass
@@ -141,6 +148,7 @@ class CountJob:
     options: CountOptions
     job_dir: Path | None = None
     progress: bool = True
+    plan: str = ""  # the plan's checksum, recorded in every shard file
     loaded: int = 0
     counted: int = 0
     _pending: dict[int, PositionCounts] = field(default_factory=dict, repr=False)
@@ -189,18 +197,12 @@ class CountJob:
         if jd is not None and (jd / MANIFEST).exists() and not overwrite:  # resume
             manifest = read_manifest(jd)
             compare(jd, manifest.get("arguments", {}), args)
-            try:
-                shards = [Shard(**s) for s in manifest["shards"]]
-            except (KeyError, TypeError) as exc:
-                raise PosgeomError(
-                    f"{jd / MANIFEST} is damaged ({type(exc).__name__}: {exc}); start over with "
-                    "overwrite=True (--restart-job)"
-                ) from None
+            shards, plan = check_plan(jd, manifest, [str(p) for p in paths])
             if "fit" in tok_record:
                 tok = WordLevelTokenizer.load(jd / "tokenizer.json")
                 tok.name = "word"
         else:
-            shards = _start(
+            shards, plan = _start(
                 jd,
                 args,
                 lambda: plan_shards(paths, shard_lines=shard_lines, format=options.format),
@@ -209,7 +211,7 @@ class CountJob:
             )
         if spec is None and tok is not None:  # a word tokenizer: workers get its vocabulary
             spec = ("word", word_doc(tok))
-        job = cls(shards, spec, options, jd, progress)
+        job = cls(shards, spec, options, jd, progress, plan)
         job._load_recorded()
         return job
 
@@ -226,6 +228,7 @@ class CountJob:
             if not path.exists():
                 continue
             try:
+                problem = shard_source_problem(path, self.plan, shard)
                 counts = PositionCounts.load(path)
             except ArtifactError as exc:  # interrupted write: count it again
                 _say(
@@ -233,6 +236,11 @@ class CountJob:
                     self.progress,
                 )
                 continue
+            if problem is not None:  # never merged, never overwritten
+                raise PosgeomError(
+                    f"{path} is not shard {shard.index} ({shard.name}) of this job: {problem}; "
+                    "move it away, or start over with overwrite=True (CLI: --restart-job)"
+                )
             self._fold(shard, counts)
             self.loaded += 1
         _say(
@@ -257,7 +265,7 @@ class CountJob:
     def add(self, shard: Shard, counts: PositionCounts) -> None:
         """Record a freshly counted shard (atomically, when there is a job_dir) and fold it in."""
         if self.job_dir is not None:
-            counts.save(self.shard_path(shard))
+            counts.save(self.shard_path(shard), provenance=shard_provenance(self.plan, shard))
         self._fold(shard, counts)
         self.counted += 1
         _say(

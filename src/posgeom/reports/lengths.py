@@ -14,20 +14,40 @@ sampling noise.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
-__all__ = ["QUANTILE", "LengthProfile", "empty_positions_hint", "length_profile", "suggest_n"]
+from posgeom._validation import Interval, validate_params
+
+__all__ = [
+    "QUANTILE",
+    "QUANTILE_RANGE",
+    "LengthProfile",
+    "empty_positions_hint",
+    "length_profile",
+    "suggest_n",
+]
 
 QUANTILE = 0.95
+#: the quantile of the lengths that ``n`` covers: a share of the sequences, in (0, 1]
+QUANTILE_RANGE = Interval(Real, 0, 1, closed="right")
 
 
+@validate_params({"quantile": [QUANTILE_RANGE]})
 def suggest_n(totals: np.ndarray, n_sequences: int, *, quantile: float = QUANTILE) -> int:
     """Positions reached by at least ``(1 - quantile)`` of the sequences (at least 3)."""
     t = np.asarray(totals, dtype=np.float64)
     floor = (1.0 - quantile) * n_sequences
-    return max(3, int(np.count_nonzero(t >= floor * (1 - 1e-12))))
+    return max(3, int(np.count_nonzero((t >= floor * (1 - 1e-12)) & (t > 0))))
+
+
+def _reached_by(quantile: float) -> str:
+    """Who reaches the suggested positions: "at least 5% of the sequences" (q = 0.95)."""
+    if quantile == 1:
+        return "at least one sequence"
+    return f"at least {100 * (1 - quantile):.3g}% of the sequences"
 
 
 @dataclass(frozen=True)
@@ -51,8 +71,7 @@ class LengthProfile:
             "sequences_at_or_above_cap": self.capped,
             "percentiles": {str(k): v for k, v in self.percentiles.items()},
             "suggested_n": self.suggested_n,
-            "rule": f"positions reached by at least {100 * (1 - self.quantile):.0f}% of the "
-            "sequences",
+            "rule": f"positions reached by {_reached_by(self.quantile)}",
         }
 
     def text(self, *, bins: int = 16, width: int = 40) -> str:
@@ -77,12 +96,13 @@ class LengthProfile:
             lines.append(f"{lo:>6}-{hi - 1:<6} {int(c):>8}  {bar}")
         lines += [
             "",
-            f"suggested n = {self.suggested_n} (reached by at least "
-            f"{100 * (1 - self.quantile):.0f}% of the sequences; pass -n {self.suggested_n})",
+            f"suggested n = {self.suggested_n} (reached by {_reached_by(self.quantile)}; "
+            f"pass -n {self.suggested_n})",
         ]
         return "\n".join(lines)
 
 
+@validate_params({"quantile": [QUANTILE_RANGE]})
 def length_profile(
     totals: np.ndarray, n_sequences: int, *, quantile: float = QUANTILE
 ) -> LengthProfile:

@@ -29,12 +29,15 @@ import logging
 import os
 import platform
 import time
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._outputs import check_file_set, check_output, record_file_set, stamp
+from posgeom._validation import Interval, validate_params
 from posgeom._version import __version__
+from posgeom.experiments.reproduce.cache import cached_counts
 from posgeom.experiments.reproduce.markdown import markdown
 from posgeom.experiments.reproduce.plots import plots
 from posgeom.experiments.reproduce.settings import (
@@ -86,7 +89,6 @@ def _minilm() -> Path:
 
 def _load_counts(
     path: Path,
-    title: str,
     tokenizer: Any,
     cap: int,
     cache: Path,
@@ -96,34 +98,20 @@ def _load_counts(
     bootstrap: int | None = None,
     seed: int = 0,
 ) -> Any:
-    from posgeom.corpus.counting import PositionCounts, count_corpus
-
+    """The counts of one corpus, from the cache when counted from the same bytes and options."""
     tag = "special" if include_special else "nospecial"
     name = f"{path.parent.parent.name}_{path.parent.name}_{path.name.split('.')[0]}_{tag}_n{cap}"
+    options: dict[str, Any] = {
+        "max_positions": cap,
+        "limit": limit,
+        "include_special": include_special,
+    }
+    if bootstrap:
+        options.update(bootstrap=bootstrap, bootstrap_seed=seed)
     boot = f"_boot{bootstrap}_seed{seed}" if bootstrap else ""
-    file = cache / f"{name}_limit{limit or 'all'}{boot}.npz"
-    if file.exists():
-        try:
-            return PositionCounts.load(file)
-        except PosgeomError as exc:
-            log.warning("cached counts %s unusable (%s); recounting", file, exc)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"corpus {path} does not exist; pass --data <folder holding sst2/ and imdb/>"
-        )
-    log.info("counting %s (%s)", title, tag)
-    counts = count_corpus(
-        path,
-        tokenizer,
-        max_positions=cap,
-        limit=limit,
-        include_special=include_special,
-        progress=progress,
-        bootstrap=bootstrap,
-        bootstrap_seed=seed,
+    return cached_counts(
+        path, f"{name}_limit{limit or 'all'}{boot}", tokenizer, cache, options, progress
     )
-    counts.save(file)
-    return counts
 
 
 def _recommended(
@@ -157,6 +145,17 @@ def _recommended(
     return out
 
 
+@validate_params(
+    {
+        "limit": [Interval(Integral, 10, None), None],
+        "max_positions": [Interval(Integral, 3, None), None],
+        "bootstrap": [Interval(Integral, 0, 0), Interval(Integral, 2, None)],
+        "seed": [Interval(Integral, 0, 2**63 - 1)],
+        "max_rank": [Interval(Integral, 1, None)],
+        "progress": [bool],
+        "overwrite": [bool],
+    }
+)
 def reproduce(
     data_dir: str | os.PathLike,
     output_dir: str | os.PathLike = "docs",
@@ -189,10 +188,12 @@ def reproduce(
     data = Path(data_dir)
     if not data.is_dir():
         raise PosgeomError(f"data folder {data} does not exist; pass --data the folder of corpora")
-    if limit is not None and limit < 10:
-        raise PosgeomError(f"--limit must be at least 10 records, got {limit}")
-    if max_positions is not None and max_positions < 3:
-        raise PosgeomError(f"--max-positions must be at least 3, got {max_positions}")
+    missing = [rel for _, _, rel, _ in CORPORA if not (data / rel).is_file()]
+    if missing:
+        raise PosgeomError(
+            f"data folder {data} lacks {', '.join(missing)}; pass --data the folder holding "
+            "sst2/ and imdb/"
+        )
     out = Path(output_dir)
     folder = out / "reproduction"
     cache = Path(cache_dir) if cache_dir is not None else folder / "cache"
@@ -200,9 +201,6 @@ def reproduce(
         out / "REPRODUCTION.md", kinds=("reproduction",), overwrite=overwrite, inputs=[data]
     )
     check_file_set(folder, overwrite=overwrite, keep=[cache])
-    cache.mkdir(parents=True, exist_ok=True)
-    if not (cache / ".gitignore").exists():
-        (cache / ".gitignore").write_text("*\n")
     steps = 2 * len(CORPORA) + 5 + ((len(CORPORA) + 1) if bootstrap else 0)
     prog = _Progress(steps, progress)
     model_path = _minilm()
@@ -211,15 +209,15 @@ def reproduce(
 
     counts: dict[str, Any] = {}
     counts_nospecial: dict[str, Any] = {}
-    cached_before = {f.name for f in cache.glob("*.npz")}
+    cached_before = {f.name for f in cache.glob("*.npz")} if cache.is_dir() else set()
     for key, title, rel, cap in CORPORA:
         prog(f"token counts: {title}")
         counts[key] = _load_counts(
-            data / rel, title, tokenizer, cap, cache, limit, True, progress, bootstrap or None, seed
+            data / rel, tokenizer, cap, cache, limit, True, progress, bootstrap or None, seed
         )
         if key.startswith("sst2"):
             counts_nospecial[key] = _load_counts(
-                data / rel, title, tokenizer, cap, cache, limit, False, progress
+                data / rel, tokenizer, cap, cache, limit, False, progress
             )
     prog.lap("counting (or cache)")
     cached = cached_before >= {f.name for f in cache.glob("*.npz")}  # nothing counted this run

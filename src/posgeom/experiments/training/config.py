@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 from posgeom._errors import PosgeomError
@@ -53,6 +53,15 @@ def __getattr__(name: str) -> Any:
 MODELS = ("tiny", "minilm")
 # options that may change between a run and its resumption
 _RESUMABLE_FIELDS = ("epochs", "threads", "progress")
+#: the real-valued options and their ranges (finite: an upper bound of inf, open, refuses inf)
+_POSITIVE = Interval(Real, 0, float("inf"), closed="neither")
+_REAL_RANGES = {
+    "lr": _POSITIVE,
+    "weight_decay": Interval(Real, 0, float("inf"), closed="left"),
+    "dropout": Interval(Real, 0, 1, closed="left"),
+    "mlm_probability": Interval(Real, 0, 1, closed="neither"),
+    "random_scale": _POSITIVE,
+}
 
 
 @dataclass(frozen=True)
@@ -132,10 +141,9 @@ class TrainConfig:
             raise PosgeomError(
                 f"max_len must be >= 3 (the geometry needs 3 positions), got {self.max_len}"
             )
-        if not (0.0 < self.mlm_probability < 1.0):
-            raise PosgeomError(f"mlm_probability must be in (0, 1), got {self.mlm_probability}")
-        if not (self.lr > 0 and self.weight_decay >= 0 and 0 <= self.dropout < 1):
-            raise PosgeomError("need lr > 0, weight_decay >= 0 and 0 <= dropout < 1")
+        for name, allowed in _REAL_RANGES.items():
+            check_param(name, getattr(self, name), [allowed])
+        check_int(self.seed, "seed", 0, 2**63 - 1)
         if self.order_samples % 2:
             raise PosgeomError(f"order_samples must be even, got {self.order_samples}")
         from posgeom.estimators import get as get_estimator

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 from posgeom.experiments.training.config import TrainConfig
 from posgeom.experiments.training.loop import TrainResult, train
 from posgeom.experiments.training.model import n_position_parameters
@@ -62,6 +63,26 @@ def _run_grid(
             )
             results.setdefault(enc, []).append(res)
     return results
+
+
+def _check_grid(
+    name: str, base: TrainConfig, seeds: Sequence[int], encodings: Sequence[str]
+) -> tuple[list[int], list[str]]:
+    """The grid's seeds (distinct non-negative integers) and encodings (distinct, each a valid
+    configuration with ``base``), checked before any run trains; one-line errors."""
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
+        raise PosgeomError(f"{name}: seeds must be a non-empty list of integers, got {seeds!r}")
+    checked = [check_int(s, "seeds[]", 0, 2**63 - 1) for s in seeds]
+    if isinstance(encodings, (str, bytes)) or not isinstance(encodings, Sequence) or not encodings:
+        raise PosgeomError(
+            f"{name}: encodings must be a non-empty list of names, got {encodings!r}"
+        )
+    for label, values in (("seeds", checked), ("encodings", list(encodings))):
+        if len(set(values)) != len(values):
+            raise PosgeomError(f"{name}: {label} {values} repeat a value; give each once")
+    for enc in encodings:
+        dataclasses.replace(base, encoding=enc).validate()
+    return checked, list(encodings)
 
 
 def _summarise(results: dict[str, list[TrainResult]]) -> dict[str, dict[str, Any]]:
@@ -122,6 +143,7 @@ def _experiment(
     base = base.validate()
     if base.task != task:
         raise PosgeomError(f"{name} trains on task={task!r}")
+    seeds, encodings = _check_grid(name, base, seeds, encodings)
     out = Path(output)
     t0 = time.perf_counter()
     rows = _summarise(_run_grid(base, encodings, seeds, out))
