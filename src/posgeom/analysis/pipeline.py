@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_param
 from posgeom.analysis import pipeline_scale as scale
 from posgeom.analysis.pipeline_result import PipelineResult
 from posgeom.analysis.pipeline_scale import Scorer, blocks_target, draw_shepard_pairs
@@ -26,7 +27,7 @@ from posgeom.estimators._pipeline import estimate_mds, pipeline_estimate
 from posgeom.geometry.counts import CountMatrix, count_matrix
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
-from posgeom.geometry.noise import noise_floor, sampled_noise_floor
+from posgeom.geometry.noise import REPEATS, noise_floor, sampled_noise_floor
 from posgeom.reports.markdown import score_table
 from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_pairs, matched_distance_matrices
@@ -139,6 +140,7 @@ def analyze_counts(
     :mod:`posgeom.estimators.resolution`) is the token classes of the estimate, the same at every
     position (``options["resolution"]`` records the one used; the plug-in's is ``"full"``).
     """
+    check_param("noise_repeats", noise_repeats, REPEATS)  # before the work, not at its end
     cm = count_matrix(counts)  # the one normalisation of this analysis's counts
     hint, suggested = _empty_positions_hint(cm)
     try:

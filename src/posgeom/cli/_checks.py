@@ -3,7 +3,8 @@
 A value outside its range is refused here rather than deep in numpy (``--seed -1``,
 ``--n-heads 0``, ``--alpha inf``), an option that would be silently ignored is refused
 (``--alpha`` without ``--smoothing add-alpha``), and a resource request beyond the machine is
-refused with its limit (``--workers`` over twice the CPU count, ``--n-heads`` over the width).
+refused with its limit (``--workers`` over twice the CPU count, ``--n-heads`` over the width),
+and counts of repeated work have a range (``--noise-repeats`` 1 .. 1000, ``--threads`` 1 .. 1024).
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from numbers import Integral
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval, check_param
 
 __all__ = ["MAX_HEADS", "check_common_args", "check_no_empty", "unique_names"]
 
 MAX_HEADS = 256  # ALiBi and RoPE heads scored by compare (real models use at most 128)
+THREADS = [Interval(Integral, 1, 1024)]  # --threads: torch's CPU threads
 
 
 def _check_heads(args: argparse.Namespace) -> None:
@@ -56,8 +60,19 @@ def _check_alpha(args: argparse.Namespace) -> None:
         )
 
 
+def _check_ranges(args: argparse.Namespace) -> None:
+    """Counts of repeated work, each within its declared range (not a billion splits)."""
+    from posgeom.geometry.noise import REPEATS
+
+    for dest, allowed in (("noise_repeats", REPEATS), ("threads", THREADS)):
+        value = getattr(args, dest, None)
+        if value is not None:
+            check_param("--" + dest.replace("_", "-"), value, allowed)
+
+
 def check_common_args(args: argparse.Namespace) -> None:
     """Refuse out-of-range or ineffective shared options (module docstring)."""
+    _check_ranges(args)
     seed = getattr(args, "seed", None)
     if seed is not None and not 0 <= seed < 2**63:
         raise PosgeomError(f"--seed must be a non-negative integer below 2**63, got {seed}")

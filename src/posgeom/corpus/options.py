@@ -93,6 +93,10 @@ class CountOptions:
             object.__setattr__(self, "special_ids", tuple(sorted(int(i) for i in ids)))
         if self.bootstrap is not None:  # the replicate rule's home: corpus.bootstrap_weights
             check_replicates(self.bootstrap)
+        if self.token_dtype is not None:  # the .bin rule's home: corpus.token_ids
+            from posgeom.corpus.token_ids import bin_dtype
+
+            bin_dtype(self.token_dtype)
 
     @staticmethod
     def allowed(name: str) -> tuple[Any, ...]:

@@ -17,7 +17,8 @@ format       suffixes                              text taken from
 Any file format may be gzip-compressed with an extra ``.gz`` suffix (``train.tsv.gz``). Text is
 decoded as strict UTF-8 line by line, so an undecodable byte is reported with its file and line;
 a UTF-8 byte-order mark at the start of a file is dropped (in every text format).
-A gzip-compressed Parquet file is decompressed into memory (Parquet needs random access).
+A gzip-compressed Parquet file is decompressed to a temporary file (Parquet needs random access),
+at most 64 times its size (:mod:`posgeom.io._inflate`).
 
 Token ids (``.npy``, ``.npz``, ``.bin``) are read by :mod:`posgeom.corpus.token_ids`.
 """
@@ -26,12 +27,10 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import json
 import os
 import shutil
 import stat
-import sys
 import tempfile
 import weakref
 import zlib
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError, require
+from posgeom.io._inflate import gunzip_bounded
 
 __all__ = [
     "TEXT_FORMATS",
@@ -233,7 +233,7 @@ def read_delimited(
     """Texts of column ``column`` (default ``"text"``) of a CSV (``","``) or TSV (``"\\t"``,
     ``csv.QUOTE_NONE``) file: of the whole file, or of ``lines`` (a shard's numbered lines; the
     header is still read from the file's start)."""
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    csv.field_size_limit(MAX_LINE_BYTES)  # a quote left open stops here, not at the file's end
     opts: dict[str, Any] = {"delimiter": delimiter, "strict": True}
     if delimiter == "\t":
         opts["quoting"] = csv.QUOTE_NONE
@@ -245,6 +245,7 @@ def read_delimited(
             yield line
 
     reader = csv.reader(feed(read_lines(path)), **opts)
+    start = 1  # the first line of the record being read
     try:
         header = next(reader, None)
         if header is None:
@@ -264,6 +265,12 @@ def read_delimited(
             start = current[0] + 1
     except csv.Error as exc:
         where = f"line {current[0]}" if start >= current[0] else f"lines {start}-{current[0]}"
+        if "field limit" in str(exc):
+            raise PosgeomError(
+                f"{path}, line {start}: a quote opened there is not closed within "
+                f"{MAX_LINE_BYTES >> 20} MiB (read on to line {current[0]}); close the quote "
+                '(a quote inside a quoted field is written "")'
+            ) from None
         hint = " (a quote opened and never closed?)" if "end of data" in str(exc) else ""
         raise PosgeomError(f"{path}, {where}: malformed {exc}{hint}; fix the quoting") from None
 
@@ -285,9 +292,10 @@ def _column_index(path: Path | str, header: list[str], column: str) -> int:
 def _read_parquet(path: Path, column: str) -> Iterator[str]:
     pq = require("pyarrow.parquet", "hf")
     source: Any = path
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "rb") as fh:
-            source = io.BytesIO(fh.read())
+    if path.name.endswith(".gz"):  # Parquet needs random access: a bounded copy on disk
+        source = Spooled(tempfile.mkdtemp(prefix="posgeom-parquet-"), "table.parquet")
+        with open(source, "wb") as fh:
+            gunzip_bounded(path, fh, fix="gunzip it and pass the .parquet file")
     try:
         pf = pq.ParquetFile(source)
     except Exception as exc:  # pyarrow's ArrowInvalid, OSError, ...

@@ -24,7 +24,24 @@ from posgeom.corpus._counter import token_id_array
 from posgeom.corpus.readers import TOKEN_FORMATS, check_exists, detect_format
 from posgeom.io._arrayfiles import read_npy, read_npz
 
-__all__ = ["read_token_ids"]
+__all__ = ["BIN_DTYPES", "bin_dtype", "read_token_ids"]
+
+BIN_DTYPES = ("uint16", "uint32")  # the token streams nanoGPT writes
+
+
+def bin_dtype(dtype: Any) -> np.dtype:
+    """The dtype of a ``.bin`` token stream (``None``: ``uint16``), or one :class:`PosgeomError`
+    for anything but ``uint16`` / ``uint32`` (a name, a NumPy dtype or type)."""
+    try:
+        dt = np.dtype(dtype or np.uint16)
+    except (TypeError, ValueError):
+        dt = None
+    if dt is None or dt.name not in BIN_DTYPES:
+        raise PosgeomError(
+            f"token_dtype must be one of {', '.join(BIN_DTYPES)} (the dtype of a .bin token "
+            f"stream), got {dtype!r}"
+        )
+    return dt
 
 
 def _strip(row: Any, pad_id: int | None) -> np.ndarray:
@@ -114,9 +131,7 @@ def read_token_ids(
         lengths = z["lengths"] if "lengths" in names and name != "lengths" else None
         it = _array_ids(z[name], path, pad_id, separator_id, lengths)
     elif fmt == "bin":
-        dt = np.dtype(dtype or np.uint16)
-        if dt not in (np.dtype(np.uint16), np.dtype(np.uint32)):
-            raise PosgeomError(f"{path}: dtype must be uint16 or uint32, got {dt}")
+        dt = bin_dtype(dtype)
         if separator_id is None:
             raise PosgeomError(
                 f"{path}: a .bin token stream needs separator_id (the end-of-document id; "

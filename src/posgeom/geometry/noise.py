@@ -34,7 +34,10 @@ from posgeom.geometry.distributions import plugin_roots, positional_distribution
 from posgeom.geometry.divergences import hellinger_distances
 
 log = logging.getLogger("posgeom")
-__all__ = ["NoiseFloor", "SampledNoiseFloor", "noise_floor", "sampled_noise_floor"]
+__all__ = ["REPEATS", "NoiseFloor", "SampledNoiseFloor", "noise_floor", "sampled_noise_floor"]
+
+# splits or replicates of a noise floor: its error falls as 1/sqrt(R), past 1000 nothing is gained
+REPEATS = [Interval(Integral, 1, 1000)]
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,7 +190,7 @@ def split_half_squared(
 @validate_params(
     {
         "method": [Options({"split_half", "bootstrap"})],
-        "n_repeats": [Interval(Integral, 1, None)],
+        "n_repeats": REPEATS,
         "seed": [Interval(Integral, 0, None)],
     }
 )
@@ -286,8 +289,10 @@ def sampled_noise_floor(
     """Split-half noise floor without ``n x n`` matrices: ``b_i`` as :func:`noise_floor` does
     (the same split distribution, drawn by :func:`split_rows_vectorized`), then the trusted share
     over the drawn ``pairs`` ``(i, j)`` at which ``plugin_distances`` are the plug-in ``D_ij``."""
+    from posgeom._validation import check_param
     from posgeom.scores.order import wilson_interval
 
+    check_param("n_repeats", n_repeats, REPEATS)
     c, totals = _checked_counts(counts)
     rng = np.random.default_rng(seed)
     sq = split_half_squared(c, n_repeats, rng, split=split_rows_vectorized)

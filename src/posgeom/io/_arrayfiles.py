@@ -9,8 +9,9 @@ problem and the fix. Nothing is ever unpickled and no code in a file is executed
   ``prod(shape) * itemsize`` exactly, so a forged shape cannot make numpy allocate more than the
   file holds.
 - ``.npz``: a zip of ``.npy`` members; each member is checked as above against its declared
-  uncompressed size, read to its end (the zip CRC is verified there), and decoded with
-  ``numpy.frombuffer``.
+  uncompressed size, which may be at most 64 times its compressed size above 64 MiB
+  (:mod:`posgeom.io._inflate`: refused before any allocation), read to its end (the zip CRC is
+  verified there), and decoded with ``numpy.frombuffer``.
 - ``.safetensors``: parsed here, not by the ``safetensors`` package (so loading needs no extra):
   8-byte little-endian header length ``N`` (``8 <= 8 + N <= file size``), a JSON object of
   ``name -> {"dtype", "shape", "data_offsets": [begin, end]}`` plus optional ``"__metadata__"``
@@ -35,6 +36,7 @@ import numpy as np
 
 from posgeom._errors import ArtifactError
 from posgeom._jsonfiles import checked_regular
+from posgeom.io._inflate import INFLATION_RATIO, inflation_limit
 
 __all__ = [
     "csr_from_parts",
@@ -143,6 +145,12 @@ def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: Any) -> np.nda
         need = _nbytes(shape, dtype)
         if info.file_size != fh.tell() + need:
             raise _bad(where, ".npy", f"shape {shape} of {dtype} does not match the member size")
+        if info.file_size > inflation_limit(info.compress_size):
+            raise ArtifactError(
+                f"{where} declares {info.file_size} bytes from {info.compress_size} compressed, "
+                f"more than {INFLATION_RATIO} times (a decompression bomb?); save the arrays "
+                "with numpy.savez (uncompressed) instead"
+            )
         buf = bytearray(need)
         if fh.readinto(buf) != need or fh.read(1):  # reading to the end checks the CRC
             raise _bad(where, ".npy", "the member is truncated or longer than its header says")

@@ -23,6 +23,8 @@ File (:func:`save_decoder` / :func:`load_decoder`): the ``state_dict`` tensors p
 entry ``"posgeom"`` = ``{"format": "posgeom.decoder/1", "class": "CausalDecoder", "config":
 <DecoderConfig fields>, "dtype": ..., "info": {...}}``; ``config["tokenizer"]`` names the
 tokenizer the model reads (``"bytes"``: the file's raw UTF-8 bytes, ids 0 .. 255). No pickle.
+Loading checks the configuration's sizes (``_LIMITS``) and that the file holds at least
+:meth:`DecoderConfig.weights_at_least` numbers before the model is built, then every shape.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import torch
 from torch import Tensor, nn
 
 from posgeom._errors import ArtifactError, PosgeomError
-from posgeom._validation import check_int
+from posgeom._validation import check_int, check_real
 from posgeom.nn.alibi import ALiBiBias, AttentionBias
 from posgeom.nn.encoder import EncoderLayer
 from posgeom.nn.io import read_tensors, write_tensors
@@ -53,6 +55,16 @@ __all__ = ["DECODER_FORMAT", "CausalDecoder", "DecoderConfig", "load_decoder", "
 
 DECODER_FORMAT = "posgeom.decoder/1"
 POSITIONS = ("rope", "alibi", "t5", "learned", "sinusoidal", "nope")
+_LIMITS = {  # (least, most) of each size: a file declaring more is refused before allocating
+    "vocab_size": (1, 1 << 20),
+    "d_model": (1, 1 << 14),
+    "n_heads": (1, 1 << 10),
+    "n_layers": (1, 1 << 10),
+    "d_ff": (1, 1 << 16),
+    "trained_length": (1, 1 << 20),
+    "t5_num_buckets": (2, 1 << 16),
+    "t5_max_distance": (2, 1 << 24),
+}
 
 
 @dataclass(frozen=True)
@@ -77,14 +89,29 @@ class DecoderConfig:
             raise PosgeomError(
                 f"unknown position {self.position!r}; use one of {', '.join(POSITIONS)}"
             )
-        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "trained_length"):
-            check_int(getattr(self, name), name, 1)
+        for name, (least, most) in _LIMITS.items():
+            check_int(getattr(self, name), name, least, most)
+        for name in ("rope_theta", "sinusoidal_base"):
+            check_real(getattr(self, name), name, 1.0, 1e12, closed="neither")
         if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
             raise PosgeomError(
                 f"d_model={self.d_model} must be n_heads={self.n_heads} times an even head width"
             )
+        if self.t5_max_distance <= self.t5_num_buckets // 2:
+            raise PosgeomError(
+                f"t5_max_distance={self.t5_max_distance} must exceed the exact buckets "
+                f"t5_num_buckets // 2 = {self.t5_num_buckets // 2}"
+            )
         if self.tokenizer == "bytes" and self.vocab_size < 256:
             raise PosgeomError(f"the byte tokenizer needs vocab_size >= 256, got {self.vocab_size}")
+
+    def weights_at_least(self) -> int:
+        """A lower bound of the model's parameter count: embedding and head ``2 V d``, per layer
+        attention ``4 d^2`` and FFN ``2 d d_ff``, a learned or sinusoidal table ``L d`` (the
+        biases, norms and T5's small table are left out). Computed before anything is built."""
+        d, table = self.d_model, self.position in ("learned", "sinusoidal")
+        layers = self.n_layers * (4 * d * d + 2 * d * self.d_ff)
+        return 2 * self.vocab_size * d + layers + (self.trained_length * d if table else 0)
 
     @property
     def head_dim(self) -> int:
@@ -215,14 +242,17 @@ def load_decoder(path: str | os.PathLike) -> tuple[CausalDecoder, dict[str, Any]
         config = DecoderConfig(**meta["config"])
     except (KeyError, TypeError, PosgeomError) as exc:
         raise ArtifactError(f"{path}: the decoder configuration is unreadable ({exc})") from exc
+    mismatch = ArtifactError(
+        f"{path}: its tensors do not match its configuration {meta['config']}; the file "
+        "was edited or truncated, write it again with save_decoder"
+    )
+    if config.weights_at_least() > sum(t.numel() for t in tensors.values()):
+        raise mismatch  # before the model is built: a forged size allocates nothing
     model = CausalDecoder(config, seed=0)
     expected = model.state_dict()
     if set(expected) != set(tensors) or any(
         tuple(tensors[k].shape) != tuple(v.shape) for k, v in expected.items()
     ):
-        raise ArtifactError(
-            f"{path}: its tensors do not match its configuration {meta['config']}; the file "
-            "was edited or truncated, write it again with save_decoder"
-        )
+        raise mismatch
     model.load_state_dict(tensors)
     return model.eval(), meta
