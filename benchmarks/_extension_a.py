@@ -29,7 +29,8 @@ import numpy as np
 
 THETA, L0, HEAD_DIM = 100_000.0, 8192, 64
 WINDOW, BIN = 12_288, 256
-DATA = Path(os.environ.get("POSGEOM_DATA", "/work/shared/data")) / "long"
+DATA = Path(os.environ.get("POSGEOM_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = DATA / "long"
 TEXTS = {
     "moby_dick": ("books", "moby_dick.txt.gz"),
     "war_and_peace": ("books", "war_and_peace.txt.gz"),

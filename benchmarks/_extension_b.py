@@ -40,7 +40,8 @@ L0, D, HEADS, LAYERS, BATCH, LR = 128, 64, 2, 2, 8, 2e-3
 STEPS = int(os.environ.get("B_STEPS", 300))
 LENGTHS, N_WINDOWS, BIN = (128, 256, 512, 1024), 8, 64
 SEEDS = (0, 1)
-DATA = Path(os.environ.get("POSGEOM_DATA", "/work/shared/data")) / "long"
+DATA = Path(os.environ.get("POSGEOM_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = DATA / "long"
 TEXTS = {
     "war_and_peace_tail": "war_and_peace.txt.gz",
     "moby_dick": "moby_dick.txt.gz",

@@ -121,7 +121,10 @@ def timed(argv: list[str], cap: float) -> dict:
 def measure(n: int, cap: float, skip: tuple[str, ...] = ()) -> dict:
     path = str(counts_for(n))
     py = sys.executable
-    out: dict = {"n": n, "counts": path}
+    out: dict = {
+        "n": n,
+        "counts": Path(path).name,
+    }  # the cache file's name, not this machine's path
     tasks = {
         "mds_plugin": [py, "-c", MDS, path, "plugin"],
         "mds_corrected": [py, "-c", MDS, path, "recommended"],

@@ -60,5 +60,11 @@ def measure(n: int) -> dict:
 
 
 if __name__ == "__main__":
-    for n in [int(x) for x in sys.argv[1:]] or [512, 8192]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _cli import names
+
+    sizes = names(
+        __doc__, sys.argv[1:], metavar="n", help="positions (default: 512 8192)", type=int
+    )
+    for n in sizes or [512, 8192]:
         print(json.dumps(measure(n)), flush=True)

@@ -36,6 +36,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _real_population as real  # noqa: E402
+from _cli import names  # noqa: E402
 from bench_estimators import OUT, encodings, quality  # noqa: E402
 
 M = 1000
@@ -138,7 +139,9 @@ def main() -> None:
         "counts": list(COUNTS),
         "populations": {},
     }
-    only = sys.argv[1:]
+    only = names(
+        __doc__, sys.argv[1:], metavar="TOKENIZER", help="populations to run (default: all)"
+    )
     for label, corpus, tokenizer in POPULATIONS:
         if only and tokenizer not in only:
             continue

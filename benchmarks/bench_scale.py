@@ -175,6 +175,9 @@ def dask_section(n_reviews: int = 25_000) -> list[str]:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__).parse_args()  # --help: no run
     for line in long_context_section() + dask_section():
         print(line)
     json.dumps({})

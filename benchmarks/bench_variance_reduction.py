@@ -40,6 +40,7 @@ import scipy.sparse as sp
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _real_population as real  # noqa: E402
+from _cli import names  # noqa: E402
 from bench_estimators import OUT, encodings, quality  # noqa: E402
 from bench_resolution_rule import POPULATIONS, _population, _spearman, kept_population  # noqa: E402
 
@@ -358,7 +359,7 @@ def main() -> None:
 
     warnings.filterwarnings("ignore", message="B has negative eigenvalues")
     t0 = time.perf_counter()
-    only = sys.argv[1:]
+    only = names(__doc__, sys.argv[1:], help="tokenizers, stationary, sizes or coverage")
     res: dict = {"populations": {}, "setup": {"m": M, "subsamples": SUBSAMPLES, "ranks": RANKS}}
     res["setup"]["slopes"] = SLOPES
     res["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

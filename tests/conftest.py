@@ -1,4 +1,4 @@
-"""Shared fixtures: the real corpora under /work/shared/data (tests skip when they are absent).
+"""Shared fixtures: the real corpora under ../shared/data (tests skip when they are absent).
 
 Hypothesis runs derandomized (the same examples on every run), so a test run is reproducible and
 CI cannot turn red on a new random draw; widen ``max_examples`` locally to explore further."""

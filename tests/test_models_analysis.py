@@ -185,7 +185,9 @@ def test_layer_intervals_come_from_the_replicates(minilm, texts):
 
 def test_analyze_model_refuses_floats_and_unknown_options(minilm, texts):
     path, model, _ = minilm
-    with pytest.raises(PosgeomError, match=r"max_positions must be an integer >= 3 \(not a float"):
+    with pytest.raises(
+        PosgeomError, match=r"max_positions must be an integer >= 3 \(a float such as 3.0 is not"
+    ):
         analyze_model(model, path, texts, max_positions=8.0)
     with pytest.raises(PosgeomError, match="on_long must be one of 'refuse', 'truncate'"):
         analyze_model(model, path, texts, max_positions=8, on_long="cut")

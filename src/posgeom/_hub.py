@@ -20,7 +20,13 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, require
 
-__all__ = ["one_line", "pretrained_config", "pretrained_model", "pretrained_tokenizer"]
+__all__ = [
+    "check_model_source",
+    "one_line",
+    "pretrained_config",
+    "pretrained_model",
+    "pretrained_tokenizer",
+]
 
 _FORCED = ("local_files_only", "trust_remote_code")
 
@@ -45,10 +51,34 @@ def _describe(name_or_path: str | os.PathLike[str]) -> str:
     return str(path) if path.exists() else os.fspath(name_or_path)
 
 
+def _looks_like_path(name: str) -> bool:
+    return name.startswith((".", "/", "~")) or os.sep in name.strip(os.sep).replace(os.sep, "", 1)
+
+
+def check_model_source(name_or_path: str | os.PathLike[str], gguf_file: str | None = None) -> None:
+    """Refuse, before anything loads, a model folder given as a path that does not exist and a
+    GGUF checkpoint that is not in its folder or cannot be read (``gguf`` missing: the
+    ``posgeom[extension]`` extra), each in one line that names the model and the fix."""
+    name = os.fspath(name_or_path)
+    folder = Path(name).expanduser()
+    if _looks_like_path(name) and not folder.exists():
+        raise PosgeomError(
+            f"the model folder {name} does not exist (posgeom loads models offline, from local "
+            "files); pass an existing folder that holds config.json and the weights"
+            + (f", or the folder that holds {gguf_file}" if gguf_file else "")
+        )
+    if not gguf_file:
+        return
+    if folder.is_dir() and not (folder / gguf_file).is_file():
+        raise PosgeomError(
+            f"the model folder {name} holds no {gguf_file}; pass the folder that holds the .gguf "
+            "file and its name with --gguf-file (gguf_file=)"
+        )
+    require("gguf", "extension")  # transformers reads GGUF checkpoints with the gguf package
+
+
 def _offline_error(name: str, what: str, exc: Exception) -> PosgeomError:
-    looks_like_path = name.startswith((".", "/", "~")) or os.sep in name.strip(os.sep).replace(
-        os.sep, "", 1
-    )
+    looks_like_path = _looks_like_path(name)
     if looks_like_path and not Path(name).expanduser().exists():  # not the hub's "Repo id ..."
         return PosgeomError(
             f"the {what} path {name} does not exist (posgeom loads offline, from local files); "
@@ -77,6 +107,7 @@ def pretrained_model(
     transformers = require("transformers", "hf")
     cls = model_class if model_class is not None else transformers.AutoModel
     target = _describe(name_or_path)
+    check_model_source(target, kwargs.get("gguf_file"))
     try:
         model = cls.from_pretrained(
             target, local_files_only=True, trust_remote_code=False, **kwargs
@@ -99,6 +130,7 @@ def pretrained_config(name_or_path: str | os.PathLike[str], **kwargs: Any) -> An
     _refuse_forced(kwargs)
     transformers = require("transformers", "hf")
     target = _describe(name_or_path)
+    check_model_source(target, kwargs.get("gguf_file"))
     try:
         return transformers.AutoConfig.from_pretrained(
             target, local_files_only=True, trust_remote_code=False, **kwargs
@@ -115,6 +147,8 @@ def pretrained_tokenizer(
     _refuse_forced(kwargs)
     transformers = require("transformers", "hf")
     target = _describe(name_or_path)
+    if kwargs.get("gguf_file"):
+        check_model_source(target, kwargs["gguf_file"])
     try:
         return transformers.AutoTokenizer.from_pretrained(
             target, local_files_only=not allow_download, trust_remote_code=False, **kwargs

@@ -108,8 +108,7 @@ class Interval:
             parts.append(f"{low} {self.left:g}")
         if high is not None:
             parts.append(f"{high} {self.right:g}")
-        text = noun + (" " + " and ".join(parts) if parts else "")
-        return text + (" (not a float such as 3.0)" if self.kind is Integral else "")
+        return noun + (" " + " and ".join(parts) if parts else "")
 
 
 @dataclass(frozen=True)
@@ -154,9 +153,10 @@ def check_param(name: str, value: Any, constraints: Sequence[Any], *, where: str
         return value
     wanted = " or ".join(_describe(c) for c in constraints)
     prefix = f"{where}: " if where else ""
-    raise PosgeomError(
-        f"{prefix}{name} must be {wanted}, got {value!r}. Fix: pass {name} as {wanted}"
-    )
+    integral = any(isinstance(c, Interval) and c.kind is Integral for c in constraints)
+    if integral and isinstance(value, (float, np.floating)):
+        wanted += " (a float such as 3.0 is not taken for an integer)"
+    raise PosgeomError(f"{prefix}{name} must be {wanted}, got {value!r}")
 
 
 def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None) -> int:

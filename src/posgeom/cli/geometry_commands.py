@@ -80,11 +80,17 @@ def _extra_encodings(specs: list[str], n: int) -> dict[str, Any]:
 
     out = {}
     for name, path in _encoding_specs(specs):
-        out[name] = from_file(path, n)
-        rows = out[name].params.get("rows")
-        if rows is not None and rows > n:
-            log.info("--encoding %s: %s has %d positions; using the first %d", name, path, rows, n)
+        out[name] = _said_cut(from_file(path, n), f"--encoding {name}", path, n)
     return out
+
+
+def _said_cut(encoding: Any, label: str, path: Any, n: int) -> Any:
+    """``encoding`` (read by ``encodings.from_file`` for ``n`` positions), with a log line when
+    its file held more positions and only the first ``n`` are kept."""
+    rows = encoding.params.get("rows")
+    if rows is not None and rows > n:
+        log.info("%s: %s has %d positions; using the first %d", label, path, rows, n)
+    return encoding
 
 
 def _analyze(counts: Any, args: argparse.Namespace, n_extra: int | None = None) -> Any:
@@ -258,7 +264,8 @@ def _score(args: argparse.Namespace) -> int:
     n = target.n_positions if hasattr(target, "pairs") else target.shape[0]
     rows = {}
     for name, file, key in named:
-        rows[name if name is not None else file.stem] = score(from_file(file, n, key=key))
+        label = name if name is not None else file.stem
+        rows[label] = score(_said_cut(from_file(file, n, key=key), f"score {label}", file, n))
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()

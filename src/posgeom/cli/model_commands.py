@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._paths import portable_path
 from posgeom.cli._options import (
     add_estimator_argument,
     add_noise_argument,
@@ -63,7 +63,7 @@ def _tokenizer(args: argparse.Namespace) -> Any:
     if not args.gguf_file:
         return model_tokenizer(args.model)
     tok = load_tokenizer(args.model, gguf_file=args.gguf_file)
-    return model_tokenizer(tok, name=f"{args.model}/{args.gguf_file}")
+    return model_tokenizer(tok, name=portable_path(Path(args.model) / args.gguf_file))
 
 
 # ------------------------------------------------------------------------------------- extract
@@ -192,8 +192,8 @@ def _analyze_model(args: argparse.Namespace) -> int:
         noise=None if args.noise == "none" else args.noise,
         seed=args.seed,
         progress=not args.quiet,
-        model_name=str(args.model) + (f"/{args.gguf_file}" if args.gguf_file else ""),
-        corpus_name=os.fspath(args.corpus),
+        model_name=portable_path(Path(args.model) / (args.gguf_file or "")),
+        corpus_name=portable_path(args.corpus),
         target=args.target,
         resolution=args.resolution,
         bootstrap=args.bootstrap or None,

@@ -307,9 +307,9 @@ def run_count(
     counter = counter_class(*args) if bootstrap is None else counter_class(*args, **bootstrap)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from posgeom._progress import progress_bar
 
-        bar = tqdm(unit="seq", desc="counting")
+        bar = progress_bar(unit="seq", desc="counting")
     try:
         for flat, lengths in batches:
             counter.add_flat(flat, lengths)

@@ -38,6 +38,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from posgeom._errors import PosgeomError, require
+from posgeom._hub import pretrained_tokenizer
+from posgeom._paths import portable_path
 
 __all__ = [
     "HFTokenizer",
@@ -133,7 +135,7 @@ class HFTokenizer:
                 f"{path} is not a valid tokenizers JSON file ({first}); pass a tokenizer.json "
                 "saved by the tokenizers library"
             ) from None
-        return cls(tok, name=str(path), **kwargs)
+        return cls(tok, name=portable_path(path), **kwargs)
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
         encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
@@ -309,7 +311,9 @@ class WordLevelTokenizer:
             raise PosgeomError(f"{path}: 'vocab' must be a list of strings; re-create the file")
         if not isinstance(unk, str):
             raise PosgeomError(f"{path}: 'unk_token' must be a string; re-create the file")
-        return cls(vocab, lowercase=bool(doc.get("lowercase")), unk_token=unk, name=str(path))
+        return cls(
+            vocab, lowercase=bool(doc.get("lowercase")), unk_token=unk, name=portable_path(path)
+        )
 
 
 def _is_word_json(path: Path) -> bool:
@@ -339,7 +343,8 @@ def load_tokenizer(
 
     ``spec``: an object with ``encode_batch`` (returned as is); ``"word"`` / ``"whitespace"`` (a
     new, unfitted :class:`WordLevelTokenizer`; ``count_corpus`` fits it on the corpus); a ``.json``
-    file (a posgeom word vocabulary or a ``tokenizers`` file); a folder (its ``tokenizer.json`` if
+    file (a posgeom word vocabulary or a ``tokenizers`` file); a ``.gguf`` checkpoint (the
+    tokenizer it carries, read by transformers with ``gguf``); a folder (its ``tokenizer.json`` if
     present, else ``transformers.AutoTokenizer``); otherwise a ``transformers`` model name, loaded
     from the local cache only unless ``allow_download=True``. ``trust_remote_code`` is never set.
     """
@@ -349,6 +354,11 @@ def load_tokenizer(
     if text in ("word", "whitespace"):
         return WordLevelTokenizer(lowercase=lowercase)
     path = Path(text).expanduser()
+    if path.is_file() and path.suffix.lower() == ".gguf":  # a GGUF checkpoint carries one
+        tok = pretrained_tokenizer(path.parent, gguf_file=path.name)
+        return from_transformers(
+            tok, name=portable_path(text), add_special_tokens=add_special_tokens
+        )
     if path.is_file():
         if _is_word_json(path):
             return WordLevelTokenizer.load(path)
@@ -358,17 +368,16 @@ def load_tokenizer(
     if path.is_dir() and not any(path.glob("tokenizer*.json")) and not any(path.glob("*vocab*")):
         raise PosgeomError(
             f"tokenizer folder {text} holds no tokenizer (no tokenizer.json, tokenizer_config.json "
-            "or vocabulary file); pass a folder saved by save_pretrained, a tokenizer.json, or 'word'"
+            "or vocabulary file); pass a folder saved by save_pretrained, a tokenizer.json, a "
+            ".gguf checkpoint (its tokenizer), or 'word'"
         )
     if not path.exists() and (isinstance(spec, os.PathLike) or _looks_like_path(text)):
         raise PosgeomError(
             f"tokenizer path {text} does not exist; pass an existing tokenizer.json, a tokenizer "
             "folder, 'word', or a transformers model name"
         )
-    from posgeom._hub import pretrained_tokenizer
-
     tok = pretrained_tokenizer(text, allow_download=allow_download)
-    return from_transformers(tok, name=text, add_special_tokens=add_special_tokens)
+    return from_transformers(tok, name=portable_path(text), add_special_tokens=add_special_tokens)
 
 
 def from_transformers(tok: Any, *, name: str, add_special_tokens: bool = True) -> Any:

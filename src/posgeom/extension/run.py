@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError, require
+from posgeom._paths import portable_path
 from posgeom.extension.decoder import check_token_ids, decoder_source, is_decoder, is_decoder_path
 from posgeom.extension.model import (
     ExtensionModel,
@@ -111,8 +112,13 @@ def _encoder(model: Any, tokenizer: Any, gguf_file: str | None) -> Callable | No
                 "a posgeom decoder reads its recorded tokenizer; drop --tokenizer for a decoder"
             )
         return None  # set by _load (the decoder's recorded tokenizer)
-    if tokenizer is None and _is_spec(model):
-        return None
+    if _is_spec(model):
+        if tokenizer is None:
+            return None
+    else:
+        from posgeom._hub import check_model_source
+
+        check_model_source(model, gguf_file)  # "the model folder ... does not exist", gguf
     if tokenizer is not None:
         from posgeom.corpus.tokenize import load_tokenizer
 
@@ -141,7 +147,7 @@ def _load(model: Any, gguf_file: str | None, *, weights: bool) -> tuple[Extensio
     from posgeom._hub import pretrained_config, pretrained_model
 
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-    name = str(model) + (f"/{gguf_file}" if gguf_file else "")
+    name = portable_path(Path(model) / (gguf_file or ""))
     config = pretrained_config(model, **kwargs)
     rotary = config.to_dict().get("rope_parameters") or getattr(config, "rope_theta", None)
     if not weights and rotary:

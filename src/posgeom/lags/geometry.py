@@ -217,6 +217,21 @@ class LagGeometry:
         }
 
 
+def _check_replicates(counts: LagCounts) -> None:
+    """Refuse replicates that hold no pair at some lag: a half-sample replicate keeps each block
+    of ``counts.block`` tokens with probability 1/2, so a corpus of a few blocks leaves some
+    replicate empty, and its geometry undefined."""
+    reps = counts.replicate_counts
+    if reps is None or (reps.sum(axis=2, dtype=np.int64) > 0).all():
+        return
+    raise PosgeomError(
+        f"the corpus is too short for {reps.shape[0]} half-sample replicates: its "
+        f"{counts.n_tokens:,} tokens in {counts.n_sequences:,} sequence(s) make too few replicate "
+        f"blocks of {counts.block:,} tokens, and a replicate that keeps none has no pairs at some "
+        "lag; pass more text (dozens of blocks) or replicates=0 (no intervals)"
+    )
+
+
 def lag_geometry(
     counts: LagCounts, *, estimator: str = "recommended", n_null: int = 20, seed: int = 0
 ) -> LagGeometry:
@@ -231,6 +246,7 @@ def lag_geometry(
             f"lag {int(counts.lags[empty[0]])} has no pairs (sequences shorter than it); use "
             "longer texts or drop the lags beyond the longest sequence"
         )
+    _check_replicates(counts)
     est = estimate_geometry(counts.counts, estimator=estimator, seed=seed)
     plug = estimate_geometry(counts.counts, estimator="plugin", seed=seed).distances
     dep = dependence_profile(counts, n_null=n_null, seed=seed)

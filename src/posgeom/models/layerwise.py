@@ -217,10 +217,10 @@ def _accumulate(
     run: _Run, items: Iterable[Any], *, batch_size: int, on_long: str, progress: bool
 ) -> tuple[LayerTotals, int, int]:
     """One pass over ``items``: the totals, sequences read and sequences cut."""
-    from tqdm.auto import tqdm
+    from posgeom._progress import progress_bar
 
     total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
-    bar = tqdm(total=total, disable=not progress, unit="item", desc="layer-wise signal")
+    bar = progress_bar(total=total, disable=not progress, unit="item", desc="layer-wise signal")
     totals = LayerTotals(run.n, run.acc_device)
     n_sequences = n_cut = 0
     was_training = run.model.training

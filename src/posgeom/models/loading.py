@@ -119,7 +119,9 @@ def _posgeom_tokenizer(spec: Any, name: str | None) -> Any:
 
     if isinstance(spec, (str, os.PathLike)):
         return tokenize.load_tokenizer(spec)
-    label = name or getattr(spec, "name_or_path", None) or type(spec).__name__
+    from posgeom._paths import portable_path
+
+    label = portable_path(name or getattr(spec, "name_or_path", None) or type(spec).__name__)
     if hasattr(spec, "all_special_ids"):  # a transformers tokenizer
         return tokenize.from_transformers(spec, name=label)
     if hasattr(spec, "get_added_tokens_decoder") and hasattr(spec, "to_str"):  # tokenizers

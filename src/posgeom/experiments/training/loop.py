@@ -150,7 +150,8 @@ def train(
     n_train = len(prep.train_ids)
     steps_full = math.ceil(n_train / cfg.batch_size)
     steps = min(steps_full, cfg.steps_per_epoch or steps_full)
-    tqdm = require("tqdm", "torch").tqdm
+    require("tqdm", "torch")
+    from posgeom._progress import progress_bar
 
     def record(
         epoch: int, n_steps: int, tl: float | None, ta: float | None, secs: float
@@ -172,7 +173,7 @@ def train(
         record(0, 0, None, None, 0.0)
     for epoch in range(start + 1, cfg.epochs + 1):
         te = time.perf_counter()
-        tl, ta = train_epoch(model, opt, cfg, prep, epoch, steps, tqdm)
+        tl, ta = train_epoch(model, opt, cfg, prep, epoch, steps, progress_bar)
         rec = record(epoch, steps, tl, ta, time.perf_counter() - te)
         meta = {
             "config": dataclasses.asdict(cfg),

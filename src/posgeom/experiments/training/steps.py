@@ -105,7 +105,13 @@ def epoch_seeds(cfg: TrainConfig, epoch: int) -> tuple[np.random.Generator, int]
 
 
 def train_epoch(
-    model: Any, opt: Any, cfg: TrainConfig, prep: Prepared, epoch: int, steps: int, tqdm: Any
+    model: Any,
+    opt: Any,
+    cfg: TrainConfig,
+    prep: Prepared,
+    epoch: int,
+    steps: int,
+    progress_bar: Any,
 ) -> tuple[float, float]:
     """``steps`` AdamW steps of epoch ``epoch``; ``(mean train loss, train accuracy)``."""
     import torch
@@ -116,7 +122,7 @@ def train_epoch(
     order = rng.permutation(len(prep.train_ids))
     model.train()
     totals = _Totals()
-    bar = tqdm(
+    bar = progress_bar(
         range(steps),
         desc=f"{cfg.task}/{cfg.encoding} s{cfg.seed} e{epoch}",
         disable=not cfg.progress,
