@@ -137,7 +137,10 @@ class Scorer:
 
 
 def _as_dense(target: Any) -> np.ndarray:
-    return np.asarray(getattr(target, "distances", target), dtype=np.float64)
+    """The target validated once (the scores recognise the array and do not check it again)."""
+    from posgeom._distance_matrix import as_distances
+
+    return as_distances(target, "target").distances
 
 
 def _as_blocks(target: Any) -> Any:

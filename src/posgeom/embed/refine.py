@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._distance_matrix import check_distance_matrix, euclidean_distances
+from posgeom._distance_matrix import as_distances, euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, validate_params
 from posgeom.embed.mds import MDSResult, PlacedCoordinates, classical_mds
@@ -99,7 +99,7 @@ def smacof_refine(
     configuration, from which both its stress and the Guttman transform are computed) and
     ``O(n^2)`` memory; the reported ``final_stress`` is recomputed exactly (``pdist``) once.
     """
-    tgt = check_distance_matrix(target, "target")
+    tgt = as_distances(target, "target").distances  # validated once (no copy when it was)
     n = tgt.shape[0]
     if init is None:
         init = classical_mds(tgt, n_components, input_kind="distances")

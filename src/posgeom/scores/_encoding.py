@@ -12,6 +12,7 @@ from posgeom._distance_matrix import (
     euclidean_distances,
     held_distances,
     looks_like_distance_matrix,
+    validated,
 )
 from posgeom._errors import PosgeomError
 
@@ -28,8 +29,8 @@ def encoding_distances(
     array is read as distances when it is symmetric with a zero diagonal and non-negative entries
     (``encoding_kind`` overrides that guess).
     """
-    if held_distances(encoding) is not None:  # an encoding, an MDS result, an estimate
-        return as_distances(encoding, name).distances
+    if held_distances(encoding) is not None or validated(encoding) is not None:
+        return as_distances(encoding, name).distances  # an encoding, an MDS result, an estimate
     if hasattr(encoding, "detach"):  # a torch tensor
         encoding = encoding.detach().cpu().double().numpy()
     arr = np.asarray(encoding, dtype=np.float64)
