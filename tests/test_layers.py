@@ -13,8 +13,7 @@ Contracts (docs/ARCHITECTURE.md, "Each room imports only rooms below it"):
   floor uses their Wilson interval: ``io`` -> ``corpus`` -> ``scores`` -> ``geometry`` -> ... ->
   ``analysis``, then torch, Hugging Face, experiments; ``cli`` on top): no arrow runs up (the
   scores never import the estimators);
-- the module import graph (every ``import``, also those inside functions) has no cycles other
-  than those listed in ``KNOWN_CYCLES`` (each with an owner removing it).
+- the module import graph (every ``import``, also those inside functions) has no cycles.
 """
 
 from __future__ import annotations
@@ -172,21 +171,9 @@ def test_cycle_finder_finds_a_known_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-# Cycles that exist on main and have an owner who is removing them (each entry must still be a
-# cycle, so the list can only shrink). It closes through an import inside a function:
-# counting.py imports bootstrap.py in two functions, bootstrap.py imports counting.py at the top.
-KNOWN_CYCLES: list[list[str]] = []
-
-
 def test_no_import_cycles():
-    cycles = [c for c in _cycles(GRAPH) if c not in KNOWN_CYCLES]
+    cycles = _cycles(GRAPH)
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
-
-
-def test_known_cycles_are_still_cycles():
-    current = _cycles(GRAPH)
-    stale = [c for c in KNOWN_CYCLES if c not in current]
-    assert not stale, f"no longer cycles, remove them from KNOWN_CYCLES: {stale}"
 
 
 def _private_imports(module: str, source: str | None = None) -> list[str]:
