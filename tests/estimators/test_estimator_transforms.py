@@ -151,8 +151,11 @@ def test_estimate_is_a_target_for_scores_and_mds(counts):
         m1 = classical_mds(raw, 3)
     ref = np.linalg.eigvalsh(-0.5 * j @ sq @ j)[::-1]
     np.testing.assert_allclose(m1.eigenvalues, ref, atol=1e-12)
-    # the Euclidean estimate keeps the directions of that spectrum above its noise edge
-    np.testing.assert_allclose((est.coordinates**2).sum(axis=0), ref[ref > -ref.min()], rtol=1e-9)
+    # the Euclidean estimate keeps the directions of that spectrum above its noise edge, the
+    # larger of |lambda_min| and the split-half null's edge
+    edge = est.diagnostics["projection"]["threshold"]
+    assert edge == pytest.approx(max(-ref.min(), est.diagnostics["projection"]["null_edge"]))
+    np.testing.assert_allclose((est.coordinates**2).sum(axis=0), ref[ref > edge], rtol=1e-9)
 
 
 def test_spectrum_matches_scikit_bio(counts):

@@ -24,6 +24,7 @@ from posgeom.analysis.pipeline_scale import Scorer, blocks_target, draw_shepard_
 from posgeom.embed.mds import MDSResult, classical_mds
 from posgeom.embed.refine import smacof_refine
 from posgeom.estimators._pipeline import estimate_mds, pipeline_estimate
+from posgeom.estimators.class_words import token_names as names_of
 from posgeom.geometry.counts import CountMatrix, count_matrix
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
@@ -174,6 +175,7 @@ def analyze_counts(
         convention=convention,
         seed=seed,
         options=est_options,
+        token_names=names_of(cm.provenance.get("tokenizer")),  # the words of the classes
     )
     log.info(
         "Hellinger %s for %d positions (vocabulary %d)",

@@ -225,8 +225,11 @@ class GeometryEstimate:
     pooled : whether positions were pooled into buckets.
     vocab_size : number of token classes the geometry is computed on (after coarsening).
     resolution : the label of those classes, the same at every position: ``"full"``,
-        ``"top:K"`` (the ``K`` most frequent tokens, pooled, + one "other" class), ``"bins:B"``
-        or ``"map"`` (:mod:`posgeom.estimators.resolution`).
+        ``"top:K"`` (the ``K`` most frequent tokens, pooled, + one "other" class),
+        ``"top:K+bands:B"`` (+ ``B`` frequency bands instead of "other"), ``"bins:B"`` or ``"map"`` (:mod:`posgeom.estimators.resolution`).
+    classes : what those classes hold, in words, with their share of the tokens
+        (``"'.', '[CLS]', other: 92% of tokens"``;
+        :func:`posgeom.estimators.class_words.describe_classes`), the words every surface prints.
     class_map : ``(V,)`` int64, token id -> class id (``0 .. vocab_size - 1``) of the input
         vocabulary; pass it as ``resolution=`` to estimate other counts on the same classes.
     class_counts : ``(n, vocab_size)`` int64 CSR or None: the input counts on those classes
@@ -257,6 +260,7 @@ class GeometryEstimate:
     pooled: bool = False
     vocab_size: int = 0
     resolution: str = "full"
+    classes: str = ""
     class_map: np.ndarray | None = field(default=None, repr=False)
     class_counts: Any = field(default=None, repr=False)  # scipy.sparse.csr_matrix or None
     options: dict[str, Any] = field(default_factory=dict)
@@ -352,6 +356,7 @@ class GeometryEstimate:
             "pooled": self.pooled,
             "vocab_size": self.vocab_size,
             "resolution": self.resolution,
+            "classes": self.classes,
             "min_samples": float(np.min(self.totals)),
             "options": {k: v for k, v in self.options.items() if not isinstance(v, np.ndarray)},
             "diagnostics": scalars,

@@ -12,6 +12,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.estimators._core import GeometryEstimate, as_count_matrix, choose_estimator, get
 from posgeom.estimators.api import estimate_geometry
+from posgeom.estimators.class_words import token_names as names_of
 from posgeom.geometry.counts import count_matrix
 
 __all__ = ["PLUGIN_COLUMNS", "estimate_mds", "pipeline_estimate", "plugin_scores"]
@@ -32,6 +33,7 @@ def pipeline_estimate(
     convention: str,
     seed: int,
     options: dict[str, Any] | None = None,
+    token_names: Any = None,
 ) -> GeometryEstimate | None:
     """The estimate a pipeline scores against, or None for the plug-in (its own distances).
 
@@ -40,7 +42,8 @@ def pipeline_estimate(
     one rule: exact distributions, add-alpha smoothing, too few samples); asking for another estimator with
     smoothing is an error. Pooling is refused: the pipeline scores encodings position by position.
     ``estimator`` may also be a ready :class:`GeometryEstimate` of the kept positions (e.g. from
-    a bootstrap replicate), used as it is.
+    a bootstrap replicate), used as it is. ``token_names``: token id -> text for the words of
+    the estimate's classes (default: the tokenizer ``counts`` records, when at hand).
     """
     if isinstance(estimator, GeometryEstimate):
         if estimator.pooled or estimator.n_positions != len(rows):
@@ -58,6 +61,8 @@ def pipeline_estimate(
             "score encodings against the estimate"
         )
     cm = count_matrix(counts)
+    if token_names is None:
+        token_names = names_of(cm.provenance.get("tokenizer"))
     if choose_estimator(estimator, cm, smoothing=smoothing)[1] is not None:
         return None  # "recommended" where no sampling model applies: the plug-in
     if spec.name != "plugin" and smoothing != "none":
@@ -73,7 +78,9 @@ def pipeline_estimate(
     c = as_count_matrix(cm)
     if not np.array_equal(rows, np.arange(c.shape[0])):
         c = c[rows]
-    return estimate_geometry(c, estimator=spec.name, convention=convention, seed=seed, **opts)
+    return estimate_geometry(
+        c, estimator=spec.name, convention=convention, seed=seed, token_names=token_names, **opts
+    )
 
 
 def _is_label(value: Any, *labels: str) -> bool:

@@ -17,6 +17,8 @@ from posgeom.estimators._core import (
     finish,
     get,
 )
+from posgeom.estimators.class_words import describe_classes
+from posgeom.estimators.class_words import token_names as names_of
 from posgeom.estimators.euclidean import (
     EUCLIDEAN_RANK,
     euclidean_form,
@@ -56,6 +58,7 @@ def estimate_geometry(
     euclidean: bool | str = True,
     euclidean_rank: int = EUCLIDEAN_RANK,
     smooth: Any = None,
+    token_names: Any = None,
     **options: Any,
 ) -> GeometryEstimate:
     """Estimate the Hellinger geometry of the positional distributions behind ``counts``.
@@ -68,9 +71,10 @@ def estimate_geometry(
     convention : ``"chord"`` (``||sqrt p_i - sqrt p_j||``, ``[0, sqrt 2]``) or ``"normalized"``.
     seed : seed for every random step (splits, resampling); same seed, same result.
     resolution : the token classes the geometry is estimated on, the same for every position
-        (:mod:`posgeom.estimators.resolution`): ``"auto"`` (default: the finest ``top:K`` the
-        samples per position support; the plug-in, which has no sampling model, stays on
-        ``"full"``, the paper's), ``"full"``, ``"top:K"``, ``"bins:B"``, an int ``K`` or a
+        (:mod:`posgeom.estimators.resolution`): ``"auto"`` (default: the finest
+        ``top:K+bands:B`` the samples per position support; the plug-in, which has no sampling
+        model, stays on ``"full"``, the paper's), ``"full"``, ``"top:K"``, ``"top:K+bands:B"``
+        (the top ``K`` + ``B`` equal-mass frequency bands), ``"bins:B"``, an int ``K`` or a
         token -> class map (an int array of length ``V``, e.g. another estimate's ``class_map``).
     coarsen : the former name of ``resolution`` (either may be given, not two different ones).
     pool : position pooling (a width, ``"log:B"``, or bucket start positions).
@@ -95,6 +99,9 @@ def estimate_geometry(
         (:mod:`posgeom.estimators.smoothing`; the chosen ``a`` and the CV errors are in
         ``diagnostics["smoothing"]``; ``.gram`` stays the unsmoothed factored form). Up to
         512 positions; not with ``pool``, the plug-in or ``euclidean=False``.
+    token_names : token id -> text (a mapping or a function) for the words of the classes
+        (``.classes``); default: the tokenizer a ``PositionCounts`` records, when its file is
+        here (:func:`posgeom.estimators.class_words.token_names`), else the tokens are counted.
     **options : passed to the estimator (e.g. ``n_repeats`` for ``"split_half"``).
 
     Order: classes (resolution), pool, resample, estimate (see
@@ -108,6 +115,8 @@ def estimate_geometry(
         ``.positions``; ``.totals``; ``.diagnostics``.
     """
     spec = get(estimator)
+    if token_names is None:
+        token_names = names_of(getattr(counts, "tokenizer", None))
     c = as_count_matrix(counts)
     rng = np.random.default_rng(seed)
     info: dict[str, Any] = {"seed": int(seed), **options}
@@ -120,6 +129,8 @@ def estimate_geometry(
         c = as_count_matrix(c)
     class_map, class_counts = extra.pop("class_map"), c
     info.update(extra)
+    info["resolution_rule"] = "auto" if isinstance(wanted, str) and wanted == "auto" else "given"
+    words = describe_classes(class_map, full, label=str(extra["coarsen"]), names=token_names)
     n = c.shape[0]
     positions = np.arange(n, dtype=np.int64)
     if pool is not None:
@@ -167,6 +178,7 @@ def estimate_geometry(
         pooled=pool is not None,
         vocab_size=int(c.shape[1]),
         resolution=str(extra["coarsen"]),
+        classes=words,
         class_map=class_map,
         class_counts=class_counts,
         options=info,

@@ -15,6 +15,9 @@ Rules (stated so a reader can check them):
   The ranking is stable when every neighbour pair is separated. Without intervals the verdict
   says the stability is not measured and gives the relative gap of the top two.
 
+* **Resolution.** When the auto resolution kept fewer than ``FEW_CLASSES`` (5) token classes,
+  the verdict leads with that, in words (:func:`resolution_lead`).
+
 Everything here reads one :class:`~posgeom.reports.verdict_inputs.VerdictInputs`.
 """
 
@@ -32,10 +35,32 @@ __all__ = [
     "one_line",
     "rank_curve_caption",
     "ranking_verdict",
+    "resolution_lead",
     "special_token_hint",
     "verdict",
     "verdict_block",
 ]
+
+
+FEW_CLASSES = 5  # fewer classes than this: the verdict leads with what the sample pins down
+
+
+def resolution_lead(vi: VerdictInputs) -> str | None:
+    """The sentence a verdict leads with when the auto resolution kept fewer than
+    :data:`FEW_CLASSES` token classes: what the sample pins down, in words, and what would
+    resolve more (:mod:`posgeom.estimators.resolution`); None otherwise."""
+    k = vi.n_classes
+    if vi.resolution_rule != "auto" or k is None or k >= FEW_CLASSES or not vi.classes:
+        return None
+    who = f"{vi.n_sequences:,} sequences" if vi.n_sequences else "These counts"
+    return (
+        f"{who} pin down only {k} token classes ({vi.classes}): the geometry and the ranking "
+        "below are about how these classes share the positions, not about the tokens. More "
+        "sequences resolve more classes (a token needs about one expected occurrence, a "
+        "frequency band ten, at the thinnest position reached by 5% of the sequences); pooled "
+        "positions (more samples per position) or smoothed ones (--smooth-positions auto: less "
+        "noise) make the most of these."
+    )
 
 
 def noise_verdict(vi: VerdictInputs) -> list[str]:
@@ -206,7 +231,8 @@ def verdict(view: Any) -> list[str]:
     vi: VerdictInputs | None = view.verdict
     if vi is None:  # a reproduce folder: its parts have verdicts
         return []
-    out = [f"{target_phrase(vi)}."]
+    lead = resolution_lead(vi)
+    out = ([lead] if lead else []) + [f"{target_phrase(vi)}."]
     if vi.kind != "score":
         out += noise_verdict(vi)
     if vi.layers:
@@ -286,6 +312,10 @@ def one_line(vi: VerdictInputs) -> str:
     """The verdict as one line: the target (estimator, resolution), how much of the geometry is
     above the noise, the closest encoding (or layer) and whether that is stable, what to do."""
     parts = [target_phrase(vi)[0].lower() + target_phrase(vi)[1:]]
+    if resolution_lead(vi):
+        parts.insert(
+            0, f"only {vi.n_classes} token classes pinned down (more sequences resolve more)"
+        )
     share = vi.noise_share
     if share is None:
         parts.append("noise floor not estimated")

@@ -116,7 +116,10 @@ class VerdictInputs:
 
     ``estimator``: the target's estimator (``"plugin"`` is the paper's plug-in chord), ``None``
     when unknown (a bare target matrix). ``resolution``: the token classes the estimate
-    identifies (``"full"``, ``"top:300"``, ...), ``None`` when not recorded; ``smoothing_slope``:
+    identifies (``"full"``, ``"top:300"``, ...), ``None`` when not recorded; ``classes``: what
+    they hold, in words (``GeometryEstimate.classes``), ``n_classes`` how many,
+    ``resolution_rule`` ``"auto"`` (chosen by the rule) or ``"given"``; ``n_sequences``: the
+    sequences counted; ``smoothing_slope``:
     the slope ``a`` of an estimate smoothed over positions (``h_i = a i``), else ``None``. ``rows``: score rows
     against the target (``encoding``, ``scale_optimal``, ``paper``, their ``*_ci`` intervals and
     ``p_first``); ``layers``: ``layer``, ``stress_scale_optimal`` and its ``_ci``; ``noise_share``:
@@ -127,6 +130,10 @@ class VerdictInputs:
     kind: str
     estimator: str | None
     resolution: str | None = None
+    classes: str | None = None
+    n_classes: int | None = None
+    resolution_rule: str | None = None
+    n_sequences: int | None = None
     smoothing_slope: float | None = None
     convention: str = "chord"
     rows: tuple[dict[str, Any], ...] = ()
@@ -187,6 +194,18 @@ def _estimator_block(geometry: Mapping[str, Any]) -> tuple[str | None, str | Non
     return (None if est is None else str(est)), None
 
 
+def _classes_block(geometry: Mapping[str, Any]) -> dict[str, Any]:
+    """The words of the estimate's classes, their number and how the resolution was chosen."""
+    est = geometry.get("estimator")
+    if not isinstance(est, Mapping) or not est.get("classes"):
+        return {}
+    return {
+        "classes": str(est["classes"]),
+        "n_classes": None if est.get("vocab_size") is None else int(est["vocab_size"]),
+        "resolution_rule": (est.get("options") or {}).get("resolution_rule"),
+    }
+
+
 def _smoothing_slope(geometry: Mapping[str, Any]) -> float | None:
     est = geometry.get("estimator")
     slope = ((est.get("smoothing") or {}) if isinstance(est, Mapping) else {}).get("slope")
@@ -220,6 +239,8 @@ def _from_geometry(kind: str, geometry: Mapping[str, Any]) -> dict[str, Any]:
         "noise_share": None if not noise else float(noise.get("trusted_pair_share", 0.0)),
         "untrusted_positions": tuple(int(p) for p in (noise or {}).get("untrusted_positions", [])),
         "samples_min": samples.get("min"),
+        "n_sequences": (geometry.get("corpus") or {}).get("n_sequences"),
+        **_classes_block(geometry),
     }
 
 
@@ -240,6 +261,7 @@ def verdict_inputs(kind: str, summary: Mapping[str, Any]) -> VerdictInputs | Non
         target = (summary.get("options") or {}).get("target")
         if target is not None and target != base["estimator"]:
             base["estimator"], base["resolution"] = str(target), summary.get("target_resolution")
+            base.update(classes=None, n_classes=None, resolution_rule=None)  # the plug-in's
         scores = summary.get("position_encodings_target") or summary.get("position_encodings", {})
         rows = [{"encoding": k, **v} for k, v in scores.items()]
         curve = []
@@ -265,11 +287,12 @@ def target_phrase(vi: VerdictInputs) -> str:
 
     if vi.estimator is None:
         return "Target D: as given (estimator not recorded)"
-    res = (
-        "resolution not recorded"
-        if vi.resolution is None
-        else (f"geometry of {describe_resolution(vi.resolution)}")
-    )
+    if vi.resolution is None:
+        res = "resolution not recorded"
+    elif vi.classes and vi.resolution != "full":
+        res = f"geometry of {vi.n_classes or 'its'} token classes ({vi.resolution}: {vi.classes})"
+    else:
+        res = f"geometry of {describe_resolution(vi.resolution)}"
     if vi.smoothing_slope is not None and vi.smoothing_slope > 0:
         res += f", smoothed over positions (h_i = {vi.smoothing_slope:g} i)"
     return f"Target D: {vi.estimator} estimator, {res}"
