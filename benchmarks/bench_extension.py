@@ -7,6 +7,9 @@
 - ``--track b``: byte-level decoders trained from scratch at length 128 with each position
   encoding and tested at 1x-8x (``benchmarks/_extension_b.py``); writes
   ``docs/extension/track_b.jsonl`` (checkpoints under ``--work``).
+- ``--track heldout``: issue 23's held-out windows (Pride and Prejudice, click's core.py): loss
+  per token, short-context references (key tokens, LongPPL) and passkeys of every strategy
+  (``benchmarks/_extension_heldout.py``); writes ``docs/extension/heldout.jsonl``.
 - ``--track scores``: posgeom's scores of the measured strategies and its fitted factors
   (``benchmarks/_extension_scores.py``); writes ``docs/extension/scores_{a,b}.json``.
 - ``--track stress``: item 4, the stress of each trained Track B encoding against the corpus
@@ -44,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "--track", choices=("a", "b", "scores", "stress", "tasks", "analyze"), required=True
+        "--track", choices=("a", "b", "heldout", "scores", "stress", "tasks", "analyze"), required=True
     )
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "extension")
     ap.add_argument(
@@ -59,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         import _extension_a
 
         _extension_a.run(args.out / "track_a.jsonl", threads=args.threads)
+    elif args.track == "heldout":
+        import _extension_heldout
+
+        _extension_heldout.run(args.out / _extension_heldout.RESULTS, threads=args.threads)
     elif args.track == "b":
         import _extension_b
 

@@ -1,0 +1,173 @@
+"""Issue 23's held-out measurement: SmolLM2-135M at 12,288 tokens on texts the study never used.
+
+The held-out split (written into ``docs/EXTENSION.md`` before any predictor of issue 23 was
+designed): window #0 of ``pride_and_prejudice.txt.gz`` (books) and of ``click_core.py.gz`` (Python
+source), cut as Track A cuts them (``_extension_a.window_tokens``: 3% into the text). For each
+strategy and window one forward of 12,288 tokens gives every token's loss; the record keeps the
+per-256 bin means, the summaries of Track A and the per-token losses past 8,192 (4 decimals), from
+which the key-token loss (LongPPL) follows once the short-context losses (kind ``short``: the
+unscaled model, context 4,096 + up to 1,023, one record per window) are in. Then one passkey
+prompt of 12,288 tokens per strategy (kind ``passkey``; key at depth 0.1, about 11,000 tokens
+before the question). Every record is one JSON line of ``docs/extension/heldout.jsonl``; finished
+ones are skipped when the job is started again. Progress: ``[done/total]`` lines on stdout.
+
+Run: ``OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_extension.py --track heldout``
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import _extension_a as A
+
+RESULTS = "heldout.jsonl"
+WINDOWS = [("pride_and_prejudice", 0), ("click_core", 0)]
+A.TEXTS.setdefault("click_core", ("code", "click_core.py.gz"))
+SHORT_CONTEXT, SHORT_BLOCK = 4096, 1024
+PASSKEY_DEPTH, PASSKEY_SEED = 0.1, 0
+#: measuring order: the reference pair, the fallback and the old default first.
+ORDER = (
+    "none",
+    "yarn x1.5",
+    "posgeom fitted (moby_dick, top:30)",
+    "linear x2",
+    "dynamic ntk x1",
+    "yarn x2",
+    "ntk theta 204522 (x2)",
+    "llama3 x2",
+    "ntk theta 500000",
+    "linear x1.5",
+    "ntk theta 1000000",
+    "longrope ramp x1.5",
+    "yarn x4",
+)
+
+
+def strategies(results: Path) -> dict[str, dict[str, Any]]:
+    """Track A's strategies plus YaRN x4, and any in ``extra_strategies_heldout.json``."""
+    base = A.strategies(results.parent / "track_a.jsonl")
+    base["yarn x4"] = {
+        "rope_type": "yarn",
+        "factor": 4.0,
+        "original_max_position_embeddings": A.L0,
+        "rope_theta": A.THETA,
+    }
+    out = {n: base[n] for n in ORDER}
+    extra = results.parent / "extra_strategies_heldout.json"
+    if extra.exists():
+        out.update(json.loads(extra.read_text()))
+    return out
+
+
+def plan(names: list[str]) -> list[tuple]:
+    """Losses strategy by strategy on both windows (short references after the first two), then
+    the passkeys."""
+    jobs: list[tuple] = []
+    for i, name in enumerate(names):
+        jobs += [("loss", name, t, w) for t, w in WINDOWS]
+        if i == 1:
+            jobs += [("short", "none", t, w) for t, w in WINDOWS]
+    return jobs + [("passkey", name, "", 0) for name in names]
+
+
+def _done(results: Path) -> set[tuple]:
+    if not results.exists():
+        return set()
+    out = set()
+    for line in results.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            out.add((r["kind"], r["strategy"], r.get("text", ""), r.get("window", 0)))
+    return out
+
+
+def _measure(job: tuple, params: dict, model, tok, cache: dict) -> dict[str, Any]:
+    from posgeom.extension.outcomes import (
+        passkey_ids,
+        passkey_outcome,
+        short_context_losses,
+        token_losses,
+    )
+
+    kind, _name, text, index = job
+    if kind == "passkey":
+        ids, answer = passkey_ids(tok, A.WINDOW, depth=PASSKEY_DEPTH, seed=PASSKEY_SEED)
+        check = A.set_strategy(model, params, len(ids))
+        rec = passkey_outcome(model, ids, answer)
+        return {
+            "length": len(ids),
+            "depth": PASSKEY_DEPTH,
+            "seed": PASSKEY_SEED,
+            **rec,
+            "check": check,
+        }
+    if (text, index) not in cache:
+        cache[(text, index)] = A.window_tokens(tok, text, index)
+    ids, offset = cache[(text, index)]
+    check = A.set_strategy(model, params, len(ids))
+    base = {"text": text, "domain": A.TEXTS[text][0], "window": index, "offset": offset}
+    if kind == "short":
+        loss = short_context_losses(model, np.asarray(ids), A.L0, SHORT_CONTEXT, block=SHORT_BLOCK)
+        return {
+            **base,
+            "context": SHORT_CONTEXT,
+            "block": SHORT_BLOCK,
+            "losses_past_8k": [round(float(v), 4) for v in loss],
+        }
+    nll = token_losses(model, np.asarray(ids))
+    per_pos = np.concatenate([[np.nan], nll])
+    bins = [float(np.nanmean(per_pos[b : b + A.BIN])) for b in range(0, len(ids), A.BIN)]
+    return {
+        **base,
+        "tokens": len(ids),
+        **A.summary(bins),
+        "bin": A.BIN,
+        "bin_loss": bins,
+        "losses_past_8k": [round(float(v), 4) for v in per_pos[A.L0 :]],
+        "check": check,
+    }
+
+
+def run(results: Path, *, threads: int = 1) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    t0 = time.time()
+    tok, model = A.load_model()
+    print(f"model loaded in {time.time() - t0:.0f} s", flush=True)
+    cache: dict = {}
+    while True:
+        strats = strategies(results)
+        done = _done(results)
+        jobs = plan(list(strats))
+        todo = [j for j in jobs if j not in done]
+        if not todo:
+            break
+        job = todo[0]
+        t = time.time()
+        rec = _measure(job, strats[job[1]], model, tok, cache)
+        rec = {
+            "kind": job[0],
+            "strategy": job[1],
+            "rope_parameters": strats[job[1]],
+            **rec,
+            "seconds": round(time.time() - t, 1),
+        }
+        with results.open("a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        main = {
+            k: rec[k]
+            for k in ("loss_past_8k", "loss_first_2k", "passkey_logprob", "passkey_retrieved")
+            if k in rec
+        }
+        print(
+            f"[{len(jobs) - len(todo) + 1}/{len(jobs)}] {job[0]} {job[2]}#{job[3]} {job[1]}: "
+            f"{main} {rec['seconds']:.0f} s",
+            flush=True,
+        )
+    print("held-out measurement complete", flush=True)
