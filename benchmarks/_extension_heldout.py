@@ -43,13 +43,13 @@ ORDER = (
     "ntk theta 500000",
     "linear x1.5",
     "ntk theta 1000000",
-    "longrope ramp x1.5",
     "yarn x4",
+    "llama3 x4",
 )
 
 
 def strategies(results: Path) -> dict[str, dict[str, Any]]:
-    """Track A's strategies plus YaRN x4, and any in ``extra_strategies_heldout.json``."""
+    """Track A's strategies plus YaRN x4 and llama3 x4 (1, 4), and any in ``extra_strategies_heldout.json``."""
     base = A.strategies(results.parent / "track_a.jsonl")
     base["yarn x4"] = {
         "rope_type": "yarn",
@@ -57,6 +57,7 @@ def strategies(results: Path) -> dict[str, dict[str, Any]]:
         "original_max_position_embeddings": A.L0,
         "rope_theta": A.THETA,
     }
+    base["llama3 x4"] = {**base["llama3 x2"], "factor": 4.0}
     out = {n: base[n] for n in ORDER}
     extra = results.parent / "extra_strategies_heldout.json"
     if extra.exists():
