@@ -97,7 +97,12 @@ def _measure(job: tuple, params: dict, model, tok, cache: dict) -> dict[str, Any
 
     kind, _name, text, index = job
     if kind == "passkey":
-        ids, answer = passkey_ids(tok, A.WINDOW, depth=PASSKEY_DEPTH, seed=PASSKEY_SEED)
+        ids, answer = passkey_ids(
+            lambda t: tok(t, add_special_tokens=False)["input_ids"],
+            A.WINDOW,
+            depth=PASSKEY_DEPTH,
+            seed=PASSKEY_SEED,
+        )
         check = A.set_strategy(model, params, len(ids))
         rec = passkey_outcome(model, ids, answer)
         return {

@@ -10,6 +10,9 @@
 - ``--track heldout``: issue 23's held-out windows (Pride and Prejudice, click's core.py): loss
   per token, short-context references (key tokens, LongPPL) and passkeys of every strategy
   (``benchmarks/_extension_heldout.py``); writes ``docs/extension/heldout.jsonl``.
+- ``--track record``: the validation record of every predictor on the study's and the held-out
+  windows (``benchmarks/_extension_record.py``); writes ``docs/extension/record.json`` and the
+  package's copy that ``posgeom extend`` reads.
 - ``--track scores``: posgeom's scores of the measured strategies and its fitted factors
   (``benchmarks/_extension_scores.py``); writes ``docs/extension/scores_{a,b}.json``.
 - ``--track stress``: item 4, the stress of each trained Track B encoding against the corpus
@@ -47,7 +50,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "--track", choices=("a", "b", "heldout", "scores", "stress", "tasks", "analyze"), required=True
+        "--track",
+        choices=("a", "b", "heldout", "record", "scores", "stress", "tasks", "analyze"),
+        required=True,
     )
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "extension")
     ap.add_argument(
@@ -66,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         import _extension_heldout
 
         _extension_heldout.run(args.out / _extension_heldout.RESULTS, threads=args.threads)
+    elif args.track == "record":
+        import _extension_record
+
+        _extension_record.run(args.out)
     elif args.track == "b":
         import _extension_b
 

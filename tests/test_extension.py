@@ -153,12 +153,15 @@ def test_score_strategies_ranks_and_gives_loadable_parameters():
     names = [r.name for r in result.rows]
     assert "fitted" in names and "none" in names
     key = result.rank_by
-    values = [r.scores[key] for r in result.rows]
-    assert values == sorted(values)
+    # the table is ordered by the predictor the recommendation names, best first
+    by = result.recommendation["ranked_by"]
+    values = [result.predictors[by][r.name] for r in result.rows]
+    assert values == sorted(values, reverse=True)
     # the scores are those of the scores package on the lag kernel
     from posgeom.scores.stress import stress
 
-    best = result.best
+    best = result.by_stress
+    assert best.scores[key] == min(r.scores[key] for r in result.rows)
     w, att = best.strategy.frequencies(result.model, L, L0)
     vec = rope_lag_vectors(w, result.lag_geometry.lags, attention_factor=att)
     assert best.scores[key] == pytest.approx(
@@ -168,9 +171,15 @@ def test_score_strategies_ranks_and_gives_loadable_parameters():
     summary = result.summary()
     assert [s["name"] for s in summary["strategies"]] == names
     assert summary["rope_parameters"]["rope_theta"] == 10000.0
-    llama = _llama(result.rope_parameters, result.best.config_changes["max_position_embeddings"])
+    # rope_parameters.json holds the recommendation; transformers gives the frequencies scored
+    chosen = result.recommended
+    assert summary["recommendation"]["strategy"] == chosen.name == summary["best"]
+    w, att = chosen.frequencies(result.model, L, L0)
+    changes = chosen.config_changes(L0, L)
+    llama = _llama(result.rope_parameters, changes["max_position_embeddings"])
     llama.model.rotary_emb(torch.zeros(1, L, 32), torch.arange(L)[None])
     assert np.allclose(llama.model.rotary_emb.inv_freq.double().numpy(), w, rtol=2e-6)
+    assert llama.model.rotary_emb.attention_scaling == pytest.approx(att, rel=1e-6)
 
 
 def test_score_given_parameters_and_refusals():

@@ -32,7 +32,15 @@ def test_extend_on_token_ids_writes_the_folder(tmp_path, capsys):
     assert main([*argv, "--positions", "-o", str(out), "-q"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     names = [s["name"] for s in summary["strategies"]]
-    assert len(names) >= 10 and "fitted" not in names and names[0] == summary["best"]
+    assert len(names) >= 10 and "fitted" not in names
+    # the rows are ranked by the predictor the record names; the recommendation is its pick
+    # when validated, else the fallback YaRN x L/L0, and it is what rope_parameters.json holds
+    rec = summary["recommendation"]
+    ranked = summary["predictors"][rec["ranked_by"]]
+    assert [ranked[n] for n in names] == sorted(ranked.values(), reverse=True)
+    assert rec["strategy"] == summary["best"] and rec["why"] and rec["windows"]["study"]
+    if not rec["validated"] or rec["predictor"].startswith("fallback"):
+        assert summary["best"] == "yarn x2 b32/1"
     assert all("rope_parameters" in s and "scores" in s for s in summary["strategies"])
     assert all("position_scale_optimal" in s for s in summary["strategies"])
     best = json.loads((out / "rope_parameters.json").read_text())
@@ -46,7 +54,7 @@ def test_extend_on_token_ids_writes_the_folder(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "rope_parameters for config.json" in printed
     verdict = [line for line in printed.splitlines() if line.startswith("verdict: ")]
-    assert len(verdict) == 1 and f": {summary['best']} (" in verdict[0]
+    assert len(verdict) == 1 and f"recommended: {summary['best']} (" in verdict[0]
     reach = summary["lag_geometry"]["dependence"]["longest_signal_lag"]
     assert f"up to lag {reach} of 127" in verdict[0]
     # refusals: an existing folder is kept as it is, a target below L0 writes nothing

@@ -89,14 +89,68 @@ def test_an_interrupted_measure_resumes_without_redoing_finished_windows(tmp_pat
             model, strategies, windows, trained_length=L0, cache_dir=tmp_path,
             progress=stop_after_three,
         )  # fmt: skip
-    assert seen[-1].startswith("measure: 3/8")
+    assert seen[-1].startswith("measure: 3/10")  # 4 strategies x 2 windows + 2 short references
     assert model.config.rope_parameters["rope_type"] == "default"  # restored on the interrupt
     calls = []
     hook = model.get_decoder().register_forward_hook(lambda *a: calls.append(1))
     resumed = measure_strategies(model, strategies, windows, trained_length=L0, cache_dir=tmp_path)
     hook.remove()
-    assert len(calls) == 8 - 3
+    # the 5 unfinished windows, then the short-context references: blocks of L0/4 past L0
+    assert len(calls) == 8 - 3 + 2 * ((L - L0) // (L0 // 4))
     fresh = measure_strategies(
         _model(), strategies, windows, trained_length=L0, cache_dir=tmp_path / "new"
     )
     assert resumed["strategies"] == fresh["strategies"]
+
+
+def _token_losses_direct(model, ids):
+    x = torch.as_tensor(np.asarray(ids))[None]
+    with torch.no_grad():
+        logits = model(x).logits[0, :-1].double()
+    return torch.nn.functional.cross_entropy(logits, x[0, 1:], reduction="none").numpy()
+
+
+def test_key_tokens_as_longppl_defines_them_by_hand():
+    from posgeom.extension.outcomes import key_token_loss, key_token_mask
+
+    long = np.array([0.5, 1.0, 1.9, 2.5, 0.1, 3.0])
+    short = np.array([3.0, 2.9, 4.5, 6.0, 2.0, 0.0])
+    # short - long > 2 and long < 2: tokens 0 (2.5), 2 (2.6); not 1 (1.9), 3 (long 2.5), 4 (1.9)
+    mask = key_token_mask(long, short)
+    assert mask.tolist() == [True, False, True, False, False, False]
+    assert key_token_loss(np.arange(6.0), mask) == pytest.approx((0 + 2) / 2)
+    assert np.isnan(key_token_loss(long, np.zeros(6, bool)))
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_short_context_losses_and_passkey_against_direct_forwards():
+    from posgeom.extension.outcomes import passkey_ids, passkey_outcome, short_context_losses
+
+    model, ids = _model(), _windows()[0]
+    got = short_context_losses(model, ids, L0, 8, block=16)  # blocks [32, 48), [48, 64)
+    for p in (L0, L0 + 5, 48, L - 1):  # token p predicted from ids[s - 8 : p], s its block start
+        s = L0 if p < 48 else 48
+        assert got[p - L0] == pytest.approx(_token_losses_direct(model, ids[s - 8 : p + 1])[-1])
+    words = {w: i for i, w in enumerate("the pass key is . remember it what ? 0 1 2 3 4 5 6 7 8 9 "
+                                         "grass green sky blue sun yellow here we go there and "
+                                         "back again important info".split())}  # fmt: skip
+
+    def encode(text):
+        out = []
+        for w in text.replace(".", " . ").replace("?", " ? ").lower().split():
+            out += [words[c] for c in w] if w.isdigit() else [words.get(w, 39)]
+        return out
+
+    prompt, answer = passkey_ids(encode, 90, depth=0.2, seed=3)
+    assert prompt.size == 90 and answer.tolist() == list(range(85, 90))
+    key = "".join(str(int(t) - words["0"]) for t in prompt[answer])
+    needle = encode(f" The pass key is {key}.")  # stated in the prompt, before the question
+    body = prompt[:85].tolist()
+    assert any(body[i : i + len(needle)] == needle for i in range(len(body)))
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.as_tensor(prompt)[None]).logits[0].double(), -1)
+    direct = logp[answer - 1, torch.as_tensor(prompt[answer])].numpy()
+    out = passkey_outcome(model, prompt, answer)
+    assert out["passkey_logprob"] == pytest.approx(direct.mean())
+    hit = bool((logp[answer - 1].argmax(-1).numpy() == prompt[answer]).all())
+    assert out["passkey_retrieved"] == float(hit)

@@ -52,7 +52,8 @@ def _extend(args: argparse.Namespace) -> int:
     )
     print(result.markdown())
     if result.rope_parameters is not None:
-        changes = ", ".join(f"{k} = {v}" for k, v in result.best.config_changes.items())
+        changes = result.recommended.config_changes(result.trained_length, result.target_length)
+        changes = ", ".join(f"{k} = {v}" for k, v in changes.items())
         print(
             "rope_parameters for config.json" + (f" (and set {changes})" if changes else "") + ":"
         )
@@ -116,7 +117,15 @@ def register(sub: Any) -> None:
         help="also score against the per-position geometry of the documents' starts (for "
         "corpora of records with a start; Gower extension of learned tables needs it)",
     )
-    p.add_argument("--measure", action="store_true", help="measure each strategy's loss")
+    p.add_argument(
+        "--measure",
+        nargs="?",
+        const="full",
+        choices=("full", "quick"),
+        default=None,
+        help="measure each strategy: 'full' (the default) the loss past L0, key-token loss and a "
+        "passkey at L; 'quick' the in-window loss on windows of <= 2,048 tokens",
+    )
     p.add_argument("--heldout", nargs="+", default=None, help="held-out texts for --measure")
     p.add_argument(
         "--heldout-fraction",

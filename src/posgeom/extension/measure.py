@@ -116,21 +116,12 @@ def runner_for(model: Any, position_distances: Any = None) -> Any:
 
 def window_losses(model: Any, ids: np.ndarray, trained_length: int, *, chunk: int = 1024) -> dict:
     """Summed losses of one window: ``within_sum``/``within_n`` (targets at positions
-    ``1 .. L0-1``) and ``beyond_sum``/``beyond_n`` (positions ``L0 ..``), float64. ``model``: a
+    ``1 .. L0-1``) and ``beyond_sum``/``beyond_n`` (positions ``L0 ..``), float64, and
+    ``beyond_losses``, the per-token losses past ``L0`` (for the key tokens). ``model``: a
     transformers causal LM, a posgeom ``CausalDecoder`` or a runner (:func:`runner_for`)."""
-    import torch
+    from posgeom.extension.outcomes import token_losses
 
-    runner = model if hasattr(model, "hidden_and_head") else runner_for(model)
-    x = torch.as_tensor(np.asarray(ids, dtype=np.int64))[None]
-    with torch.no_grad():
-        hidden, head = runner.hidden_and_head(x)
-        hidden, target = hidden[:-1], x[0, 1:]
-        losses = []
-        for start in range(0, hidden.shape[0], chunk):
-            logits = head(hidden[start : start + chunk]).double()
-            logp = torch.log_softmax(logits, dim=-1)
-            losses.append(-logp.gather(1, target[start : start + chunk, None])[:, 0])
-        loss = torch.cat(losses).numpy()
+    loss = token_losses(model, ids, chunk=chunk)
     pos = np.arange(1, loss.size + 1)  # the position of each predicted token
     inside = pos < trained_length
     return {
@@ -138,6 +129,7 @@ def window_losses(model: Any, ids: np.ndarray, trained_length: int, *, chunk: in
         "within_n": int(inside.sum()),
         "beyond_sum": float(loss[~inside].sum()),
         "beyond_n": int((~inside).sum()),
+        "beyond_losses": [float(x) for x in loss[~inside]],
     }
 
 
@@ -167,6 +159,49 @@ def _aggregate(name: str, parts: list[dict]) -> dict[str, Any]:
     }
 
 
+def _key_tokens(
+    rows: list[dict], parts: dict[str, list[dict]], short: list[np.ndarray]
+) -> dict[str, Any]:
+    """Key tokens per window (LongPPL: the per-token median over the measured strategies as the
+    long-context loss, the unscaled model's short-context loss) and each row's key-token loss."""
+    from posgeom.extension.outcomes import key_token_mask
+
+    masks = []
+    for i, ref in enumerate(short):
+        long = np.median([parts[r["name"]][i]["beyond_losses"] for r in rows], axis=0)
+        masks.append(key_token_mask(long, ref))
+    n_key = int(sum(m.sum() for m in masks))
+    for r in rows:
+        got = [np.asarray(parts[r["name"]][i]["beyond_losses"])[m] for i, m in enumerate(masks)]
+        r["key_token_loss"] = float(np.mean(np.concatenate(got))) if n_key else None
+        r["key_tokens"] = n_key
+    return {"key_tokens": n_key, "short_context": "unscaled model, L0/2 + up to L0/4 - 1 tokens"}
+
+
+class _Progress:
+    def __init__(self, total: int, say: Callable[[str], None] | None) -> None:
+        self.done, self.total, self.say = 0, total, say
+
+    def step(self, what: str, computed: bool) -> None:
+        """Count one item; say ``done/total`` when it was computed (not read back)."""
+        self.done += 1
+        if computed and self.say:
+            self.say(f"measure: {self.done}/{self.total} ({what})")
+
+
+def _stored(path: Path, compute: Callable[[], dict], progress: _Progress, what: str) -> dict:
+    """The cached JSON at ``path``, else ``compute()`` written there atomically."""
+    from posgeom.io.artifacts import atomic_write_text
+
+    got = _cached(path)
+    computed = got is None
+    if got is None:
+        got = compute()
+        atomic_write_text(path, json.dumps(got))
+    progress.step(what, computed)
+    return got
+
+
 def measure_strategies(
     model: Any,
     strategies: Sequence[Strategy],
@@ -177,11 +212,16 @@ def measure_strategies(
     model_id: str = "model",
     progress: Callable[[str], None] | None = None,
     position_distances: Any = None,
+    passkey: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Mean loss within and beyond ``trained_length`` of every strategy on ``windows`` (module
     docstring); ``cache_dir`` keeps each finished (strategy, window); ``position_distances``:
-    the corpus's per-position geometry (Gower extension of a decoder's learned table)."""
-    from posgeom.io.artifacts import atomic_write_text
+    the corpus's per-position geometry (Gower extension of a decoder's learned table). Windows
+    longer than ``L0`` also give the key-token loss (LongPPL, :mod:`posgeom.extension.outcomes`;
+    the unscaled model's short-context losses are one more item per window); ``passkey``
+    (``(ids, answer positions)``, :func:`~posgeom.extension.outcomes.passkey_ids`) one passkey
+    prompt per strategy."""
+    from posgeom.extension.outcomes import passkey_outcome, short_context_losses
 
     if not windows:
         raise PosgeomError("no held-out window to measure on; give more held-out text")
@@ -190,22 +230,43 @@ def measure_strategies(
     cache.mkdir(parents=True, exist_ok=True)
     runner = runner_for(model, position_distances)
     ident = (runner.identity,) if runner.identity else ()
-    total, done, out = len(strategies) * len(windows), 0, []
+    long = target > trained_length and min(len(w) for w in windows) > trained_length
+    total = len(strategies) * (len(windows) + (passkey is not None)) + long * len(windows)
+    steps = _Progress(total, progress)
+    out, parts_by = [], {}
     try:
         for s in strategies:
             keys = [_digest(model_id, *ident, s.summary(), np.asarray(w).tolist()) for w in windows]
-            parts = [_cached(cache / f"{key}.json") for key in keys]
-            todo = [i for i, p in enumerate(parts) if p is None]
-            done += len(windows) - len(todo)
-            if todo:
+            todo = [i for i, k in enumerate(keys) if _cached(cache / f"{k}.json") is None]
+            if todo or (passkey is not None and not _cached(cache / f"{keys[0]}.passkey.json")):
                 runner.apply(s, trained_length, target)
-            for i in todo:
-                parts[i] = window_losses(runner, windows[i], trained_length)
-                atomic_write_text(cache / f"{keys[i]}.json", json.dumps(parts[i]))
-                done += 1
-                if progress:
-                    progress(f"measure: {done}/{total} (strategy {s.name}, window {i + 1})")
-            out.append(_aggregate(s.name, [p for p in parts if p is not None]))
+            parts = [
+                _stored(cache / f"{k}.json",
+                        lambda w=w: window_losses(runner, w, trained_length), steps,
+                        f"strategy {s.name}, window {i + 1}")
+                for i, (k, w) in enumerate(zip(keys, windows, strict=True))
+            ]  # fmt: skip
+            row = _aggregate(s.name, parts)
+            if passkey is not None:
+                got = _stored(cache / f"{keys[0]}.passkey.json",
+                              lambda: passkey_outcome(runner, *passkey), steps,
+                              f"passkey, strategy {s.name}")  # fmt: skip
+                row.update(got)
+            out.append(row)
+            parts_by[s.name] = parts
+        extra: dict[str, Any] = {}
+        if long and out:
+            runner.restore()
+            ctx, block = trained_length // 2, max(trained_length // 4, 1)
+            short = [
+                np.asarray(_stored(
+                    cache / f"{_digest(model_id, *ident, 'short', np.asarray(w).tolist())}.json",
+                    lambda w=w: {"losses": [float(x) for x in short_context_losses(
+                        runner, w, trained_length, ctx, block=block)]},
+                    steps, f"short-context reference, window {i + 1}")["losses"])
+                for i, w in enumerate(windows)
+            ]  # fmt: skip
+            extra = _key_tokens(out, parts_by, short)
     finally:
         runner.restore()
     return {
@@ -213,6 +274,10 @@ def measure_strategies(
         "window_length": target,
         "windows": len(windows),
         "definition": "mean -log p(next token) over held-out windows; within: predicted "
-        "positions 1 .. L0-1, beyond: L0 .. L-1; perplexity = exp(mean loss beyond)",
+        "positions 1 .. L0-1, beyond: L0 .. L-1; perplexity = exp(mean loss beyond); key-token "
+        "loss: mean loss beyond on LongPPL's key tokens (short-context loss minus long-context "
+        "loss > 2 nats and long-context loss < 2 nats); passkey: mean log p of the key's tokens "
+        "and whether each is the argmax",
+        **extra,
         "strategies": out,
     }

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -116,14 +117,15 @@ def key_token_loss(losses: np.ndarray, mask: np.ndarray) -> float:
 
 
 def passkey_ids(
-    tokenizer: Any, length: int, *, depth: float = 0.1, seed: int = 0
+    encode: Callable[[str], Sequence[int]], length: int, *, depth: float = 0.1, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """A passkey prompt of exactly ``length`` tokens ending with the key (teacher-forced) and the
-    positions of the key's tokens there; the key is ``seed``'s five-digit number."""
+    positions of the key's tokens there; the key is ``seed``'s five-digit number; ``encode``:
+    text -> token ids (no special tokens)."""
     key = str(int(np.random.default_rng(seed).integers(10_000, 100_000)))
 
     def enc(text: str) -> list[int]:
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+        return [int(t) for t in encode(text)]
 
     intro = enc(
         "There is important info hidden inside a lot of irrelevant text. Find it and "

@@ -26,6 +26,8 @@ __all__ = ["EXTENSION_COLUMNS", "ExtensionResult", "StrategyScore"]
 EXTENSION_COLUMNS = (
     ("rank", "rank", "d"),
     ("name", "strategy", "s"),
+    ("predicted", "ranking predictor (larger = better)", ".4g"),
+    ("model_aware", "model-aware (-score)", ".4g"),
     ("scale_optimal", "lag stress (scale-optimal)", ".4g"),
     ("scale_optimal_interval", "95% interval", "s"),
     ("paper", "lag stress (paper)", ".4g"),
@@ -104,6 +106,9 @@ class ExtensionResult:
     n_replicates: int = 0
     measurements: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
+    recommendation: dict[str, Any] | None = None
+    predictors: dict[str, dict[str, float]] | None = None
+    plane_use: dict[str, Any] | None = None
 
     report_kind = "extend"
 
@@ -135,10 +140,50 @@ class ExtensionResult:
         return self.rows[0]
 
     @property
+    def by_stress(self) -> StrategyScore:
+        """The strategy with the lowest ``rank_by`` stress (the corpus's own pick)."""
+        return min(self.rows, key=lambda r: float(f"{r.scores[self.rank_by]:.10g}"))
+
+    @property
+    def recommended(self) -> Strategy:
+        """The recommended strategy (:mod:`posgeom.extension.recommend`), else the best row."""
+        rec = self.recommendation
+        return rec["strategy"] if rec else self.best.strategy
+
+    @property
     def rope_parameters(self) -> dict[str, Any] | None:
-        """The best strategy's ``rope_parameters`` (transformers 5 spelling), or None."""
-        params = self.best.strategy.rope_parameters
+        """The recommended strategy's ``rope_parameters`` (transformers 5 spelling), or None."""
+        params = self.recommended.rope_parameters
         return None if params is None else _jsonable(params)
+
+    def with_recommendation(
+        self, recommendation: dict | None, predictors: dict, plane_use: dict | None
+    ) -> ExtensionResult:
+        """The rows ordered by the recommendation's ``ranked_by`` predictor (best first; rows it
+        does not score keep their order after them), with the recommendation attached."""
+        import dataclasses
+
+        rows = self.rows
+        by = (recommendation or {}).get("ranked_by")
+        if by in predictors:
+            vals = predictors[by]
+            rows = tuple(sorted(rows, key=lambda r: -vals.get(r.name, -np.inf)))
+        return dataclasses.replace(
+            self, rows=rows, recommendation=recommendation, predictors=predictors,
+            plane_use=plane_use,
+        )  # fmt: skip
+
+    def recommendation_summary(self) -> dict[str, Any] | None:
+        rec = self.recommendation
+        if not rec:
+            return None
+        out = {k: v for k, v in rec.items() if k != "strategy"}
+        return {"strategy": rec["strategy"].name, "rope_parameters": self.rope_parameters, **out}
+
+    def recommendation_lines(self) -> list[str]:
+        from posgeom.extension.recommend import recommendation_lines
+
+        return recommendation_lines(self)
 
     def strategy(self, name: str) -> StrategyScore:
         for r in self.rows:
@@ -152,12 +197,14 @@ class ExtensionResult:
         return dataclasses.replace(self, measurements=measurements)
 
     def verdict(self) -> list[str]:
-        """Plain-words lines: the best strategy and how sure, and where the corpus is silent."""
-        best = self.best
+        """Plain-words lines: the recommendation and its record, the lag geometry's own pick and
+        how sure, and where the corpus is silent."""
+        best = self.by_stress
         s = best.scores
         ci = s.get(f"{self.rank_by}_ci")
         sure = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci else ""
-        lines = [
+        lines = [*self.recommendation_lines()]
+        lines += [
             f"best by the lag geometry at L = {self.target_length}: {best.name} "
             f"({self.rank_by} stress {s[self.rank_by]:.4g}{sure}"
             + (f", first in {best.p_first:.0%} of replicates" if best.p_first is not None else "")
@@ -168,11 +215,12 @@ class ExtensionResult:
                 "'fitted' was fitted to this same lag geometry, so its score is in-sample "
                 "(optimistic); compare it with the others on --measure or on another corpus"
             )
+        runner = sorted(self.rows, key=lambda r: float(f"{r.scores[self.rank_by]:.10g}"))
         if len(self.rows) > 1 and ci:
-            second = self.rows[1].scores.get(f"{self.rank_by}_ci")
+            second = runner[1].scores.get(f"{self.rank_by}_ci")
             if second and second[0] <= ci[1]:
                 lines.append(
-                    f"its interval overlaps that of {self.rows[1].name}: the corpus does not "
+                    f"its interval overlaps that of {runner[1].name}: the corpus does not "
                     "separate the two best strategies"
                 )
         dep = self.lag_geometry.dependence
@@ -228,14 +276,22 @@ class ExtensionResult:
                 measured = (
                     f"; lowest measured loss beyond L0: {low['name']} ({low['beyond_loss']:.4f})"
                 )
+        rec = self.recommendation_lines()
+        head = rec[0] if rec else self.verdict()[0]
         return (
-            f"verdict: {self.verdict()[0]}; corpus dependence above noise up to lag "
+            f"verdict: {head}; corpus dependence above noise up to lag "
             f"{dep.longest_signal_lag} of {int(self.lag_geometry.lags[-1])}{measured}; a geometric "
             "score, not a loss"
         )
 
     def table_rows(self) -> list[dict[str, Any]]:
-        return [r.row(i + 1) for i, r in enumerate(self.rows)]
+        rows = [r.row(i + 1) for i, r in enumerate(self.rows)]
+        values = self.predictors or {}
+        by = (self.recommendation or {}).get("ranked_by")
+        for row in rows:
+            row["predicted"] = values.get(by, {}).get(row["name"])
+            row["model_aware"] = values.get("model-aware", {}).get(row["name"])
+        return rows
 
     def markdown(self) -> str:
         from posgeom.reports.markdown import markdown_table
@@ -265,10 +321,16 @@ class ExtensionResult:
             "estimator": self.lag_geometry.estimate.estimator,
             "n_replicates": self.n_replicates,
             "ranking_stability": self.stability,
-            "best": self.best.name,
+            "best": self.recommended.name,
+            "best_by_lag_stress": self.by_stress.name,
+            "recommendation": self.recommendation_summary(),
             "rope_parameters": self.rope_parameters,
             "reference_mds": self.reference_mds(),
-            "config_changes": self.best.config_changes,
+            "config_changes": self.recommended.config_changes(
+                self.trained_length, self.target_length
+            ),
+            "predictors": self.predictors,
+            "plane_use": self.plane_use,
             "strategies": [r.summary(i + 1) for i, r in enumerate(self.rows)],
             "scores": {r.name: r.scores for r in self.rows},
             "lag_geometry": self.lag_geometry.summary(),
@@ -330,6 +392,9 @@ def _measure_lines(measurements: dict[str, Any]) -> list[str]:
         ("within_loss", "mean loss within L0", ".4f"),
         ("beyond_loss", "mean loss beyond L0", ".4f"),
         ("beyond_perplexity", "perplexity beyond L0", ".2f"),
+        ("key_token_loss", "key-token loss (LongPPL)", ".4f"),
+        ("passkey_logprob", "passkey log p", ".3f"),
+        ("passkey_retrieved", "passkey retrieved", ".0f"),
         ("windows", "windows", "d"),
     )
     return markdown_table(measurements.get("strategies", []), cols)

@@ -199,7 +199,7 @@ def extend(
     output: str | os.PathLike | None = None,
     overwrite: bool = False,
     report: bool = False,
-    measure: bool = False,
+    measure: bool | str = False,
     heldout: Sequence[str | os.PathLike] | None = None,
     heldout_fraction: float = 0.2,
     max_windows: int = 4,
@@ -211,23 +211,31 @@ def extend(
     strategies: Any = None,
     fit: bool = True,
     positions: bool = False,
+    model_weights: bool = True,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> ExtensionResult:
     """Rank the extension strategies of ``model`` on ``corpus`` at ``target_length`` (module
-    docstring); with ``measure`` also their loss on held-out windows; with ``output`` write the
+    docstring); with ``measure`` also their loss on held-out windows (``True`` / ``"full"``:
+    windows of ``L`` tokens, loss past ``L0``, key-token loss and a passkey prompt at ``L``;
+    ``"quick"``: the in-window loss on windows of ``min(2048, L0)`` tokens); with ``output`` write the
     results folder; with ``positions`` also score against the per-position geometry of the
-    documents' starts (:func:`position_estimate`). Returns the
+    documents' starts (:func:`position_estimate`); with ``model_weights`` (default) a RoPE model's
+    weights are read for the model-aware predictor (its plane use,
+    :func:`posgeom.extension.usage.plane_use`; no forward). Returns the
     :class:`~posgeom.extension.ExtensionResult`."""
     from posgeom.extension.scoring import score_strategies
 
     paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else list(corpus)
     embedding = str(classes).startswith("embedding:")
     encode = _encoder(model, tokenizer, gguf_file)
-    ext, lm, own = _load(model, gguf_file, weights=measure or embedding)
+    weights = measure or embedding or (model_weights and not _is_spec(model))
+    ext, lm, own = _load(model, gguf_file, weights=weights)
     encode = own or encode
     docs = read_documents(paths, encode)
     held: list[np.ndarray] = []
+    if measure not in (False, None, True, "full", "quick"):
+        raise PosgeomError(f"measure must be 'full' or 'quick', got {measure!r}")
     if measure and heldout is None:
         docs, held = _split(docs, heldout_fraction)
     elif measure:
@@ -244,30 +252,54 @@ def extend(
     result = score_strategies(
         ext, docs, trained_length, target_length, strategies, fit=fit, classes=classes,
         embeddings=embeddings, replicates=replicates, seed=seed, position_distances=where,
+        plane_use=lm if model_weights and ext.family == "rope" else None,
     )  # fmt: skip
     if not output:
         if measure:
             with tempfile.TemporaryDirectory() as cache:
-                result = _measure(result, lm, held, (max_windows, measure_top, where), cache, say)
+                result = _measure(result, lm, held, (max_windows, measure_top, where, measure),
+                                  cache, say, encode)  # fmt: skip
         return result
     from posgeom.reports import results_folder
 
     cache = Path(output).with_name(Path(output).name + ".measure")
     with results_folder(output, overwrite=overwrite, with_report=report, inputs=paths) as tmp:
         if measure:
-            result = _measure(result, lm, held, (max_windows, measure_top, where), cache, say)
+            result = _measure(result, lm, held, (max_windows, measure_top, where, measure),
+                              cache, say, encode)  # fmt: skip
         result.write(tmp)
     shutil.rmtree(cache, ignore_errors=True)
     return result
 
 
-def _measure(result: ExtensionResult, lm: Any, held: list, sizes: tuple, cache: Any, say: Any):
+def _passkey(encode: Any, length: int) -> Any:
+    """A passkey prompt of ``length`` tokens through the corpus's encoder, or None (a byte-level
+    decoder's raw-bytes reader, or a vocabulary that cannot spell it)."""
+    from posgeom.extension.outcomes import passkey_ids
+
+    if encode is None or getattr(encode, "reads_raw_bytes", False):
+        return None
+    try:
+        return passkey_ids(lambda text: encode([text])[0], length)
+    except (PosgeomError, KeyError, IndexError, ValueError):
+        return None
+
+
+def _measure(
+    result: ExtensionResult, lm: Any, held: list, sizes: tuple, cache: Any, say: Any,
+    encode: Any = None,
+) -> ExtensionResult:  # fmt: skip
     """Measure the strategies the model can run (RoPE strategies on a transformers model, every
-    strategy on a posgeom decoder; the best ``top`` by score plus ``none`` when ``top`` is set)."""
+    strategy on a posgeom decoder; the best ``top`` by score plus ``none`` when ``top`` is set);
+    ``"quick"``: every strategy, in-window loss on windows of ``min(2048, L0)`` tokens."""
     from posgeom.extension.measure import measure_strategies, runner_for
 
-    max_windows, top, where = sizes
-    windows = _windows(held, result.target_length, max_windows)
+    max_windows, top, where, mode = sizes
+    quick = mode == "quick"
+    length = min(2048, result.trained_length) if quick else result.target_length
+    windows = _windows(held, length, max_windows)
+    if quick:
+        top = None
     decoder = type(runner_for(lm)).__name__ == "DecoderRunner"
     rows = [r.strategy for r in result.rows if decoder or r.strategy.rope_parameters is not None]
     if top is not None and top < len(rows):
@@ -277,5 +309,6 @@ def _measure(result: ExtensionResult, lm: Any, held: list, sizes: tuple, cache: 
     measured = measure_strategies(
         lm, chosen, windows, trained_length=result.trained_length, cache_dir=cache,
         model_id=result.model.name, progress=say, position_distances=where,
+        passkey=None if quick else _passkey(encode, result.target_length),
     )  # fmt: skip
-    return result.with_measurements(measured)
+    return result.with_measurements({**measured, "mode": "quick" if quick else "full"})

@@ -213,6 +213,7 @@ def score_strategies(
     rank_by: str = "scale_optimal",
     position_distances: Any = None,
     unseen_penalty: float = 1.0,
+    plane_use: Any = None,
     seed: int = 0,
 ) -> ExtensionResult:
     """Score every strategy (module docstring) and rank them.
@@ -225,7 +226,10 @@ def score_strategies(
     ``classes``: ``"top:K"`` or ``"embedding:K"`` (with ``embeddings``, ``(V, d)``); ``lags``:
     default :func:`posgeom.lags.default_lags` up to ``L - 1``; ``replicates``: half-sample
     replicates for the intervals (0: point scores only); ``position_distances``: the corpus's
-    ``(n, n)`` per-position geometry (or an estimate), where documents have a start.
+    ``(n, n)`` per-position geometry (or an estimate), where documents have a start;
+    ``plane_use``: the model's :class:`~posgeom.extension.usage.PlaneUse` (or a model with
+    query/key weights to read it from) for the model-aware predictor. RoPE results carry the
+    forward-free predictors and the recommendation (:mod:`posgeom.extension.recommend`).
     """
     target = int(target_length)
     m = as_extension_model(model, trained_length)
@@ -253,9 +257,30 @@ def score_strategies(
         )
         for s in chosen
     ]
-    return ExtensionResult.build(
+    result = ExtensionResult.build(
         m, target, geo, rows, rank_by=rank_by, bootstrap=boot, notes=tuple(notes)
     )
+    return _recommended(result, plane_use) if m.family == "rope" else result
+
+
+def _recommended(result: ExtensionResult, plane_use: Any) -> ExtensionResult:
+    """``result`` with its predictors, the recommendation and the model's plane use."""
+    from posgeom.extension.predictors import predictor_values, with_corpus
+    from posgeom.extension.recommend import recommend
+    from posgeom.extension.usage import PlaneUse
+    from posgeom.extension.usage import plane_use as read_use
+
+    use = plane_use
+    if use is not None and not isinstance(use, PlaneUse):
+        use = read_use(use)
+    rope = [r for r in result.rows if r.strategy.rope_parameters is not None]
+    values = predictor_values(
+        result.model, [r.strategy for r in rope], result.target_length,
+        None if use is None else use.weights,
+    )  # fmt: skip
+    values = with_corpus(values, {r.name: r.scores[result.rank_by] for r in rope})
+    rec = recommend(result, values)
+    return result.with_recommendation(rec, values, None if use is None else use.summary())
 
 
 def _usable(chosen: list[Strategy], positions: Any, target: int) -> tuple[list[Strategy], list]:

@@ -223,6 +223,7 @@ def _extend_settings(summary: dict[str, Any], settings: dict[str, Any]) -> dict[
         "token classes": (counts.get("classes") or {}).get("kind"),
         "estimator": summary.get("estimator"),
         "best strategy": summary.get("best"),
+        "recommended by": (summary.get("recommendation") or {}).get("predictor"),
         "verdict": " / ".join(summary.get("verdict", [])),
     }
     extra = {k: v for k, v in extra.items() if v is not None}

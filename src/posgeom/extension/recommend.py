@@ -1,0 +1,157 @@
+"""The recommendation ``posgeom extend`` makes, and the measured record behind it.
+
+``record.json`` (beside this module; written by ``python benchmarks/bench_extension.py --track
+record`` from the study's measured losses, never edited by hand) holds, per family, every
+predictor's validation record on the study's windows and on held-out windows: Spearman between
+the predictor and minus the measured loss past ``L0`` (mean over windows, 95% bootstrap interval),
+how often its pick was in the measured top 2, and where it picked something that measured worse
+than no scaling. A predictor is *validated* when it needs no forward and its pick was in the top
+2 and below ``none`` on every measured window.
+
+:func:`recommend`: the ranking is by the family's ``default_predictor`` when the record
+validates one, and the recommendation is its pick; otherwise the table is ranked by the forward-
+free predictor with the best held-out mean Spearman (said to be unvalidated) and the
+recommendation is the **fallback**: YaRN with ``factor = L / L0`` (``beta_fast`` 32,
+``beta_slow`` 1, its attention factor), the mildest YaRN that covers the target, with the
+fallback's own record. A family without a record (learned, ALiBi, T5, NoPE) gets no
+recommendation: ``rope_parameters.json`` is not written for it anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+__all__ = ["load_record", "recommend", "recommendation_lines", "record_line"]
+
+FALLBACK_NAME = "yarn x{s:g} b32/1"
+
+
+@lru_cache(maxsize=1)
+def load_record() -> dict[str, Any]:
+    """The committed record (``record.json`` of this package)."""
+    text = resources.files("posgeom.extension").joinpath("record.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def _compact(entry: dict[str, Any]) -> dict[str, Any]:
+    """Per set: windows, mean Spearman, interval, top-2 hits, picks worse than none."""
+    out = {}
+    for name, s in entry["sets"].items():
+        out[name] = {
+            "windows": s["windows"],
+            "mean_spearman": s["mean_spearman"],
+            "ci95": s["ci95"],
+            "top2_hits": s["top2_hits"],
+            "worse_than_none": len(s["worse_than_none"]),
+        }
+    return out
+
+
+def record_line(predictor: str, entry: dict[str, Any]) -> str:
+    """One line: the predictor's record, set by set."""
+    parts = []
+    for name, s in _compact(entry).items():
+        rho = s["mean_spearman"]
+        ci = s["ci95"]
+        text = f"{name}: top 2 on {s['top2_hits']}/{s['windows']} windows"
+        if rho is not None:
+            text += f", Spearman {rho:+.2f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+        if s["worse_than_none"]:
+            text += f", worse than none on {s['worse_than_none']}"
+        parts.append(text)
+    return f"{predictor}: " + "; ".join(parts)
+
+
+def _fallback(result: Any) -> Any:
+    from posgeom.extension.strategies import rope_strategy
+
+    s = result.target_length / result.trained_length
+    name = FALLBACK_NAME.format(s=s)
+    for row in result.rows:
+        if row.name == name:
+            return row.strategy
+    params = {"rope_type": "yarn", "factor": s, "beta_fast": 32.0, "beta_slow": 1.0,
+              "original_max_position_embeddings": int(result.trained_length)}  # fmt: skip
+    return rope_strategy(result.model, name, "yarn", params, "YaRN ramp (the fallback)")
+
+
+def _best_ranker(family: dict[str, Any], available: set[str]) -> str | None:
+    def held(p: str) -> float:
+        sets = family["predictors"][p]["sets"]
+        r = [v["mean_spearman"] for k, v in sets.items() if k != "study"]
+        r = [x for x in r if x is not None]
+        return float(np.mean(r)) if r else -np.inf
+
+    usable = [
+        p
+        for p, v in family["predictors"].items()
+        if p in available and not v["needs_forward"] and p != family["fallback"]
+    ]
+    return max(usable, key=held) if usable else None
+
+
+def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any] | None:
+    """The recommendation for ``result`` (module docstring) given ``values`` (predictor ->
+    strategy -> value, larger = better, :func:`posgeom.extension.predictors.predictor_values`)."""
+    family = load_record()["families"].get(result.model.family)
+    if family is None:
+        return None
+    default = family["default_predictor"]
+    ranked_by = default if default in values else _best_ranker(family, set(values))
+    out: dict[str, Any] = {
+        "ranked_by": ranked_by,
+        "models": family["models"],
+        "windows": family["windows"],
+        "criterion": family["criterion"],
+        "outcome": family["outcome"],
+    }
+    if ranked_by is not None:
+        out["ranked_by_record"] = _compact(family["predictors"][ranked_by])
+        out["ranked_by_validated"] = bool(family["predictors"][ranked_by]["validated"])
+    if default is not None and default in values:
+        vals = values[default]
+        pick = max(vals, key=lambda n: vals[n])
+        strategy = next(r.strategy for r in result.rows if r.name == pick)
+        why = f"ranked by {default}, validated: " + record_line(
+            default, family["predictors"][default]
+        )
+        return {**out, "strategy": strategy, "predictor": default, "validated": True, "why": why}
+    fb = family["predictors"].get(family["fallback"])
+    reason = (
+        "no forward-free predictor is validated for this family (record.json: its pick in the "
+        "measured top 2 and below none on every window)"
+        if default is None
+        else f"the validated predictor {default} needs the model's weights, which were not read"
+    )
+    why = f"{reason}; recommending the fallback, YaRN with factor L/L0" + (
+        f" ({record_line('record', fb)}; validated: {bool(fb['validated'])})" if fb else ""
+    )
+    return {
+        **out,
+        "strategy": _fallback(result),
+        "predictor": family["fallback"],
+        "validated": bool(fb and fb["validated"]),
+        "why": why,
+    }
+
+
+def recommendation_lines(result: Any) -> list[str]:
+    """The verdict's first lines: the recommendation, why, the ranking predictor's record and
+    the models and windows of the record."""
+    rec = result.recommendation
+    if not rec:
+        return []
+    lines = [f"recommended: {rec['strategy'].name} ({rec['why']})"]
+    by = rec.get("ranked_by")
+    if by:
+        entry = load_record()["families"][result.model.family]["predictors"][by]
+        state = "validated" if rec.get("ranked_by_validated") else "NOT validated"
+        lines.append(f"table ranked by {by} ({state}); {record_line('its record', entry)}")
+    windows = "; ".join(f"{k}: {', '.join(v)}" for k, v in rec["windows"].items())
+    lines.append("record: " + "; ".join(rec["models"]) + f"; windows {windows}")
+    return lines

@@ -1,0 +1,119 @@
+"""The model-aware plane use against the projection weights, its scores by hand, and the
+recommendation read from the committed record."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from posgeom.extension import parse_family_spec, score_strategies
+from posgeom.extension.usage import model_scores, plane_use
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+HEAD_DIM, HEADS, KV = 16, 4, 2
+
+
+def _llama(seed=0):
+    config = transformers.LlamaConfig(
+        vocab_size=30, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=HEADS, num_key_value_heads=KV, head_dim=HEAD_DIM,
+        max_position_embeddings=64,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    model = transformers.LlamaForCausalLM(config).eval()
+    with torch.no_grad():  # a non-trivial RMSNorm gain, folded into W_q and W_k
+        for layer in model.model.layers:
+            layer.input_layernorm.weight.uniform_(0.5, 1.5)
+    return model
+
+
+def _pairs():
+    """Which coordinates transformers' rotary turns together: rotate_half moves e_j to the
+    coordinate of its partner (an independent reading of the plane layout)."""
+    from transformers.models.llama.modeling_llama import rotate_half
+
+    out = []
+    for j in range(HEAD_DIM // 2):
+        e = torch.zeros(HEAD_DIM)
+        e[j] = 1.0
+        partner = int(torch.nonzero(rotate_half(e))[0])
+        out.append((j, partner))
+    return out
+
+
+def test_plane_use_is_the_product_of_query_and_key_norms_per_plane():
+    model = _llama()
+    use = plane_use(model)
+    pairs = _pairs()
+    assert use.per_head.shape == (2, HEADS, HEAD_DIM // 2)
+    for li, layer in enumerate(model.model.layers):
+        g = layer.input_layernorm.weight.detach().double()
+        wq = layer.self_attn.q_proj.weight.detach().double() * g
+        wk = layer.self_attn.k_proj.weight.detach().double() * g
+        for head in range(HEADS):
+            kv = head // (HEADS // KV)  # transformers' repeat_kv order
+            for j, partner in pairs:
+                rows_q = [head * HEAD_DIM + j, head * HEAD_DIM + partner]
+                rows_k = [kv * HEAD_DIM + j, kv * HEAD_DIM + partner]
+                want = torch.linalg.norm(wq[rows_q]) * torch.linalg.norm(wk[rows_k])
+                assert use.per_head[li, head, j] == pytest.approx(float(want), rel=1e-12)
+    assert use.weights.sum() == pytest.approx(1.0)
+    # a model whose queries and keys live on plane 3 only uses plane 3
+    with torch.no_grad():
+        for layer in model.model.layers:
+            for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj):
+                keep = torch.zeros_like(proj.weight)
+                for h in range(proj.weight.shape[0] // HEAD_DIM):
+                    keep[h * HEAD_DIM + 3] = keep[h * HEAD_DIM + 3 + HEAD_DIM // 2] = 1.0
+                proj.weight.mul_(keep)
+    assert np.allclose(plane_use(model).weights, np.eye(HEAD_DIM // 2)[3])
+
+
+def test_model_scores_by_hand():
+    w0 = 10000.0 ** (-np.arange(0, 16, 2) / 16)
+    u = np.full(8, 1 / 8)
+    l0, target = 64, 128
+    # unchanged frequencies: nothing moves inside; an attention factor a scales every logit by
+    # a^2, |a^2 - 1|^2 / 4 on every plane
+    assert model_scores(u, w0, w0, 1.0, l0, target)["in_window_change"] == pytest.approx(0.0)
+    a = 1.1
+    got = model_scores(u, w0, w0, a, l0, target)["in_window_change"]
+    assert got == pytest.approx((a * a - 1) ** 2 / 4)
+    # beyond: a plane that turns less than a circle in L0 is driven (L-1)/(L0-1) - 1 past it
+    seen = (l0 - 1) * w0
+    short = seen < 2 * np.pi
+    reach = np.minimum((target - 1) * w0, 2 * np.pi)
+    want = np.mean(np.where(short, reach / seen - 1, 0.0))
+    assert model_scores(u, w0, w0, 1.0, l0, target)["beyond_unseen"] == pytest.approx(want)
+    # interpolation by (L - 1) / (L0 - 1) maps lag L - 1 onto L0 - 1: nothing unseen
+    cover = w0 * (l0 - 1) / (target - 1)
+    assert model_scores(u, w0, cover, 1.0, l0, target)["beyond_unseen"] == pytest.approx(0.0)
+
+
+def test_score_strategies_with_plane_use_recommends_by_the_record():
+    from posgeom.extension.recommend import load_record
+
+    model = _llama()
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(0, 30, 400) for _ in range(2)]
+    result = score_strategies(model, seqs, 64, 96, classes="top:6", replicates=0, fit=False,
+                              plane_use=model)  # fmt: skip
+    values = result.predictors
+    assert "model-aware" in values and "corpus + model" in values
+    family = load_record()["families"]["rope"]
+    rec = result.recommendation
+    if family["default_predictor"] is None:  # the record validates no predictor: the fallback
+        assert rec["strategy"].name == "yarn x1.5 b32/1" and rec["predictor"] == family["fallback"]
+        assert rec["strategy"].rope_parameters["factor"] == 1.5
+    else:
+        vals = values[family["default_predictor"]]
+        assert rec["strategy"].name == max(vals, key=vals.get)
+    assert result.rope_parameters == {**rec["strategy"].rope_parameters}
+    assert result.summary()["plane_use"]["weights"] == pytest.approx(plane_use(model).weights)
+    # a family spec has no weights: model-aware is absent, the rest is there
+    spec = parse_family_spec("rope:theta=10000,head_dim=16,max_position_embeddings=64")
+    bare = score_strategies(spec, seqs, None, 96, classes="top:6", replicates=0, fit=False)
+    assert "model-aware" not in bare.predictors and "factor rule" in bare.predictors
