@@ -459,8 +459,10 @@ def page_section(res: dict) -> list[str]:
         "### The rule's choice",
         "",
         '`resolution="auto"` keeps the K most frequent tokens (pooled over positions) whose '
-        "expected count at the thinnest position `T_min f_t` is at least `c`, K rounded down to "
-        "1, 2, 3, 5 x 10^j (`posgeom.estimators.resolution`). Candidates c = "
+        "expected count at the reference position `T_ref f_t` is at least `c`, K rounded down to "
+        "1, 2, 3, 5 x 10^j, and cuts the rest into frequency bands expected `c_band` = 10 times "
+        "there (`posgeom.estimators.resolution`; bands, `T_ref` and `c_band`: 'A resolution that "
+        "keeps the signal' below). Candidates c = "
         + ", ".join(f"{c:g}" for c in RULE_COUNTS)
         + f" for the {first} estimator; each cell: the resolution chosen, Spearman / tau.",
         "",

@@ -68,8 +68,9 @@ def add_resolution_argument(g: Any) -> None:
         default="auto",
         metavar="RES",
         help="token classes of the geometry, the same at every position: auto (the finest "
-        "top:K the samples per position support), full, top:K (the K most frequent tokens + "
-        "other) or bins:B; the plug-in stays on full",
+        "top:K+bands:B the samples per position support), full, top:K (the K most frequent "
+        "tokens + other), top:K+bands:B (+ B equal-mass frequency bands of the rest instead of "
+        "other), bands:B or bins:B; the plug-in stays on full",
     )
 
 
