@@ -66,6 +66,18 @@ def test_the_estimate_stores_the_words_with_the_tokenizer_names(tmp_path, monkey
     assert token_names(other) is None and token_names(None) is None
 
 
+def test_a_word_vocabulary_fitted_in_this_process_names_the_classes():
+    """``-t word`` fits its vocabulary on the corpus and stores only its hash with the counts;
+    the words are found while the process that counted runs (``posgeom run`` / ``compare``)."""
+    from posgeom import count_corpus
+
+    texts = ["to be or not to be", "that is the question", "to sleep perchance to dream"] * 20
+    counts = count_corpus(texts, "word", max_positions=4)
+    est = estimate_geometry(counts, resolution="top:1")
+    share = 1 - np.asarray(counts.counts.sum(axis=0)).ravel().max() / counts.counts.sum()
+    assert est.classes == f"'to', other: {100 * share:.0f}% of tokens"  # 'to': 3 x 20 at 0-3
+
+
 def test_names_of_a_tokenizer_inside_an_installed_package():
     """The MiniLM package's tokenizer, recorded package-relative: its names are found."""
     from posgeom.corpus.tokenize import HFTokenizer

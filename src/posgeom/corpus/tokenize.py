@@ -40,6 +40,7 @@ import numpy as np
 from posgeom._errors import PosgeomError, require
 from posgeom._hub import pretrained_tokenizer
 from posgeom._paths import portable_path
+from posgeom.corpus._vocabularies import remember
 
 __all__ = [
     "HFTokenizer",
@@ -242,6 +243,7 @@ class WordLevelTokenizer:
         if max_size is not None:
             words = words[: max(0, max_size - 1)]
         self._set_vocab([self.unk_token, *words])
+        remember(_vocab_sha256(self.vocab), self.vocab)  # the words of an estimate's classes
         return self
 
     @property

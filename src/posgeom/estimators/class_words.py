@@ -83,12 +83,16 @@ def token_names(identity: Mapping[str, Any] | None) -> Callable[[int], str | Non
     """Token id -> text for the tokenizer ``identity`` (a counts file's ``tokenizer`` record:
     ``kind``, ``name``, ``vocab_sha256``) when it names a ``tokenizers`` JSON file or a saved
     posgeom word vocabulary that exists here (relative to the working directory or inside an
-    installed package) and has that vocabulary hash; else None (a word
-    vocabulary fitted on the corpus is not stored with the counts; a transformers name is not
-    loaded: no hub access)."""
+    installed package) and has that vocabulary hash, or a word vocabulary fitted in this process
+    (:mod:`posgeom.corpus._vocabularies`); else None (a word vocabulary fitted in another
+    process is not stored with the counts; a transformers name is not loaded: no hub access)."""
     if not identity or not isinstance(identity.get("name"), str):
         return None
     vocab = _vocabulary(str(identity["name"]), str(identity.get("kind")))
+    if vocab is None and identity.get("kind") == "word":  # fitted on the corpus, this process
+        from posgeom.corpus._vocabularies import recall
+
+        vocab = recall(identity.get("vocab_sha256"))
     if vocab is None:
         return None
     from posgeom.corpus.tokenize import _vocab_sha256
