@@ -90,6 +90,12 @@ def test_a_thin_position_no_longer_decides_the_classes():
     assert old == f"top:{_grid(int(np.sum(20 * pooled >= 1)))}"  # the 20-sample position decides
     k = int(np.sum(1000 * pooled >= 1))
     assert new.startswith(f"top:{_grid(k)}+bands:") and _grid(k) > int(old[4:])
+    # the estimate records what set its classes
+    options = estimate_geometry(counts).summary()["options"]
+    assert options["resolution_rule"] == "auto" and options["coarsen"] == new
+    assert options["reference_samples"] == 1000.0 and options["thin_positions"] == [9]
+    given = estimate_geometry(counts, resolution=new).summary()["options"]
+    assert given["resolution_rule"] == "given" and "thin_positions" not in given
 
 
 def _grid(k: int) -> int:

@@ -127,7 +127,7 @@ def compare_encodings(
         the recommended estimator, the plug-in for exact distributions); every row also has the
         plug-in scores ``plugin_paper`` and ``plugin_scale_optimal``.
     resolution : the token classes of the target (default ``"auto"``: the finest the samples
-        per position support; ``"full"``, ``"top:K"``, ``"bins:B"``;
+        per position support; ``"full"``, ``"top:K"``, ``"top:K+bands:B"``, ``"bins:B"``;
         :mod:`posgeom.estimators.resolution`). The intervals' replicates use the same classes.
 
     Returns

@@ -137,7 +137,7 @@ def analyze_counts(
     ``D`` (and the MDS encoding) those of :func:`posgeom.estimate_geometry`; the plug-in
     distances and scores are kept beside it (``plugin_distances``, ``plugin_scores``).
     ``estimator_options`` go to ``estimate_geometry`` (e.g. ``{"pool": 4}``); ``resolution``
-    (``"auto"``, ``"full"``, ``"top:K"``, ``"bins:B"`` or a class map, see
+    (``"auto"``, ``"full"``, ``"top:K"``, ``"top:K+bands:B"``, ``"bins:B"`` or a class map, see
     :mod:`posgeom.estimators.resolution`) is the token classes of the estimate, the same at every
     position (``options["resolution"]`` records the one used; the plug-in's is ``"full"``).
     """

@@ -33,8 +33,10 @@ polynomial     Jiao–Venkat–Han–Weissman: best polynomial approximation of 
 =============  ==============================================================================
 
 Every estimate states its resolution (``est.resolution``, ``est.class_map``): the token classes
-it identifies, the same at every position; ``resolution="auto"`` (the default) picks the finest
-``top:K`` the samples per position support (:mod:`posgeom.estimators.resolution`).
+it identifies, the same at every position, and what they hold in words (``est.classes``);
+``resolution="auto"`` (the default) picks the finest ``top:K+bands:B`` (the ``K`` most frequent
+tokens one by one, ``B`` equal-mass frequency bands of the rest) the samples per position
+support (:mod:`posgeom.estimators.resolution`).
 
 Transforms that compose with every estimator (:mod:`posgeom.estimators.transforms`): vocabulary
 coarsening, position pooling and equal-sample resampling. Smoothing over positions

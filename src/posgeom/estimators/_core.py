@@ -226,7 +226,8 @@ class GeometryEstimate:
     vocab_size : number of token classes the geometry is computed on (after coarsening).
     resolution : the label of those classes, the same at every position: ``"full"``,
         ``"top:K"`` (the ``K`` most frequent tokens, pooled, + one "other" class),
-        ``"top:K+bands:B"`` (+ ``B`` frequency bands instead of "other"), ``"bins:B"`` or ``"map"`` (:mod:`posgeom.estimators.resolution`).
+        ``"top:K+bands:B"`` (+ ``B`` frequency bands instead of "other"), ``"bins:B"`` or
+        ``"map"`` (:mod:`posgeom.estimators.resolution`).
     classes : what those classes hold, in words, with their share of the tokens
         (``"'.', '[CLS]', other: 92% of tokens"``;
         :func:`posgeom.estimators.class_words.describe_classes`), the words every surface prints.

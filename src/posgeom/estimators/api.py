@@ -25,6 +25,7 @@ from posgeom.estimators.euclidean import (
     pairs_above,
     spectrum_keys,
 )
+from posgeom.estimators.resolution import resolution_reference
 from posgeom.estimators.smoothing import (
     check_smooth,
     choose_slope,
@@ -130,6 +131,8 @@ def estimate_geometry(
     class_map, class_counts = extra.pop("class_map"), c
     info.update(extra)
     info["resolution_rule"] = "auto" if isinstance(wanted, str) and wanted == "auto" else "given"
+    if info["resolution_rule"] == "auto" and spec.name != "plugin":  # what set the classes
+        info.update(resolution_reference(np.asarray(full.sum(axis=1)).ravel()))
     words = describe_classes(class_map, full, label=str(extra["coarsen"]), names=token_names)
     n = c.shape[0]
     positions = np.arange(n, dtype=np.int64)

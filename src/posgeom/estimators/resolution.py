@@ -70,6 +70,7 @@ __all__ = [
     "frequency_order",
     "kept_one_by_one",
     "reference_samples",
+    "resolution_reference",
     "resolve",
     "thin_positions",
 ]
@@ -190,6 +191,16 @@ def thin_positions(totals: Any, *, reach: float = REACH) -> np.ndarray:
     few sequences to set the resolution; their distances are the least certain."""
     t = np.asarray(totals, dtype=np.float64).ravel()
     return np.flatnonzero(t < reference_samples(t, reach=reach))
+
+
+def resolution_reference(totals: Any, *, reach: float = REACH) -> dict[str, Any]:
+    """What set an auto resolution, for the estimate's record: ``reference_samples``
+    (``T_ref``) and ``thin_positions`` (the positions below it, which did not set the classes
+    and whose distances are the least certain). ``totals``: ``(n,)`` samples per position."""
+    return {
+        "reference_samples": reference_samples(totals, reach=reach),
+        "thin_positions": thin_positions(totals, reach=reach).tolist(),
+    }
 
 
 def auto_resolution(

@@ -5,6 +5,8 @@ Coarsening (``coarsen=``) maps tokens to classes, ``C'[i, c] = sum_{t in c} C[i,
 
 - ``K`` or ``"top:K"``: the ``K`` most frequent tokens (pooled over positions, ties by id) keep
   their own class, the rest form one "other" class;
+- ``"top:K+bands:B"`` / ``"bands:B"``: the same ``K``, the rest in ``B`` equal-mass frequency
+  bands (:func:`posgeom.estimators.resolution.band_classes`);
 - ``"bins:B"``: ``B`` frequency-rank bins with geometrically growing widths (the first ranks are
   singletons, the long tail shares a few bins);
 - a token -> class map: an int array of length ``V`` or a dict ``{token id: class}`` covering

@@ -266,7 +266,8 @@ def analyze_model(
             :func:`posgeom.estimators.available`, or ``"plugin"`` (the paper's plug-in chord).
             The plug-in scores are always computed too and reported beside the target's.
         resolution: the token classes of the target (``"auto"``, ``"full"``, ``"top:K"``,
-            ``"bins:B"``; :mod:`posgeom.estimators.resolution`), recorded in the options.
+            ``"top:K+bands:B"``, ``"bins:B"``; :mod:`posgeom.estimators.resolution`), recorded
+            in the options.
         bootstrap: ``B`` half-sample replicates of the counts (counted in the same pass) for an
             interval on the stress of every layer, re-estimating the target on each; ``None``:
             no intervals. level: their coverage (method ``"bias_aware"``).
