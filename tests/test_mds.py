@@ -176,8 +176,10 @@ def test_explained_variance_sums_to_one_and_rank_cap():
     res = classical_mds(positional_distributions(c))
     assert res.explained_variance_ratio.sum() == pytest.approx(1.0, abs=1e-10)
     assert res.n_components == 19
-    capped = classical_mds(positional_distributions(c), 10, model_dim=4)
+    capped = classical_mds(positional_distributions(c), model_dim=4)  # the default rank: d
     assert capped.n_components == 4 and capped.model_dim == 4
+    with pytest.raises(PosgeomError, match="n_components=10 exceeds model_dim=4"):
+        classical_mds(positional_distributions(c), 10, model_dim=4)  # refused, not lowered
 
 
 def test_negative_eigenvalues_warn_for_non_euclidean_input():

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.spatial.distance import pdist, squareform
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import float_array
 
 __all__ = [
     "DistanceMatrix",
@@ -51,7 +52,7 @@ def looks_like_distance_matrix(arr: np.ndarray) -> bool:
 
 
 def check_distance_matrix(d: Any, name: str = "distances") -> np.ndarray:
-    arr = np.asarray(d, dtype=np.float64)
+    arr = float_array(d, name)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise PosgeomError(f"{name} must be a square (n, n) matrix, got shape {arr.shape}")
     # two reductions instead of full boolean masks (NaN propagates into min, +-Inf into min/max);

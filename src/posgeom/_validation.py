@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -45,7 +46,9 @@ __all__ = [
     "Options",
     "check_int",
     "check_param",
+    "check_path",
     "check_real",
+    "float_array",
     "is_integer",
     "validate_params",
 ]
@@ -176,6 +179,31 @@ def check_real(
     """``value`` as a ``float`` within the interval (NaN and ``bool`` refused), or raise."""
     check_param(name, value, [Interval(Real, minimum, maximum, closed)])
     return float(value)
+
+
+def check_path(value: Any, name: str) -> Any:
+    """``value`` when it is a file path (``str`` or ``os.PathLike``), else a one-line
+    :class:`PosgeomError` naming ``name`` (not ``os.fspath``'s ``TypeError``)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise PosgeomError(
+            f"{name} must be a file path (str or Path), not a {type(value).__name__}"
+        )
+    return value
+
+
+def float_array(value: Any, name: str) -> np.ndarray:
+    """``value`` as a float64 array, or :class:`PosgeomError` naming ``name`` when it holds no
+    numbers (``None``, a string, a dict, an object): the one conversion of numeric data at the
+    public functions' door, so a wrong type never surfaces as numpy's ``TypeError`` or
+    ``ValueError``. Shapes are the caller's to check."""
+    if value is None or isinstance(value, (str, bytes, Mapping)):
+        raise PosgeomError(f"{name} must be numbers (an array), not a {type(value).__name__}")
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise PosgeomError(
+            f"{name} must be numbers (an array), not a {type(value).__name__} ({exc})"
+        ) from None
 
 
 def validate_params(constraints: Mapping[str, Sequence[Any]]) -> Callable[[F], F]:

@@ -161,16 +161,17 @@ def test_compare_refuses_counts_of_another_tokenizer(small_corpus, tmp_path, cap
     assert code == 2 and "vocabulary" in one_line(err) and not (tmp_path / "o").exists()
 
 
-def test_large_components_are_said(tmp_path, capsys, caplog):
-    """Lesser: n_components > model_dim silently lowered the rank."""
-    import logging
-
+def test_large_components_are_refused(tmp_path, capsys):
+    """Lesser: n_components > model_dim silently lowered the rank (now refused, issue 27 #15)."""
     rng = np.random.default_rng(0)
     counts = count_positions(rng.integers(0, 9, size=(200, 8)), max_positions=8)
-    caplog.set_level(logging.WARNING, logger="posgeom")
     argv = ["geometry", counts.save(tmp_path / "c.npz"), "-d", 3, "-r", 6, "-o", tmp_path / "g"]
-    assert cli(capsys, *argv)[0] == 0
-    assert "n_components=6 exceeds model_dim=3" in caplog.text
+    code, err = cli(capsys, *argv)
+    assert (
+        code == 2
+        and "n_components=6 exceeds --model-dim 3" in one_line(err)
+        and not (tmp_path / "g").exists()
+    )
 
 
 def test_artifact_outputs_are_checked_before_counting(small_corpus, tmp_path, capsys):

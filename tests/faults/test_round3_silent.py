@@ -142,6 +142,42 @@ def test_item10_lengths_quantile_one_is_the_longest(capsys, small_corpus):
     assert summary["rule"] == "positions reached by at least one sequence"
 
 
+# ----------------------------------------------------------------------------- item 11
+def test_item11_token_id_lengths_validated(tmp_path):
+    from posgeom.corpus.token_ids import read_token_ids
+
+    ids = np.arange(12, dtype=np.int64).reshape(3, 4)
+    good = tmp_path / "good.npz"
+    np.savez(good, input_ids=ids, lengths=np.array([4, 2, 0]))
+    rows = [r.tolist() for r in read_token_ids(good)]
+    assert rows == [[0, 1, 2, 3], [4, 5], []]  # each row cut to its length, by hand
+
+    bad = {
+        "negative": (np.array([4, -1, 2]), "outside 0..4"),
+        "too long": (np.array([4, 5, 2]), "outside 0..4"),
+        "short": (np.array([4, 2]), r"shape \(2,\)"),
+        "2-D": (np.array([[4, 2, 1]]), r"shape \(1, 3\)"),
+        "floats": (np.array([4.0, 2.0, 1.0]), "dtype float64"),
+    }
+    for case, (lengths, message) in bad.items():
+        path = tmp_path / f"{case}.npz"
+        np.savez(path, input_ids=ids, lengths=lengths)
+        with pytest.raises(PosgeomError, match=message):
+            read_token_ids(path)
+    flat = tmp_path / "flat.npz"
+    np.savez(flat, input_ids=ids.ravel(), lengths=np.array([3]))
+    with pytest.raises(PosgeomError, match="1-D id array"):
+        read_token_ids(flat)
+
+
+def test_item11_count_cli_refuses_bad_lengths(capsys, tmp_path):
+    path = tmp_path / "ids.npz"
+    np.savez(path, input_ids=np.ones((5, 6), dtype=np.int64), lengths=np.array([6, 6, -2, 6, 6]))
+    code, err = cli(capsys, "count", path, "-n", "6", "-o", tmp_path / "c.npz")
+    assert code == 2 and "'lengths' run from -2 to 6" in one_line(err)
+    assert not (tmp_path / "c.npz").exists()
+
+
 # ----------------------------------------------------------------------------- item 12
 def _forged(path, counts, totals, n_sequences, options=None, n_tokens=None):
     """A counts file with valid checksums and whatever content (as a forger would write it)."""
@@ -229,6 +265,85 @@ def test_item13_experiment_grid_checked_before_training(tmp_path):
     with pytest.raises(PosgeomError, match="unknown encoding"):
         order_necessity(tmp_path / "g", base=base, seeds=[0], encodings=["nope", "bogus"])
     assert not (tmp_path / "g").exists()
+
+
+# ----------------------------------------------------------------------------- item 14
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("rope:theta=nan", "theta must be a number > 1 and < inf, got nan"),
+        ("rope:theta=inf", "theta must be a number > 1 and < inf, got inf"),
+        ("rope:head_dim=64.7", "head_dim must be an integer >= 2"),
+        ("rope:max_position_embeddings=64.5", "max_position_embeddings must be an integer"),
+        ("rope:partial_rotary_factor=2", "partial_rotary_factor must be a number > 0 and <= 1"),
+        ("t5:num_buckets=0", "num_buckets must be an integer >= 2"),
+        ("t5:num_buckets=8,max_distance=2", "max_distance must exceed"),
+        ("alibi:heads=100000", "heads must be an integer >= 1 and <= 256"),
+        ("sinusoidal:base=-3", "base must be a number > 1"),
+    ],
+)
+def test_item14_family_specs_validated(spec, message):
+    from posgeom.extension.model import parse_family_spec
+
+    with pytest.raises(PosgeomError, match=message):
+        parse_family_spec(spec)
+
+
+def test_item14_valid_specs_keep_their_values():
+    from posgeom.extension.model import parse_family_spec
+
+    rope = parse_family_spec("rope:theta=500000,head_dim=128,max_position_embeddings=8192")
+    assert (rope.head_dim, rope.rope_theta, rope.trained_length) == (128, 500000.0, 8192)
+    t5 = parse_family_spec("t5:num_buckets=32,max_distance=128")
+    assert dict(t5.t5) == {"num_buckets": 32, "max_distance": 128}
+
+
+@pytest.fixture(scope="module")
+def token_ids_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ids") / "ids.npy"
+    np.save(path, np.random.default_rng(0).integers(0, 50, size=4000))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--heldout-fraction", "1", "--measure"],
+            "--heldout-fraction must be a number > 0 and < 1",
+        ),
+        (["--heldout-fraction", "nan"], "--heldout-fraction must be a number > 0 and < 1"),
+        (["--windows", "0"], "--windows must be an integer >= 1"),
+        (["--replicates", "1"], "--replicates must be the integer 0 or an integer >= 2"),
+        (["--strategies", "{list}"], "strategy 'given 0' is a int, not a rope_parameters"),
+        (["--strategies", "{nested}"], "strategy 'a' is a list, not a rope_parameters"),
+    ],
+)
+def test_item14_extend_options_refused_before_work(
+    capsys, tmp_path, token_ids_file, extra, message
+):
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "nested.json").write_text('{"a": [1]}')
+    extra = [e.format(list=tmp_path / "list.json", nested=tmp_path / "nested.json") for e in extra]
+    out = tmp_path / "ext"
+    argv = ["extend", "rope", token_ids_file, "--target-length", "64", "--trained-length", "32"]
+    code, err = cli(capsys, *argv, "-o", out, *extra)
+    assert code == 2 and message in one_line(err) and not out.exists()
+    assert "lag geometry" not in capsys.readouterr().err  # refused before the corpus was read
+
+
+# ----------------------------------------------------------------------------- item 15
+def test_item15_mds_rank_above_width_refused():
+    from posgeom import classical_mds, count_positions, positional_distributions
+
+    rng = np.random.default_rng(0)
+    mu = positional_distributions(count_positions(rng.integers(0, 9, (300, 8)), max_positions=8))
+    with pytest.raises(PosgeomError, match="n_components=5 exceeds model_dim=2"):
+        classical_mds(mu, 5, model_dim=2)
+    by_default = classical_mds(mu, model_dim=2)  # no rank asked: the width's
+    assert by_default.n_components == 2 and by_default.embedding.shape == (8, 2)
+    full = classical_mds(mu)
+    assert np.allclose(np.abs(by_default.coordinates), np.abs(full.coordinates[:, :2]))
 
 
 # ----------------------------------------------------------------------------- item 21

@@ -16,10 +16,10 @@ from numbers import Integral
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, check_param
+from posgeom.encodings._base import MAX_HEADS  # one home: the encodings
 
 __all__ = ["MAX_HEADS", "check_common_args", "check_no_empty", "unique_names"]
 
-MAX_HEADS = 256  # ALiBi and RoPE heads scored by compare (real models use at most 128)
 THREADS = [Interval(Integral, 1, 1024)]  # --threads: torch's CPU threads
 
 

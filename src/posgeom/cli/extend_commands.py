@@ -38,7 +38,7 @@ def _extend(args: argparse.Namespace) -> int:
         measure=args.measure,
         heldout=args.heldout,
         heldout_fraction=args.heldout_fraction,
-        max_windows=args.windows,
+        max_windows=args.max_windows,
         measure_top=args.measure_top,
         gguf_file=args.gguf_file,
         tokenizer=args.tokenizer,
@@ -133,7 +133,9 @@ def register(sub: Any) -> None:
         default=0.2,
         help="without --heldout: the last share of every document, kept out of the geometry",
     )
-    p.add_argument("--windows", type=int, default=4, help="held-out windows to measure")
+    p.add_argument(
+        "--windows", dest="max_windows", type=int, default=4, help="held-out windows to measure"
+    )
     p.add_argument(
         "--measure-top",
         type=int,

@@ -12,7 +12,8 @@ geometry for terabytes later.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain, islice
 from typing import Any
 
@@ -273,9 +274,19 @@ def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
+def check_source(source: Any, what: str) -> None:
+    """Refuse, in one line, a corpus that is neither a path nor an iterable of sequences or texts
+    (``None``, a number, a dict, bytes) before any iteration turns it into a ``TypeError``."""
+    if isinstance(source, (bytes, Mapping)) or not isinstance(source, (str, os.PathLike, Iterable)):
+        raise PosgeomError(
+            f"{what} takes a corpus path, an array or an iterable of sequences, not a "
+            f"{type(source).__name__}"
+        )
+
+
 def flat_batches(sequences: Iterable[Any], size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    for batch in batches(sequences, size):
-        yield flatten(batch)
+    check_source(sequences, "counting")
+    return (flatten(batch) for batch in batches(sequences, size))
 
 
 def run_count(

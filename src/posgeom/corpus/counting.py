@@ -44,7 +44,7 @@ import scipy.sparse as sp
 
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.corpus._consistency import check_counts_file
-from posgeom.corpus._counter import MAX_TOKEN_ID, Counter, flat_batches, run_count
+from posgeom.corpus._counter import MAX_TOKEN_ID, Counter, check_source, flat_batches, run_count
 from posgeom.corpus._fingerprint import merge_fingerprints
 from posgeom.corpus._texts import TextBatches
 from posgeom.corpus.options import BOOTSTRAP, COUNT, READER, CountOptions, takes_count_options
@@ -355,8 +355,8 @@ def count_corpus(
     from posgeom.corpus.token_ids import read_token_ids
     from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 
-    o = options
-    is_path = isinstance(source, (str, os.PathLike))
+    check_source(source, "count_corpus")
+    o, is_path = options, isinstance(source, (str, os.PathLike))
     fmt = (o.format or detect_format(source)) if is_path and o.format != "hf-hub" else o.format
     tok = load_tokenizer(tokenizer) if tokenizer is not None else None
     if isinstance(source, np.ndarray) or fmt in TOKEN_FORMATS:

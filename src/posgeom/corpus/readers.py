@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError, require
+from posgeom._validation import check_path
 from posgeom.io._inflate import gunzip_bounded
 
 __all__ = [
@@ -350,6 +351,7 @@ def read_texts(
     column and decoding problems are raised while iterating, as :class:`PosgeomError`.
     A Hugging Face hub dataset is read only with ``format="hf-hub"`` (``path`` is then its name).
     """
+    check_path(path, "read_texts: path")
     if limit is not None and limit < 0:
         raise PosgeomError(f"limit must be >= 0, got {limit}")
     if format == "hf-hub":

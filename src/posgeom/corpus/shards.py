@@ -99,6 +99,10 @@ def _record_bounds(path: Path, fmt: str, m: int, chunk: int = 1 << 24) -> list[t
 def source_paths(sources: Any) -> list[Path]:
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
+    if not isinstance(sources, (list, tuple)) or not all(
+        isinstance(s, (str, os.PathLike)) for s in sources
+    ):
+        raise PosgeomError(f"pass the corpus files as a path or a list of paths, not {sources!r}")
     paths = [Path(s).expanduser().resolve() for s in sources]
     if not paths:
         raise PosgeomError("no sources given; pass one or more corpus files")

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.corpus._counter import token_id_array
+from posgeom.corpus._counter import check_source, token_id_array
 from posgeom.corpus.readers import TOKEN_FORMATS, check_exists, detect_format
 from posgeom.io._arrayfiles import read_npy, read_npz
 
@@ -75,6 +75,24 @@ def _check_int(arr: np.ndarray, where: Any) -> None:
         raise PosgeomError(f"{where}: token ids must be integers, got dtype {arr.dtype}")
 
 
+def _check_lengths(lengths: np.ndarray, arr: np.ndarray, where: Any) -> None:
+    """An ``.npz``'s ``lengths``: one integer per row of a 2-D id array, ``0 <= l_i <= width``
+    (a negative length would cut the row from its end, a short array fail mid-count)."""
+    fix = "one length per row, each between 0 and the row width; fix or drop the lengths array"
+    if arr.ndim != 2:
+        raise PosgeomError(f"{where}: 'lengths' is given for a {arr.ndim}-D id array; {fix}")
+    if lengths.dtype.kind not in "iu" or lengths.shape != (arr.shape[0],):
+        raise PosgeomError(
+            f"{where}: 'lengths' has shape {lengths.shape} and dtype {lengths.dtype}, not "
+            f"({arr.shape[0]},) integers; {fix}"
+        )
+    if lengths.size and (lengths.min() < 0 or lengths.max() > arr.shape[1]):
+        raise PosgeomError(
+            f"{where}: 'lengths' run from {lengths.min()} to {lengths.max()}, outside 0.."
+            f"{arr.shape[1]}; {fix}"
+        )
+
+
 def _array_ids(
     arr: np.ndarray,
     where: Any,
@@ -83,6 +101,8 @@ def _array_ids(
     lengths: np.ndarray | None = None,
 ) -> Iterator[np.ndarray]:
     _check_int(arr, where)
+    if lengths is not None:
+        _check_lengths(lengths, arr, where)
     if arr.ndim == 2:
         return _rows(arr, pad_id, lengths)
     if arr.ndim == 1:
@@ -111,6 +131,7 @@ def read_token_ids(
     a ``.bin`` file (``uint16`` default, ``uint32`` for vocabularies over 65535). ``key``: the
     array in an ``.npz``. ``limit``: stop after that many sequences.
     """
+    check_source(source, "read_token_ids")
     if not isinstance(source, (str, os.PathLike)):
         if isinstance(source, np.ndarray):
             return islice(_array_ids(source, "array", pad_id, separator_id), limit)

@@ -40,6 +40,7 @@ import numpy as np
 from posgeom._errors import PosgeomError, require
 from posgeom._hub import pretrained_tokenizer
 from posgeom._paths import portable_path
+from posgeom._validation import check_path
 from posgeom.corpus._vocabularies import remember
 
 __all__ = [
@@ -341,10 +342,9 @@ def load_tokenizer(
     add_special_tokens: bool = True,
     allow_download: bool = False,
 ) -> Any:
-    """Load a tokenizer from ``spec``.
-
-    ``spec``: an object with ``encode_batch`` (returned as is); ``"word"`` / ``"whitespace"`` (a
-    new, unfitted :class:`WordLevelTokenizer`; ``count_corpus`` fits it on the corpus); a ``.json``
+    """A tokenizer from ``spec``: an object with ``encode_batch`` (returned as is); ``"word"`` /
+    ``"whitespace"`` (a new, unfitted :class:`WordLevelTokenizer`; ``count_corpus`` fits it on
+    the corpus); anything else not a path or a name is a one-line error; a ``.json``
     file (a posgeom word vocabulary or a ``tokenizers`` file); a ``.gguf`` checkpoint (the
     tokenizer it carries, read by transformers with ``gguf``); a folder (its ``tokenizer.json`` if
     present, else ``transformers.AutoTokenizer``); otherwise a ``transformers`` model name, loaded
@@ -352,7 +352,7 @@ def load_tokenizer(
     """
     if hasattr(spec, "encode_batch") and not isinstance(spec, (str, os.PathLike)):
         return spec
-    text = os.fspath(spec)
+    text = os.fspath(check_path(spec, "tokenizer (a path, a name, 'word' or a tokenizer object)"))
     if text in ("word", "whitespace"):
         return WordLevelTokenizer(lowercase=lowercase)
     path = Path(text).expanduser()

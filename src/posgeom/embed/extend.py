@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import float_array
 
 __all__ = ["double_centred_diagonal", "gower_extension"]
 
@@ -37,7 +38,7 @@ def double_centred_diagonal(train_sq_distances: np.ndarray) -> np.ndarray:
     Returns:
         (n,) float64.
     """
-    d2 = np.asarray(train_sq_distances, dtype=np.float64)
+    d2 = float_array(train_sq_distances, "train_sq_distances")
     if d2.ndim != 2 or d2.shape[0] != d2.shape[1]:
         raise PosgeomError(
             f"train_sq_distances must be a square (n, n) matrix, got shape {d2.shape}; "
@@ -73,11 +74,11 @@ def gower_extension(
     Returns:
         (m, r) float64 coordinates of the new points in the MDS frame ((r,) for a 1-D input).
     """
-    x = np.asarray(coordinates, dtype=np.float64)
+    x = float_array(coordinates, "coordinates")
     if x.ndim != 2:
         raise PosgeomError(f"coordinates must be (n, r), got shape {x.shape}")
     n, r = x.shape
-    lam = np.asarray(eigenvalues, dtype=np.float64).reshape(-1)
+    lam = float_array(eigenvalues, "eigenvalues").reshape(-1)
     if lam.size < r:
         raise PosgeomError(
             f"got {lam.size} eigenvalues for {r} coordinate columns; pass at least the r "
@@ -89,13 +90,13 @@ def gower_extension(
             "Gower extension needs strictly positive eigenvalues for every kept coordinate; "
             f"got {lam.tolist()}; drop the non-positive components (lower r)"
         )
-    d2 = np.asarray(train_sq_distances, dtype=np.float64)
+    d2 = float_array(train_sq_distances, "train_sq_distances")
     if d2.shape != (n, n):
         raise PosgeomError(
             f"train_sq_distances has shape {d2.shape}, expected ({n}, {n}) to match the "
             f"{n} training coordinates"
         )
-    new = np.asarray(new_sq_distances, dtype=np.float64)
+    new = float_array(new_sq_distances, "new_sq_distances")
     single = new.ndim == 1
     new2 = new[None, :] if single else new
     if new2.ndim != 2 or new2.shape[1] != n:

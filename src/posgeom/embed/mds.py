@@ -216,7 +216,9 @@ def classical_mds(
         Rank ``r`` of the solution (default: all of ``min(n - 1, model_dim)``). Components whose
         eigenvalue is not positive get zero coordinates.
     model_dim : int, optional
-        Width ``d`` of the model space (default ``r``); must be ``>= 1``. ``r`` is capped at ``d``.
+        Width ``d`` of the model space (default ``r``); must be ``>= 1``. The default ``r`` is
+        at most ``d``; an ``n_components`` above ``d`` is refused (:class:`PosgeomError`): a
+        width-``d`` encoding cannot hold more than ``d`` coordinates.
     convention : {"chord", "normalized"}
         Distributions only, as in :func:`posgeom.geometry.hellinger_distances`: ``"chord"``
         (``D = ||sqrt mu_i - sqrt mu_j||``, ``c = 1``) or ``"normalized"`` (``D / sqrt 2``,
@@ -301,8 +303,8 @@ def classical_mds(
 
 
 def _target_rank(n: int, n_components: Any, model_dim: Any) -> int:
-    """The rank MDS keeps: ``n_components`` (default ``n - 1``) within ``n - 1``, lowered to
-    ``model_dim`` with a warning (said, not silently lowered)."""
+    """The rank MDS keeps: ``n_components`` (default ``min(n - 1, model_dim)``); a given
+    ``n_components`` above ``n - 1`` or above ``model_dim`` is refused (never silently lowered)."""
     r = n - 1 if n_components is None else int(n_components)
     if r > n - 1:
         raise PosgeomError(
@@ -310,14 +312,11 @@ def _target_rank(n: int, n_components: Any, model_dim: Any) -> int:
             f"positions; use n_components <= {n - 1} (model_dim can still be larger)"
         )
     if model_dim is not None:
-        if n_components is not None and r > int(model_dim):  # said, not silently lowered
-            import logging
-
-            logging.getLogger("posgeom").warning(
-                "n_components=%d exceeds model_dim=%d: the MDS encoding keeps rank %d",
-                r,
-                int(model_dim),
-                int(model_dim),
+        if n_components is not None and r > int(model_dim):  # refused, never silently lowered
+            raise PosgeomError(
+                f"n_components={r} exceeds model_dim={int(model_dim)}: an encoding of width "
+                f"{int(model_dim)} holds at most {int(model_dim)} MDS coordinates; pass "
+                f"n_components <= {int(model_dim)} or a larger model_dim"
             )
         r = min(r, int(model_dim))
     return r

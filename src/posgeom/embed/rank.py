@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, Options, validate_params
+from posgeom._validation import Interval, Options, float_array, validate_params
 from posgeom.embed.mds import MDSResult
 
 __all__ = [
@@ -41,7 +41,7 @@ def _spectrum(data: Any) -> np.ndarray:
     if isinstance(data, MDSResult):
         vals = data.eigenvalues
     else:
-        vals = np.asarray(data, dtype=np.float64)
+        vals = float_array(data, "the spectrum")
         if vals.ndim == 2:  # an embedding: squared singular values
             centred = vals - vals.mean(axis=0, keepdims=True)
             vals = np.linalg.svd(centred, compute_uv=False) ** 2
@@ -106,6 +106,7 @@ def effective_rank(
 
 def effective_ranks(data: Any, **kwargs: Any) -> dict[str, float | None]:
     """All effective-rank definitions at once (``None`` where the energy is not reached)."""
+    _spectrum(data)  # a wrong input is refused, not reported as no rank
     out: dict[str, float | None] = {}
     for m in RANK_METHODS:
         try:
@@ -171,7 +172,7 @@ def low_rank_factors(data: MDSResult | Any, rank: int) -> LowRankFactors:
         return LowRankFactors(
             A=data.coordinates[:, :rank].copy(), B=data.placement[:, :rank].copy()
         )
-    p = np.asarray(data, dtype=np.float64)
+    p = float_array(data, "the position table")
     if p.ndim != 2 or not np.all(np.isfinite(p)):
         raise PosgeomError("low_rank_factors needs an MDSResult or a finite (n, d) table")
     n, d = p.shape

@@ -28,6 +28,8 @@ from posgeom._distance_matrix import distances_attribute, euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int, is_integer
 
+MAX_HEADS = 256  # ALiBi and RoPE heads scored or built from a spec (real models use at most 128)
+
 
 def check_n(n_positions: Any, name: str = "n_positions") -> int:
     """Return ``n_positions`` as an int >= 1 or raise :class:`PosgeomError` (the integer rule of

@@ -177,12 +177,12 @@ class LowRankMDSFamily(Family):
     role = "fitted"
 
     def refit(self, distances: np.ndarray, *, model_dim: int, low_rank: int) -> Any:
-        """Classical MDS of the replicate at rank ``min(low_rank, n - 1)`` (only the top
-        eigenpairs: the scores need the coordinates, not the whole spectrum)."""
+        """Classical MDS of the replicate at rank ``min(low_rank, n - 1, model_dim)`` (only the
+        top eigenpairs: the scores need the coordinates, not the whole spectrum)."""
         from posgeom.embed.mds import classical_mds
 
         n = distances.shape[0]
-        r = min(low_rank, n - 1)
+        r = min(low_rank, n - 1, model_dim)
         return classical_mds(distances, r, model_dim=model_dim, all_eigenvalues=False)
 
     def build(self, n_positions: int, **params: Any) -> MDSEncoding:

@@ -13,17 +13,22 @@ Family specs: ``rope:theta=10000,head_dim=64[,max_position_embeddings=2048][,par
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval, check_int, check_param
+from posgeom.encodings._base import MAX_HEADS
 
 __all__ = [
     "FAMILIES",
     "SPEC_KEYS",
+    "SPEC_RANGES",
     "ExtensionModel",
     "is_family_spec",
     "model_from_config",
@@ -67,7 +72,7 @@ class ExtensionModel:
             return self
         import dataclasses
 
-        return dataclasses.replace(self, trained_length=int(length))
+        return dataclasses.replace(self, trained_length=check_int(length, "trained_length", 1))
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -93,6 +98,21 @@ SPEC_KEYS: dict[str, frozenset[str]] = {
     "sinusoidal": frozenset({"d", "base"}),
     "t5": frozenset({"num_buckets", "max_distance"}),
     "nope": frozenset(),
+}
+
+
+_ABOVE_ONE = Interval(Real, 1, math.inf, closed="neither")  # a finite frequency base > 1
+#: the range of every spec key (the integer rule for counts and widths: 64.7 is refused)
+SPEC_RANGES: dict[str, Interval] = {
+    "theta": _ABOVE_ONE,
+    "base": _ABOVE_ONE,
+    "head_dim": Interval(Integral, 2, None),
+    "d": Interval(Integral, 2, None),
+    "partial_rotary_factor": Interval(Real, 0, 1, closed="right"),
+    "heads": Interval(Integral, 1, MAX_HEADS),
+    "num_buckets": Interval(Integral, 2, None),
+    "max_distance": Interval(Integral, 1, None),
+    "max_position_embeddings": Interval(Integral, 1, None),
 }
 
 
@@ -131,6 +151,9 @@ def parse_family_spec(spec: str) -> ExtensionModel:
             f"family spec {spec!r}: unknown key(s) {', '.join(sorted(extra))}; {family} takes "
             f"{', '.join(sorted(allowed[family] | {'max_position_embeddings'})) or 'none'}"
         )
+    for key, value in {**opts, "max_position_embeddings": length}.items():
+        if value is not None:
+            check_param(key, value, [SPEC_RANGES[key]], where=f"family spec {spec!r}")
     if family == "rope":
         params: dict[str, Any] = {
             "rope_type": "default",
@@ -151,10 +174,13 @@ def parse_family_spec(spec: str) -> ExtensionModel:
             "alibi", spec, length, slopes=alibi_slopes(int(opts.get("heads", 12)))
         )
     if family == "t5":
+        from posgeom.encodings.t5 import t5 as t5_encoding
+
         t5 = {
             "num_buckets": int(opts.get("num_buckets", 32)),
             "max_distance": int(opts.get("max_distance", 128)),
         }
+        t5_encoding(3, **t5)  # the family's own rule on the buckets (one home)
         return ExtensionModel("t5", spec, length, t5=t5)
     return ExtensionModel("nope", spec, length)
 

@@ -32,7 +32,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError, require
 from posgeom._paths import portable_path
+from posgeom._validation import Interval, Options, validate_params
 from posgeom.extension.decoder import check_token_ids, decoder_source, is_decoder, is_decoder_path
 from posgeom.extension.model import (
     ExtensionModel,
@@ -170,6 +172,18 @@ def position_estimate(docs: list[np.ndarray], target_length: int, *, seed: int =
     return estimate_geometry(counts, pool=None if n <= 1024 else "log:128", seed=seed)
 
 
+def _corpus_paths(corpus: Any) -> list[str | os.PathLike]:
+    """``corpus`` as a non-empty list of paths, or a one-line refusal."""
+    paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else corpus
+    if not isinstance(paths, (list, tuple)) or not paths:
+        raise PosgeomError(
+            f"extend: corpus must be a file or a list of files, not {type(corpus).__name__}"
+        )
+    if not all(isinstance(p, (str, os.PathLike)) for p in paths):
+        raise PosgeomError("extend: every corpus entry must be a file path")
+    return list(paths)
+
+
 def _split(docs: list[np.ndarray], fraction: float) -> tuple[list, list]:
     if not 0 < fraction < 1:
         raise PosgeomError(f"heldout_fraction must be in (0, 1), got {fraction}")
@@ -190,6 +204,21 @@ def _windows(docs: list[np.ndarray], length: int, max_windows: int) -> list[np.n
     return [docs[starts[k][0]][starts[k][1] : starts[k][1] + length] for k in pick]
 
 
+@validate_params(
+    {
+        "target_length": [Interval(Integral, 2, None)],
+        "trained_length": [Interval(Integral, 1, None), None],
+        "heldout_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "max_windows": [Interval(Integral, 1, None)],
+        "measure_top": [Interval(Integral, 1, None), None],
+        "replicates": [Interval(Integral, 0, 0), Interval(Integral, 2, None)],
+        "seed": [Interval(Integral, 0, 2**63 - 1)],
+        "classes": [str],
+        "strategies": [Mapping, list, tuple, None],
+        "measure": [bool, Options({"full", "quick"}), None],
+        **{key: [bool] for key in ("overwrite", "report", "fit", "positions", "model_weights")},
+    }
+)
 def extend(
     model: Any,
     corpus: str | os.PathLike | Sequence[str | os.PathLike],
@@ -224,9 +253,16 @@ def extend(
     weights are read for the model-aware predictor (its plane use,
     :func:`posgeom.extension.usage.plane_use`; no forward). Returns the
     :class:`~posgeom.extension.ExtensionResult`."""
-    from posgeom.extension.scoring import score_strategies
+    from posgeom.extension.scoring import given_strategies, score_strategies
 
-    paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else list(corpus)
+    paths = _corpus_paths(corpus)
+    if strategies is not None:
+        given_strategies(strategies)  # refused before any work
+    if not isinstance(model, (str, os.PathLike)) and not is_decoder(model):
+        raise PosgeomError(
+            f"extend: model must be a model folder or name, a family spec, a posgeom decoder "
+            f"file or a CausalDecoder, not a {type(model).__name__}"
+        )
     embedding = str(classes).startswith("embedding:")
     encode = _encoder(model, tokenizer, gguf_file)
     weights = measure or embedding or (model_weights and not _is_spec(model))
@@ -234,8 +270,6 @@ def extend(
     encode = own or encode
     docs = read_documents(paths, encode)
     held: list[np.ndarray] = []
-    if measure not in (False, None, True, "full", "quick"):
-        raise PosgeomError(f"measure must be 'full' or 'quick', got {measure!r}")
     if measure and heldout is None:
         docs, held = _split(docs, heldout_fraction)
     elif measure:

@@ -26,7 +26,13 @@ from posgeom.extension.result import ExtensionResult, StrategyScore
 from posgeom.extension.strategies import Strategy, enumerate_strategies, longrope_strategy
 from posgeom.lags.counting import LagCounts
 
-__all__ = ["as_extension_model", "lag_vectors", "score_strategies", "strategy_from_parameters"]
+__all__ = [
+    "as_extension_model",
+    "given_strategies",
+    "lag_vectors",
+    "score_strategies",
+    "strategy_from_parameters",
+]
 
 
 def as_extension_model(model: Any, trained_length: int | None = None) -> ExtensionModel:
@@ -63,6 +69,11 @@ def strategy_from_parameters(name: str, rope_parameters: Mapping[str, Any]) -> S
     """A RoPE strategy from a ``rope_parameters`` dict as transformers 5 spells it."""
     from posgeom.encodings.rope_types import rope_type_of
 
+    if not isinstance(rope_parameters, Mapping):
+        raise PosgeomError(
+            f"strategy {name!r} is a {type(rope_parameters).__name__}, not a rope_parameters "
+            'object; give {"name": {"rope_type": ..., "rope_theta": ...}, ...}'
+        )
     params = dict(rope_parameters)
     if params.get("rope_theta") is None:
         raise PosgeomError(
@@ -302,11 +313,15 @@ def _usable(chosen: list[Strategy], positions: Any, target: int) -> tuple[list[S
     ]
 
 
-def _choose(model: ExtensionModel, strategies: Any, target: int) -> list[Strategy]:
-    if strategies is None:
-        return enumerate_strategies(model, model.trained_length, target)
+def given_strategies(strategies: Any) -> list[Strategy]:
+    """The strategies a caller gives (``{name: rope_parameters}`` or a list of strategies or
+    ``rope_parameters``), checked: at least one, each name once; one-line refusals."""
     if isinstance(strategies, Mapping):
         items = [strategy_from_parameters(str(k), v) for k, v in strategies.items()]
+    elif isinstance(strategies, (str, bytes)) or not isinstance(strategies, Sequence):
+        raise PosgeomError(
+            f"strategies must map names to rope_parameters, not a {type(strategies).__name__}"
+        )
     else:
         items = [
             s if isinstance(s, Strategy) else strategy_from_parameters(f"given {i}", s)
@@ -315,6 +330,13 @@ def _choose(model: ExtensionModel, strategies: Any, target: int) -> list[Strateg
     names = [s.name for s in items]
     if not items or len(set(names)) != len(names):
         raise PosgeomError("give at least one strategy, each name once")
+    return items
+
+
+def _choose(model: ExtensionModel, strategies: Any, target: int) -> list[Strategy]:
+    if strategies is None:
+        return enumerate_strategies(model, model.trained_length, target)
+    items = given_strategies(strategies)
     if model.family != "rope" and any(s.family == "rope" for s in items):
         raise PosgeomError(f"rope_parameters do not apply to a {model.family} model")
     return items

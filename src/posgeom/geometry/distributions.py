@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, Options, validate_params
+from posgeom._validation import Interval, Options, float_array, validate_params
 from posgeom.geometry.counts import count_matrix
 
 __all__ = ["PositionalDistributions", "plugin_roots", "positional_distributions"]
@@ -138,7 +138,7 @@ def _as_csr(matrix: Any, name: str) -> sp.csr_matrix:
     if sp.issparse(matrix):
         out = sp.csr_matrix(matrix, dtype=np.float64)
     else:
-        arr = np.asarray(matrix, dtype=np.float64)
+        arr = float_array(matrix, name)
         if arr.ndim != 2:
             raise PosgeomError(
                 f"{name} must be a 2-D (positions x vocabulary) array, got {arr.ndim}-D"

@@ -47,6 +47,7 @@ import scipy.sparse as sp
 from posgeom import _version
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom._outputs import check_output, stamped_kind
+from posgeom._validation import check_param, check_path
 from posgeom.io._arrayfiles import csr_from_parts, read_npz, read_safetensors, write_safetensors
 from posgeom.io._atomic import (
     atomic_path,
@@ -159,10 +160,10 @@ def save_artifact(
     overwrite : ``False`` refuses an existing ``path`` (atomically: never replaces a file that
         another writer created meanwhile).
 
-    Returns the file path. Written atomically (module docstring); a failed write raises a
-    one-line :class:`PosgeomError` and leaves the previous file as it was.
+    Returns the path. Atomic (module docstring): a failed write raises a one-line error.
     """
-    path = Path(path)
+    path = Path(check_path(path, "save_artifact: path"))
+    check_param("arrays", arrays, [Mapping], where="save_artifact")  # name -> array
     if format is None:
         format = "safetensors" if path.suffix == ".safetensors" else "npz"
     if format not in _FORMATS:
@@ -301,7 +302,7 @@ def load_artifact(
     """Load an artifact of :func:`save_artifact`, verifying kind, version and checksums: its
     ``(arrays, metadata)`` (sparse arrays as ``csr_matrix``; the user metadata given at save
     time). Any problem raises :class:`ArtifactError` naming the file, what differs and the fix."""
-    path = Path(path)
+    path = Path(check_path(path, "load_artifact: path"))
     flat, header = _read(path)
     _check_header(path, header, kind)
     _check_arrays(path, flat, header["arrays"])

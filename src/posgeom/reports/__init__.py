@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import validate_params
 
 __all__ = ["REPORT_NAME", "report", "repr_html", "results_folder", "writable"]
 
@@ -41,6 +42,14 @@ def writable(path: str | os.PathLike) -> Iterator[None]:
         ) from exc
 
 
+@validate_params(
+    {
+        "path": [str, os.PathLike, None],
+        "figures": [bool],
+        "title": [str, None],
+        "overwrite": [bool],
+    }
+)
 def report(
     result: Any,
     path: str | os.PathLike | None = None,

@@ -15,6 +15,7 @@ from posgeom._distance_matrix import (
     validated,
 )
 from posgeom._errors import PosgeomError
+from posgeom._validation import float_array
 
 EncodingKind = Literal["auto", "vectors", "distances"]
 
@@ -33,7 +34,7 @@ def encoding_distances(
         return as_distances(encoding, name).distances  # an encoding, an MDS result, an estimate
     if hasattr(encoding, "detach"):  # a torch tensor
         encoding = encoding.detach().cpu().double().numpy()
-    arr = np.asarray(encoding, dtype=np.float64)
+    arr = float_array(encoding, name)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, validate_params
+from posgeom._validation import Interval, float_array, validate_params
 from posgeom.scores._encoding import encoding_block, n_positions_of
 from posgeom.scores.stress import StressScores, stress_from_pair_sample, stress_from_sums
 
@@ -54,8 +54,19 @@ class DenseTarget:
         return self.distances[i, j]
 
 
+def _positions_of(target: Any) -> int:
+    """``target.n_positions`` of a distance provider, or a one-line refusal."""
+    n = getattr(target, "n_positions", None)
+    if n is None:
+        raise PosgeomError(
+            "target must be a distance provider with n_positions (posgeom.HellingerBlocks(mu), "
+            f"an estimate's blocks()), not a {type(target).__name__}"
+        )
+    return int(n)
+
+
 def _vectors(encoding: Any, n: int) -> np.ndarray:
-    x = np.asarray(getattr(encoding, "vectors", encoding), dtype=np.float64)
+    x = float_array(getattr(encoding, "vectors", encoding), "the encoding")
     if x.ndim != 2 or x.shape[0] != n:
         raise PosgeomError(f"expected (n={n}, d) position vectors, got shape {x.shape}")
     if not np.all(np.isfinite(x)):
@@ -69,7 +80,7 @@ def blocked_stress(
 ) -> StressScores:
     """Exact stress of an encoding (vectors, lag profile or distances) against a target provider,
     one block at a time (memory: one block of each)."""
-    n = target.n_positions
+    n = _positions_of(target)
     if n_positions_of(encoding) != n:
         raise PosgeomError(
             f"the encoding has {n_positions_of(encoding)} positions but the target has {n}"
@@ -134,7 +145,7 @@ def sampled_stress(
     scale-optimal stress and stress-1 are reported with the interval of the paper stress mapped
     through the same sample (a conservative approximation is documented as such).
     """
-    n = target.n_positions
+    n = _positions_of(target)
     x = _vectors(encoding, n)
     rng = np.random.default_rng(seed)
     i = rng.integers(0, n, n_pairs)

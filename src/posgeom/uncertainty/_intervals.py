@@ -11,6 +11,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_real, float_array
 
 __all__ = ["INTERVAL_METHODS", "Interval", "bootstrap_interval"]
 
@@ -92,7 +93,8 @@ def bootstrap_interval(
     bootstrap).
     """
     _check_level(level, method)
-    reps = np.asarray(replicates, dtype=np.float64).ravel()
+    check_real(estimate, "estimate")
+    reps = float_array(replicates, "replicates").ravel()
     if reps.size < 2 or not np.all(np.isfinite(reps)):
         raise PosgeomError(
             f"need at least 2 finite replicate values, got {reps.size}; count with --bootstrap B"

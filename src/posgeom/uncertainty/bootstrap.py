@@ -232,6 +232,8 @@ def bootstrap_scores(
     if rank_by not in keys or registry.get(rank_by).better is None:
         ranked = [s.name for s in chosen if s.better is not None]
         raise PosgeomError(f"rank_by must be one of {', '.join(ranked)}, got {rank_by!r}")
+    if not isinstance(encodings, Mapping) or not isinstance(fitted_encodings or {}, Mapping):
+        raise PosgeomError("encodings (and fitted_encodings) must map names to encodings")
     fitted = dict(fitted_encodings or {})
     names = [*encodings, *fitted]
     if len(names) < 1 or len(set(names)) != len(names):
@@ -346,6 +348,10 @@ def bootstrap_vector(
     if kind not in registry.available() or not registry.get(kind).interval:
         raise PosgeomError(f"kind must be one of {_with_interval()}, got {kind!r}")
     (score,) = _interval_scores([kind])
+    if isinstance(encodings, (str, bytes, Mapping)) or not isinstance(encodings, Sequence):
+        raise PosgeomError(
+            f"encodings must be a list (one per layer), not {type(encodings).__name__}"
+        )
     if len(encodings) < 1:
         raise PosgeomError("give at least one encoding (one per layer)")
     geo, mats = _replicates(

@@ -188,12 +188,6 @@ def reproduce(
     data = Path(data_dir)
     if not data.is_dir():
         raise PosgeomError(f"data folder {data} does not exist; pass --data the folder of corpora")
-    missing = [rel for _, _, rel, _ in CORPORA if not (data / rel).is_file()]
-    if missing:
-        raise PosgeomError(
-            f"data folder {data} lacks {', '.join(missing)}; pass --data the folder holding "
-            "sst2/ and imdb/"
-        )
     out = Path(output_dir)
     folder = out / "reproduction"
     cache = Path(cache_dir) if cache_dir is not None else folder / "cache"
@@ -201,6 +195,12 @@ def reproduce(
         out / "REPRODUCTION.md", kinds=("reproduction",), overwrite=overwrite, inputs=[data]
     )
     check_file_set(folder, overwrite=overwrite, keep=[cache])
+    missing = [rel for _, _, rel, _ in CORPORA if not (data / rel).is_file()]
+    if missing:
+        raise PosgeomError(
+            f"data folder {data} lacks {', '.join(missing)}; pass --data the folder holding "
+            "sst2/ and imdb/"
+        )
     steps = 2 * len(CORPORA) + 5 + ((len(CORPORA) + 1) if bootstrap else 0)
     prog = _Progress(steps, progress)
     model_path = _minilm()
