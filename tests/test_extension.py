@@ -108,6 +108,33 @@ def test_fit_recovers_factors_that_explain_the_geometry_exactly():
     assert fit.stress < 1e-4
 
 
+def test_constrained_fit_keeps_fast_planes_monotone_and_pays_for_in_window_change():
+    w0 = 10000.0 ** -(np.arange(0, 16, 2) / 16)  # periods 6 ... 19,869; L0 = 256
+    lags = np.unique(np.round(np.geomspace(1, L - 1, 30)).astype(int))
+    fast = 2 * np.pi / w0 < L0  # 4 planes turn fully inside L0
+    truth = np.where(fast, 1.0, np.linspace(1.0, 2.0, 8))  # monotone, fast planes untouched
+    v = rope_lag_vectors(w0 / truth, lags)
+    target = np.linalg.norm(v[:, None] - v[None], axis=-1)
+    kw = {"trained_length": L0, "target_length": L, "penalty": 0.0, "constrained": True}
+    free = fit_factors(w0, lags, target, change_penalty=0.0, **kw)
+    assert np.all(free.factors[fast] == 1.0) and np.all(np.diff(free.factors) >= 0)
+    assert free.stress < 1e-3  # the truth is inside the constraints: recovered
+    # a geometry that wants the fast planes moved: they stay, and the slow ones stay monotone
+    v = rope_lag_vectors(w0 / np.linspace(3.0, 1.0, 8), lags)
+    target = np.linalg.norm(v[:, None] - v[None], axis=-1)
+    loose = fit_factors(w0, lags, target, change_penalty=0.0, **kw)
+    tight = fit_factors(w0, lags, target, change_penalty=100.0, **kw)
+    for fit in (loose, tight):
+        assert np.all(fit.factors[fast] == 1.0) and np.all(np.diff(fit.factors) >= -1e-12)
+    # penalising the in-window change keeps the factors nearer 1 (a smaller change)
+    from posgeom.extension.usage import model_scores
+
+    u = np.full(8, 1 / 8)
+    change = [model_scores(u, w0, w0 / f.factors, 1.0, L0, L)["in_window_change"]
+              for f in (loose, tight)]  # fmt: skip
+    assert change[1] <= change[0]
+
+
 def test_extend_table_clamp_interpolate_gower():
     table = np.arange(12.0).reshape(4, 3)
     assert np.array_equal(extend_table(table, 6, "clamp")[4:], table[[3, 3]])

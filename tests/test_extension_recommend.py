@@ -103,11 +103,14 @@ def test_score_strategies_with_plane_use_recommends_by_the_record():
                               plane_use=model)  # fmt: skip
     values = result.predictors
     assert "model-aware" in values and "corpus + model" in values
-    family = load_record()["families"]["rope"]
+    family = load_record()["families"]["rope"]["transformers"]
     rec = result.recommendation
-    if family["default_predictor"] is None:  # the record validates no predictor: the fallback
+    if family["default_predictor"] is None and family["fallback_validated"]:  # the fallback
         assert rec["strategy"].name == "yarn x1.5 b32/1" and rec["predictor"] == family["fallback"]
         assert rec["strategy"].rope_parameters["factor"] == 1.5
+    elif family["default_predictor"] is None:  # nothing validated: no scaling
+        assert rec["strategy"].name == "none" and not rec["validated"]
+        assert result.rope_parameters == {"rope_type": "default", "rope_theta": 10000.0}
     else:
         vals = values[family["default_predictor"]]
         assert rec["strategy"].name == max(vals, key=vals.get)

@@ -61,7 +61,8 @@ def decoder_model(decoder: Any, name: str) -> ExtensionModel:
     l0 = int(c.trained_length)
     if c.position == "rope":
         params = {"rope_type": "default", "rope_theta": float(pos.base)}
-        return ExtensionModel("rope", name, l0, head_dim=pos.head_dim, rope_parameters=params)
+        return ExtensionModel("rope", name, l0, head_dim=pos.head_dim, rope_parameters=params,
+                              source="posgeom decoder")  # fmt: skip
     if c.position == "learned":
         table = pos.table().detach().double().numpy()
         return ExtensionModel("learned", name, l0, table=table)

@@ -20,6 +20,14 @@ with L-BFGS-B (numerical gradients) from three starts (no scaling, position inte
 ``lambda = s``, the ramp ``lambda_f = s^(f / (F - 1))``), keeping the lowest. ``D_lags`` is the
 corpus's estimated lag geometry at the lags up to ``L - 1``: where the corpus has no long-range
 signal the fit only sees noise there, and the penalty keeps phases inside those seen in training.
+
+**Constrained** (``constrained=True``, what ``posgeom extend`` fits; issue 23 item 3): the planes
+that turn fully inside ``L0`` (``2 pi / w_f < L0``: the fast planes, whose every kernel value the
+model was trained on) keep ``lambda_f = 1``; the others get factors non-decreasing from fast to
+slow (LongRoPE's monotone constraint), written ``log lambda = cumsum(delta)``, ``delta >= 0``;
+and the model-aware in-window change (:func:`posgeom.extension.usage.model_scores`, weighted by
+``use``, uniform without it) is added with weight ``change_penalty``, so a fit that moves the
+trained window pays for it.
 """
 
 from __future__ import annotations
@@ -99,6 +107,33 @@ def _objective(
     return float(stress + penalty * unseen.mean()), -w * d_w
 
 
+def _change(z: np.ndarray, w0: np.ndarray, use: np.ndarray, l0: int) -> tuple[float, np.ndarray]:
+    """In-window change ``sum_f u_f sum_k p_k (1 - cos(k (w_f - w0_f))) / 2`` (attention factor
+    1; ``p_k`` proportional to ``1/k``, ``k < L0``) and its gradient in ``z = log lambda``."""
+    k = np.arange(1, l0, dtype=np.float64)
+    p = (1.0 / k) / np.sum(1.0 / k)
+    w = w0 * np.exp(-z)
+    arg = k[:, None] * (w - w0)[None, :]
+    value = float(use @ (p @ (1.0 - np.cos(arg)) / 2.0))
+    d_w = use * (p @ (k[:, None] * np.sin(arg)) / 2.0)
+    return value, -w * d_w
+
+
+def _constrained(free: np.ndarray, args: tuple, extra: tuple) -> Any:
+    """The objective in the monotone increments ``delta`` of the free planes."""
+    w0, use, l0, mu = extra
+
+    def fn(delta: np.ndarray) -> tuple[float, np.ndarray]:
+        z = np.zeros(w0.size)
+        z[free] = np.cumsum(delta)
+        value, grad = _objective(z, *args)
+        change, d_change = _change(z, w0, use, l0)
+        grad = grad + mu * d_change
+        return value + mu * change, np.cumsum(grad[free][::-1])[::-1]
+
+    return fn
+
+
 def fit_factors(
     trained_freq: Any,
     lags: Any,
@@ -107,8 +142,13 @@ def fit_factors(
     trained_length: int,
     target_length: int,
     penalty: float = 1.0,
+    constrained: bool = False,
+    use: Any = None,
+    change_penalty: float = 1.0,
 ) -> FactorFit:
-    """Fit per-plane factors ``lambda`` to the ``(m, m)`` lag geometry ``target`` at ``lags``."""
+    """Fit per-plane factors ``lambda`` to the ``(m, m)`` lag geometry ``target`` at ``lags``
+    (``constrained``: fast planes fixed, monotone, in-window change penalised; module
+    docstring)."""
     from scipy.optimize import minimize
 
     from posgeom.lags.kernels import rope_lag_vectors
@@ -126,7 +166,22 @@ def fit_factors(
     f = w0.size
     starts = [np.zeros(f), np.full(f, np.log(s)), np.arange(f) / max(f - 1, 1) * np.log(s)]
     best = None
-    for z0 in starts:
+    if constrained:
+        free = np.flatnonzero(2.0 * np.pi / w0 >= trained_length)
+        weights = np.full(f, 1.0 / f) if use is None else np.asarray(use, dtype=np.float64)
+        fn = _constrained(free, args, (w0, weights, int(trained_length), float(change_penalty)))
+        n = free.size
+        ramp = np.arange(1, n + 1) / max(n, 1) * np.log(s)
+        for z0 in (np.zeros(n), ramp, np.full(n, np.log(s))):
+            delta0 = np.diff(np.concatenate([[0.0], z0]))
+            res = minimize(fn, delta0, jac=True, method="L-BFGS-B",
+                           bounds=[(0.0, upper)] * n, options={"maxiter": 500})  # fmt: skip
+            if best is None or res.fun < best.fun - 1e-12:
+                best = res
+        z = np.zeros(f)
+        z[free] = np.minimum(np.cumsum(best.x), upper)
+        best.x = z
+    for z0 in starts if not constrained else []:
         res = minimize(
             _objective, z0, args=args, jac=True, method="L-BFGS-B",
             bounds=[(0.0, upper)] * f, options={"maxiter": 500},

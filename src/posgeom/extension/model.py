@@ -51,6 +51,7 @@ class ExtensionModel:
     table: np.ndarray | None = field(default=None, repr=False)
     slopes: np.ndarray | None = field(default=None, repr=False)
     t5: Mapping[str, Any] = field(default_factory=dict)  # T5 buckets, or sinusoidal d / base
+    source: str = "transformers"  # or "posgeom decoder": which record scope applies
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:

@@ -33,7 +33,7 @@ import numpy as np
 
 from posgeom.extension.usage import model_scores
 
-__all__ = ["MODEL_AWARE", "predictor_values", "rank_sum", "with_corpus"]
+__all__ = ["MODEL_AWARE", "frequency_values", "predictor_values", "rank_sum", "with_corpus"]
 
 MODEL_AWARE = "model-aware"
 
@@ -81,11 +81,23 @@ def predictor_values(
     l0 = int(model.trained_length)
     own = Strategy("own", "rope", "none", dict(model.rope_parameters))
     w0, _ = own.frequencies(model, l0, l0)
+    freqs = {s.name: s.frequencies(model, target_length, l0) for s in strategies}
+    return frequency_values(w0, freqs, l0, int(target_length), use)
+
+
+def frequency_values(
+    trained_freq: np.ndarray, freqs: Mapping[str, tuple[np.ndarray, float]], trained_length: int,
+    target_length: int, use: Any = None,
+) -> dict[str, dict[str, float]]:  # fmt: skip
+    """:func:`predictor_values` from the frequencies: ``trained_freq`` ``(F,)`` the model's own,
+    ``freqs`` name -> ``(w', attention factor)`` at ``target_length``."""
+    w0 = np.asarray(trained_freq, np.float64)
     weights = np.full(w0.size, 1.0 / w0.size) if use is None else np.asarray(use, np.float64)
-    per = {}
-    for s in strategies:
-        w, att = s.frequencies(model, target_length, l0)
-        per[s.name] = _one(w0, w, att, weights, l0, int(target_length))
+    per = {
+        name: _one(w0, np.asarray(w, np.float64), float(att), weights, trained_length,
+                   target_length)
+        for name, (w, att) in freqs.items()
+    }  # fmt: skip
     names = list(per)
     out = {k: {n: per[n][k] for n in names} for k in per[names[0]]} if names else {}
     if use is None:

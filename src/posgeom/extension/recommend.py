@@ -12,8 +12,10 @@ than no scaling. A predictor is *validated* when it needs no forward and its pic
 validates one, and the recommendation is its pick; otherwise the table is ranked by the forward-
 free predictor with the best held-out mean Spearman (said to be unvalidated) and the
 recommendation is the **fallback**: YaRN with ``factor = L / L0`` (``beta_fast`` 32,
-``beta_slow`` 1, its attention factor), the mildest YaRN that covers the target, with the
-fallback's own record. A family without a record (learned, ALiBi, T5, NoPE) gets no
+``beta_slow`` 1, its attention factor), the mildest YaRN that covers the target, when the record
+validates it; when it does not either, the model's own parameters (no scaling), the one choice
+never measured worse than no scaling. The record has one scope per kind of model (``transformers``:
+SmolLM2's windows; ``posgeom decoder``: Track B's), chosen by ``ExtensionModel.source``. A family without a record (learned, ALiBi, T5, NoPE) gets no
 recommendation: ``rope_parameters.json`` is not written for it anyway.
 """
 
@@ -95,10 +97,19 @@ def _best_ranker(family: dict[str, Any], available: set[str]) -> str | None:
     return max(usable, key=held) if usable else None
 
 
+def scope_of(model: Any) -> dict[str, Any] | None:
+    """The record scope of ``model``: its family's entry for its source (a transformers model
+    or a family spec: ``transformers``; a posgeom decoder: ``posgeom decoder``), or None."""
+    family = load_record()["families"].get(model.family)
+    if family is None:
+        return None
+    return family.get(getattr(model, "source", "transformers")) or family.get("transformers")
+
+
 def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any] | None:
     """The recommendation for ``result`` (module docstring) given ``values`` (predictor ->
     strategy -> value, larger = better, :func:`posgeom.extension.predictors.predictor_values`)."""
-    family = load_record()["families"].get(result.model.family)
+    family = scope_of(result.model)
     if family is None:
         return None
     default = family["default_predictor"]
@@ -123,21 +134,28 @@ def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any
         return {**out, "strategy": strategy, "predictor": default, "validated": True, "why": why}
     fb = family["predictors"].get(family["fallback"])
     reason = (
-        "no forward-free predictor is validated for this family (record.json: its pick in the "
-        "measured top 2 and below none on every window)"
+        "no forward-free predictor is validated for this kind of model (record.json: its pick "
+        "in the measured top 2 and below none on every window)"
         if default is None
         else f"the validated predictor {default} needs the model's weights, which were not read"
     )
-    why = f"{reason}; recommending the fallback, YaRN with factor L/L0" + (
-        f" ({record_line('record', fb)}; validated: {bool(fb['validated'])})" if fb else ""
+    record = f" ({record_line('its record', fb)})" if fb else ""
+    if fb and fb["validated"]:
+        why = f"{reason}; the fallback, YaRN with factor L/L0, is validated{record}"
+        return {**out, "strategy": _fallback(result), "predictor": family["fallback"],
+                "validated": True, "why": why}  # fmt: skip
+    why = (
+        f"{reason}, and neither is the fallback, YaRN with factor L/L0{record}: keeping the "
+        "model's own rope parameters (no scaling), the only choice never measured worse than "
+        "no scaling; run --measure to choose on your own text"
     )
-    return {
-        **out,
-        "strategy": _fallback(result),
-        "predictor": family["fallback"],
-        "validated": bool(fb and fb["validated"]),
-        "why": why,
-    }
+    own = next((r.strategy for r in result.rows if r.strategy.kind == "none"), None)
+    if own is None:  # given strategies without it: the model's own parameters
+        from posgeom.extension.strategies import Strategy
+
+        own = Strategy("none", "rope", "none", dict(result.model.rope_parameters), "no scaling")
+    return {**out, "strategy": own, "predictor": "none (nothing validated)", "validated": False,
+            "why": why}  # fmt: skip
 
 
 def recommendation_lines(result: Any) -> list[str]:
@@ -149,7 +167,7 @@ def recommendation_lines(result: Any) -> list[str]:
     lines = [f"recommended: {rec['strategy'].name} ({rec['why']})"]
     by = rec.get("ranked_by")
     if by:
-        entry = load_record()["families"][result.model.family]["predictors"][by]
+        entry = scope_of(result.model)["predictors"][by]
         state = "validated" if rec.get("ranked_by_validated") else "NOT validated"
         lines.append(f"table ranked by {by} ({state}); {record_line('its record', entry)}")
     windows = "; ".join(f"{k}: {', '.join(v)}" for k, v in rec["windows"].items())

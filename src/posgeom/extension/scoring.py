@@ -137,14 +137,19 @@ def _lag_geometry(corpus: Any, model: ExtensionModel, target: int, opts: dict[st
     return lag_geometry(corpus, estimator=opts["estimator"], seed=opts["seed"])
 
 
-def _fitted(model: ExtensionModel, geo: Any, target: int, penalty: float) -> Strategy:
+def _fitted(
+    model: ExtensionModel, geo: Any, target: int, penalty: float, use: Any = None
+) -> Strategy:
+    """Per-plane factors fitted under issue 23's constraints (fast planes fixed, monotone,
+    in-window change penalised; :func:`posgeom.extension.fit.fit_factors`)."""
     from posgeom.extension.fit import fit_factors
 
     l0 = int(model.trained_length)
     w0, _ = Strategy("base", "rope", "none", _default_params(model)).frequencies(model, l0, l0)
     fit = fit_factors(
-        w0, geo.lags, geo.distances, trained_length=l0, target_length=target, penalty=penalty
-    )
+        w0, geo.lags, geo.distances, trained_length=l0, target_length=target, penalty=penalty,
+        constrained=True, use=None if use is None else use.weights,
+    )  # fmt: skip
     return longrope_strategy(
         model,
         l0,
@@ -152,7 +157,8 @@ def _fitted(model: ExtensionModel, geo: Any, target: int, penalty: float) -> Str
         fit.factors,
         "fitted",
         f"per-plane factors fitted to the corpus lag geometry (stress {fit.stress:.4g}, unseen "
-        f"phases {fit.unseen:.3g}, penalty {penalty:g}); attention factor 1",
+        f"phases {fit.unseen:.3g}, penalty {penalty:g}; fast planes fixed, monotone, in-window "
+        "change penalised); attention factor 1",
         kind="fitted",
         attention_factor=1.0,
     )
@@ -250,8 +256,9 @@ def score_strategies(
     }  # fmt: skip
     chosen, notes = _usable(_choose(m, strategies, target), position_distances, target)
     geo = _lag_geometry(corpus, m, target, opts)
+    use = _read_use(plane_use) if m.family == "rope" else None
     if fit and strategies is None and m.family == "rope":
-        chosen.append(_fitted(m, geo, target, unseen_penalty))
+        chosen.append(_fitted(m, geo, target, unseen_penalty, use))
     vectors = {
         s.name: lag_vectors(m, s, geo.lags, target, position_distances=position_distances)
         for s in chosen
@@ -271,19 +278,24 @@ def score_strategies(
     result = ExtensionResult.build(
         m, target, geo, rows, rank_by=rank_by, bootstrap=boot, notes=tuple(notes)
     )
-    return _recommended(result, plane_use) if m.family == "rope" else result
+    return _recommended(result, use) if m.family == "rope" else result
 
 
-def _recommended(result: ExtensionResult, plane_use: Any) -> ExtensionResult:
-    """``result`` with its predictors, the recommendation and the model's plane use."""
-    from posgeom.extension.predictors import predictor_values, with_corpus
-    from posgeom.extension.recommend import recommend
+def _read_use(plane_use: Any) -> Any:
+    """A :class:`~posgeom.extension.usage.PlaneUse` from itself or a model (None: None)."""
     from posgeom.extension.usage import PlaneUse
     from posgeom.extension.usage import plane_use as read_use
 
-    use = plane_use
-    if use is not None and not isinstance(use, PlaneUse):
-        use = read_use(use)
+    if plane_use is None or isinstance(plane_use, PlaneUse):
+        return plane_use
+    return read_use(plane_use)
+
+
+def _recommended(result: ExtensionResult, use: Any) -> ExtensionResult:
+    """``result`` with its predictors, the recommendation and the model's plane use."""
+    from posgeom.extension.predictors import predictor_values, with_corpus
+    from posgeom.extension.recommend import recommend
+
     rope = [r for r in result.rows if r.strategy.rope_parameters is not None]
     values = predictor_values(
         result.model, [r.strategy for r in rope], result.target_length,
