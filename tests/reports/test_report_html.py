@@ -115,13 +115,15 @@ def test_the_reproduction_folder_is_read_as_one():
     view = load_folder(REPO / "docs")
     assert view.kind == "reproduce"
     assert {p.title for p in view.parts} >= {"sst2_sentence", "imdb", "synthetic"}
-    assert any("arrays" in m for m in view.missing)
+    assert view.missing == ()  # nothing of a reproduction is missing: no "Not in this folder" box
+    assert any("keeps no distance matrices" in note for note in view.notes)
 
 
 @pytest.mark.e2e
 def test_report_of_the_reproduction_folder(tmp_path):
     page = report(REPO / "docs", tmp_path / "repro.html").read_text()
     assert page.count("<h2>reproduction") == 0 and "sst2_sentence" in page
+    assert "Not in this folder" not in page and "keeps no distance matrices" in page
     # the claim tables of REPRODUCTION.md ("paper vs ours", "does the conclusion survive")
     md = (REPO / "docs" / "REPRODUCTION.md").read_text()
     for heading in ("The paper's claims, ours beside them", "Which conclusions survive"):

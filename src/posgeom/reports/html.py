@@ -315,6 +315,8 @@ def _body(view: Any, figures: Sequence[RenderedFigure], level: int = 1) -> list[
             f'<div class="missing"><b>Not in this folder</b> (the report shows what is: '
             f"{_esc(present)}):<ul>{items}</ul></div>"
         )
+    if view.notes:  # what the folder is, not what it lacks: plain text, no warning box
+        parts.append("".join(f'<p class="note">{_esc(note)}</p>' for note in view.notes))
     for heading, header, rows in view.claims:  # a reproduction: REPRODUCTION.md's claim tables
         head = "".join(f"<th>{_esc(h)}</th>" for h in header)
         body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in r) + "</tr>" for r in rows)

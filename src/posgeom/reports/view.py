@@ -307,7 +307,7 @@ def _reproduce_folder(folder: Path) -> ResultView:
     missing = [] if parts else ["reproduction/*.json: no comparison results to show"]
     if "REPRODUCTION.md" not in present:
         missing.append("REPRODUCTION.md: the claims table")
-    missing.append("arrays: reproduce keeps no distance matrices (no heatmaps or MDS maps)")
+    notes.append("reproduce keeps no distance matrices, so this page has no heatmaps or MDS maps")
     return ResultView(
         "reproduce",
         f"reproduction in {folder}",
