@@ -241,6 +241,16 @@ def train(encoding: str, seed: int, ckpt_dir: Path, log) -> Any:
     return model
 
 
+def train_one(encoding: str, seed: int, ckpt_dir: Path, *, threads: int = 1) -> Path:
+    """Train (or find) the model of ``encoding`` and ``seed`` under ``ckpt_dir``; its path."""
+    import torch
+
+    torch.set_num_threads(threads)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    train(encoding, seed, ckpt_dir, lambda msg: print(msg, flush=True))
+    return ckpt_dir / f"{encoding}_seed{seed}.safetensors"
+
+
 def with_strategy(model, encoding: str, strategy: str, length: int):
     """Swap the model's position module for ``strategy`` at ``length`` (returns the model)."""
     import torch

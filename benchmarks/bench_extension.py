@@ -6,7 +6,9 @@
   RoPE strategy (``benchmarks/_extension_a.py``); writes ``docs/extension/track_a.jsonl``.
 - ``--track b``: byte-level decoders trained from scratch at length 128 with each position
   encoding and tested at 1x-8x (``benchmarks/_extension_b.py``); writes
-  ``docs/extension/track_b.jsonl`` (checkpoints under ``--work``).
+  ``docs/extension/track_b.jsonl`` (checkpoints under ``--work``). ``--track b --train-only
+  rope:0`` trains (or finds) one model, ``--work/rope_seed0.safetensors``, and measures nothing:
+  the decoder the README's ``posgeom extend`` example reads.
 - ``--track heldout``: issue 23's held-out windows (Pride and Prejudice, click's core.py): loss
   per token, short-context references (key tokens, LongPPL) and passkeys of every strategy
   (``benchmarks/_extension_heldout.py``); writes ``docs/extension/heldout.jsonl``.
@@ -62,7 +64,15 @@ def main(argv: list[str] | None = None) -> int:
         help="track b checkpoints, token caches",
     )
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--train-only",
+        metavar="ENCODING:SEED",
+        default=None,
+        help="with --track b: train (or find) this one model under --work and stop, e.g. rope:0",
+    )
     args = ap.parse_args(argv)
+    if args.train_only is not None and args.track != "b":
+        ap.error("--train-only goes with --track b")
     if args.track == "a":
         import _extension_a
 
@@ -78,6 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     elif args.track == "b":
         import _extension_b
 
+        if args.train_only is not None:
+            encoding, _, seed = args.train_only.partition(":")
+            if encoding not in _extension_b.ENCODINGS or not seed.isdigit():
+                ap.error(
+                    f"--train-only takes ENCODING:SEED, ENCODING one of {_extension_b.ENCODINGS}"
+                )
+            path = _extension_b.train_one(encoding, int(seed), args.work, threads=args.threads)
+            print(f"wrote {path}")
+            return 0
         _extension_b.run(args.out / "track_b.jsonl", args.work, threads=args.threads)
     elif args.track == "scores":
         import _extension_scores
