@@ -40,7 +40,7 @@ def _intro(results: dict[str, Any], chosen: dict[str, Any], meta: dict[str, Any]
     add("## How to run\n")
     add(
         '```bash\npip install "torch==2.13.0" && pip install -e ".[dev]"   # as in the README\n'
-        "posgeom reproduce --data ../shared/data -o docs\n```\n"
+        "posgeom reproduce --data ../shared/data -o docs --overwrite   # replaces this page\n```\n"
     )
     cpu, load = meta.get("cpu_seconds"), meta.get("load_average")
     cache = {True: "read from the cache", False: "counted (empty cache)"}.get(meta.get("cached"))
