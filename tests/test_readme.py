@@ -193,7 +193,7 @@ def page_script(page: Path) -> str:
     run, the bare ``pytest`` of the install block left to CI, each block announced."""
     parts = ["set -euo pipefail"]
     for k, block in enumerate(shell_blocks(page)):
-        parts.append(f"echo '### block {k + 1}' >&2")
+        parts.append(f'echo "### block {k + 1} at $SECONDS s" >&2')
         for line in block.splitlines():
             if re.match(r"\s*pip install", line):
                 line = ": checked by test_install_lines_name_extras_and_packages_that_are_installed"
@@ -233,15 +233,25 @@ def run_page(page_name: str, tmp_path: Path) -> None:
     assert len(blocks) == len(shell_blocks(page))
     assert "\r" not in out.stderr  # progress in a pipe is whole lines
     print(f"{page_name}: {len(blocks)} blocks in {took:.0f} s (budget {budget} s)")
+    print("\n".join(re.findall(r"### block \d+ at \d+ s|.*writing .*, about .* MB.*", out.stderr)))
+
+
+def _pages(kind: str) -> list:
+    """The pages of ``kind``, each with its budget (plus copying the checkout) as its timeout."""
+    return [
+        pytest.param(page, marks=pytest.mark.timeout(budget + 120), id=page)
+        for page, (of_kind, budget) in PLAN.items()
+        if of_kind == kind
+    ]
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("page_name", [p for p, (kind, _) in PLAN.items() if kind == "e2e"])
+@pytest.mark.parametrize("page_name", _pages("e2e"))
 def test_page_runs_as_written(page_name, tmp_path):
     run_page(page_name, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page_name", [p for p, (kind, _) in PLAN.items() if kind == "slow"])
+@pytest.mark.parametrize("page_name", _pages("slow"))
 def test_study_page_runs_as_written(page_name, tmp_path):
     run_page(page_name, tmp_path)
