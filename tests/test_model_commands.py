@@ -23,60 +23,21 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from scipy.spatial.distance import cdist, pdist, squareform  # noqa: E402
 
+from model_helpers import WORDS, tiny_bert  # noqa: E402
 from posgeom.cli.main import main  # noqa: E402
 from posgeom.models import mechanism_encodings  # noqa: E402
 
 torch.set_num_threads(1)
 
-WORDS = [f"w{k}" for k in range(20)]
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
 N = 6
-
-
-def _tokenizer_json(path, vocab):
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
-    )
-    tok.add_special_tokens(SPECIALS)
-    tok.save(str(path / "tokenizer.json"))
-    return tok
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A tiny random BERT saved with a WordLevel tokenizer, and a small text corpus."""
     root = tmp_path_factory.mktemp("tiny")
-    folder = root / "bert"
-    vocab = {t: i for i, t in enumerate(SPECIALS + WORDS)}
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=24,
-        max_position_embeddings=16,
-        pad_token_id=0,
-    )
-    model = transformers.BertModel(config).eval()
-    model.save_pretrained(folder)
-    tok = _tokenizer_json(folder, vocab)
-    (folder / "tokenizer_config.json").write_text(
-        json.dumps(
-            {
-                "tokenizer_class": "PreTrainedTokenizerFast",
-                "unk_token": "[UNK]",
-                "pad_token": "[PAD]",
-                "cls_token": "[CLS]",
-                "sep_token": "[SEP]",
-            }
-        )
-    )
+    built = tiny_bert(root / "bert")
+    folder, model, tok, vocab = built["folder"], built["model"], built["tok"], built["vocab"]
     rng = np.random.default_rng(0)
     texts = []
     for length in rng.integers(4, 12, size=40):
@@ -200,8 +161,9 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(
     totals, target, means = _reference(tiny, include_special)
     with np.load(out / "arrays.npz", allow_pickle=False) as arrays:
         np.testing.assert_array_equal(arrays["totals"], totals)
-        np.testing.assert_allclose(arrays["hellinger"], target, atol=1e-12)
-        estimated = arrays["target"]  # the default target: the recommended estimator's
+        # hellinger: the target (the recommended estimator's), the plug-in beside it
+        np.testing.assert_allclose(arrays["plugin_hellinger"], target, atol=1e-12)
+        estimated = arrays["hellinger"]
         np.testing.assert_allclose(arrays["layer_means"], means, atol=1e-5)
         table = arrays["encoding_learned"]
     from posgeom.corpus.counting import PositionCounts
@@ -239,6 +201,9 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(
     weight = tiny["model"].embeddings.position_embeddings.weight.detach().double().numpy()
     np.testing.assert_array_equal(table, weight[start : start + N])
     expected = _paper_stress(squareform(pdist(weight[start : start + N])), target)
+    got = summary["position_encodings_plugin"]["learned"]["paper"]  # against the plug-in
+    assert got == pytest.approx(expected, rel=1e-9)
+    expected = _paper_stress(squareform(pdist(weight[start : start + N])), estimated)
     assert summary["position_encodings"]["learned"]["paper"] == pytest.approx(expected, rel=1e-9)
 
 

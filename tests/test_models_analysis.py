@@ -126,16 +126,19 @@ def test_analyze_model_equals_a_direct_computation(minilm, texts, include_specia
     np.testing.assert_allclose(result.signal.stress["scale_optimal"], scale_t, rtol=1e-5)
     assert result.options["table_start_row"] == (0 if include_special else 1)
     assert result.counts.tokenizer["vocab_size"] == len(tok)  # recorded by the corpus API
-    # The target's own MDS, scored against it, beside the plug-in MDS scored against it.
+    # "mds" is the target's own MDS (as in compare), scored against the target; the plug-in
+    # scores beside it are against the plug-in matrix computed by hand.
     from posgeom.embed import classical_mds
     from posgeom.scores import stress
 
     with warnings.catch_warnings():  # the estimate need not be Euclidean
         warnings.simplefilter("ignore", RuntimeWarning)
         own = classical_mds(result.target, N - 1, model_dim=384)
-    got = result.target_scores["mds (target)"]["scale_optimal"]
-    assert got == pytest.approx(stress(own, result.target, kind="scale_optimal"), rel=1e-9)
-    assert got < result.target_scores["mds"]["scale_optimal"]
+    got = result.geometry.scores["mds"]["scale_optimal"]
+    assert got == pytest.approx(stress(own, result.target, kind="scale_optimal"), abs=1e-9)
+    plug = result.plugin_scores["mds"]["scale_optimal"]
+    assert plug == pytest.approx(stress(result.geometry.mds, target, kind="scale_optimal"))
+    assert "mds (target)" not in result.geometry.scores
 
 
 def test_plugin_target_is_the_papers_analysis(minilm, texts):
@@ -154,7 +157,7 @@ def test_plugin_target_is_the_papers_analysis(minilm, texts):
     np.testing.assert_allclose(result.target, target, atol=1e-12)
     np.testing.assert_allclose(result.signal.stress["paper"], paper, rtol=1e-5)
     np.testing.assert_allclose(result.signal.stress["scale_optimal"], scale_optimal, rtol=1e-5)
-    assert result.plugin_stress is None and result.target_scores is None
+    assert result.plugin_stress is None and result.plugin_scores == {}
 
 
 def test_layer_intervals_come_from_the_replicates(minilm, texts):

@@ -23,9 +23,8 @@ from posgeom._jsonfiles import finite_json
 from posgeom._version import __version__
 from posgeom.analysis.pipeline_result import sampled_note
 from posgeom.analysis.stationarity import StationarityResult, stationarity
-from posgeom.estimators._pipeline import PLUGIN_COLUMNS
 from posgeom.io.artifacts import json_default
-from posgeom.reports.markdown import markdown_table, rank_table, score_table
+from posgeom.reports.markdown import markdown_table, plugin_lines, rank_table, score_table
 from posgeom.reports.schema import HEAD_COLUMNS, heads_by_family
 from posgeom.reports.verdict import verdict_block
 from posgeom.reports.verdict_inputs import VerdictInputs, target_phrase
@@ -156,9 +155,7 @@ class ComparisonResult:
         lines += ["", *score_table(self.table)]
         if self.pipeline.sampled:
             lines += ["", sampled_note(self.pipeline.scorer.sample)]
-        if self._beside():
-            lines += ["", "Against the plug-in geometry (the paper's estimator):", ""]
-            lines += markdown_table(self._beside(), PLUGIN_COLUMNS)
+        lines += plugin_lines(self._beside())
         for fam, rows in heads_by_family(self.heads).items():
             lines += ["", f"{fam}, every head:", ""]
             lines += markdown_table(rows, HEAD_COLUMNS)
@@ -208,8 +205,7 @@ class ComparisonResult:
         if st.sampled:
             arrays["lag_edges"] = st.lag_edges
         arrays.update(getattr(p, "large_arrays", None) or {})
-        if getattr(p.noise, "pair_floor", None) is not None:
-            arrays["noise_pair_floor"] = p.noise.pair_floor
+        arrays.update(p.noise_arrays())
         if getattr(p, "plugin_distances", None) is not None:  # the plug-in D beside the estimate
             arrays["plugin_hellinger"] = p.plugin_distances
         if self.shepard and p.shepard_pairs is not None:

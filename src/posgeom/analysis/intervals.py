@@ -6,11 +6,12 @@ encodings of a comparison and on the ``"fitted"`` families refitted per replicat
 ``min(n - 1, d)``, ``low_rank_mds`` at its rank; a fitted family without a refit gets no
 interval), and writes into every row the schema's
 ``<key>_ci = [low, high]`` for every registered score with an interval
-(:func:`posgeom.scores.available`: every stress kind, the order scores), plus
-``p_first`` (the share of replicates in which the encoding is ranked
-first by scale-optimal stress, among every row). The summary's ``candidates`` are the same
-statistics over the candidates only (:func:`posgeom.reports.verdict_inputs.candidate_ranking`:
-the MDS fits of ``D`` and the baselines aside), which the verdict reads. Counts: ``posgeom count --bootstrap B`` (or
+(:func:`posgeom.scores.available`: every stress kind, the order scores), plus, for the
+candidates, ``p_first``: the share of replicates in which the encoding is ranked first by
+scale-optimal stress among the candidates (:func:`posgeom.reports.verdict_inputs.candidate_ranking`:
+the MDS fits of ``D`` and the baselines aside), the very number of the summary's
+``candidates.p_first``, which the verdict reads (the fits of ``D`` and the baselines have none).
+The summary's ``ranking`` and ``ranking_stability`` are over every row. Counts: ``posgeom count --bootstrap B`` (or
 ``count_positions(..., bootstrap=B)``); the intervals are the module's default (bias-aware, 95%).
 """
 
@@ -90,15 +91,20 @@ def attach_intervals(
             continue
         for name, iv in u.scores.items():  # every registered score with an interval
             row[f"{name}_ci"] = [iv.low, iv.high]
-        row["p_first"] = u.p_first
     from posgeom.reports.verdict_inputs import candidate_ranking
 
     names = list(bs.encodings)
     point = np.array([bs.encodings[n].scores[bs.rank_by].estimate for n in names])
+    candidates = candidate_ranking(
+        names, point, bs.replicate_ranking, level=bs.level, method=bs.method
+    )
+    first = candidates.get("p_first", {})
+    for row in table:  # one P(first) per row: among the candidates, as the verdict reads it
+        row.pop("p_first", None)
+        if row["encoding"] in first:
+            row["p_first"] = first[row["encoding"]]
     return {
-        "candidates": candidate_ranking(
-            names, point, bs.replicate_ranking, level=bs.level, method=bs.method
-        ),
+        "candidates": candidates,
         "n_replicates": bs.n_replicates,
         "level": bs.level,
         "method": bs.method,

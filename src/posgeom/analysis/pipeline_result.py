@@ -17,15 +17,12 @@ from posgeom.analysis.pipeline_scale import REFINE_SKIPPED
 from posgeom.embed.mds import MDSResult
 from posgeom.embed.rank import effective_ranks
 from posgeom.embed.refine import RefinedEmbedding
-from posgeom.estimators._pipeline import (
-    PLUGIN_COLUMNS,
-)
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.geometry.noise import NoiseFloor, SampledNoiseFloor
-from posgeom.reports.markdown import markdown_table, rank_table, score_table
+from posgeom.reports.markdown import plugin_lines, rank_table, score_table
 from posgeom.reports.schema import conventions
 from posgeom.reports.verdict import verdict_block
-from posgeom.reports.verdict_inputs import VerdictInputs, target_phrase
+from posgeom.reports.verdict_inputs import TRUSTED_ARRAY, VerdictInputs, target_phrase
 
 __all__ = ["PipelineResult", "sampled_note"]
 
@@ -177,11 +174,7 @@ class PipelineResult:
             lines += ["", sampled_note(self.scorer.sample)]
             if self.refined is None and self.options.get("refine"):
                 lines += ["", f"mds+smacof: not run. {REFINE_SKIPPED}."]
-        if self.plugin_scores:
-            lines += ["", "Against the plug-in geometry (the paper's estimator):", ""]
-            lines += markdown_table(
-                [{"encoding": k, **v} for k, v in self.plugin_scores.items()], PLUGIN_COLUMNS
-            )
+        lines += plugin_lines(self.plugin_scores)
         if self.rank_curve:
             lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
             lines += rank_table(self.rank_curve)
@@ -203,13 +196,20 @@ class PipelineResult:
             arrays["refined_coordinates"] = self.refined.coordinates
         if self.plugin_distances is not None:
             arrays["plugin_hellinger"] = self.plugin_distances
-        if getattr(self.noise, "pair_floor", None) is not None:
-            arrays["noise_pair_floor"] = self.noise.pair_floor
+        arrays.update(self.noise_arrays())
         arrays.update(self.large_arrays)
         if self.shepard_pairs is not None:
             arrays["shepard_pairs"] = self.shepard_pairs
             arrays.update({f"shepard_{k}": v for k, v in self.shepard.items()})
         return arrays
+
+    def noise_arrays(self) -> dict[str, np.ndarray]:
+        """``noise_pair_floor`` ``(n, n)`` and ``noise_trusted``, the mask of the pairs above
+        twice their floor whose share is the summary's ``trusted_pair_share`` (what a report's
+        heatmap shades); empty without an ``(n, n)`` floor."""
+        if getattr(self.noise, "pair_floor", None) is None:
+            return {}
+        return {"noise_pair_floor": self.noise.pair_floor, TRUSTED_ARRAY: self.noise.trusted()}
 
     def write(self, directory: str | os.PathLike) -> Path:
         """Write ``summary.json``, ``arrays.npz`` and ``table.md`` into an existing

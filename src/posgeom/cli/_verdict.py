@@ -10,14 +10,21 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def verdict_line(rows: Mapping[str, Mapping[str, Any]], *, estimator: str | None = None) -> str:
-    """``verdict: ...`` for score rows ``{encoding: scores}`` (``estimator``: the target's, when
-    known)."""
-    from posgeom.reports.verdict import one_line
-    from posgeom.reports.verdict_inputs import verdict_inputs
+def verdict_line(
+    rows: Mapping[str, Mapping[str, Any]], *, target: Mapping[str, Any] | None = None
+) -> str:
+    """``verdict: ...`` for score rows ``{encoding: scores}``; ``target``: the stored verdict
+    inputs of the target's results folder when known (their
+    :data:`~posgeom.reports.verdict_inputs.TARGET_FIELDS` name the target: estimator,
+    resolution, classes, smoothing), else it is "as given"."""
+    import dataclasses
 
-    summary = {"scores": dict(rows), "estimator": {"estimator": estimator} if estimator else {}}
-    return one_line(verdict_inputs("score", summary))
+    from posgeom.reports.verdict import one_line
+    from posgeom.reports.verdict_inputs import TARGET_FIELDS, verdict_inputs
+
+    vi = verdict_inputs("score", {"scores": dict(rows)})
+    named = {k: target[k] for k in TARGET_FIELDS if k in (target or {})}
+    return one_line(dataclasses.replace(vi, **named))
 
 
 def print_hints(result: Any) -> None:

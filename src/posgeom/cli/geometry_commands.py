@@ -190,16 +190,22 @@ def _split_key(spec: str, key: str | None) -> tuple[Path, str | None]:
     return Path(spec), key
 
 
+def _folder_document(p: Path) -> dict[str, Any]:
+    """The summary JSON of the results folder holding ``p`` (``summary.json`` or
+    ``comparison.json``), ``{}`` when there is none."""
+    from posgeom._jsonfiles import read_json
+
+    for name in ("summary.json", "comparison.json"):
+        if (p.parent / name).is_file():
+            return dict(read_json(p.parent / name))
+    return {}
+
+
 def _folder_geometry(p: Path) -> dict[str, Any]:
     """The pipeline summary of the results folder holding ``p`` (``summary.json``, or a
     comparison's ``geometry``), ``{}`` when there is none."""
-    from posgeom._jsonfiles import read_json
-
-    for name, part in (("summary.json", None), ("comparison.json", "geometry")):
-        if (p.parent / name).is_file():
-            doc = read_json(p.parent / name)
-            return dict(doc.get(part) or {}) if part else dict(doc)
-    return {}
+    doc = _folder_document(p)
+    return dict(doc.get("geometry") or {}) if "geometry" in doc else doc
 
 
 def _load_target(spec: str, key: str | None = None) -> Any:
@@ -231,20 +237,29 @@ def _load_target(spec: str, key: str | None = None) -> Any:
     return from_file(p, kind="distances", key=key).distances
 
 
-def _target_estimator(spec: str, key: str | None) -> str | None:
-    """The estimator of a results folder's target (its summary.json), or None when unknown."""
-    p, key = _split_key(spec, key)
-    summary = p.parent / "summary.json"
-    if key == "plugin_hellinger":
-        return "plugin"
-    if key not in (None, "hellinger") or not summary.is_file():
-        return None
-    from posgeom._jsonfiles import read_json
+def _target_block(spec: str, key: str | None) -> dict[str, Any]:
+    """What names the target a score reads from a results folder's arrays.npz: the folder's
+    stored verdict inputs for its ``hellinger`` array (``plugin_hellinger``: the
+    full-vocabulary plug-in); ``{}`` when unknown (a bare matrix, another key)."""
+    from posgeom.io.artifacts import is_artifact, read_sidecar
 
+    p, key = _split_key(spec, key)
+    plugin = {"estimator": "plugin", "resolution": "full"}
+    if key == "plugin_hellinger":
+        return plugin
+    if key not in (None, "hellinger", "target") or not is_artifact(p):
+        return {}
+    if key != "target" and "target" in (read_sidecar(p).get("arrays") or {}):
+        return plugin  # an analyze-model folder written when hellinger was the plug-in
     try:
-        return read_json(summary)["estimator"]["estimator"]
-    except (PosgeomError, KeyError, TypeError):
-        return None
+        doc = _folder_document(p)
+    except PosgeomError:
+        return {}
+    stored = (doc.get("verdict") or {}).get("inputs")
+    if stored:
+        return dict(stored)
+    block = doc.get("estimator") or {}  # folders without a verdict block
+    return {k: block[k] for k in ("estimator", "resolution") if block.get(k) is not None}
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -271,8 +286,7 @@ def _score(args: argparse.Namespace) -> int:
         print()
         return 0
     print("\n".join(score_table(rows)))
-    estimator = _target_estimator(args.target, args.target_key)
-    print(verdict_line(rows, estimator=estimator))
+    print(verdict_line(rows, target=_target_block(args.target, args.target_key)))
     return 0
 
 

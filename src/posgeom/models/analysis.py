@@ -6,11 +6,12 @@ token-id sequences for both halves, so positions line up exactly:
 
 1. counts ``C[i, t]`` for positions ``0..n-1`` (:func:`posgeom.corpus.counting.count_positions`,
    start-aligned, with the same special-token handling as the signal, recording the tokenizer's
-   identity), then the geometry pipeline
-   (:func:`posgeom.analysis.pipeline.analyze_counts`: positional distributions, the Hellinger target
-   ``D`` (chord convention, ``[0, sqrt 2]``), the MDS encoding, and the scores of every encoding
-   of the model's own positional mechanism from
-   :func:`~posgeom.models.mechanisms.mechanism_encodings`);
+   identity), then the geometry pipeline **on the target**
+   (:func:`posgeom.analysis.pipeline.analyze_counts` with the target's estimator and resolution:
+   the target ``D`` (chord convention, ``[0, sqrt 2]``), its MDS encoding ``mds``, its noise
+   floor on the target's token classes, and the scores of every encoding of the model's own
+   positional mechanism (:func:`~posgeom.models.mechanisms.mechanism_encodings`) against ``D``,
+   the plug-in scores beside), the same computation ``compare`` makes, so both say the same;
 2. the layer-wise signal (:func:`~posgeom.models.layerwise.layerwise_positional_signal`): the
    per-position mean hidden state of every layer, centred, its Euclidean distances scored against
    ``D`` with every stress kind, and the variance share explained by position.
@@ -59,7 +60,7 @@ from posgeom.models.mechanisms import (
     model_position_limit,
 )
 from posgeom.models.result import ModelAnalysis
-from posgeom.models.targets import AnalysisTarget, analysis_target, layer_intervals
+from posgeom.models.targets import AnalysisTarget, layer_intervals, target_name
 
 __all__ = ["ModelAnalysis", "analyze_model"]
 
@@ -166,28 +167,6 @@ def _model_info(model: torch.nn.Module) -> dict[str, Any]:
         "position_limit": model_position_limit(model),
         "parameters": int(sum(p.numel() for p in model.parameters())),
     }
-
-
-def _target_scores(
-    geometry: Any,
-    encodings: dict[str, Any],
-    references: dict[str, Any],
-    goal: AnalysisTarget,
-    seed: int,
-) -> dict[str, dict[str, Any]]:
-    """Every encoding the pipeline scored, scored again against the estimated target, and
-    ``mds (target)``: classical MDS of the target itself at the same rank and width (the best
-    Euclidean fit a position table could reach; MDS warns when the estimate is not Euclidean)."""
-    from posgeom.analysis.pipeline import score_encoding
-    from posgeom.embed.mds import classical_mds
-
-    mds = geometry.mds
-    own = classical_mds(goal.distances, mds.n_components, model_dim=mds.model_dim, seed=seed)
-    fitted = {"mds (target)": own, "mds": mds}
-    if getattr(geometry, "refined", None) is not None:
-        fitted["mds+smacof"] = geometry.refined
-    every = {**fitted, **encodings, **references}
-    return {name: score_encoding(enc, goal.distances, seed=seed) for name, enc in every.items()}
 
 
 def _layer_scores(distances: np.ndarray, target: np.ndarray, seed: int) -> dict[str, np.ndarray]:
@@ -308,6 +287,9 @@ def analyze_model(
     width = _model_width(model)
     references = _baselines(n, width, seed) if baselines else {}
     t0 = time.perf_counter()
+    name_of_target, fallback = target_name(counts, target)
+    # one pipeline on the target: its D, its MDS ("mds"), its noise floor (on the target's
+    # token classes), every encoding scored against it, the plug-in scores beside
     geometry = analyze_counts(
         counts,
         model_dim=width,
@@ -315,10 +297,14 @@ def analyze_model(
         refine=refine,
         noise=noise,
         seed=seed,
-        estimator="plugin",  # issue 9 part 4 will move this to the recommended estimator
+        estimator=name_of_target,
+        resolution=resolution,
     )
-    goal = analysis_target(
-        counts, estimator=target, seed=seed, plugin=geometry.distances, resolution=resolution
+    goal = AnalysisTarget(
+        distances=geometry.distances,
+        estimator=geometry.options["estimator"],
+        estimate=geometry.estimate,
+        fallback=fallback,
     )
     timings["geometry"] = time.perf_counter() - t0
 
@@ -348,11 +334,12 @@ def analyze_model(
             estimator=goal.estimator,
             seed=seed,
             level=level,
-            resolution=resolution,
+            # the replicates on the target's own classes (as compare's intervals)
+            resolution="full" if geometry.estimate is None else geometry.estimate.class_map,
         )
     )
     timings["intervals"] = time.perf_counter() - t0
-    plugin = goal.estimator == "plugin"
+    plugin = geometry.estimate is None  # the target is the full-vocabulary plug-in itself
     if not np.array_equal(signal.counts, np.asarray(counts.totals)):
         raise PosgeomError(  # pragma: no cover - a bug, not a user mistake
             "internal mismatch: the layer-wise token counts differ from the corpus counts"
@@ -372,7 +359,7 @@ def analyze_model(
         "seed": seed,
         "target": goal.estimator,
         "target_fallback": goal.fallback,
-        "resolution": "full" if goal.estimate is None else goal.estimate.resolution,
+        "resolution": geometry.options["resolution"],
         "bootstrap": None if goal.fallback else bootstrap,
         "level": level,
         "torch_threads": torch.get_num_threads(),
@@ -390,9 +377,6 @@ def analyze_model(
         timings=timings,
         layer_scores=_layer_scores(signal.distances, goal.distances, seed),
         target_geometry=goal,
-        plugin_stress=None if plugin else layer_stress(signal.distances, geometry.distances),
-        target_scores=None
-        if plugin
-        else _target_scores(geometry, encodings, references, goal, seed),
+        plugin_stress=None if plugin else layer_stress(signal.distances, geometry.plugin_distances),
         layer_intervals=intervals or None,
     )

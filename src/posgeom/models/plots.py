@@ -14,8 +14,8 @@ __all__ = ["plot_layers"]
 def plot_layers(analysis: Any, path: str | os.PathLike, *, title: str | None = None) -> Path:
     """PNG of a :class:`~posgeom.models.result.ModelAnalysis`: scale-optimal stress per layer
     against the target (with its bootstrap interval and the plug-in curve when present, and the
-    position table's and the MDS encoding's plug-in scores as lines), paper stress (log) and
-    R^2 per layer. Written atomically."""
+    learned position table's and the target's MDS encoding's scores against the same target as
+    lines, each labelled with it), paper stress (log) and R^2 per layer. Written atomically."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -35,12 +35,15 @@ def plot_layers(analysis: Any, path: str | os.PathLike, *, title: str | None = N
     plugin = (analysis.plugin_stress or {}).get("scale_optimal")
     if plugin is not None:
         ax.plot(x, plugin, "s--", c="C7", ms=4, label="layer signal (plug-in)")
+    against = f"target: {analysis.target_estimator}"  # the same D as the layer signal
     table = analysis.geometry.scores.get("learned")
     if table is not None:
-        ax.axhline(table["scale_optimal"], ls="--", c="C1", label="position table")
+        ax.axhline(
+            table["scale_optimal"], ls="--", c="C1", label=f"learned position table ({against})"
+        )
     mds = analysis.geometry.scores.get("mds")
     if mds is not None:
-        ax.axhline(mds["scale_optimal"], ls=":", c="C2", label="MDS encoding")
+        ax.axhline(mds["scale_optimal"], ls=":", c="C2", label=f"MDS encoding of D ({against})")
     ax.set_title("scale-optimal stress (lower = closer to D)")
     ax.legend(fontsize=8)
     ax = axes[1]

@@ -19,7 +19,7 @@ import numpy as np
 
 from posgeom._version import __version__
 from posgeom.models.mechanisms import PositionalMechanism
-from posgeom.reports.markdown import markdown_table, score_table
+from posgeom.reports.markdown import markdown_table, plugin_lines, score_table
 from posgeom.reports.schema import layer_columns, score_conventions
 from posgeom.reports.verdict import verdict_block
 from posgeom.reports.verdict_inputs import VerdictInputs, target_phrase
@@ -109,8 +109,9 @@ class ModelAnalysis:
         mechanisms: the model's positional mechanisms (detection order).
         encodings: key -> :class:`posgeom.encodings.PositionEncoding` of the mechanisms (n rows).
         counts: :class:`~posgeom.corpus.counting.PositionCounts` of the corpus at ``n``.
-        geometry: :class:`~posgeom.analysis.pipeline.PipelineResult` on the plug-in geometry (plug-in
-            ``D``, MDS, every score).
+        geometry: :class:`~posgeom.analysis.pipeline.PipelineResult` on the target (its ``D``,
+            its MDS ``mds``, its noise floor on the target's token classes, every encoding scored
+            against it, the plug-in scores beside: ``geometry.plugin_scores``).
         signal: :class:`~posgeom.models.layerwise.LayerwiseSignal` with ``stress`` against the
             target (:attr:`target`).
         options: every option that shaped the numbers.
@@ -119,7 +120,6 @@ class ModelAnalysis:
             geometry the signal is scored against); ``None`` reads as the plug-in.
         plugin_stress: kind -> ``(L+1,)`` stress of the layers against the plug-in ``D`` (when
             the target is another estimator; else ``signal.stress`` is that).
-        target_scores: encoding -> scores against the target (when it is not the plug-in).
         layer_intervals: kind -> :class:`~posgeom.uncertainty.bootstrap.VectorIntervals` of the
             layer stress against the target, from bootstrap replicates (or ``None``).
         layer_scores: every registered score (:func:`posgeom.scores.available`) -> ``(L+1,)``
@@ -139,7 +139,6 @@ class ModelAnalysis:
     layer_scores: dict[str, np.ndarray] | None = None
     target_geometry: Any = None
     plugin_stress: dict[str, np.ndarray] | None = None
-    target_scores: dict[str, dict[str, Any]] | None = None
     layer_intervals: dict[str, Any] | None = None
 
     @property
@@ -154,24 +153,22 @@ class ModelAnalysis:
 
     @property
     def target_resolution(self) -> str | None:
-        """The token classes the target identifies (``"full"`` for the plug-in; ``None`` when
-        the estimate does not record it)."""
-        if self.target_estimator == "plugin":
-            return "full"
-        return getattr(self.target_geometry.estimate, "resolution", None)
+        """The token classes the target identifies (``"full"`` for the plug-in)."""
+        return self.geometry.options.get("resolution")
+
+    @property
+    def plugin_scores(self) -> dict[str, dict[str, float]]:
+        """Encoding -> scores against the plug-in ``D`` (empty when the target is the plug-in:
+        then ``geometry.scores`` are those)."""
+        return dict(self.geometry.plugin_scores)
 
     report_kind = "analyze-model"  # rendered by posgeom.reports (report(), Jupyter)
     report_title = "model analysis"
 
     def report_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays a report draws (the geometry's: totals, MDS, noise floor; ``hellinger``
-        the target, the plug-in beside it: :func:`posgeom.reports.view.target_arrays`)."""
-        from posgeom.reports.view import target_arrays
-
-        arrays = dict(self.geometry.report_arrays())
-        if self.target_estimator != "plugin":
-            arrays["target"] = self.target
-        return target_arrays(arrays)
+        """The arrays a report draws: the geometry's (``hellinger`` the target, ``plugin_hellinger``
+        the plug-in beside it, the MDS of the target, the noise floor and its mask)."""
+        return dict(self.geometry.report_arrays())
 
     def _repr_html_(self) -> str:
         from posgeom.reports import repr_html
@@ -181,14 +178,13 @@ class ModelAnalysis:
     @property
     def target(self) -> np.ndarray:
         """The ``(n, n)`` target the layers are scored against (chord convention)."""
-        return (
-            self.plugin_target if self.target_geometry is None else self.target_geometry.distances
-        )
+        return self.geometry.distances
 
     @property
     def plugin_target(self) -> np.ndarray:
-        """The ``(n, n)`` plug-in Hellinger chord matrix of the counts."""
-        return self.geometry.distances
+        """The ``(n, n)`` plug-in Hellinger chord matrix of the counts (full vocabulary)."""
+        beside = self.geometry.plugin_distances
+        return self.geometry.distances if beside is None else beside
 
     def layer_rows(self) -> list[dict[str, Any]]:
         """One dict per layer: name, variance explained, mean distance, every stress kind."""
@@ -261,8 +257,10 @@ class ModelAnalysis:
                 "target": f"{self.target_estimator} estimate of the Hellinger chord geometry "
                 "D_ij = ||sqrt(mu_i) - sqrt(mu_j)|| of the positional distributions, range "
                 "[0, sqrt 2] (plugin: the chord of the observed frequencies)",
-                "plugin": "position_encodings, geometry and plugin_stress_* are scored against "
-                "the plug-in chord of the observed frequencies",
+                "plugin": "position_encodings_plugin, geometry.plugin_scores and plugin_stress_* "
+                "are scored against the plug-in chord of the observed frequencies (full "
+                "vocabulary); position_encodings, geometry (its D, mds, noise floor, scores) and "
+                "the layers' stress_* against the target",
                 "intervals": "stress_<kind>_low/high: bootstrap intervals (half-sample replicates "
                 "of the counts, target re-estimated on each; posgeom.uncertainty.bootstrap)",
                 "layer_signal": "per-position mean hidden state m_l(i), centred over positions; "
@@ -280,10 +278,11 @@ class ModelAnalysis:
                 for key in self.encodings
                 if key in self.geometry.scores
             },
-            "position_encodings_target": self.target_scores,
+            "position_encodings_plugin": {
+                key: self.plugin_scores[key] for key in self.encodings if key in self.plugin_scores
+            },
             "layer_intervals": {k: v.as_dict() for k, v in (self.layer_intervals or {}).items()},
             "geometry": geometry,
-            "target_resolution": self.target_resolution,
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
         }
         out["verdict"] = verdict_block(self.report_kind, out)
@@ -312,11 +311,9 @@ class ModelAnalysis:
             "",
         ]
         lines += self._layer_table(s["layers"])
-        if self.target_scores:
-            lines += ["", f"## Encodings against the target ({self.target_estimator})", ""]
-            lines += score_table(self.target_scores)
-        lines += ["", "## Encodings against the corpus geometry (plug-in)", ""]
+        lines += ["", f"## Encodings against the target ({self.target_estimator})", ""]
         lines += score_table(self.geometry.scores)
+        lines += plugin_lines(self.plugin_scores)
         lines += ["", s["verdict"]["line"]]
         return "\n".join(lines) + "\n"
 
@@ -354,13 +351,11 @@ class ModelAnalysis:
         out.mkdir(parents=True, exist_ok=True)
         sig = self.signal
         arrays: dict[str, Any] = {
-            "hellinger": self.plugin_target,
-            "totals": np.asarray(self.counts.totals),
+            **self.report_arrays(),  # hellinger: the target; plugin_hellinger beside it
             "layer_counts": sig.counts,
             "layer_means": sig.means,
             "layer_distances": sig.distances,
             "variance_explained": sig.variance_explained,
-            "mds_embedding": self.geometry.mds.embedding,
         }
         for kind, values in (sig.stress or {}).items():
             arrays[f"stress_{kind}"] = values
@@ -371,8 +366,6 @@ class ModelAnalysis:
             arrays[f"plugin_stress_{kind}"] = values
         for kind, iv in (self.layer_intervals or {}).items():
             arrays[f"stress_{kind}_low"], arrays[f"stress_{kind}_high"] = iv.low, iv.high
-        if self.target_geometry is not None:
-            arrays["target"] = self.target
         for key, enc in self.encodings.items():
             arrays[f"encoding_{key}"] = enc.vectors if enc.vectors is not None else enc.distances
         meta = {

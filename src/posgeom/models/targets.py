@@ -22,7 +22,13 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["AnalysisTarget", "analysis_target", "layer_intervals", "target_estimators"]
+__all__ = [
+    "AnalysisTarget",
+    "analysis_target",
+    "layer_intervals",
+    "target_estimators",
+    "target_name",
+]
 
 INTERVAL_KINDS = ("scale_optimal", "paper")
 
@@ -47,6 +53,34 @@ class AnalysisTarget:
     fallback: bool = False  # the recommended estimator could not run: the plug-in instead
 
 
+def target_name(counts: Any, estimator: str, *, warn: bool = True) -> tuple[str, bool]:
+    """``(name, fallback)``: the estimator a model analysis's target is made with. A named
+    estimator is itself; ``"recommended"`` is :func:`posgeom.estimators.choose_estimator`'s
+    choice, and where it cannot run on these counts (e.g. a position with one sample) the
+    plug-in chord, ``fallback = True`` and a warning."""
+    from posgeom.estimators import choose_estimator
+
+    if estimator not in target_estimators():
+        raise PosgeomError(
+            f"unknown target estimator {estimator!r}; choose one of "
+            f"{', '.join(target_estimators())} (plugin: the paper's plug-in chord)"
+        )
+    if estimator == "plugin":
+        return "plugin", False
+    base = getattr(counts, "base", counts)  # bootstrap counts: the counts themselves
+    name, why = choose_estimator(estimator, base)  # the one "recommended" rule
+    if why is None:
+        return name, False
+    if warn:
+        warnings.warn(
+            f"the recommended estimator does not apply to these counts ({why}); the target is "
+            "the plug-in chord instead (pass --estimator plugin to say so, or more text)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return "plugin", True
+
+
 def analysis_target(
     counts: Any,
     *,
@@ -57,29 +91,20 @@ def analysis_target(
 ) -> AnalysisTarget:
     """Estimate the positional geometry of ``counts`` (chord convention, unpooled) at
     ``resolution`` (:mod:`posgeom.estimators.resolution`; the estimate records the one used).
+    (:func:`posgeom.models.analyze_model` takes its target from its geometry pipeline instead,
+    so that the target, its MDS and its noise floor are one computation.)
 
     ``plugin``: the plug-in matrix already computed (the pipeline's), returned as is for
     ``estimator="plugin"`` so that the plug-in target is the very matrix the pipeline scored.
     """
-    from posgeom.estimators import choose_estimator, estimate_geometry
+    from posgeom.estimators import estimate_geometry
 
-    if estimator not in target_estimators():
-        raise PosgeomError(
-            f"unknown target estimator {estimator!r}; choose one of "
-            f"{', '.join(target_estimators())} (plugin: the paper's plug-in chord)"
+    name, fallback = target_name(counts, estimator, warn=plugin is not None)
+    if name == "plugin" and plugin is not None:
+        return AnalysisTarget(
+            distances=plugin, estimator="plugin", estimate=None, fallback=fallback
         )
-    if estimator == "plugin" and plugin is not None:
-        return AnalysisTarget(distances=plugin, estimator="plugin", estimate=None)
-    base = getattr(counts, "base", counts)  # bootstrap counts: the counts themselves
-    name, why = choose_estimator(estimator, base)  # the one "recommended" rule
-    if why is not None and plugin is not None:
-        warnings.warn(
-            f"the recommended estimator does not apply to these counts ({why}); the target is "
-            "the plug-in chord instead (pass --estimator plugin to say so, or more text)",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return AnalysisTarget(distances=plugin, estimator="plugin", estimate=None, fallback=True)
+    base = getattr(counts, "base", counts)
     estimate = estimate_geometry(base, estimator=name, seed=seed, resolution=resolution)
     return AnalysisTarget(
         distances=np.asarray(estimate.distances, dtype=np.float64),

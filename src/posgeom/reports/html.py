@@ -30,6 +30,7 @@ from posgeom.reports.schema import (
     with_interval_text,
 )
 from posgeom.reports.verdict import rank_curve_caption, verdict
+from posgeom.reports.verdict_inputs import trusted_pairs
 
 __all__ = ["RenderedFigure", "figure_groups", "figures_of", "html_table", "render_html"]
 
@@ -63,12 +64,21 @@ class RenderedFigure:
 
 
 def _trusted(view: Any) -> np.ndarray | None:
-    a = view.arrays
-    if "noise_pair_floor" not in a or "hellinger" not in a:
-        return None
-    scale = np.sqrt(2.0) if view.convention == "normalized" else 1.0  # the floor is in chord units
-    plug = a.get("plugin_hellinger", a["hellinger"])  # the floor is the plug-in's
-    return plug * scale > 2.0 * a["noise_pair_floor"]
+    """The mask the verdict's noise share counts (:func:`trusted_pairs`), or None."""
+    return trusted_pairs(view.arrays, view.verdict)
+
+
+def _heatmap_caption(view: Any) -> str:
+    """The heatmap's caption: what the shading is, with the verdict's share of pairs."""
+    vi = view.verdict
+    head = "The target geometry D. Bright = far apart. The strip above counts samples per position"
+    if _trusted(view) is None or vi is None or vi.noise_share is None:
+        return head + "."
+    classes = "" if vi.resolution in (None, "full") else f" of the {vi.resolution} token classes"
+    return (
+        f"{head}; pale cells are the {100 * (1 - vi.noise_share):.0f}% of pairs below twice their "
+        f"noise floor{classes} (the verdict's {100 * vi.noise_share:.0f}% are above it)."
+    )
 
 
 def _estimator(view: Any) -> str:
@@ -112,8 +122,7 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
         )
         yield (
             "heatmap",
-            "The target geometry D. Bright = far apart. The strip above counts samples per "
-            "position; pale cells are pairs below twice their noise floor." + shrunk,
+            _heatmap_caption(view) + shrunk,
             lambda: F.heatmap(
                 a["hellinger"],
                 convention=conv,

@@ -12,7 +12,7 @@ from typing import Any
 
 from posgeom.reports.schema import Column, rank_columns, score_columns, with_interval_text
 
-__all__ = ["cell", "markdown_table", "rank_table", "score_table"]
+__all__ = ["PLUGIN_HEADING", "cell", "markdown_table", "plugin_lines", "rank_table", "score_table"]
 
 
 def cell(value: Any, spec: str) -> str:
@@ -60,6 +60,29 @@ def score_table(scores: Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, 
     else:
         rows = list(scores)
     return markdown_table(with_interval_text(rows), score_columns())
+
+
+PLUGIN_HEADING = (
+    "Against the plug-in geometry (the paper's estimator, full vocabulary: another target than "
+    "the verdict's):"
+)
+
+
+def plugin_lines(
+    scores: Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, Any]],
+) -> list[str]:
+    """The block of plug-in scores shown beside an estimate's (a blank line, the heading that
+    labels them as another target, the table); empty without any. ``scores``: rows with
+    ``encoding``, or ``{name: scores}``."""
+    from posgeom.estimators._pipeline import PLUGIN_COLUMNS
+
+    if isinstance(scores, Mapping):
+        rows = [{"encoding": name, **s} for name, s in scores.items()]
+    else:
+        rows = list(scores)
+    if not rows:
+        return []
+    return ["", PLUGIN_HEADING, "", *markdown_table(rows, PLUGIN_COLUMNS)]
 
 
 def rank_table(curve: Sequence[Mapping[str, Any]]) -> list[str]:

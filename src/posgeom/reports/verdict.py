@@ -31,6 +31,7 @@ from posgeom.reports.schema import interval
 from posgeom.reports.verdict_inputs import VerdictInputs, baselines, target_phrase, verdict_inputs
 
 __all__ = [
+    "baselines_as_good",
     "noise_verdict",
     "one_line",
     "rank_curve_caption",
@@ -115,6 +116,31 @@ def _neighbours(vi: VerdictInputs, ranked: list[dict[str, Any]]) -> list[tuple[s
     return out
 
 
+def _baseline_scores(vi: VerdictInputs) -> dict[str, float]:
+    return {
+        str(r["encoding"]): float(r["scale_optimal"])
+        for r in vi.rows
+        if str(r["encoding"]) in baselines() and r.get("scale_optimal") is not None
+    }
+
+
+def baselines_as_good(vi: VerdictInputs) -> list[str]:
+    """The baselines (random, NoPE) whose scale-optimal stress is at most the closest
+    candidate's: the ranking of the candidates then says nothing about shape."""
+    ranked = vi.candidates
+    if not ranked:
+        return []
+    base, best = _baseline_scores(vi), float(ranked[0]["scale_optimal"])
+    return [b for b in baselines() if b in base and base[b] <= best]
+
+
+_TRIPLES = (
+    "they measure how precisely the scores of this corpus sample are estimated from the "
+    "sampled triples, not whether the ranking would survive another sample of the corpus, which "
+    "is not measured (count with --bootstrap B)"
+)
+
+
 def ranking_verdict(vi: VerdictInputs) -> list[str]:
     """Sentences on the candidates' ranking by scale-optimal stress: which is closest in shape,
     whether a baseline does as well, and whether the ranking is stable."""
@@ -127,12 +153,8 @@ def ranking_verdict(vi: VerdictInputs) -> list[str]:
         f"By shape (scale-optimal stress against the {vi.estimator or 'given'} target) the "
         f"closest encoding is {names[0]} ({so[0]:.3g}), then {names[1]} ({so[1]:.3g})."
     ]
-    base = {
-        str(r["encoding"]): float(r["scale_optimal"])
-        for r in vi.rows
-        if str(r["encoding"]) in baselines() and r.get("scale_optimal") is not None
-    }
-    beating = [b for b in baselines() if b in base and base[b] <= so[0]]
+    base = _baseline_scores(vi)
+    beating = baselines_as_good(vi)
     if beating:
         out.append(
             f"But the {' and '.join(beating)} baseline does as well or better "
@@ -156,6 +178,9 @@ def ranking_verdict(vi: VerdictInputs) -> list[str]:
                 f"scale-optimal stress includes 0 for {shown}. More data, or pooling positions, "
                 "separates them."
             )
+        elif vi.interval_source == "sampled_triples":
+            what = "overlap for " + ", ".join(p for p, _ in ties) if ties else "do not overlap"
+            out.append(f"The intervals of the sampled triples {what}; {_TRIPLES}.")
         elif ties:
             out.append(
                 "The ranking is not stable: the intervals overlap for "
@@ -277,7 +302,10 @@ def _ranking_phrase(vi: VerdictInputs) -> str:
         how = "stability not measured: count with --bootstrap B"
     else:
         _, ok, ev = pairs[0]
-        if ev == "intervals":
+        if ev == "intervals" and vi.interval_source == "sampled_triples":
+            how = ("separated" if ok else "not separated") + " by the sampled-triples intervals; "
+            how += "stability over another corpus sample not measured: count with --bootstrap B"
+        elif ev == "intervals":
             how = ("separated" if ok else "not separated") + " by the intervals"
         else:
             level = f"{100 * float((vi.uncertainty or {}).get('level', 0.95)):.0f}%"
@@ -320,11 +348,23 @@ def one_line(vi: VerdictInputs) -> str:
     if share is None:
         parts.append("noise floor not estimated")
     else:
-        grade = "most" if share >= 0.8 else ("part" if share >= 0.3 else "little")
-        parts.append(f"{100 * share:.0f}% of pairs above twice the noise floor ({grade} of it)")
+        grade = (
+            "most of it"
+            if share >= 0.8
+            else ("part of it" if share >= 0.3 else "little of it: mostly sampling noise")
+        )
+        parts.append(f"{100 * share:.0f}% of pairs above twice the noise floor ({grade})")
     phrase = _layer_phrase(vi) if vi.layers else _ranking_phrase(vi)
     if phrase:
         parts.append(phrase)
+    beating = [] if vi.layers else baselines_as_good(vi)
+    if beating:
+        base = _baseline_scores(vi)
+        shown = ", ".join(f"{b} {base[b]:.3g}" for b in beating)
+        parts.append(
+            f"but the {' and '.join(beating)} baseline does as well ({shown}): this ranking "
+            "says nothing about shape"
+        )
     if (share is not None and share < 0.8) or "not separated" in (phrase or ""):
         parts.append("to firm it up: more data, pool positions or coarsen the vocabulary")
     return "verdict: " + "; ".join(parts) + "."

@@ -29,15 +29,36 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "TARGET_FIELDS",
     "VerdictInputs",
     "baselines",
     "candidate_ranking",
     "is_candidate",
     "target_phrase",
+    "trusted_pairs",
     "verdict_inputs",
 ]
 
-_ROW_KEYS = ("encoding", "scale_optimal", "scale_optimal_ci", "paper", "paper_ci", "p_first")
+_ROW_KEYS = (
+    "encoding",
+    "scale_optimal",
+    "scale_optimal_ci",
+    "paper",
+    "paper_ci",
+    "p_first",
+    "sampled",
+)
+TRUSTED_ARRAY = "noise_trusted"  # arrays.npz: the (n, n) mask the noise share counts
+# what names a target (the target phrase): carried by `score` from a folder's stored inputs
+TARGET_FIELDS = (
+    "estimator",
+    "resolution",
+    "classes",
+    "n_classes",
+    "resolution_rule",
+    "smoothing_slope",
+    "convention",
+)
 _LAYER_KEYS = ("layer", "stress_scale_optimal", "stress_scale_optimal_ci")
 
 
@@ -125,7 +146,11 @@ class VerdictInputs:
     ``p_first``); ``layers``: ``layer``, ``stress_scale_optimal`` and its ``_ci``; ``noise_share``:
     the share of pairs above twice their noise floor (``None``: not estimated);
     ``uncertainty``: ``n_replicates``, ``level``, ``method`` and the candidates' ranking
-    statistics (:func:`candidate_ranking`)."""
+    statistics (:func:`candidate_ranking`). ``interval_source``: what the rows' intervals
+    measure: ``"bootstrap"`` (replicates of the corpus counts: another sample of the corpus),
+    ``"sampled_triples"`` (a long context's scores estimated from a sample of position triples:
+    how precisely the scores of *this* corpus sample are computed, not how they would vary with
+    another one) or ``None`` (no intervals)."""
 
     kind: str
     estimator: str | None
@@ -144,6 +169,7 @@ class VerdictInputs:
     uncertainty: dict[str, Any] | None = None
     layer_level: float | None = None
     rank_curve: tuple[dict[str, Any], ...] = field(default=())
+    interval_source: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
@@ -256,28 +282,57 @@ def verdict_inputs(kind: str, summary: Mapping[str, Any]) -> VerdictInputs | Non
     if kind == "compare":
         base = _from_geometry(kind, summary.get("geometry", {}))
         rows, curve = summary.get("table", []), summary.get("rank_curve", [])
-    elif kind == "analyze-model":
-        base = _from_geometry(kind, summary.get("geometry", {}))
-        target = (summary.get("options") or {}).get("target")
-        if target is not None and target != base["estimator"]:
-            base["estimator"], base["resolution"] = str(target), summary.get("target_resolution")
-            base.update(classes=None, n_classes=None, resolution_rule=None)  # the plug-in's
-        scores = summary.get("position_encodings_target") or summary.get("position_encodings", {})
-        rows = [{"encoding": k, **v} for k, v in scores.items()]
-        curve = []
+    elif kind == "analyze-model":  # its geometry is the target's pipeline
+        geometry = summary.get("geometry", {})
+        base = _from_geometry(kind, geometry)
+        rows = [{"encoding": k, **v} for k, v in (geometry.get("scores") or {}).items()]
+        curve = geometry.get("rank_curve", [])
     else:
         base = _from_geometry(kind, summary)
         rows = [{"encoding": k, **v} for k, v in (summary.get("scores") or {}).items()]
         curve = summary.get("rank_curve", [])
     levels = [v.get("level") for v in (summary.get("layer_intervals") or {}).values()]
+    uncertainty = summary.get("uncertainty") or None
     return VerdictInputs(
         **base,
         rows=_trim(rows, _ROW_KEYS),
         layers=_layer_rows(summary),
-        uncertainty=summary.get("uncertainty") or None,
+        uncertainty=uncertainty,
         layer_level=levels[0] if levels else None,
         rank_curve=_trim(curve, ("rank", "paper", "scale_optimal", "explained_variance")),
+        interval_source=_interval_source(rows, uncertainty, bool(levels)),
     )
+
+
+def _interval_source(
+    rows: Sequence[Mapping[str, Any]], uncertainty: Any, layer_intervals: bool
+) -> str | None:
+    """What the intervals of ``rows`` measure (see :class:`VerdictInputs`)."""
+    if uncertainty or layer_intervals:
+        return "bootstrap"
+    if any(r.get("sampled") and r.get("scale_optimal_ci") for r in rows):
+        return "sampled_triples"
+    return None
+
+
+def trusted_pairs(arrays: Mapping[str, np.ndarray], vi: VerdictInputs | None) -> np.ndarray | None:
+    """The ``(n, n)`` boolean mask of the pairs above twice their noise floor: the very mask
+    whose upper-triangle mean is ``vi.noise_share`` (stored as ``noise_trusted`` in arrays.npz by
+    the result that computed the floor, on the estimate's token classes). Folders written before
+    the mask was stored: the plug-in distances against the floor, only when the floor is the
+    plug-in's (resolution ``"full"``); otherwise ``None`` (no shading rather than a mask of
+    another geometry)."""
+    if TRUSTED_ARRAY in arrays:
+        return np.asarray(arrays[TRUSTED_ARRAY], dtype=bool)
+    if "noise_pair_floor" not in arrays or "hellinger" not in arrays:
+        return None
+    if vi is None or vi.resolution not in ("full", None):
+        return None
+    scale = np.sqrt(2.0) if vi.convention == "normalized" else 1.0  # the floor is in chord units
+    plug = arrays.get("plugin_hellinger", arrays["hellinger"])
+    out = plug * scale > 2.0 * arrays["noise_pair_floor"]
+    np.fill_diagonal(out, False)
+    return out
 
 
 def target_phrase(vi: VerdictInputs) -> str:

@@ -160,11 +160,13 @@ def _rows_of(scores: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def target_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """A model analysis's arrays as a report draws them: ``hellinger`` is the target (the
-    ``target`` array, when the target is not the plug-in) and ``plugin_hellinger`` the plug-in."""
+    """A model analysis's arrays as drawn: ``hellinger`` the target, ``plugin_hellinger`` the
+    plug-in (folders of the plug-in pipeline held ``target``; their plug-in MDS and floor are
+    left out: another geometry)."""
     if "target" not in arrays:
         return arrays
-    out = {k: v for k, v in arrays.items() if k != "target"}
+    other = ("target", "mds_coordinates", "mds_embedding", "noise_pair_floor", "eigenvalues")
+    out = {k: v for k, v in arrays.items() if k not in other}
     out["plugin_hellinger"], out["hellinger"] = arrays["hellinger"], arrays["target"]
     return out
 
@@ -177,9 +179,9 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         rows, curve = summary.get("table", []), summary.get("rank_curve", [])
     elif kind == "analyze-model":
         geom = summary.get("geometry", {})
-        scores = summary.get("position_encodings_target")  # against the target, when not plug-in
+        scores = summary.get("position_encodings_target")  # folders of the plug-in pipeline
         rows = _rows_of(scores or geom.get("scores", {}))
-        curve = [] if scores else geom.get("rank_curve", [])  # the plug-in's rank curve
+        curve = [] if scores else geom.get("rank_curve", [])
         arrays = target_arrays(arrays)
     else:
         geom = summary

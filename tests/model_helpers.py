@@ -1,0 +1,59 @@
+"""A tiny random BERT saved to a folder with a WordLevel tokenizer: a real Hugging Face model and
+tokenizer (loaded offline like any other) that runs in milliseconds, for the model commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+WORDS = [f"w{k}" for k in range(20)]
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+
+
+def _tokenizer_json(path: Path, vocab: dict[str, int]) -> Any:
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    tok.add_special_tokens(SPECIALS)
+    tok.save(str(path / "tokenizer.json"))
+    return tok
+
+
+def tiny_bert(folder: Path, *, max_positions: int = 16) -> dict[str, Any]:
+    """A seeded 2-layer BERT of width 16 over ``[PAD] [UNK] [CLS] [SEP] w0 .. w19`` saved in
+    ``folder`` with its ``tokenizer.json``: ``{"folder", "model", "tok", "vocab"}``."""
+    import torch
+    import transformers
+
+    vocab = {t: i for i, t in enumerate(SPECIALS + WORDS)}
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=24,
+        max_position_embeddings=max_positions,
+        pad_token_id=0,
+    )
+    model = transformers.BertModel(config).eval()
+    model.save_pretrained(folder)
+    tok = _tokenizer_json(folder, vocab)
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "unk_token": "[UNK]",
+                "pad_token": "[PAD]",
+                "cls_token": "[CLS]",
+                "sep_token": "[SEP]",
+            }
+        )
+    )
+    return {"folder": folder, "model": model, "tok": tok, "vocab": vocab}
