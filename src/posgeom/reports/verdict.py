@@ -28,10 +28,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from posgeom.reports.schema import interval
-from posgeom.reports.verdict_inputs import VerdictInputs, baselines, target_phrase, verdict_inputs
+from posgeom.reports.verdict_inputs import (
+    VerdictInputs,
+    baseline_scores,
+    baselines_as_good,
+    target_phrase,
+    verdict_inputs,
+)
 
 __all__ = [
-    "baselines_as_good",
     "noise_verdict",
     "one_line",
     "rank_curve_caption",
@@ -116,24 +121,6 @@ def _neighbours(vi: VerdictInputs, ranked: list[dict[str, Any]]) -> list[tuple[s
     return out
 
 
-def _baseline_scores(vi: VerdictInputs) -> dict[str, float]:
-    return {
-        str(r["encoding"]): float(r["scale_optimal"])
-        for r in vi.rows
-        if str(r["encoding"]) in baselines() and r.get("scale_optimal") is not None
-    }
-
-
-def baselines_as_good(vi: VerdictInputs) -> list[str]:
-    """The baselines (random, NoPE) whose scale-optimal stress is at most the closest
-    candidate's: the ranking of the candidates then says nothing about shape."""
-    ranked = vi.candidates
-    if not ranked:
-        return []
-    base, best = _baseline_scores(vi), float(ranked[0]["scale_optimal"])
-    return [b for b in baselines() if b in base and base[b] <= best]
-
-
 _TRIPLES = (
     "they measure how precisely the scores of this corpus sample are estimated from the "
     "sampled triples, not whether the ranking would survive another sample of the corpus, which "
@@ -153,7 +140,7 @@ def ranking_verdict(vi: VerdictInputs) -> list[str]:
         f"By shape (scale-optimal stress against the {vi.estimator or 'given'} target) the "
         f"closest encoding is {names[0]} ({so[0]:.3g}), then {names[1]} ({so[1]:.3g})."
     ]
-    base = _baseline_scores(vi)
+    base = baseline_scores(vi)
     beating = baselines_as_good(vi)
     if beating:
         out.append(
@@ -359,7 +346,7 @@ def one_line(vi: VerdictInputs) -> str:
         parts.append(phrase)
     beating = [] if vi.layers else baselines_as_good(vi)
     if beating:
-        base = _baseline_scores(vi)
+        base = baseline_scores(vi)
         shown = ", ".join(f"{b} {base[b]:.3g}" for b in beating)
         parts.append(
             f"but the {' and '.join(beating)} baseline does as well ({shown}): this ranking "

@@ -31,7 +31,9 @@ import numpy as np
 __all__ = [
     "TARGET_FIELDS",
     "VerdictInputs",
+    "baseline_scores",
     "baselines",
+    "baselines_as_good",
     "candidate_ranking",
     "is_candidate",
     "target_phrase",
@@ -333,6 +335,26 @@ def trusted_pairs(arrays: Mapping[str, np.ndarray], vi: VerdictInputs | None) ->
     out = plug * scale > 2.0 * arrays["noise_pair_floor"]
     np.fill_diagonal(out, False)
     return out
+
+
+def baseline_scores(vi: VerdictInputs) -> dict[str, float]:
+    """Baseline -> its stored scale-optimal stress."""
+    return {
+        str(r["encoding"]): float(r["scale_optimal"])
+        for r in vi.rows
+        if str(r["encoding"]) in baselines() and r.get("scale_optimal") is not None
+    }
+
+
+def baselines_as_good(vi: VerdictInputs) -> list[str]:
+    """The baselines (random, NoPE) whose scale-optimal stress is at most the closest
+    candidate's: the ranking of the candidates then says nothing about shape (a caveat every
+    surface that shows the ranking carries)."""
+    ranked = vi.candidates
+    if not ranked:
+        return []
+    base, best = baseline_scores(vi), float(ranked[0]["scale_optimal"])
+    return [b for b in baselines() if b in base and base[b] <= best]
 
 
 def target_phrase(vi: VerdictInputs) -> str:
