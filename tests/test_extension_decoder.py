@@ -224,16 +224,17 @@ def test_the_measure_cache_knows_the_weights_and_an_interrupt_restores_the_model
     def stop(line: str) -> None:
         raise KeyboardInterrupt
 
+    cache = tmp_path / "cache"  # a work folder of its own (the model file is beside it)
     with pytest.raises(KeyboardInterrupt):
-        measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=tmp_path,
+        measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=cache,
                            progress=stop)  # fmt: skip
     assert decoder.position is trained  # put back on the interrupt
-    first = measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=tmp_path)
+    first = measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=cache)
     # one file per (strategy, window) and the window's short-context reference (key tokens)
-    assert len(list(tmp_path.glob("*.json"))) == 3 and decoder.position is trained
+    assert len(list(cache.glob("[0-9a-f]*.json"))) == 3 and decoder.position is trained
     with torch.no_grad():
         decoder.head.bias += 1.0  # another model at the same path: nothing may be reused
         decoder.head.bias[0] += 5.0
-    again = measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=tmp_path)
-    assert len(list(tmp_path.glob("*.json"))) == 6
+    again = measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=cache)
+    assert len(list(cache.glob("[0-9a-f]*.json"))) == 6
     assert again["strategies"][0]["within_loss"] != first["strategies"][0]["within_loss"]

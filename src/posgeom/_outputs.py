@@ -14,7 +14,15 @@ their figures, reproduce's pages) goes through :func:`check_output` before the w
   command writes; a stamped text file (:func:`stamp`, a report or ``REPRODUCTION.md``) whose stamp
   hash matches its content; a results folder whose ``posgeom-manifest.json`` lists every file it
   holds with the size and SHA-256 it has now (:func:`posgeom.io._results.refusal`);
-- **writable**: a probe file is created and removed in the nearest existing parent.
+- **of the same kind**: a folder is replaced (or resumed) only by a command writing that kind
+  of folder (its manifest's ``content``: ``run``, ``compare``, ``figures``, ``count-job``, ...);
+- **writable**: a probe file is created and removed in the nearest existing parent;
+- **re-checked at the commit**: a file output checked here is renamed into place only if what
+  stands at its path then is what stood there at the check (:func:`commit_refusal`, called by
+  every atomic write), a results folder only if its checks still pass under the folder lock.
+
+Folders that posgeom fills step by step and resumes (job folders, training runs, caches) follow
+the same rule through :class:`posgeom.io.workfolders.WorkFolder`.
 
 Each refusal is one :class:`~posgeom._errors.PosgeomError` line naming the path and the fix.
 """
@@ -34,6 +42,9 @@ __all__ = [
     "TEMP_EXTRA",
     "check_file_set",
     "check_output",
+    "claimed",
+    "commit_refusal",
+    "forget_claims",
     "record_file_set",
     "resolve_output",
     "stamp",
@@ -74,6 +85,48 @@ def stamped_kind(path: str | os.PathLike) -> str | None:
     return m["kind"].decode() if ok else None
 
 
+#: outputs checked before the work -> (what stood at them then: os.lstat identity, None for
+#: nothing; and the check's kinds, overwrite and identify, to run it again on a change)
+_CLAIMS: dict[str, tuple[Any, ...]] = {}
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return (-1,)
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def claimed(path: str | os.PathLike) -> bool:
+    """Whether ``path`` was checked as an output and not yet committed."""
+    return os.path.abspath(path) in _CLAIMS
+
+
+def commit_refusal(path: str | os.PathLike) -> str | None:
+    """At the commit of a checked file output: why it may not be replaced now, or None (the
+    claim is then used up). What stands there unchanged since the check passed it; anything
+    else (a file that appeared, a replaced or edited one) must pass the check again."""
+    key = os.path.abspath(path)
+    if key not in _CLAIMS:
+        return None
+    then, kinds, overwrite, identify = _CLAIMS[key]
+    now = _identity(Path(key))
+    if now is not None and now != then:
+        reason = _file_refusal(Path(key), kinds, overwrite, identify)
+        if reason is not None:
+            return f"while posgeom worked, a file appeared or changed at the output: {reason}"
+    del _CLAIMS[key]
+    return None
+
+
+def forget_claims() -> None:
+    """Drop the claims of earlier commands of this process (the CLI calls it per command)."""
+    _CLAIMS.clear()
+
+
 def resolve_output(path: str | os.PathLike) -> Path:
     """``path``, or the target of ``path`` when it is a symbolic link (the output is written
     there and the link keeps pointing at it); a dangling link is refused."""
@@ -93,7 +146,7 @@ def _inside(child: Path, parent: Path) -> bool:
     return child == parent or parent in child.parents
 
 
-def _input_refusal(out: Path, inputs: Iterable[str | os.PathLike], folder: bool) -> str | None:
+def input_refusal(out: Path, inputs: Iterable[str | os.PathLike], folder: bool) -> str | None:
     target = Path(os.path.realpath(out))
     for item in inputs:
         p = Path(os.path.realpath(Path(item).expanduser()))
@@ -109,7 +162,7 @@ def _input_refusal(out: Path, inputs: Iterable[str | os.PathLike], folder: bool)
     return None
 
 
-def _name_refusal(out: Path) -> str | None:
+def name_refusal(out: Path) -> str | None:
     limit = _NAME_MAX - TEMP_EXTRA
     if len(out.name.encode()) > limit:
         return (
@@ -131,24 +184,28 @@ def check_output(
     """Check an output before the work (module docstring); return it with symlinks resolved.
 
     ``kinds``: what an existing file may be to be replaced with ``overwrite`` (``"report"``,
-    ``"reproduction"``, ``"artifact:position_counts"``, ...; ignored for a folder, which must be a
-    results folder posgeom wrote, unchanged). ``identify``: what posgeom output an existing file
+    ``"reproduction"``, ``"artifact:position_counts"``, ...); for a folder, the ``content`` its
+    manifest must record (``"run"``, ``"figures"``, ...; empty: any), besides being a results
+    folder posgeom wrote, unchanged. ``identify``: what posgeom output an existing file
     is, unchanged, or None (default: a stamped page; artifacts pass their own check, see
-    :func:`posgeom.io.artifacts.check_output_file`). Nothing is created.
+    :func:`posgeom.io.artifacts.check_output_file`). Nothing is created; a file output is
+    claimed, so that its commit re-checks it (:func:`commit_refusal`).
     """
     from posgeom.io._atomic import check_writable
     from posgeom.io._results import locked_refusal
 
     out = resolve_output(path)
     inputs = tuple(inputs)
-    reason = _name_refusal(out) or _input_refusal(out, inputs, folder)
+    reason = name_refusal(out) or input_refusal(out, inputs, folder)
     if reason is None and folder:
-        reason = locked_refusal(out, overwrite, ())
-    elif reason is None and out.exists():
+        reason = locked_refusal(out, overwrite, (), tuple(kinds))
+    elif reason is None and (out.exists() or out.is_symlink()):
         reason = _file_refusal(out, tuple(kinds), overwrite, identify)
     if reason is not None:
         raise PosgeomError(reason)
     check_writable(out, folder=folder)
+    if not folder:
+        _CLAIMS[os.path.abspath(out)] = (_identity(out), tuple(kinds), overwrite, identify)
     return out
 
 

@@ -236,6 +236,8 @@ class ComparisonResult:
         ``report``), atomically (:func:`posgeom.reports.results_folder`)."""
         from posgeom.reports import results_folder
 
-        with results_folder(directory, overwrite=overwrite, with_report=report) as tmp:
+        with results_folder(
+            directory, overwrite=overwrite, with_report=report, content=self.report_kind
+        ) as tmp:
             self.write(tmp)
         return Path(directory)

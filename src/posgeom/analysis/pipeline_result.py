@@ -239,6 +239,8 @@ class PipelineResult:
         ``report.html`` when ``report``."""
         from posgeom.reports import results_folder
 
-        with results_folder(directory, overwrite=overwrite, with_report=report) as tmp:
+        with results_folder(
+            directory, overwrite=overwrite, with_report=report, content=self.report_kind
+        ) as tmp:
             self.write(tmp)
         return Path(directory)

@@ -64,7 +64,11 @@ def _compare(args: argparse.Namespace) -> int:
 
     inputs = (args.counts,) if args.counts else corpus_inputs(args)
     with results_folder(
-        args.output, overwrite=args.overwrite, inputs=inputs, with_report=args.report
+        args.output,
+        overwrite=args.overwrite,
+        inputs=inputs,
+        with_report=args.report,
+        content="compare",
     ) as tmp:
         counts = _counts_for_compare(args)
         result = _run_comparison(counts, args)
@@ -121,7 +125,10 @@ def _reproduce(args: argparse.Namespace) -> int:
 
         check_output(html, kinds=("report",), overwrite=args.overwrite)
         check_output(
-            html.with_name("reproduction_figures"), kinds=(), overwrite=args.overwrite, folder=True
+            html.with_name("reproduction_figures"),
+            kinds=("figures",),
+            overwrite=args.overwrite,
+            folder=True,
         )
     report = reproduce(
         args.data,

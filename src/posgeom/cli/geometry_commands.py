@@ -132,7 +132,7 @@ def _analyze_and_save(
     inputs = (*inputs, *(p for _, p in _encoding_specs(args.encoding)))
     report = bool(getattr(args, "report", False))
     with results_folder(
-        args.output, overwrite=args.overwrite, inputs=inputs, with_report=report
+        args.output, overwrite=args.overwrite, inputs=inputs, with_report=report, content="run"
     ) as tmp:
         counts = counts_fn()
         result = _analyze(counts, args)

@@ -175,7 +175,9 @@ def _analyze_model(args: argparse.Namespace) -> int:
     from posgeom._outputs import check_output
 
     out = Path(args.output)  # the output rule, before the model loads (the commit checks again)
-    check_output(out, kinds=(), overwrite=args.overwrite, inputs=[args.corpus], folder=True)
+    check_output(
+        out, kinds=("analyze-model",), overwrite=args.overwrite, inputs=[args.corpus], folder=True
+    )
     texts = _texts(args)
     model = _load(args)
     tokenizer = _tokenizer(args)
@@ -199,7 +201,9 @@ def _analyze_model(args: argparse.Namespace) -> int:
         bootstrap=args.bootstrap or None,
         level=args.level,
     )
-    with results_folder(out, overwrite=args.overwrite, with_report=args.report) as tmp:
+    with results_folder(
+        out, overwrite=args.overwrite, with_report=args.report, content="analyze-model"
+    ) as tmp:
         result.save(tmp, plot=not args.no_plot)
     n_trunc = result.options["n_truncated"]
     if n_trunc:

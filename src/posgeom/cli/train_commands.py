@@ -127,7 +127,7 @@ def _train(args: argparse.Namespace) -> int:
     from posgeom.experiments.training import train
 
     encoding = args.encoding or ("pretrained" if args.model == "minilm" else "sinusoidal")
-    res = train(_config(args, encoding=encoding), args.output)
+    res = train(_config(args, encoding=encoding), args.output, overwrite=args.overwrite)
     f = res.final
     print(
         json.dumps(
@@ -164,11 +164,15 @@ def _experiment(args: argparse.Namespace) -> int:
     seeds = _seeds(args.seeds)
     if args.name == "stress-vs-accuracy":
         base = _config(args, task="sst2")
-        summary = stress_vs_accuracy(args.output, base=base, seeds=seeds, **kw)
+        summary = stress_vs_accuracy(
+            args.output, base=base, seeds=seeds, overwrite=args.overwrite, **kw
+        )
         print(json.dumps(summary["spearman_accuracy_vs_stress"], indent=1))
     else:
         base = _config(args, task="order", max_len=args.max_len)
-        summary = order_necessity(args.output, base=base, seeds=seeds, **kw)
+        summary = order_necessity(
+            args.output, base=base, seeds=seeds, overwrite=args.overwrite, **kw
+        )
         print(json.dumps({e: r["accuracy_mean"] for e, r in summary["per_encoding"].items()}))
     print(f"wrote {args.output}/results.json and table.md")
     return 0
@@ -193,7 +197,17 @@ def register(sub: Any) -> None:
         "--model minilm); default sinusoidal / pretrained",
     )
     p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.add_argument("-o", "--output", required=True, help="run folder (resumed if present)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="run folder: new, empty, or a run posgeom wrote (resumed)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start the run in -o over (deletes only the files posgeom wrote there)",
+    )
     _model_arguments(p)
     p.set_defaults(handler=_train)
 
@@ -206,7 +220,17 @@ def register(sub: Any) -> None:
         formatter_class=FMT,
     )
     e.add_argument("name", choices=("stress-vs-accuracy", "order-necessity"), help="experiment")
-    e.add_argument("-o", "--output", required=True, help="results folder (runs are reused)")
+    e.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="experiment folder: new, empty, or one posgeom wrote (finished runs are reused)",
+    )
+    e.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start the experiment in -o over (deletes only the files posgeom wrote there)",
+    )
     e.add_argument(
         "--encodings", default=None, help="comma-separated encodings (default: all eight)"
     )

@@ -1,10 +1,9 @@
 """The files of a counting job (see :mod:`posgeom.corpus.jobs`): its manifest, the argument
-comparison that decides whether a job resumes, the tokenizer record workers load, and the clean-up
-of a job folder (only the files a job writes)."""
+comparison that decides whether a job resumes and the tokenizer record workers load (the job
+folder itself is a :class:`posgeom.io.workfolders.WorkFolder`)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -188,18 +187,3 @@ def compare(jd: Path, recorded: dict[str, Any], now: dict[str, Any]) -> None:
             f"job_dir {jd} was started with different arguments ({detail}); run again with the "
             "recorded arguments to resume, or start fresh with a new job_dir or overwrite=True (CLI: --restart-job)"
         )
-
-
-def clear(jd: Path) -> None:
-    """Remove the files a job writes (and nothing else) from ``jd``."""
-    for pattern in (
-        MANIFEST,
-        "tokenizer.json",
-        "counts.npz*",
-        "shard-*.npz*",
-        ".shard-*.tmp",
-        ".counts.npz*.tmp",
-    ):
-        for p in jd.glob(pattern):
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()

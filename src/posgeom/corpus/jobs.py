@@ -13,7 +13,10 @@ the one-pass count of the whole corpus, fingerprint included (it does not depend
 size, see :mod:`posgeom.corpus._fingerprint`). ``max_sequences`` and ``limit`` are global and are
 refused here.
 
-**Job folder** (``job_dir``)::
+**Job folder** (``job_dir``): a work folder of kind ``count-job``
+(:class:`posgeom.io.workfolders.WorkFolder`: new, empty or made by posgeom for a job, never
+inside an input nor holding one; ``posgeom-manifest.json`` lists every file the job wrote, and
+``overwrite`` deletes only those)::
 
     manifest.json            arguments (sources with size/mtime, tokenizer identity, count options,
                              shard_lines) and the shard plan; written once, atomically
@@ -41,7 +44,6 @@ from posgeom.corpus._jobfiles import (
     JOB_KIND,
     MANIFEST,
     canonical,
-    clear,
     compare,
     count_options,
     file_state,
@@ -66,7 +68,7 @@ from posgeom.corpus.shards import (
     source_paths,
 )
 from posgeom.corpus.tokenize import WordLevelTokenizer
-from posgeom.io.artifacts import atomic_write_text
+from posgeom.io.workfolders import WorkFolder
 
 __all__ = [
     "LINE_FORMATS",
@@ -112,20 +114,20 @@ def _fit_word(tok: Any, paths: list[Path], fmts: list[str], options: CountOption
 
 
 def _start(
-    jd: Path | None, args: dict[str, Any], plan: Any, fit: Any, tok: Any
+    jd: WorkFolder | None, args: dict[str, Any], plan: Any, fit: Any, tok: Any
 ) -> tuple[list[Shard], str]:
-    """A new job: clear ``jd``, plan the shards, fit a word tokenizer, write the manifest (with
-    the plan's checksum); returns the shards and that checksum."""
-    if jd is not None and jd.exists():
-        clear(jd)  # overwrite=True, or files of a job that never wrote its manifest
+    """A new job in the (cleared) work folder ``jd``: plan the shards, fit a word tokenizer,
+    write the manifest (with the plan's checksum); returns the shards and that checksum."""
     shards = plan()
     records = [asdict(s) for s in shards]
     checksum = plan_sha256(records)
     if fit is not None:
         fit()
     if jd is not None:
+        jd.clear()  # files of a job killed before it wrote its manifest
         if fit is not None:
-            tok.save(jd / "tokenizer.json")
+            with jd.atomic("tokenizer.json") as tmp:
+                tok.save(tmp)
         doc = {
             "kind": JOB_KIND,
             "format_version": 2,
@@ -134,7 +136,7 @@ def _start(
             "shards": records,
             "plan_sha256": checksum,
         }
-        atomic_write_text(jd / MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        jd.write_text(MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return shards, checksum
 
 
@@ -149,6 +151,7 @@ class CountJob:
     job_dir: Path | None = None
     progress: bool = True
     plan: str = ""  # the plan's checksum, recorded in every shard file
+    folder: WorkFolder | None = field(default=None, repr=False)
     loaded: int = 0
     counted: int = 0
     _pending: dict[int, PositionCounts] = field(default_factory=dict, repr=False)
@@ -193,8 +196,17 @@ class CountJob:
                 "shard_lines": shard_lines,
             }
         )
-        jd = None if job_dir is None else Path(job_dir).expanduser()
-        if jd is not None and (jd / MANIFEST).exists() and not overwrite:  # resume
+        folder = None
+        if job_dir is not None:
+            folder = WorkFolder.open(
+                Path(job_dir).expanduser(),
+                kind=JOB_KIND,
+                inputs=[*paths, *_tokenizer_inputs(tokenizer)],
+                restart=overwrite,
+                option="job folder",
+            )
+        jd = None if folder is None else folder.path
+        if folder is not None and folder.listed(MANIFEST):  # resume
             manifest = read_manifest(jd)
             compare(jd, manifest.get("arguments", {}), args)
             shards, plan = check_plan(jd, manifest, [str(p) for p in paths])
@@ -203,7 +215,7 @@ class CountJob:
                 tok.name = "word"
         else:
             shards, plan = _start(
-                jd,
+                folder,
                 args,
                 lambda: plan_shards(paths, shard_lines=shard_lines, format=options.format),
                 (lambda: _fit_word(tok, paths, fmts, options)) if "fit" in tok_record else None,
@@ -211,7 +223,7 @@ class CountJob:
             )
         if spec is None and tok is not None:  # a word tokenizer: workers get its vocabulary
             spec = ("word", word_doc(tok))
-        job = cls(shards, spec, options, jd, progress, plan)
+        job = cls(shards, spec, options, jd, progress, plan, folder=folder)
         job._load_recorded()
         return job
 
@@ -225,7 +237,7 @@ class CountJob:
             return
         for shard in self.shards:
             path = self.shard_path(shard)
-            if not path.exists():
+            if self.folder is None or not self.folder.listed(path.name):
                 continue
             try:
                 problem = shard_source_problem(path, self.plan, shard)
@@ -264,8 +276,9 @@ class CountJob:
 
     def add(self, shard: Shard, counts: PositionCounts) -> None:
         """Record a freshly counted shard (atomically, when there is a job_dir) and fold it in."""
-        if self.job_dir is not None:
-            counts.save(self.shard_path(shard), provenance=shard_provenance(self.plan, shard))
+        if self.folder is not None:
+            with self.folder.atomic(self.shard_path(shard).name) as tmp:
+                counts.save(tmp, format="npz", provenance=shard_provenance(self.plan, shard))
         self._fold(shard, counts)
         self.counted += 1
         _say(
@@ -284,14 +297,26 @@ class CountJob:
                 "no sequences to count: the corpus is empty, or every sequence is "
                 "shorter than min_length; check the input"
             )
-        if self.job_dir is not None:
-            acc.save(self.job_dir / "counts.npz")
+        if self.folder is not None:
+            with self.folder.atomic("counts.npz") as tmp:
+                acc.save(tmp, format="npz")
         _say(
             f"done: {len(self.shards)} shards ({self.loaded} loaded, {self.counted} counted), "
             f"{acc.n_sequences} sequences, {acc.n_tokens} tokens",
             self.progress,
         )
         return acc
+
+
+def _tokenizer_inputs(tokenizer: Any) -> list[Path]:
+    """The tokenizer file or folder a job reads (a job folder may not hold it)."""
+    if isinstance(tokenizer, (str, os.PathLike)) and os.fspath(tokenizer) not in (
+        "word",
+        "whitespace",
+    ):
+        path = Path(tokenizer).expanduser()
+        return [path] if path.exists() else []
+    return []
 
 
 def count_resumable(
@@ -311,8 +336,8 @@ def count_resumable(
     :func:`~posgeom.corpus.counting.count_corpus`). ``tokenizer``: a path, a folder, a model name,
     ``"word"`` (fitted on all sources first, saved to ``job_dir/tokenizer.json``) or a
     ``WordLevelTokenizer``; None for token ids. ``shard_lines``: records per shard of line files
-    (None: one shard per file). ``overwrite``: delete a recorded job in ``job_dir`` and start
-    over. ``progress``: one line per shard logged at INFO (else at DEBUG; nothing is printed).
+    (None: one shard per file). ``overwrite``: delete the files a recorded job wrote in
+    ``job_dir`` (only those) and start over. ``progress``: one line per shard logged at INFO (else at DEBUG; nothing is printed).
     ``options``: ``format``, ``text_column``, ``split``, ``pad_id``, ``separator_id``,
     ``token_dtype``, ``vocab_size``, ``include_special``, ``special_ids``, ``align``,
     ``min_length``, ``batch_size`` as in ``count_corpus`` (``max_sequences`` and ``limit`` are

@@ -16,8 +16,10 @@ RoPE scalings, extended learned tables), the same windows, losses and cache.
 
 **Resumable.** Every finished ``(strategy, window)`` is written at once, atomically, as one JSON
 file in ``cache_dir`` named by a digest of the model, the strategy's parameters and the window's
-tokens; a rerun reads those and computes only the rest, so an interrupt loses at most the window
-in progress. Progress lines (``done/total``) go to ``progress`` (a callable, e.g. ``print``).
+tokens (the name is stored in the file too); a rerun reads those and computes only the rest, so
+an interrupt loses at most the window in progress. ``cache_dir`` is a work folder of kind
+``measure-cache`` (:class:`posgeom.io.workfolders.WorkFolder`): new, empty or made by posgeom for
+this cache; only files it lists as written by posgeom, unchanged, are read back. Progress lines (``done/total``) go to ``progress`` (a callable, e.g. ``print``).
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.extension.strategies import Strategy
+from posgeom.io.workfolders import WorkFolder
 
 __all__ = ["apply_strategy", "measure_strategies", "runner_for", "window_losses"]
 
@@ -133,12 +135,20 @@ def window_losses(model: Any, ids: np.ndarray, trained_length: int, *, chunk: in
     }
 
 
-def _cached(path: Path) -> dict | None:
-    """A finished window's losses, or None (absent, or unreadable: then it is redone)."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-    except (OSError, ValueError):
+MEASURE_KIND = "measure-cache"
+
+
+def _cached(cache: WorkFolder, rel: str) -> dict | None:
+    """What posgeom stored as ``rel`` in ``cache``, or None (absent, not written by posgeom, or
+    stored under another name: then it is redone)."""
+    if not cache.listed(rel):
         return None
+    try:
+        doc = json.loads((cache.path / rel).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    ok = isinstance(doc, dict) and doc.get("key") == rel and isinstance(doc.get("value"), dict)
+    return doc["value"] if ok else None
 
 
 def _aggregate(name: str, parts: list[dict]) -> dict[str, Any]:
@@ -189,15 +199,16 @@ class _Progress:
             self.say(f"measure: {self.done}/{self.total} ({what})")
 
 
-def _stored(path: Path, compute: Callable[[], dict], progress: _Progress, what: str) -> dict:
-    """The cached JSON at ``path``, else ``compute()`` written there atomically."""
-    from posgeom.io.artifacts import atomic_write_text
-
-    got = _cached(path)
+def _stored(
+    cache: WorkFolder, rel: str, compute: Callable[[], dict], progress: _Progress, what: str
+) -> dict:
+    """The value stored as ``rel`` in ``cache``, else ``compute()`` stored there (atomically,
+    recorded in the cache's manifest, with its name)."""
+    got = _cached(cache, rel)
     computed = got is None
     if got is None:
         got = compute()
-        atomic_write_text(path, json.dumps(got))
+        cache.write_text(rel, json.dumps({"key": rel, "value": got}))
     progress.step(what, computed)
     return got
 
@@ -208,7 +219,7 @@ def measure_strategies(
     windows: Sequence[np.ndarray],
     *,
     trained_length: int,
-    cache_dir: str | os.PathLike,
+    cache_dir: str | os.PathLike | WorkFolder,
     model_id: str = "model",
     progress: Callable[[str], None] | None = None,
     position_distances: Any = None,
@@ -226,8 +237,11 @@ def measure_strategies(
     if not windows:
         raise PosgeomError("no held-out window to measure on; give more held-out text")
     target = int(max(len(w) for w in windows))
-    cache = Path(cache_dir)
-    cache.mkdir(parents=True, exist_ok=True)
+    cache = (
+        cache_dir
+        if isinstance(cache_dir, WorkFolder)
+        else WorkFolder.open(cache_dir, kind=MEASURE_KIND, option="window cache")
+    )
     runner = runner_for(model, position_distances)
     ident = (runner.identity,) if runner.identity else ()
     long = target > trained_length and min(len(w) for w in windows) > trained_length
@@ -237,18 +251,18 @@ def measure_strategies(
     try:
         for s in strategies:
             keys = [_digest(model_id, *ident, s.summary(), np.asarray(w).tolist()) for w in windows]
-            todo = [i for i, k in enumerate(keys) if _cached(cache / f"{k}.json") is None]
-            if todo or (passkey is not None and not _cached(cache / f"{keys[0]}.passkey.json")):
+            todo = [i for i, k in enumerate(keys) if _cached(cache, f"{k}.json") is None]
+            if todo or (passkey is not None and not _cached(cache, f"{keys[0]}.passkey.json")):
                 runner.apply(s, trained_length, target)
             parts = [
-                _stored(cache / f"{k}.json",
+                _stored(cache, f"{k}.json",
                         lambda w=w: window_losses(runner, w, trained_length), steps,
                         f"strategy {s.name}, window {i + 1}")
                 for i, (k, w) in enumerate(zip(keys, windows, strict=True))
             ]  # fmt: skip
             row = _aggregate(s.name, parts)
             if passkey is not None:
-                got = _stored(cache / f"{keys[0]}.passkey.json",
+                got = _stored(cache, f"{keys[0]}.passkey.json",
                               lambda: passkey_outcome(runner, *passkey), steps,
                               f"passkey, strategy {s.name}")  # fmt: skip
                 row.update(got)
@@ -260,7 +274,7 @@ def measure_strategies(
             ctx, block = trained_length // 2, max(trained_length // 4, 1)
             short = [
                 np.asarray(_stored(
-                    cache / f"{_digest(model_id, *ident, 'short', np.asarray(w).tolist())}.json",
+                    cache, f"{_digest(model_id, *ident, 'short', np.asarray(w).tolist())}.json",
                     lambda w=w: {"losses": [float(x) for x in short_context_losses(
                         runner, w, trained_length, ctx, block=block)]},
                     steps, f"short-context reference, window {i + 1}")["losses"])

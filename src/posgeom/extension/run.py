@@ -30,7 +30,6 @@ interrupted run resumes there; it is removed once the folder is written.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from numbers import Integral, Real
@@ -290,19 +289,30 @@ def extend(
     )  # fmt: skip
     if not output:
         if measure:
-            with tempfile.TemporaryDirectory() as cache:
+            with tempfile.TemporaryDirectory() as scratch:
                 result = _measure(result, lm, held, (max_windows, measure_top, where, measure),
-                                  cache, say, encode)  # fmt: skip
+                                  scratch, say, encode)  # fmt: skip
         return result
+    from posgeom.extension.measure import MEASURE_KIND
+    from posgeom.io.workfolders import WorkFolder
     from posgeom.reports import results_folder
 
-    cache = Path(output).with_name(Path(output).name + ".measure")
-    with results_folder(output, overwrite=overwrite, with_report=report, inputs=paths) as tmp:
+    cache = None
+    with results_folder(
+        output, overwrite=overwrite, with_report=report, inputs=paths, content="extend"
+    ) as tmp:
         if measure:
+            cache = WorkFolder.open(
+                Path(output).with_name(Path(output).name + ".measure"),
+                kind=MEASURE_KIND,
+                inputs=paths,
+                option="window cache",
+            )
             result = _measure(result, lm, held, (max_windows, measure_top, where, measure),
                               cache, say, encode)  # fmt: skip
         result.write(tmp)
-    shutil.rmtree(cache, ignore_errors=True)
+    if cache is not None:
+        cache.discard()  # only what posgeom wrote there
     return result
 
 

@@ -20,7 +20,7 @@ import secrets
 import shutil
 import signal
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "canonical_json",
     "check_writable",
     "clean_stale",
+    "folder_lock",
     "json_default",
     "write_error",
 ]
@@ -183,6 +184,32 @@ def fsync_path(path: Path, *, directory: bool = False) -> None:
 
 
 @contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``folder`` (POSIX): commits into it run one at a time. Not
+    re-entrant: a process must not take it twice on the same folder."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def default_mode(path: Path) -> None:
+    """Give ``path`` the mode ``open`` creates files with (``0o666`` less the umask): libraries
+    that write their file anew (safetensors: ``0o600``) do not decide an output's mode."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o666 & ~mask)
+
+
+@contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
     """Hold SIGINT/SIGTERM during a few renames that must happen together (main thread only)."""
     mask = {signal.SIGINT, signal.SIGTERM}
@@ -195,6 +222,34 @@ def signals_deferred() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def write_synced(path: Path, data: bytes) -> None:
+    """``data`` in the new file ``path`` (mode ``0o666`` less the umask), flushed to disk."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _commit_checked(
+    tmp: Path, path: Path, overwrite: bool, precommit: Callable[[Path], None] | None
+) -> None:
+    from posgeom._outputs import claimed, commit_refusal
+
+    guarded = precommit is not None or claimed(path)
+    with folder_lock(path.parent) if guarded else contextlib.nullcontext(), signals_deferred():
+        reason = commit_refusal(path)
+        if reason is not None:
+            raise PosgeomError(reason)
+        if precommit is not None:
+            precommit(tmp)
+        _commit_file(tmp, path, overwrite)
+        fsync_path(path.parent, directory=True)
 
 
 def _commit_file(tmp: Path, path: Path, overwrite: bool) -> None:
@@ -219,19 +274,35 @@ def _commit_file(tmp: Path, path: Path, overwrite: bool) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
+def atomic_path(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = True,
+    precommit: Callable[[Path], None] | None = None,
+) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it is fsynced and moved onto ``path``.
 
     Write the file at the yielded path. When the ``with`` block ends without an exception the
-    file is flushed to disk and renamed onto ``path`` (``os.replace``, atomic); on any exception
-    (Ctrl-C and SIGTERM included) the temporary is removed and ``path`` keeps its old content. A
-    failed write (full disk, read-only filesystem, no permission) raises a one-line
-    :class:`PosgeomError`. ``overwrite=False`` refuses an existing ``path``, atomically (a
-    concurrent writer's file is never replaced). The parent folder is created if needed.
+    file gets the mode ``0o666`` less the umask, is flushed to disk and renamed onto ``path``
+    (``os.replace``, atomic); on any exception (Ctrl-C and SIGTERM included) the temporary is
+    removed and ``path`` keeps its old content. A failed write (full disk, read-only filesystem,
+    no permission) raises a one-line :class:`PosgeomError`. ``overwrite=False`` refuses an
+    existing ``path``, atomically (a concurrent writer's file is never replaced). The parent
+    folder is created if needed.
+
+    The commit re-checks the output rule: a ``path`` checked by
+    :func:`posgeom._outputs.check_output` before the work is replaced only if what stands there
+    is still what stood there then (:func:`posgeom._outputs.commit_refusal`); ``precommit(tmp)``
+    runs just before the rename (a work folder records the file in its manifest). Both run under
+    an exclusive lock on the parent folder with SIGINT/SIGTERM held.
     """
     path = Path(path)
     if not overwrite and path.exists():
-        raise PosgeomError(f"{path} already exists; pass --overwrite to replace it")
+        from posgeom._outputs import commit_refusal  # a file that appeared since the check
+
+        raise PosgeomError(
+            commit_refusal(path) or f"{path} already exists; pass --overwrite to replace it"
+        )
     make_folder(path.parent)
     clean_stale(path.parent)
     tmp = temp_sibling(path)
@@ -241,9 +312,9 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[
         raise write_error(path, exc) from exc
     try:
         yield tmp
+        default_mode(tmp)
         fsync_path(tmp)
-        _commit_file(tmp, path, overwrite)
-        fsync_path(path.parent, directory=True)
+        _commit_checked(tmp, path, overwrite, precommit)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()

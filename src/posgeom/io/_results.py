@@ -7,17 +7,32 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from posgeom import _version
 from posgeom._errors import PosgeomError
-from posgeom.io._atomic import atomic_write_text, fsync_path, signals_deferred, temp_sibling
+from posgeom.io._atomic import (
+    atomic_write_text,
+    clean_stale,
+    folder_lock,
+    fsync_path,
+    make_folder,
+    signals_deferred,
+    temp_sibling,
+    write_error,
+    write_synced,
+)
 
 log = logging.getLogger("posgeom.io.artifacts")
 RESULTS_MANIFEST = "posgeom-manifest.json"
 _RESULTS_KIND = "posgeom-results"
+#: the ``content`` of results folders of versions that did not record their kind: it matches any
+#: kind of results folder (not figures, not a work folder)
+ANY_RESULTS = "results"
+RESULTS_KINDS = ("run", "compare", "analyze-model", "extend", ANY_RESULTS)
 
 
 def _manifest(folder: Path) -> dict[str, Any] | None:
@@ -41,9 +56,16 @@ def _sha256(path: Path) -> str:
 
 
 def changed_file(path: Path, info: Any) -> bool:
-    """Whether a file listed in a manifest differs from its record (absent files have not)."""
+    """Whether a file listed in a manifest differs from its record (absent files have not). A
+    record may keep the file's previous state under ``"was"`` (a work folder records a file just
+    before renaming it into place): either state is unchanged. A nested folder (``"folder"``)
+    is checked by its own manifest."""
     if not isinstance(info, dict):
         return True
+    if "folder" in info:
+        return path.exists() and not path.is_dir()
+    if isinstance(info.get("was"), dict) and not changed_file(path, info["was"]):
+        return False
     if "symlink" in info:
         return path.is_symlink() and os.readlink(path) != info["symlink"]
     if not path.exists() and not path.is_symlink():
@@ -68,8 +90,65 @@ def listing(folder: Path) -> set[str]:
     return out
 
 
-def refusal(path: Path, overwrite: bool, inputs: Iterable[Any]) -> str | None:
-    """Why ``path`` may not become (or be replaced by) a results folder, or None."""
+def same_kind(found: Any, wanted: str) -> bool:
+    """Whether a folder whose manifest records ``found`` may be replaced by one of ``wanted``."""
+    if found == wanted:
+        return True
+    return ANY_RESULTS in (found, wanted) and {found, wanted} <= set(RESULTS_KINDS)
+
+
+def unlisted(folder: Path, files: dict[str, Any]) -> list[str]:
+    """Files under ``folder`` its manifest does not list (nor a nested folder it lists)."""
+    nested = [
+        rel + "/" for rel, info in files.items() if isinstance(info, dict) and "folder" in info
+    ]
+    return sorted(
+        rel
+        for rel in listing(folder) - set(files) - {RESULTS_MANIFEST}
+        if not any(rel.startswith(n) for n in nested)
+    )
+
+
+def kind_refusal(path: Path, manifest: dict[str, Any], kinds: tuple[str, ...]) -> str | None:
+    """Why the posgeom folder ``path`` (its ``manifest``) is not of one of ``kinds``, or None."""
+    found = manifest.get("content")
+    if not kinds or any(same_kind(found, k) for k in kinds):
+        return None
+    return (
+        f"{path} is a posgeom {found} folder, not a {' or '.join(kinds)} folder; posgeom "
+        "replaces only a folder of the kind it writes: choose another folder"
+    )
+
+
+def owned_refusal(path: Path, manifest: dict[str, Any], what: str) -> str | None:
+    """Why the files of the posgeom folder ``path`` are not all posgeom's and unchanged (``what``
+    the operation that would lose them), or None."""
+    foreign = unlisted(path, manifest["files"])
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (
+            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        )
+        return (
+            f"{path} holds files posgeom did not write ({shown}); {what} would delete them: "
+            "move them out or choose another folder"
+        )
+    changed = [
+        rel for rel, info in sorted(manifest["files"].items()) if changed_file(path / rel, info)
+    ]
+    if changed:
+        return (
+            f"{path}: {', '.join(changed[:3])} changed since posgeom wrote it (its size or SHA-256 "
+            f"differs from {RESULTS_MANIFEST}); {what} would lose the change: move the "
+            "folder or the file out, or choose another folder"
+        )
+    return None
+
+
+def refusal(
+    path: Path, overwrite: bool, inputs: Iterable[Any], kinds: tuple[str, ...] = ()
+) -> str | None:
+    """Why ``path`` may not become (or be replaced by) a results folder of one of ``kinds``
+    (empty: any), or None."""
     target = path.resolve()
     for item in inputs:
         p = Path(item).expanduser().resolve()
@@ -93,25 +172,7 @@ def refusal(path: Path, overwrite: bool, inputs: Iterable[Any]) -> str | None:
             f"{path} was not written by posgeom (no {RESULTS_MANIFEST}); --overwrite replaces "
             "only posgeom's results folders: choose another folder"
         )
-    foreign = sorted(listing(path) - set(manifest["files"]) - {RESULTS_MANIFEST})
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (
-            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        )
-        return (
-            f"{path} holds files posgeom did not write ({shown}); --overwrite would delete them: "
-            "move them out or choose another folder"
-        )
-    changed = [
-        rel for rel, info in sorted(manifest["files"].items()) if changed_file(path / rel, info)
-    ]
-    if changed:
-        return (
-            f"{path}: {', '.join(changed[:3])} changed since posgeom wrote it (its size or SHA-256 "
-            f"differs from {RESULTS_MANIFEST}); --overwrite would lose the change: move the "
-            "folder or the file out, or choose another folder"
-        )
-    return None
+    return kind_refusal(path, manifest, kinds) or owned_refusal(path, manifest, "--overwrite")
 
 
 def manifest_files(folder: Path) -> dict[str, Any] | None:
@@ -168,42 +229,119 @@ def _remove_listed(old: Path) -> None:
         log.warning("kept files that appeared in the replaced results folder: %s", old)
 
 
-@contextlib.contextmanager
-def _folder_lock(folder: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``folder`` (POSIX); results commits in it run one at a time."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def locked_refusal(path: Path, overwrite: bool, inputs: Iterable[Any]) -> str | None:
+def locked_refusal(
+    path: Path, overwrite: bool, inputs: Iterable[Any], kinds: tuple[str, ...] = ()
+) -> str | None:
     """:func:`refusal` while no other posgeom process commits beside ``path``: its checks read
     ``path`` in several steps, and a commit in between (old folder renamed aside, new one in)
     would make a posgeom folder look foreign."""
     if not path.parent.is_dir():
-        return refusal(path, overwrite, inputs)
-    with _folder_lock(path.parent):
-        return refusal(path, overwrite, inputs)
+        return refusal(path, overwrite, inputs, kinds)
+    with folder_lock(path.parent):
+        return refusal(path, overwrite, inputs, kinds)
 
 
-def commit_folder(tmp: Path, path: Path, overwrite: bool, inputs: tuple) -> None:
-    with _folder_lock(path.parent), signals_deferred():
-        reason = refusal(path, overwrite, inputs)  # again: another process may have written
+def commit_folder(
+    tmp: Path,
+    path: Path,
+    overwrite: bool,
+    inputs: tuple,
+    kinds: tuple[str, ...] = (),
+    companions: tuple[tuple[Path, Path], ...] = (),
+) -> None:
+    """Rename ``tmp`` onto ``path`` and each companion ``(temporary file, file)`` onto its file,
+    all or none: under the parent folder's lock with SIGINT/SIGTERM held, after the checks are
+    repeated (another process may have written meanwhile). Companions are siblings of ``path``."""
+    from posgeom._outputs import commit_refusal
+
+    with folder_lock(path.parent), signals_deferred():
+        reason = refusal(path, overwrite, inputs, kinds) or next(
+            (r for _, f in companions if (r := commit_refusal(f)) is not None), None
+        )
         if reason is not None:
             raise PosgeomError(reason)
+        old = None
         if path.is_dir() and any(path.iterdir()):
             old = temp_sibling(path, "old")
             os.rename(path, old)
-            os.rename(tmp, path)
+        os.replace(tmp, path)  # onto nothing, or onto an empty folder
+        try:
+            for part, target in companions:
+                os.replace(part, target)
+        except BaseException:
+            os.rename(path, tmp)  # put the old state back: neither is committed
+            if old is not None:
+                os.rename(old, path)
+            raise
+        if old is not None:
             _remove_listed(old)
-        else:
-            os.replace(tmp, path)  # onto nothing, or onto an empty folder
         fsync_path(path.parent, directory=True)
+
+
+@contextlib.contextmanager
+def results_directory(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    inputs: Iterable[str | os.PathLike] = (),
+    content: str = "results",
+    companions: Mapping[str | os.PathLike, bytes] | None = None,
+) -> Iterator[Path]:
+    """Build a results folder in a temporary sibling and rename it into place: complete or absent.
+
+    The contract every results folder of posgeom is written through::
+
+        with results_directory(out, overwrite=args.overwrite, inputs=[counts_file]) as tmp:
+            ...expensive work...                 # write every file under ``tmp``
+        # here ``out`` holds exactly what was written under ``tmp``, plus posgeom-manifest.json
+
+    On entry, before any work (so enter it *before* the expensive part), it applies the output
+    rule (:func:`posgeom._outputs.check_output`: symlink resolved, no input inside, replaced only
+    with ``overwrite`` and only a results folder posgeom wrote whose manifest lists every file it
+    holds with its current size and SHA-256, writable) and removes stale temporaries of killed
+    posgeom runs beside ``path``.
+
+    It yields a fresh empty folder ``.<name>.posgeom-<host>-<pid>-<rand>.tmp`` beside ``path``.
+    When the block ends without an exception: every file is fsynced, the manifest
+    ``posgeom-manifest.json`` is written (``{"kind": "posgeom-results", "content": content,
+    "posgeom_version", "files": {relative path: {"size", "sha256"}}}``), and, under an exclusive
+    lock on the parent folder (concurrent writers commit one at a time, so the final folder comes
+    wholly from one of them) and with SIGINT/SIGTERM held, the checks above are repeated and the
+    folder is renamed onto ``path`` (an old posgeom folder is first renamed aside and then only
+    the files its manifest lists are deleted). On any exception (Ctrl-C and SIGTERM included) the
+    temporary folder is removed and ``path`` is left exactly as it was. Write errors (full disk,
+    read-only filesystem) become one-line :class:`PosgeomError`. Files are created with the
+    umask's modes. ``content`` names the kind of folder (``"run"``, ``"compare"``,
+    ``"figures"``, ...; recorded in the manifest): ``overwrite`` replaces only a folder of the
+    same kind. ``companions``: files beside ``path`` (path -> bytes; checked by the caller with
+    :func:`posgeom._outputs.check_output` before the work) committed with the folder, all or
+    none (a report page and its figures).
+    """
+    from posgeom._outputs import check_output
+
+    path = check_output(path, kinds=(content,), overwrite=overwrite, inputs=inputs, folder=True)
+    inputs = tuple(inputs)
+    make_folder(path.parent)
+    clean_stale(path.parent)
+    tmp = temp_sibling(path)
+    parts: list[tuple[Path, Path]] = []
+    try:
+        os.mkdir(tmp, 0o777)
+    except OSError as exc:
+        raise write_error(path, exc) from exc
+    try:
+        yield tmp
+        write_manifest(tmp, content)
+        for target, data in (companions or {}).items():
+            parts.append((temp_sibling(Path(target)), Path(target)))
+            write_synced(parts[-1][0], data)
+        commit_folder(tmp, path, overwrite, inputs, (content,), tuple(parts))
+    except BaseException as exc:
+        for part, _ in parts:
+            with contextlib.suppress(OSError):
+                part.unlink()
+        shutil.rmtree(tmp, ignore_errors=True)
+        name = getattr(exc, "filename", None)  # an input's error is not a write error
+        if isinstance(exc, OSError) and (name is None or str(tmp) in os.fsdecode(name)):
+            raise write_error(path, exc) from exc
+        raise

@@ -21,7 +21,8 @@ as a valid CSR structure on loading) and comes back as a ``scipy.sparse.csr_matr
 
 Written to a temporary sibling, fsynced, renamed: a crash, a full disk or a concurrent writer
 leaves the old file or the new one, never a mix. The two-file layout of earlier versions (arrays +
-``<path>.json``) still loads; saving over it removes the sidecar. Loading checks: the file parses
+``<path>.json``) still loads; saving over it removes the sidecar when posgeom wrote it (its
+metadata checksum verifies; any other ``<path>.json`` is kept). Loading checks: the file parses
 (:mod:`posgeom.io._arrayfiles`: no pickle, sizes before allocation); kind; version (major.minor);
 metadata checksum; the arrays and their checksums; the sparse structure. Each failure raises
 :class:`posgeom._errors.ArtifactError` saying what differs and what to do.
@@ -36,8 +37,7 @@ import hashlib
 import json
 import logging
 import os
-import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +55,9 @@ from posgeom.io._atomic import (
     atomic_write_text,
     canonical_json,
     check_writable,
-    clean_stale,
     json_default,
-    make_folder,
-    temp_sibling,
-    write_error,
 )
-from posgeom.io._results import RESULTS_MANIFEST, commit_folder, write_manifest
+from posgeom.io._results import RESULTS_MANIFEST, results_directory
 
 __all__ = [
     "RESULTS_MANIFEST",
@@ -197,11 +193,19 @@ def save_artifact(
 
 # ----------------------------------------------------------------------------- load
 def _is_legacy_sidecar(side: Path) -> bool:
+    """Whether ``side`` is a sidecar posgeom wrote, unchanged: its metadata checksum verifies (a
+    user's JSON that merely has ``kind`` and ``arrays`` keys is not one, and is kept)."""
     try:
+        if side.stat().st_size > 64 << 20:
+            return False
         doc = json.loads(side.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return (
+            isinstance(doc, dict)
+            and {"kind", "arrays", "posgeom_version"} <= set(doc)
+            and doc.get("metadata_sha256") == _metadata_sha256(doc)
+        )
+    except (OSError, ValueError, RecursionError):
         return False
-    return isinstance(doc, dict) and "arrays" in doc and "kind" in doc
 
 
 def _parse_header(text: Any, where: Any) -> dict[str, Any]:
@@ -342,59 +346,3 @@ def check_output_file(
     return check_output(
         path, kinds=kinds, overwrite=overwrite, inputs=inputs, identify=_output_kind
     )
-
-
-# ----------------------------------------------------------------------------- results folders
-@contextlib.contextmanager
-def results_directory(
-    path: str | os.PathLike,
-    *,
-    overwrite: bool = False,
-    inputs: Iterable[str | os.PathLike] = (),
-    content: str = "results",
-) -> Iterator[Path]:
-    """Build a results folder in a temporary sibling and rename it into place: complete or absent.
-
-    The contract every results folder of posgeom is written through::
-
-        with results_directory(out, overwrite=args.overwrite, inputs=[counts_file]) as tmp:
-            ...expensive work...                 # write every file under ``tmp``
-        # here ``out`` holds exactly what was written under ``tmp``, plus posgeom-manifest.json
-
-    On entry, before any work (so enter it *before* the expensive part), it applies the output
-    rule (:func:`posgeom._outputs.check_output`: symlink resolved, no input inside, replaced only
-    with ``overwrite`` and only a results folder posgeom wrote whose manifest lists every file it
-    holds with its current size and SHA-256, writable) and removes stale temporaries of killed
-    posgeom runs beside ``path``.
-
-    It yields a fresh empty folder ``.<name>.posgeom-<host>-<pid>-<rand>.tmp`` beside ``path``.
-    When the block ends without an exception: every file is fsynced, the manifest
-    ``posgeom-manifest.json`` is written (``{"kind": "posgeom-results", "content": content,
-    "posgeom_version", "files": {relative path: {"size", "sha256"}}}``), and, under an exclusive
-    lock on the parent folder (concurrent writers commit one at a time, so the final folder comes
-    wholly from one of them) and with SIGINT/SIGTERM held, the checks above are repeated and the
-    folder is renamed onto ``path`` (an old posgeom folder is first renamed aside and then only
-    the files its manifest lists are deleted). On any exception (Ctrl-C and SIGTERM included) the
-    temporary folder is removed and ``path`` is left exactly as it was. Write errors (full disk,
-    read-only filesystem) become one-line :class:`PosgeomError`. Files are created with the
-    umask's modes. ``content`` names what the folder holds (recorded in the manifest).
-    """
-    path = check_output(path, kinds=(), overwrite=overwrite, inputs=inputs, folder=True)
-    inputs = tuple(inputs)
-    make_folder(path.parent)
-    clean_stale(path.parent)
-    tmp = temp_sibling(path)
-    try:
-        os.mkdir(tmp, 0o777)
-    except OSError as exc:
-        raise write_error(path, exc) from exc
-    try:
-        yield tmp
-        write_manifest(tmp, content)
-        commit_folder(tmp, path, overwrite, inputs)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        name = getattr(exc, "filename", None)  # an input's error is not a write error
-        if isinstance(exc, OSError) and (name is None or str(tmp) in os.fsdecode(name)):
-            raise write_error(path, exc) from exc
-        raise

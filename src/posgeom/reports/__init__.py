@@ -26,6 +26,7 @@ from posgeom._validation import validate_params
 __all__ = ["REPORT_NAME", "report", "repr_html", "results_folder", "writable"]
 
 REPORT_NAME = "report.html"
+FIGURES = "figures"  # the kind of a report's figures folder (its manifest's content)
 
 
 @contextlib.contextmanager
@@ -69,8 +70,10 @@ def report(
 
     The output rule of :mod:`posgeom._outputs`, checked before the page is made: an existing
     ``path`` (or figures folder) is replaced only with ``overwrite`` and only when it is a posgeom
-    report (its stamp, the page's last line, matches its content) and no file of the folder
-    reported on; a symlinked ``path`` is written at its target.
+    report (its stamp, the page's last line, matches its content) or a posgeom figures folder
+    (not a results folder of another kind) and no file of the folder reported on; a symlinked
+    ``path`` is written at its target. The page and its figures folder are committed together
+    (a full disk or a signal leaves both or neither), after the checks are repeated.
     """
     import dataclasses
 
@@ -92,7 +95,7 @@ def report(
     path = check_output(path, kinds=("report",), overwrite=overwrite, inputs=inputs)
     figures_dir = path.with_name(f"{path.stem}_figures")
     if figures:
-        check_output(figures_dir, kinds=(), overwrite=overwrite, inputs=inputs, folder=True)
+        check_output(figures_dir, kinds=(FIGURES,), overwrite=overwrite, inputs=inputs, folder=True)
     try:
         groups = figure_groups(view)
         page = render_html(view, groups)
@@ -104,13 +107,19 @@ def report(
         page = render_html(view, groups)
     page = stamp(page, "report")
     with writable(path):
-        if figures:
-            with results_directory(figures_dir, overwrite=overwrite, content="figures") as tmp:
+        if figures:  # the figures folder and the page commit together: both or neither
+            with results_directory(
+                figures_dir,
+                overwrite=overwrite,
+                content=FIGURES,
+                companions={path: page.encode("utf-8")},
+            ) as tmp:
                 for _, figs in groups:
                     for fig in figs:
                         (Path(tmp) / f"{fig.name}.svg").write_bytes(fig.svg)
                         (Path(tmp) / f"{fig.name}.png").write_bytes(fig.png())
-        atomic_write_text(path, page)
+        else:
+            atomic_write_text(path, page)
         _add_to_manifest(
             path.parent,
             [path, *sorted(figures_dir.glob("*"))] if figures else [path],

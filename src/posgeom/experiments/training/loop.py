@@ -44,9 +44,9 @@ from posgeom.experiments.training.runfiles import (
     CHECKPOINT,
     LOG,
     load_checkpoint,
+    open_run_folder,
     restore,
     save_checkpoint,
-    write_json,
 )
 from posgeom.experiments.training.steps import evaluate, train_epoch
 
@@ -101,23 +101,24 @@ def train(
     *,
     data: TextData | None = None,
     on_epoch: Callable[[EpochRecord], None] | None = None,
+    overwrite: bool = False,
 ) -> TrainResult:
     """Train ``config`` into the folder ``output`` (created), resuming a finished epoch if any.
 
     ``data`` supplies the texts in memory (else they are read from ``config``'s files);
     ``on_epoch`` is called with each new :class:`EpochRecord`. Writes ``config.json``,
     ``log.jsonl``, ``checkpoint.safetensors``, ``tokenizer.json`` (word tokenizer) and
-    ``result.json`` (the last record and the run's facts).
+    ``result.json`` (the last record and the run's facts). ``output`` is a work folder of kind
+    ``train-run`` (:func:`~posgeom.experiments.training.runfiles.open_run_folder`: new, empty or
+    a run posgeom wrote, never holding the data); ``overwrite`` deletes the run's files (only
+    those) and starts over.
     """
     import torch
 
-    from posgeom.io.artifacts import atomic_write_text
-
     cfg = config.validate()
     torch.set_num_threads(cfg.threads)
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
-    ckpt = out / CHECKPOINT
+    folder = open_run_folder(output, cfg, restart=overwrite)
+    out = folder.path
     t0 = time.perf_counter()
     prep = prepare(cfg, data)
     if not prep.train_ids:
@@ -131,22 +132,23 @@ def train(
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     history: list[EpochRecord] = []
     start = 0
-    if ckpt.is_file():
-        meta, tensors = load_checkpoint(ckpt)
+    if folder.listed(CHECKPOINT):
+        meta, tensors = load_checkpoint(out / CHECKPOINT)
         if meta.get("fingerprint") != cfg.fingerprint():
             raise PosgeomError(
                 f"{out} holds a run of another configuration ({meta.get('config')}); use a new "
-                "output folder or delete it"
+                "output folder, or pass --overwrite (overwrite=True) to start it over"
             )
         restore(model, opt, meta, tensors)
         history = [EpochRecord(**r) for r in meta["history"]]
         start = int(meta["epoch"])
         # the log may hold a line of an epoch whose checkpoint was not written: rewrite it
-        atomic_write_text(out / LOG, "".join(_json_line(r) + "\n" for r in history))
+        folder.write_text(LOG, "".join(_json_line(r) + "\n" for r in history))
         log.info("resuming %s from epoch %d", out, start)
-    write_json(out / "config.json", dataclasses.asdict(cfg), indent=2)
+    folder.write_json("config.json", dataclasses.asdict(cfg), indent=2)
     if prep.tokenizer is not None and hasattr(prep.tokenizer, "save"):
-        prep.tokenizer.save(out / "tokenizer.json")
+        with folder.atomic("tokenizer.json") as tmp:
+            prep.tokenizer.save(tmp)
     n_train = len(prep.train_ids)
     steps_full = math.ceil(n_train / cfg.batch_size)
     steps = min(steps_full, cfg.steps_per_epoch or steps_full)
@@ -162,14 +164,12 @@ def train(
             epoch, n_steps, tl, ta, el, ea, g["separation"], g["stress"], g["violation_rate"], secs
         )
         history.append(rec)
-        with open(out / LOG, "a", encoding="utf-8") as fh:
-            fh.write(_json_line(rec) + "\n")
+        folder.write_text(LOG, "".join(_json_line(r) + "\n" for r in history))
         if on_epoch is not None:
             on_epoch(rec)
         return rec
 
     if start == 0:
-        (out / LOG).unlink(missing_ok=True)
         record(0, 0, None, None, 0.0)
     for epoch in range(start + 1, cfg.epochs + 1):
         te = time.perf_counter()
@@ -181,7 +181,8 @@ def train(
             "epoch": epoch,
             "history": [r.as_dict() for r in history],
         }
-        save_checkpoint(ckpt, model, opt, meta)
+        with folder.atomic(CHECKPOINT) as tmp:
+            save_checkpoint(tmp, model, opt, meta)
         log.info("%s", _json_line(rec))
     result = {
         "config": dataclasses.asdict(cfg),
@@ -199,7 +200,7 @@ def train(
         },
         "seconds_this_call": time.perf_counter() - t0,
     }
-    write_json(out / "result.json", result, indent=2)
+    folder.write_json("result.json", result, indent=2)
     return TrainResult(
         cfg,
         history,

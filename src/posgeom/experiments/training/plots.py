@@ -30,17 +30,24 @@ def _epoch_axes(axes: Sequence[Any], titles: Sequence[str]) -> None:
         ax.grid(alpha=0.3)
 
 
-def _save(plt: Any, fig: Any, path: Path) -> Path:
+def _save(plt: Any, fig: Any, path: Path, folder: Any = None) -> Path:
+    """Save ``fig`` as a PNG at ``path`` atomically (recorded in the work ``folder`` if given)."""
+    from posgeom.io.artifacts import atomic_path
+
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with folder.atomic(path.name) if folder is not None else atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
     return path
 
 
-def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]:
-    """``accuracy_vs_stress.png`` (both stress kinds) and ``curves.png`` (per-epoch tracking)."""
+def plot_sweep(summary: dict[str, Any], output: Any) -> list[Path]:
+    """``accuracy_vs_stress.png`` (both stress kinds) and ``curves.png`` (per-epoch tracking) in
+    ``output``: a folder, or an experiment's :class:`~posgeom.io.workfolders.WorkFolder` (the
+    figures are then recorded in it)."""
     plt = _pyplot()
-    out = Path(output)
+    folder = output if hasattr(output, "atomic") else None
+    out = folder.path if folder is not None else Path(output)
     rows = summary["per_encoding"]
     paths = []
     if "spearman_accuracy_vs_stress" in summary:
@@ -67,7 +74,7 @@ def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]
             if logx:
                 ax.set_xscale("symlog", linthresh=1e-3)
             ax.grid(alpha=0.3)
-        paths.append(_save(plt, fig, out / "accuracy_vs_stress.png"))
+        paths.append(_save(plt, fig, out / "accuracy_vs_stress.png", folder))
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     for enc, r in rows.items():
         curves = r["curves"]
@@ -85,7 +92,7 @@ def plot_sweep(summary: dict[str, Any], output: str | os.PathLike) -> list[Path]
     )
     axes[1].set_yscale("symlog", linthresh=1e-2)
     axes[0].legend(fontsize=7)
-    paths.append(_save(plt, fig, out / "curves.png"))
+    paths.append(_save(plt, fig, out / "curves.png", folder))
     return paths
 
 

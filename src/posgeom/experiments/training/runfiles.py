@@ -23,6 +23,7 @@ __all__ = [
     "FORMAT",
     "LOG",
     "load_checkpoint",
+    "open_run_folder",
     "read_log",
     "restore",
     "save_checkpoint",
@@ -32,6 +33,7 @@ __all__ = [
 CHECKPOINT = "checkpoint.safetensors"
 LOG = "log.jsonl"
 FORMAT = "posgeom.train/1"
+RUN_KIND = "train-run"
 
 
 def save_checkpoint(path: Path, model: Any, opt: Any, meta: dict[str, Any]) -> None:
@@ -57,6 +59,24 @@ def save_checkpoint(path: Path, model: Any, opt: Any, meta: dict[str, Any]) -> N
     }
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata={"posgeom": json.dumps(meta, sort_keys=True)})
+
+
+def data_inputs(cfg: Any) -> list[Path]:
+    """The data files and folder a run reads (its folders may not hold them)."""
+    paths = [cfg.train_file, cfg.eval_file, cfg.data_dir or os.environ.get("POSGEOM_DATA")]
+    return [Path(p).expanduser() for p in paths if p and Path(p).expanduser().exists()]
+
+
+def open_run_folder(output: str | os.PathLike, cfg: Any, *, restart: bool = False) -> Any:
+    """The run folder ``output`` as a work folder of kind ``train-run``
+    (:class:`posgeom.io.workfolders.WorkFolder`): new, empty or a run posgeom wrote, every
+    file listed and unchanged, never inside the data nor holding it; ``restart`` deletes the
+    run's files first."""
+    from posgeom.io.workfolders import WorkFolder
+
+    return WorkFolder.open(
+        output, kind=RUN_KIND, inputs=data_inputs(cfg), restart=restart, option="run folder"
+    )
 
 
 def load_checkpoint(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -14,7 +14,6 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,8 +24,9 @@ from posgeom.experiments.training.config import TrainConfig
 from posgeom.experiments.training.loop import TrainResult, train
 from posgeom.experiments.training.model import n_position_parameters
 from posgeom.experiments.training.plots import plot_sweep
-from posgeom.experiments.training.runfiles import write_json
+from posgeom.experiments.training.runfiles import RUN_KIND, data_inputs
 from posgeom.experiments.training.stats import rank_correlation
+from posgeom.io.workfolders import WorkFolder
 
 __all__ = ["SWEEP_ENCODINGS", "order_necessity", "stress_vs_accuracy", "sweep_table"]
 
@@ -46,14 +46,14 @@ SWEEP_ENCODINGS = (
 
 
 def _run_grid(
-    base: TrainConfig, encodings: Sequence[str], seeds: Sequence[int], output: Path
+    base: TrainConfig, encodings: Sequence[str], seeds: Sequence[int], folder: WorkFolder
 ) -> dict[str, list[TrainResult]]:
     results: dict[str, list[TrainResult]] = {}
     for enc in encodings:
         for s in seeds:
             cfg = dataclasses.replace(base, encoding=enc, seed=int(s))
             t = time.perf_counter()
-            res = train(cfg, output / "runs" / f"{enc}-s{s}")
+            res = train(cfg, folder.sub(f"runs/{enc}-s{s}", RUN_KIND).path)
             log.info(
                 "%s seed %d: eval accuracy %.4f (%.1f s)",
                 enc,
@@ -136,17 +136,21 @@ def _experiment(
     seeds: Sequence[int],
     plots: bool,
     n_boot: int | None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Train the grid, summarise it (with correlations unless ``n_boot`` is None), write files."""
-    from posgeom.io.artifacts import atomic_write_text
-
+    """Train the grid, summarise it (with correlations unless ``n_boot`` is None), write files
+    into the work folder ``output`` of kind ``experiment`` (new, empty or an experiment posgeom
+    wrote; ``overwrite`` deletes its files, only those, first)."""
     base = base.validate()
     if base.task != task:
         raise PosgeomError(f"{name} trains on task={task!r}")
     seeds, encodings = _check_grid(name, base, seeds, encodings)
-    out = Path(output)
+    folder = WorkFolder.open(
+        output, kind="experiment", inputs=data_inputs(base), restart=overwrite,
+        option="experiment folder",
+    )  # fmt: skip
     t0 = time.perf_counter()
-    rows = _summarise(_run_grid(base, encodings, seeds, out))
+    rows = _summarise(_run_grid(base, encodings, seeds, folder))
     summary: dict[str, Any] = {
         "config": dataclasses.asdict(base),
         "encodings": list(rows),
@@ -156,11 +160,10 @@ def _experiment(
     if n_boot is not None:
         summary["spearman_accuracy_vs_stress"] = _correlations(rows, n_boot)
     summary["seconds"] = time.perf_counter() - t0
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "results.json", summary, indent=1)
-    atomic_write_text(out / "table.md", sweep_table(summary))
+    folder.write_json("results.json", summary, indent=1)
+    folder.write_text("table.md", sweep_table(summary))
     if plots:
-        plot_sweep(summary, out)
+        plot_sweep(summary, folder)
     return summary
 
 
@@ -172,13 +175,15 @@ def stress_vs_accuracy(
     seeds: Sequence[int] = (0, 1, 2),
     n_boot: int = 2000,
     plots: bool = True,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Section 5: train ``base`` on SST-2 with every encoding and seed; correlate stress, accuracy.
 
     Writes ``runs/<encoding>-s<seed>/`` (one :func:`train` folder each), ``results.json`` (per
     encoding: accuracies, stresses, separations, curves; the Spearman correlations of accuracy
     with paper and scale-optimal stress, over encoding means and over single runs), ``table.md``
-    and, with ``plots``, ``accuracy_vs_stress.png`` and ``curves.png``.
+    and, with ``plots``, ``accuracy_vs_stress.png`` and ``curves.png``. ``overwrite``: start a
+    grid posgeom wrote in ``output`` over (its files only; see :func:`_experiment`).
     """
     return _experiment(
         "stress_vs_accuracy",
@@ -189,6 +194,7 @@ def stress_vs_accuracy(
         seeds,
         plots,
         n_boot,
+        overwrite,
     )
 
 
@@ -199,6 +205,7 @@ def order_necessity(
     encodings: Sequence[str] = SWEEP_ENCODINGS,
     seeds: Sequence[int] = (0, 1, 2),
     plots: bool = True,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Theorem 1: the order-only task (paired samples) for every encoding and seed.
 
@@ -214,6 +221,7 @@ def order_necessity(
         seeds,
         plots,
         None,
+        overwrite,
     )
 
 
