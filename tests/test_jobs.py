@@ -185,15 +185,11 @@ def test_damaged_shard_is_counted_again(sst2, tmp_path, caplog):
     folder, _ = sst2
     path, spec = folder / "train300.tsv", folder / "word.json"
     count_resumable(path, spec, max_positions=8, shard_lines=100, job_dir=tmp_path, progress=False)
-    damaged = tmp_path / "shard-00001.npz"
-    damaged.write_bytes(b"not a zip file")
-    with pytest.raises(PosgeomError, match=r"shard-00001\.npz changed since posgeom wrote it"):
-        count_resumable(path, spec, max_positions=8, shard_lines=100, job_dir=tmp_path)
-    assert damaged.read_bytes() == b"not a zip file"  # refused up front: nothing replaced
-    damaged.unlink()  # what the message asks: move the file out
+    (tmp_path / "shard-00001.npz").write_bytes(b"not a zip file")
     got = count_resumable(path, spec, max_positions=8, shard_lines=100, job_dir=tmp_path)
     assert_same_counts(got, count_corpus(path, spec, max_positions=8))
-    assert "2 loaded from earlier runs, 1 to count" in caplog.text
+    err = caplog.text
+    assert "unreadable" in err and "2 loaded from earlier runs, 1 to count" in err
 
 
 SCRIPT = """

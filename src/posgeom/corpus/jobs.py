@@ -204,6 +204,7 @@ class CountJob:
                 inputs=[*paths, *_tokenizer_inputs(tokenizer)],
                 restart=overwrite,
                 option="job folder",
+                self_checked=True,  # every shard and the plan verify themselves on a resume
             )
         jd = None if folder is None else folder.path
         if folder is not None and folder.listed(MANIFEST):  # resume

@@ -120,9 +120,11 @@ def kind_refusal(path: Path, manifest: dict[str, Any], kinds: tuple[str, ...]) -
     )
 
 
-def owned_refusal(path: Path, manifest: dict[str, Any], what: str) -> str | None:
-    """Why the files of the posgeom folder ``path`` are not all posgeom's and unchanged (``what``
-    the operation that would lose them), or None."""
+def owned_refusal(
+    path: Path, manifest: dict[str, Any], what: str, changed: bool = True
+) -> str | None:
+    """Why the files of the posgeom folder ``path`` are not all posgeom's and (with
+    ``changed``) unchanged (``what`` the operation that would lose them), or None."""
     foreign = unlisted(path, manifest["files"])
     if foreign:
         shown = ", ".join(foreign[:3]) + (
@@ -132,12 +134,14 @@ def owned_refusal(path: Path, manifest: dict[str, Any], what: str) -> str | None
             f"{path} holds files posgeom did not write ({shown}); {what} would delete them: "
             "move them out or choose another folder"
         )
-    changed = [
-        rel for rel, info in sorted(manifest["files"].items()) if changed_file(path / rel, info)
+    edited = [
+        rel
+        for rel, info in sorted(manifest["files"].items())
+        if changed and changed_file(path / rel, info)
     ]
-    if changed:
+    if edited:
         return (
-            f"{path}: {', '.join(changed[:3])} changed since posgeom wrote it (its size or SHA-256 "
+            f"{path}: {', '.join(edited[:3])} changed since posgeom wrote it (its size or SHA-256 "
             f"differs from {RESULTS_MANIFEST}); {what} would lose the change: move the "
             "folder or the file out, or choose another folder"
         )

@@ -15,6 +15,11 @@ They follow the output rule of results folders (:mod:`posgeom._outputs`):
   into place; the record keeps the file's previous size and SHA-256 under ``"was"`` so that a
   process killed between the two still leaves a folder whose every file is posgeom's.
 
+Work that verifies every file it reads back (a counting job: artifact checksums, the plan's
+checksum, each shard's provenance) opens its folder with ``self_checked``: on a resume a listed
+file that changed is left to those checks (they name what is wrong with it); a restart, which
+would delete it, still refuses.
+
 A work folder may hold work folders of its own (an experiment's training runs): the parent lists
 them as ``{"folder": kind}`` and leaves their files to their own manifests.
 """
@@ -65,11 +70,13 @@ class WorkFolder:
         inputs: Iterable[str | os.PathLike] = (),
         restart: bool = False,
         option: str = "the folder",
+        self_checked: bool = False,
     ) -> WorkFolder:
         """Check ``path`` by the output rule and make it posgeom's work folder of ``kind``:
         created when missing, marked when empty, resumed when posgeom made it for ``kind``
         (every file listed, unchanged); with ``restart`` its listed files are deleted first.
-        ``option`` names the folder in messages (``"--job-dir"``). Refusals: one line."""
+        ``option`` names the folder in messages (``"job folder"``); ``self_checked``: see the
+        module docstring. Refusals: one line."""
         from posgeom._outputs import input_refusal, name_refusal, resolve_output
 
         out = resolve_output(path)
@@ -82,7 +89,7 @@ class WorkFolder:
         check_writable(out, folder=True)
         folder = cls(out, kind)
         with folder_lock(out.parent):
-            reason = folder._refusal(option, restart)
+            reason = folder._refusal(option, restart, self_checked)
             if reason is not None:
                 raise PosgeomError(reason)
             make_folder(out)
@@ -92,7 +99,7 @@ class WorkFolder:
                 write_listed(out, [], content=kind)
         return folder
 
-    def _refusal(self, option: str, restart: bool) -> str | None:
+    def _refusal(self, option: str, restart: bool, self_checked: bool) -> str | None:
         out = self.path
         if not out.is_dir() or not any(out.iterdir()):
             return None
@@ -103,7 +110,10 @@ class WorkFolder:
                 "posgeom works only in a new or empty folder or one it made: choose another folder"
             )
         what = "restarting" if restart else "resuming in it"
-        return kind_refusal(out, manifest, (self.kind,)) or owned_refusal(out, manifest, what)
+        changed = restart or not self_checked
+        return kind_refusal(out, manifest, (self.kind,)) or owned_refusal(
+            out, manifest, what, changed
+        )
 
     # ------------------------------------------------------------------ the manifest
     def _files(self) -> dict[str, Any]:
