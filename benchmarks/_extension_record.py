@@ -330,12 +330,22 @@ def write_plane_use(out: Path, work: Path) -> None:
         target.write_text(json.dumps({"model": "Track B RoPE decoders", "seeds": seeds}) + "\n")
 
 
+START, END = "<!-- record:start -->", "<!-- record:end -->"
+
+
 def run(out: Path, work: Path) -> dict[str, Any]:
+    """Write ``record.json`` (here and the package's copy) and the tables between the record
+    markers of ``docs/EXTENSION.md``."""
     write_plane_use(out, work)
     record = build(out)
     text = json.dumps(record, indent=1) + "\n"
     (out / "record.json").write_text(text)
     (ROOT / "src" / "posgeom" / "extension" / "record.json").write_text(text)
+    page = ROOT / "docs" / "EXTENSION.md"
+    doc = page.read_text()
+    if START in doc and END in doc:
+        head, rest = doc.split(START, 1)
+        page.write_text(f"{head}{START}\n{markdown(record)}{END}{rest.split(END, 1)[1]}")
     return record
 
 
@@ -368,5 +378,12 @@ def markdown(record: dict[str, Any]) -> str:
             cells = " | ".join(_cell(v["sets"].get(k)) for k in sets)
             mark = "yes" if v["validated"] else ("needs forwards" if v["needs_forward"] else "no")
             lines.append(f"| {pred} | {cells} | {mark} |")
-        lines.append("")
+        fb = entry["predictors"].get(FALLBACK, {}).get("sets", {})
+        places = [
+            f"{w} {v['pick_place']}. ({v['pick_loss_minus_none']:+.3f})"
+            for k in sets
+            for w, v in fb.get(k, {}).get("per_window", {}).items()
+        ]
+        lines += ["", "The fallback's measured place per window (its loss minus none's, nats): "
+                  + "; ".join(places) + ".", ""]  # fmt: skip
     return "\n".join(lines)

@@ -121,6 +121,20 @@ def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     assert "measure: " in err
     low = min(measured.values(), key=lambda m: m["beyond_loss"])
     assert f"lowest measured loss beyond L0: {low['name']} (" in out_text
+    # key tokens: none of this random model's tokens gains 2 nats from the long context
+    assert summary["measurements"]["key_tokens"] == 0
+    assert measured["none"]["key_token_loss"] is None
+    # --measure quick: every strategy, in-window loss on windows of min(2048, L0) = 64 tokens
+    quick = tmp_path / "quick"
+    argv = ["extend", str(folder), str(text), "--target-length", "128", "--no-fit", "-q"]
+    argv += ["--measure", "quick", "--windows", "1", "--replicates", "0", "-o", str(quick)]
+    assert main(argv) == 0
+    got = json.loads((quick / "summary.json").read_text())["measurements"]
+    assert got["mode"] == "quick" and got["window_length"] == 64
+    rows = {m["name"]: m for m in got["strategies"]}
+    assert len(rows) == len(json.loads((quick / "summary.json").read_text())["strategies"])
+    assert rows["none"]["within_loss"] == pytest.approx(float(loss[:63].mean()), rel=1e-5)
+    assert rows["none"]["tokens_beyond"] == 0
 
 
 def test_bad_corpus_and_strategies_exit_2_and_write_nothing(tmp_path, capsys):
