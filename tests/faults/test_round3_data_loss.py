@@ -401,3 +401,31 @@ def test_item07_report_commits_page_and_figures_together(
     assert code in (2, 130)
     assert (_snapshot(tmp_path / "paper_figures"), page.read_bytes()) == before
     assert temporaries(tmp_path) == []
+
+
+# ----------------------------------------------------------------------------- the caches
+def test_reproduce_count_cache_follows_the_rule(small_corpus, tmp_path):
+    """reproduce's count cache (`--cache`) is a work folder too: a folder holding the user's
+    files, or the corpus itself, is refused before anything is counted; posgeom's own cache
+    lists every file it wrote and is reused."""
+    from posgeom.corpus.tokenize import WordLevelTokenizer
+    from posgeom.experiments.reproduce.cache import cached_counts, check_cache
+
+    tok = WordLevelTokenizer().fit(small_corpus.read_text().splitlines())
+    options = {"max_positions": 8, "limit": None, "include_special": True}
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "paper.tex").write_text("my paper\n")
+    corpus_home = shutil.copytree(small_corpus.parent, tmp_path / "data")
+    for folder, why in ((mine, "did not write"), (corpus_home, "input")):
+        with pytest.raises(PosgeomError, match=why):
+            check_cache(folder, [corpus_home / small_corpus.name])
+        with pytest.raises(PosgeomError, match=why):
+            cached_counts(corpus_home / small_corpus.name, "c", tok, folder, options, False)
+    assert _snapshot(mine) == {"paper.tex": hashlib.sha256(b"my paper\n").hexdigest()}
+    cache = tmp_path / "cache"
+    first = cached_counts(small_corpus, "c", tok, cache, options, False)
+    listed = json.loads((cache / "posgeom-manifest.json").read_text())["files"]
+    assert set(listed) == {p.name for p in cache.iterdir()} - {"posgeom-manifest.json"}
+    again = cached_counts(small_corpus, "c", tok, cache, options, False)
+    assert (again.counts != first.counts).nnz == 0 and len(listed) == 2  # .gitignore, counts

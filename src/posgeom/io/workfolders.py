@@ -71,12 +71,14 @@ class WorkFolder:
         restart: bool = False,
         option: str = "the folder",
         self_checked: bool = False,
+        create: bool = True,
     ) -> WorkFolder:
         """Check ``path`` by the output rule and make it posgeom's work folder of ``kind``:
         created when missing, marked when empty, resumed when posgeom made it for ``kind``
         (every file listed, unchanged); with ``restart`` its listed files are deleted first.
         ``option`` names the folder in messages (``"job folder"``); ``self_checked``: see the
-        module docstring. Refusals: one line."""
+        module docstring; ``create=False`` only checks (nothing is made or marked: a check
+        before the work of a folder made when its first file is written). Refusals: one line."""
         from posgeom._outputs import input_refusal, name_refusal, resolve_output
 
         out = resolve_output(path)
@@ -85,9 +87,15 @@ class WorkFolder:
             reason = f"{option} {out} exists and is not a folder; choose another folder"
         if reason is not None:
             raise PosgeomError(reason)
+        folder = cls(out, kind)
+        if not create:
+            reason = folder._refusal(option, restart, self_checked)
+            if reason is not None:
+                raise PosgeomError(reason)
+            check_writable(out, folder=True)
+            return folder
         make_folder(out.parent)
         check_writable(out, folder=True)
-        folder = cls(out, kind)
         with folder_lock(out.parent):
             reason = folder._refusal(option, restart, self_checked)
             if reason is not None:

@@ -10,7 +10,10 @@ so a corpus file that changed (even with the same size and name), another tokeni
 options name another file: cached counts are reused only for the very bytes they were counted
 from. A loaded file is checked once more against the key's options and tokenizer (a file renamed
 into the cache by hand is refused and recounted). The folder (with its ``.gitignore``) is made when
-the first counts are saved, so a run that fails before counting leaves nothing behind.
+the first counts are saved, so a run that fails before counting leaves nothing behind. It is a
+work folder of kind ``count-cache`` (:class:`posgeom.io.workfolders.WorkFolder`, checked before
+the work by :func:`check_cache`): new, empty or made by posgeom as a cache, never inside an
+input nor holding one; every file posgeom writes there is listed in its manifest.
 """
 
 from __future__ import annotations
@@ -25,7 +28,23 @@ from posgeom.io.artifacts import canonical_json
 
 log = logging.getLogger("posgeom")
 
-__all__ = ["cache_key", "cached_counts"]
+__all__ = ["cache_key", "cached_counts", "check_cache"]
+
+CACHE_KIND = "count-cache"
+
+
+def check_cache(cache: Path, inputs: Any = ()) -> None:
+    """Refuse, before the work, a cache folder posgeom may not write in (nothing is created)."""
+    _folder(cache, inputs, create=False)
+
+
+def _folder(cache: Path, inputs: Any = (), *, create: bool = True) -> Any:
+    from posgeom.io.workfolders import WorkFolder
+
+    return WorkFolder.open(
+        cache, kind=CACHE_KIND, inputs=inputs, option="count cache", self_checked=True,
+        create=create,
+    )  # fmt: skip
 
 
 def cache_key(path: Path, tokenizer: Any, options: dict[str, Any]) -> str:
@@ -86,8 +105,9 @@ def cached_counts(
         log.warning("cached counts %s unusable (%s); recounting", file, problem)
     log.info("counting %s", path)
     counts = count_corpus(path, tokenizer, progress=progress, **options)
-    if not cache.exists():
-        cache.mkdir(parents=True)
-        (cache / ".gitignore").write_text("*\n")
-    counts.save(file)
+    folder = _folder(cache, [path])
+    if not folder.listed(".gitignore"):
+        folder.write_text(".gitignore", "*\n")
+    with folder.atomic(file.name) as tmp:
+        counts.save(tmp, format="npz")
     return counts

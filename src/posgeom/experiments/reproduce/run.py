@@ -37,7 +37,7 @@ from posgeom._errors import PosgeomError
 from posgeom._outputs import check_file_set, check_output, record_file_set, stamp
 from posgeom._validation import Interval, validate_params
 from posgeom._version import __version__
-from posgeom.experiments.reproduce.cache import cached_counts
+from posgeom.experiments.reproduce.cache import cached_counts, check_cache
 from posgeom.experiments.reproduce.markdown import markdown
 from posgeom.experiments.reproduce.plots import plots
 from posgeom.experiments.reproduce.settings import (
@@ -195,6 +195,7 @@ def reproduce(
         out / "REPRODUCTION.md", kinds=("reproduction",), overwrite=overwrite, inputs=[data]
     )
     check_file_set(folder, overwrite=overwrite, keep=[cache])
+    check_cache(cache, [data])
     missing = [rel for _, _, rel, _ in CORPORA if not (data / rel).is_file()]
     if missing:
         raise PosgeomError(
