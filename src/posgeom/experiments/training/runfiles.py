@@ -62,8 +62,17 @@ def save_checkpoint(path: Path, model: Any, opt: Any, meta: dict[str, Any]) -> N
 
 
 def data_inputs(cfg: Any) -> list[Path]:
-    """The data files and folder a run reads (its folders may not hold them)."""
-    paths = [cfg.train_file, cfg.eval_file, cfg.data_dir or os.environ.get("POSGEOM_DATA")]
+    """The data files and folders a run reads (the data, MiniLM's weights): its folders may
+    neither hold them nor lie inside them."""
+    paths: list[Any] = [cfg.train_file, cfg.eval_file]
+    paths.append(cfg.data_dir or os.environ.get("POSGEOM_DATA"))
+    if cfg.model == "minilm":
+        from posgeom.experiments.training.data import minilm_path
+
+        try:
+            paths.append(minilm_path())
+        except PosgeomError:
+            pass  # refused with its own message when the run loads it
     return [Path(p).expanduser() for p in paths if p and Path(p).expanduser().exists()]
 
 
