@@ -41,7 +41,9 @@ def test_few_classes_lead_every_verdict(tmp_path, capsys):
     assert f"{est['resolution']}: {words}" in line  # the words of the stored estimate
     assert summary["verdict"]["line"] == line
     assert (out_dir / "table.md").read_text().strip().splitlines()[-1] == line
-    lead = verdict(load_folder(out_dir))[0]  # what the report's verdict paragraph opens with
+    view = load_folder(out_dir)
+    assert view.settings["token classes"] == f"{k}: {words}"  # the report's settings table
+    lead = verdict(view)[0]  # what the report's verdict paragraph opens with
     assert lead.startswith(f"20 sequences pin down only {k} token classes ({words}):")
     assert "More sequences resolve more classes" in lead and "--smooth-positions" in lead
 

@@ -198,6 +198,8 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
     if vi is not None:
         settings["estimator"] = vi.estimator or "as given (not recorded)"
         settings["resolution"] = vi.resolution or "not recorded"
+        if vi.classes:  # what the classes hold, in the words of the estimate
+            settings["token classes"] = f"{vi.n_classes or '?'}: {vi.classes}"
     return {
         "settings": settings,
         "rows": rows,
