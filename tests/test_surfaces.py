@@ -175,6 +175,8 @@ def test_every_surface_reads_the_stored_numbers(runs, name):
     alpha = (delta[iu] @ target[iu]) / (delta[iu] @ delta[iu])
     so = ((alpha * delta[iu] - target[iu]) ** 2).sum() / (target[iu] ** 2).sum()
     assert so == pytest.approx(rows["mds"]["scale_optimal"], abs=1e-9)
+    maps = next(spec for spec in _figure_specs(view) if spec[0] == "mds_2d")
+    assert "MDS encoding of the target D above (the mds row)" in maps[1]
     # the score rows of table.md and of the report: the stored numbers
     md = (folder / table).read_text()
     for enc, row in rows.items():
@@ -263,6 +265,32 @@ def test_sampled_triples_are_not_called_stability(runs, monkeypatch):
 
     words = " ".join(verdict(load_folder(folder)))
     assert "The ranking is stable" not in words and "another sample of the corpus" in words
+
+
+def test_model_figure_labels_its_lines_with_their_target(runs):
+    """The per-layer figure's horizontal lines are the learned table's and the target's MDS
+    scores against the target the layers are scored against (not the plug-in's), and say so."""
+    import matplotlib.pyplot as plt
+
+    from posgeom.models.analysis import analyze_model
+    from posgeom.models.plots import layers_figure
+
+    bert = runs["root"] / "bert"
+    texts = _texts()
+    result = analyze_model(
+        str(bert), str(bert), texts, max_positions=N, resolution=RES, bootstrap=None
+    )
+    fig = layers_figure(result)
+    lines = {ln.get_label(): ln.get_ydata() for ln in fig.axes[0].get_lines()}
+    plt.close(fig)
+    scores, plugin = result.geometry.scores, result.plugin_scores
+    table = lines["learned position table (target: corrected)"]
+    mds = lines["MDS encoding of D (target: corrected)"]
+    assert table[0] == scores["learned"]["scale_optimal"] != plugin["learned"]["scale_optimal"]
+    assert mds[0] == scores["mds"]["scale_optimal"]
+    # the same numbers as the stored analysis of the command (same corpus, n, target, classes)
+    stored = {r["encoding"]: r for r in _stored(runs, "am")[2].rows}
+    assert table[0] == pytest.approx(stored["learned"]["scale_optimal"], rel=1e-12)
 
 
 @pytest.mark.e2e

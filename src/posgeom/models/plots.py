@@ -8,14 +8,32 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["plot_layers"]
+__all__ = ["layers_figure", "plot_layers"]
 
 
 def plot_layers(analysis: Any, path: str | os.PathLike, *, title: str | None = None) -> Path:
-    """PNG of a :class:`~posgeom.models.result.ModelAnalysis`: scale-optimal stress per layer
-    against the target (with its bootstrap interval and the plug-in curve when present, and the
-    learned position table's and the target's MDS encoding's scores against the same target as
-    lines, each labelled with it), paper stress (log) and R^2 per layer. Written atomically."""
+    """PNG of a :class:`~posgeom.models.result.ModelAnalysis` (:func:`layers_figure`), written
+    atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = layers_figure(analysis, title=title)
+    path = Path(path)
+    from posgeom.io.artifacts import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    return path
+
+
+def layers_figure(analysis: Any, *, title: str | None = None) -> Any:
+    """The per-layer figure: scale-optimal stress per layer against the target (with its
+    bootstrap interval and the plug-in curve when present, and the learned position table's
+    and the target's MDS encoding's scores against the same target as lines, each labelled
+    with it), paper stress (log) and R^2 per layer."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -65,13 +83,7 @@ def plot_layers(analysis: Any, path: str | os.PathLike, *, title: str | None = N
         + ("counted" if analysis.options.get("include_special", True) else "excluded")
     )
     fig.tight_layout()
-    path = Path(path)
-    from posgeom.io.artifacts import atomic_path
-
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return path
+    return fig
 
 
 def _short(name: str, parts: int = 2) -> str:

@@ -174,7 +174,8 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
     if coords is not None and coords.shape[1] >= 2:
         yield (
             "mds_2d",
-            "Positions placed by the MDS encoding; neighbours in the corpus are neighbours here.",
+            "Positions placed by the MDS encoding of the target D above (the mds row); "
+            "neighbours in the corpus are neighbours here.",
             lambda: F.mds_map(coords, a.get("positions"), dims=2),
         )
         if coords.shape[1] >= 3:
