@@ -42,6 +42,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 
 __all__ = [
+    "SEED",
     "Interval",
     "Options",
     "check_int",
@@ -67,6 +68,13 @@ def _is_real(value: Any) -> bool:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, np.floating)):
         return False
     return not math.isnan(float(value))
+
+
+def _bound_text(value: float) -> str:
+    """A bound as people write it: ``10``, ``0.5``, ``inf``, ``2**63 - 1`` (not 9.22337e+18)."""
+    if isinstance(value, int) and value > 2**20 and (value + 1) & value == 0:
+        return f"2**{value.bit_length()} - 1"
+    return f"{value:g}"
 
 
 @dataclass(frozen=True)
@@ -108,10 +116,14 @@ class Interval:
         high = None if self.right is None else ("<=" if self.closed in ("both", "right") else "<")
         parts = []
         if low is not None:
-            parts.append(f"{low} {self.left:g}")
+            parts.append(f"{low} {_bound_text(self.left)}")
         if high is not None:
-            parts.append(f"{high} {self.right:g}")
+            parts.append(f"{high} {_bound_text(self.right)}")
         return noun + (" " + " and ".join(parts) if parts else "")
+
+
+#: a seed of ``numpy.random.default_rng``: a non-negative integer below 2**63 (the CLI's too)
+SEED = Interval(Integral, 0, 2**63 - 1)
 
 
 @dataclass(frozen=True)

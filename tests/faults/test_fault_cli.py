@@ -169,7 +169,7 @@ def test_large_components_are_refused(tmp_path, capsys):
     code, err = cli(capsys, *argv)
     assert (
         code == 2
-        and "n_components=6 exceeds --model-dim 3" in one_line(err)
+        and "--components 6 exceeds --model-dim 3" in one_line(err)
         and not (tmp_path / "g").exists()
     )
 

@@ -155,7 +155,7 @@ def sp_matrix(data):
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["--seed", "-1"], "--seed must be a non-negative integer"),
+        (["--seed", "-1"], "--seed must be an integer >= 0 and <= 2**63 - 1"),
         (["--alpha", "inf", "--smoothing", "add-alpha"], "--alpha must be a positive finite"),
         (["--alpha", "5"], "--alpha 5 has no effect without --smoothing add-alpha"),
     ],

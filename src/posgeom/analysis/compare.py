@@ -41,12 +41,14 @@ sample floor with ``below_min="drop"`` keeps every encoding aligned with ``D``.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Mapping, Sequence
+from numbers import Integral, Real
 from typing import Any
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import check_int
+from posgeom._validation import SEED, Interval, check_int, validate_params
 from posgeom.analysis.compare_result import ComparisonResult, StationarityResult, stationarity
 from posgeom.analysis.pipeline import DEFAULT_MODEL_DIM
 from posgeom.analysis.rows import (
@@ -56,6 +58,7 @@ from posgeom.analysis.rows import (
     with_baselines,
 )
 from posgeom.encodings import default_rope_head_dim, family, rope_heads
+from posgeom.encodings._base import MAX_HEADS
 
 __all__ = [
     "ComparisonResult",
@@ -81,6 +84,17 @@ log = logging.getLogger("posgeom")
 
 
 # ----------------------------------------------------------------------------- main entry
+@validate_params(
+    {
+        "model_dim": [Interval(Integral, 1, None)],
+        "n_heads": [Interval(Integral, 1, MAX_HEADS)],
+        "rope_head_dim": [Interval(Integral, 2, None), None],
+        "rope_base": [Interval(Real, 1, math.inf, closed="neither")],
+        "low_rank": [Interval(Integral, 1, None)],
+        "max_rank": [Interval(Integral, 0, None)],
+        "seed": [SEED],
+    }
+)
 def compare_encodings(
     counts_or_distributions: Any,
     *,

@@ -11,13 +11,15 @@ rank-curve rows follow :mod:`posgeom.reports.schema`.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import check_param
+from posgeom._validation import SEED, Interval, check_param, validate_params
 from posgeom.analysis import pipeline_scale as scale
 from posgeom.analysis.pipeline_result import PipelineResult
 from posgeom.analysis.pipeline_scale import Scorer, blocks_target, draw_shepard_pairs
@@ -107,6 +109,17 @@ def _empty_positions_hint(cm: CountMatrix) -> tuple[str | None, int | None]:
     return hint, (None if hint is None else suggest_n(cm.totals, n_sequences))
 
 
+@validate_params(
+    {
+        "model_dim": [Interval(Integral, 1, None)],
+        "n_components": [Interval(Integral, 1, None), None],
+        "alpha": [Interval(Real, 0, math.inf, closed="neither")],
+        "min_samples": [Interval(Integral, 1, None)],
+        "refine": [bool],
+        "max_rank": [Interval(Integral, 0, None)],
+        "seed": [SEED],
+    }
+)
 def analyze_counts(
     counts: Any,
     *,

@@ -15,19 +15,21 @@ import os
 from numbers import Integral
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, check_param
+from posgeom._validation import SEED, Interval, check_param
 from posgeom.encodings._base import MAX_HEADS  # one home: the encodings
 
 __all__ = ["MAX_HEADS", "check_common_args", "check_no_empty", "unique_names"]
 
 THREADS = [Interval(Integral, 1, 1024)]  # --threads: torch's CPU threads
+POSITIONS = [Interval(Integral, 1, None)]  # -n/--max-positions (commands add their own limits)
 
 
 def _check_heads(args: argparse.Namespace) -> None:
-    heads = getattr(args, "n_heads", None)
-    if heads is None:
+    """``compare``'s ``--n-heads`` within ``-d`` (train's ``--heads`` is TrainConfig's)."""
+    heads, width = getattr(args, "n_heads", None), getattr(args, "model_dim", None)
+    if heads is None or width is None:
         return
-    width = getattr(args, "model_dim", None) or heads
+    check_param("-d/--model-dim", width, [Interval(Integral, 1, None)])  # before the heads in it
     limit = min(MAX_HEADS, width)
     if not 1 <= heads <= limit:
         raise PosgeomError(
@@ -61,10 +63,13 @@ def _check_alpha(args: argparse.Namespace) -> None:
 
 
 def _check_ranges(args: argparse.Namespace) -> None:
-    """Counts of repeated work, each within its declared range (not a billion splits)."""
+    """Counts of repeated work, each within its declared range (not a billion splits); seeds
+    and the number of positions, shared by many commands, within theirs."""
     from posgeom.geometry.noise import REPEATS
 
-    for dest, allowed in (("noise_repeats", REPEATS), ("threads", THREADS)):
+    ranges = {"noise_repeats": REPEATS, "threads": THREADS, "max_positions": POSITIONS}
+    ranges.update({key: [SEED] for key in ("seed", "shuffle_seed", "bootstrap_seed")})
+    for dest, allowed in ranges.items():
         value = getattr(args, dest, None)
         if value is not None:
             check_param("--" + dest.replace("_", "-"), value, allowed)
@@ -73,9 +78,6 @@ def _check_ranges(args: argparse.Namespace) -> None:
 def check_common_args(args: argparse.Namespace) -> None:
     """Refuse out-of-range or ineffective shared options (module docstring)."""
     _check_ranges(args)
-    seed = getattr(args, "seed", None)
-    if seed is not None and not 0 <= seed < 2**63:
-        raise PosgeomError(f"--seed must be a non-negative integer below 2**63, got {seed}")
     _check_heads(args)
     _check_workers(args)
     _check_alpha(args)

@@ -38,6 +38,7 @@ def add_geometry_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "-r",
         "--components",
+        dest="n_components",  # the library's name: its messages name the flag
         type=int,
         default=None,
         help="rank r of the MDS encoding (default: min(n - 1, d))",
@@ -102,7 +103,7 @@ def _analyze(counts: Any, args: argparse.Namespace, n_extra: int | None = None) 
     result = analyze_counts(
         counts,
         model_dim=args.model_dim,
-        n_components=args.components,
+        n_components=args.n_components,
         smoothing=args.smoothing,
         alpha=args.alpha,
         min_samples=args.min_samples,
@@ -171,8 +172,8 @@ def _demo(args: argparse.Namespace) -> int:
     n = args.max_positions
     if args.report and not args.output:
         raise PosgeomError("--report needs a results folder: add -o DIR")
-    log.info("synthetic three-regime corpus: %d sequences of %d tokens", args.sequences, n)
-    seqs = synthetic_corpus(args.sequences, length=n, seed=args.seed)
+    log.info("synthetic three-regime corpus: %d sequences of %d tokens", args.n_sequences, n)
+    seqs = synthetic_corpus(args.n_sequences, length=n, seed=args.seed)
     counts = count_positions(seqs, max_positions=n)
     if args.output:
         _analyze_and_save(lambda: counts, args)
@@ -354,7 +355,9 @@ def register(sub: Any) -> None:
         "positional distributions and prints the comparison table.",
     )
     p.add_argument("-n", "--max-positions", type=int, default=32, help="sequence length n")
-    p.add_argument("--sequences", type=int, default=2000, help="number of synthetic sequences")
+    p.add_argument(
+        "--sequences", dest="n_sequences", type=int, default=2000, help="synthetic sequences"
+    )
     p.add_argument(
         "-d",
         "--model-dim",
@@ -369,7 +372,7 @@ def register(sub: Any) -> None:
     add_report_argument(p)
     p.set_defaults(
         handler=_demo,
-        components=None,
+        n_components=None,
         smoothing="none",
         alpha=1.0,
         min_samples=1,

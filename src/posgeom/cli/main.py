@@ -148,7 +148,7 @@ def _cli_words(message: str, flags: dict[str, str]) -> str:
     )
     message = re.sub(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", lambda m: flags.get(m[0], m[0]), message)
     message = re.sub(  # "lr must be ..." (a one-word keyword): the flag too
-        r"(^|: |pass )(?P<key>[a-z][a-z0-9]*)\b(?= must be| as )",
+        r"(^|: |pass )(?P<key>[a-z][a-z0-9]*)\b(?= must be| as | needs )",
         lambda m: m[1] + flags.get(m["key"], m["key"]),
         message,
     )

@@ -33,8 +33,12 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
         "weights, --encoding pretrained, sst2 only)",
     )
     g.add_argument("--d-model", type=int, default=_default("d_model"), help="model width d")
-    g.add_argument("--heads", type=int, default=_default("n_heads"), help="attention heads")
-    g.add_argument("--layers", type=int, default=_default("n_layers"), help="encoder layers")
+    g.add_argument(
+        "--heads", dest="n_heads", type=int, default=_default("n_heads"), help="attention heads"
+    )
+    g.add_argument(
+        "--layers", dest="n_layers", type=int, default=_default("n_layers"), help="encoder layers"
+    )
     g.add_argument("--dropout", type=float, default=_default("dropout"), help="dropout")
     g.add_argument(
         "--max-len",
@@ -95,10 +99,6 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
     )
 
 
-#: CLI spellings of TrainConfig fields that differ from the field name.
-_RENAMED = {"heads": "n_heads", "layers": "n_layers"}
-
-
 def _default(name: str) -> Any:
     """The default of the :class:`~posgeom.experiments.training.TrainConfig` field ``name`` (the
     CLI's defaults are the config's, not a copy)."""
@@ -108,14 +108,14 @@ def _default(name: str) -> Any:
 
 
 def _config(args: argparse.Namespace, **override: Any) -> Any:
-    """The :class:`TrainConfig` of the parsed options: every option named like a field (or
-    renamed in ``_RENAMED``) fills it; fields without an option keep their defaults."""
+    """The :class:`TrainConfig` of the parsed options: every option whose dest is a field fills
+    it (``--heads`` has the dest ``n_heads``); fields without an option keep their defaults."""
     import dataclasses
 
     from posgeom.experiments.training import TrainConfig
 
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    kw = {_RENAMED.get(k, k): v for k, v in vars(args).items() if _RENAMED.get(k, k) in fields}
+    kw = {k: v for k, v in vars(args).items() if k in fields}
     kw = {k: v for k, v in kw.items() if k != "encoding" or v is not None}
     kw["train_positions"] = {"default": None, "yes": True, "no": False}[args.train_positions]
     kw["progress"] = not getattr(args, "quiet", False)
