@@ -161,12 +161,11 @@ def _rows_of(scores: dict[str, Any]) -> list[dict[str, Any]]:
 
 def target_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """A model analysis's arrays as drawn: ``hellinger`` the target, ``plugin_hellinger`` the
-    plug-in (folders of the plug-in pipeline held ``target``; their plug-in MDS and floor are
-    left out: another geometry)."""
+    plug-in (an old folder's ``target``; its plug-in MDS and floor, of another D, left out)."""
     if "target" not in arrays:
         return arrays
-    other = ("target", "mds_coordinates", "mds_embedding", "noise_pair_floor", "eigenvalues")
-    out = {k: v for k, v in arrays.items() if k not in other}
+    old = ("target", "mds_coordinates", "mds_embedding", "noise_pair_floor", "eigenvalues")
+    out = {k: v for k, v in arrays.items() if k not in old}
     out["plugin_hellinger"], out["hellinger"] = arrays["hellinger"], arrays["target"]
     return out
 
@@ -178,9 +177,8 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         geom = summary.get("geometry", {})
         rows, curve = summary.get("table", []), summary.get("rank_curve", [])
     elif kind == "analyze-model":
-        geom = summary.get("geometry", {})
-        scores = summary.get("position_encodings_target")  # folders of the plug-in pipeline
-        rows = _rows_of(scores or geom.get("scores", {}))
+        geom, scores = summary.get("geometry", {}), summary.get("position_encodings_target")
+        rows = _rows_of(scores or geom.get("scores", {}))  # scores: an old folder's
         curve = [] if scores else geom.get("rank_curve", [])
         arrays = target_arrays(arrays)
     else:
