@@ -429,3 +429,36 @@ def test_reproduce_count_cache_follows_the_rule(small_corpus, tmp_path):
     assert set(listed) == {p.name for p in cache.iterdir()} - {"posgeom-manifest.json"}
     again = cached_counts(small_corpus, "c", tok, cache, options, False)
     assert (again.counts != first.counts).nnz == 0 and len(listed) == 2  # .gitignore, counts
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("fraction", [0.2, 0.5, 0.8, 0.95])
+def test_item07_a_real_signal_leaves_page_and_figures_together(run_folder, tmp_path, fraction):
+    """SIGINT at a point of `report` (a fraction of its uninterrupted wall time): afterwards the
+    page and its figures folder are both there, complete, or both absent, with no temporaries."""
+    import signal
+    import time
+
+    from fault_helpers import spawn
+
+    from posgeom.io.artifacts import RESULTS_MANIFEST
+
+    page = tmp_path / "timed.html"
+    t0 = time.perf_counter()
+    assert spawn("-q", "report", run_folder, "-o", page).wait() == 0
+    took = time.perf_counter() - t0
+    shutil.rmtree(tmp_path / "timed_figures")
+    page.unlink()
+    page = tmp_path / "paper.html"
+    proc = spawn("-q", "report", run_folder, "-o", page)
+    time.sleep(took * fraction)
+    os.killpg(proc.pid, signal.SIGINT)
+    code = proc.wait()
+    proc.stderr.close()
+    figures = tmp_path / "paper_figures"
+    assert code in (0, 130) and page.exists() == figures.exists(), code
+    if page.exists():
+        listed = json.loads((figures / RESULTS_MANIFEST).read_text())["files"]
+        assert set(listed) == {p.name for p in figures.iterdir()} - {RESULTS_MANIFEST}
+        assert page.read_text().rstrip().endswith("-->")  # the stamp: the whole page
+    assert temporaries(tmp_path) == []

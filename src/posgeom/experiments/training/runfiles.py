@@ -1,4 +1,5 @@
-"""The files of a run folder: ``checkpoint.safetensors``, ``log.jsonl`` and JSON files.
+"""The files of a run folder: ``checkpoint.safetensors``, ``log.jsonl`` and JSON files (written
+through the run's :class:`~posgeom.io.workfolders.WorkFolder`, :func:`open_run_folder`).
 
 Checkpoint: model and AdamW state in one safetensors file. Tensors: ``model.<state_dict key>`` and
 ``optim.<param index>.<state key>`` (flattened; their shapes are kept in the metadata under
@@ -27,7 +28,6 @@ __all__ = [
     "read_log",
     "restore",
     "save_checkpoint",
-    "write_json",
 ]
 
 CHECKPOINT = "checkpoint.safetensors"
@@ -121,13 +121,6 @@ def restore(model: Any, opt: Any, meta: dict[str, Any], tensors: dict[str, Any])
         shape = meta["step_shapes"][f"{idx}.{key}"]
         state.setdefault(int(idx), {})[key] = val.reshape(shape)
     opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
-
-
-def write_json(path: Path, obj: Any, *, indent: int) -> None:
-    """Write ``obj`` as indented JSON and a final newline to ``path`` (atomically)."""
-    from posgeom.io.artifacts import atomic_write_text
-
-    atomic_write_text(path, json.dumps(obj, indent=indent) + "\n")
 
 
 def read_log(output: str | os.PathLike) -> list[dict[str, Any]]:
