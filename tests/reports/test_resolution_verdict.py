@@ -42,7 +42,8 @@ def test_few_classes_lead_every_verdict(tmp_path, capsys):
     assert summary["verdict"]["line"] == line
     assert (out_dir / "table.md").read_text().strip().splitlines()[-1] == line
     view = load_folder(out_dir)
-    assert view.settings["token classes"] == f"{k}: {words}"  # the report's settings table
+    setting = f"{est['resolution']} ({k} classes: {words})"
+    assert view.settings["resolution"] == setting  # the report's settings table
     lead = verdict(view)[0]  # what the report's verdict paragraph opens with
     assert lead.startswith(f"20 sequences pin down only {k} token classes ({words}):")
     assert "More sequences resolve more classes" in lead and "--smooth-positions" in lead

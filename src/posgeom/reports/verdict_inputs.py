@@ -36,6 +36,7 @@ __all__ = [
     "baselines_as_good",
     "candidate_ranking",
     "is_candidate",
+    "resolution_setting",
     "target_phrase",
     "trusted_pairs",
     "verdict_inputs",
@@ -373,3 +374,14 @@ def target_phrase(vi: VerdictInputs) -> str:
     if vi.smoothing_slope is not None and vi.smoothing_slope > 0:
         res += f", smoothed over positions (h_i = {vi.smoothing_slope:g} i)"
     return f"Target D: {vi.estimator} estimator, {res}"
+
+
+def resolution_setting(vi: VerdictInputs) -> str:
+    """The resolution as a report's settings show it: the label and, when recorded, what the
+    classes hold in the estimate's words (``"top:2 (3 classes: '.', '[CLS]', other: 92% of
+    tokens)"``)."""
+    if vi.resolution is None:
+        return "not recorded"
+    if not vi.classes:
+        return vi.resolution
+    return f"{vi.resolution} ({vi.n_classes or '?'} classes: {vi.classes})"

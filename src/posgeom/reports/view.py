@@ -19,7 +19,7 @@ import numpy as np
 
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.reports._integrity import array_problem, changed_since_written, summary_problem
-from posgeom.reports.verdict_inputs import VerdictInputs, verdict_inputs
+from posgeom.reports.verdict_inputs import VerdictInputs, resolution_setting, verdict_inputs
 
 __all__ = [
     "CLAIM_SECTIONS",
@@ -195,9 +195,7 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         settings = {k: v for k, v in settings.items() if v}
     if vi is not None:
         settings["estimator"] = vi.estimator or "as given (not recorded)"
-        settings["resolution"] = vi.resolution or "not recorded"
-        if vi.classes:  # what the classes hold, in the words of the estimate
-            settings["token classes"] = f"{vi.n_classes or '?'}: {vi.classes}"
+        settings["resolution"] = resolution_setting(vi)
     return {
         "settings": settings,
         "rows": rows,
