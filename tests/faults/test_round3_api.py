@@ -42,6 +42,7 @@ class _Inputs:
         np.save(self.ids, self.seqs)
         self.artifact = posgeom.save_artifact(tmp / "a.npz", {"x": np.ones(3)}, kind="test")
         self.out = tmp
+        self.artifact_counts = self.counts.save(tmp / "counts.npz")
         self.result = posgeom.analyze_counts(self.counts, model_dim=8)
         from posgeom.lags import count_lags, top_classes
 
@@ -162,3 +163,36 @@ def test_public_function_wrong_types_raise_posgeom_error(inputs, name):
                     f"{name}(argument {index} = {bad!r}) raised {type(exc).__name__}: {exc}"
                 )
             pytest.fail(f"{name}(argument {index} = {bad!r}) raised nothing")
+
+
+def _methods(x: _Inputs) -> dict[str, tuple[Any, tuple, tuple[int, ...]]]:
+    """Public classes' constructors and loaders: name -> (callable, arguments, data indices)."""
+    boot_file = x.boot.save(x.out / "boot.npz")
+    return {  # the keys are METHODS
+        "HellingerBlocks": (posgeom.HellingerBlocks, (x.mu,), (0,)),
+        "PositionCounts.load": (posgeom.PositionCounts.load, (x.artifact_counts,), (0,)),
+        "BootstrapCounts.load": (posgeom.BootstrapCounts.load, (boot_file,), (0,)),
+        "PositionCounts.first_positions": (x.counts.first_positions, (4,), (0,)),
+        "PositionCounts.merge": (x.counts.merge, (x.counts,), (0,)),
+    }
+
+
+METHODS = (
+    "HellingerBlocks",
+    "PositionCounts.load",
+    "BootstrapCounts.load",
+    "PositionCounts.first_positions",
+    "PositionCounts.merge",
+)
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_public_methods_wrong_types_raise_posgeom_error(inputs, name):
+    function, args, broken = _methods(inputs)[name]
+    function(*args)  # the valid call runs
+    for index in broken:
+        for bad in WRONG:
+            if _acceptable(args[index], bad, inspect.Parameter.empty):
+                continue
+            with pytest.raises(PosgeomError):
+                function(*[bad if i == index else a for i, a in enumerate(args)])

@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import ArtifactError, PosgeomError
+from posgeom._validation import is_integer
 from posgeom.corpus._consistency import check_counts_file
 from posgeom.corpus._counter import MAX_TOKEN_ID, Counter, check_source, flat_batches, run_count
 from posgeom.corpus._fingerprint import merge_fingerprints
@@ -94,7 +95,7 @@ class PositionCounts:
     def first_positions(self, n: int) -> PositionCounts:
         """The counts of positions ``0 .. n-1`` (``1 <= n <= max_positions``), everything the
         counts carry cut alike (the one truncation rule: subclasses cut what they add)."""
-        if not 1 <= n <= self.max_positions:
+        if not (is_integer(n) and 1 <= n <= self.max_positions):
             raise PosgeomError(
                 f"-n {n} is outside 1..{self.max_positions}, the positions these counts hold; "
                 "choose a smaller -n or count more positions"
@@ -237,8 +238,7 @@ class PositionCounts:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> PositionCounts:
-        """Load counts saved by :meth:`save`, verifying checksums and the counts' consistency
-        (non-negative, totals the row sums, bounded by the sequences; :mod:`._consistency`).
+        """Load counts saved by :meth:`save`, verifying checksums and consistency (_consistency).
 
         A file of bootstrap counts (``posgeom count --bootstrap``) loads as
         :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, a subclass.

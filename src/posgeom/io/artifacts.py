@@ -253,7 +253,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 def read_sidecar(path: str | os.PathLike) -> dict[str, Any]:
     """The whole metadata header of the artifact at ``path`` (embedded, or an old sidecar),
     parsed, not verified (:func:`load_artifact` verifies). Of an ``.npz`` only that member is read."""
-    path = Path(path)
+    path = Path(check_path(path, "artifact path"))
     if path.suffix != ".safetensors" and path.is_file():
         member = read_npz(path, only=_MEMBER).get(_MEMBER)
         if member is not None:
