@@ -14,11 +14,14 @@ the corpus layer can load a tokenizer without importing the models layer.
 
 from __future__ import annotations
 
+import logging
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError, require
+from posgeom._library_output import held_logs
 
 __all__ = [
     "check_model_source",
@@ -94,6 +97,54 @@ def _offline_error(name: str, what: str, exc: Exception) -> PosgeomError:
     )
 
 
+def _first_mismatch(report: list[logging.LogRecord]) -> str | None:
+    """The first mismatched weight of transformers' load report (``key | MISMATCH | ...``)."""
+    for record in report:
+        for line in record.getMessage().splitlines():
+            if "MISMATCH" in line and "ckpt" in line:
+                key, _, detail = (part.strip() for part in line.split("|", 2))
+                return f"{key}: {detail.rsplit(' - ', 1)[-1]}"
+    return None
+
+
+def _load_failure(
+    target: str, what: str, exc: Exception, report: list[logging.LogRecord] = ()
+) -> PosgeomError:
+    """One line naming the folder, the file at fault and the fix, for a library exception of
+    ``from_pretrained`` on local files (anything else: the offline message); ``report``: the
+    load report transformers logged before it raised."""
+    text, kind = one_line(exc, 200), type(exc).__name__
+    if isinstance(exc, RecursionError):
+        return PosgeomError(
+            f"{target}: a JSON file of the {what} (config.json or a tokenizer file) is nested too "
+            "deeply to be read; restore the original file"
+        )
+    if isinstance(exc, pickle.UnpicklingError) or "weights_only" in text:
+        return PosgeomError(
+            f"{target}: its pickled PyTorch weights (pytorch_model.bin) hold more than plain "
+            "tensors, and posgeom never unpickles them (torch.load with weights_only=True only). "
+            "Fix: use the model's model.safetensors, or convert the weights to safetensors "
+            "where you trust the file"
+        )
+    if kind == "SafetensorError" or "safetensors" in text.lower():
+        return PosgeomError(
+            f"{target}: its weights file (model.safetensors) is damaged or forged ({text}); "
+            "download or save the model again (save_pretrained)"
+        )
+    if isinstance(exc, RuntimeError) and ("mismatch" in text or "size" in text):
+        first = _first_mismatch(list(report)) or text
+        return PosgeomError(
+            f"{target}: the weights do not have the shapes its config.json describes ({first}); "
+            "use the config.json saved with these weights, or save the model again"
+        )
+    if isinstance(exc, (OSError, ValueError, KeyError)):
+        return _offline_error(target, what, exc)
+    return PosgeomError(
+        f"{target}: transformers cannot load the {what} ({kind}: {text}); check its "
+        "config.json and weight files, or save the model again (save_pretrained)"
+    )
+
+
 def pretrained_model(
     name_or_path: str | os.PathLike[str], *, model_class: Any = None, **kwargs: Any
 ) -> Any:
@@ -108,11 +159,13 @@ def pretrained_model(
     cls = model_class if model_class is not None else transformers.AutoModel
     target = _describe(name_or_path)
     check_model_source(target, kwargs.get("gguf_file"))
+    report: list[logging.LogRecord] = []
     try:
-        model = cls.from_pretrained(
-            target, local_files_only=True, trust_remote_code=False, **kwargs
-        )
-    except (OSError, ValueError, KeyError) as exc:
+        with held_logs("transformers.modeling_utils") as report:
+            model = cls.from_pretrained(
+                target, local_files_only=True, trust_remote_code=False, **kwargs
+            )
+    except Exception as exc:
         text = str(exc)
         if "trust_remote_code" in text or "does not recognize this architecture" in text:
             raise PosgeomError(
@@ -120,7 +173,7 @@ def pretrained_model(
                 f"(trust_remote_code), which posgeom never runs: {one_line(exc)} Fix: use a "
                 "model whose architecture transformers supports natively, or upgrade transformers"
             ) from exc
-        raise _offline_error(target, "model", exc) from exc
+        raise _load_failure(target, "model", exc, report) from exc
     model.eval()
     return model
 
@@ -135,8 +188,8 @@ def pretrained_config(name_or_path: str | os.PathLike[str], **kwargs: Any) -> An
         return transformers.AutoConfig.from_pretrained(
             target, local_files_only=True, trust_remote_code=False, **kwargs
         )
-    except (OSError, ValueError, KeyError) as exc:
-        raise _offline_error(target, "configuration", exc) from exc
+    except Exception as exc:
+        raise _load_failure(target, "configuration", exc) from exc
 
 
 def pretrained_tokenizer(
@@ -153,10 +206,10 @@ def pretrained_tokenizer(
         return transformers.AutoTokenizer.from_pretrained(
             target, local_files_only=not allow_download, trust_remote_code=False, **kwargs
         )
-    except (OSError, ValueError, KeyError) as exc:
+    except Exception as exc:
         if allow_download:
             raise PosgeomError(f"cannot load tokenizer {target!r}: {one_line(exc)}") from exc
-        error = _offline_error(target, "tokenizer", exc)
+        error = _load_failure(target, "tokenizer", exc)
         raise PosgeomError(
             f"{error} From Python, posgeom.corpus.tokenize.load_tokenizer(NAME, "
             "allow_download=True) fetches a tokenizer from the hub."

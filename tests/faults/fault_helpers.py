@@ -55,3 +55,27 @@ def temporaries(folder: Path) -> list[str]:
     for p in [folder, *(q for q in folder.iterdir() if q.is_dir())] if folder.exists() else []:
         found += [q.name for q in p.iterdir() if ".posgeom-" in q.name]
     return found
+
+
+MARKER = Path(os.environ.get("TMPDIR", "/tmp")) / "posgeom-pickle-ran"
+
+
+class Evil:
+    """Unpickling this creates MARKER: proof that a loader ran a pickle (fixture
+    ``code_never_runs`` checks it)."""
+
+    def __reduce__(self):
+        return (open, (str(MARKER), "w"))
+
+
+def panicking_tokenizer(folder: Path) -> tuple[Path, Path]:
+    """(tokenizer.json, corpus): a normalizer regex that hits Oniguruma's retry limit on the
+    corpus's one line, so the tokenizers library panics (a Rust panic, pyo3's PanicException)."""
+    import tokenizers
+
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0, "a": 1}, unk_token="[UNK]"))
+    tok.normalizer = tokenizers.normalizers.Replace(tokenizers.Regex("(a+)+b"), "x")
+    tok.save(str(folder / "evil.json"))
+    corpus = folder / "c.txt"
+    corpus.write_text("a" * 4000 + "\n")
+    return folder / "evil.json", corpus

@@ -5,7 +5,6 @@ mutations of valid files); no pickle is ever run."""
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import struct
 import zipfile
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fault_helpers import Evil
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,21 +24,7 @@ from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 from posgeom.encodings import from_file
 from posgeom.io.artifacts import load_artifact, save_artifact
 
-MARKER = Path(os.environ.get("TMPDIR", "/tmp")) / "posgeom-pickle-ran"
-
-
-class _Evil:
-    """Unpickling this creates MARKER: proof that a loader ran a pickle."""
-
-    def __reduce__(self):
-        return (open, (str(MARKER), "w"))
-
-
-@pytest.fixture(autouse=True)
-def _no_marker():
-    MARKER.unlink(missing_ok=True)
-    yield
-    assert not MARKER.exists(), "a loader unpickled a file"
+pytestmark = pytest.mark.usefixtures("code_never_runs")
 
 
 def _safetensors(header: dict, data: bytes = b"", length: int | None = None) -> bytes:
@@ -52,7 +38,7 @@ def _bad_files(tmp: Path) -> dict[str, Path]:
         "empty.npy": b"",
         "empty.npz": b"",
         "empty.safetensors": b"",
-        "raw-pickle.npy": pickle.dumps(_Evil()),
+        "raw-pickle.npy": pickle.dumps(Evil()),
         "st-bad-header.safetensors": b"\x10\x00\x00\x00\x00\x00\x00\x00{not json......}",
         "st-length.safetensors": _safetensors({}, length=2**62),
         "st-offsets.safetensors": _safetensors(
@@ -69,10 +55,10 @@ def _bad_files(tmp: Path) -> dict[str, Path]:
     for name, blob in cases.items():
         (tmp / name).write_bytes(blob)
         out[name] = tmp / name
-    np.save(tmp / "object.npy", np.array([_Evil(), 1], dtype=object), allow_pickle=True)
+    np.save(tmp / "object.npy", np.array([Evil(), 1], dtype=object), allow_pickle=True)
     out["object.npy"] = tmp / "object.npy"
     with open(tmp / "object.npz", "wb") as fh:
-        np.savez(fh, a=np.array([_Evil()], dtype=object))
+        np.savez(fh, a=np.array([Evil()], dtype=object))
     out["object.npz"] = tmp / "object.npz"
     big = tmp / "forged-shape.npy"  # header claims 2**40 rows, the file holds 16 bytes
     np.save(big, np.zeros(2))
@@ -205,7 +191,7 @@ def test_fuzz_mutated_valid_files(tmp_path, valid_files, which, edits, cut):
 def test_zip_members_that_are_not_arrays(tmp_path):
     path = tmp_path / "z.npz"
     with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("evil.pkl", pickle.dumps(_Evil()))
+        zf.writestr("evil.pkl", pickle.dumps(Evil()))
     _load_everything(path)
     with pytest.raises(PosgeomError, match=r"not a \.npy array"):
         load_artifact(path)

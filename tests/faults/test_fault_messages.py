@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fault_helpers import cli, one_line
+from fault_helpers import cli, one_line, panicking_tokenizer
 
 from posgeom import count_positions
 from posgeom._errors import PosgeomError
@@ -122,15 +122,9 @@ def test_cr_only_text_file_has_one_sequence_per_line(tmp_path):
 def test_a_tokenizer_panic_is_one_line(tmp_path, capsys):
     """Item 14: a normalizer regex hitting Oniguruma's retry limit ended in a 41-line traceback
     with exit 1 (pyo3's PanicException is a BaseException)."""
-    tokenizers = pytest.importorskip("tokenizers")
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0, "a": 1}, unk_token="[UNK]"))
-    tok.normalizer = tokenizers.normalizers.Replace(tokenizers.Regex("(a+)+b"), "x")
-    tok.save(str(tmp_path / "evil.json"))
-    corpus = tmp_path / "c.txt"
-    corpus.write_text("a" * 4000 + "\n")
-    code, err = cli(
-        capsys, "count", corpus, "-n", 4, "-t", tmp_path / "evil.json", "-o", tmp_path / "x.npz"
-    )
+    pytest.importorskip("tokenizers")
+    evil, corpus = panicking_tokenizer(tmp_path)
+    code, err = cli(capsys, "count", corpus, "-n", 4, "-t", evil, "-o", tmp_path / "x.npz")
     last = err.strip().splitlines()[-1]
     assert code == 2 and last.startswith("posgeom: error: tokenizer") and "Traceback" not in err
 

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from posgeom._errors import PosgeomError, require
+from posgeom._library_output import held_logs
 from posgeom._validation import check_int
 from posgeom.corpus import jobs
 from posgeom.corpus.counting import PositionCounts
@@ -146,13 +147,15 @@ def _client(
             f"'tcp://host:8786' or a distributed.Client, got {scheduler!r}"
         )
     _probe(scheduler, connect_timeout)
-    try:
-        client = distributed.Client(scheduler, timeout=f"{connect_timeout}s")
-    except (OSError, TimeoutError, ValueError) as exc:
+    try:  # distributed logs a garbled handshake with a traceback: held, the error line says it
+        with held_logs("distributed"):
+            client = distributed.Client(scheduler, timeout=f"{connect_timeout}s")
+    except Exception as exc:  # OSError, TimeoutError, msgpack's errors, AssertionError, ...
+        reason = f"{type(exc).__name__}: {exc}".rstrip(": .")
         raise PosgeomError(
             f"cannot connect to the Dask scheduler at {scheduler!r} within {connect_timeout:g} s "
-            f"({type(exc).__name__}: {exc}); check that the scheduler runs and the address is "
-            "right, or pass scheduler='local' to start a local cluster"
+            f"({reason}; is it a Dask scheduler?); check that the scheduler runs and the address "
+            "is right, or pass scheduler='local' to start a local cluster"
         ) from exc
     try:
         yield client

@@ -41,6 +41,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, require
 from posgeom._validation import check_path
+from posgeom.corpus._columns import as_text, library_errors
 from posgeom.io._inflate import gunzip_bounded
 
 __all__ = [
@@ -211,18 +212,7 @@ def read_jsonl(
                 f"{path}, line {lineno}: no field {column!r}; fields present: {keys}; "
                 "pass text_column= one of them"
             )
-        yield _as_text(record[column], path, lineno, column)
-
-
-def _as_text(value: Any, path: Path, where: Any, column: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise PosgeomError(
-            f"{path}, {where}: column {column!r} holds {type(value).__name__}, not text; "
-            "pass the text column (or read token ids with read_token_ids)"
-        )
-    return value
+        yield as_text(record[column], path, lineno, column)
 
 
 def read_delimited(
@@ -307,32 +297,13 @@ def _read_parquet(path: Path, column: str) -> Iterator[str]:
         raise PosgeomError(
             f"{path}: no column {column!r}; columns present: {names}; pass text_column= one of them"
         )
-    for i in range(pf.num_row_groups):
-        for value in pf.read_row_group(i, columns=[column]).column(0).to_pylist():
-            yield _as_text(value, path, f"row group {i}", column)
 
+    def rows() -> Iterator[str]:
+        for i in range(pf.num_row_groups):
+            for value in pf.read_row_group(i, columns=[column]).column(0).to_pylist():
+                yield as_text(value, path, f"row group {i}", column)
 
-def _hf_split(ds: Any, split: str | None, where: Any) -> Any:
-    if hasattr(ds, "column_names") and not isinstance(ds.column_names, dict):
-        return ds
-    splits = list(ds.keys())
-    if split is None and len(splits) == 1:
-        split = splits[0]
-    if split not in splits:
-        raise PosgeomError(f"{where} has splits {splits}; pass split= one of them")
-    return ds[split]
-
-
-def _read_hf(ds: Any, column: str, where: Any) -> Iterator[str]:
-    names = list(ds.column_names)
-    if column not in names:
-        raise PosgeomError(
-            f"{where}: no column {column!r}; columns present: {names}; "
-            "pass text_column= one of them"
-        )
-    for batch in ds.select_columns([column]).iter(batch_size=1000):
-        for value in batch[column]:
-            yield _as_text(value, Path(str(where)), "row", column)
+    yield from library_errors(rows(), path, "check the Parquet file (write it again)")
 
 
 def read_texts(
@@ -355,13 +326,9 @@ def read_texts(
     if limit is not None and limit < 0:
         raise PosgeomError(f"limit must be >= 0, got {limit}")
     if format == "hf-hub":
-        datasets = require("datasets", "hf")
-        ds = datasets.load_dataset(str(path), split=split or "train", streaming=True)
-        it: Iterable[str] = (
-            _as_text(r.get(text_column or "text"), Path(str(path)), "row", text_column or "text")
-            for r in ds
-        )
-        return islice(it, limit)
+        from posgeom.corpus._columns import read_hf_hub
+
+        return islice(read_hf_hub(str(path), text_column or "text", split), limit)
     path = Path(path)
     check_exists(path)
     fmt = format or detect_format(path)
@@ -380,15 +347,9 @@ def read_texts(
     elif fmt == "parquet":
         it = _read_parquet(path, column)
     elif fmt == "hf-disk":
-        datasets = require("datasets", "hf")
-        try:
-            ds = datasets.load_from_disk(str(path))
-        except FileNotFoundError as exc:
-            raise PosgeomError(
-                f"{path} is not a saved Hugging Face dataset ({exc}); pass a folder written by "
-                "Dataset.save_to_disk"
-            ) from exc
-        it = _read_hf(_hf_split(ds, split, path), column, path)
+        from posgeom.corpus._columns import read_hf_disk
+
+        it = read_hf_disk(path, column, split)
     elif fmt in TOKEN_FORMATS:
         raise PosgeomError(f"{path} holds token ids ({fmt}); read it with read_token_ids")
     else:

@@ -9,7 +9,7 @@ Every tokenizer here has::
     pad_id: int | None                                   # the padding token, if it has one
     identity: dict   # {"kind", "name", "vocab_size", "vocab_sha256", ...} recorded with counts
 
-Three kinds:
+Three kinds (``vocab_sha256``: the SHA-256 of the canonical JSON of the ``token -> id`` mapping):
 
 - :class:`HFTokenizer` wraps a ``tokenizers.Tokenizer`` (a ``tokenizer.json`` file, or the fast
   backend of a ``transformers`` tokenizer). Padding and truncation are switched off; batches go
@@ -20,8 +20,6 @@ Three kinds:
 - :class:`WordLevelTokenizer`: whitespace split (``str.split``), optional lowercasing, vocabulary
   built from the corpus with ids ordered by descending frequency then lexicographically, after the
   unknown token ``[UNK]`` (id 0). Saved and loaded as JSON.
-
-``vocab_sha256`` is the SHA-256 of the canonical JSON of the ``token -> id`` mapping.
 """
 
 from __future__ import annotations
@@ -38,7 +36,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from posgeom._errors import PosgeomError, require
-from posgeom._hub import pretrained_tokenizer
+from posgeom._hub import one_line, pretrained_tokenizer
+from posgeom._library_output import held_stderr
 from posgeom._paths import portable_path
 from posgeom._validation import check_path
 from posgeom.corpus._vocabularies import remember
@@ -132,23 +131,23 @@ class HFTokenizer:
         except OSError as exc:
             raise PosgeomError(f"cannot read tokenizer {path} ({exc.strerror or exc})") from exc
         except Exception as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise PosgeomError(
-                f"{path} is not a valid tokenizers JSON file ({first}); pass a tokenizer.json "
-                "saved by the tokenizers library"
+                f"{path} is not a valid tokenizers JSON file ({one_line(exc, 200) or exc!r}); "
+                "pass a tokenizer.json saved by the tokenizers library"
             ) from None
         return cls(tok, name=portable_path(path), **kwargs)
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
         encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
-        try:
-            return encode(list(texts), add_special_tokens=self.add_special_tokens)
+        try:  # a Rust panic's message goes to descriptor 2: dropped, the error line says it
+            with held_stderr():
+                return encode(list(texts), add_special_tokens=self.add_special_tokens)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # a Rust panic (pyo3 PanicException) is a BaseException
-            first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
             raise PosgeomError(
-                f"tokenizer {self.identity['name']} failed on a text of this batch ({first}); "
+                f"tokenizer {self.identity['name']} failed on a text of this batch "
+                f"({one_line(exc, 160) or type(exc).__name__}); "
                 "its normalizer or pre-tokenizer cannot handle this input: use another tokenizer"
             ) from None
 

@@ -43,6 +43,7 @@ from posgeom.experiments.training.model import build_model, n_position_parameter
 from posgeom.experiments.training.runfiles import (
     CHECKPOINT,
     LOG,
+    EpochRecord,
     load_checkpoint,
     open_run_folder,
     restore,
@@ -53,25 +54,6 @@ from posgeom.experiments.training.steps import evaluate, train_epoch
 __all__ = ["EpochRecord", "TrainResult", "train"]
 
 log = logging.getLogger("posgeom")
-
-
-@dataclass(frozen=True)
-class EpochRecord:
-    """One line of ``log.jsonl`` (see the module docstring)."""
-
-    epoch: int
-    steps: int
-    train_loss: float | None
-    train_accuracy: float | None
-    eval_loss: float
-    eval_accuracy: float
-    separation: float
-    stress: dict[str, float]
-    violation_rate: float
-    seconds: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,7 +121,7 @@ def train(
                 f"{out} holds a run of another configuration ({meta.get('config')}); use a new "
                 "output folder, or pass --overwrite (overwrite=True) to start it over"
             )
-        restore(model, opt, meta, tensors)
+        restore(model, opt, meta, tensors, out / CHECKPOINT)
         history = [EpochRecord(**r) for r in meta["history"]]
         start = int(meta["epoch"])
         # the log may hold a line of an epoch whose checkpoint was not written: rewrite it
