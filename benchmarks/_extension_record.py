@@ -265,8 +265,10 @@ def scope_record(record: dict[str, dict], sets: dict, scope: dict) -> dict[str, 
         mine = {k: v for k, v in by_set.items() if k in names}
         if not mine:
             continue
-        hits = all(
-            s["top2_hits"] == s["windows"] and not s["worse_than_none"] for s in mine.values()
+        hits = all(  # top 2 and strictly below none on every window
+            w["pick_top2"] and w["pick_loss_minus_none"] < 0
+            for s in mine.values()
+            for w in s["per_window"].values()
         )
         predictors[pred] = {
             "needs_forward": pred == FORWARD,

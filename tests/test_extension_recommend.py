@@ -120,3 +120,31 @@ def test_score_strategies_with_plane_use_recommends_by_the_record():
     spec = parse_family_spec("rope:theta=10000,head_dim=16,max_position_embeddings=64")
     bare = score_strategies(spec, seqs, None, 96, classes="top:6", replicates=0, fit=False)
     assert "model-aware" not in bare.predictors and "factor rule" in bare.predictors
+
+
+def test_the_package_record_is_the_study_record_and_its_flags_follow_the_windows():
+    import json
+    from pathlib import Path
+
+    from posgeom.extension.recommend import load_record
+
+    record = load_record()
+    study = Path(__file__).resolve().parents[1] / "docs" / "extension" / "record.json"
+    assert json.loads(study.read_text()) == record  # one record: the package reads the study's
+    for scope in record["families"]["rope"].values():
+        names = list(scope["windows"])
+        for pred, entry in scope["predictors"].items():
+            windows = [w for s in entry["sets"].values() for w in s["per_window"].values()]
+            hits = all(w["pick_top2"] and w["pick_loss_minus_none"] < 0 for w in windows)
+            complete = sorted(entry["sets"]) == sorted(names)
+            want = hits and complete and not entry["needs_forward"]
+            assert entry["validated"] == want, pred
+            for s in entry["sets"].values():  # the summaries count the windows
+                per = s["per_window"].values()
+                assert s["top2_hits"] == sum(w["pick_top2"] for w in per)
+                assert s["windows"] == len(per)
+        ok = [
+            p for p, e in scope["predictors"].items() if e["validated"] and p != scope["fallback"]
+        ]
+        assert (scope["default_predictor"] is None) == (not ok)
+        assert scope["fallback_validated"] == scope["predictors"][scope["fallback"]]["validated"]
