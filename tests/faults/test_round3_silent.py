@@ -373,6 +373,18 @@ def test_item22_newline_in_file_name(capsys, tmp_path):
     assert code == 2 and "no\\nsuch\\r.txt" in line and "does not exist" in line
 
 
+def test_item22_newline_in_log_lines(capsys, caplog, tmp_path, small_corpus):
+    import logging
+
+    name = tmp_path / "two\nlines.txt"
+    shutil.copy(small_corpus, name)
+    caplog.set_level(logging.INFO, logger="posgeom")
+    assert main(["count", str(name), "-t", "word", "-n", "8", "-o", str(tmp_path / "c.npz")]) == 0
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("posgeom")]
+    assert any("two\\nlines.txt" in line for line in said)
+    assert not any("\n" in line for line in said)
+
+
 # ----------------------------------------------------------------------------- item 23
 def test_item23_reproduce_refuses_before_counting(tmp_path):
     from posgeom.experiments.reproduce import reproduce

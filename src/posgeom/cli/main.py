@@ -99,6 +99,14 @@ def _quiet_libraries(record: logging.LogRecord) -> bool:
     return not noisy or (record.levelno >= logging.WARNING and not _STOPPING.is_set())
 
 
+def _one_line_record(record: logging.LogRecord) -> bool:
+    """posgeom's log lines stay one line each: a control character (a newline in a file name the
+    line quotes) is written as its escape, as in error lines."""
+    if record.name.split(".")[0] == "posgeom":
+        record.msg, record.args = _escape_controls(record.getMessage()), ()
+    return True
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so every ``with`` block removes its temporaries."""
 
@@ -198,6 +206,8 @@ def _quiet_progress_bars() -> None:
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     level = logging.WARNING if args.quiet else (logging.DEBUG if args.verbose else logging.INFO)
     logging.basicConfig(level=level, format="posgeom: %(message)s", stream=sys.stderr)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_one_line_record)
     if not args.verbose:  # Dask's cluster chatter only with --verbose
         for handler in logging.getLogger().handlers:
             handler.addFilter(_quiet_libraries)
