@@ -134,7 +134,8 @@ def add_count_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--job-dir",
         default=None,
-        help="record finished shards here; rerunning the same command resumes the job",
+        help="record finished shards here (a new or empty folder, or a job folder posgeom "
+        "made; never inside an input); rerunning the same command resumes the job",
     )
     s.add_argument(
         "--shard-lines",
@@ -145,7 +146,8 @@ def add_count_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--restart-job",
         action="store_true",
-        help="discard the shards recorded in --job-dir and start the job again",
+        help="discard what the job recorded in --job-dir (only the files posgeom wrote there) "
+        "and start the job again",
     )
 
 
