@@ -175,6 +175,10 @@ def test_every_surface_reads_the_stored_numbers(runs, name):
     alpha = (delta[iu] @ target[iu]) / (delta[iu] @ delta[iu])
     so = ((alpha * delta[iu] - target[iu]) ** 2).sum() / (target[iu] ** 2).sum()
     assert so == pytest.approx(rows["mds"]["scale_optimal"], abs=1e-9)
+    # the plug-in beside the estimate is another target, and every surface says which
+    assert f"the coarser {RES} classes together" in words
+    plug = next(spec for spec in _figure_specs(view) if spec[0] == "estimators")
+    assert f"coarser {RES} classes (the plug-in: full vocabulary)" in plug[1]
     maps = next(spec for spec in _figure_specs(view) if spec[0] == "mds_2d")
     assert "MDS encoding of the target D above (the mds row)" in maps[1]
     # the score rows of table.md and of the report: the stored numbers

@@ -63,22 +63,24 @@ class RenderedFigure:
         return F.encode_png(self.figure)
 
 
-def _trusted(view: Any) -> np.ndarray | None:
-    """The mask the verdict's noise share counts (:func:`trusted_pairs`), or None."""
-    return trusted_pairs(view.arrays, view.verdict)
-
-
 def _heatmap_caption(view: Any) -> str:
     """The heatmap's caption: what the shading is, with the verdict's share of pairs."""
     vi = view.verdict
     head = "The target geometry D. Bright = far apart. The strip above counts samples per position"
-    if _trusted(view) is None or vi is None or vi.noise_share is None:
+    if trusted_pairs(view.arrays, vi) is None or vi is None or vi.noise_share is None:
         return head + "."
     classes = "" if vi.resolution in (None, "full") else f" of the {vi.resolution} token classes"
     return (
         f"{head}; pale cells are the {100 * (1 - vi.noise_share):.0f}% of pairs below twice their "
         f"noise floor{classes} (the verdict's {100 * vi.noise_share:.0f}% are above it)."
     )
+
+
+def _coarser(view: Any) -> str:
+    """The end of the estimators figure's caption: what else separates the two axes."""
+    res = view.verdict.resolution if view.verdict else None
+    full = res in (None, "full")
+    return "." if full else f" or of the coarser {res} classes (the plug-in: full vocabulary)."
 
 
 def _estimator(view: Any) -> str:
@@ -127,7 +129,7 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
                 a["hellinger"],
                 convention=conv,
                 totals=a.get("totals"),
-                trusted=_trusted(view),
+                trusted=trusted_pairs(a, view.verdict),  # the verdict's mask
                 positions=a.get("positions"),
             ),
         )
@@ -207,7 +209,8 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
         yield (
             "estimators",
             "Sampling makes plug-in distances too large; the estimator used here corrects that. "
-            "Points far below the diagonal are distances that are mostly sampling bias.",
+            "Points far below the diagonal are distances that are mostly sampling bias"
+            + _coarser(view),
             lambda: F.estimators(
                 at_pairs[1],
                 at_pairs[0],
