@@ -43,6 +43,7 @@ from posgeom.reports.verdict import one_line  # noqa: E402
 from posgeom.reports.verdict_inputs import (  # noqa: E402
     VerdictInputs,
     is_candidate,
+    resolution_setting,
     target_phrase,
     trusted_pairs,
 )
@@ -153,7 +154,8 @@ def test_every_surface_reads_the_stored_numbers(runs, name):
     assert phrase[0].lower() + phrase[1:] in line and phrase in (folder / table).read_text()
     page, words, settings = _report_parts(folder)
     assert f"{phrase}." in words
-    assert settings["resolution"] == RES and settings["estimator"] == "corrected"
+    assert settings["resolution"] == html.escape(resolution_setting(vi)) and RES in phrase
+    assert settings["estimator"] == "corrected"
     # the noise share: the stored floor's, in the line, the report, the heatmap and its label
     share = geometry["noise_floor"]["trusted_pair_share"]
     assert vi.noise_share == share
