@@ -230,6 +230,7 @@ FLOW = (
     "nn",
     "models",
     "extension",
+    "probes",
     "experiments",
 )
 

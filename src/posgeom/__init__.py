@@ -83,6 +83,9 @@ _EXPORTS: dict[str, str] = {
     "score_encoding": "posgeom.analysis.pipeline",
     "PipelineResult": "posgeom.analysis.pipeline",
     "report": "posgeom.reports",
+    # where a model keeps position: probes beside the geometry
+    "probe": "posgeom.probes",
+    "ProbeResult": "posgeom.probes",
 }
 
 _SUBMODULES = {
@@ -97,6 +100,7 @@ _SUBMODULES = {
     "lags",
     "models",
     "nn",
+    "probes",
     "reports",
     "scores",
     "synthetic",

@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "posgeom.cli.report_commands",
     "posgeom.cli.lengths_commands",
     "posgeom.cli.extend_commands",
+    "posgeom.cli.probe_commands",
 )
 OPTIONAL_COMMAND_MODULES = (
     "posgeom.cli.compare_commands",

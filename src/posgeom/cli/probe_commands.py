@@ -1,0 +1,147 @@
+"""``posgeom probe SOURCE [CORPUS]``: where a model keeps position (:func:`posgeom.probe`).
+
+Without CORPUS, SOURCE is a position table (``.npy``, ``.npz``, ``.safetensors``, a posgeom
+decoder file with a learned table, or a model folder / cached name whose learned table ``extract``
+finds) and the table probes run. With CORPUS, SOURCE is a model and every layer is probed, beside
+the corpus geometry. ``-o DIR`` writes ``summary.json``, ``table.md``, ``probe_layers.png`` and,
+with ``--report``, ``report.html`` (created atomically).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from posgeom._errors import PosgeomError
+
+FMT = argparse.ArgumentDefaultsHelpFormatter
+
+
+def _probe(args: argparse.Namespace) -> int:
+    import posgeom
+
+    out = None
+    if args.output:
+        from posgeom._outputs import check_output
+
+        out = Path(args.output)
+        inputs = [p for p in (args.source, args.corpus) if p and Path(p).exists()]
+        check_output(out, kinds=(), overwrite=args.overwrite, inputs=inputs, folder=True)
+    corpus = None
+    if args.corpus is not None:
+        from posgeom.cli.model_commands import _texts
+
+        if args.max_positions is None:
+            raise PosgeomError("probing a model's layers needs -n/--max-positions N")
+        corpus = _texts(args)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(int(args.threads))
+    result = posgeom.probe(
+        args.source,
+        corpus,
+        n=args.max_positions,
+        tokenizer=args.tokenizer,
+        gguf_file=args.gguf_file,
+        key=args.key,
+        start=args.start,
+        pairs=args.pairs,
+        seeds=args.seeds,
+        folds=args.folds,
+        per_position=args.per_position,
+        kinds=tuple(args.probes.split(",")),
+        geometry=not args.no_geometry,
+        estimator=args.estimator,
+        include_special=not args.no_special,
+        batch_size=args.batch_size,
+        level=args.level,
+        seed=args.seed,
+        progress=not args.quiet,
+    )
+    print(result.markdown(), end="")
+    if out is not None:
+        _write(result, out, args)
+    return 0
+
+
+def _write(result: Any, out: Path, args: argparse.Namespace) -> None:
+    from posgeom.probes.report import write_report
+    from posgeom.reports import results_folder
+
+    inputs = [p for p in (args.source, args.corpus) if p and Path(p).exists()]
+    with results_folder(out, overwrite=args.overwrite, inputs=inputs, content="probe") as tmp:
+        result.save(tmp, plot=not args.no_plot)
+        if args.report:
+            write_report(tmp, result.summary())
+    print(
+        f"results in {os.fspath(out)}/ (summary.json, table.md"
+        + (", report.html" if args.report else "")
+        + ")"
+    )
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "probe",
+        formatter_class=FMT,
+        help="where a model keeps position: table probes, layer probes and the geometry",
+        description="Probe a position table (absolute position and order, PE-Study's protocol, "
+        "intervals over seeds and folds) or, with CORPUS, every layer of a model (linear and MLP "
+        "probes on held-out sequences, the positional part's rank and share, monotone channels) "
+        "beside its stress against the corpus geometry.",
+    )
+    p.add_argument(
+        "source", help="table file (.npy/.npz/.safetensors), decoder file, or model folder/name"
+    )
+    p.add_argument("corpus", nargs="?", default=None, help="corpus file (then SOURCE is a model)")
+    p.add_argument(
+        "-n",
+        "--max-positions",
+        type=int,
+        default=None,
+        help="positions 0 .. n-1 (default for a table: all rows)",
+    )
+    p.add_argument("--key", default=None, help="the array of a file holding several")
+    p.add_argument("--start", type=int, default=0, help="table row of position 0")
+    p.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        help="pairs of the order probe (default max(4n, 2048); PE-Study: n)",
+    )
+    p.add_argument("--seeds", type=int, default=5, help="repetitions of the table probes")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds")
+    p.add_argument(
+        "--per-position", type=int, default=64, help="sampled tokens per position (layer probes)"
+    )
+    p.add_argument("--probes", default="linear,mlp", help="layer probes, comma-separated")
+    p.add_argument("--no-geometry", action="store_true", help="skip the stress against the corpus")
+    p.add_argument(
+        "--estimator", default="recommended", help="target of the geometry (as analyze-model's)"
+    )
+    p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
+    p.add_argument("--gguf-file", default=None, help="a .gguf file inside SOURCE (a folder)")
+    p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
+    p.add_argument("--text-column", default=None, help="column or field holding the text")
+    p.add_argument("--split", default=None, help="split of a saved datasets folder")
+    p.add_argument(
+        "--max-sequences", type=int, default=None, help="use at most this many sequences"
+    )
+    p.add_argument(
+        "--shuffle-seed", type=int, default=None, help="a seeded sample of --max-sequences texts"
+    )
+    p.add_argument(
+        "--no-special", action="store_true", help="skip special tokens and re-index positions"
+    )
+    p.add_argument("--batch-size", type=int, default=32, help="sequences per forward pass")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--level", type=float, default=0.95, help="coverage of the intervals")
+    p.add_argument("--seed", type=int, default=0, help="seed of the layer sample and folds")
+    p.add_argument("--no-plot", action="store_true", help="do not draw probe_layers.png")
+    p.add_argument("-o", "--output", default=None, help="results folder (created atomically)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
+    p.add_argument("--report", action="store_true", help="also write report.html into the folder")
+    p.set_defaults(handler=_probe)

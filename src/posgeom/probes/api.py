@@ -1,0 +1,93 @@
+"""``posgeom.probe``: where a model keeps position, read three ways.
+
+Without a corpus, ``source`` is a position table: an ``(n, d)`` array, a ``.npy`` / ``.npz`` /
+``.safetensors`` file (``key`` picks the array when it holds several), a Hugging Face model (name
+or local folder, offline) whose learned table :mod:`posgeom.models.mechanisms` finds, or a posgeom
+decoder file with a learned table; the table probes run on its first ``n`` positions.
+
+With a corpus (texts), ``source`` is a model (Hugging Face, a posgeom decoder file or
+``CausalDecoder``, or a ``TinyEncoder`` with token-id sequences), and per layer: the layer probes,
+the positional part's share and rank, the monotone channels, and (``geometry=True``) the stress of
+the layer's per-position means against the corpus geometry, with the agreement across layers. A
+model with a learned table gets the table probes too. One pass over the corpus
+(:mod:`posgeom.probes.corpus_pass`); the counts and the target are those of ``analyze-model``
+(:func:`posgeom.corpus.counting.count_positions`, :func:`posgeom.models.targets.analysis_target`,
+:func:`posgeom.models.layerwise.layer_stress`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
+from posgeom.probes.result import ProbeResult
+from posgeom.probes.sources import read_table
+from posgeom.probes.table import probe_table
+
+__all__ = ["probe"]
+
+
+def probe(
+    source: Any,
+    corpus: Iterable[Any] | None = None,
+    *,
+    n: int | None = None,
+    tokenizer: Any = None,
+    gguf_file: str | None = None,
+    key: str | None = None,
+    start: int = 0,
+    pairs: int | None = None,
+    seeds: int = 5,
+    folds: int = 5,
+    per_position: int = 64,
+    kinds: tuple[str, ...] = ("linear", "mlp"),
+    geometry: bool = True,
+    estimator: str = "recommended",
+    include_special: bool = True,
+    batch_size: int = 32,
+    table_probes: bool = True,
+    level: float = 0.95,
+    seed: int = 0,
+    progress: bool = False,
+) -> ProbeResult:
+    """Probe ``source`` (module docstring). ``n``: positions (required with a corpus);
+    ``pairs``, ``seeds``, ``folds``: the table probes' (:func:`posgeom.probes.table.probe_table`);
+    ``per_position``: sampled tokens per position for the layer probes; ``kinds``: layer probes
+    (``"linear"``, ``"mlp"``); ``geometry``: score the layers against the corpus (``estimator``:
+    the target, as in ``analyze-model``); ``table_probes``: also probe a model's learned table."""
+    timings: dict[str, float] = {}
+    if corpus is None:
+        t0 = time.perf_counter()
+        table, name = read_table(source, n=n, start=start, key=key, gguf_file=gguf_file)
+        result = probe_table(
+            table, pairs=pairs, seeds=seeds, folds=folds, level=level, start=start, source=name
+        )
+        timings["table_probes"] = time.perf_counter() - t0
+        return ProbeResult(source=name, table=result, options={"mode": "table"}, timings=timings)
+    if n is None:
+        raise PosgeomError("probing layers needs the number of positions: pass n (-n N)")
+    from posgeom.probes.model_probe import probe_model
+
+    return probe_model(
+        source,
+        corpus,
+        n=check_int(n, "n", 3),
+        tokenizer=tokenizer,
+        gguf_file=gguf_file,
+        table_options={"pairs": pairs, "seeds": seeds, "folds": folds, "level": level}
+        if table_probes
+        else None,
+        per_position=check_int(per_position, "per_position", 2),
+        kinds=tuple(kinds),
+        folds=folds,
+        geometry=geometry,
+        estimator=estimator,
+        include_special=include_special,
+        batch_size=check_int(batch_size, "batch_size", 1),
+        level=level,
+        seed=seed,
+        progress=progress,
+    )

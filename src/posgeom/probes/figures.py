@@ -1,0 +1,60 @@
+"""The per-layer figure of a probe summary: the linear and MLP probe errors with their intervals
+(chance dashed) and, beside them, the scale-optimal stress against the corpus and the R² of
+position (matplotlib ``Figure``, no pyplot; extra ``plot``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import require
+
+__all__ = ["layer_figure"]
+
+
+def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[np.ndarray, ...] | None:
+    if not rows or key not in rows[0]:
+        return None
+    est = np.array([r[key]["estimate"] for r in rows])
+    low = np.array([r[key]["low"] for r in rows])
+    high = np.array([r[key]["high"] for r in rows])
+    return est, low, high
+
+
+def layer_figure(summary: dict[str, Any]) -> Any:
+    """The per-layer figure of one summary (matplotlib ``Figure``, no pyplot)."""
+    require("matplotlib", "plot")
+    from matplotlib.figure import Figure
+
+    rows = summary["layers"]
+    layers = np.array([r["layer"] for r in rows])
+    fig = Figure(figsize=(7.5, 3.4), layout="constrained")
+    ax = fig.add_subplot(1, 2, 1)
+    for key, label in (("linear_mae", "linear probe"), ("mlp_mae", "MLP probe")):
+        s = _series(rows, key)
+        if s is not None:
+            ax.errorbar(
+                layers,
+                s[0],
+                yerr=[s[0] - s[1], s[2] - s[0]],
+                marker="o",
+                ms=3,
+                capsize=2,
+                label=label,
+            )
+    chance = summary.get("options", {}).get("chance_mae")
+    if chance is not None:
+        ax.axhline(chance, ls="--", color="grey", lw=1, label="chance")
+    ax.set(xlabel="layer (0 = embeddings)", ylabel="MAE (positions)", title="position probes")
+    ax.legend(fontsize=8)
+    bx = fig.add_subplot(1, 2, 2)
+    if "stress_scale_optimal" in rows[0]:
+        bx.plot(
+            layers, [r["stress_scale_optimal"] for r in rows], "o-", ms=3, label="stress vs corpus"
+        )
+    bx.plot(layers, [r["share"] for r in rows], "s-", ms=3, label="R² of position")
+    bx.set(xlabel="layer (0 = embeddings)", title="geometry")
+    bx.legend(fontsize=8)
+    return fig

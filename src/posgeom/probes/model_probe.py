@@ -1,0 +1,207 @@
+"""A model and a corpus: the layer probes, the positional part, the monotone channels and the
+geometry, from one pass (:func:`posgeom.probe` with a corpus; see :mod:`posgeom.probes.api`)."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.models.batching import cut_long, keep_counted, token_rows
+from posgeom.probes.agreement import agreement
+from posgeom.probes.corpus_pass import run_pass
+from posgeom.probes.layers import probe_layers
+from posgeom.probes.monotone import monotone_channels
+from posgeom.probes.positional import positional_part
+from posgeom.probes.result import ProbeResult
+from posgeom.probes.sources import read_table
+from posgeom.probes.states import ProbedModel, open_model
+from posgeom.probes.table import probe_table
+
+__all__ = ["probe_model"]
+
+
+def _sequences(probed: ProbedModel, corpus: Iterable[Any]) -> list[np.ndarray]:
+    items = list(corpus)
+    texts = [i for i, item in enumerate(items) if isinstance(item, str)]
+    if texts and probed.encode is None:
+        raise PosgeomError(f"{probed.name} reads token ids only: pass token-id sequences")
+    encoded = (
+        dict(zip(texts, probed.encode([items[i] for i in texts]), strict=True)) if texts else {}
+    )
+    seqs: list[np.ndarray] = []
+    for i, item in enumerate(items):
+        rows = [encoded[i]] if i in encoded else token_rows(item)
+        seqs.extend(np.asarray(r, dtype=np.int64) for r in rows)
+    return seqs
+
+
+def _geometry(
+    seqs: list[np.ndarray],
+    probed: ProbedModel,
+    means: np.ndarray,
+    *,
+    n: int,
+    include_special: bool,
+    estimator: str,
+    seed: int,
+) -> tuple[dict[str, np.ndarray], str]:
+    """Stress of every layer's per-position means against the corpus geometry."""
+    from posgeom._distance_matrix import euclidean_distances
+    from posgeom.corpus.counting import count_positions
+    from posgeom.models.layerwise import layer_stress
+    from posgeom.models.targets import analysis_target
+
+    tok = probed.tokenizer
+    counts = count_positions(
+        seqs,
+        max_positions=n,
+        tokenizer=None if tok is None else tok.tokenizer,
+        include_special=include_special,
+        special_ids=list(probed.special_ids),
+        vocab_size=None if tok is not None else int(max(int(s.max()) for s in seqs) + 1),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a fallback is recorded below
+        goal = analysis_target(counts, estimator=estimator, seed=seed)
+    centred = means - means.mean(axis=1, keepdims=True)
+    distances = np.stack([euclidean_distances(m) for m in centred])
+    return layer_stress(distances, goal.distances), goal.estimator
+
+
+def _table_of(source: Any, probed: ProbedModel, n: int, options: dict[str, Any] | None) -> Any:
+    if options is None:
+        return None
+    try:
+        table, _ = read_table(source if _is_file(source) else probed.module, n=n)
+    except PosgeomError:
+        return None  # no learned table (RoPE, ALiBi, NoPE): layer probes only
+    return probe_table(table, source=f"{probed.name} table", **options)
+
+
+def _is_file(source: Any) -> bool:
+    return isinstance(source, (str, os.PathLike)) and Path(source).is_file()
+
+
+def probe_model(
+    model: Any,
+    corpus: Iterable[Any],
+    *,
+    n: int,
+    tokenizer: Any,
+    gguf_file: str | None,
+    table_options: dict[str, Any] | None,
+    per_position: int,
+    kinds: tuple[str, ...],
+    folds: int,
+    geometry: bool,
+    estimator: str,
+    include_special: bool,
+    batch_size: int,
+    level: float,
+    seed: int,
+    progress: bool,
+) -> ProbeResult:
+    """Everything :func:`posgeom.probe` measures on a model and a corpus."""
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    probed = open_model(model, tokenizer, gguf_file=gguf_file)
+    special = np.asarray([] if include_special else probed.special_ids, dtype=np.int64)
+    seqs = keep_counted(_sequences(probed, corpus), special)
+    seqs, n_cut = cut_long(seqs, probed.limit, "truncate")
+    timings["load_and_tokenize"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    done = run_pass(
+        probed,
+        seqs,
+        n=n,
+        special=special,
+        per_position=per_position,
+        batch_size=batch_size,
+        seed=seed,
+        progress=progress,
+    )
+    timings["pass"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sample = done.sample
+    probes = probe_layers(
+        sample.states,
+        sample.positions,
+        sample.sequences,
+        kinds=kinds,
+        folds=folds,
+        seed=seed,
+        level=level,
+        progress=progress,
+    )
+    timings["layer_probes"] = time.perf_counter() - t0
+    moments = done.moments
+    rows = [
+        {**p, **part, **{k: v for k, v in mono.items() if k != "layer"}}
+        for p, part, mono in zip(
+            probes.rows(),
+            positional_part(moments.means, moments.variance_explained),
+            monotone_channels(moments.means),
+            strict=True,
+        )
+    ]
+    target, agree = None, None
+    if geometry:
+        t0 = time.perf_counter()
+        stress, target = _geometry(
+            seqs,
+            probed,
+            moments.means,
+            n=n,
+            include_special=include_special,
+            estimator=estimator,
+            seed=seed,
+        )
+        for layer, row in enumerate(rows):
+            row.update({f"stress_{k}": float(v[layer]) for k, v in stress.items()})
+        if "linear" in kinds:
+            agree = agreement(
+                probes.values["linear"].mean(axis=1),
+                stress["scale_optimal"],
+                moments.variance_explained,
+                level=level,
+                seed=seed,
+            )
+        timings["geometry"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    table = _table_of(model, probed, n, table_options)
+    timings["table_probes"] = time.perf_counter() - t0
+    options = {
+        "mode": "model",
+        "model": probed.name,
+        "n_positions": n,
+        "sequences": done.n_sequences,
+        "sequences_cut": int(n_cut),
+        "sequence_limit": probed.limit,
+        "include_special": include_special,
+        "per_position": per_position,
+        "sampled_tokens": int(sample.positions.size),
+        "token_counts": moments.counts.tolist(),
+        "chance_mae": probes.chance,
+        "layer_probes": probes.protocol,
+        "positional_part": "Song & Zhong: per-position mean vs residual; ranks of the centred means",
+        "monotone": "Yu et al.: Spearman of channel mean vs position, |rho| >= 0.9, Bonferroni p",
+        "target": target,
+        "batch_size": batch_size,
+        "seed": seed,
+        "level": level,
+    }
+    return ProbeResult(
+        source=probed.name,
+        table=table,
+        layers=tuple(rows),
+        agreement=agree,
+        options=options,
+        timings=timings,
+    )

@@ -1,0 +1,168 @@
+"""The result of :func:`posgeom.probe`: what it measured, as JSON, Markdown and a results folder.
+
+A :class:`ProbeResult` holds the table probes (:class:`~posgeom.probes.table.TableProbes`, when
+the source has a position table) and, with a corpus, one row per layer merging the layer probes
+(:mod:`posgeom.probes.layers`), the geometry (stress against the corpus, R²), the positional
+part (:mod:`posgeom.probes.positional`) and the monotone channels
+(:mod:`posgeom.probes.monotone`), plus the agreement (:mod:`posgeom.probes.agreement`).
+
+Folder (:meth:`ProbeResult.save`): ``summary.json`` (``kind: "posgeom_probe"``; every estimate with
+its interval, protocol and seeds), ``table.md`` and ``probe_layers.png`` (with layers).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._version import __version__
+from posgeom.probes.table import TableProbes
+
+__all__ = ["ProbeResult"]
+
+SUMMARY_KIND = "posgeom_probe"
+
+
+def _fmt(iv: dict[str, Any] | None, digits: int = 2, unit: str = "") -> str:
+    if not iv:
+        return ""
+    return f"{iv['estimate']:.{digits}f}{unit} [{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]"
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    return "" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{digits}g}"
+
+
+#: Columns (key, header, format) of the table-probe row and of the per-layer rows, for
+#: :func:`posgeom.reports.markdown.markdown_table` and :func:`posgeom.reports.html.html_table`.
+TABLE_COLUMNS = (
+    ("table", "table, positions", "s"),
+    ("absolute", "absolute MAE (positions) [95%]", "s"),
+    ("order", "order error (%) [95%]", "s"),
+    ("pairs", "pairs", "d"),
+    ("runs", "seeds x folds", "s"),
+)
+LAYER_COLUMNS = (
+    ("layer", "layer", "d"),
+    ("linear", "linear probe MAE [95%]", "s"),
+    ("mlp", "MLP probe MAE [95%]", "s"),
+    ("stress_scale_optimal", "stress (scale-opt.)", ".3g"),
+    ("share", "R² (position)", ".3g"),
+    ("rank_energy99", "rank (99%)", ".3g"),
+    ("top2_share", "top-2 share", ".3g"),
+    ("monotone", "monotone channels", "d"),
+)
+
+
+def table_row(s: dict[str, Any]) -> dict[str, Any]:
+    """The display row of table probes (their summary; intervals as text)."""
+    p = s["protocol"]
+    return {
+        "table": f"{p['source']}, {p['positions'][0]}-{p['positions'][1] - 1}",
+        "absolute": _fmt(s["absolute_mae"]),
+        "order": _fmt(s["order_error_percent"]),
+        "pairs": p["pairs"],
+        "runs": f"{len(p['seeds'])} x {p['folds']}",
+    }
+
+
+def layer_row(r: dict[str, Any]) -> dict[str, Any]:
+    """The display row of one layer (intervals as text)."""
+    return {**r, "linear": _fmt(r.get("linear_mae")), "mlp": _fmt(r.get("mlp_mae"))}
+
+
+@dataclass(frozen=True, eq=False)
+class ProbeResult:
+    """Everything one probe run measured (module docstring); build it with
+    :func:`posgeom.probe`."""
+
+    source: str
+    table: TableProbes | None = None
+    layers: tuple[dict[str, Any], ...] = ()
+    agreement: dict[str, Any] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON summary (module docstring)."""
+        return {
+            "kind": SUMMARY_KIND,
+            "posgeom_version": __version__,
+            "source": self.source,
+            "table_probes": None if self.table is None else self.table.summary(),
+            "layers": list(self.layers),
+            "agreement": self.agreement,
+            "options": self.options,
+            "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
+            "verdict": self.verdict(),
+        }
+
+    def verdict(self) -> list[str]:
+        """Plain words: what the table probes and the agreement say."""
+        words = []
+        t = self.table
+        if t is not None:
+            n, chance = t.n_positions, t.protocol["chance_mae"]
+            a, o = t.absolute, t.order
+            readable = "linearly readable" if a.high < 0.1 * chance else "not linearly readable"
+            words.append(
+                f"Over {n} positions the table's positions are {readable} (absolute error "
+                f"{a.estimate:.2f} positions, {a.level:.0%} interval [{a.low:.2f}, {a.high:.2f}]; "
+                f"chance {chance:.1f}); its order is misread for {o.estimate:.1f}% of pairs "
+                f"[{o.low:.1f}, {o.high:.1f}] (chance 50%)."
+            )
+        if self.layers and "linear_mae" in self.layers[0]:
+            best = min(self.layers, key=lambda r: r["linear_mae"]["estimate"])
+            chance = self.options.get("chance_mae")
+            words.append(
+                f"Position is read best at layer {best['layer']} (linear probe error "
+                f"{best['linear_mae']['estimate']:.2f} positions on held-out sequences; chance "
+                f"{_num(chance)})."
+            )
+        if self.agreement:
+            words += list(self.agreement["words"])
+        return words
+
+    def markdown(self) -> str:
+        """``table.md``: the table probes, the per-layer table and the verdict."""
+        from posgeom.reports.markdown import markdown_table
+
+        out = [f"# Position probes: {self.source}", ""]
+        if self.table is not None:
+            out += [*markdown_table([table_row(self.table.summary())], TABLE_COLUMNS), ""]
+        if self.layers:
+            out += [*markdown_table([layer_row(r) for r in self.layers], LAYER_COLUMNS), ""]
+        if self.options.get("chance_mae") is not None:
+            out.append(
+                f"Chance MAE of the layer probes: {self.options['chance_mae']:.2f} positions."
+            )
+        out += ["", *self.verdict(), ""]
+        return "\n".join(out)
+
+    def save(self, folder: str | Path, *, plot: bool = True) -> list[Path]:
+        """Write ``summary.json``, ``table.md`` and (``plot`` and layers) ``probe_layers.png``
+        into ``folder`` (inside :func:`posgeom.reports.results_folder`). Returns the paths."""
+        folder = Path(folder)
+        paths = [folder / "summary.json", folder / "table.md"]
+        text = json.dumps(self.summary(), indent=1, allow_nan=True, default=_json_default)
+        paths[0].write_text(text + "\n", encoding="utf-8")
+        paths[1].write_text(self.markdown(), encoding="utf-8")
+        if plot and self.layers:
+            from posgeom.probes.figures import layer_figure
+
+            path = folder / "probe_layers.png"
+            layer_figure(self.summary()).savefig(path, dpi=110)
+            paths.append(path)
+        return paths
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON: {type(obj).__name__}")

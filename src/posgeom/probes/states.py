@@ -1,0 +1,158 @@
+"""The models a layer probe reads, and the hidden states of one batch.
+
+:func:`open_model` turns what the user passes into a :class:`ProbedModel`:
+
+* a Hugging Face model (object, name or local folder, loaded offline through
+  :func:`posgeom.models.loading.load_model`) with its tokenizer: the states are
+  ``output_hidden_states=True``'s ``L + 1`` tensors (the embedding output, then every block);
+* a posgeom decoder file or :class:`~posgeom.nn.decoder.CausalDecoder` (byte tokenizer), or a
+  :class:`~posgeom.nn.encoder.TinyEncoder` (token ids only): the states are the input of the first
+  block and the output of every block, read with forward hooks on ``model.layers`` (the model's
+  own forward runs unchanged; the final LayerNorm is not a layer).
+
+Every state is ``(B, T, d)``; padding (mask 0) is never read by the callers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["ProbedModel", "open_model"]
+
+
+@dataclass(frozen=True, eq=False)
+class ProbedModel:
+    """A model ready for a pass: ``encode(texts) -> token-id lists`` (``None``: ids only),
+    ``states(ids, mask) -> L + 1`` tensors, the pad id, the special ids, the limit of tokens per
+    sequence and a name."""
+
+    module: torch.nn.Module
+    encode: Callable[[list[str]], list[Any]] | None
+    states: Callable[[torch.Tensor, torch.Tensor], Sequence[torch.Tensor]]
+    pad_id: int
+    special_ids: tuple[int, ...]
+    limit: int | None
+    name: str
+    tokenizer: Any = None  # the ModelTokenizer of a Hugging Face model
+
+    @property
+    def device(self) -> torch.device:
+        param = next(self.module.parameters(), None)
+        return param.device if param is not None else torch.device("cpu")
+
+
+def _hooked_states(model: torch.nn.Module, call: Callable) -> Callable:
+    """States of a posgeom model: the first block's input and every block's output."""
+    layers = getattr(model, "layers", None)
+    if not isinstance(layers, torch.nn.ModuleList) or len(layers) == 0:
+        raise PosgeomError(
+            f"{type(model).__name__} has no blocks in .layers; pass a Hugging Face model, a "
+            "posgeom CausalDecoder or a TinyEncoder"
+        )
+
+    def states(ids: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
+        seen: list[torch.Tensor] = []
+        hooks = [layers[0].register_forward_pre_hook(lambda m, args: seen.append(args[0]))]
+        hooks += [
+            layer.register_forward_hook(lambda m, a, out: seen.append(out)) for layer in layers
+        ]
+        try:
+            call(ids, mask)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return seen
+
+    return states
+
+
+def _hf_states(model: torch.nn.Module) -> Callable:
+    config = getattr(model, "config", None)
+    forward = model.get_encoder() if getattr(config, "is_encoder_decoder", False) else model
+
+    def states(ids: torch.Tensor, mask: torch.Tensor) -> Sequence[torch.Tensor]:
+        out = forward(
+            input_ids=ids, attention_mask=mask, output_hidden_states=True, return_dict=True
+        )
+        if out.hidden_states is None:
+            raise PosgeomError(
+                f"{type(forward).__name__} returned no hidden_states; use a model whose forward "
+                "supports output_hidden_states=True"
+            )
+        return out.hidden_states
+
+    return states
+
+
+def _posgeom_model(model: Any) -> ProbedModel | None:
+    from posgeom.extension.decoder import decoder_source
+
+    source = decoder_source(model)
+    if source is not None:
+        _, decoder, encode = source
+        return ProbedModel(
+            module=decoder.eval(),
+            encode=encode,
+            states=_hooked_states(decoder, lambda ids, mask: decoder.hidden(ids)),
+            pad_id=0,
+            special_ids=(),
+            limit=int(decoder.config.trained_length),
+            name=str(model) if isinstance(model, (str, os.PathLike)) else source[0].name,
+        )
+    if type(model).__name__ == "TinyEncoder":
+        return ProbedModel(
+            module=model.eval(),
+            encode=None,
+            states=_hooked_states(model, lambda ids, mask: model.encode(ids, mask)),
+            pad_id=0,
+            special_ids=(),
+            limit=int(model.max_len),
+            name=f"TinyEncoder({type(model.position).__name__ if model.position else 'NoPE'})",
+        )
+    return None
+
+
+def open_model(
+    model: Any, tokenizer: Any = None, *, gguf_file: str | None = None, name: str | None = None
+) -> ProbedModel:
+    """A :class:`ProbedModel` of ``model`` (module docstring); ``tokenizer`` defaults to the
+    Hugging Face model's own (a name or folder), ``gguf_file`` names a GGUF checkpoint in it."""
+    own = _posgeom_model(model)
+    if own is not None:
+        return own
+    from posgeom.models.loading import load_model, load_tokenizer, model_tokenizer
+    from posgeom.models.mechanisms import model_position_limit
+
+    label = name or (str(model) if isinstance(model, (str, os.PathLike)) else None)
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    if isinstance(model, (str, os.PathLike)):
+        if tokenizer is None:
+            tokenizer = load_tokenizer(model, **kwargs) if gguf_file else model
+        model = load_model(model, **kwargs)
+    if not isinstance(model, torch.nn.Module):
+        raise PosgeomError(
+            f"model must be a torch model or a name/path, got {type(model).__name__}"
+        )
+    if tokenizer is None:
+        raise PosgeomError("a Hugging Face model object needs its tokenizer: pass tokenizer=...")
+    tok = model_tokenizer(tokenizer)
+    tok.check_model(model, fix="pass the tokenizer that belongs to this model")
+    pad = tok.pad_id if tok.pad_id is not None else getattr(model.config, "pad_token_id", None)
+    return ProbedModel(
+        module=model.eval(),
+        encode=tok.encode,
+        states=_hf_states(model),
+        pad_id=int(pad) if isinstance(pad, (int, np.integer)) and pad >= 0 else 0,
+        special_ids=tuple(sorted(int(i) for i in tok.special_ids)),
+        limit=model_position_limit(model),
+        name=label or type(model).__name__,
+        tokenizer=tok,
+    )
