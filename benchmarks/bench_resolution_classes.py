@@ -14,7 +14,8 @@ Cells:
 * the six populations of ``bench_resolution_rule.py`` (3 subsamples of 1,000 sequences each,
   the same seed, positions and truths);
 * SST-2 validation (872 sentences, n = 48, MiniLM WordPiece with [CLS]/[SEP], as the README
-  counts it), its population all 9,613 sentences of the three SST-2 sentence splits;
+  counts it, and without them, ``--no-special``), its population all 9,613 sentences of the
+  three SST-2 sentence splits;
 * tiny Shakespeare's first 3,000 lines (2,437 non-empty) with posgeom's word tokenizer, at
   n = 13 (every position with a sample: ``posgeom count`` says "-n 13 is enough") and n = 10
   (the suggested n), and 3 random sets of 2,437 of its lines at n = 13; the population all of
@@ -111,10 +112,15 @@ def sst2() -> dict:
             rows = [line.split("\t")[0] for line in fh.read().splitlines()[1:]]
         texts += rows
         validation += [split == "validation"] * len(rows)
-    tok = HFTokenizer.from_file(Path(get_model_path()) / "tokenizer.json")
-    tokens = _tokens("sst2", texts, tok, 48)
-    keep = np.array(validation)
-    return {"SST-2 validation, n = 48": _cell(tokens[keep], tokens, int(tokens.max()) + 1)}
+    keep, out = np.array(validation), {}
+    for special in (True, False):  # as posgeom counts by default, and with --no-special
+        tok = HFTokenizer.from_file(
+            Path(get_model_path()) / "tokenizer.json", add_special_tokens=special
+        )
+        tokens = _tokens("sst2" if special else "sst2_no_special", texts, tok, 48)
+        label = "SST-2 validation, n = 48" + ("" if special else ", --no-special")
+        out[label] = _cell(tokens[keep], tokens, int(tokens.max()) + 1)
+    return out
 
 
 def shakespeare() -> dict:

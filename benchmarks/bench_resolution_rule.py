@@ -17,6 +17,10 @@ thresholds c of the count rule, and two limits that no rule moves:
 * *truth halves*: Spearman between the truths of the population's two halves on the same classes
   (how well the population itself pins its geometry down).
 
+The thresholds ``c`` run with the rule's other defaults: since issue 24 those add frequency bands
+of the rest and a reference position (``bench_resolution_classes.py`` compares that rule with
+the ``top:K`` rule this study measured on 2026-12-01, on the same populations and subsamples).
+
 Populations, tokenizers, positions (the first 64 reached by >= 25% of sequences) and the truth
 (the population's Hellinger chords on the estimate's classes, computed in numpy) are those of
 ``_real_population.py``; the texts are cut to their first 1,000 characters before tokenizing

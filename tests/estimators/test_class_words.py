@@ -41,6 +41,10 @@ def test_bands_say_how_many_and_how_much():
     words = describe_classes(classes, many, label=label, names=str)
     assert words.startswith("the 7 most frequent tokens one by one ('0', '1', '2', '3', '4', ...;")
     assert "32% of tokens), 3 frequency bands of the rarer tokens (68% of tokens" in words
+    classes, label = resolve(many, "bands:4")
+    assert describe_classes(classes, many, label=label).startswith(
+        "4 frequency bands of the tokens (100% of tokens, "
+    )
     full, label = resolve(many, "full")
     assert describe_classes(full, many, label=label) == "every token its own class (40 classes)"
 

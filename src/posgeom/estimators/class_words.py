@@ -51,7 +51,8 @@ def describe_classes(
         low, high = _pct(float(grouped.min())), _pct(float(grouped.max()))
         each = low if low == high else f"{low} to {high}"
         parts.append(
-            f"{grouped.size:,} frequency bands of the rarer tokens ({_pct(float(grouped.sum()))} "
+            f"{grouped.size:,} frequency bands of the {'rarer ' if top else ''}tokens "
+            f"({_pct(float(grouped.sum()))} "
             f"of tokens, {each} each)"
         )
     return ", ".join(parts)
