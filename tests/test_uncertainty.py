@@ -278,6 +278,7 @@ def test_distance_coverage_of_the_default_estimate(zipf_model):
         seqs = sample_sequences(zipf_model, decaying_totals(16, high=1000, low=200), seed=100 + r)
         b = count_positions(seqs, max_positions=16, vocab_size=3000, bootstrap=30, bootstrap_seed=r)
         geo = replicate_geometry(b, estimator="recommended")
+        assert "+bands:" in geo.resolution  # the auto rule's frequency bands (top:20+bands:5)
         truth = _coarse_truth(zipf_model, geo.class_map)[iu]
         for k, (pe, reps) in enumerate(zip(geo.estimate[iu], geo.replicates.T, strict=True)):
             hits.append(bootstrap_interval(pe, reps, method="bias_aware").covers(truth[k]))
