@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -165,7 +166,11 @@ def rewrite(readme: str, passages: dict[str, str], estimators: str) -> str:
     names = {found[1] for found in MARK.findall(readme)}
     if names != set(passages):
         raise SystemExit(f"README.md marks {sorted(names)}, this script writes {sorted(passages)}")
-    out = MARK.sub(lambda m: m.group(1) + passages[m.group(2)] + m.group(4), readme)
+    wrap = {
+        k: textwrap.fill(v, 100, break_long_words=False, break_on_hyphens=False)
+        for k, v in passages.items()
+    }
+    out = MARK.sub(lambda m: m.group(1) + wrap[m.group(2)] + m.group(4), readme)
     out, found = re.subn(r"^# plugin \(.*$", estimators, out, count=1, flags=re.M)
     if not found:
         raise SystemExit("README.md lost the estimator example's '# plugin (' result line")
