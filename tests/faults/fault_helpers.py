@@ -79,3 +79,18 @@ def panicking_tokenizer(folder: Path) -> tuple[Path, Path]:
     corpus = folder / "c.txt"
     corpus.write_text("a" * 4000 + "\n")
     return folder / "evil.json", corpus
+
+
+def mutate_json(doc, path, value):
+    """``doc`` with the value at ``path`` (a list of choices into nested keys) replaced."""
+    node = doc
+    for step in path[:-1]:
+        if isinstance(node, dict) and node:
+            node = node[sorted(node)[step % len(node)]]
+        elif isinstance(node, list) and node:
+            node = node[step % len(node)]
+    if isinstance(node, dict) and node:
+        node[sorted(node)[path[-1] % len(node)]] = value
+    elif isinstance(node, list) and node:
+        node[path[-1] % len(node)] = value
+    return doc

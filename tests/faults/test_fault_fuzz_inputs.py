@@ -10,6 +10,7 @@ import shutil
 
 import numpy as np
 import pytest
+from fault_helpers import mutate_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -68,21 +69,6 @@ def results(tmp_path_factory):
     return base / "g"
 
 
-def _mutate(doc, path, value):
-    """``doc`` with the value at ``path`` (a list of choices into nested keys) replaced."""
-    node = doc
-    for step in path[:-1]:
-        if isinstance(node, dict) and node:
-            node = node[sorted(node)[step % len(node)]]
-        elif isinstance(node, list) and node:
-            node = node[step % len(node)]
-    if isinstance(node, dict) and node:
-        node[sorted(node)[path[-1] % len(node)]] = value
-    elif isinstance(node, list) and node:
-        node[path[-1] % len(node)] = value
-    return doc
-
-
 _VALUES = (
     st.none() | st.booleans() | st.integers(-(10**20), 10**20) | st.floats() | st.text(max_size=5)
 )
@@ -113,7 +99,7 @@ def test_fuzz_summary_json(results, tmp_path, path, value, raw, manifest):
     if raw is not None:
         summary.write_bytes(raw)
     else:
-        doc = _mutate(json.loads(summary.read_text()), path, value)
+        doc = mutate_json(json.loads(summary.read_text()), path, value)
         summary.write_text(json.dumps(doc))
     if not manifest:  # no record to compare with: the summary's own checks
         (folder / "posgeom-manifest.json").unlink()

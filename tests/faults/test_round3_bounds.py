@@ -200,3 +200,19 @@ def test_item19_noise_repeats_has_a_declared_range(small_corpus, tmp_path, capsy
     with pytest.raises(PosgeomError, match="n_repeats"):
         noise_floor(counts, n_repeats=1001)
     assert noise_floor.__posgeom_constraints__["n_repeats"] is REPEATS
+    # the other counts of repeated work: replicates (one declared range) and demo's corpus size
+    from posgeom.corpus.bootstrap_weights import MAX_REPLICATES, REPLICATES
+
+    assert REPLICATES.right == MAX_REPLICATES == 10_000
+    cases = [
+        (["count", small_corpus, "-n", 4, "--bootstrap", 10**9, "-o", tmp_path / "b.npz"],
+         "more than 10000"),
+        (["extend", "rope:theta=10000,head_dim=64", small_corpus, "--target-length", 64,
+          "--replicates", 10**6, "-o", tmp_path / "e"], "--replicates must be"),
+        (["demo", "--sequences", 10**9, "-o", tmp_path / "d"], "--sequences must be"),
+    ]  # fmt: skip
+    t0 = time.perf_counter()
+    for argv, words in cases:
+        code, err = cli(capsys, *argv)
+        assert code == 2 and words in one_line(err), err
+    assert time.perf_counter() - t0 < 10 and not list(tmp_path.glob("[bed]*"))

@@ -4,7 +4,8 @@ A value outside its range is refused here rather than deep in numpy (``--seed -1
 ``--n-heads 0``, ``--alpha inf``), an option that would be silently ignored is refused
 (``--alpha`` without ``--smoothing add-alpha``), and a resource request beyond the machine is
 refused with its limit (``--workers`` over twice the CPU count, ``--n-heads`` over the width),
-and counts of repeated work have a range (``--noise-repeats`` 1 .. 1000, ``--threads`` 1 .. 1024).
+and counts of repeated work have a range (``--noise-repeats`` 1 .. 1000, ``--threads`` 1 .. 1024,
+``demo --sequences`` 1 .. 10^7; bootstrap replicates, 2 .. 10,000, are the library's to check).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from posgeom.encodings._base import MAX_HEADS  # one home: the encodings
 __all__ = ["MAX_HEADS", "check_common_args", "check_no_empty", "unique_names"]
 
 THREADS = [Interval(Integral, 1, 1024)]  # --threads: torch's CPU threads
+SEQUENCES = [Interval(Integral, 1, 10_000_000)]  # demo --sequences: the synthetic corpus's size
 POSITIONS = [Interval(Integral, 1, None)]  # -n/--max-positions (commands add their own limits)
 
 
@@ -69,10 +71,12 @@ def _check_ranges(args: argparse.Namespace) -> None:
 
     ranges = {"noise_repeats": REPEATS, "threads": THREADS, "max_positions": POSITIONS}
     ranges.update({key: [SEED] for key in ("seed", "shuffle_seed", "bootstrap_seed")})
+    ranges["n_sequences"] = SEQUENCES  # demo --sequences
     for dest, allowed in ranges.items():
         value = getattr(args, dest, None)
         if value is not None:
-            check_param("--" + dest.replace("_", "-"), value, allowed)
+            flag = "--sequences" if dest == "n_sequences" else "--" + dest.replace("_", "-")
+            check_param(flag, value, allowed)
 
 
 def check_common_args(args: argparse.Namespace) -> None:

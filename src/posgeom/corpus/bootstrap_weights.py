@@ -6,15 +6,18 @@
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import check_int, is_integer
+from posgeom._validation import Interval, check_int, is_integer
 
 __all__ = [
     "MAX_POISSON_WEIGHT",
+    "MAX_REPLICATES",
+    "REPLICATES",
     "SCHEMES",
     "check_bounded_int",
     "check_replicates",
@@ -23,6 +26,10 @@ __all__ = [
 ]
 
 SCHEMES = ("half", "poisson")
+#: replicates of a bootstrap (or half-sample) run: at least 2; past 10,000 an interval's Monte
+#: Carlo error is negligible while the work and the (nnz, B) replicate counts keep growing
+MAX_REPLICATES = 10_000
+REPLICATES = Interval(Integral, 2, MAX_REPLICATES)
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -43,13 +50,18 @@ def check_bounded_int(value: Any, name: str, low: int, high: int = 2**63 - 1) ->
 
 
 def check_replicates(replicates: Any) -> int:
-    """``B`` as an int, or a :class:`PosgeomError` unless it is an integer >= 2."""
+    """``B`` as an int, or a :class:`PosgeomError` unless it is an integer in :data:`REPLICATES`."""
     if not is_integer(replicates):
         raise PosgeomError(f"bootstrap must be an integer number of replicates, got {replicates!r}")
     if replicates < 2:
         raise PosgeomError(
             f"bootstrap needs at least 2 replicates, got {replicates}; use 200 or more for 95% "
             "intervals"
+        )
+    if replicates > MAX_REPLICATES:
+        raise PosgeomError(
+            f"bootstrap asks for {replicates} replicates, more than {MAX_REPLICATES}; 200 to "
+            "2000 give 95% intervals"
         )
     return int(replicates)
 

@@ -41,6 +41,7 @@ import numpy as np
 from posgeom._errors import PosgeomError, require
 from posgeom._paths import portable_path
 from posgeom._validation import Interval, Options, validate_params
+from posgeom.corpus.bootstrap_weights import REPLICATES
 from posgeom.extension.decoder import check_token_ids, decoder_source, is_decoder, is_decoder_path
 from posgeom.extension.model import (
     ExtensionModel,
@@ -210,7 +211,7 @@ def _windows(docs: list[np.ndarray], length: int, max_windows: int) -> list[np.n
         "heldout_fraction": [Interval(Real, 0, 1, closed="neither")],
         "max_windows": [Interval(Integral, 1, None)],
         "measure_top": [Interval(Integral, 1, None), None],
-        "replicates": [Interval(Integral, 0, 0), Interval(Integral, 2, None)],
+        "replicates": [Interval(Integral, 0, 0), REPLICATES],
         "seed": [Interval(Integral, 0, 2**63 - 1)],
         "classes": [str],
         "strategies": [Mapping, list, tuple, None],

@@ -45,6 +45,7 @@ import torch
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, validate_params
+from posgeom.corpus.bootstrap_weights import REPLICATES
 from posgeom.models.batching import ON_LONG, cut_long, keep_counted, tokenize_texts
 from posgeom.models.layerwise import (
     STRESS_KINDS,
@@ -194,7 +195,7 @@ def _layer_scores(distances: np.ndarray, target: np.ndarray, seed: int) -> dict[
         "seed": [Interval(Integral, 0, None)],
         "progress": [bool],
         "baselines": [bool],
-        "bootstrap": [Interval(Integral, 2, None), None],
+        "bootstrap": [REPLICATES, None],
         "level": [Interval(Real, 0, 1, closed="neither")],
     }
 )

@@ -37,6 +37,7 @@ from posgeom._errors import PosgeomError
 from posgeom._outputs import check_file_set, check_output, record_file_set, stamp
 from posgeom._validation import Interval, validate_params
 from posgeom._version import __version__
+from posgeom.corpus.bootstrap_weights import REPLICATES
 from posgeom.experiments.reproduce.cache import cached_counts, check_cache
 from posgeom.experiments.reproduce.markdown import markdown
 from posgeom.experiments.reproduce.plots import plots
@@ -149,7 +150,7 @@ def _recommended(
     {
         "limit": [Interval(Integral, 10, None), None],
         "max_positions": [Interval(Integral, 3, None), None],
-        "bootstrap": [Interval(Integral, 0, 0), Interval(Integral, 2, None)],
+        "bootstrap": [Interval(Integral, 0, 0), REPLICATES],
         "seed": [Interval(Integral, 0, 2**63 - 1)],
         "max_rank": [Interval(Integral, 1, None)],
         "progress": [bool],
