@@ -175,6 +175,18 @@ def test_item18_forged_decoder_sizes_refused_before_allocating(tmp_path, capsys)
                                n_layers=2, d_ff=64, trained_length=40)  # fmt: skip
         real = sum(t.numel() for t in CausalDecoder(config).state_dict().values())
         assert 0.95 * real <= config.weights_at_least() <= real, (position, real)
+    # a position-module file (posgeom.nn.save_module) declaring a 10^6 x 10^5 table: refused
+    from posgeom.nn import load_module
+
+    module = tmp_path / "module.safetensors"
+    meta = {"format": "posgeom.nn/1", "class": "LearnedPositionEmbedding", "dtype": "float32",
+            "config": {"n": 10**6, "d": 10**5, "beyond": "error"}}  # fmt: skip
+    header = json.dumps({"__metadata__": {"posgeom": json.dumps(meta)}}).encode()
+    module.write_bytes(struct.pack("<Q", len(header)) + header)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(PosgeomError, match="declares a table of 100000000000 numbers"):
+        load_module(module)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 512 * 1024
     assert torch.get_num_threads() >= 1
 
 

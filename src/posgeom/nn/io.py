@@ -140,6 +140,19 @@ def _load_into(module: nn.Module, tensors: dict[str, torch.Tensor], path: Path) 
         module.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()})
 
 
+def _check_declared(cls: type, cfg: dict, tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """Refuse, before anything is built, a configuration whose table (``n x d``, or
+    ``(n + d) x rank`` for a low-rank one) holds more numbers than the file's tensors."""
+    n, d = int(cfg["n"]), int(cfg["d"])
+    rank = int(cfg["rank"]) if cls is LowRankPositionEmbedding else None
+    declared = n * d if rank is None else (n + d) * rank
+    if min(n, d, rank or 1) < 1 or declared > sum(t.numel() for t in tensors.values()):
+        raise ArtifactError(
+            f"{path}: its configuration {cfg} declares a table of {declared} numbers that its "
+            "tensors do not hold; the file was edited or truncated, write it again with save_module"
+        )
+
+
 def load_module(
     path: str | os.PathLike, module: PositionEmbedding | None = None
 ) -> PositionEmbedding:
@@ -156,7 +169,10 @@ def load_module(
     if module is None:
         dtype = _DTYPES.get(meta.get("dtype", "float32"), torch.float32)
         try:
+            _check_declared(cls, meta["config"], tensors, path)
             module = cls.from_config(meta["config"], dtype=dtype)
+        except ArtifactError:
+            raise
         except (KeyError, TypeError, ValueError) as exc:
             raise ArtifactError(
                 f"{path}: cannot rebuild {cls.__name__} from {meta['config']}: {exc}"
