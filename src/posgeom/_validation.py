@@ -32,7 +32,7 @@ import functools
 import inspect
 import math
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, TypeVar
@@ -44,6 +44,7 @@ from posgeom._errors import PosgeomError
 __all__ = [
     "SEED",
     "Interval",
+    "Items",
     "Options",
     "check_int",
     "check_param",
@@ -142,10 +143,25 @@ class Options:
         return "one of " + ", ".join(repr(v) for v in sorted(self.values, key=str))
 
 
+@dataclass(frozen=True)
+class Items:
+    """An iterable of ``what`` (a list, a tuple, a generator): not a ``str``, ``bytes`` or
+    ``dict``, which iterate too but are one value, not several (``fit("a text")`` would read
+    each character as a text)."""
+
+    what: str = "values"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping))
+
+    def describe(self) -> str:
+        return f"a list (or another iterable) of {self.what}"
+
+
 def _accepts(constraint: Any, value: Any) -> bool:
     if constraint is None:
         return value is None
-    if isinstance(constraint, (Interval, Options)):
+    if isinstance(constraint, (Interval, Options, Items)):
         return constraint.accepts(value)
     if isinstance(constraint, type):
         if constraint is bool:
@@ -157,9 +173,10 @@ def _accepts(constraint: Any, value: Any) -> bool:
 def _describe(constraint: Any) -> str:
     if constraint is None:
         return "None"
-    if isinstance(constraint, (Interval, Options)):
+    if isinstance(constraint, (Interval, Options, Items)):
         return constraint.describe()
-    return f"a {constraint.__name__}"
+    name = constraint.__name__
+    return f"{'an' if name[0] in 'AEIOUaeiou' else 'a'} {name}"
 
 
 def check_param(name: str, value: Any, constraints: Sequence[Any], *, where: str = "") -> Any:

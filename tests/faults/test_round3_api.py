@@ -43,6 +43,9 @@ class _Inputs:
         self.artifact = posgeom.save_artifact(tmp / "a.npz", {"x": np.ones(3)}, kind="test")
         self.out = tmp
         self.artifact_counts = self.counts.save(tmp / "counts.npz")
+        self.word = posgeom.WordLevelTokenizer(["[UNK]", "a", "b"])
+        self.table = tmp / "table.npy"  # a path: a string there is a model name, not a type error
+        np.save(self.table, self.vectors)
         self.result = posgeom.analyze_counts(self.counts, model_dim=8)
         from posgeom.lags import count_lags, top_classes
 
@@ -107,6 +110,7 @@ def _calls(x: _Inputs) -> dict[str, tuple[tuple, dict, tuple[int, ...]]]:
         "extend": (("rope", x.ids), {"target_length": 16, "trained_length": 8}, (0, 1)),
         "analyze_counts": ((x.counts,), {"model_dim": 8}, (0,)),
         "score_encoding": ((vec, D), {}, (0, 1)),
+        "probe": ((x.table,), {"seeds": 2, "folds": 2, "pairs": 20}, (0,)),
         "report": ((x.result, x.out / "r.html"), {"figures": False}, (0, 1)),
     }
 
@@ -170,6 +174,9 @@ def _methods(x: _Inputs) -> dict[str, tuple[Any, tuple, tuple[int, ...]]]:
     boot_file = x.boot.save(x.out / "boot.npz")
     return {  # the keys are METHODS
         "HellingerBlocks": (posgeom.HellingerBlocks, (x.mu,), (0,)),
+        "WordLevelTokenizer": (posgeom.WordLevelTokenizer, (["[UNK]", "a"],), (0,)),
+        "WordLevelTokenizer.fit": (posgeom.WordLevelTokenizer().fit, (["a b", "b"],), (0,)),
+        "WordLevelTokenizer.encode_batch": (x.word.encode_batch, (["a b", "c"],), (0,)),
         "PositionCounts.load": (posgeom.PositionCounts.load, (x.artifact_counts,), (0,)),
         "BootstrapCounts.load": (posgeom.BootstrapCounts.load, (boot_file,), (0,)),
         "PositionCounts.first_positions": (x.counts.first_positions, (4,), (0,)),
@@ -179,6 +186,9 @@ def _methods(x: _Inputs) -> dict[str, tuple[Any, tuple, tuple[int, ...]]]:
 
 METHODS = (
     "HellingerBlocks",
+    "WordLevelTokenizer",
+    "WordLevelTokenizer.fit",
+    "WordLevelTokenizer.encode_batch",
     "PositionCounts.load",
     "BootstrapCounts.load",
     "PositionCounts.first_positions",
@@ -190,9 +200,10 @@ METHODS = (
 def test_public_methods_wrong_types_raise_posgeom_error(inputs, name):
     function, args, broken = _methods(inputs)[name]
     function(*args)  # the valid call runs
+    parameters = list(inspect.signature(function).parameters.values())
     for index in broken:
         for bad in WRONG:
-            if _acceptable(args[index], bad, inspect.Parameter.empty):
+            if _acceptable(args[index], bad, parameters[index].default):
                 continue
             with pytest.raises(PosgeomError):
                 function(*[bad if i == index else a for i, a in enumerate(args)])

@@ -39,7 +39,7 @@ from posgeom._errors import PosgeomError, require
 from posgeom._hub import one_line, pretrained_tokenizer
 from posgeom._library_output import held_stderr
 from posgeom._paths import portable_path
-from posgeom._validation import check_path
+from posgeom._validation import Items, check_param, check_path
 from posgeom.corpus._vocabularies import remember
 
 __all__ = [
@@ -217,7 +217,7 @@ class WordLevelTokenizer:
         self.name = name
         self._vocab: dict[str, int] | None = None
         if vocab is not None:
-            self._set_vocab(list(vocab))
+            self._set_vocab(list(check_param("vocab", vocab, [Items("words")], where="words")))
 
     def _set_vocab(self, tokens: list[str]) -> None:
         if not tokens or tokens[0] != self.unk_token or len(set(tokens)) != len(tokens):
@@ -227,6 +227,8 @@ class WordLevelTokenizer:
         self._vocab = {t: i for i, t in enumerate(tokens)}
 
     def _split(self, text: str) -> list[str]:
+        if not isinstance(text, str):  # one line, not AttributeError (and no check_param cost)
+            raise PosgeomError(f"the word tokenizer reads texts (str), not {type(text).__name__}")
         return (text.lower() if self.lowercase else text).split()
 
     def fit(
@@ -234,7 +236,7 @@ class WordLevelTokenizer:
     ) -> WordLevelTokenizer:
         """Build the vocabulary from ``texts`` (words seen at least ``min_count`` times)."""
         counter: Counter[str] = Counter()
-        for text in texts:
+        for text in check_param("texts", texts, [Items("texts")], where="fit"):
             counter.update(self._split(text))
         counter.pop(self.unk_token, None)
         words = sorted(
@@ -282,6 +284,7 @@ class WordLevelTokenizer:
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         get, unk = self.vocab.get, self.unk_id
+        check_param("texts", texts, [Items("texts")], where="encode_batch")
         return [[get(w, unk) for w in self._split(t)] for t in texts]
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -342,12 +345,10 @@ def load_tokenizer(
     allow_download: bool = False,
 ) -> Any:
     """A tokenizer from ``spec``: an object with ``encode_batch`` (returned as is); ``"word"`` /
-    ``"whitespace"`` (a new, unfitted :class:`WordLevelTokenizer`; ``count_corpus`` fits it on
-    the corpus); anything else not a path or a name is a one-line error; a ``.json``
-    file (a posgeom word vocabulary or a ``tokenizers`` file); a ``.gguf`` checkpoint (the
-    tokenizer it carries, read by transformers with ``gguf``); a folder (its ``tokenizer.json`` if
-    present, else ``transformers.AutoTokenizer``); otherwise a ``transformers`` model name, loaded
-    from the local cache only unless ``allow_download=True``. ``trust_remote_code`` is never set.
+    ``"whitespace"`` (a new, unfitted :class:`WordLevelTokenizer`, fitted by ``count_corpus``); a
+    ``.json`` file (posgeom words or ``tokenizers``); a ``.gguf`` checkpoint; a folder (its
+    ``tokenizer.json`` if present, else ``transformers.AutoTokenizer``); otherwise a
+    ``transformers`` model name, from the local cache unless ``allow_download`` (no remote code).
     """
     if hasattr(spec, "encode_batch") and not isinstance(spec, (str, os.PathLike)):
         return spec

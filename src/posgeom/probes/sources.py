@@ -94,6 +94,11 @@ def read_table(
         if not path.is_file():
             raise PosgeomError(f"table file {path} does not exist; check the path")
         table, name = _array_file(path, key)[start:], path.name
+    elif not isinstance(source, (str, os.PathLike)) and not hasattr(source, "state_dict"):
+        raise PosgeomError(
+            "probe takes a position table (an array or an .npy/.npz/.safetensors file), a model "
+            f"folder or name, or a loaded model, not a {type(source).__name__}"
+        )
     else:
         table = _model_table(source, n, start, gguf_file)
         name = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
