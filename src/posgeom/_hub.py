@@ -161,7 +161,7 @@ def pretrained_model(
     check_model_source(target, kwargs.get("gguf_file"))
     report: list[logging.LogRecord] = []
     try:
-        with held_logs("transformers.modeling_utils") as report:
+        with held_logs("transformers") as report:
             model = cls.from_pretrained(
                 target, local_files_only=True, trust_remote_code=False, **kwargs
             )
@@ -210,6 +210,8 @@ def pretrained_tokenizer(
         if allow_download:
             raise PosgeomError(f"cannot load tokenizer {target!r}: {one_line(exc)}") from exc
         error = _load_failure(target, "tokenizer", exc)
+        if not isinstance(exc, (OSError, ValueError, KeyError)):  # not a download's matter
+            raise error from exc
         raise PosgeomError(
             f"{error} From Python, posgeom.corpus.tokenize.load_tokenizer(NAME, "
             "allow_download=True) fetches a tokenizer from the hub."

@@ -27,33 +27,35 @@ _FD_LOCK = threading.RLock()  # one holder of file descriptor 2 at a time
 
 @contextlib.contextmanager
 def held_logs(prefix: str) -> Iterator[list[logging.LogRecord]]:
-    """Hold the records of the existing loggers named ``prefix`` or ``prefix.*``; yield the list
+    """Hold the records of the loggers named ``prefix`` or ``prefix.*`` (those that exist, and
+    through the handlers of ``prefix`` itself those made during the block); yield the list
     (read it to explain a failure); on success they are handled as if never held."""
     names = [prefix, *(n for n in logging.root.manager.loggerDict if n.startswith(prefix + "."))]
-    loggers = [logging.getLogger(n) for n in names]
-    held: list[tuple[logging.Logger, logging.LogRecord]] = []
+    targets: list[logging.Logger | logging.Handler] = [logging.getLogger(n) for n in names]
+    targets += logging.getLogger(prefix).handlers  # a library's own handler (propagate off)
+    held: list[tuple[logging.Logger | logging.Handler, logging.LogRecord]] = []
     records: list[logging.LogRecord] = []
 
     class Hold(logging.Filter):
-        def __init__(self, logger: logging.Logger) -> None:
+        def __init__(self, target: logging.Logger | logging.Handler) -> None:
             super().__init__()
-            self.logger = logger
+            self.target = target
 
         def filter(self, record: logging.LogRecord) -> bool:
-            held.append((self.logger, record))
+            held.append((self.target, record))
             records.append(record)
             return False
 
-    filters = [Hold(logger) for logger in loggers]
-    for logger, hold in zip(loggers, filters, strict=True):
-        logger.addFilter(hold)
+    filters = [Hold(target) for target in targets]
+    for target, hold in zip(targets, filters, strict=True):
+        target.addFilter(hold)
     try:
         yield records
     finally:
-        for logger, hold in zip(loggers, filters, strict=True):
-            logger.removeFilter(hold)
-    for logger, record in held:  # reached only when the block did not raise
-        logger.handle(record)
+        for target, hold in zip(targets, filters, strict=True):
+            target.removeFilter(hold)
+    for target, record in held:  # reached only when the block did not raise
+        target.handle(record)
 
 
 @contextlib.contextmanager

@@ -75,8 +75,9 @@ def _check_ranges(args: argparse.Namespace) -> None:
     for dest, allowed in ranges.items():
         value = getattr(args, dest, None)
         if value is not None:
-            flag = "--sequences" if dest == "n_sequences" else "--" + dest.replace("_", "-")
-            check_param(flag, value, allowed)
+            # a snake_case name is spelled as the command's flag by the CLI (-n/--max-positions,
+            # --sequences); a one-word one is its flag already
+            check_param(dest if "_" in dest else f"--{dest}", value, allowed)
 
 
 def check_common_args(args: argparse.Namespace) -> None:
