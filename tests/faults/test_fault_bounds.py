@@ -98,7 +98,7 @@ def test_summary_json_that_is_a_device_or_fifo(tmp_path, capsys, target):
 
     view = load_folder(res)
     assert any(m.startswith("summary.json") for m in view.missing)  # named, and no hang
-    from posgeom._jsonfiles import read_json
+    from posgeom.io.jsonfiles import read_json
 
     with pytest.raises(PosgeomError, match="not a regular file"):
         read_json(res / "summary.json")

@@ -49,7 +49,7 @@ def test_report_never_replaces_a_users_file(runs, tmp_path, capsys):
 
 
 def test_report_replaces_its_own_report_only_with_overwrite(runs, tmp_path, capsys):
-    from posgeom._outputs import stamped_kind
+    from posgeom.io.outputs import stamped_kind
 
     rb = _copy(runs, tmp_path, "rB")
     assert cli(capsys, "report", rb, "--no-figures")[0] == 0
@@ -101,7 +101,7 @@ def test_reproduce_never_replaces_a_users_pages(tmp_path, capsys):
 
 
 def test_reproduce_pages_are_stamped(tmp_path):
-    from posgeom._outputs import stamp, stamped_kind
+    from posgeom.io.outputs import stamp, stamped_kind
 
     page = stamp("# Reproduction\n\ntext\n", "reproduction")
     path = tmp_path / "REPRODUCTION.md"

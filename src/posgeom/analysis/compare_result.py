@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._jsonfiles import finite_json
 from posgeom._version import __version__
 from posgeom.analysis.pipeline_result import sampled_note
 from posgeom.analysis.stationarity import StationarityResult, stationarity
 from posgeom.io.artifacts import json_default
+from posgeom.io.jsonfiles import finite_json
 from posgeom.reports.markdown import markdown_table, plugin_lines, rank_table, score_table
 from posgeom.reports.schema import HEAD_COLUMNS, heads_by_family
 from posgeom.reports.verdict import verdict_block

@@ -214,8 +214,8 @@ class PipelineResult:
     def write(self, directory: str | os.PathLike) -> Path:
         """Write ``summary.json``, ``arrays.npz`` and ``table.md`` into an existing
         folder (each file atomic; :meth:`save` makes the whole folder atomic)."""
-        from posgeom._jsonfiles import finite_json
         from posgeom.io.artifacts import atomic_write_text, json_default, save_artifact
+        from posgeom.io.jsonfiles import finite_json
 
         out = Path(directory)
         save_artifact(

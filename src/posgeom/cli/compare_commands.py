@@ -121,7 +121,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     html = Path(args.output) / "reproduction.html"
     if args.report:  # before the work: the page and its figures folder
-        from posgeom._outputs import check_output
+        from posgeom.io.outputs import check_output
 
         check_output(html, kinds=("report",), overwrite=args.overwrite)
         check_output(

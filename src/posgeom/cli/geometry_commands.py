@@ -194,7 +194,7 @@ def _split_key(spec: str, key: str | None) -> tuple[Path, str | None]:
 def _folder_document(p: Path) -> dict[str, Any]:
     """The summary JSON of the results folder holding ``p`` (``summary.json`` or
     ``comparison.json``), ``{}`` when there is none."""
-    from posgeom._jsonfiles import read_json
+    from posgeom.io.jsonfiles import read_json
 
     for name in ("summary.json", "comparison.json"):
         if (p.parent / name).is_file():

@@ -172,7 +172,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
 
     if args.max_sequences is not None and args.max_sequences < 1:
         raise PosgeomError(f"--max-sequences must be >= 1, got {args.max_sequences}")
-    from posgeom._outputs import check_output
+    from posgeom.io.outputs import check_output
 
     out = Path(args.output)  # the output rule, before the model loads (the commit checks again)
     check_output(

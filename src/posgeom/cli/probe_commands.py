@@ -24,7 +24,7 @@ def _probe(args: argparse.Namespace) -> int:
 
     out = None
     if args.output:
-        from posgeom._outputs import check_output
+        from posgeom.io.outputs import check_output
 
         out = Path(args.output)
         inputs = [p for p in (args.source, args.corpus) if p and Path(p).exists()]

@@ -165,7 +165,7 @@ def tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, st
 
 
 def read_manifest(jd: Path) -> dict[str, Any]:
-    from posgeom._jsonfiles import read_json
+    from posgeom.io.jsonfiles import read_json
 
     try:
         doc = read_json(jd / MANIFEST)

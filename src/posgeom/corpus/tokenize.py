@@ -122,7 +122,7 @@ class HFTokenizer:
     @classmethod
     def from_file(cls, path: str | os.PathLike, **kwargs: Any) -> HFTokenizer:
         tokenizers = require("tokenizers", "hf")
-        from posgeom._jsonfiles import checked_regular
+        from posgeom.io.jsonfiles import checked_regular
 
         try:  # read here: a byte-order mark is dropped, a read error names the file
             checked_regular(path)  # not a pipe or a device, not larger than a tokenizer can be
@@ -303,7 +303,7 @@ class WordLevelTokenizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordLevelTokenizer:
-        from posgeom._jsonfiles import read_json
+        from posgeom.io.jsonfiles import read_json
 
         try:
             doc = read_json(path)

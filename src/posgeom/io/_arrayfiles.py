@@ -35,8 +35,8 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from posgeom._errors import ArtifactError
-from posgeom._jsonfiles import checked_regular
 from posgeom.io._inflate import INFLATION_RATIO, inflation_limit
+from posgeom.io.jsonfiles import checked_regular
 
 __all__ = [
     "csr_from_parts",

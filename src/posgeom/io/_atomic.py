@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.io._claims import claimed, commit_refusal
 
 __all__ = [
     "atomic_path",
@@ -239,8 +240,6 @@ def write_synced(path: Path, data: bytes) -> None:
 def _commit_checked(
     tmp: Path, path: Path, overwrite: bool, precommit: Callable[[Path], None] | None
 ) -> None:
-    from posgeom._outputs import claimed, commit_refusal
-
     guarded = precommit is not None or claimed(path)
     with folder_lock(path.parent) if guarded else contextlib.nullcontext(), signals_deferred():
         reason = commit_refusal(path)
@@ -291,15 +290,13 @@ def atomic_path(
     folder is created if needed.
 
     The commit re-checks the output rule: a ``path`` checked by
-    :func:`posgeom._outputs.check_output` before the work is replaced only if what stands there
-    is still what stood there then (:func:`posgeom._outputs.commit_refusal`); ``precommit(tmp)``
+    :func:`posgeom.io.outputs.check_output` before the work is replaced only if what stands there
+    is still what stood there then (:func:`posgeom.io._claims.commit_refusal`); ``precommit(tmp)``
     runs just before the rename (a work folder records the file in its manifest). Both run under
     an exclusive lock on the parent folder with SIGINT/SIGTERM held.
     """
     path = Path(path)
     if not overwrite and path.exists():
-        from posgeom._outputs import commit_refusal  # a file that appeared since the check
-
         raise PosgeomError(
             commit_refusal(path) or f"{path} already exists; pass --overwrite to replace it"
         )

@@ -7,8 +7,7 @@ import hashlib
 import json
 import logging
 import os
-import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +15,13 @@ from posgeom import _version
 from posgeom._errors import PosgeomError
 from posgeom.io._atomic import (
     atomic_write_text,
-    clean_stale,
     folder_lock,
     fsync_path,
-    make_folder,
     signals_deferred,
     temp_sibling,
-    write_error,
-    write_synced,
 )
+from posgeom.io._claims import commit_refusal
+from posgeom.io.jsonfiles import read_json
 
 log = logging.getLogger("posgeom.io.artifacts")
 RESULTS_MANIFEST = "posgeom-manifest.json"
@@ -37,8 +34,6 @@ RESULTS_KINDS = ("run", "compare", "analyze-model", "extend", ANY_RESULTS)
 
 def _manifest(folder: Path) -> dict[str, Any] | None:
     """The manifest of a results folder posgeom wrote, or None."""
-    from posgeom._jsonfiles import read_json
-
     try:
         doc = read_json(folder / RESULTS_MANIFEST)
     except PosgeomError:
@@ -256,8 +251,6 @@ def commit_folder(
     """Rename ``tmp`` onto ``path`` and each companion ``(temporary file, file)`` onto its file,
     all or none: under the parent folder's lock with SIGINT/SIGTERM held, after the checks are
     repeated (another process may have written meanwhile). Companions are siblings of ``path``."""
-    from posgeom._outputs import commit_refusal
-
     with folder_lock(path.parent), signals_deferred():
         reason = refusal(path, overwrite, inputs, kinds) or next(
             (r for _, f in companions if (r := commit_refusal(f)) is not None), None
@@ -280,72 +273,3 @@ def commit_folder(
         if old is not None:
             _remove_listed(old)
         fsync_path(path.parent, directory=True)
-
-
-@contextlib.contextmanager
-def results_directory(
-    path: str | os.PathLike,
-    *,
-    overwrite: bool = False,
-    inputs: Iterable[str | os.PathLike] = (),
-    content: str = "results",
-    companions: Mapping[str | os.PathLike, bytes] | None = None,
-) -> Iterator[Path]:
-    """Build a results folder in a temporary sibling and rename it into place: complete or absent.
-
-    The contract every results folder of posgeom is written through::
-
-        with results_directory(out, overwrite=args.overwrite, inputs=[counts_file]) as tmp:
-            ...expensive work...                 # write every file under ``tmp``
-        # here ``out`` holds exactly what was written under ``tmp``, plus posgeom-manifest.json
-
-    On entry, before any work (so enter it *before* the expensive part), it applies the output
-    rule (:func:`posgeom._outputs.check_output`: symlink resolved, no input inside, replaced only
-    with ``overwrite`` and only a results folder posgeom wrote whose manifest lists every file it
-    holds with its current size and SHA-256, writable) and removes stale temporaries of killed
-    posgeom runs beside ``path``.
-
-    It yields a fresh empty folder ``.<name>.posgeom-<host>-<pid>-<rand>.tmp`` beside ``path``.
-    When the block ends without an exception: every file is fsynced, the manifest
-    ``posgeom-manifest.json`` is written (``{"kind": "posgeom-results", "content": content,
-    "posgeom_version", "files": {relative path: {"size", "sha256"}}}``), and, under an exclusive
-    lock on the parent folder (concurrent writers commit one at a time, so the final folder comes
-    wholly from one of them) and with SIGINT/SIGTERM held, the checks above are repeated and the
-    folder is renamed onto ``path`` (an old posgeom folder is first renamed aside and then only
-    the files its manifest lists are deleted). On any exception (Ctrl-C and SIGTERM included) the
-    temporary folder is removed and ``path`` is left exactly as it was. Write errors (full disk,
-    read-only filesystem) become one-line :class:`PosgeomError`. Files are created with the
-    umask's modes. ``content`` names the kind of folder (``"run"``, ``"compare"``,
-    ``"figures"``, ...; recorded in the manifest): ``overwrite`` replaces only a folder of the
-    same kind. ``companions``: files beside ``path`` (path -> bytes; checked by the caller with
-    :func:`posgeom._outputs.check_output` before the work) committed with the folder, all or
-    none (a report page and its figures).
-    """
-    from posgeom._outputs import check_output
-
-    path = check_output(path, kinds=(content,), overwrite=overwrite, inputs=inputs, folder=True)
-    inputs = tuple(inputs)
-    make_folder(path.parent)
-    clean_stale(path.parent)
-    tmp = temp_sibling(path)
-    parts: list[tuple[Path, Path]] = []
-    try:
-        os.mkdir(tmp, 0o777)
-    except OSError as exc:
-        raise write_error(path, exc) from exc
-    try:
-        yield tmp
-        write_manifest(tmp, content)
-        for target, data in (companions or {}).items():
-            parts.append((temp_sibling(Path(target)), Path(target)))
-            write_synced(parts[-1][0], data)
-        commit_folder(tmp, path, overwrite, inputs, (content,), tuple(parts))
-    except BaseException as exc:
-        for part, _ in parts:
-            with contextlib.suppress(OSError):
-                part.unlink()
-        shutil.rmtree(tmp, ignore_errors=True)
-        name = getattr(exc, "filename", None)  # an input's error is not a write error
-        if isinstance(exc, OSError) and (name is None or str(tmp) in os.fsdecode(name)):
-            raise write_error(path, exc) from exc
-        raise

@@ -46,7 +46,6 @@ import scipy.sparse as sp
 
 from posgeom import _version
 from posgeom._errors import ArtifactError, PosgeomError
-from posgeom._outputs import check_output, stamped_kind
 from posgeom._validation import check_param, check_path
 from posgeom.io._arrayfiles import csr_from_parts, read_npz, read_safetensors, write_safetensors
 from posgeom.io._atomic import (
@@ -57,7 +56,8 @@ from posgeom.io._atomic import (
     check_writable,
     json_default,
 )
-from posgeom.io._results import RESULTS_MANIFEST, results_directory
+from posgeom.io._results import RESULTS_MANIFEST
+from posgeom.io.outputs import check_output, results_directory, stamped_kind
 
 __all__ = [
     "RESULTS_MANIFEST",
@@ -340,7 +340,7 @@ def check_output_file(
     kinds: Iterable[str] | None = None,
     inputs: Iterable[str | os.PathLike] = (),
 ) -> Path:
-    """Check an artifact output before the work (:func:`posgeom._outputs.check_output`): only a
+    """Check an artifact output before the work (:func:`posgeom.io.outputs.check_output`): only a
     posgeom artifact of ``kinds`` (default: any), checksums verified, is replaced (``overwrite``)."""
     kinds = ("artifact:*",) if kinds is None else tuple(f"artifact:{k}" for k in kinds)
     return check_output(

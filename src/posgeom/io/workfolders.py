@@ -1,7 +1,7 @@
 """Work folders: the folders posgeom fills step by step and resumes (a counting job's
 ``--job-dir``, a training run, an experiment grid, ``extend``'s cache of measured windows).
 
-They follow the output rule of results folders (:mod:`posgeom._outputs`):
+They follow the output rule of results folders (:mod:`posgeom.io.outputs`):
 
 - **never inside an input**, never holding one, names that fit;
 - **posgeom's own, marked**: the folder must be new, empty, or one posgeom made for the same
@@ -79,7 +79,7 @@ class WorkFolder:
         ``option`` names the folder in messages (``"job folder"``); ``self_checked``: see the
         module docstring; ``create=False`` only checks (nothing is made or marked: a check
         before the work of a folder made when its first file is written). Refusals: one line."""
-        from posgeom._outputs import input_refusal, name_refusal, resolve_output
+        from posgeom.io.outputs import input_refusal, name_refusal, resolve_output
 
         out = resolve_output(path)
         reason = name_refusal(out) or input_refusal(out, tuple(inputs), folder=True)

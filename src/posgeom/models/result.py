@@ -344,8 +344,8 @@ class ModelAnalysis:
         """Write ``summary.json``, ``arrays.npz`` (+ sidecar), ``table.md``, ``counts.npz`` and
         ``stress_per_layer.png`` into ``directory`` (wrap in
         :func:`posgeom.io.artifacts.results_directory` for an all-or-nothing folder)."""
-        from posgeom._jsonfiles import finite_json
         from posgeom.io.artifacts import atomic_write_text, json_default, save_artifact
+        from posgeom.io.jsonfiles import finite_json
 
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)

@@ -68,7 +68,7 @@ def report(
     and SVG to ``<path stem>_figures/``. Writes are atomic; an unwritable ``path`` raises
     :class:`PosgeomError`. ``title`` replaces the page title.
 
-    The output rule of :mod:`posgeom._outputs`, checked before the page is made: an existing
+    The output rule of :mod:`posgeom.io.outputs`, checked before the page is made: an existing
     ``path`` (or figures folder) is replaced only with ``overwrite`` and only when it is a posgeom
     report (its stamp, the page's last line, matches its content) or a posgeom figures folder
     (not a results folder of another kind) and no file of the folder reported on; a symlinked
@@ -77,8 +77,8 @@ def report(
     """
     import dataclasses
 
-    from posgeom._outputs import check_output, stamp
     from posgeom.io.artifacts import atomic_write_text, results_directory
+    from posgeom.io.outputs import check_output, stamp
     from posgeom.reports.html import figure_groups, render_html
     from posgeom.reports.view import LABELS, view_of
 
@@ -160,8 +160,8 @@ def _add_to_manifest(folder: Path, files: list[Path]) -> None:
     import hashlib
     import json
 
-    from posgeom._jsonfiles import read_json
     from posgeom.io.artifacts import RESULTS_MANIFEST, atomic_write_text
+    from posgeom.io.jsonfiles import read_json
 
     manifest = folder / RESULTS_MANIFEST
     if not manifest.exists():

@@ -140,7 +140,7 @@ def _load_arrays(path: Path) -> tuple[dict[str, np.ndarray], str | None]:
 
 
 def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    from posgeom._jsonfiles import read_json
+    from posgeom.io.jsonfiles import read_json
 
     try:
         return read_json(path), None

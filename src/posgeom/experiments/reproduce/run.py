@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
-from posgeom._outputs import check_file_set, check_output, record_file_set, stamp
 from posgeom._validation import Interval, validate_params
 from posgeom._version import __version__
 from posgeom.corpus.bootstrap_weights import REPLICATES
@@ -50,6 +49,7 @@ from posgeom.experiments.reproduce.settings import (
     choose_n,
 )
 from posgeom.experiments.reproduce.studies import angle_study, paper_sweep
+from posgeom.io.outputs import check_file_set, check_output, record_file_set, stamp
 
 log = logging.getLogger("posgeom")
 
@@ -175,7 +175,7 @@ def reproduce(
     ``limit``: read only the first ``limit`` records of each corpus (and ``limit`` synthetic
     sequences) and ``max_positions`` caps n of the real corpora: a smoke run. ``bootstrap``:
     half-sample replicates for the recommended-estimator rereading of every claim (0: skip it).
-    Outputs follow :mod:`posgeom._outputs`, checked before any work: ``REPRODUCTION.md`` (stamped)
+    Outputs follow :mod:`posgeom.io.outputs`, checked before any work: ``REPRODUCTION.md`` (stamped)
     and the files of ``reproduction/`` (listed in its ``posgeom-manifest.json``; the cache is
     not) are replaced only with ``overwrite`` and only when posgeom wrote them, unchanged.
     Returns

@@ -29,14 +29,41 @@ Each refusal is one :class:`~posgeom._errors.PosgeomError` line naming the path 
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import os
-import re
-from collections.abc import Callable, Iterable
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.io._atomic import (
+    check_writable,
+    clean_stale,
+    make_folder,
+    temp_sibling,
+    write_error,
+    write_synced,
+)
+from posgeom.io._claims import (
+    claim,
+    claimed,
+    commit_refusal,
+    file_refusal,
+    forget_claims,
+    stamp,
+    stamped_kind,
+)
+from posgeom.io._results import (
+    RESULTS_MANIFEST,
+    changed_file,
+    commit_folder,
+    listing,
+    locked_refusal,
+    manifest_files,
+    write_listed,
+    write_manifest,
+)
 
 __all__ = [
     "TEMP_EXTRA",
@@ -47,84 +74,13 @@ __all__ = [
     "forget_claims",
     "record_file_set",
     "resolve_output",
+    "results_directory",
     "stamp",
     "stamped_kind",
 ]
 
 TEMP_EXTRA = 40  # ".<name>.posgeom-<6 hex>-<pid>-<8 hex>.tmp" adds at most this much
 _NAME_MAX = 255
-_STAMP = re.compile(
-    rb"\n<!-- posgeom-output kind=(?P<kind>[a-z-]+) sha256=(?P<hex>[0-9a-f]{64}) -->\n$"
-)
-_STAMP_MAX = 256 << 20  # a stamped page larger than this is not one posgeom wrote
-
-
-def stamp(text: str, kind: str) -> str:
-    """``text`` plus a last line ``<!-- posgeom-output kind=KIND sha256=HEX -->`` (an HTML and
-    Markdown comment: invisible when rendered), HEX the SHA-256 of ``text``'s UTF-8 bytes."""
-    body = text if text.endswith("\n") else text + "\n"
-    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
-    return f"{body}<!-- posgeom-output kind={kind} sha256={digest} -->\n"
-
-
-def stamped_kind(path: str | os.PathLike) -> str | None:
-    """The kind of a stamped file whose stamp matches its content, or None (not stamped, edited,
-    not a regular file, or too large to be a posgeom page)."""
-    path = Path(path)
-    try:
-        if not path.is_file() or path.stat().st_size > _STAMP_MAX:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    m = _STAMP.search(data[-200:])
-    if m is None:
-        return None
-    body = data[: len(data) - len(m[0]) + 1]
-    ok = hashlib.sha256(body).hexdigest() == m["hex"].decode()
-    return m["kind"].decode() if ok else None
-
-
-#: outputs checked before the work -> (what stood at them then: os.lstat identity, None for
-#: nothing; and the check's kinds, overwrite and identify, to run it again on a change)
-_CLAIMS: dict[str, tuple[Any, ...]] = {}
-
-
-def _identity(path: Path) -> tuple[int, ...] | None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return (-1,)
-    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def claimed(path: str | os.PathLike) -> bool:
-    """Whether ``path`` was checked as an output and not yet committed."""
-    return os.path.abspath(path) in _CLAIMS
-
-
-def commit_refusal(path: str | os.PathLike) -> str | None:
-    """At the commit of a checked file output: why it may not be replaced now, or None (the
-    claim is then used up). What stands there unchanged since the check passed it; anything
-    else (a file that appeared, a replaced or edited one) must pass the check again."""
-    key = os.path.abspath(path)
-    if key not in _CLAIMS:
-        return None
-    then, kinds, overwrite, identify = _CLAIMS[key]
-    now = _identity(Path(key))
-    if now is not None and now != then:
-        reason = _file_refusal(Path(key), kinds, overwrite, identify)
-        if reason is not None:
-            return f"while posgeom worked, a file appeared or changed at the output: {reason}"
-    del _CLAIMS[key]
-    return None
-
-
-def forget_claims() -> None:
-    """Drop the claims of earlier commands of this process (the CLI calls it per command)."""
-    _CLAIMS.clear()
 
 
 def resolve_output(path: str | os.PathLike) -> Path:
@@ -191,51 +147,22 @@ def check_output(
     :func:`posgeom.io.artifacts.check_output_file`). Nothing is created; a file output is
     claimed, so that its commit re-checks it (:func:`commit_refusal`).
     """
-    from posgeom.io._atomic import check_writable
-    from posgeom.io._results import locked_refusal
-
     out = resolve_output(path)
     inputs = tuple(inputs)
     reason = name_refusal(out) or input_refusal(out, inputs, folder)
     if reason is None and folder:
         reason = locked_refusal(out, overwrite, (), tuple(kinds))
     elif reason is None and (out.exists() or out.is_symlink()):
-        reason = _file_refusal(out, tuple(kinds), overwrite, identify)
+        reason = file_refusal(out, tuple(kinds), overwrite, identify)
     if reason is not None:
         raise PosgeomError(reason)
     check_writable(out, folder=folder)
     if not folder:
-        _CLAIMS[os.path.abspath(out)] = (_identity(out), tuple(kinds), overwrite, identify)
+        claim(out, tuple(kinds), overwrite, identify)
     return out
 
 
-def _file_refusal(
-    out: Path, kinds: tuple[str, ...], overwrite: bool, identify: Callable[[Path], str | None]
-) -> str | None:
-    if out.is_dir():
-        return f"{out} is a folder; pass a file name as the output"
-    if not out.is_file():
-        return f"{out} is not a regular file (a pipe or device?); pass a file name as the output"
-    if not overwrite:
-        return f"{out} already exists; pass --overwrite to replace it, or choose another output"
-    found = identify(out)
-    if found in kinds or ((found or "").startswith("artifact:") and "artifact:*" in kinds):
-        return None
-    if found is None:
-        return (
-            f"{out} exists and was not written by posgeom, or was changed since; --overwrite "
-            "replaces only posgeom's own unchanged files: move it or choose another output"
-        )
-    what = found.removeprefix("artifact:")
-    return (
-        f"{out} is a posgeom {what} file, not an output of this command; --overwrite will not "
-        "replace it: choose another output"
-    )
-
-
 def _recorded(folder: Path) -> dict[str, Any]:
-    from posgeom.io._results import manifest_files
-
     return manifest_files(folder) or {}
 
 
@@ -245,8 +172,6 @@ def check_file_set(
     """Check, before the work, a folder of files posgeom writes among others (``reproduce``'s
     ``reproduction/``): every file under it except those under ``keep`` (a cache) must be listed,
     unchanged, in its ``posgeom-manifest.json``, and any file there needs ``overwrite``."""
-    from posgeom.io._results import RESULTS_MANIFEST, changed_file, listing
-
     out = resolve_output(folder)
     if not out.is_dir():
         return check_output(out, kinds=(), overwrite=overwrite, folder=True)
@@ -273,6 +198,71 @@ def check_file_set(
 
 def record_file_set(folder: str | os.PathLike, files: Iterable[str | os.PathLike]) -> None:
     """List ``files`` (under ``folder``) with their sizes and SHA-256 in the folder's manifest."""
-    from posgeom.io._results import write_listed
-
     write_listed(Path(folder), [Path(f) for f in files])
+
+
+@contextlib.contextmanager
+def results_directory(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    inputs: Iterable[str | os.PathLike] = (),
+    content: str = "results",
+    companions: Mapping[str | os.PathLike, bytes] | None = None,
+) -> Iterator[Path]:
+    """Build a results folder in a temporary sibling and rename it into place: complete or absent.
+
+    The contract every results folder of posgeom is written through::
+
+        with results_directory(out, overwrite=args.overwrite, inputs=[counts_file]) as tmp:
+            ...expensive work...                 # write every file under ``tmp``
+        # here ``out`` holds exactly what was written under ``tmp``, plus posgeom-manifest.json
+
+    On entry, before any work (so enter it *before* the expensive part), it applies the output
+    rule (:func:`posgeom.io.outputs.check_output`: symlink resolved, no input inside, replaced only
+    with ``overwrite`` and only a results folder posgeom wrote whose manifest lists every file it
+    holds with its current size and SHA-256, writable) and removes stale temporaries of killed
+    posgeom runs beside ``path``.
+
+    It yields a fresh empty folder ``.<name>.posgeom-<host>-<pid>-<rand>.tmp`` beside ``path``.
+    When the block ends without an exception: every file is fsynced, the manifest
+    ``posgeom-manifest.json`` is written (``{"kind": "posgeom-results", "content": content,
+    "posgeom_version", "files": {relative path: {"size", "sha256"}}}``), and, under an exclusive
+    lock on the parent folder (concurrent writers commit one at a time, so the final folder comes
+    wholly from one of them) and with SIGINT/SIGTERM held, the checks above are repeated and the
+    folder is renamed onto ``path`` (an old posgeom folder is first renamed aside and then only
+    the files its manifest lists are deleted). On any exception (Ctrl-C and SIGTERM included) the
+    temporary folder is removed and ``path`` is left exactly as it was. Write errors (full disk,
+    read-only filesystem) become one-line :class:`PosgeomError`. Files are created with the
+    umask's modes. ``content`` names the kind of folder (``"run"``, ``"compare"``,
+    ``"figures"``, ...; recorded in the manifest): ``overwrite`` replaces only a folder of the
+    same kind. ``companions``: files beside ``path`` (path -> bytes; checked by the caller with
+    :func:`posgeom.io.outputs.check_output` before the work) committed with the folder, all or
+    none (a report page and its figures).
+    """
+    path = check_output(path, kinds=(content,), overwrite=overwrite, inputs=inputs, folder=True)
+    inputs = tuple(inputs)
+    make_folder(path.parent)
+    clean_stale(path.parent)
+    tmp = temp_sibling(path)
+    parts: list[tuple[Path, Path]] = []
+    try:
+        os.mkdir(tmp, 0o777)
+    except OSError as exc:
+        raise write_error(path, exc) from exc
+    try:
+        yield tmp
+        write_manifest(tmp, content)
+        for target, data in (companions or {}).items():
+            parts.append((temp_sibling(Path(target)), Path(target)))
+            write_synced(parts[-1][0], data)
+        commit_folder(tmp, path, overwrite, inputs, (content,), tuple(parts))
+    except BaseException as exc:
+        for part, _ in parts:
+            with contextlib.suppress(OSError):
+                part.unlink()
+        shutil.rmtree(tmp, ignore_errors=True)
+        name = getattr(exc, "filename", None)  # an input's error is not a write error
+        if isinstance(exc, OSError) and (name is None or str(tmp) in os.fsdecode(name)):
+            raise write_error(path, exc) from exc
+        raise
