@@ -51,8 +51,10 @@ def test_the_geometry_path_above_the_sampling_threshold_holds_no_square_matrix(l
     assert N > scale.SAMPLED_ABOVE
     res, peak = _peak(lambda: with_baselines(analyze_counts(long_counts, model_dim=32)))
     assert res.sampled and res.distances is None and res.estimate._distances is None
-    # below one (n, n) float64 by more than the blocked separation's fixed 1024-row blocks
-    assert peak < 0.6 * N * N * 8, f"peak {peak / 2**20:.0f} MiB"
+    # below one (n, n) float64 (128 MiB) by more than the blocked separation's fixed 1024-row
+    # blocks (32 MiB each; with their temporaries the peak is 77-78 MiB under numpy 2.4 / scipy
+    # 1.17, the same on the code of the last release: 0.6 n^2 had no margin left)
+    assert peak < 0.7 * N * N * 8, f"peak {peak / 2**20:.0f} MiB"
 
 
 def test_pairs_above_counts_as_the_dense_matrix():
