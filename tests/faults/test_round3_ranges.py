@@ -49,6 +49,7 @@ def _base(root, command: str) -> list[str]:
         "reproduce": ["--data", str(root), "-o", out],
         "extract": [_model(), "-n", "8", "-o", out + ".npy"],
         "analyze-model": [_model(), c, "-n", "8", "-o", out],
+        "probe": [str(root / "enc.npy"), "-o", out, "--seeds", "2", "--folds", "2"],
         "train": ["--task", "order", "-o", out, "--epochs", "0"],
         "experiment": ["order-necessity", "-o", out, "--epochs", "0"],
     }[command]

@@ -24,6 +24,7 @@ __all__ = ["MAX_HEADS", "check_common_args", "check_no_empty", "unique_names"]
 THREADS = [Interval(Integral, 1, 1024)]  # --threads: torch's CPU threads
 SEQUENCES = [Interval(Integral, 1, 10_000_000)]  # demo --sequences: the synthetic corpus's size
 POSITIONS = [Interval(Integral, 1, None)]  # -n/--max-positions (commands add their own limits)
+POSITIVE = [Interval(Integral, 1, None)]  # --max-sequences, --batch-size: counts of things
 
 
 def _check_heads(args: argparse.Namespace) -> None:
@@ -70,6 +71,7 @@ def _check_ranges(args: argparse.Namespace) -> None:
     from posgeom.geometry.noise import REPEATS
 
     ranges = {"noise_repeats": REPEATS, "threads": THREADS, "max_positions": POSITIONS}
+    ranges.update({key: POSITIVE for key in ("max_sequences", "batch_size")})
     ranges.update({key: [SEED] for key in ("seed", "shuffle_seed", "bootstrap_seed")})
     ranges["n_sequences"] = SEQUENCES  # demo --sequences
     for dest, allowed in ranges.items():

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from numbers import Integral, Real
 from typing import Any
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import check_int
+from posgeom._validation import SEED, Interval, check_int, validate_params
 from posgeom.probes.result import ProbeResult
 from posgeom.probes.sources import read_table
 from posgeom.probes.table import probe_table
@@ -30,6 +31,15 @@ from posgeom.probes.table import probe_table
 __all__ = ["probe"]
 
 
+@validate_params(
+    {
+        "start": [Interval(Integral, 0, None)],
+        "per_position": [Interval(Integral, 2, None)],
+        "batch_size": [Interval(Integral, 1, None)],
+        "level": [Interval(Real, 0, 1, closed="neither")],
+        "seed": [SEED],
+    }
+)
 def probe(
     source: Any,
     corpus: Iterable[Any] | None = None,
