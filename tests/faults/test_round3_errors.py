@@ -6,6 +6,7 @@ here and run through the real libraries."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import os
@@ -292,3 +293,21 @@ def test_item20_held_stderr_passes_output_of_a_call_that_succeeds(capfd):
         os.write(2, b"thread panicked at ...\n")
         raise RuntimeError("the call failed")
     assert capfd.readouterr().err == ""
+
+
+def test_item20_damaged_training_data_files(tmp_path, capsys):
+    """train's TSV reader opened files itself: a bad UTF-8 byte and a truncated .tsv.gz ended in
+    UnicodeDecodeError / EOFError. It now reads through the corpus layer's located line reader."""
+    pytest.importorskip("torch")
+    bad = tmp_path / "bad.tsv"
+    bad.write_bytes(b"text\tlabel\nok text\t1\nbad \xff byte\t0\n")
+    whole = gzip.compress(b"text\tlabel\n" + b"a b c\t1\n" * 5000)
+    cut = tmp_path / "cut.tsv.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    cases = {bad: "bad.tsv, line 3: bytes cannot be decoded as UTF-8", cut: "damaged or non-gzip"}
+    for path, words in cases.items():
+        code, err = cli(capsys, "train", "--train-file", path, "--eval-file", path, "--d-model", 16,
+                        "--heads", 2, "--layers", 1, "--epochs", 1, "--threads", 1,
+                        "-o", tmp_path / "run")  # fmt: skip
+        line = one_line(err)
+        assert code == 2 and words in line and "unexpected failure" not in line, line

@@ -56,13 +56,17 @@ class TextData:
 
 
 def _read_tsv(path: Path) -> tuple[list[str], list[int]]:
+    """Texts and labels of a TSV (optionally .gz) file, read by the corpus layer's bounded,
+    located line reader (a damaged gzip, a bad UTF-8 byte or an overlong line is one line)."""
     import csv
-    import gzip
 
-    opener = gzip.open if path.name.endswith(".gz") else open
+    from posgeom.corpus.readers import MAX_LINE_BYTES, read_lines
+
+    csv.field_size_limit(MAX_LINE_BYTES)
     texts, labels = [], []
-    with opener(path, "rt", encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+    lines = (line for _, line in read_lines(path))
+    reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+    try:
         header = next(reader, None)
         if header is None or "text" not in header or "label" not in header:
             raise PosgeomError(
@@ -75,6 +79,8 @@ def _read_tsv(path: Path) -> tuple[list[str], list[int]]:
                 labels.append(int(row[li]))
             except (IndexError, ValueError) as exc:
                 raise PosgeomError(f"{path}, line {k}: bad row {row!r} ({exc})") from exc
+    except csv.Error as exc:
+        raise PosgeomError(f"{path}: not a readable TSV file ({exc}); check the file") from None
     return texts, labels
 
 
