@@ -137,6 +137,12 @@ def _load_failure(
             f"{target}: the weights do not have the shapes its config.json describes ({first}); "
             "use the config.json saved with these weights, or save the model again"
         )
+    if isinstance(exc, (OSError, ValueError, KeyError)) and Path(target).is_dir():
+        return PosgeomError(  # a local folder: the file it names is what to fix, not a download
+            f"the {what} folder {target} cannot be loaded ({text}); restore the file named "
+            "there (config.json, the weights, the tokenizer files) or save the model again "
+            "(save_pretrained)"
+        )
     if isinstance(exc, (OSError, ValueError, KeyError)):
         return _offline_error(target, what, exc)
     return PosgeomError(
@@ -210,8 +216,8 @@ def pretrained_tokenizer(
         if allow_download:
             raise PosgeomError(f"cannot load tokenizer {target!r}: {one_line(exc)}") from exc
         error = _load_failure(target, "tokenizer", exc)
-        if not isinstance(exc, (OSError, ValueError, KeyError)):  # not a download's matter
-            raise error from exc
+        if not isinstance(exc, (OSError, ValueError, KeyError)) or Path(target).is_dir():
+            raise error from exc  # a damaged local file: not a download's matter
         raise PosgeomError(
             f"{error} From Python, posgeom.corpus.tokenize.load_tokenizer(NAME, "
             "allow_download=True) fetches a tokenizer from the hub."

@@ -63,7 +63,7 @@ def _edit_safetensors_header(path: Path, edit) -> None:
 def test_item20_model_folders_are_one_line_naming_the_file(bert, tmp_path, small_corpus, capsys):
     """A damaged or mismatched model.safetensors, a 100k-deep config.json, a pickled
     pytorch_model.bin (with torch's advice to pass weights_only=False) and a safetensors dimension
-    of 10^20 reached the generic fallback."""
+    of 10^20 reached the generic fallback; a config.json that is not JSON was told to download."""
     torch = pytest.importorskip("torch")
     damaged = _copy(bert, tmp_path, "damaged")
     weights = damaged / "model.safetensors"
@@ -79,7 +79,10 @@ def test_item20_model_folders_are_one_line_naming_the_file(bert, tmp_path, small
     huge = _copy(bert, tmp_path, "huge")
     key = "embeddings.word_embeddings.weight"
     _edit_safetensors_header(huge / "model.safetensors", lambda h: h[key].update(shape=[10**20]))
+    broken = _copy(bert, tmp_path, "broken")
+    (broken / "config.json").write_text('{"model_type": "bert", ')
     cases = {
+        broken: "config.json' is not a valid JSON file.); restore the file named there",
         damaged: "its weights file (model.safetensors) is damaged",
         mismatched: "do not have the shapes its config.json describes (encoder.layer.0.",
         deep: "is nested too deeply to be read; restore the original file",
