@@ -335,11 +335,39 @@ def write_plane_use(out: Path, work: Path) -> None:
 START, END = "<!-- record:start -->", "<!-- record:end -->"
 
 
+def key_token_outcomes(out: Path) -> dict[str, Any]:
+    """The held-out split's key-token loss (LongPPL) per window and strategy, where the window's
+    short-context reference is measured: key tokens by the median over the measured strategies
+    (:func:`posgeom.extension.outcomes.consensus_key_mask`)."""
+    from posgeom.extension.outcomes import consensus_key_mask, key_token_loss
+
+    rows = _jsonl(out / "heldout.jsonl")
+    out_: dict[str, Any] = {}
+    for ref in (r for r in rows if r["kind"] == "short"):
+        key = f"{ref['text']}#{ref['window']}"
+        long = {
+            r["strategy"]: np.asarray(r["losses_past_8k"], float)  # positions 8,192 ..
+            for r in rows
+            if r["kind"] == "loss" and f"{r['text']}#{r['window']}" == key
+        }
+        short = np.asarray(ref["losses_past_8k"], float)
+        mask = consensus_key_mask(list(long.values()), short)
+        out_[key] = {
+            "key_tokens": int(mask.sum()),
+            "tokens": int(mask.size),
+            "strategies": list(long),
+            "key_token_loss": {n: key_token_loss(v, mask) for n, v in long.items()},
+            "loss_past_8k": {n: float(np.mean(v)) for n, v in long.items()},
+        }
+    return out_
+
+
 def run(out: Path, work: Path) -> dict[str, Any]:
     """Write ``record.json`` (here and the package's copy) and the tables between the record
     markers of ``docs/EXTENSION.md``."""
     write_plane_use(out, work)
     record = build(out)
+    record["families"]["rope"]["transformers"]["key_token_outcomes"] = key_token_outcomes(out)
     text = json.dumps(record, indent=1) + "\n"
     (out / "record.json").write_text(text)
     (ROOT / "src" / "posgeom" / "extension" / "record.json").write_text(text)

@@ -120,6 +120,11 @@ def test_key_tokens_as_longppl_defines_them_by_hand():
     assert mask.tolist() == [True, False, True, False, False, False]
     assert key_token_loss(np.arange(6.0), mask) == pytest.approx((0 + 2) / 2)
     assert np.isnan(key_token_loss(long, np.zeros(6, bool)))
+    # with three strategies the long-context loss is their per-token median (here ``long``)
+    from posgeom.extension.outcomes import consensus_key_mask
+
+    views = [long - 1.0, long, long + 5.0]  # a strategy far better and one far worse
+    assert consensus_key_mask(views, short).tolist() == mask.tolist()
 
 
 @pytest.mark.filterwarnings("ignore")

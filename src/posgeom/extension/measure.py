@@ -174,12 +174,12 @@ def _key_tokens(
 ) -> dict[str, Any]:
     """Key tokens per window (LongPPL: the per-token median over the measured strategies as the
     long-context loss, the unscaled model's short-context loss) and each row's key-token loss."""
-    from posgeom.extension.outcomes import key_token_mask
+    from posgeom.extension.outcomes import consensus_key_mask
 
-    masks = []
-    for i, ref in enumerate(short):
-        long = np.median([parts[r["name"]][i]["beyond_losses"] for r in rows], axis=0)
-        masks.append(key_token_mask(long, ref))
+    masks = [
+        consensus_key_mask([parts[r["name"]][i]["beyond_losses"] for r in rows], ref)
+        for i, ref in enumerate(short)
+    ]
     n_key = int(sum(m.sum() for m in masks))
     for r in rows:
         got = [np.asarray(parts[r["name"]][i]["beyond_losses"])[m] for i, m in enumerate(masks)]

@@ -30,6 +30,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 
 __all__ = [
+    "consensus_key_mask",
     "key_token_loss",
     "key_token_mask",
     "passkey_ids",
@@ -108,6 +109,13 @@ def key_token_mask(
     long_loss, short_loss = np.asarray(long_loss, float), np.asarray(short_loss, float)
     _check(long_loss.shape == short_loss.shape, "long and short losses must have one shape")
     return (short_loss - long_loss > lsd_min) & (-long_loss > lcl_min)
+
+
+def consensus_key_mask(long_losses: Sequence[np.ndarray], short_loss: np.ndarray) -> np.ndarray:
+    """Key tokens of one window with the per-token median over the measured strategies'
+    long-context losses (``(S, n)``) as the long-context loss: no single strategy's view
+    decides which tokens need the long context (LongPPL uses a separate evaluator model)."""
+    return key_token_mask(np.median(np.asarray(long_losses, float), axis=0), short_loss)
 
 
 def key_token_loss(losses: np.ndarray, mask: np.ndarray) -> float:
