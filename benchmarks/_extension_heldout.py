@@ -177,3 +177,20 @@ def run(results: Path, *, threads: int = 1) -> None:
             flush=True,
         )
     print("held-out measurement complete", flush=True)
+
+
+def merge_records(sources: list[Path], target: Path) -> int:
+    """Records of several workers of this track (the same code, other result files) merged into
+    ``target``, one per (kind, strategy, text, window), the first kept; returns their number."""
+    seen: dict[tuple, str] = {}
+    for path in sources:
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                seen.setdefault(
+                    (r["kind"], r["strategy"], r.get("text", ""), r.get("window", 0)), line
+                )
+    target.write_text("".join(f"{line}\n" for line in seen.values()))
+    return len(seen)

@@ -416,4 +416,11 @@ def markdown(record: dict[str, Any]) -> str:
         ]
         lines += ["", "The fallback's measured place per window (its loss minus none's, nats): "
                   + "; ".join(places) + ".", ""]  # fmt: skip
+        for window, k in entry.get("key_token_outcomes", {}).items():
+            losses = ", ".join(
+                f"{n} {k['key_token_loss'][n]:.3f} ({k['loss_past_8k'][n]:.3f})"
+                for n in sorted(k["key_token_loss"], key=k["key_token_loss"].get)
+            )
+            lines += [f"Key tokens (LongPPL) of {window}: {k['key_tokens']} of {k['tokens']}; "
+                      f"key-token loss (loss past 8k) per strategy, best first: {losses}.", ""]  # fmt: skip
     return "\n".join(lines)
