@@ -164,7 +164,8 @@ def test_item18_forged_decoder_sizes_refused_before_allocating(tmp_path, capsys)
     code, err = cli(capsys, "extend", forged, forged, "--target-length", 64, "-o", tmp_path / "o")
     assert code == 2 and "forged.safetensors" in one_line(err)
     # DecoderConfig has bounds; a size past them is one line naming the field
-    for field, value in (("vocab_size", 10**20), ("d_model", 1 << 20), ("n_layers", 0)):
+    for field, value in (("vocab_size", 10**20), ("d_model", 1 << 20), ("n_layers", 0),
+                         ("tokenizer", 5)):  # fmt: skip
         with pytest.raises(PosgeomError, match=field):
             DecoderConfig(**{field: value})
     with pytest.raises(PosgeomError, match="rope_theta"):

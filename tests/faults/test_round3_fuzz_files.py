@@ -214,6 +214,7 @@ def test_fuzz_decoder_files(decoder_file, tmp_path, mode, path, value, edits, cu
         model, _ = load_decoder(target)
     except PosgeomError:
         return
+    assert isinstance(model.config.tokenizer, str) and model.config.vocab_size <= 1 << 20
     stored = load_file(str(target))
     assert all(
         np.array_equal(stored[k].numpy(), v.detach().numpy()) for k, v in model.state_dict().items()

@@ -102,6 +102,8 @@ class DecoderConfig:
                 f"t5_max_distance={self.t5_max_distance} must exceed the exact buckets "
                 f"t5_num_buckets // 2 = {self.t5_num_buckets // 2}"
             )
+        if not isinstance(self.tokenizer, str) or not self.tokenizer:
+            raise PosgeomError(f"tokenizer must name a tokenizer ('bytes'), got {self.tokenizer!r}")
         if self.tokenizer == "bytes" and self.vocab_size < 256:
             raise PosgeomError(f"the byte tokenizer needs vocab_size >= 256, got {self.vocab_size}")
 
