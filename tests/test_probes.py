@@ -223,3 +223,16 @@ def test_cli_probes_a_table_file_into_a_results_folder(tmp_path, capsys):
     assert main([*args, "-q"]) == 2  # an existing folder is not replaced without --overwrite
     assert main(["probe", str(tmp_path / "missing.npy")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_the_mlp_probe_reads_a_nonlinear_code_the_linear_one_cannot():
+    from posgeom.probes.layers import probe_layers
+
+    rng = np.random.default_rng(0)
+    positions, sequences = np.tile(np.arange(32), 40), np.repeat(np.arange(40), 32)
+    noise = [0.05 * rng.standard_normal(positions.size) for _ in range(7)]
+    states = np.stack([np.cos(np.pi * positions / 31), *noise], axis=1)[None]  # (1, R, 8)
+    result = probe_layers(states, positions, sequences)
+    linear, mlp = result.mae["linear"][0], result.mae["mlp"][0]
+    assert mlp.high < linear.low  # arccos is not linear: the MLP reads what the line misses
+    assert result.chance == pytest.approx(8.0, abs=0.5)

@@ -1,0 +1,1 @@
+"""Studies that regenerate docs pages from posgeom runs (``python -m studies.atlas``)."""
