@@ -314,3 +314,16 @@ def test_item20_damaged_training_data_files(tmp_path, capsys):
                         "-o", tmp_path / "run")  # fmt: skip
         line = one_line(err)
         assert code == 2 and words in line and "unexpected failure" not in line, line
+
+
+def test_item20_extend_strategies_file(small_corpus, tmp_path, capsys):
+    """`extend --strategies` read its file whole and parsed it unguarded: a 100k-deep JSON ended
+    in RecursionError, /dev/zero was read until memory ran out."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    base = ["extend", "rope:theta=10000,head_dim=64", small_corpus, "--target-length", 64]
+    for path, words in ((deep, "nested too deeply"), ("/dev/zero", "not a regular file")):
+        code, err = cli(capsys, *base, "--strategies", path, "-o", tmp_path / "e")
+        line = one_line(err)
+        assert code == 2 and f"cannot read --strategies ({path}" in line and words in line, line
+    assert not (tmp_path / "e").exists()

@@ -19,11 +19,13 @@ def _extend(args: argparse.Namespace) -> int:
         raise PosgeomError(f"--target-length must be >= 2, got {args.target_length}")
     strategies = None
     if args.strategies:
-        try:
-            strategies = json.loads(open(args.strategies, encoding="utf-8").read())
-        except (OSError, ValueError) as exc:
+        from posgeom.io.jsonfiles import read_json
+
+        try:  # a regular file of bounded size, its JSON of bounded depth
+            strategies = read_json(args.strategies, max_bytes=16 << 20)
+        except PosgeomError as exc:
             raise PosgeomError(
-                f"cannot read --strategies {args.strategies}: {exc}; pass a JSON file "
+                f"cannot read --strategies ({exc}); pass a JSON file "
                 '{"name": {"rope_type": ..., "rope_theta": ...}, ...}'
             ) from exc
     say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
