@@ -100,10 +100,14 @@ def _tables(models: dict[str, Any], log: list[str]) -> list[tuple[str, dict]]:
         for n in (128, 512):
             if src is not None:
                 label = f"{name} table, positions 0-{n - 1}"
-                out.append((label, _run(label, log, posgeom.probe, src, n=n, seed=SEED)))
+                summary = _run(label, log, posgeom.probe, src, n=n, seed=SEED)
+                summary["table_probes"]["protocol"]["source"] = name
+                out.append((label, summary))
     if models.get("learned"):
         label = "posgeom decoder (learned) table, positions 0-127"
-        out.append((label, _run(label, log, posgeom.probe, models["learned"], n=128)))
+        summary = _run(label, log, posgeom.probe, models["learned"], n=128)
+        summary["table_probes"]["protocol"]["source"] = "posgeom decoder (learned)"
+        out.append((label, summary))
     return out
 
 
