@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.cli._options import add_estimator_argument
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -119,9 +120,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--probes", default="linear,mlp", help="layer probes, comma-separated")
     p.add_argument("--no-geometry", action="store_true", help="skip the stress against the corpus")
-    p.add_argument(
-        "--estimator", default="recommended", help="target of the geometry (as analyze-model's)"
-    )
+    add_estimator_argument(p, what="estimator of the corpus geometry the layers are scored against")
     p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
     p.add_argument("--gguf-file", default=None, help="a .gguf file inside SOURCE (a folder)")
     p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
