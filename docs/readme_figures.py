@@ -140,14 +140,18 @@ def trackb_text(work: Path) -> str:
     loss = {r["name"]: r["beyond_loss"] for r in measured}
     place = [r["name"] for r in measured].index(first["name"]) + 1
     ordinals = {1: "first", 2: "second", 3: "third"}
+    lines = doc["verdict"] if isinstance(doc["verdict"], list) else [doc["verdict"]]
+    ranked = next((v.split(";")[0] for v in lines if v.startswith("table ranked by")), None)
     return (
-        f"On the RoPE model of seed 0 (trained at 128 bytes) the command above ranked "
-        f"`{first['name']}` first (scale-optimal stress {first['scores']['scale_optimal']:.3f} "
-        f"[{lo:.3f}, {hi:.3f}]), and it measured {ordinals.get(place, f'{place}th')} of "
-        f"{len(measured)} beyond 128 on {doc['measurements']['windows']} held-out windows "
-        f"({loss[first['name']]:.3f} nats per byte; best `{measured[0]['name']}` "
-        f"{measured[0]['beyond_loss']:.3f}, `none` {loss['none']:.3f}, `linear x4` "
-        f"{loss['linear x4']:.3f})."
+        f"On the RoPE model of seed 0 (trained at 128 bytes) the command above recommends "
+        f"`{doc['best']}`"
+        + (f"; its {ranked}," if ranked else "; its table")
+        + f" puts `{first['name']}` first (scale-optimal lag stress "
+        f"{first['scores']['scale_optimal']:.3f} [{lo:.3f}, {hi:.3f}]), which measured "
+        f"{ordinals.get(place, f'{place}th')} of {len(measured)} beyond 128 on "
+        f"{doc['measurements']['windows']} held-out windows ({loss[first['name']]:.3f} nats per "
+        f"byte; lowest `{measured[0]['name']}` {measured[0]['beyond_loss']:.3f}, `none` "
+        f"{loss['none']:.3f}, `linear x4` {loss['linear x4']:.3f})."
     )
 
 
