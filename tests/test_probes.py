@@ -285,3 +285,14 @@ def test_minilm_pass_matches_the_layerwise_signal_and_a_direct_forward(shared_da
             )
         direct = np.stack([h[0, p].numpy() for h in out.hidden_states])
         np.testing.assert_allclose(sample.states[:, k], direct, atol=2e-4)
+
+
+def test_the_order_probe_baseline_is_the_row_shuffled_table():
+    table = sinusoidal_vectors(np.arange(48), 16)
+    result = probe_table(table, seeds=2, pairs=256)
+    shuffled = order_probe_values(
+        table[np.random.default_rng(2_000_003).permutation(48)], pairs=256, seeds=1, folds=5
+    )
+    assert result.shuffled_order.estimate == pytest.approx(shuffled.mean())
+    assert result.order.high < result.shuffled_order.low  # order is in the table, not the probe
+    assert result.summary()["shuffled_order_error_percent"]["method"] == "t over folds"

@@ -43,6 +43,7 @@ TABLE_COLUMNS = (
     ("table", "table, positions", "s"),
     ("absolute", "absolute MAE (positions) [95%]", "s"),
     ("order", "order error (%) [95%]", "s"),
+    ("shuffled", "rows shuffled (%) [95%]", "s"),
     ("pairs", "pairs", "d"),
     ("runs", "seeds x folds", "s"),
 )
@@ -65,6 +66,7 @@ def table_row(s: dict[str, Any]) -> dict[str, Any]:
         "table": f"{p['source']}, {p['positions'][0]}-{p['positions'][1] - 1}",
         "absolute": _fmt(s["absolute_mae"]),
         "order": _fmt(s["order_error_percent"]),
+        "shuffled": _fmt(s.get("shuffled_order_error_percent")),
         "pairs": p["pairs"],
         "runs": f"{len(p['seeds'])} x {p['folds']}",
     }
@@ -113,7 +115,13 @@ class ProbeResult:
                 f"Over {n} positions the table's positions are {readable} (absolute error "
                 f"{a.estimate:.2f} positions, {a.level:.0%} interval [{a.low:.2f}, {a.high:.2f}]; "
                 f"chance {chance:.1f}); its order is misread for {o.estimate:.1f}% of pairs "
-                f"[{o.low:.1f}, {o.high:.1f}] (chance 50%)."
+                f"[{o.low:.1f}, {o.high:.1f}]"
+                + (
+                    ""
+                    if t.shuffled_order is None
+                    else f", against {t.shuffled_order.estimate:.1f}% for its rows shuffled"
+                )
+                + "."
             )
         if self.layers and "linear_mae" in self.layers[0]:
             best = min(self.layers, key=lambda r: r["linear_mae"]["estimate"])

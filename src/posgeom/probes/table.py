@@ -11,6 +11,11 @@ For a table ``P`` ``(n, d)`` (row ``i`` the vector of position ``i``):
   ``[P[i], P[j]]`` ``(2d,)``, label ``j > i``, ``K``-fold ``LogisticRegression`` (L2, ``C = 1``);
   the error is the share of misclassified pairs, in percent. Chance is 50%.
 
+The order probe's null is not 50%: every row appears in many training pairs, so a linear score
+per row can be learned (with ``d >= n - 1`` any rows in general position can be ordered). Its
+baseline is therefore measured: the same probe, pairs and folds on the table with its rows
+permuted (``shuffled_order``); order is in the table when the error is well below that.
+
 PE-Study uses ``m = n`` pairs; its order error then varies by several points between seeds, and
 falls as pairs are added (the probe is data-starved, not the table). The default here is
 ``m = max(4 n, 2048)`` (:data:`DEFAULT_PAIRS_PER_POSITION`, :data:`MIN_DEFAULT_PAIRS`): at
@@ -108,6 +113,8 @@ class TableProbes:
     absolute_values: np.ndarray
     order_values: np.ndarray
     protocol: dict[str, Any]
+    shuffled_order: Interval | None = None  # the same probe on the row-shuffled table
+    shuffled_order_values: np.ndarray | None = None
 
     @property
     def n_positions(self) -> int:
@@ -118,6 +125,9 @@ class TableProbes:
             "absolute_mae": interval_dict(self.absolute, self.absolute_values),
             "order_error_percent": interval_dict(self.order, self.order_values),
             "chance": {"absolute_mae": self.protocol["chance_mae"], "order_error_percent": 50.0},
+            "shuffled_order_error_percent": None
+            if self.shuffled_order is None
+            else interval_dict(self.shuffled_order, self.shuffled_order_values),
             "protocol": self.protocol,
         }
 
@@ -149,6 +159,9 @@ def probe_table(
     m = check_int(m, "pairs", 2 * folds)
     absolute = absolute_probe_values(p, seeds=seeds, folds=folds)
     order = order_probe_values(p, pairs=m, seeds=seeds, folds=folds)
+    shuffled = order_probe_values(
+        p[np.random.default_rng(2_000_003).permutation(n)], pairs=m, seeds=1, folds=folds
+    )  # one seed: a baseline far from the estimate needs no more
     protocol = {
         "source": source,
         "positions": [int(start), int(start + n)],
@@ -164,6 +177,8 @@ def probe_table(
         "level": float(level),
         "interval": "t over seed means (see posgeom.probes.estimate)",
         "chance_mae": chance_mae(n),
+        "shuffled": "the order probe (seed 0, t over folds) on the table's rows permuted "
+        "(default_rng(2000003)): what a probe that memorises rows reaches without any order",
     }
     return TableProbes(
         absolute=interval_over_seeds(absolute, level=level),
@@ -171,4 +186,6 @@ def probe_table(
         absolute_values=absolute,
         order_values=order,
         protocol=protocol,
+        shuffled_order=interval_over_seeds(shuffled, level=level),
+        shuffled_order_values=shuffled,
     )
