@@ -356,7 +356,10 @@ def key_token_outcomes(out: Path) -> dict[str, Any]:
             "key_tokens": int(mask.sum()),
             "tokens": int(mask.size),
             "strategies": list(long),
-            "key_token_loss": {n: key_token_loss(v, mask) for n, v in long.items()},
+            "key_token_loss": {
+                n: key_token_loss(v, mask) if mask.any() else None for n, v in long.items()
+            },
+            "short_context_loss_past_8k": float(np.mean(short)),
             "loss_past_8k": {n: float(np.mean(v)) for n, v in long.items()},
         }
     return out_
@@ -375,7 +378,7 @@ def run(out: Path, work: Path) -> dict[str, Any]:
     doc = page.read_text()
     if START in doc and END in doc:
         head, rest = doc.split(START, 1)
-        page.write_text(f"{head}{START}\n{markdown(record)}{END}{rest.split(END, 1)[1]}")
+        page.write_text(f"{head}{START}\n{markdown(record, out)}{END}{rest.split(END, 1)[1]}")
     return record
 
 
@@ -388,10 +391,28 @@ def _cell(s: dict[str, Any] | None) -> str:
     return f"{rho}{ci} ({s['top2_hits']}/{s['windows']} top 2{worse})".strip()
 
 
-def markdown(record: dict[str, Any]) -> str:
+def split_table(out: Path) -> list[str]:
+    """The held-out split's measured losses: strategy x window, loss past 8k (first 2k)."""
+    sets = windows(out)["held-out (split)"]
+    if not sets:
+        return []
+    names = sorted({n for w in sets.values() for n in w},
+                   key=lambda n: np.mean([w[n]["loss"] for w in sets.values() if n in w]))  # fmt: skip
+    lines = ["| strategy | " + " | ".join(f"{k}: past 8k (first 2k)" for k in sets) + " |",
+             "|---|" + "---:|" * len(sets)]  # fmt: skip
+    for n in names:
+        cells = [
+            f"{w[n]['loss']:.3f} ({w[n]['first_2k']:.3f})" if n in w else "-" for w in sets.values()
+        ]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return ["The held-out split's measured losses (nats per token; best first by their mean):",
+            "", *lines, ""]  # fmt: skip
+
+
+def markdown(record: dict[str, Any], out: Path | None = None) -> str:
     """The record's tables for ``docs/EXTENSION.md``: per scope, every predictor's mean Spearman
     with minus the loss past L0 (95% interval), top-2 hits and picks worse than none per set."""
-    lines = []
+    lines = split_table(out) if out is not None else []
     for scope, entry in record["families"]["rope"].items():
         sets = [k for k, v in entry["windows"].items()]
         lines += [
@@ -419,8 +440,12 @@ def markdown(record: dict[str, Any]) -> str:
         for window, k in entry.get("key_token_outcomes", {}).items():
             losses = ", ".join(
                 f"{n} {k['key_token_loss'][n]:.3f} ({k['loss_past_8k'][n]:.3f})"
-                for n in sorted(k["key_token_loss"], key=k["key_token_loss"].get)
+                if k["key_tokens"]
+                else f"{n} - ({k['loss_past_8k'][n]:.3f})"
+                for n in sorted(k["loss_past_8k"], key=k["loss_past_8k"].get)
             )
-            lines += [f"Key tokens (LongPPL) of {window}: {k['key_tokens']} of {k['tokens']}; "
-                      f"key-token loss (loss past 8k) per strategy, best first: {losses}.", ""]  # fmt: skip
+            lines += [f"Key tokens (LongPPL) of {window}: {k['key_tokens']} of {k['tokens']} (mean "
+                      f"loss past 8k with the short context, no scaling: "
+                      f"{k['short_context_loss_past_8k']:.3f}); key-token loss (loss past 8k) per "
+                      f"strategy: {losses}.", ""]  # fmt: skip
     return "\n".join(lines)
