@@ -53,7 +53,7 @@ def _check(ok: bool, message: str) -> None:
 
 
 def _runner(model: Any) -> Any:
-    from posgeom.extension.measure import runner_for
+    from posgeom.extension.runners import runner_for
 
     return model if hasattr(model, "hidden_and_head") else runner_for(model)
 

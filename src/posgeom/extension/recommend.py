@@ -1,7 +1,8 @@
 """The recommendation ``posgeom extend`` makes, and the measured record behind it.
 
-``record.json`` (beside this module; written by ``python benchmarks/bench_extension.py --track
-record`` from the study's measured losses, never edited by hand) holds, per family, every
+``record.json`` (beside this module; written by the study's record track,
+``benchmarks/bench_extension.py`` with track ``record``, from the measured losses, never edited by
+hand) holds, per family, every
 predictor's validation record on the study's windows and on held-out windows: Spearman between
 the predictor and minus the measured loss past ``L0`` (mean over windows, 95% bootstrap interval),
 how often its pick was in the measured top 2, and where it picked something that measured worse
