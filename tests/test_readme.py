@@ -150,6 +150,8 @@ def test_install_lines_name_extras_and_packages_that_are_installed():
         if "mpnet" in line:  # 404 MB of wheels, for MODEL_ANALYSIS.md's study only
             continue
         missing = [req for req in _pip_packages(line) if not _installed(req)]
+        if missing and not os.environ.get("CI"):  # .ci/run installs them; a user may not have
+            pytest.skip(f"{page}: `{line}` names {missing}, not installed here (CI installs them)")
         assert not missing, f"{page}: `{line}` installs {missing}, not installed here"
 
 
