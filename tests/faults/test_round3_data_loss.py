@@ -456,7 +456,10 @@ def test_item07_a_real_signal_leaves_page_and_figures_together(run_folder, tmp_p
     code = proc.wait()
     proc.stderr.close()
     figures = tmp_path / "paper_figures"
-    assert code in (0, 130) and page.exists() == figures.exists(), code
+    # 130: posgeom's own exit on Ctrl-C; -SIGINT: the signal arrived while the interpreter was
+    # shutting down after the commit (its handler already reset; seen at 95% on CI's clean clone)
+    assert code in (0, 130, -signal.SIGINT), code
+    assert page.exists() == figures.exists()
     if page.exists():
         listed = json.loads((figures / RESULTS_MANIFEST).read_text())["files"]
         assert set(listed) == {p.name for p in figures.iterdir()} - {RESULTS_MANIFEST}
