@@ -249,15 +249,13 @@ def summary(bins: list[float]) -> dict[str, float]:
     }
 
 
-def done_keys(results: Path) -> set[tuple[str, str, int]]:
+def done_keys(results: Path, key: Any = None) -> set[tuple]:
+    """The keys of the records already in ``results`` (JSON lines): ``key(record)``, by default
+    ``(strategy, text, window)``, so a rerun measures only the rest."""
     if not results.exists():
         return set()
-    out = set()
-    for line in results.read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            out.add((r["strategy"], r["text"], r["window"]))
-    return out
+    key = key or (lambda r: (r["strategy"], r["text"], r["window"]))
+    return {key(json.loads(line)) for line in results.read_text().splitlines() if line.strip()}
 
 
 #: the issue's reference strategies, measured first (the fitted ones after the first two)

@@ -77,14 +77,9 @@ def plan(names: list[str]) -> list[tuple]:
 
 
 def _done(results: Path) -> set[tuple]:
-    if not results.exists():
-        return set()
-    out = set()
-    for line in results.read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            out.add((r["kind"], r["strategy"], r.get("text", ""), r.get("window", 0)))
-    return out
+    return A.done_keys(
+        results, key=lambda r: (r["kind"], r["strategy"], r.get("text", ""), r.get("window", 0))
+    )
 
 
 def _measure(job: tuple, params: dict, model, tok, cache: dict) -> dict[str, Any]:
