@@ -60,18 +60,12 @@ def render_page(
 ) -> str:
     """One HTML page of ``(title, summary)`` sections (module docstring)."""
     from posgeom.io.outputs import stamp
-    from posgeom.reports.html import _STYLE
+    from posgeom.reports.html import html_page
 
     body = [f"<h1>{html.escape(title)}</h1>", *(f"<p>{html.escape(p)}</p>" for p in intro)]
     for name, summary in sections:
         body += _section(summary, name, 2 if len(sections) > 1 else 1)
-    page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body></html>\n"
-    )
-    return stamp(page, "report")
+    return stamp(html_page(title, "\n".join(body)), "report")
 
 
 def write_report(folder: Path, summary: dict[str, Any]) -> Path:

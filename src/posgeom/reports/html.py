@@ -377,10 +377,8 @@ def render_html(
     *,
     fragment: bool = False,
 ) -> str:
-    """The report page of ``view`` (``fragment``: a ``<div>`` for Jupyter's ``_repr_html_``).
-
-    ``groups`` defaults to :func:`figure_groups` ``(view)``.
-    """
+    """The report page of ``view`` (``fragment``: a ``<div>`` for Jupyter's ``_repr_html_``);
+    ``groups`` defaults to :func:`figure_groups` ``(view)``."""
     if groups is None:
         groups = figure_groups(view)
     parts: list[str] = []
@@ -392,8 +390,10 @@ def render_html(
     body = "\n".join(parts)
     if fragment:
         return f'<div class="posgeom-report"><style>{_scoped(_STYLE)}</style>{body}</div>'
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_esc(view.title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n"
-        "</body></html>\n"
-    )
+    return html_page(view.title, body)
+
+
+def html_page(title: str, body: str) -> str:
+    """A whole page: ``body`` (HTML) under ``title``, in posgeom's report style."""
+    head = f'<meta charset="utf-8"><title>{_esc(title)}</title><style>{_STYLE}</style>'
+    return f'<!DOCTYPE html>\n<html lang="en"><head>{head}</head>\n<body>\n{body}\n</body></html>\n'
