@@ -149,6 +149,7 @@ def _cell(qs: list[dict]) -> dict:
 def _one_subsample(c, pop_counts, n: int, names: list[str], full_grid: bool) -> dict:
     """Quality of every (resolution, estimator) on one subsample's counts ``c``."""
     from bench_estimators import encodings, quality
+
     from posgeom import estimate_geometry
     from posgeom.estimators.resolution import auto_resolution
 

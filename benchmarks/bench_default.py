@@ -76,6 +76,7 @@ def synthetic_counts(n: int) -> Path:
     if path.exists():
         return path
     from bench_geometry import zipf_counts
+
     from posgeom.corpus.counting import PositionCounts
 
     c = zipf_counts(n).astype(np.int64)

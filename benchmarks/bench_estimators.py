@@ -232,7 +232,6 @@ def _cells(names: list[str]) -> list[tuple[str, str, str, str]]:
 def _coarse_truth(mu: np.ndarray, class_map: np.ndarray) -> np.ndarray:
     """The true chords of ``mu`` on the token classes of an estimate (``class_map``)."""
     import scipy.sparse as sp
-
     from _real_population import population_truth
 
     return population_truth(sp.csr_matrix(mu), class_map)
@@ -858,6 +857,7 @@ def _paper_reading(res: dict, rec: str) -> str:
 def real_populations(*, quick: bool) -> dict:
     """Issue 16's real-population benchmark (benchmarks/_real_population.py)."""
     import _real_population as real
+
     from posgeom.estimators.resolution import RESOLVED_COUNT
 
     names = [

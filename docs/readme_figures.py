@@ -120,10 +120,10 @@ def sst2_text(work: Path, tok: str) -> str:
 
 
 def trackb_text(work: Path) -> str:
-    bench = ROOT / "benchmarks" / "bench_extension.py"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
+    # the study runs as a package from the repository root: ROOT on the path, the runs under work
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "HF_HUB_OFFLINE": "1"}
     subprocess.run(
-        [sys.executable, str(bench), "--track", "b", "--work", "runs/extension",
+        [sys.executable, "-m", "studies.extension", "--track", "b", "--work", "runs/extension",
          "--train-only", "rope:0"],
         cwd=work, env=env, check=True, stdout=subprocess.DEVNULL,
     )  # fmt: skip

@@ -77,7 +77,7 @@ def _smollm2() -> tuple[str, str] | None:
 
 def _decoders(cache: Path) -> dict[str, Path]:
     """Track B's byte decoders (learned, RoPE), trained into ``cache`` when absent."""
-    from benchmarks._extension_b import train_one
+    from studies.extension.track_b import train_one
 
     return {enc: train_one(enc, SEED, cache) for enc in ("learned", "rope")}
 

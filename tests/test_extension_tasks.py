@@ -1,19 +1,14 @@
-"""The position tasks of the extension study (benchmarks/_extension_tasks.py): data and statistics
+"""The position tasks of the extension study (studies/extension/tasks.py): data and statistics
 against hand-built references (Python's own sort, reversal and dict lookup; scipy's Spearman)."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-import _extension_tasks as T
-import _extension_tasks_analysis as A
+from studies.extension import tasks as T
+from studies.extension import tasks_analysis as A
 
 
 @pytest.mark.parametrize("task", ["copy", "reverse", "sort"])

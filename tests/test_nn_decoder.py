@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,12 +24,11 @@ from posgeom.nn.position import (  # noqa: E402
 )
 from posgeom.nn.relative import T5RelativeBias  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 ENCODINGS = ("rope", "alibi", "nope", "learned", "sinusoidal", "t5")
 
 
 def _track_b_reference(encoding: str, seed: int, d: int = 64, heads: int = 2, l0: int = 128):
-    """The model exactly as benchmarks/_extension_b.py built it when the committed Track B
+    """The model exactly as the extension study's Track B (studies/extension/track_b.py) built it when the committed Track B
     records were measured (a class inside a function), kept here as the reference."""
     from torch import nn
 
@@ -76,7 +73,7 @@ def _track_b_reference(encoding: str, seed: int, d: int = 64, heads: int = 2, l0
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_the_library_decoder_is_track_b_s_model(encoding):
-    import _extension_b as B
+    from studies.extension import track_b as B
 
     old = _track_b_reference(encoding, 1)
     new = B.build(encoding, 1)
@@ -96,8 +93,8 @@ def test_the_library_decoder_is_track_b_s_model(encoding):
 
 
 def test_gower_table_is_track_b_s_gower_and_the_benchmark_uses_it():
-    import _extension_b as B
     from posgeom.extension import extend_table
+    from studies.extension import track_b as B
 
     rng = np.random.default_rng(0)
     table = rng.normal(size=(40, 12)) * 0.2 + np.cumsum(rng.normal(size=(40, 12)) * 0.1, axis=0)
@@ -114,7 +111,7 @@ def test_gower_table_is_track_b_s_gower_and_the_benchmark_uses_it():
 
 
 def test_the_benchmark_converts_a_legacy_state_dict_once(tmp_path):
-    import _extension_b as B
+    from studies.extension import track_b as B
 
     reference = _track_b_reference("t5", 0)
     torch.save(reference.state_dict(), tmp_path / "t5_seed0.pt")  # how Track B saved them

@@ -35,7 +35,7 @@ slots) drawn like the training set, counted in two ways, each with the recommend
   answer slot ``i`` holds the ``i``-th order statistic, a distribution that changes with ``i``.
 
 Scores: the stress of the encoding *as trained* (learned and T5 tables after training) against
-each geometry: lag vectors from :mod:`posgeom.lags.kernels` (via ``_extension_training``) and the
+each geometry: lag vectors from :mod:`posgeom.lags.kernels` (via :func:`studies.extension.stress.lag_vectors`) and the
 per-position geometry of :func:`posgeom.experiments.training.position_geometry`; scale-optimal
 stress is the primary score (the tool's default), paper stress beside it. Both are computed at
 the trained length and again at 2x against the geometry of the 2x data. One JSONL record per
@@ -204,10 +204,10 @@ def _additive_rows(pos: Any, length: int) -> np.ndarray:
 
 def scores(model: Any, encoding: str, seed: int, geometry: dict[str, Any]) -> dict[str, Any]:
     """Scale-optimal and paper stress against the lag and the per-position geometry."""
-    from _extension_training import lag_vectors
     from posgeom.analysis.pipeline import score_encoding
     from posgeom.experiments.training import position_geometry
     from posgeom.lags.kernels import learned_lag_vectors
+    from studies.extension.stress import lag_vectors
 
     length, lag, pos = geometry["length"], geometry["lag"], geometry["position"]
     additive = encoding in ("learned", "mds", "sinusoidal")

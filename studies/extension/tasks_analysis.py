@@ -1,6 +1,6 @@
-"""Analysis of the position tasks (``_extension_tasks``): per task and pooled rank agreement
+"""Analysis of the position tasks (:mod:`studies.extension.tasks`): per task and pooled rank agreement
 between the stress of each trained encoding and its error or loss, with bootstrap intervals, over
-the records of the current recipe (``_extension_tasks.RECIPE``)."""
+the records of the current recipe (:data:`studies.extension.tasks.RECIPE`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from _extension_tasks import ENCODINGS, PRIMARY, RECIPE, RESULTS, TASKS, same_recipe
+from studies.extension.tasks import ENCODINGS, PRIMARY, RECIPE, RESULTS, TASKS, same_recipe
 
 #: outcome label -> (record key, measure, the scores' length key)
 OUTCOMES = {
@@ -56,7 +56,7 @@ def _cells(records: list[dict], task: str, outcome: str, geometry: str, kind: st
 def pooled_agreement(cells: list[tuple[dict, dict]], *, n_boot: int = 2000) -> dict[str, Any]:
     """Mean over tasks of the within-task Spearman rho (score vs minus loss), with a percentile
     bootstrap interval that resamples the encodings and the seeds of every task independently."""
-    from _extension_analysis import _spearman, _spearman_rows
+    from studies.extension.common import spearman, spearman_rows
 
     rhos, boots = [], []
     rng = np.random.default_rng(0)
@@ -66,11 +66,11 @@ def pooled_agreement(cells: list[tuple[dict, dict]], *, n_boot: int = 2000) -> d
             continue
         s = np.array([scores[n] for n in names])
         loss = np.array([losses[n] for n in names])
-        rhos.append(_spearman(s, -loss.mean(1)))
+        rhos.append(spearman(s, -loss.mean(1)))
         i = rng.integers(0, len(names), (n_boot, len(names)))
         j = rng.integers(0, loss.shape[1], (n_boot, loss.shape[1]))
         bl = np.stack([loss[i[b]][:, j[b]].mean(1) for b in range(n_boot)])
-        boots.append(_spearman_rows(s[i], -bl))
+        boots.append(spearman_rows(s[i], -bl))
     valid = [r for r in rhos if r is not None]
     if not boots:
         return {"tasks": 0, "mean_spearman": None, "ci95": None}
@@ -86,7 +86,8 @@ def pooled_agreement(cells: list[tuple[dict, dict]], *, n_boot: int = 2000) -> d
 def analyze(out: Path) -> dict[str, Any]:
     """Per task and pooled: Spearman of minus the stress against minus the error / loss, over
     the records of ``RESULTS`` trained under ``RECIPE`` (others are left out, and counted)."""
-    from _extension_analysis import rank_agreement, read_jsonl
+    from studies._common import read_jsonl
+    from studies.extension.common import rank_agreement
 
     path = out / RESULTS
     rows = read_jsonl(path) if path.exists() else []

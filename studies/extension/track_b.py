@@ -36,12 +36,15 @@ from typing import Any
 
 import numpy as np
 
+from studies._common import DATA as SHARED_DATA
+from studies._common import DOCS
+from studies.extension.common import bin_mean
+
 L0, D, HEADS, LAYERS, BATCH, LR = 128, 64, 2, 2, 8, 2e-3
 STEPS = int(os.environ.get("B_STEPS", 300))
 LENGTHS, N_WINDOWS, BIN = (128, 256, 512, 1024), 8, 64
 SEEDS = (0, 1)
-DATA = Path(os.environ.get("POSGEOM_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-DATA = DATA / "long"
+DATA = SHARED_DATA / "long"
 TEXTS = {
     "war_and_peace_tail": "war_and_peace.txt.gz",
     "moby_dick": "moby_dick.txt.gz",
@@ -70,7 +73,7 @@ def eval_windows(name: str) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ model
-SCORES = Path(__file__).resolve().parent.parent / "docs" / "extension" / "scores_b.json"
+SCORES = DOCS / "extension" / "scores_b.json"
 
 
 def fitted_scaling(length: int) -> dict[str, Any] | None:
@@ -160,7 +163,7 @@ def build(encoding: str, seed: int):
 
 def _info(encoding: str, seed: int) -> dict[str, Any]:
     return {
-        "study": "issue 17 Track B (benchmarks/_extension_b.py)",
+        "study": "issue 17 Track B (studies/extension/track_b.py)",
         "encoding": encoding,
         "seed": seed,
         "steps": STEPS,
@@ -345,7 +348,6 @@ def run(results: Path, ckpt_dir: Path, *, threads: int = 1) -> None:
 
 
 def _summary(bins: list[float], length: int) -> dict[str, float]:
-    from _extension_a import bin_mean
 
     return {
         "loss_all": bin_mean(bins, BIN, 0, length),

@@ -40,7 +40,7 @@ def _agreement_table(agreement: dict[str, Any]) -> list[str]:
 
 
 def track_a_tables(out: Path, analysis: dict[str, Any]) -> list[str]:
-    from _extension_analysis import read_jsonl
+    from studies._common import read_jsonl
 
     records = read_jsonl(out / "track_a.jsonl")
     windows = sorted({(r["text"], r["window"]) for r in records})
@@ -131,7 +131,7 @@ def tasks_tables(analysis: dict[str, Any]) -> list[str]:
     """Item 4 on the position tasks: outcomes per encoding, then the rank agreement."""
     if not analysis:
         return []
-    from _extension_tasks import ENCODINGS, PRIMARY, TASKS
+    from studies.extension.tasks import ENCODINGS, PRIMARY, TASKS
 
     tasks = [t for t in TASKS if t in analysis["outcomes"]]
 
@@ -164,7 +164,7 @@ def tasks_tables(analysis: dict[str, Any]) -> list[str]:
         "| outcome | score | " + " | ".join(tasks) + " | pooled |",
         "|---|---|" + "---|" * (len(tasks) + 1),
     ]
-    from _extension_tasks_analysis import OUTCOMES, SCORES, score_label
+    from studies.extension.tasks_analysis import OUTCOMES, SCORES, score_label
 
     labels = [score_label(*s) for s in SCORES]
     for outcome in OUTCOMES:
@@ -190,7 +190,7 @@ def tasks_tables(analysis: dict[str, Any]) -> list[str]:
 
 
 def why_tables(why: dict[str, Any]) -> list[str]:
-    """The cheap predictors of the Track A losses (``_extension_why``)."""
+    """The cheap predictors of the Track A losses (:mod:`studies.extension.why`)."""
     lines: list[str] = []
     flip = why.get("books vs stacks")
     if flip and flip["spearman_measured"] is not None:

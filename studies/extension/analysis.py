@@ -30,110 +30,14 @@ inverse frequencies, ``d`` the rotary width, ``L0`` trained and ``L`` target len
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-N_BOOT, SEED = 2000, 0
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-# ------------------------------------------------------------------------------ baseline rules
-def _freqs(params: dict[str, Any], head_dim: int, seq_len: int, l0: int) -> np.ndarray:
-    from posgeom.encodings.rope_types import rope_frequencies, rope_type_of
-
-    p = {k: v for k, v in params.items() if k not in ("rope_type", "type")}
-    kind = rope_type_of(params) if "rope_type" in params else params.get("type", "default")
-    theta = float(params.get("rope_theta", p.pop("base", 10000.0)))
-    return rope_frequencies(kind, head_dim, theta, p, seq_len=seq_len, context=l0)[0]
-
-
-def baseline_scores(
-    params: dict[str, Any] | None, *, theta: float, head_dim: int, l0: int, target: int
-) -> dict[str, float]:
-    """The rule-of-thumb scores of one RoPE strategy (larger = predicted better)."""
-    base = {"rope_type": "default", "rope_theta": theta}
-    w = _freqs(base, head_dim, target, l0)
-    w_new = _freqs(params or base, head_dim, target, l0)
-    critical = (2 * math.pi / w) > l0
-    leaves = w_new * target > w * l0 * (1 + 1e-6)
-    d = len(w) * 2
-    theta_eff = w_new.min() ** (-d / (d - 2))
-    bound = 0.0424 * target**1.628
-    return {
-        "factor rule": -abs(math.log(w.min() / w_new.min()) - math.log(target / l0)),
-        "critical planes": -float(np.sum(critical & leaves)),
-        "Men bound": min(0.0, math.log(theta_eff) - math.log(bound)),
-    }
-
-
-# ------------------------------------------------------------------------------ statistics
-def rank_agreement(
-    scores: dict[str, float], losses: dict[str, list[float]], *, seed: int = SEED
-) -> dict[str, Any]:
-    """Spearman of ``scores`` with minus the mean loss, bootstrap interval, best-in-top-2.
-
-    ``losses``: strategy -> the loss on each window (same windows, same order, for every
-    strategy).
-    """
-    names = [n for n in losses if n in scores and np.isfinite(scores[n])]
-    if len(names) < 3:
-        return {"n_strategies": len(names), "spearman": None}
-    s = np.array([scores[n] for n in names], dtype=np.float64)
-    loss = np.array([losses[n] for n in names], dtype=np.float64)  # (strategies, windows)
-    mean = loss.mean(1)
-    rho = _spearman(s, -mean)
-    rng = np.random.default_rng(seed)
-    i = rng.integers(0, len(names), (N_BOOT, len(names)))
-    j = rng.integers(0, loss.shape[1], (N_BOOT, loss.shape[1]))
-    boot_loss = np.stack([loss[i[b]][:, j[b]].mean(1) for b in range(N_BOOT)])
-    boot = _spearman_rows(s[i], -boot_loss)
-    boot = boot[np.isfinite(boot)]
-    order = np.argsort(mean)
-    top2 = {names[k] for k in order[:2]}
-    best = [names[k] for k in np.flatnonzero(s == s.max())]
-    return {
-        "n_strategies": len(names),
-        "n_windows": int(loss.shape[1]),
-        "spearman": rho,
-        "ci95": _interval(boot),
-        "predicted_best": best,
-        # ties in the order the strategies came (a set's own order changes with the hash seed)
-        "measured_top2": sorted(top2, key=lambda n: (mean[names.index(n)], names.index(n))),
-        "best_in_top2": all(b in top2 for b in best),
-    }
-
-
-def _interval(boot: np.ndarray) -> list[float] | None:
-    if not boot.size:
-        return None
-    return [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))]
-
-
-def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
-    if np.ptp(a) == 0 or np.ptp(b) == 0:
-        return None
-    return float(stats.spearmanr(a, b).statistic)
-
-
-def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spearman's rho of each row pair of ``(B, n)`` arrays (average ranks for ties; NaN where a
-    row is constant): the Pearson correlation of the ranks, as ``scipy.stats.spearmanr``."""
-    ra, rb = stats.rankdata(a, axis=1), stats.rankdata(b, axis=1)
-    ra -= ra.mean(1, keepdims=True)
-    rb -= rb.mean(1, keepdims=True)
-    den = np.sqrt((ra**2).sum(1) * (rb**2).sum(1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, (ra * rb).sum(1) / np.where(den > 0, den, 1.0), np.nan)
+from studies._common import read_jsonl
+from studies.extension.common import baseline_scores, rank_agreement, spearman
 
 
 # ------------------------------------------------------------------------------ track A
@@ -210,7 +114,7 @@ def own_text_scores(
 
 
 def analyze_track_a(out: Path) -> dict:
-    import _extension_a as A
+    from studies.extension import track_a as A
 
     scored = (
         json.loads((out / "scores_a.json").read_text()) if (out / "scores_a.json").exists() else {}
@@ -252,7 +156,7 @@ def analyze_track_a(out: Path) -> dict:
 B_DOMAINS = {"books": ("war_and_peace_tail", "moby_dick"), "stacks": ("stacks_algebra",)}
 
 
-def _b_cells(records: list[dict], encoding: str, length: int, texts: tuple[str, ...]) -> dict:
+def b_cells(records: list[dict], encoding: str, length: int, texts: tuple[str, ...]) -> dict:
     """strategy -> {(seed, text): record} for one encoding at one length."""
     by: dict[str, dict] = defaultdict(dict)
     for r in records:
@@ -262,14 +166,14 @@ def _b_cells(records: list[dict], encoding: str, length: int, texts: tuple[str, 
 
 
 def _first_bins(r: dict, upto: int) -> float:
-    from _extension_a import bin_mean
+    from studies.extension.common import bin_mean
 
     return bin_mean(r["bin_loss"], r["bin"], 0, upto)
 
 
 def analyze_track_b(out: Path) -> dict:
     """Per RoPE test length and domain: the strategies' loss beyond 128 against the scores."""
-    import _extension_b as B
+    from studies.extension import track_b as B
 
     records = read_jsonl(out / "track_b.jsonl")
     scored = (
@@ -278,7 +182,7 @@ def analyze_track_b(out: Path) -> dict:
     result: dict[str, Any] = {}
     for length in B.LENGTHS[1:]:
         for domain, texts in B_DOMAINS.items():
-            by = _b_cells(records, "rope", length, texts)
+            by = b_cells(records, "rope", length, texts)
             names = [n for n in by if by[n]]
             cells = complete_windows(by, names)
             if len(names) < 3 or not cells:
@@ -327,7 +231,7 @@ def analyze_track_b(out: Path) -> dict:
             mb, ms = books["mean_loss_beyond_128"], stacks["mean_loss_beyond_128"]
             common = [n for n in mb if n in ms]
             result[f"rope L={length} books vs stacks"] = {
-                "spearman_of_measured_losses": _spearman(
+                "spearman_of_measured_losses": spearman(
                     np.array([mb[n] for n in common]), np.array([ms[n] for n in common])
                 ),
                 "best_books": min(common, key=mb.get),
@@ -381,26 +285,3 @@ def analyze_training(out: Path) -> dict:
             for label, k in (("scale-optimal stress", "scale_optimal"), ("paper stress", "paper"))
         }
     return result
-
-
-def run(out: Path, work: Path | None = None) -> None:
-    """``analysis.json`` and the page; ``why.json`` is recomputed when the study's token cache
-    (``work/tokens_*.npy``) is there, else the one beside the results is used."""
-    import _extension_tasks_analysis
-    import _extension_why
-
-    if work is not None and (work / "tokens_moby_dick.npy").exists():
-        _extension_why.run(out, work)
-    why = out / "why.json"
-    result = {
-        "track_a": analyze_track_a(out),
-        "track_b": analyze_track_b(out),
-        "training": analyze_training(out),
-        "tasks": _extension_tasks_analysis.analyze(out),
-        "why": json.loads(why.read_text()) if why.exists() else {},
-    }
-    (out / "analysis.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    import _extension_report
-
-    _extension_report.write(out, out.parent / "EXTENSION.md")
-    print(f"wrote {out / 'analysis.json'} and {out.parent / 'EXTENSION.md'}")

@@ -19,7 +19,6 @@ import copy
 import gzip
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -27,10 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from studies._common import DATA as SHARED_DATA
+from studies.extension.common import bin_mean, done_keys
+
 THETA, L0, HEAD_DIM = 100_000.0, 8192, 64
 WINDOW, BIN = 12_288, 256
-DATA = Path(os.environ.get("POSGEOM_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-DATA = DATA / "long"
+DATA = SHARED_DATA / "long"
 TEXTS = {
     "moby_dick": ("books", "moby_dick.txt.gz"),
     "war_and_peace": ("books", "war_and_peace.txt.gz"),
@@ -229,16 +230,6 @@ def binned_loss(model, ids: list[int]) -> list[float]:
     return [float(np.nanmean(per_pos[b : b + BIN])) for b in range(0, len(ids), BIN)]
 
 
-def bin_mean(bins: list[float], size: int, lo: int, hi: int) -> float:
-    """Mean loss over positions ``lo ... hi-1`` from per-``size`` bin means (bin 0 holds
-    ``size - 1`` losses: position 0 is never predicted); ``lo``, ``hi`` multiples of ``size``."""
-    b = np.asarray(bins, dtype=np.float64)
-    w = np.full(len(b), float(size))
-    w[0] = size - 1
-    i, j = lo // size, hi // size
-    return float(np.sum(b[i:j] * w[i:j]) / np.sum(w[i:j]))
-
-
 def summary(bins: list[float]) -> dict[str, float]:
     """past 8k, last quarter, first 2k, 6k-8k."""
     return {
@@ -249,16 +240,6 @@ def summary(bins: list[float]) -> dict[str, float]:
     }
 
 
-def done_keys(results: Path, key: Any = None) -> set[tuple]:
-    """The keys of the records already in ``results`` (JSON lines): ``key(record)``, by default
-    ``(strategy, text, window)``, so a rerun measures only the rest."""
-    if not results.exists():
-        return set()
-    key = key or (lambda r: (r["strategy"], r["text"], r["window"]))
-    return {key(json.loads(line)) for line in results.read_text().splitlines() if line.strip()}
-
-
-#: the issue's reference strategies, measured first (the fitted ones after the first two)
 PRIORITY = (
     "none",
     "linear x2",

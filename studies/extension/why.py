@@ -19,12 +19,12 @@ length (``w`` SmolLM2's inverse frequencies, ``w'`` the strategy's,
   and by the share of rotation phases never seen in training (``unseen_phase_fraction`` of
   :func:`posgeom.extension.fit.phase_report`), negated: a rule that rewards keeping the fast
   planes *and* covering the slow ones; **fast planes + factor rule**: the same with the
-  ``factor rule`` of ``_extension_analysis`` (the slowest plane scaled by ``L / L0``) in place of
+  ``factor rule`` of :func:`studies.extension.common.baseline_scores` (the slowest plane scaled by ``L / L0``) in place of
   the unseen phases: YaRN's recipe as a score;
 - the spread of the primary score: the range of the strategies' point scores against the median
   width of their 95% intervals (``scores_a.json``).
 
-Each is compared with the measured loss past 8k by :func:`_extension_analysis.rank_agreement`.
+Each is compared with the measured loss past 8k by :func:`studies.extension.common.rank_agreement`.
 The frequency rules (fast-plane distortion, unseen phases, factor rule and the rank sums) are
 also applied to Track B's RoPE strategies (base 10,000, head width 32, 128 -> 256 / 512 / 1,024,
 loss beyond 128), which the rules were not formed on.
@@ -43,8 +43,8 @@ CORPUS = {"books": "moby_dick", "stacks": "stacks_algebra"}
 
 
 def corpus_geometry(text: str, work: Path) -> Any:
-    import _extension_a as A
     from posgeom.lags import count_lags, default_lags, lag_geometry, top_classes
+    from studies.extension import track_a as A
 
     ids = np.load(work / f"tokens_{text}.npy")
     classes = top_classes(np.bincount(ids), 30)
@@ -52,10 +52,10 @@ def corpus_geometry(text: str, work: Path) -> Any:
 
 
 def _frequencies(params: dict[str, Any]) -> np.ndarray:
-    import _extension_a as A
-    from _extension_analysis import _freqs
+    from studies.extension import track_a as A
+    from studies.extension.common import rope_freqs
 
-    return _freqs(params, A.HEAD_DIM, A.WINDOW, A.L0)
+    return rope_freqs(params, A.HEAD_DIM, A.WINDOW, A.L0)
 
 
 def frequency_predictors(
@@ -63,12 +63,12 @@ def frequency_predictors(
 ) -> dict[str, float]:
     """Fast-plane distortion, unseen phases and the factor rule of one strategy, with the two
     rank-sum rules added by :func:`add_rules` (module docstring; larger = predicted better)."""
-    from _extension_analysis import _freqs, baseline_scores
     from posgeom.extension.fit import phase_report
+    from studies.extension.common import baseline_scores, rope_freqs
 
     base = {"rope_type": "default", "rope_theta": theta}
-    w0 = _freqs(base, head_dim, target, l0)
-    w = _freqs(params or base, head_dim, target, l0)
+    w0 = rope_freqs(base, head_dim, target, l0)
+    w = rope_freqs(params or base, head_dim, target, l0)
     fast = 2 * np.pi / w0 < l0
     rules = baseline_scores(params, theta=theta, head_dim=head_dim, l0=l0, target=target)
     return {
@@ -80,12 +80,12 @@ def frequency_predictors(
 
 def lag_predictors(params: dict[str, Any], geo: Any) -> dict[str, float]:
     """The restricted lag stresses of one Track A strategy (module docstring)."""
-    import _extension_a as A
-    from _extension_analysis import _freqs
     from posgeom.analysis.pipeline import score_encoding
     from posgeom.lags.kernels import rope_lag_vectors
+    from studies.extension import track_a as A
+    from studies.extension.common import rope_freqs
 
-    vec = rope_lag_vectors(_freqs(params, A.HEAD_DIM, A.WINDOW, A.L0), geo.lags)
+    vec = rope_lag_vectors(rope_freqs(params, A.HEAD_DIM, A.WINDOW, A.L0), geo.lags)
     signal = geo.dependence.longest_signal_lag
     subsets = {
         "all lags": geo.lags > 0,
@@ -134,14 +134,10 @@ def spread(entry: dict[str, Any]) -> dict[str, float]:
 
 
 def run(out: Path, work: Path) -> None:
-    import _extension_a as A
-    from _extension_analysis import (
-        analyze_track_a,
-        complete_windows,
-        rank_agreement,
-        read_jsonl,
-        track_a_table,
-    )
+    from studies._common import read_jsonl
+    from studies.extension import track_a as A
+    from studies.extension.analysis import analyze_track_a, complete_windows, track_a_table
+    from studies.extension.common import rank_agreement
 
     records = read_jsonl(out / "track_a.jsonl")
     params = {r["strategy"]: r["rope_parameters"] for r in records}
@@ -185,7 +181,7 @@ def domain_flip(result: dict[str, Any], scored: dict[str, Any]) -> dict[str, Any
     """Over the strategies measured in both domains: Spearman between the two domains' measured
     losses, and between posgeom's primary scores on the two corpora (does the geometry of each
     domain predict a change of ranking?)."""
-    from _extension_analysis import _spearman
+    from studies.extension.common import spearman
 
     books, stacks = (result[d]["mean_loss_past_8k"] for d in ("books", "stacks"))
     common = [n for n in books if n in stacks]
@@ -193,7 +189,7 @@ def domain_flip(result: dict[str, Any], scored: dict[str, Any]) -> dict[str, Any
     with_scores = [n for n in common if all(n in score[d] for d in CORPUS)]
 
     def rho(a: dict, b: dict, names: list[str]) -> float | None:
-        return _spearman(np.array([a[n] for n in names]), np.array([b[n] for n in names]))
+        return spearman(np.array([a[n] for n in names]), np.array([b[n] for n in names]))
 
     return {
         "strategies": common,
@@ -212,14 +208,10 @@ def domain_flip(result: dict[str, Any], scored: dict[str, Any]) -> dict[str, Any
 
 def track_b(out: Path) -> dict[str, Any]:
     """The frequency rules on Track B's RoPE strategies: data the rules were not formed on."""
-    import _extension_b as B
-    from _extension_analysis import (
-        B_DOMAINS,
-        _b_cells,
-        complete_windows,
-        rank_agreement,
-        read_jsonl,
-    )
+    from studies._common import read_jsonl
+    from studies.extension import track_b as B
+    from studies.extension.analysis import B_DOMAINS, b_cells, complete_windows
+    from studies.extension.common import rank_agreement
 
     records = read_jsonl(out / "track_b.jsonl")
     result: dict[str, Any] = {}
@@ -227,7 +219,7 @@ def track_b(out: Path) -> dict[str, Any]:
         params = B.rope_strategies(length / B.L0)
         kw = {"theta": 10000.0, "head_dim": B.D // B.HEADS, "l0": B.L0, "target": length}
         for domain, texts in B_DOMAINS.items():
-            by = _b_cells(records, "rope", length, texts)
+            by = b_cells(records, "rope", length, texts)
             names = [n for n in by if by[n] and (n != "posgeom fitted" or params[n])]
             cells = complete_windows(by, names)
             if len(names) < 3 or not cells:

@@ -25,7 +25,7 @@ A_SPEC = "rope:theta=100000,head_dim=64,max_position_embeddings=8192"
 
 
 def token_ids(text: str, work: Path) -> np.ndarray:
-    import _extension_a as A
+    from studies.extension import track_a as A
 
     cache = work / f"tokens_{text}.npy"
     if cache.exists():
@@ -46,7 +46,7 @@ def smollm2_embeddings() -> np.ndarray:
     from gguf import GGUFReader
     from gguf.quants import dequantize
 
-    import _extension_a as A
+    from studies.extension import track_a as A
 
     folder, name = A.model_files()
     for t in GGUFReader(folder / name).tensors:
@@ -91,7 +91,7 @@ def score_text(
     text: str, work: Path, strategies: dict, *, classes: str, **kw: Any
 ) -> dict[str, Any]:
     """:func:`score_set` of SmolLM2 (Track A's spec, 8k -> 12k) on one whole text."""
-    import _extension_a as A
+    from studies.extension import track_a as A
 
     label = f"{text}, {classes}"
     ids = [token_ids(text, work)]
@@ -99,7 +99,7 @@ def score_text(
 
 
 def run_a(out: Path, work: Path, *, replicates: int = 10) -> None:
-    import _extension_a as A
+    from studies.extension import track_a as A
 
     path = out / "scores_a.json"
     done = json.loads(path.read_text()) if path.exists() else {}
@@ -133,8 +133,8 @@ MEASURED_FIT = "posgeom fitted (moby_dick, top:30)"
 
 def run_a_texts(out: Path, work: Path, *, replicates: int = 10) -> None:
     """``scores_a_texts.json``: text -> the same entry as :func:`score_set`'s, for the measured
-    strategies (:func:`_extension_a.base_strategies` and the measured fit) on that text."""
-    import _extension_a as A
+    strategies (:func:`studies.extension.track_a.base_strategies` and the measured fit) on that text."""
+    from studies.extension import track_a as A
 
     fit = json.loads((out / "scores_a.json").read_text())["moby_dick top:30"]
     strategies = {**A.base_strategies(), MEASURED_FIT: fit["fitted_rope_parameters"]}
@@ -149,7 +149,7 @@ def run_a_texts(out: Path, work: Path, *, replicates: int = 10) -> None:
 
 
 def run_b(out: Path, *, replicates: int = 10) -> None:
-    import _extension_b as B
+    from studies.extension import track_b as B
 
     path = out / "scores_b.json"
     done = json.loads(path.read_text()) if path.exists() else {}

@@ -35,30 +35,25 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-ROOT = Path(__file__).resolve().parent.parent
-N_BOOT, SEED = 2000, 0
+from studies._common import ROOT, read_jsonl
+from studies.extension.common import N_BOOT, SEED
+
 SPEC = "rope:theta=100000,head_dim=64,max_position_embeddings=8192"
 TARGET = 12_288
 FALLBACK = "fallback: yarn x L/L0"
 FORWARD = "in-window loss (first 2k; forwards)"
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-
-
 def windows(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """set -> window -> {strategy: {params, loss, first_2k}}."""
     sets: dict[str, dict] = {"study": defaultdict(dict), "held-out (split)": defaultdict(dict)}
-    for r in _jsonl(out / "track_a.jsonl"):
+    for r in read_jsonl(out / "track_a.jsonl"):
         key = f"{r['text']}#{r['window']}"
         sets["study"][key][r["strategy"]] = {
             "params": r["rope_parameters"], "loss": r["loss_past_8k"],
             "first_2k": r["loss_first_2k"],
         }  # fmt: skip
-    for r in _jsonl(out / "heldout.jsonl"):
+    for r in read_jsonl(out / "heldout.jsonl"):
         if r["kind"] == "loss":
             sets["held-out (split)"][f"{r['text']}#{r['window']}"][r["strategy"]] = {
                 "params": r["rope_parameters"], "loss": r["loss_past_8k"],
@@ -80,10 +75,10 @@ def track_b(out: Path) -> dict[str, dict[str, Any]]:
     ``<text> seed<s> L=<L>`` -> {strategy: {params (posgeom scaling), loss past 128, first_2k
     (the loss at positions 1-127 of the same forward)}}."""
     wins: dict[str, dict] = defaultdict(dict)
-    for r in _jsonl(out / "track_b.jsonl"):
+    for r in read_jsonl(out / "track_b.jsonl"):
         if r["encoding"] == "rope" and r["length"] > 128 and np.isfinite(r["loss_beyond_trained"]):
             wins[f"{r['text']} seed{r['seed']} L={r['length']}"][r["strategy"]] = {
-                "scaling": r.get("scaling", "see _extension_b.rope_strategies"),
+                "scaling": r.get("scaling", "see studies.extension.track_b.rope_strategies"),
                 "loss": r["loss_beyond_trained"], "first_2k": float(np.mean(r["bin_loss"][:2])),
             }  # fmt: skip
     return dict(wins)
@@ -92,8 +87,8 @@ def track_b(out: Path) -> dict[str, dict[str, Any]]:
 def _frequencies(set_name: str, key: str, names: list[str], measured: dict) -> tuple:
     """``(w0, {name: (w', attention)}, L0, L)`` of one window's strategies."""
     if set_name == "Track B":
-        import _extension_b as B
         from posgeom.nn import RotaryEmbedding
+        from studies.extension import track_b as B
 
         length = int(key.rpartition("L=")[2])
         scal = B.rope_strategies(length / B.L0)
@@ -187,10 +182,10 @@ def agreement(
     }
     if pred != FALLBACK and len(names) >= 3 and np.ptp(v) > 0 and np.ptp(loss) > 0:
         out["spearman"] = float(stats.spearmanr(v, -loss).statistic)
-        from _extension_analysis import _spearman_rows
+        from studies.extension.common import spearman_rows
 
         idx = rng.integers(0, len(names), (N_BOOT, len(names)))
-        boot = _spearman_rows(v[idx], -loss[idx])
+        boot = spearman_rows(v[idx], -loss[idx])
         boot = boot[np.isfinite(boot)]
         out["ci95"] = [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))]
         out["_boot"] = boot
@@ -298,7 +293,7 @@ def finish(record: dict[str, dict], sets: dict) -> dict[str, Any]:
     """The record of every scope (:data:`SCOPES`)."""
     return {
         "kind": "posgeom_extension_record",
-        "produced_by": "python benchmarks/bench_extension.py --track record",
+        "produced_by": "python -m studies.extension --track record",
         "families": {
             "rope": {name: scope_record(record, sets, scope) for name, scope in SCOPES.items()}
         },
@@ -314,7 +309,7 @@ def write_plane_use(out: Path, work: Path) -> None:
 
     target = out / "plane_use_smollm2.json"
     if not target.exists():
-        import _extension_a as A
+        from studies.extension import track_a as A
 
         use = plane_use(A.load_model()[1])
         target.write_text(json.dumps({
@@ -323,7 +318,7 @@ def write_plane_use(out: Path, work: Path) -> None:
         }, indent=1) + "\n")  # fmt: skip
     target = out / "plane_use_track_b.json"
     if not target.exists():
-        import _extension_b as B
+        from studies.extension import track_b as B
 
         seeds = {}
         for seed in B.SEEDS:
@@ -341,7 +336,7 @@ def key_token_outcomes(out: Path) -> dict[str, Any]:
     (:func:`posgeom.extension.outcomes.consensus_key_mask`)."""
     from posgeom.extension.outcomes import consensus_key_mask, key_token_loss
 
-    rows = _jsonl(out / "heldout.jsonl")
+    rows = read_jsonl(out / "heldout.jsonl")
     out_: dict[str, Any] = {}
     for ref in (r for r in rows if r["kind"] == "short"):
         key = f"{ref['text']}#{ref['window']}"

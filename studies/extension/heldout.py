@@ -2,7 +2,7 @@
 
 The held-out split (written into ``docs/EXTENSION.md`` before any predictor of issue 23 was
 designed): window #0 of ``pride_and_prejudice.txt.gz`` (books) and of ``click_core.py.gz`` (Python
-source), cut as Track A cuts them (``_extension_a.window_tokens``: 3% into the text). For each
+source), cut as Track A cuts them (:func:`studies.extension.track_a.window_tokens`: 3% into the text). For each
 strategy and window one forward of 12,288 tokens gives every token's loss; the record keeps the
 per-256 bin means, the summaries of Track A and the per-token losses past 8,192 (4 decimals), from
 which the key-token loss (LongPPL) follows once the short-context losses (kind ``short``: the
@@ -11,7 +11,7 @@ prompt of 12,288 tokens per strategy (kind ``passkey``; key at depth 0.1, about 
 before the question). Every record is one JSON line of ``docs/extension/heldout.jsonl``; finished
 ones are skipped when the job is started again. Progress: ``[done/total]`` lines on stdout.
 
-Run: ``OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_extension.py --track heldout``
+Run: ``OMP_NUM_THREADS=1 nice -n 10 python -m studies.extension --track heldout``
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-import _extension_a as A
+from studies.extension import track_a as A
 
 RESULTS = "heldout.jsonl"
 WINDOWS = [("pride_and_prejudice", 0), ("click_core", 0)]

@@ -19,8 +19,8 @@ import numpy as np
 
 
 def corpus_geometry() -> Any:
-    import _extension_b as B
     from posgeom.lags import count_lags, default_lags, lag_geometry, top_classes
+    from studies.extension import track_b as B
 
     data = B.split_train()[0].astype(np.int64)
     classes = top_classes(np.bincount(data, minlength=256), 30)
@@ -52,9 +52,9 @@ def lag_vectors(model: Any, encoding: str, lags: np.ndarray) -> np.ndarray:
 
 
 def run(out: Path, ckpt_dir: Path) -> None:
-    import _extension_b as B
-    from _extension_analysis import read_jsonl
     from posgeom.analysis.pipeline import score_encoding
+    from studies._common import read_jsonl
+    from studies.extension import track_b as B
 
     geo = corpus_geometry()
     records = read_jsonl(out / "track_b.jsonl")
