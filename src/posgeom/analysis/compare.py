@@ -41,16 +41,13 @@ sample floor with ``below_min="drop"`` keeps every encoding aligned with ``D``.
 from __future__ import annotations
 
 import logging
-import math
 import os
-from collections.abc import Mapping, Sequence
-from numbers import Integral, Real
+from collections.abc import Mapping
 from typing import Any
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import SEED, Interval, check_int, validate_params
+from posgeom._validation import check_int
 from posgeom.analysis.compare_result import ComparisonResult, StationarityResult, stationarity
-from posgeom.analysis.pipeline import DEFAULT_MODEL_DIM
 from posgeom.analysis.rows import (
     comparable_encodings,
     comparison_rows,
@@ -58,7 +55,7 @@ from posgeom.analysis.rows import (
     with_baselines,
 )
 from posgeom.encodings import default_rope_head_dim, family, rope_heads
-from posgeom.encodings._base import MAX_HEADS
+from posgeom.pipeline.config import GeometryConfig, takes_geometry_config
 
 __all__ = [
     "ComparisonResult",
@@ -84,40 +81,15 @@ log = logging.getLogger("posgeom")
 
 
 # ----------------------------------------------------------------------------- main entry
-@validate_params(
-    {
-        "model_dim": [Interval(Integral, 1, None)],
-        "n_heads": [Interval(Integral, 1, MAX_HEADS)],
-        "rope_head_dim": [Interval(Integral, 2, None), None],
-        "rope_base": [Interval(Real, 1, math.inf, closed="neither")],
-        "low_rank": [Interval(Integral, 1, None)],
-        "max_rank": [Interval(Integral, 0, None)],
-        "seed": [SEED],
-    }
+@takes_geometry_config(
+    exclude=("n_components", "solver", "refine", "smooth_positions"),
+    names={"families": "encodings"},
 )
 def compare_encodings(
     counts_or_distributions: Any,
     *,
-    model_dim: int = DEFAULT_MODEL_DIM,
-    encodings: Sequence[str] | None = None,
     extra_encodings: Mapping[str, Any] | None = None,
-    learned_model: Any = None,
-    n_heads: int = 12,
-    rope_head_dim: int | None = None,
-    rope_base: float = 10000.0,
-    low_rank: int = 3,
-    max_rank: int = 16,
-    convention: str = "chord",
-    smoothing: str = "none",
-    alpha: float = 1.0,
-    min_samples: int = 1,
-    below_min: str = "flag",
-    noise: str | None = "split_half",
-    noise_repeats: int = 5,
-    seed: int = 0,
-    estimator: Any = "recommended",
-    estimator_options: Mapping[str, Any] | None = None,
-    resolution: Any = "auto",
+    config: GeometryConfig,
 ) -> ComparisonResult:
     """Score every encoding against the Hellinger geometry of a corpus.
 
@@ -149,15 +121,27 @@ def compare_encodings(
     ComparisonResult
     """
     from posgeom.analysis.pipeline import analyze_counts, rank_curve
+
+    c = config
+    model_dim, encodings, learned_model, n_heads = (
+        c.model_dim,
+        c.families,
+        c.learned_model,
+        c.n_heads,
+    )
+    rope_head_dim, rope_base, low_rank, max_rank = (
+        c.rope_head_dim,
+        c.rope_base,
+        c.low_rank,
+        c.max_rank,
+    )
+    convention, smoothing, alpha, min_samples = c.convention, c.smoothing, c.alpha, c.min_samples
+    below_min, noise, noise_repeats, seed = c.below_min, c.noise, c.noise_repeats, c.seed
+    estimator, estimator_options, resolution = c.estimator, c.estimator_options, c.resolution
     from posgeom.geometry.counts import count_matrix
     from posgeom.geometry.distributions import PositionalDistributions
 
     names = list(default_encodings() if encodings is None else encodings)
-    unknown = [x for x in names if x not in comparable_encodings()]
-    if unknown:
-        raise PosgeomError(
-            f"unknown encodings {unknown}; choose from {', '.join(comparable_encodings())}"
-        )
     given = {"learned_model": learned_model}
     for name in list(names):
         need = family(name).comparison_needs
@@ -248,7 +232,7 @@ def compare_encodings(
             if isinstance(learned_model, (str, os.PathLike))
             else type(learned_model).__name__
         ),
-        **{k: v for k, v in res.options.items() if k not in ("model_dim",)},
+        **{k: v for k, v in res.options.items() if k not in ("model_dim", "max_rank")},
     }
     return ComparisonResult(
         table=table,

@@ -11,15 +11,12 @@ rank-curve rows follow :mod:`posgeom.reports.schema`.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import SEED, Interval, check_param, validate_params
 from posgeom.analysis import pipeline_scale as scale
 from posgeom.analysis.pipeline_result import PipelineResult
 from posgeom.analysis.pipeline_scale import Scorer, blocks_target, draw_shepard_pairs
@@ -30,12 +27,20 @@ from posgeom.estimators.class_words import token_names as names_of
 from posgeom.geometry.counts import CountMatrix, count_matrix
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
-from posgeom.geometry.noise import REPEATS, noise_floor, sampled_noise_floor
+from posgeom.geometry.noise import noise_floor, sampled_noise_floor
+from posgeom.pipeline.config import (
+    BASELINES,
+    DEFAULT_MODEL_DIM,
+    GeometryConfig,
+    config_fields,
+    takes_geometry_config,
+)
 from posgeom.reports.markdown import score_table
 from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_pairs, matched_distance_matrices
 
 __all__ = [
+    "DEFAULT_MODEL_DIM",
     "PipelineResult",
     "analyze_counts",
     "pair_distances",
@@ -46,7 +51,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("posgeom")
-DEFAULT_MODEL_DIM = 768  # BERT-base; the one default width d of every command and entry point
+BASELINE_FIELDS = tuple(f.name for f in config_fields(BASELINES))
 SHEPARD_PAIRS = 1500  # pairs kept per encoding for the Shepard plots of a report
 
 
@@ -109,41 +114,18 @@ def _empty_positions_hint(cm: CountMatrix) -> tuple[str | None, int | None]:
     return hint, (None if hint is None else suggest_n(cm.totals, n_sequences))
 
 
-@validate_params(
-    {
-        "model_dim": [Interval(Integral, 1, None)],
-        "n_components": [Interval(Integral, 1, None), None],
-        "alpha": [Interval(Real, 0, math.inf, closed="neither")],
-        "min_samples": [Interval(Integral, 1, None)],
-        "refine": [bool],
-        "max_rank": [Interval(Integral, 0, None)],
-        "seed": [SEED],
-    }
-)
+@takes_geometry_config(exclude=BASELINE_FIELDS, defaults={"max_rank": 8})
 def analyze_counts(
     counts: Any,
     *,
-    model_dim: int = DEFAULT_MODEL_DIM,
-    n_components: int | None = None,
-    smoothing: str = "none",
-    alpha: float = 1.0,
-    min_samples: int = 1,
-    below_min: str = "flag",
-    convention: str = "chord",
-    solver: str = "auto",
     encodings: Mapping[str, Any] | None = None,
-    refine: bool = True,
-    noise: str | None = "split_half",
-    noise_repeats: int = 5,
-    max_rank: int = 8,
-    seed: int = 0,
-    estimator: Any = "recommended",
-    estimator_options: Mapping[str, Any] | None = None,
-    resolution: Any = "auto",
+    config: GeometryConfig,
 ) -> PipelineResult:
     """Run the geometry pipeline on counts and score the MDS encoding (and any ``encodings``).
 
-    ``encodings`` maps names to encodings (vectors, distance matrices or posgeom encodings) of
+    The keyword options are the fields of :class:`~posgeom.pipeline.config.GeometryConfig`
+    (every group but ``baselines``; ``max_rank`` 8 here). ``encodings`` maps names to encodings
+    (vectors, distance matrices or posgeom encodings) of
     the same positions; the MDS encoding is always scored as ``"mds"`` (and ``"mds+smacof"``
     when ``refine``). ``estimator`` (a name from :func:`posgeom.estimators.available`, or a
     :class:`~posgeom.estimators.GeometryEstimate` of the kept positions) makes the target
@@ -154,7 +136,11 @@ def analyze_counts(
     :mod:`posgeom.estimators.resolution`) is the token classes of the estimate, the same at every
     position (``options["resolution"]`` records the one used; the plug-in's is ``"full"``).
     """
-    check_param("noise_repeats", noise_repeats, REPEATS)  # before the work, not at its end
+    c = config
+    model_dim, n_components, smoothing, alpha = c.model_dim, c.n_components, c.smoothing, c.alpha
+    min_samples, below_min, convention, solver = c.min_samples, c.below_min, c.convention, c.solver
+    refine, noise, noise_repeats, max_rank = c.refine, c.noise, c.noise_repeats, c.max_rank
+    seed, estimator = c.seed, c.estimator
     cm = count_matrix(counts)  # the one normalisation of this analysis's counts
     hint, suggested = _empty_positions_hint(cm)
     try:
@@ -174,9 +160,7 @@ def analyze_counts(
     if n < 3:
         raise PosgeomError(f"the geometry needs at least 3 positions with samples, got {n}")
     large = n > scale.SAMPLED_ABOVE
-    est_options = dict(estimator_options or {})
-    if "coarsen" not in est_options:
-        est_options.setdefault("resolution", resolution)
+    est_options = c.estimate_options()
     kept = cm.counts if dist.n_positions == cm.n_positions else cm.counts[dist.positions]
     if large and isinstance(estimator, str) and estimator != "plugin":
         est_options.setdefault("dense", False)  # factored: distances served by blocks()
@@ -227,18 +211,11 @@ def analyze_counts(
     shepard = {name: pair_distances(enc, pairs) for name, enc in named.items()}
     large_arrays = {} if not large else scale.long_context_arrays(target, beside, pairs)
     nf = _noise(_on_classes(kept, estimate), scorer, noise, noise_repeats, seed)
-    options = {
-        "model_dim": model_dim,
+    options = {  # the config's fields (GeometryConfig.record), with what the stages resolved
+        **{k: v for k, v in c.record().items() if k not in BASELINE_FIELDS},
         "n_components": r,
-        "smoothing": smoothing,
         "alpha": alpha if smoothing != "none" else 0.0,
-        "min_samples": min_samples,
-        "below_min": below_min,
-        "convention": convention,
         "solver": mds.solver,
-        "refine": refine,
-        "noise": noise,
-        "seed": seed,
         "estimator": "plugin" if estimate is None else estimate.estimator,
         "estimator_options": {
             k: v for k, v in est_options.items() if k != "resolution" or isinstance(v, (str, int))

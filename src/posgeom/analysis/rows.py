@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings import default_rope_head_dim, families, family
+from posgeom.encodings import default_rope_head_dim, family
 from posgeom.encodings._base import PositionEncoding
-from posgeom.encodings._registry import ComparisonContext, Family
+from posgeom.encodings._registry import ComparisonContext
 from posgeom.estimators._pipeline import plugin_scores
+from posgeom.pipeline.config import comparable_encodings, default_encodings
 
 __all__ = [
     "comparable_encodings",
@@ -27,27 +28,10 @@ __all__ = [
 log = logging.getLogger("posgeom")
 
 
-def default_encodings() -> tuple[str, ...]:
-    """The default comparison: every registered family with ``in_comparison``, in registry
-    order, read from the registry at each call (a family registered later is in it)."""
-    return tuple(name for name, fam in families().items() if fam.in_comparison)
-
-
 def __getattr__(name: str) -> Any:
     if name == "DEFAULT_ENCODINGS":  # the registry read when used, not a snapshot at import
         return default_encodings()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# ----------------------------------------------------------------------------- encodings
-def comparable_encodings() -> tuple[str, ...]:
-    """Names :func:`compare_encodings` accepts: every family with a comparison row."""
-    return tuple(
-        name
-        for name, fam in families().items()
-        if type(fam).comparison is not Family.comparison
-        or type(fam).default_encoding is not Family.default_encoding
-    )
 
 
 def _restrict(enc: Any, positions: np.ndarray) -> PositionEncoding:

@@ -1,0 +1,144 @@
+"""The pipeline options are declared once (GeometryConfig): the library's keyword signatures and
+the summary's options derive from its fields, and one set of constraints refuses a bad value the
+same way everywhere (the CountOptions pattern, tests/test_count_options.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import warnings
+
+import pytest
+
+from posgeom._errors import PosgeomError
+from posgeom.analysis.compare import compare_encodings
+from posgeom.analysis.pipeline import analyze_counts
+from posgeom.corpus.counting import count_positions
+from posgeom.pipeline.config import (
+    BASELINES,
+    GROUPS,
+    GeometryConfig,
+    config_fields,
+    takes_geometry_config,
+)
+from posgeom.synthetic import synthetic_corpus
+
+FIELDS = {f.name: f.default for f in dataclasses.fields(GeometryConfig)}
+
+
+def _keywords(func, own):
+    return {
+        p.name: p.default
+        for p in inspect.signature(func).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in own
+    }
+
+
+def test_every_field_has_a_group_a_default_and_a_help():
+    assert {f.metadata["group"] for f in dataclasses.fields(GeometryConfig)} == set(GROUPS)
+    assert all(f.metadata["help"] for f in dataclasses.fields(GeometryConfig))
+    assert sum(len(config_fields(g)) for g in GROUPS) == len(FIELDS)
+    GeometryConfig()  # every default satisfies its own constraint
+
+
+def test_the_wrappers_signatures_are_the_fields():
+    """analyze_counts takes every field but the baselines (max_rank 8, its own default);
+    compare_encodings every field but the embedding's own and smooth_positions, ``families``
+    spelled ``encodings``: names and defaults read from the dataclass."""
+    pipeline = _keywords(analyze_counts, {"encodings"})
+    baselines = {f.name for f in config_fields(BASELINES)}
+    assert pipeline == {k: v for k, v in FIELDS.items() if k not in baselines} | {"max_rank": 8}
+    compare = _keywords(compare_encodings, {"extra_encodings"})
+    left_out = {"n_components", "solver", "refine", "smooth_positions", "families"}
+    want = {k: v for k, v in FIELDS.items() if k not in left_out} | {"encodings": None}
+    assert compare == want
+
+
+def test_a_new_field_reaches_the_signature_and_the_record():
+    """A field added to the config (here on a subclass) is a keyword of every function that
+    takes the config and a key of its record, with no other code touched."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Wider(GeometryConfig):
+        bandwidth: float = dataclasses.field(
+            default=0.5, metadata={"allowed": (float,), "group": "scores", "help": "h"}
+        )
+
+    @takes_geometry_config("scores", config=Wider)
+    def run(counts, *, config):
+        return config
+
+    assert _keywords(run, set()) == {"max_rank": 16, "seed": 0, "bandwidth": 0.5}
+    got = run(None, bandwidth=2.0, seed=3)
+    assert (got.bandwidth, got.seed, got.max_rank) == (2.0, 3, 16)
+    assert got.record()["bandwidth"] == 2.0
+    with pytest.raises(PosgeomError, match="bandwidth must be a float"):
+        run(None, bandwidth="wide")
+
+
+def test_a_config_is_the_base_the_keywords_change():
+    @takes_geometry_config()
+    def run(counts, config=None):
+        return config
+
+    base = GeometryConfig(seed=7, max_rank=2)
+    assert run(None, base) == base
+    assert run(None, base, seed=1) == base.replace(seed=1)
+    assert run(None) == GeometryConfig()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [
+        ("model_dim", 0, "model_dim must be an integer >= 1"),
+        ("alpha", 0.0, "alpha must be a number > 0"),
+        ("smoothing", "laplace", "smoothing must be one of 'add-alpha', 'none'"),
+        ("convention", "arc", "convention must be one of 'chord', 'normalized'"),
+        ("noise_repeats", 0, "noise_repeats must be an integer >= 1 and <= 1000"),
+        ("seed", -1, "seed must be an integer >= 0"),
+        ("max_rank", 2.0, "max_rank must be an integer >= 0"),
+        ("estimator", "nope", "unknown estimator 'nope'"),
+    ],
+)
+def test_one_set_of_constraints(option, value, needle):
+    """The config and both wrappers refuse a bad value with the same one-line message, before
+    any work (the counts here are not even counts)."""
+    calls = [
+        lambda: GeometryConfig(**{option: value}),
+        lambda: analyze_counts(None, **{option: value}),
+        lambda: compare_encodings(None, **{option: value}),
+    ]
+    for call in calls:
+        with pytest.raises(PosgeomError, match=needle):
+            call()
+
+
+def test_families_are_checked_against_the_registry():
+    assert GeometryConfig(families="mds, sinusoidal").families == ("mds", "sinusoidal")
+    with pytest.raises(PosgeomError, match="unknown encodings \\['sinus'\\]"):
+        GeometryConfig(families=["sinus"])
+    assert GeometryConfig(noise="none").noise is None
+
+
+def test_the_summary_options_are_the_record():
+    """The summary's options are the config's record (less the baselines), with what the stages
+    resolved: the MDS rank, the solver, the estimator actually used, alpha without smoothing."""
+    counts = count_positions(synthetic_corpus(300, length=8, seed=1), max_positions=8)
+    config = GeometryConfig(
+        estimator="plugin", noise=None, refine=False, max_rank=2, seed=3, model_dim=16
+    )
+    record = config.record()
+    baselines = {f.name for f in config_fields(BASELINES)}
+    given = {k: getattr(config, k) for k in record if k not in baselines}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        options = analyze_counts(counts, **given).options
+    assert list(options) == [k for k in record if k not in baselines]
+    resolved = {"n_components", "alpha", "solver", "estimator_options", "resolution"}
+    assert {k: v for k, v in options.items() if k not in resolved} == {
+        k: v for k, v in record.items() if k not in resolved | baselines
+    }
+    assert options["n_components"] == 7 and options["alpha"] == 0.0  # r = n - 1; no smoothing
+    assert options["solver"] in {"exact", "implicit"} and options["resolution"] == "full"
+    with pytest.raises(TypeError, match="families"):
+        analyze_counts(counts, families=["mds"])  # a baseline: not an option of analyze_counts
