@@ -24,10 +24,10 @@ from posgeom.analysis.pipeline_result import sampled_note
 from posgeom.analysis.stationarity import StationarityResult, stationarity
 from posgeom.io.artifacts import json_default
 from posgeom.io.jsonfiles import finite_json
-from posgeom.reports.markdown import markdown_table, plugin_lines, rank_table, score_table
-from posgeom.reports.schema import HEAD_COLUMNS, heads_by_family
-from posgeom.reports.verdict import verdict_block
-from posgeom.reports.verdict_inputs import VerdictInputs, target_phrase
+from posgeom.pipeline.markdown import markdown_table, plugin_lines, rank_table, score_table
+from posgeom.pipeline.schema import HEAD_COLUMNS, heads_by_family
+from posgeom.pipeline.verdict import verdict_block
+from posgeom.pipeline.verdict_inputs import VerdictInputs, target_phrase
 
 __all__ = ["ComparisonResult", "StationarityResult", "stationarity"]
 

@@ -5,7 +5,7 @@ any ``(n, V)`` count matrix) and returns a :class:`PipelineResult`, which writes
 directory: ``summary.json`` (every number, every option, the conventions), ``arrays.npz`` (+ JSON
 sidecar: distances, MDS embedding, eigenvalues, totals, Shepard pairs) and ``table.md``, through
 :func:`posgeom.reports.results_folder` (atomic; optionally with ``report.html``). Score rows and
-rank-curve rows follow :mod:`posgeom.reports.schema`.
+rank-curve rows follow :mod:`posgeom.pipeline.schema`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from posgeom.pipeline.config import (
     config_fields,
     takes_geometry_config,
 )
-from posgeom.reports.markdown import score_table
+from posgeom.pipeline.markdown import score_table
 from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_pairs, matched_distance_matrices
 
@@ -67,7 +67,7 @@ def rank_curve(
 ) -> list[dict[str, Any]]:
     """The rank experiment: per ``r = 1 .. min(max_rank, r_MDS)`` every registered score with
     ``rank_curve`` of the rank-``r`` MDS encoding ``P = A B^T`` (rows of
-    :func:`posgeom.reports.schema.rank_columns`).
+    :func:`posgeom.pipeline.schema.rank_columns`).
     ``target``: an ``(n, n)`` matrix or a :class:`~posgeom.analysis.pipeline_scale.Scorer` (sampled
     above ``SAMPLED_ABOVE`` positions)."""
     scorer = target if isinstance(target, Scorer) else Scorer(dense=np.asarray(target), seed=seed)
@@ -105,7 +105,7 @@ def pair_distances(encoding: Any, pairs: np.ndarray) -> np.ndarray:
 def _empty_positions_hint(cm: CountMatrix) -> tuple[str | None, int | None]:
     """(warning, suggested n) when ``n`` leaves positions with fewer than 2 samples (only for
     counts whose provenance says how many sequences were counted)."""
-    from posgeom.reports.lengths import empty_positions_hint, suggest_n
+    from posgeom.pipeline.lengths import empty_positions_hint, suggest_n
 
     n_sequences = cm.provenance.get("n_sequences")
     if not n_sequences:

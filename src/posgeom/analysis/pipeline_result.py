@@ -19,10 +19,10 @@ from posgeom.embed.rank import effective_ranks
 from posgeom.embed.refine import RefinedEmbedding
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.geometry.noise import NoiseFloor, SampledNoiseFloor
-from posgeom.reports.markdown import plugin_lines, rank_table, score_table
-from posgeom.reports.schema import conventions
-from posgeom.reports.verdict import verdict_block
-from posgeom.reports.verdict_inputs import TRUSTED_ARRAY, VerdictInputs, target_phrase
+from posgeom.pipeline.markdown import plugin_lines, rank_table, score_table
+from posgeom.pipeline.schema import conventions
+from posgeom.pipeline.verdict import verdict_block
+from posgeom.pipeline.verdict_inputs import TRUSTED_ARRAY, VerdictInputs, target_phrase
 
 __all__ = ["PipelineResult", "sampled_note"]
 

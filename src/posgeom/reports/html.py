@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.reports import figures as F
-from posgeom.reports.markdown import cell
-from posgeom.reports.schema import (
+from posgeom.pipeline.markdown import cell
+from posgeom.pipeline.schema import (
     CONVENTIONS,
     HEAD_COLUMNS,
     HOW_TO_READ,
@@ -29,8 +28,9 @@ from posgeom.reports.schema import (
     score_conventions,
     with_interval_text,
 )
-from posgeom.reports.verdict import rank_curve_caption, verdict
-from posgeom.reports.verdict_inputs import trusted_pairs
+from posgeom.pipeline.verdict import rank_curve_caption, verdict
+from posgeom.pipeline.verdict_inputs import trusted_pairs
+from posgeom.reports import figures as F
 
 __all__ = ["RenderedFigure", "figure_groups", "figures_of", "html_table", "render_html"]
 

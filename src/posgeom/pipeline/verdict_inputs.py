@@ -1,0 +1,387 @@
+"""What a verdict reads, computed once: :class:`VerdictInputs`.
+
+Every verdict of a result (the ``verdict: ...`` line a command prints, the ``verdict`` block of
+``summary.json`` / ``comparison.json``, the last line of ``table.md`` / ``comparison.md`` and the
+verdict paragraph of the HTML report) is rendered from one :class:`VerdictInputs`, built by
+:func:`verdict_inputs` from the result's JSON summary: the estimator of the target ``D``, its
+resolution (token classes), the score rows *against that target* with their intervals, the layer
+rows (``analyze-model``), the noise-floor share and the bootstrap ranking statistics. The result
+stores it in its summary; a results folder gives it back unchanged (:meth:`VerdictInputs.from_dict`),
+so a report of a folder says what the command said.
+
+Candidates. Rows of the fitted families (fits of ``D`` itself: ``mds``, ``low_rank_mds`` and their
+variants ``mds+smacof``, ``mds (target)``) and of the baselines are not candidates for "the
+closest encoding" (the families' roles, :attr:`posgeom.encodings.Family.role`); the bootstrap
+ranking statistics of the verdict (``first``, ``stability``, ``neighbours``) are over the
+candidates only.
+
+This module imports only numpy at top level.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "TARGET_FIELDS",
+    "VerdictInputs",
+    "baseline_scores",
+    "baselines",
+    "baselines_as_good",
+    "candidate_ranking",
+    "is_candidate",
+    "resolution_setting",
+    "target_phrase",
+    "trusted_pairs",
+    "verdict_inputs",
+]
+
+_ROW_KEYS = (
+    "encoding",
+    "scale_optimal",
+    "scale_optimal_ci",
+    "paper",
+    "paper_ci",
+    "p_first",
+    "sampled",
+)
+TRUSTED_ARRAY = "noise_trusted"  # arrays.npz: the (n, n) mask the noise share counts
+# what names a target (the target phrase): carried by `score` from a folder's stored inputs
+TARGET_FIELDS = (
+    "estimator",
+    "resolution",
+    "classes",
+    "n_classes",
+    "resolution_rule",
+    "smoothing_slope",
+    "convention",
+)
+_LAYER_KEYS = ("layer", "stress_scale_optimal", "stress_scale_optimal_ci")
+
+
+def baselines() -> tuple[str, ...]:
+    """The baseline encodings (no positional geometry by construction): the families whose
+    role is ``"baseline"`` (:func:`posgeom.encodings.families_with_role`)."""
+    from posgeom.encodings import families_with_role
+
+    return families_with_role("baseline")
+
+
+def is_candidate(name: str) -> bool:
+    """Whether a row competes for "closest encoding": its role is ``"candidate"``
+    (:func:`posgeom.encodings.role_of`) and it is no variant of a fitted family (``mds+smacof``,
+    ``mds (target)``: fits of ``D`` too)."""
+    from posgeom.encodings import families_with_role, role_of
+
+    return role_of(str(name)) == "candidate" and not str(name).startswith(
+        families_with_role("fitted")
+    )
+
+
+def candidate_ranking(
+    names: Sequence[str],
+    point: np.ndarray,
+    replicates: np.ndarray,
+    *,
+    level: float = 0.95,
+    method: str = "bias_aware",
+) -> dict[str, Any]:
+    """Bootstrap ranking statistics over the candidates of ``names``.
+
+    ``point``: ``(E,)`` scores (lower is better), ``replicates``: ``(B, E)`` the same per
+    replicate. Returns ``ranking`` (candidates by point score), ``p_first`` (share of replicates
+    in which each candidate is the lowest among the candidates), ``stability`` (mean Kendall
+    tau-b between replicate and point scores of the candidates; 1 with fewer than 2) and
+    ``neighbours``: for each neighbour pair ``(a, b)`` of the ranking, ``share`` (replicates
+    ordering them as the point estimate does), ``difference`` (the ``level`` interval of
+    ``s_b - s_a`` by ``method``, :func:`posgeom.uncertainty.bootstrap.bootstrap_interval` on the
+    paired replicate differences) and ``separated`` (that interval lies above 0)."""
+    from scipy.stats import kendalltau
+
+    from posgeom.uncertainty.bootstrap import bootstrap_interval
+
+    keep = [k for k, n in enumerate(names) if is_candidate(n)]
+    if not keep:
+        return {}
+    p, r = np.asarray(point, dtype=float)[keep], np.asarray(replicates, dtype=float)[:, keep]
+    cand = [str(names[k]) for k in keep]
+    order = np.argsort(p, kind="stable")
+    first = np.bincount(np.argmin(r, axis=1), minlength=len(cand)) / max(len(r), 1)
+    taus = [kendalltau(p, row).statistic for row in r] if len(cand) > 1 else [1.0]
+    taus = [t for t in taus if np.isfinite(t)]
+    neighbours = []
+    for a, b in itertools.pairwise(order):
+        diff = bootstrap_interval(p[b] - p[a], r[:, b] - r[:, a], level=level, method=method)
+        neighbours.append(
+            {
+                "pair": [cand[a], cand[b]],
+                "share": float(np.mean(r[:, a] < r[:, b])),
+                "difference": [diff.low, diff.high],
+                "separated": bool(diff.low > 0),
+            }
+        )
+    return {
+        "ranking": [cand[k] for k in order],
+        "p_first": {cand[k]: float(first[k]) for k in order},
+        "stability": float(np.mean(taus)) if taus else float("nan"),
+        "neighbours": neighbours,
+    }
+
+
+@dataclass(frozen=True)
+class VerdictInputs:
+    """Everything a verdict says, in one place (see the module docstring).
+
+    ``estimator``: the target's estimator (``"plugin"`` is the paper's plug-in chord), ``None``
+    when unknown (a bare target matrix). ``resolution``: the token classes the estimate
+    identifies (``"full"``, ``"top:300"``, ...), ``None`` when not recorded; ``classes``: what
+    they hold, in words (``GeometryEstimate.classes``), ``n_classes`` how many,
+    ``resolution_rule`` ``"auto"`` (chosen by the rule) or ``"given"``; ``n_sequences``: the
+    sequences counted; ``smoothing_slope``:
+    the slope ``a`` of an estimate smoothed over positions (``h_i = a i``), else ``None``. ``rows``: score rows
+    against the target (``encoding``, ``scale_optimal``, ``paper``, their ``*_ci`` intervals and
+    ``p_first``); ``layers``: ``layer``, ``stress_scale_optimal`` and its ``_ci``; ``noise_share``:
+    the share of pairs above twice their noise floor (``None``: not estimated);
+    ``uncertainty``: ``n_replicates``, ``level``, ``method`` and the candidates' ranking
+    statistics (:func:`candidate_ranking`). ``interval_source``: what the rows' intervals
+    measure: ``"bootstrap"`` (replicates of the corpus counts: another sample of the corpus),
+    ``"sampled_triples"`` (a long context's scores estimated from a sample of position triples:
+    how precisely the scores of *this* corpus sample are computed, not how they would vary with
+    another one) or ``None`` (no intervals)."""
+
+    kind: str
+    estimator: str | None
+    resolution: str | None = None
+    classes: str | None = None
+    n_classes: int | None = None
+    resolution_rule: str | None = None
+    n_sequences: int | None = None
+    smoothing_slope: float | None = None
+    convention: str = "chord"
+    rows: tuple[dict[str, Any], ...] = ()
+    layers: tuple[dict[str, Any], ...] = ()
+    noise_share: float | None = None
+    untrusted_positions: tuple[int, ...] = ()
+    samples_min: float | None = None
+    uncertainty: dict[str, Any] | None = None
+    layer_level: float | None = None
+    rank_curve: tuple[dict[str, Any], ...] = field(default=())
+    interval_source: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> VerdictInputs:
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        for key in ("rows", "layers", "untrusted_positions", "rank_curve"):
+            known[key] = tuple(known.get(key) or ())
+        return cls(**known)
+
+    @property
+    def candidates(self) -> list[dict[str, Any]]:
+        """Candidate rows with a scale-optimal stress, best first."""
+        keep = [r for r in self.rows if is_candidate(r["encoding"]) and _num(r, "scale_optimal")]
+        return sorted(keep, key=lambda r: float(r["scale_optimal"]))
+
+
+def _num(row: Mapping[str, Any], key: str) -> bool:
+    v = row.get(key)
+    return v is not None and math.isfinite(float(v))
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
+
+
+def _trim(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> tuple[dict[str, Any], ...]:
+    return tuple({k: r[k] for k in keys if r.get(k) is not None} for r in rows)
+
+
+def _estimator_block(geometry: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    est = geometry.get("estimator")
+    if isinstance(est, Mapping):
+        name = est.get("estimator")
+        res = est.get("resolution")
+        return (None if name is None else str(name)), (None if res is None else str(res))
+    return (None if est is None else str(est)), None
+
+
+def _classes_block(geometry: Mapping[str, Any]) -> dict[str, Any]:
+    """The words of the estimate's classes, their number and how the resolution was chosen."""
+    est = geometry.get("estimator")
+    if not isinstance(est, Mapping) or not est.get("classes"):
+        return {}
+    return {
+        "classes": str(est["classes"]),
+        "n_classes": None if est.get("vocab_size") is None else int(est["vocab_size"]),
+        "resolution_rule": (est.get("options") or {}).get("resolution_rule"),
+    }
+
+
+def _smoothing_slope(geometry: Mapping[str, Any]) -> float | None:
+    est = geometry.get("estimator")
+    slope = ((est.get("smoothing") or {}) if isinstance(est, Mapping) else {}).get("slope")
+    return None if slope is None else float(slope)
+
+
+def _layer_rows(summary: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    rows = []
+    for r in summary.get("layers", []):
+        row = dict(r)
+        low, high = r.get("stress_scale_optimal_low"), r.get("stress_scale_optimal_high")
+        if low is not None and high is not None:
+            row["stress_scale_optimal_ci"] = [low, high]
+        rows.append(row)
+    return _trim(rows, _LAYER_KEYS)
+
+
+def _from_geometry(kind: str, geometry: Mapping[str, Any]) -> dict[str, Any]:
+    """Estimator, resolution, convention, noise and samples of a pipeline summary."""
+    name, res = _estimator_block(geometry)
+    if name is None:
+        name = (geometry.get("options") or {}).get("estimator")
+    noise = geometry.get("noise_floor") or None
+    samples = geometry.get("samples_per_position") or {}
+    return {
+        "kind": kind,
+        "estimator": name,
+        "resolution": res if res is not None else ("full" if name == "plugin" else None),
+        "smoothing_slope": _smoothing_slope(geometry),
+        "convention": (geometry.get("options") or {}).get("convention", "chord"),
+        "noise_share": None if not noise else float(noise.get("trusted_pair_share", 0.0)),
+        "untrusted_positions": tuple(int(p) for p in (noise or {}).get("untrusted_positions", [])),
+        "samples_min": samples.get("min"),
+        "n_sequences": (geometry.get("corpus") or {}).get("n_sequences"),
+        **_classes_block(geometry),
+    }
+
+
+def verdict_inputs(kind: str, summary: Mapping[str, Any]) -> VerdictInputs | None:
+    """The :class:`VerdictInputs` of a result's JSON summary of ``kind`` (``run``, ``compare``,
+    ``analyze-model``, ``score``). A summary that already holds a ``verdict`` block (written by
+    this function) gives that block back; ``extend`` (its own verdict) gives None."""
+    block = summary.get("verdict")
+    if isinstance(block, Mapping) and "inputs" in block:
+        return VerdictInputs.from_dict(block["inputs"])
+    if kind == "extend":  # the extension study has its own verdict (posgeom.extension)
+        return None
+    if kind == "compare":
+        base = _from_geometry(kind, summary.get("geometry", {}))
+        rows, curve = summary.get("table", []), summary.get("rank_curve", [])
+    elif kind == "analyze-model":  # its geometry is the target's pipeline
+        geometry = summary.get("geometry", {})
+        base = _from_geometry(kind, geometry)
+        rows = [{"encoding": k, **v} for k, v in (geometry.get("scores") or {}).items()]
+        curve = geometry.get("rank_curve", [])
+    else:
+        base = _from_geometry(kind, summary)
+        rows = [{"encoding": k, **v} for k, v in (summary.get("scores") or {}).items()]
+        curve = summary.get("rank_curve", [])
+    levels = [v.get("level") for v in (summary.get("layer_intervals") or {}).values()]
+    uncertainty = summary.get("uncertainty") or None
+    return VerdictInputs(
+        **base,
+        rows=_trim(rows, _ROW_KEYS),
+        layers=_layer_rows(summary),
+        uncertainty=uncertainty,
+        layer_level=levels[0] if levels else None,
+        rank_curve=_trim(curve, ("rank", "paper", "scale_optimal", "explained_variance")),
+        interval_source=_interval_source(rows, uncertainty, bool(levels)),
+    )
+
+
+def _interval_source(
+    rows: Sequence[Mapping[str, Any]], uncertainty: Any, layer_intervals: bool
+) -> str | None:
+    """What the intervals of ``rows`` measure (see :class:`VerdictInputs`)."""
+    if uncertainty or layer_intervals:
+        return "bootstrap"
+    if any(r.get("sampled") and r.get("scale_optimal_ci") for r in rows):
+        return "sampled_triples"
+    return None
+
+
+def trusted_pairs(arrays: Mapping[str, np.ndarray], vi: VerdictInputs | None) -> np.ndarray | None:
+    """The ``(n, n)`` boolean mask of the pairs above twice their noise floor: the very mask
+    whose upper-triangle mean is ``vi.noise_share`` (stored as ``noise_trusted`` in arrays.npz by
+    the result that computed the floor, on the estimate's token classes). Folders written before
+    the mask was stored: the plug-in distances against the floor, only when the floor is the
+    plug-in's (resolution ``"full"``); otherwise ``None`` (no shading rather than a mask of
+    another geometry)."""
+    if TRUSTED_ARRAY in arrays:
+        return np.asarray(arrays[TRUSTED_ARRAY], dtype=bool)
+    if "noise_pair_floor" not in arrays or "hellinger" not in arrays:
+        return None
+    if vi is None or vi.resolution not in ("full", None):
+        return None
+    scale = np.sqrt(2.0) if vi.convention == "normalized" else 1.0  # the floor is in chord units
+    plug = arrays.get("plugin_hellinger", arrays["hellinger"])
+    out = plug * scale > 2.0 * arrays["noise_pair_floor"]
+    np.fill_diagonal(out, False)
+    return out
+
+
+def baseline_scores(vi: VerdictInputs) -> dict[str, float]:
+    """Baseline -> its stored scale-optimal stress."""
+    return {
+        str(r["encoding"]): float(r["scale_optimal"])
+        for r in vi.rows
+        if str(r["encoding"]) in baselines() and r.get("scale_optimal") is not None
+    }
+
+
+def baselines_as_good(vi: VerdictInputs) -> list[str]:
+    """The baselines (random, NoPE) whose scale-optimal stress is at most the closest
+    candidate's: the ranking of the candidates then says nothing about shape (a caveat every
+    surface that shows the ranking carries)."""
+    ranked = vi.candidates
+    if not ranked:
+        return []
+    base, best = baseline_scores(vi), float(ranked[0]["scale_optimal"])
+    return [b for b in baselines() if b in base and base[b] <= best]
+
+
+def target_phrase(vi: VerdictInputs) -> str:
+    """``"Target D: corrected estimator, geometry of the top 300 tokens + other"`` (the words
+    every output uses; :func:`posgeom.estimators.resolution.describe_resolution`)."""
+    from posgeom.estimators.resolution import describe_resolution
+
+    if vi.estimator is None:
+        return "Target D: as given (estimator not recorded)"
+    if vi.resolution is None:
+        res = "resolution not recorded"
+    elif vi.classes and vi.resolution != "full":
+        res = f"geometry of {vi.n_classes or 'its'} token classes ({vi.resolution}: {vi.classes})"
+    else:
+        res = f"geometry of {describe_resolution(vi.resolution)}"
+    if vi.smoothing_slope is not None and vi.smoothing_slope > 0:
+        res += f", smoothed over positions (h_i = {vi.smoothing_slope:g} i)"
+    return f"Target D: {vi.estimator} estimator, {res}"
+
+
+def resolution_setting(vi: VerdictInputs) -> str:
+    """The resolution as a report's settings show it: the label and, when recorded, what the
+    classes hold in the estimate's words (``"top:2 (3 classes: '.', '[CLS]', other: 92% of
+    tokens)"``)."""
+    if vi.resolution is None:
+        return "not recorded"
+    if not vi.classes:
+        return vi.resolution
+    return f"{vi.resolution} ({vi.n_classes or '?'} classes: {vi.classes})"
