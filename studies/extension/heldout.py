@@ -6,10 +6,10 @@ source), cut as Track A cuts them (:func:`studies.extension.track_a.window_token
 strategy and window one forward of 12,288 tokens gives every token's loss; the record keeps the
 per-256 bin means, the summaries of Track A and the per-token losses past 8,192 (4 decimals), from
 which the key-token loss (LongPPL) follows once the short-context losses (kind ``short``: the
-unscaled model, context 4,096 + up to 1,023, one record per window) are in. Then one passkey
-prompt of 12,288 tokens per strategy (kind ``passkey``; key at depth 0.1, about 11,000 tokens
-before the question). Every record is one JSON line of ``docs/extension/heldout.jsonl``; finished
-ones are skipped when the job is started again. Progress: ``[done/total]`` lines on stdout.
+unscaled model, context 4,096 + up to 1,023, one record per window) are in. Then three passkey
+prompts of 12,288 tokens per strategy (kind ``passkey``, ``window`` the prompt's index in
+:data:`PASSKEY_PROMPTS`: keys 9,800-11,600 tokens before the question). Every record is one JSON
+line of ``docs/extension/heldout.jsonl``; finished ones are skipped when the job is started again. Progress: ``[done/total]`` lines on stdout.
 
 Run: ``OMP_NUM_THREADS=1 nice -n 10 python -m studies.extension --track heldout``
 """
@@ -29,7 +29,9 @@ RESULTS = "heldout.jsonl"
 WINDOWS = [("pride_and_prejudice", 0), ("click_core", 0)]
 A.TEXTS.setdefault("click_core", ("code", "click_core.py.gz"))
 SHORT_CONTEXT, SHORT_BLOCK = 4096, 1024
-PASSKEY_DEPTH, PASSKEY_SEED = 0.1, 0
+#: passkey prompts (depth of the key, seed of its digits): every key sits more than L0 = 8,192
+#: tokens before the question (about 11,000, 9,800 and 11,600 tokens).
+PASSKEY_PROMPTS = ((0.1, 0), (0.2, 1), (0.05, 2))
 #: measuring order: the reference pair, the fallback and the old default first.
 ORDER = (
     "none",
@@ -73,7 +75,7 @@ def plan(names: list[str]) -> list[tuple]:
         jobs += [("loss", name, t, w) for t, w in WINDOWS]
         if i == 1:
             jobs += [("short", "none", t, w) for t, w in WINDOWS]
-    return jobs + [("passkey", name, "", 0) for name in names]
+    return jobs + [("passkey", n, "", i) for i in range(len(PASSKEY_PROMPTS)) for n in names]
 
 
 def _done(results: Path) -> set[tuple]:
@@ -92,18 +94,20 @@ def _measure(job: tuple, params: dict, model, tok, cache: dict) -> dict[str, Any
 
     kind, _name, text, index = job
     if kind == "passkey":
+        depth, seed = PASSKEY_PROMPTS[index]
         ids, answer = passkey_ids(
             lambda t: tok(t, add_special_tokens=False)["input_ids"],
             A.WINDOW,
-            depth=PASSKEY_DEPTH,
-            seed=PASSKEY_SEED,
+            depth=depth,
+            seed=seed,
         )
         check = A.set_strategy(model, params, len(ids))
         rec = passkey_outcome(model, ids, answer)
         return {
+            "window": index,
             "length": len(ids),
-            "depth": PASSKEY_DEPTH,
-            "seed": PASSKEY_SEED,
+            "depth": depth,
+            "seed": seed,
             **rec,
             "check": check,
         }
