@@ -365,7 +365,11 @@ def run(out: Path, work: Path) -> dict[str, Any]:
     markers of ``docs/EXTENSION.md``."""
     write_plane_use(out, work)
     record = build(out)
-    record["families"]["rope"]["transformers"]["key_token_outcomes"] = key_token_outcomes(out)
+    from studies.extension import outcomes
+
+    scope = record["families"]["rope"]["transformers"]
+    scope["key_token_outcomes"] = key_token_outcomes(out)
+    scope["outcome_matrix"] = outcomes.matrix(out)
     text = json.dumps(record, indent=1) + "\n"
     (out / "record.json").write_text(text)
     (ROOT / "src" / "posgeom" / "extension" / "record.json").write_text(text)
@@ -443,4 +447,8 @@ def markdown(record: dict[str, Any], out: Path | None = None) -> str:
                       f"loss past 8k with the short context, no scaling: "
                       f"{k['short_context_loss_past_8k']:.3f}); key-token loss (loss past 8k) per "
                       f"strategy: {losses}.", ""]  # fmt: skip
+        if entry.get("outcome_matrix"):
+            from studies.extension import outcomes
+
+            lines += outcomes.markdown(entry["outcome_matrix"])
     return "\n".join(lines)
