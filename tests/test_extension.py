@@ -228,7 +228,7 @@ def test_learned_tables_alibi_and_nope_strategies():
 
     rng = np.random.default_rng(5)
     table = rng.normal(size=(16, 4))
-    model = ExtensionModel("learned", "table", 16, table=table)
+    model = ExtensionModel("learned", "table", 16, {"table": table})
     seqs = [_corpus(2000, seed=9)]
     result = score_strategies(model, seqs, None, 32, classes="top:8", replicates=0)
     assert {r.name for r in result.rows} == {"clamp", "interpolate", "gower-table"}

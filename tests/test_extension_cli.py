@@ -159,9 +159,9 @@ def test_bad_corpus_and_strategies_exit_2_and_write_nothing(tmp_path, capsys):
 def test_every_spec_family_is_read_as_a_spec(tmp_path, capsys, family):
     """Every family a spec can name is taken as a spec, never looked up as a model name (the
     sinusoidal spec was sent to Hugging Face: run.py listed four families, model.py five)."""
-    from posgeom.extension.model import SPEC_KEYS, parse_family_spec
+    from posgeom.extension.model import parse_family_spec, spec_families
 
-    assert family.partition(":")[0] in SPEC_KEYS
+    assert family.partition(":")[0] in spec_families()
     ids = tmp_path / "ids.npy"
     np.save(ids, np.stack([_chain(600, 0), _chain(600, 1)]))
     out = tmp_path / "out"

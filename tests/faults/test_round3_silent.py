@@ -294,9 +294,12 @@ def test_item14_valid_specs_keep_their_values():
     from posgeom.extension.model import parse_family_spec
 
     rope = parse_family_spec("rope:theta=500000,head_dim=128,max_position_embeddings=8192")
-    assert (rope.head_dim, rope.rope_theta, rope.trained_length) == (128, 500000.0, 8192)
+    theta = rope.params["rope_parameters"]["rope_theta"]
+    assert (rope.params["head_dim"], theta, rope.trained_length) == (128, 500000.0, 8192)
     t5 = parse_family_spec("t5:num_buckets=32,max_distance=128")
-    assert dict(t5.t5) == {"num_buckets": 32, "max_distance": 128}
+    assert dict(t5.params) == {"num_buckets": 32, "max_distance": 128}
+    sinusoidal = parse_family_spec("sinusoidal:d=16,base=500")  # its own keys, not T5's
+    assert dict(sinusoidal.params) == {"d": 16, "base": 500.0}
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,11 @@ needs an encoding asks the registry instead of naming families:
   imported inside ``detect`` only: importing a family never imports torch);
 - torch: :meth:`Family.torch_module` builds the ``posgeom.nn`` module the trainer uses. The nn
   classes are named by their import path (:attr:`Family.torch_class`), so ``encodings`` never
-  imports ``nn`` (``nn`` imports the formulas from here: no import cycle).
+  imports ``nn`` (``nn`` imports the formulas from here: no import cycle);
+- extension: the spec grammar of ``posgeom extend``, the strategies, the lag kernel, how a
+  strategy is applied to a model and the posgeom decoder's position module
+  (:class:`~posgeom.encodings._extension.Extension`, which :class:`Family` inherits; every default
+  means "no extension").
 
 Adding a family is one module with a ``@register`` class plus its tests (``docs/ARCHITECTURE.md``,
 "Adding a positional family").
@@ -29,6 +33,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding
+from posgeom.encodings._extension import Extension
 
 __all__ = [
     "ROLES",
@@ -202,7 +207,7 @@ class Mechanism:
 
 
 # ------------------------------------------------------------------------------ families
-class Family:
+class Family(Extension):
     """A positional family. Subclass, set the class attributes, decorate with :func:`register`.
 
     Attributes: ``name`` (registry key), ``order`` (position in listings and comparisons),
@@ -218,7 +223,8 @@ class Family:
     ``{"refine": True}`` for SMACOF), ``role`` (what its comparison row is: ``"candidate"``, an
     encoding a model could use; ``"baseline"``, a reference with no positional design (random,
     NoPE) that a candidate must beat; ``"fitted"``, fitted to the corpus geometry itself (MDS), so
-    refitted on every bootstrap replicate by :meth:`refit`).
+    refitted on every bootstrap replicate by :meth:`refit`). Its extension side (``spec_keys``,
+    ``strategies``, ``lag_vectors``, ...) is :class:`~posgeom.encodings._extension.Extension`'s.
     """
 
     name: ClassVar[str] = ""

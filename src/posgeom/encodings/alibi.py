@@ -12,6 +12,10 @@ the slopes of the closest lower power of two ``P``, followed by every other slop
 ``head=None`` stacks all heads as columns, vectors ``(n, H)`` with column ``h`` equal to ``m_h * i``
 (Euclidean distance ``||m|| |i - j|``); ``head=h`` is one head; ``head="best"`` picks the head
 with the lowest stress against ``target`` (see :meth:`ALiBiEncoding.best_head`).
+
+Extension (``extend alibi:heads=12``): the bias is defined at every distance, so the one strategy
+is ``none``; the lag kernel is the bias of each head, ``v_k = (m_h k)_h`` (:func:`alibi_lag_vectors`).
+Parameters ``{"slopes": (H,)}``; the decoder's module is :class:`~posgeom.nn.alibi.ALiBiBias`.
 """
 
 from __future__ import annotations
@@ -19,14 +23,23 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Integral
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import is_integer
+from posgeom._validation import Interval, is_integer
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, readonly
+from posgeom.encodings._base import (
+    MAX_HEADS,
+    PositionEncoding,
+    check_n,
+    check_positive_int,
+    readonly,
+)
+from posgeom.encodings._extension import ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
     ComparisonEntry,
@@ -68,6 +81,11 @@ def alibi_slopes(n_heads: int, *, style: str = "bloom", alibi_bias_max: float = 
         )
         return np.concatenate([slopes[1::2], slopes[::2]])[:h] if p != h else slopes
     raise PosgeomError(f"unknown ALiBi style {style!r}; use 'bloom' or 'mpt'")
+
+
+def alibi_lag_vectors(slopes: Any, lags: Any) -> np.ndarray:
+    """``(m, H)`` lag kernel: ``m_h k`` per lag ``k`` and head ``h`` (the bias magnitude)."""
+    return check_lags(lags).astype(np.float64)[:, None] * np.asarray(slopes, dtype=np.float64)[None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -255,3 +273,33 @@ class ALiBiFamily(Family):
 
     def torch_module(self, spec: TorchSpec) -> Any:
         return self.torch_class_object()(spec.n_heads)
+
+    # ---------------------------------------------------------------- extension (docstring)
+    spec_keys = MappingProxyType({"heads": Interval(Integral, 1, MAX_HEADS)})
+    spec_example = "alibi:heads=12"
+
+    def extension_params(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        return {"slopes": alibi_slopes(int(spec.get("heads", 12)))}
+
+    def check_extension_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        slopes = np.asarray(params.get("slopes"), dtype=np.float64)
+        if slopes.ndim != 1 or not slopes.size:
+            raise PosgeomError(f"ALiBi needs a 1-D array of slopes, got shape {slopes.shape}")
+        return {**params, "slopes": slopes}
+
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+        return {"slopes": np.asarray(mechanism.params.slopes)}
+
+    def extension_from_decoder(self, module: Any) -> dict[str, Any]:
+        return {"slopes": module.slopes.double().numpy()}
+
+    def extension_summary(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {"slopes": [float(s) for s in params["slopes"]]}
+
+    def lag_vectors(
+        self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
+    ) -> np.ndarray:
+        return alibi_lag_vectors(params["slopes"], lags)
+
+    def decoder_module(self, config: Any, generator: Any = None) -> Any:
+        return self.torch_class_object()(config.n_heads)

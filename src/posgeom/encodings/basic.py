@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, symmetrize
+from posgeom.encodings._extension import ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -196,6 +199,25 @@ class NoPEFamily(Family):
     def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> PositionEncoding:
         """All distances 0: separation 0, paper and scale-optimal stress 1."""
         return nope(spec.n, spec.d)
+
+    # ---------------------------------------------------------------- extension
+    spec_keys = MappingProxyType({})  # ``extend nope``: no parameters
+    spec_example = "nope"
+
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+        return {}
+
+    def extension_from_decoder(self, module: Any) -> dict[str, Any]:
+        return {}
+
+    def lag_vectors(
+        self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
+    ) -> np.ndarray:
+        """``(m, 1)`` zeros: no position information, every lag alike."""
+        return np.zeros((check_lags(lags).size, 1))
+
+    def decoder_module(self, config: Any, generator: Any = None) -> Any:
+        return None  # no position module
 
 
 @register

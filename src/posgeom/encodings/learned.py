@@ -35,6 +35,7 @@ from posgeom.encodings._registry import (
     TorchSpec,
     register,
 )
+from posgeom.encodings.learned_extension import LearnedExtension
 
 #: Last name components of learned absolute position tables.
 LEARNED_NAMES = (
@@ -205,8 +206,9 @@ class LearnedParams(MechanismParams):
 
 # ------------------------------------------------------------------------------ family
 @register
-class LearnedFamily(Family):
-    """Learned absolute tables: a model's rows as geometry; trained tables in the trainer."""
+class LearnedFamily(LearnedExtension, Family):
+    """Learned absolute tables: a model's rows as geometry; trained tables in the trainer; its
+    extension side (``extend``, the decoder) is :class:`LearnedExtension`."""
 
     name = "learned"
     order = 70

@@ -48,32 +48,17 @@ from posgeom.encodings._registry import (
     TorchSpec,
     register,
 )
+from posgeom.encodings.rope_extension import RoPEExtension
 from posgeom.encodings.rope_types import (
+    LAYOUTS,
     ROPE_TYPES,
     config_rope_parameters,
     config_rotary_fraction,
     rope_frequencies,
     rope_inverse_frequencies,
     rope_type_of,
+    rotary_vectors,
 )
-
-_LAYOUTS = ("half", "interleaved")
-
-
-def rotary_vectors(
-    inv_freq: np.ndarray, positions: np.ndarray, *, layout: str = "half"
-) -> np.ndarray:
-    """``(m, 2K)`` float64 rotary position vectors: plane ``k`` holds ``(cos p w_k, sin p w_k)``,
-    the unit vector ``(1, 0)`` rotated by ``p w_k``; ``"half"`` puts the cosines in the first half
-    (Hugging Face ``rotate_half``), ``"interleaved"`` alternates them (RoFormer)."""
-    if layout not in _LAYOUTS:
-        raise PosgeomError(f"layout must be 'half' or 'interleaved', got {layout!r}")
-    ang = np.asarray(positions, dtype=np.float64)[:, None] * np.asarray(inv_freq)[None, :]
-    if layout == "half":
-        return np.concatenate([np.cos(ang), np.sin(ang)], axis=1)
-    out = np.empty((ang.shape[0], 2 * ang.shape[1]))
-    out[:, 0::2], out[:, 1::2] = np.cos(ang), np.sin(ang)
-    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,7 +115,7 @@ def rope(
     n = check_n(n_positions)
     if normalize not in ("plane", "vector"):
         raise PosgeomError(f"normalize must be 'plane' or 'vector', got {normalize!r}")
-    if layout not in _LAYOUTS:
+    if layout not in LAYOUTS:
         raise PosgeomError(f"layout must be 'half' or 'interleaved', got {layout!r}")
     theta, att = rope_inverse_frequencies(
         head_dim, base, scaling=scaling, seq_len=n, **scaling_options
@@ -334,8 +319,9 @@ def _config_mechanism(config: Any) -> list[Mechanism]:
 
 # ------------------------------------------------------------------------------ family
 @register
-class RoPEFamily(Family):
-    """Rotary position embedding: geometry, per-head comparison row, ``*inv_freq`` buffers."""
+class RoPEFamily(RoPEExtension, Family):
+    """Rotary position embedding: geometry, per-head comparison row, ``*inv_freq`` buffers;
+    its extension side (``extend``, the decoder) is :class:`RoPEExtension`."""
 
     name = "rope"
     order = 20

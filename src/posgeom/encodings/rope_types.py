@@ -40,6 +40,7 @@ from posgeom.encodings._hf import config_get
 from posgeom.encodings._hf import head_dim as head_dim_of
 
 __all__ = [
+    "LAYOUTS",
     "ROPE_TYPES",
     "RopeType",
     "config_rope_parameters",
@@ -47,6 +48,7 @@ __all__ = [
     "rope_frequencies",
     "rope_inverse_frequencies",
     "rope_type_of",
+    "rotary_vectors",
 ]
 
 Params = Mapping[str, Any]
@@ -345,3 +347,22 @@ def config_rotary_fraction(config: Any, params: Mapping[str, Any] | None) -> flo
 def rope_type_of(params: Mapping[str, Any] | None) -> str:
     """``rope_type`` (or the older ``type``) of a parameter dict, default ``"default"``."""
     return str((params or {}).get("rope_type", (params or {}).get("type", "default")))
+
+
+LAYOUTS = ("half", "interleaved")
+
+
+def rotary_vectors(
+    inv_freq: np.ndarray, positions: np.ndarray, *, layout: str = "half"
+) -> np.ndarray:
+    """``(m, 2K)`` float64 rotary position vectors: plane ``k`` holds ``(cos p w_k, sin p w_k)``,
+    the unit vector ``(1, 0)`` rotated by ``p w_k``; ``"half"`` puts the cosines in the first half
+    (Hugging Face ``rotate_half``), ``"interleaved"`` alternates them (RoFormer)."""
+    if layout not in LAYOUTS:
+        raise PosgeomError(f"layout must be 'half' or 'interleaved', got {layout!r}")
+    ang = np.asarray(positions, dtype=np.float64)[:, None] * np.asarray(inv_freq)[None, :]
+    if layout == "half":
+        return np.concatenate([np.cos(ang), np.sin(ang)], axis=1)
+    out = np.empty((ang.shape[0], 2 * ang.shape[1]))
+    out[:, 0::2], out[:, 1::2] = np.cos(ang), np.sin(ang)
+    return out

@@ -1,11 +1,23 @@
-"""Sinusoidal encoding (Vaswani et al., 2017): the formula, its geometry and its family."""
+"""Sinusoidal encoding (Vaswani et al., 2017): the formula, its geometry and its family.
+
+Extension (``extend sinusoidal:d=128,base=10000``): the formula is evaluated at every position, so
+the one strategy is ``none``; its lag kernel is the learned-table kernel of the formula's table
+at the target length, ``v_k = mean_{i < L-k} PE_i * PE_{i+k}``. Parameters ``{"d", "base"}``; the
+decoder's module is :class:`~posgeom.nn.position.SinusoidalPositionEmbedding` (base
+``sinusoidal_base``, computed at any position).
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from numbers import Integral, Real
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from posgeom._validation import Interval
 from posgeom.encodings._base import (
     PositionEncoding,
     check_base,
@@ -13,12 +25,14 @@ from posgeom.encodings._base import (
     check_n,
     vector_lag_profile,
 )
+from posgeom.encodings._extension import ExtensionContext, Strategy
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
     TorchSpec,
     register,
 )
+from posgeom.encodings.learned_extension import learned_lag_vectors
 
 
 def sinusoidal_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
@@ -84,3 +98,32 @@ class SinusoidalFamily(Family):
 
     def torch_module(self, spec: TorchSpec) -> Any:
         return self.torch_class_object()(spec.n, spec.d, beyond="error")
+
+    # ---------------------------------------------------------------- extension (docstring)
+    spec_keys = MappingProxyType(
+        {
+            "d": Interval(Integral, 2, None),
+            "base": Interval(Real, 1, math.inf, closed="neither"),
+        }
+    )
+    spec_example = "sinusoidal:d=128,base=10000"
+
+    def extension_params(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        return {"d": int(spec.get("d", 128)), "base": float(spec.get("base", 10000.0))}
+
+    def extension_from_decoder(self, module: Any) -> dict[str, Any]:
+        return {"d": int(module.dim), "base": float(module.base)}
+
+    def lag_vectors(
+        self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
+    ) -> np.ndarray:
+        table = sinusoidal_vectors(np.arange(ctx.target_length), params["d"], params["base"])
+        return learned_lag_vectors(table, lags)
+
+    def decoder_module(self, config: Any, generator: Any = None) -> Any:
+        return self.torch_class_object()(
+            config.trained_length, config.d_model, config.sinusoidal_base
+        )
+
+    def decoder_weights_at_least(self, config: Any) -> int:
+        return int(config.trained_length) * int(config.d_model)  # its table, a buffer

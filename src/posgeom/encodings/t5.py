@@ -17,20 +17,31 @@ Distance (posgeom's choice, the paper leaves it open):
   ``d_ij = mean_h (|b_h(0) - b_h(j-i)| + |b_h(0) - b_h(i-j)|) / 2``, how far the bias at offset
   ``j - i`` is from the bias at offset 0, averaged over heads and over both directions so that it
   is symmetric (``b_h(0)``: the bias of the bucket of offset 0).
+
+Extension (``extend t5:num_buckets=32,max_distance=128``): every distance has a bucket, so the one
+strategy is ``none``; the lag kernel is the bias row of ``bucket(-k)`` (a causal query looking
+``k`` back), or the bucket index without a table (:func:`t5_lag_vectors`). Parameters
+``{"num_buckets", "max_distance"[, "bidirectional", "bias"]}``; the decoder's module is a
+unidirectional :class:`~posgeom.nn.relative.T5RelativeBias`.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Integral
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, readonly
+from posgeom.encodings._extension import ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -81,6 +92,30 @@ def t5_relative_position_bucket(
     large = max_exact + np.where(rel < max_exact, 0, large).astype(np.int64)
     large = np.minimum(large, num_buckets - 1)
     return buckets + np.where(rel < max_exact, rel, large)
+
+
+def t5_lag_vectors(
+    lags: Any,
+    *,
+    bias: Any = None,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    bidirectional: bool = False,
+) -> np.ndarray:
+    """``(m, H)`` bias rows of ``bucket(-k)`` (``bias``: ``(num_buckets, H)``), or ``(m, 1)``
+    bucket indices without a table."""
+    buckets = t5_relative_position_bucket(
+        -check_lags(lags),
+        bidirectional=bidirectional,
+        num_buckets=num_buckets,
+        max_distance=max_distance,
+    )
+    if bias is None:
+        return buckets.astype(np.float64)[:, None]
+    table = np.asarray(bias, dtype=np.float64)
+    if table.ndim != 2 or table.shape[0] != num_buckets:
+        raise PosgeomError(f"bias must be (num_buckets={num_buckets}, H), got {table.shape}")
+    return table[buckets]
 
 
 @dataclass(frozen=True, eq=False)
@@ -305,3 +340,53 @@ class T5Family(Family):
             for name, module in model.named_modules()
             if _hf.last_name(name) in RELATIVE_BIAS_NAMES and _hf.is_embedding(module)
         ]
+
+    # ---------------------------------------------------------------- extension (docstring)
+    spec_keys = MappingProxyType(
+        {"num_buckets": Interval(Integral, 2, None), "max_distance": Interval(Integral, 1, None)}
+    )
+    spec_example = "t5:num_buckets=32,max_distance=128"
+
+    def extension_params(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        params = {
+            "num_buckets": int(spec.get("num_buckets", 32)),
+            "max_distance": int(spec.get("max_distance", 128)),
+        }
+        t5(3, **params)  # the family's own rule on the buckets (one home)
+        return params
+
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+        p = mechanism.params
+        return {
+            "num_buckets": p.num_buckets,
+            "max_distance": p.max_distance,
+            "bidirectional": p.bidirectional,
+            "bias": np.asarray(p.bias_table, dtype=np.float64),
+        }
+
+    def extension_from_decoder(self, module: Any) -> dict[str, Any]:
+        return {
+            "num_buckets": module.num_buckets,
+            "max_distance": module.max_distance,
+            "bidirectional": module.bidirectional,
+            "bias": module.bias.weight.detach().double().numpy(),
+        }
+
+    def extension_summary(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in params.items() if k != "bias"}
+
+    def lag_vectors(
+        self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
+    ) -> np.ndarray:
+        keys = ("num_buckets", "max_distance", "bidirectional")
+        opts = {k: params[k] for k in keys if k in params}
+        return t5_lag_vectors(lags, bias=params.get("bias"), **opts)
+
+    def decoder_module(self, config: Any, generator: Any = None) -> Any:
+        return self.torch_class_object()(
+            config.n_heads,
+            num_buckets=config.t5_num_buckets,
+            max_distance=config.t5_max_distance,
+            bidirectional=False,
+            generator=generator,
+        )

@@ -2,19 +2,19 @@
 tokenizer, and each strategy applied to it.
 
 - :func:`decoder_model`: the :class:`~posgeom.extension.model.ExtensionModel` of the decoder's
-  position module (RoPE: ``head_dim = d / n_heads`` and ``rope_theta``; learned: its ``(L0, d)``
-  table; sinusoidal: ``d`` and base; ALiBi: its slopes; T5: its buckets and ``(num_buckets, H)``
-  bias table; NoPE), trained length from the file.
+  position module, its parameters read by its family (``extension_from_decoder``: RoPE
+  ``head_dim = d / n_heads`` and ``rope_theta``; learned: its ``(L0, d)`` table; sinusoidal:
+  ``d`` and base; ALiBi: its slopes; T5: its buckets and ``(num_buckets, H)`` bias table; NoPE),
+  trained length from the file.
 - :func:`byte_encoder`: the ``"bytes"`` tokenizer; it reads plain-text files as their raw bytes
   (no newline or BOM changes: what the model was trained on).
-- :class:`DecoderRunner`: what ``--measure`` does to the decoder. A RoPE strategy's
-  ``rope_parameters`` (and ``max_position_embeddings`` of :meth:`Strategy.config_changes`) become a
-  :class:`~posgeom.nn.rotary.RotaryEmbedding` (base ``rope_theta``, ``scaling = {"type":
-  rope_type, ..., "max_position_embeddings": ...}``: the same frequencies as transformers'
-  ``ROPE_INIT_FUNCTIONS`` at the window length); a learned table is extended to ``L`` rows by
-  :func:`posgeom.extension.learned.extend_table` (the same table the score used) and served by an
-  :class:`~posgeom.nn.tables.AbsolutePositionEmbedding`; sinusoidal, ALiBi, T5 and NoPE run as
-  they are. The trained module is put back by :meth:`DecoderRunner.restore`.
+- :class:`DecoderRunner`: what ``--measure`` does to the decoder: the family's
+  ``decoder_strategy_module`` gives the position module that runs a strategy (RoPE: a
+  :class:`~posgeom.nn.rotary.RotaryEmbedding` with the strategy's rope type, the same frequencies
+  as transformers' at the window length; a learned table extended to ``L`` rows, the same table
+  the score used, as an :class:`~posgeom.nn.tables.AbsolutePositionEmbedding`; ``none``: the
+  trained module); a strategy the family cannot apply is refused (one line), never run as
+  ``none``. The trained module is put back by :meth:`DecoderRunner.restore`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.encodings import family
+from posgeom.encodings._extension import ExtensionContext
 from posgeom.extension.model import ExtensionModel
 from posgeom.extension.strategies import Strategy
 
@@ -56,26 +58,11 @@ def byte_encoder() -> _ByteEncoder:
 
 
 def decoder_model(decoder: Any, name: str) -> ExtensionModel:
-    """The :class:`ExtensionModel` of a :class:`~posgeom.nn.decoder.CausalDecoder`."""
-    c, pos = decoder.config, decoder.position
-    l0 = int(c.trained_length)
-    if c.position == "rope":
-        params = {"rope_type": "default", "rope_theta": float(pos.base)}
-        return ExtensionModel("rope", name, l0, head_dim=pos.head_dim, rope_parameters=params,
-                              source="posgeom decoder")  # fmt: skip
-    if c.position == "learned":
-        table = pos.table().detach().double().numpy()
-        return ExtensionModel("learned", name, l0, table=table)
-    if c.position == "sinusoidal":
-        return ExtensionModel("sinusoidal", name, l0, t5={"d": pos.dim, "base": pos.base})
-    if c.position == "alibi":
-        return ExtensionModel("alibi", name, l0, slopes=pos.slopes.double().numpy())
-    if c.position == "t5":
-        t5 = {"num_buckets": pos.num_buckets, "max_distance": pos.max_distance,
-              "bidirectional": pos.bidirectional,
-              "bias": pos.bias.weight.detach().double().numpy()}  # fmt: skip
-        return ExtensionModel("t5", name, l0, t5=t5)
-    return ExtensionModel("nope", name, l0)
+    """The :class:`ExtensionModel` of a :class:`~posgeom.nn.decoder.CausalDecoder` (its
+    position family reads the parameters of its position module)."""
+    c = decoder.config
+    params = family(c.position).extension_from_decoder(decoder.position)
+    return ExtensionModel(c.position, name, int(c.trained_length), params, "posgeom decoder")
 
 
 def check_token_ids(docs: list[np.ndarray], decoder: Any) -> None:
@@ -120,22 +107,11 @@ def decoder_source(model: Any) -> tuple[ExtensionModel, Any, Any] | None:
     return None
 
 
-def _rotary(head_dim: int, strategy: Strategy, trained_length: int, target_length: int) -> Any:
-    from posgeom.nn.rotary import RotaryEmbedding
-
-    params = dict(strategy.rope_parameters or {})
-    base = float(params.pop("rope_theta"))
-    kind = params.pop("rope_type", "default")
-    if params.get("partial_rotary_factor") not in (None, 1, 1.0):
-        raise PosgeomError(f"strategy {strategy.name!r}: the decoder rotates whole heads")
-    params.pop("partial_rotary_factor", None)
-    params.update(strategy.config_changes(trained_length, target_length))
-    return RotaryEmbedding(head_dim, base, {"type": kind, **params})
-
-
 class DecoderRunner:
     """Applies strategies to a ``CausalDecoder`` for ``--measure`` (module docstring);
     ``position_distances``: the corpus's ``(L, L)`` per-position geometry (``gower`` only)."""
+
+    target = "decoder"
 
     def __init__(self, decoder: Any, position_distances: Any = None) -> None:
         self.decoder = decoder
@@ -152,29 +128,16 @@ class DecoderRunner:
         return h.hexdigest()[:20]
 
     def supports(self, strategy: Strategy) -> bool:
-        return strategy.family == self.model.family
+        """Whether the decoder's family can run ``strategy`` (its family's ``can_apply``)."""
+        fam = family(self.model.family)
+        return strategy.family == self.model.family and fam.can_apply(strategy, "decoder")
 
     def apply(self, strategy: Strategy, trained_length: int, target_length: int) -> None:
-        import torch
-
-        from posgeom.nn.tables import AbsolutePositionEmbedding
-
-        if not self.supports(strategy):
-            raise PosgeomError(
-                f"strategy {strategy.name!r} is for {strategy.family}, the decoder is "
-                f"{self.model.family}"
-            )
-        if strategy.rope_parameters is not None:
-            module = _rotary(int(self.model.head_dim), strategy, trained_length, target_length)
-        elif self.model.family == "learned":
-            from posgeom.extension.learned import model_table
-
-            table = model_table(self.model, strategy.kind, target_length, self.position_distances)
-            dtype = self.trained.embedding.weight.dtype
-            module = AbsolutePositionEmbedding(torch.from_numpy(np.ascontiguousarray(table)),
-                                               trainable=False, dtype=dtype)  # fmt: skip
-        else:
-            module = self.trained
+        """Give the decoder the position module of ``strategy`` (one line when its family cannot
+        apply it)."""
+        ctx = ExtensionContext(int(trained_length), int(target_length), self.position_distances)
+        fam = family(self.model.family)
+        module = fam.decoder_strategy_module(self.model.params, strategy, self.trained, ctx)
         self.decoder.set_position(module)
 
     def restore(self) -> None:

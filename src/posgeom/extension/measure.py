@@ -1,16 +1,18 @@
 """``--measure``: the loss of each strategy on held-out windows, within and beyond ``L0``.
 
-For a causal language model (a ``transformers`` ``*ForCausalLM`` with a rotary embedding), every
-RoPE strategy is applied by giving the model its ``rope_parameters`` (and
-``max_position_embeddings``, :meth:`Strategy.config_changes`) and rebuilding each rotary module
-from that configuration, exactly as transformers builds it when it loads such a ``config.json``.
+For a causal language model (a ``transformers`` ``*ForCausalLM``), every strategy is applied as
+its family says (:mod:`posgeom.extension.runners`; RoPE: the model gets its ``rope_parameters``
+and ``max_position_embeddings``, :meth:`Strategy.config_changes`, and each rotary module is
+rebuilt from that configuration, exactly as transformers builds it when it loads such a
+``config.json``).
 On each window ``x`` of ``L`` tokens (held out from the geometry) the per-token loss is
 ``-log p(x_{t+1} | x_{<=t})`` (float64 log-softmax of the logits, computed in chunks of positions
 so that ``L x V`` logits are never held at once), summed over the targets at positions
 ``1 .. L0 - 1`` ("within" the trained length) and ``L0 .. L - 1`` ("beyond"). The result per
 strategy: mean loss within and beyond (sums over all windows divided by the token counts) and
-``exp`` of the mean loss beyond (perplexity). Families without rope parameters (ALiBi, NoPE)
-are measured as they are. A posgeom ``CausalDecoder`` (:mod:`posgeom.nn.decoder`) gets each
+``exp`` of the mean loss beyond (perplexity). ``none`` runs the model as it is; a strategy its
+family cannot apply to the model is refused before any forward (one line), never measured as
+``none``. A posgeom ``CausalDecoder`` (:mod:`posgeom.nn.decoder`) gets each
 strategy as a new position module instead (:class:`posgeom.extension.decoder.DecoderRunner`:
 RoPE scalings, extended learned tables), the same windows, losses and cache.
 
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.encodings import family
 from posgeom.extension.runners import apply_strategy, runner_for
 from posgeom.extension.strategies import Strategy
 from posgeom.io.workfolders import WorkFolder
@@ -177,6 +180,12 @@ def measure_strategies(
         else WorkFolder.open(cache_dir, kind=MEASURE_KIND, option="window cache")
     )
     runner = runner_for(model, position_distances)
+    for s in strategies:  # refused before any forward, never measured as "none"
+        if not runner.supports(s):
+            family(s.family).check_apply(s, runner.target)  # its family's own line
+            raise PosgeomError(
+                f"strategy {s.name!r} ({s.family}) does not apply to this {runner.target} model"
+            )
     ident = (runner.identity,) if runner.identity else ()
     long = target > trained_length and min(len(w) for w in windows) > trained_length
     total = len(strategies) * (len(windows) + (passkey is not None)) + long * len(windows)

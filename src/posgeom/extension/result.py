@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.extension.strategies import Strategy, _jsonable
+from posgeom.encodings._extension import Strategy, jsonable_parameters
 
 __all__ = ["EXTENSION_COLUMNS", "ExtensionResult", "StrategyScore"]
 
@@ -154,7 +154,7 @@ class ExtensionResult:
     def rope_parameters(self) -> dict[str, Any] | None:
         """The recommended strategy's ``rope_parameters`` (transformers 5 spelling), or None."""
         params = self.recommended.rope_parameters
-        return None if params is None else _jsonable(params)
+        return None if params is None else jsonable_parameters(params)
 
     def with_recommendation(
         self, recommendation: dict | None, predictors: dict, plane_use: dict | None

@@ -42,9 +42,11 @@ from posgeom._errors import PosgeomError, require
 from posgeom._paths import portable_path
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.corpus.bootstrap_weights import REPLICATES
+from posgeom.encodings import family
 from posgeom.extension.decoder import check_token_ids, decoder_source, is_decoder, is_decoder_path
 from posgeom.extension.model import (
     ExtensionModel,
+    config_model,
     is_family_spec,
     model_from_config,
     parse_family_spec,
@@ -151,9 +153,9 @@ def _load(model: Any, gguf_file: str | None, *, weights: bool) -> tuple[Extensio
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
     name = portable_path(Path(model) / (gguf_file or ""))
     config = pretrained_config(model, **kwargs)
-    rotary = config.to_dict().get("rope_parameters") or getattr(config, "rope_theta", None)
-    if not weights and rotary:
-        return model_from_config(config, name=name), None, None
+    from_config = None if weights else config_model(config, name=name)
+    if from_config is not None:  # the configuration names the family (RoPE): no weights
+        return from_config, None, None
     transformers = require("transformers", "hf")
     lm = pretrained_model(model, model_class=transformers.AutoModelForCausalLM, **kwargs)
     return model_from_config(lm.config, model=lm, name=name), lm, None
@@ -284,15 +286,24 @@ def extend(
     say(f"lag geometry of {sum(d.size for d in docs)} tokens in {len(docs)} documents")
     where = position_estimate(docs, target_length, seed=seed) if positions else None
     result = score_strategies(
-        ext, docs, trained_length, target_length, strategies, fit=fit, classes=classes,
-        embeddings=embeddings, replicates=replicates, seed=seed, position_distances=where,
-        plane_use=lm if model_weights and ext.family == "rope" else None,
-    )  # fmt: skip
+        ext,
+        docs,
+        trained_length,
+        target_length,
+        strategies,
+        fit=fit,
+        classes=classes,
+        embeddings=embeddings,
+        replicates=replicates,
+        seed=seed,
+        position_distances=where,
+        plane_use=lm if model_weights and family(ext.family).rotary else None,
+    )
+    sizes = (max_windows, measure_top, where, measure)
     if not output:
         if measure:
             with tempfile.TemporaryDirectory() as scratch:
-                result = _measure(result, lm, held, (max_windows, measure_top, where, measure),
-                                  scratch, say, encode)  # fmt: skip
+                result = _measure(result, lm, held, sizes, scratch, say, encode)
         return result
     from posgeom.extension.measure import MEASURE_KIND
     from posgeom.io.workfolders import WorkFolder
@@ -309,8 +320,7 @@ def extend(
                 inputs=paths,
                 option="window cache",
             )
-            result = _measure(result, lm, held, (max_windows, measure_top, where, measure),
-                              cache, say, encode)  # fmt: skip
+            result = _measure(result, lm, held, sizes, cache, say, encode)
         result.write(tmp)
     if cache is not None:
         cache.discard()  # only what posgeom wrote there
@@ -331,12 +341,18 @@ def _passkey(encode: Any, length: int) -> Any:
 
 
 def _measure(
-    result: ExtensionResult, lm: Any, held: list, sizes: tuple, cache: Any, say: Any,
+    result: ExtensionResult,
+    lm: Any,
+    held: list,
+    sizes: tuple,
+    cache: Any,
+    say: Any,
     encode: Any = None,
-) -> ExtensionResult:  # fmt: skip
-    """Measure the strategies the model can run (RoPE strategies on a transformers model, every
-    strategy on a posgeom decoder; the best ``top`` by score plus ``none`` when ``top`` is set);
-    ``"quick"``: every strategy, in-window loss on windows of ``min(2048, L0)`` tokens."""
+) -> ExtensionResult:
+    """Measure the strategies the model can run (those its family can apply to it: every RoPE
+    strategy on a transformers model, every strategy on a posgeom decoder; the best ``top`` by
+    score plus ``none`` when ``top`` is set; none it can run: one line); ``"quick"``: every
+    strategy, in-window loss on windows of ``min(2048, L0)`` tokens."""
     from posgeom.extension.measure import measure_strategies, runner_for
 
     max_windows, top, where, mode = sizes
@@ -345,15 +361,28 @@ def _measure(
     windows = _windows(held, length, max_windows)
     if quick:
         top = None
-    decoder = type(runner_for(lm)).__name__ == "DecoderRunner"
-    rows = [r.strategy for r in result.rows if decoder or r.strategy.rope_parameters is not None]
+    runner = runner_for(lm, where)
+    rows = [r.strategy for r in result.rows if runner.supports(r.strategy)]
+    if not rows:
+        fam = result.model.family
+        raise PosgeomError(
+            f"--measure: the {fam} family can apply none of its strategies "
+            f"({', '.join(r.name for r in result.rows)}) to a {runner.target} model; drop "
+            "--measure (the scores stand) or measure a posgeom decoder"
+        )
     if top is not None and top < len(rows):
         rows = rows[:top] + [s for s in rows[top:] if s.kind == "none"]
-    chosen = rows or [result.rows[0].strategy]
+    chosen = rows
     say(f"measuring {len(chosen)} strategies on {len(windows)} windows of {len(windows[0])} tokens")
     measured = measure_strategies(
-        lm, chosen, windows, trained_length=result.trained_length, cache_dir=cache,
-        model_id=result.model.name, progress=say, position_distances=where,
+        lm,
+        chosen,
+        windows,
+        trained_length=result.trained_length,
+        cache_dir=cache,
+        model_id=result.model.name,
+        progress=say,
+        position_distances=where,
         passkey=None if quick else _passkey(encode, result.target_length),
-    )  # fmt: skip
+    )
     return result.with_measurements({**measured, "mode": "quick" if quick else "full"})

@@ -1,14 +1,15 @@
 """Score context-extension strategies against the corpus's geometry at the target length.
 
 For each strategy (:mod:`posgeom.extension.strategies`) posgeom builds its lag kernel at the target
-length ``L`` (:mod:`posgeom.lags.kernels`: RoPE frequencies at ``seq_len = L`` from the one
-implementation of the rope types, ALiBi slopes, T5 buckets, the extended learned table) and
-scores it against the corpus's estimated lag geometry ``D`` (lags up to ``L - 1``, recommended
+length ``L`` (:func:`posgeom.lags.kernels.lag_vectors`: the model's family's own kernel, e.g. RoPE
+frequencies at ``seq_len = L`` from the one implementation of the rope types, ALiBi slopes, T5
+buckets, the extended learned table) and scores it against the corpus's estimated lag geometry ``D`` (lags up to ``L - 1``, recommended
 estimator) with every stress kind and the violation rate; with half-sample replicates every score
 gets a bootstrap interval and the ranking its stability (:func:`posgeom.uncertainty.bootstrap.
-bootstrap_scores`). RoPE strategies also get the rotation-phase metrics
-(:func:`posgeom.extension.fit.phase_report`) and, when a per-position corpus geometry is given,
-the stress of their position vectors against it (``position_*``). Strategies are ranked by
+bootstrap_scores`). A rotary family's strategies (:attr:`Family.rotary`: RoPE) also get the
+fitted per-plane factors, the rotation-phase metrics (:func:`posgeom.extension.fit.phase_report`),
+the forward-free predictors and the recommendation and, when a per-position corpus geometry is
+given, the stress of their position vectors against it (``position_*``). Strategies are ranked by
 ``rank_by`` of the lag geometry (default the scale-optimal stress: the shape; the attention factor
 only changes scale, so it shows in the paper stress only).
 """
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.encodings import family
 from posgeom.extension.model import ExtensionModel, parse_family_spec
 from posgeom.extension.result import ExtensionResult, StrategyScore
 from posgeom.extension.strategies import Strategy, enumerate_strategies, longrope_strategy
@@ -91,28 +93,19 @@ def lag_vectors(
     *,
     position_distances: Any = None,
 ) -> np.ndarray:
-    """The ``(m, d)`` lag kernel of ``strategy`` on ``model`` at ``target_length``."""
-    from posgeom.extension.learned import model_table
-    from posgeom.lags import kernels
+    """The ``(m, d)`` lag kernel of ``strategy`` on ``model`` at ``target_length`` (the model's
+    family's kernel, :func:`posgeom.lags.kernels.lag_vectors`)."""
+    from posgeom.lags.kernels import lag_vectors as family_lag_vectors
 
-    if model.family == "rope":
-        w, att = strategy.frequencies(model, target_length, model.trained_length)
-        return kernels.rope_lag_vectors(w, lags, attention_factor=att)
-    if model.family == "learned":
-        table = model_table(model, strategy.kind, target_length, position_distances)
-        return kernels.learned_lag_vectors(table, lags)
-    if model.family == "sinusoidal":
-        from posgeom.encodings.sinusoidal import sinusoidal_vectors
-
-        table = sinusoidal_vectors(np.arange(target_length), model.t5["d"], model.t5["base"])
-        return kernels.learned_lag_vectors(table, lags)
-    if model.family == "alibi":
-        return kernels.alibi_lag_vectors(model.slopes, lags)
-    if model.family == "t5":
-        keys = ("num_buckets", "max_distance", "bidirectional")
-        opts = {k: model.t5[k] for k in keys if k in model.t5}
-        return kernels.t5_lag_vectors(lags, bias=model.t5.get("bias"), **opts)
-    return kernels.nope_lag_vectors(lags)
+    return family_lag_vectors(
+        model.family,
+        model.params,
+        strategy,
+        lags,
+        trained_length=int(model.trained_length),
+        target_length=int(target_length),
+        position_distances=position_distances,
+    )
 
 
 def _lag_geometry(corpus: Any, model: ExtensionModel, target: int, opts: dict[str, Any]) -> Any:
@@ -147,9 +140,15 @@ def _fitted(
     l0 = int(model.trained_length)
     w0, _ = Strategy("base", "rope", "none", _default_params(model)).frequencies(model, l0, l0)
     fit = fit_factors(
-        w0, geo.lags, geo.distances, trained_length=l0, target_length=target, penalty=penalty,
-        constrained=True, use=None if use is None else use.weights,
-    )  # fmt: skip
+        w0,
+        geo.lags,
+        geo.distances,
+        trained_length=l0,
+        target_length=target,
+        penalty=penalty,
+        constrained=True,
+        use=None if use is None else use.weights,
+    )
     return longrope_strategy(
         model,
         l0,
@@ -165,7 +164,7 @@ def _fitted(
 
 
 def _default_params(model: ExtensionModel) -> dict[str, Any]:
-    keep = {"rope_type": "default", "rope_theta": model.rope_theta}
+    keep = {"rope_type": "default", "rope_theta": model.rope_parameters["rope_theta"]}
     if model.rope_parameters.get("partial_rotary_factor") is not None:
         keep["partial_rotary_factor"] = model.rope_parameters["partial_rotary_factor"]
     return keep
@@ -197,7 +196,7 @@ def _extras(model: ExtensionModel, strategy: Strategy, target: int, position: An
     from posgeom.extension.fit import phase_report
     from posgeom.lags.kernels import rope_lag_vectors
 
-    if model.family != "rope":
+    if not family(model.family).rotary:
         return {}
     l0 = int(model.trained_length)
     w0, _ = Strategy("own", "rope", "none", dict(model.rope_parameters)).frequencies(model, l0, l0)
@@ -251,13 +250,19 @@ def score_strategies(
     target = int(target_length)
     m = as_extension_model(model, trained_length)
     opts = {
-        "classes": classes, "embeddings": embeddings, "lags": lags, "replicates": replicates,
-        "estimator": estimator, "seed": seed, "rank_by": rank_by,
-    }  # fmt: skip
+        "classes": classes,
+        "embeddings": embeddings,
+        "lags": lags,
+        "replicates": replicates,
+        "estimator": estimator,
+        "seed": seed,
+        "rank_by": rank_by,
+    }
+    rotary = family(m.family).rotary
     chosen, notes = _usable(_choose(m, strategies, target), position_distances, target)
     geo = _lag_geometry(corpus, m, target, opts)
-    use = _read_use(plane_use) if m.family == "rope" else None
-    if fit and strategies is None and m.family == "rope":
+    use = _read_use(plane_use) if rotary else None
+    if fit and strategies is None and rotary:
         chosen.append(_fitted(m, geo, target, unseen_penalty, use))
     vectors = {
         s.name: lag_vectors(m, s, geo.lags, target, position_distances=position_distances)
@@ -278,7 +283,7 @@ def score_strategies(
     result = ExtensionResult.build(
         m, target, geo, rows, rank_by=rank_by, bootstrap=boot, notes=tuple(notes)
     )
-    return _recommended(result, use) if m.family == "rope" else result
+    return _recommended(result, use) if rotary else result
 
 
 def _read_use(plane_use: Any) -> Any:
@@ -298,9 +303,11 @@ def _recommended(result: ExtensionResult, use: Any) -> ExtensionResult:
 
     rope = [r for r in result.rows if r.strategy.rope_parameters is not None]
     values = predictor_values(
-        result.model, [r.strategy for r in rope], result.target_length,
+        result.model,
+        [r.strategy for r in rope],
+        result.target_length,
         None if use is None else use.weights,
-    )  # fmt: skip
+    )
     values = with_corpus(values, {r.name: r.scores[result.rank_by] for r in rope})
     rec = recommend(result, values)
     return result.with_recommendation(rec, values, None if use is None else use.summary())
@@ -349,6 +356,11 @@ def _choose(model: ExtensionModel, strategies: Any, target: int) -> list[Strateg
     if strategies is None:
         return enumerate_strategies(model, model.trained_length, target)
     items = given_strategies(strategies)
-    if model.family != "rope" and any(s.family == "rope" for s in items):
+    foreign = sorted({s.family for s in items if s.family != model.family})
+    if foreign == ["rope"]:
         raise PosgeomError(f"rope_parameters do not apply to a {model.family} model")
+    if foreign:
+        raise PosgeomError(
+            f"strategies of {', '.join(foreign)} do not apply to a {model.family} model"
+        )
     return items

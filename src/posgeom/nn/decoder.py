@@ -8,7 +8,8 @@ Architecture (pre-LN, GPT-style, no dropout, nothing tied), for token ids ``x`` 
 
 with the causal mask ``-inf`` above the diagonal (``(1, L, L)``), the blocks
 :class:`posgeom.nn.encoder.EncoderLayer` (GELU FFN of width ``d_ff``) and the position module
-one of: ``rope`` (:class:`~posgeom.nn.rotary.RotaryEmbedding` on queries and keys, head width
+built by the family ``position`` names (its ``decoder_module``, :mod:`posgeom.encodings._extension`;
+:func:`decoder_positions` lists the families that have one): ``rope`` (:class:`~posgeom.nn.rotary.RotaryEmbedding` on queries and keys, head width
 ``d / n_heads``, base ``rope_theta``), ``alibi`` (:class:`~posgeom.nn.alibi.ALiBiBias`, added to
 the logits under the mask), ``t5`` (:class:`~posgeom.nn.relative.T5RelativeBias`, unidirectional,
 ``t5_num_buckets`` / ``t5_max_distance``), ``learned`` (:class:`~posgeom.nn.position.
@@ -40,21 +41,31 @@ from torch import Tensor, nn
 
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom._validation import check_int, check_real
-from posgeom.nn.alibi import ALiBiBias, AttentionBias
+from posgeom.encodings import families, family
+from posgeom.encodings._extension import has_decoder_module
+from posgeom.nn.alibi import AttentionBias
 from posgeom.nn.encoder import EncoderLayer
 from posgeom.nn.io import read_tensors, write_tensors
-from posgeom.nn.position import (
-    LearnedPositionEmbedding,
-    PositionEmbedding,
-    SinusoidalPositionEmbedding,
-)
-from posgeom.nn.relative import T5RelativeBias
+from posgeom.nn.position import PositionEmbedding
 from posgeom.nn.rotary import RotaryEmbedding
 
-__all__ = ["DECODER_FORMAT", "CausalDecoder", "DecoderConfig", "load_decoder", "save_decoder"]
+__all__ = [
+    "DECODER_FORMAT",
+    "CausalDecoder",
+    "DecoderConfig",
+    "decoder_positions",
+    "load_decoder",
+    "save_decoder",
+]
 
 DECODER_FORMAT = "posgeom.decoder/1"
-POSITIONS = ("rope", "alibi", "t5", "learned", "sinusoidal", "nope")
+
+
+def decoder_positions() -> tuple[str, ...]:
+    """The families with a decoder position module (their ``decoder_module``), registry order."""
+    return tuple(name for name, fam in families().items() if has_decoder_module(fam))
+
+
 _LIMITS = {  # (least, most) of each size: a file declaring more is refused before allocating
     "vocab_size": (1, 1 << 20),
     "d_model": (1, 1 << 14),
@@ -85,9 +96,9 @@ class DecoderConfig:
     tokenizer: str = "bytes"
 
     def __post_init__(self) -> None:
-        if self.position not in POSITIONS:
+        if self.position not in decoder_positions():
             raise PosgeomError(
-                f"unknown position {self.position!r}; use one of {', '.join(POSITIONS)}"
+                f"unknown position {self.position!r}; use one of {', '.join(decoder_positions())}"
             )
         for name, (least, most) in _LIMITS.items():
             check_int(getattr(self, name), name, least, most)
@@ -109,33 +120,22 @@ class DecoderConfig:
 
     def weights_at_least(self) -> int:
         """A lower bound of the model's parameter count: embedding and head ``2 V d``, per layer
-        attention ``4 d^2`` and FFN ``2 d d_ff``, a learned or sinusoidal table ``L d`` (the
-        biases, norms and T5's small table are left out). Computed before anything is built."""
-        d, table = self.d_model, self.position in ("learned", "sinusoidal")
+        attention ``4 d^2`` and FFN ``2 d d_ff``, and what the position family says its module
+        stores (a learned or sinusoidal table ``L d``; the biases, norms and T5's small table are
+        left out). Computed before anything is built."""
+        d = self.d_model
         layers = self.n_layers * (4 * d * d + 2 * d * self.d_ff)
-        return 2 * self.vocab_size * d + layers + (self.trained_length * d if table else 0)
+        position = family(self.position).decoder_weights_at_least(self)
+        return 2 * self.vocab_size * d + layers + position
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
 
     def position_module(self, generator: torch.Generator | None = None) -> nn.Module | None:
-        """A freshly initialised position module of this configuration (``None``: NoPE)."""
-        n, d, h = self.trained_length, self.d_model, self.n_heads
-        if self.position == "rope":
-            return RotaryEmbedding(self.head_dim, self.rope_theta)
-        if self.position == "alibi":
-            return ALiBiBias(h)
-        if self.position == "t5":
-            return T5RelativeBias(
-                h, num_buckets=self.t5_num_buckets, max_distance=self.t5_max_distance,
-                bidirectional=False, generator=generator,
-            )  # fmt: skip
-        if self.position == "learned":
-            return LearnedPositionEmbedding(n, d, generator=generator)
-        if self.position == "sinusoidal":
-            return SinusoidalPositionEmbedding(n, d, self.sinusoidal_base)
-        return None
+        """A freshly initialised position module of this configuration, built by its family
+        (``decoder_module``; ``None``: NoPE)."""
+        return family(self.position).decoder_module(self, generator)
 
 
 class CausalDecoder(nn.Module):

@@ -1,0 +1,266 @@
+"""The extension side of a family: what ``posgeom extend`` and the posgeom decoder ask of it.
+
+:class:`Family` inherits :class:`Extension`. Every default means "this family has no extension":
+no spec for ``extend``, the one strategy ``none`` (run as trained), no lag kernel (``extend``
+refuses to score it, one line), nothing to apply to a model but ``none``, no decoder module. A
+family usable by ``extend`` overrides, in its own file:
+
+- the spec grammar: :attr:`Extension.spec_keys` (``key -> Interval``: ``extend
+  name:key=value,...``; ``max_position_embeddings`` is every family's, the trained length) and
+  :meth:`Extension.extension_params` (the spec's values, defaults filled in, as the family's
+  parameters);
+- where else parameters come from: :meth:`Extension.extension_from_config` (a transformers
+  configuration), :meth:`Extension.extension_from_mechanism` (a detected
+  :class:`~posgeom.encodings._registry.Mechanism`), :meth:`Extension.extension_from_decoder` (a
+  posgeom decoder's position module);
+- :meth:`Extension.strategies`: its :class:`Strategy` list at ``(L0, L)``;
+- :meth:`Extension.lag_vectors`: its lag kernel, ``(m, k)`` vectors ``v_lag`` of one strategy at
+  the target length (:mod:`posgeom.lags.kernels` asks for it), whose distances
+  ``||v_lag - v_lag'||`` are scored against the corpus's lag geometry;
+- how a strategy reaches a model: :meth:`Extension.can_apply`, :meth:`Extension.apply_to_transformers`
+  (RoPE: the config's ``rope_parameters``), :meth:`Extension.decoder_strategy_module`;
+- the decoder's position module: :meth:`Extension.decoder_module`.
+
+``encodings`` sits below ``lags``, ``nn`` and ``extension`` (``tests/test_layers.py``): the
+formulas live here and in the family files, torch modules are named by import path
+(:meth:`Extension.torch_object`), never imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from numbers import Integral
+from typing import Any, ClassVar
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom._validation import Interval
+
+__all__ = [
+    "APPLY_TARGETS",
+    "SPEC_LENGTH",
+    "Extension",
+    "ExtensionContext",
+    "Strategy",
+    "can_extend",
+    "check_lags",
+    "has_decoder_module",
+    "jsonable_parameters",
+]
+
+#: the range of ``max_position_embeddings`` in every family spec (the trained length ``L0``)
+SPEC_LENGTH = Interval(Integral, 1, None)
+#: what a strategy is applied to: a transformers causal LM, a posgeom ``CausalDecoder``
+APPLY_TARGETS = ("transformers", "decoder")
+
+
+def check_lags(lags: Any) -> np.ndarray:
+    """``lags`` as a non-empty 1-D int64 array of non-negative integers, or one line."""
+    arr = np.asarray(lags)
+    if arr.ndim != 1 or arr.size < 1 or not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0:
+        raise PosgeomError(f"lags must be a 1-D array of non-negative integers, got {lags!r}")
+    return arr.astype(np.int64)
+
+
+def jsonable_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with arrays, tuples and numpy scalars as JSON values (lists, floats)."""
+    out: dict[str, Any] = {}
+    for k, v in params.items():
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
+        elif isinstance(v, (list, tuple)):
+            v = [float(x) for x in v]
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out[k] = v
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Strategy:
+    """One extension strategy: ``name`` (unique in a run), ``family`` (the registry name of the
+    family it belongs to), ``kind`` (``"none"``: the model as trained; the family's own kinds,
+    e.g. ``linear``, ``yarn``, ``clamp``), ``rope_parameters`` (RoPE only: what goes into a
+    transformers ``config.json``, transformers 5 spelling), ``description`` and ``options``
+    (any other parameters of the family's kind)."""
+
+    name: str
+    family: str
+    kind: str
+    rope_parameters: Mapping[str, Any] | None = None
+    description: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def frequencies(
+        self, model: Any, seq_len: int, trained_length: int
+    ) -> tuple[np.ndarray, float]:
+        """``(inv_freq (F,), attention_factor)`` at ``seq_len`` of a RoPE strategy on ``model``
+        (an ``ExtensionModel`` or RoPE parameters with ``head_dim``), by the one implementation of
+        the rope types (:func:`posgeom.encodings.rope_types.rope_frequencies`, ``context = L0``)."""
+        from posgeom.encodings.rope_types import rope_frequencies, rope_type_of
+
+        if self.rope_parameters is None:
+            raise PosgeomError(f"strategy {self.name!r} has no rope parameters")
+        head_dim = model["head_dim"] if isinstance(model, Mapping) else model.params["head_dim"]
+        p = dict(self.rope_parameters)
+        return rope_frequencies(
+            rope_type_of(p),
+            int(head_dim),
+            float(p["rope_theta"]),
+            p,
+            seq_len=int(seq_len),
+            context=int(trained_length),
+        )
+
+    def config_changes(self, trained_length: int, target_length: int) -> dict[str, Any]:
+        """The ``config.json`` keys to set besides ``rope_parameters``: ``max_position_embeddings
+        = L`` (transformers expects ``original_max_position_embeddings < max_position_embeddings``),
+        except for dynamic NTK, which reads ``max_position_embeddings`` as the trained length."""
+        if self.rope_parameters is None:
+            return {}
+        dynamic = self.rope_parameters.get("rope_type") == "dynamic"
+        return {"max_position_embeddings": int(trained_length if dynamic else target_length)}
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "family": self.family, "kind": self.kind}
+        if self.rope_parameters is not None:
+            out["rope_parameters"] = jsonable_parameters(self.rope_parameters)
+        if self.options:
+            out["options"] = jsonable_parameters(self.options)
+        out["description"] = self.description
+        return out
+
+
+@dataclass(frozen=True)
+class ExtensionContext:
+    """Where a strategy runs: ``trained_length`` ``L0``, ``target_length`` ``L`` and, when known,
+    ``position_distances``, the corpus's ``(L, L)`` per-position geometry (or an estimate of it;
+    the Gower extension of a learned table needs it)."""
+
+    trained_length: int
+    target_length: int
+    position_distances: Any = None
+
+
+class Extension:
+    """The extension protocol of a family (module docstring); every default is "no extension".
+
+    ``spec_keys``: ``key -> Interval`` of its ``extend`` spec (``None``: no spec, e.g. learned
+    tables, which come from a model); ``spec_example``: one spec for messages; ``rotary``: its
+    strategies carry RoPE frequencies, so ``extend`` adds the frequency-based analyses of
+    :mod:`posgeom.extension` (the fitted factors, phase metrics, forward-free predictors and the
+    recommendation).
+    """
+
+    name: ClassVar[str] = ""
+    spec_keys: ClassVar[Mapping[str, Interval] | None] = None
+    spec_example: ClassVar[str] = ""
+    rotary: ClassVar[bool] = False
+
+    # ------------------------------------------------------------------ parameters
+    def extension_params(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """The family's parameters from a spec's checked values (defaults filled in)."""
+        return dict(spec)
+
+    def check_extension_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` normalised, or :class:`PosgeomError` (one line) when they cannot hold."""
+        return dict(params)
+
+    def extension_from_config(self, config: Any, model: Any = None) -> dict[str, Any] | None:
+        """Parameters read from a transformers configuration (and its ``model``), or ``None``."""
+        return None
+
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any] | None:
+        """Parameters of a detected :class:`Mechanism` of this family, or ``None``."""
+        return None
+
+    def extension_from_decoder(self, module: Any) -> dict[str, Any]:
+        """Parameters of this family's trained decoder position ``module``."""
+        raise PosgeomError(f"family {self.name!r} has no posgeom decoder position module")
+
+    def default_trained_length(self, params: Mapping[str, Any]) -> int | None:
+        """The trained length the parameters imply (a table's rows), or ``None``."""
+        return None
+
+    def extension_summary(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The JSON summary of ``params`` (arrays as their values)."""
+        return jsonable_parameters(params)
+
+    # ------------------------------------------------------------------ strategies, kernel
+    def strategies(
+        self, params: Mapping[str, Any], trained_length: int, target_length: int
+    ) -> list[Strategy]:
+        """The strategies at ``(L0, L)``: by default ``none``, the model as it is."""
+        return [Strategy("none", self.name, "none", None, f"{self.name} as it is")]
+
+    def lag_vectors(
+        self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
+    ) -> np.ndarray:
+        """``(m, k)`` float64 lag vectors of ``strategy`` at ``ctx.target_length``."""
+        raise PosgeomError(
+            f"family {self.name!r} has no lag kernel, so extend cannot score it; give its family "
+            "a lag_vectors method (docs/ARCHITECTURE.md, 'Adding a positional family')"
+        )
+
+    # ------------------------------------------------------------------ applying a strategy
+    def can_apply(self, strategy: Strategy, target: str) -> bool:
+        """Whether ``strategy`` can be run on a ``target`` (:data:`APPLY_TARGETS`) model: by
+        default only ``none``, which changes nothing."""
+        return strategy.kind == "none"
+
+    def check_apply(self, strategy: Strategy, target: str) -> None:
+        """:class:`PosgeomError` (one line) unless :meth:`can_apply`."""
+        if strategy.family != self.name:
+            raise PosgeomError(
+                f"strategy {strategy.name!r} is for {strategy.family}, the model is {self.name}"
+            )
+        if not self.can_apply(strategy, target):
+            raise PosgeomError(
+                f"strategy {strategy.name!r} of family {self.name} cannot be measured on a "
+                f"{target} model ({self.name} cannot apply it there); measure without it"
+            )
+
+    def apply_to_transformers(
+        self, model: Any, strategy: Strategy, ctx: ExtensionContext
+    ) -> Callable[[], None] | None:
+        """Apply ``strategy`` to a transformers causal LM in place; returns what puts the model's
+        own back (``None``: nothing was changed)."""
+        self.check_apply(strategy, "transformers")
+        return None
+
+    def decoder_strategy_module(
+        self, params: Mapping[str, Any], strategy: Strategy, trained: Any, ctx: ExtensionContext
+    ) -> Any:
+        """The decoder position module that runs ``strategy`` (``trained``: the decoder's own)."""
+        self.check_apply(strategy, "decoder")
+        return trained
+
+    # ------------------------------------------------------------------ the decoder
+    def decoder_module(self, config: Any, generator: Any = None) -> Any:
+        """A fresh position module of a posgeom ``DecoderConfig`` (``generator``: a
+        ``torch.Generator`` for random initialisations)."""
+        raise PosgeomError(f"family {self.name!r} has no posgeom decoder position module")
+
+    def decoder_weights_at_least(self, config: Any) -> int:
+        """Numbers its decoder module stores (a lower bound, checked before loading a file)."""
+        return 0
+
+    @staticmethod
+    def torch_object(path: str) -> Any:
+        """The object named ``"module:name"`` (imported on demand; ``encodings`` never imports
+        ``nn``)."""
+        module, _, name = path.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+def has_decoder_module(fam: Extension) -> bool:
+    """Whether ``fam`` gives the posgeom decoder a position module (overrides it)."""
+    return type(fam).decoder_module is not Extension.decoder_module
+
+
+def can_extend(fam: Extension) -> bool:
+    """Whether ``extend`` can score ``fam`` (it has a lag kernel)."""
+    return type(fam).lag_vectors is not Extension.lag_vectors
