@@ -159,3 +159,28 @@ def test_short_context_losses_and_passkey_against_direct_forwards():
     assert out["passkey_logprob"] == pytest.approx(direct.mean())
     hit = bool((logp[answer - 1].argmax(-1).numpy() == prompt[answer]).all())
     assert out["passkey_retrieved"] == float(hit)
+
+
+def test_a_strategy_its_family_cannot_apply_is_refused_not_measured_as_none(tmp_path):
+    """Issue 25: a strategy of a family that cannot apply it to the model (an ALiBi slope change,
+    a learned table's clamp on a transformers model) was scored, then measured as the model's
+    own; now it is one line before any forward, and nothing is stored."""
+    from posgeom._errors import PosgeomError
+    from posgeom.extension import Strategy
+    from posgeom.nn.decoder import CausalDecoder, DecoderConfig
+
+    alibi = CausalDecoder(DecoderConfig(position="alibi", trained_length=L0), seed=0).eval()
+    cases = [
+        (_model(), Strategy("halved", "alibi", "halve-slopes"), "transformers"),
+        (_model(), Strategy("clamp", "learned", "clamp"), "transformers"),
+        (alibi, Strategy("halved", "alibi", "halve-slopes"), "decoder"),
+    ]
+    for i, (model, strategy, target) in enumerate(cases):
+        cache = tmp_path / f"cache{i}"
+        message = f"of family {strategy.family} cannot be measured on a {target} model"
+        with pytest.raises(PosgeomError, match=message):
+            measure_strategies(model, [strategy], _windows(), trained_length=L0, cache_dir=cache)
+        assert not [p for p in cache.glob("*.json") if p.name != "posgeom-manifest.json"]
+    none = Strategy("none", "alibi", "none")  # what the family can run: the model as it is
+    got = measure_strategies(alibi, [none], _windows(), trained_length=L0, cache_dir=tmp_path / "n")
+    assert got["strategies"][0]["name"] == "none" and got["strategies"][0]["windows"] == 2

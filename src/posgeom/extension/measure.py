@@ -150,6 +150,78 @@ def _stored(
     return got
 
 
+def _check_supported(runner: Any, strategies: Sequence[Strategy]) -> None:
+    """One line, before any forward, for a strategy the model's family cannot apply (it is
+    never measured as ``none``)."""
+    for s in strategies:
+        if not runner.supports(s):
+            family(s.family).check_apply(s, runner.target)  # its family's own line
+            raise PosgeomError(
+                f"strategy {s.name!r} ({s.family}) does not apply to this {runner.target} model"
+            )
+
+
+class _Session:
+    """One measurement: the cache, the runner, the digest of the model (``model_id`` and the
+    runner's weights) and the progress."""
+
+    def __init__(
+        self, cache: WorkFolder, runner: Any, model_id: str, trained_length: int, steps: _Progress
+    ) -> None:
+        self.cache, self.runner, self.steps = cache, runner, steps
+        self.ident = (model_id, *((runner.identity,) if runner.identity else ()))
+        self.trained_length = trained_length
+
+    def strategy(
+        self, s: Strategy, windows: Sequence[np.ndarray], target: int, passkey: Any
+    ) -> tuple[dict[str, Any], list[dict]]:
+        """``(row, per-window parts)`` of strategy ``s`` (applied only when something is not
+        cached yet)."""
+        from posgeom.extension.outcomes import passkey_outcome
+
+        keys = [_digest(*self.ident, s.summary(), np.asarray(w).tolist()) for w in windows]
+        todo = [k for k in keys if _cached(self.cache, f"{k}.json") is None]
+        if todo or (passkey is not None and not _cached(self.cache, f"{keys[0]}.passkey.json")):
+            self.runner.apply(s, self.trained_length, target)
+        parts = [
+            _stored(
+                self.cache,
+                f"{k}.json",
+                lambda w=w: window_losses(self.runner, w, self.trained_length),
+                self.steps,
+                f"strategy {s.name}, window {i + 1}",
+            )
+            for i, (k, w) in enumerate(zip(keys, windows, strict=True))
+        ]
+        row = _aggregate(s.name, parts)
+        if passkey is not None:
+            row.update(
+                _stored(
+                    self.cache,
+                    f"{keys[0]}.passkey.json",
+                    lambda: passkey_outcome(self.runner, *passkey),
+                    self.steps,
+                    f"passkey, strategy {s.name}",
+                )
+            )
+        return row, parts
+
+    def short_context(self, i: int, window: np.ndarray) -> np.ndarray:
+        """The unscaled model's short-context losses on ``window`` (the key-token reference:
+        ``L0/2`` tokens of context, blocks of ``L0/4``)."""
+        from posgeom.extension.outcomes import short_context_losses
+
+        l0 = self.trained_length
+        key = _digest(*self.ident, "short", np.asarray(window).tolist())
+
+        def compute() -> dict[str, list[float]]:
+            losses = short_context_losses(self.runner, window, l0, l0 // 2, block=max(l0 // 4, 1))
+            return {"losses": [float(x) for x in losses]}
+
+        what = f"short-context reference, window {i + 1}"
+        return np.asarray(_stored(self.cache, f"{key}.json", compute, self.steps, what)["losses"])
+
+
 def measure_strategies(
     model: Any,
     strategies: Sequence[Strategy],
@@ -169,8 +241,6 @@ def measure_strategies(
     the unscaled model's short-context losses are one more item per window); ``passkey``
     (``(ids, answer positions)``, :func:`~posgeom.extension.outcomes.passkey_ids`) one passkey
     prompt per strategy."""
-    from posgeom.extension.outcomes import passkey_outcome, short_context_losses
-
     if not windows:
         raise PosgeomError("no held-out window to measure on; give more held-out text")
     target = int(max(len(w) for w in windows))
@@ -180,49 +250,19 @@ def measure_strategies(
         else WorkFolder.open(cache_dir, kind=MEASURE_KIND, option="window cache")
     )
     runner = runner_for(model, position_distances)
-    for s in strategies:  # refused before any forward, never measured as "none"
-        if not runner.supports(s):
-            family(s.family).check_apply(s, runner.target)  # its family's own line
-            raise PosgeomError(
-                f"strategy {s.name!r} ({s.family}) does not apply to this {runner.target} model"
-            )
-    ident = (runner.identity,) if runner.identity else ()
+    _check_supported(runner, strategies)
     long = target > trained_length and min(len(w) for w in windows) > trained_length
     total = len(strategies) * (len(windows) + (passkey is not None)) + long * len(windows)
-    steps = _Progress(total, progress)
+    run = _Session(cache, runner, model_id, int(trained_length), _Progress(total, progress))
     out, parts_by = [], {}
     try:
         for s in strategies:
-            keys = [_digest(model_id, *ident, s.summary(), np.asarray(w).tolist()) for w in windows]
-            todo = [i for i, k in enumerate(keys) if _cached(cache, f"{k}.json") is None]
-            if todo or (passkey is not None and not _cached(cache, f"{keys[0]}.passkey.json")):
-                runner.apply(s, trained_length, target)
-            parts = [
-                _stored(cache, f"{k}.json",
-                        lambda w=w: window_losses(runner, w, trained_length), steps,
-                        f"strategy {s.name}, window {i + 1}")
-                for i, (k, w) in enumerate(zip(keys, windows, strict=True))
-            ]  # fmt: skip
-            row = _aggregate(s.name, parts)
-            if passkey is not None:
-                got = _stored(cache, f"{keys[0]}.passkey.json",
-                              lambda: passkey_outcome(runner, *passkey), steps,
-                              f"passkey, strategy {s.name}")  # fmt: skip
-                row.update(got)
+            row, parts_by[s.name] = run.strategy(s, windows, target, passkey)
             out.append(row)
-            parts_by[s.name] = parts
         extra: dict[str, Any] = {}
         if long and out:
             runner.restore()
-            ctx, block = trained_length // 2, max(trained_length // 4, 1)
-            short = [
-                np.asarray(_stored(
-                    cache, f"{_digest(model_id, *ident, 'short', np.asarray(w).tolist())}.json",
-                    lambda w=w: {"losses": [float(x) for x in short_context_losses(
-                        runner, w, trained_length, ctx, block=block)]},
-                    steps, f"short-context reference, window {i + 1}")["losses"])
-                for i, w in enumerate(windows)
-            ]  # fmt: skip
+            short = [run.short_context(i, w) for i, w in enumerate(windows)]
             extra = _key_tokens(out, parts_by, short)
     finally:
         runner.restore()
