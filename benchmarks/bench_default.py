@@ -1,8 +1,8 @@
 """The default command at scale (issue 15): posgeom's whole `posgeom geometry` and its MDS step
 against the peer's MDS, both estimators, whole processes one after another.
 
-    python benchmarks/bench_default.py                 # n = 1,024, 8,192 and 131,072
-    python benchmarks/bench_default.py --sizes 1024    # one size
+    python -m benchmarks.bench_default                 # n = 1,024, 8,192 and 131,072
+    python -m benchmarks.bench_default --sizes 1024    # one size
 
 Every measurement is one fresh process run under ``/usr/bin/time`` (wall time and the kernel's
 peak resident memory of the whole process: interpreter, imports, loading the counts included):
@@ -19,7 +19,7 @@ peak resident memory of the whole process: interpreter, imports, loading the cou
                  comparison table, heads, rank curve 1..16, stationarity; sampled above
                  n = 2,048)
 
-Counts: n = 1,024 and 8,192 are the synthetic Zipf counts of ``bench_geometry.zipf_counts``
+Counts: n = 1,024 and 8,192 are the synthetic Zipf counts of ``benchmarks.workloads.zipf_counts``
 (V = 30,522); n = 131,072 is the IMDB long-context corpus of ``bench_scale`` (44 documents of
 131,072 words, V = 50,000), where the peers cannot run (an n x n float64 is 128 GiB).
 """
@@ -37,10 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-CACHE = HERE / ".cache"
-sys.path.insert(0, str(HERE))
+from benchmarks.harness import CACHE, ROOT
 
 PEER = """
 import sys, numpy as np, scipy.sparse as sp
@@ -71,12 +68,11 @@ print(classical_mds(data, 64).eigenvalues[:3])
 
 
 def synthetic_counts(n: int) -> Path:
-    """``bench_geometry.zipf_counts(n)`` as a PositionCounts file (what `posgeom geometry` reads)."""
+    """``benchmarks.workloads.zipf_counts(n)`` as a PositionCounts file (what `posgeom geometry` reads)."""
     path = CACHE / f"zipf_counts_{n}.npz"
     if path.exists():
         return path
-    from bench_geometry import zipf_counts
-
+    from benchmarks.workloads import zipf_counts
     from posgeom.corpus.counting import PositionCounts
 
     c = zipf_counts(n).astype(np.int64)
@@ -94,7 +90,7 @@ def synthetic_counts(n: int) -> Path:
 
 def counts_for(n: int) -> Path:
     if n == 131_072:
-        import bench_scale
+        from benchmarks import bench_scale
 
         return bench_scale.long_counts_path()
     return synthetic_counts(n)

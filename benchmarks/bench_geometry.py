@@ -1,7 +1,7 @@
 """Geometry + MDS: posgeom against peer pipelines, in one run; writes docs/BENCHMARKS.md.
 
-    python benchmarks/bench_geometry.py              # full run (about 10-15 minutes on 2 cores)
-    python benchmarks/bench_geometry.py --quick      # n = 512 and 2048 only, no long context
+    python -m benchmarks.bench_geometry              # full run (about 10-15 minutes on 2 cores)
+    python -m benchmarks.bench_geometry --quick      # n = 512 and 2048 only, no long context
 
 Peers, on the same counts (Zipfian, sparse, V = 30,522, the BERT vocabulary size):
   Hellinger:  scipy.spatial.distance.pdist on the dense sqrt-probability matrix, and a dense
@@ -27,43 +27,14 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-CACHE = HERE / ".cache"
-SHARED = ROOT.parent / "shared" / "data"
-VOCAB = 30522
+from benchmarks.harness import CACHE, ROOT, measure_here, run_isolated
+from benchmarks.harness import DATA as SHARED
+from benchmarks.workloads import VOCAB, zipf_counts
+
 COMPONENTS = 64
-sys.path.insert(0, str(HERE))
-from _measure import measure_here, run_isolated  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- data
-def zipf_counts(n: int, vocab: int = VOCAB, seed: int = 0) -> sp.csr_matrix:
-    """Realistic positional counts: Zipf(1.1) tokens, a head whose mix drifts with position, and
-    samples per position decaying like the lengths of a document corpus (3000 at position 0)."""
-    rng = np.random.default_rng(seed)
-    base = 1.0 / np.arange(1, vocab + 1) ** 1.1
-    base /= base.sum()
-    head = 300
-    mix = rng.dirichlet(np.full(head, 0.3), size=4)
-    rows, cols, vals = [], [], []
-    for i in range(n):
-        t = i / max(1, n - 1)
-        weights = np.array([1 - t, t, np.sin(np.pi * t) ** 2, 0.5]) + 1e-3
-        q = base.copy()
-        q[:head] = 0.5 * base[:head] + 0.5 * (weights / weights.sum()) @ mix * base[:head].sum()
-        q /= q.sum()
-        total = max(8, int(3000 * np.exp(-3.0 * t)))
-        c = rng.multinomial(total, q)
-        nz = np.flatnonzero(c)
-        rows.append(np.full(nz.size, i))
-        cols.append(nz)
-        vals.append(c[nz])
-    return sp.csr_matrix(
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, vocab)
-    )
-
-
 def counts_path(n: int) -> Path:
     path = CACHE / f"zipf_{n}.npz"
     if not path.exists():
@@ -192,7 +163,7 @@ def geometry_benchmark(sizes: list[int], cap: float) -> list[dict]:
             elif task == "peer_smacof" and n > 2048:
                 res[task] = {"seconds": None, "peak_bytes": None, "note": "skipped above n = 2048"}
             else:
-                res[task] = run_isolated("bench_geometry", task, {"n": n}, timeout=cap)
+                res[task] = run_isolated("benchmarks.bench_geometry", task, {"n": n}, timeout=cap)
             print(
                 f"  {task:20s} {fmt_s(res[task]['seconds']):>10s} {fmt_mb(res[task]['peak_bytes']):>9s}"
                 f" {res[task].get('note', '')}",
@@ -265,7 +236,7 @@ def write_page(geo, counting, long_ctx, extra_sections, path: Path) -> None:
     lines = [
         "# Benchmarks",
         "",
-        f"Measured by `python benchmarks/bench_geometry.py` on {time.strftime('%Y-%m-%d')}, "
+        f"Measured by `python -m benchmarks.bench_geometry` on {time.strftime('%Y-%m-%d')}, "
         f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores, Python "
         f"{platform.python_version()}. Every number comes from the same run; each measurement runs "
         "in a fresh process, and peak memory is the kernel's high-water mark above that process's "
@@ -341,7 +312,8 @@ def model_overhead_section() -> list[str]:
     print("\n== layer-wise signal overhead (bench_models.py)", flush=True)
     doc = ROOT / "docs" / "MODEL_ANALYSIS.md"
     out = subprocess.run(
-        [sys.executable, str(HERE / "bench_models.py"), "--markdown", str(doc)],
+        [sys.executable, "-m", "benchmarks.bench_models", "--markdown", str(doc)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
     )
@@ -369,12 +341,12 @@ def main() -> None:
     long_ctx = None
     extra = []
     if not args.quick:
-        import bench_scale
+        from benchmarks import bench_scale
 
         long_ctx = bench_scale.long_context_section()
         extra.append(bench_scale.dask_section())
         extra.append(model_overhead_section())
-        import bench_default
+        from benchmarks import bench_default
 
         extra.append(
             bench_default.default_section(

@@ -17,7 +17,7 @@ then ``--repeats`` rounds in interleaved order; the median wall time of each is 
 ``signal / plain`` (target: at most 1.10). ``--markdown FILE`` replaces the section between
 ``<!-- bench_models:begin -->`` and ``<!-- bench_models:end -->`` in FILE (appends it if absent).
 
-Run: ``python benchmarks/bench_models.py --markdown docs/MODEL_ANALYSIS.md``
+Run: ``python -m benchmarks.bench_models --markdown docs/MODEL_ANALYSIS.md``
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         BEGIN,
         "## Cost: overhead of the layer-wise signal over a plain forward pass",
         "",
-        f"`python benchmarks/bench_models.py --sentences {args.sentences} -n {args.n} "
+        f"`python -m benchmarks.bench_models --sentences {args.sentences} -n {args.n} "
         f"--batch-size {args.batch_size} --repeats {args.repeats} --threads {args.threads}`",
         "",
         f"all-MiniLM-L6-v2, {len(seqs)} SST-2 sentences ({n_tokens} tokens, sorted by length, "

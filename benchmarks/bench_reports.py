@@ -1,6 +1,6 @@
 """Report benchmark (issue 12): render time and size of the HTML report of a ``compare`` run.
 
-    python benchmarks/bench_reports.py [n ...]      # default: 512 8192
+    python -m benchmarks.bench_reports [n ...]      # default: 512 8192
 
 For each ``n``: a synthetic three-regime corpus of ``n`` positions (``posgeom.synthetic``,
 600 sequences, vocabulary 64) is compared with ``compare_encodings`` (above n = 1024, to keep the
@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import posgeom
+from benchmarks.harness import names
 from posgeom.reports.figures import HEATMAP_MAX
 
 
@@ -60,9 +61,6 @@ def measure(n: int) -> dict:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _cli import names
-
     sizes = names(
         __doc__, sys.argv[1:], metavar="n", help="positions (default: 512 8192)", type=int
     )

@@ -2,25 +2,22 @@
 
 Used by bench_geometry.py (sections of docs/BENCHMARKS.md); runnable alone:
 
-    python benchmarks/bench_scale.py
+    python -m benchmarks.bench_scale
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-CACHE = HERE / ".cache"
-SHARED = HERE.parent.parent / "shared" / "data"
+from benchmarks.harness import CACHE, measure_here, run_isolated
+from benchmarks.harness import DATA as SHARED
+
 N_LONG = 131_072
 VOCAB_LONG = 50_000
-sys.path.insert(0, str(HERE))
-from _measure import measure_here, run_isolated  # noqa: E402
 
 
 def long_counts_path() -> Path:
@@ -77,7 +74,7 @@ def run_task(task: str, params: dict) -> dict:
 def long_context_section() -> list[str]:
     print(f"\n== long context: n = {N_LONG:,}, V = {VOCAB_LONG:,}", flush=True)
     long_counts_path()
-    r = run_isolated("bench_scale", "long", {}, timeout=900)
+    r = run_isolated("benchmarks.bench_scale", "long", {}, timeout=900)
     print(f"  {r}", flush=True)
     nn_bytes = 8 * N_LONG * N_LONG
     if r.get("seconds") is None:

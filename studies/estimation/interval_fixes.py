@@ -1,9 +1,9 @@
 """Candidate fixes for the coverage of the Euclidean estimate's intervals (docs/ESTIMATION.md).
 
-    python benchmarks/bench_interval_fixes.py              # 10 corpora x 40 half-samples
-    python benchmarks/bench_interval_fixes.py --corpora 3  # a smoke run
+    python -m studies.estimation.interval_fixes              # 10 corpora x 40 half-samples
+    python -m studies.estimation.interval_fixes --corpora 3  # a smoke run
 
-The coverage study of ``bench_estimators.py`` (the two target regimes: V = 30,000, Zipf 1.05 and
+The coverage study of ``python -m studies.estimation`` (the two target regimes: V = 30,000, Zipf 1.05 and
 1.1, drift, 48 positions, 3,000 -> 300 samples per position) found the default Euclidean estimate
 of the corrected estimator covering the true full-vocabulary ``D_ij`` at 0.87-0.91 and the paper
 stress at 0.39-0.60. This script tries the ways the replicates could be estimated instead, all
@@ -28,15 +28,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import bench_estimators as be  # noqa: E402
+from studies.estimation import common as be
+from studies.estimation.real_population import coarse_truth
 
 VARIANTS = ("default", "raw", "fixed_rank", "tau_x2", "tau_same", "psd", "trace_anchor")
 
@@ -111,7 +108,7 @@ def run(regime: int, corpora: int, replicates: int, resolution: str) -> dict:
         pairs = [variants(boot.replicate(b), resolution, info) for b in range(replicates)]
         reps = [p for p, _ in pairs]
         scale.append([*info["scale"], *np.mean([q["scale"] for _, q in pairs], axis=0)])
-        truth = full_truth if resolution == "full" else be._coarse_truth(mu, info["class_map"])
+        truth = full_truth if resolution == "full" else coarse_truth(mu, info["class_map"])
         scale[-1].append(float(np.sum(truth**2) / (2 * n)))  # the truth's trace(B)
         true_s = scores(truth[iu])
         for v in VARIANTS:

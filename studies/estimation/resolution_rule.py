@@ -1,10 +1,10 @@
 """Can any rule for ``resolution="auto"`` meet issue 16's targets at 1,000 sequences?
 
-    python benchmarks/bench_resolution_rule.py          # writes docs/estimation/resolution_rule.json
+    python -m studies.estimation.resolution_rule          # writes docs/estimation/resolution_rule.json
 
 Issue 16's targets for the auto resolution on subsamples of m = 1,000 sequences: Spearman >= 0.9
 of the estimated D with the truth, Kendall tau >= 0.8 for the ranking of 8 encodings. The
-real-population benchmark (``bench_estimators.py --real``) measured c = 1 (today's rule) at 0.47 to
+real-population benchmark (``python -m studies.estimation --real``) measured c = 1 (today's rule) at 0.47 to
 0.88. A rule of the form "keep the top K tokens" can do no better than the best K, so this script
 measures, per population and subsample, the corrected (default Euclidean) estimate at every K of a
 fine grid (the oracle rule: the K that is best against the truth, which no rule can know), the
@@ -18,12 +18,12 @@ thresholds c of the count rule, and two limits that no rule moves:
   (how well the population itself pins its geometry down).
 
 The thresholds ``c`` run with the rule's other defaults: since issue 24 those add frequency bands
-of the rest and a reference position (``bench_resolution_classes.py`` compares that rule with
+of the rest and a reference position (:mod:`studies.estimation.resolution_classes` compares that rule with
 the ``top:K`` rule this study measured on 2026-12-01, on the same populations and subsamples).
 
 Populations, tokenizers, positions (the first 64 reached by >= 25% of sequences) and the truth
 (the population's Hellinger chords on the estimate's classes, computed in numpy) are those of
-``_real_population.py``; the texts are cut to their first 1,000 characters before tokenizing
+:mod:`studies.estimation.real_population`; the texts are cut to their first 1,000 characters before tokenizing
 (the first 64 tokens are unchanged: cached as ``cut_*`` next to the benchmark's own cache).
 """
 
@@ -33,54 +33,16 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _real_population as real  # noqa: E402
-from _cli import names  # noqa: E402
-from bench_estimators import OUT, encodings, quality  # noqa: E402
+from benchmarks.harness import names
+from studies.estimation import real_population as real
+from studies.estimation.common import OUT, encodings, quality, spearman
+from studies.estimation.real_population import CUT_POPULATIONS, SUBSAMPLES, M, kept_population
 
-M = 1000
-SUBSAMPLES = 3
 GRID = (3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000)
 COUNTS = (0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
-POPULATIONS = [p for p in real.POPULATIONS if p[2] != "char"] + [
-    ("IMDB, characters", "imdb", "char")
-]
-
-
-def _population(corpus: str, tokenizer: str) -> np.ndarray:
-    path = real.CACHE / f"cut_population_{corpus}_{tokenizer}_{real.N_POSITIONS}.npy"
-    if path.exists():
-        return np.load(path, allow_pickle=False)
-    texts = [t[:1000] for t in real.CORPORA[corpus]()]
-    tok = real._tokenizer(tokenizer, texts)
-    out = np.full((len(texts), real.N_POSITIONS), -1, dtype=np.int32)
-    for lo in range(0, len(texts), 2000):
-        for k, ids in enumerate(tok.encode_batch(texts[lo : lo + 2000])):
-            ids = ids[: real.N_POSITIONS]
-            out[lo + k, : len(ids)] = ids
-    real.CACHE.mkdir(exist_ok=True)
-    np.save(path, out)
-    return out
-
-
-def kept_population(corpus: str, tokenizer: str) -> tuple[np.ndarray, int, int, object]:
-    """``(tokens, n, vocab, counts)``: the cut population on its kept positions and its counts."""
-    tokens = _population(corpus, tokenizer)
-    n = real.kept_positions(tokens)
-    tokens = tokens[:, :n]
-    vocab = int(tokens.max()) + 1
-    return tokens, n, vocab, real.counts_of(tokens, vocab)
-
-
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    from scipy.stats import spearmanr
-
-    return float(spearmanr(a, b).statistic) if a.std() > 0 and b.std() > 0 else 0.0
 
 
 def _one(label: str, corpus: str, tokenizer: str) -> dict:
@@ -110,8 +72,8 @@ def _one(label: str, corpus: str, tokenizer: str) -> dict:
                     "resolution": est.resolution,
                     "spearman": q["rank_corr"],
                     "tau": q["kendall_tau"],
-                    "retest": _spearman(est.distances[iu], np.asarray(other.distances)[iu]),
-                    "truth_halves": _spearman(t0, t1),
+                    "retest": spearman(est.distances[iu], np.asarray(other.distances)[iu]),
+                    "truth_halves": spearman(t0, t1),
                 }
             )
     out = {}
@@ -146,7 +108,7 @@ def main() -> None:
     only = names(
         __doc__, sys.argv[1:], metavar="TOKENIZER", help="populations to run (default: all)"
     )
-    for label, corpus, tokenizer in POPULATIONS:
+    for label, corpus, tokenizer in CUT_POPULATIONS:
         if only and tokenizer not in only:
             continue
         res["populations"][label] = _one(label, corpus, tokenizer)

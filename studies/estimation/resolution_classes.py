@@ -1,7 +1,7 @@
 """A resolution that keeps the signal (issue 24 item 1): the auto rule with a reference position
 and frequency bands, against the rule before, on real-population truths and a synthetic one.
 
-    python benchmarks/bench_resolution_classes.py     # writes docs/estimation/resolution_classes.json
+    python -m studies.estimation.resolution_classes     # writes docs/estimation/resolution_classes.json
 
 Rules (:func:`posgeom.estimators.resolution.auto_resolution`): *before* is the rule of issue 16
 (``T_ref = min_i T_i``, ``top:K`` + one "other" class: ``reach=0, band_count=inf``); *reach* keeps
@@ -11,7 +11,7 @@ Rules (:func:`posgeom.estimators.resolution.auto_resolution`): *before* is the r
 
 Cells:
 
-* the six populations of ``bench_resolution_rule.py`` (3 subsamples of 1,000 sequences each,
+* the six populations of :mod:`studies.estimation.resolution_rule` (3 subsamples of 1,000 sequences each,
   the same seed, positions and truths);
 * SST-2 validation (872 sentences, n = 48, MiniLM WordPiece with [CLS]/[SEP], as the README
   counts it, and without them, ``--no-special``), its population all 9,613 sentences of the
@@ -28,26 +28,23 @@ Cells:
   and a hundredfold: median ``D`` and Spearman of ``D_ij`` with ``|log T_i - log T_j|``.
 
 Truth: the population's (or model's) Hellinger chords on the estimate's classes; Spearman over
-pairs ``i < j``, Kendall tau of the 8-encoding ranking (``bench_estimators.quality``).
+pairs ``i < j``, Kendall tau of the 8-encoding ranking (:func:`studies.estimation.common.quality`).
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import os
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _real_population as real  # noqa: E402
-import bench_resolution_rule as rule  # noqa: E402
-from bench_estimators import OUT, encodings, model, quality  # noqa: E402
+from studies.estimation import real_population as real
+from studies.estimation.common import OUT, encodings, model, quality
 
 RULES = {
     "before": {"reach": 0.0, "band_count": np.inf},
@@ -147,13 +144,13 @@ def shakespeare() -> dict:
 
 def populations() -> dict:
     out = {}
-    for label, corpus, tokenizer in rule.POPULATIONS:
-        tokens, _, vocab, _ = rule.kept_population(corpus, tokenizer)
+    for label, corpus, tokenizer in real.CUT_POPULATIONS:
+        tokens, _, vocab, _ = real.kept_population(corpus, tokenizer)
         rng = np.random.default_rng(17)
         rng.permutation(tokens.shape[0])  # the rule study's draws: same seed, same subsamples
-        for s in range(rule.SUBSAMPLES):
-            pick = rng.choice(tokens.shape[0], 2 * rule.M, replace=False)
-            out[f"{label} | {s}"] = _cell(tokens[np.sort(pick[: rule.M])], tokens, vocab)
+        for s in range(real.SUBSAMPLES):
+            pick = rng.choice(tokens.shape[0], 2 * real.M, replace=False)
+            out[f"{label} | {s}"] = _cell(tokens[np.sort(pick[: real.M])], tokens, vocab)
         print(f"[classes] {label}", flush=True)
     return out
 
@@ -245,7 +242,10 @@ def unequal(seeds: int = 3) -> dict:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)  # no options: --help prints the protocol and runs nothing
     warnings.filterwarnings("ignore")
     import logging
 

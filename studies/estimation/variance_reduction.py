@@ -1,13 +1,13 @@
 """Can a lower-variance estimator meet issue 16's Spearman target at 1,000 sequences?
 
-    python benchmarks/bench_variance_reduction.py [tokenizer ... | stationary | sizes | coverage]
+    python -m studies.estimation.variance_reduction [tokenizer ... | stationary | sizes | coverage]
     # writes docs/estimation/variance_reduction.json
 
-``bench_resolution_rule.py`` showed that no ``top:K`` rule reaches Spearman 0.9 between the
+:mod:`studies.estimation.resolution_rule` showed that no ``top:K`` rule reaches Spearman 0.9 between the
 estimated and the true distances at m = 1,000 sequences: the default (corrected, Euclidean)
 estimate sits within 0.02-0.06 of its own noise ceiling ``sqrt(retest)``. This script tries
 estimators with less variance per pair, on the same populations, positions, subsamples and
-truths (``_real_population.py``; truth = the population's Hellinger chords on the estimate's
+truths (:mod:`studies.estimation.real_population`; truth = the population's Hellinger chords on the estimate's
 classes, the auto resolution of the subsample), 3 subsamples of 1,000 sequences each:
 
 * **rank**: the Euclidean estimate truncated to exactly its top ``r`` eigen-directions of
@@ -20,7 +20,7 @@ classes, the auto resolution of the subsample), 3 subsamples of 1,000 sequences 
 * the bias-only ceiling of smoothing: the truth smoothed the same way (``J W G W^T J``, ``G``
   the population's centred root Gram) against the truth.
 
-Stationary check (``_real_population.stationary_cases``: one distribution at every position,
+Stationary check (:func:`studies.estimation.real_population.stationary_cases`: one distribution at every position,
 samples decaying 10x): per slope the kept rank and median ``D``; for the CV's choice the share
 of pairs whose 95% half-sample interval (bias-aware, 100 replicates on the point estimate's
 classes and slope) excludes 0, and the Spearman of ``D_ij`` with ``|log T_i - log T_j|``.
@@ -32,20 +32,21 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _real_population as real  # noqa: E402
-from _cli import names  # noqa: E402
-from bench_estimators import OUT, encodings, quality  # noqa: E402
-from bench_resolution_rule import POPULATIONS, _population, _spearman, kept_population  # noqa: E402
+from benchmarks.harness import names
+from studies.estimation import real_population as real
+from studies.estimation.common import OUT, encodings, quality, spearman
+from studies.estimation.real_population import (
+    CUT_POPULATIONS,
+    SUBSAMPLES,
+    M,
+    cut_population,
+    kept_population,
+)
 
-M = 1000
-SUBSAMPLES = 3
 SLOPES = (0.0, 0.03, 0.05, 0.08, 0.12, 0.18, 0.25, 0.35, 0.5)
 RANKS = tuple(range(1, 25))
 
@@ -149,7 +150,7 @@ def _subsample(a: sp.csr_matrix, pop, n: int) -> dict:
 
 def _one(label: str, corpus: str, tokenizer: str) -> dict:
     tokens, n, vocab, pop = kept_population(corpus, tokenizer)
-    rng = np.random.default_rng(17)  # the subsamples of bench_resolution_rule
+    rng = np.random.default_rng(17)  # the subsamples of studies.estimation.resolution_rule
     subs = []
     for _ in range(SUBSAMPLES):
         pick = rng.choice(tokens.shape[0], 2 * M, replace=False)
@@ -207,7 +208,7 @@ def stationary(replicates: int = 100) -> dict:
     from posgeom.estimators.smoothing import position_smoother, smoothed_gram
     from posgeom.synthetic import decaying_totals, sample_sequences, zipf_distributions
 
-    cases = real.stationary_cases(_population("imdb", "minilm"))
+    cases = real.stationary_cases(cut_population("imdb", "minilm"))
     mu, totals = (
         zipf_distributions(40, 3000, structure="stationary"),
         decaying_totals(40, high=1000, low=100),
@@ -256,7 +257,7 @@ def sizes(ms=(300, 3000, 10000)) -> dict:
     from posgeom import estimate_geometry
 
     out: dict = {}
-    for label, corpus, tokenizer in POPULATIONS:
+    for label, corpus, tokenizer in CUT_POPULATIONS:
         tokens, n, vocab, pop = kept_population(corpus, tokenizer)
         rng = np.random.default_rng(29)
         for m in ms:
@@ -344,8 +345,8 @@ def known_truths() -> dict:
             truth = chords(_truth_gram(sp.csr_matrix(mu), plain.class_map))[iu]
             rows.append(
                 {
-                    "default": _spearman(np.asarray(plain.distances)[iu], truth),
-                    "auto": _spearman(np.asarray(smooth.distances)[iu], truth),
+                    "default": spearman(np.asarray(plain.distances)[iu], truth),
+                    "auto": spearman(np.asarray(smooth.distances)[iu], truth),
                     "slope": smooth.diagnostics["smoothing"]["slope"],
                 }
             )
@@ -374,7 +375,7 @@ def main() -> None:
         res["known_truths"] = known_truths()
         res["stationary"] = stationary()
         only = [t for t in only if t != "stationary"] or (["-"] if only else [])
-    for label, corpus, tokenizer in POPULATIONS:
+    for label, corpus, tokenizer in CUT_POPULATIONS:
         if only and tokenizer not in only:
             continue
         res["populations"][label] = _one(label, corpus, tokenizer)
