@@ -1,1 +1,11 @@
-"""Studies that regenerate docs pages from posgeom runs (``python -m studies.atlas``)."""
+"""Studies that regenerate docs pages from posgeom runs, run from the repository root:
+
+- ``python -m studies.estimation`` (``docs/ESTIMATION.md``; its follow-ups
+  ``studies.estimation.resolution_rule`` and the others write ``docs/estimation/``);
+- ``python -m studies.extension --track ...`` (``docs/EXTENSION.md``, ``docs/extension/``);
+- ``python -m studies.reproduction`` (``docs/REPRODUCTION.md``, through ``posgeom reproduce``);
+- ``python -m studies.atlas`` (``docs/ATLAS.md``, ``docs/atlas.html``);
+- ``python -m studies.call_trace`` (the folder-level call trace of a CLI command).
+
+What they share is in :mod:`studies._common`; performance benchmarks are in ``benchmarks/``.
+"""

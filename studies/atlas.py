@@ -88,9 +88,9 @@ def _trained_encoder(cache: Path, data: Path) -> tuple[Any, Any]:
     import subprocess
     import sys
 
-    from posgeom.experiments.training.config import TrainConfig
-    from posgeom.experiments.training.model import build_model
-    from posgeom.experiments.training.runfiles import load_checkpoint
+    from posgeom.training.config import TrainConfig
+    from posgeom.training.model import build_model
+    from posgeom.training.runfiles import load_checkpoint
 
     folder = cache / "encoder_learned"
     if not (folder / "checkpoint.safetensors").exists():

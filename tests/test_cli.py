@@ -278,7 +278,7 @@ def test_train_options_are_the_train_configs_fields():
 
     from posgeom.cli.main import build_parser
     from posgeom.cli.train_commands import _config
-    from posgeom.experiments.training import TrainConfig
+    from posgeom.training import TrainConfig
 
     args = build_parser().parse_args(["train", "-o", "run"])
     assert _config(args, encoding="sinusoidal") == TrainConfig()

@@ -12,7 +12,7 @@ HEAVY = ("torch", "transformers", "datasets", "dask", "matplotlib", "tokenizers"
 def _modules():
     for info in pkgutil.walk_packages(posgeom.__path__, "posgeom."):
         name = info.name
-        if name.split(".")[1] in ("nn", "models", "experiments"):
+        if name.split(".")[1] in ("nn", "models", "training", "reproduction", "experiments"):
             continue  # torch layers: imported by their own tests
         yield name
 
@@ -51,3 +51,34 @@ def test_every_public_name_resolves():
             missing.append(f"{name}: {exc}")
     assert not missing, "\n".join(missing)
     assert posgeom.read_token_ids.__module__ == "posgeom.corpus.token_ids"
+
+
+def test_the_old_experiment_names_are_the_new_modules_and_warn():
+    """``posgeom.experiments.training`` / ``.reproduce`` (deprecated, one release) give the
+    modules of ``posgeom.training`` / ``posgeom.reproduction`` themselves, submodules included,
+    each with a DeprecationWarning naming the new import."""
+    code = (
+        "import warnings, sys\n"
+        "warnings.simplefilter('always')\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    from posgeom.experiments.training.config import TrainConfig\n"
+        "    import posgeom.experiments.reproduce.settings as old_settings\n"
+        "import posgeom.training.config as config, posgeom.reproduction.settings as settings\n"
+        "assert TrainConfig is config.TrainConfig and old_settings is settings\n"
+        "assert sys.modules['posgeom.experiments.training'] is sys.modules['posgeom.training']\n"
+        "assert config.__spec__.name == 'posgeom.training.config'\n"
+        "print(sorted({str(x.message).split(' is ')[0] for x in w\n"
+        "             if issubclass(x.category, DeprecationWarning)}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == str(
+        sorted(
+            [
+                "posgeom.experiments.reproduce",
+                "posgeom.experiments.reproduce.settings",
+                "posgeom.experiments.training",
+                "posgeom.experiments.training.config",
+            ]
+        )
+    )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from posgeom.cli.main import main
-from posgeom.experiments.reproduce import (
+from posgeom.reproduction import (
     alibi_slopes_for,
     choose_n,
     principal_angles,
@@ -126,7 +126,7 @@ def test_survival_verdicts_follow_the_intervals():
     on the exact distributions."""
     from posgeom.analysis.compare import compare_encodings
     from posgeom.corpus.counting import count_positions
-    from posgeom.experiments.reproduce.survival import survival_section
+    from posgeom.reproduction.survival import survival_section
     from posgeom.synthetic import synthetic_corpus, synthetic_distributions
 
     n, v = 10, 16
@@ -153,3 +153,32 @@ def test_survival_verdicts_follow_the_intervals():
     lr, rnd = rec["synthetic"].row("low_rank_mds"), rec["synthetic"].row("random")
     apart = lr["violation_rate_ci"][1] < rnd["violation_rate_ci"][0]
     assert ("rank-3 MDS clearly below random" in rows[3][5]) == apart
+
+
+def test_the_study_entry_point_runs_posgeom_reproduce_with_the_pages_settings(tmp_path):
+    """``python -m studies.reproduction`` is ``posgeom reproduce -o docs --overwrite`` (the
+    command the page names), parsed by the real command line, extra flags passed through."""
+    from posgeom.cli.compare_commands import _reproduce
+    from posgeom.cli.main import build_parser
+    from studies import reproduction
+    from studies._common import DOCS
+
+    args = build_parser().parse_args(reproduction.command(tmp_path, DOCS, ["--limit", "5"]))
+    assert args.handler is _reproduce
+    assert (args.data, args.output, args.overwrite, args.limit) == (
+        str(tmp_path),
+        str(DOCS),
+        True,
+        5,
+    )
+    assert (
+        "posgeom reproduce --data ../shared/data -o docs --overwrite"
+        in (DOCS / "REPRODUCTION.md").read_text()
+    )
+
+
+def test_the_study_entry_point_reports_missing_data_as_the_command_does(tmp_path, capsys):
+    from studies import reproduction
+
+    assert reproduction.main(["--data", str(tmp_path / "absent"), "--out", str(tmp_path)]) == 2
+    assert "absent" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The small trainer (posgeom.experiments.training): metrics checked against hand computations."""
+"""The small trainer (posgeom.training): metrics checked against hand computations."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from scipy.spatial.distance import pdist, squareform  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 from posgeom._errors import PosgeomError  # noqa: E402
-from posgeom.experiments.training import (  # noqa: E402
+from posgeom.training import (  # noqa: E402
     ENCODINGS,
     TextData,
     TrainConfig,

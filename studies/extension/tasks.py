@@ -2,7 +2,7 @@
 
 Each run trains a :class:`posgeom.nn.TinyEncoder` (bidirectional, d = 64, 4 heads, 2 layers, no
 dropout) with one position encoding, built by the training package's own
-:func:`posgeom.experiments.training.build_model` (its masked-LM head gives a vocabulary logit per
+:func:`posgeom.training.build_model` (its masked-LM head gives a vocabulary logit per
 token) and trained by :func:`posgeom.nn.tasks.fit_classifier` (AdamW, peak lr 3e-3, ``STEPS`` = 500
 steps of 32 sequences drawn from 20,000, linear warmup over 50 steps then cosine decay to 0,
 cross-entropy on the answer slots only; every other label is -100), one thread, about 15-20
@@ -36,7 +36,7 @@ slots) drawn like the training set, counted in two ways, each with the recommend
 
 Scores: the stress of the encoding *as trained* (learned and T5 tables after training) against
 each geometry: lag vectors from :mod:`posgeom.lags.kernels` (via :func:`studies.extension.stress.lag_vectors`) and the
-per-position geometry of :func:`posgeom.experiments.training.position_geometry`; scale-optimal
+per-position geometry of :func:`posgeom.training.position_geometry`; scale-optimal
 stress is the primary score (the tool's default), paper stress beside it. Both are computed at
 the trained length and again at 2x against the geometry of the 2x data. One JSONL record per
 (task, encoding, seed, recipe) in ``RESULTS``; a finished record is skipped when run again.
@@ -130,7 +130,7 @@ def task_geometry(task: str, n: int) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ model
 def config(encoding: str, seed: int, length: int) -> Any:
-    from posgeom.experiments.training import TrainConfig
+    from posgeom.training import TrainConfig
 
     return TrainConfig(
         task="imdb-mlm",  # the tiny encoder with a vocabulary head on every token
@@ -151,7 +151,7 @@ def build(encoding: str, seed: int, geometry: dict[str, Any]) -> Any:
     import torch
     from torch import nn
 
-    from posgeom.experiments.training import build_model
+    from posgeom.training import build_model
 
     torch.manual_seed(seed)
     cfg = config(encoding, seed, geometry["length"])
@@ -205,8 +205,8 @@ def _additive_rows(pos: Any, length: int) -> np.ndarray:
 def scores(model: Any, encoding: str, seed: int, geometry: dict[str, Any]) -> dict[str, Any]:
     """Scale-optimal and paper stress against the lag and the per-position geometry."""
     from posgeom.analysis.pipeline import score_encoding
-    from posgeom.experiments.training import position_geometry
     from posgeom.lags.kernels import learned_lag_vectors
+    from posgeom.training import position_geometry
     from studies.extension.stress import lag_vectors
 
     length, lag, pos = geometry["length"], geometry["lag"], geometry["position"]

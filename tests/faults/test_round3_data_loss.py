@@ -409,7 +409,7 @@ def test_reproduce_count_cache_follows_the_rule(small_corpus, tmp_path):
     files, or the corpus itself, is refused before anything is counted; posgeom's own cache
     lists every file it wrote and is reused."""
     from posgeom.corpus.tokenize import WordLevelTokenizer
-    from posgeom.experiments.reproduce.cache import cached_counts, check_cache
+    from posgeom.reproduction.cache import cached_counts, check_cache
 
     tok = WordLevelTokenizer().fit(small_corpus.read_text().splitlines())
     options = {"max_positions": 8, "limit": None, "include_special": True}

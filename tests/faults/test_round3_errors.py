@@ -136,8 +136,8 @@ def test_item20_training_checkpoints_with_bad_metadata_or_shapes(tmp_path):
     torch = pytest.importorskip("torch")
     from safetensors.torch import load_file, save_file
 
-    from posgeom.experiments.training import TextData, TrainConfig, train
-    from posgeom.experiments.training.runfiles import load_checkpoint, restore
+    from posgeom.training import TextData, TrainConfig, train
+    from posgeom.training.runfiles import load_checkpoint, restore
 
     words = "the film is a good bad slow story with great acting".split()
     texts = [" ".join(words[(i + k) % len(words)] for k in range(6)) for i in range(12)]

@@ -34,7 +34,7 @@ def _same_size_edit(path) -> None:
 
 # ----------------------------------------------------------------------------- item 8
 def test_item08_reproduce_cache_keyed_by_corpus(tmp_path):
-    from posgeom.experiments.reproduce.cache import cache_key, cached_counts
+    from posgeom.reproduction.cache import cache_key, cached_counts
 
     corpus = write_corpus(tmp_path / "train.txt", 300)
     tok = WordLevelTokenizer().fit(corpus.read_text().splitlines())
@@ -241,7 +241,7 @@ def test_item13_train_rates_finite(capsys, tmp_path, flag, value):
 
 
 def test_item13_train_config_ranges():
-    from posgeom.experiments.training import TrainConfig
+    from posgeom.training import TrainConfig
 
     for field, value in (("lr", math.inf), ("weight_decay", math.nan), ("dropout", 1.0)):
         with pytest.raises(PosgeomError, match=field):
@@ -257,7 +257,7 @@ def test_item13_experiment_seeds(capsys, tmp_path, seeds):
 
 
 def test_item13_experiment_grid_checked_before_training(tmp_path):
-    from posgeom.experiments.training import TrainConfig, order_necessity
+    from posgeom.training import TrainConfig, order_necessity
 
     base = TrainConfig(task="order", max_len=16)
     for seeds, message in (([0, 0], "repeat"), ([1.5], "integer"), ("01", "list of integers")):

@@ -31,7 +31,7 @@ def test_length_profile_matches_numpy_on_known_lengths():
 
 
 def test_suggested_n_is_the_reproduce_rule():
-    from posgeom.experiments.reproduce import choose_n
+    from posgeom.reproduction import choose_n
 
     rng = np.random.default_rng(1)
     lengths = rng.geometric(0.05, size=3000)

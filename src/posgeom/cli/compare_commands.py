@@ -117,7 +117,7 @@ def _run_comparison(counts: Any, args: argparse.Namespace) -> Any:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from posgeom.experiments.reproduce import reproduce
+    from posgeom.reproduction import reproduce
 
     html = Path(args.output) / "reproduction.html"
     if args.report:  # before the work: the page and its figures folder

@@ -100,9 +100,9 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
 
 
 def _default(name: str) -> Any:
-    """The default of the :class:`~posgeom.experiments.training.TrainConfig` field ``name`` (the
+    """The default of the :class:`~posgeom.training.TrainConfig` field ``name`` (the
     CLI's defaults are the config's, not a copy)."""
-    from posgeom.experiments.training import TrainConfig
+    from posgeom.training import TrainConfig
 
     return TrainConfig.__dataclass_fields__[name].default
 
@@ -112,7 +112,7 @@ def _config(args: argparse.Namespace, **override: Any) -> Any:
     it (``--heads`` has the dest ``n_heads``); fields without an option keep their defaults."""
     import dataclasses
 
-    from posgeom.experiments.training import TrainConfig
+    from posgeom.training import TrainConfig
 
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     kw = {k: v for k, v in vars(args).items() if k in fields}
@@ -124,7 +124,7 @@ def _config(args: argparse.Namespace, **override: Any) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from posgeom.experiments.training import train
+    from posgeom.training import train
 
     encoding = args.encoding or ("pretrained" if args.model == "minilm" else "sinusoidal")
     res = train(_config(args, encoding=encoding), args.output, overwrite=args.overwrite)
@@ -158,7 +158,7 @@ def _seeds(text: str) -> list[int]:
 
 
 def _experiment(args: argparse.Namespace) -> int:
-    from posgeom.experiments.training import order_necessity, stress_vs_accuracy
+    from posgeom.training import order_necessity, stress_vs_accuracy
 
     kw = {"encodings": args.encodings.split(",")} if args.encodings is not None else {}
     seeds = _seeds(args.seeds)
@@ -179,7 +179,7 @@ def _experiment(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from posgeom.experiments.training import TASKS, trainable_encodings
+    from posgeom.training import TASKS, trainable_encodings
 
     p = sub.add_parser(
         "train",

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.experiments.reproduce.settings import NEAR_ZERO
+from posgeom.reproduction.settings import NEAR_ZERO
 
 log = logging.getLogger("posgeom")
 

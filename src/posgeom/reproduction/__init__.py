@@ -2,14 +2,14 @@
 
 ``settings`` (corpora, the paper's numbers, the choice of n), ``studies`` (principal angles, the
 SST-2 settings sweep), ``run`` (:func:`reproduce`), ``plots`` and ``markdown`` (the page). See
-:mod:`posgeom.experiments.reproduce.run` for what a run does.
+:mod:`posgeom.reproduction.run` for what a run does.
 """
 
 from __future__ import annotations
 
-from posgeom.experiments.reproduce.run import reproduce
-from posgeom.experiments.reproduce.settings import LENGTH_QUANTILE, PAPER, choose_n
-from posgeom.experiments.reproduce.studies import alibi_slopes_for, principal_angles
+from posgeom.reproduction.run import reproduce
+from posgeom.reproduction.settings import LENGTH_QUANTILE, PAPER, choose_n
+from posgeom.reproduction.studies import alibi_slopes_for, principal_angles
 
 __all__ = [
     "LENGTH_QUANTILE",

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.experiments.reproduce.claims import (
+from posgeom.reproduction.claims import (
     claims_low_rank,
     claims_sst2_stress,
     claims_synthetic_rank,
@@ -14,13 +14,13 @@ from posgeom.experiments.reproduce.claims import (
     fmt_number,
     fmt_percent,
 )
-from posgeom.experiments.reproduce.settings import (
+from posgeom.reproduction.settings import (
     LENGTH_QUANTILE,
     MODEL_DIM,
     SYNTH,
 )
-from posgeom.experiments.reproduce.studies import reference_slope_note
-from posgeom.experiments.reproduce.survival import survival_section
+from posgeom.reproduction.studies import reference_slope_note
+from posgeom.reproduction.survival import survival_section
 
 
 def _intro(results: dict[str, Any], chosen: dict[str, Any], meta: dict[str, Any]) -> list[str]:

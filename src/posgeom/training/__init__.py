@@ -25,15 +25,15 @@ torch, safetensors, transformers, tqdm and matplotlib are imported inside the fu
 
 from __future__ import annotations
 
-from posgeom.experiments.training.config import MODELS, TASKS, TrainConfig, trainable_encodings
-from posgeom.experiments.training.data import ID_OFFSET, MASK_ID, PAD_ID, TextData, load_task_data
-from posgeom.experiments.training.loop import EpochRecord, TrainResult, train
-from posgeom.experiments.training.metrics import geometry_scores, position_geometry
-from posgeom.experiments.training.model import build_model
-from posgeom.experiments.training.plots import plot_run_logs, plot_sweep
-from posgeom.experiments.training.runfiles import CHECKPOINT, FORMAT, LOG, read_log
-from posgeom.experiments.training.stats import RankCorrelation, rank_correlation
-from posgeom.experiments.training.sweeps import (
+from posgeom.training.config import MODELS, TASKS, TrainConfig, trainable_encodings
+from posgeom.training.data import ID_OFFSET, MASK_ID, PAD_ID, TextData, load_task_data
+from posgeom.training.loop import EpochRecord, TrainResult, train
+from posgeom.training.metrics import geometry_scores, position_geometry
+from posgeom.training.model import build_model
+from posgeom.training.plots import plot_run_logs, plot_sweep
+from posgeom.training.runfiles import CHECKPOINT, FORMAT, LOG, read_log
+from posgeom.training.stats import RankCorrelation, rank_correlation
+from posgeom.training.sweeps import (
     SWEEP_ENCODINGS,
     order_necessity,
     stress_vs_accuracy,

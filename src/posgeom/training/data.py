@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.experiments.training.config import TrainConfig
+from posgeom.training.config import TrainConfig
 
 __all__ = [
     "ID_OFFSET",

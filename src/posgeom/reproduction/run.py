@@ -37,10 +37,11 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, validate_params
 from posgeom._version import __version__
 from posgeom.corpus.bootstrap_weights import REPLICATES
-from posgeom.experiments.reproduce.cache import cached_counts, check_cache
-from posgeom.experiments.reproduce.markdown import markdown
-from posgeom.experiments.reproduce.plots import plots
-from posgeom.experiments.reproduce.settings import (
+from posgeom.io.outputs import check_file_set, check_output, record_file_set, stamp
+from posgeom.reproduction.cache import cached_counts, check_cache
+from posgeom.reproduction.markdown import markdown
+from posgeom.reproduction.plots import plots
+from posgeom.reproduction.settings import (
     CORPORA,
     LENGTH_QUANTILE,
     MODEL_DIM,
@@ -48,8 +49,7 @@ from posgeom.experiments.reproduce.settings import (
     SYNTH,
     choose_n,
 )
-from posgeom.experiments.reproduce.studies import angle_study, paper_sweep
-from posgeom.io.outputs import check_file_set, check_output, record_file_set, stamp
+from posgeom.reproduction.studies import angle_study, paper_sweep
 
 log = logging.getLogger("posgeom")
 

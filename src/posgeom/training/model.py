@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from posgeom._errors import PosgeomError
-from posgeom.experiments.training.config import TrainConfig
-from posgeom.experiments.training.data import minilm_path
+from posgeom.training.config import TrainConfig
+from posgeom.training.data import minilm_path
 
 __all__ = [
     "build_model",

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.experiments.reproduce.settings import CORPORA, NEAR_ZERO, PAPER
+from posgeom.reproduction.settings import CORPORA, NEAR_ZERO, PAPER
 
 
 def fmt_number(x: Any, digits: int = 4) -> str:

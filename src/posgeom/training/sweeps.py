@@ -1,10 +1,10 @@
 """Experiment grids: every encoding x seed trained into one folder, summarised and tabulated.
 
 :func:`stress_vs_accuracy` (Section 5, SST-2) correlates final accuracy with paper and
-scale-optimal stress (:func:`~posgeom.experiments.training.stats.rank_correlation`, over encoding
+scale-optimal stress (:func:`~posgeom.training.stats.rank_correlation`, over encoding
 means and over single runs); :func:`order_necessity` runs Theorem 1's order-only task (NoPE must
 stay at 50%). Both write ``runs/<encoding>-s<seed>/`` (finished runs are reused), ``results.json``,
-``table.md`` and, with ``plots``, the figures of :func:`~posgeom.experiments.training.plots.plot_sweep`.
+``table.md`` and, with ``plots``, the figures of :func:`~posgeom.training.plots.plot_sweep`.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int
-from posgeom.experiments.training.config import TrainConfig
-from posgeom.experiments.training.loop import TrainResult, train
-from posgeom.experiments.training.model import n_position_parameters
-from posgeom.experiments.training.plots import plot_sweep
-from posgeom.experiments.training.runfiles import RUN_KIND, data_inputs
-from posgeom.experiments.training.stats import rank_correlation
 from posgeom.io.workfolders import WorkFolder
+from posgeom.training.config import TrainConfig
+from posgeom.training.loop import TrainResult, train
+from posgeom.training.model import n_position_parameters
+from posgeom.training.plots import plot_sweep
+from posgeom.training.runfiles import RUN_KIND, data_inputs
+from posgeom.training.stats import rank_correlation
 
 __all__ = ["SWEEP_ENCODINGS", "order_necessity", "stress_vs_accuracy", "sweep_table"]
 

@@ -109,7 +109,7 @@ def data_inputs(cfg: Any) -> list[Path]:
     paths: list[Any] = [cfg.train_file, cfg.eval_file]
     paths.append(cfg.data_dir or os.environ.get("POSGEOM_DATA"))
     if cfg.model == "minilm":
-        from posgeom.experiments.training.data import minilm_path
+        from posgeom.training.data import minilm_path
 
         try:
             paths.append(minilm_path())

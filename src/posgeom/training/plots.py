@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import require
-from posgeom.experiments.training.runfiles import read_log
+from posgeom.training.runfiles import read_log
 
 __all__ = ["plot_run_logs", "plot_sweep"]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.experiments.reproduce.settings import MODEL_DIM, PAPER, SYNTH
+from posgeom.reproduction.settings import MODEL_DIM, PAPER, SYNTH
 
 
 def principal_angles(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.experiments.training.config import TrainConfig
-from posgeom.experiments.training.data import MASK_ID, PAD_ID, Prepared
+from posgeom.training.config import TrainConfig
+from posgeom.training.data import MASK_ID, PAD_ID, Prepared
 
 __all__ = ["epoch_seeds", "evaluate", "train_epoch"]
 

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.experiments.training.config import TrainConfig
-from posgeom.experiments.training.data import Prepared
-from posgeom.experiments.training.model import position_module
+from posgeom.training.config import TrainConfig
+from posgeom.training.data import Prepared
+from posgeom.training.model import position_module
 
 __all__ = ["geometry_scores", "position_geometry", "target_geometry"]
 

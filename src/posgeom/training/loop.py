@@ -8,11 +8,11 @@ Per epoch (and at epoch 0, before training) one JSON line is appended to ``log.j
      "violation_rate",        # monotonicity violations over triples (Conjecture 5)
      "seconds"}
 
-Checkpoints (``checkpoint.safetensors``, :mod:`~posgeom.experiments.training.runfiles`) are written
+Checkpoints (``checkpoint.safetensors``, :mod:`~posgeom.training.runfiles`) are written
 atomically after every epoch; :func:`train` resumes from the last finished epoch when the folder
 holds a checkpoint of the same configuration (``epochs``, ``threads`` and ``progress`` may differ,
 so a finished run can be extended). With the per-epoch seeds of
-:func:`~posgeom.experiments.training.steps.epoch_seeds` a resumed run repeats exactly what an
+:func:`~posgeom.training.steps.epoch_seeds` a resumed run repeats exactly what an
 uninterrupted run does.
 """
 
@@ -32,15 +32,15 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError, require
-from posgeom.experiments.training.config import TrainConfig
-from posgeom.experiments.training.data import TextData, prepare
-from posgeom.experiments.training.metrics import (
+from posgeom.training.config import TrainConfig
+from posgeom.training.data import TextData, prepare
+from posgeom.training.metrics import (
     geometry_scores,
     position_geometry,
     target_geometry,
 )
-from posgeom.experiments.training.model import build_model, n_position_parameters
-from posgeom.experiments.training.runfiles import (
+from posgeom.training.model import build_model, n_position_parameters
+from posgeom.training.runfiles import (
     CHECKPOINT,
     LOG,
     EpochRecord,
@@ -49,7 +49,7 @@ from posgeom.experiments.training.runfiles import (
     restore,
     save_checkpoint,
 )
-from posgeom.experiments.training.steps import evaluate, train_epoch
+from posgeom.training.steps import evaluate, train_epoch
 
 __all__ = ["EpochRecord", "TrainResult", "train"]
 
@@ -91,7 +91,7 @@ def train(
     ``on_epoch`` is called with each new :class:`EpochRecord`. Writes ``config.json``,
     ``log.jsonl``, ``checkpoint.safetensors``, ``tokenizer.json`` (word tokenizer) and
     ``result.json`` (the last record and the run's facts). ``output`` is a work folder of kind
-    ``train-run`` (:func:`~posgeom.experiments.training.runfiles.open_run_folder`: new, empty or
+    ``train-run`` (:func:`~posgeom.training.runfiles.open_run_folder`: new, empty or
     a run posgeom wrote, never holding the data); ``overwrite`` deletes the run's files (only
     those) and starts over.
     """

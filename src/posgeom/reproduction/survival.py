@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from posgeom.experiments.reproduce.settings import NEAR_ZERO, PAPER
+from posgeom.reproduction.settings import NEAR_ZERO, PAPER
 
 __all__ = ["CLAIMS", "survival_section"]
 
