@@ -194,13 +194,7 @@ def test_imports_name_modules_that_exist(module):
 
 
 #: cycles that stay for now, each with its reason (a fixed one fails the test, so it leaves here)
-KNOWN_CYCLES = {
-    ("studies.extension.outcomes", "studies.extension.record"): (
-        "the outcome matrix (92b05f9, the lead's results in progress): record.run and "
-        "record.markdown write outcomes' table, outcomes reads record's windows and predictors; "
-        "goes when the record's page moves out of record.py"
-    ),
-}
+KNOWN_CYCLES: dict[tuple[str, ...], str] = {}
 
 
 def test_no_import_cycles():

@@ -95,9 +95,9 @@ def run_track(track: str, out: Path, work: Path, threads: int) -> None:
 
         heldout.run(out / heldout.RESULTS, threads=threads)
     elif track == "record":
-        from studies.extension import record
+        from studies.extension import record_page
 
-        record.run(out, work)
+        record_page.run(out, work)
     elif track == "b":
         from studies.extension import track_b
 
