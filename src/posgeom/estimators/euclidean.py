@@ -28,7 +28,7 @@ with ``(λ_k, u_k)`` the top ``K = min(m - 1, euclidean_rank)`` eigenpairs of ``
   Measured 2026-12-01 (stationary corpora, 40 positions, V = 3,000): equal samples (300 per
   position) resolved a noise direction in 1 of 20 corpora (one draw: 12 of 20); samples
   decaying 1,000 -> 100 in 4 of 20 (one draw: 10 of 20, 3 of them 2 directions). On the known
-  truths of ``benchmarks/bench_estimators.py`` (drift, three regimes, frequent tokens only,
+  truths of ``python -m studies.estimation`` (drift, three regimes, frequent tokens only,
   blocks; 48 positions, 3,050 -> 336 samples, 2 corpora each) the auto resolution kept the same
   rank in 7 of 8 corpora; at ``resolution="full"`` it kept one direction fewer in 4 of 8
   (Spearman with the truth -0.02 to +0.01, RMSE equal or lower). At ``resolution="full"`` a

@@ -38,7 +38,7 @@ independent, so this error is the error against the truth plus a constant), both
 ``CV_THINNINGS`` thinnings; the smallest error wins. The halves have twice the noise of the
 whole, so the choice leans to more smoothing than the whole sample needs.
 
-Measured (``benchmarks/bench_variance_reduction.py``; ``docs/ESTIMATION.md``, "A
+Measured (``python -m studies.estimation.variance_reduction``; ``docs/ESTIMATION.md``, "A
 lower-variance estimator: smoothing over positions"): on the six real populations of issue 16
 at 1,000 sequences, ``smooth="auto"`` raised the Spearman correlation with the true
 (unsmoothed) distances from 0.44-0.85 to 0.86-0.99, with Kendall tau of the 8-encoding ranking

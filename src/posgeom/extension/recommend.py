@@ -1,7 +1,7 @@
 """The recommendation ``posgeom extend`` makes, and the measured record behind it.
 
 ``record.json`` (beside this module; written by the study's record track,
-``benchmarks/bench_extension.py`` with track ``record``, from the measured losses, never edited by
+``python -m studies.extension`` with track ``record``, from the measured losses, never edited by
 hand) holds, per family, every
 predictor's validation record on the study's windows and on held-out windows: Spearman between
 the predictor and minus the measured loss past ``L0`` (mean over windows, 95% bootstrap interval),

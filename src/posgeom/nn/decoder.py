@@ -16,7 +16,7 @@ the logits under the mask), ``t5`` (:class:`~posgeom.nn.relative.T5RelativeBias`
 LearnedPositionEmbedding` of ``trained_length`` rows, N(0, 0.02^2)), ``sinusoidal``
 (:class:`~posgeom.nn.position.SinusoidalPositionEmbedding`, base ``sinusoidal_base``, computed at
 any position) or ``nope``. This is the Track B model of the context-extension study
-(``benchmarks/_extension_b.py``; Kazemnejad et al. 2023 train the same kind of model to compare
+(``studies/extension/track_b.py``; Kazemnejad et al. 2023 train the same kind of model to compare
 encodings past the trained length). The position module can be swapped for an extended one
 (:meth:`CausalDecoder.set_position`); that is how ``posgeom extend --measure`` applies strategies.
 
