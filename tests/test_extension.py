@@ -130,8 +130,9 @@ def test_constrained_fit_keeps_fast_planes_monotone_and_pays_for_in_window_chang
     from posgeom.extension.usage import model_scores
 
     u = np.full(8, 1 / 8)
-    change = [model_scores(u, w0, w0 / f.factors, 1.0, L0, L)["in_window_change"]
-              for f in (loose, tight)]  # fmt: skip
+    change = [
+        model_scores(u, w0, w0 / f.factors, 1.0, L0, L)["in_window_change"] for f in (loose, tight)
+    ]
     assert change[1] <= change[0]
 
 

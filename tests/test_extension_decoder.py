@@ -35,8 +35,8 @@ def _text(n_words: int, seed: int) -> str:
 
 
 def _trained(position: str, tmp_path, steps: int = 20, l0: int = L0):
-    cfg = DecoderConfig(position=position, d_model=16, n_heads=2, n_layers=1, d_ff=32,
-                        trained_length=l0)  # fmt: skip
+    sizes = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "trained_length": l0}
+    cfg = DecoderConfig(position=position, **sizes)
     model = CausalDecoder(cfg, seed=0)
     data = torch.tensor(list(_text(3000, 1).encode()))
     rng = np.random.default_rng(0)
@@ -77,10 +77,13 @@ def _direct(path, position, held: bytes, l0: int = L0) -> tuple[float, float]:
 def _config(strategy):
     changes = strategy.config_changes(L0, L)
     return transformers.LlamaConfig(
-        vocab_size=8, hidden_size=16, num_attention_heads=2, head_dim=HEAD,
+        vocab_size=8,
+        hidden_size=16,
+        num_attention_heads=2,
+        head_dim=HEAD,
         max_position_embeddings=changes["max_position_embeddings"],
         rope_parameters=dict(strategy.rope_parameters),
-    )  # fmt: skip
+    )
 
 
 def _transformers_frequencies(strategy) -> tuple[np.ndarray, float]:
@@ -135,8 +138,16 @@ def test_extend_a_rope_decoder_with_and_without_measure(tmp_path, capsys):
     # the same from Python, on the decoder object itself
     import posgeom
 
-    again = posgeom.extend(load_decoder_file(path)[1], book, target_length=L, classes="top:12",
-                           replicates=0, measure=True, heldout=[held], max_windows=2)  # fmt: skip
+    again = posgeom.extend(
+        load_decoder_file(path)[1],
+        book,
+        target_length=L,
+        classes="top:12",
+        replicates=0,
+        measure=True,
+        heldout=[held],
+        max_windows=2,
+    )
     assert [r.name for r in again.rows] == names
     for row in again.measurements["strategies"]:
         assert row["beyond_loss"] == pytest.approx(measured[row["name"]]["beyond_loss"], rel=1e-12)
@@ -149,8 +160,18 @@ def test_every_rope_strategy_gives_the_decoder_transformers_frequencies(tmp_path
     from posgeom.extension.strategies import longrope_strategy
 
     strategies = enumerate_strategies(ext, L0, L)
-    strategies.append(longrope_strategy(ext, L0, L, np.linspace(1, 2, HEAD // 2), "fitted",
-                                        "", kind="fitted", attention_factor=1.0))  # fmt: skip
+    strategies.append(
+        longrope_strategy(
+            ext,
+            L0,
+            L,
+            np.linspace(1, 2, HEAD // 2),
+            "fitted",
+            "",
+            kind="fitted",
+            attention_factor=1.0,
+        )
+    )
     for s in strategies:
         runner.apply(s, L0, L)
         ours, att = decoder.position.frequencies(L)
@@ -226,8 +247,9 @@ def test_the_measure_cache_knows_the_weights_and_an_interrupt_restores_the_model
 
     cache = tmp_path / "cache"  # a work folder of its own (the model file is beside it)
     with pytest.raises(KeyboardInterrupt):
-        measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=cache,
-                           progress=stop)  # fmt: skip
+        measure_strategies(
+            decoder, strategies, windows, trained_length=L0, cache_dir=cache, progress=stop
+        )
     assert decoder.position is trained  # put back on the interrupt
     first = measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=cache)
     # one file per (strategy, window) and the window's short-context reference (key tokens)
@@ -238,3 +260,43 @@ def test_the_measure_cache_knows_the_weights_and_an_interrupt_restores_the_model
     again = measure_strategies(decoder, strategies, windows, trained_length=L0, cache_dir=cache)
     assert len(list(cache.glob("[0-9a-f]*.json"))) == 6
     assert again["strategies"][0]["within_loss"] != first["strategies"][0]["within_loss"]
+
+
+def test_every_decoder_family_gives_its_trained_lag_kernel_through_the_registry():
+    """The decoder's position families are the registry's (those with a decoder module), and
+    each one's parameters, read from a decoder, give through ``lag_vectors`` the kernel of the
+    module itself computed here directly (RoPE frequencies, ALiBi slopes, T5 buckets by
+    transformers' own function, a table's lag products, zeros)."""
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    from posgeom.extension import Strategy, lag_vectors
+    from posgeom.extension.decoder import decoder_model
+    from posgeom.nn.decoder import decoder_positions
+
+    assert set(decoder_positions()) == {"rope", "alibi", "t5", "learned", "sinusoidal", "nope"}
+    lags = np.arange(L0)
+    k = lags.astype(np.float64)
+    for position in decoder_positions():
+        sizes = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "trained_length": L0}
+        cfg = DecoderConfig(position=position, t5_num_buckets=8, t5_max_distance=12, **sizes)
+        decoder = CausalDecoder(cfg, seed=0).eval()
+        pos = decoder.position
+        if position == "rope":
+            w = 10000.0 ** (-np.arange(0, HEAD, 2) / HEAD)
+            direct = np.concatenate([np.cos(k[:, None] * w), np.sin(k[:, None] * w)], axis=1)
+        elif position == "alibi":
+            direct = k[:, None] * pos.slopes.double().numpy()[None]
+        elif position == "t5":
+            rel = torch.as_tensor(-lags)
+            buckets = T5Attention._relative_position_bucket(
+                rel, bidirectional=False, num_buckets=8, max_distance=12
+            )
+            direct = pos.bias.weight.detach().double().numpy()[buckets.numpy()]
+        elif position == "nope":
+            direct = np.zeros((L0, 1))
+        else:  # the additive tables: learned, sinusoidal
+            p = pos.table().detach().double().numpy()[:L0]
+            direct = np.stack([(p[: L0 - j] * p[j:]).mean(axis=0) for j in lags])
+        model = decoder_model(decoder, position)
+        got = lag_vectors(model, Strategy("none", position, "none"), lags, L0)
+        np.testing.assert_allclose(got, direct, rtol=1e-5, atol=1e-6, err_msg=position)

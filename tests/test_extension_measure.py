@@ -86,9 +86,13 @@ def test_an_interrupted_measure_resumes_without_redoing_finished_windows(tmp_pat
 
     with pytest.raises(KeyboardInterrupt):
         measure_strategies(
-            model, strategies, windows, trained_length=L0, cache_dir=tmp_path,
+            model,
+            strategies,
+            windows,
+            trained_length=L0,
+            cache_dir=tmp_path,
             progress=stop_after_three,
-        )  # fmt: skip
+        )
     assert seen[-1].startswith("measure: 3/10")  # 4 strategies x 2 windows + 2 short references
     assert model.config.rope_parameters["rope_type"] == "default"  # restored on the interrupt
     calls = []
@@ -136,9 +140,14 @@ def test_short_context_losses_and_passkey_against_direct_forwards():
     for p in (L0, L0 + 5, 48, L - 1):  # token p predicted from ids[s - 8 : p], s its block start
         s = L0 if p < 48 else 48
         assert got[p - L0] == pytest.approx(_token_losses_direct(model, ids[s - 8 : p + 1])[-1])
-    words = {w: i for i, w in enumerate("the pass key is . remember it what ? 0 1 2 3 4 5 6 7 8 9 "
-                                         "grass green sky blue sun yellow here we go there and "
-                                         "back again important info".split())}  # fmt: skip
+    words = {
+        w: i
+        for i, w in enumerate(
+            "the pass key is . remember it what ? 0 1 2 3 4 5 6 7 8 9 "
+            "grass green sky blue sun yellow here we go there and "
+            "back again important info".split()
+        )
+    }
 
     def encode(text):
         out = []

@@ -128,8 +128,9 @@ def test_the_benchmark_converts_a_legacy_state_dict_once(tmp_path):
 
 
 def _tiny(position: str = "rope", **kw) -> CausalDecoder:
-    cfg = DecoderConfig(position=position, d_model=16, n_heads=2, n_layers=1, d_ff=32,
-                        trained_length=16, **kw)  # fmt: skip
+    cfg = DecoderConfig(
+        position=position, d_model=16, n_heads=2, n_layers=1, d_ff=32, trained_length=16, **kw
+    )
     return CausalDecoder(cfg, seed=0).eval()
 
 

@@ -199,7 +199,8 @@ class Extension:
     def lag_vectors(
         self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
     ) -> np.ndarray:
-        """``(m, k)`` float64 lag vectors of ``strategy`` at ``ctx.target_length``."""
+        """``(m, k)`` float64 lag vectors of ``strategy`` at ``ctx.target_length``; every family
+        with a kernel takes ``Strategy("none", name, "none")``: the model as trained."""
         raise PosgeomError(
             f"family {self.name!r} has no lag kernel, so extend cannot score it; give its family "
             "a lag_vectors method (docs/ARCHITECTURE.md, 'Adding a positional family')"

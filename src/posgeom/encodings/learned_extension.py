@@ -197,6 +197,8 @@ class LearnedExtension(Extension):
     def lag_vectors(
         self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
     ) -> np.ndarray:
+        if strategy.kind == "none":  # the table as trained: lags below its rows only
+            return learned_lag_vectors(np.asarray(params["table"])[: ctx.target_length], lags)
         table = extended_table(params, strategy.kind, ctx)
         return learned_lag_vectors(table, lags)
 

@@ -315,6 +315,8 @@ class RoPEExtension(Extension):
     def lag_vectors(
         self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
     ) -> np.ndarray:
+        if strategy.kind == "none" and strategy.rope_parameters is None:  # the model's own
+            strategy = Strategy(strategy.name, self.name, "none", params["rope_parameters"])
         w, att = strategy.frequencies(params, ctx.target_length, ctx.trained_length)
         return rope_lag_vectors(w, lags, attention_factor=att)
 
