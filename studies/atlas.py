@@ -32,8 +32,8 @@ import numpy as np
 import posgeom
 from posgeom.encodings.sinusoidal import sinusoidal_vectors
 from posgeom.probes.report import render_page
+from studies._common import CACHE, DATA, DOCS
 
-ROOT = Path(__file__).resolve().parents[1]
 SEED = 0
 
 
@@ -215,10 +215,10 @@ def _markdown(tables: list, layers: list, skipped: list[str], log: list[str], si
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    p.add_argument("--data", type=Path, default=DATA)
     p.add_argument("--mpnet", type=Path, default=None, help="the unzipped all-mpnet-base-v2 folder")
-    p.add_argument("--cache", type=Path, default=ROOT / "benchmarks" / ".cache" / "atlas")
-    p.add_argument("--out", type=Path, default=ROOT / "docs")
+    p.add_argument("--cache", type=Path, default=CACHE / "atlas")
+    p.add_argument("--out", type=Path, default=DOCS)
     p.add_argument("--sst2", type=int, default=300)
     p.add_argument("--imdb", type=int, default=150)
     p.add_argument("--long", type=int, default=150)
