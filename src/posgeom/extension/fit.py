@@ -81,9 +81,14 @@ def _stress(vectors: np.ndarray, target: np.ndarray, iu: tuple) -> float:
 
 
 def _objective(
-    z: np.ndarray, w0: np.ndarray, gaps: np.ndarray, target: np.ndarray, seen: np.ndarray,
-    reach_len: int, penalty: float,
-) -> tuple[float, np.ndarray]:  # fmt: skip
+    z: np.ndarray,
+    w0: np.ndarray,
+    gaps: np.ndarray,
+    target: np.ndarray,
+    seen: np.ndarray,
+    reach_len: int,
+    penalty: float,
+) -> tuple[float, np.ndarray]:
     """The fit's objective and its gradient in ``z = log lambda``.
 
     Stress: ``S = 1 - a^2 / (b c)``, ``a = sum delta D``, ``b = sum delta^2``, ``c = sum D^2``,
@@ -174,8 +179,14 @@ def fit_factors(
         ramp = np.arange(1, n + 1) / max(n, 1) * np.log(s)
         for z0 in (np.zeros(n), ramp, np.full(n, np.log(s))):
             delta0 = np.diff(np.concatenate([[0.0], z0]))
-            res = minimize(fn, delta0, jac=True, method="L-BFGS-B",
-                           bounds=[(0.0, upper)] * n, options={"maxiter": 500})  # fmt: skip
+            res = minimize(
+                fn,
+                delta0,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=[(0.0, upper)] * n,
+                options={"maxiter": 500},
+            )
             if best is None or res.fun < best.fun - 1e-12:
                 best = res
         z = np.zeros(f)
@@ -183,9 +194,14 @@ def fit_factors(
         best.x = z
     for z0 in starts if not constrained else []:
         res = minimize(
-            _objective, z0, args=args, jac=True, method="L-BFGS-B",
-            bounds=[(0.0, upper)] * f, options={"maxiter": 500},
-        )  # fmt: skip
+            _objective,
+            z0,
+            args=args,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(0.0, upper)] * f,
+            options={"maxiter": 500},
+        )
         if best is None or res.fun < best.fun - 1e-12:
             best = res
 

@@ -86,18 +86,22 @@ def predictor_values(
 
 
 def frequency_values(
-    trained_freq: np.ndarray, freqs: Mapping[str, tuple[np.ndarray, float]], trained_length: int,
-    target_length: int, use: Any = None,
-) -> dict[str, dict[str, float]]:  # fmt: skip
+    trained_freq: np.ndarray,
+    freqs: Mapping[str, tuple[np.ndarray, float]],
+    trained_length: int,
+    target_length: int,
+    use: Any = None,
+) -> dict[str, dict[str, float]]:
     """:func:`predictor_values` from the frequencies: ``trained_freq`` ``(F,)`` the model's own,
     ``freqs`` name -> ``(w', attention factor)`` at ``target_length``."""
     w0 = np.asarray(trained_freq, np.float64)
     weights = np.full(w0.size, 1.0 / w0.size) if use is None else np.asarray(use, np.float64)
     per = {
-        name: _one(w0, np.asarray(w, np.float64), float(att), weights, trained_length,
-                   target_length)
+        name: _one(
+            w0, np.asarray(w, np.float64), float(att), weights, trained_length, target_length
+        )
         for name, (w, att) in freqs.items()
-    }  # fmt: skip
+    }
     names = list(per)
     out = {k: {n: per[n][k] for n in names} for k in per[names[0]]} if names else {}
     if use is None:

@@ -78,8 +78,13 @@ def _fallback(result: Any) -> Any:
     for row in result.rows:
         if row.name == name:
             return row.strategy
-    params = {"rope_type": "yarn", "factor": s, "beta_fast": 32.0, "beta_slow": 1.0,
-              "original_max_position_embeddings": int(result.trained_length)}  # fmt: skip
+    params = {
+        "rope_type": "yarn",
+        "factor": s,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "original_max_position_embeddings": int(result.trained_length),
+    }
     return rope_strategy(result.model, name, "yarn", params, "YaRN ramp (the fallback)")
 
 
@@ -143,8 +148,13 @@ def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any
     record = f" ({record_line('its record', fb)})" if fb else ""
     if fb and fb["validated"]:
         why = f"{reason}; the fallback, YaRN with factor L/L0, is validated{record}"
-        return {**out, "strategy": _fallback(result), "predictor": family["fallback"],
-                "validated": True, "why": why}  # fmt: skip
+        return {
+            **out,
+            "strategy": _fallback(result),
+            "predictor": family["fallback"],
+            "validated": True,
+            "why": why,
+        }
     why = (
         f"{reason}, and neither is the fallback, YaRN with factor L/L0{record}: keeping the "
         "model's own rope parameters (no scaling), the only choice never measured worse than "
@@ -155,8 +165,13 @@ def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any
         from posgeom.extension.strategies import Strategy
 
         own = Strategy("none", "rope", "none", dict(result.model.rope_parameters), "no scaling")
-    return {**out, "strategy": own, "predictor": "none (nothing validated)", "validated": False,
-            "why": why}  # fmt: skip
+    return {
+        **out,
+        "strategy": own,
+        "predictor": "none (nothing validated)",
+        "validated": False,
+        "why": why,
+    }
 
 
 def recommendation_lines(result: Any) -> list[str]:
