@@ -280,7 +280,7 @@ def _recovery_cache(corpus: str, tokenizer: str, sizes, reps: int, names) -> Pat
 
 
 # ----------------------------------------------------------------------------- unequal samples
-def _structure(boot, spec: str, estimator: str, log_t: np.ndarray, **options) -> dict:
+def sample_size_structure(boot, spec: str, estimator: str, log_t: np.ndarray, **options) -> dict:
     """Share of pairs whose 95% half-sample interval excludes 0, median D, and the Spearman
     correlation of ``D_ij`` with ``|log T_i - log T_j|`` (structure made by the sample sizes);
     ``options``: more keyword options of ``estimate_geometry`` (e.g. ``smooth``)."""
@@ -351,7 +351,7 @@ def unequal_samples(replicates: int = 100) -> dict:
         )
         log_t = np.log(np.asarray(boot.base.totals, dtype=np.float64))
         out[label] = {
-            f"{e} / {spec}": _structure(boot, spec, e, log_t)
+            f"{e} / {spec}": sample_size_structure(boot, spec, e, log_t)
             for e, spec in (("corrected", "auto"), ("corrected", "full"), ("plugin", "full"))
         }
         print(f"[unequal samples] {label}: {out[label]}", flush=True)

@@ -244,8 +244,8 @@ def stationary(replicates: int = 100) -> dict:
                 estimate_geometry(boot.base).diagnostics["projection"]["resolved"]
             ),
             "rows": rows,
-            "none": real._structure(boot, "auto", "corrected", log_t),
-            "smoothed": real._structure(boot, "auto", "corrected", log_t, smooth=slope),
+            "none": real.sample_size_structure(boot, "auto", "corrected", log_t),
+            "smoothed": real.sample_size_structure(boot, "auto", "corrected", log_t, smooth=slope),
         }
         print(f"[vr stationary] {label}: {out[label]}", flush=True)
     return out
