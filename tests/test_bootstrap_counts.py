@@ -240,7 +240,12 @@ def test_cli_compare_cuts_bootstrap_counts(tmp_path):
         out = tmp_path / f"cmp{n_counted}"
         argv = ["-q", "compare", "--counts", str(boot), "-n", "8", "-d", "16", "-o", str(out)]
         assert main(argv) == 0
-        tables.append(json.loads((out / "comparison.json").read_text())["table"])
+        tables.append(
+            [
+                {"encoding": k, **v}
+                for k, v in json.loads((out / "comparison.json").read_text())["scores"].items()
+            ]
+        )
     assert len(tables[0]) == len(tables[1]) > 2
     for cut, direct in zip(*tables, strict=True):
         assert cut["encoding"] == direct["encoding"]

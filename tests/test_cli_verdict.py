@@ -61,7 +61,7 @@ def test_compare_verdict_follows_the_bootstrap_intervals(tmp_path, capsys):
     assert rc == 0, err
     line = _verdict(out)
     result = json.loads((out_dir / "comparison.json").read_text())
-    first, second = _ranked(result["table"])[:2]
+    first, second = _ranked([{"encoding": k, **v} for k, v in result["scores"].items()])[:2]
     assert f"closest in shape: {first['encoding']}, then {second['encoding']}" in line
     # separated: the interval of the paired difference of the two stresses excludes 0
     top = result["uncertainty"]["candidates"]["neighbours"][0]

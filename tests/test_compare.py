@@ -181,11 +181,10 @@ def test_outputs_json_markdown_and_save(synth_result, tmp_path):
 
     _, res = synth_result
     doc = json.loads(res.to_json())
-    assert doc["table"][0]["encoding"] == "sinusoidal"
+    assert doc["kind"] == "compare" and next(iter(doc["scores"])) == "sinusoidal"
     assert doc["stationarity"]["toeplitz_r2"] == pytest.approx(res.stationarity.toeplitz_r2)
-    nope = next(r for r in doc["table"] if r["encoding"] == "nope")
-    assert nope["stress1"] is None  # inf is not JSON
-    md = res.to_markdown()
+    assert doc["scores"]["nope"]["stress1"] is None  # inf is not JSON
+    md = res.markdown()
     assert "| sinusoidal |" in md and "Stationarity" in md and "| r |" in md
     out = res.save(tmp_path / "cmp")
     arrays, _ = load_artifact(out / "arrays.npz")
@@ -262,7 +261,7 @@ def test_cli_compare_on_user_text(tmp_path, capsys):
     )
     assert rc == 0
     doc = json.loads((tmp_path / "out2" / "comparison.json").read_text())
-    assert [r["encoding"] for r in doc["table"]] == ["sinusoidal", "mds"]
+    assert list(doc["scores"]) == ["sinusoidal", "mds"] and doc["kind"] == "compare"
 
 
 @pytest.mark.parametrize("case", ["missing", "too_long", "no_corpus"])

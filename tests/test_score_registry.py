@@ -144,7 +144,7 @@ np.testing.assert_allclose(row[NAME], want["sinusoidal"], rtol=1e-10)
 lo, hi = row[NAME + "_ci"]
 assert -1 <= lo <= hi <= 1
 assert "Shepard r" in res.to_markdown()
-assert NAME in res.summary()["geometry"]["conventions"]
+assert NAME in res.summary()["conventions"]
 assert any(c[0] == NAME for c in schema.score_columns())
 assert all(NAME in r for r in res.rank_curve)
 from posgeom.reports.html import _how_to_read

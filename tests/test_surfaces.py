@@ -223,11 +223,11 @@ def test_the_commands_agree_on_one_corpus(runs):
 def test_p_first_is_one_number(runs):
     summary = _stored(runs, "cmp")[1]
     first = summary["uncertainty"]["candidates"]["p_first"]
-    for row in summary["table"]:
-        if is_candidate(row["encoding"]):
-            assert row["p_first"] == first[row["encoding"]], row["encoding"]
+    for name, row in summary["scores"].items():
+        if is_candidate(name):
+            assert row["p_first"] == first[name], name
         else:
-            assert "p_first" not in row, row["encoding"]
+            assert "p_first" not in row, name
     assert sum(first.values()) == pytest.approx(1.0)
 
 
@@ -264,7 +264,7 @@ def test_sampled_triples_are_not_called_stability(runs, monkeypatch):
     summary = json.loads((folder / "comparison.json").read_text())
     vi = VerdictInputs.from_dict(summary["verdict"]["inputs"])
     assert vi.interval_source == "sampled_triples" and vi.uncertainty is None
-    assert all(r.get("sampled") for r in summary["table"])
+    assert all(r.get("sampled") for r in summary["scores"].values())
     line = summary["verdict"]["line"]
     assert "sampled-triples intervals" in line and "stability over another corpus sample" in line
     from posgeom.reports.verdict import verdict

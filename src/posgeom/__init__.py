@@ -70,7 +70,11 @@ _EXPORTS: dict[str, str] = {
     "bootstrap_interval": "posgeom.uncertainty.bootstrap",
     "replicate_geometry": "posgeom.uncertainty.bootstrap",
     "BootstrapScores": "posgeom.uncertainty.bootstrap",
-    # the comparison of every encoding for a corpus
+    # the main job: one config, one run, one result (geometry, run, demo, compare)
+    "analyze": "posgeom.pipeline",
+    "GeometryConfig": "posgeom.pipeline",
+    "GeometryResult": "posgeom.pipeline",
+    # the comparison of every encoding for a corpus (deprecated: analyze)
     "compare_encodings": "posgeom.analysis.compare",
     "ComparisonResult": "posgeom.analysis.compare",
     "stationarity": "posgeom.analysis.compare",
@@ -100,6 +104,7 @@ _SUBMODULES = {
     "lags",
     "models",
     "nn",
+    "pipeline",
     "probes",
     "reports",
     "scores",
@@ -116,8 +121,15 @@ __all__ = [
 ]
 
 
+# results the reports draw (Jupyter's _repr_html_, save(report=True)): loading one of them loads
+# posgeom.reports too, which registers its renderers with the results (they import no renderer)
+_DRAWN = {"analyze", "GeometryResult", "analyze_counts", "compare_encodings"}
+
+
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
+        if name in _DRAWN:
+            importlib.import_module("posgeom.reports")
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value
         return value

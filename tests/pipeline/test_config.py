@@ -14,6 +14,7 @@ from posgeom._errors import PosgeomError
 from posgeom.analysis.compare import compare_encodings
 from posgeom.analysis.pipeline import analyze_counts
 from posgeom.corpus.counting import count_positions
+from posgeom.encodings import default_rope_head_dim
 from posgeom.pipeline.config import (
     BASELINES,
     GROUPS,
@@ -42,12 +43,13 @@ def test_every_field_has_a_group_a_default_and_a_help():
 
 
 def test_the_wrappers_signatures_are_the_fields():
-    """analyze_counts takes every field but the baselines (max_rank 8, its own default);
+    """analyze_counts takes every field but the baselines (max_rank 8, no intervals: its own);
     compare_encodings every field but the embedding's own and smooth_positions, ``families``
     spelled ``encodings``: names and defaults read from the dataclass."""
     pipeline = _keywords(analyze_counts, {"encodings"})
     baselines = {f.name for f in config_fields(BASELINES)}
-    assert pipeline == {k: v for k, v in FIELDS.items() if k not in baselines} | {"max_rank": 8}
+    own = {"max_rank": 8, "intervals": False}
+    assert pipeline == {k: v for k, v in FIELDS.items() if k not in baselines} | own
     compare = _keywords(compare_encodings, {"extra_encodings"})
     left_out = {"n_components", "solver", "refine", "smooth_positions", "families"}
     want = {k: v for k, v in FIELDS.items() if k not in left_out} | {"encodings": None}
@@ -68,7 +70,12 @@ def test_a_new_field_reaches_the_signature_and_the_record():
     def run(counts, *, config):
         return config
 
-    assert _keywords(run, set()) == {"max_rank": 16, "seed": 0, "bandwidth": 0.5}
+    assert _keywords(run, set()) == {
+        "max_rank": 16,
+        "intervals": True,
+        "seed": 0,
+        "bandwidth": 0.5,
+    }
     got = run(None, bandwidth=2.0, seed=3)
     assert (got.bandwidth, got.seed, got.max_rank) == (2.0, 3, 16)
     assert got.record()["bandwidth"] == 2.0
@@ -130,15 +137,27 @@ def test_the_summary_options_are_the_record():
     record = config.record()
     baselines = {f.name for f in config_fields(BASELINES)}
     given = {k: getattr(config, k) for k in record if k not in baselines}
+    record["families"] = ["mds"]  # analyze_counts scores the MDS rows only
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         options = analyze_counts(counts, **given).options
-    assert list(options) == [k for k in record if k not in baselines]
-    resolved = {"n_components", "alpha", "solver", "estimator_options", "resolution"}
-    assert {k: v for k, v in options.items() if k not in resolved} == {
-        k: v for k, v in record.items() if k not in resolved | baselines
+    assert list(options)[: len(record)] == list(record)  # every field, in declaration order
+    resolved = {
+        "n_components",
+        "alpha",
+        "solver",
+        "estimator_options",
+        "resolution",
+        "families",
+        "rope_head_dim",
+    }
+    assert {k: v for k, v in options.items() if k in record and k not in resolved} == {
+        k: v for k, v in record.items() if k not in resolved
     }
     assert options["n_components"] == 7 and options["alpha"] == 0.0  # r = n - 1; no smoothing
     assert options["solver"] in {"exact", "implicit"} and options["resolution"] == "full"
+    assert options["rope_head_dim"] == default_rope_head_dim(16, 12)  # resolved from d, heads
+    assert options["families"] == ["mds"] and options["n_positions"] == 8  # refine=False
+    assert options["input"] == "counts"
     with pytest.raises(TypeError, match="families"):
         analyze_counts(counts, families=["mds"])  # a baseline: not an option of analyze_counts

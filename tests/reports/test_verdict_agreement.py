@@ -127,7 +127,7 @@ def test_compare_with_bootstrap_counts_agrees_everywhere(tmp_path, capsys):
     out = _run(capsys, "compare", "--counts", counts, "-d", 16, "-o", cmp, "--report")
     result = json.loads((cmp / "comparison.json").read_text())
     line, _, words = _agree(out, cmp, "comparison.md", "comparison.json", "corrected")
-    rows = result["table"]
+    rows = [{"encoding": k, **v} for k, v in result["scores"].items()]
     _check_ranking(line, words, rows)
     # the intervals of comparison.json are in the printed table and in comparison.md
     md = (cmp / "comparison.md").read_text()
@@ -164,7 +164,7 @@ def test_a_smoothed_target_is_named_by_every_output(tmp_path, capsys):
                "--smooth-positions", "0.3")  # fmt: skip
     line, _, words = _agree(out, cmp, "comparison.md", "comparison.json", "corrected")
     result = json.loads((cmp / "comparison.json").read_text())
-    assert result["geometry"]["estimator"]["smoothing"]["slope"] == 0.3
+    assert result["estimator"]["smoothing"]["slope"] == 0.3
     assert "smoothed over positions (h_i = 0.3 i)" in line
     assert "smoothed over positions (h_i = 0.3 i)" in words
     g = tmp_path / "g"

@@ -40,22 +40,22 @@ sample floor with ``below_min="drop"`` keeps every encoding aligned with ``D``.
 
 from __future__ import annotations
 
-import logging
-import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from posgeom._errors import PosgeomError
 from posgeom._validation import check_int
-from posgeom.analysis.compare_result import ComparisonResult, StationarityResult, stationarity
-from posgeom.analysis.rows import (
+from posgeom.encodings import default_rope_head_dim, rope_heads
+from posgeom.pipeline.config import (
+    GeometryConfig,
     comparable_encodings,
-    comparison_rows,
     default_encodings,
-    with_baselines,
+    takes_geometry_config,
 )
-from posgeom.encodings import default_rope_head_dim, family, rope_heads
-from posgeom.pipeline.config import GeometryConfig, takes_geometry_config
+from posgeom.pipeline.job import analyze
+from posgeom.pipeline.result import GeometryResult
+from posgeom.pipeline.rows import comparison_rows, with_baselines
+from posgeom.pipeline.stationarity import StationarityResult, stationarity
 
 __all__ = [
     "ComparisonResult",
@@ -77,7 +77,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-log = logging.getLogger("posgeom")
+ComparisonResult = GeometryResult  # the old name of the one result type
 
 
 # ----------------------------------------------------------------------------- main entry
@@ -90,7 +90,7 @@ def compare_encodings(
     *,
     extra_encodings: Mapping[str, Any] | None = None,
     config: GeometryConfig,
-) -> ComparisonResult:
+) -> GeometryResult:
     """Score every encoding against the Hellinger geometry of a corpus.
 
     Parameters
@@ -120,139 +120,12 @@ def compare_encodings(
     -------
     ComparisonResult
     """
-    from posgeom.analysis.pipeline import analyze_counts, rank_curve
-
-    c = config
-    model_dim, encodings, learned_model, n_heads = (
-        c.model_dim,
-        c.families,
-        c.learned_model,
-        c.n_heads,
+    warnings.warn(
+        "compare_encodings is deprecated and goes in the next release; use posgeom.analyze("
+        "counts, GeometryConfig(families=...), encodings=extra_encodings, kind='compare') (the "
+        "same numbers)",
+        DeprecationWarning,
+        stacklevel=2,
     )
-    rope_head_dim, rope_base, low_rank, max_rank = (
-        c.rope_head_dim,
-        c.rope_base,
-        c.low_rank,
-        c.max_rank,
-    )
-    convention, smoothing, alpha, min_samples = c.convention, c.smoothing, c.alpha, c.min_samples
-    below_min, noise, noise_repeats, seed = c.below_min, c.noise, c.noise_repeats, c.seed
-    estimator, estimator_options, resolution = c.estimator, c.estimator_options, c.resolution
-    from posgeom.geometry.counts import count_matrix
-    from posgeom.geometry.distributions import PositionalDistributions
-
-    names = list(default_encodings() if encodings is None else encodings)
-    given = {"learned_model": learned_model}
-    for name in list(names):
-        need = family(name).comparison_needs
-        if need is not None and given.get(need) is None:
-            if encodings is not None:
-                raise PosgeomError(f"the {name!r} encoding needs {need}=<model folder or name>")
-            names.remove(name)
-    check_int(model_dim, "model_dim", 2)
-    data = counts_or_distributions
-    if isinstance(data, PositionalDistributions):
-        data = data.probabilities()
-    cm = count_matrix(data)  # the comparison's one normalisation (the pipeline reuses it)
-    integer = cm.integer  # counts, not probabilities (the one rule: is_count_data)
-    use_noise = noise if (noise and integer) else None
-
-    log.info("geometry and MDS encoding (d = %d)", model_dim)
-    res = analyze_counts(
-        cm,
-        model_dim=model_dim,
-        smoothing=smoothing,
-        alpha=alpha,
-        min_samples=min_samples,
-        below_min=below_min,
-        convention=convention,
-        refine=any(family(x).pipeline_options.get("refine") for x in names),
-        noise=use_noise,
-        noise_repeats=noise_repeats,
-        max_rank=0,
-        seed=seed,
-        estimator=estimator,
-        estimator_options=estimator_options,
-        resolution=resolution,
-    )
-    n = res.distributions.n_positions
-    rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
-    table, heads, shepard, built = comparison_rows(
-        res,
-        names,
-        n_heads=n_heads,
-        rope_head_dim=rope_hd,
-        rope_base=rope_base,
-        low_rank=low_rank,
-        learned_model=learned_model,
-        extra_encodings=extra_encodings,
-        seed=seed,
-        keep_encodings=not res.sampled,  # for the intervals; a long context's are not held
-    )
-    from posgeom.analysis.intervals import attach_intervals
-
-    if res.sampled and getattr(data, "n_replicates", None):
-        log.warning(
-            "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
-            "rows carry their sampling intervals (<score>_ci)",
-            n,
-        )
-    uncertainty = (
-        None
-        if res.sampled
-        else attach_intervals(
-            data,
-            table,
-            built,
-            model_dim=int(model_dim),
-            low_rank=int(low_rank),
-            estimator=res.options["estimator"],  # the name actually used (a fallback included)
-            estimator_options={
-                **(res.options.get("estimator_options") or {}),
-                **({} if res.estimate is None else {"resolution": res.estimate.class_map}),
-            },
-            seed=seed,
-        )
-    )
-    curve = rank_curve(res.mds, res.scorer, max_rank=max_rank, seed=seed)
-    options = {
-        "n_positions": n,
-        "input": "counts" if integer else "distributions",
-        "model_dim": int(model_dim),
-        "encodings": names + list(extra_encodings or {}),
-        "n_heads": int(n_heads),
-        "rope_head_dim": int(rope_hd),
-        "rope_base": float(rope_base),
-        "low_rank": int(low_rank),
-        "max_rank": int(max_rank),
-        "learned_model": None
-        if learned_model is None
-        else (
-            os.fspath(learned_model)
-            if isinstance(learned_model, (str, os.PathLike))
-            else type(learned_model).__name__
-        ),
-        **{k: v for k, v in res.options.items() if k not in ("model_dim", "max_rank")},
-    }
-    return ComparisonResult(
-        table=table,
-        heads=heads,
-        rank_curve=curve,
-        stationarity=_stationarity(res, seed),
-        pipeline=res,
-        options=options,
-        shepard=shepard,
-        uncertainty=uncertainty,
-    )
-
-
-def _stationarity(res: Any, seed: int) -> StationarityResult:
-    """Exact on the pipeline's ``(n, n)`` target, else sampled per lag bin from its blocks
-    (a long context: no ``(n, n)`` matrix)."""
-    if res.distances is not None:
-        return stationarity(res.distances)
-    from posgeom.analysis.pipeline_scale import blocks_target
-    from posgeom.analysis.stationarity import sampled_stationarity
-
-    target = blocks_target(res.distributions, res.estimate, res.options["convention"])
-    return sampled_stationarity(target, seed=seed)
+    check_int(config.model_dim, "model_dim", 2)
+    return analyze(counts_or_distributions, config, encodings=extra_encodings, kind="compare")

@@ -1,6 +1,28 @@
 """The main job, typed and run once: :class:`~posgeom.pipeline.config.GeometryConfig` (every
-option of the geometry pipeline, declared once)."""
+option of the geometry pipeline, declared once), :func:`~posgeom.pipeline.job.analyze` (each
+stage run once) and :class:`~posgeom.pipeline.result.GeometryResult` (one result and one summary
+for ``geometry``, ``run``, ``demo`` and ``compare``). The stages' helpers: the target
+(:mod:`.target`), the scorer at every ``n`` (:mod:`.scale`), the registry's rows (:mod:`.rows`),
+intervals (:mod:`.intervals`), stationarity (:mod:`.stationarity`); the result's text: the row
+schema (:mod:`.schema`), Markdown (:mod:`.markdown`), the verdict (:mod:`.verdict`,
+:mod:`.verdict_inputs`) and the length hints (:mod:`.lengths`). Names load lazily."""
 
-from posgeom.pipeline.config import DEFAULT_MODEL_DIM, GeometryConfig
+from __future__ import annotations
 
-__all__ = ["DEFAULT_MODEL_DIM", "GeometryConfig"]
+import importlib
+from typing import Any
+
+__all__ = ["DEFAULT_MODEL_DIM", "GeometryConfig", "GeometryResult", "analyze"]
+
+_EXPORTS = {
+    "DEFAULT_MODEL_DIM": "posgeom.pipeline.config",
+    "GeometryConfig": "posgeom.pipeline.config",
+    "GeometryResult": "posgeom.pipeline.result",
+    "analyze": "posgeom.pipeline.job",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'posgeom.pipeline' has no attribute {name!r}")

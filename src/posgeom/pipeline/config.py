@@ -11,7 +11,8 @@ and its group, the stage that uses it:
   ``convention``;
 - ``embedding``: ``model_dim`` (``d``), ``n_components`` (``r``), ``solver``, ``refine``;
 - ``noise``: ``noise``, ``noise_repeats``;
-- ``scores``: ``max_rank`` (``R`` of the rank curve), ``seed``;
+- ``scores``: ``max_rank`` (``R`` of the rank curve), ``intervals`` (bootstrap intervals on
+  the rows when the counts carry replicates), ``seed``;
 - ``baselines``: ``families`` (the registry's rows; None: the default set), ``n_heads``,
   ``rope_head_dim``, ``rope_base``, ``low_rank``, ``learned_model``.
 
@@ -182,6 +183,12 @@ class GeometryConfig:
         Interval(Integral, 0, None),
         group=SCORES,
         help="largest rank R of the rank experiment",
+    )
+    intervals: bool = _option(
+        True,
+        bool,
+        group=SCORES,
+        help="bootstrap intervals on the rows when the counts carry replicates",
     )
     seed: int = _option(0, SEED, group=SCORES, help="random seed")
     families: tuple[str, ...] | None = _option(

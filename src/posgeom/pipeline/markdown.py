@@ -12,7 +12,16 @@ from typing import Any
 
 from posgeom.pipeline.schema import Column, rank_columns, score_columns, with_interval_text
 
-__all__ = ["PLUGIN_HEADING", "cell", "markdown_table", "plugin_lines", "rank_table", "score_table"]
+__all__ = [
+    "PLUGIN_HEADING",
+    "cell",
+    "markdown_table",
+    "plugin_lines",
+    "rank_table",
+    "result_markdown",
+    "sampled_note",
+    "score_table",
+]
 
 
 def cell(value: Any, spec: str) -> str:
@@ -88,3 +97,106 @@ def plugin_lines(
 def rank_table(curve: Sequence[Mapping[str, Any]]) -> list[str]:
     """Markdown lines of a rank curve (:func:`posgeom.pipeline.schema.rank_columns`)."""
     return markdown_table(curve, rank_columns())
+
+
+def sampled_note(sample: Any) -> str:
+    """The line under a sampled table: how its scores were estimated (a long context)."""
+    return (
+        f"Sampled: every score above is estimated from {sample.size:,} uniform triples "
+        f"(seed {sample.seed}; {100 * sample.confidence:.0f}% intervals in the JSON); "
+        "separation is exact for translation-invariant and 1-D encodings, an upper "
+        "bound (sampled pairs) where the JSON says so."
+    )
+
+
+def _beside_rows(result: Any) -> list[dict[str, Any]]:
+    """Rows of the plug-in scores beside a non-plug-in target (``plugin_paper``, ...)."""
+    rows = []
+    for r in result.rows:
+        if "plugin_paper" in r:
+            rows.append(
+                {
+                    "encoding": r["encoding"],
+                    "paper": r["plugin_paper"],
+                    "scale_optimal": r["plugin_scale_optimal"],
+                }
+            )
+        elif r["encoding"] in result.plugin_scores:  # the MDS rows (mds, mds+smacof)
+            rows.append({"encoding": r["encoding"], **result.plugin_scores[r["encoding"]]})
+    return rows
+
+
+def _noise_line(result: Any) -> list[str]:
+    """The noise floor's line: from the ``(n, n)`` floor, or a long context's sampled one."""
+    import numpy as np
+
+    nf = result.noise
+    if nf is None:
+        return []
+    if getattr(nf, "pair_floor", None) is None:  # sampled (SampledNoiseFloor)
+        median_d = float(np.median(result.scorer.sample.target_ij))
+        lo, hi = nf.trusted_ci
+        return [
+            f"Noise floor ({nf.method}, {nf.n_pairs:,} sampled pairs): median pair floor "
+            f"{nf.median_pair_floor:.3g} vs median D {median_d:.3g}; "
+            f"{100 * nf.trusted_share:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] of pairs above "
+            "twice their floor."
+        ]
+    iu = np.triu_indices_from(nf.pair_floor, 1)
+    return [
+        f"Noise floor ({nf.method}): median pair floor {np.median(nf.pair_floor[iu]):.3g} "
+        f"vs median D {np.median(result.distances[iu]):.3g}; "
+        f"{100 * nf.trusted()[iu].mean():.1f}% of pairs above twice their floor."
+    ]
+
+
+def _head_lines(result: Any, verdict: Mapping[str, Any]) -> list[str]:
+    """The settings: n, d, the convention, the target, the intervals, the samples."""
+    import numpy as np
+
+    from posgeom.pipeline.verdict_inputs import VerdictInputs, target_phrase
+
+    o, totals = result.options, result.distributions.totals
+    vi = VerdictInputs.from_dict(verdict["inputs"])
+    lines = [
+        f"n = {o['n_positions']} positions, d = {o['model_dim']}, Hellinger convention: "
+        f"{o['convention']} (paper stress = sum (delta - D)^2 / sum D^2 over i < j, no "
+        "rescaling; scale-optimal stress after the best rescaling alpha*).",
+        f"{target_phrase(vi)} (posgeom.estimate_geometry)"
+        + ("; the plug-in (the paper's) is shown beside it." if _beside_rows(result) else "."),
+    ]
+    u = result.uncertainty
+    if u:
+        lines.append(
+            f"Intervals: {100 * u['level']:.0f}% {u['method']} over {u['n_replicates']} "
+            "bootstrap replicates of the counts, the target re-estimated on each."
+        )
+    if np.all(np.isfinite(totals)) and o.get("input") == "counts":
+        lines.append(
+            f"Samples per position: min {np.min(totals):.6g}, median {np.median(totals):.6g}."
+        )
+    else:
+        lines.append("Input: distributions (no sampling noise).")
+    return lines
+
+
+def result_markdown(result: Any, verdict: Mapping[str, Any]) -> str:
+    """The text of a :class:`~posgeom.pipeline.result.GeometryResult` (``table.md``,
+    ``comparison.md``, what the commands print): the settings, the score table, the per-head
+    rows, the rank curve, the stationarity line and ``verdict``'s line."""
+    from posgeom.pipeline.scale import REFINE_SKIPPED
+    from posgeom.pipeline.schema import HEAD_COLUMNS, heads_by_family
+
+    lines = [*_head_lines(result, verdict), *_noise_line(result), "", *score_table(result.rows)]
+    if result.sampled:
+        lines += ["", sampled_note(result.scorer.sample)]
+        if result.refined is None and result.options.get("refine"):
+            lines += ["", f"mds+smacof: not run. {REFINE_SKIPPED}."]
+    lines += plugin_lines(_beside_rows(result))
+    for fam, rows in heads_by_family(list(result.heads)).items():
+        lines += ["", f"{fam}, every head:", "", *markdown_table(rows, HEAD_COLUMNS)]
+    if result.rank_curve:
+        lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
+        lines += rank_table(list(result.rank_curve))
+    lines += ["", result.stationarity.line(), "", verdict["line"]]
+    return "\n".join(lines) + "\n"

@@ -282,7 +282,7 @@ def verdict_inputs(kind: str, summary: Mapping[str, Any]) -> VerdictInputs | Non
         return VerdictInputs.from_dict(block["inputs"])
     if kind == "extend":  # the extension study has its own verdict (posgeom.extension)
         return None
-    if kind == "compare":
+    if "table" in summary:  # a comparison written before the one schema (rows in "table")
         base = _from_geometry(kind, summary.get("geometry", {}))
         rows, curve = summary.get("table", []), summary.get("rank_curve", [])
     elif kind == "analyze-model":  # its geometry is the target's pipeline

@@ -212,3 +212,15 @@ def results_folder(
         yield Path(tmp)
         if with_report:
             report(Path(tmp), Path(tmp) / REPORT_NAME, title=title or Path(directory).name)
+
+
+def _register_renderers() -> None:
+    """Give the results their renderers (:data:`posgeom.pipeline.result.RENDERERS`): the
+    results compute, the reports draw, and the arrow points from here to them."""
+    from posgeom.pipeline.result import RENDERERS
+
+    RENDERERS["html"] = repr_html
+    RENDERERS["report"] = lambda folder, title: report(folder, folder / REPORT_NAME, title=title)
+
+
+_register_renderers()

@@ -1,7 +1,7 @@
 """A results view: what a report shows, from a live result object or from a results folder.
 
-:func:`view_of` turns a :class:`~posgeom.analysis.pipeline.PipelineResult` (``run``, ``geometry``,
-``demo``), a :class:`~posgeom.analysis.compare.ComparisonResult` (``compare``), a
+:func:`view_of` turns a :class:`~posgeom.pipeline.result.GeometryResult` (``geometry``, ``run``,
+``demo``, ``compare``: one summary schema whose ``kind`` names the command), a
 :class:`~posgeom.models.analysis.ModelAnalysis` (``analyze-model``) or a results folder of any of
 those or of ``reproduce`` into one :class:`ResultView`. A folder with missing or damaged parts
 gives a view of what is there, and :attr:`ResultView.missing` names the rest.
@@ -10,7 +10,6 @@ gives a view of what is there, and :attr:`ResultView.missing` names the rest.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import numpy as np
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.pipeline.verdict_inputs import VerdictInputs, resolution_setting, verdict_inputs
 from posgeom.reports._integrity import array_problem, changed_since_written, summary_problem
+from posgeom.reports.claims import CLAIM_SECTIONS, claim_tables
 
 __all__ = [
     "CLAIM_SECTIONS",
@@ -173,7 +173,7 @@ def target_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict:
     """Keyword arguments of :class:`ResultView` from a summary JSON of ``kind``."""
     vi = verdict_inputs(kind, summary)
-    if kind == "compare":
+    if "table" in summary:  # a comparison written before the one schema (rows in "table")
         geom = summary.get("geometry", {})
         rows, curve = summary.get("table", []), summary.get("rank_curve", [])
     elif kind == "analyze-model":
@@ -230,64 +230,37 @@ def _extend_settings(summary: dict[str, Any], settings: dict[str, Any]) -> dict[
     return {**extra, **{k: v for k, v in settings.items() if k not in extra}}
 
 
+# a summary's ``kind`` -> the view's kind (geometry, run, demo and compare: one schema)
+_VIEW_KINDS = {"geometry": "run", "run": "run", "demo": "run", "compare": "compare"}
+_VIEW_KINDS |= {"posgeom_comparison": "compare", "posgeom_extension": "extend"}  # older kinds
+_SIDECAR_KINDS = {
+    "comparison_results": "compare",
+    "model_analysis": "analyze-model",
+    "extension_results": "extend",
+}
+
+
 def _kind_of(folder: Path) -> str | None:
+    """The kind its summary names, else (a folder whose summary names none) its files'."""
+    for name in ("summary.json", "comparison.json"):
+        data = _read_json(folder / name)[0] if (folder / name).exists() else None
+        if isinstance(data, dict) and data.get("kind") in _VIEW_KINDS:
+            return _VIEW_KINDS[data["kind"]]
     if (folder / "comparison.json").exists() or (folder / "comparison.md").exists():
         return "compare"
     if (folder / "REPRODUCTION.md").exists() or (folder / "reproduction").is_dir():
         return "reproduce"
-    summary = folder / "summary.json"
-    if summary.exists():
-        data, _ = _read_json(summary)
-        if data and data.get("kind") == "posgeom_extension":
-            return "extend"
+    if (folder / "summary.json").exists():
+        data, _ = _read_json(folder / "summary.json")
         return "analyze-model" if data and "layers" in data else "run"
     if (folder / "arrays.npz").exists():
         from posgeom.io.artifacts import read_sidecar
 
         try:
-            sidecar_kind = read_sidecar(folder / "arrays.npz").get("kind")
+            return _SIDECAR_KINDS.get(str(read_sidecar(folder / "arrays.npz").get("kind")), "run")
         except (OSError, ValueError):
             return "run"
-        return {
-            "comparison_results": "compare",
-            "model_analysis": "analyze-model",
-            "extension_results": "extend",
-        }.get(str(sidecar_kind), "run")
     return None
-
-
-# the sections of REPRODUCTION.md whose tables reproduction.html shows too (the claims)
-CLAIM_SECTIONS = (
-    "The paper's claims, ours beside them",
-    "Which conclusions survive the estimator?",
-)
-
-
-def _cells(line: str) -> tuple[str, ...]:
-    inner = line.strip()[1:-1]
-    return tuple(c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", inner))
-
-
-def claim_tables(
-    markdown: str,
-) -> tuple[tuple[str, tuple[str, ...], tuple[tuple[str, ...], ...]], ...]:
-    """``(heading, header, rows)`` of the first Markdown table under each of
-    :data:`CLAIM_SECTIONS` in a REPRODUCTION.md (cells as written, ``\\|`` unescaped)."""
-    out, heading, lines = [], None, markdown.splitlines()
-    for k, line in enumerate(lines):
-        if line.startswith("## "):
-            heading = line[3:].strip()
-        elif heading in CLAIM_SECTIONS and line.startswith("|") and k + 1 < len(lines):
-            if not set(lines[k + 1].replace("|", "").strip()) <= set("-: "):
-                continue
-            rows = []
-            for row in lines[k + 2 :]:
-                if not row.startswith("|"):
-                    break
-                rows.append(_cells(row))
-            out.append((heading, _cells(line), tuple(rows)))
-            heading = None  # one table per section
-    return tuple(out)
 
 
 def _reproduce_folder(folder: Path) -> ResultView:
@@ -301,7 +274,7 @@ def _reproduce_folder(folder: Path) -> ResultView:
         data, err = _read_json(path)
         if err:
             notes.append(err)
-        elif isinstance(data, dict) and data.get("kind") == "posgeom_comparison":
+        elif isinstance(data, dict) and _VIEW_KINDS.get(str(data.get("kind"))) == "compare":
             present.append(f"{sub.name}/{path.name}")
             parts.append(ResultView("compare", path.stem, **_from_summary("compare", data, {})))
     missing = [] if parts else ["reproduction/*.json: no comparison results to show"]

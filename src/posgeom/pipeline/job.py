@@ -1,0 +1,358 @@
+"""The main job, run once: counts -> distributions -> target ``D`` -> MDS -> rows -> summary.
+
+:func:`analyze` is what ``posgeom geometry``, ``run``, ``demo`` and ``compare`` run (and the
+deprecated :func:`~posgeom.analysis.pipeline.analyze_counts` and
+:func:`~posgeom.analysis.compare.compare_encodings`). Each stage runs once, in data-flow order:
+
+1. the counts are recognised once (:func:`~posgeom.geometry.counts.count_matrix`; the
+   :class:`~posgeom.geometry.counts.CountMatrix` is passed down, never re-recognised);
+2. the positional distributions ``mu_i`` (smoothing, sample floor);
+3. the target ``D``: an estimate (:func:`~posgeom.pipeline.target.estimate_target`; the plug-in
+   is one of them, a :class:`~posgeom.pipeline.target.PluginEstimate`);
+4. the MDS encoding at rank ``r = min(n - 1, d)`` (or ``n_components``), its SMACOF refinement
+   when the ``mds+smacof`` row is asked for;
+5. one :class:`~posgeom.pipeline.scale.Scorer` (the target validated once; exact up to
+   ``SAMPLED_ABOVE`` positions, one pair sample above) scores the MDS encodings, the registry's
+   rows (:func:`~posgeom.pipeline.rows.comparison_rows`) and the caller's ``encodings``;
+6. bootstrap intervals on the rows when the counts carry replicates, the rank curve
+   (``r = 1 .. max_rank``), the stationarity of ``D``, the noise floor;
+7. one frozen :class:`~posgeom.pipeline.result.GeometryResult` whose summary is built once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.embed.refine import smacof_refine
+from posgeom.encodings import default_rope_head_dim, family
+from posgeom.geometry.counts import CountMatrix, count_matrix
+from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
+from posgeom.geometry.divergences import HellingerBlocks
+from posgeom.geometry.noise import noise_floor, sampled_noise_floor
+from posgeom.pipeline import scale
+from posgeom.pipeline.config import GeometryConfig, default_encodings, takes_geometry_config
+from posgeom.pipeline.intervals import attach_intervals
+from posgeom.pipeline.result import KINDS, GeometryResult
+from posgeom.pipeline.rows import comparison_rows
+from posgeom.pipeline.stationarity import StationarityResult, sampled_stationarity, stationarity
+from posgeom.pipeline.target import PluginEstimate, embed, estimate_target
+
+__all__ = ["analyze"]
+
+log = logging.getLogger("posgeom")
+
+
+@takes_geometry_config()
+def analyze(
+    counts: Any,
+    config: GeometryConfig | None = None,
+    *,
+    encodings: Mapping[str, Any] | None = None,
+    kind: str = "run",
+) -> GeometryResult:
+    """The geometry of ``counts`` and every encoding scored against it (module docstring).
+
+    Parameters
+    ----------
+    counts : :class:`~posgeom.corpus.counting.PositionCounts`, an ``(n, V)`` count matrix
+        (sparse or dense), exact ``(n, V)`` probabilities (rows summing to 1), a
+        :class:`~posgeom.geometry.counts.CountMatrix`, or
+        :class:`~posgeom.geometry.distributions.PositionalDistributions` (dense: small only).
+    config : a :class:`~posgeom.pipeline.config.GeometryConfig`; its fields are also keyword
+        options here (``analyze(counts, model_dim=64)``), which change ``config``.
+    encodings : more encodings ``name -> (n, d) vectors | (n, n) distances | encoding`` of the
+        kept positions, scored as they are (rows ``"user encoding"``).
+    kind : the command the result is for (``geometry``, ``run``, ``demo``, ``compare``): the
+        summary's ``kind`` and the names of the files :meth:`GeometryResult.write` writes.
+    """
+    assert config is not None  # the decorator passes the validated config
+    if kind not in KINDS:
+        raise PosgeomError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    cm = _count_matrix(counts)
+    names = _family_names(config)
+    stage = _geometry(cm, config, refine="mds+smacof" in names)
+    table, heads, shepard, built = comparison_rows(
+        stage,
+        names,
+        n_heads=config.n_heads,
+        rope_head_dim=stage.options["rope_head_dim"],
+        rope_base=config.rope_base,
+        low_rank=config.low_rank,
+        learned_model=config.learned_model,
+        extra_encodings=encodings,
+        seed=config.seed,
+        skip_unbuildable=config.families is None,
+        keep_encodings=not stage.scorer.sampled,  # for the intervals; a long context's are not
+    )
+    uncertainty = _intervals(counts, stage, table, built)
+    log.info("rank curve (r = 1 .. %d), stationarity, noise floor", config.max_rank)
+    curve = scale.rank_curve(stage.mds, stage.scorer, max_rank=config.max_rank, seed=config.seed)
+    large = {}
+    if stage.scorer.dense is None:  # a long context: what a report draws, without (n, n)
+        large = scale.long_context_arrays(stage.scored, stage.beside, stage.shepard_pairs)
+    scored = [r["encoding"] for r in table]
+    beside = {  # the plug-in scores of the rows, beside a non-plug-in target
+        r["encoding"]: {"paper": r["plugin_paper"], "scale_optimal": r["plugin_scale_optimal"]}
+        for r in table
+        if "plugin_paper" in r
+    }
+    return GeometryResult(
+        kind=kind,
+        config=config,
+        options={
+            **stage.options,
+            "families": [x for x in scored if x in names],
+            "encodings": scored,
+        },
+        distributions=stage.distributions,
+        target=stage.target,
+        mds=stage.mds,
+        refined=stage.refined,
+        scorer=stage.scorer,
+        rows=tuple(table),
+        heads=tuple(heads),
+        rank_curve=tuple(curve),
+        stationarity=_stationarity(stage),
+        noise=_noise(stage, cm, config),
+        uncertainty=uncertainty,
+        counts_info=dict(cm.provenance),
+        shepard={**stage.shepard, **shepard},
+        shepard_pairs=stage.shepard_pairs,
+        plugin_distances=stage.beside.get("plugin") if stage.scorer.dense is not None else None,
+        plugin_scores={**beside, **stage.plugin_scores},
+        large_arrays=large,
+    )
+
+
+def _count_matrix(counts: Any) -> CountMatrix:
+    """The one recognition of the input (distributions as their probabilities)."""
+    if isinstance(counts, PositionalDistributions):
+        counts = counts.probabilities()
+    return count_matrix(counts)
+
+
+def _family_names(config: GeometryConfig) -> list[str]:
+    """The registry rows to score: ``families`` (every one must be buildable with the config),
+    else the default set less the families that need a model the config does not give."""
+    names = list(default_encodings() if config.families is None else config.families)
+    given = {"learned_model": config.learned_model}
+    for name in list(names):
+        need = family(name).comparison_needs
+        if need is not None and given.get(need) is None:
+            if config.families is not None:
+                raise PosgeomError(f"the {name!r} encoding needs {need}=<model folder or name>")
+            names.remove(name)
+    if not config.refine and "mds+smacof" in names:
+        names.remove("mds+smacof")
+    return names
+
+
+@dataclass(frozen=True, eq=False)
+class _Geometry:
+    """The stages before the rows: what the registry's rows read (``ctx.pipeline``: the MDS
+    encoding and its scores)."""
+
+    distributions: PositionalDistributions
+    target: Any  # the estimate (a PluginEstimate for the plug-in)
+    scored: Any  # the (n, n) target, or its blocks above SAMPLED_ABOVE
+    beside: dict[str, Any]
+    mds: Any
+    refined: Any
+    scorer: scale.Scorer
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)
+    plugin_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    shepard: dict[str, np.ndarray] = field(default_factory=dict)
+    shepard_pairs: np.ndarray | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _distributions(cm: CountMatrix, config: GeometryConfig) -> PositionalDistributions:
+    """``mu_i`` of the counts (smoothing, sample floor); too few positions refused with a
+    suggested ``n`` when the counts say how many sequences they hold."""
+    from posgeom.pipeline.lengths import empty_positions_hint, suggest_n
+
+    n_sequences = cm.provenance.get("n_sequences")
+    hint = None if not n_sequences else empty_positions_hint(cm.totals, n_sequences)
+    try:
+        dist = positional_distributions(
+            cm,
+            smoothing=config.smoothing,
+            alpha=config.alpha,
+            min_samples=config.min_samples,
+            below_min=config.below_min,
+        )
+    except PosgeomError as exc:
+        if hint is None or "no samples" not in str(exc):
+            raise
+        raise PosgeomError(
+            f"{exc}; n = {suggest_n(cm.totals, n_sequences)} is reached by at least 5% of the "
+            "sequences (`posgeom lengths CORPUS` shows the length profile)"
+        ) from exc
+    if hint:
+        log.warning(hint)
+    if dist.n_positions < 3:
+        raise PosgeomError(
+            f"the geometry needs at least 3 positions with samples, got {dist.n_positions}"
+        )
+    return dist
+
+
+def _geometry(cm: CountMatrix, config: GeometryConfig, *, refine: bool) -> _Geometry:
+    """Distributions, target, MDS (and its refinement when ``refine``), the scorer and the
+    scores of the MDS encodings."""
+    c = config
+    dist = _distributions(cm, c)
+    n = dist.n_positions
+    large = n > scale.SAMPLED_ABOVE
+    est_options = c.estimate_options()
+    if large and isinstance(c.estimator, str) and c.estimator != "plugin":
+        est_options.setdefault("dense", False)  # factored: distances served by blocks()
+    target = estimate_target(
+        _kept(cm, dist),
+        dist,
+        estimator=c.estimator,
+        smoothing=c.smoothing,
+        convention=c.convention,
+        seed=c.seed,
+        options=est_options,
+        provenance=cm.provenance,
+    )
+    plugin = target if isinstance(target, PluginEstimate) else PluginEstimate(dist, c.convention)
+    beside = {} if target is plugin else {"plugin": plugin.blocks() if large else plugin.distances}
+    scored = scale.blocks_target(dist, target, c.convention) if large else target.distances
+    log.info("target D: the %s estimate of %d positions", target.estimator, n)
+    r = min(n - 1, c.model_dim) if c.n_components is None else c.n_components
+    log.info("classical MDS: rank %d in model width %d", r, c.model_dim)
+    mds = embed(
+        target, r, model_dim=c.model_dim, convention=c.convention, solver=c.solver, seed=c.seed
+    )
+    scorer = scale.Scorer.for_target(scored, n, beside=beside, seed=c.seed)
+    refined = None
+    if refine and n <= scale.REFINE_MAX_N:
+        log.info("SMACOF refinement from the MDS solution")
+        refined = smacof_refine(scorer.dense, mds)
+    options = {  # the config's record, with what the stages resolved
+        **c.record(),
+        "n_positions": n,
+        "input": "counts" if cm.integer else "distributions",
+        "n_components": r,
+        "alpha": c.alpha if c.smoothing != "none" else 0.0,
+        "solver": mds.solver,
+        "noise": c.noise if cm.integer else None,
+        "estimator": target.estimator,
+        "estimator_options": {
+            k: v for k, v in est_options.items() if k != "resolution" or isinstance(v, (str, int))
+        },
+        "resolution": target.resolution,
+        "refine": refine,
+        "rope_head_dim": _rope_head_dim(c),
+    }
+    return _scored(_Geometry(dist, target, scored, beside, mds, refined, scorer, options=options))
+
+
+def _scored(stage: _Geometry) -> _Geometry:
+    """The stage with the scores and Shepard distances of its MDS encodings."""
+    named = {"mds": stage.mds}
+    if stage.refined is not None:
+        named["mds+smacof"] = stage.refined
+    pairs = scale.shepard_pairs(stage.distributions.n_positions, seed=stage.options["seed"])
+    rows = {k: stage.scorer.score(enc) for k, enc in named.items()}
+    beside = {
+        k: {b[len("plugin_") :]: v for b, v in r.items() if b.startswith("plugin_")}
+        for k, r in rows.items()
+    }
+    return dataclasses.replace(
+        stage,
+        scores={
+            k: {b: v for b, v in r.items() if not b.startswith("plugin_")} for k, r in rows.items()
+        },
+        plugin_scores={k: v for k, v in beside.items() if v},
+        shepard={k: scale.pair_distances(enc, pairs) for k, enc in named.items()},
+        shepard_pairs=pairs,
+    )
+
+
+def _kept(cm: CountMatrix, dist: PositionalDistributions) -> Any:
+    """The counts of the positions the distributions kept (all of them unless dropped)."""
+    return cm.counts if dist.n_positions == cm.n_positions else cm.counts[dist.positions]
+
+
+def _rope_head_dim(config: GeometryConfig) -> int:
+    if config.rope_head_dim is not None:
+        return int(config.rope_head_dim)
+    return int(default_rope_head_dim(config.model_dim, config.n_heads))
+
+
+def _on_classes(rows: Any, target: Any) -> Any:
+    """The kept positions' counts on the target's token classes: the noise floor of the
+    distances scored (``rows`` for a full-vocabulary target). The estimate's own coarsened
+    counts, normalised once: no second coarsening, no second normalisation."""
+    if target.class_map is None or target.resolution == "full":
+        return rows
+    return target.class_counts
+
+
+def _noise(stage: _Geometry, cm: CountMatrix, config: GeometryConfig) -> Any:
+    """The noise floor of the kept positions' counts on the target's classes (sampled pairs
+    above ``SAMPLED_ABOVE``); None without counts or with ``noise=None``."""
+    method, scorer = stage.options["noise"], stage.scorer
+    if not method:
+        return None
+    rows = _on_classes(_kept(cm, stage.distributions), stage.target)
+    repeats, seed = config.noise_repeats, config.seed
+    try:
+        if not scorer.sampled:
+            return noise_floor(rows, method=method, n_repeats=repeats, seed=seed)
+        if method != "split_half":
+            raise PosgeomError(
+                f"the {method} noise floor needs n x n replicate matrices; at n = "
+                f"{scorer.n_positions} use noise='split_half'"
+            )
+        s = scorer.sample  # the floor's own plug-in D (on ``rows``' classes), as noise_floor
+        plugin = HellingerBlocks(positional_distributions(rows)).pairs(s.i, s.j)
+        return sampled_noise_floor(rows, (s.i, s.j), plugin, n_repeats=repeats, seed=seed)
+    except PosgeomError as exc:
+        log.warning("noise floor skipped: %s", exc)
+        return None
+
+
+def _intervals(
+    counts: Any, stage: _Geometry, table: list[dict[str, Any]], built: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
+    each replicate needs an ``(n, n)`` matrix)."""
+    if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
+        return None
+    if stage.scorer.sampled:
+        log.warning(
+            "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
+            "rows carry their sampling intervals (<score>_ci)",
+            stage.distributions.n_positions,
+        )
+        return None
+    o, target = stage.options, stage.target
+    same_classes = {} if isinstance(target, PluginEstimate) else {"resolution": target.class_map}
+    return attach_intervals(
+        counts,
+        table,
+        built,
+        model_dim=int(o["model_dim"]),
+        low_rank=int(o["low_rank"]),
+        estimator=o["estimator"],  # the name actually used (a fallback included)
+        estimator_options={**(o["estimator_options"] or {}), **same_classes},
+        seed=o["seed"],
+    )
+
+
+def _stationarity(stage: _Geometry) -> StationarityResult:
+    """Exact on the ``(n, n)`` target, else sampled per lag bin from its blocks."""
+    if stage.scorer.dense is not None:
+        return stationarity(stage.scorer.dense)
+    return sampled_stationarity(stage.scored, seed=stage.options["seed"])

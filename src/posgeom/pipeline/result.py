@@ -1,0 +1,341 @@
+"""The one result of the main job: :class:`GeometryResult` (``geometry``, ``run``, ``demo``,
+``compare``, and the deprecated ``analyze_counts`` / ``compare_encodings``).
+
+Its summary (:meth:`GeometryResult.summary`: one schema for every command, built once per
+result) holds ``kind`` (the command), ``options`` (the config's record, resolved by the stages),
+the geometry (``conventions``, ``corpus``, ``distributions``, ``samples_per_position``, ``mds``,
+``estimator``, ``noise_floor``, ``refinement``, ``sampling``), ``scores`` (one row per encoding,
+in the table's order), ``heads``, ``rank_curve`` (``r = 1 .. max_rank`` everywhere),
+``stationarity``, ``uncertainty`` and the ``verdict``. :meth:`GeometryResult.markdown` is its
+text; :meth:`GeometryResult.write` its files. HTML reports are drawn by :mod:`posgeom.reports`
+from the same summary and arrays (the result imports no renderer).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom._version import __version__
+from posgeom.embed.rank import effective_ranks
+from posgeom.pipeline.config import GeometryConfig
+from posgeom.pipeline.markdown import result_markdown
+from posgeom.pipeline.scale import REFINE_SKIPPED
+from posgeom.pipeline.schema import conventions
+from posgeom.pipeline.stationarity import StationarityResult
+from posgeom.pipeline.target import PluginEstimate
+from posgeom.pipeline.verdict import verdict_block
+from posgeom.pipeline.verdict_inputs import TRUSTED_ARRAY
+
+__all__ = ["KINDS", "RENDERERS", "GeometryResult"]
+
+KINDS = ("geometry", "run", "demo", "compare")
+#: renderers :mod:`posgeom.reports` registers when imported (``"html"``: result -> HTML
+#: fragment, ``"report"``: (folder, page, title) -> None); the result calls them, never imports
+RENDERERS: dict[str, Callable[..., Any]] = {}
+_FILES = {  # kind -> (summary JSON, Markdown, arrays sidecar kind)
+    "compare": ("comparison.json", "comparison.md", "comparison_results"),
+}
+_DEFAULT_FILES = ("summary.json", "table.md", "geometry_results")
+
+
+def _quiet_ranks(mds: Any) -> dict[str, float | None]:
+    """Effective ranks; on a partial spectrum the summary says so instead of warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return effective_ranks(mds)
+
+
+@dataclass(frozen=True, eq=False)
+class GeometryResult:
+    """Everything :func:`posgeom.pipeline.analyze` computed (see :meth:`summary`).
+
+    ``target``: the estimate scored against (a :class:`~posgeom.pipeline.target.PluginEstimate`
+    for the plug-in); ``rows``: one score row per encoding (``encoding``, ``description``,
+    ``parameters``, every registered score, ``plugin_paper`` / ``plugin_scale_optimal`` beside a
+    non-plug-in target, ``<score>_ci`` with replicates); ``heads``: the per-head rows of head
+    families (ALiBi); ``rank_curve``: per rank ``r`` the scores of the rank-``r`` MDS encoding;
+    ``plugin_scores``: the plug-in scores beside the target's, per encoding.
+    """
+
+    kind: str
+    config: GeometryConfig
+    options: dict[str, Any]
+    distributions: Any
+    target: Any
+    mds: Any
+    refined: Any
+    scorer: Any
+    rows: tuple[dict[str, Any], ...]
+    heads: tuple[dict[str, Any], ...]
+    rank_curve: tuple[dict[str, Any], ...]
+    stationarity: StationarityResult
+    noise: Any = None
+    uncertainty: dict[str, Any] | None = None
+    counts_info: dict[str, Any] = field(default_factory=dict)
+    shepard: dict[str, np.ndarray] = field(default_factory=dict)
+    shepard_pairs: np.ndarray | None = None
+    plugin_distances: np.ndarray | None = None
+    plugin_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def report_kind(self) -> str:
+        """The report's kind (:mod:`posgeom.reports.view`): ``compare`` or ``run``."""
+        return "compare" if self.kind == "compare" else "run"
+
+    @property
+    def report_title(self) -> str:
+        return "comparison" if self.kind == "compare" else "geometry"
+
+    @property
+    def distances(self) -> np.ndarray | None:
+        """The ``(n, n)`` target ``D``; None above ``SAMPLED_ABOVE`` positions."""
+        return self.scorer.dense
+
+    @property
+    def estimate(self) -> Any:
+        """The estimate scored against, None for the plug-in (as ``analyze_counts`` had it;
+        :attr:`target` is the estimate whichever it is)."""
+        return None if isinstance(self.target, PluginEstimate) else self.target
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the scores are estimated from a pair sample (no ``(n, n)`` matrix)."""
+        return bool(self.scorer.sampled)
+
+    @property
+    def scores(self) -> dict[str, dict[str, Any]]:
+        """The rows by encoding name (each row without its ``encoding`` key)."""
+        return {r["encoding"]: {k: v for k, v in r.items() if k != "encoding"} for r in self.rows}
+
+    @property
+    def table(self) -> list[dict[str, Any]]:
+        """The rows as a list (``compare_encodings``' name for them)."""
+        return [dict(r) for r in self.rows]
+
+    @property
+    def pipeline(self) -> GeometryResult:
+        """The result itself (``ComparisonResult.pipeline`` of the deprecated API)."""
+        return self
+
+    def row(self, name: str) -> dict[str, Any]:
+        """The row of encoding ``name``."""
+        for r in self.rows:
+            if r["encoding"] == name:
+                return dict(r)
+        raise KeyError(
+            f"no encoding {name!r} in the table; have {[r['encoding'] for r in self.rows]}"
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON form (module docstring): built once per result, a copy returned."""
+        return copy.deepcopy(self._summary)
+
+    @functools.cached_property
+    def _summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "posgeom_version": __version__,
+            "kind": self.kind,
+            "conventions": conventions(self.options["convention"]),
+            "options": self.options,
+            "corpus": self.counts_info,
+            **self._geometry_summary(),
+            "scores": self.scores,
+            "heads": list(self.heads),
+            "rank_curve": list(self.rank_curve),
+            "stationarity": self.stationarity.summary(),
+            "estimator": self._estimator_summary(),
+        }
+        if self.plugin_scores:
+            out["plugin_scores"] = self.plugin_scores
+        out.update(self._optional_summary())
+        out["verdict"] = verdict_block(self.report_kind, out)
+        return out
+
+    def _geometry_summary(self) -> dict[str, Any]:
+        d, mds = self.distributions, self.mds
+        return {
+            "distributions": d.summary(),
+            "samples_per_position": {
+                "min": float(d.totals.min()),
+                "median": float(np.median(d.totals)),
+                "max": float(d.totals.max()),
+            },
+            "mds": {
+                "n_components": mds.n_components,
+                "model_dim": mds.model_dim,
+                "solver": mds.solver,
+                "eigenvalues": mds.eigenvalues[: min(64, len(mds.eigenvalues))].tolist(),
+                "explained_variance_ratio": mds.explained_variance_ratio[:16].tolist(),
+                "tie_groups": [list(g) for g in mds.tie_groups],
+                "effective_rank": _quiet_ranks(mds),
+                "spectrum_complete": bool(
+                    np.clip(mds.eigenvalues, 0, None).sum() >= (1 - 1e-9) * mds.total_variance
+                ),
+            },
+        }
+
+    def _optional_summary(self) -> dict[str, Any]:
+        """Refinement, noise floor, sampling and uncertainty, where there are any."""
+        out: dict[str, Any] = {}
+        if self.refined is not None:
+            out["refinement"] = {
+                "method": "smacof",
+                "initial_paper_stress": self.refined.initial_stress,
+                "final_paper_stress": self.refined.final_stress,
+                "n_iter": self.refined.n_iter,
+            }
+        elif self.options.get("refine") and self.sampled:
+            out["refinement"] = {"method": "smacof", "skipped": REFINE_SKIPPED}
+        if self.noise is not None:
+            out["noise_floor"] = self.noise.summary(self.distributions.positions)
+        if self.sampled:
+            out["sampling"] = self._sampling_summary()
+        if self.uncertainty:
+            out["uncertainty"] = self.uncertainty
+        return out
+
+    def _sampling_summary(self) -> dict[str, Any]:
+        from posgeom.scores import scores
+
+        s = self.scorer.sample
+        out: dict[str, Any] = {
+            "scores": "sampled",
+            "triples": s.size,
+            "seed": s.seed,
+            "confidence": s.confidence,
+            "rule": "uniform triples (i, j, k); stress kinds from the pairs (i, j) (ratio "
+            "estimators, delta-method intervals), violation rate from the triples (Wilson "
+            "interval); separation exact or an upper bound (separation_kind)",
+        }
+        unsampled = [x.name for x in scores() if x.sampled is None]
+        if unsampled:  # registered scores with no sampled form: not in the rows
+            out["without_sampled_form"] = unsampled
+        return out
+
+    def _estimator_summary(self) -> dict[str, Any]:
+        """The target's estimator and its resolution (the token classes it identifies)."""
+        out = dict(self.target.summary())
+        out.setdefault("resolution", getattr(self.target, "resolution", None))
+        return out
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """:meth:`summary` as strict JSON text (an undefined stress-1 is null)."""
+        from posgeom.io.artifacts import json_default
+        from posgeom.io.jsonfiles import finite_json
+
+        return json.dumps(
+            finite_json(self._summary), indent=indent, default=json_default, allow_nan=False
+        )
+
+    def markdown(self) -> str:
+        """The text of the result (``table.md`` / ``comparison.md``, what the command prints):
+        the settings, the score table, the heads, the rank curve, the stationarity line and
+        the verdict line."""
+        return result_markdown(self, self._summary["verdict"])
+
+    def markdown_table(self) -> str:
+        """Deprecated name of :meth:`markdown` (``analyze_counts``' result)."""
+        warnings.warn("markdown_table() is markdown() now", DeprecationWarning, stacklevel=2)
+        return self.markdown()
+
+    def to_markdown(self) -> str:
+        """Deprecated name of :meth:`markdown` (``compare_encodings``' result)."""
+        warnings.warn("to_markdown() is markdown() now", DeprecationWarning, stacklevel=2)
+        return self.markdown()
+
+    def report_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of ``arrays.npz`` (what a report draws)."""
+        d, mds, st = self.distributions, self.mds, self.stationarity
+        arrays = {
+            "positions": d.positions,
+            "totals": d.totals,
+            "mds_embedding": mds.embedding,
+            "mds_coordinates": mds.nonzero_coordinates,
+            "eigenvalues": mds.eigenvalues,
+            "diagonal_mean": st.diagonal_mean,
+            "monotone_fit": st.monotone_fit,
+            "rank": np.array([c["rank"] for c in self.rank_curve], dtype=np.int64),
+            "rank_paper_stress": np.array([c["paper"] for c in self.rank_curve]),
+        }
+        if self.distances is not None:  # else a long context: its grid and pairs
+            arrays["hellinger"] = self.distances
+            arrays["toeplitz"] = st.toeplitz()
+        if st.sampled:
+            arrays["lag_edges"] = st.lag_edges
+        if self.refined is not None:
+            arrays["refined_coordinates"] = self.refined.coordinates
+        if self.plugin_distances is not None:
+            arrays["plugin_hellinger"] = self.plugin_distances
+        arrays.update(self.noise_arrays())
+        arrays.update(self.large_arrays)
+        if self.shepard_pairs is not None:
+            arrays["shepard_pairs"] = self.shepard_pairs
+            arrays.update({f"shepard_{k}": v for k, v in self.shepard.items()})
+        return arrays
+
+    def noise_arrays(self) -> dict[str, np.ndarray]:
+        """``noise_pair_floor`` ``(n, n)`` and ``noise_trusted``, the mask of the pairs above
+        twice their floor whose share is the summary's ``trusted_pair_share`` (what a report's
+        heatmap shades); empty without an ``(n, n)`` floor."""
+        if getattr(self.noise, "pair_floor", None) is None:
+            return {}
+        return {"noise_pair_floor": self.noise.pair_floor, TRUSTED_ARRAY: self.noise.trusted()}
+
+    @property
+    def files(self) -> tuple[str, str, str]:
+        """The names of the summary JSON, the Markdown text and ``arrays.npz``."""
+        summary, text, _ = _FILES.get(self.kind, _DEFAULT_FILES)
+        return summary, text, "arrays.npz"
+
+    def write(self, directory: str | os.PathLike) -> Path:
+        """Write the summary JSON, the Markdown text and ``arrays.npz`` (+ JSON sidecar) into an
+        existing folder (:attr:`files`; each file atomic, :meth:`save` makes the folder
+        atomic)."""
+        from posgeom.io.artifacts import atomic_write_text, save_artifact
+
+        out = Path(directory)
+        summary, text, arrays = self.files
+        save_artifact(
+            out / arrays,
+            self.report_arrays(),
+            {"options": self.options},
+            kind=_FILES.get(self.kind, _DEFAULT_FILES)[2],
+        )
+        atomic_write_text(out / summary, self.to_json() + "\n")
+        atomic_write_text(out / text, self.markdown())
+        return out
+
+    def save(
+        self, directory: str | os.PathLike, *, overwrite: bool = False, report: bool = False
+    ) -> Path:
+        """A new results folder with the files of :meth:`write` (complete or absent), and
+        ``report.html`` when ``report`` (drawn by :mod:`posgeom.reports`)."""
+        from posgeom.io.artifacts import results_directory
+
+        if report and "report" not in RENDERERS:
+            raise PosgeomError(
+                "report=True draws with posgeom.reports: import posgeom.reports first, or call "
+                "posgeom.report(folder) after saving"
+            )
+        with results_directory(directory, overwrite=overwrite, content=self.report_kind) as tmp:
+            self.write(tmp)
+            if report:
+                RENDERERS["report"](Path(tmp), Path(directory).name)
+        return Path(directory)
+
+    def _repr_html_(self) -> str | None:
+        """The report as an HTML fragment in Jupyter (when :mod:`posgeom.reports` is loaded)."""
+        render = RENDERERS.get("html")
+        return None if render is None else render(self)
