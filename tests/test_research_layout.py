@@ -4,6 +4,7 @@ repository root, read by their imports.
 - every module imports (``importlib``), and importing it leaves ``sys.path`` as it was;
 - no module mutates ``sys.path`` anywhere, in a function body included (``sys.path.insert``,
   ``.append``, ``.extend``, ``+=``, item assignment, ``site.addsitedir``);
+- a name read from a studies module alias (``A.window_tokens``) exists in that module;
 - no module imports a sibling by its bare file name (``import bench_scale``: it only resolves
   with the folder on ``sys.path``); every ``studies.*``/``benchmarks.*`` name it imports, at the
   top or inside a function, exists;
@@ -195,6 +196,46 @@ def test_imports_name_modules_that_exist(module):
 
 #: cycles that stay for now, each with its reason (a fixed one fails the test, so it leaves here)
 KNOWN_CYCLES: dict[tuple[str, ...], str] = {}
+
+
+def module_aliases(source: str) -> dict[str, str]:
+    """The names under which ``source`` binds a studies/benchmarks module (``from pkg import
+    mod``, ``import pkg.mod as m``), mapped to the module."""
+    out = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                if f"{node.module}.{a.name}" in MODULES:
+                    out[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            out |= {a.asname: a.name for a in node.names if a.name in MODULES and a.asname}
+    return out
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_names_read_from_a_module_alias_exist(module):
+    """``A.window_tokens`` where ``A`` is a studies module: the module has that name (a moved or
+    renamed helper fails here, not hours into a run)."""
+    source = MODULES[module].read_text()
+    aliases = module_aliases(source)
+    bad = [
+        f"{node.lineno}: {node.value.id}.{node.attr}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in aliases
+        and not hasattr(importlib.import_module(aliases[node.value.id]), node.attr)
+        and f"{aliases[node.value.id]}.{node.attr}" not in MODULES
+    ]
+    assert not bad, f"{module}:\n" + "\n".join(bad)
+
+
+def test_the_alias_reader_sees_both_spellings():
+    source = "from studies.extension import track_a as A\nimport studies.extension.common as C\n"
+    assert module_aliases(source) == {
+        "A": "studies.extension.track_a",
+        "C": "studies.extension.common",
+    }
 
 
 def test_no_import_cycles():
