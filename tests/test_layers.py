@@ -225,9 +225,10 @@ FLOW = (
     "estimators",
     "encodings",
     "uncertainty",
-    "reports",
     "lags",
+    "pipeline",
     "analysis",
+    "reports",
     "nn",
     "models",
     "extension",
@@ -247,6 +248,14 @@ def _upward(graph: dict[str, set[str]]) -> list[str]:
         for target in targets
         if _layer(target) in rank and rank[_layer(target)] > rank[_layer(module)]
     )
+
+
+def test_results_import_no_renderer():
+    """Results compute, reports render: nothing under pipeline/ or analysis/ imports reports
+    (the reports register their renderers with the results)."""
+    bad = [f"{m} imports {t}" for m, ts in GRAPH.items() if _layer(m) in ("pipeline", "analysis")
+           for t in ts if _layer(t) == "reports"]  # fmt: skip
+    assert {"posgeom.pipeline.result", "posgeom.analysis.compare"} <= set(GRAPH) and not bad, bad
 
 
 def test_no_arrow_runs_up():
