@@ -1,6 +1,6 @@
 """The checks every registered estimator passes (``test_estimators.py`` runs them over
 ``posgeom.estimators.available()``; ``test_an_estimator_is_one_file`` runs them on the example of
-``tests/estimator_example.py``)."""
+``tests/estimators/estimator_example.py``)."""
 
 from __future__ import annotations
 

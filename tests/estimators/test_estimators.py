@@ -59,7 +59,7 @@ def test_every_registered_estimator_passes_the_common_checks(name):
 
 
 def test_an_estimator_is_one_file():
-    """The ARCHITECTURE.md example (tests/estimator_example.py), imported in a fresh process: it
+    """The ARCHITECTURE.md example (tests/estimators/estimator_example.py), imported in a fresh process: it
     is listed, passes the common checks, equals a hand computation and is offered by the CLI."""
     import os
     import subprocess

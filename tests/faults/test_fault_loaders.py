@@ -16,7 +16,7 @@ from fault_helpers import Evil
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from artifact_helpers import edit_header
+from helpers.artifacts import edit_header
 from posgeom import PositionCounts, count_positions
 from posgeom._errors import PosgeomError
 from posgeom.corpus.token_ids import read_token_ids

@@ -1,7 +1,7 @@
 """The probes' estimators, in numpy/scipy (float64), and the folds they are scored on.
 
 Why not scikit-learn: posgeom's core needs only numpy and scipy, and the probes are three small
-closed-form or convex fits, so they live here and ``tests/test_probes.py`` checks every one of them
+closed-form or convex fits, so they live here and ``tests/probes/test_probes.py`` checks every one of them
 against scikit-learn's ``cross_val_score`` (scikit-learn is a test dependency only).
 
 * :func:`least_squares` is scikit-learn's ``LinearRegression()``: with an intercept, the

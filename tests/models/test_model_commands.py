@@ -23,7 +23,7 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from scipy.spatial.distance import cdist, pdist, squareform  # noqa: E402
 
-from model_helpers import WORDS, tiny_bert  # noqa: E402
+from helpers.models import WORDS, tiny_bert  # noqa: E402
 from posgeom.cli.main import main  # noqa: E402
 from posgeom.models import mechanism_encodings  # noqa: E402
 

@@ -11,9 +11,9 @@ import pytest
 import scipy.sparse as sp
 
 import posgeom._version as version_module
-from artifact_helpers import MEMBER
-from artifact_helpers import edit_header as _edit_header
-from artifact_helpers import legacy_pair as _legacy_pair
+from helpers.artifacts import MEMBER
+from helpers.artifacts import edit_header as _edit_header
+from helpers.artifacts import legacy_pair as _legacy_pair
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.io.artifacts import (
     atomic_path,

@@ -129,7 +129,7 @@ def test_the_package_record_is_the_study_record_and_its_flags_follow_the_windows
     from posgeom.extension.recommend import load_record
 
     record = load_record()
-    study = Path(__file__).resolve().parents[1] / "docs" / "extension" / "record.json"
+    study = Path(__file__).resolve().parents[2] / "docs" / "extension" / "record.json"
     assert json.loads(study.read_text()) == record  # one record: the package reads the study's
     for scope in record["families"]["rope"].values():
         names = list(scope["windows"])

@@ -3,7 +3,7 @@
 References are independent of the package: the plug-in chord written out from the counts
 (``scipy.spatial.distance.pdist`` of ``sqrt(X_i / T_i)``), encoding distances from ``pdist`` of
 the vectors, the Pearson correlation from ``scipy.stats.pearsonr`` (the example score,
-``tests/score_example.py``, computes it by hand).
+``tests/scores/score_example.py``, computes it by hand).
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ print("ok")
 
 
 def test_a_new_score_is_one_file():
-    """The ARCHITECTURE.md example (tests/score_example.py), imported in a fresh process: it is
+    """The ARCHITECTURE.md example (tests/scores/score_example.py), imported in a fresh process: it is
     listed, and score_encoding, the comparison's rows/table/conventions/intervals, the bootstrap,
     the pipeline's rank curve and the sampled scores all carry it, each equal to scipy's
     Pearson correlation of independently computed distances."""
@@ -192,7 +192,7 @@ def test_a_new_score_is_one_file():
 
 @contextmanager
 def _example_registered():
-    """``tests/score_example.py`` registered in this process for the block (imported again:
+    """``tests/scores/score_example.py`` registered in this process for the block (imported again:
     its import registers it), then taken out of the registry."""
     import score_example
 

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mds_helpers import mds_result, numpy_mds  # noqa: E402
+from helpers.mds import mds_result, numpy_mds  # noqa: E402
 from posgeom._errors import PosgeomError  # noqa: E402
 from posgeom.embed.mds import classical_mds  # noqa: E402
 from posgeom.embed.refine import smacof_refine  # noqa: E402

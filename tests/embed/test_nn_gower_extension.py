@@ -8,7 +8,7 @@ import pytest
 from scipy.linalg import orthogonal_procrustes
 from scipy.spatial.distance import cdist, pdist, squareform
 
-from mds_helpers import mds_result, numpy_mds
+from helpers.mds import mds_result, numpy_mds
 from posgeom._errors import PosgeomError
 from posgeom.embed.extend import double_centred_diagonal, gower_extension
 

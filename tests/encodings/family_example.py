@@ -4,7 +4,7 @@ KERPLE (Chi et al., 2022, "Kernelized relative positional embedding for length e
 logarithmic variant: the bias ``-r1 log(1 + r2 |i - j|)`` (``r1, r2 > 0``) added to the attention
 logits. Its geometry: the distance ``D_ij = r1 log(1 + r2 |i - j|)`` (a metric: ``log(1 + x)`` is
 concave and vanishes at 0, so it is subadditive). In the package this file would be
-``src/posgeom/encodings/kerple.py``; ``tests/test_families.py`` imports it in a fresh process and
+``src/posgeom/encodings/kerple.py``; ``tests/encodings/test_families.py`` imports it in a fresh process and
 runs the family checks on it, and ``tests/test_family_drop_in.py`` drops it into a copy of the
 package and runs ``posgeom geometry``, ``compare`` and ``extend`` on it.
 

@@ -2,7 +2,7 @@
 
 Every command (``run``, ``geometry``, ``compare``, ``analyze-model``, ``score``, ``report``) runs
 once on one corpus (a position-dependent text, a real WordLevel tokenizer and a tiny random BERT
-that owns it: :mod:`model_helpers`), at one n, one target estimator and one coarse resolution
+that owns it: :mod:`helpers.models`), at one n, one target estimator and one coarse resolution
 (``top:3``, so the estimate's token classes are not the plug-in's). Every surface is then checked
 against the numbers the result stored once, the ``verdict.inputs`` of its summary JSON:
 
@@ -37,7 +37,7 @@ pytest.importorskip("tokenizers")
 
 from scipy.spatial.distance import pdist, squareform  # noqa: E402
 
-from model_helpers import WORDS, tiny_bert  # noqa: E402
+from helpers.models import WORDS, tiny_bert  # noqa: E402
 from posgeom.cli.main import main  # noqa: E402
 from posgeom.reports.verdict import one_line  # noqa: E402
 from posgeom.reports.verdict_inputs import (  # noqa: E402

@@ -15,14 +15,12 @@ import numpy as np
 import pytest
 
 import posgeom
-import test_cli
 from posgeom._errors import OptionalDependencyError, PosgeomError
 from posgeom._paths import portable_path
 from posgeom._progress import LineProgress, progress_bar
 from posgeom.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
-corpus = test_cli.corpus  # the fixture: 300 lines of 6 to 11 words
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_n_zero_says_its_message_once(corpus, tmp_path, capsys):

@@ -14,7 +14,7 @@ from posgeom.cli.main import main
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from decoder_helpers import gower_rows_reference  # noqa: E402
+from helpers.decoder import gower_rows_reference  # noqa: E402
 from posgeom.extension import enumerate_strategies  # noqa: E402
 from posgeom.extension.decoder import DecoderRunner, load_decoder_file  # noqa: E402
 from posgeom.nn.decoder import CausalDecoder, DecoderConfig, save_decoder  # noqa: E402

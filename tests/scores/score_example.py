@@ -12,7 +12,7 @@ every distance equal (NoPE). It estimates the correlation of the population geom
 with the encoding's distances; the bootstrap gives it an interval. At long contexts it is the
 same correlation over the sampled pairs ``(i, j)`` (uniform pairs: a consistent estimate), with
 a Fisher-z interval. In the package this file would be ``src/posgeom/scores/shepard.py``;
-``tests/test_score_registry.py`` imports it in a fresh process.
+``tests/scores/test_score_registry.py`` imports it in a fresh process.
 """
 
 from __future__ import annotations

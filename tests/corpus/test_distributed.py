@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from counting_helpers import assert_same_counts, write_sst2_head
+from helpers.counting import assert_same_counts, write_sst2_head
 from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import count_corpus
 from posgeom.corpus.distributed import count_distributed

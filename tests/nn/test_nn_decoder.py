@@ -14,7 +14,7 @@ from posgeom._errors import ArtifactError, PosgeomError
 torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
-from decoder_helpers import gower_rows_reference  # noqa: E402
+from helpers.decoder import gower_rows_reference  # noqa: E402
 from posgeom.nn import ALiBiBias, RotaryEmbedding, save_module  # noqa: E402
 from posgeom.nn.decoder import CausalDecoder, DecoderConfig, load_decoder, save_decoder  # noqa: E402
 from posgeom.nn.encoder import EncoderLayer  # noqa: E402

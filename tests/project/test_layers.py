@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "posgeom"
 
 CORE = ("io", "corpus", "geometry", "estimators", "embed", "scores", "uncertainty")

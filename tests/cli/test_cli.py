@@ -6,19 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from artifact_helpers import edit_header
+from helpers.artifacts import edit_header
 from posgeom import PositionCounts, hellinger_distances, positional_distributions
 from posgeom.cli.main import main
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    rng = np.random.default_rng(0)
-    words = [f"w{k}" for k in range(30)]
-    lines = [" ".join(rng.choice(words, size=rng.integers(6, 12))) for _ in range(300)]
-    path = tmp_path / "my_corpus.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def run(argv, capsys):
@@ -248,7 +238,7 @@ def test_pipeline_options_are_declared_once_with_the_librarys_choices():
     from posgeom.geometry.divergences import hellinger_distances
     from posgeom.geometry.noise import noise_floor
 
-    cli = Path(__file__).resolve().parents[1] / "src" / "posgeom" / "cli"
+    cli = Path(__file__).resolve().parents[2] / "src" / "posgeom" / "cli"
     text = "".join(p.read_text(encoding="utf-8") for p in sorted(cli.glob("*.py")))
     flags = ["--smoothing", "--alpha", "--min-samples", "--below-min", "--convention", "--solver"]
     flags += ["--noise", "--estimator"]

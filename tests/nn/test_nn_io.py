@@ -13,7 +13,7 @@ safetensors = pytest.importorskip("safetensors")
 from safetensors import safe_open  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 
-from mds_helpers import mds_result, numpy_mds  # noqa: E402
+from helpers.mds import mds_result, numpy_mds  # noqa: E402
 from posgeom._errors import ArtifactError, PosgeomError  # noqa: E402
 from posgeom.nn import (  # noqa: E402
     AbsolutePositionEmbedding,

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from counting_helpers import assert_same_counts, write_sst2_head
+from helpers.counting import assert_same_counts, write_sst2_head
 from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import PositionCounts, count_corpus
 from posgeom.corpus.jobs import count_resumable, plan_shards, shard_texts

@@ -175,7 +175,7 @@ def test_numpy_and_torch_agree(name, corpus):
 
 
 def test_a_new_family_is_one_file(tmp_path):
-    """The ARCHITECTURE.md example (tests/family_example.py), imported in a fresh process: it is
+    """The ARCHITECTURE.md example (tests/encodings/family_example.py), imported in a fresh process: it is
     listed, built, compared by default and scored like any family, with no other file touched."""
     import subprocess
     import sys
@@ -253,7 +253,7 @@ def test_roles_and_refits():
     against an independent numpy MDS of a Euclidean configuration)."""
     from scipy.spatial.distance import pdist, squareform
 
-    from mds_helpers import numpy_mds
+    from helpers.mds import numpy_mds
     from posgeom.encodings._registry import ROLES
 
     assert all(fam.role in ROLES for fam in E.families().values())

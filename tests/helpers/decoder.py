@@ -1,4 +1,4 @@
-"""References for the decoder tests (tests/test_nn_decoder.py, tests/test_extension_decoder.py)."""
+"""References for the decoder tests (tests/nn/test_nn_decoder.py, tests/extension/test_extension_decoder.py)."""
 
 from __future__ import annotations
 
