@@ -5,7 +5,7 @@ logarithmic variant: the bias ``-r1 log(1 + r2 |i - j|)`` (``r1, r2 > 0``) added
 logits. Its geometry: the distance ``D_ij = r1 log(1 + r2 |i - j|)`` (a metric: ``log(1 + x)`` is
 concave and vanishes at 0, so it is subadditive). In the package this file would be
 ``src/posgeom/encodings/kerple.py``; ``tests/encodings/test_families.py`` imports it in a fresh process and
-runs the family checks on it, and ``tests/test_family_drop_in.py`` drops it into a copy of the
+runs the family checks on it, and ``tests/encodings/test_family_drop_in.py`` drops it into a copy of the
 package and runs ``posgeom geometry``, ``compare`` and ``extend`` on it.
 
 Its extension side (``posgeom extend kerple_log:r1=1,r2=1,max_position_embeddings=L0``): the bias

@@ -1,6 +1,6 @@
 """The pipeline options are declared once (GeometryConfig): the library's keyword signatures and
 the summary's options derive from its fields, and one set of constraints refuses a bad value the
-same way everywhere (the CountOptions pattern, tests/test_count_options.py)."""
+same way everywhere (the CountOptions pattern, tests/corpus/test_count_options.py)."""
 
 from __future__ import annotations
 

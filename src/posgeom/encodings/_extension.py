@@ -21,7 +21,7 @@ family usable by ``extend`` overrides, in its own file:
   (RoPE: the config's ``rope_parameters``), :meth:`Extension.decoder_strategy_module`;
 - the decoder's position module: :meth:`Extension.decoder_module`.
 
-``encodings`` sits below ``lags``, ``nn`` and ``extension`` (``tests/test_layers.py``): the
+``encodings`` sits below ``lags``, ``nn`` and ``extension`` (``tests/project/test_layers.py``): the
 formulas live here and in the family files, torch modules are named by import path
 (:meth:`Extension.torch_object`), never imported.
 """
