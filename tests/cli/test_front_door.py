@@ -89,9 +89,22 @@ def test_progress_is_a_tqdm_bar_on_a_terminal_and_lines_elsewhere():
 def test_a_piped_count_logs_no_carriage_returns(corpus, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     out = subprocess.run(
-        [sys.executable, "-m", "posgeom.cli.main", "count", str(corpus), "-n", "4", "-o", str(tmp_path / "c.npz")],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "posgeom.cli.main",
+            "count",
+            str(corpus),
+            "-n",
+            "4",
+            "-o",
+            str(tmp_path / "c.npz"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     assert "\r" not in out.stderr and "counting: 300 seq in " in out.stderr
 
@@ -181,8 +194,11 @@ def test_committed_files_hold_no_absolute_paths():
     roots = "|".join(["wo" + "rk", "tm" + "p", "ho" + "me", "Us" + "ers"])  # not a match itself
     out = subprocess.run(
         ["git", "grep", "-n", "-I", "-E", f"(^|[\"' =(])/({roots})/"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1, out.stdout[:2000]  # 1: no match
 
 
@@ -200,9 +216,12 @@ def test_benchmark_help_helps_and_runs_nothing(module, tmp_path):
     docs = {p: p.stat().st_mtime_ns for p in (ROOT / "docs").rglob("*.json")}
     out = subprocess.run(
         [sys.executable, "-m", module, "--help"],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
-    )  # fmt: skip
+    )
     assert out.returncode == 0, out.stderr[-500:]
     assert out.stdout.startswith("usage:") and out.stderr == ""
     assert {p: p.stat().st_mtime_ns for p in (ROOT / "docs").rglob("*.json")} == docs

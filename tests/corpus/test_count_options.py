@@ -141,11 +141,25 @@ def test_the_count_flags_cover_every_option():
     assert CountOptions(**options) == CountOptions(max_positions=8)
     changed = count_options_from_args(
         _count_args(
-            "--align", "end", "--no-special", "--special-ids", "3,1", "--vocab-size", "9",
-            "--limit", "5", "--token-dtype", "uint16", "--bootstrap", "4",
-            "--bootstrap-stream", "2", "--bootstrap-scheme", "poisson",
+            "--align",
+            "end",
+            "--no-special",
+            "--special-ids",
+            "3,1",
+            "--vocab-size",
+            "9",
+            "--limit",
+            "5",
+            "--token-dtype",
+            "uint16",
+            "--bootstrap",
+            "4",
+            "--bootstrap-stream",
+            "2",
+            "--bootstrap-scheme",
+            "poisson",
         )
-    )  # fmt: skip
+    )
     diff = {k for k, v in CountOptions(**changed).__dict__.items() if v != FIELDS.get(k)}
     assert diff == {
         "max_positions",

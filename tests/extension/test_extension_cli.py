@@ -81,10 +81,16 @@ def _folder(tmp_path):
     tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
     config = transformers.LlamaConfig(
-        vocab_size=13, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-        num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=64,
+        vocab_size=13,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=64,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    )  # fmt: skip
+    )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config)
     folder = tmp_path / "tiny"

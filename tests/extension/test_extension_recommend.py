@@ -17,11 +17,16 @@ HEAD_DIM, HEADS, KV = 16, 4, 2
 
 def _llama(seed=0):
     config = transformers.LlamaConfig(
-        vocab_size=30, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-        num_attention_heads=HEADS, num_key_value_heads=KV, head_dim=HEAD_DIM,
+        vocab_size=30,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV,
+        head_dim=HEAD_DIM,
         max_position_embeddings=64,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    )  # fmt: skip
+    )
     torch.manual_seed(seed)
     model = transformers.LlamaForCausalLM(config).eval()
     with torch.no_grad():  # a non-trivial RMSNorm gain, folded into W_q and W_k
@@ -99,8 +104,9 @@ def test_score_strategies_with_plane_use_recommends_by_the_record():
     model = _llama()
     rng = np.random.default_rng(0)
     seqs = [rng.integers(0, 30, 400) for _ in range(2)]
-    result = score_strategies(model, seqs, 64, 96, classes="top:6", replicates=0, fit=False,
-                              plane_use=model)  # fmt: skip
+    result = score_strategies(
+        model, seqs, 64, 96, classes="top:6", replicates=0, fit=False, plane_use=model
+    )
     values = result.predictors
     assert "model-aware" in values and "corpus + model" in values
     family = load_record()["families"]["rope"]["transformers"]

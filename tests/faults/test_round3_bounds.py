@@ -138,8 +138,13 @@ def test_item17_open_csv_quote_names_its_line_and_stays_bounded(tmp_path, capsys
 
 
 def _decoder_file(path, config: dict, tensors: bytes = b"") -> None:
-    meta = {"format": "posgeom.decoder/1", "class": "CausalDecoder", "config": config,
-            "dtype": "float32", "info": {}}  # fmt: skip
+    meta = {
+        "format": "posgeom.decoder/1",
+        "class": "CausalDecoder",
+        "config": config,
+        "dtype": "float32",
+        "info": {},
+    }
     header = json.dumps({"__metadata__": {"posgeom": json.dumps(meta)}}).encode()
     header += b" " * (-len(header) % 8)
     path.write_bytes(struct.pack("<Q", len(header)) + header + tensors)
@@ -153,8 +158,9 @@ def test_item18_forged_decoder_sizes_refused_before_allocating(tmp_path, capsys)
     from posgeom.nn.decoder import CausalDecoder, DecoderConfig, load_decoder
 
     forged = tmp_path / "forged.safetensors"
-    _decoder_file(forged, {"position": "rope", "vocab_size": 200_000, "d_model": 2048,
-                           "n_heads": 16})  # fmt: skip
+    _decoder_file(
+        forged, {"position": "rope", "vocab_size": 200_000, "d_model": 2048, "n_heads": 16}
+    )
     assert forged.stat().st_size < 300
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with pytest.raises(PosgeomError, match="do not match its configuration"):
@@ -164,24 +170,39 @@ def test_item18_forged_decoder_sizes_refused_before_allocating(tmp_path, capsys)
     code, err = cli(capsys, "extend", forged, forged, "--target-length", 64, "-o", tmp_path / "o")
     assert code == 2 and "forged.safetensors" in one_line(err)
     # DecoderConfig has bounds; a size past them is one line naming the field
-    for field, value in (("vocab_size", 10**20), ("d_model", 1 << 20), ("n_layers", 0),
-                         ("tokenizer", 5)):  # fmt: skip
+    for field, value in (
+        ("vocab_size", 10**20),
+        ("d_model", 1 << 20),
+        ("n_layers", 0),
+        ("tokenizer", 5),
+    ):
         with pytest.raises(PosgeomError, match=field):
             DecoderConfig(**{field: value})
     with pytest.raises(PosgeomError, match="rope_theta"):
         DecoderConfig(rope_theta=float("inf"))
     # the pre-check is a lower bound of the real parameter count (every family), and tight
     for position in ("rope", "alibi", "t5", "learned", "sinusoidal", "nope"):
-        config = DecoderConfig(position=position, vocab_size=300, d_model=32, n_heads=2,
-                               n_layers=2, d_ff=64, trained_length=40)  # fmt: skip
+        config = DecoderConfig(
+            position=position,
+            vocab_size=300,
+            d_model=32,
+            n_heads=2,
+            n_layers=2,
+            d_ff=64,
+            trained_length=40,
+        )
         real = sum(t.numel() for t in CausalDecoder(config).state_dict().values())
         assert 0.95 * real <= config.weights_at_least() <= real, (position, real)
     # a position-module file (posgeom.nn.save_module) declaring a 10^6 x 10^5 table: refused
     from posgeom.nn import load_module
 
     module = tmp_path / "module.safetensors"
-    meta = {"format": "posgeom.nn/1", "class": "LearnedPositionEmbedding", "dtype": "float32",
-            "config": {"n": 10**6, "d": 10**5, "beyond": "error"}}  # fmt: skip
+    meta = {
+        "format": "posgeom.nn/1",
+        "class": "LearnedPositionEmbedding",
+        "dtype": "float32",
+        "config": {"n": 10**6, "d": 10**5, "beyond": "error"},
+    }
     header = json.dumps({"__metadata__": {"posgeom": json.dumps(meta)}}).encode()
     module.write_bytes(struct.pack("<Q", len(header)) + header)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -203,8 +224,9 @@ def test_item19_noise_repeats_has_a_declared_range(small_corpus, tmp_path, capsy
     path = counts.save(tmp_path / "c.npz")
     t0 = time.perf_counter()
     for value in (1_000_000_000, 0, -3):
-        code, err = cli(capsys, "geometry", path, "-d", 4, "--noise-repeats", value,
-                        "-o", tmp_path / "g")  # fmt: skip
+        code, err = cli(
+            capsys, "geometry", path, "-d", 4, "--noise-repeats", value, "-o", tmp_path / "g"
+        )
         line = one_line(err)
         assert code == 2 and "--noise-repeats must be an integer >= 1 and <= 1000" in line
     assert time.perf_counter() - t0 < 10 and not (tmp_path / "g").exists()
@@ -218,12 +240,26 @@ def test_item19_noise_repeats_has_a_declared_range(small_corpus, tmp_path, capsy
 
     assert REPLICATES.right == MAX_REPLICATES == 10_000
     cases = [
-        (["count", small_corpus, "-n", 4, "--bootstrap", 10**9, "-o", tmp_path / "b.npz"],
-         "more than 10000"),
-        (["extend", "rope:theta=10000,head_dim=64", small_corpus, "--target-length", 64,
-          "--replicates", 10**6, "-o", tmp_path / "e"], "--replicates must be"),
+        (
+            ["count", small_corpus, "-n", 4, "--bootstrap", 10**9, "-o", tmp_path / "b.npz"],
+            "more than 10000",
+        ),
+        (
+            [
+                "extend",
+                "rope:theta=10000,head_dim=64",
+                small_corpus,
+                "--target-length",
+                64,
+                "--replicates",
+                10**6,
+                "-o",
+                tmp_path / "e",
+            ],
+            "--replicates must be",
+        ),
         (["demo", "--sequences", 10**9, "-o", tmp_path / "d"], "--sequences must be"),
-    ]  # fmt: skip
+    ]
     t0 = time.perf_counter()
     for argv, words in cases:
         code, err = cli(capsys, *argv)

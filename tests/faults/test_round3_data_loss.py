@@ -86,9 +86,18 @@ def test_item01_job_dir_keeps_user_files(small_corpus, word_tokenizer, tmp_path,
     out = tmp_path / "out.npz"
     for extra in ([], ["--restart-job"]):
         line = _refused(
-            capsys, "count", small_corpus, "-n", 8, "--job-dir", proj, "-o", out, *extra,
+            capsys,
+            "count",
+            small_corpus,
+            "-n",
+            8,
+            "--job-dir",
+            proj,
+            "-o",
+            out,
+            *extra,
             naming=proj,
-        )  # fmt: skip
+        )
         assert "did not write" in line
         assert _snapshot(proj) == before and not out.exists()
     # the same through `lengths`
@@ -104,9 +113,19 @@ def test_item01_job_dir_keeps_user_files(small_corpus, word_tokenizer, tmp_path,
     tok_before = _snapshot(mytok)
     for tok, job in ((word_tokenizer, mytok), (mytok, mytok / "job")):
         line = _refused(
-            capsys, "count", small_corpus, "-n", 8, "-t", tok, "--job-dir", job, "-o", out,
+            capsys,
+            "count",
+            small_corpus,
+            "-n",
+            8,
+            "-t",
+            tok,
+            "--job-dir",
+            job,
+            "-o",
+            out,
             naming=job,
-        )  # fmt: skip
+        )
         assert "input" in line
         assert _snapshot(mytok) == tok_before and not (mytok / "job").exists()
     # a file, or a symbolic link to a user's folder, in place of the job folder
@@ -158,9 +177,19 @@ def test_item02_train_and_experiment_keep_user_files(small_corpus, tmp_path, cap
     for extra in ([], ["--overwrite"]):
         _refused(capsys, "train", *ORDER, "-o", mine, *extra, naming=mine)
         _refused(
-            capsys, "experiment", "order-necessity", "--encodings", "learned", "--seeds", "0",
-            *ORDER[2:-2], "-o", mine, *extra, naming=mine,
-        )  # fmt: skip
+            capsys,
+            "experiment",
+            "order-necessity",
+            "--encodings",
+            "learned",
+            "--seeds",
+            "0",
+            *ORDER[2:-2],
+            "-o",
+            mine,
+            *extra,
+            naming=mine,
+        )
         assert _snapshot(mine) == before
     # the folder holding the data, or a folder inside it
     data = tmp_path / "data"
@@ -168,9 +197,16 @@ def test_item02_train_and_experiment_keep_user_files(small_corpus, tmp_path, cap
     shutil.copy(small_corpus, data / "train.txt")
     held = _snapshot(data)
     line = _refused(
-        capsys, "train", "--train-file", data / "train.txt", "--eval-file", data / "train.txt",
-        "-o", data, naming=data,
-    )  # fmt: skip
+        capsys,
+        "train",
+        "--train-file",
+        data / "train.txt",
+        "--eval-file",
+        data / "train.txt",
+        "-o",
+        data,
+        naming=data,
+    )
     assert "input" in line
     for out in (data, data / "run"):  # --data-dir: the data folder and everything in it
         line = _refused(capsys, "train", "--data-dir", data, "-o", out, naming=out)
@@ -227,10 +263,16 @@ def test_item03_measure_reads_only_windows_posgeom_wrote(tmp_path):
     from posgeom.extension.strategies import enumerate_strategies
 
     config = transformers.LlamaConfig(
-        vocab_size=40, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-        num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=32,
+        vocab_size=40,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=32,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    )  # fmt: skip
+    )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config).eval()
     family = parse_family_spec("rope:theta=10000,head_dim=16,max_position_embeddings=32")
@@ -321,9 +363,13 @@ def test_item05_saving_keeps_a_users_sidecar(small_corpus, tmp_path, capsys):
     # a sidecar of the earlier two-file layout, written by posgeom: checksum of the canonical
     # JSON of every other field (computed here with json and hashlib)
     header = {
-        "kind": "demo", "posgeom_version": "0.1.0", "format": "npz", "metadata": {},
-        "arrays": {"a": {"dtype": "<i8", "shape": [3], "sha256": "0" * 64}}, "sparse": {},
-    }  # fmt: skip
+        "kind": "demo",
+        "posgeom_version": "0.1.0",
+        "format": "npz",
+        "metadata": {},
+        "arrays": {"a": {"dtype": "<i8", "shape": [3], "sha256": "0" * 64}},
+        "sparse": {},
+    }
     body = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     header["metadata_sha256"] = hashlib.sha256(body.encode()).hexdigest()
     side.write_text(json.dumps(header))
@@ -344,9 +390,18 @@ def test_item06_overwrite_keeps_a_posgeom_folder_of_another_kind(
     run = shutil.copytree(run_folder, tmp_path / "run_res")
     before = _snapshot(run)
     line = _refused(
-        capsys, "compare", small_corpus, "-n", 8, "-o", run, "--overwrite", "--encodings",
-        "sinusoidal", naming=run,
-    )  # fmt: skip
+        capsys,
+        "compare",
+        small_corpus,
+        "-n",
+        8,
+        "-o",
+        run,
+        "--overwrite",
+        "--encodings",
+        "sinusoidal",
+        naming=run,
+    )
     assert "posgeom run folder, not a compare folder" in line
     assert _snapshot(run) == before
     figures = shutil.copytree(run, tmp_path / "paper_figures")

@@ -36,9 +36,14 @@ def bert(tmp_path_factory) -> Path:
     vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", *(f"w{k}" for k in range(20))])}
     torch.manual_seed(0)
     config = transformers.BertConfig(
-        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=24, max_position_embeddings=16, pad_token_id=0,
-    )  # fmt: skip
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=24,
+        max_position_embeddings=16,
+        pad_token_id=0,
+    )
     transformers.BertModel(config).save_pretrained(folder)
     tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
@@ -142,9 +147,21 @@ def test_item20_training_checkpoints_with_bad_metadata_or_shapes(tmp_path):
     words = "the film is a good bad slow story with great acting".split()
     texts = [" ".join(words[(i + k) % len(words)] for k in range(6)) for i in range(12)]
     data = TextData(texts[:8], texts[8:], [i % 2 for i in range(8)], [0, 1, 0, 1])
-    config = TrainConfig(task="sst2", encoding="learned", seed=0, epochs=1, d_model=16, n_heads=2,
-                         n_layers=1, max_len=6, batch_size=4, steps_per_epoch=1,
-                         vocab_min_count=1, progress=False, threads=1)  # fmt: skip
+    config = TrainConfig(
+        task="sst2",
+        encoding="learned",
+        seed=0,
+        epochs=1,
+        d_model=16,
+        n_heads=2,
+        n_layers=1,
+        max_len=6,
+        batch_size=4,
+        steps_per_epoch=1,
+        vocab_min_count=1,
+        progress=False,
+        threads=1,
+    )
     model = train(config, tmp_path / "run", data=data).model
     meta, tensors = load_checkpoint(tmp_path / "run" / "checkpoint.safetensors")
     assert tensors.keys() == load_file(str(tmp_path / "run" / "checkpoint.safetensors")).keys()
@@ -176,9 +193,31 @@ def test_item20_a_full_disk_while_writing_a_checkpoint(tmp_path, capsys):
     checkpoint is now written by posgeom's atomic writer: one line naming the file, no temporary.
     (RLIMIT_FSIZE stands in for the full disk: the write fails with EFBIG at 8 KiB.)"""
     pytest.importorskip("torch")
-    argv = ["train", "--task", "order", "--d-model", 16, "--heads", 2, "--layers", 1,
-            "--max-len", 8, "--steps-per-epoch", 1, "--order-samples", 32, "--eval-limit", 16,
-            "--threads", 1, "--epochs", 1, "-o", tmp_path / "run"]  # fmt: skip
+    argv = [
+        "train",
+        "--task",
+        "order",
+        "--d-model",
+        16,
+        "--heads",
+        2,
+        "--layers",
+        1,
+        "--max-len",
+        8,
+        "--steps-per-epoch",
+        1,
+        "--order-samples",
+        32,
+        "--eval-limit",
+        16,
+        "--threads",
+        1,
+        "--epochs",
+        1,
+        "-o",
+        tmp_path / "run",
+    ]
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (8192, hard))
     try:
@@ -252,8 +291,13 @@ def test_item20_a_dask_endpoint_sending_garbage(small_corpus, caplog, frame_size
     server, port = _garbage_server(frame_size)
     try:
         with caplog.at_level(logging.DEBUG), pytest.raises(PosgeomError) as info:
-            count_distributed(small_corpus, "word", max_positions=4,
-                              scheduler=f"tcp://127.0.0.1:{port}", connect_timeout=3)  # fmt: skip
+            count_distributed(
+                small_corpus,
+                "word",
+                max_positions=4,
+                scheduler=f"tcp://127.0.0.1:{port}",
+                connect_timeout=3,
+            )
     finally:
         server.close()
     assert "is it a Dask scheduler?" in str(info.value) and f":{port}" in str(info.value)
@@ -263,11 +307,30 @@ def test_item20_a_dask_endpoint_sending_garbage(small_corpus, caplog, frame_size
 def test_item20_option_values_reaching_a_library(small_corpus, tmp_path, capsys):
     """`count --token-dtype nonsense` (numpy's TypeError) and `analyze-model --threads -2`
     (torch's RuntimeError) ended in the generic fallback."""
-    code, err = cli(capsys, "count", small_corpus, "-n", 4, "--token-dtype", "nonsense",
-                    "-o", tmp_path / "c.npz")  # fmt: skip
+    code, err = cli(
+        capsys,
+        "count",
+        small_corpus,
+        "-n",
+        4,
+        "--token-dtype",
+        "nonsense",
+        "-o",
+        tmp_path / "c.npz",
+    )
     assert code == 2 and "--token-dtype must be one of uint16, uint32" in one_line(err)
-    code, err = cli(capsys, "analyze-model", tmp_path, small_corpus, "-n", 6, "--threads", -2,
-                    "-o", tmp_path / "a")  # fmt: skip
+    code, err = cli(
+        capsys,
+        "analyze-model",
+        tmp_path,
+        small_corpus,
+        "-n",
+        6,
+        "--threads",
+        -2,
+        "-o",
+        tmp_path / "a",
+    )
     assert code == 2 and "--threads must be an integer >= 1 and <= 1024" in one_line(err)
     assert not (tmp_path / "c.npz").exists() and not (tmp_path / "a").exists()
 
@@ -309,9 +372,26 @@ def test_item20_damaged_training_data_files(tmp_path, capsys):
     cut.write_bytes(whole[: len(whole) // 2])
     cases = {bad: "bad.tsv, line 3: bytes cannot be decoded as UTF-8", cut: "damaged or non-gzip"}
     for path, words in cases.items():
-        code, err = cli(capsys, "train", "--train-file", path, "--eval-file", path, "--d-model", 16,
-                        "--heads", 2, "--layers", 1, "--epochs", 1, "--threads", 1,
-                        "-o", tmp_path / "run")  # fmt: skip
+        code, err = cli(
+            capsys,
+            "train",
+            "--train-file",
+            path,
+            "--eval-file",
+            path,
+            "--d-model",
+            16,
+            "--heads",
+            2,
+            "--layers",
+            1,
+            "--epochs",
+            1,
+            "--threads",
+            1,
+            "-o",
+            tmp_path / "run",
+        )
         line = one_line(err)
         assert code == 2 and words in line and "unexpected failure" not in line, line
 

@@ -75,8 +75,9 @@ def job(tmp_path_factory, small_corpus):
     drop_result=st.booleans(),
     user_file=st.booleans(),
 )
-def test_fuzz_job_folders(job, small_corpus, tmp_path, which, how, path, value, edits, cut,
-                          drop_result, user_file):  # fmt: skip
+def test_fuzz_job_folders(
+    job, small_corpus, tmp_path, which, how, path, value, edits, cut, drop_result, user_file
+):
     from posgeom.corpus.jobs import count_resumable
 
     source, args, reference = job
@@ -174,8 +175,9 @@ def decoder_file(tmp_path_factory):
     pytest.importorskip("torch")
     from posgeom.nn.decoder import CausalDecoder, DecoderConfig, save_decoder
 
-    config = DecoderConfig(position="learned", d_model=8, n_heads=2, n_layers=1, d_ff=16,
-                           trained_length=16)  # fmt: skip
+    config = DecoderConfig(
+        position="learned", d_model=8, n_heads=2, n_layers=1, d_ff=16, trained_length=16
+    )
     path = tmp_path_factory.mktemp("decoder") / "d.safetensors"
     return save_decoder(CausalDecoder(config, seed=0), path).read_bytes()
 

@@ -37,8 +37,9 @@ def _torch_factors(steps: int, warmup: int, schedule: str) -> list[float]:
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-@pytest.mark.parametrize(("steps", "warmup", "schedule"), [(20, 5, "cosine"), (12, 0, "cosine"),
-                                                           (9, 3, "constant")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("steps", "warmup", "schedule"), [(20, 5, "cosine"), (12, 0, "cosine"), (9, 3, "constant")]
+)
 def test_lr_factor_matches_torch_schedulers(steps, warmup, schedule):
     want = _torch_factors(steps, warmup, schedule)
     got = [lr_factor(t, steps, warmup=warmup, schedule=schedule) for t in range(steps)]
@@ -64,9 +65,16 @@ def test_fit_classifier_follows_the_schedule():
 
     ours = model()
     fit_classifier(
-        ours, task.tokens, task.labels, steps=steps, lr=1e-2, batch_size=16, seed=3,
-        warmup=warmup, schedule="cosine",
-    )  # fmt: skip
+        ours,
+        task.tokens,
+        task.labels,
+        steps=steps,
+        lr=1e-2,
+        batch_size=16,
+        seed=3,
+        warmup=warmup,
+        schedule="cosine",
+    )
     ref = model()
     gen = torch.Generator().manual_seed(3)
     opt = torch.optim.AdamW(ref.parameters(), lr=1e-2, weight_decay=0.0)

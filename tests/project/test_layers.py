@@ -253,8 +253,13 @@ def _upward(graph: dict[str, set[str]]) -> list[str]:
 def test_results_import_no_renderer():
     """Results compute, reports render: nothing under pipeline/ or analysis/ imports reports
     (the reports register their renderers with the results)."""
-    bad = [f"{m} imports {t}" for m, ts in GRAPH.items() if _layer(m) in ("pipeline", "analysis")
-           for t in ts if _layer(t) == "reports"]  # fmt: skip
+    bad = [
+        f"{m} imports {t}"
+        for m, ts in GRAPH.items()
+        if _layer(m) in ("pipeline", "analysis")
+        for t in ts
+        if _layer(t) == "reports"
+    ]
     assert {"posgeom.pipeline.result", "posgeom.analysis.compare"} <= set(GRAPH) and not bad, bad
 
 

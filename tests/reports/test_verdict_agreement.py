@@ -92,8 +92,18 @@ def _check_ranking(line, words, rows):
 def test_run_verdict_table_and_report_agree(tmp_path, capsys):
     out_dir = tmp_path / "r"
     out = _run(
-        capsys, "run", _corpus(tmp_path), "-n", 8, "-t", "word", "-d", 16, "-o", out_dir,
-    )  # fmt: skip
+        capsys,
+        "run",
+        _corpus(tmp_path),
+        "-n",
+        8,
+        "-t",
+        "word",
+        "-d",
+        16,
+        "-o",
+        out_dir,
+    )
     summary = json.loads((out_dir / "summary.json").read_text())
     est = summary["options"]["estimator"]
     line, summary, words = _agree(out, out_dir, "table.md", "summary.json", est)
@@ -121,8 +131,19 @@ def test_geometry_and_demo_verdicts_agree(tmp_path, capsys):
 
 def test_compare_with_bootstrap_counts_agrees_everywhere(tmp_path, capsys):
     counts = tmp_path / "c.npz"
-    _run(capsys, "count", _corpus(tmp_path, 900), "-n", 8, "-t", "word", "-o", counts,
-         "--bootstrap", 12)  # fmt: skip
+    _run(
+        capsys,
+        "count",
+        _corpus(tmp_path, 900),
+        "-n",
+        8,
+        "-t",
+        "word",
+        "-o",
+        counts,
+        "--bootstrap",
+        12,
+    )
     cmp = tmp_path / "cmp"
     out = _run(capsys, "compare", "--counts", counts, "-d", 16, "-o", cmp, "--report")
     result = json.loads((cmp / "comparison.json").read_text())
@@ -157,11 +178,23 @@ def test_compare_with_bootstrap_counts_agrees_everywhere(tmp_path, capsys):
 
 def test_a_smoothed_target_is_named_by_every_output(tmp_path, capsys):
     counts = tmp_path / "c.npz"
-    _run(capsys, "count", _corpus(tmp_path, 900), "-n", 8, "-t", "word", "-o", counts,
-         "--bootstrap", 6)  # fmt: skip
+    _run(
+        capsys,
+        "count",
+        _corpus(tmp_path, 900),
+        "-n",
+        8,
+        "-t",
+        "word",
+        "-o",
+        counts,
+        "--bootstrap",
+        6,
+    )
     cmp = tmp_path / "cmp"
-    out = _run(capsys, "compare", "--counts", counts, "-d", 16, "-o", cmp,
-               "--smooth-positions", "0.3")  # fmt: skip
+    out = _run(
+        capsys, "compare", "--counts", counts, "-d", 16, "-o", cmp, "--smooth-positions", "0.3"
+    )
     line, _, words = _agree(out, cmp, "comparison.md", "comparison.json", "corrected")
     result = json.loads((cmp / "comparison.json").read_text())
     assert result["estimator"]["smoothing"]["slope"] == 0.3
@@ -172,8 +205,9 @@ def test_a_smoothed_target_is_named_by_every_output(tmp_path, capsys):
     line, summary, words = _agree(out, g, "table.md", "summary.json", "corrected")
     assert summary["estimator"]["smoothing"]["slope"] == 0.3
     assert "smoothed over positions (h_i = 0.3 i)" in line and "smoothed over" in words
-    rc = main(["-q", "geometry", str(counts), "-o", str(tmp_path / "bad"),
-               "--smooth-positions", "wide"])  # fmt: skip
+    rc = main(
+        ["-q", "geometry", str(counts), "-o", str(tmp_path / "bad"), "--smooth-positions", "wide"]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "--smooth-positions 'wide'" in err and not (tmp_path / "bad").exists()
 
@@ -185,8 +219,9 @@ def test_score_verdict_reads_the_printed_rows(tmp_path, capsys):
     x = np.arange(10, dtype=float)
     np.save(tmp_path / "line.npy", np.column_stack([x, np.zeros(10)]))
     np.save(tmp_path / "noise.npy", rng.normal(size=(10, 4)))
-    out = _run(capsys, "score", "--target", d / "arrays.npz", tmp_path / "line.npy",
-               tmp_path / "noise.npy")  # fmt: skip
+    out = _run(
+        capsys, "score", "--target", d / "arrays.npz", tmp_path / "line.npy", tmp_path / "noise.npy"
+    )
     line = _line(out)
     table = [row for row in out.splitlines() if row.startswith("| ") and "encoding" not in row]
     so = {row.split("|")[1].strip(): float(row.split("|")[4]) for row in table}
@@ -255,9 +290,21 @@ def test_analyze_model_minilm_verdict_table_and_report_agree(minilm, shared_data
         csv.writer(fh, delimiter="\t", quoting=csv.QUOTE_NONE, escapechar="\\").writerows(rows[:81])
     out_dir = tmp_path / "am"
     out = _run(
-        capsys, "analyze-model", minilm, corpus, "-n", 8, "--bootstrap", 8, "--no-refine",
-        "--batch-size", 16, "--no-plot", "-o", out_dir,
-    )  # fmt: skip
+        capsys,
+        "analyze-model",
+        minilm,
+        corpus,
+        "-n",
+        8,
+        "--bootstrap",
+        8,
+        "--no-refine",
+        "--batch-size",
+        16,
+        "--no-plot",
+        "-o",
+        out_dir,
+    )
     summary = json.loads((out_dir / "summary.json").read_text())
     target = summary["options"]["target"]
     assert target == "corrected"  # the recommended estimator, resolved

@@ -127,8 +127,12 @@ class LagCounts:
         atomic, kind ``"lag_counts"``); :meth:`load` reads it back exactly."""
         from posgeom.io.artifacts import save_artifact
 
-        arrays = {"counts": self.counts, "lags": self.lags, "class_table": self.classes.table,
-                  "class_tokens": self.classes.tokens}  # fmt: skip
+        arrays = {
+            "counts": self.counts,
+            "lags": self.lags,
+            "class_table": self.classes.table,
+            "class_tokens": self.classes.tokens,
+        }
         for name in ("replicate_counts", "null_counts"):
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
@@ -143,9 +147,11 @@ class LagCounts:
 
         arrays, meta = load_artifact(path, kind=_KIND)
         classes = TokenClasses(
-            arrays["class_table"], int(meta["n_classes"]), str(meta["class_kind"]),
+            arrays["class_table"],
+            int(meta["n_classes"]),
+            str(meta["class_kind"]),
             tokens=np.asarray(arrays["class_tokens"], dtype=np.int64),
-        )  # fmt: skip
+        )
         return cls(
             np.asarray(arrays["counts"], dtype=np.int64),
             np.asarray(arrays["lags"], dtype=np.int64),
@@ -190,9 +196,15 @@ class _Accumulator:
     """Running counts and replicate counts over batches of class sequences."""
 
     def __init__(
-        self, lags: np.ndarray, n_classes: int, replicates: int, block: int, seed: int,
-        shuffles: int, null_block: int,
-    ):  # fmt: skip
+        self,
+        lags: np.ndarray,
+        n_classes: int,
+        replicates: int,
+        block: int,
+        seed: int,
+        shuffles: int,
+        null_block: int,
+    ):
         self.lags, self.c, self.b, self.block, self.seed = lags, n_classes, replicates, block, seed
         self.shuffles, self.null_block, self.n_seen = shuffles, null_block, 0
         cells = n_classes * n_classes
