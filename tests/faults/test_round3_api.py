@@ -109,6 +109,7 @@ def _calls(x: _Inputs) -> dict[str, tuple[tuple, dict, tuple[int, ...]]]:
         "lag_geometry": ((x.lag_counts,), {"n_null": 2}, (0,)),
         "extend": (("rope", x.ids), {"target_length": 16, "trained_length": 8}, (0, 1)),
         "analyze_counts": ((x.counts,), {"model_dim": 8}, (0,)),
+        "analyze": ((x.counts,), {"model_dim": 8}, (0,)),
         "score_encoding": ((vec, D), {}, (0, 1)),
         "probe": ((x.table,), {"seeds": 2, "folds": 2, "pairs": 20}, (0,)),
         "report": ((x.result, x.out / "r.html"), {"figures": False}, (0, 1)),
@@ -152,6 +153,7 @@ def test_public_function_wrong_types_raise_posgeom_error(inputs, name):
     args, kwargs, broken = _calls(inputs)[name]
     function = getattr(posgeom, name)
     parameters = list(inspect.signature(function).parameters.values())
+    refused = 0  # wrong calls made: none would leave the test nothing to check
     for index in broken:
         for bad in WRONG:
             if _acceptable(args[index], bad, parameters[index].default):
@@ -161,12 +163,14 @@ def test_public_function_wrong_types_raise_posgeom_error(inputs, name):
             try:
                 function(*call, **kwargs)
             except PosgeomError:
+                refused += 1
                 continue
             except Exception as exc:
                 pytest.fail(
                     f"{name}(argument {index} = {bad!r}) raised {type(exc).__name__}: {exc}"
                 )
             pytest.fail(f"{name}(argument {index} = {bad!r}) raised nothing")
+    assert refused > 0, f"{name}: no argument of the sweep was given a wrong type"
 
 
 def _methods(x: _Inputs) -> dict[str, tuple[Any, tuple, tuple[int, ...]]]:
@@ -201,9 +205,13 @@ def test_public_methods_wrong_types_raise_posgeom_error(inputs, name):
     function, args, broken = _methods(inputs)[name]
     function(*args)  # the valid call runs
     parameters = list(inspect.signature(function).parameters.values())
-    for index in broken:
-        for bad in WRONG:
-            if _acceptable(args[index], bad, parameters[index].default):
-                continue
-            with pytest.raises(PosgeomError):
-                function(*[bad if i == index else a for i, a in enumerate(args)])
+    wrong = [
+        (index, bad)
+        for index in broken
+        for bad in WRONG
+        if not _acceptable(args[index], bad, parameters[index].default)
+    ]
+    assert wrong, f"{name}: no argument of the sweep is given a wrong type"
+    for index, bad in wrong:
+        with pytest.raises(PosgeomError):
+            function(*[bad if i == index else a for i, a in enumerate(args)])
