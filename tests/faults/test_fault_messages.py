@@ -256,7 +256,11 @@ def _messages() -> list[str]:
 
 
 def test_messages_name_only_flags_the_cli_has():
-    """Every ``--flag`` any string of the package mentions is an option of some command."""
+    """Every ``--flag`` any string of the package mentions is an option of some command.
+
+    The flags are derived from the parser (every command's actions); the mentions are read from
+    the strings of the source because a message is text written by hand: searching that text is
+    the only way to see which flags it names, so here the search is the right tool."""
     from posgeom.cli.main import build_parser
 
     parser = build_parser()
