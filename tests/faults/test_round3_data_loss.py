@@ -226,7 +226,7 @@ def test_item02_checkpoint_has_the_mode_of_the_other_outputs(tmp_path, capsys):
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in run.iterdir()}
     assert modes["checkpoint.safetensors"] == 0o644 == modes["config.json"], modes
     # restarted by --overwrite: posgeom's own run folder, its files only (a resume of the same
-    # configuration is tested in tests/experiments/test_train.py)
+    # configuration is tested in tests/training/test_train.py)
     (run / "notes.txt").write_text("my notes\n")
     line = _refused(capsys, "train", *ORDER, "-o", run, "--overwrite", naming="notes.txt")
     assert "move them out" in line
