@@ -272,6 +272,7 @@ def test_messages_name_only_flags_the_cli_has():
     mentioned = set()
     for text in _messages():
         mentioned |= set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]", text))
+    assert {"--max-positions", "--resolution"} <= mentioned, "the walk lost the package's strings"
     foreign = {"--force", "--no-deps", "--upgrade", "--user"}  # pip words in install hints
     unknown = sorted(mentioned - flags - outside - foreign)
     assert not unknown, f"strings name flags no command has: {unknown}"
