@@ -13,7 +13,6 @@ from fault_helpers import cli, one_line
 
 from posgeom import count_positions
 from posgeom._errors import PosgeomError
-from posgeom.corpus.tokenize import WordLevelTokenizer
 from posgeom.io.artifacts import save_artifact
 
 
@@ -176,7 +175,6 @@ def test_large_components_are_refused(tmp_path, capsys):
 
 def test_artifact_outputs_are_checked_before_counting(small_corpus, tmp_path, capsys):
     path = save_artifact(tmp_path / "other.npz", {"x": np.zeros(2)}, {}, kind="demo")
-    assert WordLevelTokenizer  # the word tokenizer is the default -t
     code, err = cli(capsys, "count", small_corpus, "-n", 4, "-o", path)
     assert code == 2 and "--overwrite" in one_line(err)
 
