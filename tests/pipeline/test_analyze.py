@@ -130,7 +130,7 @@ def _count_calls(monkeypatch, module_name, function_name):
 
     def counted(*args, **kwargs):
         first = args[0] if args else None
-        first = np.array(first, dtype=np.float64) if hasattr(first, "shape") else first
+        first = np.array(first, dtype=np.float64) if isinstance(first, np.ndarray) else first
         calls.append((first, args[1] if len(args) > 1 else kwargs.get("name")))
         return real(*args, **kwargs)
 
@@ -161,3 +161,21 @@ def test_one_geometry_command_validates_each_target_once(counts, monkeypatch, tm
         assert sum(np.array_equal(a, target) for a in as_target) == 1
     assert len(validated) > len(targets)  # the counter sees the encodings' validations too
     assert len(summaries) == 1
+
+
+def test_the_counts_are_recognised_once(counts, monkeypatch):
+    """One normalisation of the counts per run of the plug-in pipeline (distributions, target,
+    MDS, noise floor, rows and intervals all read the one CountMatrix); with a position dropped
+    below min_samples, one more for the kept rows, a matrix of its own."""
+    import posgeom.geometry.counts as counts_module
+
+    normalised = _count_calls(monkeypatch, "posgeom.geometry.counts", "_normalise")
+    analyze(counts, estimator="plugin", model_dim=16)
+    assert len(normalised) == 1
+    seqs = [s[: N - k % 3] for k, s in enumerate(synthetic_corpus(300, length=N, seed=5))]
+    short = count_positions(seqs, max_positions=N)  # the last two positions: fewer samples
+    normalised.clear()
+    floor = int(short.totals[0])
+    res = analyze(short, estimator="plugin", model_dim=16, min_samples=floor, below_min="drop")
+    assert res.distributions.n_positions == N - 2 and len(normalised) == 2
+    assert counts_module.count_matrix(short).counts.shape[0] == N

@@ -120,7 +120,7 @@ def analyze(
         heads=tuple(heads),
         rank_curve=tuple(curve),
         stationarity=_stationarity(stage),
-        noise=_noise(stage, cm, config),
+        noise=_noise(stage, config),
         uncertainty=uncertainty,
         counts_info=dict(cm.provenance),
         shepard={**stage.shepard, **shepard},
@@ -171,6 +171,7 @@ class _Geometry:
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    kept: CountMatrix | None = None  # the counts of the kept positions
 
 
 def _distributions(cm: CountMatrix, config: GeometryConfig) -> PositionalDistributions:
@@ -214,8 +215,9 @@ def _geometry(cm: CountMatrix, config: GeometryConfig, *, refine: bool) -> _Geom
     est_options = c.estimate_options()
     if large and isinstance(c.estimator, str) and c.estimator != "plugin":
         est_options.setdefault("dense", False)  # factored: distances served by blocks()
+    kept = _kept(cm, dist)
     target = estimate_target(
-        _kept(cm, dist),
+        kept,
         dist,
         estimator=c.estimator,
         smoothing=c.smoothing,
@@ -254,7 +256,8 @@ def _geometry(cm: CountMatrix, config: GeometryConfig, *, refine: bool) -> _Geom
         "refine": refine,
         "rope_head_dim": _rope_head_dim(c),
     }
-    return _scored(_Geometry(dist, target, scored, beside, mds, refined, scorer, options=options))
+    stage = _Geometry(dist, target, scored, beside, mds, refined, scorer, options=options)
+    return _scored(dataclasses.replace(stage, kept=kept))
 
 
 def _scored(stage: _Geometry) -> _Geometry:
@@ -279,9 +282,10 @@ def _scored(stage: _Geometry) -> _Geometry:
     )
 
 
-def _kept(cm: CountMatrix, dist: PositionalDistributions) -> Any:
-    """The counts of the positions the distributions kept (all of them unless dropped)."""
-    return cm.counts if dist.n_positions == cm.n_positions else cm.counts[dist.positions]
+def _kept(cm: CountMatrix, dist: PositionalDistributions) -> CountMatrix:
+    """The counts of the positions the distributions kept: ``cm`` itself, or (positions dropped
+    below ``min_samples``) the kept rows recognised once; passed down as a CountMatrix."""
+    return cm if dist.n_positions == cm.n_positions else count_matrix(cm.counts[dist.positions])
 
 
 def _rope_head_dim(config: GeometryConfig) -> int:
@@ -299,13 +303,13 @@ def _on_classes(rows: Any, target: Any) -> Any:
     return target.class_counts
 
 
-def _noise(stage: _Geometry, cm: CountMatrix, config: GeometryConfig) -> Any:
+def _noise(stage: _Geometry, config: GeometryConfig) -> Any:
     """The noise floor of the kept positions' counts on the target's classes (sampled pairs
     above ``SAMPLED_ABOVE``); None without counts or with ``noise=None``."""
     method, scorer = stage.options["noise"], stage.scorer
     if not method:
         return None
-    rows = _on_classes(_kept(cm, stage.distributions), stage.target)
+    rows = _on_classes(stage.kept, stage.target)
     repeats, seed = config.noise_repeats, config.seed
     try:
         if not scorer.sampled:
