@@ -87,11 +87,11 @@ def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys, caplog)
     assert run["cached"] is False and 0 < run["cpu_seconds"]
     assert "token counts counted (empty cache)" in md and "s of CPU" in md
     imdb = json.loads((folder / "imdb.json").read_text())
-    assert any(r["encoding"] == "learned" for r in imdb["table"])
+    assert "learned" in imdb["scores"]
     # every claim reread under the recommended estimator, with intervals, on every corpus
     rec = json.loads((folder / "imdb_recommended.json").read_text())
     assert rec["options"]["estimator"] == "corrected"
-    assert all(len(r["paper_ci"]) == 2 for r in rec["table"] if r["encoding"] != "mds+smacof")
+    assert all(len(r["paper_ci"]) == 2 for k, r in rec["scores"].items() if k != "mds+smacof")
     text = (out / "REPRODUCTION.md").read_text()
     section = text.split("## Which conclusions survive the estimator?")[1].split("\n## ")[0]
     for corpus in ("sst2_glue", "sst2_sentence", "imdb", "synthetic"):
