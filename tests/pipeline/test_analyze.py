@@ -140,10 +140,11 @@ def _count_calls(monkeypatch, module_name, function_name):
     return calls
 
 
-def test_one_geometry_command_validates_each_target_once(counts, monkeypatch, tmp_path):
-    """`posgeom geometry` on a counts file: the summary built once, and each target distance
-    matrix (the estimate's D, the plug-in D beside it) validated once (the encodings' own
-    distances are validated as encodings: the full-rank MDS ones equal D, and are not
+@pytest.mark.parametrize("command", ["geometry", "compare"])
+def test_one_command_validates_each_target_once(counts, monkeypatch, tmp_path, command):
+    """`posgeom geometry` / `compare` on a counts file: the summary built once, and each target
+    distance matrix (the estimate's D, the plug-in D beside it) validated once (the encodings'
+    own distances are validated as encodings: the full-rank MDS ones equal D, and are not
     counted here)."""
     from posgeom.cli.main import main
     from posgeom.io.artifacts import load_artifact
@@ -152,7 +153,8 @@ def test_one_geometry_command_validates_each_target_once(counts, monkeypatch, tm
     validated = _count_calls(monkeypatch, "posgeom._distance_matrix", "check_distance_matrix")
     summaries = _count_calls(monkeypatch, "posgeom.pipeline.result", "verdict_block")
     out = tmp_path / "g"
-    assert main(["-q", "geometry", str(path), "-o", str(out), "-d", "16"]) == 0
+    given = [str(path)] if command == "geometry" else ["--counts", str(path)]
+    assert main(["-q", command, *given, "-o", str(out), "-d", "16"]) == 0
     arrays, _ = load_artifact(out / "arrays.npz")
     targets = [arrays["hellinger"], arrays["plugin_hellinger"]]  # recommended: both
     as_target = [a for a, name in validated if name == "target"]
