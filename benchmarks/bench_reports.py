@@ -3,9 +3,9 @@
     python -m benchmarks.bench_reports [n ...]      # default: 512 8192
 
 For each ``n``: a synthetic three-regime corpus of ``n`` positions (``posgeom.synthetic``,
-600 sequences, vocabulary 64) is compared with ``compare_encodings`` (above n = 1024, to keep the
-comparison itself affordable: d = 64, four encodings, rank curve to 2, plug-in estimator; the
-report's size does not depend on those), then
+600 sequences, vocabulary 64) is compared with ``posgeom.analyze(..., kind="compare")`` (above
+n = 1024, to keep the comparison itself affordable: d = 64, four encodings, rank curve to 2,
+plug-in estimator; the report's size does not depend on those), then
 ``posgeom.report(result, path)`` is timed (figures inline in the HTML, plus the PNG/SVG files
 beside it). Prints one JSON line per n: comparison seconds, report wall and CPU seconds (on a
 shared machine the wall time includes waiting for a core), HTML megabytes,
@@ -31,13 +31,13 @@ def measure(n: int) -> dict:
     counts = posgeom.count_positions(seqs, max_positions=n)
     t = time.perf_counter()
     big = n > 1024  # a lighter comparison (the report is what is measured): 4 rows, plug-in
-    result = posgeom.compare_encodings(
-        counts,
+    config = posgeom.GeometryConfig(
         model_dim=d,
-        encodings=["sinusoidal", "alibi", "random", "mds"] if big else None,
+        families=("sinusoidal", "alibi", "random", "mds") if big else None,
         max_rank=2 if big else 8,
         estimator="plugin" if big else "recommended",
     )
+    result = posgeom.analyze(counts, config, kind="compare")
     compare_s = time.perf_counter() - t
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "report.html"

@@ -76,7 +76,7 @@ def encodings(n: int, truth: np.ndarray) -> dict[str, np.ndarray]:
     """The 8 encodings as (n, n) distance matrices (fixed: none depends on the estimate)."""
     from posgeom import encoding_distances
     from posgeom import encodings as enc
-    from posgeom.analysis.compare import rope_heads
+    from posgeom.encodings import rope_heads
 
     rng = np.random.default_rng(0)
     walk = np.cumsum(rng.standard_normal((n, 64)), axis=0)  # a smooth learned-like table

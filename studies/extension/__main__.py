@@ -77,8 +77,9 @@ def _train_only(ap: argparse.ArgumentParser, spec: str, work: Path, threads: int
     from studies.extension import track_b
 
     encoding, _, seed = spec.partition(":")
-    if encoding not in track_b.ENCODINGS or not seed.isdigit():
-        ap.error(f"--train-only takes ENCODING:SEED, ENCODING one of {track_b.ENCODINGS}")
+    families = track_b.encodings()
+    if encoding not in families or not seed.isdigit():
+        ap.error(f"--train-only takes ENCODING:SEED, ENCODING one of {', '.join(families)}")
     path = track_b.train_one(encoding, int(seed), work, threads=threads)
     print(f"wrote {path}")
     return 0

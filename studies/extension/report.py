@@ -131,7 +131,7 @@ def tasks_tables(analysis: dict[str, Any]) -> list[str]:
     """Item 4 on the position tasks: outcomes per encoding, then the rank agreement."""
     if not analysis:
         return []
-    from studies.extension.tasks import ENCODINGS, PRIMARY, TASKS
+    from studies.extension.tasks import PRIMARY, TASKS, encodings
 
     tasks = [t for t in TASKS if t in analysis["outcomes"]]
 
@@ -147,7 +147,7 @@ def tasks_tables(analysis: dict[str, Any]) -> list[str]:
     ]
     for task in tasks:
         by = analysis["outcomes"][task]
-        for enc in (e for e in ENCODINGS if e in by):
+        for enc in (e for e in encodings() if e in by):
             c = by[enc]
             lines.append(
                 f"| {task} ({PRIMARY[task]}) | {enc} | {c['seeds']} | {c['solved_1x']} "

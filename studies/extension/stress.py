@@ -3,10 +3,11 @@ corpus's lag geometry, against the loss of the Track B model trained with it.
 
 Corpus geometry: :func:`posgeom.lags.lag_geometry` (recommended estimator) of the training bytes
 (first 90% of War and Peace), ``top:30`` byte classes, lags :func:`posgeom.lags.default_lags`
-up to 127 (the trained length less one). Encoding vectors per lag (:mod:`posgeom.lags.kernels`)
-from each trained checkpoint: RoPE ``(cos k w, sin k w)`` (base 10,000, head width 32), ALiBi
-slopes, the trained T5 bucket table, the learned table's lag products, the sinusoidal table's,
-NoPE zeros. Scores: :func:`posgeom.analysis.pipeline.score_encoding`. Writes ``training_stress.json``.
+up to 127 (the trained length less one). Encoding vectors per lag from each trained checkpoint,
+each family's own kernel read through the registry (:func:`lag_vectors`; the families are
+:func:`studies.extension.track_b.encodings`): RoPE ``(cos k w, sin k w)`` (base 10,000, head
+width 32), ALiBi slopes, the trained T5 bucket table, the learned table's lag products, the
+sinusoidal formula's (float64), NoPE zeros. Scores: :func:`posgeom.pipeline.scale.score_encoding`. Writes ``training_stress.json``.
 """
 
 from __future__ import annotations
@@ -28,31 +29,27 @@ def corpus_geometry() -> Any:
     return lag_geometry(counts)
 
 
-def lag_vectors(model: Any, encoding: str, lags: np.ndarray) -> np.ndarray:
-    from posgeom.lags import kernels as K
+def lag_vectors(
+    position: Any, family_name: str, lags: np.ndarray, trained_length: int
+) -> np.ndarray:
+    """``(m, k)`` float64 lag vectors of a trained ``position`` module of the registered family
+    ``family_name`` (a posgeom decoder's or a tiny encoder's), as trained: the family reads its
+    parameters from the module (``extension_from_decoder``) and gives its kernel of
+    ``Strategy("none")`` at ``trained_length`` (:func:`posgeom.extension.scoring.lag_vectors`).
+    A new family with a decoder module and a lag kernel is scored here with no change."""
+    from posgeom.encodings import family
+    from posgeom.extension.model import ExtensionModel
+    from posgeom.extension.scoring import lag_vectors as family_lag_vectors
+    from posgeom.extension.strategies import Strategy
 
-    pos = model.position
-    if encoding == "rope":
-        return K.rope_lag_vectors(pos.inv_freq.double().numpy(), lags)
-    if encoding == "alibi":
-        return K.alibi_lag_vectors(pos.slopes.double().numpy(), lags)
-    if encoding == "t5":
-        bias = pos.bias.weight.detach().double().numpy()
-        return K.t5_lag_vectors(
-            lags,
-            bias=bias,
-            num_buckets=pos.num_buckets,
-            max_distance=pos.max_distance,
-            bidirectional=pos.bidirectional,
-        )
-    if encoding == "nope":
-        return K.nope_lag_vectors(lags)
-    table = pos.table().detach().double().numpy()
-    return K.learned_lag_vectors(table, lags)
+    params = family(family_name).extension_from_decoder(position)
+    model = ExtensionModel(family_name, family_name, int(trained_length), params, "posgeom decoder")
+    none = Strategy("none", family_name, "none")
+    return family_lag_vectors(model, none, lags, int(trained_length))
 
 
 def run(out: Path, ckpt_dir: Path) -> None:
-    from posgeom.analysis.pipeline import score_encoding
+    from posgeom.pipeline.scale import score_encoding
     from studies._common import read_jsonl
     from studies.extension import track_b as B
 
@@ -60,17 +57,19 @@ def run(out: Path, ckpt_dir: Path) -> None:
     records = read_jsonl(out / "track_b.jsonl")
     rows = []
     for seed in B.SEEDS:
-        for enc in B.ENCODINGS:
+        for enc in B.encodings():
             model = B.load(enc, seed, ckpt_dir)
             if model is None:
                 continue
-            s = score_encoding(lag_vectors(model, enc, geo.lags), geo.distances)
+            vectors = lag_vectors(model.position, model.config.position, geo.lags, B.L0)
+            s = score_encoding(vectors, geo.distances)
             loss = {
                 f"{r['text']} L={r['length']}": r["loss_all"]
                 for r in records
-                if r["encoding"] == enc and r["seed"] == seed
-                and r["strategy"] == B.STRATEGIES[enc][0]
-            }  # fmt: skip
+                if r["encoding"] == enc
+                and r["seed"] == seed
+                and r["strategy"] == B.strategies(enc)[0]
+            }
             rows.append(
                 {
                     "encoding": enc,

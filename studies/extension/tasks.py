@@ -30,7 +30,7 @@ slots) drawn like the training set, counted in two ways, each with the recommend
   the primary geometry of copy (the answer is the token exactly ``n + 1`` earlier, a relative
   rule), recall (the value follows its key at lag 1) and reverse (its only dependence is between
   token pairs; the per-position marginals are flat);
-- per-position geometry (:func:`posgeom.analysis.pipeline.analyze_counts`): the Hellinger
+- per-position geometry (:func:`posgeom.analyze`, the MDS row only): the Hellinger
   distances between the distributions of the token at each position. Primary for sort, whose
   answer slot ``i`` holds the ``i``-th order statistic, a distribution that changes with ``i``.
 
@@ -57,7 +57,22 @@ from typing import Any
 import numpy as np
 
 TASKS = ("copy", "reverse", "sort", "recall")
-ENCODINGS = ("sinusoidal", "learned", "mds", "rope", "alibi", "t5", "nope")
+#: trainable families this study leaves out, with why: ``random`` is a fixed random table (the
+#: comparison's baseline, not a trained encoding), ``low_rank_mds`` the MDS table at a lower rank
+#: (the ``mds`` row is the study's MDS table)
+NOT_TRAINED = ("random", "low_rank_mds")
+
+
+def encodings() -> tuple[str, ...]:
+    """The position encodings trained: every family the trainer can train
+    (:func:`posgeom.training.trainable_encodings`, the registry read when called) but
+    :data:`NOT_TRAINED`, so a family file dropped into :mod:`posgeom.encodings` is trained here
+    with no change."""
+    from posgeom.training import trainable_encodings
+
+    return tuple(e for e in trainable_encodings() if e not in NOT_TRAINED)
+
+
 #: posgeom's MDS table only where the task's per-position geometry is not flat: copy's and
 #: reverse's positions all hold the same uniform distribution (only the separator differs)
 MDS_TASKS = ("sort", "recall")
@@ -115,16 +130,25 @@ def make_task(task: str, n: int, count: int, seed: int) -> dict[str, np.ndarray]
 
 def task_geometry(task: str, n: int) -> dict[str, Any]:
     """Lag and per-position geometry of ``N_GEOMETRY`` solved training sequences at ``n``."""
-    from posgeom.analysis.pipeline import analyze_counts
     from posgeom.corpus.counting import count_positions
     from posgeom.lags import count_lags, lag_geometry, top_classes
+    from posgeom.pipeline import GeometryConfig, analyze
 
     solved = make_task(task, n, N_GEOMETRY, seed=10_000 + n)["solved"]
     length = solved.shape[1]
     classes = top_classes(np.bincount(solved.ravel(), minlength=VOCAB), VOCAB)
     lag = lag_geometry(count_lags(list(solved), classes, lags=np.arange(1, length)))
     counts = count_positions(solved.tolist(), max_positions=length, vocab_size=VOCAB)
-    pos = analyze_counts(counts, model_dim=D, refine=False, noise=None, max_rank=1, seed=0)
+    only_mds = GeometryConfig(
+        families=("mds",),
+        model_dim=D,
+        refine=False,
+        noise=None,
+        max_rank=1,
+        intervals=False,
+        seed=0,
+    )
+    pos = analyze(counts, only_mds)
     return {"lag": lag, "position": pos, "length": length}
 
 
@@ -172,13 +196,15 @@ def build(encoding: str, seed: int, geometry: dict[str, Any]) -> Any:
     return PerToken(), cfg
 
 
-def allow_longer(model: Any, encoding: str) -> None:
-    """Past the trained length: tables interpolate, sinusoidal computes its formula."""
+def allow_longer(model: Any) -> None:
+    """Past the trained length: a position table that can compute its formula there does
+    (sinusoidal), any other table interpolates (learned, MDS); the relative encodings need
+    nothing (their module is not a :class:`~posgeom.nn.position.PositionEmbedding`)."""
+    from posgeom.nn.position import PositionEmbedding
+
     pos = model.position
-    if encoding in ("learned", "mds"):
-        pos.beyond = "interpolate"
-    elif encoding == "sinusoidal":
-        pos.beyond = "compute"
+    if isinstance(pos, PositionEmbedding):
+        pos.beyond = "compute" if "compute" in type(pos)._allowed_policies else "interpolate"
 
 
 def outcome(model: Any, data: dict[str, np.ndarray]) -> dict[str, float]:
@@ -204,19 +230,19 @@ def _additive_rows(pos: Any, length: int) -> np.ndarray:
 
 def scores(model: Any, encoding: str, seed: int, geometry: dict[str, Any]) -> dict[str, Any]:
     """Scale-optimal and paper stress against the lag and the per-position geometry."""
-    from posgeom.analysis.pipeline import score_encoding
     from posgeom.lags.kernels import learned_lag_vectors
+    from posgeom.nn.position import PositionEmbedding
+    from posgeom.pipeline.scale import score_encoding
     from posgeom.training import position_geometry
     from studies.extension.stress import lag_vectors
 
     length, lag, pos = geometry["length"], geometry["lag"], geometry["position"]
-    additive = encoding in ("learned", "mds", "sinusoidal")
-    if additive:
+    if isinstance(model.position, PositionEmbedding):  # an additive table (as the encoder adds it)
         rows = _additive_rows(model.position, length)
         vec = learned_lag_vectors(rows, lag.lags)
         per_pos: Any = rows
     else:
-        vec = lag_vectors(model.mlm.encoder, encoding, lag.lags)
+        vec = lag_vectors(model.position, encoding, lag.lags, length)
         per_pos = position_geometry(model, config(encoding, seed, length), pos.distances)
     out = {}
     for name, enc, target in (("lag", vec, lag.distances), ("position", per_pos, pos.distances)):
@@ -256,7 +282,7 @@ def run_one(task: str, encoding: str, seed: int, geos: dict[int, dict[str, Any]]
     rec["train_loss_curve"] = [float(b.mean()) for b in np.array_split(losses, CURVE_BLOCKS)]
     rec["trained"] = outcome(model, make_task(task, N_ITEMS, N_EVAL, seed=1_000 + seed))
     rec["scores_trained"] = scores(model, encoding, seed, geos[N_ITEMS])
-    allow_longer(model, encoding)
+    allow_longer(model)
     rec["double"] = outcome(model, make_task(task, 2 * N_ITEMS, N_EVAL, seed=2_000 + seed))
     rec["scores_double"] = scores(model, encoding, seed, geos[2 * N_ITEMS])
     rec["cpu_s"] = round(time.process_time() - t0, 1)
@@ -276,8 +302,9 @@ def run(results: Path) -> None:
         return {(r["task"], r["encoding"], r["seed"]) for r in rows if same_recipe(r)}
 
     tasks = os.environ.get("TASK_TASKS", ",".join(TASKS)).split(",")
+    trained = encodings()
     keys = [
-        (t, e, s) for s in SEEDS for t in tasks for e in ENCODINGS if e != "mds" or t in MDS_TASKS
+        (t, e, s) for s in SEEDS for t in tasks for e in trained if e != "mds" or t in MDS_TASKS
     ]  # seed 0 of every cell first
     if os.environ.get("TASK_REVERSE"):  # a helper process working from the other end
         keys = keys[::-1]

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from studies.extension.tasks import ENCODINGS, PRIMARY, RECIPE, RESULTS, TASKS, same_recipe
+from studies.extension.tasks import PRIMARY, RECIPE, RESULTS, TASKS, encodings, same_recipe
 
 #: outcome label -> (record key, measure, the scores' length key)
 OUTCOMES = {
@@ -127,8 +127,9 @@ SOLVED = 0.95
 def _outcome_table(records: list[dict], tasks: list[str]) -> dict[str, Any]:
     """task -> encoding -> means over seeds of the outcomes and the primary scores."""
     table: dict[str, Any] = {}
+    trained = encodings()
     for t in tasks:
-        for enc in ENCODINGS:
+        for enc in trained:
             rs = [r for r in records if r["task"] == t and r["encoding"] == enc]
             if not rs:
                 continue

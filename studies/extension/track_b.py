@@ -5,7 +5,7 @@ Model: :class:`posgeom.nn.decoder.CausalDecoder`: 2 pre-LN blocks of
 causal mask, byte vocabulary (256), tied nothing, one linear head; saved as
 ``<encoding>_seed<seed>.safetensors`` (:func:`posgeom.nn.decoder.save_decoder`, tokenizer
 ``"bytes"``), which ``posgeom extend`` reads (older ``.pt`` state dicts are converted on load).
-Position modules from :mod:`posgeom.nn`: sinusoidal, learned (N(0, 0.02^2)), RoPE (base 10,000),
+Position modules: every registered family with a decoder module (:func:`encodings`), today sinusoidal, learned (N(0, 0.02^2)), RoPE (base 10,000),
 ALiBi (causal), T5 buckets (unidirectional, 32 buckets, max distance 128) and NoPE. Trained on the
 first 90% of War and Peace (UTF-8 bytes), batch 8 x 128, AdamW lr 2e-3 (50 warm-up steps),
 ``STEPS`` (300) steps, seeds 0 and 1, one thread.
@@ -20,7 +20,7 @@ new rows' squared distances taken from the table's mean squared distance at each
 largest trained lags for lags >= 128); sinusoidal computed or interpolated; RoPE none, linear, static NTK,
 YaRN (with and without its attention factor), llama3 and a LongRoPE ramp, each at factor L / 128,
 and posgeom's fitted per-plane factors at L (``scores_b.json``, ``--track scores``; skipped until
-scored, a second ``--track b`` run fills them in).
+scored, a second ``--track b`` run fills them in); every other family as it is (:func:`strategies`).
 One JSONL record per (encoding, strategy, seed, text, L) with the mean loss per 64-position bin.
 """
 
@@ -50,7 +50,15 @@ TEXTS = {
     "moby_dick": "moby_dick.txt.gz",
     "stacks_algebra": "stacks_algebra.tex.gz",
 }
-ENCODINGS = ("rope", "alibi", "nope", "learned", "sinusoidal", "t5")
+
+
+def encodings() -> tuple[str, ...]:
+    """The position families trained and measured: every registered family with a posgeom decoder
+    position module (:func:`posgeom.nn.decoder.decoder_positions`, the registry read when called),
+    so a family file dropped into :mod:`posgeom.encodings` is trained here with no change."""
+    from posgeom.nn.decoder import decoder_positions
+
+    return tuple(decoder_positions())
 
 
 def text_bytes(name: str) -> np.ndarray:
@@ -136,14 +144,15 @@ _ROPE_NAMES = (
     "longrope ramp",
     "posgeom fitted",
 )
-STRATEGIES = {
-    "rope": _ROPE_NAMES,
-    "learned": ("clamp", "interpolate", "gower"),
-    "sinusoidal": ("compute", "interpolate"),
-    "alibi": ("as is",),
-    "t5": ("as is",),
-    "nope": ("as is",),
-}
+#: every family the study has no strategies of runs as it is
+AS_IS = ("as is",)
+
+
+def strategies(encoding: str) -> tuple[str, ...]:
+    """The test-time strategies of ``encoding``: the study's own for the families it is about
+    (:data:`STUDIED`: RoPE, the learned table, the sinusoidal table), ``("as is",)`` for any
+    other family (ALiBi, T5, NoPE, a new one)."""
+    return STUDIED[encoding][0] if encoding in STUDIED else AS_IS
 
 
 def config(encoding: str) -> Any:
@@ -200,7 +209,7 @@ def convert(ckpt_dir: Path, out_dir: Path) -> list[Path]:
 
     written = []
     for seed in SEEDS:
-        for enc in ENCODINGS:
+        for enc in encodings():
             legacy = ckpt_dir / f"{enc}_seed{seed}.pt"
             if legacy.exists():
                 model = build(enc, seed)
@@ -254,35 +263,54 @@ def train_one(encoding: str, seed: int, ckpt_dir: Path, *, threads: int = 1) -> 
     return ckpt_dir / f"{encoding}_seed{seed}.safetensors"
 
 
-def with_strategy(model, encoding: str, strategy: str, length: int):
-    """Swap the model's position module for ``strategy`` at ``length`` (returns the model)."""
+def _rope_module(model, strategy: str, length: int):
+    from posgeom.nn import RotaryEmbedding
+
+    return RotaryEmbedding(D // HEADS, 10000.0, rope_strategies(length / L0)[strategy])
+
+
+def _sinusoidal_module(model, strategy: str, length: int):
+    from posgeom.nn.position import SinusoidalPositionEmbedding
+
+    beyond = "compute" if strategy == "compute" else "interpolate"
+    return SinusoidalPositionEmbedding(L0, D, beyond=beyond)
+
+
+def _learned_module(model, strategy: str, length: int):
     import torch
 
     from posgeom.extension.learned import extend_table
-    from posgeom.nn import RotaryEmbedding
-    from posgeom.nn.position import LearnedPositionEmbedding, SinusoidalPositionEmbedding
+    from posgeom.nn.position import LearnedPositionEmbedding
     from posgeom.nn.tables import AbsolutePositionEmbedding
 
-    if encoding == "rope":
-        model.position = RotaryEmbedding(
-            D // HEADS, 10000.0, rope_strategies(length / L0)[strategy]
-        )
-    elif encoding == "sinusoidal":
-        model.position = SinusoidalPositionEmbedding(
-            L0, D, beyond="compute" if strategy == "compute" else "interpolate"
-        )
-    elif encoding == "learned":
-        weight = model.trained_table
-        if strategy == "interpolate":  # positions 0 .. L-2 mapped onto the table (records' way)
-            mod = LearnedPositionEmbedding(L0, D, beyond="interpolate")
-            mod.embedding.weight.data.copy_(weight)
-        else:
-            rows = weight.double().numpy()
-            if length > L0:
-                method = "gower-table" if strategy == "gower" else "clamp"
-                rows = extend_table(rows, length, method)
-            mod = AbsolutePositionEmbedding(torch.from_numpy(rows).float())
-        model.position = mod
+    weight = model.trained_table
+    if strategy == "interpolate":  # positions 0 .. L-2 mapped onto the table (records' way)
+        mod = LearnedPositionEmbedding(L0, D, beyond="interpolate")
+        mod.embedding.weight.data.copy_(weight)
+        return mod
+    rows = weight.double().numpy()
+    if length > L0:
+        rows = extend_table(rows, length, "gower-table" if strategy == "gower" else "clamp")
+    return AbsolutePositionEmbedding(torch.from_numpy(rows).float())
+
+
+#: the families this study is about: family -> (its test-time strategies, the position module
+#: that runs one at a length). RoPE: none, linear, static NTK, YaRN (with and without its
+#: attention factor), llama3, a LongRoPE ramp and posgeom's fitted factors; the learned table
+#: clamped, interpolated or Gower-extended (``gower-table``); the sinusoidal table computed or
+#: interpolated.
+STUDIED = {
+    "rope": (_ROPE_NAMES, _rope_module),
+    "learned": (("clamp", "interpolate", "gower"), _learned_module),
+    "sinusoidal": (("compute", "interpolate"), _sinusoidal_module),
+}
+
+
+def with_strategy(model, encoding: str, strategy: str, length: int):
+    """Swap the model's position module for ``strategy`` at ``length`` (returns the model); a
+    family not in :data:`STUDIED` keeps its trained module ("as is")."""
+    if encoding in STUDIED:
+        model.position = STUDIED[encoding][1](model, strategy, length)
     return model
 
 
@@ -311,16 +339,17 @@ def run(results: Path, ckpt_dir: Path, *, threads: int = 1) -> None:
             r = json.loads(line)
             done.add((r["encoding"], r["strategy"], r["seed"], r["text"], r["length"]))
     windows = {name: eval_windows(name) for name in TEXTS}
-    total = sum(len(s) for s in STRATEGIES.values()) * len(SEEDS) * len(TEXTS) * len(LENGTHS)
+    families = encodings()
+    total = sum(len(strategies(e)) for e in families) * len(SEEDS) * len(TEXTS) * len(LENGTHS)
 
     def log(msg: str) -> None:
         print(msg, flush=True)
 
     for seed in SEEDS:
-        for enc in ENCODINGS:
+        for enc in families:
             keys = [
                 (enc, s, seed, t, n)
-                for s in STRATEGIES[enc]
+                for s in strategies(enc)
                 for t in TEXTS
                 for n in LENGTHS
                 if not (s == "posgeom fitted" and n > L0 and fitted_scaling(n) is None)
