@@ -140,7 +140,7 @@ def task_geometry(task: str, n: int) -> dict[str, Any]:
     lag = lag_geometry(count_lags(list(solved), classes, lags=np.arange(1, length)))
     counts = count_positions(solved.tolist(), max_positions=length, vocab_size=VOCAB)
     only_mds = GeometryConfig(
-        families=("mds",),
+        families=("mds", "mds+smacof"),  # the MDS rows (no SMACOF: refine=False)
         model_dim=D,
         refine=False,
         noise=None,

@@ -7,7 +7,7 @@ token-id sequences for both halves, so positions line up exactly:
 1. counts ``C[i, t]`` for positions ``0..n-1`` (:func:`posgeom.corpus.counting.count_positions`,
    start-aligned, with the same special-token handling as the signal, recording the tokenizer's
    identity), then the geometry pipeline **on the target**
-   (:func:`posgeom.analysis.pipeline.analyze_counts` with the target's estimator and resolution:
+   (:func:`posgeom.analyze`, the MDS rows, with the target's estimator and resolution:
    the target ``D`` (chord convention, ``[0, sqrt 2]``), its MDS encoding ``mds``, its noise
    floor on the target's token classes, and the scores of every encoding of the model's own
    positional mechanism (:func:`~posgeom.models.mechanisms.mechanism_encodings`) against ``D``,
@@ -234,7 +234,7 @@ def analyze_model(
         include_special: count special tokens (see the module docstring).
         on_long: ``"truncate"`` or ``"refuse"`` sequences longer than ``min(model positions,
             max_length)`` tokens (the same option as the layer-wise signal's).
-        refine, noise, seed: passed to :func:`posgeom.analysis.pipeline.analyze_counts` (SMACOF refinement
+        refine, noise, seed: passed to :func:`posgeom.analyze` (SMACOF refinement
             of the MDS encoding; noise floor of ``D``).
         baselines: also score two reference encodings of the model's width, ``sinusoidal``
             (Vaswani, base 10000) and ``random`` (seeded Gaussian, whose distances are all about
@@ -255,7 +255,7 @@ def analyze_model(
     Returns:
         :class:`ModelAnalysis`.
     """
-    from posgeom.analysis.pipeline import analyze_counts
+    from posgeom.pipeline import GeometryConfig, analyze
 
     n = int(max_positions)
     name = model_name or (str(model) if isinstance(model, (str, os.PathLike)) else None)
@@ -291,16 +291,18 @@ def analyze_model(
     name_of_target, fallback = target_name(counts, target)
     # one pipeline on the target: its D, its MDS ("mds"), its noise floor (on the target's
     # token classes), every encoding scored against it, the plug-in scores beside
-    geometry = analyze_counts(
-        counts,
+    config = GeometryConfig(
+        families=("mds", "mds+smacof"),  # the MDS rows (SMACOF's when refine)
         model_dim=width,
-        encodings={**encodings, **references},
         refine=refine,
         noise=noise,
+        max_rank=8,
+        intervals=False,
         seed=seed,
         estimator=name_of_target,
         resolution=resolution,
     )
+    geometry = analyze(counts, config, encodings={**encodings, **references})
     goal = AnalysisTarget(
         distances=geometry.distances,
         estimator=geometry.options["estimator"],

