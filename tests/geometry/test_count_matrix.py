@@ -156,7 +156,9 @@ def test_one_rule_decides_what_recommended_runs(monkeypatch):
     name, why = choose_estimator("recommended", np.array([[5, 3], [0, 0], [2, 2]]))
     assert name == "plugin" and "position 1 has 0 samples" in why
     # the pipeline and the model analysis's target both ask it
-    calls = _counting(monkeypatch, posgeom.estimators._pipeline, "choose_estimator")
+    import posgeom.pipeline.target
+
+    calls = _counting(monkeypatch, posgeom.pipeline.target, "choose_estimator")
     mu = zipf_distributions(8, 50, seed=0)
     res = analyze_counts(mu, model_dim=4, refine=False, noise=None)  # probabilities
     assert res.estimate is None and res.options["estimator"] == "plugin" and len(calls) == 1

@@ -13,6 +13,7 @@ from typing import Any
 from posgeom.pipeline.schema import Column, rank_columns, score_columns, with_interval_text
 
 __all__ = [
+    "PLUGIN_COLUMNS",
     "PLUGIN_HEADING",
     "cell",
     "markdown_table",
@@ -22,6 +23,13 @@ __all__ = [
     "sampled_note",
     "score_table",
 ]
+
+#: the block of plug-in scores shown beside a non-plug-in target's
+PLUGIN_COLUMNS = (
+    ("encoding", "encoding", "s"),
+    ("paper", "paper stress (plug-in D)", ".4g"),
+    ("scale_optimal", "scale-optimal stress (plug-in D)", ".4g"),
+)
 
 
 def cell(value: Any, spec: str) -> str:
@@ -83,8 +91,6 @@ def plugin_lines(
     """The block of plug-in scores shown beside an estimate's (a blank line, the heading that
     labels them as another target, the table); empty without any. ``scores``: rows with
     ``encoding``, or ``{name: scores}``."""
-    from posgeom.estimators._pipeline import PLUGIN_COLUMNS
-
     if isinstance(scores, Mapping):
         rows = [{"encoding": name, **s} for name, s in scores.items()]
     else:

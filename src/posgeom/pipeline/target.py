@@ -12,18 +12,24 @@ of :func:`posgeom.estimate_geometry` on the kept positions.
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from posgeom._errors import PosgeomError
 from posgeom.embed.mds import classical_mds
-from posgeom.estimators._pipeline import estimate_mds, pipeline_estimate
+from posgeom.estimators import GeometryEstimate, choose_estimator, estimate_geometry, get
+from posgeom.estimators._core import as_count_matrix
 from posgeom.estimators.class_words import token_names as names_of
+from posgeom.geometry.counts import CountMatrix
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
 
 __all__ = ["PluginEstimate", "embed", "estimate_target"]
+
+_FULL = ("auto", "full")  # resolutions of the plug-in's own: the full vocabulary
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,7 +59,7 @@ class PluginEstimate:
 
 
 def estimate_target(
-    kept: Any,
+    kept: CountMatrix,
     distributions: PositionalDistributions,
     *,
     estimator: Any,
@@ -63,21 +69,54 @@ def estimate_target(
     options: dict[str, Any],
     provenance: dict[str, Any],
 ) -> Any:
-    """The target of ``kept`` (the counts of the kept positions): the estimate of
-    ``estimator`` (:func:`posgeom.estimators._pipeline.pipeline_estimate`: a name, with
-    ``"recommended"`` falling back to the plug-in where no sampling model applies, or a ready
-    estimate), the plug-in as a :class:`PluginEstimate` of ``distributions``."""
-    estimate = pipeline_estimate(
-        kept,
-        np.arange(distributions.n_positions),
-        estimator=estimator,
-        smoothing=smoothing,
+    """The target of ``kept`` (the kept positions' counts, the one CountMatrix of the run):
+    ``estimator`` a ready :class:`~posgeom.estimators.GeometryEstimate` of the kept positions
+    (unpooled; e.g. a bootstrap replicate's), used as it is; or a registry name, estimated by
+    :func:`posgeom.estimate_geometry` with ``options``. ``"recommended"`` is the plug-in where no
+    sampling model applies (:func:`posgeom.estimators.choose_estimator`: exact distributions,
+    add-alpha smoothing, too few samples); the plug-in on the full vocabulary is a
+    :class:`PluginEstimate` of ``distributions`` (smoothing included). Another estimator with
+    smoothing, or pooling (it changes the positions), is refused. ``provenance``: the counts'
+    (its tokenizer names the classes in words)."""
+    if isinstance(estimator, GeometryEstimate):
+        if estimator.pooled or estimator.n_positions != distributions.n_positions:
+            raise PosgeomError(
+                f"the estimate has {estimator.n_positions} "
+                f"{'buckets' if estimator.pooled else 'positions'} but the counts keep "
+                f"{distributions.n_positions} positions; estimate the geometry of the same "
+                "positions, unpooled"
+            )
+        return estimator
+    spec = get(estimator)
+    if "pool" in options:
+        raise PosgeomError(
+            "pooling changes the positions; use posgeom.estimate_geometry(counts, pool=...) and "
+            "score encodings against the estimate"
+        )
+    plugin = PluginEstimate(distributions, convention)
+    if choose_estimator(estimator, kept, smoothing=smoothing)[1] is not None:
+        return plugin  # "recommended" where no sampling model applies
+    if spec.name != "plugin" and smoothing != "none":
+        raise PosgeomError(
+            f"smoothing={smoothing!r} is a plug-in option; use estimator='plugin' with smoothing, "
+            f"or no smoothing with estimator={estimator!r}"
+        )
+    coarse = {
+        k: v
+        for k, v in options.items()
+        if not (k == "resolution" and isinstance(v, str) and v in _FULL)
+    }
+    if spec.name == "plugin" and not coarse:
+        return plugin  # the paper's plug-in on the full vocabulary
+    names = names_of(provenance.get("tokenizer"))  # the words of the classes
+    return estimate_geometry(
+        as_count_matrix(kept),
+        estimator=spec.name,
         convention=convention,
         seed=seed,
-        options=options,
-        token_names=names_of(provenance.get("tokenizer")),  # the words of the classes
+        token_names=names,
+        **options,
     )
-    return PluginEstimate(distributions, convention) if estimate is None else estimate
 
 
 def embed(
@@ -85,8 +124,14 @@ def embed(
 ) -> Any:
     """Classical MDS of the target at ``rank`` in width ``model_dim``: of the plug-in's
     distributions (the implicit centred square-root solver when ``solver`` allows), else of the
-    estimate (:func:`posgeom.estimators._pipeline.estimate_mds`: its Euclidean form)."""
-    args = {"model_dim": model_dim, "convention": convention, "solver": solver, "seed": seed}
+    estimate's Euclidean form (``B+ = X X^T``, its coordinates: full-rank MDS reproduces the
+    target and explained variance stays at most 1); a raw estimate (``euclidean=False``) goes
+    through the exact solver, its negative eigenvalues already in its diagnostics."""
+    args = {"model_dim": model_dim, "solver": solver, "seed": seed}
     if isinstance(target, PluginEstimate):
-        return classical_mds(target.distributions, rank, **args)
-    return estimate_mds(target, rank, **args)
+        return classical_mds(target.distributions, rank, convention=convention, **args)
+    if getattr(target, "coordinates", None) is None:
+        args["solver"] = "exact"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="B has negative eigenvalues")
+        return classical_mds(target, rank, **args)
