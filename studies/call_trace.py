@@ -11,6 +11,10 @@ moment the command's handler is entered until it returns:
 - **back up**: the moves whose callee folder comes *earlier* in :data:`FLOW` than the caller's (a
   later stage calling back into an earlier one: a score re-validating a geometry, an estimate
   re-reading counts);
+- **the counts' path**: the folders of the calls that receive the counts (a ``PositionCounts`` or
+  ``CountMatrix`` argument) in the order they run, consecutive repeats collapsed: its moves
+  between folders, the moves back up :data:`FLOW`, and the moves into a folder the path had
+  already left (the issue's "following the counts from the CLI handler to the kernels");
 - **folder moves**: the distinct (caller folder, callee folder) pairs among the moves, and how many
   of them go back up: the folder-level picture ``docs/ARCHITECTURE.md`` draws as arrows;
 - **entry order**: the order in which folders are first entered, checked against :data:`FLOW`;
@@ -28,6 +32,7 @@ list of back-up moves. The numbers before and after issue 25 are in ``docs/ARCHI
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import tempfile
 from collections import Counter
@@ -72,6 +77,22 @@ class CallTrace:
     moves: list[tuple[str, str, str, str]] = field(default_factory=list)
     entry_order: list[str] = field(default_factory=list)
     counted: Counter = field(default_factory=Counter)
+    counts_path: list[str] = field(default_factory=list)
+
+    def collapsed_path(self) -> list[str]:
+        """:attr:`counts_path` with consecutive repeats collapsed."""
+        p = self.counts_path
+        return [f for i, f in enumerate(p) if i == 0 or f != p[i - 1]]
+
+    def path_moves(self) -> tuple[int, int, int]:
+        """The counts' path (:meth:`collapsed_path`): its moves between folders, how many go
+        back up in :data:`FLOW`, and how many re-enter a folder the path had already left."""
+        rank = {f: i for i, f in enumerate(FLOW)}
+        path = self.collapsed_path()
+        moves = list(itertools.pairwise(path))
+        back = sum(rank[b] < rank[a] for a, b in moves)
+        again = sum(b in path[:i] for i, (_, b) in enumerate(moves, start=1))
+        return len(moves), back, again
 
     @property
     def n_moves(self) -> int:
@@ -126,6 +147,17 @@ class _Tracer:
         self.handler_frame: FrameType | None = None
         self.finished = False
         self.seen: set[tuple[str, str]] = set()
+        from posgeom.corpus.counting import PositionCounts
+        from posgeom.geometry.counts import CountMatrix
+
+        self.count_types = (PositionCounts, CountMatrix)
+
+    def holds_counts(self, frame: FrameType) -> bool:
+        """Whether a call receives the counts (a ``PositionCounts`` or the ``CountMatrix`` made
+        of it) as an argument: the functions on the counts' path."""
+        code = frame.f_code
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        return any(isinstance(frame.f_locals.get(n), self.count_types) for n in names)
 
     def name(self, frame: FrameType) -> str:
         code = frame.f_code
@@ -144,6 +176,8 @@ class _Tracer:
             self.result.entry_order.append("cli")
 
     def record(self, frame: FrameType) -> None:
+        if self.holds_counts(frame) and self.folder(frame) not in (None, "_root"):
+            self.result.counts_path.append(self.folder(frame))
         for part, fn in COUNTED:
             if part in frame.f_code.co_filename and frame.f_code.co_name == fn:
                 self.result.counted[fn] += 1
@@ -204,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
             run = trace(["geometry", str(counts), "-o", str(out / "g"), "-q"])
     print(f"handler: {run.handler}")
     print(f"{args.command}: {run.n_moves} moves between folders, {len(run.back_up)} back up")
+    moves, back, again = run.path_moves()
+    print(
+        f"{args.command}: the counts' path: {moves} moves between folders, {back} back up, "
+        f"{again} into a folder already left"
+    )
     print(
         f"{args.command}: {len(run.folder_pairs)} folder moves (distinct folder pairs), "
         f"{len(run.folder_back_up)} back up: {run.folder_back_up}"
@@ -215,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     for (a, b), k in sorted(run.folder_pairs.items(), key=lambda kv: -kv[1]):
         print(f"  {a} -> {b}: {k}")
     if args.list:
+        print("the counts' path:", " -> ".join(run.collapsed_path()))
         for _, f, _, g in run.back_up:
             print(f"  back up: {f} -> {g}")
     return 0
