@@ -59,6 +59,9 @@ FLOW: tuple[str, ...] = (
     "io",
 )
 
+#: the folders that conduct the stages: a move back to them is a return, not a step back
+ORCHESTRATORS = frozenset({"cli", "pipeline", "analysis"})
+
 #: functions whose number of calls per command the study reports (path part, function name).
 COUNTED: tuple[tuple[str, str], ...] = (
     ("_distance_matrix.py", "check_distance_matrix"),
@@ -86,11 +89,12 @@ class CallTrace:
 
     def path_moves(self) -> tuple[int, int, int]:
         """The counts' path (:meth:`collapsed_path`): its moves between folders, how many go
-        back up in :data:`FLOW`, and how many re-enter a folder the path had already left."""
+        back up in :data:`FLOW` (a return to an orchestrator, :data:`ORCHESTRATORS`, is not
+        one), and how many re-enter a folder the path had already left."""
         rank = {f: i for i, f in enumerate(FLOW)}
         path = self.collapsed_path()
         moves = list(itertools.pairwise(path))
-        back = sum(rank[b] < rank[a] for a, b in moves)
+        back = sum(rank[b] < rank[a] and b not in ORCHESTRATORS for a, b in moves)
         again = sum(b in path[:i] for i, (_, b) in enumerate(moves, start=1))
         return len(moves), back, again
 
@@ -128,7 +132,7 @@ def _folder(filename: str, root: str) -> str | None:
         return None
     rel = filename[len(root) :].lstrip("/")
     head = rel.split("/", 1)[0]
-    return head if head in FLOW and "/" in rel else "_root" if "/" not in rel else head
+    return head if "/" in rel and head in FLOW else "_root"
 
 
 def _handler_code(argv: list[str]) -> Any:
