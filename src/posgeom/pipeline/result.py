@@ -18,7 +18,6 @@ import functools
 import json
 import os
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from posgeom._version import __version__
 from posgeom.embed.rank import effective_ranks
 from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.markdown import result_markdown
+from posgeom.pipeline.renderers import RENDERERS
 from posgeom.pipeline.scale import REFINE_SKIPPED
 from posgeom.pipeline.schema import conventions
 from posgeom.pipeline.stationarity import StationarityResult
@@ -37,12 +37,9 @@ from posgeom.pipeline.target import PluginEstimate
 from posgeom.pipeline.verdict import verdict_block
 from posgeom.pipeline.verdict_inputs import TRUSTED_ARRAY
 
-__all__ = ["KINDS", "RENDERERS", "GeometryResult"]
+__all__ = ["KINDS", "GeometryResult"]
 
 KINDS = ("geometry", "run", "demo", "compare")
-#: renderers :mod:`posgeom.reports` registers when imported (``"html"``: result -> HTML
-#: fragment, ``"report"``: (folder, page, title) -> None); the result calls them, never imports
-RENDERERS: dict[str, Callable[..., Any]] = {}
 _FILES = {  # kind -> (summary JSON, Markdown, arrays sidecar kind)
     "compare": ("comparison.json", "comparison.md", "comparison_results"),
 }

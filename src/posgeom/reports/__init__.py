@@ -215,9 +215,9 @@ def results_folder(
 
 
 def _register_renderers() -> None:
-    """Give the results their renderers (:data:`posgeom.pipeline.result.RENDERERS`): the
+    """Give the results their renderers (:data:`posgeom.pipeline.renderers.RENDERERS`): the
     results compute, the reports draw, and the arrow points from here to them."""
-    from posgeom.pipeline.result import RENDERERS
+    from posgeom.pipeline.renderers import RENDERERS
 
     RENDERERS["html"] = repr_html
     RENDERERS["report"] = lambda folder, title: report(folder, folder / REPORT_NAME, title=title)
