@@ -231,40 +231,6 @@ def test_estimator_is_one_spelling_with_the_old_one_as_a_noted_alias(argv, dest,
     assert parser.parse_args(argv).__dict__[dest] == "recommended"
 
 
-def test_pipeline_options_are_declared_once_with_the_librarys_choices():
-    """The shared pipeline options have one declaration (cli/_options.py) and their choices are
-    the library's @validate_params constraints (not a copy)."""
-    import re
-
-    from posgeom.cli.main import build_parser
-    from posgeom.embed.mds import classical_mds
-    from posgeom.geometry.distributions import positional_distributions
-    from posgeom.geometry.divergences import hellinger_distances
-    from posgeom.geometry.noise import noise_floor
-
-    cli = Path(__file__).resolve().parents[2] / "src" / "posgeom" / "cli"
-    text = "".join(p.read_text(encoding="utf-8") for p in sorted(cli.glob("*.py")))
-    flags = ["--smoothing", "--alpha", "--min-samples", "--below-min", "--convention", "--solver"]
-    flags += ["--noise", "--estimator"]
-    assert {f: len(re.findall(f'"{f}"', text)) for f in flags} == dict.fromkeys(flags, 1)
-
-    def declared(fn, name):
-        return set(fn.__posgeom_constraints__[name][0].values)
-
-    subs = build_parser()._subparsers._group_actions[0].choices
-    for command in ("run", "geometry", "compare"):
-        actions = {a.dest: a for a in subs[command]._actions}
-        assert set(actions["smoothing"].choices) == declared(positional_distributions, "smoothing")
-        assert set(actions["below_min"].choices) == declared(positional_distributions, "below_min")
-        assert set(actions["convention"].choices) == declared(hellinger_distances, "convention")
-        assert set(actions["noise"].choices) == declared(noise_floor, "method") | {"none"}
-        assert actions["smoothing"].choices[0] == actions["smoothing"].default == "none"
-    run = {a.dest: a for a in subs["run"]._actions}
-    assert set(run["solver"].choices) == declared(classical_mds, "solver")
-    model = {a.dest: a for a in subs["analyze-model"]._actions}
-    assert model["noise"].choices == run["noise"].choices
-
-
 def test_train_options_are_the_train_configs_fields():
     """`posgeom train` fills TrainConfig from the options named like its fields (defaults read from
     the config, not restated): the parsed defaults give the config's defaults."""

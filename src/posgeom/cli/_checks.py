@@ -28,12 +28,17 @@ POSITIVE = [Interval(Integral, 1, None)]  # --max-sequences, --batch-size: count
 
 
 def _check_heads(args: argparse.Namespace) -> None:
-    """``compare``'s ``--n-heads`` within ``-d`` (train's ``--heads`` is TrainConfig's)."""
+    """The pipeline's ``--n-heads`` within ``-d`` when given (train's ``--heads`` is
+    TrainConfig's)."""
     heads, width = getattr(args, "n_heads", None), getattr(args, "model_dim", None)
     if heads is None or width is None:
         return
     check_param("-d/--model-dim", width, [Interval(Integral, 1, None)])  # before the heads in it
-    limit = min(MAX_HEADS, width)
+    from posgeom.cli._config_flags import config_class
+
+    default = config_class().__dataclass_fields__["n_heads"].default
+    # the default heads with a narrow -d: the rows that need d / n-heads dimensions are skipped
+    limit = min(MAX_HEADS, width) if heads != default else MAX_HEADS
     if not 1 <= heads <= limit:
         raise PosgeomError(
             f"--n-heads must be between 1 and {limit} (at most {MAX_HEADS}, and at most -d "

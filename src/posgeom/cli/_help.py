@@ -20,7 +20,9 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if (
             "default" in text.lower()
             or "%(default)" in text
-            or default in (None, False, True, argparse.SUPPRESS, [], ())
+            or default is None
+            or isinstance(default, bool)  # 0, 1 and 1.0 are values: shown (1.0 == True)
+            or default in (argparse.SUPPRESS, [], ())
             or action.option_strings == []
         ):
             return text

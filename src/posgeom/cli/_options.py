@@ -1,4 +1,7 @@
-"""Options shared by several commands, declared once (the estimator, with its old spellings)."""
+"""Options of the commands outside the main pipeline (``analyze-model``, ``probe``, ``train``),
+declared once: the estimator with its old spellings, its resolution, the noise floor. The
+pipeline's own flags (``geometry``, ``run``, ``demo``, ``compare``) derive from its config:
+:mod:`posgeom.cli._config_flags`."""
 
 from __future__ import annotations
 
@@ -9,11 +12,8 @@ from typing import Any
 __all__ = [
     "add_estimator_argument",
     "add_noise_argument",
-    "add_pipeline_arguments",
-    "add_position_smoothing_argument",
     "add_resolution_argument",
     "choices_of",
-    "position_smoothing",
 ]
 
 
@@ -74,38 +74,6 @@ def add_resolution_argument(g: Any) -> None:
     )
 
 
-def add_position_smoothing_argument(g: Any) -> None:
-    """``--smooth-positions``: ``estimate_geometry(smooth=...)``, the estimate smoothed over
-    positions (:mod:`posgeom.estimators.smoothing`); off by default."""
-    g.add_argument(
-        "--smooth-positions",
-        default="none",
-        metavar="A",
-        help="smooth the estimate over positions (local-linear kernel, bandwidth h_i = A i): "
-        "none (default), auto (A by split-half cross-validation on the counts) or a slope A "
-        ">= 0; lower variance, biased towards a smooth trajectory, at most 512 positions "
-        "(docs/ESTIMATION.md)",
-    )
-
-
-def position_smoothing(args: Any) -> dict[str, Any]:
-    """The ``estimator_options`` of ``--smooth-positions`` (empty when off)."""
-    value = str(getattr(args, "smooth_positions", "none"))
-    if value == "none":
-        return {}
-    if value == "auto":
-        return {"smooth": "auto"}
-    try:
-        return {"smooth": float(value)}
-    except ValueError:
-        from posgeom._errors import PosgeomError
-
-        raise PosgeomError(
-            f"--smooth-positions {value!r} is not none, auto or a number; give a slope A >= 0 "
-            "(e.g. 0.25) or auto"
-        ) from None
-
-
 def choices_of(function: Any, parameter: str) -> tuple[Any, ...]:
     """The values ``parameter`` of ``function`` accepts, read from its ``@validate_params``
     declaration (one home for the allowed values: the CLI's ``choices=`` are not a copy)."""
@@ -119,63 +87,6 @@ def choices_of(function: Any, parameter: str) -> tuple[Any, ...]:
         if isinstance(constraint, Options):  # the function's default first, then the others
             return tuple(sorted(constraint.values, key=lambda v: (v != default, str(v))))
     raise TypeError(f"{function.__qualname__} declares no Options for {parameter!r}")
-
-
-def add_pipeline_arguments(g: Any, *, solver: bool = True) -> None:
-    """The options of the pipeline every geometry command shares (run, geometry, compare):
-    smoothing, sample floor, convention, MDS solver, noise floor, extra encodings, seed, the
-    estimator and its resolution, with ``choices=`` from the library's declared constraints."""
-    from posgeom.embed.mds import classical_mds
-    from posgeom.geometry.distributions import positional_distributions
-    from posgeom.geometry.divergences import hellinger_distances
-    from posgeom.geometry.noise import noise_floor
-
-    g.add_argument(
-        "--smoothing",
-        choices=choices_of(positional_distributions, "smoothing"),
-        default="none",
-        help="smoothing of the positional distributions (add-alpha: + alpha to every count)",
-    )
-    g.add_argument("--alpha", type=float, default=1.0, help="pseudo-count for add-alpha smoothing")
-    g.add_argument(
-        "--min-samples",
-        type=int,
-        default=1,
-        help="sample floor: positions with fewer samples are flagged or dropped",
-    )
-    g.add_argument(
-        "--below-min",
-        choices=choices_of(positional_distributions, "below_min"),
-        default="flag",
-        help="positions below --min-samples: kept and flagged, or dropped from the geometry",
-    )
-    g.add_argument(
-        "--convention",
-        choices=choices_of(hellinger_distances, "convention"),
-        default="chord",
-        help="Hellinger convention: chord ||sqrt(mu_i)-sqrt(mu_j)|| in [0, sqrt 2] (the "
-        "paper's) or normalized (divided by sqrt 2, in [0, 1])",
-    )
-    if solver:
-        g.add_argument(
-            "--solver",
-            choices=choices_of(classical_mds, "solver"),
-            default="auto",
-            help="MDS solver: exact eigh of B, or implicit Lanczos on the centred sqrt matrix",
-        )
-    add_noise_argument(g, noise_floor)
-    g.add_argument(
-        "--encoding",
-        action="append",
-        default=[],
-        metavar="NAME=FILE",
-        help="also score an encoding from a file (.npy/.npz/.safetensors: (n, d) vectors "
-        "or (n, n) distances); repeatable",
-    )
-    g.add_argument("--seed", type=int, default=0, help="random seed")
-    add_estimator_argument(g)
-    add_resolution_argument(g)
-    add_position_smoothing_argument(g)
 
 
 def add_noise_argument(g: Any, noise_floor: Any = None) -> None:

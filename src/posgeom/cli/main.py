@@ -30,14 +30,15 @@ from posgeom.cli import _help as help_format
 
 COMMAND_MODULES = (
     "posgeom.cli.corpus_commands",
-    "posgeom.cli.geometry_commands",
+    "posgeom.cli.pipeline_commands",
+    "posgeom.cli.score_commands",
     "posgeom.cli.report_commands",
     "posgeom.cli.lengths_commands",
     "posgeom.cli.extend_commands",
     "posgeom.cli.probe_commands",
 )
 OPTIONAL_COMMAND_MODULES = (
-    "posgeom.cli.compare_commands",
+    "posgeom.cli.reproduce_commands",
     "posgeom.cli.model_commands",
     "posgeom.cli.train_commands",
 )
