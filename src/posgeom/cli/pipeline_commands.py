@@ -146,7 +146,10 @@ def _analyze(counts: Any, config: Any, specs: list[tuple[str, Path]], command: s
     def options(function: Any) -> dict[str, Any]:
         names = set(inspect.signature(function).parameters) - {"encodings"}
         out = {k: getattr(config, k) for k in names if hasattr(config, k)}
-        return {**out, "estimator_options": config.estimate_options() or None}
+        if "smooth_positions" not in names and config.smooth_positions is not None:
+            smooth = {"smooth": config.smooth_positions}  # compare_encodings: in the options
+            out["estimator_options"] = {**(config.estimator_options or {}), **smooth}
+        return out
 
     if command == "compare":
         return compare_encodings(
