@@ -158,8 +158,8 @@ def test_survival_verdicts_follow_the_intervals():
 def test_the_study_entry_point_runs_posgeom_reproduce_with_the_pages_settings(tmp_path):
     """``python -m studies.reproduction`` is ``posgeom reproduce -o docs --overwrite`` (the
     command the page names), parsed by the real command line, extra flags passed through."""
-    from posgeom.cli.reproduce_commands import _reproduce
     from posgeom.cli.main import build_parser
+    from posgeom.cli.reproduce_commands import _reproduce
     from studies import reproduction
     from studies._common import DOCS
 

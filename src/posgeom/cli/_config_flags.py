@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "REGISTRIES",
     "SPELLINGS",
     "add_config_arguments",
     "cli_fields",
@@ -46,6 +47,24 @@ SPELLINGS: dict[str, tuple[str, ...]] = {
     "learned_model": ("--model",),
 }
 _NONE = "none"  # how a field's None is written on the command line
+#: fields whose values a registry holds: their help lists the names registered when the parser
+#: is built (an estimator or a family added in one file is offered at once)
+REGISTRIES: dict[str, tuple[str, str]] = {
+    "estimator": ("posgeom.estimators", "available"),
+    "families": ("posgeom.pipeline.config", "comparable_encodings"),
+}
+
+
+def _help(f: dataclasses.Field[Any]) -> str:
+    """The field's help, with the names its registry holds now (:data:`REGISTRIES`)."""
+    import importlib
+
+    text = str(f.metadata.get("help", ""))
+    if f.name in REGISTRIES:
+        module, function = REGISTRIES[f.name]
+        names = getattr(importlib.import_module(module), function)()
+        text += f" (registered: {', '.join(names)})"
+    return text
 
 
 def config_class() -> type:
@@ -149,7 +168,7 @@ def add_config_arguments(
         kw: dict[str, Any] = {
             "dest": f.name,
             "default": (defaults or {}).get(f.name, f.default),
-            "help": str(f.metadata.get("help", "")),
+            "help": _help(f),
         }
         if isinstance(f.default, bool):
             kw["action"] = "store_false" if f.default else "store_true"
