@@ -144,7 +144,6 @@ def test_a_new_config_field_is_a_flag_of_each_command(monkeypatch):
         assert (type(got), got.probe_width, got.probe_kind) == (_Wider, 9, "flat"), command
 
 
-@pytest.mark.xfail(strict=True, reason="until the CLI calls posgeom.pipeline.analyze(config)")
 def test_a_new_config_field_is_in_the_summary_options(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(config_module, "GeometryConfig", _Wider)
     out = tmp_path / "demo"

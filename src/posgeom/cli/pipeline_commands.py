@@ -134,40 +134,13 @@ def read_encoding(path: Path, n: int, label: str, key: str | None = None) -> Any
 
 # ----------------------------------------------------------------------------- the handler
 def _analyze(counts: Any, config: Any, specs: list[tuple[str, Path]], command: str) -> Any:
-    """The pipeline once on ``counts`` with ``config`` and the ``--encoding`` files."""
-    import inspect
-
-    from posgeom.analysis.compare import compare_encodings, with_baselines
-    from posgeom.analysis.pipeline import analyze_counts
+    """The pipeline once on ``counts`` with ``config`` and the ``--encoding`` files: one
+    :class:`~posgeom.pipeline.result.GeometryResult` (its summary built once)."""
+    from posgeom.pipeline import analyze
 
     n = counts.counts.shape[0]
     files = {name: read_encoding(path, n, f"--encoding {name}") for name, path in specs}
-
-    def options(function: Any) -> dict[str, Any]:
-        names = set(inspect.signature(function).parameters) - {"encodings"}
-        out = {k: getattr(config, k) for k in names if hasattr(config, k)}
-        if "smooth_positions" not in names and config.smooth_positions is not None:
-            smooth = {"smooth": config.smooth_positions}  # compare_encodings: in the options
-            out["estimator_options"] = {**(config.estimator_options or {}), **smooth}
-        return out
-
-    if command == "compare":
-        return compare_encodings(
-            counts, encodings=config.families, extra_encodings=files, **options(compare_encodings)
-        )
-    result = analyze_counts(counts, encodings=files, **options(analyze_counts))
-    return with_baselines(
-        result,
-        encodings=config.families,
-        n_heads=config.n_heads,
-        rope_head_dim=config.rope_head_dim,
-        low_rank=config.low_rank,
-        learned_model=config.learned_model,
-    )
-
-
-def _markdown(result: Any) -> str:
-    return result.to_markdown() if hasattr(result, "to_markdown") else result.markdown_table()
+    return analyze(counts, config, encodings=files, kind=command)
 
 
 def _pipeline(args: argparse.Namespace) -> int:
@@ -184,7 +157,7 @@ def _pipeline(args: argparse.Namespace) -> int:
     make_counts, inputs = _counting(args, source)
     if not args.output:  # demo without -o: the table only
         result = _analyze(make_counts(), config, specs, args.command)
-        print(_markdown(result), end="")  # ends with the verdict line
+        print(result.markdown(), end="")  # ends with the verdict line
         return 0
     with results_folder(
         args.output,
@@ -198,7 +171,7 @@ def _pipeline(args: argparse.Namespace) -> int:
         result.write(tmp)
         counts.save(tmp / "counts.npz")  # the folder holds what it analysed
         files = sorted(p.name for p in tmp.iterdir() if p.is_file())
-    print(_markdown(result), end="")  # ends with the verdict line
+    print(result.markdown(), end="")  # ends with the verdict line
     print_hints(result)
     files += ["report.html"] if args.report else []  # drawn after this block, into the folder
     print(f"results in {args.output}/ ({', '.join(files)})")
