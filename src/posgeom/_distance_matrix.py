@@ -4,7 +4,7 @@
 read-only ``(n, n)`` array in ``.distances`` (always an attribute) and the position ids.
 :func:`as_distances` is the one converter: whatever holds distances (a ``DistanceMatrix``, an
 array, an object whose ``.distances`` is an array, such as ``GeometryEstimate``, ``NoiseFloor``,
-``PipelineResult``, ``PositionEncoding``, ``MDSResult``, ``ComparisonResult``) becomes a
+``GeometryResult``, ``PositionEncoding``, ``MDSResult``) becomes a
 ``DistanceMatrix``; :func:`held_distances` is the raw lookup.
 
 ``.distances`` is an attribute everywhere: a read-only ``(n, n)`` float64 array, computed once

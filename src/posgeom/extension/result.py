@@ -250,8 +250,8 @@ class ExtensionResult:
         low ranks say something.)"""
         import warnings
 
-        from posgeom.analysis.pipeline import score_encoding
         from posgeom.embed.mds import classical_mds
+        from posgeom.pipeline.scale import score_encoding
 
         d = np.asarray(self.lag_geometry.distances)
         out: dict[str, Any] = {}
@@ -294,7 +294,7 @@ class ExtensionResult:
         return rows
 
     def markdown(self) -> str:
-        from posgeom.reports.markdown import markdown_table
+        from posgeom.pipeline.markdown import markdown_table
 
         lines = [
             f"# Context extension: {self.model.name}, {self.trained_length} -> {self.target_length}",
@@ -366,7 +366,7 @@ class ExtensionResult:
 
 def _dependence_lines(result: ExtensionResult) -> list[str]:
     """The dependence profile: chord from independence per lag, its noise level, signal."""
-    from posgeom.reports.markdown import markdown_table
+    from posgeom.pipeline.markdown import markdown_table
 
     cols = (
         ("lag", "lag k", "d"),
@@ -385,7 +385,7 @@ def _dependence_lines(result: ExtensionResult) -> list[str]:
 
 
 def _measure_lines(measurements: dict[str, Any]) -> list[str]:
-    from posgeom.reports.markdown import markdown_table
+    from posgeom.pipeline.markdown import markdown_table
 
     cols = (
         ("name", "strategy", "s"),

@@ -171,7 +171,7 @@ def _default_params(model: ExtensionModel) -> dict[str, Any]:
 
 
 def _point_scores(vectors: Mapping[str, np.ndarray], target: np.ndarray, seed: int) -> dict:
-    from posgeom.analysis.pipeline import score_encoding
+    from posgeom.pipeline.scale import score_encoding
 
     return {name: score_encoding(v, target, seed=seed) for name, v in vectors.items()}
 
@@ -192,9 +192,9 @@ def _interval_scores(geo: Any, vectors: Mapping[str, np.ndarray], opts: dict[str
 
 
 def _extras(model: ExtensionModel, strategy: Strategy, target: int, position: Any) -> dict:
-    from posgeom.analysis.pipeline import score_encoding
     from posgeom.extension.fit import phase_report
     from posgeom.lags.kernels import rope_lag_vectors
+    from posgeom.pipeline.scale import score_encoding
 
     if not family(model.family).rotary:
         return {}

@@ -116,7 +116,7 @@ def paper_sweep(counts: dict[str, Any], counts_nospecial: dict[str, Any]) -> lis
     """Stress of sinusoidal / RoPE / best ALiBi head on SST-2 for the settings the paper leaves
     open: n, special tokens, Hellinger convention, RoPE head width."""
     from posgeom import encodings as E
-    from posgeom.analysis.compare import rope_heads
+    from posgeom.encodings import rope_heads
     from posgeom.geometry.distributions import positional_distributions
     from posgeom.geometry.divergences import hellinger_distances
     from posgeom.scores.stress import stress_scores

@@ -9,7 +9,7 @@ on a corpus when it still holds with the intervals taken into account: an orderi
 the intervals do not overlap; "near zero" holds when the whole interval is below ``NEAR_ZERO``.
 
 Every claim function takes one corpus's plug-in comparison and its recommended one (a
-``ComparisonResult`` whose rows carry ``<score>_ci``) and returns a table row ``(claim, corpus,
+``GeometryResult`` whose rows carry ``<score>_ci``) and returns a table row ``(claim, corpus,
 plug-in, recommended, verdict)``; :func:`survival_section` renders them, with a truth column for
 the synthetic corpus: the plug-in cell of the comparison on its exact distributions.
 """

@@ -15,7 +15,7 @@ Each score is registered where it lives (``scores/stress.py``: the four stress k
 ``alpha*``; ``scores/order.py``: violation rate, separation) with :func:`register`;
 ``posgeom.scores`` imports every module of its package, so a new score is one file. The
 registry is read when used (:func:`scores`, :func:`available`, :func:`get`), never copied:
-:func:`posgeom.analysis.pipeline.score_encoding`, the pipeline's scorer and rank curve, the
+:func:`posgeom.pipeline.scale.score_encoding`, the pipeline's scorer and rank curve, the
 report schema (:func:`posgeom.pipeline.schema.score_columns`), the bootstrap intervals
 (:func:`posgeom.uncertainty.bootstrap.bootstrap_scores`) and the model results loop over it.
 """
