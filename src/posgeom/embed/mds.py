@@ -47,14 +47,13 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse.linalg as spla
 
 from posgeom._distance_matrix import distances_attribute, euclidean_distances
 from posgeom._errors import PosgeomError
-from posgeom._threads import blas_threads
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.embed._canonical import canonicalise
 from posgeom.embed._inputs import InputKind, euclidean_coordinates, gram_input
+from posgeom.embed.eigensolvers import top_eigh
 from posgeom.geometry.divergences import Convention
 from posgeom.geometry.gram import centred_sqrt_operator
 
@@ -275,16 +274,11 @@ def classical_mds(
         vals, vecs = vals[::-1], vecs[:, ::-1]
         _warn_negative(vals)
     else:
-        op = gram.operator(n_threads=n_threads)
         total = gram.trace()
         k = min(n - 1, r + 8)  # a margin to see ties that straddle r
-        v0 = np.random.default_rng(seed).standard_normal(n)
-        v0 -= v0.mean()
-        with blas_threads(1):
-            vals, vecs = spla.eigsh(op, k=k, which="LA", v0=v0, tol=tol)
-        order = np.argsort(vals)[::-1]
-        vals, vecs = vals[order], vecs[:, order]
-        # Lanczos vectors can pick up a tiny component along 1 (B's null vector): remove it.
+        found = top_eigh(gram.operator(n_threads=n_threads), k, seed=seed, tol=tol, centred=True)
+        vals, vecs = found.values, found.vectors
+        # Krylov vectors can pick up a tiny component along 1 (B's null vector): remove it.
         vecs -= vecs.mean(axis=0, keepdims=True)
         vecs /= np.linalg.norm(vecs, axis=0, keepdims=True)
 

@@ -27,6 +27,7 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from posgeom._errors import PosgeomError
@@ -51,9 +52,13 @@ def centred_sqrt_operator(
     """The ``n x n`` operator ``y -> J S S^T J y`` (= ``B``) for square-root distributions ``S``.
 
     ``S = Ssp + f 1^T`` (sparse part plus per-row floor). Columns of ``Ssp`` filled above
-    ``dense_fraction`` are held dense (BLAS); the sparse rest is split into row blocks whose
-    products run on ``n_threads`` threads (scipy's sparse kernels release the GIL). Never forms an
-    ``n x n`` matrix.
+    ``dense_fraction`` are held dense (BLAS); the sparse rest ``R`` (``n x V_r``) is held once,
+    as ``R^T`` in CSR (tokens as rows), split into token ranges ``R_t``. For a block ``z``
+    ``(n, b)``, ``R R^T z = sum_t R_t (R_t^T z)``: ``R_t^T z`` gathers rows of ``z`` (CSR
+    product), ``R_t w`` scatters into the ``(n, b)`` output (the CSC view of the same arrays),
+    both reading ``R_t`` in storage order; the ranges run on ``n_threads`` threads (scipy's
+    sparse kernels release the GIL). Blocks of ``b >= 8`` vectors cost a few times less per
+    vector than single products. Never forms an ``n x n`` matrix.
     """
     import os
     from concurrent.futures import ThreadPoolExecutor
@@ -61,30 +66,36 @@ def centred_sqrt_operator(
     d = distributions
     n = d.n_positions
     dense, rest = split_columns(d.sqrt_sparse, dense_fraction)
+    by_token = rest.T.tocsr()
+    by_token.sort_indices()
     threads = max(1, min(n_threads or os.cpu_count() or 1, 8, max(1, rest.nnz // 200_000)))
-    bounds = np.linspace(0, n, threads + 1).astype(int)
-    blocks = [(lo, hi, rest[lo:hi], rest[lo:hi].T.tocsr()) for lo, hi in itertools.pairwise(bounds)]
-    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    cuts = np.searchsorted(by_token.indptr, np.linspace(0, rest.nnz, threads + 1))
+    ranges = [by_token[lo:hi] for lo, hi in itertools.pairwise(np.unique(cuts))]
+    pool = ThreadPoolExecutor(len(ranges)) if len(ranges) > 1 else None
     floor = d.sqrt_floor
     has_floor = bool(np.any(floor))
     vocab = d.vocab_size
     row_sums = np.asarray(rest.sum(axis=1)).ravel() + dense.sum(axis=1)  # Ssp 1
 
-    def run(fn, items):
-        return list(pool.map(fn, items)) if pool is not None else [fn(i) for i in items]
+    def part(z: np.ndarray, r_t: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        w = r_t @ z  # R_t^T z, (tokens of t, b)
+        return r_t.T @ w, w.sum(axis=0)
 
     def matmat(y: np.ndarray) -> np.ndarray:
         y = y.reshape(n, -1)
         z = y - y.mean(axis=0, keepdims=True)
         wd = dense.T @ z
-        wr = sum(run(lambda b: b[3] @ z[b[0] : b[1]], blocks))
+        if pool is None:
+            parts = [part(z, r_t) for r_t in ranges]
+        else:
+            parts = list(pool.map(lambda r_t: part(z, r_t), ranges))
         u = dense @ wd
-        for (lo, hi, *_), part in zip(blocks, run(lambda b: b[2] @ wr, blocks), strict=False):
-            u[lo:hi] += part
+        for p, _ in parts:
+            u += p
         if has_floor:
             # S^T z has an extra (f . z) on every column; S w an extra f (1 . w).
             fz = floor @ z
-            sum_w = wd.sum(axis=0) + wr.sum(axis=0) + vocab * fz
+            sum_w = wd.sum(axis=0) + sum(s for _, s in parts) + vocab * fz
             u += np.outer(row_sums, fz)
             u += np.outer(floor, sum_w)
         return u - u.mean(axis=0, keepdims=True)
