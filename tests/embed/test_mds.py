@@ -4,12 +4,12 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.spatial.distance import pdist, squareform
 
+from helpers.mds import zipf_counts
 from posgeom import PosgeomError
 from posgeom.embed import classical_mds, smacof_refine
 from posgeom.embed._canonical import canonical_basis
@@ -20,21 +20,6 @@ from posgeom.scores import stress
 def align_signs(a, b):
     """Flip columns of a to match b (MDS coordinates are defined up to sign)."""
     return a * np.sign(np.sum(a * b, axis=0))
-
-
-def zipf_counts(n, v, seed, flat=True):
-    """Zipfian counts whose positional spectrum is flat (consecutive eigenvalues within ~1%)."""
-    rng = np.random.default_rng(seed)
-    p = 1 / np.arange(1, v + 1) ** 1.1
-    p /= p.sum()
-    rows = []
-    for i in range(n):
-        q = p.copy()
-        head = q[:60].copy()
-        q[:60] = 0.5 * head + 0.5 * head[rng.permutation(60)] if flat else head * (1 + i / n)
-        q /= q.sum()
-        rows.append(rng.multinomial(int(400 * np.exp(-i / n)) + 20, q))
-    return sp.csr_matrix(np.array(rows))
 
 
 def test_matches_sklearn_classical_mds_and_skbio_pcoa():
@@ -101,6 +86,28 @@ def test_implicit_solver_matches_exact_on_a_flat_spectrum(smoothing):
     assert implicit.total_variance == pytest.approx(exact.total_variance, rel=1e-12)
     err = np.abs(implicit.distances - exact.distances).max()
     assert err < 1e-6
+
+
+def test_block_krylov_mds_equals_the_exact_solver():
+    """classical_mds's implicit solver (the block Krylov method, n above its dense limit) on a
+    flat spectrum against LAPACK on the dense B: eigenvalues, coordinates up to sign where the
+    eigenvector is resolved (gap > 1e-4 λ_1), distances and stress of the encodings."""
+    d = positional_distributions(zipf_counts(640, 2500, seed=12))
+    exact = classical_mds(d, 40, solver="exact")
+    implicit = classical_mds(d, 40, solver="implicit")
+    assert implicit.solver == "implicit"
+    lam = exact.eigenvalues[:41]
+    np.testing.assert_allclose(implicit.eigenvalues[:40], lam[:40], rtol=1e-10)
+    gaps = np.minimum(-np.diff(lam)[:40], np.r_[np.inf, -np.diff(lam)[:39]])
+    resolved = gaps > 1e-4 * lam[0]
+    assert resolved.sum() >= 20
+    a, b = implicit.coordinates[:, resolved], exact.coordinates[:, resolved]
+    np.testing.assert_allclose(a * np.sign(np.sum(a * b, axis=0)), b, atol=1e-7)
+    np.testing.assert_allclose(implicit.distances, exact.distances, atol=1e-8)
+    target = hellinger_distances(d)
+    assert stress(implicit.embedding, target) == pytest.approx(
+        stress(exact.embedding, target), rel=1e-10
+    )
 
 
 @settings(max_examples=25, deadline=None)

@@ -5,6 +5,7 @@ without trusting ``classical_mds`` itself."""
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from posgeom.embed.mds import MDSResult
 
@@ -32,3 +33,18 @@ def mds_result(
         positions=np.arange(coordinates.shape[0]),
         solver="exact",
     )
+
+
+def zipf_counts(n, v, seed, flat=True):
+    """Zipfian counts whose positional spectrum is flat (consecutive eigenvalues within ~1%)."""
+    rng = np.random.default_rng(seed)
+    p = 1 / np.arange(1, v + 1) ** 1.1
+    p /= p.sum()
+    rows = []
+    for i in range(n):
+        q = p.copy()
+        head = q[:60].copy()
+        q[:60] = 0.5 * head + 0.5 * head[rng.permutation(60)] if flat else head * (1 + i / n)
+        q /= q.sum()
+        rows.append(rng.multinomial(int(400 * np.exp(-i / n)) + 20, q))
+    return sp.csr_matrix(np.array(rows))

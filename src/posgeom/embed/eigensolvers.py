@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["TopEigenpairs", "arpack_top_eigh", "block_krylov_eigh", "dense_top_eigh", "top_eigh"]
 
-DENSE_MAX_N = 1024  # below this, applying A to I and LAPACK are cheaper than any iteration
+DENSE_MAX_N = 256  # up to here, A I and LAPACK (n products) are cheaper than any iteration
 DEFAULT_TOL = 1e-12  # residual / |λ_1|: near what the stored basis allows (measured ~1e-14)
 
 
@@ -106,19 +106,34 @@ def _orthonormalise(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _orthogonalise(
-    z: np.ndarray, basis: np.ndarray, rng: np.random.Generator
+    z: np.ndarray, basis: np.ndarray, local: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``z = basis c + q r``: ``c = basis^T z`` (two passes of classical Gram-Schmidt), ``q``
-    orthonormal and orthogonal to ``basis``, ``r`` upper triangular. Directions lost to
-    cancellation (``A`` invariant on the span: breakdown) get random orthonormal ones (``r``'s
-    row 0 there), so the basis keeps growing."""
-    c = basis.T @ z
-    z -= basis @ c
-    c2 = basis.T @ z
-    z -= basis @ c2
-    c += c2
-    scale = np.linalg.norm(z, axis=0)
-    weak = scale <= 1e-10 * max(float(np.abs(c).max(initial=0.0)), 1e-300)
+    """``z = basis c + q r``: ``c = basis^T z``, ``q`` orthonormal and orthogonal to
+    ``basis``, ``r`` upper triangular.
+
+    In exact arithmetic ``z = A Q_j`` has components only on the last ``local`` columns of the
+    basis (the previous and current blocks, and after a restart the kept Ritz vectors), so
+    those are removed twice (classical Gram-Schmidt, where the cancellation happens) and the
+    whole basis once (full reorthogonalisation), a second time only for a column that this
+    pass shortened by more than ``1/sqrt 2`` (the DGKS test). Directions lost to cancellation
+    (``A`` invariant on the span: breakdown) get random orthonormal ones (``r``'s column 0
+    there), so the basis keeps growing."""
+    c = np.zeros((basis.shape[1], z.shape[1]))
+    near = basis[:, basis.shape[1] - local :]
+    for _ in range(2):
+        part = near.T @ z
+        z -= near @ part
+        c[-local:] += part
+    before = np.linalg.norm(z, axis=0)
+    for _ in range(2):
+        part = basis.T @ z
+        z -= basis @ part
+        c += part
+        after = np.linalg.norm(z, axis=0)
+        if np.all(after >= np.sqrt(0.5) * before):
+            break
+        before = after
+    weak = after <= 1e-10 * max(float(np.abs(c).max(initial=0.0)), 1e-300)
     if np.any(weak):  # breakdown: continue with fresh directions (still orthogonal to all)
         z[:, weak] = rng.standard_normal((z.shape[0], int(weak.sum())))
         for _ in range(2):
@@ -140,6 +155,7 @@ def block_krylov_eigh(
     seed: int = 0,
     max_products: int | None = None,
     start: Callable[[np.ndarray], np.ndarray] | None = None,
+    dense_max_n: int = DENSE_MAX_N,
 ) -> TopEigenpairs:
     """The ``k`` largest eigenpairs of the symmetric ``A`` (module docstring).
 
@@ -150,16 +166,18 @@ def block_krylov_eigh(
     block : ``b``, vectors per product (default 8 up to ``k = 128``, 16 up to 384, then 32:
         measured at n = 8,192, the fewest seconds of products plus orthogonalisation).
     basis_size : ``m``, the basis size at which Rayleigh-Ritz and a restart happen (default
-        ``max(2 k, k + 16 b)``).
+        ``max(2 k, k + 16 b)``, at most ``n / 2``).
     tol : converged when every ``||r_i|| <= tol * |θ_1|``.
     seed : seed of the Gaussian start block.
     max_products : stop (``converged=False``) after this many vectors (default ``max(40 k, 4000)``).
     start : a map applied to the start block (e.g. removing a known null vector).
+    dense_max_n : up to this ``n``, and when a basis of ``k + 2 b`` vectors exceeds ``n / 2``,
+        :func:`dense_top_eigh` instead.
     """
     b = int(block) if block is not None else (8 if k <= 128 else 16 if k <= 384 else 32)
     m = int(basis_size) if basis_size is not None else max(2 * k, k + 16 * b)
-    m = -(-m // b) * b  # whole blocks
-    if n <= DENSE_MAX_N or m + b > n // 2:
+    m = min(-(-m // b) * b, (n // 2) // b * b - b)  # whole blocks, the basis at most n / 2
+    if n <= dense_max_n or m < k + 2 * b:
         return dense_top_eigh(apply, n, k)
     keep = min(m - b, -(-(k + (m - k) // 2) // b) * b)  # Ritz vectors kept at a restart
     limit = int(max_products) if max_products is not None else max(40 * k, 4000)
@@ -178,7 +196,8 @@ def block_krylov_eigh(
                 cols = slice(filled, filled + b)
                 z = np.asfortranarray(apply(v[:, cols]))
                 products += b
-                c, q, coupling = _orthogonalise(z, v[:, : filled + b], rng)
+                local = filled + b if filled == keep or filled < b else 2 * b
+                c, q, coupling = _orthogonalise(z, v[:, : filled + b], local, rng)
                 h[: filled + b, cols] = c
                 h[cols, :filled] = c[:filled].T
                 filled += b
@@ -220,16 +239,28 @@ def arpack_top_eigh(op: spla.LinearOperator, k: int, seed: int, tol: float) -> T
 
 
 def top_eigh(
-    op: spla.LinearOperator, k: int, *, seed: int = 0, tol: float = 0.0, centred: bool = False
+    op: spla.LinearOperator,
+    k: int,
+    *,
+    seed: int = 0,
+    tol: float = 0.0,
+    centred: bool = False,
+    max_products: int | None = None,
 ) -> TopEigenpairs:
     """The top ``k`` eigenpairs of the symmetric operator ``op`` (``n x n``): the block Krylov
     solver (:func:`block_krylov_eigh`, residuals ``<= tol |λ_1|``, ``tol = 0``:
     :data:`DEFAULT_TOL`), and ARPACK (:func:`arpack_top_eigh`) when it does not converge.
     ``centred``: ``op`` annihilates the constant vector (a double-centred Gram), so the start
-    block is centred."""
+    block is centred. ``max_products``: as in :func:`block_krylov_eigh`."""
     n = op.shape[0]
     found = block_krylov_eigh(
-        op.matmat, n, k, tol=tol or DEFAULT_TOL, seed=seed, start=_centred if centred else None
+        op.matmat,
+        n,
+        k,
+        tol=tol or DEFAULT_TOL,
+        seed=seed,
+        max_products=max_products,
+        start=_centred if centred else None,
     )
     if found.converged:
         return found

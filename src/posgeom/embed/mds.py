@@ -10,10 +10,12 @@ Two solvers give the same answer:
 
 * ``"exact"``: dense ``B`` and LAPACK ``eigh``. ``O(n^2)`` memory, ``O(n^3)`` time.
 * ``"implicit"``: with the chord convention ``B = (J S)(J S)^T`` exactly, ``S`` the ``n x V``
-  matrix of square-root probabilities, so MDS is PCA of the centred ``S``. A Lanczos solver
-  (ARPACK ``eigsh``, thick restarts, run to machine precision) on the operator
-  ``y -> J S S^T J y`` finds the top ``r`` eigenpairs without forming any ``n x n`` matrix; the
-  centring is applied implicitly and ``S`` stays sparse. Memory ``O(nnz(S) + n r)``.
+  matrix of square-root probabilities, so MDS is PCA of the centred ``S``. A block Krylov
+  solver (:mod:`posgeom.embed.eigensolvers`: thick restarts, products on blocks of 8-32
+  vectors, residuals ``<= 1e-12 λ_1``; ARPACK ``eigsh`` if it does not converge) on the
+  operator ``y -> J S S^T J y`` finds the top ``r`` eigenpairs without forming any ``n x n``
+  matrix; the centring is applied implicitly and ``S`` stays sparse. Memory
+  ``O(nnz(S) + n r)``.
 
 An estimate with a factored form (:class:`~posgeom.geometry.gram.FactoredGram`,
 ``GeometryEstimate.gram``) is embedded through ``B = c J (S S^T - diag(b)) J``: the same two
@@ -21,7 +23,7 @@ solvers, the exact one on the dense ``B`` and the implicit one on the operator, 
 ``n x n`` in the implicit case.
 
 ``solver="auto"`` takes the exact solver for distance-matrix input, for ``n <= 1024``, and when
-more than a quarter of the spectrum is requested (where Lanczos has no advantage); the implicit
+more than a quarter of the spectrum is requested (where an iterative solver has no advantage); the implicit
 one otherwise.
 
 Deterministic output
@@ -234,9 +236,10 @@ def classical_mds(
     tie_rtol : float
         Relative tolerance for equal eigenvalues (see "Ties").
     seed : int
-        Seed of the Lanczos start vector and of ``placement="orthonormal"``.
+        Seed of the implicit solver's start block and of ``placement="orthonormal"``.
     tol : float
-        Lanczos convergence tolerance (0 = machine precision).
+        Implicit solver: residuals ``||B u - λ u|| <= tol λ_1`` (0: ``1e-12``, near what
+        float64 allows; the ARPACK fallback: relative to each ``λ``, 0 = machine precision).
     n_threads : int, optional
         Threads for the implicit solver's sparse products (default: the CPU count, at most 8).
     """

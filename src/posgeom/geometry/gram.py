@@ -14,7 +14,7 @@ with ``J b 1^T J = 0``, so, exactly::
     B = c J (S S^T - diag(b)) J,        c = 1 (chord) or 1/2 ("normalized": D / sqrt 2)
 
 :class:`FactoredGram` holds ``(S, b, c)``: ``operator()`` is ``y -> B y`` in ``O(nnz(S) + n k)``
-for a block of ``k`` vectors (the implicit Lanczos solver of :func:`posgeom.classical_mds`),
+for a block of ``k`` vectors (the implicit block Krylov solver of :func:`posgeom.classical_mds`),
 ``trace()`` is ``trace(B)`` without the matrix, ``dense()`` is ``B`` itself (small ``n``, the
 exact solver), ``squared_block(rows, cols)`` / ``squared_pairs(i, j)`` are blocks of ``D^2``
 (unclipped) in the memory of one block. Nothing here forms an ``n x n`` array except ``dense()``
