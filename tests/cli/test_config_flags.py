@@ -115,6 +115,10 @@ def test_an_out_of_range_flag_is_refused_by_the_config_naming_the_flag(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--smooth-positions" in err[0], err
     assert not out.exists()
+    code = main(["-q", "demo", "-n", "6", "--encodings", "sinusoidal,,rope", "-o", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()  # a list item left empty: one line
+    assert code == 2 and len(err) == 1 and "--encodings is given an empty value" in err[0], err
+    assert not out.exists()
 
 
 @dataclasses.dataclass(frozen=True)

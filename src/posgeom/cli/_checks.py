@@ -101,7 +101,7 @@ def check_no_empty(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     (or read a file named ``''``) without a word."""
     for action in parser._actions:
         value = getattr(args, action.dest, None)
-        values = value if isinstance(value, list) else [value]
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
         listed = "comma" in (action.help or "")  # a comma-separated list: no empty item
         for text in values:
             if not isinstance(text, str):

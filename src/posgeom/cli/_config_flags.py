@@ -131,7 +131,7 @@ def _parser(numbers: list[type], text: bool, may_be_none: bool, listed: bool) ->
         if may_be_none and value == _NONE:
             return None
         if listed:
-            return tuple(x.strip() for x in value.split(",") if x.strip())
+            return tuple(x.strip() for x in value.split(","))  # an empty item: refused later
         for kind in numbers:
             try:
                 return kind(value)
