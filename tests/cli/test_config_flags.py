@@ -157,3 +157,41 @@ def test_a_new_config_field_is_in_the_summary_options(monkeypatch, tmp_path, cap
     assert (options["probe_width"], options["probe_kind"]) == (9, "steep")
     code = main(["-q", "demo", "--probe-width", "0", "-o", str(tmp_path / "bad")])
     assert code == 2 and "--probe-width" in capsys.readouterr().err
+
+
+def test_the_three_count_sources_give_one_result(tmp_path, capsys):
+    """demo (the synthetic corpus), run (the same token ids as a corpus file), geometry and
+    compare (its counts file) are one handler: the same counts and flags give the same rows,
+    each equal to a direct computation, and one summary schema."""
+    import numpy as np
+
+    from posgeom import encodings, hellinger_distances, positional_distributions, stress
+    from posgeom.corpus.counting import PositionCounts
+    from posgeom.synthetic import synthetic_corpus
+
+    flags = ["-d", "8", "--estimator", "plugin", "--noise", "none", "--seed", "3"]
+    demo = tmp_path / "demo"
+    assert main(["-q", "demo", "-n", "8", "--sequences", "300", *flags, "-o", str(demo)]) == 0
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.stack(synthetic_corpus(300, length=8, seed=3)))
+    counts = demo / "counts.npz"
+    runs = {
+        "run": ["run", str(ids), "-n", "8"],
+        "geometry": ["geometry", str(counts)],
+        "compare": ["compare", "--counts", str(counts)],
+    }
+    docs = {"demo": json.loads((demo / "summary.json").read_text())}
+    for name, argv in runs.items():
+        assert main(["-q", *argv, *flags, "-o", str(tmp_path / name)]) == 0, name
+        summary = "comparison.json" if name == "compare" else "summary.json"
+        docs[name] = json.loads((tmp_path / name / summary).read_text())
+    capsys.readouterr()
+    c = PositionCounts.load(tmp_path / "run" / "counts.npz")
+    np.testing.assert_array_equal(c.counts.toarray(), PositionCounts.load(counts).counts.toarray())
+    target = hellinger_distances(positional_distributions(c))
+    want = stress(encodings.sinusoidal(8, d=8), target)
+    for name, doc in docs.items():
+        assert doc["kind"] == name and set(doc) == set(docs["demo"]), name  # one schema
+        assert doc["scores"] == docs["demo"]["scores"], name
+        assert doc["scores"]["sinusoidal"]["paper"] == pytest.approx(want, rel=1e-12), name
+        assert doc["options"] == docs["demo"]["options"], name
