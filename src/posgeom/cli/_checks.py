@@ -4,7 +4,7 @@ A value outside its range is refused here rather than deep in numpy (``--seed -1
 ``--n-heads 0``, ``--alpha inf``), an option that would be silently ignored is refused
 (``--alpha`` without ``--smoothing add-alpha``), and a resource request beyond the machine is
 refused with its limit (``--workers`` over twice the CPU count, ``--n-heads`` over the width),
-and counts of repeated work have a range (``--noise-repeats`` 1 .. 1000, ``--threads`` 1 .. 1024,
+and counts of repeated work have a range (``--threads`` 1 .. 1024, the pipeline's by its config,
 ``demo --sequences`` 1 .. 10^7; bootstrap replicates, 2 .. 10,000, are the library's to check).
 """
 
@@ -73,9 +73,7 @@ def _check_alpha(args: argparse.Namespace) -> None:
 def _check_ranges(args: argparse.Namespace) -> None:
     """Counts of repeated work, each within its declared range (not a billion splits); seeds
     and the number of positions, shared by many commands, within theirs."""
-    from posgeom.geometry.noise import REPEATS
-
-    ranges = {"noise_repeats": REPEATS, "threads": THREADS, "max_positions": POSITIONS}
+    ranges = {"threads": THREADS, "max_positions": POSITIONS}  # the pipeline's: its config
     ranges.update({key: POSITIVE for key in ("max_sequences", "batch_size")})
     ranges.update({key: [SEED] for key in ("seed", "shuffle_seed", "bootstrap_seed")})
     ranges["n_sequences"] = SEQUENCES  # demo --sequences
