@@ -250,3 +250,23 @@ def test_train_options_are_the_train_configs_fields():
         if getattr(cfg, f.name) != getattr(TrainConfig(), f.name)
     }
     assert changed == {"n_heads", "lr", "encoding"} and cfg.n_heads == 2 and cfg.lr == 0.5
+
+
+def test_compare_cuts_bootstrap_counts_with_their_replicates(corpus, tmp_path, capsys):
+    """Issue 25's bug: `compare --counts BOOT.npz -n N` cut the counts but not their replicates
+    ("replicates must be (nnz, B)"); the one truncation rule cuts both, and the intervals use
+    all B replicates of the first N positions."""
+    boot = tmp_path / "boot.npz"
+    argv = ["count", str(corpus), "-n", "8", "--bootstrap", "4", "-o", str(boot)]
+    assert run(argv, capsys)[0] == 0
+    out = tmp_path / "cmp"
+    argv = ["compare", "--counts", str(boot), "-n", "5", "-d", "8", "--estimator", "plugin"]
+    code, _, err = run([*argv, "-o", str(out)], capsys)
+    assert code == 0, err
+    kept = PositionCounts.load(out / "counts.npz")
+    full = PositionCounts.load(boot)
+    head = full.counts[:5]
+    assert kept.counts.shape[0] == 5 and kept.replicates.shape == (head.nnz, 4)
+    np.testing.assert_array_equal(kept.replicates, full.replicates[: head.nnz])
+    doc = json.loads((out / "comparison.json").read_text())
+    assert doc["uncertainty"]["n_replicates"] == 4 and doc["options"]["n_positions"] == 5
