@@ -11,7 +11,7 @@ Two solvers give the same answer:
 * ``"exact"``: dense ``B`` and LAPACK ``eigh``. ``O(n^2)`` memory, ``O(n^3)`` time.
 * ``"implicit"``: with the chord convention ``B = (J S)(J S)^T`` exactly, ``S`` the ``n x V``
   matrix of square-root probabilities, so MDS is PCA of the centred ``S``. A block Krylov
-  solver (:mod:`posgeom.embed.eigensolvers`: thick restarts, products on blocks of 8-32
+  solver (:mod:`posgeom.embed.eigensolvers`: thick restarts, products on blocks of 8-16
   vectors, residuals ``<= 1e-12 λ_1``; ARPACK ``eigsh`` if it does not converge) on the
   operator ``y -> J S S^T J y`` finds the top ``r`` eigenpairs without forming any ``n x n``
   matrix; the centring is applied implicitly and ``S`` stays sparse. Memory
