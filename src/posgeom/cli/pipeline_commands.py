@@ -164,7 +164,7 @@ def _pipeline(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         inputs=(*inputs, *(p for _, p in specs)),
         with_report=args.report,
-        content="compare" if args.command == "compare" else "run",
+        content="compare" if args.command == "compare" else "run",  # the result's report_kind
     ) as tmp:
         counts = make_counts()
         result = _analyze(counts, config, specs, args.command)
