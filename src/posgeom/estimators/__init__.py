@@ -10,7 +10,7 @@ estimates the geometry of the distributions themselves::
     est.distances, est.estimator, est.diagnostics
     posgeom.stress(encoding, est)                             # scores, MDS accept an estimate
     posgeom.estimators.available()
-    posgeom.classical_mds(est, 64)      # the factored Gram: implicit Lanczos above 1024 positions
+    posgeom.classical_mds(est, 64)      # the factored Gram: implicit block Krylov above 1024 positions
     est.blocks()                        # distances block by block (long contexts, no (n, n))
 
 Every estimator returns its estimate in factored form (``est.gram``, a

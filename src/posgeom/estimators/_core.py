@@ -248,7 +248,7 @@ class GeometryEstimate:
     ``numpy.asarray(estimate)`` is the distance matrix, so an estimate is accepted wherever a
     distance matrix is (scores); scores also pool an ``n``-position encoding onto the buckets
     (:meth:`pool_encoding`). ``classical_mds(estimate, k)`` uses the factored form when there is
-    one (the implicit Lanczos solver above 1024 positions, ``O(nnz(S) + m k)`` memory; the exact
+    one (the implicit block Krylov solver above 1024 positions, ``O(nnz(S) + m k)`` memory; the exact
     solver eigendecomposes the same ``B``), and :meth:`blocks` gives the distances block by
     block for the long-context scores.
     """

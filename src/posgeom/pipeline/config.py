@@ -165,7 +165,7 @@ class GeometryConfig:
         "auto",
         *_declared(classical_mds, "solver"),
         group=EMBEDDING,
-        help="MDS solver: exact eigh of B, or implicit Lanczos on the centred sqrt matrix",
+        help="MDS solver: exact eigh of B, or implicit block Krylov on the centred sqrt matrix",
     )
     refine: bool = _option(True, bool, group=EMBEDDING, help="run the SMACOF refinement")
     noise: str | None = _option(
