@@ -130,7 +130,11 @@ def cell(pairs: list[tuple[dict[str, float], dict[str, float]]], rng: Any) -> di
         rhos.append(float(stats.spearmanr(v, o).statistic))
         idx = rng.integers(0, len(names), (N_BOOT, len(names)))
         boots.append(spearman_rows(v[idx], o[idx]))
-    out: dict[str, Any] = {"windows": len(pairs), "pick_place": max(places) if places else None}
+    out: dict[str, Any] = {
+        "windows": len(pairs),
+        "strategies": max((len(o) for _, o in pairs), default=0),
+        "pick_place": max(places) if places else None,
+    }
     if rhos:
         with warnings.catch_warnings():  # a draw constant in every window has no rho
             warnings.simplefilter("ignore", RuntimeWarning)

@@ -154,3 +154,35 @@ def test_the_package_record_is_the_study_record_and_its_flags_follow_the_windows
         ]
         assert (scope["default_predictor"] is None) == (not ok)
         assert scope["fallback_validated"] == scope["predictors"][scope["fallback"]]["validated"]
+
+
+def test_the_recommendation_carries_its_picks_places_on_every_long_context_outcome():
+    """The pick's measured place under each outcome of the held-out split comes from the
+    record's outcome matrix (hand-made here), reaches the recommendation and its printed lines."""
+    from posgeom.extension.recommend import load_record, outcome_places, recommendation_lines
+
+    family = {
+        "outcome_matrix": {
+            "table": {
+                "fallback: yarn x L/L0": {
+                    "loss past L0": {"pick_place": 2, "strategies": 14, "windows": 2},
+                    "passkey retrieved": {"pick_place": 8, "strategies": 14, "windows": 1},
+                    "key-token loss (LongPPL)": {"pick_place": None, "windows": 0},
+                }
+            }
+        }
+    }
+    places = outcome_places(family, "fallback: yarn x L/L0")
+    assert places == {"loss past L0": [2, 14], "passkey retrieved": [8, 14]}
+    assert outcome_places(family, "model-aware") == {} and outcome_places({}, "x") == {}
+
+    model = _llama()
+    seqs = [np.random.default_rng(1).integers(0, 30, 400) for _ in range(2)]
+    result = score_strategies(model, seqs, 64, 96, classes="top:6", replicates=0, fit=False)
+    lines = recommendation_lines(result)
+    package = outcome_places(
+        load_record()["families"]["rope"]["transformers"], result.recommendation["predictor"]
+    )
+    assert result.recommendation.get("outcome_places", {}) == package
+    if package:
+        assert any("passkey retrieved" in line and "long-context" in line for line in lines)

@@ -112,6 +112,18 @@ def scope_of(model: Any) -> dict[str, Any] | None:
     return family.get(getattr(model, "source", "transformers")) or family.get("transformers")
 
 
+def outcome_places(family: dict[str, Any], predictor: str) -> dict[str, list[int]]:
+    """Where ``predictor``'s pick measured under each long-context outcome of the record's
+    held-out split (``outcome_matrix``: outcome -> [worst place over its windows, strategies]);
+    empty when the record has none."""
+    cells = family.get("outcome_matrix", {}).get("table", {}).get(predictor, {})
+    return {
+        o: [c["pick_place"], c.get("strategies", 0)]
+        for o, c in cells.items()
+        if c.get("pick_place") is not None
+    }
+
+
 def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any] | None:
     """The recommendation for ``result`` (module docstring) given ``values`` (predictor ->
     strategy -> value, larger = better, :func:`posgeom.extension.predictors.predictor_values`)."""
@@ -137,7 +149,14 @@ def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any
         why = f"ranked by {default}, validated: " + record_line(
             default, family["predictors"][default]
         )
-        return {**out, "strategy": strategy, "predictor": default, "validated": True, "why": why}
+        return {
+            **out,
+            "outcome_places": outcome_places(family, default),
+            "strategy": strategy,
+            "predictor": default,
+            "validated": True,
+            "why": why,
+        }
     fb = family["predictors"].get(family["fallback"])
     reason = (
         "no forward-free predictor is validated for this kind of model (record.json: its pick "
@@ -150,6 +169,7 @@ def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any
         why = f"{reason}; the fallback, YaRN with factor L/L0, is validated{record}"
         return {
             **out,
+            "outcome_places": outcome_places(family, family["fallback"]),
             "strategy": _fallback(result),
             "predictor": family["fallback"],
             "validated": True,
@@ -186,6 +206,12 @@ def recommendation_lines(result: Any) -> list[str]:
         entry = scope_of(result.model)["predictors"][by]
         state = "validated" if rec.get("ranked_by_validated") else "NOT validated"
         lines.append(f"table ranked by {by} ({state}); {record_line('its record', entry)}")
+    places = rec.get("outcome_places")
+    if places:
+        lines.append(
+            "its pick on the held-out split's long-context outcomes (place among the strategies "
+            "measured): " + "; ".join(f"{o} {p}/{m}" for o, (p, m) in places.items())
+        )
     windows = "; ".join(f"{k}: {', '.join(v)}" for k, v in rec["windows"].items())
     lines.append("record: " + "; ".join(rec["models"]) + f"; windows {windows}")
     return lines
