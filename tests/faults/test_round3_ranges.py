@@ -61,8 +61,11 @@ def _numeric_options() -> list[tuple[str, str, str]]:
     cases = []
     for command, sp in sub.choices.items():
         for action in sp._actions:
-            if action.type in (int, float) and action.option_strings:
-                bad = ["-1"] if action.type is int else ["nan", "inf", "-1"]
+            # a config flag's parser says which numbers it reads (cli/_config_flags.py)
+            kinds = (action.type,) if action.type in (int, float) else ()
+            kinds = kinds or tuple(getattr(action.type, "numbers", ()))
+            if kinds and action.option_strings:
+                bad = ["-1"] if kinds == (int,) else ["nan", "inf", "-1"]
                 cases += [(command, action.option_strings[-1], value) for value in bad]
     return cases
 

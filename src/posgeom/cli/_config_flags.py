@@ -143,6 +143,7 @@ def _parser(numbers: list[type], text: bool, may_be_none: bool, listed: bool) ->
 
     kinds = [k.__name__ for k in numbers] + (["text"] if text else [])
     parse.__name__ = " or ".join(kinds)  # argparse's message: "invalid int value: 'x'"
+    parse.numbers = tuple(numbers)  # type: ignore[attr-defined]  # what a range sweep may try
     return parse
 
 

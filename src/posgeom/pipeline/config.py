@@ -134,7 +134,7 @@ class GeometryConfig:
         default=None,
         metadata=_meta(
             Options({"auto"}),
-            Interval(Real, 0, math.inf),
+            Interval(Real, 0, math.inf, closed="left"),  # a finite slope
             None,
             group=ESTIMATE,
             help="smooth the estimate over positions (bandwidth h_i = A i): a slope A >= 0 or "
