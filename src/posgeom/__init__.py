@@ -77,14 +77,14 @@ _EXPORTS: dict[str, str] = {
     # the comparison of every encoding for a corpus (deprecated: analyze)
     "compare_encodings": "posgeom.analysis.compare",
     "ComparisonResult": "posgeom.analysis.compare",
-    "stationarity": "posgeom.analysis.compare",
-    "StationarityResult": "posgeom.analysis.compare",
+    "stationarity": "posgeom.pipeline.stationarity",
+    "StationarityResult": "posgeom.pipeline.stationarity",
     # lags -> lag geometry -> context extension
     "lag_geometry": "posgeom.lags",
     "extend": "posgeom.extension.run",
     # scores -> reports
     "analyze_counts": "posgeom.analysis.pipeline",
-    "score_encoding": "posgeom.analysis.pipeline",
+    "score_encoding": "posgeom.pipeline.scale",
     "PipelineResult": "posgeom.analysis.pipeline",
     "report": "posgeom.reports",
     # where a model keeps position: probes beside the geometry

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["load_record", "recommend", "recommendation_lines", "record_line"]
+__all__ = ["load_record", "outcome_places", "recommend", "recommendation_lines", "record_line"]
 
 FALLBACK_NAME = "yarn x{s:g} b32/1"
 
