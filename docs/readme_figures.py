@@ -114,7 +114,7 @@ def sst2_text(work: Path, tok: str) -> str:
     return (
         "The SST-2 report (the `compare` command above; screenshot the same way): "
         f"{inputs['noise_share']:.0%} of its pairs are above the noise at n = 48 with "
-        f"{doc['geometry']['corpus']['n_sequences']:,} sentences (resolution "
+        f"{doc['corpus']['n_sequences']:,} sentences (resolution "
         f"`{inputs['resolution']}`), and the report says so first."
     )
 
