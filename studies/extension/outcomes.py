@@ -101,9 +101,11 @@ def outcome_windows(out: Path) -> tuple[dict[str, Windows], dict[str, Any]]:
     return dict(res), {"key_tokens": counts, "passkey_prompts": prompts}
 
 
-def predictor_values(out: Path, window: str) -> dict[str, dict[str, float]]:
-    """``predictor -> strategy -> value`` (larger = predicted better) for one outcome window."""
-    wins = R.windows(out)[SPLIT]
+def predictor_values(
+    out: Path, window: str, wins: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, float]]:
+    """``predictor -> strategy -> value`` (larger = predicted better) for one outcome window;
+    ``wins``: the split's measured windows (``record.windows(out)[SPLIT]``)."""
     first = sorted(wins)[0]
     key = window if window in wins else first
     values = R.window_predictors(SPLIT, key, wins[key], None, R.plane_weights(out, SPLIT, key))
@@ -149,7 +151,9 @@ def matrix(out: Path) -> dict[str, Any]:
     """Every predictor (the record's, with the fallback's indicator kept for its pick only)
     against every outcome of the held-out split."""
     outcomes, defined = outcome_windows(out)
-    by_window = {w: predictor_values(out, w) for o in outcomes.values() for w in o}
+    wins = R.windows(out)[SPLIT]  # read once: every outcome window's predictors come from it
+    names = {w for o in outcomes.values() for w in o}
+    by_window = {w: predictor_values(out, w, wins) for w in sorted(names)}
     predictors = list(next(iter(by_window.values()))) if by_window else []
     rng = np.random.default_rng(SEED)
     table = {
