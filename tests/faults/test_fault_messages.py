@@ -150,13 +150,17 @@ def sp_matrix(data):
     ("argv", "words"),
     [
         (["--seed", "-1"], "--seed must be an integer >= 0 and <= 2**63 - 1"),
-        (["--alpha", "inf", "--smoothing", "add-alpha"], "--alpha must be a positive finite"),
-        (["--alpha", "5"], "--alpha 5 has no effect without --smoothing add-alpha"),
+        (["--alpha", "inf", "--smoothing", "add-alpha"], "--alpha must be a number > 0 and < inf"),
+        (
+            ["--alpha", "5"],
+            "--alpha 5 has no effect without --smoothing add-alpha; pass --smoothing add-alpha, "
+            "or drop --alpha 5",
+        ),
     ],
 )
 def test_option_values_are_one_line(geometry_folder, tmp_path, capsys, argv, words):
     """Item 15: --seed -1, --alpha inf (with a RuntimeWarning) gave raw exceptions; --alpha 5
-    without --smoothing was silently ignored."""
+    without --smoothing was silently ignored (now refused by GeometryConfig, in flag words)."""
     code, err = cli(
         capsys, "geometry", geometry_folder / "c.npz", "-d", 4, *argv, "-o", tmp_path / "o"
     )

@@ -120,6 +120,19 @@ def test_one_set_of_constraints(option, value, needle):
             call()
 
 
+def test_alpha_without_smoothing_is_refused_by_the_config():
+    """alpha is read only by add-alpha smoothing: given alone it would be silently ignored, so
+    the config (what analyze and every command build) refuses it, naming the fix."""
+    fix = "pass smoothing='add-alpha', or drop alpha=0.5"
+    with pytest.raises(PosgeomError, match=f"^alpha=0.5 has no effect without .*; {fix}$"):
+        GeometryConfig(alpha=0.5)
+    smoothed = GeometryConfig(smoothing="add-alpha", alpha=0.5)
+    assert (smoothed.smoothing, smoothed.alpha) == ("add-alpha", 0.5)
+    with pytest.raises(PosgeomError, match=r"alpha=0\.5 has no effect"):
+        smoothed.replace(smoothing="none")
+    assert GeometryConfig(alpha=1.0) == GeometryConfig()  # the default: nothing ignored
+
+
 def test_families_are_checked_against_the_registry():
     assert GeometryConfig(families="mds, sinusoidal").families == ("mds", "sinusoidal")
     with pytest.raises(PosgeomError, match="unknown encodings \\['sinus'\\]"):

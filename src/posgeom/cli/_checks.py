@@ -1,17 +1,17 @@
 """Options every command shares, checked before any work (one line naming the flag).
 
 A value outside its range is refused here rather than deep in numpy (``--seed -1``,
-``--n-heads 0``, ``--alpha inf``), an option that would be silently ignored is refused
-(``--alpha`` without ``--smoothing add-alpha``), and a resource request beyond the machine is
-refused with its limit (``--workers`` over twice the CPU count, ``--n-heads`` over the width),
-and counts of repeated work have a range (``--threads`` 1 .. 1024, the pipeline's by its config,
-``demo --sequences`` 1 .. 10^7; bootstrap replicates, 2 .. 10,000, are the library's to check).
+``--n-heads 0``), a resource request beyond the machine is refused with its limit (``--workers``
+over twice the CPU count, ``--n-heads`` over the width), and counts of repeated work have a
+range (``--threads`` 1 .. 1024, the pipeline's by its config, ``demo --sequences`` 1 .. 10^7;
+bootstrap replicates, 2 .. 10,000, are the library's to check). The pipeline's own options
+(``--alpha inf``, ``--alpha`` without ``--smoothing add-alpha``) are refused by
+:class:`~posgeom.pipeline.config.GeometryConfig` when the command builds it.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from numbers import Integral
 
@@ -57,19 +57,6 @@ def _check_workers(args: argparse.Namespace) -> None:
         )
 
 
-def _check_alpha(args: argparse.Namespace) -> None:
-    alpha = getattr(args, "alpha", None)
-    if alpha is None:
-        return
-    if not math.isfinite(alpha) or alpha <= 0:
-        raise PosgeomError(f"--alpha must be a positive finite pseudo-count, got {alpha}")
-    if alpha != 1.0 and getattr(args, "smoothing", "none") == "none":
-        raise PosgeomError(
-            f"--alpha {alpha:g} has no effect without --smoothing add-alpha; add "
-            "--smoothing add-alpha, or leave --alpha out"
-        )
-
-
 def _check_ranges(args: argparse.Namespace) -> None:
     """Counts of repeated work, each within its declared range (not a billion splits); seeds
     and the number of positions, shared by many commands, within theirs."""
@@ -90,7 +77,6 @@ def check_common_args(args: argparse.Namespace) -> None:
     _check_ranges(args)
     _check_heads(args)
     _check_workers(args)
-    _check_alpha(args)
 
 
 def check_no_empty(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

@@ -85,7 +85,8 @@ def _option(default: Any, *allowed: Any, group: str, help: str) -> Any:
 class GeometryConfig:
     """How the geometry of one corpus is estimated, embedded and scored (see the module
     docstring for the groups). A value out of range raises :class:`PosgeomError` naming the
-    option; ``noise="none"`` is read as ``None`` (no noise floor)."""
+    option, as does an option that would be silently ignored (``alpha`` without
+    ``smoothing="add-alpha"``); ``noise="none"`` is read as ``None`` (no noise floor)."""
 
     smoothing: str = _option(
         "none",
@@ -233,6 +234,7 @@ class GeometryConfig:
         for f in dataclasses.fields(self):
             if f.metadata.get("allowed"):
                 check_param(f.name, getattr(self, f.name), f.metadata["allowed"])
+        self._check_alpha_is_used()
         if self.estimator_options is not None:
             object.__setattr__(self, "estimator_options", dict(self.estimator_options))
         if isinstance(self.estimator, str):  # the registry's rule (posgeom.estimators.get)
@@ -241,6 +243,16 @@ class GeometryConfig:
             get(self.estimator)
         if self.families is not None:
             object.__setattr__(self, "families", _family_names(self.families))
+
+    def _check_alpha_is_used(self) -> None:
+        """Refuse an ``alpha`` other than its default without add-alpha smoothing: it would be
+        silently ignored (the library's and the CLI's one rule; the CLI spells it as flags)."""
+        default = GeometryConfig.__dataclass_fields__["alpha"].default
+        if self.smoothing == "none" and self.alpha != default:
+            raise PosgeomError(
+                f"alpha={self.alpha:g} has no effect without smoothing='add-alpha'; pass "
+                f"smoothing='add-alpha', or drop alpha={self.alpha:g}"
+            )
 
     @staticmethod
     def allowed(name: str) -> tuple[Any, ...]:
