@@ -133,6 +133,7 @@ def task_geometry(task: str, n: int) -> dict[str, Any]:
     from posgeom.corpus.counting import count_positions
     from posgeom.lags import count_lags, lag_geometry, top_classes
     from posgeom.pipeline import GeometryConfig, analyze
+    from posgeom.pipeline.rows import MDS_ROWS
 
     solved = make_task(task, n, N_GEOMETRY, seed=10_000 + n)["solved"]
     length = solved.shape[1]
@@ -140,7 +141,7 @@ def task_geometry(task: str, n: int) -> dict[str, Any]:
     lag = lag_geometry(count_lags(list(solved), classes, lags=np.arange(1, length)))
     counts = count_positions(solved.tolist(), max_positions=length, vocab_size=VOCAB)
     only_mds = GeometryConfig(
-        families=("mds", "mds+smacof"),  # the MDS rows (no SMACOF: refine=False)
+        families=MDS_ROWS,  # the MDS rows (no SMACOF: refine=False)
         model_dim=D,
         refine=False,
         noise=None,
@@ -292,6 +293,8 @@ def run_one(task: str, encoding: str, seed: int, geos: dict[int, dict[str, Any]]
 def run(results: Path) -> None:
     import torch
 
+    from posgeom.pipeline.rows import MDS_ROW
+
     torch.set_num_threads(1)
     results.parent.mkdir(parents=True, exist_ok=True)
 
@@ -304,7 +307,7 @@ def run(results: Path) -> None:
     tasks = os.environ.get("TASK_TASKS", ",".join(TASKS)).split(",")
     trained = encodings()
     keys = [
-        (t, e, s) for s in SEEDS for t in tasks for e in trained if e != "mds" or t in MDS_TASKS
+        (t, e, s) for s in SEEDS for t in tasks for e in trained if e != MDS_ROW or t in MDS_TASKS
     ]  # seed 0 of every cell first
     if os.environ.get("TASK_REVERSE"):  # a helper process working from the other end
         keys = keys[::-1]

@@ -22,6 +22,7 @@ from posgeom.pipeline.config import (
 from posgeom.pipeline.job import analyze
 from posgeom.pipeline.markdown import score_table
 from posgeom.pipeline.result import GeometryResult
+from posgeom.pipeline.rows import MDS_ROWS
 from posgeom.pipeline.scale import (
     SHEPARD_PAIRS,
     pair_distances,
@@ -67,6 +68,4 @@ def analyze_counts(
         DeprecationWarning,
         stacklevel=2,
     )
-    return analyze(
-        counts, config.replace(families=("mds", "mds+smacof")), encodings=encodings, kind="run"
-    )
+    return analyze(counts, config.replace(families=MDS_ROWS), encodings=encodings, kind="run")

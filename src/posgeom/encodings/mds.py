@@ -55,7 +55,7 @@ def mds(
         "solver": res.solver,
         "seed": seed,
     }
-    return MDSEncoding("mds", res.embedding, params, result=res)
+    return MDSEncoding(MDSFamily.name, res.embedding, params, result=res)
 
 
 def low_rank_mds(
@@ -101,7 +101,7 @@ def smacof(source: Any, d: int = 768, *, max_iter: int = 200) -> MDSEncoding:
     res = classical_mds(target, model_dim=d, input_kind="distances")
     refined = smacof_refine(target, res, max_iter=max_iter)
     params = {"d": d, "max_iter": max_iter, "final_paper_stress": refined.final_stress}
-    return MDSEncoding("mds+smacof", refined.embedding, params, result=refined)
+    return MDSEncoding(SMACOFFamily.name, refined.embedding, params, result=refined)
 
 
 def _checked(name: str, n_positions: int, enc: MDSEncoding) -> MDSEncoding:
@@ -152,7 +152,7 @@ class MDSFamily(Family):
     def comparison(self, ctx: ComparisonContext) -> ComparisonEntry:
         res = _need_pipeline(ctx)
         description = f"Algorithm 1, rank {res.mds.n_components} in d={ctx.model_dim}"
-        return ComparisonEntry(description, ctx.n_kept * ctx.model_dim, res.scores["mds"])
+        return ComparisonEntry(description, ctx.n_kept * ctx.model_dim, res.scores[self.name])
 
     def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
         return {"source": spec.geometry.distances, "d": spec.d}
@@ -236,10 +236,10 @@ class SMACOFFamily(Family):
 
     def comparison(self, ctx: ComparisonContext) -> ComparisonEntry | None:
         res = _need_pipeline(ctx)
-        if "mds+smacof" not in res.scores:
+        if self.name not in res.scores:
             return None  # the pipeline refines only for n <= 2048
         return ComparisonEntry(
             "SMACOF from the MDS solution (200 iterations max)",
             ctx.n_kept * ctx.model_dim,
-            res.scores["mds+smacof"],
+            res.scores[self.name],
         )

@@ -256,6 +256,7 @@ def analyze_model(
         :class:`ModelAnalysis`.
     """
     from posgeom.pipeline import GeometryConfig, analyze
+    from posgeom.pipeline.rows import MDS_ROWS
 
     n = int(max_positions)
     name = model_name or (str(model) if isinstance(model, (str, os.PathLike)) else None)
@@ -289,10 +290,10 @@ def analyze_model(
     references = _baselines(n, width, seed) if baselines else {}
     t0 = time.perf_counter()
     name_of_target, fallback = target_name(counts, target)
-    # one pipeline on the target: its D, its MDS ("mds"), its noise floor (on the target's
+    # one pipeline on the target: its D, its MDS (MDS_ROW), its noise floor (on the target's
     # token classes), every encoding scored against it, the plug-in scores beside
     config = GeometryConfig(
-        families=("mds", "mds+smacof"),  # the MDS rows (SMACOF's when refine)
+        families=MDS_ROWS,  # the MDS rows (SMACOF's when refine)
         model_dim=width,
         refine=refine,
         noise=noise,

@@ -39,6 +39,8 @@ def layers_figure(analysis: Any, *, title: str | None = None) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from posgeom.pipeline.rows import MDS_ROW
+
     sig = analysis.signal
     x = np.arange(sig.n_layers)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
@@ -59,7 +61,7 @@ def layers_figure(analysis: Any, *, title: str | None = None) -> Any:
         ax.axhline(
             table["scale_optimal"], ls="--", c="C1", label=f"learned position table ({against})"
         )
-    mds = analysis.geometry.scores.get("mds")
+    mds = analysis.geometry.scores.get(MDS_ROW)
     if mds is not None:
         ax.axhline(mds["scale_optimal"], ls=":", c="C2", label=f"MDS encoding of D ({against})")
     ax.set_title("scale-optimal stress (lower = closer to D)")

@@ -40,7 +40,7 @@ from posgeom.pipeline import scale
 from posgeom.pipeline.config import GeometryConfig, default_encodings, takes_geometry_config
 from posgeom.pipeline.intervals import attach_intervals
 from posgeom.pipeline.result import KINDS, GeometryResult
-from posgeom.pipeline.rows import comparison_rows
+from posgeom.pipeline.rows import MDS_ROW, SMACOF_ROW, comparison_rows
 from posgeom.pipeline.stationarity import StationarityResult, sampled_stationarity, stationarity
 from posgeom.pipeline.target import PluginEstimate, embed, estimate_target
 
@@ -77,7 +77,7 @@ def analyze(
         raise PosgeomError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     cm = _count_matrix(counts)
     names = _family_names(config)
-    stage = _geometry(cm, config, refine="mds+smacof" in names)
+    stage = _geometry(cm, config, refine=SMACOF_ROW in names)
     table, heads, shepard, built = comparison_rows(
         stage,
         names,
@@ -149,8 +149,8 @@ def _family_names(config: GeometryConfig) -> list[str]:
             if config.families is not None:
                 raise PosgeomError(f"the {name!r} encoding needs {need}=<model folder or name>")
             names.remove(name)
-    if not config.refine and "mds+smacof" in names:
-        names.remove("mds+smacof")
+    if not config.refine and SMACOF_ROW in names:
+        names.remove(SMACOF_ROW)
     return names
 
 
@@ -262,9 +262,9 @@ def _geometry(cm: CountMatrix, config: GeometryConfig, *, refine: bool) -> _Geom
 
 def _scored(stage: _Geometry) -> _Geometry:
     """The stage with the scores and Shepard distances of its MDS encodings."""
-    named = {"mds": stage.mds}
+    named = {MDS_ROW: stage.mds}
     if stage.refined is not None:
-        named["mds+smacof"] = stage.refined
+        named[SMACOF_ROW] = stage.refined
     pairs = scale.shepard_pairs(stage.distributions.n_positions, seed=stage.options["seed"])
     rows = {k: stage.scorer.score(enc) for k, enc in named.items()}
     beside = {

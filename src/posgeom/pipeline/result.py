@@ -30,6 +30,7 @@ from posgeom.embed.rank import effective_ranks
 from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.markdown import result_markdown
 from posgeom.pipeline.renderers import RENDERERS
+from posgeom.pipeline.rows import MDS_ROW
 from posgeom.pipeline.scale import REFINE_SKIPPED
 from posgeom.pipeline.schema import conventions
 from posgeom.pipeline.stationarity import StationarityResult
@@ -169,7 +170,7 @@ class GeometryResult:
                 "median": float(np.median(d.totals)),
                 "max": float(d.totals.max()),
             },
-            "mds": {
+            MDS_ROW: {  # the MDS encoding's block, keyed by its row
                 "n_components": mds.n_components,
                 "model_dim": mds.model_dim,
                 "solver": mds.solver,

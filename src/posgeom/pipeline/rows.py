@@ -1,6 +1,12 @@
 """The rows of a comparison: the registry families (and extra encodings) scored against a
 pipeline's geometry, and the same rows added to a pipeline result (``run``, ``geometry``,
 ``demo``). :func:`posgeom.analysis.compare.compare_encodings` is the entry point that uses them.
+
+The rows of the MDS encodings the pipeline computes itself are named here once, for every
+caller: :data:`MDS_ROW` (Algorithm 1), :data:`SMACOF_ROW` (its SMACOF refinement) and
+:data:`MDS_ROWS` (both: the ``families`` that ask for the MDS rows only). Their spelling is their
+families' ``name`` (:mod:`posgeom.encodings.mds`, below the pipeline); no other module spells it
+(``tests/pipeline/test_mds_rows.py`` reads the syntax trees).
 """
 
 from __future__ import annotations
@@ -15,10 +21,14 @@ from posgeom._errors import PosgeomError
 from posgeom.encodings import default_rope_head_dim, family
 from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._registry import ComparisonContext
+from posgeom.encodings.mds import MDSFamily, SMACOFFamily
 from posgeom.pipeline.config import comparable_encodings, default_encodings
 from posgeom.pipeline.scale import pair_distances
 
 __all__ = [
+    "MDS_ROW",
+    "MDS_ROWS",
+    "SMACOF_ROW",
     "comparable_encodings",
     "comparison_rows",
     "default_encodings",
@@ -26,6 +36,13 @@ __all__ = [
 ]
 
 log = logging.getLogger("posgeom")
+
+#: the row of Algorithm 1's MDS encoding (the family's name)
+MDS_ROW: str = MDSFamily.name
+#: the row of its SMACOF refinement (only when the pipeline refines)
+SMACOF_ROW: str = SMACOFFamily.name
+#: the MDS rows the pipeline computes itself, in table order
+MDS_ROWS: tuple[str, str] = (MDS_ROW, SMACOF_ROW)
 
 
 def __getattr__(name: str) -> Any:
@@ -166,7 +183,7 @@ def with_baselines(
         x
         for x in (default_encodings() if encodings is None else encodings)
         if (family(x).comparison_needs is None or learned_model is not None)
-        and (x != "mds+smacof" or result.refined is not None)
+        and (x != SMACOF_ROW or result.refined is not None)
     ]
     table, heads, shepard, _ = comparison_rows(
         result,

@@ -27,6 +27,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+from posgeom.pipeline.rows import MDS_ROW
 from posgeom.pipeline.schema import interval
 from posgeom.pipeline.verdict_inputs import (
     VerdictInputs,
@@ -257,7 +258,7 @@ def verdict(view: Any) -> list[str]:
     out += ranking_verdict(vi)
     out += _uncertainty_verdict(vi)
     out += _estimator_verdict(view)
-    mds = next((r for r in vi.rows if r.get("encoding") == "mds"), None)
+    mds = next((r for r in vi.rows if r.get("encoding") == MDS_ROW), None)
     if mds is not None and vi.rank_curve:
         low = next((c for c in vi.rank_curve if float(c.get("paper") or 1.0) < 0.01), None)
         if low is not None:

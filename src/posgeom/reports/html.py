@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from posgeom.pipeline.markdown import cell
+from posgeom.pipeline.rows import MDS_ROW
 from posgeom.pipeline.schema import (
     CONVENTIONS,
     HEAD_COLUMNS,
@@ -164,7 +165,7 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
             lambda: F.heatmap(a["hellinger_grid"], convention=conv, positions=grid),
         )
     if "eigenvalues" in a:
-        ranks = (view.geometry.get("mds") or {}).get("effective_rank")
+        ranks = (view.geometry.get(MDS_ROW) or {}).get("effective_rank")
         yield (
             "spectrum",
             (

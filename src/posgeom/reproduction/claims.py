@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from posgeom.pipeline.rows import MDS_ROW
 from posgeom.reproduction.settings import CORPORA, NEAR_ZERO, PAPER
 
 
@@ -157,7 +158,7 @@ def claims_violation_and_mds(results: dict[str, Any]) -> list[str]:
         res = results[key]
         r3 = next((c for c in res.rank_curve if c["rank"] == 3), None)
         vr.append(
-            f"{key}: MDS {fmt_percent(res.row('mds')['violation_rate'])} (rank 3: "
+            f"{key}: MDS {fmt_percent(res.row(MDS_ROW)['violation_rate'])} (rank 3: "
             f"{fmt_percent(r3['violation_rate']) if r3 else 'n/a'}), random "
             f"{fmt_percent(res.row('random')['violation_rate'])}, pretrained "
             f"{fmt_percent(res.row('learned')['violation_rate'])}"
@@ -180,7 +181,9 @@ def claims_violation_and_mds(results: dict[str, Any]) -> list[str]:
         + ", not 25.4%; the paper used BERT-base's table, "
         "which is not available offline. |"
     )
-    mds_stress = ", ".join(f"{k} {fmt_number(results[k].row('mds')['paper'], 2)}" for k in results)
+    mds_stress = ", ".join(
+        f"{k} {fmt_number(results[k].row(MDS_ROW)['paper'], 2)}" for k in results
+    )
     add(
         f"| MDS encoding stress | near zero | {mds_stress} | reproduced (exact up to round-off: "
         "the chord Hellinger geometry is Euclidean, so full-rank classical MDS is isometric). |"

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from posgeom.pipeline.rows import MDS_ROW
 from posgeom.reproduction.settings import NEAR_ZERO, PAPER
 
 __all__ = ["CLAIMS", "survival_section"]
@@ -83,7 +84,7 @@ def _fixed_stress(plugin: Any, rec: Any, key: str) -> Row:
 
 
 def _mds_near_zero(plugin: Any, rec: Any, key: str) -> Row:
-    p, r = _row(plugin, "mds"), _row(rec, "mds")
+    p, r = _row(plugin, MDS_ROW), _row(rec, MDS_ROW)
     if p is None or r is None:
         return ("", key, "n/a", "n/a", "not measured")
     high = _ci(r, "paper")[1]

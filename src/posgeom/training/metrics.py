@@ -37,6 +37,7 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
     and the one ``docs/EXPERIMENTS.md`` was measured with)."""
     from posgeom.corpus.counting import count_positions
     from posgeom.pipeline import GeometryConfig, analyze
+    from posgeom.pipeline.rows import MDS_ROWS
 
     counts = count_positions(prep.count_ids, max_positions=cfg.max_len, vocab_size=prep.count_vocab)
     totals = np.asarray(counts.totals)
@@ -48,7 +49,7 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
             f"{first}"
         )
     config = GeometryConfig(
-        families=("mds", "mds+smacof"),  # the MDS rows (no SMACOF: refine=False)
+        families=MDS_ROWS,  # the MDS rows (no SMACOF: refine=False)
         model_dim=model_dim,
         refine=False,
         noise=None,

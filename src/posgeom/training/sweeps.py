@@ -21,6 +21,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int
 from posgeom.io.workfolders import WorkFolder
+from posgeom.pipeline.rows import MDS_ROW
 from posgeom.training.config import TrainConfig
 from posgeom.training.loop import TrainResult, train
 from posgeom.training.model import n_position_parameters
@@ -39,7 +40,7 @@ SWEEP_ENCODINGS = (
     "rope",
     "alibi",
     "nope",
-    "mds",
+    MDS_ROW,
     "low_rank_mds",
     "random",
 )
