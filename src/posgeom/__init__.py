@@ -13,6 +13,7 @@ from typing import Any
 
 from posgeom._errors import ArtifactError, OptionalDependencyError, PosgeomError
 from posgeom._version import __version__
+from posgeom.pipeline.renderers import provide as _provide_renderers
 
 _EXPORTS: dict[str, str] = {
     # corpus -> counts
@@ -121,15 +122,14 @@ __all__ = [
 ]
 
 
-# results the reports draw (Jupyter's _repr_html_, save(report=True)): loading one of them loads
-# posgeom.reports too, which registers its renderers with the results (they import no renderer)
-_DRAWN = {"analyze", "GeometryResult", "analyze_counts", "compare_encodings"}
+# the results draw (Jupyter's _repr_html_, save(report=True)) with the renderers posgeom.reports
+# registers; this root names it as their provider, imported when a result is first drawn (the
+# results import no renderer: posgeom.pipeline.renderers)
+_provide_renderers("posgeom.reports")
 
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        if name in _DRAWN:
-            importlib.import_module("posgeom.reports")
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value
         return value

@@ -252,7 +252,7 @@ def _upward(graph: dict[str, set[str]]) -> list[str]:
 
 def test_results_import_no_renderer():
     """Results compute, reports render: nothing under pipeline/ or analysis/ imports reports
-    (the reports register their renderers with the results)."""
+    (the reports register their renderers with the results: posgeom.pipeline.renderers)."""
     bad = [
         f"{m} imports {t}"
         for m, ts in GRAPH.items()
@@ -261,6 +261,33 @@ def test_results_import_no_renderer():
         if _layer(t) == "reports"
     ]
     assert {"posgeom.pipeline.result", "posgeom.analysis.compare"} <= set(GRAPH) and not bad, bad
+
+
+def _names_reports(source: str) -> list[int]:
+    """Lines of ``source`` with a string naming the reports' modules (what ``importlib`` would
+    import by name, which the import walk does not see)."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and (node.value == "posgeom.reports" or node.value.startswith("posgeom.reports."))
+    )
+
+
+def test_results_name_no_renderer():
+    """Nor by name: the results find their renderers through ``posgeom.pipeline.renderers``,
+    whose provider the package root names (``posgeom/__init__``), never a string import here."""
+    bad = {
+        m: lines
+        for m, path in MODULES.items()
+        if _layer(m) in ("pipeline", "analysis")
+        and (lines := _names_reports(path.read_text(encoding="utf-8")))
+    }
+    assert not bad, bad
+    probe = 'import importlib\nimportlib.import_module("posgeom.reports")\n"""posgeom.reports"""\n'
+    assert _names_reports(probe) == [2, 3]
+    assert _names_reports(MODULES["posgeom"].read_text(encoding="utf-8"))  # the root names it
 
 
 def test_no_arrow_runs_up():

@@ -29,7 +29,7 @@ from posgeom._version import __version__
 from posgeom.embed.rank import effective_ranks
 from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.markdown import result_markdown
-from posgeom.pipeline.renderers import RENDERERS
+from posgeom.pipeline.renderers import renderer
 from posgeom.pipeline.rows import MDS_ROW
 from posgeom.pipeline.scale import REFINE_SKIPPED
 from posgeom.pipeline.schema import conventions
@@ -322,18 +322,20 @@ class GeometryResult:
         ``report.html`` when ``report`` (drawn by :mod:`posgeom.reports`)."""
         from posgeom.io.artifacts import results_directory
 
-        if report and "report" not in RENDERERS:
+        draw = renderer("report") if report else None
+        if report and draw is None:
             raise PosgeomError(
-                "report=True draws with posgeom.reports: import posgeom.reports first, or call "
-                "posgeom.report(folder) after saving"
+                "report=True: no report renderer is registered (posgeom.reports registers it); "
+                "save without report=True and call posgeom.report(folder)"
             )
         with results_directory(directory, overwrite=overwrite, content=self.report_kind) as tmp:
             self.write(tmp)
-            if report:
-                RENDERERS["report"](Path(tmp), Path(directory).name)
+            if draw is not None:
+                draw(Path(tmp), Path(directory).name)
         return Path(directory)
 
     def _repr_html_(self) -> str | None:
-        """The report as an HTML fragment in Jupyter (when :mod:`posgeom.reports` is loaded)."""
-        render = RENDERERS.get("html")
+        """The report as an HTML fragment in Jupyter, drawn by the registered renderer
+        (:mod:`posgeom.pipeline.renderers`: :mod:`posgeom.reports`, loaded when first needed)."""
+        render = renderer("html")
         return None if render is None else render(self)

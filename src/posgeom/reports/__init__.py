@@ -215,12 +215,13 @@ def results_folder(
 
 
 def _register_renderers() -> None:
-    """Give the results their renderers (:data:`posgeom.pipeline.renderers.RENDERERS`): the
-    results compute, the reports draw, and the arrow points from here to them."""
-    from posgeom.pipeline.renderers import RENDERERS
+    """Give the results their renderers (:mod:`posgeom.pipeline.renderers`): the results
+    compute, the reports draw, and the arrow points from here to them (the package root names
+    this module as their provider, so a result draws without the user importing it)."""
+    from posgeom.pipeline.renderers import register
 
-    RENDERERS["html"] = repr_html
-    RENDERERS["report"] = lambda folder, title: report(folder, folder / REPORT_NAME, title=title)
+    register("html", repr_html)
+    register("report", lambda folder, title: report(folder, folder / REPORT_NAME, title=title))
 
 
 _register_renderers()
