@@ -11,7 +11,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from posgeom._errors import ArtifactError, OptionalDependencyError, PosgeomError
+from posgeom._errors import (
+    ArtifactError,
+    OptionalDependencyError,
+    PosgeomDeprecationWarning,
+    PosgeomError,
+)
 from posgeom._version import __version__
 from posgeom.pipeline.renderers import provide as _provide_renderers
 
@@ -116,6 +121,7 @@ _SUBMODULES = {
 __all__ = [
     "ArtifactError",
     "OptionalDependencyError",
+    "PosgeomDeprecationWarning",
     "PosgeomError",
     "__version__",
     *sorted(_EXPORTS),

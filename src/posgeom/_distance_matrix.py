@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import pdist, squareform
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomDeprecationWarning, PosgeomError
 from posgeom._validation import float_array
 
 __all__ = [
@@ -108,7 +108,7 @@ class DistancesArray(np.ndarray):
         warnings.warn(
             "distances is an attribute now: write x.distances, not x.distances() (the call is "
             "deprecated and goes in the next release; it returns a writable copy)",
-            DeprecationWarning,
+            PosgeomDeprecationWarning,
             stacklevel=2,
         )
         return np.array(self)

@@ -15,6 +15,13 @@ class ArtifactError(PosgeomError):
     """An artifact on disk is missing, from another version, mismatched, or was edited."""
 
 
+class PosgeomDeprecationWarning(DeprecationWarning):
+    """A name or spelling of posgeom that goes in the next release (the message names what
+    replaces it). Every deprecation posgeom raises is of this class, so a test suite can turn
+    exactly these into errors (this project's pyproject ``filterwarnings``) and leave other
+    libraries' deprecations alone; a filter on ``DeprecationWarning`` still catches it."""
+
+
 class OptionalDependencyError(ImportError):
     """An optional extra (``posgeom[hf]``, ``[torch]``, ``[dask]``, ``[plot]``) is not installed."""
 

@@ -11,15 +11,12 @@ from scipy.spatial.distance import pdist, squareform
 
 from posgeom import encodings as E
 from posgeom._errors import PosgeomError
-from posgeom.analysis.compare import (
-    DEFAULT_ENCODINGS,
-    compare_encodings,
-    default_rope_head_dim,
-    rope_heads,
-    stationarity,
-)
 from posgeom.cli.main import main
 from posgeom.corpus.counting import count_positions
+from posgeom.encodings import default_rope_head_dim, rope_heads
+from posgeom.pipeline import GeometryConfig, analyze
+from posgeom.pipeline.config import default_encodings
+from posgeom.pipeline.stationarity import stationarity
 from posgeom.scores.stress import stress
 from posgeom.synthetic import synthetic_corpus, synthetic_distributions
 
@@ -33,9 +30,8 @@ def synth_result():
     counts = count_positions(
         synthetic_corpus(3000, 16, 32, kind="three_regimes", seed=1), max_positions=16
     )
-    result = compare_encodings(
-        counts, model_dim=32, max_rank=5, noise_repeats=2, estimator="plugin"
-    )  # the plug-in target, checked against direct computations below
+    config = GeometryConfig(model_dim=32, max_rank=5, noise_repeats=2, estimator="plugin")
+    result = analyze(counts, config, kind="compare")  # the plug-in target, checked below
     return counts, result
 
 
@@ -147,7 +143,7 @@ def test_table_matches_independent_stress(synth_result):
     x3 = vecs[:, ::-1][:, :3] * np.sqrt(vals[::-1][:3])
     assert res.row("low_rank_mds")["paper"] == pytest.approx(stress(x3, target), rel=1e-8)
     assert res.row("low_rank_mds")["parameters"] == 3 * (n + 32)
-    assert [r["encoding"] for r in res.table] == [x for x in DEFAULT_ENCODINGS if x != "learned"]
+    assert [r["encoding"] for r in res.table] == [x for x in default_encodings() if x != "learned"]
 
 
 def test_rank_curve_and_violation_against_brute_force(synth_result):
@@ -196,25 +192,20 @@ def test_outputs_json_markdown_and_save(synth_result, tmp_path):
 
 def test_exact_distributions_dropped_positions_and_errors():
     mu = synthetic_distributions(12, 20, kind="drifting", seed=0)
-    res = compare_encodings(mu, model_dim=16, encodings=["sinusoidal", "mds"], max_rank=2)
-    assert res.pipeline.noise is None and res.stationarity.toeplitz_r2 == pytest.approx(1.0)
+    config = GeometryConfig(model_dim=16, families=("sinusoidal", "mds"), max_rank=2)
+    res = analyze(mu, config, kind="compare")
+    assert res.noise is None and res.stationarity.toeplitz_r2 == pytest.approx(1.0)
     # positions dropped by the sample floor: encodings follow the kept positions
     seqs = [np.arange(k) % 5 for k in [10] * 50 + [6] * 3]
     counts = count_positions(seqs, max_positions=10)
-    res = compare_encodings(
-        counts,
-        model_dim=8,
-        min_samples=10,
-        below_min="drop",
-        encodings=["sinusoidal", "mds"],
-        noise=None,
-    )
-    pos = res.pipeline.distributions.positions
+    config = config.replace(model_dim=8, min_samples=10, below_min="drop", noise=None)
+    res = analyze(counts, config, kind="compare")
+    pos = res.distributions.positions
     assert pos.tolist() == list(range(10))  # every position has >= 50 samples
     with pytest.raises(PosgeomError, match="learned_model"):
-        compare_encodings(mu, model_dim=16, encodings=["learned"])
+        analyze(mu, GeometryConfig(model_dim=16, families=("learned",)), kind="compare")
     with pytest.raises(PosgeomError, match="unknown encodings"):
-        compare_encodings(mu, model_dim=16, encodings=["nonsense"])
+        analyze(mu, GeometryConfig(model_dim=16, families=("nonsense",)), kind="compare")
 
 
 # ----------------------------------------------------------------------------- CLI

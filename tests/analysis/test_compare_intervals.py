@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from posgeom.analysis.compare import compare_encodings
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings import sinusoidal
+from posgeom.pipeline import GeometryConfig, analyze
 from posgeom.synthetic import synthetic_corpus
 from posgeom.uncertainty.bootstrap import bootstrap_scores
 
@@ -17,7 +17,8 @@ def test_row_intervals_come_from_the_comparisons_estimator(estimator):
     n, v, d = 8, 24, 16
     seqs = synthetic_corpus(400, n, v, kind="three_regimes", seed=2)
     boot = count_positions(seqs, max_positions=n, vocab_size=v, bootstrap=6, bootstrap_seed=1)
-    res = compare_encodings(boot, model_dim=d, max_rank=3, estimator=estimator)
+    config = GeometryConfig(model_dim=d, max_rank=3, estimator=estimator)
+    res = analyze(boot, config, kind="compare")
     assert res.options["estimator"] == estimator
     row = res.row("sinusoidal")
     direct = bootstrap_scores(boot, {"sinusoidal": sinusoidal(n, d=d)}, estimator=estimator)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from sklearn.isotonic import IsotonicRegression
 
-import posgeom.analysis.pipeline_scale as scale
-from posgeom.analysis.compare import compare_encodings
-from posgeom.analysis.stationarity import lag_bins, sampled_stationarity
+import posgeom.pipeline.scale as scale
 from posgeom.cli.main import main
+from posgeom.pipeline import GeometryConfig, analyze
+from posgeom.pipeline.stationarity import lag_bins, sampled_stationarity
 from posgeom.scores.large import DenseTarget
 from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
 
@@ -81,13 +81,13 @@ def _compare(counts, monkeypatch, sampled_above):
     with monkeypatch.context() as m:
         m.setattr(scale, "SAMPLED_ABOVE", sampled_above)
         m.setattr(scale, "REFINE_MAX_N", sampled_above)
-        return compare_encodings(counts, model_dim=32, max_rank=4)
+        return analyze(counts, GeometryConfig(model_dim=32, max_rank=4), kind="compare")
 
 
 def test_large_compare_agrees_with_the_exact_one(counts, monkeypatch, tmp_path):
     exact = _compare(counts, monkeypatch, 10_000)
     big = _compare(counts, monkeypatch, 50)
-    assert exact.distances is not None and big.distances is None and big.pipeline.sampled
+    assert exact.distances is not None and big.distances is None and big.sampled
     fixed = ("sinusoidal", "rope", "alibi", "t5", "nope", "random")
     inside = []
     for name in fixed:
@@ -102,7 +102,7 @@ def test_large_compare_agrees_with_the_exact_one(counts, monkeypatch, tmp_path):
     assert s.sampled and not t.sampled and s.sampling["bins_read_whole"] == 119
     assert s.toeplitz_r2 == pytest.approx(t.toeplitz_r2, abs=1e-6)
     assert s.monotone_r2 == pytest.approx(t.monotone_r2, abs=1e-6)
-    text = big.to_markdown()
+    text = big.markdown()
     assert "Stationarity (sampled:" in text and "Sampled: every score" in text
     assert "sampled pairs): median pair floor" in text
     arrays = big.report_arrays()

@@ -12,8 +12,8 @@ import pytest
 import posgeom._distance_matrix as dm
 from posgeom import PosgeomError, count_positions, synthetic_corpus
 from posgeom._distance_matrix import as_distances, validated
-from posgeom.analysis.compare import compare_encodings
 from posgeom.encodings import sinusoidal
+from posgeom.pipeline import GeometryConfig, analyze
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def validations(monkeypatch):
 def test_a_comparison_validates_each_object_once(validations):
     seqs = synthetic_corpus(400, 16, 24, kind="three_regimes", seed=0)
     counts = count_positions(seqs, max_positions=16, vocab_size=24)
-    result = compare_encodings(counts, model_dim=16, max_rank=4, seed=0)
+    result = analyze(counts, GeometryConfig(model_dim=16, max_rank=4, seed=0), kind="compare")
     assert len(result.table) > 5 and len(validations) > 5
     ids = [id(v) for v in validations]
     twice = [type(v).__name__ for v in validations if ids.count(id(v)) > 1]

@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 import posgeom.encodings as E
+from helpers.pipeline import mds_rows
 from posgeom._errors import PosgeomError
-from posgeom.analysis.pipeline import analyze_counts, score_encoding
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings._registry import ComparisonContext, TorchSpec
+from posgeom.pipeline import GeometryConfig, analyze
+from posgeom.pipeline.scale import score_encoding
 from posgeom.synthetic import synthetic_corpus
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -29,7 +31,7 @@ NAMES = list(E.families())
 @pytest.fixture(scope="module")
 def corpus():
     counts = count_positions(synthetic_corpus(400, length=N, seed=3), max_positions=N)
-    return counts, analyze_counts(counts, model_dim=16, max_rank=0, noise=None, seed=0)
+    return counts, analyze(counts, mds_rows(model_dim=16, max_rank=0, noise=None, seed=0))
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +119,7 @@ def _context(corpus, **kw):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_comparison_entry_scores_the_comparison_encoding(name, corpus, request):
-    from posgeom.analysis.compare import comparable_encodings
+    from posgeom.pipeline.config import comparable_encodings
 
     learned = request.getfixturevalue("bert") if E.family(name).comparison_needs else None
     ctx = _context(corpus, learned_model=learned)
@@ -183,18 +185,20 @@ def test_a_new_family_is_one_file(tmp_path):
 
     script = """
 import numpy as np
-import posgeom.analysis.compare, posgeom.encodings as E  # imported before the family is registered
+import posgeom.pipeline.rows, posgeom.encodings as E  # imported before the family is registered
 import family_example
-from posgeom.analysis.compare import default_encodings, compare_encodings
+from posgeom.pipeline import GeometryConfig, analyze
+from posgeom.pipeline.config import default_encodings
 from posgeom.corpus.counting import count_positions
 from posgeom.synthetic import synthetic_corpus
 assert "kerple_log" in E.available() and "kerple_log" in default_encodings()
-assert "kerple_log" in posgeom.analysis.compare.DEFAULT_ENCODINGS  # read when used, not at import
+assert "kerple_log" in posgeom.pipeline.rows.DEFAULT_ENCODINGS  # read when used, not at import
 assert E.role_of("kerple_log") == "candidate"
 enc = E.get("kerple_log", 5, r1=2.0, r2=0.5)
 np.testing.assert_allclose(enc.distances[0, 4], 2.0 * np.log(3.0))
 counts = count_positions(synthetic_corpus(200, length=8, seed=0), max_positions=8)
-row = compare_encodings(counts, model_dim=8, encodings=["kerple_log"], noise=None).row("kerple_log")
+config = GeometryConfig(model_dim=8, families=("kerple_log",), noise=None)
+row = analyze(counts, config, kind="compare").row("kerple_log")
 assert row["parameters"] == 0 and row["description"].startswith("KERPLE-log")
 print("ok")
 """
@@ -211,7 +215,7 @@ def test_importing_the_families_does_not_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, posgeom.encodings, posgeom.analysis.compare; print('torch' in sys.modules)"
+    code = "import sys, posgeom.encodings, posgeom.pipeline.job; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
@@ -222,8 +226,6 @@ def test_demo_rope_row_is_the_per_head_rope_of_compare():
     exactly: 64.9 for both at d = 128) while ``compare`` scored per-head RoPE (66.98)."""
     import subprocess
     import sys
-
-    from posgeom.analysis.compare import compare_encodings
 
     args = ["-q", "demo", "-d", "128", "--sequences", "300", "-n", "16"]
     out = subprocess.run(
@@ -240,9 +242,10 @@ def test_demo_rope_row_is_the_per_head_rope_of_compare():
         if cells[2].strip().replace(".", "", 1).replace("e-", "", 1).isdigit()
     }
     counts = count_positions(synthetic_corpus(300, length=16, seed=0), max_positions=16)
-    res = compare_encodings(  # the demo scores against the plug-in geometry
-        counts, model_dim=128, encodings=["sinusoidal", "rope"], noise=None, estimator="plugin"
+    config = GeometryConfig(  # the demo scores against the plug-in geometry
+        model_dim=128, families=("sinusoidal", "rope"), noise=None, estimator="plugin"
     )
+    res = analyze(counts, config, kind="compare")
     assert rows["rope"] == pytest.approx(res.row("rope")["paper"], rel=1e-3)
     assert rows["sinusoidal"] == pytest.approx(res.row("sinusoidal")["paper"], rel=1e-3)
     assert rows["rope"] != pytest.approx(rows["sinusoidal"], rel=1e-3)

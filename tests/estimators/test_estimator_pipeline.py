@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 
+from helpers.pipeline import mds_rows
 from posgeom import (
+    GeometryConfig,
     PosgeomError,
-    analyze_counts,
-    compare_encodings,
+    analyze,
     estimate_geometry,
     hellinger_distances,
     positional_distributions,
@@ -28,9 +29,9 @@ def counts():
     return sample_counts(mu, decaying_totals(12, high=1500, low=300), seed=4)
 
 
-def test_analyze_counts_scores_against_the_estimate_with_the_plugin_beside(counts):
+def test_analyze_scores_against_the_estimate_with_the_plugin_beside(counts):
     enc = {"sinusoidal": sinusoidal(12, d=16)}
-    res = analyze_counts(counts, model_dim=16, encodings=enc, noise=None, refine=False)
+    res = analyze(counts, mds_rows(model_dim=16, noise=None, refine=False), encodings=enc)
     est = estimate_geometry(counts)
     assert res.options["estimator"] == "corrected" == res.estimate.estimator
     np.testing.assert_array_equal(res.distances, est.distances)
@@ -48,9 +49,9 @@ def test_analyze_counts_scores_against_the_estimate_with_the_plugin_beside(count
     # MDS fits the geometry it is scored against: full rank reproduces it, variance <= 1
     assert res.scores["mds"]["paper"] < 1e-20
     assert max(row["explained_variance"] for row in res.rank_curve) <= 1.0 + 1e-12
-    table = res.markdown_table()
+    table = res.markdown()
     assert "Target D: corrected estimator" in table and "plug-in geometry" in table
-    plugin_run = analyze_counts(counts, model_dim=16, noise=None, estimator="plugin")
+    plugin_run = analyze(counts, mds_rows(model_dim=16, noise=None, estimator="plugin"))
     np.testing.assert_array_equal(plugin_run.distances, plug)
     assert (
         plugin_run.plugin_scores == {}
@@ -60,24 +61,21 @@ def test_analyze_counts_scores_against_the_estimate_with_the_plugin_beside(count
 
 def test_recommended_falls_back_to_the_plugin_without_a_sampling_model(counts):
     mu = zipf_distributions(6, 50, structure="blocks", n_blocks=2, strength=1.0)
-    exact = analyze_counts(mu, model_dim=8, noise=None)
+    exact = analyze(mu, mds_rows(model_dim=8, noise=None))
     assert exact.options["estimator"] == "plugin"
-    smooth = analyze_counts(counts, model_dim=8, noise=None, smoothing="add-alpha", alpha=0.1)
+    smooth = analyze(counts, mds_rows(model_dim=8, noise=None, smoothing="add-alpha", alpha=0.1))
     assert smooth.options["estimator"] == "plugin"
     with pytest.raises(PosgeomError, match="smoothing='add-alpha' is a plug-in option"):
-        analyze_counts(counts, smoothing="add-alpha", estimator="corrected", noise=None)
+        analyze(counts, mds_rows(smoothing="add-alpha", estimator="corrected", noise=None))
     with pytest.raises(PosgeomError, match="available: recommended"):
-        analyze_counts(counts, estimator="unknown", noise=None)
+        analyze(counts, mds_rows(estimator="unknown", noise=None))
 
 
-def test_compare_encodings_rows_name_both_targets(counts):
-    res = compare_encodings(
-        counts,
-        model_dim=16,
-        encodings=["sinusoidal", "random", "mds"],
-        noise=None,
-        estimator="corrected",
+def test_compare_rows_name_both_targets(counts):
+    config = GeometryConfig(
+        model_dim=16, families=("sinusoidal", "random", "mds"), noise=None, estimator="corrected"
     )
+    res = analyze(counts, config, kind="compare")
     est = estimate_geometry(counts, estimator="corrected")
     plug = hellinger_distances(positional_distributions(counts))
     row = res.row("sinusoidal")
@@ -86,20 +84,19 @@ def test_compare_encodings_rows_name_both_targets(counts):
         scale_optimal_stress(sinusoidal(12, d=16), plug)[0]
     )
     assert res.options["estimator"] == "corrected"
-    md = res.to_markdown()
+    md = res.markdown()
     assert "Target D: corrected estimator" in md and "Against the plug-in geometry" in md
 
 
 def test_a_ready_estimate_is_a_target(counts):
     est = estimate_geometry(counts, estimator="split_half", seed=3)
-    res = compare_encodings(
-        counts, model_dim=16, encodings=["sinusoidal"], noise=None, estimator=est
-    )
+    config = GeometryConfig(model_dim=16, families=("sinusoidal",), noise=None, estimator=est)
+    res = analyze(counts, config, kind="compare")
     np.testing.assert_array_equal(res.distances, est.distances)
     assert res.options["estimator"] == "split_half"
     assert res.row("sinusoidal")["paper"] == pytest.approx(stress(sinusoidal(12, d=16), est))
     with pytest.raises(PosgeomError, match="the estimate has 6 buckets"):
-        analyze_counts(counts, estimator=estimate_geometry(counts, pool=2), noise=None)
+        analyze(counts, mds_rows(estimator=estimate_geometry(counts, pool=2), noise=None))
 
 
 def test_the_estimate_restores_the_truths_ranking_of_encodings():

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import posgeom
-from posgeom import PosgeomError
+from posgeom import PosgeomDeprecationWarning, PosgeomError
 
 WRONG = [None, "x", object(), 3.5, {"a": 1}]
 
@@ -46,7 +46,7 @@ class _Inputs:
         self.word = posgeom.WordLevelTokenizer(["[UNK]", "a", "b"])
         self.table = tmp / "table.npy"  # a path: a string there is a model name, not a type error
         np.save(self.table, self.vectors)
-        self.result = posgeom.analyze_counts(self.counts, model_dim=8)
+        self.result = posgeom.analyze(self.counts, model_dim=8)
         from posgeom.lags import count_lags, top_classes
 
         token_counts = np.bincount(self.seqs.ravel(), minlength=12)
@@ -133,6 +133,16 @@ def _acceptable(valid: Any, bad: Any, default: Any) -> bool:
 
 
 SLOW = {"extend", "report"}  # torch and the page: seconds; e2e (their own tests run them too)
+#: public names kept one release: each call warns (checked here), then runs analyze
+DEPRECATED = {"analyze_counts", "compare_encodings"}
+
+
+def _call(name: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``; a deprecated one must warn (unless refused first)."""
+    if name not in DEPRECATED:
+        return function(*args, **kwargs)
+    with pytest.warns(PosgeomDeprecationWarning, match=f"{name} is deprecated"):
+        return function(*args, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -145,7 +155,7 @@ SLOW = {"extend", "report"}  # torch and the page: seconds; e2e (their own tests
 )
 def test_public_function_valid_call_runs(inputs, name):
     args, kwargs, _ = _calls(inputs)[name]
-    getattr(posgeom, name)(*args, **kwargs)
+    _call(name, getattr(posgeom, name), *args, **kwargs)
 
 
 @pytest.mark.parametrize("name", _public_functions())
@@ -161,7 +171,7 @@ def test_public_function_wrong_types_raise_posgeom_error(inputs, name):
             call = list(args)
             call[index] = bad
             try:
-                function(*call, **kwargs)
+                _call(name, function, *call, **kwargs)
             except PosgeomError:
                 refused += 1
                 continue

@@ -215,9 +215,8 @@ def test_item18_forged_decoder_sizes_refused_before_allocating(tmp_path, capsys)
 def test_item19_noise_repeats_has_a_declared_range(small_corpus, tmp_path, capsys):
     """`geometry --noise-repeats 1000000000` ran until killed. The range 1 .. 1000 is declared
     once (posgeom.geometry.noise.REPEATS) and checked before any work, in the CLI and in
-    analyze_counts (whose noise floor would otherwise be skipped with a warning)."""
-    from posgeom import count_corpus
-    from posgeom.analysis.pipeline import analyze_counts
+    GeometryConfig (whose noise floor would otherwise be skipped with a warning)."""
+    from posgeom import GeometryConfig, count_corpus
     from posgeom.geometry.noise import REPEATS, noise_floor
 
     counts = count_corpus(small_corpus, "word", max_positions=8)
@@ -231,7 +230,7 @@ def test_item19_noise_repeats_has_a_declared_range(small_corpus, tmp_path, capsy
         assert code == 2 and "--noise-repeats must be an integer >= 1 and <= 1000" in line
     assert time.perf_counter() - t0 < 10 and not (tmp_path / "g").exists()
     with pytest.raises(PosgeomError, match="noise_repeats"):
-        analyze_counts(counts, model_dim=4, noise_repeats=10**9)
+        GeometryConfig(model_dim=4, noise_repeats=10**9)
     with pytest.raises(PosgeomError, match="n_repeats"):
         noise_floor(counts, n_repeats=1001)
     assert noise_floor.__posgeom_constraints__["n_repeats"] is REPEATS

@@ -8,7 +8,8 @@ import scipy.sparse as sp
 from scipy.spatial.distance import pdist, squareform
 
 import posgeom
-from posgeom import PosgeomError, analyze_counts, count_positions
+from helpers.pipeline import mds_rows
+from posgeom import GeometryConfig, PosgeomError, analyze, count_positions
 from posgeom.estimators import transforms
 from posgeom.geometry import counts as counts_module
 from posgeom.geometry import divergences
@@ -60,7 +61,7 @@ def test_one_analysis_normalises_once_and_builds_the_gram_once(monkeypatch):
     counts = sample_counts(mu, np.full(40, 400), seed=1)
     normalised = _counting(monkeypatch, counts_module, "_normalise")
     grams, nulls = _counting_outside_nulls(monkeypatch)
-    res = analyze_counts(counts, model_dim=16, resolution="full")  # corrected, noise, SMACOF
+    res = analyze(counts, mds_rows(model_dim=16, resolution="full"))  # corrected, noise, SMACOF
     assert res.estimate.estimator == "corrected" and res.noise is not None
     assert len(normalised) == 1, "the counts were validated and normalised more than once"
     assert len(grams) == 1, "the plug-in Gram S S^T was built more than once"
@@ -71,7 +72,7 @@ def test_one_analysis_normalises_once_and_builds_the_gram_once(monkeypatch):
     normalised.clear()
     grams.clear()
     coarsened = _counting(monkeypatch, transforms, "apply_classes")
-    coarse = analyze_counts(counts, model_dim=16, resolution="top:50")
+    coarse = analyze(counts, mds_rows(model_dim=16, resolution="top:50"))
     assert coarse.estimate.resolution == "top:50" and coarse.noise is not None
     assert len(normalised) == len(grams) == 2  # the counts, the estimate's classes
     assert len(coarsened) == 1, "the counts were coarsened more than once"
@@ -89,18 +90,17 @@ def test_one_analysis_normalises_once_and_builds_the_gram_once(monkeypatch):
 
 
 def test_a_comparison_normalises_once_and_keeps_the_provenance(monkeypatch):
-    """compare_encodings recognises its input once (analyze_counts below it reuses the matrix);
-    the provenance comes from the CountMatrix, so a CountMatrix input keeps it too."""
-    from posgeom.analysis.compare import compare_encodings
-
+    """A comparison recognises its input once (every stage reuses the matrix); the provenance
+    comes from the CountMatrix, so a CountMatrix input keeps it too."""
     seqs = [np.arange(k) % 7 for k in [9] * 30 + [5] * 10]
     pc = count_positions(seqs, max_positions=9)
     normalised = _counting(monkeypatch, counts_module, "_normalise")
-    res = compare_encodings(pc, model_dim=8, encodings=["sinusoidal"], max_rank=2)
+    config = GeometryConfig(model_dim=8, families=("sinusoidal",), max_rank=2)
+    res = analyze(pc, config, kind="compare")
     assert len(normalised) == 1, "the comparison normalised its counts more than once"
-    info = res.pipeline.counts_info
+    info = res.counts_info
     assert info["n_sequences"] == 40 and info["fingerprint"] == pc.fingerprint
-    again = analyze_counts(count_matrix(pc), model_dim=8, max_rank=0)
+    again = analyze(count_matrix(pc), mds_rows(model_dim=8, max_rank=0))
     assert again.counts_info == {
         "n_sequences": 40,
         "n_tokens": pc.n_tokens,
@@ -160,7 +160,7 @@ def test_one_rule_decides_what_recommended_runs(monkeypatch):
 
     calls = _counting(monkeypatch, posgeom.pipeline.target, "choose_estimator")
     mu = zipf_distributions(8, 50, seed=0)
-    res = analyze_counts(mu, model_dim=4, refine=False, noise=None)  # probabilities
+    res = analyze(mu, mds_rows(model_dim=4, refine=False, noise=None))  # probabilities
     assert res.estimate is None and res.options["estimator"] == "plugin" and len(calls) == 1
     asked = []
     monkeypatch.setattr(

@@ -1,4 +1,5 @@
 """Helpers shared by test folders (tests/ is on pytest's path: ``pythonpath`` in pyproject.toml):
 ``helpers.artifacts`` (edit an artifact's header, the two-file legacy layout), ``helpers.decoder``
-(a Gower-row reference), ``helpers.mds`` (an independent classical MDS) and ``helpers.models`` (a
-tiny random BERT). Helpers of one folder live in that folder (``faults/fault_helpers.py``)."""
+(a Gower-row reference), ``helpers.mds`` (an independent classical MDS), ``helpers.models`` (a
+tiny random BERT) and ``helpers.pipeline`` (the config of the MDS rows only). Helpers of one
+folder live in that folder (``faults/fault_helpers.py``)."""

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist, squareform
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomDeprecationWarning, PosgeomError
 from posgeom.analysis.compare import compare_encodings
 from posgeom.analysis.pipeline import analyze_counts
 from posgeom.corpus.counting import count_positions
+from posgeom.encodings import sinusoidal
 from posgeom.pipeline import GeometryConfig, GeometryResult, analyze
 from posgeom.pipeline.target import PluginEstimate
 from posgeom.synthetic import synthetic_corpus
@@ -67,6 +68,26 @@ def test_analyze_counts_is_analyze_with_the_mds_rows(counts):
     _rows_equal(old.rows, new.rows)
     assert list(old.rank_curve) == list(new.rank_curve) and len(new.rank_curve) == 8
     assert old.summary()["scores"] == new.summary()["scores"]
+
+
+def test_the_deprecations_warn_from_the_callers_line(counts):
+    """Each deprecated name warns with PosgeomDeprecationWarning (what pyproject turns into an
+    error) attributed to the line that calls it: a warning attributed to posgeom's own code (the
+    wrappers' decorator) is hidden by Python's default filters, so a script never saw it."""
+    result = analyze(counts, GeometryConfig(model_dim=8, families=("mds",), noise=None))
+    calls = {
+        "analyze_counts": lambda: analyze_counts(counts, model_dim=8, noise=None, max_rank=0),
+        "compare_encodings": lambda: compare_encodings(
+            counts, model_dim=8, encodings=["mds"], noise=None, max_rank=0
+        ),
+        "markdown_table": lambda: result.markdown_table(),
+        "to_markdown": lambda: result.to_markdown(),
+        "distances()": lambda: sinusoidal(4, d=4).distances(),
+    }
+    for name, call in calls.items():
+        with pytest.warns(PosgeomDeprecationWarning) as seen:
+            call()
+        assert [w.filename for w in seen] == [__file__], name
 
 
 def test_the_plugin_is_an_ordinary_estimate(counts):

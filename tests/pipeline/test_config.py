@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import warnings
 
 import pytest
 
@@ -15,6 +14,7 @@ from posgeom.analysis.compare import compare_encodings
 from posgeom.analysis.pipeline import analyze_counts
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings import default_rope_head_dim
+from posgeom.pipeline import analyze
 from posgeom.pipeline.config import (
     BASELINES,
     GROUPS,
@@ -22,6 +22,7 @@ from posgeom.pipeline.config import (
     config_fields,
     takes_geometry_config,
 )
+from posgeom.pipeline.rows import MDS_ROWS
 from posgeom.synthetic import synthetic_corpus
 
 FIELDS = {f.name: f.default for f in dataclasses.fields(GeometryConfig)}
@@ -54,6 +55,8 @@ def test_the_wrappers_signatures_are_the_fields():
     left_out = {"n_components", "solver", "refine", "smooth_positions", "families"}
     want = {k: v for k, v in FIELDS.items() if k not in left_out} | {"encodings": None}
     assert compare == want
+    with pytest.raises(TypeError, match="families"):
+        analyze_counts(None, families=["mds"])  # a baseline: not an option of analyze_counts
 
 
 def test_a_new_field_reaches_the_signature_and_the_record():
@@ -145,15 +148,16 @@ def test_the_summary_options_are_the_record():
     resolved: the MDS rank, the solver, the estimator actually used, alpha without smoothing."""
     counts = count_positions(synthetic_corpus(300, length=8, seed=1), max_positions=8)
     config = GeometryConfig(
-        estimator="plugin", noise=None, refine=False, max_rank=2, seed=3, model_dim=16
+        estimator="plugin",
+        noise=None,
+        refine=False,
+        max_rank=2,
+        seed=3,
+        model_dim=16,
+        families=MDS_ROWS,  # the MDS rows only
     )
     record = config.record()
-    baselines = {f.name for f in config_fields(BASELINES)}
-    given = {k: getattr(config, k) for k in record if k not in baselines}
-    record["families"] = ["mds"]  # analyze_counts scores the MDS rows only
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        options = analyze_counts(counts, **given).options
+    options = analyze(counts, config).options
     assert list(options)[: len(record)] == list(record)  # every field, in declaration order
     resolved = {
         "n_components",
@@ -172,5 +176,3 @@ def test_the_summary_options_are_the_record():
     assert options["rope_head_dim"] == default_rope_head_dim(16, 12)  # resolved from d, heads
     assert options["families"] == ["mds"] and options["n_positions"] == 8  # refine=False
     assert options["input"] == "counts"
-    with pytest.raises(TypeError, match="families"):
-        analyze_counts(counts, families=["mds"])  # a baseline: not an option of analyze_counts

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-import posgeom.analysis.pipeline_scale as scale
-from posgeom.analysis.compare import with_baselines
-from posgeom.analysis.pipeline import analyze_counts
+import posgeom.pipeline.scale as scale
+from helpers.pipeline import mds_rows
+from posgeom.pipeline import analyze
+from posgeom.pipeline.rows import with_baselines
 from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
 
 
@@ -34,7 +35,7 @@ def _run(counts, monkeypatch, sampled_above, estimator):
     with monkeypatch.context() as m:
         m.setattr(scale, "SAMPLED_ABOVE", sampled_above)
         m.setattr(scale, "REFINE_MAX_N", sampled_above)
-        return with_baselines(analyze_counts(counts, model_dim=64, estimator=estimator))
+        return with_baselines(analyze(counts, mds_rows(model_dim=64, estimator=estimator)))
 
 
 @pytest.mark.parametrize("estimator", ["plugin", "recommended"])
@@ -45,7 +46,7 @@ def test_sampled_rows_agree_with_the_exact_rows(counts, monkeypatch, estimator):
     assert big.sampled and not exact.sampled
     assert "hellinger" not in big.report_arrays() and "noise_pair_floor" not in big.report_arrays()
     assert "mds+smacof" in exact.scores and "mds+smacof" not in big.scores
-    assert "not run" in big.markdown_table() and "Sampled:" in big.markdown_table()
+    assert "not run" in big.markdown() and "Sampled:" in big.markdown()
     assert set(exact.scores) - {"mds+smacof"} == set(big.scores)
     inside = []
     dense = scale.Scorer(dense=exact.distances, beside={"plugin": exact.plugin_distances})

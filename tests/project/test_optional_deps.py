@@ -83,7 +83,7 @@ def test_the_blocker_blocks_only_what_it_names():
 def test_core_imports_without_torch_or_transformers():
     code = """
     import posgeom, posgeom.corpus, posgeom.geometry, posgeom.embed, posgeom.scores
-    import posgeom.encodings, posgeom.analysis.pipeline, posgeom.analysis.compare, posgeom._validation
+    import posgeom.encodings, posgeom.pipeline.job, posgeom.pipeline.rows, posgeom._validation
     print("OK", "torch" in sys.modules, "transformers" in sys.modules)
     """
     result = _run("torch,transformers", code)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import posgeom
+from helpers.pipeline import mds_rows
 
 
 @pytest.fixture(scope="session")
@@ -16,12 +17,13 @@ def demo_counts():
 @pytest.fixture(scope="session")
 def pipeline_result(demo_counts):
     enc = {"sinusoidal": posgeom.encodings.sinusoidal(12, d=16)}
-    return posgeom.analyze_counts(demo_counts, model_dim=16, encodings=enc, seed=0)
+    return posgeom.analyze(demo_counts, mds_rows(model_dim=16, seed=0), encodings=enc)
 
 
 @pytest.fixture(scope="session")
 def comparison(demo_counts):
-    return posgeom.compare_encodings(demo_counts, model_dim=16, max_rank=4, seed=0)
+    config = posgeom.GeometryConfig(model_dim=16, max_rank=4, seed=0)
+    return posgeom.analyze(demo_counts, config, kind="compare")
 
 
 @pytest.fixture(scope="session")

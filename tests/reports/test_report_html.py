@@ -14,8 +14,8 @@ import pytest
 import posgeom
 from posgeom._errors import PosgeomError
 from posgeom.cli.main import main
+from posgeom.pipeline.markdown import score_table
 from posgeom.reports import report
-from posgeom.reports.markdown import score_table
 from posgeom.reports.view import load_folder, view_of
 
 pytest.importorskip("matplotlib")
@@ -38,11 +38,11 @@ def test_comparison_report_is_self_contained(comparison, tmp_path):
     for row in comparison.table:  # every encoding of the table is a row of the HTML table
         assert f"<td>{row['encoding']}</td>" in page
     assert "Verdict." in page and "How to read this" in page
-    assert comparison.pipeline.counts_info["fingerprint"] in page
+    assert comparison.counts_info["fingerprint"] in page
     figs = sorted(p.name for p in (tmp_path / "cmp_figures").iterdir())
     stems = {p.rsplit(".", 1)[0] for p in figs if p.endswith((".png", ".svg"))}
     # a map per dimension the geometry has: the 3-D map only when MDS keeps 3 non-zero columns
-    dims = comparison.pipeline.mds.nonzero_coordinates.shape[1]
+    dims = comparison.mds.nonzero_coordinates.shape[1]
     assert dims >= 2
     assert {
         "heatmap",
@@ -140,9 +140,11 @@ def test_report_of_the_reproduction_folder(tmp_path):
 def test_markdown_tables_are_one_renderer(pipeline_result, comparison):
     rows = score_table(pipeline_result.scores)
     assert rows[0].startswith("| encoding | paper stress |")
-    assert "\n".join(rows) in pipeline_result.markdown_table()
-    assert "\n".join(score_table(comparison.table)) in comparison.to_markdown()
-    assert "SCORE_COLUMNS" not in vars(posgeom.analysis.pipeline)  # the dead constant is gone
+    assert "\n".join(rows) in pipeline_result.markdown()
+    assert "\n".join(score_table(comparison.table)) in comparison.markdown()
+    import posgeom.analysis.pipeline as deprecated  # one release: it kept no dead constant
+
+    assert "SCORE_COLUMNS" not in vars(deprecated)
 
 
 def test_cli_report_missing_parts_and_errors(comparison, tmp_path, capsys):
@@ -214,9 +216,9 @@ def test_bootstrap_counts_give_intervals_in_rows_figure_and_verdict(tmp_path):
 
     seqs = posgeom.synthetic_corpus(300, length=10, seed=0)
     counts = posgeom.count_positions(seqs, max_positions=10, bootstrap=20)
-    result = posgeom.compare_encodings(
-        counts, model_dim=16, max_rank=2, encodings=["sinusoidal", "t5", "random", "nope", "mds"]
-    )
+    families = ("sinusoidal", "t5", "random", "nope", "mds")
+    config = posgeom.GeometryConfig(model_dim=16, max_rank=2, families=families)
+    result = posgeom.analyze(counts, config, kind="compare")
     direct = bootstrap_scores(
         counts,
         {
@@ -238,16 +240,14 @@ def test_comparison_report_shows_the_plugin_beside_the_estimate(
 ):
     folder, page = comparison_folder_report
     view = load_folder(folder)
-    np.testing.assert_array_equal(
-        view.arrays["plugin_hellinger"], comparison.pipeline.plugin_distances
-    )
+    np.testing.assert_array_equal(view.arrays["plugin_hellinger"], comparison.plugin_distances)
     assert "fig-estimators" in page and "of its plug-in value" in page
 
 
 def test_per_head_rows_of_an_older_folder_are_read(comparison, comparison_folder_report, tmp_path):
     """Folders written before the per-head rows were generic call them ``alibi_heads`` (no
     ``family``): they are read as ALiBi's heads."""
-    from posgeom.reports.schema import heads_by_family
+    from posgeom.pipeline.schema import heads_by_family
 
     folder = shutil.copytree(comparison_folder_report[0], tmp_path / "old")
     doc = json.loads((folder / "comparison.json").read_text())

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import posgeom
-from posgeom.analysis.pipeline import DEFAULT_MODEL_DIM
 from posgeom.cli.main import build_parser, main
-from posgeom.reports.lengths import empty_positions_hint, length_profile, suggest_n
+from posgeom.pipeline.config import DEFAULT_MODEL_DIM
+from posgeom.pipeline.lengths import empty_positions_hint, length_profile, suggest_n
 
 
 def _sequences(lengths, seed=0):
@@ -99,7 +99,7 @@ def test_run_scores_the_comparison_baselines_and_hints_n(tmp_path, capsys, caplo
     assert len(summary["heads"]) == 12
     # the same rows as `compare` on the same counts
     counts = posgeom.corpus.counting.PositionCounts.load(tmp_path / "r" / "counts.npz")
-    cmp = posgeom.compare_encodings(counts, model_dim=24, max_rank=2)
+    cmp = posgeom.analyze(counts, posgeom.GeometryConfig(model_dim=24, max_rank=2), kind="compare")
     for name in ("sinusoidal", "rope", "alibi", "t5", "random", "low_rank_mds"):
         assert summary["scores"][name]["paper"] == pytest.approx(cmp.row(name)["paper"], rel=1e-12)
         assert summary["scores"][name]["description"] == cmp.row(name)["description"]

@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 from posgeom.cli.main import main
-from posgeom.reports.verdict import FEW_CLASSES, verdict
+from posgeom.pipeline.verdict import FEW_CLASSES, verdict
 from posgeom.reports.view import load_folder
 
 

@@ -39,8 +39,8 @@ from scipy.spatial.distance import pdist, squareform  # noqa: E402
 
 from helpers.models import WORDS, tiny_bert  # noqa: E402
 from posgeom.cli.main import main  # noqa: E402
-from posgeom.reports.verdict import one_line  # noqa: E402
-from posgeom.reports.verdict_inputs import (  # noqa: E402
+from posgeom.pipeline.verdict import one_line  # noqa: E402
+from posgeom.pipeline.verdict_inputs import (  # noqa: E402
     VerdictInputs,
     is_candidate,
     resolution_setting,
@@ -264,7 +264,7 @@ def test_score_names_the_stored_target(runs, name):
 def test_sampled_triples_are_not_called_stability(runs, monkeypatch):
     """Above SAMPLED_ABOVE the rows' intervals are the error of sampled triples: the verdict says
     what they measure and that the ranking's stability over another corpus sample is not."""
-    import posgeom.analysis.pipeline_scale as scale
+    import posgeom.pipeline.scale as scale
 
     monkeypatch.setattr(scale, "SAMPLED_ABOVE", 5)
     monkeypatch.setattr(scale, "REFINE_MAX_N", 5)
@@ -289,7 +289,7 @@ def test_sampled_triples_are_not_called_stability(runs, monkeypatch):
     assert all(r.get("sampled") for r in summary["scores"].values())
     line = summary["verdict"]["line"]
     assert "sampled-triples intervals" in line and "stability over another corpus sample" in line
-    from posgeom.reports.verdict import verdict
+    from posgeom.pipeline.verdict import verdict
 
     words = " ".join(verdict(load_folder(folder)))
     assert "The ranking is stable" not in words and "another sample of the corpus" in words

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from posgeom.cli.main import main
-from posgeom.reports.verdict import rank_curve_caption, verdict
-from posgeom.reports.verdict_inputs import candidate_ranking
+from posgeom.pipeline.verdict import rank_curve_caption, verdict
+from posgeom.pipeline.verdict_inputs import candidate_ranking
 from posgeom.reports.view import load_folder
 
 NOT_CANDIDATES = ("random", "nope")

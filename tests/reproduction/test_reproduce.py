@@ -124,22 +124,21 @@ def test_survival_verdicts_follow_the_intervals():
     """The rereading under the recommended estimator, on real comparisons of a sampled synthetic
     corpus: each verdict is what the rows' own intervals say, and the truth column is the plug-in
     on the exact distributions."""
-    from posgeom.analysis.compare import compare_encodings
     from posgeom.corpus.counting import count_positions
+    from posgeom.pipeline import GeometryConfig, analyze
     from posgeom.reproduction.survival import survival_section
     from posgeom.synthetic import synthetic_corpus, synthetic_distributions
 
     n, v = 10, 16
     seqs = synthetic_corpus(2000, n, v, kind="three_regimes", seed=0)
     boot = count_positions(seqs, max_positions=n, vocab_size=v, bootstrap=8, bootstrap_seed=0)
-    kw = {"model_dim": 16, "max_rank": 4, "seed": 0}
+    config = GeometryConfig(model_dim=16, max_rank=4, seed=0)
+    exact = synthetic_distributions(n, v, kind="three_regimes", seed=0)
     plugin = {
-        "synthetic": compare_encodings(boot.base, estimator="plugin", **kw),
-        "synthetic_exact": compare_encodings(
-            synthetic_distributions(n, v, kind="three_regimes", seed=0), **kw
-        ),
+        "synthetic": analyze(boot.base, config.replace(estimator="plugin"), kind="compare"),
+        "synthetic_exact": analyze(exact, config, kind="compare"),
     }
-    rec = {"synthetic": compare_encodings(boot, estimator="recommended", **kw)}
+    rec = {"synthetic": analyze(boot, config.replace(estimator="recommended"), kind="compare")}
     lines = survival_section(plugin, rec, {"recommended": {"estimator": "corrected"}})
     rows = [line.split(" | ") for line in lines if line.startswith("| ") and "synthetic" in line]
     assert len(rows) == 5  # one per claim

@@ -20,7 +20,7 @@ import pytest
 
 import posgeom.scores as S
 from posgeom import PosgeomError
-from posgeom.reports import schema
+from posgeom.pipeline import schema
 
 HERE = Path(__file__).parent
 
@@ -113,11 +113,11 @@ from scipy.stats import pearsonr
 
 import score_example  # the one file
 import posgeom.scores as S
-from posgeom.analysis.compare import compare_encodings
-from posgeom.analysis.pipeline import analyze_counts, score_encoding
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings import random, sinusoidal
-from posgeom.reports import schema
+from posgeom.pipeline import GeometryConfig, analyze, schema
+from posgeom.pipeline.rows import MDS_ROWS
+from posgeom.pipeline.scale import score_encoding
 from posgeom.scores.large import DenseTarget
 from posgeom.scores.sampled import draw_pair_sample, sampled_scores
 from posgeom.synthetic import synthetic_corpus
@@ -138,12 +138,12 @@ for k, e in encs.items():
     np.testing.assert_allclose(score_encoding(e, D)[NAME], want[k], rtol=1e-10)
 
 # the comparison: its rows, its table, its conventions, its bootstrap intervals
-res = compare_encodings(boot, model_dim=d, max_rank=3, estimator="plugin")
+res = analyze(boot, GeometryConfig(model_dim=d, max_rank=3, estimator="plugin"), kind="compare")
 row = res.row("sinusoidal")
 np.testing.assert_allclose(row[NAME], want["sinusoidal"], rtol=1e-10)
 lo, hi = row[NAME + "_ci"]
 assert -1 <= lo <= hi <= 1
-assert "Shepard r" in res.to_markdown()
+assert "Shepard r" in res.markdown()
 assert NAME in res.summary()["conventions"]
 assert any(c[0] == NAME for c in schema.score_columns())
 assert all(NAME in r for r in res.rank_curve)
@@ -163,7 +163,10 @@ vec = bootstrap_vector(boot, list(encs.values()), kind=NAME, estimator="plugin")
 np.testing.assert_allclose(vec.estimate, [want[k] for k in encs], rtol=1e-6)
 
 # the pipeline: every encoding's row and every rank of the rank curve
-pipe = analyze_counts(boot, model_dim=d, estimator="plugin", max_rank=3, noise=None)
+mds_rows = GeometryConfig(
+    families=MDS_ROWS, model_dim=d, estimator="plugin", max_rank=3, noise=None, intervals=False
+)
+pipe = analyze(boot, mds_rows)
 mds = pipe.mds.coordinates
 np.testing.assert_allclose(
     pipe.scores["mds"][NAME], pearsonr(pdist(mds), squareform(D)).statistic, rtol=1e-8

@@ -44,6 +44,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from posgeom._errors import PosgeomDeprecationWarning
 from posgeom._validation import check_int
 from posgeom.encodings import default_rope_head_dim, rope_heads
 from posgeom.pipeline.config import (
@@ -124,8 +125,8 @@ def compare_encodings(
         "compare_encodings is deprecated and goes in the next release; use posgeom.analyze("
         "counts, GeometryConfig(families=...), encodings=extra_encodings, kind='compare') (the "
         "same numbers)",
-        DeprecationWarning,
-        stacklevel=2,
+        PosgeomDeprecationWarning,
+        stacklevel=3,  # the caller's line (this body runs inside takes_geometry_config's wrapper)
     )
     check_int(config.model_dim, "model_dim", 2)
     return analyze(counts_or_distributions, config, encodings=extra_encodings, kind="compare")

@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from posgeom._errors import PosgeomDeprecationWarning
 from posgeom.pipeline.config import (
     BASELINES,
     DEFAULT_MODEL_DIM,
@@ -65,7 +66,7 @@ def analyze_counts(
     warnings.warn(
         "analyze_counts is deprecated and goes in the next release; use posgeom.analyze(counts, "
         "GeometryConfig(...)) (the same numbers, with the baselines' rows)",
-        DeprecationWarning,
-        stacklevel=2,
+        PosgeomDeprecationWarning,
+        stacklevel=3,  # the caller's line (this body runs inside takes_geometry_config's wrapper)
     )
     return analyze(counts, config.replace(families=MDS_ROWS), encodings=encodings, kind="run")

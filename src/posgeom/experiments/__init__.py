@@ -16,6 +16,8 @@ import sys
 import warnings
 from types import ModuleType
 
+from posgeom._errors import PosgeomDeprecationWarning
+
 #: old package name -> new package name
 MOVED = {
     "posgeom.experiments.training": "posgeom.training",
@@ -40,7 +42,7 @@ class _MovedLoader(importlib.abc.Loader):
         warnings.warn(
             f"{spec.name} is deprecated; import {new} instead (the old name goes in the next "
             "release)",
-            DeprecationWarning,
+            PosgeomDeprecationWarning,
             stacklevel=2,
         )
         module = importlib.import_module(new)

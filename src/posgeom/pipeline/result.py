@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomDeprecationWarning, PosgeomError
 from posgeom._version import __version__
 from posgeom.embed.rank import effective_ranks
 from posgeom.pipeline.config import GeometryConfig
@@ -245,12 +245,12 @@ class GeometryResult:
 
     def markdown_table(self) -> str:
         """Deprecated name of :meth:`markdown` (``analyze_counts``' result)."""
-        warnings.warn("markdown_table() is markdown() now", DeprecationWarning, stacklevel=2)
+        warnings.warn("markdown_table() is markdown() now", PosgeomDeprecationWarning, stacklevel=2)
         return self.markdown()
 
     def to_markdown(self) -> str:
         """Deprecated name of :meth:`markdown` (``compare_encodings``' result)."""
-        warnings.warn("to_markdown() is markdown() now", DeprecationWarning, stacklevel=2)
+        warnings.warn("to_markdown() is markdown() now", PosgeomDeprecationWarning, stacklevel=2)
         return self.markdown()
 
     def report_arrays(self) -> dict[str, np.ndarray]:

@@ -168,7 +168,7 @@ def _comparison_tables(results: dict[str, Any], chosen: dict[str, Any]) -> list[
     for key, info in chosen.items():
         res = results[key]
         add(f"### {info['title']}\n")
-        md = res.to_markdown()
+        md = res.markdown()
         keep_ranks = {1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32}
         out_lines = []
         for line in md.splitlines():
