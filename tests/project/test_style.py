@@ -8,13 +8,17 @@ whose module is back under 400 lines is stale and fails, so the list cannot rot)
 hard limit for every module: half again the soft limit, past which even one concept has parts
 worth their own file. What keeps a long module readable is its functions, and those stay at
 complexity <= 15 (ruff's C901, checked to be on: ``test_the_complexity_limit_is_on``). Nothing is
-packed onto one line to meet either limit (the formatter owns layout)."""
+packed onto one line to meet either limit (the formatter owns layout: no module of src/ turns it
+off, ``test_the_formatter_owns_the_layout_of_src``)."""
 
 from __future__ import annotations
 
+import io
+import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -96,6 +100,31 @@ def test_the_size_rule_refuses_what_it_must():
         "a.py: in COHESIVE but not over 400 lines (stale)",
         "gone.py: in COHESIVE but not over 400 lines (stale)",
     ]
+
+
+FORMATTER_OFF = re.compile(r"#\s*fmt:\s*(skip|off)\b")
+
+
+def formatter_off(source: str) -> list[int]:
+    """The lines of ``source`` whose comment turns the formatter off (``# fmt: skip`` or
+    ``# fmt: off``: code laid out by hand, e.g. packed onto one line to stay under a limit)."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return [
+        t.start[0] for t in tokens if t.type == tokenize.COMMENT and FORMATTER_OFF.search(t.string)
+    ]
+
+
+def test_the_formatter_owns_the_layout_of_src():
+    """No module of src/ turns the formatter off: nothing is packed past ruff format to meet
+    the size limits (a comment only; the words in a string or docstring do not count)."""
+    found = {
+        str(p.relative_to(ROOT)): lines
+        for p in sorted((ROOT / "src").rglob("*.py"))
+        if (lines := formatter_off(p.read_text(encoding="utf-8")))
+    }
+    assert not found, f"formatter turned off (remove it, let ruff format lay it out): {found}"
+    probe = 'x = f(a,\n      b)  # fmt: skip\ny = "# fmt: skip"\n# fmt: off\nz = 1  # noqa: E501\n'
+    assert formatter_off(probe) == [2, 4]
 
 
 def test_the_complexity_limit_is_on(tmp_path):

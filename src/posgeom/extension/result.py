@@ -21,23 +21,7 @@ import numpy as np
 
 from posgeom.encodings._extension import Strategy, jsonable_parameters
 
-__all__ = ["EXTENSION_COLUMNS", "ExtensionResult", "StrategyScore"]
-
-EXTENSION_COLUMNS = (
-    ("rank", "rank", "d"),
-    ("name", "strategy", "s"),
-    ("predicted", "ranking predictor (larger = better)", ".4g"),
-    ("model_aware", "model-aware (-score)", ".4g"),
-    ("scale_optimal", "lag stress (scale-optimal)", ".4g"),
-    ("scale_optimal_interval", "95% interval", "s"),
-    ("paper", "lag stress (paper)", ".4g"),
-    ("violation_rate", "violation rate", ".3f"),
-    ("p_first", "P(first)", ".2f"),
-    ("unseen_phase_fraction", "unseen phases", ".3f"),
-    ("unseen_planes", "unseen planes", "d"),
-    ("position_scale_optimal", "position stress", ".4g"),
-    ("rope_type", "rope_type", "s"),
-)
+__all__ = ["ExtensionResult", "StrategyScore"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,8 +97,17 @@ class ExtensionResult:
     report_kind = "extend"
 
     @classmethod
-    def build(cls, model: Any, target: int, geo: Any, rows: Sequence[StrategyScore], *,
-              rank_by: str, bootstrap: Any, notes: tuple[str, ...] = ()) -> ExtensionResult:  # fmt: skip
+    def build(
+        cls,
+        model: Any,
+        target: int,
+        geo: Any,
+        rows: Sequence[StrategyScore],
+        *,
+        rank_by: str,
+        bootstrap: Any,
+        notes: tuple[str, ...] = (),
+    ) -> ExtensionResult:
         # scores equal to 10 significant digits are ties (e.g. strategies with the same
         # frequencies): they keep the order given, not the order of floating-point noise
         order = sorted(
@@ -169,9 +162,12 @@ class ExtensionResult:
             vals = predictors[by]
             rows = tuple(sorted(rows, key=lambda r: -vals.get(r.name, -np.inf)))
         return dataclasses.replace(
-            self, rows=rows, recommendation=recommendation, predictors=predictors,
+            self,
+            rows=rows,
+            recommendation=recommendation,
+            predictors=predictors,
             plane_use=plane_use,
-        )  # fmt: skip
+        )
 
     def recommendation_summary(self) -> dict[str, Any] | None:
         rec = self.recommendation
@@ -294,19 +290,11 @@ class ExtensionResult:
         return rows
 
     def markdown(self) -> str:
-        from posgeom.pipeline.markdown import markdown_table
+        """``table.md``: the ranked table, the verdict, the measured losses and the corpus's
+        dependence profile (:mod:`posgeom.extension.markdown`)."""
+        from posgeom.extension.markdown import result_markdown
 
-        lines = [
-            f"# Context extension: {self.model.name}, {self.trained_length} -> {self.target_length}",
-            "",
-            *markdown_table(self.table_rows(), EXTENSION_COLUMNS),
-            "",
-            *(f"- {v}" for v in self.verdict()),
-        ]
-        if self.measurements:
-            lines += ["", "## Measured loss", "", *_measure_lines(self.measurements)]
-        lines += ["", "## Dependence profile of the corpus", "", *_dependence_lines(self)]
-        return "\n".join(lines) + "\n"
+        return result_markdown(self)
 
     def summary(self) -> dict[str, Any]:
         from posgeom import __version__
@@ -362,39 +350,3 @@ class ExtensionResult:
                 out / "rope_parameters.json", json.dumps(self.rope_parameters, indent=2) + "\n"
             )
         return out
-
-
-def _dependence_lines(result: ExtensionResult) -> list[str]:
-    """The dependence profile: chord from independence per lag, its noise level, signal."""
-    from posgeom.pipeline.markdown import markdown_table
-
-    cols = (
-        ("lag", "lag k", "d"),
-        ("dependence", "||sqrt P_k - sqrt(r x c)|| (plug-in)", ".4f"),
-        ("noise_level", "noise level", ".4f"),
-        ("dependence_corrected", "corrected", ".4f"),
-        ("signal", "above noise", "s"),
-    )
-    dep = result.lag_geometry.dependence
-    head = (
-        f"Token classes {result.lag_geometry.counts.classes.kind}; noise level: the mean under "
-        f"independence ({dep.null_method} null, {dep.n_null} tables); signal: above its mean + "
-        "1.645 sd."
-    )
-    return [head, "", *markdown_table(dep.rows(), cols)]
-
-
-def _measure_lines(measurements: dict[str, Any]) -> list[str]:
-    from posgeom.pipeline.markdown import markdown_table
-
-    cols = (
-        ("name", "strategy", "s"),
-        ("within_loss", "mean loss within L0", ".4f"),
-        ("beyond_loss", "mean loss beyond L0", ".4f"),
-        ("beyond_perplexity", "perplexity beyond L0", ".2f"),
-        ("key_token_loss", "key-token loss (LongPPL)", ".4f"),
-        ("passkey_logprob", "passkey log p", ".3f"),
-        ("passkey_retrieved", "passkey retrieved", ".0f"),
-        ("windows", "windows", "d"),
-    )
-    return markdown_table(measurements.get("strategies", []), cols)

@@ -42,9 +42,13 @@ def _folder(cache: Path, inputs: Any = (), *, create: bool = True) -> Any:
     from posgeom.io.workfolders import WorkFolder
 
     return WorkFolder.open(
-        cache, kind=CACHE_KIND, inputs=inputs, option="count cache", self_checked=True,
+        cache,
+        kind=CACHE_KIND,
+        inputs=inputs,
+        option="count cache",
+        self_checked=True,
         create=create,
-    )  # fmt: skip
+    )
 
 
 def cache_key(path: Path, tokenizer: Any, options: dict[str, Any]) -> str:

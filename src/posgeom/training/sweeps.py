@@ -147,9 +147,12 @@ def _experiment(
         raise PosgeomError(f"{name} trains on task={task!r}")
     seeds, encodings = _check_grid(name, base, seeds, encodings)
     folder = WorkFolder.open(
-        output, kind="experiment", inputs=data_inputs(base), restart=overwrite,
+        output,
+        kind="experiment",
+        inputs=data_inputs(base),
+        restart=overwrite,
         option="experiment folder",
-    )  # fmt: skip
+    )
     t0 = time.perf_counter()
     rows = _summarise(_run_grid(base, encodings, seeds, folder))
     summary: dict[str, Any] = {

@@ -1,0 +1,78 @@
+"""The Markdown of an extension result (``table.md``, what ``posgeom extend`` prints): the ranked
+table of strategies (:data:`EXTENSION_COLUMNS`), the verdict, the measured losses when the run
+measured them, and the corpus's dependence profile (:func:`dependence_lines`). The result
+(:class:`~posgeom.extension.result.ExtensionResult`) computes; this writes its words and tables
+with the pipeline's one table writer (:func:`posgeom.pipeline.markdown.markdown_table`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from posgeom.pipeline.markdown import markdown_table
+
+__all__ = ["EXTENSION_COLUMNS", "dependence_lines", "measure_lines", "result_markdown"]
+
+EXTENSION_COLUMNS = (
+    ("rank", "rank", "d"),
+    ("name", "strategy", "s"),
+    ("predicted", "ranking predictor (larger = better)", ".4g"),
+    ("model_aware", "model-aware (-score)", ".4g"),
+    ("scale_optimal", "lag stress (scale-optimal)", ".4g"),
+    ("scale_optimal_interval", "95% interval", "s"),
+    ("paper", "lag stress (paper)", ".4g"),
+    ("violation_rate", "violation rate", ".3f"),
+    ("p_first", "P(first)", ".2f"),
+    ("unseen_phase_fraction", "unseen phases", ".3f"),
+    ("unseen_planes", "unseen planes", "d"),
+    ("position_scale_optimal", "position stress", ".4g"),
+    ("rope_type", "rope_type", "s"),
+)
+
+
+def result_markdown(result: Any) -> str:
+    """The whole ``table.md`` of an :class:`~posgeom.extension.result.ExtensionResult`."""
+    lines = [
+        f"# Context extension: {result.model.name}, {result.trained_length} -> "
+        f"{result.target_length}",
+        "",
+        *markdown_table(result.table_rows(), EXTENSION_COLUMNS),
+        "",
+        *(f"- {v}" for v in result.verdict()),
+    ]
+    if result.measurements:
+        lines += ["", "## Measured loss", "", *measure_lines(result.measurements)]
+    lines += ["", "## Dependence profile of the corpus", "", *dependence_lines(result)]
+    return "\n".join(lines) + "\n"
+
+
+def dependence_lines(result: Any) -> list[str]:
+    """The dependence profile: chord from independence per lag, its noise level, signal."""
+    cols = (
+        ("lag", "lag k", "d"),
+        ("dependence", "||sqrt P_k - sqrt(r x c)|| (plug-in)", ".4f"),
+        ("noise_level", "noise level", ".4f"),
+        ("dependence_corrected", "corrected", ".4f"),
+        ("signal", "above noise", "s"),
+    )
+    dep = result.lag_geometry.dependence
+    head = (
+        f"Token classes {result.lag_geometry.counts.classes.kind}; noise level: the mean under "
+        f"independence ({dep.null_method} null, {dep.n_null} tables); signal: above its mean + "
+        "1.645 sd."
+    )
+    return [head, "", *markdown_table(dep.rows(), cols)]
+
+
+def measure_lines(measurements: dict[str, Any]) -> list[str]:
+    """The measured losses (``--measure``): one row per strategy."""
+    cols = (
+        ("name", "strategy", "s"),
+        ("within_loss", "mean loss within L0", ".4f"),
+        ("beyond_loss", "mean loss beyond L0", ".4f"),
+        ("beyond_perplexity", "perplexity beyond L0", ".2f"),
+        ("key_token_loss", "key-token loss (LongPPL)", ".4f"),
+        ("passkey_logprob", "passkey log p", ".3f"),
+        ("passkey_retrieved", "passkey retrieved", ".0f"),
+        ("windows", "windows", "d"),
+    )
+    return markdown_table(measurements.get("strategies", []), cols)
