@@ -1,4 +1,4 @@
-"""Issue 17's lag numbers, reproduced on the real long texts (slow: tokenizing whole books).
+"""Issue 17's lag numbers, reproduced on the real long texts (e2e: tokenizing whole books).
 
 War and Peace, 3,000 windows of 256 WordPiece tokens, top-30 classes + other: the recommended
 estimate puts lags 1 and 2 at 0.40, 1 and 64 at 0.38, 32 and 64 at 0.026, 64 and 128 at 0.027.
@@ -17,7 +17,7 @@ import pytest
 
 from posgeom.lags import count_lags, lag_geometry, top_classes
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e  # whole books tokenized: 9 s for both (CI's end-to-end job)
 
 
 def _minilm_ids(text: str) -> np.ndarray:

