@@ -4,14 +4,19 @@ ARPACK's Lanczos iterations call BLAS level 2 on ``n x ncv`` blocks thousands of
 multi-threaded BLAS synchronises its threads on every call, which costs more than it gains (and
 collapses when the cores are shared: measured 4.6 s with one BLAS thread against 32 s with the
 default on a loaded 2-core machine, n = 8192). posgeom parallelises the sparse products itself, so
-the solver runs BLAS on one thread. Uses ``threadpoolctl`` when it is installed (it comes with
+the solver runs BLAS on one thread; :class:`Background` runs one long stage (the MDS eigensolve
+of a long context) on the second core beside the others. Uses ``threadpoolctl`` when it is installed (it comes with
 scikit-learn and the ``posgeom[all]`` extra); without it, BLAS keeps its default.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -23,3 +28,27 @@ def blas_threads(limit: int = 1) -> Iterator[None]:
         return
     with threadpool_limits(limits=limit, user_api="blas"):
         yield
+
+
+class Background:
+    """``fn()`` run on a daemon thread while the caller goes on (the second core of a machine
+    whose BLAS the caller holds at one thread); :meth:`result` waits for it and returns its value
+    or raises its exception. A daemon: an interrupted caller exits without waiting for it."""
+
+    def __init__(self, fn: Callable[[], T], *, name: str) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value

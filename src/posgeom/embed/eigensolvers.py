@@ -26,6 +26,15 @@ of at most ``m``):
    ``diag(θ)`` bordered by ``R E^T Y``) and the pending block ``Q_{j+1}``, which holds every
    kept vector's residual, and go to 1.
 
+Tolerance. The default :data:`DEFAULT_TOL` = ``1e-8`` (about ``sqrt(eps)``) bounds each residual
+by ``1e-8 |λ_1|``. A Ritz value's error is at most ``||r||^2 / gap`` (quadratic), so eigenvalues
+come out near machine precision; a vector's is ``||r|| / gap`` within its cluster. Measured on
+the plug-in Gram of n = 8,192 Zipf positions at k = 776: the largest eigenvalue difference from a
+``1e-12`` solve 2.4e-12 (``λ_1`` = 148.6), the paper stress of the rank-776 encoding at 200,000
+pairs equal to 4e-13; the ``1e-12`` solve needed 2,320 products and two restarts, ``1e-8`` 1,936
+and one (14.3 s against 10.9 s). Ask for a smaller ``tol`` when eigenvectors inside a tight
+cluster matter.
+
 Cost: products of ``A`` on blocks (a sparse operator reads its matrix once per block, not once
 per vector) and ``O(n m^2)`` level-3 BLAS per cycle; ARPACK's implicitly restarted Lanczos
 makes the same kind of basis one vector at a time (level-2 BLAS). The result is deterministic
@@ -52,7 +61,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["TopEigenpairs", "arpack_top_eigh", "block_krylov_eigh", "dense_top_eigh", "top_eigh"]
 
 DENSE_MAX_N = 256  # up to here, A I and LAPACK (n products) are cheaper than any iteration
-DEFAULT_TOL = 1e-12  # residual / |λ_1|: near what the stored basis allows (measured ~1e-14)
+DEFAULT_TOL = 1e-8  # residual / |λ_1| (module docstring, "Tolerance")
 
 
 @dataclass(frozen=True)

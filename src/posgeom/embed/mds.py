@@ -238,8 +238,10 @@ def classical_mds(
     seed : int
         Seed of the implicit solver's start block and of ``placement="orthonormal"``.
     tol : float
-        Implicit solver: residuals ``||B u - λ u|| <= tol λ_1`` (0: ``1e-12``, near what
-        float64 allows; the ARPACK fallback: relative to each ``λ``, 0 = machine precision).
+        Implicit solver: residuals ``||B u - λ u|| <= tol λ_1`` (0: ``1e-8``, about
+        ``sqrt(eps)``: eigenvalues near machine precision, see
+        :mod:`posgeom.embed.eigensolvers`; the ARPACK fallback: relative to each ``λ``, 0 =
+        machine precision).
     n_threads : int, optional
         Threads for the implicit solver's sparse products (default: the CPU count, at most 8).
     """

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._threads import Background, blas_threads
 from posgeom.embed.refine import smacof_refine
 from posgeom.encodings import default_rope_head_dim, family
 from posgeom.geometry.counts import CountMatrix, count_matrix
@@ -77,26 +78,28 @@ def analyze(
         raise PosgeomError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     cm = _count_matrix(counts)
     names = _family_names(config)
-    stage = _geometry(cm, config, refine=SMACOF_ROW in names)
-    table, heads, shepard, built = comparison_rows(
-        stage,
-        names,
-        n_heads=config.n_heads,
-        rope_head_dim=stage.options["rope_head_dim"],
-        rope_base=config.rope_base,
-        low_rank=config.low_rank,
-        learned_model=config.learned_model,
-        extra_encodings=encodings,
-        seed=config.seed,
-        skip_unbuildable=config.families is None,
-        keep_encodings=not stage.scorer.sampled,  # for the intervals; a long context's are not
-    )
+    refine = SMACOF_ROW in names
+    fitted = [x for x in names if family(x).role == "fitted"]  # the rows that read the MDS
+    with blas_threads(1):  # the MDS eigensolve on one core, what does not read it on the other
+        stage, mds_job = _geometry(cm, config, refine=refine)
+        rows = dict(
+            n_heads=config.n_heads,
+            rope_head_dim=stage.options["rope_head_dim"],
+            rope_base=config.rope_base,
+            low_rank=config.low_rank,
+            learned_model=config.learned_model,
+            seed=config.seed,
+            skip_unbuildable=config.families is None,
+            keep_encodings=not stage.scorer.sampled,  # for the intervals; not a long context's
+        )
+        early = comparison_rows(
+            stage, [x for x in names if x not in fitted], extra_encodings=encodings, **rows
+        )
+        stage = _with_mds(stage, mds_job.result(), refine=refine)
+    table, heads, shepard, built = _in_order(names, early, comparison_rows(stage, fitted, **rows))
     uncertainty = _intervals(counts, stage, table, built)
-    log.info("rank curve (r = 1 .. %d), stationarity, noise floor", config.max_rank)
+    log.info("rank curve (r = 1 .. %d)", config.max_rank)
     curve = scale.rank_curve(stage.mds, stage.scorer, max_rank=config.max_rank, seed=config.seed)
-    large = {}
-    if stage.scorer.dense is None:  # a long context: what a report draws, without (n, n)
-        large = scale.long_context_arrays(stage.scored, stage.beside, stage.shepard_pairs)
     scored = [r["encoding"] for r in table]
     beside = {  # the plug-in scores of the rows, beside a non-plug-in target
         r["encoding"]: {"paper": r["plugin_paper"], "scale_optimal": r["plugin_scale_optimal"]}
@@ -119,15 +122,28 @@ def analyze(
         rows=tuple(table),
         heads=tuple(heads),
         rank_curve=tuple(curve),
-        stationarity=_stationarity(stage),
-        noise=_noise(stage, config),
+        stationarity=stage.stationarity,
+        noise=stage.noise,
         uncertainty=uncertainty,
         counts_info=dict(cm.provenance),
         shepard={**stage.shepard, **shepard},
         shepard_pairs=stage.shepard_pairs,
         plugin_distances=stage.beside.get("plugin") if stage.scorer.dense is not None else None,
         plugin_scores={**beside, **stage.plugin_scores},
-        large_arrays=large,
+        large_arrays=stage.large_arrays,
+    )
+
+
+def _in_order(names: list[str], early: tuple, fitted: tuple) -> tuple:
+    """The two :func:`comparison_rows` results as one: the rows in ``names``' order, the caller's
+    encodings (rows of ``early`` that are no family) last, as one call would have made them."""
+    table = {r["encoding"]: r for r in (*early[0], *fitted[0])}
+    ordered = [table.pop(x) for x in names if x in table]
+    return (
+        ordered + list(table.values()),
+        [*early[1], *fitted[1]],
+        {**early[2], **fitted[2]},
+        {**early[3], **fitted[3]},
     )
 
 
@@ -172,6 +188,9 @@ class _Geometry:
     shepard_pairs: np.ndarray | None = None
     options: dict[str, Any] = field(default_factory=dict)
     kept: CountMatrix | None = None  # the counts of the kept positions
+    stationarity: StationarityResult | None = None
+    noise: Any = None
+    large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _distributions(cm: CountMatrix, config: GeometryConfig) -> PositionalDistributions:
@@ -205,9 +224,10 @@ def _distributions(cm: CountMatrix, config: GeometryConfig) -> PositionalDistrib
     return dist
 
 
-def _geometry(cm: CountMatrix, config: GeometryConfig, *, refine: bool) -> _Geometry:
-    """Distributions, target, MDS (and its refinement when ``refine``), the scorer and the
-    scores of the MDS encodings."""
+def _geometry(cm: CountMatrix, config: GeometryConfig, *, refine: bool) -> tuple[_Geometry, Any]:
+    """Distributions, target, the scorer and the stages of :func:`_of_target`, with the MDS
+    encoding started on a :class:`~posgeom._threads.Background` thread (its result: the second
+    element; :func:`_with_mds` adds it). ``refine``: recorded for :func:`_with_mds`."""
     c = config
     dist = _distributions(cm, c)
     n = dist.n_positions
@@ -231,22 +251,13 @@ def _geometry(cm: CountMatrix, config: GeometryConfig, *, refine: bool) -> _Geom
     scored = scale.blocks_target(dist, target, c.convention) if large else target.distances
     log.info("target D: the %s estimate of %d positions", target.estimator, n)
     r = min(n - 1, c.model_dim) if c.n_components is None else c.n_components
-    log.info("classical MDS: rank %d in model width %d", r, c.model_dim)
-    mds = embed(
-        target, r, model_dim=c.model_dim, convention=c.convention, solver=c.solver, seed=c.seed
-    )
-    scorer = scale.Scorer.for_target(scored, n, beside=beside, seed=c.seed)
-    refined = None
-    if refine and n <= scale.REFINE_MAX_N:
-        log.info("SMACOF refinement from the MDS solution")
-        refined = smacof_refine(scorer.dense, mds)
     options = {  # the config's record, with what the stages resolved
         **c.record(),
         "n_positions": n,
         "input": "counts" if cm.integer else "distributions",
         "n_components": r,
         "alpha": c.alpha if c.smoothing != "none" else 0.0,
-        "solver": mds.solver,
+        "solver": None,  # the MDS's, below
         "noise": c.noise if cm.integer else None,
         "estimator": target.estimator,
         "estimator_options": {
@@ -256,8 +267,40 @@ def _geometry(cm: CountMatrix, config: GeometryConfig, *, refine: bool) -> _Geom
         "refine": refine,
         "rope_head_dim": _rope_head_dim(c),
     }
-    stage = _Geometry(dist, target, scored, beside, mds, refined, scorer, options=options)
-    return _scored(dataclasses.replace(stage, kept=kept))
+    log.info("classical MDS: rank %d in model width %d, beside the target's stages", r, c.model_dim)
+    mds_job = Background(
+        lambda: embed(
+            target, r, model_dim=c.model_dim, convention=c.convention, solver=c.solver, seed=c.seed
+        ),
+        name="posgeom-mds",
+    )
+    scorer = scale.Scorer.for_target(scored, n, beside=beside, seed=c.seed)
+    stage = _Geometry(dist, target, scored, beside, None, None, scorer, options=options, kept=kept)
+    return _of_target(stage, c), mds_job
+
+
+def _with_mds(stage: _Geometry, mds: Any, *, refine: bool) -> _Geometry:
+    """The stage with its MDS encoding, the SMACOF refinement when asked for (``n <=
+    REFINE_MAX_N``), and their scores."""
+    refined = None
+    if refine and stage.distributions.n_positions <= scale.REFINE_MAX_N:
+        log.info("SMACOF refinement from the MDS solution")
+        refined = smacof_refine(stage.scorer.dense, mds)
+    stage.options["solver"] = mds.solver
+    return _scored(dataclasses.replace(stage, mds=mds, refined=refined))
+
+
+def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
+    """The stages that read the target but not the MDS encoding (run while it is computed): the
+    Shepard pairs, the stationarity of ``D``, the noise floor, a long context's drawn arrays."""
+    pairs = scale.shepard_pairs(stage.distributions.n_positions, seed=config.seed)
+    stage = dataclasses.replace(stage, shepard_pairs=pairs)
+    large = {}
+    if stage.scorer.dense is None:  # a long context: what a report draws, without (n, n)
+        large = scale.long_context_arrays(stage.scored, stage.beside, pairs)
+    return dataclasses.replace(
+        stage, stationarity=_stationarity(stage), noise=_noise(stage, config), large_arrays=large
+    )
 
 
 def _scored(stage: _Geometry) -> _Geometry:
@@ -265,7 +308,7 @@ def _scored(stage: _Geometry) -> _Geometry:
     named = {MDS_ROW: stage.mds}
     if stage.refined is not None:
         named[SMACOF_ROW] = stage.refined
-    pairs = scale.shepard_pairs(stage.distributions.n_positions, seed=stage.options["seed"])
+    pairs = stage.shepard_pairs
     rows = {k: stage.scorer.score(enc) for k, enc in named.items()}
     beside = {
         k: {b[len("plugin_") :]: v for b, v in r.items() if b.startswith("plugin_")}
@@ -278,7 +321,6 @@ def _scored(stage: _Geometry) -> _Geometry:
         },
         plugin_scores={k: v for k, v in beside.items() if v},
         shepard={k: scale.pair_distances(enc, pairs) for k, enc in named.items()},
-        shepard_pairs=pairs,
     )
 
 

@@ -88,7 +88,7 @@ def comparison_rows(
     Without ``keep_encodings`` the fourth element is empty and each encoding is freed once
     scored (a long context's ``(n, d)`` tables are not all held at once).
     """
-    model_dim = res.mds.model_dim
+    model_dim = int(res.options["model_dim"])  # the config's width (the MDS may come later)
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
     n = len(positions)
