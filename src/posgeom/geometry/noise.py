@@ -128,23 +128,25 @@ def split_rows_vectorized(
 def _half_counts(c: sp.csr_matrix, rng: np.random.Generator) -> np.ndarray:
     """The first half's counts on ``c``'s stored entries (``(nnz,)`` int64; the second half is
     ``c.data - half``): ``floor(T_i / 2)`` of row ``i``'s samples drawn without replacement, the
-    multivariate hypergeometric drawn as successive hypergeometrics, token ``t`` of every row at
-    once (``O(nnz)`` work in ``max_i nnz_i`` vectorised steps instead of one call per row)."""
-    data = c.data.astype(np.int64)
+    multivariate hypergeometric drawn as successive hypergeometrics, the ``k``-th stored token of
+    every row at once (``O(nnz)`` work in ``max_i nnz_i`` vectorised steps instead of one call
+    per row). The rows are held longest first, so the rows with a ``k``-th token are a prefix and
+    their running totals are contiguous slices."""
+    data = np.asarray(c.data, dtype=np.int64)
     nnz = np.diff(c.indptr)
-    remaining = np.add.reduceat(data, c.indptr[:-1]) if data.size else np.zeros(0, np.int64)
-    remaining = np.where(nnz > 0, remaining, 0)
-    need = remaining // 2
-    half = np.zeros_like(data)
     order = np.argsort(-nnz, kind="stable")
     sorted_nnz = nnz[order]
-    for k in range(int(nnz.max(initial=0))):
-        rows = order[: int(np.searchsorted(-sorted_nnz, -k, side="left"))]
-        idx = c.indptr[rows] + k
+    start = c.indptr[:-1][order]
+    remaining = np.diff(np.concatenate([[0], np.cumsum(data)])[c.indptr])[order]  # row totals
+    need = remaining // 2
+    half = np.zeros_like(data)
+    prefix = np.searchsorted(-sorted_nnz, -np.arange(int(nnz.max(initial=0))), side="left")
+    for k, m in enumerate(prefix):
+        idx = start[:m] + k
         good = data[idx]
-        remaining[rows] -= good
-        half[idx] = x = _hypergeometric(good, remaining[rows], need[rows], rng)
-        need[rows] -= x
+        remaining[:m] -= good
+        half[idx] = x = _hypergeometric(good, remaining[:m], need[:m], rng)
+        need[:m] -= x
     return half
 
 
@@ -162,19 +164,30 @@ def _hypergeometric(
     return x
 
 
-def _halves_squared_chords(c: sp.csr_matrix, half: np.ndarray) -> np.ndarray:
+def _halves_squared_chords(c: sp.csr_matrix, half: np.ndarray, chunk: int = 2**18) -> np.ndarray:
     """``||sqrt(a_i / A_i) - sqrt(b_i / B_i)||^2`` per row for the halves ``a = half`` and ``b =
     c.data - half`` on ``c``'s stored entries (``A_i``, ``B_i`` their row totals): both halves
-    share ``c``'s pattern, so the sum runs over its stored entries, term by term, ``O(nnz)``."""
+    share ``c``'s pattern, so the sum runs over its stored entries, term by term, ``O(nnz)``, in
+    row ranges of about ``chunk`` entries (small temporaries, reused)."""
     n = c.shape[0]
-    rows = np.repeat(np.arange(n), np.diff(c.indptr))
-    a = half.astype(np.float64)
-    b = c.data.astype(np.float64) - a
-    total_a = np.bincount(rows, weights=a, minlength=n)
-    total_b = np.bincount(rows, weights=b, minlength=n)
-    terms = np.sqrt(a / np.maximum(total_a, 1e-300)[rows])
-    terms -= np.sqrt(b / np.maximum(total_b, 1e-300)[rows])
-    return np.bincount(rows, weights=terms * terms, minlength=n)
+    out = np.zeros(n)
+    cuts = np.unique(np.searchsorted(c.indptr, np.arange(0, c.nnz, chunk), side="right") - 1)
+    for lo, hi in zip(cuts, [*cuts[1:], n], strict=True):
+        sl = slice(c.indptr[lo], c.indptr[hi])
+        counts = np.diff(c.indptr[lo : hi + 1])
+        rows = np.repeat(np.arange(hi - lo), counts)
+        a = half[sl].astype(np.float64)
+        b = c.data[sl] - a
+        ta = np.bincount(rows, weights=a, minlength=hi - lo)
+        tb = np.bincount(rows, weights=b, minlength=hi - lo)
+        a /= np.maximum(ta, 1e-300)[rows]
+        b /= np.maximum(tb, 1e-300)[rows]
+        np.sqrt(a, out=a)
+        np.sqrt(b, out=b)
+        a -= b
+        a *= a
+        out[lo:hi] = np.bincount(rows, weights=a, minlength=hi - lo)
+    return out
 
 
 def _resample_rows(c: sp.csr_matrix, rng: np.random.Generator) -> sp.csr_matrix:
