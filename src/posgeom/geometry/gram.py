@@ -70,7 +70,7 @@ def centred_sqrt_operator(
     by_token.sort_indices()
     threads = max(1, min(n_threads or os.cpu_count() or 1, 8, max(1, rest.nnz // 200_000)))
     cuts = np.searchsorted(by_token.indptr, np.linspace(0, rest.nnz, threads + 1))
-    ranges = [by_token[lo:hi] for lo, hi in itertools.pairwise(np.unique(cuts))]
+    ranges = [_row_range(by_token, lo, hi) for lo, hi in itertools.pairwise(np.unique(cuts))]
     pool = ThreadPoolExecutor(len(ranges)) if len(ranges) > 1 else None
     floor = d.sqrt_floor
     has_floor = bool(np.any(floor))
@@ -102,6 +102,16 @@ def centred_sqrt_operator(
 
     return spla.LinearOperator(
         (n, n), matvec=matmat, matmat=matmat, rmatvec=matmat, dtype=np.float64
+    )
+
+
+def _row_range(m: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
+    """Rows ``lo:hi`` of ``m`` as a CSR matrix on views of its arrays (slicing copies them)."""
+    start, stop = m.indptr[lo], m.indptr[hi]
+    return sp.csr_matrix(
+        (m.data[start:stop], m.indices[start:stop], m.indptr[lo : hi + 1] - start),
+        shape=(hi - lo, m.shape[1]),
+        copy=False,
     )
 
 
