@@ -9,13 +9,18 @@ deprecated :func:`~posgeom.analysis.pipeline.analyze_counts` and
 2. the positional distributions ``mu_i`` (smoothing, sample floor);
 3. the target ``D``: an estimate (:func:`~posgeom.pipeline.target.estimate_target`; the plug-in
    is one of them, a :class:`~posgeom.pipeline.target.PluginEstimate`);
-4. the MDS encoding at rank ``r = min(n - 1, d)`` (or ``n_components``), its SMACOF refinement
-   when the ``mds+smacof`` row is asked for;
-5. one :class:`~posgeom.pipeline.scale.Scorer` (the target validated once; exact up to
-   ``SAMPLED_ABOVE`` positions, one pair sample above) scores the MDS encodings, the registry's
-   rows (:func:`~posgeom.pipeline.rows.comparison_rows`) and the caller's ``encodings``;
-6. bootstrap intervals on the rows when the counts carry replicates, the rank curve
-   (``r = 1 .. max_rank``), the stationarity of ``D``, the noise floor;
+4. the MDS encoding at rank ``r = min(n - 1, d)`` (or ``n_components``), started on a
+   :class:`~posgeom._threads.Background` thread: its eigensolve (seconds to minutes for a long
+   context at full vocabulary) runs on one core while the stages that do not read it run on
+   the other, BLAS at one thread each (the same arithmetic on every run);
+5. meanwhile one :class:`~posgeom.pipeline.scale.Scorer` (the target validated once; exact up to
+   ``SAMPLED_ABOVE`` positions, one pair sample above), the stationarity of ``D``, the noise
+   floor, a long context's drawn arrays, and the registry's rows that do not read the MDS
+   (:func:`~posgeom.pipeline.rows.comparison_rows`) with the caller's ``encodings``;
+6. then the MDS encoding's SMACOF refinement when the ``mds+smacof`` row is asked for, the
+   scores of the MDS encodings, the fitted rows (``role == "fitted"``, in the rows' order),
+   bootstrap intervals on the rows when the counts carry replicates and the rank curve
+   (``r = 1 .. max_rank``);
 7. one frozen :class:`~posgeom.pipeline.result.GeometryResult` whose summary is built once.
 """
 
@@ -41,7 +46,7 @@ from posgeom.pipeline import scale
 from posgeom.pipeline.config import GeometryConfig, default_encodings, takes_geometry_config
 from posgeom.pipeline.intervals import attach_intervals
 from posgeom.pipeline.result import KINDS, GeometryResult
-from posgeom.pipeline.rows import MDS_ROW, SMACOF_ROW, comparison_rows
+from posgeom.pipeline.rows import MDS_ROW, SMACOF_ROW, comparison_rows, rows_in_order
 from posgeom.pipeline.stationarity import StationarityResult, sampled_stationarity, stationarity
 from posgeom.pipeline.target import PluginEstimate, embed, estimate_target
 
@@ -96,7 +101,9 @@ def analyze(
             stage, [x for x in names if x not in fitted], extra_encodings=encodings, **rows
         )
         stage = _with_mds(stage, mds_job.result(), refine=refine)
-    table, heads, shepard, built = _in_order(names, early, comparison_rows(stage, fitted, **rows))
+    table, heads, shepard, built = rows_in_order(
+        names, early, comparison_rows(stage, fitted, **rows)
+    )
     uncertainty = _intervals(counts, stage, table, built)
     log.info("rank curve (r = 1 .. %d)", config.max_rank)
     curve = scale.rank_curve(stage.mds, stage.scorer, max_rank=config.max_rank, seed=config.seed)
@@ -131,19 +138,6 @@ def analyze(
         plugin_distances=stage.beside.get("plugin") if stage.scorer.dense is not None else None,
         plugin_scores={**beside, **stage.plugin_scores},
         large_arrays=stage.large_arrays,
-    )
-
-
-def _in_order(names: list[str], early: tuple, fitted: tuple) -> tuple:
-    """The two :func:`comparison_rows` results as one: the rows in ``names``' order, the caller's
-    encodings (rows of ``early`` that are no family) last, as one call would have made them."""
-    table = {r["encoding"]: r for r in (*early[0], *fitted[0])}
-    ordered = [table.pop(x) for x in names if x in table]
-    return (
-        ordered + list(table.values()),
-        [*early[1], *fitted[1]],
-        {**early[2], **fitted[2]},
-        {**early[3], **fitted[3]},
     )
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "comparable_encodings",
     "comparison_rows",
     "default_encodings",
+    "rows_in_order",
     "with_baselines",
 ]
 
@@ -160,6 +161,20 @@ def comparison_rows(
             built[str(name)] = seen[-1][2]
 
     return table, heads, shepard, built
+
+
+def rows_in_order(names: list[str], early: tuple, fitted: tuple) -> tuple:
+    """Two :func:`comparison_rows` results (the rows that do not read the MDS encoding, made while
+    it is computed, and the fitted ones after it) as one: the rows in ``names``' order, the caller's
+    encodings (rows of ``early`` that are no family) last, as one call would have made them."""
+    table = {r["encoding"]: r for r in (*early[0], *fitted[0])}
+    ordered = [table.pop(x) for x in names if x in table]
+    return (
+        ordered + list(table.values()),
+        [*early[1], *fitted[1]],
+        {**early[2], **fitted[2]},
+        {**early[3], **fitted[3]},
+    )
 
 
 def with_baselines(

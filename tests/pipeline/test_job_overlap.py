@@ -1,0 +1,60 @@
+"""The MDS eigensolve runs on a background thread beside the stages that do not read it: the
+result is the one a run without the thread gives, rows in the registry's order, and an error of
+the eigensolve reaches the caller."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import posgeom.pipeline.job as job
+from posgeom import GeometryConfig, PosgeomError, analyze
+from posgeom.pipeline.config import default_encodings
+from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
+
+
+class _Inline:
+    """What a run without the second thread does: the function called where it is started."""
+
+    def __init__(self, fn, *, name):
+        self._value = fn()
+
+    def result(self):
+        return self._value
+
+
+@pytest.fixture(scope="module")
+def counts():
+    mu = zipf_distributions(60, 300, exponent=1.1, seed=1)
+    return sample_counts(mu, decaying_totals(60, high=600, low=100), seed=2)
+
+
+def _summary(result) -> str:
+    return json.dumps(result.summary(), sort_keys=True, default=str)
+
+
+def test_the_overlapped_run_equals_the_run_without_a_thread(counts, monkeypatch):
+    config = GeometryConfig(model_dim=32, estimator="plugin")
+    overlapped = analyze(counts, config, kind="compare")
+    monkeypatch.setattr(job, "Background", _Inline)
+    inline = analyze(counts, config, kind="compare")
+    assert _summary(overlapped) == _summary(inline)
+    np.testing.assert_array_equal(overlapped.mds.coordinates, inline.mds.coordinates)
+
+
+def test_rows_keep_the_registry_order_with_the_fitted_rows_among_them(counts):
+    result = analyze(counts, GeometryConfig(model_dim=32), kind="compare")
+    names = [r["encoding"] for r in result.rows]
+    assert names == [x for x in default_encodings() if x in names]
+    assert {"mds", "low_rank_mds", "sinusoidal"} <= set(names)
+
+
+def test_an_error_of_the_eigensolve_reaches_the_caller(counts, monkeypatch):
+    def broken(*args, **kwargs):
+        raise PosgeomError("the eigensolve failed here")
+
+    monkeypatch.setattr(job, "embed", broken)
+    with pytest.raises(PosgeomError, match="the eigensolve failed here"):
+        analyze(counts, GeometryConfig(model_dim=32), kind="compare")
