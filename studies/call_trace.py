@@ -35,6 +35,7 @@ import argparse
 import itertools
 import sys
 import tempfile
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,11 +214,14 @@ def trace(argv: list[str]) -> CallTrace:
     result = CallTrace(
         handler=f"{handler_code.co_filename[len(root) + 1 :]}:{handler_code.co_name}"
     )
-    sys.setprofile(_Tracer(root, handler_code, result))
+    tracer = _Tracer(root, handler_code, result)
+    sys.setprofile(tracer)
+    threading.setprofile(tracer)  # the MDS eigensolve runs on a thread of its own
     try:
         main(argv)
     finally:
         sys.setprofile(None)
+        threading.setprofile(None)
     return result
 
 

@@ -129,3 +129,16 @@ def test_hypergeometric_with_one_good_is_bernoulli_of_the_exact_probability():
     assert x[single].mean() == pytest.approx(4 / 10, abs=4 * np.sqrt(0.24 / single.sum()))
     assert x[~single].mean() == pytest.approx(4 * 7 / 16, rel=0.01)
     assert set(np.unique(x[single])) == {0, 1}
+
+
+@pytest.mark.parametrize("smoothing", ["none", "add-alpha"])
+def test_squared_norms_are_the_row_norms_of_the_dense_roots(smoothing):
+    counts = _zipf_counts(30, 200, seed=7).tolil()
+    counts[4] = 0  # an empty row: dropped
+    dist = positional_distributions(
+        counts.tocsr(), smoothing=smoothing, alpha=0.3, below_min="drop"
+    )
+    assert dist.n_positions == 29
+    want = (_dense_roots(dist) ** 2).sum(axis=1)
+    np.testing.assert_allclose(dist.squared_norms(), want, rtol=1e-13)
+    np.testing.assert_allclose(want, 1.0, rtol=1e-13)  # every sqrt(mu_i) is a unit vector

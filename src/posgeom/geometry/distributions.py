@@ -71,8 +71,9 @@ class PositionalDistributions:
     def squared_norms(self) -> np.ndarray:
         """``||sqrt(mu_i)||^2`` per row from the sparse part and the floor, shape (n,)."""
         s, f = self.sqrt_sparse, self.sqrt_floor
-        row_sq = np.asarray(s.multiply(s).sum(axis=1)).ravel()
-        row_sum = np.asarray(s.sum(axis=1)).ravel()
+        rows = np.repeat(np.arange(s.shape[0]), np.diff(s.indptr))  # O(nnz), no sparse product
+        row_sq = np.bincount(rows, weights=s.data * s.data, minlength=s.shape[0])
+        row_sum = np.bincount(rows, weights=s.data, minlength=s.shape[0])
         return row_sq + 2 * f * row_sum + self.vocab_size * f**2
 
     def sqrt_dense(self) -> np.ndarray:
