@@ -224,19 +224,20 @@ def positional_distributions(
 
     c = c[keep] if not keep.all() else c
     t = totals[keep]
+    rows = np.repeat(np.arange(c.shape[0]), np.diff(c.indptr))  # each stored value's row
     if smoothing == "none":
         z = t
-        root = c.multiply(1.0 / z[:, None]).tocsr()
-        root.data = np.sqrt(root.data)
+        data = c.data / z[rows]  # sqrt(C / T) on the stored values: zeros stay unstored
         floor = np.zeros(len(t))
         used_alpha = 0.0
     else:
         z = t + alpha * vocab
-        root = c.copy()
-        root.data = np.sqrt(root.data + alpha) - np.sqrt(alpha)
-        root = root.multiply(1.0 / np.sqrt(z)[:, None]).tocsr()
+        data = (np.sqrt(c.data + alpha) - np.sqrt(alpha)) / np.sqrt(z)[rows]
         floor = np.sqrt(alpha / z)
         used_alpha = float(alpha)
+    if smoothing == "none":
+        np.sqrt(data, out=data)
+    root = sp.csr_matrix((data, c.indices, c.indptr), shape=c.shape)
     out = PositionalDistributions(
         sqrt_sparse=sp.csr_matrix(root),
         sqrt_floor=floor,
