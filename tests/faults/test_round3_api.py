@@ -116,8 +116,16 @@ def _calls(x: _Inputs) -> dict[str, tuple[tuple, dict, tuple[int, ...]]]:
     }
 
 
+#: the old names of GeometryResult: classes, whose lookup warns (tests/project/test_deprecations.py)
+OLD_CLASS_NAMES = {"PipelineResult", "ComparisonResult"}
+
+
 def _public_functions() -> list[str]:
-    return sorted(name for name in posgeom.__all__ if inspect.isfunction(getattr(posgeom, name)))
+    return sorted(
+        name
+        for name in posgeom.__all__
+        if name not in OLD_CLASS_NAMES and inspect.isfunction(getattr(posgeom, name))
+    )
 
 
 def test_every_public_function_is_in_the_sweep(inputs):

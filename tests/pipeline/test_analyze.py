@@ -12,11 +12,10 @@ import pytest
 from scipy.spatial.distance import pdist, squareform
 
 from posgeom._errors import PosgeomDeprecationWarning, PosgeomError
-from posgeom.analysis.compare import compare_encodings
-from posgeom.analysis.pipeline import analyze_counts
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings import sinusoidal
 from posgeom.pipeline import GeometryConfig, GeometryResult, analyze
+from posgeom.pipeline.deprecated import analyze_counts, compare_encodings
 from posgeom.pipeline.target import PluginEstimate
 from posgeom.synthetic import synthetic_corpus
 

@@ -10,8 +10,6 @@ import inspect
 import pytest
 
 from posgeom._errors import PosgeomError
-from posgeom.analysis.compare import compare_encodings
-from posgeom.analysis.pipeline import analyze_counts
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings import default_rope_head_dim
 from posgeom.pipeline import analyze
@@ -22,6 +20,7 @@ from posgeom.pipeline.config import (
     config_fields,
     takes_geometry_config,
 )
+from posgeom.pipeline.deprecated import analyze_counts, compare_encodings
 from posgeom.pipeline.rows import MDS_ROWS
 from posgeom.synthetic import synthetic_corpus
 

@@ -3,8 +3,10 @@
 import pkgutil
 import subprocess
 import sys
+import warnings
 
 import posgeom
+from posgeom import PosgeomDeprecationWarning
 
 HEAVY = ("torch", "transformers", "datasets", "dask", "matplotlib", "tokenizers")
 
@@ -44,13 +46,17 @@ def test_import_posgeom_is_light():
 
 
 def test_every_public_name_resolves():
-    """Each name of ``posgeom.__all__`` (and each lazily loaded subpackage) is an attribute."""
+    """Each name of ``posgeom.__all__`` (and each lazily loaded subpackage) is an attribute (the
+    deprecated ones warn the first time: tests/project/test_deprecations.py checks that)."""
     missing = []
     for name in [*posgeom.__all__, *sorted(posgeom._SUBMODULES)]:
         try:
-            getattr(posgeom, name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PosgeomDeprecationWarning)
+                getattr(posgeom, name)
         except AttributeError as exc:
             missing.append(f"{name}: {exc}")
+    assert set(posgeom._DEPRECATED) <= set(posgeom.__all__)
     assert not missing, "\n".join(missing)
     assert posgeom.read_token_ids.__module__ == "posgeom.corpus.token_ids"
 

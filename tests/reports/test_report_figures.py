@@ -134,7 +134,7 @@ def test_rank_curve_labels_of_a_long_curve_do_not_overlap():
 def test_shepard_points_are_the_pairs(comparison):
     from posgeom.scores._encoding import encoding_distances
 
-    p = comparison.pipeline
+    p = comparison
     i, j = p.shepard_pairs
     deltas = {k: comparison.shepard[k] for k in ("sinusoidal", "random")}
     fig = F.shepard(p.distances[i, j], deltas, convention="chord")
@@ -202,7 +202,7 @@ def test_encode_gives_svg_and_png(pipeline_result):
 def test_estimators_figure_plots_plugin_against_the_estimate(comparison):
     from posgeom.estimators import estimate_geometry
 
-    p = comparison.pipeline
+    p = comparison
     i, j = p.shepard_pairs
     used = np.asarray(estimate_geometry(_counts(), seed=0))
     np.testing.assert_allclose(p.distances, used)  # the target is the recommended estimate

@@ -142,9 +142,6 @@ def test_markdown_tables_are_one_renderer(pipeline_result, comparison):
     assert rows[0].startswith("| encoding | paper stress |")
     assert "\n".join(rows) in pipeline_result.markdown()
     assert "\n".join(score_table(comparison.table)) in comparison.markdown()
-    import posgeom.analysis.pipeline as deprecated  # one release: it kept no dead constant
-
-    assert "SCORE_COLUMNS" not in vars(deprecated)
 
 
 def test_cli_report_missing_parts_and_errors(comparison, tmp_path, capsys):

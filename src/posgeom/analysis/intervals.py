@@ -1,8 +1,11 @@
-"""Moved to :mod:`posgeom.pipeline.intervals` (a stage of the main job): this name is that module,
-for the code that imports it from here."""
+"""Deprecated name (one release) of :mod:`posgeom.pipeline.intervals` (a stage of the main job): importing
+it warns once (:mod:`posgeom.analysis`) and gives that module itself, the same object in
+``sys.modules``."""
 
 import sys
 
+from posgeom._errors import warn_moved_module
 from posgeom.pipeline import intervals
 
+warn_moved_module(__name__, "posgeom.pipeline.intervals")
 sys.modules[__name__] = intervals

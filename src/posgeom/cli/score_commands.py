@@ -51,7 +51,7 @@ def _folder_geometry(p: Path) -> dict[str, Any]:
 def _load_target(spec: str, key: str | None = None) -> Any:
     """The target distances: the ``hellinger`` array (or ``KEY``) of a results folder's
     arrays.npz, an (n, n) distance matrix file, or a long-context folder's target as blocks
-    (:func:`posgeom.analysis.pipeline_scale.stored_target`)."""
+    (:func:`posgeom.pipeline.scale.stored_target`)."""
     from posgeom.io.artifacts import is_artifact, load_artifact
 
     p, key = _split_key(spec, key)
@@ -63,7 +63,7 @@ def _load_target(spec: str, key: str | None = None) -> Any:
         arrays, _ = load_artifact(p)
         name = key or "hellinger"
         if key is None and name not in arrays and "hellinger_grid" in arrays:
-            from posgeom.analysis.pipeline_scale import stored_target
+            from posgeom.pipeline.scale import stored_target
 
             return stored_target(arrays, _folder_geometry(p), str(p))
         if name not in arrays:
@@ -103,7 +103,8 @@ def _target_block(spec: str, key: str | None) -> dict[str, Any]:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from posgeom.analysis.pipeline import score_encoding, score_table
+    from posgeom.pipeline.markdown import score_table
+    from posgeom.pipeline.scale import score_encoding
 
     specs = [spec.split("=", 1) if "=" in spec else (None, spec) for spec in args.encodings]
     named = [(name, *_split_key(path, args.key)) for name, path in specs]
@@ -111,7 +112,7 @@ def _score(args: argparse.Namespace) -> int:
     target = _load_target(args.target, args.target_key)
     score = partial(score_encoding, target=target, seed=args.seed)
     if hasattr(target, "pairs"):  # a long-context folder: one pair sample, every score on it
-        from posgeom.analysis.pipeline_scale import Scorer
+        from posgeom.pipeline.scale import Scorer
 
         score = Scorer.for_target(target, target.n_positions, seed=args.seed).score
         log.info("target: the folder's MDS coordinates (the whole estimate); scores sampled")

@@ -4,8 +4,9 @@ A family is the one place where what posgeom knows about an encoding lives. Ever
 needs an encoding asks the registry instead of naming families:
 
 - geometry: :meth:`Family.build` ``(n, **params) -> PositionEncoding`` (``posgeom.encodings.get``);
-- comparison: :meth:`Family.comparison` gives the row of ``posgeom.analysis.compare`` (encoding,
-  description and parameter count from the family's own constants);
+- comparison: :meth:`Family.comparison` gives the row of a comparison
+  (``posgeom.analyze(..., kind="compare")``: encoding, description and parameter count from the
+  family's own constants);
 - models: :meth:`Family.detect` finds the family's mechanism in a Hugging Face model and returns
   :class:`Mechanism` objects whose typed ``params`` convert themselves to geometry (torch is
   imported inside ``detect`` only: importing a family never imports torch);
@@ -60,7 +61,7 @@ class ComparisonContext:
     ``n_positions``: positions ``0 .. N-1`` to build (the caller restricts to the kept ones);
     ``model_dim``: width ``d``; ``n_heads``, ``rope_head_dim``, ``rope_base``: the BERT-base-like
     layout of the heads; ``seed``; ``learned_model``; ``low_rank``; ``pipeline``: the
-    :class:`~posgeom.analysis.pipeline.PipelineResult` (MDS encodings); ``score``: ``encoding -> scores``
+    :class:`~posgeom.pipeline.result.GeometryResult` (MDS encodings); ``score``: ``encoding -> scores``
     against the corpus geometry, for an encoding of positions ``0 .. N-1`` (restricted to the kept
     positions first); ``score_kept``: the same for an encoding of the kept positions only.
     """
@@ -99,7 +100,7 @@ class ComparisonEntry:
 class TorchSpec:
     """What a torch position module is built from: ``n`` positions, width ``d``, ``n_heads``,
     ``seed`` (a ``torch.Generator`` seed for random initialisations; ``None``: torch's global
-    generator), ``geometry`` (a ``PipelineResult`` for MDS families),
+    generator), ``geometry`` (a ``GeometryResult`` for MDS families),
     ``rank`` (low-rank MDS) and ``random_scale`` (fixed random tables)."""
 
     n: int

@@ -2,8 +2,8 @@
 and ``posgeom.experiments.reproduce`` is :mod:`posgeom.reproduction`.
 
 Importing an old name (a submodule included, e.g. ``posgeom.experiments.training.config``) warns
-once with a :class:`DeprecationWarning` and gives the new module itself (the same object in
-``sys.modules``, so classes, ``isinstance`` checks and monkeypatching agree).
+once with a :class:`~posgeom._errors.PosgeomDeprecationWarning` and gives the new module itself
+(the same object in ``sys.modules``, so classes, ``isinstance`` checks and monkeypatching agree).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
-import warnings
 from types import ModuleType
 
-from posgeom._errors import PosgeomDeprecationWarning
+from posgeom._errors import warn_moved_module
 
 #: old package name -> new package name
 MOVED = {
@@ -39,12 +38,7 @@ class _MovedLoader(importlib.abc.Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         new = _new_name(spec.name)
-        warnings.warn(
-            f"{spec.name} is deprecated; import {new} instead (the old name goes in the next "
-            "release)",
-            PosgeomDeprecationWarning,
-            stacklevel=2,
-        )
+        warn_moved_module(spec.name, new)  # the importing line (the import system's skipped)
         module = importlib.import_module(new)
         self._spec = module.__spec__  # the import system sets the old spec on it next
         return module

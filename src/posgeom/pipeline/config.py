@@ -17,8 +17,8 @@ and its group, the stage that uses it:
   ``rope_head_dim``, ``rope_base``, ``low_rank``, ``learned_model``.
 
 What derives from it: the keyword options of :func:`posgeom.pipeline.analyze` and of the
-deprecated :func:`~posgeom.analysis.pipeline.analyze_counts` and
-:func:`~posgeom.analysis.compare.compare_encodings` (:func:`takes_geometry_config`), the CLI's
+deprecated :func:`~posgeom.pipeline.deprecated.analyze_counts` and
+:func:`~posgeom.pipeline.deprecated.compare_encodings` (:func:`takes_geometry_config`), the CLI's
 pipeline flags (:func:`config_fields`: name, default, :meth:`GeometryConfig.allowed`, help), the
 summary's ``options`` (:meth:`GeometryConfig.record`, resolved by the stages) and a job's manifest
 (:meth:`GeometryConfig.record` / :meth:`GeometryConfig.from_record`).

@@ -124,7 +124,13 @@ class GeometryResult:
 
     @property
     def pipeline(self) -> GeometryResult:
-        """The result itself (``ComparisonResult.pipeline`` of the deprecated API)."""
+        """Deprecated (one release): the result itself (``ComparisonResult.pipeline`` of the
+        deprecated API, when a comparison held a pipeline result); warns at each use."""
+        warnings.warn(
+            "result.pipeline is the result itself now; use the result (a GeometryResult)",
+            PosgeomDeprecationWarning,
+            stacklevel=2,
+        )
         return self
 
     def row(self, name: str) -> dict[str, Any]:

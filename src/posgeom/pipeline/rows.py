@@ -1,6 +1,6 @@
 """The rows of a comparison: the registry families (and extra encodings) scored against a
 pipeline's geometry, and the same rows added to a pipeline result (``run``, ``geometry``,
-``demo``). :func:`posgeom.analysis.compare.compare_encodings` is the entry point that uses them.
+``demo``). :func:`posgeom.pipeline.job.analyze` is the entry point that uses them.
 
 The rows of the MDS encodings the pipeline computes itself are named here once, for every
 caller: :data:`MDS_ROW` (Algorithm 1), :data:`SMACOF_ROW` (its SMACOF refinement) and
@@ -79,7 +79,7 @@ def comparison_rows(
     keep_encodings: bool = True,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, np.ndarray], dict[str, Any]]:
     """The comparison rows of ``names`` (registry families) and of ``extra_encodings`` against the
-    geometry of a :class:`~posgeom.analysis.pipeline.PipelineResult` ``res``.
+    geometry of a :class:`~posgeom.pipeline.result.GeometryResult` ``res``.
 
     Returns ``(table, heads, shepard)``: one score row per encoding (with ``description`` and
     ``parameters``), the per-head rows of head families (ALiBi), and each encoding's distances at

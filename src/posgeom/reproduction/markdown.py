@@ -92,7 +92,7 @@ def _intro(results: dict[str, Any], chosen: dict[str, Any], meta: dict[str, Any]
     add("|---|---:|---:|---:|---:|---:|---:|---:|")
     for key, info in chosen.items():
         res = results[key]
-        nf = res.pipeline.noise
+        nf = res.noise
         iu = np.triu_indices(res.distances.shape[0], 1)
         floor = (
             f"{np.median(nf.pair_floor[iu]):.3g} / {np.median(res.distances[iu]):.3g}"
