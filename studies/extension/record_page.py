@@ -56,17 +56,25 @@ def split_table(out: Path) -> list[str]:
     sets = windows(out)["held-out (split)"]
     if not sets:
         return []
-    names = sorted({n for w in sets.values() for n in w},
-                   key=lambda n: np.mean([w[n]["loss"] for w in sets.values() if n in w]))  # fmt: skip
-    lines = ["| strategy | " + " | ".join(f"{k}: past 8k (first 2k)" for k in sets) + " |",
-             "|---|" + "---:|" * len(sets)]  # fmt: skip
+    names = sorted(
+        {n for w in sets.values() for n in w},
+        key=lambda n: np.mean([w[n]["loss"] for w in sets.values() if n in w]),
+    )
+    lines = [
+        "| strategy | " + " | ".join(f"{k}: past 8k (first 2k)" for k in sets) + " |",
+        "|---|" + "---:|" * len(sets),
+    ]
     for n in names:
         cells = [
             f"{w[n]['loss']:.3f} ({w[n]['first_2k']:.3f})" if n in w else "-" for w in sets.values()
         ]
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    return ["The held-out split's measured losses (nats per token; best first by their mean):",
-            "", *lines, ""]  # fmt: skip
+    return [
+        "The held-out split's measured losses (nats per token; best first by their mean):",
+        "",
+        *lines,
+        "",
+    ]
 
 
 def markdown(record: dict[str, Any], out: Path | None = None) -> str:
@@ -95,8 +103,13 @@ def markdown(record: dict[str, Any], out: Path | None = None) -> str:
             for k in sets
             for w, v in fb.get(k, {}).get("per_window", {}).items()
         ]
-        lines += ["", "The fallback's measured place per window (its loss minus none's, nats): "
-                  + "; ".join(places) + ".", ""]  # fmt: skip
+        lines += [
+            "",
+            "The fallback's measured place per window (its loss minus none's, nats): "
+            + "; ".join(places)
+            + ".",
+            "",
+        ]
         for window, k in entry.get("key_token_outcomes", {}).items():
             losses = ", ".join(
                 f"{n} {k['key_token_loss'][n]:.3f} ({k['loss_past_8k'][n]:.3f})"
@@ -104,10 +117,13 @@ def markdown(record: dict[str, Any], out: Path | None = None) -> str:
                 else f"{n} - ({k['loss_past_8k'][n]:.3f})"
                 for n in sorted(k["loss_past_8k"], key=k["loss_past_8k"].get)
             )
-            lines += [f"Key tokens (LongPPL) of {window}: {k['key_tokens']} of {k['tokens']} (mean "
-                      f"loss past 8k with the short context, no scaling: "
-                      f"{k['short_context_loss_past_8k']:.3f}); key-token loss (loss past 8k) per "
-                      f"strategy: {losses}.", ""]  # fmt: skip
+            lines += [
+                f"Key tokens (LongPPL) of {window}: {k['key_tokens']} of {k['tokens']} (mean "
+                f"loss past 8k with the short context, no scaling: "
+                f"{k['short_context_loss_past_8k']:.3f}); key-token loss (loss past 8k) per "
+                f"strategy: {losses}.",
+                "",
+            ]
         if entry.get("outcome_matrix"):
             lines += outcomes.markdown(entry["outcome_matrix"])
     return "\n".join(lines)

@@ -159,9 +159,15 @@ def config(encoding: str) -> Any:
     from posgeom.nn.decoder import DecoderConfig
 
     return DecoderConfig(
-        position=encoding, vocab_size=256, d_model=D, n_heads=HEADS, n_layers=LAYERS,
-        d_ff=4 * D, trained_length=L0, tokenizer="bytes",
-    )  # fmt: skip
+        position=encoding,
+        vocab_size=256,
+        d_model=D,
+        n_heads=HEADS,
+        n_layers=LAYERS,
+        d_ff=4 * D,
+        trained_length=L0,
+        tokenizer="bytes",
+    )
 
 
 def build(encoding: str, seed: int):

@@ -8,8 +8,8 @@ whose module is back under 400 lines is stale and fails, so the list cannot rot)
 hard limit for every module: half again the soft limit, past which even one concept has parts
 worth their own file. What keeps a long module readable is its functions, and those stay at
 complexity <= 15 (ruff's C901, checked to be on: ``test_the_complexity_limit_is_on``). Nothing is
-packed onto one line to meet either limit (the formatter owns layout: no module of src/ turns it
-off, ``test_the_formatter_owns_the_layout_of_src``)."""
+packed onto one line to meet either limit (the formatter owns layout: no module of src/, tests/,
+benchmarks/ or studies/ turns it off, ``test_the_formatter_owns_the_layout_of_every_tree``)."""
 
 from __future__ import annotations
 
@@ -114,12 +114,15 @@ def formatter_off(source: str) -> list[int]:
     ]
 
 
-def test_the_formatter_owns_the_layout_of_src():
-    """No module of src/ turns the formatter off: nothing is packed past ruff format to meet
-    the size limits (a comment only; the words in a string or docstring do not count)."""
+def test_the_formatter_owns_the_layout_of_every_tree():
+    """No module of the trees ruff checks (src/, tests/, benchmarks/, studies/) turns the
+    formatter off: nothing is packed past ruff format to meet the size limits (a comment only;
+    the words in a string or docstring do not count)."""
+    files = [p for tree in TREES for p in sorted((ROOT / tree).rglob("*.py"))]
+    assert {p.relative_to(ROOT).parts[0] for p in files} == set(TREES)  # every tree was read
     found = {
         str(p.relative_to(ROOT)): lines
-        for p in sorted((ROOT / "src").rglob("*.py"))
+        for p in files
         if (lines := formatter_off(p.read_text(encoding="utf-8")))
     }
     assert not found, f"formatter turned off (remove it, let ruff format lay it out): {found}"
