@@ -195,12 +195,12 @@ def positional_distributions(
     default = smoothing == "none" and min_samples == 1 and below_min == "flag"
     if default and "_plugin" in cm.__dict__:  # the plug-in of these counts, made before
         return cm.__dict__["_plugin"]
-    c = sp.csr_matrix(cm.counts, dtype=np.float64)
+    c = cm.counts  # read-only, canonical: the roots get their own arrays below
     if smoothing == "add-alpha" and not alpha > 0:
         raise PosgeomError(f"alpha must be > 0 for add-alpha smoothing, got {alpha}")
 
     n, vocab = c.shape
-    totals = np.asarray(c.sum(axis=1)).ravel()
+    totals = np.asarray(cm.totals, dtype=np.float64)
     positions = np.arange(n, dtype=np.int64)
     below = totals < max(min_samples, 1e-300)
     empty = totals <= 0
@@ -224,22 +224,23 @@ def positional_distributions(
 
     c = c[keep] if not keep.all() else c
     t = totals[keep]
-    rows = np.repeat(np.arange(c.shape[0]), np.diff(c.indptr))  # each stored value's row
+    per_value = np.diff(c.indptr)  # stored values of each row
     if smoothing == "none":
         z = t
-        data = c.data / z[rows]  # sqrt(C / T) on the stored values: zeros stay unstored
+        data = c.data / np.repeat(z, per_value)  # sqrt(C / T) on the stored values
         floor = np.zeros(len(t))
         used_alpha = 0.0
     else:
         z = t + alpha * vocab
-        data = (np.sqrt(c.data + alpha) - np.sqrt(alpha)) / np.sqrt(z)[rows]
+        data = np.sqrt(c.data + alpha) - np.sqrt(alpha)
+        data /= np.repeat(np.sqrt(z), per_value)
         floor = np.sqrt(alpha / z)
         used_alpha = float(alpha)
     if smoothing == "none":
         np.sqrt(data, out=data)
-    root = sp.csr_matrix((data, c.indices, c.indptr), shape=c.shape)
+    root = sp.csr_matrix((data, c.indices.copy(), c.indptr.copy()), shape=c.shape)
     out = PositionalDistributions(
-        sqrt_sparse=sp.csr_matrix(root),
+        sqrt_sparse=root,
         sqrt_floor=floor,
         positions=positions[keep],
         totals=t.astype(np.float64),
