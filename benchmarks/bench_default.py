@@ -164,10 +164,10 @@ def measure(n: int, cap: float, skip: tuple[str, ...] = ()) -> dict:
         "peer_pcoa": [py, "-c", PEER, path, "pcoa"],
         "peer_sklearn": [py, "-c", PEER, path, "sklearn"],
     }
-    for estimator in ("recommended", "plugin"):
-        folder = tempfile.mkdtemp(prefix=f"bench_default_{n}_")
-        extra = [] if estimator == "recommended" else ["--estimator", "plugin"]
-        tasks[f"geometry_{estimator}"] = [
+
+    def geometry(label: str, *extra: str) -> list[str]:
+        folder = tempfile.mkdtemp(prefix=f"bench_default_{n}_{label}_")
+        return [
             py,
             "-m",
             "posgeom.cli.main",
@@ -179,20 +179,11 @@ def measure(n: int, cap: float, skip: tuple[str, ...] = ()) -> dict:
             f"{folder}/out",
             *extra,
         ]
-    folder = tempfile.mkdtemp(prefix=f"bench_default_{n}_full_")
-    tasks["geometry_recommended_full"] = [  # the default estimator at the plug-in's resolution
-        py,
-        "-m",
-        "posgeom.cli.main",
-        "geometry",
-        path,
-        "-d",
-        "768",
-        "-o",
-        f"{folder}/out",
-        "--resolution",
-        "full",
-    ]
+
+    tasks["geometry_recommended"] = geometry("recommended")
+    tasks["geometry_plugin"] = geometry("plugin", "--estimator", "plugin")
+    # the default estimator at the plug-in's resolution
+    tasks["geometry_recommended_full"] = geometry("full", "--resolution", "full")
     folder = tempfile.mkdtemp(prefix=f"bench_default_{n}_compare_")
     tasks["compare_recommended"] = [
         py,

@@ -14,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -33,11 +31,16 @@ def blas_threads(limit: int = 1) -> Iterator[None]:
 class Background:
     """``fn()`` run on a daemon thread while the caller goes on (the second core of a machine
     whose BLAS the caller holds at one thread); :meth:`result` waits for it and returns its value
-    or raises its exception. A daemon: an interrupted caller exits without waiting for it."""
+    or raises its exception. A daemon: an interrupted caller exits without waiting for it.
+    ``inline``: ``fn()`` runs here and now instead (the same object to the caller)."""
 
-    def __init__(self, fn: Callable[[], T], *, name: str) -> None:
+    def __init__(self, fn: Callable[[], Any], *, name: str, inline: bool = False) -> None:
         self._value: Any = None
         self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if inline:
+            self._run(fn)
+            return
         self._thread = threading.Thread(target=self._run, args=(fn,), name=name, daemon=True)
         self._thread.start()
 
@@ -48,7 +51,8 @@ class Background:
             self._error = exc
 
     def result(self) -> Any:
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         if self._error is not None:
             raise self._error
         return self._value

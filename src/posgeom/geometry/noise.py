@@ -339,7 +339,7 @@ def sampled_noise_floor(
     confidence: float = 0.95,
 ) -> SampledNoiseFloor:
     """Split-half noise floor without ``n x n`` matrices: ``b_i`` as :func:`noise_floor` does
-    (the same split distribution, drawn by :func:`split_rows_vectorized`), then the trusted share
+    (the same split distribution, drawn by :func:`_half_counts`), then the trusted share
     over the drawn ``pairs`` ``(i, j)`` at which ``plugin_distances`` are the plug-in ``D_ij``."""
     from posgeom._validation import check_param
     from posgeom.scores.order import wilson_interval

@@ -23,8 +23,9 @@ from functools import partial
 from typing import Any
 
 from posgeom.encodings._registry import Family
+from posgeom.pipeline.target import PluginEstimate
 
-__all__ = ["attach_intervals"]
+__all__ = ["attach_intervals", "stage_intervals"]
 
 log = logging.getLogger("posgeom")
 
@@ -112,3 +113,33 @@ def attach_intervals(
         "ranking": list(bs.ranking),
         "ranking_stability": bs.ranking_stability,
     }
+
+
+def stage_intervals(
+    counts: Any, stage: Any, table: list[dict[str, Any]], built: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
+    each replicate needs an ``(n, n)`` matrix); ``stage``: the job's stage (its options,
+    scorer and target), ``table`` / ``built``: its rows and the encodings they scored."""
+
+    if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
+        return None
+    if stage.scorer.sampled:
+        log.warning(
+            "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
+            "rows carry their sampling intervals (<score>_ci)",
+            stage.distributions.n_positions,
+        )
+        return None
+    o, target = stage.options, stage.target
+    same_classes = {} if isinstance(target, PluginEstimate) else {"resolution": target.class_map}
+    return attach_intervals(
+        counts,
+        table,
+        built,
+        model_dim=int(o["model_dim"]),
+        low_rank=int(o["low_rank"]),
+        estimator=o["estimator"],  # the name actually used (a fallback included)
+        estimator_options={**(o["estimator_options"] or {}), **same_classes},
+        seed=o["seed"],
+    )

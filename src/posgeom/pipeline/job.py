@@ -9,10 +9,11 @@ deprecated :func:`~posgeom.analysis.pipeline.analyze_counts` and
 2. the positional distributions ``mu_i`` (smoothing, sample floor);
 3. the target ``D``: an estimate (:func:`~posgeom.pipeline.target.estimate_target`; the plug-in
    is one of them, a :class:`~posgeom.pipeline.target.PluginEstimate`);
-4. the MDS encoding at rank ``r = min(n - 1, d)`` (or ``n_components``), started on a
-   :class:`~posgeom._threads.Background` thread: its eigensolve (seconds to minutes for a long
-   context at full vocabulary) runs on one core while the stages that do not read it run on
-   the other, BLAS at one thread each (the same arithmetic on every run);
+4. the MDS encoding at rank ``r = min(n - 1, d)`` (or ``n_components``); above
+   :data:`OVERLAP_ABOVE` positions started on a :class:`~posgeom._threads.Background` thread:
+   its eigensolve (seconds to minutes for a long context at full vocabulary) runs on one core
+   while the stages that do not read it run on the other, BLAS at one thread each (the same
+   arithmetic on every run);
 5. meanwhile one :class:`~posgeom.pipeline.scale.Scorer` (the target validated once; exact up to
    ``SAMPLED_ABOVE`` positions, one pair sample above), the stationarity of ``D``, the noise
    floor, a long context's drawn arrays, and the registry's rows that do not read the MDS
@@ -26,6 +27,7 @@ deprecated :func:`~posgeom.analysis.pipeline.analyze_counts` and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Mapping
@@ -44,13 +46,18 @@ from posgeom.geometry.divergences import HellingerBlocks
 from posgeom.geometry.noise import noise_floor, sampled_noise_floor
 from posgeom.pipeline import scale
 from posgeom.pipeline.config import GeometryConfig, default_encodings, takes_geometry_config
-from posgeom.pipeline.intervals import attach_intervals
+from posgeom.pipeline.intervals import stage_intervals
 from posgeom.pipeline.result import KINDS, GeometryResult
 from posgeom.pipeline.rows import MDS_ROW, SMACOF_ROW, comparison_rows, rows_in_order
 from posgeom.pipeline.stationarity import StationarityResult, sampled_stationarity, stationarity
 from posgeom.pipeline.target import PluginEstimate, embed, estimate_target
 
 __all__ = ["analyze"]
+
+#: above this many positions (the long contexts' sampled path) the MDS eigensolve runs on a
+#: thread of its own beside the stages that do not read it, BLAS at one thread each; below, it
+#: takes seconds and every stage keeps the machine's BLAS threads (SMACOF, the dense scores)
+OVERLAP_ABOVE = scale.SAMPLED_ABOVE
 
 log = logging.getLogger("posgeom")
 
@@ -85,8 +92,9 @@ def analyze(
     names = _family_names(config)
     refine = SMACOF_ROW in names
     fitted = [x for x in names if family(x).role == "fitted"]  # the rows that read the MDS
-    with blas_threads(1):  # the MDS eigensolve on one core, what does not read it on the other
-        stage, mds_job = _geometry(cm, config, refine=refine)
+    overlap = cm.n_positions > OVERLAP_ABOVE  # the eigensolve long enough to run beside
+    with blas_threads(1) if overlap else contextlib.nullcontext():  # one core each
+        stage, mds_job = _geometry(cm, config, refine=refine, overlap=overlap)
         rows = dict(
             n_heads=config.n_heads,
             rope_head_dim=stage.options["rope_head_dim"],
@@ -100,11 +108,12 @@ def analyze(
         early = comparison_rows(
             stage, [x for x in names if x not in fitted], extra_encodings=encodings, **rows
         )
-        stage = _with_mds(stage, mds_job.result(), refine=refine)
+        mds = mds_job.result()
+    stage = _with_mds(stage, mds, refine=refine)  # SMACOF with every BLAS thread
     table, heads, shepard, built = rows_in_order(
         names, early, comparison_rows(stage, fitted, **rows)
     )
-    uncertainty = _intervals(counts, stage, table, built)
+    uncertainty = stage_intervals(counts, stage, table, built)
     log.info("rank curve (r = 1 .. %d)", config.max_rank)
     curve = scale.rank_curve(stage.mds, stage.scorer, max_rank=config.max_rank, seed=config.seed)
     scored = [r["encoding"] for r in table]
@@ -218,10 +227,13 @@ def _distributions(cm: CountMatrix, config: GeometryConfig) -> PositionalDistrib
     return dist
 
 
-def _geometry(cm: CountMatrix, config: GeometryConfig, *, refine: bool) -> tuple[_Geometry, Any]:
+def _geometry(
+    cm: CountMatrix, config: GeometryConfig, *, refine: bool, overlap: bool
+) -> tuple[_Geometry, Any]:
     """Distributions, target, the scorer and the stages of :func:`_of_target`, with the MDS
-    encoding started on a :class:`~posgeom._threads.Background` thread (its result: the second
-    element; :func:`_with_mds` adds it). ``refine``: recorded for :func:`_with_mds`."""
+    encoding started on a :class:`~posgeom._threads.Background` thread when ``overlap``, else
+    computed first (its result: the second element; :func:`_with_mds` adds it). ``refine``:
+    recorded for :func:`_with_mds`."""
     c = config
     dist = _distributions(cm, c)
     n = dist.n_positions
@@ -261,12 +273,14 @@ def _geometry(cm: CountMatrix, config: GeometryConfig, *, refine: bool) -> tuple
         "refine": refine,
         "rope_head_dim": _rope_head_dim(c),
     }
-    log.info("classical MDS: rank %d in model width %d, beside the target's stages", r, c.model_dim)
+    where = ", beside the target's stages" if overlap else ""
+    log.info("classical MDS: rank %d in model width %d%s", r, c.model_dim, where)
     mds_job = Background(
         lambda: embed(
             target, r, model_dim=c.model_dim, convention=c.convention, solver=c.solver, seed=c.seed
         ),
         name="posgeom-mds",
+        inline=not overlap,
     )
     scorer = scale.Scorer.for_target(scored, n, beside=beside, seed=c.seed)
     stage = _Geometry(dist, target, scored, beside, None, None, scorer, options=options, kept=kept)
@@ -361,34 +375,6 @@ def _noise(stage: _Geometry, config: GeometryConfig) -> Any:
     except PosgeomError as exc:
         log.warning("noise floor skipped: %s", exc)
         return None
-
-
-def _intervals(
-    counts: Any, stage: _Geometry, table: list[dict[str, Any]], built: dict[str, Any]
-) -> dict[str, Any] | None:
-    """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
-    each replicate needs an ``(n, n)`` matrix)."""
-    if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
-        return None
-    if stage.scorer.sampled:
-        log.warning(
-            "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
-            "rows carry their sampling intervals (<score>_ci)",
-            stage.distributions.n_positions,
-        )
-        return None
-    o, target = stage.options, stage.target
-    same_classes = {} if isinstance(target, PluginEstimate) else {"resolution": target.class_map}
-    return attach_intervals(
-        counts,
-        table,
-        built,
-        model_dim=int(o["model_dim"]),
-        low_rank=int(o["low_rank"]),
-        estimator=o["estimator"],  # the name actually used (a fallback included)
-        estimator_options={**(o["estimator_options"] or {}), **same_classes},
-        seed=o["seed"],
-    )
 
 
 def _stationarity(stage: _Geometry) -> StationarityResult:
