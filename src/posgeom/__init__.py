@@ -9,7 +9,6 @@ Names are loaded lazily, so ``import posgeom`` stays fast and never imports torc
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import Any
 
 from posgeom._errors import (
@@ -81,30 +80,20 @@ _EXPORTS: dict[str, str] = {
     "analyze": "posgeom.pipeline",
     "GeometryConfig": "posgeom.pipeline",
     "GeometryResult": "posgeom.pipeline",
-    # the comparison of every encoding for a corpus (deprecated: analyze)
-    "compare_encodings": "posgeom.pipeline.deprecated",
-    "ComparisonResult": "posgeom.pipeline.deprecated",
     "stationarity": "posgeom.pipeline.stationarity",
     "StationarityResult": "posgeom.pipeline.stationarity",
     # lags -> lag geometry -> context extension
     "lag_geometry": "posgeom.lags",
     "extend": "posgeom.extension.run",
     # scores -> reports
-    "analyze_counts": "posgeom.pipeline.deprecated",
     "score_encoding": "posgeom.pipeline.scale",
-    "PipelineResult": "posgeom.pipeline.deprecated",
     "report": "posgeom.reports",
     # where a model keeps position: probes beside the geometry
     "probe": "posgeom.probes",
     "ProbeResult": "posgeom.probes",
 }
 
-#: deprecated names (one release) -> the name that replaces them: the first use warns, then the
-#: name is cached like the others (``from posgeom import X`` asks ``__getattr__`` twice: once)
-_DEPRECATED = {"PipelineResult": "GeometryResult", "ComparisonResult": "GeometryResult"}
-
 _SUBMODULES = {
-    "analysis",
     "corpus",
     "embed",
     "encodings",
@@ -140,13 +129,6 @@ _provide_renderers("posgeom.reports")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _DEPRECATED:
-        warnings.warn(
-            f"posgeom.{name} is deprecated and goes in the next release; use "
-            f"posgeom.{_DEPRECATED[name]} (the same class)",
-            PosgeomDeprecationWarning,
-            stacklevel=2,
-        )
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value

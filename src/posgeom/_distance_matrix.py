@@ -9,14 +9,11 @@ array, an object whose ``.distances`` is an array, such as ``GeometryEstimate``,
 
 ``.distances`` is an attribute everywhere: a read-only ``(n, n)`` float64 array, computed once
 where it is derived (an encoding's from its vectors or lag profile, an MDS result's from its
-coordinates) and cached. The method spelling ``x.distances()`` of earlier releases still works for
-one release: the array is a :class:`DistancesArray`, whose call warns (``DeprecationWarning``)
-and returns a writable copy, as the method did.
+coordinates) and cached.
 """
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -24,12 +21,11 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import pdist, squareform
 
-from posgeom._errors import PosgeomDeprecationWarning, PosgeomError
+from posgeom._errors import PosgeomError
 from posgeom._validation import float_array
 
 __all__ = [
     "DistanceMatrix",
-    "DistancesArray",
     "as_distances",
     "check_distance_matrix",
     "distances_attribute",
@@ -100,27 +96,10 @@ class DistanceMatrix:
         return out.copy() if copy else out
 
 
-class DistancesArray(np.ndarray):
-    """A read-only distance array that can still be called like the ``distances()`` method it
-    replaces (deprecated; goes in the next release). Arithmetic on it gives plain arrays."""
-
-    def __call__(self) -> np.ndarray:
-        warnings.warn(
-            "distances is an attribute now: write x.distances, not x.distances() (the call is "
-            "deprecated and goes in the next release; it returns a writable copy)",
-            PosgeomDeprecationWarning,
-            stacklevel=2,
-        )
-        return np.array(self)
-
-    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False) -> Any:
-        out = np.asarray(array)
-        return out[()] if return_scalar else out
-
-
-def distances_attribute(matrix: Any) -> DistancesArray:
-    """``matrix`` as the read-only ``.distances`` attribute of an object (a view, no copy)."""
-    out = np.asarray(matrix, dtype=np.float64).view(DistancesArray)
+def distances_attribute(matrix: Any) -> np.ndarray:
+    """``matrix`` as the read-only float64 ``.distances`` attribute of an object (a view, no copy
+    when it is float64 already)."""
+    out = np.asarray(matrix, dtype=np.float64).view()
     out.setflags(write=False)
     return out
 

@@ -10,10 +10,9 @@ import pytest
 from scipy.spatial.distance import pdist, squareform
 
 import posgeom.pipeline.scale as scale
-from helpers.pipeline import mds_rows
+from helpers.pipeline import default_rows
 from posgeom import analyze, classical_mds, estimate_geometry
 from posgeom.estimators.euclidean import pairs_above
-from posgeom.pipeline.rows import with_baselines
 from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
 
 N = 4096  # one (n, n) float64 is 128 MiB: far above everything else these paths hold
@@ -49,7 +48,7 @@ def test_the_default_mds_step_allocates_no_square_matrix(long_counts):
 
 def test_the_geometry_path_above_the_sampling_threshold_holds_no_square_matrix(long_counts):
     assert N > scale.SAMPLED_ABOVE
-    res, peak = _peak(lambda: with_baselines(analyze(long_counts, mds_rows(model_dim=32))))
+    res, peak = _peak(lambda: analyze(long_counts, default_rows(model_dim=32)))
     assert res.sampled and res.distances is None and res.estimate._distances is None
     # below one (n, n) float64 (128 MiB) by more than the blocked separation's fixed 1024-row
     # blocks (32 MiB each; with their temporaries the peak is 77-78 MiB under numpy 2.4 / scipy

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import posgeom
-from posgeom import PosgeomDeprecationWarning, PosgeomError
+from posgeom import PosgeomError
 
 WRONG = [None, "x", object(), 3.5, {"a": 1}]
 
@@ -104,11 +104,9 @@ def _calls(x: _Inputs) -> dict[str, tuple[tuple, dict, tuple[int, ...]]]:
         "bootstrap_vector": ((x.boot, [vec]), {}, (0, 1)),
         "bootstrap_interval": ((0.5, [0.4, 0.5, 0.6]), {}, (0, 1)),
         "replicate_geometry": ((x.boot,), {}, (0,)),
-        "compare_encodings": ((x.counts,), {"model_dim": 8, "max_rank": 2}, (0,)),
         "stationarity": ((D,), {}, (0,)),
         "lag_geometry": ((x.lag_counts,), {"n_null": 2}, (0,)),
         "extend": (("rope", x.ids), {"target_length": 16, "trained_length": 8}, (0, 1)),
-        "analyze_counts": ((x.counts,), {"model_dim": 8}, (0,)),
         "analyze": ((x.counts,), {"model_dim": 8}, (0,)),
         "score_encoding": ((vec, D), {}, (0, 1)),
         "probe": ((x.table,), {"seeds": 2, "folds": 2, "pairs": 20}, (0,)),
@@ -116,16 +114,8 @@ def _calls(x: _Inputs) -> dict[str, tuple[tuple, dict, tuple[int, ...]]]:
     }
 
 
-#: the old names of GeometryResult: classes, whose lookup warns (tests/project/test_deprecations.py)
-OLD_CLASS_NAMES = {"PipelineResult", "ComparisonResult"}
-
-
 def _public_functions() -> list[str]:
-    return sorted(
-        name
-        for name in posgeom.__all__
-        if name not in OLD_CLASS_NAMES and inspect.isfunction(getattr(posgeom, name))
-    )
+    return sorted(name for name in posgeom.__all__ if inspect.isfunction(getattr(posgeom, name)))
 
 
 def test_every_public_function_is_in_the_sweep(inputs):
@@ -141,16 +131,6 @@ def _acceptable(valid: Any, bad: Any, default: Any) -> bool:
 
 
 SLOW = {"extend", "report"}  # torch and the page: seconds; e2e (their own tests run them too)
-#: public names kept one release: each call warns (checked here), then runs analyze
-DEPRECATED = {"analyze_counts", "compare_encodings"}
-
-
-def _call(name: str, function: Any, *args: Any, **kwargs: Any) -> Any:
-    """``function(*args, **kwargs)``; a deprecated one must warn (unless refused first)."""
-    if name not in DEPRECATED:
-        return function(*args, **kwargs)
-    with pytest.warns(PosgeomDeprecationWarning, match=f"{name} is deprecated"):
-        return function(*args, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -163,7 +143,7 @@ def _call(name: str, function: Any, *args: Any, **kwargs: Any) -> Any:
 )
 def test_public_function_valid_call_runs(inputs, name):
     args, kwargs, _ = _calls(inputs)[name]
-    _call(name, getattr(posgeom, name), *args, **kwargs)
+    getattr(posgeom, name)(*args, **kwargs)
 
 
 @pytest.mark.parametrize("name", _public_functions())
@@ -179,7 +159,7 @@ def test_public_function_wrong_types_raise_posgeom_error(inputs, name):
             call = list(args)
             call[index] = bad
             try:
-                _call(name, function, *call, **kwargs)
+                function(*call, **kwargs)
             except PosgeomError:
                 refused += 1
                 continue

@@ -1,7 +1,6 @@
-"""The pipeline config of the MDS rows only (``families=MDS_ROWS``, a rank curve to 8, no
-bootstrap intervals): what the deprecated ``analyze_counts`` ran, spelled with
-:func:`posgeom.analyze` and :class:`posgeom.GeometryConfig` by the tests that check the
-pipeline's numbers without the baselines' rows."""
+"""Pipeline configs the tests share: the MDS rows only (``families=MDS_ROWS``), or every default
+row, each with a rank curve to 8 and no bootstrap intervals, spelled with :func:`posgeom.analyze`
+and :class:`posgeom.GeometryConfig`."""
 
 from __future__ import annotations
 
@@ -15,3 +14,9 @@ def mds_rows(**options: Any) -> GeometryConfig:
     """``GeometryConfig(families=MDS_ROWS, max_rank=8, intervals=False)`` changed by
     ``options``."""
     return GeometryConfig(**{"families": MDS_ROWS, "max_rank": 8, "intervals": False} | options)
+
+
+def default_rows(**options: Any) -> GeometryConfig:
+    """``GeometryConfig(max_rank=8, intervals=False)`` (every default row: the baselines and the
+    MDS rows) changed by ``options``."""
+    return GeometryConfig(**{"max_rank": 8, "intervals": False} | options)

@@ -1,6 +1,5 @@
 """analyze(): one run of the main job, one result, one summary schema for every command; the
-deprecated analyze_counts and compare_encodings give its numbers; the plug-in is an ordinary
-estimate, checked against an independent Hellinger computation."""
+plug-in is an ordinary estimate, checked against an independent Hellinger computation."""
 
 from __future__ import annotations
 
@@ -11,11 +10,9 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist, squareform
 
-from posgeom._errors import PosgeomDeprecationWarning, PosgeomError
+from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import count_positions
-from posgeom.encodings import sinusoidal
 from posgeom.pipeline import GeometryConfig, GeometryResult, analyze
-from posgeom.pipeline.deprecated import analyze_counts, compare_encodings
 from posgeom.pipeline.target import PluginEstimate
 from posgeom.synthetic import synthetic_corpus
 
@@ -35,58 +32,6 @@ def compared(counts):
 def _rows_equal(a, b):
     """Equal rows, key for key and number for number (inf and nan included: JSON text)."""
     assert json.dumps(list(a), default=str) == json.dumps(list(b), default=str)
-
-
-def test_compare_encodings_is_analyze(counts, compared):
-    """The deprecated wrapper warns and returns analyze's numbers (rows, heads, rank curve,
-    stationarity, noise floor), seed for seed."""
-    with pytest.warns(DeprecationWarning, match="compare_encodings is deprecated"):
-        old = compare_encodings(counts, model_dim=16, seed=1)
-    assert isinstance(old, GeometryResult) and old.kind == compared.kind == "compare"
-    _rows_equal(old.table, compared.rows)
-    _rows_equal(old.heads, compared.heads)
-    assert list(old.rank_curve) == list(compared.rank_curve)
-    assert len(compared.rank_curve) == min(GeometryConfig().max_rank, N - 1)  # r = 1 .. n - 1
-    assert old.stationarity.toeplitz_r2 == compared.stationarity.toeplitz_r2
-    np.testing.assert_array_equal(old.noise.pair_floor, compared.noise.pair_floor)
-    assert old.summary()["options"] == compared.summary()["options"]
-
-
-def test_analyze_counts_is_analyze_with_the_mds_rows(counts):
-    with pytest.warns(DeprecationWarning, match="analyze_counts is deprecated"):
-        old = analyze_counts(counts, model_dim=16, seed=2, estimator="plugin")
-    new = analyze(
-        counts,
-        model_dim=16,
-        seed=2,
-        estimator="plugin",
-        families=("mds", "mds+smacof"),
-        max_rank=8,
-    )
-    assert list(old.scores) == ["mds", "mds+smacof"]
-    _rows_equal(old.rows, new.rows)
-    assert list(old.rank_curve) == list(new.rank_curve) and len(new.rank_curve) == 8
-    assert old.summary()["scores"] == new.summary()["scores"]
-
-
-def test_the_deprecations_warn_from_the_callers_line(counts):
-    """Each deprecated name warns with PosgeomDeprecationWarning (what pyproject turns into an
-    error) attributed to the line that calls it: a warning attributed to posgeom's own code (the
-    wrappers' decorator) is hidden by Python's default filters, so a script never saw it."""
-    result = analyze(counts, GeometryConfig(model_dim=8, families=("mds",), noise=None))
-    calls = {
-        "analyze_counts": lambda: analyze_counts(counts, model_dim=8, noise=None, max_rank=0),
-        "compare_encodings": lambda: compare_encodings(
-            counts, model_dim=8, encodings=["mds"], noise=None, max_rank=0
-        ),
-        "markdown_table": lambda: result.markdown_table(),
-        "to_markdown": lambda: result.to_markdown(),
-        "distances()": lambda: sinusoidal(4, d=4).distances(),
-    }
-    for name, call in calls.items():
-        with pytest.warns(PosgeomDeprecationWarning) as seen:
-            call()
-        assert [w.filename for w in seen] == [__file__], name
 
 
 def test_the_plugin_is_an_ordinary_estimate(counts):

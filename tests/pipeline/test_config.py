@@ -14,13 +14,11 @@ from posgeom.corpus.counting import count_positions
 from posgeom.encodings import default_rope_head_dim
 from posgeom.pipeline import analyze
 from posgeom.pipeline.config import (
-    BASELINES,
     GROUPS,
     GeometryConfig,
     config_fields,
     takes_geometry_config,
 )
-from posgeom.pipeline.deprecated import analyze_counts, compare_encodings
 from posgeom.pipeline.rows import MDS_ROWS
 from posgeom.synthetic import synthetic_corpus
 
@@ -42,20 +40,10 @@ def test_every_field_has_a_group_a_default_and_a_help():
     GeometryConfig()  # every default satisfies its own constraint
 
 
-def test_the_wrappers_signatures_are_the_fields():
-    """analyze_counts takes every field but the baselines (max_rank 8, no intervals: its own);
-    compare_encodings every field but the embedding's own and smooth_positions, ``families``
-    spelled ``encodings``: names and defaults read from the dataclass."""
-    pipeline = _keywords(analyze_counts, {"encodings"})
-    baselines = {f.name for f in config_fields(BASELINES)}
-    own = {"max_rank": 8, "intervals": False}
-    assert pipeline == {k: v for k, v in FIELDS.items() if k not in baselines} | own
-    compare = _keywords(compare_encodings, {"extra_encodings"})
-    left_out = {"n_components", "solver", "refine", "smooth_positions", "families"}
-    want = {k: v for k, v in FIELDS.items() if k not in left_out} | {"encodings": None}
-    assert compare == want
-    with pytest.raises(TypeError, match="families"):
-        analyze_counts(None, families=["mds"])  # a baseline: not an option of analyze_counts
+def test_analyze_takes_every_field_as_a_keyword():
+    """analyze's keyword options are the config's fields: names and defaults read from the
+    dataclass."""
+    assert _keywords(analyze, {"encodings", "kind"}) == FIELDS  # its own two: what and which
 
 
 def test_a_new_field_reaches_the_signature_and_the_record():
@@ -110,12 +98,11 @@ def test_a_config_is_the_base_the_keywords_change():
     ],
 )
 def test_one_set_of_constraints(option, value, needle):
-    """The config and both wrappers refuse a bad value with the same one-line message, before
-    any work (the counts here are not even counts)."""
+    """The config and analyze refuse a bad value with the same one-line message, before any
+    work (the counts here are not even counts)."""
     calls = [
         lambda: GeometryConfig(**{option: value}),
-        lambda: analyze_counts(None, **{option: value}),
-        lambda: compare_encodings(None, **{option: value}),
+        lambda: analyze(None, **{option: value}),
     ]
     for call in calls:
         with pytest.raises(PosgeomError, match=needle):

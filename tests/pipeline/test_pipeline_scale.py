@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 import posgeom.pipeline.scale as scale
-from helpers.pipeline import mds_rows
+from helpers.pipeline import default_rows
 from posgeom.pipeline import analyze
-from posgeom.pipeline.rows import with_baselines
 from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
 
 
@@ -35,7 +34,7 @@ def _run(counts, monkeypatch, sampled_above, estimator):
     with monkeypatch.context() as m:
         m.setattr(scale, "SAMPLED_ABOVE", sampled_above)
         m.setattr(scale, "REFINE_MAX_N", sampled_above)
-        return with_baselines(analyze(counts, mds_rows(model_dim=64, estimator=estimator)))
+        return analyze(counts, default_rows(model_dim=64, estimator=estimator))
 
 
 @pytest.mark.parametrize("estimator", ["plugin", "recommended"])

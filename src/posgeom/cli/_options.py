@@ -1,12 +1,10 @@
 """Options of the commands outside the main pipeline (``analyze-model``, ``probe``, ``train``),
-declared once: the estimator with its old spellings, its resolution, the noise floor. The
+declared once: the estimator, its resolution, the noise floor. The
 pipeline's own flags (``geometry``, ``run``, ``demo``, ``compare``) derive from its config:
 :mod:`posgeom.cli._config_flags`."""
 
 from __future__ import annotations
 
-import argparse
-import sys
 from typing import Any
 
 __all__ = [
@@ -17,46 +15,23 @@ __all__ = [
 ]
 
 
-class _OldSpelling(argparse.Action):
-    """Store the value; say once on stderr when the option was given by its old spelling."""
-
-    def __init__(self, *args: Any, old: str | None = None, **kwargs: Any) -> None:
-        self.old = old
-        super().__init__(*args, **kwargs)
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
-        if option_string is not None and option_string == self.old:
-            print(
-                f"posgeom: {self.old} is the old spelling of --estimator (deprecated: it goes in "
-                "the next release); use --estimator",
-                file=sys.stderr,
-            )
-        setattr(namespace, self.dest, values)
-
-
 def add_estimator_argument(
     g: Any,
     *,
     dest: str = "estimator",
-    old: str | None = None,
     what: str = "geometry estimator",
 ) -> None:
     """``--estimator``: the geometry estimator (the plug-in is always shown beside it), named
-    from the estimator registry. ``old``: a former spelling kept as an alias for one release
-    (``--target`` of analyze-model, ``--target-estimator`` of train), with a note when used."""
+    from the estimator registry."""
     from posgeom.estimators import RECOMMENDED, available
 
-    names = tuple(x for x in ("--estimator", old) if x)
     g.add_argument(
-        *names,
+        "--estimator",
         dest=dest,
         default="recommended",
         metavar="NAME",
-        action=_OldSpelling,
-        old=old,
         help=f"{what}: recommended (= {RECOMMENDED}) or one of {', '.join(available())}; "
-        "the plug-in (the paper's) is shown beside it"
-        + (f" ({old}: the old spelling, deprecated)" if old else ""),
+        "the plug-in (the paper's) is shown beside it",
     )
 
 

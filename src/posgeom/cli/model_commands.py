@@ -335,7 +335,6 @@ def register(sub: Any) -> None:
     add_estimator_argument(
         p,
         dest="target",
-        old="--target",
         what="estimator of the corpus geometry the layers are scored against",
     )
     add_resolution_argument(p)

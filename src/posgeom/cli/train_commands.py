@@ -94,7 +94,6 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
     add_estimator_argument(
         d,
         dest="target_estimator",
-        old="--target-estimator",
         what="estimator of the target geometry the run is scored against",
     )
 

@@ -219,7 +219,7 @@ class Family(Extension):
     ``detect_order`` (smaller first), ``torch_class`` (``"module:Class"`` of its nn module, or
     ``None``), ``trained_by_default`` (the trainer trains its positions), ``excludes``
     (mechanism kinds dropped when this family's mechanism is found: ALiBi models may carry an unused
-    rotary module), ``comparison_needs`` (the ``compare_encodings`` argument its row needs, e.g.
+    rotary module), ``comparison_needs`` (the :class:`~posgeom.pipeline.config.GeometryConfig` field its row needs, e.g.
     ``"learned_model"``), ``pipeline_options`` (what the comparison's pipeline must compute, e.g.
     ``{"refine": True}`` for SMACOF), ``role`` (what its comparison row is: ``"candidate"``, an
     encoding a model could use; ``"baseline"``, a reference with no positional design (random,

@@ -5,9 +5,7 @@ for ``geometry``, ``run``, ``demo`` and ``compare``). The stages' helpers: the t
 (:mod:`.target`), the scorer at every ``n`` (:mod:`.scale`), the registry's rows (:mod:`.rows`),
 intervals (:mod:`.intervals`), stationarity (:mod:`.stationarity`); the result's text: the row
 schema (:mod:`.schema`), Markdown (:mod:`.markdown`), the verdict (:mod:`.verdict`,
-:mod:`.verdict_inputs`) and the length hints (:mod:`.lengths`); the deprecated entries
-``analyze_counts`` and ``compare_encodings`` (:mod:`.deprecated`, one release). Names load
-lazily."""
+:mod:`.verdict_inputs`) and the length hints (:mod:`.lengths`). Names load lazily."""
 
 from __future__ import annotations
 

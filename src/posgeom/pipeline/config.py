@@ -16,9 +16,8 @@ and its group, the stage that uses it:
 - ``baselines``: ``families`` (the registry's rows; None: the default set), ``n_heads``,
   ``rope_head_dim``, ``rope_base``, ``low_rank``, ``learned_model``.
 
-What derives from it: the keyword options of :func:`posgeom.pipeline.analyze` and of the
-deprecated :func:`~posgeom.pipeline.deprecated.analyze_counts` and
-:func:`~posgeom.pipeline.deprecated.compare_encodings` (:func:`takes_geometry_config`), the CLI's
+What derives from it: the keyword options of :func:`posgeom.pipeline.analyze`
+(:func:`takes_geometry_config`), the CLI's
 pipeline flags (:func:`config_fields`: name, default, :meth:`GeometryConfig.allowed`, help), the
 summary's ``options`` (:meth:`GeometryConfig.record`, resolved by the stages) and a job's manifest
 (:meth:`GeometryConfig.record` / :meth:`GeometryConfig.from_record`).
@@ -351,26 +350,22 @@ def config_fields(*groups: str) -> tuple[dataclasses.Field[Any], ...]:
 def takes_geometry_config(
     *groups: str,
     exclude: tuple[str, ...] = (),
-    defaults: Mapping[str, Any] | None = None,
-    names: Mapping[str, str] | None = None,
     config: type[GeometryConfig] = GeometryConfig,
 ) -> Callable[[F], F]:
     """Decorator: the function takes the fields of ``groups`` (all when none is named; less
     ``exclude``) as keyword options (names, defaults and types read from ``config``, shown by
     ``help()`` and ``inspect.signature``) and receives them as one validated ``config=``.
 
-    ``defaults``: field -> the default this function keeps (the deprecated wrappers' own);
-    ``names``: field -> the keyword this function spells it with. A ``config=`` the caller passes
-    (when the function declares it) is the base the keywords change. The decorated function
+    A ``config=`` the caller passes (when the function declares it) is the base the keywords
+    change. The decorated function
     declares ``config`` as a parameter; its other parameters stay as written.
     """
-    defaults, names = dict(defaults or {}), dict(names or {})
     chosen = [
         f
         for f in dataclasses.fields(config)
         if (not groups or f.metadata["group"] in groups) and f.name not in exclude
     ]
-    spelled = {names.get(f.name, f.name): f.name for f in chosen}
+    spelled = {f.name for f in chosen}
 
     def decorate(func: F) -> F:
         params = inspect.signature(func).parameters.values()
@@ -378,9 +373,9 @@ def takes_geometry_config(
         takes_base = any(p.name == "config" and p.default is None for p in params)
         keyword = [
             inspect.Parameter(
-                names.get(f.name, f.name),
+                f.name,
                 inspect.Parameter.KEYWORD_ONLY,
-                default=defaults.get(f.name, f.default),
+                default=f.default,
                 annotation=f.type,
             )
             for f in chosen
@@ -394,8 +389,7 @@ def takes_geometry_config(
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             bound = public.bind(*args, **kwargs)
-            given = {**defaults}  # this function's own defaults, then what the caller gave
-            given |= {spelled[k]: bound.arguments.pop(k) for k in spelled if k in bound.arguments}
+            given = {k: bound.arguments.pop(k) for k in spelled if k in bound.arguments}
             start = bound.arguments.pop("config", None) or config()
             return func(*bound.args, **bound.kwargs, config=dataclasses.replace(start, **given))
 

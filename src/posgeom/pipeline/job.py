@@ -1,8 +1,7 @@
 """The main job, run once: counts -> distributions -> target ``D`` -> MDS -> rows -> summary.
 
-:func:`analyze` is what ``posgeom geometry``, ``run``, ``demo`` and ``compare`` run (and the
-deprecated :func:`~posgeom.analysis.pipeline.analyze_counts` and
-:func:`~posgeom.analysis.compare.compare_encodings`). Each stage runs once, in data-flow order:
+:func:`analyze` is what ``posgeom geometry``, ``run``, ``demo`` and ``compare`` run. Each stage
+runs once, in data-flow order:
 
 1. the counts are recognised once (:func:`~posgeom.geometry.counts.count_matrix`; the
    :class:`~posgeom.geometry.counts.CountMatrix` is passed down, never re-recognised);

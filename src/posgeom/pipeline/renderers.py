@@ -7,11 +7,11 @@ title)`` -> ``report.html`` drawn into a results folder: ``save(report=True)``).
 draws them registers them when it is imported (:func:`register`; :mod:`posgeom.reports` does).
 
 So that a result displays however it was reached (``posgeom.analyze``,
-``posgeom.pipeline.job.analyze``, the deprecated wrappers) and without the user importing the
+``posgeom.pipeline.job.analyze``) and without the user importing the
 reports first, the module that registers them is named once as a *provider* (:func:`provide`)
 by the package root, ``posgeom/__init__``: the composition root, which runs before any
 submodule and is the one place allowed to know every layer. :func:`renderer` imports the
-providers the first time a renderer is missing. So no module of ``pipeline/`` or ``analysis/``
+providers the first time a renderer is missing. So no module of ``pipeline/``
 names the reports (``test_results_name_no_renderer``), ``import posgeom`` stays light (the
 reports and matplotlib load when something is first drawn), and a renderer registered by hand
 (a test's, another front end's) is used as it is.

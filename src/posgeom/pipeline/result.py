@@ -1,5 +1,5 @@
 """The one result of the main job: :class:`GeometryResult` (``geometry``, ``run``, ``demo``,
-``compare``, and the deprecated ``analyze_counts`` / ``compare_encodings``).
+``compare``).
 
 Its summary (:meth:`GeometryResult.summary`: one schema for every command, built once per
 result) holds ``kind`` (the command), ``options`` (the config's record, resolved by the stages),
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._errors import PosgeomDeprecationWarning, PosgeomError
+from posgeom._errors import PosgeomError
 from posgeom._version import __version__
 from posgeom.embed.rank import effective_ranks
 from posgeom.pipeline.config import GeometryConfig
@@ -103,8 +103,8 @@ class GeometryResult:
 
     @property
     def estimate(self) -> Any:
-        """The estimate scored against, None for the plug-in (as ``analyze_counts`` had it;
-        :attr:`target` is the estimate whichever it is)."""
+        """The estimate scored against, None for the plug-in (:attr:`target` is the estimate
+        whichever it is)."""
         return None if isinstance(self.target, PluginEstimate) else self.target
 
     @property
@@ -119,19 +119,8 @@ class GeometryResult:
 
     @property
     def table(self) -> list[dict[str, Any]]:
-        """The rows as a list (``compare_encodings``' name for them)."""
+        """The rows as a list of copies."""
         return [dict(r) for r in self.rows]
-
-    @property
-    def pipeline(self) -> GeometryResult:
-        """Deprecated (one release): the result itself (``ComparisonResult.pipeline`` of the
-        deprecated API, when a comparison held a pipeline result); warns at each use."""
-        warnings.warn(
-            "result.pipeline is the result itself now; use the result (a GeometryResult)",
-            PosgeomDeprecationWarning,
-            stacklevel=2,
-        )
-        return self
 
     def row(self, name: str) -> dict[str, Any]:
         """The row of encoding ``name``."""
@@ -248,16 +237,6 @@ class GeometryResult:
         the settings, the score table, the heads, the rank curve, the stationarity line and
         the verdict line."""
         return result_markdown(self, self._summary["verdict"])
-
-    def markdown_table(self) -> str:
-        """Deprecated name of :meth:`markdown` (``analyze_counts``' result)."""
-        warnings.warn("markdown_table() is markdown() now", PosgeomDeprecationWarning, stacklevel=2)
-        return self.markdown()
-
-    def to_markdown(self) -> str:
-        """Deprecated name of :meth:`markdown` (``compare_encodings``' result)."""
-        warnings.warn("to_markdown() is markdown() now", PosgeomDeprecationWarning, stacklevel=2)
-        return self.markdown()
 
     def report_arrays(self) -> dict[str, np.ndarray]:
         """The arrays of ``arrays.npz`` (what a report draws)."""

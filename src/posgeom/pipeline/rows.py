@@ -33,7 +33,6 @@ __all__ = [
     "comparison_rows",
     "default_encodings",
     "rows_in_order",
-    "with_baselines",
 ]
 
 log = logging.getLogger("posgeom")
@@ -174,54 +173,4 @@ def rows_in_order(names: list[str], early: tuple, fitted: tuple) -> tuple:
         [*early[1], *fitted[1]],
         {**early[2], **fitted[2]},
         {**early[3], **fitted[3]},
-    )
-
-
-def with_baselines(
-    result: Any,
-    *,
-    encodings: Sequence[str] | None = None,
-    n_heads: int = 12,
-    rope_head_dim: int | None = None,
-    low_rank: int = 3,
-    learned_model: Any = None,
-) -> Any:
-    """Deprecated with ``analyze_counts``: ``result`` (a
-    :class:`~posgeom.pipeline.result.GeometryResult`) scoring the comparison's encodings too
-    (:func:`posgeom.pipeline.analyze` scores them in the first place): the rows of :func:`default_encodings` (sinusoidal, per-head RoPE, ALiBi, T5,
-    NoPE, random, MDS, low-rank MDS, MDS + SMACOF when refined; ``learned`` with
-    ``learned_model``) in the comparison's order, then the encodings ``result`` already scored.
-    This is what ``posgeom run``, ``geometry`` and ``demo`` report."""
-    import dataclasses
-
-    names = [
-        x
-        for x in (default_encodings() if encodings is None else encodings)
-        if (family(x).comparison_needs is None or learned_model is not None)
-        and (x != SMACOF_ROW or result.refined is not None)
-    ]
-    table, heads, shepard, _ = comparison_rows(
-        result,
-        names,
-        n_heads=n_heads,
-        rope_head_dim=rope_head_dim,
-        low_rank=low_rank,
-        learned_model=learned_model,
-        seed=int(result.options.get("seed", 0)),
-        skip_unbuildable=True,
-        keep_encodings=False,
-    )
-    done = {row["encoding"] for row in table}
-    rows = (*table, *(r for r in result.rows if r["encoding"] not in done))
-    beside = {  # the plug-in scores of the rows, shown beside a non-plug-in estimate
-        r["encoding"]: {"paper": r["plugin_paper"], "scale_optimal": r["plugin_scale_optimal"]}
-        for r in table
-        if "plugin_paper" in r
-    }
-    return dataclasses.replace(
-        result,
-        rows=rows,
-        heads=tuple(heads),
-        shepard={**result.shepard, **shepard},
-        plugin_scores={**beside, **result.plugin_scores},
     )

@@ -62,8 +62,8 @@ def report(
     """Write the HTML report of ``result`` to ``path`` and return the path.
 
     ``result``: a results folder (``run``, ``geometry``, ``demo -o``, ``compare``,
-    ``analyze-model``, ``reproduce``) or a result object (:func:`posgeom.analyze_counts`,
-    :func:`posgeom.compare_encodings`, :func:`posgeom.models.analyze_model`). ``path`` defaults to
+    ``analyze-model``, ``reproduce``) or a result object (:func:`posgeom.analyze`,
+    :func:`posgeom.models.analyze_model`). ``path`` defaults to
     ``<folder>/report.html`` for a folder. With ``figures`` every figure is also written as PNG
     and SVG to ``<path stem>_figures/``. Writes are atomic; an unwritable ``path`` raises
     :class:`PosgeomError`. ``title`` replaces the page title.
