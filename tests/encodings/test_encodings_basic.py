@@ -63,7 +63,11 @@ def test_vectors_and_distances_are_read_only_attributes():
         d1[0, 1] = 99.0
     assert e.distances is d1  # built once, kept
     np.testing.assert_allclose(d1, cdist(e.vectors, e.vectors), rtol=0, atol=1e-12)
-    assert type(d1) is np.ndarray and type(d1 * 2.0) is np.ndarray and type(d1.sum(axis=0)) is np.ndarray
+    assert (
+        type(d1) is np.ndarray
+        and type(d1 * 2.0) is np.ndarray
+        and type(d1.sum(axis=0)) is np.ndarray
+    )
 
 
 def test_nope_and_random():

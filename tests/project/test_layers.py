@@ -11,7 +11,7 @@ Contracts (docs/ARCHITECTURE.md, "Each room imports only rooms below it"):
 - inside the house, every room imports only rooms before it in ``FLOW`` (the order the data
   flows in, except that the scores, pure functions on arrays, sit below the geometry whose noise
   floor uses their Wilson interval: ``io`` -> ``corpus`` -> ``scores`` -> ``geometry`` -> ... ->
-  ``analysis``, then torch, Hugging Face, the trainer and the reproduction; ``cli`` on top): no arrow runs up (the
+  then torch, Hugging Face, the trainer and the reproduction; ``cli`` on top): no arrow runs up (the
   scores never import the estimators);
 - the module import graph (every ``import``, also those inside functions) has no cycles.
 """
@@ -227,7 +227,6 @@ FLOW = (
     "uncertainty",
     "lags",
     "pipeline",
-    "analysis",
     "reports",
     "nn",
     "models",
@@ -235,7 +234,6 @@ FLOW = (
     "probes",
     "training",
     "reproduction",
-    "experiments",
 )
 
 
@@ -251,16 +249,16 @@ def _upward(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_results_import_no_renderer():
-    """Results compute, reports render: nothing under pipeline/ or analysis/ imports reports
+    """Results compute, reports render: nothing under pipeline/ imports reports
     (the reports register their renderers with the results: posgeom.pipeline.renderers)."""
     bad = [
         f"{m} imports {t}"
         for m, ts in GRAPH.items()
-        if _layer(m) in ("pipeline", "analysis")
+        if _layer(m) == "pipeline"
         for t in ts
         if _layer(t) == "reports"
     ]
-    assert {"posgeom.pipeline.result", "posgeom.analysis.compare"} <= set(GRAPH) and not bad, bad
+    assert "posgeom.pipeline.result" in GRAPH and not bad, bad
 
 
 def _names_reports(source: str) -> list[int]:
@@ -281,8 +279,7 @@ def test_results_name_no_renderer():
     bad = {
         m: lines
         for m, path in MODULES.items()
-        if _layer(m) in ("pipeline", "analysis")
-        and (lines := _names_reports(path.read_text(encoding="utf-8")))
+        if _layer(m) == "pipeline" and (lines := _names_reports(path.read_text(encoding="utf-8")))
     }
     assert not bad, bad
     probe = 'import importlib\nimportlib.import_module("posgeom.reports")\n"""posgeom.reports"""\n'
