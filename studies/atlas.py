@@ -175,8 +175,8 @@ def _layer_runs(models: dict[str, Any], data: Path, size: dict[str, int]) -> lis
 
 
 def _markdown(tables: list, layers: list, skipped: list[str], log: list[str], size: dict) -> str:
-    from posgeom.pipeline.markdown import markdown_table
     from posgeom.probes.result import LAYER_COLUMNS, TABLE_COLUMNS, layer_row, table_row
+    from posgeom.text.markdown import markdown_table
 
     out = [
         "# Atlas: where the models at hand keep position",

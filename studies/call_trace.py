@@ -68,7 +68,7 @@ COUNTED: tuple[tuple[str, str], ...] = (
     ("_distance_matrix.py", "check_distance_matrix"),
     ("geometry/counts.py", "count_matrix"),
     ("analysis/", "summary"),  # the summaries of PipelineResult / ComparisonResult (before #25)
-    ("pipeline/verdict.py", "verdict_block"),  # once per summary build of GeometryResult
+    ("text/verdict.py", "verdict_block"),  # once per summary build of GeometryResult
     ("verdict_inputs.py", "verdict_inputs"),
 )
 

@@ -80,8 +80,8 @@ _EXPORTS: dict[str, str] = {
     "analyze": "posgeom.pipeline",
     "GeometryConfig": "posgeom.pipeline",
     "GeometryResult": "posgeom.pipeline",
-    "stationarity": "posgeom.pipeline.stationarity",
-    "StationarityResult": "posgeom.pipeline.stationarity",
+    "stationarity": "posgeom.geometry.stationarity",
+    "StationarityResult": "posgeom.geometry.stationarity",
     # lags -> lag geometry -> context extension
     "lag_geometry": "posgeom.lags",
     "extend": "posgeom.extension.run",

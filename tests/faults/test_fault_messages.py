@@ -195,7 +195,7 @@ def test_raw_exceptions_become_one_line(small_corpus, tmp_path, capsys):
 
 def test_wording_of_the_suggested_n(tmp_path):
     """Item 16 (and issue 16): "reached by 95% of the sequences" where the rule is at least 5%."""
-    from posgeom.pipeline.lengths import empty_positions_hint
+    from posgeom.corpus.lengths import empty_positions_hint
 
     hint = empty_positions_hint(np.array([100, 100, 50, 3, 1, 0]), 100)
     assert "at least 5%" in hint and "95%" not in hint
@@ -292,8 +292,8 @@ def test_verdict_suggests_no_special_when_cls_stands_apart(
     if not sst2.exists():
         pytest.skip("the SST-2 corpus is not here")
     from posgeom.cli.main import main
-    from posgeom.pipeline.verdict import special_token_hint
     from posgeom.reports.view import load_folder
+    from posgeom.text.verdict import special_token_hint
 
     tok = mod.get_model_path() / "tokenizer.json"
     argv = ["-q", "run", str(sst2), "--max-sequences", "400", "-t", str(tok), "-n", "12"]
@@ -310,7 +310,7 @@ def test_nope_stress1_reads_the_same_everywhere(geometry_folder):
     place and "n/a" in another; summary.json held a non-standard `Infinity`."""
     import json
 
-    from posgeom.pipeline.markdown import cell
+    from posgeom.text.markdown import cell
 
     def refuse(name):
         raise AssertionError(f"summary.json holds {name}, not strict JSON")

@@ -8,8 +8,8 @@ from sklearn.isotonic import IsotonicRegression
 
 import posgeom.pipeline.scale as scale
 from posgeom.cli.main import main
+from posgeom.geometry.stationarity import lag_bins, sampled_stationarity
 from posgeom.pipeline import GeometryConfig, analyze
-from posgeom.pipeline.stationarity import lag_bins, sampled_stationarity
 from posgeom.scores.large import DenseTarget
 from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
 

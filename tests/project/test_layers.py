@@ -226,6 +226,7 @@ FLOW = (
     "encodings",
     "uncertainty",
     "lags",
+    "text",
     "pipeline",
     "reports",
     "nn",

@@ -14,9 +14,9 @@ import pytest
 import posgeom
 from posgeom._errors import PosgeomError
 from posgeom.cli.main import main
-from posgeom.pipeline.markdown import score_table
 from posgeom.reports import report
 from posgeom.reports.view import load_folder, view_of
+from posgeom.text.markdown import score_table
 
 pytest.importorskip("matplotlib")
 REPO = Path(__file__).resolve().parents[2]
@@ -244,7 +244,7 @@ def test_comparison_report_shows_the_plugin_beside_the_estimate(
 def test_per_head_rows_of_an_older_folder_are_read(comparison, comparison_folder_report, tmp_path):
     """Folders written before the per-head rows were generic call them ``alibi_heads`` (no
     ``family``): they are read as ALiBi's heads."""
-    from posgeom.pipeline.schema import heads_by_family
+    from posgeom.text.schema import heads_by_family
 
     folder = shutil.copytree(comparison_folder_report[0], tmp_path / "old")
     doc = json.loads((folder / "comparison.json").read_text())

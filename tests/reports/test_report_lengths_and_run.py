@@ -9,8 +9,8 @@ import pytest
 
 import posgeom
 from posgeom.cli.main import build_parser, main
+from posgeom.corpus.lengths import empty_positions_hint, length_profile, suggest_n
 from posgeom.pipeline.config import DEFAULT_MODEL_DIM
-from posgeom.pipeline.lengths import empty_positions_hint, length_profile, suggest_n
 
 
 def _sequences(lengths, seed=0):

@@ -9,8 +9,8 @@ import json
 import numpy as np
 
 from posgeom.cli.main import main
-from posgeom.pipeline.verdict import FEW_CLASSES, verdict
 from posgeom.reports.view import load_folder
+from posgeom.text.verdict import FEW_CLASSES, verdict
 
 
 def _few_sequences(tmp_path, lines=20):

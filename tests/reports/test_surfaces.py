@@ -39,15 +39,15 @@ from scipy.spatial.distance import pdist, squareform  # noqa: E402
 
 from helpers.models import WORDS, tiny_bert  # noqa: E402
 from posgeom.cli.main import main  # noqa: E402
-from posgeom.pipeline.verdict import one_line  # noqa: E402
-from posgeom.pipeline.verdict_inputs import (  # noqa: E402
+from posgeom.reports.view import load_folder  # noqa: E402
+from posgeom.text.verdict import one_line  # noqa: E402
+from posgeom.text.verdict_inputs import (  # noqa: E402
     VerdictInputs,
     is_candidate,
     resolution_setting,
     target_phrase,
     trusted_pairs,
 )
-from posgeom.reports.view import load_folder  # noqa: E402
 
 N, D, RES = 8, 16, "top:3"
 FOLDERS = {  # command folder -> (summary, table)
@@ -289,7 +289,7 @@ def test_sampled_triples_are_not_called_stability(runs, monkeypatch):
     assert all(r.get("sampled") for r in summary["scores"].values())
     line = summary["verdict"]["line"]
     assert "sampled-triples intervals" in line and "stability over another corpus sample" in line
-    from posgeom.pipeline.verdict import verdict
+    from posgeom.text.verdict import verdict
 
     words = " ".join(verdict(load_folder(folder)))
     assert "The ranking is stable" not in words and "another sample of the corpus" in words

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from posgeom.cli.main import main
-from posgeom.pipeline.verdict import rank_curve_caption, verdict
-from posgeom.pipeline.verdict_inputs import candidate_ranking
 from posgeom.reports.view import load_folder
+from posgeom.text.verdict import rank_curve_caption, verdict
+from posgeom.text.verdict_inputs import candidate_ranking
 
 NOT_CANDIDATES = ("random", "nope")
 

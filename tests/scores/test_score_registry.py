@@ -20,7 +20,7 @@ import pytest
 
 import posgeom.scores as S
 from posgeom import PosgeomError
-from posgeom.pipeline import schema
+from posgeom.text import schema
 
 HERE = Path(__file__).parent
 
@@ -115,7 +115,8 @@ import score_example  # the one file
 import posgeom.scores as S
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings import random, sinusoidal
-from posgeom.pipeline import GeometryConfig, analyze, schema
+from posgeom.pipeline import GeometryConfig, analyze
+from posgeom.text import schema
 from posgeom.pipeline.rows import MDS_ROWS
 from posgeom.pipeline.scale import score_encoding
 from posgeom.scores.large import DenseTarget

@@ -1,8 +1,8 @@
 """The one-line verdict of ``posgeom score`` (bare score rows: no corpus, so no noise floor).
 
 Commands with a result object print the verdict their result's summary stores (the last line of
-its table); see :func:`posgeom.pipeline.verdict.one_line` for the rules and
-:mod:`posgeom.pipeline.verdict_inputs` for what it reads."""
+its table); see :func:`posgeom.text.verdict.one_line` for the rules and
+:mod:`posgeom.text.verdict_inputs` for what it reads."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ def verdict_line(
 ) -> str:
     """``verdict: ...`` for score rows ``{encoding: scores}``; ``target``: the stored verdict
     inputs of the target's results folder when known (their
-    :data:`~posgeom.pipeline.verdict_inputs.TARGET_FIELDS` name the target: estimator,
+    :data:`~posgeom.text.verdict_inputs.TARGET_FIELDS` name the target: estimator,
     resolution, classes, smoothing), else it is "as given"."""
     import dataclasses
 
-    from posgeom.pipeline.verdict import one_line
-    from posgeom.pipeline.verdict_inputs import TARGET_FIELDS, verdict_inputs
+    from posgeom.text.verdict import one_line
+    from posgeom.text.verdict_inputs import TARGET_FIELDS, verdict_inputs
 
     vi = verdict_inputs("score", {"scores": dict(rows)})
     named = {k: target[k] for k in TARGET_FIELDS if k in (target or {})}
@@ -29,9 +29,9 @@ def verdict_line(
 
 def print_hints(result: Any) -> None:
     """Print ``hint: ...`` lines after a command's verdict (rerun with ``--no-special`` when a
-    ``[CLS]``-like position 0 stands apart: :func:`posgeom.pipeline.verdict.special_token_hint`)."""
-    from posgeom.pipeline.verdict import special_token_hint
+    ``[CLS]``-like position 0 stands apart: :func:`posgeom.text.verdict.special_token_hint`)."""
     from posgeom.reports.view import view_of
+    from posgeom.text.verdict import special_token_hint
 
     hint = special_token_hint(view_of(result))
     if hint:

@@ -12,7 +12,7 @@ CAP = 1024
 def _lengths(args: argparse.Namespace) -> int:
     from posgeom._validation import check_param
     from posgeom.cli.corpus_commands import counts_from_args
-    from posgeom.pipeline.lengths import QUANTILE_RANGE, length_profile
+    from posgeom.corpus.lengths import QUANTILE_RANGE, length_profile
 
     check_param("--quantile", args.quantile, [QUANTILE_RANGE])  # before the corpus is read
     counts = counts_from_args(args)

@@ -103,8 +103,8 @@ def _target_block(spec: str, key: str | None) -> dict[str, Any]:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from posgeom.pipeline.markdown import score_table
     from posgeom.pipeline.scale import score_encoding
+    from posgeom.text.markdown import score_table
 
     specs = [spec.split("=", 1) if "=" in spec else (None, spec) for spec in args.encodings]
     named = [(name, *_split_key(path, args.key)) for name, path in specs]

@@ -2,13 +2,13 @@
 table of strategies (:data:`EXTENSION_COLUMNS`), the verdict, the measured losses when the run
 measured them, and the corpus's dependence profile (:func:`dependence_lines`). The result
 (:class:`~posgeom.extension.result.ExtensionResult`) computes; this writes its words and tables
-with the pipeline's one table writer (:func:`posgeom.pipeline.markdown.markdown_table`)."""
+with the pipeline's one table writer (:func:`posgeom.text.markdown.markdown_table`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from posgeom.pipeline.markdown import markdown_table
+from posgeom.text.markdown import markdown_table
 
 __all__ = ["EXTENSION_COLUMNS", "dependence_lines", "measure_lines", "result_markdown"]
 

@@ -19,10 +19,10 @@ import numpy as np
 
 from posgeom._version import __version__
 from posgeom.models.mechanisms import PositionalMechanism
-from posgeom.pipeline.markdown import markdown_table, plugin_lines, score_table
-from posgeom.pipeline.schema import layer_columns, score_conventions
-from posgeom.pipeline.verdict import verdict_block
-from posgeom.pipeline.verdict_inputs import VerdictInputs, target_phrase
+from posgeom.text.markdown import markdown_table, plugin_lines, score_table
+from posgeom.text.schema import layer_columns, score_conventions
+from posgeom.text.verdict import verdict_block
+from posgeom.text.verdict_inputs import VerdictInputs, target_phrase
 
 __all__ = ["LayerwiseSignal", "ModelAnalysis"]
 
@@ -318,7 +318,7 @@ class ModelAnalysis:
         return "\n".join(lines) + "\n"
 
     def _layer_table(self, rows: list[dict[str, Any]]) -> list[str]:
-        """Markdown rows (:func:`posgeom.pipeline.markdown.markdown_table`, the schema's
+        """Markdown rows (:func:`posgeom.text.markdown.markdown_table`, the schema's
         ``layer_columns()``) plus each interval and the plug-in stress, after the stress kinds."""
         extra: list[tuple[str, str, str]] = []
         for kind, iv in (self.layer_intervals or {}).items():

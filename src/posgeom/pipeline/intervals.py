@@ -8,7 +8,7 @@ interval), and writes into every row the schema's
 ``<key>_ci = [low, high]`` for every registered score with an interval
 (:func:`posgeom.scores.available`: every stress kind, the order scores), plus, for the
 candidates, ``p_first``: the share of replicates in which the encoding is ranked first by
-scale-optimal stress among the candidates (:func:`posgeom.pipeline.verdict_inputs.candidate_ranking`:
+scale-optimal stress among the candidates (:func:`posgeom.text.verdict_inputs.candidate_ranking`:
 the MDS fits of ``D`` and the baselines aside), the very number of the summary's
 ``candidates.p_first``, which the verdict reads (the fits of ``D`` and the baselines have none).
 The summary's ``ranking`` and ``ranking_stability`` are over every row. Counts: ``posgeom count --bootstrap B`` (or
@@ -92,7 +92,7 @@ def attach_intervals(
             continue
         for name, iv in u.scores.items():  # every registered score with an interval
             row[f"{name}_ci"] = [iv.low, iv.high]
-    from posgeom.pipeline.verdict_inputs import candidate_ranking
+    from posgeom.text.verdict_inputs import candidate_ranking
 
     names = list(bs.encodings)
     point = np.array([bs.encodings[n].scores[bs.rank_by].estimate for n in names])

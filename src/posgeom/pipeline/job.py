@@ -43,12 +43,12 @@ from posgeom.geometry.counts import CountMatrix, count_matrix
 from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
 from posgeom.geometry.divergences import HellingerBlocks
 from posgeom.geometry.noise import noise_floor, sampled_noise_floor
+from posgeom.geometry.stationarity import StationarityResult, sampled_stationarity, stationarity
 from posgeom.pipeline import scale
 from posgeom.pipeline.config import GeometryConfig, default_encodings, takes_geometry_config
 from posgeom.pipeline.intervals import stage_intervals
 from posgeom.pipeline.result import KINDS, GeometryResult
 from posgeom.pipeline.rows import MDS_ROW, SMACOF_ROW, comparison_rows, rows_in_order
-from posgeom.pipeline.stationarity import StationarityResult, sampled_stationarity, stationarity
 from posgeom.pipeline.target import PluginEstimate, embed, estimate_target
 
 __all__ = ["analyze"]
@@ -198,7 +198,7 @@ class _Geometry:
 def _distributions(cm: CountMatrix, config: GeometryConfig) -> PositionalDistributions:
     """``mu_i`` of the counts (smoothing, sample floor); too few positions refused with a
     suggested ``n`` when the counts say how many sequences they hold."""
-    from posgeom.pipeline.lengths import empty_positions_hint, suggest_n
+    from posgeom.corpus.lengths import empty_positions_hint, suggest_n
 
     n_sequences = cm.provenance.get("n_sequences")
     hint = None if not n_sequences else empty_positions_hint(cm.totals, n_sequences)

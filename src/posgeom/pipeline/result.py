@@ -27,16 +27,16 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom._version import __version__
 from posgeom.embed.rank import effective_ranks
+from posgeom.geometry.stationarity import StationarityResult
 from posgeom.pipeline.config import GeometryConfig
-from posgeom.pipeline.markdown import result_markdown
 from posgeom.pipeline.renderers import renderer
 from posgeom.pipeline.rows import MDS_ROW
 from posgeom.pipeline.scale import REFINE_SKIPPED
-from posgeom.pipeline.schema import conventions
-from posgeom.pipeline.stationarity import StationarityResult
 from posgeom.pipeline.target import PluginEstimate
-from posgeom.pipeline.verdict import verdict_block
-from posgeom.pipeline.verdict_inputs import TRUSTED_ARRAY
+from posgeom.text.markdown import result_markdown
+from posgeom.text.schema import conventions
+from posgeom.text.verdict import verdict_block
+from posgeom.text.verdict_inputs import TRUSTED_ARRAY
 
 __all__ = ["KINDS", "GeometryResult"]
 

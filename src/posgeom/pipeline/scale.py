@@ -172,7 +172,7 @@ def score_encoding(encoding: Any, target: Any, *, seed: int = 0) -> dict[str, An
 def rank_curve(mds: Any, target: Any, *, max_rank: int, seed: int = 0) -> list[dict[str, Any]]:
     """The rank experiment: per ``r = 1 .. min(max_rank, r_MDS)`` every registered score with
     ``rank_curve`` of the rank-``r`` MDS encoding ``P = A B^T`` (rows of
-    :func:`posgeom.pipeline.schema.rank_columns`), with its explained variance and its
+    :func:`posgeom.text.schema.rank_columns`), with its explained variance and its
     parameters ``r (n + d)`` against ``n d``. ``target``: an ``(n, n)`` matrix or a
     :class:`Scorer` (sampled above :data:`SAMPLED_ABOVE` positions)."""
     from posgeom.scores import registry

@@ -38,7 +38,7 @@ def _num(x: Any, digits: int = 3) -> str:
 
 
 #: Columns (key, header, format) of the table-probe row and of the per-layer rows, for
-#: :func:`posgeom.pipeline.markdown.markdown_table` and :func:`posgeom.reports.html.html_table`.
+#: :func:`posgeom.text.markdown.markdown_table` and :func:`posgeom.reports.html.html_table`.
 TABLE_COLUMNS = (
     ("table", "table, positions", "s"),
     ("absolute", "absolute MAE (positions) [95%]", "s"),
@@ -137,7 +137,7 @@ class ProbeResult:
 
     def markdown(self) -> str:
         """``table.md``: the table probes, the per-layer table and the verdict."""
-        from posgeom.pipeline.markdown import markdown_table
+        from posgeom.text.markdown import markdown_table
 
         out = [f"# Position probes: {self.source}", ""]
         if self.table is not None:

@@ -5,8 +5,8 @@
 * :func:`repr_html` — the same page as a fragment, for Jupyter (``_repr_html_`` of the results);
 * :func:`results_folder` — the one atomic contract by which ``run``, ``compare`` and
   ``analyze-model`` write a results folder (complete or absent), optionally with its report;
-* :mod:`~posgeom.pipeline.schema` — the score-row and rank-curve schema and the conventions text;
-* :mod:`~posgeom.pipeline.markdown` — the one Markdown table renderer.
+* :mod:`~posgeom.text.schema` — the score-row and rank-curve schema and the conventions text;
+* :mod:`~posgeom.text.markdown` — the one Markdown table renderer.
 
 Layout: ``schema`` (numpy only) <- ``markdown``, ``verdict_inputs`` <- ``view`` (folders) <- ``verdict`` <-
 ``figures`` (matplotlib, extra ``plot``) <- ``html`` <- this module.

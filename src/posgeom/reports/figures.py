@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import require
-from posgeom.pipeline.schema import interval
+from posgeom.text.schema import interval
 
 __all__ = [
     "HEATMAP_MAX",

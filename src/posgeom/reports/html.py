@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.pipeline.markdown import cell
 from posgeom.pipeline.rows import MDS_ROW
-from posgeom.pipeline.schema import (
+from posgeom.reports import figures as F
+from posgeom.text.markdown import cell
+from posgeom.text.schema import (
     CONVENTIONS,
     HEAD_COLUMNS,
     HOW_TO_READ,
@@ -29,9 +30,8 @@ from posgeom.pipeline.schema import (
     score_conventions,
     with_interval_text,
 )
-from posgeom.pipeline.verdict import rank_curve_caption, verdict
-from posgeom.pipeline.verdict_inputs import trusted_pairs
-from posgeom.reports import figures as F
+from posgeom.text.verdict import rank_curve_caption, verdict
+from posgeom.text.verdict_inputs import trusted_pairs
 
 __all__ = ["RenderedFigure", "figure_groups", "figures_of", "html_table", "render_html"]
 

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import ArtifactError, PosgeomError
-from posgeom.pipeline.verdict_inputs import VerdictInputs, resolution_setting, verdict_inputs
 from posgeom.reports._integrity import array_problem, changed_since_written, summary_problem
 from posgeom.reports.claims import CLAIM_SECTIONS, claim_tables
+from posgeom.text.verdict_inputs import VerdictInputs, resolution_setting, verdict_inputs
 
 __all__ = [
     "CLAIM_SECTIONS",
@@ -70,7 +70,7 @@ _PARTS = {
 class ResultView:
     """What a report renders (every part optional).
 
-    ``rows``: score rows (:mod:`posgeom.pipeline.schema`); ``arrays``: ``hellinger`` ``(n, n)``,
+    ``rows``: score rows (:mod:`posgeom.text.schema`); ``arrays``: ``hellinger`` ``(n, n)``,
     ``totals`` ``(n,)``, ``noise_pair_floor`` ``(n, n)``, ``mds_coordinates`` ``(n, r)``,
     ``eigenvalues``, ``positions``, ``shepard_pairs`` ``(2, m)`` and ``shepard_<name>`` ``(m,)``.
     """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from posgeom.pipeline.lengths import QUANTILE as LENGTH_QUANTILE
-from posgeom.pipeline.lengths import suggest_n
+from posgeom.corpus.lengths import QUANTILE as LENGTH_QUANTILE
+from posgeom.corpus.lengths import suggest_n
 
 MODEL_DIM = 768
 SYNTH = {"n": 32, "d": 128, "vocab": 64, "sequences": 10_000, "kind": "three_regimes"}
@@ -47,6 +47,6 @@ def choose_n(
 ) -> int:
     """Positions reached by at least ``(1 - quantile)`` of the sequences (``totals[i]`` = number
     of sequences longer than ``i``), i.e. the ``quantile`` of sequence lengths, at least 3: the
-    rule of ``posgeom lengths`` (:func:`posgeom.pipeline.lengths.suggest_n`), capped at ``cap``."""
+    rule of ``posgeom lengths`` (:func:`posgeom.corpus.lengths.suggest_n`), capped at ``cap``."""
     totals = np.asarray(totals)
     return suggest_n(totals if cap is None else totals[:cap], n_sequences, quantile=quantile)

@@ -16,7 +16,7 @@ Each score is registered where it lives (``scores/stress.py``: the four stress k
 ``posgeom.scores`` imports every module of its package, so a new score is one file. The
 registry is read when used (:func:`scores`, :func:`available`, :func:`get`), never copied:
 :func:`posgeom.pipeline.scale.score_encoding`, the pipeline's scorer and rank curve, the
-report schema (:func:`posgeom.pipeline.schema.score_columns`), the bootstrap intervals
+report schema (:func:`posgeom.text.schema.score_columns`), the bootstrap intervals
 (:func:`posgeom.uncertainty.bootstrap.bootstrap_scores`) and the model results loop over it.
 """
 

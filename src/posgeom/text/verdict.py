@@ -7,7 +7,7 @@ Rules (stated so a reader can check them):
   (``noise_floor.trusted_pair_share``). ``share >= 0.8``: most of the geometry is above the noise;
   ``0.3 <= share < 0.8``: part of it; below: most of it is sampling noise. The floor falls like
   ``1 / sqrt(samples)``, so halving it needs about four times the data.
-* **Ranking.** Candidates (:func:`~posgeom.pipeline.verdict_inputs.is_candidate`) are ranked by
+* **Ranking.** Candidates (:func:`~posgeom.text.verdict_inputs.is_candidate`) are ranked by
   scale-optimal stress (shape). With bootstrap replicates two neighbours are *separated* when the
   interval (same level and method as the scores') of the difference of their stresses, from the
   paired replicate differences (the two scores of one replicate share its noise), excludes 0;
@@ -18,7 +18,7 @@ Rules (stated so a reader can check them):
 * **Resolution.** When the auto resolution kept fewer than ``FEW_CLASSES`` (5) token classes,
   the verdict leads with that, in words (:func:`resolution_lead`).
 
-Everything here reads one :class:`~posgeom.pipeline.verdict_inputs.VerdictInputs`.
+Everything here reads one :class:`~posgeom.text.verdict_inputs.VerdictInputs`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from posgeom.pipeline.rows import MDS_ROW
-from posgeom.pipeline.schema import interval
-from posgeom.pipeline.verdict_inputs import (
+from posgeom.encodings.mds import MDSFamily
+from posgeom.text.schema import interval
+from posgeom.text.verdict_inputs import (
     VerdictInputs,
     baseline_scores,
     baselines_as_good,
@@ -258,7 +258,7 @@ def verdict(view: Any) -> list[str]:
     out += ranking_verdict(vi)
     out += _uncertainty_verdict(vi)
     out += _estimator_verdict(view)
-    mds = next((r for r in vi.rows if r.get("encoding") == MDS_ROW), None)
+    mds = next((r for r in vi.rows if r.get("encoding") == MDSFamily.name), None)
     if mds is not None and vi.rank_curve:
         low = next((c for c in vi.rank_curve if float(c.get("paper") or 1.0) < 0.01), None)
         if low is not None:

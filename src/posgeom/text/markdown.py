@@ -1,6 +1,6 @@
 """Markdown tables: the one renderer of score rows, rank curves and per-layer rows.
 
-Tables are described by columns ``(key, header, format)`` (:mod:`posgeom.pipeline.schema`); a
+Tables are described by columns ``(key, header, format)`` (:mod:`posgeom.text.schema`); a
 column whose key no row has is left out, so the same renderer serves ``run`` (no description),
 ``compare`` and ``analyze-model``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from posgeom.pipeline.schema import Column, rank_columns, score_columns, with_interval_text
+from posgeom.text.schema import Column, rank_columns, score_columns, with_interval_text
 
 __all__ = [
     "PLUGIN_COLUMNS",
@@ -101,7 +101,7 @@ def plugin_lines(
 
 
 def rank_table(curve: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Markdown lines of a rank curve (:func:`posgeom.pipeline.schema.rank_columns`)."""
+    """Markdown lines of a rank curve (:func:`posgeom.text.schema.rank_columns`)."""
     return markdown_table(curve, rank_columns())
 
 
@@ -160,7 +160,7 @@ def _head_lines(result: Any, verdict: Mapping[str, Any]) -> list[str]:
     """The settings: n, d, the convention, the target, the intervals, the samples."""
     import numpy as np
 
-    from posgeom.pipeline.verdict_inputs import VerdictInputs, target_phrase
+    from posgeom.text.verdict_inputs import VerdictInputs, target_phrase
 
     o, totals = result.options, result.distributions.totals
     vi = VerdictInputs.from_dict(verdict["inputs"])
@@ -190,14 +190,14 @@ def result_markdown(result: Any, verdict: Mapping[str, Any]) -> str:
     """The text of a :class:`~posgeom.pipeline.result.GeometryResult` (``table.md``,
     ``comparison.md``, what the commands print): the settings, the score table, the per-head
     rows, the rank curve, the stationarity line and ``verdict``'s line."""
-    from posgeom.pipeline.scale import REFINE_SKIPPED
-    from posgeom.pipeline.schema import HEAD_COLUMNS, heads_by_family
+    from posgeom.text.schema import HEAD_COLUMNS, heads_by_family
 
     lines = [*_head_lines(result, verdict), *_noise_line(result), "", *score_table(result.rows)]
     if result.sampled:
         lines += ["", sampled_note(result.scorer.sample)]
-        if result.refined is None and result.options.get("refine"):
-            lines += ["", f"mds+smacof: not run. {REFINE_SKIPPED}."]
+        skipped = result.summary().get("refinement", {}).get("skipped")
+        if skipped:
+            lines += ["", f"mds+smacof: not run. {skipped}."]
     lines += plugin_lines(_beside_rows(result))
     for fam, rows in heads_by_family(list(result.heads)).items():
         lines += ["", f"{fam}, every head:", "", *markdown_table(rows, HEAD_COLUMNS)]

@@ -1,0 +1,5 @@
+"""The text of every result kind, below all of them: the score-row schema and its columns
+(:mod:`.schema`), Markdown tables (:mod:`.markdown`), what a verdict reads and its plain words
+(:mod:`.verdict_inputs`, :mod:`.verdict`). The geometry pipeline, ``models/``, ``extension/`` and
+``probes/`` print their tables through these modules without importing one another; the HTML
+reports (``reports/``) sit above the results and read the same text."""
