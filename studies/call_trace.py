@@ -46,7 +46,6 @@ from typing import Any
 FLOW: tuple[str, ...] = (
     "cli",
     "pipeline",
-    "analysis",
     "corpus",
     "geometry",
     "estimators",
@@ -56,18 +55,19 @@ FLOW: tuple[str, ...] = (
     "encodings",
     "scores",
     "models",
+    "text",
     "reports",
     "io",
 )
 
 #: the folders that conduct the stages: a move back to them is a return, not a step back
-ORCHESTRATORS = frozenset({"cli", "pipeline", "analysis"})
+ORCHESTRATORS = frozenset({"cli", "pipeline"})
 
 #: functions whose number of calls per command the study reports (path part, function name).
 COUNTED: tuple[tuple[str, str], ...] = (
     ("_distance_matrix.py", "check_distance_matrix"),
+    ("_distance_matrix.py", "as_distances"),  # the distance converter
     ("geometry/counts.py", "count_matrix"),
-    ("analysis/", "summary"),  # the summaries of PipelineResult / ComparisonResult (before #25)
     ("text/verdict.py", "verdict_block"),  # once per summary build of GeometryResult
     ("verdict_inputs.py", "verdict_inputs"),
 )

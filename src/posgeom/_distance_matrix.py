@@ -1,20 +1,25 @@
 """Distance matrices: recognise, validate and build them (the bottom layer; numpy/scipy only).
 
-:class:`DistanceMatrix` is the typed form (as scikit-bio's ``DistanceMatrix``): a validated,
-read-only ``(n, n)`` array in ``.distances`` (always an attribute) and the position ids.
-:func:`as_distances` is the one converter: whatever holds distances (a ``DistanceMatrix``, an
-array, an object whose ``.distances`` is an array, such as ``GeometryEstimate``, ``NoiseFloor``,
-``GeometryResult``, ``PositionEncoding``, ``MDSResult``) becomes a
-``DistanceMatrix``; :func:`held_distances` is the raw lookup.
+:class:`DistanceMatrix` is the typed form (as scikit-bio's ``DistanceMatrix``): a read-only
+``(n, n)`` float64 array in ``.distances`` that is exactly symmetric, has a zero diagonal and no
+negative or non-finite entry, and the position ids. It is made one of two ways and carries the
+result: :meth:`DistanceMatrix.validated` checks a matrix from outside (a user's array, a file,
+an estimate); :meth:`DistanceMatrix.derived` takes a matrix that is valid by construction (the
+Euclidean distances of finite vectors, a lag profile read at ``|i - j|``) without checking it
+again, as scikit-bio's ``validate=False``. Nothing is remembered by identity: a function that has a
+:class:`DistanceMatrix` knows what it has.
 
-``.distances`` is an attribute everywhere: a read-only ``(n, n)`` float64 array, computed once
-where it is derived (an encoding's from its vectors or lag profile, an MDS result's from its
-coordinates) and cached.
+:func:`as_distances` is the one converter: a ``DistanceMatrix`` is itself; an object that builds
+its distances (``PositionEncoding``, ``MDSResult``, a truncated MDS encoding) gives its
+``typed_distances`` (a :class:`DistanceMatrix` built once, on first use); anything else (an array,
+an object whose ``.distances`` is an array, such as ``GeometryEstimate`` or ``NoiseFloor``) is
+validated. :func:`held_distances` is the raw lookup.
+
+``.distances`` is an attribute everywhere: a read-only ``(n, n)`` float64 array.
 """
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,11 +33,9 @@ __all__ = [
     "DistanceMatrix",
     "as_distances",
     "check_distance_matrix",
-    "distances_attribute",
     "euclidean_distances",
     "held_distances",
     "looks_like_distance_matrix",
-    "validated",
 ]
 
 
@@ -81,11 +84,34 @@ def euclidean_distances(vectors: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class DistanceMatrix:
-    """A validated ``(n, n)`` distance matrix: exactly symmetric, zero diagonal, non-negative,
-    read-only in ``.distances``; ``positions`` the ids of its rows (``0 .. n-1`` unless given)."""
+    """A valid ``(n, n)`` distance matrix: exactly symmetric, zero diagonal, finite and
+    non-negative, read-only in ``.distances``; ``positions`` the ids of its rows (``0 .. n-1``
+    unless given). Make one with :meth:`validated` (a matrix from outside) or :meth:`derived`
+    (a matrix valid by construction)."""
 
     distances: np.ndarray
     positions: np.ndarray
+
+    @classmethod
+    def validated(
+        cls, matrix: Any, *, positions: Any = None, name: str = "distances"
+    ) -> DistanceMatrix:
+        """``matrix`` checked (:func:`check_distance_matrix`: one line naming what is wrong) and
+        stored read-only; a matrix asymmetric within round-off is symmetrised."""
+        return cls.derived(check_distance_matrix(matrix, name), positions=positions)
+
+    @classmethod
+    def derived(cls, matrix: np.ndarray, *, positions: Any = None) -> DistanceMatrix:
+        """``matrix`` (float64, valid by construction: Euclidean distances of finite vectors, a
+        block of a valid matrix) stored read-only, not checked again. ``positions``: the row ids
+        (``0 .. n-1`` when not given or not one per row)."""
+        arr = np.asarray(matrix, dtype=np.float64).view()
+        arr.setflags(write=False)
+        n = arr.shape[0]
+        ids = None if positions is None else np.asarray(positions)
+        if ids is None or ids.shape != (n,):
+            ids = np.arange(n)
+        return cls(distances=arr, positions=ids)
 
     @property
     def n_positions(self) -> int:
@@ -96,72 +122,20 @@ class DistanceMatrix:
         return out.copy() if copy else out
 
 
-def distances_attribute(matrix: Any) -> np.ndarray:
-    """``matrix`` as the read-only float64 ``.distances`` attribute of an object (a view, no copy
-    when it is float64 already)."""
-    out = np.asarray(matrix, dtype=np.float64).view()
-    out.setflags(write=False)
-    return out
-
-
 def held_distances(obj: Any) -> Any:
     """The distances ``obj`` holds (its ``.distances`` attribute; an array holds none), or None."""
     return None if isinstance(obj, np.ndarray) else getattr(obj, "distances", None)
 
 
-# What was validated, so that it is validated once (scoring re-read the same target and encodings
-# once per score: 202 validations for one `posgeom compare` at n = 48). Two weak registries, so
-# nothing is kept alive by them:
-# - arrays this module validated and owns (read-only, no base: nobody else can write to them),
-#   by id;
-# - objects holding read-only distances (an object's ``.distances`` is computed once), with the
-#   held array they had when validated.
-_OWNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-_HOLDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def validated(arr: Any) -> DistanceMatrix | None:
-    """``arr`` as a :class:`DistanceMatrix` when it is a read-only array this module validated
-    (then nothing needs checking again), else ``None``."""
-    if not isinstance(arr, np.ndarray) or _OWNED.get(id(arr)) is not arr:
-        return None
-    return DistanceMatrix(distances=arr, positions=np.arange(arr.shape[0]))
-
-
-def _from_holder(obj: Any, held: Any) -> DistanceMatrix | None:
-    try:
-        entry = _HOLDERS.get(obj)
-    except TypeError:  # unhashable or not weakly referenceable: no cache
-        return None
-    return entry[1] if entry is not None and entry[0] is held else None
-
-
-def _remember_holder(obj: Any, held: Any, matrix: DistanceMatrix) -> None:
-    if isinstance(held, np.ndarray) and not held.flags.writeable:
-        try:
-            _HOLDERS[obj] = (held, matrix)
-        except TypeError:
-            pass
-
-
 def as_distances(obj: Any, name: str = "distances") -> DistanceMatrix:
-    """``obj`` as a :class:`DistanceMatrix` (module docstring); the same object when it is one.
-
-    Validated once: the array of a :class:`DistanceMatrix` made here, or an object holding the
-    same read-only distances as when it was validated, gives that :class:`DistanceMatrix` back."""
+    """``obj`` as a :class:`DistanceMatrix` (module docstring): itself when it is one, the
+    ``typed_distances`` of an object that builds its own, else validated."""
     if isinstance(obj, DistanceMatrix):
         return obj
+    typed = getattr(obj, "typed_distances", None)
+    if isinstance(typed, DistanceMatrix):
+        return typed
     held = held_distances(obj)
-    known = validated(obj) if held is None else _from_holder(obj, held) or validated(held)
-    if known is not None:
-        return known
-    matrix = check_distance_matrix(obj if held is None else held, name)
-    matrix.setflags(write=False)
-    positions = np.asarray(getattr(obj, "positions", np.arange(matrix.shape[0])))
-    if positions.shape != (matrix.shape[0],):
-        positions = np.arange(matrix.shape[0])
-    result = DistanceMatrix(distances=matrix, positions=positions)
-    _OWNED[id(matrix)] = matrix
-    if held is not None:
-        _remember_holder(obj, held, result)
-    return result
+    return DistanceMatrix.validated(
+        obj if held is None else held, positions=getattr(obj, "positions", None), name=name
+    )

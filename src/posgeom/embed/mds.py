@@ -50,7 +50,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.linalg as sla
 
-from posgeom._distance_matrix import distances_attribute, euclidean_distances
+from posgeom._distance_matrix import DistanceMatrix, euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.embed._canonical import canonicalise
@@ -86,10 +86,16 @@ class PlacedCoordinates:
         return self.embedding
 
     @functools.cached_property
+    def typed_distances(self) -> DistanceMatrix:
+        """Euclidean distances between the embedded positions, (n, n), as a
+        :class:`~posgeom._distance_matrix.DistanceMatrix` (valid by construction; built on first
+        use and kept)."""
+        return DistanceMatrix.derived(euclidean_distances(self.coordinates))
+
+    @property
     def distances(self) -> np.ndarray:
-        """Euclidean distances between the embedded positions, shape (n, n), read-only (built
-        on first use and kept)."""
-        return distances_attribute(euclidean_distances(self.coordinates))
+        """Euclidean distances between the embedded positions, shape (n, n), read-only."""
+        return self.typed_distances.distances
 
 
 @dataclass(frozen=True, eq=False)

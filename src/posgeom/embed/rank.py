@@ -151,11 +151,17 @@ class LowRankFactors:
         return self.embedding
 
     @functools.cached_property
-    def distances(self) -> np.ndarray:
-        """Euclidean distances of the rank-``r`` embedding, (n, n), read-only (kept)."""
-        from posgeom._distance_matrix import distances_attribute, euclidean_distances
+    def typed_distances(self) -> Any:
+        """Euclidean distances of the rank-``r`` embedding, (n, n), as a
+        :class:`~posgeom._distance_matrix.DistanceMatrix` (valid by construction; kept)."""
+        from posgeom._distance_matrix import DistanceMatrix, euclidean_distances
 
-        return distances_attribute(euclidean_distances(self.embedding))
+        return DistanceMatrix.derived(euclidean_distances(self.embedding))
+
+    @property
+    def distances(self) -> np.ndarray:
+        """Euclidean distances of the rank-``r`` embedding, (n, n), read-only."""
+        return self.typed_distances.distances
 
 
 @validate_params({"rank": [Interval(Integral, 1, None)]})

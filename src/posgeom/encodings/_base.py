@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._distance_matrix import distances_attribute, euclidean_distances
+from posgeom._distance_matrix import DistanceMatrix, euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int, is_integer
 
@@ -116,8 +116,8 @@ class PositionEncoding:
         if self.vectors is None and self.distance_matrix is None and self.lag_profile is None:
             raise PosgeomError("an encoding needs vectors, a distance matrix or a lag profile")
         lag = readonly(self.lag_profile)
-        if lag is not None and (lag.ndim != 1 or lag.size < 1 or lag[0] != 0 or np.any(lag < 0)):
-            raise PosgeomError("a lag profile is (n,) non-negative distances f(k) with f(0) = 0")
+        if lag is not None and (lag.ndim != 1 or lag.size < 1 or lag[0] != 0 or not np.all(lag >= 0)):
+            raise PosgeomError("a lag profile is (n,) non-negative finite distances f(k) with f(0) = 0")
         object.__setattr__(self, "lag_profile", lag)
         vec = readonly(self.vectors)
         if vec is not None and vec.ndim != 2:
@@ -148,15 +148,24 @@ class PositionEncoding:
         return None if self.vectors is None else int(self.vectors.shape[1])
 
     @functools.cached_property
-    def distances(self) -> np.ndarray:
-        """``(n, n)`` float64 position distances: exactly symmetric, zero diagonal, read-only;
-        built on first use and kept (``distance_matrix`` itself when it is stored)."""
+    def typed_distances(self) -> DistanceMatrix:
+        """The position distances as a :class:`~posgeom._distance_matrix.DistanceMatrix`, built on
+        first use and kept: a stored ``distance_matrix`` validated (it came from outside), a lag
+        profile read at ``|i - j|`` (valid by construction: ``f(0) = 0``, ``f >= 0``, checked in
+        the constructor) or the Euclidean distances of the vectors (valid by construction)."""
         if self.distance_matrix is not None:
-            return distances_attribute(self.distance_matrix)
+            return DistanceMatrix.validated(self.distance_matrix, name=f"{self.name} distances")
         if self.lag_profile is not None:
             idx = np.arange(self.n_positions)
-            return distances_attribute(self.lag_profile[np.abs(idx[:, None] - idx[None, :])])
-        return distances_attribute(euclidean_distances(self.vectors))
+            lags = self.lag_profile[np.abs(idx[:, None] - idx[None, :])]
+            return DistanceMatrix.derived(lags)
+        return DistanceMatrix.derived(euclidean_distances(self.vectors))
+
+    @property
+    def distances(self) -> np.ndarray:
+        """``(n, n)`` float64 position distances: exactly symmetric, zero diagonal, read-only
+        (:attr:`typed_distances`)."""
+        return self.typed_distances.distances
 
     def __repr__(self) -> str:
         shape = None if self.vectors is None else tuple(self.vectors.shape)

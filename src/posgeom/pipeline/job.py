@@ -292,7 +292,7 @@ def _with_mds(stage: _Geometry, mds: Any, *, refine: bool) -> _Geometry:
     refined = None
     if refine and stage.distributions.n_positions <= scale.REFINE_MAX_N:
         log.info("SMACOF refinement from the MDS solution")
-        refined = smacof_refine(stage.scorer.dense, mds)
+        refined = smacof_refine(stage.scorer.target_matrix, mds)
     stage.options["solver"] = mds.solver
     return _scored(dataclasses.replace(stage, mds=mds, refined=refined))
 
@@ -378,6 +378,6 @@ def _noise(stage: _Geometry, config: GeometryConfig) -> Any:
 
 def _stationarity(stage: _Geometry) -> StationarityResult:
     """Exact on the ``(n, n)`` target, else sampled per lag bin from its blocks."""
-    if stage.scorer.dense is not None:
-        return stationarity(stage.scorer.dense)
+    if stage.scorer.target_matrix is not None:
+        return stationarity(stage.scorer.target_matrix)
     return sampled_stationarity(stage.scored, seed=stage.options["seed"])

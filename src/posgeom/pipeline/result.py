@@ -102,6 +102,13 @@ class GeometryResult:
         return self.scorer.dense
 
     @property
+    def typed_distances(self) -> Any:
+        """The target as the :class:`~posgeom._distance_matrix.DistanceMatrix` the scorer
+        validated (``None`` above ``SAMPLED_ABOVE`` positions): what :func:`as_distances`
+        gives for the result without checking it again."""
+        return self.scorer.target_matrix
+
+    @property
     def estimate(self) -> Any:
         """The estimate scored against, None for the plug-in (:attr:`target` is the estimate
         whichever it is)."""

@@ -65,14 +65,15 @@ def _dense_scores(
 ) -> dict[str, Any]:
     from posgeom.scores._encoding import encoding_distances
     from posgeom.scores.registry import score_row
-    from posgeom.scores.stress import stress_scores
+    from posgeom.scores.stress import stress_from_pairs, stress_scores
 
     delta = encoding_distances(encoding)
     if delta.shape != target.shape:
         stress_scores(encoding, target)  # raises the one mismatch message
     out = score_row(delta, target, seed=seed, names=names)
-    for name, other in beside.items():
-        p = stress_scores(delta, other, encoding_kind="distances")
+    iu = np.triu_indices(delta.shape[0], 1)
+    for name, other in beside.items():  # validated with the target (Scorer.for_target)
+        p = stress_from_pairs(delta[iu], other[iu])
         out |= {
             f"{name}_paper": p.paper,
             f"{name}_scale_optimal": p.scale_optimal,
@@ -84,20 +85,27 @@ def _dense_scores(
 class Scorer:
     """Scores encodings against one pipeline's target, exactly (dense) or on a pair sample.
 
-    ``dense``: the ``(n, n)`` target (exact mode) or ``None``; ``sample``: the
-    :class:`~posgeom.scores.sampled.PairSample` (sampled mode); ``beside``: dense matrices of the
-    targets shown beside (exact mode; in sampled mode they are in the sample).
+    ``dense``: the ``(n, n)`` target (exact mode; a
+    :class:`~posgeom._distance_matrix.DistanceMatrix`, or an array validated here once) or
+    ``None``; ``sample``: the :class:`~posgeom.scores.sampled.PairSample` (sampled mode);
+    ``beside``: dense matrices of the targets shown beside (exact mode, validated by the caller:
+    :meth:`for_target`; in sampled mode they are in the sample). ``target_matrix`` is the typed
+    target (``None`` when sampled), ``dense`` its array.
     """
 
     def __init__(
         self,
         *,
-        dense: np.ndarray | None = None,
+        dense: Any = None,
         sample: Any = None,
         beside: dict[str, np.ndarray] | None = None,
         seed: int = 0,
     ):
-        self.dense, self.sample, self.beside, self.seed = dense, sample, dict(beside or {}), seed
+        from posgeom._distance_matrix import as_distances
+
+        self.target_matrix = None if dense is None else as_distances(dense, "target")
+        self.dense = None if dense is None else self.target_matrix.distances
+        self.sample, self.beside, self.seed = sample, dict(beside or {}), seed
 
     @classmethod
     def for_target(
@@ -113,7 +121,7 @@ class Scorer:
         blocks targets), else one sample of ``size`` triples."""
         if n <= SAMPLED_ABOVE:  # read at call time (tests lower it)
             dense = {k: _as_dense(t) for k, t in (beside or {}).items()}
-            return cls(dense=_as_dense(target), beside=dense, seed=seed)
+            return cls(dense=_as_typed(target), beside=dense, seed=seed)
         log.info("scores from %d sampled triples per encoding (n = %d)", size, n)
         sample = draw_pair_sample(
             _as_blocks(target), size=size, seed=seed, beside=_blocks(beside or {})
@@ -142,11 +150,16 @@ class Scorer:
         return None if self.sampled else self.dense[pairs[0], pairs[1]]
 
 
-def _as_dense(target: Any) -> np.ndarray:
-    """The target validated once (the scores recognise the array and do not check it again)."""
+def _as_typed(target: Any) -> Any:
+    """The target as a :class:`~posgeom._distance_matrix.DistanceMatrix`, validated once."""
     from posgeom._distance_matrix import as_distances
 
-    return as_distances(target, "target").distances
+    return as_distances(target, "target")
+
+
+def _as_dense(target: Any) -> np.ndarray:
+    """A target's array, validated once (the scores read it without checking it again)."""
+    return _as_typed(target).distances
 
 
 def _as_blocks(target: Any) -> Any:

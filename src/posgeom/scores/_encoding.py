@@ -7,12 +7,12 @@ from typing import Any, Literal
 import numpy as np
 
 from posgeom._distance_matrix import (
+    DistanceMatrix,
     as_distances,
     check_distance_matrix,
     euclidean_distances,
     held_distances,
     looks_like_distance_matrix,
-    validated,
 )
 from posgeom._errors import PosgeomError
 from posgeom._validation import float_array
@@ -30,7 +30,7 @@ def encoding_distances(
     array is read as distances when it is symmetric with a zero diagonal and non-negative entries
     (``encoding_kind`` overrides that guess).
     """
-    if held_distances(encoding) is not None or validated(encoding) is not None:
+    if isinstance(encoding, DistanceMatrix) or held_distances(encoding) is not None:
         return as_distances(encoding, name).distances  # an encoding, an MDS result, an estimate
     if hasattr(encoding, "detach"):  # a torch tensor
         encoding = encoding.detach().cpu().double().numpy()

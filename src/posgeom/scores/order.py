@@ -112,6 +112,32 @@ def monotonicity_violation_rate(
         Distance differences within ``tie_rtol`` times the matrix's largest distance are ties.
     """
     delta, tgt = matched_distance_matrices(encoding, target, encoding_kind=encoding_kind)
+    return violation_rate_of_matrices(
+        delta,
+        tgt,
+        method=method,
+        max_exact_positions=max_exact_positions,
+        n_samples=n_samples,
+        seed=seed,
+        confidence=confidence,
+        tie_rtol=tie_rtol,
+    )
+
+
+def violation_rate_of_matrices(
+    delta: np.ndarray,
+    tgt: np.ndarray,
+    *,
+    method: str = "auto",
+    max_exact_positions: int = 400,
+    n_samples: int = 200_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    tie_rtol: float = 1e-9,
+) -> ViolationRate:
+    """:func:`monotonicity_violation_rate` of two valid ``(n, n)`` matrices of the same positions
+    (the encoding's ``delta``, the target's ``tgt``), not checked again: the score registry's
+    kernel, which receives matrices its caller validated once."""
     n = delta.shape[0]
     if n < 3:
         raise PosgeomError(f"monotonicity needs at least 3 positions, got {n}")
@@ -181,7 +207,11 @@ def violations_in_triples(
 
 def separation_margin(encoding: Any, *, encoding_kind: EncodingKind = "auto") -> float:
     """``min_{i != j} delta_ij``: the smallest distance between two distinct positions (Theorem 4)."""
-    delta = encoding_distances(encoding, encoding_kind=encoding_kind)
+    return separation_of_matrix(encoding_distances(encoding, encoding_kind=encoding_kind))
+
+
+def separation_of_matrix(delta: np.ndarray) -> float:
+    """:func:`separation_margin` of a valid ``(n, n)`` matrix, not checked again."""
     n = delta.shape[0]
     if n < 2:
         raise PosgeomError("separation needs at least 2 positions")
@@ -288,7 +318,7 @@ def _sampled_separation(x: registry.SampledPairs) -> dict[str, Any]:
     order=30,
 )
 def _violation_score(delta: np.ndarray, target: np.ndarray, *, seed: int = 0) -> dict[str, Any]:
-    v = monotonicity_violation_rate(delta, target, seed=seed, encoding_kind="distances")
+    v = violation_rate_of_matrices(delta, target, seed=seed)
     return {
         "violation_rate": v.rate,
         "violation_ci": [float(v.ci_low), float(v.ci_high)],
@@ -309,4 +339,4 @@ def _violation_score(delta: np.ndarray, target: np.ndarray, *, seed: int = 0) ->
     order=40,
 )
 def _separation_score(delta: np.ndarray, target: np.ndarray, *, seed: int = 0) -> float:
-    return separation_margin(delta, encoding_kind="distances")
+    return separation_of_matrix(delta)
