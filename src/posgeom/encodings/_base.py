@@ -116,8 +116,12 @@ class PositionEncoding:
         if self.vectors is None and self.distance_matrix is None and self.lag_profile is None:
             raise PosgeomError("an encoding needs vectors, a distance matrix or a lag profile")
         lag = readonly(self.lag_profile)
-        if lag is not None and (lag.ndim != 1 or lag.size < 1 or lag[0] != 0 or not np.all(lag >= 0)):
-            raise PosgeomError("a lag profile is (n,) non-negative finite distances f(k) with f(0) = 0")
+        if lag is not None and (
+            lag.ndim != 1 or lag.size < 1 or lag[0] != 0 or not np.all(lag >= 0)
+        ):
+            raise PosgeomError(
+                "a lag profile is (n,) non-negative finite distances f(k) with f(0) = 0"
+            )
         object.__setattr__(self, "lag_profile", lag)
         vec = readonly(self.vectors)
         if vec is not None and vec.ndim != 2:
