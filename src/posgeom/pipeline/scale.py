@@ -101,9 +101,10 @@ class Scorer:
         beside: dict[str, np.ndarray] | None = None,
         seed: int = 0,
     ):
-        from posgeom._distance_matrix import as_distances
+        from posgeom._distance_matrix import DistanceMatrix, as_distances
 
-        self.target_matrix = None if dense is None else as_distances(dense, "target")
+        typed = dense is None or isinstance(dense, DistanceMatrix)
+        self.target_matrix = dense if typed else as_distances(dense, "target")
         self.dense = None if dense is None else self.target_matrix.distances
         self.sample, self.beside, self.seed = sample, dict(beside or {}), seed
 
