@@ -212,22 +212,20 @@ def test_counts_and_a_different_tokenizer_are_refused(corpus, tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    ("argv", "dest", "old"),
+    ("argv", "dest"),
     [
-        (["analyze-model", "m", "c.txt", "-n", "8", "-o", "out"], "target", "--target"),
-        (["train", "-o", "out"], "target_estimator", "--target-estimator"),
+        (["analyze-model", "m", "c.txt", "-n", "8", "-o", "out"], "target"),
+        (["train", "-o", "out"], "target_estimator"),
     ],
 )
-def test_estimator_is_one_spelling_with_the_old_one_as_a_noted_alias(argv, dest, old, capsys):
+def test_estimator_is_one_spelling(argv, dest, capsys):
+    """--estimator everywhere (the old spellings were removed in 0.2.0:
+    tests/project/test_deprecations.py)."""
     from posgeom.cli.main import build_parser
 
     parser = build_parser()
     args = parser.parse_args([*argv, "--estimator", "plugin"])
     assert getattr(args, dest) == "plugin" and capsys.readouterr().err == ""
-    args = parser.parse_args([*argv, old, "split_half"])
-    assert getattr(args, dest) == "split_half"
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and f"{old} is the old spelling of --estimator" in err[0]
     assert parser.parse_args(argv).__dict__[dest] == "recommended"
 
 

@@ -1,8 +1,9 @@
 """One test for every registered positional family (parametrised over the registry).
 
 Every family builds, its distances are symmetric with a zero diagonal and its arrays read-only, its
-torch module (when it has one) gives the geometry of its numpy build, its comparison row is the
-score of its comparison encoding, and the registry round-trips it. A new family gets all of this
+torch module (when it has one) gives the geometry of its numpy build, it builds the encodings of its
+comparison rows (and scores nothing), the pipeline's row is the score of the encoding it chose,
+and the registry round-trips it. A new family gets all of this
 by registering; it only has to add its own reference tests.
 """
 
@@ -17,7 +18,7 @@ import posgeom.encodings as E
 from helpers.pipeline import mds_rows
 from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import count_positions
-from posgeom.encodings._registry import ComparisonContext, TorchSpec
+from posgeom.encodings._registry import ComparisonContext, RowEncoding, TorchSpec
 from posgeom.pipeline import GeometryConfig, analyze
 from posgeom.pipeline.scale import score_encoding
 from posgeom.synthetic import synthetic_corpus
@@ -101,7 +102,7 @@ def test_unknown_family_names_the_known_ones():
 
 def _context(corpus, **kw):
     res = corpus[1]
-    target = res.distances
+    fitted = {"mds": res.mds} | ({"mds+smacof": res.refined} if res.refined is not None else {})
     return ComparisonContext(
         n_positions=N,
         n_kept=N,
@@ -110,32 +111,61 @@ def _context(corpus, **kw):
         rope_head_dim=4,
         rope_base=10000.0,
         seed=0,
-        score=lambda enc: score_encoding(enc, target, seed=0),
-        score_kept=lambda enc: score_encoding(enc, target, seed=0),
-        pipeline=res,
+        fitted=fitted,
         **kw,
     )
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_comparison_entry_scores_the_comparison_encoding(name, corpus, request):
+def test_a_family_builds_its_rows_encodings(name, corpus, request):
+    """A family builds (named encodings with their description and parameters), it never
+    scores: one encoding for a plain family, one per head for a per-head one."""
     from posgeom.pipeline.config import comparable_encodings
 
     learned = request.getfixturevalue("bert") if E.family(name).comparison_needs else None
-    ctx = _context(corpus, learned_model=learned)
     fam = E.family(name)
-    entry = fam.comparison(ctx)
+    made = fam.encodings(_context(corpus, learned_model=learned))
     if name not in comparable_encodings():
-        assert entry is None
+        assert made == {}
         return
-    assert isinstance(entry.description, str) and entry.description
-    assert isinstance(entry.parameters, int) and entry.parameters >= 0
-    enc = fam.default_encoding(ctx)
-    if enc is not None and not entry.heads:  # a plain row: the score of its encoding
-        expected = score_encoding(enc, corpus[1].distances, seed=0)
-        assert entry.scores["paper"] == pytest.approx(expected["paper"], rel=1e-12)
-    for head in entry.heads:  # per-head rows: the row is the best head
-        assert head["paper"] >= entry.scores["paper"]
+    assert made and all(isinstance(r, RowEncoding) for r in made.values())
+    for row in made.values():
+        assert isinstance(row.description, str) and row.description
+        assert isinstance(row.parameters, int) and row.parameters >= 0
+        assert row.encoding.distances.shape == (N, N)
+    if fam.row_choice is None:
+        assert list(made) == [name] and all(r.head is None for r in made.values())
+    else:
+        assert len(made) == 4 and [r.head["head"] for r in made.values()] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("name", [x for x in NAMES if not E.family(x).comparison_needs])
+def test_the_pipeline_row_is_the_score_of_the_chosen_encoding(name, corpus):
+    """The row analyze scores for a family is every registered score of the encoding the family
+    built (the head its row_choice picks), as the public score_encoding computes it."""
+    from posgeom.pipeline.config import comparable_encodings
+
+    if name not in comparable_encodings():
+        return
+    counts, _ = corpus
+    config = GeometryConfig(model_dim=16, n_heads=4, rope_head_dim=4, max_rank=0, noise=None)
+    res = analyze(counts, config.replace(families=(name,), refine=name == "mds+smacof"))
+    fam = E.family(name)
+    made = fam.encodings(_context((counts, res)))
+    target = res.distances
+    scored = {k: score_encoding(r.encoding, target, seed=0) for k, r in made.items()}
+    best = (
+        next(iter(made))
+        if fam.row_choice is None
+        else min(scored, key=lambda k: (scored[k][fam.row_choice], list(made).index(k)))
+    )
+    row = res.row(name)
+    assert row["description"] == made[best].description
+    for key in ("paper", "scale_optimal", "stress1", "violation_rate", "separation"):
+        assert row[key] == pytest.approx(scored[best][key], rel=1e-12, abs=1e-15), key
+    heads = [h for h in res.heads if h["family"] == name]
+    assert len(heads) == (0 if fam.row_choice is None else 4)
+    assert all(h["paper"] >= row["paper"] for h in heads)
 
 
 def _torch_geometry(module, n):

@@ -4,9 +4,10 @@ A family is the one place where what posgeom knows about an encoding lives. Ever
 needs an encoding asks the registry instead of naming families:
 
 - geometry: :meth:`Family.build` ``(n, **params) -> PositionEncoding`` (``posgeom.encodings.get``);
-- comparison: :meth:`Family.comparison` gives the row of a comparison
-  (``posgeom.analyze(..., kind="compare")``: encoding, description and parameter count from the
-  family's own constants);
+- comparison: :meth:`Family.encodings` builds the encodings of its comparison rows (each a
+  :class:`RowEncoding`: the encoding, its description and parameter count); the pipeline scores
+  them all in one table, and a per-head family declares how its row is chosen among its heads
+  (:attr:`Family.row_choice`); a family never scores anything;
 - models: :meth:`Family.detect` finds the family's mechanism in a Hugging Face model and returns
   :class:`Mechanism` objects whose typed ``params`` convert themselves to geometry (torch is
   imported inside ``detect`` only: importing a family never imports torch);
@@ -25,7 +26,7 @@ Adding a family is one module with a ``@register`` class plus its tests (``docs/
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -39,10 +40,10 @@ from posgeom.encodings._extension import Extension
 __all__ = [
     "ROLES",
     "ComparisonContext",
-    "ComparisonEntry",
     "Family",
     "Mechanism",
     "MechanismParams",
+    "RowEncoding",
     "TorchSpec",
     "families",
     "families_with_role",
@@ -56,14 +57,14 @@ __all__ = [
 # ------------------------------------------------------------------------------ comparison
 @dataclass(frozen=True, eq=False)
 class ComparisonContext:
-    """What a family needs to build its comparison row.
+    """What a family needs to build the encodings of its comparison rows.
 
-    ``n_positions``: positions ``0 .. N-1`` to build (the caller restricts to the kept ones);
-    ``model_dim``: width ``d``; ``n_heads``, ``rope_head_dim``, ``rope_base``: the BERT-base-like
-    layout of the heads; ``seed``; ``learned_model``; ``low_rank``; ``pipeline``: the
-    :class:`~posgeom.pipeline.result.GeometryResult` (MDS encodings); ``score``: ``encoding -> scores``
-    against the corpus geometry, for an encoding of positions ``0 .. N-1`` (restricted to the kept
-    positions first); ``score_kept``: the same for an encoding of the kept positions only.
+    ``n_positions``: positions ``0 .. N-1`` to build (the pipeline restricts them to the kept
+    ones); ``n_kept``: how many positions are kept; ``model_dim``: width ``d``; ``n_heads``,
+    ``rope_head_dim``, ``rope_base``: the BERT-base-like layout of the heads; ``seed``;
+    ``learned_model``; ``low_rank``; ``fitted``: the encodings the pipeline fitted to the corpus
+    geometry, of the kept positions, by row name (``"mds"``: Algorithm 1's
+    :class:`~posgeom.embed.mds.MDSResult`; ``"mds+smacof"``: its refinement when it ran).
     """
 
     n_positions: int
@@ -73,26 +74,23 @@ class ComparisonContext:
     rope_head_dim: int
     rope_base: float
     seed: int
-    score: Callable[[Any], dict[str, Any]] | None = None
-    score_kept: Callable[[Any], dict[str, Any]] | None = None
-    pipeline: Any = None
+    fitted: Mapping[str, Any] = field(default_factory=dict)
     learned_model: Any = None
     low_rank: int = 3
 
 
 @dataclass(frozen=True, eq=False)
-class ComparisonEntry:
-    """One row of a comparison: ``scores`` (paper stress, ...), ``description``, ``parameters``
-    (stored scalars: 0 for fixed formulas), for per-head families ``heads`` (one dict per head
-    with its own scores), and ``encoding``: the encoding the row's scores are of, as given to
-    ``ctx.score`` / ``ctx.score_kept`` (the best head for a per-head family; ``None`` for a row
-    the pipeline scored, the MDS encodings)."""
+class RowEncoding:
+    """One encoding a family hands the comparison: ``encoding`` (of positions ``0 .. N-1``, or of
+    the kept positions when ``kept``), the row's ``description`` and ``parameters`` (stored
+    scalars: 0 for fixed formulas), and for one head of a per-head family its ``head`` fields
+    (``{"head": h, "slope": m}``: the per-head table's columns)."""
 
+    encoding: Any
     description: str
-    parameters: int
-    scores: dict[str, Any]
-    heads: tuple[dict[str, Any], ...] = ()
-    encoding: Any = None
+    parameters: int = 0
+    kept: bool = False
+    head: Mapping[str, Any] | None = None
 
 
 # ------------------------------------------------------------------------------ torch
@@ -221,7 +219,9 @@ class Family(Extension):
     (mechanism kinds dropped when this family's mechanism is found: ALiBi models may carry an unused
     rotary module), ``comparison_needs`` (the :class:`~posgeom.pipeline.config.GeometryConfig` field its row needs, e.g.
     ``"learned_model"``), ``pipeline_options`` (what the comparison's pipeline must compute, e.g.
-    ``{"refine": True}`` for SMACOF), ``role`` (what its comparison row is: ``"candidate"``, an
+    ``{"refine": True}`` for SMACOF), ``row_choice`` (a per-head family: the score whose lowest
+    value picks the head that is its row, ties to the lower head; ``None``: one row per
+    encoding), ``role`` (what its comparison row is: ``"candidate"``, an
     encoding a model could use; ``"baseline"``, a reference with no positional design (random,
     NoPE) that a candidate must beat; ``"fitted"``, fitted to the corpus geometry itself (MDS), so
     refitted on every bootstrap replicate by :meth:`refit`). Its extension side (``spec_keys``,
@@ -243,6 +243,7 @@ class Family(Extension):
     comparison_needs: ClassVar[str | None] = None
     skip_reason: ClassVar[str] = "not available for this input"
     pipeline_options: ClassVar[Mapping[str, Any]] = MappingProxyType({})
+    row_choice: ClassVar[str | None] = None
     role: ClassVar[str] = "candidate"
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:  # pragma: no cover
@@ -261,19 +262,19 @@ class Family(Extension):
         """Stored scalars of the row (0 for a fixed formula)."""
         return 0
 
-    def comparison(self, ctx: ComparisonContext) -> ComparisonEntry | None:
-        """The family's default row in a comparison, or ``None`` when it cannot be built there:
-        :meth:`default_encoding` scored by ``ctx.score``, :meth:`describe`,
-        :meth:`parameter_count`."""
+    def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
+        """The encodings of the family's comparison rows by name (empty: it has none there): by
+        default :meth:`default_encoding` as the row ``name``, described by :meth:`describe` and
+        :meth:`parameter_count`. A per-head family returns one entry per head and sets
+        :attr:`row_choice`."""
         enc = self.default_encoding(ctx)
         if enc is None:
-            return None
-        return ComparisonEntry(
-            self.describe(ctx, enc),
-            int(self.parameter_count(ctx, enc)),
-            ctx.score(enc),
-            encoding=enc,
-        )
+            return {}
+        return {
+            self.name: RowEncoding(
+                enc, self.describe(ctx, enc), int(self.parameter_count(ctx, enc))
+            )
+        }
 
     def model_reference(self, n_positions: int, width: int, seed: int) -> Any:
         """Its reference encoding of a model's ``width`` in ``analyze_model`` (scored beside the

@@ -42,10 +42,10 @@ from posgeom.encodings._base import (
 from posgeom.encodings._extension import ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
-    ComparisonEntry,
     Family,
     Mechanism,
     MechanismParams,
+    RowEncoding,
     TorchSpec,
     head_select,
     register,
@@ -236,20 +236,21 @@ class ALiBiFamily(Family):
         """All ``n_heads`` heads as columns (the comparison row is the best single head)."""
         return alibi(ctx.n_positions, ctx.n_heads)
 
-    def comparison(self, ctx: ComparisonContext) -> ComparisonEntry:
+    row_choice = "paper"  # the row is the head of lowest paper stress
+
+    def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
+        """One encoding per head (``alibi/h<h>``, distance ``m_h |i - j|``); the row is the head
+        of lowest paper stress (:attr:`row_choice`), each head in the per-head table."""
         slopes = alibi_slopes(ctx.n_heads)
-        built = [alibi(ctx.n_positions, ctx.n_heads, head=h) for h in range(ctx.n_heads)]
-        heads = tuple(
-            {"family": self.name, "head": h, "slope": float(slopes[h]), **ctx.score(built[h])}
+        return {
+            f"{self.name}/h{h}": RowEncoding(
+                alibi(ctx.n_positions, ctx.n_heads, head=h),
+                f"ALiBi best of {ctx.n_heads} heads: head {h}, m = {slopes[h]:.4g} "
+                "(distance m|i-j|)",
+                head={"head": h, "slope": float(slopes[h])},
+            )
             for h in range(ctx.n_heads)
-        )
-        best = min(range(ctx.n_heads), key=lambda h: (heads[h]["paper"], h))
-        scores = {k: v for k, v in heads[best].items() if k not in ("family", "head", "slope")}
-        description = (
-            f"ALiBi best of {ctx.n_heads} heads: head {best}, m = {slopes[best]:.4g} "
-            "(distance m|i-j|)"
-        )
-        return ComparisonEntry(description, 0, scores, heads, encoding=built[best])
+        }
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
         style, source, bias_max = _alibi_style(model, config)

@@ -13,8 +13,8 @@ from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
 from posgeom.encodings._registry import (
     ComparisonContext,
-    ComparisonEntry,
     Family,
+    RowEncoding,
     TorchSpec,
     register,
 )
@@ -116,10 +116,10 @@ def _source(name: str, params: dict[str, Any]) -> Any:
     return params.pop("source")
 
 
-def _need_pipeline(ctx: ComparisonContext) -> Any:
-    if ctx.pipeline is None:
-        raise PosgeomError("the MDS rows of a comparison need the pipeline result")
-    return ctx.pipeline
+def _fitted(ctx: ComparisonContext, name: str) -> Any:
+    if name not in ctx.fitted:
+        raise PosgeomError("the MDS rows of a comparison need the pipeline's MDS encoding")
+    return ctx.fitted[name]
 
 
 def _mds_module(spec: TorchSpec, name: str) -> Any:
@@ -149,10 +149,11 @@ class MDSFamily(Family):
         n = distances.shape[0]
         return classical_mds(distances, min(n - 1, model_dim), model_dim=model_dim)
 
-    def comparison(self, ctx: ComparisonContext) -> ComparisonEntry:
-        res = _need_pipeline(ctx)
-        description = f"Algorithm 1, rank {res.mds.n_components} in d={ctx.model_dim}"
-        return ComparisonEntry(description, ctx.n_kept * ctx.model_dim, res.scores[self.name])
+    def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
+        """The pipeline's MDS encoding of the kept positions (``ctx.fitted[self.name]``)."""
+        mds = _fitted(ctx, self.name)
+        description = f"Algorithm 1, rank {mds.n_components} in d={ctx.model_dim}"
+        return {self.name: RowEncoding(mds, description, ctx.n_kept * ctx.model_dim, kept=True)}
 
     def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
         return {"source": spec.geometry.distances, "d": spec.d}
@@ -188,14 +189,14 @@ class LowRankMDSFamily(Family):
     def build(self, n_positions: int, **params: Any) -> MDSEncoding:
         return _checked(self.name, n_positions, low_rank_mds(_source(self.name, params), **params))
 
-    def comparison(self, ctx: ComparisonContext) -> ComparisonEntry:
-        res = _need_pipeline(ctx)
-        r = min(ctx.low_rank, res.mds.n_components)
+    def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
+        """The pipeline's MDS encoding truncated to rank ``min(low_rank, its rank)``: ``r (n + d)``
+        parameters."""
+        mds = _fitted(ctx, MDSFamily.name)
+        r = min(ctx.low_rank, mds.n_components)
         parameters = r * (ctx.n_kept + ctx.model_dim)
-        enc = res.mds.truncate(r)
-        return ComparisonEntry(
-            f"rank-{r} MDS, P = A B^T", parameters, ctx.score_kept(enc), encoding=enc
-        )
+        enc = RowEncoding(mds.truncate(r), f"rank-{r} MDS, P = A B^T", parameters, kept=True)
+        return {self.name: enc}
 
     def check_training(self, spec: TorchSpec) -> None:
         if spec.rank > min(spec.n, spec.d):
@@ -234,12 +235,11 @@ class SMACOFFamily(Family):
     def build(self, n_positions: int, **params: Any) -> MDSEncoding:
         return _checked(self.name, n_positions, smacof(_source(self.name, params), **params))
 
-    def comparison(self, ctx: ComparisonContext) -> ComparisonEntry | None:
-        res = _need_pipeline(ctx)
-        if self.name not in res.scores:
-            return None  # the pipeline refines only for n <= 2048
-        return ComparisonEntry(
-            "SMACOF from the MDS solution (200 iterations max)",
-            ctx.n_kept * ctx.model_dim,
-            res.scores[self.name],
-        )
+    def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
+        """The pipeline's SMACOF refinement (``ctx.fitted[self.name]``); none when it did not
+        run (the pipeline refines only for n <= 2048)."""
+        if self.name not in ctx.fitted:
+            return {}
+        description = "SMACOF from the MDS solution (200 iterations max)"
+        parameters = ctx.n_kept * ctx.model_dim
+        return {self.name: RowEncoding(ctx.fitted[self.name], description, parameters, kept=True)}

@@ -305,7 +305,7 @@ def comparable_encodings() -> tuple[str, ...]:
     return tuple(
         name
         for name, fam in families().items()
-        if type(fam).comparison is not Family.comparison
+        if type(fam).encodings is not Family.encodings
         or type(fam).default_encoding is not Family.default_encoding
     )
 

@@ -48,7 +48,7 @@ from posgeom.pipeline import scale
 from posgeom.pipeline.config import GeometryConfig, default_encodings, takes_geometry_config
 from posgeom.pipeline.intervals import stage_intervals
 from posgeom.pipeline.result import KINDS, GeometryResult
-from posgeom.pipeline.rows import MDS_ROW, SMACOF_ROW, comparison_rows, rows_in_order
+from posgeom.pipeline.rows import SMACOF_ROW, comparison_rows, rows_in_order
 from posgeom.pipeline.target import PluginEstimate, embed, estimate_target
 
 __all__ = ["analyze"]
@@ -141,10 +141,10 @@ def analyze(
         noise=stage.noise,
         uncertainty=uncertainty,
         counts_info=dict(cm.provenance),
-        shepard={**stage.shepard, **shepard},
+        shepard=shepard,
         shepard_pairs=stage.shepard_pairs,
         plugin_distances=stage.beside.get("plugin") if stage.scorer.dense is not None else None,
-        plugin_scores={**beside, **stage.plugin_scores},
+        plugin_scores=beside,
         large_arrays=stage.large_arrays,
     )
 
@@ -174,8 +174,8 @@ def _family_names(config: GeometryConfig) -> list[str]:
 
 @dataclass(frozen=True, eq=False)
 class _Geometry:
-    """The stages before the rows: what the registry's rows read (``ctx.pipeline``: the MDS
-    encoding and its scores)."""
+    """The stages before the rows: what the rows read (the scorer, the kept positions, the
+    Shepard pairs, the fitted MDS encodings)."""
 
     distributions: PositionalDistributions
     target: Any  # the estimate (a PluginEstimate for the plug-in)
@@ -184,9 +184,6 @@ class _Geometry:
     mds: Any
     refined: Any
     scorer: scale.Scorer
-    scores: dict[str, dict[str, Any]] = field(default_factory=dict)
-    plugin_scores: dict[str, dict[str, float]] = field(default_factory=dict)
-    shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
     options: dict[str, Any] = field(default_factory=dict)
     kept: CountMatrix | None = None  # the counts of the kept positions
@@ -294,7 +291,7 @@ def _with_mds(stage: _Geometry, mds: Any, *, refine: bool) -> _Geometry:
         log.info("SMACOF refinement from the MDS solution")
         refined = smacof_refine(stage.scorer.target_matrix, mds)
     stage.options["solver"] = mds.solver
-    return _scored(dataclasses.replace(stage, mds=mds, refined=refined))
+    return dataclasses.replace(stage, mds=mds, refined=refined)
 
 
 def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
@@ -307,27 +304,6 @@ def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
         large = scale.long_context_arrays(stage.scored, stage.beside, pairs)
     return dataclasses.replace(
         stage, stationarity=_stationarity(stage), noise=_noise(stage, config), large_arrays=large
-    )
-
-
-def _scored(stage: _Geometry) -> _Geometry:
-    """The stage with the scores and Shepard distances of its MDS encodings."""
-    named = {MDS_ROW: stage.mds}
-    if stage.refined is not None:
-        named[SMACOF_ROW] = stage.refined
-    pairs = stage.shepard_pairs
-    rows = {k: stage.scorer.score(enc) for k, enc in named.items()}
-    beside = {
-        k: {b[len("plugin_") :]: v for b, v in r.items() if b.startswith("plugin_")}
-        for k, r in rows.items()
-    }
-    return dataclasses.replace(
-        stage,
-        scores={
-            k: {b: v for b, v in r.items() if not b.startswith("plugin_")} for k, r in rows.items()
-        },
-        plugin_scores={k: v for k, v in beside.items() if v},
-        shepard={k: scale.pair_distances(enc, pairs) for k, enc in named.items()},
     )
 
 

@@ -78,88 +78,106 @@ def comparison_rows(
     keep_encodings: bool = True,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, np.ndarray], dict[str, Any]]:
     """The comparison rows of ``names`` (registry families) and of ``extra_encodings`` against the
-    geometry of a :class:`~posgeom.pipeline.result.GeometryResult` ``res``.
+    geometry of the pipeline stage ``res`` (its scorer, kept positions, Shepard pairs and fitted
+    MDS encodings).
 
-    Returns ``(table, heads, shepard)``: one score row per encoding (with ``description`` and
-    ``parameters``), the per-head rows of head families (ALiBi), and each encoding's distances at
-    ``res.shepard_pairs``; the fourth element maps names to the encodings built. Encodings are built for positions ``0 .. max(kept)`` and restricted to
-    the kept positions. With ``skip_unbuildable`` a family that cannot be built with these
-    settings (e.g. sinusoidal at an odd width) is left out with a warning instead of raising.
-    Without ``keep_encodings`` the fourth element is empty and each encoding is freed once
-    scored (a long context's ``(n, d)`` tables are not all held at once).
+    The families build (:meth:`~posgeom.encodings._registry.Family.encodings`), this scores:
+    every encoding a family returns is restricted to the kept positions and scored by the stage's
+    scorer (one pass, the plug-in beside). A family with several encodings (ALiBi's heads) gets the
+    row its :attr:`~posgeom.encodings._registry.Family.row_choice` picks, every head in the
+    per-head rows.
+
+    Returns ``(table, heads, shepard, built)``: one score row per encoding (with ``description``
+    and ``parameters``), the per-head rows, each row's distances at ``res.shepard_pairs``, and the
+    encodings scored by name (empty without ``keep_encodings``: each is freed once scored, so a
+    long context's ``(n, d)`` tables are not all held at once). With ``skip_unbuildable`` a
+    family that cannot be built with these settings (e.g. sinusoidal at an odd width) is left out
+    with a warning instead of raising.
     """
     model_dim = int(res.options["model_dim"])  # the config's width (the MDS may come later)
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
-    n = len(positions)
-    # (encoding given to ctx.score, its Shepard distances, the encoding scored: restricted to
-    # the kept positions)
-    seen: list[tuple[Any, np.ndarray, Any]] = []
-    scorer = res.scorer  # exact or sampled, the plug-in beside in the same pass
-
-    def scored(enc: Any, given: Any = None) -> dict[str, Any]:
-        s = {k: v for k, v in scorer.score(enc).items() if k != "plugin_stress1"}
-        seen.append((enc if given is None else given, pair_distances(enc, res.shepard_pairs), enc))
-        return s
-
+    fitted = {MDS_ROW: res.mds, SMACOF_ROW: res.refined}
     ctx = ComparisonContext(
         n_positions=int(positions.max()) + 1,
-        n_kept=n,
+        n_kept=len(positions),
         model_dim=int(model_dim),
         n_heads=int(n_heads),
         rope_head_dim=int(rope_hd),
         rope_base=float(rope_base),
         seed=seed,
-        score=lambda enc: scored(_restrict(enc, positions), enc),
-        score_kept=scored,
-        pipeline=res,
+        fitted={k: v for k, v in fitted.items() if v is not None},
         learned_model=learned_model,
         low_rank=int(low_rank),
     )
-
     table: list[dict[str, Any]] = []
     heads: list[dict[str, Any]] = []
     shepard: dict[str, np.ndarray] = {}
     built: dict[str, Any] = {}
     for k, name in enumerate(names, 1):
         log.info("scoring %s (%d/%d)", name, k, len(names))
-        seen.clear()
-        try:
-            entry = family(name).comparison(ctx)
-        except PosgeomError as exc:
-            if not skip_unbuildable:
-                raise
-            log.warning("%s skipped: %s", name, str(exc).splitlines()[0])
+        made = _family_encodings(name, ctx, skip_unbuildable)
+        if not made:
             continue
-        if entry is None:
-            log.warning("%s skipped: %s", name, family(name).skip_reason)
-            continue
-        match = [(delta, enc) for given, delta, enc in seen if given is entry.encoding]
-        seen.clear()
-        if entry.encoding is not None and match:
-            shepard[name] = match[-1][0]
-            if keep_encodings:
-                built[name] = match[-1][1]
-        elif name in res.shepard:
-            shepard[name] = res.shepard[name]
-        table.append(
-            {
-                "encoding": name,
-                "description": entry.description,
-                "parameters": int(entry.parameters),
-                **entry.scores,
-            }
-        )
-        heads.extend(entry.heads)
-    for name, enc in (extra_encodings or {}).items():
-        table.append(
-            {"encoding": str(name), "description": "user encoding", "parameters": 0} | scored(enc)
-        )
-        shepard[str(name)] = seen[-1][1]
+        scored = {key: _scored(res, enc, positions) for key, enc in made.items()}
+        heads += [
+            {"family": name, **made[key].head, **row}
+            for key, (_, row) in scored.items()
+            if made[key].head is not None
+        ]
+        key = _row_key(family(name).row_choice, scored)
+        enc, row = scored[key]
+        table.append(_row(name, made[key].description, made[key].parameters, row))
+        shepard[name] = pair_distances(enc, res.shepard_pairs)
         if keep_encodings:
-            built[str(name)] = seen[-1][2]
-
+            built[name] = enc
+    for name, given in (extra_encodings or {}).items():
+        enc, row = _scored(res, given, None)
+        table.append(_row(str(name), "user encoding", 0, row))
+        shepard[str(name)] = pair_distances(enc, res.shepard_pairs)
+        if keep_encodings:
+            built[str(name)] = enc
     return table, heads, shepard, built
+
+
+def _family_encodings(name: str, ctx: ComparisonContext, skip_unbuildable: bool) -> dict:
+    """``family(name).encodings(ctx)``; a family that cannot be built is skipped with a warning
+    (``skip_unbuildable``) or raises, one with no encoding here is skipped with its reason."""
+    try:
+        made = family(name).encodings(ctx)
+    except PosgeomError as exc:
+        if not skip_unbuildable:
+            raise
+        log.warning("%s skipped: %s", name, str(exc).splitlines()[0])
+        return {}
+    if not made:
+        log.warning("%s skipped: %s", name, family(name).skip_reason)
+    return made
+
+
+def _scored(res: Any, given: Any, positions: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
+    """A row encoding (or an encoding of the kept positions) restricted to the kept positions and
+    scored by the stage's scorer: ``(encoding scored, scores)``."""
+    enc = getattr(given, "encoding", given)
+    if positions is not None and not getattr(given, "kept", True):
+        enc = _restrict(enc, positions)
+    row = {k: v for k, v in res.scorer.score(enc).items() if k != "plugin_stress1"}
+    return enc, row
+
+
+def _row_key(choice: str | None, scored: Mapping[str, tuple[Any, dict[str, Any]]]) -> str:
+    """The encoding that is the family's row: its only one, or the one of lowest ``choice`` score
+    (ties to the first)."""
+    keys = list(scored)
+    if choice is None:
+        if len(keys) != 1:
+            raise PosgeomError(f"a family without a row choice built {len(keys)} encodings")
+        return keys[0]
+    return min(keys, key=lambda k: (scored[k][1][choice], keys.index(k)))
+
+
+def _row(name: str, description: str, parameters: int, scores: Mapping[str, Any]) -> dict:
+    return {"encoding": name, "description": description, "parameters": int(parameters), **scores}
 
 
 def rows_in_order(names: list[str], early: tuple, fitted: tuple) -> tuple:
