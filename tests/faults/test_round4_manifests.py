@@ -48,7 +48,7 @@ def victims(tmp_path):
     job = tmp_path / "victimjob"
     job.mkdir()
     (job / "shard-00000.npz").write_bytes(b"counted for a week")
-    _forge(job, {"shard-00000.npz": _true_record(job / "shard-00000.npz")}, "count-job")
+    _forge(job, {"shard-00000.npz": _true_record(job / "shard-00000.npz")}, "posgeom-count-job")
 
     def snapshot():
         return sorted(
@@ -67,9 +67,11 @@ def _attacks(tmp_path: Path, victim: Path, job: Path) -> dict[str, dict]:
         "absolute": {str(victim): _true_record(victim)},
         "nested dotdot": {"a/../../victim.txt": _true_record(victim)},
         "symlink record": {"../victim.txt": {"symlink": "x"}},
-        "was record": {"../victim.txt": {"size": 1, "sha256": "0" * 64, "was": _true_record(victim)}},
-        "folder outside": {"../victimjob": {"folder": "count-job"}},
-        "absolute folder": {str(job): {"folder": "count-job"}},
+        "was record": {
+            "../victim.txt": {"size": 1, "sha256": "0" * 64, "was": _true_record(victim)}
+        },
+        "folder outside": {"../victimjob": {"folder": "posgeom-count-job"}},
+        "absolute folder": {str(job): {"folder": "posgeom-count-job"}},
         "nul": {"victim.txt\x00": _true_record(victim)},
         "control": {"\x1b[2Jvictim.txt": _true_record(victim)},
     }
@@ -93,9 +95,9 @@ def test_item01_restart_of_a_forged_work_folder_deletes_nothing(tmp_path, victim
     victim, job, snapshot = victims
     before = snapshot()
     folder = tmp_path / "attacked"
-    _forge(folder, _attacks(tmp_path, victim, job)[attack], "count-job")
+    _forge(folder, _attacks(tmp_path, victim, job)[attack], "posgeom-count-job")
     with pytest.raises(PosgeomError) as err:
-        WorkFolder.open(folder, kind="count-job", restart=True)
+        WorkFolder.open(folder, kind="posgeom-count-job", restart=True)
     line = str(err.value)
     assert "\n" not in line and RESULTS_MANIFEST in line and ";" in line, line
     assert snapshot() == before
@@ -107,7 +109,7 @@ def test_item01_replacing_a_forged_results_folder_deletes_nothing(tmp_path, vict
     before = snapshot()
     folder = tmp_path / "attacked"
     _forge(folder, _attacks(tmp_path, victim, job)[attack], "run")
-    with pytest.raises(PosgeomError, match="posgeom-manifest.json"):
+    with pytest.raises(PosgeomError, match=r"posgeom-manifest\.json"):
         with results_directory(folder, overwrite=True, content="run") as tmp:
             (tmp / "summary.json").write_text("{}\n")
     assert snapshot() == before
@@ -117,10 +119,10 @@ def test_item01_replacing_a_forged_results_folder_deletes_nothing(tmp_path, vict
 def test_item01_symlinked_parent_is_not_followed(tmp_path, victims):
     """``sub -> ..`` listed as a symlink, and ``sub/victim.txt`` with the victim's record: the
     deletion went through the link."""
-    victim, job, snapshot = victims
+    victim, _job, snapshot = victims
     before = snapshot()
     for content, open_ in (
-        ("count-job", lambda f: WorkFolder.open(f, kind="count-job", restart=True)),
+        ("posgeom-count-job", lambda f: WorkFolder.open(f, kind="posgeom-count-job", restart=True)),
         ("run", lambda f: results_directory(f, overwrite=True, content="run").__enter__()),
     ):
         folder = tmp_path / "attacked"
@@ -144,14 +146,18 @@ def test_item01_records_must_match_what_stands_there(tmp_path):
     (folder / "linked").symlink_to(tmp_path / "elsewhere")
     for files in (
         {"notes.txt": {"symlink": "x"}},
-        {"notes.txt": {"folder": "count-job"}},
-        {"linked": {"folder": "count-job"}},
+        {"notes.txt": {"folder": "posgeom-count-job"}},
+        {"linked": {"folder": "posgeom-count-job"}},
         {"notes.txt": "not a record"},
         {"notes.txt": {"size": "7", "sha256": _sha(folder / "notes.txt")}},
     ):
-        _forge(folder, {"linked": {"symlink": str(tmp_path / "elsewhere")}, **files}, "count-job")
-        with pytest.raises(PosgeomError, match="posgeom-manifest.json"):
-            WorkFolder.open(folder, kind="count-job", restart=True)
+        _forge(
+            folder,
+            {"linked": {"symlink": str(tmp_path / "elsewhere")}, **files},
+            "posgeom-count-job",
+        )
+        with pytest.raises(PosgeomError, match=r"posgeom-manifest\.json"):
+            WorkFolder.open(folder, kind="posgeom-count-job", restart=True)
         assert (folder / "notes.txt").read_text() == "mine\n"
         assert (tmp_path / "elsewhere" / "keep.txt").read_text() == "keep\n"
 
@@ -159,22 +165,25 @@ def test_item01_records_must_match_what_stands_there(tmp_path):
 def test_item01_nested_folder_manifest_is_checked_before_anything_is_deleted(tmp_path, victims):
     """A real sub-folder listed as ``{"folder": ...}`` whose own manifest aims outside: nothing
     is deleted, not even the parent's own listed files."""
-    victim, job, snapshot = victims
+    victim, _job, snapshot = victims
     folder = tmp_path / "attacked"
     (folder / "runs").mkdir(parents=True)
     (folder / "results.json").write_text("{}\n")
     _forge(folder / "runs" / "a", {"../../../victim.txt": _true_record(victim)}, "train-run")
-    files = {"results.json": _true_record(folder / "results.json"), "runs/a": {"folder": "train-run"}}
+    files = {
+        "results.json": _true_record(folder / "results.json"),
+        "runs/a": {"folder": "train-run"},
+    }
     _forge(folder, files, "experiment")
     before = snapshot()
-    with pytest.raises(PosgeomError, match="victim.txt"):
+    with pytest.raises(PosgeomError, match=r"victim\.txt"):
         WorkFolder.open(folder, kind="experiment", restart=True)
     assert snapshot() == before and (folder / "results.json").exists()
 
 
 @pytest.mark.parametrize("rel", ["../x.txt", "a/../../x.txt", "/tmp/x.txt", "x\x00y", "\x1b]0;x"])
 def test_item01_work_folder_writes_stay_inside(tmp_path, rel):
-    folder = WorkFolder.open(tmp_path / "work", kind="count-job")
+    folder = WorkFolder.open(tmp_path / "work", kind="posgeom-count-job")
     rel = rel.replace("/tmp", str(tmp_path)) if rel.startswith("/") else rel
     for write in (
         lambda: folder.write_text(rel, "x"),
@@ -190,7 +199,7 @@ def test_item01_work_folder_writes_stay_inside(tmp_path, rel):
 
 
 def test_item01_work_folder_does_not_write_through_a_symlinked_folder(tmp_path):
-    folder = WorkFolder.open(tmp_path / "work", kind="count-job")
+    folder = WorkFolder.open(tmp_path / "work", kind="posgeom-count-job")
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "work" / "sub").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(PosgeomError, match="symbolic link"):
@@ -200,10 +209,10 @@ def test_item01_work_folder_does_not_write_through_a_symlinked_folder(tmp_path):
 
 # ----------------------------------------------------------------------------- the CLI
 def test_item01_count_restart_job_refuses_a_forged_job(small_corpus, tmp_path, victims, capsys):
-    victim, job, snapshot = victims
+    victim, _job, snapshot = victims
     before = snapshot()
     folder = tmp_path / "attacked"
-    _forge(folder, {"../victim.txt": _true_record(victim)}, "count-job")
+    _forge(folder, {"../victim.txt": _true_record(victim)}, "posgeom-count-job")
     argv = ["count", small_corpus, "-n", 6, "--job-dir", folder, "--restart-job"]
     code, err = cli(capsys, *argv, "-o", tmp_path / "c.npz")
     line = one_line(err)
@@ -214,7 +223,7 @@ def test_item01_count_restart_job_refuses_a_forged_job(small_corpus, tmp_path, v
 def test_item01_run_overwrite_refuses_a_forged_results_folder(
     small_corpus, tmp_path, victims, capsys
 ):
-    victim, job, snapshot = victims
+    victim, _job, snapshot = victims
     before = snapshot()
     folder = tmp_path / "attacked"
     _forge(folder, {str(victim): _true_record(victim)}, "run")

@@ -108,7 +108,7 @@ def input_refusal(out: Path, inputs: Iterable[str | os.PathLike], folder: bool) 
         p = Path(os.path.realpath(Path(item).expanduser()))
         if target == p:
             return f"{out} is an input of this command; choose another output"
-        if p.is_dir() and _inside(target, p):
+        if (p.is_dir() or not p.exists()) and _inside(target, p):  # a job folder made later
             return f"{out} lies inside the input folder {item}; write the output elsewhere"
         if folder and _inside(p, target):
             return (

@@ -63,7 +63,13 @@ from posgeom.io._results import (
     write_listed,
 )
 
-__all__ = ["WorkFolder"]
+__all__ = ["WORK_KINDS", "WorkFolder"]
+
+#: the kinds of work folder (their manifests' ``content``): a counting job, the count cache of
+#: ``reproduce``, a training run, an experiment, ``extend``'s cache of measured windows. Another
+#: output (a report page) is never written into one (its resume would find a file it does not
+#: know), nor listed in its manifest.
+WORK_KINDS = ("posgeom-count-job", "count-cache", "train-run", "experiment", "measure-cache")
 
 
 class WorkFolder:
@@ -74,6 +80,7 @@ class WorkFolder:
         self.kind = kind
         #: whether :meth:`open` made the folder (None: not opened, e.g. a listed sub-folder)
         self.made: bool | None = None
+        self._fresh = False  # whether the folder was absent or empty when opened
         self._held: Any = None  # the finalizer that gives the whole-run lock back
 
     def __enter__(self) -> WorkFolder:
@@ -103,6 +110,8 @@ class WorkFolder:
         before the work of a folder made when its first file is written). Refusals: one line."""
         from posgeom.io.outputs import input_refusal, name_refusal, resolve_output
 
+        if kind not in WORK_KINDS:
+            raise ValueError(f"{kind!r} is not one of the work folder kinds {WORK_KINDS}")
         out = resolve_output(path)
         reason = name_refusal(out) or input_refusal(out, tuple(inputs), folder=True)
         if reason is None and out.exists() and not out.is_dir():
@@ -123,6 +132,7 @@ class WorkFolder:
         check_writable(out, folder=True)
         with folder_lock(out.parent):
             folder.made = not out.exists()
+            folder._fresh = folder.made or not any(out.iterdir())
             make_folder(out)
             folder._hold(option)  # before the folder is read: another writer's files are not ours
             try:
@@ -149,11 +159,12 @@ class WorkFolder:
         self._held = weakref.finalize(self, release, os.path.realpath(self.path))
 
     def release(self) -> None:
-        """Give back the folder's whole-run lock; a folder :meth:`open` made is removed again
-        when nothing was written to it (its manifest lists nothing, it holds nothing else)."""
+        """Give back the folder's whole-run lock. A folder that was absent or empty when
+        opened and that nothing was written to (its manifest lists nothing, it holds
+        nothing else) is left as it was found: removed again, or empty."""
         if self._held is None or not self._held.alive:
             return
-        if self.made and listing(self.path) <= {RESULTS_MANIFEST} and not self._files():
+        if self._fresh and listing(self.path) <= {RESULTS_MANIFEST} and not self._files():
             self.discard()
         self._held()
 
