@@ -232,3 +232,25 @@ def test_item01_run_overwrite_refuses_a_forged_results_folder(
     assert code == 2 and str(victim) in line, line
     assert snapshot() == before and not (folder / "summary.json").exists()
     assert os.path.exists(victim)
+
+
+def test_item01_restart_checks_the_files_of_nested_folders_too(tmp_path):
+    """An experiment's restart discards its runs: a run's file changed since posgeom wrote it (or
+    one it does not list) is refused first, as in the experiment's own files."""
+    folder = tmp_path / "exp"
+    run = folder / "runs" / "a"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text("{}\n")
+    _forge(run, {"config.json": _true_record(run / "config.json")}, "train-run")
+    _forge(folder, {"runs/a": {"folder": "train-run"}}, "experiment")
+    (run / "config.json").write_text('{"edited": "by hand"}\n')
+    with pytest.raises(PosgeomError, match="changed since posgeom wrote it"):
+        WorkFolder.open(folder, kind="experiment", restart=True)
+    assert (run / "config.json").read_text() == '{"edited": "by hand"}\n'
+    (run / "config.json").write_text("{}\n")
+    (run / "notes.txt").write_text("mine\n")
+    with pytest.raises(PosgeomError, match=r"notes\.txt"):
+        WorkFolder.open(folder, kind="experiment", restart=True)
+    (run / "notes.txt").unlink()
+    with WorkFolder.open(folder, kind="experiment", restart=True) as again:
+        assert again.listed_files() == [] and not run.exists()
