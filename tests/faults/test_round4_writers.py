@@ -238,3 +238,24 @@ def _tiny_model(tmp_path: Path) -> tuple[Path, Path]:
     rng = np.random.default_rng(3)
     text.write_text(" ".join(words[t] for t in rng.integers(0, 12, 1000)))
     return folder, text
+
+
+def test_item04_a_commit_into_a_held_folder_is_refused_not_waited_on(tmp_path, monkeypatch):
+    """A results folder written inside a work folder another process holds for its whole run:
+    refused after a bounded wait (WAIT_S), instead of waiting for hours."""
+    import posgeom.io._locks as locks
+    from posgeom.io.outputs import results_directory
+
+    monkeypatch.setattr(locks, "WAIT_S", 0.3)
+    folder = tmp_path / "run"
+    proc = _holder(folder, "train-run")
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(PosgeomError, match="stays locked by another posgeom process"):
+            with results_directory(folder / "res", content="run") as tmp:
+                (tmp / "x.txt").write_text("x\n")
+        assert time.monotonic() - t0 < 30
+        assert not (folder / "res").exists()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -8,6 +8,10 @@
   :func:`release`. The kernel drops a ``flock`` when the process's descriptor closes, so a
   crashed, killed (even ``SIGKILL``) or interrupted run leaves no stale lock to clear.
 
+A commit waits for the folder's lock at most :data:`WAIT_S` seconds (commits take milliseconds):
+a folder held for a whole run by another process is refused with one line, not waited on for
+hours.
+
 Within one process a held folder's :func:`folder_lock` is the hold itself (an ``flock`` taken
 twice through two descriptors of one process would wait for itself); the threads of the process
 take turns by a re-entrant lock. A process may hold a folder more than once (an experiment's run
@@ -19,10 +23,20 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["folder_lock", "hold", "release"]
+from posgeom._errors import PosgeomError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no locks
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["WAIT_S", "folder_lock", "hold", "release"]
+
+WAIT_S = 60.0  # the longest a commit waits for a folder's lock
 
 #: realpath of a held folder -> [descriptor, times held, the lock of this process's threads]
 _HELD: dict[str, list] = {}
@@ -34,9 +48,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``folder`` (POSIX): commits into it run one at a time. Not
     re-entrant (a process must not take it twice on the same folder), except on a folder this
     process holds (:func:`hold`)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
+    if fcntl is None:  # pragma: no cover - Windows
         yield
         return
     held = _HELD.get(os.path.realpath(folder))
@@ -46,18 +58,31 @@ def folder_lock(folder: Path) -> Iterator[None]:
         return
     fd = os.open(folder, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + WAIT_S
+        while not _try_lock(fd):
+            if time.monotonic() > deadline:
+                raise PosgeomError(
+                    f"{folder} stays locked by another posgeom process (a run that writes there "
+                    "holds it until it ends); wait until it ends, or write elsewhere"
+                )
+            time.sleep(0.05)
         yield
     finally:
         os.close(fd)
 
 
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 def hold(folder: Path) -> bool:
     """Take the whole-run lock of ``folder`` (an existing folder) without waiting; False when
     another process holds it (or is committing into it right now)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
+    if fcntl is None:  # pragma: no cover - Windows
         return True
     key = os.path.realpath(folder)
     with _GUARD:
@@ -65,9 +90,7 @@ def hold(folder: Path) -> bool:
             _HELD[key][1] += 1
             return True
         fd = os.open(folder, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _try_lock(fd):
             os.close(fd)
             return False
         _HELD[key] = [fd, 1, threading.RLock()]
