@@ -34,6 +34,8 @@ from posgeom._errors import PosgeomError
 __all__ = ["entry_problem", "key_problem", "place_problem", "unlink_inside"]
 
 _HEX = re.compile(r"[0-9a-f]{64}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_DOT_PART = re.compile(r"(?:^|/)\.{0,2}(?:/|$)")  # an empty, "." or ".." part
 _PART_MAX, _PATH_MAX = 255, 4096
 
 
@@ -42,7 +44,7 @@ def key_problem(rel: Any) -> str | None:
     or None. Says what is wrong, e.g. ``"has a '..' part"``."""
     if not isinstance(rel, str) or not rel:
         return "is not a non-empty relative path"
-    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in rel):
+    if _CONTROL.search(rel):
         return "holds a NUL or another control character"
     try:
         raw = os.fsencode(rel)
@@ -50,10 +52,9 @@ def key_problem(rel: Any) -> str | None:
         return "is not a valid file name"
     if rel.startswith("/") or os.path.isabs(rel):
         return "is an absolute path"
-    parts = rel.split("/")
-    if any(p in ("", ".", "..") for p in parts):
+    if _DOT_PART.search(rel):
         return "has a '..', '.' or empty part"
-    if len(raw) > _PATH_MAX or any(len(os.fsencode(p)) > _PART_MAX for p in parts):
+    if len(raw) > _PATH_MAX or max(map(len, raw.split(b"/"))) > _PART_MAX:
         return f"is longer than a path can be ({_PART_MAX} bytes a part, {_PATH_MAX} in all)"
     return None
 
@@ -68,6 +69,8 @@ def _lstat(path: Path) -> os.stat_result | None:
 def place_problem(folder: Path, rel: str) -> str | None:
     """Why ``folder / rel`` (``rel`` passed :func:`key_problem`) may resolve outside ``folder``:
     an existing parent that is a symbolic link; or None."""
+    if "/" not in rel:
+        return None
     here = folder
     for name in rel.split("/")[:-1]:
         here = here / name
@@ -80,20 +83,27 @@ def place_problem(folder: Path, rel: str) -> str | None:
 
 
 def _file_record(info: Any, *, was: bool) -> bool:
+    """Whether ``info`` is ``{"size": int >= 0, "sha256": 64 hex}`` (``was``: with an optional
+    ``"was"`` record of that form), nothing else."""
     if not isinstance(info, dict):
         return False
-    keys = set(info)
-    if not {"size", "sha256"} <= keys <= {"size", "sha256", *(("was",) if was else ())}:
+    if "was" in info:
+        if not was or len(info) != 3 or not _file_record(info["was"], was=False):
+            return False
+    elif len(info) != 2:
         return False
-    size, digest = info["size"], info["sha256"]
-    ok = type(size) is int and size >= 0 and isinstance(digest, str)
-    ok = ok and _HEX.fullmatch(digest) is not None
-    return ok and ("was" not in info or _file_record(info["was"], was=False))
+    size, digest = info.get("size"), info.get("sha256")
+    if type(size) is not int or size < 0 or type(digest) is not str:
+        return False
+    return _HEX.fullmatch(digest) is not None
 
 
-def _record_problem(path: Path, info: Any) -> str | None:
+def _record_problem(folder: Path, rel: str, info: Any) -> str | None:
     if not isinstance(info, dict):
         return "has a record that is not an object"
+    if "folder" not in info and "symlink" not in info:
+        ok = _file_record(info, was=True)
+        return None if ok else "has a record that posgeom does not write (a size and a SHA-256)"
     for key, want, what in (
         ("folder", stat.S_ISDIR, "a folder, but what stands there is not a real folder"),
         ("symlink", stat.S_ISLNK, "a symbolic link, but what stands there is not one"),
@@ -102,17 +112,15 @@ def _record_problem(path: Path, info: Any) -> str | None:
             continue
         if set(info) != {key} or not isinstance(info[key], str):
             return f"has a {key} record that posgeom does not write"
-        st = _lstat(path)
+        st = _lstat(folder / rel)
         return None if st is None or want(st.st_mode) else f"is listed as {what}"
-    if not _file_record(info, was=True):
-        return "has a record that posgeom does not write (a size and a SHA-256)"
     return None
 
 
 def entry_problem(folder: Path, rel: Any, info: Any) -> str | None:
     """Why the entry ``rel: info`` of the manifest of ``folder`` is not one posgeom wrote there
     (module docstring), or None."""
-    return key_problem(rel) or place_problem(folder, rel) or _record_problem(folder / rel, info)
+    return key_problem(rel) or place_problem(folder, rel) or _record_problem(folder, rel, info)
 
 
 def unlink_inside(folder: Path, rel: str, *, directory: bool = False) -> None:
