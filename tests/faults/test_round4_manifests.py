@@ -254,3 +254,16 @@ def test_item01_restart_checks_the_files_of_nested_folders_too(tmp_path):
     (run / "notes.txt").unlink()
     with WorkFolder.open(folder, kind="experiment", restart=True) as again:
         assert again.listed_files() == [] and not run.exists()
+
+
+def test_item01_a_sub_folder_is_never_a_symbolic_link(tmp_path):
+    """An experiment's run folder planted as a link to a folder outside: training there would
+    write outside the experiment's folder."""
+    folder = WorkFolder.open(tmp_path / "exp", kind="experiment")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "exp" / "runs").mkdir()
+    (tmp_path / "exp" / "runs" / "a").symlink_to(tmp_path / "outside")
+    with pytest.raises(PosgeomError, match="symbolic link"):
+        folder.sub("runs/a", "train-run")
+    assert list((tmp_path / "outside").iterdir()) == []
+    assert "runs/a" not in json.loads((tmp_path / "exp" / RESULTS_MANIFEST).read_text())["files"]

@@ -274,6 +274,10 @@ class WorkFolder:
         self._check(rel)
         files = self._files()
         target = self.path / rel
+        if target.is_symlink():  # a sub-folder is a real folder: never followed out
+            raise PosgeomError(
+                f"{target} is a symbolic link, not a folder posgeom made; remove it and run again"
+            )
         if rel not in files:
             if target.exists() and any(target.iterdir()):
                 raise PosgeomError(
