@@ -30,6 +30,7 @@ ones; with different arguments it refuses and names the argument that differs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -355,6 +356,7 @@ def count_resumable(
         overwrite=overwrite,
         progress=progress,
     )
-    for shard in job.missing:
-        job.add(shard, count_shard(shard, job.tokenizer, job.options))
-    return job.result()
+    with job.folder or contextlib.nullcontext():  # the job folder's one writer until the end
+        for shard in job.missing:
+            job.add(shard, count_shard(shard, job.tokenizer, job.options))
+        return job.result()

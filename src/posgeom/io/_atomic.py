@@ -28,6 +28,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.io._claims import claimed, commit_refusal
+from posgeom.io._locks import folder_lock
 
 __all__ = [
     "atomic_path",
@@ -180,23 +181,6 @@ def fsync_path(path: Path, *, directory: bool = False) -> None:
     except OSError:
         if not directory:
             raise
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def folder_lock(folder: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``folder`` (POSIX): commits into it run one at a time. Not
-    re-entrant: a process must not take it twice on the same folder."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
     finally:
         os.close(fd)
 

@@ -21,6 +21,7 @@ from posgeom.io._atomic import (
     temp_sibling,
 )
 from posgeom.io._claims import commit_refusal
+from posgeom.io._entries import entry_problem, unlink_inside
 from posgeom.io.jsonfiles import read_json
 
 log = logging.getLogger("posgeom.io.artifacts")
@@ -30,16 +31,36 @@ _RESULTS_KIND = "posgeom-results"
 #: kind of results folder (not figures, not a work folder)
 ANY_RESULTS = "results"
 RESULTS_KINDS = ("run", "compare", "analyze-model", "extend", ANY_RESULTS)
+_NESTING = 8  # work folders inside work folders, at most (an experiment's runs: 1)
 
 
-def _manifest(folder: Path) -> dict[str, Any] | None:
-    """The manifest of a results folder posgeom wrote, or None."""
+def _manifest(folder: Path, _depth: int = 0) -> dict[str, Any] | None:
+    """The manifest of a folder posgeom wrote, or None (none there, or not posgeom's). A
+    posgeom manifest with an entry posgeom would not write (:mod:`posgeom.io._entries`; the
+    manifests of the sub-folders it lists too) is refused with one :class:`PosgeomError`: every
+    caller that deletes, replaces or writes what a manifest lists reads it here first."""
     try:
         doc = read_json(folder / RESULTS_MANIFEST)
     except PosgeomError:
         return None
     ok = isinstance(doc, dict) and doc.get("kind") == _RESULTS_KIND
-    return doc if ok and isinstance(doc.get("files"), dict) else None
+    if not ok or not isinstance(doc.get("files"), dict):
+        return None
+    for rel, info in doc["files"].items():
+        problem = entry_problem(folder, rel, info)
+        if problem is None and "folder" in info and (folder / rel).is_dir():
+            if _depth >= _NESTING:
+                problem = f"nests work folders more than {_NESTING} deep"
+            else:
+                _manifest(folder / rel, _depth + 1)
+        if problem is not None:
+            shown = repr(rel[:80]) + ("..." if len(rel) > 80 else "")
+            raise PosgeomError(
+                f"{folder / RESULTS_MANIFEST}: the entry {shown} {problem}; posgeom did not "
+                "write this manifest (or it was edited) and deletes or writes nothing it lists: "
+                "move the folder aside and choose another folder"
+            )
+    return doc
 
 
 def _sha256(path: Path) -> str:
@@ -62,7 +83,9 @@ def changed_file(path: Path, info: Any) -> bool:
     if isinstance(info.get("was"), dict) and not changed_file(path, info["was"]):
         return False
     if "symlink" in info:
-        return path.is_symlink() and os.readlink(path) != info["symlink"]
+        if not path.is_symlink():
+            return path.exists()
+        return os.readlink(path) != info["symlink"]
     if not path.exists() and not path.is_symlink():
         return False
     try:
@@ -217,10 +240,14 @@ def write_manifest(tmp: Path, content: str) -> None:
 
 def _remove_listed(old: Path) -> None:
     """Delete what an old results folder's manifest lists, then the folders left empty."""
-    manifest = _manifest(old) or {"files": {}}
+    try:  # checked before the commit (refusal), under the same lock
+        manifest = _manifest(old) or {"files": {}}
+    except PosgeomError as exc:
+        log.warning("kept the replaced results folder %s: %s", old, exc)
+        return
     for rel in [*manifest["files"], RESULTS_MANIFEST]:
-        with contextlib.suppress(OSError):
-            (old / rel).unlink()
+        with contextlib.suppress(OSError, PosgeomError):
+            unlink_inside(old, rel)
     for root, _, _ in sorted(os.walk(old), key=lambda w: -len(w[0])):
         with contextlib.suppress(OSError):
             os.rmdir(root)

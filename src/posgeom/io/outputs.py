@@ -13,7 +13,9 @@ their figures, reproduce's pages) goes through :func:`check_output` before the w
   changed since*: an artifact whose metadata and array checksums verify and whose kind is one the
   command writes; a stamped text file (:func:`stamp`, a report or ``REPRODUCTION.md``) whose stamp
   hash matches its content; a results folder whose ``posgeom-manifest.json`` lists every file it
-  holds with the size and SHA-256 it has now (:func:`posgeom.io._results.refusal`);
+  holds with the size and SHA-256 it has now (:func:`posgeom.io._results.refusal`), its entries
+  first checked as untrusted data (:mod:`posgeom.io._entries`: inside the folder, records posgeom
+  writes) so that nothing outside the folder is ever deleted;
 - **of the same kind**: a folder is replaced (or resumed) only by a command writing that kind
   of folder (its manifest's ``content``: ``run``, ``compare``, ``figures``, ``count-job``, ...);
 - **writable**: a probe file is created and removed in the nearest existing parent;
@@ -108,7 +110,7 @@ def input_refusal(out: Path, inputs: Iterable[str | os.PathLike], folder: bool) 
         p = Path(os.path.realpath(Path(item).expanduser()))
         if target == p:
             return f"{out} is an input of this command; choose another output"
-        if p.is_dir() and _inside(target, p):
+        if (p.is_dir() or not p.exists()) and _inside(target, p):  # a job folder made later
             return f"{out} lies inside the input folder {item}; write the output elsewhere"
         if folder and _inside(p, target):
             return (

@@ -22,6 +22,16 @@ would delete it, still refuses.
 
 A work folder may hold work folders of its own (an experiment's training runs): the parent lists
 them as ``{"folder": kind}`` and leaves their files to their own manifests.
+
+- **the manifest is untrusted data**: every entry is checked (:mod:`posgeom.io._entries`: a
+  relative path inside the folder, below no symbolic link, with a record posgeom writes, the
+  nested folders' manifests too) before anything is deleted or written, and deleting follows no
+  symbolic link; every write method checks its path the same way;
+- **one writer for the whole run**: :meth:`WorkFolder.open` takes the folder's lock
+  (:func:`posgeom.io._locks.hold`) without waiting and keeps it until :meth:`WorkFolder.release`
+  (the ``with`` block's end), the object's end or the process's: a second process opening the
+  folder meanwhile is refused with one line; a folder :meth:`open` made and nothing was written
+  to is removed again at the release (a failed run leaves no empty folder).
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,19 +49,27 @@ from posgeom.io._atomic import (
     atomic_path,
     atomic_write_text,
     check_writable,
-    folder_lock,
     make_folder,
 )
+from posgeom.io._entries import key_problem, place_problem, unlink_inside
+from posgeom.io._locks import folder_lock, hold, release
 from posgeom.io._results import (
     RESULTS_MANIFEST,
     _manifest,
     _sha256,
     kind_refusal,
+    listing,
     owned_refusal,
     write_listed,
 )
 
-__all__ = ["WorkFolder"]
+__all__ = ["WORK_KINDS", "WorkFolder"]
+
+#: the kinds of work folder (their manifests' ``content``): a counting job, the count cache of
+#: ``reproduce``, a training run, an experiment, ``extend``'s cache of measured windows. Another
+#: output (a report page) is never written into one (its resume would find a file it does not
+#: know), nor listed in its manifest.
+WORK_KINDS = ("posgeom-count-job", "count-cache", "train-run", "experiment", "measure-cache")
 
 
 class WorkFolder:
@@ -59,6 +78,16 @@ class WorkFolder:
     def __init__(self, path: Path, kind: str) -> None:
         self.path = path
         self.kind = kind
+        #: whether :meth:`open` made the folder (None: not opened, e.g. a listed sub-folder)
+        self.made: bool | None = None
+        self._fresh = False  # whether the folder was absent or empty when opened
+        self._held: Any = None  # the finalizer that gives the whole-run lock back
+
+    def __enter__(self) -> WorkFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -81,6 +110,8 @@ class WorkFolder:
         before the work of a folder made when its first file is written). Refusals: one line."""
         from posgeom.io.outputs import input_refusal, name_refusal, resolve_output
 
+        if kind not in WORK_KINDS:
+            raise ValueError(f"{kind!r} is not one of the work folder kinds {WORK_KINDS}")
         out = resolve_output(path)
         reason = name_refusal(out) or input_refusal(out, tuple(inputs), folder=True)
         if reason is None and out.exists() and not out.is_dir():
@@ -89,6 +120,9 @@ class WorkFolder:
             raise PosgeomError(reason)
         folder = cls(out, kind)
         if not create:
+            if out.is_dir():  # a writer at work there is refused now, not after the work
+                folder._hold(option)
+                folder.release()
             reason = folder._refusal(option, restart, self_checked)
             if reason is not None:
                 raise PosgeomError(reason)
@@ -97,15 +131,42 @@ class WorkFolder:
         make_folder(out.parent)
         check_writable(out, folder=True)
         with folder_lock(out.parent):
-            reason = folder._refusal(option, restart, self_checked)
-            if reason is not None:
-                raise PosgeomError(reason)
+            folder.made = not out.exists()
+            folder._fresh = folder.made or not any(out.iterdir())
             make_folder(out)
-            if restart:
-                folder.clear()
-            elif _manifest(out) is None:
-                write_listed(out, [], content=kind)
+            folder._hold(option)  # before the folder is read: another writer's files are not ours
+            try:
+                reason = folder._refusal(option, restart, self_checked)
+                if reason is not None:
+                    raise PosgeomError(reason)
+                if restart:
+                    folder.clear()
+                elif _manifest(out) is None:
+                    write_listed(out, [], content=kind)
+            except BaseException:
+                folder.release()
+                raise
         return folder
+
+    # ------------------------------------------------------------------ one writer
+    def _hold(self, option: str) -> None:
+        if not hold(self.path):
+            raise PosgeomError(
+                f"another posgeom process is writing in the {option.removeprefix('the ')} "
+                f"{self.path} (it holds the folder's lock); wait until it ends, or choose "
+                "another folder"
+            )
+        self._held = weakref.finalize(self, release, os.path.realpath(self.path))
+
+    def release(self) -> None:
+        """Give back the folder's whole-run lock. A folder that was absent or empty when
+        opened and that nothing was written to (its manifest lists nothing, it holds
+        nothing else) is left as it was found: removed again, or empty."""
+        if self._held is None or not self._held.alive:
+            return
+        if self._fresh and listing(self.path) <= {RESULTS_MANIFEST} and not self._files():
+            self.discard()
+        self._held()
 
     def _refusal(self, option: str, restart: bool, self_checked: bool) -> str | None:
         out = self.path
@@ -119,9 +180,23 @@ class WorkFolder:
             )
         what = "restarting" if restart else "resuming in it"
         changed = restart or not self_checked
-        return kind_refusal(out, manifest, (self.kind,)) or owned_refusal(
-            out, manifest, what, changed
+        return (
+            kind_refusal(out, manifest, (self.kind,))
+            or owned_refusal(out, manifest, what, changed)
+            or (self._nested_refusal(manifest) if restart else None)
         )
+
+    def _nested_refusal(self, manifest: dict[str, Any]) -> str | None:
+        """Why a sub-folder listed in ``manifest`` may not be cleared (a file posgeom did not
+        write there, or one that changed), or None."""
+        for rel, info in manifest["files"].items():
+            nested = WorkFolder(self.path / rel, str(info.get("folder")))
+            sub = _manifest(nested.path) if "folder" in info and nested.path.is_dir() else None
+            reason = None if sub is None else owned_refusal(nested.path, sub, "restarting")
+            reason = reason or (None if sub is None else nested._nested_refusal(sub))
+            if reason is not None:
+                return reason
+        return None
 
     # ------------------------------------------------------------------ the manifest
     def _files(self) -> dict[str, Any]:
@@ -145,13 +220,25 @@ class WorkFolder:
 
     def listed(self, rel: str) -> bool:
         """Whether posgeom wrote ``rel`` (a POSIX path under the folder) and it exists."""
+        self._check(rel)
         return rel in self._files() and (self.path / rel).exists()
+
+    def _check(self, rel: str) -> None:
+        """Refuse ``rel`` unless it is a relative POSIX path inside the folder, below no symbolic
+        link (the check of the manifest's own entries, :mod:`posgeom.io._entries`)."""
+        problem = key_problem(rel) or place_problem(self.path, rel)
+        if problem is not None:
+            raise PosgeomError(
+                f"{self.path}: the path {str(rel)[:80]!r} {problem}; posgeom writes only inside "
+                "its work folder, below no symbolic link: pass a relative path such as 'a/b.json'"
+            )
 
     # ------------------------------------------------------------------ writing
     @contextlib.contextmanager
     def atomic(self, rel: str) -> Iterator[Path]:
         """Yield a temporary file; on success it is recorded and renamed onto ``rel``
         (:func:`posgeom.io._atomic.atomic_path`, with the record as its pre-commit step)."""
+        self._check(rel)
         target = self.path / rel
         if (target.exists() or target.is_symlink()) and rel not in self._files():
             raise PosgeomError(
@@ -184,8 +271,13 @@ class WorkFolder:
 
     def sub(self, rel: str, kind: str) -> WorkFolder:
         """The nested work folder ``rel`` of ``kind``, listed here as a folder."""
+        self._check(rel)
         files = self._files()
         target = self.path / rel
+        if target.is_symlink():  # a sub-folder is a real folder: never followed out
+            raise PosgeomError(
+                f"{target} is a symbolic link, not a folder posgeom made; remove it and run again"
+            )
         if rel not in files:
             if target.exists() and any(target.iterdir()):
                 raise PosgeomError(
@@ -199,35 +291,39 @@ class WorkFolder:
     # ------------------------------------------------------------------ clearing
     def remove(self, rel: str) -> None:
         """Delete the listed file ``rel`` (and its record)."""
+        self._check(rel)
         files = self._files()
         if rel in files:
-            with contextlib.suppress(FileNotFoundError):
-                (self.path / rel).unlink()
+            unlink_inside(self.path, rel)
             del files[rel]
             self._save(files)
 
     def clear(self) -> None:
-        """Delete every file (and nested work folder) posgeom listed here; keep the folder."""
+        """Delete every file (and nested work folder) posgeom listed here; keep the folder. The
+        manifest's entries (nested ones too) are checked before anything is deleted."""
         files = self._files()
         for rel, info in files.items():
             target = self.path / rel
-            if isinstance(info, dict) and "folder" in info:
+            if "folder" in info:
                 if target.is_dir() and not target.is_symlink():
                     WorkFolder(target, str(info["folder"])).discard()
                 continue
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                target.unlink()
-        parents = {p for rel in files for p in (self.path / rel).parents if self.path in p.parents}
-        for folder in sorted(parents, key=lambda p: -len(p.parts)):
-            with contextlib.suppress(OSError):
-                folder.rmdir()  # only when empty: what posgeom made for its files
+            unlink_inside(self.path, rel)
+        parents = {
+            "/".join(rel.split("/")[:k]) for rel in files for k in range(1, rel.count("/") + 1)
+        }
+        for rel in sorted(parents, key=lambda p: -p.count("/")):
+            unlink_inside(self.path, rel, directory=True)  # only when empty: posgeom made it
         self._save({})
 
     def discard(self) -> None:
         """Delete what posgeom listed here, the manifest, and the folder if nothing else is left
-        (files someone else put there stay)."""
-        self.clear()
-        with contextlib.suppress(FileNotFoundError):
-            (self.path / RESULTS_MANIFEST).unlink()
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
+        and posgeom made it (files someone else put there stay; a folder of the user's that
+        posgeom worked in, e.g. through a symbolic link, stays)."""
+        if _manifest(self.path) is not None:
+            self.clear()
+            with contextlib.suppress(FileNotFoundError):
+                (self.path / RESULTS_MANIFEST).unlink()
+        if self.made is not False:
+            with contextlib.suppress(OSError):
+                self.path.rmdir()

@@ -93,6 +93,7 @@ def report(
         path = Path(result) / REPORT_NAME
     inputs = _report_inputs(result)
     path = check_output(path, kinds=("report",), overwrite=overwrite, inputs=inputs)
+    _check_not_in_work_folder(path)
     figures_dir = path.with_name(f"{path.stem}_figures")
     if figures:
         check_output(figures_dir, kinds=(FIGURES,), overwrite=overwrite, inputs=inputs, folder=True)
@@ -154,29 +155,46 @@ def _report_inputs(result: Any) -> list[Path]:
     return [p for p in files if p.is_file() and p.suffix != ".html"]
 
 
+def _check_not_in_work_folder(path: Path) -> None:
+    """Refuse a page inside a folder posgeom works in and resumes (a counting job, a training
+    run, ...): the page would be a file its resume does not know."""
+    from posgeom.io._results import _manifest
+    from posgeom.io.workfolders import WORK_KINDS
+
+    for folder in (path.parent, *path.parent.parents):
+        try:  # the page's own folder's manifest is checked now, before the page is made
+            kind = (_manifest(folder) or {}).get("content") if folder.is_dir() else None
+        except PosgeomError:
+            if folder == path.parent:
+                raise
+            continue
+        if kind in WORK_KINDS:
+            raise PosgeomError(
+                f"{path} lies inside the posgeom {kind} folder {folder}, whose resume would find "
+                "a file it did not write; write the report elsewhere (-o)"
+            )
+
+
 def _add_to_manifest(folder: Path, files: list[Path]) -> None:
-    """When ``folder`` is a posgeom results folder (it has a manifest), list the report's files
-    in it, so that a later ``--overwrite`` of the folder replaces them as its own."""
+    """When ``folder`` is a posgeom results folder (a manifest posgeom wrote, of a results
+    folder, not of a work folder), list the report's files in it, so that a later
+    ``--overwrite`` of the folder replaces them as its own. Any other JSON named like a manifest
+    (a user's own) is left as it is."""
     import hashlib
     import json
 
-    from posgeom.io.artifacts import RESULTS_MANIFEST, atomic_write_text
-    from posgeom.io.jsonfiles import read_json
+    from posgeom.io._results import RESULTS_MANIFEST, _manifest
+    from posgeom.io.artifacts import atomic_write_text
+    from posgeom.io.workfolders import WORK_KINDS
 
-    manifest = folder / RESULTS_MANIFEST
-    if not manifest.exists():
-        return
-    try:
-        doc = read_json(manifest)
-    except PosgeomError:
-        return  # not ours to repair; the folder's own checks will say so
-    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
+    doc = _manifest(folder)
+    if doc is None or doc.get("content") in WORK_KINDS:
         return
     for f in files:
         data = f.read_bytes()
         rel = f.relative_to(folder).as_posix()
         doc["files"][rel] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    atomic_write_text(manifest, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(folder / RESULTS_MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def repr_html(result: Any) -> str:

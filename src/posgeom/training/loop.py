@@ -99,7 +99,19 @@ def train(
 
     cfg = config.validate()
     torch.set_num_threads(cfg.threads)
-    folder = open_run_folder(output, cfg, restart=overwrite)
+    with open_run_folder(output, cfg, restart=overwrite) as folder:  # one writer until the end
+        return _train(cfg, folder, data, on_epoch)
+
+
+def _train(
+    cfg: TrainConfig,
+    folder: Any,
+    data: TextData | None,
+    on_epoch: Callable[[EpochRecord], None] | None,
+) -> TrainResult:
+    """:func:`train` in its opened run folder (a failure leaves no empty folder behind)."""
+    import torch
+
     out = folder.path
     t0 = time.perf_counter()
     prep = prepare(cfg, data)

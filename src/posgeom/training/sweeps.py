@@ -153,21 +153,22 @@ def _experiment(
         restart=overwrite,
         option="experiment folder",
     )
-    t0 = time.perf_counter()
-    rows = _summarise(_run_grid(base, encodings, seeds, folder))
-    summary: dict[str, Any] = {
-        "config": dataclasses.asdict(base),
-        "encodings": list(rows),
-        "seeds": list(seeds),
-        "per_encoding": rows,
-    }
-    if n_boot is not None:
-        summary["spearman_accuracy_vs_stress"] = _correlations(rows, n_boot)
-    summary["seconds"] = time.perf_counter() - t0
-    folder.write_json("results.json", summary, indent=1)
-    folder.write_text("table.md", sweep_table(summary))
-    if plots:
-        plot_sweep(summary, folder)
+    with folder:  # one writer for the whole grid
+        t0 = time.perf_counter()
+        rows = _summarise(_run_grid(base, encodings, seeds, folder))
+        summary: dict[str, Any] = {
+            "config": dataclasses.asdict(base),
+            "encodings": list(rows),
+            "seeds": list(seeds),
+            "per_encoding": rows,
+        }
+        if n_boot is not None:
+            summary["spearman_accuracy_vs_stress"] = _correlations(rows, n_boot)
+        summary["seconds"] = time.perf_counter() - t0
+        folder.write_json("results.json", summary, indent=1)
+        folder.write_text("table.md", sweep_table(summary))
+        if plots:
+            plot_sweep(summary, folder)
     return summary
 
 
