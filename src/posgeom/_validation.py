@@ -72,10 +72,11 @@ def _is_real(value: Any) -> bool:
 
 
 def _bound_text(value: float) -> str:
-    """A bound as people write it: ``10``, ``0.5``, ``inf``, ``2**63 - 1`` (not 9.22337e+18)."""
+    """A bound as people write it: ``10``, ``0.5``, ``inf``, ``1000000``, ``2**63 - 1`` (not
+    1e+06 or 9.22337e+18)."""
     if isinstance(value, int) and value > 2**20 and (value + 1) & value == 0:
         return f"2**{value.bit_length()} - 1"
-    return f"{value:g}"
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,8 @@ def _cli_words(message: str, flags: dict[str, str]) -> str:
         if flag is None:
             return m[0]
         flag, value = flag.split("/")[-1], m["value"].strip("'")
-        return flag if value == "True" else f"{flag} {value}"
+        switch = value == "True" or (value == "False" and flag.startswith("--no-"))
+        return flag if switch else f"{flag} {value}"
 
     message = re.sub(
         r"\b(?P<key>[a-z][a-z0-9_]*)=(?P<value>'[^']*'|[^\s,;)]+)", keyword_value, message

@@ -31,7 +31,9 @@ def _probe(args: argparse.Namespace) -> int:
         inputs = [p for p in (args.source, args.corpus) if p and Path(p).exists()]
         check_output(out, kinds=(), overwrite=args.overwrite, inputs=inputs, folder=True)
     corpus = None
-    if args.corpus is not None:
+    if args.corpus is None:
+        _no_corpus_flags(args)
+    else:
         from posgeom.cli.model_commands import _texts
 
         if args.max_positions is None:
@@ -53,10 +55,10 @@ def _probe(args: argparse.Namespace) -> int:
         seeds=args.seeds,
         folds=args.folds,
         per_position=args.per_position,
-        kinds=tuple(args.probes.split(",")),
-        geometry=not args.no_geometry,
+        kinds=tuple(args.kinds.split(",")),
+        geometry=args.geometry,
         estimator=args.estimator,
-        include_special=not args.no_special,
+        include_special=args.include_special,
         batch_size=args.batch_size,
         level=args.level,
         seed=args.seed,
@@ -66,6 +68,25 @@ def _probe(args: argparse.Namespace) -> int:
     if out is not None:
         _write(result, out, args)
     return 0
+
+
+#: the corpus-reading flags (dest -> flag): without CORPUS they would be ignored
+_CORPUS_FLAGS = {
+    "format": "--format",
+    "text_column": "--text-column",
+    "split": "--split",
+    "max_sequences": "--max-sequences",
+    "shuffle_seed": "--shuffle-seed",
+}
+
+
+def _no_corpus_flags(args: argparse.Namespace) -> None:
+    given = [flag for dest, flag in _CORPUS_FLAGS.items() if getattr(args, dest) is not None]
+    if given:
+        raise PosgeomError(
+            f"{', '.join(given)} read a corpus, but none is given (SOURCE alone is a table); "
+            "give CORPUS after SOURCE, or drop them"
+        )
 
 
 def _write(result: Any, out: Path, args: argparse.Namespace) -> None:
@@ -118,8 +139,15 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--per-position", type=int, default=64, help="sampled tokens per position (layer probes)"
     )
-    p.add_argument("--probes", default="linear,mlp", help="layer probes, comma-separated")
-    p.add_argument("--no-geometry", action="store_true", help="skip the stress against the corpus")
+    p.add_argument(
+        "--probes", dest="kinds", default="linear,mlp", help="layer probes, comma-separated"
+    )
+    p.add_argument(
+        "--no-geometry",
+        dest="geometry",
+        action="store_false",
+        help="skip the stress against the corpus",
+    )
     add_estimator_argument(p, what="estimator of the corpus geometry the layers are scored against")
     p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
     p.add_argument("--gguf-file", default=None, help="a .gguf file inside SOURCE (a folder)")
@@ -133,7 +161,10 @@ def register(sub: Any) -> None:
         "--shuffle-seed", type=int, default=None, help="a seeded sample of --max-sequences texts"
     )
     p.add_argument(
-        "--no-special", action="store_true", help="skip special tokens and re-index positions"
+        "--no-special",
+        dest="include_special",
+        action="store_false",
+        help="skip special tokens and re-index positions",
     )
     p.add_argument("--batch-size", type=int, default=32, help="sequences per forward pass")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")

@@ -164,6 +164,17 @@ def default_rope_head_dim(model_dim: int, n_heads: int = 12) -> int:
     return 64 if model_dim % 64 == 0 else model_dim
 
 
+def check_rope_head_dim(head_dim: int, model_dim: int, *, name: str = "rope_head_dim") -> None:
+    """Refuse a RoPE head width that does not fit the width: it must be even (one 2-D plane per
+    frequency) and divide ``model_dim`` (``model_dim / head_dim`` whole heads); ``name``: the
+    parameter's name in the message."""
+    if head_dim < 2 or head_dim % 2 or model_dim % head_dim:
+        raise PosgeomError(
+            f"RoPE {name}={head_dim} does not fit model_dim={model_dim}: it must be even and "
+            f"divide it; pass another {name} (or another model_dim)"
+        )
+
+
 def rope_heads(
     n_positions: int,
     model_dim: int = 768,
@@ -179,10 +190,7 @@ def rope_heads(
     ``||p_i - p_j||^2 = H sum_k (2 - 2 cos((i-j) theta_k))``; every norm is ``sqrt(model_dim/2)``.
     ``head_dim = model_dim`` gives exactly the sinusoidal geometry.
     """
-    if head_dim < 2 or head_dim % 2 or model_dim % head_dim:
-        raise PosgeomError(
-            f"RoPE head_dim={head_dim} must be even and divide model_dim={model_dim}"
-        )
+    check_rope_head_dim(head_dim, model_dim, name="head_dim")
     heads = model_dim // head_dim
     one = rope(n_positions, head_dim=head_dim, base=base)
     params = {

@@ -29,12 +29,17 @@ from posgeom.extension.strategies import Strategy, enumerate_strategies, longrop
 from posgeom.lags.counting import LagCounts
 
 __all__ = [
+    "MAX_STRATEGIES",
     "as_extension_model",
     "given_strategies",
     "lag_vectors",
     "score_strategies",
     "strategy_from_parameters",
 ]
+
+#: the most strategies a caller may give (each is scored by a fit of the corpus geometry; the
+#: enumerated ones of a family are a few dozen)
+MAX_STRATEGIES = 1000
 
 
 def as_extension_model(model: Any, trained_length: int | None = None) -> ExtensionModel:
@@ -334,7 +339,13 @@ def _usable(chosen: list[Strategy], positions: Any, target: int) -> tuple[list[S
 
 def given_strategies(strategies: Any) -> list[Strategy]:
     """The strategies a caller gives (``{name: rope_parameters}`` or a list of strategies or
-    ``rope_parameters``), checked: at least one, each name once; one-line refusals."""
+    ``rope_parameters``), checked: at least one and at most :data:`MAX_STRATEGIES`, each name
+    once; one-line refusals."""
+    if isinstance(strategies, (Mapping, Sequence)) and len(strategies) > MAX_STRATEGIES:
+        raise PosgeomError(
+            f"strategies must be at most {MAX_STRATEGIES} (each is scored by a fit of the "
+            f"corpus geometry), got {len(strategies)}; give fewer"
+        )
     if isinstance(strategies, Mapping):
         items = [strategy_from_parameters(str(k), v) for k, v in strategies.items()]
     elif isinstance(strategies, (str, bytes)) or not isinstance(strategies, Sequence):

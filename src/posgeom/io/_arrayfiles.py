@@ -9,9 +9,10 @@ problem and the fix. Nothing is ever unpickled and no code in a file is executed
   ``prod(shape) * itemsize`` exactly, so a forged shape cannot make numpy allocate more than the
   file holds.
 - ``.npz``: a zip of ``.npy`` members; each member is checked as above against its declared
-  uncompressed size, which may be at most 64 times its compressed size above 64 MiB
-  (:mod:`posgeom.io._inflate`: refused before any allocation), read to its end (the zip CRC is
-  verified there), and decoded with ``numpy.frombuffer``.
+  uncompressed size, which may be at most 64 times its compressed size above 64 MiB, and all
+  the members read together at most 64 times the file's size above 64 MiB
+  (:mod:`posgeom.io._inflate`: both refused from the zip directory, before any allocation), read
+  to its end (the zip CRC is verified there), and decoded with ``numpy.frombuffer``.
 - ``.safetensors``: parsed here, not by the ``safetensors`` package (so loading needs no extra):
   8-byte little-endian header length ``N`` (``8 <= 8 + N <= file size``), a JSON object of
   ``name -> {"dtype", "shape", "data_offsets": [begin, end]}`` plus optional ``"__metadata__"``
@@ -145,16 +146,31 @@ def _npz_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: Any) -> np.nda
         need = _nbytes(shape, dtype)
         if info.file_size != fh.tell() + need:
             raise _bad(where, ".npy", f"shape {shape} of {dtype} does not match the member size")
-        if info.file_size > inflation_limit(info.compress_size):
-            raise ArtifactError(
-                f"{where} declares {info.file_size} bytes from {info.compress_size} compressed, "
-                f"more than {INFLATION_RATIO} times (a decompression bomb?); save the arrays "
-                "with numpy.savez (uncompressed) instead"
-            )
         buf = bytearray(need)
         if fh.readinto(buf) != need or fh.read(1):  # reading to the end checks the CRC
             raise _bad(where, ".npy", "the member is truncated or longer than its header says")
     return _from_buffer(buf, shape, fortran, dtype)
+
+
+def _check_inflation(infos: list[zipfile.ZipInfo], path: Path) -> None:
+    """Refuse, from the zip directory, a member declaring more than the inflation limit of its
+    compressed size, and members that together declare more than the limit of the whole file's
+    size (each may be under its own: 90 members of 60 MiB)."""
+    for info in infos:
+        if info.file_size > inflation_limit(info.compress_size):
+            raise ArtifactError(
+                f"{path} (member {info.filename}) declares {info.file_size} bytes from "
+                f"{info.compress_size} compressed, more than {INFLATION_RATIO} times (a "
+                "decompression bomb?); save the arrays with numpy.savez (uncompressed) instead"
+            )
+    total = sum(i.file_size for i in infos)
+    limit = inflation_limit(path.stat().st_size)
+    if total > limit:
+        raise ArtifactError(
+            f"{path}: its {len(infos)} members declare {total} bytes together, more than "
+            f"{limit >> 20} MiB ({INFLATION_RATIO} times the file's size; a decompression bomb?); "
+            "save the arrays with numpy.savez (uncompressed) instead"
+        )
 
 
 def read_npz(path: str | os.PathLike, *, only: str | None = None) -> dict[str, np.ndarray]:
@@ -168,6 +184,7 @@ def read_npz(path: str | os.PathLike, *, only: str | None = None) -> dict[str, n
             infos = zf.infolist()
             if only is not None:
                 infos = [i for i in infos if i.filename == f"{only}.npy"]
+            _check_inflation(infos, path)
             for info in infos:
                 if not info.filename.endswith(".npy") or info.is_dir():
                     raise _bad(path, ".npz", f"member {info.filename!r} is not a .npy array")

@@ -234,6 +234,10 @@ class GeometryConfig:
             if f.metadata.get("allowed"):
                 check_param(f.name, getattr(self, f.name), f.metadata["allowed"])
         self._check_alpha_is_used()
+        if self.rope_head_dim is not None:  # the RoPE family's rule, checked before any work
+            from posgeom.encodings.rope import check_rope_head_dim
+
+            check_rope_head_dim(int(self.rope_head_dim), int(self.model_dim))
         if self.estimator_options is not None:
             object.__setattr__(self, "estimator_options", dict(self.estimator_options))
         if isinstance(self.estimator, str):  # the registry's rule (posgeom.estimators.get)

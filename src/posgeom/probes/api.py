@@ -17,6 +17,7 @@ model with a learned table gets the table probes too. One pass over the corpus
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Iterable
 from numbers import Integral, Real
@@ -24,20 +25,76 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import SEED, Interval, check_int, validate_params
+from posgeom.probes.layers import check_kinds
 from posgeom.probes.result import ProbeResult
 from posgeom.probes.sources import read_table
-from posgeom.probes.table import probe_table
+from posgeom.probes.table import PAIRS, SEEDS, probe_table
 
-__all__ = ["probe"]
+__all__ = ["LAYER_OPTIONS", "probe"]
+
+
+#: the options of the layer probes: given (other than their defaults) without a corpus they
+#: would be ignored, so they are refused
+LAYER_OPTIONS = (
+    "tokenizer",
+    "per_position",
+    "kinds",
+    "geometry",
+    "estimator",
+    "include_special",
+    "batch_size",
+    "table_probes",
+)
+
+
+def _check_options(corpus: Any, kinds: Any, estimator: Any, given: dict[str, Any]) -> None:
+    """Before any work: the probe names and the estimator exist, and no option is given that
+    this mode ignores (a layer option without a corpus)."""
+    check_kinds(kinds)
+    if isinstance(estimator, str):
+        from posgeom.estimators import get
+
+        get(estimator)  # the registry's one-line refusal of an unknown name
+    if corpus is not None:
+        return
+    defaults = inspect.signature(probe).parameters
+    ignored = [k for k in LAYER_OPTIONS if _differs(given[k], defaults[k].default)]
+    if ignored:
+        raise PosgeomError(
+            f"probe: {', '.join(f'{k}={_shown(given[k])!r}' for k in ignored)} "
+            f"{'is' if len(ignored) == 1 else 'are'} used by the layer probes only, with a "
+            "corpus; give a corpus, or drop it for a table"
+        )
+
+
+def _shown(value: Any) -> Any:
+    """A value as the message shows it (a list of names comma-separated, as the CLI takes it)."""
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return ",".join(value)
+    return value
+
+
+def _differs(value: Any, default: Any) -> bool:
+    value = tuple(value) if isinstance(value, list) else value
+    if value is None or default is None:
+        return value is not default
+    try:
+        return bool(value != default)
+    except Exception:  # an object without a plain comparison: it was given
+        return True
 
 
 @validate_params(
     {
+        "n": [Interval(Integral, 3, None), None],
         "start": [Interval(Integral, 0, None)],
         "per_position": [Interval(Integral, 2, None)],
         "batch_size": [Interval(Integral, 1, None)],
         "level": [Interval(Real, 0, 1, closed="neither")],
         "seed": [SEED],
+        "seeds": SEEDS,
+        "pairs": [*PAIRS, None],
+        "folds": [Interval(Integral, 2, None)],
     }
 )
 def probe(
@@ -68,6 +125,8 @@ def probe(
     ``per_position``: sampled tokens per position for the layer probes; ``kinds``: layer probes
     (``"linear"``, ``"mlp"``); ``geometry``: score the layers against the corpus (``estimator``:
     the target, as in ``analyze-model``); ``table_probes``: also probe a model's learned table."""
+    given = {k: v for k, v in locals().items() if k in LAYER_OPTIONS}
+    _check_options(corpus, kinds, estimator, given)
     timings: dict[str, float] = {}
     if corpus is None:
         t0 = time.perf_counter()
@@ -91,7 +150,7 @@ def probe(
         if table_probes
         else None,
         per_position=check_int(per_position, "per_position", 2),
-        kinds=tuple(kinds),
+        kinds=check_kinds(kinds),
         folds=folds,
         geometry=geometry,
         estimator=estimator,

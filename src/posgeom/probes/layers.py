@@ -27,11 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._errors import PosgeomError
 from posgeom.probes.estimate import interval_dict, interval_over_seeds
 from posgeom.probes.fitting import group_kfold, least_squares, rounded_mae
 from posgeom.uncertainty.bootstrap import Interval
 
-__all__ = ["PROBE_KINDS", "LayerProbes", "probe_layers"]
+__all__ = ["PROBE_KINDS", "LayerProbes", "check_kinds", "probe_layers"]
 
 PROBE_KINDS = ("linear", "mlp")
 MLP_WIDTH = 32
@@ -132,6 +133,23 @@ class LayerProbes:
                 row[f"{kind}_mae"] = interval_dict(intervals[layer], self.values[kind][layer][None])
             out.append(row)
         return out
+
+
+def check_kinds(kinds: Any) -> tuple[str, ...]:
+    """``kinds`` as a tuple of layer probes: a list (not one string) of distinct names of
+    :data:`PROBE_KINDS`, at least one; one-line refusals naming the names."""
+    if isinstance(kinds, (str, bytes)) or not isinstance(kinds, (list, tuple)):
+        raise PosgeomError(
+            f"kinds must be a list of layer probes such as ['linear'] (of {list(PROBE_KINDS)}), "
+            f"not a {type(kinds).__name__} {kinds!r}"
+        )
+    unknown = [k for k in kinds if k not in PROBE_KINDS]
+    if unknown or not kinds or len(set(kinds)) != len(kinds):
+        raise PosgeomError(
+            f"kinds must be distinct layer probes of {', '.join(PROBE_KINDS)}, at least one, "
+            f"got {', '.join(map(str, kinds)) or 'none'}"
+        )
+    return tuple(kinds)
 
 
 def probe_layers(

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._version import __version__
+from posgeom.io.jsonfiles import finite_json
 from posgeom.probes.table import TableProbes
 
 __all__ = ["ProbeResult"]
@@ -156,7 +157,8 @@ class ProbeResult:
         into ``folder`` (inside :func:`posgeom.reports.results_folder`). Returns the paths."""
         folder = Path(folder)
         paths = [folder / "summary.json", folder / "table.md"]
-        text = json.dumps(self.summary(), indent=1, allow_nan=True, default=_json_default)
+        summary = finite_json(self.summary())  # strict JSON: an undefined value is null
+        text = json.dumps(summary, indent=1, allow_nan=False, default=_json_default)
         paths[0].write_text(text + "\n", encoding="utf-8")
         paths[1].write_text(self.markdown(), encoding="utf-8")
         if plot and self.layers:

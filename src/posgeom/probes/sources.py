@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.probes.table import real_values
 
 __all__ = ["ARRAY_SUFFIXES", "read_table"]
 
@@ -32,7 +33,7 @@ def _decoder_table(path: Path) -> np.ndarray | None:
     table = next((v for k, v in arrays.items() if _is_table(k)), None)
     if table is None:
         raise PosgeomError(f"{path} is a posgeom decoder without a learned position table")
-    return np.asarray(table, dtype=np.float64)
+    return real_values(table, f"{path}'s position table")
 
 
 def _array_file(path: Path, key: str | None) -> np.ndarray:
@@ -53,7 +54,7 @@ def _array_file(path: Path, key: str | None) -> np.ndarray:
     key = next(iter(arrays)) if key is None else key
     if key not in arrays:
         raise PosgeomError(f"{path} has no array {key!r}; it holds {sorted(arrays)}")
-    return np.asarray(arrays[key], dtype=np.float64)
+    return real_values(arrays[key], f"{path}" + (f" (array {key!r})" if key else ""))
 
 
 def _model_table(model: Any, n: int | None, start: int, gguf_file: str | None) -> np.ndarray:
@@ -84,11 +85,20 @@ def _model_table(model: Any, n: int | None, start: int, gguf_file: str | None) -
 def read_table(
     source: Any, *, n: int | None = None, start: int = 0, key: str | None = None, gguf_file=None
 ) -> tuple[np.ndarray, str]:
-    """The ``(n, d)`` table of ``source`` (module docstring) and a name for it."""
+    """The ``(n, d)`` table of ``source`` (module docstring) and a name for it; ``gguf_file``
+    only for a Hugging Face model folder or name (refused for anything else: it would be
+    ignored)."""
+    if gguf_file is not None and (
+        not isinstance(source, (str, os.PathLike)) or Path(source).is_file()
+    ):
+        raise PosgeomError(
+            f"gguf_file={gguf_file!r} names a checkpoint inside a model folder, but the source "
+            "is not one; drop it"
+        )
     if isinstance(source, np.ndarray) or (
         hasattr(source, "__array__") and not hasattr(source, "parameters")
     ):
-        table, name = np.asarray(source, dtype=np.float64)[start:], "array"
+        table, name = real_values(source, "the table")[start:], "array"
     elif isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() in ARRAY_SUFFIXES:
         path = Path(source)
         if not path.is_file():

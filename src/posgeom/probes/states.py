@@ -127,6 +127,13 @@ def open_model(
     Hugging Face model's own (a name or folder), ``gguf_file`` names a GGUF checkpoint in it."""
     own = _posgeom_model(model)
     if own is not None:
+        given = {"tokenizer": tokenizer, "gguf_file": gguf_file}
+        if any(v is not None for v in given.values()):
+            shown = ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)
+            raise PosgeomError(
+                f"{own.name} is a posgeom model with its own tokenizer; {shown} (of a Hugging "
+                "Face model) does not apply to it: drop it"
+            )
         return own
     from posgeom.models.loading import load_model, load_tokenizer, model_tokenizer
     from posgeom.models.mechanisms import model_position_limit

@@ -27,11 +27,13 @@ The fits are :mod:`posgeom.probes.fitting` (float64, checked against scikit-lear
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import Interval as Allowed
 from posgeom._validation import check_int
 from posgeom.probes.estimate import interval_dict, interval_over_seeds
 from posgeom.probes.fitting import (
@@ -45,24 +47,60 @@ from posgeom.uncertainty.bootstrap import Interval
 
 __all__ = [
     "DEFAULT_PAIRS_PER_POSITION",
+    "MAX_PAIRS",
+    "MAX_SEEDS",
+    "PAIRS",
+    "SEEDS",
     "TableProbes",
     "absolute_probe_values",
     "order_probe_values",
     "probe_table",
+    "real_values",
 ]
 
 DEFAULT_PAIRS_PER_POSITION = 4
 MIN_DEFAULT_PAIRS = 2048
+#: the most repetitions (seeds) of the table probes: each refits every fold of both probes
+MAX_SEEDS = 100
+#: the most pairs of the order probe (its fit holds a few arrays of ``pairs`` numbers; the
+#: default ``max(4 n, 2048)`` reaches it at n = 250,000 positions)
+MAX_PAIRS = 1_000_000
+#: the range of a table's largest |entry| that the probes take (0 too: a constant zero table)
+SCALE = (1e-100, 1e100)
+SEEDS = [Allowed(Integral, 1, MAX_SEEDS)]
+PAIRS = [Allowed(Integral, 2, MAX_PAIRS)]
 
 
-def _check_table(table: Any) -> np.ndarray:
-    p = np.asarray(table, dtype=np.float64)
-    if p.ndim != 2 or p.shape[0] < 4 or p.shape[1] < 1:
+def real_values(values: Any, what: str = "the position table") -> np.ndarray:
+    """``values`` as float64, refusing what a conversion would silently change: a complex array
+    (its imaginary part dropped) and non-numeric ones (``what`` names it in the message)."""
+    a = np.asarray(values)
+    if np.iscomplexobj(a):
         raise PosgeomError(
-            f"a position table must be (n >= 4 positions, d) vectors, got shape {p.shape}"
+            f"{what} is complex ({a.dtype}); the probes read real vectors: pass its real part, "
+            "or its real and imaginary parts side by side (numpy.hstack([t.real, t.imag]))"
         )
+    if a.dtype.kind not in "biuf":
+        raise PosgeomError(f"{what} holds {a.dtype} values, not real numbers; pass a numeric table")
+    return a.astype(np.float64, copy=False)
+
+
+def _check_table(table: Any, what: str = "the position table") -> np.ndarray:
+    """The table as float64 ``(n, d)``: ``n >= 4``, finite, and its largest ``|entry|`` zero
+    or within :data:`SCALE` (outside it the fits under- or overflow in float64: NaN errors from
+    a table scaled by 1e-308, an overflow from one scaled by 1e308)."""
+    p = real_values(table, what)
+    if p.ndim != 2 or p.shape[0] < 4 or p.shape[1] < 1:
+        raise PosgeomError(f"{what} must be (n >= 4 positions, d) vectors, got shape {p.shape}")
     if not np.all(np.isfinite(p)):
-        raise PosgeomError("the position table has NaN or infinite entries; fix or drop those rows")
+        raise PosgeomError(f"{what} has NaN or infinite entries; fix or drop those rows")
+    top = float(np.max(np.abs(p)))
+    if top and not SCALE[0] <= top <= SCALE[1]:
+        raise PosgeomError(
+            f"{what}: its largest |entry| is {top:.3g}, outside {SCALE[0]:g} .. "
+            f"{SCALE[1]:g} where the probes' float64 fits hold; rescale it (divide it by "
+            "its largest entry: the absolute probe is unchanged by a scale)"
+        )
     return p
 
 
@@ -151,12 +189,12 @@ def probe_table(
     """Absolute and order probes of ``table`` ``(n, d)`` (module docstring). ``pairs``: pairs of
     the order probe (default ``max(4 n, 2048)``); ``seeds`` repetitions, ``folds`` CV folds;
     ``start``: the table row of position 0 (recorded only)."""
-    p = _check_table(table)
+    p = _check_table(table, "the position table" if source == "array" else source)
     n = p.shape[0]
-    seeds = check_int(seeds, "seeds", 1)
+    seeds = check_int(seeds, "seeds", 1, MAX_SEEDS)
     folds = check_int(folds, "folds", 2, n)
     m = max(DEFAULT_PAIRS_PER_POSITION * n, MIN_DEFAULT_PAIRS) if pairs is None else pairs
-    m = check_int(m, "pairs", 2 * folds)
+    m = min(m, MAX_PAIRS) if pairs is None else check_int(m, "pairs", 2 * folds, MAX_PAIRS)
     absolute = absolute_probe_values(p, seeds=seeds, folds=folds)
     order = order_probe_values(p, pairs=m, seeds=seeds, folds=folds)
     shuffled = order_probe_values(
