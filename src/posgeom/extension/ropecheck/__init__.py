@@ -141,13 +141,7 @@ def rope_check(path: str | os.PathLike, *, engine: str | None = None) -> RopeChe
 
 
 def _applies(finding: Finding, engine: str) -> bool:
-    names = {
-        "transformers5": "transformers",
-        "transformers4": "transformers 4",
-        "llamacpp": "llama.cpp",
-    }
-    text = finding.applies_to.lower()
-    return names.get(engine, engine).lower() in text or "every engine" in text
+    return engine in finding.engines
 
 
 def check_emitted(emitted: Any, target: Any) -> list[str]:

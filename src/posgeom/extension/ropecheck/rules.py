@@ -32,11 +32,18 @@ __all__ = ["RULES", "Finding", "find_mismatches", "layer_parameters"]
 VLLM_SGLANG = "vLLM (rope_parameters and rope_scaling versions), SGLang"
 
 
+ALL = ("transformers5", "transformers4", "vllm", "sglang", "llamacpp", "exllamav2")
+
+
 @dataclass(frozen=True)
 class Finding:
+    """A mismatch: ``code`` (the rule), ``message``, ``applies_to`` (engines and versions, in
+    words) and ``engines`` (the engine keys whose reading it concerns)."""
+
     code: str
     message: str
     applies_to: str
+    engines: tuple[str, ...] = ALL
 
     def line(self) -> str:
         return f"[{self.code}] {self.message} (applies to: {self.applies_to})"
@@ -86,6 +93,7 @@ def _theta_fallback(src: RopeSource) -> list[Finding]:
                     "the top-level rope_theta runs theta = 10,000",
                     "transformers 4.x; SGLang (config.rope_theta, default 10,000); vLLM versions "
                     "before rope_parameters",
+                    ("transformers4", "sglang"),
                 )
             )
     return out
@@ -102,6 +110,7 @@ def _attention(src: RopeSource) -> list[Finding]:
                 "--yarn-attn-factor is overwritten when YaRN is on; set the GGUF key "
                 "{arch}.rope.scaling.attn_factor with --override-kv instead",
                 "llama.cpp since the YaRN attn_factor fix (PR 17945; llama-cpp-python 0.3.36)",
+                ("llamacpp",),
             )
         )
     for p in layer_parameters(src.config).values():
@@ -125,6 +134,7 @@ def _attention(src: RopeSource) -> list[Finding]:
                     f"these engines scale cos/sin by {engines:.6g}; write attn_factor = "
                     f"{wanted / yarn_mscale(factor):.6g}",
                     VLLM_SGLANG,
+                    ("vllm", "sglang"),
                 )
             )
     return out
@@ -148,6 +158,7 @@ def _dynamic(src: RopeSource) -> list[Finding]:
             "and use it at every length; transformers rescales only past max_position_embeddings "
             "(same at the full length, different on shorter inputs)",
             f"{VLLM_SGLANG} against transformers 4 and 5",
+            ("vllm", "sglang"),
         )
     ]
 
@@ -175,6 +186,7 @@ def _longrope(src: RopeSource) -> list[Finding]:
                 "no top-level original_max_position_embeddings: transformers 4 switches at "
                 "max_position_embeddings, so the long factors are never used",
                 "transformers 4.45-4.57",
+                ("transformers4",),
             )
         )
     return out
@@ -210,6 +222,7 @@ def _context(src: RopeSource) -> list[Finding]:
                         f"context {src.settings['context']} is past the derived cap {cap}: the engine "
                         f"refuses to start without {env_name}=1",
                         src.engine,
+                        (src.engine,),
                     )
                 )
     return out
@@ -226,6 +239,7 @@ def _legacy(src: RopeSource) -> list[Finding]:
                     "that looks up rope_type alone (vLLM's get_rope defaults to 'default') drops the "
                     "scaling unless the config went through a patch; write rope_type",
                     "vLLM get_rope on unpatched dicts; transformers < 4.45 for new types",
+                    ("vllm", "transformers4"),
                 )
             ]
     return []
