@@ -99,8 +99,9 @@ def test_vllm_writes_yarn_attention_as_attn_factor_that_reproduces_it():
     assert words[:3] == ["vllm", "serve", "/models/m"]
     overrides = json.loads(words[words.index("--hf-overrides") + 1])
     p = overrides["rope_parameters"]
-    assert "attention_factor" not in p
-    # vLLM's YaRN scales cos/sin by yarn_get_mscale(s) * attn_factor = (0.1 ln 4 + 1) attn_factor
+    # vLLM 0.32 reads attention_factor; SGLang and earlier vLLM scale cos/sin by
+    # yarn_get_mscale(s) * attn_factor = (0.1 ln 4 + 1) attn_factor
+    assert p["attention_factor"] == 1.0
     assert (0.1 * math.log(4) + 1) * p["attn_factor"] == pytest.approx(1.0, rel=1e-12)
     assert words[words.index("--max-model-len") + 1] == str(L)
     assert not e.settings["env"]  # L is within vLLM's derived cap (L0 x 4)

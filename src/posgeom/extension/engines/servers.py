@@ -9,17 +9,16 @@
   --json-model-override-args JSON --context-length L``; its ``get_rope(..., base,
   rope_scaling)`` reads ``rope_scaling`` and ``rope_theta``.
 
-Both engines derive a context cap from the config (``max_position_embeddings x factor`` for
-linear/dynamic, ``original_max_position_embeddings x factor`` for YaRN, ``max_position_embeddings``
-for llama3/LongRoPE) and refuse a longer ``--max-model-len`` / ``--context-length`` unless
+Both engines derive a context cap from the config (:func:`derived_cap`) and refuse a longer ``--max-model-len`` / ``--context-length`` unless
 ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` / ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1`` is set: the
 command sets it only where ``L`` is above that cap.
 
 What they read differently from transformers, and how the file keeps the same model:
 
-- YaRN: the cos/sin scale is ``(0.1 ln s + 1) x attn_factor``; ``attention_factor``, ``mscale``
-  and ``mscale_all_dim`` are not read. A strategy whose attention factor ``a`` differs from
-  ``0.1 ln s + 1`` is written as ``attn_factor = a / (0.1 ln s + 1)`` (exact).
+- YaRN: SGLang and vLLM before 0.32 scale cos/sin by ``(0.1 ln s + 1) x attn_factor`` and do
+  not read ``attention_factor``, ``mscale`` or ``mscale_all_dim``; vLLM 0.32 reads those and not
+  ``attn_factor``. A strategy whose attention factor ``a`` differs from ``0.1 ln s + 1`` gets both
+  ``attention_factor = a`` and ``attn_factor = a / (0.1 ln s + 1)``: exact in every version.
 - dynamic NTK: the base is computed once for ``max_position_embeddings x factor`` and used at
   every length (transformers rescales only past ``L0``): identical at ``L``, different below ``L0``
   (the note gives the computed gap).
@@ -50,15 +49,18 @@ SGLANG_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 
 def derived_cap(params: dict[str, Any], max_position_embeddings: int) -> int:
     """The context cap vLLM (``ModelConfig`` max-length derivation) and SGLang derive from a
-    config: ``max_position_embeddings`` (YaRN: ``original_max_position_embeddings``) times
-    ``factor``, except llama3 and LongRoPE (unscaled)."""
+    config: ``max_position_embeddings`` times ``factor``, except llama3 and LongRoPE (unscaled)
+    and YaRN (vLLM 0.32: ``max_position_embeddings``; earlier vLLM and SGLang:
+    ``original_max_position_embeddings x factor``; the smaller of the two)."""
     kind = params.get("rope_type", params.get("type", "default"))
     cap = float(max_position_embeddings)
     if kind in ("su", "longrope", "llama3"):
         return int(cap)
-    if kind == "yarn" and params.get("original_max_position_embeddings"):
-        cap = float(params["original_max_position_embeddings"])
-    return int(cap * float(params.get("factor", 1.0) or 1.0))
+    factor = float(params.get("factor", 1.0) or 1.0)
+    if kind == "yarn":  # vLLM 0.32: max_position_embeddings; earlier: original x factor
+        orig = params.get("original_max_position_embeddings")
+        return int(min(cap, float(orig) * factor)) if orig else int(cap)
+    return int(cap * factor)
 
 
 def server_parameters(target: EngineTarget) -> tuple[dict[str, Any], list[str]]:
@@ -68,14 +70,14 @@ def server_parameters(target: EngineTarget) -> tuple[dict[str, Any], list[str]]:
     kind = target.rope_type
     if kind == "yarn":
         a, default = target.attention_factor, yarn_mscale(target.factor)
-        for key in ("attention_factor", "mscale", "mscale_all_dim"):
-            p.pop(key, None)
         if abs(a / default - 1.0) > 1e-12:
+            p["attention_factor"] = a
             p["attn_factor"] = a / default
             notes.append(
-                f"yarn: attention factor {a:.6g} written as attn_factor = {a:.6g} / "
-                f"(0.1 ln {target.factor:g} + 1) = {p['attn_factor']:.6g} (these engines multiply "
-                "it by 0.1 ln s + 1 and do not read attention_factor): exact"
+                f"yarn: attention factor {a:.6g} written twice: attention_factor (read by vLLM "
+                f"0.32, not by SGLang or earlier vLLM) and attn_factor = {a:.6g} / (0.1 ln "
+                f"{target.factor:g} + 1) = {p['attn_factor']:.6g} (read by SGLang and earlier "
+                "vLLM, which multiply it by 0.1 ln s + 1; vLLM 0.32 ignores it): exact in both"
             )
     elif kind == "dynamic":
         engine_view = {
@@ -138,10 +140,10 @@ def vllm(target: EngineTarget) -> Emitted:
     tail = f" --max-model-len {target.target_length}"
     text = (
         f"# vLLM: serve {target.strategy} at {target.target_length} tokens (derived cap {cap})\n"
-        f"{env}vllm serve {shell_quote(target.model)} --hf-overrides "
+        f"{env}vllm serve {shell_quote(target.gguf_file or target.model)} --hf-overrides "
         f"{shell_quote(dumps(overrides))}{tail}\n"
         "# vLLM versions that read rope_scaling + rope_theta (before rope_parameters):\n"
-        f"# {env}vllm serve {shell_quote(target.model)} --hf-overrides "
+        f"# {env}vllm serve {shell_quote(target.gguf_file or target.model)} --hf-overrides "
         f"{shell_quote(dumps(legacy))}{tail}\n"
     )
     settings = {
@@ -160,7 +162,7 @@ def sglang(target: EngineTarget) -> Emitted:
     env, cap = _env(target, p, SGLANG_ENV)
     text = (
         f"# SGLang: serve {target.strategy} at {target.target_length} tokens (derived cap {cap})\n"
-        f"{env}python -m sglang.launch_server --model-path {shell_quote(target.model)} "
+        f"{env}python -m sglang.launch_server --model-path {shell_quote(target.gguf_file or target.model)} "
         f"--json-model-override-args {shell_quote(dumps(overrides))} "
         f"--context-length {target.target_length}\n"
     )

@@ -30,6 +30,7 @@ from posgeom.extension.ropecheck.read import RopeSource
 __all__ = ["RULES", "Finding", "find_mismatches", "layer_parameters"]
 
 VLLM_SGLANG = "vLLM (rope_parameters and rope_scaling versions), SGLang"
+ATTN_READERS = "vLLM before 0.32 (reads attn_factor only), SGLang (factory.py)"
 
 
 ALL = ("transformers5", "transformers4", "vllm", "sglang", "llamacpp", "exllamav2")
@@ -90,7 +91,12 @@ def _theta_fallback(src: RopeSource) -> list[Finding]:
                 Finding(
                     "theta-fallback",
                     f"rope_theta {float(theta):g}{where} sits only inside rope_parameters: a reader of "
-                    "the top-level rope_theta runs theta = 10,000",
+                    "the top-level rope_theta runs theta = 10,000"
+                    + (
+                        f" (and a rope_scaling reader drops the {kind_of(p)} scaling)"
+                        if kind_of(p) != "default"
+                        else ""
+                    ),
                     "transformers 4.x; SGLang (config.rope_theta, default 10,000); vLLM versions "
                     "before rope_parameters",
                     ("transformers4", "sglang"),
@@ -133,7 +139,7 @@ def _attention(src: RopeSource) -> list[Finding]:
                     f"YaRN attention factor {wanted:.6g} (attention_factor/mscale) is not read: "
                     f"these engines scale cos/sin by {engines:.6g}; write attn_factor = "
                     f"{wanted / yarn_mscale(factor):.6g}",
-                    VLLM_SGLANG,
+                    ATTN_READERS,
                     ("vllm", "sglang"),
                 )
             )
