@@ -133,7 +133,7 @@ def _lines(prefix: str):
     for page in PAGES:
         for block in shell_blocks(page):
             for line in commands(block):
-                for part in re.split(r"&&|;", line):
+                for part in re.split(r"&&|\|\||;", line):
                     if part.strip().startswith(prefix):
                         yield page.name, part.strip()
 

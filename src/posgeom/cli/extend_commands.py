@@ -51,6 +51,7 @@ def _extend(args: argparse.Namespace) -> int:
         positions=args.positions,
         seed=args.seed,
         progress=say,
+        emit=args.emit,
     )
     print(result.markdown())
     if result.rope_parameters is not None:
@@ -65,6 +66,7 @@ def _extend(args: argparse.Namespace) -> int:
         f"results in {args.output}/ (summary.json, table.md, arrays.npz"
         + (", rope_parameters.json" if result.rope_parameters is not None else "")
         + (", report.html" if args.report else "")
+        + (", engines.md and each engine's file" if args.emit else "")
         + ")"
     )
     return 0
@@ -148,4 +150,13 @@ def register(sub: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     p.add_argument("--report", action="store_true", help="also write report.html")
+    p.add_argument(
+        "--emit",
+        nargs="+",
+        default=None,
+        metavar="ENGINE",
+        help="also write the recommendation for these engines (all, transformers5, transformers4, "
+        "vllm, sglang, llamacpp, llama-cpp-python, ollama, exllamav2) beside the results, with "
+        "engines.md (notes, refusals, rope-check findings)",
+    )
     p.set_defaults(handler=_extend)

@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "posgeom.cli.report_commands",
     "posgeom.cli.lengths_commands",
     "posgeom.cli.extend_commands",
+    "posgeom.cli.ropecheck_commands",
     "posgeom.cli.probe_commands",
 )
 OPTIONAL_COMMAND_MODULES = (

@@ -245,6 +245,7 @@ def extend(
     model_weights: bool = True,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    emit: Sequence[str] | None = None,
 ) -> ExtensionResult:
     """Rank the extension strategies of ``model`` on ``corpus`` at ``target_length`` (module
     docstring); with ``measure`` also their loss on held-out windows (``True`` / ``"full"``:
@@ -254,8 +255,14 @@ def extend(
     documents' starts (:func:`position_estimate`); with ``model_weights`` (default) a RoPE model's
     weights are read for the model-aware predictor (its plane use,
     :func:`posgeom.extension.usage.plane_use`; no forward). Returns the
-    :class:`~posgeom.extension.ExtensionResult`."""
+    :class:`~posgeom.extension.ExtensionResult`. ``emit``: engines whose spelling of the
+    recommendation goes into the folder too (:mod:`posgeom.extension.engines`)."""
     from posgeom.extension.scoring import given_strategies, score_strategies
+
+    if emit:
+        from posgeom.extension.engines import engine_names
+
+        engine_names(emit)  # refused before any work
 
     paths = _corpus_paths(corpus)
     if strategies is not None:
@@ -322,6 +329,10 @@ def extend(
             )
             result = _measure(result, lm, held, sizes, cache, say, encode)
         result.write(tmp)
+        if emit:
+            from posgeom.extension.engines import target_of, write_engines
+
+            write_engines(tmp, target_of(result, model=model, gguf_file=gguf_file), emit)
     if cache is not None:
         cache.discard()  # only what posgeom wrote there
     return result

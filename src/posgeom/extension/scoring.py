@@ -113,11 +113,16 @@ def lag_vectors(
     )
 
 
-def _lag_geometry(corpus: Any, model: ExtensionModel, target: int, opts: dict[str, Any]) -> Any:
+def _lag_geometry(
+    corpus: Any, model: ExtensionModel, target: int, opts: dict[str, Any]
+) -> tuple[Any, list[str]]:
+    """The lag geometry and what a short corpus leaves out (:mod:`posgeom.extension.coverage`)."""
+    from posgeom.extension.coverage import coverage_notes
     from posgeom.lags import LagGeometry, count_lags, default_lags, lag_geometry, parse_classes
 
     if isinstance(corpus, LagGeometry):
-        return corpus
+        return corpus, []
+    notes: list[str] = []
     if not isinstance(corpus, LagCounts):
         seqs = [np.asarray(s, dtype=np.int64).reshape(-1) for s in corpus]
         if not seqs:
@@ -132,7 +137,8 @@ def _lag_geometry(corpus: Any, model: ExtensionModel, target: int, opts: dict[st
         corpus = count_lags(
             seqs, classes, lags=lags, replicates=opts["replicates"], seed=opts["seed"]
         )
-    return lag_geometry(corpus, estimator=opts["estimator"], seed=opts["seed"])
+        corpus, notes = coverage_notes(corpus, target, longest)
+    return lag_geometry(corpus, estimator=opts["estimator"], seed=opts["seed"]), notes
 
 
 def _fitted(
@@ -265,7 +271,8 @@ def score_strategies(
     }
     rotary = family(m.family).rotary
     chosen, notes = _usable(_choose(m, strategies, target), position_distances, target)
-    geo = _lag_geometry(corpus, m, target, opts)
+    geo, short = _lag_geometry(corpus, m, target, opts)
+    notes += short
     use = _read_use(plane_use) if rotary else None
     if fit and strategies is None and rotary:
         chosen.append(_fitted(m, geo, target, unseen_penalty, use))

@@ -1,0 +1,105 @@
+"""exllamav2 and TabbyAPI: ``max_seq_len``, ``rope_scale``, ``rope_alpha`` and the model's
+``config.json``.
+
+exllamav2 (``ExLlamaV2Config``; TabbyAPI's ``config.yml`` ``model:`` section spells the same
+values ``max_seq_len``, ``rope_scale``, ``rope_alpha``) computes in ``device.prepare_sincos`` /
+``rope.py``:
+
+- ``rope_scale`` (``scale_pos_emb``): positions divided by it, linear interpolation;
+- ``rope_alpha`` (``scale_alpha_value``): ``base x alpha^(h/(h-2))`` (``h`` the head width), a
+  static NTK base: a posgeom ``ntk`` base ``theta'`` is ``alpha = (theta'/theta)^((h-2)/h)``;
+- ``rope_scaling`` of ``config.json`` for YaRN, llama3 and LongRoPE (``su``). Its YaRN keeps
+  ``beta_fast = 32``, ``beta_slow = 1`` and the attention factor ``0.1 ln s + 1`` fixed and finds
+  the ramp's planes at ``max_seq_len`` instead of ``original_max_position_embeddings`` (written
+  with the computed gap; a strategy with other betas or attention factor is refused); its
+  LongRoPE switches to the long factors when ``max_seq_len`` exceeds the trained length, for every
+  prompt, and ignores an explicit ``attention_factor`` (refused then).
+
+No dynamic NTK: written as the static alpha it reaches at ``L`` (what vLLM runs), with the gap below
+``L0`` stated.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from posgeom.extension.engines.base import Emitted, EngineTarget, frequency_gap, yarn_mscale
+
+__all__ = ["exllamav2"]
+
+
+def _yarn(target: EngineTarget) -> tuple[dict[str, Any], list[str]]:
+    p = target.rope_parameters
+    betas = (float(p.get("beta_fast") or 32.0), float(p.get("beta_slow") or 1.0))
+    if betas != (32.0, 1.0):
+        raise ValueError(
+            f"exllamav2's YaRN fixes beta_fast/beta_slow at 32/1 (the strategy: {betas})"
+        )
+    if abs(target.attention_factor / yarn_mscale(target.factor) - 1.0) > 1e-12:
+        raise ValueError(
+            "exllamav2's YaRN fixes the attention factor at 0.1 ln s + 1 (the strategy: "
+            f"{target.attention_factor:.6g})"
+        )
+    view = {**p, "original_max_position_embeddings": target.target_length}
+    gap, _ = frequency_gap(target, view)
+    note = (
+        "yarn: exllamav2 finds the ramp's planes at max_seq_len "
+        f"{target.target_length} instead of {target.trained_length}: frequencies differ by up to "
+        f"{gap:.3g} (relative)"
+    )
+    return {}, [note]
+
+
+def _settings(target: EngineTarget) -> tuple[dict[str, Any], list[str]]:
+    """``(tabby model settings beyond max_seq_len, notes)``; ``ValueError(reason)`` if refused."""
+    kind, h = target.rope_type, int(target.head_dim)
+    if float(target.rope_parameters.get("partial_rotary_factor") or 1.0) != 1.0:
+        raise ValueError("exllamav2's rope_alpha and YaRN assume a full-width rotary head")
+    if kind == "linear":
+        return {"rope_scale": target.factor}, []
+    if kind == "dynamic":
+        f = target.factor
+        ratio = f * f - f + 1.0
+        view = {"rope_type": "ntk", "rope_theta": target.theta, "factor": ratio}
+        gap, _ = frequency_gap(target, view, seq_len=target.trained_length)
+        return {"rope_alpha": ratio}, [
+            f"dynamic: exllamav2 has no dynamic NTK; written as the static alpha {ratio:g} it "
+            f"reaches at {target.target_length} tokens (at {target.trained_length} tokens the "
+            f"frequencies differ by up to {gap:.3g}, relative)"
+        ]
+    if kind == "yarn":
+        return _yarn(target)
+    if kind == "longrope":
+        if target.rope_parameters.get("attention_factor") is not None:
+            raise ValueError("exllamav2's LongRoPE ignores an explicit attention_factor")
+        return {}, [
+            f"longrope: with max_seq_len {target.target_length} > {target.trained_length} "
+            "exllamav2 uses the long factors for every prompt (transformers: only past "
+            f"{target.trained_length} tokens)"
+        ]
+    if kind == "default" and target.model_theta and target.theta != target.model_theta:
+        return {"rope_alpha": (target.theta / target.model_theta) ** ((h - 2) / h)}, [
+            f"base {target.theta:g} written as rope_alpha (base x alpha^(h/(h-2))): exact"
+        ]
+    return {}, []
+
+
+def exllamav2(target: EngineTarget) -> Emitted:
+    """``tabby_config.yml`` (module docstring): TabbyAPI's ``model:`` section, and the same
+    values for an ``ExLlamaV2Config`` in its comments."""
+    try:
+        extra, notes = _settings(target)
+    except ValueError as exc:
+        return Emitted.refuse("exllamav2", str(exc))
+    settings: dict[str, Any] = {"max_seq_len": target.target_length, **extra}
+    lines = [
+        f"# TabbyAPI config.yml (exllamav2): {target.strategy} at {target.target_length} tokens",
+        "# ExLlamaV2Config: max_seq_len, scale_pos_emb (= rope_scale), scale_alpha_value (= rope_alpha)",
+    ]
+    if target.rope_type in ("yarn", "llama3", "longrope"):
+        scaling = json.dumps({"rope_scaling": target.scaling()})
+        lines.append(f"# and in the model's config.json: {scaling}")
+    lines += ["model:", f"  max_seq_len: {target.target_length}"]
+    lines += [f"  {k}: {v:.9g}" for k, v in extra.items()]
+    return Emitted("exllamav2", "tabby_config.yml", "\n".join(lines) + "\n", settings, tuple(notes))

@@ -1,0 +1,189 @@
+"""llama.cpp (command line and GGUF keys), llama-cpp-python keyword arguments, Ollama.
+
+Spellings from llama.cpp's ``common/arg.cpp``, ``src/llama-context.cpp`` and
+``src/llama-model.cpp`` (the copy vendored by llama-cpp-python 0.3.36; ``docs/ENGINES.md``):
+
+- ``--rope-scaling {none,linear,yarn}``, ``--rope-scale N`` (``freq_scale = 1/N``),
+  ``--rope-freq-base N``, ``--yarn-orig-ctx N``, ``--yarn-ext-factor N``, ``--yarn-beta-fast``,
+  ``--yarn-beta-slow``, ``-c N``; ``--override-kv KEY=TYPE:VALUE`` over the GGUF keys
+  ``{arch}.rope.freq_base``, ``{arch}.rope.scaling.{type,factor,attn_factor,
+  original_context_length}``.
+- YaRN's cos/sin scale is ``{arch}.rope.scaling.attn_factor x (1 + 0.1 ln s)``: when YaRN is on,
+  ``llama_context`` overwrites ``--yarn-attn-factor`` (the command-line value is not used), so a
+  strategy whose attention factor ``a`` differs from ``0.1 ln s + 1`` is written as
+  ``--override-kv {arch}.rope.scaling.attn_factor=float:a/(0.1 ln s + 1)`` (exact).
+- No command-line spelling for dynamic NTK, llama3 or LongRoPE: llama3 is baked into a
+  ``rope_freqs`` tensor and LongRoPE into ``rope_factors_long/short`` when a model is converted
+  (``convert_hf_to_gguf.py`` from a ``config.json`` holding those ``rope_parameters``). Dynamic NTK
+  is written as the static base it reaches at ``L`` (what vLLM runs), with the gap below ``L0``
+  stated; llama3 and LongRoPE are refused with that reason.
+
+Ollama reads the rope settings from the GGUF only (a Modelfile sets ``num_ctx``): the Modelfile is
+written for strategies that leave the rotary settings as trained; the others are refused with the
+GGUF keys a converted model must carry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from posgeom.extension.engines.base import (
+    Emitted,
+    EngineTarget,
+    dumps,
+    frequency_gap,
+    shell_quote,
+    yarn_mscale,
+)
+
+__all__ = ["llamacpp", "llamacpp_python", "llamacpp_settings", "ollama"]
+
+#: llama.cpp's ``enum llama_rope_scaling_type``
+ROPE_SCALING_TYPES = {"none": 0, "linear": 1, "yarn": 2, "longrope": 3}
+
+_CONVERT = (
+    "convert the model again with llama.cpp's convert_hf_to_gguf.py from a config.json that holds "
+    "transformers4.config.json's rope_scaling (it writes the factors as GGUF tensors)"
+)
+
+
+def _ntk_theta(target: EngineTarget) -> float:
+    """The static base dynamic NTK reaches at ``L``: ``theta (f^2 - f + 1)^(d/(d-2))``."""
+    f = target.factor
+    d = int(target.head_dim * float(target.rope_parameters.get("partial_rotary_factor") or 1.0))
+    return target.theta * (f * f - f + 1.0) ** (d / (d - 2))
+
+
+def llamacpp_settings(target: EngineTarget) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """``(settings, kv_overrides, notes)``: the llama.cpp context settings (llama-cpp-python's
+    keyword names: ``n_ctx``, ``rope_scaling_type``, ``rope_freq_base``, ``rope_freq_scale``,
+    ``yarn_*``), the GGUF key overrides and the notes; raises ``ValueError(reason)`` for a
+    strategy llama.cpp cannot run."""
+    kind, notes = target.rope_type, []
+    s: dict[str, Any] = {"n_ctx": target.target_length, "rope_freq_base": target.theta}
+    kv: dict[str, Any] = {}
+    if kind == "default":
+        s.update(rope_scaling_type="none", rope_freq_scale=1.0)
+    elif kind == "linear":
+        s.update(rope_scaling_type="linear", rope_freq_scale=1.0 / target.factor)
+    elif kind == "yarn":
+        p = target.rope_parameters
+        s.update(
+            rope_scaling_type="yarn",
+            rope_freq_scale=1.0 / target.factor,
+            yarn_orig_ctx=int(p["original_max_position_embeddings"]),
+            yarn_ext_factor=1.0,
+            yarn_beta_fast=float(p.get("beta_fast") or 32.0),
+            yarn_beta_slow=float(p.get("beta_slow") or 1.0),
+        )
+        if p.get("truncate") is False:
+            raise ValueError("llama.cpp always truncates YaRN's correction range (truncate=false)")
+        a, default = target.attention_factor, yarn_mscale(target.factor)
+        if abs(a / default - 1.0) > 1e-12:
+            kv[f"{target.gguf_prefix}.rope.scaling.attn_factor"] = a / default
+            notes.append(
+                f"yarn: attention factor {a:.6g} written as the GGUF key "
+                f"{target.gguf_prefix}.rope.scaling.attn_factor = {a / default:.6g} (llama.cpp "
+                "multiplies it by 1 + 0.1 ln s and overwrites --yarn-attn-factor): exact"
+            )
+    elif kind == "dynamic":
+        theta = _ntk_theta(target)
+        s.update(rope_scaling_type="none", rope_freq_scale=1.0, rope_freq_base=theta)
+        view = {"rope_type": "default", "rope_theta": theta}
+        gap, _ = frequency_gap(target, view, seq_len=target.trained_length)
+        notes.append(
+            f"dynamic: llama.cpp has no dynamic NTK; written as the static base it reaches at "
+            f"{target.target_length} tokens, {theta:.6g} (same frequencies there; at "
+            f"{target.trained_length} tokens they differ by up to {gap:.3g}, relative)"
+        )
+    elif kind in ("llama3", "longrope"):
+        tensor = "rope_freqs" if kind == "llama3" else "rope_factors_long/short"
+        raise ValueError(
+            f"llama.cpp has no command-line spelling for {kind} (it reads the GGUF tensor "
+            f"{tensor}); {_CONVERT}"
+        )
+    else:
+        raise ValueError(f"llama.cpp has no spelling for rope type {kind!r}")
+    if target.gguf_arch is None and kv:
+        notes.append("replace ARCH by the GGUF's general.architecture (e.g. llama)")
+    return s, kv, notes
+
+
+def _kv_flag(key: str, value: Any) -> str:
+    kind = "float" if isinstance(value, float) else "int" if isinstance(value, int) else "str"
+    return f"{key}={kind}:{value}"
+
+
+_FLAGS = (
+    ("n_ctx", "-c"),
+    ("rope_scaling_type", "--rope-scaling"),
+    ("rope_freq_base", "--rope-freq-base"),
+    ("yarn_orig_ctx", "--yarn-orig-ctx"),
+    ("yarn_ext_factor", "--yarn-ext-factor"),
+    ("yarn_beta_fast", "--yarn-beta-fast"),
+    ("yarn_beta_slow", "--yarn-beta-slow"),
+)
+
+
+def llamacpp(target: EngineTarget) -> Emitted:
+    """``llamacpp.sh``: a ``llama-server`` command (the same flags serve ``llama-cli`` and
+    ``llama-perplexity``)."""
+    try:
+        s, kv, notes = llamacpp_settings(target)
+    except ValueError as exc:
+        return Emitted.refuse("llamacpp", str(exc))
+    flags = [
+        f"{flag} {s[key]:g}" if isinstance(s[key], float) else f"{flag} {s[key]}"
+        for key, flag in _FLAGS
+        if key in s
+    ]
+    if s["rope_freq_scale"] != 1.0:
+        flags.insert(2, f"--rope-scale {1.0 / s['rope_freq_scale']:g}")
+    flags += [f"--override-kv {shell_quote(_kv_flag(k, v))}" for k, v in kv.items()]
+    model = target.gguf_file or target.model
+    text = (
+        f"# llama.cpp: run {target.strategy} at {target.target_length} tokens\n"
+        f"llama-server -m {shell_quote(model)} {' '.join(flags)}\n"
+    )
+    return Emitted("llamacpp", "llamacpp.sh", text, {**s, "override_kv": kv}, tuple(notes))
+
+
+def llamacpp_python(target: EngineTarget) -> Emitted:
+    """``llama_cpp_python.json``: keyword arguments of ``llama_cpp.Llama(model_path, **kwargs)``
+    (``rope_scaling_type`` as llama.cpp's enum value, ``kv_overrides`` for the GGUF keys)."""
+    try:
+        s, kv, notes = llamacpp_settings(target)
+    except ValueError as exc:
+        return Emitted.refuse("llama-cpp-python", str(exc))
+    kwargs = {**s, "rope_scaling_type": ROPE_SCALING_TYPES[s["rope_scaling_type"]]}
+    if kv:
+        kwargs["kv_overrides"] = kv
+    text = dumps(kwargs).replace(",", ", ") + "\n"
+    return Emitted("llama-cpp-python", "llama_cpp_python.json", text, kwargs, tuple(notes))
+
+
+def ollama(target: EngineTarget) -> Emitted:
+    """``Modelfile``: ``FROM`` the GGUF and ``PARAMETER num_ctx L`` (module docstring)."""
+    if target.kind != "none":
+        keys = {
+            f"{target.gguf_prefix}.rope.scaling.type": target.rope_type,
+            f"{target.gguf_prefix}.rope.scaling.factor": target.factor,
+            f"{target.gguf_prefix}.rope.scaling.original_context_length": target.trained_length,
+        }
+        return Emitted.refuse(
+            "ollama",
+            "Ollama reads the rotary settings from the GGUF only (a Modelfile sets num_ctx); "
+            f"{target.strategy} needs a GGUF carrying {target.gguf_prefix}.rope.freq_base = "
+            f"{target.theta:g}"
+            + (f" and {dumps(keys)}" if target.rope_type in ("linear", "yarn") else "")
+            + (
+                f" (llama.cpp's GGUF loader has no {target.rope_type} type)"
+                if target.rope_type == "dynamic"
+                else ""
+            )
+            + (f" or tensors ({_CONVERT})" if target.rope_type in ("llama3", "longrope") else ""),
+        )
+    notes = ["the model as trained: Ollama reads its rotary settings from the GGUF"]
+    model = target.gguf_file or target.model
+    text = f"FROM {model}\nPARAMETER num_ctx {target.target_length}\n"
+    return Emitted("ollama", "Modelfile", text, {"num_ctx": target.target_length}, tuple(notes))

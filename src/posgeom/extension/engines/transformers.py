@@ -1,0 +1,62 @@
+"""transformers: the keys to merge into ``config.json``, in the 5 and the 4 spelling.
+
+- **transformers 5** (``transformers5.config.json``): ``{"rope_parameters": {rope_type,
+  rope_theta, ...}, "max_position_embeddings": N}`` (``modeling_rope_utils``: the theta sits in
+  ``rope_parameters``).
+- **transformers 4** (4.45 to 4.57, ``transformers4.config.json``): ``{"rope_scaling": {...} or
+  null, "rope_theta": theta, "max_position_embeddings": N}``; LongRoPE also
+  ``original_max_position_embeddings = L0`` at the top level, where transformers 4's
+  ``_compute_longrope_parameters`` reads the trained length (without it the short/long switch
+  sits at ``max_position_embeddings``, so the long factors are never used).
+
+``N = L0`` for dynamic NTK (read as the trained length), else ``L``. A transformers 4 reader of a
+version-5 file finds no ``rope_theta`` at the top level and falls back to 10,000: write the file
+for the version that reads it (``posgeom rope-check`` flags the mix).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from posgeom.extension.engines.base import Emitted, EngineTarget
+
+__all__ = ["transformers4", "transformers5"]
+
+
+def _text(body: dict[str, Any]) -> str:
+    return json.dumps(body, indent=2) + "\n"
+
+
+def transformers5(target: EngineTarget) -> Emitted:
+    """``transformers5.config.json`` (module docstring)."""
+    body = {
+        "rope_parameters": dict(target.rope_parameters),
+        "max_position_embeddings": target.max_position_embeddings,
+    }
+    notes = (
+        "merge these keys into the model's config.json (transformers >= 5.0 reads rope_theta "
+        "inside rope_parameters)",
+    )
+    return Emitted("transformers5", "transformers5.config.json", _text(body), body, notes)
+
+
+def transformers4(target: EngineTarget) -> Emitted:
+    """``transformers4.config.json`` (module docstring)."""
+    scaling = target.scaling()
+    body: dict[str, Any] = {
+        "rope_scaling": scaling or None,
+        "rope_theta": target.theta,
+        "max_position_embeddings": target.max_position_embeddings,
+    }
+    notes = [
+        "merge these keys into config.json for transformers 4.45-4.57 (rope_scaling + rope_theta)"
+    ]
+    if target.rope_type == "longrope":
+        body["original_max_position_embeddings"] = target.trained_length
+        notes.append(
+            "longrope: transformers 4 reads the trained length from the top-level "
+            "original_max_position_embeddings (written here); without it the long factors "
+            "are never used"
+        )
+    return Emitted("transformers4", "transformers4.config.json", _text(body), body, tuple(notes))

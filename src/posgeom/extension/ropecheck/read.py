@@ -1,0 +1,208 @@
+"""What ``rope-check`` reads: a model folder, a ``config.json``, a GGUF file or a file ``extend
+--emit`` wrote, as one :class:`RopeSource`.
+
+A source is a transformers-style configuration (``config``: ``rope_parameters`` or
+``rope_scaling`` + ``rope_theta``, ``max_position_embeddings``, head sizes) plus, for an engine's
+file, the engine (``engine``) and its run settings (``settings``: the context length, the
+environment, the flags). A GGUF file and llama.cpp settings are turned into that configuration
+(``{arch}.rope.freq_base`` -> ``rope_theta``, ``rope.scaling.type/factor/original_context_length``
+-> ``rope_type/factor/original_max_position_embeddings``, ``{arch}.context_length`` ->
+``max_position_embeddings``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from posgeom._errors import PosgeomError
+
+__all__ = ["RopeSource", "read_source"]
+
+_MAX = 64 << 20
+
+
+@dataclass(frozen=True)
+class RopeSource:
+    """``config`` (transformers keys), ``engine`` (None: a model's own config, read by every
+    engine), ``settings`` (the engine's run settings) and ``path``."""
+
+    path: str
+    config: dict[str, Any]
+    engine: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def _json(path: Path) -> Any:
+    from posgeom.io.jsonfiles import read_json
+
+    return read_json(path, max_bytes=_MAX)
+
+
+def _gguf_value(field: Any) -> Any:
+    part = field.parts[field.data[0]]
+    if field.types and field.types[0].name == "STRING":
+        return bytes(part).decode("utf-8", errors="replace")
+    return part.tolist()[0]
+
+
+def read_gguf(path: str | os.PathLike) -> RopeSource:
+    """A GGUF file's rotary keys as a transformers-style configuration (module docstring)."""
+    try:
+        from gguf import GGUFReader
+    except ImportError as exc:
+        raise PosgeomError("reading a GGUF file needs the gguf package (pip install gguf)") from exc
+    try:
+        reader = GGUFReader(str(path))
+    except (OSError, ValueError) as exc:
+        raise PosgeomError(f"{path} is not a readable GGUF file ({exc})") from None
+    kv = {name: _gguf_value(f) for name, f in reader.fields.items() if f.data}
+    arch = kv.get("general.architecture", "llama")
+    settings = {"n_ctx_train": kv.get(f"{arch}.context_length"), "arch": arch}
+    for key in ("type", "factor", "attn_factor", "original_context_length"):
+        if f"{arch}.rope.scaling.{key}" in kv:
+            settings[f"scaling_{key}"] = kv[f"{arch}.rope.scaling.{key}"]
+    settings["rope_freq_base"] = kv.get(f"{arch}.rope.freq_base", 10000.0)
+    settings["tensors"] = sorted({t.name for t in reader.tensors if "rope" in t.name})
+    heads = kv.get(f"{arch}.attention.head_count")
+    config = llamacpp_config(settings)
+    config["head_dim"] = kv.get(f"{arch}.rope.dimension_count") or (
+        kv.get(f"{arch}.embedding_length", 0) // heads if heads else None
+    )
+    return RopeSource(str(path), config, "gguf", settings)
+
+
+def llamacpp_config(s: dict[str, Any]) -> dict[str, Any]:
+    """The transformers-style configuration llama.cpp runs from its settings (GGUF keys as
+    ``scaling_*``, or llama-cpp-python keywords)."""
+    kind = s.get("rope_scaling_type", s.get("scaling_type", "linear"))
+    kind = {0: "none", 1: "linear", 2: "yarn", 3: "longrope"}.get(kind, kind)
+    scale = s.get("rope_freq_scale")
+    factor = 1.0 / scale if scale else float(s.get("scaling_factor") or 1.0)
+    params: dict[str, Any] = {"rope_theta": float(s.get("rope_freq_base") or 10000.0)}
+    if kind == "none" or (factor == 1.0 and kind != "yarn"):
+        params["rope_type"] = "default"
+    elif kind == "linear":
+        params.update(rope_type="linear", factor=factor)
+    elif kind == "yarn":
+        orig = (
+            s.get("yarn_orig_ctx")
+            or s.get("scaling_original_context_length")
+            or s.get("n_ctx_train")
+        )
+        params.update(rope_type="yarn", factor=factor, original_max_position_embeddings=orig)
+        params["beta_fast"] = float(s.get("yarn_beta_fast") or 32.0)
+        params["beta_slow"] = float(s.get("yarn_beta_slow") or 1.0)
+    else:
+        params["rope_type"] = str(kind)
+    return {
+        "rope_parameters": params,
+        "max_position_embeddings": s.get("n_ctx") or s.get("n_ctx_train"),
+    }
+
+
+def _after(words: list[str], flag: str) -> str | None:
+    return words[words.index(flag) + 1] if flag in words[:-1] else None
+
+
+def _script(path: Path) -> RopeSource:
+    text = path.read_text(encoding="utf-8", errors="strict")
+    line = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), "")
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise PosgeomError(f"{path}: cannot parse the command ({exc})") from None
+    env = dict(w.split("=", 1) for w in words if "=" in w and w.split("=", 1)[0].isupper())
+    for flag, engine, length in (
+        ("--hf-overrides", "vllm", "--max-model-len"),
+        ("--json-model-override-args", "sglang", "--context-length"),
+    ):
+        if flag in words:
+            try:
+                config = json.loads(_after(words, flag) or "")
+            except json.JSONDecodeError as exc:
+                raise PosgeomError(f"{path}: {flag} is not JSON ({exc})") from None
+            ctx = _after(words, length)
+            return RopeSource(
+                str(path), config, engine, {"context": int(ctx) if ctx else None, "env": env}
+            )
+    return _llamacpp_flags(path, words)
+
+
+_LLAMA_FLAGS = {
+    "-c": "n_ctx",
+    "--ctx-size": "n_ctx",
+    "--rope-scaling": "rope_scaling_type",
+    "--rope-freq-base": "rope_freq_base",
+    "--rope-freq-scale": "rope_freq_scale",
+    "--yarn-orig-ctx": "yarn_orig_ctx",
+    "--yarn-ext-factor": "yarn_ext_factor",
+    "--yarn-attn-factor": "yarn_attn_factor",
+    "--yarn-beta-fast": "yarn_beta_fast",
+    "--yarn-beta-slow": "yarn_beta_slow",
+}
+
+
+def _llamacpp_flags(path: Path, words: list[str]) -> RopeSource:
+    if not any(w in _LLAMA_FLAGS or w == "--rope-scale" for w in words):
+        raise PosgeomError(
+            f"{path}: no vLLM, SGLang or llama.cpp command found; give a config.json, a GGUF "
+            "file, a model folder or a file that extend --emit wrote"
+        )
+    s: dict[str, Any] = {}
+    for flag, key in _LLAMA_FLAGS.items():
+        value = _after(words, flag)
+        if value is not None:
+            s[key] = value if key == "rope_scaling_type" else float(value)
+    if _after(words, "--rope-scale"):
+        s["rope_freq_scale"] = 1.0 / float(_after(words, "--rope-scale") or 1)
+    s["override_kv"] = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--override-kv"]
+    for key in ("n_ctx", "yarn_orig_ctx"):
+        if key in s:
+            s[key] = int(s[key])
+    return RopeSource(str(path), llamacpp_config(s), "llamacpp", s)
+
+
+def _yaml_model(path: Path) -> RopeSource:
+    values: dict[str, Any] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, sep, value = line.strip().partition(":")
+        if sep and value.strip() and not line.lstrip().startswith("#"):
+            values[key.strip()] = float(value) if key.strip() != "model_name" else value.strip()
+    if "max_seq_len" not in values:
+        raise PosgeomError(f"{path}: no model: max_seq_len (a TabbyAPI config.yml section)")
+    return RopeSource(str(path), {}, "exllamav2", values)
+
+
+def read_source(path: str | os.PathLike) -> RopeSource:
+    """The :class:`RopeSource` of ``path`` (module docstring), or one line naming the problem."""
+    p = Path(path)
+    if p.is_dir():
+        if (p / "config.json").is_file():
+            return read_source(p / "config.json")
+        ggufs = sorted(p.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return read_gguf(ggufs[0])
+        raise PosgeomError(
+            f"{p} holds no config.json and not exactly one .gguf file; name the file"
+        )
+    if not p.is_file():
+        raise PosgeomError(f"{p} does not exist; give a model folder, a config.json or a GGUF file")
+    if p.suffix == ".gguf":
+        return read_gguf(p)
+    if p.name == "Modelfile":
+        return RopeSource(str(p), {}, "ollama", {})
+    if p.suffix in (".yml", ".yaml"):
+        return _yaml_model(p)
+    if p.suffix == ".json":
+        data = _json(p)
+        if not isinstance(data, dict):
+            raise PosgeomError(f"{p} is not a JSON object")
+        if "n_ctx" in data:
+            return RopeSource(str(p), llamacpp_config(data), "llama-cpp-python", data)
+        return RopeSource(str(p), data)
+    return _script(p)
