@@ -10,7 +10,7 @@ again after training. Its record (one JSON object: ``arm``, ``corpus``, ``object
 and every measure) is ``runs/<corpus>-<objective>-<arm>-s<seed>/record.json``.
 
 Results folder (a posgeom work folder of kind ``pretrain-grid``; every file in its manifest):
-``grid.json`` (the options; a resume must pass the same), ``corpora/<name>.json`` (files, split,
+``grid.json`` (the options and the Python version; a resume must pass the same), ``corpora/<name>.json`` (files, split,
 both corpus geometries), ``runs/...`` (one sub-folder per run, listed in the manifest), and
 ``records.jsonl`` (every finished record, rewritten after each run). A run whose record exists
 is never recomputed; an interrupted run (no record) is trained again from its start. Order:
@@ -27,6 +27,7 @@ import dataclasses
 import json
 import logging
 import os
+import platform
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -204,6 +205,7 @@ def pretrain_grid(
     run = dataclasses.replace(SCALES[scale], **dict(overrides or {}))
     torch.set_num_threads(threads)
     grid = {
+        "python": platform.python_version(),
         "scale": scale,
         "run": dataclasses.asdict(run),
         "arms": list(arms),
