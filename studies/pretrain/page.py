@@ -243,10 +243,13 @@ def _pilot() -> list[str]:
     return [*lines, ""]
 
 
-def write_page(results: str | Path) -> None:
-    """EVIDENCE.md, the figure and the records from ``results`` (the module docstring)."""
+def write_page(results: str | Path, *, control: str | Path | None = None) -> None:
+    """EVIDENCE.md, the figure and the records from ``results`` (the module docstring);
+    ``control``: the results folder of the ``mds_scaled`` control, whose records join."""
     results = Path(results)
     records = read_jsonl(results / "records.jsonl")
+    if control is not None:
+        records += read_jsonl(Path(control) / "records.jsonl")
     if not records:
         raise SystemExit(f"{results}/records.jsonl holds no finished run yet")
     grid = json.loads((results / "grid.json").read_text())

@@ -17,7 +17,7 @@ from scipy.spatial.distance import pdist, squareform  # noqa: E402
 from posgeom._errors import PosgeomError  # noqa: E402
 from posgeom.cli.main import main  # noqa: E402
 from posgeom.training.corpora import SPLITS, load_corpus, window_starts  # noqa: E402
-from posgeom.training.lm import ARMS, EXTENDABLE, build_lm  # noqa: E402
+from posgeom.training.lm import ARMS, DEFAULT_ARMS, EXTENDABLE, build_lm  # noqa: E402
 from posgeom.training.pretrain import CorpusSpec, pretrain_grid  # noqa: E402
 from posgeom.training.pretrain_scores import geometry_row  # noqa: E402
 
@@ -113,8 +113,8 @@ def test_per_position_stress_by_hand():
 def test_two_step_grid_of_every_arm_resumes_without_recomputing(tmp_path):
     out = tmp_path / "grid"
     corpus = [CorpusSpec("code", _code_files())]
-    recs = pretrain_grid(out, corpus, seeds=[0], overrides=SMALL)
-    assert len(recs) == 2 * len(ARMS)
+    recs = pretrain_grid(out, corpus, seeds=[0], arms=tuple(ARMS), overrides=SMALL)
+    assert len(recs) == 2 * len(ARMS) == 2 * (len(DEFAULT_ARMS) + 1)
     assert {(r["arm"], r["objective"]) for r in recs} == {
         (a, o) for a in ARMS for o in ("causal", "masked")
     }
@@ -130,6 +130,9 @@ def test_two_step_grid_of_every_arm_resumes_without_recomputing(tmp_path):
     # the MDS table fits its own corpus geometry; NoPE has stress 1 by definition
     assert by["mds", "causal"]["before"]["recommended"]["scale_optimal"] < 1e-9
     assert by["nope", "causal"]["before"]["recommended"]["scale_optimal"] == pytest.approx(1)
+    # the rescaled MDS table: the same shape (scale-optimal stress 0), another scale (paper)
+    scaled = by["mds_scaled", "causal"]["before"]["recommended"]
+    assert scaled["scale_optimal"] < 1e-9 and scaled["paper"] > 100
     # a fixed table is not trained, a trained one moves
     for arm, moves in (("mds", False), ("learned_mds_init", True)):
         after = by[arm, "causal"]["after"]["recommended"]["paper"]
@@ -138,10 +141,11 @@ def test_two_step_grid_of_every_arm_resumes_without_recomputing(tmp_path):
     assert [json.loads(x) for x in lines] == recs
     stamp = (out / "runs/code-causal-nope-s0/record.json").stat().st_mtime_ns
     with pytest.raises(PosgeomError, match="--resume"):
-        pretrain_grid(out, corpus, seeds=[0], overrides=SMALL)
+        pretrain_grid(out, corpus, seeds=[0], arms=tuple(ARMS), overrides=SMALL)
     with pytest.raises(PosgeomError, match="other options"):
-        pretrain_grid(out, corpus, seeds=[0, 1], overrides=SMALL, resume=True)
-    assert pretrain_grid(out, corpus, seeds=[0], overrides=SMALL, resume=True) == recs
+        pretrain_grid(out, corpus, seeds=[0], overrides=SMALL, resume=True)
+    again = pretrain_grid(out, corpus, seeds=[0], arms=tuple(ARMS), overrides=SMALL, resume=True)
+    assert again == recs
     assert (out / "runs/code-causal-nope-s0/record.json").stat().st_mtime_ns == stamp
 
 

@@ -84,7 +84,7 @@ def _handler(args: argparse.Namespace) -> int:
 def add_parser(sub: Any, fmt: Any, parse_seeds: Any) -> None:
     """``pretrain`` under ``posgeom experiment`` (``parse_seeds``: the experiments' parser of
     ``--seeds``)."""
-    from posgeom.training.lm import ARMS
+    from posgeom.training.lm import ARMS, DEFAULT_ARMS
     from posgeom.training.pretrain import OBJECTIVES, SCALES
 
     p = sub.add_parser(
@@ -116,7 +116,11 @@ def add_parser(sub: Any, fmt: Any, parse_seeds: Any) -> None:
         help="NAME=BYTES: cut that corpus's files at line ends into documents of about BYTES "
         "(for corpora of a few long files); default: one document per file",
     )
-    p.add_argument("--arms", default=",".join(ARMS), help="comma-separated arms (encodings)")
+    p.add_argument(
+        "--arms",
+        default=",".join(DEFAULT_ARMS),
+        help=f"comma-separated arms (encodings) of {', '.join(ARMS)}",
+    )
     p.add_argument("--objectives", default=",".join(OBJECTIVES), help="causal,masked")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     p.add_argument("--scale", choices=tuple(SCALES), default="cpu", help="model and budget")

@@ -16,7 +16,9 @@ shares the architecture and differs only there.
 Arms (name -> family, trained table?): ``sinusoidal`` (fixed), ``learned`` (N(0, 0.02^2), trained),
 ``learned_mds_init`` (the MDS table as the initial value of a trained table), ``rope``, ``alibi``,
 ``t5`` (bucketed bias, trained), ``nope``, ``mds`` (fixed), ``low_rank_mds`` (``P = A B^T``,
-trained) and ``random`` (fixed ``N(0, 1)`` table). Arms without an ``n``-row table
+trained) and ``random`` (fixed ``N(0, 1)`` table); the control ``mds_scaled`` is the fixed MDS table
+multiplied so that its median row norm is ``sqrt(d)``, the expected row norm of the ``N(0, 1)``
+token embedding (the MDS rows, Hellinger chords, are about 80 times shorter at ``d = 64``). Arms without an ``n``-row table
 (:data:`EXTENDABLE`) are also evaluated at 2x and 4x the trained length; the sinusoidal table is
 built for ``4 n`` rows (its first ``n`` rows are the trained ones).
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ARMS", "EXTENDABLE", "arm_config", "build_lm", "lm_position_geometry"]
+__all__ = ["ARMS", "DEFAULT_ARMS", "EXTENDABLE", "arm_config", "build_lm", "lm_position_geometry"]
 
 #: arm -> (registry family, train the table?  None: the family's default)
 ARMS: dict[str, tuple[str, bool | None]] = {
@@ -41,7 +43,10 @@ ARMS: dict[str, tuple[str, bool | None]] = {
     "mds": ("mds", None),
     "low_rank_mds": ("low_rank_mds", None),
     "random": ("random", None),
+    "mds_scaled": ("mds", None),
 }
+#: the ten arms of the default grid (``mds_scaled`` is a control: the MDS table rescaled)
+DEFAULT_ARMS = tuple(a for a in ARMS if a != "mds_scaled")
 #: arms that run at any length (no table of n rows)
 EXTENDABLE = ("sinusoidal", "rope", "alibi", "t5", "nope")
 
@@ -140,6 +145,9 @@ def build_lm(
         cfg = dataclasses.replace(cfg, max_len=4 * n)
     torch.manual_seed(seed)
     pos = position_encoding(cfg, geometry)
+    if arm == "mds_scaled":
+        with torch.no_grad():
+            pos.weight.mul_(d**0.5 / pos.weight.norm(dim=1).median())
     torch.manual_seed(seed)  # the same body weights for every arm of a seed
     return _lm_class()(vocab, d, n_heads, n_layers, pos, causal)
 

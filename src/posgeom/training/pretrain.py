@@ -36,7 +36,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom.training.corpora import CorpusSplits, corpus_geometry, load_corpus
-from posgeom.training.lm import ARMS, EXTENDABLE, build_lm, lm_position_geometry
+from posgeom.training.lm import ARMS, DEFAULT_ARMS, EXTENDABLE, build_lm, lm_position_geometry
 from posgeom.training.pretrain_run import RunSpec, evaluate, train_lm
 from posgeom.training.pretrain_scores import corpus_lag_geometry, geometry_row, lag_stress
 
@@ -188,7 +188,7 @@ def pretrain_grid(
     output: str | os.PathLike,
     corpora: Sequence[CorpusSpec],
     *,
-    arms: Sequence[str] = tuple(ARMS),
+    arms: Sequence[str] = DEFAULT_ARMS,
     objectives: Sequence[str] = OBJECTIVES,
     seeds: Sequence[int] = (0, 1, 2),
     scale: str = "cpu",
