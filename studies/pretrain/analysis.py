@@ -39,6 +39,8 @@ SCORES = (
     ("scale-optimal stress after training", ("after", "recommended", "scale_optimal")),
 )
 HEADLINE = "scale-optimal stress"
+#: arms outside the correlations: the control (the MDS table at the token embeddings' scale)
+CONTROLS = ("mds_scaled",)
 N_BOOT = 4000
 
 
@@ -152,7 +154,8 @@ def analyse(
     """Every statistic of the module docstring, per cell with >= 3 arms; ``n_boot`` bootstrap
     replicates per interval."""
     out = {}
-    for key, arms_all in sorted(cells(records).items()):
+    for key, every in sorted(cells(records).items()):
+        arms_all = {a: v for a, v in every.items() if a not in CONTROLS}
         arms, seeds = complete(arms_all)
         if len(arms) < 3 or not seeds:
             continue
@@ -164,5 +167,21 @@ def analyse(
             "mds_init_vs_learned": paired_difference(arms, "learned_mds_init", "learned"),
             "first_choice": first_choice(arms),
             "length": length_correlation(arms, n_boot),
+            "control": _control(every, arms),
         }
     return out
+
+
+def _control(every: dict[str, list[dict]], arms: dict[str, list[dict]]) -> dict[str, Any] | None:
+    """The control arm against the fixed tables (paired by seed) and its rank by loss."""
+    if "mds_scaled" not in every:
+        return None
+    both = {**arms, "mds_scaled": every["mds_scaled"]}
+    loss = means(both, "validation_loss")
+    order = sorted(loss, key=loss.get)
+    return {
+        "vs": {b: paired_difference(both, "mds_scaled", b) for b in ("mds", "sinusoidal", "nope")},
+        "rank": order.index("mds_scaled") + 1,
+        "n_arms": len(order),
+        "loss": loss["mds_scaled"],
+    }

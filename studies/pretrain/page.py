@@ -141,6 +141,18 @@ def _extras(s: dict[str, Any]) -> list[str]:
         f"- Lowest stress before training: {', '.join(f['by_stress'])}; by validation loss "
         f"{ranks}; the best is {f['best_by_loss']}."
     )
+    ctl = s.get("control")
+    if ctl:
+        vs = "; ".join(
+            f"minus {b} {d['mean']:+.4f} [{d['t_low']:+.4f}, {d['t_high']:+.4f}]"
+            for b, d in ctl["vs"].items()
+            if d
+        )
+        out.append(
+            f"- Control, the MDS table rescaled to the token embeddings' row norm (mds_scaled, "
+            f"same stress shape as mds): validation loss {ctl['loss']:.4f}, rank {ctl['rank']} of "
+            f"{ctl['n_arms']}; paired by seed, {vs} (95% t intervals)."
+        )
     g = s["length"]
     if g:
         out.append(

@@ -68,3 +68,14 @@ def test_an_arm_missing_a_seed_is_compared_on_the_common_seeds():
     recs = [r for r in _records(1.0, 1e-3) if not (r["arm"] == "a5" and r["seed"] == 2)]
     (cell,) = an.analyse(recs, n_boot=50).values()
     assert cell["seeds"] == [0, 1] and all(len(v) == 2 for v in cell["arms"].values())
+
+
+def test_the_control_stays_out_of_the_correlations():
+    recs = _records(1.0, 1e-3)
+    ctl = [_record("mds_scaled", s, 5.0, 1.0 + 0.001 * s) for s in range(3)]
+    recs += [_record(a, s, 0.0, 2.5 + 0.001 * s) for a in ("mds", "sinusoidal") for s in range(3)]
+    (cell,) = an.analyse(recs + ctl, n_boot=50).values()
+    assert "mds_scaled" not in cell["arms"]
+    assert cell["control"]["rank"] == 1 and cell["control"]["n_arms"] == 9
+    d = cell["control"]["vs"]["mds"]
+    assert d["mean"] == pytest.approx(-1.5) and cell["control"]["vs"]["nope"] is None
