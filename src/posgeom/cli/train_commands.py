@@ -6,7 +6,8 @@ model (resuming DIR if it holds a checkpoint of the same configuration) and writ
 
 ``posgeom experiment stress-vs-accuracy -o DIR`` trains every encoding x seed on SST-2 and
 correlates accuracy with stress; ``posgeom experiment order-necessity -o DIR`` runs Theorem 1's
-order-only task. Data: ``--data-dir`` (or ``POSGEOM_DATA``) holding ``sst2/sentence/*.tsv.gz``
+order-only task; ``posgeom experiment pretrain`` trains small language models with every
+encoding on real corpora (:mod:`posgeom.cli.pretrain_commands`). Data: ``--data-dir`` (or ``POSGEOM_DATA``) holding ``sst2/sentence/*.tsv.gz``
 and ``imdb/train.jsonl.gz``.
 """
 
@@ -215,24 +216,34 @@ def register(sub: Any) -> None:
         help="run a documented experiment grid (encodings x seeds)",
         description="stress-vs-accuracy: SST-2 accuracy of every encoding x seed against its "
         "stress (paper and scale-optimal) with a Spearman correlation, bootstrap CI and exact "
-        "permutation p-value. order-necessity: Theorem 1's order-only task.",
+        "permutation p-value. order-necessity: Theorem 1's order-only task. pretrain: small "
+        "language models with every encoding on real corpora, against stress computed before "
+        "training (posgeom experiment pretrain --help).",
         formatter_class=FMT,
     )
-    e.add_argument("name", choices=("stress-vs-accuracy", "order-necessity"), help="experiment")
-    e.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        help="experiment folder: new, empty, or one posgeom wrote (finished runs are reused)",
-    )
-    e.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="start the experiment in -o over (deletes only the files posgeom wrote there)",
-    )
-    e.add_argument(
-        "--encodings", default=None, help="comma-separated encodings (default: all eight)"
-    )
-    e.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
-    _model_arguments(e, epochs=5)
-    e.set_defaults(handler=_experiment)
+    es = e.add_subparsers(dest="name", metavar="EXPERIMENT", required=True)
+    for name, what in (
+        ("stress-vs-accuracy", "SST-2 accuracy of every encoding x seed against its stress"),
+        ("order-necessity", "Theorem 1's order-only task for every encoding x seed"),
+    ):
+        x = es.add_parser(name, help=what, description=what, formatter_class=FMT)
+        x.add_argument(
+            "-o",
+            "--output",
+            required=True,
+            help="experiment folder: new, empty, or one posgeom wrote (finished runs are reused)",
+        )
+        x.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="start the experiment in -o over (deletes only the files posgeom wrote there)",
+        )
+        x.add_argument(
+            "--encodings", default=None, help="comma-separated encodings (default: all eight)"
+        )
+        x.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+        _model_arguments(x, epochs=5)
+        x.set_defaults(handler=_experiment)
+    from posgeom.cli.pretrain_commands import add_parser
+
+    add_parser(es, FMT, _seeds)

@@ -1,0 +1,295 @@
+"""``python -m studies.pretrain page RESULTS``: docs/EVIDENCE.md, its figures and the per-run
+records from the grid's results folder (quick: nothing is trained)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posgeom.io._atomic import atomic_write_text
+from studies._common import DOCS, read_jsonl
+from studies.pretrain import analysis as an
+
+OUT = DOCS / "evidence"
+PAGE = DOCS / "EVIDENCE.md"
+RECORDS = OUT / "pretrain_runs.jsonl"
+PILOT = OUT / "pretrain_pilot.json"
+
+
+def _ci(c: dict[str, Any]) -> str:
+    return f"{c['rho']:+.2f} [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}]"
+
+
+def _verdict(c: dict[str, Any]) -> str:
+    """Ranks: the seed interval above 0 and the permutation test across encodings at 5%."""
+    if c["ci_low"] > 0 and c["p_value"] < 0.05:
+        return "ranks"
+    if c["ci_high"] < 0 and c["p_value"] < 0.05:
+        return "ranks in reverse (lower stress, higher loss)"
+    if c["ci_low"] > 0 or c["ci_high"] < 0:
+        return "leans one way but, across encodings, not significantly:"
+    return "does not rank"
+
+
+def _answer(stats: dict, grid: dict) -> list[str]:
+    lines = ["## The answer", ""]
+    for (corpus, obj), s in stats.items():
+        c = s["correlations"][an.HEADLINE]
+        lines.append(
+            f"- **{corpus}, {obj}**: the scale-optimal stress computed before training "
+            f"{_verdict(c)} the encodings' validation loss: Spearman {_ci(c)} over "
+            f"{len(s['arms'])} encodings and {len(s['seeds'])} seeds (permutation p = "
+            f"{c['p_value']:.3f})."
+        )
+    return [*lines, ""]
+
+
+def _widths(stats: dict) -> list[str]:
+    """Why an interval is wide, and the seeds a 0.6-wide one would roughly need."""
+    lines = ["## Interval widths", ""]
+    for (corpus, obj), s in stats.items():
+        c = s["correlations"][an.HEADLINE]
+        width = c["ci_high"] - c["ci_low"]
+        arms = s["arms"]
+        sd = float(
+            np.sqrt(
+                np.mean([np.var([r["validation_loss"] for r in v], ddof=1) for v in arms.values()])
+            )
+        )
+        m = np.sort(list(an.means(arms, "validation_loss").values()))
+        gap = float(np.median(np.diff(m)))
+        k = len(s["seeds"])
+        text = (
+            f"- {corpus}, {obj}: width {width:.2f}; seed standard deviation of the loss "
+            f"{sd:.4f}, median gap between neighbouring encodings {gap:.4f} nats/byte."
+        )
+        if width > 0.6:
+            need = int(np.ceil(k * (width / 0.6) ** 2))
+            text += (
+                f" Wider than 0.6: neighbouring encodings lie within seed noise of each "
+                f"other, so resampled seeds reorder them; if the width shrinks as "
+                f"1/sqrt(seeds), about {need} seeds (x{need / k:.1f} the CPU time) would "
+                f"reach 0.6."
+            )
+        lines.append(text)
+    lines += [
+        "",
+        "The interval is over seeds only (the encodings are fixed). With 10 encodings the "
+        "permutation test needs |rho| of about 0.65 for p < 0.05, whatever the seeds.",
+        "",
+    ]
+    return lines
+
+
+def _cell_table(s: dict[str, Any]) -> list[str]:
+    arms = s["arms"]
+    rows = [
+        "| encoding | validation loss (mean ± sd) | test loss | scale-optimal stress | paper "
+        "stress | lag stress (s.-o.) | worst per-position | violation rate | s.-o. stress "
+        "after |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    loss = an.means(arms, "validation_loss")
+    for a in sorted(arms, key=loss.get):
+        v = np.array([r["validation_loss"] for r in arms[a]])
+        m = {lab: an.means({a: arms[a]}, p)[a] for lab, p in an.SCORES}
+        rows.append(
+            f"| {a} | {v.mean():.4f} ± {v.std(ddof=1) if v.size > 1 else 0:.4f} | "
+            f"{an.means({a: arms[a]}, 'test_loss')[a]:.4f} | "
+            f"{m['scale-optimal stress']:.3g} | {m['paper stress']:.3g} | "
+            f"{m['lag stress, scale-optimal']:.3g} | {m['worst per-position stress']:.3g} | "
+            f"{m['monotonicity violation rate']:.3f} | "
+            f"{m['scale-optimal stress after training']:.3g} |"
+        )
+    return rows
+
+
+def _corr_table(s: dict[str, Any]) -> list[str]:
+    rows = [
+        "| score (before training unless said) | Spearman with validation loss [95% CI] | "
+        "CI width | permutation p |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, c in s["correlations"].items():
+        rows.append(
+            f"| {label} | {_ci(c)} | {c['ci_high'] - c['ci_low']:.2f} | {c['p_value']:.3f} |"
+        )
+    t = s["test_correlation"]
+    rows.append(
+        f"| scale-optimal stress, against **test** loss | {_ci(t)} | "
+        f"{t['ci_high'] - t['ci_low']:.2f} | {t['p_value']:.3f} |"
+    )
+    return rows
+
+
+def _extras(s: dict[str, Any]) -> list[str]:
+    out = []
+    d = s["mds_init_vs_learned"]
+    if d:
+        out.append(
+            f"- MDS-initialised minus default learned table, validation loss per seed "
+            f"{', '.join(f'{x:+.4f}' for x in d['differences'])}: mean {d['mean']:+.4f} nats, "
+            f"95% t interval [{d['t_low']:+.4f}, {d['t_high']:+.4f}] (seed bootstrap "
+            f"[{d['boot_low']:+.4f}, {d['boot_high']:+.4f}])."
+        )
+    f = s["first_choice"]
+    ranks = ", ".join(f"{a} ranks {r} of {f['n_arms']}" for a, r in f["ranks_by_loss"].items())
+    out.append(
+        f"- Lowest stress before training: {', '.join(f['by_stress'])}; by validation loss "
+        f"{ranks}; the best is {f['best_by_loss']}."
+    )
+    ctl = s.get("control")
+    if ctl:
+        vs = "; ".join(
+            f"minus {b} {d['mean']:+.4f} [{d['t_low']:+.4f}, {d['t_high']:+.4f}]"
+            for b, d in ctl["vs"].items()
+            if d
+        )
+        out.append(
+            f"- Control, the MDS table rescaled to the token embeddings' row norm (mds_scaled, "
+            f"same stress shape as mds): validation loss {ctl['loss']:.4f}, rank {ctl['rank']} of "
+            f"{ctl['n_arms']}; paired by seed, {vs} (95% t intervals)."
+        )
+    g = s["length"]
+    if g:
+        out.append(
+            f"- Length generalisation ({', '.join(g['arms'])}): lag stress at 4L against the loss "
+            f"past L in 4L windows: scale-optimal {_ci(g['scale_optimal'])}, paper "
+            f"{_ci(g['paper'])}."
+        )
+    return out
+
+
+def _figures(stats: dict) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(stats)
+    fig, axes = plt.subplots(2, len(keys), figsize=(4 * len(keys), 7), squeeze=False)
+    for j, key in enumerate(keys):
+        arms = stats[key]["arms"]
+        ax = axes[0, j]
+        for a, runs in sorted(arms.items()):
+            curve = np.mean([[p[1] for p in r["train_curve"]] for r in runs], axis=0)
+            ax.plot([p[0] for p in runs[0]["train_curve"]], curve, label=a, lw=1)
+        ax.set(title=f"{key[0]}, {key[1]}", xlabel="step", ylabel="train loss (nats/byte)")
+        ax.set_ylim(top=min(ax.get_ylim()[1], 3.5))
+        ax = axes[1, j]
+        for a, runs in sorted(arms.items()):
+            x = np.array([an.get(r, an.SCORES[1][1]) for r in runs])
+            y = np.array([r["validation_loss"] for r in runs])
+            ax.errorbar(
+                x.mean(),
+                y.mean(),
+                xerr=x.std(),
+                yerr=2 * y.std(ddof=1) / np.sqrt(y.size),
+                fmt="o",
+                ms=4,
+                capsize=2,
+            )
+            ax.annotate(a, (x.mean(), y.mean()), fontsize=7)
+        c = stats[key]["correlations"][an.HEADLINE]
+        ax.set(
+            xlabel="scale-optimal stress before training",
+            ylabel="validation loss",
+            title=f"Spearman {_ci(c)}",
+        )
+    axes[0, 0].legend(fontsize=6)
+    fig.tight_layout()
+    OUT.mkdir(parents=True, exist_ok=True)
+    fig.savefig(OUT / "pretrain_curves_and_scatter.png", dpi=110)
+    plt.close(fig)
+    return ["![loss curves and stress vs loss](evidence/pretrain_curves_and_scatter.png)", ""]
+
+
+def _coverage(records: list[dict], grid: dict) -> list[str]:
+    planned = len(grid["arms"]) * len(grid["objectives"]) * len(grid["seeds"])
+    planned *= len(grid["corpora"])
+    have = {(r["corpus"], r["objective"]) for r in records}
+    missing = [
+        f"{c['name']} {o}"
+        for o in grid["objectives"]
+        for c in grid["corpora"]
+        if (c["name"], o) not in have
+    ]
+    secs = np.array([r["train_seconds"] for r in records])
+    run = grid["run"]
+    lines = [
+        "## What ran",
+        "",
+        f"{len(records)} of the {planned} planned runs ({len(grid['arms'])} encodings x "
+        f"{len(grid['corpora'])} corpora x {len(grid['objectives'])} objectives x "
+        f"{len(grid['seeds'])} seeds) have finished"
+        + (f"; not yet run: {', '.join(missing)}." if missing else "."),
+        f"Model: byte-level Transformer, width {run['d_model']}, {run['n_layers']} layers, "
+        f"{run['n_heads']} heads, context L = {run['context']}; AdamW, peak lr {run['lr']}, "
+        f"{run['steps']} steps of {run['batch']} windows ({run['steps'] * run['batch'] * run['context']:,} "
+        f"training bytes per run, the same windows in the same order for every encoding of a "
+        f"seed, the same body weights); evaluation on {run['eval_windows']} fixed windows per "
+        f"split. Training took {np.median(secs):.0f} s per run (median, one thread of a shared "
+        f"2-core machine; Python {grid.get('python', '?')}, torch {records[0]['torch']}).",
+        "",
+    ]
+    return lines
+
+
+def _pilot() -> list[str]:
+    if not PILOT.exists():
+        return []
+    p = json.loads(PILOT.read_text())
+    lines = [
+        "## Pilot",
+        "",
+        p["text"],
+        "",
+        "| encoding | validation loss per seed | mean |",
+        "|---|---|---:|",
+    ]
+    for arm, vals in p["losses"].items():
+        lines.append(f"| {arm} | {', '.join(f'{v:.4f}' for v in vals)} | {np.mean(vals):.4f} |")
+    return [*lines, ""]
+
+
+def write_page(results: str | Path, *, control: str | Path | None = None) -> None:
+    """EVIDENCE.md, the figure and the records from ``results`` (the module docstring);
+    ``control``: the results folder of the ``mds_scaled`` control, whose records join."""
+    results = Path(results)
+    records = read_jsonl(results / "records.jsonl")
+    if control is not None:
+        records += read_jsonl(Path(control) / "records.jsonl")
+    if not records:
+        raise SystemExit(f"{results}/records.jsonl holds no finished run yet")
+    grid = json.loads((results / "grid.json").read_text())
+    stats = an.analyse(records)
+    lines = [
+        "# Evidence: does stress computed before training predict what a model reaches?",
+        "",
+        "Issue 34. Regenerate with `python -m studies.pretrain page RESULTS` from the grid's "
+        "results folder (`python -m studies.pretrain run RESULTS --resume` continues the grid).",
+        "",
+        *_answer(stats, grid),
+        *_coverage(records, grid),
+        *_pilot(),
+        *_widths(stats),
+        *_figures(stats),
+    ]
+    for key, s in stats.items():
+        lines += [
+            f"## {key[0]}, {key[1]}",
+            "",
+            *_cell_table(s),
+            "",
+            *_corr_table(s),
+            "",
+            *_extras(s),
+            "",
+        ]
+    OUT.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(RECORDS, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    atomic_write_text(PAGE, "\n".join(lines).rstrip() + "\n")
+    print(f"wrote {PAGE}, {RECORDS} ({len(records)} runs) and the figure")
