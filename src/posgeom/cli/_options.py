@@ -9,6 +9,8 @@ import argparse
 import sys
 from typing import Any
 
+from posgeom._errors import printable
+
 __all__ = [
     "add_estimator_argument",
     "add_noise_argument",
@@ -27,7 +29,7 @@ class _OldSpelling(argparse.Action):
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
         if option_string is not None and option_string == self.old:
             print(
-                f"posgeom: {self.old} is the old spelling of --estimator (deprecated: it goes in "
+                f"posgeom: {printable(self.old)} is the old spelling of --estimator (deprecated: it goes in "
                 "the next release); use --estimator",
                 file=sys.stderr,
             )
