@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 from posgeom._errors import PosgeomError
 from posgeom._validation import SEED, Interval, Options, check_param
 from posgeom.embed.mds import classical_mds
-from posgeom.encodings._base import MAX_HEADS
+from posgeom.encodings._base import MAX_HEADS, MAX_WIDTH
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
 from posgeom.geometry.noise import REPEATS, noise_floor
@@ -151,7 +151,7 @@ class GeometryConfig:
     )
     model_dim: int = _option(
         DEFAULT_MODEL_DIM,
-        Interval(Integral, 1, None),
+        Interval(Integral, 1, MAX_WIDTH),
         group=EMBEDDING,
         help="model width d of the MDS and fixed encodings (BERT-base: 768)",
     )
