@@ -39,7 +39,15 @@ def _manifest(folder: Path) -> dict[str, Any] | None:
     except PosgeomError:
         return None
     ok = isinstance(doc, dict) and doc.get("kind") == _RESULTS_KIND
-    return doc if ok and isinstance(doc.get("files"), dict) else None
+    if not (ok and isinstance(doc.get("files"), dict)):
+        return None
+    nul = next((k for k in doc["files"] if "\x00" in k), None)
+    if nul is not None:  # pathlib's raw "embedded null byte" at the first unlink otherwise
+        raise PosgeomError(
+            f"{folder / RESULTS_MANIFEST} lists a path with a NUL byte ({nul!r}), which posgeom "
+            "never writes: the manifest was edited; remove that entry or choose another folder"
+        )
+    return doc
 
 
 def _sha256(path: Path) -> str:

@@ -396,7 +396,14 @@ def takes_geometry_config(
             bound = public.bind(*args, **kwargs)
             given = {**defaults}  # this function's own defaults, then what the caller gave
             given |= {spelled[k]: bound.arguments.pop(k) for k in spelled if k in bound.arguments}
-            start = bound.arguments.pop("config", None) or config()
+            start = bound.arguments.pop("config", None)
+            if start is not None and not isinstance(start, config):
+                raise TypeError(
+                    f"{func.__name__}: config must be a {config.__name__} (or None), got "
+                    f"{type(start).__name__}; build one with {config.__name__}(...) or pass its "
+                    "fields as keywords"
+                )
+            start = start if start is not None else config()
             return func(*bound.args, **bound.kwargs, config=dataclasses.replace(start, **given))
 
         wrapper.__signature__ = public  # type: ignore[attr-defined]
