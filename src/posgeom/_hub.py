@@ -171,6 +171,9 @@ def pretrained_model(
             model = cls.from_pretrained(
                 target, local_files_only=True, trust_remote_code=False, **kwargs
             )
+            _check_layers(target, model)  # inside: the load report is dropped with the error
+    except PosgeomError:
+        raise
     except Exception as exc:
         text = str(exc)
         if "trust_remote_code" in text or "does not recognize this architecture" in text:
@@ -182,6 +185,17 @@ def pretrained_model(
         raise _load_failure(target, "model", exc, report) from exc
     model.eval()
     return model
+
+
+def _check_layers(target: str, model: Any) -> None:
+    """A config with ``num_hidden_layers`` below 1 builds a model with no layers: transformers
+    loads it (ignoring every layer's weights) and its forward returns no hidden states."""
+    layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
+    if isinstance(layers, int) and not isinstance(layers, bool) and layers < 1:
+        raise PosgeomError(
+            f"the model {target!r} has num_hidden_layers = {layers} in its config.json: a model "
+            "needs at least one layer; fix num_hidden_layers (the number of layers its weights hold)"
+        )
 
 
 def pretrained_config(name_or_path: str | os.PathLike[str], **kwargs: Any) -> Any:

@@ -11,7 +11,6 @@ import io
 import json
 import resource
 import struct
-import time
 import tracemalloc
 import zipfile
 
@@ -221,14 +220,15 @@ def test_item19_noise_repeats_has_a_declared_range(small_corpus, tmp_path, capsy
 
     counts = count_corpus(small_corpus, "word", max_positions=8)
     path = counts.save(tmp_path / "c.npz")
-    t0 = time.perf_counter()
+    # no wall-time assertion (a loaded machine): 10**9 repeats unrefused would not end, and the
+    # suite's timeout (300 s) fails the test
     for value in (1_000_000_000, 0, -3):
         code, err = cli(
             capsys, "geometry", path, "-d", 4, "--noise-repeats", value, "-o", tmp_path / "g"
         )
         line = one_line(err)
         assert code == 2 and "--noise-repeats must be an integer >= 1 and <= 1000" in line
-    assert time.perf_counter() - t0 < 10 and not (tmp_path / "g").exists()
+    assert not (tmp_path / "g").exists()
     with pytest.raises(PosgeomError, match="noise_repeats"):
         GeometryConfig(model_dim=4, noise_repeats=10**9)
     with pytest.raises(PosgeomError, match="n_repeats"):
@@ -259,8 +259,7 @@ def test_item19_noise_repeats_has_a_declared_range(small_corpus, tmp_path, capsy
         ),
         (["demo", "--sequences", 10**9, "-o", tmp_path / "d"], "--sequences must be"),
     ]
-    t0 = time.perf_counter()
     for argv, words in cases:
         code, err = cli(capsys, *argv)
         assert code == 2 and words in one_line(err), err
-    assert time.perf_counter() - t0 < 10 and not list(tmp_path.glob("[bed]*"))
+    assert not list(tmp_path.glob("[bed]*"))

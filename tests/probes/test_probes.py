@@ -37,6 +37,8 @@ def _sk_mae(est, x, y) -> float:
 
 
 def test_absolute_probe_is_sklearn_cross_val_score_of_linear_regression():
+    # a table narrower than a fold's training rows (48 x 12, full column rank): the least-squares
+    # fit is unique, so scikit-learn's LinearRegression is a reference whatever its cutoff
     table = _table()
     y = np.arange(len(table), dtype=np.float64)
     for seed in range(3):
@@ -45,11 +47,52 @@ def test_absolute_probe_is_sklearn_cross_val_score_of_linear_regression():
         ref = cross_val_score(LinearRegression(), table, y, cv=cv, scoring=_sk_mae)
         ours = absolute_probe_values(table, seeds=seed + 1, folds=5)[seed]
         np.testing.assert_allclose(ours, ref, atol=1e-12)
-    # an underdetermined fit (more features than rows): both take the minimum-norm solution
+
+
+def _pinv_predict(x: np.ndarray, y: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """The minimum-norm least-squares fit with an intercept by an explicit pseudo-inverse: numpy's
+    SVD of the centred rows, singular values below max(m, p) * eps * s_max dropped."""
+    x_mean, y_mean = x.mean(axis=0), y.mean()
+    u, s, vt = np.linalg.svd(x - x_mean, full_matrices=False)
+    keep = s > max(x.shape) * np.finfo(np.float64).eps * s[0]
+    w = vt[keep].T @ ((u[:, keep].T @ (y - y_mean)) / s[keep])
+    return (new - x_mean) @ w + y_mean
+
+
+def test_a_table_wider_than_a_fold_is_probed_by_the_pseudo_inverse_fit():
+    # 30 x 40: each fold trains on 24 rows of 40 columns; centring leaves a round-off singular
+    # value, which the pseudo-inverse drops (scikit-learn's answer here depends on its release)
     wide = _table(n=30, d=40)
-    cv = [(np.setdiff1d(np.arange(30), t), t) for t in kfold(30, 5, 0)]
-    ref = cross_val_score(LinearRegression(), wide, np.arange(30.0), cv=cv, scoring=_sk_mae)
+    y = np.arange(30.0)
+    tests = kfold(30, 5, 0)
+    ref = []
+    for t in tests:
+        train = np.setdiff1d(np.arange(30), t)
+        pred = _pinv_predict(wide[train], y[train], wide[t])
+        ref.append(np.mean(np.abs(np.round(pred) - y[t])))
+        fit = least_squares(wide[train], y[train])
+        # two LAPACK routes (gelsd against gesdd): they agree to round-off times the condition
+        # number of the kept part (here < 1e3), far below a rounding boundary's distance
+        np.testing.assert_allclose(fit.predict(wide[t]), pred, atol=1e-9)
     np.testing.assert_allclose(absolute_probe_values(wide, seeds=1, folds=5)[0], ref, atol=1e-12)
+
+
+def test_the_minimum_norm_fit_drops_a_singular_value_at_round_off():
+    # a centred design (24 x 40) with singular values 5 ... 1 and one at 1e-15 * s_max: above
+    # LAPACK's default cutoff (eps), below the pseudo-inverse's (40 eps); the target has a
+    # component along that direction, which a fit keeping it would blow up by 1e15
+    rng = np.random.default_rng(7)
+    m, p = 24, 40
+    q, _ = np.linalg.qr(np.hstack([np.ones((m, 1)), rng.standard_normal((m, m - 1))]))
+    u = q[:, 1:]  # (24, 23) orthonormal, each column orthogonal to the ones vector: mean zero
+    v, _ = np.linalg.qr(rng.standard_normal((p, m - 1)))
+    s = np.concatenate([np.linspace(5.0, 1.0, m - 2), [5e-15]])
+    x = (u * s) @ v.T
+    y = x @ rng.standard_normal(p) + 0.5 * u[:, -1]
+    new = rng.standard_normal((10, p))
+    fit = least_squares(x, y)
+    np.testing.assert_allclose(fit.predict(new), _pinv_predict(x, y, new), atol=1e-9)
+    assert np.max(np.abs(fit.coef)) < 10.0
 
 
 def test_ridge_matches_sklearn():

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from posgeom._errors import printable
+
 
 def verdict_line(
     rows: Mapping[str, Mapping[str, Any]], *, target: Mapping[str, Any] | None = None
@@ -35,4 +37,4 @@ def print_hints(result: Any) -> None:
 
     hint = special_token_hint(view_of(result))
     if hint:
-        print(f"hint: {hint}")
+        print(f"hint: {printable(hint)}")

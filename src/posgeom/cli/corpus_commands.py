@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomError, printable
 
 log = logging.getLogger("posgeom")
 
@@ -322,8 +322,9 @@ def _count(args: argparse.Namespace) -> int:
     path = counts.save(output, overwrite=args.overwrite)
     reps = getattr(counts, "n_replicates", None)
     print(
-        f"wrote {path} ({counts.n_sequences} sequences, {counts.max_positions} positions, "
-        f"vocabulary {counts.vocab_size}" + (f", {reps} bootstrap replicates)" if reps else ")")
+        f"wrote {printable(path)} ({printable(counts.n_sequences)} sequences, {printable(counts.max_positions)} positions, "
+        f"vocabulary {printable(counts.vocab_size)}"
+        + (f", {printable(reps)} bootstrap replicates)" if reps else ")")
     )
     return 0
 

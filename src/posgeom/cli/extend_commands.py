@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomError, printable
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -28,7 +28,7 @@ def _extend(args: argparse.Namespace) -> int:
                 f"cannot read --strategies ({exc}); pass a JSON file "
                 '{"name": {"rope_type": ..., "rope_theta": ...}, ...}'
             ) from exc
-    say = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    say = None if args.quiet else (lambda line: print(printable(line), file=sys.stderr, flush=True))
     result = extend(
         args.model,
         args.corpus,
@@ -58,12 +58,14 @@ def _extend(args: argparse.Namespace) -> int:
         changes = result.recommended.config_changes(result.trained_length, result.target_length)
         changes = ", ".join(f"{k} = {v}" for k, v in changes.items())
         print(
-            "rope_parameters for config.json" + (f" (and set {changes})" if changes else "") + ":"
+            "rope_parameters for config.json"
+            + (f" (and set {printable(changes)})" if changes else "")
+            + ":"
         )
         print(json.dumps(result.rope_parameters))
-    print(result.verdict_line())
+    print(printable(result.verdict_line()))
     print(
-        f"results in {args.output}/ (summary.json, table.md, arrays.npz"
+        f"results in {printable(args.output)}/ (summary.json, table.md, arrays.npz"
         + (", rope_parameters.json" if result.rope_parameters is not None else "")
         + (", report.html" if args.report else "")
         + (", engines.md and each engine's file" if args.emit else "")

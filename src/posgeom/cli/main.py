@@ -24,7 +24,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from posgeom._errors import OptionalDependencyError, PosgeomError
+from posgeom._errors import OptionalDependencyError, PosgeomError, printable
 from posgeom._version import __version__
 from posgeom.cli import _help as help_format
 
@@ -106,7 +106,7 @@ def _one_line_record(record: logging.LogRecord) -> bool:
     """posgeom's log lines stay one line each: a control character (a newline in a file name the
     line quotes) is written as its escape, as in error lines."""
     if record.name.split(".")[0] == "posgeom":
-        record.msg, record.args = _escape_controls(record.getMessage()), ()
+        record.msg, record.args = printable(record.getMessage()), ()
     return True
 
 
@@ -179,22 +179,15 @@ def _one_line(exc: BaseException) -> str:
     else:
         text = f"{type(exc).__name__}: {exc} (an unexpected failure; --debug shows the traceback)"
         text = text.splitlines()[0] if text.strip() else type(exc).__name__
-    return _escape_controls(text) if text.strip() else type(exc).__name__
-
-
-def _escape_controls(text: str) -> str:
-    """A line break or other control character (in a file name the message quotes) written as
-    its escape (``\\n``), so the error stays one line and names the whole file."""
-    return re.sub(
-        r"[\x00-\x1f\x7f]",
-        lambda m: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(m[0], f"\\x{ord(m[0]):02x}"),
-        text,
-    )
+    return printable(text) if text.strip() else type(exc).__name__
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:
     what = "terminated" if isinstance(exc, Terminated) else "interrupted"
-    print(f"posgeom: {what}; finished outputs were kept, partial ones removed", file=sys.stderr)
+    print(
+        f"posgeom: {printable(what)}; finished outputs were kept, partial ones removed",
+        file=sys.stderr,
+    )
     return 143 if isinstance(exc, Terminated) else 130
 
 
@@ -235,7 +228,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
             traceback.print_exc()
         message = _cli_words(_one_line(exc), _flag_names(parser, args.command))
-        print(f"posgeom: error: {message}", file=sys.stderr)
+        print(f"posgeom: error: {printable(message)}", file=sys.stderr)
         return 2
 
 

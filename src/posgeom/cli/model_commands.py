@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomError, printable
 from posgeom._paths import portable_path
 from posgeom.cli._options import (
     add_estimator_argument,
@@ -95,14 +95,14 @@ def _extract(args: argparse.Namespace) -> int:
     mechanisms = find_positional_mechanisms(model, on_missing="none")
     encodings = mechanism_encodings(mechanisms, n, start=args.start)
     print(
-        f"model: {args.model} ({type(model).__name__}, model_type="
-        f"{getattr(config, 'model_type', None)}, {getattr(config, 'num_hidden_layers', '?')} "
-        f"layers, hidden {getattr(config, 'hidden_size', '?')}, position limit {limit})"
+        f"model: {printable(args.model)} ({printable(type(model).__name__)}, model_type="
+        f"{printable(getattr(config, 'model_type', None))}, {printable(getattr(config, 'num_hidden_layers', '?'))} "
+        f"layers, hidden {printable(getattr(config, 'hidden_size', '?'))}, position limit {printable(limit)})"
     )
     print("positional mechanisms:")
     for m in mechanisms:
-        print(f"  {m.kind}: {m.summary()}")
-    print(f"encodings for n = {n} positions (start row {args.start}):")
+        print(f"  {printable(m.kind)}: {printable(m.summary())}")
+    print(f"encodings for n = {printable(n)} positions (start row {printable(args.start)}):")
     print("| key | family | geometry | mean distance | min distance (separation) |")
     print("|---|---|---|---:|---:|")
     for key, enc in encodings.items():
@@ -111,7 +111,9 @@ def _extract(args: argparse.Namespace) -> int:
         shape = (
             f"vectors {enc.vectors.shape}" if enc.vectors is not None else f"distances {d.shape}"
         )
-        print(f"| {key} | {enc.name} | {shape} | {off.mean():.4g} | {off.min():.4g} |")
+        print(
+            f"| {printable(key)} | {printable(enc.name)} | {printable(shape)} | {off.mean():.4g} | {off.min():.4g} |"
+        )
     if args.output:
         from posgeom.io.artifacts import save_artifact
 
@@ -135,8 +137,8 @@ def _extract(args: argparse.Namespace) -> int:
         }
         path = save_artifact(args.output, arrays, meta, kind="model_encodings")
         print(
-            f"wrote {path} (metadata inside); one array per key, e.g. "
-            f"`posgeom score --target arrays.npz NAME={path}` after picking one key"
+            f"wrote {printable(path)} (metadata inside); one array per key, e.g. "
+            f"`posgeom score --target arrays.npz NAME={printable(path)}` after picking one key"
         )
     return 0
 
@@ -208,20 +210,20 @@ def _analyze_model(args: argparse.Namespace) -> int:
     n_trunc = result.options["n_truncated"]
     if n_trunc:
         print(
-            f"note: {n_trunc} sequences were longer than {result.options['sequence_limit']} "
+            f"note: {printable(n_trunc)} sequences were longer than {printable(result.options['sequence_limit'])} "
             "tokens and were cut to that length (--on-long truncate)"
         )
     peaks = result.peaks()
     so = peaks.get("stress_scale_optimal")
     if so:
         print(
-            f"scale-optimal stress: highest at layer {so['max_layer']} ({so['max']:.4g}), lowest "
-            f"at layer {so['min_layer']} ({so['min']:.4g}); variance explained by position "
-            f"peaks at layer {peaks['variance_explained']['max_layer']}"
+            f"scale-optimal stress: highest at layer {printable(so['max_layer'])} ({so['max']:.4g}), lowest "
+            f"at layer {printable(so['min_layer'])} ({so['min']:.4g}); variance explained by position "
+            f"peaks at layer {printable(peaks['variance_explained']['max_layer'])}"
         )
     print(result.markdown(), end="")  # ends with the verdict line
     print(
-        f"results in {out}/ (summary.json, arrays.npz, table.md, counts.npz"
+        f"results in {printable(out)}/ (summary.json, arrays.npz, table.md, counts.npz"
         + ("" if args.no_plot else ", stress_per_layer.png")
         + (", report.html" if args.report else "")
         + ")"

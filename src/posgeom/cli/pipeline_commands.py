@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomError, printable
 from posgeom.cli._checks import unique_names
 from posgeom.cli._config_flags import add_config_arguments, config_from_args
 from posgeom.cli._verdict import print_hints
@@ -174,7 +174,7 @@ def _pipeline(args: argparse.Namespace) -> int:
     print(result.markdown(), end="")  # ends with the verdict line
     print_hints(result)
     files += ["report.html"] if args.report else []  # drawn after this block, into the folder
-    print(f"results in {args.output}/ ({', '.join(files)})")
+    print(f"results in {printable(args.output)}/ ({printable(', '.join(files))})")
     return 0
 
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomError, printable
 from posgeom.cli._options import add_estimator_argument
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -99,7 +99,7 @@ def _write(result: Any, out: Path, args: argparse.Namespace) -> None:
         if args.report:
             write_report(tmp, result.summary())
     print(
-        f"results in {os.fspath(out)}/ (summary.json, table.md"
+        f"results in {printable(os.fspath(out))}/ (summary.json, table.md"
         + (", report.html" if args.report else "")
         + ")"
     )

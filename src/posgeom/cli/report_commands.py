@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from posgeom._errors import printable
+
 
 def _report(args: argparse.Namespace) -> int:
     from posgeom.reports import REPORT_NAME, report
@@ -15,10 +17,10 @@ def _report(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else Path(args.results) / REPORT_NAME
     path = report(args.results, out, figures=not args.no_figures, overwrite=args.overwrite)
     for item in view.missing:
-        print(f"not in {args.results}: {item}")
+        print(f"not in {printable(args.results)}: {printable(item)}")
     size = path.stat().st_size / 1e6
     figures = "" if args.no_figures else f" and figures in {path.stem}_figures/"
-    print(f"report in {path} ({size:.2f} MB){figures}")
+    print(f"report in {printable(path)} ({size:.2f} MB){printable(figures)}")
     return 0
 
 

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from posgeom._errors import printable
+
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
@@ -35,8 +37,8 @@ def _reproduce(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
     )
     print(
-        f"wrote {report['markdown']} and {len(report['files'])} files in "
-        f"{report['folder']} ({report['wall_seconds']:.0f} s)"
+        f"wrote {printable(report['markdown'])} and {printable(len(report['files']))} files in "
+        f"{printable(report['folder'])} ({report['wall_seconds']:.0f} s)"
     )
     if args.report:
         import logging
@@ -48,7 +50,7 @@ def _reproduce(args: argparse.Namespace) -> int:
                 "[report] drawing reproduction.html: the claim tables and every comparison's "
                 "figures (png and svg)"
             )
-        print(f"report in {write_report(args.output, html, overwrite=args.overwrite)}")
+        print(f"report in {printable(write_report(args.output, html, overwrite=args.overwrite))}")
     return 0
 
 

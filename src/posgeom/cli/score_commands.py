@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomError, printable
 from posgeom.cli._checks import unique_names
 from posgeom.cli._verdict import verdict_line
 from posgeom.cli.pipeline_commands import read_encoding
@@ -126,7 +126,7 @@ def _score(args: argparse.Namespace) -> int:
         print()
         return 0
     print("\n".join(score_table(rows)))
-    print(verdict_line(rows, target=_target_block(args.target, args.target_key)))
+    print(printable(verdict_line(rows, target=_target_block(args.target, args.target_key))))
     return 0
 
 

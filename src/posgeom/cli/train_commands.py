@@ -17,7 +17,7 @@ import argparse
 import json
 from typing import Any
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomError, printable
 from posgeom.cli._options import add_estimator_argument
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -174,7 +174,7 @@ def _experiment(args: argparse.Namespace) -> int:
             args.output, base=base, seeds=seeds, overwrite=args.overwrite, **kw
         )
         print(json.dumps({e: r["accuracy_mean"] for e, r in summary["per_encoding"].items()}))
-    print(f"wrote {args.output}/results.json and table.md")
+    print(f"wrote {printable(args.output)}/results.json and table.md")
     return 0
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError, require
-from posgeom._validation import check_path
+from posgeom._validation import check_int, check_path
 from posgeom.corpus._columns import as_text, library_errors
 from posgeom.io._inflate import gunzip_bounded
 
@@ -323,8 +323,8 @@ def read_texts(
     A Hugging Face hub dataset is read only with ``format="hf-hub"`` (``path`` is then its name).
     """
     check_path(path, "read_texts: path")
-    if limit is not None and limit < 0:
-        raise PosgeomError(f"limit must be >= 0, got {limit}")
+    if limit is not None:  # an integer >= 0 ('3' or 2.5 was a raw TypeError or islice's)
+        limit = check_int(limit, "read_texts: limit", 0)
     if format == "hf-hub":
         from posgeom.corpus._columns import read_hf_hub
 

@@ -29,6 +29,9 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import check_int, is_integer
 
 MAX_HEADS = 256  # ALiBi and RoPE heads scored or built from a spec (real models use at most 128)
+#: the widest model width d (and head width) accepted: 2**16, over twice the widest Transformer
+#: published (25,600); ``-d 2**70`` was a raw "Maximum allowed size exceeded" from numpy
+MAX_WIDTH = 65_536
 
 
 def check_n(n_positions: Any, name: str = "n_positions") -> int:
@@ -46,10 +49,16 @@ def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
     return check_int(value, name, minimum)
 
 
+def check_width(value: Any, name: str = "d") -> int:
+    """Return ``value`` as a model width, an int ``1 <= value <= MAX_WIDTH``, or raise."""
+    return check_int(value, name, 1, MAX_WIDTH)
+
+
 def check_even(value: Any, name: str) -> int:
-    """Return ``value`` as an even int >= 2 (a width made of 2-D planes) or raise."""
-    if not is_integer(value) or value < 2 or value % 2:
-        raise PosgeomError(f"{name} must be an even integer >= 2, got {value!r}")
+    """Return ``value`` as an even int ``2 <= value <= MAX_WIDTH`` (a width made of 2-D planes)
+    or raise."""
+    if not is_integer(value) or value < 2 or value % 2 or value > MAX_WIDTH:
+        raise PosgeomError(f"{name} must be an even integer >= 2 and <= {MAX_WIDTH}, got {value!r}")
     return int(value)
 
 

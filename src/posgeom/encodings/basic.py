@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, symmetrize
+from posgeom.encodings._base import PositionEncoding, check_n, check_width, symmetrize
 from posgeom.encodings._extension import ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
@@ -26,7 +26,7 @@ from posgeom.encodings._registry import (
 def nope(n_positions: int, d: int = 768) -> PositionEncoding:
     """NoPE: every position gets the zero vector ``(n, d)``; all distances are zero."""
     n = check_n(n_positions)
-    d = check_positive_int(d, "d")
+    d = check_width(d)
     return PositionEncoding("nope", np.zeros((n, d)), {"d": d}, lag_profile=np.zeros(n))
 
 
@@ -37,7 +37,7 @@ def random(n_positions: int, d: int = 768, seed: int = 0, scale: float = 1.0) ->
     no role, so the monotonicity violation rate of this encoding is about 50%.
     """
     n = check_n(n_positions)
-    d = check_positive_int(d, "d")
+    d = check_width(d)
     if not np.isfinite(scale) or scale <= 0:
         raise PosgeomError(f"scale must be a positive number, got {scale!r}")
     vectors = float(scale) * np.random.default_rng(seed).standard_normal((n, d))

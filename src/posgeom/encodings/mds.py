@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
+from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, check_width
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -44,7 +44,7 @@ def mds(
     is ``min(n_components or n - 1, d)``."""
     from posgeom.embed.mds import classical_mds
 
-    d = check_positive_int(d, "d")
+    d = check_width(d)
     res = classical_mds(
         source, n_components, model_dim=d, placement=placement, solver=solver, seed=seed
     )
@@ -72,7 +72,7 @@ def low_rank_mds(
     from posgeom.embed.mds import classical_mds
     from posgeom.embed.rank import low_rank_factors
 
-    d = check_positive_int(d, "d")
+    d = check_width(d)
     rank = check_positive_int(rank, "rank")
     res = classical_mds(source, rank, model_dim=d, placement=placement, solver=solver, seed=seed)
     factors = low_rank_factors(res, rank)
@@ -96,7 +96,7 @@ def smacof(source: Any, d: int = 768, *, max_iter: int = 200) -> MDSEncoding:
     from posgeom.embed.mds import classical_mds
     from posgeom.embed.refine import smacof_refine
 
-    d = check_positive_int(d, "d")
+    d = check_width(d)
     target = check_distance_matrix(source, "source")
     res = classical_mds(target, model_dim=d, input_kind="distances")
     refined = smacof_refine(target, res, max_iter=max_iter)

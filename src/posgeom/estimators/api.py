@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import SEED, check_param
 from posgeom.estimators._core import (
     DENSE_MAX_N,
     DENSE_ONLY_MAX_N,
@@ -116,6 +117,7 @@ def estimate_geometry(
         ``.positions``; ``.totals``; ``.diagnostics``.
     """
     spec = get(estimator)
+    seed = check_param("seed", seed, [SEED])  # seed='1': numpy's SeedSequence TypeError before
     if token_names is None:
         token_names = names_of(getattr(counts, "tokenizer", None))
     c = as_count_matrix(counts)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from posgeom._errors import printable
 from posgeom.text.markdown import markdown_table
 
 __all__ = ["EXTENSION_COLUMNS", "dependence_lines", "measure_lines", "result_markdown"]
@@ -42,7 +43,8 @@ def result_markdown(result: Any) -> str:
     if result.measurements:
         lines += ["", "## Measured loss", "", *measure_lines(result.measurements)]
     lines += ["", "## Dependence profile of the corpus", "", *dependence_lines(result)]
-    return "\n".join(lines) + "\n"
+    # a strategy's or model's name with a line break or ESC stays on its line (escaped)
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def dependence_lines(result: Any) -> list[str]:

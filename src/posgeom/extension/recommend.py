@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._errors import PosgeomError
+
 __all__ = ["load_record", "outcome_places", "recommend", "recommendation_lines", "record_line"]
 
 FALLBACK_NAME = "yarn x{s:g} b32/1"
@@ -36,9 +38,82 @@ FALLBACK_NAME = "yarn x{s:g} b32/1"
 
 @lru_cache(maxsize=1)
 def load_record() -> dict[str, Any]:
-    """The committed record (``record.json`` of this package)."""
-    text = resources.files("posgeom.extension").joinpath("record.json").read_text("utf-8")
-    return json.loads(text)
+    """The committed record (``record.json`` of this package), its structure checked (the
+    fields read here): a damaged or edited copy is one :class:`PosgeomError` naming the file."""
+    path = resources.files("posgeom.extension").joinpath("record.json")
+    try:
+        record = json.loads(path.read_text("utf-8"))
+        problem = _record_problem(record)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        problem = f"not readable JSON ({type(exc).__name__}: {exc})"
+    if problem:
+        raise PosgeomError(
+            f"posgeom's package file {path} is damaged: {problem}; reinstall posgeom "
+            "(pip install --force-reinstall --no-deps posgeom)"
+        )
+    return record
+
+
+_SCOPE = {"models": list, "windows": dict, "criterion": str, "outcome": str, "predictors": dict}
+_SET = {"windows": int, "top2_hits": int, "worse_than_none": list}
+
+
+def _set_ok(one: Any) -> bool:
+    """A predictor's record on one set of windows: counts, picks worse than none, Spearman."""
+    if not isinstance(one, dict):
+        return False
+    typed = all(
+        isinstance(one.get(k), t) and not isinstance(one.get(k), bool) for k, t in _SET.items()
+    )
+    rho, ci = one.get("mean_spearman"), one.get("ci95")
+    rho_ok = rho is None or (isinstance(rho, int | float) and not isinstance(rho, bool))
+    ci_ok = ci is None or (isinstance(ci, list) and len(ci) == 2)
+    return typed and rho_ok and ci_ok
+
+
+def _matrix_ok(matrix: Any) -> bool:
+    """The held-out split's outcome matrix (optional): ``table`` predictor -> outcome -> cell."""
+    table = matrix.get("table", {}) if isinstance(matrix, dict) else None
+    return isinstance(table, dict) and all(
+        isinstance(row, dict) and all(isinstance(c, dict) for c in row.values())
+        for row in table.values()
+    )
+
+
+def _record_problem(record: Any) -> str | None:
+    """What is wrong with the record's structure, or None."""
+    families = record.get("families") if isinstance(record, dict) else None
+    if not isinstance(families, dict):
+        return "no 'families' object"
+    for name, family in families.items():
+        if not isinstance(family, dict) or not all(isinstance(v, dict) for v in family.values()):
+            return f"family {name!r} is not an object of scopes"
+        for source, scope in family.items():
+            problem = _scope_problem(scope)
+            if problem:
+                return f"{name} / {source}: {problem}"
+    return None
+
+
+def _scope_problem(scope: dict[str, Any]) -> str | None:
+    wrong = [k for k, t in _SCOPE.items() if not isinstance(scope.get(k), t)]
+    if wrong:
+        return f"missing or mistyped {', '.join(wrong)}"
+    for key in ("default_predictor", "fallback"):
+        if not isinstance(scope.get(key), str | None):
+            return f"{key} is not a name"
+    if not _matrix_ok(scope.get("outcome_matrix", {})):
+        return "outcome_matrix is not an object of predictor -> outcome -> cell objects"
+    for predictor, entry in scope["predictors"].items():
+        sets = entry.get("sets") if isinstance(entry, dict) else None
+        if not isinstance(sets, dict) or not all(
+            isinstance(entry.get(k), bool) for k in ("needs_forward", "validated")
+        ):
+            return f"predictor {predictor!r} lacks sets, needs_forward or validated"
+        for set_name, one in sets.items():
+            if not _set_ok(one):
+                return f"predictor {predictor!r}, set {set_name!r} is malformed"
+    return None
 
 
 def _compact(entry: dict[str, Any]) -> dict[str, Any]:

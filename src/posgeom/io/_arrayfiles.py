@@ -202,6 +202,9 @@ def read_npz(path: str | os.PathLike, *, only: str | None = None) -> dict[str, n
     return out
 
 
+_MAX_DIM = int(np.iinfo(np.intp).max)  # [0, 10**20]: 0 bytes, but numpy cannot shape it
+
+
 def _st_tensor(name: str, info: Any, data_len: int, path: Any) -> tuple[np.dtype, tuple, int, int]:
     if not isinstance(info, dict) or set(info) - {"dtype", "shape", "data_offsets"}:
         raise _bad(path, ".safetensors", f"entry {name!r} is malformed")
@@ -211,8 +214,8 @@ def _st_tensor(name: str, info: Any, data_len: int, path: Any) -> tuple[np.dtype
         raise _bad(
             path, ".safetensors", f"tensor {name!r} has unsupported dtype {info.get('dtype')!r}"
         )
-    ok_shape = isinstance(shape, list) and all(
-        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+    ok_shape = isinstance(shape, list) and all(  # a dimension numpy can hold (even beside a 0)
+        isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= _MAX_DIM for s in shape
     )
     ok_off = (
         isinstance(offsets, list)

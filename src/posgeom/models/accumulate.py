@@ -103,6 +103,11 @@ class LayerTotals:
     def add(self, hidden: Sequence[torch.Tensor], pos: np.ndarray) -> None:
         """Add one batch: ``hidden`` the ``L+1`` tensors ``(B, T, d)``, ``pos`` ``(B, T)``
         positions (``-1``: not counted)."""
+        if len(hidden) == 0:  # a config with num_hidden_layers = 0 (transformers returns ())
+            raise PosgeomError(
+                "the model returned no hidden states (its config.json has num_hidden_layers = 0?); "
+                "a layer-wise analysis needs a model with at least one layer"
+            )
         flat_pos = pos.reshape(-1)
         take = np.flatnonzero(flat_pos >= 0)  # flat (row-major) indices of counted tokens
         if take.size == 0:

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from posgeom._errors import PosgeomError
 from posgeom._validation import SEED, Interval, Options, check_param
 from posgeom.embed.mds import classical_mds
-from posgeom.encodings._base import MAX_HEADS
+from posgeom.encodings._base import MAX_HEADS, MAX_WIDTH
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
 from posgeom.geometry.noise import REPEATS, noise_floor
@@ -150,7 +150,7 @@ class GeometryConfig:
     )
     model_dim: int = _option(
         DEFAULT_MODEL_DIM,
-        Interval(Integral, 1, None),
+        Interval(Integral, 1, MAX_WIDTH),
         group=EMBEDDING,
         help="model width d of the MDS and fixed encodings (BERT-base: 768)",
     )
@@ -394,7 +394,14 @@ def takes_geometry_config(
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             bound = public.bind(*args, **kwargs)
             given = {k: bound.arguments.pop(k) for k in spelled if k in bound.arguments}
-            start = bound.arguments.pop("config", None) or config()
+            start = bound.arguments.pop("config", None)
+            if start is not None and not isinstance(start, config):
+                raise TypeError(
+                    f"{func.__name__}: config must be a {config.__name__} (or None), got "
+                    f"{type(start).__name__}; build one with {config.__name__}(...) or pass its "
+                    "fields as keywords"
+                )
+            start = start if start is not None else config()
             return func(*bound.args, **bound.kwargs, config=dataclasses.replace(start, **given))
 
         wrapper.__signature__ = public  # type: ignore[attr-defined]

@@ -2,12 +2,22 @@
 
 Why not scikit-learn: posgeom's core needs only numpy and scipy, and the probes are three small
 closed-form or convex fits, so they live here and ``tests/probes/test_probes.py`` checks every one of them
-against scikit-learn's ``cross_val_score`` (scikit-learn is a test dependency only).
+against an explicit reference (a pseudo-inverse, scikit-learn's ``cross_val_score`` where its
+definition is unambiguous; scikit-learn is a test dependency only).
 
-* :func:`least_squares` is scikit-learn's ``LinearRegression()``: with an intercept, the
-  minimum-norm least-squares coefficients of the centred data (LAPACK ``gelsd``),
-  ``w = argmin ||(X - x̄) w - (y - ȳ)||²``, ``b = ȳ - x̄ w``; ``alpha > 0`` adds ``alpha ||w||²``
-  (``Ridge(alpha)``, solved through the eigendecomposition of ``Xcᵀ Xc``).
+* :func:`least_squares` is ordinary least squares with an intercept: the minimum-norm
+  least-squares coefficients of the centred data, ``w = pinv(X - x̄) (y - ȳ)``, ``b = ȳ - x̄ w``,
+  with the pseudo-inverse's cutoff written out: singular values below
+  ``max(m, p) · eps · s_max`` count as zero (numpy's ``lstsq(rcond=None)`` and ``pinv``
+  convention). This is the fit meant for every table, in particular one wider than a fold's
+  training rows (``p >= m``, MiniLM's 384 columns against ~102 rows): centring then leaves a
+  singular value that is round-off (~1e-16 · s_max), and a cutoff of ``eps`` alone (LAPACK's
+  default) keeps or drops it by the last bits of the BLAS, moving predictions by positions.
+  For a table narrower than a fold (full column rank) it is scikit-learn's
+  ``LinearRegression()``; on a wider one scikit-learn's answer depends on its version (1.9
+  passes ``cond=tol = 1e-6`` to ``scipy.linalg.lstsq``), so the tests compare with an explicit
+  pseudo-inverse there. ``alpha > 0`` adds ``alpha ||w||²`` (``Ridge(alpha)``, solved through
+  the eigendecomposition of ``Xcᵀ Xc``).
 * :func:`logistic_regression` is ``LogisticRegression()`` (L2, ``C = 1``, intercept not
   penalised, labels 0/1): ``argmin_{w,b} ½||w||² + C Σ_i log(1 + exp(-s_i (x_i w + b)))`` with
   ``s_i = 2 y_i - 1``, by L-BFGS on the exact gradient. The design is given as a linear operator
@@ -51,8 +61,9 @@ class LinearFit:
 
 
 def least_squares(x: np.ndarray, y: np.ndarray, *, alpha: float = 0.0) -> LinearFit:
-    """Least squares with an intercept (``alpha = 0``: minimum norm, ``LinearRegression``;
-    ``alpha > 0``: ``Ridge(alpha)``). ``x`` ``(m, p)``, ``y`` ``(m,)``."""
+    """Least squares with an intercept (``alpha = 0``: the minimum-norm fit, singular values
+    below ``max(m, p) · eps · s_max`` dropped; ``alpha > 0``: ``Ridge(alpha)``; module
+    docstring). ``x`` ``(m, p)``, ``y`` ``(m,)``."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     x_mean, y_mean = x.mean(axis=0), y.mean()
@@ -61,7 +72,8 @@ def least_squares(x: np.ndarray, y: np.ndarray, *, alpha: float = 0.0) -> Linear
         lam, v = linalg.eigh(xc.T @ xc)  # (p, p): cheaper than the SVD of a tall X
         coef = v @ ((v.T @ (xc.T @ yc)) / (np.clip(lam, 0.0, None) + alpha))
     else:
-        coef = linalg.lstsq(xc, yc, lapack_driver="gelsd")[0]
+        cutoff = max(xc.shape) * np.finfo(np.float64).eps  # relative to s_max (numpy's rcond=None)
+        coef = linalg.lstsq(xc, yc, cond=cutoff, lapack_driver="gelsd")[0]
     return LinearFit(coef, float(y_mean - x_mean @ coef))
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._errors import printable
 from posgeom._version import __version__
 from posgeom.io.jsonfiles import finite_json
 from posgeom.probes.table import TableProbes
@@ -150,7 +151,7 @@ class ProbeResult:
                 f"Chance MAE of the layer probes: {self.options['chance_mae']:.2f} positions."
             )
         out += ["", *self.verdict(), ""]
-        return "\n".join(out)
+        return "\n".join(printable(line) for line in out)  # a source's name stays on its line
 
     def save(self, folder: str | Path, *, plot: bool = True) -> list[Path]:
         """Write ``summary.json``, ``table.md`` and (``plot`` and layers) ``probe_layers.png``

@@ -3,9 +3,12 @@ code MiuLab/PE-Study), with intervals over seeds and folds.
 
 For a table ``P`` ``(n, d)`` (row ``i`` the vector of position ``i``):
 
-* **absolute**: rows shuffled (``seed``), ``K``-fold cross-validation of ``LinearRegression``
-  from ``P[i]`` to ``i``; the error of a seed is ``mean_i |round(ŷ_i) - i|`` over every row (each
-  predicted once, by the fold that did not see it), in positions. Chance (predicting the middle)
+* **absolute**: rows shuffled (``seed``), ``K``-fold cross-validation of the minimum-norm
+  least-squares fit with an intercept (``LinearRegression`` where a fold's training rows outnumber
+  ``d``; the pseudo-inverse with its cutoff written out in any case, see
+  :mod:`posgeom.probes.fitting`) from ``P[i]`` to ``i``; the error of a seed is
+  ``mean_i |round(ŷ_i) - i|`` over every row (each predicted once, by the fold that did not see
+  it), in positions. Chance (predicting the middle)
   is about ``n / 4``.
 * **order**: ``m`` random pairs ``(i, j)``, ``i != j`` uniform (``seed``), features
   ``[P[i], P[j]]`` ``(2d,)``, label ``j > i``, ``K``-fold ``LogisticRegression`` (L2, ``C = 1``);
@@ -204,7 +207,8 @@ def probe_table(
         "source": source,
         "positions": [int(start), int(start + n)],
         "width": int(p.shape[1]),
-        "absolute": "rows shuffled, K-fold LinearRegression (least squares, intercept), "
+        "absolute": "rows shuffled, K-fold minimum-norm least squares with intercept "
+        "(pseudo-inverse, singular values below max(rows, width) eps s_max dropped), "
         "mean |round(prediction) - position|",
         "order": "random pairs (i, j), i != j, features [p_i, p_j], label j > i, K-fold "
         "LogisticRegression (L2, C = 1), percent misclassified",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from posgeom._errors import printable
 from posgeom.text.schema import Column, rank_columns, score_columns, with_interval_text
 
 __all__ = [
@@ -65,7 +66,8 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Iterable[Column])
         "|" + "|".join("---" if f == "s" else "---:" for _, _, f in cols) + "|",
     ]
     for r in rows:
-        cells = (cell(r.get(k), f).replace("|", "\\|") for k, _, f in cols)
+        # a name's line break or ESC escaped (posgeom._errors.printable), its "|" too: one row
+        cells = (printable(cell(r.get(k), f)).replace("|", "\\|") for k, _, f in cols)
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -205,4 +207,4 @@ def result_markdown(result: Any, verdict: Mapping[str, Any]) -> str:
         lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
         lines += rank_table(list(result.rank_curve))
     lines += ["", result.stationarity.line(), "", verdict["line"]]
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"  # a name cannot break a line
