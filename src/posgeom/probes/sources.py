@@ -56,12 +56,13 @@ def _array_file(path: Path, key: str | None) -> np.ndarray:
     return np.asarray(arrays[key], dtype=np.float64)
 
 
-def _model_table(model: Any, n: int | None, start: int, gguf_file: str | None) -> np.ndarray:
-    from posgeom.models.loading import load_model
+def _model_table(
+    model: Any, n: int | None, start: int, gguf_file: str | None, placement: dict[str, Any]
+) -> np.ndarray:
+    from posgeom.models.loading import loaded_model
     from posgeom.models.mechanisms import find_positional_mechanisms, mechanism_encodings
 
-    if isinstance(model, (str, os.PathLike)):
-        model = load_model(model, **({"gguf_file": gguf_file} if gguf_file else {}))
+    model = loaded_model(model, **placement, **({"gguf_file": gguf_file} if gguf_file else {}))
     if not hasattr(getattr(model, "config", None), "model_type"):  # a posgeom model
         weights = {k: v for k, v in model.state_dict().items() if _is_table(k)}
         if len(weights) != 1:
@@ -82,9 +83,17 @@ def _model_table(model: Any, n: int | None, start: int, gguf_file: str | None) -
 
 
 def read_table(
-    source: Any, *, n: int | None = None, start: int = 0, key: str | None = None, gguf_file=None
+    source: Any,
+    *,
+    n: int | None = None,
+    start: int = 0,
+    key: str | None = None,
+    gguf_file: str | None = None,
+    device: Any = None,
+    dtype: Any = None,
 ) -> tuple[np.ndarray, str]:
-    """The ``(n, d)`` table of ``source`` (module docstring) and a name for it."""
+    """The ``(n, d)`` table of ``source`` (module docstring) and a name for it; ``device`` and
+    ``dtype`` load a model named by ``source`` (:func:`posgeom.models.loading.load_model`)."""
     if isinstance(source, np.ndarray) or (
         hasattr(source, "__array__") and not hasattr(source, "parameters")
     ):
@@ -100,7 +109,8 @@ def read_table(
             f"folder or name, or a loaded model, not a {type(source).__name__}"
         )
     else:
-        table = _model_table(source, n, start, gguf_file)
+        placement = {"device": device, "dtype": dtype}
+        table = _model_table(source, n, start, gguf_file, placement)
         name = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
     if n is not None:
         if n > table.shape[0]:
