@@ -7,6 +7,11 @@ Nothing here touches the process environment (``HF_HUB_OFFLINE`` is the user's t
 offline loading is a keyword argument of each call. A failure raises
 :class:`~posgeom._errors.PosgeomError` with one line that names the cause and the fix.
 
+Loads are quiet (:func:`posgeom._library_output.quiet_library`): transformers' load report,
+progress bars and warnings never reach the terminal; weights the checkpoint lacks (initialised at
+random by transformers) are named in one posgeom log line. Models load on the ``device`` and in
+the ``dtype`` asked for (:mod:`posgeom._placement`).
+
 Public faces: :mod:`posgeom.models.loading` (``load_model``, ``load_tokenizer``, the tokenizer
 adapter) and :func:`posgeom.corpus.tokenize.load_tokenizer`; this module sits below both so that
 the corpus layer can load a tokenizer without importing the models layer.
@@ -21,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError, require
-from posgeom._library_output import held_logs
+from posgeom._library_output import quiet_library
+from posgeom._placement import offload_cleanup, pretrained_kwargs
 
 __all__ = [
     "check_model_source",
@@ -32,6 +38,7 @@ __all__ = [
 ]
 
 _FORCED = ("local_files_only", "trust_remote_code")
+log = logging.getLogger("posgeom")
 
 
 def one_line(exc: BaseException, limit: int = 400) -> str:
@@ -107,6 +114,34 @@ def _first_mismatch(report: list[logging.LogRecord]) -> str | None:
     return None
 
 
+def _report_keys(report: list[logging.LogRecord], status: str) -> list[str]:
+    """The weights transformers' load report lists with ``status`` (``MISSING``, ...)."""
+    keys = []
+    for record in report:
+        for line in record.getMessage().splitlines():
+            parts = [part.strip() for part in line.split("|")]
+            if len(parts) > 1 and parts[1] == status:
+                keys.append(parts[0])
+    return keys
+
+
+def _note_missing(target: str, report: list[logging.LogRecord]) -> None:
+    """One posgeom line for weights the checkpoint lacks (transformers initialised them at
+    random: harmless for a pooler, not for a position table); unexpected ones only with -v."""
+    missing = _report_keys(report, "MISSING")
+    if missing:
+        log.info(
+            "note: %d weight(s) of the model are not in %s and were initialised at random (%s%s)",
+            len(missing),
+            target,
+            ", ".join(missing[:3]),
+            ", ..." if len(missing) > 3 else "",
+        )
+    unexpected = _report_keys(report, "UNEXPECTED")
+    if unexpected:
+        log.debug("%s: %d unused weight(s) in the checkpoint", target, len(unexpected))
+
+
 def _load_failure(
     target: str, what: str, exc: Exception, report: list[logging.LogRecord] = ()
 ) -> PosgeomError:
@@ -152,11 +187,18 @@ def _load_failure(
 
 
 def pretrained_model(
-    name_or_path: str | os.PathLike[str], *, model_class: Any = None, **kwargs: Any
+    name_or_path: str | os.PathLike[str],
+    *,
+    model_class: Any = None,
+    device: Any = None,
+    dtype: Any = None,
+    offload_folder: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
 ) -> Any:
-    """``model_class.from_pretrained`` (default ``transformers.AutoModel``), offline, eval mode.
+    """``model_class.from_pretrained`` (default ``transformers.AutoModel``), offline, eval mode,
+    quiet, on ``device`` in ``dtype`` (:mod:`posgeom._placement`; defaults: the CPU, float32).
 
-    Extra keyword arguments go to ``from_pretrained`` (``gguf_file=``, ``dtype=``, ...);
+    Extra keyword arguments go to ``from_pretrained`` (``gguf_file=``, ``max_memory=``, ...);
     ``local_files_only`` and ``trust_remote_code`` cannot be overridden.
     """
     _refuse_forced(kwargs)
@@ -165,16 +207,20 @@ def pretrained_model(
     cls = model_class if model_class is not None else transformers.AutoModel
     target = _describe(name_or_path)
     check_model_source(target, kwargs.get("gguf_file"))
+    placed = pretrained_kwargs(
+        device, dtype, gguf=bool(kwargs.get("gguf_file")), offload_folder=offload_folder
+    )
     report: list[logging.LogRecord] = []
     try:
-        with held_logs("transformers") as report:
+        with quiet_library("transformers") as report:
             model = cls.from_pretrained(
-                target, local_files_only=True, trust_remote_code=False, **kwargs
+                target, local_files_only=True, trust_remote_code=False, **{**placed, **kwargs}
             )
             _check_layers(target, model)  # inside: the load report is dropped with the error
     except PosgeomError:
         raise
     except Exception as exc:
+        offload_cleanup(None, placed, given=offload_folder is not None)  # a temporary one
         text = str(exc)
         if "trust_remote_code" in text or "does not recognize this architecture" in text:
             raise PosgeomError(
@@ -183,6 +229,8 @@ def pretrained_model(
                 "model whose architecture transformers supports natively, or upgrade transformers"
             ) from exc
         raise _load_failure(target, "model", exc, report) from exc
+    offload_cleanup(model, placed, given=offload_folder is not None)
+    _note_missing(target, report)
     model.eval()
     return model
 
@@ -205,9 +253,10 @@ def pretrained_config(name_or_path: str | os.PathLike[str], **kwargs: Any) -> An
     target = _describe(name_or_path)
     check_model_source(target, kwargs.get("gguf_file"))
     try:
-        return transformers.AutoConfig.from_pretrained(
-            target, local_files_only=True, trust_remote_code=False, **kwargs
-        )
+        with quiet_library("transformers"):
+            return transformers.AutoConfig.from_pretrained(
+                target, local_files_only=True, trust_remote_code=False, **kwargs
+            )
     except Exception as exc:
         raise _load_failure(target, "configuration", exc) from exc
 
@@ -223,9 +272,10 @@ def pretrained_tokenizer(
     if kwargs.get("gguf_file"):
         check_model_source(target, kwargs["gguf_file"])
     try:
-        return transformers.AutoTokenizer.from_pretrained(
-            target, local_files_only=not allow_download, trust_remote_code=False, **kwargs
-        )
+        with quiet_library("transformers"):
+            return transformers.AutoTokenizer.from_pretrained(
+                target, local_files_only=not allow_download, trust_remote_code=False, **kwargs
+            )
     except Exception as exc:
         if allow_download:
             raise PosgeomError(f"cannot load tokenizer {target!r}: {one_line(exc)}") from exc

@@ -8,28 +8,38 @@ the call succeeds and drop it when it raises (the error line says what went wron
 
 - :func:`held_logs`: records of the loggers under a name (``"distributed"``);
 - :func:`held_stderr`: everything written to file descriptor 2, Python's or native code's.
+
+Both take ``replay=False`` to drop the output on success as well. :func:`quiet_library` does that
+for a model or tokenizer load: transformers' load report ("LOAD REPORT ... | UNEXPECTED"), its
+progress bars (GGUF de-quantisation included: tqdm writes to ``sys.stderr``), Python warnings and native writes to the standard
+error are dropped; a failure is the caller's one error line (it reads the held records). With
+posgeom's logger at DEBUG (``posgeom -v``) everything is passed on as it came. Nothing stays
+changed after the block.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator
 
-__all__ = ["held_logs", "held_stderr"]
+__all__ = ["held_logs", "held_stderr", "quiet_library"]
 
 _FD_LOCK = threading.RLock()  # one holder of file descriptor 2 at a time
 
 
 @contextlib.contextmanager
-def held_logs(prefix: str) -> Iterator[list[logging.LogRecord]]:
+def held_logs(prefix: str, *, replay: bool = True) -> Iterator[list[logging.LogRecord]]:
     """Hold the records of the loggers named ``prefix`` or ``prefix.*`` (those that exist, and
     through the handlers of ``prefix`` itself those made during the block); yield the list
-    (read it to explain a failure); on success they are handled as if never held."""
+    (read it to explain a failure); on success they are handled as if never held (dropped when
+    not ``replay``)."""
     names = [prefix, *(n for n in logging.root.manager.loggerDict if n.startswith(prefix + "."))]
     targets: list[logging.Logger | logging.Handler] = [logging.getLogger(n) for n in names]
     targets += logging.getLogger(prefix).handlers  # a library's own handler (propagate off)
@@ -54,15 +64,16 @@ def held_logs(prefix: str) -> Iterator[list[logging.LogRecord]]:
     finally:
         for target, hold in zip(targets, filters, strict=True):
             target.removeFilter(hold)
-    for target, record in held:  # reached only when the block did not raise
+    for target, record in held if replay else ():  # reached only when the block did not raise
         target.handle(record)
 
 
 @contextlib.contextmanager
-def held_stderr() -> Iterator[list[str]]:
+def held_stderr(*, replay: bool = True) -> Iterator[list[str]]:
     """Redirect file descriptor 2 to a temporary file for the block; yield a list that holds the
-    captured text afterwards. On success the text is written to the real stderr; when the block
-    raises it is dropped. Without a usable descriptor 2 the block runs as it is."""
+    captured text afterwards. On success the text is written to the real stderr (unless not
+    ``replay``); when the block raises it is dropped. Without a usable descriptor 2 the block runs
+    as it is."""
     captured: list[str] = []
     with _FD_LOCK:
         try:
@@ -85,5 +96,24 @@ def held_stderr() -> Iterator[list[str]]:
                 spool.seek(0)
                 text = spool.read().decode("utf-8", "replace")
                 captured.append(text)
-                if ok and text:
+                if ok and text and replay:
                     os.write(2, text.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def quiet_library(prefix: str = "transformers") -> Iterator[list[logging.LogRecord]]:
+    """Nothing a library writes during the block reaches the terminal (the module docstring):
+    the records of the ``prefix`` loggers are held and yielded (to explain a failure), Python's
+    ``sys.stderr`` (tqdm's bars) and descriptor 2 (native code) are redirected, warnings are
+    ignored; all restored afterwards. With posgeom's logger at
+    DEBUG the output is passed on instead."""
+    if logging.getLogger("posgeom").isEnabledFor(logging.DEBUG):
+        with held_logs(prefix) as records:
+            yield records
+        return
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("ignore")
+        stack.enter_context(held_stderr(replay=False))
+        stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+        yield stack.enter_context(held_logs(prefix, replay=False))

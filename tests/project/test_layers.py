@@ -6,7 +6,8 @@ Contracts (docs/ARCHITECTURE.md, "Each room imports only rooms below it"):
   ``uncertainty``) never
   imports the upper layers (``nn``, ``models``, ``cli``, ``training``, ``reproduction``, ``experiments``, ``reports``), not even
   inside a function;
-- the bottom modules (``_errors``, ``_validation``, ``_hub``, ``_library_output``, ``_distance_matrix``,
+- the bottom modules (``_errors``, ``_validation``, ``_hub``, ``_library_output``, ``_placement``,
+  ``_distance_matrix``,
   ``_threads``, ``_version``) import no other part of posgeom except each other;
 - inside the house, every room imports only rooms before it in ``FLOW`` (the order the data
   flows in, except that the scores, pure functions on arrays, sit below the geometry whose noise
@@ -33,6 +34,7 @@ BOTTOM = (
     "_validation",
     "_hub",
     "_library_output",
+    "_placement",
     "_distance_matrix",
     "_threads",
     "_version",

@@ -1,17 +1,21 @@
 """Options of the commands outside the main pipeline (``analyze-model``, ``probe``, ``train``),
-declared once: the estimator, its resolution, the noise floor. The
+declared once: the estimator, its resolution, the noise floor, and where
+and in what precision a model runs (``--device``, ``--dtype``: every command that loads one). The
 pipeline's own flags (``geometry``, ``run``, ``demo``, ``compare``) derive from its config:
 :mod:`posgeom.cli._config_flags`."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 __all__ = [
     "add_estimator_argument",
     "add_noise_argument",
+    "add_placement_arguments",
     "add_resolution_argument",
     "choices_of",
+    "placement",
 ]
 
 
@@ -33,6 +37,37 @@ def add_estimator_argument(
         help=f"{what}: recommended (= {RECOMMENDED}) or one of {', '.join(available())}; "
         "the plug-in (the paper's) is shown beside it",
     )
+
+
+def add_placement_arguments(p: Any) -> None:
+    """``--device`` and ``--dtype`` of a command that loads a model (:mod:`posgeom._placement`),
+    in their own group of the help."""
+    from posgeom._placement import DEVICES, DTYPES
+
+    g = p.add_argument_group("where the model runs")
+    g.add_argument(
+        "--device",
+        default="cpu",
+        metavar="DEVICE",
+        help=f"{', '.join(DEVICES)}: auto spreads a model larger than one GPU or than RAM over "
+        "the GPUs, the CPU and the disk (accelerate's device_map='auto'; the disk part in a "
+        "temporary folder under $TMPDIR)",
+    )
+    g.add_argument(
+        "--dtype",
+        default="float32",
+        choices=DTYPES,
+        help="precision of the weights (auto: the checkpoint's own); bfloat16 halves the "
+        "weights' memory; per-position sums and statistics stay float64",
+    )
+
+
+def placement(args: argparse.Namespace) -> dict[str, str]:
+    """``{"device", "dtype"}`` of the command's flags, checked (a device this machine lacks is
+    refused in one line before the corpus is read)."""
+    from posgeom._placement import check_device, check_dtype
+
+    return {"device": check_device(args.device), "dtype": check_dtype(args.dtype)}
 
 
 def add_resolution_argument(g: Any) -> None:

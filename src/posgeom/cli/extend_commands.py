@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from posgeom._errors import PosgeomError, printable
+from posgeom.cli._options import add_placement_arguments, placement
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -28,6 +29,7 @@ def _extend(args: argparse.Namespace) -> int:
                 f"cannot read --strategies ({exc}); pass a JSON file "
                 '{"name": {"rope_type": ..., "rope_theta": ...}, ...}'
             ) from exc
+    where = placement(args)  # a device this machine lacks: refused before the corpus is read
     say = None if args.quiet else (lambda line: print(printable(line), file=sys.stderr, flush=True))
     result = extend(
         args.model,
@@ -43,6 +45,7 @@ def _extend(args: argparse.Namespace) -> int:
         max_windows=args.max_windows,
         measure_top=args.measure_top,
         gguf_file=args.gguf_file,
+        **where,
         tokenizer=args.tokenizer,
         classes=args.classes,
         replicates=args.replicates,
@@ -107,6 +110,7 @@ def register(sub: Any) -> None:
         help="the trained length L0 (default: the model's max_position_embeddings)",
     )
     p.add_argument("--gguf-file", default=None, help="a .gguf file inside MODEL to load")
+    add_placement_arguments(p)
     p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
     p.add_argument(
         "--classes",

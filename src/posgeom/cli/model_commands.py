@@ -21,7 +21,9 @@ from posgeom._paths import portable_path
 from posgeom.cli._options import (
     add_estimator_argument,
     add_noise_argument,
+    add_placement_arguments,
     add_resolution_argument,
+    placement,
 )
 
 log = logging.getLogger("posgeom")
@@ -51,8 +53,9 @@ def _load(args: argparse.Namespace) -> Any:
             f"{model_path} has no config.json, so it is not a Hugging Face model folder; pass the "
             "folder that holds config.json and the weights (or --gguf-file NAME)"
         )
-    log.info("loading %s (offline)", args.model)
-    return load_model(args.model, **kwargs)
+    where = placement(args)
+    log.info("loading %s (offline; %s on %s)", args.model, where["dtype"], where["device"])
+    return load_model(args.model, **where, **kwargs)
 
 
 def _tokenizer(args: argparse.Namespace) -> Any:
@@ -74,6 +77,7 @@ def _extract(args: argparse.Namespace) -> int:
         from posgeom.io.artifacts import check_output_file
 
         check_output_file(args.output, overwrite=True, kinds=("model_encodings",))
+    placement(args)  # before torch loads anything
     from posgeom.models.mechanisms import (
         find_positional_mechanisms,
         mechanism_encodings,
@@ -180,6 +184,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
     check_output(
         out, kinds=("analyze-model",), overwrite=args.overwrite, inputs=[args.corpus], folder=True
     )
+    placement(args)  # a device this machine lacks: refused before the corpus is read
     texts = _texts(args)
     model = _load(args)
     tokenizer = _tokenizer(args)
@@ -243,6 +248,7 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
         help="name of a .gguf file inside MODEL (a folder) to load (needs gguf and accelerate)",
     )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    add_placement_arguments(p)
 
 
 def register(sub: Any) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError, printable
-from posgeom.cli._options import add_estimator_argument
+from posgeom.cli._options import add_estimator_argument, add_placement_arguments, placement
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -30,6 +30,7 @@ def _probe(args: argparse.Namespace) -> int:
         out = Path(args.output)
         inputs = [p for p in (args.source, args.corpus) if p and Path(p).exists()]
         check_output(out, kinds=(), overwrite=args.overwrite, inputs=inputs, folder=True)
+    where = placement(args)  # a device this machine lacks: refused before anything is read
     corpus = None
     if args.corpus is None:
         _no_corpus_flags(args)
@@ -49,6 +50,7 @@ def _probe(args: argparse.Namespace) -> int:
         n=args.max_positions,
         tokenizer=args.tokenizer,
         gguf_file=args.gguf_file,
+        **where,
         key=args.key,
         start=args.start,
         pairs=args.pairs,
@@ -168,6 +170,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--batch-size", type=int, default=32, help="sequences per forward pass")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    add_placement_arguments(p)
     p.add_argument("--level", type=float, default=0.95, help="coverage of the intervals")
     p.add_argument("--seed", type=int, default=0, help="seed of the layer sample and folds")
     p.add_argument("--no-plot", action="store_true", help="do not draw probe_layers.png")

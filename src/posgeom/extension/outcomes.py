@@ -58,17 +58,29 @@ def _runner(model: Any) -> Any:
     return model if hasattr(model, "hidden_and_head") else runner_for(model)
 
 
-def _nll(runner: Any, ids: np.ndarray, chunk: int) -> np.ndarray:
-    """Per-token next-token loss of one forward (float64), shape ``(len(ids) - 1,)``."""
+def _inputs(runner: Any, ids: Any) -> Any:
+    """``ids`` as a ``(1, T)`` tensor on the device the runner's model takes its inputs on."""
     import torch
 
+    from posgeom._placement import input_device
+
+    model = getattr(runner, "model", None)
     x = torch.as_tensor(np.asarray(ids, dtype=np.int64))[None]
+    return x.to(input_device(model)) if isinstance(model, torch.nn.Module) else x
+
+
+def _nll(runner: Any, ids: np.ndarray, chunk: int) -> np.ndarray:
+    """Per-token next-token loss of one forward (float64 on the host, whatever the model's
+    dtype and device), shape ``(len(ids) - 1,)``."""
+    import torch
+
+    x = _inputs(runner, ids)
     with torch.no_grad():
         hidden, head = runner.hidden_and_head(x)
-        hidden, target = hidden[:-1], x[0, 1:]
+        hidden, target = hidden[:-1], x[0, 1:].cpu()
         out = []
         for s in range(0, hidden.shape[0], chunk):
-            logp = torch.log_softmax(head(hidden[s : s + chunk]).double(), dim=-1)
+            logp = torch.log_softmax(head(hidden[s : s + chunk]).cpu().double(), dim=-1)
             out.append(-logp.gather(1, target[s : s + chunk, None])[:, 0])
     return torch.cat(out).numpy().astype(np.float64)
 
@@ -156,10 +168,10 @@ def passkey_outcome(model: Any, ids: np.ndarray, answer: np.ndarray) -> dict[str
     import torch
 
     runner = _runner(model)
-    x = torch.as_tensor(np.asarray(ids, np.int64))[None]
+    x = _inputs(runner, ids)
     with torch.no_grad():
         hidden, head = runner.hidden_and_head(x)
-        logp = torch.log_softmax(head(hidden[np.asarray(answer) - 1]).double(), dim=-1)
+        logp = torch.log_softmax(head(hidden[np.asarray(answer) - 1]).cpu().double(), dim=-1)
     target = torch.as_tensor(np.asarray(ids)[answer])
     lp = logp.gather(1, target[:, None])[:, 0].numpy()
     hit = bool((logp.argmax(dim=-1) == target).all())

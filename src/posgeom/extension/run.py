@@ -40,6 +40,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError, require
 from posgeom._paths import portable_path
+from posgeom._placement import check_device, check_dtype
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.corpus.bootstrap_weights import REPLICATES
 from posgeom.encodings import family
@@ -135,9 +136,15 @@ def _encoder(model: Any, tokenizer: Any, gguf_file: str | None) -> Callable | No
     return lambda texts: [hf(t, add_special_tokens=False)["input_ids"] for t in texts]
 
 
-def _load(model: Any, gguf_file: str | None, *, weights: bool) -> tuple[ExtensionModel, Any, Any]:
+def _load(
+    model: Any, gguf_file: str | None, *, weights: bool, placement: dict[str, Any]
+) -> tuple[ExtensionModel, Any, Any]:
     """The :class:`ExtensionModel`, when ``weights`` the causal LM (else None; a posgeom decoder
-    file always gives its decoder) and the tokenizer a decoder file records (else None)."""
+    file always gives its decoder; ``placement``: its device and dtype) and the tokenizer a
+    decoder file records (else None)."""
+    hf = not (_is_spec(model) or is_decoder_path(model) or is_decoder(model))
+    if not hf and placement != {"device": "cpu", "dtype": "float32"}:
+        raise PosgeomError("extend: device= and dtype= apply to a Hugging Face folder or name")
     source = decoder_source(model)
     if source is not None:
         return source
@@ -156,8 +163,8 @@ def _load(model: Any, gguf_file: str | None, *, weights: bool) -> tuple[Extensio
     from_config = None if weights else config_model(config, name=name)
     if from_config is not None:  # the configuration names the family (RoPE): no weights
         return from_config, None, None
-    transformers = require("transformers", "hf")
-    lm = pretrained_model(model, model_class=transformers.AutoModelForCausalLM, **kwargs)
+    causal = require("transformers", "hf").AutoModelForCausalLM
+    lm = pretrained_model(model, model_class=causal, **placement, **kwargs)
     return model_from_config(lm.config, model=lm, name=name), lm, None
 
 
@@ -236,6 +243,8 @@ def extend(
     max_windows: int = 4,
     measure_top: int | None = None,
     gguf_file: str | None = None,
+    device: Any = None,
+    dtype: Any = None,
     tokenizer: Any = None,
     classes: str = "top:30",
     replicates: int = 40,
@@ -254,7 +263,9 @@ def extend(
     results folder; with ``positions`` also score against the per-position geometry of the
     documents' starts (:func:`position_estimate`); with ``model_weights`` (default) a RoPE model's
     weights are read for the model-aware predictor (its plane use,
-    :func:`posgeom.extension.usage.plane_use`; no forward). Returns the
+    :func:`posgeom.extension.usage.plane_use`; no forward). ``device``, ``dtype``: where and in
+    what precision the weights load (:func:`posgeom.models.loading.load_model`; default the CPU,
+    float32; the losses are float64 whatever the dtype). Returns the
     :class:`~posgeom.extension.ExtensionResult`. ``emit``: engines whose spelling of the
     recommendation goes into the folder too (:mod:`posgeom.extension.engines`)."""
     from posgeom.extension.scoring import given_strategies, score_strategies
@@ -272,10 +283,11 @@ def extend(
             f"extend: model must be a model folder or name, a family spec, a posgeom decoder "
             f"file or a CausalDecoder, not a {type(model).__name__}"
         )
+    placement = {"device": check_device(device), "dtype": check_dtype(dtype)}  # before any work
     embedding = str(classes).startswith("embedding:")
     encode = _encoder(model, tokenizer, gguf_file)
     weights = measure or embedding or (model_weights and not _is_spec(model))
-    ext, lm, own = _load(model, gguf_file, weights=weights)
+    ext, lm, own = _load(model, gguf_file, weights=weights, placement=placement)
     encode = own or encode
     docs = read_documents(paths, encode)
     held: list[np.ndarray] = []
@@ -288,7 +300,7 @@ def extend(
     embeddings = None
     if embedding:
         table = lm.tok if own is not None else lm.get_input_embeddings()
-        embeddings = table.weight.detach().double().numpy()
+        embeddings = table.weight.detach().double().cpu().numpy()
     say = progress or (lambda _line: None)
     say(f"lag geometry of {sum(d.size for d in docs)} tokens in {len(docs)} documents")
     where = position_estimate(docs, target_length, seed=seed) if positions else None

@@ -12,7 +12,12 @@ twice and never copied: one ``index_add_`` into an ``(L+1, n+1, d)`` buffer (row
 everything not counted, including garbage at padding, and is dropped) gives the per-position sums,
 and one fused ``||h - s||`` per token gives the distances to the shift, of which the counted ones
 are squared and summed in float64. A batch adds at most ``batch_size`` tokens per position, so a
-batch sum carries ~1e-7 relative round-off; totals are float64 (on the CPU for MPS).
+batch sum carries ~1e-7 relative round-off; totals are float64 (on the host unless the model
+runs on one CUDA device: :func:`posgeom._placement.sums_device`). Whatever the model's dtype
+(bfloat16, float16), hidden states are cast up to float32 before they are summed, so a half-precision
+model's per-position sums carry no more round-off than a float32 model's. A model spread over
+devices (``device="auto"``) returns each layer's states on that layer's device: each is moved to
+the first layer's device before it is summed.
 """
 
 from __future__ import annotations
@@ -44,7 +49,10 @@ class _BatchSums:
         dtype = torch.float64 if first.dtype == torch.float64 else torch.float32
         width = int(first.shape[-1])
         self.shift = torch.stack(
-            [h.reshape(-1, width).index_select(0, take).to(dtype).mean(0) for h in hidden]
+            [
+                h.reshape(-1, width).to(take.device).index_select(0, take).to(dtype).mean(0)
+                for h in hidden
+            ]
         )
         return self.shift
 
@@ -70,7 +78,7 @@ class _BatchSums:
         sums.zero_()
         width = int(shift.shape[1])
         for layer, h in enumerate(hidden):  # two reads of each layer, no copy of the batch
-            rows = h.reshape(-1, width).to(shift.dtype)
+            rows = h.reshape(-1, width).to(shift.device, shift.dtype)
             sums[layer].index_add_(0, slot, rows)
             torch.linalg.vector_norm(rows - shift[layer], dim=1, out=norms[layer])
         counted = norms.index_select(1, take).to(self.acc_device, torch.float64)

@@ -53,7 +53,7 @@ from posgeom.models.layerwise import (
     layerwise_positional_signal,
     sequence_limit,
 )
-from posgeom.models.loading import ModelTokenizer, load_model, model_tokenizer
+from posgeom.models.loading import ModelTokenizer, loaded_model, model_tokenizer
 from posgeom.models.mechanisms import (
     PositionalMechanism,
     find_positional_mechanisms,
@@ -159,8 +159,15 @@ def _baselines(n: int, width: int, seed: int) -> dict[str, Any]:
 
 
 def _model_info(model: torch.nn.Module) -> dict[str, Any]:
+    from posgeom._placement import input_device
+
     config = getattr(model, "config", None)
+    param = next(model.parameters(), None)
     return {
+        "dtype": None if param is None else str(param.dtype).removeprefix("torch."),
+        "device": str(input_device(model)),
+        "device_map": {k: str(v) for k, v in (getattr(model, "hf_device_map", None) or {}).items()}
+        or None,
         "class": type(model).__name__,
         "model_type": getattr(config, "model_type", None),
         "num_hidden_layers": getattr(config, "num_hidden_layers", None),
@@ -221,6 +228,8 @@ def analyze_model(
     bootstrap: int | None = 100,
     level: float = 0.95,
     resolution: Any = "auto",
+    device: Any = None,
+    dtype: Any = None,
 ) -> ModelAnalysis:
     """Score a model's positional mechanism and its layer-wise signal against a corpus.
 
@@ -248,6 +257,10 @@ def analyze_model(
         resolution: the token classes of the target (``"auto"``, ``"full"``, ``"top:K"``,
             ``"top:K+bands:B"``, ``"bins:B"``; :mod:`posgeom.estimators.resolution`), recorded
             in the options.
+        device, dtype: where and in what precision a model given by name or folder is loaded
+            (:func:`posgeom.models.loading.load_model`: ``"cpu"``, ``"cuda[:N]"``, ``"mps"``,
+            ``"auto"``; ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"``; default the
+            CPU, float32). Sums and statistics are float64 whatever the dtype.
         bootstrap: ``B`` half-sample replicates of the counts (counted in the same pass) for an
             interval on the stress of every layer, re-estimating the target on each; ``None``:
             no intervals. level: their coverage (method ``"bias_aware"``).
@@ -260,8 +273,7 @@ def analyze_model(
 
     n = int(max_positions)
     name = model_name or (str(model) if isinstance(model, (str, os.PathLike)) else None)
-    if isinstance(model, (str, os.PathLike)):
-        model = load_model(model)
+    model = loaded_model(model, device=device, dtype=dtype)
     tok = model_tokenizer(tokenizer)
     tok.check_model(
         model,

@@ -42,7 +42,6 @@ From the means:
 from __future__ import annotations
 
 import itertools
-import os
 import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,7 +56,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, check_int, is_integer, validate_params
 from posgeom.models.accumulate import LayerMoments, LayerTotals
 from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, sequences
-from posgeom.models.loading import ModelTokenizer, load_model, model_tokenizer
+from posgeom.models.loading import ModelTokenizer, loaded_model, model_tokenizer
 from posgeom.models.mechanisms import model_position_limit
 from posgeom.models.result import LayerwiseSignal
 from posgeom.scores.stress import STRESS_KINDS, stress_scores
@@ -81,7 +80,7 @@ class _Run:
     limit: int | None  # tokens per sequence fed to the model
     vocab_rows: int | None
     device: torch.device
-    acc_device: torch.device  # float64 totals (the CPU for MPS)
+    acc_device: torch.device  # float64 totals (the host unless all on one CUDA device)
 
 
 def _forward_module(model: torch.nn.Module) -> torch.nn.Module:
@@ -147,8 +146,8 @@ def _prepare(
         pad_id = getattr(getattr(model, "config", None), "pad_token_id", None)
     if not is_integer(pad_id) or (rows is not None and not 0 <= pad_id < rows):
         pad_id = 0
-    param = next(model.parameters(), None)
-    device = param.device if param is not None else torch.device("cpu")
+    from posgeom._placement import input_device, sums_device
+
     return _Run(
         model=model,
         forward=_forward_module(model),
@@ -158,8 +157,8 @@ def _prepare(
         pad_id=pad_id,
         limit=sequence_limit(model, max_length, n),
         vocab_rows=rows,
-        device=device,
-        acc_device=torch.device("cpu") if device.type == "mps" else device,  # no float64 on MPS
+        device=input_device(model),
+        acc_device=sums_device(model),  # the host unless the model runs on one CUDA device
     )
 
 
@@ -321,6 +320,8 @@ def layerwise_positional_signal(
     max_length: int | None = None,
     special_token_ids: Collection[int] | None = None,
     stress_kinds: Sequence[str] = STRESS_KINDS,
+    device: Any = None,
+    dtype: Any = None,
 ) -> LayerwiseSignal:
     """Per-layer mean hidden state per position, its geometry, stress and variance share.
 
@@ -349,13 +350,15 @@ def layerwise_positional_signal(
             counts of positions ``< n`` never change, only the context the model sees.
         max_length: tokens per sequence fed to the model (default: the model's limit), ``>= n``.
         stress_kinds: kinds to compute (default all four).
+        device, dtype: where and in what precision a model given by name or folder is loaded
+            (:func:`posgeom.models.loading.load_model`; default the CPU, float32). The sums are
+            float64 whatever the dtype.
 
     Returns:
         :class:`LayerwiseSignal`. Runs under ``torch.inference_mode`` with the model in eval mode
         (its training flag is restored afterwards).
     """
-    if isinstance(model, (str, os.PathLike)):
-        model = load_model(model)
+    model = loaded_model(model, device=device, dtype=dtype)
     if not isinstance(model, torch.nn.Module):
         raise PosgeomError(
             f"model must be a torch model or a name/path, got {type(model).__name__}"

@@ -6,6 +6,10 @@ Loading. :func:`load_model` and :func:`load_tokenizer` load with ``local_files_o
 never downloads a model and never runs code shipped with a checkpoint; a name that is not in the
 local Hugging Face cache raises :class:`~posgeom._errors.PosgeomError` explaining how to point at
 a local folder instead. The process environment (``HF_HUB_OFFLINE``) is never touched.
+``device`` and ``dtype`` (:mod:`posgeom._placement`: ``"cpu"``, ``"cuda[:N]"``, ``"mps"``,
+``"auto"``; ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"``) choose where the model runs
+and its weights' precision; :func:`loaded_model` is what the analyses call on ``model=``
+arguments (a name or folder is loaded there, a model object is used where it is).
 
 Tokenizers. :func:`model_tokenizer` turns whatever the caller has (a name or path, a posgeom
 tokenizer, a ``transformers`` tokenizer, a ``tokenizers.Tokenizer``) into a
@@ -29,20 +33,50 @@ from typing import Any
 from posgeom._errors import PosgeomError, require
 from posgeom._hub import pretrained_model, pretrained_tokenizer
 
-__all__ = ["ModelTokenizer", "load_model", "load_tokenizer", "model_tokenizer"]
+__all__ = ["ModelTokenizer", "load_model", "load_tokenizer", "loaded_model", "model_tokenizer"]
 
 
 def load_model(
-    name_or_path: str | os.PathLike[str], *, model_class: Any = None, **from_pretrained_kwargs: Any
+    name_or_path: str | os.PathLike[str],
+    *,
+    model_class: Any = None,
+    device: Any = None,
+    dtype: Any = None,
+    offload_folder: str | os.PathLike[str] | None = None,
+    **from_pretrained_kwargs: Any,
 ) -> Any:
     """Load a pretrained model by hub name (from the local cache only) or local folder.
 
     ``model_class`` defaults to ``transformers.AutoModel`` (the bare model, whose forward returns
-    hidden states). Extra keyword arguments go to ``from_pretrained`` (e.g. ``gguf_file=...``,
-    ``dtype=...``); ``local_files_only`` and ``trust_remote_code`` cannot be overridden.
-    The model is returned in eval mode.
+    hidden states). ``device`` (default ``"cpu"``) and ``dtype`` (default ``"float32"``) as in
+    :mod:`posgeom._placement`: the weights load straight into ``dtype`` on ``device``;
+    ``device="auto"`` spreads the model over GPUs, CPU and disk (``offload_folder``: where the
+    disk part goes; default a temporary folder removed with the model). Extra keyword arguments
+    go to ``from_pretrained`` (e.g. ``gguf_file=...``, ``max_memory=...``); ``local_files_only``
+    and ``trust_remote_code`` cannot be overridden. The model is returned in eval mode.
     """
-    return pretrained_model(name_or_path, model_class=model_class, **from_pretrained_kwargs)
+    return pretrained_model(
+        name_or_path,
+        model_class=model_class,
+        device=device,
+        dtype=dtype,
+        offload_folder=offload_folder,
+        **from_pretrained_kwargs,
+    )
+
+
+def loaded_model(model: Any, *, device: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
+    """``model`` itself, or loaded with :func:`load_model` (``device``, ``dtype`` and ``kwargs``
+    such as ``gguf_file=``) when it is a name or folder. A loaded model runs where it is:
+    ``device``/``dtype`` with one is refused (move it with ``model.to(...)`` first)."""
+    if isinstance(model, (str, os.PathLike)):
+        return load_model(model, device=device, dtype=dtype, **kwargs)
+    if device is not None or dtype is not None:
+        raise PosgeomError(
+            "device= and dtype= apply when posgeom loads the model from a name or folder; a "
+            "loaded model runs where it is (move it with model.to(device, dtype) first)"
+        )
+    return model
 
 
 def load_tokenizer(name_or_path: str | os.PathLike[str], **kwargs: Any) -> Any:

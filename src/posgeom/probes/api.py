@@ -104,6 +104,8 @@ def probe(
     n: int | None = None,
     tokenizer: Any = None,
     gguf_file: str | None = None,
+    device: Any = None,
+    dtype: Any = None,
     key: str | None = None,
     start: int = 0,
     pairs: int | None = None,
@@ -124,13 +126,17 @@ def probe(
     ``pairs``, ``seeds``, ``folds``: the table probes' (:func:`posgeom.probes.table.probe_table`);
     ``per_position``: sampled tokens per position for the layer probes; ``kinds``: layer probes
     (``"linear"``, ``"mlp"``); ``geometry``: score the layers against the corpus (``estimator``:
-    the target, as in ``analyze-model``); ``table_probes``: also probe a model's learned table."""
+    the target, as in ``analyze-model``); ``table_probes``: also probe a model's learned table.
+    ``device``, ``dtype``: where and in what precision a model named by ``source`` is loaded
+    (:func:`posgeom.models.loading.load_model`; default the CPU, float32)."""
     given = {k: v for k, v in locals().items() if k in LAYER_OPTIONS}
     _check_options(corpus, kinds, estimator, given)
     timings: dict[str, float] = {}
     if corpus is None:
         t0 = time.perf_counter()
-        table, name = read_table(source, n=n, start=start, key=key, gguf_file=gguf_file)
+        table, name = read_table(
+            source, n=n, start=start, key=key, gguf_file=gguf_file, device=device, dtype=dtype
+        )
         result = probe_table(
             table, pairs=pairs, seeds=seeds, folds=folds, level=level, start=start, source=name
         )
@@ -146,6 +152,8 @@ def probe(
         n=check_int(n, "n", 3),
         tokenizer=tokenizer,
         gguf_file=gguf_file,
+        device=device,
+        dtype=dtype,
         table_options={"pairs": pairs, "seeds": seeds, "folds": folds, "level": level}
         if table_probes
         else None,

@@ -84,9 +84,9 @@ def _gather(
     hit = (where < planned.size) & (planned[np.minimum(where, planned.size - 1)] == flat_keys)
     rows, slots = np.flatnonzero(hit), where[hit]
     if rows.size:
-        index = torch.from_numpy(rows).to(hidden[0].device)
-        for layer, h in enumerate(hidden):
-            picked = h.reshape(-1, h.shape[-1]).index_select(0, index)
+        index = torch.from_numpy(rows)
+        for layer, h in enumerate(hidden):  # a spread model's layers: on several devices
+            picked = h.reshape(-1, h.shape[-1]).index_select(0, index.to(h.device))
             store[layer, slots] = picked.to(torch.float32).cpu().numpy()
     return store
 

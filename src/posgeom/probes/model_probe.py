@@ -96,6 +96,8 @@ def probe_model(
     n: int,
     tokenizer: Any,
     gguf_file: str | None,
+    device: Any = None,
+    dtype: Any = None,
     table_options: dict[str, Any] | None,
     per_position: int,
     kinds: tuple[str, ...],
@@ -111,7 +113,7 @@ def probe_model(
     """Everything :func:`posgeom.probe` measures on a model and a corpus."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    probed = open_model(model, tokenizer, gguf_file=gguf_file)
+    probed = open_model(model, tokenizer, gguf_file=gguf_file, device=device, dtype=dtype)
     special = np.asarray([] if include_special else probed.special_ids, dtype=np.int64)
     seqs = keep_counted(_sequences(probed, corpus), special)
     seqs, n_cut = cut_long(seqs, probed.limit, "truncate")

@@ -57,12 +57,13 @@ def _array_file(path: Path, key: str | None) -> np.ndarray:
     return real_values(arrays[key], f"{path}" + (f" (array {key!r})" if key else ""))
 
 
-def _model_table(model: Any, n: int | None, start: int, gguf_file: str | None) -> np.ndarray:
-    from posgeom.models.loading import load_model
+def _model_table(
+    model: Any, n: int | None, start: int, gguf_file: str | None, placement: dict[str, Any]
+) -> np.ndarray:
+    from posgeom.models.loading import loaded_model
     from posgeom.models.mechanisms import find_positional_mechanisms, mechanism_encodings
 
-    if isinstance(model, (str, os.PathLike)):
-        model = load_model(model, **({"gguf_file": gguf_file} if gguf_file else {}))
+    model = loaded_model(model, **placement, **({"gguf_file": gguf_file} if gguf_file else {}))
     if not hasattr(getattr(model, "config", None), "model_type"):  # a posgeom model
         weights = {k: v for k, v in model.state_dict().items() if _is_table(k)}
         if len(weights) != 1:
@@ -83,11 +84,19 @@ def _model_table(model: Any, n: int | None, start: int, gguf_file: str | None) -
 
 
 def read_table(
-    source: Any, *, n: int | None = None, start: int = 0, key: str | None = None, gguf_file=None
+    source: Any,
+    *,
+    n: int | None = None,
+    start: int = 0,
+    key: str | None = None,
+    gguf_file: str | None = None,
+    device: Any = None,
+    dtype: Any = None,
 ) -> tuple[np.ndarray, str]:
     """The ``(n, d)`` table of ``source`` (module docstring) and a name for it; ``gguf_file``
     only for a Hugging Face model folder or name (refused for anything else: it would be
-    ignored)."""
+    ignored); ``device`` and ``dtype`` load a model named by ``source``
+    (:func:`posgeom.models.loading.load_model`)."""
     if gguf_file is not None and (
         not isinstance(source, (str, os.PathLike)) or Path(source).is_file()
     ):
@@ -110,7 +119,8 @@ def read_table(
             f"folder or name, or a loaded model, not a {type(source).__name__}"
         )
     else:
-        table = _model_table(source, n, start, gguf_file)
+        placement = {"device": device, "dtype": dtype}
+        table = _model_table(source, n, start, gguf_file, placement)
         name = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
     if n is not None:
         if n > table.shape[0]:

@@ -45,8 +45,10 @@ class ProbedModel:
 
     @property
     def device(self) -> torch.device:
-        param = next(self.module.parameters(), None)
-        return param.device if param is not None else torch.device("cpu")
+        """Where the inputs go (:func:`posgeom._placement.input_device`)."""
+        from posgeom._placement import input_device
+
+        return input_device(self.module)
 
 
 def _hooked_states(model: torch.nn.Module, call: Callable) -> Callable:
@@ -121,10 +123,17 @@ def _posgeom_model(model: Any) -> ProbedModel | None:
 
 
 def open_model(
-    model: Any, tokenizer: Any = None, *, gguf_file: str | None = None, name: str | None = None
+    model: Any,
+    tokenizer: Any = None,
+    *,
+    gguf_file: str | None = None,
+    name: str | None = None,
+    device: Any = None,
+    dtype: Any = None,
 ) -> ProbedModel:
     """A :class:`ProbedModel` of ``model`` (module docstring); ``tokenizer`` defaults to the
-    Hugging Face model's own (a name or folder), ``gguf_file`` names a GGUF checkpoint in it."""
+    Hugging Face model's own (a name or folder), ``gguf_file`` names a GGUF checkpoint in it;
+    ``device``/``dtype``: where and how a named model loads (:func:`load_model`)."""
     own = _posgeom_model(model)
     if own is not None:
         given = {"tokenizer": tokenizer, "gguf_file": gguf_file}
@@ -135,7 +144,7 @@ def open_model(
                 "Face model) does not apply to it: drop it"
             )
         return own
-    from posgeom.models.loading import load_model, load_tokenizer, model_tokenizer
+    from posgeom.models.loading import load_tokenizer, loaded_model, model_tokenizer
     from posgeom.models.mechanisms import model_position_limit
 
     label = name or (str(model) if isinstance(model, (str, os.PathLike)) else None)
@@ -143,7 +152,7 @@ def open_model(
     if isinstance(model, (str, os.PathLike)):
         if tokenizer is None:
             tokenizer = load_tokenizer(model, **kwargs) if gguf_file else model
-        model = load_model(model, **kwargs)
+    model = loaded_model(model, device=device, dtype=dtype, **kwargs)
     if not isinstance(model, torch.nn.Module):
         raise PosgeomError(
             f"model must be a torch model or a name/path, got {type(model).__name__}"

@@ -1,0 +1,171 @@
+"""Where a model runs and in what precision: ``device`` and ``dtype`` (bottom layer: no torch at
+import).
+
+One home for the two choices every command that loads a model offers (``--device``, ``--dtype``)
+and the library's ``device=`` / ``dtype=`` keywords:
+
+- ``device``: ``"cpu"`` (the default), ``"cuda"`` (= ``"cuda:0"``), ``"cuda:N"``, ``"mps"`` or
+  ``"auto"``: accelerate's ``device_map="auto"``, which spreads a model larger than one GPU or
+  than RAM over the GPUs, the CPU and the disk (the weights that fit nowhere are read from an
+  offload folder, a temporary folder removed with the model unless one is given). A device this
+  machine does not have is refused in one line before anything loads.
+- ``dtype``: ``"float32"`` (the default: the numbers posgeom publishes), ``"bfloat16"``,
+  ``"float16"`` or ``"auto"`` (the checkpoint's own). The weights are loaded in that dtype (no
+  float32 copy first); a GGUF checkpoint is de-quantised and then stored in it.
+
+Whatever the dtype, the statistics stay float64: hidden states are cast up before they are summed
+(:mod:`posgeom.models.accumulate`). :func:`pretrained_kwargs` turns the two choices into the
+keyword arguments of ``from_pretrained``; :func:`input_device` says where a loaded model wants its
+inputs, :func:`sums_device` where its float64 per-position sums are kept.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from typing import Any
+
+from posgeom._errors import PosgeomError, require
+
+__all__ = [
+    "DEVICES",
+    "DTYPES",
+    "check_device",
+    "check_dtype",
+    "input_device",
+    "offload_cleanup",
+    "pretrained_kwargs",
+    "sums_device",
+]
+
+DEVICES = ("cpu", "cuda", "cuda:N", "mps", "auto")
+DTYPES = ("float32", "bfloat16", "float16", "auto")
+_FIX = "use device='cpu' (--device cpu)"
+
+
+def _cuda(text: str, index: int) -> str:
+    torch = require("torch", "torch")
+    if not torch.cuda.is_available():
+        why = "a CPU-only build" if torch.version.cuda is None else "no GPU visible"
+        raise PosgeomError(
+            f"device='{text}' but this machine has no CUDA device (torch "
+            f"{torch.__version__}: {why}); {_FIX}"
+        )
+    count = torch.cuda.device_count()
+    if index >= count:
+        raise PosgeomError(
+            f"device='{text}' but this machine has {count} CUDA device(s), "
+            f"cuda:0 .. cuda:{count - 1}; pick one of those"
+        )
+    return f"cuda:{index}"
+
+
+def check_device(device: Any) -> str:
+    """The device as posgeom spells it (``"cpu"``, ``"cuda:N"``, ``"mps"``, ``"auto"``), or a
+    one-line :class:`PosgeomError` when it is unknown or this machine does not have it.
+    ``None`` is ``"cpu"``; a ``torch.device`` is accepted too."""
+    text = "cpu" if device is None else str(device).strip().lower()
+    cuda = re.fullmatch(r"cuda(?::(\d+))?", text)
+    if cuda:
+        return _cuda(text, int(cuda[1] or 0))
+    if text == "cpu":
+        return text
+    if text == "mps":
+        torch = require("torch", "torch")
+        if not torch.backends.mps.is_available():
+            raise PosgeomError(f"device='mps' but this machine has no Apple GPU (MPS); {_FIX}")
+        return text
+    if text == "auto":
+        require("accelerate", "extension")  # device_map="auto" is accelerate's
+        return text
+    raise PosgeomError(f"unknown device={device!r}; use one of {', '.join(DEVICES)}")
+
+
+def check_dtype(dtype: Any) -> str:
+    """The name of ``dtype`` in :data:`DTYPES` (a torch dtype among them is accepted too;
+    ``None`` is ``"float32"``), or a one-line :class:`PosgeomError`."""
+    text = "float32" if dtype is None else str(dtype).strip().lower().removeprefix("torch.")
+    if text not in DTYPES:
+        raise PosgeomError(f"unknown dtype={dtype!r}; use one of {', '.join(DTYPES)}")
+    return text
+
+
+def pretrained_kwargs(
+    device: Any = None,
+    dtype: Any = None,
+    *,
+    gguf: bool = False,
+    offload_folder: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments of ``from_pretrained`` that load the weights straight into ``dtype`` on
+    ``device`` (``device_map`` for anything but the CPU: no full copy in host memory first).
+    ``device="auto"`` adds an offload folder (a new temporary one unless ``offload_folder``;
+    :func:`offload_cleanup` removes it with the model). A GGUF checkpoint is always de-quantised
+    (posgeom reads dense weights and hidden states), then stored in ``dtype``."""
+    place, name = check_device(device), check_dtype(dtype)
+    kwargs: dict[str, Any] = {"dtype": name if name == "auto" else getattr(torch_module(), name)}
+    if place == "auto":
+        kwargs["device_map"] = "auto"
+        kwargs["offload_folder"] = os.fspath(
+            offload_folder
+            if offload_folder is not None
+            else tempfile.mkdtemp(prefix="posgeom-offload-")
+        )
+    elif place != "cpu":
+        kwargs["device_map"] = place
+    if gguf:
+        transformers = require("transformers", "hf")
+        kwargs["quantization_config"] = transformers.GgufConfig(dequantize=True)
+    return kwargs
+
+
+def offload_cleanup(model: Any, kwargs: dict[str, Any], *, given: bool) -> None:
+    """Remove the temporary offload folder of ``kwargs`` when ``model`` is collected (or the
+    process ends; now when ``model`` is ``None``: the load failed); a folder the caller gave
+    (``given``) is the caller's."""
+    folder = kwargs.get("offload_folder")
+    if not folder or given:
+        return
+    if model is None:
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        weakref.finalize(model, shutil.rmtree, folder, ignore_errors=True)
+
+
+def torch_module() -> Any:
+    """torch, or the one-line "install posgeom[torch]" error."""
+    return require("torch", "torch")
+
+
+def _mapped(place: Any) -> Any:
+    torch = require("torch", "torch")
+    return torch.device("cuda", place) if isinstance(place, int) else torch.device(place)
+
+
+def input_device(model: Any) -> Any:
+    """The ``torch.device`` a model's inputs go to: for a model spread by ``device_map``, the
+    first accelerator in its map (accelerate runs the CPU- and disk-offloaded parts there), else
+    the CPU; otherwise the device of its first parameter that is not on the meta device."""
+    torch = require("torch", "torch")
+    mapping = getattr(model, "hf_device_map", None)
+    if mapping:
+        places = [p for p in mapping.values() if str(p) not in ("cpu", "disk")]
+        return _mapped(places[0]) if places else torch.device("cpu")
+    for param in model.parameters():
+        if param.device.type != "meta":
+            return param.device
+    return torch.device("cpu")
+
+
+def sums_device(model: Any) -> Any:
+    """Where the float64 per-position sums live: on the model's GPU when the whole model runs on
+    one CUDA device, on the host otherwise (MPS has no float64; a spread model's layers return
+    their hidden states on several devices)."""
+    torch = require("torch", "torch")
+    device = input_device(model)
+    mapping = getattr(model, "hf_device_map", None) or {}
+    spread = len({str(p) for p in mapping.values()}) > 1
+    return device if device.type == "cuda" and not spread else torch.device("cpu")
