@@ -51,6 +51,7 @@ from posgeom.encodings._hf import config_get
 from posgeom.encodings.alibi import alibi_slopes
 from posgeom.encodings.learned import LEARNED_NAMES, position_limit
 from posgeom.encodings.t5 import RELATIVE_BIAS_NAMES, t5_relative_position_bucket
+from posgeom.models.layermap import assign_layers
 
 __all__ = [
     "LEARNED_NAMES",
@@ -133,7 +134,7 @@ def find_positional_mechanisms(
     found = [mech for mech in found if mech.kind not in excluded]
     if not found:
         if on_missing == "none":
-            return (family("nope").none_mechanism(),)
+            return tuple(assign_layers(model, [])) or (family("nope").none_mechanism(),)
         looked_for = "; ".join(f.looks_for for f in _detectors())
         raise PosgeomError(
             f"no positional mechanism found in {type(model).__name__} "
@@ -141,7 +142,7 @@ def find_positional_mechanisms(
             "If the model has no positional encoding (NoPE), pass on_missing='none'; otherwise "
             "extract the table yourself and build a Mechanism"
         )
-    return tuple(found)
+    return tuple(assign_layers(model, found))
 
 
 def find_positional_mechanism(
