@@ -8,7 +8,7 @@ a mechanism is made) and the params dataclass that converts itself to geometry.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -43,7 +43,7 @@ class MechanismParams:
         """The parameters as plain JSON data: scalar fields as they are, 1-D arrays as lists,
         larger arrays as ``<name>_shape`` (a learned table is not printed)."""
         out: dict[str, Any] = {}
-        for f in fields(self):  # type: ignore[arg-type]
+        for f in fields(self) if is_dataclass(self) else ():
             value = getattr(self, f.name)
             if isinstance(value, np.ndarray):
                 if value.ndim == 1:

@@ -63,6 +63,7 @@ __all__ = [
     "find_positional_mechanisms",
     "mechanism_encodings",
     "mechanism_kinds",
+    "mechanisms_document",
     "model_position_limit",
     "relative_position_bucket",
     "to_encoding",
@@ -166,6 +167,37 @@ def find_positional_mechanism(
     if len(found) == 1:
         return first
     return dataclasses.replace(first, others=tuple(found[1:]))
+
+
+def mechanisms_document(
+    model: Any, *, name: str | None = None, mechanisms: tuple[Mechanism, ...] | None = None
+) -> dict[str, Any]:
+    """The JSON document of ``posgeom extract --json``: ``{"model", "model_type", "num_layers",
+    "stacks", "mechanisms": [{"kind", "layers", "stack", "source", ...params}]}``.
+
+    ``kind`` is a registered mechanism kind or ``"none"``; ``layers`` the 0-based blocks of
+    ``stack`` it acts on (``None``: an input-level table); rotary entries carry ``theta``,
+    ``rotary_dim``, ``head_dim``, ``rope_type`` and the type's parameters under transformers'
+    names (``factor``, ``original_max_position_embeddings``, ``beta_fast``, ...).
+    ``mechanisms`` defaults to :func:`find_positional_mechanisms` (``on_missing="none"``).
+    """
+    from posgeom.encodings.rope_mechanism import text_config
+    from posgeom.models.layermap import LAYER_COUNT_FIELDS, layer_stacks
+
+    found = (
+        mechanisms
+        if mechanisms is not None
+        else find_positional_mechanisms(model, on_missing="none")
+    )
+    config = text_config(getattr(model, "config", None))
+    layers = config_get(config, *LAYER_COUNT_FIELDS)
+    return {
+        "model": name,
+        "model_type": getattr(config, "model_type", None),
+        "num_layers": None if layers is None else int(layers),
+        "stacks": layer_stacks(model),
+        "mechanisms": [m.as_dict() for m in found],
+    }
 
 
 def model_position_limit(model: Any) -> int | None:
