@@ -91,7 +91,10 @@ def _shrink(config: Any, seen: set[int] | None = None) -> None:
     if id(config) in seen:
         return
     seen.add(id(config))
+    mla = isinstance(getattr(config, "qk_rope_head_dim", None), int)
     for name, value in TINY.items():
+        if name == "head_dim" and mla:  # MLA: head_dim is derived from the rope part
+            continue
         if isinstance(getattr(config, name, None), int) and not isinstance(
             getattr(config, name), bool
         ):
@@ -120,6 +123,15 @@ def build(model_type: str) -> Any:
 
     default = AutoConfig.for_model(model_type)
     sizes = {k: v for k, v in TINY.items() if isinstance(getattr(default, k, None), int)}
+    if "qk_rope_head_dim" in sizes:  # MLA: head_dim is derived from the rope part
+        sizes.pop("head_dim", None)
+    sizes.update(
+        {  # per-layer lists with both of their values, so NoPE and global layers stay
+            name: _per_layer(list(values), 2)
+            for name in PER_LAYER
+            if isinstance(values := getattr(default, name, None), (list, tuple)) and values
+        }
+    )
     try:  # through the constructor, so derived fields (MLA's qk_head_dim, layer_types) follow
         config = AutoConfig.for_model(model_type, **sizes)
     except Exception:
@@ -148,7 +160,10 @@ def _call_rotary(model: Any, mech: Any) -> np.ndarray | None:
     import torch
 
     name = mech.source.rsplit(".", 1)[0] if "." in mech.source else ""
-    module = model.get_submodule(name) if name else None
+    try:
+        module = model.get_submodule(name) if name else None
+    except AttributeError:  # read from the configuration: no module to call
+        return None
     if module is None or not callable(getattr(module, "forward", None)):
         return None
     positions = torch.arange(CHECK_POSITIONS)[None]

@@ -278,7 +278,8 @@ def mechanism_encodings(
       (Euclidean distance ``||m|| |i - j|``, as :func:`posgeom.encodings.alibi` with ``head=None``);
       plus ``"alibi_h<h>"``: one head, vectors ``(n, 1)`` = ``m_h i``.
     - ``"relative_buckets_h<h>"``: one bucket head, a distance matrix only (``vectors=None``).
-    - ``"nope"``: zero vectors ``(n, 1)`` (``on_missing="none"`` and nothing found).
+    - ``"nope"``: zero vectors ``(n, 1)`` (``on_missing="none"`` and nothing found; the ``none``
+      entry of the blocks without a mechanism in a model that has one gives no encoding).
 
     A kind found twice (T5 encoder and decoder buckets) gets ``_2``, ``_3`` ... after the kind.
     """
@@ -290,6 +291,8 @@ def mechanism_encodings(
     out: dict[str, Any] = {}
     seen: dict[str, int] = {}
     for mech in mechanisms:
+        if mech.kind == "none" and len(mechanisms) > 1:
+            continue  # the blocks without a mechanism, beside the ones with: no geometry of theirs
         layer_type = getattr(mech.params, "layer_type", None)
         base = _encoding_key(mech.params.key, 1, layer_type)
         seen[base] = seen.get(base, 0) + 1

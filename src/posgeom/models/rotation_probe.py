@@ -169,10 +169,16 @@ def probe_rotation(model: Any) -> list[LayerCall] | None:
 
 
 def uses_frequencies(call: LayerCall, inv_freq: np.ndarray, *, atol: float = 1e-5) -> bool:
-    """Whether every ``cos(p w_k)``, ``p = 0 .. LENGTH - 1``, is a column of what the layer got."""
+    """Whether every ``cos(p w_k)``, ``p = 0 .. LENGTH - 1``, is a column of what the layer got
+    (each column divided by its value at position 0: cosines scaled by an attention factor)."""
     if call.cos_columns.shape[1] == 0:
         return False
     expected = np.cos(np.outer(np.arange(LENGTH), np.asarray(inv_freq)))  # (LENGTH, K)
     cols = call.cos_columns
+    scale = cols[0]  # cosines are scale * cos(p w): YaRN's and LongRoPE's attention factor
+    keep = np.abs(scale) > 1e-6
+    cols = cols[:, keep] / scale[keep]
+    if cols.shape[1] == 0:
+        return False
     close = np.abs(expected[:, :, None] - cols[:, None, :]).max(axis=0) <= atol  # (K, m)
     return bool(close.any(axis=1).all())
