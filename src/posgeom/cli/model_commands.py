@@ -72,7 +72,23 @@ def _tokenizer(args: argparse.Namespace) -> Any:
 # ------------------------------------------------------------------------------------- extract
 
 
+def _extract_json(args: argparse.Namespace) -> int:
+    """``--json``: one JSON document on stdout, nothing else (``-o`` is refused with it)."""
+    import json
+
+    from posgeom.models.mechanisms import mechanisms_document
+
+    if args.output:
+        raise PosgeomError("--json prints the mechanisms only; drop -o (or drop --json to save)")
+    model = _load(args)
+    document = mechanisms_document(model, name=str(args.model))
+    print(json.dumps(document, indent=2, allow_nan=False))
+    return 0
+
+
 def _extract(args: argparse.Namespace) -> int:
+    if args.json:
+        return _extract_json(args)
     if args.output:  # before torch and the model: writable, and never a file posgeom did not write
         from posgeom.io.artifacts import check_output_file
 
@@ -106,6 +122,11 @@ def _extract(args: argparse.Namespace) -> int:
     print("positional mechanisms:")
     for m in mechanisms:
         print(f"  {printable(m.kind)}: {printable(m.summary())}")
+    for m in mechanisms:
+        if not m.params.encodings(1, start=0, params={}) and m.kind != "none":
+            print(
+                f"  note: {printable(m.kind)} has no encoding below ({printable(m.params.summary())})"
+            )
     print(f"encodings for n = {printable(n)} positions (start row {printable(args.start)}):")
     print("| key | family | geometry | mean distance | min distance (separation) |")
     print("|---|---|---|---:|---:|")
@@ -276,6 +297,12 @@ def register(sub: Any) -> None:
         "counted without [CLS])",
     )
     p.add_argument("-o", "--output", default=None, help="save the encodings (.npz or .safetensors)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document (model, model_type, num_layers, mechanisms with their "
+        "layers and parameters) on stdout and nothing else",
+    )
     p.set_defaults(handler=_extract)
 
     p = sub.add_parser(

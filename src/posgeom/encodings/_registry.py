@@ -36,6 +36,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._extension import Extension
+from posgeom.encodings._mechanism import Mechanism, MechanismParams, head_select
 
 __all__ = [
     "ROLES",
@@ -49,6 +50,7 @@ __all__ = [
     "families_with_role",
     "family",
     "family_of_mechanism",
+    "head_select",
     "register",
     "role_of",
 ]
@@ -108,101 +110,6 @@ class TorchSpec:
     geometry: Any = None
     rank: int = 3
     random_scale: float = 1.0
-
-
-# ------------------------------------------------------------------------------ mechanisms
-class MechanismParams:
-    """Base of the typed parameters of one mechanism (a frozen dataclass per family).
-
-    ``key``: the prefix of its encodings in ``mechanism_encodings``; ``representation``:
-    ``"vectors"`` or ``"distances"``.
-    """
-
-    key: ClassVar[str] = ""
-    representation: ClassVar[str] = "vectors"
-
-    @property
-    def n_positions(self) -> int | None:
-        return None
-
-    def summary(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
-
-    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
-        """``suffix -> PositionEncoding`` for positions ``start .. start + n - 1`` (suffix ``""``:
-        the mechanism itself, ``"_h<h>"``: one head)."""
-        raise NotImplementedError  # pragma: no cover - abstract
-
-
-def head_select(stack: np.ndarray, head: int | None) -> np.ndarray:
-    """``stack`` ``(H, n, n)`` for ``head=None``, else the ``(n, n)`` matrix of ``head``."""
-    if head is None:
-        return stack
-    h = stack.shape[0]
-    if not -h <= int(head) < h:
-        raise PosgeomError(f"head {head} is out of range for {h} heads")
-    return np.ascontiguousarray(stack[int(head)])
-
-
-@dataclass(frozen=True, eq=False)
-class Mechanism:
-    """One positional mechanism of a model: ``kind`` (``family_of_mechanism(kind)`` owns it),
-    ``source`` (the parameter, buffer or config field it was read from), ``params`` (the family's
-    typed parameters, float64 read-only arrays) and ``others`` (the model's further mechanisms).
-
-    The fields of ``params`` are also readable on the mechanism (``mech.table``, ``mech.slopes``).
-    """
-
-    kind: str
-    source: str
-    params: MechanismParams
-    others: tuple[Mechanism, ...] = field(default=())
-
-    def __post_init__(self) -> None:
-        fam = family_of_mechanism(self.kind)
-        if fam.mechanism_params is not None and not isinstance(self.params, fam.mechanism_params):
-            raise PosgeomError(
-                f"a {self.kind!r} mechanism needs {fam.mechanism_params.__name__} params, got "
-                f"{type(self.params).__name__}"
-            )
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "params":
-            raise AttributeError(name)
-        try:
-            return getattr(self.params, name)
-        except AttributeError:
-            raise AttributeError(
-                f"{type(self).__name__} of kind {self.kind!r} has no attribute {name!r}"
-            ) from None
-
-    @property
-    def all(self) -> tuple[Mechanism, ...]:
-        """This mechanism followed by ``others``."""
-        return (self, *self.others)
-
-    @property
-    def representation(self) -> str:
-        """What :meth:`to_encoding` returns: ``"vectors"`` (n, d) or ``"distances"`` (n, n)."""
-        return self.params.representation
-
-    @property
-    def n_positions(self) -> int | None:
-        """Number of positions a learned table covers (``None`` for the other kinds)."""
-        return self.params.n_positions
-
-    def summary(self) -> str:
-        """One line describing the mechanism."""
-        return f"{self.params.summary()} [{self.source}]"
-
-    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
-        """The geometry of positions ``0 .. n-1`` (see the family's params ``to_encoding``)."""
-        from posgeom.encodings._base import check_n
-
-        return self.params.to_encoding(check_n(n, "n"), head=head)
 
 
 # ------------------------------------------------------------------------------ families

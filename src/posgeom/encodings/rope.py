@@ -24,15 +24,12 @@ depend on it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings import _hf
 from posgeom.encodings._base import (
     PositionEncoding,
     check_even,
@@ -44,19 +41,15 @@ from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
     Mechanism,
-    MechanismParams,
     TorchSpec,
     register,
 )
 from posgeom.encodings.rope_extension import RoPEExtension
+from posgeom.encodings.rope_mechanism import RotaryParams, detect_rotary
 from posgeom.encodings.rope_types import (
     LAYOUTS,
     ROPE_TYPES,
-    config_rope_parameters,
-    config_rotary_fraction,
-    rope_frequencies,
     rope_inverse_frequencies,
-    rope_type_of,
     rotary_vectors,
 )
 
@@ -204,127 +197,6 @@ def rope_heads(
     return PositionEncoding("rope", np.tile(one.vectors, (1, heads)), params, lag_profile=lag)
 
 
-# ------------------------------------------------------------------------------ mechanism
-@dataclass(frozen=True, eq=False)
-class RotaryParams(MechanismParams):
-    """A model's rotary set-up: ``inv_freq`` ``w_k`` ``(rotary_dim // 2,)`` exactly as the model's
-    buffer holds them (scaling applied), ``theta`` (``rope_theta``), ``rope_type``,
-    ``rope_scaling`` (the parameter dict, read-only), ``rotary_fraction`` (``rotary_dim /
-    head_dim``), ``head_dim``, ``rotary_dim``, ``attention_scaling`` (cos/sin factor) and
-    ``layer_type`` (models with several rotary set-ups)."""
-
-    key = "rope"
-
-    inv_freq: np.ndarray
-    theta: float | None = None
-    rope_type: str = "default"
-    rope_scaling: Mapping[str, Any] | None = None
-    rotary_fraction: float | None = None
-    head_dim: int | None = None
-    rotary_dim: int | None = None
-    attention_scaling: float = 1.0
-    layer_type: str | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "inv_freq", readonly(self.inv_freq))
-        if self.rope_scaling is not None:
-            object.__setattr__(self, "rope_scaling", MappingProxyType(dict(self.rope_scaling)))
-
-    def summary(self) -> str:
-        return (
-            f"rotary theta={self.theta} type={self.rope_type} rotary_dim={self.rotary_dim}"
-            f" head_dim={self.head_dim}"
-        )
-
-    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
-        """Vectors ``(n, rotary_dim)``, interleaved ``(cos i w_0, sin i w_0, cos i w_1, ...)``:
-        ``||p_i - p_j||^2 = sum_k 2 - 2 cos((i - j) w_k)``; ``attention_scaling`` not applied."""
-        return rotary_vectors(self.inv_freq, np.arange(n), layout="interleaved")
-
-    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
-        vectors = rotary_vectors(self.inv_freq, np.arange(start, start + n), layout="interleaved")
-        params = dict(
-            params,
-            theta=self.theta,
-            rope_type=self.rope_type,
-            rotary_dim=self.rotary_dim,
-            head_dim=self.head_dim,
-            layout="interleaved",
-            normalize="plane",
-        )
-        enc = RoPEEncoding(
-            "rope",
-            vectors,
-            params,
-            inv_freq=self.inv_freq,
-            attention_factor=float(self.attention_scaling or 1.0),
-            layout="interleaved",
-        )
-        return {"": enc}
-
-
-def _buffer_mechanism(model: Any, config: Any, name: str, inv_freq: np.ndarray) -> Mechanism:
-    layer_type = _hf.last_name(name)[: -len("inv_freq")].rstrip("_") or None
-    owner = _hf.parent(model, name)
-    attr = f"{layer_type}_attention_scaling" if layer_type else "attention_scaling"
-    scaling = getattr(owner, attr, getattr(owner, "attention_scaling", 1.0))
-    params = config_rope_parameters(config, layer_type)
-    rotary_dim, head_dim = 2 * int(inv_freq.shape[0]), _hf.head_dim(config)
-    theta = None if not params or params.get("rope_theta") is None else float(params["rope_theta"])
-    return Mechanism(
-        "rotary",
-        name,
-        RotaryParams(
-            inv_freq=inv_freq,
-            theta=theta,
-            rope_type=rope_type_of(params),
-            rope_scaling=params,
-            rotary_fraction=rotary_dim / head_dim
-            if head_dim
-            else config_rotary_fraction(config, params),
-            head_dim=head_dim,
-            rotary_dim=rotary_dim,
-            attention_scaling=float(scaling) if isinstance(scaling, (int, float)) else 1.0,
-            layer_type=layer_type,
-        ),
-    )
-
-
-def _config_mechanism(config: Any) -> list[Mechanism]:
-    """No buffer: the default frequencies from the configuration's rotary base, if it names one."""
-    params = config_rope_parameters(config, None)
-    if not params or params.get("rope_theta") is None:
-        if getattr(config, "position_embedding_type", None) not in ("rotary", "rope"):
-            return []
-        params = dict(params or {}, rope_theta=10000.0)
-    head_dim = _hf.head_dim(config)
-    if head_dim is None:
-        raise PosgeomError(
-            "the configuration names a rotary encoding but neither head_dim nor "
-            "hidden_size/num_attention_heads, so the rotary width is unknown"
-        )
-    fraction = config_rotary_fraction(config, params) or 1.0
-    rotary_dim = int(getattr(config, "rotary_dim", None) or int(head_dim * fraction))
-    theta = float(params["rope_theta"])
-    inv_freq, _ = rope_frequencies(None, rotary_dim, theta)
-    source = "config.rope_parameters (default frequencies computed from rope_theta)"
-    return [
-        Mechanism(
-            "rotary",
-            source,
-            RotaryParams(
-                inv_freq=inv_freq,
-                theta=theta,
-                rope_type=rope_type_of(params),
-                rope_scaling=params,
-                rotary_fraction=rotary_dim / head_dim,
-                head_dim=head_dim,
-                rotary_dim=rotary_dim,
-            ),
-        )
-    ]
-
-
 # ------------------------------------------------------------------------------ family
 @register
 class RoPEFamily(RoPEExtension, Family):
@@ -337,7 +209,7 @@ class RoPEFamily(RoPEExtension, Family):
     mechanism_kind = "rotary"
     mechanism_params = RotaryParams
     looks_for = (
-        "rotary buffers named *inv_freq or config fields rope_parameters / rope_theta / "
+        "rotary buffers named *inv_freq, sin/cos tables (GPT-J), or config fields rope_parameters / rope_theta / "
         "rope_scaling / rotary_emb_base / position_embedding_type='rotary'"
     )
     detect_order = 20
@@ -359,22 +231,8 @@ class RoPEFamily(RoPEExtension, Family):
         )
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
-        if getattr(config, "rotary", True) is False:  # e.g. Falcon with alibi=True
-            return []
-        found: list[Mechanism] = []
-        seen: list[tuple[str, np.ndarray]] = []
-        for name, buffer in model.named_buffers():
-            last = _hf.last_name(name)
-            if not last.endswith("inv_freq") or last.endswith(
-                ("original_inv_freq", "long_inv_freq")
-            ):
-                continue
-            inv_freq = _hf.to_numpy(buffer)
-            if any(last == k and np.array_equal(v, inv_freq) for k, v in seen):
-                continue
-            seen.append((last, inv_freq))
-            found.append(_buffer_mechanism(model, config, name, inv_freq))
-        return found or _config_mechanism(config)
+        """Rotary set-ups read by :data:`~posgeom.encodings.rope_mechanism.ROTARY_READERS`."""
+        return detect_rotary(model, config)
 
     def check_training(self, spec: TorchSpec) -> None:
         check_even(spec.d // spec.n_heads, "RoPE head width d_model / n_heads")

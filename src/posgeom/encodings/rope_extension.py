@@ -300,12 +300,27 @@ class RoPEExtension(Extension):
             return None
         return {"head_dim": head_dim_of(config), "rope_parameters": dict(rope)}
 
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any] | None:
+        """A detected rotary mechanism: its head width, rope parameters (the rotated fraction
+        as ``partial_rotary_factor``) and the ``layers`` it rotates."""
+        p = mechanism.params
+        if p.theta is None or not p.head_dim:
+            return None
+        rope = {"rope_type": p.rope_type, **p.type_parameters(), "rope_theta": float(p.theta)}
+        if p.rotary_dim and p.rotary_dim != p.head_dim:
+            rope["partial_rotary_factor"] = p.rotary_dim / p.head_dim
+        layers = None if mechanism.layers is None else list(mechanism.layers)
+        return {"head_dim": int(p.head_dim), "rope_parameters": rope, "layers": layers}
+
     def extension_from_decoder(self, module: Any) -> dict[str, Any]:
         rope = {"rope_type": "default", "rope_theta": float(module.base)}
         return {"head_dim": int(module.head_dim), "rope_parameters": rope}
 
     def extension_summary(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {"head_dim": params["head_dim"], "rope_parameters": dict(params["rope_parameters"])}
+        out = {"head_dim": params["head_dim"], "rope_parameters": dict(params["rope_parameters"])}
+        if params.get("layers") is not None:  # the blocks that rotate (a model's per-layer map)
+            out["layers"] = list(params["layers"])
+        return out
 
     def strategies(
         self, params: Mapping[str, Any], trained_length: int, target_length: int

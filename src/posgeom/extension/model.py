@@ -141,13 +141,37 @@ def config_model(config: Any, *, model: Any = None, name: str = "model") -> Exte
     return None
 
 
+def _long_range_first(found: Any) -> list[Any]:
+    """Mechanisms with the ones of full-attention layers first (Gemma 3's global base before
+    its sliding-window base: the layers a longer context reaches)."""
+    local = ("sliding", "chunked")
+    return sorted(
+        found, key=lambda m: str(getattr(m.params, "layer_type", "") or "").startswith(local)
+    )
+
+
+def _with_layers(ext: ExtensionModel, model: Any) -> ExtensionModel:
+    """``ext`` with the blocks its mechanism acts on (the model's per-layer map), when the family
+    keeps them (RoPE: ``layers``, the blocks that rotate; NoPE blocks are left alone)."""
+    from posgeom.models.mechanisms import find_positional_mechanisms
+
+    found = find_positional_mechanisms(model, on_missing="none")
+    kind = family(ext.family).mechanism_kind
+    layers = sorted({i for m in found if m.kind == kind for i in (m.layers or ())})
+    if not layers or "layers" not in family(ext.family).extension_summary(
+        {**ext.params, "layers": layers}
+    ):
+        return ext
+    return dataclasses.replace(ext, params={**ext.params, "layers": layers})
+
+
 def model_from_config(config: Any, *, model: Any = None, name: str = "model") -> ExtensionModel:
     """The positional family of a transformers configuration (:func:`config_model`) or, with
     the ``model``, of its weights (the first detected mechanism whose family reads it: learned
     tables, ALiBi slopes, T5 biases; no mechanism: NoPE)."""
     found_in_config = config_model(config, model=model, name=name)
     if found_in_config is not None:
-        return found_in_config
+        return found_in_config if model is None else _with_layers(found_in_config, model)
     length = getattr(config, "max_position_embeddings", None)
     if model is None:
         raise PosgeomError(
@@ -156,7 +180,7 @@ def model_from_config(config: Any, *, model: Any = None, name: str = "model") ->
         )
     from posgeom.models.mechanisms import find_positional_mechanisms
 
-    found = find_positional_mechanisms(model, on_missing="none")
+    found = _long_range_first(find_positional_mechanisms(model, on_missing="none"))
     for mech in found:
         fam = family_of_mechanism(mech.kind)
         params = fam.extension_from_mechanism(mech)

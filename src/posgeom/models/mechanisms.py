@@ -51,6 +51,7 @@ from posgeom.encodings._hf import config_get
 from posgeom.encodings.alibi import alibi_slopes
 from posgeom.encodings.learned import LEARNED_NAMES, position_limit
 from posgeom.encodings.t5 import RELATIVE_BIAS_NAMES, t5_relative_position_bucket
+from posgeom.models.layermap import assign_layers
 
 __all__ = [
     "LEARNED_NAMES",
@@ -62,6 +63,7 @@ __all__ = [
     "find_positional_mechanisms",
     "mechanism_encodings",
     "mechanism_kinds",
+    "mechanisms_document",
     "model_position_limit",
     "relative_position_bucket",
     "to_encoding",
@@ -133,7 +135,7 @@ def find_positional_mechanisms(
     found = [mech for mech in found if mech.kind not in excluded]
     if not found:
         if on_missing == "none":
-            return (family("nope").none_mechanism(),)
+            return tuple(assign_layers(model, [])) or (family("nope").none_mechanism(),)
         looked_for = "; ".join(f.looks_for for f in _detectors())
         raise PosgeomError(
             f"no positional mechanism found in {type(model).__name__} "
@@ -141,7 +143,7 @@ def find_positional_mechanisms(
             "If the model has no positional encoding (NoPE), pass on_missing='none'; otherwise "
             "extract the table yourself and build a Mechanism"
         )
-    return tuple(found)
+    return tuple(assign_layers(model, found))
 
 
 def find_positional_mechanism(
@@ -165,6 +167,37 @@ def find_positional_mechanism(
     if len(found) == 1:
         return first
     return dataclasses.replace(first, others=tuple(found[1:]))
+
+
+def mechanisms_document(
+    model: Any, *, name: str | None = None, mechanisms: tuple[Mechanism, ...] | None = None
+) -> dict[str, Any]:
+    """The JSON document of ``posgeom extract --json``: ``{"model", "model_type", "num_layers",
+    "stacks", "mechanisms": [{"kind", "layers", "stack", "source", ...params}]}``.
+
+    ``kind`` is a registered mechanism kind or ``"none"``; ``layers`` the 0-based blocks of
+    ``stack`` it acts on (``None``: an input-level table); rotary entries carry ``theta``,
+    ``rotary_dim``, ``head_dim``, ``rope_type`` and the type's parameters under transformers'
+    names (``factor``, ``original_max_position_embeddings``, ``beta_fast``, ...).
+    ``mechanisms`` defaults to :func:`find_positional_mechanisms` (``on_missing="none"``).
+    """
+    from posgeom.encodings.rope_mechanism import text_config
+    from posgeom.models.layermap import LAYER_COUNT_FIELDS, layer_stacks
+
+    found = (
+        mechanisms
+        if mechanisms is not None
+        else find_positional_mechanisms(model, on_missing="none")
+    )
+    config = text_config(getattr(model, "config", None))
+    layers = config_get(config, *LAYER_COUNT_FIELDS)
+    return {
+        "model": name,
+        "model_type": getattr(config, "model_type", None),
+        "num_layers": None if layers is None else int(layers),
+        "stacks": layer_stacks(model),
+        "mechanisms": [m.as_dict() for m in found],
+    }
 
 
 def model_position_limit(model: Any) -> int | None:
@@ -245,7 +278,8 @@ def mechanism_encodings(
       (Euclidean distance ``||m|| |i - j|``, as :func:`posgeom.encodings.alibi` with ``head=None``);
       plus ``"alibi_h<h>"``: one head, vectors ``(n, 1)`` = ``m_h i``.
     - ``"relative_buckets_h<h>"``: one bucket head, a distance matrix only (``vectors=None``).
-    - ``"nope"``: zero vectors ``(n, 1)`` (``on_missing="none"`` and nothing found).
+    - ``"nope"``: zero vectors ``(n, 1)`` (``on_missing="none"`` and nothing found; the ``none``
+      entry of the blocks without a mechanism in a model that has one gives no encoding).
 
     A kind found twice (T5 encoder and decoder buckets) gets ``_2``, ``_3`` ... after the kind.
     """
@@ -257,6 +291,8 @@ def mechanism_encodings(
     out: dict[str, Any] = {}
     seen: dict[str, int] = {}
     for mech in mechanisms:
+        if mech.kind == "none" and len(mechanisms) > 1:
+            continue  # the blocks without a mechanism, beside the ones with: no geometry of theirs
         layer_type = getattr(mech.params, "layer_type", None)
         base = _encoding_key(mech.params.key, 1, layer_type)
         seen[base] = seen.get(base, 0) + 1

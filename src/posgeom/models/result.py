@@ -239,6 +239,14 @@ class ModelAnalysis:
             "posgeom_version": __version__,
             "model": {"name": self.model_name, **self.model_info},
             "mechanisms": [m.summary() for m in self.mechanisms],
+            "mechanism_layers": [  # the per-layer map: which blocks each acts on ("none": no position)
+                {
+                    "kind": m.kind,
+                    "layers": None if m.layers is None else list(m.layers),
+                    "stack": m.stack,
+                }
+                for m in self.mechanisms
+            ],
             "corpus": {
                 "name": self.corpus_name,
                 "n_sequences": int(counts.n_sequences),

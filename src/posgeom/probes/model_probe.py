@@ -89,6 +89,20 @@ def _is_file(source: Any) -> bool:
     return isinstance(source, (str, os.PathLike)) and Path(source).is_file()
 
 
+def _mechanism_layers(module: Any) -> list[dict[str, Any]] | None:
+    """The model's per-layer map (which blocks each positional mechanism acts on, ``none``: the
+    blocks without one), or ``None`` for a module that is not a Hugging Face model."""
+    if getattr(module, "config", None) is None:
+        return None
+    from posgeom.models.mechanisms import find_positional_mechanisms
+
+    found = find_positional_mechanisms(module, on_missing="none")
+    return [
+        {"kind": m.kind, "layers": None if m.layers is None else list(m.layers), "stack": m.stack}
+        for m in found
+    ]
+
+
 def probe_model(
     model: Any,
     corpus: Iterable[Any],
@@ -195,6 +209,7 @@ def probe_model(
         "positional_part": "Song & Zhong: per-position mean vs residual; ranks of the centred means",
         "monotone": "Yu et al.: Spearman of channel mean vs position, |rho| >= 0.9, Bonferroni p",
         "target": target,
+        "mechanism_layers": _mechanism_layers(probed.module),
         "batch_size": batch_size,
         "seed": seed,
         "level": level,

@@ -1,0 +1,166 @@
+"""Relative position embeddings of disentangled attention (DeBERTa, DeBERTa-v2/v3, SEW-D).
+
+The model keeps one embedding row per (log-bucketed) relative distance, ``rel_embeddings``
+``(2 span, hidden)``, projects it with the layer's own query/key projections and adds
+content-to-position and position-to-content terms (``pos_att_type``: ``c2p``, ``p2c``) to every
+layer's attention scores. The positional signal is a function of ``i - j`` passed through
+learned projections of each layer: posgeom names and reads it (table, buckets, span, terms)
+but defines no position geometry for it, so the commands that need one (an encoding to
+score, a strategy to extend) refuse it with one line instead of calling the model "none".
+
+As a family, :func:`relative_embeddings` builds the one geometry the mechanism has without its
+learned table: the bucketing, ``D_ij = |b(i - j)|`` with DeBERTa's log buckets ``b``
+(:func:`log_bucket_position`; exact offsets below ``position_buckets / 2``, logarithmic up to
+``max_relative_positions``), a lag profile. It is not the model's geometry (that goes through
+the table and each layer's projections), so a model's mechanism is still refused.
+
+Discovery: an ``nn.Embedding`` whose last name component is one of :data:`RELATIVE_TABLE_NAMES`;
+``position_buckets``, ``max_relative_positions`` and ``pos_att_type`` are read from the module
+that owns it or its attention modules, then from the configuration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.encodings import _hf
+from posgeom.encodings._base import PositionEncoding, check_n, readonly
+from posgeom.encodings._registry import Family, Mechanism, MechanismParams, register
+
+__all__ = [
+    "RELATIVE_TABLE_NAMES",
+    "RelativeEmbeddingParams",
+    "log_bucket_position",
+    "refusal",
+    "relative_embeddings",
+]
+
+#: last name components of disentangled-attention relative position tables
+RELATIVE_TABLE_NAMES = ("rel_embeddings",)
+
+
+def refusal(what: str) -> str:
+    """The one line a command prints when it cannot use these embeddings (``what``: the use)."""
+    return (
+        f"{what}: the model's positions are DeBERTa-style relative position embeddings "
+        "(disentangled attention, kind 'relative_embeddings'), which have no position geometry "
+        "in posgeom; extract lists them, analyze-model measures the layers' signal without them"
+    )
+
+
+def log_bucket_position(relative: np.ndarray, bucket_size: int, max_position: int) -> np.ndarray:
+    """DeBERTa-v2's ``make_log_bucket_position``: offsets ``|r| < bucket_size // 2`` kept, larger
+    ones ``sign(r) (ceil(ln(|r| / mid) / ln((max_position - 1) / mid) (mid - 1)) + mid)``;
+    computed in float32 as the model does (the buckets' boundaries are the model's)."""
+    r = np.asarray(relative, dtype=np.int64)
+    mid = bucket_size // 2
+    if mid < 2 or max_position <= mid + 1:
+        raise PosgeomError(
+            f"log buckets need position_buckets >= 4 and max_relative_positions > "
+            f"position_buckets / 2 + 1, got {bucket_size} and {max_position}"
+        )
+    inner = (r < mid) & (r > -mid)
+    abs_pos = np.where(inner, mid - 1, np.abs(r)).astype(np.float32)
+    scale = np.log(np.float32((max_position - 1) / mid))
+    log_pos = np.ceil(np.log(abs_pos / np.float32(mid)) / scale * np.float32(mid - 1)) + mid
+    return np.where(abs_pos <= mid, r, log_pos * np.sign(r)).astype(np.int64)
+
+
+def relative_embeddings(
+    n_positions: int, *, position_buckets: int = 256, max_relative_positions: int = 512
+) -> PositionEncoding:
+    """The bucketing's geometry ``D_ij = |b(i - j)|`` (lag profile ``f(k) = |b(k)|``)."""
+    n = check_n(n_positions)
+    lags = np.abs(log_bucket_position(np.arange(n), position_buckets, max_relative_positions))
+    params = {
+        "position_buckets": position_buckets,
+        "max_relative_positions": max_relative_positions,
+    }
+    return PositionEncoding("relative_embeddings", None, params, lag_profile=lags.astype(float))
+
+
+@dataclass(frozen=True, eq=False)
+class RelativeEmbeddingParams(MechanismParams):
+    """``table`` ``(2 span, hidden)`` (one row per bucketed relative distance, float64),
+    ``position_buckets`` (``-1``: no log buckets), ``max_relative_positions``, ``terms``
+    (``pos_att_type``: ``("c2p", "p2c")`` for DeBERTa-v3)."""
+
+    key = "relative_embeddings"
+    representation = "none"
+
+    table: np.ndarray
+    position_buckets: int = -1
+    max_relative_positions: int = -1
+    terms: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "table", readonly(self.table))
+
+    def summary(self) -> str:
+        rows, width = self.table.shape
+        return (
+            f"relative position embeddings {rows}x{width} (disentangled attention "
+            f"{'+'.join(self.terms) or 'no terms'}, position_buckets={self.position_buckets}, "
+            f"max_relative_positions={self.max_relative_positions})"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**super().as_dict(), "terms": list(self.terms)}
+
+    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
+        raise PosgeomError(refusal("no position encoding"))
+
+    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
+        """None: these embeddings have no position geometry (see :func:`refusal`)."""
+        return {}
+
+
+def _setting(model: Any, owner: Any, config: Any, name: str) -> Any:
+    """``name`` from the table's owner, else the first module that sets it, else the config."""
+    for module in (owner, *model.modules()):
+        value = getattr(module, name, None)
+        if value is not None and not callable(value):
+            return value
+    return getattr(config, name, None)
+
+
+@register
+class RelativeEmbeddingFamily(Family):
+    """DeBERTa's relative position embeddings: detected and named, no geometry (refused)."""
+
+    name = "relative_embeddings"
+    order = 95
+    summary = "relative position embeddings of disentangled attention (DeBERTa); detection only"
+    in_comparison = False
+    mechanism_kind = "relative_embeddings"
+    mechanism_params = RelativeEmbeddingParams
+    looks_for = "an nn.Embedding named rel_embeddings (DeBERTa disentangled attention)"
+    detect_order = 50
+
+    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
+        return relative_embeddings(n_positions, **params)
+
+    def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
+        found = []
+        for name, module in model.named_modules():
+            if _hf.last_name(name) not in RELATIVE_TABLE_NAMES or not _hf.is_embedding(module):
+                continue
+            owner = _hf.parent(model, name)
+            terms = _setting(model, owner, config, "pos_att_type") or ()
+            params = RelativeEmbeddingParams(
+                table=_hf.to_numpy(module.weight),
+                position_buckets=int(_setting(model, owner, config, "position_buckets") or -1),
+                max_relative_positions=int(
+                    _setting(model, owner, config, "max_relative_positions") or -1
+                ),
+                terms=tuple(str(t) for t in terms),
+            )
+            found.append(Mechanism(self.mechanism_kind, f"{name}.weight", params))
+        return found
+
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+        raise PosgeomError(refusal("extend cannot scale these positions"))

@@ -1,0 +1,345 @@
+"""The support matrix: every architecture of transformers' model mapping, built tiny, extracted.
+
+``python -m studies.support [--only TYPE ...]`` builds a tiny random model (2 blocks, width 64,
+vocabulary 256, every size field of the configuration and its sub-configurations shrunk) of each
+``model_type`` in ``transformers.models.auto.modeling_auto.MODEL_MAPPING_NAMES``, runs
+:func:`posgeom.models.find_positional_mechanisms` on it and checks each rotary mechanism against
+what the model computes: the model's own rotary module is called on positions ``0 .. 7`` and the
+angles ``atan2(sin, cos)`` of every column it returns must be posgeom's ``p w_k`` to
+``1e-6 max(1, |p w_k|)`` (every plane found, no column left over). It writes
+``docs/SUPPORT.md``: one row per architecture (what ``extract`` found, with the layers; whether
+``analyze-model``, ``probe`` and ``extend`` accept that mechanism), then every skip with its
+reason. A new architecture of a later transformers release is a new row, never silence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from studies._common import CACHE, DOCS, read_jsonl
+
+#: size fields and their tiny values (set where the configuration has the field)
+TINY = {
+    **dict.fromkeys(
+        ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_decoder_layers"), 2
+    ),
+    **dict.fromkeys(("encoder_layers", "decoder_layers"), 2),
+    **dict.fromkeys(("hidden_size", "n_embd", "d_model", "embed_dim", "dim"), 64),
+    **dict.fromkeys(("num_attention_heads", "n_head", "num_heads", "n_heads"), 4),
+    **dict.fromkeys(("encoder_attention_heads", "decoder_attention_heads"), 4),
+    "num_key_value_heads": 2,
+    **dict.fromkeys(("intermediate_size", "n_inner", "d_ff", "ffn_dim", "hidden_dim"), 64),
+    **dict.fromkeys(("encoder_ffn_dim", "decoder_ffn_dim", "intermediate_size_mlp"), 64),
+    "vocab_size": 256,
+    "head_dim": 16,
+    "d_kv": 16,
+    **dict.fromkeys(("num_local_experts", "n_routed_experts", "num_experts"), 4),
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 32,
+    "n_group": 1,
+    "topk_group": 1,
+    "q_lora_rank": 32,
+    "kv_lora_rank": 16,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 16,
+    "v_head_dim": 16,
+    "rotary_dim": 8,
+}
+#: token-id fields kept inside the tiny vocabulary
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
+#: per-layer lists resized to the tiny depth (both values kept when there are two)
+PER_LAYER = ("layer_types", "no_rope_layers")
+#: positions of the rotary check
+CHECK_POSITIONS = 8
+#: a model above this many parameters after shrinking is skipped (CPU time of the matrix)
+MAX_PARAMETERS = 30_000_000
+
+
+@dataclass
+class Row:
+    """One architecture: ``status`` ``"ok"`` / ``"skip"``, the mechanisms (``kind``,
+    ``layers``), the rotary check's largest angle error and the other commands' verdicts."""
+
+    model_type: str
+    cls: str = ""
+    status: str = "skip"
+    reason: str = ""
+    mechanisms: list[dict[str, Any]] = field(default_factory=list)
+    rotary_error: float | None = None
+    commands: dict[str, str] = field(default_factory=dict)
+
+
+def _per_layer(values: list[Any], depth: int) -> list[Any]:
+    distinct = list(dict.fromkeys(values))
+    picked = distinct[:depth] if len(distinct) >= depth else values[:depth]
+    return (picked * depth)[:depth]
+
+
+def _shrink(config: Any, seen: set[int] | None = None) -> None:
+    """Shrink ``config`` and its sub-configurations in place (see :data:`TINY`)."""
+    from transformers import PretrainedConfig
+
+    seen = set() if seen is None else seen
+    if id(config) in seen:
+        return
+    seen.add(id(config))
+    mla = isinstance(getattr(config, "qk_rope_head_dim", None), int)
+    for name, value in TINY.items():
+        if name == "head_dim" and mla:  # MLA: head_dim is derived from the rope part
+            continue
+        if isinstance(getattr(config, name, None), int) and not isinstance(
+            getattr(config, name), bool
+        ):
+            setattr(config, name, value)
+    depth = next(
+        (getattr(config, n) for n in ("num_hidden_layers", "num_layers") if hasattr(config, n)), 2
+    )
+    for name in PER_LAYER:
+        values = getattr(config, name, None)
+        if isinstance(values, (list, tuple)) and values:
+            setattr(config, name, _per_layer(list(values), int(depth)))
+    for name in TOKEN_IDS:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value >= TINY["vocab_size"]:
+            setattr(config, name, 1)
+    for value in list(vars(config).values()):
+        if isinstance(value, PretrainedConfig):
+            _shrink(value, seen)
+    config._attn_implementation = "eager"
+
+
+def build(model_type: str) -> Any:
+    """A tiny random model of ``model_type`` (``AutoModel.from_config``, seed 0, eval mode)."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    default = AutoConfig.for_model(model_type)
+    sizes = {k: v for k, v in TINY.items() if isinstance(getattr(default, k, None), int)}
+    if "qk_rope_head_dim" in sizes:  # MLA: head_dim is derived from the rope part
+        sizes.pop("head_dim", None)
+    sizes.update(
+        {  # per-layer lists with both of their values, so NoPE and global layers stay
+            name: _per_layer(list(values), 2)
+            for name in PER_LAYER
+            if isinstance(values := getattr(default, name, None), (list, tuple)) and values
+        }
+    )
+    try:  # through the constructor, so derived fields (MLA's qk_head_dim, layer_types) follow
+        config = AutoConfig.for_model(model_type, **sizes)
+    except Exception:
+        config = default
+    _shrink(config)
+    torch.manual_seed(0)
+    model = AutoModel.from_config(config)
+    return model.eval()
+
+
+# ------------------------------------------------------------------------------ rotary check
+def _angles(output: Any) -> np.ndarray:
+    """``(positions, columns)`` angles of a rotary module's output: ``(cos, sin)`` or
+    ``(sin, cos)`` (the one that is 1 at position 0 is the cosine) or complex ``exp(i p w)``."""
+    import torch
+
+    if isinstance(output, torch.Tensor) and torch.is_complex(output):
+        t = output.detach().to(torch.complex128).reshape(-1, *output.shape[-2:])[0]
+        return np.angle(t.numpy())
+    a, b = (t.detach().to(torch.float64).reshape(-1, *t.shape[-2:])[0].numpy() for t in output)
+    cos, sin = (a, b) if np.allclose(a[0], 1.0) else (b, a)
+    return np.arctan2(sin, cos)
+
+
+def _call_rotary(model: Any, mech: Any) -> np.ndarray | None:
+    import torch
+
+    name = mech.source.rsplit(".", 1)[0] if "." in mech.source else ""
+    try:
+        module = model.get_submodule(name) if name else None
+    except AttributeError:  # read from the configuration: no module to call
+        return None
+    if module is None or not callable(getattr(module, "forward", None)):
+        return None
+    positions = torch.arange(CHECK_POSITIONS)[None]
+    x = torch.zeros(1, CHECK_POSITIONS, mech.params.head_dim or 2)
+    kwargs = {"layer_type": mech.params.layer_type} if mech.params.layer_type else {}
+    try:
+        with torch.no_grad():
+            return _angles(module(x, positions, **kwargs))
+    except (TypeError, ValueError, RuntimeError, IndexError):  # not a rotary module's signature
+        return None
+
+
+def rotary_error(model: Any, mech: Any) -> float:
+    """Largest ``|model angle - posgeom angle| / max(1, |angle|)`` (wrapped to ``(-pi, pi]``)
+    over positions and planes; ``inf`` when a plane or a model column has no match."""
+    got = _call_rotary(model, mech)
+    if got is None:
+        return math.inf
+    p = np.arange(CHECK_POSITIONS, dtype=np.float64)[:, None]
+    want = p * np.asarray(mech.params.inv_freq)[None, :]  # (P, K)
+    diff = np.angle(np.exp(1j * (got[:, :, None] - want[:, None, :])))  # (P, cols, K)
+    err = np.abs(diff) / np.maximum(1.0, np.abs(want))[:, None, :]
+    worst = err.max(axis=0)  # (cols, K)
+    per_plane, per_column = worst.min(axis=0), worst.min(axis=1)
+    return float(max(per_plane.max(), per_column.max()))
+
+
+# ------------------------------------------------------------------------------ commands
+def _commands(model: Any, found: list[Any]) -> dict[str, str]:
+    """What analyze-model, probe and extend do with the mechanisms (per the per-layer map)."""
+    from posgeom._errors import PosgeomError
+    from posgeom.extension.model import model_from_config
+
+    kinds = {m.kind for m in found}
+    none_layers = [i for m in found if m.kind == "none" for i in (m.layers or ())]
+    scored = [
+        m.kind for m in found if m.kind != "none" and m.params.encodings(2, start=0, params={})
+    ]
+    nope = f"; no mechanism on layers {none_layers}" if none_layers else ""
+    analyze = ("scores " + "+".join(dict.fromkeys(scored)) if scored else "layers only") + nope
+    probe = ("table + layers" if "learned" in kinds else "layers") + nope
+    try:
+        ext = model_from_config(model.config, model=model, name="model")
+        rotating = ext.params.get("layers")
+        extend = ext.family + (f" (scales layers {rotating})" if rotating else "")
+    except PosgeomError as exc:
+        extend = "refused: " + str(exc).split(";")[0][:80]
+    return {"analyze-model": analyze, "probe": probe, "extend": extend}
+
+
+def run_one(model_type: str) -> Row:
+    """Build, extract and check one architecture (a failure to build is a skip with its reason)."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    from posgeom.models import find_positional_mechanisms
+
+    row = Row(model_type, str(MODEL_MAPPING_NAMES.get(model_type, "")))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = build(model_type)
+    except Exception as exc:
+        row.reason = f"cannot be built from its config alone: {type(exc).__name__}: {exc}"
+        row.reason = row.reason.splitlines()[0][:160]
+        return row
+    size = sum(p.numel() for p in model.parameters())
+    if size > MAX_PARAMETERS:
+        row.reason = f"{size / 1e6:.0f}M parameters after shrinking (sub-models not shrunk)"
+        return row
+    try:
+        found = list(find_positional_mechanisms(model, on_missing="none"))
+    except Exception as exc:
+        row.status, row.reason = "error", f"extract failed: {type(exc).__name__}: {exc}"[:160]
+        return row
+    row.status = "ok"
+    row.mechanisms = [{"kind": m.kind, "layers": m.layers, "stack": m.stack} for m in found]
+    rotary = [m for m in found if m.kind == "rotary"]
+    if rotary:
+        row.rotary_error = max(rotary_error(model, m) for m in rotary)
+    row.commands = _commands(model, found)
+    return row
+
+
+# ------------------------------------------------------------------------------ page
+def _found(row: Row) -> str:
+    parts = []
+    for m in row.mechanisms:
+        where = "input" if m["layers"] is None else ",".join(map(str, m["layers"])) or "-"
+        stack = f"{m['stack']} " if m["stack"] else ""
+        parts.append(f"{m['kind']} ({stack}{where})")
+    return "; ".join(parts)
+
+
+def page(rows: list[Row], seconds: float, *, total: int | None = None) -> str:
+    """``docs/SUPPORT.md`` from the rows."""
+    import transformers
+
+    ok = [r for r in rows if r.status == "ok"]
+    positional = [r for r in ok if any(m["kind"] != "none" for m in r.mechanisms)]
+    lines = [
+        "# Support matrix: every architecture of transformers' model mapping",
+        "",
+        f"Generated by `python -m studies.support` (transformers {transformers.__version__}, "
+        f"{len(rows)} model types, {seconds:.0f} s on this machine). Each model is a tiny random "
+        "one (2 blocks, width 64) built from its configuration class; `extract` is "
+        "`posgeom.models.find_positional_mechanisms`, with the 0-based blocks of each mechanism "
+        "in brackets (`input`: a table added before the first block). The rotary check calls "
+        "the model's own rotary module on positions 0-7 and compares its angles with "
+        "posgeom's (largest error relative to max(1, |angle|); `ok` is below 1e-6). "
+        "`analyze-model` and `probe` say what they measure with the mechanism, `extend` what "
+        "`posgeom.extension.model.model_from_config` reads from the model.",
+        "",
+        f"Rows: {len(rows)} of {total or len(rows)} model types"
+        + ("" if total in (None, len(rows)) else " (a partial run: rerun to add the rest)")
+        + f". Built: {len(ok)}; with a positional mechanism: {len(positional)}; skipped or "
+        f"failed: {len(rows) - len(ok)} (reasons at the end).",
+        "",
+        "| architecture | class | extract | rotary check | analyze-model | probe | extend |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in ok:
+        err = r.rotary_error
+        check = "-" if err is None else ("ok" if err <= 1e-6 else f"**{err:.1e}**")
+        c = r.commands
+        lines.append(
+            f"| {r.model_type} | {r.cls} | {_found(r)} | {check} | {c['analyze-model']} | "
+            f"{c['probe']} | {c['extend']} |"
+        )
+    lines += ["", "## Skipped", "", "| architecture | reason |", "|---|---|"]
+    lines += [
+        f"| {r.model_type} | {r.reason.replace('|', '/')} |" for r in rows if r.status != "ok"
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _row(record: dict[str, Any]) -> Row:
+    return Row(**record)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build every model type (or ``--only``), keeping each row in ``--cache`` (JSON lines,
+    resumable; ``--shard i/k`` runs every k-th type from the i-th, for parallel processes), then
+    write the page from the cache when every type has a row."""
+    import dataclasses
+    import json
+
+    import torch
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    from posgeom.io._atomic import atomic_write_text
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=None, help="these model types only")
+    parser.add_argument("--shard", default="0/1", help="i/k: every k-th type from the i-th")
+    parser.add_argument("--cache", default=str(CACHE / "support.jsonl"))
+    parser.add_argument("--output", default=str(DOCS / "SUPPORT.md"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    i, k = (int(v) for v in args.shard.split("/"))
+    types = args.only or sorted(MODEL_MAPPING_NAMES)
+    cache = Path(args.cache)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    done = {r["model_type"]: r for r in read_jsonl(cache)}
+    start = time.perf_counter()
+    for t in types[i::k]:
+        if t in done:
+            continue
+        row = run_one(t)
+        with cache.open("a") as f:
+            f.write(json.dumps(dataclasses.asdict(row)) + "\n")
+        print(t, row.status, _found(row) or row.reason, flush=True)
+    done = {r["model_type"]: r for r in read_jsonl(cache)}
+    rows = [_row(done[t]) for t in types if t in done]
+    atomic_write_text(args.output, page(rows, time.perf_counter() - start, total=len(types)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
