@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from helpers.artifacts import strict_json
 from posgeom.cli.main import main
 from posgeom.reports.view import load_folder
 
@@ -109,7 +110,7 @@ def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     argv += ["--measure", "--windows", "1", "--heldout-fraction", "0.2", "--no-fit"]
     argv += ["--measure-top", "3"]
     assert main([*argv, "--replicates", "2", "-o", str(out)]) == 0
-    summary = json.loads((out / "summary.json").read_text())
+    summary = strict_json(out / "summary.json")
     assert summary["trained_length"] == 64  # max_position_embeddings
     assert summary["lag_geometry"]["counts"]["classes"]["kind"] == "embedding:4"
     measured = {m["name"]: m for m in summary["measurements"]["strategies"]}
@@ -135,12 +136,16 @@ def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     argv = ["extend", str(folder), str(text), "--target-length", "128", "--no-fit", "-q"]
     argv += ["--measure", "quick", "--windows", "1", "--replicates", "0", "-o", str(quick)]
     assert main(argv) == 0
-    got = json.loads((quick / "summary.json").read_text())["measurements"]
+    got = strict_json(quick / "summary.json")["measurements"]  # no bare NaN in it
     assert got["mode"] == "quick" and got["window_length"] == 64
     rows = {m["name"]: m for m in got["strategies"]}
     assert len(rows) == len(json.loads((quick / "summary.json").read_text())["strategies"])
     assert rows["none"]["within_loss"] == pytest.approx(float(loss[:63].mean()), rel=1e-5)
     assert rows["none"]["tokens_beyond"] == 0
+    # nothing past L0 was measured: those outcomes are null and the per-window list absent
+    assert rows["none"]["beyond_loss"] is None and rows["none"]["beyond_perplexity"] is None
+    assert "window_beyond_loss" not in rows["none"]
+    assert all(strict_json(f) is not None for f in quick.glob("*.json"))
 
 
 def test_bad_corpus_and_strategies_exit_2_and_write_nothing(tmp_path, capsys):

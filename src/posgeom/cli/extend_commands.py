@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.io.jsonfiles import json_text
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -59,7 +59,7 @@ def _extend(args: argparse.Namespace) -> int:
         print(
             "rope_parameters for config.json" + (f" (and set {changes})" if changes else "") + ":"
         )
-        print(json.dumps(result.rope_parameters))
+        print(json_text(result.rope_parameters, indent=None))
     print(result.verdict_line())
     print(
         f"results in {args.output}/ (summary.json, table.md, arrays.npz"

@@ -39,6 +39,7 @@ from posgeom._errors import PosgeomError
 from posgeom.encodings import family
 from posgeom.extension.runners import apply_strategy, runner_for
 from posgeom.extension.strategies import Strategy
+from posgeom.io.jsonfiles import json_text
 from posgeom.io.workfolders import WorkFolder
 
 __all__ = ["apply_strategy", "measure_strategies", "runner_for", "window_losses"]
@@ -88,22 +89,31 @@ def _cached(cache: WorkFolder, rel: str) -> dict | None:
     return doc["value"] if ok else None
 
 
+def _mean(total: float, n: int) -> float | None:
+    """``total / n``, or None (null in ``summary.json``: nothing was measured) when ``n`` is 0."""
+    return total / n if n else None
+
+
 def _aggregate(name: str, parts: list[dict]) -> dict[str, Any]:
+    """One strategy's row: mean losses over all windows (token-weighted). The outcomes past
+    ``L0`` are null, and ``window_beyond_loss`` absent, when no window reaches past ``L0`` (only
+    the in-window loss was measured); a window without tokens past ``L0`` is null in the list."""
     tot = {
         k: sum(p[k] for p in parts) for k in ("within_sum", "within_n", "beyond_sum", "beyond_n")
     }
-    within = tot["within_sum"] / tot["within_n"] if tot["within_n"] else float("nan")
-    beyond = tot["beyond_sum"] / tot["beyond_n"] if tot["beyond_n"] else float("nan")
-    return {
+    beyond = _mean(tot["beyond_sum"], tot["beyond_n"])
+    row: dict[str, Any] = {
         "name": name,
-        "within_loss": within,
+        "within_loss": _mean(tot["within_sum"], tot["within_n"]),
         "beyond_loss": beyond,
-        "beyond_perplexity": math.exp(beyond) if beyond == beyond else float("nan"),
+        "beyond_perplexity": None if beyond is None else math.exp(beyond),
         "windows": len(parts),
         "tokens_within": tot["within_n"],
         "tokens_beyond": tot["beyond_n"],
-        "window_beyond_loss": [p["beyond_sum"] / max(p["beyond_n"], 1) for p in parts],
     }
+    if tot["beyond_n"]:
+        row["window_beyond_loss"] = [_mean(p["beyond_sum"], p["beyond_n"]) for p in parts]
+    return row
 
 
 def _key_tokens(
@@ -145,7 +155,7 @@ def _stored(
     computed = got is None
     if got is None:
         got = compute()
-        cache.write_text(rel, json.dumps({"key": rel, "value": got}))
+        cache.write_text(rel, json_text({"key": rel, "value": got}, indent=None))
     progress.step(what, computed)
     return got
 

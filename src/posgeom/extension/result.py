@@ -10,7 +10,6 @@ geometry (``hellinger``: the estimated ``(m, m)`` chords across lags, ``lags``, 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from posgeom.encodings._extension import Strategy, jsonable_parameters
+from posgeom.io.jsonfiles import json_text
 
 __all__ = ["ExtensionResult", "StrategyScore"]
 
@@ -264,9 +264,7 @@ class ExtensionResult:
         dep = self.lag_geometry.dependence
         measured = ""
         if self.measurements:
-            rows = [
-                r for r in self.measurements["strategies"] if r["beyond_loss"] == r["beyond_loss"]
-            ]
+            rows = [r for r in self.measurements["strategies"] if r["beyond_loss"] is not None]
             if rows:
                 low = min(rows, key=lambda r: r["beyond_loss"])
                 measured = (
@@ -338,15 +336,15 @@ class ExtensionResult:
         """``summary.json``, ``table.md``, ``arrays.npz`` and (RoPE) ``rope_parameters.json`` into
         an existing folder (each file atomic; use :func:`posgeom.reports.results_folder` for an
         atomic folder)."""
-        from posgeom.io.artifacts import atomic_write_text, json_default, save_artifact
+        from posgeom.io.artifacts import atomic_write_text, save_artifact
 
         out = Path(directory)
         save_artifact(out / "arrays.npz", self.report_arrays(), {}, kind="extension_results")
-        text = json.dumps(self.summary(), indent=2, default=json_default)
+        text = json_text(self.summary(), indent=2)
         atomic_write_text(out / "summary.json", text)
         atomic_write_text(out / "table.md", self.markdown())
         if self.rope_parameters is not None:
             atomic_write_text(
-                out / "rope_parameters.json", json.dumps(self.rope_parameters, indent=2) + "\n"
+                out / "rope_parameters.json", json_text(self.rope_parameters, indent=2) + "\n"
             )
         return out

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import numpy as np
 from posgeom._errors import PosgeomDeprecationWarning, PosgeomError
 from posgeom._version import __version__
 from posgeom.embed.rank import effective_ranks
+from posgeom.io.jsonfiles import json_text
 from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.markdown import result_markdown
 from posgeom.pipeline.renderers import renderer
@@ -236,12 +236,8 @@ class GeometryResult:
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`summary` as strict JSON text (an undefined stress-1 is null)."""
-        from posgeom.io.artifacts import json_default
-        from posgeom.io.jsonfiles import finite_json
 
-        return json.dumps(
-            finite_json(self._summary), indent=indent, default=json_default, allow_nan=False
-        )
+        return json_text(self._summary, indent=indent)
 
     def markdown(self) -> str:
         """The text of the result (``table.md`` / ``comparison.md``, what the command prints):

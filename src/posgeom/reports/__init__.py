@@ -22,6 +22,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import validate_params
+from posgeom.io.jsonfiles import json_text
 
 __all__ = ["REPORT_NAME", "report", "repr_html", "results_folder", "writable"]
 
@@ -158,7 +159,6 @@ def _add_to_manifest(folder: Path, files: list[Path]) -> None:
     """When ``folder`` is a posgeom results folder (it has a manifest), list the report's files
     in it, so that a later ``--overwrite`` of the folder replaces them as its own."""
     import hashlib
-    import json
 
     from posgeom.io.artifacts import RESULTS_MANIFEST, atomic_write_text
     from posgeom.io.jsonfiles import read_json
@@ -176,7 +176,7 @@ def _add_to_manifest(folder: Path, files: list[Path]) -> None:
         data = f.read_bytes()
         rel = f.relative_to(folder).as_posix()
         doc["files"][rel] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    atomic_write_text(manifest, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(manifest, json_text(doc, indent=1, sort_keys=True) + "\n")
 
 
 def repr_html(result: Any) -> str:
