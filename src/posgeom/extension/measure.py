@@ -111,6 +111,7 @@ def _aggregate(name: str, parts: list[dict]) -> dict[str, Any]:
         "tokens_within": tot["within_n"],
         "tokens_beyond": tot["beyond_n"],
     }
+    row["window_within_loss"] = [_mean(p["within_sum"], p["within_n"]) for p in parts]
     if tot["beyond_n"]:
         row["window_beyond_loss"] = [_mean(p["beyond_sum"], p["beyond_n"]) for p in parts]
     return row
