@@ -130,7 +130,21 @@ def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     assert measured["none"]["beyond_loss"] == pytest.approx(float(loss[63:].mean()), rel=1e-5)
     assert not (tmp_path / "out.measure").exists()  # the window cache goes once the folder is in
     out_text, err = capsys.readouterr()
-    assert "measure: " in err
+    # the cost before the first forward, then elapsed / ETA per item; what is held out
+    cost = summary["measurements"]["cost"]
+    items = 4 * (1 + 1) + 1  # 4 strategies x (1 window + a passkey) + the short-context reference
+    assert cost["forwards"] == items and cost["tokens"] == 128 and cost["estimated_minutes"] > 0
+    lines = err.splitlines()
+    first = next(i for i, x in enumerate(lines) if x.startswith("measure: "))
+    assert lines[first].startswith(f"measure: {items} forwards of up to 128 tokens")
+    assert "min on this machine" in lines[first]
+    assert all("elapsed" in x and "ETA" in x for x in lines[first + 1 :] if "measure: " in x)
+    held = round(ids.size * 0.8)
+    note = (
+        f"--measure holds out the last 20% of every document ({ids.size - held} tokens) for its "
+        f"windows; the lag geometry reads the other {held} tokens"
+    )
+    assert note in err and any(note in v for v in summary["verdict"])
     low = min(measured.values(), key=lambda m: m["beyond_loss"])
     verdict = next(line for line in out_text.splitlines() if line.startswith("verdict: "))
     assert f"measured (loss past L0, 1 window(s) of 128 tokens): lowest {low['name']} " in verdict

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from posgeom.pipeline.markdown import markdown_table
+from posgeom.reports.extend_parts import MEASURE_COLUMNS
 
 __all__ = [
     "EXTENSION_COLUMNS",
@@ -82,15 +83,4 @@ def dependence_lines(result: Any) -> list[str]:
 
 def measure_lines(measurements: dict[str, Any]) -> list[str]:
     """The measured losses (``--measure``): one row per strategy."""
-    cols = (
-        ("name", "strategy", "s"),
-        ("within_loss", "mean loss within L0", ".4f"),
-        ("beyond_loss", "mean loss beyond L0", ".4f"),
-        ("beyond_perplexity", "perplexity beyond L0", ".2f"),
-        ("tokens_beyond", "tokens beyond L0", "d"),
-        ("key_token_loss", "key-token loss (LongPPL)", ".4f"),
-        ("passkey_logprob", "passkey log p", ".3f"),
-        ("passkey_retrieved", "passkey retrieved", ".0f"),
-        ("windows", "windows", "d"),
-    )
-    return markdown_table(measurements.get("strategies", []), cols)
+    return markdown_table(measurements.get("strategies", []), MEASURE_COLUMNS)

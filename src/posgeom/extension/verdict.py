@@ -23,10 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from posgeom.reports.extend_parts import measured_key as measured_outcome
+
 __all__ = [
     "CORPUS_RULES",
     "corpus_lines",
     "dependence_line",
+    "heldout_note",
     "measured_lines",
     "measured_outcome",
     "ranking_name",
@@ -40,16 +43,6 @@ _OUTCOMES = {
     "within_loss": "measured in-window loss (--measure quick: positions 1 .. L0-1, not the loss "
     "past L0)",
 }
-
-
-def measured_outcome(measurements: dict[str, Any] | None) -> str | None:
-    """``"beyond_loss"`` when some strategy has a loss past ``L0``, else ``"within_loss"`` when
-    some has an in-window loss, else None."""
-    rows = (measurements or {}).get("strategies") or []
-    for key in ("beyond_loss", "within_loss"):
-        if any(r.get(key) is not None for r in rows):
-            return key
-    return None
 
 
 def ranking_name(result: Any) -> str:
@@ -176,4 +169,20 @@ def dependence_line(result: Any) -> str | None:
         f"(of {top}, at {result.lag_geometry.counts.classes.kind} classes){isolated}: the score "
         "judges what a strategy does to short lags and to phases never seen in training "
         "(column 'unseen phases'), not long-range use"
+    )
+
+
+def heldout_note(docs: list, held: list, fraction: float | None) -> str:
+    """What ``--measure`` holds out of the lag geometry, in words (``fraction``: the share cut
+    from every document; None: windows from ``--heldout`` files)."""
+    geo, out = sum(d.size for d in docs), sum(d.size for d in held)
+    if fraction is None:
+        return (
+            f"--measure reads its windows from --heldout ({out} tokens); the lag geometry reads "
+            f"the whole corpus ({geo} tokens)"
+        )
+    return (
+        f"--measure holds out the last {fraction:.0%} of every document ({out} tokens) for its "
+        f"windows; the lag geometry reads the other {geo} tokens (without --measure it reads all "
+        f"{geo + out}: its lag horizon and scores can differ)"
     )
