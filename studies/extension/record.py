@@ -248,12 +248,31 @@ SCOPES = {
         "sets": ("study", "held-out (issue)", "held-out (split)"),
         "models": "SmolLM2-135M-Instruct (rope_theta 100,000, head_dim 64), 8,192 -> 12,288",
         "outcome": "mean next-token loss at positions 8,192-12,287",
+        # where the record applies, as posgeom extend checks it (ranges are [low, high])
+        "scope": {
+            "model_family": "rope (SmolLM2-135M-Instruct, a transformers causal LM)",
+            "rope_type": "default",
+            "rope_theta": [100_000.0, 100_000.0],
+            "head_dim": [64, 64],
+            "trained_length": [8192, 8192],
+            "factor": [1.5, 1.5],
+            "domains": ["English novels", "LaTeX mathematics (Stacks project)", "Python code"],
+        },
     },
     "posgeom decoder": {
         "sets": ("Track B",),
         "models": "Track B byte-level RoPE decoders (base 10,000, head_dim 32, 300 steps, seeds "
         "0 and 1), 128 -> 256, 512, 1,024; 8 windows per text averaged",
         "outcome": "mean next-token loss past 128",
+        "scope": {
+            "model_family": "rope (posgeom byte-level decoders, Track B)",
+            "rope_type": "default",
+            "rope_theta": [10_000.0, 10_000.0],
+            "head_dim": [32, 32],
+            "trained_length": [128, 128],
+            "factor": [2.0, 8.0],
+            "domains": ["English novels", "LaTeX mathematics (Stacks project)"],
+        },
     },
 }
 
@@ -286,6 +305,7 @@ def scope_record(record: dict[str, dict], sets: dict, scope: dict) -> dict[str, 
         "models": [scope["models"]],
         "windows": {k: sorted(sets.get(k, {})) for k in names},
         "outcome": scope["outcome"],
+        "scope": scope["scope"],
         "criterion": "validated: needs no forward, pick in the measured top 2 and below none on "
         "every window of every set",
         "default_predictor": max(ok, key=held_rho) if ok else None,

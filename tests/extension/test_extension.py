@@ -181,15 +181,20 @@ def test_score_strategies_ranks_and_gives_loadable_parameters():
     names = [r.name for r in result.rows]
     assert "fitted" in names and "none" in names
     key = result.rank_by
-    # the table is ordered by the predictor the recommendation names, best first
-    by = result.recommendation["ranked_by"]
-    values = [result.predictors[by][r.name] for r in result.rows]
+    # one ranking: the recommended strategy first, then by the predictor the recommendation
+    # names, best first; the summary names that rule
+    rec = result.recommendation
+    assert names[0] == rec["strategy"].name
+    values = [result.predictors[rec["ranked_by"]][r.name] for r in result.rows[1:]]
     assert values == sorted(values, reverse=True)
+    assert result.summary()["rank_by"] == rec["ranking"] == result.ranking
+    assert rec["ranking"].startswith("the fallback rule YaRN x L/L0 (not validated) first, then")
     # the scores are those of the scores package on the lag kernel
     from posgeom.scores.stress import stress
 
-    best = result.by_stress
+    best = result.by_stress  # the lowest lag stress: a column, not a rival ranking
     assert best.scores[key] == min(r.scores[key] for r in result.rows)
+    assert result.summary()["lowest_lag_stress"] == best.name
     w, att = best.strategy.frequencies(result.model, L, L0)
     vec = rope_lag_vectors(w, result.lag_geometry.lags, attention_factor=att)
     assert best.scores[key] == pytest.approx(

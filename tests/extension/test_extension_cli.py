@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from helpers.artifacts import strict_json
 from posgeom.cli.main import main
 from posgeom.reports.view import load_folder
 
@@ -33,15 +34,19 @@ def test_extend_on_token_ids_writes_the_folder(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     names = [s["name"] for s in summary["strategies"]]
     assert len(names) >= 10 and "fitted" not in names
-    # the rows are ranked by the predictor the record names; the recommendation is its pick
-    # when validated, else the fallback YaRN x L/L0, and it is what rope_parameters.json holds
+    # one ranking: the recommendation first, then the predictor the record names; outside the
+    # record's scope (theta 10,000, L0 64: not SmolLM2 at x1.5) nothing is validated
     rec = summary["recommendation"]
     ranked = summary["predictors"][rec["ranked_by"]]
-    assert [ranked[n] for n in names] == sorted(ranked.values(), reverse=True)
-    assert rec["strategy"] == summary["best"] and rec["why"] and rec["windows"]["study"]
+    assert names[0] == rec["strategy"] == summary["best"]
+    assert [ranked[n] for n in names[1:]] == sorted(
+        (v for n, v in ranked.items() if n != names[0]), reverse=True
+    )
+    assert summary["rank_by"] == rec["ranking"] and rec["why"] and rec["windows"]["study"]
+    assert not rec["validated"] and not rec["scope"]["inside"]
     if rec["predictor"].startswith("fallback"):
-        assert summary["best"] == "yarn x2 b32/1" and rec["validated"]
-    elif not rec["validated"]:  # nothing validated for this kind of model: no scaling
+        assert summary["best"] == "yarn x2 b32/1"
+    else:  # nothing validated for this kind of model: no scaling
         assert summary["best"] == "none"
     assert all("rope_parameters" in s and "scores" in s for s in summary["strategies"])
     assert all("position_scale_optimal" in s for s in summary["strategies"])
@@ -109,12 +114,13 @@ def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     argv += ["--measure", "--windows", "1", "--heldout-fraction", "0.2", "--no-fit"]
     argv += ["--measure-top", "3"]
     assert main([*argv, "--replicates", "2", "-o", str(out)]) == 0
-    summary = json.loads((out / "summary.json").read_text())
+    summary = strict_json(out / "summary.json")
     assert summary["trained_length"] == 64  # max_position_embeddings
     assert summary["lag_geometry"]["counts"]["classes"]["kind"] == "embedding:4"
     measured = {m["name"]: m for m in summary["measurements"]["strategies"]}
-    ranked = [s["name"] for s in summary["strategies"]]
-    assert set(measured) == set(ranked[:3]) | {"none"}
+    ranked = [s["name"] for s in summary["strategies"]]  # the measured first, by loss past L0
+    assert len(measured) in (3, 4) and "none" in measured
+    assert set(ranked[: len(measured)]) == set(measured)
     # the window: the first 128 tokens of the held-out last fifth, scored by a direct forward
     window = ids[round(ids.size * 0.8) :][:128]
     with torch.no_grad():
@@ -124,9 +130,28 @@ def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     assert measured["none"]["beyond_loss"] == pytest.approx(float(loss[63:].mean()), rel=1e-5)
     assert not (tmp_path / "out.measure").exists()  # the window cache goes once the folder is in
     out_text, err = capsys.readouterr()
-    assert "measure: " in err
+    # the cost before the first forward, then elapsed / ETA per item; what is held out
+    cost = summary["measurements"]["cost"]
+    items = 4 * (1 + 1) + 1  # 4 strategies x (1 window + a passkey) + the short-context reference
+    assert cost["forwards"] == items and cost["tokens"] == 128 and cost["estimated_minutes"] > 0
+    lines = err.splitlines()
+    first = next(i for i, x in enumerate(lines) if x.startswith("measure: "))
+    assert lines[first].startswith(f"measure: {items} forwards of up to 128 tokens")
+    assert "min on this machine" in lines[first]
+    assert all("elapsed" in x and "ETA" in x for x in lines[first + 1 :] if "measure: " in x)
+    held = round(ids.size * 0.8)
+    note = (
+        f"--measure holds out the last 20% of every document ({ids.size - held} tokens) for its "
+        f"windows; the lag geometry reads the other {held} tokens"
+    )
+    assert note in err and any(note in v for v in summary["verdict"])
     low = min(measured.values(), key=lambda m: m["beyond_loss"])
-    assert f"lowest measured loss beyond L0: {low['name']} (" in out_text
+    verdict = next(line for line in out_text.splitlines() if line.startswith("verdict: "))
+    assert f"measured (loss past L0, 1 window(s) of 128 tokens): lowest {low['name']} " in verdict
+    order = sorted(measured.values(), key=lambda m: m["beyond_loss"])
+    place = [m["name"] for m in order].index(summary["best"]) + 1
+    assert f"the recommended {summary['best']} placed {place} of {len(order)} (" in verdict
+    assert "a geometric score, not a loss" not in verdict  # the loss past L0 was measured
     # key tokens: none of this random model's tokens gains 2 nats from the long context
     assert summary["measurements"]["key_tokens"] == 0
     assert measured["none"]["key_token_loss"] is None
@@ -135,12 +160,19 @@ def test_extend_a_hugging_face_folder_with_measure(tmp_path, capsys):
     argv = ["extend", str(folder), str(text), "--target-length", "128", "--no-fit", "-q"]
     argv += ["--measure", "quick", "--windows", "1", "--replicates", "0", "-o", str(quick)]
     assert main(argv) == 0
-    got = json.loads((quick / "summary.json").read_text())["measurements"]
+    got = strict_json(quick / "summary.json")["measurements"]  # no bare NaN in it
     assert got["mode"] == "quick" and got["window_length"] == 64
     rows = {m["name"]: m for m in got["strategies"]}
     assert len(rows) == len(json.loads((quick / "summary.json").read_text())["strategies"])
     assert rows["none"]["within_loss"] == pytest.approx(float(loss[:63].mean()), rel=1e-5)
     assert rows["none"]["tokens_beyond"] == 0
+    words = " ".join(strict_json(quick / "summary.json")["verdict"])
+    assert "in-window loss only (not the loss past L0)" in words
+    assert "run --measure (full) for that outcome" in words
+    # nothing past L0 was measured: those outcomes are null and the per-window list absent
+    assert rows["none"]["beyond_loss"] is None and rows["none"]["beyond_perplexity"] is None
+    assert "window_beyond_loss" not in rows["none"]
+    assert all(strict_json(f) is not None for f in quick.glob("*.json"))
 
 
 def test_bad_corpus_and_strategies_exit_2_and_write_nothing(tmp_path, capsys):

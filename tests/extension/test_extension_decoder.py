@@ -121,11 +121,16 @@ def test_extend_a_rope_decoder_with_and_without_measure(tmp_path, capsys):
     assert main([*argv, "-o", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     names = [s["name"] for s in summary["strategies"]]
-    assert (
-        len(names) >= 10 and "fitted" in names and names == [s["name"] for s in plain["strategies"]]
-    )
+    assert len(names) >= 10 and "fitted" in names
+    assert sorted(names) == sorted(s["name"] for s in plain["strategies"])
     measured = {m["name"]: m for m in summary["measurements"]["strategies"]}
     assert set(measured) == set(names)
+    # measured: one ranking, by the loss past L0 (lowest first), named on every surface
+    assert [measured[n]["beyond_loss"] for n in names] == sorted(
+        m["beyond_loss"] for m in measured.values()
+    )
+    assert summary["rank_by"].startswith("measured loss past L0")
+    assert f"Ranked by {summary['rank_by']}." in (out / "table.md").read_text()
     by_name = {s.name: s for s in enumerate_strategies(load_decoder_file(path)[0], L0, L)}
     for name in ("none", "linear x2", "dynamic x2", "yarn x2 b32/1", "llama3 x2 1/4"):
         within, beyond = _direct(path, _hand_rotary(by_name[name]), held.read_bytes())

@@ -81,7 +81,7 @@ def test_an_interrupted_measure_resumes_without_redoing_finished_windows(tmp_pat
 
     def stop_after_three(line: str) -> None:
         seen.append(line)
-        if len(seen) == 3:
+        if len(seen) == 4:  # the cost, then three computed items
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
@@ -93,7 +93,9 @@ def test_an_interrupted_measure_resumes_without_redoing_finished_windows(tmp_pat
             cache_dir=tmp_path,
             progress=stop_after_three,
         )
+    assert seen[0].startswith("measure: 10 forwards of up to")  # the cost, before any item
     assert seen[-1].startswith("measure: 3/10")  # 4 strategies x 2 windows + 2 short references
+    assert "elapsed" in seen[-1] and "ETA" in seen[-1]
     assert model.config.rope_parameters["rope_type"] == "default"  # restored on the interrupt
     calls = []
     hook = model.get_decoder().register_forward_hook(lambda *a: calls.append(1))

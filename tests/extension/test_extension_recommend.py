@@ -176,13 +176,105 @@ def test_the_recommendation_carries_its_picks_places_on_every_long_context_outco
     assert places == {"loss past L0": [2, 14], "passkey retrieved": [8, 14]}
     assert outcome_places(family, "model-aware") == {} and outcome_places({}, "x") == {}
 
-    model = _llama()
-    seqs = [np.random.default_rng(1).integers(0, 30, 400) for _ in range(2)]
-    result = score_strategies(model, seqs, 64, 96, classes="top:6", replicates=0, fit=False)
+    # inside the record's scope (SmolLM2's rope parameters and factor) the places are carried;
+    # outside it (this tiny Llama: theta 10,000, L0 64) they are not: they are another model's
+    seqs = [np.random.default_rng(1).integers(0, 30, 12_400)]
+    inside = parse_family_spec("rope:theta=100000,head_dim=64,max_position_embeddings=8192")
+    result = score_strategies(inside, seqs, None, 12288, classes="top:6", replicates=0, fit=False)
     lines = recommendation_lines(result)
     package = outcome_places(
         load_record()["families"]["rope"]["transformers"], result.recommendation["predictor"]
     )
+    assert result.recommendation["scope"]["inside"]
     assert result.recommendation.get("outcome_places", {}) == package
     if package:
         assert any("passkey retrieved" in line and "long-context" in line for line in lines)
+    small = score_strategies(_llama(), seqs, 64, 96, classes="top:6", replicates=0, fit=False)
+    assert "outcome_places" not in small.recommendation
+
+
+def _claims(text):
+    """Every "validated" in ``text`` not negated (not / nothing / un-validated)."""
+    import re
+
+    return [
+        text[max(0, m.start() - 40) : m.end()]
+        for m in re.finditer(r"validated", text, re.I)
+        if not re.search(r"(not|nothing|un)\s?$", text[max(0, m.start() - 9) : m.start()], re.I)
+    ]
+
+
+def test_scope_check_says_which_settings_are_outside_the_record():
+    from posgeom.extension.recommend import load_record, scope_check
+
+    scope = load_record()["families"]["rope"]["transformers"]["scope"]
+    smol = parse_family_spec("rope:theta=100000,head_dim=64,max_position_embeddings=8192")
+    assert scope_check(smol, 12288, scope)["inside"]
+    far = scope_check(smol, 16384, scope)  # factor 2: outside the record's 1.5
+    assert not far["inside"] and far["outside"] == ["factor 2 (record: 1.5)"]
+    other = parse_family_spec("rope:theta=10000,head_dim=64,max_position_embeddings=2048")
+    got = scope_check(other, 8192, scope)
+    assert [o.split(" (")[0] for o in got["outside"]] == [
+        "rope theta 10,000",
+        "trained length 2,048",
+        "factor 4",
+    ]
+    assert got["case"] == {
+        "rope_type": "default",
+        "rope_theta": 10000.0,
+        "head_dim": 64,
+        "trained_length": 2048,
+        "factor": 4.0,
+    }
+    assert not scope_check(smol, 12288, None)["inside"]  # a record without a scope covers nothing
+
+
+SPECS_OUTSIDE = [  # none of them is SmolLM2 at x1.5 (the record's only transformers scope)
+    ("rope:theta=10000,head_dim=64,max_position_embeddings=2048", 8192),  # the issue's case
+    ("rope:theta=100000,head_dim=64,max_position_embeddings=8192", 16384),  # factor 2
+    ("rope:theta=500000,head_dim=128,max_position_embeddings=8192", 12288),  # other base, width
+    ("rope:theta=10000,head_dim=16,max_position_embeddings=64", 256),
+]
+
+
+@pytest.mark.parametrize("spec,target", SPECS_OUTSIDE)
+def test_no_claim_of_validation_outside_the_records_scope(tmp_path, capsys, spec, target):
+    """Every surface of extend on a bare spec the record does not cover (terminal, table.md,
+    summary.json) claims no validation, says "not validated for this model / factor" and what
+    would validate it, and names one ranking."""
+    import json
+
+    from posgeom.cli.main import main
+
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.random.default_rng(0).integers(0, 30, (1, 3000)))
+    out = tmp_path / "out"
+    argv = ["extend", spec, str(ids), "--target-length", str(target), "--replicates", "2"]
+    assert main([*argv, "--classes", "top:6", "--no-fit", "-o", str(out), "-q"]) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    rec = summary["recommendation"]
+    assert rec["validated"] is False and rec["ranked_by_validated"] is False
+    assert rec["scope"]["inside"] is False and rec["scope"]["outside"]
+    assert "outcome_places" not in rec
+    surfaces = {
+        "terminal": printed,
+        "table.md": (out / "table.md").read_text(),
+        "summary verdict": " ".join(summary["verdict"]),
+        "summary why": rec["why"],
+        "summary rank_by": summary["rank_by"],
+    }
+    for name, text in surfaces.items():
+        assert not _claims(text), (name, _claims(text))
+    assert "not validated for this model / factor" in rec["why"] and "--measure" in rec["why"]
+    assert summary["rank_by"] == rec["ranking"]
+    # one ranking name, the same on every surface; no rival "best" line
+    assert f"Ranked by {rec['ranking']}." in surfaces["table.md"]
+    assert f"table ranked by {rec['ranking']}" in printed
+    assert "best by" not in printed and "best by" not in surfaces["table.md"]
+    assert summary["strategies"][0]["name"] == summary["best"]
+
+
+def test_the_claims_check_can_fail():
+    assert _claims("the fallback is validated (its record)") and not _claims("not validated")
+    assert not _claims("NOT validated; nothing validated; unvalidated")

@@ -34,3 +34,12 @@ def legacy_pair(path):
         np.savez(fh, **members)
     sidecar_path(path).write_text(json.dumps(header, sort_keys=True, indent=1))
     return header
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON (a strict parser refuses it)")
+
+
+def strict_json(path):
+    """The JSON of ``path`` read as a strict parser reads it: ``NaN``/``Infinity`` refused."""
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)

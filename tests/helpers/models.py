@@ -57,3 +57,34 @@ def tiny_bert(folder: Path, *, max_positions: int = 16) -> dict[str, Any]:
         )
     )
     return {"folder": folder, "model": model, "tok": tok, "vocab": vocab}
+
+
+def tiny_llama(folder: Path, *, max_positions: int = 64) -> dict[str, Any]:
+    """A seeded 1-layer Llama (RoPE, theta 10,000, head_dim 16, trained length
+    ``max_positions``) over ``[UNK] w0 .. w11`` with a WordLevel tokenizer, saved in ``folder``:
+    ``{"folder", "model", "vocab"}``."""
+    import tokenizers
+    import torch
+    import transformers
+
+    words = WORDS[:12]
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+    config = transformers.LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=max_positions,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    model.save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return {"folder": folder, "model": model, "vocab": vocab}

@@ -193,3 +193,36 @@ def test_atomic_helpers(tmp_path):
         raise RuntimeError("interrupted")
     assert target.read_bytes() == b"\x00\x01"  # untouched
     assert sorted(p.name for p in target.parent.iterdir()) == ["f.txt"]  # no temp left
+
+
+def test_json_text_is_strict_json():
+    """NaN and infinities, nested in dicts, lists, numpy arrays and scalars, become null; numpy
+    values, sets and paths their plain forms; the text parses with a strict parser."""
+    from pathlib import Path
+
+    from helpers.artifacts import _no_constant
+    from posgeom.io.jsonfiles import json_text
+
+    value = {
+        "stress": float("nan"),
+        "rows": [np.float64(np.inf), 1.5, (np.nan, -np.inf)],
+        "array": np.array([[0.5, np.nan]]),
+        "n": np.int64(3),
+        "names": {"b", "a"},
+        "path": Path("x/y"),
+    }
+    text = json_text(value, sort_keys=True)
+    assert "NaN" not in text and "Infinity" not in text
+    got = json.loads(text, parse_constant=_no_constant)
+    assert got == {
+        "array": [[0.5, None]],
+        "n": 3,
+        "names": ["a", "b"],
+        "path": "x/y",
+        "rows": [None, 1.5, [None, None]],
+        "stress": None,
+    }
+    with pytest.raises(ValueError, match="strict parser"):  # the reference refuses bare NaN
+        json.loads(json.dumps(value["stress"]), parse_constant=_no_constant)
+    with pytest.raises(TypeError):
+        json_text({"x": object()})

@@ -107,7 +107,9 @@ def test_deberta_relative_embeddings_are_named_not_none():
     model = transformers.AutoModel.from_config(config).eval()
     (mech,) = find_positional_mechanisms(model)
     assert mech.kind == "relative_embeddings" and mech.layers == (0, 1)
-    np.testing.assert_array_equal(mech.table, model.encoder.rel_embeddings.weight.detach().double().numpy())
+    np.testing.assert_array_equal(
+        mech.table, model.encoder.rel_embeddings.weight.detach().double().numpy()
+    )
     assert (mech.position_buckets, mech.max_relative_positions) == (16, 64)
     assert set(mech.terms) == {"p2c", "c2p"}
     with pytest.raises(Exception, match="no position geometry"):

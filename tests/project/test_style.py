@@ -145,3 +145,49 @@ def test_the_complexity_limit_is_on(tmp_path):
     assert out.returncode == 1, out.stdout + out.stderr
     assert f"`f` is too complex ({MAX_COMPLEXITY + 1} > {MAX_COMPLEXITY})" in out.stdout
     assert "over.py" in out.stdout and "at_limit.py" not in out.stdout
+
+
+#: the only json.dump(s) calls of src/ outside posgeom.io.jsonfiles.json_text: canonical JSON of
+#: artifact metadata (allow_nan=False itself) and a cache digest that is hashed, never written
+JSON_TEXT_EXCEPTIONS = {
+    ("src/posgeom/io/_atomic.py", "canonical_json"),
+    ("src/posgeom/extension/measure.py", "_digest"),
+}
+
+
+def _json_dump_calls(path: Path) -> list[tuple[str, int]]:
+    """(enclosing function, line) of every ``json.dump``/``json.dumps`` call in ``path``."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            continue
+        for node in ast.walk(fn):
+            f = getattr(node, "func", None)
+            if (
+                isinstance(f, ast.Attribute)
+                and f.attr in ("dump", "dumps")
+                and isinstance(f.value, ast.Name)
+                and f.value.id == "json"
+            ):
+                found.append((getattr(fn, "name", "<module>"), node.lineno))
+    return found
+
+
+def test_json_is_written_in_one_place_and_strict():
+    """Every file and line of JSON posgeom writes goes through ``json_text`` (allow_nan=False:
+    strict parsers read it); the innermost function of each other call must be an exception."""
+    bad = []
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == "src/posgeom/io/jsonfiles.py":
+            continue
+        calls = _json_dump_calls(path)
+        inner = {line: name for name, line in calls}  # ast.walk visits outer scopes first
+        bad += [f"{rel}:{line} ({name})" for line, name in inner.items()]
+        bad = [
+            b for b in bad if (b.split(":")[0], b.split("(")[-1][:-1]) not in JSON_TEXT_EXCEPTIONS
+        ]
+    assert not bad, f"json.dumps outside posgeom.io.jsonfiles.json_text: {bad}"

@@ -336,3 +336,14 @@ def test_report_command_writes_the_same_numbers(runs, tmp_path):
         tables = re.findall(r"<h2>Scores against.*?</table>", page, re.S)
         assert tables and all(t in written for t in tables), name
         assert "fig-heatmap" in written and "fig-mds_2d" in written, name
+
+
+def test_every_json_file_is_strict_json(runs):
+    """Every JSON file the commands wrote (summaries, manifests, sidecars) parses with a strict
+    parser: no bare NaN or Infinity (an undefined number is null)."""
+    from helpers.artifacts import strict_json
+
+    files = sorted(runs["root"].rglob("*.json"))
+    assert len(files) >= 4
+    for f in files:
+        strict_json(f)

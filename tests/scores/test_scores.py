@@ -72,6 +72,7 @@ def test_score_input_errors():
 
 
 def brute_force_violations(delta, target):
+    """(discordant + half the encoding's ties, informative) by a loop over every triple."""
     n = len(target)
     violations = informative = 0
     for i in range(n):
@@ -83,7 +84,44 @@ def brute_force_violations(delta, target):
             lo, hi = (j, k) if target[i, j] < target[i, k] else (k, j)
             if delta[i, lo] > delta[i, hi]:
                 violations += 1
+            elif delta[i, lo] == delta[i, hi]:
+                violations += 0.5
     return violations, informative
+
+
+def test_violation_rate_counts_encoding_ties_as_half_by_hand():
+    # D = |i - j| on 4 positions: 10 informative triples (anchors 0..3 give 3, 2, 2, 3). The
+    # encoding puts positions at 0, 1, 1, 2: no triple reversed, 4 tied (anchor 0: {1, 2};
+    # anchor 1: {0, 3}; anchor 2: {0, 3}; anchor 3: {1, 2}), so the rate is (0 + 4/2) / 10.
+    target = squareform(pdist(np.arange(4.0)[:, None]))
+    got = monotonicity_violation_rate(np.array([[0.0], [1.0], [1.0], [2.0]]), target)
+    assert (got.n_triples, got.n_ties, got.n_violations, got.rate) == (10, 4, 2.0, 0.2)
+    nope = monotonicity_violation_rate(np.zeros((4, 3)), target)  # every triple a tie
+    assert (nope.n_ties, nope.rate) == (10, 0.5)
+
+
+def test_violation_rate_with_ties_is_somers_d_of_the_anchor_rows():
+    # independent reference: scipy's Somers' D(delta | D) per anchor (concordant minus
+    # discordant over the pairs D orders); pooled over anchors by their informative pairs, the
+    # rate is (1 - D) / 2. Integer coordinates make ties in both the target and the encoding.
+    from scipy.stats import somersd
+
+    rng = np.random.default_rng(11)
+    target = squareform(pdist(rng.integers(0, 4, (14, 2)).astype(float), "cityblock"))
+    vecs = rng.integers(0, 3, (14, 1)).astype(float)
+    delta = squareform(pdist(vecs))
+    weighted = total = 0.0
+    for i in range(14):
+        keep = np.arange(14) != i
+        a, b = target[i, keep], delta[i, keep]
+        m = sum(a[j] != a[k] for j, k in itertools.combinations(range(13), 2))
+        weighted += somersd(a, b).statistic * m
+        total += m
+    got = monotonicity_violation_rate(vecs, target)
+    assert got.n_ties > 0 and got.rate == pytest.approx((1 - weighted / total) / 2, abs=1e-12)
+    assert (got.n_violations, got.n_triples) == brute_force_violations(delta, target)
+    sampled = monotonicity_violation_rate(vecs, target, method="sampled", n_samples=20000)
+    assert sampled.ci_low <= got.rate <= sampled.ci_high
 
 
 def test_monotonicity_exact_matches_brute_force_and_sampling_covers_it():
@@ -123,7 +161,7 @@ def test_sampled_rate_counts_exactly_the_drawn_triples():
         assert not got.exact
         assert (got.n_triples, got.n_violations) == (
             int(np.count_nonzero(a)),
-            int(np.count_nonzero(a * b < 0)),
+            int(np.count_nonzero(a * b < 0)) + 0.5 * int(np.count_nonzero((a != 0) & (b == 0))),
         )
 
 
@@ -134,7 +172,8 @@ def test_monotonicity_reference_points():
     assert monotonicity_violation_rate(pts, target).rate == 0.0
     random_rate = monotonicity_violation_rate(rng.standard_normal((40, 16)), target).rate
     assert 0.4 < random_rate < 0.6
-    assert monotonicity_violation_rate(np.zeros((40, 3)), target).rate == 0.0  # ties never violate
+    # NoPE: every informative triple is a tie, each half a violation: chance, like random
+    assert monotonicity_violation_rate(np.zeros((40, 3)), target).rate == 0.5
 
 
 def test_separation_margin_and_shepard_table():

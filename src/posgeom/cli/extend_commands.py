@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli._options import add_placement_arguments, placement
+from posgeom.io.jsonfiles import json_text
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -65,7 +65,7 @@ def _extend(args: argparse.Namespace) -> int:
             + (f" (and set {printable(changes)})" if changes else "")
             + ":"
         )
-        print(json.dumps(result.rope_parameters))
+        print(json_text(result.rope_parameters, indent=None))
     print(printable(result.verdict_line()))
     print(
         f"results in {printable(args.output)}/ (summary.json, table.md, arrays.npz"

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
+
+from posgeom.io.jsonfiles import json_text
 
 CAP = 1024
 
@@ -18,7 +19,7 @@ def _lengths(args: argparse.Namespace) -> int:
     counts = counts_from_args(args)
     profile = length_profile(counts.totals, counts.n_sequences, quantile=args.quantile)
     if args.json:
-        print(json.dumps(profile.summary(), indent=2))
+        print(json_text(profile.summary(), indent=2))
     else:
         print(profile.text())
     return 0

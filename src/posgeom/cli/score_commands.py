@@ -4,9 +4,7 @@ target, or a distance matrix)."""
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from posgeom._errors import PosgeomError, printable
 from posgeom.cli._checks import unique_names
 from posgeom.cli._verdict import verdict_line
 from posgeom.cli.pipeline_commands import read_encoding
+from posgeom.io.jsonfiles import json_text
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -122,8 +121,7 @@ def _score(args: argparse.Namespace) -> int:
         label = name if name is not None else file.stem
         rows[label] = score(read_encoding(file, n, f"score {label}", key=key))
     if args.json:
-        json.dump(rows, sys.stdout, indent=2)
-        print()
+        print(json_text(rows, indent=2))
         return 0
     print("\n".join(score_table(rows)))
     print(printable(verdict_line(rows, target=_target_block(args.target, args.target_key))))

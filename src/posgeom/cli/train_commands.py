@@ -14,11 +14,11 @@ and ``imdb/train.jsonl.gz``.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli._options import add_estimator_argument
+from posgeom.io.jsonfiles import json_text
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -130,7 +130,7 @@ def _train(args: argparse.Namespace) -> int:
     res = train(_config(args, encoding=encoding), args.output, overwrite=args.overwrite)
     f = res.final
     print(
-        json.dumps(
+        json_text(
             {
                 "output": str(res.output),
                 "epoch": f.epoch,
@@ -138,7 +138,8 @@ def _train(args: argparse.Namespace) -> int:
                 "separation": f.separation,
                 "stress": f.stress,
                 "violation_rate": f.violation_rate,
-            }
+            },
+            indent=None,
         )
     )
     return 0
@@ -167,13 +168,14 @@ def _experiment(args: argparse.Namespace) -> int:
         summary = stress_vs_accuracy(
             args.output, base=base, seeds=seeds, overwrite=args.overwrite, **kw
         )
-        print(json.dumps(summary["spearman_accuracy_vs_stress"], indent=1))
+        print(json_text(summary["spearman_accuracy_vs_stress"], indent=1))
     else:
         base = _config(args, task="order", max_len=args.max_len)
         summary = order_necessity(
             args.output, base=base, seeds=seeds, overwrite=args.overwrite, **kw
         )
-        print(json.dumps({e: r["accuracy_mean"] for e, r in summary["per_encoding"].items()}))
+        means = {e: r["accuracy_mean"] for e, r in summary["per_encoding"].items()}
+        print(json_text(means, indent=None))
     print(f"wrote {printable(args.output)}/results.json and table.md")
     return 0
 

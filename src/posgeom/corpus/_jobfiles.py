@@ -17,6 +17,7 @@ from posgeom.corpus.options import BOOTSTRAP, COUNT, READER, CountOptions, optio
 from posgeom.corpus.shards import Shard
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
 from posgeom.io.artifacts import canonical_json
+from posgeom.io.jsonfiles import json_text
 
 MANIFEST = "manifest.json"
 JOB_KIND = "posgeom-count-job"
@@ -127,9 +128,10 @@ def sha256_file(path: Path) -> str:
 
 def word_doc(tok: Any) -> str:
     tokens = sorted(tok.vocab, key=tok.vocab.__getitem__)
-    return json.dumps(
+    return json_text(
         {"vocab": tokens, "lowercase": tok.lowercase, "unk_token": tok.unk_token, "name": tok.name},
         ensure_ascii=False,
+        indent=None,
     )
 
 

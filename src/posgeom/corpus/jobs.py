@@ -31,7 +31,6 @@ ones; with different arguments it refuses and names the argument that differs.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 from collections.abc import Sequence
@@ -69,6 +68,7 @@ from posgeom.corpus.shards import (
     source_paths,
 )
 from posgeom.corpus.tokenize import WordLevelTokenizer
+from posgeom.io.jsonfiles import json_text
 from posgeom.io.workfolders import WorkFolder
 
 __all__ = [
@@ -137,7 +137,7 @@ def _start(
             "shards": records,
             "plan_sha256": checksum,
         }
-        jd.write_text(MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        jd.write_text(MANIFEST, json_text(doc, indent=1, sort_keys=True) + "\n")
     return shards, checksum
 
 

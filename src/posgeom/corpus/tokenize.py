@@ -25,7 +25,6 @@ Three kinds (``vocab_sha256``: the SHA-256 of the canonical JSON of the ``token 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -41,6 +40,7 @@ from posgeom._library_output import held_stderr
 from posgeom._paths import portable_path
 from posgeom._validation import Items, check_param, check_path
 from posgeom.corpus._vocabularies import remember
+from posgeom.io.jsonfiles import json_text
 
 __all__ = [
     "HFTokenizer",
@@ -69,7 +69,7 @@ class Tokenizer(Protocol):
 
 
 def _vocab_sha256(vocab: dict[str, int]) -> str:
-    text = json.dumps(vocab, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    text = json_text(vocab, indent=None, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -299,7 +299,7 @@ class WordLevelTokenizer:
             "unk_token": self.unk_token,
             "vocab": tokens,
         }
-        return atomic_write_text(path, json.dumps(doc, ensure_ascii=False, indent=0) + "\n")
+        return atomic_write_text(path, json_text(doc, ensure_ascii=False, indent=0) + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordLevelTokenizer:

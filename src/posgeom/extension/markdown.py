@@ -9,9 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from posgeom._errors import printable
+from posgeom.reports.extend_parts import MEASURE_COLUMNS
 from posgeom.text.markdown import markdown_table
 
-__all__ = ["EXTENSION_COLUMNS", "dependence_lines", "measure_lines", "result_markdown"]
+__all__ = [
+    "EXTENSION_COLUMNS",
+    "dependence_lines",
+    "extension_columns",
+    "measure_lines",
+    "result_markdown",
+]
 
 EXTENSION_COLUMNS = (
     ("rank", "rank", "d"),
@@ -30,13 +37,24 @@ EXTENSION_COLUMNS = (
 )
 
 
+def extension_columns(ranked_by: str | None) -> tuple[tuple[str, str, str], ...]:
+    """:data:`EXTENSION_COLUMNS` with the ranking predictor's column named after it."""
+    name = f"{ranked_by} (larger = better)" if ranked_by else None
+    return tuple(
+        (k, name, f) if k == "predicted" and name else (k, h, f) for k, h, f in EXTENSION_COLUMNS
+    )
+
+
 def result_markdown(result: Any) -> str:
     """The whole ``table.md`` of an :class:`~posgeom.extension.result.ExtensionResult`."""
+    by = (result.recommendation or {}).get("ranked_by")
     lines = [
         f"# Context extension: {result.model.name}, {result.trained_length} -> "
         f"{result.target_length}",
         "",
-        *markdown_table(result.table_rows(), EXTENSION_COLUMNS),
+        f"Ranked by {result.ranking}.",
+        "",
+        *markdown_table(result.table_rows(), extension_columns(by)),
         "",
         *(f"- {v}" for v in result.verdict()),
     ]
@@ -67,14 +85,4 @@ def dependence_lines(result: Any) -> list[str]:
 
 def measure_lines(measurements: dict[str, Any]) -> list[str]:
     """The measured losses (``--measure``): one row per strategy."""
-    cols = (
-        ("name", "strategy", "s"),
-        ("within_loss", "mean loss within L0", ".4f"),
-        ("beyond_loss", "mean loss beyond L0", ".4f"),
-        ("beyond_perplexity", "perplexity beyond L0", ".2f"),
-        ("key_token_loss", "key-token loss (LongPPL)", ".4f"),
-        ("passkey_logprob", "passkey log p", ".3f"),
-        ("passkey_retrieved", "passkey retrieved", ".0f"),
-        ("windows", "windows", "d"),
-    )
-    return markdown_table(measurements.get("strategies", []), cols)
+    return markdown_table(measurements.get("strategies", []), MEASURE_COLUMNS)

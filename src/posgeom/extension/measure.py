@@ -21,7 +21,10 @@ file in ``cache_dir`` named by a digest of the model, the strategy's parameters 
 tokens (the name is stored in the file too); a rerun reads those and computes only the rest, so
 an interrupt loses at most the window in progress. ``cache_dir`` is a work folder of kind
 ``measure-cache`` (:class:`posgeom.io.workfolders.WorkFolder`): new, empty or made by posgeom for
-this cache; only files it lists as written by posgeom, unchanged, are read back. Progress lines (``done/total``) go to ``progress`` (a callable, e.g. ``print``).
+this cache; only files it lists as written by posgeom, unchanged, are read back. Before the first
+forward, ``progress`` (a callable, e.g. ``print``) gets the cost (forwards and estimated minutes:
+one forward of up to 256 tokens timed and scaled linearly to ``L``, a lower bound; ``cost`` in the
+result), then one line per computed item: ``done/total``, elapsed and ETA.
 """
 
 from __future__ import annotations
@@ -39,9 +42,16 @@ from posgeom._errors import PosgeomError
 from posgeom.encodings import family
 from posgeom.extension.runners import apply_strategy, runner_for
 from posgeom.extension.strategies import Strategy
+from posgeom.io.jsonfiles import json_text
 from posgeom.io.workfolders import WorkFolder
 
-__all__ = ["apply_strategy", "measure_strategies", "runner_for", "window_losses"]
+__all__ = [
+    "apply_strategy",
+    "estimate_cost",
+    "measure_strategies",
+    "runner_for",
+    "window_losses",
+]
 
 # apply_strategy and runner_for live in runners.py (outcomes.py needs them too); re-exported
 
@@ -88,22 +98,32 @@ def _cached(cache: WorkFolder, rel: str) -> dict | None:
     return doc["value"] if ok else None
 
 
+def _mean(total: float, n: int) -> float | None:
+    """``total / n``, or None (null in ``summary.json``: nothing was measured) when ``n`` is 0."""
+    return total / n if n else None
+
+
 def _aggregate(name: str, parts: list[dict]) -> dict[str, Any]:
+    """One strategy's row: mean losses over all windows (token-weighted). The outcomes past
+    ``L0`` are null, and ``window_beyond_loss`` absent, when no window reaches past ``L0`` (only
+    the in-window loss was measured); a window without tokens past ``L0`` is null in the list."""
     tot = {
         k: sum(p[k] for p in parts) for k in ("within_sum", "within_n", "beyond_sum", "beyond_n")
     }
-    within = tot["within_sum"] / tot["within_n"] if tot["within_n"] else float("nan")
-    beyond = tot["beyond_sum"] / tot["beyond_n"] if tot["beyond_n"] else float("nan")
-    return {
+    beyond = _mean(tot["beyond_sum"], tot["beyond_n"])
+    row: dict[str, Any] = {
         "name": name,
-        "within_loss": within,
+        "within_loss": _mean(tot["within_sum"], tot["within_n"]),
         "beyond_loss": beyond,
-        "beyond_perplexity": math.exp(beyond) if beyond == beyond else float("nan"),
+        "beyond_perplexity": None if beyond is None else math.exp(beyond),
         "windows": len(parts),
         "tokens_within": tot["within_n"],
         "tokens_beyond": tot["beyond_n"],
-        "window_beyond_loss": [p["beyond_sum"] / max(p["beyond_n"], 1) for p in parts],
     }
+    row["window_within_loss"] = [_mean(p["within_sum"], p["within_n"]) for p in parts]
+    if tot["beyond_n"]:
+        row["window_beyond_loss"] = [_mean(p["beyond_sum"], p["beyond_n"]) for p in parts]
+    return row
 
 
 def _key_tokens(
@@ -126,14 +146,56 @@ def _key_tokens(
 
 
 class _Progress:
+    """``done/total`` of the items, with the elapsed time and an ETA from the items computed so
+    far (items read back from the cache cost nothing and are left out of the rate)."""
+
     def __init__(self, total: int, say: Callable[[str], None] | None) -> None:
+        import time
+
         self.done, self.total, self.say = 0, total, say
+        self.computed, self.start, self.clock = 0, time.perf_counter(), time.perf_counter
+
+    def elapsed(self) -> float:
+        return self.clock() - self.start
 
     def step(self, what: str, computed: bool) -> None:
-        """Count one item; say ``done/total`` when it was computed (not read back)."""
+        """Count one item; say ``done/total``, elapsed and ETA when it was computed."""
         self.done += 1
+        self.computed += computed
         if computed and self.say:
-            self.say(f"measure: {self.done}/{self.total} ({what})")
+            spent = self.elapsed()
+            eta = spent / self.computed * (self.total - self.done)
+            self.say(
+                f"measure: {self.done}/{self.total} ({what}); elapsed {_clock(spent)}, "
+                f"ETA {_clock(eta)}"
+            )
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+def estimate_cost(
+    runner: Any, windows: Sequence[np.ndarray], items: int, trained_length: int
+) -> dict[str, Any]:
+    """The cost of ``items`` forwards of ``len(windows[0])`` tokens, from one timed forward of
+    the first window's first ``min(L, L0, 256)`` tokens (the model as it is runs them) scaled
+    linearly to ``L`` (a lower bound: attention grows faster than linearly): ``forwards``,
+    ``tokens``, ``seconds_per_forward``, ``estimated_minutes``."""
+    import time
+
+    length = len(windows[0])
+    probe = np.asarray(windows[0][: min(length, trained_length, 256)])
+    t0 = time.perf_counter()
+    window_losses(runner, probe, trained_length)
+    per = (time.perf_counter() - t0) * length / max(len(probe), 1)
+    return {
+        "forwards": int(items),
+        "tokens": length,
+        "seconds_per_forward": per,
+        "estimated_minutes": per * items / 60.0,
+    }
 
 
 def _stored(
@@ -145,7 +207,7 @@ def _stored(
     computed = got is None
     if got is None:
         got = compute()
-        cache.write_text(rel, json.dumps({"key": rel, "value": got}))
+        cache.write_text(rel, json_text({"key": rel, "value": got}, indent=None))
     progress.step(what, computed)
     return got
 
@@ -253,7 +315,19 @@ def measure_strategies(
     _check_supported(runner, strategies)
     long = target > trained_length and min(len(w) for w in windows) > trained_length
     total = len(strategies) * (len(windows) + (passkey is not None)) + long * len(windows)
-    run = _Session(cache, runner, model_id, int(trained_length), _Progress(total, progress))
+    cost: dict[str, Any] = {"forwards": total, "tokens": target}
+    if progress:  # one short timed forward, only when someone reads the estimate
+        cost = estimate_cost(runner, windows, total, int(trained_length))
+        progress(
+            f"measure: {total} forwards of up to {target} tokens ({len(strategies)} strategies x "
+            f"{len(windows)} windows"
+            + (", a passkey each" if passkey is not None else "")
+            + (", a short-context reference per window" if long else "")
+            + f"): about {cost['estimated_minutes']:.1f} min on this machine or more (one "
+            f"forward timed, scaled linearly in length; items already in the cache are read back)"
+        )
+    steps = _Progress(total, progress)
+    run = _Session(cache, runner, model_id, int(trained_length), steps)
     out, parts_by = [], {}
     try:
         for s in strategies:
@@ -270,6 +344,7 @@ def measure_strategies(
         "trained_length": int(trained_length),
         "window_length": target,
         "windows": len(windows),
+        "cost": {**cost, "elapsed_seconds": steps.elapsed()},
         "definition": "mean -log p(next token) over held-out windows; within: predicted "
         "positions 1 .. L0-1, beyond: L0 .. L-1; perplexity = exp(mean loss beyond); key-token "
         "loss: mean loss beyond on LongPPL's key tokens (short-context loss minus long-context "

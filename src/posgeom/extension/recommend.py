@@ -18,6 +18,17 @@ validates it; when it does not either, the model's own parameters (no scaling), 
 never measured worse than no scaling. The record has one scope per kind of model (``transformers``:
 SmolLM2's windows; ``posgeom decoder``: Track B's), chosen by ``ExtensionModel.source``. A family without a record (learned, ALiBi, T5, NoPE) gets no
 recommendation: ``rope_parameters.json`` is not written for it anyway.
+
+**A record applies where it was measured.** Each scope states where (``scope``: model family,
+rope type, base ``rope_theta``, ``head_dim``, trained length ``L0`` and factor ``L / L0`` ranges,
+text domains of its windows); :func:`scope_check` compares the case at hand with it. Outside it
+nothing is called validated: the pick follows the same rule, said to be "not validated for this
+model / factor", with what would validate it (``--measure`` on held-out text of one's own, or the
+study's measurements on this model).
+
+**One ranking.** The table is ordered by the rule that chose the recommendation (``ranking``):
+the recommended strategy first, then the rest by ``ranked_by``; the other predictors and the
+lag stress are columns.
 """
 
 from __future__ import annotations
@@ -31,9 +42,23 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["load_record", "outcome_places", "recommend", "recommendation_lines", "record_line"]
+__all__ = [
+    "load_record",
+    "outcome_places",
+    "recommend",
+    "recommendation_lines",
+    "record_line",
+    "scope_check",
+]
 
 FALLBACK_NAME = "yarn x{s:g} b32/1"
+#: what would validate a recommendation outside the record's scope
+TO_VALIDATE = (
+    "to validate it, run extend --measure on held-out text of your own (the loss past L0 of "
+    "each strategy) or measure this model as the study does (python -m studies.extension, "
+    "docs/EXTENSION.md)"
+)
+_RANGES = ("rope_theta", "head_dim", "trained_length", "factor")
 
 
 @lru_cache(maxsize=1)
@@ -187,6 +212,48 @@ def scope_of(model: Any) -> dict[str, Any] | None:
     return family.get(getattr(model, "source", "transformers")) or family.get("transformers")
 
 
+def _span(lo: float, hi: float) -> str:
+    return f"{lo:,.6g}" if lo == hi else f"{lo:,.6g} to {hi:,.6g}"
+
+
+def scope_text(scope: dict[str, Any]) -> str:
+    """The scope in words: family, rope type, ranges and text domains."""
+    ranges = ", ".join(
+        f"{k.replace('_', ' ')} {_span(*scope[k])}" for k in _RANGES if scope.get(k) is not None
+    )
+    return (
+        f"{scope['model_family']}, {scope['rope_type']} RoPE, {ranges}; text domains of its "
+        f"windows: {', '.join(scope['domains'])}"
+    )
+
+
+def scope_check(model: Any, target_length: int, scope: dict[str, Any] | None) -> dict[str, Any]:
+    """Whether ``model`` at ``target_length`` is inside the record's ``scope``: ``case`` (its
+    rope type, theta, head width, ``L0``, factor ``L / L0``), ``outside`` (each setting outside,
+    in words) and ``inside``. A scope-less record covers nothing. Text domains are stated, not
+    checked (posgeom cannot tell a corpus's domain)."""
+    params = dict(getattr(model, "rope_parameters", None) or {})
+    l0 = int(model.trained_length)
+    case = {
+        "rope_type": str(params.get("rope_type", "default")),
+        "rope_theta": float(params.get("rope_theta", float("nan"))),
+        "head_dim": int(getattr(model, "head_dim", 0) or 0),
+        "trained_length": l0,
+        "factor": float(target_length) / l0,
+    }
+    if not scope:
+        return {"inside": False, "case": case, "outside": ["the record states no scope"]}
+    outside = []
+    if case["rope_type"] != scope.get("rope_type", "default"):
+        outside.append(f"rope type {case['rope_type']} (record: {scope.get('rope_type')})")
+    for key in _RANGES:
+        lo, hi = scope[key]
+        if not lo * (1 - 1e-9) <= case[key] <= hi * (1 + 1e-9):
+            word = key.replace("_", " ")
+            outside.append(f"{word} {case[key]:,.6g} (record: {_span(lo, hi)})")
+    return {"inside": not outside, "case": case, "outside": outside}
+
+
 def outcome_places(family: dict[str, Any], predictor: str) -> dict[str, list[int]]:
     """Where ``predictor``'s pick measured under each long-context outcome of the record's
     held-out split (``outcome_matrix``: outcome -> [worst place over its windows, strategies]);
@@ -199,88 +266,122 @@ def outcome_places(family: dict[str, Any], predictor: str) -> dict[str, list[int
     }
 
 
-def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any] | None:
-    """The recommendation for ``result`` (module docstring) given ``values`` (predictor ->
-    strategy -> value, larger = better, :func:`posgeom.extension.predictors.predictor_values`)."""
-    family = scope_of(result.model)
-    if family is None:
-        return None
+def _pick(result: Any, family: dict[str, Any], values: dict) -> dict[str, Any]:
+    """What the record's rule picks (module docstring), as if the case were in its scope:
+    ``strategy``, ``predictor``, ``validated`` (by the record) and ``reason``."""
     default = family["default_predictor"]
-    ranked_by = default if default in values else _best_ranker(family, set(values))
-    out: dict[str, Any] = {
-        "ranked_by": ranked_by,
-        "models": family["models"],
-        "windows": family["windows"],
-        "criterion": family["criterion"],
-        "outcome": family["outcome"],
-    }
-    if ranked_by is not None:
-        out["ranked_by_record"] = _compact(family["predictors"][ranked_by])
-        out["ranked_by_validated"] = bool(family["predictors"][ranked_by]["validated"])
     if default is not None and default in values:
         vals = values[default]
         pick = max(vals, key=lambda n: vals[n])
-        strategy = next(r.strategy for r in result.rows if r.name == pick)
-        why = f"ranked by {default}, validated: " + record_line(
-            default, family["predictors"][default]
-        )
         return {
-            **out,
-            "outcome_places": outcome_places(family, default),
-            "strategy": strategy,
+            "strategy": next(r.strategy for r in result.rows if r.name == pick),
             "predictor": default,
             "validated": True,
-            "why": why,
+            "reason": f"ranked by {default}, the predictor the record names",
+            "rule": default,
         }
     fb = family["predictors"].get(family["fallback"])
     reason = (
-        "no forward-free predictor is validated for this kind of model (record.json: its pick "
-        "in the measured top 2 and below none on every window)"
+        "the record validates no forward-free predictor for this kind of model (record.json: "
+        "its pick in the measured top 2 and below none on every window)"
         if default is None
-        else f"the validated predictor {default} needs the model's weights, which were not read"
+        else f"the predictor {default} needs the model's weights, which were not read"
     )
-    record = f" ({record_line('its record', fb)})" if fb else ""
     if fb and fb["validated"]:
-        why = f"{reason}; the fallback, YaRN with factor L/L0, is validated{record}"
         return {
-            **out,
-            "outcome_places": outcome_places(family, family["fallback"]),
             "strategy": _fallback(result),
             "predictor": family["fallback"],
             "validated": True,
-            "why": why,
+            "reason": f"{reason}; the record's fallback, YaRN with factor L/L0",
+            "rule": "the fallback rule YaRN x L/L0",
         }
-    why = (
-        f"{reason}, and neither is the fallback, YaRN with factor L/L0{record}: keeping the "
-        "model's own rope parameters (no scaling), the only choice never measured worse than "
-        "no scaling; run --measure to choose on your own text"
-    )
     own = next((r.strategy for r in result.rows if r.strategy.kind == "none"), None)
     if own is None:  # given strategies without it: the model's own parameters
         from posgeom.extension.strategies import Strategy
 
         own = Strategy("none", "rope", "none", dict(result.model.rope_parameters), "no scaling")
     return {
-        **out,
         "strategy": own,
         "predictor": "none (nothing validated)",
         "validated": False,
+        "reason": f"{reason}, nor the fallback, YaRN with factor L/L0: keeping the model's own "
+        "rope parameters (no scaling), the only choice never measured worse than no scaling",
+        "rule": "no scaling",
+    }
+
+
+def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any] | None:
+    """The recommendation for ``result`` (module docstring) given ``values`` (predictor ->
+    strategy -> value, larger = better, :func:`posgeom.extension.predictors.predictor_values`):
+    ``strategy``, ``predictor``, ``validated`` (only inside the record's scope), ``why``,
+    ``scope`` (the record's scope, ``inside``, ``case``, ``outside``), ``ranked_by`` (the
+    predictor that orders the rest of the table) and ``ranking`` (the one rule the table
+    follows, in words)."""
+    family = scope_of(result.model)
+    if family is None:
+        return None
+    check = scope_check(result.model, result.target_length, family.get("scope"))
+    inside = check["inside"]
+    default = family["default_predictor"]
+    ranked_by = default if default in values else _best_ranker(family, set(values))
+    pick = _pick(result, family, values)
+    validated = bool(pick["validated"] and inside)
+    out: dict[str, Any] = {
+        "ranked_by": ranked_by,
+        "models": family["models"],
+        "windows": family["windows"],
+        "criterion": family["criterion"],
+        "outcome": family["outcome"],
+        "scope": {**(family.get("scope") or {}), **check},
+    }
+    if ranked_by is not None:
+        out["ranked_by_record"] = _compact(family["predictors"][ranked_by])
+        out["ranked_by_validated"] = bool(family["predictors"][ranked_by]["validated"] and inside)
+    state = "validated" if validated else "not validated"
+    then = (
+        f", then {ranked_by} ({'validated' if out.get('ranked_by_validated') else 'not validated'})"
+    )
+    out["ranking"] = (
+        f"{pick['rule']} ({state})"
+        if ranked_by is None or ranked_by == pick["predictor"]
+        else f"{pick['rule']} ({state}) first{then}"
+    )
+    if inside:
+        entry = family["predictors"].get(pick["predictor"])
+        why = pick["reason"] + (
+            f"; validated inside the record's scope ({record_line('its record', entry)})"
+            if validated and entry
+            else ""
+        )
+    else:
+        why = (
+            f"not validated for this model / factor ({'; '.join(check['outside'])}): picked "
+            f"by the record's rule ({pick['rule']}), measured only inside its scope; "
+            f"{TO_VALIDATE}"
+        )
+    places = outcome_places(family, pick["predictor"]) if validated else {}
+    return {
+        **out,
+        **({"outcome_places": places} if places else {}),
+        "strategy": pick["strategy"],
+        "predictor": pick["predictor"],
+        "validated": validated,
         "why": why,
     }
 
 
 def recommendation_lines(result: Any) -> list[str]:
-    """The verdict's first lines: the recommendation, why, the ranking predictor's record and
-    the models and windows of the record."""
+    """The verdict's first lines: the recommendation and why, the one rule the table follows,
+    the record's scope and whether this case is inside it."""
     rec = result.recommendation
     if not rec:
         return []
     lines = [f"recommended: {rec['strategy'].name} ({rec['why']})"]
+    scope = rec.get("scope") or {}
     by = rec.get("ranked_by")
-    if by:
+    if by and scope.get("inside"):
         entry = scope_of(result.model)["predictors"][by]
-        state = "validated" if rec.get("ranked_by_validated") else "NOT validated"
-        lines.append(f"table ranked by {by} ({state}); {record_line('its record', entry)}")
+        lines.append(f"{by}: {record_line('its record', entry)}")
     places = rec.get("outcome_places")
     if places:
         lines.append(
@@ -288,5 +389,11 @@ def recommendation_lines(result: Any) -> list[str]:
             "measured): " + "; ".join(f"{o} {p}/{m}" for o, (p, m) in places.items())
         )
     windows = "; ".join(f"{k}: {', '.join(v)}" for k, v in rec["windows"].items())
-    lines.append("record: " + "; ".join(rec["models"]) + f"; windows {windows}")
+    where = "inside it" if scope.get("inside") else "outside it"
+    said = scope_text(scope) if scope.get("model_family") else "not stated"
+    lines.append(
+        f"record scope: {said}; this case is {where}; models: "
+        + "; ".join(rec["models"])
+        + f"; windows {windows}"
+    )
     return lines

@@ -10,7 +10,6 @@ geometry (``hellinger``: the estimated ``(m, m)`` chords across lags, ``lags``, 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from posgeom.encodings._extension import Strategy, jsonable_parameters
+from posgeom.io.jsonfiles import json_text
 
 __all__ = ["ExtensionResult", "StrategyScore"]
 
@@ -152,15 +152,20 @@ class ExtensionResult:
     def with_recommendation(
         self, recommendation: dict | None, predictors: dict, plane_use: dict | None
     ) -> ExtensionResult:
-        """The rows ordered by the recommendation's ``ranked_by`` predictor (best first; rows it
+        """The rows in the recommendation's one ranking (``recommendation["ranking"]``): the
+        recommended strategy first, then by its ``ranked_by`` predictor (best first; rows it
         does not score keep their order after them), with the recommendation attached."""
         import dataclasses
 
         rows = self.rows
-        by = (recommendation or {}).get("ranked_by")
+        rec = recommendation or {}
+        by = rec.get("ranked_by")
         if by in predictors:
             vals = predictors[by]
             rows = tuple(sorted(rows, key=lambda r: -vals.get(r.name, -np.inf)))
+        if rec.get("strategy") is not None:
+            first = rec["strategy"].name
+            rows = tuple(sorted(rows, key=lambda r: r.name != first))  # stable
         return dataclasses.replace(
             self,
             rows=rows,
@@ -168,6 +173,13 @@ class ExtensionResult:
             predictors=predictors,
             plane_use=plane_use,
         )
+
+    @property
+    def ranking(self) -> str:
+        """The one rule the table's rows follow (:func:`posgeom.extension.verdict.ranking_name`)."""
+        from posgeom.extension.verdict import ranking_name
+
+        return ranking_name(self)
 
     def recommendation_summary(self) -> dict[str, Any] | None:
         rec = self.recommendation
@@ -188,55 +200,51 @@ class ExtensionResult:
         raise KeyError(name)
 
     def with_measurements(self, measurements: dict[str, Any]) -> ExtensionResult:
+        """The result with ``--measure``'s losses; the rows ranked by the measured outcome (loss
+        past ``L0``, else in-window loss; lowest first), the unmeasured ones after in their
+        order."""
         import dataclasses
 
-        return dataclasses.replace(self, measurements=measurements)
+        from posgeom.extension.verdict import measured_outcome
+
+        key = measured_outcome(measurements)
+        rows = self.rows
+        if key is not None:
+            got = {r["name"]: r[key] for r in measurements["strategies"] if r.get(key) is not None}
+            rows = tuple(sorted(rows, key=lambda r: got.get(r.name, np.inf)))
+        return dataclasses.replace(self, rows=rows, measurements=measurements)
 
     def verdict(self) -> list[str]:
-        """Plain-words lines: the recommendation and its record, the lag geometry's own pick and
-        how sure, and where the corpus is silent."""
-        best = self.by_stress
-        s = best.scores
-        ci = s.get(f"{self.rank_by}_ci")
-        sure = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci else ""
+        """Plain-words lines: the recommendation, its scope and record, the one ranking, what
+        was measured and where the pick landed, whether the corpus mattered, how far its
+        dependence reaches (:mod:`posgeom.extension.verdict`)."""
+        from posgeom.extension.verdict import corpus_lines, dependence_line, measured_lines
+
         lines = [*self.recommendation_lines()]
-        lines += [
-            f"best by the lag geometry at L = {self.target_length}: {best.name} "
-            f"({self.rank_by} stress {s[self.rank_by]:.4g}{sure}"
-            + (f", first in {best.p_first:.0%} of replicates" if best.p_first is not None else "")
-            + ")"
-        ]
-        if best.strategy.kind == "fitted":
+        lines.append(
+            f"table ranked by {self.ranking}; the other rules and the lag stress are columns"
+        )
+        lines += measured_lines(self)
+        lines += corpus_lines(self)
+        if any(r.strategy.kind == "fitted" for r in self.rows):
             lines.append(
-                "'fitted' was fitted to this same lag geometry, so its score is in-sample "
+                "'fitted' was fitted to this same lag geometry, so its lag stress is in-sample "
                 "(optimistic); compare it with the others on --measure or on another corpus"
             )
-        runner = sorted(self.rows, key=lambda r: float(f"{r.scores[self.rank_by]:.10g}"))
-        if len(self.rows) > 1 and ci:
-            second = runner[1].scores.get(f"{self.rank_by}_ci")
-            if second and second[0] <= ci[1]:
-                lines.append(
-                    f"its interval overlaps that of {runner[1].name}: the corpus does not "
-                    "separate the two best strategies"
-                )
-        dep = self.lag_geometry.dependence
-        reach, top = dep.longest_signal_lag, int(self.lag_geometry.lags[-1])
-        if reach < top:
-            lines.append(
-                f"the corpus shows token dependence above its noise level only up to lag {reach} "
-                f"(of {top}, at {self.lag_geometry.counts.classes.kind} classes): beyond it the "
-                "lag geometry is noise, so the score judges what a strategy does to short lags "
-                "and to phases never seen in training (column 'unseen phases'), not long-range use"
-            )
+        dep = dependence_line(self)
+        if dep:
+            lines.append(dep)
         if self.stability is not None:
             lines.append(
-                f"ranking stability over {self.n_replicates} half-samples: {self.stability:.2f}"
+                f"lag-stress ranking stability over {self.n_replicates} half-samples: "
+                f"{self.stability:.2f}"
             )
         lines += list(self.notes)
-        lines.append(
-            "this is a geometric score, not a measured loss: check it with --measure on held-out "
-            "text before trusting it"
-        )
+        if not (self.measurements and self.measurements.get("mode") == "full"):
+            lines.append(
+                "the lag stress is a geometric score, not a measured loss: check it with "
+                "--measure on held-out text before trusting it"
+            )
         return lines
 
     def reference_mds(self, ranks: tuple[int, ...] = (1, 2, 4, 8)) -> dict[str, Any]:
@@ -260,24 +268,20 @@ class ExtensionResult:
         return out
 
     def verdict_line(self) -> str:
-        """One line: the best strategy, how far the corpus's dependence reaches, and the caveat."""
+        """One line: the recommendation, the one ranking, where the pick landed when measured,
+        and how far the corpus's dependence reaches."""
+        from posgeom.extension.verdict import measured_lines
+
         dep = self.lag_geometry.dependence
-        measured = ""
-        if self.measurements:
-            rows = [
-                r for r in self.measurements["strategies"] if r["beyond_loss"] == r["beyond_loss"]
-            ]
-            if rows:
-                low = min(rows, key=lambda r: r["beyond_loss"])
-                measured = (
-                    f"; lowest measured loss beyond L0: {low['name']} ({low['beyond_loss']:.4f})"
-                )
         rec = self.recommendation_lines()
-        head = rec[0] if rec else self.verdict()[0]
+        head = rec[0] if rec else f"lowest lag stress: {self.by_stress.name}"
+        measured = measured_lines(self)
         return (
-            f"verdict: {head}; corpus dependence above noise up to lag "
-            f"{dep.longest_signal_lag} of {int(self.lag_geometry.lags[-1])}{measured}; a geometric "
-            "score, not a loss"
+            f"verdict: {head}; table ranked by {self.ranking}"
+            + (f"; {measured[0]}" if measured else "")
+            + f"; corpus dependence above noise up to lag {dep.longest_signal_lag} of "
+            f"{int(self.lag_geometry.lags[-1])}"
+            + ("" if measured and "past L0" in measured[0] else "; a geometric score, not a loss")
         )
 
     def table_rows(self) -> list[dict[str, Any]]:
@@ -305,12 +309,13 @@ class ExtensionResult:
             "model": self.model.summary(),
             "trained_length": self.trained_length,
             "target_length": self.target_length,
-            "rank_by": self.rank_by,
+            "rank_by": self.ranking,
+            "lag_stress_kind": self.rank_by,
             "estimator": self.lag_geometry.estimate.estimator,
             "n_replicates": self.n_replicates,
             "ranking_stability": self.stability,
             "best": self.recommended.name,
-            "best_by_lag_stress": self.by_stress.name,
+            "lowest_lag_stress": self.by_stress.name,
             "recommendation": self.recommendation_summary(),
             "rope_parameters": self.rope_parameters,
             "reference_mds": self.reference_mds(),
@@ -338,15 +343,15 @@ class ExtensionResult:
         """``summary.json``, ``table.md``, ``arrays.npz`` and (RoPE) ``rope_parameters.json`` into
         an existing folder (each file atomic; use :func:`posgeom.reports.results_folder` for an
         atomic folder)."""
-        from posgeom.io.artifacts import atomic_write_text, json_default, save_artifact
+        from posgeom.io.artifacts import atomic_write_text, save_artifact
 
         out = Path(directory)
         save_artifact(out / "arrays.npz", self.report_arrays(), {}, kind="extension_results")
-        text = json.dumps(self.summary(), indent=2, default=json_default)
+        text = json_text(self.summary(), indent=2)
         atomic_write_text(out / "summary.json", text)
         atomic_write_text(out / "table.md", self.markdown())
         if self.rope_parameters is not None:
             atomic_write_text(
-                out / "rope_parameters.json", json.dumps(self.rope_parameters, indent=2) + "\n"
+                out / "rope_parameters.json", json_text(self.rope_parameters, indent=2) + "\n"
             )
         return out

@@ -53,6 +53,7 @@ from posgeom.extension.model import (
     parse_family_spec,
 )
 from posgeom.extension.result import ExtensionResult
+from posgeom.extension.verdict import heldout_note
 
 __all__ = ["extend", "read_documents"]
 
@@ -295,6 +296,7 @@ def extend(
         docs, held = _split(docs, heldout_fraction)
     elif measure:
         held = read_documents(list(heldout), encode)
+    held_note = heldout_note(docs, held, heldout_fraction if heldout is None else None)
     if own is not None:
         check_token_ids([*docs, *held], lm)
     embeddings = None
@@ -303,6 +305,8 @@ def extend(
         embeddings = table.weight.detach().double().cpu().numpy()
     say = progress or (lambda _line: None)
     say(f"lag geometry of {sum(d.size for d in docs)} tokens in {len(docs)} documents")
+    if measure:
+        say(held_note)
     where = position_estimate(docs, target_length, seed=seed) if positions else None
     result = score_strategies(
         ext,
@@ -322,7 +326,7 @@ def extend(
     if not output:
         if measure:
             with tempfile.TemporaryDirectory() as scratch:
-                result = _measure(result, lm, held, sizes, scratch, say, encode)
+                result = _measure(result, lm, held, sizes, scratch, say, encode, held_note)
         return result
     from posgeom.extension.measure import MEASURE_KIND
     from posgeom.io.workfolders import WorkFolder
@@ -339,7 +343,7 @@ def extend(
                 inputs=paths,
                 option="window cache",
             )
-            result = _measure(result, lm, held, sizes, cache, say, encode)
+            result = _measure(result, lm, held, sizes, cache, say, encode, held_note)
         result.write(tmp)
         if emit:
             from posgeom.extension.engines import target_of, write_engines
@@ -371,6 +375,7 @@ def _measure(
     cache: Any,
     say: Any,
     encode: Any = None,
+    held_note: str = "",
 ) -> ExtensionResult:
     """Measure the strategies the model can run (those its family can apply to it: every RoPE
     strategy on a transformers model, every strategy on a posgeom decoder; the best ``top`` by
@@ -408,4 +413,6 @@ def _measure(
         position_distances=where,
         passkey=None if quick else _passkey(encode, result.target_length),
     )
-    return result.with_measurements({**measured, "mode": "quick" if quick else "full"})
+    return result.with_measurements(
+        {**measured, "mode": "quick" if quick else "full", "heldout": held_note}
+    )

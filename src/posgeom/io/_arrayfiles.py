@@ -37,7 +37,7 @@ import numpy as np
 
 from posgeom._errors import ArtifactError
 from posgeom.io._inflate import INFLATION_RATIO, inflation_limit
-from posgeom.io.jsonfiles import checked_regular
+from posgeom.io.jsonfiles import checked_regular, json_text
 
 __all__ = [
     "csr_from_parts",
@@ -286,7 +286,7 @@ def write_safetensors(
         header[name] = {"dtype": code, "shape": list(a.shape), "data_offsets": [at, at + a.nbytes]}
         parts.append(a)
         at += a.nbytes
-    text = json.dumps(header, separators=(",", ":"), ensure_ascii=True).encode()
+    text = json_text(header, indent=None, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
     fh.write(struct.pack("<Q", len(text)) + text)
     for a in parts:

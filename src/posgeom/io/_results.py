@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 from collections.abc import Iterable
@@ -22,7 +21,7 @@ from posgeom.io._atomic import (
 )
 from posgeom.io._claims import commit_refusal
 from posgeom.io._entries import entry_problem, unlink_inside
-from posgeom.io.jsonfiles import read_json
+from posgeom.io.jsonfiles import json_text, read_json
 
 log = logging.getLogger("posgeom.io.artifacts")
 RESULTS_MANIFEST = "posgeom-manifest.json"
@@ -215,7 +214,7 @@ def write_listed(folder: Path, files: list[Path], content: str = "files") -> Non
         "posgeom_version": _version.__version__,
         "files": listed,
     }
-    atomic_write_text(folder / RESULTS_MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(folder / RESULTS_MANIFEST, json_text(doc, indent=1, sort_keys=True) + "\n")
 
 
 def write_manifest(tmp: Path, content: str) -> None:
@@ -233,7 +232,7 @@ def write_manifest(tmp: Path, content: str) -> None:
         "posgeom_version": _version.__version__,
         "files": files,
     }
-    atomic_write_text(tmp / RESULTS_MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(tmp / RESULTS_MANIFEST, json_text(doc, indent=1, sort_keys=True) + "\n")
     for root, _, _ in os.walk(tmp):
         fsync_path(Path(root), directory=True)
 

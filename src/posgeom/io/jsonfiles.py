@@ -5,6 +5,11 @@ link to ``/dev/zero`` that never ends, a folder) and a file larger than ``max_by
 reads at most ``max_bytes + 1`` bytes once, decodes strict UTF-8 (a byte-order mark is dropped)
 and parses. Nesting too deep for the parser (``RecursionError``) is a damaged file like any other.
 Every failure is one :class:`~posgeom._errors.ArtifactError` naming the file and the fix.
+
+:func:`json_text` is the one place posgeom turns a value into JSON text (every file it writes,
+every JSON it prints): strict JSON (``allow_nan=False``), so any strict parser reads it. A
+non-finite float is written as ``null``: "not defined / not measured" (stress-1 of NoPE, a loss
+past the trained length that was not measured), never a bare ``NaN`` or ``Infinity``.
 """
 
 from __future__ import annotations
@@ -13,12 +18,13 @@ import json
 import math
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from posgeom._errors import ArtifactError
 
-__all__ = ["MAX_JSON_BYTES", "checked_regular", "finite_json", "read_json"]
+__all__ = ["MAX_JSON_BYTES", "checked_regular", "finite_json", "json_text", "read_json"]
 
 MAX_JSON_BYTES = 256 << 20
 
@@ -63,12 +69,38 @@ def read_json(path: str | os.PathLike, *, max_bytes: int = MAX_JSON_BYTES) -> An
 def finite_json(obj: Any) -> Any:
     """``obj`` with every non-finite float (stress-1 of NoPE is undefined: inf) replaced by None,
     recursively, so that it is strict JSON and reads back as "n/a" everywhere."""
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         return {k: finite_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        if isinstance(obj, (set, frozenset)):
+            obj = sorted(obj)
         return [finite_json(v) for v in obj]
     if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
         return finite_json(obj.tolist())
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def json_text(
+    obj: Any,
+    *,
+    indent: int | None = 1,
+    sort_keys: bool = False,
+    separators: tuple[str, str] | None = None,
+    ensure_ascii: bool = True,
+) -> str:
+    """``obj`` as strict JSON text (no trailing newline): non-finite floats become ``null``
+    (:func:`finite_json`), numpy values, sets and paths their plain JSON forms; anything else that
+    is not JSON is refused (``TypeError``). ``allow_nan=False`` holds, so no ``NaN`` escapes."""
+    from posgeom.io._atomic import json_default
+
+    return json.dumps(
+        finite_json(obj),
+        indent=indent,
+        sort_keys=sort_keys,
+        separators=separators,
+        ensure_ascii=ensure_ascii,
+        allow_nan=False,
+        default=json_default,
+    )

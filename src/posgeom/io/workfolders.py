@@ -37,7 +37,6 @@ them as ``{"folder": kind}`` and leaves their files to their own manifests.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import weakref
 from collections.abc import Iterable, Iterator
@@ -62,6 +61,7 @@ from posgeom.io._results import (
     owned_refusal,
     write_listed,
 )
+from posgeom.io.jsonfiles import json_text
 
 __all__ = ["WORK_KINDS", "WorkFolder"]
 
@@ -207,7 +207,7 @@ class WorkFolder:
         doc = {**(_manifest(self.path) or {}), "files": files}
         doc.setdefault("kind", "posgeom-results")
         doc["content"] = self.kind
-        text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+        text = json_text(doc, indent=1, sort_keys=True) + "\n"
         atomic_write_text(self.path / RESULTS_MANIFEST, text)
 
     def listed_files(self) -> list[str]:
@@ -267,7 +267,7 @@ class WorkFolder:
 
     def write_json(self, rel: str, obj: Any, *, indent: int = 1) -> Path:
         """``obj`` as indented JSON and a final newline in the file ``rel``, recorded."""
-        return self.write_text(rel, json.dumps(obj, indent=indent) + "\n")
+        return self.write_text(rel, json_text(obj, indent=indent) + "\n")
 
     def sub(self, rel: str, kind: str) -> WorkFolder:
         """The nested work folder ``rel`` of ``kind``, listed here as a folder."""

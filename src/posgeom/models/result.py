@@ -9,7 +9,6 @@ the results folder.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._version import __version__
+from posgeom.io.jsonfiles import json_text
 from posgeom.models.mechanisms import PositionalMechanism
 from posgeom.text.markdown import markdown_table, plugin_lines, score_table
 from posgeom.text.schema import layer_columns, score_conventions
@@ -352,8 +352,7 @@ class ModelAnalysis:
         """Write ``summary.json``, ``arrays.npz`` (+ sidecar), ``table.md``, ``counts.npz`` and
         ``stress_per_layer.png`` into ``directory`` (wrap in
         :func:`posgeom.io.artifacts.results_directory` for an all-or-nothing folder)."""
-        from posgeom.io.artifacts import atomic_write_text, json_default, save_artifact
-        from posgeom.io.jsonfiles import finite_json
+        from posgeom.io.artifacts import atomic_write_text, save_artifact
 
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
@@ -386,9 +385,7 @@ class ModelAnalysis:
         self.counts.save(out / "counts.npz")
         atomic_write_text(
             out / "summary.json",
-            json.dumps(
-                finite_json(self.summary()), indent=2, default=json_default, allow_nan=False
-            ),
+            json_text(self.summary(), indent=2),
         )
         atomic_write_text(out / "table.md", self.markdown())
         if plot:

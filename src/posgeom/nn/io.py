@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from posgeom._errors import ArtifactError, PosgeomError
+from posgeom.io.jsonfiles import json_text
 from posgeom.nn.position import (
     LearnedPositionEmbedding,
     PositionEmbedding,
@@ -71,7 +72,7 @@ def write_tensors(path: str | os.PathLike, tensors: dict[str, torch.Tensor], met
     from posgeom.io.artifacts import atomic_path
 
     tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
-    data = save(tensors, metadata={"posgeom": json.dumps(meta, sort_keys=True)})
+    data = save(tensors, metadata={"posgeom": json_text(meta, indent=None, sort_keys=True)})
     path = Path(path)
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # the temporary's mode is kept
         fh.write(data)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from posgeom._errors import PosgeomError
 from posgeom._version import __version__
 from posgeom.embed.rank import effective_ranks
 from posgeom.geometry.stationarity import StationarityResult
+from posgeom.io.jsonfiles import json_text
 from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.renderers import renderer
 from posgeom.pipeline.rows import MDS_ROW
@@ -232,12 +232,8 @@ class GeometryResult:
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`summary` as strict JSON text (an undefined stress-1 is null)."""
-        from posgeom.io.artifacts import json_default
-        from posgeom.io.jsonfiles import finite_json
 
-        return json.dumps(
-            finite_json(self._summary), indent=indent, default=json_default, allow_nan=False
-        )
+        return json_text(self._summary, indent=indent)
 
     def markdown(self) -> str:
         """The text of the result (``table.md`` / ``comparison.md``, what the command prints):

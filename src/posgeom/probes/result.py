@@ -12,7 +12,6 @@ its interval, protocol and seeds), ``table.md`` and ``probe_layers.png`` (with l
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import numpy as np
 
 from posgeom._errors import printable
 from posgeom._version import __version__
-from posgeom.io.jsonfiles import finite_json
+from posgeom.io.jsonfiles import json_text
 from posgeom.probes.table import TableProbes
 
 __all__ = ["ProbeResult"]
@@ -158,8 +157,7 @@ class ProbeResult:
         into ``folder`` (inside :func:`posgeom.reports.results_folder`). Returns the paths."""
         folder = Path(folder)
         paths = [folder / "summary.json", folder / "table.md"]
-        summary = finite_json(self.summary())  # strict JSON: an undefined value is null
-        text = json.dumps(summary, indent=1, allow_nan=False, default=_json_default)
+        text = json_text(self.summary(), indent=1)
         paths[0].write_text(text + "\n", encoding="utf-8")
         paths[1].write_text(self.markdown(), encoding="utf-8")
         if plot and self.layers:
@@ -169,11 +167,3 @@ class ProbeResult:
             layer_figure(self.summary()).savefig(path, dpi=110)
             paths.append(path)
         return paths
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"not JSON: {type(obj).__name__}")

@@ -22,6 +22,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import validate_params
+from posgeom.io.jsonfiles import json_text
 
 __all__ = ["REPORT_NAME", "report", "repr_html", "results_folder", "writable"]
 
@@ -181,7 +182,6 @@ def _add_to_manifest(folder: Path, files: list[Path]) -> None:
     ``--overwrite`` of the folder replaces them as its own. Any other JSON named like a manifest
     (a user's own) is left as it is."""
     import hashlib
-    import json
 
     from posgeom.io._results import RESULTS_MANIFEST, _manifest
     from posgeom.io.artifacts import atomic_write_text
@@ -194,7 +194,7 @@ def _add_to_manifest(folder: Path, files: list[Path]) -> None:
         data = f.read_bytes()
         rel = f.relative_to(folder).as_posix()
         doc["files"][rel] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    atomic_write_text(folder / RESULTS_MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(folder / RESULTS_MANIFEST, json_text(doc, indent=1, sort_keys=True) + "\n")
 
 
 def repr_html(result: Any) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 
 from posgeom.pipeline.rows import MDS_ROW
 from posgeom.reports import figures as F
+from posgeom.reports._style import STYLE, scoped
 from posgeom.text.markdown import cell
 from posgeom.text.schema import (
     CONVENTIONS,
@@ -34,21 +35,6 @@ from posgeom.text.verdict import rank_curve_caption, verdict
 from posgeom.text.verdict_inputs import trusted_pairs
 
 __all__ = ["RenderedFigure", "figure_groups", "figures_of", "html_table", "render_html"]
-
-_STYLE = """
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1180px;margin:1.5em auto;
-padding:0 1em;color:#1d1d1f}
-h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
-.verdict{background:#f3f7ff;border-left:4px solid #3b6fd8;padding:.6em 1em;margin:1em 0}
-.missing{background:#fff6e5;border-left:4px solid #e0a000;padding:.5em 1em}
-table{border-collapse:collapse;margin:.6em 0;font-size:13px}
-th,td{border:1px solid #ddd;padding:3px 7px}td.n{text-align:right;font-variant-numeric:tabular-nums}
-th{background:#f5f5f5}figure{margin:1em 0}figure img{max-width:100%;height:auto}
-figcaption{font-size:13px;color:#444}dl dt{font-weight:600;margin-top:.4em}dl dd{margin-left:1.2em}
-code{background:#f2f2f2;padding:0 3px}
-.figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(480px,1fr));gap:1em}
-.figs figure.wide{grid-column:1/-1}
-"""
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,6 +213,10 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
         )
     if view.layers:
         yield "layers", HOW_TO_READ["layers"], lambda: F.layers(view.layers)
+    if view.kind == "extend":
+        from posgeom.reports.extend_parts import extend_figure_specs
+
+        yield from extend_figure_specs(view, view.geometry)
 
 
 def figures_of(view: Any, *, prefix: str = "") -> list[RenderedFigure]:
@@ -272,7 +262,9 @@ def _tables(view: Any) -> list[str]:
     out = []
     if view.layers:
         out += ["<h2>Layer by layer</h2>", html_table(view.layers, layer_columns())]
-    if view.rows:
+    for heading, rows, columns in view.sections:  # a view's own tables (extend)
+        out += [f"<h2>{_esc(heading)}</h2>", html_table(rows, columns)]
+    if view.rows and not view.sections:
         against = view.verdict.estimator if view.verdict else None
         title = f"Scores against the {against} target" if against else "Scores"
         out += [
@@ -317,7 +309,7 @@ def _how_to_read() -> str:
 
 def _body(view: Any, figures: Sequence[RenderedFigure], level: int = 1) -> list[str]:
     parts = [f"<h{level}>{_esc(view.title)}</h{level}>"]
-    words = verdict(view)
+    words = verdict(view) or list(view.words)
     if words:
         parts.append(
             '<div class="verdict"><b>Verdict.</b> ' + " ".join(map(_esc, words)) + "</div>"
@@ -348,22 +340,6 @@ def _body(view: Any, figures: Sequence[RenderedFigure], level: int = 1) -> list[
     return parts
 
 
-def _scoped(css: str, scope: str = ".posgeom-report") -> str:
-    """``css`` with every rule limited to ``scope`` (``body`` becomes the scope itself), so a
-    report shown inside a notebook does not restyle the notebook."""
-    rules = []
-    for rule in css.replace("\n", "").split("}"):
-        if "{" not in rule:
-            continue
-        selectors, body = rule.split("{", 1)
-        scoped = [
-            scope if sel.strip() == "body" else f"{scope} {sel.strip()}"
-            for sel in selectors.split(",")
-        ]
-        rules.append(",".join(scoped) + "{" + body + "}")
-    return "\n".join(rules)
-
-
 def figure_groups(view: Any) -> list[tuple[Any, list[RenderedFigure]]]:
     """``(view, figures)`` for the view and for every part it holds (a reproduce folder: one
     per comparison; their figure names are prefixed with the part's title)."""
@@ -390,11 +366,11 @@ def render_html(
     parts.append(_how_to_read())
     body = "\n".join(parts)
     if fragment:
-        return f'<div class="posgeom-report"><style>{_scoped(_STYLE)}</style>{body}</div>'
+        return f'<div class="posgeom-report"><style>{scoped(STYLE)}</style>{body}</div>'
     return html_page(view.title, body)
 
 
 def html_page(title: str, body: str) -> str:
     """A whole page: ``body`` (HTML) under ``title``, in posgeom's report style."""
-    head = f'<meta charset="utf-8"><title>{_esc(title)}</title><style>{_STYLE}</style>'
+    head = f'<meta charset="utf-8"><title>{_esc(title)}</title><style>{STYLE}</style>'
     return f'<!DOCTYPE html>\n<html lang="en"><head>{head}</head>\n<body>\n{body}\n</body></html>\n'

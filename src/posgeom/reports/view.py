@@ -93,6 +93,8 @@ class ResultView:
     uncertainty: dict[str, Any] | None = None
     verdict: VerdictInputs | None = None  # what every verdict of this view reads
     claims: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, ...], ...]], ...] = ()
+    words: tuple[str, ...] = ()  # verdict lines of a view without verdict inputs (extend)
+    sections: tuple[tuple[str, list[dict[str, Any]], tuple], ...] = ()  # (heading, rows, columns)
 
     @property
     def convention(self) -> str:
@@ -185,8 +187,11 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         geom = summary
         rows, curve = _rows_of(summary.get("scores", {})), summary.get("rank_curve", [])
     settings = _settings(summary, geom)
+    extra: dict[str, Any] = {}
     if kind == "extend":
-        settings = _extend_settings(summary, settings)
+        from posgeom.reports.extend_parts import extend_parts
+
+        settings, extra = _extend_settings(summary, settings), extend_parts(summary)
     if kind == "analyze-model":
         model = summary.get("model", {})
         settings = {"model": model.get("name"), **settings}
@@ -209,6 +214,7 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         "arrays": arrays,
         "uncertainty": summary.get("uncertainty"),
         "verdict": vi,
+        **extra,
     }
 
 
@@ -222,9 +228,9 @@ def _extend_settings(summary: dict[str, Any], settings: dict[str, Any]) -> dict[
         "lags": f"{len(lags)} from {lags[0]} to {lags[-1]}" if lags else None,
         "token classes": (counts.get("classes") or {}).get("kind"),
         "estimator": summary.get("estimator"),
-        "best strategy": summary.get("best"),
+        "recommended": summary.get("best"),
         "recommended by": (summary.get("recommendation") or {}).get("predictor"),
-        "verdict": " / ".join(summary.get("verdict", [])),
+        "table ranked by": summary.get("rank_by"),
     }
     extra = {k: v for k, v in extra.items() if v is not None}
     return {**extra, **{k: v for k, v in settings.items() if k not in extra}}

@@ -24,7 +24,6 @@ cached in ``OUTPUT/reproduction/cache`` (a folder with its own ``.gitignore``).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -37,6 +36,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, validate_params
 from posgeom._version import __version__
 from posgeom.corpus.bootstrap_weights import REPLICATES
+from posgeom.io.jsonfiles import json_text
 from posgeom.io.outputs import check_file_set, check_output, record_file_set, stamp
 from posgeom.reproduction.cache import cached_counts, check_cache
 from posgeom.reproduction.markdown import markdown
@@ -309,10 +309,10 @@ def reproduce(
     for key, res in recommended.items():
         files.append(atomic_write_text(folder / f"{key}_recommended.json", res.to_json() + "\n"))
     files.append(
-        atomic_write_text(folder / "settings_sweep.json", json.dumps(sweep, indent=2) + "\n")
+        atomic_write_text(folder / "settings_sweep.json", json_text(sweep, indent=2) + "\n")
     )
     files.append(
-        atomic_write_text(folder / "principal_angles.json", json.dumps(angles, indent=2) + "\n")
+        atomic_write_text(folder / "principal_angles.json", json_text(angles, indent=2) + "\n")
     )
     files += plots(results, angles, folder, seed)
     wall = time.perf_counter() - prog.t0
@@ -340,9 +340,7 @@ def reproduce(
             "replicates": bootstrap,
         },
     }
-    files.append(
-        atomic_write_text(folder / "run.json", json.dumps(meta, indent=2, default=str) + "\n")
-    )
+    files.append(atomic_write_text(folder / "run.json", json_text(meta, indent=2) + "\n"))
     page = markdown(results, chosen, sweep, angles, meta, recommended=recommended)
     atomic_write_text(md, stamp(page, "reproduction"))
     record_file_set(folder, files)

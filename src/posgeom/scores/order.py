@@ -2,13 +2,19 @@
 
 Monotonicity (Conjecture 5): for an anchor ``i`` and two other positions ``j != k``, the conjecture
 says ``D_ij < D_ik  =>  delta_ij <= delta_ik``. A triple *violates* it when the target orders the
-pair strictly and the encoding orders it strictly the other way. Triples whose target distances tie
-(``D_ij == D_ik``) say nothing and are excluded; a tie in the encoding is not a violation.
+pair strictly and the encoding orders it strictly the other way; a triple the target orders
+strictly and the encoding ties (``delta_ij == delta_ik``) counts as half a violation: the encoding
+does not say which of ``j``, ``k`` is nearer, a coin toss would be right half of the time. Triples
+whose target distances tie (``D_ij == D_ik``) say nothing and are excluded.
 
-    rate = #{(i, {j, k}) : (D_ij - D_ik)(delta_ij - delta_ik) < 0} / #{(i, {j, k}) : D_ij != D_ik}
+    rate = (#{discordant} + #{encoding ties} / 2) / #{(i, {j, k}) : D_ij != D_ik}
+         = (1 - D_anchor) / 2
 
-A random encoding scores about 0.5; an encoding with every distance equal (NoPE) scores 0, since
-the conjecture's non-strict inequality holds trivially, so read the rate with the separation margin.
+where ``D_anchor`` is Somers' ``D(delta | D)`` of the pooled anchor rows (concordant minus
+discordant over the pairs the target orders; :func:`scipy.stats.somersd` per anchor, weighted by
+its informative pairs). A random encoding scores about 0.5, and so does an encoding with every
+distance equal (NoPE: every informative triple a tie), so neither beats chance on it; an encoding
+that orders every informative triple as ``D`` scores 0.
 
 Differences within ``tie_rtol`` times the largest distance of their matrix count as ties, so
 round-off cannot create violations (an MDS encoding isometric to ``D`` scores exactly 0).
@@ -47,15 +53,18 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ViolationRate:
-    """Monotonicity violation rate with a confidence interval (exact: the interval is the point)."""
+    """Monotonicity violation rate with a confidence interval (exact: the interval is the point).
+    ``n_violations``: discordant triples plus half the encoding's ties (a multiple of 0.5);
+    ``n_ties``: the informative triples the encoding ties."""
 
     rate: float
     ci_low: float
     ci_high: float
     n_triples: int
-    n_violations: int
+    n_violations: float
     exact: bool
     confidence: float
+    n_ties: int = 0
 
     def __float__(self) -> float:
         return self.rate
@@ -65,8 +74,8 @@ def _signs(diff: np.ndarray, tol: float) -> np.ndarray:
     return np.where(np.abs(diff) <= tol, 0.0, np.sign(diff))
 
 
-def wilson_interval(k: int, m: int, confidence: float) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``k / m``."""
+def wilson_interval(k: float, m: int, confidence: float) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``k / m`` (``k`` may count halves)."""
     if m == 0:
         return 0.0, 1.0
     z = float(ndtri(0.5 + confidence / 2))
@@ -145,7 +154,7 @@ def violation_rate_of_matrices(
     tol_t = tie_rtol * float(tgt.max(initial=0.0))
     tol_e = tie_rtol * float(delta.max(initial=0.0))
     if exact:
-        violations = informative = 0
+        discordant = ties = informative = 0
         for i in range(n):
             keep = np.arange(n) != i
             a, b = tgt[i, keep], delta[i, keep]
@@ -153,9 +162,11 @@ def violation_rate_of_matrices(
             sb = _signs(b[:, None] - b[None, :], tol_e)
             # each unordered pair {j, k} appears twice in the full matrices
             informative += int(np.count_nonzero(sa)) // 2
-            violations += int(np.count_nonzero(sa * sb < 0)) // 2
+            discordant += int(np.count_nonzero(sa * sb < 0)) // 2
+            ties += int(np.count_nonzero((sa != 0) & (sb == 0))) // 2
+        violations = discordant + 0.5 * ties
         rate = violations / informative if informative else 0.0
-        return ViolationRate(rate, rate, rate, informative, violations, True, confidence)
+        return ViolationRate(rate, rate, rate, informative, violations, True, confidence, ties)
     ij, ik = _flat_triples(n, n_samples, seed)
     t, e = tgt.ravel(), delta.ravel()
     return violations_in_triples(
@@ -195,14 +206,16 @@ def violations_in_triples(
     confidence: float,
 ) -> ViolationRate:
     """The sampled rate from ``(D_ij, D_ik)`` and ``(delta_ij, delta_ik)`` at drawn triples, with
-    a Wilson interval (ties within ``tolerances`` = (target's, encoding's) are not informative)."""
+    a Wilson interval (target ties within ``tolerances[0]`` are not informative; encoding ties
+    within ``tolerances[1]`` of an informative triple count half, module docstring)."""
     sa = _signs(target[0] - target[1], tolerances[0])
     sb = _signs(encoding[0] - encoding[1], tolerances[1])
     informative = int(np.count_nonzero(sa))
-    violations = int(np.count_nonzero(sa * sb < 0))
+    ties = int(np.count_nonzero((sa != 0) & (sb == 0)))
+    violations = int(np.count_nonzero(sa * sb < 0)) + 0.5 * ties
     rate = violations / informative if informative else 0.0
     low, high = wilson_interval(violations, informative, confidence)
-    return ViolationRate(rate, low, high, informative, violations, False, confidence)
+    return ViolationRate(rate, low, high, informative, violations, False, confidence, ties)
 
 
 def separation_margin(encoding: Any, *, encoding_kind: EncodingKind = "auto") -> float:
@@ -309,10 +322,11 @@ def _sampled_separation(x: registry.SampledPairs) -> dict[str, Any]:
 @registry.register(
     "violation_rate",
     column=("violation rate", ".3f"),
-    convention="lower is better (0: the encoding orders every informative triple as D; random: "
-    "about 0.5); the share of triples (i, {j, k}) with D_ij != D_ik whose encoding distances "
-    "order the pair the other way (Conjecture 5; exact up to 400 positions, else 200,000 "
-    "sampled triples with a Wilson interval, violation_ci); range [0, 1]",
+    convention="lower is better (0: the encoding orders every informative triple as D; random "
+    "and NoPE: about 0.5); the share of triples (i, {j, k}) with D_ij != D_ik whose encoding "
+    "distances order the pair the other way, a tie in the encoding counting half (Conjecture 5; "
+    "exact up to 400 positions, else 200,000 sampled triples with a Wilson interval, "
+    "violation_ci); range [0, 1]",
     bounds=(0.0, 1.0),
     sampled=_sampled_violations,
     order=30,

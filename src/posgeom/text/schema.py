@@ -162,15 +162,16 @@ HOW_TO_READ: dict[str, str] = {
     "scale": "alpha* is the factor that best rescales the encoding onto D; far from 1 means the "
     "paper stress is mostly a scale mismatch.",
     "violation_rate": "The violation rate is about order only: the share of triples where the "
-    "encoding says j is nearer to i than k while D says the opposite. 0 is perfect order, 0.5 is "
-    "a coin toss.",
+    "encoding says j is nearer to i than k while D says the opposite, a tie in the encoding counting "
+    "half. 0 is perfect order, 0.5 is a coin toss (and NoPE, whose distances all tie).",
     "separation": "Separation is the smallest distance between two positions of the encoding; "
     "0 means two positions are indistinguishable (Theorem 4).",
     "parameters": "Parameters stored by the encoding: n d for a table, r (n + d) for low rank, "
     "0 for a formula.",
     "baselines": "random (Gaussian vectors) and nope (every position the same) are baselines: an "
-    "encoding that does not beat them on scale-optimal stress and violation rate has no more of "
-    "the corpus's geometry than chance. random often has a good scale-optimal stress and the "
+    "encoding that does not beat them on scale-optimal stress and violation rate (both about "
+    "0.5 there: random by chance, nope by ties, which count half) has no more of the corpus's "
+    "geometry than chance. random often has a good scale-optimal stress and the "
     "worst paper stress: its distances are nearly all equal, which matches a flat D after "
     "rescaling but not its scale.",
     "noise": "The noise floor is the distance that sampling alone would put between two samples "

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
@@ -23,6 +22,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, check_int, check_param
 from posgeom.encodings import families, family
 from posgeom.encodings._registry import Family, TorchSpec
+from posgeom.io.jsonfiles import json_text
 
 
 def _trainable_encodings() -> tuple[str, ...]:
@@ -179,7 +179,7 @@ class TrainConfig:
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in _RESUMABLE_FIELDS}
 
     def fingerprint(self) -> str:
-        text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        text = json_text(self.identity(), indent=None, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def torch_spec(self, geometry: Any = None) -> TorchSpec:

@@ -19,7 +19,6 @@ uninterrupted run does.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError, require
+from posgeom.io.jsonfiles import json_text
 from posgeom.training.config import TrainConfig
 from posgeom.training.data import TextData, prepare
 from posgeom.training.metrics import (
@@ -74,7 +74,7 @@ class TrainResult:
 
 
 def _json_line(rec: EpochRecord) -> str:
-    return json.dumps(rec.as_dict(), sort_keys=True)
+    return json_text(rec.as_dict(), indent=None, sort_keys=True)
 
 
 def train(
