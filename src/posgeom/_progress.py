@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
+from posgeom._errors import printable
+
 __all__ = ["LineProgress", "progress_bar"]
 
 
@@ -55,7 +57,7 @@ class LineProgress:
             return
         self.last = now
         stream = self.stream if self.stream is not None else sys.stderr
-        print(self._line(now, final), file=stream, flush=True)
+        print(printable(self._line(now, final)), file=stream, flush=True)  # a file name in desc
 
     def update(self, k: int = 1) -> None:
         self.n += int(k)
