@@ -267,3 +267,20 @@ def test_item01_a_sub_folder_is_never_a_symbolic_link(tmp_path):
         folder.sub("runs/a", "train-run")
     assert list((tmp_path / "outside").iterdir()) == []
     assert "runs/a" not in json.loads((tmp_path / "exp" / RESULTS_MANIFEST).read_text())["files"]
+
+
+def test_item01_report_overwrite_refuses_a_forged_figures_folder(
+    small_corpus, tmp_path, victims, capsys
+):
+    """``report --overwrite`` replaces the page's ``<stem>_figures/`` folder: a forged one
+    listing the victim is refused before the page or a figure is made."""
+    victim, _job, snapshot = victims
+    run = tmp_path / "attacked" / "run"
+    assert cli(capsys, "run", small_corpus, "-n", 6, "-d", 4, "-o", run)[0] == 0
+    figures = tmp_path / "attacked" / "page_figures"
+    _forge(figures, {"../../victim.txt": _true_record(victim)}, "figures")
+    before = snapshot()
+    code, err = cli(capsys, "report", run, "-o", tmp_path / "attacked" / "page.html", "--overwrite")
+    line = one_line(err)
+    assert code == 2 and "../../victim.txt" in line, line
+    assert snapshot() == before and not (tmp_path / "attacked" / "page.html").exists()

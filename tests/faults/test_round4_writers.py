@@ -107,9 +107,12 @@ def test_item04_two_train_processes_into_one_run_folder(tmp_path):
     the lock is free after the first's Ctrl-C (and after its SIGKILL)."""
     run = tmp_path / "run"
     for stop in (signal.SIGINT, signal.SIGKILL):
-        first = spawn("-q", "train", *ORDER, "--steps-per-epoch", 50, "--epochs", 500, "-o", run)
-        deadline = time.time() + 120
-        while not (run / "config.json").exists():  # it holds the folder and has started work
+        long = ["--steps-per-epoch", 50, "--epochs", 5000, "--overwrite"]  # killed long before
+        started = time.time()
+        first = spawn("-q", "train", *ORDER, *long, "-o", run)
+        deadline = started + 120
+        config = run / "config.json"
+        while not config.exists() or config.stat().st_mtime < started - 1:  # written by it
             assert first.poll() is None and time.time() < deadline, first.stderr.read()
             time.sleep(0.2)
         second = spawn("-q", "train", *ORDER, *QUICK, "-o", run, "--overwrite")
