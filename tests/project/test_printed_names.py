@@ -35,8 +35,13 @@ def _is_printable_call(node: ast.AST) -> bool:
 
 
 def _is_json_dumps(node: ast.AST) -> bool:
-    # json.dumps escapes every control character (\u001b, \n) with its default ensure_ascii
-    return isinstance(node, ast.Call) and ast.unparse(node.func) == "json.dumps"
+    # JSON text escapes every control character (\u001b, \n) with the default ensure_ascii:
+    # json.dumps, or posgeom's one writer json_text (posgeom.io.jsonfiles)
+    return (
+        isinstance(node, ast.Call)
+        and ast.unparse(node.func) in ("json.dumps", "json_text")
+        and not any(k.arg == "ensure_ascii" for k in node.keywords)
+    )
 
 
 def _print_calls(path: Path) -> list[ast.Call]:
@@ -92,6 +97,10 @@ def test_the_check_sees_a_raw_name():
     assert _unsafe_arguments(call) == ["result.verdict_line()"]
     ok = ast.parse('print(f"wrote {printable(path)}", json.dumps(x), "done")').body[0].value
     assert _raw_values(ok) == [] and _unsafe_arguments(ok) == []
+    ok = ast.parse("print(json_text(x, indent=None))").body[0].value
+    assert _unsafe_arguments(ok) == []
+    raw = ast.parse("print(json_text(x, ensure_ascii=False))").body[0].value
+    assert _unsafe_arguments(raw) == ["json_text(x, ensure_ascii=False)"]
 
 
 def test_one_escaping_function():
