@@ -17,8 +17,8 @@ from posgeom.pipeline.config import (
     GROUPS,
     GeometryConfig,
     config_fields,
-    takes_geometry_config,
 )
+from posgeom.pipeline.keywords import takes_geometry_config
 from posgeom.pipeline.rows import MDS_ROWS
 from posgeom.synthetic import synthetic_corpus
 

@@ -45,8 +45,9 @@ from posgeom.geometry.divergences import HellingerBlocks
 from posgeom.geometry.noise import noise_floor, sampled_noise_floor
 from posgeom.geometry.stationarity import StationarityResult, sampled_stationarity, stationarity
 from posgeom.pipeline import scale
-from posgeom.pipeline.config import GeometryConfig, default_encodings, takes_geometry_config
+from posgeom.pipeline.config import GeometryConfig, default_encodings
 from posgeom.pipeline.intervals import stage_intervals
+from posgeom.pipeline.keywords import takes_geometry_config
 from posgeom.pipeline.result import KINDS, GeometryResult
 from posgeom.pipeline.rows import SMACOF_ROW, comparison_rows, rows_in_order
 from posgeom.pipeline.target import PluginEstimate, embed, estimate_target
