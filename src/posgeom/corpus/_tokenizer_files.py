@@ -3,7 +3,7 @@
 A ``tokenizer.json`` under the JSON file cap (256 MiB) can hold 10 M words, which the
 ``tokenizers`` library and posgeom's vocabulary hash take gigabytes to load: about 500 bytes a
 vocabulary entry or merge (peak memory of ``HFTokenizer.from_file`` on WordLevel files, measured:
-1 M words 0.58 GB, 1.5 M words 0.79 GB, 1.99 M words 1.1 GB). Before a tokenizer file is parsed, reading 1 MiB at a time, posgeom
+1 M words 553 MiB, 1.5 M words 754 MiB, 1.99 M words 1.03 GiB). Before a tokenizer file is parsed, reading 1 MiB at a time, posgeom
 counts
 
 - its entries: its ``:`` and ``[`` bytes, at least one per vocabulary entry (a ``"token": id``
@@ -13,7 +13,7 @@ counts
 both upper bounds (a colon inside a token, an escaped quote count too), and refuses a file with
 more than :data:`MAX_TOKENIZER_ENTRIES` entries or :data:`MAX_TOKENIZER_STRINGS` strings, with
 one line. Published vocabularies hold at most a few hundred thousand tokens (Gemma 3: 262,144)
-and about as many merges; the bounds keep a tokenizer's load under about 800 MB.
+and about as many merges; the bounds keep a tokenizer's load under about 800 MiB.
 """
 
 from __future__ import annotations
