@@ -5,7 +5,7 @@ A Parquet file can stand for far more text than it holds: a dictionary-encoded r
 
 1. checks, from the file's footer and before decoding anything, every row group's chunk of the
    text column: no value longer than a text line may be
-   (:data:`~posgeom.corpus.readers.MAX_LINE_BYTES`, 16 MiB; a chunk whose mean value is longer
+   (:data:`~posgeom.corpus._bounded.MAX_LINE_BYTES`, 16 MiB; a chunk whose mean value is longer
    holds one), and at most :func:`~posgeom.io._inflate.inflation_limit` of its compressed size
    (``max(64 MiB, 64 x compressed)``: the rule of every compressed input);
 2. reads record batches of :data:`BATCH_ROWS` rows, string columns as dictionaries (a repeated
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError, require
+from posgeom.corpus._bounded import MAX_LINE_BYTES, Spooled
 from posgeom.corpus._columns import as_text, library_errors
-from posgeom.corpus.readers import MAX_LINE_BYTES, Spooled
 from posgeom.io._inflate import INFLATION_RATIO, gunzip_bounded, inflation_limit
 
 __all__ = ["BATCH_ROWS", "read_parquet"]

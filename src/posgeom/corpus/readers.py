@@ -30,10 +30,8 @@ import csv
 import gzip
 import json
 import os
-import shutil
 import stat
 import tempfile
-import weakref
 import zlib
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -42,6 +40,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_path
+from posgeom.corpus._bounded import MAX_LINE_BYTES, Spooled
 from posgeom.corpus._columns import as_text
 
 __all__ = [
@@ -97,9 +96,6 @@ def check_exists(path: Path) -> None:
 
 def open_binary(path: Path | str):
     return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
-
-
-MAX_LINE_BYTES = 16 << 20  # longer lines are refused: memory stays bounded
 
 
 def is_stream(path: Path | str) -> bool:
@@ -160,17 +156,6 @@ def read_lines(
         raise PosgeomError(
             f"{path}: cannot read the file after line {lineno} ({reason}); {hint}"
         ) from exc
-
-
-class Spooled(os.PathLike):
-    """A temporary copy of a stream; its folder is removed when the object is collected."""
-
-    def __init__(self, folder: str, name: str):
-        self.path = Path(folder) / name
-        weakref.finalize(self, shutil.rmtree, folder, True)
-
-    def __fspath__(self) -> str:
-        return str(self.path)
 
 
 def spool(path: Path | str) -> Spooled:
