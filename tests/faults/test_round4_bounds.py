@@ -229,6 +229,9 @@ def test_item3_parquet_read_in_batches_that_stop_at_the_limit(tmp_path, capsys):
         assert list(read_texts(tmp_path / name, limit=1500)) == expected[:1500]
     with pytest.raises(PosgeomError, match="row 0: column 'id' holds int, not text"):
         list(read_texts(tmp_path / "dict.parquet", text_column="id"))
+    pq.write_table(pa.table({"text": [["a", "b"], ["c"]]}), tmp_path / "nested.parquet")
+    with pytest.raises(PosgeomError, match="row 0: column 'text' holds list, not text"):
+        list(read_texts(tmp_path / "nested.parquet"))
 
 
 def test_item3_parquet_values_bounded_like_text_lines(tmp_path, capsys):

@@ -40,19 +40,22 @@ _LINE = "pass texts of one sequence each (split the longer ones)"
 
 def _open(path: Path, column: str) -> Any:
     pq = require("pyarrow.parquet", "hf")
+    pa = require("pyarrow", "hf")
     source: Any = path
     if path.name.endswith(".gz"):  # Parquet needs random access: a bounded copy on disk
         source = Spooled(tempfile.mkdtemp(prefix="posgeom-parquet-"), "table.parquet")
         with open(source, "wb") as fh:
             gunzip_bounded(path, fh, fix="gunzip it and pass the .parquet file")
     try:
-        names = pq.ParquetFile(source).schema_arrow.names
-        if column not in names:
+        schema = pq.ParquetFile(source).schema_arrow
+        if column not in schema.names:
             raise PosgeomError(
-                f"{path}: no column {column!r}; columns present: {names}; "
+                f"{path}: no column {column!r}; columns present: {schema.names}; "
                 "pass text_column= one of them"
             )
-        return pq.ParquetFile(source, read_dictionary=[column]), source
+        kind = schema.field(column).type  # strings as dictionaries; other types are refused
+        strings = kind in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary())
+        return pq.ParquetFile(source, read_dictionary=[column] if strings else None), source
     except PosgeomError:
         raise
     except Exception as exc:  # pyarrow's ArrowInvalid, OSError, ...
@@ -63,8 +66,9 @@ def _open(path: Path, column: str) -> Any:
 def _check_chunks(pf: Any, column: str, path: Path) -> None:
     """Step 1 of the module docstring, from the footer of every row group."""
     meta = pf.metadata
-    at = [meta.schema.column(j).path for j in range(meta.num_columns)].index(column)
-    for i in range(meta.num_row_groups):
+    paths = [meta.schema.column(j).path for j in range(meta.num_columns)]
+    leaves = [j for j, p in enumerate(paths) if p == column or p.startswith(f"{column}.")]
+    for i, at in ((i, at) for i in range(meta.num_row_groups) for at in leaves):
         chunk = meta.row_group(i).column(at)
         size, packed = chunk.total_uncompressed_size, chunk.total_compressed_size
         where = f"{path}, row group {i}, column {column!r}"
