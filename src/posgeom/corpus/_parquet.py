@@ -84,13 +84,15 @@ def _check_chunks(pf: Any, column: str, path: Path) -> None:
             )
 
 
-def _values(array: Any, where: str) -> list[Any]:
-    """The Python values of one batch's column, each distinct string decoded once."""
+def _values(array: Any, where: str) -> tuple[list[Any], bool]:
+    """The Python values of one batch's column, each distinct string decoded once, and whether
+    they are all texts (a string column, nulls as ``""``)."""
     pc = require("pyarrow.compute", "hf")
     pa = require("pyarrow", "hf")
     dictionary = pa.types.is_dictionary(array.type)
     values = array.dictionary if dictionary else array
-    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+    texts = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+    if texts:
         longest = pc.max(pc.binary_length(values)).as_py() or 0
         if longest > MAX_LINE_BYTES:
             raise PosgeomError(
@@ -98,14 +100,15 @@ def _values(array: Any, where: str) -> list[Any]:
                 f"(the longest text a corpus may hold); {_LINE}"
             )
     if not dictionary:
-        return array.to_pylist()
-    index = array.indices.fill_null(0).to_numpy(zero_copy_only=False)
-    used, inverse = np.unique(index, return_inverse=True)
-    decoded = values.take(pa.array(used)).to_pylist()
-    out = [decoded[k] for k in inverse]
+        out = array.to_pylist()
+    else:
+        index = array.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        used, inverse = np.unique(index, return_inverse=True)
+        decoded = values.take(pa.array(used)).to_pylist()
+        out = [decoded[k] for k in inverse]
     for k in np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False)):
-        out[k] = None
-    return out
+        out[k] = "" if texts else None
+    return out, texts
 
 
 def read_parquet(path: Path, column: str) -> Iterator[str]:
@@ -117,11 +120,12 @@ def read_parquet(path: Path, column: str) -> Iterator[str]:
         seen = 0
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=[column]):
             where = f"{path}, rows {seen} to {seen + batch.num_rows - 1}"
-            for k, value in enumerate(_values(batch.column(0), where)):
-                yield (
-                    value
-                    if isinstance(value, str)
-                    else as_text(value, path, f"row {seen + k}", column)
+            values, texts = _values(batch.column(0), where)
+            if texts:
+                yield from values
+            else:  # as_text refuses what is not text, naming its row
+                yield from (
+                    as_text(v, path, f"row {seen + k}", column) for k, v in enumerate(values)
                 )
             seen += batch.num_rows
 
