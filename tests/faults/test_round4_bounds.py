@@ -9,7 +9,7 @@ test fails when the declared size is allocated. The issue's full-size bombs are 
 from __future__ import annotations
 
 import io
-import resource
+import json
 import subprocess
 import sys
 import time
@@ -41,19 +41,33 @@ def _peak(fn) -> tuple[BaseException | None, int]:
     return raised, peak
 
 
+_MEASURED = """
+import resource, sys
+from pathlib import Path
+code, sys.argv = sys.argv[1], sys.argv[1:]
+try:
+    exec(code)
+finally:  # VmHWM: this program's own peak (ru_maxrss keeps the forking parent's across exec)
+    status = Path("/proc/self/status")
+    hwm = [l for l in status.read_text().splitlines() if l.startswith("VmHWM")] if status.exists() else []
+    peak = int(hwm[0].split()[1]) * 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    sys.stderr.write(f"\\npeak {peak}\\n")
+"""
+
+
 def _child_peak(code: str, *args: str) -> tuple[int, str, int, float]:
-    """Run ``code`` in a fresh Python: (exit status, stderr, peak RSS in bytes, seconds)."""
+    """Run ``code`` in a fresh Python: (exit status, stderr, its own peak RSS in bytes, seconds)."""
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", code, *args],
+        [sys.executable, "-c", _MEASURED, code, *args],
         env={"PYTHONPATH": SRC, "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=600,
     )
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    return proc.returncode, proc.stderr, peak, seconds
+    err, _, peak = proc.stderr.rstrip().rpartition("\npeak ")
+    return proc.returncode, err, int(peak), seconds
 
 
 CLI_PEAK = "import sys; from posgeom.cli.main import main; sys.exit(main(sys.argv[1:]))"
@@ -153,3 +167,171 @@ def test_item5_rope_head_dim_that_does_not_fit_the_width_is_refused(tmp_path, ca
     code, _ = cli(capsys, "geometry", counts, "-d", 16, "--rope-head-dim", 4, "-o", tmp_path / "ok")
     table = (tmp_path / "ok" / "table.md").read_text()
     assert code == 0 and "4 heads x head_dim 4" in table
+
+
+# ---------------------------------------------------------------------------------- item 3
+READ_PEAK = """
+import sys, time
+from posgeom.corpus.readers import read_texts
+limit = None if sys.argv[2] == "all" else int(sys.argv[2])
+texts = read_texts(sys.argv[1], limit=limit)
+n = sum(1 for _ in texts)
+print(n)
+"""
+
+
+def _dictionary_parquet(path, rows: int, text: str) -> None:
+    """One dictionary-encoded row group of ``rows`` copies of ``text`` (a few KB on disk)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    index = pa.array(np.zeros(rows, dtype=np.int32))
+    column = pa.DictionaryArray.from_arrays(index, pa.array([text]))
+    pq.write_table(pa.table({"text": column}), path, row_group_size=rows)
+
+
+def test_item3_parquet_read_in_batches_that_stop_at_the_limit(tmp_path, capsys):
+    """A dictionary-encoded row group of 25 M rows in 300 KB took 3.3 GB and 139 s even with
+    --max-sequences 1000 (the whole row group was made a Python list). Record batches of 1,024
+    rows, a string column read as a dictionary: the reader stops with its caller."""
+    bomb = tmp_path / "rows.parquet"
+    _dictionary_parquet(bomb, 2_000_000, "w1 w2 w3 w4 w5 w6 w7 w8 w9 " * 9)
+    assert bomb.stat().st_size < 100_000  # 2 M texts of 243 characters: 490 MB as strings
+    code, err, peak, seconds = _child_peak(READ_PEAK, str(bomb), "1000")
+    assert code == 0, err
+    assert peak < 300 * MIB and seconds < 20, (peak, seconds)
+    tokenizer = tmp_path / "tokenizer.json"
+    _word_level_json(tokenizer, 10)
+    from posgeom.corpus.counting import PositionCounts
+
+    for stop in (["--max-sequences", 1000, "-t", tokenizer], ["--limit", 1000]):
+        out = tmp_path / "c.npz"
+        t0 = time.perf_counter()
+        code, err = cli(capsys, "count", bomb, "-n", 4, *stop, "-o", out, "--overwrite")
+        assert code == 0 and time.perf_counter() - t0 < 20, err
+        assert PositionCounts.load(out).n_sequences == 1000
+    # a genuine table (row groups, nulls, plain and dictionary pages, a non-ASCII text) reads
+    # as pyarrow reads it
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from posgeom.corpus import read_texts
+
+    texts = [None if k % 11 == 3 else f"text {k} ü " * (k % 5) for k in range(5000)]
+    table = pa.table({"id": list(range(5000)), "text": texts})
+    for name, options in (
+        ("dict.parquet", {"row_group_size": 700}),
+        ("plain.parquet", {"use_dictionary": False, "compression": "zstd"}),
+    ):
+        pq.write_table(table, tmp_path / name, **options)
+        expected = [
+            "" if t is None else t for t in pq.read_table(tmp_path / name)["text"].to_pylist()
+        ]
+        assert list(read_texts(tmp_path / name)) == expected
+        assert list(read_texts(tmp_path / name, limit=1500)) == expected[:1500]
+    with pytest.raises(PosgeomError, match="row 0: column 'id' holds int, not text"):
+        list(read_texts(tmp_path / "dict.parquet", text_column="id"))
+    pq.write_table(pa.table({"text": [["a", "b"], ["c"]]}), tmp_path / "nested.parquet")
+    with pytest.raises(PosgeomError, match="row 0: column 'text' holds list, not text"):
+        list(read_texts(tmp_path / "nested.parquet"))
+
+
+def test_item3_parquet_values_bounded_like_text_lines(tmp_path, capsys):
+    """A 600 MB zstd value in 60 KB took 3.3 GB then suggested the wrong fix. A text is bounded
+    like a line (16 MiB): from the footer when a column chunk's mean value is longer (before
+    decoding), else on the decoded batch; a chunk inflating past the limit of its compressed
+    size is refused from the footer with the fix of every compressed input."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from posgeom.corpus import read_texts
+
+    one = tmp_path / "one.parquet"  # one 20 MiB text in a few KB
+    pq.write_table(pa.table({"text": ["x" * (20 * MIB)]}), one, compression="zstd")
+    assert one.stat().st_size < 100_000
+    code, err = cli(capsys, "count", one, "-n", 4, "-o", tmp_path / "c.npz")
+    line = one_line(err)
+    assert code == 2 and "row group 0, column 'text': 1 texts in" in line
+    assert "longer than 16 MiB" in line and "pass texts of one sequence each" in line
+    assert "uncompressed" not in line  # the fix is to split the text, not to decompress it
+    argv = ["-q", "count", str(one), "-n", "4", "-o", str(tmp_path / "c.npz")]
+    code, _, peak, _ = _child_peak(CLI_PEAK, *argv)
+    assert code == 2 and peak < 150 * MIB, peak  # refused before the 20 MiB are decoded
+    mixed = tmp_path / "mixed.parquet"  # one long text among short ones: found decoded
+    pq.write_table(pa.table({"text": ["a", "y" * (17 * MIB), "b"]}), mixed)
+    with pytest.raises(PosgeomError, match="rows 0 to 2: a text of 17825792 bytes, longer"):
+        list(read_texts(mixed))
+    many = tmp_path / "many.parquet"  # 5 texts of 14 MiB: each a line, 70 MiB from a few KB
+    texts = [chr(97 + k) * (14 * MIB) for k in range(5)]
+    pq.write_table(pa.table({"text": texts}), many, compression="zstd", use_dictionary=False)
+    assert many.stat().st_size < 100_000
+    with pytest.raises(PosgeomError, match=r"more than 64 times .* compression='none'"):
+        list(read_texts(many))
+
+
+@pytest.mark.e2e
+def test_item3_issue_parquet_of_25m_rows_under_1gb_in_seconds(tmp_path):
+    """The issue's file: one dictionary-encoded row group of 25 M rows. With --max-sequences
+    1000 `count` answers in seconds under 1 GB (was 3.3 GB and 139 s)."""
+    bomb = tmp_path / "rows.parquet"
+    _dictionary_parquet(bomb, 25_000_000, "w1 w2 w3 " * 11)
+    tokenizer = tmp_path / "tokenizer.json"
+    _word_level_json(tokenizer, 10)
+    argv = ["-q", "count", str(bomb), "-n", "4", "--max-sequences", "1000", "-t", str(tokenizer)]
+    code, err, peak, seconds = _child_peak(CLI_PEAK, *argv, "-o", str(tmp_path / "c.npz"))
+    assert code == 0 and peak < 1 << 30 and seconds < 20, (err, peak, seconds)
+
+
+def _word_level_json(path, words: int) -> None:
+    """A genuine tokenizers WordLevel file of ``words`` words (w0, w1, ...)."""
+    with open(path, "w") as fh:
+        fh.write(
+            '{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],'
+            '"normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,'
+            '"decoder":null,"model":{"type":"WordLevel","unk_token":"w0","vocab":{'
+        )
+        fh.write(",".join(f'"w{i}":{i}' for i in range(words)))
+        fh.write("}}}")
+
+
+def test_item3_tokenizer_vocabulary_bounded_before_it_is_parsed(tmp_path, capsys):
+    """A 250 MB tokenizer.json of 10 M words (under the 256 MiB file cap) took 5 GB. Its entries
+    are counted in 1 MiB pieces before parsing (MAX_TOKENIZER_ENTRIES): here 1.6 M words (27 MB)
+    are refused in seconds, well under the 0.8 GB their load would take."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from posgeom.corpus._tokenizer_files import MAX_TOKENIZER_ENTRIES
+    from posgeom.corpus.tokenize import HFTokenizer, WordLevelTokenizer, load_tokenizer
+
+    big = tmp_path / "tokenizer.json"
+    _word_level_json(big, 1_600_000)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("w1 w2 w3\nw4 w5\n")
+    argv = ["-q", "count", str(corpus), "-t", str(big), "-n", "4", "-o", str(tmp_path / "c.npz")]
+    code, err, peak, seconds = _child_peak(CLI_PEAK, *argv)
+    assert code == 2 and f"more than {MAX_TOKENIZER_ENTRIES} vocabulary entries" in err, err
+    assert peak < 200 * MIB and seconds < 20, (peak, seconds)
+    with pytest.raises(PosgeomError, match="vocabulary entries and merges"):
+        load_tokenizer(tmp_path)  # a folder holding it
+    words = tmp_path / "words.json"  # posgeom's own word vocabulary (a list): its strings
+    words.write_text(json.dumps({"kind": "posgeom-word-level", "vocab": ["[UNK]"] * 3_100_000}))
+    with pytest.raises(
+        PosgeomError, match=r"cannot read word tokenizer: .* \(or 3000000 strings\)"
+    ):
+        WordLevelTokenizer.load(words)
+    # a tokenizer under the bound loads and encodes as the tokenizers library does
+    small = tmp_path / "small.json"
+    _word_level_json(small, 50_000)
+    ours = HFTokenizer.from_file(small, add_special_tokens=False)
+    theirs = tokenizers.Tokenizer.from_file(str(small))
+    text = ["w17 w4999 w49999 nope"]
+    assert ours.encode_batch(text) == [theirs.encode(text[0]).ids] == [[17, 4999, 49999, 0]]
+
+
+@pytest.mark.e2e
+def test_item3_issue_tokenizer_of_10m_words_refused_in_seconds_under_1gb(tmp_path):
+    """The issue's 10 M-word tokenizer.json (188 MB here, under the file cap)."""
+    big = tmp_path / "tokenizer.json"
+    _word_level_json(big, 10_000_000)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("w1 w2 w3\n")
+    argv = ["-q", "count", str(corpus), "-t", str(big), "-n", "4", "-o", str(tmp_path / "c.npz")]
+    code, err, peak, seconds = _child_peak(CLI_PEAK, *argv)
+    assert code == 2 and "vocabulary entries and merges" in one_line(err)
+    assert peak < 1 << 30 and seconds < 20, (peak, seconds)

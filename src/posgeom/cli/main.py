@@ -152,7 +152,8 @@ def _cli_words(message: str, flags: dict[str, str]) -> str:
         if flag is None:
             return m[0]
         flag, value = flag.split("/")[-1], m["value"].strip("'")
-        switch = value == "True" or (value == "False" and flag.startswith("--no-"))
+        negation = flag.split("-")[2:3] == ["no"]  # a switch that turns an option off
+        switch = value == "True" or (value == "False" and negation)
         return flag if switch else f"{flag} {value}"
 
     message = re.sub(

@@ -9,7 +9,7 @@ format       suffixes                              text taken from
 ``jsonl``    ``.jsonl`` ``.ndjson``                field ``text_column`` (default ``"text"``)
 ``csv``      ``.csv``                              column ``text_column`` of the header row
 ``tsv``      ``.tsv``                              same, read with ``csv.QUOTE_NONE`` (SST-2)
-``parquet``  ``.parquet`` ``.pq``                  column ``text_column``, row group by row group
+``parquet``  ``.parquet`` ``.pq``                  column ``text_column``, in record batches
 ``hf-disk``  folder from ``Dataset.save_to_disk``  column ``text_column`` of ``split``
 ``hf-hub``   only with ``format="hf-hub"``         ``load_dataset(path, streaming=True)``
 ===========  ====================================  =============================================
@@ -18,7 +18,8 @@ Any file format may be gzip-compressed with an extra ``.gz`` suffix (``train.tsv
 decoded as strict UTF-8 line by line, so an undecodable byte is reported with its file and line;
 a UTF-8 byte-order mark at the start of a file is dropped (in every text format).
 A gzip-compressed Parquet file is decompressed to a temporary file (Parquet needs random access),
-at most 64 times its size (:mod:`posgeom.io._inflate`).
+at most 64 times its size (:mod:`posgeom.io._inflate`); what a Parquet file decodes to is bounded
+too (:mod:`posgeom.corpus._parquet`).
 
 Token ids (``.npy``, ``.npz``, ``.bin``) are read by :mod:`posgeom.corpus.token_ids`.
 """
@@ -29,20 +30,18 @@ import csv
 import gzip
 import json
 import os
-import shutil
 import stat
 import tempfile
-import weakref
 import zlib
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from posgeom._errors import PosgeomError, require
+from posgeom._errors import PosgeomError
 from posgeom._validation import check_int, check_path
-from posgeom.corpus._columns import as_text, library_errors
-from posgeom.io._inflate import gunzip_bounded
+from posgeom.corpus._bounded import MAX_LINE_BYTES, Spooled
+from posgeom.corpus._columns import as_text
 
 __all__ = [
     "TEXT_FORMATS",
@@ -97,9 +96,6 @@ def check_exists(path: Path) -> None:
 
 def open_binary(path: Path | str):
     return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
-
-
-MAX_LINE_BYTES = 16 << 20  # longer lines are refused: memory stays bounded
 
 
 def is_stream(path: Path | str) -> bool:
@@ -160,17 +156,6 @@ def read_lines(
         raise PosgeomError(
             f"{path}: cannot read the file after line {lineno} ({reason}); {hint}"
         ) from exc
-
-
-class Spooled(os.PathLike):
-    """A temporary copy of a stream; its folder is removed when the object is collected."""
-
-    def __init__(self, folder: str, name: str):
-        self.path = Path(folder) / name
-        weakref.finalize(self, shutil.rmtree, folder, True)
-
-    def __fspath__(self) -> str:
-        return str(self.path)
 
 
 def spool(path: Path | str) -> Spooled:
@@ -280,32 +265,6 @@ def _column_index(path: Path | str, header: list[str], column: str) -> int:
     return header.index(column)
 
 
-def _read_parquet(path: Path, column: str) -> Iterator[str]:
-    pq = require("pyarrow.parquet", "hf")
-    source: Any = path
-    if path.name.endswith(".gz"):  # Parquet needs random access: a bounded copy on disk
-        source = Spooled(tempfile.mkdtemp(prefix="posgeom-parquet-"), "table.parquet")
-        with open(source, "wb") as fh:
-            gunzip_bounded(path, fh, fix="gunzip it and pass the .parquet file")
-    try:
-        pf = pq.ParquetFile(source)
-    except Exception as exc:  # pyarrow's ArrowInvalid, OSError, ...
-        first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
-        raise PosgeomError(f"{path} is not a readable Parquet file ({first}); check it") from None
-    names = pf.schema_arrow.names
-    if column not in names:
-        raise PosgeomError(
-            f"{path}: no column {column!r}; columns present: {names}; pass text_column= one of them"
-        )
-
-    def rows() -> Iterator[str]:
-        for i in range(pf.num_row_groups):
-            for value in pf.read_row_group(i, columns=[column]).column(0).to_pylist():
-                yield as_text(value, path, f"row group {i}", column)
-
-    yield from library_errors(rows(), path, "check the Parquet file (write it again)")
-
-
 def read_texts(
     path: str | os.PathLike,
     *,
@@ -345,7 +304,9 @@ def read_texts(
     elif fmt in ("csv", "tsv"):
         it = read_delimited(path, text_column, "\t" if fmt == "tsv" else ",")
     elif fmt == "parquet":
-        it = _read_parquet(path, column)
+        from posgeom.corpus._parquet import read_parquet
+
+        it = read_parquet(path, column)
     elif fmt == "hf-disk":
         from posgeom.corpus._columns import read_hf_disk
 

@@ -39,6 +39,7 @@ from posgeom._hub import one_line, pretrained_tokenizer
 from posgeom._library_output import held_stderr
 from posgeom._paths import portable_path
 from posgeom._validation import Items, check_param, check_path
+from posgeom.corpus._tokenizer_files import WORD_KIND, check_tokenizer_file, is_word_json
 from posgeom.corpus._vocabularies import remember
 from posgeom.io.jsonfiles import json_text
 
@@ -51,7 +52,6 @@ __all__ = [
     "load_tokenizer",
 ]
 
-_WORD_KIND = "posgeom-word-level"
 _PAD_NAMES = ("[PAD]", "<pad>", "<|pad|>", "<PAD>", "[pad]")
 
 
@@ -126,10 +126,13 @@ class HFTokenizer:
 
         try:  # read here: a byte-order mark is dropped, a read error names the file
             checked_regular(path)  # not a pipe or a device, not larger than a tokenizer can be
+            check_tokenizer_file(path)  # nor holding more strings
             text = Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8")
             tok = tokenizers.Tokenizer.from_str(text)
         except OSError as exc:
             raise PosgeomError(f"cannot read tokenizer {path} ({exc.strerror or exc})") from exc
+        except PosgeomError:
+            raise
         except Exception as exc:
             raise PosgeomError(
                 f"{path} is not a valid tokenizers JSON file ({one_line(exc, 200) or exc!r}); "
@@ -293,7 +296,7 @@ class WordLevelTokenizer:
 
         tokens = sorted(self.vocab, key=self.vocab.__getitem__)
         doc = {
-            "kind": _WORD_KIND,
+            "kind": WORD_KIND,
             "format_version": 1,
             "lowercase": self.lowercase,
             "unk_token": self.unk_token,
@@ -303,13 +306,15 @@ class WordLevelTokenizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordLevelTokenizer:
-        from posgeom.io.jsonfiles import read_json
+        from posgeom.io.jsonfiles import checked_regular, read_json
 
         try:
+            checked_regular(path)
+            check_tokenizer_file(path)
             doc = read_json(path)
         except PosgeomError as exc:
             raise PosgeomError(f"cannot read word tokenizer: {exc}") from None
-        if not isinstance(doc, dict) or doc.get("kind") != _WORD_KIND:
+        if not isinstance(doc, dict) or doc.get("kind") != WORD_KIND:
             raise PosgeomError(f"{path} is not a posgeom word tokenizer file")
         vocab, unk = doc.get("vocab"), doc.get("unk_token", "[UNK]")
         if not isinstance(vocab, list) or not all(isinstance(t, str) for t in vocab):
@@ -319,12 +324,6 @@ class WordLevelTokenizer:
         return cls(
             vocab, lowercase=bool(doc.get("lowercase")), unk_token=unk, name=portable_path(path)
         )
-
-
-def _is_word_json(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        head = fh.read(4096)
-    return _WORD_KIND.encode() in head
 
 
 def _looks_like_path(spec: str) -> bool:
@@ -362,7 +361,7 @@ def load_tokenizer(
             tok, name=portable_path(text), add_special_tokens=add_special_tokens
         )
     if path.is_file():
-        if _is_word_json(path):
+        if is_word_json(path):
             return WordLevelTokenizer.load(path)
         return HFTokenizer.from_file(path, add_special_tokens=add_special_tokens)
     if path.is_dir() and (path / "tokenizer.json").is_file():

@@ -7,7 +7,8 @@ part (:mod:`posgeom.probes.positional`) and the monotone channels
 (:mod:`posgeom.probes.monotone`), plus the agreement (:mod:`posgeom.probes.agreement`).
 
 Folder (:meth:`ProbeResult.save`): ``summary.json`` (``kind: "posgeom_probe"``; every estimate with
-its interval, protocol and seeds), ``table.md`` and ``probe_layers.png`` (with layers).
+its interval, protocol and seeds; strict JSON, an undefined value ``null``), ``table.md`` and
+``probe_layers.png`` (with layers).
 """
 
 from __future__ import annotations
