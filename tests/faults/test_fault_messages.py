@@ -267,11 +267,15 @@ def test_messages_name_only_flags_the_cli_has():
     the only way to see which flags it names, so here the search is the right tool."""
     from posgeom.cli.main import build_parser
 
-    parser = build_parser()
-    flags = {o for a in parser._actions for o in a.option_strings}
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for command in sub.choices.values():
-        flags |= {o for a in command._actions for o in a.option_strings}
+    def options(parser: argparse.ArgumentParser) -> set[str]:  # commands and their subcommands
+        out = {o for a in parser._actions for o in a.option_strings}
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for command in a.choices.values():
+                    out |= options(command)
+        return out
+
+    flags = options(build_parser())
     outside = {"--debug", "--help", "--flag"}  # "--flag": the placeholder of docstrings
     mentioned = set()
     for text in _messages():

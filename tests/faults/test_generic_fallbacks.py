@@ -115,7 +115,7 @@ def test_a_nul_in_a_manifest_key_is_one_line(counts_file, small_corpus, tmp_path
     before = _snapshot(run)
     code, err = cli(capsys, *argv, "--overwrite")
     line = one_line(err)
-    assert code == 2 and "lists a path with a NUL byte" in line and RESULTS_MANIFEST in line
+    assert code == 2 and "holds a NUL or another control character" in line and RESULTS_MANIFEST in line
     assert _snapshot(run) == before
     job, out = tmp_path / "job", tmp_path / "c.npz"
     base = ["count", small_corpus, "-t", "word", "-n", 8, "--job-dir", job, "-o", out]
@@ -125,7 +125,7 @@ def test_a_nul_in_a_manifest_key_is_one_line(counts_file, small_corpus, tmp_path
     for extra in ([], ["--restart-job"]):
         out.unlink(missing_ok=True)
         code, err = cli(capsys, *base, *extra)
-        assert code == 2 and "lists a path with a NUL byte" in one_line(err), err
+        assert code == 2 and "holds a NUL or another control character" in one_line(err), err
         assert _snapshot(job) == before and not out.exists()
 
 
