@@ -12,8 +12,8 @@ twice and never copied: one ``index_add_`` into an ``(L+1, n+1, d)`` buffer (row
 everything not counted, including garbage at padding, and is dropped) gives the per-position sums,
 and one fused ``||h - s||`` per token gives the distances to the shift, of which the counted ones
 are squared and summed in float64. A batch adds at most ``batch_size`` tokens per position, so a
-batch sum carries ~1e-7 relative round-off; totals are float64 (on the host unless the model
-runs on one CUDA device: :func:`posgeom._placement.sums_device`). Whatever the model's dtype
+batch sum carries ~1e-7 relative round-off; totals are float64 on the host (one transfer of the
+batch sums per batch, whatever the model's device). Whatever the model's dtype
 (bfloat16, float16), hidden states are cast up to float32 before they are summed, so a half-precision
 model's per-position sums carry no more round-off than a float32 model's. A model spread over
 devices (``device="auto"``) returns each layer's states on that layer's device: each is moved to
@@ -101,7 +101,7 @@ class LayerTotals:
 
     def __init__(self, n: int, acc_device: torch.device):
         self.n = n
-        self.acc_device = acc_device  # float64 device (the CPU for MPS)
+        self.acc_device = acc_device  # where the float64 totals live (the host)
         self.counts = np.zeros(n, dtype=np.int64)
         self._batch = _BatchSums(n, acc_device)
         self.sums: torch.Tensor | None = None  # (L+1, n, d) float64 sums of h
