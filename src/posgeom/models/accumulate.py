@@ -81,7 +81,7 @@ class _BatchSums:
             rows = h.reshape(-1, width).to(shift.device, shift.dtype)
             sums[layer].index_add_(0, slot, rows)
             torch.linalg.vector_norm(rows - shift[layer], dim=1, out=norms[layer])
-        counted = norms.index_select(1, take).to(self.acc_device, torch.float64)
+        counted = norms.index_select(1, take).to(self.acc_device).double()  # cast on the host
         return sums[:, : self.n], counted.square().sum(dim=1)
 
 
@@ -124,7 +124,7 @@ class LayerTotals:
         if self.sums is None:
             # The first batch's mean in the work dtype; the float64 copy is exactly the shift
             # the sums of squares are taken around.
-            shift = self._batch.first_shift(hidden, take_t).to(self.acc_device, torch.float64)
+            shift = self._batch.first_shift(hidden, take_t).to(self.acc_device).double()
             layers, width = len(hidden), int(shift.shape[1])
             self.shift = shift
             self.sums = torch.zeros(
