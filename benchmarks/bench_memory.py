@@ -112,8 +112,8 @@ def _layers(out: Path) -> dict:
     return {
         "dtype": summary["model"]["dtype"],
         "stress": [r[key] for r in rows],
-        "low": [r[f"{key}_low"] for r in rows],
-        "high": [r[f"{key}_high"] for r in rows],
+        "low": [r.get(f"{key}_low") for r in rows],  # none when the target fell back
+        "high": [r.get(f"{key}_high") for r in rows],
         "sums_mb": (len(rows) * args_n(summary) * summary["model"]["hidden_size"] * 8) / 2**20,
     }
 

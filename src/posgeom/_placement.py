@@ -16,7 +16,7 @@ and the library's ``device=`` / ``dtype=`` keywords:
 Whatever the dtype, the statistics stay float64: hidden states are cast up before they are summed
 (:mod:`posgeom.models.accumulate`). :func:`pretrained_kwargs` turns the two choices into the
 keyword arguments of ``from_pretrained``; :func:`input_device` says where a loaded model wants its
-inputs, :func:`sums_device` where its float64 per-position sums are kept.
+inputs. The float64 per-position sums are always kept on the host.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ __all__ = [
     "input_device",
     "offload_cleanup",
     "pretrained_kwargs",
-    "sums_device",
 ]
 
 DEVICES = ("cpu", "cuda", "cuda:N", "mps", "auto")
@@ -158,14 +157,3 @@ def input_device(model: Any) -> Any:
         if param.device.type != "meta":
             return param.device
     return torch.device("cpu")
-
-
-def sums_device(model: Any) -> Any:
-    """Where the float64 per-position sums live: on the model's GPU when the whole model runs on
-    one CUDA device, on the host otherwise (MPS has no float64; a spread model's layers return
-    their hidden states on several devices)."""
-    torch = require("torch", "torch")
-    device = input_device(model)
-    mapping = getattr(model, "hf_device_map", None) or {}
-    spread = len({str(p) for p in mapping.values()}) > 1
-    return device if device.type == "cuda" and not spread else torch.device("cpu")

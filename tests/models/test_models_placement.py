@@ -84,6 +84,35 @@ def test_a_device_this_machine_lacks_is_one_line_and_exit_2(tiny, capsys, tmp_pa
         f"{torch.__version__}: a CPU-only build); use --device cpu"
     ]
     assert not out.exists()  # refused before anything was read or written
+    folder, corpus = str(tiny["folder"]), str(tiny["corpus"])
+    for argv in (  # every command that loads a model: the same option, the same refusal
+        ["extract", folder],
+        ["probe", folder, corpus, "-n", "4"],
+        ["extend", folder, corpus, "--target-length", "32", "-o", str(out)],
+    ):
+        assert main(["-q", *argv, "--device", "cuda:0"]) == 2
+        assert capsys.readouterr().err.startswith("posgeom: error: --device cuda:0 but this")
+    assert (
+        main(
+            [
+                "-q",
+                "extend",
+                "rope:theta=10000,head_dim=8",
+                corpus,
+                "--target-length",
+                "32",
+                "-t",
+                folder,
+                "-o",
+                str(out),
+                "--dtype",
+                "bfloat16",
+            ]
+        )
+        == 2
+    )
+    assert "apply to a Hugging Face folder or name" in capsys.readouterr().err
+    assert not out.exists()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")

@@ -143,7 +143,7 @@ def _load(
     """The :class:`ExtensionModel`, when ``weights`` the causal LM (else None; a posgeom decoder
     file always gives its decoder; ``placement``: its device and dtype) and the tokenizer a
     decoder file records (else None)."""
-    hf = not (_is_spec(model) or is_decoder_path(model) or is_decoder(model))
+    hf = not (is_decoder(model) or is_decoder_path(model) or _is_spec(model))
     if not hf and placement != {"device": "cpu", "dtype": "float32"}:
         raise PosgeomError("extend: device= and dtype= apply to a Hugging Face folder or name")
     source = decoder_source(model)

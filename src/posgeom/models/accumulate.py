@@ -12,8 +12,8 @@ twice and never copied: one ``index_add_`` into an ``(L+1, n+1, d)`` buffer (row
 everything not counted, including garbage at padding, and is dropped) gives the per-position sums,
 and one fused ``||h - s||`` per token gives the distances to the shift, of which the counted ones
 are squared and summed in float64. A batch adds at most ``batch_size`` tokens per position, so a
-batch sum carries ~1e-7 relative round-off; totals are float64 (on the host unless the model
-runs on one CUDA device: :func:`posgeom._placement.sums_device`). Whatever the model's dtype
+batch sum carries ~1e-7 relative round-off; totals are float64 on the host (one transfer of the
+batch sums per batch, whatever the model's device). Whatever the model's dtype
 (bfloat16, float16), hidden states are cast up to float32 before they are summed, so a half-precision
 model's per-position sums carry no more round-off than a float32 model's. A model spread over
 devices (``device="auto"``) returns each layer's states on that layer's device: each is moved to
@@ -81,7 +81,7 @@ class _BatchSums:
             rows = h.reshape(-1, width).to(shift.device, shift.dtype)
             sums[layer].index_add_(0, slot, rows)
             torch.linalg.vector_norm(rows - shift[layer], dim=1, out=norms[layer])
-        counted = norms.index_select(1, take).to(self.acc_device, torch.float64)
+        counted = norms.index_select(1, take).to(self.acc_device).double()  # cast on the host
         return sums[:, : self.n], counted.square().sum(dim=1)
 
 
@@ -101,7 +101,7 @@ class LayerTotals:
 
     def __init__(self, n: int, acc_device: torch.device):
         self.n = n
-        self.acc_device = acc_device  # float64 device (the CPU for MPS)
+        self.acc_device = acc_device  # where the float64 totals live (the host)
         self.counts = np.zeros(n, dtype=np.int64)
         self._batch = _BatchSums(n, acc_device)
         self.sums: torch.Tensor | None = None  # (L+1, n, d) float64 sums of h
@@ -129,7 +129,7 @@ class LayerTotals:
         if self.sums is None:
             # The first batch's mean in the work dtype; the float64 copy is exactly the shift
             # the sums of squares are taken around.
-            shift = self._batch.first_shift(hidden, take_t).to(self.acc_device, torch.float64)
+            shift = self._batch.first_shift(hidden, take_t).to(self.acc_device).double()
             layers, width = len(hidden), int(shift.shape[1])
             self.shift = shift
             self.sums = torch.zeros(

@@ -8,8 +8,8 @@ over a corpus,
 
 is accumulated batch by batch on the hidden states' device: per batch, one ``index_add_`` per
 layer into float32 per-position sums (float64 for float64 models; at most ``batch_size`` tokens
-per position, so ~1e-7 relative round-off), added into float64 running totals (on the CPU for
-MPS). Hidden states of a batch are read in place and dropped once added, never copied or stored.
+per position, so ~1e-7 relative round-off), added into float64 running totals on the host,
+whatever the model's device and dtype. Hidden states of a batch are read in place and dropped once added, never copied or stored.
 Padding (attention mask 0) is never counted, whatever the model writes there.
 
 Positions and special tokens. With ``include_special=True`` position ``i`` is the index of the
@@ -80,7 +80,7 @@ class _Run:
     limit: int | None  # tokens per sequence fed to the model
     vocab_rows: int | None
     device: torch.device
-    acc_device: torch.device  # float64 totals (the host unless all on one CUDA device)
+    acc_device: torch.device  # float64 totals: the host
 
 
 def _forward_module(model: torch.nn.Module) -> torch.nn.Module:
@@ -146,7 +146,7 @@ def _prepare(
         pad_id = getattr(getattr(model, "config", None), "pad_token_id", None)
     if not is_integer(pad_id) or (rows is not None and not 0 <= pad_id < rows):
         pad_id = 0
-    from posgeom._placement import input_device, sums_device
+    from posgeom._placement import input_device
 
     return _Run(
         model=model,
@@ -158,7 +158,7 @@ def _prepare(
         limit=sequence_limit(model, max_length, n),
         vocab_rows=rows,
         device=input_device(model),
-        acc_device=sums_device(model),  # the host unless the model runs on one CUDA device
+        acc_device=torch.device("cpu"),  # float64 totals on the host, whatever the device
     )
 
 
