@@ -15,7 +15,6 @@ reason. A new architecture of a later transformers release is a new row, never s
 from __future__ import annotations
 
 import argparse
-import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -74,6 +73,7 @@ class Row:
     reason: str = ""
     mechanisms: list[dict[str, Any]] = field(default_factory=list)
     rotary_error: float | None = None
+    rotary_unchecked: int = 0
     commands: dict[str, str] = field(default_factory=dict)
 
 
@@ -143,16 +143,21 @@ def build(model_type: str) -> Any:
 
 
 # ------------------------------------------------------------------------------ rotary check
-def _angles(output: Any) -> np.ndarray:
+def _angles(output: Any) -> np.ndarray | None:
     """``(positions, columns)`` angles of a rotary module's output: ``(cos, sin)`` or
-    ``(sin, cos)`` (the one that is 1 at position 0 is the cosine) or complex ``exp(i p w)``."""
+    ``(sin, cos)`` (the cosine is the one without zeros at position 0, whatever its attention
+    scale) or complex ``exp(i p w)``; ``None`` for any other form (2-D vision grids, M-RoPE)."""
     import torch
 
     if isinstance(output, torch.Tensor) and torch.is_complex(output):
-        t = output.detach().to(torch.complex128).reshape(-1, *output.shape[-2:])[0]
-        return np.angle(t.numpy())
+        t = output.detach().to(torch.complex128)
+        return np.angle(t.reshape(-1, *t.shape[-2:])[0].numpy()) if t.ndim >= 2 else None
+    if not isinstance(output, (tuple, list)) or len(output) != 2:
+        return None
+    if any(t.ndim < 2 or t.shape[-2] != CHECK_POSITIONS for t in output):
+        return None
     a, b = (t.detach().to(torch.float64).reshape(-1, *t.shape[-2:])[0].numpy() for t in output)
-    cos, sin = (a, b) if np.allclose(a[0], 1.0) else (b, a)
+    cos, sin = (a, b) if np.abs(a[0]).min() > np.abs(b[0]).max() else (b, a)
     return np.arctan2(sin, cos)
 
 
@@ -176,12 +181,14 @@ def _call_rotary(model: Any, mech: Any) -> np.ndarray | None:
         return None
 
 
-def rotary_error(model: Any, mech: Any) -> float:
+def rotary_error(model: Any, mech: Any) -> float | None:
     """Largest ``|model angle - posgeom angle| / max(1, |angle|)`` (wrapped to ``(-pi, pi]``)
-    over positions and planes; ``inf`` when a plane or a model column has no match."""
+    over positions and planes (a plane or a model column without a match makes it large);
+    ``None`` when the module cannot be called as ``(x, position_ids) -> (cos, sin)`` (vision
+    grids, M-RoPE's three position axes, a base read from the configuration)."""
     got = _call_rotary(model, mech)
     if got is None:
-        return math.inf
+        return None
     p = np.arange(CHECK_POSITIONS, dtype=np.float64)[:, None]
     want = p * np.asarray(mech.params.inv_freq)[None, :]  # (P, K)
     diff = np.angle(np.exp(1j * (got[:, :, None] - want[:, None, :])))  # (P, cols, K)
@@ -241,8 +248,9 @@ def run_one(model_type: str) -> Row:
     row.status = "ok"
     row.mechanisms = [{"kind": m.kind, "layers": m.layers, "stack": m.stack} for m in found]
     rotary = [m for m in found if m.kind == "rotary"]
-    if rotary:
-        row.rotary_error = max(rotary_error(model, m) for m in rotary)
+    errors = [e for e in (rotary_error(model, m) for m in rotary) if e is not None]
+    row.rotary_error = max(errors) if errors else None
+    row.rotary_unchecked = len(rotary) - len(errors)
     row.commands = _commands(model, found)
     return row
 
@@ -272,7 +280,9 @@ def page(rows: list[Row], seconds: float, *, total: int | None = None) -> str:
         "`posgeom.models.find_positional_mechanisms`, with the 0-based blocks of each mechanism "
         "in brackets (`input`: a table added before the first block). The rotary check calls "
         "the model's own rotary module on positions 0-7 and compares its angles with "
-        "posgeom's (largest error relative to max(1, |angle|); `ok` is below 1e-6). "
+        "posgeom's (largest error relative to max(1, |angle|); `ok` is below 1e-6; a module "
+        "that cannot be called as `(x, position_ids) -> (cos, sin)`, such as a vision tower's "
+        "2-D grid or M-RoPE's three position axes, is counted as not checked). "
         "`analyze-model` and `probe` say what they measure with the mechanism, `extend` what "
         "`posgeom.extension.model.model_from_config` reads from the model.",
         "",
@@ -287,6 +297,8 @@ def page(rows: list[Row], seconds: float, *, total: int | None = None) -> str:
     for r in ok:
         err = r.rotary_error
         check = "-" if err is None else ("ok" if err <= 1e-6 else f"**{err:.1e}**")
+        if r.rotary_unchecked:
+            check += f" ({r.rotary_unchecked} not callable as (x, positions))"
         c = r.commands
         lines.append(
             f"| {r.model_type} | {r.cls} | {_found(r)} | {check} | {c['analyze-model']} | "
