@@ -99,15 +99,24 @@ def test_mla_reports_the_whole_head_and_its_rotary_part():
 
 def test_deberta_relative_embeddings_are_named_not_none():
     config = transformers.DebertaV2Config(
-        vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=37, relative_attention=True, position_buckets=16,
-        max_relative_positions=64, pos_att_type=["p2c", "c2p"], position_biased_input=False,
-    )  # fmt: skip
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        relative_attention=True,
+        position_buckets=16,
+        max_relative_positions=64,
+        pos_att_type=["p2c", "c2p"],
+        position_biased_input=False,
+    )
     torch.manual_seed(0)
     model = transformers.AutoModel.from_config(config).eval()
     (mech,) = find_positional_mechanisms(model)
     assert mech.kind == "relative_embeddings" and mech.layers == (0, 1)
-    np.testing.assert_array_equal(mech.table, model.encoder.rel_embeddings.weight.detach().double().numpy())
+    np.testing.assert_array_equal(
+        mech.table, model.encoder.rel_embeddings.weight.detach().double().numpy()
+    )
     assert (mech.position_buckets, mech.max_relative_positions) == (16, 64)
     assert set(mech.terms) == {"p2c", "c2p"}
     with pytest.raises(Exception, match="no position geometry"):
@@ -148,10 +157,14 @@ ROPE_TYPES = {
 def test_every_rope_type_with_its_parameters(rope_type):
     extra = ROPE_TYPES[rope_type]
     config = transformers.LlamaConfig(
-        vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=37, max_position_embeddings=128,
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=128,
         rope_parameters={"rope_type": rope_type, "rope_theta": 500.0, **extra},
-    )  # fmt: skip
+    )
     torch.manual_seed(0)
     model = transformers.AutoModel.from_config(config).eval()
     (mech,) = find_positional_mechanisms(model)
