@@ -239,3 +239,21 @@ def test_full_matrix(tmp_path):
     assert all(r.reason for r in rows if r.status != "ok")
     text = out.read_text()
     assert all(f"| {r.model_type} |" in text for r in rows)
+
+
+@pytest.mark.parametrize("model_type", ["openai-gpt", "ctrl", "m2m_100"])
+def test_absolute_tables_under_other_names_are_found(model_type):
+    """GPT-1's ``positions_embed``, CTRL's ``pos_encoding`` buffer and M2M-100's sinusoidal
+    ``embed_positions.weights`` (rows from ``padding_idx + 1``): the rows the model adds."""
+    model = support.build(model_type)
+    found = find_positional_mechanisms(model)
+    assert found and all(m.kind == "learned" and m.layers is None for m in found)
+    mech = found[0]
+    ids = torch.arange(3, 8)[None]
+    if model_type == "m2m_100":
+        rows = model.encoder.embed_positions(ids).detach().double().numpy()[0]
+    elif model_type == "ctrl":
+        rows = model.pos_encoding[:5].double().numpy()
+    else:
+        rows = model.positions_embed(torch.arange(5)).detach().double().numpy()
+    np.testing.assert_allclose(mech.table[:5], rows, rtol=0, atol=1e-6)
