@@ -257,3 +257,50 @@ def test_absolute_tables_under_other_names_are_found(model_type):
     else:
         rows = model.positions_embed(torch.arange(5)).detach().double().numpy()
     np.testing.assert_allclose(mech.table[:5], rows, rtol=0, atol=1e-6)
+
+
+def _smol_folder(tmp_path):
+    """A tiny random SmolLM3 causal LM (layer 1 NoPE) and a 12-word word-level tokenizer."""
+    tokenizers = pytest.importorskip("tokenizers")
+    words = [f"w{i}" for i in range(12)]
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+    config = transformers.AutoConfig.for_model("smollm3")
+    support._shrink(config)
+    config.vocab_size, config.max_position_embeddings, config.no_rope_layers = 13, 64, [1, 0]
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    folder = tmp_path / "smol"
+    model.save_pretrained(folder)
+    fast.save_pretrained(folder)
+    rng = np.random.default_rng(0)
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n".join(" ".join(rng.choice(words, 20)) for _ in range(40)) + "\n")
+    return folder, text
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_analyze_model_probe_and_extend_read_the_per_layer_map(tmp_path):
+    """Smoke run of the three commands on a model with a NoPE block: each records it."""
+    from posgeom.cli.main import main
+
+    folder, text = _smol_folder(tmp_path)
+    out = tmp_path / "analysis"
+    argv = ["-q", "analyze-model", str(folder), str(text), "-n", "8", "-o", str(out)]
+    assert main([*argv, "--noise", "none", "--no-refine", "--no-plot", "--bootstrap", "0"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    pairs = [(m["kind"], m["layers"]) for m in summary["mechanism_layers"]]
+    assert pairs == [("rotary", [0]), ("none", [1])]
+    probe = tmp_path / "probe"
+    argv = ["-q", "probe", str(folder), str(text), "-n", "8", "--max-sequences", "40"]
+    assert main([*argv, "-o", str(probe)]) == 0
+    options = json.loads((probe / "summary.json").read_text())
+    found = json.dumps(options)
+    assert '"kind": "none", "layers": [1]' in found
+    ext = tmp_path / "ext"
+    argv = ["-q", "extend", str(folder), str(text), "--target-length", "128", "--no-fit"]
+    assert main([*argv, "--replicates", "0", "-o", str(ext)]) == 0
+    model = json.loads((ext / "summary.json").read_text())["model"]
+    assert model["family"] == "rope" and model["layers"] == [0]
