@@ -119,8 +119,15 @@ def test_deberta_relative_embeddings_are_named_not_none():
     )
     assert (mech.position_buckets, mech.max_relative_positions) == (16, 64)
     assert set(mech.terms) == {"p2c", "c2p"}
-    with pytest.raises(Exception, match="no position geometry"):
+    from posgeom._errors import PosgeomError
+    from posgeom.extension.model import model_from_config
+    from posgeom.models import mechanism_encodings
+
+    with pytest.raises(PosgeomError, match="no position geometry"):
         mech.to_encoding(4)
+    with pytest.raises(PosgeomError, match="extend cannot scale these positions"):
+        model_from_config(model.config, model=model, name="deberta")
+    assert mechanism_encodings(model, 8) == {}  # analyze-model scores the layers only
 
 
 def test_relative_embedding_buckets_match_deberta():
