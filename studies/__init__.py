@@ -5,6 +5,8 @@
 - ``python -m studies.extension --track ...`` (``docs/EXTENSION.md``, ``docs/extension/``);
 - ``python -m studies.reproduction`` (``docs/REPRODUCTION.md``, through ``posgeom reproduce``);
 - ``python -m studies.atlas`` (``docs/ATLAS.md``, ``docs/atlas.html``);
+- ``python -m studies.support`` (``docs/SUPPORT.md``: every architecture of transformers' model
+  mapping, built tiny, its positional mechanisms with their layers);
 - ``python -m studies.call_trace`` (the folder-level call trace of a CLI command).
 
 What they share is in :mod:`studies._common`; performance benchmarks are in ``benchmarks/``.

@@ -99,10 +99,17 @@ def test_mla_reports_the_whole_head_and_its_rotary_part():
 
 def test_deberta_relative_embeddings_are_named_not_none():
     config = transformers.DebertaV2Config(
-        vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=37, relative_attention=True, position_buckets=16,
-        max_relative_positions=64, pos_att_type=["p2c", "c2p"], position_biased_input=False,
-    )  # fmt: skip
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        relative_attention=True,
+        position_buckets=16,
+        max_relative_positions=64,
+        pos_att_type=["p2c", "c2p"],
+        position_biased_input=False,
+    )
     torch.manual_seed(0)
     model = transformers.AutoModel.from_config(config).eval()
     (mech,) = find_positional_mechanisms(model)
@@ -112,8 +119,15 @@ def test_deberta_relative_embeddings_are_named_not_none():
     )
     assert (mech.position_buckets, mech.max_relative_positions) == (16, 64)
     assert set(mech.terms) == {"p2c", "c2p"}
-    with pytest.raises(Exception, match="no position geometry"):
+    from posgeom._errors import PosgeomError
+    from posgeom.extension.model import model_from_config
+    from posgeom.models import mechanism_encodings
+
+    with pytest.raises(PosgeomError, match="no position geometry"):
         mech.to_encoding(4)
+    with pytest.raises(PosgeomError, match="extend cannot scale these positions"):
+        model_from_config(model.config, model=model, name="deberta")
+    assert mechanism_encodings(model, 8) == {}  # analyze-model scores the layers only
 
 
 def test_relative_embedding_buckets_match_deberta():
@@ -150,10 +164,14 @@ ROPE_TYPES = {
 def test_every_rope_type_with_its_parameters(rope_type):
     extra = ROPE_TYPES[rope_type]
     config = transformers.LlamaConfig(
-        vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=37, max_position_embeddings=128,
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=128,
         rope_parameters={"rope_type": rope_type, "rope_theta": 500.0, **extra},
-    )  # fmt: skip
+    )
     torch.manual_seed(0)
     model = transformers.AutoModel.from_config(config).eval()
     (mech,) = find_positional_mechanisms(model)
@@ -212,7 +230,18 @@ def test_extend_names_the_layers_that_rotate():
     assert model_from_config(smol.config, model=smol, name="s").summary()["layers"] == [0]
 
 
-@pytest.mark.e2e
+def test_support_page_has_a_row_for_every_model_type():
+    """docs/SUPPORT.md covers transformers' whole model mapping: a new architecture of a later
+    release fails here until ``python -m studies.support`` gives it a row."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    text = (support.DOCS / "SUPPORT.md").read_text()
+    missing = [t for t in MODEL_MAPPING_NAMES if f"| {t} |" not in text]
+    assert not missing, f"rerun python -m studies.support: no row for {missing[:10]}"
+
+
+@pytest.mark.e2e  # every model type of the mapping: 173 s here alone, 467 s beside other jobs
+@pytest.mark.timeout(1800)
 def test_full_matrix(tmp_path):
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
 
@@ -228,3 +257,69 @@ def test_full_matrix(tmp_path):
     assert all(r.reason for r in rows if r.status != "ok")
     text = out.read_text()
     assert all(f"| {r.model_type} |" in text for r in rows)
+
+
+@pytest.mark.parametrize("model_type", ["openai-gpt", "ctrl", "m2m_100"])
+def test_absolute_tables_under_other_names_are_found(model_type):
+    """GPT-1's ``positions_embed``, CTRL's ``pos_encoding`` buffer and M2M-100's sinusoidal
+    ``embed_positions.weights`` (rows from ``padding_idx + 1``): the rows the model adds."""
+    model = support.build(model_type)
+    found = find_positional_mechanisms(model)
+    assert found and all(m.kind == "learned" and m.layers is None for m in found)
+    mech = found[0]
+    ids = torch.arange(3, 8)[None]
+    if model_type == "m2m_100":
+        rows = model.encoder.embed_positions(ids).detach().double().numpy()[0]
+    elif model_type == "ctrl":
+        rows = model.pos_encoding[:5].double().numpy()
+    else:
+        rows = model.positions_embed(torch.arange(5)).detach().double().numpy()
+    np.testing.assert_allclose(mech.table[:5], rows, rtol=0, atol=1e-6)
+
+
+def _smol_folder(tmp_path):
+    """A tiny random SmolLM3 causal LM (layer 1 NoPE) and a 12-word word-level tokenizer."""
+    tokenizers = pytest.importorskip("tokenizers")
+    words = [f"w{i}" for i in range(12)]
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+    config = transformers.AutoConfig.for_model("smollm3")
+    support._shrink(config)
+    config.vocab_size, config.max_position_embeddings, config.no_rope_layers = 13, 64, [1, 0]
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    folder = tmp_path / "smol"
+    model.save_pretrained(folder)
+    fast.save_pretrained(folder)
+    rng = np.random.default_rng(0)
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n".join(" ".join(rng.choice(words, 20)) for _ in range(40)) + "\n")
+    return folder, text
+
+
+@pytest.mark.e2e  # three commands on a model: about a minute on two shared cores
+@pytest.mark.filterwarnings("ignore")
+def test_analyze_model_probe_and_extend_read_the_per_layer_map(tmp_path):
+    """Smoke run of the three commands on a model with a NoPE block: each records it."""
+    from posgeom.cli.main import main
+
+    folder, text = _smol_folder(tmp_path)
+    out = tmp_path / "analysis"
+    argv = ["-q", "analyze-model", str(folder), str(text), "-n", "8", "-o", str(out)]
+    assert main([*argv, "--noise", "none", "--no-refine", "--no-plot", "--bootstrap", "0"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    pairs = [(m["kind"], m["layers"]) for m in summary["mechanism_layers"]]
+    assert pairs == [("rotary", [0]), ("none", [1])]
+    probe = tmp_path / "probe"
+    argv = ["-q", "probe", str(folder), str(text), "-n", "8", "--max-sequences", "40"]
+    assert main([*argv, "-o", str(probe)]) == 0
+    options = json.loads((probe / "summary.json").read_text())
+    found = json.dumps(options)
+    assert '"kind": "none", "layers": [1]' in found
+    ext = tmp_path / "ext"
+    argv = ["-q", "extend", str(folder), str(text), "--target-length", "128", "--no-fit"]
+    assert main([*argv, "--replicates", "0", "-o", str(ext)]) == 0
+    model = json.loads((ext / "summary.json").read_text())["model"]
+    assert model["family"] == "rope" and model["layers"] == [0]

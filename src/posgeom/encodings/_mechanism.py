@@ -15,7 +15,16 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["Mechanism", "MechanismParams", "head_select"]
+__all__ = ["Mechanism", "MechanismParams", "head_select", "register_kind"]
+
+#: mechanism kind -> its params class (filled by the registry's ``register``)
+_PARAMS: dict[str, type] = {}
+
+
+def register_kind(kind: str, params: type | None) -> None:
+    """Record that mechanisms of ``kind`` carry ``params`` (``None``: any
+    :class:`MechanismParams`); called by :func:`posgeom.encodings.register`."""
+    _PARAMS[kind] = params or MechanismParams
 
 
 # ------------------------------------------------------------------------------ mechanisms
@@ -92,12 +101,14 @@ class Mechanism:
     stack: str | None = None
 
     def __post_init__(self) -> None:
-        from posgeom.encodings._registry import family_of_mechanism
-
-        fam = family_of_mechanism(self.kind)
-        if fam.mechanism_params is not None and not isinstance(self.params, fam.mechanism_params):
+        params = _PARAMS.get(self.kind)
+        if params is None:
             raise PosgeomError(
-                f"a {self.kind!r} mechanism needs {fam.mechanism_params.__name__} params, got "
+                f"unknown mechanism kind {self.kind!r}; use one of {', '.join(_PARAMS)}"
+            )
+        if not isinstance(self.params, params):
+            raise PosgeomError(
+                f"a {self.kind!r} mechanism needs {params.__name__} params, got "
                 f"{type(self.params).__name__}"
             )
 

@@ -36,7 +36,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._extension import Extension
-from posgeom.encodings._mechanism import Mechanism, MechanismParams, head_select
+from posgeom.encodings._mechanism import Mechanism, MechanismParams, head_select, register_kind
 
 __all__ = [
     "ROLES",
@@ -246,6 +246,8 @@ def register(cls: type[Family]) -> type[Family]:
     if cls.mechanism_kind and cls.mechanism_kind in kinds:
         raise PosgeomError(f"mechanism kind {cls.mechanism_kind!r} is already registered")
     _FAMILIES[cls.name] = cls()
+    if cls.mechanism_kind:
+        register_kind(cls.mechanism_kind, cls.mechanism_params)
     ordered = sorted(_FAMILIES.items(), key=lambda item: (item[1].order, item[0]))
     _FAMILIES.clear()
     _FAMILIES.update(ordered)

@@ -46,7 +46,12 @@ LEARNED_NAMES = (
     "pos_embed",
     "pos_embeddings",
     "positional_embedding",
+    "positions_embed",
+    "char_position_embeddings",
 )
+#: fixed (sinusoidal) absolute tables kept as buffers: a buffer of one of these names, or a
+#: ``weights`` buffer of a module named in :data:`LEARNED_NAMES` (M2M-100, NLLB-MoE)
+TABLE_BUFFERS = ("pos_encoding",)
 
 
 def _load_model(model: Any) -> Any:
@@ -104,6 +109,21 @@ def position_tables(model: Any) -> list[tuple[str, Any, Any]]:
         if tensor.ndim == 2:
             seen.add(id(param))
             found.append((name, None, tensor))
+    return found
+
+
+def _buffer_tables(model: Any) -> list[tuple[str, Any, Any]]:
+    """``(name, owner, buffer)`` of absolute tables kept as 2-D buffers (:data:`TABLE_BUFFERS`);
+    the owner's ``offset`` / ``padding_idx`` give the first row."""
+    found = []
+    for name, buffer in model.named_buffers():
+        owner = _hf.parent(model, name)
+        owner_name = _hf.last_name(name.rsplit(".", 1)[0]) if "." in name else ""
+        named = _hf.last_name(name) in TABLE_BUFFERS or (
+            _hf.last_name(name) == "weights" and owner_name in LEARNED_NAMES
+        )
+        if named and buffer.ndim == 2 and buffer.is_floating_point():
+            found.append((name, owner, buffer))
     return found
 
 
@@ -240,14 +260,14 @@ class LearnedFamily(LearnedExtension, Family):
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
         found = []
-        for name, module, weight in position_tables(model):
+        for name, module, weight in [*position_tables(model), *_buffer_tables(model)]:
             off = table_offset(module, options.get("learned_offset"))
             if off >= weight.shape[0]:
                 raise PosgeomError(
                     f"offset {off} leaves no rows in {name} ({weight.shape[0]} rows); "
                     "pass a smaller learned_offset"
                 )
-            source = f"{name}.weight" if module is not None else name
+            source = f"{name}.weight" if _hf.is_embedding(module) else name
             found.append(
                 Mechanism("learned", source, LearnedParams(_hf.to_numpy(weight[off:]), off))
             )

@@ -24,7 +24,6 @@ depend on it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,6 @@ from posgeom.encodings._base import (
     PositionEncoding,
     check_even,
     check_n,
-    readonly,
     vector_lag_profile,
 )
 from posgeom.encodings._registry import (
@@ -45,46 +43,13 @@ from posgeom.encodings._registry import (
     register,
 )
 from posgeom.encodings.rope_extension import RoPEExtension
-from posgeom.encodings.rope_mechanism import RotaryParams, detect_rotary
+from posgeom.encodings.rope_mechanism import RoPEEncoding, RotaryParams, detect_rotary
 from posgeom.encodings.rope_types import (
     LAYOUTS,
     ROPE_TYPES,
     rope_inverse_frequencies,
     rotary_vectors,
 )
-
-
-@dataclass(frozen=True, eq=False)
-class RoPEEncoding(PositionEncoding):
-    """RoPE as geometry; ``inv_freq`` ``(head_dim/2,)``, ``attention_factor`` and ``layout``."""
-
-    inv_freq: np.ndarray | None = None
-    attention_factor: float = 1.0
-    layout: str = "half"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "inv_freq", readonly(self.inv_freq))
-
-    def rotate(self, x: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
-        """Apply ``R_i`` to ``x`` of shape ``(..., m, head_dim)`` at ``positions`` (default
-        ``0 .. m-1``), in this encoding's layout; with ``"half"`` this equals Hugging Face's
-        ``q * cos + rotate_half(q) * sin`` (without the attention factor)."""
-        x = np.asarray(x, dtype=np.float64)
-        h = 2 * self.inv_freq.shape[0]
-        if x.ndim < 2 or x.shape[-1] != h:
-            raise PosgeomError(f"rotate expects (..., positions, {h}), got shape {x.shape}")
-        pos = np.arange(x.shape[-2]) if positions is None else np.asarray(positions)
-        vec = rotary_vectors(self.inv_freq, pos, layout=self.layout)
-        if self.layout == "half":
-            cos, sin = vec[:, : h // 2], vec[:, h // 2 :]
-            a, b = x[..., : h // 2], x[..., h // 2 :]
-            return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
-        cos, sin = vec[:, 0::2], vec[:, 1::2]
-        a, b = x[..., 0::2], x[..., 1::2]
-        out = np.empty_like(x)
-        out[..., 0::2], out[..., 1::2] = a * cos - b * sin, b * cos + a * sin
-        return out
 
 
 def rope(

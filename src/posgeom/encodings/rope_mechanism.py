@@ -1,4 +1,5 @@
-"""The rotary mechanism of a Hugging Face model: where its frequencies are read from.
+"""The rotary mechanism of a Hugging Face model: where its frequencies are read from, and
+:class:`RoPEEncoding`, the geometry both the family and a model's mechanism build.
 
 One reader per way a model stores its rotary set-up, in :data:`ROTARY_READERS` (the first
 that finds something wins; a new storage is one more function there, like transformers'
@@ -42,7 +43,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
-from posgeom.encodings._base import readonly
+from posgeom.encodings._base import PositionEncoding, readonly
 from posgeom.encodings._registry import Mechanism, MechanismParams
 from posgeom.encodings.rope_types import (
     config_rope_parameters,
@@ -52,10 +53,50 @@ from posgeom.encodings.rope_types import (
     rotary_vectors,
 )
 
-__all__ = ["ROTARY_READERS", "RotaryParams", "detect_rotary", "query_head_dim", "rotation_pairs"]
+__all__ = [
+    "ROTARY_READERS",
+    "RoPEEncoding",
+    "RotaryParams",
+    "detect_rotary",
+    "query_head_dim",
+    "rotation_pairs",
+]
 
 #: rope parameter keys that are not the type's own parameters (reported as fields of their own)
 _OWN_FIELDS = ("rope_type", "type", "rope_theta")
+
+
+@dataclass(frozen=True, eq=False)
+class RoPEEncoding(PositionEncoding):
+    """RoPE as geometry; ``inv_freq`` ``(head_dim/2,)``, ``attention_factor`` and ``layout``."""
+
+    inv_freq: np.ndarray | None = None
+    attention_factor: float = 1.0
+    layout: str = "half"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "inv_freq", readonly(self.inv_freq))
+
+    def rotate(self, x: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
+        """Apply ``R_i`` to ``x`` of shape ``(..., m, head_dim)`` at ``positions`` (default
+        ``0 .. m-1``), in this encoding's layout; with ``"half"`` this equals Hugging Face's
+        ``q * cos + rotate_half(q) * sin`` (without the attention factor)."""
+        x = np.asarray(x, dtype=np.float64)
+        h = 2 * self.inv_freq.shape[0]
+        if x.ndim < 2 or x.shape[-1] != h:
+            raise PosgeomError(f"rotate expects (..., positions, {h}), got shape {x.shape}")
+        pos = np.arange(x.shape[-2]) if positions is None else np.asarray(positions)
+        vec = rotary_vectors(self.inv_freq, pos, layout=self.layout)
+        if self.layout == "half":
+            cos, sin = vec[:, : h // 2], vec[:, h // 2 :]
+            a, b = x[..., : h // 2], x[..., h // 2 :]
+            return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
+        cos, sin = vec[:, 0::2], vec[:, 1::2]
+        a, b = x[..., 0::2], x[..., 1::2]
+        out = np.empty_like(x)
+        out[..., 0::2], out[..., 1::2] = a * cos - b * sin, b * cos + a * sin
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,8 +159,6 @@ class RotaryParams(MechanismParams):
         return rotary_vectors(self.inv_freq, np.arange(n), layout="interleaved")
 
     def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
-        from posgeom.encodings.rope import RoPEEncoding
-
         vectors = rotary_vectors(self.inv_freq, np.arange(start, start + n), layout="interleaved")
         params = dict(
             params,

@@ -149,10 +149,23 @@ def _rotary_layers(
             if probe[i].rotates and uses_frequencies(probe[i], mech.params.inv_freq)
         ]
         return used, "forward probe"
-    if layer_type and (types := _layer_types(config, n)) is not None:
+    text = stack in _text_stacks(model)  # the (text) configuration's lists are its stack's
+    if text and layer_type and (types := _layer_types(config, n)) is not None:
         layers = [i for i in layers if types[i] == layer_type]
-    flags = _module_flags(model, stack, n, "use_rope") or _config_flags(config, n)
+    flags = _module_flags(model, stack, n, "use_rope") or (_config_flags(config, n) if text else {})
     return [i for i in layers if flags.get(i, True)], "configuration"
+
+
+def _text_stacks(model: Any) -> list[str]:
+    """The stacks nearest the input embeddings (a multimodal model's language stack)."""
+    stacks = layer_stacks(model)
+    get = getattr(model, "get_input_embeddings", None)
+    try:
+        embeddings = get() if callable(get) else None
+    except (AttributeError, NotImplementedError):
+        embeddings = None
+    name = next((n for n, m in model.named_modules() if m is embeddings), None)
+    return list(stacks) if name is None or not stacks else _nearest_stacks(name + ".x", stacks)
 
 
 def _probe_by_block(model: Any, stacks: dict[str, int], kinds: set[str]) -> dict[str, dict]:
