@@ -257,3 +257,26 @@ def test_extend_emit_unknown_engine_exits_2_before_writing(tmp_path, capsys):
     assert main(argv) == 2
     assert "unknown engine 'tensorrt'" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_extend_emit_on_a_family_without_rotary_settings_exits_2(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = [
+        "extend",
+        "alibi:heads=4,max_position_embeddings=64",
+        str(_ids(tmp_path)),
+        "--target-length",
+        "256",
+        "--replicates",
+        "0",
+        "--classes",
+        "top:12",
+        "-o",
+        str(out),
+        "-q",
+        "--emit",
+        "vllm",
+    ]
+    assert main(argv) == 2
+    assert "--emit writes rotary settings" in capsys.readouterr().err
+    assert not out.exists()
