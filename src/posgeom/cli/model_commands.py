@@ -23,6 +23,7 @@ from posgeom.cli._options import (
     add_noise_argument,
     add_resolution_argument,
 )
+from posgeom.cli._verdict import print_hints
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -220,6 +221,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
             f"peaks at layer {peaks['variance_explained']['max_layer']}"
         )
     print(result.markdown(), end="")  # ends with the verdict line
+    print_hints(result)  # a [CLS]-like position 0, as run and compare say it
     print(
         f"results in {out}/ (summary.json, arrays.npz, table.md, counts.npz"
         + ("" if args.no_plot else ", stress_per_layer.png")
