@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.cli.corpus_commands import add_text_arguments
 from posgeom.io.jsonfiles import json_text
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -51,6 +52,11 @@ def _extend(args: argparse.Namespace) -> int:
         positions=args.positions,
         seed=args.seed,
         progress=say,
+        decoding={
+            "encoding": args.text_encoding,
+            "errors": args.encoding_errors,
+            "text_field": args.text_field,
+        },
     )
     print(result.markdown())
     if result.rope_parameters is not None:
@@ -104,6 +110,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--gguf-file", default=None, help="a .gguf file inside MODEL to load")
     p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
+    add_text_arguments(p)
     p.add_argument(
         "--classes",
         default="top:30",
