@@ -110,7 +110,12 @@ class ProbeResult:
         if t is not None:
             n, chance = t.n_positions, t.protocol["chance_mae"]
             a, o = t.absolute, t.order
-            readable = "linearly readable" if a.high < 0.1 * chance else "not linearly readable"
+            cut = 0.1 * chance  # the rule, said in the sentence: upper bound below 10% of chance
+            readable = (
+                f"linearly readable (upper bound under {cut:.2f}, 10% of chance)"
+                if a.high < cut
+                else f"not linearly readable to within 10% of chance ({cut:.2f} positions)"
+            )
             words.append(
                 f"Over {n} positions the table's positions are {readable} (absolute error "
                 f"{a.estimate:.2f} positions, {a.level:.0%} interval [{a.low:.2f}, {a.high:.2f}]; "
