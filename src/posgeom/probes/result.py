@@ -110,16 +110,13 @@ class ProbeResult:
         if t is not None:
             n, chance = t.n_positions, t.protocol["chance_mae"]
             a, o = t.absolute, t.order
-            cut = 0.1 * chance  # the rule, said in the sentence: upper bound below 10% of chance
-            readable = (
-                f"linearly readable (upper bound under {cut:.2f}, 10% of chance)"
-                if a.high < cut
-                else f"not linearly readable to within 10% of chance ({cut:.2f} positions)"
-            )
+            cut = 0.1 * chance  # the rule, said in the sentence: upper bound under 10% of chance
+            readable = "linearly readable" if a.high < cut else "not linearly readable"
             words.append(
                 f"Over {n} positions the table's positions are {readable} (absolute error "
                 f"{a.estimate:.2f} positions, {a.level:.0%} interval [{a.low:.2f}, {a.high:.2f}]; "
-                f"chance {chance:.1f}); its order is misread for {o.estimate:.1f}% of pairs "
+                f"chance {chance:.1f}; readable means the interval ends under 10% of chance, "
+                f"{cut:.2f}); its order is misread for {o.estimate:.1f}% of pairs "
                 f"[{o.low:.1f}, {o.high:.1f}]"
                 + (
                     ""

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._paths import portable_path
 
 __all__ = ["ARRAY_SUFFIXES", "read_table"]
 
@@ -101,7 +102,11 @@ def read_table(
         )
     else:
         table = _model_table(source, n, start, gguf_file)
-        name = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+        name = (
+            portable_path(source)
+            if isinstance(source, (str, os.PathLike))
+            else type(source).__name__
+        )
     if n is not None:
         if n > table.shape[0]:
             raise PosgeomError(
