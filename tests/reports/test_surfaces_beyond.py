@@ -1,7 +1,9 @@
 """One set of numbers behind every surface of the commands beyond the geometry (issue 37):
 ``extend`` (with ``--measure`` and ``--report``), checked like :mod:`test_surfaces` checks
 ``run`` / ``compare``: the terminal, ``table.md``, ``summary.json`` and the report's verdict,
-tables and figures all carry the numbers ``summary.json`` stored once, and name one ranking.
+tables and figures all carry the numbers ``summary.json`` stored once, and name one ranking;
+``analyze-model`` and ``probe`` the same for their intervals, ties, names and target. (e2e: the
+three commands with reports take about a minute on two cores; CI runs ``pytest -m e2e``.)
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def _cells(table: str) -> list[list[str]]:
     return [[html.unescape(c) for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r)] for r in rows]
 
 
+@pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
 def test_extend_surfaces_carry_the_stored_numbers_and_one_ranking(extend_run):
     s, out = extend_run["summary"], extend_run["out"]
     ranking = s["rank_by"]
@@ -159,6 +162,7 @@ def _ties(rows, key, low, high):
     return best, [r for r in rows if r is not best and low(r) <= high(best)]
 
 
+@pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
 def test_analyze_model_surfaces_carry_intervals_ties_names_and_the_hint(model_runs):
     folder = model_runs["root"] / "am"
     s = strict_json(folder / "summary.json")
@@ -199,6 +203,7 @@ def test_analyze_model_surfaces_carry_intervals_ties_names_and_the_hint(model_ru
     assert "hint: position 0 stands apart (a [CLS] or BOS token?)" in model_runs["am"]
 
 
+@pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
 def test_probe_surfaces_record_the_target_and_say_the_title_once(model_runs):
     from posgeom.probes.figures import layer_figure
 
