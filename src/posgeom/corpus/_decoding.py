@@ -46,8 +46,9 @@ def decode_document(
     try:
         text = data.decode("utf-8-sig" if codec == "utf-8" else codec, errors)
     except UnicodeDecodeError as exc:
+        shown = "UTF-8" if codec == "utf-8" else codec
         raise PosgeomError(
-            f"bytes cannot be decoded as {codec} ({exc.reason} at byte {exc.start}); pass its "
+            f"bytes cannot be decoded as {shown} ({exc.reason} at byte {exc.start}); pass its "
             "--text-encoding (e.g. latin-1), --encoding-errors replace, or re-encode it as UTF-8"
         ) from None
     text = text.replace("\r\n", "\n").replace("\r", "\n")

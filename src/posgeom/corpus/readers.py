@@ -145,6 +145,7 @@ def read_lines(
     """
     codec = check_encoding(encoding, errors)
     utf8 = codec == "utf-8"
+    shown = "UTF-8" if utf8 else codec
     lineno = first_line - 1
     try:
         with open_binary(path) as fh:
@@ -163,7 +164,7 @@ def read_lines(
                     yield lineno, raw.decode(codec, errors)
                 except UnicodeDecodeError as exc:
                     raise PosgeomError(
-                        f"{path}, line {lineno}: bytes cannot be decoded as {codec} ({exc.reason} "
+                        f"{path}, line {lineno}: bytes cannot be decoded as {shown} ({exc.reason} "
                         f"at byte {exc.start}); pass its --text-encoding (e.g. latin-1), "
                         "--encoding-errors replace, or re-encode the file as UTF-8"
                     ) from None
