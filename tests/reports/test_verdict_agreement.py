@@ -229,7 +229,10 @@ def test_score_verdict_reads_the_printed_rows(tmp_path, capsys):
     first, second = sorted(so, key=so.get)
     assert f"closest in shape: {first}, then {second}" in line
     assert "target D: plugin estimator, geometry of the full vocabulary" in line
-    assert "noise floor not estimated" in line
+    # the demo folder estimated its noise floor: score says the folder's share (issue 37)
+    stored = json.loads((d / "summary.json").read_text())["verdict"]["inputs"]["noise_share"]
+    assert f"{100 * stored:.0f}% of pairs above twice the noise floor" in line
+    assert "noise floor not estimated" not in line
 
 
 def test_candidate_ranking_by_hand():
