@@ -213,3 +213,69 @@ def test_empty_corpus_raises_when_counting(tmp_path, content):
     tok = WordLevelTokenizer(["[UNK]", "a"])
     with pytest.raises(PosgeomError, match="no sequences to count"):
         count_corpus(path, tok, max_positions=8)
+
+
+LABELLED = ["1 the cat sat on the mat", "0 a dog ran", "1 é è ü café naïve", "0", "1 the end"]
+
+
+def _count_cli(tmp_path, name, *argv):
+    from posgeom.cli.main import main
+    from posgeom.corpus.counting import PositionCounts
+
+    out = tmp_path / f"{name}.npz"
+    assert main(["-q", "count", *map(str, argv), "-t", "word", "-n", "6", "-o", str(out)]) == 0
+    return PositionCounts.load(out)
+
+
+def test_gzipped_label_text_lines_with_an_unknown_suffix_count_directly(tmp_path, capsys):
+    """A gzipped "label text" file named data.all.gz counts with --format text --text-field 2
+    exactly as the same texts without their labels in a plain .txt (the reference)."""
+    from posgeom.cli.main import main
+
+    data = tmp_path / "data.all.gz"
+    data.write_bytes(gzip.compress(("\n".join(LABELLED) + "\n").encode("utf-8"), mtime=0))
+    plain = tmp_path / "plain.txt"
+    plain.write_text("\n".join(t.partition(" ")[2] for t in LABELLED) + "\n", encoding="utf-8")
+    got = _count_cli(tmp_path, "got", data, "--format", "text", "--text-field", "2")
+    want = _count_cli(tmp_path, "want", plain)
+    assert got.counts.toarray().tolist() == want.counts.toarray().tolist()
+    assert (got.n_sequences, got.n_tokens) == (want.n_sequences, want.n_tokens)
+    assert got.tokenizer["vocab_size"] == want.tokenizer["vocab_size"]
+    # the label is not counted: '1' and '0' are no token of the vocabulary
+    assert list(read_texts(data, format="text", text_field=2))[:2] == [
+        "the cat sat on the mat",
+        "a dog ran",
+    ]
+    # without --format the suffix is refused in one line that names the flag
+    assert (
+        main(["-q", "count", str(data), "-t", "word", "-n", "6", "-o", str(tmp_path / "x.npz")])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "pass --format" in err and "format=" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_latin1_corpus_counts_with_its_text_encoding(tmp_path, capsys):
+    from posgeom.cli.main import main
+
+    texts = [t.partition(" ")[2] for t in LABELLED]
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(("\n".join(texts) + "\n").encode("latin-1"))
+    utf8 = tmp_path / "utf8.txt"
+    utf8.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    got = _count_cli(tmp_path, "latin", latin, "--text-encoding", "latin-1")
+    want = _count_cli(tmp_path, "utf8", utf8)
+    assert got.counts.toarray().tolist() == want.counts.toarray().tolist()
+    assert list(read_texts(latin, encoding="latin-1"))[2] == "é è ü café naïve"
+    # read as UTF-8 it is refused at its line, naming the flag; --encoding-errors replace reads it
+    argv = ["-q", "count", str(latin), "-t", "word", "-n", "6", "-o", str(tmp_path / "x.npz")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "line 3" in err and "--text-encoding" in err and not (tmp_path / "x.npz").exists()
+    assert (
+        list(read_texts(latin, errors="replace"))[2] == "\ufffd \ufffd \ufffd caf\ufffd na\ufffdve"
+    )
+    assert main([*argv, "--text-encoding", "no-such-codec"]) == 2
+    assert "is not a Python codec" in capsys.readouterr().err
+    with pytest.raises(PosgeomError, match="--encoding-errors must be one of"):
+        list(read_texts(latin, errors="loud"))

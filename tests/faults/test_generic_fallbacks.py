@@ -115,7 +115,11 @@ def test_a_nul_in_a_manifest_key_is_one_line(counts_file, small_corpus, tmp_path
     before = _snapshot(run)
     code, err = cli(capsys, *argv, "--overwrite")
     line = one_line(err)
-    assert code == 2 and "holds a NUL or another control character" in line and RESULTS_MANIFEST in line
+    assert (
+        code == 2
+        and "holds a NUL or another control character" in line
+        and RESULTS_MANIFEST in line
+    )
     assert _snapshot(run) == before
     job, out = tmp_path / "job", tmp_path / "c.npz"
     base = ["count", small_corpus, "-t", "word", "-n", 8, "--job-dir", job, "-o", out]

@@ -339,3 +339,22 @@ def test_the_order_probe_baseline_is_the_row_shuffled_table():
     assert result.shuffled_order.estimate == pytest.approx(shuffled.mean())
     assert result.order.high < result.shuffled_order.low  # order is in the table, not the probe
     assert result.summary()["shuffled_order_error_percent"]["method"] == "t over folds"
+
+
+def test_progress_in_a_redirected_log_is_whole_lines(tmp_path, capsys):
+    """With stderr not a terminal (captured here, as in a log file) the probe's progress is whole
+    lines, never a bar redrawn with carriage returns."""
+    import posgeom
+    from posgeom.nn.decoder import CausalDecoder, DecoderConfig, save_decoder
+
+    config = DecoderConfig(
+        position="learned", d_model=16, n_heads=2, n_layers=1, d_ff=32, trained_length=16
+    )
+    path = save_decoder(CausalDecoder(config, seed=0), tmp_path / "dec.safetensors")
+    texts = [f"a b c d e f {i}" for i in range(30)]
+    opts = {"kinds": ("linear",), "estimator": "plugin", "per_position": 10, "seeds": 2}
+    posgeom.probe(path, texts, n=8, pairs=32, table_probes=False, progress=True, **opts)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    assert any(line.startswith("probe pass") for line in err.splitlines())
+    assert any(line.startswith("layer probes") for line in err.splitlines())

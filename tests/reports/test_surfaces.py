@@ -253,6 +253,9 @@ def test_score_names_the_stored_target(runs, name):
     line = next(x for x in out.splitlines() if x.startswith("verdict: "))
     phrase = target_phrase(vi)
     assert phrase[0].lower() + phrase[1:] in line and "not recorded" not in line
+    if vi.noise_share is not None:  # the folder estimated its noise floor: score says its share
+        assert "noise floor not estimated" not in line
+        assert f"{100 * vi.noise_share:.0f}% of pairs above twice the noise floor" in line
     scores = {r["encoding"]: r for r in vi.rows}
     if "sinusoidal" in scores:  # the same encoding against the same stored target
         cell = f"{scores['sinusoidal']['scale_optimal']:.4g}"

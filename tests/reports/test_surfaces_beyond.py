@@ -1,7 +1,9 @@
 """One set of numbers behind every surface of the commands beyond the geometry (issue 37):
 ``extend`` (with ``--measure`` and ``--report``), checked like :mod:`test_surfaces` checks
 ``run`` / ``compare``: the terminal, ``table.md``, ``summary.json`` and the report's verdict,
-tables and figures all carry the numbers ``summary.json`` stored once, and name one ranking.
+tables and figures all carry the numbers ``summary.json`` stored once, and name one ranking;
+``analyze-model`` and ``probe`` the same for their intervals, ties, names and target. (e2e: the
+three commands with reports take about a minute on two cores; CI runs ``pytest -m e2e``.)
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def _cells(table: str) -> list[list[str]]:
     return [[html.unescape(c) for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r)] for r in rows]
 
 
+@pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
 def test_extend_surfaces_carry_the_stored_numbers_and_one_ranking(extend_run):
     s, out = extend_run["summary"], extend_run["out"]
     ranking = s["rank_by"]
@@ -121,3 +124,112 @@ def test_extend_surfaces_carry_the_stored_numbers_and_one_ranking(extend_run):
     # the cost and the held-out text were said before the forwards
     assert "forwards of up to 128 tokens" in extend_run["err"]
     assert s["measurements"]["heldout"] in words
+
+
+N = 8
+
+
+def _texts(k: int = 300, seed: int = 0) -> list[str]:
+    """Sentences whose word at position p is drawn from w(2p) .. w(2p + 5) (test_surfaces')."""
+    rng = np.random.default_rng(seed)
+    return [
+        " ".join(WORDS[min(19, int(rng.integers(0, 6)) + 2 * p)] for p in range(length))
+        for length in rng.integers(N, N + 4, size=k)
+    ]
+
+
+@pytest.fixture(scope="module")
+def model_runs(tmp_path_factory):
+    """analyze-model (with intervals and a report) and probe (with a report) on one tiny BERT
+    and one corpus whose position 0 is always [CLS]."""
+    from helpers.models import tiny_bert
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("surfaces_models")
+    tiny = tiny_bert(root / "bert")
+    corpus = root / "corpus.txt"
+    corpus.write_text("\n".join(_texts()) + "\n")
+    argv = ["analyze-model", tiny["folder"], corpus, "-n", N, "--resolution", "top:3"]
+    am, _ = _cli(*argv, "--bootstrap", 12, "--no-plot", "--report", "-o", root / "am")
+    argv = ["-q", "probe", tiny["folder"], corpus, "-n", N, "--seeds", 2, "--pairs", 64]
+    pr, _ = _cli(*argv, "--per-position", 40, "--report", "-o", root / "pr")
+    return {"root": root, "am": am, "pr": pr, "tiny": tiny}
+
+
+def _ties(rows, key, low, high):
+    """The lowest row's name and the rows whose interval reaches below its upper bound."""
+    best = min(rows, key=key)
+    return best, [r for r in rows if r is not best and low(r) <= high(best)]
+
+
+@pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
+def test_analyze_model_surfaces_carry_intervals_ties_names_and_the_hint(model_runs):
+    folder = model_runs["root"] / "am"
+    s = strict_json(folder / "summary.json")
+    layers = s["layers"]
+    key = "stress_scale_optimal"
+    # every surface's layer table carries the stored per-layer intervals
+    table_md = (folder / "table.md").read_text()
+    _, words, tables = _report(folder)
+    rows = _cells(tables["Layer by layer"])
+    head = rows[0]
+    col = next(i for i, h in enumerate(head) if h.startswith("scale_optimal") and "interval" in h)
+    for r, stored in zip(rows[1:], layers, strict=True):
+        want = f"[{stored[key + '_low']:.4g}, {stored[key + '_high']:.4g}]"
+        assert r[col] == want and f"| {want} |" in table_md
+    # "best layer" only when separated: the tied set, computed here from the stored intervals
+    best, ties = _ties(
+        layers, lambda r: r[key], lambda r: r[key + "_low"], lambda r: r[key + "_high"]
+    )
+    verdict = next(x for x in model_runs["am"].splitlines() if x.startswith("verdict:"))
+    if ties:
+        named = ", ".join(str(x) for x in [best["layer"], *(r["layer"] for r in ties)])
+        assert f"closest in shape at layers {named} (tied:" in verdict
+        assert f"closest in shape at layers {named} (tied:" in words.lower()
+    else:
+        assert f"closest in shape at layer {best['layer']} (" in verdict
+    # every encoding row has its real description and parameter count
+    d = 16  # tiny_bert's width
+    enc = s["geometry"]["scores"]
+    for name in ("learned", "sinusoidal", "random"):
+        assert name in enc and enc[name].get("description", "") != "user encoding"
+    md_rows: dict[str, list[str]] = {}  # the encodings table's rows (the plug-in table after)
+    for line in table_md.splitlines():
+        if line.startswith(("| learned", "| random")):
+            md_rows.setdefault(line.split("|")[1].strip(), line.split("|"))
+    assert "learned table of embeddings.position_embeddings.weight" in table_md
+    assert md_rows["learned"][-3].strip() == md_rows["random"][-3].strip() == str(N * d)
+    # the [CLS] hint run and compare give
+    assert "hint: position 0 stands apart (a [CLS] or BOS token?)" in model_runs["am"]
+
+
+@pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
+def test_probe_surfaces_record_the_target_and_say_the_title_once(model_runs):
+    from posgeom.probes.figures import layer_figure
+
+    folder = model_runs["root"] / "pr"
+    s = strict_json(folder / "summary.json")
+    target = s["options"]["target"]
+    assert target["estimator"] and target["resolution"] and target["classes"]
+    assert any(target["classes"] in w for w in s["verdict"])
+    page = (folder / "report.html").read_text()
+    title = f"Position probes: {s['source']}"
+    assert page.count(f"<h1>{title}</h1>") == 1 and page.count(f">{title}</h2>") == 0
+    assert str(model_runs["root"]) not in page and str(model_runs["root"]) not in s["source"]
+    # the best layer only when its interval separates it
+    rows = s["layers"]
+    best, ties = _ties(
+        rows,
+        lambda r: r["linear_mae"]["estimate"],
+        lambda r: r["linear_mae"]["low"],
+        lambda r: r["linear_mae"]["high"],
+    )
+    said = next(w for w in s["verdict"] if w.startswith("Position is read best"))
+    if ties:
+        assert said.startswith(f"Position is read best at layers {best['layer']}, ")
+    else:
+        assert said.startswith(f"Position is read best at layer {best['layer']} (")
+    # stress and R² on separate axes
+    fig = layer_figure(s)
+    labels = {ax.get_ylabel() for ax in fig.axes}
+    assert {"scale-optimal stress (vs corpus)", "R² of position"} <= labels

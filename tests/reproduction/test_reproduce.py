@@ -148,7 +148,8 @@ def test_survival_verdicts_follow_the_intervals():
     verdict = by_claim["MDS encoding stress near zero"][5]
     assert verdict.startswith("survives") == near
     truth = plugin["synthetic_exact"].row("mds")["paper"]
-    assert by_claim["MDS encoding stress near zero"][4] == f"{truth:.2g}"
+    shown = "round-off (below 1e-12)" if abs(truth) < 1e-12 else f"{truth:.2g}"
+    assert by_claim["MDS encoding stress near zero"][4] == shown
     lr, rnd = rec["synthetic"].row("low_rank_mds"), rec["synthetic"].row("random")
     apart = lr["violation_rate_ci"][1] < rnd["violation_rate_ci"][0]
     assert ("rank-3 MDS clearly below random" in rows[3][5]) == apart
@@ -181,3 +182,16 @@ def test_the_study_entry_point_reports_missing_data_as_the_command_does(tmp_path
 
     assert reproduction.main(["--data", str(tmp_path / "absent"), "--out", str(tmp_path)]) == 2
     assert "absent" in capsys.readouterr().err
+
+
+def test_a_stress_within_round_off_is_said_so_not_printed_outside_its_interval():
+    """REPRODUCTION.md printed 2.6e-30 beside the interval [5.59e-30, 9.52e-29]: digits of
+    round-off. Values and intervals below 1e-12 read "round-off"; larger ones keep their digits."""
+    from posgeom.reproduction.survival import _show
+
+    tiny = {"paper": 2.6e-30, "paper_ci": [5.59e-30, 9.52e-29]}
+    assert _show(tiny, "paper") == "round-off (below 1e-12)"
+    real = {"paper": 0.25, "paper_ci": [0.2, 0.3]}
+    assert _show(real, "paper") == "0.25 [0.2, 0.3]"
+    mixed = {"paper": 1e-13, "paper_ci": [0.0, 0.02]}  # an interval reaching past round-off
+    assert _show(mixed, "paper") == "1e-13 [0, 0.02]"

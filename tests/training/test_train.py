@@ -77,7 +77,8 @@ def _hellinger_target(texts: list[str], n: int) -> np.ndarray:
 
 def _violation_rate(delta: np.ndarray, target: np.ndarray, tie_rtol: float = 1e-9) -> float:
     """Brute force over triples; differences within tie_rtol x the largest distance are ties
-    (the documented convention: RoPE's |i - j| geometry has exact ties up to round-off)."""
+    (the documented convention: RoPE's |i - j| geometry has exact ties up to round-off); a tie
+    of the encoding on a triple the target orders counts half."""
     n = len(delta)
     tol_t, tol_e = tie_rtol * target.max(), tie_rtol * delta.max()
     bad = tot = 0
@@ -87,7 +88,7 @@ def _violation_rate(delta: np.ndarray, target: np.ndarray, tie_rtol: float = 1e-
             b = delta[i, j] - delta[i, k]
             if abs(a) > tol_t:
                 tot += 1
-                bad += abs(b) > tol_e and (a * b) < 0
+                bad += 0.5 if abs(b) <= tol_e else float(a * b < 0)
     return bad / tot
 
 

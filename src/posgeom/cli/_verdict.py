@@ -18,14 +18,16 @@ def verdict_line(
     """``verdict: ...`` for score rows ``{encoding: scores}``; ``target``: the stored verdict
     inputs of the target's results folder when known (their
     :data:`~posgeom.text.verdict_inputs.TARGET_FIELDS` name the target: estimator,
-    resolution, classes, smoothing), else it is "as given"."""
+    resolution, classes, smoothing) and its stored ``noise_share``, else it is "as given" and its
+    noise floor "not estimated"."""
     import dataclasses
 
     from posgeom.text.verdict import one_line
     from posgeom.text.verdict_inputs import TARGET_FIELDS, verdict_inputs
 
     vi = verdict_inputs("score", {"scores": dict(rows)})
-    named = {k: target[k] for k in TARGET_FIELDS if k in (target or {})}
+    # the target's own facts: what it is and, from its folder, how much of it is above the noise
+    named = {k: target[k] for k in (*TARGET_FIELDS, "noise_share") if k in (target or {})}
     return one_line(dataclasses.replace(vi, **named))
 
 

@@ -12,6 +12,25 @@ from posgeom._errors import PosgeomError, printable
 log = logging.getLogger("posgeom")
 
 
+#: the text-decoding flags of every command that reads text (CountOptions' reader fields)
+_TEXT_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    (
+        "text_encoding",
+        "text encoding of the corpus files: any Python codec (utf-8, latin-1, cp1252, ...)",
+        {},
+    ),
+    (
+        "encoding_errors",
+        "what an undecodable byte does: strict (refuse, naming the line), replace, ...",
+        {"choices": True},
+    ),
+    (
+        "text_field",
+        "text lines: the text starts at this whitespace-separated field (2 for 'label text')",
+        {"type": int, "metavar": "N"},
+    ),
+)
+
 #: the count options' flags (``--`` + the field name): defaults and choices from CountOptions
 _COUNT_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
@@ -21,6 +40,7 @@ _COUNT_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         {},
     ),
     ("text_column", "column or field holding the text (jsonl/csv/tsv/parquet/datasets)", {}),
+    *_TEXT_FLAGS,
     ("split", "split of a saved datasets folder", {}),
     ("align", "position 0 is the first token (start) or the last token (end)", {"choices": True}),
     (
@@ -86,6 +106,13 @@ def add_option_flag(g: Any, name: str, help_text: str, **kw: Any) -> None:
     g.add_argument(flag, dest=name, default=_default(name), help=help_text, **kw)
 
 
+def add_text_arguments(p: Any) -> None:
+    """``--text-encoding``, ``--encoding-errors`` and ``--text-field`` (declared once, as
+    :class:`~posgeom.corpus.options.CountOptions` fields) for a command that reads text."""
+    for name, help_text, kw in _TEXT_FLAGS:
+        add_option_flag(p, name, help_text, **dict(kw))
+
+
 def add_count_arguments(p: argparse.ArgumentParser) -> None:
     """Corpus, tokenizer and counting options shared by ``count`` and ``run``."""
     p.add_argument(
@@ -117,7 +144,7 @@ def add_count_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--lowercase", action="store_true", help="lowercase text (word tokenizer)")
     for name, help_text, kw in _COUNT_FLAGS:
-        add_option_flag(p, name, help_text, **kw)
+        add_option_flag(p, name, help_text, **dict(kw))
     s = p.add_argument_group("scale: distributed and resumable counting")
     s.add_argument(
         "--scheduler",

@@ -8,6 +8,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli._options import add_placement_arguments, placement
+from posgeom.cli.corpus_commands import add_text_arguments
 from posgeom.io.jsonfiles import json_text
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -55,6 +56,11 @@ def _extend(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=say,
         emit=args.emit,
+        decoding={
+            "encoding": args.text_encoding,
+            "errors": args.encoding_errors,
+            "text_field": args.text_field,
+        },
     )
     print(result.markdown())
     if result.rope_parameters is not None:
@@ -112,6 +118,7 @@ def register(sub: Any) -> None:
     p.add_argument("--gguf-file", default=None, help="a .gguf file inside MODEL to load")
     add_placement_arguments(p)
     p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
+    add_text_arguments(p)
     p.add_argument(
         "--classes",
         default="top:30",

@@ -25,6 +25,8 @@ from posgeom.cli._options import (
     add_resolution_argument,
     placement,
 )
+from posgeom.cli._verdict import print_hints
+from posgeom.cli.corpus_commands import add_text_arguments
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -177,17 +179,17 @@ def _texts(args: argparse.Namespace) -> Any:
     corpus = Path(args.corpus)
     if not corpus.exists():
         raise PosgeomError(f"corpus {corpus} does not exist; check the path")
+    how = {
+        "format": args.format,
+        "text_column": args.text_column,
+        "split": args.split,
+        "encoding": args.text_encoding,
+        "errors": args.encoding_errors,
+        "text_field": args.text_field,
+    }
     if args.shuffle_seed is None:
-        return read_texts(
-            corpus,
-            format=args.format,
-            text_column=args.text_column,
-            split=args.split,
-            limit=args.max_sequences,
-        )
-    texts = list(
-        read_texts(corpus, format=args.format, text_column=args.text_column, split=args.split)
-    )
+        return read_texts(corpus, limit=args.max_sequences, **how)
+    texts = list(read_texts(corpus, **how))
     k = len(texts) if args.max_sequences is None else min(args.max_sequences, len(texts))
     pick = np.sort(np.random.default_rng(args.shuffle_seed).choice(len(texts), k, replace=False))
     return [texts[i] for i in pick]
@@ -248,6 +250,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
             f"peaks at layer {printable(peaks['variance_explained']['max_layer'])}"
         )
     print(result.markdown(), end="")  # ends with the verdict line
+    print_hints(result)  # a [CLS]-like position 0, as run and compare say it
     print(
         f"results in {printable(out)}/ (summary.json, arrays.npz, table.md, counts.npz"
         + ("" if args.no_plot else ", stress_per_layer.png")
@@ -330,6 +333,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
     p.add_argument("--text-column", default=None, help="column or field holding the text")
+    add_text_arguments(p)
     p.add_argument("--split", default=None, help="split of a saved datasets folder")
     p.add_argument("--batch-size", type=int, default=32, help="sequences per forward pass")
     p.add_argument(

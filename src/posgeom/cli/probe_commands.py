@@ -16,6 +16,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli._options import add_estimator_argument, add_placement_arguments, placement
+from posgeom.cli.corpus_commands import add_text_arguments
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -155,6 +156,7 @@ def register(sub: Any) -> None:
     p.add_argument("--gguf-file", default=None, help="a .gguf file inside SOURCE (a folder)")
     p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
     p.add_argument("--text-column", default=None, help="column or field holding the text")
+    add_text_arguments(p)
     p.add_argument("--split", default=None, help="split of a saved datasets folder")
     p.add_argument(
         "--max-sequences", type=int, default=None, help="use at most this many sequences"

@@ -31,9 +31,11 @@ _BOOT = tuple(f.name for f in option_fields(BOOTSTRAP))
 
 def manifest_record(options: CountOptions) -> dict[str, Any]:
     """What a job's manifest compares: every option but ``batch_size`` (it never changes counts)
-    and those a job does not apply; the bootstrap keys only when set, so manifests of plain jobs
-    stay as they were."""
+    and those a job does not apply; the bootstrap and decoding keys only when set, so manifests of
+    plain jobs stay as they were."""
     skip = {"batch_size", *_NOT_PER_SHARD, *(_BOOT if options.bootstrap is None else ())}
+    plain = {"text_encoding": "utf-8", "encoding_errors": "strict", "text_field": 1}
+    skip |= {k for k, v in plain.items() if getattr(options, k) == v}  # recorded when set
     out = {k: v for k, v in asdict(options).items() if k not in skip}
     out["special_ids"] = None if options.special_ids is None else list(options.special_ids)
     return out

@@ -378,9 +378,8 @@ def count_corpus(
 
         def texts() -> Iterable[str]:
             if is_path:
-                return read_texts(
-                    source, format=fmt, text_column=o.text_column, limit=o.limit, split=o.split
-                )
+                how = {"format": fmt, "text_column": o.text_column, "split": o.split}
+                return read_texts(source, limit=o.limit, **how, **o.decoding())
             return islice(source, o.limit)
 
         if isinstance(tok, WordLevelTokenizer) and not tok.fitted:

@@ -93,7 +93,11 @@ def count_shard(
     """Count one shard (runs in the worker); a shard without a counted sequence gives zero
     counts (``count_corpus(..., allow_empty=True)``), not an error."""
     tok = worker_tokenizer(tokenizer)
-    source: Any = shard.path if shard.start is None else shard_texts(shard, options.text_column)
+    source: Any = (
+        shard.path
+        if shard.start is None
+        else shard_texts(shard, options.text_column, **options.decoding())
+    )
     return count_corpus(
         source, tok, progress=False, allow_empty=True, **shard_kwargs(options, shard)
     )
@@ -108,7 +112,13 @@ def _say(message: str, progress: bool) -> None:
 def _fit_word(tok: Any, paths: list[Path], fmts: list[str], options: CountOptions) -> None:
     tok.fit(
         chain.from_iterable(
-            read_texts(p, format=f, text_column=options.text_column, split=options.split)
+            read_texts(
+                p,
+                format=f,
+                text_column=options.text_column,
+                split=options.split,
+                **options.decoding(),
+            )
             for p, f in zip(paths, fmts, strict=True)
         )
     )

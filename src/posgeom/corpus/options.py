@@ -5,7 +5,9 @@ the values it allows (checked on construction, with the package's integer rule o
 :mod:`posgeom._validation`) and its group:
 
 - ``reader`` (``count_corpus`` only): ``format``, ``text_column``, ``split``, ``limit``
-  (records read), ``pad_id``, ``separator_id``, ``token_dtype``;
+  (records read), ``pad_id``, ``separator_id``, ``token_dtype``, ``text_encoding`` (any Python
+  codec; ``--encoding`` is taken by the encodings to score), ``encoding_errors`` (its handler), ``text_field`` (a text line's text starts at this
+  whitespace-separated field: 2 for "label text" lines);
 - ``count``: ``max_positions`` (``n``, required), ``vocab_size``, ``include_special``,
   ``special_ids``, ``align``, ``min_length``, ``max_sequences``, ``batch_size``;
 - ``bootstrap``: ``bootstrap`` (replicates ``B``), ``bootstrap_seed``, ``bootstrap_stream``,
@@ -31,6 +33,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, check_param, is_integer
+from posgeom.corpus._decoding import ERRORS, check_encoding
 from posgeom.corpus.bootstrap_weights import SCHEMES, check_replicates
 
 __all__ = ["BOOTSTRAP", "COUNT", "READER", "CountOptions", "option_fields", "takes_count_options"]
@@ -67,6 +70,9 @@ class CountOptions:
     token_dtype: Any = field(  # a dtype name ("uint16"), a NumPy dtype or type, or None
         default=None, metadata={"allowed": (str, np.dtype, type, None), "group": READER}
     )
+    text_encoding: str = _option("utf-8", str, group=READER)  # any Python codec
+    encoding_errors: str = _option("strict", Options(set(ERRORS)), group=READER)
+    text_field: int = _option(1, Interval(Integral, 1, None), group=READER)
     vocab_size: int | None = _option(None, Interval(Integral, 1, None), None, group=COUNT)
     include_special: bool = _option(True, bool, group=COUNT)
     special_ids: tuple[int, ...] | None = _option(None, group=COUNT)  # ids checked one by one
@@ -93,6 +99,9 @@ class CountOptions:
             object.__setattr__(self, "special_ids", tuple(sorted(int(i) for i in ids)))
         if self.bootstrap is not None:  # the replicate rule's home: corpus.bootstrap_weights
             check_replicates(self.bootstrap)
+        check_encoding(
+            self.text_encoding, self.encoding_errors
+        )  # the codec rule's home: corpus._decoding
         if self.token_dtype is not None:  # the .bin rule's home: corpus.token_ids
             from posgeom.corpus.token_ids import bin_dtype
 
@@ -102,6 +111,15 @@ class CountOptions:
     def allowed(name: str) -> tuple[Any, ...]:
         """The constraints of the field ``name`` (the CLI's ``choices=`` read them)."""
         return tuple(CountOptions.__dataclass_fields__[name].metadata["allowed"])
+
+    def decoding(self) -> dict[str, Any]:
+        """The text readers' keywords (:func:`posgeom.corpus.readers.read_texts`): ``encoding``,
+        ``errors``, ``text_field``."""
+        return {
+            "encoding": self.text_encoding,
+            "errors": self.encoding_errors,
+            "text_field": self.text_field,
+        }
 
     def bootstrap_spec(self) -> dict[str, Any] | None:
         """The bootstrap counter's arguments, or None without replicates."""

@@ -14,9 +14,14 @@ format       suffixes                              text taken from
 ``hf-hub``   only with ``format="hf-hub"``         ``load_dataset(path, streaming=True)``
 ===========  ====================================  =============================================
 
-Any file format may be gzip-compressed with an extra ``.gz`` suffix (``train.tsv.gz``). Text is
-decoded as strict UTF-8 line by line, so an undecodable byte is reported with its file and line;
-a UTF-8 byte-order mark at the start of a file is dropped (in every text format).
+Any file format may be gzip-compressed with an extra ``.gz`` suffix (``train.tsv.gz``); a file
+with any other suffix is read with ``format=`` (``--format``; e.g. ``text`` for ``data.all.gz``). On the command line the
+decoding options are ``--text-encoding``, ``--encoding-errors`` and ``--text-field``.
+Text is decoded line by line with ``encoding`` (any Python codec, default UTF-8) and ``errors``
+(:data:`ERRORS`; default ``strict``, so an undecodable byte is reported with its file and line);
+a UTF-8 byte-order mark at the start of a file is dropped (in every text format). For ``text``,
+``text_field = N`` keeps each line from its ``N``-th whitespace-separated field on (``2`` for
+"label text" lines; a line with fewer fields is empty).
 A gzip-compressed Parquet file is decompressed to a temporary file (Parquet needs random access),
 at most 64 times its size (:mod:`posgeom.io._inflate`); what a Parquet file decodes to is bounded
 too (:mod:`posgeom.corpus._parquet`).
@@ -42,8 +47,10 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import check_int, check_path
 from posgeom.corpus._bounded import MAX_LINE_BYTES, Spooled
 from posgeom.corpus._columns import as_text
+from posgeom.corpus._decoding import ERRORS, check_encoding, text_from
 
 __all__ = [
+    "ERRORS",
     "TEXT_FORMATS",
     "TOKEN_FORMATS",
     "detect_format",
@@ -82,9 +89,9 @@ def detect_format(path: str | os.PathLike) -> str:
     fmt = _SUFFIXES.get(Path(name).suffix.lower())
     if fmt is None:
         raise PosgeomError(
-            f"cannot tell the format of {path} from its suffix; pass format= one of "
-            f"{list(TEXT_FORMATS + TOKEN_FORMATS)} or rename the file (.txt, .jsonl, .csv, .tsv, "
-            ".parquet, .npy, .npz, .bin, optionally + .gz)"
+            f"cannot tell the format of {path} from its suffix; pass --format (format= in "
+            f"Python) one of {list(TEXT_FORMATS + TOKEN_FORMATS)} or rename the file (.txt, "
+            ".jsonl, .csv, .tsv, .parquet, .npy, .npz, .bin, optionally + .gz)"
         )
     return fmt
 
@@ -116,15 +123,25 @@ def _too_long(path: Path | str, lineno: int) -> PosgeomError:
 
 
 def read_lines(
-    path: Path | str, start: int = 0, stop: float = float("inf"), first_line: int = 1
+    path: Path | str,
+    start: int = 0,
+    stop: float = float("inf"),
+    first_line: int = 1,
+    *,
+    encoding: str = "utf-8",
+    errors: str = "strict",
 ) -> Iterator[tuple[int, str]]:
-    """(1-based line number, decoded line with its newline); strict UTF-8 with a located error.
+    """(1-based line number, decoded line with its newline), decoded with ``encoding`` and
+    ``errors`` (module docstring); an undecodable line is a located error.
 
     ``start``/``stop`` restrict reading to the bytes ``[start, stop)`` (a shard of a file; for
     gzip the stream is decompressed forward to ``start``), ``first_line`` is the number of the
     line at ``start``. A UTF-8 byte-order mark at byte 0 is dropped. Lines are read in bounded
     pieces: one longer than :data:`MAX_LINE_BYTES` is refused (``/dev/zero`` ends there).
     """
+    codec = check_encoding(encoding, errors)
+    utf8 = codec == "utf-8"
+    shown = "UTF-8" if utf8 else codec
     lineno = first_line - 1
     try:
         with open_binary(path) as fh:
@@ -134,17 +151,18 @@ def read_lines(
             while pos < stop and (raw := fh.readline(MAX_LINE_BYTES + 1)):
                 if len(raw) > MAX_LINE_BYTES:
                     raise _too_long(path, lineno + 1)
-                if pos == 0 and raw.startswith(b"\xef\xbb\xbf"):
+                if utf8 and pos == 0 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                     pos += 3
                 pos += len(raw)
                 lineno += 1
                 try:
-                    yield lineno, raw.decode("utf-8")
+                    yield lineno, raw.decode(codec, errors)
                 except UnicodeDecodeError as exc:
                     raise PosgeomError(
-                        f"{path}, line {lineno}: bytes cannot be decoded as UTF-8 ({exc.reason} at "
-                        f"byte {exc.start}); re-encode the file as UTF-8"
+                        f"{path}, line {lineno}: bytes cannot be decoded as {shown} ({exc.reason} "
+                        f"at byte {exc.start}); pass its --text-encoding (e.g. latin-1), "
+                        "--encoding-errors replace, or re-encode the file as UTF-8"
                     ) from None
     except (OSError, EOFError, zlib.error) as exc:
         hint = (
@@ -169,21 +187,23 @@ def spool(path: Path | str) -> Spooled:
     return out
 
 
-def _read_text(path: Path) -> Iterator[str]:
-    """Lines ended by ``\n``, ``\r\n`` or a lone ``\r`` (old Mac files), as text mode does."""
-    for _, line in read_lines(path):
-        line = line.rstrip("\r\n")
-        if "\r" in line:
-            yield from line.split("\r")
-        else:
-            yield line
+def _read_text(path: Path, text_field: int = 1, **decoding: str) -> Iterator[str]:
+    """Lines ended by ``\n``, ``\r\n`` or a lone ``\r`` (old Mac files), as text mode does;
+    ``text_field > 1``: from that whitespace-separated field on (module docstring)."""
+    for _, raw in read_lines(path, **decoding):
+        raw = raw.rstrip("\r\n")
+        for line in raw.split("\r") if "\r" in raw else (raw,):
+            yield text_from(line, text_field)
 
 
 def read_jsonl(
-    path: Path | str, column: str, lines: Iterable[tuple[int, str]] | None = None
+    path: Path | str,
+    column: str,
+    lines: Iterable[tuple[int, str]] | None = None,
+    **decoding: str,
 ) -> Iterator[str]:
     """Texts of field ``column``, from ``lines`` (a shard's lines) or the whole file."""
-    for lineno, line in read_lines(path) if lines is None else lines:
+    for lineno, line in read_lines(path, **decoding) if lines is None else lines:
         if not line.strip():
             continue
         try:
@@ -205,6 +225,7 @@ def read_delimited(
     column: str | None,
     delimiter: str,
     lines: Iterable[tuple[int, str]] | None = None,
+    **decoding: str,
 ) -> Iterator[str]:
     """Texts of column ``column`` (default ``"text"``) of a CSV (``","``) or TSV (``"\\t"``,
     ``csv.QUOTE_NONE``) file: of the whole file, or of ``lines`` (a shard's numbered lines; the
@@ -220,7 +241,7 @@ def read_delimited(
             current[0] = n
             yield line
 
-    reader = csv.reader(feed(read_lines(path)), **opts)
+    reader = csv.reader(feed(read_lines(path, **decoding)), **opts)
     start = 1  # the first line of the record being read
     try:
         header = next(reader, None)
@@ -272,9 +293,14 @@ def read_texts(
     text_column: str | None = None,
     limit: int | None = None,
     split: str | None = None,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+    text_field: int = 1,
 ) -> Iterator[str]:
     """Stream the texts of a corpus lazily, one string per sequence.
 
+    ``encoding``, ``errors``: how text files are decoded; ``text_field``: for ``text``, the
+    whitespace-separated field each line's text starts at (module docstring).
     ``format`` defaults to the suffix (see the module table); ``text_column`` defaults to
     ``"text"`` for column formats; ``limit`` stops after that many records; ``split`` picks a split
     of a saved ``DatasetDict`` (or of a hub dataset). The path and format are checked at once;
@@ -282,6 +308,9 @@ def read_texts(
     A Hugging Face hub dataset is read only with ``format="hf-hub"`` (``path`` is then its name).
     """
     check_path(path, "read_texts: path")
+    decoding = {"encoding": encoding, "errors": errors}
+    check_encoding(encoding, errors)
+    check_int(text_field, "--text-field", 1)
     if limit is not None:  # an integer >= 0 ('3' or 2.5 was a raw TypeError or islice's)
         limit = check_int(limit, "read_texts: limit", 0)
     if format == "hf-hub":
@@ -298,11 +327,11 @@ def read_texts(
         )
     column = text_column or "text"
     if fmt == "text":
-        it = _read_text(path)
+        it = _read_text(path, text_field, **decoding)
     elif fmt == "jsonl":
-        it = read_jsonl(path, column)
+        it = read_jsonl(path, column, **decoding)
     elif fmt in ("csv", "tsv"):
-        it = read_delimited(path, text_column, "\t" if fmt == "tsv" else ",")
+        it = read_delimited(path, text_column, "\t" if fmt == "tsv" else ",", **decoding)
     elif fmt == "parquet":
         from posgeom.corpus._parquet import read_parquet
 

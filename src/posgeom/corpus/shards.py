@@ -23,6 +23,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int
+from posgeom.corpus._decoding import text_from
 from posgeom.corpus.readers import (
     TOKEN_FORMATS,
     detect_format,
@@ -147,13 +148,23 @@ def plan_shards(
     return shards
 
 
-def shard_texts(shard: Shard, text_column: str | None = None) -> Iterator[str]:
-    """The texts of a line-range shard, as :func:`~posgeom.corpus.readers.read_texts` gives them."""
+def shard_texts(
+    shard: Shard,
+    text_column: str | None = None,
+    *,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+    text_field: int = 1,
+) -> Iterator[str]:
+    """The texts of a line-range shard, as :func:`~posgeom.corpus.readers.read_texts` gives them
+    (``encoding``, ``errors``, ``text_field`` as there)."""
     if shard.start is None or shard.stop is None:
         raise PosgeomError(f"{shard.name} is a whole-file shard; read it with read_texts")
-    lines = read_lines(shard.path, shard.start, shard.stop, shard.first_line)
+    lines = read_lines(
+        shard.path, shard.start, shard.stop, shard.first_line, encoding=encoding, errors=errors
+    )
     if shard.format == "text":
-        return (line.rstrip("\r\n") for _, line in lines)
+        return (text_from(line.rstrip("\r\n"), text_field) for _, line in lines)
     if shard.format == "jsonl":
         return read_jsonl(shard.path, text_column or "text", lines)
     return read_delimited(shard.path, text_column, "\t" if shard.format == "tsv" else ",", lines)

@@ -252,8 +252,9 @@ class LearnedFamily(LearnedExtension, Family):
 
     def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
         p = encoding.params
-        text = f"learned table of {p.get('model')!s}"[:120].replace("|", "/")
-        return text + f" (rows {p.get('offset', 0)}.., width {encoding.dim})"
+        source = p.get("model") or p.get("source") or "the model"  # a mechanism names its source
+        text = f"learned table of {source!s}"[:120].replace("|", "/")
+        return text + f" (rows {p.get('offset', p.get('start', 0))}.., width {encoding.dim})"
 
     def parameter_count(self, ctx: ComparisonContext, encoding: PositionEncoding) -> int:
         return ctx.n_kept * int(encoding.dim or 0)

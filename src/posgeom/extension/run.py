@@ -75,10 +75,14 @@ def _format(path: Path) -> str:
 
 
 def read_documents(
-    paths: Sequence[str | os.PathLike], encode: Callable[[list[str]], list[list[int]]] | None
+    paths: Sequence[str | os.PathLike],
+    encode: Callable[[list[str]], list[list[int]]] | None,
+    decoding: Mapping[str, Any] | None = None,
 ) -> list[np.ndarray]:
     """Token-id documents of ``paths`` (module docstring); ``encode``: texts -> ids (with
-    ``reads_raw_bytes`` true, plain-text files are their bytes, unchanged)."""
+    ``reads_raw_bytes`` true, plain-text files are their bytes, unchanged); ``decoding``: the
+    text readers' ``encoding``, ``errors`` and ``text_field``."""
+    from posgeom.corpus._decoding import decode_document
     from posgeom.corpus.readers import check_exists, open_binary, read_texts
     from posgeom.corpus.token_ids import read_token_ids
 
@@ -96,15 +100,14 @@ def read_documents(
                 "--tokenizer, or token ids (.npy)"
             )
         if fmt in _RECORD_FORMATS:
-            texts = list(read_texts(path, format=fmt))
+            texts = list(read_texts(path, format=fmt, **(decoding or {})))
         elif getattr(encode, "reads_raw_bytes", False):  # a byte-level model's own input
             with open_binary(path) as fh:
                 docs.append(np.frombuffer(fh.read(), dtype=np.uint8).astype(np.int64))
             continue
         else:
             with open_binary(path) as fh:  # newlines as Python's text mode reads them
-                raw = fh.read().decode("utf-8-sig", errors="strict")
-            texts = [raw.replace("\r\n", "\n").replace("\r", "\n")]
+                texts = [decode_document(fh.read(), **(decoding or {}))]
         docs += [np.asarray(ids, dtype=np.int64) for ids in encode(texts) if len(ids)]
     if not docs:
         raise PosgeomError("the corpus holds no text; pass non-empty files")
@@ -225,6 +228,7 @@ def _windows(docs: list[np.ndarray], length: int, max_windows: int) -> list[np.n
         "seed": [Interval(Integral, 0, 2**63 - 1)],
         "classes": [str],
         "strategies": [Mapping, list, tuple, None],
+        "decoding": [Mapping, None],
         "measure": [bool, Options({"full", "quick"}), None],
         **{key: [bool] for key in ("overwrite", "report", "fit", "positions", "model_weights")},
     }
@@ -256,6 +260,7 @@ def extend(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     emit: Sequence[str] | None = None,
+    decoding: Mapping[str, Any] | None = None,
 ) -> ExtensionResult:
     """Rank the extension strategies of ``model`` on ``corpus`` at ``target_length`` (module
     docstring); with ``measure`` also their loss on held-out windows (``True`` / ``"full"``:
@@ -268,7 +273,8 @@ def extend(
     what precision the weights load (:func:`posgeom.models.loading.load_model`; default the CPU,
     float32; the losses are float64 whatever the dtype). Returns the
     :class:`~posgeom.extension.ExtensionResult`. ``emit``: engines whose spelling of the
-    recommendation goes into the folder too (:mod:`posgeom.extension.engines`)."""
+    recommendation goes into the folder too (:mod:`posgeom.extension.engines`); ``decoding``:
+    ``read_texts``' keywords."""
     from posgeom.extension.scoring import given_strategies, score_strategies
 
     if emit:
@@ -290,12 +296,12 @@ def extend(
     weights = measure or embedding or (model_weights and not _is_spec(model))
     ext, lm, own = _load(model, gguf_file, weights=weights, placement=placement)
     encode = own or encode
-    docs = read_documents(paths, encode)
+    docs = read_documents(paths, encode, decoding)
     held: list[np.ndarray] = []
     if measure and heldout is None:
         docs, held = _split(docs, heldout_fraction)
     elif measure:
-        held = read_documents(list(heldout), encode)
+        held = read_documents(list(heldout), encode, decoding)
     held_note = heldout_note(docs, held, heldout_fraction if heldout is None else None)
     if own is not None:
         check_token_ids([*docs, *held], lm)

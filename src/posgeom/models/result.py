@@ -326,20 +326,11 @@ class ModelAnalysis:
         return "\n".join(lines) + "\n"
 
     def _layer_table(self, rows: list[dict[str, Any]]) -> list[str]:
-        """Markdown rows (:func:`posgeom.text.markdown.markdown_table`, the schema's
-        ``layer_columns()``) plus each interval and the plug-in stress, after the stress kinds."""
-        extra: list[tuple[str, str, str]] = []
-        for kind, iv in (self.layer_intervals or {}).items():
-            key = f"stress_{kind}_interval"
-            for row in rows:
-                row[key] = f"[{row[f'stress_{kind}_low']:.4g}, {row[f'stress_{kind}_high']:.4g}]"
-            extra.append((key, f"{kind} {iv.level:.0%} interval", "s"))
-        extra += [
-            (f"plugin_stress_{k}", f"{k} (plug-in)", ".4g") for k in ("scale_optimal", "paper")
-        ]
-        columns = list(layer_columns())
-        at = 1 + max(i for i, c in enumerate(columns) if c[0].startswith(("stress_", "mean_")))
-        return markdown_table(rows, [*columns[:at], *extra, *columns[at:]])
+        """Markdown rows of :func:`posgeom.text.schema.layer_table` (the report's too)."""
+        from posgeom.text.schema import layer_table
+
+        levels = [iv.level for iv in (self.layer_intervals or {}).values()]
+        return markdown_table(*layer_table(rows, levels[0] if levels else None))
 
     def plot(self, path: str | os.PathLike, *, title: str | None = None) -> Path:
         """PNG: scale-optimal stress, paper stress (log) and R^2 per layer (matplotlib, Agg;

@@ -103,14 +103,14 @@ def run_pass(
     progress: bool,
 ) -> PassResult:
     """Moments and the token sample of ``seqs`` (already cut to the model's limit)."""
-    from tqdm.auto import tqdm
+    from posgeom._progress import progress_bar  # whole lines when not a terminal
 
     lengths = counted_lengths(seqs, special, n)
     planned = plan_sample(lengths, n, per_position, seed)
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))  # little padding per batch
     totals = LayerTotals(n, torch.device("cpu"))
     store = None
-    bar = tqdm(total=len(seqs), disable=not progress, unit="seq", desc="probe pass")
+    bar = progress_bar(total=len(seqs), disable=not progress, unit="seq", desc="probe pass")
     try:
         with torch.inference_mode():
             for group in _batched(order, batch_size):

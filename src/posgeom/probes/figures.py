@@ -1,6 +1,7 @@
 """The per-layer figure of a probe summary: the linear and MLP probe errors with their intervals
-(chance dashed) and, beside them, the scale-optimal stress against the corpus and the R² of
-position (matplotlib ``Figure``, no pyplot; extra ``plot``)."""
+(chance dashed) and, beside them, the scale-optimal stress against the corpus (left axis, its
+interval shaded when the rows have one) and the R² of position (right axis): two quantities, two
+axes (matplotlib ``Figure``, no pyplot; extra ``plot``)."""
 
 from __future__ import annotations
 
@@ -49,12 +50,19 @@ def layer_figure(summary: dict[str, Any]) -> Any:
         ax.axhline(chance, ls="--", color="grey", lw=1, label="chance")
     ax.set(xlabel="layer (0 = embeddings)", ylabel="MAE (positions)", title="position probes")
     ax.legend(fontsize=8)
-    bx = fig.add_subplot(1, 2, 2)
+    bx = fig.add_subplot(1, 2, 2)  # stress and R² on their own axes (different quantities)
     if "stress_scale_optimal" in rows[0]:
-        bx.plot(
-            layers, [r["stress_scale_optimal"] for r in rows], "o-", ms=3, label="stress vs corpus"
-        )
-    bx.plot(layers, [r["share"] for r in rows], "s-", ms=3, label="R² of position")
+        stress = [r["stress_scale_optimal"] for r in rows]
+        bx.plot(layers, stress, "o-", ms=3, color="C0", label="stress vs corpus")
+        low = [r.get("stress_scale_optimal_low") for r in rows]
+        if all(v is not None for v in low):
+            high = [r["stress_scale_optimal_high"] for r in rows]
+            bx.fill_between(layers, low, high, color="C0", alpha=0.2, lw=0)
+        bx.set_ylabel("scale-optimal stress (vs corpus)", color="C0")
+        rx = bx.twinx()
+    else:
+        rx = bx
+    rx.plot(layers, [r["share"] for r in rows], "s-", ms=3, color="C1", label="R² of position")
+    rx.set_ylabel("R² of position", color="C1")
     bx.set(xlabel="layer (0 = embeddings)", title="geometry")
-    bx.legend(fontsize=8)
     return fig

@@ -164,7 +164,7 @@ def probe_layers(
     progress: bool = False,
 ) -> LayerProbes:
     """Every probe of ``kinds`` on every layer of ``states`` ``(L+1, R, d)`` (module docstring)."""
-    from tqdm.auto import tqdm
+    from posgeom._progress import progress_bar  # whole lines when not a terminal
 
     y = np.asarray(positions, dtype=np.float64)
     groups = np.asarray(sequences)
@@ -180,7 +180,9 @@ def probe_layers(
     )
     layers = states.shape[0]
     values = {kind: np.empty((layers, folds)) for kind in kinds}
-    bar = tqdm(total=layers * len(kinds), disable=not progress, unit="probe", desc="layer probes")
+    bar = progress_bar(
+        total=layers * len(kinds), disable=not progress, unit="probe", desc="layer probes"
+    )
     try:
         for layer in range(layers):
             x = np.asarray(states[layer], dtype=np.float64)

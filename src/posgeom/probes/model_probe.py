@@ -51,8 +51,10 @@ def _geometry(
     include_special: bool,
     estimator: str,
     seed: int,
-) -> tuple[dict[str, np.ndarray], str]:
-    """Stress of every layer's per-position means against the corpus geometry."""
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Stress of every layer's per-position means against the corpus geometry, and the target
+    (``estimator``, the ``resolution`` and token ``classes`` it was estimated at, whether its
+    leading direction rises above the noise: ``resolved``)."""
     from posgeom._distance_matrix import euclidean_distances
     from posgeom.corpus.counting import count_positions
     from posgeom.models.layerwise import layer_stress
@@ -72,7 +74,13 @@ def _geometry(
         goal = analysis_target(counts, estimator=estimator, seed=seed)
     centred = means - means.mean(axis=1, keepdims=True)
     distances = np.stack([euclidean_distances(m) for m in centred])
-    return layer_stress(distances, goal.distances), goal.estimator
+    est = goal.estimate
+    target = {"estimator": goal.estimator}
+    if est is not None:  # the resolution it was estimated at, as analyze-model records it
+        said = est.summary()
+        target |= {"resolution": said.get("resolution"), "classes": said.get("classes")}
+        target["resolved"] = (said.get("projection") or {}).get("resolved")
+    return layer_stress(distances, goal.distances), target
 
 
 def _table_of(source: Any, probed: ProbedModel, n: int, options: dict[str, Any] | None) -> Any:

@@ -24,12 +24,12 @@ def _svg(fig: Any) -> str:
     return f'<figure><img alt="figure" src="data:image/svg+xml;base64,{data}"></figure>'
 
 
-def _section(summary: dict[str, Any], title: str, level: int) -> list[str]:
+def _section(summary: dict[str, Any], title: str | None, level: int) -> list[str]:
     from posgeom.probes.result import LAYER_COLUMNS, TABLE_COLUMNS, layer_row, table_row
     from posgeom.reports.html import html_table
 
     esc = html.escape
-    parts = [f"<h{level}>{esc(title)}</h{level}>"]
+    parts = [] if title is None else [f"<h{level}>{esc(title)}</h{level}>"]
     if summary.get("verdict"):
         parts.append(
             '<div class="verdict"><b>Verdict.</b> ' + esc(" ".join(summary["verdict"])) + "</div>"
@@ -63,16 +63,18 @@ def render_page(
     from posgeom.reports.html import html_page
 
     body = [f"<h1>{html.escape(title)}</h1>", *(f"<p>{html.escape(p)}</p>" for p in intro)]
-    for name, summary in sections:
-        body += _section(summary, name, 2 if len(sections) > 1 else 1)
+    for name, summary in sections:  # one section: the page's title is its heading (said once)
+        body += _section(summary, name, 2) if len(sections) > 1 else _section(summary, None, 1)
     return stamp(html_page(title, "\n".join(body)), "report")
 
 
 def write_report(folder: Path, summary: dict[str, Any]) -> Path:
     """``report.html`` of one probe folder (inside :func:`posgeom.reports.results_folder`)."""
+    from posgeom._paths import portable_path
+
     path = Path(folder) / "report.html"
+    name = portable_path(summary["source"])  # never an absolute path
     path.write_text(
-        render_page([(summary["source"], summary)], title=f"Position probes: {summary['source']}"),
-        encoding="utf-8",
+        render_page([(name, summary)], title=f"Position probes: {name}"), encoding="utf-8"
     )
     return path

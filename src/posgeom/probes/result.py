@@ -112,11 +112,13 @@ class ProbeResult:
         if t is not None:
             n, chance = t.n_positions, t.protocol["chance_mae"]
             a, o = t.absolute, t.order
-            readable = "linearly readable" if a.high < 0.1 * chance else "not linearly readable"
+            cut = 0.1 * chance  # the rule, said in the sentence: upper bound under 10% of chance
+            readable = "linearly readable" if a.high < cut else "not linearly readable"
             words.append(
                 f"Over {n} positions the table's positions are {readable} (absolute error "
                 f"{a.estimate:.2f} positions, {a.level:.0%} interval [{a.low:.2f}, {a.high:.2f}]; "
-                f"chance {chance:.1f}); its order is misread for {o.estimate:.1f}% of pairs "
+                f"chance {chance:.1f}; readable means the interval ends under 10% of chance, "
+                f"{cut:.2f}); its order is misread for {o.estimate:.1f}% of pairs "
                 f"[{o.low:.1f}, {o.high:.1f}]"
                 + (
                     ""
@@ -126,16 +128,46 @@ class ProbeResult:
                 + "."
             )
         if self.layers and "linear_mae" in self.layers[0]:
-            best = min(self.layers, key=lambda r: r["linear_mae"]["estimate"])
-            chance = self.options.get("chance_mae")
+            words.append(self._best_layer_words())
+        target = self.options.get("target")
+        if isinstance(target, dict):
             words.append(
-                f"Position is read best at layer {best['layer']} (linear probe error "
-                f"{best['linear_mae']['estimate']:.2f} positions on held-out sequences; chance "
-                f"{_num(chance)})."
+                f"The layers' stress is against the {target.get('estimator')} estimate of the "
+                f"corpus geometry ({target.get('classes') or 'resolution not recorded'})"
+                + (
+                    "; no direction of it rises above its sampling noise (not resolved)"
+                    if target.get("resolved") is False
+                    else ""
+                )
+                + "."
             )
         if self.agreement:
             words += list(self.agreement["words"])
         return words
+
+    def _best_layer_words(self) -> str:
+        """The layer where a linear probe reads position best, or the layers that tie with it
+        (their intervals reach below its upper bound): one layer only when separated."""
+        best = min(self.layers, key=lambda r: r["linear_mae"]["estimate"])
+        iv = best["linear_mae"]
+        ties = [
+            r["layer"]
+            for r in self.layers
+            if r is not best and r["linear_mae"]["low"] <= iv["high"]
+        ]
+        shown = f"{iv['estimate']:.2f} positions [{iv['low']:.2f}, {iv['high']:.2f}]"
+        chance = _num(self.options.get("chance_mae"))
+        if ties:
+            named = ", ".join(str(x) for x in [best["layer"], *ties])
+            return (
+                f"Position is read best at layers {named} (tied: their intervals overlap that of "
+                f"the lowest linear probe error, layer {best['layer']}, {shown} on held-out "
+                f"sequences; chance {chance})."
+            )
+        return (
+            f"Position is read best at layer {best['layer']} (linear probe error {shown} on "
+            f"held-out sequences, separated from every other layer; chance {chance})."
+        )
 
     def markdown(self) -> str:
         """``table.md``: the table probes, the per-layer table and the verdict."""

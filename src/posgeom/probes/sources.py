@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._paths import portable_path
 from posgeom.probes.table import real_values
 
 __all__ = ["ARRAY_SUFFIXES", "read_table"]
@@ -121,7 +122,11 @@ def read_table(
     else:
         placement = {"device": device, "dtype": dtype}
         table = _model_table(source, n, start, gguf_file, placement)
-        name = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+        name = (
+            portable_path(source)
+            if isinstance(source, (str, os.PathLike))
+            else type(source).__name__
+        )
     if n is not None:
         if n > table.shape[0]:
             raise PosgeomError(

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from posgeom._errors import PosgeomError
+from posgeom._paths import portable_path
 
 __all__ = ["ProbedModel", "open_model"]
 
@@ -107,7 +108,7 @@ def _posgeom_model(model: Any) -> ProbedModel | None:
             pad_id=0,
             special_ids=(),
             limit=int(decoder.config.trained_length),
-            name=str(model) if isinstance(model, (str, os.PathLike)) else source[0].name,
+            name=portable_path(model) if isinstance(model, (str, os.PathLike)) else source[0].name,
         )
     if type(model).__name__ == "TinyEncoder":
         return ProbedModel(
@@ -147,7 +148,7 @@ def open_model(
     from posgeom.models.loading import load_tokenizer, loaded_model, model_tokenizer
     from posgeom.models.mechanisms import model_position_limit
 
-    label = name or (str(model) if isinstance(model, (str, os.PathLike)) else None)
+    label = name or (portable_path(model) if isinstance(model, (str, os.PathLike)) else None)
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
     if isinstance(model, (str, os.PathLike)):
         if tokenizer is None:

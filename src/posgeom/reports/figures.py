@@ -1,8 +1,7 @@
 """Figures of a results view, as matplotlib :class:`~matplotlib.figure.Figure` objects.
 
-Every function takes plain arrays and rows (so it works on a live result and on a results
-folder alike), never calls pyplot (no global state, no display needed) and names the convention
-on an axis or in the title. :func:`encode` turns a figure into SVG and PNG bytes.
+Every function takes plain arrays and rows (a live result and a results folder alike), never
+calls pyplot and names the convention on an axis or in the title; :func:`encode`: SVG and PNG.
 
 Conventions in the labels: ``D_ij`` is the Hellinger distance (chord: ``||sqrt mu_i - sqrt mu_j||``
 in ``[0, sqrt 2]``; normalized: divided by ``sqrt 2``); ``delta_ij`` the encoding's distance;
@@ -337,8 +336,8 @@ def heads(heads: Sequence[Mapping[str, Any]], family: str = "alibi") -> Any:
 
 
 def layers(rows: Sequence[Mapping[str, Any]]) -> Any:
-    """Per layer: scale-optimal and paper stress of the per-position mean states against ``D``,
-    and ``R^2``, the share of hidden-state variance explained by position."""
+    """Per layer: scale-optimal and paper stress of the mean states against ``D`` (shaded: the
+    rows' intervals ``<key>_low/high``) and ``R^2``, the variance share explained by position."""
     names = [str(r["layer"]) for r in rows]
     x = np.arange(len(rows))
     fig = _figure(11.5, 3.6)
@@ -351,6 +350,9 @@ def layers(rows: Sequence[Mapping[str, Any]]) -> Any:
     for ax, (key, label, log) in zip(axes, panels, strict=False):
         v = np.array([_finite_or_nan(r.get(key)) for r in rows])
         (ax.semilogy if log else ax.plot)(x, v, "o-", ms=4)
+        lo = np.array([_finite_or_nan(r.get(f"{key}_low")) for r in rows])
+        if np.isfinite(lo).any():  # the stored per-layer intervals, as the tables show them
+            ax.fill_between(x, lo, [_finite_or_nan(r.get(f"{key}_high")) for r in rows], alpha=0.2)
         ax.set_title(label, fontsize=10)
         ax.set_xticks(x, ["emb" if n == "embeddings" else n for n in names], fontsize=7)
         ax.set_xlabel("layer")

@@ -25,7 +25,7 @@ from posgeom.text.schema import (
     HOW_TO_READ,
     Column,
     heads_by_family,
-    layer_columns,
+    layer_table,
     rank_columns,
     score_columns,
     score_conventions,
@@ -261,7 +261,8 @@ def _img(fig: RenderedFigure) -> str:
 def _tables(view: Any) -> list[str]:
     out = []
     if view.layers:
-        out += ["<h2>Layer by layer</h2>", html_table(view.layers, layer_columns())]
+        level = view.verdict.layer_level if view.verdict else None
+        out += ["<h2>Layer by layer</h2>", html_table(*layer_table(view.layers, level))]
     for heading, rows, columns in view.sections:  # a view's own tables (extend)
         out += [f"<h2>{_esc(heading)}</h2>", html_table(rows, columns)]
     if view.rows and not view.sections:

@@ -35,9 +35,16 @@ def _ci(row: dict[str, Any], key: str) -> tuple[float, float]:
     return float(low), float(high)
 
 
+ROUND_OFF = 1e-12  # a stress below this is float64 round-off: its digits (and interval) are noise
+
+
 def _show(row: dict[str, Any] | None, key: str, digits: int = 3, pct: bool = False) -> str:
+    """The value with its interval; a value and interval within round-off are said as such
+    (their digits would put a point outside its own interval)."""
     if row is None or row.get(key) is None:
         return "n/a"
+    if not pct and max(abs(float(row[key])), *map(abs, _ci(row, key))) < ROUND_OFF:
+        return f"round-off (below {ROUND_OFF:.0e})"
 
     def f(x: float) -> str:
         return f"{100 * x:.1f}%" if pct else f"{x:.{digits}g}"
@@ -94,7 +101,8 @@ def _mds_near_zero(plugin: Any, rec: Any, key: str) -> Row:
         else f"does not survive: up to {high:.3g}, above {NEAR_ZERO}. The MDS rank does not "
         "reach the Euclidean estimate's dimension (estimate.diagnostics['projection'])"
     )
-    return ("MDS encoding stress near zero", key, f"{p['paper']:.2g}", _show(r, "paper"), verdict)
+    plug = _show({"paper": p["paper"]}, "paper", digits=2)
+    return ("MDS encoding stress near zero", key, plug, _show(r, "paper"), verdict)
 
 
 def _low_rank(plugin: Any, rec: Any, key: str) -> Row:

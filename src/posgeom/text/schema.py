@@ -105,6 +105,36 @@ def layer_columns() -> tuple[Column, ...]:
     )
 
 
+def layer_table(
+    rows: Sequence[Mapping[str, Any]], level: float | None = None
+) -> tuple[list[dict[str, Any]], list[Column]]:
+    """``(rows, columns)`` of a per-layer table as every surface shows it (``table.md``, the
+    terminal, the report): :func:`layer_columns`, then after the stress kinds each kind's
+    interval (``stress_<kind>_low/high`` as ``"[low, high]"``, ``level`` in the header) and the
+    plug-in stresses where the rows have them."""
+    kinds = sorted(
+        {
+            k[len("stress_") : -len("_low")]
+            for r in rows
+            for k in r
+            if k.startswith("stress_") and k.endswith("_low")
+        }
+    )
+    out = [dict(r) for r in rows]
+    extra: list[Column] = []
+    share = f"{level:.0%} " if level else ""
+    for kind in kinds:
+        key = f"stress_{kind}_interval"
+        for row in out:
+            lo, hi = row.get(f"stress_{kind}_low"), row.get(f"stress_{kind}_high")
+            row[key] = None if lo is None or hi is None else f"[{lo:.4g}, {hi:.4g}]"
+        extra.append((key, f"{kind} {share}interval", "s"))
+    extra += [(f"plugin_stress_{k}", f"{k} (plug-in)", ".4g") for k in ("scale_optimal", "paper")]
+    columns = list(layer_columns())
+    at = 1 + max(i for i, c in enumerate(columns) if c[0].startswith(("stress_", "mean_")))
+    return out, [*columns[:at], *extra, *columns[at:]]
+
+
 _COLUMNS = {"SCORE_COLUMNS": score_columns, "RANK_COLUMNS": rank_columns}
 _COLUMNS["LAYER_COLUMNS"] = layer_columns
 

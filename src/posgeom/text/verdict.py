@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from posgeom.encodings.mds import MDSFamily
+from posgeom.text.layer_verdict import layer_phrase
 from posgeom.text.schema import interval
 from posgeom.text.verdict_inputs import (
     VerdictInputs,
@@ -252,7 +253,7 @@ def verdict(view: Any) -> list[str]:
     if vi.kind != "score":
         out += noise_verdict(vi)
     if vi.layers:
-        phrase = _layer_phrase(vi)
+        phrase = layer_phrase(vi)
         if phrase:
             out.append(phrase[0].upper() + phrase[1:] + ".")
     out += ranking_verdict(vi)
@@ -267,20 +268,6 @@ def verdict(view: Any) -> list[str]:
                 f"{float(low['paper']):.2g}."
             )
     return out
-
-
-def _layer_phrase(vi: VerdictInputs) -> str | None:
-    key = "stress_scale_optimal"
-    rows = [r for r in vi.layers if r.get(key) is not None]
-    if not rows:
-        return None
-    best = min(rows, key=lambda r: float(r[key]))
-    ci = interval(best, key)
-    level = f"{100 * vi.layer_level:.0f}% " if vi.layer_level else ""
-    shown = f"{float(best[key]):.3g}" + (
-        f", {level}interval [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
-    )
-    return f"the positional signal is closest in shape at layer {best['layer']} ({shown})"
 
 
 def _ranking_phrase(vi: VerdictInputs) -> str:
@@ -345,7 +332,7 @@ def one_line(vi: VerdictInputs) -> str:
             else ("part of it" if share >= 0.3 else "little of it: mostly sampling noise")
         )
         parts.append(f"{100 * share:.0f}% of pairs above twice the noise floor ({grade})")
-    phrase = _layer_phrase(vi) if vi.layers else _ranking_phrase(vi)
+    phrase = layer_phrase(vi) if vi.layers else _ranking_phrase(vi)
     if phrase:
         parts.append(phrase)
     beating = [] if vi.layers else baselines_as_good(vi)

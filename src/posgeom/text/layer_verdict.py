@@ -1,0 +1,61 @@
+"""Which layer holds the positional signal closest in shape to the target, said only as far as
+the intervals separate it.
+
+The layer of lowest scale-optimal stress is *separated* when no other layer's interval reaches
+below its upper bound (``low_other > high_best``); otherwise the layers whose intervals overlap
+it (``low_other <= high_best``, the lowest included) *tie*, and the verdict names that set, not
+one layer. Without intervals (no ``--bootstrap``) the lowest layer is named with that said.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from posgeom.text.schema import interval
+
+__all__ = ["KEY", "layer_phrase", "tied_layers"]
+
+KEY = "stress_scale_optimal"
+
+
+def tied_layers(rows: Sequence[Mapping[str, Any]], key: str = KEY) -> list[Any]:
+    """The layers tied with the lowest ``key`` (module docstring; the lowest first, then in
+    the rows' order), or ``[lowest]`` when it is separated or there are no intervals."""
+    rows = [r for r in rows if r.get(key) is not None]
+    if not rows:
+        return []
+    best = min(rows, key=lambda r: float(r[key]))
+    ci = interval(best, key)
+    if ci is None:
+        return [best["layer"]]
+    others = [
+        r["layer"] for r in rows if r is not best and (iv := interval(r, key)) and iv[0] <= ci[1]
+    ]
+    return [best["layer"], *others]
+
+
+def layer_phrase(vi: Any) -> str | None:
+    """The verdict's layer sentence from the stored layer rows of ``vi`` (VerdictInputs)."""
+    rows = [r for r in vi.layers if r.get(KEY) is not None]
+    if not rows:
+        return None
+    best = min(rows, key=lambda r: float(r[KEY]))
+    ci = interval(best, KEY)
+    level = f"{100 * vi.layer_level:.0f}% " if vi.layer_level else ""
+    shown = f"{float(best[KEY]):.3g}" + (
+        f", {level}interval [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
+    )
+    ties = tied_layers(rows)
+    if len(ties) > 1:
+        return (
+            f"the positional signal is closest in shape at layers {', '.join(map(str, ties))} "
+            f"(tied: their {level}intervals overlap that of the lowest, layer {best['layer']}, "
+            f"{shown}; no one layer is separated)"
+        )
+    if ci is None:
+        return (
+            f"the positional signal is closest in shape at layer {best['layer']} ({shown}; "
+            "no intervals, so not shown to be separated: --bootstrap B)"
+        )
+    return f"the positional signal is closest in shape at layer {best['layer']} ({shown})"
