@@ -24,25 +24,28 @@ def _ci(c: dict[str, Any]) -> str:
 
 
 def _verdict(c: dict[str, Any]) -> str:
-    """Ranks: the seed interval above 0 and the permutation test across encodings at 5%."""
+    """Ranks: the seed interval excludes 0 and the permutation test across encodings is at 5%."""
     if c["ci_low"] > 0 and c["p_value"] < 0.05:
-        return "ranks"
+        return "stress ranks the encodings' loss"
     if c["ci_high"] < 0 and c["p_value"] < 0.05:
-        return "ranks in reverse (lower stress, higher loss)"
+        return "stress ranks them in reverse (lower stress, higher loss)"
     if c["ci_low"] > 0 or c["ci_high"] < 0:
-        return "leans one way but, across encodings, not significantly:"
-    return "does not rank"
+        return "the seed interval excludes 0, but across encodings the ranking is not significant"
+    return "stress does not rank them"
 
 
 def _answer(stats: dict, grid: dict) -> list[str]:
     lines = ["## The answer", ""]
     for (corpus, obj), s in stats.items():
         c = s["correlations"][an.HEADLINE]
+        best = max(s["correlations"].items(), key=lambda kv: kv[1]["rho"])
         lines.append(
-            f"- **{corpus}, {obj}**: the scale-optimal stress computed before training "
-            f"{_verdict(c)} the encodings' validation loss: Spearman {_ci(c)} over "
-            f"{len(s['arms'])} encodings and {len(s['seeds'])} seeds (permutation p = "
-            f"{c['p_value']:.3f})."
+            f"- **{corpus}, {obj}**: {_verdict(c)}. Spearman of the scale-optimal stress "
+            f"computed before training with the validation loss {_ci(c)} over "
+            f"{len(s['arms'])} encodings x {len(s['seeds'])} seeds (permutation p = "
+            f"{c['p_value']:.3f}); the score that ranks best here is {best[0]}, "
+            f"{_ci(best[1])} (p = {best[1]['p_value']:.3f}); best encoding "
+            f"{s['first_choice']['best_by_loss']}."
         )
     return [*lines, ""]
 
