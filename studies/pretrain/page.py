@@ -167,45 +167,54 @@ def _extras(s: dict[str, Any]) -> list[str]:
 
 
 def _figures(stats: dict) -> list[str]:
+    """One row per corpus and objective: mean training-loss curves per encoding (left), the
+    scale-optimal stress before training against the validation loss (right; bars: the seed
+    standard deviation of the stress, two standard errors of the loss)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from posgeom.training.lm import ARMS
+
+    colour = {a: plt.get_cmap("tab20")(i % 20) for i, a in enumerate(ARMS)}
     keys = list(stats)
-    fig, axes = plt.subplots(2, len(keys), figsize=(4 * len(keys), 7), squeeze=False)
-    for j, key in enumerate(keys):
+    fig, axes = plt.subplots(len(keys), 2, figsize=(11, 3.4 * len(keys)), squeeze=False)
+    for row, key in enumerate(keys):
         arms = stats[key]["arms"]
-        ax = axes[0, j]
+        ax = axes[row, 0]
         for a, runs in sorted(arms.items()):
             curve = np.mean([[p[1] for p in r["train_curve"]] for r in runs], axis=0)
-            ax.plot([p[0] for p in runs[0]["train_curve"]], curve, label=a, lw=1)
+            steps = [p[0] for p in runs[0]["train_curve"]]
+            ax.plot(steps, curve, label=a, lw=1, color=colour[a])
         ax.set(title=f"{key[0]}, {key[1]}", xlabel="step", ylabel="train loss (nats/byte)")
-        ax.set_ylim(top=min(ax.get_ylim()[1], 3.5))
-        ax = axes[1, j]
+        ax.set_ylim(top=min(ax.get_ylim()[1], 3.2))
+        ax.legend(fontsize=6, ncol=2)
+        ax = axes[row, 1]
         for a, runs in sorted(arms.items()):
             x = np.array([an.get(r, an.SCORES[1][1]) for r in runs])
             y = np.array([r["validation_loss"] for r in runs])
+            se = y.std(ddof=1) / np.sqrt(y.size) if y.size > 1 else 0.0
             ax.errorbar(
                 x.mean(),
                 y.mean(),
                 xerr=x.std(),
-                yerr=2 * y.std(ddof=1) / np.sqrt(y.size),
+                yerr=2 * se,
                 fmt="o",
                 ms=4,
                 capsize=2,
+                color=colour[a],
             )
-            ax.annotate(a, (x.mean(), y.mean()), fontsize=7)
+            ax.annotate(a, (x.mean(), y.mean()), fontsize=6)
         c = stats[key]["correlations"][an.HEADLINE]
         ax.set(
             xlabel="scale-optimal stress before training",
             ylabel="validation loss",
-            title=f"Spearman {_ci(c)}",
+            title=f"Spearman {_ci(c)}, p = {c['p_value']:.3f}",
         )
-    axes[0, 0].legend(fontsize=6)
     fig.tight_layout()
     OUT.mkdir(parents=True, exist_ok=True)
-    fig.savefig(OUT / "pretrain_curves_and_scatter.png", dpi=110)
+    fig.savefig(OUT / "pretrain_curves_and_scatter.png", dpi=100)
     plt.close(fig)
     return ["![loss curves and stress vs loss](evidence/pretrain_curves_and_scatter.png)", ""]
 
