@@ -4,6 +4,7 @@ records from the grid's results folder (quick: nothing is trained)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,43 @@ def _verdict(c: dict[str, Any]) -> str:
     return "stress does not rank them"
 
 
+def _summary(stats: dict) -> list[str]:
+    """The answer in words, its numbers read from ``stats``."""
+    heads = {k: s["correlations"][an.HEADLINE] for k, s in stats.items()}
+    ranked = [f"{k[0]} {k[1]}" for k, c in heads.items() if c["ci_low"] > 0 and c["p_value"] < 0.05]
+    rhos = [c["rho"] for c in heads.values()]
+    diffs = [s["mds_init_vs_learned"]["mean"] for s in stats.values() if s["mds_init_vs_learned"]]
+    mds_ranks = [s["first_choice"]["ranks_by_loss"].get("mds") for s in stats.values()]
+    best = sorted({s["first_choice"]["best_by_loss"] for s in stats.values()})
+    lines = [
+        f"**No, not at this budget.** Across {len(stats)} corpus x objective cells the "
+        f"scale-optimal stress computed before training ranks the encodings' validation loss "
+        f"significantly in {len(ranked)} ({', '.join(ranked) or 'none'}); its Spearman rho runs "
+        f"from {min(rhos):+.2f} to {max(rhos):+.2f}. The encoding of zero stress, the MDS table, "
+        f"ranks {', '.join(str(r) for r in mds_ranks if r)} of 10 by loss, and initialising the "
+        f"learned table from it changes the loss by "
+        f"{min(diffs):+.4f} to {max(diffs):+.4f} nats/byte against the default initialisation. "
+        f"The best encoding is {', '.join(best)}.",
+        "",
+    ]
+    ctl = [s["control"] for s in stats.values() if s.get("control")]
+    if ctl:
+        lines += [
+            "What the data show instead: the encodings that act on relative offsets (RoPE, ALiBi, "
+            "T5) train best, and the absolute tables barely move the loss away from NoPE; at "
+            "their default scales the MDS and learned tables are about 80 times shorter than the "
+            "token embeddings (row norm 0.1 against 8 at width 64). Scaled up to the token "
+            "embeddings' norm (the control `mds_scaled`, the same geometry and stress shape) the "
+            "MDS table trains worst or next to worst (rank "
+            f"{', '.join(str(c['rank']) for c in ctl)} of {ctl[0]['n_arms']}). The positional "
+            "geometry of the bytes after a line start is not what limits these models.",
+            "",
+        ]
+    return lines
+
+
 def _answer(stats: dict, grid: dict) -> list[str]:
-    lines = ["## The answer", ""]
+    lines = ["## The answer", "", *_summary(stats)]
     for (corpus, obj), s in stats.items():
         c = s["correlations"][an.HEADLINE]
         best = max(s["correlations"].items(), key=lambda kv: kv[1]["rho"])
@@ -219,15 +255,18 @@ def _figures(stats: dict) -> list[str]:
     return ["![loss curves and stress vs loss](evidence/pretrain_curves_and_scatter.png)", ""]
 
 
-def _coverage(records: list[dict], grid: dict) -> list[str]:
+def _coverage(every: list[dict], grid: dict) -> list[str]:
+    records = [r for r in every if r["arm"] not in an.CONTROLS]
+    n_control = len(every) - len(records)
     planned = len(grid["arms"]) * len(grid["objectives"]) * len(grid["seeds"])
     planned *= len(grid["corpora"])
-    have = {(r["corpus"], r["objective"]) for r in records}
+    per_cell = len(grid["arms"]) * len(grid["seeds"])
+    have = Counter((r["corpus"], r["objective"]) for r in records)
     missing = [
-        f"{c['name']} {o}"
+        f"{c['name']} {o} ({have[c['name'], o]} of {per_cell} runs)"
         for o in grid["objectives"]
         for c in grid["corpora"]
-        if (c["name"], o) not in have
+        if have[c["name"], o] < per_cell
     ]
     secs = np.array([r["train_seconds"] for r in records])
     run = grid["run"]
@@ -237,7 +276,13 @@ def _coverage(records: list[dict], grid: dict) -> list[str]:
         f"{len(records)} of the {planned} planned runs ({len(grid['arms'])} encodings x "
         f"{len(grid['corpora'])} corpora x {len(grid['objectives'])} objectives x "
         f"{len(grid['seeds'])} seeds) have finished"
-        + (f"; not yet run: {', '.join(missing)}." if missing else "."),
+        + (
+            f"; incomplete: {', '.join(missing)} (a cell enters the analysis with the seeds every "
+            "encoding has finished)."
+            if missing
+            else "."
+        )
+        + (f" The control mds_scaled adds {n_control} runs." if n_control else ""),
         f"Model: byte-level Transformer, width {run['d_model']}, {run['n_layers']} layers, "
         f"{run['n_heads']} heads, context L = {run['context']}; AdamW, peak lr {run['lr']}, "
         f"{run['steps']} steps of {run['batch']} windows ({run['steps'] * run['batch'] * run['context']:,} "
