@@ -41,7 +41,7 @@ SCORES = (
 HEADLINE = "scale-optimal stress"
 #: arms outside the correlations: the control (the MDS table at the token embeddings' scale)
 CONTROLS = ("mds_scaled",)
-N_BOOT = 4000
+N_BOOT = 2000
 
 
 def get(record: dict[str, Any], path: tuple[str, ...]) -> float:
