@@ -213,7 +213,7 @@ def pretrained_model(
     report: list[logging.LogRecord] = []
     try:
         with quiet_library("transformers") as report:
-            model = cls.from_pretrained(
+            model = _gguf_model(cls, target, placed, kwargs) or cls.from_pretrained(
                 target, local_files_only=True, trust_remote_code=False, **{**placed, **kwargs}
             )
             _check_layers(target, model)  # inside: the load report is dropped with the error
@@ -233,6 +233,77 @@ def pretrained_model(
     _note_missing(target, report)
     model.eval()
     return model
+
+
+def _gguf_model(cls: Any, target: str, placed: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+    """A GGUF checkpoint loaded on the CPU straight into the asked dtype, or ``None`` (then
+    ``from_pretrained`` loads it: another device, ``device_map``, extra keyword arguments, or a
+    weight the file lacks).
+
+    transformers' own GGUF path for most architectures (Llama among them) de-quantises every
+    tensor and keeps the whole state dict beside the model it then fills, and parses the file's
+    metadata into ~10^5 small arrays (the vocabulary) while the weights exist: about 2.5 x the
+    weights at its peak. Here the model is built with empty parameters from the config
+    transformers converts from the GGUF metadata; each tensor is read from the file alone,
+    de-quantised to float32 by the ``gguf`` package (what transformers uses), renamed and
+    re-ordered by transformers' own name map and tensor processor, cast to the dtype and
+    assigned: host memory peaks at the weights plus the largest tensor in float32.
+    """
+    gguf_file = kwargs.get("gguf_file")
+    if (
+        not gguf_file
+        or set(kwargs) != {"gguf_file"}
+        or set(placed) - {"dtype", "quantization_config"}
+    ):
+        return None
+    torch = require("torch", "torch")
+    ggml = require("transformers.modeling_gguf_pytorch_utils", "hf")
+    header_type = require("transformers.integrations.gguf", "hf").GgufHeader
+    transformers = require("transformers", "hf")
+    path = str(Path(target, gguf_file)) if Path(target).is_dir() else gguf_file
+    config = transformers.AutoConfig.from_pretrained(
+        target, local_files_only=True, gguf_file=gguf_file
+    )
+    parsed = ggml.load_gguf_checkpoint(path, return_tensors=False)
+    parsed.pop("tokenizer", None)  # its vocabulary: not needed for the weights
+    header = header_type.from_file(path)
+    dtype = placed["dtype"]
+    if dtype == "auto":
+        dtype = header.dtype or torch.float32  # transformers' rule: a quantised file is float32
+    with require("accelerate", "extension").init_empty_weights(include_buffers=False):
+        build = getattr(cls, "from_config", None) or cls._from_config
+        model = build(config, dtype=dtype)
+    processor = ggml.TENSOR_PROCESSORS.get(header.architecture, ggml.TensorProcessor)
+    processor = processor(config=parsed["config"])
+    names = ggml.get_gguf_hf_weights_map(model, processor)
+    parsed["tensors"] = state = {}
+    for info in header.tensors:
+        weights = _gguf_tensor(header, info)
+        result = processor.process(
+            weights=weights, name=info.name, tensor_key_mapping=names, parsed_parameters=parsed
+        )
+        if result.name in names:
+            state[names[result.name]] = torch.from_numpy(result.weights.copy()).to(dtype)
+    model.load_state_dict({k: v.to(dtype) for k, v in state.items()}, strict=False, assign=True)
+    model.tie_weights()
+    if any(p.device.type == "meta" for p in model.parameters()):
+        return None  # a weight the file lacks: transformers initialises it (and reports it)
+    model.config.name_or_path = target
+    return model
+
+
+def _gguf_tensor(header: Any, info: Any) -> Any:
+    """One tensor of a GGUF file in float32 (``numpy``, the shape transformers' legacy reader
+    gives): its bytes alone read from the file, de-quantised by ``gguf.quants.dequantize``."""
+    np = require("numpy", "numpy")
+    gguf = require("gguf", "extension")
+    qtype = gguf.GGMLQuantizationType(info.ggml_type)
+    block, block_bytes = gguf.GGML_QUANT_SIZES[qtype]
+    with open(header.path, "rb") as fh:
+        fh.seek(header.data_start + info.offset)
+        raw = np.frombuffer(fh.read(info.nbytes), dtype=np.uint8)
+    rows = raw.reshape(*info.shape[:-1], info.shape[-1] // block * block_bytes)
+    return np.asarray(gguf.quants.dequantize(rows, qtype), dtype=np.float32)
 
 
 def _check_layers(target: str, model: Any) -> None:

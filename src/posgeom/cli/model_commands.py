@@ -209,8 +209,11 @@ def _analyze_model(args: argparse.Namespace) -> int:
     )
     placement(args)  # a device this machine lacks: refused before the corpus is read
     texts = _texts(args)
+    # a GGUF's tokenizer is parsed from its metadata (~10^5 small arrays): before the weights
+    # exist, so that its transient memory does not add to theirs
+    tokenizer = _tokenizer(args) if args.gguf_file else None
     model = _load(args)
-    tokenizer = _tokenizer(args)
+    tokenizer = _tokenizer(args) if tokenizer is None else tokenizer
     result = analyze_model(
         model,
         tokenizer,

@@ -41,7 +41,6 @@ From the means:
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,6 +53,7 @@ import torch
 from posgeom._distance_matrix import euclidean_distances, held_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, check_int, is_integer, validate_params
+from posgeom.models import batching
 from posgeom.models.accumulate import LayerMoments, LayerTotals
 from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, sequences
 from posgeom.models.loading import ModelTokenizer, loaded_model, model_tokenizer
@@ -227,7 +227,8 @@ def _accumulate(
     try:
         with torch.inference_mode():
             stream = sequences(items, run.tokens, chunk=batch_size, progress_bar=bar)
-            while batch := list(itertools.islice(stream, batch_size)):
+            budget = batching.token_budget(run.model)  # tokens per pass: batching's docstring
+            for batch in batching.token_batches(stream, batch_size, budget, run.limit):
                 batch = [seq for seq in batch if seq]
                 n_sequences += len(batch)
                 if not batch:
