@@ -27,6 +27,7 @@ from posgeom.cli._options import (
 )
 from posgeom.cli._verdict import print_hints
 from posgeom.cli.corpus_commands import add_text_arguments
+from posgeom.io.jsonfiles import json_text
 
 log = logging.getLogger("posgeom")
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -76,7 +77,6 @@ def _tokenizer(args: argparse.Namespace) -> Any:
 
 def _extract_json(args: argparse.Namespace) -> int:
     """``--json``: one JSON document on stdout, nothing else (``-o`` is refused with it)."""
-    import json
 
     from posgeom.models.mechanisms import mechanisms_document
 
@@ -84,7 +84,7 @@ def _extract_json(args: argparse.Namespace) -> int:
         raise PosgeomError("--json prints the mechanisms only; drop -o (or drop --json to save)")
     model = _load(args)
     document = mechanisms_document(model, name=str(args.model))
-    print(json.dumps(document, indent=2, allow_nan=False))
+    print(json_text(document, indent=2))
     return 0
 
 

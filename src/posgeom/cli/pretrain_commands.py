@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomError, printable
 
 _SUFFIXES = (".py", ".txt", ".tex", ".gz")
 
@@ -77,7 +77,8 @@ def _handler(args: argparse.Namespace) -> int:
         resume=args.resume,
         threads=args.threads,
     )
-    print(f"{len(records)} runs finished; records in {Path(args.output) / 'records.jsonl'}")
+    where = Path(args.output) / "records.jsonl"
+    print(f"{len(records):d} runs finished; records in {printable(where)}")
     return 0
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from posgeom._errors import printable
+
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
@@ -13,7 +15,8 @@ def _rope_check(args: argparse.Namespace) -> int:
     from posgeom.extension.ropecheck import rope_check
 
     check = rope_check(args.source, engine=args.engine)
-    print("\n".join(check.lines()))
+    for line in check.lines():
+        print(printable(line))
     return 0 if check.clean else 1
 
 

@@ -45,6 +45,13 @@ from posgeom._validation import Interval, Options, validate_params
 from posgeom.corpus.bootstrap_weights import REPLICATES
 from posgeom.encodings import family
 from posgeom.extension.decoder import check_token_ids, decoder_source, is_decoder, is_decoder_path
+from posgeom.extension.documents import (
+    corpus_paths,
+    measured_windows,
+    position_estimate,
+    read_documents,
+    split_heldout,
+)
 from posgeom.extension.model import (
     ExtensionModel,
     config_model,
@@ -55,63 +62,12 @@ from posgeom.extension.model import (
 from posgeom.extension.result import ExtensionResult
 from posgeom.extension.verdict import heldout_note
 
-__all__ = ["extend", "read_documents"]
-
-_RECORD_FORMATS = ("jsonl", "csv", "tsv", "parquet", "hf-disk")
+__all__ = ["extend", "read_documents"]  # read_documents: posgeom.extension.documents
 
 
 def _is_spec(model: Any) -> bool:
     text = str(model)
     return not Path(text).exists() and is_family_spec(text)
-
-
-def _format(path: Path) -> str:
-    from posgeom.corpus.readers import detect_format
-
-    try:
-        return detect_format(path)
-    except PosgeomError:
-        return "text"  # no known suffix (.tex, .md, ...): plain text
-
-
-def read_documents(
-    paths: Sequence[str | os.PathLike],
-    encode: Callable[[list[str]], list[list[int]]] | None,
-    decoding: Mapping[str, Any] | None = None,
-) -> list[np.ndarray]:
-    """Token-id documents of ``paths`` (module docstring); ``encode``: texts -> ids (with
-    ``reads_raw_bytes`` true, plain-text files are their bytes, unchanged); ``decoding``: the
-    text readers' ``encoding``, ``errors`` and ``text_field``."""
-    from posgeom.corpus._decoding import decode_document
-    from posgeom.corpus.readers import check_exists, open_binary, read_texts
-    from posgeom.corpus.token_ids import read_token_ids
-
-    docs: list[np.ndarray] = []
-    for raw in paths:
-        path = Path(raw)
-        check_exists(path)
-        fmt = _format(path)
-        if fmt in ("npy", "npz", "bin"):
-            docs += [np.asarray(d, dtype=np.int64) for d in read_token_ids(path)]
-            continue
-        if encode is None:
-            raise PosgeomError(
-                f"{path} is text but there is no tokenizer: pass a Hugging Face model, "
-                "--tokenizer, or token ids (.npy)"
-            )
-        if fmt in _RECORD_FORMATS:
-            texts = list(read_texts(path, format=fmt, **(decoding or {})))
-        elif getattr(encode, "reads_raw_bytes", False):  # a byte-level model's own input
-            with open_binary(path) as fh:
-                docs.append(np.frombuffer(fh.read(), dtype=np.uint8).astype(np.int64))
-            continue
-        else:
-            with open_binary(path) as fh:  # newlines as Python's text mode reads them
-                texts = [decode_document(fh.read(), **(decoding or {}))]
-        docs += [np.asarray(ids, dtype=np.int64) for ids in encode(texts) if len(ids)]
-    if not docs:
-        raise PosgeomError("the corpus holds no text; pass non-empty files")
-    return docs
 
 
 def _encoder(model: Any, tokenizer: Any, gguf_file: str | None) -> Callable | None:
@@ -170,51 +126,6 @@ def _load(
     causal = require("transformers", "hf").AutoModelForCausalLM
     lm = pretrained_model(model, model_class=causal, **placement, **kwargs)
     return model_from_config(lm.config, model=lm, name=name), lm, None
-
-
-def position_estimate(docs: list[np.ndarray], target_length: int, *, seed: int = 0) -> Any:
-    """The recommended estimate of the per-position geometry of the documents' first
-    ``n = min(L, longest document)`` tokens (position 0: a document's first token), pooled into
-    128 log-spaced buckets when ``n > 1024``. Meaningful where documents have a start (records,
-    prompts), flat for windows cut from running text."""
-    from posgeom.corpus.counting import count_positions
-    from posgeom.estimators import estimate_geometry
-
-    n = min(int(target_length), max(d.size for d in docs))
-    counts = count_positions(docs, max_positions=n)
-    return estimate_geometry(counts, pool=None if n <= 1024 else "log:128", seed=seed)
-
-
-def _corpus_paths(corpus: Any) -> list[str | os.PathLike]:
-    """``corpus`` as a non-empty list of paths, or a one-line refusal."""
-    paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else corpus
-    if not isinstance(paths, (list, tuple)) or not paths:
-        raise PosgeomError(
-            f"extend: corpus must be a file or a list of files, not {type(corpus).__name__}"
-        )
-    if not all(isinstance(p, (str, os.PathLike)) for p in paths):
-        raise PosgeomError("extend: every corpus entry must be a file path")
-    return list(paths)
-
-
-def _split(docs: list[np.ndarray], fraction: float) -> tuple[list, list]:
-    if not 0 < fraction < 1:
-        raise PosgeomError(f"heldout_fraction must be in (0, 1), got {fraction}")
-    cut = [round(d.size * (1 - fraction)) for d in docs]
-    return [d[:c] for d, c in zip(docs, cut, strict=True)], [
-        d[c:] for d, c in zip(docs, cut, strict=True)
-    ]
-
-
-def _windows(docs: list[np.ndarray], length: int, max_windows: int) -> list[np.ndarray]:
-    starts = [(i, s) for i, d in enumerate(docs) for s in range(0, d.size - length + 1, length)]
-    if not starts:
-        raise PosgeomError(
-            f"no held-out text is {length} tokens long; give longer held-out text (--heldout) "
-            "or a larger --heldout-fraction"
-        )
-    pick = np.unique(np.linspace(0, len(starts) - 1, min(max_windows, len(starts))).astype(int))
-    return [docs[starts[k][0]][starts[k][1] : starts[k][1] + length] for k in pick]
 
 
 @validate_params(
@@ -282,7 +193,7 @@ def extend(
 
         engine_names(emit)  # refused before any work
 
-    paths = _corpus_paths(corpus)
+    paths = corpus_paths(corpus)
     if strategies is not None:
         given_strategies(strategies)  # refused before any work
     if not isinstance(model, (str, os.PathLike)) and not is_decoder(model):
@@ -299,7 +210,7 @@ def extend(
     docs = read_documents(paths, encode, decoding)
     held: list[np.ndarray] = []
     if measure and heldout is None:
-        docs, held = _split(docs, heldout_fraction)
+        docs, held = split_heldout(docs, heldout_fraction)
     elif measure:
         held = read_documents(list(heldout), encode, decoding)
     held_note = heldout_note(docs, held, heldout_fraction if heldout is None else None)
@@ -392,7 +303,7 @@ def _measure(
     max_windows, top, where, mode = sizes
     quick = mode == "quick"
     length = min(2048, result.trained_length) if quick else result.target_length
-    windows = _windows(held, length, max_windows)
+    windows = measured_windows(held, length, max_windows)
     if quick:
         top = None
     runner = runner_for(lm, where)

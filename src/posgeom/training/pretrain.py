@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.io.jsonfiles import json_text
 from posgeom.training.corpora import CorpusSplits, corpus_geometry, load_corpus
 from posgeom.training.lm import ARMS, DEFAULT_ARMS, EXTENDABLE, build_lm, lm_position_geometry
 from posgeom.training.pretrain_run import RunSpec, evaluate, train_lm
@@ -228,7 +229,9 @@ def pretrain_grid(
         record = run_one(arm, cname, loaded[cname], obj, seed, run)
         folder.sub(rel, "pretrain-run").write_json("record.json", record)
         records = _records(folder, plan)
-        folder.write_text("records.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+        folder.write_text(
+            "records.jsonl", "".join(json_text(r, indent=None) + "\n" for r in records)
+        )
         done_here += 1
         left = len(plan) - len(records)
         eta = (time.perf_counter() - t0) / done_here * left

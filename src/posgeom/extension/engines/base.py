@@ -14,7 +14,6 @@ Differences are computed with the one implementation of every rope type,
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings.rope_types import rope_frequencies, rope_type_of
+from posgeom.io.jsonfiles import json_text
 
 __all__ = [
     "Emitted",
@@ -171,4 +171,4 @@ def frequency_gap(
 
 def dumps(obj: Any) -> str:
     """Compact one-line JSON (for command lines), floats as Python writes them."""
-    return json.dumps(obj, separators=(",", ":"))
+    return json_text(obj, indent=None, separators=(",", ":"))

@@ -21,10 +21,10 @@ No dynamic NTK: written as the static alpha it reaches at ``L`` (what vLLM runs)
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from posgeom.extension.engines.base import Emitted, EngineTarget, frequency_gap, yarn_mscale
+from posgeom.io.jsonfiles import json_text
 
 __all__ = ["exllamav2"]
 
@@ -98,7 +98,7 @@ def exllamav2(target: EngineTarget) -> Emitted:
         "# ExLlamaV2Config: max_seq_len, scale_pos_emb (= rope_scale), scale_alpha_value (= rope_alpha)",
     ]
     if target.rope_type in ("yarn", "llama3", "longrope"):
-        scaling = json.dumps({"rope_scaling": target.scaling()})
+        scaling = json_text({"rope_scaling": target.scaling()}, indent=None)
         lines.append(f"# and in the model's config.json: {scaling}")
     lines += ["model:", f"  max_seq_len: {target.target_length}"]
     lines += [f"  {k}: {v:.9g}" for k, v in extra.items()]

@@ -16,16 +16,16 @@ for the version that reads it (``posgeom rope-check`` flags the mix).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from posgeom.extension.engines.base import Emitted, EngineTarget
+from posgeom.io.jsonfiles import json_text
 
 __all__ = ["transformers4", "transformers5"]
 
 
 def _text(body: dict[str, Any]) -> str:
-    return json.dumps(body, indent=2) + "\n"
+    return json_text(body, indent=2) + "\n"
 
 
 def transformers5(target: EngineTarget) -> Emitted:
