@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from posgeom.encodings.mds import MDSFamily
 from posgeom.training import rank_correlation
 
 #: (label, path into a record) of the scores correlated with the loss
@@ -180,7 +181,10 @@ def _control(every: dict[str, list[dict]], arms: dict[str, list[dict]]) -> dict[
     loss = means(both, "validation_loss")
     order = sorted(loss, key=loss.get)
     return {
-        "vs": {b: paired_difference(both, "mds_scaled", b) for b in ("mds", "sinusoidal", "nope")},
+        "vs": {
+            b: paired_difference(both, "mds_scaled", b)
+            for b in (MDSFamily.name, "sinusoidal", "nope")
+        },
         "rank": order.index("mds_scaled") + 1,
         "n_arms": len(order),
         "loss": loss["mds_scaled"],

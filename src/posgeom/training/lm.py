@@ -29,21 +29,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from posgeom.encodings.mds import MDSFamily
+
 __all__ = ["ARMS", "DEFAULT_ARMS", "EXTENDABLE", "arm_config", "build_lm", "lm_position_geometry"]
+
+_MDS = MDSFamily.name  # the MDS table's family (its row name is spelled in one place)
 
 #: arm -> (registry family, train the table?  None: the family's default)
 ARMS: dict[str, tuple[str, bool | None]] = {
     "sinusoidal": ("sinusoidal", None),
     "learned": ("learned", None),
-    "learned_mds_init": ("mds", True),
+    "learned_mds_init": (_MDS, True),
     "rope": ("rope", None),
     "alibi": ("alibi", None),
     "t5": ("t5", None),
     "nope": ("nope", None),
-    "mds": ("mds", None),
+    _MDS: (_MDS, None),
     "low_rank_mds": ("low_rank_mds", None),
     "random": ("random", None),
-    "mds_scaled": ("mds", None),
+    "mds_scaled": (_MDS, None),
 }
 #: the ten arms of the default grid (``mds_scaled`` is a control: the MDS table rescaled)
 DEFAULT_ARMS = tuple(a for a in ARMS if a != "mds_scaled")

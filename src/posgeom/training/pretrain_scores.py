@@ -67,10 +67,11 @@ def corpus_lag_geometry(train_bytes: np.ndarray, max_lag: int) -> dict[str, Any]
 def _kernel(module: Any, fam_name: str, lags: np.ndarray, n: int, target_length: int) -> Any:
     from posgeom.encodings import family
     from posgeom.encodings._extension import ExtensionContext, Strategy
+    from posgeom.encodings.mds import MDSFamily
     from posgeom.lags.kernels import learned_lag_vectors
 
     fam = family(fam_name)
-    if fam_name in ("mds", "low_rank_mds", "random"):
+    if fam_name in (MDSFamily.name, "low_rank_mds", "random"):
         import torch
 
         with torch.no_grad():
