@@ -334,7 +334,7 @@ def register(sub: Any) -> None:
     p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
     p.add_argument("--text-column", default=None, help="column or field holding the text")
     p.add_argument("--split", default=None, help="split of a saved datasets folder")
-    p.add_argument("--batch-size", type=int, default=32, help="sequences per forward pass")
+    p.add_argument("--batch-size", type=int, default=32, help="max sequences per forward pass")
     p.add_argument(
         "--max-sequences",
         type=int,
