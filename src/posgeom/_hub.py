@@ -10,7 +10,8 @@ offline loading is a keyword argument of each call. A failure raises
 Loads are quiet (:func:`posgeom._library_output.quiet_library`): transformers' load report,
 progress bars and warnings never reach the terminal; weights the checkpoint lacks (initialised at
 random by transformers) are named in one posgeom log line. Models load on the ``device`` and in
-the ``dtype`` asked for (:mod:`posgeom._placement`).
+the ``dtype`` asked for (:mod:`posgeom._placement`); a GGUF checkpoint on the CPU is read
+tensor by tensor straight into the dtype (:func:`_gguf_model`).
 
 Public faces: :mod:`posgeom.models.loading` (``load_model``, ``load_tokenizer``, the tokenizer
 adapter) and :func:`posgeom.corpus.tokenize.load_tokenizer`; this module sits below both so that
