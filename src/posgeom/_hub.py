@@ -258,9 +258,12 @@ def _gguf_model(cls: Any, target: str, placed: dict[str, Any], kwargs: dict[str,
     ):
         return None
     torch, np = require("torch", "torch"), require("numpy", "numpy")
-    ggml = require("transformers.modeling_gguf_pytorch_utils", "hf")
-    header_type = require("transformers.integrations.gguf", "hf").GgufHeader
     transformers = require("transformers", "hf")
+    try:  # transformers >= 5.25 (its GGUF header reader); an older one loads it its own way
+        from transformers import modeling_gguf_pytorch_utils as ggml
+        from transformers.integrations.gguf import GgufHeader as header_type
+    except ImportError:  # pragma: no cover - depends on the installed transformers
+        return None
     path = str(Path(target, gguf_file)) if Path(target).is_dir() else gguf_file
     config = transformers.AutoConfig.from_pretrained(
         target, local_files_only=True, gguf_file=gguf_file
