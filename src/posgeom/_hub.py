@@ -10,7 +10,8 @@ offline loading is a keyword argument of each call. A failure raises
 Loads are quiet (:func:`posgeom._library_output.quiet_library`): transformers' load report,
 progress bars and warnings never reach the terminal; weights the checkpoint lacks (initialised at
 random by transformers) are named in one posgeom log line. Models load on the ``device`` and in
-the ``dtype`` asked for (:mod:`posgeom._placement`).
+the ``dtype`` asked for (:mod:`posgeom._placement`); a GGUF checkpoint on the CPU is read
+tensor by tensor straight into the dtype (:func:`_gguf_model`).
 
 Public faces: :mod:`posgeom.models.loading` (``load_model``, ``load_tokenizer``, the tokenizer
 adapter) and :func:`posgeom.corpus.tokenize.load_tokenizer`; this module sits below both so that
@@ -256,10 +257,13 @@ def _gguf_model(cls: Any, target: str, placed: dict[str, Any], kwargs: dict[str,
         or set(placed) - {"dtype", "quantization_config"}
     ):
         return None
-    torch = require("torch", "torch")
-    ggml = require("transformers.modeling_gguf_pytorch_utils", "hf")
-    header_type = require("transformers.integrations.gguf", "hf").GgufHeader
+    torch, np = require("torch", "torch"), require("numpy", "numpy")
     transformers = require("transformers", "hf")
+    try:  # transformers >= 5.25 (its GGUF header reader); an older one loads it its own way
+        from transformers import modeling_gguf_pytorch_utils as ggml
+        from transformers.integrations.gguf import GgufHeader as header_type
+    except ImportError:  # pragma: no cover - depends on the installed transformers
+        return None
     path = str(Path(target, gguf_file)) if Path(target).is_dir() else gguf_file
     config = transformers.AutoConfig.from_pretrained(
         target, local_files_only=True, gguf_file=gguf_file
@@ -283,7 +287,8 @@ def _gguf_model(cls: Any, target: str, placed: dict[str, Any], kwargs: dict[str,
             weights=weights, name=info.name, tensor_key_mapping=names, parsed_parameters=parsed
         )
         if result.name in names:
-            state[names[result.name]] = torch.from_numpy(result.weights.copy()).to(dtype)
+            weights = np.require(result.weights, np.float32, ["C", "W"])  # copies a view only
+            state[names[result.name]] = torch.from_numpy(weights).to(dtype)
     model.load_state_dict({k: v.to(dtype) for k, v in state.items()}, strict=False, assign=True)
     model.tie_weights()
     if any(p.device.type == "meta" for p in model.parameters()):
@@ -292,9 +297,10 @@ def _gguf_model(cls: Any, target: str, placed: dict[str, Any], kwargs: dict[str,
     return model
 
 
-def _gguf_tensor(header: Any, info: Any) -> Any:
+def _gguf_tensor(header: Any, info: Any, rows_per_chunk: int = 4096) -> Any:
     """One tensor of a GGUF file in float32 (``numpy``, the shape transformers' legacy reader
-    gives): its bytes alone read from the file, de-quantised by ``gguf.quants.dequantize``."""
+    gives): its bytes alone read from the file, de-quantised by ``gguf.quants.dequantize``
+    ``rows_per_chunk`` rows at a time (its intermediates stay a chunk's size)."""
     np = require("numpy", "numpy")
     gguf = require("gguf", "extension")
     qtype = gguf.GGMLQuantizationType(info.ggml_type)
@@ -302,8 +308,12 @@ def _gguf_tensor(header: Any, info: Any) -> Any:
     with open(header.path, "rb") as fh:
         fh.seek(header.data_start + info.offset)
         raw = np.frombuffer(fh.read(info.nbytes), dtype=np.uint8)
-    rows = raw.reshape(*info.shape[:-1], info.shape[-1] // block * block_bytes)
-    return np.asarray(gguf.quants.dequantize(rows, qtype), dtype=np.float32)
+    rows = raw.reshape(-1, info.shape[-1] // block * block_bytes)
+    out = np.empty((rows.shape[0], info.shape[-1]), dtype=np.float32)
+    for start in range(0, rows.shape[0], rows_per_chunk):
+        chunk = rows[start : start + rows_per_chunk]
+        out[start : start + rows_per_chunk] = gguf.quants.dequantize(chunk, qtype)
+    return out.reshape(info.shape)
 
 
 def _check_layers(target: str, model: Any) -> None:

@@ -146,3 +146,20 @@ def test_smollm2_weights_equal_transformers_own_load():
         got = dict(load_model(folder, dtype=str(dtype), gguf_file=name).state_dict())
         assert set(got) == set(expected)
         assert all(torch.equal(got[k], v.to(got[k].dtype)) for k, v in expected.items())
+
+
+def test_chunked_dequantisation_equals_the_gguf_readers(tiny_gguf):
+    """Every tensor read alone and de-quantised 5 rows at a time equals gguf's own reader."""
+    from transformers.integrations.gguf import GgufHeader
+
+    from posgeom._hub import _gguf_tensor
+
+    header = GgufHeader.from_file(str(tiny_gguf / NAME))
+    reader = gguf.GGUFReader(str(tiny_gguf / NAME))
+    expected = {t.name: gguf.quants.dequantize(t.data, t.tensor_type) for t in reader.tensors}
+    assert len(header.tensors) == len(expected) == 2 * 9 + 3
+    for info in header.tensors:
+        got = _gguf_tensor(header, info, rows_per_chunk=5)
+        assert got.dtype == np.float32
+        assert got.shape == expected[info.name].shape, info.name
+        np.testing.assert_array_equal(got, expected[info.name], info.name)

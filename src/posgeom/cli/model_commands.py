@@ -338,7 +338,7 @@ def register(sub: Any) -> None:
     p.add_argument("--text-column", default=None, help="column or field holding the text")
     add_text_arguments(p)
     p.add_argument("--split", default=None, help="split of a saved datasets folder")
-    p.add_argument("--batch-size", type=int, default=32, help="sequences per forward pass")
+    p.add_argument("--batch-size", type=int, default=32, help="max sequences per forward pass")
     p.add_argument(
         "--max-sequences",
         type=int,

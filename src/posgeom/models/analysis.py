@@ -248,8 +248,9 @@ def analyze_model(
         baselines: also score two reference encodings of the model's width, ``sinusoidal``
             (Vaswani, base 10000) and ``random`` (seeded Gaussian, whose distances are all about
             equal: its scale-optimal stress is what "no positional structure" scores).
-        batch_size: sequences per forward pass (sequences are sorted by length first, so batches
-            carry little padding; the per-position means do not depend on the order).
+        batch_size: at most this many sequences per forward pass, and at most
+            :func:`~posgeom.models.batching.token_budget` padded tokens (sorted by length
+            first: little padding; the per-position means do not depend on the grouping).
         target: the estimator of the corpus geometry the layers and encodings are scored against
             (:mod:`posgeom.models.targets`): ``"recommended"`` (default), a name of
             :func:`posgeom.estimators.available`, or ``"plugin"`` (the paper's plug-in chord).
