@@ -15,7 +15,7 @@ Workloads:
   MLP 8,192, SmolLM2's tokenizer and vocabulary of 49,152) saved in bfloat16 to ``--work``
   (outside the repository), analysed in bfloat16 on ``--sequences-1b`` sentences.
 
-Run: ``python -m benchmarks.bench_memory --work /tmp/posgeom-memory [--only smollm2|random1b]``;
+Run: ``python -m benchmarks.bench_memory --work benchmarks/.cache/memory [--only smollm2|random1b]``;
 prints a JSON document (``--json FILE`` writes it too).
 """
 

@@ -3,6 +3,7 @@ log lines the README promises, progress that a log file can read, sizes said bef
 written, model errors that name the model, and benchmark scripts whose --help only helps."""
 
 import io
+import json
 import logging
 import os
 import pty
@@ -123,7 +124,9 @@ def test_bootstrap_count_says_its_size_before_writing(corpus, tmp_path, caplog):
     assert f"{counts.counts.nnz:,} non-zero counts x 20 replicates" in size_line
 
 
-def test_extend_on_a_too_short_corpus_names_the_replicates_not_n(tmp_path, capsys):
+def test_extend_on_a_too_short_corpus_recommends_and_names_what_is_missing(tmp_path, capsys):
+    """Too short for the intervals (issue 33: exit 2 before): the recommendation is written, the
+    verdict says which parts are unavailable and what length of text gives them, never -n."""
     ids = tmp_path / "ids.npy"
     np.save(ids, np.random.default_rng(0).integers(0, 1000, size=128))
     spec = "rope:theta=10000,head_dim=64,max_position_embeddings=2048"
@@ -131,10 +134,11 @@ def test_extend_on_a_too_short_corpus_names_the_replicates_not_n(tmp_path, capsy
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # nothing leaks
         code = main(["-q", "extend", spec, str(ids), "--target-length", "8192", "-o", str(out)])
-    err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1 and not out.exists()
-    assert "128 tokens in 1 sequence(s) make too few replicate blocks of 256 tokens" in err
-    assert "--replicates 0" in err and "-n" not in err.replace("--replicates", "")
+    captured = capsys.readouterr()
+    assert code == 0 and "error" not in captured.err and (out / "rope_parameters.json").exists()
+    verdict = "\n".join(json.loads((out / "summary.json").read_text())["verdict"])
+    assert "lags 128 to 8,191 unavailable" in verdict and "at least 8,192 tokens" in verdict
+    assert "intervals unavailable" in verdict and " -n " not in verdict
 
 
 def test_lag_geometry_refuses_replicates_without_pairs():

@@ -281,7 +281,14 @@ def test_messages_name_only_flags_the_cli_has():
     for text in _messages():
         mentioned |= set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]", text))
     assert {"--max-positions", "--resolution"} <= mentioned, "the walk lost the package's strings"
-    foreign = {"--force", "--no-deps", "--upgrade", "--user"}  # pip words in install hints
+    foreign = {"--force", "--force-reinstall", "--no-deps", "--upgrade", "--user"}  # pip's words
+    # the engines' own flags, which extend --emit writes for them and rope-check reads
+    # (posgeom/extension/engines, posgeom/extension/ropecheck): vLLM, SGLang, llama.cpp
+    foreign |= {"--hf-overrides", "--max-model-len", "--json-model-override-args"}
+    foreign |= {"--context-length", "--model-path", "--ctx-size", "--override-kv"}
+    foreign |= {"--rope-freq-base", "--rope-freq-scale", "--rope-scale", "--rope-scaling"}
+    foreign |= {"--rope-theta", "--yarn-attn-factor", "--yarn-beta-fast", "--yarn-beta-slow"}
+    foreign |= {"--yarn-ext-factor", "--yarn-orig-ctx"}
     unknown = sorted(mentioned - flags - outside - foreign)
     assert not unknown, f"strings name flags no command has: {unknown}"
 

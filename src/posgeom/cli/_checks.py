@@ -82,8 +82,9 @@ def check_common_args(args: argparse.Namespace) -> None:
 def check_no_empty(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Refuse an empty (or blank) text value of any option or argument of ``parser``, and an
     empty item of a comma-separated list: ``--text-column ''`` would otherwise mean the default
-    (or read a file named ``''``) without a word."""
-    for action in parser._actions:
+    (or read a file named ``''``) without a word. A command's subcommands (``experiment
+    pretrain``) are checked too."""
+    for action in _all_actions(parser):
         value = getattr(args, action.dest, None)
         values = list(value) if isinstance(value, (list, tuple)) else [value]
         listed = "comma" in (action.help or "")  # a comma-separated list: no empty item
@@ -96,6 +97,18 @@ def check_no_empty(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                     f"{flag} is given an empty value ({text!r}); give it a value, or leave "
                     f"{flag} out for its default"
                 )
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The actions of ``parser`` and of its subcommands' parsers (what ``args`` may hold)."""
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += _all_actions(sub)
+        else:
+            out.append(action)
+    return out
 
 
 def unique_names(names: list[str], flag: str, reserved: tuple[str, ...] = ()) -> None:

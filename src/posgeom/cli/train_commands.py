@@ -223,7 +223,12 @@ def register(sub: Any) -> None:
         "training (posgeom experiment pretrain --help).",
         formatter_class=FMT,
     )
-    es = e.add_subparsers(dest="name", metavar="EXPERIMENT", required=True)
+    es = e.add_subparsers(
+        dest="name",
+        metavar="EXPERIMENT",
+        required=True,
+        help="the experiment to run (its own --help)",
+    )
     for name, what in (
         ("stress-vs-accuracy", "SST-2 accuracy of every encoding x seed against its stress"),
         ("order-necessity", "Theorem 1's order-only task for every encoding x seed"),

@@ -69,7 +69,14 @@ __all__ = ["WORK_KINDS", "WorkFolder"]
 #: ``reproduce``, a training run, an experiment, ``extend``'s cache of measured windows. Another
 #: output (a report page) is never written into one (its resume would find a file it does not
 #: know), nor listed in its manifest.
-WORK_KINDS = ("posgeom-count-job", "count-cache", "train-run", "experiment", "measure-cache")
+WORK_KINDS = (
+    "posgeom-count-job",
+    "count-cache",
+    "train-run",
+    "experiment",
+    "measure-cache",
+    "pretrain-grid",
+)
 
 
 class WorkFolder:
