@@ -76,6 +76,7 @@ WORK_KINDS = (
     "experiment",
     "measure-cache",
     "pretrain-grid",
+    "pretrain-run",
 )
 
 
