@@ -350,7 +350,11 @@ def write_page(results: str | Path, *, control: str | Path | None = None) -> Non
         "# Evidence: does stress computed before training predict what a model reaches?",
         "",
         "Issue 34. Regenerate with `python -m studies.pretrain page RESULTS` from the grid's "
-        "results folder (`python -m studies.pretrain run RESULTS --resume` continues the grid).",
+        "results folder, adding `--control CONTROL` for the control's folder "
+        "(`python -m studies.pretrain run RESULTS --resume` continues the grid; the grid records "
+        "its corpus paths, so a resume from another checkout sets `POSGEOM_DATA` to the data "
+        "folder the grid read). Today's grid: RESULTS = /work/pretrain-results, CONTROL = "
+        "/work/pretrain-control, data /work/shared/data.",
         "",
         *_answer(stats, grid),
         *_coverage(records, grid),
