@@ -142,7 +142,8 @@ def length_correlation(arms: dict[str, list[dict]], n_boot: int = N_BOOT) -> dic
         return None
     names = list(ext)
     losses = [[r["loss_4x_beyond"] for r in ext[a]] for a in names]
-    out: dict[str, Any] = {"arms": names}
+    beyond = means(ext, "loss_4x_beyond")
+    out: dict[str, Any] = {"arms": names, "best": min(beyond, key=beyond.get)}
     for kind in ("paper", "scale_optimal"):
         vals = [[r["before"]["lag_4x"][kind] for r in ext[a]] for a in names]
         out[kind] = rank_correlation(vals, losses, n_boot=n_boot, seed=0).as_dict()

@@ -167,8 +167,10 @@ def _open(output: str | os.PathLike, grid: dict[str, Any], resume: bool) -> Any:
                 "new folder"
             )
         if old != grid:
+            key = next(k for k in sorted(set(old) | set(grid)) if old.get(k) != grid.get(k))
             raise PosgeomError(
-                f"{folder.path} holds a grid of other options; resume it with the options in its "
+                f"{folder.path} holds a grid of other options ({key!r} differs: the corpus "
+                "files, arms, seeds, scale or Python); resume it with the options in its "
                 "grid.json, or choose a new folder"
             )
     else:
