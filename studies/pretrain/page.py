@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from posgeom.encodings.mds import MDSFamily
 from posgeom.io._atomic import atomic_write_text
 from studies._common import DOCS, read_jsonl
 from studies.pretrain import analysis as an
@@ -41,7 +42,7 @@ def _summary(stats: dict) -> list[str]:
     ranked = [f"{k[0]} {k[1]}" for k, c in heads.items() if c["ci_low"] > 0 and c["p_value"] < 0.05]
     rhos = [c["rho"] for c in heads.values()]
     diffs = [s["mds_init_vs_learned"]["mean"] for s in stats.values() if s["mds_init_vs_learned"]]
-    mds_ranks = [s["first_choice"]["ranks_by_loss"].get("mds") for s in stats.values()]
+    mds_ranks = [s["first_choice"]["ranks_by_loss"].get(MDSFamily.name) for s in stats.values()]
     best = sorted({s["first_choice"]["best_by_loss"] for s in stats.values()})
     lines = [
         f"**No, not at this budget.** Across {len(stats)} corpus x objective cells the "
