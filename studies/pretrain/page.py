@@ -354,8 +354,8 @@ def write_page(results: str | Path, *, control: str | Path | None = None) -> Non
         "results folder, adding `--control CONTROL` for the control's folder "
         "(`python -m studies.pretrain run RESULTS --resume` continues the grid; the grid records "
         "its corpus paths, so a resume from another checkout sets `POSGEOM_DATA` to the data "
-        "folder the grid read). Today's grid: RESULTS = /work/pretrain-results, CONTROL = "
-        "/work/pretrain-control, data /work/shared/data.",
+        "folder the grid read). The results folders are not committed; every run's record is, "
+        "in docs/evidence/pretrain_runs.jsonl.",
         "",
         *_answer(stats, grid),
         *_coverage(records, grid),
