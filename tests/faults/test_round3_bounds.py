@@ -11,32 +11,16 @@ import io
 import json
 import resource
 import struct
-import tracemalloc
 import zipfile
 
 import numpy as np
 import pytest
 from fault_helpers import cli, one_line
 
+from helpers.memory import MIB, peak_allocation
 from posgeom._errors import PosgeomError
 from posgeom.corpus import read_texts, read_token_ids
 from posgeom.io._inflate import INFLATION_FLOOR, INFLATION_RATIO, inflation_limit
-
-MIB = 1 << 20
-
-
-def _peak(fn) -> tuple[BaseException | None, int]:
-    """(the exception ``fn()`` raised, peak Python allocation in bytes while it ran)."""
-    tracemalloc.start()
-    try:
-        fn()
-        raised = None
-    except BaseException as exc:  # returned to the test
-        raised = exc
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return raised, peak
 
 
 def _gzip_zeros(path, n_bytes: int, head: bytes = b"") -> None:
@@ -63,7 +47,7 @@ def test_item16_parquet_gzip_bomb_is_bounded(tmp_path):
     bomb = tmp_path / "bomb.parquet.gz"
     _gzip_zeros(bomb, 80 * MIB)
     assert bomb.stat().st_size < MIB  # a real bomb: 80 MiB of zeros in under 1 MiB
-    raised, peak = _peak(lambda: list(read_texts(bomb)))
+    raised, peak = peak_allocation(lambda: list(read_texts(bomb)))
     assert isinstance(raised, PosgeomError), raised
     assert "inflates past 64 MiB" in str(raised) and "gunzip it" in str(raised)
     assert peak < 8 * MIB, peak
@@ -97,7 +81,7 @@ def test_item16_npz_member_bounded_by_its_compressed_size(tmp_path, capsys):
     bomb = tmp_path / "ids.npz"
     _npz_bomb(bomb, 96 * MIB)
     assert bomb.stat().st_size < MIB
-    raised, peak = _peak(lambda: list(read_token_ids(bomb)))
+    raised, peak = peak_allocation(lambda: list(read_token_ids(bomb)))
     assert isinstance(raised, PosgeomError) and "decompression bomb" in str(raised), raised
     assert "numpy.savez (uncompressed)" in str(raised)
     assert peak < 2 * MIB, peak
@@ -120,7 +104,7 @@ def test_item17_open_csv_quote_names_its_line_and_stays_bounded(tmp_path, capsys
         fh.write(b'text,label\n"fine, quoted",0\n"left open,1\n')
         for _ in range(160):  # 160 MiB after the open quote
             fh.write(rows)
-    raised, peak = _peak(lambda: list(read_texts(corpus)))
+    raised, peak = peak_allocation(lambda: list(read_texts(corpus)))
     assert isinstance(raised, PosgeomError), raised
     assert "line 3: a quote opened there is not closed within 16 MiB" in str(raised)
     # the field's 16 Mi characters (4 bytes each in the csv module), not the 640 MiB the rest of

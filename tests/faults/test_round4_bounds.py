@@ -13,33 +13,16 @@ import json
 import subprocess
 import sys
 import time
-import tracemalloc
 import zipfile
 
 import numpy as np
 import pytest
 from fault_helpers import SRC, cli, one_line
 
+from helpers.memory import MIB, peak_allocation
 from posgeom._errors import PosgeomError
 from posgeom.io._arrayfiles import read_npz
 from posgeom.io._inflate import inflation_limit
-
-MIB = 1 << 20
-
-
-def _peak(fn) -> tuple[BaseException | None, int]:
-    """(the exception ``fn()`` raised, peak Python allocation in bytes while it ran)."""
-    tracemalloc.start()
-    try:
-        fn()
-        raised = None
-    except BaseException as exc:  # returned to the test
-        raised = exc
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return raised, peak
-
 
 _MEASURED = """
 import resource, sys
@@ -98,7 +81,7 @@ def test_item2_npz_members_bounded_together(tmp_path, capsys):
     assert bomb.stat().st_size < MIB
     with zipfile.ZipFile(bomb) as zf:  # every member is under its own limit
         assert all(i.file_size <= inflation_limit(i.compress_size) for i in zf.infolist())
-    raised, peak = _peak(lambda: read_npz(bomb))
+    raised, peak = peak_allocation(lambda: read_npz(bomb))
     assert isinstance(raised, PosgeomError), raised
     assert "3 members declare" in str(raised) and "more than 64 MiB" in str(raised)
     assert "numpy.savez (uncompressed)" in str(raised)
