@@ -61,7 +61,7 @@ def _check_ranges(args: argparse.Namespace) -> None:
     """Counts of repeated work, each within its declared range (not a billion splits); seeds
     and the number of positions, shared by many commands, within theirs."""
     ranges = {"threads": THREADS, "max_positions": POSITIONS}  # the pipeline's: its config
-    ranges.update({key: POSITIVE for key in ("max_sequences", "batch_size")})
+    ranges.update({key: POSITIVE for key in ("max_sequences", "batch_size", "text_field")})
     ranges.update({key: [SEED] for key in ("seed", "shuffle_seed", "bootstrap_seed")})
     ranges["n_sequences"] = SEQUENCES  # demo --sequences
     for dest, allowed in ranges.items():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["ERRORS", "check_encoding", "decode_document", "text_from"]
+__all__ = ["ERRORS", "check_decoding", "check_encoding", "decode_document", "text_from"]
 
 #: the ``errors=`` handlers of a text corpus's decoding (Python's codec error handlers)
 ERRORS = ("strict", "replace", "ignore", "backslashreplace", "surrogateescape")
@@ -26,6 +26,19 @@ def check_encoding(encoding: str, errors: str = "strict") -> str:
             f"--text-encoding {encoding!r} is not a Python codec; pass one such as utf-8, latin-1, "
             "cp1252, utf-16 (python -c 'import encodings.aliases' lists them)"
         ) from None
+
+
+def check_decoding(
+    *, encoding: str = "utf-8", errors: str = "strict", text_field: int = 1
+) -> dict[str, object]:
+    """The text readers' decoding keywords checked at once (a codec Python knows, one of
+    :data:`ERRORS`, ``text_field >= 1``): what a caller that reads text later (``extend``)
+    refuses before any work."""
+    from posgeom._validation import check_int
+
+    check_encoding(encoding, errors)
+    field = check_int(text_field, "--text-field", 1)
+    return {"encoding": encoding, "errors": errors, "text_field": field}
 
 
 def text_from(line: str, text_field: int) -> str:

@@ -42,10 +42,11 @@ def read_documents(
     """Token-id documents of ``paths`` (module docstring); ``encode``: texts -> ids (with
     ``reads_raw_bytes`` true, plain-text files are their bytes, unchanged); ``decoding``: the
     text readers' ``encoding``, ``errors`` and ``text_field``."""
-    from posgeom.corpus._decoding import decode_document
+    from posgeom.corpus._decoding import check_decoding, decode_document
     from posgeom.corpus.readers import check_exists, open_binary, read_texts
     from posgeom.corpus.token_ids import read_token_ids
 
+    decoding = check_decoding(**(decoding or {}))  # before any file is read
     docs: list[np.ndarray] = []
     for raw in paths:
         path = Path(raw)
