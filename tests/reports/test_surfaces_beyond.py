@@ -302,3 +302,23 @@ def test_probe_stress_intervals_and_noise_share_are_analyze_models():
     share = pr.options["target"]["noise_share"]
     assert share == want["geometry"]["noise_floor"]["trusted_pair_share"]
     assert 0.0 < share < 1.0
+
+
+@pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
+def test_analyze_model_cls_hint_is_stored_once_and_on_every_surface(model_runs):
+    folder = model_runs["root"] / "am"
+    s = strict_json(folder / "summary.json")
+    # the hint's rule, computed here from the stored target distances: position 0 farthest from
+    # every other position while the others are not
+    from posgeom.io.artifacts import load_artifact
+
+    d = np.asarray(load_artifact(folder / "arrays.npz")[0]["hellinger"], dtype=np.float64)
+    top = d.max()
+    means = (d.sum(axis=1) - np.diag(d)) / (d.shape[0] - 1)
+    assert d[0, 1:].min() >= 0.99 * top and np.median(means[1:]) < 0.95 * top
+    hint = "position 0 stands apart (a [CLS] or BOS token?): rerun with --no-special"
+    assert s["hints"] == [hint] and s["verdict"]["inputs"]["hints"] == [hint]
+    assert (folder / "table.md").read_text().count(f"hint: {hint}") == 1
+    assert model_runs["am"].count(f"hint: {hint}") == 1
+    _, words, _ = _report(folder)
+    assert f"Hint: {hint}." in words
