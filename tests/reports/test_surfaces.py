@@ -151,9 +151,12 @@ def _caveats_by_hand(vi):
 def test_every_surface_reads_the_stored_numbers(runs, name):
     folder, summary, vi, table = _stored(runs, name)
     line = summary["verdict"]["line"]
-    # the verdict: printed, stored, last line of the table, re-rendered from the stored inputs
+    # the verdict: printed, stored, last line of the table (then the stored hints, as printed),
+    # re-rendered from the stored inputs
     printed = [x for x in runs[name].splitlines() if x.startswith("verdict: ")]
-    assert printed == [line] == [(folder / table).read_text().strip().splitlines()[-1]]
+    hints = [f"hint: {h}" for h in summary.get("hints", [])]
+    tail = (folder / table).read_text().strip().splitlines()[-1 - len(hints) :]
+    assert printed == [line] == tail[:1] and tail[1:] == hints
     assert line == one_line(vi)
     # one target: estimator and resolution where the geometry records them, in words everywhere
     geometry = _geometry_block(summary)

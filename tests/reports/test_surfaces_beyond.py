@@ -233,3 +233,92 @@ def test_probe_surfaces_record_the_target_and_say_the_title_once(model_runs):
     fig = layer_figure(s)
     labels = {ax.get_ylabel() for ax in fig.axes}
     assert {"scale-optimal stress (vs corpus)", "R² of position"} <= labels
+
+
+@pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
+def test_probe_surfaces_carry_the_stress_intervals_ties_and_noise_share(model_runs):
+    from posgeom.probes.api import BOOTSTRAP
+    from posgeom.probes.figures import layer_figure
+
+    folder = model_runs["root"] / "pr"
+    s = strict_json(folder / "summary.json")
+    key = "stress_scale_optimal"
+    rows = s["layers"]
+    assert s["options"]["bootstrap"] == BOOTSTRAP and s["options"]["level"] == 0.95
+    table_md = (folder / "table.md").read_text()
+    _, words, _ = _report(folder)
+    page = (folder / "report.html").read_text()
+    table = re.search(r"<h3>Layer by layer</h3>\s*<table>(.*?)</table>", page, re.S).group(1)
+    cells = _cells(table)
+    col = cells[0].index("stress interval")
+    for r, stored in zip(cells[1:], rows, strict=True):
+        assert stored[key + "_low"] <= stored[key] <= stored[key + "_high"]
+        want = f"[{stored[key + '_low']:.4g}, {stored[key + '_high']:.4g}]"
+        assert r[col] == want and f"| {want} |" in table_md
+    best, ties = _ties(
+        rows, lambda r: r[key], lambda r: r[key + "_low"], lambda r: r[key + "_high"]
+    )
+    if ties:
+        named = ", ".join(str(x) for x in [best["layer"], *(r["layer"] for r in ties)])
+        said = f"closest in shape at layers {named} (tied:"
+    else:
+        said = f"closest in shape at layer {best['layer']} ("
+    assert said in words and said in table_md and said in model_runs["pr"]
+    share = s["options"]["target"]["noise_share"]
+    assert 0.0 <= share <= 1.0
+    assert f"{100 * share:.0f}% of its position pairs are above twice their noise floor" in words
+    # the figure shades the stored interval around the stress
+    fig = layer_figure(s)
+    ax = next(a for a in fig.axes if a.get_ylabel() == "scale-optimal stress (vs corpus)")
+    (band,) = ax.collections
+    ys = np.concatenate([p.vertices[:, 1] for p in band.get_paths()])
+    assert np.isclose(ys.min(), min(r[key + "_low"] for r in rows))
+    assert np.isclose(ys.max(), max(r[key + "_high"] for r in rows))
+
+
+def test_probe_stress_intervals_and_noise_share_are_analyze_models():
+    """On one model, corpus and seed, probe's per-layer stress, intervals and noise share are
+    those analyze-model computes (its own layer pass, pipeline target and noise floor)."""
+    import tempfile
+    from pathlib import Path
+
+    import posgeom
+    from helpers.models import tiny_bert
+    from posgeom.models.analysis import analyze_model
+
+    torch.set_num_threads(1)
+    texts = _texts(k=24, seed=5)  # thin: some pairs below their noise floor
+    with tempfile.TemporaryDirectory() as tmp:
+        tiny = tiny_bert(Path(tmp) / "bert")
+        pr = posgeom.probe(
+            tiny["folder"], texts, n=N, kinds=["linear"], table_probes=False, bootstrap=12
+        )
+        am = analyze_model(tiny["folder"], tiny["folder"], texts, max_positions=N, bootstrap=12)
+    want = am.summary()
+    key = "stress_scale_optimal"
+    for got, ref in zip(pr.summary()["layers"], want["layers"], strict=True):
+        for k in (key, key + "_low", key + "_high"):
+            assert got[k] == pytest.approx(ref[k], rel=1e-9, abs=1e-12)
+    share = pr.options["target"]["noise_share"]
+    assert share == want["geometry"]["noise_floor"]["trusted_pair_share"]
+    assert 0.0 < share < 1.0
+
+
+@pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
+def test_analyze_model_cls_hint_is_stored_once_and_on_every_surface(model_runs):
+    folder = model_runs["root"] / "am"
+    s = strict_json(folder / "summary.json")
+    # the hint's rule, computed here from the stored target distances: position 0 farthest from
+    # every other position while the others are not
+    from posgeom.io.artifacts import load_artifact
+
+    d = np.asarray(load_artifact(folder / "arrays.npz")[0]["hellinger"], dtype=np.float64)
+    top = d.max()
+    means = (d.sum(axis=1) - np.diag(d)) / (d.shape[0] - 1)
+    assert d[0, 1:].min() >= 0.99 * top and np.median(means[1:]) < 0.95 * top
+    hint = "position 0 stands apart (a [CLS] or BOS token?): rerun with --no-special"
+    assert s["hints"] == [hint] and s["verdict"]["inputs"]["hints"] == [hint]
+    assert (folder / "table.md").read_text().count(f"hint: {hint}") == 1
+    assert model_runs["am"].count(f"hint: {hint}") == 1
+    _, words, _ = _report(folder)
+    assert f"Hint: {hint}." in words

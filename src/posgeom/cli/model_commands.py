@@ -25,7 +25,6 @@ from posgeom.cli._options import (
     add_resolution_argument,
     placement,
 )
-from posgeom.cli._verdict import print_hints
 from posgeom.cli.corpus_commands import add_text_arguments
 from posgeom.io.jsonfiles import json_text
 
@@ -252,8 +251,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
             f"at layer {printable(so['min_layer'])} ({so['min']:.4g}); variance explained by position "
             f"peaks at layer {printable(peaks['variance_explained']['max_layer'])}"
         )
-    print(result.markdown(), end="")  # ends with the verdict line
-    print_hints(result)  # a [CLS]-like position 0, as run and compare say it
+    print(result.markdown(), end="")  # ends with the verdict line and the stored hints
     print(
         f"results in {printable(out)}/ (summary.json, arrays.npz, table.md, counts.npz"
         + ("" if args.no_plot else ", stress_per_layer.png")

@@ -17,6 +17,7 @@ from typing import Any
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli._options import add_estimator_argument, add_placement_arguments, placement
 from posgeom.cli.corpus_commands import add_text_arguments
+from posgeom.probes.api import BOOTSTRAP
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -61,6 +62,7 @@ def _probe(args: argparse.Namespace) -> int:
         kinds=tuple(args.kinds.split(",")),
         geometry=args.geometry,
         estimator=args.estimator,
+        bootstrap=args.bootstrap or None,
         include_special=args.include_special,
         batch_size=args.batch_size,
         level=args.level,
@@ -152,6 +154,13 @@ def register(sub: Any) -> None:
         help="skip the stress against the corpus",
     )
     add_estimator_argument(p, what="estimator of the corpus geometry the layers are scored against")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=BOOTSTRAP,
+        help="half-sample replicates of the counts for a per-layer stress interval, as "
+        "analyze-model's (0: none; analyze-model's default is 100)",
+    )
     p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
     p.add_argument("--gguf-file", default=None, help="a .gguf file inside SOURCE (a folder)")
     p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")

@@ -21,7 +21,7 @@ from posgeom.io.jsonfiles import json_text
 from posgeom.models.mechanisms import PositionalMechanism
 from posgeom.text.markdown import markdown_table, plugin_lines, score_table
 from posgeom.text.schema import layer_columns, score_conventions
-from posgeom.text.verdict import verdict_block
+from posgeom.text.verdict import position0_hint, verdict_block
 from posgeom.text.verdict_inputs import VerdictInputs, target_phrase
 
 __all__ = ["LayerwiseSignal", "ModelAnalysis"]
@@ -293,6 +293,8 @@ class ModelAnalysis:
             "geometry": geometry,
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
         }
+        hint = position0_hint(self.geometry.distances, counted=self.options["include_special"])
+        out["hints"] = [hint] if hint else []  # the terminal, table.md and report read it here
         out["verdict"] = verdict_block(self.report_kind, out)
         return out
 
@@ -322,7 +324,7 @@ class ModelAnalysis:
         lines += ["", f"## Encodings against the target ({self.target_estimator})", ""]
         lines += score_table(self.geometry.scores)
         lines += plugin_lines(self.plugin_scores)
-        lines += ["", s["verdict"]["line"]]
+        lines += ["", s["verdict"]["line"], *(f"hint: {h}" for h in s["hints"])]
         return "\n".join(lines) + "\n"
 
     def _layer_table(self, rows: list[dict[str, Any]]) -> list[str]:

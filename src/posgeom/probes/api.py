@@ -30,7 +30,11 @@ from posgeom.probes.result import ProbeResult
 from posgeom.probes.sources import read_table
 from posgeom.probes.table import PAIRS, SEEDS, probe_table
 
-__all__ = ["LAYER_OPTIONS", "probe"]
+__all__ = ["BOOTSTRAP", "LAYER_OPTIONS", "probe"]
+
+#: half-sample replicates of the per-layer stress intervals by default (analyze-model: 100; a
+#: probe keeps its cost low, the interval's ends are then rougher)
+BOOTSTRAP = 20
 
 
 #: the options of the layer probes: given (other than their defaults) without a corpus they
@@ -41,6 +45,7 @@ LAYER_OPTIONS = (
     "kinds",
     "geometry",
     "estimator",
+    "bootstrap",
     "include_special",
     "batch_size",
     "table_probes",
@@ -95,6 +100,7 @@ def _differs(value: Any, default: Any) -> bool:
         "seeds": SEEDS,
         "pairs": [*PAIRS, None],
         "folds": [Interval(Integral, 2, None)],
+        "bootstrap": [Interval(Integral, 2, None), None],
     }
 )
 def probe(
@@ -115,6 +121,7 @@ def probe(
     kinds: tuple[str, ...] = ("linear", "mlp"),
     geometry: bool = True,
     estimator: str = "recommended",
+    bootstrap: int | None = BOOTSTRAP,
     include_special: bool = True,
     batch_size: int = 32,
     table_probes: bool = True,
@@ -126,7 +133,10 @@ def probe(
     ``pairs``, ``seeds``, ``folds``: the table probes' (:func:`posgeom.probes.table.probe_table`);
     ``per_position``: sampled tokens per position for the layer probes; ``kinds``: layer probes
     (``"linear"``, ``"mlp"``); ``geometry``: score the layers against the corpus (``estimator``:
-    the target, as in ``analyze-model``); ``table_probes``: also probe a model's learned table.
+    the target, as in ``analyze-model``; ``bootstrap``: half-sample replicates of the counts for
+    the per-layer stress intervals, :func:`posgeom.models.targets.layer_intervals` as in
+    ``analyze-model``, default :data:`BOOTSTRAP` to keep a probe cheap, ``None``: none);
+    ``table_probes``: also probe a model's learned table.
     ``device``, ``dtype``: where and in what precision a model named by ``source`` is loaded
     (:func:`posgeom.models.loading.load_model`; default the CPU, float32)."""
     given = {k: v for k, v in locals().items() if k in LAYER_OPTIONS}
@@ -162,6 +172,7 @@ def probe(
         folds=folds,
         geometry=geometry,
         estimator=estimator,
+        bootstrap=bootstrap,
         include_special=include_special,
         batch_size=check_int(batch_size, "batch_size", 1),
         level=level,

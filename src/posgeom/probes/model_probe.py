@@ -50,15 +50,20 @@ def _geometry(
     n: int,
     include_special: bool,
     estimator: str,
+    bootstrap: int | None,
+    level: float,
     seed: int,
-) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Stress of every layer's per-position means against the corpus geometry, and the target
+) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
+    """Stress of every layer's per-position means against the corpus geometry, the target
     (``estimator``, the ``resolution`` and token ``classes`` it was estimated at, whether its
-    leading direction rises above the noise: ``resolved``)."""
+    leading direction rises above the noise: ``resolved``, and ``noise_share``: the share of
+    position pairs above twice their split-half noise floor on the target's classes, as
+    ``analyze-model`` records it), and the per-layer intervals (``bootstrap`` half-sample
+    replicates, :func:`posgeom.models.targets.layer_intervals`, as ``analyze-model``'s)."""
     from posgeom._distance_matrix import euclidean_distances
     from posgeom.corpus.counting import count_positions
     from posgeom.models.layerwise import layer_stress
-    from posgeom.models.targets import analysis_target
+    from posgeom.models.targets import analysis_target, layer_intervals
 
     tok = probed.tokenizer
     counts = count_positions(
@@ -68,6 +73,8 @@ def _geometry(
         include_special=include_special,
         special_ids=list(probed.special_ids),
         vocab_size=None if tok is not None else int(max(int(s.max()) for s in seqs) + 1),
+        bootstrap=bootstrap,
+        bootstrap_seed=seed,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a fallback is recorded below
@@ -75,12 +82,41 @@ def _geometry(
     centred = means - means.mean(axis=1, keepdims=True)
     distances = np.stack([euclidean_distances(m) for m in centred])
     est = goal.estimate
-    target = {"estimator": goal.estimator}
+    target: dict[str, Any] = {"estimator": goal.estimator}
     if est is not None:  # the resolution it was estimated at, as analyze-model records it
         said = est.summary()
         target |= {"resolution": said.get("resolution"), "classes": said.get("classes")}
         target["resolved"] = (said.get("projection") or {}).get("resolved")
-    return layer_stress(distances, goal.distances), target
+    target["noise_share"] = _noise_share(counts, est, seed)
+    intervals = (
+        {}
+        if not bootstrap or goal.fallback
+        else layer_intervals(
+            counts,
+            distances,
+            estimator=goal.estimator,
+            seed=seed,
+            level=level,
+            resolution="full" if est is None else est.class_map,
+        )
+    )
+    return layer_stress(distances, goal.distances), target, intervals
+
+
+def _noise_share(counts: Any, estimate: Any, seed: int) -> float | None:
+    """``trusted_pair_share`` of the split-half noise floor (5 splits, the pipeline's default)
+    of the counts on the target's classes (the full vocabulary for a plug-in target)."""
+    from posgeom.geometry.noise import noise_floor
+
+    base = getattr(counts, "base", counts)
+    rows = base
+    if estimate is not None and estimate.class_map is not None and estimate.resolution != "full":
+        rows = estimate.class_counts
+    try:
+        floor = noise_floor(rows, method="split_half", n_repeats=5, seed=seed)
+    except PosgeomError:  # a position with fewer than 2 samples: no floor
+        return None
+    return float(floor.summary(np.arange(floor.distances.shape[0]))["trusted_pair_share"])
 
 
 def _table_of(source: Any, probed: ProbedModel, n: int, options: dict[str, Any] | None) -> Any:
@@ -126,6 +162,7 @@ def probe_model(
     folds: int,
     geometry: bool,
     estimator: str,
+    bootstrap: int | None,
     include_special: bool,
     batch_size: int,
     level: float,
@@ -178,17 +215,22 @@ def probe_model(
     target, agree = None, None
     if geometry:
         t0 = time.perf_counter()
-        stress, target = _geometry(
+        stress, target, intervals = _geometry(
             seqs,
             probed,
             moments.means,
             n=n,
             include_special=include_special,
             estimator=estimator,
+            bootstrap=bootstrap,
+            level=level,
             seed=seed,
         )
         for layer, row in enumerate(rows):
             row.update({f"stress_{k}": float(v[layer]) for k, v in stress.items()})
+            for k, iv in intervals.items():  # analyze-model's keys
+                row[f"stress_{k}_low"] = float(iv.low[layer])
+                row[f"stress_{k}_high"] = float(iv.high[layer])
         if "linear" in kinds:
             agree = agreement(
                 probes.values["linear"].mean(axis=1),
@@ -217,6 +259,7 @@ def probe_model(
         "positional_part": "Song & Zhong: per-position mean vs residual; ranks of the centred means",
         "monotone": "Yu et al.: Spearman of channel mean vs position, |rho| >= 0.9, Bonferroni p",
         "target": target,
+        "bootstrap": bootstrap if geometry else None,
         "mechanism_layers": _mechanism_layers(probed.module),
         "batch_size": batch_size,
         "seed": seed,

@@ -23,6 +23,7 @@ from posgeom._errors import printable
 from posgeom._version import __version__
 from posgeom.io.jsonfiles import json_text
 from posgeom.probes.table import TableProbes
+from posgeom.text.layer_verdict import layer_sentence
 
 __all__ = ["ProbeResult"]
 
@@ -54,11 +55,21 @@ LAYER_COLUMNS = (
     ("linear", "linear probe MAE [95%]", "s"),
     ("mlp", "MLP probe MAE [95%]", "s"),
     ("stress_scale_optimal", "stress (scale-opt.)", ".3g"),
+    ("stress_interval", "stress interval", "s"),
     ("share", "R² (position)", ".3g"),
     ("rank_energy99", "rank (99%)", ".3g"),
     ("top2_share", "top-2 share", ".3g"),
     ("monotone", "monotone channels", "d"),
 )
+
+
+def _noise_words(share: Any) -> str:
+    if share is None:
+        return ""
+    return (
+        f"; {100 * share:.0f}% of its position pairs are above twice their noise floor "
+        "(the rest cannot be told from sampling noise)"
+    )
 
 
 def table_row(s: dict[str, Any]) -> dict[str, Any]:
@@ -75,8 +86,16 @@ def table_row(s: dict[str, Any]) -> dict[str, Any]:
 
 
 def layer_row(r: dict[str, Any]) -> dict[str, Any]:
-    """The display row of one layer (intervals as text)."""
-    return {**r, "linear": _fmt(r.get("linear_mae")), "mlp": _fmt(r.get("mlp_mae"))}
+    """The display row of one layer (intervals as text; the stress interval as analyze-model's
+    tables show it, 4 significant digits)."""
+    low, high = r.get("stress_scale_optimal_low"), r.get("stress_scale_optimal_high")
+    shown = "" if low is None or high is None else f"[{low:.4g}, {high:.4g}]"
+    return {
+        **r,
+        "linear": _fmt(r.get("linear_mae")),
+        "mlp": _fmt(r.get("mlp_mae")),
+        "stress_interval": shown,
+    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,6 +149,9 @@ class ProbeResult:
         if self.layers and "linear_mae" in self.layers[0]:
             words.append(self._best_layer_words())
         target = self.options.get("target")
+        said = layer_sentence(self.layers, self._stress_level())
+        if said is not None:  # analyze-model's sentence: one layer only when separated
+            words.append(f"By its stress against the corpus geometry, {said}.")
         if isinstance(target, dict):
             words.append(
                 f"The layers' stress is against the {target.get('estimator')} estimate of the "
@@ -139,11 +161,18 @@ class ProbeResult:
                     if target.get("resolved") is False
                     else ""
                 )
+                + _noise_words(target.get("noise_share"))
                 + "."
             )
         if self.agreement:
             words += list(self.agreement["words"])
         return words
+
+    def _stress_level(self) -> float | None:
+        """The level of the stored stress intervals (None without them)."""
+        if not self.layers or self.layers[0].get("stress_scale_optimal_low") is None:
+            return None
+        return self.options.get("level")
 
     def _best_layer_words(self) -> str:
         """The layer where a linear probe reads position best, or the layers that tie with it

@@ -41,6 +41,7 @@ from posgeom.text.verdict_inputs import (
 __all__ = [
     "noise_verdict",
     "one_line",
+    "position0_hint",
     "rank_curve_caption",
     "ranking_verdict",
     "resolution_lead",
@@ -257,6 +258,7 @@ def verdict(view: Any) -> list[str]:
         if phrase:
             out.append(phrase[0].upper() + phrase[1:] + ".")
     out += ranking_verdict(vi)
+    out += [f"Hint: {h}." for h in vi.hints]  # a stored hint (analyze-model's [CLS])
     out += _uncertainty_verdict(vi)
     out += _estimator_verdict(view)
     mds = next((r for r in vi.rows if r.get("encoding") == MDSFamily.name), None)
@@ -296,16 +298,23 @@ def _ranking_phrase(vi: VerdictInputs) -> str:
 
 
 def special_token_hint(view: Any) -> str | None:
-    """The hint "rerun with --no-special" when special tokens were counted and position 0 is at the
-    largest distance from every other position (``min_j D[0, j] >= 0.99 max D``) while the
-    others are not (their median mean distance is under 0.95 max D): a ``[CLS]`` or BOS token,
-    the same in every sequence and nowhere else, makes position 0 an outlier in every map.
-    ``view``: a :class:`~posgeom.reports.view.ResultView` (its ``hellinger`` array, settings)."""
-    import numpy as np
-
+    """The hint "rerun with --no-special" of a :class:`~posgeom.reports.view.ResultView` (its
+    ``hellinger`` array, settings): :func:`position0_hint`."""
     d = (getattr(view, "arrays", None) or {}).get("hellinger")
     counted = (getattr(view, "settings", None) or {}).get("special tokens") == "counted"
-    if d is None or not counted or d.ndim != 2 or d.shape[0] < 4:
+    return None if d is None else position0_hint(d, counted=counted)
+
+
+def position0_hint(d: Any, *, counted: bool) -> str | None:
+    """The hint "rerun with --no-special" when special tokens were ``counted`` and position 0 of
+    the ``(n, n)`` distances ``d`` is at the largest distance from every other position
+    (``min_j D[0, j] >= 0.99 max D``) while the others are not (their median mean distance is
+    under 0.95 max D): a ``[CLS]`` or BOS token, the same in every sequence and nowhere else,
+    makes position 0 an outlier in every map."""
+    import numpy as np
+
+    d = np.asarray(d, dtype=np.float64)
+    if not counted or d.ndim != 2 or d.shape[0] < 4:
         return None
     top = float(d.max())
     means = (d.sum(axis=1) - np.diag(d)) / (d.shape[0] - 1)

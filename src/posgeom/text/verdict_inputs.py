@@ -173,6 +173,7 @@ class VerdictInputs:
     layer_level: float | None = None
     rank_curve: tuple[dict[str, Any], ...] = field(default=())
     interval_source: str | None = None
+    hints: tuple[str, ...] = ()  # stored hints (analyze-model: a [CLS]-like position 0)
 
     def as_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
@@ -180,7 +181,7 @@ class VerdictInputs:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VerdictInputs:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        for key in ("rows", "layers", "untrusted_positions", "rank_curve"):
+        for key in ("rows", "layers", "untrusted_positions", "rank_curve", "hints"):
             known[key] = tuple(known.get(key) or ())
         return cls(**known)
 
@@ -304,6 +305,7 @@ def verdict_inputs(kind: str, summary: Mapping[str, Any]) -> VerdictInputs | Non
         layer_level=levels[0] if levels else None,
         rank_curve=_trim(curve, ("rank", "paper", "scale_optimal", "explained_variance")),
         interval_source=_interval_source(rows, uncertainty, bool(levels)),
+        hints=tuple(summary.get("hints") or ()),
     )
 
 
