@@ -262,3 +262,35 @@ def test_item04_a_commit_into_a_held_folder_is_refused_not_waited_on(tmp_path, m
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_item04_a_killed_runs_temporaries_do_not_block_its_folder(tmp_path, restart):
+    """A process killed mid-write leaves its temporary (``.<name>.posgeom-<host>-<pid>-*.tmp``)
+    in the work folder; a resume or restart of that folder removes it (its pid is dead), where it
+    was refused as "files posgeom did not write" (found by the SIGKILL case of the two-process
+    train test). A temporary of a live process, or any other unlisted file, still refuses."""
+    from posgeom.io._atomic import temp_sibling
+
+    folder = WorkFolder.open(tmp_path / "run", kind="train-run")
+    folder.write_text("a.txt", "kept")
+    folder.release()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    sub = tmp_path / "run" / "epoch_1"
+    sub.mkdir()
+    stale = temp_sibling(sub / "model.safetensors")
+    stale = stale.with_name(stale.name.replace(f"-{os.getpid()}-", f"-{dead.stdout.strip()}-"))
+    stale.write_bytes(b"half a file")
+    again = WorkFolder.open(tmp_path / "run", kind="train-run", restart=restart)
+    again.release()
+    assert not stale.exists()
+    live = temp_sibling(tmp_path / "run" / "b.txt")  # this (live) process's: not stale
+    live.write_bytes(b"being written")
+    with pytest.raises(PosgeomError, match="did not write"):
+        WorkFolder.open(tmp_path / "run", kind="train-run", restart=True)
+    assert live.exists()

@@ -48,6 +48,7 @@ from posgeom.io._atomic import (
     atomic_path,
     atomic_write_text,
     check_writable,
+    clean_stale,
     make_folder,
 )
 from posgeom.io._entries import key_problem, place_problem, unlink_inside
@@ -78,6 +79,16 @@ WORK_KINDS = (
     "pretrain-grid",
     "pretrain-run",
 )
+
+
+def _clean_stale_below(folder: Path) -> None:
+    """:func:`~posgeom.io._atomic.clean_stale` in ``folder`` and its real sub-folders (no link
+    followed): the temporaries a posgeom process of this host left when it was killed (its pid
+    no longer alive), which a resume or restart would otherwise refuse as files posgeom did not
+    write."""
+    for root, dirs, _ in os.walk(folder, followlinks=False):
+        clean_stale(root)
+        dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
 
 
 class WorkFolder:
@@ -178,6 +189,8 @@ class WorkFolder:
 
     def _refusal(self, option: str, restart: bool, self_checked: bool) -> str | None:
         out = self.path
+        if out.is_dir() and not out.is_symlink():
+            _clean_stale_below(out)  # a killed run's temporaries are not a user's files
         if not out.is_dir() or not any(out.iterdir()):
             return None
         manifest = _manifest(out)
