@@ -57,26 +57,13 @@ def test_a_model_width_of_2_to_the_70_is_one_line(counts_file, small_corpus, tmp
 
 @pytest.fixture(scope="module")
 def layerless_bert(tmp_path_factory) -> Path:
-    """A tiny random BERT whose config.json says num_hidden_layers = 0 (its weights hold one)."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    tokenizers = pytest.importorskip("tokenizers")
-    folder = tmp_path_factory.mktemp("models") / "bert0"
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", *(f"w{k}" for k in range(200))])}
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=24,
-        max_position_embeddings=16,
-        pad_token_id=0,
-    )
-    transformers.BertModel(config).save_pretrained(folder)
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
-    tok.save(str(folder / "tokenizer.json"))
+    """A tiny random BERT (tests/helpers/models.py) whose config.json says num_hidden_layers = 0
+    (its weights hold two)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from helpers.models import tiny_bert
+
+    folder = tiny_bert(tmp_path_factory.mktemp("models") / "bert0")["folder"]
     cfg = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**cfg, "num_hidden_layers": 0}))
     return folder
