@@ -212,35 +212,19 @@ def test_item10_extend_measure_keeps_a_symlinked_cache_folder(tmp_path, capsys):
 
 
 def _tiny_model(tmp_path: Path) -> tuple[Path, Path]:
-    """A one-layer Llama with a word-level tokenizer saved as a Hugging Face folder, and a
-    text of its words."""
-    tokenizers = pytest.importorskip("tokenizers")
-    transformers = pytest.importorskip("transformers")
-    torch = pytest.importorskip("torch")
-    words = [f"w{i}" for i in range(12)]
-    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
-    config = transformers.LlamaConfig(
-        vocab_size=13,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        max_position_embeddings=64,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    )
-    torch.manual_seed(0)
-    folder = tmp_path / "tiny"
-    transformers.LlamaForCausalLM(config).save_pretrained(folder)
-    fast.save_pretrained(folder)
+    """The shared one-layer Llama (tests/helpers/models.py) saved as a Hugging Face folder, and
+    a text of its words."""
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    from helpers.models import tiny_llama
+
+    tiny = tiny_llama(tmp_path / "tiny")
+    words = [w for w in tiny["vocab"] if w != "[UNK]"]
     text = tmp_path / "book.txt"
     rng = np.random.default_rng(3)
-    text.write_text(" ".join(words[t] for t in rng.integers(0, 12, 1000)))
-    return folder, text
+    text.write_text(" ".join(words[t] for t in rng.integers(0, len(words), 1000)))
+    return tiny["folder"], text
 
 
 def test_item04_a_commit_into_a_held_folder_is_refused_not_waited_on(tmp_path, monkeypatch):
