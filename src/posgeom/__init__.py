@@ -18,7 +18,7 @@ from posgeom._errors import (
     PosgeomError,
 )
 from posgeom._version import __version__
-from posgeom.pipeline.renderers import provide as _provide_renderers
+from posgeom.io.renderers import provide as _provide_renderers
 
 _EXPORTS: dict[str, str] = {
     # corpus -> counts
@@ -86,7 +86,7 @@ _EXPORTS: dict[str, str] = {
     "lag_geometry": "posgeom.lags",
     "extend": "posgeom.extension.run",
     # scores -> reports
-    "score_encoding": "posgeom.pipeline.scale",
+    "score_encoding": "posgeom.scores.table",
     "report": "posgeom.reports",
     # where a model keeps position: probes beside the geometry
     "probe": "posgeom.probes",
@@ -124,7 +124,7 @@ __all__ = [
 
 # the results draw (Jupyter's _repr_html_, save(report=True)) with the renderers posgeom.reports
 # registers; this root names it as their provider, imported when a result is first drawn (the
-# results import no renderer: posgeom.pipeline.renderers)
+# results import no renderer: posgeom.io.renderers)
 _provide_renderers("posgeom.reports")
 
 

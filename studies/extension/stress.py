@@ -7,7 +7,7 @@ up to 127 (the trained length less one). Encoding vectors per lag from each trai
 each family's own kernel read through the registry (:func:`lag_vectors`; the families are
 :func:`studies.extension.track_b.encodings`): RoPE ``(cos k w, sin k w)`` (base 10,000, head
 width 32), ALiBi slopes, the trained T5 bucket table, the learned table's lag products, the
-sinusoidal formula's (float64), NoPE zeros. Scores: :func:`posgeom.pipeline.scale.score_encoding`. Writes ``training_stress.json``.
+sinusoidal formula's (float64), NoPE zeros. Scores: :func:`posgeom.scores.table.score_encoding`. Writes ``training_stress.json``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def lag_vectors(
 
 
 def run(out: Path, ckpt_dir: Path) -> None:
-    from posgeom.pipeline.scale import score_encoding
+    from posgeom.scores.table import score_encoding
     from studies._common import read_jsonl
     from studies.extension import track_b as B
 

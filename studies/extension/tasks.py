@@ -233,7 +233,7 @@ def scores(model: Any, encoding: str, seed: int, geometry: dict[str, Any]) -> di
     """Scale-optimal and paper stress against the lag and the per-position geometry."""
     from posgeom.lags.kernels import learned_lag_vectors
     from posgeom.nn.position import PositionEmbedding
-    from posgeom.pipeline.scale import score_encoding
+    from posgeom.scores.table import score_encoding
     from posgeom.training import position_geometry
     from studies.extension.stress import lag_vectors
 

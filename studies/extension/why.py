@@ -81,7 +81,7 @@ def frequency_predictors(
 def lag_predictors(params: dict[str, Any], geo: Any) -> dict[str, float]:
     """The restricted lag stresses of one Track A strategy (module docstring)."""
     from posgeom.lags.kernels import rope_lag_vectors
-    from posgeom.pipeline.scale import score_encoding
+    from posgeom.scores.table import score_encoding
     from studies.extension import track_a as A
     from studies.extension.common import rope_freqs
 

@@ -20,7 +20,7 @@ from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings._registry import ComparisonContext, RowEncoding, TorchSpec
 from posgeom.pipeline import GeometryConfig, analyze
-from posgeom.pipeline.scale import score_encoding
+from posgeom.scores.table import score_encoding
 from posgeom.synthetic import synthetic_corpus
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -222,7 +222,6 @@ from posgeom.pipeline.config import default_encodings
 from posgeom.corpus.counting import count_positions
 from posgeom.synthetic import synthetic_corpus
 assert "kerple_log" in E.available() and "kerple_log" in default_encodings()
-assert "kerple_log" in posgeom.pipeline.rows.DEFAULT_ENCODINGS  # read when used, not at import
 assert E.role_of("kerple_log") == "candidate"
 enc = E.get("kerple_log", 5, r1=2.0, r2=0.5)
 np.testing.assert_allclose(enc.distances[0, 4], 2.0 * np.log(3.0))

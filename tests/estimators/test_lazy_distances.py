@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist, squareform
 
-import posgeom.pipeline.scale as scale
+import posgeom.scores.table as score_table
 from helpers.pipeline import default_rows
 from posgeom import analyze, classical_mds, estimate_geometry
 from posgeom.estimators.euclidean import pairs_above
@@ -47,7 +47,7 @@ def test_the_default_mds_step_allocates_no_square_matrix(long_counts):
 
 
 def test_the_geometry_path_above_the_sampling_threshold_holds_no_square_matrix(long_counts):
-    assert N > scale.SAMPLED_ABOVE
+    assert N > score_table.SAMPLED_ABOVE
     res, peak = _peak(lambda: analyze(long_counts, default_rows(model_dim=32)))
     assert res.sampled and res.distances is None and res.estimate._distances is None
     # below one (n, n) float64 (128 MiB) by more than the blocked separation's fixed 1024-row

@@ -121,7 +121,7 @@ def test_one_command_validates_each_target_once(counts, monkeypatch, tmp_path, c
     assert main(["-q", command, *given, "-o", str(out), "-d", "16"]) == 0
     arrays, _ = load_artifact(out / "arrays.npz")
     targets = [arrays["hellinger"], arrays["plugin_hellinger"]]  # recommended: both
-    as_target = [a for a, name in validated if name == "target"]
+    as_target = [a for a, name in validated if name in ("target", "plugin")]  # by target name
     assert len(as_target) == len(targets)
     for target in targets:
         assert sum(np.array_equal(a, target) for a in as_target) == 1

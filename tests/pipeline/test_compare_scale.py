@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from sklearn.isotonic import IsotonicRegression
 
-import posgeom.pipeline.scale as scale
+import posgeom.embed.refine as refinement
+import posgeom.scores.table as score_table
 from posgeom.cli.main import main
 from posgeom.geometry.stationarity import lag_bins, sampled_stationarity
 from posgeom.pipeline import GeometryConfig, analyze
@@ -79,8 +80,8 @@ def test_sampled_intervals_cover_the_binned_fit():
 
 def _compare(counts, monkeypatch, sampled_above):
     with monkeypatch.context() as m:
-        m.setattr(scale, "SAMPLED_ABOVE", sampled_above)
-        m.setattr(scale, "REFINE_MAX_N", sampled_above)
+        m.setattr(score_table, "SAMPLED_ABOVE", sampled_above)
+        m.setattr(refinement, "REFINE_MAX_N", sampled_above)
         return analyze(counts, GeometryConfig(model_dim=32, max_rank=4), kind="compare")
 
 
@@ -115,8 +116,8 @@ def test_large_compare_agrees_with_the_exact_one(counts, monkeypatch, tmp_path):
 
 def _cli_compare(counts, monkeypatch, tmp_path):
     counts.save(tmp_path / "c.npz")
-    monkeypatch.setattr(scale, "SAMPLED_ABOVE", 50)
-    monkeypatch.setattr(scale, "REFINE_MAX_N", 50)
+    monkeypatch.setattr(score_table, "SAMPLED_ABOVE", 50)
+    monkeypatch.setattr(refinement, "REFINE_MAX_N", 50)
     out = tmp_path / "cmp"
     args = ["compare", "--counts", str(tmp_path / "c.npz"), "-d", "16", "--max-rank", "2"]
     assert main(["-q", *args, "-o", str(out)]) == 0
@@ -151,8 +152,8 @@ def test_score_against_a_long_context_folder(counts, monkeypatch, tmp_path, caps
     from posgeom.scores.stress import stress_scores
 
     exact = _geometry_folder(counts, tmp_path, "exact")
-    monkeypatch.setattr(scale, "SAMPLED_ABOVE", 50)
-    monkeypatch.setattr(scale, "REFINE_MAX_N", 50)
+    monkeypatch.setattr(score_table, "SAMPLED_ABOVE", 50)
+    monkeypatch.setattr(refinement, "REFINE_MAX_N", 50)
     big = _geometry_folder(counts, tmp_path, "big")
     np.save(tmp_path / "sin.npy", sinusoidal(120, 16).vectors)
     capsys.readouterr()

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-import posgeom.pipeline.scale as scale
+import posgeom.embed.refine as refinement
+import posgeom.scores.long_context as long_context
+import posgeom.scores.table as score_table
 from helpers.pipeline import default_rows
 from posgeom.pipeline import analyze
 from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
@@ -32,8 +34,8 @@ def test_a_long_context_folder_reports_without_n_by_n(counts, monkeypatch, tmp_p
 
 def _run(counts, monkeypatch, sampled_above, estimator):
     with monkeypatch.context() as m:
-        m.setattr(scale, "SAMPLED_ABOVE", sampled_above)
-        m.setattr(scale, "REFINE_MAX_N", sampled_above)
+        m.setattr(score_table, "SAMPLED_ABOVE", sampled_above)
+        m.setattr(refinement, "REFINE_MAX_N", sampled_above)
         return analyze(counts, default_rows(model_dim=64, estimator=estimator))
 
 
@@ -48,13 +50,14 @@ def test_sampled_rows_agree_with_the_exact_rows(counts, monkeypatch, estimator):
     assert "not run" in big.markdown() and "Sampled:" in big.markdown()
     assert set(exact.scores) - {"mds+smacof"} == set(big.scores)
     inside = []
-    dense = scale.Scorer(dense=exact.distances, beside={"plugin": exact.plugin_distances})
-    if estimator == "plugin":
-        dense = scale.Scorer(dense=exact.distances)
+    beside = {} if estimator == "plugin" else {"plugin": exact.plugin_distances}
+    dense = score_table.ScoreTargets.for_target(
+        exact.distances, len(exact.distances), beside=beside
+    )
     own = {"mds": big.mds, "low_rank_mds": big.mds.truncate(3)}  # the large path's own MDS
     for name, row in big.scores.items():
         assert row["sampled"], name
-        ref = dense.score(own[name]) if name in own else exact.scores[name]
+        ref = dense.score_one(own[name])["target"] if name in own else exact.scores[name]
         for kind in ("paper", "scale_optimal"):
             lo, hi = row[f"{kind}_ci"]
             inside.append(lo <= ref[kind] <= hi)
@@ -65,15 +68,15 @@ def test_sampled_rows_agree_with_the_exact_rows(counts, monkeypatch, estimator):
     assert np.mean(inside) >= 0.8
     if estimator != "plugin":
         for name, row in big.plugin_scores.items():
-            ref = dense.score(own[name]) if name in own else {"plugin_paper": None}
-            want = exact.plugin_scores[name]["paper"] if name not in own else ref["plugin_paper"]
+            ref = dense.score_one(own[name]) if name in own else {}
+            want = exact.plugin_scores[name]["paper"] if name not in own else ref["plugin"]["paper"]
             assert row["paper"] == pytest.approx(want, rel=0.05), name
     nf = big.summary()["noise_floor"]
     ref_nf = exact.summary()["noise_floor"]
     assert nf["median_pair_floor"] == pytest.approx(ref_nf["median_pair_floor"], rel=0.1)
     assert nf["trusted_pair_share"] == pytest.approx(ref_nf["trusted_pair_share"], abs=0.03)
     for a in big.rank_curve:
-        b = dense.score(big.mds.truncate(a["rank"]))
+        b = dense.score_one(big.mds.truncate(a["rank"]))["target"]
         assert a["paper"] == pytest.approx(b["paper"], rel=0.05) and a["sampled"]
 
 
@@ -84,7 +87,7 @@ def test_a_long_context_heatmap_is_block_means(counts, monkeypatch, tmp_path):
     from posgeom.reports.figures import block_mean
 
     exact = _run(counts, monkeypatch, 10_000, "recommended").report_arrays()["hellinger"]
-    monkeypatch.setattr(scale, "GRID", 24)
+    monkeypatch.setattr(long_context, "GRID", 24)
     big = _run(counts, monkeypatch, 50, "recommended")
     arrays = big.report_arrays()
     want, width = block_mean(exact, 24)
@@ -108,7 +111,7 @@ def test_sampled_block_means_estimate_the_exact_ones():
     want, width = block_mean(d, 20)
     draws = np.array(
         [
-            scale.sampled_block_means(DenseTarget(d), size=20, per_block=4, seed=s)[0]
+            long_context.sampled_block_means(DenseTarget(d), size=20, per_block=4, seed=s)[0]
             for s in range(400)
         ]
     )

@@ -1,6 +1,6 @@
 """A GeometryResult draws itself (Jupyter's ``_repr_html_``, ``save(report=True)``) however it
 was reached and without the user importing ``posgeom.reports``: the package root names the
-reports as the renderers' provider (``posgeom.pipeline.renderers``), loaded when first drawn.
+reports as the renderers' provider (``posgeom.io.renderers``), loaded when first drawn.
 Each case runs in a fresh interpreter, where nothing has loaded the reports before."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from posgeom._errors import PosgeomError
-from posgeom.pipeline import renderers
+from posgeom.io import renderers
 
 RUN = """
 import json, sys

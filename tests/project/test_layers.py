@@ -253,7 +253,7 @@ def _upward(graph: dict[str, set[str]]) -> list[str]:
 
 def test_results_import_no_renderer():
     """Results compute, reports render: nothing under pipeline/ imports reports
-    (the reports register their renderers with the results: posgeom.pipeline.renderers)."""
+    (the reports register their renderers with the results: posgeom.io.renderers)."""
     bad = [
         f"{m} imports {t}"
         for m, ts in GRAPH.items()
@@ -277,7 +277,7 @@ def _names_reports(source: str) -> list[int]:
 
 
 def test_results_name_no_renderer():
-    """Nor by name: the results find their renderers through ``posgeom.pipeline.renderers``,
+    """Nor by name: the results find their renderers through ``posgeom.io.renderers``,
     whose provider the package root names (``posgeom/__init__``), never a string import here."""
     bad = {
         m: lines

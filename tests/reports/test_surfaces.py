@@ -270,10 +270,11 @@ def test_score_names_the_stored_target(runs, name):
 def test_sampled_triples_are_not_called_stability(runs, monkeypatch):
     """Above SAMPLED_ABOVE the rows' intervals are the error of sampled triples: the verdict says
     what they measure and that the ranking's stability over another corpus sample is not."""
-    import posgeom.pipeline.scale as scale
+    import posgeom.embed.refine as refinement
+    import posgeom.scores.table as score_table
 
-    monkeypatch.setattr(scale, "SAMPLED_ABOVE", 5)
-    monkeypatch.setattr(scale, "REFINE_MAX_N", 5)
+    monkeypatch.setattr(score_table, "SAMPLED_ABOVE", 5)
+    monkeypatch.setattr(refinement, "REFINE_MAX_N", 5)
     folder = runs["root"] / "sampled"
     counts = runs["root"] / "c.npz"
     _cli(

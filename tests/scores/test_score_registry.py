@@ -118,7 +118,7 @@ from posgeom.encodings import random, sinusoidal
 from posgeom.pipeline import GeometryConfig, analyze
 from posgeom.text import schema
 from posgeom.pipeline.rows import MDS_ROWS
-from posgeom.pipeline.scale import score_encoding
+from posgeom.scores.table import score_encoding
 from posgeom.scores.large import DenseTarget
 from posgeom.scores.sampled import draw_pair_sample, sampled_scores
 from posgeom.synthetic import synthetic_corpus

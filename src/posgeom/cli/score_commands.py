@@ -50,7 +50,7 @@ def _folder_geometry(p: Path) -> dict[str, Any]:
 def _load_target(spec: str, key: str | None = None) -> Any:
     """The target distances: the ``hellinger`` array (or ``KEY``) of a results folder's
     arrays.npz, an (n, n) distance matrix file, or a long-context folder's target as blocks
-    (:func:`posgeom.pipeline.scale.stored_target`)."""
+    (:func:`posgeom.estimators._blocks.stored_target`)."""
     from posgeom.io.artifacts import is_artifact, load_artifact
 
     p, key = _split_key(spec, key)
@@ -62,7 +62,7 @@ def _load_target(spec: str, key: str | None = None) -> Any:
         arrays, _ = load_artifact(p)
         name = key or "hellinger"
         if key is None and name not in arrays and "hellinger_grid" in arrays:
-            from posgeom.pipeline.scale import stored_target
+            from posgeom.estimators._blocks import stored_target
 
             return stored_target(arrays, _folder_geometry(p), str(p))
         if name not in arrays:
@@ -102,7 +102,7 @@ def _target_block(spec: str, key: str | None) -> dict[str, Any]:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from posgeom.pipeline.scale import score_encoding
+    from posgeom.scores.table import score_encoding
     from posgeom.text.markdown import score_table
 
     specs = [spec.split("=", 1) if "=" in spec else (None, spec) for spec in args.encodings]
@@ -111,9 +111,10 @@ def _score(args: argparse.Namespace) -> int:
     target = _load_target(args.target, args.target_key)
     score = partial(score_encoding, target=target, seed=args.seed)
     if hasattr(target, "pairs"):  # a long-context folder: one pair sample, every score on it
-        from posgeom.pipeline.scale import Scorer
+        from posgeom.scores.table import PRIMARY, ScoreTargets
 
-        score = Scorer.for_target(target, target.n_positions, seed=args.seed).score
+        targets = ScoreTargets.for_target(target, target.n_positions, seed=args.seed)
+        score = lambda enc: targets.score_one(enc)[PRIMARY]  # noqa: E731
         log.info("target: the folder's MDS coordinates (the whole estimate); scores sampled")
     n = target.n_positions if hasattr(target, "pairs") else target.shape[0]
     rows = {}

@@ -22,9 +22,16 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, validate_params
 from posgeom.embed.mds import MDSResult, PlacedCoordinates, classical_mds
 
-__all__ = ["RefinedEmbedding", "gram_distances", "smacof_refine"]
+__all__ = ["REFINE_MAX_N", "REFINE_SKIPPED", "RefinedEmbedding", "gram_distances", "smacof_refine"]
 
 ZERO_STRESS = 1e-20  # a paper stress below this is zero up to round-off: nothing to refine
+# the pipeline refines up to here (each Guttman step is O(n^2 r) with an (n, n) matrix); above
+# it the refined row is left out and the table says why (read at call time: tests lower it)
+REFINE_MAX_N = 2048
+REFINE_SKIPPED = (
+    f"SMACOF refinement runs for n <= {REFINE_MAX_N} (each Guttman step is O(n^2 r) with an "
+    "(n, n) matrix)"
+)
 
 
 @dataclass(frozen=True, eq=False)

@@ -186,3 +186,15 @@ class PositionEncoding:
             f"{type(self).__name__}(name={self.name!r}, n={self.n_positions}, "
             f"vectors={shape}, params={self.params})"
         )
+
+
+def restricted(enc: Any, positions: np.ndarray) -> PositionEncoding:
+    """``enc`` (built for positions ``0 .. N-1``) restricted to ``positions`` (itself when they
+    are all of them: a long context's lag profile stays a profile)."""
+    if len(positions) == enc.n_positions and np.array_equal(positions, np.arange(len(positions))):
+        return enc
+    if getattr(enc, "vectors", None) is not None and getattr(enc, "distance_matrix", None) is None:
+        return PositionEncoding(enc.name, enc.vectors[positions], enc.params)
+    dist = enc.distances[np.ix_(positions, positions)]
+    vec = None if enc.vectors is None else enc.vectors[positions]
+    return PositionEncoding(enc.name, vec, enc.params, dist)

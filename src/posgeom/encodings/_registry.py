@@ -287,3 +287,26 @@ def family_of_mechanism(kind: str) -> Family:
             return fam
     kinds = [f.mechanism_kind for f in _FAMILIES.values() if f.mechanism_kind]
     raise PosgeomError(f"unknown mechanism kind {kind!r}; use one of {', '.join(kinds)}")
+
+
+def describe_given(enc: Any, ctx: Any) -> tuple[str, int]:
+    """``(description, parameters)`` of a caller's encoding: its registered family's own
+    (:meth:`~posgeom.encodings._registry.Family.describe` and ``parameter_count``, as the
+    family's rows get them) when it names one, else what it is: given ``(n, d)`` vectors (``n d``
+    stored scalars) or given ``(n, n)`` distances (``n (n - 1) / 2``)."""
+    fam = _FAMILIES.get(str(getattr(enc, "name", "")))
+    if fam is not None:
+        try:
+            return str(fam.describe(ctx, enc)), int(fam.parameter_count(ctx, enc))
+        except (AttributeError, KeyError, TypeError, ValueError):
+            pass  # a family whose description needs a context this row does not have
+    vec = getattr(enc, "vectors", None)
+    if vec is None and getattr(enc, "ndim", None) == 2:
+        a = np.asarray(enc)
+        square = a.shape[0] == a.shape[1] and np.allclose(a, a.T) and not np.diag(a).any()
+        vec = None if square else a
+    if vec is not None and getattr(enc, "distance_matrix", None) is None:
+        n, d = np.shape(vec)
+        return f"given vectors ({n} x {d})", int(n * d)
+    n = int(getattr(enc, "n_positions", None) or np.shape(enc)[0])
+    return f"given distances ({n} x {n})", n * (n - 1) // 2

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
-__all__ = ["CoordinateBlocks", "EstimateBlocks"]
+__all__ = ["CoordinateBlocks", "EstimateBlocks", "stored_target"]
 
 
 class EstimateBlocks:
@@ -67,3 +67,28 @@ class CoordinateBlocks:
         """``D+[i[k], j[k]]`` for index arrays."""
         x = self.coordinates
         return np.sqrt(np.sum((x[np.asarray(i)] - x[np.asarray(j)]) ** 2, axis=1))
+
+
+def stored_target(arrays: dict[str, np.ndarray], geometry: dict[str, Any], where: str) -> Any:
+    """The target of a long-context results folder (no ``hellinger`` array) from what it keeps,
+    as a blocks target: the rows of its MDS coordinates, when the MDS holds the whole estimate
+    (the Euclidean estimate's ``kept_rank`` at most the MDS rank and every MDS eigenvalue past
+    it zero to 1e-9 of the first: ``D_ij = ||x_i - x_j||`` over those columns, exactly).
+    ``geometry``: the folder's pipeline summary. Else a one-line :class:`PosgeomError` naming
+    what to run instead."""
+    from posgeom._errors import PosgeomError
+
+    kept = ((geometry.get("estimator") or {}).get("projection") or {}).get("kept_rank")
+    coords, eig = arrays.get("mds_coordinates"), arrays.get("eigenvalues")
+    n = None if coords is None else coords.shape[0]
+    if kept is not None and coords is not None and eig is not None and kept <= coords.shape[1]:
+        rest = np.abs(np.asarray(eig, dtype=np.float64)[int(kept) :])
+        if rest.size == 0 or rest.max() <= 1e-9 * abs(float(eig[0])):
+            return CoordinateBlocks(np.asarray(coords[:, : int(kept)], dtype=np.float64))
+    estimator = (geometry.get("estimator") or {}).get("estimator", "?")
+    raise PosgeomError(
+        f"{where} is a long-context folder (n = {n}, {estimator} estimator): it keeps no (n, n) "
+        "'hellinger' array and its MDS coordinates do not hold the whole target; score against "
+        "it with `posgeom geometry COUNTS -o DIR --encoding NAME=FILE` on the counts it was made "
+        "from"
+    )

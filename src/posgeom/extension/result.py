@@ -255,7 +255,7 @@ class ExtensionResult:
         import warnings
 
         from posgeom.embed.mds import classical_mds
-        from posgeom.pipeline.scale import score_encoding
+        from posgeom.scores.table import score_encoding
 
         d = np.asarray(self.lag_geometry.distances)
         out: dict[str, Any] = {}

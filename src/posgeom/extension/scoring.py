@@ -182,7 +182,7 @@ def _default_params(model: ExtensionModel) -> dict[str, Any]:
 
 
 def _point_scores(vectors: Mapping[str, np.ndarray], target: np.ndarray, seed: int) -> dict:
-    from posgeom.pipeline.scale import score_encoding
+    from posgeom.scores.table import score_encoding
 
     return {name: score_encoding(v, target, seed=seed) for name, v in vectors.items()}
 
@@ -205,7 +205,7 @@ def _interval_scores(geo: Any, vectors: Mapping[str, np.ndarray], opts: dict[str
 def _extras(model: ExtensionModel, strategy: Strategy, target: int, position: Any) -> dict:
     from posgeom.extension.fit import phase_report
     from posgeom.lags.kernels import rope_lag_vectors
-    from posgeom.pipeline.scale import score_encoding
+    from posgeom.scores.table import score_encoding
 
     if not family(model.family).rotary:
         return {}

@@ -263,6 +263,33 @@ class GeometryConfig:
         """A copy with ``changes`` (checked as on construction)."""
         return dataclasses.replace(self, **changes)
 
+    def row_names(self) -> list[str]:
+        """The registry rows to score: ``families`` (every one must be buildable with the
+        config), else the default set less the families that need a model the config does not
+        give; the SMACOF row only with ``refine``."""
+        from posgeom.encodings import family
+        from posgeom.encodings.mds import SMACOFFamily
+
+        names = list(default_encodings() if self.families is None else self.families)
+        given = {"learned_model": self.learned_model}
+        for name in list(names):
+            need = family(name).comparison_needs
+            if need is not None and given.get(need) is None:
+                if self.families is not None:
+                    raise PosgeomError(f"the {name!r} encoding needs {need}=<model folder or name>")
+                names.remove(name)
+        if not self.refine and SMACOFFamily.name in names:
+            names.remove(SMACOFFamily.name)
+        return names
+
+    def resolved_rope_head_dim(self) -> int:
+        """``rope_head_dim``, or the family's default for ``model_dim`` and ``n_heads``."""
+        from posgeom.encodings import default_rope_head_dim
+
+        if self.rope_head_dim is not None:
+            return int(self.rope_head_dim)
+        return int(default_rope_head_dim(self.model_dim, self.n_heads))
+
     def estimate_options(self) -> dict[str, Any]:
         """The keyword options of ``estimate_geometry``: ``estimator_options`` with
         ``smooth_positions`` as ``smooth`` and ``resolution`` (unless they coarsen themselves)."""

@@ -120,11 +120,11 @@ def stage_intervals(
 ) -> dict[str, Any] | None:
     """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
     each replicate needs an ``(n, n)`` matrix); ``stage``: the job's stage (its options,
-    scorer and target), ``table`` / ``built``: its rows and the encodings they scored."""
+    score targets and target), ``table`` / ``built``: its rows and the encodings they scored."""
 
     if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
         return None
-    if stage.scorer.sampled:
+    if stage.targets.sampled:
         log.warning(
             "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
             "rows carry their sampling intervals (<score>_ci)",

@@ -13,15 +13,17 @@ runs once, in data-flow order:
    its eigensolve (seconds to minutes for a long context at full vocabulary) runs on one core
    while the stages that do not read it run on the other, BLAS at one thread each (the same
    arithmetic on every run);
-5. meanwhile one :class:`~posgeom.pipeline.scale.Scorer` (the target validated once; exact up to
-   ``SAMPLED_ABOVE`` positions, one pair sample above), the stationarity of ``D``, the noise
+5. meanwhile the :class:`~posgeom.scores.table.ScoreTargets` (the target and the plug-in beside
+   it, each validated once; exact up to ``SAMPLED_ABOVE`` positions, one pair sample above), the
+   stationarity of ``D``, the noise
    floor, a long context's drawn arrays, and the registry's rows that do not read the MDS
    (:func:`~posgeom.pipeline.rows.comparison_rows`) with the caller's ``encodings``;
 6. then the MDS encoding's SMACOF refinement when the ``mds+smacof`` row is asked for, the
    scores of the MDS encodings, the fitted rows (``role == "fitted"``, in the rows' order),
    bootstrap intervals on the rows when the counts carry replicates and the rank curve
    (``r = 1 .. max_rank``);
-7. one frozen :class:`~posgeom.pipeline.result.GeometryResult` whose summary is built once.
+7. one frozen :class:`~posgeom.pipeline.result.GeometryResult` (its rows' one
+   :class:`~posgeom.scores.table.ScoreTable`) whose summary is built once.
 """
 
 from __future__ import annotations
@@ -37,27 +39,31 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._threads import Background, blas_threads
+from posgeom.embed import refine as refinement
 from posgeom.embed.refine import smacof_refine
-from posgeom.encodings import default_rope_head_dim, family
+from posgeom.encodings import family
 from posgeom.geometry.counts import CountMatrix, count_matrix
 from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
-from posgeom.geometry.divergences import HellingerBlocks
-from posgeom.geometry.noise import noise_floor, sampled_noise_floor
+from posgeom.geometry.noise import stage_noise_floor
 from posgeom.geometry.stationarity import StationarityResult, sampled_stationarity, stationarity
-from posgeom.pipeline import scale
-from posgeom.pipeline.config import GeometryConfig, default_encodings
+from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.intervals import stage_intervals
 from posgeom.pipeline.keywords import takes_geometry_config
 from posgeom.pipeline.result import KINDS, GeometryResult
 from posgeom.pipeline.rows import SMACOF_ROW, comparison_rows, rows_in_order
-from posgeom.pipeline.target import PluginEstimate, embed, estimate_target
+from posgeom.pipeline.target import PluginEstimate, blocks_target, embed, estimate_target
+from posgeom.scores import table as score_table
+from posgeom.scores.long_context import long_context_arrays
+from posgeom.scores.rank_curve import rank_curve
+from posgeom.scores.shepard import shepard_pairs
+from posgeom.scores.table import ScoreTargets
 
 __all__ = ["analyze"]
 
 #: above this many positions (the long contexts' sampled path) the MDS eigensolve runs on a
 #: thread of its own beside the stages that do not read it, BLAS at one thread each; below, it
 #: takes seconds and every stage keeps the machine's BLAS threads (SMACOF, the dense scores)
-OVERLAP_ABOVE = scale.SAMPLED_ABOVE
+OVERLAP_ABOVE = score_table.SAMPLED_ABOVE
 
 log = logging.getLogger("posgeom")
 
@@ -89,7 +95,7 @@ def analyze(
     if kind not in KINDS:
         raise PosgeomError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     cm = _count_matrix(counts)
-    names = _family_names(config)
+    names = config.row_names()
     refine = SMACOF_ROW in names
     fitted = [x for x in names if family(x).role == "fitted"]  # the rows that read the MDS
     overlap = cm.n_positions > OVERLAP_ABOVE  # the eigensolve long enough to run beside
@@ -103,25 +109,18 @@ def analyze(
             learned_model=config.learned_model,
             seed=config.seed,
             skip_unbuildable=config.families is None,
-            keep_encodings=not stage.scorer.sampled,  # for the intervals; not a long context's
+            keep_encodings=not stage.targets.sampled,  # for the intervals; not a long context's
         )
         early = comparison_rows(
             stage, [x for x in names if x not in fitted], extra_encodings=encodings, **rows
         )
         mds = mds_job.result()
     stage = _with_mds(stage, mds, refine=refine)  # SMACOF with every BLAS thread
-    table, heads, shepard, built = rows_in_order(
-        names, early, comparison_rows(stage, fitted, **rows)
-    )
-    uncertainty = stage_intervals(counts, stage, table, built)
+    made = rows_in_order(names, early, comparison_rows(stage, fitted, **rows))
+    uncertainty = stage_intervals(counts, stage, made.rows, made.built)
     log.info("rank curve (r = 1 .. %d)", config.max_rank)
-    curve = scale.rank_curve(stage.mds, stage.scorer, max_rank=config.max_rank, seed=config.seed)
-    scored = [r["encoding"] for r in table]
-    beside = {  # the plug-in scores of the rows, beside a non-plug-in target
-        r["encoding"]: {"paper": r["plugin_paper"], "scale_optimal": r["plugin_scale_optimal"]}
-        for r in table
-        if "plugin_paper" in r
-    }
+    curve = rank_curve(stage.mds, stage.targets, max_rank=config.max_rank, seed=config.seed)
+    scored = list(made.table.encodings)
     return GeometryResult(
         kind=kind,
         config=config,
@@ -134,18 +133,17 @@ def analyze(
         target=stage.target,
         mds=stage.mds,
         refined=stage.refined,
-        scorer=stage.scorer,
-        rows=tuple(table),
-        heads=tuple(heads),
+        targets=stage.targets,
+        score_table=made.table,
+        rows=tuple(made.rows),
+        heads=tuple(made.heads),
         rank_curve=tuple(curve),
         stationarity=stage.stationarity,
         noise=stage.noise,
         uncertainty=uncertainty,
         counts_info=dict(cm.provenance),
-        shepard=shepard,
+        shepard=made.shepard,
         shepard_pairs=stage.shepard_pairs,
-        plugin_distances=stage.beside.get("plugin") if stage.scorer.dense is not None else None,
-        plugin_scores=beside,
         large_arrays=stage.large_arrays,
     )
 
@@ -157,26 +155,10 @@ def _count_matrix(counts: Any) -> CountMatrix:
     return count_matrix(counts)
 
 
-def _family_names(config: GeometryConfig) -> list[str]:
-    """The registry rows to score: ``families`` (every one must be buildable with the config),
-    else the default set less the families that need a model the config does not give."""
-    names = list(default_encodings() if config.families is None else config.families)
-    given = {"learned_model": config.learned_model}
-    for name in list(names):
-        need = family(name).comparison_needs
-        if need is not None and given.get(need) is None:
-            if config.families is not None:
-                raise PosgeomError(f"the {name!r} encoding needs {need}=<model folder or name>")
-            names.remove(name)
-    if not config.refine and SMACOF_ROW in names:
-        names.remove(SMACOF_ROW)
-    return names
-
-
 @dataclass(frozen=True, eq=False)
 class _Geometry:
-    """The stages before the rows: what the rows read (the scorer, the kept positions, the
-    Shepard pairs, the fitted MDS encodings)."""
+    """The stages before the rows: what the rows read (the score targets, the kept positions,
+    the Shepard pairs, the fitted MDS encodings)."""
 
     distributions: PositionalDistributions
     target: Any  # the estimate (a PluginEstimate for the plug-in)
@@ -184,7 +166,7 @@ class _Geometry:
     beside: dict[str, Any]
     mds: Any
     refined: Any
-    scorer: scale.Scorer
+    targets: ScoreTargets
     shepard_pairs: np.ndarray | None = None
     options: dict[str, Any] = field(default_factory=dict)
     kept: CountMatrix | None = None  # the counts of the kept positions
@@ -227,14 +209,14 @@ def _distributions(cm: CountMatrix, config: GeometryConfig) -> PositionalDistrib
 def _geometry(
     cm: CountMatrix, config: GeometryConfig, *, refine: bool, overlap: bool
 ) -> tuple[_Geometry, Any]:
-    """Distributions, target, the scorer and the stages of :func:`_of_target`, with the MDS
+    """Distributions, target, the score targets and the stages of :func:`_of_target`, with the MDS
     encoding started on a :class:`~posgeom._threads.Background` thread when ``overlap``, else
     computed first (its result: the second element; :func:`_with_mds` adds it). ``refine``:
     recorded for :func:`_with_mds`."""
     c = config
     dist = _distributions(cm, c)
     n = dist.n_positions
-    large = n > scale.SAMPLED_ABOVE
+    large = n > score_table.SAMPLED_ABOVE
     est_options = c.estimate_options()
     if large and isinstance(c.estimator, str) and c.estimator != "plugin":
         est_options.setdefault("dense", False)  # factored: distances served by blocks()
@@ -251,7 +233,7 @@ def _geometry(
     )
     plugin = target if isinstance(target, PluginEstimate) else PluginEstimate(dist, c.convention)
     beside = {} if target is plugin else {"plugin": plugin.blocks() if large else plugin.distances}
-    scored = scale.blocks_target(dist, target, c.convention) if large else target.distances
+    scored = blocks_target(dist, target, c.convention) if large else target.distances
     log.info("target D: the %s estimate of %d positions", target.estimator, n)
     r = min(n - 1, c.model_dim) if c.n_components is None else c.n_components
     options = {  # the config's record, with what the stages resolved
@@ -268,7 +250,7 @@ def _geometry(
         },
         "resolution": target.resolution,
         "refine": refine,
-        "rope_head_dim": _rope_head_dim(c),
+        "rope_head_dim": c.resolved_rope_head_dim(),
     }
     where = ", beside the target's stages" if overlap else ""
     log.info("classical MDS: rank %d in model width %d%s", r, c.model_dim, where)
@@ -279,18 +261,18 @@ def _geometry(
         name="posgeom-mds",
         inline=not overlap,
     )
-    scorer = scale.Scorer.for_target(scored, n, beside=beside, seed=c.seed)
-    stage = _Geometry(dist, target, scored, beside, None, None, scorer, options=options, kept=kept)
+    targets = ScoreTargets.for_target(scored, n, beside=beside, seed=c.seed)
+    stage = _Geometry(dist, target, scored, beside, None, None, targets, options=options, kept=kept)
     return _of_target(stage, c), mds_job
 
 
 def _with_mds(stage: _Geometry, mds: Any, *, refine: bool) -> _Geometry:
     """The stage with its MDS encoding, the SMACOF refinement when asked for (``n <=
-    REFINE_MAX_N``), and their scores."""
+    refinement.REFINE_MAX_N``), and their scores."""
     refined = None
-    if refine and stage.distributions.n_positions <= scale.REFINE_MAX_N:
+    if refine and stage.distributions.n_positions <= refinement.REFINE_MAX_N:
         log.info("SMACOF refinement from the MDS solution")
-        refined = smacof_refine(stage.scorer.target_matrix, mds)
+        refined = smacof_refine(stage.targets.matrix, mds)
     stage.options["solver"] = mds.solver
     return dataclasses.replace(stage, mds=mds, refined=refined)
 
@@ -298,11 +280,11 @@ def _with_mds(stage: _Geometry, mds: Any, *, refine: bool) -> _Geometry:
 def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     """The stages that read the target but not the MDS encoding (run while it is computed): the
     Shepard pairs, the stationarity of ``D``, the noise floor, a long context's drawn arrays."""
-    pairs = scale.shepard_pairs(stage.distributions.n_positions, seed=config.seed)
+    pairs = shepard_pairs(stage.distributions.n_positions, seed=config.seed)
     stage = dataclasses.replace(stage, shepard_pairs=pairs)
     large = {}
-    if stage.scorer.dense is None:  # a long context: what a report draws, without (n, n)
-        large = scale.long_context_arrays(stage.scored, stage.beside, pairs)
+    if stage.targets.sampled:  # a long context: what a report draws, without (n, n)
+        large = long_context_arrays(stage.scored, stage.beside, pairs)
     return dataclasses.replace(
         stage, stationarity=_stationarity(stage), noise=_noise(stage, config), large_arrays=large
     )
@@ -312,12 +294,6 @@ def _kept(cm: CountMatrix, dist: PositionalDistributions) -> CountMatrix:
     """The counts of the positions the distributions kept: ``cm`` itself, or (positions dropped
     below ``min_samples``) the kept rows recognised once; passed down as a CountMatrix."""
     return cm if dist.n_positions == cm.n_positions else count_matrix(cm.counts[dist.positions])
-
-
-def _rope_head_dim(config: GeometryConfig) -> int:
-    if config.rope_head_dim is not None:
-        return int(config.rope_head_dim)
-    return int(default_rope_head_dim(config.model_dim, config.n_heads))
 
 
 def _on_classes(rows: Any, target: Any) -> Any:
@@ -330,24 +306,18 @@ def _on_classes(rows: Any, target: Any) -> Any:
 
 
 def _noise(stage: _Geometry, config: GeometryConfig) -> Any:
-    """The noise floor of the kept positions' counts on the target's classes (sampled pairs
-    above ``SAMPLED_ABOVE``); None without counts or with ``noise=None``."""
-    method, scorer = stage.options["noise"], stage.scorer
-    if not method:
+    """The noise floor of the kept positions' counts on the target's classes (on the scores'
+    pair sample above ``SAMPLED_ABOVE``); None without counts or with ``noise=None``."""
+    if not stage.options["noise"]:
         return None
-    rows = _on_classes(stage.kept, stage.target)
-    repeats, seed = config.noise_repeats, config.seed
     try:
-        if not scorer.sampled:
-            return noise_floor(rows, method=method, n_repeats=repeats, seed=seed)
-        if method != "split_half":
-            raise PosgeomError(
-                f"the {method} noise floor needs n x n replicate matrices; at n = "
-                f"{scorer.n_positions} use noise='split_half'"
-            )
-        s = scorer.sample  # the floor's own plug-in D (on ``rows``' classes), as noise_floor
-        plugin = HellingerBlocks(positional_distributions(rows)).pairs(s.i, s.j)
-        return sampled_noise_floor(rows, (s.i, s.j), plugin, n_repeats=repeats, seed=seed)
+        return stage_noise_floor(
+            _on_classes(stage.kept, stage.target),
+            method=stage.options["noise"],
+            n_repeats=config.noise_repeats,
+            seed=config.seed,
+            sample=stage.targets.sample,
+        )
     except PosgeomError as exc:
         log.warning("noise floor skipped: %s", exc)
         return None
@@ -355,6 +325,6 @@ def _noise(stage: _Geometry, config: GeometryConfig) -> Any:
 
 def _stationarity(stage: _Geometry) -> StationarityResult:
     """Exact on the ``(n, n)`` target, else sampled per lag bin from its blocks."""
-    if stage.scorer.target_matrix is not None:
-        return stationarity(stage.scorer.target_matrix)
+    if stage.targets.matrix is not None:
+        return stationarity(stage.targets.matrix)
     return sampled_stationarity(stage.scored, seed=stage.options["seed"])

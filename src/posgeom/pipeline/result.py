@@ -26,13 +26,14 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom._version import __version__
 from posgeom.embed.rank import effective_ranks
+from posgeom.embed.refine import REFINE_SKIPPED
 from posgeom.geometry.stationarity import StationarityResult
 from posgeom.io.jsonfiles import json_text
+from posgeom.io.renderers import renderer
 from posgeom.pipeline.config import GeometryConfig
-from posgeom.pipeline.renderers import renderer
 from posgeom.pipeline.rows import MDS_ROW
-from posgeom.pipeline.scale import REFINE_SKIPPED
 from posgeom.pipeline.target import PluginEstimate
+from posgeom.scores.table import ScoreTable, ScoreTargets
 from posgeom.text.markdown import result_markdown
 from posgeom.text.schema import conventions
 from posgeom.text.verdict import verdict_block
@@ -59,11 +60,13 @@ class GeometryResult:
     """Everything :func:`posgeom.pipeline.analyze` computed (see :meth:`summary`).
 
     ``target``: the estimate scored against (a :class:`~posgeom.pipeline.target.PluginEstimate`
-    for the plug-in); ``rows``: one score row per encoding (``encoding``, ``description``,
-    ``parameters``, every registered score, ``plugin_paper`` / ``plugin_scale_optimal`` beside a
-    non-plug-in target, ``<score>_ci`` with replicates); ``heads``: the per-head rows of head
-    families (ALiBi); ``rank_curve``: per rank ``r`` the scores of the rank-``r`` MDS encoding;
-    ``plugin_scores``: the plug-in scores beside the target's, per encoding.
+    for the plug-in); ``targets``: the :class:`~posgeom.scores.table.ScoreTargets` (the target,
+    and the plug-in beside a non-plug-in target); ``score_table``: every row's encoding scored
+    against each of them, indexed by (encoding, target, score); ``rows``: one row per encoding
+    (``encoding``, ``description``, ``parameters``, its cells in the files' spelling:
+    :meth:`ScoreTable.row <posgeom.scores.table.ScoreTable.row>`, ``<score>_ci`` with
+    replicates); ``heads``: the per-head rows of head families (ALiBi); ``rank_curve``: per rank
+    ``r`` the scores of the rank-``r`` MDS encoding.
     """
 
     kind: str
@@ -73,7 +76,8 @@ class GeometryResult:
     target: Any
     mds: Any
     refined: Any
-    scorer: Any
+    targets: ScoreTargets
+    score_table: ScoreTable
     rows: tuple[dict[str, Any], ...]
     heads: tuple[dict[str, Any], ...]
     rank_curve: tuple[dict[str, Any], ...]
@@ -83,8 +87,6 @@ class GeometryResult:
     counts_info: dict[str, Any] = field(default_factory=dict)
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
-    plugin_distances: np.ndarray | None = None
-    plugin_scores: dict[str, dict[str, float]] = field(default_factory=dict)
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -99,14 +101,30 @@ class GeometryResult:
     @property
     def distances(self) -> np.ndarray | None:
         """The ``(n, n)`` target ``D``; None above ``SAMPLED_ABOVE`` positions."""
-        return self.scorer.dense
+        return None if self.targets.sampled else self.targets.matrix.distances
 
     @property
     def typed_distances(self) -> Any:
-        """The target as the :class:`~posgeom._distance_matrix.DistanceMatrix` the scorer
+        """The target as the :class:`~posgeom._distance_matrix.DistanceMatrix` the score targets
         validated (``None`` above ``SAMPLED_ABOVE`` positions): what :func:`as_distances`
         gives for the result without checking it again."""
-        return self.scorer.target_matrix
+        return self.targets.matrix
+
+    @property
+    def plugin_distances(self) -> np.ndarray | None:
+        """The plug-in ``(n, n)`` ``D`` shown beside a non-plug-in target (exact mode), else
+        None."""
+        beside = self.targets.dense.get("plugin")
+        return None if beside is None else beside.distances
+
+    @property
+    def plugin_scores(self) -> dict[str, dict[str, float]]:
+        """The scores against the plug-in beside the target, per encoding (empty when the
+        target is the plug-in)."""
+        table = self.score_table
+        if "plugin" not in table.targets:
+            return {}
+        return {e: dict(table.scores_of(e, "plugin")) for e in table.encodings}
 
     @property
     def estimate(self) -> Any:
@@ -117,7 +135,7 @@ class GeometryResult:
     @property
     def sampled(self) -> bool:
         """Whether the scores are estimated from a pair sample (no ``(n, n)`` matrix)."""
-        return bool(self.scorer.sampled)
+        return bool(self.targets.sampled)
 
     @property
     def scores(self) -> dict[str, dict[str, Any]]:
@@ -201,27 +219,9 @@ class GeometryResult:
         if self.noise is not None:
             out["noise_floor"] = self.noise.summary(self.distributions.positions)
         if self.sampled:
-            out["sampling"] = self._sampling_summary()
+            out["sampling"] = self.targets.sampling_summary()
         if self.uncertainty:
             out["uncertainty"] = self.uncertainty
-        return out
-
-    def _sampling_summary(self) -> dict[str, Any]:
-        from posgeom.scores import scores
-
-        s = self.scorer.sample
-        out: dict[str, Any] = {
-            "scores": "sampled",
-            "triples": s.size,
-            "seed": s.seed,
-            "confidence": s.confidence,
-            "rule": "uniform triples (i, j, k); stress kinds from the pairs (i, j) (ratio "
-            "estimators, delta-method intervals), violation rate from the triples (Wilson "
-            "interval); separation exact or an upper bound (separation_kind)",
-        }
-        unsampled = [x.name for x in scores() if x.sampled is None]
-        if unsampled:  # registered scores with no sampled form: not in the rows
-            out["without_sampled_form"] = unsampled
         return out
 
     def _estimator_summary(self) -> dict[str, Any]:
@@ -324,6 +324,6 @@ class GeometryResult:
 
     def _repr_html_(self) -> str | None:
         """The report as an HTML fragment in Jupyter, drawn by the registered renderer
-        (:mod:`posgeom.pipeline.renderers`: :mod:`posgeom.reports`, loaded when first needed)."""
+        (:mod:`posgeom.io.renderers`: :mod:`posgeom.reports`, loaded when first needed)."""
         render = renderer("html")
         return None if render is None else render(self)

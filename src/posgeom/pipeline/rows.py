@@ -13,22 +13,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import default_rope_head_dim, family
-from posgeom.encodings._base import PositionEncoding
-from posgeom.encodings._registry import ComparisonContext
+from posgeom.encodings._base import restricted
+from posgeom.encodings._registry import ComparisonContext, describe_given
 from posgeom.encodings.mds import MDSFamily, SMACOFFamily
 from posgeom.pipeline.config import comparable_encodings, default_encodings
-from posgeom.pipeline.scale import pair_distances
+from posgeom.scores.shepard import pair_distances
+from posgeom.scores.table import ScoreTable
 
 __all__ = [
     "MDS_ROW",
     "MDS_ROWS",
     "SMACOF_ROW",
+    "Rows",
     "comparable_encodings",
     "comparison_rows",
     "default_encodings",
@@ -45,47 +49,23 @@ SMACOF_ROW: str = SMACOFFamily.name
 MDS_ROWS: tuple[str, str] = (MDS_ROW, SMACOF_ROW)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "DEFAULT_ENCODINGS":  # the registry read when used, not a snapshot at import
-        return default_encodings()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+@dataclass(frozen=True, eq=False)
+class Rows:
+    """Rows of a comparison (:func:`comparison_rows`).
 
+    ``table``: the :class:`~posgeom.scores.table.ScoreTable` of the rows' encodings (one per
+    family: the one its ``row_choice`` picks; the caller's encodings under their names);
+    ``rows``: each row's description and parameter count with its cells in the files' spelling
+    (:meth:`ScoreTable.row <posgeom.scores.table.ScoreTable.row>`); ``heads``: the per-head rows
+    of head families; ``shepard``: each row's distances at the stage's Shepard pairs; ``built``:
+    the encodings scored, by row (empty without ``keep_encodings``).
+    """
 
-def _restrict(enc: Any, positions: np.ndarray) -> PositionEncoding:
-    """``enc`` (built for positions ``0 .. N-1``) restricted to ``positions`` (itself when they
-    are all of them: a long context's lag profile stays a profile)."""
-    if len(positions) == enc.n_positions and np.array_equal(positions, np.arange(len(positions))):
-        return enc
-    if getattr(enc, "vectors", None) is not None and getattr(enc, "distance_matrix", None) is None:
-        return PositionEncoding(enc.name, enc.vectors[positions], enc.params)
-    dist = enc.distances[np.ix_(positions, positions)]
-    vec = None if enc.vectors is None else enc.vectors[positions]
-    return PositionEncoding(enc.name, vec, enc.params, dist)
-
-
-def described(enc: Any, ctx: Any) -> tuple[str, int]:
-    """``(description, parameters)`` of a caller's encoding: its registered family's own
-    (:meth:`~posgeom.encodings._registry.Family.describe` and ``parameter_count``, as the
-    family's rows get them) when it names one, else what it is: given ``(n, d)`` vectors (``n d``
-    stored scalars) or given ``(n, n)`` distances (``n (n - 1) / 2``)."""
-    from posgeom.encodings import families
-
-    fam = families().get(str(getattr(enc, "name", "")))
-    if fam is not None:
-        try:
-            return str(fam.describe(ctx, enc)), int(fam.parameter_count(ctx, enc))
-        except (AttributeError, KeyError, TypeError, ValueError):
-            pass  # a family whose description needs a context this row does not have
-    vec = getattr(enc, "vectors", None)
-    if vec is None and getattr(enc, "ndim", None) == 2:
-        a = np.asarray(enc)
-        square = a.shape[0] == a.shape[1] and np.allclose(a, a.T) and not np.diag(a).any()
-        vec = None if square else a
-    if vec is not None and getattr(enc, "distance_matrix", None) is None:
-        n, d = np.shape(vec)
-        return f"given vectors ({n} x {d})", int(n * d)
-    n = int(getattr(enc, "n_positions", None) or np.shape(enc)[0])
-    return f"given distances ({n} x {n})", n * (n - 1) // 2
+    table: ScoreTable
+    rows: list[dict[str, Any]]
+    heads: list[dict[str, Any]]
+    shepard: dict[str, np.ndarray]
+    built: dict[str, Any]
 
 
 def comparison_rows(
@@ -101,23 +81,20 @@ def comparison_rows(
     seed: int = 0,
     skip_unbuildable: bool = False,
     keep_encodings: bool = True,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, np.ndarray], dict[str, Any]]:
-    """The comparison rows of ``names`` (registry families) and of ``extra_encodings`` against the
-    geometry of the pipeline stage ``res`` (its scorer, kept positions, Shepard pairs and fitted
-    MDS encodings).
+) -> Rows:
+    """The :class:`Rows` of ``names`` (registry families) and of ``extra_encodings`` against the
+    geometry of the pipeline stage ``res`` (its score targets, kept positions, Shepard pairs and
+    fitted MDS encodings).
 
-    The families build (:meth:`~posgeom.encodings._registry.Family.encodings`), this scores:
-    every encoding a family returns is restricted to the kept positions and scored by the stage's
-    scorer (one pass, the plug-in beside). A family with several encodings (ALiBi's heads) gets the
-    row its :attr:`~posgeom.encodings._registry.Family.row_choice` picks, every head in the
-    per-head rows.
-
-    Returns ``(table, heads, shepard, built)``: one score row per encoding (with ``description``
-    and ``parameters``), the per-head rows, each row's distances at ``res.shepard_pairs``, and the
-    encodings scored by name (empty without ``keep_encodings``: each is freed once scored, so a
-    long context's ``(n, d)`` tables are not all held at once). With ``skip_unbuildable`` a
-    family that cannot be built with these settings (e.g. sinusoidal at an odd width) is left out
-    with a warning instead of raising.
+    The families build (:meth:`~posgeom.encodings._registry.Family.encodings`), the stage's
+    :class:`~posgeom.scores.table.ScoreTargets` score: every encoding a family returns is
+    restricted to the kept positions and scored against every target in one pass. A family with
+    several encodings (ALiBi's heads) gets the row its
+    :attr:`~posgeom.encodings._registry.Family.row_choice` picks, every head in the per-head
+    rows. Without ``keep_encodings`` each encoding is freed once scored, so a long context's
+    ``(n, d)`` tables are not all held at once. With ``skip_unbuildable`` a family that cannot be
+    built with these settings (e.g. sinusoidal at an odd width) is left out with a warning
+    instead of raising.
     """
     model_dim = int(res.options["model_dim"])  # the config's width (the MDS may come later)
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
@@ -135,34 +112,55 @@ def comparison_rows(
         learned_model=learned_model,
         low_rank=int(low_rank),
     )
-    table: list[dict[str, Any]] = []
-    heads: list[dict[str, Any]] = []
-    shepard: dict[str, np.ndarray] = {}
-    built: dict[str, Any] = {}
+    out = Rows(ScoreTable.concat([]), [], [], {}, {})
+    tables = []
     for k, name in enumerate(names, 1):
         log.info("scoring %s (%d/%d)", name, k, len(names))
         made = _family_encodings(name, ctx, skip_unbuildable)
         if not made:
             continue
-        scored = {key: _scored(res, enc, positions) for key, enc in made.items()}
-        heads += [
-            {"family": name, **made[key].head, **row}
-            for key, (_, row) in scored.items()
-            if made[key].head is not None
-        ]
+        kept = {key: _kept(m, positions) for key, m in made.items()}
+        scored = res.targets.score(kept)
+        out.heads.extend(
+            {"family": name, **m.head, **scored.row(key)}
+            for key, m in made.items()
+            if m.head is not None
+        )
         key = _row_key(family(name).row_choice, scored)
-        enc, row = scored[key]
-        table.append(_row(name, made[key].description, made[key].parameters, row))
-        shepard[name] = pair_distances(enc, res.shepard_pairs)
-        if keep_encodings:
-            built[name] = enc
+        tables.append(_renamed(scored, key, name))
+        row = made[key]
+        _add_row(out, res, name, kept[key], row.description, row.parameters, keep=keep_encodings)
+        out.rows[-1] |= scored.row(key)
     for name, given in (extra_encodings or {}).items():
-        enc, row = _scored(res, given, None)
-        table.append(_row(str(name), *described(given, ctx), row))
-        shepard[str(name)] = pair_distances(enc, res.shepard_pairs)
-        if keep_encodings:
-            built[str(name)] = enc
-    return table, heads, shepard, built
+        enc = getattr(given, "encoding", given)
+        tables.append(res.targets.score({str(name): enc}))
+        _add_row(out, res, str(name), enc, *describe_given(given, ctx), keep=keep_encodings)
+        out.rows[-1] |= tables[-1].row(str(name))
+    table = ScoreTable.concat(tables) if tables else out.table
+    return Rows(table, out.rows, out.heads, out.shepard, out.built)
+
+
+def _add_row(
+    out: Rows, res: Any, name: str, enc: Any, description: str, parameters: int, *, keep: bool
+) -> None:
+    """Append row ``name``'s description, parameter count, Shepard distances and (``keep``) its
+    encoding."""
+    out.rows.append({"encoding": name, "description": description, "parameters": int(parameters)})
+    out.shepard[name] = pair_distances(enc, res.shepard_pairs)
+    if keep:
+        out.built[name] = enc
+
+
+def _kept(made: Any, positions: np.ndarray) -> Any:
+    """A family's row encoding restricted to the kept positions (unless built on them)."""
+    enc = made.encoding
+    return enc if getattr(made, "kept", False) else restricted(enc, positions)
+
+
+def _renamed(table: ScoreTable, key: str, name: str) -> ScoreTable:
+    """The cells of ``key`` (a family's chosen encoding) as the row ``name``."""
+    cells = {(name, t): table.scores_of(key, t) for t in table.targets}
+    return ScoreTable((name,), table.targets, MappingProxyType(cells))
 
 
 def _family_encodings(name: str, ctx: ComparisonContext, skip_unbuildable: bool) -> dict:
@@ -180,40 +178,29 @@ def _family_encodings(name: str, ctx: ComparisonContext, skip_unbuildable: bool)
     return made
 
 
-def _scored(res: Any, given: Any, positions: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
-    """A row encoding (or an encoding of the kept positions) restricted to the kept positions and
-    scored by the stage's scorer: ``(encoding scored, scores)``."""
-    enc = getattr(given, "encoding", given)
-    if positions is not None and not getattr(given, "kept", True):
-        enc = _restrict(enc, positions)
-    row = {k: v for k, v in res.scorer.score(enc).items() if k != "plugin_stress1"}
-    return enc, row
-
-
-def _row_key(choice: str | None, scored: Mapping[str, tuple[Any, dict[str, Any]]]) -> str:
-    """The encoding that is the family's row: its only one, or the one of lowest ``choice`` score
-    (ties to the first)."""
-    keys = list(scored)
+def _row_key(choice: str | None, scored: ScoreTable) -> str:
+    """The encoding that is the family's row: its only one, or the one of lowest ``choice``
+    score against the primary target (ties to the first)."""
+    keys = list(scored.encodings)
     if choice is None:
         if len(keys) != 1:
             raise PosgeomError(f"a family without a row choice built {len(keys)} encodings")
         return keys[0]
-    return min(keys, key=lambda k: (scored[k][1][choice], keys.index(k)))
+    return min(keys, key=lambda k: (scored.value(k, choice), keys.index(k)))
 
 
-def _row(name: str, description: str, parameters: int, scores: Mapping[str, Any]) -> dict:
-    return {"encoding": name, "description": description, "parameters": int(parameters), **scores}
-
-
-def rows_in_order(names: list[str], early: tuple, fitted: tuple) -> tuple:
+def rows_in_order(names: list[str], early: Rows, fitted: Rows) -> Rows:
     """Two :func:`comparison_rows` results (the rows that do not read the MDS encoding, made while
     it is computed, and the fitted ones after it) as one: the rows in ``names``' order, the caller's
     encodings (rows of ``early`` that are no family) last, as one call would have made them."""
-    table = {r["encoding"]: r for r in (*early[0], *fitted[0])}
-    ordered = [table.pop(x) for x in names if x in table]
-    return (
-        ordered + list(table.values()),
-        [*early[1], *fitted[1]],
-        {**early[2], **fitted[2]},
-        {**early[3], **fitted[3]},
+    rows = {r["encoding"]: r for r in (*early.rows, *fitted.rows)}
+    ordered = [rows.pop(x) for x in names if x in rows] + list(rows.values())
+    table = ScoreTable.concat([early.table, fitted.table])
+    order = tuple(r["encoding"] for r in ordered)
+    return Rows(
+        ScoreTable(order, table.targets, table.cells),
+        ordered,
+        [*early.heads, *fitted.heads],
+        {**early.shepard, **fitted.shepard},
+        {**early.built, **fitted.built},
     )

@@ -27,7 +27,7 @@ from posgeom.geometry.counts import CountMatrix
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
 
-__all__ = ["PluginEstimate", "embed", "estimate_target"]
+__all__ = ["PluginEstimate", "blocks_target", "embed", "estimate_target"]
 
 _FULL = ("auto", "full")  # resolutions of the plug-in's own: the full vocabulary
 
@@ -135,3 +135,17 @@ def embed(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="B has negative eigenvalues")
         return classical_mds(target, rank, **args)
+
+
+def blocks_target(distributions: Any, estimate: Any, convention: str) -> Any:
+    """The target as blocks (``n_positions``, ``block``, ``pairs``): the plug-in Hellinger chords
+    on demand, or the estimate's own blocks (``estimate.blocks()``) when it has them, else its
+    dense matrix."""
+    from posgeom.scores.large import DenseTarget
+
+    if estimate is None:
+        return HellingerBlocks(distributions, convention=convention)
+    blocks = getattr(estimate, "blocks", None)
+    if callable(blocks):
+        return blocks()
+    return DenseTarget(np.asarray(estimate.distances))

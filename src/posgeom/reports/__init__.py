@@ -233,10 +233,10 @@ def results_folder(
 
 
 def _register_renderers() -> None:
-    """Give the results their renderers (:mod:`posgeom.pipeline.renderers`): the results
+    """Give the results their renderers (:mod:`posgeom.io.renderers`): the results
     compute, the reports draw, and the arrow points from here to them (the package root names
     this module as their provider, so a result draws without the user importing it)."""
-    from posgeom.pipeline.renderers import register
+    from posgeom.io.renderers import register
 
     register("html", repr_html)
     register("report", lambda folder, title: report(folder, folder / REPORT_NAME, title=title))

@@ -84,7 +84,7 @@ def heatmap(
     untrusted pairs (``trusted`` False: below twice their noise floor) shaded. Above ``max_size``
     positions the matrix is shown as block means and the title says so. ``distances`` may be block
     means already (``block_width`` positions a side, each from ``pairs_per_block`` sampled pairs:
-    :func:`posgeom.pipeline.scale.sampled_block_means`) of ``n_positions``, for a long
+    :func:`posgeom.scores.long_context.sampled_block_means`) of ``n_positions``, for a long
     context."""
     if block_width > 1:
         d, f = np.asarray(distances, dtype=np.float64), int(block_width)

@@ -15,7 +15,7 @@ Each score is registered where it lives (``scores/stress.py``: the four stress k
 ``alpha*``; ``scores/order.py``: violation rate, separation) with :func:`register`;
 ``posgeom.scores`` imports every module of its package, so a new score is one file. The
 registry is read when used (:func:`scores`, :func:`available`, :func:`get`), never copied:
-:func:`posgeom.pipeline.scale.score_encoding`, the pipeline's scorer and rank curve, the
+:func:`posgeom.scores.table.score_encoding`, the score targets (:mod:`posgeom.scores.table`) and the rank curve, the
 report schema (:func:`posgeom.text.schema.score_columns`), the bootstrap intervals
 (:func:`posgeom.uncertainty.bootstrap.bootstrap_scores`) and the model results loop over it.
 """

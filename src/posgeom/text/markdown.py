@@ -142,7 +142,7 @@ def _noise_line(result: Any) -> list[str]:
     if nf is None:
         return []
     if getattr(nf, "pair_floor", None) is None:  # sampled (SampledNoiseFloor)
-        median_d = float(np.median(result.scorer.sample.target_ij))
+        median_d = float(np.median(result.targets.sample.target_ij))
         lo, hi = nf.trusted_ci
         return [
             f"Noise floor ({nf.method}, {nf.n_pairs:,} sampled pairs): median pair floor "
@@ -196,7 +196,7 @@ def result_markdown(result: Any, verdict: Mapping[str, Any]) -> str:
 
     lines = [*_head_lines(result, verdict), *_noise_line(result), "", *score_table(result.rows)]
     if result.sampled:
-        lines += ["", sampled_note(result.scorer.sample)]
+        lines += ["", sampled_note(result.targets.sample)]
         skipped = result.summary().get("refinement", {}).get("skipped")
         if skipped:
             lines += ["", f"mds+smacof: not run. {skipped}."]

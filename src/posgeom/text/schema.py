@@ -1,6 +1,6 @@
 """One schema for score rows and rank curves, and the conventions text, written once.
 
-A **score row** is the dict :func:`posgeom.pipeline.scale.score_encoding` returns: one key per
+A **score row** is the dict :func:`posgeom.scores.table.score_encoding` returns: one key per
 registered score (:func:`posgeom.scores.available`; each score's record has its column and its
 convention, :func:`score_conventions`), the extras a score adds (``violation_ci``,
 ``violation_exact``; ``separation_kind`` and ``<key>_ci`` when sampled), optional

@@ -1,0 +1,235 @@
+"""Score encodings against named targets: one table indexed by (encoding, target, score).
+
+A comparison scores every encoding against the geometry it is about, the *primary* target
+(:data:`PRIMARY`, the pipeline's estimate of ``D``), and against named targets shown beside it
+(the plug-in ``D`` when the primary is another estimate). :class:`ScoreTargets` holds the targets,
+validated once when it is built, and scores encodings:
+
+* exact up to :data:`SAMPLED_ABOVE` positions: each target an ``(n, n)``
+  :class:`~posgeom._distance_matrix.DistanceMatrix`; each encoding's distance matrix is built once
+  and shared by every score (:func:`posgeom.scores.registry.score_row` against the primary, the
+  stress kinds against each target beside);
+* above it, on one :class:`~posgeom.scores.sampled.PairSample` drawn from the targets as blocks
+  (:func:`posgeom.scores.sampled.sampled_scores`: the scores with a sampled form, with 95%
+  intervals; the targets beside at the same pairs).
+
+:meth:`ScoreTargets.score` returns a frozen :class:`ScoreTable`; :meth:`ScoreTable.row` spells
+one encoding's cells the way ``summary.json`` and ``table.md`` store them: the primary's scores
+under their names, a target beside as ``<target>_<score>`` (``plugin_paper``). That spelling is
+the files' schema, made here once; inside the package a target is a name, not a key prefix.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from posgeom._errors import PosgeomError
+from posgeom.scores.sampled import DEFAULT_SAMPLE, draw_pair_sample, sampled_scores
+
+__all__ = ["PRIMARY", "SAMPLED_ABOVE", "ScoreTable", "ScoreTargets", "score_encoding"]
+
+log = logging.getLogger("posgeom")
+
+#: exact dense scores up to this many positions; one pair sample above
+SAMPLED_ABOVE = 2048
+#: the name of the target a table's scores are about
+PRIMARY = "target"
+#: the scores of a target shown beside the primary (its stress kinds; the summary's columns)
+BESIDE_SCORES = ("paper", "scale_optimal")
+
+Cells = Mapping[tuple[str, str], Mapping[str, Any]]
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreTable:
+    """Scores indexed by ``(encoding, target, score)``.
+
+    ``cells[(encoding, target)]``: that encoding's scores against that target (a score name to a
+    number, or to a JSON-able value for the extra keys a score carries: ``<score>_ci``,
+    ``separation_kind``, ``sampled``). ``encodings`` and ``targets`` keep their order.
+    """
+
+    encodings: tuple[str, ...]
+    targets: tuple[str, ...]
+    cells: Cells
+
+    def scores_of(self, encoding: str, target: str = PRIMARY) -> Mapping[str, Any]:
+        """The scores of ``encoding`` against ``target`` (empty when not scored there)."""
+        return self.cells.get((encoding, target), MappingProxyType({}))
+
+    def value(self, encoding: str, score: str, target: str = PRIMARY) -> Any:
+        """One cell: ``score`` of ``encoding`` against ``target`` (KeyError when absent)."""
+        return self.cells[(encoding, target)][score]
+
+    def row(self, encoding: str) -> dict[str, Any]:
+        """``encoding``'s cells in the files' spelling: the primary's scores by name, each
+        target beside as ``<target>_<score>`` for its :data:`BESIDE_SCORES`."""
+        out = dict(self.scores_of(encoding))
+        for target in self.targets[1:]:
+            got = self.scores_of(encoding, target)
+            out |= {f"{target}_{k}": got[k] for k in BESIDE_SCORES if k in got}
+        return out
+
+    def records(self) -> list[tuple[str, str, str, Any]]:
+        """Every cell as ``(encoding, target, score, value)``, in the table's order."""
+        return [
+            (e, t, k, v)
+            for e in self.encodings
+            for t in self.targets
+            for k, v in self.scores_of(e, t).items()
+        ]
+
+    @staticmethod
+    def concat(tables: Iterable[ScoreTable]) -> ScoreTable:
+        """One table of several over the same targets (encodings in the tables' order; tables
+        without encodings are left out)."""
+        tables = [t for t in tables if t.encodings]
+        targets = tables[0].targets if tables else (PRIMARY,)
+        if any(t.targets != targets for t in tables):
+            raise PosgeomError("tables over different targets cannot be joined")
+        cells: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for t in tables:
+            cells |= t.cells
+        encodings = tuple(dict.fromkeys(e for t in tables for e in t.encodings))
+        return ScoreTable(encodings, targets, MappingProxyType(cells))
+
+
+class ScoreTargets:
+    """The named targets encodings are scored against (module docstring).
+
+    Build with :meth:`for_target`. ``names``: the targets, the primary first; ``dense``: name to
+    validated ``(n, n)`` :class:`~posgeom._distance_matrix.DistanceMatrix` (exact mode), else
+    empty; ``sample``: the :class:`~posgeom.scores.sampled.PairSample` (sampled mode), else None.
+    """
+
+    def __init__(
+        self,
+        *,
+        names: tuple[str, ...],
+        dense: Mapping[str, Any],
+        sample: Any = None,
+        seed: int = 0,
+    ):
+        self.names, self.dense, self.sample, self.seed = names, dict(dense), sample, seed
+
+    @classmethod
+    def for_target(
+        cls,
+        target: Any,
+        n: int,
+        *,
+        beside: Mapping[str, Any] | None = None,
+        seed: int = 0,
+        size: int = DEFAULT_SAMPLE,
+    ) -> ScoreTargets:
+        """Exact when ``n <= SAMPLED_ABOVE`` (``target`` and each of ``beside``: an ``(n, n)``
+        matrix, a ``DistanceMatrix`` or an estimate; each validated here once), else one sample
+        of ``size`` triples from them as blocks targets."""
+        from posgeom._distance_matrix import as_distances
+
+        named = {PRIMARY: target, **dict(beside or {})}
+        if n <= SAMPLED_ABOVE:  # read at call time (tests lower it)
+            dense = {k: as_distances(t, k) for k, t in named.items()}
+            return cls(names=tuple(named), dense=dense, seed=seed)
+        log.info("scores from %d sampled triples per encoding (n = %d)", size, n)
+        blocks = {k: _as_blocks(t) for k, t in named.items()}
+        sample = draw_pair_sample(blocks.pop(PRIMARY), size=size, seed=seed, beside=blocks)
+        return cls(names=tuple(named), dense={}, sample=sample, seed=seed)
+
+    @property
+    def sampled(self) -> bool:
+        return self.sample is not None
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.sample.n_positions if self.sampled else self.matrix.distances.shape[0])
+
+    @property
+    def matrix(self) -> Any:
+        """The primary target as a ``DistanceMatrix`` (exact mode), else None."""
+        return self.dense.get(PRIMARY)
+
+    def sampling_summary(self) -> dict[str, Any]:
+        """How the sampled scores were estimated (the summary's ``sampling`` block)."""
+        from posgeom.scores.registry import scores
+
+        s = self.sample
+        out: dict[str, Any] = {
+            "scores": "sampled",
+            "triples": s.size,
+            "seed": s.seed,
+            "confidence": s.confidence,
+            "rule": "uniform triples (i, j, k); stress kinds from the pairs (i, j) (ratio "
+            "estimators, delta-method intervals), violation rate from the triples (Wilson "
+            "interval); separation exact or an upper bound (separation_kind)",
+        }
+        unsampled = [x.name for x in scores() if x.sampled is None]
+        if unsampled:  # registered scores with no sampled form: not in the rows
+            out["without_sampled_form"] = unsampled
+        return out
+
+    def at(self, pairs: np.ndarray) -> np.ndarray | None:
+        """The primary target at ``(2, m)`` pairs (exact mode), else None."""
+        return None if self.sampled else self.matrix.distances[pairs[0], pairs[1]]
+
+    def score_one(self, encoding: Any, *, names: Any = None) -> dict[str, dict[str, Any]]:
+        """``{target: {score: value}}`` of one encoding: every registered score (or those of
+        ``names``) against the primary, the stress kinds against each target beside."""
+        if self.sampled:
+            return _split_beside(sampled_scores(encoding, self.sample, names=names), self.names)
+        return self._dense_scores(encoding, names)
+
+    def score(self, encodings: Mapping[str, Any], *, names: Any = None) -> ScoreTable:
+        """One :class:`ScoreTable` of ``encodings`` (name to encoding) against every target."""
+        cells = {}
+        for key, enc in encodings.items():
+            for target, got in self.score_one(enc, names=names).items():
+                cells[(str(key), target)] = MappingProxyType(got)
+        return ScoreTable(tuple(map(str, encodings)), self.names, MappingProxyType(cells))
+
+    def _dense_scores(self, encoding: Any, names: Any) -> dict[str, dict[str, Any]]:
+        from posgeom.scores._encoding import encoding_distances
+        from posgeom.scores.registry import score_row
+        from posgeom.scores.stress import stress_from_pairs, stress_scores
+
+        target = self.matrix.distances
+        delta = encoding_distances(encoding)
+        if delta.shape != target.shape:
+            stress_scores(encoding, target)  # raises the one mismatch message
+        out = {PRIMARY: score_row(delta, target, seed=self.seed, names=names)}
+        iu = np.triu_indices(delta.shape[0], 1)
+        for name in self.names[1:]:
+            p = stress_from_pairs(delta[iu], self.dense[name].distances[iu])
+            out[name] = {"paper": p.paper, "scale_optimal": p.scale_optimal}
+        return out
+
+
+def _split_beside(row: dict[str, Any], names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """A sampled row (targets beside spelled ``<target>_<score>`` by the sampler) split by
+    target."""
+    out: dict[str, dict[str, Any]] = {PRIMARY: dict(row)}
+    for name in names[1:]:
+        out[name] = {k: out[PRIMARY].pop(f"{name}_{k}") for k in BESIDE_SCORES}
+    return out
+
+
+def _as_blocks(target: Any) -> Any:
+    from posgeom.scores.large import DenseTarget
+
+    return target if hasattr(target, "pairs") else DenseTarget(np.asarray(target))
+
+
+def score_encoding(encoding: Any, target: Any, *, seed: int = 0) -> dict[str, Any]:
+    """Every registered score (:func:`posgeom.scores.available`) of one encoding against the
+    target distances (an ``(n, n)`` matrix or an estimate), as a JSON-able dict."""
+    from posgeom.scores import registry
+    from posgeom.scores._encoding import matched_distance_matrices
+
+    delta, tgt = matched_distance_matrices(encoding, target)
+    return registry.score_row(delta, tgt, seed=seed)
