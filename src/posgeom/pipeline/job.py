@@ -40,6 +40,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom._threads import Background, blas_threads
 from posgeom.embed import refine as refinement
+from posgeom.embed.rank_curve import rank_curve
 from posgeom.embed.refine import smacof_refine
 from posgeom.encodings import family
 from posgeom.geometry.counts import CountMatrix, count_matrix
@@ -54,7 +55,6 @@ from posgeom.pipeline.rows import SMACOF_ROW, comparison_rows, rows_in_order
 from posgeom.pipeline.target import PluginEstimate, blocks_target, embed, estimate_target
 from posgeom.scores import table as score_table
 from posgeom.scores.long_context import long_context_arrays
-from posgeom.scores.rank_curve import rank_curve
 from posgeom.scores.shepard import shepard_pairs
 from posgeom.scores.table import ScoreTargets
 

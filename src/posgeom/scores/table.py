@@ -106,6 +106,8 @@ class ScoreTargets:
     Build with :meth:`for_target`. ``names``: the targets, the primary first; ``dense``: name to
     validated ``(n, n)`` :class:`~posgeom._distance_matrix.DistanceMatrix` (exact mode), else
     empty; ``sample``: the :class:`~posgeom.scores.sampled.PairSample` (sampled mode), else None.
+    Plain attributes: ``sampled``, ``matrix`` (the primary's ``DistanceMatrix``, None when
+    sampled) and ``n_positions``.
     """
 
     def __init__(
@@ -117,6 +119,10 @@ class ScoreTargets:
         seed: int = 0,
     ):
         self.names, self.dense, self.sample, self.seed = names, dict(dense), sample, seed
+        self.sampled = sample is not None
+        self.matrix = self.dense.get(PRIMARY)  # the primary as a DistanceMatrix (exact mode)
+        n = sample.n_positions if self.sampled else self.matrix.distances.shape[0]
+        self.n_positions = int(n)
 
     @classmethod
     def for_target(
@@ -141,19 +147,6 @@ class ScoreTargets:
         blocks = {k: _as_blocks(t) for k, t in named.items()}
         sample = draw_pair_sample(blocks.pop(PRIMARY), size=size, seed=seed, beside=blocks)
         return cls(names=tuple(named), dense={}, sample=sample, seed=seed)
-
-    @property
-    def sampled(self) -> bool:
-        return self.sample is not None
-
-    @property
-    def n_positions(self) -> int:
-        return int(self.sample.n_positions if self.sampled else self.matrix.distances.shape[0])
-
-    @property
-    def matrix(self) -> Any:
-        """The primary target as a ``DistanceMatrix`` (exact mode), else None."""
-        return self.dense.get(PRIMARY)
 
     def sampling_summary(self) -> dict[str, Any]:
         """How the sampled scores were estimated (the summary's ``sampling`` block)."""
