@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from helpers.artifacts import strict_json
+from helpers.models import tiny_llama
 from posgeom.cli.main import main
 from posgeom.reports.view import load_folder
 
@@ -81,29 +82,11 @@ tokenizers = pytest.importorskip("tokenizers")
 def _folder(tmp_path):
     """A tiny random Llama and a word-level tokenizer over 12 words, saved as a HF folder."""
     words = [f"w{i}" for i in range(12)]
-    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
-    config = transformers.LlamaConfig(
-        vocab_size=13,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        max_position_embeddings=64,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    )
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config)
-    folder = tmp_path / "tiny"
-    model.save_pretrained(folder)
-    fast.save_pretrained(folder)
+    tiny = tiny_llama(tmp_path / "tiny")
+    folder, model, vocab = tiny["folder"], tiny["model"], tiny["vocab"]
     text = tmp_path / "book.txt"
     text.write_text(" ".join(words[t] for t in _chain(1000, 3)))
-    return folder, text, model.eval(), np.array([vocab[w] for w in text.read_text().split()])
+    return folder, text, model, np.array([vocab[w] for w in text.read_text().split()])
 
 
 @pytest.mark.filterwarnings("ignore")
