@@ -18,7 +18,7 @@ The summary's ``ranking`` and ``ranking_stability`` are over every row. Counts: 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -32,7 +32,7 @@ log = logging.getLogger("posgeom")
 
 def attach_intervals(
     counts: Any,
-    table: list[dict[str, Any]],
+    names: Sequence[str],
     encodings: Mapping[str, Any],
     *,
     model_dim: int,
@@ -41,24 +41,25 @@ def attach_intervals(
     estimator_options: Mapping[str, Any] | None = None,
     seed: int = 0,
 ) -> dict[str, Any] | None:
-    """Add intervals to ``table`` (in place) and return the uncertainty summary, or None when
-    ``counts`` has no replicates or the comparison dropped positions (the replicates' geometry
-    must be the table's). ``estimator``: the one the table's target was estimated with, so the
+    """``(uncertainty summary, cells)``: the bootstrap's cells of the rows ``names`` (encoding
+    to ``{"<score>_ci": [low, high], "p_first": share}``, cells of the score table against its
+    primary target), or ``(None, {})`` when ``counts`` has no replicates or the comparison
+    dropped positions (the replicates' geometry must be the table's). ``encodings``: the rows'
+    encodings by name; ``estimator``: the one the table's target was estimated with, so the
     replicates are re-estimated the same way."""
     from posgeom._distance_matrix import held_distances
     from posgeom.encodings import families
     from posgeom.uncertainty.bootstrap import bootstrap_scores
 
     if getattr(counts, "n_replicates", None) is None:
-        return None
+        return None, {}
     n = counts.counts.shape[0]
     fitted_families = {k: f for k, f in families().items() if f.role == "fitted"}
     fixed = {k: v for k, v in encodings.items() if k not in fitted_families}
     held = (held_distances(e) for e in fixed.values())
     if any(d is not None and d.shape[0] != n for d in held):
         log.warning("intervals skipped: the comparison dropped positions the replicates keep")
-        return None
-    names = {r["encoding"] for r in table}
+        return None, {}
     fitted = {
         k: partial(fam.refit, model_dim=model_dim, low_rank=low_rank)
         for k, fam in fitted_families.items()
@@ -86,24 +87,20 @@ def attach_intervals(
             estimator_options=estimator_options,
             seed=seed,
         )
-    for row in table:
-        u = bs.encodings.get(row["encoding"])
-        if u is None:
-            continue
-        for name, iv in u.scores.items():  # every registered score with an interval
-            row[f"{name}_ci"] = [iv.low, iv.high]
+    cells: dict[str, dict[str, Any]] = {}
+    for row in names:
+        u = bs.encodings.get(row)
+        if u is not None:  # every registered score with an interval
+            cells[row] = {f"{name}_ci": [iv.low, iv.high] for name, iv in u.scores.items()}
     from posgeom.text.verdict_inputs import candidate_ranking
 
-    names = list(bs.encodings)
-    point = np.array([bs.encodings[n].scores[bs.rank_by].estimate for n in names])
+    scored = list(bs.encodings)
+    point = np.array([bs.encodings[n].scores[bs.rank_by].estimate for n in scored])
     candidates = candidate_ranking(
-        names, point, bs.replicate_ranking, level=bs.level, method=bs.method
+        scored, point, bs.replicate_ranking, level=bs.level, method=bs.method
     )
-    first = candidates.get("p_first", {})
-    for row in table:  # one P(first) per row: among the candidates, as the verdict reads it
-        row.pop("p_first", None)
-        if row["encoding"] in first:
-            row["p_first"] = first[row["encoding"]]
+    for row, share in candidates.get("p_first", {}).items():  # among the candidates
+        cells.setdefault(row, {})["p_first"] = share
     return {
         "candidates": candidates,
         "n_replicates": bs.n_replicates,
@@ -112,34 +109,34 @@ def attach_intervals(
         "rank_by": bs.rank_by,
         "ranking": list(bs.ranking),
         "ranking_stability": bs.ranking_stability,
-    }
+    }, cells
 
 
-def stage_intervals(
-    counts: Any, stage: Any, table: list[dict[str, Any]], built: dict[str, Any]
-) -> dict[str, Any] | None:
+def stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any] | None, Any]:
     """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
-    each replicate needs an ``(n, n)`` matrix); ``stage``: the job's stage (its options,
-    score targets and target), ``table`` / ``built``: its rows and the encodings they scored."""
+    each replicate needs an ``(n, n)`` matrix): ``(uncertainty summary or None, rows with the
+    intervals' cells)``. ``stage``: the job's stage (its options, score targets and target);
+    ``rows``: its :class:`~posgeom.pipeline.rows.Rows`."""
 
     if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
-        return None
+        return None, rows
     if stage.targets.sampled:
         log.warning(
             "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
             "rows carry their sampling intervals (<score>_ci)",
             stage.distributions.n_positions,
         )
-        return None
+        return None, rows
     o, target = stage.options, stage.target
     same_classes = {} if isinstance(target, PluginEstimate) else {"resolution": target.class_map}
-    return attach_intervals(
+    summary, cells = attach_intervals(
         counts,
-        table,
-        built,
+        rows.table.encodings,
+        rows.built,
         model_dim=int(o["model_dim"]),
         low_rank=int(o["low_rank"]),
         estimator=o["estimator"],  # the name actually used (a fallback included)
         estimator_options={**(o["estimator_options"] or {}), **same_classes},
         seed=o["seed"],
     )
+    return summary, rows.with_cells(cells)

@@ -117,7 +117,7 @@ def analyze(
         mds = mds_job.result()
     stage = _with_mds(stage, mds, refine=refine)  # SMACOF with every BLAS thread
     made = rows_in_order(names, early, comparison_rows(stage, fitted, **rows))
-    uncertainty = stage_intervals(counts, stage, made.rows, made.built)
+    uncertainty, made = stage_intervals(counts, stage, made)
     log.info("rank curve (r = 1 .. %d)", config.max_rank)
     curve = rank_curve(stage.mds, stage.targets, max_rank=config.max_rank, seed=config.seed)
     scored = list(made.table.encodings)
@@ -135,7 +135,7 @@ def analyze(
         refined=stage.refined,
         targets=stage.targets,
         score_table=made.table,
-        rows=tuple(made.rows),
+        rows=tuple(made.rows()),
         heads=tuple(made.heads),
         rank_curve=tuple(curve),
         stationarity=stage.stationarity,

@@ -11,6 +11,7 @@ families' ``name`` (:mod:`posgeom.encodings.mds`, below the pipeline); no other 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -54,18 +55,30 @@ class Rows:
     """Rows of a comparison (:func:`comparison_rows`).
 
     ``table``: the :class:`~posgeom.scores.table.ScoreTable` of the rows' encodings (one per
-    family: the one its ``row_choice`` picks; the caller's encodings under their names);
-    ``rows``: each row's description and parameter count with its cells in the files' spelling
-    (:meth:`ScoreTable.row <posgeom.scores.table.ScoreTable.row>`); ``heads``: the per-head rows
-    of head families; ``shepard``: each row's distances at the stage's Shepard pairs; ``built``:
-    the encodings scored, by row (empty without ``keep_encodings``).
+    family: the one its ``row_choice`` picks; the caller's encodings under their names), the one
+    source of every row's numbers; ``described``: each row's ``description`` and ``parameters``;
+    ``heads``: the per-head rows of head families; ``shepard``: each row's distances at the
+    stage's Shepard pairs; ``built``: the encodings scored, by row (empty without
+    ``keep_encodings``).
     """
 
     table: ScoreTable
-    rows: list[dict[str, Any]]
+    described: dict[str, dict[str, Any]]
     heads: list[dict[str, Any]]
     shepard: dict[str, np.ndarray]
     built: dict[str, Any]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per encoding, in the table's order: its name, description and parameter
+        count, then its cells in the files' spelling (:meth:`ScoreTable.row
+        <posgeom.scores.table.ScoreTable.row>`)."""
+        return [
+            {"encoding": e, **self.described[e], **self.table.row(e)} for e in self.table.encodings
+        ]
+
+    def with_cells(self, cells: Mapping[str, Mapping[str, Any]]) -> Rows:
+        """These rows with more cells against the primary target (the bootstrap intervals)."""
+        return dataclasses.replace(self, table=self.table.with_cells(cells))
 
 
 def comparison_rows(
@@ -112,7 +125,7 @@ def comparison_rows(
         learned_model=learned_model,
         low_rank=int(low_rank),
     )
-    out = Rows(ScoreTable.concat([]), [], [], {}, {})
+    out = Rows(ScoreTable.concat([]), {}, [], {}, {})
     tables = []
     for k, name in enumerate(names, 1):
         log.info("scoring %s (%d/%d)", name, k, len(names))
@@ -130,22 +143,20 @@ def comparison_rows(
         tables.append(_renamed(scored, key, name))
         row = made[key]
         _add_row(out, res, name, kept[key], row.description, row.parameters, keep=keep_encodings)
-        out.rows[-1] |= scored.row(key)
     for name, given in (extra_encodings or {}).items():
         enc = getattr(given, "encoding", given)
         tables.append(res.targets.score({str(name): enc}))
         _add_row(out, res, str(name), enc, *describe_given(given, ctx), keep=keep_encodings)
-        out.rows[-1] |= tables[-1].row(str(name))
     table = ScoreTable.concat(tables) if tables else out.table
-    return Rows(table, out.rows, out.heads, out.shepard, out.built)
+    return Rows(table, out.described, out.heads, out.shepard, out.built)
 
 
 def _add_row(
     out: Rows, res: Any, name: str, enc: Any, description: str, parameters: int, *, keep: bool
 ) -> None:
-    """Append row ``name``'s description, parameter count, Shepard distances and (``keep``) its
+    """Record row ``name``'s description, parameter count, Shepard distances and (``keep``) its
     encoding."""
-    out.rows.append({"encoding": name, "description": description, "parameters": int(parameters)})
+    out.described[name] = {"description": description, "parameters": int(parameters)}
     out.shepard[name] = pair_distances(enc, res.shepard_pairs)
     if keep:
         out.built[name] = enc
@@ -193,13 +204,12 @@ def rows_in_order(names: list[str], early: Rows, fitted: Rows) -> Rows:
     """Two :func:`comparison_rows` results (the rows that do not read the MDS encoding, made while
     it is computed, and the fitted ones after it) as one: the rows in ``names``' order, the caller's
     encodings (rows of ``early`` that are no family) last, as one call would have made them."""
-    rows = {r["encoding"]: r for r in (*early.rows, *fitted.rows)}
-    ordered = [rows.pop(x) for x in names if x in rows] + list(rows.values())
     table = ScoreTable.concat([early.table, fitted.table])
-    order = tuple(r["encoding"] for r in ordered)
+    order = [x for x in names if x in table.encodings]
+    order += [x for x in table.encodings if x not in order]
     return Rows(
-        ScoreTable(order, table.targets, table.cells),
-        ordered,
+        ScoreTable(tuple(order), table.targets, table.cells),
+        {**early.described, **fitted.described},
         [*early.heads, *fitted.heads],
         {**early.shepard, **fitted.shepard},
         {**early.built, **fitted.built},

@@ -76,6 +76,17 @@ class ScoreTable:
             out |= {f"{target}_{k}": got[k] for k in BESIDE_SCORES if k in got}
         return out
 
+    def with_cells(
+        self, cells: Mapping[str, Mapping[str, Any]], target: str = PRIMARY
+    ) -> ScoreTable:
+        """This table with more cells against ``target`` (encoding to ``{key: value}``: e.g. the
+        bootstrap's ``<score>_ci`` and ``p_first``, estimated over replicate targets)."""
+        merged = dict(self.cells)
+        for enc, extra in cells.items():
+            if extra and enc in self.encodings:
+                merged[(enc, target)] = MappingProxyType({**self.scores_of(enc, target), **extra})
+        return ScoreTable(self.encodings, self.targets, MappingProxyType(merged))
+
     def records(self) -> list[tuple[str, str, str, Any]]:
         """Every cell as ``(encoding, target, score, value)``, in the table's order."""
         return [
