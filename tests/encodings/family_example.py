@@ -27,7 +27,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval
 from posgeom.encodings._base import PositionEncoding, check_n
-from posgeom.encodings._extension import ExtensionContext, Strategy, check_lags
+from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import ComparisonContext, Family, register
 
 _POSITIVE = Interval(Real, 0, math.inf, closed="neither")
@@ -42,25 +42,9 @@ def kerple_log(n_positions: int, r1: float = 1.0, r2: float = 1.0) -> PositionEn
     return PositionEncoding("kerple_log", None, {"r1": r1, "r2": r2}, r1 * np.log1p(r2 * gap))
 
 
-@register
-class KerpleLogFamily(Family):
-    """KERPLE-log: a logarithmic distance bias; compared with r1 = r2 = 1."""
+class KerpleLogExtension(Extension):
+    """The extension side: the spec of ``posgeom extend`` and the lag kernel."""
 
-    name = "kerple_log"
-    order = 45  # after t5 in listings and in the default comparison
-    summary = "KERPLE logarithmic bias -r1 log(1 + r2 |i - j|) (Chi et al., 2022)"
-
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return kerple_log(n_positions, **params)
-
-    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
-        return kerple_log(ctx.n_positions)
-
-    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
-        p = encoding.params
-        return f"KERPLE-log distance r1 log(1 + r2 |i-j|), r1 = {p['r1']:g}, r2 = {p['r2']:g}"
-
-    # the extension side: the spec of ``posgeom extend`` and the lag kernel
     spec_keys = MappingProxyType({"r1": _POSITIVE, "r2": _POSITIVE})
     spec_example = "kerple_log:r1=1,r2=1"
 
@@ -72,3 +56,23 @@ class KerpleLogFamily(Family):
     ) -> np.ndarray:
         k = check_lags(lags).astype(np.float64)
         return (params["r1"] * np.log1p(params["r2"] * k))[:, None]
+
+
+@register
+class KerpleLogFamily(Family):
+    """KERPLE-log: a logarithmic distance bias; compared with r1 = r2 = 1."""
+
+    name = "kerple_log"
+    order = 45  # after t5 in listings and in the default comparison
+    summary = "KERPLE logarithmic bias -r1 log(1 + r2 |i - j|) (Chi et al., 2022)"
+    extension_type = KerpleLogExtension
+
+    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
+        return kerple_log(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
+        return kerple_log(ctx.n_positions)
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        p = encoding.params
+        return f"KERPLE-log distance r1 log(1 + r2 |i-j|), r1 = {p['r1']:g}, r2 = {p['r2']:g}"

@@ -49,7 +49,7 @@ _KEYS = st.sampled_from(
     items=st.lists(st.tuples(_KEYS, _NUMBERS), max_size=4),
 )
 def test_fuzz_family_specs(family, items):
-    from posgeom.encodings import family as family_of
+    from posgeom.encodings import extension_of
     from posgeom.encodings._extension import SPEC_LENGTH
     from posgeom.extension.model import parse_family_spec
 
@@ -61,7 +61,7 @@ def test_fuzz_family_specs(family, items):
     given_values = {k: float(v) for k, v in items}  # every accepted value is in its range, kept
     for key, value in given_values.items():
         assert np.isfinite(value)
-        ranges = {**family_of(model.family).spec_keys, "max_position_embeddings": SPEC_LENGTH}
+        ranges = {**extension_of(model.family).spec_keys, "max_position_embeddings": SPEC_LENGTH}
         assert ranges[key].accepts(int(value) if value.is_integer() else value)
     if "head_dim" in given_values:
         assert model.head_dim == given_values["head_dim"]

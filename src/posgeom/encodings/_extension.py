@@ -1,9 +1,12 @@
 """The extension side of a family: what ``posgeom extend`` and the posgeom decoder ask of it.
 
-:class:`Family` inherits :class:`Extension`. Every default means "this family has no extension":
-no spec for ``extend``, the one strategy ``none`` (run as trained), no lag kernel (``extend``
-refuses to score it, one line), nothing to apply to a model but ``none``, no decoder module. A
-family usable by ``extend`` overrides, in its own file:
+:class:`Extension` is composed into a family, not inherited: every
+:class:`~posgeom.encodings._registry.Family` holds ``family.extension``, an instance of its
+``extension_type`` made with the family's name. Every default means "this family has no
+extension": no spec for ``extend``, the one strategy ``none`` (run as trained), no lag kernel
+(``extend`` refuses to score it, one line), nothing to apply to a model but ``none``, no decoder
+module. A family usable by ``extend`` subclasses :class:`Extension` in its own file (e.g.
+``ALiBiExtension`` in ``alibi.py``), sets it as its ``extension_type`` and overrides:
 
 - the spec grammar: :attr:`Extension.spec_keys` (``key -> Interval``: ``extend
   name:key=value,...``; ``max_position_embeddings`` is every family's, the trained length) and
@@ -152,13 +155,18 @@ class Extension:
     tables, which come from a model); ``spec_example``: one spec for messages; ``rotary``: its
     strategies carry RoPE frequencies, so ``extend`` adds the frequency-based analyses of
     :mod:`posgeom.extension` (the fitted factors, phase metrics, forward-free predictors and the
-    recommendation).
+    recommendation). ``name``: the registry name of the family that holds it (set by the family).
     """
 
-    name: ClassVar[str] = ""
     spec_keys: ClassVar[Mapping[str, Interval] | None] = None
     spec_example: ClassVar[str] = ""
     rotary: ClassVar[bool] = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of family {self.name!r}>"
 
     # ------------------------------------------------------------------ parameters
     def extension_params(self, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -202,8 +210,8 @@ class Extension:
         """``(m, k)`` float64 lag vectors of ``strategy`` at ``ctx.target_length``; every family
         with a kernel takes ``Strategy("none", name, "none")``: the model as trained."""
         raise PosgeomError(
-            f"family {self.name!r} has no lag kernel, so extend cannot score it; give its family "
-            "a lag_vectors method (docs/ARCHITECTURE.md, 'Adding a positional family')"
+            f"family {self.name!r} has no lag kernel, so extend cannot score it; give its "
+            "Extension a lag_vectors method (docs/ARCHITECTURE.md, 'Adding a positional family')"
         )
 
     # ------------------------------------------------------------------ applying a strategy
@@ -257,11 +265,12 @@ class Extension:
         return getattr(importlib.import_module(module), name)
 
 
-def has_decoder_module(fam: Extension) -> bool:
-    """Whether ``fam`` gives the posgeom decoder a position module (overrides it)."""
-    return type(fam).decoder_module is not Extension.decoder_module
+def has_decoder_module(ext: Extension) -> bool:
+    """Whether the extension ``ext`` (a family's ``extension``) gives the posgeom decoder a
+    position module (its type overrides :meth:`Extension.decoder_module`)."""
+    return type(ext).decoder_module is not Extension.decoder_module
 
 
-def can_extend(fam: Extension) -> bool:
-    """Whether ``extend`` can score ``fam`` (it has a lag kernel)."""
-    return type(fam).lag_vectors is not Extension.lag_vectors
+def can_extend(ext: Extension) -> bool:
+    """Whether ``extend`` can score the extension ``ext`` (its type has a lag kernel)."""
+    return type(ext).lag_vectors is not Extension.lag_vectors

@@ -15,9 +15,10 @@ needs an encoding asks the registry instead of naming families:
   classes are named by their import path (:attr:`Family.torch_class`), so ``encodings`` never
   imports ``nn`` (``nn`` imports the formulas from here: no import cycle);
 - extension: the spec grammar of ``posgeom extend``, the strategies, the lag kernel, how a
-  strategy is applied to a model and the posgeom decoder's position module
-  (:class:`~posgeom.encodings._extension.Extension`, which :class:`Family` inherits; every default
-  means "no extension").
+  strategy is applied to a model and the posgeom decoder's position module live in a separate
+  object, ``family.extension`` (an instance of :attr:`Family.extension_type`, a
+  :class:`~posgeom.encodings._extension.Extension` subclass; the base class means "no
+  extension"); :func:`extension_of` gives it by name.
 
 Adding a family is one module with a ``@register`` class plus its tests (``docs/ARCHITECTURE.md``,
 "Adding a positional family").
@@ -46,6 +47,7 @@ __all__ = [
     "MechanismParams",
     "RowEncoding",
     "TorchSpec",
+    "extension_of",
     "families",
     "families_with_role",
     "family",
@@ -113,7 +115,7 @@ class TorchSpec:
 
 
 # ------------------------------------------------------------------------------ families
-class Family(Extension):
+class Family:
     """A positional family. Subclass, set the class attributes, decorate with :func:`register`.
 
     Attributes: ``name`` (registry key), ``order`` (position in listings and comparisons),
@@ -131,8 +133,10 @@ class Family(Extension):
     encoding), ``role`` (what its comparison row is: ``"candidate"``, an
     encoding a model could use; ``"baseline"``, a reference with no positional design (random,
     NoPE) that a candidate must beat; ``"fitted"``, fitted to the corpus geometry itself (MDS), so
-    refitted on every bootstrap replicate by :meth:`refit`). Its extension side (``spec_keys``,
-    ``strategies``, ``lag_vectors``, ...) is :class:`~posgeom.encodings._extension.Extension`'s.
+    refitted on every bootstrap replicate by :meth:`refit`), ``extension_type`` (its extension
+    side: ``spec_keys``, ``strategies``, ``lag_vectors``, ...; an
+    :class:`~posgeom.encodings._extension.Extension` subclass, instantiated with the family's
+    ``name`` as the instance attribute ``extension``).
     """
 
     name: ClassVar[str] = ""
@@ -152,6 +156,11 @@ class Family(Extension):
     pipeline_options: ClassVar[Mapping[str, Any]] = MappingProxyType({})
     row_choice: ClassVar[str | None] = None
     role: ClassVar[str] = "candidate"
+    extension_type: ClassVar[type[Extension]] = Extension
+    extension: Extension
+
+    def __init__(self) -> None:
+        self.extension = self.extension_type(self.name)
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:  # pragma: no cover
         raise NotImplementedError
@@ -266,6 +275,11 @@ def family(name: str) -> Family:
             f"unknown encoding {name!r}; known encodings: {', '.join(sorted(_FAMILIES))}"
         )
     return _FAMILIES[name]
+
+
+def extension_of(name: str) -> Extension:
+    """The extension side of the family registered as ``name`` (``family(name).extension``)."""
+    return family(name).extension
 
 
 def families_with_role(role: str) -> tuple[str, ...]:

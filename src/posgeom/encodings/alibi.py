@@ -39,7 +39,7 @@ from posgeom.encodings._base import (
     check_positive_int,
     readonly,
 )
-from posgeom.encodings._extension import ExtensionContext, Strategy, check_lags
+from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -52,6 +52,8 @@ from posgeom.encodings._registry import (
 )
 
 ALIBI_STYLES = ("bloom", "mpt")
+#: the posgeom torch module of the bias (trainer and decoder)
+_TORCH_MODULE = "posgeom.nn.alibi:ALiBiBias"
 
 
 def alibi_slopes(n_heads: int, *, style: str = "bloom", alibi_bias_max: float = 8.0) -> np.ndarray:
@@ -211,6 +213,41 @@ def _alibi_style(model: Any, config: Any) -> tuple[str | None, str, float]:
     return None, "", 8.0
 
 
+# ------------------------------------------------------------------------------ extension
+class ALiBiExtension(Extension):
+    """ALiBi's extension side (module docstring): the spec ``heads``, parameters ``{"slopes":
+    (H,)}``, the one strategy ``none``, the lag kernel of every head's bias."""
+
+    spec_keys = MappingProxyType({"heads": Interval(Integral, 1, MAX_HEADS)})
+    spec_example = "alibi:heads=12"
+
+    def extension_params(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        return {"slopes": alibi_slopes(int(spec.get("heads", 12)))}
+
+    def check_extension_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        slopes = np.asarray(params.get("slopes"), dtype=np.float64)
+        if slopes.ndim != 1 or not slopes.size:
+            raise PosgeomError(f"ALiBi needs a 1-D array of slopes, got shape {slopes.shape}")
+        return {**params, "slopes": slopes}
+
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+        return {"slopes": np.asarray(mechanism.params.slopes)}
+
+    def extension_from_decoder(self, module: Any) -> dict[str, Any]:
+        return {"slopes": module.slopes.double().numpy()}
+
+    def extension_summary(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        return {"slopes": [float(s) for s in params["slopes"]]}
+
+    def lag_vectors(
+        self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
+    ) -> np.ndarray:
+        return alibi_lag_vectors(params["slopes"], lags)
+
+    def decoder_module(self, config: Any, generator: Any = None) -> Any:
+        return self.torch_object(_TORCH_MODULE)(config.n_heads)
+
+
 # ------------------------------------------------------------------------------ family
 @register
 class ALiBiFamily(Family):
@@ -227,7 +264,8 @@ class ALiBiFamily(Family):
     )
     detect_order = 30
     excludes = ("rotary",)
-    torch_class = "posgeom.nn.alibi:ALiBiBias"
+    torch_class = _TORCH_MODULE
+    extension_type = ALiBiExtension
 
     def build(self, n_positions: int, **params: Any) -> ALiBiEncoding:
         return alibi(n_positions, **params)
@@ -274,33 +312,3 @@ class ALiBiFamily(Family):
 
     def torch_module(self, spec: TorchSpec) -> Any:
         return self.torch_class_object()(spec.n_heads)
-
-    # ---------------------------------------------------------------- extension (docstring)
-    spec_keys = MappingProxyType({"heads": Interval(Integral, 1, MAX_HEADS)})
-    spec_example = "alibi:heads=12"
-
-    def extension_params(self, spec: Mapping[str, Any]) -> dict[str, Any]:
-        return {"slopes": alibi_slopes(int(spec.get("heads", 12)))}
-
-    def check_extension_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        slopes = np.asarray(params.get("slopes"), dtype=np.float64)
-        if slopes.ndim != 1 or not slopes.size:
-            raise PosgeomError(f"ALiBi needs a 1-D array of slopes, got shape {slopes.shape}")
-        return {**params, "slopes": slopes}
-
-    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
-        return {"slopes": np.asarray(mechanism.params.slopes)}
-
-    def extension_from_decoder(self, module: Any) -> dict[str, Any]:
-        return {"slopes": module.slopes.double().numpy()}
-
-    def extension_summary(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {"slopes": [float(s) for s in params["slopes"]]}
-
-    def lag_vectors(
-        self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
-    ) -> np.ndarray:
-        return alibi_lag_vectors(params["slopes"], lags)
-
-    def decoder_module(self, config: Any, generator: Any = None) -> Any:
-        return self.torch_class_object()(config.n_heads)

@@ -12,7 +12,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding, check_n, check_width, symmetrize
-from posgeom.encodings._extension import ExtensionContext, Strategy, check_lags
+from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -168,6 +168,29 @@ class NoneParams(MechanismParams):
         return {"": PositionEncoding("nope", np.zeros((n, 1)), params)}
 
 
+class NoPEExtension(Extension):
+    """NoPE's extension side: a spec without keys, the lag kernel of no position information,
+    no decoder position module."""
+
+    spec_keys = MappingProxyType({})  # ``extend nope``: no parameters
+    spec_example = "nope"
+
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+        return {}
+
+    def extension_from_decoder(self, module: Any) -> dict[str, Any]:
+        return {}
+
+    def lag_vectors(
+        self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
+    ) -> np.ndarray:
+        """``(m, 1)`` zeros: no position information, every lag alike."""
+        return np.zeros((check_lags(lags).size, 1))
+
+    def decoder_module(self, config: Any, generator: Any = None) -> Any:
+        return None  # no position module
+
+
 @register
 class NoPEFamily(Family):
     """NoPE: no positional signal (paper stress exactly 1); no torch module."""
@@ -179,6 +202,7 @@ class NoPEFamily(Family):
     mechanism_kind = "none"
     mechanism_params = NoneParams
     detect_order = 1000
+    extension_type = NoPEExtension
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:
         return nope(n_positions, **params)
@@ -199,25 +223,6 @@ class NoPEFamily(Family):
     def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> PositionEncoding:
         """All distances 0: separation 0, paper and scale-optimal stress 1."""
         return nope(spec.n, spec.d)
-
-    # ---------------------------------------------------------------- extension
-    spec_keys = MappingProxyType({})  # ``extend nope``: no parameters
-    spec_example = "nope"
-
-    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
-        return {}
-
-    def extension_from_decoder(self, module: Any) -> dict[str, Any]:
-        return {}
-
-    def lag_vectors(
-        self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
-    ) -> np.ndarray:
-        """``(m, 1)`` zeros: no position information, every lag alike."""
-        return np.zeros((check_lags(lags).size, 1))
-
-    def decoder_module(self, config: Any, generator: Any = None) -> Any:
-        return None  # no position module
 
 
 @register

@@ -226,9 +226,9 @@ class LearnedParams(MechanismParams):
 
 # ------------------------------------------------------------------------------ family
 @register
-class LearnedFamily(LearnedExtension, Family):
+class LearnedFamily(Family):
     """Learned absolute tables: a model's rows as geometry; trained tables in the trainer; its
-    extension side (``extend``, the decoder) is :class:`LearnedExtension`."""
+    extension side (``extend``, the decoder) is ``extension``, a :class:`LearnedExtension`."""
 
     name = "learned"
     order = 70
@@ -241,6 +241,7 @@ class LearnedFamily(LearnedExtension, Family):
     comparison_needs = "learned_model"
     torch_class = "posgeom.nn.position:LearnedPositionEmbedding"
     trained_by_default = True
+    extension_type = LearnedExtension
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:
         if "model" not in params:

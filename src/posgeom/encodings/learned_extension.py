@@ -1,6 +1,7 @@
 """The learned table's extension side: extending an absolute table ``p`` (``(L0, d)``) to
 ``L > L0`` positions, its lag kernel, and how an extended table reaches a posgeom decoder
-(:class:`LearnedExtension`, mixed into :class:`~posgeom.encodings.learned.LearnedFamily`).
+(:class:`LearnedExtension`, the ``extension_type`` of
+:class:`~posgeom.encodings.learned.LearnedFamily`).
 
 Parameters: ``{"table": (n, d) float64}`` (a model's table; its first ``L0`` rows are the trained
 ones). Learned tables have no spec: they come from a model or a decoder file.

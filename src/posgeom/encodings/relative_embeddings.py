@@ -29,6 +29,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, readonly
+from posgeom.encodings._extension import Extension
 from posgeom.encodings._registry import Family, Mechanism, MechanismParams, register
 
 __all__ = [
@@ -128,6 +129,13 @@ def _setting(model: Any, owner: Any, config: Any, name: str) -> Any:
     return getattr(config, name, None)
 
 
+class RelativeEmbeddingExtension(Extension):
+    """No extension: a detected mechanism is refused with one line (:func:`refusal`)."""
+
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+        raise PosgeomError(refusal("extend cannot scale these positions"))
+
+
 @register
 class RelativeEmbeddingFamily(Family):
     """DeBERTa's relative position embeddings: detected and named, no geometry (refused)."""
@@ -140,6 +148,7 @@ class RelativeEmbeddingFamily(Family):
     mechanism_params = RelativeEmbeddingParams
     looks_for = "an nn.Embedding named rel_embeddings (DeBERTa disentangled attention)"
     detect_order = 50
+    extension_type = RelativeEmbeddingExtension
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:
         return relative_embeddings(n_positions, **params)
@@ -161,6 +170,3 @@ class RelativeEmbeddingFamily(Family):
             )
             found.append(Mechanism(self.mechanism_kind, f"{name}.weight", params))
         return found
-
-    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
-        raise PosgeomError(refusal("extend cannot scale these positions"))

@@ -164,9 +164,9 @@ def rope_heads(
 
 # ------------------------------------------------------------------------------ family
 @register
-class RoPEFamily(RoPEExtension, Family):
+class RoPEFamily(Family):
     """Rotary position embedding: geometry, per-head comparison row, ``*inv_freq`` buffers;
-    its extension side (``extend``, the decoder) is :class:`RoPEExtension`."""
+    its extension side (``extend``, the decoder) is ``extension``, a :class:`RoPEExtension`."""
 
     name = "rope"
     order = 20
@@ -179,6 +179,7 @@ class RoPEFamily(RoPEExtension, Family):
     )
     detect_order = 20
     torch_class = "posgeom.nn.rotary:RotaryEmbedding"
+    extension_type = RoPEExtension
     rope_types = tuple(ROPE_TYPES)
 
     def build(self, n_positions: int, **params: Any) -> RoPEEncoding:

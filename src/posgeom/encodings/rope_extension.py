@@ -1,5 +1,6 @@
 """RoPE's extension side: its ``extend`` spec, strategies, lag kernel and how a strategy reaches
-a model (:class:`RoPEExtension`, mixed into :class:`~posgeom.encodings.rope.RoPEFamily`).
+a model (:class:`RoPEExtension`, the ``extension_type`` of
+:class:`~posgeom.encodings.rope.RoPEFamily`).
 
 Parameters: ``{"head_dim": h, "rope_parameters": {...}}`` (transformers 5 spelling, ``rope_type``
 and ``rope_theta`` always present). Spec: ``rope:theta=10000,head_dim=64[,partial_rotary_factor=

@@ -25,7 +25,7 @@ from posgeom.encodings._base import (
     check_n,
     vector_lag_profile,
 )
-from posgeom.encodings._extension import ExtensionContext, Strategy
+from posgeom.encodings._extension import Extension, ExtensionContext, Strategy
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -33,6 +33,8 @@ from posgeom.encodings._registry import (
     register,
 )
 from posgeom.encodings.learned_extension import learned_lag_vectors
+
+_TORCH_MODULE = "posgeom.nn.position:SinusoidalPositionEmbedding"  # trainer and decoder
 
 
 def sinusoidal_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
@@ -71,35 +73,9 @@ def sinusoidal(n_positions: int, d: int = 768, base: float = 10000.0) -> Positio
     )
 
 
-@register
-class SinusoidalFamily(Family):
-    """Vaswani sinusoids: geometry, comparison row, fixed table in the trainer."""
+class SinusoidalExtension(Extension):
+    """The sinusoids' extension side (module docstring): evaluated at every position."""
 
-    name = "sinusoidal"
-    order = 10
-    summary = "fixed sinusoids (Vaswani et al.), interleaved sin/cos"
-    torch_class = "posgeom.nn.position:SinusoidalPositionEmbedding"
-
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return sinusoidal(n_positions, **params)
-
-    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
-        return sinusoidal(ctx.n_positions, d=ctx.model_dim)
-
-    def model_reference(self, n_positions: int, width: int, seed: int) -> PositionEncoding:
-        """The standard formula at the model's width (rounded up to even)."""
-        return sinusoidal(n_positions, d=width + width % 2)
-
-    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
-        return f"Vaswani, d={encoding.dim}, base {encoding.params['base']:g}, norm sqrt(d/2)"
-
-    def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
-        return {"d": spec.d}
-
-    def torch_module(self, spec: TorchSpec) -> Any:
-        return self.torch_class_object()(spec.n, spec.d, beyond="error")
-
-    # ---------------------------------------------------------------- extension (docstring)
     spec_keys = MappingProxyType(
         {
             "d": Interval(Integral, 2, None),
@@ -121,9 +97,39 @@ class SinusoidalFamily(Family):
         return learned_lag_vectors(table, lags)
 
     def decoder_module(self, config: Any, generator: Any = None) -> Any:
-        return self.torch_class_object()(
+        return self.torch_object(_TORCH_MODULE)(
             config.trained_length, config.d_model, config.sinusoidal_base
         )
 
     def decoder_weights_at_least(self, config: Any) -> int:
         return int(config.trained_length) * int(config.d_model)  # its table, a buffer
+
+
+@register
+class SinusoidalFamily(Family):
+    """Vaswani sinusoids: geometry, comparison row, fixed table in the trainer."""
+
+    name = "sinusoidal"
+    order = 10
+    summary = "fixed sinusoids (Vaswani et al.), interleaved sin/cos"
+    torch_class = _TORCH_MODULE
+    extension_type = SinusoidalExtension
+
+    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
+        return sinusoidal(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
+        return sinusoidal(ctx.n_positions, d=ctx.model_dim)
+
+    def model_reference(self, n_positions: int, width: int, seed: int) -> PositionEncoding:
+        """The standard formula at the model's width (rounded up to even)."""
+        return sinusoidal(n_positions, d=width + width % 2)
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        return f"Vaswani, d={encoding.dim}, base {encoding.params['base']:g}, norm sqrt(d/2)"
+
+    def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
+        return {"d": spec.d}
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        return self.torch_class_object()(spec.n, spec.d, beyond="error")

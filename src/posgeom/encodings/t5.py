@@ -41,7 +41,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, readonly
-from posgeom.encodings._extension import ExtensionContext, Strategy, check_lags
+from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -54,6 +54,7 @@ from posgeom.encodings._registry import (
 
 #: Last name components of relative-position bias tables (T5-style buckets).
 RELATIVE_BIAS_NAMES = ("relative_attention_bias",)
+_TORCH_MODULE = "posgeom.nn.relative:T5RelativeBias"  # the trainer's and the decoder's bias
 _BUCKET_METHODS = (
     "compute_position_bias",
     "compute_bias",
@@ -289,59 +290,10 @@ def _bucket_mechanism(model: Any, config: Any, name: str, module: Any) -> Mechan
     return Mechanism("relative_buckets", f"{name}.weight", params)
 
 
-# ------------------------------------------------------------------------------ family
-@register
-class T5Family(Family):
-    """T5 relative buckets: bucket-index geometry; ``relative_attention_bias`` tables."""
+# ------------------------------------------------------------------------------ extension
+class T5Extension(Extension):
+    """T5's extension side (module docstring): every distance has a bucket, one strategy."""
 
-    name = "t5"
-    order = 40
-    summary = "T5 relative position buckets (Raffel et al.), bucket-index or bias distances"
-    mechanism_kind = "relative_buckets"
-    mechanism_params = BucketParams
-    torch_class = "posgeom.nn.relative:T5RelativeBias"
-    trained_by_default = True
-    looks_for = "relative buckets as nn.Embedding named " + ", ".join(RELATIVE_BIAS_NAMES)
-    detect_order = 40
-
-    def torch_module(self, spec: TorchSpec) -> Any:
-        """A learned T5 bucket bias of ``n_heads`` heads (32 buckets, distance 128)."""
-        import torch
-
-        gen = None if spec.seed is None else torch.Generator().manual_seed(spec.seed)
-        return self.torch_class_object()(spec.n_heads, generator=gen)
-
-    def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> T5Encoding:
-        """The bias-difference geometry of the module's learned table (see the module docstring)."""
-        return t5(
-            spec.n,
-            num_buckets=module.num_buckets,
-            max_distance=module.max_distance,
-            bidirectional=module.bidirectional,
-            bias=module.bias.weight,
-        )
-
-    def build(self, n_positions: int, **params: Any) -> T5Encoding:
-        return t5(n_positions, **params)
-
-    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
-        return t5(ctx.n_positions)
-
-    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
-        p = encoding.params
-        return (
-            f"T5 bucket-index distance ({p['num_buckets']} buckets, max distance "
-            f"{p['max_distance']})"
-        )
-
-    def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
-        return [
-            _bucket_mechanism(model, config, name, module)
-            for name, module in model.named_modules()
-            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and _hf.is_embedding(module)
-        ]
-
-    # ---------------------------------------------------------------- extension (docstring)
     spec_keys = MappingProxyType(
         {"num_buckets": Interval(Integral, 2, None), "max_distance": Interval(Integral, 1, None)}
     )
@@ -383,10 +335,64 @@ class T5Family(Family):
         return t5_lag_vectors(lags, bias=params.get("bias"), **opts)
 
     def decoder_module(self, config: Any, generator: Any = None) -> Any:
-        return self.torch_class_object()(
+        return self.torch_object(_TORCH_MODULE)(
             config.n_heads,
             num_buckets=config.t5_num_buckets,
             max_distance=config.t5_max_distance,
             bidirectional=False,
             generator=generator,
         )
+
+
+# ------------------------------------------------------------------------------ family
+@register
+class T5Family(Family):
+    """T5 relative buckets: bucket-index geometry; ``relative_attention_bias`` tables."""
+
+    name = "t5"
+    order = 40
+    summary = "T5 relative position buckets (Raffel et al.), bucket-index or bias distances"
+    mechanism_kind = "relative_buckets"
+    mechanism_params = BucketParams
+    torch_class = _TORCH_MODULE
+    extension_type = T5Extension
+    trained_by_default = True
+    looks_for = "relative buckets as nn.Embedding named " + ", ".join(RELATIVE_BIAS_NAMES)
+    detect_order = 40
+
+    def torch_module(self, spec: TorchSpec) -> Any:
+        """A learned T5 bucket bias of ``n_heads`` heads (32 buckets, distance 128)."""
+        import torch
+
+        gen = None if spec.seed is None else torch.Generator().manual_seed(spec.seed)
+        return self.torch_class_object()(spec.n_heads, generator=gen)
+
+    def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> T5Encoding:
+        """The bias-difference geometry of the module's learned table (see the module docstring)."""
+        return t5(
+            spec.n,
+            num_buckets=module.num_buckets,
+            max_distance=module.max_distance,
+            bidirectional=module.bidirectional,
+            bias=module.bias.weight,
+        )
+
+    def build(self, n_positions: int, **params: Any) -> T5Encoding:
+        return t5(n_positions, **params)
+
+    def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
+        return t5(ctx.n_positions)
+
+    def describe(self, ctx: ComparisonContext, encoding: PositionEncoding) -> str:
+        p = encoding.params
+        return (
+            f"T5 bucket-index distance ({p['num_buckets']} buckets, max distance "
+            f"{p['max_distance']})"
+        )
+
+    def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
+        return [
+            _bucket_mechanism(model, config, name, module)
+            for name, module in model.named_modules()
+            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and _hf.is_embedding(module)
+        ]

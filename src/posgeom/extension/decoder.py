@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings import family
+from posgeom.encodings import extension_of
 from posgeom.encodings._extension import ExtensionContext
 from posgeom.extension.model import ExtensionModel
 from posgeom.extension.strategies import Strategy
@@ -61,7 +61,7 @@ def decoder_model(decoder: Any, name: str) -> ExtensionModel:
     """The :class:`ExtensionModel` of a :class:`~posgeom.nn.decoder.CausalDecoder` (its
     position family reads the parameters of its position module)."""
     c = decoder.config
-    params = family(c.position).extension_from_decoder(decoder.position)
+    params = extension_of(c.position).extension_from_decoder(decoder.position)
     return ExtensionModel(c.position, name, int(c.trained_length), params, "posgeom decoder")
 
 
@@ -129,15 +129,15 @@ class DecoderRunner:
 
     def supports(self, strategy: Strategy) -> bool:
         """Whether the decoder's family can run ``strategy`` (its family's ``can_apply``)."""
-        fam = family(self.model.family)
-        return strategy.family == self.model.family and fam.can_apply(strategy, "decoder")
+        ext = extension_of(self.model.family)
+        return strategy.family == self.model.family and ext.can_apply(strategy, "decoder")
 
     def apply(self, strategy: Strategy, trained_length: int, target_length: int) -> None:
         """Give the decoder the position module of ``strategy`` (one line when its family cannot
         apply it)."""
         ctx = ExtensionContext(int(trained_length), int(target_length), self.position_distances)
-        fam = family(self.model.family)
-        module = fam.decoder_strategy_module(self.model.params, strategy, self.trained, ctx)
+        ext = extension_of(self.model.family)
+        module = ext.decoder_strategy_module(self.model.params, strategy, self.trained, ctx)
         self.decoder.set_position(module)
 
     def restore(self) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings import family
+from posgeom.encodings import extension_of
 from posgeom.extension.runners import apply_strategy, runner_for
 from posgeom.extension.strategies import Strategy
 from posgeom.io.jsonfiles import json_text
@@ -217,7 +217,7 @@ def _check_supported(runner: Any, strategies: Sequence[Strategy]) -> None:
     never measured as ``none``)."""
     for s in strategies:
         if not runner.supports(s):
-            family(s.family).check_apply(s, runner.target)  # its family's own line
+            extension_of(s.family).check_apply(s, runner.target)  # its family's own line
             raise PosgeomError(
                 f"strategy {s.name!r} ({s.family}) does not apply to this {runner.target} model"
             )

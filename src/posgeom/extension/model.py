@@ -2,8 +2,8 @@
 and the trained length.
 
 :class:`ExtensionModel` is ``(family, params, trained_length)``: ``family`` names a registered
-family (:func:`posgeom.encodings.family`), whose extension side
-(:class:`~posgeom.encodings._extension.Extension`) owns what ``params`` hold (RoPE: ``head_dim``
+family (:func:`posgeom.encodings.family`), whose extension side (its ``extension``, an
+:class:`~posgeom.encodings._extension.Extension`) owns what ``params`` hold (RoPE: ``head_dim``
 and ``rope_parameters``; a learned table: ``table``; ALiBi: ``slopes``; T5: the bucket set-up and
 bias table; sinusoidal: ``d`` and ``base``), checks them, and reads them from a bare family spec
 (:func:`parse_family_spec`), a Hugging Face configuration or a model's detected mechanisms
@@ -25,8 +25,8 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int, check_param
-from posgeom.encodings import families, family, family_of_mechanism
-from posgeom.encodings._extension import SPEC_LENGTH
+from posgeom.encodings import extension_of, families, family, family_of_mechanism
+from posgeom.encodings._extension import SPEC_LENGTH, Extension
 
 __all__ = [
     "ExtensionModel",
@@ -53,7 +53,9 @@ class ExtensionModel:
     source: str = "transformers"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "params", family(self.family).check_extension_params(self.params))
+        object.__setattr__(
+            self, "params", extension_of(self.family).check_extension_params(self.params)
+        )
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "params":
@@ -76,13 +78,15 @@ class ExtensionModel:
             "family": self.family,
             "name": self.name,
             "trained_length": self.trained_length,
-            **family(self.family).extension_summary(self.params),
+            **extension_of(self.family).extension_summary(self.params),
         }
 
 
-def spec_families() -> dict[str, Any]:
-    """The families a spec can name (those with ``spec_keys``), by registry order."""
-    return {name: fam for name, fam in families().items() if fam.spec_keys is not None}
+def spec_families() -> dict[str, Extension]:
+    """The extensions of the families a spec can name (those with ``spec_keys``) by family
+    name, in registry order."""
+    exts = {name: fam.extension for name, fam in families().items()}
+    return {name: ext for name, ext in exts.items() if ext.spec_keys is not None}
 
 
 def is_family_spec(text: str) -> bool:
@@ -135,7 +139,7 @@ def config_model(config: Any, *, model: Any = None, name: str = "model") -> Exte
     modules), or ``None``: the family is in the weights."""
     length = getattr(config, "max_position_embeddings", None)
     for fam in families().values():
-        params = fam.extension_from_config(config, model)
+        params = fam.extension.extension_from_config(config, model)
         if params is not None:
             return ExtensionModel(fam.name, name, length, params)
     return None
@@ -158,7 +162,7 @@ def _with_layers(ext: ExtensionModel, model: Any) -> ExtensionModel:
     found = find_positional_mechanisms(model, on_missing="none")
     kind = family(ext.family).mechanism_kind
     layers = sorted({i for m in found if m.kind == kind for i in (m.layers or ())})
-    if not layers or "layers" not in family(ext.family).extension_summary(
+    if not layers or "layers" not in extension_of(ext.family).extension_summary(
         {**ext.params, "layers": layers}
     ):
         return ext
@@ -183,9 +187,9 @@ def model_from_config(config: Any, *, model: Any = None, name: str = "model") ->
     found = _long_range_first(find_positional_mechanisms(model, on_missing="none"))
     for mech in found:
         fam = family_of_mechanism(mech.kind)
-        params = fam.extension_from_mechanism(mech)
+        params = fam.extension.extension_from_mechanism(mech)
         if params is not None:
-            trained = length or fam.default_trained_length(params)
+            trained = length or fam.extension.default_trained_length(params)
             return ExtensionModel(fam.name, name, trained, params)
     kinds = ", ".join(m.kind for m in found) or "none"
     raise PosgeomError(

@@ -43,7 +43,7 @@ from posgeom._paths import portable_path
 from posgeom._placement import check_device, check_dtype
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.corpus.bootstrap_weights import REPLICATES
-from posgeom.encodings import family
+from posgeom.encodings import extension_of
 from posgeom.extension.decoder import check_token_ids, decoder_source, is_decoder, is_decoder_path
 from posgeom.extension.documents import (
     corpus_paths,
@@ -237,7 +237,7 @@ def extend(
         replicates=replicates,
         seed=seed,
         position_distances=where,
-        plane_use=lm if model_weights and family(ext.family).rotary else None,
+        plane_use=lm if model_weights and extension_of(ext.family).rotary else None,
     )
     sizes = (max_windows, measure_top, where, measure)
     if not output:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from posgeom.encodings import family
+from posgeom.encodings import extension_of
 from posgeom.encodings._extension import ExtensionContext, Strategy
 
 __all__ = ["apply_strategy", "runner_for"]
@@ -25,7 +25,7 @@ def apply_strategy(
     (:meth:`~posgeom.encodings._extension.Extension.apply_to_transformers`); returns what puts
     the model's own back (``None``: nothing changed). One line when the family cannot apply it."""
     ctx = ExtensionContext(int(trained_length), int(target_length))
-    return family(strategy.family).apply_to_transformers(model, strategy, ctx)
+    return extension_of(strategy.family).apply_to_transformers(model, strategy, ctx)
 
 
 class _HFRunner:
@@ -41,7 +41,7 @@ class _HFRunner:
 
     def supports(self, strategy: Strategy) -> bool:
         """Whether the strategy's family can apply it to a transformers model."""
-        return family(strategy.family).can_apply(strategy, "transformers")
+        return extension_of(strategy.family).can_apply(strategy, "transformers")
 
     def apply(self, strategy: Strategy, trained_length: int, target_length: int) -> None:
         undo = apply_strategy(self.model, strategy, trained_length, target_length)

@@ -6,7 +6,7 @@ frequencies at ``seq_len = L`` from the one implementation of the rope types, AL
 buckets, the extended learned table) and scores it against the corpus's estimated lag geometry ``D`` (lags up to ``L - 1``, recommended
 estimator) with every stress kind and the violation rate; with half-sample replicates every score
 gets a bootstrap interval and the ranking its stability (:func:`posgeom.uncertainty.bootstrap.
-bootstrap_scores`). A rotary family's strategies (:attr:`Family.rotary`: RoPE) also get the
+bootstrap_scores`). A rotary family's strategies (its extension's ``rotary``: RoPE) also get the
 fitted per-plane factors, the rotation-phase metrics (:func:`posgeom.extension.fit.phase_report`),
 the forward-free predictors and the recommendation and, when a per-position corpus geometry is
 given, the stress of their position vectors against it (``position_*``). Strategies are ranked by
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings import family
+from posgeom.encodings import extension_of
 from posgeom.extension.model import ExtensionModel, parse_family_spec
 from posgeom.extension.result import ExtensionResult, StrategyScore
 from posgeom.extension.strategies import Strategy, enumerate_strategies, longrope_strategy
@@ -207,7 +207,7 @@ def _extras(model: ExtensionModel, strategy: Strategy, target: int, position: An
     from posgeom.lags.kernels import rope_lag_vectors
     from posgeom.scores.table import score_encoding
 
-    if not family(model.family).rotary:
+    if not extension_of(model.family).rotary:
         return {}
     l0 = int(model.trained_length)
     w0, _ = Strategy("own", "rope", "none", dict(model.rope_parameters)).frequencies(model, l0, l0)
@@ -269,7 +269,7 @@ def score_strategies(
         "seed": seed,
         "rank_by": rank_by,
     }
-    rotary = family(m.family).rotary
+    rotary = extension_of(m.family).rotary
     chosen, notes = _usable(_choose(m, strategies, target), position_distances, target)
     geo, short = _lag_geometry(corpus, m, target, opts)
     notes += short

@@ -2,7 +2,8 @@
 
 A :class:`Strategy` is a name, its family, its kind and, for RoPE, the ``rope_parameters`` to
 paste into ``config.json`` (:mod:`posgeom.encodings._extension`, where every family finds it).
-Each family lists its own strategies (:meth:`Family.strategies`, in the family's file):
+Each family lists its own strategies (its ``extension``'s
+:meth:`~posgeom.encodings._extension.Extension.strategies`, in the family's file):
 
 - RoPE (:mod:`posgeom.encodings.rope_extension`): ``none``, ``linear``, static ``ntk`` bases,
   ``dynamic``, ``yarn``, ``llama3``, ``longrope``; ``fitted`` (per-plane factors fitted to the
@@ -20,7 +21,7 @@ re-exported here for the fit and the recommendation.
 from __future__ import annotations
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings import family
+from posgeom.encodings import extension_of
 from posgeom.encodings._extension import Strategy
 from posgeom.encodings.rope_extension import (
     LLAMA3_BANDS,
@@ -57,4 +58,4 @@ def enumerate_strategies(
             f"the target length ({target}) must exceed the trained length ({l0}); pass "
             "--target-length above --trained-length"
         )
-    return family(model.family).strategies(model.params, l0, target)
+    return extension_of(model.family).strategies(model.params, l0, target)

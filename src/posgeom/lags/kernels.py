@@ -3,8 +3,8 @@
 A kernel gives ``(m, d)`` float64 vectors ``v_k`` for the lags ``k`` (``(m,)`` ints), so the
 distances ``||v_k - v_k'||`` are a geometry across lags that the scores (stress, violation rate)
 compare with the corpus's lag geometry (:func:`posgeom.lag_geometry`), as position vectors are
-compared with the positional geometry. Each family owns its kernel
-(:meth:`~posgeom.encodings._extension.Extension.lag_vectors`, in its own file);
+compared with the positional geometry. Each family owns its kernel (its ``extension``'s
+:meth:`~posgeom.encodings._extension.Extension.lag_vectors`, in the family's file);
 :func:`lag_vectors` asks the family registry for it. The named kernels are the families' own
 functions, re-exported:
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.encodings import family
+from posgeom.encodings import extension_of
 from posgeom.encodings._extension import ExtensionContext, Strategy
 from posgeom.encodings.alibi import alibi_lag_vectors
 from posgeom.encodings.learned_extension import learned_lag_vectors
@@ -53,11 +53,11 @@ def lag_vectors(
     position_distances: Any = None,
 ) -> np.ndarray:
     """The ``(m, d)`` lag kernel of ``strategy`` on a model of family ``family_name`` with
-    ``params`` at ``target_length`` (the family's :meth:`lag_vectors`; one line for a family
+    ``params`` at ``target_length`` (its family extension's :meth:`lag_vectors`; one line for a family
     without a kernel). ``position_distances``: the corpus's per-position geometry, for kernels
     that need it (the Gower extension of a learned table)."""
     ctx = ExtensionContext(int(trained_length), int(target_length), position_distances)
-    return family(family_name).lag_vectors(params, strategy, lags, ctx)
+    return extension_of(family_name).lag_vectors(params, strategy, lags, ctx)
 
 
 def nope_lag_vectors(lags: Any) -> np.ndarray:

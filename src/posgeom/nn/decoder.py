@@ -8,7 +8,7 @@ Architecture (pre-LN, GPT-style, no dropout, nothing tied), for token ids ``x`` 
 
 with the causal mask ``-inf`` above the diagonal (``(1, L, L)``), the blocks
 :class:`posgeom.nn.encoder.EncoderLayer` (GELU FFN of width ``d_ff``) and the position module
-built by the family ``position`` names (its ``decoder_module``, :mod:`posgeom.encodings._extension`;
+built by the family ``position`` names (its extension's ``decoder_module``, :mod:`posgeom.encodings._extension`;
 :func:`decoder_positions` lists the families that have one): ``rope`` (:class:`~posgeom.nn.rotary.RotaryEmbedding` on queries and keys, head width
 ``d / n_heads``, base ``rope_theta``), ``alibi`` (:class:`~posgeom.nn.alibi.ALiBiBias`, added to
 the logits under the mask), ``t5`` (:class:`~posgeom.nn.relative.T5RelativeBias`, unidirectional,
@@ -41,7 +41,7 @@ from torch import Tensor, nn
 
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom._validation import check_int, check_real
-from posgeom.encodings import families, family
+from posgeom.encodings import extension_of, families
 from posgeom.encodings._extension import has_decoder_module
 from posgeom.nn.alibi import AttentionBias
 from posgeom.nn.encoder import EncoderLayer
@@ -63,7 +63,7 @@ DECODER_FORMAT = "posgeom.decoder/1"
 
 def decoder_positions() -> tuple[str, ...]:
     """The families with a decoder position module (their ``decoder_module``), registry order."""
-    return tuple(name for name, fam in families().items() if has_decoder_module(fam))
+    return tuple(name for name, fam in families().items() if has_decoder_module(fam.extension))
 
 
 _LIMITS = {  # (least, most) of each size: a file declaring more is refused before allocating
@@ -125,7 +125,7 @@ class DecoderConfig:
         left out). Computed before anything is built."""
         d = self.d_model
         layers = self.n_layers * (4 * d * d + 2 * d * self.d_ff)
-        position = family(self.position).decoder_weights_at_least(self)
+        position = extension_of(self.position).decoder_weights_at_least(self)
         return 2 * self.vocab_size * d + layers + position
 
     @property
@@ -135,7 +135,7 @@ class DecoderConfig:
     def position_module(self, generator: torch.Generator | None = None) -> nn.Module | None:
         """A freshly initialised position module of this configuration, built by its family
         (``decoder_module``; ``None``: NoPE)."""
-        return family(self.position).decoder_module(self, generator)
+        return extension_of(self.position).decoder_module(self, generator)
 
 
 class CausalDecoder(nn.Module):

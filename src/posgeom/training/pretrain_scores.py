@@ -77,9 +77,10 @@ def _kernel(module: Any, fam_name: str, lags: np.ndarray, n: int, target_length:
         with torch.no_grad():
             table = module.table().detach().to(torch.float64).cpu().numpy()[:n]
         return learned_lag_vectors(table, lags)
-    params = fam.extension_from_decoder(module)
+    ext = fam.extension
+    params = ext.extension_from_decoder(module)
     ctx = ExtensionContext(n, target_length, None)
-    return fam.lag_vectors(params, Strategy("none", fam.name, "none"), lags, ctx)
+    return ext.lag_vectors(params, Strategy("none", fam.name, "none"), lags, ctx)
 
 
 def lag_stress(
