@@ -39,11 +39,11 @@ from scipy.spatial.distance import pdist, squareform  # noqa: E402
 
 from helpers.models import WORDS, tiny_bert  # noqa: E402
 from posgeom.cli.main import main  # noqa: E402
+from posgeom.encodings import is_candidate  # noqa: E402
 from posgeom.reports.view import load_folder  # noqa: E402
 from posgeom.text.verdict import one_line  # noqa: E402
 from posgeom.text.verdict_inputs import (  # noqa: E402
     VerdictInputs,
-    is_candidate,
     resolution_setting,
     target_phrase,
     trusted_pairs,

@@ -18,7 +18,7 @@ import pytest
 from posgeom.cli.main import main
 from posgeom.reports.view import load_folder
 from posgeom.text.verdict import rank_curve_caption, verdict
-from posgeom.text.verdict_inputs import candidate_ranking
+from posgeom.uncertainty.rows import candidate_ranking
 
 NOT_CANDIDATES = ("random", "nope")
 

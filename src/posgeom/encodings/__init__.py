@@ -27,6 +27,7 @@ from posgeom.encodings._registry import (
     families_with_role,
     family,
     family_of_mechanism,
+    is_candidate,
     register,
     role_of,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "family_of_mechanism",
     "from_file",
     "get",
+    "is_candidate",
     "learned",
     "low_rank_mds",
     "mds",

@@ -294,6 +294,15 @@ def role_of(name: str) -> str:
     return fam.role if fam is not None else "candidate"
 
 
+def is_candidate(name: str) -> bool:
+    """Whether a row competes for "closest encoding": its role is ``"candidate"``
+    (:func:`posgeom.encodings.role_of`) and it is no variant of a fitted family (``mds+smacof``,
+    ``mds (target)``: fits of ``D`` too)."""
+    return role_of(str(name)) == "candidate" and not str(name).startswith(
+        families_with_role("fitted")
+    )
+
+
 def family_of_mechanism(kind: str) -> Family:
     """The family whose Hugging Face mechanism is ``kind`` (``"rotary"`` -> ``rope``, ...)."""
     for fam in _FAMILIES.values():

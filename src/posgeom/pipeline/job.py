@@ -48,7 +48,6 @@ from posgeom.geometry.distributions import PositionalDistributions, positional_d
 from posgeom.geometry.noise import stage_noise_floor
 from posgeom.geometry.stationarity import StationarityResult, sampled_stationarity, stationarity
 from posgeom.pipeline.config import GeometryConfig
-from posgeom.pipeline.intervals import stage_intervals
 from posgeom.pipeline.keywords import takes_geometry_config
 from posgeom.pipeline.result import KINDS, GeometryResult
 from posgeom.pipeline.rows import SMACOF_ROW, comparison_rows, rows_in_order
@@ -57,6 +56,7 @@ from posgeom.scores import table as score_table
 from posgeom.scores.long_context import long_context_arrays
 from posgeom.scores.shepard import shepard_pairs
 from posgeom.scores.table import ScoreTargets
+from posgeom.uncertainty.rows import row_intervals
 
 __all__ = ["analyze"]
 
@@ -328,3 +328,33 @@ def _stationarity(stage: _Geometry) -> StationarityResult:
     if stage.targets.matrix is not None:
         return stationarity(stage.targets.matrix)
     return sampled_stationarity(stage.scored, seed=stage.options["seed"])
+
+
+def stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any] | None, Any]:
+    """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
+    each replicate needs an ``(n, n)`` matrix): ``(uncertainty summary or None, rows with the
+    intervals' cells)``. ``stage``: the job's stage (its options, score targets and target);
+    ``rows``: its :class:`~posgeom.pipeline.rows.Rows`."""
+
+    if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
+        return None, rows
+    if stage.targets.sampled:
+        log.warning(
+            "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
+            "rows carry their sampling intervals (<score>_ci)",
+            stage.distributions.n_positions,
+        )
+        return None, rows
+    o, target = stage.options, stage.target
+    same_classes = {} if isinstance(target, PluginEstimate) else {"resolution": target.class_map}
+    summary, cells = row_intervals(
+        counts,
+        rows.table.encodings,
+        rows.built,
+        model_dim=int(o["model_dim"]),
+        low_rank=int(o["low_rank"]),
+        estimator=o["estimator"],  # the name actually used (a fallback included)
+        estimator_options={**(o["estimator_options"] or {}), **same_classes},
+        seed=o["seed"],
+    )
+    return summary, rows.with_cells(cells)

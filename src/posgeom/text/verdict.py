@@ -7,7 +7,7 @@ Rules (stated so a reader can check them):
   (``noise_floor.trusted_pair_share``). ``share >= 0.8``: most of the geometry is above the noise;
   ``0.3 <= share < 0.8``: part of it; below: most of it is sampling noise. The floor falls like
   ``1 / sqrt(samples)``, so halving it needs about four times the data.
-* **Ranking.** Candidates (:func:`~posgeom.text.verdict_inputs.is_candidate`) are ranked by
+* **Ranking.** Candidates (:func:`~posgeom.encodings.is_candidate`) are ranked by
   scale-optimal stress (shape). With bootstrap replicates two neighbours are *separated* when the
   interval (same level and method as the scores') of the difference of their stresses, from the
   paired replicate differences (the two scores of one replicate share its noise), excludes 0;

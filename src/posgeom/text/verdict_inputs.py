@@ -20,7 +20,6 @@ This module imports only numpy at top level.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,14 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from posgeom.encodings import is_candidate
+
 __all__ = [
     "TARGET_FIELDS",
     "VerdictInputs",
     "baseline_scores",
     "baselines",
     "baselines_as_good",
-    "candidate_ranking",
-    "is_candidate",
     "resolution_setting",
     "target_phrase",
     "trusted_pairs",
@@ -73,67 +72,6 @@ def baselines() -> tuple[str, ...]:
     return families_with_role("baseline")
 
 
-def is_candidate(name: str) -> bool:
-    """Whether a row competes for "closest encoding": its role is ``"candidate"``
-    (:func:`posgeom.encodings.role_of`) and it is no variant of a fitted family (``mds+smacof``,
-    ``mds (target)``: fits of ``D`` too)."""
-    from posgeom.encodings import families_with_role, role_of
-
-    return role_of(str(name)) == "candidate" and not str(name).startswith(
-        families_with_role("fitted")
-    )
-
-
-def candidate_ranking(
-    names: Sequence[str],
-    point: np.ndarray,
-    replicates: np.ndarray,
-    *,
-    level: float = 0.95,
-    method: str = "bias_aware",
-) -> dict[str, Any]:
-    """Bootstrap ranking statistics over the candidates of ``names``.
-
-    ``point``: ``(E,)`` scores (lower is better), ``replicates``: ``(B, E)`` the same per
-    replicate. Returns ``ranking`` (candidates by point score), ``p_first`` (share of replicates
-    in which each candidate is the lowest among the candidates), ``stability`` (mean Kendall
-    tau-b between replicate and point scores of the candidates; 1 with fewer than 2) and
-    ``neighbours``: for each neighbour pair ``(a, b)`` of the ranking, ``share`` (replicates
-    ordering them as the point estimate does), ``difference`` (the ``level`` interval of
-    ``s_b - s_a`` by ``method``, :func:`posgeom.uncertainty.bootstrap.bootstrap_interval` on the
-    paired replicate differences) and ``separated`` (that interval lies above 0)."""
-    from scipy.stats import kendalltau
-
-    from posgeom.uncertainty.bootstrap import bootstrap_interval
-
-    keep = [k for k, n in enumerate(names) if is_candidate(n)]
-    if not keep:
-        return {}
-    p, r = np.asarray(point, dtype=float)[keep], np.asarray(replicates, dtype=float)[:, keep]
-    cand = [str(names[k]) for k in keep]
-    order = np.argsort(p, kind="stable")
-    first = np.bincount(np.argmin(r, axis=1), minlength=len(cand)) / max(len(r), 1)
-    taus = [kendalltau(p, row).statistic for row in r] if len(cand) > 1 else [1.0]
-    taus = [t for t in taus if np.isfinite(t)]
-    neighbours = []
-    for a, b in itertools.pairwise(order):
-        diff = bootstrap_interval(p[b] - p[a], r[:, b] - r[:, a], level=level, method=method)
-        neighbours.append(
-            {
-                "pair": [cand[a], cand[b]],
-                "share": float(np.mean(r[:, a] < r[:, b])),
-                "difference": [diff.low, diff.high],
-                "separated": bool(diff.low > 0),
-            }
-        )
-    return {
-        "ranking": [cand[k] for k in order],
-        "p_first": {cand[k]: float(first[k]) for k in order},
-        "stability": float(np.mean(taus)) if taus else float("nan"),
-        "neighbours": neighbours,
-    }
-
-
 @dataclass(frozen=True)
 class VerdictInputs:
     """Everything a verdict says, in one place (see the module docstring).
@@ -149,7 +87,7 @@ class VerdictInputs:
     ``p_first``); ``layers``: ``layer``, ``stress_scale_optimal`` and its ``_ci``; ``noise_share``:
     the share of pairs above twice their noise floor (``None``: not estimated);
     ``uncertainty``: ``n_replicates``, ``level``, ``method`` and the candidates' ranking
-    statistics (:func:`candidate_ranking`). ``interval_source``: what the rows' intervals
+    statistics (:func:`posgeom.uncertainty.rows.candidate_ranking`). ``interval_source``: what the rows' intervals
     measure: ``"bootstrap"`` (replicates of the corpus counts: another sample of the corpus),
     ``"sampled_triples"`` (a long context's scores estimated from a sample of position triples:
     how precisely the scores of *this* corpus sample are computed, not how they would vary with

@@ -1,36 +1,41 @@
-"""Bootstrap intervals for a comparison's rows (when its counts carry replicates).
+"""Bootstrap intervals for a comparison's rows, and the ranking statistics of its candidates.
 
-:func:`attach_intervals` runs :func:`posgeom.uncertainty.bootstrap.bootstrap_scores` on the fixed
+:func:`row_intervals` runs :func:`posgeom.uncertainty.bootstrap.bootstrap_scores` on the fixed
 encodings of a comparison and on the ``"fitted"`` families refitted per replicate
 (:meth:`Family.refit <posgeom.encodings._registry.Family.refit>`: ``mds`` at rank
 ``min(n - 1, d)``, ``low_rank_mds`` at its rank; a fitted family without a refit gets no
-interval), and writes into every row the schema's
+interval), and returns, per row, cells of the comparison's score table: the schema's
 ``<key>_ci = [low, high]`` for every registered score with an interval
 (:func:`posgeom.scores.available`: every stress kind, the order scores), plus, for the
 candidates, ``p_first``: the share of replicates in which the encoding is ranked first by
-scale-optimal stress among the candidates (:func:`posgeom.text.verdict_inputs.candidate_ranking`:
-the MDS fits of ``D`` and the baselines aside), the very number of the summary's
-``candidates.p_first``, which the verdict reads (the fits of ``D`` and the baselines have none).
-The summary's ``ranking`` and ``ranking_stability`` are over every row. Counts: ``posgeom count --bootstrap B`` (or
+scale-optimal stress among the candidates (:func:`candidate_ranking`: the MDS fits of ``D`` and
+the baselines aside, :func:`posgeom.encodings.is_candidate`), the very number of the summary's
+``candidates.p_first``, which the verdict reads. The summary's ``ranking`` and
+``ranking_stability`` are over every row. Counts: ``posgeom count --bootstrap B`` (or
 ``count_positions(..., bootstrap=B)``); the intervals are the module's default (bias-aware, 95%).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import warnings
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from posgeom.encodings._registry import Family
-from posgeom.pipeline.target import PluginEstimate
+import numpy as np
 
-__all__ = ["attach_intervals", "stage_intervals"]
+from posgeom._threads import blas_threads
+from posgeom.encodings._registry import Family, is_candidate
+from posgeom.uncertainty.bootstrap import bootstrap_interval
+
+__all__ = ["candidate_ranking", "row_intervals"]
 
 log = logging.getLogger("posgeom")
 
 
-def attach_intervals(
+def row_intervals(
     counts: Any,
     names: Sequence[str],
     encodings: Mapping[str, Any],
@@ -66,12 +71,6 @@ def attach_intervals(
         if k in names and type(fam).refit is not Family.refit
     }
     log.info("bootstrap intervals over %d replicates", counts.n_replicates)
-    import warnings
-
-    import numpy as np
-
-    from posgeom._threads import blas_threads
-
     # nope's stress-1 is inf in every replicate; a replicate's D may be slightly non-Euclidean.
     # One BLAS thread: every replicate makes many small BLAS calls (the Gram matrix of m
     # positions, the scores), where a threaded BLAS spends more on synchronising than it gains
@@ -92,8 +91,6 @@ def attach_intervals(
         u = bs.encodings.get(row)
         if u is not None:  # every registered score with an interval
             cells[row] = {f"{name}_ci": [iv.low, iv.high] for name, iv in u.scores.items()}
-    from posgeom.text.verdict_inputs import candidate_ranking
-
     scored = list(bs.encodings)
     point = np.array([bs.encodings[n].scores[bs.rank_by].estimate for n in scored])
     candidates = candidate_ranking(
@@ -112,31 +109,49 @@ def attach_intervals(
     }, cells
 
 
-def stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any] | None, Any]:
-    """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
-    each replicate needs an ``(n, n)`` matrix): ``(uncertainty summary or None, rows with the
-    intervals' cells)``. ``stage``: the job's stage (its options, score targets and target);
-    ``rows``: its :class:`~posgeom.pipeline.rows.Rows`."""
+def candidate_ranking(
+    names: Sequence[str],
+    point: np.ndarray,
+    replicates: np.ndarray,
+    *,
+    level: float = 0.95,
+    method: str = "bias_aware",
+) -> dict[str, Any]:
+    """Bootstrap ranking statistics over the candidates of ``names``.
 
-    if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
-        return None, rows
-    if stage.targets.sampled:
-        log.warning(
-            "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
-            "rows carry their sampling intervals (<score>_ci)",
-            stage.distributions.n_positions,
+    ``point``: ``(E,)`` scores (lower is better), ``replicates``: ``(B, E)`` the same per
+    replicate. Returns ``ranking`` (candidates by point score), ``p_first`` (share of replicates
+    in which each candidate is the lowest among the candidates), ``stability`` (mean Kendall
+    tau-b between replicate and point scores of the candidates; 1 with fewer than 2) and
+    ``neighbours``: for each neighbour pair ``(a, b)`` of the ranking, ``share`` (replicates
+    ordering them as the point estimate does), ``difference`` (the ``level`` interval of
+    ``s_b - s_a`` by ``method``, :func:`posgeom.uncertainty.bootstrap.bootstrap_interval` on the
+    paired replicate differences) and ``separated`` (that interval lies above 0)."""
+    from scipy.stats import kendalltau
+
+    keep = [k for k, n in enumerate(names) if is_candidate(n)]
+    if not keep:
+        return {}
+    p, r = np.asarray(point, dtype=float)[keep], np.asarray(replicates, dtype=float)[:, keep]
+    cand = [str(names[k]) for k in keep]
+    order = np.argsort(p, kind="stable")
+    first = np.bincount(np.argmin(r, axis=1), minlength=len(cand)) / max(len(r), 1)
+    taus = [kendalltau(p, row).statistic for row in r] if len(cand) > 1 else [1.0]
+    taus = [t for t in taus if np.isfinite(t)]
+    neighbours = []
+    for a, b in itertools.pairwise(order):
+        diff = bootstrap_interval(p[b] - p[a], r[:, b] - r[:, a], level=level, method=method)
+        neighbours.append(
+            {
+                "pair": [cand[a], cand[b]],
+                "share": float(np.mean(r[:, a] < r[:, b])),
+                "difference": [diff.low, diff.high],
+                "separated": bool(diff.low > 0),
+            }
         )
-        return None, rows
-    o, target = stage.options, stage.target
-    same_classes = {} if isinstance(target, PluginEstimate) else {"resolution": target.class_map}
-    summary, cells = attach_intervals(
-        counts,
-        rows.table.encodings,
-        rows.built,
-        model_dim=int(o["model_dim"]),
-        low_rank=int(o["low_rank"]),
-        estimator=o["estimator"],  # the name actually used (a fallback included)
-        estimator_options={**(o["estimator_options"] or {}), **same_classes},
-        seed=o["seed"],
-    )
-    return summary, rows.with_cells(cells)
+    return {
+        "ranking": [cand[k] for k in order],
+        "p_first": {cand[k]: float(first[k]) for k in order},
+        "stability": float(np.mean(taus)) if taus else float("nan"),
+        "neighbours": neighbours,
+    }
