@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._errors import PosgeomError
 from posgeom._validation import Interval
 from posgeom.encodings._base import (
     PositionEncoding,
@@ -29,10 +30,13 @@ from posgeom.encodings._extension import ExtensionContext, Strategy
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
+    Mechanism,
     TorchSpec,
     register,
 )
+from posgeom.encodings.learned import LEARNED_NAMES
 from posgeom.encodings.learned_extension import learned_lag_vectors
+from posgeom.encodings.sinusoidal_mechanism import SinusoidalParams, detect_sinusoids, refusal
 
 
 def sinusoidal_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
@@ -79,6 +83,26 @@ class SinusoidalFamily(Family):
     order = 10
     summary = "fixed sinusoids (Vaswani et al.), interleaved sin/cos"
     torch_class = "posgeom.nn.position:SinusoidalPositionEmbedding"
+    mechanism_kind = "sinusoidal"
+    mechanism_params = SinusoidalParams
+    looks_for = (
+        "sinusoids computed in the forward pass (position modules named "
+        + ", ".join(LEARNED_NAMES)
+        + " without a table; relative_positional_encoding methods)"
+    )
+    detect_order = 15
+
+    def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
+        """See :mod:`posgeom.encodings.sinusoidal_mechanism`."""
+        return detect_sinusoids(model, config, LEARNED_NAMES)
+
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+        """``{"d", "base"}`` of a detected sinusoid with Vaswani's frequencies (one line
+        otherwise)."""
+        base = mechanism.params.standard_base()
+        if base is None:
+            raise PosgeomError(refusal(mechanism.params))
+        return {"d": 2 * int(mechanism.params.inv_freq.shape[0]), "base": base}
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:
         return sinusoidal(n_positions, **params)

@@ -258,21 +258,19 @@ def _signature_default(owner: Any, parameter: str) -> Any:
     return None
 
 
-def _bucket_mechanism(model: Any, config: Any, name: str, module: Any) -> Mechanism:
+def _bucket_mechanism(model: Any, config: Any, name: str, weight: Any, source: str) -> Mechanism:
+    """The buckets of the table ``weight`` ``(rows, heads)``, the module or parameter ``name``
+    (owned by the attention or position module that sets the buckets): its first
+    ``num_buckets`` rows (CPM-Ant keeps its segment-pair rows after them)."""
     owner = _hf.parent(model, name)
-    rows, heads = module.weight.shape
-    num_buckets = (
-        getattr(owner, "relative_attention_num_buckets", None)
-        or _signature_default(owner, "num_buckets")
-        or getattr(config, "relative_attention_num_buckets", None)
-        or rows
-    )
-    max_distance = (
-        getattr(owner, "relative_attention_max_distance", None)
-        or _signature_default(owner, "max_distance")
-        or getattr(config, "relative_attention_max_distance", None)
-        or 128
-    )
+    rows, heads = weight.shape
+
+    def setting(name: str, default: int) -> Any:  # the owner's, its bucket function's, config's
+        ours = getattr(owner, f"relative_attention_{name}", None) or getattr(owner, name, None)
+        theirs = getattr(config, f"relative_attention_{name}", None)
+        return ours or _signature_default(owner, name) or theirs or default
+
+    num_buckets, max_distance = setting("num_buckets", rows), setting("max_distance", 128)
     is_decoder = getattr(owner, "is_decoder", None)
     if int(num_buckets) > rows:
         raise PosgeomError(
@@ -280,13 +278,13 @@ def _bucket_mechanism(model: Any, config: Any, name: str, module: Any) -> Mechan
             "the checkpoint and its configuration disagree"
         )
     params = BucketParams(
-        bias_table=_hf.to_numpy(module.weight),
+        bias_table=_hf.to_numpy(weight[: int(num_buckets)]),
         num_buckets=int(num_buckets),
         max_distance=int(max_distance),
         bidirectional=True if is_decoder is None else not bool(is_decoder),
         num_heads=int(heads),
     )
-    return Mechanism("relative_buckets", f"{name}.weight", params)
+    return Mechanism("relative_buckets", source, params)
 
 
 # ------------------------------------------------------------------------------ family
@@ -335,11 +333,18 @@ class T5Family(Family):
         )
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
-        return [
-            _bucket_mechanism(model, config, name, module)
-            for name, module in model.named_modules()
-            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and _hf.is_embedding(module)
+        """Tables named in :data:`RELATIVE_BIAS_NAMES`: embeddings (T5, MPNet) or bare 2-D
+        parameters (CPM-Ant's ``position_bias.relative_attention_bias``)."""
+        tables = [
+            (name, m.weight, f"{name}.weight")
+            for name, m in model.named_modules()
+            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and _hf.is_embedding(m)
+        ] + [
+            (name, p, name)
+            for name, p in model.named_parameters()
+            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and p.ndim == 2
         ]
+        return [_bucket_mechanism(model, config, *table) for table in tables]
 
     # ---------------------------------------------------------------- extension (docstring)
     spec_keys = MappingProxyType(

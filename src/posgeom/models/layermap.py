@@ -29,6 +29,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from posgeom.encodings import Mechanism, family
 from posgeom.encodings.rope_mechanism import text_config
 from posgeom.models.rotation_probe import LayerCall, probe_rotation, uses_frequencies
@@ -59,12 +61,17 @@ SCOPE = {
 
 
 def _counts(config: Any) -> set[int]:
+    """The configuration's layer counts, with the blocks of each stage of a hierarchical
+    model (Swin's ``depths``)."""
     out = set()
     for cfg in {id(config): config, id(text_config(config)): text_config(config)}.values():
         for name in LAYER_COUNT_FIELDS:
             value = getattr(cfg, name, None)
             if isinstance(value, int) and value > 0:
                 out.add(value)
+        depths = getattr(cfg, "depths", None)
+        if isinstance(depths, (list, tuple)):
+            out.update(v for v in depths if isinstance(v, int) and v > 0)
     return out
 
 
@@ -182,7 +189,7 @@ def _probe_by_block(model: Any, stacks: dict[str, int], kinds: set[str]) -> dict
 
 def _placed(mech: Mechanism, model: Any, stacks: dict[str, int], probe: dict) -> list[Mechanism]:
     """``mech`` with its stack and layers (one copy per stack it acts on)."""
-    scope = SCOPE.get(mech.kind, "block")
+    scope = getattr(mech.params, "scope", None) or SCOPE.get(mech.kind, "block")
     if scope == "input" or not stacks:
         return [mech]
     block = _block_of(mech.source, stacks) if scope == "block" else None
@@ -200,10 +207,18 @@ def _placed(mech: Mechanism, model: Any, stacks: dict[str, int], probe: dict) ->
 
 
 def _same(a: Mechanism, b: Mechanism) -> bool:
+    """The same kind in the same stack with equal parameters (tables compared by value: each
+    block's own learned bias is its own entry)."""
     if a.kind != b.kind or a.stack != b.stack or a.layers is None or b.layers is None:
         return False
-    pa, pb = a.params.as_dict(), b.params.as_dict()
-    return pa == pb
+    fa, fb = vars(a.params), vars(b.params)
+    return fa.keys() == fb.keys() and all(_equal(fa[k], fb[k]) for k in fa)
+
+
+def _equal(x: Any, y: Any) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return np.array_equal(np.asarray(x), np.asarray(y))
+    return bool(x == y)
 
 
 def _merge(found: list[Mechanism]) -> list[Mechanism]:
