@@ -15,6 +15,7 @@ reason. A new architecture of a later transformers release is a new row, never s
 from __future__ import annotations
 
 import argparse
+import inspect
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ class Row:
     mechanisms: list[dict[str, Any]] = field(default_factory=list)
     rotary_error: float | None = None
     rotary_unchecked: int = 0
+    rotary_notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     commands: dict[str, str] = field(default_factory=dict)
 
@@ -82,6 +84,28 @@ def _per_layer(values: list[Any], depth: int) -> list[Any]:
     distinct = list(dict.fromkeys(values))
     picked = distinct[:depth] if len(distinct) >= depth else values[:depth]
     return (picked * depth)[:depth]
+
+
+def _rescaled(sections: list[int], planes: int) -> list[int]:
+    """``sections`` scaled to sum to ``planes`` (each at least 1)."""
+    new = [max(1, round(v * planes / sum(sections))) for v in sections]
+    new[0] += planes - sum(new)
+    return new
+
+
+def _fit_sections(model: Any) -> None:
+    """M-RoPE's ``mrope_section`` (the rotary planes of its temporal, height and width axes,
+    from the configuration or the module's default for a full-size head) rescaled to the tiny
+    rotary width, in the module and its configuration, as a real checkpoint's sections sum to
+    its planes."""
+    for module in model.modules():
+        sections, freqs = getattr(module, "mrope_section", None), getattr(module, "inv_freq", None)
+        if not isinstance(sections, list) or freqs is None or sum(sections) == freqs.shape[-1]:
+            continue
+        module.mrope_section = _rescaled(sections, int(freqs.shape[-1]))
+        params = getattr(getattr(module, "config", None), "rope_parameters", None)
+        if isinstance(params, dict):
+            params["mrope_section"] = list(module.mrope_section)
 
 
 def _shrink(config: Any, seen: set[int] | None = None) -> None:
@@ -140,6 +164,7 @@ def build(model_type: str) -> Any:
     _shrink(config)
     torch.manual_seed(0)
     model = AutoModel.from_config(config)
+    _fit_sections(model)
     return model.eval()
 
 
@@ -162,34 +187,33 @@ def _angles(output: Any) -> np.ndarray | None:
     return np.arctan2(sin, cos)
 
 
-def _call_rotary(model: Any, mech: Any) -> np.ndarray | None:
-    import torch
-
+def _rotary_module(model: Any, mech: Any) -> Any:
     name = mech.source.rsplit(".", 1)[0] if "." in mech.source else ""
     try:
         module = model.get_submodule(name) if name else None
     except AttributeError:  # read from the configuration: no module to call
         return None
-    if module is None or not callable(getattr(module, "forward", None)):
-        return None
-    positions = torch.arange(CHECK_POSITIONS)[None]
-    x = torch.zeros(1, CHECK_POSITIONS, mech.params.head_dim or 2)
-    kwargs = {"layer_type": mech.params.layer_type} if mech.params.layer_type else {}
-    try:
-        with torch.no_grad():
-            return _angles(module(x, positions, **kwargs))
-    except (TypeError, ValueError, RuntimeError, IndexError):  # not a rotary module's signature
-        return None
+    return module if callable(getattr(module, "forward", None)) else None
 
 
-def rotary_error(model: Any, mech: Any) -> float | None:
-    """Largest ``|model angle - posgeom angle| / max(1, |angle|)`` (wrapped to ``(-pi, pi]``)
-    over positions and planes (a plane or a model column without a match makes it large);
-    ``None`` when the module cannot be called as ``(x, position_ids) -> (cos, sin)`` (vision
-    grids, M-RoPE's three position axes, a base read from the configuration)."""
-    got = _call_rotary(model, mech)
-    if got is None:
-        return None
+def _position_forms() -> list[tuple[str, Any]]:
+    """The position arguments a rotary module is called with, every axis at position ``p``:
+    ``(1, P)`` (text), ``(3, 1, P)`` (M-RoPE's temporal, height and width rows, equal: 1-D
+    rotary), ``(2, P)``, ``(P, 2)`` and ``(1, P, 2)`` (a vision tower's (row, column) patch
+    grid, equal)."""
+    import torch
+
+    p = torch.arange(CHECK_POSITIONS)
+    return [
+        ("(x, position_ids)", p[None]),
+        ("(x, 3-axis position_ids)", p[None, None].expand(3, 1, -1)),
+        ("(x, 2-D grid (2, P))", torch.stack([p, p])),
+        ("(x, 2-D grid (P, 2))", torch.stack([p, p], dim=1)),
+        ("(x, 2-D grid (1, P, 2))", torch.stack([p, p], dim=1)[None]),
+    ]
+
+
+def _angle_error(got: np.ndarray, mech: Any) -> float:
     p = np.arange(CHECK_POSITIONS, dtype=np.float64)[:, None]
     want = p * np.asarray(mech.params.inv_freq)[None, :]  # (P, K)
     diff = np.angle(np.exp(1j * (got[:, :, None] - want[:, None, :])))  # (P, cols, K)
@@ -197,6 +221,58 @@ def rotary_error(model: Any, mech: Any) -> float | None:
     worst = err.max(axis=0)  # (cols, K)
     per_plane, per_column = worst.min(axis=0), worst.min(axis=1)
     return float(max(per_plane.max(), per_column.max()))
+
+
+def _errors(model: Any, mech: Any) -> list[tuple[str, float]]:
+    """``(form, error)`` of every call form the module answers with ``(cos, sin)``, up to the
+    first that matches."""
+    import torch
+
+    module = _rotary_module(model, mech)
+    if module is None:
+        return []
+    x = torch.zeros(1, CHECK_POSITIONS, mech.params.head_dim or 2)
+    kwargs = {"layer_type": mech.params.layer_type} if mech.params.layer_type else {}
+    out: list[tuple[str, float]] = []
+    for form, positions in _position_forms():
+        try:
+            with torch.no_grad():
+                got = _angles(module(x, positions, **kwargs))
+        except (TypeError, ValueError, RuntimeError, IndexError):  # not this signature
+            continue
+        if got is not None:
+            out.append((form, _angle_error(got, mech)))
+            if out[-1][1] <= 1e-6:
+                break
+    return out
+
+
+def rotary_check(model: Any, mech: Any) -> tuple[float | None, str]:
+    """``(error, form)``: the smallest angle error over the call forms of
+    :func:`_position_forms` and the form that gave it; ``(None, why)`` when no form returns
+    ``(cos, sin)`` of the positions (``why``: the module's own signature, or no module)."""
+    errors = _errors(model, mech)
+    if errors:
+        form, err = min(errors, key=lambda e: e[1])
+        return err, form
+    module = _rotary_module(model, mech)
+    if module is None:
+        return None, "base read from the configuration (no rotary module)"
+    try:
+        signature = str(inspect.signature(module.forward))
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        signature = "(...)"
+    return None, f"{type(module).__name__}{signature.split(' ->')[0]}"[:90]
+
+
+def rotary_error(model: Any, mech: Any) -> float | None:
+    """Largest ``|model angle - posgeom angle| / max(1, |angle|)`` (wrapped to ``(-pi, pi]``)
+    over positions and planes (a plane or a model column without a match makes it large), for
+    the first call form of :func:`_position_forms` that matches (else the smallest error);
+    ``None`` when the module answers none of them with ``(cos, sin)`` (a vision tower called
+    on pixels, a relative encoding called on hidden states, a base read from the
+    configuration)."""
+    return rotary_check(model, mech)[0]
 
 
 # ------------------------------------------------------------------------------ commands
@@ -248,10 +324,11 @@ def run_one(model_type: str) -> Row:
         return row
     row.status = "ok"
     row.mechanisms = [{"kind": m.kind, "layers": m.layers, "stack": m.stack} for m in found]
-    rotary = [m for m in found if m.kind == "rotary"]
-    errors = [e for e in (rotary_error(model, m) for m in rotary) if e is not None]
+    checks = [rotary_check(model, m) for m in found if m.kind == "rotary"]
+    errors = [e for e, _ in checks if e is not None]
     row.rotary_error = max(errors) if errors else None
-    row.rotary_unchecked = len(rotary) - len(errors)
+    row.rotary_unchecked = len(checks) - len(errors)
+    row.rotary_notes = sorted({why for e, why in checks if e is None})
     row.commands = _commands(model, found)
     return row
 
@@ -301,7 +378,8 @@ def page(rows: list[Row], *, total: int | None = None) -> str:
         err = r.rotary_error
         check = "-" if err is None else ("ok" if err <= 1e-6 else f"**{err:.1e}**")
         if r.rotary_unchecked:
-            check += f" ({r.rotary_unchecked} not callable as (x, positions))"
+            why = "; ".join(r.rotary_notes) or "not callable with positions"
+            check += f" ({r.rotary_unchecked} unchecked: {why})"
         c = r.commands
         lines.append(
             f"| {r.model_type} | {r.cls} | {_found(r)} | {check} | {c['analyze-model']} | "

@@ -161,3 +161,101 @@ def test_beit_window_bias_with_its_cls_rows():
         transformers.BeitConfig(**{**config.to_dict(), "use_relative_position_bias": False})
     )
     assert [m.kind for m in find_positional_mechanisms(plain, on_missing="none")] == ["none"]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "form"),
+    [
+        ("qwen2_vl_text", "(x, position_ids)"),  # M-RoPE: sections fitted to the tiny head
+        ("qwen3_vl_vision", "(x, 2-D grid (P, 2))"),
+        ("pixtral", "(x, 2-D grid (P, 2))"),
+        ("gemma4_vision", "(x, 2-D grid (1, P, 2))"),
+    ],
+)
+def test_rotaries_are_checked_with_their_own_signature(model_type, form):
+    """M-RoPE and vision rotaries, called with every axis at position p, give the angles
+    p w_k of the reported frequencies (to 1e-6), and a wrong frequency is caught."""
+    import dataclasses
+
+    model = support.build(model_type)
+    (mech,) = [m for m in find_positional_mechanisms(model) if m.kind == "rotary"]
+    error, used = support.rotary_check(model, mech)
+    assert error <= 1e-6 and used == form
+    wrong = dataclasses.replace(
+        mech, params=dataclasses.replace(mech.params, inv_freq=mech.params.inv_freq * 1.01)
+    )
+    assert support.rotary_error(model, wrong) > 1e-3
+
+
+def test_a_rotary_module_without_positions_stays_unchecked_with_its_reason():
+    row = support.run_one("parakeet_encoder")
+    assert row.rotary_unchecked == 1 and row.rotary_error is None
+    assert row.rotary_notes == ["ParakeetEncoderRelPositionalEncoding(hidden_states: torch.Tensor)"]
+
+
+def test_wavlm_buckets_are_t5_buckets_and_its_convolution_is_named():
+    model = support.build("wavlm")
+    _randomise(model, "rel_attn_embed.weight")
+    found = find_positional_mechanisms(model)
+    assert [m.kind for m in found] == ["relative_buckets", "conv_positions"]
+    buckets, conv = found
+    assert buckets.layers == (0, 1) and conv.layers is None  # bias of block 0 passed on
+    attention = model.encoder.layers[0].attention
+    n = 300
+    theirs = attention.compute_bias(n, n).detach().double().numpy()  # (H, n, n)
+    r = np.arange(n)[None, :] - np.arange(n)[:, None]
+    kw = {"num_buckets": buckets.num_buckets, "max_distance": buckets.max_distance}
+    ours = buckets.bias_table[t5_relative_position_bucket(r, bidirectional=True, **kw)]
+    np.testing.assert_allclose(ours.transpose(2, 0, 1), theirs, atol=1e-6)
+    assert conv.kernel_size == model.config.num_conv_pos_embeddings
+    with pytest.raises(PosgeomError, match="conv_positions"):
+        conv.to_encoding(4)
+
+
+def test_conformer_relative_sinusoid_is_the_rows_of_its_offsets():
+    model = support.build("wav2vec2-conformer")
+    sines = [m for m in find_positional_mechanisms(model) if m.kind == "sinusoidal"]
+    assert len(sines) == 1 and sines[0].relative and sines[0].layers == (0, 1)
+    n, d = 100, model.config.hidden_size
+    out = model.encoder.embed_positions(torch.zeros(1, n, d))[0].double().numpy()
+    offsets = n - 1 - np.arange(2 * n - 1)  # the module's rows run from n - 1 down to -(n - 1)
+    np.testing.assert_allclose(sines[0].params.vectors(offsets), out, atol=2e-5)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "table"),
+    [
+        ("bark", "position_embeds_layer.weight"),
+        ("patchtst", "encoder.positional_encoder.position_enc"),
+        ("qwen3_asr_encoder", "positional_embedding.positional_embedding"),
+    ],
+)
+def test_tables_under_further_names_are_learned(model_type, table):
+    model = support.build(model_type)
+    found = find_positional_mechanisms(model)
+    mech = next(m for m in found if m.source.endswith(table))
+    assert mech.kind == "learned" and mech.layers is None
+    weight = dict([*model.named_parameters(), *model.named_buffers()])[mech.source]
+    np.testing.assert_array_equal(mech.table, weight.detach().double().numpy()[mech.offset :])
+
+
+def test_per_block_relative_tables_act_on_their_own_block():
+    model = support.build("granite_speech5_encoder")
+    found = find_positional_mechanisms(model)
+    assert [(m.kind, m.layers) for m in found] == [("relative_embeddings", (i,)) for i in (0, 1)]
+    for i, mech in enumerate(found):
+        assert mech.source.startswith(f"{mech.stack}.{i}.")  # each block's own table
+        weight = model.get_parameter(mech.source).detach().double().numpy()
+        np.testing.assert_array_equal(mech.table, weight)
+    assert not np.array_equal(found[0].table, found[1].table)
+
+
+def test_a_constant_attention_output_leaves_the_layers_to_the_configuration():
+    """NeoMME's random output projection is zero: the probe cannot tell, so its layer types
+    place its two bases (full attention on the global layer, the window base on the other)."""
+    model = support.build("neomme")
+    found = find_positional_mechanisms(model)
+    types = model.config.layer_types
+    for mech in found:
+        assert mech.kind == "rotary"
+        assert mech.layers == tuple(i for i, t in enumerate(types) if t == mech.layer_type)

@@ -44,8 +44,9 @@ __all__ = [
     "relative_embeddings",
 ]
 
-#: last name components of disentangled-attention relative position tables
-RELATIVE_TABLE_NAMES = ("rel_embeddings",)
+#: last name components of relative position tables (DeBERTa's disentangled attention; Granite
+#: Speech's ``rel_pos_emb``, a row per clipped offset)
+RELATIVE_TABLE_NAMES = ("rel_embeddings", "rel_pos_emb")
 
 
 def refusal(what: str) -> str:
@@ -217,7 +218,8 @@ class RelativeEmbeddingFamily(Family):
                 table=_hf.to_numpy(module.weight),
                 position_buckets=int(_setting(model, owner, config, "position_buckets") or -1),
                 max_relative_positions=int(
-                    _setting(model, owner, config, "max_relative_positions") or -1
+                    _setting(model, owner, config, "max_relative_positions")
+                    or module.weight.shape[0] // 2
                 ),
                 terms=tuple(str(t) for t in terms),
             )

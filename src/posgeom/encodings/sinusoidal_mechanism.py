@@ -6,7 +6,8 @@ module that computes it and reads the sinusoid off its output (:func:`fit_sinuso
 
 - absolute, added to the input (Pegasus-X's ``embed_positions``): a module named as a position
   table (:data:`~posgeom.encodings.learned.LEARNED_NAMES`) with no parameter and no table
-  buffer, called on hidden states ``(1, L, d)``; row ``p`` of what it returns is position ``p``;
+  buffer, called on hidden states ``(1, L, d)``; row ``p`` of what it returns is position ``p``
+  (when it returns ``2 L - 1`` rows, one per offset, it is relative: wav2vec 2.0-conformer);
 - relative, inside attention (Transformer-XL, XLNet: ``relative_positional_encoding(qlen,
   klen)``, the sinusoid of every offset ``i - j``, which each layer projects and adds to its
   scores): a module with that method, called with ``qlen = klen = L``; the row of offset 0 is
@@ -143,15 +144,19 @@ class SinusoidalParams(MechanismParams):
 def _absolute(model: Any, config: Any, names: tuple[str, ...]) -> list[Mechanism]:
     found = []
     for name, module in _hf.position_modules(model, names):
-        if any(True for _ in module.parameters()) or any(b.ndim >= 2 for b in module.buffers()):
+        if any(True for _ in module.parameters()) or any(b.ndim == 2 for b in module.buffers()):
             continue  # a table (learned), or a module that learns something
         width = _hf.module_width(module, config)
         out = _hf.call_position_module(module, FIT_LENGTH, width) if width else None
-        if out is None or out.ndim < 2 or out.shape[-2] != FIT_LENGTH:
+        if out is None or out.ndim < 2:
             continue
-        fit = fit_sinusoid(out.reshape(-1, *out.shape[-2:])[0].numpy())
+        table = out.reshape(-1, *out.shape[-2:])[0].numpy()
+        relative = table.shape[0] == 2 * FIT_LENGTH - 1  # a row per offset (conformers)
+        rows = _offset_rows(table) if relative else table
+        fit = None if rows is None or rows.shape[0] != FIT_LENGTH else fit_sinusoid(rows)
         if fit is not None:
-            found.append(Mechanism("sinusoidal", name, SinusoidalParams(fit[0], fit[1])))
+            params = SinusoidalParams(fit[0], fit[1], relative=relative)
+            found.append(Mechanism("sinusoidal", name, params))
     return found
 
 

@@ -52,8 +52,9 @@ from posgeom.encodings._registry import (
     register,
 )
 
-#: Last name components of relative-position bias tables (T5-style buckets).
-RELATIVE_BIAS_NAMES = ("relative_attention_bias",)
+#: Last name components of relative-position bias tables (T5-style buckets; WavLM's
+#: ``rel_attn_embed``).
+RELATIVE_BIAS_NAMES = ("relative_attention_bias", "rel_attn_embed")
 _BUCKET_METHODS = (
     "compute_position_bias",
     "compute_bias",

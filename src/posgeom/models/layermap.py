@@ -8,7 +8,8 @@ into its ``stack`` (the list's module path). Where they come from, first source 
 1. the module that holds the mechanism: a buffer inside block ``i`` acts on block ``i``
    (per-layer rotary modules); a shared one (``model.rotary_emb``) acts on every block of the
    stack nearest to it, as do the kinds computed once per stack (:data:`SCOPE`: T5's bias
-   held by block 0, ALiBi, DeBERTa's relative table);
+   held by block 0, ALiBi, DeBERTa's relative table), unless several blocks hold one each
+   (Granite Speech's per-block relative tables: each acts on its block);
 2. per-layer-type set-ups (Gemma 3's ``sliding_attention`` / ``full_attention`` bases): the
    blocks whose attention received that set-up's cosines in a forward pass
    (:mod:`posgeom.models.rotation_probe`), else the configuration's ``layer_types``;
@@ -57,6 +58,7 @@ SCOPE = {
     "relative_buckets": "stack",
     "alibi": "stack",
     "relative_embeddings": "stack",
+    "conv_positions": "input",
 }
 
 
@@ -187,9 +189,25 @@ def _probe_by_block(model: Any, stacks: dict[str, int], kinds: set[str]) -> dict
     return out
 
 
-def _placed(mech: Mechanism, model: Any, stacks: dict[str, int], probe: dict) -> list[Mechanism]:
+def _per_block(found: Sequence[Mechanism], stacks: dict[str, int]) -> set[tuple[str, str]]:
+    """``(kind, stack)`` of the kinds held by more than one block of a stack: each block's own
+    table (Granite Speech), not one computed in block 0 and passed on (T5, WavLM)."""
+    held: dict[tuple[str, str], set[int]] = {}
+    for mech in found:
+        where = _block_of(mech.source, stacks)
+        if where is not None:
+            held.setdefault((mech.kind, where[0]), set()).add(where[1])
+    return {key for key, blocks in held.items() if len(blocks) > 1}
+
+
+def _placed(
+    mech: Mechanism, model: Any, stacks: dict[str, int], probe: dict, per_block: set
+) -> list[Mechanism]:
     """``mech`` with its stack and layers (one copy per stack it acts on)."""
     scope = getattr(mech.params, "scope", None) or SCOPE.get(mech.kind, "block")
+    where = _block_of(mech.source, stacks)
+    if where is not None and (mech.kind, where[0]) in per_block:
+        scope = "block"
     if scope == "input" or not stacks:
         return [mech]
     block = _block_of(mech.source, stacks) if scope == "block" else None
@@ -256,6 +274,7 @@ def assign_layers(model: Any, found: Sequence[Mechanism]) -> list[Mechanism]:
     found = [m for m in found if m.kind != "none"]
     stacks = layer_stacks(model)
     probe = _probe_by_block(model, stacks, {m.kind for m in found})
-    placed = [p for m in found for p in _placed(m, model, stacks, probe)]
+    per_block = _per_block(found, stacks)
+    placed = [p for m in found for p in _placed(m, model, stacks, probe, per_block)]
     placed = _merge([m for m in placed if m.layers is None or m.layers or m.kind != "rotary"])
     return placed + _none_entries(placed, stacks)

@@ -133,6 +133,9 @@ def find_positional_mechanisms(
     # a family may rule out another's mechanism (ALiBi models can keep an unused rotary module)
     excluded = {kind for mech in found for kind in family_of_mechanism(mech.kind).excludes}
     found = [mech for mech in found if mech.kind not in excluded]
+    # a buffer read by a formula is not also a table (GPT-J's sin/cos ``embed_positions``)
+    claimed = {mech.source for mech in found if mech.kind != "learned"}
+    found = [m for m in found if not (m.kind == "learned" and m.source in claimed)]
     if not found:
         if on_missing == "none":
             return tuple(assign_layers(model, [])) or (family("nope").none_mechanism(),)
