@@ -188,9 +188,9 @@ def test_rotaries_are_checked_with_their_own_signature(model_type, form):
 
 
 def test_a_rotary_module_without_positions_stays_unchecked_with_its_reason():
-    row = support.run_one("parakeet_encoder")
+    row = support.run_one("dinov3_vit")  # its rotary is computed from the pixels' patch grid
     assert row.rotary_unchecked == 1 and row.rotary_error is None
-    assert row.rotary_notes == ["ParakeetEncoderRelPositionalEncoding(hidden_states: torch.Tensor)"]
+    assert row.rotary_notes == ["DINOv3ViTRopePositionEmbedding(pixel_values: torch.Tensor)"]
 
 
 def test_wavlm_buckets_are_t5_buckets_and_its_convolution_is_named():
@@ -259,3 +259,15 @@ def test_a_constant_attention_output_leaves_the_layers_to_the_configuration():
     for mech in found:
         assert mech.kind == "rotary"
         assert mech.layers == tuple(i for i, t in enumerate(types) if t == mech.layer_type)
+
+
+def test_a_relative_sinusoid_with_inv_freq_is_not_called_rotary():
+    """Parakeet's ``encode_positions`` keeps an ``inv_freq`` buffer but returns the sinusoid of
+    the offsets L-1 .. -(L-1) (Transformer-XL style), which attention projects and adds."""
+    model = support.build("parakeet_encoder")
+    (mech,) = find_positional_mechanisms(model)
+    assert mech.kind == "sinusoidal" and mech.relative
+    n = 50
+    out = model.encode_positions(torch.zeros(1, n, model.config.hidden_size))
+    offsets = n - 1 - np.arange(2 * n - 1)
+    np.testing.assert_allclose(mech.params.vectors(offsets), out[0].double().numpy(), atol=2e-5)

@@ -78,13 +78,18 @@ def is_embedding(module: Any) -> bool:
 
 def module_width(module: Any, config: Any) -> int | None:
     """The width a position module works at: its own ``embed_dim`` / ``embedding_dim`` /
-    ``d_model`` / ``dim``, else the configuration's ``hidden_size`` / ``d_model`` / ``n_embd``."""
+    ``d_model`` / ``dim``, else its own configuration's or ``config``'s ``hidden_size`` /
+    ``d_model`` / ``n_embd``, else twice the length of its frequency buffer."""
     for name in ("embed_dim", "embedding_dim", "d_model", "dim"):
         value = getattr(module, name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
-    value = config_get(config, "hidden_size", "d_model", "n_embd")
-    return int(value) if isinstance(value, int) else None
+    for cfg in (getattr(module, "config", None), config):  # the module's own (sub-)configuration
+        value = config_get(cfg, "hidden_size", "d_model", "n_embd")
+        if isinstance(value, int):
+            return int(value)
+    freqs = [b for b in module.buffers(recurse=False) if b.ndim == 1 and b.is_floating_point()]
+    return 2 * int(freqs[0].shape[0]) if freqs else None  # a sinusoid's frequencies
 
 
 def position_modules(model: Any, names: tuple[str, ...]) -> list[tuple[str, Any]]:

@@ -87,14 +87,14 @@ class SinusoidalFamily(Family):
     mechanism_params = SinusoidalParams
     looks_for = (
         "sinusoids computed in the forward pass (position modules named "
-        + ", ".join(LEARNED_NAMES)
+        + ", ".join((*LEARNED_NAMES, "encode_positions"))
         + " without a table; relative_positional_encoding methods)"
     )
     detect_order = 15
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
         """See :mod:`posgeom.encodings.sinusoidal_mechanism`."""
-        return detect_sinusoids(model, config, LEARNED_NAMES)
+        return detect_sinusoids(model, config, (*LEARNED_NAMES, "encode_positions"))
 
     def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
         """``{"d", "base"}`` of a detected sinusoid with Vaswani's frequencies (one line
