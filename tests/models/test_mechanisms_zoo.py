@@ -271,3 +271,27 @@ def test_a_relative_sinusoid_with_inv_freq_is_not_called_rotary():
     out = model.encode_positions(torch.zeros(1, n, model.config.hidden_size))
     offsets = n - 1 - np.arange(2 * n - 1)
     np.testing.assert_allclose(mech.params.vectors(offsets), out[0].double().numpy(), atol=2e-5)
+
+
+def test_relative_key_tables_and_stacked_position_convolutions():
+    bert2 = support.build("wav2vec2-bert")
+    found = find_positional_mechanisms(bert2)
+    assert [(m.kind, m.layers) for m in found] == [("relative_embeddings", (i,)) for i in (0, 1)]
+    for mech in found:  # the rows each block's attention looks up per clipped offset
+        weight = bert2.get_parameter(mech.source).detach().double().numpy()
+        np.testing.assert_array_equal(mech.table, weight)
+    audio = support.build("data2vec-audio")
+    (conv,) = find_positional_mechanisms(audio)
+    assert conv.kind == "conv_positions" and conv.layers is None
+    assert conv.convolutions == audio.config.num_conv_pos_embeddings
+    assert conv.kernel_size == audio.config.conv_pos_kernel_size
+
+
+def test_rotary_set_ups_not_named_after_a_layer_type_act_on_every_block():
+    """DeepSeek-V4's ``main`` and ``compress`` bases are not among its layer types
+    (``heavily_compressed_attention``, ...): the layer types do not filter them away."""
+    model = support.build("deepseek_v4")
+    found = [m for m in find_positional_mechanisms(model) if m.stack == "layers"]
+    assert {m.layer_type for m in found} == {"main", "compress"}
+    assert all(m.kind == "rotary" and m.layers == (0, 1) for m in found)
+    assert all(support.rotary_error(model, m) <= 1e-6 for m in found)

@@ -10,7 +10,7 @@ the commands that need a geometry refuse it in one line (:func:`refusal`); ``ana
 measures the layers' positional signal without it. As a family it builds the one geometry the
 kernel defines alone, the share of their windows two frames do not share.
 
-Discovery: a module whose last name is one of :data:`CONV_POSITION_NAMES` holding a
+Discovery: a module whose last name is one of :data:`CONV_POSITION_NAMES` holding one or more
 ``torch.nn.Conv1d``.
 """
 
@@ -43,7 +43,8 @@ def refusal(what: str) -> str:
 
 @dataclass(frozen=True, eq=False)
 class ConvPositionParams(MechanismParams):
-    """``kernel_size``, ``groups`` and ``channels`` of the convolution."""
+    """``kernel_size``, ``groups`` and ``channels`` of the (first) convolution and how many
+    ``convolutions`` are stacked (Data2Vec-audio: 5)."""
 
     key = "conv_positions"
     representation = "none"
@@ -51,11 +52,12 @@ class ConvPositionParams(MechanismParams):
     kernel_size: int = 1
     groups: int = 1
     channels: int = 0
+    convolutions: int = 1
 
     def summary(self) -> str:
         return (
-            f"convolutional positions (kernel {self.kernel_size}, {self.groups} groups, "
-            f"{self.channels} channels)"
+            f"convolutional positions ({self.convolutions} x kernel {self.kernel_size}, "
+            f"{self.groups} groups, {self.channels} channels)"
         )
 
     def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
@@ -98,13 +100,13 @@ class ConvPositionFamily(Family):
             if _hf.last_name(name) not in CONV_POSITION_NAMES:
                 continue
             convs = [m for m in module.modules() if isinstance(m, torch.nn.Conv1d)]
-            if len(convs) != 1:
+            if not convs:
                 continue
-            conv = convs[0]
             params = ConvPositionParams(
-                kernel_size=int(conv.kernel_size[0]),
-                groups=int(conv.groups),
-                channels=int(conv.out_channels),
+                kernel_size=int(convs[0].kernel_size[0]),
+                groups=int(convs[0].groups),
+                channels=int(convs[0].out_channels),
+                convolutions=len(convs),
             )
             found.append(Mechanism(self.mechanism_kind, name, params))
         return found

@@ -45,8 +45,9 @@ __all__ = [
 ]
 
 #: last name components of relative position tables (DeBERTa's disentangled attention; Granite
-#: Speech's ``rel_pos_emb``, a row per clipped offset)
-RELATIVE_TABLE_NAMES = ("rel_embeddings", "rel_pos_emb")
+#: Speech's ``rel_pos_emb`` and wav2vec2-BERT's ``relative_key`` ``distance_embedding``, a row
+#: per clipped offset)
+RELATIVE_TABLE_NAMES = ("rel_embeddings", "rel_pos_emb", "distance_embedding")
 
 
 def refusal(what: str) -> str:

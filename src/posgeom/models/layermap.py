@@ -159,7 +159,8 @@ def _rotary_layers(
         ]
         return used, "forward probe"
     text = stack in _text_stacks(model)  # the (text) configuration's lists are its stack's
-    if text and layer_type and (types := _layer_types(config, n)) is not None:
+    types = _layer_types(config, n) if text and layer_type else None
+    if types is not None and layer_type in types:  # a set-up named after a layer type
         layers = [i for i in layers if types[i] == layer_type]
     flags = _module_flags(model, stack, n, "use_rope") or (_config_flags(config, n) if text else {})
     return [i for i in layers if flags.get(i, True)], "configuration"
