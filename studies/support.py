@@ -21,9 +21,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from studies._common import CACHE, DOCS, read_jsonl
+from studies.support_check import CHECK_POSITIONS, rotary_check, rotary_error
+
+__all__ = [
+    "CHECK_POSITIONS",
+    "Row",
+    "build",
+    "main",
+    "page",
+    "rotary_check",
+    "rotary_error",
+    "run_one",
+]
 
 #: size fields and their tiny values (set where the configuration has the field)
 TINY = {
@@ -56,8 +66,6 @@ TINY = {
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
 #: per-layer lists resized to the tiny depth (both values kept when there are two)
 PER_LAYER = ("layer_types", "no_rope_layers")
-#: positions of the rotary check
-CHECK_POSITIONS = 8
 #: a model above this many parameters after shrinking is skipped (CPU time of the matrix)
 MAX_PARAMETERS = 30_000_000
 
@@ -74,6 +82,7 @@ class Row:
     mechanisms: list[dict[str, Any]] = field(default_factory=list)
     rotary_error: float | None = None
     rotary_unchecked: int = 0
+    rotary_notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     commands: dict[str, str] = field(default_factory=dict)
 
@@ -82,6 +91,28 @@ def _per_layer(values: list[Any], depth: int) -> list[Any]:
     distinct = list(dict.fromkeys(values))
     picked = distinct[:depth] if len(distinct) >= depth else values[:depth]
     return (picked * depth)[:depth]
+
+
+def _rescaled(sections: list[int], planes: int) -> list[int]:
+    """``sections`` scaled to sum to ``planes`` (each at least 1)."""
+    new = [max(1, round(v * planes / sum(sections))) for v in sections]
+    new[0] += planes - sum(new)
+    return new
+
+
+def _fit_sections(model: Any) -> None:
+    """M-RoPE's ``mrope_section`` (the rotary planes of its temporal, height and width axes,
+    from the configuration or the module's default for a full-size head) rescaled to the tiny
+    rotary width, in the module and its configuration, as a real checkpoint's sections sum to
+    its planes."""
+    for module in model.modules():
+        sections, freqs = getattr(module, "mrope_section", None), getattr(module, "inv_freq", None)
+        if not isinstance(sections, list) or freqs is None or sum(sections) == freqs.shape[-1]:
+            continue
+        module.mrope_section = _rescaled(sections, int(freqs.shape[-1]))
+        params = getattr(getattr(module, "config", None), "rope_parameters", None)
+        if isinstance(params, dict):
+            params["mrope_section"] = list(module.mrope_section)
 
 
 def _shrink(config: Any, seen: set[int] | None = None) -> None:
@@ -140,63 +171,8 @@ def build(model_type: str) -> Any:
     _shrink(config)
     torch.manual_seed(0)
     model = AutoModel.from_config(config)
+    _fit_sections(model)
     return model.eval()
-
-
-# ------------------------------------------------------------------------------ rotary check
-def _angles(output: Any) -> np.ndarray | None:
-    """``(positions, columns)`` angles of a rotary module's output: ``(cos, sin)`` or
-    ``(sin, cos)`` (the cosine is the one without zeros at position 0, whatever its attention
-    scale) or complex ``exp(i p w)``; ``None`` for any other form (2-D vision grids, M-RoPE)."""
-    import torch
-
-    if isinstance(output, torch.Tensor) and torch.is_complex(output):
-        t = output.detach().to(torch.complex128)
-        return np.angle(t.reshape(-1, *t.shape[-2:])[0].numpy()) if t.ndim >= 2 else None
-    if not isinstance(output, (tuple, list)) or len(output) != 2:
-        return None
-    if any(t.ndim < 2 or t.shape[-2] != CHECK_POSITIONS for t in output):
-        return None
-    a, b = (t.detach().to(torch.float64).reshape(-1, *t.shape[-2:])[0].numpy() for t in output)
-    cos, sin = (a, b) if np.abs(a[0]).min() > np.abs(b[0]).max() else (b, a)
-    return np.arctan2(sin, cos)
-
-
-def _call_rotary(model: Any, mech: Any) -> np.ndarray | None:
-    import torch
-
-    name = mech.source.rsplit(".", 1)[0] if "." in mech.source else ""
-    try:
-        module = model.get_submodule(name) if name else None
-    except AttributeError:  # read from the configuration: no module to call
-        return None
-    if module is None or not callable(getattr(module, "forward", None)):
-        return None
-    positions = torch.arange(CHECK_POSITIONS)[None]
-    x = torch.zeros(1, CHECK_POSITIONS, mech.params.head_dim or 2)
-    kwargs = {"layer_type": mech.params.layer_type} if mech.params.layer_type else {}
-    try:
-        with torch.no_grad():
-            return _angles(module(x, positions, **kwargs))
-    except (TypeError, ValueError, RuntimeError, IndexError):  # not a rotary module's signature
-        return None
-
-
-def rotary_error(model: Any, mech: Any) -> float | None:
-    """Largest ``|model angle - posgeom angle| / max(1, |angle|)`` (wrapped to ``(-pi, pi]``)
-    over positions and planes (a plane or a model column without a match makes it large);
-    ``None`` when the module cannot be called as ``(x, position_ids) -> (cos, sin)`` (vision
-    grids, M-RoPE's three position axes, a base read from the configuration)."""
-    got = _call_rotary(model, mech)
-    if got is None:
-        return None
-    p = np.arange(CHECK_POSITIONS, dtype=np.float64)[:, None]
-    want = p * np.asarray(mech.params.inv_freq)[None, :]  # (P, K)
-    diff = np.angle(np.exp(1j * (got[:, :, None] - want[:, None, :])))  # (P, cols, K)
-    err = np.abs(diff) / np.maximum(1.0, np.abs(want))[:, None, :]
-    worst = err.max(axis=0)  # (cols, K)
-    per_plane, per_column = worst.min(axis=0), worst.min(axis=1)
-    return float(max(per_plane.max(), per_column.max()))
 
 
 # ------------------------------------------------------------------------------ commands
@@ -248,10 +224,11 @@ def run_one(model_type: str) -> Row:
         return row
     row.status = "ok"
     row.mechanisms = [{"kind": m.kind, "layers": m.layers, "stack": m.stack} for m in found]
-    rotary = [m for m in found if m.kind == "rotary"]
-    errors = [e for e in (rotary_error(model, m) for m in rotary) if e is not None]
+    checks = [rotary_check(model, m) for m in found if m.kind == "rotary"]
+    errors = [e for e, _ in checks if e is not None]
     row.rotary_error = max(errors) if errors else None
-    row.rotary_unchecked = len(rotary) - len(errors)
+    row.rotary_unchecked = len(checks) - len(errors)
+    row.rotary_notes = sorted({why for e, why in checks if e is None})
     row.commands = _commands(model, found)
     return row
 
@@ -264,6 +241,24 @@ def _found(row: Row) -> str:
         stack = f"{m['stack']} " if m["stack"] else ""
         parts.append(f"{m['kind']} ({stack}{where})")
     return "; ".join(parts)
+
+
+def _tally(ok: list[Row]) -> str:
+    """Architectures per mechanism kind and the rotary checks, as one sentence."""
+    kinds: dict[str, int] = {}
+    for r in ok:
+        for kind in dict.fromkeys(m["kind"] for m in r.mechanisms):
+            kinds[kind] = kinds.get(kind, 0) + 1
+    rotary = [r for r in ok if r.rotary_error is not None or r.rotary_unchecked]
+    checked = sum(r.rotary_error is not None and r.rotary_error <= 1e-6 for r in rotary)
+    unchecked = sum(r.rotary_unchecked for r in rotary)
+    only_none = sum(all(m["kind"] == "none" for m in r.mechanisms) for r in ok)
+    per_kind = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return (
+        f"Architectures per kind: {per_kind}; with no mechanism at all: {only_none}. Rotary: "
+        f"{len(rotary)} architectures, {checked} checked to 1e-6, {unchecked} rotary modules "
+        "left unchecked (their reason in the row)."
+    )
 
 
 def page(rows: list[Row], *, total: int | None = None) -> str:
@@ -282,17 +277,19 @@ def page(rows: list[Row], *, total: int | None = None) -> str:
         "one (2 blocks, width 64) built from its configuration class; `extract` is "
         "`posgeom.models.find_positional_mechanisms`, with the 0-based blocks of each mechanism "
         "in brackets (`input`: a table added before the first block). The rotary check calls "
-        "the model's own rotary module on positions 0-7 and compares its angles with "
-        "posgeom's (largest error relative to max(1, |angle|); `ok` is below 1e-6; a module "
-        "that cannot be called as `(x, position_ids) -> (cos, sin)`, such as a vision tower's "
-        "2-D grid or M-RoPE's three position axes, is counted as not checked). "
+        "the model's own rotary module on positions 0-7 with its own signature, every axis at "
+        "position p (`(x, position_ids)` of shape (1, P); M-RoPE's (3, 1, P); a vision "
+        "tower's patch grid (2, P), (P, 2) or (1, P, 2)), and compares the angles of the "
+        "`(cos, sin)` it returns with posgeom's (largest error relative to max(1, |angle|); "
+        "`ok` is below 1e-6); a module that answers none of these forms is left unchecked, "
+        "with its class and signature in the row. "
         "`analyze-model` and `probe` say what they measure with the mechanism, `extend` what "
         "`posgeom.extension.model.model_from_config` reads from the model.",
         "",
         f"Rows: {len(rows)} of {total or len(rows)} model types"
         + ("" if total in (None, len(rows)) else " (a partial run: rerun to add the rest)")
         + f". Built: {len(ok)}; with a positional mechanism: {len(positional)}; skipped or "
-        f"failed: {len(rows) - len(ok)} (reasons at the end).",
+        f"failed: {len(rows) - len(ok)} (reasons at the end). {_tally(ok)}",
         "",
         "| architecture | class | extract | rotary check | analyze-model | probe | extend |",
         "|---|---|---|---|---|---|---|",
@@ -301,7 +298,8 @@ def page(rows: list[Row], *, total: int | None = None) -> str:
         err = r.rotary_error
         check = "-" if err is None else ("ok" if err <= 1e-6 else f"**{err:.1e}**")
         if r.rotary_unchecked:
-            check += f" ({r.rotary_unchecked} not callable as (x, positions))"
+            why = "; ".join(r.rotary_notes) or "not callable with positions"
+            check += f" ({r.rotary_unchecked} unchecked: {why})"
         c = r.commands
         lines.append(
             f"| {r.model_type} | {r.cls} | {_found(r)} | {check} | {c['analyze-model']} | "

@@ -60,7 +60,62 @@ def to_numpy(tensor: Any) -> np.ndarray:
 
 
 def is_embedding(module: Any) -> bool:
-    """Whether ``module`` is a ``torch.nn.Embedding``."""
+    """Whether ``module`` is a lookup table: a ``torch.nn.Embedding``, or a module that keeps
+    one as an embedding does (a 2-D ``weight`` parameter and a ``padding_idx`` attribute: I-BERT's
+    ``QuantEmbedding``, which looks rows up with ``F.embedding`` outside quantised mode)."""
     import torch
 
-    return isinstance(module, torch.nn.Embedding)
+    if isinstance(module, torch.nn.Embedding):
+        return True
+    weight = getattr(module, "weight", None)
+    return (
+        isinstance(weight, torch.nn.Parameter)
+        and weight.ndim == 2
+        and hasattr(module, "padding_idx")
+        and not isinstance(module, (torch.nn.Linear, torch.nn.modules.conv._ConvNd))
+    )
+
+
+def module_width(module: Any, config: Any) -> int | None:
+    """The width a position module works at: its own ``embed_dim`` / ``embedding_dim`` /
+    ``d_model`` / ``dim``, else its own configuration's or ``config``'s ``hidden_size`` /
+    ``d_model`` / ``n_embd``, else twice the length of its frequency buffer."""
+    for name in ("embed_dim", "embedding_dim", "d_model", "dim"):
+        value = getattr(module, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    for cfg in (getattr(module, "config", None), config):  # the module's own (sub-)configuration
+        value = config_get(cfg, "hidden_size", "d_model", "n_embd")
+        if isinstance(value, int):
+            return int(value)
+    freqs = [b for b in module.buffers(recurse=False) if b.ndim == 1 and b.is_floating_point()]
+    return 2 * int(freqs[0].shape[0]) if freqs else None  # a sinusoid's frequencies
+
+
+def position_modules(model: Any, names: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """``(name, module)`` of the modules named in ``names`` that compute positions instead of
+    looking a table up (not an embedding: Pegasus-X's ``embed_positions``, SpeechT5's)."""
+    return [
+        (name, module)
+        for name, module in model.named_modules()
+        if last_name(name) in names and not is_embedding(module)
+    ]
+
+
+def call_position_module(module: Any, length: int, width: int) -> Any:
+    """What a position module returns for ``length`` positions, float64 on the CPU: called as
+    ``module(x)`` with ``x`` zeros ``(1, length, width)`` (the hidden states its owner passes),
+    float64 first (a module that computes in its input's dtype is then exact), then float32;
+    ``None`` when it cannot be called so."""
+    import torch
+
+    for dtype in (torch.float64, torch.float32):
+        try:
+            with torch.no_grad():
+                out = module(torch.zeros(1, length, width, dtype=dtype))
+        except Exception:  # not this signature: the detector moves on
+            continue
+        out = out[0] if isinstance(out, (tuple, list)) and out else out
+        if isinstance(out, torch.Tensor) and out.is_floating_point():
+            return out.detach().to(device="cpu", dtype=torch.float64)
+    return None

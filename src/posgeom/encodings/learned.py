@@ -48,9 +48,12 @@ LEARNED_NAMES = (
     "positional_embedding",
     "positions_embed",
     "char_position_embeddings",
+    "position_embeds_layer",
+    "position_enc",
 )
-#: fixed (sinusoidal) absolute tables kept as buffers: a buffer of one of these names, or a
-#: ``weights`` buffer of a module named in :data:`LEARNED_NAMES` (M2M-100, NLLB-MoE)
+#: fixed (sinusoidal) absolute tables kept as buffers: a buffer of one of these names or of
+#: :data:`LEARNED_NAMES` (Qwen3-ASR's ``positional_embedding``), or a ``weights`` buffer of a
+#: module named in :data:`LEARNED_NAMES` (M2M-100, NLLB-MoE)
 TABLE_BUFFERS = ("pos_encoding",)
 
 
@@ -119,7 +122,7 @@ def _buffer_tables(model: Any) -> list[tuple[str, Any, Any]]:
     for name, buffer in model.named_buffers():
         owner = _hf.parent(model, name)
         owner_name = _hf.last_name(name.rsplit(".", 1)[0]) if "." in name else ""
-        named = _hf.last_name(name) in TABLE_BUFFERS or (
+        named = _hf.last_name(name) in (*TABLE_BUFFERS, *LEARNED_NAMES) or (
             _hf.last_name(name) == "weights" and owner_name in LEARNED_NAMES
         )
         if named and buffer.ndim == 2 and buffer.is_floating_point():

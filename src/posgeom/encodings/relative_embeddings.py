@@ -1,4 +1,5 @@
-"""Relative position embeddings of disentangled attention (DeBERTa, DeBERTa-v2/v3, SEW-D).
+"""Relative position embeddings of disentangled attention (DeBERTa, DeBERTa-v2/v3, SEW-D), and
+the same kind of table looked up per clipped offset (SpeechT5's encoder).
 
 The model keeps one embedding row per (log-bucketed) relative distance, ``rel_embeddings``
 ``(2 span, hidden)``, projects it with the layer's own query/key projections and adds
@@ -16,7 +17,11 @@ the table and each layer's projections), so a model's mechanism is still refused
 
 Discovery: an ``nn.Embedding`` whose last name component is one of :data:`RELATIVE_TABLE_NAMES`;
 ``position_buckets``, ``max_relative_positions`` and ``pos_att_type`` are read from the module
-that owns it or its attention modules, then from the configuration.
+that owns it or its attention modules, then from the configuration. A position module (named as
+a position table, :data:`~posgeom.encodings.learned.LEARNED_NAMES`, not an embedding) holding one
+``nn.Embedding`` is called on ``(1, L, d)`` hidden states; when every pair ``(i, j)`` of its
+``(L, L, e)`` output is the table row of the offset ``i - j`` it is this kind too (SpeechT5:
+``2 M`` rows, ``max_relative_positions = M``, no log buckets).
 """
 
 from __future__ import annotations
@@ -40,16 +45,19 @@ __all__ = [
     "relative_embeddings",
 ]
 
-#: last name components of disentangled-attention relative position tables
-RELATIVE_TABLE_NAMES = ("rel_embeddings",)
+#: last name components of relative position tables (DeBERTa's disentangled attention; Granite
+#: Speech's ``rel_pos_emb`` and wav2vec2-BERT's ``relative_key`` ``distance_embedding``, a row
+#: per clipped offset)
+RELATIVE_TABLE_NAMES = ("rel_embeddings", "rel_pos_emb", "distance_embedding")
 
 
 def refusal(what: str) -> str:
     """The one line a command prints when it cannot use these embeddings (``what``: the use)."""
     return (
-        f"{what}: the model's positions are DeBERTa-style relative position embeddings "
-        "(disentangled attention, kind 'relative_embeddings'), which have no position geometry "
-        "in posgeom; extract lists them, analyze-model measures the layers' signal without them"
+        f"{what}: the model's positions are relative position embeddings (a learned vector per "
+        "offset i - j inside attention: DeBERTa, SpeechT5; kind 'relative_embeddings'), which "
+        "have no position geometry in posgeom; extract lists them, analyze-model measures the "
+        "layers' signal without them"
     )
 
 
@@ -103,6 +111,11 @@ class RelativeEmbeddingParams(MechanismParams):
 
     def summary(self) -> str:
         rows, width = self.table.shape
+        if not self.terms and self.position_buckets < 0:  # a row per clipped offset (SpeechT5)
+            return (
+                f"relative position embeddings {rows}x{width} (a row per offset i - j, "
+                f"max_relative_positions={self.max_relative_positions})"
+            )
         return (
             f"relative position embeddings {rows}x{width} (disentangled attention "
             f"{'+'.join(self.terms) or 'no terms'}, position_buckets={self.position_buckets}, "
@@ -118,6 +131,54 @@ class RelativeEmbeddingParams(MechanismParams):
     def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
         """None: these embeddings have no position geometry (see :func:`refusal`)."""
         return {}
+
+
+#: positions a relative position module is called on (:func:`_computed_tables`)
+CALL_LENGTH = 16
+
+
+def _offset_rows(out: Any, table: Any) -> np.ndarray | None:
+    """``(2 L - 1,)`` table row of each offset ``i - j = -(L-1) .. L-1`` when ``out[i, j]``
+    ``(L, L, e)`` is one table row that depends on ``i - j`` only, else ``None``."""
+    import torch
+
+    n = out.shape[0]
+    if out.ndim != 3 or out.shape[1] != n or out.shape[2] != table.shape[1]:
+        return None
+    dist = torch.cdist(out.reshape(n * n, -1), table.to(out.dtype))  # (n n, rows)
+    rows = dist.argmin(dim=1)
+    if float(dist.min(dim=1).values.max()) > 1e-6:
+        return None
+    rows = rows.reshape(n, n).numpy()
+    i, j = np.indices((n, n))
+    by_offset = np.full(2 * n - 1, -1)
+    by_offset[(i - j + n - 1).ravel()] = rows.ravel()
+    return by_offset if np.array_equal(by_offset[i - j + n - 1], rows) else None
+
+
+def _computed_tables(model: Any, config: Any) -> list[Mechanism]:
+    """Relative tables looked up by a position module (SpeechT5's ``embed_positions``: one
+    ``nn.Embedding`` of ``2 M`` rows, row ``clip(i - j, -M, M - 1) + M`` for the pair
+    ``(i, j)``): the module is called on hidden states ``(1, L, d)``, and reported when every
+    ``(i, j)`` of its output ``(L, L, e)`` is the table row of offset ``i - j``."""
+    from posgeom.encodings.learned import LEARNED_NAMES
+
+    found = []
+    for name, module in _hf.position_modules(model, LEARNED_NAMES):
+        tables = [(n, m) for n, m in module.named_modules() if n and _hf.is_embedding(m)]
+        width = _hf.module_width(module, config)
+        if len(tables) != 1 or not width:
+            continue
+        out = _hf.call_position_module(module, CALL_LENGTH, width)
+        weight = tables[0][1].weight.detach().cpu()
+        if out is None or _offset_rows(out, weight) is None:
+            continue
+        rows = int(weight.shape[0])
+        params = RelativeEmbeddingParams(
+            table=_hf.to_numpy(weight), max_relative_positions=rows // 2
+        )
+        found.append(Mechanism("relative_embeddings", f"{name}.{tables[0][0]}.weight", params))
+    return found
 
 
 def _setting(model: Any, owner: Any, config: Any, name: str) -> Any:
@@ -146,7 +207,10 @@ class RelativeEmbeddingFamily(Family):
     in_comparison = False
     mechanism_kind = "relative_embeddings"
     mechanism_params = RelativeEmbeddingParams
-    looks_for = "an nn.Embedding named rel_embeddings (DeBERTa disentangled attention)"
+    looks_for = (
+        "an nn.Embedding named rel_embeddings (DeBERTa disentangled attention), or a position "
+        "module whose output is a table row per offset i - j (SpeechT5)"
+    )
     detect_order = 50
     extension_type = RelativeEmbeddingExtension
 
@@ -154,7 +218,7 @@ class RelativeEmbeddingFamily(Family):
         return relative_embeddings(n_positions, **params)
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
-        found = []
+        found = _computed_tables(model, config)
         for name, module in model.named_modules():
             if _hf.last_name(name) not in RELATIVE_TABLE_NAMES or not _hf.is_embedding(module):
                 continue
@@ -164,7 +228,8 @@ class RelativeEmbeddingFamily(Family):
                 table=_hf.to_numpy(module.weight),
                 position_buckets=int(_setting(model, owner, config, "position_buckets") or -1),
                 max_relative_positions=int(
-                    _setting(model, owner, config, "max_relative_positions") or -1
+                    _setting(model, owner, config, "max_relative_positions")
+                    or module.weight.shape[0] // 2
                 ),
                 terms=tuple(str(t) for t in terms),
             )

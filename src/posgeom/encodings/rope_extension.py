@@ -51,6 +51,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
+from posgeom.encodings.rope_layer_types import strategy_rope_parameters
 from posgeom.encodings.rope_types import config_rope_parameters, rotary_vectors
 
 __all__ = [
@@ -245,12 +246,14 @@ def rope_strategies(model: Any, l0: int, target: int) -> list[Strategy]:
 
 def rebuild_rotary(model: Any, what: str) -> None:
     """Rebuild every rotary module of a transformers ``model`` from ``model.config`` (as loading
-    would); one line when it has none."""
+    would: a module with a ``rope_type`` and an ``inv_freq`` buffer, or one per layer type,
+    ``<type>_inv_freq``, as Gemma 3's); one line when it has none."""
     found = 0
     for name, module in list(model.named_modules()):
-        if hasattr(module, "inv_freq") and hasattr(module, "rope_type"):
+        freqs = [b for n, b in module.named_buffers(recurse=False) if n.endswith("inv_freq")]
+        if freqs and hasattr(module, "rope_type"):
             fresh = type(module)(config=model.config)
-            fresh.to(module.inv_freq.device)
+            fresh.to(freqs[0].device)
             parent = model.get_submodule(name.rpartition(".")[0]) if "." in name else model
             setattr(parent, name.rpartition(".")[2], fresh)
             found += 1
@@ -311,7 +314,10 @@ class RoPEExtension(Extension):
         if p.rotary_dim and p.rotary_dim != p.head_dim:
             rope["partial_rotary_factor"] = p.rotary_dim / p.head_dim
         layers = None if mechanism.layers is None else list(mechanism.layers)
-        return {"head_dim": int(p.head_dim), "rope_parameters": rope, "layers": layers}
+        out = {"head_dim": int(p.head_dim), "rope_parameters": rope, "layers": layers}
+        if p.layer_type:  # one of several per-layer-type set-ups (Gemma 3's full_attention)
+            out["layer_type"] = str(p.layer_type)
+        return out
 
     def extension_from_decoder(self, module: Any) -> dict[str, Any]:
         rope = {"rope_type": "default", "rope_theta": float(module.base)}
@@ -321,6 +327,8 @@ class RoPEExtension(Extension):
         out = {"head_dim": params["head_dim"], "rope_parameters": dict(params["rope_parameters"])}
         if params.get("layers") is not None:  # the blocks that rotate (a model's per-layer map)
             out["layers"] = list(params["layers"])
+        if params.get("layer_type"):  # the per-layer-type set-up a strategy replaces
+            out["layer_type"] = str(params["layer_type"])
         return out
 
     def strategies(
@@ -348,7 +356,9 @@ class RoPEExtension(Extension):
             return None
         keys = ("rope_parameters", "max_position_embeddings")
         original = {k: getattr(model.config, k, None) for k in keys}
-        model.config.rope_parameters = dict(strategy.rope_parameters)
+        model.config.rope_parameters = strategy_rope_parameters(
+            original["rope_parameters"], strategy
+        )
         for key, value in strategy.config_changes(ctx.trained_length, ctx.target_length).items():
             setattr(model.config, key, value)
         rebuild_rotary(model, f"the strategy {strategy.name!r}")

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._errors import PosgeomError
 from posgeom._validation import Interval
 from posgeom.encodings._base import (
     PositionEncoding,
@@ -29,10 +30,13 @@ from posgeom.encodings._extension import Extension, ExtensionContext, Strategy
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
+    Mechanism,
     TorchSpec,
     register,
 )
+from posgeom.encodings.learned import LEARNED_NAMES
 from posgeom.encodings.learned_extension import learned_lag_vectors
+from posgeom.encodings.sinusoidal_mechanism import SinusoidalParams, detect_sinusoids, refusal
 
 _TORCH_MODULE = "posgeom.nn.position:SinusoidalPositionEmbedding"  # trainer and decoder
 
@@ -87,6 +91,14 @@ class SinusoidalExtension(Extension):
     def extension_params(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         return {"d": int(spec.get("d", 128)), "base": float(spec.get("base", 10000.0))}
 
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+        """``{"d", "base"}`` of a detected sinusoid with Vaswani's frequencies (one line
+        otherwise)."""
+        base = mechanism.params.standard_base()
+        if base is None:
+            raise PosgeomError(refusal(mechanism.params))
+        return {"d": 2 * int(mechanism.params.inv_freq.shape[0]), "base": base}
+
     def extension_from_decoder(self, module: Any) -> dict[str, Any]:
         return {"d": int(module.dim), "base": float(module.base)}
 
@@ -114,6 +126,18 @@ class SinusoidalFamily(Family):
     summary = "fixed sinusoids (Vaswani et al.), interleaved sin/cos"
     torch_class = _TORCH_MODULE
     extension_type = SinusoidalExtension
+    mechanism_kind = "sinusoidal"
+    mechanism_params = SinusoidalParams
+    looks_for = (
+        "sinusoids computed in the forward pass (position modules named "
+        + ", ".join((*LEARNED_NAMES, "encode_positions"))
+        + " without a table; relative_positional_encoding methods)"
+    )
+    detect_order = 15
+
+    def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
+        """See :mod:`posgeom.encodings.sinusoidal_mechanism`."""
+        return detect_sinusoids(model, config, (*LEARNED_NAMES, "encode_positions"))
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:
         return sinusoidal(n_positions, **params)

@@ -18,11 +18,10 @@ Distance (posgeom's choice, the paper leaves it open):
   ``j - i`` is from the bias at offset 0, averaged over heads and over both directions so that it
   is symmetric (``b_h(0)``: the bias of the bucket of offset 0).
 
-Extension (``extend t5:num_buckets=32,max_distance=128``): every distance has a bucket, so the one
-strategy is ``none``; the lag kernel is the bias row of ``bucket(-k)`` (a causal query looking
-``k`` back), or the bucket index without a table (:func:`t5_lag_vectors`). Parameters
-``{"num_buckets", "max_distance"[, "bidirectional", "bias"]}``; the decoder's module is a
-unidirectional :class:`~posgeom.nn.relative.T5RelativeBias`.
+Extension (``extend t5:num_buckets=32,max_distance=128``, :class:`T5Extension`): every distance has
+a bucket, so the one strategy is ``none``; the lag kernel is the bias row of ``bucket(-k)`` (a
+causal query looking ``k`` back), or the bucket index without a table (:func:`t5_lag_vectors`);
+the decoder's module is a unidirectional :class:`~posgeom.nn.relative.T5RelativeBias`.
 """
 
 from __future__ import annotations
@@ -52,8 +51,8 @@ from posgeom.encodings._registry import (
     register,
 )
 
-#: Last name components of relative-position bias tables (T5-style buckets).
-RELATIVE_BIAS_NAMES = ("relative_attention_bias",)
+#: Last name components of relative-position bias tables (T5-style buckets; WavLM's too).
+RELATIVE_BIAS_NAMES = ("relative_attention_bias", "rel_attn_embed")
 _TORCH_MODULE = "posgeom.nn.relative:T5RelativeBias"  # the trainer's and the decoder's bias
 _BUCKET_METHODS = (
     "compute_position_bias",
@@ -259,21 +258,19 @@ def _signature_default(owner: Any, parameter: str) -> Any:
     return None
 
 
-def _bucket_mechanism(model: Any, config: Any, name: str, module: Any) -> Mechanism:
+def _bucket_mechanism(model: Any, config: Any, name: str, weight: Any, source: str) -> Mechanism:
+    """The buckets of the table ``weight`` ``(rows, heads)``, the module or parameter ``name``
+    (owned by the attention or position module that sets the buckets): its first
+    ``num_buckets`` rows (CPM-Ant keeps its segment-pair rows after them)."""
     owner = _hf.parent(model, name)
-    rows, heads = module.weight.shape
-    num_buckets = (
-        getattr(owner, "relative_attention_num_buckets", None)
-        or _signature_default(owner, "num_buckets")
-        or getattr(config, "relative_attention_num_buckets", None)
-        or rows
-    )
-    max_distance = (
-        getattr(owner, "relative_attention_max_distance", None)
-        or _signature_default(owner, "max_distance")
-        or getattr(config, "relative_attention_max_distance", None)
-        or 128
-    )
+    rows, heads = weight.shape
+
+    def setting(name: str, default: int) -> Any:  # the owner's, its bucket function's, config's
+        ours = getattr(owner, f"relative_attention_{name}", None) or getattr(owner, name, None)
+        theirs = getattr(config, f"relative_attention_{name}", None)
+        return ours or _signature_default(owner, name) or theirs or default
+
+    num_buckets, max_distance = setting("num_buckets", rows), setting("max_distance", 128)
     is_decoder = getattr(owner, "is_decoder", None)
     if int(num_buckets) > rows:
         raise PosgeomError(
@@ -281,16 +278,22 @@ def _bucket_mechanism(model: Any, config: Any, name: str, module: Any) -> Mechan
             "the checkpoint and its configuration disagree"
         )
     params = BucketParams(
-        bias_table=_hf.to_numpy(module.weight),
+        bias_table=_hf.to_numpy(weight[: int(num_buckets)]),
         num_buckets=int(num_buckets),
         max_distance=int(max_distance),
         bidirectional=True if is_decoder is None else not bool(is_decoder),
         num_heads=int(heads),
     )
-    return Mechanism("relative_buckets", f"{name}.weight", params)
+    return Mechanism("relative_buckets", source, params)
 
 
 # ------------------------------------------------------------------------------ extension
+def _bucket_params(source: Any, bias: np.ndarray) -> dict[str, Any]:
+    """The extension's parameters of a bucket mechanism or decoder module with its bias table."""
+    keys = ("num_buckets", "max_distance", "bidirectional")
+    return {**{k: getattr(source, k) for k in keys}, "bias": bias}
+
+
 class T5Extension(Extension):
     """T5's extension side (module docstring): every distance has a bucket, one strategy."""
 
@@ -309,20 +312,10 @@ class T5Extension(Extension):
 
     def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
         p = mechanism.params
-        return {
-            "num_buckets": p.num_buckets,
-            "max_distance": p.max_distance,
-            "bidirectional": p.bidirectional,
-            "bias": np.asarray(p.bias_table, dtype=np.float64),
-        }
+        return _bucket_params(p, np.asarray(p.bias_table, dtype=np.float64))
 
     def extension_from_decoder(self, module: Any) -> dict[str, Any]:
-        return {
-            "num_buckets": module.num_buckets,
-            "max_distance": module.max_distance,
-            "bidirectional": module.bidirectional,
-            "bias": module.bias.weight.detach().double().numpy(),
-        }
+        return _bucket_params(module, module.bias.weight.detach().double().numpy())
 
     def extension_summary(self, params: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in params.items() if k != "bias"}
@@ -391,8 +384,14 @@ class T5Family(Family):
         )
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
-        return [
-            _bucket_mechanism(model, config, name, module)
-            for name, module in model.named_modules()
-            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and _hf.is_embedding(module)
+        """Tables named in :data:`RELATIVE_BIAS_NAMES`: embeddings or 2-D parameters (CPM-Ant)."""
+        tables = [
+            (name, m.weight, f"{name}.weight")
+            for name, m in model.named_modules()
+            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and _hf.is_embedding(m)
+        ] + [
+            (name, p, name)
+            for name, p in model.named_parameters()
+            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and p.ndim == 2
         ]
+        return [_bucket_mechanism(model, config, *table) for table in tables]

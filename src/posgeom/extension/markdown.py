@@ -84,5 +84,16 @@ def dependence_lines(result: Any) -> list[str]:
 
 
 def measure_lines(measurements: dict[str, Any]) -> list[str]:
-    """The measured losses (``--measure``): one row per strategy."""
-    return markdown_table(measurements.get("strategies", []), MEASURE_COLUMNS)
+    """The measured losses (``--measure``): one row per strategy, after the layer types each
+    strategy replaced when the model has one rotary set-up per layer type."""
+    scaled = measurements.get("scaled")
+    head = (
+        [
+            f"Strategies replace the rotary set-up of layer types {', '.join(scaled['layer_types'])}"
+            f" (blocks {scaled['layers']}); the other layer types keep their own.",
+            "",
+        ]
+        if scaled
+        else []
+    )
+    return head + markdown_table(measurements.get("strategies", []), MEASURE_COLUMNS)

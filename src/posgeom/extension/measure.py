@@ -340,7 +340,9 @@ def measure_strategies(
             extra = _key_tokens(out, parts_by, short)
     finally:
         runner.restore()
+    scaled = getattr(runner, "scaled", lambda: None)()
     return {
+        **({"scaled": scaled} if scaled else {}),
         "trained_length": int(trained_length),
         "window_length": target,
         "windows": len(windows),

@@ -148,9 +148,11 @@ def config_model(config: Any, *, model: Any = None, name: str = "model") -> Exte
 def _long_range_first(found: Any) -> list[Any]:
     """Mechanisms with the ones of full-attention layers first (Gemma 3's global base before
     its sliding-window base: the layers a longer context reaches)."""
-    local = ("sliding", "chunked")
+    from posgeom.encodings.rope_layer_types import LOCAL_LAYER_TYPES
+
     return sorted(
-        found, key=lambda m: str(getattr(m.params, "layer_type", "") or "").startswith(local)
+        found,
+        key=lambda m: str(getattr(m.params, "layer_type", "") or "").startswith(LOCAL_LAYER_TYPES),
     )
 
 

@@ -53,6 +53,20 @@ class _HFRunner:
             self.undo()
             self.undo = None
 
+    def scaled(self) -> dict[str, Any] | None:
+        """Where a RoPE strategy reaches a model with one rotary set-up per layer type (Gemma
+        3): ``{"layer_types": [...], "layers": [...]}`` (the blocks of those types); ``None``
+        when one set-up serves every layer."""
+        from posgeom.encodings.rope_layer_types import scaled_layer_types
+        from posgeom.encodings.rope_mechanism import text_config
+
+        config = getattr(self.model, "config", None)
+        types = scaled_layer_types(getattr(config, "rope_parameters", None))
+        if types is None:
+            return None
+        per_layer = getattr(text_config(config), "layer_types", None) or []
+        return {"layer_types": types, "layers": [i for i, t in enumerate(per_layer) if t in types]}
+
     def hidden_and_head(self, x: Any) -> tuple[Any, Any]:
         decoder, head = self.model.get_decoder(), self.model.get_output_embeddings()
         return decoder(input_ids=x).last_hidden_state[0], head

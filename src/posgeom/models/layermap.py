@@ -8,7 +8,8 @@ into its ``stack`` (the list's module path). Where they come from, first source 
 1. the module that holds the mechanism: a buffer inside block ``i`` acts on block ``i``
    (per-layer rotary modules); a shared one (``model.rotary_emb``) acts on every block of the
    stack nearest to it, as do the kinds computed once per stack (:data:`SCOPE`: T5's bias
-   held by block 0, ALiBi, DeBERTa's relative table);
+   held by block 0, ALiBi, DeBERTa's relative table), unless several blocks hold one each
+   (Granite Speech's per-block relative tables: each acts on its block);
 2. per-layer-type set-ups (Gemma 3's ``sliding_attention`` / ``full_attention`` bases): the
    blocks whose attention received that set-up's cosines in a forward pass
    (:mod:`posgeom.models.rotation_probe`), else the configuration's ``layer_types``;
@@ -28,6 +29,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from posgeom.encodings import Mechanism, family
 from posgeom.encodings.rope_mechanism import text_config
@@ -55,16 +58,22 @@ SCOPE = {
     "relative_buckets": "stack",
     "alibi": "stack",
     "relative_embeddings": "stack",
+    "conv_positions": "input",
 }
 
 
 def _counts(config: Any) -> set[int]:
+    """The configuration's layer counts, with the blocks of each stage of a hierarchical
+    model (Swin's ``depths``)."""
     out = set()
     for cfg in {id(config): config, id(text_config(config)): text_config(config)}.values():
         for name in LAYER_COUNT_FIELDS:
             value = getattr(cfg, name, None)
             if isinstance(value, int) and value > 0:
                 out.add(value)
+        depths = getattr(cfg, "depths", None)
+        if isinstance(depths, (list, tuple)):
+            out.update(v for v in depths if isinstance(v, int) and v > 0)
     return out
 
 
@@ -150,7 +159,8 @@ def _rotary_layers(
         ]
         return used, "forward probe"
     text = stack in _text_stacks(model)  # the (text) configuration's lists are its stack's
-    if text and layer_type and (types := _layer_types(config, n)) is not None:
+    types = _layer_types(config, n) if text and layer_type else None
+    if types is not None and layer_type in types:  # a set-up named after a layer type
         layers = [i for i in layers if types[i] == layer_type]
     flags = _module_flags(model, stack, n, "use_rope") or (_config_flags(config, n) if text else {})
     return [i for i in layers if flags.get(i, True)], "configuration"
@@ -180,9 +190,25 @@ def _probe_by_block(model: Any, stacks: dict[str, int], kinds: set[str]) -> dict
     return out
 
 
-def _placed(mech: Mechanism, model: Any, stacks: dict[str, int], probe: dict) -> list[Mechanism]:
+def _per_block(found: Sequence[Mechanism], stacks: dict[str, int]) -> set[tuple[str, str]]:
+    """``(kind, stack)`` of the kinds held by more than one block of a stack: each block's own
+    table (Granite Speech), not one computed in block 0 and passed on (T5, WavLM)."""
+    held: dict[tuple[str, str], set[int]] = {}
+    for mech in found:
+        where = _block_of(mech.source, stacks)
+        if where is not None:
+            held.setdefault((mech.kind, where[0]), set()).add(where[1])
+    return {key for key, blocks in held.items() if len(blocks) > 1}
+
+
+def _placed(
+    mech: Mechanism, model: Any, stacks: dict[str, int], probe: dict, per_block: set
+) -> list[Mechanism]:
     """``mech`` with its stack and layers (one copy per stack it acts on)."""
-    scope = SCOPE.get(mech.kind, "block")
+    scope = getattr(mech.params, "scope", None) or SCOPE.get(mech.kind, "block")
+    where = _block_of(mech.source, stacks)
+    if where is not None and (mech.kind, where[0]) in per_block:
+        scope = "block"
     if scope == "input" or not stacks:
         return [mech]
     block = _block_of(mech.source, stacks) if scope == "block" else None
@@ -200,10 +226,18 @@ def _placed(mech: Mechanism, model: Any, stacks: dict[str, int], probe: dict) ->
 
 
 def _same(a: Mechanism, b: Mechanism) -> bool:
+    """The same kind in the same stack with equal parameters (tables compared by value: each
+    block's own learned bias is its own entry)."""
     if a.kind != b.kind or a.stack != b.stack or a.layers is None or b.layers is None:
         return False
-    pa, pb = a.params.as_dict(), b.params.as_dict()
-    return pa == pb
+    fa, fb = vars(a.params), vars(b.params)
+    return fa.keys() == fb.keys() and all(_equal(fa[k], fb[k]) for k in fa)
+
+
+def _equal(x: Any, y: Any) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return np.array_equal(np.asarray(x), np.asarray(y))
+    return bool(x == y)
 
 
 def _merge(found: list[Mechanism]) -> list[Mechanism]:
@@ -241,6 +275,7 @@ def assign_layers(model: Any, found: Sequence[Mechanism]) -> list[Mechanism]:
     found = [m for m in found if m.kind != "none"]
     stacks = layer_stacks(model)
     probe = _probe_by_block(model, stacks, {m.kind for m in found})
-    placed = [p for m in found for p in _placed(m, model, stacks, probe)]
+    per_block = _per_block(found, stacks)
+    placed = [p for m in found for p in _placed(m, model, stacks, probe, per_block)]
     placed = _merge([m for m in placed if m.layers is None or m.layers or m.kind != "rotary"])
     return placed + _none_entries(placed, stacks)

@@ -106,6 +106,21 @@ def _resolve_model(model_or_name_or_path: Any, **load_kwargs: Any) -> Any:
     return model_or_name_or_path
 
 
+def _unclaimed(found: list[Mechanism]) -> list[Mechanism]:
+    """``found`` without the readings of a buffer that another mechanism accounts for: a table
+    that a formula reads (GPT-J's sin/cos ``embed_positions`` is rotary, not learned), and the
+    ``inv_freq`` of a module whose output is a sinusoid of offsets (a conformer's relative
+    encoding, not a rotation)."""
+    claimed = {mech.source for mech in found if mech.kind != "learned"}
+    sinusoids = {mech.source for mech in found if mech.kind == "sinusoidal"}
+    return [
+        m
+        for m in found
+        if not (m.kind == "learned" and m.source in claimed)
+        and not (m.kind == "rotary" and m.source.rsplit(".", 1)[0] in sinusoids)
+    ]
+
+
 def find_positional_mechanisms(
     model_or_name_or_path: Any,
     *,
@@ -133,6 +148,7 @@ def find_positional_mechanisms(
     # a family may rule out another's mechanism (ALiBi models can keep an unused rotary module)
     excluded = {kind for mech in found for kind in family_of_mechanism(mech.kind).excludes}
     found = [mech for mech in found if mech.kind not in excluded]
+    found = _unclaimed(found)
     if not found:
         if on_missing == "none":
             return tuple(assign_layers(model, [])) or (family("nope").none_mechanism(),)

@@ -6,7 +6,8 @@ recorded during a forward pass of ``LENGTH`` tokens, then called once more with 
 position embeddings of position 0 at every position (the identity rotation, whatever the
 tensors' order or form). A layer whose output does not change did not rotate its queries and
 keys (Cohere 2's global layers, SmolLM3's and Llama 4's NoPE layers); a layer whose output changes
-did. The tensors a layer received also say which of several rotary set-ups it used (Gemma 3's
+did; a layer whose output is constant (a random model's zero output projection) cannot tell,
+and the configuration decides. The tensors a layer received also say which of several rotary set-ups it used (Gemma 3's
 sliding and global bases): :func:`uses_frequencies` looks for every ``cos(p w_k)`` among them.
 
 The probe needs the model to run on token ids alone (decoders, encoders, encoder-decoders with
@@ -137,6 +138,9 @@ def _rotates(module: Any, bound: Any, output: Any) -> bool | None:
     tensors = _tensors(pos)
     if not tensors or any(t.ndim < 2 or t.shape[-2] != LENGTH for t in tensors):
         return None
+    first = _first(output)
+    if not isinstance(first, torch.Tensor) or bool(torch.all(first == first.flatten()[0])):
+        return None  # a constant output (a zero output projection) cannot tell
     bound.arguments["position_embeddings"] = _at_position_zero(pos)
     with torch.no_grad():
         again = module(*bound.args, **bound.kwargs)
