@@ -37,6 +37,18 @@ from studies._common import CACHE, DATA, DOCS
 SEED = 0
 
 
+def _target(summary: dict[str, Any]) -> str:
+    """The layers' stress target in words: its estimator and resolution (a probe summary's
+    ``options.target``, a dict, or an older run's bare estimator name)."""
+    target = summary["options"]["target"]
+    if not isinstance(target, dict):
+        return f"stress against the {target} estimate"
+    return (
+        f"stress against the {target.get('estimator')} estimate of the corpus geometry at "
+        f"resolution {target.get('resolution')}"
+    )
+
+
 def _sst2(data: Path, count: int) -> list[str]:
     return list(
         posgeom.read_texts(
@@ -202,10 +214,7 @@ def _markdown(tables: list, layers: list, skipped: list[str], log: list[str], si
             *markdown_table([layer_row(r) for r in s["layers"]], LAYER_COLUMNS),
             "",
         ]
-        out += [
-            f"Chance MAE {s['options']['chance_mae']:.2f} positions; target {s['options']['target']}.",
-            "",
-        ]
+        out += [f"Chance MAE {s['options']['chance_mae']:.2f} positions; {_target(s)}.", ""]
         out += [*s["verdict"], ""]
     if skipped:
         out += ["## Not in this run", "", *(f"- {s}" for s in skipped), ""]

@@ -275,3 +275,23 @@ def test_a_score_without_a_sampled_form_is_left_out_of_sampled_rows():
     finally:
         S.registry._SCORES.pop("largest_gap")
     assert "largest_gap" not in S.available()
+
+
+def test_scale_optimal_stress_range_is_its_interval_bounds():
+    """Scale-optimal stress is 1 - (sum delta D)^2 / (sum delta^2 sum D^2): in [0, 1] by
+    Cauchy-Schwarz, 0 for delta proportional to D and 1 for delta orthogonal to D. Its
+    registered bounds (what every bootstrap interval is clipped to) are that range, so an
+    interval never claims a value the score cannot take (the atlas showed [0.50, 1.25])."""
+    from posgeom.scores.stress import stress_from_pairs
+
+    rng = np.random.default_rng(0)
+    values = [
+        stress_from_pairs(rng.random(50) ** k, rng.random(50)).scale_optimal for k in (1, 3, 9)
+    ]
+    target = rng.random(50)
+    values.append(stress_from_pairs(3.0 * target, target).scale_optimal)
+    ortho = np.array([1.0, -1.0, 0.0]), np.array([1.0, 1.0, 0.0])
+    values.append(stress_from_pairs(*ortho).scale_optimal)
+    assert min(values) == pytest.approx(0.0, abs=1e-12) and max(values) == pytest.approx(1.0)
+    assert all(0.0 <= v <= 1.0 + 1e-12 for v in values)
+    assert S.registry.get("scale_optimal").bounds == (0.0, 1.0)

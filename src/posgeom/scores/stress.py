@@ -226,6 +226,11 @@ _TABLES = {
 }
 
 
+#: each kind's range: scale-optimal stress is 1 - cos^2 of delta and D (Cauchy-Schwarz), so an
+#: interval is clipped to [0, 1]; alpha* is any real; the others are non-negative
+_BOUNDS = {"scale_optimal": (0.0, 1.0), "scale": (-np.inf, np.inf)}
+
+
 def _dense_kind(kind: str) -> Any:
     def score(delta: np.ndarray, target: np.ndarray, *, seed: int = 0) -> dict[str, float]:
         iu = np.triu_indices(delta.shape[0], 1)
@@ -254,7 +259,7 @@ for _order, _kind in enumerate((*STRESS_KINDS, "scale")):
         convention=_CONVENTIONS[_kind],
         interval=_kind != "scale",
         better=None if _kind == "scale" else "lower",
-        bounds=(-np.inf if _kind == "scale" else 0.0, np.inf),
+        bounds=_BOUNDS.get(_kind, (0.0, np.inf)),
         sampled=_sampled_kind(_kind),
         tables=_TABLES[_kind],
         layer_key="" if _kind == "scale" else f"stress_{_kind}",
