@@ -5,6 +5,7 @@ peak is the kernel's high-water mark of resident memory (``getrusage(RUSAGE_CHIL
 of the wrapper: the largest RSS the command reached). The baseline is the same measurement of a
 process that only imports what ``analyze-model`` imports (torch, transformers, posgeom's models
 layer) and loads nothing: peak minus baseline is what the model, its load and the analysis cost.
+A second baseline adds transformers' Llama code (what any transformers model imports to run).
 
 Workloads:
 
@@ -41,6 +42,9 @@ _WRAP = (
 )
 _CLI = "import sys; from posgeom.cli.main import main; sys.exit(main())"
 _IMPORTS = "import torch, transformers, posgeom.models.analysis, posgeom.cli.model_commands"
+#: the same plus the code every transformers model imports to run (transformers' Llama code pulls
+#: in torch._dynamo, torch.distributed.tensor and sympy): a floor no posgeom change moves
+_CODE = _IMPORTS + ", transformers.models.llama.modeling_llama"
 
 
 def _env() -> dict[str, str]:
@@ -135,10 +139,12 @@ def run(args: argparse.Namespace) -> dict:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     base, _ = peak_mb([sys.executable, "-c", _IMPORTS])
+    code, _ = peak_mb([sys.executable, "-c", _CODE])
     result: dict = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "baseline_mb": base,
+        "baseline_with_model_code_mb": code,
     }
     if args.only in (None, "smollm2"):
         runs = {}
@@ -146,6 +152,7 @@ def run(args: argparse.Namespace) -> dict:
             out = work / f"smollm2-{dtype}"
             peak, wall = peak_mb(_analyze(smollm2_folder(), out, dtype, args, args.sequences))
             runs[dtype] = {"peak_mb": peak, "above_baseline_mb": peak - base, "wall_s": wall}
+            runs[dtype]["above_model_code_mb"] = peak - code
             runs[dtype] |= _layers(out)
         runs["agreement"] = _agreement(runs["float32"], runs["bfloat16"])
         result["smollm2"] = runs
@@ -159,6 +166,7 @@ def run(args: argparse.Namespace) -> dict:
             "weights_mb": size / 2**20,
             "peak_mb": peak,
             "above_baseline_mb": peak - base,
+            "above_model_code_mb": peak - code,
             "wall_s": wall,
             "sums_mb": layers["sums_mb"],
             "target_mb": size / 2**20 * 1.2 + layers["sums_mb"],
