@@ -105,8 +105,12 @@ def _analyze(model: Path, out: Path, dtype: str, args: argparse.Namespace, seque
     cmd = [sys.executable, "-c", _CLI, "-q", "analyze-model", str(model), str(CORPUS)]
     cmd += ["--text-column", "text", "-n", str(args.n), "--max-sequences", str(sequences)]
     cmd += ["--dtype", dtype]
-    cmd += ["--bootstrap", str(args.bootstrap), "--no-plot", "-o", str(out), "--overwrite"]
-    return cmd + (["--gguf-file", GGUF] if gguf else []) + ["--threads", str(args.threads)]
+    cmd += ["-o", str(out), "--overwrite"] + (["--gguf-file", GGUF] if gguf else [])
+    if args.bootstrap is not None:  # otherwise the command's defaults, as a user runs it
+        cmd += ["--bootstrap", str(args.bootstrap)]
+    if args.threads is not None:
+        cmd += ["--threads", str(args.threads)]
+    return cmd + (["--no-plot"] if args.no_plot else [])
 
 
 def _layers(out: Path) -> dict:
@@ -181,8 +185,9 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=32)
     parser.add_argument("--sequences", type=int, default=200)
     parser.add_argument("--sequences-1b", type=int, default=32)
-    parser.add_argument("--bootstrap", type=int, default=30)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--bootstrap", type=int, default=None, help="default: the command's")
+    parser.add_argument("--threads", type=int, default=None, help="default: the command's")
+    parser.add_argument("--no-plot", action="store_true", help="default: the plot is drawn")
     parser.add_argument("--json", default=None, help="also write the result here")
     args = parser.parse_args()
     result = run(args)

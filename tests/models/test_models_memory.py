@@ -63,10 +63,10 @@ def _command(tiny, dtype: str) -> str:
 
 
 def test_analyze_model_on_a_tiny_llama_adds_little_to_the_imports(tiny):
-    """The model-independent part of the peak, in float32 and bfloat16: below BOUND_MIB, and
-    the command (its parser: every command registered) never imports scipy.stats."""
+    """The model-independent part of the peak, in bfloat16 (a tiny model's weights are nothing
+    in any dtype): below BOUND_MIB, and the command (its parser: every command registered)
+    never imports scipy.stats."""
     base = child_peak_mib(_IMPORTS)
-    for dtype in ("float32", "bfloat16"):
-        peak = child_peak_mib(_command(tiny, dtype))
-        assert peak - base < BOUND_MIB, (dtype, base, peak)
-        assert (Path(tiny["root"]) / f"out-{dtype}" / "summary.json").is_file()
+    peak = child_peak_mib(_command(tiny, "bfloat16"))
+    assert peak - base < BOUND_MIB, (base, peak)
+    assert (Path(tiny["root"]) / "out-bfloat16" / "summary.json").is_file()
