@@ -5,6 +5,7 @@ peak is the kernel's high-water mark of resident memory (``getrusage(RUSAGE_CHIL
 of the wrapper: the largest RSS the command reached). The baseline is the same measurement of a
 process that only imports what ``analyze-model`` imports (torch, transformers, posgeom's models
 layer) and loads nothing: peak minus baseline is what the model, its load and the analysis cost.
+A second baseline adds transformers' Llama code (what any transformers model imports to run).
 
 Workloads:
 
@@ -41,6 +42,9 @@ _WRAP = (
 )
 _CLI = "import sys; from posgeom.cli.main import main; sys.exit(main())"
 _IMPORTS = "import torch, transformers, posgeom.models.analysis, posgeom.cli.model_commands"
+#: the same plus the code every transformers model imports to run (transformers' Llama code pulls
+#: in torch._dynamo, torch.distributed.tensor and sympy): a floor no posgeom change moves
+_CODE = _IMPORTS + ", transformers.models.llama.modeling_llama"
 
 
 def _env() -> dict[str, str]:
@@ -101,8 +105,12 @@ def _analyze(model: Path, out: Path, dtype: str, args: argparse.Namespace, seque
     cmd = [sys.executable, "-c", _CLI, "-q", "analyze-model", str(model), str(CORPUS)]
     cmd += ["--text-column", "text", "-n", str(args.n), "--max-sequences", str(sequences)]
     cmd += ["--dtype", dtype]
-    cmd += ["--bootstrap", str(args.bootstrap), "--no-plot", "-o", str(out), "--overwrite"]
-    return cmd + (["--gguf-file", GGUF] if gguf else []) + ["--threads", str(args.threads)]
+    cmd += ["-o", str(out), "--overwrite"] + (["--gguf-file", GGUF] if gguf else [])
+    if args.bootstrap is not None:  # otherwise the command's defaults, as a user runs it
+        cmd += ["--bootstrap", str(args.bootstrap)]
+    if args.threads is not None:
+        cmd += ["--threads", str(args.threads)]
+    return cmd + (["--no-plot"] if args.no_plot else [])
 
 
 def _layers(out: Path) -> dict:
@@ -135,10 +143,12 @@ def run(args: argparse.Namespace) -> dict:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     base, _ = peak_mb([sys.executable, "-c", _IMPORTS])
+    code, _ = peak_mb([sys.executable, "-c", _CODE])
     result: dict = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "baseline_mb": base,
+        "baseline_with_model_code_mb": code,
     }
     if args.only in (None, "smollm2"):
         runs = {}
@@ -146,6 +156,7 @@ def run(args: argparse.Namespace) -> dict:
             out = work / f"smollm2-{dtype}"
             peak, wall = peak_mb(_analyze(smollm2_folder(), out, dtype, args, args.sequences))
             runs[dtype] = {"peak_mb": peak, "above_baseline_mb": peak - base, "wall_s": wall}
+            runs[dtype]["above_model_code_mb"] = peak - code
             runs[dtype] |= _layers(out)
         runs["agreement"] = _agreement(runs["float32"], runs["bfloat16"])
         result["smollm2"] = runs
@@ -159,6 +170,7 @@ def run(args: argparse.Namespace) -> dict:
             "weights_mb": size / 2**20,
             "peak_mb": peak,
             "above_baseline_mb": peak - base,
+            "above_model_code_mb": peak - code,
             "wall_s": wall,
             "sums_mb": layers["sums_mb"],
             "target_mb": size / 2**20 * 1.2 + layers["sums_mb"],
@@ -173,8 +185,9 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=32)
     parser.add_argument("--sequences", type=int, default=200)
     parser.add_argument("--sequences-1b", type=int, default=32)
-    parser.add_argument("--bootstrap", type=int, default=30)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--bootstrap", type=int, default=None, help="default: the command's")
+    parser.add_argument("--threads", type=int, default=None, help="default: the command's")
+    parser.add_argument("--no-plot", action="store_true", help="default: the plot is drawn")
     parser.add_argument("--json", default=None, help="also write the result here")
     args = parser.parse_args()
     result = run(args)

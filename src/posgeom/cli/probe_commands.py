@@ -17,7 +17,7 @@ from typing import Any
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli._options import add_estimator_argument, add_placement_arguments, placement
 from posgeom.cli.corpus_commands import add_text_arguments
-from posgeom.probes.api import BOOTSTRAP
+from posgeom.corpus.bootstrap_weights import PROBE_REPLICATES
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
 
@@ -157,7 +157,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--bootstrap",
         type=int,
-        default=BOOTSTRAP,
+        default=PROBE_REPLICATES,
         help="half-sample replicates of the counts for a per-layer stress interval, as "
         "analyze-model's (0: none; analyze-model's default is 100)",
     )

@@ -17,6 +17,7 @@ from posgeom._validation import Interval, check_int, is_integer
 __all__ = [
     "MAX_POISSON_WEIGHT",
     "MAX_REPLICATES",
+    "PROBE_REPLICATES",
     "REPLICATES",
     "SCHEMES",
     "check_bounded_int",
@@ -30,6 +31,10 @@ SCHEMES = ("half", "poisson")
 #: Carlo error is negligible while the work and the (nnz, B) replicate counts keep growing
 MAX_REPLICATES = 10_000
 REPLICATES = Interval(Integral, 2, MAX_REPLICATES)
+#: half-sample replicates of ``probe``'s per-layer stress intervals by default (analyze-model:
+#: 100; a probe keeps its cost low, the interval's ends are then rougher); here, not in
+#: :mod:`posgeom.probes`, so that the command line reads it without importing scipy.stats
+PROBE_REPLICATES = 20
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)

@@ -25,6 +25,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import SEED, Interval, check_int, validate_params
+from posgeom.corpus.bootstrap_weights import PROBE_REPLICATES
 from posgeom.probes.layers import check_kinds
 from posgeom.probes.result import ProbeResult
 from posgeom.probes.sources import read_table
@@ -32,9 +33,9 @@ from posgeom.probes.table import PAIRS, SEEDS, probe_table
 
 __all__ = ["BOOTSTRAP", "LAYER_OPTIONS", "probe"]
 
-#: half-sample replicates of the per-layer stress intervals by default (analyze-model: 100; a
-#: probe keeps its cost low, the interval's ends are then rougher)
-BOOTSTRAP = 20
+#: half-sample replicates of the per-layer stress intervals by default
+#: (:data:`posgeom.corpus.bootstrap_weights.PROBE_REPLICATES`)
+BOOTSTRAP = PROBE_REPLICATES
 
 
 #: the options of the layer probes: given (other than their defaults) without a corpus they

@@ -52,7 +52,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import kendalltau
 
 from posgeom._errors import PosgeomError
 from posgeom.scores import registry
@@ -296,6 +295,8 @@ def bootstrap_scores(
 def _tau(a: np.ndarray, b: np.ndarray) -> float:
     if a.size < 2:
         return 1.0
+    from scipy.stats import kendalltau  # here: scipy.stats costs ~33 MB of imports
+
     return float(kendalltau(a, b).statistic)
 
 
