@@ -19,7 +19,8 @@ absolute difference before and past ``L0`` (tokens at positions ``>= L0``), each
 perplexity (all tokens and past ``L0``), and each engine's seconds for the forward.
 
 ``--cache DIR`` keeps each engine's log-probabilities per strategy (``.npy``) and its seconds
-(``.json``): a killed run resumes where it stopped. Writes ``--out`` (JSON) and prints the
+(``.json``): a killed run resumes where it stopped. ``--vllm DIR`` adds vLLM's rows from the
+files ``studies.engines.vllm_run`` wrote (run in vLLM's own environment). Writes ``--out`` (JSON) and prints the
 markdown table of docs/ENGINES.md.
 """
 
@@ -87,6 +88,16 @@ def compare(hf: np.ndarray, lc: np.ndarray) -> dict[str, Any]:
         "ppl_transformers_past_L0": ppl(hf[cut:]) if past else None,
         "ppl_llamacpp_past_L0": ppl(lc[cut:]) if past else None,
     }
+
+
+def matched_floor(floor_hf: np.ndarray, floor_gap: np.ndarray, hf: np.ndarray) -> float:
+    """The floor at the same difficulty: the mean, over ``hf``'s tokens, of ``none``'s mean gap
+    before ``L0`` among tokens of the same transformers surprisal (20 quantile bins of
+    ``-floor_hf``). The engines' kernel and rounding differences move a less certain prediction
+    more: a strategy whose text is harder has a larger gap at the same reading of the config."""
+    edges = np.quantile(-floor_hf, np.linspace(0, 1, 21)[1:-1])
+    per_bin = np.array([floor_gap[np.digitize(-floor_hf, edges) == b].mean() for b in range(20)])
+    return float(per_bin[np.digitize(-hf, edges)].mean())
 
 
 def _slug(name: str) -> str:
@@ -160,19 +171,59 @@ def table(rows: dict[str, Any]) -> str:
         return "n/a" if x is None else format(x, fmt)
 
     lines = [
-        "| strategy | mean abs diff before L0 | past L0 | past L0 minus floor | ppl transformers "
-        "(past L0) | ppl llama.cpp (past L0) | seconds transformers / llama.cpp |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| strategy | gap before L0 | gap past L0 | past L0 minus floor | floor at the same "
+        "surprisal, past L0 | ppl transformers (past L0) | ppl llama.cpp (past L0) | "
+        "seconds transformers / llama.cpp |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in rows.items():
         past = r["mean_abs_diff_past_L0"]
         over = None if past is None or floor is None else past - floor
         lines.append(
             f"| {name} | {r['mean_abs_diff_before_L0']:.4f} | {num(past, '.4f')} | "
-            f"{num(over, '+.4f')} | {r['ppl_transformers']:.3f} "
-            f"({num(r['ppl_transformers_past_L0'], '.3f')}) | {r['ppl_llamacpp']:.3f} "
-            f"({num(r['ppl_llamacpp_past_L0'], '.3f')}) | {r['seconds_transformers']:.0f} / "
-            f"{r['seconds_llamacpp']:.0f} |"
+            f"{num(over, '+.4f')} | {num(r.get('matched_floor_past_L0'), '.4f')} | "
+            f"{r['ppl_transformers']:.3f} ({num(r['ppl_transformers_past_L0'], '.3f')}) | "
+            f"{r['ppl_llamacpp']:.3f} ({num(r['ppl_llamacpp_past_L0'], '.3f')}) | "
+            f"{r['seconds_transformers']:.0f} / {r['seconds_llamacpp']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def vllm_rows(folder: Path, runner: Runner, names: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's log-probabilities (``studies.engines.vllm_run``'s files in ``folder``, float32
+    weights) against transformers' on the same first tokens (causal: the first ``n`` entries of
+    this run's forward; for dynamic NTK that is the base transformers reaches at this run's
+    length, the static base ``vllm.sh`` writes)."""
+    out = {}
+    for name, target in names.items():
+        npy = folder / f"{_slug(name)}.npy"
+        if not npy.exists():
+            continue
+        lv = np.load(npy, allow_pickle=False)
+        meta = json.loads(npy.with_suffix(".json").read_text())
+        hf = runner.run("transformers", target)[0][: lv.size]
+        out[name] = {
+            "tokens": int(lv.size + 1),
+            "vllm": meta["vllm"],
+            "mean_abs_diff": float(np.abs(hf - lv).mean()),
+            "max_abs_diff": float(np.abs(hf - lv).max()),
+            "ppl_transformers": float(np.exp(-hf.mean())),
+            "ppl_vllm": float(np.exp(-lv.mean())),
+            "seconds_vllm": meta["seconds"],
+        }
+    return out
+
+
+def vllm_table(rows: dict[str, Any]) -> str:
+    """vLLM's table of docs/ENGINES.md."""
+    lines = [
+        "| strategy | tokens | mean abs diff (max) | ppl transformers | ppl vLLM | seconds vLLM |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, r in rows.items():
+        lines.append(
+            f"| {name} | {r['tokens']} | {r['mean_abs_diff']:.2e} ({r['max_abs_diff']:.1e}) | "
+            f"{r['ppl_transformers']:.4f} | {r['ppl_vllm']:.4f} | {r['seconds_vllm']:.0f} |"
         )
     return "\n".join(lines)
 
@@ -185,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cache", default=None, help="folder keeping each forward (resumes)")
+    ap.add_argument("--vllm", default=None, help="folder of studies.engines.vllm_run's files")
     ap.add_argument("--out", default="docs/engines/parity.json")
     args = ap.parse_args(argv)
     from transformers import AutoTokenizer
@@ -198,15 +250,26 @@ def main(argv: list[str] | None = None) -> int:
         tok(text[: args.tokens * 8], add_special_tokens=False)["input_ids"][: args.tokens]
     )
     runner = Runner(ids, args.threads, Path(args.cache) if args.cache else None)
-    rows = {}
+    rows: dict[str, Any] = {}
+    floor = None
     for sname, target in targets(tuple(args.strategies.split(","))).items():
         hf, t_hf = runner.run("transformers", target)
         lc, t_lc = runner.run("llamacpp", target)
         rows[sname] = {**compare(hf, lc), "seconds_transformers": t_hf, "seconds_llamacpp": t_lc}
+        if sname == "none":
+            floor = (hf[: L0 - 1], np.abs(hf - lc)[: L0 - 1])
+        if floor is not None:
+            rows[sname]["matched_floor_before_L0"] = matched_floor(*floor, hf[: L0 - 1])
+            if hf.size > L0 - 1:
+                rows[sname]["matched_floor_past_L0"] = matched_floor(*floor, hf[L0 - 1 :])
     print(table(rows))
+    body = {"tokens": int(ids.size), "L0": L0, "L": L, "threads": args.threads, "rows": rows}
+    if args.vllm:
+        chosen = targets(tuple(args.strategies.split(",")))
+        body["vllm"] = vllm_rows(Path(args.vllm), runner, chosen)
+        print(vllm_table(body["vllm"]))
     from posgeom.io.artifacts import atomic_write_text
 
-    body = {"tokens": int(ids.size), "L0": L0, "L": L, "threads": args.threads, "rows": rows}
     atomic_write_text(Path(args.out), json.dumps(body, indent=2) + "\n")
     return 0
 
