@@ -68,6 +68,18 @@ def targets(names: tuple[str, ...]) -> dict[str, Any]:
     return {n: found[n] for n in names}
 
 
+def text_ids(tokens: int) -> np.ndarray:
+    """The first ``tokens`` token ids of Moby-Dick in SmolLM2's tokenizer (no special tokens)."""
+    from transformers import AutoTokenizer
+
+    from studies.extension.track_a import model_files
+
+    folder, name = model_files()
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    text = gzip.open(TEXT, "rt", encoding="utf-8").read()
+    return np.asarray(tok(text[: tokens * 8], add_special_tokens=False)["input_ids"][:tokens])
+
+
 def compare(hf: np.ndarray, lc: np.ndarray) -> dict[str, Any]:
     """The gap and perplexities; ``hf[j-1]`` is the log-probability of the token at position
     ``j``, so "past L0" is ``[L0 - 1:]``."""
@@ -239,16 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vllm", default=None, help="folder of studies.engines.vllm_run's files")
     ap.add_argument("--out", default="docs/engines/parity.json")
     args = ap.parse_args(argv)
-    from transformers import AutoTokenizer
-
-    from studies.extension.track_a import model_files
-
-    folder, name = model_files()
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    text = gzip.open(TEXT, "rt", encoding="utf-8").read()
-    ids = np.asarray(
-        tok(text[: args.tokens * 8], add_special_tokens=False)["input_ids"][: args.tokens]
-    )
+    ids = text_ids(args.tokens)
     runner = Runner(ids, args.threads, Path(args.cache) if args.cache else None)
     rows: dict[str, Any] = {}
     floor = None
