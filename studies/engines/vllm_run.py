@@ -48,13 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoTokenizer
 
     from posgeom.extension.engines.servers import vllm as vllm_file
+    from posgeom.io.artifacts import atomic_path, atomic_write_text
     from studies.engines.__main__ import TEXT, _slug, targets
 
     tok = AutoTokenizer.from_pretrained(args.model)
     text = gzip.open(TEXT, "rt", encoding="utf-8").read()
     ids = tok(text[: args.tokens * 8], add_special_tokens=False)["input_ids"][: args.tokens]
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     for name, target in targets(tuple(args.strategies.split(","))).items():
         if (out / f"{_slug(name)}.json").exists():
             continue
@@ -72,9 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         lp = prompt_log_probs(llm, ids)
         seconds = time.perf_counter() - t0
         del llm
-        np.save(out / f"{_slug(name)}.npy", lp, allow_pickle=False)
+        with atomic_path(out / f"{_slug(name)}.npy") as tmp, open(tmp, "wb") as fh:
+            np.save(fh, lp, allow_pickle=False)
         meta = {"seconds": seconds, "vllm": vllm.__version__, "tokens": len(ids)}
-        (out / f"{_slug(name)}.json").write_text(json.dumps(meta) + "\n")
+        atomic_write_text(out / f"{_slug(name)}.json", json.dumps(meta) + "\n")
         print(f"{time.strftime('%H:%M:%S')} {name} vllm: {seconds:.0f} s", flush=True)
     return 0
 
