@@ -122,6 +122,13 @@ def test_vllm_dynamic_reads_as_the_static_base_transformers_reaches_at_L():
         }
     )
     np.testing.assert_allclose(inv, vllm_base ** -(np.arange(0, d, 2) / d), rtol=2e-6)
+    # vLLM 0.32 gets that static base as the default rope type, with a cache reaching L
+    body = e.settings["hf_overrides"]
+    assert body["rope_parameters"] == {
+        "rope_type": "default",
+        "rope_theta": pytest.approx(vllm_base),
+    }
+    assert body["max_position_embeddings"] == L and not e.settings["env"]
     # llama.cpp and exllamav2 get the same static base
     llama = _by(target)["llamacpp"]
     assert llama.settings["rope_freq_base"] == pytest.approx(vllm_base, rel=1e-12)

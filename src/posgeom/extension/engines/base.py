@@ -30,6 +30,7 @@ __all__ = [
     "EngineTarget",
     "frequency_gap",
     "shell_quote",
+    "static_ntk_theta",
     "yarn_mscale",
 ]
 
@@ -38,6 +39,14 @@ def yarn_mscale(factor: float) -> float:
     """YaRN's default attention factor ``0.1 ln s + 1`` (1 for ``s <= 1``), as transformers,
     vLLM and llama.cpp compute it."""
     return 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
+
+
+def static_ntk_theta(target: EngineTarget) -> float:
+    """The static base dynamic NTK reaches at ``L``: ``theta (f^2 - f + 1)^(d/(d-2))`` (``d`` the
+    rotary width; transformers' ``theta (f n / L0 - (f - 1))^(d/(d-2))`` at ``n = L = f L0``)."""
+    f = target.factor
+    d = int(target.head_dim * float(target.rope_parameters.get("partial_rotary_factor") or 1.0))
+    return target.theta * (f * f - f + 1.0) ** (d / (d - 2))
 
 
 def shell_quote(text: str) -> str:

@@ -33,6 +33,7 @@ from posgeom.extension.engines.base import (
     dumps,
     frequency_gap,
     shell_quote,
+    static_ntk_theta,
     yarn_mscale,
 )
 
@@ -45,13 +46,6 @@ _CONVERT = (
     "convert the model again with llama.cpp's convert_hf_to_gguf.py from a config.json that holds "
     "transformers4.config.json's rope_scaling (it writes the factors as GGUF tensors)"
 )
-
-
-def _ntk_theta(target: EngineTarget) -> float:
-    """The static base dynamic NTK reaches at ``L``: ``theta (f^2 - f + 1)^(d/(d-2))``."""
-    f = target.factor
-    d = int(target.head_dim * float(target.rope_parameters.get("partial_rotary_factor") or 1.0))
-    return target.theta * (f * f - f + 1.0) ** (d / (d - 2))
 
 
 def llamacpp_settings(target: EngineTarget) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
@@ -87,7 +81,7 @@ def llamacpp_settings(target: EngineTarget) -> tuple[dict[str, Any], dict[str, A
                 "multiplies it by 1 + 0.1 ln s and overwrites --yarn-attn-factor): exact"
             )
     elif kind == "dynamic":
-        theta = _ntk_theta(target)
+        theta = static_ntk_theta(target)
         s.update(rope_scaling_type="none", rope_freq_scale=1.0, rope_freq_base=theta)
         view = {"rope_type": "default", "rope_theta": theta}
         gap, _ = frequency_gap(target, view, seq_len=target.trained_length)

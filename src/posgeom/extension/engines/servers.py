@@ -19,9 +19,14 @@ What they read differently from transformers, and how the file keeps the same mo
   not read ``attention_factor``, ``mscale`` or ``mscale_all_dim``; vLLM 0.32 reads those and not
   ``attn_factor``. A strategy whose attention factor ``a`` differs from ``0.1 ln s + 1`` gets both
   ``attention_factor = a`` and ``attn_factor = a / (0.1 ln s + 1)``: exact in every version.
-- dynamic NTK: the base is computed once for ``max_position_embeddings x factor`` and used at
-  every length (transformers rescales only past ``L0``): identical at ``L``, different below ``L0``
-  (the note gives the computed gap).
+- dynamic NTK: SGLang (and vLLM before ``max_trained_positions``) compute the base once for
+  ``max_position_embeddings x factor`` and use it at every length (transformers rescales only
+  past ``L0``): identical at ``L``, different below ``L0`` (the note gives the computed gap).
+  vLLM 0.32 divides by ``max_trained_positions`` (default ``max_position_embeddings``): with
+  transformers' config it runs the unscaled base, with a cos/sin cache of ``L0`` positions
+  (``DynamicNTKScalingRotaryEmbedding``, run in ``tests/extension/test_engines_vllm.py``); the
+  vLLM file writes the static base transformers reaches at ``L`` with
+  ``max_position_embeddings = L`` instead (the same model in every vLLM version).
 - LongRoPE: the long factors are chosen at start-up when ``--max-model-len`` exceeds
   ``original_max_position_embeddings`` and then used for every prompt, short ones too
   (transformers switches per sequence length); an explicit ``attention_factor`` is written as
@@ -38,6 +43,7 @@ from posgeom.extension.engines.base import (
     dumps,
     frequency_gap,
     shell_quote,
+    static_ntk_theta,
     yarn_mscale,
 )
 
@@ -125,18 +131,40 @@ def _legacy(p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _env(target: EngineTarget, p: dict[str, Any], name: str) -> tuple[str, int]:
-    cap = derived_cap(p, target.max_position_embeddings)
+def _env(target: EngineTarget, p: dict[str, Any], name: str, mpe: int) -> tuple[str, int]:
+    cap = derived_cap(p, mpe)
     return (f"{name}=1 " if target.target_length > cap else ""), cap
+
+
+def _vllm_dynamic(target: EngineTarget) -> tuple[dict[str, Any], list[str]]:
+    """Dynamic NTK for vLLM 0.32: the static base at ``L`` (module docstring)."""
+    theta = static_ntk_theta(target)
+    p = {"rope_type": "default", "rope_theta": theta}
+    gap, _ = frequency_gap(target, p, seq_len=target.trained_length)
+    note = (
+        "dynamic: vLLM 0.32's dynamic NTK uses theta (f max_position_embeddings / "
+        "max_trained_positions - (f - 1))^(d/(d-2)) with max_trained_positions = "
+        "max_position_embeddings unless set, i.e. the unscaled base for transformers' config "
+        f"(max_position_embeddings = {target.trained_length}), and its cos/sin cache holds "
+        f"max_position_embeddings positions (none past {target.trained_length}); written as the "
+        f"static base transformers reaches at {target.target_length}, {theta:.6g}, with "
+        f"max_position_embeddings = {target.target_length} (the base earlier vLLM and SGLang "
+        f"compute): same frequencies at {target.target_length}; at {target.trained_length} tokens "
+        f"they differ by up to {gap:.3g} (relative), where transformers does not rescale"
+    )
+    return p, [note]
 
 
 def vllm(target: EngineTarget) -> Emitted:
     """``vllm.sh`` (module docstring)."""
     p, notes = server_parameters(target)
     mpe = target.max_position_embeddings
+    if target.rope_type == "dynamic":
+        p, notes = _vllm_dynamic(target)
+        mpe = target.target_length
     overrides = {"rope_parameters": p, "max_position_embeddings": mpe}
     legacy = {**_legacy(p), "max_position_embeddings": mpe}
-    env, cap = _env(target, p, VLLM_ENV)
+    env, cap = _env(target, p, VLLM_ENV, mpe)
     tail = f" --max-model-len {target.target_length}"
     text = (
         f"# vLLM: serve {target.strategy} at {target.target_length} tokens (derived cap {cap})\n"
@@ -159,7 +187,7 @@ def sglang(target: EngineTarget) -> Emitted:
     """``sglang.sh`` (module docstring)."""
     p, notes = server_parameters(target)
     overrides = {**_legacy(p), "max_position_embeddings": target.max_position_embeddings}
-    env, cap = _env(target, p, SGLANG_ENV)
+    env, cap = _env(target, p, SGLANG_ENV, target.max_position_embeddings)
     text = (
         f"# SGLang: serve {target.strategy} at {target.target_length} tokens (derived cap {cap})\n"
         f"{env}python -m sglang.launch_server --model-path {shell_quote(target.gguf_file or target.model)} "

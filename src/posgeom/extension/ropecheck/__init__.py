@@ -77,11 +77,14 @@ def _as_read(
         p = {"rope_type": "default", "rope_theta": p.get("rope_theta", 10000.0)}
     kind, factor = kind_of(p), float(p.get("factor") or 1.0)
     if engine in ("vllm", "sglang") and kind == "dynamic":
-        return {
-            "rope_type": "ntk",
-            "rope_theta": p.get("rope_theta", 10000.0),
-            "factor": factor * factor - factor + 1,
-        }, None
+        ratio = factor * factor - factor + 1  # SGLang, vLLM before max_trained_positions
+        if engine == "vllm":  # 0.32: f max_position / max_trained_positions - (f - 1)
+            mpe = float(src.config.get("max_position_embeddings") or 1.0)
+            ratio = factor * mpe / float(p.get("max_trained_positions") or mpe) - (factor - 1)
+        theta = p.get("rope_theta", 10000.0)
+        if ratio == 1.0:
+            return {"rope_type": "default", "rope_theta": theta}, None
+        return {"rope_type": "ntk", "rope_theta": theta, "factor": ratio}, None
     if engine in ("vllm", "sglang") and kind == "yarn":
         return p, yarn_mscale(factor) * float(p.get("attn_factor", 1.0))
     if engine in _LLAMA and kind == "yarn":

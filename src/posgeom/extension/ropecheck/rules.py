@@ -11,7 +11,8 @@ exllamav2 ``rope.py``, transformers 4.45-4.57 and 5 ``modeling_rope_utils``.
 - ``attention-factor-dropped``: YaRN with an ``attention_factor`` / ``mscale`` that vLLM and SGLang
   do not read (they use ``(0.1 ln s + 1) x attn_factor``); llama.cpp's ``--yarn-attn-factor``
   (overwritten when YaRN is on);
-- ``dynamic-switch``: dynamic NTK, precomputed for the full length by vLLM and SGLang;
+- ``dynamic-switch``: dynamic NTK, precomputed for the full length by SGLang (and vLLM before
+  ``max_trained_positions``), unscaled with a cache of ``max_position_embeddings`` positions in vLLM 0.32;
 - ``longrope-switch``: where each engine switches from short to long factors; transformers 4's
   top-level ``original_max_position_embeddings``;
 - ``context-cap``: a context left at the trained length while scaling is on, or past an engine's
@@ -160,9 +161,11 @@ def _dynamic(src: RopeSource) -> list[Finding]:
     return [
         Finding(
             "dynamic-switch",
-            "dynamic NTK: vLLM and SGLang compute the base once for max_position_embeddings x factor "
-            "and use it at every length; transformers rescales only past max_position_embeddings "
-            "(same at the full length, different on shorter inputs)",
+            "dynamic NTK: SGLang (and vLLM before max_trained_positions) compute the base once "
+            "for max_position_embeddings x factor and use it at every length; vLLM 0.32 divides "
+            "by max_trained_positions (default max_position_embeddings): the unscaled base, with "
+            "no cos/sin cache past max_position_embeddings; transformers rescales only past "
+            "max_position_embeddings",
             f"{VLLM_SGLANG} against transformers 4 and 5",
             ("vllm", "sglang"),
         )

@@ -1,0 +1,153 @@
+"""The two engines' forwards for ``python -m studies.engines``: per-token log-probabilities of
+SmolLM2-135M under one :class:`~posgeom.extension.engines.EngineTarget`, in transformers (the
+``transformers5`` keys) and in llama.cpp (the ``llama-cpp-python`` keywords), and the GGUF copy
+that carries llama3's ``rope_freqs`` tensor (llama.cpp's only spelling of llama3).
+
+Settings (docs/ENGINES.md): both engines 2 threads; llama.cpp ``n_batch = n_ubatch = 2048``,
+``flash_attn=True``, ``logits_all``, its default fp16 KV cache; transformers float32 (the Q4_1
+weights dequantised), its default attention (SDPA), the vocabulary projection in chunks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LLAMA_BATCH = 2048
+_CHUNK = 1024
+
+
+def log_probs(logits: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """``(n-1,)`` float64 ``log p(ids[t+1] | ids[:t+1])`` from ``(n, V)`` logits (rows in
+    chunks: a 12,288 x 49,152 float64 copy would need 4.8 GB)."""
+    out = np.empty(ids.size - 1, dtype=np.float64)
+    for a in range(0, ids.size - 1, _CHUNK):
+        b = min(a + _CHUNK, ids.size - 1)
+        z = logits[a:b].astype(np.float64)
+        z -= z.max(axis=1, keepdims=True)
+        lse = np.log(np.exp(z).sum(axis=1))
+        out[a:b] = z[np.arange(b - a), ids[a + 1 : b + 1]] - lse
+    return out
+
+
+def transformers_log_probs(model: Any, target: Any, ids: np.ndarray) -> np.ndarray:
+    """The model with ``transformers5(target)``'s ``rope_parameters`` and context, rebuilt as
+    loading would build it; one forward over ``ids``."""
+    import torch
+
+    from posgeom.encodings.rope_extension import rebuild_rotary
+    from posgeom.extension.engines.transformers import transformers5
+
+    body = transformers5(target).settings
+    model.config.rope_parameters = dict(body["rope_parameters"])
+    model.config.max_position_embeddings = body["max_position_embeddings"]
+    rebuild_rotary(model, target.strategy)
+    with torch.no_grad():
+        hidden = model.model(torch.as_tensor(ids[None, :])).last_hidden_state[0]
+        logits = np.empty((ids.size, model.config.vocab_size), dtype=np.float32)
+        for a in range(0, ids.size, _CHUNK):
+            logits[a : a + _CHUNK] = model.lm_head(hidden[a : a + _CHUNK]).float().numpy()
+    return log_probs(logits, ids)
+
+
+def llama_kwargs(target: Any) -> dict[str, Any]:
+    """``llama_cpp_python.json``'s keywords for ``target`` (``ARCH.`` keys as ``llama.``); for
+    llama3, which llama.cpp reads from the GGUF tensor ``rope_freqs`` only, the unscaled settings
+    at ``L`` (the tensor is in the GGUF :func:`rope_freqs_gguf` writes)."""
+    from posgeom.extension.engines import EngineTarget
+    from posgeom.extension.engines.llamacpp import llamacpp_python
+
+    if target.rope_type == "llama3":
+        target = EngineTarget(
+            "none",
+            {"rope_type": "default", "rope_theta": target.theta},
+            target.head_dim,
+            target.trained_length,
+            target.target_length,
+            kind="none",
+            model_theta=target.theta,
+        )
+    emitted = llamacpp_python(target)
+    if emitted.refused:
+        raise SystemExit(f"{target.strategy}: {emitted.refused}")
+    kwargs = dict(emitted.settings)
+    overrides = kwargs.pop("kv_overrides", None) or {}
+    kwargs["kv_overrides"] = {k.replace("ARCH.", "llama."): v for k, v in overrides.items()} or None
+    return kwargs
+
+
+def llama_log_probs(gguf: Path, target: Any, ids: np.ndarray, threads: int) -> np.ndarray:
+    """llama.cpp's log-probabilities of ``ids`` (module docstring's settings)."""
+    from llama_cpp import Llama
+
+    llm = Llama(
+        model_path=str(gguf),
+        logits_all=True,
+        n_batch=LLAMA_BATCH,
+        n_ubatch=LLAMA_BATCH,
+        n_threads=threads,
+        n_threads_batch=threads,
+        flash_attn=True,
+        verbose=False,
+        **llama_kwargs(target),
+    )
+    try:
+        llm.eval([int(t) for t in ids])
+        logits = np.asarray(llm.scores[: ids.size], dtype=np.float32)
+    finally:
+        llm.close()
+    return log_probs(logits, ids)
+
+
+def rope_freqs(target: Any) -> np.ndarray:
+    """``(head_dim/2,)`` float32 ``rope_freqs``: llama.cpp divides each plane's angle by its
+    entry (``ggml_rope_ext``'s ``freq_factors``), so the entry is ``inv_freq_default /
+    inv_freq_llama3`` (``convert_hf_to_gguf.py``'s ``1 / ((1 - smooth) / factor + smooth)``,
+    ``1`` and ``factor`` at the ends)."""
+    from posgeom.encodings.rope_types import rope_frequencies
+
+    p = target.rope_parameters
+    default, _ = rope_frequencies("default", target.head_dim, target.theta)
+    scaled, _ = rope_frequencies("llama3", target.head_dim, target.theta, p)
+    return (default / scaled).astype(np.float32)
+
+
+def rope_freqs_gguf(source: Path, target: Any, out: Path) -> Path:
+    """A copy of the GGUF ``source`` with llama3's ``rope_freqs.weight`` tensor added (what
+    ``convert_hf_to_gguf.py`` writes for a llama3 ``rope_scaling``), written to ``out``; kept
+    when it exists (the tensor's values are in its name's strategy)."""
+    import gguf
+
+    from posgeom.io.artifacts import atomic_path
+
+    if out.exists():
+        return out
+    reader = gguf.GGUFReader(str(source))
+    arch = reader.fields["general.architecture"].contents()
+    with atomic_path(out) as tmp:
+        _write(reader, gguf.GGUFWriter(str(tmp), arch=arch, endianess=reader.endianess), target)
+    return out
+
+
+def _write(reader: Any, writer: Any, target: Any) -> None:
+    import gguf
+
+    for field in reader.fields.values():
+        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
+            continue
+        kind = field.types[0]
+        sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, field.contents(), kind, sub_type=sub)
+    freqs = rope_freqs(target)
+    tensors = [(t.name, t.data, t.n_bytes, t.tensor_type) for t in reader.tensors]
+    tensors.append(("rope_freqs.weight", freqs, freqs.nbytes, gguf.GGMLQuantizationType.F32))
+    for name, data, nbytes, ttype in tensors:
+        writer.add_tensor_info(name, data.shape, data.dtype, nbytes, ttype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for _, data, _, _ in tensors:
+        writer.write_tensor_data(data, tensor_endianess=reader.endianess)
+    writer.close()
