@@ -35,9 +35,13 @@ _IMPORTS = (
     "import torch, transformers, posgeom.models.analysis, posgeom.cli.model_commands, "
     "transformers.models.llama.modeling_llama"
 )
-#: what a tiny model's analyze-model may add to the baseline: measured 30 MiB (2026-12-05,
-#: x86_64, torch 2.13 CPU); with scipy.stats imported it was ~63
-BOUND_MIB = 45
+#: what a tiny model's analyze-model may add to the baseline, measured 2026-12-05 (x86_64,
+#: torch 2.13 CPU, the same package versions): 36-40 MiB in the project's venv and 60-66 MiB in a
+#: fresh clone's venv built by .ci/run's install lines (whose `import torch` alone peaks 52 MiB
+#: higher: native allocations that differ by environment, not posgeom's); with scipy.stats
+#: imported, 33 MiB more. The bound leaves room for the fresh venv; the assertion below names
+#: scipy.stats itself
+BOUND_MIB = 90
 
 
 @pytest.fixture(scope="module")
