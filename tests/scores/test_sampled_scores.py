@@ -10,7 +10,12 @@ from posgeom.geometry import hellinger_distances, positional_distributions
 from posgeom.geometry.divergences import HellingerBlocks
 from posgeom.scores import monotonicity_violation_rate, separation_margin, stress_scores
 from posgeom.scores.large import DenseTarget, blocked_stress
-from posgeom.scores.sampled import draw_pair_sample, sampled_scores, separation_at_scale
+from posgeom.scores.sampled import (
+    draw_pair_sample,
+    sampled_scores,
+    sampled_scores_by_target,
+    separation_at_scale,
+)
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +87,9 @@ def test_same_seed_same_numbers_and_the_plugin_beside(geometry):
     s = draw_pair_sample(
         DenseTarget(dense), size=50_000, seed=1, beside={"plugin": DenseTarget(other)}
     )
-    got = sampled_scores(e, s)
-    assert got["plugin_paper"] == pytest.approx(stress_scores(e, other).paper, rel=0.03)
+    got = sampled_scores_by_target(e, s)
+    assert got["plugin"]["paper"] == pytest.approx(stress_scores(e, other).paper, rel=0.03)
+    assert got["target"] == sampled_scores(e, s) and set(got) == {"target", "plugin"}
 
 
 def test_separation_exact_or_a_stated_upper_bound(geometry):

@@ -50,10 +50,13 @@ __all__ = [
     "PairSample",
     "draw_pair_sample",
     "sampled_scores",
+    "sampled_scores_by_target",
     "separation_at_scale",
     "target_pairs",
 ]
 
+#: the name of the target a sample's scores are about (the targets beside it have their own)
+PRIMARY = "target"
 DEFAULT_SAMPLE = 100_000  # triples (and so pairs) per target: intervals of a few 1e-3
 _CHUNK = 50_000
 log = logging.getLogger("posgeom")
@@ -134,10 +137,19 @@ def sampled_scores(
     encoding: Any, sample: PairSample, *, separation: bool = True, names: Any = None
 ) -> dict[str, Any]:
     """Every registered score with a sampled form (:attr:`Score.sampled
-    <posgeom.scores.registry.Score.sampled>`; or those of ``names``), estimated on ``sample``:
-    with ``<kind>_ci`` intervals, ``sampled: True``, ``n_sampled_pairs`` and
-    ``separation_kind``; ``plugin_paper`` / ``plugin_scale_optimal`` for each target of
-    ``sample.beside``. ``separation=False`` leaves the separation out."""
+    <posgeom.scores.registry.Score.sampled>`; or those of ``names``), estimated on ``sample``
+    against its target: with ``<kind>_ci`` intervals, ``sampled: True``, ``n_sampled_pairs`` and
+    ``separation_kind``. ``separation=False`` leaves the separation out. The targets beside:
+    :func:`sampled_scores_by_target`."""
+    return sampled_scores_by_target(encoding, sample, separation=separation, names=names)[PRIMARY]
+
+
+def sampled_scores_by_target(
+    encoding: Any, sample: PairSample, *, separation: bool = True, names: Any = None
+) -> dict[str, dict[str, Any]]:
+    """``{target: scores}`` on one sample: :func:`sampled_scores` under :data:`PRIMARY`, and for
+    each target of ``sample.beside`` its ``paper`` and ``scale_optimal`` stress (the encoding's
+    distances at the pairs read once for all of them)."""
     from posgeom.scores import registry
 
     n = sample.n_positions
@@ -155,9 +167,9 @@ def sampled_scores(
     if names is None:
         names = [s for s in registry.available() if separation or s != "separation"]
     pairs = registry.SampledPairs(encoding, sample, de_ij, de_ik, z)
-    out = registry.sampled_row(pairs, names)
-    out |= {"sampled": True, "n_sampled_pairs": sample.size}
+    out = {PRIMARY: registry.sampled_row(pairs, names)}
+    out[PRIMARY] |= {"sampled": True, "n_sampled_pairs": sample.size}
     for name, t in sample.beside.items():
         s, _ = stress_from_pair_sample(de_ij, t, z, n_positions=n)
-        out |= {f"{name}_paper": s.paper, f"{name}_scale_optimal": s.scale_optimal}
+        out[name] = {"paper": s.paper, "scale_optimal": s.scale_optimal}
     return out

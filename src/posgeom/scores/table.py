@@ -10,7 +10,7 @@ validated once when it is built, and scores encodings:
   and shared by every score (:func:`posgeom.scores.registry.score_row` against the primary, the
   stress kinds against each target beside);
 * above it, on one :class:`~posgeom.scores.sampled.PairSample` drawn from the targets as blocks
-  (:func:`posgeom.scores.sampled.sampled_scores`: the scores with a sampled form, with 95%
+  (:func:`posgeom.scores.sampled.sampled_scores_by_target`: the scores with a sampled form, with 95%
   intervals; the targets beside at the same pairs).
 
 :meth:`ScoreTargets.score` returns a frozen :class:`ScoreTable`; :meth:`ScoreTable.row` spells
@@ -30,7 +30,12 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.scores.sampled import DEFAULT_SAMPLE, draw_pair_sample, sampled_scores
+from posgeom.scores.sampled import (
+    DEFAULT_SAMPLE,
+    PRIMARY,
+    draw_pair_sample,
+    sampled_scores_by_target,
+)
 
 __all__ = ["PRIMARY", "SAMPLED_ABOVE", "ScoreTable", "ScoreTargets", "score_encoding"]
 
@@ -38,8 +43,6 @@ log = logging.getLogger("posgeom")
 
 #: exact dense scores up to this many positions; one pair sample above
 SAMPLED_ABOVE = 2048
-#: the name of the target a table's scores are about
-PRIMARY = "target"
 #: the scores of a target shown beside the primary (its stress kinds; the summary's columns)
 BESIDE_SCORES = ("paper", "scale_optimal")
 
@@ -86,15 +89,6 @@ class ScoreTable:
             if extra and enc in self.encodings:
                 merged[(enc, target)] = MappingProxyType({**self.scores_of(enc, target), **extra})
         return ScoreTable(self.encodings, self.targets, MappingProxyType(merged))
-
-    def records(self) -> list[tuple[str, str, str, Any]]:
-        """Every cell as ``(encoding, target, score, value)``, in the table's order."""
-        return [
-            (e, t, k, v)
-            for e in self.encodings
-            for t in self.targets
-            for k, v in self.scores_of(e, t).items()
-        ]
 
     @staticmethod
     def concat(tables: Iterable[ScoreTable]) -> ScoreTable:
@@ -178,15 +172,11 @@ class ScoreTargets:
             out["without_sampled_form"] = unsampled
         return out
 
-    def at(self, pairs: np.ndarray) -> np.ndarray | None:
-        """The primary target at ``(2, m)`` pairs (exact mode), else None."""
-        return None if self.sampled else self.matrix.distances[pairs[0], pairs[1]]
-
     def score_one(self, encoding: Any, *, names: Any = None) -> dict[str, dict[str, Any]]:
         """``{target: {score: value}}`` of one encoding: every registered score (or those of
         ``names``) against the primary, the stress kinds against each target beside."""
         if self.sampled:
-            return _split_beside(sampled_scores(encoding, self.sample, names=names), self.names)
+            return sampled_scores_by_target(encoding, self.sample, names=names)
         return self._dense_scores(encoding, names)
 
     def score(self, encodings: Mapping[str, Any], *, names: Any = None) -> ScoreTable:
@@ -212,15 +202,6 @@ class ScoreTargets:
             p = stress_from_pairs(delta[iu], self.dense[name].distances[iu])
             out[name] = {"paper": p.paper, "scale_optimal": p.scale_optimal}
         return out
-
-
-def _split_beside(row: dict[str, Any], names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
-    """A sampled row (targets beside spelled ``<target>_<score>`` by the sampler) split by
-    target."""
-    out: dict[str, dict[str, Any]] = {PRIMARY: dict(row)}
-    for name in names[1:]:
-        out[name] = {k: out[PRIMARY].pop(f"{name}_{k}") for k in BESIDE_SCORES}
-    return out
 
 
 def _as_blocks(target: Any) -> Any:
