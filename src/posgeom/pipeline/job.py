@@ -117,7 +117,7 @@ def analyze(
         mds = mds_job.result()
     stage = _with_mds(stage, mds, refine=refine)  # SMACOF with every BLAS thread
     made = rows_in_order(names, early, comparison_rows(stage, fitted, **rows))
-    uncertainty, made = stage_intervals(counts, stage, made)
+    uncertainty, made = _stage_intervals(counts, stage, made)
     log.info("rank curve (r = 1 .. %d)", config.max_rank)
     curve = rank_curve(stage.mds, stage.targets, max_rank=config.max_rank, seed=config.seed)
     scored = list(made.table.encodings)
@@ -330,7 +330,7 @@ def _stationarity(stage: _Geometry) -> StationarityResult:
     return sampled_stationarity(stage.scored, seed=stage.options["seed"])
 
 
-def stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any] | None, Any]:
+def _stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any] | None, Any]:
     """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
     each replicate needs an ``(n, n)`` matrix): ``(uncertainty summary or None, rows with the
     intervals' cells)``. ``stage``: the job's stage (its options, score targets and target);

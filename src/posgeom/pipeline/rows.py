@@ -147,8 +147,7 @@ def comparison_rows(
         enc = getattr(given, "encoding", given)
         tables.append(res.targets.score({str(name): enc}))
         _add_row(out, res, str(name), enc, *describe_given(given, ctx), keep=keep_encodings)
-    table = ScoreTable.concat(tables) if tables else out.table
-    return Rows(table, out.described, out.heads, out.shepard, out.built)
+    return Rows(ScoreTable.concat(tables), out.described, out.heads, out.shepard, out.built)
 
 
 def _add_row(

@@ -27,8 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.encodings import is_candidate
-
 __all__ = [
     "TARGET_FIELDS",
     "VerdictInputs",
@@ -126,6 +124,8 @@ class VerdictInputs:
     @property
     def candidates(self) -> list[dict[str, Any]]:
         """Candidate rows with a scale-optimal stress, best first."""
+        from posgeom.encodings import is_candidate  # the registry, read when a verdict is made
+
         keep = [r for r in self.rows if is_candidate(r["encoding"]) and _num(r, "scale_optimal")]
         return sorted(keep, key=lambda r: float(r["scale_optimal"]))
 
