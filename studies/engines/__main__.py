@@ -49,18 +49,21 @@ STRATEGIES = (
 TEXT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "long" / "moby_dick.txt.gz"
 
 
-def targets(names: tuple[str, ...]) -> dict[str, Any]:
-    """The :class:`EngineTarget` of each named strategy (in ``names``' order)."""
+def targets(names: tuple[str, ...], trained: int = L0, target: int = L) -> dict[str, Any]:
+    """The :class:`EngineTarget` of each named strategy (in ``names``' order), extending a
+    trained length ``trained`` to ``target`` (SmolLM2's 8,192 -> 12,288 unless told; a shorter
+    pair is the reduced-``L0`` check of vLLM: the same config read past a declared ``L0``
+    without a 12,288-token forward)."""
     from posgeom.extension.engines import EngineTarget
     from posgeom.extension.model import parse_family_spec
     from posgeom.extension.strategies import enumerate_strategies
 
-    model = parse_family_spec(f"rope:theta=100000,head_dim=64,max_position_embeddings={L0}")
+    spec = f"rope:theta=100000,head_dim=64,max_position_embeddings={trained}"
     found = {
         s.name: EngineTarget(
-            s.name, dict(s.rope_parameters), 64, L0, L, kind=s.kind, model_theta=100000.0
+            s.name, dict(s.rope_parameters), 64, trained, target, kind=s.kind, model_theta=1e5
         )
-        for s in enumerate_strategies(model, L0, L)
+        for s in enumerate_strategies(parse_family_spec(spec), trained, target)
     }
     unknown = [n for n in names if n not in found]
     if unknown:
@@ -153,6 +156,8 @@ class Runner:
         stem = None
         if self.cache is not None:
             stem = self.cache / f"{self.ids.size}" / engine / _slug(target.strategy)
+            if target.trained_length != L0:
+                stem = stem.with_name(f"{stem.name}_L0_{target.trained_length}")
             if stem.with_suffix(".json").exists():
                 seconds = json.loads(stem.with_suffix(".json").read_text())["seconds"]
                 return np.load(stem.with_suffix(".npy"), allow_pickle=False), seconds
@@ -201,24 +206,31 @@ def table(rows: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def vllm_rows(folder: Path, runner: Runner, names: dict[str, Any]) -> dict[str, Any]:
+def vllm_rows(folder: Path, runner: Runner, names: tuple[str, ...]) -> dict[str, Any]:
     """vLLM's log-probabilities (``studies.engines.vllm_run``'s files in ``folder``, float32
-    weights) against transformers' on the same first tokens (causal: the first ``n`` entries of
-    this run's forward; for dynamic NTK that is the base transformers reaches at this run's
-    length, the static base ``vllm.sh`` writes)."""
+    weights) against transformers' on the same first tokens, at the trained and target lengths
+    the files were run at (causal: the first ``n`` entries of this run's forward; for dynamic NTK
+    that is the base transformers reaches at this run's length, the static base ``vllm.sh``
+    writes). Past ``L0``: the tokens at positions ``>= L0`` when the run reached them."""
     out = {}
-    for name, target in names.items():
+    for name in names:
         npy = folder / f"{_slug(name)}.npy"
         if not npy.exists():
             continue
         lv = np.load(npy, allow_pickle=False)
         meta = json.loads(npy.with_suffix(".json").read_text())
+        trained, length = meta.get("L0", L0), meta.get("L", L)
+        target = targets((name,), trained, length)[name]
         hf = runner.run("transformers", target)[0][: lv.size]
+        gap, cut = np.abs(hf - lv), trained - 1
         out[name] = {
             "tokens": int(lv.size + 1),
+            "L0": trained,
+            "L": length,
             "vllm": meta["vllm"],
-            "mean_abs_diff": float(np.abs(hf - lv).mean()),
-            "max_abs_diff": float(np.abs(hf - lv).max()),
+            "mean_abs_diff": float(gap.mean()),
+            "max_abs_diff": float(gap.max()),
+            "mean_abs_diff_past_L0": float(gap[cut:].mean()) if lv.size > cut else None,
             "ppl_transformers": float(np.exp(-hf.mean())),
             "ppl_vllm": float(np.exp(-lv.mean())),
             "seconds_vllm": meta["seconds"],
@@ -229,12 +241,16 @@ def vllm_rows(folder: Path, runner: Runner, names: dict[str, Any]) -> dict[str, 
 def vllm_table(rows: dict[str, Any]) -> str:
     """vLLM's table of docs/ENGINES.md."""
     lines = [
-        "| strategy | tokens | mean abs diff (max) | ppl transformers | ppl vLLM | seconds vLLM |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| strategy | L0 -> L | tokens | mean abs diff (max) | past L0 | ppl transformers | "
+        "ppl vLLM | seconds vLLM |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in rows.items():
+        past = r.get("mean_abs_diff_past_L0")
         lines.append(
-            f"| {name} | {r['tokens']} | {r['mean_abs_diff']:.2e} ({r['max_abs_diff']:.1e}) | "
+            f"| {name} | {r.get('L0', L0)} -> {r.get('L', L)} | {r['tokens']} | "
+            f"{r['mean_abs_diff']:.2e} ({r['max_abs_diff']:.1e}) | "
+            f"{'-' if past is None else f'{past:.2e}'} | "
             f"{r['ppl_transformers']:.4f} | {r['ppl_vllm']:.4f} | {r['seconds_vllm']:.0f} |"
         )
     return "\n".join(lines)
@@ -248,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cache", default=None, help="folder keeping each forward (resumes)")
-    ap.add_argument("--vllm", default=None, help="folder of studies.engines.vllm_run's files")
+    ap.add_argument(
+        "--vllm", default=None, help="folders (comma-separated) of studies.engines.vllm_run's files"
+    )
     ap.add_argument("--out", default="docs/engines/parity.json")
     args = ap.parse_args(argv)
     ids = text_ids(args.tokens)
@@ -268,8 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     body = {"tokens": int(ids.size), "L0": L0, "L": L, "threads": args.threads, "rows": rows}
     if args.vllm:
-        chosen = targets(tuple(args.strategies.split(",")))
-        body["vllm"] = vllm_rows(Path(args.vllm), runner, chosen)
+        chosen = tuple(args.strategies.split(","))
+        body["vllm"] = {}
+        for folder in args.vllm.split(","):
+            tag = Path(folder).name
+            body["vllm"].update(
+                {f"{n} ({tag})": r for n, r in vllm_rows(Path(folder), runner, chosen).items()}
+            )
         print(vllm_table(body["vllm"]))
     from posgeom.io.artifacts import atomic_write_text
 

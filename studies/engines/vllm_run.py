@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", type=int, required=True)
     ap.add_argument("--strategies", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--trained-length", type=int, default=8192, help="L0 the configs declare")
+    ap.add_argument("--target-length", type=int, default=12288, help="L the configs extend to")
     args = ap.parse_args(argv)
     import vllm
     from transformers import AutoTokenizer
@@ -55,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     text = gzip.open(TEXT, "rt", encoding="utf-8").read()
     ids = tok(text[: args.tokens * 8], add_special_tokens=False)["input_ids"][: args.tokens]
     out = Path(args.out)
-    for name, target in targets(tuple(args.strategies.split(","))).items():
+    chosen = targets(tuple(args.strategies.split(",")), args.trained_length, args.target_length)
+    for name, target in chosen.items():
         if (out / f"{_slug(name)}.json").exists():
             continue
         settings = vllm_file(target).settings
@@ -74,7 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         del llm
         with atomic_path(out / f"{_slug(name)}.npy") as tmp, open(tmp, "wb") as fh:
             np.save(fh, lp, allow_pickle=False)
-        meta = {"seconds": seconds, "vllm": vllm.__version__, "tokens": len(ids)}
+        meta = {
+            "seconds": seconds,
+            "vllm": vllm.__version__,
+            "tokens": len(ids),
+            "L0": args.trained_length,
+            "L": args.target_length,
+        }
         atomic_write_text(out / f"{_slug(name)}.json", json.dumps(meta) + "\n")
         print(f"{time.strftime('%H:%M:%S')} {name} vllm: {seconds:.0f} s", flush=True)
     return 0
