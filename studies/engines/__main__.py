@@ -221,6 +221,8 @@ def vllm_rows(folder: Path, runner: Runner, names: tuple[str, ...]) -> dict[str,
         meta = json.loads(npy.with_suffix(".json").read_text())
         trained, length = meta.get("L0", L0), meta.get("L", L)
         target = targets((name,), trained, length)[name]
+        if length < runner.ids.size:  # dynamic NTK reads the forward length: run at L, as vllm.sh
+            runner = Runner(runner.ids[:length], runner.threads, runner.cache)
         hf = runner.run("transformers", target)[0][: lv.size]
         gap, cut = np.abs(hf - lv), trained - 1
         out[name] = {

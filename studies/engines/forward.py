@@ -1,7 +1,7 @@
 """The two engines' forwards for ``python -m studies.engines``: per-token log-probabilities of
 SmolLM2-135M under one :class:`~posgeom.extension.engines.EngineTarget`, in transformers (the
 ``transformers5`` keys) and in llama.cpp (the ``llama-cpp-python`` keywords), and the GGUF copy
-that carries llama3's ``rope_freqs`` tensor (llama.cpp's only spelling of llama3).
+that carries llama3's ``rope_freqs`` tensor (llama.cpp's only spelling of llama3; written by posgeom's own writer).
 
 Settings (docs/ENGINES.md): both engines 2 threads; llama.cpp ``n_batch = n_ubatch = 2048``,
 ``flash_attn=True``, ``logits_all``, its default fp16 KV cache; transformers float32 (the Q4_1
@@ -101,53 +101,11 @@ def llama_log_probs(gguf: Path, target: Any, ids: np.ndarray, threads: int) -> n
     return log_probs(logits, ids)
 
 
-def rope_freqs(target: Any) -> np.ndarray:
-    """``(head_dim/2,)`` float32 ``rope_freqs``: llama.cpp divides each plane's angle by its
-    entry (``ggml_rope_ext``'s ``freq_factors``), so the entry is ``inv_freq_default /
-    inv_freq_llama3`` (``convert_hf_to_gguf.py``'s ``1 / ((1 - smooth) / factor + smooth)``,
-    ``1`` and ``factor`` at the ends)."""
-    from posgeom.encodings.rope_types import rope_frequencies
-
-    p = target.rope_parameters
-    default, _ = rope_frequencies("default", target.head_dim, target.theta)
-    scaled, _ = rope_frequencies("llama3", target.head_dim, target.theta, p)
-    return (default / scaled).astype(np.float32)
-
-
 def rope_freqs_gguf(source: Path, target: Any, out: Path) -> Path:
-    """A copy of the GGUF ``source`` with llama3's ``rope_freqs.weight`` tensor added (what
-    ``convert_hf_to_gguf.py`` writes for a llama3 ``rope_scaling``), written to ``out``; kept
-    when it exists (the tensor's values are in its name's strategy)."""
-    import gguf
+    """A copy of the GGUF ``source`` carrying llama3's ``rope_freqs.weight`` (what ``extend
+    --emit llamacpp --gguf-file`` writes: :func:`posgeom.extension.engines.gguf_tensors.
+    write_rope_freqs_gguf`), written to ``out``; kept when it exists (the tensor's values are in
+    its name's strategy)."""
+    from posgeom.extension.engines.gguf_tensors import write_rope_freqs_gguf
 
-    from posgeom.io.artifacts import atomic_path
-
-    if out.exists():
-        return out
-    reader = gguf.GGUFReader(str(source))
-    arch = reader.fields["general.architecture"].contents()
-    with atomic_path(out) as tmp:
-        _write(reader, gguf.GGUFWriter(str(tmp), arch=arch, endianess=reader.endianess), target)
-    return out
-
-
-def _write(reader: Any, writer: Any, target: Any) -> None:
-    import gguf
-
-    for field in reader.fields.values():
-        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
-            continue
-        kind = field.types[0]
-        sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(field.name, field.contents(), kind, sub_type=sub)
-    freqs = rope_freqs(target)
-    tensors = [(t.name, t.data, t.n_bytes, t.tensor_type) for t in reader.tensors]
-    tensors.append(("rope_freqs.weight", freqs, freqs.nbytes, gguf.GGMLQuantizationType.F32))
-    for name, data, nbytes, ttype in tensors:
-        writer.add_tensor_info(name, data.shape, data.dtype, nbytes, ttype)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_ti_data_to_file()
-    for _, data, _, _ in tensors:
-        writer.write_tensor_data(data, tensor_endianess=reader.endianess)
-    writer.close()
+    return out if out.exists() else write_rope_freqs_gguf(source, target, out)

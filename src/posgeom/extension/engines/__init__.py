@@ -14,7 +14,9 @@
 A writer that cannot express a strategy refuses it with the reason (no file); one that writes the
 nearest form states the difference in ``notes``. :func:`write_engines` writes the files beside the
 results and ``engines.md`` (each engine's file, notes, refusal and ``rope-check`` verdict), each file
-atomically (:func:`posgeom.io.artifacts.atomic_write_text`).
+atomically (:func:`posgeom.io.artifacts.atomic_write_text`), and the copy of the model's GGUF a
+file runs where the engine reads the strategy from tensors only (llama3 in llama.cpp,
+:mod:`.gguf_tensors`).
 """
 
 from __future__ import annotations
@@ -156,12 +158,15 @@ def write_engines(
     """Write each engine's file and ``engines.md`` into ``folder`` (module docstring); every
     emitted file is read back by ``rope-check`` (:mod:`posgeom.extension.ropecheck`), whose
     findings go into ``engines.md``."""
+    from posgeom.extension.engines.gguf_tensors import write_rope_freqs_gguf
     from posgeom.extension.ropecheck import check_emitted
     from posgeom.io.artifacts import atomic_write_text
 
     emitted = emit(target, names)
     checks = {e.engine: check_emitted(e, target) for e in emitted if e.filename}
     out = Path(folder)
+    for copy in {e.gguf_copy for e in emitted if e.gguf_copy and target.gguf_file}:
+        write_rope_freqs_gguf(target.gguf_file, target, out / copy)
     for e in emitted:
         if e.filename and e.text is not None:
             atomic_write_text(out / e.filename, e.text)

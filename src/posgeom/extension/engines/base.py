@@ -141,7 +141,9 @@ class EngineTarget:
 @dataclass(frozen=True)
 class Emitted:
     """One engine's output: ``filename`` and ``text`` (None when ``refused``), ``settings``
-    (the values it sets, as the engine names them), ``notes`` (each stated difference)."""
+    (the values it sets, as the engine names them), ``notes`` (each stated difference),
+    ``gguf_copy`` (the name of a copy of the model's GGUF the file runs, carrying tensors the
+    engine has no other spelling for: :mod:`.gguf_tensors`)."""
 
     engine: str
     filename: str | None
@@ -149,6 +151,7 @@ class Emitted:
     settings: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     refused: str | None = None
+    gguf_copy: str | None = None
 
     @classmethod
     def refuse(cls, engine: str, reason: str) -> Emitted:
@@ -161,6 +164,7 @@ class Emitted:
             "settings": self.settings,
             "notes": list(self.notes),
             "refused": self.refused,
+            "gguf_copy": self.gguf_copy,
         }
 
 

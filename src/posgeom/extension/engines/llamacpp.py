@@ -36,6 +36,7 @@ from posgeom.extension.engines.base import (
     static_ntk_theta,
     yarn_mscale,
 )
+from posgeom.extension.engines.gguf_tensors import copy_name
 
 __all__ = ["llamacpp", "llamacpp_python", "llamacpp_settings", "ollama"]
 
@@ -90,11 +91,25 @@ def llamacpp_settings(target: EngineTarget) -> tuple[dict[str, Any], dict[str, A
             f"{target.target_length} tokens, {theta:.6g} (same frequencies there; at "
             f"{target.trained_length} tokens they differ by up to {gap:.3g}, relative)"
         )
+    elif kind == "llama3" and target.gguf_file:
+        s.update(
+            rope_scaling_type="none", rope_freq_scale=1.0, gguf_copy=copy_name(target.gguf_file)
+        )
+        notes.append(
+            f"llama3: llama.cpp reads it from the GGUF tensor rope_freqs only; written "
+            f"{s['gguf_copy']}, a copy of the GGUF carrying it (as convert_hf_to_gguf.py writes it), "
+            "run unscaled at the target length: the same frequencies as transformers' llama3"
+        )
     elif kind in ("llama3", "longrope"):
         tensor = "rope_freqs" if kind == "llama3" else "rope_factors_long/short"
         raise ValueError(
             f"llama.cpp has no command-line spelling for {kind} (it reads the GGUF tensor "
             f"{tensor}); {_CONVERT}"
+            + (
+                " or give extend --gguf-file: it writes a copy carrying it"
+                if kind == "llama3"
+                else ""
+            )
         )
     else:
         raise ValueError(f"llama.cpp has no spelling for rope type {kind!r}")
@@ -134,12 +149,16 @@ def llamacpp(target: EngineTarget) -> Emitted:
     if s["rope_freq_scale"] != 1.0:
         flags.insert(2, f"--rope-scale {1.0 / s['rope_freq_scale']:g}")
     flags += [f"--override-kv {shell_quote(_kv_flag(k, v))}" for k, v in kv.items()]
-    model = target.gguf_file or target.model
+    copy = s.pop("gguf_copy", None)
+    model = shell_quote(target.gguf_file or target.model)
+    if copy:  # beside this script
+        model = f'"$(dirname "$0")"/{shell_quote(copy)}'
     text = (
         f"# llama.cpp: run {target.strategy} at {target.target_length} tokens\n"
-        f"llama-server -m {shell_quote(model)} {' '.join(flags)}\n"
+        f"llama-server -m {model} {' '.join(flags)}\n"
     )
-    return Emitted("llamacpp", "llamacpp.sh", text, {**s, "override_kv": kv}, tuple(notes))
+    settings = {**s, "override_kv": kv}
+    return Emitted("llamacpp", "llamacpp.sh", text, settings, tuple(notes), gguf_copy=copy)
 
 
 def llamacpp_python(target: EngineTarget) -> Emitted:
@@ -149,11 +168,16 @@ def llamacpp_python(target: EngineTarget) -> Emitted:
         s, kv, notes = llamacpp_settings(target)
     except ValueError as exc:
         return Emitted.refuse("llama-cpp-python", str(exc))
+    copy = s.pop("gguf_copy", None)
     kwargs = {**s, "rope_scaling_type": ROPE_SCALING_TYPES[s["rope_scaling_type"]]}
     if kv:
         kwargs["kv_overrides"] = kv
+    if copy:
+        notes.append(f"load the copy: Llama(model_path=FOLDER/{copy}, **kwargs)")
     text = dumps(kwargs).replace(",", ", ") + "\n"
-    return Emitted("llama-cpp-python", "llama_cpp_python.json", text, kwargs, tuple(notes))
+    return Emitted(
+        "llama-cpp-python", "llama_cpp_python.json", text, kwargs, tuple(notes), gguf_copy=copy
+    )
 
 
 def ollama(target: EngineTarget) -> Emitted:
