@@ -165,3 +165,22 @@ def test_a_gguf_already_carrying_rope_freqs_is_refused_and_nothing_is_written(tm
     with pytest.raises(PosgeomError, match="not a readable GGUF"):
         write_rope_freqs_gguf(not_gguf, _llama3_target(not_gguf), tmp_path / "copy.gguf")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.gguf", "x.gguf"]
+
+
+def test_rope_check_reads_the_copy_as_llama3(tmp_path):
+    """rope-check on the copy: llama.cpp's frequencies are the default ones divided by
+    rope_freqs, which is transformers' llama3 (its range, from rope_frequencies)."""
+    pytest.importorskip("gguf")
+    from posgeom.encodings.rope_types import rope_frequencies
+    from posgeom.extension.engines.gguf_tensors import write_rope_freqs_gguf
+    from posgeom.extension.ropecheck import rope_check
+
+    src = _tiny_gguf(tmp_path / "m.gguf")
+    target = _llama3_target(src)
+    copy = write_rope_freqs_gguf(src, target, tmp_path / "m.llama3.gguf")
+    reading = rope_check(copy).readings[0]
+    w, _ = rope_frequencies("llama3", 64, 100000.0, target.rope_parameters)
+    assert reading["rope_type"] == "default / rope_freqs"
+    np.testing.assert_allclose(reading["inv_freq"], [w.min(), w.max()], rtol=1e-6)
+    plain = rope_check(src).readings[0]
+    assert plain["rope_type"] == "default" and plain["inv_freq"][0] > w.min() * 1.4

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from posgeom._errors import PosgeomError
 from posgeom.extension.ropecheck.read import RopeSource, read_source
 from posgeom.extension.ropecheck.rules import Finding, find_mismatches, kind_of, layer_parameters
@@ -116,6 +118,10 @@ def _reading(engine: str, src: RopeSource, layer: str, p: dict[str, Any]) -> dic
     except PosgeomError:
         w, a = None, 1.0
     out["attention"] = a if attention is None else attention
+    factors = src.settings.get("rope_freqs") if engine in _LLAMA else None
+    if factors is not None and w is not None and len(factors) == w.size:
+        w = w / np.asarray(factors, dtype=np.float64)  # ggml_rope_ext's freq_factors
+        out["rope_type"] = f"{kind} / rope_freqs"
     if hd and w is not None:
         positive = w[w > 0]
         out["inv_freq"] = [float(positive.min()), float(positive.max())] if positive.size else None

@@ -68,6 +68,9 @@ def read_gguf(path: str | os.PathLike) -> RopeSource:
             settings[f"scaling_{key}"] = kv[f"{arch}.rope.scaling.{key}"]
     settings["rope_freq_base"] = kv.get(f"{arch}.rope.freq_base", 10000.0)
     settings["tensors"] = sorted({t.name for t in reader.tensors if "rope" in t.name})
+    freqs = next((t for t in reader.tensors if t.name == "rope_freqs.weight"), None)
+    if freqs is not None:  # llama3's bands: llama.cpp divides plane k's angle by entry k
+        settings["rope_freqs"] = [float(x) for x in freqs.data.reshape(-1)]
     heads = kv.get(f"{arch}.attention.head_count")
     config = llamacpp_config(settings)
     config["head_dim"] = kv.get(f"{arch}.rope.dimension_count") or (
