@@ -7,14 +7,13 @@ import numpy as np
 import pytest
 
 from helpers.artifacts import edit_header
+from helpers.cli import run_cli
 from posgeom import PositionCounts, hellinger_distances, positional_distributions
 from posgeom.cli.main import main
 
 
 def run(argv, capsys):
-    code = main(["-q", *argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return run_cli(capsys, *argv)
 
 
 def test_count_geometry_score_pipeline(corpus, tmp_path, capsys):

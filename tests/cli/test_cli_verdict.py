@@ -8,13 +8,7 @@ import json
 
 import numpy as np
 
-from posgeom.cli.main import main
-
-
-def _run(capsys, *argv):
-    rc = main(["-q", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return rc, out, err
+from helpers.cli import run_cli
 
 
 def _verdict(stdout: str) -> str:
@@ -35,7 +29,7 @@ def _ranked(rows):
 
 
 def test_demo_verdict_matches_its_summary(tmp_path, capsys):
-    rc, out, err = _run(capsys, "demo", "-n", 12, "--sequences", 400, "-o", tmp_path / "d")
+    rc, out, err = run_cli(capsys, "demo", "-n", 12, "--sequences", 400, "-o", tmp_path / "d")
     assert rc == 0, err
     line = _verdict(out)
     summary = json.loads((tmp_path / "d" / "summary.json").read_text())
@@ -52,12 +46,12 @@ def test_compare_verdict_follows_the_bootstrap_intervals(tmp_path, capsys):
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(lines) + "\n")
     counts = tmp_path / "c.npz"
-    rc, _, err = _run(
+    rc, _, err = run_cli(
         capsys, "count", corpus, "-n", 8, "-t", "word", "-o", counts, "--bootstrap", 6
     )
     assert rc == 0, err
     out_dir = tmp_path / "cmp"
-    rc, out, err = _run(capsys, "compare", "--counts", counts, "-d", 16, "-o", out_dir)
+    rc, out, err = run_cli(capsys, "compare", "--counts", counts, "-d", 16, "-o", out_dir)
     assert rc == 0, err
     line = _verdict(out)
     result = json.loads((out_dir / "comparison.json").read_text())
@@ -76,18 +70,20 @@ def test_score_verdict_has_no_noise_floor(tmp_path, capsys):
     target = np.abs(x[:, None] - x[None, :]) / n
     np.save(tmp_path / "target.npy", target)
     np.save(tmp_path / "enc.npy", np.column_stack([x, x**2]))
-    rc, out, err = _run(capsys, "score", "--target", tmp_path / "target.npy", tmp_path / "enc.npy")
+    rc, out, err = run_cli(
+        capsys, "score", "--target", tmp_path / "target.npy", tmp_path / "enc.npy"
+    )
     assert rc == 0, err
     line = _verdict(out)
     assert "noise floor not estimated" in line and "target D: as given" in line
 
 
 def test_score_verdict_names_the_estimator_of_a_results_folder(tmp_path, capsys):
-    rc, _, err = _run(capsys, "demo", "-n", 10, "--sequences", 300, "-o", tmp_path / "d")
+    rc, _, err = run_cli(capsys, "demo", "-n", 10, "--sequences", 300, "-o", tmp_path / "d")
     assert rc == 0, err
     summary = json.loads((tmp_path / "d" / "summary.json").read_text())
     np.save(tmp_path / "enc.npy", np.random.default_rng(0).normal(size=(10, 4)))
-    rc, out, err = _run(
+    rc, out, err = run_cli(
         capsys, "score", "--target", tmp_path / "d" / "arrays.npz", tmp_path / "enc.npy"
     )
     assert rc == 0, err

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,26 +213,17 @@ def _ids(tmp_path):
 SPEC = "rope:theta=10000,head_dim=16,max_position_embeddings=64"
 
 
-def test_extend_emit_all_writes_every_file_and_engines_md(tmp_path, capsys):
+def _extend_emit(tmp_path, engine: str, *options: str, spec: str = SPEC) -> tuple[int, Path]:
+    """``posgeom extend SPEC IDS --target-length 256 OPTIONS -o OUT -q --emit ENGINE``: the exit
+    code and OUT."""
     out = tmp_path / "out"
-    argv = [
-        "extend",
-        SPEC,
-        str(_ids(tmp_path)),
-        "--target-length",
-        "256",
-        "--replicates",
-        "0",
-        "--classes",
-        "top:12",
-        "--no-fit",
-        "-o",
-        str(out),
-        "-q",
-        "--emit",
-        "all",
-    ]
-    assert main(argv) == 0
+    argv = ["extend", spec, str(_ids(tmp_path)), "--target-length", "256", *options]
+    return main([*argv, "-o", str(out), "-q", "--emit", engine]), out
+
+
+def test_extend_emit_all_writes_every_file_and_engines_md(tmp_path, capsys):
+    rc, out = _extend_emit(tmp_path, "all", "--replicates", "0", "--classes", "top:12", "--no-fit")
+    assert rc == 0
     names = {p.name for p in out.iterdir()}
     assert {
         "transformers5.config.json",
@@ -248,42 +240,15 @@ def test_extend_emit_all_writes_every_file_and_engines_md(tmp_path, capsys):
 
 
 def test_extend_emit_unknown_engine_exits_2_before_writing(tmp_path, capsys):
-    out = tmp_path / "out"
-    argv = [
-        "extend",
-        SPEC,
-        str(_ids(tmp_path)),
-        "--target-length",
-        "256",
-        "-o",
-        str(out),
-        "-q",
-        "--emit",
-        "tensorrt",
-    ]
-    assert main(argv) == 2
+    rc, out = _extend_emit(tmp_path, "tensorrt")
+    assert rc == 2
     assert "unknown engine 'tensorrt'" in capsys.readouterr().err
     assert not out.exists()
 
 
 def test_extend_emit_on_a_family_without_rotary_settings_exits_2(tmp_path, capsys):
-    out = tmp_path / "out"
-    argv = [
-        "extend",
-        "alibi:heads=4,max_position_embeddings=64",
-        str(_ids(tmp_path)),
-        "--target-length",
-        "256",
-        "--replicates",
-        "0",
-        "--classes",
-        "top:12",
-        "-o",
-        str(out),
-        "-q",
-        "--emit",
-        "vllm",
-    ]
-    assert main(argv) == 2
+    alibi = "alibi:heads=4,max_position_embeddings=64"
+    rc, out = _extend_emit(tmp_path, "vllm", "--replicates", "0", "--classes", "top:12", spec=alibi)
+    assert rc == 2
     assert "--emit writes rotary settings" in capsys.readouterr().err
     assert not out.exists()

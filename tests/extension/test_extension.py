@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from helpers.models import tiny_llama_config
 from posgeom import PosgeomError
 from posgeom.extension import (
     enumerate_strategies,
@@ -31,17 +32,7 @@ def _model():
 
 
 def _config(params, max_positions):
-    return transformers.LlamaConfig(
-        vocab_size=50,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        max_position_embeddings=max_positions,
-        rope_parameters=dict(params),
-    )
+    return tiny_llama_config(max_positions, params, vocab_size=50, intermediate_size=64)
 
 
 def _llama(params, max_positions):

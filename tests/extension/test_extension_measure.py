@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from helpers.models import tiny_llama_config
 from posgeom.extension import enumerate_strategies, parse_family_spec
 from posgeom.extension.measure import measure_strategies
 
@@ -15,17 +16,7 @@ L0, L = 32, 64
 
 
 def _config(params=None, max_positions=L0):
-    return transformers.LlamaConfig(
-        vocab_size=40,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        max_position_embeddings=max_positions,
-        rope_parameters=dict(params or {"rope_type": "default", "rope_theta": 10000.0}),
-    )
+    return tiny_llama_config(max_positions, params, num_hidden_layers=2)
 
 
 def _model():

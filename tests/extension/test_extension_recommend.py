@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from helpers.models import tiny_llama_config
 from posgeom.extension import parse_family_spec, score_strategies
 from posgeom.extension.usage import model_scores, plane_use
 
@@ -16,16 +17,13 @@ HEAD_DIM, HEADS, KV = 16, 4, 2
 
 
 def _llama(seed=0):
-    config = transformers.LlamaConfig(
+    config = tiny_llama_config(
+        64,
         vocab_size=30,
-        hidden_size=32,
-        intermediate_size=48,
         num_hidden_layers=2,
         num_attention_heads=HEADS,
         num_key_value_heads=KV,
         head_dim=HEAD_DIM,
-        max_position_embeddings=64,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
     )
     torch.manual_seed(seed)
     model = transformers.LlamaForCausalLM(config).eval()

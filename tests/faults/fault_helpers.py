@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from posgeom.cli.main import main
+from helpers.cli import run_cli
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 CLI = "import sys; from posgeom.cli.main import main; sys.exit(main(sys.argv[1:]))"
@@ -26,8 +26,8 @@ def write_corpus(path: Path, lines: int, seed: int = 0) -> Path:
 
 def cli(capsys, *argv) -> tuple[int, str]:
     """Run the CLI in this process: (exit status, stderr)."""
-    code = main(["-q", *map(str, argv)])
-    return code, capsys.readouterr().err
+    code, _, err = run_cli(capsys, *argv)
+    return code, err
 
 
 def one_line(err: str) -> str:

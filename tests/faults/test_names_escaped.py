@@ -11,17 +11,11 @@ import json
 import numpy as np
 import pytest
 
+from helpers.cli import run_cli
 from posgeom._errors import printable
-from posgeom.cli.main import main
 
 ESC_NAME = "out\x1b]0;PWNED\x07\x1b[2J"  # retitle the terminal, then clear it
 FORGED = "pi\nposgeom: error: forged\x1b[2J"  # a line of its own, then clear the screen
-
-
-def _run(capsys, *argv) -> tuple[int, str, str]:
-    code = main(["-q", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _no_raw_controls(text: str) -> None:
@@ -47,12 +41,12 @@ def test_printable_by_hand():
 
 def test_an_escape_laden_output_name_is_printed_escaped(ids, tmp_path, capsys):
     counts = tmp_path / f"{ESC_NAME}.npz"
-    code, out, err = _run(capsys, "count", ids, "-n", 16, "-o", counts)
+    code, out, err = run_cli(capsys, "count", ids, "-n", 16, "-o", counts)
     assert code == 0, err
     _no_raw_controls(out + err)
     assert f"wrote {printable(counts)}" in out
     run = tmp_path / ESC_NAME
-    code, out, err = _run(capsys, "geometry", counts, "-d", 4, "--noise", "none", "-o", run)
+    code, out, err = run_cli(capsys, "geometry", counts, "-d", 4, "--noise", "none", "-o", run)
     assert code == 0, err
     _no_raw_controls(out + err)
     assert f"results in {printable(run)}/" in out
@@ -64,7 +58,7 @@ def test_a_table_named_with_escapes_is_probed_and_printed_escaped(tmp_path, caps
     t = np.arange(32.0)[:, None] / 32
     np.save(table, np.hstack([np.sin(t * k) for k in range(1, 5)]))
     out_dir = tmp_path / ESC_NAME
-    code, out, err = _run(capsys, "probe", table, "-o", out_dir, "--seeds", 2, "--pairs", 128)
+    code, out, err = run_cli(capsys, "probe", table, "-o", out_dir, "--seeds", 2, "--pairs", 128)
     assert code == 0, err
     _no_raw_controls(out + err)
     _no_raw_controls((out_dir / "table.md").read_text())
@@ -79,7 +73,7 @@ def test_a_strategy_name_with_a_line_break_stays_in_its_row(ids, tmp_path, capsy
     spec = "rope:theta=10000,head_dim=16,max_position_embeddings=64"
     out_dir = tmp_path / ESC_NAME
     argv = ["extend", spec, ids, "--target-length", 128, "--replicates", 2, "--no-fit"]
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, *argv, "--classes", "top:12", "--strategies", strategies, "-o", out_dir
     )
     assert code == 0, err

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from fault_helpers import cli, one_line, temporaries
 
+from helpers.models import tiny_llama_config
 from posgeom import count_corpus
 from posgeom._errors import PosgeomError
 
@@ -262,17 +263,7 @@ def test_item03_measure_reads_only_windows_posgeom_wrote(tmp_path):
     from posgeom.extension.model import parse_family_spec
     from posgeom.extension.strategies import enumerate_strategies
 
-    config = transformers.LlamaConfig(
-        vocab_size=40,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        max_position_embeddings=32,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    )
+    config = tiny_llama_config(32)
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config).eval()
     family = parse_family_spec("rope:theta=10000,head_dim=16,max_position_embeddings=32")

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from fault_helpers import MARKER, Evil, cli, one_line, panicking_tokenizer, temporaries
 
+from helpers.models import tiny_bert_config
+from helpers.training import tiny_train_config
 from posgeom._errors import PosgeomError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -35,15 +37,7 @@ def bert(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("models") / "bert"
     vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", *(f"w{k}" for k in range(20))])}
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=24,
-        max_position_embeddings=16,
-        pad_token_id=0,
-    )
+    config = tiny_bert_config(len(vocab), 16, num_hidden_layers=1)
     transformers.BertModel(config).save_pretrained(folder)
     tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
@@ -147,27 +141,13 @@ def test_item20_training_checkpoints_with_bad_metadata_or_shapes(tmp_path):
     torch = pytest.importorskip("torch")
     from safetensors.torch import load_file, save_file
 
-    from posgeom.training import TextData, TrainConfig, train
+    from posgeom.training import TextData, train
     from posgeom.training.runfiles import load_checkpoint, restore
 
     words = "the film is a good bad slow story with great acting".split()
     texts = [" ".join(words[(i + k) % len(words)] for k in range(6)) for i in range(12)]
     data = TextData(texts[:8], texts[8:], [i % 2 for i in range(8)], [0, 1, 0, 1])
-    config = TrainConfig(
-        task="sst2",
-        encoding="learned",
-        seed=0,
-        epochs=1,
-        d_model=16,
-        n_heads=2,
-        n_layers=1,
-        max_len=6,
-        batch_size=4,
-        steps_per_epoch=1,
-        vocab_min_count=1,
-        progress=False,
-        threads=1,
-    )
+    config = tiny_train_config(max_len=6, steps_per_epoch=1)
     model = train(config, tmp_path / "run", data=data).model
     meta, tensors = load_checkpoint(tmp_path / "run" / "checkpoint.safetensors")
     assert tensors.keys() == load_file(str(tmp_path / "run" / "checkpoint.safetensors")).keys()

@@ -281,6 +281,17 @@ def _word_level_json(path, words: int) -> None:
         fh.write("}}}")
 
 
+def _count_with_big_tokenizer(tmp_path, words: int) -> tuple[int, str, int, float]:
+    """``posgeom count`` of a 2-line corpus with ``tmp_path/tokenizer.json``, a WordLevel file of
+    ``words`` words, in a child process: (exit code, stderr, peak memory, seconds)."""
+    big = tmp_path / "tokenizer.json"
+    _word_level_json(big, words)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("w1 w2 w3\nw4 w5\n")
+    argv = ["-q", "count", str(corpus), "-t", str(big), "-n", "4", "-o", str(tmp_path / "c.npz")]
+    return _child_peak(CLI_PEAK, *argv)
+
+
 def test_item3_tokenizer_vocabulary_bounded_before_it_is_parsed(tmp_path, capsys):
     """A 250 MB tokenizer.json of 10 M words (under the 256 MiB file cap) took 5 GB. Its entries
     are counted in 1 MiB pieces before parsing (MAX_TOKENIZER_ENTRIES): here 1.6 M words (27 MB)
@@ -289,12 +300,7 @@ def test_item3_tokenizer_vocabulary_bounded_before_it_is_parsed(tmp_path, capsys
     from posgeom.corpus._tokenizer_files import MAX_TOKENIZER_ENTRIES
     from posgeom.corpus.tokenize import HFTokenizer, WordLevelTokenizer, load_tokenizer
 
-    big = tmp_path / "tokenizer.json"
-    _word_level_json(big, 1_600_000)
-    corpus = tmp_path / "c.txt"
-    corpus.write_text("w1 w2 w3\nw4 w5\n")
-    argv = ["-q", "count", str(corpus), "-t", str(big), "-n", "4", "-o", str(tmp_path / "c.npz")]
-    code, err, peak, seconds = _child_peak(CLI_PEAK, *argv)
+    code, err, peak, seconds = _count_with_big_tokenizer(tmp_path, 1_600_000)
     assert code == 2 and f"more than {MAX_TOKENIZER_ENTRIES} vocabulary entries" in err, err
     assert peak < 200 * MIB and seconds < 20, (peak, seconds)
     with pytest.raises(PosgeomError, match="vocabulary entries and merges"):
@@ -317,11 +323,6 @@ def test_item3_tokenizer_vocabulary_bounded_before_it_is_parsed(tmp_path, capsys
 @pytest.mark.e2e
 def test_item3_issue_tokenizer_of_10m_words_refused_in_seconds_under_1gb(tmp_path):
     """The issue's 10 M-word tokenizer.json (188 MB here, under the file cap)."""
-    big = tmp_path / "tokenizer.json"
-    _word_level_json(big, 10_000_000)
-    corpus = tmp_path / "c.txt"
-    corpus.write_text("w1 w2 w3\n")
-    argv = ["-q", "count", str(corpus), "-t", str(big), "-n", "4", "-o", str(tmp_path / "c.npz")]
-    code, err, peak, seconds = _child_peak(CLI_PEAK, *argv)
+    code, err, peak, seconds = _count_with_big_tokenizer(tmp_path, 10_000_000)
     assert code == 2 and "vocabulary entries and merges" in one_line(err)
     assert peak < 1 << 30 and seconds < 20, (peak, seconds)

@@ -9,6 +9,8 @@ from typing import Any
 
 WORDS = [f"w{k}" for k in range(20)]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+#: RoPE as Llama 2 has it (theta 10,000, no scaling), in transformers 5's spelling
+DEFAULT_ROPE = {"rope_type": "default", "rope_theta": 10000.0}
 
 
 def _tokenizer_json(path: Path, vocab: dict[str, int]) -> Any:
@@ -25,6 +27,22 @@ def _tokenizer_json(path: Path, vocab: dict[str, int]) -> Any:
     return tok
 
 
+def tiny_bert_config(vocab_size: int, max_positions: int, *, num_hidden_layers: int = 2) -> Any:
+    """A small ``transformers.BertConfig``: width 16 (2 heads), MLP 24, ``num_hidden_layers``
+    layers, ``max_positions`` learned positions, ``[PAD]`` at id 0."""
+    import transformers
+
+    return transformers.BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=16,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=2,
+        intermediate_size=24,
+        max_position_embeddings=max_positions,
+        pad_token_id=0,
+    )
+
+
 def tiny_bert(folder: Path, *, max_positions: int = 16) -> dict[str, Any]:
     """A seeded 2-layer BERT of width 16 over ``[PAD] [UNK] [CLS] [SEP] w0 .. w19`` saved in
     ``folder`` with its ``tokenizer.json``: ``{"folder", "model", "tok", "vocab"}``."""
@@ -33,16 +51,7 @@ def tiny_bert(folder: Path, *, max_positions: int = 16) -> dict[str, Any]:
 
     vocab = {t: i for i, t in enumerate(SPECIALS + WORDS)}
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=24,
-        max_position_embeddings=max_positions,
-        pad_token_id=0,
-    )
-    model = transformers.BertModel(config).eval()
+    model = transformers.BertModel(tiny_bert_config(len(vocab), max_positions)).eval()
     model.save_pretrained(folder)
     tok = _tokenizer_json(folder, vocab)
     (folder / "tokenizer_config.json").write_text(
@@ -72,19 +81,35 @@ def tiny_llama(folder: Path, *, max_positions: int = 64) -> dict[str, Any]:
     tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
-    config = transformers.LlamaConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        max_position_embeddings=max_positions,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    )
+    config = tiny_llama_config(max_positions, vocab_size=len(vocab))
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config).eval()
     model.save_pretrained(folder)
     fast.save_pretrained(folder)
     return {"folder": folder, "model": model, "vocab": vocab}
+
+
+def tiny_llama_config(
+    max_positions: int,
+    rope_parameters: dict[str, Any] | None = None,
+    **fields: Any,
+) -> Any:
+    """A small ``transformers.LlamaConfig``: vocabulary 40, width 32 (2 query heads and 1 KV head
+    of dim 16), MLP 48, one layer, trained length ``max_positions``, RoPE ``rope_parameters``
+    (default :data:`DEFAULT_ROPE`); ``fields`` replace any of these."""
+    import transformers
+
+    sizes = {
+        "vocab_size": 40,
+        "hidden_size": 32,
+        "intermediate_size": 48,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 16,
+    }
+    return transformers.LlamaConfig(
+        **(sizes | fields),
+        max_position_embeddings=max_positions,
+        rope_parameters=dict(rope_parameters or DEFAULT_ROPE),
+    )

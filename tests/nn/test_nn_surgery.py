@@ -23,6 +23,8 @@ torch.set_num_threads(1)
 
 HIDDEN = 16
 MAX_POS = 32
+#: the sizes every tiny model here shares (BERT, RoBERTa, MPNet)
+SIZES = {"vocab_size": 50, "hidden_size": HIDDEN, "num_attention_heads": 2, "intermediate_size": 32}
 
 
 @pytest.fixture(autouse=True)
@@ -33,15 +35,7 @@ def _seed():
 def _tiny_bert(cls_name: str = "BertModel"):
     from transformers import BertConfig
 
-    cfg = BertConfig(
-        vocab_size=50,
-        hidden_size=HIDDEN,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=MAX_POS,
-        num_labels=2,
-    )
+    cfg = BertConfig(**SIZES, num_hidden_layers=2, max_position_embeddings=MAX_POS, num_labels=2)
     return getattr(transformers, cls_name)(cfg).eval()
 
 
@@ -137,15 +131,7 @@ def test_bad_targets():
 def test_padding_offset_models(arch):
     from transformers import MPNetConfig, MPNetModel, RobertaConfig, RobertaModel
 
-    common = dict(
-        vocab_size=50,
-        hidden_size=HIDDEN,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=MAX_POS + 2,
-        pad_token_id=1,
-    )
+    common = dict(**SIZES, num_hidden_layers=1, max_position_embeddings=MAX_POS + 2, pad_token_id=1)
     model = (
         RobertaModel(RobertaConfig(**common))
         if arch == "roberta"

@@ -16,6 +16,7 @@ pytest.importorskip("safetensors")
 from scipy.spatial.distance import pdist, squareform  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
+from helpers.training import tiny_train_config  # noqa: E402
 from posgeom._errors import PosgeomError  # noqa: E402
 from posgeom.training import (  # noqa: E402
     ENCODINGS,
@@ -44,24 +45,7 @@ DATA = TextData(TRAIN, EVAL, [i % 2 for i in range(16)], [i % 2 for i in range(6
 
 
 def _cfg(**kw) -> TrainConfig:
-    base = dict(
-        task="sst2",
-        encoding="learned",
-        seed=0,
-        epochs=1,
-        d_model=16,
-        n_heads=2,
-        n_layers=1,
-        max_len=N,
-        batch_size=4,
-        steps_per_epoch=2,
-        vocab_min_count=1,
-        dropout=0.1,
-        progress=False,
-        threads=1,
-    )
-    base.update(kw)
-    return TrainConfig(**base)
+    return tiny_train_config(**{"max_len": N, **kw})
 
 
 def _hellinger_target(texts: list[str], n: int) -> np.ndarray:

@@ -5,7 +5,6 @@ folder itself is a :class:`posgeom.io.workfolders.WorkFolder`)."""
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from dataclasses import asdict
@@ -16,6 +15,7 @@ from posgeom._errors import PosgeomError
 from posgeom.corpus.options import BOOTSTRAP, COUNT, READER, CountOptions, option_fields
 from posgeom.corpus.shards import Shard
 from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+from posgeom.io._results import sha256_file
 from posgeom.io.artifacts import canonical_json
 from posgeom.io.jsonfiles import json_text
 
@@ -118,14 +118,6 @@ def file_state(path: Path) -> dict[str, Any]:
         "mtime_ns": max((s.st_mtime_ns for s in stats), default=0),
         "ctime_ns": max((s.st_ctime_ns for s in stats), default=0),
     }
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
 
 
 def word_doc(tok: Any) -> str:

@@ -62,7 +62,8 @@ def _manifest(folder: Path, _depth: int = 0) -> dict[str, Any] | None:
     return doc
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The SHA-256 hex digest of the file at ``path``, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
@@ -92,7 +93,7 @@ def changed_file(path: Path, info: Any) -> bool:
             path.is_symlink()
             or not path.is_file()
             or path.stat().st_size != info.get("size")
-            or _sha256(path) != info.get("sha256")
+            or sha256_file(path) != info.get("sha256")
         )
     except OSError:
         return True
@@ -205,14 +206,19 @@ def manifest_files(folder: Path) -> dict[str, Any] | None:
 def write_listed(folder: Path, files: list[Path], content: str = "files") -> None:
     """A manifest in ``folder`` listing ``files`` (paths under it) with sizes and SHA-256."""
     listed = {
-        p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
+        p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": sha256_file(p)}
         for p in files
     }
+    _write_manifest_doc(folder, content, listed)
+
+
+def _write_manifest_doc(folder: Path, content: str, files: dict[str, Any]) -> None:
+    """``folder``'s manifest (kind, ``content``, posgeom version, ``files``), written atomically."""
     doc = {
         "kind": _RESULTS_KIND,
         "content": content,
         "posgeom_version": _version.__version__,
-        "files": listed,
+        "files": files,
     }
     atomic_write_text(folder / RESULTS_MANIFEST, json_text(doc, indent=1, sort_keys=True) + "\n")
 
@@ -225,14 +231,8 @@ def write_manifest(tmp: Path, content: str) -> None:
             files[rel] = {"symlink": os.readlink(p)}
             continue
         fsync_path(p)
-        files[rel] = {"size": p.stat().st_size, "sha256": _sha256(p)}
-    doc = {
-        "kind": _RESULTS_KIND,
-        "content": content,
-        "posgeom_version": _version.__version__,
-        "files": files,
-    }
-    atomic_write_text(tmp / RESULTS_MANIFEST, json_text(doc, indent=1, sort_keys=True) + "\n")
+        files[rel] = {"size": p.stat().st_size, "sha256": sha256_file(p)}
+    _write_manifest_doc(tmp, content, files)
     for root, _, _ in os.walk(tmp):
         fsync_path(Path(root), directory=True)
 

@@ -56,10 +56,10 @@ from posgeom.io._locks import folder_lock, hold, release
 from posgeom.io._results import (
     RESULTS_MANIFEST,
     _manifest,
-    _sha256,
     kind_refusal,
     listing,
     owned_refusal,
+    sha256_file,
     write_listed,
 )
 from posgeom.io.jsonfiles import json_text
@@ -271,7 +271,7 @@ class WorkFolder:
 
     def _record(self, rel: str, tmp: Path) -> None:
         files = self._files()
-        entry: dict[str, Any] = {"size": tmp.stat().st_size, "sha256": _sha256(tmp)}
+        entry: dict[str, Any] = {"size": tmp.stat().st_size, "sha256": sha256_file(tmp)}
         old, target = files.get(rel), self.path / rel
         if isinstance(old, dict) and "size" in old and target.is_file():
             entry["was"] = {"size": old["size"], "sha256": old["sha256"]}

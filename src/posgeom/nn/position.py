@@ -89,9 +89,22 @@ class PositionEmbedding(nn.Module):
     def _rows(self, ids: Tensor) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def config(self) -> dict[str, Any]:  # pragma: no cover - abstract
-        """JSON-serialisable constructor arguments (used by :func:`posgeom.nn.io.save_module`)."""
-        raise NotImplementedError
+    #: the constructor's positional arguments after ``n`` and ``d``, as (attribute, type): what
+    #: :meth:`config` records and :meth:`from_config` passes back (a subclass with more state
+    #: overrides both)
+    _config_args: tuple[tuple[str, type], ...] = ()
+
+    def config(self) -> dict[str, Any]:
+        """JSON-serialisable constructor arguments (used by :func:`posgeom.nn.io.save_module`):
+        ``{"n", "d", *_config_args, "beyond"}``."""
+        extra = {name: getattr(self, name) for name, _ in self._config_args}
+        return {"n": self.n_positions, "d": self.dim, **extra, "beyond": self.beyond}
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any], dtype: torch.dtype | None = None):
+        """The module :meth:`config` describes (its weights are loaded separately)."""
+        extra = (kind(cfg[name]) for name, kind in cls._config_args)
+        return cls(int(cfg["n"]), int(cfg["d"]), *extra, beyond=cfg["beyond"], dtype=dtype)
 
     # -- shared ---------------------------------------------------------------------------
     @property
@@ -209,6 +222,7 @@ class SinusoidalPositionEmbedding(PositionEmbedding):
     """
 
     _allowed_policies = ("compute", "error", "interpolate")
+    _config_args = (("base", float),)
 
     def __init__(
         self,
@@ -235,15 +249,6 @@ class SinusoidalPositionEmbedding(PositionEmbedding):
             return nn.functional.embedding(ids, self.weight)
         return sinusoidal_table(ids, self.dim, self.base).to(self.weight.dtype)
 
-    def config(self) -> dict[str, Any]:
-        return {"n": self.n_positions, "d": self.dim, "base": self.base, "beyond": self.beyond}
-
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any], dtype: torch.dtype | None = None):
-        return cls(
-            int(cfg["n"]), int(cfg["d"]), float(cfg["base"]), beyond=cfg["beyond"], dtype=dtype
-        )
-
 
 class LearnedPositionEmbedding(PositionEmbedding):
     """Learned absolute table as in BERT/GPT-2: ``nn.Embedding(n, d)``, init ``N(0, 0.02²)``.
@@ -269,10 +274,3 @@ class LearnedPositionEmbedding(PositionEmbedding):
 
     def _rows(self, ids: Tensor) -> Tensor:
         return self.embedding(ids)
-
-    def config(self) -> dict[str, Any]:
-        return {"n": self.n_positions, "d": self.dim, "beyond": self.beyond}
-
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any], dtype: torch.dtype | None = None):
-        return cls(int(cfg["n"]), int(cfg["d"]), beyond=cfg["beyond"], dtype=dtype)

@@ -251,6 +251,8 @@ class LowRankPositionEmbedding(PositionEmbedding):
         generator: optional ``torch.Generator`` for the random init.
     """
 
+    _config_args = (("rank", int),)
+
     def __init__(
         self,
         n: int,
@@ -323,15 +325,6 @@ class LowRankPositionEmbedding(PositionEmbedding):
 
     def table(self) -> Tensor:
         return self.A @ self.B.T
-
-    def config(self) -> dict[str, Any]:
-        return {"n": self.n_positions, "d": self.dim, "rank": self.rank, "beyond": self.beyond}
-
-    @classmethod
-    def from_config(cls, cfg: dict[str, Any], dtype: torch.dtype | None = None):
-        return cls(
-            int(cfg["n"]), int(cfg["d"]), int(cfg["rank"]), beyond=cfg["beyond"], dtype=dtype
-        )
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", rank={self.rank}"

@@ -54,7 +54,7 @@ def _folder(cache: Path, inputs: Any = (), *, create: bool = True) -> Any:
 def cache_key(path: Path, tokenizer: Any, options: dict[str, Any]) -> str:
     """16 hex digits naming the counts of ``path`` (its bytes) by ``tokenizer`` with ``options``
     (module docstring)."""
-    from posgeom.corpus._jobfiles import sha256_file
+    from posgeom.io._results import sha256_file
 
     identity = {
         k: v for k, v in (getattr(tokenizer, "identity", None) or {}).items() if k != "name"

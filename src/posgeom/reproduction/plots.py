@@ -13,6 +13,16 @@ from posgeom.reproduction.settings import NEAR_ZERO
 log = logging.getLogger("posgeom")
 
 
+def _save(fig: Any, path: Path, **savefig: Any) -> Path:
+    """Lay out ``fig``, write it to ``path`` at 110 dpi (``savefig``: more options), close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, **savefig)
+    plt.close(fig)
+    return path
+
+
 def plots(results: dict[str, Any], angles: dict[str, Any], folder: Path, seed: int) -> list[Path]:
     try:
         import matplotlib
@@ -41,10 +51,7 @@ def plots(results: dict[str, Any], angles: dict[str, Any], folder: Path, seed: i
     ax.set_ylabel("paper stress")
     ax.set_title("Rank experiment")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    files.append(folder / "rank_curves.png")
-    fig.savefig(files[-1], dpi=110)
-    plt.close(fig)
+    files.append(_save(fig, folder / "rank_curves.png"))
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for key in keys:
@@ -59,10 +66,7 @@ def plots(results: dict[str, Any], angles: dict[str, Any], folder: Path, seed: i
     ax.set_ylabel("Hellinger D_ij (chord)\nmean ± sd over the diagonal |i - j|")
     ax.set_title("Stationarity: D as a function of |i - j|")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    files.append(folder / "stationarity.png")
-    fig.savefig(files[-1], dpi=110, bbox_inches="tight")  # the labels fit
-    plt.close(fig)
+    files.append(_save(fig, folder / "stationarity.png", bbox_inches="tight"))  # the labels fit
 
     from posgeom.corpus.counting import count_positions
 
@@ -76,8 +80,5 @@ def plots(results: dict[str, Any], angles: dict[str, Any], folder: Path, seed: i
         ax.set_title(f"{kind} (10,000 sequences)")
         ax.set_xlabel("position i")
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    files.append(folder / "mds_coordinates_synthetic.png")
-    fig.savefig(files[-1], dpi=110)
-    plt.close(fig)
+    files.append(_save(fig, folder / "mds_coordinates_synthetic.png"))
     return files

@@ -25,6 +25,7 @@ torch, safetensors, transformers, tqdm and matplotlib are imported inside the fu
 
 from __future__ import annotations
 
+from posgeom._registry_names import registry_getattr
 from posgeom.training.config import MODELS, TASKS, TrainConfig, trainable_encodings
 from posgeom.training.data import ID_OFFSET, MASK_ID, PAD_ID, TextData, load_task_data
 from posgeom.training.loop import EpochRecord, TrainResult, train
@@ -71,7 +72,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    if name == "ENCODINGS":  # the registry read when used, not a snapshot at import
-        return trainable_encodings()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = registry_getattr(__name__, {"ENCODINGS": trainable_encodings})

@@ -19,6 +19,7 @@ from numbers import Integral, Real
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom._registry_names import registry_getattr
 from posgeom._validation import Interval, check_int, check_param
 from posgeom.encodings import families, family
 from posgeom.encodings._registry import Family, TorchSpec
@@ -44,10 +45,7 @@ def trainable_encodings() -> tuple[str, ...]:
     return _trainable_encodings()
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ENCODINGS":  # the registry read when used, not a snapshot at import
-        return _trainable_encodings()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = registry_getattr(__name__, {"ENCODINGS": _trainable_encodings})
 
 
 MODELS = ("tiny", "minilm")
