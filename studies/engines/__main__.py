@@ -226,6 +226,7 @@ def vllm_rows(folder: Path, runner: Runner, names: tuple[str, ...]) -> dict[str,
         hf = runner.run("transformers", target)[0][: lv.size]
         gap, cut = np.abs(hf - lv), trained - 1
         out[name] = {
+            "strategy": name,
             "tokens": int(lv.size + 1),
             "L0": trained,
             "L": length,
@@ -250,7 +251,7 @@ def vllm_table(rows: dict[str, Any]) -> str:
     for name, r in rows.items():
         past = r.get("mean_abs_diff_past_L0")
         lines.append(
-            f"| {name} | {r.get('L0', L0)} -> {r.get('L', L)} | {r['tokens']} | "
+            f"| {r.get('strategy', name)} | {r.get('L0', L0)} -> {r.get('L', L)} | {r['tokens']} | "
             f"{r['mean_abs_diff']:.2e} ({r['max_abs_diff']:.1e}) | "
             f"{'-' if past is None else f'{past:.2e}'} | "
             f"{r['ppl_transformers']:.4f} | {r['ppl_vllm']:.4f} | {r['seconds_vllm']:.0f} |"
@@ -291,10 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         chosen = tuple(args.strategies.split(","))
         body["vllm"] = {}
         for folder in args.vllm.split(","):
-            tag = Path(folder).name
-            body["vllm"].update(
-                {f"{n} ({tag})": r for n, r in vllm_rows(Path(folder), runner, chosen).items()}
-            )
+            rows_v = vllm_rows(Path(folder), runner, chosen)
+            body["vllm"].update({f"{n} ({r['L0']} -> {r['L']})": r for n, r in rows_v.items()})
         print(vllm_table(body["vllm"]))
     from posgeom.io.artifacts import atomic_write_text
 
