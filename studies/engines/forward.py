@@ -52,24 +52,15 @@ def transformers_log_probs(model: Any, target: Any, ids: np.ndarray) -> np.ndarr
     return log_probs(logits, ids)
 
 
-def llama_kwargs(target: Any) -> dict[str, Any]:
-    """``llama_cpp_python.json``'s keywords for ``target`` (``ARCH.`` keys as ``llama.``); for
-    llama3, which llama.cpp reads from the GGUF tensor ``rope_freqs`` only, the unscaled settings
-    at ``L`` (the tensor is in the GGUF :func:`rope_freqs_gguf` writes)."""
-    from posgeom.extension.engines import EngineTarget
+def llama_kwargs(target: Any, gguf: Path) -> dict[str, Any]:
+    """``llama_cpp_python.json``'s keywords for ``target`` on the GGUF ``gguf`` (``ARCH.`` keys as
+    ``llama.``): what ``extend --emit llama-cpp-python --gguf-file`` writes (for llama3 the
+    unscaled settings at ``L``, run on the copy carrying ``rope_freqs``: :func:`rope_freqs_gguf`)."""
+    import dataclasses
+
     from posgeom.extension.engines.llamacpp import llamacpp_python
 
-    if target.rope_type == "llama3":
-        target = EngineTarget(
-            "none",
-            {"rope_type": "default", "rope_theta": target.theta},
-            target.head_dim,
-            target.trained_length,
-            target.target_length,
-            kind="none",
-            model_theta=target.theta,
-        )
-    emitted = llamacpp_python(target)
+    emitted = llamacpp_python(dataclasses.replace(target, gguf_file=str(gguf)))
     if emitted.refused:
         raise SystemExit(f"{target.strategy}: {emitted.refused}")
     kwargs = dict(emitted.settings)
@@ -91,7 +82,7 @@ def llama_log_probs(gguf: Path, target: Any, ids: np.ndarray, threads: int) -> n
         n_threads_batch=threads,
         flash_attn=True,
         verbose=False,
-        **llama_kwargs(target),
+        **llama_kwargs(target, gguf),
     )
     try:
         llm.eval([int(t) for t in ids])
