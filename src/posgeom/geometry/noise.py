@@ -20,7 +20,7 @@ distribution are at a positive distance. Two estimates, both from the counts alo
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any, Literal
 
@@ -51,6 +51,11 @@ class NoiseFloor:
     pair_floor : (n, n) ``sqrt(b_i + b_j)``: distance expected from sampling noise alone
     distance_std : (n, n) or None: bootstrap standard deviation of each distance
     totals : (n,) samples per position
+
+    Set at construction (plain data, as :class:`SampledNoiseFloor` holds them):
+    ``trusted_pairs`` (:meth:`trusted` at the default threshold 2, read-only),
+    ``trusted_share`` (its share over pairs ``i < j``; 0 with one position) and
+    ``median_pair_floor`` (the median of ``pair_floor`` over pairs ``i < j``).
     """
 
     distances: np.ndarray
@@ -60,6 +65,18 @@ class NoiseFloor:
     totals: np.ndarray
     method: str
     n_repeats: int
+    trusted_pairs: np.ndarray = field(init=False, repr=False)
+    trusted_share: float = field(init=False, repr=False)
+    median_pair_floor: float = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        trusted = self.trusted()
+        trusted.setflags(write=False)
+        iu = np.triu_indices_from(self.pair_floor, 1)
+        share = float(trusted[iu].mean()) if iu[0].size else 0.0
+        object.__setattr__(self, "trusted_pairs", trusted)
+        object.__setattr__(self, "trusted_share", share)
+        object.__setattr__(self, "median_pair_floor", float(np.median(self.pair_floor[iu])))
 
     def trusted(self, threshold: float = 2.0) -> np.ndarray:
         """Boolean (n, n): ``D_ij > threshold * floor_ij`` (diagonal False)."""
@@ -75,12 +92,11 @@ class NoiseFloor:
 
     def summary(self, positions: np.ndarray) -> dict[str, Any]:
         """JSON-ready: method, median pair floor, share of trusted pairs, untrusted positions."""
-        iu = np.triu_indices_from(self.pair_floor, 1)
         return {
             "method": self.method,
             "n_repeats": self.n_repeats,
-            "median_pair_floor": float(np.median(self.pair_floor[iu])),
-            "trusted_pair_share": float(self.trusted()[iu].mean()) if iu[0].size else 0.0,
+            "median_pair_floor": self.median_pair_floor,
+            "trusted_pair_share": self.trusted_share,
             "untrusted_positions": np.asarray(positions)[self.untrusted_positions()].tolist(),
         }
 

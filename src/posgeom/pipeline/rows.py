@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
 from posgeom.encodings import default_rope_head_dim, family
 from posgeom.encodings._base import restricted
@@ -133,7 +134,7 @@ def comparison_rows(
         if not made:
             continue
         kept = {key: _kept(m, positions) for key, m in made.items()}
-        scored = res.targets.score(kept)
+        scored = res.targets.score(_built(kept, res.targets))
         out.heads.extend(
             {"family": name, **m.head, **scored.row(key)}
             for key, m in made.items()
@@ -145,9 +146,18 @@ def comparison_rows(
         _add_row(out, res, name, kept[key], row.description, row.parameters, keep=keep_encodings)
     for name, given in (extra_encodings or {}).items():
         enc = getattr(given, "encoding", given)
-        tables.append(res.targets.score({str(name): enc}))
+        tables.append(res.targets.score(_built({str(name): enc}, res.targets)))
         _add_row(out, res, str(name), enc, *describe_given(given, ctx), keep=keep_encodings)
     return Rows(ScoreTable.concat(tables), out.described, out.heads, out.shepard, out.built)
+
+
+def _built(encodings: dict[str, Any], targets: Any) -> dict[str, Any]:
+    """Build, then score: each encoding's ``(n, n)`` distances made here once, as the
+    :class:`~posgeom._distance_matrix.DistanceMatrix` the score table reads (exact mode); on a
+    long context's pair sample the encodings go as they are (no ``(n, n)``)."""
+    if targets.sampled:
+        return encodings
+    return {key: as_distances(enc, key) for key, enc in encodings.items()}
 
 
 def _add_row(
