@@ -120,7 +120,9 @@ class GeometryResult:
             ("plugin_scores", beside),
         ):
             object.__setattr__(self, name, value)
-        report = ReportInput(self.report_kind, self.report_title, self._summary(), self._arrays())
+        summary = self._summary()
+        text = result_markdown(self, summary)  # rendered once: written, printed, returned
+        report = ReportInput(self.report_kind, self.report_title, summary, self._arrays(), text)
         object.__setattr__(self, "report_input", report)
 
     @property
@@ -245,7 +247,7 @@ class GeometryResult:
         """The text of the result (``table.md`` / ``comparison.md``, what the command prints):
         the settings, the score table, the heads, the rank curve, the stationarity line and
         the verdict line."""
-        return result_markdown(self, self.report_input.summary["verdict"])
+        return self.report_input.markdown
 
     def report_arrays(self) -> dict[str, np.ndarray]:
         """The arrays of ``arrays.npz`` (what a report draws; built once when the result is

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -22,10 +22,10 @@ import numpy as np
 
 from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
-from posgeom.encodings import default_rope_head_dim, family
+from posgeom.encodings import default_rope_head_dim
 from posgeom.encodings._base import restricted
 from posgeom.encodings._registry import ComparisonContext, describe_given
-from posgeom.encodings.mds import MDSFamily, SMACOFFamily
+from posgeom.encodings.mds import LowRankMDSFamily, MDSFamily, SMACOFFamily
 from posgeom.pipeline.config import comparable_encodings, default_encodings
 from posgeom.scores.shepard import pair_distances
 from posgeom.scores.table import ScoreTable
@@ -47,6 +47,8 @@ log = logging.getLogger("posgeom")
 MDS_ROW: str = MDSFamily.name
 #: the row of its SMACOF refinement (only when the pipeline refines)
 SMACOF_ROW: str = SMACOFFamily.name
+#: the rank-``low_rank`` MDS encoding's row (the pipeline truncates, the family describes)
+LOW_RANK_ROW: str = LowRankMDSFamily.name
 #: the MDS rows the pipeline computes itself, in table order
 MDS_ROWS: tuple[str, str] = (MDS_ROW, SMACOF_ROW)
 
@@ -84,7 +86,7 @@ class Rows:
 
 def comparison_rows(
     res: Any,
-    names: Sequence[str],
+    families: Mapping[str, Any],
     *,
     n_heads: int = 12,
     rope_head_dim: int | None = None,
@@ -96,7 +98,8 @@ def comparison_rows(
     skip_unbuildable: bool = False,
     keep_encodings: bool = True,
 ) -> Rows:
-    """The :class:`Rows` of ``names`` (registry families) and of ``extra_encodings`` against the
+    """The :class:`Rows` of ``families`` (row name -> registry family, looked up by the
+    caller) and of ``extra_encodings`` against the
     geometry of the pipeline stage ``res`` (its score targets, kept positions, Shepard pairs and
     fitted MDS encodings).
 
@@ -113,7 +116,9 @@ def comparison_rows(
     model_dim = int(res.options["model_dim"])  # the config's width (the MDS may come later)
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
-    fitted = {MDS_ROW: res.mds, SMACOF_ROW: res.refined}
+    fitted = {MDS_ROW: res.mds, SMACOF_ROW: res.refined, LOW_RANK_ROW: None}
+    if res.mds is not None:  # the fitted rows' encodings, built here (the families describe them)
+        fitted[LOW_RANK_ROW] = res.mds.truncate(min(int(low_rank), res.mds.n_components))
     ctx = ComparisonContext(
         n_positions=int(positions.max()) + 1,
         n_kept=len(positions),
@@ -128,9 +133,9 @@ def comparison_rows(
     )
     out = Rows(ScoreTable.concat([]), {}, [], {}, {})
     tables = []
-    for k, name in enumerate(names, 1):
-        log.info("scoring %s (%d/%d)", name, k, len(names))
-        made = _family_encodings(name, ctx, skip_unbuildable)
+    for k, (name, fam) in enumerate(families.items(), 1):
+        log.info("scoring %s (%d/%d)", name, k, len(families))
+        made = _family_encodings(name, fam, ctx, skip_unbuildable)
         if not made:
             continue
         kept = {key: _kept(m, positions) for key, m in made.items()}
@@ -140,7 +145,7 @@ def comparison_rows(
             for key, m in made.items()
             if m.head is not None
         )
-        key = _row_key(family(name).row_choice, scored)
+        key = _row_key(fam.row_choice, scored)
         tables.append(_renamed(scored, key, name))
         row = made[key]
         _add_row(out, res, name, kept[key], row.description, row.parameters, keep=keep_encodings)
@@ -183,18 +188,19 @@ def _renamed(table: ScoreTable, key: str, name: str) -> ScoreTable:
     return ScoreTable((name,), table.targets, MappingProxyType(cells))
 
 
-def _family_encodings(name: str, ctx: ComparisonContext, skip_unbuildable: bool) -> dict:
-    """``family(name).encodings(ctx)``; a family that cannot be built is skipped with a warning
-    (``skip_unbuildable``) or raises, one with no encoding here is skipped with its reason."""
+def _family_encodings(name: str, fam: Any, ctx: ComparisonContext, skip_unbuildable: bool) -> dict:
+    """``fam.encodings(ctx)`` (``fam``: the family of row ``name``); a family that cannot be
+    built is skipped with a warning (``skip_unbuildable``) or raises, one with no encoding here
+    is skipped with its reason."""
     try:
-        made = family(name).encodings(ctx)
+        made = fam.encodings(ctx)
     except PosgeomError as exc:
         if not skip_unbuildable:
             raise
         log.warning("%s skipped: %s", name, str(exc).splitlines()[0])
         return {}
     if not made:
-        log.warning("%s skipped: %s", name, family(name).skip_reason)
+        log.warning("%s skipped: %s", name, fam.skip_reason)
     return made
 
 

@@ -19,10 +19,9 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.corpus.token_names import token_names as names_of
 from posgeom.embed.mds import classical_mds
 from posgeom.estimators import GeometryEstimate, choose_estimator, estimate_geometry, get
-from posgeom.estimators._core import as_count_matrix
-from posgeom.estimators.class_words import token_names as names_of
 from posgeom.geometry.counts import CountMatrix
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
@@ -110,7 +109,7 @@ def estimate_target(
         return plugin  # the paper's plug-in on the full vocabulary
     names = names_of(provenance.get("tokenizer"))  # the words of the classes
     return estimate_geometry(
-        as_count_matrix(kept),
+        kept,  # the one CountMatrix of the run, passed down (not recognised again)
         estimator=spec.name,
         convention=convention,
         seed=seed,

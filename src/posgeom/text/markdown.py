@@ -188,16 +188,18 @@ def _head_lines(result: Any, verdict: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def result_markdown(result: Any, verdict: Mapping[str, Any]) -> str:
+def result_markdown(result: Any, summary: Mapping[str, Any]) -> str:
     """The text of a :class:`~posgeom.pipeline.result.GeometryResult` (``table.md``,
     ``comparison.md``, what the commands print): the settings, the score table, the per-head
-    rows, the rank curve, the stationarity line and ``verdict``'s line."""
+    rows, the rank curve, the stationarity line and the verdict's line (``summary``: the
+    result's JSON summary, its ``verdict`` and ``refinement``)."""
     from posgeom.text.schema import HEAD_COLUMNS, heads_by_family
 
+    verdict = summary["verdict"]
     lines = [*_head_lines(result, verdict), *_noise_line(result), "", *score_table(result.rows)]
     if result.sampled:
         lines += ["", sampled_note(result.targets.sample)]
-        skipped = result.report_input.summary.get("refinement", {}).get("skipped")
+        skipped = summary.get("refinement", {}).get("skipped")
         if skipped:
             lines += ["", f"mds+smacof: not run. {skipped}."]
     lines += plugin_lines(_beside_rows(result))
