@@ -52,11 +52,9 @@ class NoiseFloor:
     distance_std : (n, n) or None: bootstrap standard deviation of each distance
     totals : (n,) samples per position
 
-    Set at construction (plain data, as :class:`SampledNoiseFloor` holds them):
-    ``trusted_pairs`` (:meth:`trusted` at the default threshold 2, read-only),
-    ``trusted_share`` (its share over pairs ``i < j``; 0 with one position) and
-    ``median_pair_floor`` (the median of ``pair_floor`` over pairs ``i < j``).
-    """
+    Set when made (plain data, as in :class:`SampledNoiseFloor`): ``trusted_pairs``
+    (:meth:`trusted` at 2, read-only), its share ``trusted_share`` and ``median_pair_floor``
+    over pairs ``i < j``."""
 
     distances: np.ndarray
     self_distance: np.ndarray
@@ -70,12 +68,10 @@ class NoiseFloor:
     median_pair_floor: float = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        trusted = self.trusted()
+        trusted, iu = self.trusted(), np.triu_indices_from(self.pair_floor, 1)
         trusted.setflags(write=False)
-        iu = np.triu_indices_from(self.pair_floor, 1)
-        share = float(trusted[iu].mean()) if iu[0].size else 0.0
         object.__setattr__(self, "trusted_pairs", trusted)
-        object.__setattr__(self, "trusted_share", share)
+        object.__setattr__(self, "trusted_share", float(trusted[iu].mean()) if iu[0].size else 0.0)
         object.__setattr__(self, "median_pair_floor", float(np.median(self.pair_floor[iu])))
 
     def trusted(self, threshold: float = 2.0) -> np.ndarray:

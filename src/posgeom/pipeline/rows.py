@@ -15,7 +15,6 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -145,8 +144,8 @@ def comparison_rows(
             for key, m in made.items()
             if m.head is not None
         )
-        key = _row_key(fam.row_choice, scored)
-        tables.append(_renamed(scored, key, name))
+        key, chosen = scored.chosen(fam.row_choice, name)
+        tables.append(chosen)
         row = made[key]
         _add_row(out, res, name, kept[key], row.description, row.parameters, keep=keep_encodings)
     for name, given in (extra_encodings or {}).items():
@@ -182,12 +181,6 @@ def _kept(made: Any, positions: np.ndarray) -> Any:
     return enc if getattr(made, "kept", False) else restricted(enc, positions)
 
 
-def _renamed(table: ScoreTable, key: str, name: str) -> ScoreTable:
-    """The cells of ``key`` (a family's chosen encoding) as the row ``name``."""
-    cells = {(name, t): table.scores_of(key, t) for t in table.targets}
-    return ScoreTable((name,), table.targets, MappingProxyType(cells))
-
-
 def _family_encodings(name: str, fam: Any, ctx: ComparisonContext, skip_unbuildable: bool) -> dict:
     """``fam.encodings(ctx)`` (``fam``: the family of row ``name``); a family that cannot be
     built is skipped with a warning (``skip_unbuildable``) or raises, one with no encoding here
@@ -202,17 +195,6 @@ def _family_encodings(name: str, fam: Any, ctx: ComparisonContext, skip_unbuilda
     if not made:
         log.warning("%s skipped: %s", name, fam.skip_reason)
     return made
-
-
-def _row_key(choice: str | None, scored: ScoreTable) -> str:
-    """The encoding that is the family's row: its only one, or the one of lowest ``choice``
-    score against the primary target (ties to the first)."""
-    keys = list(scored.encodings)
-    if choice is None:
-        if len(keys) != 1:
-            raise PosgeomError(f"a family without a row choice built {len(keys)} encodings")
-        return keys[0]
-    return min(keys, key=lambda k: (scored.value(k, choice), keys.index(k)))
 
 
 def rows_in_order(names: list[str], early: Rows, fitted: Rows) -> Rows:
