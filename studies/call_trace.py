@@ -20,6 +20,12 @@ moment the command's handler is entered until it returns:
 - **entry order**: the order in which folders are first entered, checked against :data:`FLOW`;
 - **calls** of a few named functions (:data:`COUNTED`): distance validations, summaries built.
 
+:data:`FLOW` is the order the main job *calls* the stages in; the ``FLOW`` of
+``tests/project/test_layers.py`` is the order rooms may *import* each other in (there the scores,
+pure functions on arrays, sit below the geometry, and the text below the pipeline): two concepts,
+two orders, neither derived from the other. A call into any folder earlier in this ``FLOW`` is a
+move back up, whichever folder holds the callee's types.
+
 Folders outside :data:`FLOW` (root-level helpers ``posgeom/_*.py``: errors, validation, progress)
 are utilities every stage may use; calls into them are not moves. Calls from or into code outside
 ``posgeom`` (numpy, scipy, argparse) are invisible: a callback from numpy into posgeom is attributed

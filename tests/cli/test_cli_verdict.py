@@ -88,3 +88,25 @@ def test_score_verdict_names_the_estimator_of_a_results_folder(tmp_path, capsys)
     )
     assert rc == 0, err
     assert f"target D: {summary['estimator']['estimator']} estimator" in _verdict(out)
+
+
+def test_the_no_special_hint_reads_the_report_input():
+    """The CLI's hint after the verdict reads the result's ReportInput: position 0 at the largest
+    distance from every other position (a [CLS]-like token) while the rest are close, hinted only
+    when the counts counted the special tokens (the summary's corpus options)."""
+    from posgeom.text.report_input import ReportInput
+    from posgeom.text.verdict import special_token_hint
+
+    n = 6
+    d = np.full((n, n), 0.2)
+    d[0, :] = d[:, 0] = 1.0  # position 0 apart: min_j D[0, j] = max D
+    np.fill_diagonal(d, 0.0)
+
+    def report(include_special):
+        summary = {"corpus": {"options": {"include_special": include_special}}}
+        return ReportInput("run", "geometry", summary, {"hellinger": d})
+
+    assert "rerun with --no-special" in special_token_hint(report(True))
+    assert special_token_hint(report(False)) is None
+    flat = ReportInput("run", "geometry", report(True).summary, {"hellinger": np.full((n, n), 0.2)})
+    assert special_token_hint(flat) is None  # no position apart

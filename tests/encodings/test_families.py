@@ -102,7 +102,8 @@ def test_unknown_family_names_the_known_ones():
 
 def _context(corpus, **kw):
     res = corpus[1]
-    fitted = {"mds": res.mds} | ({"mds+smacof": res.refined} if res.refined is not None else {})
+    fitted = {"mds": res.mds, "low_rank_mds": res.mds.truncate(3)}  # as the pipeline hands in
+    fitted |= {"mds+smacof": res.refined} if res.refined is not None else {}
     return ComparisonContext(
         n_positions=N,
         n_kept=N,

@@ -9,7 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 from posgeom import estimate_geometry
-from posgeom.estimators.class_words import describe_classes, token_names
+from posgeom.corpus.token_names import token_names
+from posgeom.estimators.class_words import describe_classes
 from posgeom.estimators.resolution import resolve
 
 # pooled counts: token 3 50 times, token 1 30 times, tokens 0, 2, 4 20 times together

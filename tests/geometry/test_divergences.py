@@ -140,5 +140,5 @@ def test_squared_norms_are_the_row_norms_of_the_dense_roots(smoothing):
     )
     assert dist.n_positions == 29
     want = (_dense_roots(dist) ** 2).sum(axis=1)
-    np.testing.assert_allclose(dist.squared_norms(), want, rtol=1e-13)
+    np.testing.assert_allclose(dist.squared_norms, want, rtol=1e-13)
     np.testing.assert_allclose(want, 1.0, rtol=1e-13)  # every sqrt(mu_i) is a unit vector

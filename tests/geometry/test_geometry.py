@@ -147,6 +147,12 @@ def test_noise_floor_trusts_real_differences_and_rejects_bad_input():
     )
     nf = noise_floor(counts, n_repeats=10)
     assert nf.trusted()[0, 1] and not nf.trusted()[0, 2]
+    # the fields set when it is made: the mask at 2, its share and the median floor over i < j
+    want = [nf.distances[i, j] > 2 * nf.pair_floor[i, j] for i, j in ((0, 1), (0, 2), (1, 2))]
+    assert np.array_equal(nf.trusted_pairs, nf.trusted()) and not nf.trusted_pairs.flags.writeable
+    assert nf.trusted_share == pytest.approx(sum(want) / 3, abs=0)
+    floors = [nf.pair_floor[0, 1], nf.pair_floor[0, 2], nf.pair_floor[1, 2]]
+    assert nf.median_pair_floor == pytest.approx(float(np.median(floors)), abs=0)
     with pytest.raises(PosgeomError, match="fewer than 2"):
         noise_floor(np.array([[1, 0], [3, 3]]))
 

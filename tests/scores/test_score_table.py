@@ -80,3 +80,23 @@ def test_sampled_cells_estimate_the_exact_ones(case, monkeypatch):
                 want, rel=0.05, abs=0.01
             )
         assert sampled.value(name, "sampled") is True
+
+
+def test_chosen_is_the_lowest_choice_score_renamed(case):
+    """A family's row: the encoding of lowest paper stress against the primary (by hand), its
+    cells against every target under the row's name; no choice: the only encoding, else refused."""
+    target, plugin, encodings = case
+    targets = ScoreTargets.for_target(target, len(target), beside={"plugin": plugin})
+    table = targets.score(encodings)
+    papers = {k: _paper(squareform(pdist(np.asarray(v))), target) for k, v in encodings.items()}
+    best = min(papers, key=papers.get)
+    key, row = table.chosen("paper", "fam")
+    assert key == best and row.encodings == ("fam",) and row.targets == table.targets
+    for t in table.targets:
+        assert dict(row.scores_of("fam", t)) == dict(table.scores_of(best, t))
+    tied = ScoreTable(("x", "y"), ("target",), {(e, "target"): {"paper": 1.0} for e in "xy"})
+    assert tied.chosen("paper", "fam")[0] == "x"  # ties to the first
+    one = targets.score({"only": encodings["a"]})
+    assert one.chosen(None, "fam")[0] == "only"
+    with pytest.raises(PosgeomError, match="without a row choice built 2 encodings"):
+        table.chosen(None, "fam")

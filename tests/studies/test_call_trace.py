@@ -1,5 +1,6 @@
 """studies.call_trace: the folder-level trace of one command, on hand-made call paths and on a
-real ``posgeom compare`` (issue 25's targets for the counts' path)."""
+real ``posgeom compare`` (issue 25's targets for the counts' path, issue 35's for the distance
+converter)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,11 @@ def test_compare_follows_the_counts_within_issue_25s_targets(compare_trace):
     assert compare_trace.counts_path[0] in ("cli", "pipeline", "analysis")
     assert moves <= 15, compare_trace.collapsed_path()
     assert back <= 3, compare_trace.collapsed_path()
+
+
+def test_compare_converts_distances_within_issue_35s_target(compare_trace):
+    """Issue 35: the distance converter runs at most 40 times per command (204 before; each
+    encoding's distances are built once and handed to the score table, the rank curve scores
+    each rank-r MDS's own typed distances), and the target is validated once per name."""
+    assert 0 < compare_trace.counted["as_distances"] <= 40, dict(compare_trace.counted)
+    assert compare_trace.counted["check_distance_matrix"] <= 2, dict(compare_trace.counted)

@@ -33,10 +33,10 @@ def verdict_line(
 
 def print_hints(result: Any) -> None:
     """Print ``hint: ...`` lines after a command's verdict (rerun with ``--no-special`` when a
-    ``[CLS]``-like position 0 stands apart: :func:`posgeom.text.verdict.special_token_hint`)."""
-    from posgeom.reports.view import view_of
+    ``[CLS]``-like position 0 stands apart: :func:`posgeom.text.verdict.special_token_hint` of
+    the result's :class:`~posgeom.text.report_input.ReportInput`)."""
     from posgeom.text.verdict import special_token_hint
 
-    hint = special_token_hint(view_of(result))
+    hint = special_token_hint(result.report_input)
     if hint:
         print(f"hint: {printable(hint)}")

@@ -118,6 +118,14 @@ class MDSResult(PlacedCoordinates):
         Original position indices of the rows.
     solver : str
         ``"exact"`` or ``"implicit"``.
+
+    Set at construction (plain data: reading them calls nothing): ``n_positions`` (``n``),
+    ``n_components`` (``r``), ``model_dim`` (``d``), ``explained_variance_ratio`` (``λ_k /
+    trace(B)`` for the computed eigenvalues, negative ones clipped to 0; zeros when
+    ``trace(B) <= 0``) and ``nonzero_coordinates``: the leading columns of ``coordinates``
+    whose eigenvalue exceeds ``1e-12 λ_1``, ``(n, r+)`` (a view; the rest are zero up to
+    round-off when the geometry has rank below ``r``, as a Euclidean estimate's does beyond its
+    kept rank; ``||x_i - x_j||`` is the same over these columns as over all of them).
     """
 
     coordinates: np.ndarray
@@ -127,36 +135,28 @@ class MDSResult(PlacedCoordinates):
     positions: np.ndarray
     solver: str
     tie_groups: tuple[tuple[int, ...], ...] = field(default=())
+    n_positions: int = field(init=False, repr=False)
+    n_components: int = field(init=False, repr=False)
+    model_dim: int = field(init=False, repr=False)
+    explained_variance_ratio: np.ndarray = field(init=False, repr=False)
+    nonzero_coordinates: np.ndarray = field(init=False, repr=False)
 
-    @property
-    def n_positions(self) -> int:
-        return int(self.coordinates.shape[0])
-
-    @property
-    def n_components(self) -> int:
-        return int(self.coordinates.shape[1])
-
-    @property
-    def model_dim(self) -> int:
-        return int(self.placement.shape[0])
-
-    @property
-    def explained_variance_ratio(self) -> np.ndarray:
-        """``λ_k / trace(B)`` for the computed eigenvalues (negative ones clipped to 0)."""
+    def __post_init__(self) -> None:
+        n, r = (int(k) for k in self.coordinates.shape)
         if self.total_variance <= 0:
-            return np.zeros_like(self.eigenvalues)
-        return np.clip(self.eigenvalues, 0, None) / self.total_variance
-
-    @property
-    def nonzero_coordinates(self) -> np.ndarray:
-        """The leading columns of ``coordinates`` whose eigenvalue exceeds ``1e-12 λ_1``,
-        ``(n, r+)``: the rest are zero (up to round-off) when the geometry has rank below ``r``,
-        as a Euclidean estimate's does beyond its kept rank. ``||x_i - x_j||`` is the same over
-        these columns as over all of them."""
-        lam = np.asarray(self.eigenvalues[: self.n_components], dtype=np.float64)
-        if lam.size == 0 or lam[0] <= 0:
-            return self.coordinates[:, :1]
-        return self.coordinates[:, : max(int(np.count_nonzero(lam > 1e-12 * lam[0])), 1)]
+            ratio = np.zeros_like(self.eigenvalues)
+        else:
+            ratio = np.clip(self.eigenvalues, 0, None) / self.total_variance
+        lam = np.asarray(self.eigenvalues[:r], dtype=np.float64)
+        kept = 1 if lam.size == 0 or lam[0] <= 0 else np.count_nonzero(lam > 1e-12 * lam[0])
+        for name, value in (
+            ("n_positions", n),
+            ("n_components", r),
+            ("model_dim", int(self.placement.shape[0])),
+            ("explained_variance_ratio", ratio),
+            ("nonzero_coordinates", self.coordinates[:, : max(int(kept), 1)]),
+        ):
+            object.__setattr__(self, name, value)
 
     def truncate(self, n_components: int) -> MDSResult:
         """The rank-``r`` solution (the top ``r`` coordinates), same placement columns."""

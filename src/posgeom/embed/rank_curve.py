@@ -27,7 +27,9 @@ def rank_curve(mds: Any, target: Any, *, max_rank: int, seed: int = 0) -> list[d
     names = [s.name for s in registry.scores() if s.rank_curve]
     curve = []
     for r in range(1, min(max_rank, mds.n_components) + 1):
-        s = targets.score_one(mds.truncate(r), names=names)[PRIMARY]
+        rank_r = mds.truncate(r)  # built here, then scored (its (n, n) distances when exact)
+        built = rank_r if targets.sampled else rank_r.typed_distances
+        s = targets.score_one(built, names=names)[PRIMARY]
         curve.append(
             {
                 "rank": r,

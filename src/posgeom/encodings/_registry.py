@@ -68,7 +68,8 @@ class ComparisonContext:
     ``rope_head_dim``, ``rope_base``: the BERT-base-like layout of the heads; ``seed``;
     ``learned_model``; ``low_rank``; ``fitted``: the encodings the pipeline fitted to the corpus
     geometry, of the kept positions, by row name (``"mds"``: Algorithm 1's
-    :class:`~posgeom.embed.mds.MDSResult`; ``"mds+smacof"``: its refinement when it ran).
+    :class:`~posgeom.embed.mds.MDSResult`; ``"low_rank_mds"``: it truncated to rank
+    ``min(low_rank, its rank)``; ``"mds+smacof"``: its refinement when it ran).
     """
 
     n_positions: int

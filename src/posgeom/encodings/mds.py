@@ -190,13 +190,13 @@ class LowRankMDSFamily(Family):
         return _checked(self.name, n_positions, low_rank_mds(_source(self.name, params), **params))
 
     def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
-        """The pipeline's MDS encoding truncated to rank ``min(low_rank, its rank)``: ``r (n + d)``
+        """The pipeline's MDS encoding truncated to rank ``r = min(low_rank, its rank)``
+        (``ctx.fitted[self.name]``: the pipeline truncates, the family describes): ``r (n + d)``
         parameters."""
-        mds = _fitted(ctx, MDSFamily.name)
-        r = min(ctx.low_rank, mds.n_components)
+        low = _fitted(ctx, self.name)
+        r = low.n_components
         parameters = r * (ctx.n_kept + ctx.model_dim)
-        enc = RowEncoding(mds.truncate(r), f"rank-{r} MDS, P = A B^T", parameters, kept=True)
-        return {self.name: enc}
+        return {self.name: RowEncoding(low, f"rank-{r} MDS, P = A B^T", parameters, kept=True)}
 
     def check_training(self, spec: TorchSpec) -> None:
         if spec.rank > min(spec.n, spec.d):

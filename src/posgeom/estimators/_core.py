@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
-from posgeom.geometry.counts import count_matrix
+from posgeom.geometry.counts import CountMatrix, count_matrix
 
 __all__ = ["Estimator", "GeometryEstimate", "available", "choose_estimator", "get", "register"]
 
@@ -114,7 +114,8 @@ def choose_estimator(
         return spec.name, None
     if smoothing != "none":
         return "plugin", f"smoothing={smoothing!r} is a plug-in choice"
-    cm = count_matrix(counts)
+    # a CountMatrix is recognised once, upstream, and passed down as it is
+    cm = counts if isinstance(counts, CountMatrix) else count_matrix(counts)
     if not cm.integer:
         return "plugin", "the input is exact distributions: no sampling noise to correct"
     short = np.flatnonzero(cm.totals < max(spec.min_samples, 1))

@@ -9,6 +9,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import SEED, check_param
+from posgeom.corpus.token_names import token_names as names_of
 from posgeom.estimators._core import (
     DENSE_MAX_N,
     DENSE_ONLY_MAX_N,
@@ -19,7 +20,6 @@ from posgeom.estimators._core import (
     get,
 )
 from posgeom.estimators.class_words import describe_classes
-from posgeom.estimators.class_words import token_names as names_of
 from posgeom.estimators.euclidean import (
     EUCLIDEAN_RANK,
     euclidean_form,
@@ -103,7 +103,7 @@ def estimate_geometry(
         512 positions; not with ``pool``, the plug-in or ``euclidean=False``.
     token_names : token id -> text (a mapping or a function) for the words of the classes
         (``.classes``); default: the tokenizer a ``PositionCounts`` records, when its file is
-        here (:func:`posgeom.estimators.class_words.token_names`), else the tokens are counted.
+        here (:func:`posgeom.corpus.token_names.token_names`), else the tokens are counted.
     **options : passed to the estimator (e.g. ``n_repeats`` for ``"split_half"``).
 
     Order: classes (resolution), pool, resample, estimate (see

@@ -196,7 +196,7 @@ def _null_top(counts: Any, scale: float, seed: int) -> float:
     null = PositionalDistributions(
         sqrt_sparse=d, sqrt_floor=np.zeros(n), positions=np.arange(n), totals=np.ones(n)
     )
-    gram = FactoredGram(null, null.squared_norms(), scale)
+    gram = FactoredGram(null, null.squared_norms, scale)
     if n <= DENSE_NULL_MAX:
         b = gram.dense()
         return float(sla.eigh(b, subset_by_index=[n - 1, n - 1], eigvals_only=True)[0])

@@ -142,6 +142,6 @@ def polynomial(
         totals=totals,
     )
     # D^2_ij = 2 - 2 <ŝ_i, ŝ_j> = ||ŝ_i - ŝ_j||^2 - b_i - b_j with b_i = ||ŝ_i||^2 - 1
-    bias = roots.squared_norms() - 1.0
+    bias = roots.squared_norms - 1.0
     diag = {"unseen_root": zero, "degree": degree, "interval": delta, "bias": bias}
     return FactoredGram(roots, bias), diag

@@ -52,16 +52,17 @@ class CountMatrix:
     integer : whether ``C`` holds counts (:func:`is_count_data`).
     provenance : ``n_sequences``, ``n_tokens``, ``fingerprint``, ``tokenizer``, ``options`` of a
         ``PositionCounts`` (those it has).
+    n_positions : ``n``, set at construction (plain data: reading it calls nothing).
     """
 
     counts: sp.csr_matrix
     totals: np.ndarray
     integer: bool
     provenance: dict[str, Any] = field(default_factory=dict)
+    n_positions: int = field(init=False, repr=False)
 
-    @property
-    def n_positions(self) -> int:
-        return int(self.counts.shape[0])
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n_positions", int(self.counts.shape[0]))
 
 
 def _normalise(matrix: Any) -> sp.csr_matrix:

@@ -48,6 +48,11 @@ class PositionalDistributions:
         Original positions kept although ``T_i < min_samples``.
     dropped : ndarray of int64
         Original positions removed (below the floor with ``below_min="drop"``).
+
+    Set at construction (plain data: reading them calls nothing): ``n_positions`` (``n``),
+    ``vocab_size`` (``V``) and ``squared_norms``, ``||sqrt(mu_i)||^2`` per row, shape (n,),
+    read-only (``O(nnz)`` from the sparse part and the floor, no sparse product). ``flagged``
+    and ``dropped`` default to empty.
     """
 
     sqrt_sparse: sp.csr_matrix
@@ -57,24 +62,29 @@ class PositionalDistributions:
     smoothing: str = "none"
     alpha: float = 0.0
     min_samples: int = 1
-    flagged: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    flagged: np.ndarray = None  # type: ignore[assignment]  # empty when not given
+    dropped: np.ndarray = None  # type: ignore[assignment]  # empty when not given
+    n_positions: int = field(init=False, repr=False)
+    vocab_size: int = field(init=False, repr=False)
+    squared_norms: np.ndarray = field(init=False, repr=False)
 
-    @property
-    def n_positions(self) -> int:
-        return int(self.sqrt_sparse.shape[0])
-
-    @property
-    def vocab_size(self) -> int:
-        return int(self.sqrt_sparse.shape[1])
-
-    def squared_norms(self) -> np.ndarray:
-        """``||sqrt(mu_i)||^2`` per row from the sparse part and the floor, shape (n,)."""
+    def __post_init__(self) -> None:
         s, f = self.sqrt_sparse, self.sqrt_floor
-        rows = np.repeat(np.arange(s.shape[0]), np.diff(s.indptr))  # O(nnz), no sparse product
-        row_sq = np.bincount(rows, weights=s.data * s.data, minlength=s.shape[0])
-        row_sum = np.bincount(rows, weights=s.data, minlength=s.shape[0])
-        return row_sq + 2 * f * row_sum + self.vocab_size * f**2
+        n, vocab = int(s.shape[0]), int(s.shape[1])
+        rows = np.repeat(np.arange(n), np.diff(s.indptr))
+        row_sq = np.bincount(rows, weights=s.data * s.data, minlength=n)
+        row_sum = np.bincount(rows, weights=s.data, minlength=n)
+        norms = row_sq + 2 * f * row_sum + vocab * f**2
+        norms.setflags(write=False)
+        empty = np.zeros(0, dtype=np.int64)
+        for name, value in (
+            ("n_positions", n),
+            ("vocab_size", vocab),
+            ("squared_norms", norms),
+            ("flagged", empty if self.flagged is None else self.flagged),
+            ("dropped", empty if self.dropped is None else self.dropped),
+        ):
+            object.__setattr__(self, name, value)
 
     def sqrt_dense(self) -> np.ndarray:
         """``sqrt(mu)`` as a dense ``(n, V)`` float64 array (only for small ``n x V``)."""

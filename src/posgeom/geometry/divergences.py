@@ -310,7 +310,7 @@ class HellingerBlocks:
         self.distributions = as_distributions(distributions)
         self.scale = 1.0 if convention == "chord" else 1.0 / np.sqrt(2.0)
         self.close_tol = close_tol
-        self._norms = self.distributions.squared_norms()
+        self._norms = self.distributions.squared_norms
 
     @property
     def n_positions(self) -> int:

@@ -118,7 +118,7 @@ def _row_range(m: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
 def centred_trace(d: PositionalDistributions) -> float:
     """``trace(J S S^T J) = ||S||_F^2 - ||S^T 1||^2 / n`` computed from the sparse parts."""
     n = d.n_positions
-    fro = float(np.sum(d.squared_norms()))
+    fro = float(np.sum(d.squared_norms))
     col = np.asarray(d.sqrt_sparse.sum(axis=0)).ravel() + d.sqrt_floor.sum()  # column sums of S
     return fro - float(col @ col) / n
 

@@ -20,7 +20,7 @@ distribution are at a positive distance. Two estimates, both from the counts alo
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any, Literal
 
@@ -51,7 +51,10 @@ class NoiseFloor:
     pair_floor : (n, n) ``sqrt(b_i + b_j)``: distance expected from sampling noise alone
     distance_std : (n, n) or None: bootstrap standard deviation of each distance
     totals : (n,) samples per position
-    """
+
+    Set when made (plain data, as in :class:`SampledNoiseFloor`): ``trusted_pairs``
+    (:meth:`trusted` at 2, read-only), its share ``trusted_share`` and ``median_pair_floor``
+    over pairs ``i < j``."""
 
     distances: np.ndarray
     self_distance: np.ndarray
@@ -60,6 +63,16 @@ class NoiseFloor:
     totals: np.ndarray
     method: str
     n_repeats: int
+    trusted_pairs: np.ndarray = field(init=False, repr=False)
+    trusted_share: float = field(init=False, repr=False)
+    median_pair_floor: float = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        trusted, iu = self.trusted(), np.triu_indices_from(self.pair_floor, 1)
+        trusted.setflags(write=False)
+        object.__setattr__(self, "trusted_pairs", trusted)
+        object.__setattr__(self, "trusted_share", float(trusted[iu].mean()) if iu[0].size else 0.0)
+        object.__setattr__(self, "median_pair_floor", float(np.median(self.pair_floor[iu])))
 
     def trusted(self, threshold: float = 2.0) -> np.ndarray:
         """Boolean (n, n): ``D_ij > threshold * floor_ij`` (diagonal False)."""
@@ -75,12 +88,11 @@ class NoiseFloor:
 
     def summary(self, positions: np.ndarray) -> dict[str, Any]:
         """JSON-ready: method, median pair floor, share of trusted pairs, untrusted positions."""
-        iu = np.triu_indices_from(self.pair_floor, 1)
         return {
             "method": self.method,
             "n_repeats": self.n_repeats,
-            "median_pair_floor": float(np.median(self.pair_floor[iu])),
-            "trusted_pair_share": float(self.trusted()[iu].mean()) if iu[0].size else 0.0,
+            "median_pair_floor": self.median_pair_floor,
+            "trusted_pair_share": self.trusted_share,
             "untrusted_positions": np.asarray(positions)[self.untrusted_positions()].tolist(),
         }
 

@@ -9,7 +9,7 @@ delete-a-group jackknife intervals. Both return a :class:`StationarityResult`.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,9 @@ class StationarityResult:
     ``[lag_edges[b], lag_edges[b+1])``; the arrays hold one value per bin, the fit is constant on
     each bin (a Toeplitz matrix too, so its R^2 is at most the per-lag one, equal when every bin
     is one lag), and ``toeplitz_ci`` / ``monotone_ci`` are its intervals; ``sampling`` says how.
+
+    Set at construction (plain data): ``sampled`` (whether ``lag_edges`` is given) and ``line``,
+    the one sentence of a table's text.
     """
 
     toeplitz_r2: float
@@ -58,10 +61,12 @@ class StationarityResult:
     toeplitz_ci: tuple[float, float] | None = None
     monotone_ci: tuple[float, float] | None = None
     sampling: dict[str, Any] | None = None
+    sampled: bool = field(init=False, repr=False)
+    line: str = field(init=False, repr=False)
 
-    @property
-    def sampled(self) -> bool:
-        return self.lag_edges is not None
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sampled", self.lag_edges is not None)
+        object.__setattr__(self, "line", self._line())
 
     def toeplitz(self) -> np.ndarray:
         """The best Toeplitz approximation ``T`` (``(n, n)``, zero diagonal; small ``n`` only)."""
@@ -98,8 +103,8 @@ class StationarityResult:
             }
         return out
 
-    def line(self) -> str:
-        """One sentence for a table's text."""
+    def _line(self) -> str:
+        """One sentence for a table's text (:attr:`line`)."""
         if not self.sampled:
             return (
                 f"Stationarity: R^2 of D against the best function of |i - j| (Toeplitz) = "

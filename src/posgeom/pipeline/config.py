@@ -263,24 +263,26 @@ class GeometryConfig:
         """A copy with ``changes`` (checked as on construction)."""
         return dataclasses.replace(self, **changes)
 
-    def row_names(self) -> list[str]:
-        """The registry rows to score: ``families`` (every one must be buildable with the
-        config), else the default set less the families that need a model the config does not
-        give; the SMACOF row only with ``refine``."""
+    def row_families(self) -> dict[str, Any]:
+        """The registry rows to score, row name -> its :class:`~posgeom.encodings.Family`
+        (each looked up in the registry once, here): ``families`` (every one must be buildable
+        with the config), else the default set less the families that need a model the config
+        does not give; the SMACOF row only with ``refine``."""
         from posgeom.encodings import family
         from posgeom.encodings.mds import SMACOFFamily
 
-        names = list(default_encodings() if self.families is None else self.families)
+        names = default_encodings() if self.families is None else self.families
+        rows = {name: family(name) for name in names}
         given = {"learned_model": self.learned_model}
-        for name in list(names):
-            need = family(name).comparison_needs
+        for name, fam in list(rows.items()):
+            need = fam.comparison_needs
             if need is not None and given.get(need) is None:
                 if self.families is not None:
                     raise PosgeomError(f"the {name!r} encoding needs {need}=<model folder or name>")
-                names.remove(name)
-        if not self.refine and SMACOFFamily.name in names:
-            names.remove(SMACOFFamily.name)
-        return names
+                del rows[name]
+        if not self.refine:
+            rows.pop(SMACOFFamily.name, None)
+        return rows
 
     def resolved_rope_head_dim(self) -> int:
         """``rope_head_dim``, or the family's default for ``model_dim`` and ``n_heads``."""

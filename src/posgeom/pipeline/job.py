@@ -42,7 +42,6 @@ from posgeom._threads import Background, blas_threads
 from posgeom.embed import refine as refinement
 from posgeom.embed.rank_curve import rank_curve
 from posgeom.embed.refine import smacof_refine
-from posgeom.encodings import family
 from posgeom.geometry.counts import CountMatrix, count_matrix
 from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
 from posgeom.geometry.noise import stage_noise_floor
@@ -95,9 +94,10 @@ def analyze(
     if kind not in KINDS:
         raise PosgeomError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     cm = _count_matrix(counts)
-    names = config.row_names()
+    families = config.row_families()  # each family looked up once, handed down
+    names = list(families)
     refine = SMACOF_ROW in names
-    fitted = [x for x in names if family(x).role == "fitted"]  # the rows that read the MDS
+    fitted = {x: f for x, f in families.items() if f.role == "fitted"}  # rows reading the MDS
     overlap = cm.n_positions > OVERLAP_ABOVE  # the eigensolve long enough to run beside
     with blas_threads(1) if overlap else contextlib.nullcontext():  # one core each
         stage, mds_job = _geometry(cm, config, refine=refine, overlap=overlap)
@@ -111,9 +111,8 @@ def analyze(
             skip_unbuildable=config.families is None,
             keep_encodings=not stage.targets.sampled,  # for the intervals; not a long context's
         )
-        early = comparison_rows(
-            stage, [x for x in names if x not in fitted], extra_encodings=encodings, **rows
-        )
+        first = {x: f for x, f in families.items() if x not in fitted}
+        early = comparison_rows(stage, first, extra_encodings=encodings, **rows)
         mds = mds_job.result()
     stage = _with_mds(stage, mds, refine=refine)  # SMACOF with every BLAS thread
     made = rows_in_order(names, early, comparison_rows(stage, fitted, **rows))

@@ -14,7 +14,6 @@ from the same summary and arrays (the result imports no renderer).
 from __future__ import annotations
 
 import copy
-import functools
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from posgeom.pipeline.rows import MDS_ROW
 from posgeom.pipeline.target import PluginEstimate
 from posgeom.scores.table import ScoreTable, ScoreTargets
 from posgeom.text.markdown import result_markdown
+from posgeom.text.report_input import ReportInput
 from posgeom.text.schema import conventions
 from posgeom.text.verdict import verdict_block
 from posgeom.text.verdict_inputs import TRUSTED_ARRAY
@@ -67,6 +67,14 @@ class GeometryResult:
     :meth:`ScoreTable.row <posgeom.scores.table.ScoreTable.row>`, ``<score>_ci`` with
     replicates); ``heads``: the per-head rows of head families (ALiBi); ``rank_curve``: per rank
     ``r`` the scores of the rank-``r`` MDS encoding.
+
+    Plain data, set when the result is made (reading them calls nothing): ``report_kind``
+    (``compare`` or ``run``), ``report_title``, ``distances`` (the ``(n, n)`` target ``D``; None
+    above ``SAMPLED_ABOVE`` positions), ``sampled`` (whether the scores are estimated from a
+    pair sample, no ``(n, n)`` matrix), ``plugin_scores`` (the scores against the plug-in beside
+    the target, per encoding; empty when the target is the plug-in) and ``report_input``: the
+    one :class:`~posgeom.text.report_input.ReportInput` the text and the report read (the JSON
+    summary, built once: :meth:`summary` hands out copies; the arrays of ``arrays.npz``).
     """
 
     kind: str
@@ -88,20 +96,34 @@ class GeometryResult:
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    report_kind: str = field(init=False, repr=False)
+    report_title: str = field(init=False, repr=False)
+    distances: np.ndarray | None = field(init=False, repr=False)
+    sampled: bool = field(init=False, repr=False)
+    plugin_scores: dict[str, dict[str, float]] = field(init=False, repr=False)
+    report_input: ReportInput = field(init=False, repr=False)
 
-    @property
-    def report_kind(self) -> str:
-        """The report's kind (:mod:`posgeom.reports.view`): ``compare`` or ``run``."""
-        return "compare" if self.kind == "compare" else "run"
-
-    @property
-    def report_title(self) -> str:
-        return "comparison" if self.kind == "compare" else "geometry"
-
-    @property
-    def distances(self) -> np.ndarray | None:
-        """The ``(n, n)`` target ``D``; None above ``SAMPLED_ABOVE`` positions."""
-        return None if self.targets.sampled else self.targets.matrix.distances
+    def __post_init__(self) -> None:
+        compare, sampled, table = (
+            self.kind == "compare",
+            bool(self.targets.sampled),
+            self.score_table,
+        )
+        beside = {}
+        if "plugin" in table.targets:
+            beside = {e: dict(table.scores_of(e, "plugin")) for e in table.encodings}
+        for name, value in (
+            ("report_kind", "compare" if compare else "run"),
+            ("report_title", "comparison" if compare else "geometry"),
+            ("distances", None if sampled else self.targets.matrix.distances),
+            ("sampled", sampled),
+            ("plugin_scores", beside),
+        ):
+            object.__setattr__(self, name, value)
+        summary = self._summary()
+        text = result_markdown(self, summary)  # rendered once: written, printed, returned
+        report = ReportInput(self.report_kind, self.report_title, summary, self._arrays(), text)
+        object.__setattr__(self, "report_input", report)
 
     @property
     def typed_distances(self) -> Any:
@@ -118,24 +140,10 @@ class GeometryResult:
         return None if beside is None else beside.distances
 
     @property
-    def plugin_scores(self) -> dict[str, dict[str, float]]:
-        """The scores against the plug-in beside the target, per encoding (empty when the
-        target is the plug-in)."""
-        table = self.score_table
-        if "plugin" not in table.targets:
-            return {}
-        return {e: dict(table.scores_of(e, "plugin")) for e in table.encodings}
-
-    @property
     def estimate(self) -> Any:
         """The estimate scored against, None for the plug-in (:attr:`target` is the estimate
         whichever it is)."""
         return None if isinstance(self.target, PluginEstimate) else self.target
-
-    @property
-    def sampled(self) -> bool:
-        """Whether the scores are estimated from a pair sample (no ``(n, n)`` matrix)."""
-        return bool(self.targets.sampled)
 
     @property
     def scores(self) -> dict[str, dict[str, Any]]:
@@ -158,10 +166,10 @@ class GeometryResult:
 
     def summary(self) -> dict[str, Any]:
         """The JSON form (module docstring): built once per result, a copy returned."""
-        return copy.deepcopy(self._summary)
+        return copy.deepcopy(self.report_input.summary)
 
-    @functools.cached_property
     def _summary(self) -> dict[str, Any]:
+        """The JSON form, built once when the result is made (:attr:`report_input`)."""
         out: dict[str, Any] = {
             "posgeom_version": __version__,
             "kind": self.kind,
@@ -176,7 +184,7 @@ class GeometryResult:
             "estimator": self._estimator_summary(),
         }
         if self.plugin_scores:
-            out["plugin_scores"] = self.plugin_scores
+            out["plugin_scores"] = {e: dict(s) for e, s in self.plugin_scores.items()}
         out.update(self._optional_summary())
         out["verdict"] = verdict_block(self.report_kind, out)
         return out
@@ -233,16 +241,20 @@ class GeometryResult:
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`summary` as strict JSON text (an undefined stress-1 is null)."""
 
-        return json_text(self._summary, indent=indent)
+        return json_text(self.report_input.summary, indent=indent)
 
     def markdown(self) -> str:
         """The text of the result (``table.md`` / ``comparison.md``, what the command prints):
         the settings, the score table, the heads, the rank curve, the stationarity line and
         the verdict line."""
-        return result_markdown(self, self._summary["verdict"])
+        return self.report_input.markdown
 
     def report_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays of ``arrays.npz`` (what a report draws)."""
+        """The arrays of ``arrays.npz`` (what a report draws; built once when the result is
+        made: :attr:`report_input`)."""
+        return dict(self.report_input.arrays)
+
+    def _arrays(self) -> dict[str, np.ndarray]:
         d, mds, st = self.distributions, self.mds, self.stationarity
         arrays = {
             "positions": d.positions,
@@ -277,7 +289,7 @@ class GeometryResult:
         heatmap shades); empty without an ``(n, n)`` floor."""
         if getattr(self.noise, "pair_floor", None) is None:
             return {}
-        return {"noise_pair_floor": self.noise.pair_floor, TRUSTED_ARRAY: self.noise.trusted()}
+        return {"noise_pair_floor": self.noise.pair_floor, TRUSTED_ARRAY: self.noise.trusted_pairs}
 
     @property
     def files(self) -> tuple[str, str, str]:

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
-from posgeom.encodings import default_rope_head_dim, family
+from posgeom.encodings import default_rope_head_dim
 from posgeom.encodings._base import restricted
 from posgeom.encodings._registry import ComparisonContext, describe_given
-from posgeom.encodings.mds import MDSFamily, SMACOFFamily
+from posgeom.encodings.mds import LowRankMDSFamily, MDSFamily, SMACOFFamily
 from posgeom.pipeline.config import comparable_encodings, default_encodings
 from posgeom.scores.shepard import pair_distances
 from posgeom.scores.table import ScoreTable
@@ -46,6 +46,8 @@ log = logging.getLogger("posgeom")
 MDS_ROW: str = MDSFamily.name
 #: the row of its SMACOF refinement (only when the pipeline refines)
 SMACOF_ROW: str = SMACOFFamily.name
+#: the rank-``low_rank`` MDS encoding's row (the pipeline truncates, the family describes)
+LOW_RANK_ROW: str = LowRankMDSFamily.name
 #: the MDS rows the pipeline computes itself, in table order
 MDS_ROWS: tuple[str, str] = (MDS_ROW, SMACOF_ROW)
 
@@ -83,7 +85,7 @@ class Rows:
 
 def comparison_rows(
     res: Any,
-    names: Sequence[str],
+    families: Mapping[str, Any],
     *,
     n_heads: int = 12,
     rope_head_dim: int | None = None,
@@ -95,7 +97,8 @@ def comparison_rows(
     skip_unbuildable: bool = False,
     keep_encodings: bool = True,
 ) -> Rows:
-    """The :class:`Rows` of ``names`` (registry families) and of ``extra_encodings`` against the
+    """The :class:`Rows` of ``families`` (row name -> registry family, looked up by the
+    caller) and of ``extra_encodings`` against the
     geometry of the pipeline stage ``res`` (its score targets, kept positions, Shepard pairs and
     fitted MDS encodings).
 
@@ -112,7 +115,9 @@ def comparison_rows(
     model_dim = int(res.options["model_dim"])  # the config's width (the MDS may come later)
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
-    fitted = {MDS_ROW: res.mds, SMACOF_ROW: res.refined}
+    fitted = {MDS_ROW: res.mds, SMACOF_ROW: res.refined, LOW_RANK_ROW: None}
+    if res.mds is not None:  # the fitted rows' encodings, built here (the families describe them)
+        fitted[LOW_RANK_ROW] = res.mds.truncate(min(int(low_rank), res.mds.n_components))
     ctx = ComparisonContext(
         n_positions=int(positions.max()) + 1,
         n_kept=len(positions),
@@ -127,27 +132,36 @@ def comparison_rows(
     )
     out = Rows(ScoreTable.concat([]), {}, [], {}, {})
     tables = []
-    for k, name in enumerate(names, 1):
-        log.info("scoring %s (%d/%d)", name, k, len(names))
-        made = _family_encodings(name, ctx, skip_unbuildable)
+    for k, (name, fam) in enumerate(families.items(), 1):
+        log.info("scoring %s (%d/%d)", name, k, len(families))
+        made = _family_encodings(name, fam, ctx, skip_unbuildable)
         if not made:
             continue
         kept = {key: _kept(m, positions) for key, m in made.items()}
-        scored = res.targets.score(kept)
+        scored = res.targets.score(_built(kept, res.targets))
         out.heads.extend(
             {"family": name, **m.head, **scored.row(key)}
             for key, m in made.items()
             if m.head is not None
         )
-        key = _row_key(family(name).row_choice, scored)
-        tables.append(_renamed(scored, key, name))
+        key, chosen = scored.chosen(fam.row_choice, name)
+        tables.append(chosen)
         row = made[key]
         _add_row(out, res, name, kept[key], row.description, row.parameters, keep=keep_encodings)
     for name, given in (extra_encodings or {}).items():
         enc = getattr(given, "encoding", given)
-        tables.append(res.targets.score({str(name): enc}))
+        tables.append(res.targets.score(_built({str(name): enc}, res.targets)))
         _add_row(out, res, str(name), enc, *describe_given(given, ctx), keep=keep_encodings)
     return Rows(ScoreTable.concat(tables), out.described, out.heads, out.shepard, out.built)
+
+
+def _built(encodings: dict[str, Any], targets: Any) -> dict[str, Any]:
+    """Build, then score: each encoding's ``(n, n)`` distances made here once, as the
+    :class:`~posgeom._distance_matrix.DistanceMatrix` the score table reads (exact mode); on a
+    long context's pair sample the encodings go as they are (no ``(n, n)``)."""
+    if targets.sampled:
+        return encodings
+    return {key: as_distances(enc, key) for key, enc in encodings.items()}
 
 
 def _add_row(
@@ -167,36 +181,20 @@ def _kept(made: Any, positions: np.ndarray) -> Any:
     return enc if getattr(made, "kept", False) else restricted(enc, positions)
 
 
-def _renamed(table: ScoreTable, key: str, name: str) -> ScoreTable:
-    """The cells of ``key`` (a family's chosen encoding) as the row ``name``."""
-    cells = {(name, t): table.scores_of(key, t) for t in table.targets}
-    return ScoreTable((name,), table.targets, MappingProxyType(cells))
-
-
-def _family_encodings(name: str, ctx: ComparisonContext, skip_unbuildable: bool) -> dict:
-    """``family(name).encodings(ctx)``; a family that cannot be built is skipped with a warning
-    (``skip_unbuildable``) or raises, one with no encoding here is skipped with its reason."""
+def _family_encodings(name: str, fam: Any, ctx: ComparisonContext, skip_unbuildable: bool) -> dict:
+    """``fam.encodings(ctx)`` (``fam``: the family of row ``name``); a family that cannot be
+    built is skipped with a warning (``skip_unbuildable``) or raises, one with no encoding here
+    is skipped with its reason."""
     try:
-        made = family(name).encodings(ctx)
+        made = fam.encodings(ctx)
     except PosgeomError as exc:
         if not skip_unbuildable:
             raise
         log.warning("%s skipped: %s", name, str(exc).splitlines()[0])
         return {}
     if not made:
-        log.warning("%s skipped: %s", name, family(name).skip_reason)
+        log.warning("%s skipped: %s", name, fam.skip_reason)
     return made
-
-
-def _row_key(choice: str | None, scored: ScoreTable) -> str:
-    """The encoding that is the family's row: its only one, or the one of lowest ``choice``
-    score against the primary target (ties to the first)."""
-    keys = list(scored.encodings)
-    if choice is None:
-        if len(keys) != 1:
-            raise PosgeomError(f"a family without a row choice built {len(keys)} encodings")
-        return keys[0]
-    return min(keys, key=lambda k: (scored.value(k, choice), keys.index(k)))
 
 
 def rows_in_order(names: list[str], early: Rows, fitted: Rows) -> Rows:

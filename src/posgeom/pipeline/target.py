@@ -19,10 +19,9 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.corpus.token_names import token_names as names_of
 from posgeom.embed.mds import classical_mds
-from posgeom.estimators import GeometryEstimate, choose_estimator, estimate_geometry, get
-from posgeom.estimators._core import as_count_matrix
-from posgeom.estimators.class_words import token_names as names_of
+from posgeom.estimators import GeometryEstimate, choose_estimator, estimate_geometry
 from posgeom.geometry.counts import CountMatrix
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.geometry.divergences import HellingerBlocks, hellinger_distances
@@ -87,16 +86,16 @@ def estimate_target(
                 "positions, unpooled"
             )
         return estimator
-    spec = get(estimator)
     if "pool" in options:
         raise PosgeomError(
             "pooling changes the positions; use posgeom.estimate_geometry(counts, pool=...) and "
             "score encodings against the estimate"
         )
     plugin = PluginEstimate(distributions, convention)
-    if choose_estimator(estimator, kept, smoothing=smoothing)[1] is not None:
+    name, why_plugin = choose_estimator(estimator, kept, smoothing=smoothing)  # the one rule
+    if why_plugin is not None:
         return plugin  # "recommended" where no sampling model applies
-    if spec.name != "plugin" and smoothing != "none":
+    if name != "plugin" and smoothing != "none":
         raise PosgeomError(
             f"smoothing={smoothing!r} is a plug-in option; use estimator='plugin' with smoothing, "
             f"or no smoothing with estimator={estimator!r}"
@@ -106,12 +105,12 @@ def estimate_target(
         for k, v in options.items()
         if not (k == "resolution" and isinstance(v, str) and v in _FULL)
     }
-    if spec.name == "plugin" and not coarse:
+    if name == "plugin" and not coarse:
         return plugin  # the paper's plug-in on the full vocabulary
     names = names_of(provenance.get("tokenizer"))  # the words of the classes
     return estimate_geometry(
-        as_count_matrix(kept),
-        estimator=spec.name,
+        kept,  # the one CountMatrix of the run, passed down (not recognised again)
+        estimator=name,
         convention=convention,
         seed=seed,
         token_names=names,

@@ -9,6 +9,7 @@ gives a view of what is there, and :attr:`ResultView.missing` names the rest.
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -365,6 +366,12 @@ def view_of(result: Any) -> ResultView:
         return result
     if isinstance(result, (str, os.PathLike)):
         return load_folder(result)
+    report = getattr(result, "report_input", None)  # the pipeline's: fields, no call back
+    if report is not None:
+        summary = copy.deepcopy(report.summary)
+        return ResultView(
+            report.kind, report.title, **_from_summary(report.kind, summary, dict(report.arrays))
+        )
     kind = getattr(result, "report_kind", None)
     if kind is None:
         raise PosgeomError(

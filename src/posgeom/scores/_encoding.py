@@ -28,9 +28,12 @@ def encoding_distances(
     ``encoding`` is position vectors ``(n, d)``, a distance matrix ``(n, n)``, or an object with a
     ``.distances`` attribute (posgeom encodings, :class:`~posgeom.embed.mds.MDSResult`). A square
     array is read as distances when it is symmetric with a zero diagonal and non-negative entries
-    (``encoding_kind`` overrides that guess).
+    (``encoding_kind`` overrides that guess). A :class:`DistanceMatrix` (built before it is
+    scored: valid by construction) is read as it is.
     """
-    if isinstance(encoding, DistanceMatrix) or held_distances(encoding) is not None:
+    if isinstance(encoding, DistanceMatrix):
+        return encoding.distances
+    if held_distances(encoding) is not None:
         return as_distances(encoding, name).distances  # an encoding, an MDS result, an estimate
     if hasattr(encoding, "detach"):  # a torch tensor
         encoding = encoding.detach().cpu().double().numpy()

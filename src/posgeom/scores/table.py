@@ -70,6 +70,19 @@ class ScoreTable:
         """One cell: ``score`` of ``encoding`` against ``target`` (KeyError when absent)."""
         return self.cells[(encoding, target)][score]
 
+    def chosen(self, choice: str | None, name: str) -> tuple[str, ScoreTable]:
+        """A family's row (:attr:`~posgeom.encodings.Family.row_choice`): the encoding of lowest
+        ``choice`` score against the primary target (ties to the first; ``choice=None``: the
+        table's only encoding) and its cells as the one row ``name``: ``(its key, the table)``."""
+        keys = list(self.encodings)
+        if choice is None and len(keys) != 1:
+            raise PosgeomError(f"a family without a row choice built {len(keys)} encodings")
+        key = keys[0]
+        if choice is not None:
+            key = min(keys, key=lambda k: (self.value(k, choice), keys.index(k)))
+        cells = {(name, t): self.scores_of(key, t) for t in self.targets}
+        return key, ScoreTable((name,), self.targets, MappingProxyType(cells))
+
     def row(self, encoding: str) -> dict[str, Any]:
         """``encoding``'s cells in the files' spelling: the primary's scores by name, each
         target beside as ``<target>_<score>`` for its :data:`BESIDE_SCORES`."""

@@ -152,9 +152,9 @@ def _noise_line(result: Any) -> list[str]:
         ]
     iu = np.triu_indices_from(nf.pair_floor, 1)
     return [
-        f"Noise floor ({nf.method}): median pair floor {np.median(nf.pair_floor[iu]):.3g} "
+        f"Noise floor ({nf.method}): median pair floor {nf.median_pair_floor:.3g} "
         f"vs median D {np.median(result.distances[iu]):.3g}; "
-        f"{100 * nf.trusted()[iu].mean():.1f}% of pairs above twice their floor."
+        f"{100 * nf.trusted_share:.1f}% of pairs above twice their floor."
     ]
 
 
@@ -188,16 +188,18 @@ def _head_lines(result: Any, verdict: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def result_markdown(result: Any, verdict: Mapping[str, Any]) -> str:
+def result_markdown(result: Any, summary: Mapping[str, Any]) -> str:
     """The text of a :class:`~posgeom.pipeline.result.GeometryResult` (``table.md``,
     ``comparison.md``, what the commands print): the settings, the score table, the per-head
-    rows, the rank curve, the stationarity line and ``verdict``'s line."""
+    rows, the rank curve, the stationarity line and the verdict's line (``summary``: the
+    result's JSON summary, its ``verdict`` and ``refinement``)."""
     from posgeom.text.schema import HEAD_COLUMNS, heads_by_family
 
+    verdict = summary["verdict"]
     lines = [*_head_lines(result, verdict), *_noise_line(result), "", *score_table(result.rows)]
     if result.sampled:
         lines += ["", sampled_note(result.targets.sample)]
-        skipped = result.summary().get("refinement", {}).get("skipped")
+        skipped = summary.get("refinement", {}).get("skipped")
         if skipped:
             lines += ["", f"mds+smacof: not run. {skipped}."]
     lines += plugin_lines(_beside_rows(result))
@@ -206,5 +208,5 @@ def result_markdown(result: Any, verdict: Mapping[str, Any]) -> str:
     if result.rank_curve:
         lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
         lines += rank_table(list(result.rank_curve))
-    lines += ["", result.stationarity.line(), "", verdict["line"]]
+    lines += ["", result.stationarity.line, "", verdict["line"]]
     return "\n".join(printable(line) for line in lines) + "\n"  # a name cannot break a line

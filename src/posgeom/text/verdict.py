@@ -297,11 +297,18 @@ def _ranking_phrase(vi: VerdictInputs) -> str:
     return f"closest in shape: {first}, then {second} ({how})"
 
 
-def special_token_hint(view: Any) -> str | None:
-    """The hint "rerun with --no-special" of a :class:`~posgeom.reports.view.ResultView` (its
-    ``hellinger`` array, settings): :func:`position0_hint`."""
-    d = (getattr(view, "arrays", None) or {}).get("hellinger")
-    counted = (getattr(view, "settings", None) or {}).get("special tokens") == "counted"
+def special_token_hint(report: Any) -> str | None:
+    """The hint "rerun with --no-special" (:func:`position0_hint`) of a result's
+    :class:`~posgeom.text.report_input.ReportInput` (its ``hellinger`` array; its summary's
+    ``corpus.options.include_special``) or of a results folder's
+    :class:`~posgeom.reports.view.ResultView` (its settings' ``special tokens``)."""
+    d = (getattr(report, "arrays", None) or {}).get("hellinger")
+    summary = getattr(report, "summary", None)
+    if isinstance(summary, dict):
+        counting = (summary.get("corpus") or {}).get("options") or {}
+        counted = bool(counting.get("include_special", False))
+    else:
+        counted = (getattr(report, "settings", None) or {}).get("special tokens") == "counted"
     return None if d is None else position0_hint(d, counted=counted)
 
 
