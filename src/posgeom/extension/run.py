@@ -29,6 +29,7 @@ interrupted run resumes there; it is removed once the folder is written.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -96,8 +97,24 @@ def _encoder(model: Any, tokenizer: Any, gguf_file: str | None) -> Callable | No
     return lambda texts: [hf(t, add_special_tokens=False)["input_ids"] for t in texts]
 
 
+def _model_class(config: Any, measure: Any) -> Any:
+    """``AutoModelForCausalLM`` when transformers has a causal LM for ``config``; else, unless
+    ``measure`` needs the losses, ``AutoModel`` (an encoder's or a vision-language model's weights,
+    read for their position tables and projections only)."""
+    transformers = require("transformers", "hf")
+    causal = transformers.AutoModelForCausalLM
+    if type(config) in causal._model_mapping or measure:
+        return causal  # measure without a causal LM: transformers' own line through _hub
+    return transformers.AutoModel
+
+
 def _load(
-    model: Any, gguf_file: str | None, *, weights: bool, placement: dict[str, Any]
+    model: Any,
+    gguf_file: str | None,
+    *,
+    weights: bool,
+    placement: dict[str, Any],
+    measure: Any = False,
 ) -> tuple[ExtensionModel, Any, Any]:
     """The :class:`ExtensionModel`, when ``weights`` the causal LM (else None; a posgeom decoder
     file always gives its decoder; ``placement``: its device and dtype) and the tokenizer a
@@ -123,9 +140,39 @@ def _load(
     from_config = None if weights else config_model(config, name=name)
     if from_config is not None:  # the configuration names the family (RoPE): no weights
         return from_config, None, None
-    causal = require("transformers", "hf").AutoModelForCausalLM
-    lm = pretrained_model(model, model_class=causal, **placement, **kwargs)
+    lm = pretrained_model(model, model_class=_model_class(config, measure), **placement, **kwargs)
+    if not isinstance(lm, require("transformers", "hf").GenerationMixin):  # not a causal LM
+        from posgeom.models.token_input import check_token_input
+
+        check_token_input(lm)  # a vision or audio tower: no text context to extend
     return model_from_config(lm.config, model=lm, name=name), lm, None
+
+
+def _model_use(lm: Any, ext: ExtensionModel) -> tuple[Any, str]:
+    """The model's plane use for the model-aware predictor
+    (:func:`posgeom.extension.usage.plane_use`) and ``""``, or ``None`` and the note saying why
+    that predictor is left out: its query/key projections are not ``q_proj``/``k_proj`` (fused
+    or low-rank, as GPT-J's or MLA's) or do not split into the rotary planes (partial rotary)."""
+    from posgeom.extension.strategies import Strategy
+    from posgeom.extension.usage import plane_use
+
+    if lm is None:
+        return None, ""
+    try:
+        use = plane_use(lm)
+    except (PosgeomError, AttributeError, ValueError) as exc:
+        why = str(exc).splitlines()[0] if isinstance(exc, PosgeomError) else "unreadable"
+        return None, f"the model-aware predictor is left out (plane use: {why})"[:240]
+    length = int(ext.trained_length or 2)
+    planes = Strategy("own", "rope", "none", dict(ext.rope_parameters)).frequencies(
+        ext, length, length
+    )[0]
+    if use.weights.size != np.asarray(planes).size:
+        return None, (
+            f"the model-aware predictor is left out: the query/key projections give "
+            f"{use.weights.size} planes, the rotary {np.asarray(planes).size} (partial rotary)"
+        )
+    return use, ""
 
 
 @validate_params(
@@ -205,7 +252,7 @@ def extend(
     embedding = str(classes).startswith("embedding:")
     encode = _encoder(model, tokenizer, gguf_file)
     weights = measure or embedding or (model_weights and not _is_spec(model))
-    ext, lm, own = _load(model, gguf_file, weights=weights, placement=placement)
+    ext, lm, own = _load(model, gguf_file, weights=weights, placement=placement, measure=measure)
     encode = own or encode
     docs = read_documents(paths, encode, decoding)
     held: list[np.ndarray] = []
@@ -225,6 +272,8 @@ def extend(
     if measure:
         say(held_note)
     where = position_estimate(docs, target_length, seed=seed) if positions else None
+    rotary = extension_of(ext.family).rotary
+    use, use_note = _model_use(lm, ext) if model_weights and rotary else (None, "")
     result = score_strategies(
         ext,
         docs,
@@ -237,8 +286,10 @@ def extend(
         replicates=replicates,
         seed=seed,
         position_distances=where,
-        plane_use=lm if model_weights and extension_of(ext.family).rotary else None,
+        plane_use=use,
     )
+    if use_note:
+        result = dataclasses.replace(result, notes=(*result.notes, use_note))
     sizes = (max_windows, measure_top, where, measure)
     if not output:
         if measure:

@@ -25,6 +25,7 @@ import torch
 
 from posgeom._errors import PosgeomError
 from posgeom._paths import portable_path
+from posgeom.models.token_input import forward_module, token_forward
 
 __all__ = ["ProbedModel", "open_model"]
 
@@ -78,12 +79,11 @@ def _hooked_states(model: torch.nn.Module, call: Callable) -> Callable:
 
 
 def _hf_states(model: torch.nn.Module) -> Callable:
-    config = getattr(model, "config", None)
-    forward = model.get_encoder() if getattr(config, "is_encoder_decoder", False) else model
+    forward = forward_module(model)
 
     def states(ids: torch.Tensor, mask: torch.Tensor) -> Sequence[torch.Tensor]:
-        out = forward(
-            input_ids=ids, attention_mask=mask, output_hidden_states=True, return_dict=True
+        out = token_forward(
+            forward, input_ids=ids, attention_mask=mask, output_hidden_states=True, return_dict=True
         )
         if out.hidden_states is None:
             raise PosgeomError(
