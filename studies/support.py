@@ -142,6 +142,10 @@ def _shrink(config: Any, seen: set[int] | None = None) -> None:
         values = getattr(config, name, None)
         if isinstance(values, (list, tuple)) and values:
             setattr(config, name, _per_layer(list(values), int(depth)))
+    layers = getattr(config, "attention_layers", None)  # GPT-Neo: spelt by attention_types
+    if isinstance(layers, list) and layers and len(layers) != depth:
+        config.attention_layers = _per_layer(layers, int(depth))
+        config.attention_types = [[config.attention_layers, 1]]
     for name in TOKEN_IDS:
         value = getattr(config, name, None)
         if isinstance(value, int) and value >= TINY["vocab_size"]:
@@ -297,8 +301,8 @@ def page(rows: list[Row], *, total: int | None = None) -> str:
         "and the layers' linear-probe error against chance; extend on the model saved to a "
         "folder, trained length 16, target 32: the family, the recommended strategy and the "
         "layers it scales); **refused** is posgeom's one-line refusal, **tiny** a fault of the "
-        "tiny model itself (its own forward on token ids fails too, or its saved configuration "
-        "does not load back), **error** a posgeom bug. Other rows say what the command would do "
+        "tiny model itself (its own forward on token ids fails too, or it does not save and load "
+        "back), **error** a posgeom bug. Other rows say what the command would do "
         "with the mechanism (`not run`).",
         "",
         f"Rows: {len(rows)} of {total or len(rows)} model types"

@@ -22,8 +22,8 @@ synthetic corpus:
 
 A :class:`~posgeom._errors.PosgeomError` is a refusal (its one line is recorded). Any other
 exception is an error (a posgeom bug), recorded with its type, unless the tiny model fails by
-itself: its own forward on the same kind of token ids raises too, or its saved configuration does
-not load back (a limit of the tiny build, status ``tiny``).
+itself: its own forward on the same kind of token ids raises too, or it does not save and load
+back (a limit of the tiny build, status ``tiny``).
 """
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ def _probe(model: Any, tok: Any, texts: list[str]) -> str:
 
 
 class TinyModelFault(Exception):
-    """The tiny model itself fails (its own forward on token ids, or its saved configuration
-    does not load back): a limit of the tiny build, not of posgeom."""
+    """The tiny model itself fails (its own forward on token ids, or it does not save and load
+    back): a limit of the tiny build, not of posgeom."""
 
 
 def _own_forward(model: Any, rows: int) -> None:
@@ -152,13 +152,13 @@ def _extend(model: Any, tok: Any, texts: list[str]) -> str:
     from posgeom.extension.run import extend
 
     with tempfile.TemporaryDirectory() as folder:
-        model.save_pretrained(folder)
-        tok.save_pretrained(folder)
         try:
+            model.save_pretrained(folder)
+            tok.save_pretrained(folder)
             AutoConfig.from_pretrained(folder)
         except Exception as exc:
             line = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
-            raise TinyModelFault(f"the tiny configuration does not load back: {line}") from exc
+            raise TinyModelFault(f"the tiny model does not save and load back: {line}") from exc
         corpus = Path(folder) / "corpus.txt"
         corpus.write_text(" ".join(texts) + "\n")
         result = extend(

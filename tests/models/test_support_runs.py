@@ -138,3 +138,25 @@ def test_extend_reads_encoders_and_vision_language_models_from_their_text_path()
         assert line.split(":")[0] == family, (model_type, line)
     text = model.config  # codegen
     assert text.n_layer == 2 and line.endswith("(layers [0, 1])")
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_hidden_states_with_several_residual_streams_are_averaged_over_them():
+    """DeepSeek-V4's hyper-connections carry ``N`` residual streams per token (hidden states
+    ``(B, T, N, d)`` except the last): each layer's per-position mean is the mean over the
+    tokens at that position of the mean over the streams, computed here from transformers' own
+    forward."""
+    from posgeom.models import layerwise_positional_signal
+
+    model = support.build("deepseek_v4")
+    ids = torch.as_tensor(np.random.default_rng(0).integers(1, 200, (6, 5)))
+    with torch.no_grad():
+        states = model(input_ids=ids, output_hidden_states=True).hidden_states
+    assert states[0].ndim == 4 and states[-1].ndim == 3
+    want = np.stack(
+        [(h.mean(dim=2) if h.ndim == 4 else h).double().mean(dim=0).numpy() for h in states]
+    )
+    signal = layerwise_positional_signal(
+        model, None, [list(map(int, row)) for row in ids], max_positions=5, progress=False
+    )
+    np.testing.assert_allclose(signal.means, want, rtol=1e-4, atol=1e-5)

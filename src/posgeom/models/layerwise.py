@@ -59,7 +59,12 @@ from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, s
 from posgeom.models.loading import ModelTokenizer, loaded_model, model_tokenizer
 from posgeom.models.mechanisms import model_position_limit
 from posgeom.models.result import LayerwiseSignal
-from posgeom.models.token_input import check_token_input, forward_module, token_forward
+from posgeom.models.token_input import (
+    check_token_input,
+    forward_module,
+    hidden_states,
+    token_forward,
+)
 from posgeom.scores.stress import STRESS_KINDS, stress_scores
 
 __all__ = ["STRESS_KINDS", "LayerwiseSignal", "layerwise_positional_signal"]
@@ -201,12 +206,7 @@ def _hidden_states(run: _Run, batch: PaddedBatch) -> Sequence[torch.Tensor]:
         output_hidden_states=True,
         return_dict=True,
     )
-    if out.hidden_states is None:
-        raise PosgeomError(
-            f"{type(run.forward).__name__} returned no hidden_states; use a model whose "
-            "forward supports output_hidden_states=True"
-        )
-    return out.hidden_states
+    return hidden_states(out, run.forward)
 
 
 def _accumulate(

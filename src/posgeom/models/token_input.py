@@ -19,7 +19,13 @@ from typing import Any
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["check_token_input", "forward_module", "token_forward", "token_input_problem"]
+__all__ = [
+    "check_token_input",
+    "forward_module",
+    "hidden_states",
+    "token_forward",
+    "token_input_problem",
+]
 
 #: the inputs posgeom gives the forward
 FED = ("input_ids", "attention_mask", "output_hidden_states", "return_dict")
@@ -95,3 +101,17 @@ def token_forward(forward: Callable[..., Any], **inputs: Any) -> Any:
         name = type(forward).__name__
         what = text.splitlines()[0][:160]
         raise PosgeomError(f"{name} does not read token ids alone ({what}); {FIX}") from exc
+
+
+def hidden_states(output: Any, forward: Any) -> tuple[Any, ...]:
+    """The ``L+1`` hidden states ``(B, T, d)`` of a forward's ``output``: a state with several
+    residual streams per token (DeepSeek-V4's hyper-connections, ``(B, T, N, d)``) is averaged
+    over its ``N`` streams (the embedding's streams are copies of it); a forward that returns
+    none is refused in one line."""
+    states = getattr(output, "hidden_states", None)
+    if states is None:
+        raise PosgeomError(
+            f"{type(forward).__name__} returned no hidden_states; use a model whose forward "
+            "supports output_hidden_states=True"
+        )
+    return tuple(h.mean(dim=2) if h.ndim == 4 else h for h in states)

@@ -25,7 +25,7 @@ import torch
 
 from posgeom._errors import PosgeomError
 from posgeom._paths import portable_path
-from posgeom.models.token_input import forward_module, token_forward
+from posgeom.models.token_input import forward_module, hidden_states, token_forward
 
 __all__ = ["ProbedModel", "open_model"]
 
@@ -85,12 +85,7 @@ def _hf_states(model: torch.nn.Module) -> Callable:
         out = token_forward(
             forward, input_ids=ids, attention_mask=mask, output_hidden_states=True, return_dict=True
         )
-        if out.hidden_states is None:
-            raise PosgeomError(
-                f"{type(forward).__name__} returned no hidden_states; use a model whose forward "
-                "supports output_hidden_states=True"
-            )
-        return out.hidden_states
+        return hidden_states(out, forward)
 
     return states
 
