@@ -8,6 +8,9 @@ module that computes it and reads the sinusoid off its output (:func:`fit_sinuso
   table (:data:`~posgeom.encodings.learned.LEARNED_NAMES`) with no parameter and no table
   buffer, called on hidden states ``(1, L, d)``; row ``p`` of what it returns is position ``p``
   (when it returns ``2 L - 1`` rows, one per offset, it is relative: wav2vec 2.0-conformer);
+- absolute, a fixed table kept as a plain tensor attribute (VideoMAE's
+  ``embeddings.position_embeddings``, neither parameter nor buffer) named as a position table:
+  read as it is, row ``p`` position ``p``;
 - relative, inside attention (Transformer-XL, XLNet: ``relative_positional_encoding(qlen,
   klen)``, the sinusoid of every offset ``i - j``, which each layer projects and adds to its
   scores): a module with that method, called with ``qlen = klen = L``; the row of offset 0 is
@@ -198,10 +201,33 @@ def _relative(model: Any) -> list[Mechanism]:
     return found
 
 
+def _attribute_tables(model: Any, names: tuple[str, ...]) -> list[Mechanism]:
+    """Sinusoidal tables kept as a plain tensor attribute (neither parameter nor buffer, so
+    no table reader sees them) named in ``names`` and added to the input (VideoMAE's
+    ``embeddings.position_embeddings``, ``(1, P, d)``: row ``p`` is patch ``p``)."""
+    import torch
+
+    found = []
+    for name, module in model.named_modules():
+        for attr in names:
+            value = vars(module).get(attr)
+            if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
+                continue
+            table = value.detach().to(torch.float64).cpu()
+            while table.ndim > 2 and table.shape[0] == 1:
+                table = table[0]
+            fit = fit_sinusoid(table.numpy()) if table.ndim == 2 else None
+            if fit is not None:
+                source = f"{name}.{attr}" if name else attr
+                found.append(Mechanism("sinusoidal", source, SinusoidalParams(fit[0], fit[1])))
+    return found
+
+
 def detect_sinusoids(model: Any, config: Any, names: tuple[str, ...]) -> list[Mechanism]:
-    """Every sinusoid ``model`` computes: absolute position modules named in ``names``, then
+    """Every sinusoid ``model`` computes or keeps outside its parameters and buffers: absolute
+    position modules named in ``names``, plain tensor attributes named in ``names``, then
     relative ``relative_positional_encoding`` methods (module docstring)."""
-    return [*_absolute(model, config, names), *_relative(model)]
+    return [*_absolute(model, config, names), *_attribute_tables(model, names), *_relative(model)]
 
 
 def refusal(params: SinusoidalParams) -> str:

@@ -1,0 +1,68 @@
+"""Positions the support matrix once called "none": each mechanism against what the model
+computes (tiny random models of transformers' own architectures, built by studies.support)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from posgeom._errors import PosgeomError  # noqa: E402
+from posgeom.models import find_positional_mechanisms, mechanism_encodings  # noqa: E402
+from studies import support  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_videomae_sinusoid_kept_as_a_plain_tensor_is_found():
+    """VideoMAE adds a fixed sinusoidal table, kept as a plain tensor attribute (no parameter,
+    no buffer), to its patch embeddings: found as an absolute sinusoid whose vectors are the
+    table's rows, with Vaswani's base 10,000 (the paper's formula, computed here)."""
+    model = support.build("videomae")
+    table = model.embeddings.position_embeddings
+    assert not isinstance(table, torch.nn.Parameter)
+    assert "position_embeddings" not in dict(model.embeddings.named_buffers())
+    (mech,) = find_positional_mechanisms(model)
+    assert mech.kind == "sinusoidal" and mech.layers is None
+    rows = table[0].double().numpy()
+    np.testing.assert_allclose(mech.params.vectors(np.arange(rows.shape[0])), rows, atol=1e-5)
+    d = rows.shape[1]
+    p, k = np.arange(rows.shape[0])[:, None], np.arange(d)[None, :]
+    vaswani = p / 10000.0 ** (2 * (k // 2) / d)
+    vaswani[:, 0::2], vaswani[:, 1::2] = np.sin(vaswani[:, 0::2]), np.cos(vaswani[:, 1::2])
+    np.testing.assert_allclose(rows, vaswani, atol=1e-5)
+    assert mech.params.standard_base() == pytest.approx(10000.0, rel=1e-4)
+    enc = mechanism_encodings(model, 8)
+    np.testing.assert_allclose(next(iter(enc.values())).vectors, rows[:8], atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_vits_relative_key_embeddings_are_named_per_layer_and_refused():
+    """VITS's attention adds a learned key vector per offset ``|i - j| <= window_size`` (zero
+    beyond): one relative_embeddings entry per block, its table the model's ``emb_rel_k`` row by
+    offset as the model's own ``_get_relative_embeddings`` lays them out; no geometry, refused."""
+    model = support.build("vits")
+    found = find_positional_mechanisms(model)
+    layers = model.text_encoder.encoder.layers
+    assert [(m.kind, m.layers) for m in found] == [
+        ("relative_embeddings", (i,)) for i in range(len(layers))
+    ]
+    for mech, layer in zip(found, layers, strict=True):
+        attn = layer.attention
+        w = attn.window_size
+        assert mech.max_relative_positions == w
+        length = w + 3  # offsets -(L-1) .. L-1, two beyond the window on each side
+        got = attn._get_relative_embeddings(attn.emb_rel_k, length)[0].detach().double().numpy()
+        offsets = np.arange(-(length - 1), length)
+        inside = np.abs(offsets) <= w
+        np.testing.assert_array_equal(got[inside], mech.table[offsets[inside] + w])
+        assert not got[~inside].any()
+    with pytest.raises(PosgeomError, match="no position geometry"):
+        found[0].to_encoding(4)
+    assert mechanism_encodings(model, 8) == {}
