@@ -67,6 +67,8 @@ TINY = {
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
 #: per-layer lists resized to the tiny depth (both values kept when there are two)
 PER_LAYER = ("layer_types", "no_rope_layers")
+#: kinds whose mechanism without layers is a table added to the input
+INPUT_KINDS = ("learned", "sinusoidal", "conv_positions")
 #: a model above this many parameters after shrinking is skipped (CPU time of the matrix)
 MAX_PARAMETERS = 30_000_000
 
@@ -181,7 +183,22 @@ def build(model_type: str) -> Any:
     torch.manual_seed(0)
     model = AutoModel.from_config(config)
     _fit_sections(model)
+    _fill_zeros(model)
     return model.eval()
+
+
+def _fill_zeros(model: Any) -> None:
+    """Every parameter that initialises to all zeros (Zaya's query-key temperature, zero output
+    projections, biases) drawn from ``N(0, 0.02^2)`` (seed 1), as a trained checkpoint has none:
+    a zero temperature makes every attention score 0, and no rotation could then be seen."""
+    import torch
+
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.numel() and not bool(param.any()):
+                noise = torch.randn(param.shape, generator=generator, dtype=torch.float32)
+                param.copy_(0.02 * noise)
 
 
 # ------------------------------------------------------------------------------ commands
@@ -247,7 +264,9 @@ def run_one(model_type: str) -> Row:
 def _found(row: Row) -> str:
     parts = []
     for m in row.mechanisms:
-        where = "input" if m["layers"] is None else ",".join(map(str, m["layers"])) or "-"
+        where = ",".join(map(str, m["layers"] or ())) or "-"
+        if m["layers"] is None:  # an input table, or blocks the layer map does not find
+            where = "input" if m["kind"] in INPUT_KINDS else "blocks not mapped"
         stack = f"{m['stack']} " if m["stack"] else ""
         parts.append(f"{m['kind']} ({stack}{where})")
     return "; ".join(parts)

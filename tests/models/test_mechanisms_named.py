@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from posgeom._errors import PosgeomError  # noqa: E402
+from posgeom.encodings import family_of_mechanism  # noqa: E402
 from posgeom.models import find_positional_mechanisms, mechanism_encodings  # noqa: E402
 from studies import support  # noqa: E402
 
@@ -66,3 +67,49 @@ def test_vits_relative_key_embeddings_are_named_per_layer_and_refused():
     with pytest.raises(PosgeomError, match="no position geometry"):
         found[0].to_encoding(4)
     assert mechanism_encodings(model, 8) == {}
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_levit_attention_biases_are_a_window_bias_with_the_models_index():
+    """LeViT adds a learned bias per ``(|dr|, |dc|)`` patch offset to every head's logits
+    (``attention_biases`` indexed by ``attention_bias_idxs``): found as window_bias on the
+    square ``r x r`` grid of each attention, whose bias is the model's own
+    ``get_attention_biases``; the subsampling attentions (``(N', N)``) are left out."""
+    model = support.build("levit")
+    torch.manual_seed(1)
+    for p in model.parameters():  # the biases start at zero: give them values
+        if p.ndim == 2:
+            torch.nn.init.normal_(p)
+    found = find_positional_mechanisms(model)
+    square = {
+        name: module
+        for name, module in model.named_modules()
+        if hasattr(module, "attention_bias_idxs")
+        and module.attention_bias_idxs.shape[0] == module.attention_bias_idxs.shape[1]
+    }
+    assert {m.source.rsplit(".", 1)[0] for m in found} == set(square)
+    for mech in found:
+        attn = square[mech.source.rsplit(".", 1)[0]]
+        attn.train(True)  # the model's cache of the bias is kept in eval mode only
+        want = attn.get_attention_biases(torch.device("cpu")).detach().double().numpy()
+        assert mech.kind == "window_bias"
+        np.testing.assert_array_equal(mech.params.bias(), want)
+        side = mech.params.window[0]
+        assert side * side == want.shape[1]
+        assert mech.params.encodings(4, start=0, params={}) == {}  # no text positions
+        with pytest.raises(PosgeomError, match="window attention"):
+            family_of_mechanism("window_bias").extension.extension_from_mechanism(mech)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_zaya_rotates_once_its_attention_scores_are_not_all_zero():
+    """Zaya's query-key temperature initialises to 0 (every score 0: no rotation can show);
+    the tiny build fills all-zero parameters, as a trained checkpoint has none, and Zaya's
+    rotary (its ``hybrid`` base) is found on its blocks, its angles the model's own module's."""
+    model = support.build("zaya")
+    assert all(bool(p.any()) for p in model.parameters())
+    (mech,) = find_positional_mechanisms(model)
+    assert mech.kind == "rotary" and mech.layers == (0, 1)
+    assert mech.params.layer_type == "hybrid" == model.config.layer_types[0]
+    assert mech.theta == model.config.rope_parameters["hybrid"]["rope_theta"]
+    assert support.rotary_error(model, mech) <= 1e-6
