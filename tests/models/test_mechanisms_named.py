@@ -113,3 +113,31 @@ def test_zaya_rotates_once_its_attention_scores_are_not_all_zero():
     assert mech.params.layer_type == "hybrid" == model.config.layer_types[0]
     assert mech.theta == model.config.rope_parameters["hybrid"]["rope_theta"]
     assert support.rotary_error(model, mech) <= 1e-6
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_conformer_relative_sinusoids_kept_in_buffers_are_found():
+    """FastSpeech2-Conformer keeps its relative sinusoid as a table of a row per offset
+    (``pos_enc``, offsets ``M - 1 .. -(M - 1)``); Gemma 3n's audio conformer keeps the
+    frequencies of its timing signal ``[sin(r w) | cos(r w)]`` (``inv_timescales``). Both are
+    relative sinusoids inside attention, their vectors the models' own rows."""
+    fs2 = support.build("fastspeech2_conformer")
+    found = [m for m in find_positional_mechanisms(fs2) if m.kind == "sinusoidal"]
+    assert [(m.stack, m.layers) for m in found] == [
+        ("encoder.conformer_layers", (0, 1)),
+        ("decoder.conformer_layers", (0, 1)),
+    ]
+    table = fs2.encoder.pos_enc.pos_enc[0].double().numpy()
+    middle = table.shape[0] // 2
+    offsets = np.arange(40)
+    got = found[0].params.vectors(offsets)
+    assert found[0].params.relative
+    np.testing.assert_allclose(got, table[middle - offsets], atol=1e-5)
+    audio = support.build("gemma3n_audio")
+    (first, *rest) = find_positional_mechanisms(audio)
+    assert first.kind == "sinusoidal" and first.params.relative and first.params.layout == "concat"
+    assert all(m.kind == "sinusoidal" for m in rest)
+    module = audio.conformer[0].attention.attn.relative_position_embedding
+    r = torch.arange(-5, 13, dtype=torch.float32)[:, None]
+    want = module._get_timing_signal_1d_pos(r, torch.float32).reshape(r.shape[0], -1)
+    np.testing.assert_allclose(first.params.vectors(r[:, 0].numpy()), want.double(), atol=1e-5)
