@@ -185,7 +185,7 @@ def _outcome(run: Any, model: Any, tok: Any, texts: list[str]) -> tuple[str, str
         try:
             return "ok", run(model, tok, texts)
         except PosgeomError as exc:
-            return "refused", str(exc).splitlines()[0][:200]
+            return "refused", str(exc).splitlines()[0][:300]
         except TinyModelFault as exc:
             return "tiny", str(exc)
         except Exception as exc:  # posgeom's bug unless the model's own forward fails too

@@ -160,3 +160,19 @@ def test_hidden_states_with_several_residual_streams_are_averaged_over_them():
         model, None, [list(map(int, row)) for row in ids], max_positions=5, progress=False
     )
     np.testing.assert_allclose(signal.means, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_extend_refuses_a_proportional_rope_without_strategies_in_one_line():
+    """LFM 3's full-attention layers use rope_type 'proportional' (the first planes rotate, the
+    rest are kept, as transformers' own frequencies show: zeros after the rotating planes);
+    extend's built-in strategies are not defined for it: refused with the fix."""
+    model = support.build("lfm3")
+    found = find_positional_mechanisms(model)
+    full = next(m for m in found if m.params.layer_type == "full_attention")
+    w = np.asarray(full.params.inv_freq)
+    assert w[w.size // 2 :].max() == 0 and w[: w.size // 2].min() > 0
+    rows = model.get_input_embeddings().weight.shape[0]
+    with pytest.raises(PosgeomError, match="proportional") as info:
+        sr._extend(model, sr.id_tokenizer(rows), sr.smoke_corpus(rows))
+    assert "--strategies" in str(info.value) and "\n" not in str(info.value)

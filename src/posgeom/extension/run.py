@@ -148,15 +148,23 @@ def _load(
     return model_from_config(lm.config, model=lm, name=name), lm, None
 
 
-def _model_use(lm: Any, ext: ExtensionModel) -> tuple[Any, str]:
-    """The model's plane use for the model-aware predictor
+def _model_use(lm: Any, ext: ExtensionModel, strategies: Any = None) -> tuple[Any, str]:
+    """A rotary model's plane use for the model-aware predictor
     (:func:`posgeom.extension.usage.plane_use`) and ``""``, or ``None`` and the note saying why
     that predictor is left out: its query/key projections are not ``q_proj``/``k_proj`` (fused
-    or low-rank, as GPT-J's or MLA's) or do not split into the rotary planes (partial rotary)."""
+    or low-rank, as GPT-J's or MLA's) or do not split into the rotary planes (partial rotary).
+    A ``proportional`` rope without given ``strategies`` is refused (no built-in ones)."""
     from posgeom.extension.strategies import Strategy
     from posgeom.extension.usage import plane_use
 
-    if lm is None:
+    rotary = extension_of(ext.family).rotary
+    if rotary and strategies is None and ext.rope_parameters.get("rope_type") == "proportional":
+        raise PosgeomError(
+            "extend has no built-in strategies for rope_type 'proportional' (the first planes of "
+            "each head rotate, the rest are kept: Gemma 4, LFM 3); pass --strategies FILE with "
+            'proportional rope_parameters, e.g. {"x2": {"rope_type": "proportional", "factor": 2}}'
+        )
+    if lm is None or not rotary:
         return None, ""
     try:
         use = plane_use(lm)
@@ -272,8 +280,7 @@ def extend(
     if measure:
         say(held_note)
     where = position_estimate(docs, target_length, seed=seed) if positions else None
-    rotary = extension_of(ext.family).rotary
-    use, use_note = _model_use(lm, ext) if model_weights and rotary else (None, "")
+    use, use_note = _model_use(lm if model_weights else None, ext, strategies)
     result = score_strategies(
         ext,
         docs,
