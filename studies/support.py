@@ -24,6 +24,7 @@ from typing import Any
 from studies._common import CACHE, DOCS, read_jsonl
 from studies.support_check import CHECK_POSITIONS, rotary_check, rotary_error
 from studies.support_runs import COMMANDS, cell, run_tally, runs
+from studies.support_unread import section
 
 __all__ = [
     "CHECK_POSITIONS",
@@ -342,6 +343,7 @@ def page(rows: list[Row], *, total: int | None = None) -> str:
             check += f" ({r.rotary_unchecked} unchecked: {why})"
         cells = " | ".join(cell(r.runs.get(c), r.commands[c]) for c in COMMANDS)
         lines.append(f"| {r.model_type} | {r.cls} | {_found(r)} | {check} | {cells} |")
+    lines += ["", *section({r.model_type for r in ok})]
     lines += ["", "## Skipped", "", "| architecture | reason |", "|---|---|"]
     lines += [
         f"| {r.model_type} | {r.reason.replace('|', '/')} |" for r in rows if r.status != "ok"
