@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, readonly
 from posgeom.encodings._extension import Extension
@@ -197,7 +198,7 @@ def _key_tables(model: Any) -> list[Mechanism]:
         if _hf.last_name(name) not in RELATIVE_KEY_NAMES or weight.ndim != 3:
             continue
         window = getattr(_hf.parent(model, name), "window_size", None)
-        if not isinstance(window, int) or weight.shape[1] != 2 * window + 1:
+        if not is_integer(window) or weight.shape[1] != 2 * window + 1:
             continue
         params = RelativeEmbeddingParams(
             table=_hf.to_numpy(weight[0]), max_relative_positions=window
