@@ -141,3 +141,18 @@ def test_conformer_relative_sinusoids_kept_in_buffers_are_found():
     r = torch.arange(-5, 13, dtype=torch.float32)[:, None]
     want = module._get_timing_signal_1d_pos(r, torch.float32).reshape(r.shape[0], -1)
     np.testing.assert_allclose(first.params.vectors(r[:, 0].numpy()), want.double(), atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_lerope_learned_scales_are_read_into_the_frequencies():
+    """Mistral Large 4's rotary module rotates by ``w_k exp(alpha_k)`` with a learned ``alpha``
+    (zero at initialisation, trained in a checkpoint): the frequencies posgeom reports are the
+    scaled ones, and agree with the module's own angles."""
+    model = support.build("mistral_large4_text")
+    module = model.rotary_emb
+    with torch.no_grad():
+        module.alpha.copy_(torch.linspace(-0.5, 0.5, module.alpha.numel()))
+    (mech, *_) = find_positional_mechanisms(model)
+    want = module.inv_freq.double() * module.alpha.detach().double().exp()
+    np.testing.assert_allclose(mech.params.inv_freq, want.numpy(), rtol=1e-6)
+    assert support.rotary_error(model, mech) <= 1e-6
