@@ -16,9 +16,10 @@ synthetic corpus:
   position): the learned table's absolute-position error when there is one, the layers' linear
   probe error range and the chance error;
 - ``extend``: :func:`posgeom.extension.run.extend` on the model saved to a folder with its
-  tokenizer (the way a user's checkpoint looks) and the corpus as one document, trained length
-  16, target 32, no replicates, no fitted factors: the family read, the recommended strategy and
-  the layers it scales.
+  tokenizer (the way a user's checkpoint looks; passed as ``tokenizer=`` its ``tokenizer.json``,
+  as ``-t`` does, since transformers maps some model types to their own tokenizer class) and the
+  corpus as one document, trained length 16, target 32, no replicates, no fitted factors: the
+  family read, the recommended strategy and the layers it scales.
 
 A :class:`~posgeom._errors.PosgeomError` is a refusal (its one line is recorded). Any other
 exception is an error (a posgeom bug), recorded with its type, unless the tiny model fails by
@@ -146,9 +147,22 @@ def _own_forward(model: Any, rows: int) -> None:
         raise TinyModelFault(f"the tiny model's own forward fails: {line}") from exc
 
 
+def _loads_back(folder: str) -> None:
+    """:class:`TinyModelFault` when transformers itself cannot load the saved tiny model (a
+    sub-configuration's width the tiny build changed but the weights kept)."""
+    from transformers import AutoModel
+
+    try:
+        AutoModel.from_pretrained(folder)
+    except Exception as exc:
+        line = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
+        raise TinyModelFault(f"the tiny model does not save and load back: {line}") from exc
+
+
 def _extend(model: Any, tok: Any, texts: list[str]) -> str:
     from transformers import AutoConfig
 
+    from posgeom._errors import PosgeomError
     from posgeom.extension.run import extend
 
     with tempfile.TemporaryDirectory() as folder:
@@ -161,14 +175,19 @@ def _extend(model: Any, tok: Any, texts: list[str]) -> str:
             raise TinyModelFault(f"the tiny model does not save and load back: {line}") from exc
         corpus = Path(folder) / "corpus.txt"
         corpus.write_text(" ".join(texts) + "\n")
-        result = extend(
-            folder,
-            [corpus],
-            target_length=TARGET,
-            trained_length=TRAINED,
-            replicates=0,
-            fit=False,
-        )
+        try:
+            result = extend(
+                folder,
+                [corpus],
+                target_length=TARGET,
+                trained_length=TRAINED,
+                replicates=0,
+                fit=False,
+                tokenizer=str(Path(folder) / "tokenizer.json"),  # -t: the id tokenizer itself
+            )
+        except PosgeomError:
+            _loads_back(folder)
+            raise
     layers = result.model.params.get("layers")
     scales = f" (layers {list(layers)})" if layers else ""
     return f"{result.model.family}: {result.recommended.name}{scales}"
