@@ -102,9 +102,10 @@ def _model_class(config: Any, measure: Any) -> Any:
     ``measure`` needs the losses, ``AutoModel`` (an encoder's or a vision-language model's weights,
     read for their position tables and projections only)."""
     transformers = require("transformers", "hf")
-    causal = transformers.AutoModelForCausalLM
-    if type(config) in causal._model_mapping or measure:
-        return causal  # measure without a causal LM: transformers' own line through _hub
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if getattr(config, "model_type", None) in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or measure:
+        return transformers.AutoModelForCausalLM  # measure without one: transformers' own line
     return transformers.AutoModel
 
 
