@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from studies._common import CACHE, DOCS, read_jsonl
+from studies.support_build import fill_zeros, fit_sections
 from studies.support_check import CHECK_POSITIONS, rotary_check, rotary_error
 from studies.support_runs import COMMANDS, cell, run_tally, runs
 from studies.support_unread import section
@@ -98,28 +99,6 @@ def _per_layer(values: list[Any], depth: int) -> list[Any]:
     return (picked * depth)[:depth]
 
 
-def _rescaled(sections: list[int], planes: int) -> list[int]:
-    """``sections`` scaled to sum to ``planes`` (each at least 1)."""
-    new = [max(1, round(v * planes / sum(sections))) for v in sections]
-    new[0] += planes - sum(new)
-    return new
-
-
-def _fit_sections(model: Any) -> None:
-    """M-RoPE's ``mrope_section`` (the rotary planes of its temporal, height and width axes,
-    from the configuration or the module's default for a full-size head) rescaled to the tiny
-    rotary width, in the module and its configuration, as a real checkpoint's sections sum to
-    its planes."""
-    for module in model.modules():
-        sections, freqs = getattr(module, "mrope_section", None), getattr(module, "inv_freq", None)
-        if not isinstance(sections, list) or freqs is None or sum(sections) == freqs.shape[-1]:
-            continue
-        module.mrope_section = _rescaled(sections, int(freqs.shape[-1]))
-        params = getattr(getattr(module, "config", None), "rope_parameters", None)
-        if isinstance(params, dict):
-            params["mrope_section"] = list(module.mrope_section)
-
-
 def _shrink(config: Any, seen: set[int] | None = None) -> None:
     """Shrink ``config`` and its sub-configurations in place (see :data:`TINY`)."""
     from transformers import PretrainedConfig
@@ -183,23 +162,9 @@ def build(model_type: str) -> Any:
     _shrink(config)
     torch.manual_seed(0)
     model = AutoModel.from_config(config)
-    _fit_sections(model)
-    _fill_zeros(model)
+    fit_sections(model)
+    fill_zeros(model)
     return model.eval()
-
-
-def _fill_zeros(model: Any) -> None:
-    """Every parameter that initialises to all zeros (Zaya's query-key temperature, zero output
-    projections, biases) drawn from ``N(0, 0.02^2)`` (seed 1), as a trained checkpoint has none:
-    a zero temperature makes every attention score 0, and no rotation could then be seen."""
-    import torch
-
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for param in model.parameters():
-            if param.numel() and not bool(param.any()):
-                noise = torch.randn(param.shape, generator=generator, dtype=torch.float32)
-                param.copy_(0.02 * noise)
 
 
 # ------------------------------------------------------------------------------ commands
@@ -223,6 +188,11 @@ def _commands(model: Any, found: list[Any]) -> dict[str, str]:
     except PosgeomError as exc:
         extend = "refused: " + str(exc).split(";")[0][:80]
     return {"analyze-model": analyze, "probe": probe, "extend": extend}
+
+
+def _at_input(mech: Any) -> bool:
+    """Whether ``mech`` is a table added to the input (a relative sinusoid is not)."""
+    return getattr(mech.params, "scope", "input" if mech.kind in INPUT_KINDS else "") == "input"
 
 
 def run_one(model_type: str) -> Row:
@@ -250,7 +220,9 @@ def run_one(model_type: str) -> Row:
         row.status, row.reason = "error", f"extract failed: {type(exc).__name__}: {exc}"[:160]
         return row
     row.status = "ok"
-    row.mechanisms = [{"kind": m.kind, "layers": m.layers, "stack": m.stack} for m in found]
+    row.mechanisms = [
+        {"kind": m.kind, "layers": m.layers, "stack": m.stack, "input": _at_input(m)} for m in found
+    ]
     checks = [rotary_check(model, m) for m in found if m.kind == "rotary"]
     errors = [e for e, _ in checks if e is not None]
     row.rotary_error = max(errors) if errors else None
@@ -267,7 +239,7 @@ def _found(row: Row) -> str:
     for m in row.mechanisms:
         where = ",".join(map(str, m["layers"] or ())) or "-"
         if m["layers"] is None:  # an input table, or blocks the layer map does not find
-            where = "input" if m["kind"] in INPUT_KINDS else "blocks not mapped"
+            where = "input" if m.get("input", m["kind"] in INPUT_KINDS) else "blocks not mapped"
         stack = f"{m['stack']} " if m["stack"] else ""
         parts.append(f"{m['kind']} ({stack}{where})")
     return "; ".join(parts)
@@ -296,6 +268,7 @@ def page(rows: list[Row], *, total: int | None = None) -> str:
     import transformers
 
     seconds = sum(r.seconds for r in rows)
+    ran = sum(run["seconds"] for r in rows for run in r.runs.values())
     ok = [r for r in rows if r.status == "ok"]
     positional = [r for r in ok if any(m["kind"] != "none" for m in r.mechanisms)]
     lines = [
@@ -303,7 +276,7 @@ def page(rows: list[Row], *, total: int | None = None) -> str:
         "",
         f"Generated by `python -m studies.support` (transformers {transformers.__version__}, "
         f"{len(rows)} model types, {seconds:.0f} s of building, checking and running in all on "
-        "this machine, one thread per process). Each model is a tiny random "
+        f"this machine, {ran:.0f} s of it the smoke runs, one thread per process). Each model is a tiny random "
         "one (2 blocks, width 64) built from its configuration class; `extract` is "
         "`posgeom.models.find_positional_mechanisms`, with the 0-based blocks of each mechanism "
         "in brackets (`input`: a table added before the first block). The rotary check calls "

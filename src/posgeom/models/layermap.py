@@ -47,6 +47,7 @@ LAYER_COUNT_FIELDS = (
     "num_decoder_layers",
     "encoder_layers",
     "decoder_layers",
+    "conf_num_hidden_layers",  # Gemma 3n's audio conformer
 )
 
 #: where a mechanism kind acts: ``"input"`` (a table added before the first block: layers
