@@ -240,7 +240,7 @@ def test_support_page_has_a_row_for_every_model_type():
     assert not missing, f"rerun python -m studies.support: no row for {missing[:10]}"
 
 
-@pytest.mark.e2e  # every model type of the mapping, built, checked and run: about 25 minutes
+@pytest.mark.e2e  # every model type of the mapping, built, checked and run: 284 s on one thread
 @pytest.mark.timeout(3600)
 def test_full_matrix(tmp_path):
     """Every architecture of the mapping has a row; rotary angles agree to 1e-6; analyze-model,
