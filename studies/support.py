@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from studies._common import CACHE, DOCS, read_jsonl
+from studies.support_build import fill_zeros, fit_sections
 from studies.support_check import CHECK_POSITIONS, rotary_check, rotary_error
+from studies.support_runs import COMMANDS, cell, run_tally, runs
+from studies.support_unread import section
 
 __all__ = [
     "CHECK_POSITIONS",
@@ -66,6 +69,8 @@ TINY = {
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")
 #: per-layer lists resized to the tiny depth (both values kept when there are two)
 PER_LAYER = ("layer_types", "no_rope_layers")
+#: kinds whose mechanism without layers is a table added to the input
+INPUT_KINDS = ("learned", "sinusoidal", "conv_positions")
 #: a model above this many parameters after shrinking is skipped (CPU time of the matrix)
 MAX_PARAMETERS = 30_000_000
 
@@ -85,34 +90,13 @@ class Row:
     rotary_notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     commands: dict[str, str] = field(default_factory=dict)
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _per_layer(values: list[Any], depth: int) -> list[Any]:
     distinct = list(dict.fromkeys(values))
     picked = distinct[:depth] if len(distinct) >= depth else values[:depth]
     return (picked * depth)[:depth]
-
-
-def _rescaled(sections: list[int], planes: int) -> list[int]:
-    """``sections`` scaled to sum to ``planes`` (each at least 1)."""
-    new = [max(1, round(v * planes / sum(sections))) for v in sections]
-    new[0] += planes - sum(new)
-    return new
-
-
-def _fit_sections(model: Any) -> None:
-    """M-RoPE's ``mrope_section`` (the rotary planes of its temporal, height and width axes,
-    from the configuration or the module's default for a full-size head) rescaled to the tiny
-    rotary width, in the module and its configuration, as a real checkpoint's sections sum to
-    its planes."""
-    for module in model.modules():
-        sections, freqs = getattr(module, "mrope_section", None), getattr(module, "inv_freq", None)
-        if not isinstance(sections, list) or freqs is None or sum(sections) == freqs.shape[-1]:
-            continue
-        module.mrope_section = _rescaled(sections, int(freqs.shape[-1]))
-        params = getattr(getattr(module, "config", None), "rope_parameters", None)
-        if isinstance(params, dict):
-            params["mrope_section"] = list(module.mrope_section)
 
 
 def _shrink(config: Any, seen: set[int] | None = None) -> None:
@@ -127,6 +111,8 @@ def _shrink(config: Any, seen: set[int] | None = None) -> None:
     for name, value in TINY.items():
         if name == "head_dim" and mla:  # MLA: head_dim is derived from the rope part
             continue
+        if name == "num_key_value_heads" and mla:  # MLA: every head has its own key
+            value = TINY["num_attention_heads"]
         if isinstance(getattr(config, name, None), int) and not isinstance(
             getattr(config, name), bool
         ):
@@ -138,6 +124,10 @@ def _shrink(config: Any, seen: set[int] | None = None) -> None:
         values = getattr(config, name, None)
         if isinstance(values, (list, tuple)) and values:
             setattr(config, name, _per_layer(list(values), int(depth)))
+    layers = getattr(config, "attention_layers", None)  # GPT-Neo: spelt by attention_types
+    if isinstance(layers, list) and layers and len(layers) != depth:
+        config.attention_layers = _per_layer(layers, int(depth))
+        config.attention_types = [[config.attention_layers, 1]]
     for name in TOKEN_IDS:
         value = getattr(config, name, None)
         if isinstance(value, int) and value >= TINY["vocab_size"]:
@@ -155,8 +145,9 @@ def build(model_type: str) -> Any:
 
     default = AutoConfig.for_model(model_type)
     sizes = {k: v for k, v in TINY.items() if isinstance(getattr(default, k, None), int)}
-    if "qk_rope_head_dim" in sizes:  # MLA: head_dim is derived from the rope part
-        sizes.pop("head_dim", None)
+    if "qk_rope_head_dim" in sizes:  # MLA: head_dim is derived from the rope part; every
+        sizes.pop("head_dim", None)  # head has its own key
+        sizes["num_key_value_heads"] = TINY["num_attention_heads"]
     sizes.update(
         {  # per-layer lists with both of their values, so NoPE and global layers stay
             name: _per_layer(list(values), 2)
@@ -171,7 +162,8 @@ def build(model_type: str) -> Any:
     _shrink(config)
     torch.manual_seed(0)
     model = AutoModel.from_config(config)
-    _fit_sections(model)
+    fit_sections(model)
+    fill_zeros(model)
     return model.eval()
 
 
@@ -196,6 +188,11 @@ def _commands(model: Any, found: list[Any]) -> dict[str, str]:
     except PosgeomError as exc:
         extend = "refused: " + str(exc).split(";")[0][:80]
     return {"analyze-model": analyze, "probe": probe, "extend": extend}
+
+
+def _at_input(mech: Any) -> bool:
+    """Whether ``mech`` is a table added to the input (a relative sinusoid is not)."""
+    return getattr(mech.params, "scope", "input" if mech.kind in INPUT_KINDS else "") == "input"
 
 
 def run_one(model_type: str) -> Row:
@@ -223,13 +220,16 @@ def run_one(model_type: str) -> Row:
         row.status, row.reason = "error", f"extract failed: {type(exc).__name__}: {exc}"[:160]
         return row
     row.status = "ok"
-    row.mechanisms = [{"kind": m.kind, "layers": m.layers, "stack": m.stack} for m in found]
+    row.mechanisms = [
+        {"kind": m.kind, "layers": m.layers, "stack": m.stack, "input": _at_input(m)} for m in found
+    ]
     checks = [rotary_check(model, m) for m in found if m.kind == "rotary"]
     errors = [e for e, _ in checks if e is not None]
     row.rotary_error = max(errors) if errors else None
     row.rotary_unchecked = len(checks) - len(errors)
     row.rotary_notes = sorted({why for e, why in checks if e is None})
     row.commands = _commands(model, found)
+    row.runs = runs(model, {m.kind for m in found})
     return row
 
 
@@ -237,7 +237,9 @@ def run_one(model_type: str) -> Row:
 def _found(row: Row) -> str:
     parts = []
     for m in row.mechanisms:
-        where = "input" if m["layers"] is None else ",".join(map(str, m["layers"])) or "-"
+        where = ",".join(map(str, m["layers"] or ())) or "-"
+        if m["layers"] is None:  # an input table, or blocks the layer map does not find
+            where = "input" if m.get("input", m["kind"] in INPUT_KINDS) else "blocks not mapped"
         stack = f"{m['stack']} " if m["stack"] else ""
         parts.append(f"{m['kind']} ({stack}{where})")
     return "; ".join(parts)
@@ -266,14 +268,15 @@ def page(rows: list[Row], *, total: int | None = None) -> str:
     import transformers
 
     seconds = sum(r.seconds for r in rows)
+    ran = sum(run["seconds"] for r in rows for run in r.runs.values())
     ok = [r for r in rows if r.status == "ok"]
     positional = [r for r in ok if any(m["kind"] != "none" for m in r.mechanisms)]
     lines = [
         "# Support matrix: every architecture of transformers' model mapping",
         "",
         f"Generated by `python -m studies.support` (transformers {transformers.__version__}, "
-        f"{len(rows)} model types, {seconds:.0f} s of building and checking in all on this "
-        "machine, one thread per process). Each model is a tiny random "
+        f"{len(rows)} model types, {seconds:.0f} s of building, checking and running in all on "
+        f"this machine, {ran:.0f} s of it the smoke runs, one thread per process). Each model is a tiny random "
         "one (2 blocks, width 64) built from its configuration class; `extract` is "
         "`posgeom.models.find_positional_mechanisms`, with the 0-based blocks of each mechanism "
         "in brackets (`input`: a table added before the first block). The rotary check calls "
@@ -283,13 +286,24 @@ def page(rows: list[Row], *, total: int | None = None) -> str:
         "`(cos, sin)` it returns with posgeom's (largest error relative to max(1, |angle|); "
         "`ok` is below 1e-6); a module that answers none of these forms is left unchecked, "
         "with its class and signature in the row. "
-        "`analyze-model` and `probe` say what they measure with the mechanism, `extend` what "
-        "`posgeom.extension.model.model_from_config` reads from the model.",
+        "Where a mechanism is rotary or a learned table, `analyze-model`, `probe` and `extend` "
+        "are run (`studies/support_runs.py`: the library functions the commands call, on 48 "
+        "synthetic sequences of 10 token ids whose distribution drifts with position; "
+        "analyze-model on 8 positions: the layers scored, the range of their scale-optimal "
+        "stress and the encodings scored; probe: the learned table's absolute-position error "
+        "and the layers' linear-probe error against chance; extend on the model saved to a "
+        "folder, trained length 16, target 32: the family, the recommended strategy and the "
+        "layers it scales); **refused** is posgeom's one-line refusal, **tiny** a fault of the "
+        "tiny model itself (its own forward on token ids fails too, or it does not save and load "
+        "back), **error** a posgeom bug. Other rows say what the command would do "
+        "with the mechanism (`not run`).",
         "",
         f"Rows: {len(rows)} of {total or len(rows)} model types"
         + ("" if total in (None, len(rows)) else " (a partial run: rerun to add the rest)")
         + f". Built: {len(ok)}; with a positional mechanism: {len(positional)}; skipped or "
         f"failed: {len(rows) - len(ok)} (reasons at the end). {_tally(ok)}",
+        "",
+        run_tally([r.runs for r in ok]),
         "",
         "| architecture | class | extract | rotary check | analyze-model | probe | extend |",
         "|---|---|---|---|---|---|---|",
@@ -300,11 +314,9 @@ def page(rows: list[Row], *, total: int | None = None) -> str:
         if r.rotary_unchecked:
             why = "; ".join(r.rotary_notes) or "not callable with positions"
             check += f" ({r.rotary_unchecked} unchecked: {why})"
-        c = r.commands
-        lines.append(
-            f"| {r.model_type} | {r.cls} | {_found(r)} | {check} | {c['analyze-model']} | "
-            f"{c['probe']} | {c['extend']} |"
-        )
+        cells = " | ".join(cell(r.runs.get(c), r.commands[c]) for c in COMMANDS)
+        lines.append(f"| {r.model_type} | {r.cls} | {_found(r)} | {check} | {cells} |")
+    lines += ["", *section({r.model_type for r in ok})]
     lines += ["", "## Skipped", "", "| architecture | reason |", "|---|---|"]
     lines += [
         f"| {r.model_type} | {r.reason.replace('|', '/')} |" for r in rows if r.status != "ok"

@@ -251,8 +251,11 @@ def test_per_block_relative_tables_act_on_their_own_block():
 
 
 def test_a_constant_attention_output_leaves_the_layers_to_the_configuration():
-    """NeoMME's random output projection is zero: the probe cannot tell, so its layer types
-    place its two bases (full attention on the global layer, the window base on the other)."""
+    """NeoMME's two bases land on their layer types' blocks (full attention on the global
+    layer, the window base on the other): with its zero output projection the probe cannot
+    tell and the layer types decide; with the tiny build's drawn projection the probe decides,
+    and its full-attention base (two planes, ``w = (1, 0.001)``, a subset of the window base's
+    eight) is kept off the window block, which received the wider set-up."""
     model = support.build("neomme")
     found = find_positional_mechanisms(model)
     types = model.config.layer_types

@@ -21,7 +21,9 @@ that owns it or its attention modules, then from the configuration. A position m
 a position table, :data:`~posgeom.encodings.learned.LEARNED_NAMES`, not an embedding) holding one
 ``nn.Embedding`` is called on ``(1, L, d)`` hidden states; when every pair ``(i, j)`` of its
 ``(L, L, e)`` output is the table row of the offset ``i - j`` it is this kind too (SpeechT5:
-``2 M`` rows, ``max_relative_positions = M``, no log buckets).
+``2 M`` rows, ``max_relative_positions = M``, no log buckets). An attention parameter named in
+:data:`RELATIVE_KEY_NAMES` (VITS's ``emb_rel_k``, ``2 w + 1`` rows for the attention's
+``window_size`` ``w``) is this kind too, one mechanism per attention.
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, readonly
 from posgeom.encodings._extension import Extension
 from posgeom.encodings._registry import Family, Mechanism, MechanismParams, register
 
 __all__ = [
+    "RELATIVE_KEY_NAMES",
     "RELATIVE_TABLE_NAMES",
     "RelativeEmbeddingParams",
     "log_bucket_position",
@@ -49,6 +53,9 @@ __all__ = [
 #: Speech's ``rel_pos_emb`` and wav2vec2-BERT's ``relative_key`` ``distance_embedding``, a row
 #: per clipped offset)
 RELATIVE_TABLE_NAMES = ("rel_embeddings", "rel_pos_emb", "distance_embedding")
+#: last name components of relative key embeddings kept as an attention's parameter, a row per
+#: offset within its ``window_size`` (VITS, after Shaw et al. 2018)
+RELATIVE_KEY_NAMES = ("emb_rel_k",)
 
 
 def refusal(what: str) -> str:
@@ -181,6 +188,25 @@ def _computed_tables(model: Any, config: Any) -> list[Mechanism]:
     return found
 
 
+def _key_tables(model: Any) -> list[Mechanism]:
+    """Relative key embeddings kept as a parameter of the attention (VITS's ``emb_rel_k``
+    ``(1, 2 w + 1, head_dim)``, :data:`RELATIVE_KEY_NAMES`): row ``r + w`` is offset ``r`` for
+    ``|r| <= w`` (the attention's ``window_size``), offsets beyond get a zero vector; one
+    mechanism per attention."""
+    found = []
+    for name, weight in model.named_parameters():
+        if _hf.last_name(name) not in RELATIVE_KEY_NAMES or weight.ndim != 3:
+            continue
+        window = getattr(_hf.parent(model, name), "window_size", None)
+        if not is_integer(window) or weight.shape[1] != 2 * window + 1:
+            continue
+        params = RelativeEmbeddingParams(
+            table=_hf.to_numpy(weight[0]), max_relative_positions=window
+        )
+        found.append(Mechanism("relative_embeddings", name, params))
+    return found
+
+
 def _setting(model: Any, owner: Any, config: Any, name: str) -> Any:
     """``name`` from the table's owner, else the first module that sets it, else the config."""
     for module in (owner, *model.modules()):
@@ -208,8 +234,9 @@ class RelativeEmbeddingFamily(Family):
     mechanism_kind = "relative_embeddings"
     mechanism_params = RelativeEmbeddingParams
     looks_for = (
-        "an nn.Embedding named rel_embeddings (DeBERTa disentangled attention), or a position "
-        "module whose output is a table row per offset i - j (SpeechT5)"
+        "an nn.Embedding named rel_embeddings (DeBERTa disentangled attention), a position "
+        "module whose output is a table row per offset i - j (SpeechT5), or an attention's "
+        "emb_rel_k parameter (VITS)"
     )
     detect_order = 50
     extension_type = RelativeEmbeddingExtension
@@ -218,7 +245,7 @@ class RelativeEmbeddingFamily(Family):
         return relative_embeddings(n_positions, **params)
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
-        found = _computed_tables(model, config)
+        found = [*_computed_tables(model, config), *_key_tables(model)]
         for name, module in model.named_modules():
             if _hf.last_name(name) not in RELATIVE_TABLE_NAMES or not _hf.is_embedding(module):
                 continue

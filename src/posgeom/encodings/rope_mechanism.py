@@ -52,6 +52,7 @@ from posgeom.encodings.rope_types import (
     rope_type_of,
     rotary_vectors,
 )
+from posgeom.encodings.value_sinusoid import embeds_values
 
 __all__ = [
     "ROTARY_READERS",
@@ -269,15 +270,23 @@ def _rotary(config: Any, source: str, inv_freq: np.ndarray, **fields: Any) -> Me
 
 
 def _inv_freq_buffers(model: Any, config: Any) -> list[Mechanism]:
-    """Every ``*inv_freq`` buffer (not the ``original_`` / ``long_`` copies): one mechanism each."""
+    """Every ``*inv_freq`` buffer (not the ``original_`` / ``long_`` copies, nor one whose
+    module embeds values: :func:`~posgeom.encodings.value_sinusoid.embeds_values`): one
+    mechanism each; a learned log-scale ``alpha`` of the same shape beside it (LeRoPE, Mistral
+    Large 4: the module rotates by ``w_k exp(alpha_k)``) is applied."""
     found = []
     for name, buffer in model.named_buffers():
         last = _hf.last_name(name)
         if not last.endswith("inv_freq") or last.endswith(("original_inv_freq", "long_inv_freq")):
             continue
-        inv_freq = _hf.to_numpy(buffer)
-        layer_type = last[: -len("inv_freq")].rstrip("_") or None
         owner = _hf.parent(model, name)
+        if embeds_values(owner):  # a sinusoid of a value (a box coordinate, a time): no rotary
+            continue
+        inv_freq = _hf.to_numpy(buffer)
+        alpha = getattr(owner, "alpha", None)  # LeRoPE (Mistral Large 4): w_k exp(alpha_k)
+        if getattr(alpha, "shape", None) == buffer.shape and alpha.requires_grad:
+            inv_freq = inv_freq * np.exp(_hf.to_numpy(alpha))
+        layer_type = last[: -len("inv_freq")].rstrip("_") or None
         attr = f"{layer_type}_attention_scaling" if layer_type else "attention_scaling"
         scaling = getattr(owner, attr, getattr(owner, "attention_scaling", 1.0))
         params = config_rope_parameters(config, layer_type)

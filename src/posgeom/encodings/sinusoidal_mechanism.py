@@ -8,10 +8,16 @@ module that computes it and reads the sinusoid off its output (:func:`fit_sinuso
   table (:data:`~posgeom.encodings.learned.LEARNED_NAMES`) with no parameter and no table
   buffer, called on hidden states ``(1, L, d)``; row ``p`` of what it returns is position ``p``
   (when it returns ``2 L - 1`` rows, one per offset, it is relative: wav2vec 2.0-conformer);
+- absolute, a fixed table kept as a plain tensor attribute (VideoMAE's
+  ``embeddings.position_embeddings``, neither parameter nor buffer) named as a position table:
+  read as it is, row ``p`` position ``p``;
 - relative, inside attention (Transformer-XL, XLNet: ``relative_positional_encoding(qlen,
   klen)``, the sinusoid of every offset ``i - j``, which each layer projects and adds to its
   scores): a module with that method, called with ``qlen = klen = L``; the row of offset 0 is
-  the one that reads ``(0, .., 0, 1, .., 1)`` and offsets run from it in one direction.
+  the one that reads ``(0, .., 0, 1, .., 1)`` and offsets run from it in one direction;
+- relative, kept in a buffer: a table of a row per offset whose middle row is offset 0
+  (FastSpeech2-Conformer's ``pos_enc``), or the frequencies of a timing signal
+  ``[sin(r w) | cos(r w)]`` of the offset (Gemma 3n audio's ``inv_timescales``).
 
 The fit: at position 0 a sine column is 0 and a cosine column 1; the ``k``-th sine column pairs
 with the ``k``-th cosine column (``layout``: ``"concat"``, all sines then all cosines, or
@@ -44,6 +50,8 @@ __all__ = [
 
 #: positions a position module is called on for the fit
 FIT_LENGTH = 64
+#: last name of a buffer of timing-signal frequencies (Gemma 3n audio's relative positions)
+TIMESCALES = "inv_timescales"
 _ATOL = 1e-5
 
 
@@ -198,10 +206,66 @@ def _relative(model: Any) -> list[Mechanism]:
     return found
 
 
+def _attribute_tables(model: Any, names: tuple[str, ...]) -> list[Mechanism]:
+    """Sinusoidal tables kept as a plain tensor attribute (neither parameter nor buffer, so
+    no table reader sees them) named in ``names`` and added to the input (VideoMAE's
+    ``embeddings.position_embeddings``, ``(1, P, d)``: row ``p`` is patch ``p``)."""
+    import torch
+
+    found = []
+    for name, module in model.named_modules():
+        for attr in names:
+            value = vars(module).get(attr)
+            if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
+                continue
+            table = value.detach().to(torch.float64).cpu()
+            while table.ndim > 2 and table.shape[0] == 1:
+                table = table[0]
+            fit = fit_sinusoid(table.numpy()) if table.ndim == 2 else None
+            if fit is not None:
+                source = f"{name}.{attr}" if name else attr
+                found.append(Mechanism("sinusoidal", source, SinusoidalParams(fit[0], fit[1])))
+    return found
+
+
+def _relative_buffers(model: Any) -> list[Mechanism]:
+    """Relative sinusoids kept in a buffer: a table with a row per offset (ESPnet's conformer
+    ``pos_enc``, ``(1, 2 M - 1, d)``: offsets ``M - 1 .. -(M - 1)``; found by its rows, as
+    :func:`_offset_rows` reads them), or the frequencies of a timing signal
+    ``[sin(r w) | cos(r w)]`` of the offset ``r`` (Gemma 3n audio's ``inv_timescales``)."""
+    import torch
+
+    found = []
+    for name, buffer in model.named_buffers():
+        if _hf.last_name(name) == TIMESCALES and buffer.numel() >= 2:
+            w = buffer.detach().to(torch.float64).cpu().numpy().ravel()
+            found.append(Mechanism("sinusoidal", name, SinusoidalParams(w, "concat", True)))
+            continue
+        table = buffer.detach().to(torch.float64).cpu()
+        while table.ndim > 2 and table.shape[0] == 1:
+            table = table[0]
+        if table.ndim != 2 or table.shape[0] < 2 * FIT_LENGTH - 1 or table.shape[0] % 2 == 0:
+            continue
+        middle = table[table.shape[0] // 2].numpy()
+        if _layout(middle) is None:  # offset 0 sits in the middle: sin 0, cos 1
+            continue
+        rows = _offset_rows(table.numpy())
+        fit = None if rows is None else fit_sinusoid(rows)
+        if fit is not None:
+            found.append(Mechanism("sinusoidal", name, SinusoidalParams(fit[0], fit[1], True)))
+    return found
+
+
 def detect_sinusoids(model: Any, config: Any, names: tuple[str, ...]) -> list[Mechanism]:
-    """Every sinusoid ``model`` computes: absolute position modules named in ``names``, then
+    """Every sinusoid ``model`` computes or keeps outside its parameters and buffers: absolute
+    position modules named in ``names``, plain tensor attributes named in ``names``, then
     relative ``relative_positional_encoding`` methods (module docstring)."""
-    return [*_absolute(model, config, names), *_relative(model)]
+    return [
+        *_absolute(model, config, names),
+        *_attribute_tables(model, names),
+        *_relative(model),
+        *_relative_buffers(model),
+    ]
 
 
 def refusal(params: SinusoidalParams) -> str:

@@ -15,7 +15,9 @@ commands that score a corpus's positions or extend a context refuse it with one 
 
 Discovery: a 2-D parameter named ``relative_position_bias_table``; the window is its owner's
 ``window_size`` (an int or a pair), else read from the table's rows when they are
-``(2 W - 1)^2`` (+ 3).
+``(2 W - 1)^2`` (+ 3). LeViT's attention keeps a bias per ``(|dr|, |dc|)`` offset of its
+``r x r`` patch grid, ``attention_biases`` ``(heads, offsets)``, and the model's own index of
+each patch pair, ``attention_bias_idxs`` ``(r^2, r^2)``: the same kind, with that index.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ __all__ = ["WindowBiasParams", "refusal", "window_index"]
 TABLE_NAME = "relative_position_bias_table"
 #: BEiT's rows after the offsets: [CLS] to token, token to [CLS], [CLS] to [CLS]
 CLS_ROWS = 3
+#: LeViT's bias per offset (a parameter) and the offset of each patch pair (a buffer)
+BIASES_NAME, INDEX_NAME = "attention_biases", "attention_bias_idxs"
 
 
 def refusal(what: str) -> str:
@@ -59,7 +63,9 @@ def window_index(window: tuple[int, int]) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class WindowBiasParams(MechanismParams):
     """``table`` ``(rows, heads)`` (the offsets' rows, then any ``extra_rows``), ``window``
-    ``(Wh, Ww)`` and ``extra_rows`` (BEiT: 3)."""
+    ``(Wh, Ww)``, ``extra_rows`` (BEiT: 3) and ``index`` ``(N, N)``, the table row of each patch
+    pair when the model keeps its own (LeViT: a row per ``(|dr|, |dc|)``; ``None``: Swin's
+    :func:`window_index`)."""
 
     key = "window_bias"
     representation = "distances"
@@ -67,9 +73,14 @@ class WindowBiasParams(MechanismParams):
     table: np.ndarray
     window: tuple[int, int] = (1, 1)
     extra_rows: int = 0
+    index: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "table", readonly(self.table))
+        if self.index is not None:  # integer rows, read-only
+            index = np.array(self.index, dtype=np.int64, copy=True)
+            index.setflags(write=False)
+            object.__setattr__(self, "index", index)
 
     @property
     def num_heads(self) -> int:
@@ -84,8 +95,10 @@ class WindowBiasParams(MechanismParams):
         return {**super().as_dict(), "window": list(self.window)}
 
     def bias(self) -> np.ndarray:
-        """``(heads, N, N)``: the bias each head adds within a window (module docstring)."""
-        return np.ascontiguousarray(self.table[window_index(self.window)].transpose(2, 0, 1))
+        """``(heads, N, N)``: the bias each head adds within a window (module docstring; the
+        model's own ``index`` when it keeps one)."""
+        index = window_index(self.window) if self.index is None else self.index
+        return np.ascontiguousarray(self.table[index].transpose(2, 0, 1))
 
     def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
         """Distances ``(heads, n, n)`` (or ``(n, n)`` for ``head``) over the window's first
@@ -118,6 +131,25 @@ def _window(owner: Any, rows: int) -> tuple[tuple[int, int], int] | None:
     return None
 
 
+def _indexed_biases(model: Any) -> list[Mechanism]:
+    """LeViT's attention biases: a parameter ``attention_biases`` ``(heads, offsets)`` and its
+    owner's buffer ``attention_bias_idxs`` ``(N, N)``, the offset of each patch pair of the
+    ``r x r`` grid (row-major; the subsampling attentions, ``(N', N)``, are left out)."""
+    found = []
+    for name, param in model.named_parameters():
+        if _hf.last_name(name) != BIASES_NAME or param.ndim != 2:
+            continue
+        index = getattr(_hf.parent(model, name), INDEX_NAME, None)
+        side = math.isqrt(int(index.shape[0])) if getattr(index, "ndim", 0) == 2 else 0
+        if side == 0 or index.shape[0] != index.shape[1] or side * side != index.shape[0]:
+            continue
+        params = WindowBiasParams(
+            _hf.to_numpy(param).T, (side, side), index=index.detach().cpu().numpy()
+        )
+        found.append(Mechanism("window_bias", name, params))
+    return found
+
+
 class WindowBiasExtension(Extension):
     """Its extension side: ``extend`` refuses these positions in one line."""
 
@@ -137,7 +169,10 @@ class WindowBiasFamily(Family):
     in_comparison = False
     mechanism_kind = "window_bias"
     mechanism_params = WindowBiasParams
-    looks_for = f"a 2-D parameter named {TABLE_NAME} (Swin, BEiT window attention)"
+    looks_for = (
+        f"a 2-D parameter named {TABLE_NAME} (Swin, BEiT window attention), or {BIASES_NAME} "
+        f"with its owner's {INDEX_NAME} (LeViT)"
+    )
     detect_order = 55
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:
@@ -160,7 +195,7 @@ class WindowBiasFamily(Family):
         return PositionEncoding("window_bias", None, {"window": list(window)}, distance_matrix=dist)
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
-        found = []
+        found = _indexed_biases(model)
         for name, param in model.named_parameters():
             if _hf.last_name(name) != TABLE_NAME or param.ndim != 2:
                 continue

@@ -137,22 +137,65 @@ def config_model(config: Any, *, model: Any = None, name: str = "model") -> Exte
     """The :class:`ExtensionModel` a family reads from a transformers configuration alone
     (``extension_from_config``: RoPE's parameters; with ``model``, checked against its
     modules), or ``None``: the family is in the weights."""
-    length = getattr(config, "max_position_embeddings", None)
-    for fam in families().values():
-        params = fam.extension.extension_from_config(config, model)
-        if params is not None:
-            return ExtensionModel(fam.name, name, length, params)
+    for cfg in _text_first_configs(config):
+        length = getattr(cfg, "max_position_embeddings", None)
+        for fam in families().values():
+            params = fam.extension.extension_from_config(cfg, model)
+            if params is not None:
+                return ExtensionModel(fam.name, name, length, params)
     return None
 
 
-def _long_range_first(found: Any) -> list[Any]:
-    """Mechanisms with the ones of full-attention layers first (Gemma 3's global base before
-    its sliding-window base: the layers a longer context reaches)."""
+def _text_first_configs(config: Any) -> list[Any]:
+    """``config`` and, for a model of several towers, its text model's configuration
+    (``get_text_config()``: the context a longer input reaches is the text decoder's)."""
+    get = getattr(config, "get_text_config", None)
+    text = get() if callable(get) else None
+    return [config] if text is None or text is config else [config, text]
+
+
+def _text_path(model: Any) -> str | None:
+    """The first component of the token embedding's module path (``language_model`` of a
+    vision-language model, ``text_model`` of a dual encoder; ``""`` for a top-level one), or
+    ``None`` when the model names none."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        embeddings = None
+    if embeddings is None:
+        text = _text_first_configs(getattr(model, "config", None))[-1]
+        rows = getattr(text, "vocab_size", None)
+        found = [
+            name
+            for name, module in model.named_modules()
+            if getattr(module, "num_embeddings", None) == rows
+        ]
+        return found[0].split(".")[0] if found else None
+    for name, module in model.named_modules():
+        if module is embeddings:
+            return name.split(".")[0] if "." in name else ""
+    return None
+
+
+def _on_text_path(mech: Any, path: str | None) -> bool:
+    where = mech.stack or mech.source
+    return path is None or path == "" or str(where).split(".")[0] == path
+
+
+def _long_range_first(found: Any, model: Any = None) -> list[Any]:
+    """Mechanisms of the text path first (a vision-language model's language model before its
+    vision tower's patch table: :func:`_text_path`), then the ones of full-attention layers
+    (Gemma 3's global base before its sliding-window base: the layers a longer context
+    reaches)."""
     from posgeom.encodings.rope_layer_types import LOCAL_LAYER_TYPES
 
+    path = None if model is None else _text_path(model)
     return sorted(
         found,
-        key=lambda m: str(getattr(m.params, "layer_type", "") or "").startswith(LOCAL_LAYER_TYPES),
+        key=lambda m: (
+            not _on_text_path(m, path),
+            str(getattr(m.params, "layer_type", "") or "").startswith(LOCAL_LAYER_TYPES),
+        ),
     )
 
 
@@ -186,7 +229,7 @@ def model_from_config(config: Any, *, model: Any = None, name: str = "model") ->
         )
     from posgeom.models.mechanisms import find_positional_mechanisms
 
-    found = _long_range_first(find_positional_mechanisms(model, on_missing="none"))
+    found = _long_range_first(find_positional_mechanisms(model, on_missing="none"), model)
     for mech in found:
         fam = family_of_mechanism(mech.kind)
         params = fam.extension.extension_from_mechanism(mech)

@@ -29,6 +29,7 @@ interrupted run resumes there; it is removed once the folder is written.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -96,8 +97,25 @@ def _encoder(model: Any, tokenizer: Any, gguf_file: str | None) -> Callable | No
     return lambda texts: [hf(t, add_special_tokens=False)["input_ids"] for t in texts]
 
 
+def _model_class(config: Any, measure: Any) -> Any:
+    """``AutoModelForCausalLM`` when transformers has a causal LM for ``config``; else, unless
+    ``measure`` needs the losses, ``AutoModel`` (an encoder's or a vision-language model's weights,
+    read for their position tables and projections only)."""
+    transformers = require("transformers", "hf")
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if getattr(config, "model_type", None) in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or measure:
+        return transformers.AutoModelForCausalLM  # measure without one: transformers' own line
+    return transformers.AutoModel
+
+
 def _load(
-    model: Any, gguf_file: str | None, *, weights: bool, placement: dict[str, Any]
+    model: Any,
+    gguf_file: str | None,
+    *,
+    weights: bool,
+    placement: dict[str, Any],
+    measure: Any = False,
 ) -> tuple[ExtensionModel, Any, Any]:
     """The :class:`ExtensionModel`, when ``weights`` the causal LM (else None; a posgeom decoder
     file always gives its decoder; ``placement``: its device and dtype) and the tokenizer a
@@ -123,9 +141,47 @@ def _load(
     from_config = None if weights else config_model(config, name=name)
     if from_config is not None:  # the configuration names the family (RoPE): no weights
         return from_config, None, None
-    causal = require("transformers", "hf").AutoModelForCausalLM
-    lm = pretrained_model(model, model_class=causal, **placement, **kwargs)
+    lm = pretrained_model(model, model_class=_model_class(config, measure), **placement, **kwargs)
+    if not isinstance(lm, require("transformers", "hf").GenerationMixin):  # not a causal LM
+        from posgeom.models.token_input import check_token_input
+
+        check_token_input(lm)  # a vision or audio tower: no text context to extend
     return model_from_config(lm.config, model=lm, name=name), lm, None
+
+
+def _model_use(lm: Any, ext: ExtensionModel, strategies: Any = None) -> tuple[Any, str]:
+    """A rotary model's plane use for the model-aware predictor
+    (:func:`posgeom.extension.usage.plane_use`) and ``""``, or ``None`` and the note saying why
+    that predictor is left out: its query/key projections are not ``q_proj``/``k_proj`` (fused
+    or low-rank, as GPT-J's or MLA's) or do not split into the rotary planes (partial rotary).
+    A ``proportional`` rope without given ``strategies`` is refused (no built-in ones)."""
+    from posgeom.extension.strategies import Strategy
+    from posgeom.extension.usage import plane_use
+
+    rotary = extension_of(ext.family).rotary
+    if rotary and strategies is None and ext.rope_parameters.get("rope_type") == "proportional":
+        raise PosgeomError(
+            "extend has no built-in strategies for rope_type 'proportional' (the first planes of "
+            "each head rotate, the rest are kept: Gemma 4, LFM 3); pass --strategies FILE with "
+            'proportional rope_parameters, e.g. {"x2": {"rope_type": "proportional", "factor": 2}}'
+        )
+    if lm is None or not rotary:
+        return None, ""
+    try:
+        use = plane_use(lm)
+    except (PosgeomError, AttributeError, ValueError) as exc:
+        why = str(exc).splitlines()[0] if isinstance(exc, PosgeomError) else "unreadable"
+        return None, f"the model-aware predictor is left out (plane use: {why})"[:240]
+    length = int(ext.trained_length or 2)
+    planes = Strategy("own", "rope", "none", dict(ext.rope_parameters)).frequencies(
+        ext, length, length
+    )[0]
+    if use.weights.size != np.asarray(planes).size:
+        return None, (
+            f"the model-aware predictor is left out: the query/key projections give "
+            f"{use.weights.size} planes, the rotary {np.asarray(planes).size} (partial rotary)"
+        )
+    return use, ""
 
 
 @validate_params(
@@ -205,7 +261,7 @@ def extend(
     embedding = str(classes).startswith("embedding:")
     encode = _encoder(model, tokenizer, gguf_file)
     weights = measure or embedding or (model_weights and not _is_spec(model))
-    ext, lm, own = _load(model, gguf_file, weights=weights, placement=placement)
+    ext, lm, own = _load(model, gguf_file, weights=weights, placement=placement, measure=measure)
     encode = own or encode
     docs = read_documents(paths, encode, decoding)
     held: list[np.ndarray] = []
@@ -225,6 +281,7 @@ def extend(
     if measure:
         say(held_note)
     where = position_estimate(docs, target_length, seed=seed) if positions else None
+    use, use_note = _model_use(lm if model_weights else None, ext, strategies)
     result = score_strategies(
         ext,
         docs,
@@ -237,8 +294,10 @@ def extend(
         replicates=replicates,
         seed=seed,
         position_distances=where,
-        plane_use=lm if model_weights and extension_of(ext.family).rotary else None,
+        plane_use=use,
     )
+    if use_note:
+        result = dataclasses.replace(result, notes=(*result.notes, use_note))
     sizes = (max_windows, measure_top, where, measure)
     if not output:
         if measure:

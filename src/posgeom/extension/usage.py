@@ -92,11 +92,12 @@ def _layers(model: Any) -> list[tuple[np.ndarray, np.ndarray, int, int, int]]:
             d = w.shape[0] // 3
             out.append([w[:d], w[d : 2 * d], module.n_heads, module.n_heads, module.head_dim])
     gains = [
-        arr(m.input_layernorm.weight)
+        getattr(m.input_layernorm, "weight", None)
         for m in model.modules()
         if hasattr(m, "input_layernorm") and hasattr(m, "self_attn")
     ]
-    if len(gains) == len(out):
+    if len(gains) == len(out) and all(isinstance(g, torch.Tensor) for g in gains):
+        gains = [arr(g) for g in gains]  # a norm without a gain (gated, L2) folds nothing
         for layer, g in zip(out, gains, strict=True):
             layer[0], layer[1] = layer[0] * g, layer[1] * g
     return [tuple(layer) for layer in out]

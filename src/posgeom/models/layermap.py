@@ -47,6 +47,7 @@ LAYER_COUNT_FIELDS = (
     "num_decoder_layers",
     "encoder_layers",
     "decoder_layers",
+    "conf_num_hidden_layers",  # Gemma 3n's audio conformer
 )
 
 #: where a mechanism kind acts: ``"input"`` (a table added before the first block: layers
@@ -225,6 +226,31 @@ def _placed(
     return out
 
 
+def _one_setup_per_layer(placed: list[Mechanism]) -> list[Mechanism]:
+    """A block claimed by two per-layer-type rotary set-ups of one stack keeps the one with
+    more planes: the forward probe finds every cosine of a set-up among what the block got, so
+    a set-up whose frequencies are a subset of the other's (NeoMME's full-attention base,
+    ``w = (1, 0.001)``, inside its window base's eight) matches the other's blocks too."""
+    claims: dict[tuple[str | None, int], list[int]] = {}
+    for k, mech in enumerate(placed):
+        if mech.kind == "rotary" and getattr(mech.params, "layer_type", None) and mech.layers:
+            for i in mech.layers:
+                claims.setdefault((mech.stack, i), []).append(k)
+    drop: dict[int, set[int]] = {}
+    for (_, layer), owners in claims.items():
+        if len(owners) > 1:
+            widest = max(len(placed[k].params.inv_freq) for k in owners)
+            for k in owners:
+                if len(placed[k].params.inv_freq) < widest:
+                    drop.setdefault(k, set()).add(layer)
+    return [
+        dataclasses.replace(m, layers=tuple(i for i in m.layers if i not in drop[k]))
+        if k in drop
+        else m
+        for k, m in enumerate(placed)
+    ]
+
+
 def _same(a: Mechanism, b: Mechanism) -> bool:
     """The same kind in the same stack with equal parameters (tables compared by value: each
     block's own learned bias is its own entry)."""
@@ -276,6 +302,8 @@ def assign_layers(model: Any, found: Sequence[Mechanism]) -> list[Mechanism]:
     stacks = layer_stacks(model)
     probe = _probe_by_block(model, stacks, {m.kind for m in found})
     per_block = _per_block(found, stacks)
-    placed = [p for m in found for p in _placed(m, model, stacks, probe, per_block)]
+    placed = _one_setup_per_layer(
+        [p for m in found for p in _placed(m, model, stacks, probe, per_block)]
+    )
     placed = _merge([m for m in placed if m.layers is None or m.layers or m.kind != "rotary"])
     return placed + _none_entries(placed, stacks)

@@ -59,6 +59,12 @@ from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, s
 from posgeom.models.loading import ModelTokenizer, loaded_model, model_tokenizer
 from posgeom.models.mechanisms import model_position_limit
 from posgeom.models.result import LayerwiseSignal
+from posgeom.models.token_input import (
+    check_token_input,
+    forward_module,
+    hidden_states,
+    token_forward,
+)
 from posgeom.scores.stress import STRESS_KINDS, stress_scores
 
 __all__ = ["STRESS_KINDS", "LayerwiseSignal", "layerwise_positional_signal"]
@@ -81,13 +87,6 @@ class _Run:
     vocab_rows: int | None
     device: torch.device
     acc_device: torch.device  # float64 totals: the host
-
-
-def _forward_module(model: torch.nn.Module) -> torch.nn.Module:
-    config = getattr(model, "config", None)
-    if getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
-        return model.get_encoder()
-    return model
 
 
 def _vocab_rows(model: torch.nn.Module) -> int | None:
@@ -140,6 +139,8 @@ def _prepare(
     tokens = None if tokenizer is None else model_tokenizer(tokenizer)
     if tokens is not None:
         tokens.check_model(model)
+    else:
+        check_token_input(model)
     rows = _vocab_rows(model)
     pad_id = tokens.pad_id if tokens is not None else None
     if pad_id is None:
@@ -150,7 +151,7 @@ def _prepare(
 
     return _Run(
         model=model,
-        forward=_forward_module(model),
+        forward=forward_module(model),
         tokens=tokens,
         n=n,
         special=_special_ids(include_special, special_token_ids, tokens),
@@ -198,18 +199,14 @@ def _hidden_states(run: _Run, batch: PaddedBatch) -> Sequence[torch.Tensor]:
             f"token id {int(ids.max())} is outside the model's vocabulary of {run.vocab_rows}: "
             "the token ids (or tokenizer) do not belong to this model"
         )
-    out = run.forward(
+    out = token_forward(
+        run.forward,
         input_ids=torch.from_numpy(ids).to(run.device),
         attention_mask=torch.from_numpy(batch.mask).to(run.device),
         output_hidden_states=True,
         return_dict=True,
     )
-    if out.hidden_states is None:
-        raise PosgeomError(
-            f"{type(run.forward).__name__} returned no hidden_states; use a model whose "
-            "forward supports output_hidden_states=True"
-        )
-    return out.hidden_states
+    return hidden_states(out, run.forward)
 
 
 def _accumulate(

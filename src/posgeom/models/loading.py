@@ -129,10 +129,14 @@ class ModelTokenizer:
     def check_model(self, model: Any, *, fix: str = "load the tokenizer of this model") -> None:
         """Raise :class:`PosgeomError` when this tokenizer evidently belongs to another model.
 
-        Two checks: the vocabulary must fit the model's input embedding (ids ``<`` rows), and,
+        First the model must read token ids alone
+        (:func:`~posgeom.models.token_input.check_token_input`). Then two checks: the vocabulary must fit the model's input embedding (ids ``<`` rows), and,
         when both name one, the padding id must be the model's ``config.pad_token_id`` (BERT uses
         0, RoBERTa/MPNet 1: a BERT tokenizer on MPNet passes the first check, not this one).
         """
+        from posgeom.models.token_input import check_token_input
+
+        check_token_input(model)  # a vision or audio model, a model of several towers
         rows = _embedding_rows(model)
         if rows is not None and self.vocab_size > rows:
             raise PosgeomError(

@@ -25,6 +25,7 @@ import torch
 
 from posgeom._errors import PosgeomError
 from posgeom._paths import portable_path
+from posgeom.models.token_input import forward_module, hidden_states, token_forward
 
 __all__ = ["ProbedModel", "open_model"]
 
@@ -78,19 +79,13 @@ def _hooked_states(model: torch.nn.Module, call: Callable) -> Callable:
 
 
 def _hf_states(model: torch.nn.Module) -> Callable:
-    config = getattr(model, "config", None)
-    forward = model.get_encoder() if getattr(config, "is_encoder_decoder", False) else model
+    forward = forward_module(model)
 
     def states(ids: torch.Tensor, mask: torch.Tensor) -> Sequence[torch.Tensor]:
-        out = forward(
-            input_ids=ids, attention_mask=mask, output_hidden_states=True, return_dict=True
+        out = token_forward(
+            forward, input_ids=ids, attention_mask=mask, output_hidden_states=True, return_dict=True
         )
-        if out.hidden_states is None:
-            raise PosgeomError(
-                f"{type(forward).__name__} returned no hidden_states; use a model whose forward "
-                "supports output_hidden_states=True"
-            )
-        return out.hidden_states
+        return hidden_states(out, forward)
 
     return states
 

@@ -1,0 +1,158 @@
+"""Positions the support matrix once called "none": each mechanism against what the model
+computes (tiny random models of transformers' own architectures, built by studies.support)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from posgeom._errors import PosgeomError  # noqa: E402
+from posgeom.encodings import family_of_mechanism  # noqa: E402
+from posgeom.models import find_positional_mechanisms, mechanism_encodings  # noqa: E402
+from studies import support  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_videomae_sinusoid_kept_as_a_plain_tensor_is_found():
+    """VideoMAE adds a fixed sinusoidal table, kept as a plain tensor attribute (no parameter,
+    no buffer), to its patch embeddings: found as an absolute sinusoid whose vectors are the
+    table's rows, with Vaswani's base 10,000 (the paper's formula, computed here)."""
+    model = support.build("videomae")
+    table = model.embeddings.position_embeddings
+    assert not isinstance(table, torch.nn.Parameter)
+    assert "position_embeddings" not in dict(model.embeddings.named_buffers())
+    (mech,) = find_positional_mechanisms(model)
+    assert mech.kind == "sinusoidal" and mech.layers is None
+    rows = table[0].double().numpy()
+    np.testing.assert_allclose(mech.params.vectors(np.arange(rows.shape[0])), rows, atol=1e-5)
+    d = rows.shape[1]
+    p, k = np.arange(rows.shape[0])[:, None], np.arange(d)[None, :]
+    vaswani = p / 10000.0 ** (2 * (k // 2) / d)
+    vaswani[:, 0::2], vaswani[:, 1::2] = np.sin(vaswani[:, 0::2]), np.cos(vaswani[:, 1::2])
+    np.testing.assert_allclose(rows, vaswani, atol=1e-5)
+    assert mech.params.standard_base() == pytest.approx(10000.0, rel=1e-4)
+    enc = mechanism_encodings(model, 8)
+    np.testing.assert_allclose(next(iter(enc.values())).vectors, rows[:8], atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_vits_relative_key_embeddings_are_named_per_layer_and_refused():
+    """VITS's attention adds a learned key vector per offset ``|i - j| <= window_size`` (zero
+    beyond): one relative_embeddings entry per block, its table the model's ``emb_rel_k`` row by
+    offset as the model's own ``_get_relative_embeddings`` lays them out; no geometry, refused."""
+    model = support.build("vits")
+    found = find_positional_mechanisms(model)
+    layers = model.text_encoder.encoder.layers
+    assert [(m.kind, m.layers) for m in found] == [
+        ("relative_embeddings", (i,)) for i in range(len(layers))
+    ]
+    for mech, layer in zip(found, layers, strict=True):
+        attn = layer.attention
+        w = attn.window_size
+        assert mech.max_relative_positions == w
+        length = w + 3  # offsets -(L-1) .. L-1, two beyond the window on each side
+        got = attn._get_relative_embeddings(attn.emb_rel_k, length)[0].detach().double().numpy()
+        offsets = np.arange(-(length - 1), length)
+        inside = np.abs(offsets) <= w
+        np.testing.assert_array_equal(got[inside], mech.table[offsets[inside] + w])
+        assert not got[~inside].any()
+    with pytest.raises(PosgeomError, match="no position geometry"):
+        found[0].to_encoding(4)
+    assert mechanism_encodings(model, 8) == {}
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_levit_attention_biases_are_a_window_bias_with_the_models_index():
+    """LeViT adds a learned bias per ``(|dr|, |dc|)`` patch offset to every head's logits
+    (``attention_biases`` indexed by ``attention_bias_idxs``): found as window_bias on the
+    square ``r x r`` grid of each attention, whose bias is the model's own
+    ``get_attention_biases``; the subsampling attentions (``(N', N)``) are left out."""
+    model = support.build("levit")
+    torch.manual_seed(1)
+    for p in model.parameters():  # the biases start at zero: give them values
+        if p.ndim == 2:
+            torch.nn.init.normal_(p)
+    found = find_positional_mechanisms(model)
+    square = {
+        name: module
+        for name, module in model.named_modules()
+        if hasattr(module, "attention_bias_idxs")
+        and module.attention_bias_idxs.shape[0] == module.attention_bias_idxs.shape[1]
+    }
+    assert {m.source.rsplit(".", 1)[0] for m in found} == set(square)
+    for mech in found:
+        attn = square[mech.source.rsplit(".", 1)[0]]
+        attn.train(True)  # the model's cache of the bias is kept in eval mode only
+        want = attn.get_attention_biases(torch.device("cpu")).detach().double().numpy()
+        assert mech.kind == "window_bias"
+        np.testing.assert_array_equal(mech.params.bias(), want)
+        side = mech.params.window[0]
+        assert side * side == want.shape[1]
+        assert mech.params.encodings(4, start=0, params={}) == {}  # no text positions
+        with pytest.raises(PosgeomError, match="window attention"):
+            family_of_mechanism("window_bias").extension.extension_from_mechanism(mech)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_zaya_rotates_once_its_attention_scores_are_not_all_zero():
+    """Zaya's query-key temperature initialises to 0 (every score 0: no rotation can show);
+    the tiny build fills all-zero parameters, as a trained checkpoint has none, and Zaya's
+    rotary (its ``hybrid`` base) is found on its blocks, its angles the model's own module's."""
+    model = support.build("zaya")
+    assert all(bool(p.any()) for p in model.parameters())
+    (mech,) = find_positional_mechanisms(model)
+    assert mech.kind == "rotary" and mech.layers == (0, 1)
+    assert mech.params.layer_type == "hybrid" == model.config.layer_types[0]
+    assert mech.theta == model.config.rope_parameters["hybrid"]["rope_theta"]
+    assert support.rotary_error(model, mech) <= 1e-6
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_conformer_relative_sinusoids_kept_in_buffers_are_found():
+    """FastSpeech2-Conformer keeps its relative sinusoid as a table of a row per offset
+    (``pos_enc``, offsets ``M - 1 .. -(M - 1)``); Gemma 3n's audio conformer keeps the
+    frequencies of its timing signal ``[sin(r w) | cos(r w)]`` (``inv_timescales``). Both are
+    relative sinusoids inside attention, their vectors the models' own rows."""
+    fs2 = support.build("fastspeech2_conformer")
+    found = [m for m in find_positional_mechanisms(fs2) if m.kind == "sinusoidal"]
+    assert [(m.stack, m.layers) for m in found] == [
+        ("encoder.conformer_layers", (0, 1)),
+        ("decoder.conformer_layers", (0, 1)),
+    ]
+    table = fs2.encoder.pos_enc.pos_enc[0].double().numpy()
+    middle = table.shape[0] // 2
+    offsets = np.arange(40)
+    got = found[0].params.vectors(offsets)
+    assert found[0].params.relative
+    np.testing.assert_allclose(got, table[middle - offsets], atol=1e-5)
+    audio = support.build("gemma3n_audio")
+    (first, *rest) = find_positional_mechanisms(audio)
+    assert first.kind == "sinusoidal" and first.params.relative and first.params.layout == "concat"
+    assert all(m.kind == "sinusoidal" for m in rest)
+    module = audio.conformer[0].attention.attn.relative_position_embedding
+    r = torch.arange(-5, 13, dtype=torch.float32)[:, None]
+    want = module._get_timing_signal_1d_pos(r, torch.float32).reshape(r.shape[0], -1)
+    np.testing.assert_allclose(first.params.vectors(r[:, 0].numpy()), want.double(), atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_lerope_learned_scales_are_read_into_the_frequencies():
+    """Mistral Large 4's rotary module rotates by ``w_k exp(alpha_k)`` with a learned ``alpha``
+    (zero at initialisation, trained in a checkpoint): the frequencies posgeom reports are the
+    scaled ones, and agree with the module's own angles."""
+    model = support.build("mistral_large4_text")
+    module = model.rotary_emb
+    with torch.no_grad():
+        module.alpha.copy_(torch.linspace(-0.5, 0.5, module.alpha.numel()))
+    (mech, *_) = find_positional_mechanisms(model)
+    want = module.inv_freq.double() * module.alpha.detach().double().exp()
+    np.testing.assert_allclose(mech.params.inv_freq, want.numpy(), rtol=1e-6)
+    assert support.rotary_error(model, mech) <= 1e-6
