@@ -3,6 +3,7 @@ computes (tiny random models of transformers' own architectures, built by studie
 
 from __future__ import annotations
 
+import copy
 import os
 
 import numpy as np
@@ -156,3 +157,26 @@ def test_lerope_learned_scales_are_read_into_the_frequencies():
     want = module.inv_freq.double() * module.alpha.detach().double().exp()
     np.testing.assert_allclose(mech.params.inv_freq, want.numpy(), rtol=1e-6)
     assert support.rotary_error(model, mech) <= 1e-6
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_sam_fourier_feature_matrix_is_not_a_learned_table():
+    """SAM's prompt encoder keeps ``shared_image_embedding.positional_embedding`` ``(2, m)``, a
+    random Fourier-feature projection of point coordinates: the module computes
+    ``[sin(2 pi (2 c - 1) W) | cos(...)]`` (checked here by hand), so its rows are the x and y
+    axes, not positions, and no learned table is read from it (SAM and SAM 2, where it is a
+    buffer)."""
+    for model_type in ("sam", "sam2"):
+        model = support.build(model_type)
+        module = copy.deepcopy(model.shared_image_embedding).double()
+        w = module.positional_embedding.detach().numpy()
+        coords = torch.rand(1, 1, 5, 2, dtype=torch.float64)
+        expected = 2 * np.pi * (2 * coords.numpy() - 1) @ w
+        with torch.no_grad():
+            got = module(coords).numpy()
+        np.testing.assert_allclose(
+            got, np.concatenate([np.sin(expected), np.cos(expected)], -1), atol=1e-5
+        )
+        found = find_positional_mechanisms(model, on_missing="none")
+        assert not any("positional_embedding" in m.source for m in found), model_type
+        assert all(m.kind != "learned" or m.n_positions > 2 for m in found)
