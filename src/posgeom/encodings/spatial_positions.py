@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
 from posgeom.encodings._extension import Extension
@@ -74,6 +75,13 @@ class SpatialPositionParams(MechanismParams):
     width: int = 0
     base: float = 0.0
     shape: tuple[int, ...] = ()
+
+    @property
+    def scope(self) -> str:
+        """Where it acts: a learned grid is added to the patch grid before the first block
+        (``"input"``); the others act in the blocks that hold or use them (``""``: placed by
+        the layer map)."""
+        return "input" if self.form == "learned 2-D grid" else ""
 
     def summary(self) -> str:
         extra = f", width {self.width}" if self.width else ""
@@ -143,7 +151,7 @@ def _grid_sine(module: Any) -> bool:
     except (AttributeError, TypeError, ValueError):
         return False
     width = getattr(module, "embed_dim", None)
-    if not {"height", "width"} <= names or not isinstance(width, int):
+    if not {"height", "width"} <= names or not is_integer(width):
         return False
     if not isinstance(getattr(module, "temperature", None), (int, float)):
         return False
@@ -189,7 +197,8 @@ def _computed(model: Any) -> list[Mechanism]:
             found.append(_mech(name, form="rotary over grid axes", axes=axes, width=width))
         elif _grid_sine(module):
             base = float(module.temperature)
-            found.append(_mech(name, form="2-D sine", width=module.embed_dim, base=base))
+            width = int(module.embed_dim)
+            found.append(_mech(name, form="2-D sine", width=width, base=base))
         elif (linear := _coordinate_rotary(module)) is not None:
             form = "rotary of keypoint coordinates"
             axes, width = linear.in_features, linear.out_features
