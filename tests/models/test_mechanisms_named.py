@@ -3,6 +3,7 @@ computes (tiny random models of transformers' own architectures, built by studie
 
 from __future__ import annotations
 
+import copy
 import os
 
 import numpy as np
@@ -156,3 +157,179 @@ def test_lerope_learned_scales_are_read_into_the_frequencies():
     want = module.inv_freq.double() * module.alpha.detach().double().exp()
     np.testing.assert_allclose(mech.params.inv_freq, want.numpy(), rtol=1e-6)
     assert support.rotary_error(model, mech) <= 1e-6
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_sam_fourier_feature_matrix_is_not_a_learned_table():
+    """SAM's prompt encoder keeps ``shared_image_embedding.positional_embedding`` ``(2, m)``, a
+    random Fourier-feature projection of point coordinates: the module computes
+    ``[sin(2 pi (2 c - 1) W) | cos(...)]`` (checked here by hand), so its rows are the x and y
+    axes, not positions: no learned table is read from it (SAM and SAM 2, where it is a
+    buffer), it is named spatial_positions ("Fourier features of coordinates")."""
+    for model_type in ("sam", "sam2"):
+        model = support.build(model_type)
+        module = copy.deepcopy(model.shared_image_embedding).double()
+        w = module.positional_embedding.detach().numpy()
+        coords = torch.rand(1, 1, 5, 2, dtype=torch.float64)
+        expected = 2 * np.pi * (2 * coords.numpy() - 1) @ w
+        with torch.no_grad():
+            got = module(coords).numpy()
+        np.testing.assert_allclose(
+            got, np.concatenate([np.sin(expected), np.cos(expected)], -1), atol=1e-5
+        )
+        found = find_positional_mechanisms(model, on_missing="none")
+        named = [m for m in found if m.source == "shared_image_embedding.positional_embedding"]
+        assert [(m.kind, m.form, m.axes, m.width) for m in named] == [
+            ("spatial_positions", "Fourier features of coordinates", 2, 2 * w.shape[1])
+        ], model_type
+        assert all(m.kind != "learned" for m in found)
+
+
+def _refused(mech):
+    """Every use of a geometry refuses ``mech`` in one line naming its kind."""
+    with pytest.raises(PosgeomError, match=mech.kind):
+        mech.to_encoding(8)
+    with pytest.raises(PosgeomError, match=mech.kind):
+        family_of_mechanism(mech.kind).extension.extension_from_mechanism(mech)
+    assert mechanism_encodings(mech, 8) == {}
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_sam_decomposed_relative_positions_are_the_models_rows_per_offset():
+    """SAM's ViT attention adds, per query and key patch, the vectors of their row offset and
+    column offset (``rel_pos_h`` / ``rel_pos_w``, ``(2 S - 1, head_dim)``): one
+    relative_embeddings entry per table and block, row ``r + S - 1`` the model's own vector of
+    offset ``r`` as its ``get_rel_pos`` picks it; refused (no geometry)."""
+    model = support.build("sam_vision_model")
+    found = [m for m in find_positional_mechanisms(model) if m.kind == "relative_embeddings"]
+    layers = model.vision_encoder.layers
+    assert [(m.source.rsplit(".", 1)[-1], m.layers) for m in found] == [
+        (name, (i,)) for i in range(len(layers)) for name in ("rel_pos_h", "rel_pos_w")
+    ]
+    for mech in found:
+        attn = model.get_submodule(mech.source.rsplit(".", 1)[0])
+        size = (mech.table.shape[0] + 1) // 2
+        assert mech.max_relative_positions == size - 1
+        with torch.no_grad():
+            picked = attn.get_rel_pos(size, size, getattr(attn, mech.source.rsplit(".", 1)[-1]))
+        i, j = np.indices((size, size))
+        np.testing.assert_array_equal(picked.double().numpy(), mech.table[i - j + size - 1])
+        assert mech.axis == {"rel_pos_h": "height", "rel_pos_w": "width"}[mech.source[-9:]]
+        _refused(mech)
+
+
+def _grid(model):
+    grids = [m for m in find_positional_mechanisms(model) if m.kind == "spatial_positions"]
+    assert [m.form for m in grids] == ["learned 2-D grid"]
+    param = model.get_parameter(grids[0].source)
+    assert tuple(grids[0].shape) == tuple(param.shape) and param.ndim == 4
+    _refused(grids[0])
+    return param
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_sam_learned_position_grid_is_named_and_is_what_the_model_adds():
+    """SAM's ``pos_embed`` ``(1, H, W, d)`` is a named spatial_positions grid with the
+    parameter's shape: the first block's input minus the patch embedding is that grid (captured
+    from the model's forward); refused."""
+    model = support.build("sam_vision_model").eval()
+    param = _grid(model)
+    encoder = model.vision_encoder
+    torch.manual_seed(0)
+    seen = {}
+    hook = encoder.layers[0].register_forward_pre_hook(lambda m, a: seen.update(x=a[0]))
+    with torch.no_grad():
+        param.normal_()
+        size = model.config.image_size
+        pixels = torch.randn(1, model.config.num_channels, size, size)
+        model(pixel_values=pixels)
+        patches = encoder.patch_embed(pixels)
+    hook.remove()
+    np.testing.assert_allclose((seen["x"] - patches).numpy(), param.detach().numpy(), atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_hiera_learned_position_grid_is_named_and_resampled_by_the_model():
+    """Hiera's ``pos_embed`` ``(1, d, 7, 7)`` (SAM 2's backbone) is a named spatial_positions
+    grid with the parameter's shape; the model resamples it bicubically to the feature map
+    (with the window table zeroed, its ``_get_pos_embed`` is ``F.interpolate`` of the grid,
+    computed here); refused."""
+    model = support.build("sam2_vision_model").eval()
+    param = _grid(model)
+    backbone = model.backbone
+    torch.manual_seed(0)
+    with torch.no_grad():
+        param.normal_()
+        backbone.pos_embed_window.zero_()
+        got = backbone._get_pos_embed((16, 16))
+        want = torch.nn.functional.interpolate(param, size=(16, 16), mode="bicubic")
+    np.testing.assert_allclose(got.numpy(), want.permute(0, 2, 3, 1).numpy(), atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_vjepa2_rotary_over_frame_row_and_column_is_named_per_block():
+    """V-JEPA 2's attention rotates queries and keys by each patch's (frame, row, column),
+    computed inside the attention (no inv_freq buffer): named spatial_positions with 3 axes;
+    the model's position ids are the raster decomposition of the patch index (computed here
+    from its grid), and its rotation is the identity at position 0 and not elsewhere."""
+    model = support.build("vjepa2").eval()
+    found = [m for m in find_positional_mechanisms(model) if m.kind == "spatial_positions"]
+    assert {(m.form, m.axes) for m in found} == {("rotary over grid axes", 3)}
+    attn = model.get_submodule(found[0].source)
+    assert not list(attn.named_buffers())
+    g = attn.grid_size
+    n = 2 * g * g
+    ids = attn.get_position_ids(torch.zeros(1, n, 1))
+    p = np.arange(n)
+    expected = (p // (g * g), (p % (g * g)) // g, p % g)
+    for got, want in zip(ids, expected, strict=True):
+        np.testing.assert_array_equal(got.numpy(), want)
+    qk = torch.randn(1, attn.num_attention_heads, n, attn.attention_head_size)
+    zeros = tuple(torch.zeros_like(t) for t in ids)
+    with torch.no_grad():
+        np.testing.assert_allclose(attn.apply_rotary_embeddings(qk, zeros), qk, atol=1e-6)
+        assert not torch.allclose(attn.apply_rotary_embeddings(qk, ids), qk)
+    assert found[0].width == attn.attention_head_size
+    _refused(found[0])
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_d_fine_sine_of_the_feature_grid_is_named_with_its_temperature():
+    """D-FINE's encoder adds a 2-D sine table of the feature map computed in the forward:
+    ``[sin(h w_k) | cos(h w_k) | sin(x w_k) | cos(x w_k)]``, ``w_k = T^(-k / (d / 4))``
+    (computed here by hand from the reading's temperature and width, against the module)."""
+    model = support.build("d_fine").eval()
+    (mech,) = [m for m in find_positional_mechanisms(model) if m.kind == "spatial_positions"]
+    assert mech.form == "2-D sine" and mech.axes == 2
+    module = model.get_submodule(mech.source)
+    got = module(width=5, height=3, device=torch.device("cpu"), dtype=torch.float64)[0].numpy()
+    d, t = mech.width, mech.base
+    w = t ** -(np.arange(d // 4) / (d // 4))
+    h, x = (a.ravel()[:, None] * w for a in np.indices((3, 5)))
+    np.testing.assert_allclose(
+        got, np.concatenate([np.sin(h), np.cos(h), np.sin(x), np.cos(x)], 1), atol=1e-12
+    )
+    _refused(mech)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_lightglue_keypoint_rotary_is_named_as_a_rotation_of_coordinates():
+    """LightGlue rotates queries and keys by a learned projection of each keypoint's (x, y),
+    values and not token order: named spatial_positions ("rotary of keypoint coordinates"),
+    its cosines ``cos(W k)`` with each angle repeated twice (computed here from the projector's
+    weight); refused."""
+    model = support.build("lightglue").eval()
+    found = [m for m in find_positional_mechanisms(model) if m.kind == "spatial_positions"]
+    assert {(m.form, m.source) for m in found} == {
+        ("rotary of keypoint coordinates", "positional_encoder")
+    }
+    module = model.positional_encoder
+    weight = module.projector.weight.detach().double().numpy()
+    assert (found[0].axes, found[0].width) == weight.shape[::-1]
+    keypoints = torch.rand(1, 6, 2)
+    with torch.no_grad():
+        cos, sin = module(keypoints)[0]
+    angles = np.repeat(keypoints.double().numpy() @ weight.T, 2, axis=-1)
+    np.testing.assert_allclose(cos.double().numpy(), np.cos(angles), atol=1e-5)
+    np.testing.assert_allclose(sin.double().numpy(), np.sin(angles), atol=1e-5)
+    _refused(found[0])

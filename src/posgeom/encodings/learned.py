@@ -5,7 +5,9 @@ The rows used for positions ``0 .. n-1`` of the model's position table:
 - Discovery (one rule for every layer): an ``nn.Embedding`` whose last name component is one of
   :data:`LEARNED_NAMES` (BERT, DistilBERT, ELECTRA, MPNet, RoBERTa, XLM-R:
   ``embeddings.position_embeddings``; GPT-2: ``wpe``; OPT, BART: ``embed_positions``), or a
-  parameter of that name (ViT-style ``pos_embed``); the encoder's table is the shallowest.
+  parameter of that name (ViT-style ``pos_embed``); the encoder's table is the shallowest. A
+  matrix its owner uses to project coordinates is no table
+  (:func:`~posgeom.encodings.value_sinusoid.projects_coordinates`: SAM's Fourier features).
 - Offset (:func:`table_offset`): a table module with an integer ``offset`` attribute (OPT, BART: 2)
   starts at that row; a table with a ``padding_idx`` (RoBERTa, MPNet, XLM-R: ``padding_idx = 1``)
   starts at ``padding_idx + 1`` because those models number real tokens from ``padding_idx + 1``;
@@ -36,6 +38,7 @@ from posgeom.encodings._registry import (
     register,
 )
 from posgeom.encodings.learned_extension import LearnedExtension
+from posgeom.encodings.value_sinusoid import projects_coordinates
 
 #: Last name components of learned absolute position tables.
 LEARNED_NAMES = (
@@ -109,7 +112,7 @@ def position_tables(model: Any) -> list[tuple[str, Any, Any]]:
         tensor = param.detach()
         while tensor.ndim > 2 and tensor.shape[0] == 1:
             tensor = tensor[0]
-        if tensor.ndim == 2:
+        if tensor.ndim == 2 and not projects_coordinates(_hf.parent(model, name), tensor):
             seen.add(id(param))
             found.append((name, None, tensor))
     return found
@@ -125,7 +128,12 @@ def _buffer_tables(model: Any) -> list[tuple[str, Any, Any]]:
         named = _hf.last_name(name) in (*TABLE_BUFFERS, *LEARNED_NAMES) or (
             _hf.last_name(name) == "weights" and owner_name in LEARNED_NAMES
         )
-        if named and buffer.ndim == 2 and buffer.is_floating_point():
+        if (
+            named
+            and buffer.ndim == 2
+            and buffer.is_floating_point()
+            and not projects_coordinates(owner, buffer)
+        ):
             found.append((name, owner, buffer))
     return found
 

@@ -23,7 +23,11 @@ a position table, :data:`~posgeom.encodings.learned.LEARNED_NAMES`, not an embed
 ``(L, L, e)`` output is the table row of the offset ``i - j`` it is this kind too (SpeechT5:
 ``2 M`` rows, ``max_relative_positions = M``, no log buckets). An attention parameter named in
 :data:`RELATIVE_KEY_NAMES` (VITS's ``emb_rel_k``, ``2 w + 1`` rows for the attention's
-``window_size`` ``w``) is this kind too, one mechanism per attention.
+``window_size`` ``w``) is this kind too, one mechanism per attention. So are decomposed
+relative positions (SAM's ViT attention, after MViTv2): a pair of attention parameters
+:data:`RELATIVE_AXIS_NAMES` ``rel_pos_h`` / ``rel_pos_w`` ``(2 S - 1, head_dim)``, row
+``r + S - 1`` the vector of the row (column) offset ``r`` of query and key patches, one
+mechanism per parameter (``axis`` ``"height"`` / ``"width"``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from posgeom.encodings._extension import Extension
 from posgeom.encodings._registry import Family, Mechanism, MechanismParams, register
 
 __all__ = [
+    "RELATIVE_AXIS_NAMES",
     "RELATIVE_KEY_NAMES",
     "RELATIVE_TABLE_NAMES",
     "RelativeEmbeddingParams",
@@ -56,6 +61,8 @@ RELATIVE_TABLE_NAMES = ("rel_embeddings", "rel_pos_emb", "distance_embedding")
 #: last name components of relative key embeddings kept as an attention's parameter, a row per
 #: offset within its ``window_size`` (VITS, after Shaw et al. 2018)
 RELATIVE_KEY_NAMES = ("emb_rel_k",)
+#: decomposed relative positions over a patch grid, one table per axis (SAM's ViT attention)
+RELATIVE_AXIS_NAMES = {"rel_pos_h": "height", "rel_pos_w": "width"}
 
 
 def refusal(what: str) -> str:
@@ -103,7 +110,8 @@ def relative_embeddings(
 class RelativeEmbeddingParams(MechanismParams):
     """``table`` ``(2 span, hidden)`` (one row per bucketed relative distance, float64),
     ``position_buckets`` (``-1``: no log buckets), ``max_relative_positions``, ``terms``
-    (``pos_att_type``: ``("c2p", "p2c")`` for DeBERTa-v3)."""
+    (``pos_att_type``: ``("c2p", "p2c")`` for DeBERTa-v3), ``axis`` (``"height"`` / ``"width"``
+    for a decomposed table of a patch grid's row or column offsets, else ``""``)."""
 
     key = "relative_embeddings"
     representation = "none"
@@ -112,12 +120,18 @@ class RelativeEmbeddingParams(MechanismParams):
     position_buckets: int = -1
     max_relative_positions: int = -1
     terms: tuple[str, ...] = ()
+    axis: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "table", readonly(self.table))
 
     def summary(self) -> str:
         rows, width = self.table.shape
+        if self.axis:  # a row per row or column offset of a patch grid (SAM)
+            return (
+                f"decomposed relative positions {rows}x{width} (a row per {self.axis} offset "
+                f"of two patches, max_relative_positions={self.max_relative_positions})"
+            )
         if not self.terms and self.position_buckets < 0:  # a row per clipped offset (SpeechT5)
             return (
                 f"relative position embeddings {rows}x{width} (a row per offset i - j, "
@@ -207,6 +221,26 @@ def _key_tables(model: Any) -> list[Mechanism]:
     return found
 
 
+def _axis_tables(model: Any) -> list[Mechanism]:
+    """Decomposed relative positions (:data:`RELATIVE_AXIS_NAMES`): an attention holding both
+    ``rel_pos_h`` and ``rel_pos_w`` as 2-D parameters of an odd number ``2 S - 1`` of rows; row
+    ``r + S - 1`` is the offset ``r`` of the query's and the key's row (column)."""
+    found = []
+    for name, weight in model.named_parameters():
+        axis = RELATIVE_AXIS_NAMES.get(_hf.last_name(name))
+        owner = _hf.parent(model, name)
+        pair = [getattr(owner, other, None) for other in RELATIVE_AXIS_NAMES]
+        if axis is None or weight.ndim != 2 or weight.shape[0] % 2 != 1:
+            continue
+        if not all(getattr(p, "ndim", 0) == 2 for p in pair):
+            continue
+        params = RelativeEmbeddingParams(
+            table=_hf.to_numpy(weight), max_relative_positions=weight.shape[0] // 2, axis=axis
+        )
+        found.append(Mechanism("relative_embeddings", name, params))
+    return found
+
+
 def _setting(model: Any, owner: Any, config: Any, name: str) -> Any:
     """``name`` from the table's owner, else the first module that sets it, else the config."""
     for module in (owner, *model.modules()):
@@ -236,7 +270,7 @@ class RelativeEmbeddingFamily(Family):
     looks_for = (
         "an nn.Embedding named rel_embeddings (DeBERTa disentangled attention), a position "
         "module whose output is a table row per offset i - j (SpeechT5), or an attention's "
-        "emb_rel_k parameter (VITS)"
+        "emb_rel_k parameter (VITS) or rel_pos_h / rel_pos_w pair (SAM)"
     )
     detect_order = 50
     extension_type = RelativeEmbeddingExtension
@@ -245,7 +279,7 @@ class RelativeEmbeddingFamily(Family):
         return relative_embeddings(n_positions, **params)
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
-        found = [*_computed_tables(model, config), *_key_tables(model)]
+        found = [*_computed_tables(model, config), *_key_tables(model), *_axis_tables(model)]
         for name, module in model.named_modules():
             if _hf.last_name(name) not in RELATIVE_TABLE_NAMES or not _hf.is_embedding(module):
                 continue

@@ -12,6 +12,11 @@ only the shape (the sequence length, the dtype) of its ``x`` and answers both th
 embedding answers differently. The shapes tried are ``(1, P)``, ``(1, 1, P)``, ``(P,)`` and
 ``(1,)`` (``P = 4``); a module that none of them fits, or whose forward takes other arguments
 (``(x, position_ids)``), is not judged (it stays rotary).
+
+The same holds for a matrix named like a position table that projects coordinates
+(:func:`projects_coordinates`): SAM's prompt encoder keeps a random Fourier-feature matrix
+``positional_embedding`` ``(2, m)`` and computes ``[sin(2 pi c' W) | cos(2 pi c' W)]`` of point
+coordinates ``c' = 2 c - 1``; its rows are the coordinate axes, not positions.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-__all__ = ["embeds_values"]
+__all__ = ["embeds_values", "projects_coordinates"]
 
 #: the input shapes a one-tensor forward is called with
 SHAPES = ((1, 4), (1, 1, 4), (4,), (1,))
@@ -64,3 +69,26 @@ def embeds_values(module: Any) -> bool:
             continue
         return not torch.allclose(a, b, rtol=0.0, atol=1e-9)
     return False
+
+
+def projects_coordinates(owner: Any, table: Any) -> bool:
+    """Whether ``owner`` uses its 2-D ``table`` ``(k, m)`` as a projection of coordinates: its
+    one-tensor forward, called on coordinates ``(1, 1, 4, k)`` (values ``v`` and ``v + 1``),
+    answers features ``(..., 4, 2 m)`` that change with the values (SAM's Fourier features,
+    ``[sin | cos]`` of ``c W``) rather than reading rows of the table by position."""
+    import torch
+
+    if table.ndim != 2 or not _one_tensor_forward(owner):
+        return False
+    k, m = int(table.shape[0]), int(table.shape[1])
+    v = torch.linspace(0.0, 1.0, 4 * k, dtype=torch.float32).reshape(1, 1, 4, k)
+    try:
+        with torch.no_grad():
+            a, b = owner(v), owner(v + 1.0)
+    except (TypeError, ValueError, RuntimeError, IndexError):
+        return False
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return False
+    if tuple(a.shape) != (1, 1, 4, 2 * m):
+        return False
+    return not torch.allclose(a.double(), b.double(), rtol=0.0, atol=1e-9)
