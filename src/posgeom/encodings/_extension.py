@@ -137,6 +137,17 @@ class Strategy:
         return out
 
 
+class RefusingExtension:
+    """Mixed in by the extension side of a mechanism ``extend`` cannot scale (convolutional,
+    relative-embedding, window-bias and spatial positions): a detected mechanism is refused
+    with its family's one line, ``refusal(what)``, a module function set as a ``staticmethod``."""
+
+    refusal: ClassVar[Callable[[str], str]]
+
+    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+        raise PosgeomError(self.refusal("extend cannot scale these positions"))
+
+
 @dataclass(frozen=True)
 class ExtensionContext:
     """Where a strategy runs: ``trained_length`` ``L0``, ``target_length`` ``L`` and, when known,

@@ -24,7 +24,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
-from posgeom.encodings._extension import Extension
+from posgeom.encodings._extension import Extension, RefusingExtension
 from posgeom.encodings._registry import Family, Mechanism, MechanismParams, register
 
 __all__ = ["CONV_POSITION_NAMES", "ConvPositionParams", "refusal"]
@@ -69,11 +69,10 @@ class ConvPositionParams(MechanismParams):
         return {}
 
 
-class ConvPositionExtension(Extension):
-    """Its extension side: ``extend`` refuses these positions in one line."""
+class ConvPositionExtension(RefusingExtension, Extension):
+    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
 
-    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
-        raise PosgeomError(refusal("extend cannot scale these positions"))
+    refusal = staticmethod(refusal)
 
 
 @register

@@ -41,7 +41,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, readonly
-from posgeom.encodings._extension import Extension
+from posgeom.encodings._extension import Extension, RefusingExtension
 from posgeom.encodings._registry import Family, Mechanism, MechanismParams, register
 
 __all__ = [
@@ -250,11 +250,10 @@ def _setting(model: Any, owner: Any, config: Any, name: str) -> Any:
     return getattr(config, name, None)
 
 
-class RelativeEmbeddingExtension(Extension):
-    """No extension: a detected mechanism is refused with one line (:func:`refusal`)."""
+class RelativeEmbeddingExtension(RefusingExtension, Extension):
+    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
 
-    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
-        raise PosgeomError(refusal("extend cannot scale these positions"))
+    refusal = staticmethod(refusal)
 
 
 @register

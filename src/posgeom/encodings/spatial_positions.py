@@ -45,7 +45,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
-from posgeom.encodings._extension import Extension
+from posgeom.encodings._extension import Extension, RefusingExtension
 from posgeom.encodings._registry import Family, Mechanism, MechanismParams, register
 from posgeom.encodings.value_sinusoid import projects_coordinates
 
@@ -206,11 +206,10 @@ def _computed(model: Any) -> list[Mechanism]:
     return found
 
 
-class SpatialPositionExtension(Extension):
-    """Its extension side: ``extend`` refuses these positions in one line."""
+class SpatialPositionExtension(RefusingExtension, Extension):
+    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
 
-    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
-        raise PosgeomError(refusal("extend cannot scale these positions"))
+    refusal = staticmethod(refusal)
 
 
 @register

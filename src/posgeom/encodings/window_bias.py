@@ -31,7 +31,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, readonly
-from posgeom.encodings._extension import Extension
+from posgeom.encodings._extension import Extension, RefusingExtension
 from posgeom.encodings._registry import Family, Mechanism, MechanismParams, head_select, register
 
 __all__ = ["WindowBiasParams", "refusal", "window_index"]
@@ -150,11 +150,10 @@ def _indexed_biases(model: Any) -> list[Mechanism]:
     return found
 
 
-class WindowBiasExtension(Extension):
-    """Its extension side: ``extend`` refuses these positions in one line."""
+class WindowBiasExtension(RefusingExtension, Extension):
+    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
 
-    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
-        raise PosgeomError(refusal("extend cannot scale these positions"))
+    refusal = staticmethod(refusal)
 
 
 @register
