@@ -14,7 +14,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-TINY = dict(num_hidden_layers=1, num_attention_heads=2, intermediate_size=16, vocab_size=40)
+TINY = dict(num_hidden_layers=1, num_attention_heads=2, vocab_size=40)
 
 
 def _save(model, path) -> str:
@@ -37,7 +37,9 @@ def test_minilm_rows_equal_position_embeddings():
 
 def test_bert_by_path_and_interpolation(tmp_path):
     torch.manual_seed(0)
-    cfg = transformers.BertConfig(hidden_size=8, max_position_embeddings=20, **TINY)
+    cfg = transformers.BertConfig(
+        hidden_size=8, intermediate_size=16, max_position_embeddings=20, **TINY
+    )
     model = transformers.BertModel(cfg)
     path = _save(model, tmp_path / "bert")
     table = model.embeddings.position_embeddings.weight.detach().double().numpy()
@@ -65,7 +67,7 @@ def test_gpt2_wpe(tmp_path):
 
 def test_roberta_offset_follows_the_models_position_ids(tmp_path):
     cfg = transformers.RobertaConfig(
-        hidden_size=8, max_position_embeddings=22, pad_token_id=1, **TINY
+        hidden_size=8, intermediate_size=16, max_position_embeddings=22, pad_token_id=1, **TINY
     )
     model = transformers.RobertaModel(cfg)
     emb = model.embeddings
@@ -86,13 +88,7 @@ def test_roberta_offset_follows_the_models_position_ids(tmp_path):
 
 def test_opt_offset_two(tmp_path):
     cfg = transformers.OPTConfig(
-        hidden_size=8,
-        ffn_dim=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        max_position_embeddings=16,
-        word_embed_proj_dim=8,
-        vocab_size=40,
+        hidden_size=8, ffn_dim=16, max_position_embeddings=16, word_embed_proj_dim=8, **TINY
     )
     model = transformers.OPTModel(cfg)
     table = model.decoder.embed_positions

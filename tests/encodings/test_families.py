@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import posgeom.encodings as E
+from helpers.models import tiny_bert_config
 from helpers.pipeline import mds_rows
 from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import count_positions
@@ -40,14 +41,7 @@ def bert():
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=20,
-        vocab_size=50,
-        max_position_embeddings=32,
-    )
+    config = tiny_bert_config(50, 32, num_hidden_layers=1)
     return transformers.BertModel(config).eval()
 
 

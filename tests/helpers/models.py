@@ -11,6 +11,14 @@ WORDS = [f"w{k}" for k in range(20)]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
 #: RoPE as Llama 2 has it (theta 10,000, no scaling), in transformers 5's spelling
 DEFAULT_ROPE = {"rope_type": "default", "rope_theta": 10000.0}
+#: the sizes of transformers' own model testers: vocabulary 99, width 32, 2 layers of 4 heads, MLP 37
+TESTER_SIZES = {
+    "vocab_size": 99,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 37,
+}
 
 
 def _tokenizer_json(path: Path, vocab: dict[str, int]) -> Any:
@@ -25,6 +33,26 @@ def _tokenizer_json(path: Path, vocab: dict[str, int]) -> Any:
     tok.add_special_tokens(SPECIALS)
     tok.save(str(path / "tokenizer.json"))
     return tok
+
+
+def sized_config(config_class: Any, **fields: Any) -> Any:
+    """``config_class`` (a ``transformers`` config class) at :data:`TESTER_SIZES`; ``fields`` add
+    to or replace them."""
+    return config_class(**(TESTER_SIZES | fields))
+
+
+def padded_batch(seqs: list[list[int]]) -> tuple[Any, Any]:
+    """Token id lists as one right-padded batch: ``(ids, mask)``, both ``(B, max length)`` long
+    tensors, id 0 and mask 0 in the padding."""
+    import torch
+
+    length = max(map(len, seqs))
+    ids = torch.zeros(len(seqs), length, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, seq in enumerate(seqs):
+        ids[row, : len(seq)] = torch.tensor(seq)
+        mask[row, : len(seq)] = 1
+    return ids, mask
 
 
 def tiny_bert_config(vocab_size: int, max_positions: int, *, num_hidden_layers: int = 2) -> Any:

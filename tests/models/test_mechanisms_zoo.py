@@ -13,6 +13,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from helpers.models import sized_config  # noqa: E402
 from posgeom._errors import PosgeomError  # noqa: E402
 from posgeom.encodings.t5 import t5_relative_position_bucket  # noqa: E402
 from posgeom.extension.model import model_from_config  # noqa: E402
@@ -137,14 +138,8 @@ def test_swin_window_bias_is_the_bias_its_blocks_add():
 
 
 def test_beit_window_bias_with_its_cls_rows():
-    config = transformers.BeitConfig(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        image_size=32,
-        patch_size=8,
-        use_relative_position_bias=True,
+    config = sized_config(
+        transformers.BeitConfig, image_size=32, patch_size=8, use_relative_position_bias=True
     )
     torch.manual_seed(0)
     model = transformers.BeitModel(config).eval()

@@ -23,7 +23,7 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from scipy.spatial.distance import cdist, pdist, squareform  # noqa: E402
 
-from helpers.models import WORDS, tiny_bert  # noqa: E402
+from helpers.models import WORDS, padded_batch, tiny_bert, tiny_llama_config  # noqa: E402
 from posgeom.cli.main import main  # noqa: E402
 from posgeom.models import mechanism_encodings  # noqa: E402
 
@@ -78,12 +78,7 @@ def _reference(tiny, include_special: bool):
     special = {vocab["[CLS]"], vocab["[SEP]"], vocab["[PAD]"]}  # [UNK] is a word
     counts = [Counter() for _ in range(N)]
     rows: list[list[np.ndarray]] = [[] for _ in range(N)]
-    length = max(map(len, seqs))
-    ids = torch.zeros(len(seqs), length, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for r, s in enumerate(seqs):
-        ids[r, : len(s)] = torch.tensor(s)
-        mask[r, : len(s)] = 1
+    ids, mask = padded_batch(seqs)
     with torch.no_grad():
         hidden = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
     h = torch.stack(hidden).double().numpy()
@@ -247,17 +242,8 @@ def test_mechanism_encodings_learned_rows_with_offset_and_start():
 
 def test_mechanism_encodings_rope_matches_the_models_cos_sin():
     torch.manual_seed(0)
-    model = transformers.LlamaModel(
-        transformers.LlamaConfig(
-            vocab_size=50,
-            hidden_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            intermediate_size=20,
-            max_position_embeddings=64,
-        )
-    ).eval()
+    config = tiny_llama_config(64, num_attention_heads=4, num_key_value_heads=2, head_dim=8)
+    model = transformers.LlamaModel(config).eval()
     n = 24
     encs = mechanism_encodings(model, n)
     cos, sin = model.rotary_emb(torch.zeros(1, n, 32), torch.arange(n)[None])

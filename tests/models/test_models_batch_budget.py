@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from helpers.models import padded_batch, tiny_llama_config  # noqa: E402
 from posgeom.models import batching, layerwise_positional_signal  # noqa: E402
 from posgeom.models.batching import token_batches, token_budget  # noqa: E402
 
@@ -29,16 +30,8 @@ def test_groups_hold_at_most_batch_size_sequences_and_max_tokens_padded_tokens()
 
 
 def _llama(**overrides):
-    config = transformers.LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=3,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        **overrides,
-    )
+    sizes = {"vocab_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 8}
+    config = tiny_llama_config(64, num_key_value_heads=2, **sizes, **overrides)
     torch.manual_seed(0)
     return transformers.LlamaModel(config).eval()
 
@@ -63,12 +56,7 @@ def test_the_budget_by_hand():
 
 def _stacked_means(model, seqs):
     """One padded batch, every hidden state stacked in float64, masked mean per position."""
-    length = max(map(len, seqs))
-    ids = torch.zeros(len(seqs), length, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for row, seq in enumerate(seqs):
-        ids[row, : len(seq)] = torch.tensor(seq)
-        mask[row, : len(seq)] = 1
+    ids, mask = padded_batch(seqs)
     with torch.no_grad():
         hidden = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
     h = torch.stack(hidden).double().numpy()[:, :, :N]  # (L+1, B, N, d)

@@ -14,6 +14,7 @@ transformers = pytest.importorskip("transformers")
 
 from scipy.spatial.distance import cdist  # noqa: E402
 
+from helpers.models import padded_batch, sized_config  # noqa: E402
 from posgeom._errors import PosgeomError  # noqa: E402
 from posgeom.models import LayerwiseSignal, layerwise_positional_signal  # noqa: E402
 
@@ -26,14 +27,7 @@ CLS, SEP = 1, 2
 @pytest.fixture(scope="module")
 def bert():
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        vocab_size=99,
-        max_position_embeddings=64,
-    )
+    config = sized_config(transformers.BertConfig, max_position_embeddings=64)
     return transformers.AutoModel.from_config(config).eval()
 
 
@@ -49,12 +43,7 @@ def corpus():
 
 def _direct(model, seqs, n, special=()):
     """Reference: one padded batch, stack all hidden states, mask, mean per position."""
-    length = max(map(len, seqs))
-    ids = torch.zeros(len(seqs), length, dtype=torch.long)
-    mask = torch.zeros(len(seqs), length, dtype=torch.long)
-    for r, s in enumerate(seqs):
-        ids[r, : len(s)] = torch.tensor(s)
-        mask[r, : len(s)] = 1
+    ids, mask = padded_batch(seqs)
     with torch.no_grad():
         hidden = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
     h = torch.stack(hidden).to(torch.float64).numpy()  # (L+1, B, T, d)
@@ -217,11 +206,9 @@ def test_texts_with_real_tokenizers_and_training_flag_restored():
     rust.no_truncation()
     torch.manual_seed(0)
     model = transformers.AutoModel.from_config(
-        transformers.BertConfig(
-            hidden_size=32,
+        sized_config(
+            transformers.BertConfig,
             num_hidden_layers=1,
-            num_attention_heads=4,
-            intermediate_size=37,
             vocab_size=auto.vocab_size,
             max_position_embeddings=64,
         )

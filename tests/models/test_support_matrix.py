@@ -19,6 +19,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from helpers.models import sized_config  # noqa: E402
 from posgeom.encodings.rope_types import rope_frequencies  # noqa: E402
 from posgeom.models import find_positional_mechanisms  # noqa: E402
 from studies import support  # noqa: E402
@@ -98,12 +99,8 @@ def test_mla_reports_the_whole_head_and_its_rotary_part():
 
 
 def test_deberta_relative_embeddings_are_named_not_none():
-    config = transformers.DebertaV2Config(
-        vocab_size=99,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
+    config = sized_config(
+        transformers.DebertaV2Config,
         relative_attention=True,
         position_buckets=16,
         max_relative_positions=64,
@@ -163,12 +160,8 @@ ROPE_TYPES = {
 @pytest.mark.parametrize("rope_type", sorted(ROPE_TYPES))
 def test_every_rope_type_with_its_parameters(rope_type):
     extra = ROPE_TYPES[rope_type]
-    config = transformers.LlamaConfig(
-        vocab_size=99,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
+    config = sized_config(
+        transformers.LlamaConfig,
         max_position_embeddings=128,
         rope_parameters={"rope_type": rope_type, "rope_theta": 500.0, **extra},
     )
