@@ -23,8 +23,8 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from scipy.spatial.distance import cdist, pdist, squareform  # noqa: E402
 
-from helpers.models import WORDS, padded_batch, tiny_bert, tiny_llama_config  # noqa: E402
-from posgeom.cli.main import main  # noqa: E402
+from helpers.cli import run_cli  # noqa: E402
+from helpers.models import WORDS, padded_batch, sized_config, tiny_bert, tiny_llama_config  # noqa: E402
 from posgeom.models import mechanism_encodings  # noqa: E402
 
 torch.set_num_threads(1)
@@ -56,12 +56,6 @@ def tiny(tmp_path_factory):
         "corpus": corpus,
         "vocab": vocab,
     }
-
-
-def _run(capsys, *argv):
-    rc = main(["-q", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def _error_line(err: str) -> str:
@@ -142,7 +136,7 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(
     ]
     # the report (figures: the slow part) is checked once, on the run with the special tokens
     argv.append("--report" if include_special else "--no-special")
-    rc, stdout, err = _run(capsys, *argv)
+    rc, stdout, err = run_cli(capsys, *argv)
     assert rc == 0, err
     assert {
         "summary.json",
@@ -204,7 +198,7 @@ def test_analyze_model_on_tiny_bert_matches_direct_computation(
 
 def test_extract_saves_the_models_table(tiny, tmp_path, capsys):
     path = tmp_path / "enc.npz"
-    rc, stdout, err = _run(capsys, "extract", tiny["folder"], "-n", 10, "-o", path)
+    rc, stdout, err = run_cli(capsys, "extract", tiny["folder"], "-n", 10, "-o", path)
     assert rc == 0, err
     assert "learned absolute 16x16" in stdout and "| learned |" in stdout
     weight = tiny["model"].embeddings.position_embeddings.weight.detach().double().numpy()
@@ -221,16 +215,8 @@ def test_extract_saves_the_models_table(tiny, tmp_path, capsys):
 
 def test_mechanism_encodings_learned_rows_with_offset_and_start():
     torch.manual_seed(0)
-    model = transformers.RobertaModel(
-        transformers.RobertaConfig(
-            vocab_size=50,
-            hidden_size=16,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=20,
-            max_position_embeddings=20,
-        )
-    ).eval()
+    config = sized_config(transformers.RobertaConfig, max_position_embeddings=20)
+    model = transformers.RobertaModel(config).eval()
     weight = model.embeddings.position_embeddings.weight.detach().double().numpy()
     encs = mechanism_encodings(model, 7, start=1)
     assert list(encs) == ["learned"]
@@ -267,16 +253,10 @@ def test_mechanism_encodings_alibi_and_buckets_against_transformers():
         np.testing.assert_allclose(encs[f"alibi_h{h}"].vectors[:, 0], bias[h], rtol=1e-6)
     np.testing.assert_allclose(encs["alibi"].vectors, bias.T, rtol=1e-6)
 
-    mpnet = transformers.MPNetModel(
-        transformers.MPNetConfig(
-            vocab_size=50,
-            hidden_size=16,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=20,
-            max_position_embeddings=40,
-        )
-    ).eval()
+    config = sized_config(
+        transformers.MPNetConfig, num_attention_heads=2, max_position_embeddings=40
+    )
+    mpnet = transformers.MPNetModel(config).eval()
     encs = mechanism_encodings(mpnet, 12)
     assert sorted(encs) == ["learned", "relative_buckets_h0", "relative_buckets_h1"]
     pos = torch.arange(12)
@@ -312,7 +292,7 @@ def _sst2_sample(shared_data, tmp_path, k=40):
 def test_real_minilm_analyze_model_and_table_rows(minilm, shared_data, tmp_path, capsys):
     corpus = _sst2_sample(shared_data, tmp_path)
     out = tmp_path / "minilm"
-    rc, _, err = _run(
+    rc, _, err = run_cli(
         capsys,
         "analyze-model",
         minilm,
@@ -345,7 +325,7 @@ def test_real_minilm_analyze_model_and_table_rows(minilm, shared_data, tmp_path,
 
 
 def test_unresolvable_model_name_exits_2_with_one_line(tiny, capsys):
-    rc, _, err = _run(
+    rc, _, err = run_cli(
         capsys,
         "analyze-model",
         "no-such-org/no-such-model",
@@ -358,13 +338,13 @@ def test_unresolvable_model_name_exits_2_with_one_line(tiny, capsys):
     assert rc == 2
     line = _error_line(err)
     assert "offline" in line and "local folder" in line
-    rc, _, err = _run(capsys, "extract", "no-such-org/no-such-model")
+    rc, _, err = run_cli(capsys, "extract", "no-such-org/no-such-model")
     assert rc == 2 and "offline" in _error_line(err)
 
 
 def test_tokenizer_that_does_not_match_the_model(tiny, minilm, tmp_path, capsys):
     # MiniLM's 30522-token vocabulary cannot belong to a 24-row embedding
-    rc, _, err = _run(
+    rc, _, err = run_cli(
         capsys,
         "analyze-model",
         tiny["folder"],
@@ -391,7 +371,7 @@ def test_tokenizer_that_does_not_match_the_model(tiny, minilm, tmp_path, capsys)
             pad_token_id=1,
         )
     ).save_pretrained(other)
-    rc, _, err = _run(
+    rc, _, err = run_cli(
         capsys,
         "analyze-model",
         other,
@@ -410,7 +390,7 @@ def test_tokenizer_that_does_not_match_the_model(tiny, minilm, tmp_path, capsys)
 def test_sequences_beyond_the_models_positions(tiny, tmp_path, capsys):
     corpus = tmp_path / "long.txt"
     corpus.write_text("\n".join([*tiny["texts"][:10], " ".join(WORDS[:18])]) + "\n")  # 20 tokens
-    rc, _, err = _run(
+    rc, _, err = run_cli(
         capsys,
         "analyze-model",
         tiny["folder"],
@@ -426,7 +406,7 @@ def test_sequences_beyond_the_models_positions(tiny, tmp_path, capsys):
     line = _error_line(err)
     assert "longer than the model's 16 positions" in line and "--on-long truncate" in line
     assert not (tmp_path / "r").exists()
-    rc, stdout, err = _run(
+    rc, stdout, err = run_cli(
         capsys,
         "analyze-model",
         tiny["folder"],
@@ -445,15 +425,15 @@ def test_sequences_beyond_the_models_positions(tiny, tmp_path, capsys):
 
 
 def test_other_user_mistakes_exit_2(tiny, tmp_path, capsys):
-    rc, _, err = _run(
+    rc, _, err = run_cli(
         capsys, "analyze-model", tiny["folder"], tiny["corpus"], "-n", 14, "-o", tmp_path / "a"
     )
     assert rc == 2 and "use -n <=" in _error_line(err)  # no text has 14 tokens
-    rc, _, err = _run(
+    rc, _, err = run_cli(
         capsys, "analyze-model", tiny["folder"], tiny["corpus"], "-n", 40, "-o", tmp_path / "b"
     )
     assert rc == 2 and "at most 16" in _error_line(err)
-    rc, _, err = _run(
+    rc, _, err = run_cli(
         capsys,
         "analyze-model",
         tiny["folder"],
@@ -464,13 +444,13 @@ def test_other_user_mistakes_exit_2(tiny, tmp_path, capsys):
         tmp_path / "c",
     )
     assert rc == 2 and "does not exist" in _error_line(err)
-    rc, _, err = _run(capsys, "extract", tiny["folder"] / "tokenizer.json")
+    rc, _, err = run_cli(capsys, "extract", tiny["folder"] / "tokenizer.json")
     assert rc == 2 and "is a file" in _error_line(err)
 
 
 def test_analyze_model_prints_a_verdict_on_its_layers(tiny, tmp_path, capsys):
     out = tmp_path / "v"
-    rc, stdout, err = _run(
+    rc, stdout, err = run_cli(
         capsys, "analyze-model", tiny["folder"], tiny["corpus"], "-n", N, "-o", out, "--no-refine"
     )
     assert rc == 0, err

@@ -99,13 +99,7 @@ def test_roberta_offset_matches_the_models_position_ids():
 def test_opt_offset_matches_the_models_forward():
     model = _build(
         transformers.OPTConfig(
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            ffn_dim=37,
-            vocab_size=99,
-            max_position_embeddings=40,
-            word_embed_proj_dim=32,
+            **SMALL, ffn_dim=37, max_position_embeddings=40, word_embed_proj_dim=32
         )
     )
     mech = find_positional_mechanism(model)

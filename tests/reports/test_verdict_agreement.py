@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pytest
 
-from posgeom.cli.main import main
+from helpers.cli import run_cli
 from posgeom.reports.view import load_folder
 from posgeom.text.verdict import rank_curve_caption, verdict
 from posgeom.uncertainty.rows import candidate_ranking
@@ -24,8 +24,7 @@ NOT_CANDIDATES = ("random", "nope")
 
 
 def _run(capsys, *argv):
-    rc = main(["-q", *map(str, argv)])
-    out, err = capsys.readouterr()
+    rc, out, err = run_cli(capsys, *argv)
     assert rc == 0, err
     return out
 
@@ -83,6 +82,14 @@ def _corpus(tmp_path, n_lines=600, seed=0):
     return path
 
 
+def _counts(capsys, tmp_path, *options, n_lines=600):
+    """``posgeom count`` of :func:`_corpus` (first 8 positions, word tokens, ``options``):
+    the counts file."""
+    counts = tmp_path / "c.npz"
+    _run(capsys, "count", _corpus(tmp_path, n_lines), "-n", 8, "-t", "word", "-o", counts, *options)
+    return counts
+
+
 def _check_ranking(line, words, rows):
     first, second = (r["encoding"] for r in _closest(rows)[:2])
     assert f"closest in shape: {first}, then {second}" in line
@@ -116,8 +123,7 @@ def test_run_verdict_table_and_report_agree(tmp_path, capsys):
 
 
 def test_geometry_and_demo_verdicts_agree(tmp_path, capsys):
-    counts = tmp_path / "c.npz"
-    _run(capsys, "count", _corpus(tmp_path), "-n", 8, "-t", "word", "-o", counts)
+    counts = _counts(capsys, tmp_path)
     g = tmp_path / "g"
     out = _run(capsys, "geometry", counts, "-d", 16, "-o", g, "--estimator", "plugin")
     line, summary, words = _agree(out, g, "table.md", "summary.json", "plugin")
@@ -130,20 +136,7 @@ def test_geometry_and_demo_verdicts_agree(tmp_path, capsys):
 
 
 def test_compare_with_bootstrap_counts_agrees_everywhere(tmp_path, capsys):
-    counts = tmp_path / "c.npz"
-    _run(
-        capsys,
-        "count",
-        _corpus(tmp_path, 900),
-        "-n",
-        8,
-        "-t",
-        "word",
-        "-o",
-        counts,
-        "--bootstrap",
-        12,
-    )
+    counts = _counts(capsys, tmp_path, "--bootstrap", 12, n_lines=900)
     cmp = tmp_path / "cmp"
     out = _run(capsys, "compare", "--counts", counts, "-d", 16, "-o", cmp, "--report")
     result = json.loads((cmp / "comparison.json").read_text())
@@ -177,20 +170,7 @@ def test_compare_with_bootstrap_counts_agrees_everywhere(tmp_path, capsys):
 
 
 def test_a_smoothed_target_is_named_by_every_output(tmp_path, capsys):
-    counts = tmp_path / "c.npz"
-    _run(
-        capsys,
-        "count",
-        _corpus(tmp_path, 900),
-        "-n",
-        8,
-        "-t",
-        "word",
-        "-o",
-        counts,
-        "--bootstrap",
-        6,
-    )
+    counts = _counts(capsys, tmp_path, "--bootstrap", 6, n_lines=900)
     cmp = tmp_path / "cmp"
     out = _run(
         capsys, "compare", "--counts", counts, "-d", 16, "-o", cmp, "--smooth-positions", "0.3"
@@ -205,10 +185,9 @@ def test_a_smoothed_target_is_named_by_every_output(tmp_path, capsys):
     line, summary, words = _agree(out, g, "table.md", "summary.json", "corrected")
     assert summary["estimator"]["smoothing"]["slope"] == 0.3
     assert "smoothed over positions (h_i = 0.3 i)" in line and "smoothed over" in words
-    rc = main(
-        ["-q", "geometry", str(counts), "-o", str(tmp_path / "bad"), "--smooth-positions", "wide"]
+    rc, _, err = run_cli(
+        capsys, "geometry", counts, "-o", tmp_path / "bad", "--smooth-positions", "wide"
     )
-    err = capsys.readouterr().err
     assert rc == 2 and "--smooth-positions" in err and "'wide'" in err
     assert not (tmp_path / "bad").exists()
 
