@@ -10,21 +10,13 @@ import inspect
 import numpy as np
 import pytest
 
+from helpers.pipeline import keyword_options
 from posgeom._errors import PosgeomError
 from posgeom.corpus._jobfiles import count_options, manifest_record
 from posgeom.corpus.counting import count_corpus, count_positions
 from posgeom.corpus.options import BOOTSTRAP, COUNT, READER, CountOptions, option_fields
 
 FIELDS = {f.name: f.default for f in dataclasses.fields(CountOptions)}
-
-
-def _keyword_options(func, own):
-    """name -> default of ``func``'s keyword-only parameters that are not its own."""
-    return {
-        p.name: p.default
-        for p in inspect.signature(func).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in own
-    }
 
 
 def _as_fields(options):
@@ -36,8 +28,8 @@ def _as_fields(options):
 def test_the_keyword_signatures_are_the_dataclass_fields():
     """count_positions takes the count and bootstrap fields, count_corpus every field: same
     names, same defaults (max_positions required), nothing else but their own run options."""
-    positions = _keyword_options(count_positions, {"tokenizer", "progress"})
-    corpus = _keyword_options(count_corpus, {"progress", "allow_empty"})
+    positions = keyword_options(count_positions, {"tokenizer", "progress"})
+    corpus = keyword_options(count_corpus, {"progress", "allow_empty"})
     assert _as_fields(corpus) == FIELDS
     wanted = {f.name: f.default for f in option_fields(COUNT, BOOTSTRAP)}
     assert _as_fields(positions) == wanted

@@ -21,6 +21,18 @@ TESTER_SIZES = {
 }
 
 
+def positional_texts(k: int = 300, *, min_length: int = 8, seed: int = 0) -> list[str]:
+    """``k`` sentences of ``min_length`` to ``min_length + 3`` words whose word at position p is
+    drawn from w(2p) .. w(2p + 5) (w19 at the most): a real positional signal on :data:`WORDS`."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return [
+        " ".join(WORDS[min(19, int(rng.integers(0, 6)) + 2 * p)] for p in range(length))
+        for length in rng.integers(min_length, min_length + 4, size=k)
+    ]
+
+
 def _tokenizer_json(path: Path, vocab: dict[str, int]) -> Any:
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
 

@@ -91,20 +91,23 @@ def _hand_stress(means, target):
     return np.array(paper), np.array(scale_optimal)
 
 
+def _analyze(minilm, texts, **options):
+    """``analyze_model`` of the MiniLM over ``texts``: N positions, no SMACOF refinement, no
+    noise floor and no bootstrap unless ``options`` say otherwise."""
+    path, model, _ = minilm
+    fast = {"max_positions": N, "refine": False, "noise": None, "bootstrap": None}
+    return analyze_model(model, path, texts, **(fast | options))
+
+
 @pytest.mark.parametrize("include_special", [False, True])
 def test_analyze_model_equals_a_direct_computation(minilm, texts, include_special):
-    path, model, tok = minilm
-    result = analyze_model(
-        model,
-        path,
+    _, model, tok = minilm
+    result = _analyze(
+        minilm,
         texts,
-        max_positions=N,
         include_special=include_special,
         batch_size=7,  # several batches, padding inside each
-        refine=False,
-        noise=None,
         baselines=False,
-        bootstrap=None,
     )
     totals, target, means, r2, paper, scale_optimal = _direct(model, tok, texts, N, include_special)
     np.testing.assert_array_equal(result.counts.totals, totals)
@@ -142,17 +145,8 @@ def test_analyze_model_equals_a_direct_computation(minilm, texts, include_specia
 
 
 def test_plugin_target_is_the_papers_analysis(minilm, texts):
-    path, model, tok = minilm
-    result = analyze_model(
-        model,
-        path,
-        texts,
-        max_positions=N,
-        refine=False,
-        noise=None,
-        target="plugin",
-        bootstrap=None,
-    )
+    _, model, tok = minilm
+    result = _analyze(minilm, texts, target="plugin")
     _, target, _, _, paper, scale_optimal = _direct(model, tok, texts, N, True)
     np.testing.assert_allclose(result.target, target, atol=1e-12)
     np.testing.assert_allclose(result.signal.stress["paper"], paper, rtol=1e-5)
@@ -163,10 +157,7 @@ def test_plugin_target_is_the_papers_analysis(minilm, texts):
 def test_layer_intervals_come_from_the_replicates(minilm, texts):
     from posgeom.uncertainty.bootstrap import bootstrap_vector
 
-    path, model, _ = minilm
-    result = analyze_model(
-        model, path, texts, max_positions=6, refine=False, noise=None, bootstrap=20, seed=3
-    )
+    result = _analyze(minilm, texts, max_positions=6, bootstrap=20, seed=3)
     layers = list(result.signal.distances)
     for kind in ("scale_optimal", "paper"):
         direct = bootstrap_vector(

@@ -5,10 +5,10 @@ same way everywhere (the CountOptions pattern, tests/corpus/test_count_options.p
 from __future__ import annotations
 
 import dataclasses
-import inspect
 
 import pytest
 
+from helpers.pipeline import keyword_options
 from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings import default_rope_head_dim
@@ -25,14 +25,6 @@ from posgeom.synthetic import synthetic_corpus
 FIELDS = {f.name: f.default for f in dataclasses.fields(GeometryConfig)}
 
 
-def _keywords(func, own):
-    return {
-        p.name: p.default
-        for p in inspect.signature(func).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in own
-    }
-
-
 def test_every_field_has_a_group_a_default_and_a_help():
     assert {f.metadata["group"] for f in dataclasses.fields(GeometryConfig)} == set(GROUPS)
     assert all(f.metadata["help"] for f in dataclasses.fields(GeometryConfig))
@@ -43,7 +35,7 @@ def test_every_field_has_a_group_a_default_and_a_help():
 def test_analyze_takes_every_field_as_a_keyword():
     """analyze's keyword options are the config's fields: names and defaults read from the
     dataclass."""
-    assert _keywords(analyze, {"encodings", "kind"}) == FIELDS  # its own two: what and which
+    assert keyword_options(analyze, {"encodings", "kind"}) == FIELDS  # its own two: what and which
 
 
 def test_a_new_field_reaches_the_signature_and_the_record():
@@ -60,7 +52,7 @@ def test_a_new_field_reaches_the_signature_and_the_record():
     def run(counts, *, config):
         return config
 
-    assert _keywords(run, set()) == {
+    assert keyword_options(run, set()) == {
         "max_rank": 16,
         "intervals": True,
         "seed": 0,

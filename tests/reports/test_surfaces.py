@@ -37,7 +37,7 @@ pytest.importorskip("tokenizers")
 
 from scipy.spatial.distance import pdist, squareform  # noqa: E402
 
-from helpers.models import WORDS, tiny_bert  # noqa: E402
+from helpers.models import positional_texts, tiny_bert  # noqa: E402
 from posgeom.cli.main import main  # noqa: E402
 from posgeom.encodings import is_candidate  # noqa: E402
 from posgeom.reports.view import load_folder  # noqa: E402
@@ -66,16 +66,6 @@ def _cli(*argv) -> str:
     return out.getvalue()
 
 
-def _texts(k: int = 300, seed: int = 0) -> list[str]:
-    """Sentences whose word at position p is drawn from w(2p) .. w(2p + 5): a real positional
-    signal on a 20-word vocabulary."""
-    rng = np.random.default_rng(seed)
-    return [
-        " ".join(WORDS[min(19, int(rng.integers(0, 6)) + 2 * p)] for p in range(length))
-        for length in rng.integers(N, N + 4, size=k)
-    ]
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Every command once on the one corpus: stdout per command and the folders."""
@@ -83,7 +73,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("surfaces")
     bert = tiny_bert(root / "bert")["folder"]
     corpus = root / "corpus.txt"
-    corpus.write_text("\n".join(_texts()) + "\n")
+    corpus.write_text("\n".join(positional_texts(min_length=N)) + "\n")
     tok, counts = bert / "tokenizer.json", root / "c.npz"
     common = ("-d", D, "--resolution", RES)
     out = {"root": root}
@@ -311,7 +301,7 @@ def test_model_figure_labels_its_lines_with_their_target(runs):
     from posgeom.models.plots import layers_figure
 
     bert = runs["root"] / "bert"
-    texts = _texts()
+    texts = positional_texts(min_length=N)
     result = analyze_model(
         str(bert), str(bert), texts, max_positions=N, resolution=RES, bootstrap=None
     )

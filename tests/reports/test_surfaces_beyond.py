@@ -21,7 +21,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 from helpers.artifacts import strict_json  # noqa: E402
-from helpers.models import WORDS, tiny_llama  # noqa: E402
+from helpers.models import WORDS, positional_texts, tiny_llama  # noqa: E402
 from posgeom.cli.main import main  # noqa: E402
 
 
@@ -129,15 +129,6 @@ def test_extend_surfaces_carry_the_stored_numbers_and_one_ranking(extend_run):
 N = 8
 
 
-def _texts(k: int = 300, seed: int = 0) -> list[str]:
-    """Sentences whose word at position p is drawn from w(2p) .. w(2p + 5) (test_surfaces')."""
-    rng = np.random.default_rng(seed)
-    return [
-        " ".join(WORDS[min(19, int(rng.integers(0, 6)) + 2 * p)] for p in range(length))
-        for length in rng.integers(N, N + 4, size=k)
-    ]
-
-
 @pytest.fixture(scope="module")
 def model_runs(tmp_path_factory):
     """analyze-model (with intervals and a report) and probe (with a report) on one tiny BERT
@@ -148,7 +139,7 @@ def model_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("surfaces_models")
     tiny = tiny_bert(root / "bert")
     corpus = root / "corpus.txt"
-    corpus.write_text("\n".join(_texts()) + "\n")
+    corpus.write_text("\n".join(positional_texts(min_length=N)) + "\n")
     argv = ["analyze-model", tiny["folder"], corpus, "-n", N, "--resolution", "top:3"]
     am, _ = _cli(*argv, "--bootstrap", 12, "--no-plot", "--report", "-o", root / "am")
     argv = ["-q", "probe", tiny["folder"], corpus, "-n", N, "--seeds", 2, "--pairs", 64]
@@ -287,7 +278,7 @@ def test_probe_stress_intervals_and_noise_share_are_analyze_models():
     from posgeom.models.analysis import analyze_model
 
     torch.set_num_threads(1)
-    texts = _texts(k=24, seed=5)  # thin: some pairs below their noise floor
+    texts = positional_texts(24, min_length=N, seed=5)  # thin: some pairs below their noise floor
     with tempfile.TemporaryDirectory() as tmp:
         tiny = tiny_bert(Path(tmp) / "bert")
         pr = posgeom.probe(
