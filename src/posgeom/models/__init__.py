@@ -7,6 +7,7 @@ Without torch or transformers, ``import posgeom.models`` raises
 """
 
 from posgeom._errors import require
+from posgeom._registry_names import registry_getattr
 
 require("torch", "torch")
 require("transformers", "hf")
@@ -45,7 +46,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    if name == "MECHANISM_KINDS":  # the registry read when used, not a snapshot at import
-        return mechanism_kinds()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: ``MECHANISM_KINDS``: the registry read when used, not a snapshot at import
+__getattr__ = registry_getattr(__name__, {"MECHANISM_KINDS": mechanism_kinds})

@@ -45,6 +45,7 @@ import os
 from typing import Any
 
 from posgeom._errors import PosgeomError, require
+from posgeom._registry_names import registry_getattr
 from posgeom._validation import check_int
 from posgeom.encodings import Mechanism, families, family, family_of_mechanism
 from posgeom.encodings._hf import config_get
@@ -86,10 +87,8 @@ def mechanism_kinds() -> tuple[str, ...]:
     return (*(f.mechanism_kind for f in _detectors()), family("nope").mechanism_kind)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "MECHANISM_KINDS":  # the registry read when used, not a snapshot at import
-        return mechanism_kinds()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: ``MECHANISM_KINDS``: the registry read when used, not a snapshot at import
+__getattr__ = registry_getattr(__name__, {"MECHANISM_KINDS": mechanism_kinds})
 
 
 def _resolve_model(model_or_name_or_path: Any, **load_kwargs: Any) -> Any:

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._registry_names import registry_getattr
+
 __all__ = [
     "CONVENTIONS",
     "HEAD_COLUMNS",
@@ -135,16 +137,12 @@ def layer_table(
     return out, [*columns[:at], *extra, *columns[at:]]
 
 
-_COLUMNS = {"SCORE_COLUMNS": score_columns, "RANK_COLUMNS": rank_columns}
-_COLUMNS["LAYER_COLUMNS"] = layer_columns
-
-
-def __getattr__(name: str) -> Any:
-    """``SCORE_COLUMNS``, ``RANK_COLUMNS``, ``LAYER_COLUMNS``: the columns now (the registry is
-    read on access; import the functions to read it at each use)."""
-    if name in _COLUMNS:
-        return _COLUMNS[name]()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: ``SCORE_COLUMNS``, ``RANK_COLUMNS``, ``LAYER_COLUMNS``: the columns now (the registry is read on
+#: access; import the functions to read it at each use).
+__getattr__ = registry_getattr(
+    __name__,
+    {"SCORE_COLUMNS": score_columns, "RANK_COLUMNS": rank_columns, "LAYER_COLUMNS": layer_columns},
+)
 
 
 #: Per-head rows of any family with per-head geometry (``slope``: ALiBi's ``m_h``; a column shows
