@@ -113,6 +113,16 @@ def add_text_arguments(p: Any) -> None:
         add_option_flag(p, name, help_text, **dict(kw))
 
 
+def add_reader_arguments(p: Any) -> None:
+    """``--format``, ``--text-column``, the text options (:func:`add_text_arguments`) and
+    ``--split``: how a command that reads one corpus through a model (``analyze-model``,
+    ``probe``) reads it."""
+    p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
+    p.add_argument("--text-column", default=None, help="column or field holding the text")
+    add_text_arguments(p)
+    p.add_argument("--split", default=None, help="split of a saved datasets folder")
+
+
 def add_count_arguments(p: argparse.ArgumentParser) -> None:
     """Corpus, tokenizer and counting options shared by ``count`` and ``run``."""
     p.add_argument(

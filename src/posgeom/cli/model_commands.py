@@ -25,7 +25,7 @@ from posgeom.cli._options import (
     add_resolution_argument,
     placement,
 )
-from posgeom.cli.corpus_commands import add_text_arguments
+from posgeom.cli.corpus_commands import add_reader_arguments
 from posgeom.io.jsonfiles import json_text
 
 log = logging.getLogger("posgeom")
@@ -332,10 +332,7 @@ def register(sub: Any) -> None:
         default=None,
         help="tokenizer (tokenizer.json, folder or local name); default: the model's own",
     )
-    p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
-    p.add_argument("--text-column", default=None, help="column or field holding the text")
-    add_text_arguments(p)
-    p.add_argument("--split", default=None, help="split of a saved datasets folder")
+    add_reader_arguments(p)
     p.add_argument("--batch-size", type=int, default=32, help="max sequences per forward pass")
     p.add_argument(
         "--max-sequences",

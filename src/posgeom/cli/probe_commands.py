@@ -16,7 +16,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli._options import add_estimator_argument, add_placement_arguments, placement
-from posgeom.cli.corpus_commands import add_text_arguments
+from posgeom.cli.corpus_commands import add_reader_arguments
 from posgeom.corpus.bootstrap_weights import PROBE_REPLICATES
 
 FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -163,10 +163,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
     p.add_argument("--gguf-file", default=None, help="a .gguf file inside SOURCE (a folder)")
-    p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
-    p.add_argument("--text-column", default=None, help="column or field holding the text")
-    add_text_arguments(p)
-    p.add_argument("--split", default=None, help="split of a saved datasets folder")
+    add_reader_arguments(p)
     p.add_argument(
         "--max-sequences", type=int, default=None, help="use at most this many sequences"
     )
