@@ -196,11 +196,17 @@ def pretrained_model(
     offload_folder: str | os.PathLike[str] | None = None,
     **kwargs: Any,
 ) -> Any:
-    """``model_class.from_pretrained`` (default ``transformers.AutoModel``), offline, eval mode,
-    quiet, on ``device`` in ``dtype`` (:mod:`posgeom._placement`; defaults: the CPU, float32).
+    """Load a pretrained model by hub name (from the local cache only) or local folder:
+    ``model_class.from_pretrained``, offline, quiet, in eval mode (public as
+    :func:`posgeom.models.load_model`).
 
-    Extra keyword arguments go to ``from_pretrained`` (``gguf_file=``, ``max_memory=``, ...);
-    ``local_files_only`` and ``trust_remote_code`` cannot be overridden.
+    ``model_class`` defaults to ``transformers.AutoModel`` (the bare model, whose forward returns
+    hidden states). ``device`` (default ``"cpu"``) and ``dtype`` (default ``"float32"``) as in
+    :mod:`posgeom._placement`: the weights load straight into ``dtype`` on ``device``;
+    ``device="auto"`` spreads the model over GPUs, CPU and disk (``offload_folder``: where the
+    disk part goes; default a temporary folder removed with the model). Extra keyword arguments
+    go to ``from_pretrained`` (e.g. ``gguf_file=...``, ``max_memory=...``); ``local_files_only``
+    and ``trust_remote_code`` cannot be overridden.
     """
     _refuse_forced(kwargs)
     require("torch", "torch")

@@ -36,33 +36,10 @@ from posgeom._hub import pretrained_model, pretrained_tokenizer
 __all__ = ["ModelTokenizer", "load_model", "load_tokenizer", "loaded_model", "model_tokenizer"]
 
 
-def load_model(
-    name_or_path: str | os.PathLike[str],
-    *,
-    model_class: Any = None,
-    device: Any = None,
-    dtype: Any = None,
-    offload_folder: str | os.PathLike[str] | None = None,
-    **from_pretrained_kwargs: Any,
-) -> Any:
-    """Load a pretrained model by hub name (from the local cache only) or local folder.
-
-    ``model_class`` defaults to ``transformers.AutoModel`` (the bare model, whose forward returns
-    hidden states). ``device`` (default ``"cpu"``) and ``dtype`` (default ``"float32"``) as in
-    :mod:`posgeom._placement`: the weights load straight into ``dtype`` on ``device``;
-    ``device="auto"`` spreads the model over GPUs, CPU and disk (``offload_folder``: where the
-    disk part goes; default a temporary folder removed with the model). Extra keyword arguments
-    go to ``from_pretrained`` (e.g. ``gguf_file=...``, ``max_memory=...``); ``local_files_only``
-    and ``trust_remote_code`` cannot be overridden. The model is returned in eval mode.
-    """
-    return pretrained_model(
-        name_or_path,
-        model_class=model_class,
-        device=device,
-        dtype=dtype,
-        offload_folder=offload_folder,
-        **from_pretrained_kwargs,
-    )
+#: Load a pretrained model by hub name (from the local cache only) or local folder, offline, in
+#: eval mode: the models layer's name for :func:`posgeom._hub.pretrained_model` (whose docstring
+#: gives the options: ``model_class``, ``device``, ``dtype``, ``offload_folder``, ...).
+load_model = pretrained_model
 
 
 def loaded_model(model: Any, *, device: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
