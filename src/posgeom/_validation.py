@@ -42,6 +42,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 
 __all__ = [
+    "SCALE",
     "SEED",
     "Interval",
     "Items",
@@ -50,6 +51,7 @@ __all__ = [
     "check_param",
     "check_path",
     "check_real",
+    "check_scale",
     "float_array",
     "is_integer",
     "validate_params",
@@ -234,6 +236,23 @@ def float_array(value: Any, name: str) -> np.ndarray:
         raise PosgeomError(
             f"{name} must be numbers (an array), not a {type(value).__name__} ({exc})"
         ) from None
+
+
+#: the range of an array's largest |entry| in which float64 distances and fits hold: squares and
+#: products of such values stay normal float64 numbers (0 is taken too: a constant zero array)
+SCALE = (1e-100, 1e100)
+
+
+def check_scale(array: np.ndarray, what: str, *, fix: str) -> None:
+    """Refuse ``array`` when its largest |entry| is nonzero and outside :data:`SCALE`, where its
+    squared distances under- or overflow to 0 or inf (scaled by 1e-170 an encoding scored as
+    NoPE; by 1e160 it was called NaN or Inf): one line naming ``what``, then ``fix``."""
+    top = float(np.max(np.abs(array)))
+    if top and not SCALE[0] <= top <= SCALE[1]:
+        raise PosgeomError(
+            f"{what}: its largest |entry| is {top:.3g}, outside {SCALE[0]:g} .. {SCALE[1]:g}, "
+            f"where float64 distances and fits do not hold; {fix}"
+        )
 
 
 def validate_params(constraints: Mapping[str, Sequence[Any]]) -> Callable[[F], F]:

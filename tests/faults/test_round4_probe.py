@@ -13,7 +13,8 @@ from fault_helpers import cli, one_line
 
 import posgeom
 from posgeom._errors import PosgeomError
-from posgeom.probes.table import MAX_PAIRS, MAX_SEEDS, SCALE, absolute_probe_values
+from posgeom._validation import SCALE
+from posgeom.probes.table import MAX_PAIRS, MAX_SEEDS, absolute_probe_values
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_scale
 from posgeom.encodings._base import PositionEncoding, check_n, check_width, symmetrize
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
@@ -112,7 +113,11 @@ def from_file(
         raise PosgeomError(
             f"{path}: the array contains NaN or Inf values; fix or drop those positions"
         )
-    _check_scale(array, path)
+    check_scale(
+        array,
+        str(path),
+        fix="rescale the file (stress-1 and scale-optimal stress do not depend on the scale)",
+    )
     if kind == "auto":
         kind = "distances" if _looks_like_distances(array) else "vectors"
     if kind == "distances":
@@ -135,21 +140,6 @@ def from_file(
     if kind == "distances":
         return PositionEncoding("from_file", None, params, symmetrize(array))
     return PositionEncoding("from_file", array, params)
-
-
-_SCALE_RANGE = (1e-100, 1e100)  # squared distances of such values stay normal float64 numbers
-
-
-def _check_scale(array: np.ndarray, path: Path) -> None:
-    """Refuse values so small or large that squared distances underflow to 0 or overflow to inf
-    (scaled by 1e-170 an encoding scored as NoPE; by 1e160 it was called NaN or Inf)."""
-    scale = float(np.max(np.abs(array)))
-    if scale and not _SCALE_RANGE[0] <= scale <= _SCALE_RANGE[1]:
-        raise PosgeomError(
-            f"{path}: its largest value has magnitude {scale:.1e}, outside "
-            f"[{_SCALE_RANGE[0]:g}, {_SCALE_RANGE[1]:g}], where float64 distances lose it; "
-            "rescale the file (stress-1 and scale-optimal stress do not depend on the scale)"
-        )
 
 
 class NoneParams(MechanismParams):

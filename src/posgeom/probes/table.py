@@ -37,7 +37,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval as Allowed
-from posgeom._validation import check_int
+from posgeom._validation import check_int, check_scale
 from posgeom.probes.estimate import interval_dict, interval_over_seeds
 from posgeom.probes.fitting import (
     PairDesign,
@@ -68,8 +68,6 @@ MAX_SEEDS = 100
 #: the most pairs of the order probe (its fit holds a few arrays of ``pairs`` numbers; the
 #: default ``max(4 n, 2048)`` reaches it at n = 250,000 positions)
 MAX_PAIRS = 1_000_000
-#: the range of a table's largest |entry| that the probes take (0 too: a constant zero table)
-SCALE = (1e-100, 1e100)
 SEEDS = [Allowed(Integral, 1, MAX_SEEDS)]
 PAIRS = [Allowed(Integral, 2, MAX_PAIRS)]
 
@@ -90,20 +88,18 @@ def real_values(values: Any, what: str = "the position table") -> np.ndarray:
 
 def _check_table(table: Any, what: str = "the position table") -> np.ndarray:
     """The table as float64 ``(n, d)``: ``n >= 4``, finite, and its largest ``|entry|`` zero
-    or within :data:`SCALE` (outside it the fits under- or overflow in float64: NaN errors from
-    a table scaled by 1e-308, an overflow from one scaled by 1e308)."""
+    or within :data:`posgeom._validation.SCALE` (outside it the fits under- or overflow in
+    float64: NaN errors from a table scaled by 1e-308, an overflow from one scaled by 1e308)."""
     p = real_values(table, what)
     if p.ndim != 2 or p.shape[0] < 4 or p.shape[1] < 1:
         raise PosgeomError(f"{what} must be (n >= 4 positions, d) vectors, got shape {p.shape}")
     if not np.all(np.isfinite(p)):
         raise PosgeomError(f"{what} has NaN or infinite entries; fix or drop those rows")
-    top = float(np.max(np.abs(p)))
-    if top and not SCALE[0] <= top <= SCALE[1]:
-        raise PosgeomError(
-            f"{what}: its largest |entry| is {top:.3g}, outside {SCALE[0]:g} .. "
-            f"{SCALE[1]:g} where the probes' float64 fits hold; rescale it (divide it by "
-            "its largest entry: the absolute probe is unchanged by a scale)"
-        )
+    check_scale(
+        p,
+        what,
+        fix="rescale it (divide it by its largest entry: the absolute probe is unchanged by a scale)",
+    )
     return p
 
 
