@@ -40,6 +40,16 @@ __all__ = ["REPEATS", "NoiseFloor", "SampledNoiseFloor", "noise_floor", "sampled
 REPEATS = [Interval(Integral, 1, 1000)]
 
 
+def _summary_head(floor: NoiseFloor | SampledNoiseFloor) -> dict[str, Any]:
+    """The summary fields both noise floors share (method, repeats, pair floor, trusted share)."""
+    return {
+        "method": floor.method,
+        "n_repeats": floor.n_repeats,
+        "median_pair_floor": floor.median_pair_floor,
+        "trusted_pair_share": floor.trusted_share,
+    }
+
+
 @dataclass(frozen=True, eq=False)
 class NoiseFloor:
     """Sampling-noise estimates for a Hellinger geometry (chord convention).
@@ -88,11 +98,7 @@ class NoiseFloor:
 
     def summary(self, positions: np.ndarray) -> dict[str, Any]:
         """JSON-ready: method, median pair floor, share of trusted pairs, untrusted positions."""
-        return {
-            "method": self.method,
-            "n_repeats": self.n_repeats,
-            "median_pair_floor": self.median_pair_floor,
-            "trusted_pair_share": self.trusted_share,
+        return _summary_head(self) | {
             "untrusted_positions": np.asarray(positions)[self.untrusted_positions()].tolist(),
         }
 
@@ -329,11 +335,7 @@ class SampledNoiseFloor:
     n_pairs: int
 
     def summary(self, positions: np.ndarray) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "n_repeats": self.n_repeats,
-            "median_pair_floor": self.median_pair_floor,
-            "trusted_pair_share": self.trusted_share,
+        return _summary_head(self) | {
             "trusted_pair_share_ci": list(self.trusted_ci),
             "sampled_pairs": self.n_pairs,
             "untrusted_positions_note": "not judged per position at this n (sampled pairs)",
