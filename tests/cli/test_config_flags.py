@@ -18,6 +18,11 @@ from posgeom._validation import Interval, Options
 from posgeom.cli._config_flags import cli_fields, config_from_args
 from posgeom.cli.main import build_parser, main
 from posgeom.pipeline import config as config_module
+
+# the public functions read GeometryConfig when their module is imported
+# (pipeline.keywords.takes_geometry_config): import it before a test swaps the class in, or the
+# swap would outlive the test in every function first imported under it
+from posgeom.pipeline import job as _job  # noqa: F401
 from posgeom.pipeline.config import GeometryConfig
 
 #: the source arguments each command needs before its options (nothing is read when parsing)
