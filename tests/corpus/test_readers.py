@@ -279,3 +279,14 @@ def test_a_latin1_corpus_counts_with_its_text_encoding(tmp_path, capsys):
     assert "is not a Python codec" in capsys.readouterr().err
     with pytest.raises(PosgeomError, match="--encoding-errors must be one of"):
         list(read_texts(latin, errors="loud"))
+
+
+def test_a_token_id_file_given_to_a_text_reader_names_the_fix(tmp_path):
+    """A .npy of token ids where text is read: one line saying it is not text and what reads it."""
+    path = tmp_path / "ids.npy"
+    np.save(path, np.arange(12).reshape(3, 4))
+    with pytest.raises(PosgeomError) as info:
+        list(read_texts(path))
+    message = str(info.value)
+    assert "holds token ids (npy), not text" in message and "posgeom count" in message
+    assert "\n" not in message

@@ -43,7 +43,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from posgeom._errors import PosgeomError
+from posgeom._errors import PosgeomError, printable
 from posgeom._validation import check_int, check_path
 from posgeom.corpus._bounded import MAX_LINE_BYTES, Spooled
 from posgeom.corpus._columns import as_text
@@ -341,7 +341,10 @@ def read_texts(
 
         it = read_hf_disk(path, column, split)
     elif fmt in TOKEN_FORMATS:
-        raise PosgeomError(f"{path} holds token ids ({fmt}); read it with read_token_ids")
+        raise PosgeomError(
+            f"{printable(path)} holds token ids ({fmt}), not text; this reader tokenizes text: "
+            "give a text file (or, for counting token ids, posgeom count / read_token_ids)"
+        )
     else:
         raise PosgeomError(f"unknown format {fmt!r}; use one of {list(TEXT_FORMATS)}")
     return islice(it, limit)
