@@ -46,31 +46,21 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "posgeom"
 
-#: the import order of the rooms (``tests/project/test_layers.py``): a later room may import an
-#: earlier one. ``_root`` (the package root's helpers) is the bottom; ``cli`` sits on top.
-FLOOR_ORDER: tuple[str, ...] = (
-    "_root",
-    "io",
-    "corpus",
-    "scores",
-    "geometry",
-    "synthetic",
-    "embed",
-    "estimators",
-    "encodings",
-    "uncertainty",
-    "lags",
-    "text",
-    "pipeline",
-    "reports",
-    "nn",
-    "models",
-    "extension",
-    "probes",
-    "training",
-    "reproduction",
-    "cli",
-)
+LAYERS_TEST = Path(__file__).resolve().parents[1] / "tests" / "project" / "test_layers.py"
+
+
+def floor_order(layers_test: Path = LAYERS_TEST) -> tuple[str, ...]:
+    """The floors, bottom first: the package root's helpers (``_root``), then the import order
+    of the rooms, read from the ``FLOW`` of ``tests/project/test_layers.py`` (its one home: a
+    later room may import an earlier one), then ``cli`` on top."""
+    tree = ast.parse(layers_test.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "FLOW" for t in node.targets
+        ):
+            return ("_root", *ast.literal_eval(node.value), "cli")
+    raise ValueError(f"{layers_test} has no FLOW")
+
 
 _MAX_ENTRIES = 5000
 
@@ -323,7 +313,7 @@ class Walk:
         return [f for i, f in enumerate(seq) if i == 0 or f != seq[i - 1]]
 
     def figures(self) -> dict[str, int]:
-        floor = {f: i for i, f in enumerate(FLOOR_ORDER)}
+        floor = {f: i for i, f in enumerate(floor_order())}
         path = self.folders()
         moves = list(itertools.pairwise(path))
         return {
