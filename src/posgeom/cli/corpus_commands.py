@@ -338,6 +338,10 @@ def _say_size(counts: Any, output: Any) -> None:
 
 
 def _count(args: argparse.Namespace) -> int:
+    """count tokens per position in a corpus
+
+    Count C[i, t], the number of sequences with token t at position i, and save it as one file (.npz
+    or .safetensors) that carries every option and a corpus fingerprint."""
     from posgeom.io.artifacts import check_output_file
 
     check_count_args(args)
@@ -367,13 +371,9 @@ def _count(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "count",
-        help="count tokens per position in a corpus",
-        description="Count C[i, t], the number of sequences with token t at position i, and save "
-        "it as one file (.npz or .safetensors) that carries every option and a corpus fingerprint.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+    from posgeom.cli._options import add_command
+
+    p = add_command(sub, "count", _count)
     add_count_arguments(p)
     p.add_argument(
         "-o", "--output", required=True, help="output file: counts.npz or counts.safetensors"
@@ -386,4 +386,3 @@ def register(sub: Any) -> None:
         action="store_true",
         help="replace an existing counts file (only a file posgeom wrote)",
     )
-    p.set_defaults(handler=_count)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError, printable
+from posgeom.cli._options import add_command
 
 _SUFFIXES = (".py", ".txt", ".tex", ".gz")
 
@@ -63,6 +64,16 @@ def _corpora(args: argparse.Namespace) -> list[Any]:
 
 
 def _handler(args: argparse.Namespace) -> int:
+    """train small language models with every encoding on real corpora (resumable)
+
+    Does stress computed before training rank what small language models reach? For every arm
+    (encoding) x corpus x objective x seed: score the encoding's position geometry against the
+    training split's corpus geometry (paper, scale-optimal, lag, per-position stress, monotonicity),
+    train a byte-level Transformer LM from scratch (the same architecture, data order, optimiser and
+    token budget for every arm), and record validation / test loss, per-position loss, loss at 2x
+    and 4x the trained length and the geometry after training. Each run is one folder under -o with
+    record.json; records.jsonl holds them all. Rerun with --resume to continue: finished runs are
+    never recomputed. --scale gpu: the same grid at width 256, 4 layers, context 128, 3000 steps."""
     from posgeom.training.pretrain import pretrain_grid
 
     overrides = {k: v for k, v in (("steps", args.steps), ("device", args.device)) if v}
@@ -82,26 +93,13 @@ def _handler(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any, fmt: Any, parse_seeds: Any) -> None:
+def add_parser(sub: Any, parse_seeds: Any) -> None:
     """``pretrain`` under ``posgeom experiment`` (``parse_seeds``: the experiments' parser of
     ``--seeds``)."""
     from posgeom.training.lm import ARMS, DEFAULT_ARMS
     from posgeom.training.pretrain import OBJECTIVES, SCALES
 
-    p = sub.add_parser(
-        "pretrain",
-        help="train small language models with every encoding on real corpora (resumable)",
-        description="Does stress computed before training rank what small language models "
-        "reach? For every arm (encoding) x corpus x objective x seed: score the encoding's "
-        "position geometry against the training split's corpus geometry (paper, scale-optimal, "
-        "lag, per-position stress, monotonicity), train a byte-level Transformer LM from scratch "
-        "(the same architecture, data order, optimiser and token budget for every arm), and "
-        "record validation / test loss, per-position loss, loss at 2x and 4x the trained length "
-        "and the geometry after training. Each run is one folder under -o with record.json; "
-        "records.jsonl holds them all. Rerun with --resume to continue: finished runs are never "
-        "recomputed. --scale gpu: the same grid at width 256, 4 layers, context 128, 3000 steps.",
-        formatter_class=fmt,
-    )
+    p = add_command(sub, "pretrain", _handler)
     p.add_argument("-o", "--output", required=True, help="results folder (new, or --resume)")
     p.add_argument(
         "--corpus",
@@ -129,4 +127,4 @@ def add_parser(sub: Any, fmt: Any, parse_seeds: Any) -> None:
     p.add_argument("--device", default=None, help="torch device (default: the scale's, cpu)")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     p.add_argument("--resume", action="store_true", help="continue the grid in -o")
-    p.set_defaults(handler=_handler, parse_seeds=parse_seeds)
+    p.set_defaults(parse_seeds=parse_seeds)

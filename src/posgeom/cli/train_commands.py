@@ -17,10 +17,8 @@ import argparse
 from typing import Any
 
 from posgeom._errors import PosgeomError, printable
-from posgeom.cli._options import add_estimator_argument
+from posgeom.cli._options import add_command, add_estimator_argument
 from posgeom.io.jsonfiles import json_text
-
-FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
 def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: int = 3) -> None:
@@ -124,6 +122,11 @@ def _config(args: argparse.Namespace, **override: Any) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
+    """train a small model and track its position geometry per epoch
+
+    Train one model (TinyEncoder with any encoding, or MiniLM fine-tuning) and record per epoch:
+    loss, accuracy, the separation margin, stress (all kinds) against the corpus Hellinger geometry
+    and the monotonicity violation rate. Resumes DIR."""
     from posgeom.training import train
 
     encoding = args.encoding or ("pretrained" if args.model == "minilm" else "sinusoidal")
@@ -183,14 +186,7 @@ def _experiment(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     from posgeom.training import TASKS, trainable_encodings
 
-    p = sub.add_parser(
-        "train",
-        help="train a small model and track its position geometry per epoch",
-        description="Train one model (TinyEncoder with any encoding, or MiniLM fine-tuning) and "
-        "record per epoch: loss, accuracy, the separation margin, stress (all kinds) against the "
-        "corpus Hellinger geometry and the monotonicity violation rate. Resumes DIR.",
-        formatter_class=FMT,
-    )
+    p = add_command(sub, "train", _train)
     p.add_argument("--task", choices=TASKS, default="sst2", help="task")
     p.add_argument(
         "--encoding",
@@ -211,7 +207,6 @@ def register(sub: Any) -> None:
         help="start the run in -o over (deletes only the files posgeom wrote there)",
     )
     _model_arguments(p)
-    p.set_defaults(handler=_train)
 
     e = sub.add_parser(
         "experiment",
@@ -221,7 +216,6 @@ def register(sub: Any) -> None:
         "permutation p-value. order-necessity: Theorem 1's order-only task. pretrain: small "
         "language models with every encoding on real corpora, against stress computed before "
         "training (posgeom experiment pretrain --help).",
-        formatter_class=FMT,
     )
     es = e.add_subparsers(
         dest="name",
@@ -233,7 +227,7 @@ def register(sub: Any) -> None:
         ("stress-vs-accuracy", "SST-2 accuracy of every encoding x seed against its stress"),
         ("order-necessity", "Theorem 1's order-only task for every encoding x seed"),
     ):
-        x = es.add_parser(name, help=what, description=what, formatter_class=FMT)
+        x = add_command(es, name, _experiment, help=what, description=what)
         x.add_argument(
             "-o",
             "--output",
@@ -250,7 +244,6 @@ def register(sub: Any) -> None:
         )
         x.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
         _model_arguments(x, epochs=5)
-        x.set_defaults(handler=_experiment)
     from posgeom.cli.pretrain_commands import add_parser
 
-    add_parser(es, FMT, _seeds)
+    add_parser(es, _seeds)
