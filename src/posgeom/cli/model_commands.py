@@ -202,8 +202,6 @@ def _analyze_model(args: argparse.Namespace) -> int:
     from posgeom.models.analysis import analyze_model
     from posgeom.reports import results_folder
 
-    if args.max_sequences is not None and args.max_sequences < 1:
-        raise PosgeomError(f"--max-sequences must be >= 1, got {args.max_sequences}")
     from posgeom.io.outputs import check_output
 
     out = Path(args.output)  # the output rule, before the model loads (the commit checks again)

@@ -31,14 +31,10 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
         help="tiny: posgeom TinyEncoder; minilm: fine-tune all-MiniLM-L6-v2 (offline "
         "weights, --encoding pretrained, sst2 only)",
     )
-    g.add_argument("--d-model", type=int, default=_default("d_model"), help="model width d")
-    g.add_argument(
-        "--heads", dest="n_heads", type=int, default=_default("n_heads"), help="attention heads"
-    )
-    g.add_argument(
-        "--layers", dest="n_layers", type=int, default=_default("n_layers"), help="encoder layers"
-    )
-    g.add_argument("--dropout", type=float, default=_default("dropout"), help="dropout")
+    _field_flag(g, "--d-model", int, "model width d")
+    _field_flag(g, "--heads", int, "attention heads", field="n_heads")
+    _field_flag(g, "--layers", int, "encoder layers", field="n_layers")
+    _field_flag(g, "--dropout", float, "dropout")
     g.add_argument(
         "--max-len",
         type=int,
@@ -46,20 +42,11 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
         help="n: positions of the model and of the corpus geometry (longer sequences "
         "are truncated)",
     )
-    g.add_argument("--batch-size", type=int, default=_default("batch_size"), help="batch size")
-    g.add_argument(
-        "--lr", type=float, default=_default("lr"), help="AdamW learning rate (constant)"
-    )
-    g.add_argument(
-        "--weight-decay", type=float, default=_default("weight_decay"), help="AdamW weight decay"
-    )
-    g.add_argument("--rank", type=int, default=_default("rank"), help="rank r of low_rank_mds")
-    g.add_argument(
-        "--random-scale",
-        type=float,
-        default=_default("random_scale"),
-        help="entry standard deviation of the fixed random table",
-    )
+    _field_flag(g, "--batch-size", int, "batch size")
+    _field_flag(g, "--lr", float, "AdamW learning rate (constant)")
+    _field_flag(g, "--weight-decay", float, "AdamW weight decay")
+    _field_flag(g, "--rank", int, "rank r of low_rank_mds")
+    _field_flag(g, "--random-scale", float, "entry standard deviation of the fixed random table")
     g.add_argument(
         "--train-positions",
         choices=("default", "yes", "no"),
@@ -72,7 +59,7 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
         default=None,
         help="optimizer steps per epoch (default: one pass over the training set)",
     )
-    g.add_argument("--threads", type=int, default=_default("threads"), help="torch.set_num_threads")
+    _field_flag(g, "--threads", int, "torch.set_num_threads")
     d = p.add_argument_group("data")
     d.add_argument(
         "--data-dir",
@@ -84,17 +71,19 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
     d.add_argument("--eval-file", default=None, help="evaluation file (overrides --data-dir)")
     d.add_argument("--train-limit", type=int, default=None, help="seeded subset of training rows")
     d.add_argument("--eval-limit", type=int, default=None, help="seeded subset of eval rows")
-    d.add_argument(
-        "--order-samples",
-        type=int,
-        default=_default("order_samples"),
-        help="training sequences of the order task",
-    )
+    _field_flag(d, "--order-samples", int, "training sequences of the order task")
     add_estimator_argument(
         d,
         dest="target_estimator",
         what="estimator of the target geometry the run is scored against",
     )
+
+
+def _field_flag(g: Any, flag: str, kind: type, help_text: str, *, field: str = "") -> None:
+    """``flag`` of the :class:`~posgeom.training.TrainConfig` field ``field`` (default: the flag's
+    name with underscores for dashes), its default the config's."""
+    field = field or flag.removeprefix("--").replace("-", "_")
+    g.add_argument(flag, dest=field, type=kind, default=_default(field), help=help_text)
 
 
 def _default(name: str) -> Any:
