@@ -243,21 +243,13 @@ def count_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-_BOUNDS = (  # (dest, flag, smallest value) of the scale options: refused before any work
-    ("workers", "--workers", 1),
-    ("shard_lines", "--shard-lines", 1),
-)
-
-
 def check_count_args(args: argparse.Namespace) -> None:
-    """Refuse out-of-range counting options (``--workers 0``, ``--batch-size 0``, ...) before any
-    work: the count options by :class:`~posgeom.corpus.options.CountOptions`' own constraints."""
+    """Refuse out-of-range count options before any work, by
+    :class:`~posgeom.corpus.options.CountOptions`' own constraints (the counts of things, such as
+    ``--workers 0`` or ``--batch-size 0``, are refused before the command by
+    :func:`posgeom.cli._checks.check_common_args`), and a corpus that does not exist."""
     from posgeom.corpus.options import CountOptions
 
-    for dest, flag, low in _BOUNDS:
-        value = getattr(args, dest, None)
-        if value is not None and value < low:
-            raise PosgeomError(f"{flag} must be at least {low}, got {value}")
     if getattr(args, "max_positions", None) is not None:
         CountOptions(**count_options_from_args(args))
     for corpus in getattr(args, "corpus", None) or ():

@@ -199,10 +199,9 @@ def _analyze_model(args: argparse.Namespace) -> int:
     analysis), build its Hellinger geometry, score the model's positional encoding and the per-layer
     mean hidden state per position against it, and write summary.json, arrays.npz, table.md,
     counts.npz and stress_per_layer.png to -o DIR (created atomically)."""
+    from posgeom.io.outputs import check_output
     from posgeom.models.analysis import analyze_model
     from posgeom.reports import results_folder
-
-    from posgeom.io.outputs import check_output
 
     out = Path(args.output)  # the output rule, before the model loads (the commit checks again)
     check_output(
