@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from posgeom._errors import PosgeomError
+
 __all__ = [
     "add_command",
     "add_estimator_argument",
@@ -20,10 +22,13 @@ __all__ = [
     "add_resolution_argument",
     "add_results_folder_arguments",
     "add_sample_arguments",
+    "add_seed_argument",
+    "add_seeds_argument",
     "add_threads_argument",
     "add_tokenizer_argument",
     "choices_of",
     "placement",
+    "seeds_of",
 ]
 
 
@@ -109,6 +114,30 @@ def add_sample_arguments(p: Any) -> None:
         default=None,
         help="take a seeded random sample of --max-sequences texts (reads the whole corpus)",
     )
+
+
+def add_seed_argument(p: Any, *, what: str = "random seed") -> None:
+    """``--seed``: the seed of the command's random draws (``what``: which draws), 0 by default;
+    its range is :data:`posgeom._validation.SEED` (:mod:`posgeom.cli._checks`)."""
+    p.add_argument("--seed", type=int, default=0, help=what)
+
+
+def add_seeds_argument(p: Any) -> None:
+    """``--seeds``: the seeds of an experiment grid (read by :func:`seeds_of`)."""
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+
+
+def seeds_of(text: str) -> list[int]:
+    """``--seeds 0,1,2`` as integers; anything else is one line naming the flag."""
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise PosgeomError(
+            f"--seeds must be comma-separated non-negative integers such as 0,1,2, got {text!r}"
+        )
+    return seeds
 
 
 #: ``--report`` of a results folder that the report module draws (its figures beside it)

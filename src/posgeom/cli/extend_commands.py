@@ -156,7 +156,7 @@ def register(sub: Any) -> None:
         default=None,
         help="measure only the best N strategies by score, plus none (default: all)",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed")
+    options.add_seed_argument(p)
     options.add_results_folder_arguments(p)
     p.add_argument(
         "--emit",

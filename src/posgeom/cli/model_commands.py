@@ -346,5 +346,5 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--level", type=float, default=0.95, help="coverage of the intervals")
     p.add_argument("--no-plot", action="store_true", help="do not draw stress_per_layer.png")
-    p.add_argument("--seed", type=int, default=0, help="random seed (violation rate, noise floor)")
+    options.add_seed_argument(p, what="random seed (violation rate, noise floor)")
     options.add_results_folder_arguments(p)

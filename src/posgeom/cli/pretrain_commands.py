@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError, printable
-from posgeom.cli._options import add_command
+from posgeom.cli._options import add_command, add_seeds_argument, seeds_of
 
 _SUFFIXES = (".py", ".txt", ".tex", ".gz")
 
@@ -82,7 +82,7 @@ def _handler(args: argparse.Namespace) -> int:
         _corpora(args),
         arms=args.arms.split(","),
         objectives=args.objectives.split(","),
-        seeds=args.parse_seeds(args.seeds),
+        seeds=seeds_of(args.seeds),
         scale=args.scale,
         overrides=overrides,
         resume=args.resume,
@@ -93,9 +93,8 @@ def _handler(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any, parse_seeds: Any) -> None:
-    """``pretrain`` under ``posgeom experiment`` (``parse_seeds``: the experiments' parser of
-    ``--seeds``)."""
+def add_parser(sub: Any) -> None:
+    """``pretrain`` under ``posgeom experiment``."""
     from posgeom.training.lm import ARMS, DEFAULT_ARMS
     from posgeom.training.pretrain import OBJECTIVES, SCALES
 
@@ -121,10 +120,9 @@ def add_parser(sub: Any, parse_seeds: Any) -> None:
         help=f"comma-separated arms (encodings) of {', '.join(ARMS)}",
     )
     p.add_argument("--objectives", default=",".join(OBJECTIVES), help="causal,masked")
-    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    add_seeds_argument(p)
     p.add_argument("--scale", choices=tuple(SCALES), default="cpu", help="model and budget")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")
     p.add_argument("--device", default=None, help="torch device (default: the scale's, cpu)")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     p.add_argument("--resume", action="store_true", help="continue the grid in -o")
-    p.set_defaults(parse_seeds=parse_seeds)

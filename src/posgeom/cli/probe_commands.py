@@ -173,7 +173,7 @@ def register(sub: Any) -> None:
     options.add_threads_argument(p)
     options.add_placement_arguments(p)
     p.add_argument("--level", type=float, default=0.95, help="coverage of the intervals")
-    p.add_argument("--seed", type=int, default=0, help="seed of the layer sample and folds")
+    options.add_seed_argument(p, what="seed of the layer sample and folds")
     p.add_argument("--no-plot", action="store_true", help="do not draw probe_layers.png")
     options.add_results_folder_arguments(
         p, required=False, report="also write report.html into the folder"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import printable
-from posgeom.cli._options import add_command
+from posgeom.cli._options import add_command, add_seed_argument
 
 
 def _reproduce(args: argparse.Namespace) -> int:
@@ -85,7 +85,7 @@ def register(sub: Any) -> None:
         default=None,
         help="cap n of the real corpora (a quick smoke run)",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed")
+    add_seed_argument(p)
     p.add_argument(
         "--bootstrap",
         type=int,

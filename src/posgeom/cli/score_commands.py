@@ -13,7 +13,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli._checks import unique_names
-from posgeom.cli._options import add_command
+from posgeom.cli._options import add_command, add_seed_argument
 from posgeom.cli._verdict import verdict_line
 from posgeom.cli.pipeline_commands import read_encoding
 from posgeom.io.jsonfiles import json_text
@@ -156,4 +156,4 @@ def register(sub: Any) -> None:
         "--key", default=None, help="array to read from every encoding file that holds several"
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sampled violation rate")
+    add_seed_argument(p, what="seed of the sampled violation rate")

@@ -16,8 +16,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from posgeom._errors import PosgeomError, printable
-from posgeom.cli._options import add_command, add_estimator_argument
+from posgeom._errors import printable
+from posgeom.cli._options import (
+    add_command,
+    add_estimator_argument,
+    add_seed_argument,
+    add_seeds_argument,
+    seeds_of,
+)
 from posgeom.io.jsonfiles import json_text
 
 
@@ -137,24 +143,11 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _seeds(text: str) -> list[int]:
-    """``--seeds 0,1,2`` as integers; anything else is one line naming the flag."""
-    try:
-        seeds = [int(s) for s in text.split(",")]
-    except ValueError:
-        seeds = []
-    if not seeds or min(seeds) < 0:
-        raise PosgeomError(
-            f"--seeds must be comma-separated non-negative integers such as 0,1,2, got {text!r}"
-        )
-    return seeds
-
-
 def _experiment(args: argparse.Namespace) -> int:
     from posgeom.training import order_necessity, stress_vs_accuracy
 
     kw = {"encodings": args.encodings.split(",")} if args.encodings is not None else {}
-    seeds = _seeds(args.seeds)
+    seeds = seeds_of(args.seeds)
     if args.name == "stress-vs-accuracy":
         base = _config(args, task="sst2")
         summary = stress_vs_accuracy(
@@ -183,7 +176,7 @@ def register(sub: Any) -> None:
         help=f"position encoding: {', '.join(trainable_encodings())} (or 'pretrained' with "
         "--model minilm); default sinusoidal / pretrained",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed")
+    add_seed_argument(p)
     p.add_argument(
         "-o",
         "--output",
@@ -231,8 +224,8 @@ def register(sub: Any) -> None:
         x.add_argument(
             "--encodings", default=None, help="comma-separated encodings (default: all eight)"
         )
-        x.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+        add_seeds_argument(x)
         _model_arguments(x, epochs=5)
     from posgeom.cli.pretrain_commands import add_parser
 
-    add_parser(es, _seeds)
+    add_parser(es)
