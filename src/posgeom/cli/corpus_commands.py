@@ -264,11 +264,8 @@ def counts_from_args(args: argparse.Namespace) -> Any:
     check_count_args(args)
     corpora = [Path(c) for c in args.corpus]
     suffixes = "".join(corpora[0].suffixes)
-    is_ids = any(x in suffixes for x in (".npy", ".npz", ".bin")) or args.format in (
-        "npy",
-        "npz",
-        "bin",
-    )
+    ids = ("npy", "npz", "bin")
+    is_ids = args.format in ids or any(f".{x}" in suffixes for x in ids)
     options = count_options_from_args(args)
     scaled = args.scheduler or (args.workers or 1) > 1 or args.job_dir or args.shard_lines
     log.info("counting %s (n = %d)", ", ".join(map(str, corpora)), args.max_positions)

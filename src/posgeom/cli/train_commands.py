@@ -17,13 +17,7 @@ import argparse
 from typing import Any
 
 from posgeom._errors import printable
-from posgeom.cli._options import (
-    add_command,
-    add_estimator_argument,
-    add_seed_argument,
-    add_seeds_argument,
-    seeds_of,
-)
+from posgeom.cli import _options as options
 from posgeom.io.jsonfiles import json_text
 
 
@@ -78,7 +72,7 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
     d.add_argument("--train-limit", type=int, default=None, help="seeded subset of training rows")
     d.add_argument("--eval-limit", type=int, default=None, help="seeded subset of eval rows")
     _field_flag(d, "--order-samples", int, "training sequences of the order task")
-    add_estimator_argument(
+    options.add_estimator_argument(
         d,
         dest="target_estimator",
         what="estimator of the target geometry the run is scored against",
@@ -147,7 +141,7 @@ def _experiment(args: argparse.Namespace) -> int:
     from posgeom.training import order_necessity, stress_vs_accuracy
 
     kw = {"encodings": args.encodings.split(",")} if args.encodings is not None else {}
-    seeds = seeds_of(args.seeds)
+    seeds = options.seeds_of(args.seeds)
     if args.name == "stress-vs-accuracy":
         base = _config(args, task="sst2")
         summary = stress_vs_accuracy(
@@ -168,7 +162,7 @@ def _experiment(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     from posgeom.training import TASKS, trainable_encodings
 
-    p = add_command(sub, "train", _train)
+    p = options.add_command(sub, "train", _train)
     p.add_argument("--task", choices=TASKS, default="sst2", help="task")
     p.add_argument(
         "--encoding",
@@ -176,7 +170,7 @@ def register(sub: Any) -> None:
         help=f"position encoding: {', '.join(trainable_encodings())} (or 'pretrained' with "
         "--model minilm); default sinusoidal / pretrained",
     )
-    add_seed_argument(p)
+    options.add_seed_argument(p)
     p.add_argument(
         "-o",
         "--output",
@@ -209,7 +203,7 @@ def register(sub: Any) -> None:
         ("stress-vs-accuracy", "SST-2 accuracy of every encoding x seed against its stress"),
         ("order-necessity", "Theorem 1's order-only task for every encoding x seed"),
     ):
-        x = add_command(es, name, _experiment, help=what, description=what)
+        x = options.add_command(es, name, _experiment, help=what, description=what)
         x.add_argument(
             "-o",
             "--output",
@@ -224,7 +218,7 @@ def register(sub: Any) -> None:
         x.add_argument(
             "--encodings", default=None, help="comma-separated encodings (default: all eight)"
         )
-        add_seeds_argument(x)
+        options.add_seeds_argument(x)
         _model_arguments(x, epochs=5)
     from posgeom.cli.pretrain_commands import add_parser
 
