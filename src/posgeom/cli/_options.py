@@ -33,12 +33,7 @@ __all__ = [
 
 
 def add_command(
-    sub: Any,
-    name: str,
-    handler: Any,
-    *,
-    help: str | None = None,
-    description: str | None = None,
+    sub: Any, name: str, handler: Any, *, help: str | None = None, description: str | None = None
 ) -> argparse.ArgumentParser:
     """The parser of the command ``name`` under ``sub`` (``add_subparsers``' object), run by
     ``handler(args)``. Its line in ``posgeom --help`` is ``help`` and its own ``--help`` opens with
@@ -152,13 +147,7 @@ def add_results_folder_arguments(
 ) -> None:
     """``-o/--output`` (the results folder, written atomically), ``--overwrite`` and ``--report``
     (``report``: its help, when the command writes another page than the report module's)."""
-    p.add_argument(
-        "-o",
-        "--output",
-        required=required,
-        default=None,
-        help="results folder (created atomically)",
-    )
+    p.add_argument("-o", "--output", required=required, help="results folder (created atomically)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     p.add_argument("--report", action="store_true", help=report)
 

@@ -113,6 +113,15 @@ def add_text_arguments(p: Any) -> None:
         add_option_flag(p, name, help_text, **dict(kw))
 
 
+def text_decoding(args: argparse.Namespace) -> dict[str, Any]:
+    """The text flags (:func:`add_text_arguments`) as the readers' decoding keywords."""
+    return {
+        "encoding": args.text_encoding,
+        "errors": args.encoding_errors,
+        "text_field": args.text_field,
+    }
+
+
 def add_reader_arguments(p: Any) -> None:
     """``--format``, ``--text-column``, the text options (:func:`add_text_arguments`) and
     ``--split``: how a command that reads one corpus through a model (``analyze-model``,

@@ -8,7 +8,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli import _options as options
-from posgeom.cli.corpus_commands import add_text_arguments
+from posgeom.cli.corpus_commands import add_text_arguments, text_decoding
 from posgeom.io.jsonfiles import json_text
 
 
@@ -64,11 +64,7 @@ def _extend(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=say,
         emit=args.emit,
-        decoding={
-            "encoding": args.text_encoding,
-            "errors": args.encoding_errors,
-            "text_field": args.text_field,
-        },
+        decoding=text_decoding(args),
     )
     print(result.markdown())
     if result.rope_parameters is not None:

@@ -19,7 +19,7 @@ import numpy as np
 from posgeom._errors import PosgeomError, printable
 from posgeom._paths import portable_path
 from posgeom.cli import _options as options
-from posgeom.cli.corpus_commands import add_reader_arguments
+from posgeom.cli.corpus_commands import add_reader_arguments, text_decoding
 from posgeom.io.jsonfiles import json_text
 
 log = logging.getLogger("posgeom")
@@ -176,14 +176,8 @@ def _texts(args: argparse.Namespace) -> Any:
     corpus = Path(args.corpus)
     if not corpus.exists():
         raise PosgeomError(f"corpus {corpus} does not exist; check the path")
-    how = {
-        "format": args.format,
-        "text_column": args.text_column,
-        "split": args.split,
-        "encoding": args.text_encoding,
-        "errors": args.encoding_errors,
-        "text_field": args.text_field,
-    }
+    how = {"format": args.format, "text_column": args.text_column, "split": args.split}
+    how |= text_decoding(args)
     if args.shuffle_seed is None:
         return read_texts(corpus, limit=args.max_sequences, **how)
     texts = list(read_texts(corpus, **how))
