@@ -183,6 +183,33 @@ def test_help_explains_options(capsys):
         assert action.help, f"{action.option_strings} has no help"
 
 
+def test_every_command_has_its_line_and_description():
+    """Every command and subcommand has its line in the list of commands and a description atop
+    its own --help: by default its handler's docstring, first paragraph then the rest, with the
+    docstring's line breaks read as spaces (cli/_options.add_command)."""
+    import argparse
+
+    from posgeom.cli.corpus_commands import _count
+    from posgeom.cli.main import build_parser
+
+    def commands(parser):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                lines = {a.dest: a.help for a in action._choices_actions}
+                for name, command in action.choices.items():
+                    yield name, lines[name], command
+                    yield from commands(command)
+
+    found = {name: (line, command) for name, line, command in commands(build_parser())}
+    assert {"count", "probe", "experiment", "pretrain", "order-necessity"} <= set(found)
+    for name, (line, command) in found.items():
+        assert line and "\n" not in line and "  " not in line, name
+        assert command.description and "  " not in command.description, name
+    line, command = found["count"]
+    head, rest = _count.__doc__.split("\n\n", 1)
+    assert line == head and command.description == " ".join(rest.split())
+
+
 def test_counts_and_a_different_tokenizer_are_refused(corpus, tmp_path, capsys):
     from posgeom.corpus.tokenize import WordLevelTokenizer
 

@@ -1,22 +1,53 @@
-"""Options of the commands outside the main pipeline (``analyze-model``, ``probe``, ``train``),
-declared once: the estimator, its resolution, the noise floor, and where
-and in what precision a model runs (``--device``, ``--dtype``: every command that loads one). The
-pipeline's own flags (``geometry``, ``run``, ``demo``, ``compare``) derive from its config:
-:mod:`posgeom.cli._config_flags`."""
+"""The opening of every command (:func:`add_command`) and the options several commands outside
+the main pipeline share (``analyze-model``, ``probe``, ``extend``, ``train``, ...), declared once:
+the estimator, its resolution, the noise floor, how a model loads (``--gguf-file``,
+``--threads``, its ``--tokenizer``), where and in what precision it runs (``--device``,
+``--dtype``: every command that loads one), the sample of a corpus read through a model, and the
+results folder (``-o``, ``--overwrite``, ``--report``). The pipeline's own flags (``geometry``,
+``run``, ``demo``, ``compare``) derive from its config: :mod:`posgeom.cli._config_flags`."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from posgeom._errors import PosgeomError
+
 __all__ = [
+    "add_command",
     "add_estimator_argument",
+    "add_gguf_argument",
     "add_noise_argument",
     "add_placement_arguments",
     "add_resolution_argument",
+    "add_results_folder_arguments",
+    "add_sample_arguments",
+    "add_seed_argument",
+    "add_seeds_argument",
+    "add_threads_argument",
+    "add_tokenizer_argument",
     "choices_of",
     "placement",
+    "seeds_of",
 ]
+
+
+def add_command(
+    sub: Any, name: str, handler: Any, *, help: str | None = None, description: str | None = None
+) -> argparse.ArgumentParser:
+    """The parser of the command ``name`` under ``sub`` (``add_subparsers``' object), run by
+    ``handler(args)``. Its line in ``posgeom --help`` is ``help`` and its own ``--help`` opens with
+    ``description``; by default both are the handler's docstring: its first paragraph, then the
+    rest (line breaks read as spaces, as argparse prints them). Every command's help formatter is
+    set by :func:`posgeom.cli._help.apply`."""
+    summary, _, rest = (handler.__doc__ or "").partition("\n\n")
+    p = sub.add_parser(
+        name,
+        help=help or " ".join(summary.split()),
+        description=description or " ".join(rest.split()) or None,
+    )
+    p.set_defaults(handler=handler)
+    return p
 
 
 def add_estimator_argument(
@@ -37,6 +68,88 @@ def add_estimator_argument(
         help=f"{what}: recommended (= {RECOMMENDED}) or one of {', '.join(available())}; "
         "the plug-in (the paper's) is shown beside it",
     )
+
+
+def add_gguf_argument(p: Any, *, inside: str = "MODEL") -> None:
+    """``--gguf-file``: the GGUF checkpoint inside the model folder ``inside`` names."""
+    p.add_argument(
+        "--gguf-file",
+        default=None,
+        help=f"name of a .gguf file inside {inside} (a folder) to load (needs gguf and accelerate)",
+    )
+
+
+def add_threads_argument(p: Any) -> None:
+    """``--threads``: torch's CPU threads while a model runs."""
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+
+
+def add_tokenizer_argument(p: Any) -> None:
+    """``-t/--tokenizer`` of a command that runs a model: another tokenizer than the model's."""
+    p.add_argument(
+        "-t",
+        "--tokenizer",
+        default=None,
+        help="tokenizer (tokenizer.json, folder or local name); default: the model's own",
+    )
+
+
+def add_sample_arguments(p: Any) -> None:
+    """``--max-sequences`` and ``--shuffle-seed``: which texts of the corpus a model reads."""
+    p.add_argument(
+        "--max-sequences",
+        type=int,
+        default=None,
+        help="use at most this many sequences (the first ones, or a seeded sample with "
+        "--shuffle-seed)",
+    )
+    p.add_argument(
+        "--shuffle-seed",
+        type=int,
+        default=None,
+        help="take a seeded random sample of --max-sequences texts (reads the whole corpus)",
+    )
+
+
+def add_seed_argument(p: Any, *, what: str = "random seed") -> None:
+    """``--seed``: the seed of the command's random draws (``what``: which draws), 0 by default;
+    its range is :data:`posgeom._validation.SEED` (:mod:`posgeom.cli._checks`)."""
+    p.add_argument("--seed", type=int, default=0, help=what)
+
+
+def add_seeds_argument(p: Any) -> None:
+    """``--seeds``: the seeds of an experiment grid (read by :func:`seeds_of`)."""
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+
+
+def seeds_of(text: str) -> list[int]:
+    """``--seeds 0,1,2`` as integers; anything else is one line naming the flag."""
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise PosgeomError(
+            f"--seeds must be comma-separated non-negative integers such as 0,1,2, got {text!r}"
+        )
+    return seeds
+
+
+#: ``--report`` of a results folder that the report module draws (its figures beside it)
+REPORT_HELP = (
+    "also write report.html (self-contained: figures, verdict, tables) and report_figures/ (PNG "
+    "and SVG) into the results folder"
+)
+
+
+def add_results_folder_arguments(
+    p: Any, *, required: bool = True, report: str = REPORT_HELP
+) -> None:
+    """``-o/--output`` (the results folder, written atomically), ``--overwrite`` and ``--report``
+    (``report``: its help, when the command writes another page than the report module's)."""
+    p.add_argument("-o", "--output", required=required, help="results folder (created atomically)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
+    p.add_argument("--report", action="store_true", help=report)
 
 
 def add_placement_arguments(p: Any) -> None:

@@ -113,6 +113,15 @@ def add_text_arguments(p: Any) -> None:
         add_option_flag(p, name, help_text, **dict(kw))
 
 
+def text_decoding(args: argparse.Namespace) -> dict[str, Any]:
+    """The text flags (:func:`add_text_arguments`) as the readers' decoding keywords."""
+    return {
+        "encoding": args.text_encoding,
+        "errors": args.encoding_errors,
+        "text_field": args.text_field,
+    }
+
+
 def add_reader_arguments(p: Any) -> None:
     """``--format``, ``--text-column``, the text options (:func:`add_text_arguments`) and
     ``--split``: how a command that reads one corpus through a model (``analyze-model``,
@@ -243,21 +252,13 @@ def count_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-_BOUNDS = (  # (dest, flag, smallest value) of the scale options: refused before any work
-    ("workers", "--workers", 1),
-    ("shard_lines", "--shard-lines", 1),
-)
-
-
 def check_count_args(args: argparse.Namespace) -> None:
-    """Refuse out-of-range counting options (``--workers 0``, ``--batch-size 0``, ...) before any
-    work: the count options by :class:`~posgeom.corpus.options.CountOptions`' own constraints."""
+    """Refuse out-of-range count options before any work, by
+    :class:`~posgeom.corpus.options.CountOptions`' own constraints (the counts of things, such as
+    ``--workers 0`` or ``--batch-size 0``, are refused before the command by
+    :func:`posgeom.cli._checks.check_common_args`), and a corpus that does not exist."""
     from posgeom.corpus.options import CountOptions
 
-    for dest, flag, low in _BOUNDS:
-        value = getattr(args, dest, None)
-        if value is not None and value < low:
-            raise PosgeomError(f"{flag} must be at least {low}, got {value}")
     if getattr(args, "max_positions", None) is not None:
         CountOptions(**count_options_from_args(args))
     for corpus in getattr(args, "corpus", None) or ():
@@ -272,11 +273,8 @@ def counts_from_args(args: argparse.Namespace) -> Any:
     check_count_args(args)
     corpora = [Path(c) for c in args.corpus]
     suffixes = "".join(corpora[0].suffixes)
-    is_ids = any(x in suffixes for x in (".npy", ".npz", ".bin")) or args.format in (
-        "npy",
-        "npz",
-        "bin",
-    )
+    ids = ("npy", "npz", "bin")
+    is_ids = args.format in ids or any(f".{x}" in suffixes for x in ids)
     options = count_options_from_args(args)
     scaled = args.scheduler or (args.workers or 1) > 1 or args.job_dir or args.shard_lines
     log.info("counting %s (n = %d)", ", ".join(map(str, corpora)), args.max_positions)
@@ -338,6 +336,10 @@ def _say_size(counts: Any, output: Any) -> None:
 
 
 def _count(args: argparse.Namespace) -> int:
+    """count tokens per position in a corpus
+
+    Count C[i, t], the number of sequences with token t at position i, and save it as one file (.npz
+    or .safetensors) that carries every option and a corpus fingerprint."""
     from posgeom.io.artifacts import check_output_file
 
     check_count_args(args)
@@ -367,13 +369,9 @@ def _count(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "count",
-        help="count tokens per position in a corpus",
-        description="Count C[i, t], the number of sequences with token t at position i, and save "
-        "it as one file (.npz or .safetensors) that carries every option and a corpus fingerprint.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+    from posgeom.cli._options import add_command
+
+    p = add_command(sub, "count", _count)
     add_count_arguments(p)
     p.add_argument(
         "-o", "--output", required=True, help="output file: counts.npz or counts.safetensors"
@@ -386,4 +384,3 @@ def register(sub: Any) -> None:
         action="store_true",
         help="replace an existing counts file (only a file posgeom wrote)",
     )
-    p.set_defaults(handler=_count)

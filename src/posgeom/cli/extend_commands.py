@@ -7,14 +7,21 @@ import sys
 from typing import Any
 
 from posgeom._errors import PosgeomError, printable
-from posgeom.cli._options import add_placement_arguments, placement
-from posgeom.cli.corpus_commands import add_text_arguments
+from posgeom.cli import _options as options
+from posgeom.cli.corpus_commands import add_text_arguments, text_decoding
 from posgeom.io.jsonfiles import json_text
-
-FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
 def _extend(args: argparse.Namespace) -> int:
+    """rank context-extension strategies (RoPE scaling, table extension) from the corpus
+
+    Enumerate the strategies that run MODEL past its trained length (RoPE: none, linear,
+    static/dynamic NTK, YaRN, llama3, LongRoPE, factors fitted to the corpus; learned tables: clamp,
+    interpolate, Gower), score each one's lag kernel at the target length against the corpus's lag
+    geometry (recommended estimator, half-sample intervals), and write summary.json,
+    rope_parameters.json (the best's, transformers 5 spelling), table.md and arrays.npz to -o DIR
+    (created atomically). --measure also measures each strategy's loss on held-out windows
+    (resumable)."""
     from posgeom.extension.run import extend
 
     if args.target_length < 2:
@@ -30,7 +37,8 @@ def _extend(args: argparse.Namespace) -> int:
                 f"cannot read --strategies ({exc}); pass a JSON file "
                 '{"name": {"rope_type": ..., "rope_theta": ...}, ...}'
             ) from exc
-    where = placement(args)  # a device this machine lacks: refused before the corpus is read
+    # a device this machine lacks: refused before the corpus is read
+    where = options.placement(args)
     say = None if args.quiet else (lambda line: print(printable(line), file=sys.stderr, flush=True))
     result = extend(
         args.model,
@@ -56,11 +64,7 @@ def _extend(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=say,
         emit=args.emit,
-        decoding={
-            "encoding": args.text_encoding,
-            "errors": args.encoding_errors,
-            "text_field": args.text_field,
-        },
+        decoding=text_decoding(args),
     )
     print(result.markdown())
     if result.rope_parameters is not None:
@@ -84,18 +88,7 @@ def _extend(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "extend",
-        formatter_class=FMT,
-        help="rank context-extension strategies (RoPE scaling, table extension) from the corpus",
-        description="Enumerate the strategies that run MODEL past its trained length (RoPE: none, "
-        "linear, static/dynamic NTK, YaRN, llama3, LongRoPE, factors fitted to the corpus; "
-        "learned tables: clamp, interpolate, Gower), score each one's lag kernel at the target "
-        "length against the corpus's lag geometry (recommended estimator, half-sample intervals), "
-        "and write summary.json, rope_parameters.json (the best's, transformers 5 spelling), "
-        "table.md and arrays.npz to -o DIR (created atomically). --measure also measures each "
-        "strategy's loss on held-out windows (resumable).",
-    )
+    p = options.add_command(sub, "extend", _extend)
     p.add_argument(
         "model",
         help="a Hugging Face folder or cached name (offline), a posgeom decoder file "
@@ -115,9 +108,9 @@ def register(sub: Any) -> None:
         default=None,
         help="the trained length L0 (default: the model's max_position_embeddings)",
     )
-    p.add_argument("--gguf-file", default=None, help="a .gguf file inside MODEL to load")
-    add_placement_arguments(p)
-    p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
+    options.add_gguf_argument(p)
+    options.add_placement_arguments(p)
+    options.add_tokenizer_argument(p)
     add_text_arguments(p)
     p.add_argument(
         "--classes",
@@ -159,10 +152,8 @@ def register(sub: Any) -> None:
         default=None,
         help="measure only the best N strategies by score, plus none (default: all)",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
-    p.add_argument("--report", action="store_true", help="also write report.html")
+    options.add_seed_argument(p)
+    options.add_results_folder_arguments(p)
     p.add_argument(
         "--emit",
         nargs="+",
@@ -172,4 +163,3 @@ def register(sub: Any) -> None:
         "vllm, sglang, llamacpp, llama-cpp-python, ollama, exllamav2) beside the results, with "
         "engines.md (notes, refusals, rope-check findings)",
     )
-    p.set_defaults(handler=_extend)

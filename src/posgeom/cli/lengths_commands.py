@@ -11,6 +11,11 @@ CAP = 1024
 
 
 def _lengths(args: argparse.Namespace) -> int:
+    """sequence lengths of a corpus (histogram, percentiles) and the suggested n
+
+    Tokenizes the corpus as `posgeom count` does and prints the histogram of sequence lengths, its
+    percentiles and the suggested n: the positions reached by at least 5% of the sequences (the rule
+    of `posgeom reproduce`). Positions beyond it hold few samples and mostly sampling noise."""
     from posgeom._validation import check_param
     from posgeom.cli.corpus_commands import counts_from_args
     from posgeom.corpus.lengths import QUANTILE_RANGE, length_profile
@@ -26,16 +31,10 @@ def _lengths(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    from posgeom.cli._options import add_command
     from posgeom.cli.corpus_commands import add_count_arguments
 
-    p = sub.add_parser(
-        "lengths",
-        help="sequence lengths of a corpus (histogram, percentiles) and the suggested n",
-        description="Tokenizes the corpus as `posgeom count` does and prints the histogram of "
-        "sequence lengths, its percentiles and the suggested n: the positions reached by at "
-        "least 5% of the sequences (the rule of `posgeom reproduce`). Positions beyond it hold "
-        "few samples and mostly sampling noise.",
-    )
+    p = add_command(sub, "lengths", _lengths)
     add_count_arguments(p)
     for action in p._actions:
         if action.dest == "max_positions":
@@ -49,7 +48,6 @@ def register(sub: Any) -> None:
         help="the suggested n is this quantile of the lengths, in (0, 1] (default 0.95)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.set_defaults(handler=_lengths)
 
 
 __all__ = ["register"]

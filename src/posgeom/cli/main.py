@@ -43,6 +43,12 @@ OPTIONAL_COMMAND_MODULES = (
     "posgeom.cli.model_commands",
     "posgeom.cli.train_commands",
 )
+#: the options of every command, accepted before and after its name (--debug hidden after it)
+COMMON_FLAGS = (
+    (("-v", "--verbose"), "log every step (to stderr)"),
+    (("-q", "--quiet"), "no progress bars or log lines"),
+    (("--debug",), "print tracebacks of errors"),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,12 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
             "The geometry of Transformer positional encodings: count a corpus, build its Hellinger "
             "geometry and the MDS-optimal encoding, and score encodings by stress."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"posgeom {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log every step (to stderr)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or log lines")
-    parser.add_argument("--debug", action="store_true", help="print tracebacks of errors")
+    for flags, text in COMMON_FLAGS:
+        parser.add_argument(*flags, action="store_true", help=text)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -69,24 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
-    for command in sub.choices.values():  # accept -v/-q after the command name too
-        command.add_argument(
-            "-v",
-            "--verbose",
-            action="store_true",
-            default=argparse.SUPPRESS,
-            help="log every step (to stderr)",
-        )
-        command.add_argument(
-            "-q",
-            "--quiet",
-            action="store_true",
-            default=argparse.SUPPRESS,
-            help="no progress bars or log lines",
-        )
-        command.add_argument(
-            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-        )
+    for command in sub.choices.values():  # after the command name too (unset: the top's value)
+        for flags, text in COMMON_FLAGS:
+            text = argparse.SUPPRESS if flags == ("--debug",) else text
+            command.add_argument(*flags, action="store_true", default=argparse.SUPPRESS, help=text)
     help_format.apply(parser)  # defaults said once, never "(default: None)"
     return parser
 
@@ -265,8 +255,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _suppress_value_error():
-    import contextlib
-
     return contextlib.suppress(ValueError, TypeError)
 
 

@@ -18,18 +18,11 @@ import numpy as np
 
 from posgeom._errors import PosgeomError, printable
 from posgeom._paths import portable_path
-from posgeom.cli._options import (
-    add_estimator_argument,
-    add_noise_argument,
-    add_placement_arguments,
-    add_resolution_argument,
-    placement,
-)
-from posgeom.cli.corpus_commands import add_reader_arguments
+from posgeom.cli import _options as options
+from posgeom.cli.corpus_commands import add_reader_arguments, text_decoding
 from posgeom.io.jsonfiles import json_text
 
 log = logging.getLogger("posgeom")
-FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -55,7 +48,7 @@ def _load(args: argparse.Namespace) -> Any:
             f"{model_path} has no config.json, so it is not a Hugging Face model folder; pass the "
             "folder that holds config.json and the weights (or --gguf-file NAME)"
         )
-    where = placement(args)
+    where = options.placement(args)
     log.info("loading %s (offline; %s on %s)", args.model, where["dtype"], where["device"])
     return load_model(args.model, **where, **kwargs)
 
@@ -88,13 +81,18 @@ def _extract_json(args: argparse.Namespace) -> int:
 
 
 def _extract(args: argparse.Namespace) -> int:
+    """a model's positional mechanism(s) and the encodings they become
+
+    Find the positional mechanisms of a model (learned table, rotary, ALiBi, relative buckets) and
+    print them as posgeom encodings; -o saves one array per encoding (.npz or .safetensors, its
+    metadata inside)."""
     if args.json:
         return _extract_json(args)
     if args.output:  # before torch and the model: writable, and never a file posgeom did not write
         from posgeom.io.artifacts import check_output_file
 
         check_output_file(args.output, overwrite=True, kinds=("model_encodings",))
-    placement(args)  # before torch loads anything
+    options.placement(args)  # before torch loads anything
     from posgeom.models.mechanisms import (
         find_positional_mechanisms,
         mechanism_encodings,
@@ -178,14 +176,8 @@ def _texts(args: argparse.Namespace) -> Any:
     corpus = Path(args.corpus)
     if not corpus.exists():
         raise PosgeomError(f"corpus {corpus} does not exist; check the path")
-    how = {
-        "format": args.format,
-        "text_column": args.text_column,
-        "split": args.split,
-        "encoding": args.text_encoding,
-        "errors": args.encoding_errors,
-        "text_field": args.text_field,
-    }
+    how = {"format": args.format, "text_column": args.text_column, "split": args.split}
+    how |= text_decoding(args)
     if args.shuffle_seed is None:
         return read_texts(corpus, limit=args.max_sequences, **how)
     texts = list(read_texts(corpus, **how))
@@ -195,18 +187,21 @@ def _texts(args: argparse.Namespace) -> Any:
 
 
 def _analyze_model(args: argparse.Namespace) -> int:
+    """a model's position table and layer-wise positional signal against a corpus
+
+    Count CORPUS with the model's tokenizer (same n, same special-token handling as the model
+    analysis), build its Hellinger geometry, score the model's positional encoding and the per-layer
+    mean hidden state per position against it, and write summary.json, arrays.npz, table.md,
+    counts.npz and stress_per_layer.png to -o DIR (created atomically)."""
+    from posgeom.io.outputs import check_output
     from posgeom.models.analysis import analyze_model
     from posgeom.reports import results_folder
-
-    if args.max_sequences is not None and args.max_sequences < 1:
-        raise PosgeomError(f"--max-sequences must be >= 1, got {args.max_sequences}")
-    from posgeom.io.outputs import check_output
 
     out = Path(args.output)  # the output rule, before the model loads (the commit checks again)
     check_output(
         out, kinds=("analyze-model",), overwrite=args.overwrite, inputs=[args.corpus], folder=True
     )
-    placement(args)  # a device this machine lacks: refused before the corpus is read
+    options.placement(args)  # a device this machine lacks: refused before the corpus is read
     texts = _texts(args)
     # a GGUF's tokenizer is parsed from its metadata (~10^5 small arrays): before the weights
     # exist, so that its transient memory does not add to theirs
@@ -267,24 +262,13 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
         help="a local model folder (config.json + weights) or a Hugging Face "
         "name already in the local cache; nothing is downloaded",
     )
-    p.add_argument(
-        "--gguf-file",
-        default=None,
-        help="name of a .gguf file inside MODEL (a folder) to load (needs gguf and accelerate)",
-    )
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    add_placement_arguments(p)
+    options.add_gguf_argument(p)
+    options.add_threads_argument(p)
+    options.add_placement_arguments(p)
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "extract",
-        formatter_class=FMT,
-        help="a model's positional mechanism(s) and the encodings they become",
-        description="Find the positional mechanisms of a model (learned table, rotary, ALiBi, "
-        "relative buckets) and print them as posgeom encodings; -o saves one array per encoding "
-        "(.npz or .safetensors, its metadata inside).",
-    )
+    p = options.add_command(sub, "extract", _extract)
     _add_model_arguments(p)
     p.add_argument(
         "-n",
@@ -307,18 +291,8 @@ def register(sub: Any) -> None:
         help="print one JSON document (model, model_type, num_layers, mechanisms with their "
         "layers and parameters) on stdout and nothing else",
     )
-    p.set_defaults(handler=_extract)
 
-    p = sub.add_parser(
-        "analyze-model",
-        formatter_class=FMT,
-        help="a model's position table and layer-wise positional signal against a corpus",
-        description="Count CORPUS with the model's tokenizer (same n, same special-token "
-        "handling as the model analysis), build its Hellinger geometry, score the model's "
-        "positional encoding and the per-layer mean hidden state per position against it, and "
-        "write summary.json, arrays.npz, table.md, counts.npz and stress_per_layer.png to -o DIR "
-        "(created atomically).",
-    )
+    p = options.add_command(sub, "analyze-model", _analyze_model)
     _add_model_arguments(p)
     p.add_argument(
         "corpus",
@@ -326,27 +300,10 @@ def register(sub: Any) -> None:
         ".gz) or a saved datasets folder",
     )
     p.add_argument("-n", "--max-positions", type=int, required=True, help="positions 0 .. n-1")
-    p.add_argument(
-        "-t",
-        "--tokenizer",
-        default=None,
-        help="tokenizer (tokenizer.json, folder or local name); default: the model's own",
-    )
+    options.add_tokenizer_argument(p)
     add_reader_arguments(p)
     p.add_argument("--batch-size", type=int, default=32, help="max sequences per forward pass")
-    p.add_argument(
-        "--max-sequences",
-        type=int,
-        default=None,
-        help="use at most this many sequences (the first ones, or a seeded sample with "
-        "--shuffle-seed)",
-    )
-    p.add_argument(
-        "--shuffle-seed",
-        type=int,
-        default=None,
-        help="take a seeded random sample of --max-sequences texts (reads the whole corpus)",
-    )
+    options.add_sample_arguments(p)
     p.add_argument(
         "--no-special",
         action="store_true",
@@ -368,13 +325,13 @@ def register(sub: Any) -> None:
         "position limit); >= n",
     )
     p.add_argument("--no-refine", action="store_true", help="skip the SMACOF refinement of MDS")
-    add_noise_argument(p)
-    add_estimator_argument(
+    options.add_noise_argument(p)
+    options.add_estimator_argument(
         p,
         dest="target",
         what="estimator of the corpus geometry the layers are scored against",
     )
-    add_resolution_argument(p)
+    options.add_resolution_argument(p)
     p.add_argument(
         "--bootstrap",
         type=int,
@@ -383,12 +340,5 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--level", type=float, default=0.95, help="coverage of the intervals")
     p.add_argument("--no-plot", action="store_true", help="do not draw stress_per_layer.png")
-    p.add_argument("--seed", type=int, default=0, help="random seed (violation rate, noise floor)")
-    p.add_argument("-o", "--output", required=True, help="results folder (created atomically)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
-    p.add_argument(
-        "--report",
-        action="store_true",
-        help="also write report.html (self-contained) and report_figures/ into the folder",
-    )
-    p.set_defaults(handler=_analyze_model)
+    options.add_seed_argument(p, what="random seed (violation rate, noise floor)")
+    options.add_results_folder_arguments(p)

