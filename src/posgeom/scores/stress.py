@@ -24,6 +24,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Options, validate_params
+from posgeom.io.jsonfiles import field_record
 from posgeom.scores import registry
 from posgeom.scores._encoding import (
     EncodingKind,
@@ -60,13 +61,7 @@ class StressScores:
     scale: float
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            "paper": self.paper,
-            "stress1": self.stress1,
-            "scale_optimal": self.scale_optimal,
-            "raw": self.raw,
-            "scale": self.scale,
-        }
+        return field_record(self)
 
 
 def stress_from_pairs(delta: np.ndarray, target: np.ndarray) -> StressScores:

@@ -12,6 +12,7 @@ from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_real, float_array
+from posgeom.io.jsonfiles import field_record
 
 __all__ = ["INTERVAL_METHODS", "Interval", "bootstrap_interval"]
 
@@ -39,15 +40,7 @@ class Interval:
         return bool(self.low <= value <= self.high)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "estimate": self.estimate,
-            "low": self.low,
-            "high": self.high,
-            "level": self.level,
-            "method": self.method,
-            "bias": self.bias,
-            "se": self.se,
-        }
+        return field_record(self)
 
 
 def _check_level(level: Any, method: str) -> None:
