@@ -203,11 +203,7 @@ def fit_factors(
         starts = [np.zeros(f), np.full(f, np.log(s)), np.arange(f) / max(f - 1, 1) * np.log(s)]
         best = _best_start(_objective, starts, upper, args=args)
 
-    def parts(z: np.ndarray, exact: bool = True) -> tuple[float, float]:
-        w = w0 / np.exp(z)
-        st = _stress(rope_lag_vectors(w, lags), d, iu)
-        un = phase_report(w0, w, trained_length, target_length)["unseen_phase_fraction"]
-        return st, un
-
-    st, un = parts(best.x, exact=True)  # reported with the scores' own stress
+    w = w0 / np.exp(best.x)
+    st = _stress(rope_lag_vectors(w, lags), d, iu)  # reported with the scores' own stress
+    un = phase_report(w0, w, trained_length, target_length)["unseen_phase_fraction"]
     return FactorFit(np.exp(best.x), st, un, float(penalty), str(best.message))

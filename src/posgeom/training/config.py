@@ -192,8 +192,3 @@ class TrainConfig:
             rank=self.rank,
             random_scale=self.random_scale,
         )
-
-    def position_trainable(self) -> bool:
-        if self.train_positions is not None:
-            return bool(self.train_positions)
-        return self.encoding == "pretrained" or family(self.encoding).trained_by_default
