@@ -29,6 +29,7 @@ from posgeom._errors import ArtifactError
 
 __all__ = [
     "MAX_JSON_BYTES",
+    "FieldRecord",
     "checked_regular",
     "field_record",
     "finite_json",
@@ -98,6 +99,14 @@ def field_record(obj: Any, names: Iterable[str] | None = None) -> dict[str, Any]
     record (``as_dict``) of a result type, its keys in the order its file shows them."""
     keys = [f.name for f in fields(obj)] if names is None else names
     return {k: _listed(getattr(obj, k)) for k in keys}
+
+
+class FieldRecord:
+    """Mixed into a result dataclass whose JSON record is its fields in order:
+    ``as_dict()`` is :func:`field_record` of it."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return field_record(self)
 
 
 def _listed(value: Any) -> Any:

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.io.jsonfiles import field_record
+from posgeom.io.jsonfiles import FieldRecord, field_record
 from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_distances
 from posgeom.scores.registry import Score, score_row
@@ -310,7 +310,7 @@ def _tau(a: np.ndarray, b: np.ndarray) -> float:
 
 # ----------------------------------------------------------------------------- vectors (layers)
 @dataclass(frozen=True)
-class VectorIntervals:
+class VectorIntervals(FieldRecord):
     """Intervals of a vector of scores (e.g. one stress per layer): ``(L,)`` arrays."""
 
     estimate: np.ndarray
@@ -322,9 +322,6 @@ class VectorIntervals:
     method: str
     kind: str
     estimator: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return field_record(self)
 
 
 def bootstrap_vector(
