@@ -49,6 +49,7 @@ __all__ = [
     "rope_inverse_frequencies",
     "rope_type_of",
     "rotary_vectors",
+    "yarn_mscale",
 ]
 
 Params = Mapping[str, Any]
@@ -125,7 +126,9 @@ def _ntk(head_dim: int, base: float, p: Params, **_: Any) -> tuple[np.ndarray, f
     return _ntk_base(base, float(p["factor"]), dim) ** -_exponents(dim), 1.0
 
 
-def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    """YaRN's attention factor ``0.1 mscale ln s + 1`` (1 for ``s <= 1``; ``mscale`` 1: the
+    default ``0.1 ln s + 1``), as transformers, vLLM and llama.cpp compute it."""
     return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
 
@@ -134,8 +137,8 @@ def _yarn_attention(p: Params, factor: float) -> float:
         return float(p["attention_factor"])
     mscale, mscale_all = p.get("mscale"), p.get("mscale_all_dim")
     if mscale and mscale_all:
-        return _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all)
-    return _yarn_mscale(factor)
+        return yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all)
+    return yarn_mscale(factor)
 
 
 def _yarn(

@@ -14,7 +14,6 @@ Differences are computed with the one implementation of every rope type,
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings.rope_types import rope_frequencies, rope_type_of
+from posgeom.encodings.rope_types import rope_frequencies, rope_type_of, yarn_mscale
 from posgeom.io.jsonfiles import json_text
 
 __all__ = [
@@ -33,12 +32,6 @@ __all__ = [
     "static_ntk_theta",
     "yarn_mscale",
 ]
-
-
-def yarn_mscale(factor: float) -> float:
-    """YaRN's default attention factor ``0.1 ln s + 1`` (1 for ``s <= 1``), as transformers,
-    vLLM and llama.cpp compute it."""
-    return 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
 
 
 def static_ntk_theta(target: EngineTarget) -> float:
