@@ -45,6 +45,7 @@ __all__ = [
     "RopeType",
     "config_rope_parameters",
     "config_rotary_fraction",
+    "ntk_base",
     "rope_frequencies",
     "rope_inverse_frequencies",
     "rope_type_of",
@@ -103,7 +104,9 @@ def _linear(head_dim: int, base: float, p: Params, **_: Any) -> tuple[np.ndarray
     return base ** -_exponents(_dim(head_dim, p)) / float(p["factor"]), 1.0
 
 
-def _ntk_base(base: float, ratio: float, dim: int) -> float:
+def ntk_base(base: float, ratio: float, dim: int) -> float:
+    """The NTK-aware base ``theta ratio^(d / (d - 2))`` (``d``: the rotary width): static NTK at
+    ``ratio = s``, dynamic NTK at ``ratio = s n / L0 - (s - 1)``."""
     return base * ratio ** (dim / (dim - 2))
 
 
@@ -117,13 +120,13 @@ def _dynamic(
             "RoPE scaling 'dynamic' needs the model context (max_position_embeddings)"
         )
     length = max(seq_len or l0, l0)
-    new_base = _ntk_base(base, factor * length / l0 - (factor - 1), dim)
+    new_base = ntk_base(base, factor * length / l0 - (factor - 1), dim)
     return new_base ** -_exponents(dim), 1.0
 
 
 def _ntk(head_dim: int, base: float, p: Params, **_: Any) -> tuple[np.ndarray, float]:
     dim = _dim(head_dim, p)
-    return _ntk_base(base, float(p["factor"]), dim) ** -_exponents(dim), 1.0
+    return ntk_base(base, float(p["factor"]), dim) ** -_exponents(dim), 1.0
 
 
 def yarn_mscale(scale: float, mscale: float = 1.0) -> float:

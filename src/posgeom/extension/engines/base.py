@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings.rope_types import rope_frequencies, rope_type_of, yarn_mscale
+from posgeom.encodings.rope_types import ntk_base, rope_frequencies, rope_type_of, yarn_mscale
 from posgeom.io.jsonfiles import json_text
 
 __all__ = [
@@ -39,7 +39,7 @@ def static_ntk_theta(target: EngineTarget) -> float:
     rotary width; transformers' ``theta (f n / L0 - (f - 1))^(d/(d-2))`` at ``n = L = f L0``)."""
     f = target.factor
     d = int(target.head_dim * float(target.rope_parameters.get("partial_rotary_factor") or 1.0))
-    return target.theta * (f * f - f + 1.0) ** (d / (d - 2))
+    return ntk_base(target.theta, f * f - f + 1.0, d)
 
 
 def shell_quote(text: str) -> str:
