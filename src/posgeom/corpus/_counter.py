@@ -117,13 +117,18 @@ def flatten(batch: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     return flat, lengths
 
 
-def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct keys and how often each occurs (``np.unique(return_counts=True)``)."""
-    keys = np.sort(keys)
+def _run_starts(keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal values starts in the sorted ``keys``."""
     first = np.empty(keys.size, dtype=bool)
     first[:1] = True
     np.not_equal(keys[1:], keys[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
+    return np.flatnonzero(first)
+
+
+def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and how often each occurs (``np.unique(return_counts=True)``)."""
+    keys = np.sort(keys)
+    starts = _run_starts(keys)
     return keys[starts], np.diff(np.append(starts, keys.size))
 
 
@@ -248,10 +253,7 @@ class Counter:
             values = np.concatenate([self.values, values])
             order = np.argsort(keys, kind="stable")  # two sorted runs: a linear merge
             keys, values = keys[order], values[order]
-            first = np.empty(keys.size, dtype=bool)
-            first[:1] = True
-            np.not_equal(keys[1:], keys[:-1], out=first[1:])
-            starts = np.flatnonzero(first)
+            starts = _run_starts(keys)
             keys, values = keys[starts], np.add.reduceat(values, starts)
         self.keys, self.values = keys, values
 

@@ -73,6 +73,13 @@ def _vocab_sha256(vocab: dict[str, int]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _identity(kind: str, name: str, size: int, vocab: dict[str, int], **extra: Any) -> dict:
+    """A tokenizer's ``identity``: ``kind``, ``name``, ``vocab_size``, ``vocab_sha256`` (of the
+    vocabulary's canonical JSON), then ``extra``."""
+    sha = _vocab_sha256(vocab)
+    return {"kind": kind, "name": name, "vocab_size": size, "vocab_sha256": sha, **extra}
+
+
 class HFTokenizer:
     """A ``tokenizers.Tokenizer`` with padding and truncation off, batched through Rust."""
 
@@ -111,13 +118,9 @@ class HFTokenizer:
         if special_ids is None:
             special_ids = [i for i, t in added.items() if t.special]
         self.special_ids = {int(i) for i in special_ids}
-        self.identity = {
-            "kind": kind,
-            "name": name,
-            "vocab_size": self.vocab_size,
-            "vocab_sha256": _vocab_sha256(vocab),
-            "add_special_tokens": self.add_special_tokens,
-        }
+        self.identity = _identity(
+            kind, name, self.vocab_size, vocab, add_special_tokens=self.add_special_tokens
+        )
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, **kwargs: Any) -> HFTokenizer:
@@ -180,13 +183,9 @@ class TransformersTokenizer:
         unk, pad = tokenizer.unk_token_id, tokenizer.pad_token_id
         self.unk_id = None if unk is None else int(unk)
         self.pad_id = None if pad is None else int(pad)
-        self.identity = {
-            "kind": "transformers",
-            "name": name,
-            "vocab_size": self.vocab_size,
-            "vocab_sha256": _vocab_sha256(vocab),
-            "add_special_tokens": self.add_special_tokens,
-        }
+        self.identity = _identity(
+            "transformers", name, self.vocab_size, vocab, add_special_tokens=self.add_special_tokens
+        )
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         out = self._tok(
@@ -277,13 +276,7 @@ class WordLevelTokenizer:
 
     @property
     def identity(self) -> dict[str, Any]:
-        return {
-            "kind": "word",
-            "name": self.name,
-            "vocab_size": self.vocab_size,
-            "vocab_sha256": _vocab_sha256(self.vocab),
-            "lowercase": self.lowercase,
-        }
+        return _identity("word", self.name, self.vocab_size, self.vocab, lowercase=self.lowercase)
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         get, unk = self.vocab.get, self.unk_id

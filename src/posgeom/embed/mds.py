@@ -66,11 +66,39 @@ Placement = Literal["pad", "orthonormal"]
 AUTO_EXACT_MAX_N = 1024
 
 
-class PlacedCoordinates:
+class EmbeddedPositions:
+    """Position vectors ``embedding`` (n, d) (the subclass's) and their Euclidean distances.
+
+    ``vectors`` is ``embedding`` (the encoding's vectors); ``typed_distances`` the distances of
+    the rows of ``_points()`` (``embedding`` unless a subclass has the same distances cheaper)
+    as a :class:`~posgeom._distance_matrix.DistanceMatrix` (valid by construction; built on
+    first use and kept), ``distances`` its (n, n) read-only array.
+    """
+
+    embedding: np.ndarray
+
+    def _points(self) -> np.ndarray:
+        return self.embedding
+
+    @property
+    def vectors(self) -> np.ndarray:
+        return self.embedding
+
+    @functools.cached_property
+    def typed_distances(self) -> DistanceMatrix:
+        return DistanceMatrix.derived(euclidean_distances(self._points()))
+
+    @property
+    def distances(self) -> np.ndarray:
+        return self.typed_distances.distances
+
+
+class PlacedCoordinates(EmbeddedPositions):
     """Coordinates ``X`` (n, r) placed in a model space of width ``d`` by ``Q`` (d, r).
 
     Shared by :class:`MDSResult` and the SMACOF result: ``embedding = X Q^T`` (the encoding's
-    vectors) and ``distances`` (equal for ``X`` and ``X Q^T``, since ``Q`` is orthonormal).
+    vectors) and ``distances`` (those of ``X``: equal for ``X`` and ``X Q^T``, since ``Q`` is
+    orthonormal).
     """
 
     coordinates: np.ndarray
@@ -81,21 +109,8 @@ class PlacedCoordinates:
         """``P = X Q^T``, shape (n, d): the position vectors in the model space."""
         return self.coordinates @ self.placement.T
 
-    @property
-    def vectors(self) -> np.ndarray:
-        return self.embedding
-
-    @functools.cached_property
-    def typed_distances(self) -> DistanceMatrix:
-        """Euclidean distances between the embedded positions, (n, n), as a
-        :class:`~posgeom._distance_matrix.DistanceMatrix` (valid by construction; built on first
-        use and kept)."""
-        return DistanceMatrix.derived(euclidean_distances(self.coordinates))
-
-    @property
-    def distances(self) -> np.ndarray:
-        """Euclidean distances between the embedded positions, shape (n, n), read-only."""
-        return self.typed_distances.distances
+    def _points(self) -> np.ndarray:
+        return self.coordinates
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,7 +15,6 @@ Low rank: ``P ≈ A B^T`` with ``A`` (n x r), ``B`` (d x r): ``r (n + d)`` param
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
@@ -24,7 +23,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, float_array, validate_params
-from posgeom.embed.mds import MDSResult
+from posgeom.embed.mds import EmbeddedPositions, MDSResult
 
 __all__ = [
     "RANK_METHODS",
@@ -117,7 +116,7 @@ def effective_ranks(data: Any, **kwargs: Any) -> dict[str, float | None]:
 
 
 @dataclass(frozen=True, eq=False)
-class LowRankFactors:
+class LowRankFactors(EmbeddedPositions):
     """``P = A B^T`` with ``A`` (n, r) and ``B`` (d, r)."""
 
     A: np.ndarray
@@ -145,23 +144,6 @@ class LowRankFactors:
     @property
     def embedding(self) -> np.ndarray:
         return self.A @ self.B.T
-
-    @property
-    def vectors(self) -> np.ndarray:
-        return self.embedding
-
-    @functools.cached_property
-    def typed_distances(self) -> Any:
-        """Euclidean distances of the rank-``r`` embedding, (n, n), as a
-        :class:`~posgeom._distance_matrix.DistanceMatrix` (valid by construction; kept)."""
-        from posgeom._distance_matrix import DistanceMatrix, euclidean_distances
-
-        return DistanceMatrix.derived(euclidean_distances(self.embedding))
-
-    @property
-    def distances(self) -> np.ndarray:
-        """Euclidean distances of the rank-``r`` embedding, (n, n), read-only."""
-        return self.typed_distances.distances
 
 
 @validate_params({"rank": [Interval(Integral, 1, None)]})

@@ -7,7 +7,7 @@ a mechanism is made) and the params dataclass that converts itself to geometry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["Mechanism", "MechanismParams", "head_select", "register_kind"]
+__all__ = ["Mechanism", "MechanismParams", "RefusingParams", "head_select", "register_kind"]
 
 #: mechanism kind -> its params class (filled by the registry's ``register``)
 _PARAMS: dict[str, type] = {}
@@ -69,6 +69,23 @@ class MechanismParams:
         """``suffix -> PositionEncoding`` for positions ``start .. start + n - 1`` (suffix ``""``:
         the mechanism itself, ``"_h<h>"``: one head)."""
         raise NotImplementedError  # pragma: no cover - abstract
+
+
+class RefusingParams(MechanismParams):
+    """Base of the params of a mechanism with no geometry of token positions (convolutional,
+    relative-embedding and spatial positions): ``to_encoding`` refuses with the family's one
+    line, ``refusal(what)`` (a module function set as a ``staticmethod``), and it has no
+    encodings."""
+
+    representation: ClassVar[str] = "none"
+    refusal: ClassVar[Callable[[str], str]]
+
+    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
+        raise PosgeomError(self.refusal("no position encoding"))
+
+    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
+        """None: no position geometry (see the family's ``refusal``)."""
+        return {}
 
 
 def head_select(stack: np.ndarray, head: int | None) -> np.ndarray:

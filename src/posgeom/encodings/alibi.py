@@ -51,7 +51,6 @@ from posgeom.encodings._registry import (
     register,
 )
 
-ALIBI_STYLES = ("bloom", "mpt")
 #: the posgeom torch module of the bias (trainer and decoder)
 _TORCH_MODULE = "posgeom.nn.alibi:ALiBiBias"
 

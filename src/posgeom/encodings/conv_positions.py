@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
 from posgeom.encodings._extension import Extension, RefusingExtension
-from posgeom.encodings._registry import Family, Mechanism, MechanismParams, register
+from posgeom.encodings._mechanism import RefusingParams
+from posgeom.encodings._registry import Family, Mechanism, register
 
 __all__ = ["CONV_POSITION_NAMES", "ConvPositionParams", "refusal"]
 
@@ -43,12 +43,12 @@ def refusal(what: str) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class ConvPositionParams(MechanismParams):
+class ConvPositionParams(RefusingParams):
     """``kernel_size``, ``groups`` and ``channels`` of the (first) convolution and how many
     ``convolutions`` are stacked (Data2Vec-audio: 5)."""
 
     key = "conv_positions"
-    representation = "none"
+    refusal = staticmethod(refusal)
 
     kernel_size: int = 1
     groups: int = 1
@@ -60,13 +60,6 @@ class ConvPositionParams(MechanismParams):
             f"convolutional positions ({self.convolutions} x kernel {self.kernel_size}, "
             f"{self.groups} groups, {self.channels} channels)"
         )
-
-    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
-        raise PosgeomError(refusal("no position encoding"))
-
-    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
-        """None: a convolution of the content has no position geometry."""
-        return {}
 
 
 class ConvPositionExtension(RefusingExtension, Extension):

@@ -42,7 +42,8 @@ from posgeom._validation import is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, readonly
 from posgeom.encodings._extension import Extension, RefusingExtension
-from posgeom.encodings._registry import Family, Mechanism, MechanismParams, register
+from posgeom.encodings._mechanism import RefusingParams
+from posgeom.encodings._registry import Family, Mechanism, register
 
 __all__ = [
     "RELATIVE_AXIS_NAMES",
@@ -107,14 +108,14 @@ def relative_embeddings(
 
 
 @dataclass(frozen=True, eq=False)
-class RelativeEmbeddingParams(MechanismParams):
+class RelativeEmbeddingParams(RefusingParams):
     """``table`` ``(2 span, hidden)`` (one row per bucketed relative distance, float64),
     ``position_buckets`` (``-1``: no log buckets), ``max_relative_positions``, ``terms``
     (``pos_att_type``: ``("c2p", "p2c")`` for DeBERTa-v3), ``axis`` (``"height"`` / ``"width"``
     for a decomposed table of a patch grid's row or column offsets, else ``""``)."""
 
     key = "relative_embeddings"
-    representation = "none"
+    refusal = staticmethod(refusal)
 
     table: np.ndarray
     position_buckets: int = -1
@@ -145,13 +146,6 @@ class RelativeEmbeddingParams(MechanismParams):
 
     def as_dict(self) -> dict[str, Any]:
         return {**super().as_dict(), "terms": list(self.terms)}
-
-    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
-        raise PosgeomError(refusal("no position encoding"))
-
-    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
-        """None: these embeddings have no position geometry (see :func:`refusal`)."""
-        return {}
 
 
 #: positions a relative position module is called on (:func:`_computed_tables`)

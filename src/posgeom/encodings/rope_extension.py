@@ -52,7 +52,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings.rope_layer_types import strategy_rope_parameters
-from posgeom.encodings.rope_types import config_rope_parameters, rotary_vectors
+from posgeom.encodings.rope_types import config_rope_parameters, ntk_base, rotary_vectors
 
 __all__ = [
     "LLAMA3_BANDS",
@@ -116,7 +116,7 @@ def _rotary_dim(params: Mapping[str, Any]) -> int:
 
 def _ntk(params: Mapping[str, Any], s: float, target: int) -> list[Strategy]:
     d, theta = _rotary_dim(params), float(params["rope_parameters"]["rope_theta"])
-    thetas = {round(theta * (a * s) ** (d / (d - 2))): f"a = {a * s:g}" for a in NTK_MULTIPLES}
+    thetas = {round(ntk_base(theta, a * s, d)): f"a = {a * s:g}" for a in NTK_MULTIPLES}
     bound = men_theta_bound(target)
     if bound > theta:
         thetas.setdefault(round(bound), f"Men et al.'s bound 0.0424 L^1.628 at L = {target}")

@@ -53,6 +53,7 @@ from posgeom.encodings.rope_types import (
     rotary_vectors,
 )
 from posgeom.encodings.value_sinusoid import embeds_values
+from posgeom.io.jsonfiles import field_record
 
 __all__ = [
     "ROTARY_READERS",
@@ -142,16 +143,11 @@ class RotaryParams(MechanismParams):
         }
 
     def as_dict(self) -> dict[str, Any]:
+        """The set-up, then the type's own parameters, then where it applies and ``inv_freq``."""
         return {
-            "theta": self.theta,
-            "rotary_dim": self.rotary_dim,
-            "head_dim": self.head_dim,
-            "rope_type": self.rope_type,
+            **field_record(self, ("theta", "rotary_dim", "head_dim", "rope_type")),
             **self.type_parameters(),
-            "layer_type": self.layer_type,
-            "pairs": self.pairs,
-            "attention_scaling": self.attention_scaling,
-            "inv_freq": [float(w) for w in self.inv_freq],
+            **field_record(self, ("layer_type", "pairs", "attention_scaling", "inv_freq")),
         }
 
     def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:

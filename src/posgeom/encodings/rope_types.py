@@ -45,10 +45,12 @@ __all__ = [
     "RopeType",
     "config_rope_parameters",
     "config_rotary_fraction",
+    "ntk_base",
     "rope_frequencies",
     "rope_inverse_frequencies",
     "rope_type_of",
     "rotary_vectors",
+    "yarn_mscale",
 ]
 
 Params = Mapping[str, Any]
@@ -102,7 +104,9 @@ def _linear(head_dim: int, base: float, p: Params, **_: Any) -> tuple[np.ndarray
     return base ** -_exponents(_dim(head_dim, p)) / float(p["factor"]), 1.0
 
 
-def _ntk_base(base: float, ratio: float, dim: int) -> float:
+def ntk_base(base: float, ratio: float, dim: int) -> float:
+    """The NTK-aware base ``theta ratio^(d / (d - 2))`` (``d``: the rotary width): static NTK at
+    ``ratio = s``, dynamic NTK at ``ratio = s n / L0 - (s - 1)``."""
     return base * ratio ** (dim / (dim - 2))
 
 
@@ -116,16 +120,18 @@ def _dynamic(
             "RoPE scaling 'dynamic' needs the model context (max_position_embeddings)"
         )
     length = max(seq_len or l0, l0)
-    new_base = _ntk_base(base, factor * length / l0 - (factor - 1), dim)
+    new_base = ntk_base(base, factor * length / l0 - (factor - 1), dim)
     return new_base ** -_exponents(dim), 1.0
 
 
 def _ntk(head_dim: int, base: float, p: Params, **_: Any) -> tuple[np.ndarray, float]:
     dim = _dim(head_dim, p)
-    return _ntk_base(base, float(p["factor"]), dim) ** -_exponents(dim), 1.0
+    return ntk_base(base, float(p["factor"]), dim) ** -_exponents(dim), 1.0
 
 
-def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    """YaRN's attention factor ``0.1 mscale ln s + 1`` (1 for ``s <= 1``; ``mscale`` 1: the
+    default ``0.1 ln s + 1``), as transformers, vLLM and llama.cpp compute it."""
     return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
 
@@ -134,8 +140,8 @@ def _yarn_attention(p: Params, factor: float) -> float:
         return float(p["attention_factor"])
     mscale, mscale_all = p.get("mscale"), p.get("mscale_all_dim")
     if mscale and mscale_all:
-        return _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all)
-    return _yarn_mscale(factor)
+        return yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all)
+    return yarn_mscale(factor)
 
 
 def _yarn(

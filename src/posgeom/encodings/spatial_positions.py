@@ -41,12 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._errors import PosgeomError
 from posgeom._validation import is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
 from posgeom.encodings._extension import Extension, RefusingExtension
-from posgeom.encodings._registry import Family, Mechanism, MechanismParams, register
+from posgeom.encodings._mechanism import RefusingParams
+from posgeom.encodings._registry import Family, Mechanism, register
 from posgeom.encodings.value_sinusoid import projects_coordinates
 
 __all__ = ["SpatialPositionParams", "refusal"]
@@ -62,13 +62,13 @@ def refusal(what: str) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class SpatialPositionParams(MechanismParams):
+class SpatialPositionParams(RefusingParams):
     """``form`` (module docstring), ``axes`` (grid axes or coordinates), ``width`` (features
     per position; rotary: the projection's outputs), ``base`` (a sine's temperature, else 0),
     ``shape`` (a learned grid's parameter shape, else ``()``)."""
 
     key = "spatial_positions"
-    representation = "none"
+    refusal = staticmethod(refusal)
 
     form: str = ""
     axes: int = 2
@@ -91,13 +91,6 @@ class SpatialPositionParams(MechanismParams):
 
     def as_dict(self) -> dict[str, Any]:
         return {**super().as_dict(), "shape": list(self.shape)}
-
-    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
-        raise PosgeomError(refusal("no position encoding"))
-
-    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
-        """None: no geometry of token positions (see :func:`refusal`)."""
-        return {}
 
 
 def _mech(source: str, **params: Any) -> Mechanism:

@@ -139,6 +139,27 @@ def _constrained(free: np.ndarray, args: tuple, extra: tuple) -> Any:
     return fn
 
 
+def _best_start(fn: Any, starts: list, upper: float, args: tuple = ()) -> Any:
+    """The best bounded L-BFGS-B run (``z`` in ``[0, upper]``, ``fn`` returning value and
+    gradient) over ``starts``: a later start replaces the best only below it by ``1e-12``."""
+    from scipy.optimize import minimize
+
+    best = None
+    for x0 in starts:
+        res = minimize(
+            fn,
+            x0,
+            args=args,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(0.0, upper)] * x0.size,
+            options={"maxiter": 500},
+        )
+        if best is None or res.fun < best.fun - 1e-12:
+            best = res
+    return best
+
+
 def fit_factors(
     trained_freq: Any,
     lags: Any,
@@ -154,8 +175,6 @@ def fit_factors(
     """Fit per-plane factors ``lambda`` to the ``(m, m)`` lag geometry ``target`` at ``lags``
     (``constrained``: fast planes fixed, monotone, in-window change penalised; module
     docstring)."""
-    from scipy.optimize import minimize
-
     from posgeom.lags.kernels import rope_lag_vectors
 
     w0 = np.asarray(trained_freq, dtype=np.float64)
@@ -169,47 +188,22 @@ def fit_factors(
     seen = np.minimum((trained_length - 1) * w0, TWO_PI)
     args = (w0, gaps, tri, seen, target_length - 1, float(penalty))
     f = w0.size
-    starts = [np.zeros(f), np.full(f, np.log(s)), np.arange(f) / max(f - 1, 1) * np.log(s)]
-    best = None
     if constrained:
         free = np.flatnonzero(2.0 * np.pi / w0 >= trained_length)
         weights = np.full(f, 1.0 / f) if use is None else np.asarray(use, dtype=np.float64)
         fn = _constrained(free, args, (w0, weights, int(trained_length), float(change_penalty)))
         n = free.size
         ramp = np.arange(1, n + 1) / max(n, 1) * np.log(s)
-        for z0 in (np.zeros(n), ramp, np.full(n, np.log(s))):
-            delta0 = np.diff(np.concatenate([[0.0], z0]))
-            res = minimize(
-                fn,
-                delta0,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=[(0.0, upper)] * n,
-                options={"maxiter": 500},
-            )
-            if best is None or res.fun < best.fun - 1e-12:
-                best = res
+        zs = (np.zeros(n), ramp, np.full(n, np.log(s)))
+        best = _best_start(fn, [np.diff(np.concatenate([[0.0], z0])) for z0 in zs], upper)
         z = np.zeros(f)
         z[free] = np.minimum(np.cumsum(best.x), upper)
         best.x = z
-    for z0 in starts if not constrained else []:
-        res = minimize(
-            _objective,
-            z0,
-            args=args,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=[(0.0, upper)] * f,
-            options={"maxiter": 500},
-        )
-        if best is None or res.fun < best.fun - 1e-12:
-            best = res
+    else:
+        starts = [np.zeros(f), np.full(f, np.log(s)), np.arange(f) / max(f - 1, 1) * np.log(s)]
+        best = _best_start(_objective, starts, upper, args=args)
 
-    def parts(z: np.ndarray, exact: bool = True) -> tuple[float, float]:
-        w = w0 / np.exp(z)
-        st = _stress(rope_lag_vectors(w, lags), d, iu)
-        un = phase_report(w0, w, trained_length, target_length)["unseen_phase_fraction"]
-        return st, un
-
-    st, un = parts(best.x, exact=True)  # reported with the scores' own stress
+    w = w0 / np.exp(best.x)
+    st = _stress(rope_lag_vectors(w, lags), d, iu)  # reported with the scores' own stress
+    un = phase_report(w0, w, trained_length, target_length)["unseen_phase_fraction"]
     return FactorFit(np.exp(best.x), st, un, float(penalty), str(best.message))

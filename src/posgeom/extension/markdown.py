@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from posgeom._errors import printable
-from posgeom.reports.extend_parts import MEASURE_COLUMNS
+from posgeom.reports.extend_parts import EXTENSION_COLUMNS, MEASURE_COLUMNS, ranked_columns
 from posgeom.text.markdown import markdown_table
 
 __all__ = [
@@ -20,29 +20,10 @@ __all__ = [
     "result_markdown",
 ]
 
-EXTENSION_COLUMNS = (
-    ("rank", "rank", "d"),
-    ("name", "strategy", "s"),
-    ("predicted", "ranking predictor (larger = better)", ".4g"),
-    ("model_aware", "model-aware (-score)", ".4g"),
-    ("scale_optimal", "lag stress (scale-optimal)", ".4g"),
-    ("scale_optimal_interval", "95% interval", "s"),
-    ("paper", "lag stress (paper)", ".4g"),
-    ("violation_rate", "violation rate", ".3f"),
-    ("p_first", "P(first)", ".2f"),
-    ("unseen_phase_fraction", "unseen phases", ".3f"),
-    ("unseen_planes", "unseen planes", "d"),
-    ("position_scale_optimal", "position stress", ".4g"),
-    ("rope_type", "rope_type", "s"),
-)
-
 
 def extension_columns(ranked_by: str | None) -> tuple[tuple[str, str, str], ...]:
     """:data:`EXTENSION_COLUMNS` with the ranking predictor's column named after it."""
-    name = f"{ranked_by} (larger = better)" if ranked_by else None
-    return tuple(
-        (k, name, f) if k == "predicted" and name else (k, h, f) for k, h, f in EXTENSION_COLUMNS
-    )
+    return ranked_columns(EXTENSION_COLUMNS, ranked_by)
 
 
 def result_markdown(result: Any) -> str:

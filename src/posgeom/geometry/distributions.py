@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, float_array, validate_params
 from posgeom.geometry.counts import count_matrix
+from posgeom.io.jsonfiles import field_record
 
 __all__ = ["PositionalDistributions", "plugin_roots", "positional_distributions"]
 
@@ -110,12 +111,9 @@ class PositionalDistributions:
         )
 
     def summary(self) -> dict[str, Any]:
+        sizes = ("n_positions", "vocab_size", "smoothing", "alpha", "min_samples")
         return {
-            "n_positions": self.n_positions,
-            "vocab_size": self.vocab_size,
-            "smoothing": self.smoothing,
-            "alpha": self.alpha,
-            "min_samples": self.min_samples,
+            **field_record(self, sizes),
             "flagged_positions": self.flagged.tolist(),
             "dropped_positions": self.dropped.tolist(),
             "min_samples_per_position": float(np.min(self.totals)),

@@ -5,6 +5,8 @@
   ranking predictor's value (its column named after it), the lag stress with its interval, the
   measured loss when ``--measure`` measured (:data:`RANK_COLUMNS`);
 - the measured table (:data:`MEASURE_COLUMNS`, also ``table.md``'s);
+- ``table.md``'s ranked table (:data:`EXTENSION_COLUMNS`), of which the report's is a part, and
+  both named by :func:`ranked_columns`;
 - a figure of lag stress against measured loss, one point per measured strategy, the recommended
   one marked (:func:`score_vs_loss`).
 
@@ -19,11 +21,13 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "EXTENSION_COLUMNS",
     "MEASURE_COLUMNS",
     "RANK_COLUMNS",
     "extend_figure_specs",
     "extend_parts",
     "measured_key",
+    "ranked_columns",
     "score_vs_loss",
 ]
 
@@ -38,17 +42,33 @@ MEASURE_COLUMNS = (
     ("passkey_retrieved", "passkey retrieved", ".0f"),
     ("windows", "windows", "d"),
 )
-RANK_COLUMNS = (
+#: the columns of ``table.md``'s ranked table (``posgeom extend``'s)
+EXTENSION_COLUMNS = (
     ("rank", "rank", "d"),
     ("name", "strategy", "s"),
     ("predicted", "ranking predictor (larger = better)", ".4g"),
-    ("measured", "measured loss", ".4f"),
+    ("model_aware", "model-aware (-score)", ".4g"),
     ("scale_optimal", "lag stress (scale-optimal)", ".4g"),
     ("scale_optimal_interval", "95% interval", "s"),
+    ("paper", "lag stress (paper)", ".4g"),
+    ("violation_rate", "violation rate", ".3f"),
     ("p_first", "P(first)", ".2f"),
     ("unseen_phase_fraction", "unseen phases", ".3f"),
+    ("unseen_planes", "unseen planes", "d"),
+    ("position_scale_optimal", "position stress", ".4g"),
     ("rope_type", "rope_type", "s"),
 )
+_NOT_IN_REPORT = (
+    "model_aware",
+    "paper",
+    "violation_rate",
+    "unseen_planes",
+    "position_scale_optimal",
+)
+_KEPT = [c for c in EXTENSION_COLUMNS if c[0] not in _NOT_IN_REPORT]
+#: the report's ranked table: :data:`EXTENSION_COLUMNS` less ``_NOT_IN_REPORT``, with the measured
+#: loss after the ranking predictor
+RANK_COLUMNS = (*_KEPT[:3], ("measured", "measured loss", ".4f"), *_KEPT[3:])
 _LOSS = {"beyond_loss": "measured loss past L0", "within_loss": "measured in-window loss"}
 
 
@@ -62,15 +82,14 @@ def measured_key(measurements: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def _columns(by: str | None, key: str | None) -> tuple:
-    out = []
-    for k, h, f in RANK_COLUMNS:
-        if k == "predicted" and by:
-            h = f"{by} (larger = better)"
-        if k == "measured" and key:
-            h = _LOSS[key]
-        out.append((k, h, f))
-    return tuple(out)
+def ranked_columns(
+    columns: Sequence[tuple[str, str, str]], ranked_by: str | None, loss: str | None = None
+) -> tuple[tuple[str, str, str], ...]:
+    """``columns`` with the ranking predictor's header named after ``ranked_by`` (``"<rule>
+    (larger = better)"``) and the measured loss's after ``loss`` (a :func:`measured_key`)."""
+    names = {"predicted": f"{ranked_by} (larger = better)" if ranked_by else None}
+    names["measured"] = _LOSS[loss] if loss else None
+    return tuple((k, names.get(k) or h, f) for k, h, f in columns)
 
 
 def _rank_rows(summary: Mapping[str, Any], by: str | None, key: str | None) -> list[dict]:
@@ -105,7 +124,11 @@ def extend_parts(summary: Mapping[str, Any]) -> dict[str, Any]:
     m = summary.get("measurements") or {}
     key = measured_key(m)
     sections = [
-        (f"Ranked by {summary.get('rank_by')}", _rank_rows(summary, by, key), _columns(by, key))
+        (
+            f"Ranked by {summary.get('rank_by')}",
+            _rank_rows(summary, by, key),
+            ranked_columns(RANK_COLUMNS, by, key),
+        )
     ]
     if m.get("strategies"):
         heading = f"Measured loss ({m.get('windows')} window(s) of {m.get('window_length')} tokens)"

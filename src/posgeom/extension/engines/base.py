@@ -14,7 +14,6 @@ Differences are computed with the one implementation of every rope type,
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings.rope_types import rope_frequencies, rope_type_of
+from posgeom.encodings.rope_types import ntk_base, rope_frequencies, rope_type_of, yarn_mscale
 from posgeom.io.jsonfiles import json_text
 
 __all__ = [
@@ -35,18 +34,12 @@ __all__ = [
 ]
 
 
-def yarn_mscale(factor: float) -> float:
-    """YaRN's default attention factor ``0.1 ln s + 1`` (1 for ``s <= 1``), as transformers,
-    vLLM and llama.cpp compute it."""
-    return 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
-
-
 def static_ntk_theta(target: EngineTarget) -> float:
     """The static base dynamic NTK reaches at ``L``: ``theta (f^2 - f + 1)^(d/(d-2))`` (``d`` the
     rotary width; transformers' ``theta (f n / L0 - (f - 1))^(d/(d-2))`` at ``n = L = f L0``)."""
     f = target.factor
     d = int(target.head_dim * float(target.rope_parameters.get("partial_rotary_factor") or 1.0))
-    return target.theta * (f * f - f + 1.0) ** (d / (d - 2))
+    return ntk_base(target.theta, f * f - f + 1.0, d)
 
 
 def shell_quote(text: str) -> str:

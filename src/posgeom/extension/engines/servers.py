@@ -136,6 +136,14 @@ def _env(target: EngineTarget, p: dict[str, Any], name: str, mpe: int) -> tuple[
     return (f"{name}=1 " if target.target_length > cap else ""), cap
 
 
+def _script(
+    engine: str, text: str, settings: dict[str, Any], env: dict[str, str], cap: int, notes: list
+) -> Emitted:
+    """``<engine>.sh``: its ``settings`` then the environment it needs and the derived cap."""
+    settings = {**settings, "env": env, "derived_cap": cap}
+    return Emitted(engine, f"{engine}.sh", text, settings, tuple(notes))
+
+
 def _vllm_dynamic(target: EngineTarget) -> tuple[dict[str, Any], list[str]]:
     """Dynamic NTK for vLLM 0.32: the static base at ``L`` (module docstring)."""
     theta = static_ntk_theta(target)
@@ -174,13 +182,8 @@ def vllm(target: EngineTarget) -> Emitted:
         f"# {env}vllm serve {shell_quote(target.gguf_file or target.model)} --hf-overrides "
         f"{shell_quote(dumps(legacy))}{tail}\n"
     )
-    settings = {
-        "hf_overrides": overrides,
-        "max_model_len": target.target_length,
-        "env": {VLLM_ENV: "1"} if env else {},
-        "derived_cap": cap,
-    }
-    return Emitted("vllm", "vllm.sh", text, settings, tuple(notes))
+    settings = {"hf_overrides": overrides, "max_model_len": target.target_length}
+    return _script("vllm", text, settings, {VLLM_ENV: "1"} if env else {}, cap, notes)
 
 
 def sglang(target: EngineTarget) -> Emitted:
@@ -194,10 +197,5 @@ def sglang(target: EngineTarget) -> Emitted:
         f"--json-model-override-args {shell_quote(dumps(overrides))} "
         f"--context-length {target.target_length}\n"
     )
-    settings = {
-        "json_model_override_args": overrides,
-        "context_length": target.target_length,
-        "env": {SGLANG_ENV: "1"} if env else {},
-        "derived_cap": cap,
-    }
-    return Emitted("sglang", "sglang.sh", text, settings, tuple(notes))
+    settings = {"json_model_override_args": overrides, "context_length": target.target_length}
+    return _script("sglang", text, settings, {SGLANG_ENV: "1"} if env else {}, cap, notes)
