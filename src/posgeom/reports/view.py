@@ -296,7 +296,7 @@ def load_folder(directory: str | os.PathLike, *, drop: dict[str, str] | None = N
         )
     if kind == "reproduce":
         return _reproduce_folder(folder)
-    present, missing, notes = [], [], []
+    present, missing = [], []
     summary: dict[str, Any] = {}
     arrays: dict[str, np.ndarray] = {}
     main = "comparison.json" if kind == "compare" else "summary.json"
@@ -336,7 +336,6 @@ def load_folder(directory: str | os.PathLike, *, drop: dict[str, str] | None = N
         **parts,
         present=tuple(present),
         missing=tuple(missing),
-        notes=tuple(notes),
     )
 
 
