@@ -137,17 +137,17 @@ def test_a_damaged_package_record_is_one_line(damage, tmp_path, monkeypatch, cap
     pytest.importorskip("torch")
     from importlib import resources
 
-    from posgeom.extension import recommend
+    from posgeom.extension import record
 
     package = tmp_path / "package"
     package.mkdir()
     text = resources.files("posgeom.extension").joinpath("record.json").read_text("utf-8")
     (package / "record.json").write_text(damage(text), encoding="utf-8")
-    monkeypatch.setattr(recommend.resources, "files", lambda _name: package)
-    recommend.load_record.cache_clear()
+    monkeypatch.setattr(record.resources, "files", lambda _name: package)
+    record.load_record.cache_clear()
     try:
         with pytest.raises(PosgeomError, match=r"record\.json is damaged: .*reinstall posgeom"):
-            recommend.load_record()
+            record.load_record()
         ids = tmp_path / "ids.npy"
         np.save(ids, np.random.default_rng(0).integers(0, 12, size=(2, 2000)))
         spec = "rope:theta=10000,head_dim=16,max_position_embeddings=64"
@@ -156,7 +156,7 @@ def test_a_damaged_package_record_is_one_line(damage, tmp_path, monkeypatch, cap
         assert code == 2 and "record.json is damaged" in one_line(err), err
         assert not (tmp_path / "e").exists()
     finally:
-        recommend.load_record.cache_clear()
+        record.load_record.cache_clear()
 
 
 def test_a_safetensors_tensor_of_shape_0_by_10_to_the_20(tmp_path, capsys):

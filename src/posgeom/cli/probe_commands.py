@@ -16,7 +16,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli import _options as options
-from posgeom.cli.corpus_commands import add_reader_arguments
+from posgeom.cli._count_flags import add_reader_arguments
 from posgeom.corpus.bootstrap_weights import PROBE_REPLICATES
 
 

@@ -227,7 +227,7 @@ class Counter:
             seq = None if seq is None else seq[inside]
         lo, hi = int(tok.min()), int(tok.max())
         check_id_range(lo, hi, self.V)
-        if hi > (np.iinfo(np.int64).max - self.n) // self.n:
+        if hi > (_INT64_MAX - self.n) // self.n:
             raise PosgeomError(f"token id {hi} is too large to count with max_positions={self.n}")
         self.width = max(self.width, hi + 1)
         key = tok.astype(self.key_dtype)  # a new array: ``tok`` may be the caller's buffer
@@ -307,32 +307,31 @@ def run_count(
     :class:`~posgeom.corpus.options.CountOptions` (special ids already resolved). Texts
     (:class:`~posgeom.corpus._texts.TextBatches`) report what they skipped."""
     o = options
-    specials = sorted({int(i) for i in o.special_ids or ()})
-    args = (
-        int(o.max_positions),
-        None if o.vocab_size is None else int(o.vocab_size),
-        None if o.include_special else np.asarray(specials, dtype=np.int64),
-        o.align,
-        int(o.min_length),
-        None if o.max_sequences is None else int(o.max_sequences),
-    )
+    recorded = {  # what shapes the counts (batch size, readers and replicates do not)
+        "max_positions": int(o.max_positions),
+        "vocab_size": None if o.vocab_size is None else int(o.vocab_size),
+        "include_special": bool(o.include_special),
+        "special_ids": sorted({int(i) for i in o.special_ids or ()}),
+        "align": o.align,
+        "min_length": int(o.min_length),
+        "max_sequences": None if o.max_sequences is None else int(o.max_sequences),
+    }
+    specials = None if o.include_special else np.asarray(recorded["special_ids"], dtype=np.int64)
+    n, vocab, most = (recorded[k] for k in ("max_positions", "vocab_size", "max_sequences"))
+    args = (n, vocab, specials, o.align, recorded["min_length"], most)
     bootstrap = o.bootstrap_spec()
     counter = counter_class(*args) if bootstrap is None else counter_class(*args, **bootstrap)
-    bar = None
-    if progress:
-        from posgeom._progress import progress_bar
+    from posgeom._progress import progress_bar
 
-        bar = progress_bar(unit="seq", desc="counting")
+    bar = progress_bar(unit="seq", desc="counting", disable=not progress)
     try:
         for flat, lengths in batches:
             counter.add_flat(flat, lengths)
-            if bar is not None:
-                bar.update(lengths.size)
+            bar.update(lengths.size)
             if counter.done:
                 break
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     report = getattr(batches, "report", None)  # TextBatches: empty texts, NUL characters
     if report is not None:
         report()
@@ -341,18 +340,9 @@ def run_count(
             f"no sequences to count: the corpus is empty, or every sequence is shorter than "
             f"min_length={o.min_length} (after removing special tokens); check the input"
         )
-    _check_longest(int(o.max_positions), counter.longest, allow_empty)
+    _check_longest(n, counter.longest, allow_empty)
     counts = counter.result()
     totals = np.asarray(counts.sum(axis=1), dtype=np.int64).ravel()
-    recorded = {  # what shapes the counts (batch size, readers and replicates do not)
-        "max_positions": int(o.max_positions),
-        "vocab_size": None if o.vocab_size is None else int(o.vocab_size),
-        "include_special": bool(o.include_special),
-        "special_ids": specials,
-        "align": o.align,
-        "min_length": int(o.min_length),
-        "max_sequences": None if o.max_sequences is None else int(o.max_sequences),
-    }
     base = counts_class(
         counts=counts,
         totals=totals,

@@ -30,7 +30,7 @@ def token_names(identity: Mapping[str, Any] | None) -> Callable[[int], str | Non
         vocab = recall(identity.get("vocab_sha256"))
     if vocab is None:
         return None
-    from posgeom.corpus.tokenize import _vocab_sha256
+    from posgeom.corpus.word_tokenizer import vocab_sha256 as _vocab_sha256
 
     if _vocab_sha256(vocab) != identity.get("vocab_sha256"):
         return None

@@ -9,23 +9,8 @@ spells them; their frequencies come from the one implementation of every rope ty
 :func:`posgeom.encodings.rope_types.rope_frequencies`, at the current length ``seq_len`` with
 ``context = L0``.
 
-Strategies, with ``s = L / L0`` (target over trained length), ``theta`` the model's base, ``d`` the
-rotary width:
-
-- ``none``: the model's own parameters;
-- ``linear`` (position interpolation): ``factor = s``;
-- ``ntk``: static NTK as a new base, ``theta' = theta a^(d/(d-2))`` for ``a`` in ``s x {1, 2, 4,
-  8}`` (``rope_type "default"``: loads everywhere), and Men et al.'s lower bound
-  ``theta >= 0.0424 L^1.628`` when it is above ``theta``;
-- ``dynamic`` (dynamic NTK): ``factor = s`` (keep ``max_position_embeddings = L0``: transformers
-  takes it as the trained length);
-- ``yarn``: ``factor = s`` with ``(beta_fast, beta_slow)`` in ``(32, 1), (16, 1), (64, 2)``, with
-  its attention factor ``0.1 ln s + 1``, and ``(32, 1)`` without it (``attention_factor = 1``);
-- ``llama3``: ``factor = s``, ``(low_freq_factor, high_freq_factor)`` in ``(1, 4), (1, 8)``;
-- ``longrope``: per-plane factors ``lambda_f = s^((f / (F-1))^p)`` for ``p`` in ``{0.5, 1, 2}``
-  (1 at the fastest plane, ``s`` at the slowest), ``short_factor`` all ones;
-- ``fitted`` (added by :mod:`posgeom.extension.scoring`, it needs the corpus): per-plane factors
-  fitted to the corpus's lag geometry (:mod:`posgeom.extension.fit`).
+Strategies: :mod:`posgeom.encodings.rope_strategies` (``s = L / L0``, ``theta`` the
+model's base).
 
 Lag kernel: ``v_k = a^2 (cos k w_f, sin k w_f)_f`` (:func:`rope_lag_vectors`): the rotation of each
 frequency ``w_f`` at ``seq_len = L`` by ``k``, scaled by the logit scale ``a^2`` (``a`` the
@@ -52,26 +37,11 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings.rope_layer_types import strategy_rope_parameters
-from posgeom.encodings.rope_types import config_rope_parameters, ntk_base, rotary_vectors
+from posgeom.encodings.rope_strategies import rope_strategies
+from posgeom.encodings.rope_types import config_rope_parameters, rotary_vectors
 
-__all__ = [
-    "LLAMA3_BANDS",
-    "LONGROPE_POWERS",
-    "NTK_MULTIPLES",
-    "YARN_BETAS",
-    "RoPEExtension",
-    "longrope_strategy",
-    "men_theta_bound",
-    "rebuild_rotary",
-    "rope_lag_vectors",
-    "rope_strategies",
-    "rope_strategy",
-]
+__all__ = ["RoPEExtension", "rebuild_rotary", "rope_lag_vectors"]
 
-YARN_BETAS = ((32.0, 1.0), (16.0, 1.0), (64.0, 2.0))
-LLAMA3_BANDS = ((1.0, 4.0), (1.0, 8.0))
-NTK_MULTIPLES = (1.0, 2.0, 4.0, 8.0)
-LONGROPE_POWERS = (0.5, 1.0, 2.0)
 _ABOVE_ONE = Interval(Real, 1, math.inf, closed="neither")  # a finite frequency base > 1
 
 
@@ -79,169 +49,6 @@ def rope_lag_vectors(inv_freq: Any, lags: Any, *, attention_factor: float = 1.0)
     """``(m, 2F)``: ``attention_factor^2 (cos k w_f, sin k w_f)`` per lag (module docstring)."""
     w = np.asarray(inv_freq, dtype=np.float64)
     return float(attention_factor) ** 2 * rotary_vectors(w, check_lags(lags), layout="half")
-
-
-def men_theta_bound(length: int) -> float:
-    """Men et al. (2024)'s lower bound on the RoPE base for context ``length``:
-    ``theta >= 0.0424 L^1.628``."""
-    return 0.0424 * float(length) ** 1.628
-
-
-def _params(model: Any) -> Mapping[str, Any]:
-    """RoPE parameters of an ``ExtensionModel`` (its ``params``) or the parameters themselves."""
-    return model if isinstance(model, Mapping) else model.params
-
-
-def _base(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The keys every strategy keeps: ``rope_theta`` and ``partial_rotary_factor``."""
-    own = params["rope_parameters"]
-    keep = {"rope_theta": float(own["rope_theta"])}
-    if own.get("partial_rotary_factor") is not None:
-        keep["partial_rotary_factor"] = float(own["partial_rotary_factor"])
-    return keep
-
-
-def rope_strategy(
-    model: Any, name: str, kind: str, params: Mapping[str, Any], description: str
-) -> Strategy:
-    """A RoPE strategy whose ``rope_parameters`` are the model's base keys plus ``params``
-    (``model``: an ``ExtensionModel`` or its RoPE parameters)."""
-    return Strategy(name, "rope", kind, {**_base(_params(model)), **dict(params)}, description)
-
-
-def _rotary_dim(params: Mapping[str, Any]) -> int:
-    fraction = params["rope_parameters"].get("partial_rotary_factor") or 1.0
-    return int(params["head_dim"] * float(fraction))
-
-
-def _ntk(params: Mapping[str, Any], s: float, target: int) -> list[Strategy]:
-    d, theta = _rotary_dim(params), float(params["rope_parameters"]["rope_theta"])
-    thetas = {round(ntk_base(theta, a * s, d)): f"a = {a * s:g}" for a in NTK_MULTIPLES}
-    bound = men_theta_bound(target)
-    if bound > theta:
-        thetas.setdefault(round(bound), f"Men et al.'s bound 0.0424 L^1.628 at L = {target}")
-    return [
-        rope_strategy(
-            params,
-            f"ntk theta={t}",
-            "ntk",
-            {"rope_type": "default", "rope_theta": float(t)},
-            f"static NTK: base {theta:g} -> {t} ({why})",
-        )
-        for t, why in sorted(thetas.items())
-    ]
-
-
-def _yarn(params: Mapping[str, Any], s: float, l0: int) -> list[Strategy]:
-    orig = {"original_max_position_embeddings": int(l0)}
-    out = []
-    for fast, slow in YARN_BETAS:
-        yarn = {"rope_type": "yarn", "factor": s, "beta_fast": fast, "beta_slow": slow, **orig}
-        out.append(
-            rope_strategy(
-                params,
-                f"yarn x{s:g} b{fast:g}/{slow:g}",
-                "yarn",
-                yarn,
-                "YaRN ramp with its attention factor 0.1 ln s + 1",
-            )
-        )
-    yarn = {"rope_type": "yarn", "factor": s, "beta_fast": 32.0, "beta_slow": 1.0, **orig}
-    out.append(
-        rope_strategy(
-            params,
-            f"yarn x{s:g} b32/1 no-attn",
-            "yarn",
-            {**yarn, "attention_factor": 1.0},
-            "YaRN ramp without its attention factor",
-        )
-    )
-    return out
-
-
-def _llama3(params: Mapping[str, Any], s: float, l0: int) -> list[Strategy]:
-    out = []
-    for low, high in LLAMA3_BANDS:
-        bands = {
-            "rope_type": "llama3",
-            "factor": s,
-            "low_freq_factor": low,
-            "high_freq_factor": high,
-            "original_max_position_embeddings": int(l0),
-        }
-        out.append(
-            rope_strategy(
-                params,
-                f"llama3 x{s:g} {low:g}/{high:g}",
-                "llama3",
-                bands,
-                "Llama 3 wavelength bands",
-            )
-        )
-    return out
-
-
-def _ramp(params: Mapping[str, Any], s: float, power: float) -> np.ndarray:
-    f = _rotary_dim(params) // 2
-    return s ** ((np.arange(f) / max(f - 1, 1)) ** power)
-
-
-def longrope_strategy(
-    model: Any,
-    l0: int,
-    target: int,
-    factors: Any,
-    name: str,
-    description: str,
-    *,
-    kind: str = "longrope",
-    attention_factor: float | None = None,
-) -> Strategy:
-    """LongRoPE parameters with per-plane ``long_factor = factors`` (``short_factor`` ones)."""
-    lam = [float(x) for x in np.asarray(factors, dtype=np.float64)]
-    params: dict[str, Any] = {
-        "rope_type": "longrope",
-        "factor": target / l0,
-        "original_max_position_embeddings": int(l0),
-        "long_factor": lam,
-        "short_factor": [1.0] * len(lam),
-    }
-    if attention_factor is not None:
-        params["attention_factor"] = float(attention_factor)
-    return rope_strategy(model, name, kind, params, description)
-
-
-def rope_strategies(model: Any, l0: int, target: int) -> list[Strategy]:
-    """Every RoPE strategy of the module docstring at ``(L0, L)`` (``fitted`` excluded)."""
-    params = _params(model)
-    s = target / l0
-    own = dict(params["rope_parameters"])
-    out = [Strategy("none", "rope", "none", own, "the model's own rope parameters, unchanged")]
-    out.append(
-        rope_strategy(
-            params,
-            f"linear x{s:g}",
-            "linear",
-            {"rope_type": "linear", "factor": s},
-            "position interpolation: every frequency divided by s",
-        )
-    )
-    out += _ntk(params, s, target)
-    out.append(
-        rope_strategy(
-            params,
-            f"dynamic x{s:g}",
-            "dynamic",
-            {"rope_type": "dynamic", "factor": s},
-            "dynamic NTK (base grows with the current length; keep max_position_embeddings = L0)",
-        )
-    )
-    out += _yarn(params, s, l0) + _llama3(params, s, l0)
-    for p in LONGROPE_POWERS:
-        ramp = _ramp(params, s, p)
-        why = f"per-plane factors s^((f/(F-1))^{p:g})"
-        out.append(longrope_strategy(params, l0, target, ramp, f"longrope p={p:g}", why))
-    return out
 
 
 def rebuild_rotary(model: Any, what: str) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from posgeom._errors import PosgeomError
 from posgeom.encodings import extension_of
 from posgeom.encodings._extension import Strategy
-from posgeom.encodings.rope_extension import (
+from posgeom.encodings.rope_strategies import (
     LLAMA3_BANDS,
     LONGROPE_POWERS,
     NTK_MULTIPLES,

@@ -56,7 +56,7 @@ from posgeom._validation import Interval, Options, check_int, is_integer, valida
 from posgeom.models import batching
 from posgeom.models.accumulate import LayerMoments, LayerTotals
 from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, sequences
-from posgeom.models.loading import ModelTokenizer, loaded_model, model_tokenizer
+from posgeom.models.loading import ModelTokenizer, _embedding_rows, loaded_model, model_tokenizer
 from posgeom.models.mechanisms import model_position_limit
 from posgeom.models.result import LayerwiseSignal
 from posgeom.models.token_input import (
@@ -86,13 +86,6 @@ class _Run:
     limit: int | None  # tokens per sequence fed to the model
     vocab_rows: int | None
     device: torch.device
-    acc_device: torch.device  # float64 totals: the host
-
-
-def _vocab_rows(model: torch.nn.Module) -> int | None:
-    get = getattr(model, "get_input_embeddings", None)
-    weight = getattr(get() if callable(get) else None, "weight", None)
-    return None if weight is None else int(weight.shape[0])
 
 
 def _special_ids(
@@ -141,7 +134,7 @@ def _prepare(
         tokens.check_model(model)
     else:
         check_token_input(model)
-    rows = _vocab_rows(model)
+    rows = _embedding_rows(model)
     pad_id = tokens.pad_id if tokens is not None else None
     if pad_id is None:
         pad_id = getattr(getattr(model, "config", None), "pad_token_id", None)
@@ -159,7 +152,6 @@ def _prepare(
         limit=sequence_limit(model, max_length, n),
         vocab_rows=rows,
         device=input_device(model),
-        acc_device=torch.device("cpu"),  # float64 totals on the host, whatever the device
     )
 
 
@@ -217,7 +209,7 @@ def _accumulate(
 
     total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
     bar = progress_bar(total=total, disable=not progress, unit="item", desc="layer-wise signal")
-    totals = LayerTotals(run.n, run.acc_device)
+    totals = LayerTotals(run.n, torch.device("cpu"))  # float64 totals on the host, always
     n_sequences = n_cut = 0
     was_training = run.model.training
     run.model.eval()

@@ -26,6 +26,7 @@ __all__ = [
     "RANK_COLUMNS",
     "extend_figure_specs",
     "extend_parts",
+    "extend_settings",
     "measured_key",
     "ranked_columns",
     "score_vs_loss",
@@ -136,6 +137,26 @@ def extend_parts(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {"words": tuple(summary.get("verdict") or ()), "sections": tuple(sections)}
 
 
+def extend_settings(summary: Mapping[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """An extend summary's own settings (model, lengths, lags, classes, estimator, the
+    recommendation and its rule) first, then the other ``settings``."""
+    counts = summary.get("lag_geometry", {}).get("counts", {})
+    lags = counts.get("lags") or []
+    extra = {
+        "model": summary.get("model", {}).get("name"),
+        "trained length L0": summary.get("trained_length"),
+        "target length L": summary.get("target_length"),
+        "lags": f"{len(lags)} from {lags[0]} to {lags[-1]}" if lags else None,
+        "token classes": (counts.get("classes") or {}).get("kind"),
+        "estimator": summary.get("estimator"),
+        "recommended": summary.get("best"),
+        "recommended by": (summary.get("recommendation") or {}).get("predictor"),
+        "table ranked by": summary.get("rank_by"),
+    }
+    extra = {k: v for k, v in extra.items() if v is not None}
+    return {**extra, **{k: v for k, v in settings.items() if k not in extra}}
+
+
 def _points(summary: Mapping[str, Any]) -> tuple[list, str | None]:
     m = summary.get("measurements") or {}
     key = measured_key(m)
@@ -153,9 +174,9 @@ def _points(summary: Mapping[str, Any]) -> tuple[list, str | None]:
 def score_vs_loss(points: Sequence[tuple], key: str, recommended: str | None) -> Any:
     """Lag stress (x, with its interval) against the measured loss (y), one point per measured
     strategy; the recommended strategy is the filled square."""
-    from posgeom.reports.figures import _figure
+    from posgeom.reports.canvas import figure
 
-    fig = _figure(6.4, 4.2)
+    fig = figure(6.4, 4.2)
     ax = fig.add_subplot()
     for name, x, ci, y in points:
         mine = name == recommended

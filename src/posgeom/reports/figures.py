@@ -1,7 +1,8 @@
 """Figures of a results view, as matplotlib :class:`~matplotlib.figure.Figure` objects.
 
 Every function takes plain arrays and rows (a live result and a results folder alike), never
-calls pyplot and names the convention on an axis or in the title; :func:`encode`: SVG and PNG.
+calls pyplot (:mod:`posgeom.reports.canvas`: the figure and its SVG and PNG bytes) and names
+the convention on an axis or in the title.
 
 Conventions in the labels: ``D_ij`` is the Hellinger distance (chord: ``||sqrt mu_i - sqrt mu_j||``
 in ``[0, sqrt 2]``; normalized: divided by ``sqrt 2``); ``delta_ij`` the encoding's distance;
@@ -11,13 +12,12 @@ rescaling ``alpha*``.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from posgeom._errors import require
+from posgeom.reports.canvas import encode, encode_png, encode_svg, figure
 from posgeom.text.schema import interval
 
 __all__ = [
@@ -40,13 +40,6 @@ __all__ = [
 HEATMAP_MAX = 512  # larger matrices are shown as block means (and the figure says so)
 RANK_LABELS = 8  # parameter labels on a rank curve (more overlap at the figure's width)
 _RANGE = {"chord": "chord, in [0, √2]", "normalized": "normalized, in [0, 1]"}
-
-
-def _figure(width: float, height: float) -> Any:
-    require("matplotlib", "plot")
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), layout="constrained")
 
 
 def hellinger_label(convention: str) -> str:
@@ -92,7 +85,7 @@ def heatmap(
     else:
         d, f = block_mean(np.asarray(distances, dtype=np.float64), max_size)
         n = distances.shape[0]
-    fig = _figure(6.4, 6.6 if totals is not None else 5.6)
+    fig = figure(6.4, 6.6 if totals is not None else 5.6)
     if totals is not None:
         top, ax = fig.subplots(2, 1, height_ratios=[1, 5], sharex=True)
         t = np.asarray(totals, dtype=np.float64)
@@ -161,7 +154,7 @@ def spectrum(eigenvalues: np.ndarray, ranks: Mapping[str, Any] | None = None) ->
     (``tolerance``, ``energy``, ``entropy``, ``participation``) as vertical marks."""
     lam = np.asarray(eigenvalues, dtype=np.float64)
     k = np.arange(1, len(lam) + 1)
-    fig = _figure(6.4, 3.8)
+    fig = figure(6.4, 3.8)
     ax = fig.subplots()
     positive = lam > 0
     ax.semilogy(k[positive], lam[positive], "o-", ms=3, label="eigenvalue λ_k")
@@ -183,7 +176,7 @@ def mds_map(coordinates: np.ndarray, positions: np.ndarray | None = None, *, dim
     pos = np.arange(len(x)) if positions is None else np.asarray(positions)
     x = np.pad(x, ((0, 0), (0, max(0, dims - x.shape[1]))))
     many = len(x) > 1000  # thousands of markers: a raster inside the SVG keeps the file small
-    fig = _figure(5.6, 4.6)
+    fig = figure(5.6, 4.6)
     if dims == 3:
         ax = fig.add_subplot(projection="3d")
         sc = ax.scatter(x[:, 0], x[:, 1], x[:, 2], c=pos, cmap="plasma", s=14, rasterized=many)
@@ -217,7 +210,7 @@ def stress_bars(rows: Sequence[Mapping[str, Any]]) -> Any:
         ("scale_optimal", "scale-optimal stress (after α*)", False),
         ("violation_rate", "violation rate (triples; random ≈ 0.5)", False),
     )
-    fig = _figure(11.5, 1.2 + 0.32 * len(rows))
+    fig = figure(11.5, 1.2 + 0.32 * len(rows))
     axes = fig.subplots(1, 3, sharey=True)
     for ax, (key, label, log) in zip(axes, panels, strict=False):
         values = np.array([_finite_or_nan(r.get(key)) for r in rows])
@@ -264,7 +257,7 @@ def rank_curve(curve: Sequence[Mapping[str, Any]]) -> Any:
     :data:`RANK_LABELS` evenly spaced points are labelled with their parameter count
     ``r (n + d)`` (``n d`` for the full table), so the labels do not overlap."""
     r = np.array([c["rank"] for c in curve])
-    fig = _figure(6.4, 4.0)
+    fig = figure(6.4, 4.0)
     ax = fig.subplots()
     for key, label, style in (
         ("paper", "paper stress", "o-"),
@@ -301,7 +294,7 @@ def shepard(target: np.ndarray, deltas: Mapping[str, np.ndarray], *, convention:
     names = list(deltas)
     cols = min(4, max(1, len(names)))
     rows = int(np.ceil(len(names) / cols))
-    fig = _figure(3.0 * cols, 2.7 * rows)
+    fig = figure(3.0 * cols, 2.7 * rows)
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     for ax, name in zip(axes, names, strict=False):
         ax.scatter(target, deltas[name], s=3, alpha=0.4, rasterized=True)
@@ -320,7 +313,7 @@ def heads(heads: Sequence[Mapping[str, Any]], family: str = "alibi") -> Any:
     """Paper and scale-optimal stress of every head of a per-head family (ALiBi: the distance
     ``m_h |i - j|``, the slope under each head's number)."""
     h = np.array([x["head"] for x in heads])
-    fig = _figure(6.4, 3.6)
+    fig = figure(6.4, 3.6)
     ax = fig.subplots()
     ax.semilogy(h, [x["paper"] for x in heads], "o-", label="paper stress")
     ax.semilogy(h, [max(x["scale_optimal"], 1e-300) for x in heads], "s--", label="scale-optimal")
@@ -340,7 +333,7 @@ def layers(rows: Sequence[Mapping[str, Any]]) -> Any:
     rows' intervals ``<key>_low/high``) and ``R^2``, the variance share explained by position."""
     names = [str(r["layer"]) for r in rows]
     x = np.arange(len(rows))
-    fig = _figure(11.5, 3.6)
+    fig = figure(11.5, 3.6)
     axes = fig.subplots(1, 3)
     panels = (
         ("stress_scale_optimal", "scale-optimal stress (shape)", False),
@@ -365,7 +358,7 @@ def estimators(plugin: np.ndarray, recommended: np.ndarray, *, name: str, conven
     """Pairs ``D_ij`` of the plug-in estimator (x) against the recommended estimator (y), with
     the diagonal ``y = x``: points below it are distances the plug-in overstates (its bias
     from sampling)."""
-    fig = _figure(5.2, 4.4)
+    fig = figure(5.2, 4.4)
     ax = fig.subplots()
     ax.scatter(plugin, recommended, s=4, alpha=0.4, rasterized=True)
     top = float(max(np.max(plugin, initial=0), np.max(recommended, initial=0)))
@@ -376,25 +369,3 @@ def estimators(plugin: np.ndarray, recommended: np.ndarray, *, name: str, conven
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return fig
-
-
-def encode_svg(fig: Any) -> bytes:
-    """SVG bytes of ``fig`` (the same figure gives the same bytes)."""
-    import matplotlib
-
-    out = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": "posgeom"}):  # deterministic SVG ids
-        fig.savefig(out, format="svg", metadata={"Date": None})
-    return out.getvalue()
-
-
-def encode_png(fig: Any, *, dpi: int = 110) -> bytes:
-    """PNG bytes of ``fig``."""
-    out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=dpi, metadata={"Software": None})
-    return out.getvalue()
-
-
-def encode(fig: Any, *, dpi: int = 110) -> tuple[bytes, bytes]:
-    """``(svg, png)`` bytes of ``fig``."""
-    return encode_svg(fig), encode_png(fig, dpi=dpi)

@@ -19,14 +19,12 @@ import numpy as np
 
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.reports._integrity import array_problem, changed_since_written, summary_problem
-from posgeom.reports.claims import CLAIM_SECTIONS, claim_tables
+from posgeom.reports.claims import claim_tables
 from posgeom.text.verdict_inputs import VerdictInputs, resolution_setting, verdict_inputs
 
 __all__ = [
-    "CLAIM_SECTIONS",
     "LABELS",
     "ResultView",
-    "claim_tables",
     "load_folder",
     "target_arrays",
     "view_of",
@@ -190,9 +188,9 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
     settings = _settings(summary, geom)
     extra: dict[str, Any] = {}
     if kind == "extend":
-        from posgeom.reports.extend_parts import extend_parts
+        from posgeom.reports.extend_parts import extend_parts, extend_settings
 
-        settings, extra = _extend_settings(summary, settings), extend_parts(summary)
+        settings, extra = extend_settings(summary, settings), extend_parts(summary)
     if kind == "analyze-model":
         model = summary.get("model", {})
         settings = {"model": model.get("name"), **settings}
@@ -219,24 +217,6 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
     }
 
 
-def _extend_settings(summary: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
-    counts = summary.get("lag_geometry", {}).get("counts", {})
-    lags = counts.get("lags") or []
-    extra = {
-        "model": summary.get("model", {}).get("name"),
-        "trained length L0": summary.get("trained_length"),
-        "target length L": summary.get("target_length"),
-        "lags": f"{len(lags)} from {lags[0]} to {lags[-1]}" if lags else None,
-        "token classes": (counts.get("classes") or {}).get("kind"),
-        "estimator": summary.get("estimator"),
-        "recommended": summary.get("best"),
-        "recommended by": (summary.get("recommendation") or {}).get("predictor"),
-        "table ranked by": summary.get("rank_by"),
-    }
-    extra = {k: v for k, v in extra.items() if v is not None}
-    return {**extra, **{k: v for k, v in settings.items() if k not in extra}}
-
-
 # a summary's ``kind`` -> the view's kind (geometry, run, demo and compare: one schema)
 _VIEW_KINDS = {"geometry": "run", "run": "run", "demo": "run", "compare": "compare"}
 _VIEW_KINDS |= {"posgeom_comparison": "compare", "posgeom_extension": "extend"}  # older kinds
@@ -249,17 +229,17 @@ _SIDECAR_KINDS = {
 
 def _kind_of(folder: Path) -> str | None:
     """The kind its summary names, else (a folder whose summary names none) its files'."""
-    for name in ("summary.json", "comparison.json"):
-        data = _read_json(folder / name)[0] if (folder / name).exists() else None
+    names = ("summary.json", "comparison.json")
+    read = {name: _read_json(folder / name)[0] for name in names if (folder / name).exists()}
+    for data in read.values():
         if isinstance(data, dict) and data.get("kind") in _VIEW_KINDS:
             return _VIEW_KINDS[data["kind"]]
     if (folder / "comparison.json").exists() or (folder / "comparison.md").exists():
         return "compare"
     if (folder / "REPRODUCTION.md").exists() or (folder / "reproduction").is_dir():
         return "reproduce"
-    if (folder / "summary.json").exists():
-        data, _ = _read_json(folder / "summary.json")
-        return "analyze-model" if data and "layers" in data else "run"
+    if "summary.json" in read:
+        return "analyze-model" if "layers" in (read["summary.json"] or ()) else "run"
     if (folder / "arrays.npz").exists():
         from posgeom.io.artifacts import read_sidecar
 
@@ -316,7 +296,7 @@ def load_folder(directory: str | os.PathLike, *, drop: dict[str, str] | None = N
         )
     if kind == "reproduce":
         return _reproduce_folder(folder)
-    present, missing, notes = [], [], []
+    present, missing = [], []
     summary: dict[str, Any] = {}
     arrays: dict[str, np.ndarray] = {}
     main = "comparison.json" if kind == "compare" else "summary.json"
@@ -356,7 +336,6 @@ def load_folder(directory: str | os.PathLike, *, drop: dict[str, str] | None = N
         **parts,
         present=tuple(present),
         missing=tuple(missing),
-        notes=tuple(notes),
     )
 
 
