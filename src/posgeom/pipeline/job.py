@@ -55,7 +55,6 @@ from posgeom.scores import table as score_table
 from posgeom.scores.long_context import long_context_arrays
 from posgeom.scores.shepard import shepard_pairs
 from posgeom.scores.table import ScoreTargets
-from posgeom.uncertainty.rows import row_intervals
 
 __all__ = ["analyze"]
 
@@ -333,7 +332,8 @@ def _stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any]
     """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
     each replicate needs an ``(n, n)`` matrix): ``(uncertainty summary or None, rows with the
     intervals' cells)``. ``stage``: the job's stage (its options, score targets and target);
-    ``rows``: its :class:`~posgeom.pipeline.rows.Rows`."""
+    ``rows``: its :class:`~posgeom.pipeline.rows.Rows`. The bootstrap's modules load here, with
+    counts that carry replicates only."""
 
     if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
         return None, rows
@@ -344,6 +344,8 @@ def _stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any]
             stage.distributions.n_positions,
         )
         return None, rows
+    from posgeom.uncertainty.rows import row_intervals
+
     o, target = stage.options, stage.target
     same_classes = {} if isinstance(target, PluginEstimate) else {"resolution": target.class_map}
     summary, cells = row_intervals(

@@ -33,11 +33,7 @@ from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.rows import MDS_ROW
 from posgeom.pipeline.target import PluginEstimate
 from posgeom.scores.table import ScoreTable, ScoreTargets
-from posgeom.text.markdown import result_markdown
-from posgeom.text.report_input import ReportInput
-from posgeom.text.schema import conventions
-from posgeom.text.verdict import verdict_block
-from posgeom.text.verdict_inputs import TRUSTED_ARRAY
+from posgeom.text import TRUSTED_ARRAY, ReportInput, conventions, render_report
 
 __all__ = ["KINDS", "GeometryResult"]
 
@@ -120,9 +116,10 @@ class GeometryResult:
             ("plugin_scores", beside),
         ):
             object.__setattr__(self, name, value)
-        summary = self._summary()
-        text = result_markdown(self, summary)  # rendered once: written, printed, returned
-        report = ReportInput(self.report_kind, self.report_title, summary, self._arrays(), text)
+        # the summary, its verdict and the text rendered once: written, printed, returned
+        report = render_report(
+            self.report_kind, self.report_title, self._summary(), self._arrays(), self
+        )
         object.__setattr__(self, "report_input", report)
 
     @property
@@ -169,7 +166,8 @@ class GeometryResult:
         return copy.deepcopy(self.report_input.summary)
 
     def _summary(self) -> dict[str, Any]:
-        """The JSON form, built once when the result is made (:attr:`report_input`)."""
+        """The JSON form without its verdict (:func:`~posgeom.text.report_input.render_report`
+        adds it), built once when the result is made (:attr:`report_input`)."""
         out: dict[str, Any] = {
             "posgeom_version": __version__,
             "kind": self.kind,
@@ -186,7 +184,6 @@ class GeometryResult:
         if self.plugin_scores:
             out["plugin_scores"] = {e: dict(s) for e, s in self.plugin_scores.items()}
         out.update(self._optional_summary())
-        out["verdict"] = verdict_block(self.report_kind, out)
         return out
 
     def _geometry_summary(self) -> dict[str, Any]:
