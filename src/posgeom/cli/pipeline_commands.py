@@ -108,7 +108,7 @@ def _counting(args: argparse.Namespace, source: str) -> tuple[Callable[[], Any],
 # ----------------------------------------------------------------------------- encoding files
 def _encoding_specs(specs: list[str]) -> list[tuple[str, Path]]:
     """``--encoding NAME=FILE`` -> (name, path), names unique and not a built-in row."""
-    from posgeom.pipeline.config import comparable_encodings
+    from posgeom.encodings.comparison import comparable_encodings
 
     out = []
     for spec in specs:

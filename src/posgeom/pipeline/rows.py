@@ -12,7 +12,6 @@ families' ``name`` (:mod:`posgeom.encodings.mds`, below the pipeline); no other 
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +19,9 @@ from typing import Any
 import numpy as np
 
 from posgeom._distance_matrix import as_distances
-from posgeom._errors import PosgeomError
 from posgeom.encodings import default_rope_head_dim
-from posgeom.encodings._base import restricted
 from posgeom.encodings._registry import ComparisonContext, describe_given
+from posgeom.encodings.comparison import built_rows
 from posgeom.encodings.mds import LowRankMDSFamily, MDSFamily, SMACOFFamily
 from posgeom.pipeline.config import comparable_encodings, default_encodings
 from posgeom.scores.shepard import pair_distances
@@ -39,8 +37,6 @@ __all__ = [
     "default_encodings",
     "rows_in_order",
 ]
-
-log = logging.getLogger("posgeom")
 
 #: the row of Algorithm 1's MDS encoding (the family's name)
 MDS_ROW: str = MDSFamily.name
@@ -132,19 +128,15 @@ def comparison_rows(
     )
     out = Rows(ScoreTable.concat([]), {}, [], {}, {})
     tables = []
-    for k, (name, fam) in enumerate(families.items(), 1):
-        log.info("scoring %s (%d/%d)", name, k, len(families))
-        made = _family_encodings(name, fam, ctx, skip_unbuildable)
-        if not made:
-            continue
-        kept = {key: _kept(m, positions) for key, m in made.items()}
+    for built in built_rows(families, ctx, positions, skip_unbuildable=skip_unbuildable):
+        name, made, kept = built.name, built.made, built.kept
         scored = res.targets.score(_built(kept, res.targets))
         out.heads.extend(
             {"family": name, **m.head, **scored.row(key)}
             for key, m in made.items()
             if m.head is not None
         )
-        key, chosen = scored.chosen(fam.row_choice, name)
+        key, chosen = scored.chosen(built.family.row_choice, name)
         tables.append(chosen)
         row = made[key]
         _add_row(out, res, name, kept[key], row.description, row.parameters, keep=keep_encodings)
@@ -173,28 +165,6 @@ def _add_row(
     out.shepard[name] = pair_distances(enc, res.shepard_pairs)
     if keep:
         out.built[name] = enc
-
-
-def _kept(made: Any, positions: np.ndarray) -> Any:
-    """A family's row encoding restricted to the kept positions (unless built on them)."""
-    enc = made.encoding
-    return enc if getattr(made, "kept", False) else restricted(enc, positions)
-
-
-def _family_encodings(name: str, fam: Any, ctx: ComparisonContext, skip_unbuildable: bool) -> dict:
-    """``fam.encodings(ctx)`` (``fam``: the family of row ``name``); a family that cannot be
-    built is skipped with a warning (``skip_unbuildable``) or raises, one with no encoding here
-    is skipped with its reason."""
-    try:
-        made = fam.encodings(ctx)
-    except PosgeomError as exc:
-        if not skip_unbuildable:
-            raise
-        log.warning("%s skipped: %s", name, str(exc).splitlines()[0])
-        return {}
-    if not made:
-        log.warning("%s skipped: %s", name, fam.skip_reason)
-    return made
 
 
 def rows_in_order(names: list[str], early: Rows, fitted: Rows) -> Rows:
