@@ -18,10 +18,10 @@ runs once, in data-flow order:
    stationarity of ``D``, the noise
    floor, a long context's drawn arrays, and the registry's rows that do not read the MDS
    (:func:`~posgeom.pipeline.rows.comparison_rows`) with the caller's ``encodings``;
-6. then the MDS encoding's SMACOF refinement when the ``mds+smacof`` row is asked for, the
-   scores of the MDS encodings, the fitted rows (``role == "fitted"``, in the rows' order),
-   bootstrap intervals on the rows when the counts carry replicates and the rank curve
-   (``r = 1 .. max_rank``);
+6. then the MDS family fitted in one call (:func:`~posgeom.embed.fitted.fit_mds_family`: the
+   SMACOF refinement when the ``mds+smacof`` row is asked for, the low-rank truncation, the rank
+   curve ``r = 1 .. max_rank``), the fitted rows (``role == "fitted"``, in the rows' order) and
+   bootstrap intervals on the rows when the counts carry replicates;
 7. one frozen :class:`~posgeom.pipeline.result.GeometryResult` (its rows' one
    :class:`~posgeom.scores.table.ScoreTable`) whose summary is built once.
 """
@@ -39,9 +39,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._threads import Background, blas_threads
-from posgeom.embed import refine as refinement
-from posgeom.embed.rank_curve import rank_curve
-from posgeom.embed.refine import smacof_refine
+from posgeom.embed.fitted import FittedMDS, fit_mds_family
 from posgeom.geometry.counts import CountMatrix, count_matrix
 from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
 from posgeom.geometry.noise import stage_noise_floor
@@ -113,11 +111,9 @@ def analyze(
         first = {x: f for x, f in families.items() if x not in fitted}
         early = comparison_rows(stage, first, extra_encodings=encodings, **rows)
         mds = mds_job.result()
-    stage = _with_mds(stage, mds, refine=refine)  # SMACOF with every BLAS thread
+    stage = _with_mds(stage, mds, config, refine=refine)  # SMACOF with every BLAS thread
     made = rows_in_order(names, early, comparison_rows(stage, fitted, **rows))
     uncertainty, made = _stage_intervals(counts, stage, made)
-    log.info("rank curve (r = 1 .. %d)", config.max_rank)
-    curve = rank_curve(stage.mds, stage.targets, max_rank=config.max_rank, seed=config.seed)
     scored = list(made.table.encodings)
     return GeometryResult(
         kind=kind,
@@ -129,13 +125,11 @@ def analyze(
         },
         distributions=stage.distributions,
         target=stage.target,
-        mds=stage.mds,
-        refined=stage.refined,
+        fit=stage.fit,
         targets=stage.targets,
         score_table=made.table,
         rows=tuple(made.rows()),
         heads=tuple(made.heads),
-        rank_curve=tuple(curve),
         stationarity=stage.stationarity,
         noise=stage.noise,
         uncertainty=uncertainty,
@@ -162,8 +156,7 @@ class _Geometry:
     target: Any  # the estimate (a PluginEstimate for the plug-in)
     scored: Any  # the (n, n) target, or its blocks above SAMPLED_ABOVE
     beside: dict[str, Any]
-    mds: Any
-    refined: Any
+    fit: FittedMDS | None  # the MDS family, once the MDS encoding is computed
     targets: ScoreTargets
     shepard_pairs: np.ndarray | None = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -260,19 +253,24 @@ def _geometry(
         inline=not overlap,
     )
     targets = ScoreTargets.for_target(scored, n, beside=beside, seed=c.seed)
-    stage = _Geometry(dist, target, scored, beside, None, None, targets, options=options, kept=kept)
+    stage = _Geometry(dist, target, scored, beside, None, targets, options=options, kept=kept)
     return _of_target(stage, c), mds_job
 
 
-def _with_mds(stage: _Geometry, mds: Any, *, refine: bool) -> _Geometry:
-    """The stage with its MDS encoding, the SMACOF refinement when asked for (``n <=
-    refinement.REFINE_MAX_N``), and their scores."""
-    refined = None
-    if refine and stage.distributions.n_positions <= refinement.REFINE_MAX_N:
-        log.info("SMACOF refinement from the MDS solution")
-        refined = smacof_refine(stage.targets.matrix, mds)
+def _with_mds(stage: _Geometry, mds: Any, config: GeometryConfig, *, refine: bool) -> _Geometry:
+    """The stage with the MDS family fitted from its MDS encoding
+    (:func:`~posgeom.embed.fitted.fit_mds_family`: the SMACOF refinement when asked for, the
+    low-rank truncation, the rank curve ``r = 1 .. max_rank``)."""
+    fit = fit_mds_family(
+        mds,
+        stage.targets,
+        refine=refine,
+        low_rank=config.low_rank,
+        max_rank=config.max_rank,
+        seed=config.seed,
+    )
     stage.options["solver"] = mds.solver
-    return dataclasses.replace(stage, mds=mds, refined=refined)
+    return dataclasses.replace(stage, fit=fit)
 
 
 def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:

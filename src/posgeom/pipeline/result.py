@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._version import __version__
-from posgeom.embed.rank import effective_ranks
+from posgeom.embed.fitted import FittedMDS
 from posgeom.embed.refine import REFINE_SKIPPED
 from posgeom.geometry.stationarity import StationarityResult
 from posgeom.io.jsonfiles import json_text
@@ -44,13 +43,6 @@ _FILES = {  # kind -> (summary JSON, Markdown, arrays sidecar kind)
 _DEFAULT_FILES = ("summary.json", "table.md", "geometry_results")
 
 
-def _quiet_ranks(mds: Any) -> dict[str, float | None]:
-    """Effective ranks; on a partial spectrum the summary says so instead of warning."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return effective_ranks(mds)
-
-
 @dataclass(frozen=True, eq=False)
 class GeometryResult:
     """Everything :func:`posgeom.pipeline.analyze` computed (see :meth:`summary`).
@@ -61,8 +53,10 @@ class GeometryResult:
     against each of them, indexed by (encoding, target, score); ``rows``: one row per encoding
     (``encoding``, ``description``, ``parameters``, its cells in the files' spelling:
     :meth:`ScoreTable.row <posgeom.scores.table.ScoreTable.row>`, ``<score>_ci`` with
-    replicates); ``heads``: the per-head rows of head families (ALiBi); ``rank_curve``: per rank
-    ``r`` the scores of the rank-``r`` MDS encoding.
+    replicates); ``heads``: the per-head rows of head families (ALiBi); ``fit``: the MDS family
+    fitted to the target (:class:`~posgeom.embed.fitted.FittedMDS`), whose ``mds``, ``refined``
+    and ``rank_curve`` (per rank ``r`` the scores of the rank-``r`` MDS encoding) the result
+    holds as its own fields.
 
     Plain data, set when the result is made (reading them calls nothing): ``report_kind``
     (``compare`` or ``run``), ``report_title``, ``distances`` (the ``(n, n)`` target ``D``; None
@@ -78,13 +72,11 @@ class GeometryResult:
     options: dict[str, Any]
     distributions: Any
     target: Any
-    mds: Any
-    refined: Any
+    fit: FittedMDS
     targets: ScoreTargets
     score_table: ScoreTable
     rows: tuple[dict[str, Any], ...]
     heads: tuple[dict[str, Any], ...]
-    rank_curve: tuple[dict[str, Any], ...]
     stationarity: StationarityResult
     noise: Any = None
     uncertainty: dict[str, Any] | None = None
@@ -92,6 +84,9 @@ class GeometryResult:
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    mds: Any = field(init=False, repr=False)
+    refined: Any = field(init=False, repr=False)
+    rank_curve: tuple[dict[str, Any], ...] = field(init=False, repr=False)
     report_kind: str = field(init=False, repr=False)
     report_title: str = field(init=False, repr=False)
     distances: np.ndarray | None = field(init=False, repr=False)
@@ -108,13 +103,17 @@ class GeometryResult:
         beside = {}
         if "plugin" in table.targets:
             beside = {e: dict(table.scores_of(e, "plugin")) for e in table.encodings}
-        for name, value in (
-            ("report_kind", "compare" if compare else "run"),
-            ("report_title", "comparison" if compare else "geometry"),
-            ("distances", None if sampled else self.targets.matrix.distances),
-            ("sampled", sampled),
-            ("plugin_scores", beside),
-        ):
+        plain = dict(
+            mds=self.fit.mds,
+            refined=self.fit.refined,
+            rank_curve=self.fit.rank_curve,
+            report_kind="compare" if compare else "run",
+            report_title="comparison" if compare else "geometry",
+            distances=None if sampled else self.targets.matrix.distances,
+            sampled=sampled,
+            plugin_scores=beside,
+        )
+        for name, value in plain.items():
             object.__setattr__(self, name, value)
         # the summary, its verdict and the text rendered once: written, printed, returned
         report = render_report(
@@ -187,7 +186,7 @@ class GeometryResult:
         return out
 
     def _geometry_summary(self) -> dict[str, Any]:
-        d, mds = self.distributions, self.mds
+        d = self.distributions
         return {
             "distributions": d.summary(),
             "samples_per_position": {
@@ -195,18 +194,7 @@ class GeometryResult:
                 "median": float(np.median(d.totals)),
                 "max": float(d.totals.max()),
             },
-            MDS_ROW: {  # the MDS encoding's block, keyed by its row
-                "n_components": mds.n_components,
-                "model_dim": mds.model_dim,
-                "solver": mds.solver,
-                "eigenvalues": mds.eigenvalues[: min(64, len(mds.eigenvalues))].tolist(),
-                "explained_variance_ratio": mds.explained_variance_ratio[:16].tolist(),
-                "tie_groups": [list(g) for g in mds.tie_groups],
-                "effective_rank": _quiet_ranks(mds),
-                "spectrum_complete": bool(
-                    np.clip(mds.eigenvalues, 0, None).sum() >= (1 - 1e-9) * mds.total_variance
-                ),
-            },
+            MDS_ROW: dict(self.fit.summary),  # the MDS encoding's block, keyed by its row
         }
 
     def _optional_summary(self) -> dict[str, Any]:
@@ -252,25 +240,22 @@ class GeometryResult:
         return dict(self.report_input.arrays)
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        d, mds, st = self.distributions, self.mds, self.stationarity
+        d, fit, st = self.distributions, self.fit.arrays, self.stationarity
         arrays = {
             "positions": d.positions,
             "totals": d.totals,
-            "mds_embedding": mds.embedding,
-            "mds_coordinates": mds.nonzero_coordinates,
-            "eigenvalues": mds.eigenvalues,
+            **{k: fit[k] for k in ("mds_embedding", "mds_coordinates", "eigenvalues")},
             "diagonal_mean": st.diagonal_mean,
             "monotone_fit": st.monotone_fit,
-            "rank": np.array([c["rank"] for c in self.rank_curve], dtype=np.int64),
-            "rank_paper_stress": np.array([c["paper"] for c in self.rank_curve]),
+            **{k: fit[k] for k in ("rank", "rank_paper_stress")},
         }
         if self.distances is not None:  # else a long context: its grid and pairs
             arrays["hellinger"] = self.distances
             arrays["toeplitz"] = st.toeplitz()
         if st.sampled:
             arrays["lag_edges"] = st.lag_edges
-        if self.refined is not None:
-            arrays["refined_coordinates"] = self.refined.coordinates
+        if "refined_coordinates" in fit:
+            arrays["refined_coordinates"] = fit["refined_coordinates"]
         if self.plugin_distances is not None:
             arrays["plugin_hellinger"] = self.plugin_distances
         arrays.update(self.noise_arrays())

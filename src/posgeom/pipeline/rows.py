@@ -111,9 +111,10 @@ def comparison_rows(
     model_dim = int(res.options["model_dim"])  # the config's width (the MDS may come later)
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
-    fitted = {MDS_ROW: res.mds, SMACOF_ROW: res.refined, LOW_RANK_ROW: None}
-    if res.mds is not None:  # the fitted rows' encodings, built here (the families describe them)
-        fitted[LOW_RANK_ROW] = res.mds.truncate(min(int(low_rank), res.mds.n_components))
+    fit = res.fit  # the fitted rows' encodings (the families describe them), once fitted
+    fitted = {} if fit is None else {MDS_ROW: fit.mds, SMACOF_ROW: fit.refined}
+    if fit is not None:
+        fitted[LOW_RANK_ROW] = fit.low_rank
     ctx = ComparisonContext(
         n_positions=int(positions.max()) + 1,
         n_kept=len(positions),
