@@ -42,8 +42,7 @@ from posgeom._threads import Background, blas_threads
 from posgeom.embed.fitted import FittedMDS, fit_mds_family
 from posgeom.geometry.counts import CountMatrix, count_matrix
 from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
-from posgeom.geometry.noise import stage_noise_floor
-from posgeom.geometry.stationarity import StationarityResult, sampled_stationarity, stationarity
+from posgeom.geometry.target_analysis import TargetAnalysis, analyse_target
 from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.keywords import takes_geometry_config
 from posgeom.pipeline.result import KINDS, GeometryResult
@@ -130,8 +129,7 @@ def analyze(
         score_table=made.table,
         rows=tuple(made.rows()),
         heads=tuple(made.heads),
-        stationarity=stage.stationarity,
-        noise=stage.noise,
+        analysis=stage.analysis,
         uncertainty=uncertainty,
         counts_info=dict(cm.provenance),
         shepard=made.shepard,
@@ -161,8 +159,7 @@ class _Geometry:
     shepard_pairs: np.ndarray | None = None
     options: dict[str, Any] = field(default_factory=dict)
     kept: CountMatrix | None = None  # the counts of the kept positions
-    stationarity: StationarityResult | None = None
-    noise: Any = None
+    analysis: TargetAnalysis | None = None  # the stationarity of D and its noise floor
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
 
@@ -281,9 +278,17 @@ def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     large = {}
     if stage.targets.sampled:  # a long context: what a report draws, without (n, n)
         large = long_context_arrays(stage.scored, stage.beside, pairs)
-    return dataclasses.replace(
-        stage, stationarity=_stationarity(stage), noise=_noise(stage, config), large_arrays=large
+    analysis = analyse_target(
+        stage.targets.matrix,  # exact up to SAMPLED_ABOVE, else sampled from the blocks
+        stage.scored,
+        stage.distributions.positions,
+        noise_counts=_on_classes(stage.kept, stage.target) if stage.options["noise"] else None,
+        noise=stage.options["noise"],
+        n_repeats=config.noise_repeats,
+        seed=config.seed,
+        sample=stage.targets.sample,
     )
+    return dataclasses.replace(stage, analysis=analysis, large_arrays=large)
 
 
 def _kept(cm: CountMatrix, dist: PositionalDistributions) -> CountMatrix:
@@ -299,31 +304,6 @@ def _on_classes(rows: Any, target: Any) -> Any:
     if target.class_map is None or target.resolution == "full":
         return rows
     return target.class_counts
-
-
-def _noise(stage: _Geometry, config: GeometryConfig) -> Any:
-    """The noise floor of the kept positions' counts on the target's classes (on the scores'
-    pair sample above ``SAMPLED_ABOVE``); None without counts or with ``noise=None``."""
-    if not stage.options["noise"]:
-        return None
-    try:
-        return stage_noise_floor(
-            _on_classes(stage.kept, stage.target),
-            method=stage.options["noise"],
-            n_repeats=config.noise_repeats,
-            seed=config.seed,
-            sample=stage.targets.sample,
-        )
-    except PosgeomError as exc:
-        log.warning("noise floor skipped: %s", exc)
-        return None
-
-
-def _stationarity(stage: _Geometry) -> StationarityResult:
-    """Exact on the ``(n, n)`` target, else sampled per lag bin from its blocks."""
-    if stage.targets.matrix is not None:
-        return stationarity(stage.targets.matrix)
-    return sampled_stationarity(stage.scored, seed=stage.options["seed"])
 
 
 def _stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any] | None, Any]:

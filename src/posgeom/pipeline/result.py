@@ -26,6 +26,7 @@ from posgeom._version import __version__
 from posgeom.embed.fitted import FittedMDS
 from posgeom.embed.refine import REFINE_SKIPPED
 from posgeom.geometry.stationarity import StationarityResult
+from posgeom.geometry.target_analysis import TargetAnalysis
 from posgeom.io.jsonfiles import json_text
 from posgeom.io.renderers import renderer
 from posgeom.pipeline.config import GeometryConfig
@@ -56,7 +57,9 @@ class GeometryResult:
     replicates); ``heads``: the per-head rows of head families (ALiBi); ``fit``: the MDS family
     fitted to the target (:class:`~posgeom.embed.fitted.FittedMDS`), whose ``mds``, ``refined``
     and ``rank_curve`` (per rank ``r`` the scores of the rank-``r`` MDS encoding) the result
-    holds as its own fields.
+    holds as its own fields; ``analysis``: the target's diagnostics
+    (:class:`~posgeom.geometry.target_analysis.TargetAnalysis`), whose ``stationarity`` and
+    ``noise`` (the noise floor, or None) it holds likewise.
 
     Plain data, set when the result is made (reading them calls nothing): ``report_kind``
     (``compare`` or ``run``), ``report_title``, ``distances`` (the ``(n, n)`` target ``D``; None
@@ -77,13 +80,14 @@ class GeometryResult:
     score_table: ScoreTable
     rows: tuple[dict[str, Any], ...]
     heads: tuple[dict[str, Any], ...]
-    stationarity: StationarityResult
-    noise: Any = None
+    analysis: TargetAnalysis
     uncertainty: dict[str, Any] | None = None
     counts_info: dict[str, Any] = field(default_factory=dict)
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    stationarity: StationarityResult = field(init=False, repr=False)
+    noise: Any = field(init=False, repr=False)
     mds: Any = field(init=False, repr=False)
     refined: Any = field(init=False, repr=False)
     rank_curve: tuple[dict[str, Any], ...] = field(init=False, repr=False)
@@ -104,6 +108,8 @@ class GeometryResult:
         if "plugin" in table.targets:
             beside = {e: dict(table.scores_of(e, "plugin")) for e in table.encodings}
         plain = dict(
+            stationarity=self.analysis.stationarity,
+            noise=self.analysis.noise,
             mds=self.fit.mds,
             refined=self.fit.refined,
             rank_curve=self.fit.rank_curve,
@@ -177,7 +183,7 @@ class GeometryResult:
             "scores": self.scores,
             "heads": list(self.heads),
             "rank_curve": list(self.rank_curve),
-            "stationarity": self.stationarity.summary(),
+            "stationarity": dict(self.analysis.stationarity_summary),
             "estimator": self._estimator_summary(),
         }
         if self.plugin_scores:
@@ -209,8 +215,8 @@ class GeometryResult:
             }
         elif self.options.get("refine") and self.sampled:
             out["refinement"] = {"method": "smacof", "skipped": REFINE_SKIPPED}
-        if self.noise is not None:
-            out["noise_floor"] = self.noise.summary(self.distributions.positions)
+        if self.analysis.noise_summary is not None:
+            out["noise_floor"] = dict(self.analysis.noise_summary)
         if self.sampled:
             out["sampling"] = self.targets.sampling_summary()
         if self.uncertainty:
@@ -251,7 +257,7 @@ class GeometryResult:
         }
         if self.distances is not None:  # else a long context: its grid and pairs
             arrays["hellinger"] = self.distances
-            arrays["toeplitz"] = st.toeplitz()
+            arrays["toeplitz"] = self.analysis.toeplitz
         if st.sampled:
             arrays["lag_edges"] = st.lag_edges
         if "refined_coordinates" in fit:
