@@ -157,7 +157,7 @@ def _pipeline(args: argparse.Namespace) -> int:
     make_counts, inputs = _counting(args, source)
     if not args.output:  # demo without -o: the table only
         result = _analyze(make_counts(), config, specs, args.command)
-        print(result.markdown(), end="")  # ends with the verdict line
+        print(result.report_input.markdown, end="")  # ends with the verdict line
         return 0
     with results_folder(
         args.output,
@@ -171,7 +171,7 @@ def _pipeline(args: argparse.Namespace) -> int:
         result.write(tmp)
         counts.save(tmp / "counts.npz")  # the folder holds what it analysed
         files = sorted(p.name for p in tmp.iterdir() if p.is_file())
-    print(result.markdown(), end="")  # ends with the verdict line
+    print(result.report_input.markdown, end="")  # ends with the verdict line
     print_hints(result)
     files += ["report.html"] if args.report else []  # drawn after this block, into the folder
     print(f"results in {printable(args.output)}/ ({printable(', '.join(files))})")

@@ -105,8 +105,8 @@ class GeometryResult:
             self.score_table,
         )
         beside = {}
-        if "plugin" in table.targets:
-            beside = {e: dict(table.scores_of(e, "plugin")) for e in table.encodings}
+        if "plugin" in table.targets:  # the table's cells against the plug-in, by encoding
+            beside = {e: dict(table.cells.get((e, "plugin"), {})) for e in table.encodings}
         plain = dict(
             stationarity=self.analysis.stationarity,
             noise=self.analysis.noise,

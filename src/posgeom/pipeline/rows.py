@@ -31,6 +31,7 @@ __all__ = [
     "MDS_ROW",
     "MDS_ROWS",
     "SMACOF_ROW",
+    "RowParts",
     "Rows",
     "comparable_encodings",
     "comparison_rows",
@@ -49,8 +50,22 @@ MDS_ROWS: tuple[str, str] = (MDS_ROW, SMACOF_ROW)
 
 
 @dataclass(frozen=True, eq=False)
+class RowParts:
+    """What one :func:`comparison_rows` call made, before its rows are joined
+    (:func:`rows_in_order`): ``tables``, each row's one-row
+    :class:`~posgeom.scores.table.ScoreTable` in the order made; ``described``, ``heads``,
+    ``shepard``, ``built``: as in :class:`Rows`."""
+
+    tables: list[ScoreTable]
+    described: dict[str, dict[str, Any]]
+    heads: list[dict[str, Any]]
+    shepard: dict[str, np.ndarray]
+    built: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
 class Rows:
-    """Rows of a comparison (:func:`comparison_rows`).
+    """Rows of a comparison (:func:`rows_in_order` of :func:`comparison_rows`' parts).
 
     ``table``: the :class:`~posgeom.scores.table.ScoreTable` of the rows' encodings (one per
     family: the one its ``row_choice`` picks; the caller's encodings under their names), the one
@@ -92,8 +107,8 @@ def comparison_rows(
     seed: int = 0,
     skip_unbuildable: bool = False,
     keep_encodings: bool = True,
-) -> Rows:
-    """The :class:`Rows` of ``families`` (row name -> registry family, looked up by the
+) -> RowParts:
+    """The :class:`RowParts` of ``families`` (row name -> registry family, looked up by the
     caller) and of ``extra_encodings`` against the
     geometry of the pipeline stage ``res`` (its score targets, kept positions, Shepard pairs and
     fitted MDS encodings).
@@ -127,25 +142,28 @@ def comparison_rows(
         learned_model=learned_model,
         low_rank=int(low_rank),
     )
-    out = Rows(ScoreTable.concat([]), {}, [], {}, {})
-    tables = []
+    out = RowParts([], {}, [], {}, {})
     for built in built_rows(families, ctx, positions, skip_unbuildable=skip_unbuildable):
         name, made, kept = built.name, built.made, built.kept
-        scored = res.targets.score(_built(kept, res.targets))
+        scored = res.targets.score_family(
+            name, _built(kept, res.targets), choice=built.family.row_choice
+        )
         out.heads.extend(
-            {"family": name, **m.head, **scored.row(key)}
+            {"family": name, **m.head, **scored.rows[key]}
             for key, m in made.items()
             if m.head is not None
         )
-        key, chosen = scored.chosen(built.family.row_choice, name)
-        tables.append(chosen)
-        row = made[key]
-        _add_row(out, res, name, kept[key], row.description, row.parameters, keep=keep_encodings)
+        out.tables.append(scored.table)
+        row = made[scored.key]
+        _add_row(
+            out, res, name, kept[scored.key], row.description, row.parameters, keep=keep_encodings
+        )
     for name, given in (extra_encodings or {}).items():
         enc = getattr(given, "encoding", given)
-        tables.append(res.targets.score(_built({str(name): enc}, res.targets)))
+        scored = res.targets.score_family(str(name), _built({str(name): enc}, res.targets))
+        out.tables.append(scored.table)
         _add_row(out, res, str(name), enc, *describe_given(given, ctx), keep=keep_encodings)
-    return Rows(ScoreTable.concat(tables), out.described, out.heads, out.shepard, out.built)
+    return out
 
 
 def _built(encodings: dict[str, Any], targets: Any) -> dict[str, Any]:
@@ -158,7 +176,7 @@ def _built(encodings: dict[str, Any], targets: Any) -> dict[str, Any]:
 
 
 def _add_row(
-    out: Rows, res: Any, name: str, enc: Any, description: str, parameters: int, *, keep: bool
+    out: RowParts, res: Any, name: str, enc: Any, description: str, parameters: int, *, keep: bool
 ) -> None:
     """Record row ``name``'s description, parameter count, Shepard distances and (``keep``) its
     encoding."""
@@ -168,11 +186,12 @@ def _add_row(
         out.built[name] = enc
 
 
-def rows_in_order(names: list[str], early: Rows, fitted: Rows) -> Rows:
+def rows_in_order(names: list[str], early: RowParts, fitted: RowParts) -> Rows:
     """Two :func:`comparison_rows` results (the rows that do not read the MDS encoding, made while
-    it is computed, and the fitted ones after it) as one: the rows in ``names``' order, the caller's
-    encodings (rows of ``early`` that are no family) last, as one call would have made them."""
-    table = ScoreTable.concat([early.table, fitted.table])
+    it is computed, and the fitted ones after it) as one :class:`Rows`, their tables joined once:
+    the rows in ``names``' order, the caller's encodings (rows of ``early`` that are no family)
+    last, as one call would have made them."""
+    table = ScoreTable.concat([*early.tables, *fitted.tables])
     order = [x for x in names if x in table.encodings]
     order += [x for x in table.encodings if x not in order]
     return Rows(

@@ -37,7 +37,14 @@ from posgeom.scores.sampled import (
     sampled_scores_by_target,
 )
 
-__all__ = ["PRIMARY", "SAMPLED_ABOVE", "ScoreTable", "ScoreTargets", "score_encoding"]
+__all__ = [
+    "PRIMARY",
+    "SAMPLED_ABOVE",
+    "FamilyScores",
+    "ScoreTable",
+    "ScoreTargets",
+    "score_encoding",
+]
 
 log = logging.getLogger("posgeom")
 
@@ -116,6 +123,18 @@ class ScoreTable:
             cells |= t.cells
         encodings = tuple(dict.fromkeys(e for t in tables for e in t.encodings))
         return ScoreTable(encodings, targets, MappingProxyType(cells))
+
+
+@dataclass(frozen=True, eq=False)
+class FamilyScores:
+    """One family's encodings scored (:meth:`ScoreTargets.score_family`): ``key``, the encoding
+    its row choice picked; ``table``, that encoding's cells as the family's one row; ``rows``,
+    every encoding's cells in the files' spelling (:meth:`ScoreTable.row`), by key (a per-head
+    family's per-head rows)."""
+
+    key: str
+    table: ScoreTable
+    rows: Mapping[str, dict[str, Any]]
 
 
 class ScoreTargets:
@@ -199,6 +218,25 @@ class ScoreTargets:
             for target, got in self.score_one(enc, names=names).items():
                 cells[(str(key), target)] = MappingProxyType(got)
         return ScoreTable(tuple(map(str, encodings)), self.names, MappingProxyType(cells))
+
+    def score_family(
+        self, name: str, encodings: Mapping[str, Any], *, choice: str | None = None
+    ) -> FamilyScores:
+        """Score one family's ``encodings`` (key to encoding, each built once) against every
+        target and pick its row (:meth:`ScoreTable.chosen` by ``choice``; None: its only
+        encoding), named ``name``."""
+        scored = self.score(encodings)
+        key, chosen = scored.chosen(choice, name)
+        return FamilyScores(key, chosen, {k: scored.row(k) for k in scored.encodings})
+
+    def rank_scores(self, encoding: Any) -> dict[str, Any]:
+        """The scores the rank experiment reports (the registered scores with ``rank_curve``,
+        in registry order) of one encoding against the primary target."""
+        from posgeom.scores.registry import scores
+
+        names = [s.name for s in scores() if s.rank_curve]
+        got = self.score_one(encoding, names=names)[PRIMARY]
+        return {k: got[k] for k in names if k in got}
 
     def _dense_scores(self, encoding: Any, names: Any) -> dict[str, dict[str, Any]]:
         from posgeom.scores._encoding import encoding_distances
