@@ -50,7 +50,6 @@ from posgeom.pipeline.rows import SMACOF_ROW, comparison_rows, rows_in_order
 from posgeom.pipeline.target import PluginEstimate, blocks_target, embed, estimate_target
 from posgeom.scores import table as score_table
 from posgeom.scores.long_context import long_context_arrays
-from posgeom.scores.shepard import shepard_pairs
 from posgeom.scores.table import ScoreTargets
 
 __all__ = ["analyze"]
@@ -133,7 +132,7 @@ def analyze(
         uncertainty=uncertainty,
         counts_info=dict(cm.provenance),
         shepard=made.shepard,
-        shepard_pairs=stage.shepard_pairs,
+        shepard_pairs=stage.targets.shepard_pairs,
         large_arrays=stage.large_arrays,
     )
 
@@ -147,8 +146,8 @@ def _count_matrix(counts: Any) -> CountMatrix:
 
 @dataclass(frozen=True, eq=False)
 class _Geometry:
-    """The stages before the rows: what the rows read (the score targets, the kept positions,
-    the Shepard pairs, the fitted MDS encodings)."""
+    """The stages before the rows: what the rows read (the score targets with their Shepard
+    pairs, the kept positions, the fitted MDS family)."""
 
     distributions: PositionalDistributions
     target: Any  # the estimate (a PluginEstimate for the plug-in)
@@ -156,7 +155,6 @@ class _Geometry:
     beside: dict[str, Any]
     fit: FittedMDS | None  # the MDS family, once the MDS encoding is computed
     targets: ScoreTargets
-    shepard_pairs: np.ndarray | None = None
     options: dict[str, Any] = field(default_factory=dict)
     kept: CountMatrix | None = None  # the counts of the kept positions
     analysis: TargetAnalysis | None = None  # the stationarity of D and its noise floor
@@ -249,7 +247,7 @@ def _geometry(
         name="posgeom-mds",
         inline=not overlap,
     )
-    targets = ScoreTargets.for_target(scored, n, beside=beside, seed=c.seed)
+    targets = ScoreTargets.for_target(scored, n, beside=beside, seed=c.seed, shepard=True)
     stage = _Geometry(dist, target, scored, beside, None, targets, options=options, kept=kept)
     return _of_target(stage, c), mds_job
 
@@ -272,12 +270,11 @@ def _with_mds(stage: _Geometry, mds: Any, config: GeometryConfig, *, refine: boo
 
 def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     """The stages that read the target but not the MDS encoding (run while it is computed): the
-    Shepard pairs, the stationarity of ``D``, the noise floor, a long context's drawn arrays."""
-    pairs = shepard_pairs(stage.distributions.n_positions, seed=config.seed)
-    stage = dataclasses.replace(stage, shepard_pairs=pairs)
+    stationarity of ``D``, the noise floor, a long context's drawn arrays (at the score targets'
+    Shepard pairs)."""
     large = {}
     if stage.targets.sampled:  # a long context: what a report draws, without (n, n)
-        large = long_context_arrays(stage.scored, stage.beside, pairs)
+        large = long_context_arrays(stage.scored, stage.beside, stage.targets.shepard_pairs)
     analysis = analyse_target(
         stage.targets.matrix,  # exact up to SAMPLED_ABOVE, else sampled from the blocks
         stage.scored,

@@ -24,7 +24,6 @@ from posgeom.encodings._registry import ComparisonContext, describe_given
 from posgeom.encodings.comparison import built_rows
 from posgeom.encodings.mds import LowRankMDSFamily, MDSFamily, SMACOFFamily
 from posgeom.pipeline.config import comparable_encodings, default_encodings
-from posgeom.scores.shepard import pair_distances
 from posgeom.scores.table import ScoreTable
 
 __all__ = [
@@ -110,7 +109,7 @@ def comparison_rows(
 ) -> RowParts:
     """The :class:`RowParts` of ``families`` (row name -> registry family, looked up by the
     caller) and of ``extra_encodings`` against the
-    geometry of the pipeline stage ``res`` (its score targets, kept positions, Shepard pairs and
+    geometry of the pipeline stage ``res`` (its score targets with their Shepard pairs, kept positions and
     fitted MDS encodings).
 
     The families build (:meth:`~posgeom.encodings._registry.Family.encodings`), the stage's
@@ -146,7 +145,7 @@ def comparison_rows(
     for built in built_rows(families, ctx, positions, skip_unbuildable=skip_unbuildable):
         name, made, kept = built.name, built.made, built.kept
         scored = res.targets.score_family(
-            name, _built(kept, res.targets), choice=built.family.row_choice
+            name, _built(kept, res.targets), choice=built.family.row_choice, drawn=kept
         )
         out.heads.extend(
             {"family": name, **m.head, **scored.rows[key]}
@@ -156,13 +155,22 @@ def comparison_rows(
         out.tables.append(scored.table)
         row = made[scored.key]
         _add_row(
-            out, res, name, kept[scored.key], row.description, row.parameters, keep=keep_encodings
+            out,
+            scored.shepard,
+            name,
+            kept[scored.key],
+            row.description,
+            row.parameters,
+            keep=keep_encodings,
         )
     for name, given in (extra_encodings or {}).items():
         enc = getattr(given, "encoding", given)
-        scored = res.targets.score_family(str(name), _built({str(name): enc}, res.targets))
+        drawn = {str(name): enc}
+        scored = res.targets.score_family(str(name), _built(drawn, res.targets), drawn=drawn)
         out.tables.append(scored.table)
-        _add_row(out, res, str(name), enc, *describe_given(given, ctx), keep=keep_encodings)
+        _add_row(
+            out, scored.shepard, str(name), enc, *describe_given(given, ctx), keep=keep_encodings
+        )
     return out
 
 
@@ -176,12 +184,19 @@ def _built(encodings: dict[str, Any], targets: Any) -> dict[str, Any]:
 
 
 def _add_row(
-    out: RowParts, res: Any, name: str, enc: Any, description: str, parameters: int, *, keep: bool
+    out: RowParts,
+    shepard: np.ndarray,
+    name: str,
+    enc: Any,
+    description: str,
+    parameters: int,
+    *,
+    keep: bool,
 ) -> None:
-    """Record row ``name``'s description, parameter count, Shepard distances and (``keep``) its
-    encoding."""
+    """Record row ``name``'s description, parameter count, Shepard distances (``shepard``, made
+    by the score targets) and (``keep``) its encoding."""
     out.described[name] = {"description": description, "parameters": int(parameters)}
-    out.shepard[name] = pair_distances(enc, res.shepard_pairs)
+    out.shepard[name] = shepard
     if keep:
         out.built[name] = enc
 
