@@ -116,7 +116,8 @@ def _encoding_specs(specs: list[str]) -> list[tuple[str, Path]]:
             raise PosgeomError(f"--encoding expects NAME=FILE, got {spec!r}")
         name, path = spec.split("=", 1)
         out.append((name, Path(path)))
-    unique_names([n for n, _ in out], "--encoding", comparable_encodings())
+    if out:  # the built-in rows are read from the registry only when there are files
+        unique_names([n for n, _ in out], "--encoding", comparable_encodings())
     return out
 
 
@@ -157,7 +158,7 @@ def _pipeline(args: argparse.Namespace) -> int:
     make_counts, inputs = _counting(args, source)
     if not args.output:  # demo without -o: the table only
         result = _analyze(make_counts(), config, specs, args.command)
-        print(result.report_input.markdown, end="")  # ends with the verdict line
+        print(result.markdown(), end="")  # ends with the verdict line
         return 0
     with results_folder(
         args.output,
@@ -171,7 +172,7 @@ def _pipeline(args: argparse.Namespace) -> int:
         result.write(tmp)
         counts.save(tmp / "counts.npz")  # the folder holds what it analysed
         files = sorted(p.name for p in tmp.iterdir() if p.is_file())
-    print(result.report_input.markdown, end="")  # ends with the verdict line
+    print(result.markdown(), end="")  # ends with the verdict line
     print_hints(result)
     files += ["report.html"] if args.report else []  # drawn after this block, into the folder
     print(f"results in {printable(args.output)}/ ({printable(', '.join(files))})")

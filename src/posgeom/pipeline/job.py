@@ -41,7 +41,11 @@ from posgeom._errors import PosgeomError
 from posgeom._threads import Background, blas_threads
 from posgeom.embed.fitted import FittedMDS, fit_mds_family
 from posgeom.geometry.counts import CountMatrix, count_matrix
-from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
+from posgeom.geometry.distributions import (
+    KeptPositions,
+    PositionalDistributions,
+    kept_positions,
+)
 from posgeom.geometry.target_analysis import TargetAnalysis, analyse_target
 from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.keywords import takes_geometry_config
@@ -121,7 +125,7 @@ def analyze(
             "families": [x for x in scored if x in names],
             "encodings": scored,
         },
-        distributions=stage.distributions,
+        positions=stage.positions,
         target=stage.target,
         fit=stage.fit,
         targets=stage.targets,
@@ -149,27 +153,36 @@ class _Geometry:
     """The stages before the rows: what the rows read (the score targets with their Shepard
     pairs, the kept positions, the fitted MDS family)."""
 
-    distributions: PositionalDistributions
+    positions: KeptPositions  # the distributions mu_i and the counts of the kept positions
     target: Any  # the estimate (a PluginEstimate for the plug-in)
     scored: Any  # the (n, n) target, or its blocks above SAMPLED_ABOVE
     beside: dict[str, Any]
     fit: FittedMDS | None  # the MDS family, once the MDS encoding is computed
     targets: ScoreTargets
     options: dict[str, Any] = field(default_factory=dict)
-    kept: CountMatrix | None = None  # the counts of the kept positions
     analysis: TargetAnalysis | None = None  # the stationarity of D and its noise floor
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
+    @property
+    def distributions(self) -> PositionalDistributions:
+        return self.positions.distributions
 
-def _distributions(cm: CountMatrix, config: GeometryConfig) -> PositionalDistributions:
-    """``mu_i`` of the counts (smoothing, sample floor); too few positions refused with a
-    suggested ``n`` when the counts say how many sequences they hold."""
+    @property
+    def kept(self) -> CountMatrix:
+        """The counts of the kept positions."""
+        return self.positions.counts
+
+
+def _kept_positions(cm: CountMatrix, config: GeometryConfig) -> KeptPositions:
+    """``mu_i`` of the counts (smoothing, sample floor) and the kept positions' counts
+    (:func:`~posgeom.geometry.distributions.kept_positions`); too few positions refused with a suggested
+    ``n`` when the counts say how many sequences they hold."""
     from posgeom.corpus.lengths import empty_positions_hint, suggest_n
 
     n_sequences = cm.provenance.get("n_sequences")
     hint = None if not n_sequences else empty_positions_hint(cm.totals, n_sequences)
     try:
-        dist = positional_distributions(
+        kept = kept_positions(
             cm,
             smoothing=config.smoothing,
             alpha=config.alpha,
@@ -185,11 +198,10 @@ def _distributions(cm: CountMatrix, config: GeometryConfig) -> PositionalDistrib
         ) from exc
     if hint:
         log.warning(hint)
-    if dist.n_positions < 3:
-        raise PosgeomError(
-            f"the geometry needs at least 3 positions with samples, got {dist.n_positions}"
-        )
-    return dist
+    n = kept.distributions.n_positions
+    if n < 3:
+        raise PosgeomError(f"the geometry needs at least 3 positions with samples, got {n}")
+    return kept
 
 
 def _geometry(
@@ -200,13 +212,13 @@ def _geometry(
     computed first (its result: the second element; :func:`_with_mds` adds it). ``refine``:
     recorded for :func:`_with_mds`."""
     c = config
-    dist = _distributions(cm, c)
+    positions = _kept_positions(cm, c)
+    dist, kept = positions.distributions, positions.counts
     n = dist.n_positions
     large = n > score_table.SAMPLED_ABOVE
     est_options = c.estimate_options()
     if large and isinstance(c.estimator, str) and c.estimator != "plugin":
         est_options.setdefault("dense", False)  # factored: distances served by blocks()
-    kept = _kept(cm, dist)
     target = estimate_target(
         kept,
         dist,
@@ -248,7 +260,7 @@ def _geometry(
         inline=not overlap,
     )
     targets = ScoreTargets.for_target(scored, n, beside=beside, seed=c.seed, shepard=True)
-    stage = _Geometry(dist, target, scored, beside, None, targets, options=options, kept=kept)
+    stage = _Geometry(positions, target, scored, beside, None, targets, options=options)
     return _of_target(stage, c), mds_job
 
 
@@ -286,12 +298,6 @@ def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
         sample=stage.targets.sample,
     )
     return dataclasses.replace(stage, analysis=analysis, large_arrays=large)
-
-
-def _kept(cm: CountMatrix, dist: PositionalDistributions) -> CountMatrix:
-    """The counts of the positions the distributions kept: ``cm`` itself, or (positions dropped
-    below ``min_samples``) the kept rows recognised once; passed down as a CountMatrix."""
-    return cm if dist.n_positions == cm.n_positions else count_matrix(cm.counts[dist.positions])
 
 
 def _on_classes(rows: Any, target: Any) -> Any:

@@ -25,6 +25,7 @@ from posgeom._errors import PosgeomError
 from posgeom._version import __version__
 from posgeom.embed.fitted import FittedMDS
 from posgeom.embed.refine import REFINE_SKIPPED
+from posgeom.geometry.distributions import KeptPositions
 from posgeom.geometry.stationarity import StationarityResult
 from posgeom.geometry.target_analysis import TargetAnalysis
 from posgeom.io.jsonfiles import json_text
@@ -59,7 +60,8 @@ class GeometryResult:
     and ``rank_curve`` (per rank ``r`` the scores of the rank-``r`` MDS encoding) the result
     holds as its own fields; ``analysis``: the target's diagnostics
     (:class:`~posgeom.geometry.target_analysis.TargetAnalysis`), whose ``stationarity`` and
-    ``noise`` (the noise floor, or None) it holds likewise.
+    ``noise`` (the noise floor, or None) it holds likewise; ``positions``: the kept positions
+    (:class:`~posgeom.geometry.distributions.KeptPositions`), whose ``distributions`` it holds.
 
     Plain data, set when the result is made (reading them calls nothing): ``report_kind``
     (``compare`` or ``run``), ``report_title``, ``distances`` (the ``(n, n)`` target ``D``; None
@@ -73,7 +75,7 @@ class GeometryResult:
     kind: str
     config: GeometryConfig
     options: dict[str, Any]
-    distributions: Any
+    positions: KeptPositions
     target: Any
     fit: FittedMDS
     targets: ScoreTargets
@@ -86,6 +88,7 @@ class GeometryResult:
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    distributions: Any = field(init=False, repr=False)
     stationarity: StationarityResult = field(init=False, repr=False)
     noise: Any = field(init=False, repr=False)
     mds: Any = field(init=False, repr=False)
@@ -108,6 +111,7 @@ class GeometryResult:
         if "plugin" in table.targets:  # the table's cells against the plug-in, by encoding
             beside = {e: dict(table.cells.get((e, "plugin"), {})) for e in table.encodings}
         plain = dict(
+            distributions=self.positions.distributions,
             stationarity=self.analysis.stationarity,
             noise=self.analysis.noise,
             mds=self.fit.mds,
@@ -192,14 +196,9 @@ class GeometryResult:
         return out
 
     def _geometry_summary(self) -> dict[str, Any]:
-        d = self.distributions
         return {
-            "distributions": d.summary(),
-            "samples_per_position": {
-                "min": float(d.totals.min()),
-                "median": float(np.median(d.totals)),
-                "max": float(d.totals.max()),
-            },
+            "distributions": dict(self.positions.summary),
+            "samples_per_position": dict(self.positions.samples),
             MDS_ROW: dict(self.fit.summary),  # the MDS encoding's block, keyed by its row
         }
 
