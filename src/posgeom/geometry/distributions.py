@@ -303,25 +303,31 @@ class KeptPositions:
     ``counts`` (the kept positions' :class:`~posgeom.geometry.counts.CountMatrix`: the input
     itself, or its kept rows recognised once), ``summary`` (the distributions' JSON block) and
     ``samples`` (samples per kept position: ``min``, ``median``, ``max``); made by
-    :func:`kept_positions`, plain data (reading it calls nothing)."""
+    :func:`kept_positions`, plain data (reading it calls nothing). ``input``: the input
+    recognised once, all its positions (:func:`~posgeom.geometry.counts.count_matrix`)."""
 
     distributions: PositionalDistributions
     counts: CountMatrix
     summary: Mapping[str, Any]
     samples: Mapping[str, float]
+    input: CountMatrix
 
 
 def kept_positions(
-    cm: CountMatrix,
+    counts: Any,
     *,
     smoothing: str = "none",
     alpha: float = 1.0,
     min_samples: int = 1,
     below_min: str = "flag",
 ) -> KeptPositions:
-    """The :class:`KeptPositions` of ``cm`` with the options of
-    :func:`positional_distributions` (its errors raised as
-    they are)."""
+    """The :class:`KeptPositions` of ``counts`` (anything
+    :func:`~posgeom.geometry.counts.count_matrix` recognises, or a
+    :class:`PositionalDistributions`: its probabilities) with the options of
+    :func:`positional_distributions` (its errors raised as they are)."""
+    if isinstance(counts, PositionalDistributions):
+        counts = counts.probabilities()
+    cm = count_matrix(counts)
     dist = positional_distributions(
         cm, smoothing=smoothing, alpha=alpha, min_samples=min_samples, below_min=below_min
     )
@@ -331,4 +337,4 @@ def kept_positions(
         "median": float(np.median(dist.totals)),
         "max": float(dist.totals.max()),
     }
-    return KeptPositions(dist, kept, dist.summary(), samples)
+    return KeptPositions(dist, kept, dist.summary(), samples, cm)

@@ -92,14 +92,15 @@ def analyze(
     assert config is not None  # the decorator passes the validated config
     if kind not in KINDS:
         raise PosgeomError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    cm = _count_matrix(counts)
     families = config.row_families()  # each family looked up once, handed down
+    positions = _kept_positions(counts, config)  # the counts recognised once, mu_i, kept rows
+    cm = positions.input
     names = list(families)
     refine = SMACOF_ROW in names
     fitted = {x: f for x, f in families.items() if f.role == "fitted"}  # rows reading the MDS
     overlap = cm.n_positions > OVERLAP_ABOVE  # the eigensolve long enough to run beside
     with blas_threads(1) if overlap else contextlib.nullcontext():  # one core each
-        stage, mds_job = _geometry(cm, config, refine=refine, overlap=overlap)
+        stage, mds_job = _geometry(positions, config, refine=refine, overlap=overlap)
         rows = dict(
             n_heads=config.n_heads,
             rope_head_dim=stage.options["rope_head_dim"],
@@ -141,13 +142,6 @@ def analyze(
     )
 
 
-def _count_matrix(counts: Any) -> CountMatrix:
-    """The one recognition of the input (distributions as their probabilities)."""
-    if isinstance(counts, PositionalDistributions):
-        counts = counts.probabilities()
-    return count_matrix(counts)
-
-
 @dataclass(frozen=True, eq=False)
 class _Geometry:
     """The stages before the rows: what the rows read (the score targets with their Shepard
@@ -173,29 +167,34 @@ class _Geometry:
         return self.positions.counts
 
 
-def _kept_positions(cm: CountMatrix, config: GeometryConfig) -> KeptPositions:
-    """``mu_i`` of the counts (smoothing, sample floor) and the kept positions' counts
-    (:func:`~posgeom.geometry.distributions.kept_positions`); too few positions refused with a suggested
-    ``n`` when the counts say how many sequences they hold."""
+def _kept_positions(counts: Any, config: GeometryConfig) -> KeptPositions:
+    """The counts recognised once, ``mu_i`` (smoothing, sample floor) and the kept positions'
+    counts (:func:`~posgeom.geometry.distributions.kept_positions`); too few positions refused
+    with a suggested ``n`` when the counts say how many sequences they hold."""
     from posgeom.corpus.lengths import empty_positions_hint, suggest_n
 
-    n_sequences = cm.provenance.get("n_sequences")
-    hint = None if not n_sequences else empty_positions_hint(cm.totals, n_sequences)
     try:
         kept = kept_positions(
-            cm,
+            counts,
             smoothing=config.smoothing,
             alpha=config.alpha,
             min_samples=config.min_samples,
             below_min=config.below_min,
         )
     except PosgeomError as exc:
-        if hint is None or "no samples" not in str(exc):
+        if "no samples" not in str(exc) or isinstance(counts, PositionalDistributions):
+            raise
+        cm = count_matrix(counts)  # the same object for counts recognised before
+        n_sequences = cm.provenance.get("n_sequences")
+        if not n_sequences or empty_positions_hint(cm.totals, n_sequences) is None:
             raise
         raise PosgeomError(
             f"{exc}; n = {suggest_n(cm.totals, n_sequences)} is reached by at least 5% of the "
             "sequences (`posgeom lengths CORPUS` shows the length profile)"
         ) from exc
+    cm = kept.input
+    n_sequences = cm.provenance.get("n_sequences")
+    hint = empty_positions_hint(cm.totals, n_sequences) if n_sequences else None
     if hint:
         log.warning(hint)
     n = kept.distributions.n_positions
@@ -205,15 +204,14 @@ def _kept_positions(cm: CountMatrix, config: GeometryConfig) -> KeptPositions:
 
 
 def _geometry(
-    cm: CountMatrix, config: GeometryConfig, *, refine: bool, overlap: bool
+    positions: KeptPositions, config: GeometryConfig, *, refine: bool, overlap: bool
 ) -> tuple[_Geometry, Any]:
     """Distributions, target, the score targets and the stages of :func:`_of_target`, with the MDS
     encoding started on a :class:`~posgeom._threads.Background` thread when ``overlap``, else
     computed first (its result: the second element; :func:`_with_mds` adds it). ``refine``:
     recorded for :func:`_with_mds`."""
     c = config
-    positions = _kept_positions(cm, c)
-    dist, kept = positions.distributions, positions.counts
+    cm, dist, kept = positions.input, positions.distributions, positions.counts
     n = dist.n_positions
     large = n > score_table.SAMPLED_ABOVE
     est_options = c.estimate_options()
