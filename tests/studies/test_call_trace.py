@@ -63,7 +63,7 @@ def zipf_compare_trace(tmp_path_factory):
     of 2,000 words (the recommended estimator coarsens it to token classes, as on SST-2's 4,340)
     and position-dependent words in 30% of the slots (a geometry the estimate resolves above its
     noise, so no warning is logged). Its call pairs are the same as those of ``python -m
-    studies.call_trace sst2/sentence/validation.tsv.gz -n 32`` (60 moves, 10 back up on
+    studies.call_trace sst2/sentence/validation.tsv.gz -n 32`` (58 moves, 10 back up on
     2026-12-05); the 40-word corpus above gives 3 more (its full-vocabulary target is described
     in words by the estimators' resolution, and its unresolved estimate logs a warning through
     the CLI's log handler)."""

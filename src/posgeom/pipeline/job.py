@@ -39,14 +39,10 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._threads import Background, blas_threads
-from posgeom.embed.fitted import FittedMDS, fit_mds_family
+from posgeom.embed import FittedMDS, fit_mds_family
+from posgeom.geometry import KeptPositions, TargetAnalysis, analyse_target, kept_positions
 from posgeom.geometry.counts import CountMatrix, count_matrix
-from posgeom.geometry.distributions import (
-    KeptPositions,
-    PositionalDistributions,
-    kept_positions,
-)
-from posgeom.geometry.target_analysis import TargetAnalysis, analyse_target
+from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.keywords import takes_geometry_config
 from posgeom.pipeline.result import KINDS, GeometryResult

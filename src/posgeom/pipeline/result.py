@@ -23,11 +23,10 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._version import __version__
-from posgeom.embed.fitted import FittedMDS
+from posgeom.embed import FittedMDS
 from posgeom.embed.refine import REFINE_SKIPPED
-from posgeom.geometry.distributions import KeptPositions
+from posgeom.geometry import KeptPositions, TargetAnalysis
 from posgeom.geometry.stationarity import StationarityResult
-from posgeom.geometry.target_analysis import TargetAnalysis
 from posgeom.io.jsonfiles import json_text
 from posgeom.io.renderers import renderer
 from posgeom.pipeline.config import GeometryConfig
