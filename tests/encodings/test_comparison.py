@@ -22,9 +22,14 @@ from posgeom.encodings.comparison import (
 
 def _ctx(model_dim: int = 16) -> ComparisonContext:
     return ComparisonContext(
-        n_positions=9, n_kept=5, model_dim=model_dim, n_heads=4, rope_head_dim=4,
-        rope_base=10000.0, seed=0,
-    )  # fmt: skip
+        n_positions=9,
+        n_kept=5,
+        model_dim=model_dim,
+        n_heads=4,
+        rope_head_dim=4,
+        rope_base=10000.0,
+        seed=0,
+    )
 
 
 def test_the_default_rows_and_the_named_ones():
