@@ -3,8 +3,8 @@
 Before any encoding is scored, the pipeline asks two questions of its target: how stationary is
 ``D`` (:func:`~posgeom.geometry.stationarity.stationarity`: ``R^2`` of the best function of
 ``|i - j|``; sampled per lag bin from blocks on a long context) and how much of it is sampling
-noise (:func:`~posgeom.geometry.noise.stage_noise_floor` of the kept counts on the target's
-classes). :class:`TargetAnalysis` holds both results and what a summary and ``arrays.npz`` read
+noise (:func:`~posgeom.geometry.noise.noise_floor` of the kept counts on the target's classes,
+or :func:`~posgeom.geometry.noise.sampled_noise_floor` on a long context's pair sample). :class:`TargetAnalysis` holds both results and what a summary and ``arrays.npz`` read
 of them, made when it is made (plain data: reading it calls nothing).
 """
 
@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.geometry.noise import NoiseFloor, SampledNoiseFloor, stage_noise_floor
+from posgeom.geometry.distributions import positional_distributions
+from posgeom.geometry.divergences import HellingerBlocks
+from posgeom.geometry.noise import NoiseFloor, SampledNoiseFloor, noise_floor, sampled_noise_floor
 from posgeom.geometry.stationarity import StationarityResult, sampled_stationarity, stationarity
 
 __all__ = ["TargetAnalysis", "analyse_target"]
@@ -70,7 +72,7 @@ def analyse_target(
     floor = None
     if noise:
         try:
-            floor = stage_noise_floor(
+            floor = _noise_floor(
                 noise_counts, method=noise, n_repeats=n_repeats, seed=seed, sample=sample
             )
         except PosgeomError as exc:
@@ -82,3 +84,21 @@ def analyse_target(
         noise_summary=None if floor is None else floor.summary(positions),
         toeplitz=None if matrix is None else st.toeplitz(),
     )
+
+
+def _noise_floor(
+    counts: Any, *, method: str, n_repeats: int, seed: int, sample: Any = None
+) -> NoiseFloor | SampledNoiseFloor:
+    """The noise floor of the kept counts (on the target's classes): exact
+    (:func:`~posgeom.geometry.noise.noise_floor`), or on the scores' pair sample (``sample``: a
+    :class:`~posgeom.scores.sampled.PairSample`) by the split-half method, the floor's own
+    plug-in ``D`` evaluated at its pairs (:func:`~posgeom.geometry.noise.sampled_noise_floor`)."""
+    if sample is None:
+        return noise_floor(counts, method=method, n_repeats=n_repeats, seed=seed)
+    if method != "split_half":
+        raise PosgeomError(
+            f"the {method} noise floor needs n x n replicate matrices; at n = "
+            f"{sample.n_positions} use noise='split_half'"
+        )
+    plugin = HellingerBlocks(positional_distributions(counts)).pairs(sample.i, sample.j)
+    return sampled_noise_floor(counts, (sample.i, sample.j), plugin, n_repeats=n_repeats, seed=seed)
