@@ -74,11 +74,11 @@ def test_one_schema_for_every_command(counts, compared):
 def test_the_summary_is_built_once(compared, monkeypatch, tmp_path):
     """summary(), markdown(), to_json() and write() read one summary: its verdict is computed
     once per result."""
-    import posgeom.pipeline.result as result_module
+    import posgeom.text.verdict as verdict_module
 
     calls = []
-    real = result_module.verdict_block
-    monkeypatch.setattr(result_module, "verdict_block", lambda *a: calls.append(a) or real(*a))
+    real = verdict_module.verdict_block
+    monkeypatch.setattr(verdict_module, "verdict_block", lambda *a: calls.append(a) or real(*a))
     made = [f.name for f in dataclasses.fields(compared) if f.init]  # the rest: set when made
     fresh = GeometryResult(**{f: getattr(compared, f) for f in made})
     fresh.summary(), fresh.markdown(), fresh.to_json(), fresh.write(tmp_path)
@@ -117,7 +117,7 @@ def test_one_command_validates_each_target_once(counts, monkeypatch, tmp_path, c
 
     path = counts.save(tmp_path / "c.npz")
     validated = _count_calls(monkeypatch, "posgeom._distance_matrix", "check_distance_matrix")
-    summaries = _count_calls(monkeypatch, "posgeom.pipeline.result", "verdict_block")
+    summaries = _count_calls(monkeypatch, "posgeom.text.verdict", "verdict_block")
     out = tmp_path / "g"
     given = [str(path)] if command == "geometry" else ["--counts", str(path)]
     assert main(["-q", command, *given, "-o", str(out), "-d", "16"]) == 0

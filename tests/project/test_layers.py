@@ -39,6 +39,7 @@ BOTTOM = (
     "_threads",
     "_version",
     "_discovery",
+    "_records",
 )
 
 

@@ -100,3 +100,45 @@ def test_chosen_is_the_lowest_choice_score_renamed(case):
     assert one.chosen(None, "fam")[0] == "only"
     with pytest.raises(PosgeomError, match="without a row choice built 2 encodings"):
         table.chosen(None, "fam")
+
+
+def test_score_family_picks_the_lowest_row_and_draws_its_shepard_pairs(case):
+    """``score_family``: the row of lowest paper stress (by hand), every encoding's cells, and
+    the chosen encoding's distances at the Shepard pairs (scipy's pdist at those pairs)."""
+    target, plugin, encodings = case
+    targets = ScoreTargets.for_target(target, len(target), beside={"plugin": plugin}, shepard=True)
+    i, j = targets.shepard_pairs
+    assert np.all(i < j) and len(i) == len(target) * (len(target) - 1) // 2  # all pairs: n small
+    got = targets.score_family("fam", encodings, choice="paper")
+    papers = {k: _paper(squareform(pdist(np.asarray(v))), target) for k, v in encodings.items()}
+    assert got.key == min(papers, key=papers.get)
+    assert got.table.encodings == ("fam",)
+    assert got.table.value("fam", "paper") == pytest.approx(papers[got.key], rel=1e-12)
+    assert set(got.rows) == {"a", "b"}
+    assert got.rows["a"]["plugin_paper"] == pytest.approx(
+        _paper(squareform(pdist(encodings["a"])), plugin), rel=1e-12
+    )
+    expected = squareform(pdist(np.asarray(encodings[got.key])))[i, j]
+    np.testing.assert_allclose(got.shepard, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_score_family_without_a_choice_needs_one_encoding(case):
+    target, _, encodings = case
+    targets = ScoreTargets.for_target(target, len(target))
+    assert targets.shepard_pairs is None
+    one = targets.score_family("x", {"x": encodings["a"]})
+    assert one.key == "x" and one.shepard is None
+    with pytest.raises(PosgeomError, match="without a row choice"):
+        targets.score_family("x", encodings)
+
+
+def test_rank_scores_are_the_registry_rank_curve_scores(case):
+    from posgeom.scores import scores
+
+    target, _, encodings = case
+    targets = ScoreTargets.for_target(target, len(target))
+    got = targets.rank_scores(encodings["a"])
+    assert list(got) == [s.name for s in scores() if s.rank_curve]
+    assert got["paper"] == pytest.approx(
+        _paper(squareform(pdist(encodings["a"])), target), rel=1e-12
+    )

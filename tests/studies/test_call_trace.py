@@ -55,3 +55,44 @@ def test_compare_converts_distances_within_issue_35s_target(compare_trace):
     each rank-r MDS's own typed distances), and the target is validated once per name."""
     assert 0 < compare_trace.counted["as_distances"] <= 40, dict(compare_trace.counted)
     assert compare_trace.counted["check_distance_matrix"] <= 2, dict(compare_trace.counted)
+
+
+@pytest.fixture(scope="module")
+def zipf_compare_trace(tmp_path_factory):
+    """``compare -n 32`` on a corpus shaped like SST-2's sentences for the trace: a Zipf vocabulary
+    of 2,000 words (the recommended estimator coarsens it to token classes, as on SST-2's 4,340)
+    and position-dependent words in 30% of the slots (a geometry the estimate resolves above its
+    noise, so no warning is logged). Its call pairs are the same as those of ``python -m
+    studies.call_trace sst2/sentence/validation.tsv.gz -n 32`` (58 moves, 10 back up on
+    2026-12-05); the 40-word corpus above gives 3 more (its full-vocabulary target is described
+    in words by the estimators' resolution, and its unresolved estimate logs a warning through
+    the CLI's log handler)."""
+    rng = np.random.default_rng(0)
+    words = np.array([f"w{i}" for i in range(2000)])
+    p = 1.0 / np.arange(1, 2001)
+    p /= p.sum()
+
+    def line() -> str:
+        toks = rng.choice(words, size=int(rng.integers(32, 44)), p=p)
+        mark = rng.random(len(toks)) < 0.3
+        return " ".join(
+            f"s{t // 4}" if m else w for t, (w, m) in enumerate(zip(toks, mark, strict=True))
+        )
+
+    tmp = tmp_path_factory.mktemp("zipf")
+    corpus = tmp / "corpus.txt"
+    corpus.write_text("\n".join(line() for _ in range(900)) + "\n")
+    return ct.trace(["compare", str(corpus), "-n", "32", "-q", "-o", str(tmp / "out")])
+
+
+def test_compare_moves_within_issue_35s_targets(zipf_compare_trace):
+    """Issue 35: ``compare`` makes at most 60 distinct cross-folder moves, at most 10 of them
+    back against the data flow (91 / 10 before the stage entry points: the pipeline now calls
+    each stage through one or two of them, e.g. ``kept_positions``, ``analyse_target``,
+    ``fit_mds_family``, ``built_rows``, ``ScoreTargets.score_family``, ``render_report``)."""
+    run = zipf_compare_trace
+    pairs = run.folder_pairs
+    assert pairs[("pipeline", "geometry")] and pairs[("pipeline", "scores")]  # not vacuous
+    assert run.n_moves <= 60, sorted(pairs.items())
+    assert len(run.back_up) <= 10, run.back_up
+    assert 0 < run.counted["as_distances"] <= 40, dict(run.counted)

@@ -108,7 +108,7 @@ def _counting(args: argparse.Namespace, source: str) -> tuple[Callable[[], Any],
 # ----------------------------------------------------------------------------- encoding files
 def _encoding_specs(specs: list[str]) -> list[tuple[str, Path]]:
     """``--encoding NAME=FILE`` -> (name, path), names unique and not a built-in row."""
-    from posgeom.pipeline.config import comparable_encodings
+    from posgeom.encodings.comparison import comparable_encodings
 
     out = []
     for spec in specs:
@@ -116,7 +116,8 @@ def _encoding_specs(specs: list[str]) -> list[tuple[str, Path]]:
             raise PosgeomError(f"--encoding expects NAME=FILE, got {spec!r}")
         name, path = spec.split("=", 1)
         out.append((name, Path(path)))
-    unique_names([n for n, _ in out], "--encoding", comparable_encodings())
+    if out:  # the built-in rows are read from the registry only when there are files
+        unique_names([n for n, _ in out], "--encoding", comparable_encodings())
     return out
 
 

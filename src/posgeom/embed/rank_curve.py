@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.scores.table import PRIMARY, ScoreTargets
+from posgeom.scores.table import ScoreTargets
 
 __all__ = ["rank_curve"]
 
@@ -18,22 +18,18 @@ def rank_curve(mds: Any, target: Any, *, max_rank: int, seed: int = 0) -> list[d
     parameters ``r (n + d)`` against ``n d``. ``target``: an ``(n, n)`` matrix or the
     :class:`~posgeom.scores.table.ScoreTargets` of a comparison (sampled above
     :data:`~posgeom.scores.table.SAMPLED_ABOVE` positions; its primary target is scored)."""
-    from posgeom.scores import registry
-
     targets = target
     if not isinstance(target, ScoreTargets):
         targets = ScoreTargets.for_target(np.asarray(target), len(target), seed=seed)
     n, d = targets.n_positions, mds.model_dim
-    names = [s.name for s in registry.scores() if s.rank_curve]
     curve = []
     for r in range(1, min(max_rank, mds.n_components) + 1):
         rank_r = mds.truncate(r)  # built here, then scored (its (n, n) distances when exact)
         built = rank_r if targets.sampled else rank_r.typed_distances
-        s = targets.score_one(built, names=names)[PRIMARY]
         curve.append(
             {
                 "rank": r,
-                **{k: s[k] for k in names if k in s},
+                **targets.rank_scores(built),
                 "explained_variance": float(np.sum(mds.explained_variance_ratio[:r])),
                 "parameters": r * (n + d),
                 "full_parameters": n * d,

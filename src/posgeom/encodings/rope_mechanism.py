@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._records import field_record
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, readonly
 from posgeom.encodings._registry import Mechanism, MechanismParams
@@ -53,7 +54,6 @@ from posgeom.encodings.rope_types import (
     rotary_vectors,
 )
 from posgeom.encodings.value_sinusoid import embeds_values
-from posgeom.io.jsonfiles import field_record
 
 __all__ = [
     "ROTARY_READERS",

@@ -16,6 +16,7 @@ are stored as *sparse plus a per-row constant*, so add-alpha smoothing never den
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any, Literal
@@ -24,11 +25,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom._records import field_record
 from posgeom._validation import Interval, Options, float_array, validate_params
-from posgeom.geometry.counts import count_matrix
-from posgeom.io.jsonfiles import field_record
+from posgeom.geometry.counts import CountMatrix, count_matrix
 
-__all__ = ["PositionalDistributions", "plugin_roots", "positional_distributions"]
+__all__ = [
+    "KeptPositions",
+    "PositionalDistributions",
+    "kept_positions",
+    "plugin_roots",
+    "positional_distributions",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -284,3 +291,48 @@ def as_distributions(data: Any) -> PositionalDistributions:
     if hasattr(data, "counts"):
         return positional_distributions(data)
     return PositionalDistributions.from_probabilities(data)
+
+
+@dataclass(frozen=True, eq=False)
+class KeptPositions:
+    """The positions a geometry keeps: ``distributions`` (``mu_i`` of
+    :func:`positional_distributions`: smoothing, the sample floor, positions below it flagged or
+    dropped),
+    ``counts`` (the kept positions' :class:`~posgeom.geometry.counts.CountMatrix`: the input
+    itself, or its kept rows recognised once), ``summary`` (the distributions' JSON block) and
+    ``samples`` (samples per kept position: ``min``, ``median``, ``max``); made by
+    :func:`kept_positions`, plain data (reading it calls nothing). ``input``: the input
+    recognised once, all its positions (:func:`~posgeom.geometry.counts.count_matrix`)."""
+
+    distributions: PositionalDistributions
+    counts: CountMatrix
+    summary: Mapping[str, Any]
+    samples: Mapping[str, float]
+    input: CountMatrix
+
+
+def kept_positions(
+    counts: Any,
+    *,
+    smoothing: str = "none",
+    alpha: float = 1.0,
+    min_samples: int = 1,
+    below_min: str = "flag",
+) -> KeptPositions:
+    """The :class:`KeptPositions` of ``counts`` (anything
+    :func:`~posgeom.geometry.counts.count_matrix` recognises, or a
+    :class:`PositionalDistributions`: its probabilities) with the options of
+    :func:`positional_distributions` (its errors raised as they are)."""
+    if isinstance(counts, PositionalDistributions):
+        counts = counts.probabilities()
+    cm = count_matrix(counts)
+    dist = positional_distributions(
+        cm, smoothing=smoothing, alpha=alpha, min_samples=min_samples, below_min=below_min
+    )
+    kept = cm if dist.n_positions == cm.n_positions else count_matrix(cm.counts[dist.positions])
+    samples = {
+        "min": float(dist.totals.min()),
+        "median": float(np.median(dist.totals)),
+        "max": float(dist.totals.max()),
+    }
+    return KeptPositions(dist, kept, dist.summary(), samples, cm)

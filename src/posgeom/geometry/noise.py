@@ -378,23 +378,3 @@ def sampled_noise_floor(
         trusted_ci=wilson_interval(trusted, m, confidence),
         n_pairs=m,
     )
-
-
-def stage_noise_floor(
-    counts: Any, *, method: str, n_repeats: int, seed: int, sample: Any = None
-) -> NoiseFloor | SampledNoiseFloor:
-    """The noise floor of a comparison's kept counts (on its target's classes): exact
-    (:func:`noise_floor`), or on the scores' pair sample (``sample``: a
-    :class:`~posgeom.scores.sampled.PairSample`) by the split-half method, the floor's own
-    plug-in ``D`` evaluated at its pairs (:func:`sampled_noise_floor`)."""
-    if sample is None:
-        return noise_floor(counts, method=method, n_repeats=n_repeats, seed=seed)
-    if method != "split_half":
-        raise PosgeomError(
-            f"the {method} noise floor needs n x n replicate matrices; at n = "
-            f"{sample.n_positions} use noise='split_half'"
-        )
-    from posgeom.geometry.divergences import HellingerBlocks
-
-    plugin = HellingerBlocks(positional_distributions(counts)).pairs(sample.i, sample.j)
-    return sampled_noise_floor(counts, (sample.i, sample.j), plugin, n_repeats=n_repeats, seed=seed)

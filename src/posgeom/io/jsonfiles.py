@@ -18,20 +18,15 @@ import json
 import math
 import os
 import stat
-from collections.abc import Iterable, Mapping
-from dataclasses import fields
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from posgeom._errors import ArtifactError
 
 __all__ = [
     "MAX_JSON_BYTES",
-    "FieldRecord",
     "checked_regular",
-    "field_record",
     "finite_json",
     "json_text",
     "read_json",
@@ -91,28 +86,6 @@ def finite_json(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
-
-
-def field_record(obj: Any, names: Iterable[str] | None = None) -> dict[str, Any]:
-    """``{name: obj.name}`` over ``names`` in their order (default: ``obj``'s dataclass fields in
-    declaration order), arrays and tuples as lists, every other value as it is: the JSON-ready
-    record (``as_dict``) of a result type, its keys in the order its file shows them."""
-    keys = [f.name for f in fields(obj)] if names is None else names
-    return {k: _listed(getattr(obj, k)) for k in keys}
-
-
-class FieldRecord:
-    """Mixed into a result dataclass whose JSON record is its fields in order:
-    ``as_dict()`` is :func:`field_record` of it."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return field_record(self)
-
-
-def _listed(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return list(value)
-    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def json_text(

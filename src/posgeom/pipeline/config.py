@@ -37,6 +37,11 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import SEED, Interval, Options, check_param
 from posgeom.embed.mds import classical_mds
 from posgeom.encodings._base import MAX_HEADS, MAX_WIDTH
+from posgeom.encodings.comparison import (
+    comparable_encodings,
+    comparison_families,
+    default_encodings,
+)
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
 from posgeom.geometry.noise import REPEATS, noise_floor
@@ -268,11 +273,9 @@ class GeometryConfig:
         (each looked up in the registry once, here): ``families`` (every one must be buildable
         with the config), else the default set less the families that need a model the config
         does not give; the SMACOF row only with ``refine``."""
-        from posgeom.encodings import family
         from posgeom.encodings.mds import SMACOFFamily
 
-        names = default_encodings() if self.families is None else self.families
-        rows = {name: family(name) for name in names}
+        rows = comparison_families(self.families)
         given = {"learned_model": self.learned_model}
         for name, fam in list(rows.items()):
             need = fam.comparison_needs
@@ -317,27 +320,6 @@ class GeometryConfig:
                 f"unknown pipeline options {unknown}; the options are {', '.join(sorted(names))}"
             )
         return cls(**{k: tuple(v) if k == "families" and v else v for k, v in record.items()})
-
-
-def default_encodings() -> tuple[str, ...]:
-    """The default baselines: every registered family with ``in_comparison``, in registry
-    order, read from the registry at each call (a family registered later is in it)."""
-    from posgeom.encodings import families
-
-    return tuple(name for name, fam in families().items() if fam.in_comparison)
-
-
-def comparable_encodings() -> tuple[str, ...]:
-    """The names ``families`` accepts: every registered family with a comparison row."""
-    from posgeom.encodings import families
-    from posgeom.encodings._registry import Family
-
-    return tuple(
-        name
-        for name, fam in families().items()
-        if type(fam).encodings is not Family.encodings
-        or type(fam).default_encoding is not Family.default_encoding
-    )
 
 
 def _family_names(names: Any) -> tuple[str, ...]:

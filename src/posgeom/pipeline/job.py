@@ -18,10 +18,10 @@ runs once, in data-flow order:
    stationarity of ``D``, the noise
    floor, a long context's drawn arrays, and the registry's rows that do not read the MDS
    (:func:`~posgeom.pipeline.rows.comparison_rows`) with the caller's ``encodings``;
-6. then the MDS encoding's SMACOF refinement when the ``mds+smacof`` row is asked for, the
-   scores of the MDS encodings, the fitted rows (``role == "fitted"``, in the rows' order),
-   bootstrap intervals on the rows when the counts carry replicates and the rank curve
-   (``r = 1 .. max_rank``);
+6. then the MDS family fitted in one call (:func:`~posgeom.embed.fitted.fit_mds_family`: the
+   SMACOF refinement when the ``mds+smacof`` row is asked for, the low-rank truncation, the rank
+   curve ``r = 1 .. max_rank``), the fitted rows (``role == "fitted"``, in the rows' order) and
+   bootstrap intervals on the rows when the counts carry replicates;
 7. one frozen :class:`~posgeom.pipeline.result.GeometryResult` (its rows' one
    :class:`~posgeom.scores.table.ScoreTable`) whose summary is built once.
 """
@@ -39,13 +39,10 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._threads import Background, blas_threads
-from posgeom.embed import refine as refinement
-from posgeom.embed.rank_curve import rank_curve
-from posgeom.embed.refine import smacof_refine
+from posgeom.embed import FittedMDS, fit_mds_family
+from posgeom.geometry import KeptPositions, TargetAnalysis, analyse_target, kept_positions
 from posgeom.geometry.counts import CountMatrix, count_matrix
-from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
-from posgeom.geometry.noise import stage_noise_floor
-from posgeom.geometry.stationarity import StationarityResult, sampled_stationarity, stationarity
+from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.keywords import takes_geometry_config
 from posgeom.pipeline.result import KINDS, GeometryResult
@@ -53,9 +50,7 @@ from posgeom.pipeline.rows import SMACOF_ROW, comparison_rows, rows_in_order
 from posgeom.pipeline.target import PluginEstimate, blocks_target, embed, estimate_target
 from posgeom.scores import table as score_table
 from posgeom.scores.long_context import long_context_arrays
-from posgeom.scores.shepard import shepard_pairs
 from posgeom.scores.table import ScoreTargets
-from posgeom.uncertainty.rows import row_intervals
 
 __all__ = ["analyze"]
 
@@ -93,14 +88,15 @@ def analyze(
     assert config is not None  # the decorator passes the validated config
     if kind not in KINDS:
         raise PosgeomError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    cm = _count_matrix(counts)
     families = config.row_families()  # each family looked up once, handed down
+    positions = _kept_positions(counts, config)  # the counts recognised once, mu_i, kept rows
+    cm = positions.input
     names = list(families)
     refine = SMACOF_ROW in names
     fitted = {x: f for x, f in families.items() if f.role == "fitted"}  # rows reading the MDS
     overlap = cm.n_positions > OVERLAP_ABOVE  # the eigensolve long enough to run beside
     with blas_threads(1) if overlap else contextlib.nullcontext():  # one core each
-        stage, mds_job = _geometry(cm, config, refine=refine, overlap=overlap)
+        stage, mds_job = _geometry(positions, config, refine=refine, overlap=overlap)
         rows = dict(
             n_heads=config.n_heads,
             rope_head_dim=stage.options["rope_head_dim"],
@@ -114,11 +110,9 @@ def analyze(
         first = {x: f for x, f in families.items() if x not in fitted}
         early = comparison_rows(stage, first, extra_encodings=encodings, **rows)
         mds = mds_job.result()
-    stage = _with_mds(stage, mds, refine=refine)  # SMACOF with every BLAS thread
+    stage = _with_mds(stage, mds, config, refine=refine)  # SMACOF with every BLAS thread
     made = rows_in_order(names, early, comparison_rows(stage, fitted, **rows))
     uncertainty, made = _stage_intervals(counts, stage, made)
-    log.info("rank curve (r = 1 .. %d)", config.max_rank)
-    curve = rank_curve(stage.mds, stage.targets, max_rank=config.max_rank, seed=config.seed)
     scored = list(made.table.encodings)
     return GeometryResult(
         kind=kind,
@@ -128,98 +122,97 @@ def analyze(
             "families": [x for x in scored if x in names],
             "encodings": scored,
         },
-        distributions=stage.distributions,
+        positions=stage.positions,
         target=stage.target,
-        mds=stage.mds,
-        refined=stage.refined,
+        fit=stage.fit,
         targets=stage.targets,
         score_table=made.table,
         rows=tuple(made.rows()),
         heads=tuple(made.heads),
-        rank_curve=tuple(curve),
-        stationarity=stage.stationarity,
-        noise=stage.noise,
+        analysis=stage.analysis,
         uncertainty=uncertainty,
         counts_info=dict(cm.provenance),
         shepard=made.shepard,
-        shepard_pairs=stage.shepard_pairs,
+        shepard_pairs=stage.targets.shepard_pairs,
         large_arrays=stage.large_arrays,
     )
 
 
-def _count_matrix(counts: Any) -> CountMatrix:
-    """The one recognition of the input (distributions as their probabilities)."""
-    if isinstance(counts, PositionalDistributions):
-        counts = counts.probabilities()
-    return count_matrix(counts)
-
-
 @dataclass(frozen=True, eq=False)
 class _Geometry:
-    """The stages before the rows: what the rows read (the score targets, the kept positions,
-    the Shepard pairs, the fitted MDS encodings)."""
+    """The stages before the rows: what the rows read (the score targets with their Shepard
+    pairs, the kept positions, the fitted MDS family)."""
 
-    distributions: PositionalDistributions
+    positions: KeptPositions  # the distributions mu_i and the counts of the kept positions
     target: Any  # the estimate (a PluginEstimate for the plug-in)
     scored: Any  # the (n, n) target, or its blocks above SAMPLED_ABOVE
     beside: dict[str, Any]
-    mds: Any
-    refined: Any
+    fit: FittedMDS | None  # the MDS family, once the MDS encoding is computed
     targets: ScoreTargets
-    shepard_pairs: np.ndarray | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    kept: CountMatrix | None = None  # the counts of the kept positions
-    stationarity: StationarityResult | None = None
-    noise: Any = None
+    analysis: TargetAnalysis | None = None  # the stationarity of D and its noise floor
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
+    @property
+    def distributions(self) -> PositionalDistributions:
+        return self.positions.distributions
 
-def _distributions(cm: CountMatrix, config: GeometryConfig) -> PositionalDistributions:
-    """``mu_i`` of the counts (smoothing, sample floor); too few positions refused with a
-    suggested ``n`` when the counts say how many sequences they hold."""
+    @property
+    def kept(self) -> CountMatrix:
+        """The counts of the kept positions."""
+        return self.positions.counts
+
+
+def _kept_positions(counts: Any, config: GeometryConfig) -> KeptPositions:
+    """The counts recognised once, ``mu_i`` (smoothing, sample floor) and the kept positions'
+    counts (:func:`~posgeom.geometry.distributions.kept_positions`); too few positions refused
+    with a suggested ``n`` when the counts say how many sequences they hold."""
     from posgeom.corpus.lengths import empty_positions_hint, suggest_n
 
-    n_sequences = cm.provenance.get("n_sequences")
-    hint = None if not n_sequences else empty_positions_hint(cm.totals, n_sequences)
     try:
-        dist = positional_distributions(
-            cm,
+        kept = kept_positions(
+            counts,
             smoothing=config.smoothing,
             alpha=config.alpha,
             min_samples=config.min_samples,
             below_min=config.below_min,
         )
     except PosgeomError as exc:
-        if hint is None or "no samples" not in str(exc):
+        if "no samples" not in str(exc) or isinstance(counts, PositionalDistributions):
+            raise
+        cm = count_matrix(counts)  # the same object for counts recognised before
+        n_sequences = cm.provenance.get("n_sequences")
+        if not n_sequences or empty_positions_hint(cm.totals, n_sequences) is None:
             raise
         raise PosgeomError(
             f"{exc}; n = {suggest_n(cm.totals, n_sequences)} is reached by at least 5% of the "
             "sequences (`posgeom lengths CORPUS` shows the length profile)"
         ) from exc
+    cm = kept.input
+    n_sequences = cm.provenance.get("n_sequences")
+    hint = empty_positions_hint(cm.totals, n_sequences) if n_sequences else None
     if hint:
         log.warning(hint)
-    if dist.n_positions < 3:
-        raise PosgeomError(
-            f"the geometry needs at least 3 positions with samples, got {dist.n_positions}"
-        )
-    return dist
+    n = kept.distributions.n_positions
+    if n < 3:
+        raise PosgeomError(f"the geometry needs at least 3 positions with samples, got {n}")
+    return kept
 
 
 def _geometry(
-    cm: CountMatrix, config: GeometryConfig, *, refine: bool, overlap: bool
+    positions: KeptPositions, config: GeometryConfig, *, refine: bool, overlap: bool
 ) -> tuple[_Geometry, Any]:
     """Distributions, target, the score targets and the stages of :func:`_of_target`, with the MDS
     encoding started on a :class:`~posgeom._threads.Background` thread when ``overlap``, else
     computed first (its result: the second element; :func:`_with_mds` adds it). ``refine``:
     recorded for :func:`_with_mds`."""
     c = config
-    dist = _distributions(cm, c)
+    cm, dist, kept = positions.input, positions.distributions, positions.counts
     n = dist.n_positions
     large = n > score_table.SAMPLED_ABOVE
     est_options = c.estimate_options()
     if large and isinstance(c.estimator, str) and c.estimator != "plugin":
         est_options.setdefault("dense", False)  # factored: distances served by blocks()
-    kept = _kept(cm, dist)
     target = estimate_target(
         kept,
         dist,
@@ -260,39 +253,45 @@ def _geometry(
         name="posgeom-mds",
         inline=not overlap,
     )
-    targets = ScoreTargets.for_target(scored, n, beside=beside, seed=c.seed)
-    stage = _Geometry(dist, target, scored, beside, None, None, targets, options=options, kept=kept)
+    targets = ScoreTargets.for_target(scored, n, beside=beside, seed=c.seed, shepard=True)
+    stage = _Geometry(positions, target, scored, beside, None, targets, options=options)
     return _of_target(stage, c), mds_job
 
 
-def _with_mds(stage: _Geometry, mds: Any, *, refine: bool) -> _Geometry:
-    """The stage with its MDS encoding, the SMACOF refinement when asked for (``n <=
-    refinement.REFINE_MAX_N``), and their scores."""
-    refined = None
-    if refine and stage.distributions.n_positions <= refinement.REFINE_MAX_N:
-        log.info("SMACOF refinement from the MDS solution")
-        refined = smacof_refine(stage.targets.matrix, mds)
+def _with_mds(stage: _Geometry, mds: Any, config: GeometryConfig, *, refine: bool) -> _Geometry:
+    """The stage with the MDS family fitted from its MDS encoding
+    (:func:`~posgeom.embed.fitted.fit_mds_family`: the SMACOF refinement when asked for, the
+    low-rank truncation, the rank curve ``r = 1 .. max_rank``)."""
+    fit = fit_mds_family(
+        mds,
+        stage.targets,
+        refine=refine,
+        low_rank=config.low_rank,
+        max_rank=config.max_rank,
+        seed=config.seed,
+    )
     stage.options["solver"] = mds.solver
-    return dataclasses.replace(stage, mds=mds, refined=refined)
+    return dataclasses.replace(stage, fit=fit)
 
 
 def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     """The stages that read the target but not the MDS encoding (run while it is computed): the
-    Shepard pairs, the stationarity of ``D``, the noise floor, a long context's drawn arrays."""
-    pairs = shepard_pairs(stage.distributions.n_positions, seed=config.seed)
-    stage = dataclasses.replace(stage, shepard_pairs=pairs)
+    stationarity of ``D``, the noise floor, a long context's drawn arrays (at the score targets'
+    Shepard pairs)."""
     large = {}
     if stage.targets.sampled:  # a long context: what a report draws, without (n, n)
-        large = long_context_arrays(stage.scored, stage.beside, pairs)
-    return dataclasses.replace(
-        stage, stationarity=_stationarity(stage), noise=_noise(stage, config), large_arrays=large
+        large = long_context_arrays(stage.scored, stage.beside, stage.targets.shepard_pairs)
+    analysis = analyse_target(
+        stage.targets.matrix,  # exact up to SAMPLED_ABOVE, else sampled from the blocks
+        stage.scored,
+        stage.distributions.positions,
+        noise_counts=_on_classes(stage.kept, stage.target) if stage.options["noise"] else None,
+        noise=stage.options["noise"],
+        n_repeats=config.noise_repeats,
+        seed=config.seed,
+        sample=stage.targets.sample,
     )
-
-
-def _kept(cm: CountMatrix, dist: PositionalDistributions) -> CountMatrix:
-    """The counts of the positions the distributions kept: ``cm`` itself, or (positions dropped
-    below ``min_samples``) the kept rows recognised once; passed down as a CountMatrix."""
-    return cm if dist.n_positions == cm.n_positions else count_matrix(cm.counts[dist.positions])
+    return dataclasses.replace(stage, analysis=analysis, large_arrays=large)
 
 
 def _on_classes(rows: Any, target: Any) -> Any:
@@ -304,36 +303,12 @@ def _on_classes(rows: Any, target: Any) -> Any:
     return target.class_counts
 
 
-def _noise(stage: _Geometry, config: GeometryConfig) -> Any:
-    """The noise floor of the kept positions' counts on the target's classes (on the scores'
-    pair sample above ``SAMPLED_ABOVE``); None without counts or with ``noise=None``."""
-    if not stage.options["noise"]:
-        return None
-    try:
-        return stage_noise_floor(
-            _on_classes(stage.kept, stage.target),
-            method=stage.options["noise"],
-            n_repeats=config.noise_repeats,
-            seed=config.seed,
-            sample=stage.targets.sample,
-        )
-    except PosgeomError as exc:
-        log.warning("noise floor skipped: %s", exc)
-        return None
-
-
-def _stationarity(stage: _Geometry) -> StationarityResult:
-    """Exact on the ``(n, n)`` target, else sampled per lag bin from its blocks."""
-    if stage.targets.matrix is not None:
-        return stationarity(stage.targets.matrix)
-    return sampled_stationarity(stage.scored, seed=stage.options["seed"])
-
-
 def _stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any] | None, Any]:
     """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
     each replicate needs an ``(n, n)`` matrix): ``(uncertainty summary or None, rows with the
     intervals' cells)``. ``stage``: the job's stage (its options, score targets and target);
-    ``rows``: its :class:`~posgeom.pipeline.rows.Rows`."""
+    ``rows``: its :class:`~posgeom.pipeline.rows.Rows`. The bootstrap's modules load here, with
+    counts that carry replicates only."""
 
     if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
         return None, rows
@@ -344,6 +319,8 @@ def _stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any]
             stage.distributions.n_positions,
         )
         return None, rows
+    from posgeom.uncertainty.rows import row_intervals
+
     o, target = stage.options, stage.target
     same_classes = {} if isinstance(target, PluginEstimate) else {"resolution": target.class_map}
     summary, cells = row_intervals(

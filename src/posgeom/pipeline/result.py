@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,9 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._version import __version__
-from posgeom.embed.rank import effective_ranks
+from posgeom.embed import FittedMDS
 from posgeom.embed.refine import REFINE_SKIPPED
+from posgeom.geometry import KeptPositions, TargetAnalysis
 from posgeom.geometry.stationarity import StationarityResult
 from posgeom.io.jsonfiles import json_text
 from posgeom.io.renderers import renderer
@@ -33,11 +33,7 @@ from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.rows import MDS_ROW
 from posgeom.pipeline.target import PluginEstimate
 from posgeom.scores.table import ScoreTable, ScoreTargets
-from posgeom.text.markdown import result_markdown
-from posgeom.text.report_input import ReportInput
-from posgeom.text.schema import conventions
-from posgeom.text.verdict import verdict_block
-from posgeom.text.verdict_inputs import TRUSTED_ARRAY
+from posgeom.text import TRUSTED_ARRAY, ReportInput, conventions, render_report
 
 __all__ = ["KINDS", "GeometryResult"]
 
@@ -46,13 +42,6 @@ _FILES = {  # kind -> (summary JSON, Markdown, arrays sidecar kind)
     "compare": ("comparison.json", "comparison.md", "comparison_results"),
 }
 _DEFAULT_FILES = ("summary.json", "table.md", "geometry_results")
-
-
-def _quiet_ranks(mds: Any) -> dict[str, float | None]:
-    """Effective ranks; on a partial spectrum the summary says so instead of warning."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return effective_ranks(mds)
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,8 +54,13 @@ class GeometryResult:
     against each of them, indexed by (encoding, target, score); ``rows``: one row per encoding
     (``encoding``, ``description``, ``parameters``, its cells in the files' spelling:
     :meth:`ScoreTable.row <posgeom.scores.table.ScoreTable.row>`, ``<score>_ci`` with
-    replicates); ``heads``: the per-head rows of head families (ALiBi); ``rank_curve``: per rank
-    ``r`` the scores of the rank-``r`` MDS encoding.
+    replicates); ``heads``: the per-head rows of head families (ALiBi); ``fit``: the MDS family
+    fitted to the target (:class:`~posgeom.embed.fitted.FittedMDS`), whose ``mds``, ``refined``
+    and ``rank_curve`` (per rank ``r`` the scores of the rank-``r`` MDS encoding) the result
+    holds as its own fields; ``analysis``: the target's diagnostics
+    (:class:`~posgeom.geometry.target_analysis.TargetAnalysis`), whose ``stationarity`` and
+    ``noise`` (the noise floor, or None) it holds likewise; ``positions``: the kept positions
+    (:class:`~posgeom.geometry.distributions.KeptPositions`), whose ``distributions`` it holds.
 
     Plain data, set when the result is made (reading them calls nothing): ``report_kind``
     (``compare`` or ``run``), ``report_title``, ``distances`` (the ``(n, n)`` target ``D``; None
@@ -80,22 +74,25 @@ class GeometryResult:
     kind: str
     config: GeometryConfig
     options: dict[str, Any]
-    distributions: Any
+    positions: KeptPositions
     target: Any
-    mds: Any
-    refined: Any
+    fit: FittedMDS
     targets: ScoreTargets
     score_table: ScoreTable
     rows: tuple[dict[str, Any], ...]
     heads: tuple[dict[str, Any], ...]
-    rank_curve: tuple[dict[str, Any], ...]
-    stationarity: StationarityResult
-    noise: Any = None
+    analysis: TargetAnalysis
     uncertainty: dict[str, Any] | None = None
     counts_info: dict[str, Any] = field(default_factory=dict)
     shepard: dict[str, np.ndarray] = field(default_factory=dict)
     shepard_pairs: np.ndarray | None = None
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    distributions: Any = field(init=False, repr=False)
+    stationarity: StationarityResult = field(init=False, repr=False)
+    noise: Any = field(init=False, repr=False)
+    mds: Any = field(init=False, repr=False)
+    refined: Any = field(init=False, repr=False)
+    rank_curve: tuple[dict[str, Any], ...] = field(init=False, repr=False)
     report_kind: str = field(init=False, repr=False)
     report_title: str = field(init=False, repr=False)
     distances: np.ndarray | None = field(init=False, repr=False)
@@ -110,19 +107,27 @@ class GeometryResult:
             self.score_table,
         )
         beside = {}
-        if "plugin" in table.targets:
-            beside = {e: dict(table.scores_of(e, "plugin")) for e in table.encodings}
-        for name, value in (
-            ("report_kind", "compare" if compare else "run"),
-            ("report_title", "comparison" if compare else "geometry"),
-            ("distances", None if sampled else self.targets.matrix.distances),
-            ("sampled", sampled),
-            ("plugin_scores", beside),
-        ):
+        if "plugin" in table.targets:  # the table's cells against the plug-in, by encoding
+            beside = {e: dict(table.cells.get((e, "plugin"), {})) for e in table.encodings}
+        plain = dict(
+            distributions=self.positions.distributions,
+            stationarity=self.analysis.stationarity,
+            noise=self.analysis.noise,
+            mds=self.fit.mds,
+            refined=self.fit.refined,
+            rank_curve=self.fit.rank_curve,
+            report_kind="compare" if compare else "run",
+            report_title="comparison" if compare else "geometry",
+            distances=None if sampled else self.targets.matrix.distances,
+            sampled=sampled,
+            plugin_scores=beside,
+        )
+        for name, value in plain.items():
             object.__setattr__(self, name, value)
-        summary = self._summary()
-        text = result_markdown(self, summary)  # rendered once: written, printed, returned
-        report = ReportInput(self.report_kind, self.report_title, summary, self._arrays(), text)
+        # the summary, its verdict and the text rendered once: written, printed, returned
+        report = render_report(
+            self.report_kind, self.report_title, self._summary(), self._arrays(), self
+        )
         object.__setattr__(self, "report_input", report)
 
     @property
@@ -169,7 +174,8 @@ class GeometryResult:
         return copy.deepcopy(self.report_input.summary)
 
     def _summary(self) -> dict[str, Any]:
-        """The JSON form, built once when the result is made (:attr:`report_input`)."""
+        """The JSON form without its verdict (:func:`~posgeom.text.report_input.render_report`
+        adds it), built once when the result is made (:attr:`report_input`)."""
         out: dict[str, Any] = {
             "posgeom_version": __version__,
             "kind": self.kind,
@@ -180,36 +186,19 @@ class GeometryResult:
             "scores": self.scores,
             "heads": list(self.heads),
             "rank_curve": list(self.rank_curve),
-            "stationarity": self.stationarity.summary(),
+            "stationarity": dict(self.analysis.stationarity_summary),
             "estimator": self._estimator_summary(),
         }
         if self.plugin_scores:
             out["plugin_scores"] = {e: dict(s) for e, s in self.plugin_scores.items()}
         out.update(self._optional_summary())
-        out["verdict"] = verdict_block(self.report_kind, out)
         return out
 
     def _geometry_summary(self) -> dict[str, Any]:
-        d, mds = self.distributions, self.mds
         return {
-            "distributions": d.summary(),
-            "samples_per_position": {
-                "min": float(d.totals.min()),
-                "median": float(np.median(d.totals)),
-                "max": float(d.totals.max()),
-            },
-            MDS_ROW: {  # the MDS encoding's block, keyed by its row
-                "n_components": mds.n_components,
-                "model_dim": mds.model_dim,
-                "solver": mds.solver,
-                "eigenvalues": mds.eigenvalues[: min(64, len(mds.eigenvalues))].tolist(),
-                "explained_variance_ratio": mds.explained_variance_ratio[:16].tolist(),
-                "tie_groups": [list(g) for g in mds.tie_groups],
-                "effective_rank": _quiet_ranks(mds),
-                "spectrum_complete": bool(
-                    np.clip(mds.eigenvalues, 0, None).sum() >= (1 - 1e-9) * mds.total_variance
-                ),
-            },
+            "distributions": dict(self.positions.summary),
+            "samples_per_position": dict(self.positions.samples),
+            MDS_ROW: dict(self.fit.summary),  # the MDS encoding's block, keyed by its row
         }
 
     def _optional_summary(self) -> dict[str, Any]:
@@ -224,8 +213,8 @@ class GeometryResult:
             }
         elif self.options.get("refine") and self.sampled:
             out["refinement"] = {"method": "smacof", "skipped": REFINE_SKIPPED}
-        if self.noise is not None:
-            out["noise_floor"] = self.noise.summary(self.distributions.positions)
+        if self.analysis.noise_summary is not None:
+            out["noise_floor"] = dict(self.analysis.noise_summary)
         if self.sampled:
             out["sampling"] = self.targets.sampling_summary()
         if self.uncertainty:
@@ -255,25 +244,22 @@ class GeometryResult:
         return dict(self.report_input.arrays)
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        d, mds, st = self.distributions, self.mds, self.stationarity
+        d, fit, st = self.distributions, self.fit.arrays, self.stationarity
         arrays = {
             "positions": d.positions,
             "totals": d.totals,
-            "mds_embedding": mds.embedding,
-            "mds_coordinates": mds.nonzero_coordinates,
-            "eigenvalues": mds.eigenvalues,
+            **{k: fit[k] for k in ("mds_embedding", "mds_coordinates", "eigenvalues")},
             "diagonal_mean": st.diagonal_mean,
             "monotone_fit": st.monotone_fit,
-            "rank": np.array([c["rank"] for c in self.rank_curve], dtype=np.int64),
-            "rank_paper_stress": np.array([c["paper"] for c in self.rank_curve]),
+            **{k: fit[k] for k in ("rank", "rank_paper_stress")},
         }
         if self.distances is not None:  # else a long context: its grid and pairs
             arrays["hellinger"] = self.distances
-            arrays["toeplitz"] = st.toeplitz()
+            arrays["toeplitz"] = self.analysis.toeplitz
         if st.sampled:
             arrays["lag_edges"] = st.lag_edges
-        if self.refined is not None:
-            arrays["refined_coordinates"] = self.refined.coordinates
+        if "refined_coordinates" in fit:
+            arrays["refined_coordinates"] = fit["refined_coordinates"]
         if self.plugin_distances is not None:
             arrays["plugin_hellinger"] = self.plugin_distances
         arrays.update(self.noise_arrays())

@@ -12,7 +12,6 @@ families' ``name`` (:mod:`posgeom.encodings.mds`, below the pipeline); no other 
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,27 +19,24 @@ from typing import Any
 import numpy as np
 
 from posgeom._distance_matrix import as_distances
-from posgeom._errors import PosgeomError
 from posgeom.encodings import default_rope_head_dim
-from posgeom.encodings._base import restricted
 from posgeom.encodings._registry import ComparisonContext, describe_given
+from posgeom.encodings.comparison import built_rows
 from posgeom.encodings.mds import LowRankMDSFamily, MDSFamily, SMACOFFamily
 from posgeom.pipeline.config import comparable_encodings, default_encodings
-from posgeom.scores.shepard import pair_distances
 from posgeom.scores.table import ScoreTable
 
 __all__ = [
     "MDS_ROW",
     "MDS_ROWS",
     "SMACOF_ROW",
+    "RowParts",
     "Rows",
     "comparable_encodings",
     "comparison_rows",
     "default_encodings",
     "rows_in_order",
 ]
-
-log = logging.getLogger("posgeom")
 
 #: the row of Algorithm 1's MDS encoding (the family's name)
 MDS_ROW: str = MDSFamily.name
@@ -53,8 +49,22 @@ MDS_ROWS: tuple[str, str] = (MDS_ROW, SMACOF_ROW)
 
 
 @dataclass(frozen=True, eq=False)
+class RowParts:
+    """What one :func:`comparison_rows` call made, before its rows are joined
+    (:func:`rows_in_order`): ``tables``, each row's one-row
+    :class:`~posgeom.scores.table.ScoreTable` in the order made; ``described``, ``heads``,
+    ``shepard``, ``built``: as in :class:`Rows`."""
+
+    tables: list[ScoreTable]
+    described: dict[str, dict[str, Any]]
+    heads: list[dict[str, Any]]
+    shepard: dict[str, np.ndarray]
+    built: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
 class Rows:
-    """Rows of a comparison (:func:`comparison_rows`).
+    """Rows of a comparison (:func:`rows_in_order` of :func:`comparison_rows`' parts).
 
     ``table``: the :class:`~posgeom.scores.table.ScoreTable` of the rows' encodings (one per
     family: the one its ``row_choice`` picks; the caller's encodings under their names), the one
@@ -96,10 +106,10 @@ def comparison_rows(
     seed: int = 0,
     skip_unbuildable: bool = False,
     keep_encodings: bool = True,
-) -> Rows:
-    """The :class:`Rows` of ``families`` (row name -> registry family, looked up by the
+) -> RowParts:
+    """The :class:`RowParts` of ``families`` (row name -> registry family, looked up by the
     caller) and of ``extra_encodings`` against the
-    geometry of the pipeline stage ``res`` (its score targets, kept positions, Shepard pairs and
+    geometry of the pipeline stage ``res`` (its score targets with their Shepard pairs, kept positions and
     fitted MDS encodings).
 
     The families build (:meth:`~posgeom.encodings._registry.Family.encodings`), the stage's
@@ -115,9 +125,10 @@ def comparison_rows(
     model_dim = int(res.options["model_dim"])  # the config's width (the MDS may come later)
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
-    fitted = {MDS_ROW: res.mds, SMACOF_ROW: res.refined, LOW_RANK_ROW: None}
-    if res.mds is not None:  # the fitted rows' encodings, built here (the families describe them)
-        fitted[LOW_RANK_ROW] = res.mds.truncate(min(int(low_rank), res.mds.n_components))
+    fit = res.fit  # the fitted rows' encodings (the families describe them), once fitted
+    fitted = {} if fit is None else {MDS_ROW: fit.mds, SMACOF_ROW: fit.refined}
+    if fit is not None:
+        fitted[LOW_RANK_ROW] = fit.low_rank
     ctx = ComparisonContext(
         n_positions=int(positions.max()) + 1,
         n_kept=len(positions),
@@ -130,29 +141,37 @@ def comparison_rows(
         learned_model=learned_model,
         low_rank=int(low_rank),
     )
-    out = Rows(ScoreTable.concat([]), {}, [], {}, {})
-    tables = []
-    for k, (name, fam) in enumerate(families.items(), 1):
-        log.info("scoring %s (%d/%d)", name, k, len(families))
-        made = _family_encodings(name, fam, ctx, skip_unbuildable)
-        if not made:
-            continue
-        kept = {key: _kept(m, positions) for key, m in made.items()}
-        scored = res.targets.score(_built(kept, res.targets))
+    out = RowParts([], {}, [], {}, {})
+    for built in built_rows(families, ctx, positions, skip_unbuildable=skip_unbuildable):
+        name, made, kept = built.name, built.made, built.kept
+        scored = res.targets.score_family(
+            name, _built(kept, res.targets), choice=built.family.row_choice, drawn=kept
+        )
         out.heads.extend(
-            {"family": name, **m.head, **scored.row(key)}
+            {"family": name, **m.head, **scored.rows[key]}
             for key, m in made.items()
             if m.head is not None
         )
-        key, chosen = scored.chosen(fam.row_choice, name)
-        tables.append(chosen)
-        row = made[key]
-        _add_row(out, res, name, kept[key], row.description, row.parameters, keep=keep_encodings)
+        out.tables.append(scored.table)
+        row = made[scored.key]
+        _add_row(
+            out,
+            scored.shepard,
+            name,
+            kept[scored.key],
+            row.description,
+            row.parameters,
+            keep=keep_encodings,
+        )
     for name, given in (extra_encodings or {}).items():
         enc = getattr(given, "encoding", given)
-        tables.append(res.targets.score(_built({str(name): enc}, res.targets)))
-        _add_row(out, res, str(name), enc, *describe_given(given, ctx), keep=keep_encodings)
-    return Rows(ScoreTable.concat(tables), out.described, out.heads, out.shepard, out.built)
+        drawn = {str(name): enc}
+        scored = res.targets.score_family(str(name), _built(drawn, res.targets), drawn=drawn)
+        out.tables.append(scored.table)
+        _add_row(
+            out, scored.shepard, str(name), enc, *describe_given(given, ctx), keep=keep_encodings
+        )
+    return out
 
 
 def _built(encodings: dict[str, Any], targets: Any) -> dict[str, Any]:
@@ -165,43 +184,29 @@ def _built(encodings: dict[str, Any], targets: Any) -> dict[str, Any]:
 
 
 def _add_row(
-    out: Rows, res: Any, name: str, enc: Any, description: str, parameters: int, *, keep: bool
+    out: RowParts,
+    shepard: np.ndarray,
+    name: str,
+    enc: Any,
+    description: str,
+    parameters: int,
+    *,
+    keep: bool,
 ) -> None:
-    """Record row ``name``'s description, parameter count, Shepard distances and (``keep``) its
-    encoding."""
+    """Record row ``name``'s description, parameter count, Shepard distances (``shepard``, made
+    by the score targets) and (``keep``) its encoding."""
     out.described[name] = {"description": description, "parameters": int(parameters)}
-    out.shepard[name] = pair_distances(enc, res.shepard_pairs)
+    out.shepard[name] = shepard
     if keep:
         out.built[name] = enc
 
 
-def _kept(made: Any, positions: np.ndarray) -> Any:
-    """A family's row encoding restricted to the kept positions (unless built on them)."""
-    enc = made.encoding
-    return enc if getattr(made, "kept", False) else restricted(enc, positions)
-
-
-def _family_encodings(name: str, fam: Any, ctx: ComparisonContext, skip_unbuildable: bool) -> dict:
-    """``fam.encodings(ctx)`` (``fam``: the family of row ``name``); a family that cannot be
-    built is skipped with a warning (``skip_unbuildable``) or raises, one with no encoding here
-    is skipped with its reason."""
-    try:
-        made = fam.encodings(ctx)
-    except PosgeomError as exc:
-        if not skip_unbuildable:
-            raise
-        log.warning("%s skipped: %s", name, str(exc).splitlines()[0])
-        return {}
-    if not made:
-        log.warning("%s skipped: %s", name, fam.skip_reason)
-    return made
-
-
-def rows_in_order(names: list[str], early: Rows, fitted: Rows) -> Rows:
+def rows_in_order(names: list[str], early: RowParts, fitted: RowParts) -> Rows:
     """Two :func:`comparison_rows` results (the rows that do not read the MDS encoding, made while
-    it is computed, and the fitted ones after it) as one: the rows in ``names``' order, the caller's
-    encodings (rows of ``early`` that are no family) last, as one call would have made them."""
-    table = ScoreTable.concat([early.table, fitted.table])
+    it is computed, and the fitted ones after it) as one :class:`Rows`, their tables joined once:
+    the rows in ``names``' order, the caller's encodings (rows of ``early`` that are no family)
+    last, as one call would have made them."""
+    table = ScoreTable.concat([*early.tables, *fitted.tables])
     order = [x for x in names if x in table.encodings]
     order += [x for x in table.encodings if x not in order]
     return Rows(

@@ -23,8 +23,8 @@ from typing import Any, Literal
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom._records import FieldRecord
 from posgeom._validation import Options, validate_params
-from posgeom.io.jsonfiles import FieldRecord
 from posgeom.scores import registry
 from posgeom.scores._encoding import (
     EncodingKind,

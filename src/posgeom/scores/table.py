@@ -36,8 +36,16 @@ from posgeom.scores.sampled import (
     draw_pair_sample,
     sampled_scores_by_target,
 )
+from posgeom.scores.shepard import pair_distances, shepard_pairs
 
-__all__ = ["PRIMARY", "SAMPLED_ABOVE", "ScoreTable", "ScoreTargets", "score_encoding"]
+__all__ = [
+    "PRIMARY",
+    "SAMPLED_ABOVE",
+    "FamilyScores",
+    "ScoreTable",
+    "ScoreTargets",
+    "score_encoding",
+]
 
 log = logging.getLogger("posgeom")
 
@@ -118,14 +126,30 @@ class ScoreTable:
         return ScoreTable(encodings, targets, MappingProxyType(cells))
 
 
+@dataclass(frozen=True, eq=False)
+class FamilyScores:
+    """One family's encodings scored (:meth:`ScoreTargets.score_family`): ``key``, the encoding
+    its row choice picked; ``table``, that encoding's cells as the family's one row; ``rows``,
+    every encoding's cells in the files' spelling (:meth:`ScoreTable.row`), by key (a per-head
+    family's per-head rows); ``shepard``: the chosen encoding's distances at the targets'
+    Shepard pairs (None without them)."""
+
+    key: str
+    table: ScoreTable
+    rows: Mapping[str, dict[str, Any]]
+    shepard: np.ndarray | None = None
+
+
 class ScoreTargets:
     """The named targets encodings are scored against (module docstring).
 
     Build with :meth:`for_target`. ``names``: the targets, the primary first; ``dense``: name to
     validated ``(n, n)`` :class:`~posgeom._distance_matrix.DistanceMatrix` (exact mode), else
-    empty; ``sample``: the :class:`~posgeom.scores.sampled.PairSample` (sampled mode), else None.
-    Plain attributes: ``sampled``, ``matrix`` (the primary's ``DistanceMatrix``, None when
-    sampled) and ``n_positions``.
+    empty; ``sample``: the :class:`~posgeom.scores.sampled.PairSample` (sampled mode), else None;
+    ``shepard_pairs``: the ``(2, m)`` pairs a report's Shepard plots draw
+    (:func:`~posgeom.scores.shepard.shepard_pairs`), at which :meth:`score_family` gives each
+    chosen encoding's distances, or None. Plain attributes: ``sampled``, ``matrix`` (the
+    primary's ``DistanceMatrix``, None when sampled) and ``n_positions``.
     """
 
     def __init__(
@@ -135,8 +159,10 @@ class ScoreTargets:
         dense: Mapping[str, Any],
         sample: Any = None,
         seed: int = 0,
+        shepard_pairs: np.ndarray | None = None,
     ):
         self.names, self.dense, self.sample, self.seed = names, dict(dense), sample, seed
+        self.shepard_pairs = shepard_pairs
         self.sampled = sample is not None
         self.matrix = self.dense.get(PRIMARY)  # the primary as a DistanceMatrix (exact mode)
         n = sample.n_positions if self.sampled else self.matrix.distances.shape[0]
@@ -151,20 +177,23 @@ class ScoreTargets:
         beside: Mapping[str, Any] | None = None,
         seed: int = 0,
         size: int = DEFAULT_SAMPLE,
+        shepard: bool = False,
     ) -> ScoreTargets:
         """Exact when ``n <= SAMPLED_ABOVE`` (``target`` and each of ``beside``: an ``(n, n)``
         matrix, a ``DistanceMatrix`` or an estimate; each validated here once), else one sample
-        of ``size`` triples from them as blocks targets."""
+        of ``size`` triples from them as blocks targets. ``shepard``: also draw the Shepard
+        pairs (``seed``)."""
         from posgeom._distance_matrix import as_distances
 
         named = {PRIMARY: target, **dict(beside or {})}
+        pairs = shepard_pairs(n, seed=seed) if shepard else None
         if n <= SAMPLED_ABOVE:  # read at call time (tests lower it)
             dense = {k: as_distances(t, k) for k, t in named.items()}
-            return cls(names=tuple(named), dense=dense, seed=seed)
+            return cls(names=tuple(named), dense=dense, seed=seed, shepard_pairs=pairs)
         log.info("scores from %d sampled triples per encoding (n = %d)", size, n)
         blocks = {k: _as_blocks(t) for k, t in named.items()}
         sample = draw_pair_sample(blocks.pop(PRIMARY), size=size, seed=seed, beside=blocks)
-        return cls(names=tuple(named), dense={}, sample=sample, seed=seed)
+        return cls(names=tuple(named), dense={}, sample=sample, seed=seed, shepard_pairs=pairs)
 
     def sampling_summary(self) -> dict[str, Any]:
         """How the sampled scores were estimated (the summary's ``sampling`` block)."""
@@ -199,6 +228,36 @@ class ScoreTargets:
             for target, got in self.score_one(enc, names=names).items():
                 cells[(str(key), target)] = MappingProxyType(got)
         return ScoreTable(tuple(map(str, encodings)), self.names, MappingProxyType(cells))
+
+    def score_family(
+        self,
+        name: str,
+        encodings: Mapping[str, Any],
+        *,
+        choice: str | None = None,
+        drawn: Mapping[str, Any] | None = None,
+    ) -> FamilyScores:
+        """Score one family's ``encodings`` (key to encoding, each built once) against every
+        target and pick its row (:meth:`ScoreTable.chosen` by ``choice``; None: its only
+        encoding), named ``name``; with :attr:`shepard_pairs`, the chosen encoding's distances
+        there, from ``drawn[key]`` (the encoding as built: vectors or a lag profile, no
+        ``(n, n)``) or ``encodings[key]``."""
+        scored = self.score(encodings)
+        key, chosen = scored.chosen(choice, name)
+        shepard = None
+        if self.shepard_pairs is not None:
+            shepard = pair_distances((drawn or encodings)[key], self.shepard_pairs)
+        rows = {k: scored.row(k) for k in scored.encodings}
+        return FamilyScores(key, chosen, rows, shepard)
+
+    def rank_scores(self, encoding: Any) -> dict[str, Any]:
+        """The scores the rank experiment reports (the registered scores with ``rank_curve``,
+        in registry order) of one encoding against the primary target."""
+        from posgeom.scores.registry import scores
+
+        names = [s.name for s in scores() if s.rank_curve]
+        got = self.score_one(encoding, names=names)[PRIMARY]
+        return {k: got[k] for k in names if k in got}
 
     def _dense_scores(self, encoding: Any, names: Any) -> dict[str, dict[str, Any]]:
         from posgeom.scores._encoding import encoding_distances

@@ -11,8 +11,8 @@ import numpy as np
 from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
+from posgeom._records import FieldRecord
 from posgeom._validation import check_real, float_array
-from posgeom.io.jsonfiles import FieldRecord
 
 __all__ = ["INTERVAL_METHODS", "Interval", "bootstrap_interval"]
 

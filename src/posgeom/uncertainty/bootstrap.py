@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.io.jsonfiles import FieldRecord, field_record
+from posgeom._records import FieldRecord, field_record
 from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_distances
 from posgeom.scores.registry import Score, score_row

@@ -1,0 +1,108 @@
+"""The MDS family fitted to a target, in one record: :func:`fit_mds_family`.
+
+Given Algorithm 1's classical MDS encoding of a target (:func:`~posgeom.embed.mds.classical_mds`,
+rank ``r``), the encodings fitted from it are made here once: its SMACOF refinement (when asked
+for and ``n <= REFINE_MAX_N``), its rank-``low_rank`` truncation ``P = A B^T`` and the rank
+experiment (:func:`~posgeom.embed.rank_curve.rank_curve`: every rank ``1 .. max_rank`` scored
+against the target). The frozen :class:`FittedMDS` also carries what a result's summary and
+``arrays.npz`` read of them, made when it is made (plain data: reading it calls nothing).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from posgeom.embed.mds import MDSResult
+from posgeom.embed.rank import effective_ranks
+from posgeom.embed.rank_curve import rank_curve
+from posgeom.embed.refine import REFINE_MAX_N, smacof_refine
+
+__all__ = ["FittedMDS", "fit_mds_family"]
+
+log = logging.getLogger("posgeom")
+
+
+@dataclass(frozen=True, eq=False)
+class FittedMDS:
+    """The MDS family fitted to one target (module docstring).
+
+    ``mds``: Algorithm 1's encoding; ``refined``: its SMACOF refinement
+    (:class:`~posgeom.embed.refine.RefinedEmbedding`) or None; ``low_rank``: ``mds`` truncated
+    to rank ``min(low_rank, r)``; ``rank_curve``: one row per rank ``r = 1 .. min(max_rank,
+    r_MDS)``; ``summary``: the summary's MDS block (rank, width, solver, the leading 64
+    eigenvalues and 16 explained-variance ratios, tie groups, effective ranks, whether the
+    spectrum is complete); ``arrays``: ``mds_embedding`` ``(n, d)``, ``mds_coordinates``
+    ``(n, r+)``, ``eigenvalues``, ``rank`` and ``rank_paper_stress`` (the rank curve's), and
+    ``refined_coordinates`` when refined.
+    """
+
+    mds: MDSResult
+    refined: Any
+    low_rank: MDSResult
+    rank_curve: tuple[dict[str, Any], ...]
+    summary: Mapping[str, Any]
+    arrays: Mapping[str, np.ndarray]
+
+
+def fit_mds_family(
+    mds: MDSResult,
+    targets: Any,
+    *,
+    refine: bool,
+    low_rank: int,
+    max_rank: int,
+    seed: int = 0,
+) -> FittedMDS:
+    """The :class:`FittedMDS` of ``mds`` against ``targets`` (the comparison's
+    :class:`~posgeom.scores.table.ScoreTargets`: SMACOF reads its ``(n, n)`` primary target,
+    the rank curve scores against it). ``refine``: refine with SMACOF (skipped above
+    ``REFINE_MAX_N`` positions or without an ``(n, n)`` target)."""
+    refined = None
+    if refine and mds.n_positions <= REFINE_MAX_N and targets.matrix is not None:
+        log.info("SMACOF refinement from the MDS solution")
+        refined = smacof_refine(targets.matrix, mds)
+    log.info("rank curve (r = 1 .. %d)", max_rank)
+    curve = tuple(rank_curve(mds, targets, max_rank=max_rank, seed=seed))
+    arrays = {
+        "mds_embedding": mds.embedding,
+        "mds_coordinates": mds.nonzero_coordinates,
+        "eigenvalues": mds.eigenvalues,
+        "rank": np.array([c["rank"] for c in curve], dtype=np.int64),
+        "rank_paper_stress": np.array([c["paper"] for c in curve]),
+    }
+    if refined is not None:
+        arrays["refined_coordinates"] = refined.coordinates
+    return FittedMDS(
+        mds=mds,
+        refined=refined,
+        low_rank=mds.truncate(min(int(low_rank), mds.n_components)),
+        rank_curve=curve,
+        summary=_summary(mds),
+        arrays=arrays,
+    )
+
+
+def _summary(mds: MDSResult) -> dict[str, Any]:
+    """The summary's MDS block; on a partial spectrum the effective ranks say so instead of
+    warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ranks = effective_ranks(mds)
+    return {
+        "n_components": mds.n_components,
+        "model_dim": mds.model_dim,
+        "solver": mds.solver,
+        "eigenvalues": mds.eigenvalues[: min(64, len(mds.eigenvalues))].tolist(),
+        "explained_variance_ratio": mds.explained_variance_ratio[:16].tolist(),
+        "tie_groups": [list(g) for g in mds.tie_groups],
+        "effective_rank": ranks,
+        "spectrum_complete": bool(
+            np.clip(mds.eigenvalues, 0, None).sum() >= (1 - 1e-9) * mds.total_variance
+        ),
+    }
