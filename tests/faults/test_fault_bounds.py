@@ -136,7 +136,7 @@ def test_split_half_noise_floor_past_a_billion_samples(tmp_path, capsys):
         cli(capsys, "geometry", path, "-d", 4, "--estimator", "plugin", "-o", tmp_path / "g")[0]
         == 0
     )
-    from posgeom.geometry.noise import _split_rows
+    from posgeom.geometry.split_half import _split_rows
 
     half, other = _split_rows(m, np.random.default_rng(1))
     share = np.asarray(half.sum(axis=1)).ravel() / totals

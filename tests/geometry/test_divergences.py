@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from posgeom import positional_distributions
 from posgeom.geometry.divergences import HellingerBlocks, root_columns, split_columns
-from posgeom.geometry.noise import (
+from posgeom.geometry.split_half import (
     _half_counts,
     _halves_squared_chords,
     _row_chords,
@@ -94,7 +94,7 @@ def test_halves_chords_equal_the_sparse_difference_of_the_halves():
 def test_vectorized_split_has_the_distribution_of_numpys_multivariate_hypergeometric():
     """The mean split-half chord of the vectorised draws equals that of numpy's own
     ``multivariate_hypergeometric`` per row (``_split_rows``), within the sampling error."""
-    from posgeom.geometry.noise import _split_rows
+    from posgeom.geometry.split_half import _split_rows
 
     c = _zipf_counts(6, 60, seed=6)
     repeats = 400
@@ -117,7 +117,7 @@ def test_vectorized_split_has_the_distribution_of_numpys_multivariate_hypergeome
 def test_hypergeometric_with_one_good_is_bernoulli_of_the_exact_probability():
     """``P(X = 1) = sample / (good + bad)`` for ``good = 1`` (hand formula), and the general
     draws keep numpy's mean ``sample good / (good + bad)``."""
-    from posgeom.geometry.noise import _hypergeometric
+    from posgeom.geometry.split_half import _hypergeometric
 
     rng = np.random.default_rng(0)
     m = 200_000

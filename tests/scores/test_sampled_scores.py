@@ -116,7 +116,7 @@ def test_separation_exact_or_a_stated_upper_bound(geometry):
 def test_vectorised_split_has_the_split_half_distribution():
     """Halves of floor(T/2) samples, inside the row, and each token's share hypergeometric:
     the mean of token t's half count over splits is c_t floor(T/2) / T."""
-    from posgeom.geometry.noise import split_rows_vectorized
+    from posgeom.geometry.split_half import split_rows_vectorized
 
     rng = np.random.default_rng(4)
     c = sp.csr_matrix(rng.poisson(1.5, size=(30, 12)) * (rng.random((30, 12)) < 0.6))

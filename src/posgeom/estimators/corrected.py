@@ -132,7 +132,7 @@ def split_half(
     by the mass of tokens seen about once), so this under-corrects; kept as the empirical
     reference for ``corrected``. Reference: posgeom's noise floor (issue 9).
     """
-    from posgeom.geometry.noise import split_half_squared
+    from posgeom.geometry.split_half import split_half_squared
 
     seed = int(rng.integers(2**31))  # the stream noise_floor(seed=seed) draws its splits from
     bias = split_half_squared(counts, n_repeats, np.random.default_rng(seed)) / 4.0

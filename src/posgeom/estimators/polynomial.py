@@ -40,7 +40,7 @@ from numpy.polynomial import Chebyshev, Polynomial
 from posgeom.estimators._core import register
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.geometry.gram import FactoredGram
-from posgeom.geometry.noise import _split_rows
+from posgeom.geometry.split_half import _split_rows
 
 __all__ = ["best_sqrt_polynomial"]
 

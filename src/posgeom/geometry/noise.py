@@ -19,7 +19,6 @@ distribution are at a positive distance. Two estimates, both from the counts alo
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any, Literal
@@ -30,10 +29,10 @@ import scipy.sparse as sp
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.geometry.counts import count_matrix
-from posgeom.geometry.distributions import plugin_roots, positional_distributions
+from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
+from posgeom.geometry.split_half import _row_chords, split_half_squared
 
-log = logging.getLogger("posgeom")
 __all__ = ["REPEATS", "NoiseFloor", "SampledNoiseFloor", "noise_floor", "sampled_noise_floor"]
 
 # splits or replicates of a noise floor: its error falls as 1/sqrt(R), past 1000 nothing is gained
@@ -90,12 +89,6 @@ class NoiseFloor:
         np.fill_diagonal(out, False)
         return out
 
-    def signal_to_noise(self) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            snr = np.where(self.pair_floor > 0, self.distances / self.pair_floor, np.inf)
-        np.fill_diagonal(snr, 0.0)
-        return snr
-
     def summary(self, positions: np.ndarray) -> dict[str, Any]:
         """JSON-ready: method, median pair floor, share of trusted pairs, untrusted positions."""
         return _summary_head(self) | {
@@ -107,105 +100,6 @@ class NoiseFloor:
         n = self.distances.shape[0]
         bad = (~self.trusted(threshold)).sum(axis=1) - 1  # minus the diagonal
         return np.flatnonzero(bad > share * (n - 1))
-
-
-_EXACT_SPLIT_MAX = 10**9 - 1  # numpy's multivariate hypergeometric takes fewer samples
-
-
-def _split_rows(c: sp.csr_matrix, rng: np.random.Generator) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-    """Each row split into two random halves: exactly ``total // 2`` samples drawn without
-    replacement, or, past :data:`_EXACT_SPLIT_MAX` samples, each sample kept with probability
-    1/2 (``Binomial(c, 1/2)`` per token: halves equal to a relative ``1/sqrt(total)``)."""
-    half = c.copy()
-    for i in range(c.shape[0]):
-        lo, hi = c.indptr[i], c.indptr[i + 1]
-        row = c.data[lo:hi].astype(np.int64)
-        total = int(row.sum())
-        if total > _EXACT_SPLIT_MAX:
-            half.data[lo:hi] = rng.binomial(row, 0.5)
-        elif total >= 2:
-            half.data[lo:hi] = rng.multivariate_hypergeometric(row, total // 2)
-    other = c - half
-    return half.tocsr(), other.tocsr()
-
-
-def split_rows_vectorized(
-    c: sp.csr_matrix, rng: np.random.Generator
-) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-    """Each row's samples split at random into halves of ``floor(T_i / 2)`` and the rest (the
-    distribution of :func:`_split_rows`, other draws): :func:`_half_counts` as two CSR matrices."""
-    half = _half_counts(c, rng)
-    data = c.data.astype(np.int64)
-    a = sp.csr_matrix((half, c.indices.copy(), c.indptr.copy()), shape=c.shape)
-    b = sp.csr_matrix((data - half, c.indices.copy(), c.indptr.copy()), shape=c.shape)
-    a.eliminate_zeros()
-    b.eliminate_zeros()
-    return a, b
-
-
-def _half_counts(c: sp.csr_matrix, rng: np.random.Generator) -> np.ndarray:
-    """The first half's counts on ``c``'s stored entries (``(nnz,)`` int64; the second half is
-    ``c.data - half``): ``floor(T_i / 2)`` of row ``i``'s samples drawn without replacement, the
-    multivariate hypergeometric drawn as successive hypergeometrics, the ``k``-th stored token of
-    every row at once (``O(nnz)`` work in ``max_i nnz_i`` vectorised steps instead of one call
-    per row). The rows are held longest first, so the rows with a ``k``-th token are a prefix and
-    their running totals are contiguous slices."""
-    data = np.asarray(c.data, dtype=np.int64)
-    nnz = np.diff(c.indptr)
-    order = np.argsort(-nnz, kind="stable")
-    sorted_nnz = nnz[order]
-    start = c.indptr[:-1][order]
-    remaining = np.diff(np.concatenate([[0], np.cumsum(data)])[c.indptr])[order]  # row totals
-    need = remaining // 2
-    half = np.zeros_like(data)
-    prefix = np.searchsorted(-sorted_nnz, -np.arange(int(nnz.max(initial=0))), side="left")
-    for k, m in enumerate(prefix):
-        idx = start[:m] + k
-        good = data[idx]
-        remaining[:m] -= good
-        half[idx] = x = _hypergeometric(good, remaining[:m], need[:m], rng)
-        need[:m] -= x
-    return half
-
-
-def _hypergeometric(
-    good: np.ndarray, bad: np.ndarray, sample: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """``Hypergeometric(good, bad, sample)`` draws; where ``good == 1`` (most stored counts of a
-    Zipfian tail) the draw is ``Bernoulli(sample / (1 + bad))``, exactly, from one uniform (a
-    numpy hypergeometric draw costs about 100 times more)."""
-    x = np.empty_like(good)
-    single = good == 1
-    x[single] = rng.random(int(single.sum())) * (bad[single] + 1) < sample[single]
-    many = ~single
-    x[many] = rng.hypergeometric(good[many], bad[many], sample[many])
-    return x
-
-
-def _halves_squared_chords(c: sp.csr_matrix, half: np.ndarray, chunk: int = 2**18) -> np.ndarray:
-    """``||sqrt(a_i / A_i) - sqrt(b_i / B_i)||^2`` per row for the halves ``a = half`` and ``b =
-    c.data - half`` on ``c``'s stored entries (``A_i``, ``B_i`` their row totals): both halves
-    share ``c``'s pattern, so the sum runs over its stored entries, term by term, ``O(nnz)``, in
-    row ranges of about ``chunk`` entries (small temporaries, reused)."""
-    n = c.shape[0]
-    out = np.zeros(n)
-    cuts = np.unique(np.searchsorted(c.indptr, np.arange(0, c.nnz, chunk), side="right") - 1)
-    for lo, hi in zip(cuts, [*cuts[1:], n], strict=True):
-        sl = slice(c.indptr[lo], c.indptr[hi])
-        counts = np.diff(c.indptr[lo : hi + 1])
-        rows = np.repeat(np.arange(hi - lo), counts)
-        a = half[sl].astype(np.float64)
-        b = c.data[sl] - a
-        ta = np.bincount(rows, weights=a, minlength=hi - lo)
-        tb = np.bincount(rows, weights=b, minlength=hi - lo)
-        a /= np.maximum(ta, 1e-300)[rows]
-        b /= np.maximum(tb, 1e-300)[rows]
-        np.sqrt(a, out=a)
-        np.sqrt(b, out=b)
-        a -= b
-        a *= a
-        out[lo:hi] = np.bincount(rows, weights=a, minlength=hi - lo)
-    return out
 
 
 def _resample_rows(c: sp.csr_matrix, rng: np.random.Generator) -> sp.csr_matrix:
@@ -231,30 +125,6 @@ def _checked_counts(counts: Any) -> tuple[sp.csr_matrix, np.ndarray]:
             "(lower max_positions or drop thin positions first)"
         )
     return c, totals
-
-
-def _row_chords(a: sp.csr_matrix, b: sp.csr_matrix) -> np.ndarray:
-    diff = (plugin_roots(a) - plugin_roots(b)).tocsr()
-    diff.data **= 2
-    return np.sqrt(np.asarray(diff.sum(axis=1)).ravel())
-
-
-def split_half_squared(
-    c: sp.csr_matrix, n_repeats: int, rng: np.random.Generator, *, vectorized: bool = False
-) -> np.ndarray:
-    """``s_i^2``: the squared chord between two random halves of each row, mean of
-    ``n_repeats`` splits (``(n,)``; ``O(nnz)`` per split, no ``n x n`` matrix). ``vectorized``:
-    the halves drawn by :func:`_half_counts` (long contexts; one Python step per stored token
-    of the longest row instead of one per row), else by :func:`_split_rows`."""
-    sq = np.zeros(c.shape[0])
-    for r in range(n_repeats):
-        if c.shape[0] > 4096:
-            log.info("noise floor: split %d/%d", r + 1, n_repeats)
-        if vectorized:
-            sq += _halves_squared_chords(c, _half_counts(c, rng))
-        else:
-            sq += _row_chords(*_split_rows(c, rng)) ** 2
-    return sq / n_repeats
 
 
 @validate_params(
@@ -353,7 +223,8 @@ def sampled_noise_floor(
     confidence: float = 0.95,
 ) -> SampledNoiseFloor:
     """Split-half noise floor without ``n x n`` matrices: ``b_i`` as :func:`noise_floor` does
-    (the same split distribution, drawn by :func:`_half_counts`), then the trusted share
+    (the same split distribution, drawn by
+    :func:`~posgeom.geometry.split_half._half_counts`), then the trusted share
     over the drawn ``pairs`` ``(i, j)`` at which ``plugin_distances`` are the plug-in ``D_ij``."""
     from posgeom._validation import check_param
     from posgeom.scores.order import wilson_interval
