@@ -41,7 +41,6 @@ Deterministic output
 
 from __future__ import annotations
 
-import functools
 import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -50,67 +49,20 @@ from typing import Any, Literal
 import numpy as np
 import scipy.linalg as sla
 
-from posgeom._distance_matrix import DistanceMatrix, euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.embed._canonical import canonicalise
 from posgeom.embed._inputs import InputKind, euclidean_coordinates, gram_input
 from posgeom.embed.eigensolvers import top_eigh
+from posgeom.embed.positions import PlacedCoordinates, placement_frame
 from posgeom.geometry.divergences import Convention
-from posgeom.geometry.gram import centred_sqrt_operator
+from posgeom.geometry.gram import double_centre_inplace
 
-__all__ = ["MDSResult", "centred_sqrt_operator", "classical_mds", "double_centre_inplace"]
+__all__ = ["MDSResult", "classical_mds"]
 
 Solver = Literal["auto", "exact", "implicit"]
 Placement = Literal["pad", "orthonormal"]
 AUTO_EXACT_MAX_N = 1024
-
-
-class EmbeddedPositions:
-    """Position vectors ``embedding`` (n, d) (the subclass's) and their Euclidean distances.
-
-    ``vectors`` is ``embedding`` (the encoding's vectors); ``typed_distances`` the distances of
-    the rows of ``_points()`` (``embedding`` unless a subclass has the same distances cheaper)
-    as a :class:`~posgeom._distance_matrix.DistanceMatrix` (valid by construction; built on
-    first use and kept), ``distances`` its (n, n) read-only array.
-    """
-
-    embedding: np.ndarray
-
-    def _points(self) -> np.ndarray:
-        return self.embedding
-
-    @property
-    def vectors(self) -> np.ndarray:
-        return self.embedding
-
-    @functools.cached_property
-    def typed_distances(self) -> DistanceMatrix:
-        return DistanceMatrix.derived(euclidean_distances(self._points()))
-
-    @property
-    def distances(self) -> np.ndarray:
-        return self.typed_distances.distances
-
-
-class PlacedCoordinates(EmbeddedPositions):
-    """Coordinates ``X`` (n, r) placed in a model space of width ``d`` by ``Q`` (d, r).
-
-    Shared by :class:`MDSResult` and the SMACOF result: ``embedding = X Q^T`` (the encoding's
-    vectors) and ``distances`` (those of ``X``: equal for ``X`` and ``X Q^T``, since ``Q`` is
-    orthonormal).
-    """
-
-    coordinates: np.ndarray
-    placement: np.ndarray
-
-    @property
-    def embedding(self) -> np.ndarray:
-        """``P = X Q^T``, shape (n, d): the position vectors in the model space."""
-        return self.coordinates @ self.placement.T
-
-    def _points(self) -> np.ndarray:
-        return self.coordinates
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,15 +139,6 @@ class MDSResult(PlacedCoordinates):
             solver=self.solver,
             tie_groups=self.tie_groups,
         )
-
-
-def _placement(d: int, r: int, kind: str, seed: int) -> np.ndarray:
-    if kind == "pad":
-        return np.eye(d, r)
-    if kind == "orthonormal":
-        q, rr = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, r)))
-        return q * np.sign(np.diag(rr))
-    raise PosgeomError(f"unknown placement {kind!r}; use 'pad' or 'orthonormal'")
 
 
 @validate_params(
@@ -315,7 +258,7 @@ def classical_mds(
         coordinates=coords,
         eigenvalues=vals,
         total_variance=total,
-        placement=_placement(d, r, placement, seed),
+        placement=placement_frame(d, r, placement, seed),
         positions=np.asarray(positions),
         solver=solver,
         tie_groups=ties,
@@ -362,20 +305,13 @@ def _euclidean_mds(
         coordinates=coords,
         eigenvalues=vals,
         total_variance=float(vals.sum()),
-        placement=_placement(int(model_dim) if model_dim is not None else r, r, placement, seed),
+        placement=placement_frame(
+            int(model_dim) if model_dim is not None else r, r, placement, seed
+        ),
         positions=pos if pos.shape[0] == n else np.arange(n, dtype=np.int64),
         solver=str(getattr(data, "diagnostics", {}).get("projection", {}).get("solver", "exact")),
         tie_groups=ties,
     )
-
-
-def double_centre_inplace(g: np.ndarray) -> None:
-    """``g <- J g J`` in place (``J = I - 11^T/n``): subtract column means, then row means.
-
-    LAPACK's ``eigh`` reads one triangle only, so the round-off asymmetry needs no repair.
-    """
-    g -= g.mean(axis=0)[None, :]
-    g -= g.mean(axis=1)[:, None]
 
 
 def _warn_negative(vals: np.ndarray) -> None:

@@ -23,7 +23,8 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, float_array, validate_params
-from posgeom.embed.mds import EmbeddedPositions, MDSResult
+from posgeom.embed.mds import MDSResult
+from posgeom.embed.positions import EmbeddedPositions
 
 __all__ = [
     "RANK_METHODS",

@@ -20,7 +20,8 @@ import numpy as np
 from posgeom._distance_matrix import as_distances, euclidean_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, validate_params
-from posgeom.embed.mds import MDSResult, PlacedCoordinates, classical_mds
+from posgeom.embed.mds import MDSResult, classical_mds
+from posgeom.embed.positions import PlacedCoordinates
 
 __all__ = ["REFINE_MAX_N", "REFINE_SKIPPED", "RefinedEmbedding", "gram_distances", "smacof_refine"]
 

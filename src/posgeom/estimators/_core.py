@@ -28,6 +28,7 @@ import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
 from posgeom.geometry.counts import CountMatrix, count_matrix
+from posgeom.geometry.gram import double_centre_inplace
 
 __all__ = ["Estimator", "GeometryEstimate", "available", "choose_estimator", "get", "register"]
 
@@ -157,8 +158,6 @@ def check_samples(totals: np.ndarray, need: int, what: str, estimator: str) -> N
 
 def spectrum_report(sq: np.ndarray) -> dict[str, Any]:
     """Eigenvalues of ``B = -1/2 J D^2 J`` as scikit-bio's ``pcoa`` reports them."""
-    from posgeom.embed.mds import double_centre_inplace
-
     b = -0.5 * sq
     double_centre_inplace(b)
     vals = np.linalg.eigvalsh(b)

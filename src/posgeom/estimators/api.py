@@ -41,7 +41,7 @@ from posgeom.estimators.transforms import (
     pool_edges,
 )
 from posgeom.geometry.divergences import _mirror_upper
-from posgeom.geometry.gram import FactoredGram
+from posgeom.geometry.gram import FactoredGram, double_centre_inplace
 
 __all__ = ["estimate_geometry"]
 
@@ -201,8 +201,7 @@ def _dense_b(result: Any, scale: float) -> np.ndarray:
     dense_b = np.asarray(result, dtype=np.float64) * (-0.5 * scale)
     _mirror_upper(dense_b)
     np.fill_diagonal(dense_b, 0.0)
-    dense_b -= dense_b.mean(axis=0)[None, :]
-    dense_b -= dense_b.mean(axis=1)[:, None]
+    double_centre_inplace(dense_b)
     return dense_b
 
 

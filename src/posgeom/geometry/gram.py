@@ -40,7 +40,7 @@ from posgeom.geometry.divergences import (
     sqrt_gram,
 )
 
-__all__ = ["FactoredGram", "centred_sqrt_operator", "centred_trace"]
+__all__ = ["FactoredGram", "centred_sqrt_operator", "centred_trace", "double_centre_inplace"]
 
 
 def centred_sqrt_operator(
@@ -178,8 +178,7 @@ class FactoredGram:
         self._check_dense("the Gram matrix")
         g = sqrt_gram(self.roots)
         g[np.diag_indices_from(g)] -= self.correction
-        g -= g.mean(axis=0)[None, :]
-        g -= g.mean(axis=1)[:, None]
+        double_centre_inplace(g)
         if self.scale != 1.0:
             g *= self.scale
         return g
@@ -216,3 +215,12 @@ class FactoredGram:
         sq = self._blocks().squared_pairs(i, j) - self.correction[i] - self.correction[j]
         sq[i == j] = 0.0
         return sq
+
+
+def double_centre_inplace(g: np.ndarray) -> None:
+    """``g <- J g J`` in place (``J = I - 11^T/n``): subtract column means, then row means.
+
+    LAPACK's ``eigh`` reads one triangle only, so the round-off asymmetry needs no repair.
+    """
+    g -= g.mean(axis=0)[None, :]
+    g -= g.mean(axis=1)[:, None]
