@@ -40,6 +40,27 @@ def head_dim(config: Any) -> int | None:
     return None
 
 
+def text_config(config: Any) -> Any:
+    """The language part of a configuration (``get_text_config()`` of a multimodal one)."""
+    get = getattr(config, "get_text_config", None)
+    return get() if callable(get) else config
+
+
+def query_head_dim(config: Any) -> int | None:
+    """The query/key head width: ``qk_head_dim`` (MLA), ``qk_nope_head_dim + qk_rope_head_dim``,
+    else ``head_dim`` / ``hidden_size / heads`` (:func:`head_dim`)."""
+    value = getattr(config, "qk_head_dim", None)
+    if isinstance(value, int) and value > 0:
+        return value
+    nope, rope = (
+        getattr(config, "qk_nope_head_dim", None),
+        getattr(config, "qk_rope_head_dim", None),
+    )
+    if isinstance(nope, int) and isinstance(rope, int):
+        return nope + rope
+    return head_dim(config)
+
+
 def parent(model: Any, name: str) -> Any:
     """The module that owns the parameter, buffer or submodule ``name``."""
     if "." not in name:

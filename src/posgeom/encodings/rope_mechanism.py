@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -45,6 +45,7 @@ from posgeom._errors import PosgeomError
 from posgeom._records import field_record
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, readonly
+from posgeom.encodings._hf import query_head_dim, text_config
 from posgeom.encodings._registry import Mechanism, MechanismParams
 from posgeom.encodings.rope_types import (
     config_rope_parameters,
@@ -60,7 +61,6 @@ __all__ = [
     "RoPEEncoding",
     "RotaryParams",
     "detect_rotary",
-    "query_head_dim",
     "rotation_pairs",
 ]
 
@@ -184,28 +184,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
-
-
-# ------------------------------------------------------------------------------ model facts
-def text_config(config: Any) -> Any:
-    """The language part of a configuration (``get_text_config()`` of a multimodal one)."""
-    get = getattr(config, "get_text_config", None)
-    return get() if callable(get) else config
-
-
-def query_head_dim(config: Any) -> int | None:
-    """The query/key head width: ``qk_head_dim`` (MLA), ``qk_nope_head_dim + qk_rope_head_dim``,
-    else ``head_dim`` / ``hidden_size / heads`` (:func:`posgeom.encodings._hf.head_dim`)."""
-    value = getattr(config, "qk_head_dim", None)
-    if isinstance(value, int) and value > 0:
-        return value
-    nope, rope = (
-        getattr(config, "qk_nope_head_dim", None),
-        getattr(config, "qk_rope_head_dim", None),
-    )
-    if isinstance(nope, int) and isinstance(rope, int):
-        return nope + rope
-    return _hf.head_dim(config)
 
 
 _PAIRS = {(-2.0, -3.0, 0.0, 1.0): "half", (-1.0, 0.0, -3.0, 2.0): "interleaved"}
@@ -379,12 +357,6 @@ def detect_rotary(model: Any, config: Any) -> list[Mechanism]:
         if found:
             pairs = rotation_pairs(model)
             return [
-                Mechanism(m.kind, m.source, _with_pairs(m.params, pairs), m.others) for m in found
+                Mechanism(m.kind, m.source, replace(m.params, pairs=pairs), m.others) for m in found
             ]
     return []
-
-
-def _with_pairs(params: RotaryParams, pairs: str | None) -> RotaryParams:
-    from dataclasses import replace
-
-    return replace(params, pairs=pairs)
