@@ -1,11 +1,8 @@
 """T5 relative position buckets (Raffel et al., 2020) as geometry.
 
 T5 adds a learned bias ``b_h(bucket(j - i))`` to the logits of head ``h``; it has no vectors. The
-bucket of a relative position ``r = j - i`` (key minus query) is Mesh TensorFlow's / Hugging Face's
-``_relative_position_bucket``: exact buckets for ``|r| < max_exact = B'/2`` and logarithmic ones up
-to ``max_distance``, where ``B' = num_buckets / 2`` when bidirectional (positive ``r`` add ``B'``)
-and ``B' = num_buckets`` otherwise (positive ``r`` all fall in bucket 0). The logarithm is taken in
-float32, as Hugging Face does, so bucket edges match it.
+bucket rule and a model's bias tables: :mod:`posgeom.encodings.t5_mechanism`
+(:func:`t5_relative_position_bucket`, re-exported here).
 
 Distance (posgeom's choice, the paper leaves it open):
 
@@ -26,8 +23,6 @@ the decoder's module is a unidirectional :class:`~posgeom.nn.relative.T5Relative
 
 from __future__ import annotations
 
-import inspect
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral
@@ -38,60 +33,23 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval
-from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, readonly
+from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
     Mechanism,
-    MechanismParams,
     TorchSpec,
-    head_select,
     register,
 )
-
-#: Last name components of relative-position bias tables (T5-style buckets; WavLM's too).
-RELATIVE_BIAS_NAMES = ("relative_attention_bias", "rel_attn_embed")
-_TORCH_MODULE = "posgeom.nn.relative:T5RelativeBias"  # the trainer's and the decoder's bias
-_BUCKET_METHODS = (
-    "compute_position_bias",
-    "compute_bias",
-    "relative_position_bucket",
-    "_relative_position_bucket",
+from posgeom.encodings.t5_mechanism import (
+    RELATIVE_BIAS_NAMES,
+    BucketParams,
+    detect_buckets,
+    t5_relative_position_bucket,
 )
 
-
-def t5_relative_position_bucket(
-    relative_position: np.ndarray,
-    *,
-    bidirectional: bool = True,
-    num_buckets: int = 32,
-    max_distance: int = 128,
-) -> np.ndarray:
-    """Bucket index (int64, same shape) of ``relative_position = key - query``, as Hugging Face's
-    ``T5Attention._relative_position_bucket``."""
-    if hasattr(relative_position, "detach"):
-        relative_position = relative_position.detach().cpu().numpy()
-    rel = np.asarray(relative_position, dtype=np.int64)
-    buckets = np.zeros_like(rel)
-    if bidirectional:
-        num_buckets //= 2
-        buckets += (rel > 0).astype(np.int64) * num_buckets
-        rel = np.abs(rel)
-    else:
-        rel = -np.minimum(rel, 0)
-    max_exact = num_buckets // 2
-    with np.errstate(divide="ignore"):
-        scaled = np.log(rel.astype(np.float32) / np.float32(max_exact))
-    large = (
-        scaled
-        / np.float32(math.log(max_distance / max_exact))
-        * np.float32(num_buckets - max_exact)
-    )
-    large = max_exact + np.where(rel < max_exact, 0, large).astype(np.int64)
-    large = np.minimum(large, num_buckets - 1)
-    return buckets + np.where(rel < max_exact, rel, large)
+_TORCH_MODULE = "posgeom.nn.relative:T5RelativeBias"  # the trainer's and the decoder's bias
 
 
 def t5_lag_vectors(
@@ -184,114 +142,13 @@ def t5(
     return T5Encoding("t5", None, params, lag_profile=profile)
 
 
-# ------------------------------------------------------------------------------ mechanism
-@dataclass(frozen=True, eq=False)
-class BucketParams(MechanismParams):
-    """A model's relative-position buckets: ``bias_table`` ``(num_buckets_in_table, num_heads)``,
-    ``num_buckets``, ``max_distance``, ``bidirectional`` (encoder) and ``num_heads``."""
-
-    key = "relative_buckets"
-    representation = "distances"
-
-    bias_table: np.ndarray
-    num_buckets: int = 32
-    max_distance: int = 128
-    bidirectional: bool = True
-    num_heads: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "bias_table", readonly(self.bias_table))
-
-    def summary(self) -> str:
-        direction = "bidirectional" if self.bidirectional else "unidirectional"
-        return (
-            f"relative buckets {self.num_buckets} buckets, max distance {self.max_distance},"
-            f" {direction}, {self.num_heads} heads"
-        )
-
-    def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
-        """Distances per head from bias differences, ``(H, n, n)`` (or ``(n, n)`` for ``head``):
-        ``D_ij = (|b_h(r_ij) - b_h(0)| + |b_h(r_ji) - b_h(0)|) / 2``, ``r_ij = j - i`` and
-        ``b_h(r)`` the bias of ``r``'s bucket for head ``h``."""
-        kw = {
-            "bidirectional": bool(self.bidirectional),
-            "num_buckets": int(self.num_buckets),
-            "max_distance": int(self.max_distance),
-        }
-        pos = np.arange(n)
-        bias = self.bias_table[t5_relative_position_bucket(pos[None, :] - pos[:, None], **kw)]
-        zero = self.bias_table[t5_relative_position_bucket(np.array(0), **kw)]
-        diff = np.abs(bias - zero[None, None, :])
-        dist = 0.5 * (diff + diff.transpose(1, 0, 2))
-        return head_select(np.ascontiguousarray(dist.transpose(2, 0, 1)), head)
-
-    def encodings(self, n: int, *, start: int, params: dict[str, Any]) -> dict[str, Any]:
-        """One distance-only encoding per head, ``"_h<h>"`` (``start`` plays no role)."""
-        stack = self.to_encoding(n)
-        params = dict(
-            params,
-            num_buckets=self.num_buckets,
-            max_distance=self.max_distance,
-            bidirectional=self.bidirectional,
-            n_heads=self.num_heads,
-        )
-        return {
-            f"_h{h}": PositionEncoding(
-                "relative_buckets", None, {**params, "head": h}, distance_matrix=stack[h]
-            )
-            for h in range(stack.shape[0])
-        }
-
-
-def _signature_default(owner: Any, parameter: str) -> Any:
-    for method in _BUCKET_METHODS:
-        function = getattr(owner, method, None)
-        if function is None:
-            continue
-        try:
-            signature = inspect.signature(function)
-        except (TypeError, ValueError):  # pragma: no cover - builtins
-            continue
-        param = signature.parameters.get(parameter)
-        if param is not None and param.default is not inspect.Parameter.empty:
-            return param.default
-    return None
-
-
-def _bucket_mechanism(model: Any, config: Any, name: str, weight: Any, source: str) -> Mechanism:
-    """The buckets of the table ``weight`` ``(rows, heads)``, the module or parameter ``name``
-    (owned by the attention or position module that sets the buckets): its first
-    ``num_buckets`` rows (CPM-Ant keeps its segment-pair rows after them)."""
-    owner = _hf.parent(model, name)
-    rows, heads = weight.shape
-
-    def setting(name: str, default: int) -> Any:  # the owner's, its bucket function's, config's
-        ours = getattr(owner, f"relative_attention_{name}", None) or getattr(owner, name, None)
-        theirs = getattr(config, f"relative_attention_{name}", None)
-        return ours or _signature_default(owner, name) or theirs or default
-
-    num_buckets, max_distance = setting("num_buckets", rows), setting("max_distance", 128)
-    is_decoder = getattr(owner, "is_decoder", None)
-    if int(num_buckets) > rows:
-        raise PosgeomError(
-            f"{name} has {rows} rows but the model uses {num_buckets} buckets; "
-            "the checkpoint and its configuration disagree"
-        )
-    params = BucketParams(
-        bias_table=_hf.to_numpy(weight[: int(num_buckets)]),
-        num_buckets=int(num_buckets),
-        max_distance=int(max_distance),
-        bidirectional=True if is_decoder is None else not bool(is_decoder),
-        num_heads=int(heads),
-    )
-    return Mechanism("relative_buckets", source, params)
-
-
 # ------------------------------------------------------------------------------ extension
+_BUCKET_KEYS = ("num_buckets", "max_distance", "bidirectional")
+
+
 def _bucket_params(source: Any, bias: np.ndarray) -> dict[str, Any]:
     """The extension's parameters of a bucket mechanism or decoder module with its bias table."""
-    keys = ("num_buckets", "max_distance", "bidirectional")
-    return {**{k: getattr(source, k) for k in keys}, "bias": bias}
+    return {**{k: getattr(source, k) for k in _BUCKET_KEYS}, "bias": bias}
 
 
 class T5Extension(Extension):
@@ -323,8 +180,7 @@ class T5Extension(Extension):
     def lag_vectors(
         self, params: Mapping[str, Any], strategy: Strategy, lags: Any, ctx: ExtensionContext
     ) -> np.ndarray:
-        keys = ("num_buckets", "max_distance", "bidirectional")
-        opts = {k: params[k] for k in keys if k in params}
+        opts = {k: params[k] for k in _BUCKET_KEYS if k in params}
         return t5_lag_vectors(lags, bias=params.get("bias"), **opts)
 
     def decoder_module(self, config: Any, generator: Any = None) -> Any:
@@ -384,14 +240,5 @@ class T5Family(Family):
         )
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
-        """Tables named in :data:`RELATIVE_BIAS_NAMES`: embeddings or 2-D parameters (CPM-Ant)."""
-        tables = [
-            (name, m.weight, f"{name}.weight")
-            for name, m in model.named_modules()
-            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and _hf.is_embedding(m)
-        ] + [
-            (name, p, name)
-            for name, p in model.named_parameters()
-            if _hf.last_name(name) in RELATIVE_BIAS_NAMES and p.ndim == 2
-        ]
-        return [_bucket_mechanism(model, config, *table) for table in tables]
+        """Tables named in :data:`RELATIVE_BIAS_NAMES` (:func:`detect_buckets`)."""
+        return detect_buckets(model, config)
