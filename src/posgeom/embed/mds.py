@@ -213,10 +213,7 @@ def classical_mds(
         return _euclidean_mds(data, n_components, model_dim, placement, seed, tie_rtol)
     gram, dist, positions = gram_input(data, input_kind, convention)
     n = dist.shape[0] if gram is None else gram.n_positions
-    if n < 3:
-        raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
-    r = _target_rank(n, n_components, model_dim)
-    d = int(model_dim) if model_dim is not None else r
+    r, d = _target_rank(n, n_components, model_dim)
 
     if solver == "auto":
         small = n <= AUTO_EXACT_MAX_N or 4 * r > n
@@ -265,9 +262,12 @@ def classical_mds(
     )
 
 
-def _target_rank(n: int, n_components: Any, model_dim: Any) -> int:
-    """The rank MDS keeps: ``n_components`` (default ``min(n - 1, model_dim)``); a given
-    ``n_components`` above ``n - 1`` or above ``model_dim`` is refused (never silently lowered)."""
+def _target_rank(n: int, n_components: Any, model_dim: Any) -> tuple[int, int]:
+    """The rank ``r`` MDS keeps and the width ``d`` (``model_dim``, default ``r``): ``n_components`` (default ``min(n - 1, model_dim)``); a given
+    ``n_components`` above ``n - 1`` or above ``model_dim`` is refused (never silently lowered),
+    as is ``n < 3``."""
+    if n < 3:
+        raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
     r = n - 1 if n_components is None else int(n_components)
     if r > n - 1:
         raise PosgeomError(
@@ -282,7 +282,7 @@ def _target_rank(n: int, n_components: Any, model_dim: Any) -> int:
                 f"n_components <= {int(model_dim)} or a larger model_dim"
             )
         r = min(r, int(model_dim))
-    return r
+    return r, int(model_dim) if model_dim is not None else r
 
 
 def _euclidean_mds(
@@ -292,9 +292,7 @@ def _euclidean_mds(
     coordinates ``X`` themselves (columns beyond ``K'`` zero); what either solver returns."""
     x = euclidean_coordinates(data)
     n, kept = x.shape
-    if n < 3:
-        raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
-    r = _target_rank(n, n_components, model_dim)
+    r, d = _target_rank(n, n_components, model_dim)
     vals = np.zeros(max(r, kept))
     vals[:kept] = np.sum(x * x, axis=0)
     coords = np.zeros((n, r))
@@ -305,9 +303,7 @@ def _euclidean_mds(
         coordinates=coords,
         eigenvalues=vals,
         total_variance=float(vals.sum()),
-        placement=placement_frame(
-            int(model_dim) if model_dim is not None else r, r, placement, seed
-        ),
+        placement=placement_frame(d, r, placement, seed),
         positions=pos if pos.shape[0] == n else np.arange(n, dtype=np.int64),
         solver=str(getattr(data, "diagnostics", {}).get("projection", {}).get("solver", "exact")),
         tie_groups=ties,

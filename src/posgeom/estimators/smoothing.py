@@ -61,6 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom.geometry.gram import double_centre_inplace
 
 __all__ = ["CV_THINNINGS", "MAX_SMOOTH_N", "SLOPES", "position_smoother", "smoothed_gram"]
 
@@ -88,15 +89,11 @@ def position_smoother(n: int, slope: float) -> np.ndarray:
     return w
 
 
-def _centre(b: np.ndarray) -> np.ndarray:
-    b = b - b.mean(axis=0)[None, :]
-    return b - b.mean(axis=1)[:, None]
-
-
 def smoothed_gram(b: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``J W b W^T J`` (``b``: ``(n, n)`` Gram; the centring makes it a Gram of the smoothed
     points again: ``W 1 = 1``)."""
-    out = _centre(w @ b @ w.T)
+    out = w @ b @ w.T
+    double_centre_inplace(out)
     return 0.5 * (out + out.T)
 
 
@@ -125,7 +122,9 @@ def smoothed_null_edge(
     for d, q in draws if draws is not None else null_draws(counts, seed):
         m = w @ d
         g = scale * (m @ m.T - (w * q[None, :]) @ w.T)
-        tops.append(float(np.linalg.eigvalsh(_centre(0.5 * (g + g.T)))[-1]))
+        g = 0.5 * (g + g.T)
+        double_centre_inplace(g)
+        tops.append(float(np.linalg.eigvalsh(g)[-1]))
     return parallel_edge(tops)
 
 
