@@ -53,6 +53,7 @@ __all__ = [
     "ERRORS",
     "TEXT_FORMATS",
     "TOKEN_FORMATS",
+    "batches",
     "detect_format",
     "is_stream",
     "open_binary",
@@ -348,3 +349,10 @@ def read_texts(
     else:
         raise PosgeomError(f"unknown format {fmt!r}; use one of {list(TEXT_FORMATS)}")
     return islice(it, limit)
+
+
+def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last one shorter), read lazily."""
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch

@@ -16,7 +16,6 @@ Positions are those of :func:`posgeom.models.batching.pad_batch`: the token's in
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 import torch
 
 from posgeom._errors import PosgeomError
+from posgeom.corpus.readers import batches
 from posgeom.models.accumulate import LayerMoments, LayerTotals
 from posgeom.models.batching import pad_batch
 from posgeom.probes.states import ProbedModel
@@ -113,7 +113,7 @@ def run_pass(
     bar = progress_bar(total=len(seqs), disable=not progress, unit="seq", desc="probe pass")
     try:
         with torch.inference_mode():
-            for group in _batched(order, batch_size):
+            for group in batches(order, batch_size):
                 padded = pad_batch([list(seqs[i]) for i in group], probed.pad_id, special, n)
                 ids = torch.from_numpy(padded.ids).to(probed.device)
                 mask = torch.from_numpy(padded.mask).to(probed.device)
@@ -129,9 +129,3 @@ def run_pass(
     assert store is not None
     sample = TokenSample(store, planned % n, planned // n)
     return PassResult(totals.finish(), sample, len(seqs))
-
-
-def _batched(items: list[int], size: int) -> Any:
-    it = iter(items)
-    while chunk := tuple(itertools.islice(it, size)):
-        yield chunk
