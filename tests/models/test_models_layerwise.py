@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import numpy as np
@@ -181,7 +182,11 @@ def test_truncation_warns_or_refuses(bert):
     assert signal.n_truncated == 1
     with pytest.raises(PosgeomError, match="64 positions"):
         _run(bert, seqs, max_positions=4, on_long="refuse")
-    with pytest.raises(PosgeomError, match="position 4 received no tokens"):
+    message = (
+        "position 4 received no tokens (the corpus has no sequence that long, or the model "
+        "limit is 64); use max_positions <= 4"
+    )
+    with pytest.raises(PosgeomError, match=f"^{re.escape(message)}$"):
         _run(bert, [[1, 5, 6, 2]], max_positions=6)
 
 

@@ -54,7 +54,7 @@ from posgeom._distance_matrix import euclidean_distances, held_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, check_int, is_integer, validate_params
 from posgeom.models import batching
-from posgeom.models.accumulate import LayerMoments, LayerTotals
+from posgeom.models.accumulate import LayerMoments, LayerTotals, check_every_position
 from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, sequences
 from posgeom.models.loading import ModelTokenizer, _embedding_rows, loaded_model, model_tokenizer
 from posgeom.models.mechanisms import model_position_limit
@@ -235,17 +235,6 @@ def _accumulate(
 # ------------------------------------------------------------------------------- finalisation
 
 
-def _check_every_position(counts: np.ndarray, limit: int | None) -> None:
-    empty = np.flatnonzero(counts == 0)
-    if empty.size:
-        first = int(empty[0])
-        raise PosgeomError(
-            f"position {first} received no tokens (the corpus has no sequence that long"
-            + ("" if limit is None else f", or the model limit is {limit}")
-            + f"); use max_positions <= {first}"
-        )
-
-
 def layer_stress(
     distances: np.ndarray, target: np.ndarray, kinds: Sequence[str] = STRESS_KINDS
 ) -> dict[str, np.ndarray]:
@@ -369,7 +358,9 @@ def layerwise_positional_signal(
         run, items, batch_size=int(batch_size), on_long=on_long, progress=progress
     )
     moments = totals.finish()
-    _check_every_position(moments.counts, run.limit)
+    limit = "" if run.limit is None else f", or the model limit is {run.limit}"
+    why = f" (the corpus has no sequence that long{limit})"
+    check_every_position(moments.counts, why=why, fix="max_positions")
     if n_truncated:
         warnings.warn(
             f"{n_truncated} sequences were longer than the model's {run.limit} positions and "

@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from posgeom._errors import PosgeomError
 from posgeom.corpus.readers import batches
-from posgeom.models.accumulate import LayerMoments, LayerTotals
+from posgeom.models.accumulate import LayerMoments, LayerTotals, check_every_position
 from posgeom.models.batching import pad_batch
 from posgeom.probes.states import ProbedModel
 
@@ -57,15 +56,12 @@ def counted_lengths(seqs: list[np.ndarray], special: np.ndarray, n: int) -> np.n
 
 def plan_sample(lengths: np.ndarray, n: int, per_position: int, seed: int) -> np.ndarray:
     """Sorted keys ``sequence * n + position`` of the planned sample (module docstring)."""
+    reaching = [np.count_nonzero(lengths > p) for p in range(n)]
+    check_every_position(reaching, why=": no sequence of the corpus is that long", fix="-n")
     rng = np.random.default_rng(seed)
     keys = []
     for p in range(n):
         reach = np.flatnonzero(lengths > p)
-        if reach.size == 0:
-            raise PosgeomError(
-                f"position {p} received no tokens: no sequence of the corpus is that long; use "
-                f"-n <= {p}"
-            )
         take = rng.choice(reach, size=min(per_position, reach.size), replace=False)
         keys.append(take.astype(np.int64) * n + p)
     return np.sort(np.concatenate(keys))
