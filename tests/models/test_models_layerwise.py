@@ -283,3 +283,22 @@ def test_encoder_decoder_uses_its_encoder_and_a_single_batch_mapping():
     assert signal.distances.max() < 1e-4
     with pytest.raises(PosgeomError, match="single string"):
         _run(t5, "a text")
+
+
+def test_the_padding_id_is_the_tokenizers_else_the_configs_else_zero(bert):
+    from posgeom.models.loading import ModelTokenizer, padding_id
+
+    def tok(pad):
+        return ModelTokenizer(tokenizer=None, special_ids=frozenset(), unk_id=None, pad_id=pad)
+
+    rows = bert.get_input_embeddings().weight.shape[0]
+    saved = bert.config.pad_token_id
+    try:
+        bert.config.pad_token_id = 7
+        assert padding_id(tok(3), bert) == 3
+        assert padding_id(tok(None), bert) == padding_id(None, bert) == 7
+        assert padding_id(tok(rows), bert) == padding_id(tok(-1), bert) == 0  # not a row
+        bert.config.pad_token_id = None
+        assert padding_id(None, bert) == 0
+    finally:
+        bert.config.pad_token_id = saved

@@ -52,11 +52,17 @@ import torch
 
 from posgeom._distance_matrix import euclidean_distances, held_distances
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, Options, check_int, is_integer, validate_params
+from posgeom._validation import Interval, Options, check_int, validate_params
 from posgeom.models import batching
 from posgeom.models.accumulate import LayerMoments, LayerTotals, check_every_position
 from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, sequences
-from posgeom.models.loading import ModelTokenizer, _embedding_rows, loaded_model, model_tokenizer
+from posgeom.models.loading import (
+    ModelTokenizer,
+    _embedding_rows,
+    loaded_model,
+    model_tokenizer,
+    padding_id,
+)
 from posgeom.models.mechanisms import model_position_limit
 from posgeom.models.result import LayerwiseSignal
 from posgeom.models.token_input import (
@@ -134,12 +140,6 @@ def _prepare(
         tokens.check_model(model)
     else:
         check_token_input(model)
-    rows = _embedding_rows(model)
-    pad_id = tokens.pad_id if tokens is not None else None
-    if pad_id is None:
-        pad_id = getattr(getattr(model, "config", None), "pad_token_id", None)
-    if not is_integer(pad_id) or (rows is not None and not 0 <= pad_id < rows):
-        pad_id = 0
     from posgeom._placement import input_device
 
     return _Run(
@@ -148,9 +148,9 @@ def _prepare(
         tokens=tokens,
         n=n,
         special=_special_ids(include_special, special_token_ids, tokens),
-        pad_id=pad_id,
+        pad_id=padding_id(tokens, model),
         limit=sequence_limit(model, max_length, n),
-        vocab_rows=rows,
+        vocab_rows=_embedding_rows(model),
         device=input_device(model),
     )
 

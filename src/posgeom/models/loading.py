@@ -32,8 +32,16 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, require
 from posgeom._hub import pretrained_model, pretrained_tokenizer
+from posgeom._validation import is_integer
 
-__all__ = ["ModelTokenizer", "load_model", "load_tokenizer", "loaded_model", "model_tokenizer"]
+__all__ = [
+    "ModelTokenizer",
+    "load_model",
+    "load_tokenizer",
+    "loaded_model",
+    "model_tokenizer",
+    "padding_id",
+]
 
 
 #: Load a pretrained model by hub name (from the local cache only) or local folder, offline, in
@@ -70,6 +78,19 @@ def _embedding_rows(model: Any) -> int | None:
     embeddings = get() if callable(get) else None
     weight = getattr(embeddings, "weight", None)
     return None if weight is None else int(weight.shape[0])
+
+
+def padding_id(tokens: ModelTokenizer | None, model: Any) -> int:
+    """The id a padded batch is filled with (padding is masked out: any embedding row serves):
+    the tokenizer's pad id, else the model's ``config.pad_token_id``, else 0 (also when the id is
+    negative or not a row of the model's input embedding)."""
+    pad = tokens.pad_id if tokens is not None else None
+    if pad is None:
+        pad = getattr(getattr(model, "config", None), "pad_token_id", None)
+    rows = _embedding_rows(model)
+    if not is_integer(pad) or pad < 0 or (rows is not None and pad >= rows):
+        return 0
+    return int(pad)
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from posgeom._errors import PosgeomError
@@ -140,7 +139,7 @@ def open_model(
                 "Face model) does not apply to it: drop it"
             )
         return own
-    from posgeom.models.loading import load_tokenizer, loaded_model, model_tokenizer
+    from posgeom.models.loading import load_tokenizer, loaded_model, model_tokenizer, padding_id
     from posgeom.models.mechanisms import model_position_limit
 
     label = name or (portable_path(model) if isinstance(model, (str, os.PathLike)) else None)
@@ -157,12 +156,11 @@ def open_model(
         raise PosgeomError("a Hugging Face model object needs its tokenizer: pass tokenizer=...")
     tok = model_tokenizer(tokenizer)
     tok.check_model(model, fix="pass the tokenizer that belongs to this model")
-    pad = tok.pad_id if tok.pad_id is not None else getattr(model.config, "pad_token_id", None)
     return ProbedModel(
         module=model.eval(),
         encode=tok.encode,
         states=_hf_states(model),
-        pad_id=int(pad) if isinstance(pad, (int, np.integer)) and pad >= 0 else 0,
+        pad_id=padding_id(tok, model),
         special_ids=tuple(sorted(int(i) for i in tok.special_ids)),
         limit=model_position_limit(model),
         name=label or type(model).__name__,
