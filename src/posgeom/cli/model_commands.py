@@ -19,7 +19,8 @@ import numpy as np
 from posgeom._errors import PosgeomError, printable
 from posgeom._paths import portable_path
 from posgeom.cli import _options as options
-from posgeom.cli._count_flags import add_reader_arguments, text_decoding
+from posgeom.cli._count_flags import add_reader_arguments
+from posgeom.corpus.options import text_decoding
 from posgeom.io.jsonfiles import json_text
 
 log = logging.getLogger("posgeom")
