@@ -65,12 +65,7 @@ from posgeom.models.loading import (
 )
 from posgeom.models.mechanisms import model_position_limit
 from posgeom.models.result import LayerwiseSignal
-from posgeom.models.token_input import (
-    check_token_input,
-    forward_module,
-    hidden_states,
-    token_forward,
-)
+from posgeom.models.token_input import check_token_input, forward_module, hidden_states
 from posgeom.scores.stress import STRESS_KINDS, stress_scores
 
 __all__ = ["STRESS_KINDS", "LayerwiseSignal", "layerwise_positional_signal"]
@@ -191,14 +186,8 @@ def _hidden_states(run: _Run, batch: PaddedBatch) -> Sequence[torch.Tensor]:
             f"token id {int(ids.max())} is outside the model's vocabulary of {run.vocab_rows}: "
             "the token ids (or tokenizer) do not belong to this model"
         )
-    out = token_forward(
-        run.forward,
-        input_ids=torch.from_numpy(ids).to(run.device),
-        attention_mask=torch.from_numpy(batch.mask).to(run.device),
-        output_hidden_states=True,
-        return_dict=True,
-    )
-    return hidden_states(out, run.forward)
+    mask = torch.from_numpy(batch.mask).to(run.device)
+    return hidden_states(run.forward, torch.from_numpy(ids).to(run.device), mask)
 
 
 def _accumulate(

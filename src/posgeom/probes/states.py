@@ -15,6 +15,7 @@ Every state is ``(B, T, d)``; padding (mask 0) is never read by the callers.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ import torch
 
 from posgeom._errors import PosgeomError
 from posgeom._paths import portable_path
-from posgeom.models.token_input import forward_module, hidden_states, token_forward
+from posgeom.models.token_input import forward_module, hidden_states
 
 __all__ = ["ProbedModel", "open_model"]
 
@@ -78,15 +79,7 @@ def _hooked_states(model: torch.nn.Module, call: Callable) -> Callable:
 
 
 def _hf_states(model: torch.nn.Module) -> Callable:
-    forward = forward_module(model)
-
-    def states(ids: torch.Tensor, mask: torch.Tensor) -> Sequence[torch.Tensor]:
-        out = token_forward(
-            forward, input_ids=ids, attention_mask=mask, output_hidden_states=True, return_dict=True
-        )
-        return hidden_states(out, forward)
-
-    return states
+    return functools.partial(hidden_states, forward_module(model))  # (ids, mask) -> states
 
 
 def _posgeom_model(model: Any) -> ProbedModel | None:
