@@ -204,7 +204,8 @@ def _accumulate(
     run.model.eval()
     try:
         with torch.inference_mode():
-            stream = sequences(items, run.tokens, chunk=batch_size, progress_bar=bar)
+            encode = None if run.tokens is None else run.tokens.encode
+            stream = sequences(items, encode, chunk=batch_size, progress_bar=bar)
             budget = batching.token_budget(run.model)  # tokens per pass: batching's docstring
             for batch in batching.token_batches(stream, batch_size, budget, run.limit):
                 batch = [seq for seq in batch if seq]

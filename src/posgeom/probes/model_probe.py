@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.models.batching import cut_long, keep_counted, token_rows
+from posgeom.models.batching import cut_long, keep_counted, sequences
 from posgeom.probes.agreement import agreement
 from posgeom.probes.corpus_pass import run_pass
 from posgeom.probes.layers import probe_layers
@@ -29,17 +29,9 @@ __all__ = ["probe_model"]
 
 def _sequences(probed: ProbedModel, corpus: Iterable[Any]) -> list[np.ndarray]:
     items = list(corpus)
-    texts = [i for i, item in enumerate(items) if isinstance(item, str)]
-    if texts and probed.encode is None:
+    if probed.encode is None and any(isinstance(item, str) for item in items):
         raise PosgeomError(f"{probed.name} reads token ids only: pass token-id sequences")
-    encoded = (
-        dict(zip(texts, probed.encode([items[i] for i in texts]), strict=True)) if texts else {}
-    )
-    seqs: list[np.ndarray] = []
-    for i, item in enumerate(items):
-        rows = [encoded[i]] if i in encoded else token_rows(item)
-        seqs.extend(np.asarray(r, dtype=np.int64) for r in rows)
-    return seqs
+    return [np.asarray(r, dtype=np.int64) for r in sequences(items, probed.encode, chunk=1024)]
 
 
 def _geometry(
