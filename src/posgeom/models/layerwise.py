@@ -225,6 +225,13 @@ def _accumulate(
 # ------------------------------------------------------------------------------- finalisation
 
 
+def layer_distances(means: np.ndarray) -> np.ndarray:
+    """Euclidean distances ``(L+1, n, n)`` between the per-position means ``(L+1, n, d)`` of
+    every layer, each layer centred on its grand mean first."""
+    centred = means - means.mean(axis=1, keepdims=True)
+    return np.stack([euclidean_distances(layer) for layer in centred])
+
+
 def layer_stress(
     distances: np.ndarray, target: np.ndarray, kinds: Sequence[str] = STRESS_KINDS
 ) -> dict[str, np.ndarray]:
@@ -243,8 +250,7 @@ def _signal(
     n_truncated: int,
 ) -> LayerwiseSignal:
     means = moments.means
-    centred = means - means.mean(axis=1, keepdims=True)
-    distances = np.stack([euclidean_distances(layer) for layer in centred])
+    distances = layer_distances(means)
     return LayerwiseSignal(
         means=means,
         counts=moments.counts,

@@ -52,9 +52,8 @@ def _geometry(
     position pairs above twice their split-half noise floor on the target's classes, as
     ``analyze-model`` records it), and the per-layer intervals (``bootstrap`` half-sample
     replicates, :func:`posgeom.models.targets.layer_intervals`, as ``analyze-model``'s)."""
-    from posgeom._distance_matrix import euclidean_distances
     from posgeom.corpus.counting import count_positions
-    from posgeom.models.layerwise import layer_stress
+    from posgeom.models.layerwise import layer_distances, layer_stress
     from posgeom.models.targets import analysis_target, layer_intervals
 
     tok = probed.tokenizer
@@ -71,8 +70,7 @@ def _geometry(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a fallback is recorded below
         goal = analysis_target(counts, estimator=estimator, seed=seed)
-    centred = means - means.mean(axis=1, keepdims=True)
-    distances = np.stack([euclidean_distances(m) for m in centred])
+    distances = layer_distances(means)
     est = goal.estimate
     target: dict[str, Any] = {"estimator": goal.estimator}
     if est is not None:  # the resolution it was estimated at, as analyze-model records it
