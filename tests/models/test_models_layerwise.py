@@ -302,3 +302,13 @@ def test_the_padding_id_is_the_tokenizers_else_the_configs_else_zero(bert):
         assert padding_id(None, bert) == 0
     finally:
         bert.config.pad_token_id = saved
+
+
+def test_a_model_that_is_no_torch_module_is_refused_in_one_line():
+    from posgeom.models.analysis import analyze_model
+
+    message = "^model must be a torch model or a name/path, got int$"
+    with pytest.raises(PosgeomError, match=message):
+        _run(5, [[1, 5, 2]])
+    with pytest.raises(PosgeomError, match=message):  # refused before the tokenizer is read
+        analyze_model(5, None, ["a b"], max_positions=3)

@@ -334,10 +334,6 @@ def layerwise_positional_signal(
         (its training flag is restored afterwards).
     """
     model = loaded_model(model, device=device, dtype=dtype)
-    if not isinstance(model, torch.nn.Module):
-        raise PosgeomError(
-            f"model must be a torch model or a name/path, got {type(model).__name__}"
-        )
     items = _as_items(texts_or_token_id_batches)
     n = int(max_positions)
     target_arr = _resolve_target(target, n)

@@ -53,13 +53,18 @@ load_model = pretrained_model
 def loaded_model(model: Any, *, device: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
     """``model`` itself, or loaded with :func:`load_model` (``device``, ``dtype`` and ``kwargs``
     such as ``gguf_file=``) when it is a name or folder. A loaded model runs where it is:
-    ``device``/``dtype`` with one is refused (move it with ``model.to(...)`` first)."""
+    ``device``/``dtype`` with one is refused (move it with ``model.to(...)`` first), and so is
+    anything but a torch module."""
     if isinstance(model, (str, os.PathLike)):
         return load_model(model, device=device, dtype=dtype, **kwargs)
     if device is not None or dtype is not None:
         raise PosgeomError(
             "device= and dtype= apply when posgeom loads the model from a name or folder; a "
             "loaded model runs where it is (move it with model.to(device, dtype) first)"
+        )
+    if not isinstance(model, require("torch", "torch").nn.Module):
+        raise PosgeomError(
+            f"model must be a torch model or a name/path, got {type(model).__name__}"
         )
     return model
 

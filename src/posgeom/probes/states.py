@@ -141,10 +141,6 @@ def open_model(
         if tokenizer is None:
             tokenizer = load_tokenizer(model, **kwargs) if gguf_file else model
     model = loaded_model(model, device=device, dtype=dtype, **kwargs)
-    if not isinstance(model, torch.nn.Module):
-        raise PosgeomError(
-            f"model must be a torch model or a name/path, got {type(model).__name__}"
-        )
     if tokenizer is None:
         raise PosgeomError("a Hugging Face model object needs its tokenizer: pass tokenizer=...")
     tok = model_tokenizer(tokenizer)
