@@ -14,6 +14,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.models.batching import cut_long, keep_counted, sequences
+from posgeom.models.result import stress_cells
 from posgeom.probes.agreement import agreement
 from posgeom.probes.corpus_pass import run_pass
 from posgeom.probes.layers import probe_layers
@@ -216,11 +217,8 @@ def probe_model(
             level=level,
             seed=seed,
         )
-        for layer, row in enumerate(rows):
-            row.update({f"stress_{k}": float(v[layer]) for k, v in stress.items()})
-            for k, iv in intervals.items():  # analyze-model's keys
-                row[f"stress_{k}_low"] = float(iv.low[layer])
-                row[f"stress_{k}_high"] = float(iv.high[layer])
+        for layer, row in enumerate(rows):  # analyze-model's keys
+            row |= stress_cells(stress, intervals, layer)
         if "linear" in kinds:
             agree = agreement(
                 probes.values["linear"].mean(axis=1),
