@@ -294,3 +294,26 @@ def test_compare_cuts_bootstrap_counts_with_their_replicates(corpus, tmp_path, c
     np.testing.assert_array_equal(kept.replicates, full.replicates[: head.nnz])
     doc = json.loads((out / "comparison.json").read_text())
     assert doc["uncertainty"]["n_replicates"] == 4 and doc["options"]["n_positions"] == 5
+
+
+def test_a_model_reads_the_first_or_a_seeded_sample_of_the_corpus(tmp_path):
+    import argparse
+
+    from posgeom._errors import PosgeomError
+    from posgeom.cli import _options
+    from posgeom.cli._count_flags import add_reader_arguments
+
+    lines = [f"label{i} text {i}" for i in range(10)]
+    path = tmp_path / "c.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    p = argparse.ArgumentParser()
+    p.add_argument("corpus")
+    add_reader_arguments(p)
+    _options.add_sample_arguments(p)
+    first = p.parse_args([str(path), "--max-sequences", "3", "--text-field", "2"])
+    assert list(_options.sample_texts(first)) == ["text 0", "text 1", "text 2"]
+    seeded = p.parse_args([str(path), "--max-sequences", "4", "--shuffle-seed", "5"])
+    pick = sorted(np.random.default_rng(5).choice(10, 4, replace=False))
+    assert _options.sample_texts(seeded) == [lines[i] for i in pick]
+    with pytest.raises(PosgeomError, match="does not exist; check the path"):
+        _options.sample_texts(p.parse_args([str(tmp_path / "none.txt")]))

@@ -175,3 +175,22 @@ def test_the_count_flags_cover_every_option():
     assert set(actions["bootstrap_scheme"].choices) == set(
         CountOptions.allowed("bootstrap_scheme")[0].values
     )
+
+
+def test_the_cli_text_flags_and_the_options_give_the_same_reader_keywords():
+    import argparse
+
+    from posgeom.cli._count_flags import add_text_arguments
+    from posgeom.corpus.options import CountOptions, text_decoding
+
+    p = argparse.ArgumentParser()
+    add_text_arguments(p)
+    flags = ["--text-encoding", "latin-1", "--encoding-errors", "replace", "--text-field", "2"]
+    want = {"encoding": "latin-1", "errors": "replace", "text_field": 2}
+    assert text_decoding(p.parse_args(flags)) == want
+    given = CountOptions(
+        max_positions=4, text_encoding="latin-1", encoding_errors="replace", text_field=2
+    )
+    assert given.decoding() == want
+    default = {"encoding": "utf-8", "errors": "strict", "text_field": 1}
+    assert text_decoding(p.parse_args([])) == CountOptions(max_positions=4).decoding() == default

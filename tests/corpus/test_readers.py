@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 
 import numpy as np
 import pytest
@@ -61,6 +62,17 @@ def test_text_formats(tmp_path, fmt, gz):
     expected = [t.replace("\t", " ") if fmt == "tsv" else t for t in TEXTS]
     assert list(read_texts(path, text_column=column)) == expected
     assert list(read_texts(path, text_column=column, limit=2)) == expected[:2]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "columns"),
+    [("csv", "['label', 'body']"), ("tsv", "['body', 'label']"), ("parquet", "['label', 'body']")],
+)
+def test_a_missing_column_is_named_with_the_columns_present(tmp_path, fmt, columns):
+    path = _make(tmp_path, fmt, False)
+    message = f"{path}: no column 'text'; columns present: {columns}; pass text_column= one of them"
+    with pytest.raises(PosgeomError, match=f"^{re.escape(message)}$"):
+        list(read_texts(path, text_column="text"))
 
 
 def test_reading_is_lazy(tmp_path):

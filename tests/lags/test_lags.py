@@ -210,6 +210,12 @@ def test_distance_interval_from_the_replicates():
     ref = bootstrap_interval(est, reps, truth=est)
     assert (iv.estimate, iv.low, iv.high) == pytest.approx((ref.estimate, ref.low, ref.high))
     assert iv.low < geo.distance(1, 30) < iv.high
+    with pytest.raises(
+        PosgeomError, match=r"^lags 2 != 2 must both be counted; counted: \[ 1  2 30\]$"
+    ):
+        geo.distance_interval(2, 2)
+    with pytest.raises(PosgeomError, match=r"^lags 1 and 3 must both be counted"):
+        geo.distance(1, 3)
 
 
 def test_lag_counts_round_trip_and_refuse_other_artifacts(tmp_path):

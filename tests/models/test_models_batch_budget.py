@@ -87,3 +87,16 @@ def test_a_small_budget_splits_the_passes_and_leaves_the_means(monkeypatch):
     np.testing.assert_allclose(split.means, reference, rtol=0, atol=1e-6 * scale)
     np.testing.assert_allclose(whole.means, reference, rtol=0, atol=1e-6 * scale)
     np.testing.assert_array_equal(split.counts, whole.counts)
+
+
+def test_sequences_encode_the_texts_in_chunks_and_keep_every_item_in_order():
+    from posgeom._errors import PosgeomError
+    from posgeom.corpus.word_tokenizer import WordLevelTokenizer
+    from posgeom.models.loading import model_tokenizer
+
+    tok = model_tokenizer(WordLevelTokenizer().fit(["a b c", "b c"]))  # [UNK] 0, b 1, c 2, a 3
+    items = ["a b", [7, 8], "c", np.array([[1, 2], [3, 4]]), "b a"]
+    got = list(batching.sequences(items, tok.encode, chunk=2))
+    assert got == [[3, 1], [7, 8], [2], [1, 2], [3, 4], [1, 3]]
+    with pytest.raises(PosgeomError, match="texts need a tokenizer"):
+        list(batching.sequences(items, None, chunk=2))

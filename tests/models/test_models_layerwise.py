@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import numpy as np
@@ -181,7 +182,11 @@ def test_truncation_warns_or_refuses(bert):
     assert signal.n_truncated == 1
     with pytest.raises(PosgeomError, match="64 positions"):
         _run(bert, seqs, max_positions=4, on_long="refuse")
-    with pytest.raises(PosgeomError, match="position 4 received no tokens"):
+    message = (
+        "position 4 received no tokens (the corpus has no sequence that long, or the model "
+        "limit is 64); use max_positions <= 4"
+    )
+    with pytest.raises(PosgeomError, match=f"^{re.escape(message)}$"):
         _run(bert, [[1, 5, 6, 2]], max_positions=6)
 
 
@@ -278,3 +283,32 @@ def test_encoder_decoder_uses_its_encoder_and_a_single_batch_mapping():
     assert signal.distances.max() < 1e-4
     with pytest.raises(PosgeomError, match="single string"):
         _run(t5, "a text")
+
+
+def test_the_padding_id_is_the_tokenizers_else_the_configs_else_zero(bert):
+    from posgeom.models.loading import ModelTokenizer, padding_id
+
+    def tok(pad):
+        return ModelTokenizer(tokenizer=None, special_ids=frozenset(), unk_id=None, pad_id=pad)
+
+    rows = bert.get_input_embeddings().weight.shape[0]
+    saved = bert.config.pad_token_id
+    try:
+        bert.config.pad_token_id = 7
+        assert padding_id(tok(3), bert) == 3
+        assert padding_id(tok(None), bert) == padding_id(None, bert) == 7
+        assert padding_id(tok(rows), bert) == padding_id(tok(-1), bert) == 0  # not a row
+        bert.config.pad_token_id = None
+        assert padding_id(None, bert) == 0
+    finally:
+        bert.config.pad_token_id = saved
+
+
+def test_a_model_that_is_no_torch_module_is_refused_in_one_line():
+    from posgeom.models.analysis import analyze_model
+
+    message = "^model must be a torch model or a name/path, got int$"
+    with pytest.raises(PosgeomError, match=message):
+        _run(5, [[1, 5, 2]])
+    with pytest.raises(PosgeomError, match=message):  # refused before the tokenizer is read
+        analyze_model(5, None, ["a b"], max_positions=3)

@@ -358,3 +358,15 @@ def test_progress_in_a_redirected_log_is_whole_lines(tmp_path, capsys):
     assert "\r" not in err
     assert any(line.startswith("probe pass") for line in err.splitlines())
     assert any(line.startswith("layer probes") for line in err.splitlines())
+
+
+def test_the_sample_plan_takes_every_reaching_sequence_and_refuses_an_unreached_position():
+    from posgeom.probes.corpus_pass import plan_sample
+
+    lengths = np.array([3, 2, 1])  # position p is reached by the sequences longer than p
+    keys = plan_sample(lengths, 3, 5, 0)  # per_position 5: every reaching sequence, no draw
+    # sequence * n + position: p = 0 by sequences 0, 1, 2 (0, 3, 6), p = 1 by 0, 1, p = 2 by 0
+    assert keys.tolist() == [0, 1, 2, 3, 4, 6]
+    message = "position 3 received no tokens: no sequence of the corpus is that long; use -n <= 3"
+    with pytest.raises(PosgeomError, match=f"^{message}$"):
+        plan_sample(lengths, 5, 2, 0)

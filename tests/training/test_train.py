@@ -372,3 +372,15 @@ def test_minilm_fine_tuning_tracks_its_learned_table(tmp_path, monkeypatch):
     assert res.final.separation == pytest.approx(delta[iu].min(), rel=1e-6)
     # the MiniLM WordPiece geometry counts [CLS] at position 0: it differs from the word geometry
     assert res.target.shape == (N, N)
+
+
+def test_the_config_fingerprint_is_the_sha256_of_its_canonical_json():
+    import hashlib
+
+    from posgeom.training import TrainConfig
+
+    cfg = TrainConfig(encoding="learned", lr=3e-4, data_dir="/data/é").validate()
+    text = json.dumps(cfg.identity(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert cfg.fingerprint() == hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert "epochs" not in cfg.identity()  # resumable options leave the fingerprint alone
+    assert TrainConfig(epochs=9).validate().fingerprint() == TrainConfig().validate().fingerprint()

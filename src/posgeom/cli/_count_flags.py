@@ -16,7 +16,6 @@ __all__ = [
     "add_reader_arguments",
     "add_text_arguments",
     "count_options_from_args",
-    "text_decoding",
 ]
 
 
@@ -116,18 +115,10 @@ def add_option_flag(g: Any, name: str, help_text: str, **kw: Any) -> None:
 
 def add_text_arguments(p: Any) -> None:
     """``--text-encoding``, ``--encoding-errors`` and ``--text-field`` (declared once, as
-    :class:`~posgeom.corpus.options.CountOptions` fields) for a command that reads text."""
+    :class:`~posgeom.corpus.options.CountOptions` fields) for a command that reads text; the
+    parsed flags are the readers' keywords by :func:`posgeom.corpus.options.text_decoding`."""
     for name, help_text, kw in _TEXT_FLAGS:
         add_option_flag(p, name, help_text, **dict(kw))
-
-
-def text_decoding(args: argparse.Namespace) -> dict[str, Any]:
-    """The text flags (:func:`add_text_arguments`) as the readers' decoding keywords."""
-    return {
-        "encoding": args.text_encoding,
-        "errors": args.encoding_errors,
-        "text_field": args.text_field,
-    }
 
 
 def add_reader_arguments(p: Any) -> None:

@@ -26,8 +26,10 @@ __all__ = [
     "add_seeds_argument",
     "add_threads_argument",
     "add_tokenizer_argument",
+    "apply_threads",
     "choices_of",
     "placement",
+    "sample_texts",
     "seeds_of",
 ]
 
@@ -80,8 +82,16 @@ def add_gguf_argument(p: Any, *, inside: str = "MODEL") -> None:
 
 
 def add_threads_argument(p: Any) -> None:
-    """``--threads``: torch's CPU threads while a model runs."""
+    """``--threads``: torch's CPU threads while a model runs (set by :func:`apply_threads`)."""
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+
+
+def apply_threads(args: argparse.Namespace) -> None:
+    """``torch.set_num_threads(--threads)`` when the flag is given (torch's default otherwise)."""
+    if getattr(args, "threads", None):
+        import torch
+
+        torch.set_num_threads(int(args.threads))
 
 
 def add_tokenizer_argument(p: Any) -> None:
@@ -109,6 +119,31 @@ def add_sample_arguments(p: Any) -> None:
         default=None,
         help="take a seeded random sample of --max-sequences texts (reads the whole corpus)",
     )
+
+
+def sample_texts(args: argparse.Namespace) -> Any:
+    """The texts of ``args.corpus`` a model reads: read with the reader flags
+    (:func:`posgeom.cli._count_flags.add_reader_arguments`), then the first ``--max-sequences``
+    or, with ``--shuffle-seed``, a seeded sample of them in corpus order
+    (:func:`add_sample_arguments`)."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from posgeom.corpus.options import text_decoding
+    from posgeom.corpus.readers import read_texts
+
+    corpus = Path(args.corpus)
+    if not corpus.exists():
+        raise PosgeomError(f"corpus {corpus} does not exist; check the path")
+    how = {"format": args.format, "text_column": args.text_column, "split": args.split}
+    how |= text_decoding(args)
+    if args.shuffle_seed is None:
+        return read_texts(corpus, limit=args.max_sequences, **how)
+    texts = list(read_texts(corpus, **how))
+    k = len(texts) if args.max_sequences is None else min(args.max_sequences, len(texts))
+    pick = np.sort(np.random.default_rng(args.shuffle_seed).choice(len(texts), k, replace=False))
+    return [texts[i] for i in pick]
 
 
 def add_seed_argument(p: Any, *, what: str = "random seed") -> None:

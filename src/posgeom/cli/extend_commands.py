@@ -8,7 +8,8 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli import _options as options
-from posgeom.cli._count_flags import add_text_arguments, text_decoding
+from posgeom.cli._count_flags import add_text_arguments
+from posgeom.corpus.options import text_decoding
 from posgeom.io.jsonfiles import json_text
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from posgeom._errors import PosgeomError, printable
 from posgeom._paths import portable_path
 from posgeom.cli import _options as options
-from posgeom.cli._count_flags import add_reader_arguments, text_decoding
+from posgeom.cli._count_flags import add_reader_arguments
 from posgeom.io.jsonfiles import json_text
 
 log = logging.getLogger("posgeom")
@@ -28,12 +28,11 @@ log = logging.getLogger("posgeom")
 def _load(args: argparse.Namespace) -> Any:
     from posgeom._errors import require
 
-    torch = require("torch", "torch")  # one line "install posgeom[torch]" when it is missing
+    require("torch", "torch")  # one line "install posgeom[torch]" when it is missing
     require("transformers", "hf")
     from posgeom.models.loading import load_model
 
-    if getattr(args, "threads", None):
-        torch.set_num_threads(int(args.threads))
+    options.apply_threads(args)
     model_path = Path(args.model).expanduser()
     kwargs: dict[str, Any] = {}
     if args.gguf_file:
@@ -170,22 +169,6 @@ def _extract(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------- analyze-model
 
 
-def _texts(args: argparse.Namespace) -> Any:
-    from posgeom.corpus.readers import read_texts
-
-    corpus = Path(args.corpus)
-    if not corpus.exists():
-        raise PosgeomError(f"corpus {corpus} does not exist; check the path")
-    how = {"format": args.format, "text_column": args.text_column, "split": args.split}
-    how |= text_decoding(args)
-    if args.shuffle_seed is None:
-        return read_texts(corpus, limit=args.max_sequences, **how)
-    texts = list(read_texts(corpus, **how))
-    k = len(texts) if args.max_sequences is None else min(args.max_sequences, len(texts))
-    pick = np.sort(np.random.default_rng(args.shuffle_seed).choice(len(texts), k, replace=False))
-    return [texts[i] for i in pick]
-
-
 def _analyze_model(args: argparse.Namespace) -> int:
     """a model's position table and layer-wise positional signal against a corpus
 
@@ -202,7 +185,7 @@ def _analyze_model(args: argparse.Namespace) -> int:
         out, kinds=("analyze-model",), overwrite=args.overwrite, inputs=[args.corpus], folder=True
     )
     options.placement(args)  # a device this machine lacks: refused before the corpus is read
-    texts = _texts(args)
+    texts = options.sample_texts(args)
     # a GGUF's tokenizer is parsed from its metadata (~10^5 small arrays): before the weights
     # exist, so that its transient memory does not add to theirs
     tokenizer = _tokenizer(args) if args.gguf_file else None

@@ -41,15 +41,10 @@ def _probe(args: argparse.Namespace) -> int:
     if args.corpus is None:
         _no_corpus_flags(args)
     else:
-        from posgeom.cli.model_commands import _texts
-
         if args.max_positions is None:
             raise PosgeomError("probing a model's layers needs -n/--max-positions N")
-        corpus = _texts(args)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(int(args.threads))
+        corpus = options.sample_texts(args)
+    options.apply_threads(args)
     result = posgeom.probe(
         args.source,
         corpus,

@@ -16,7 +16,7 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, require
 
-__all__ = ["as_text", "library_errors", "read_hf_disk", "read_hf_hub"]
+__all__ = ["as_text", "check_column", "library_errors", "read_hf_disk", "read_hf_hub"]
 
 _SAVED = "pass a folder written by Dataset.save_to_disk (save it again if it was cut short)"
 _SCRIPT = (
@@ -66,13 +66,17 @@ def _split(ds: Any, split: str | None, where: Any) -> Any:
     return ds[split]
 
 
-def _rows(ds: Any, column: str, where: Any) -> Iterator[str]:
-    names = list(ds.column_names)
+def check_column(where: Any, column: str, names: list[str]) -> None:
+    """Refuse a text ``column`` that is not among the columns ``names`` of ``where``."""
     if column not in names:
         raise PosgeomError(
             f"{where}: no column {column!r}; columns present: {names}; "
             "pass text_column= one of them"
         )
+
+
+def _rows(ds: Any, column: str, where: Any) -> Iterator[str]:
+    check_column(where, column, list(ds.column_names))
     for batch in ds.select_columns([column]).iter(batch_size=1000):
         for value in batch[column]:
             yield as_text(value, Path(str(where)), "row", column)

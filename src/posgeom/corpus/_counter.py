@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from itertools import chain, islice
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
 from posgeom.corpus._fingerprint import Fingerprint
+from posgeom.corpus.readers import batches
 
 log = logging.getLogger("posgeom.corpus.counting")
 MAX_TOKEN_ID = 2**24 - 1
@@ -268,12 +269,6 @@ class Counter:
         ).tocsr()
         counts.sort_indices()  # a check only
         return counts
-
-
-def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    it = iter(items)
-    while batch := list(islice(it, size)):
-        yield batch
 
 
 def check_source(source: Any, what: str) -> None:

@@ -15,14 +15,13 @@ A resumed job (:mod:`posgeom.corpus.jobs`) trusts two things it did not just com
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.corpus.shards import Shard
-from posgeom.io.artifacts import canonical_json
+from posgeom.io.artifacts import canonical_sha256
 
 __all__ = ["check_plan", "plan_sha256", "shard_provenance", "shard_source_problem"]
 
@@ -31,7 +30,7 @@ _RESTART = "start over with overwrite=True (CLI: --restart-job) or a new job_dir
 
 def plan_sha256(shards: list[dict[str, Any]]) -> str:
     """SHA-256 of the canonical JSON of the shard records (``asdict(Shard)`` each)."""
-    return hashlib.sha256(canonical_json(list(shards)).encode()).hexdigest()
+    return canonical_sha256(list(shards))
 
 
 def shard_provenance(plan: str, shard: Shard) -> dict[str, Any]:

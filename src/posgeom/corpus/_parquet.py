@@ -28,7 +28,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError, require
 from posgeom.corpus._bounded import MAX_LINE_BYTES, Spooled
-from posgeom.corpus._columns import as_text, library_errors
+from posgeom.corpus._columns import as_text, check_column, library_errors
 from posgeom.io._inflate import INFLATION_RATIO, gunzip_bounded, inflation_limit
 
 __all__ = ["BATCH_ROWS", "read_parquet"]
@@ -48,11 +48,7 @@ def _open(path: Path, column: str) -> Any:
             gunzip_bounded(path, fh, fix="gunzip it and pass the .parquet file")
     try:
         schema = pq.ParquetFile(source).schema_arrow
-        if column not in schema.names:
-            raise PosgeomError(
-                f"{path}: no column {column!r}; columns present: {schema.names}; "
-                "pass text_column= one of them"
-            )
+        check_column(path, column, schema.names)
         kind = schema.field(column).type  # strings as dictionaries; other types are refused
         strings = kind in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary())
         return pq.ParquetFile(source, read_dictionary=[column] if strings else None), source

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.corpus._counter import batches, flatten
+from posgeom.corpus._counter import flatten
+from posgeom.corpus.readers import batches
 
 log = logging.getLogger("posgeom.corpus.counting")
 _MARGIN = 8  # tokens beyond n that a cut text must still give

@@ -16,7 +16,7 @@ the values it allows (checked on construction, with the package's integer rule o
 What derives from it: the keyword options of :func:`~posgeom.corpus.counting.count_positions`
 (count and bootstrap groups) and :func:`~posgeom.corpus.counting.count_corpus` (all three), by
 :func:`takes_count_options`; the CLI's counting flags (defaults and choices read from here,
-:mod:`posgeom.cli.corpus_commands`); and a sharded job's manifest (:mod:`posgeom.corpus._jobfiles`).
+:mod:`posgeom.cli._count_flags`); and a sharded job's manifest (:mod:`posgeom.corpus._jobfiles`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,15 @@ from posgeom._validation import Interval, Options, check_param, is_integer
 from posgeom.corpus._decoding import ERRORS, check_encoding
 from posgeom.corpus.bootstrap_weights import SCHEMES, check_replicates
 
-__all__ = ["BOOTSTRAP", "COUNT", "READER", "CountOptions", "option_fields", "takes_count_options"]
+__all__ = [
+    "BOOTSTRAP",
+    "COUNT",
+    "READER",
+    "CountOptions",
+    "option_fields",
+    "takes_count_options",
+    "text_decoding",
+]
 
 READER, COUNT, BOOTSTRAP = "reader", "count", "bootstrap"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -113,13 +121,8 @@ class CountOptions:
         return tuple(CountOptions.__dataclass_fields__[name].metadata["allowed"])
 
     def decoding(self) -> dict[str, Any]:
-        """The text readers' keywords (:func:`posgeom.corpus.readers.read_texts`): ``encoding``,
-        ``errors``, ``text_field``."""
-        return {
-            "encoding": self.text_encoding,
-            "errors": self.encoding_errors,
-            "text_field": self.text_field,
-        }
+        """The text readers' keywords of these options (:func:`text_decoding`)."""
+        return text_decoding(self)
 
     def bootstrap_spec(self) -> dict[str, Any] | None:
         """The bootstrap counter's arguments, or None without replicates."""
@@ -131,6 +134,17 @@ class CountOptions:
             "stream": self.bootstrap_stream,
             "scheme": self.bootstrap_scheme,
         }
+
+
+def text_decoding(fields: Any) -> dict[str, Any]:
+    """The text readers' keywords (:func:`posgeom.corpus.readers.read_texts`): ``encoding``,
+    ``errors``, ``text_field``, from the fields ``text_encoding``, ``encoding_errors`` and
+    ``text_field`` of ``fields`` (:class:`CountOptions`, or the CLI's parsed text flags)."""
+    return {
+        "encoding": fields.text_encoding,
+        "errors": fields.encoding_errors,
+        "text_field": fields.text_field,
+    }
 
 
 def option_fields(*groups: str) -> tuple[dataclasses.Field[Any], ...]:

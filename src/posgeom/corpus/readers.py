@@ -46,13 +46,14 @@ from typing import Any
 from posgeom._errors import PosgeomError, printable
 from posgeom._validation import check_int, check_path
 from posgeom.corpus._bounded import MAX_LINE_BYTES, Spooled
-from posgeom.corpus._columns import as_text
+from posgeom.corpus._columns import as_text, check_column
 from posgeom.corpus._decoding import ERRORS, check_encoding, text_from
 
 __all__ = [
     "ERRORS",
     "TEXT_FORMATS",
     "TOKEN_FORMATS",
+    "batches",
     "detect_format",
     "is_stream",
     "open_binary",
@@ -273,11 +274,7 @@ def read_delimited(
 
 
 def _column_index(path: Path | str, header: list[str], column: str) -> int:
-    if column not in header:
-        raise PosgeomError(
-            f"{path}: no column {column!r}; columns present: {header}; "
-            "pass text_column= one of them"
-        )
+    check_column(path, column, header)
     if header.count(column) > 1:
         raise PosgeomError(
             f"{path}: the header names column {column!r} {header.count(column)} times; rename "
@@ -348,3 +345,10 @@ def read_texts(
     else:
         raise PosgeomError(f"unknown format {fmt!r}; use one of {list(TEXT_FORMATS)}")
     return islice(it, limit)
+
+
+def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last one shorter), read lazily."""
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch

@@ -6,7 +6,6 @@ lexicographically, after the unknown token ``[UNK]`` (id 0). Saved and loaded as
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -18,6 +17,7 @@ from posgeom._paths import portable_path
 from posgeom._validation import Items, check_param
 from posgeom.corpus._tokenizer_files import WORD_KIND, check_tokenizer_file
 from posgeom.corpus._vocabularies import remember
+from posgeom.io.artifacts import canonical_sha256
 from posgeom.io.jsonfiles import json_text
 
 __all__ = ["WordLevelTokenizer", "vocab_sha256"]
@@ -26,8 +26,7 @@ __all__ = ["WordLevelTokenizer", "vocab_sha256"]
 def vocab_sha256(vocab: dict[str, int]) -> str:
     """The SHA-256 of the canonical JSON of a ``token -> id`` mapping: the ``vocab_sha256`` of
     every posgeom tokenizer's identity."""
-    text = json_text(vocab, indent=None, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return canonical_sha256(vocab)
 
 
 class WordLevelTokenizer:

@@ -5,7 +5,7 @@ paste into ``config.json`` (:mod:`posgeom.encodings._extension`, where every fam
 Each family lists its own strategies (its ``extension``'s
 :meth:`~posgeom.encodings._extension.Extension.strategies`, in the family's file):
 
-- RoPE (:mod:`posgeom.encodings.rope_extension`): ``none``, ``linear``, static ``ntk`` bases,
+- RoPE (:mod:`posgeom.encodings.rope_strategies`): ``none``, ``linear``, static ``ntk`` bases,
   ``dynamic``, ``yarn``, ``llama3``, ``longrope``; ``fitted`` (per-plane factors fitted to the
   corpus's lag geometry, :mod:`posgeom.extension.fit`) is added by
   :func:`posgeom.extension.score_strategies`, which has the corpus;

@@ -65,6 +65,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "canonical_json",
+    "canonical_sha256",
     "check_output_file",
     "check_writable",
     "is_artifact",
@@ -92,9 +93,14 @@ def _array_sha256(a: np.ndarray) -> str:
     return h.hexdigest()
 
 
+def canonical_sha256(obj: Any) -> str:
+    """SHA-256 (hex) of :func:`canonical_json` of ``obj``: the checksum of a JSON record (plan,
+    vocabulary, configuration, metadata) that files store and compare."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+
+
 def _metadata_sha256(sidecar: Mapping[str, Any]) -> str:
-    body = {k: v for k, v in sidecar.items() if k != "metadata_sha256"}
-    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+    return canonical_sha256({k: v for k, v in sidecar.items() if k != "metadata_sha256"})
 
 
 def sidecar_path(path: str | os.PathLike) -> Path:

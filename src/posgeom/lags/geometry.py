@@ -174,11 +174,16 @@ class LagGeometry:
 
     def distance(self, k1: int, k2: int, *, estimator: str = "estimate") -> float:
         """The distance between lags ``k1`` and ``k2`` (``"estimate"`` or ``"plugin"``)."""
-        where = {int(k): i for i, k in enumerate(self.lags)}
-        if k1 not in where or k2 not in where:
-            raise PosgeomError(f"lags {k1} and {k2} must both be counted; counted: {self.lags}")
         d = self.distances if estimator == "estimate" else self.plugin
-        return float(d[where[k1], where[k2]])
+        return float(d[self._rows(k1, k2)])
+
+    def _rows(self, k1: int, k2: int, *, distinct: bool = False) -> tuple[int, int]:
+        """The rows of the counted lags ``k1`` and ``k2`` (two different lags with ``distinct``)."""
+        where = {int(k): i for i, k in enumerate(self.lags)}
+        if k1 not in where or k2 not in where or (distinct and k1 == k2):
+            both = "!=" if distinct else "and"
+            raise PosgeomError(f"lags {k1} {both} {k2} must both be counted; counted: {self.lags}")
+        return where[k1], where[k2]
 
     def distance_interval(
         self, k1: int, k2: int, *, level: float = 0.95, method: str = "bias_aware"
@@ -192,10 +197,7 @@ class LagGeometry:
 
         if self.replicates is None:
             raise PosgeomError("no replicates: count with replicates=B for intervals")
-        where = {int(k): i for i, k in enumerate(self.lags)}
-        if k1 not in where or k2 not in where or k1 == k2:
-            raise PosgeomError(f"lags {k1} != {k2} must both be counted; counted: {self.lags}")
-        i, j = sorted((where[k1], where[k2]))
+        i, j = sorted(self._rows(k1, k2, distinct=True))
         m = self.lags.size
         flat = i * m - i * (i + 1) // 2 + (j - i - 1)  # index in numpy.triu_indices(m, 1)
         rep = self.replicates

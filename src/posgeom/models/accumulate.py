@@ -30,7 +30,17 @@ import torch
 
 from posgeom._errors import PosgeomError
 
-__all__ = ["LayerMoments", "LayerTotals"]
+__all__ = ["LayerMoments", "LayerTotals", "check_every_position"]
+
+
+def check_every_position(counts: np.ndarray, *, why: str, fix: str) -> None:
+    """Refuse a position that received no tokens (``counts[p] == 0``, the first such ``p``):
+    ``"position p received no tokens{why}; use {fix} <= p"`` (each caller says why and names its
+    own option)."""
+    empty = np.flatnonzero(np.asarray(counts) == 0)
+    if empty.size:
+        first = int(empty[0])
+        raise PosgeomError(f"position {first} received no tokens{why}; use {fix} <= {first}")
 
 
 class _BatchSums:

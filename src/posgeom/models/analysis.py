@@ -46,6 +46,7 @@ import torch
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.corpus.bootstrap_weights import REPLICATES
+from posgeom.models.accumulate import check_every_position
 from posgeom.models.batching import ON_LONG, cut_long, keep_counted, tokenize_texts
 from posgeom.models.layerwise import (
     STRESS_KINDS,
@@ -106,13 +107,10 @@ def _count(
         bootstrap=bootstrap,
         bootstrap_seed=seed,
     )
-    empty = np.flatnonzero(np.asarray(counts.totals) == 0)
-    if empty.size:
-        raise PosgeomError(
-            f"position {int(empty[0])} received no tokens: no sequence of the corpus is that "
-            f"long{'' if include_special else ' (special tokens excluded)'}; use -n <= "
-            f"{int(empty[0])}"
-        )
+    why = ": no sequence of the corpus is that long" + (
+        "" if include_special else " (special tokens excluded)"
+    )
+    check_every_position(counts.totals, why=why, fix="-n")
     return counts
 
 

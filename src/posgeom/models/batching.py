@@ -27,6 +27,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import Options, check_param
+from posgeom.corpus.readers import batches
 
 __all__ = [
     "ON_LONG",
@@ -75,26 +76,23 @@ def token_rows(item: Any) -> Iterator[list[int]]:
 
 
 def sequences(
-    items: Iterable[Any], tokenizer: Any, *, chunk: int, progress_bar: Any
+    items: Iterable[Any], encode: Any, *, chunk: int, progress_bar: Any = None
 ) -> Iterator[list[int]]:
     """Token-id lists of ``items`` in order; texts are encoded ``chunk`` at a time with
-    ``tokenizer`` (a :class:`~posgeom.models.loading.ModelTokenizer`, or ``None`` for ids)."""
-    iterator = iter(items)
-    while group := list(itertools.islice(iterator, chunk)):
+    ``encode`` (texts -> id lists: :meth:`~posgeom.models.loading.ModelTokenizer.encode`, or
+    ``None`` for ids only); ``progress_bar`` counts the items."""
+    for group in batches(items, chunk):
         texts = [i for i, item in enumerate(group) if isinstance(item, str)]
-        if texts and tokenizer is None:
+        if texts and encode is None:
             raise PosgeomError("texts need a tokenizer: pass tokenizer=... or token ids")
-        encoded = (
-            dict(zip(texts, tokenizer.encode([group[i] for i in texts]), strict=True))
-            if texts
-            else {}
-        )
+        encoded = dict(zip(texts, encode([group[i] for i in texts]), strict=True)) if texts else {}
         for index, item in enumerate(group):
             if index in encoded:
                 yield encoded[index]
             else:
                 yield from token_rows(item)
-        progress_bar.update(len(group))
+        if progress_bar is not None:
+            progress_bar.update(len(group))
 
 
 #: the share of the weights' bytes one forward pass's buffers may take, and its floor (bytes)
@@ -208,11 +206,11 @@ def pad_batch(batch: list[list[int]], pad_id: int, special: np.ndarray, n: int) 
 
 def tokenize_texts(tok: Any, texts: Iterable[str], *, size: int = 1024) -> list[np.ndarray]:
     """Token ids of every text (int64 arrays) with ``tok.encode``, ``size`` texts at a time."""
-    seqs: list[np.ndarray] = []
-    iterator = iter(texts)
-    while chunk := list(itertools.islice(iterator, size)):
-        seqs.extend(np.asarray(ids, dtype=np.int64) for ids in tok.encode(chunk))
-    return seqs
+    return [
+        np.asarray(ids, dtype=np.int64)
+        for chunk in batches(texts, size)
+        for ids in tok.encode(chunk)
+    ]
 
 
 def keep_counted(seqs: list[np.ndarray], special: np.ndarray) -> list[np.ndarray]:

@@ -52,19 +52,20 @@ import torch
 
 from posgeom._distance_matrix import euclidean_distances, held_distances
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, Options, check_int, is_integer, validate_params
+from posgeom._validation import Interval, Options, check_int, validate_params
 from posgeom.models import batching
-from posgeom.models.accumulate import LayerMoments, LayerTotals
+from posgeom.models.accumulate import LayerMoments, LayerTotals, check_every_position
 from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, sequences
-from posgeom.models.loading import ModelTokenizer, _embedding_rows, loaded_model, model_tokenizer
+from posgeom.models.loading import (
+    ModelTokenizer,
+    _embedding_rows,
+    loaded_model,
+    model_tokenizer,
+    padding_id,
+)
 from posgeom.models.mechanisms import model_position_limit
 from posgeom.models.result import LayerwiseSignal
-from posgeom.models.token_input import (
-    check_token_input,
-    forward_module,
-    hidden_states,
-    token_forward,
-)
+from posgeom.models.token_input import check_token_input, forward_module, hidden_states
 from posgeom.scores.stress import STRESS_KINDS, stress_scores
 
 __all__ = ["STRESS_KINDS", "LayerwiseSignal", "layerwise_positional_signal"]
@@ -134,12 +135,6 @@ def _prepare(
         tokens.check_model(model)
     else:
         check_token_input(model)
-    rows = _embedding_rows(model)
-    pad_id = tokens.pad_id if tokens is not None else None
-    if pad_id is None:
-        pad_id = getattr(getattr(model, "config", None), "pad_token_id", None)
-    if not is_integer(pad_id) or (rows is not None and not 0 <= pad_id < rows):
-        pad_id = 0
     from posgeom._placement import input_device
 
     return _Run(
@@ -148,9 +143,9 @@ def _prepare(
         tokens=tokens,
         n=n,
         special=_special_ids(include_special, special_token_ids, tokens),
-        pad_id=pad_id,
+        pad_id=padding_id(tokens, model),
         limit=sequence_limit(model, max_length, n),
-        vocab_rows=rows,
+        vocab_rows=_embedding_rows(model),
         device=input_device(model),
     )
 
@@ -191,14 +186,8 @@ def _hidden_states(run: _Run, batch: PaddedBatch) -> Sequence[torch.Tensor]:
             f"token id {int(ids.max())} is outside the model's vocabulary of {run.vocab_rows}: "
             "the token ids (or tokenizer) do not belong to this model"
         )
-    out = token_forward(
-        run.forward,
-        input_ids=torch.from_numpy(ids).to(run.device),
-        attention_mask=torch.from_numpy(batch.mask).to(run.device),
-        output_hidden_states=True,
-        return_dict=True,
-    )
-    return hidden_states(out, run.forward)
+    mask = torch.from_numpy(batch.mask).to(run.device)
+    return hidden_states(run.forward, torch.from_numpy(ids).to(run.device), mask)
 
 
 def _accumulate(
@@ -215,7 +204,8 @@ def _accumulate(
     run.model.eval()
     try:
         with torch.inference_mode():
-            stream = sequences(items, run.tokens, chunk=batch_size, progress_bar=bar)
+            encode = None if run.tokens is None else run.tokens.encode
+            stream = sequences(items, encode, chunk=batch_size, progress_bar=bar)
             budget = batching.token_budget(run.model)  # tokens per pass: batching's docstring
             for batch in batching.token_batches(stream, batch_size, budget, run.limit):
                 batch = [seq for seq in batch if seq]
@@ -235,15 +225,11 @@ def _accumulate(
 # ------------------------------------------------------------------------------- finalisation
 
 
-def _check_every_position(counts: np.ndarray, limit: int | None) -> None:
-    empty = np.flatnonzero(counts == 0)
-    if empty.size:
-        first = int(empty[0])
-        raise PosgeomError(
-            f"position {first} received no tokens (the corpus has no sequence that long"
-            + ("" if limit is None else f", or the model limit is {limit}")
-            + f"); use max_positions <= {first}"
-        )
+def layer_distances(means: np.ndarray) -> np.ndarray:
+    """Euclidean distances ``(L+1, n, n)`` between the per-position means ``(L+1, n, d)`` of
+    every layer, each layer centred on its grand mean first."""
+    centred = means - means.mean(axis=1, keepdims=True)
+    return np.stack([euclidean_distances(layer) for layer in centred])
 
 
 def layer_stress(
@@ -264,8 +250,7 @@ def _signal(
     n_truncated: int,
 ) -> LayerwiseSignal:
     means = moments.means
-    centred = means - means.mean(axis=1, keepdims=True)
-    distances = np.stack([euclidean_distances(layer) for layer in centred])
+    distances = layer_distances(means)
     return LayerwiseSignal(
         means=means,
         counts=moments.counts,
@@ -349,10 +334,6 @@ def layerwise_positional_signal(
         (its training flag is restored afterwards).
     """
     model = loaded_model(model, device=device, dtype=dtype)
-    if not isinstance(model, torch.nn.Module):
-        raise PosgeomError(
-            f"model must be a torch model or a name/path, got {type(model).__name__}"
-        )
     items = _as_items(texts_or_token_id_batches)
     n = int(max_positions)
     target_arr = _resolve_target(target, n)
@@ -369,7 +350,9 @@ def layerwise_positional_signal(
         run, items, batch_size=int(batch_size), on_long=on_long, progress=progress
     )
     moments = totals.finish()
-    _check_every_position(moments.counts, run.limit)
+    limit = "" if run.limit is None else f", or the model limit is {run.limit}"
+    why = f" (the corpus has no sequence that long{limit})"
+    check_every_position(moments.counts, why=why, fix="max_positions")
     if n_truncated:
         warnings.warn(
             f"{n_truncated} sequences were longer than the model's {run.limit} positions and "

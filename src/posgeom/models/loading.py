@@ -32,8 +32,16 @@ from typing import Any
 
 from posgeom._errors import PosgeomError, require
 from posgeom._hub import pretrained_model, pretrained_tokenizer
+from posgeom._validation import is_integer
 
-__all__ = ["ModelTokenizer", "load_model", "load_tokenizer", "loaded_model", "model_tokenizer"]
+__all__ = [
+    "ModelTokenizer",
+    "load_model",
+    "load_tokenizer",
+    "loaded_model",
+    "model_tokenizer",
+    "padding_id",
+]
 
 
 #: Load a pretrained model by hub name (from the local cache only) or local folder, offline, in
@@ -45,13 +53,18 @@ load_model = pretrained_model
 def loaded_model(model: Any, *, device: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
     """``model`` itself, or loaded with :func:`load_model` (``device``, ``dtype`` and ``kwargs``
     such as ``gguf_file=``) when it is a name or folder. A loaded model runs where it is:
-    ``device``/``dtype`` with one is refused (move it with ``model.to(...)`` first)."""
+    ``device``/``dtype`` with one is refused (move it with ``model.to(...)`` first), and so is
+    anything but a torch module."""
     if isinstance(model, (str, os.PathLike)):
         return load_model(model, device=device, dtype=dtype, **kwargs)
     if device is not None or dtype is not None:
         raise PosgeomError(
             "device= and dtype= apply when posgeom loads the model from a name or folder; a "
             "loaded model runs where it is (move it with model.to(device, dtype) first)"
+        )
+    if not isinstance(model, require("torch", "torch").nn.Module):
+        raise PosgeomError(
+            f"model must be a torch model or a name/path, got {type(model).__name__}"
         )
     return model
 
@@ -70,6 +83,19 @@ def _embedding_rows(model: Any) -> int | None:
     embeddings = get() if callable(get) else None
     weight = getattr(embeddings, "weight", None)
     return None if weight is None else int(weight.shape[0])
+
+
+def padding_id(tokens: ModelTokenizer | None, model: Any) -> int:
+    """The id a padded batch is filled with (padding is masked out: any embedding row serves):
+    the tokenizer's pad id, else the model's ``config.pad_token_id``, else 0 (also when the id is
+    negative or not a row of the model's input embedding)."""
+    pad = tokens.pad_id if tokens is not None else None
+    if pad is None:
+        pad = getattr(getattr(model, "config", None), "pad_token_id", None)
+    rows = _embedding_rows(model)
+    if not is_integer(pad) or pad < 0 or (rows is not None and pad >= rows):
+        return 0
+    return int(pad)
 
 
 @dataclass(frozen=True, eq=False)

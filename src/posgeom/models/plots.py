@@ -8,24 +8,21 @@ from typing import Any
 
 import numpy as np
 
+from posgeom.reports.canvas import pyplot
+
 __all__ = ["layers_figure", "plot_layers"]
 
 
 def plot_layers(analysis: Any, path: str | os.PathLike, *, title: str | None = None) -> Path:
     """PNG of a :class:`~posgeom.models.result.ModelAnalysis` (:func:`layers_figure`), written
     atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     fig = layers_figure(analysis, title=title)
     path = Path(path)
     from posgeom.io.artifacts import atomic_path
 
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -34,16 +31,11 @@ def layers_figure(analysis: Any, *, title: str | None = None) -> Any:
     bootstrap interval and the plug-in curve when present, and the learned position table's
     and the target's MDS encoding's scores against the same target as lines, each labelled
     with it), paper stress (log) and R^2 per layer."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from posgeom.pipeline.rows import MDS_ROW
 
     sig = analysis.signal
     x = np.arange(sig.n_layers)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, axes = pyplot().subplots(1, 3, figsize=(13, 3.8))
     stress = sig.stress or {}
     ax = axes[0]
     if "scale_optimal" in stress:

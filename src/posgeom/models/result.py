@@ -24,7 +24,17 @@ from posgeom.text.schema import layer_columns, score_conventions
 from posgeom.text.verdict import position0_hint, verdict_block
 from posgeom.text.verdict_inputs import VerdictInputs, target_phrase
 
-__all__ = ["LayerwiseSignal", "ModelAnalysis"]
+__all__ = ["LayerwiseSignal", "ModelAnalysis", "stress_cells"]
+
+
+def stress_cells(stress: Any, intervals: Any, layer: int) -> dict[str, float]:
+    """Layer ``layer``'s cells of a per-layer row: ``stress_<kind>`` of every kind of ``stress``
+    (kind -> ``(L+1,)``), then ``stress_<kind>_low`` and ``_high`` of every interval."""
+    cells = {f"stress_{kind}": float(values[layer]) for kind, values in (stress or {}).items()}
+    for kind, iv in (intervals or {}).items():
+        cells[f"stress_{kind}_low"] = float(iv.low[layer])
+        cells[f"stress_{kind}_high"] = float(iv.high[layer])
+    return cells
 
 
 def _layer_key(name: str) -> str:
@@ -198,11 +208,7 @@ class ModelAnalysis:
                 "variance_explained": float(sig.variance_explained[layer]),
                 "mean_distance": float(sig.distances[layer].sum() / pairs),
             }
-            for kind, values in (sig.stress or {}).items():
-                row[f"stress_{kind}"] = float(values[layer])
-            for kind, iv in (self.layer_intervals or {}).items():
-                row[f"stress_{kind}_low"] = float(iv.low[layer])
-                row[f"stress_{kind}_high"] = float(iv.high[layer])
+            row |= stress_cells(sig.stress, self.layer_intervals, layer)
             for kind, values in (self.plugin_stress or {}).items():
                 row[f"plugin_stress_{kind}"] = float(values[layer])
             for name, values in (self.layer_scores or {}).items():

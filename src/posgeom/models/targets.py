@@ -91,7 +91,7 @@ def analysis_target(
 ) -> AnalysisTarget:
     """Estimate the positional geometry of ``counts`` (chord convention, unpooled) at
     ``resolution`` (:mod:`posgeom.estimators.resolution`; the estimate records the one used).
-    (:func:`posgeom.models.analyze_model` takes its target from its geometry pipeline instead,
+    (:func:`posgeom.models.analysis.analyze_model` takes its target from its geometry pipeline instead,
     so that the target, its MDS and its noise floor are one computation.)
 
     ``plugin``: the plug-in matrix already computed (the pipeline's), returned as is for

@@ -103,11 +103,18 @@ def token_forward(forward: Callable[..., Any], **inputs: Any) -> Any:
         raise PosgeomError(f"{name} does not read token ids alone ({what}); {FIX}") from exc
 
 
-def hidden_states(output: Any, forward: Any) -> tuple[Any, ...]:
-    """The ``L+1`` hidden states ``(B, T, d)`` of a forward's ``output``: a state with several
-    residual streams per token (DeepSeek-V4's hyper-connections, ``(B, T, N, d)``) is averaged
-    over its ``N`` streams (the embedding's streams are copies of it); a forward that returns
-    none is refused in one line."""
+def hidden_states(forward: Any, input_ids: Any, attention_mask: Any) -> tuple[Any, ...]:
+    """The ``L+1`` hidden states ``(B, T, d)`` of a batch of token ids through ``forward``
+    (:func:`token_forward`): a state with several residual streams per token (DeepSeek-V4's
+    hyper-connections, ``(B, T, N, d)``) is averaged over its ``N`` streams (the embedding's
+    streams are copies of it); a forward that returns none is refused in one line."""
+    output = token_forward(
+        forward,
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        output_hidden_states=True,
+        return_dict=True,
+    )
     states = getattr(output, "hidden_states", None)
     if states is None:
         raise PosgeomError(

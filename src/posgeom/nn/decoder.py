@@ -44,7 +44,7 @@ from posgeom._validation import check_int, check_real
 from posgeom.encodings import extension_of, families
 from posgeom.encodings._extension import has_decoder_module
 from posgeom.nn.alibi import AttentionBias
-from posgeom.nn.encoder import EncoderLayer
+from posgeom.nn.encoder import EncoderLayer, position_inputs
 from posgeom.nn.io import read_tensors, write_tensors
 from posgeom.nn.position import PositionEmbedding
 from posgeom.nn.rotary import RotaryEmbedding
@@ -194,16 +194,9 @@ class CausalDecoder(nn.Module):
                 f"{int(ids.min())} .. {int(ids.max())}; tokenize with {self.config.tokenizer!r}"
             )
         length = ids.shape[1]
-        pos = torch.arange(length, device=ids.device)
-        h = self.tok(ids)
+        h, kw = position_inputs(self.position, self.tok(ids))
         mask = torch.full((length, length), float("-inf"), device=ids.device).triu(1)[None]
-        kw: dict[str, Any] = {"bias": mask}
-        if isinstance(self.position, RotaryEmbedding):
-            kw.update(rope=self.position, position_ids=pos)
-        elif isinstance(self.position, AttentionBias):
-            kw["bias"] = mask + self.position(length)
-        elif self.position is not None:
-            h = h + self.position(pos)
+        kw["bias"] = mask if "bias" not in kw else mask + kw["bias"]
         for layer in self.layers:
             h = layer(h, **kw)
         return self.ln(h)

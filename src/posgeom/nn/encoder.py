@@ -17,6 +17,7 @@ invariant (Theorem 1 of Cirrincione 2026).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -26,7 +27,25 @@ from posgeom.nn.alibi import AttentionBias
 from posgeom.nn.position import PositionEmbedding
 from posgeom.nn.rotary import RotaryEmbedding
 
-__all__ = ["EncoderLayer", "MultiHeadAttention", "TinyEncoder"]
+__all__ = ["EncoderLayer", "MultiHeadAttention", "TinyEncoder", "position_inputs"]
+
+
+def position_inputs(position: nn.Module | None, x: Tensor) -> tuple[Tensor, dict[str, Any]]:
+    """The token embeddings ``x`` ``(B, L, d)`` with ``position`` applied, and the
+    :class:`EncoderLayer` keywords it adds: an additive table adds its rows ``0 .. L-1`` to ``x``,
+    a rotary module goes to the attention (``rope``, ``position_ids``), an attention bias gives
+    ``bias`` ``(H, L, L)``; ``None`` changes nothing."""
+    length = x.shape[1]
+    ids = torch.arange(length, device=x.device)
+    kwargs: dict[str, Any] = {}
+    if isinstance(position, PositionEmbedding):
+        x = x + position(ids).to(x.dtype)
+    elif isinstance(position, RotaryEmbedding):
+        kwargs.update(rope=position, position_ids=ids)
+    elif isinstance(position, AttentionBias):
+        kwargs["bias"] = position(length)
+    return x, kwargs
+
 
 PositionArg = PositionEmbedding | RotaryEmbedding | AttentionBias | str | None
 
@@ -165,16 +184,7 @@ class TinyEncoder(nn.Module):
         """Per-token outputs ``(B, L, d_model)`` for ``tokens`` (B, L)."""
         if tokens.ndim != 2:
             raise PosgeomError(f"tokens must be (batch, seq_len), got shape {tuple(tokens.shape)}")
-        length = tokens.shape[1]
-        x = self.token_embedding(tokens)
-        pos_ids = torch.arange(length, device=tokens.device)
-        kwargs: dict = {}
-        if isinstance(self.position, PositionEmbedding):
-            x = x + self.position(pos_ids).to(x.dtype)
-        elif isinstance(self.position, RotaryEmbedding):
-            kwargs.update(rope=self.position, position_ids=pos_ids)
-        elif isinstance(self.position, AttentionBias):
-            kwargs["bias"] = self.position(length)
+        x, kwargs = position_inputs(self.position, self.token_embedding(tokens))
         if attention_mask is not None:
             kwargs["key_mask"] = attention_mask.bool()
         for layer in self.layers:

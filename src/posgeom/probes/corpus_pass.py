@@ -16,15 +16,14 @@ Positions are those of :func:`posgeom.models.batching.pad_batch`: the token's in
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from posgeom._errors import PosgeomError
-from posgeom.models.accumulate import LayerMoments, LayerTotals
+from posgeom.corpus.readers import batches
+from posgeom.models.accumulate import LayerMoments, LayerTotals, check_every_position
 from posgeom.models.batching import pad_batch
 from posgeom.probes.states import ProbedModel
 
@@ -57,15 +56,12 @@ def counted_lengths(seqs: list[np.ndarray], special: np.ndarray, n: int) -> np.n
 
 def plan_sample(lengths: np.ndarray, n: int, per_position: int, seed: int) -> np.ndarray:
     """Sorted keys ``sequence * n + position`` of the planned sample (module docstring)."""
+    reaching = [np.count_nonzero(lengths > p) for p in range(n)]
+    check_every_position(reaching, why=": no sequence of the corpus is that long", fix="-n")
     rng = np.random.default_rng(seed)
     keys = []
     for p in range(n):
         reach = np.flatnonzero(lengths > p)
-        if reach.size == 0:
-            raise PosgeomError(
-                f"position {p} received no tokens: no sequence of the corpus is that long; use "
-                f"-n <= {p}"
-            )
         take = rng.choice(reach, size=min(per_position, reach.size), replace=False)
         keys.append(take.astype(np.int64) * n + p)
     return np.sort(np.concatenate(keys))
@@ -113,7 +109,7 @@ def run_pass(
     bar = progress_bar(total=len(seqs), disable=not progress, unit="seq", desc="probe pass")
     try:
         with torch.inference_mode():
-            for group in _batched(order, batch_size):
+            for group in batches(order, batch_size):
                 padded = pad_batch([list(seqs[i]) for i in group], probed.pad_id, special, n)
                 ids = torch.from_numpy(padded.ids).to(probed.device)
                 mask = torch.from_numpy(padded.mask).to(probed.device)
@@ -129,9 +125,3 @@ def run_pass(
     assert store is not None
     sample = TokenSample(store, planned % n, planned // n)
     return PassResult(totals.finish(), sample, len(seqs))
-
-
-def _batched(items: list[int], size: int) -> Any:
-    it = iter(items)
-    while chunk := tuple(itertools.islice(it, size)):
-        yield chunk

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._errors import require
+from posgeom.reports.canvas import figure
 
 __all__ = ["layer_figure"]
 
@@ -26,12 +26,9 @@ def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[np.ndarray, ...] 
 
 def layer_figure(summary: dict[str, Any]) -> Any:
     """The per-layer figure of one summary (matplotlib ``Figure``, no pyplot)."""
-    require("matplotlib", "plot")
-    from matplotlib.figure import Figure
-
     rows = summary["layers"]
     layers = np.array([r["layer"] for r in rows])
-    fig = Figure(figsize=(7.5, 3.4), layout="constrained")
+    fig = figure(7.5, 3.4)
     ax = fig.add_subplot(1, 2, 1)
     for key, label in (("linear_mae", "linear probe"), ("mlp_mae", "MLP probe")):
         s = _series(rows, key)

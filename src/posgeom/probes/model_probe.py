@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.models.batching import cut_long, keep_counted, token_rows
+from posgeom.models.batching import cut_long, keep_counted, sequences
+from posgeom.models.result import stress_cells
 from posgeom.probes.agreement import agreement
 from posgeom.probes.corpus_pass import run_pass
 from posgeom.probes.layers import probe_layers
@@ -29,17 +30,9 @@ __all__ = ["probe_model"]
 
 def _sequences(probed: ProbedModel, corpus: Iterable[Any]) -> list[np.ndarray]:
     items = list(corpus)
-    texts = [i for i, item in enumerate(items) if isinstance(item, str)]
-    if texts and probed.encode is None:
+    if probed.encode is None and any(isinstance(item, str) for item in items):
         raise PosgeomError(f"{probed.name} reads token ids only: pass token-id sequences")
-    encoded = (
-        dict(zip(texts, probed.encode([items[i] for i in texts]), strict=True)) if texts else {}
-    )
-    seqs: list[np.ndarray] = []
-    for i, item in enumerate(items):
-        rows = [encoded[i]] if i in encoded else token_rows(item)
-        seqs.extend(np.asarray(r, dtype=np.int64) for r in rows)
-    return seqs
+    return [np.asarray(r, dtype=np.int64) for r in sequences(items, probed.encode, chunk=1024)]
 
 
 def _geometry(
@@ -60,9 +53,8 @@ def _geometry(
     position pairs above twice their split-half noise floor on the target's classes, as
     ``analyze-model`` records it), and the per-layer intervals (``bootstrap`` half-sample
     replicates, :func:`posgeom.models.targets.layer_intervals`, as ``analyze-model``'s)."""
-    from posgeom._distance_matrix import euclidean_distances
     from posgeom.corpus.counting import count_positions
-    from posgeom.models.layerwise import layer_stress
+    from posgeom.models.layerwise import layer_distances, layer_stress
     from posgeom.models.targets import analysis_target, layer_intervals
 
     tok = probed.tokenizer
@@ -79,8 +71,7 @@ def _geometry(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a fallback is recorded below
         goal = analysis_target(counts, estimator=estimator, seed=seed)
-    centred = means - means.mean(axis=1, keepdims=True)
-    distances = np.stack([euclidean_distances(m) for m in centred])
+    distances = layer_distances(means)
     est = goal.estimate
     target: dict[str, Any] = {"estimator": goal.estimator}
     if est is not None:  # the resolution it was estimated at, as analyze-model records it
@@ -226,11 +217,8 @@ def probe_model(
             level=level,
             seed=seed,
         )
-        for layer, row in enumerate(rows):
-            row.update({f"stress_{k}": float(v[layer]) for k, v in stress.items()})
-            for k, iv in intervals.items():  # analyze-model's keys
-                row[f"stress_{k}_low"] = float(iv.low[layer])
-                row[f"stress_{k}_high"] = float(iv.high[layer])
+        for layer, row in enumerate(rows):  # analyze-model's keys
+            row |= stress_cells(stress, intervals, layer)
         if "linear" in kinds:
             agree = agreement(
                 probes.values["linear"].mean(axis=1),

@@ -15,17 +15,17 @@ Every state is ``(B, T, d)``; padding (mask 0) is never read by the callers.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from posgeom._errors import PosgeomError
 from posgeom._paths import portable_path
-from posgeom.models.token_input import forward_module, hidden_states, token_forward
+from posgeom.models.token_input import forward_module, hidden_states
 
 __all__ = ["ProbedModel", "open_model"]
 
@@ -79,15 +79,7 @@ def _hooked_states(model: torch.nn.Module, call: Callable) -> Callable:
 
 
 def _hf_states(model: torch.nn.Module) -> Callable:
-    forward = forward_module(model)
-
-    def states(ids: torch.Tensor, mask: torch.Tensor) -> Sequence[torch.Tensor]:
-        out = token_forward(
-            forward, input_ids=ids, attention_mask=mask, output_hidden_states=True, return_dict=True
-        )
-        return hidden_states(out, forward)
-
-    return states
+    return functools.partial(hidden_states, forward_module(model))  # (ids, mask) -> states
 
 
 def _posgeom_model(model: Any) -> ProbedModel | None:
@@ -140,7 +132,7 @@ def open_model(
                 "Face model) does not apply to it: drop it"
             )
         return own
-    from posgeom.models.loading import load_tokenizer, loaded_model, model_tokenizer
+    from posgeom.models.loading import load_tokenizer, loaded_model, model_tokenizer, padding_id
     from posgeom.models.mechanisms import model_position_limit
 
     label = name or (portable_path(model) if isinstance(model, (str, os.PathLike)) else None)
@@ -149,20 +141,15 @@ def open_model(
         if tokenizer is None:
             tokenizer = load_tokenizer(model, **kwargs) if gguf_file else model
     model = loaded_model(model, device=device, dtype=dtype, **kwargs)
-    if not isinstance(model, torch.nn.Module):
-        raise PosgeomError(
-            f"model must be a torch model or a name/path, got {type(model).__name__}"
-        )
     if tokenizer is None:
         raise PosgeomError("a Hugging Face model object needs its tokenizer: pass tokenizer=...")
     tok = model_tokenizer(tokenizer)
     tok.check_model(model, fix="pass the tokenizer that belongs to this model")
-    pad = tok.pad_id if tok.pad_id is not None else getattr(model.config, "pad_token_id", None)
     return ProbedModel(
         module=model.eval(),
         encode=tok.encode,
         states=_hf_states(model),
-        pad_id=int(pad) if isinstance(pad, (int, np.integer)) and pad >= 0 else 0,
+        pad_id=padding_id(tok, model),
         special_ids=tuple(sorted(int(i) for i in tok.special_ids)),
         limit=model_position_limit(model),
         name=label or type(model).__name__,

@@ -64,7 +64,7 @@ def report(
 
     ``result``: a results folder (``run``, ``geometry``, ``demo -o``, ``compare``,
     ``analyze-model``, ``reproduce``) or a result object (:func:`posgeom.analyze`,
-    :func:`posgeom.models.analyze_model`). ``path`` defaults to
+    :func:`posgeom.models.analysis.analyze_model`). ``path`` defaults to
     ``<folder>/report.html`` for a folder. With ``figures`` every figure is also written as PNG
     and SVG to ``<path stem>_figures/``. Writes are atomic; an unwritable ``path`` raises
     :class:`PosgeomError`. ``title`` replaces the page title.

@@ -1,6 +1,7 @@
 """A report figure's canvas and bytes: a matplotlib :class:`~matplotlib.figure.Figure` made
 without pyplot (no global state, no display), and its SVG (deterministic ids, no date) and PNG
-(no software stamp) bytes, so the same figure gives the same files."""
+(no software stamp) bytes, so the same figure gives the same files; and, for the figures still
+drawn with pyplot (a model analysis's and a training run's PNGs), :func:`pyplot` on Agg."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from posgeom._errors import require
 
-__all__ = ["encode", "encode_png", "encode_svg", "figure"]
+__all__ = ["encode", "encode_png", "encode_svg", "figure", "pyplot"]
 
 
 def figure(width: float, height: float) -> Any:
@@ -18,6 +19,15 @@ def figure(width: float, height: float) -> Any:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display)."""
+    matplotlib = require("matplotlib", "plot")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def encode_svg(fig: Any) -> bytes:

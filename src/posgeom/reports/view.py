@@ -355,7 +355,7 @@ def view_of(result: Any) -> ResultView:
     if kind is None:
         raise PosgeomError(
             f"cannot report a {type(result).__name__}; pass a results folder or the result of "
-            "posgeom.analyze or posgeom.models.analyze_model"
+            "posgeom.analyze or posgeom.models.analysis.analyze_model"
         )
     summary = result.summary()
     arrays = result.report_arrays() if hasattr(result, "report_arrays") else {}

@@ -18,13 +18,12 @@ input nor holding one; every file posgeom writes there is listed in its manifest
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
-from posgeom.io.artifacts import canonical_json
+from posgeom.io.artifacts import canonical_sha256
 
 log = logging.getLogger("posgeom")
 
@@ -60,7 +59,7 @@ def cache_key(path: Path, tokenizer: Any, options: dict[str, Any]) -> str:
         k: v for k, v in (getattr(tokenizer, "identity", None) or {}).items() if k != "name"
     }
     record = {"corpus_sha256": sha256_file(path), "tokenizer": identity, "options": options}
-    return hashlib.sha256(canonical_json(record).encode()).hexdigest()[:16]
+    return canonical_sha256(record)[:16]
 
 
 def _matches(counts: Any, tokenizer: Any, options: dict[str, Any]) -> str | None:

@@ -13,7 +13,6 @@ A run is identified by :meth:`TrainConfig.fingerprint` (SHA-256 of the JSON of e
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
@@ -23,7 +22,7 @@ from posgeom._registry_names import registry_getattr
 from posgeom._validation import Interval, check_int, check_param
 from posgeom.encodings import families, family
 from posgeom.encodings._registry import Family, TorchSpec
-from posgeom.io.jsonfiles import json_text
+from posgeom.io.artifacts import canonical_sha256
 
 __all__ = ["MODELS", "TASKS", "TrainConfig", "trainable_encodings"]
 
@@ -172,8 +171,9 @@ class TrainConfig:
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in _RESUMABLE_FIELDS}
 
     def fingerprint(self) -> str:
-        text = json_text(self.identity(), indent=None, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        """16 hex digits of :func:`~posgeom.io.artifacts.canonical_sha256` of :meth:`identity`
+        (validated options: finite numbers, plain JSON)."""
+        return canonical_sha256(self.identity())[:16]
 
     def torch_spec(self, geometry: Any = None) -> TorchSpec:
         """What the tiny model's position module is built from (the family registry's

@@ -76,10 +76,7 @@ def _lm_class() -> type:
     import torch
     from torch import nn
 
-    from posgeom.nn.alibi import AttentionBias
-    from posgeom.nn.encoder import EncoderLayer
-    from posgeom.nn.position import PositionEmbedding
-    from posgeom.nn.rotary import RotaryEmbedding
+    from posgeom.nn.encoder import EncoderLayer, position_inputs
 
     class PretrainLM(nn.Module):
         """The model of the module docstring: ``forward(x (B, L)) -> logits (B, L, V)``."""
@@ -100,16 +97,8 @@ def _lm_class() -> type:
 
         def forward(self, x: Any) -> Any:
             length = x.shape[1]
-            h = self.token_embedding(x)
-            ids = torch.arange(length, device=x.device)
-            kw: dict[str, Any] = {}
-            bias = None
-            if isinstance(self.position, PositionEmbedding):
-                h = h + self.position(ids).to(h.dtype)
-            elif isinstance(self.position, RotaryEmbedding):
-                kw.update(rope=self.position, position_ids=ids)
-            elif isinstance(self.position, AttentionBias):
-                bias = self.position(length)  # (H, L, L)
+            h, kw = position_inputs(self.position, self.token_embedding(x))
+            bias = kw.pop("bias", None)  # (H, L, L)
             if self.causal:
                 mask = torch.full((length, length), float("-inf"), device=x.device).triu(1)
                 bias = mask[None] if bias is None else bias + mask

@@ -9,18 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._errors import require
+from posgeom.reports.canvas import pyplot
 from posgeom.training.runfiles import read_log
 
 __all__ = ["plot_run_logs", "plot_sweep"]
-
-
-def _pyplot() -> Any:
-    matplotlib = require("matplotlib", "plot")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _epoch_axes(axes: Sequence[Any], titles: Sequence[str]) -> None:
@@ -45,7 +37,7 @@ def plot_sweep(summary: dict[str, Any], output: Any) -> list[Path]:
     """``accuracy_vs_stress.png`` (both stress kinds) and ``curves.png`` (per-epoch tracking) in
     ``output``: a folder, or an experiment's :class:`~posgeom.io.workfolders.WorkFolder` (the
     figures are then recorded in it)."""
-    plt = _pyplot()
+    plt = pyplot()
     folder = output if hasattr(output, "atomic") else None
     out = folder.path if folder is not None else Path(output)
     rows = summary["per_encoding"]
@@ -103,7 +95,7 @@ def plot_run_logs(
 
     ``runs`` maps a label to a :func:`train` output folder (its ``log.jsonl`` is read).
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
     for label, folder in runs.items():
         recs = read_log(folder)
