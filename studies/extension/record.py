@@ -102,8 +102,7 @@ def _frequencies(set_name: str, key: str, names: list[str], measured: dict) -> t
             freqs[n] = (inv.double().numpy(), att)
         return w0, freqs, B.L0, length
     from posgeom.extension import parse_family_spec
-    from posgeom.extension.scoring import strategy_from_parameters
-    from posgeom.extension.strategies import Strategy
+    from posgeom.extension.strategies import Strategy, strategy_from_parameters
 
     model = parse_family_spec(SPEC)
     w0, _ = Strategy("own", "rope", "none", dict(model.rope_parameters)).frequencies(

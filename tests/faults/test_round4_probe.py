@@ -38,7 +38,7 @@ def _refused(capsys, tmp_path, *argv) -> str:
 def test_item6_probe_seeds_and_pairs_and_extend_strategies_are_bounded(table, tmp_path, capsys):
     """`probe --seeds 1000000` ran for hours and `--pairs 100000000` took 5 GB then blamed -n;
     `extend --strategies` took 100,000 entries. Each bound is declared once (probes.table's
-    SEEDS / PAIRS, extension.scoring.MAX_STRATEGIES), checked before any work."""
+    SEEDS / PAIRS, extension.strategies.MAX_STRATEGIES), checked before any work."""
     path, values = table
     t0 = time.perf_counter()
     line = _refused(capsys, tmp_path, path, "--seeds", 1_000_000)
@@ -48,7 +48,7 @@ def test_item6_probe_seeds_and_pairs_and_extend_strategies_are_bounded(table, tm
     for kw in ({"seeds": 10**6}, {"pairs": 10**8}):
         with pytest.raises(PosgeomError, match=next(iter(kw))):
             posgeom.probe(values, **kw)
-    from posgeom.extension.scoring import MAX_STRATEGIES, given_strategies
+    from posgeom.extension.strategies import MAX_STRATEGIES, given_strategies
 
     many = {
         f"s{k}": {"rope_type": "linear", "factor": 2.0 + k / 1e5, "rope_theta": 1e4}

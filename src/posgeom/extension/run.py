@@ -153,7 +153,8 @@ def extend(
     :class:`~posgeom.extension.ExtensionResult`. ``emit``: engines whose spelling of the
     recommendation goes into the folder too (:mod:`posgeom.extension.engines`); ``decoding``:
     ``read_texts``' keywords."""
-    from posgeom.extension.scoring import given_strategies, score_strategies
+    from posgeom.extension.scoring import score_strategies
+    from posgeom.extension.strategies import given_strategies
 
     if emit:
         from posgeom.extension.engines import engine_names

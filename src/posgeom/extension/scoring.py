@@ -25,21 +25,15 @@ from posgeom._errors import PosgeomError
 from posgeom.encodings import extension_of
 from posgeom.extension.model import ExtensionModel, parse_family_spec
 from posgeom.extension.result import ExtensionResult, StrategyScore
-from posgeom.extension.strategies import Strategy, enumerate_strategies, longrope_strategy
+from posgeom.extension.strategies import (
+    Strategy,
+    choose_strategies,
+    longrope_strategy,
+    usable_strategies,
+)
 from posgeom.lags.counting import LagCounts
 
-__all__ = [
-    "MAX_STRATEGIES",
-    "as_extension_model",
-    "given_strategies",
-    "lag_vectors",
-    "score_strategies",
-    "strategy_from_parameters",
-]
-
-#: the most strategies a caller may give (each is scored by a fit of the corpus geometry; the
-#: enumerated ones of a family are a few dozen)
-MAX_STRATEGIES = 1000
+__all__ = ["as_extension_model", "lag_vectors", "score_strategies"]
 
 
 def as_extension_model(model: Any, trained_length: int | None = None) -> ExtensionModel:
@@ -70,24 +64,6 @@ def as_extension_model(model: Any, trained_length: int | None = None) -> Extensi
             "--trained-length)"
         )
     return out
-
-
-def strategy_from_parameters(name: str, rope_parameters: Mapping[str, Any]) -> Strategy:
-    """A RoPE strategy from a ``rope_parameters`` dict as transformers 5 spells it."""
-    from posgeom.encodings.rope_types import rope_type_of
-
-    if not isinstance(rope_parameters, Mapping):
-        raise PosgeomError(
-            f"strategy {name!r} is a {type(rope_parameters).__name__}, not a rope_parameters "
-            'object; give {"name": {"rope_type": ..., "rope_theta": ...}, ...}'
-        )
-    params = dict(rope_parameters)
-    if params.get("rope_theta") is None:
-        raise PosgeomError(
-            f"rope_parameters of {name!r} lack rope_theta (transformers would reset it to "
-            "10000); include it"
-        )
-    return Strategy(name, "rope", rope_type_of(params), params, "given rope_parameters")
 
 
 def lag_vectors(
@@ -270,7 +246,8 @@ def score_strategies(
         "rank_by": rank_by,
     }
     rotary = extension_of(m.family).rotary
-    chosen, notes = _usable(_choose(m, strategies, target), position_distances, target)
+    chosen = choose_strategies(m, strategies, target)
+    chosen, notes = usable_strategies(chosen, position_distances, target)
     geo, short = _lag_geometry(corpus, m, target, opts)
     notes += short
     use = _read_use(plane_use) if rotary else None
@@ -323,62 +300,3 @@ def _recommended(result: ExtensionResult, use: Any) -> ExtensionResult:
     values = with_corpus(values, {r.name: r.scores[result.rank_by] for r in rope})
     rec = recommend(result, values)
     return result.with_recommendation(rec, values, None if use is None else use.summary())
-
-
-def _usable(chosen: list[Strategy], positions: Any, target: int) -> tuple[list[Strategy], list]:
-    """Drop the Gower extension when there is no unpooled per-position geometry of ``L`` rows."""
-    d = None if positions is None else np.asarray(getattr(positions, "distances", positions))
-    if d is not None and d.shape == (target, target) and not getattr(positions, "pooled", False):
-        return chosen, []
-    keep = [s for s in chosen if s.kind != "gower"]
-    if len(keep) == len(chosen):
-        return chosen, []
-    if not keep:
-        raise PosgeomError(
-            "the Gower extension needs the corpus's per-position geometry at all L positions "
-            "(position_distances, an (L, L) matrix); give it or choose clamp / interpolate"
-        )
-    return keep, [
-        "gower left out: it needs the corpus's per-position geometry over all L target "
-        "positions (documents with a start at least L tokens long)"
-    ]
-
-
-def given_strategies(strategies: Any) -> list[Strategy]:
-    """The strategies a caller gives (``{name: rope_parameters}`` or a list of strategies or
-    ``rope_parameters``), checked: at least one and at most :data:`MAX_STRATEGIES`, each name
-    once; one-line refusals."""
-    if isinstance(strategies, (Mapping, Sequence)) and len(strategies) > MAX_STRATEGIES:
-        raise PosgeomError(
-            f"strategies must be at most {MAX_STRATEGIES} (each is scored by a fit of the "
-            f"corpus geometry), got {len(strategies)}; give fewer"
-        )
-    if isinstance(strategies, Mapping):
-        items = [strategy_from_parameters(str(k), v) for k, v in strategies.items()]
-    elif isinstance(strategies, (str, bytes)) or not isinstance(strategies, Sequence):
-        raise PosgeomError(
-            f"strategies must map names to rope_parameters, not a {type(strategies).__name__}"
-        )
-    else:
-        items = [
-            s if isinstance(s, Strategy) else strategy_from_parameters(f"given {i}", s)
-            for i, s in enumerate(strategies)
-        ]
-    names = [s.name for s in items]
-    if not items or len(set(names)) != len(names):
-        raise PosgeomError("give at least one strategy, each name once")
-    return items
-
-
-def _choose(model: ExtensionModel, strategies: Any, target: int) -> list[Strategy]:
-    if strategies is None:
-        return enumerate_strategies(model, model.trained_length, target)
-    items = given_strategies(strategies)
-    foreign = sorted({s.family for s in items if s.family != model.family})
-    if foreign == ["rope"]:
-        raise PosgeomError(f"rope_parameters do not apply to a {model.family} model")
-    if foreign:
-        raise PosgeomError(
-            f"strategies of {', '.join(foreign)} do not apply to a {model.family} model"
-        )
-    return items
