@@ -12,7 +12,8 @@ from posgeom._registry_names import registry_getattr
 require("torch", "torch")
 require("transformers", "hf")
 
-from posgeom.models.layerwise import STRESS_KINDS, LayerwiseSignal, layerwise_positional_signal  # noqa: E402
+from posgeom.models.layer_signal import LayerwiseSignal  # noqa: E402
+from posgeom.models.layerwise import STRESS_KINDS, layerwise_positional_signal  # noqa: E402
 from posgeom.models.loading import ModelTokenizer, load_model, load_tokenizer, model_tokenizer  # noqa: E402
 from posgeom.models.mechanisms import (  # noqa: E402
     PositionalMechanism,

@@ -36,7 +36,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from numbers import Integral, Real
 from typing import Any
 
@@ -54,12 +54,11 @@ from posgeom.models.layerwise import (
     layerwise_positional_signal,
     sequence_limit,
 )
-from posgeom.models.loading import ModelTokenizer, loaded_model, model_tokenizer
+from posgeom.models.loading import ModelTokenizer, loaded_model, model_info, model_tokenizer
 from posgeom.models.mechanisms import (
-    PositionalMechanism,
     find_positional_mechanisms,
     mechanism_encodings,
-    model_position_limit,
+    table_start,
 )
 from posgeom.models.result import ModelAnalysis
 from posgeom.models.targets import AnalysisTarget, layer_intervals, target_name
@@ -117,31 +116,6 @@ def _count(
 # ----------------------------------------------------------------------------------- encodings
 
 
-def _leading_specials(seqs: list[np.ndarray], special: np.ndarray) -> int:
-    """Number of leading special tokens shared by every sequence (0 when they differ)."""
-    if special.size == 0 or not seqs:
-        return 0
-    counts = set()
-    for s in seqs:
-        keep = ~np.isin(s, special)
-        counts.add(int(np.argmax(keep)) if keep.any() else len(s))
-        if len(counts) > 1:
-            return 0
-    return counts.pop()
-
-
-def _table_start(
-    mechanisms: Sequence[PositionalMechanism], seqs: list[np.ndarray], special: np.ndarray, n: int
-) -> int:
-    """First learned-table row used as position 0: the shared leading special tokens (special
-    tokens excluded), unless the table is too short for ``n`` rows from there."""
-    start = _leading_specials(seqs, special)
-    table = next((m for m in mechanisms if m.kind == "learned"), None)
-    if table is not None and table.n_positions is not None and n + start > table.n_positions:
-        return 0
-    return start
-
-
 def _model_width(model: torch.nn.Module) -> int:
     hidden = getattr(getattr(model, "config", None), "hidden_size", None)
     return int(hidden) if hidden else 128
@@ -154,25 +128,6 @@ def _baselines(n: int, width: int, seed: int) -> dict[str, Any]:
 
     every = {name: fam.model_reference(n, width, seed) for name, fam in families().items()}
     return {name: enc for name, enc in every.items() if enc is not None}
-
-
-def _model_info(model: torch.nn.Module) -> dict[str, Any]:
-    from posgeom._placement import input_device
-
-    config = getattr(model, "config", None)
-    param = next(model.parameters(), None)
-    return {
-        "dtype": None if param is None else str(param.dtype).removeprefix("torch."),
-        "device": str(input_device(model)),
-        "device_map": {k: str(v) for k, v in (getattr(model, "hf_device_map", None) or {}).items()}
-        or None,
-        "class": type(model).__name__,
-        "model_type": getattr(config, "model_type", None),
-        "num_hidden_layers": getattr(config, "num_hidden_layers", None),
-        "hidden_size": getattr(config, "hidden_size", None),
-        "position_limit": model_position_limit(model),
-        "parameters": int(sum(p.numel() for p in model.parameters())),
-    }
 
 
 def _layer_scores(distances: np.ndarray, target: np.ndarray, seed: int) -> dict[str, np.ndarray]:
@@ -295,7 +250,7 @@ def analyze_model(
     timings["count"] = time.perf_counter() - t0
 
     mechanisms = find_positional_mechanisms(model, on_missing="none")
-    start = _table_start(mechanisms, seqs, special_arr, n)
+    start = table_start(mechanisms, seqs, special_arr, n)
     encodings = mechanism_encodings(mechanisms, n, start=start)
     width = _model_width(model)
     references = _baselines(n, width, seed) if baselines else {}
@@ -388,7 +343,7 @@ def analyze_model(
         geometry=geometry,
         signal=dataclasses.replace(signal, n_truncated=int(n_long)),
         options=options,
-        model_info=_model_info(model),
+        model_info=model_info(model),
         timings=timings,
         layer_scores=_layer_scores(signal.distances, goal.distances, seed),
         target_geometry=goal,

@@ -56,6 +56,7 @@ from posgeom._validation import Interval, Options, check_int, validate_params
 from posgeom.models import batching
 from posgeom.models.accumulate import LayerMoments, LayerTotals, check_every_position
 from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, sequences
+from posgeom.models.layer_signal import LayerwiseSignal
 from posgeom.models.loading import (
     ModelTokenizer,
     _embedding_rows,
@@ -64,11 +65,10 @@ from posgeom.models.loading import (
     padding_id,
 )
 from posgeom.models.mechanisms import model_position_limit
-from posgeom.models.result import LayerwiseSignal
 from posgeom.models.token_input import check_token_input, forward_module, hidden_states
 from posgeom.scores.stress import STRESS_KINDS, stress_scores
 
-__all__ = ["STRESS_KINDS", "LayerwiseSignal", "layerwise_positional_signal"]
+__all__ = ["STRESS_KINDS", "layerwise_positional_signal"]
 
 
 # ------------------------------------------------------------------------------------- set-up

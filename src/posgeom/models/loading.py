@@ -39,6 +39,7 @@ __all__ = [
     "load_model",
     "load_tokenizer",
     "loaded_model",
+    "model_info",
     "model_tokenizer",
     "padding_id",
 ]
@@ -67,6 +68,29 @@ def loaded_model(model: Any, *, device: Any = None, dtype: Any = None, **kwargs:
             f"model must be a torch model or a name/path, got {type(model).__name__}"
         )
     return model
+
+
+def model_info(model: Any) -> dict[str, Any]:
+    """What ``model`` is, where it runs and in what precision: its dtype, input device and device
+    map, class, ``model_type``, layer count, width, position limit and parameter count (the
+    ``model`` block of analyze-model's ``summary.json``)."""
+    from posgeom._placement import input_device
+    from posgeom.models.mechanisms import model_position_limit
+
+    config = getattr(model, "config", None)
+    param = next(model.parameters(), None)
+    return {
+        "dtype": None if param is None else str(param.dtype).removeprefix("torch."),
+        "device": str(input_device(model)),
+        "device_map": {k: str(v) for k, v in (getattr(model, "hf_device_map", None) or {}).items()}
+        or None,
+        "class": type(model).__name__,
+        "model_type": getattr(config, "model_type", None),
+        "num_hidden_layers": getattr(config, "num_hidden_layers", None),
+        "hidden_size": getattr(config, "hidden_size", None),
+        "position_limit": model_position_limit(model),
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+    }
 
 
 def load_tokenizer(name_or_path: str | os.PathLike[str], **kwargs: Any) -> Any:

@@ -42,7 +42,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from posgeom._errors import PosgeomError, require
 from posgeom._registry_names import registry_getattr
@@ -51,7 +54,7 @@ from posgeom.encodings import Mechanism, families, family, family_of_mechanism
 from posgeom.encodings._hf import config_get
 from posgeom.encodings.alibi import alibi_slopes
 from posgeom.encodings.learned import LEARNED_NAMES, position_limit
-from posgeom.encodings.t5 import RELATIVE_BIAS_NAMES, t5_relative_position_bucket
+from posgeom.encodings.t5_mechanism import RELATIVE_BIAS_NAMES, t5_relative_position_bucket
 from posgeom.models.layermap import assign_layers
 
 __all__ = [
@@ -67,6 +70,7 @@ __all__ = [
     "mechanisms_document",
     "model_position_limit",
     "relative_position_bucket",
+    "table_start",
     "to_encoding",
 ]
 
@@ -196,7 +200,7 @@ def mechanisms_document(
     names (``factor``, ``original_max_position_embeddings``, ``beta_fast``, ...).
     ``mechanisms`` defaults to :func:`find_positional_mechanisms` (``on_missing="none"``).
     """
-    from posgeom.encodings.rope_mechanism import text_config
+    from posgeom.encodings._hf import text_config
     from posgeom.models.layermap import LAYER_COUNT_FIELDS, layer_stacks
 
     found = (
@@ -316,3 +320,29 @@ def mechanism_encodings(
         for suffix, enc in mech.params.encodings(n, start=start, params=params).items():
             out[key + suffix] = enc
     return out
+
+
+def _leading_specials(seqs: list[np.ndarray], special: np.ndarray) -> int:
+    """Number of leading special tokens shared by every sequence (0 when they differ)."""
+    if special.size == 0 or not seqs:
+        return 0
+    counts = set()
+    for s in seqs:
+        keep = ~np.isin(s, special)
+        counts.add(int(np.argmax(keep)) if keep.any() else len(s))
+        if len(counts) > 1:
+            return 0
+    return counts.pop()
+
+
+def table_start(
+    mechanisms: Sequence[Mechanism], seqs: list[np.ndarray], special: np.ndarray, n: int
+) -> int:
+    """First learned-table row used as position 0: the shared leading special tokens (special
+    tokens excluded; ``special``: their int64 ids, empty when they are counted), unless the
+    table is too short for ``n`` rows from there (why: :mod:`posgeom.models.analysis`)."""
+    start = _leading_specials(seqs, special)
+    table = next((m for m in mechanisms if m.kind == "learned"), None)
+    if table is not None and table.n_positions is not None and n + start > table.n_positions:
+        return 0
+    return start

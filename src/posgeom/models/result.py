@@ -1,7 +1,7 @@
-"""Result objects of the models layer: :class:`LayerwiseSignal` and :class:`ModelAnalysis`.
+"""The result of :func:`posgeom.models.analysis.analyze_model`: :class:`ModelAnalysis`.
 
-:class:`LayerwiseSignal` is what :func:`posgeom.models.layerwise.layerwise_positional_signal`
-returns (formulas in that module). :class:`ModelAnalysis` holds what the analysis computed; :meth:`~ModelAnalysis.summary` is the
+:class:`ModelAnalysis` holds what the analysis computed (the layer-wise signal is a
+:class:`~posgeom.models.layer_signal.LayerwiseSignal`); :meth:`~ModelAnalysis.summary` is the
 JSON form (every number, every option, the conventions), :meth:`~ModelAnalysis.markdown` the
 ``table.md``, :meth:`~ModelAnalysis.plot` the per-layer figure and :meth:`~ModelAnalysis.save`
 the results folder.
@@ -18,23 +18,15 @@ import numpy as np
 
 from posgeom._version import __version__
 from posgeom.io.jsonfiles import json_text
+from posgeom.models.layer_signal import LayerwiseSignal, stress_cells
 from posgeom.models.mechanisms import PositionalMechanism
+from posgeom.text.hints import position0_hint
 from posgeom.text.markdown import markdown_table, plugin_lines, score_table
-from posgeom.text.schema import layer_columns, score_conventions
-from posgeom.text.verdict import position0_hint, verdict_block
+from posgeom.text.schema import score_conventions
+from posgeom.text.verdict import verdict_block
 from posgeom.text.verdict_inputs import VerdictInputs, target_phrase
 
-__all__ = ["LayerwiseSignal", "ModelAnalysis", "stress_cells"]
-
-
-def stress_cells(stress: Any, intervals: Any, layer: int) -> dict[str, float]:
-    """Layer ``layer``'s cells of a per-layer row: ``stress_<kind>`` of every kind of ``stress``
-    (kind -> ``(L+1,)``), then ``stress_<kind>_low`` and ``_high`` of every interval."""
-    cells = {f"stress_{kind}": float(values[layer]) for kind, values in (stress or {}).items()}
-    for kind, iv in (intervals or {}).items():
-        cells[f"stress_{kind}_low"] = float(iv.low[layer])
-        cells[f"stress_{kind}_high"] = float(iv.high[layer])
-    return cells
+__all__ = ["ModelAnalysis"]
 
 
 def _layer_key(name: str) -> str:
@@ -42,72 +34,6 @@ def _layer_key(name: str) -> str:
     from posgeom.scores import get
 
     return get(name).key_in_layers
-
-
-@dataclass(frozen=True, eq=False)
-class LayerwiseSignal:
-    """Per-layer positional signal of a model over a corpus (all arrays float64 unless noted).
-
-    Attributes:
-        means: per-position mean hidden states, shape ``(L+1, n, d)`` (layer 0 = embeddings).
-        counts: tokens counted per position, shape ``(n,)`` int64.
-        variance_explained: ``R^2`` per layer, shape ``(L+1,)`` (see :mod:`posgeom.models.layerwise`).
-        distances: Euclidean distances between centred means, shape ``(L+1, n, n)``.
-        stress: stress kind -> ``(L+1,)`` array against the target, or ``None`` without a target.
-        layer_names: ``("embeddings", "1", ..., "L")``.
-        include_special: whether special tokens were counted (see :mod:`posgeom.models.layerwise`).
-        n_sequences: sequences read; n_truncated: how many were cut to the model's limit.
-    """
-
-    means: np.ndarray
-    counts: np.ndarray
-    variance_explained: np.ndarray
-    distances: np.ndarray
-    stress: dict[str, np.ndarray] | None
-    layer_names: tuple[str, ...]
-    include_special: bool
-    n_sequences: int
-    n_truncated: int = 0
-    total_sum_squares: np.ndarray | None = field(default=None, repr=False)
-
-    @property
-    def n_layers(self) -> int:
-        """Number of rows (embedding output plus blocks), ``L + 1``."""
-        return int(self.means.shape[0])
-
-    @property
-    def n_positions(self) -> int:
-        return int(self.means.shape[1])
-
-    @property
-    def centred_means(self) -> np.ndarray:
-        """``means`` minus their unweighted mean over positions, shape ``(L+1, n, d)``."""
-        return self.means - self.means.mean(axis=1, keepdims=True)
-
-    def to_table(self, *, digits: int = 4) -> str:
-        """Markdown table: one row per layer with R^2, mean distance and every stress kind."""
-        n = self.n_positions
-        pairs = max(n * (n - 1), 1)
-        rows = [
-            {
-                "layer": name,
-                "variance_explained": float(self.variance_explained[layer]),
-                "mean_distance": float(self.distances[layer].sum() / pairs),
-                **{f"stress_{k}": float(v[layer]) for k, v in (self.stress or {}).items()},
-            }
-            for layer, name in enumerate(self.layer_names)
-        ]
-        columns = [(k, h, f".{digits}g" if f.endswith("g") else f) for k, h, f in layer_columns()]
-        lines = markdown_table(rows, columns)
-        special = "counted" if self.include_special else "excluded (positions re-indexed)"
-        lines.append("")
-        lines.append(
-            f"{self.n_sequences} sequences, {int(self.counts.sum())} tokens counted over {n} "
-            f"positions (min {int(self.counts.min())} per position); special tokens {special}"
-            + (f"; {self.n_truncated} sequences truncated" if self.n_truncated else "")
-            + "."
-        )
-        return "\n".join(lines)
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,7 +48,7 @@ class ModelAnalysis:
         geometry: :class:`~posgeom.pipeline.result.GeometryResult` on the target (its ``D``,
             its MDS ``mds``, its noise floor on the target's token classes, every encoding scored
             against it, the plug-in scores beside: ``geometry.plugin_scores``).
-        signal: :class:`~posgeom.models.layerwise.LayerwiseSignal` with ``stress`` against the
+        signal: :class:`~posgeom.models.layer_signal.LayerwiseSignal` with ``stress`` against the
             target (:attr:`target`).
         options: every option that shaped the numbers.
         timings: seconds per step (tokenize, count, geometry, signal, intervals).
@@ -198,22 +124,13 @@ class ModelAnalysis:
 
     def layer_rows(self) -> list[dict[str, Any]]:
         """One dict per layer: name, variance explained, mean distance, every stress kind."""
-        sig = self.signal
-        n = sig.n_positions
-        pairs = max(n * (n - 1), 1)
-        rows = []
-        for layer, name in enumerate(sig.layer_names):
-            row: dict[str, Any] = {
-                "layer": name,
-                "variance_explained": float(sig.variance_explained[layer]),
-                "mean_distance": float(sig.distances[layer].sum() / pairs),
-            }
-            row |= stress_cells(sig.stress, self.layer_intervals, layer)
+        rows = self.signal.layer_rows()  # then the intervals, the plug-in stress, every score
+        for layer, row in enumerate(rows):
+            row |= stress_cells(None, self.layer_intervals, layer)
             for kind, values in (self.plugin_stress or {}).items():
                 row[f"plugin_stress_{kind}"] = float(values[layer])
             for name, values in (self.layer_scores or {}).items():
                 row[_layer_key(name)] = float(values[layer])
-            rows.append(row)
         return rows
 
     def peaks(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.models.batching import cut_long, keep_counted, sequences
-from posgeom.models.result import stress_cells
+from posgeom.models.layer_signal import stress_cells
 from posgeom.probes.agreement import agreement
 from posgeom.probes.corpus_pass import run_pass
 from posgeom.probes.layers import probe_layers
