@@ -1,4 +1,5 @@
-"""Texts to token-id batches: empty texts skipped, NUL characters reported, long texts cut.
+"""A corpus to token-id batches (:func:`corpus_batches`: token ids as read, texts tokenized);
+texts to token-id batches: empty texts skipped, NUL characters reported, long texts cut.
 
 Texts (:class:`TextBatches`): empty or whitespace-only texts are skipped before tokenization for
 every tokenizer (counted in ``PositionCounts.n_empty``); texts with NUL characters are counted and
@@ -14,13 +15,19 @@ fingerprint are those of the cut text.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 import numpy as np
 
-from posgeom.corpus._counter import flatten
+from posgeom._errors import PosgeomError
+from posgeom.corpus._counter import flat_batches, flatten
+from posgeom.corpus.options import CountOptions
 from posgeom.corpus.readers import batches
+
+__all__ = ["TextBatches", "corpus_batches", "cut_chars"]
 
 log = logging.getLogger("posgeom.corpus.counting")
 _MARGIN = 8  # tokens beyond n that a cut text must still give
@@ -48,11 +55,15 @@ class TextBatches:
     """Tokenized batches ``(flat int64 ids, int64 lengths)`` of texts, in input order.
 
     Skips empty texts (``n_empty``), counts texts with NUL characters (``n_nul``) and cuts long
-    texts before tokenization (module docstring).
+    texts before tokenization (module docstring). ``keep``: an object held while the batches are
+    read (a spooled stream's copy, removed with its last reference).
     """
 
-    def __init__(self, tok: Any, texts: Iterable[str], size: int, n: int, align: str):
+    def __init__(
+        self, tok: Any, texts: Iterable[str], size: int, n: int, align: str, keep: Any = None
+    ):
         self.tok, self.texts, self.size, self.n, self.align = tok, texts, size, n, align
+        self.keep = keep
         self.n_empty = self.n_nul = self.n_cut = 0
         self._arrays = getattr(tok, "encode_batch_arrays", None)  # HFTokenizer
 
@@ -98,3 +109,49 @@ class TextBatches:
             log.warning("%d texts contain NUL characters (counted as they are)", self.n_nul)
         if self.n_cut:
             log.info("%d long texts were cut before tokenization", self.n_cut)
+
+
+def corpus_batches(
+    source: Any, tokenizer: Any, options: CountOptions
+) -> tuple[Any, Iterable[tuple[np.ndarray, np.ndarray]]]:
+    """The loaded tokenizer (or None) and the ``(flat int64 ids, int64 lengths)`` batches of a
+    corpus for :func:`~posgeom.corpus.counting.count_corpus` (its docstring: ``source``,
+    ``tokenizer``, the reader's ``options``): token ids read as they are; texts through
+    :class:`TextBatches`, after fitting an unfitted ``"word"`` tokenizer on them (one more pass:
+    a one-shot iterator is kept in a list, a pipe spooled to a temporary file)."""
+    from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, is_stream, read_texts, spool
+    from posgeom.corpus.token_ids import read_token_ids
+    from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+
+    o, is_path = options, isinstance(source, (str, os.PathLike))
+    fmt = (o.format or detect_format(source)) if is_path and o.format != "hf-hub" else o.format
+    tok = load_tokenizer(tokenizer) if tokenizer is not None else None
+    if isinstance(source, np.ndarray) or fmt in TOKEN_FORMATS:
+        ids = read_token_ids(
+            source,
+            format=fmt,
+            pad_id=o.pad_id,
+            separator_id=o.separator_id,
+            dtype=o.token_dtype,
+            limit=o.limit,
+        )
+        return tok, flat_batches(ids, o.batch_size)
+    if tok is None:
+        raise PosgeomError(
+            "a text corpus needs a tokenizer: pass tokenizer= a tokenizer.json, "
+            "a folder, 'word', or a transformers model name"
+        )
+
+    def texts() -> Iterable[str]:
+        if is_path:
+            how = {"format": fmt, "text_column": o.text_column, "split": o.split}
+            return read_texts(source, limit=o.limit, **how, **o.decoding())
+        return islice(source, o.limit)
+
+    if isinstance(tok, WordLevelTokenizer) and not tok.fitted:
+        if not is_path and iter(source) is source:  # one-shot iterator: keep it for 2 passes
+            source = list(source)
+        if is_path and is_stream(source):  # a pipe is read once: into a file, then twice
+            source = spool(source)  # removed with its last reference
+        tok.fit(texts())
+    return tok, TextBatches(tok, texts(), o.batch_size, o.max_positions, o.align, keep=source)

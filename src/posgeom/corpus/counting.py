@@ -31,11 +31,9 @@ Conventions:
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -47,10 +45,8 @@ from posgeom._validation import is_integer
 from posgeom.corpus._consistency import check_counts_file
 from posgeom.corpus._counter import MAX_TOKEN_ID, Counter, check_source, flat_batches, run_count
 from posgeom.corpus._fingerprint import merge_fingerprints
-from posgeom.corpus._texts import TextBatches
+from posgeom.corpus._texts import corpus_batches
 from posgeom.corpus.options import BOOTSTRAP, COUNT, READER, CountOptions, takes_count_options
-
-log = logging.getLogger(__name__)
 
 __all__ = ["MAX_TOKEN_ID", "PositionCounts", "count_corpus", "count_positions"]
 
@@ -351,47 +347,11 @@ def count_corpus(
     (``n_empty``), long ones cut (:mod:`posgeom.corpus._texts`). No counted sequence raises,
     unless ``allow_empty=True`` (a job's shard: all-zero counts).
     """
-    from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, is_stream, read_texts, spool
-    from posgeom.corpus.token_ids import read_token_ids
-    from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
-
     check_source(source, "count_corpus")
-    o, is_path = options, isinstance(source, (str, os.PathLike))
-    fmt = (o.format or detect_format(source)) if is_path and o.format != "hf-hub" else o.format
-    tok = load_tokenizer(tokenizer) if tokenizer is not None else None
-    if isinstance(source, np.ndarray) or fmt in TOKEN_FORMATS:
-        ids = read_token_ids(
-            source,
-            format=fmt,
-            pad_id=o.pad_id,
-            separator_id=o.separator_id,
-            dtype=o.token_dtype,
-            limit=o.limit,
-        )
-        batches: Iterable[tuple[np.ndarray, np.ndarray]] = flat_batches(ids, o.batch_size)
-    else:
-        if tok is None:
-            raise PosgeomError(
-                "a text corpus needs a tokenizer: pass tokenizer= a tokenizer.json, "
-                "a folder, 'word', or a transformers model name"
-            )
-
-        def texts() -> Iterable[str]:
-            if is_path:
-                how = {"format": fmt, "text_column": o.text_column, "split": o.split}
-                return read_texts(source, limit=o.limit, **how, **o.decoding())
-            return islice(source, o.limit)
-
-        if isinstance(tok, WordLevelTokenizer) and not tok.fitted:
-            if not is_path and iter(source) is source:  # one-shot iterator: keep it for 2 passes
-                source = list(source)
-            if is_path and is_stream(source):  # a pipe is read once: into a file, then twice
-                source = spool(source)  # removed with its last reference
-            tok.fit(texts())
-        batches = TextBatches(tok, texts(), o.batch_size, o.max_positions, o.align)
+    tok, batches = corpus_batches(source, tokenizer, options)
     return _run(
         batches,
-        _with_tokenizer(o, tok),
+        _with_tokenizer(options, tok),
         progress=progress,
         tokenizer=None if tok is None else tok.identity,
         allow_empty=allow_empty,
