@@ -94,8 +94,8 @@ def test_the_no_special_hint_reads_the_report_input():
     """The CLI's hint after the verdict reads the result's ReportInput: position 0 at the largest
     distance from every other position (a [CLS]-like token) while the rest are close, hinted only
     when the counts counted the special tokens (the summary's corpus options)."""
+    from posgeom.text.hints import special_token_hint
     from posgeom.text.report_input import ReportInput
-    from posgeom.text.verdict import special_token_hint
 
     n = 6
     d = np.full((n, n), 0.2)

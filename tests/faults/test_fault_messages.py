@@ -304,7 +304,7 @@ def test_verdict_suggests_no_special_when_cls_stands_apart(
         pytest.skip("the SST-2 corpus is not here")
     from posgeom.cli.main import main
     from posgeom.reports.view import load_folder
-    from posgeom.text.verdict import special_token_hint
+    from posgeom.text.hints import special_token_hint
 
     tok = mod.get_model_path() / "tokenizer.json"
     argv = ["-q", "run", str(sst2), "--max-sequences", "400", "-t", str(tok), "-n", "12"]

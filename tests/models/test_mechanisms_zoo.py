@@ -15,7 +15,7 @@ transformers = pytest.importorskip("transformers")
 
 from helpers.models import sized_config  # noqa: E402
 from posgeom._errors import PosgeomError  # noqa: E402
-from posgeom.encodings.t5 import t5_relative_position_bucket  # noqa: E402
+from posgeom.encodings.t5_mechanism import t5_relative_position_bucket  # noqa: E402
 from posgeom.extension.model import model_from_config  # noqa: E402
 from posgeom.models import find_positional_mechanisms, mechanism_encodings  # noqa: E402
 from studies import support  # noqa: E402

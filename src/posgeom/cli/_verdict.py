@@ -33,9 +33,9 @@ def verdict_line(
 
 def print_hints(result: Any) -> None:
     """Print ``hint: ...`` lines after a command's verdict (rerun with ``--no-special`` when a
-    ``[CLS]``-like position 0 stands apart: :func:`posgeom.text.verdict.special_token_hint` of
+    ``[CLS]``-like position 0 stands apart: :func:`posgeom.text.hints.special_token_hint` of
     the result's :class:`~posgeom.text.report_input.ReportInput`)."""
-    from posgeom.text.verdict import special_token_hint
+    from posgeom.text.hints import special_token_hint
 
     hint = special_token_hint(result.report_input)
     if hint:

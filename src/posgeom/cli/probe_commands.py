@@ -30,11 +30,11 @@ def _probe(args: argparse.Namespace) -> int:
     import posgeom
 
     out = None
+    inputs = [p for p in (args.source, args.corpus) if p and Path(p).exists()]
     if args.output:
         from posgeom.io.outputs import check_output
 
         out = Path(args.output)
-        inputs = [p for p in (args.source, args.corpus) if p and Path(p).exists()]
         check_output(out, kinds=(), overwrite=args.overwrite, inputs=inputs, folder=True)
     where = options.placement(args)  # a device this machine lacks: refused before anything is read
     corpus = None
@@ -70,7 +70,7 @@ def _probe(args: argparse.Namespace) -> int:
     )
     print(result.markdown(), end="")
     if out is not None:
-        _write(result, out, args)
+        _write(result, out, args, inputs)
     return 0
 
 
@@ -93,11 +93,10 @@ def _no_corpus_flags(args: argparse.Namespace) -> None:
         )
 
 
-def _write(result: Any, out: Path, args: argparse.Namespace) -> None:
+def _write(result: Any, out: Path, args: argparse.Namespace, inputs: list[str]) -> None:
     from posgeom.probes.report import write_report
     from posgeom.reports import results_folder
 
-    inputs = [p for p in (args.source, args.corpus) if p and Path(p).exists()]
     with results_folder(out, overwrite=args.overwrite, inputs=inputs, content="probe") as tmp:
         result.save(tmp, plot=not args.no_plot)
         if args.report:

@@ -38,7 +38,8 @@ from posgeom.encodings.mds import MDSEncoding, low_rank_mds, mds, smacof
 from posgeom.encodings.rope import RoPEEncoding, default_rope_head_dim, rope, rope_heads
 from posgeom.encodings.rope_types import ROPE_TYPES, rope_frequencies, rope_inverse_frequencies
 from posgeom.encodings.sinusoidal import sinusoidal
-from posgeom.encodings.t5 import T5Encoding, t5, t5_relative_position_bucket
+from posgeom.encodings.t5 import T5Encoding, t5
+from posgeom.encodings.t5_mechanism import t5_relative_position_bucket
 from posgeom.encodings.xpos import xpos
 
 import_public_modules(__name__, __path__)  # a new module is found: one file, no list

@@ -2,7 +2,7 @@
 
 T5 adds a learned bias ``b_h(bucket(j - i))`` to the logits of head ``h``; it has no vectors. The
 bucket rule and a model's bias tables: :mod:`posgeom.encodings.t5_mechanism`
-(:func:`t5_relative_position_bucket`, re-exported here).
+(:func:`~posgeom.encodings.t5_mechanism.t5_relative_position_bucket`).
 
 Distance (posgeom's choice, the paper leaves it open):
 

@@ -27,6 +27,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import check_int, check_param
 from posgeom.encodings import extension_of, families, family, family_of_mechanism
 from posgeom.encodings._extension import SPEC_LENGTH, Extension
+from posgeom.encodings._hf import text_config
 
 __all__ = [
     "ExtensionModel",
@@ -149,8 +150,7 @@ def config_model(config: Any, *, model: Any = None, name: str = "model") -> Exte
 def _text_first_configs(config: Any) -> list[Any]:
     """``config`` and, for a model of several towers, its text model's configuration
     (``get_text_config()``: the context a longer input reaches is the text decoder's)."""
-    get = getattr(config, "get_text_config", None)
-    text = get() if callable(get) else None
+    text = text_config(config)
     return [config] if text is None or text is config else [config, text]
 
 

@@ -57,8 +57,8 @@ class _HFRunner:
         """Where a RoPE strategy reaches a model with one rotary set-up per layer type (Gemma
         3): ``{"layer_types": [...], "layers": [...]}`` (the blocks of those types); ``None``
         when one set-up serves every layer."""
+        from posgeom.encodings._hf import text_config
         from posgeom.encodings.rope_layer_types import scaled_layer_types
-        from posgeom.encodings.rope_mechanism import text_config
 
         config = getattr(self.model, "config", None)
         types = scaled_layer_types(getattr(config, "rope_parameters", None))

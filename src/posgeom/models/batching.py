@@ -118,7 +118,7 @@ def token_budget(model: Any) -> int:
     MLP buffers in float32 (CPU matmuls of half-precision weights), the float32 accumulation,
     doubled for the allocator and attention (measured: 1.17B Llama in bfloat16, 1.7 x the
     first three terms)."""
-    from posgeom.encodings.rope_mechanism import text_config
+    from posgeom.encodings._hf import text_config
     from posgeom.models.layermap import LAYER_COUNT_FIELDS
 
     config = text_config(getattr(model, "config", None))

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from posgeom.encodings import Mechanism, family
-from posgeom.encodings.rope_mechanism import text_config
+from posgeom.encodings._hf import text_config
 from posgeom.models.rotation_probe import LayerCall, probe_rotation, uses_frequencies
 
 __all__ = ["LAYER_COUNT_FIELDS", "assign_layers", "layer_stacks"]

@@ -2,7 +2,7 @@
 
 ``bias[h, i, j] = b[bucket(j - i), h]`` with a learned table ``b`` of shape ``(num_buckets, H)``
 (``relative_attention_bias`` in transformers' ``T5Attention``) and the bucket of the relative
-position ``key - query`` from :func:`posgeom.encodings.t5.t5_relative_position_bucket` (the one
+position ``key - query`` from :func:`posgeom.encodings.t5_mechanism.t5_relative_position_bucket` (the one
 implementation of the formula: exact buckets below ``num_buckets / 4`` (bidirectional),
 logarithmic up to ``max_distance``). Reference: ``T5Attention.compute_bias``.
 """
@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from posgeom._validation import check_int
-from posgeom.encodings.t5 import t5_relative_position_bucket
+from posgeom.encodings.t5_mechanism import t5_relative_position_bucket
 from posgeom.nn.alibi import AttentionBias
 
 __all__ = ["T5RelativeBias"]

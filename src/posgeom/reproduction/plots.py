@@ -14,11 +14,15 @@ log = logging.getLogger("posgeom")
 
 
 def _save(fig: Any, path: Path, **savefig: Any) -> Path:
-    """Lay out ``fig``, write it to ``path`` at 110 dpi (``savefig``: more options), close it."""
+    """Lay out ``fig``, write it to ``path`` at 110 dpi (``savefig``: more options) atomically,
+    close it."""
     import matplotlib.pyplot as plt
 
+    from posgeom.io.artifacts import atomic_path
+
     fig.tight_layout()
-    fig.savefig(path, dpi=110, **savefig)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png", **savefig)
     plt.close(fig)
     return path
 

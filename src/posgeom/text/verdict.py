@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from posgeom.encodings.mds import MDSFamily
-from posgeom.text.hints import position0_hint, special_token_hint
 from posgeom.text.layer_verdict import layer_phrase
 from posgeom.text.schema import interval
 from posgeom.text.verdict_inputs import (
@@ -42,11 +41,9 @@ from posgeom.text.verdict_inputs import (
 __all__ = [
     "noise_verdict",
     "one_line",
-    "position0_hint",
     "rank_curve_caption",
     "ranking_verdict",
     "resolution_lead",
-    "special_token_hint",
     "verdict",
     "verdict_block",
 ]
