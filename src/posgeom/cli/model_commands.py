@@ -92,11 +92,8 @@ def _extract(args: argparse.Namespace) -> int:
 
         check_output_file(args.output, overwrite=True, kinds=("model_encodings",))
     options.placement(args)  # before torch loads anything
-    from posgeom.models.mechanisms import (
-        find_positional_mechanisms,
-        mechanism_encodings,
-        model_position_limit,
-    )
+    from posgeom.models.loading import model_position_limit
+    from posgeom.models.mechanisms import find_positional_mechanisms, mechanism_encodings
 
     model = _load(args)
     config = getattr(model, "config", None)

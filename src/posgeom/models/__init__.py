@@ -14,7 +14,13 @@ require("transformers", "hf")
 
 from posgeom.models.layer_signal import LayerwiseSignal  # noqa: E402
 from posgeom.models.layerwise import STRESS_KINDS, layerwise_positional_signal  # noqa: E402
-from posgeom.models.loading import ModelTokenizer, load_model, load_tokenizer, model_tokenizer  # noqa: E402
+from posgeom.models.loading import (  # noqa: E402
+    ModelTokenizer,
+    load_model,
+    load_tokenizer,
+    model_position_limit,
+    model_tokenizer,
+)
 from posgeom.models.mechanisms import (  # noqa: E402
     PositionalMechanism,
     alibi_slopes,
@@ -22,7 +28,6 @@ from posgeom.models.mechanisms import (  # noqa: E402
     find_positional_mechanisms,
     mechanism_encodings,
     mechanism_kinds,
-    model_position_limit,
     relative_position_bucket,
     to_encoding,
 )

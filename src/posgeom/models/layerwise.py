@@ -61,10 +61,10 @@ from posgeom.models.loading import (
     ModelTokenizer,
     _embedding_rows,
     loaded_model,
+    model_position_limit,
     model_tokenizer,
     padding_id,
 )
-from posgeom.models.mechanisms import model_position_limit
 from posgeom.models.token_input import check_token_input, forward_module, hidden_states
 from posgeom.scores.stress import STRESS_KINDS, stress_scores
 

@@ -33,6 +33,8 @@ from typing import Any
 from posgeom._errors import PosgeomError, require
 from posgeom._hub import pretrained_model, pretrained_tokenizer
 from posgeom._validation import is_integer
+from posgeom.encodings._hf import config_get
+from posgeom.encodings.learned import position_limit
 
 __all__ = [
     "ModelTokenizer",
@@ -40,6 +42,7 @@ __all__ = [
     "load_tokenizer",
     "loaded_model",
     "model_info",
+    "model_position_limit",
     "model_tokenizer",
     "padding_id",
 ]
@@ -70,12 +73,22 @@ def loaded_model(model: Any, *, device: Any = None, dtype: Any = None, **kwargs:
     return model
 
 
+def model_position_limit(model: Any) -> int | None:
+    """How many positions the model can take: learned-table rows after the offset, else
+    ``max_position_embeddings`` / ``n_positions`` / ``max_seq_len`` from the config, else None."""
+    limit = position_limit(model)
+    if limit is not None:
+        return limit
+    config = getattr(model, "config", None)
+    value = config_get(config, "max_position_embeddings", "n_positions", "max_seq_len")
+    return None if value is None else int(value)
+
+
 def model_info(model: Any) -> dict[str, Any]:
     """What ``model`` is, where it runs and in what precision: its dtype, input device and device
     map, class, ``model_type``, layer count, width, position limit and parameter count (the
     ``model`` block of analyze-model's ``summary.json``)."""
     from posgeom._placement import input_device
-    from posgeom.models.mechanisms import model_position_limit
 
     config = getattr(model, "config", None)
     param = next(model.parameters(), None)

@@ -53,7 +53,7 @@ from posgeom._validation import check_int
 from posgeom.encodings import Mechanism, families, family, family_of_mechanism
 from posgeom.encodings._hf import config_get
 from posgeom.encodings.alibi import alibi_slopes
-from posgeom.encodings.learned import LEARNED_NAMES, position_limit
+from posgeom.encodings.learned import LEARNED_NAMES
 from posgeom.encodings.t5_mechanism import RELATIVE_BIAS_NAMES, t5_relative_position_bucket
 from posgeom.models.layermap import assign_layers
 
@@ -68,7 +68,6 @@ __all__ = [
     "mechanism_encodings",
     "mechanism_kinds",
     "mechanisms_document",
-    "model_position_limit",
     "relative_position_bucket",
     "table_start",
     "to_encoding",
@@ -217,17 +216,6 @@ def mechanisms_document(
         "stacks": layer_stacks(model),
         "mechanisms": [m.as_dict() for m in found],
     }
-
-
-def model_position_limit(model: Any) -> int | None:
-    """How many positions the model can take: learned-table rows after the offset, else
-    ``max_position_embeddings`` / ``n_positions`` / ``max_seq_len`` from the config, else None."""
-    limit = position_limit(model)
-    if limit is not None:
-        return limit
-    config = getattr(model, "config", None)
-    value = config_get(config, "max_position_embeddings", "n_positions", "max_seq_len")
-    return None if value is None else int(value)
 
 
 def to_encoding(mechanism: Mechanism, n: int, *, head: int | None = None) -> Any:

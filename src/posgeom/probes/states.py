@@ -132,8 +132,13 @@ def open_model(
                 "Face model) does not apply to it: drop it"
             )
         return own
-    from posgeom.models.loading import load_tokenizer, loaded_model, model_tokenizer, padding_id
-    from posgeom.models.mechanisms import model_position_limit
+    from posgeom.models.loading import (
+        load_tokenizer,
+        loaded_model,
+        model_position_limit,
+        model_tokenizer,
+        padding_id,
+    )
 
     label = name or (portable_path(model) if isinstance(model, (str, os.PathLike)) else None)
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
