@@ -7,7 +7,9 @@
 - ``python -m studies.atlas`` (``docs/ATLAS.md``, ``docs/atlas.html``);
 - ``python -m studies.support`` (``docs/SUPPORT.md``: every architecture of transformers' model
   mapping, built tiny, its positional mechanisms with their layers);
-- ``python -m studies.call_trace`` (the folder-level call trace of a CLI command).
+- ``python -m studies.call_trace`` (the folder-level call trace of a CLI command);
+- ``python -m studies.static_walk`` (the static walk of one parameter through the calls that pass
+  it on; ``docs/ARCHITECTURE.md``'s issue-35 figures).
 
 What they share is in :mod:`studies._common`; performance benchmarks are in ``benchmarks/``.
 """
