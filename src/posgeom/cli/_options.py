@@ -178,11 +178,16 @@ REPORT_HELP = (
 
 
 def add_results_folder_arguments(
-    p: Any, *, required: bool = True, report: str = REPORT_HELP
+    p: Any,
+    *,
+    required: bool = True,
+    report: str = REPORT_HELP,
+    output: str = "results folder (created atomically)",
 ) -> None:
-    """``-o/--output`` (the results folder, written atomically), ``--overwrite`` and ``--report``
-    (``report``: its help, when the command writes another page than the report module's)."""
-    p.add_argument("-o", "--output", required=required, help="results folder (created atomically)")
+    """``-o/--output`` (the results folder, written atomically; ``output``: its help),
+    ``--overwrite`` and ``--report`` (``report``: its help, when the command writes another page
+    than the report module's)."""
+    p.add_argument("-o", "--output", required=required, help=output)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     p.add_argument("--report", action="store_true", help=report)
 

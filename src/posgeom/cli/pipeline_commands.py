@@ -27,12 +27,12 @@ from typing import Any
 from posgeom._errors import PosgeomError, printable
 from posgeom.cli._checks import unique_names
 from posgeom.cli._config_flags import add_config_arguments, config_from_args
+from posgeom.cli._options import add_command, add_results_folder_arguments
 from posgeom.cli._verdict import print_hints
 
-__all__ = ["add_report_argument", "read_encoding", "register"]
+__all__ = ["read_encoding", "register"]
 
 log = logging.getLogger("posgeom")
-FMT = argparse.ArgumentDefaultsHelpFormatter
 CORPUS, FILE, SYNTHETIC = "corpus", "file", "synthetic"
 
 
@@ -180,16 +180,6 @@ def _pipeline(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------- the commands
-def add_report_argument(p: argparse.ArgumentParser) -> None:
-    """``--report``: also write ``report.html`` (and its figures) into the results folder."""
-    p.add_argument(
-        "--report",
-        action="store_true",
-        help="also write report.html (self-contained: figures, verdict, tables) and "
-        "report_figures/ (PNG and SVG) into the results folder",
-    )
-
-
 def _add_outputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     """The pipeline's own flags beside the config's: encoding files and the results folder."""
     p.add_argument(
@@ -200,10 +190,10 @@ def _add_outputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         help="also score an encoding from a file (.npy/.npz/.safetensors: (n, d) vectors "
         "or (n, n) distances); repeatable",
     )
-    what = "results folder (created atomically)" if required else "also write a results folder"
-    p.add_argument("-o", "--output", required=required, default=None, help=what)
-    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
-    add_report_argument(p)
+    if required:
+        add_results_folder_arguments(p)
+    else:  # demo: the table printed, a results folder on request
+        add_results_folder_arguments(p, required=False, output="also write a results folder")
 
 
 def _add_optional_count_arguments(p: argparse.ArgumentParser) -> None:
@@ -229,9 +219,7 @@ def _add_optional_count_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _command(sub: Any, name: str, help_text: str, description: str) -> argparse.ArgumentParser:
-    p = sub.add_parser(name, formatter_class=FMT, help=help_text, description=description)
-    p.set_defaults(handler=_pipeline)
-    return p
+    return add_command(sub, name, _pipeline, help=help_text, description=description)
 
 
 def register(sub: Any) -> None:
