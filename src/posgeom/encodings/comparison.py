@@ -3,9 +3,10 @@
 The pipeline asks here, once per run, which families score (:func:`comparison_families`: the
 names given or the default set, each looked up in the registry once) and hands the fitted
 encodings in through a :class:`~posgeom.encodings._registry.ComparisonContext`;
-:func:`built_rows` builds every family's encodings (:meth:`~posgeom.encodings._registry.Family.
-encodings`), restricted to the kept positions, one family at a time, so that the caller scores
-one family's encodings and frees them before the next is built. Nothing here scores.
+:func:`built_rows` builds every family's encodings
+(:meth:`Family.encodings <posgeom.encodings._registry.Family.encodings>`), restricted to the kept
+positions, one family at a time, so that the caller scores one family's encodings and frees them
+before the next is built. Nothing here scores.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Before any encoding is scored, the pipeline asks two questions of its target: ho
 ``D`` (:func:`~posgeom.geometry.stationarity.stationarity`: ``R^2`` of the best function of
 ``|i - j|``; sampled per lag bin from blocks on a long context) and how much of it is sampling
 noise (:func:`~posgeom.geometry.noise.noise_floor` of the kept counts on the target's classes,
-or :func:`~posgeom.geometry.noise.sampled_noise_floor` on a long context's pair sample). :class:`TargetAnalysis` holds both results and what a summary and ``arrays.npz`` read
-of them, made when it is made (plain data: reading it calls nothing).
+or :func:`~posgeom.geometry.noise.sampled_noise_floor` on a long context's pair sample).
+:class:`TargetAnalysis` holds both results and what a summary and ``arrays.npz`` read of them,
+made when it is made (plain data: reading it calls nothing).
 """
 
 from __future__ import annotations
