@@ -9,7 +9,9 @@
   mapping, built tiny, its positional mechanisms with their layers);
 - ``python -m studies.call_trace`` (the folder-level call trace of a CLI command);
 - ``python -m studies.static_walk`` (the static walk of one parameter through the calls that pass
-  it on; ``docs/ARCHITECTURE.md``'s issue-35 figures).
+  it on; ``docs/ARCHITECTURE.md``'s issue-35 figures);
+- ``python -m studies.source_size [--base REV]`` (the package's lines by folder and kind: code,
+  docstring, comment, blank; now and at a git revision).
 
 What they share is in :mod:`studies._common`; performance benchmarks are in ``benchmarks/``.
 """
