@@ -5,14 +5,13 @@ An encoding of ``n`` positions is a :class:`PositionEncoding`:
 - ``vectors``: ``(n, d)`` float64 position vectors, or ``None`` when the encoding has no vectors
   (ALiBi and T5 have biases, not vectors; a distance file has only distances);
 - ``distances``: the ``(n, n)`` float64 position-distance matrix, exactly symmetric with a zero
-  diagonal (an attribute, built on first use and kept). By default the Euclidean distances ``||p_i - p_j||`` of the vectors; an encoding whose
-  geometry is not Euclidean in its vectors stores the matrix itself in ``distance_matrix``;
+  diagonal, built on first use: the Euclidean distances ``||p_i - p_j||`` of the vectors, or
+  the stored ``distance_matrix`` of an encoding whose geometry is not Euclidean in its vectors;
 - ``lag_profile``: ``(n,)`` distances ``f(k)`` of a translation-invariant encoding,
   ``D_ij = f(|i - j|)`` (sinusoidal, RoPE, ALiBi, T5, NoPE). T5 has only this: long contexts
   never need its ``(n, n)`` matrix, and the separation margin is ``min_{k >= 1} f(k)``, exactly.
 
-Every array is read-only (``distances`` too: copy it to modify it). ``distances()``, the method
-spelling of earlier releases, still works for one release with a ``DeprecationWarning``.
+Every array is read-only (``distances`` too: copy it to modify it).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from posgeom._validation import check_int, is_integer
 
 MAX_HEADS = 256  # ALiBi and RoPE heads scored or built from a spec (real models use at most 128)
 #: the widest model width d (and head width) accepted: 2**16, over twice the widest Transformer
-#: published (25,600); ``-d 2**70`` was a raw "Maximum allowed size exceeded" from numpy
+#: published (25,600)
 MAX_WIDTH = 65_536
 
 
@@ -42,11 +41,6 @@ def check_n(n_positions: Any, name: str = "n_positions") -> int:
     if n_positions < 1:
         raise PosgeomError(f"{name} must be >= 1, got {n_positions}; pass the number of positions")
     return int(n_positions)
-
-
-def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
-    """Return ``value`` as an int >= ``minimum`` or raise :class:`PosgeomError`."""
-    return check_int(value, name, minimum)
 
 
 def check_width(value: Any, name: str = "d") -> int:
@@ -75,8 +69,7 @@ def check_base(base: Any, name: str = "base") -> float:
 
 def symmetrize(matrix: np.ndarray) -> np.ndarray:
     """``(M + M^T) / 2`` with the diagonal set to exactly zero (float64)."""
-    m = np.asarray(matrix, dtype=np.float64)
-    out = 0.5 * (m + m.T)
+    out = 0.5 * (matrix + matrix.T)
     np.fill_diagonal(out, 0.0)
     return out
 

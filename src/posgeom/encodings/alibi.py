@@ -30,13 +30,12 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, is_integer
+from posgeom._validation import Interval, check_int, is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import (
     MAX_HEADS,
     PositionEncoding,
     check_n,
-    check_positive_int,
     readonly,
 )
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
@@ -65,7 +64,7 @@ def alibi_slopes(n_heads: int, *, style: str = "bloom", alibi_bias_max: float = 
     ``P = 2^ceil(log2 H)``, ``m_h = 2^(-h alibi_bias_max / P)`` for ``h = 1..P``; when ``P != H``
     the odd-indexed then the even-indexed slopes are kept, the first ``H`` of them.
     """
-    h = check_positive_int(n_heads, "ALiBi n_heads")
+    h = check_int(n_heads, "ALiBi n_heads", 1)
     if style == "bloom":
         closest = 2 ** math.floor(math.log2(h))
         slopes = (2.0 ** (-8.0 / closest)) ** np.arange(1, closest + 1, dtype=np.float64)
@@ -265,9 +264,7 @@ class ALiBiFamily(Family):
     excludes = ("rotary",)
     torch_class = _TORCH_MODULE
     extension_type = ALiBiExtension
-
-    def build(self, n_positions: int, **params: Any) -> ALiBiEncoding:
-        return alibi(n_positions, **params)
+    build = staticmethod(alibi)
 
     def default_encoding(self, ctx: ComparisonContext) -> ALiBiEncoding:
         """All ``n_heads`` heads as columns (the comparison row is the best single head)."""

@@ -193,9 +193,7 @@ class NoPEFamily(Family):
     mechanism_params = NoneParams
     detect_order = 1000
     extension_type = NoPEExtension
-
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return nope(n_positions, **params)
+    build = staticmethod(nope)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         return nope(ctx.n_positions, d=ctx.model_dim)
@@ -224,9 +222,7 @@ class RandomFamily(Family):
     summary = "seeded Gaussian vectors (no order information)"
     role = "baseline"
     torch_class = "posgeom.nn.tables:AbsolutePositionEmbedding"
-
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return random(n_positions, **params)
+    build = staticmethod(random)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         return random(ctx.n_positions, d=ctx.model_dim, seed=ctx.seed)

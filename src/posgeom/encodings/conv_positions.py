@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._validation import check_int
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
+from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import Extension, RefusingExtension
 from posgeom.encodings._mechanism import RefusingParams
 from posgeom.encodings._registry import Family, Mechanism, register
@@ -89,7 +90,7 @@ class ConvPositionFamily(Family):
         ``kernel_size=128`` (wav2vec 2.0). Not the model's geometry (that depends on the
         content), so a model's mechanism is still refused."""
         n = check_n(n_positions)
-        k = check_positive_int(params.get("kernel_size", 128), "kernel_size")
+        k = check_int(params.get("kernel_size", 128), "kernel_size", 1)
         lags = np.minimum(np.arange(n), k) / k
         return PositionEncoding("conv_positions", None, {"kernel_size": k}, lag_profile=lags)
 

@@ -267,9 +267,7 @@ class RelativeEmbeddingFamily(Family):
     )
     detect_order = 50
     extension_type = RelativeEmbeddingExtension
-
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return relative_embeddings(n_positions, **params)
+    build = staticmethod(relative_embeddings)
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
         found = [*_computed_tables(model, config), *_key_tables(model), *_axis_tables(model)]

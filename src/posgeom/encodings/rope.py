@@ -181,9 +181,7 @@ class RoPEFamily(Family):
     torch_class = "posgeom.nn.rotary:RotaryEmbedding"
     extension_type = RoPEExtension
     rope_types = tuple(ROPE_TYPES)
-
-    def build(self, n_positions: int, **params: Any) -> RoPEEncoding:
-        return rope(n_positions, **params)
+    build = staticmethod(rope)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         """Per-head RoPE: ``model_dim / rope_head_dim`` heads concatenated (:func:`rope_heads`)."""

@@ -139,8 +139,7 @@ class SinusoidalFamily(Family):
         """See :mod:`posgeom.encodings.sinusoidal_mechanism`."""
         return detect_sinusoids(model, config, (*LEARNED_NAMES, "encode_positions"))
 
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return sinusoidal(n_positions, **params)
+    build = staticmethod(sinusoidal)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         return sinusoidal(ctx.n_positions, d=ctx.model_dim)

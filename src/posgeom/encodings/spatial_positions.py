@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._validation import is_integer
+from posgeom._validation import check_int, is_integer
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
+from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import Extension, RefusingExtension
 from posgeom.encodings._mechanism import RefusingParams
 from posgeom.encodings._registry import Family, Mechanism, register
@@ -229,7 +229,7 @@ class SpatialPositionFamily(Family):
         ``(i // grid_width, i % grid_width)``, Euclidean distance between patches. Not a
         model's geometry (that depends on its tables or frequencies)."""
         n = check_n(n_positions)
-        w = check_positive_int(params.get("grid_width", 16), "grid_width")
+        w = check_int(params.get("grid_width", 16), "grid_width", 1)
         i = np.arange(n)
         vectors = np.stack([i // w, i % w], axis=1).astype(np.float64)
         return PositionEncoding("spatial_positions", vectors, {"grid_width": w})

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
+from posgeom._validation import Interval, check_int
+from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
@@ -109,8 +109,8 @@ def t5(
 ) -> T5Encoding:
     """T5 relative-bucket geometry (no vectors); see the module docstring for the distance."""
     n = check_n(n_positions)
-    num_buckets = check_positive_int(num_buckets, "num_buckets", 4 if bidirectional else 2)
-    max_distance = check_positive_int(max_distance, "max_distance")
+    num_buckets = check_int(num_buckets, "num_buckets", 4 if bidirectional else 2)
+    max_distance = check_int(max_distance, "max_distance", 1)
     max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
     if max_distance <= max_exact:
         raise PosgeomError(
@@ -226,8 +226,7 @@ class T5Family(Family):
             bias=module.bias.weight,
         )
 
-    def build(self, n_positions: int, **params: Any) -> T5Encoding:
-        return t5(n_positions, **params)
+    build = staticmethod(t5)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         return t5(ctx.n_positions)
