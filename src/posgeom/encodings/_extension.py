@@ -43,21 +43,18 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval
 
 __all__ = [
-    "APPLY_TARGETS",
     "SPEC_LENGTH",
     "Extension",
     "ExtensionContext",
     "Strategy",
-    "can_extend",
     "check_lags",
     "has_decoder_module",
     "jsonable_parameters",
+    "refusing_extension",
 ]
 
 #: the range of ``max_position_embeddings`` in every family spec (the trained length ``L0``)
 SPEC_LENGTH = Interval(Integral, 1, None)
-#: what a strategy is applied to: a transformers causal LM, a posgeom ``CausalDecoder``
-APPLY_TARGETS = ("transformers", "decoder")
 
 
 def check_lags(lags: Any) -> np.ndarray:
@@ -135,17 +132,6 @@ class Strategy:
             out["options"] = jsonable_parameters(self.options)
         out["description"] = self.description
         return out
-
-
-class RefusingExtension:
-    """Mixed in by the extension side of a mechanism ``extend`` cannot scale (convolutional,
-    relative-embedding, window-bias and spatial positions): a detected mechanism is refused
-    with its family's one line, ``refusal(what)``, a module function set as a ``staticmethod``."""
-
-    refusal: ClassVar[Callable[[str], str]]
-
-    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
-        raise PosgeomError(self.refusal("extend cannot scale these positions"))
 
 
 @dataclass(frozen=True)
@@ -227,8 +213,9 @@ class Extension:
 
     # ------------------------------------------------------------------ applying a strategy
     def can_apply(self, strategy: Strategy, target: str) -> bool:
-        """Whether ``strategy`` can be run on a ``target`` (:data:`APPLY_TARGETS`) model: by
-        default only ``none``, which changes nothing."""
+        """Whether ``strategy`` can be run on a ``target`` model (``"transformers"``: a causal LM,
+        ``"decoder"``: a posgeom ``CausalDecoder``): by default only ``none``, which changes
+        nothing."""
         return strategy.kind == "none"
 
     def check_apply(self, strategy: Strategy, target: str) -> None:
@@ -276,12 +263,19 @@ class Extension:
         return getattr(importlib.import_module(module), name)
 
 
+def refusing_extension(refusal: Callable[[str], str]) -> type[Extension]:
+    """The extension side of a mechanism ``extend`` cannot scale (convolutional,
+    relative-embedding, window-bias and spatial positions): a detected mechanism is refused
+    with its family's one line, ``refusal(what)``."""
+
+    class RefusingExtension(Extension):
+        def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+            raise PosgeomError(refusal("extend cannot scale these positions"))
+
+    return RefusingExtension
+
+
 def has_decoder_module(ext: Extension) -> bool:
     """Whether the extension ``ext`` (a family's ``extension``) gives the posgeom decoder a
     position module (its type overrides :meth:`Extension.decoder_module`)."""
     return type(ext).decoder_module is not Extension.decoder_module
-
-
-def can_extend(ext: Extension) -> bool:
-    """Whether ``extend`` can score the extension ``ext`` (its type has a lag kernel)."""
-    return type(ext).lag_vectors is not Extension.lag_vectors

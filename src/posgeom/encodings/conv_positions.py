@@ -24,7 +24,7 @@ import numpy as np
 from posgeom._validation import check_int
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n
-from posgeom.encodings._extension import Extension, RefusingExtension
+from posgeom.encodings._extension import refusing_extension
 from posgeom.encodings._mechanism import RefusingParams
 from posgeom.encodings._registry import Family, Mechanism, register
 
@@ -63,19 +63,13 @@ class ConvPositionParams(RefusingParams):
         )
 
 
-class ConvPositionExtension(RefusingExtension, Extension):
-    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
-
-    refusal = staticmethod(refusal)
-
-
 @register
 class ConvPositionFamily(Family):
     """Convolutional position embeddings: detected and named, refused where a geometry is
     needed."""
 
     name = "conv_positions"
-    extension_type = ConvPositionExtension
+    extension_type = refusing_extension(refusal)
     order = 97
     summary = "convolutional position embedding (wav2vec 2.0, HuBERT); detection only"
     in_comparison = False

@@ -41,7 +41,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, readonly
-from posgeom.encodings._extension import Extension, RefusingExtension
+from posgeom.encodings._extension import refusing_extension
 from posgeom.encodings._mechanism import RefusingParams
 from posgeom.encodings._registry import Family, Mechanism, register
 
@@ -244,12 +244,6 @@ def _setting(model: Any, owner: Any, config: Any, name: str) -> Any:
     return getattr(config, name, None)
 
 
-class RelativeEmbeddingExtension(RefusingExtension, Extension):
-    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
-
-    refusal = staticmethod(refusal)
-
-
 @register
 class RelativeEmbeddingFamily(Family):
     """DeBERTa's relative position embeddings: detected and named, no geometry (refused)."""
@@ -266,7 +260,7 @@ class RelativeEmbeddingFamily(Family):
         "emb_rel_k parameter (VITS) or rel_pos_h / rel_pos_w pair (SAM)"
     )
     detect_order = 50
-    extension_type = RelativeEmbeddingExtension
+    extension_type = refusing_extension(refusal)
     build = staticmethod(relative_embeddings)
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:

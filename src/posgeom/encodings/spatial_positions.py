@@ -44,7 +44,7 @@ import numpy as np
 from posgeom._validation import check_int, is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n
-from posgeom.encodings._extension import Extension, RefusingExtension
+from posgeom.encodings._extension import refusing_extension
 from posgeom.encodings._mechanism import RefusingParams
 from posgeom.encodings._registry import Family, Mechanism, register
 from posgeom.encodings.value_sinusoid import projects_coordinates
@@ -199,19 +199,13 @@ def _computed(model: Any) -> list[Mechanism]:
     return found
 
 
-class SpatialPositionExtension(RefusingExtension, Extension):
-    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
-
-    refusal = staticmethod(refusal)
-
-
 @register
 class SpatialPositionFamily(Family):
     """Spatial positions (patch grids, keypoints): detected and named, refused where a geometry
     of token positions is needed."""
 
     name = "spatial_positions"
-    extension_type = SpatialPositionExtension
+    extension_type = refusing_extension(refusal)
     order = 98
     summary = "positions over an image/video grid or of keypoints (SAM, V-JEPA 2); detection only"
     in_comparison = False

@@ -31,7 +31,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n, readonly
-from posgeom.encodings._extension import Extension, RefusingExtension
+from posgeom.encodings._extension import refusing_extension
 from posgeom.encodings._registry import Family, Mechanism, MechanismParams, head_select, register
 
 __all__ = ["WindowBiasParams", "refusal", "window_index"]
@@ -150,19 +150,13 @@ def _indexed_biases(model: Any) -> list[Mechanism]:
     return found
 
 
-class WindowBiasExtension(RefusingExtension, Extension):
-    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
-
-    refusal = staticmethod(refusal)
-
-
 @register
 class WindowBiasFamily(Family):
     """Swin / BEiT relative position bias tables: detected, a per-head geometry of a window's
     patches, refused by the commands that need a text's positions."""
 
     name = "window_bias"
-    extension_type = WindowBiasExtension
+    extension_type = refusing_extension(refusal)
     order = 96
     summary = "2-D relative position bias of window attention (Swin, BEiT); detection only"
     in_comparison = False
