@@ -107,7 +107,9 @@ class Mechanism:
     input-level table or when unknown) and ``stack`` (the module path of that stack, e.g.
     ``"layers"`` or ``"decoder.block"``).
 
-    The fields of ``params`` are also readable on the mechanism (``mech.table``, ``mech.slopes``).
+    The fields of ``params`` are also readable on the mechanism (``mech.table``, ``mech.slopes``,
+    ``mech.representation``: what :meth:`to_encoding` returns, ``"vectors"`` or
+    ``"distances"``; ``mech.n_positions``: the rows of a learned table, else ``None``).
     """
 
     kind: str
@@ -143,16 +145,6 @@ class Mechanism:
     def all(self) -> tuple[Mechanism, ...]:
         """This mechanism followed by ``others``."""
         return (self, *self.others)
-
-    @property
-    def representation(self) -> str:
-        """What :meth:`to_encoding` returns: ``"vectors"`` (n, d) or ``"distances"`` (n, n)."""
-        return self.params.representation
-
-    @property
-    def n_positions(self) -> int | None:
-        """Number of positions a learned table covers (``None`` for the other kinds)."""
-        return self.params.n_positions
 
     def summary(self) -> str:
         """One line describing the mechanism (and the layers it acts on, when known)."""

@@ -37,7 +37,7 @@ from posgeom.encodings._registry import (
     TorchSpec,
     register,
 )
-from posgeom.encodings.learned_extension import LearnedExtension
+from posgeom.encodings.learned_extension import LearnedExtension, extend_table
 from posgeom.encodings.value_sinusoid import projects_coordinates
 
 #: Last name components of learned absolute position tables.
@@ -184,10 +184,7 @@ def learned(
             f"use n_positions <= {rows} or beyond='interpolate'"
         )
     else:
-        t = np.arange(n) * (rows - 1) / (n - 1)
-        lo = np.minimum(np.floor(t).astype(int), rows - 2)
-        frac = (t - lo)[:, None]
-        vectors = (1 - frac) * table[lo] + frac * table[lo + 1]
+        vectors = extend_table(table, n, "interpolate")
     params = {
         "model": source,
         "table": name,

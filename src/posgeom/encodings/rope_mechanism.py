@@ -90,14 +90,13 @@ class RoPEEncoding(PositionEncoding):
             raise PosgeomError(f"rotate expects (..., positions, {h}), got shape {x.shape}")
         pos = np.arange(x.shape[-2]) if positions is None else np.asarray(positions)
         vec = rotary_vectors(self.inv_freq, pos, layout=self.layout)
-        if self.layout == "half":
-            cos, sin = vec[:, : h // 2], vec[:, h // 2 :]
-            a, b = x[..., : h // 2], x[..., h // 2 :]
-            return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
-        cos, sin = vec[:, 0::2], vec[:, 1::2]
-        a, b = x[..., 0::2], x[..., 1::2]
+        half = self.layout == "half"  # plane k: coordinates (k, k + h/2), else (2k, 2k + 1)
+        first, second = (
+            (slice(0, h // 2), slice(h // 2, h)) if half else (slice(0, h, 2), slice(1, h, 2))
+        )
+        cos, sin, a, b = vec[:, first], vec[:, second], x[..., first], x[..., second]
         out = np.empty_like(x)
-        out[..., 0::2], out[..., 1::2] = a * cos - b * sin, b * cos + a * sin
+        out[..., first], out[..., second] = a * cos - b * sin, b * cos + a * sin
         return out
 
 

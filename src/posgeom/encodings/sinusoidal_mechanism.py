@@ -160,23 +160,26 @@ def _absolute(model: Any, config: Any, names: tuple[str, ...]) -> list[Mechanism
             continue
         table = out.reshape(-1, *out.shape[-2:])[0].numpy()
         relative = table.shape[0] == 2 * FIT_LENGTH - 1  # a row per offset (conformers)
-        rows = _offset_rows(table) if relative else table
-        fit = None if rows is None or rows.shape[0] != FIT_LENGTH else fit_sinusoid(rows)
+        fit = _offset_fit(table) if relative else None
+        if table.shape[0] == FIT_LENGTH:
+            fit = fit_sinusoid(table)
         if fit is not None:
             params = SinusoidalParams(fit[0], fit[1], relative=relative)
             found.append(Mechanism("sinusoidal", name, params))
     return found
 
 
-def _offset_rows(table: np.ndarray) -> np.ndarray | None:
-    """Rows of offsets ``0 .. FIT_LENGTH - 1`` of a relative table (module docstring)."""
+def _offset_fit(table: np.ndarray) -> tuple[np.ndarray, str] | None:
+    """The fit (:func:`fit_sinusoid`) of the rows of offsets ``0 .. FIT_LENGTH - 1`` of a
+    relative table (module docstring), or ``None``."""
     pattern = np.all((np.abs(table) <= _ATOL) | (np.abs(table - 1) <= _ATOL), axis=1)
     for zero in np.flatnonzero(pattern):
         for step in (-1, 1):
             rows = zero + step * np.arange(FIT_LENGTH)
             if rows.min() >= 0 and rows.max() < table.shape[0]:
-                if fit_sinusoid(table[rows]) is not None:
-                    return table[rows]
+                fit = fit_sinusoid(table[rows])
+                if fit is not None:
+                    return fit
     return None
 
 
@@ -194,8 +197,7 @@ def _relative(model: Any) -> list[Mechanism]:
         except Exception:  # another signature: not this kind
             continue
         table = out.detach().to(torch.float64).reshape(out.shape[0], -1).cpu().numpy()
-        rows = _offset_rows(table)
-        fit = None if rows is None else fit_sinusoid(rows)
+        fit = _offset_fit(table)
         if fit is None:
             continue
         clamp = getattr(module, "clamp_len", 0)
@@ -231,7 +233,7 @@ def _attribute_tables(model: Any, names: tuple[str, ...]) -> list[Mechanism]:
 def _relative_buffers(model: Any) -> list[Mechanism]:
     """Relative sinusoids kept in a buffer: a table with a row per offset (ESPnet's conformer
     ``pos_enc``, ``(1, 2 M - 1, d)``: offsets ``M - 1 .. -(M - 1)``; found by its rows, as
-    :func:`_offset_rows` reads them), or the frequencies of a timing signal
+    :func:`_offset_fit` reads them), or the frequencies of a timing signal
     ``[sin(r w) | cos(r w)]`` of the offset ``r`` (Gemma 3n audio's ``inv_timescales``)."""
     import torch
 
@@ -249,8 +251,7 @@ def _relative_buffers(model: Any) -> list[Mechanism]:
         middle = table[table.shape[0] // 2].numpy()
         if _layout(middle) is None:  # offset 0 sits in the middle: sin 0, cos 1
             continue
-        rows = _offset_rows(table.numpy())
-        fit = None if rows is None else fit_sinusoid(rows)
+        fit = _offset_fit(table.numpy())
         if fit is not None:
             found.append(Mechanism("sinusoidal", name, SinusoidalParams(fit[0], fit[1], True)))
     return found

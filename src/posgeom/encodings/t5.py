@@ -50,6 +50,7 @@ from posgeom.encodings.t5_mechanism import (
 )
 
 _TORCH_MODULE = "posgeom.nn.relative:T5RelativeBias"  # the trainer's and the decoder's bias
+_BUCKET_KEYS = ("num_buckets", "max_distance", "bidirectional")
 
 
 def t5_lag_vectors(
@@ -81,13 +82,8 @@ class T5Encoding(PositionEncoding):
     """T5 bucket geometry; ``bucket(r)``: the bucket of relative positions ``r = j - i``."""
 
     def bucket(self, relative_position: np.ndarray) -> np.ndarray:
-        p = self.params
-        return t5_relative_position_bucket(
-            relative_position,
-            bidirectional=p["bidirectional"],
-            num_buckets=p["num_buckets"],
-            max_distance=p["max_distance"],
-        )
+        opts = {k: self.params[k] for k in _BUCKET_KEYS}
+        return t5_relative_position_bucket(relative_position, **opts)
 
 
 def _as_table(bias: Any) -> np.ndarray:
@@ -143,9 +139,6 @@ def t5(
 
 
 # ------------------------------------------------------------------------------ extension
-_BUCKET_KEYS = ("num_buckets", "max_distance", "bidirectional")
-
-
 def _bucket_params(source: Any, bias: np.ndarray) -> dict[str, Any]:
     """The extension's parameters of a bucket mechanism or decoder module with its bias table."""
     return {**{k: getattr(source, k) for k in _BUCKET_KEYS}, "bias": bias}
