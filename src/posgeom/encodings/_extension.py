@@ -1,32 +1,19 @@
 """The extension side of a family: what ``posgeom extend`` and the posgeom decoder ask of it.
 
-:class:`Extension` is composed into a family, not inherited: every
-:class:`~posgeom.encodings._registry.Family` holds ``family.extension``, an instance of its
-``extension_type`` made with the family's name. Every default means "this family has no
-extension": no spec for ``extend``, the one strategy ``none`` (run as trained), no lag kernel
-(``extend`` refuses to score it, one line), nothing to apply to a model but ``none``, no decoder
-module. A family usable by ``extend`` subclasses :class:`Extension` in its own file (e.g.
-``ALiBiExtension`` in ``alibi.py``), sets it as its ``extension_type`` and overrides:
+Every :class:`~posgeom.encodings._registry.Family` holds ``family.extension``, an instance of its
+``extension_type`` made with the family's name. Every default of :class:`Extension` means "no
+extension": no ``extend`` spec, the one strategy ``none`` (run as trained), no lag kernel
+(``extend`` refuses to score it, one line), nothing to apply but ``none``, no decoder module. A
+family usable by ``extend`` subclasses it in its own file (e.g. ``ALiBiExtension`` in
+``alibi.py``) and overrides the spec grammar (:attr:`Extension.spec_keys`,
+:meth:`Extension.extension_params`; ``max_position_embeddings``, the trained length, is every
+family's), where else parameters come from (a transformers configuration, a detected
+mechanism, a posgeom decoder's module), its strategies at ``(L0, L)``, its lag kernel
+(:meth:`Extension.lag_vectors`, asked for by :mod:`posgeom.lags.kernels`), how a strategy
+reaches a model and the decoder's position module.
 
-- the spec grammar: :attr:`Extension.spec_keys` (``key -> Interval``: ``extend
-  name:key=value,...``; ``max_position_embeddings`` is every family's, the trained length) and
-  :meth:`Extension.extension_params` (the spec's values, defaults filled in, as the family's
-  parameters);
-- where else parameters come from: :meth:`Extension.extension_from_config` (a transformers
-  configuration), :meth:`Extension.extension_from_mechanism` (a detected
-  :class:`~posgeom.encodings._registry.Mechanism`), :meth:`Extension.extension_from_decoder` (a
-  posgeom decoder's position module);
-- :meth:`Extension.strategies`: its :class:`Strategy` list at ``(L0, L)``;
-- :meth:`Extension.lag_vectors`: its lag kernel, ``(m, k)`` vectors ``v_lag`` of one strategy at
-  the target length (:mod:`posgeom.lags.kernels` asks for it), whose distances
-  ``||v_lag - v_lag'||`` are scored against the corpus's lag geometry;
-- how a strategy reaches a model: :meth:`Extension.can_apply`, :meth:`Extension.apply_to_transformers`
-  (RoPE: the config's ``rope_parameters``), :meth:`Extension.decoder_strategy_module`;
-- the decoder's position module: :meth:`Extension.decoder_module`.
-
-``encodings`` sits below ``lags``, ``nn`` and ``extension`` (``tests/project/test_layers.py``): the
-formulas live here and in the family files, torch modules are named by import path
-(:meth:`Extension.torch_object`), never imported.
+``encodings`` sits below ``lags``, ``nn`` and ``extension`` (``tests/project/test_layers.py``):
+torch modules are named by import path (:meth:`Extension.torch_object`), never imported.
 """
 
 from __future__ import annotations

@@ -2,12 +2,8 @@
 
 ALiBi adds the bias ``-m_h |i - j|`` to the attention logits of head ``h``; it has no vectors. The
 bias implies a one-dimensional (rank-1) geometry per head: position vector ``m_h * i`` (an
-``(n, 1)`` column) and distance ``m_h |i - j|``.
-
-Slopes as the reference code sets them (``get_slopes`` in ofirpress/attention_with_linear_biases):
-for a power of two ``H``, ``m_h = 2^(-8h/H)``, ``h = 1 .. H`` (head index ``h - 1`` here); otherwise
-the slopes of the closest lower power of two ``P``, followed by every other slope of ``2P``
-(``[0::2][:H-P]``). For ``H = 12``: ``2^-1 .. 2^-8`` then ``2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5``.
+``(n, 1)`` column) and distance ``m_h |i - j|``, with the slopes of :func:`alibi_slopes` (for
+``H = 12``: ``2^-1 .. 2^-8`` then ``2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5``).
 
 ``head=None`` stacks all heads as columns, vectors ``(n, H)`` with column ``h`` equal to ``m_h * i``
 (Euclidean distance ``||m|| |i - j|``); ``head=h`` is one head; ``head="best"`` picks the head
@@ -265,12 +261,11 @@ class ALiBiFamily(Family):
     torch_class = _TORCH_MODULE
     extension_type = ALiBiExtension
     build = staticmethod(alibi)
+    row_choice = "paper"  # the row is the head of lowest paper stress
 
     def default_encoding(self, ctx: ComparisonContext) -> ALiBiEncoding:
         """All ``n_heads`` heads as columns (the comparison row is the best single head)."""
         return alibi(ctx.n_positions, ctx.n_heads)
-
-    row_choice = "paper"  # the row is the head of lowest paper stress
 
     def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
         """One encoding per head (``alibi/h<h>``, distance ``m_h |i - j|``); the row is the head
