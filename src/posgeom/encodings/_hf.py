@@ -73,6 +73,15 @@ def last_name(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
+def squeezed(tensor: Any) -> Any:
+    """``tensor`` detached, without its leading axes of size 1 beyond the last two (a
+    ``(1, P, d)`` table as ``(P, d)``)."""
+    tensor = tensor.detach()
+    while tensor.ndim > 2 and tensor.shape[0] == 1:
+        tensor = tensor[0]
+    return tensor
+
+
 def to_numpy(tensor: Any) -> np.ndarray:
     """A torch tensor as a read-only float64 numpy copy (on the CPU)."""
     import torch

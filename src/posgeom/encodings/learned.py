@@ -109,9 +109,7 @@ def position_tables(model: Any) -> list[tuple[str, Any, Any]]:
     for name, param in model.named_parameters():
         if _hf.last_name(name) not in LEARNED_NAMES or id(param) in seen:
             continue
-        tensor = param.detach()
-        while tensor.ndim > 2 and tensor.shape[0] == 1:
-            tensor = tensor[0]
+        tensor = _hf.squeezed(param)
         if tensor.ndim == 2 and not projects_coordinates(_hf.parent(model, name), tensor):
             seen.add(id(param))
             found.append((name, None, tensor))

@@ -209,9 +209,8 @@ def _relative(model: Any) -> list[Mechanism]:
 
 
 def _attribute_tables(model: Any, names: tuple[str, ...]) -> list[Mechanism]:
-    """Sinusoidal tables kept as a plain tensor attribute (neither parameter nor buffer, so
-    no table reader sees them) named in ``names`` and added to the input (VideoMAE's
-    ``embeddings.position_embeddings``, ``(1, P, d)``: row ``p`` is patch ``p``)."""
+    """Sinusoidal tables kept as a plain tensor attribute named in ``names`` (module
+    docstring)."""
     import torch
 
     found = []
@@ -220,9 +219,7 @@ def _attribute_tables(model: Any, names: tuple[str, ...]) -> list[Mechanism]:
             value = vars(module).get(attr)
             if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
                 continue
-            table = value.detach().to(torch.float64).cpu()
-            while table.ndim > 2 and table.shape[0] == 1:
-                table = table[0]
+            table = _hf.squeezed(value).to(torch.float64).cpu()
             fit = fit_sinusoid(table.numpy()) if table.ndim == 2 else None
             if fit is not None:
                 source = f"{name}.{attr}" if name else attr
@@ -231,10 +228,9 @@ def _attribute_tables(model: Any, names: tuple[str, ...]) -> list[Mechanism]:
 
 
 def _relative_buffers(model: Any) -> list[Mechanism]:
-    """Relative sinusoids kept in a buffer: a table with a row per offset (ESPnet's conformer
-    ``pos_enc``, ``(1, 2 M - 1, d)``: offsets ``M - 1 .. -(M - 1)``; found by its rows, as
-    :func:`_offset_fit` reads them), or the frequencies of a timing signal
-    ``[sin(r w) | cos(r w)]`` of the offset ``r`` (Gemma 3n audio's ``inv_timescales``)."""
+    """Relative sinusoids kept in a buffer (module docstring): a table with a row per offset
+    (found by its rows, as :func:`_offset_fit` reads them) or the frequencies of a timing
+    signal."""
     import torch
 
     found = []
@@ -243,9 +239,7 @@ def _relative_buffers(model: Any) -> list[Mechanism]:
             w = buffer.detach().to(torch.float64).cpu().numpy().ravel()
             found.append(Mechanism("sinusoidal", name, SinusoidalParams(w, "concat", True)))
             continue
-        table = buffer.detach().to(torch.float64).cpu()
-        while table.ndim > 2 and table.shape[0] == 1:
-            table = table[0]
+        table = _hf.squeezed(buffer).to(torch.float64).cpu()
         if table.ndim != 2 or table.shape[0] < 2 * FIT_LENGTH - 1 or table.shape[0] % 2 == 0:
             continue
         middle = table[table.shape[0] // 2].numpy()
@@ -258,9 +252,8 @@ def _relative_buffers(model: Any) -> list[Mechanism]:
 
 
 def detect_sinusoids(model: Any, config: Any, names: tuple[str, ...]) -> list[Mechanism]:
-    """Every sinusoid ``model`` computes or keeps outside its parameters and buffers: absolute
-    position modules named in ``names``, plain tensor attributes named in ``names``, then
-    relative ``relative_positional_encoding`` methods (module docstring)."""
+    """Every sinusoid ``model`` computes or keeps (module docstring); ``names``: the last names
+    of absolute position modules and tensor attributes."""
     return [
         *_absolute(model, config, names),
         *_attribute_tables(model, names),

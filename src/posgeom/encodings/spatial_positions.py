@@ -106,9 +106,7 @@ def _learned(model: Any) -> list[Mechanism]:
     for name, tensor in tensors:
         if _hf.last_name(name) not in LEARNED_NAMES or not tensor.is_floating_point():
             continue
-        squeezed = tensor.detach()
-        while squeezed.ndim > 2 and squeezed.shape[0] == 1:
-            squeezed = squeezed[0]
+        squeezed = _hf.squeezed(tensor)
         shape = tuple(int(v) for v in tensor.shape)
         if squeezed.ndim == 3:
             found.append(_mech(name, form="learned 2-D grid", axes=2, shape=shape))
