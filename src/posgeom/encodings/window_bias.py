@@ -15,9 +15,7 @@ commands that score a corpus's positions or extend a context refuse it with one 
 
 Discovery: a 2-D parameter named ``relative_position_bias_table``; the window is its owner's
 ``window_size`` (an int or a pair), else read from the table's rows when they are
-``(2 W - 1)^2`` (+ 3). LeViT's attention keeps a bias per ``(|dr|, |dc|)`` offset of its
-``r x r`` patch grid, ``attention_biases`` ``(heads, offsets)``, and the model's own index of
-each patch pair, ``attention_bias_idxs`` ``(r^2, r^2)``: the same kind, with that index.
+``(2 W - 1)^2`` (+ 3); LeViT's biases with their own index (:func:`_indexed_biases`).
 """
 
 from __future__ import annotations
