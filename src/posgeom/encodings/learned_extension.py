@@ -143,9 +143,7 @@ def extended_table(params: Mapping[str, Any], method: str, ctx: ExtensionContext
     ``method``: the one table that is scored and, with ``--measure``, run
     (``ctx.position_distances``: the corpus's geometry or an estimate of it, ``gower`` only)."""
     table = np.asarray(params["table"])[: int(ctx.trained_length)]
-    pos = ctx.position_distances
-    d = None if pos is None else np.asarray(pos, dtype=np.float64)
-    return extend_table(table, ctx.target_length, method, position_distances=d)
+    return extend_table(table, ctx.target_length, method, position_distances=ctx.position_distances)
 
 
 def learned_lag_vectors(table: Any, lags: Any) -> np.ndarray:
@@ -200,8 +198,7 @@ class LearnedExtension(Extension):
     ) -> np.ndarray:
         if strategy.kind == "none":  # the table as trained: lags below its rows only
             return learned_lag_vectors(np.asarray(params["table"])[: ctx.target_length], lags)
-        table = extended_table(params, strategy.kind, ctx)
-        return learned_lag_vectors(table, lags)
+        return learned_lag_vectors(extended_table(params, strategy.kind, ctx), lags)
 
     def can_apply(self, strategy: Strategy, target: str) -> bool:
         return target == "decoder" and strategy.kind in LEARNED_METHODS

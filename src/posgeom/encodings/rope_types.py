@@ -62,7 +62,6 @@ class RopeType:
 
     frequencies: Callable[..., tuple[np.ndarray, float]]
     validate: Callable[[Params, int], None]
-    needs: tuple[str, ...] = ()
 
 
 def _dim(head_dim: int, p: Params) -> int:
