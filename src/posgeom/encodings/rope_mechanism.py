@@ -25,9 +25,8 @@ that finds something wins; a new storage is one more function there, like transf
 
 ``head_dim`` is the width of the query/key head the rotation acts in (MLA: ``qk_head_dim =
 qk_nope_head_dim + qk_rope_head_dim``), ``rotary_dim`` the rotated part (``2 K``). ``pairs``:
-how the model pairs coordinates into planes, read by calling the modeling module's own
-``rotate_half`` / ``rotate_every_two`` on ``(0, 1, 2, 3)``: ``"half"`` (``k, k + K``, Llama) or
-``"interleaved"`` (``2k, 2k+1``: GPT-J, GLM); distances do not depend on it.
+how the model pairs coordinates into planes (:func:`rotation_pairs`; ``"half"``: ``k, k + K``,
+Llama; ``"interleaved"``: ``2k, 2k+1``, GPT-J, GLM); distances do not depend on it.
 """
 
 from __future__ import annotations

@@ -1,33 +1,26 @@
 """Positions over an image or video grid, or of keypoint coordinates, that the sequence readers
 do not take (kind ``spatial_positions``): posgeom names them instead of calling the model
 "none", and every command that needs a geometry of token positions refuses them in one line
-(:func:`refusal`).
-
-The ``form`` of each, read from the modules (what they hold and compute), never from the
-model's name:
+(:func:`refusal`). The ``form`` of each is read from the modules, never from the model's name:
 
 ``learned 2-D grid``
     a parameter named as a position table (:data:`~posgeom.encodings.learned.LEARNED_NAMES`)
-    that is a grid, three axes after its leading ones: SAM's ``pos_embed`` ``(1, H, W, d)``
-    added to the patch grid, Hiera's ``(1, d, h, w)`` resampled to the feature map. Which axis
-    is the width is not read from the shape (a tiny SAM has ``H = W = d``), so no table of
-    sequence positions is made from it.
+    with three axes after its leading ones (SAM's ``pos_embed`` ``(1, H, W, d)``, Hiera's
+    ``(1, d, h, w)``); which axis is the width is not read from the shape (a tiny SAM has
+    ``H = W = d``), so no table of sequence positions is made from it.
 ``rotary over grid axes``
-    an attention that computes its rotary angles itself from per-axis patch indices, with no
-    frequency buffer: a module with ``get_position_ids`` (called on ``(1, P, 1)``, it answers
-    one index tensor per axis, V-JEPA 2: frame, row, column) and ``apply_rotary_embeddings``.
+    an attention with ``apply_rotary_embeddings`` and no frequency buffer whose
+    ``get_position_ids``, called on ``(1, P, 1)``, answers one index tensor per axis (V-JEPA 2).
 ``2-D sine``
-    a module whose forward takes a feature map's ``height`` and ``width`` and builds a sine
-    table of the grid with its ``temperature`` and ``embed_dim`` (D-FINE, RT-DETR's encoder):
-    called on a ``2 x 3`` grid, it must answer 6 rows of ``embed_dim``.
+    a module whose forward takes a feature map's ``height`` and ``width`` (with its
+    ``temperature`` and ``embed_dim``: D-FINE, RT-DETR's encoder) and answers 6 rows of
+    ``embed_dim`` for a ``2 x 3`` grid.
 ``rotary of keypoint coordinates``
-    a module with a ``nn.Linear`` of 2 or 3 inputs whose one-tensor forward, called on
-    coordinates ``(1, P, k)``, answers ``(cos, sin)`` of the projection (LightGlue): the
-    rotation is a function of the keypoints' values, like BROS's boxes.
+    a module with a ``nn.Linear`` of 2 or 3 inputs whose forward, called on coordinates
+    ``(1, P, k)``, answers ``(cos, sin)`` of the projection (LightGlue).
 ``Fourier features of coordinates``
-    a matrix named as a position table that its owner uses to project coordinates
-    (:func:`~posgeom.encodings.value_sinusoid.projects_coordinates`: SAM's prompt encoder and
-    its image-wide positional embedding).
+    a matrix named as a position table that projects coordinates
+    (:func:`~posgeom.encodings.value_sinusoid.projects_coordinates`: SAM's prompt encoder).
 
 As a family it builds the one geometry a grid defines alone: positions in raster order on a
 grid of ``grid_width`` columns, vectors ``(row, column)``.
@@ -217,9 +210,8 @@ class SpatialPositionFamily(Family):
     detect_order = 65
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        """Positions in raster order on a grid of ``grid_width`` columns (default 16): vectors
-        ``(i // grid_width, i % grid_width)``, Euclidean distance between patches. Not a
-        model's geometry (that depends on its tables or frequencies)."""
+        """Raster order on ``grid_width`` columns (default 16): vectors ``(i // grid_width,
+        i % grid_width)``, Euclidean distances (module docstring); not a model's geometry."""
         n = check_n(n_positions)
         w = check_int(params.get("grid_width", 16), "grid_width", 1)
         i = np.arange(n)
