@@ -9,11 +9,9 @@ Distance (posgeom's choice, the paper leaves it open):
 - ``bias=None``: the bucket-index distance ``d_ij = bucket(-|i - j|)``, the index of ``|i-j|``
   within one direction's buckets (``|i - j|`` below ``max_exact``, logarithmic above, constant
   beyond ``max_distance``). Symmetric with a zero diagonal (not always a metric).
-- ``bias`` given (a ``(num_buckets, n_heads)`` table such as
-  ``relative_attention_bias.weight``):
+- ``bias`` given (a ``(num_buckets, n_heads)`` table such as ``relative_attention_bias.weight``):
   ``d_ij = mean_h (|b_h(0) - b_h(j-i)| + |b_h(0) - b_h(i-j)|) / 2``, how far the bias at offset
-  ``j - i`` is from the bias at offset 0, averaged over heads and over both directions so that it
-  is symmetric (``b_h(0)``: the bias of the bucket of offset 0).
+  ``j - i`` is from the bias at offset 0 (``b_h(0)``: the bias of offset 0's bucket).
 
 Extension (``extend t5:num_buckets=32,max_distance=128``, :class:`T5Extension`): every distance has
 a bucket, so the one strategy is ``none``; the lag kernel is the bias row of ``bucket(-k)`` (a
