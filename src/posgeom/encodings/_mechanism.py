@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.encodings._base import check_n, readonly
 
 __all__ = ["Mechanism", "MechanismParams", "RefusingParams", "head_select", "register_kind"]
 
@@ -37,6 +38,12 @@ class MechanismParams:
 
     key: ClassVar[str] = ""
     representation: ClassVar[str] = "vectors"
+    #: array fields kept as read-only float64 copies
+    _arrays: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        for name in self._arrays:
+            object.__setattr__(self, name, readonly(getattr(self, name)))
 
     @property
     def n_positions(self) -> int | None:
@@ -159,8 +166,6 @@ class Mechanism:
 
     def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
         """The geometry of positions ``0 .. n-1`` (see the family's params ``to_encoding``)."""
-        from posgeom.encodings._base import check_n
-
         return self.params.to_encoding(check_n(n, "n"), head=head)
 
 

@@ -32,7 +32,6 @@ from posgeom.encodings._base import (
     MAX_HEADS,
     PositionEncoding,
     check_n,
-    readonly,
 )
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
@@ -156,14 +155,12 @@ class ALiBiParams(MechanismParams):
     (``"bloom"``: Press et al.'s reference, also Falcon; ``"mpt"``) and ``num_heads``."""
 
     key = "alibi"
+    _arrays = ("slopes",)
     representation = "distances"
 
     slopes: np.ndarray
     alibi_style: str = "bloom"
     num_heads: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "slopes", readonly(self.slopes))
 
     def summary(self) -> str:
         return f"ALiBi ({self.alibi_style}) {self.num_heads} heads"

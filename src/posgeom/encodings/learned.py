@@ -28,7 +28,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, readonly
+from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -200,12 +200,10 @@ class LearnedParams(MechanismParams):
     vector added at position ``i`` of a sequence (OPT, RoBERTa, MPNet: offset 2)."""
 
     key = "learned"
+    _arrays = ("table",)
 
     table: np.ndarray
     offset: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "table", readonly(self.table))
 
     @property
     def n_positions(self) -> int:

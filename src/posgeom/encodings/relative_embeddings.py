@@ -32,7 +32,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom._validation import is_integer
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, readonly
+from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import refusing_extension
 from posgeom.encodings._mechanism import RefusingParams
 from posgeom.encodings._registry import Family, Mechanism, register
@@ -107,6 +107,7 @@ class RelativeEmbeddingParams(RefusingParams):
     for a decomposed table of a patch grid's row or column offsets, else ``""``)."""
 
     key = "relative_embeddings"
+    _arrays = ("table",)
     refusal = staticmethod(refusal)
 
     table: np.ndarray
@@ -114,9 +115,6 @@ class RelativeEmbeddingParams(RefusingParams):
     max_relative_positions: int = -1
     terms: tuple[str, ...] = ()
     axis: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "table", readonly(self.table))
 
     def summary(self) -> str:
         rows, width = self.table.shape

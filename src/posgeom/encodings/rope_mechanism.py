@@ -109,6 +109,7 @@ class RotaryParams(MechanismParams):
     ``"interleaved"``, ``None`` when unknown)."""
 
     key = "rope"
+    _arrays = ("inv_freq",)
 
     inv_freq: np.ndarray
     theta: float | None = None
@@ -122,7 +123,7 @@ class RotaryParams(MechanismParams):
     pairs: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "inv_freq", readonly(self.inv_freq))
+        super().__post_init__()
         if self.rope_scaling is not None:
             object.__setattr__(self, "rope_scaling", MappingProxyType(dict(self.rope_scaling)))
 

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, readonly
+from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._registry import Mechanism, MechanismParams
 
 __all__ = [
@@ -98,14 +98,12 @@ class SinusoidalParams(MechanismParams):
     else added to the input) and ``clamp`` (offsets clamped to ``+-clamp``; 0: none)."""
 
     key = "sinusoidal"
+    _arrays = ("inv_freq",)
 
     inv_freq: np.ndarray
     layout: str = "interleaved"
     relative: bool = False
     clamp: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "inv_freq", readonly(self.inv_freq))
 
     @property
     def scope(self) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, readonly
+from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import refusing_extension
 from posgeom.encodings._registry import Family, Mechanism, MechanismParams, head_select, register
 
@@ -66,6 +66,7 @@ class WindowBiasParams(MechanismParams):
     :func:`window_index`)."""
 
     key = "window_bias"
+    _arrays = ("table",)
     representation = "distances"
 
     table: np.ndarray
@@ -74,7 +75,7 @@ class WindowBiasParams(MechanismParams):
     index: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "table", readonly(self.table))
+        super().__post_init__()
         if self.index is not None:  # integer rows, read-only
             index = np.array(self.index, dtype=np.int64, copy=True)
             index.setflags(write=False)
