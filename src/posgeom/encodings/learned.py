@@ -60,14 +60,6 @@ LEARNED_NAMES = (
 TABLE_BUFFERS = ("pos_encoding",)
 
 
-def _load_model(model: Any) -> Any:
-    if not isinstance(model, (str, os.PathLike)):
-        return model
-    from posgeom._hub import pretrained_model
-
-    return pretrained_model(model)
-
-
 def _no_table_message(model: Any) -> str:
     config = getattr(model, "config", None)
     mtype = getattr(config, "model_type", type(model).__name__)
@@ -168,8 +160,11 @@ def learned(
     n = check_n(n_positions)
     if beyond not in ("error", "interpolate"):
         raise PosgeomError(f"beyond must be 'error' or 'interpolate', got {beyond!r}")
-    source = str(model) if isinstance(model, (str, os.PathLike)) else type(model).__name__
-    net = _load_model(model)
+    source, net = type(model).__name__, model
+    if isinstance(model, (str, os.PathLike)):
+        from posgeom._hub import pretrained_model
+
+        source, net = str(model), pretrained_model(model)
     name, module = find_position_table(net)
     offset = table_offset(module, offset)
     table = module.weight.detach().cpu().double().numpy()[offset:]
