@@ -7,11 +7,8 @@ position is a function of the content around it, not of the position alone: ther
 no formula in ``p`` and so no position geometry to compare or to extend. posgeom names it (kind
 ``conv_positions``, with its kernel, groups and width) instead of calling the model "none", and
 the commands that need a geometry refuse it in one line (:func:`refusal`); ``analyze-model``
-measures the layers' positional signal without it. As a family it builds the one geometry the
-kernel defines alone, the share of their windows two frames do not share.
-
-Discovery: a module whose last name is one of :data:`CONV_POSITION_NAMES` holding one or more
-``torch.nn.Conv1d``.
+measures the layers' positional signal without it. Discovery: a module whose last name is one
+of :data:`CONV_POSITION_NAMES` holding one or more ``torch.nn.Conv1d``.
 """
 
 from __future__ import annotations

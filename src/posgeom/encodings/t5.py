@@ -137,7 +137,7 @@ def t5(
 
 
 # ------------------------------------------------------------------------------ extension
-def _bucket_params(source: Any, bias: np.ndarray) -> dict[str, Any]:
+def _bucket_params(source: Any, bias: Any) -> dict[str, Any]:
     """The extension's parameters of a bucket mechanism or decoder module with its bias table."""
     return {**{k: getattr(source, k) for k in _BUCKET_KEYS}, "bias": bias}
 
@@ -209,13 +209,7 @@ class T5Family(Family):
 
     def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> T5Encoding:
         """The bias-difference geometry of the module's learned table (see the module docstring)."""
-        return t5(
-            spec.n,
-            num_buckets=module.num_buckets,
-            max_distance=module.max_distance,
-            bidirectional=module.bidirectional,
-            bias=module.bias.weight,
-        )
+        return t5(spec.n, **_bucket_params(module, module.bias.weight))
 
     build = staticmethod(t5)
 
