@@ -43,7 +43,6 @@ from posgeom.encodings.rope_extension import RoPEExtension
 from posgeom.encodings.rope_mechanism import RoPEEncoding, RotaryParams, detect_rotary
 from posgeom.encodings.rope_types import (
     LAYOUTS,
-    ROPE_TYPES,
     rope_inverse_frequencies,
     rotary_vectors,
 )
@@ -172,7 +171,6 @@ class RoPEFamily(Family):
     detect_order = 20
     torch_class = "posgeom.nn.rotary:RotaryEmbedding"
     extension_type = RoPEExtension
-    rope_types = tuple(ROPE_TYPES)
     build = staticmethod(rope)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
