@@ -1,17 +1,6 @@
-"""The common shape of every encoding: a name, parameters, position vectors and/or distances.
-
-An encoding of ``n`` positions is a :class:`PositionEncoding`:
-
-- ``vectors``: ``(n, d)`` float64 position vectors, or ``None`` when the encoding has no vectors
-  (ALiBi and T5 have biases, not vectors; a distance file has only distances);
-- ``distances``: the ``(n, n)`` float64 position-distance matrix, exactly symmetric with a zero
-  diagonal, built on first use: the Euclidean distances ``||p_i - p_j||`` of the vectors, or
-  the stored ``distance_matrix`` of an encoding whose geometry is not Euclidean in its vectors;
-- ``lag_profile``: ``(n,)`` distances ``f(k)`` of a translation-invariant encoding,
-  ``D_ij = f(|i - j|)`` (sinusoidal, RoPE, ALiBi, T5, NoPE). T5 has only this: long contexts
-  never need its ``(n, n)`` matrix, and the separation margin is ``min_{k >= 1} f(k)``, exactly.
-
-Every array is read-only (``distances`` too: copy it to modify it).
+"""The common shape of every encoding, :class:`PositionEncoding`: a name, parameters, position
+vectors and/or distances (every array read-only, ``distances`` too: copy it to modify it), and
+the validators the family constructors share.
 """
 
 from __future__ import annotations
@@ -99,13 +88,16 @@ class PositionEncoding:
     Attributes
     ----------
     name: family name as registered in :func:`posgeom.encodings.available`.
-    vectors: ``(n, d)`` float64 position vectors, or ``None``.
+    vectors: ``(n, d)`` float64 position vectors, or ``None`` (ALiBi and T5 have biases, not
+        vectors; a distance file has only distances).
     params: the parameters that built it (JSON-friendly values).
     distance_matrix: ``(n, n)`` float64 distances when they are not the Euclidean distances of
         ``vectors`` (distance files); ``None`` otherwise.
     lag_profile: ``(n,)`` float64 ``f(k)`` with ``D_ij = f(|i - j|)`` (``f(0) = 0``) for a
-        translation-invariant encoding; ``None`` otherwise. Without vectors or a matrix it
-        defines the distances.
+        translation-invariant encoding (sinusoidal, RoPE, ALiBi, T5, NoPE); ``None`` otherwise.
+        Without vectors or a matrix it defines the distances (T5: long contexts never need its
+        ``(n, n)`` matrix, and the separation margin is ``min_{k >= 1} f(k)``, exactly).
+    distances: the ``(n, n)`` matrix, exactly symmetric with a zero diagonal, built on first use.
     """
 
     name: str
