@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from scipy.linalg import subspace_angles
@@ -59,3 +61,33 @@ def test_low_rank_mds_paper_parameter_count():
     np.testing.assert_allclose(e.factors.A @ e.factors.B.T, e.vectors)
     via_registry = enc.get("low_rank_mds", 32, source=target, rank=3, d=128)
     np.testing.assert_allclose(via_registry.distances, e.distances, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["mds", "low_rank_mds", "mds+smacof"])
+def test_fitted_families_check_their_source_and_read_the_pipeline_fit(name):
+    """The three fitted families share one build and one comparison row: ``source=`` is
+    required and must have ``n_positions`` positions; the row is the pipeline's fit."""
+    from posgeom.encodings._registry import ComparisonContext
+
+    d = _hellinger(synthetic_distributions(6, 16, seed=2))
+    with pytest.raises(PosgeomError, match=f"^{re.escape(name)} needs source="):
+        enc.get(name, 6)
+    with pytest.raises(PosgeomError, match=f"^{re.escape(name)}: the input has 6 positions, not 5"):
+        enc.get(name, 5, source=d, d=8)
+    assert enc.get(name, 6, source=d, d=8).n_positions == 6
+    ctx = ComparisonContext(6, 6, 8, 2, 4, 10000.0, 0)
+    if name == "mds+smacof":
+        assert enc.family(name).encodings(ctx) == {}  # the pipeline refines only for n <= 2048
+    else:
+        with pytest.raises(PosgeomError, match="need the pipeline's MDS encoding"):
+            enc.family(name).encodings(ctx)
+    fit = enc.get(name, 6, source=d, d=8).result  # what the pipeline hands in
+    row = enc.family(name).encodings(ComparisonContext(6, 6, 8, 2, 4, 1e4, 0, {name: fit}))
+    assert row[name].encoding is fit and row[name].kept
+    if name == "mds+smacof":
+        assert row[name].parameters == 6 * 8
+        return
+    r = fit.n_components  # rank min(n - 1, d) = 5 (mds), the default rank 3 (low_rank_mds)
+    assert r == {"mds": 5, "low_rank_mds": 3}[name]
+    assert row[name].parameters == {"mds": 6 * 8, "low_rank_mds": r * (6 + 8)}[name]
+    assert str(r) in row[name].description

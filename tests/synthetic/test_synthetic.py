@@ -123,3 +123,18 @@ def test_errors():
         synthetic_corpus(0)
     with pytest.raises(PosgeomError):
         synthetic_corpus(3, 8, min_length=9)
+
+
+def test_regime_weights_block_index_and_periods_by_hand():
+    """The shared helpers of both synthetic models, against hand-computed values."""
+    from posgeom.synthetic.corpora import block_index, check_periods, regime_weights
+
+    assert block_index(5, 2).tolist() == [0, 0, 0, 1, 1]  # numpy.array_split: 3 + 2
+    with pytest.raises(PosgeomError, match="n_blocks=3 exceeds n_positions=2"):
+        block_index(2, 3)
+    assert np.array_equal(regime_weights(np.array([1 / 6, 1 / 2, 5 / 6]), 0.0), np.eye(3))
+    e = np.exp(-((1 / 3) ** 2) / (2 * 0.1**2))  # the middle position, one third from each side
+    np.testing.assert_allclose(regime_weights(np.array([0.5]), 0.1)[0], [e, 1, e] / (1 + 2 * e))
+    assert check_periods(16).tolist() == [16.0]
+    with pytest.raises(PosgeomError, match="periods must be positive numbers"):
+        check_periods([8.0, -1.0])

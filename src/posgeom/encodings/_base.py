@@ -1,18 +1,6 @@
-"""The common shape of every encoding: a name, parameters, position vectors and/or distances.
-
-An encoding of ``n`` positions is a :class:`PositionEncoding`:
-
-- ``vectors``: ``(n, d)`` float64 position vectors, or ``None`` when the encoding has no vectors
-  (ALiBi and T5 have biases, not vectors; a distance file has only distances);
-- ``distances``: the ``(n, n)`` float64 position-distance matrix, exactly symmetric with a zero
-  diagonal (an attribute, built on first use and kept). By default the Euclidean distances ``||p_i - p_j||`` of the vectors; an encoding whose
-  geometry is not Euclidean in its vectors stores the matrix itself in ``distance_matrix``;
-- ``lag_profile``: ``(n,)`` distances ``f(k)`` of a translation-invariant encoding,
-  ``D_ij = f(|i - j|)`` (sinusoidal, RoPE, ALiBi, T5, NoPE). T5 has only this: long contexts
-  never need its ``(n, n)`` matrix, and the separation margin is ``min_{k >= 1} f(k)``, exactly.
-
-Every array is read-only (``distances`` too: copy it to modify it). ``distances()``, the method
-spelling of earlier releases, still works for one release with a ``DeprecationWarning``.
+"""The common shape of every encoding, :class:`PositionEncoding`: a name, parameters, position
+vectors and/or distances (every array read-only, ``distances`` too: copy it to modify it), and
+the validators the family constructors share.
 """
 
 from __future__ import annotations
@@ -30,7 +18,7 @@ from posgeom._validation import check_int, is_integer
 
 MAX_HEADS = 256  # ALiBi and RoPE heads scored or built from a spec (real models use at most 128)
 #: the widest model width d (and head width) accepted: 2**16, over twice the widest Transformer
-#: published (25,600); ``-d 2**70`` was a raw "Maximum allowed size exceeded" from numpy
+#: published (25,600)
 MAX_WIDTH = 65_536
 
 
@@ -42,11 +30,6 @@ def check_n(n_positions: Any, name: str = "n_positions") -> int:
     if n_positions < 1:
         raise PosgeomError(f"{name} must be >= 1, got {n_positions}; pass the number of positions")
     return int(n_positions)
-
-
-def check_positive_int(value: Any, name: str, minimum: int = 1) -> int:
-    """Return ``value`` as an int >= ``minimum`` or raise :class:`PosgeomError`."""
-    return check_int(value, name, minimum)
 
 
 def check_width(value: Any, name: str = "d") -> int:
@@ -75,8 +58,7 @@ def check_base(base: Any, name: str = "base") -> float:
 
 def symmetrize(matrix: np.ndarray) -> np.ndarray:
     """``(M + M^T) / 2`` with the diagonal set to exactly zero (float64)."""
-    m = np.asarray(matrix, dtype=np.float64)
-    out = 0.5 * (m + m.T)
+    out = 0.5 * (matrix + matrix.T)
     np.fill_diagonal(out, 0.0)
     return out
 
@@ -106,13 +88,16 @@ class PositionEncoding:
     Attributes
     ----------
     name: family name as registered in :func:`posgeom.encodings.available`.
-    vectors: ``(n, d)`` float64 position vectors, or ``None``.
+    vectors: ``(n, d)`` float64 position vectors, or ``None`` (ALiBi and T5 have biases, not
+        vectors; a distance file has only distances).
     params: the parameters that built it (JSON-friendly values).
     distance_matrix: ``(n, n)`` float64 distances when they are not the Euclidean distances of
         ``vectors`` (distance files); ``None`` otherwise.
     lag_profile: ``(n,)`` float64 ``f(k)`` with ``D_ij = f(|i - j|)`` (``f(0) = 0``) for a
-        translation-invariant encoding; ``None`` otherwise. Without vectors or a matrix it
-        defines the distances.
+        translation-invariant encoding (sinusoidal, RoPE, ALiBi, T5, NoPE); ``None`` otherwise.
+        Without vectors or a matrix it defines the distances (T5: long contexts never need its
+        ``(n, n)`` matrix, and the separation margin is ``min_{k >= 1} f(k)``, exactly).
+    distances: the ``(n, n)`` matrix, exactly symmetric with a zero diagonal, built on first use.
     """
 
     name: str

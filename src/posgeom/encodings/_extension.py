@@ -1,32 +1,19 @@
 """The extension side of a family: what ``posgeom extend`` and the posgeom decoder ask of it.
 
-:class:`Extension` is composed into a family, not inherited: every
-:class:`~posgeom.encodings._registry.Family` holds ``family.extension``, an instance of its
-``extension_type`` made with the family's name. Every default means "this family has no
-extension": no spec for ``extend``, the one strategy ``none`` (run as trained), no lag kernel
-(``extend`` refuses to score it, one line), nothing to apply to a model but ``none``, no decoder
-module. A family usable by ``extend`` subclasses :class:`Extension` in its own file (e.g.
-``ALiBiExtension`` in ``alibi.py``), sets it as its ``extension_type`` and overrides:
+Every :class:`~posgeom.encodings._registry.Family` holds ``family.extension``, an instance of its
+``extension_type`` made with the family's name. Every default of :class:`Extension` means "no
+extension": no ``extend`` spec, the one strategy ``none`` (run as trained), no lag kernel
+(``extend`` refuses to score it, one line), nothing to apply but ``none``, no decoder module. A
+family usable by ``extend`` subclasses it in its own file (e.g. ``ALiBiExtension`` in
+``alibi.py``) and overrides the spec grammar (:attr:`Extension.spec_keys`,
+:meth:`Extension.extension_params`; ``max_position_embeddings``, the trained length, is every
+family's), where else parameters come from (a transformers configuration, a detected
+mechanism, a posgeom decoder's module), its strategies at ``(L0, L)``, its lag kernel
+(:meth:`Extension.lag_vectors`, asked for by :mod:`posgeom.lags.kernels`), how a strategy
+reaches a model and the decoder's position module.
 
-- the spec grammar: :attr:`Extension.spec_keys` (``key -> Interval``: ``extend
-  name:key=value,...``; ``max_position_embeddings`` is every family's, the trained length) and
-  :meth:`Extension.extension_params` (the spec's values, defaults filled in, as the family's
-  parameters);
-- where else parameters come from: :meth:`Extension.extension_from_config` (a transformers
-  configuration), :meth:`Extension.extension_from_mechanism` (a detected
-  :class:`~posgeom.encodings._registry.Mechanism`), :meth:`Extension.extension_from_decoder` (a
-  posgeom decoder's position module);
-- :meth:`Extension.strategies`: its :class:`Strategy` list at ``(L0, L)``;
-- :meth:`Extension.lag_vectors`: its lag kernel, ``(m, k)`` vectors ``v_lag`` of one strategy at
-  the target length (:mod:`posgeom.lags.kernels` asks for it), whose distances
-  ``||v_lag - v_lag'||`` are scored against the corpus's lag geometry;
-- how a strategy reaches a model: :meth:`Extension.can_apply`, :meth:`Extension.apply_to_transformers`
-  (RoPE: the config's ``rope_parameters``), :meth:`Extension.decoder_strategy_module`;
-- the decoder's position module: :meth:`Extension.decoder_module`.
-
-``encodings`` sits below ``lags``, ``nn`` and ``extension`` (``tests/project/test_layers.py``): the
-formulas live here and in the family files, torch modules are named by import path
-(:meth:`Extension.torch_object`), never imported.
+``encodings`` sits below ``lags``, ``nn`` and ``extension`` (``tests/project/test_layers.py``):
+torch modules are named by import path (:meth:`Extension.torch_object`), never imported.
 """
 
 from __future__ import annotations
@@ -43,21 +30,18 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval
 
 __all__ = [
-    "APPLY_TARGETS",
     "SPEC_LENGTH",
     "Extension",
     "ExtensionContext",
     "Strategy",
-    "can_extend",
     "check_lags",
     "has_decoder_module",
     "jsonable_parameters",
+    "refusing_extension",
 ]
 
 #: the range of ``max_position_embeddings`` in every family spec (the trained length ``L0``)
 SPEC_LENGTH = Interval(Integral, 1, None)
-#: what a strategy is applied to: a transformers causal LM, a posgeom ``CausalDecoder``
-APPLY_TARGETS = ("transformers", "decoder")
 
 
 def check_lags(lags: Any) -> np.ndarray:
@@ -135,17 +119,6 @@ class Strategy:
             out["options"] = jsonable_parameters(self.options)
         out["description"] = self.description
         return out
-
-
-class RefusingExtension:
-    """Mixed in by the extension side of a mechanism ``extend`` cannot scale (convolutional,
-    relative-embedding, window-bias and spatial positions): a detected mechanism is refused
-    with its family's one line, ``refusal(what)``, a module function set as a ``staticmethod``."""
-
-    refusal: ClassVar[Callable[[str], str]]
-
-    def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
-        raise PosgeomError(self.refusal("extend cannot scale these positions"))
 
 
 @dataclass(frozen=True)
@@ -227,8 +200,9 @@ class Extension:
 
     # ------------------------------------------------------------------ applying a strategy
     def can_apply(self, strategy: Strategy, target: str) -> bool:
-        """Whether ``strategy`` can be run on a ``target`` (:data:`APPLY_TARGETS`) model: by
-        default only ``none``, which changes nothing."""
+        """Whether ``strategy`` can be run on a ``target`` model (``"transformers"``: a causal LM,
+        ``"decoder"``: a posgeom ``CausalDecoder``): by default only ``none``, which changes
+        nothing."""
         return strategy.kind == "none"
 
     def check_apply(self, strategy: Strategy, target: str) -> None:
@@ -276,12 +250,19 @@ class Extension:
         return getattr(importlib.import_module(module), name)
 
 
+def refusing_extension(refusal: Callable[[str], str]) -> type[Extension]:
+    """The extension side of a mechanism ``extend`` cannot scale (convolutional,
+    relative-embedding, window-bias and spatial positions): a detected mechanism is refused
+    with its family's one line, ``refusal(what)``."""
+
+    class RefusingExtension(Extension):
+        def extension_from_mechanism(self, mechanism: Any) -> dict[str, Any]:
+            raise PosgeomError(refusal("extend cannot scale these positions"))
+
+    return RefusingExtension
+
+
 def has_decoder_module(ext: Extension) -> bool:
     """Whether the extension ``ext`` (a family's ``extension``) gives the posgeom decoder a
     position module (its type overrides :meth:`Extension.decoder_module`)."""
     return type(ext).decoder_module is not Extension.decoder_module
-
-
-def can_extend(ext: Extension) -> bool:
-    """Whether ``extend`` can score the extension ``ext`` (its type has a lag kernel)."""
-    return type(ext).lag_vectors is not Extension.lag_vectors

@@ -33,11 +33,8 @@ def head_dim(config: Any) -> int | None:
     value = getattr(config, "head_dim", None)
     if isinstance(value, int) and value > 0:
         return value
-    hidden = config_get(config, "hidden_size", "n_embd", "d_model")
-    heads = num_heads(config)
-    if hidden and heads:
-        return int(hidden) // heads
-    return None
+    hidden, heads = config_get(config, "hidden_size", "n_embd", "d_model"), num_heads(config)
+    return int(hidden) // heads if hidden and heads else None
 
 
 def text_config(config: Any) -> Any:
@@ -52,10 +49,8 @@ def query_head_dim(config: Any) -> int | None:
     value = getattr(config, "qk_head_dim", None)
     if isinstance(value, int) and value > 0:
         return value
-    nope, rope = (
-        getattr(config, "qk_nope_head_dim", None),
-        getattr(config, "qk_rope_head_dim", None),
-    )
+    nope = getattr(config, "qk_nope_head_dim", None)
+    rope = getattr(config, "qk_rope_head_dim", None)
     if isinstance(nope, int) and isinstance(rope, int):
         return nope + rope
     return head_dim(config)
@@ -71,6 +66,15 @@ def parent(model: Any, name: str) -> Any:
 def last_name(name: str) -> str:
     """The last component of a dotted module or parameter name."""
     return name.rsplit(".", 1)[-1]
+
+
+def squeezed(tensor: Any) -> Any:
+    """``tensor`` detached, without its leading axes of size 1 beyond the last two (a
+    ``(1, P, d)`` table as ``(P, d)``)."""
+    tensor = tensor.detach()
+    while tensor.ndim > 2 and tensor.shape[0] == 1:
+        tensor = tensor[0]
+    return tensor
 
 
 def to_numpy(tensor: Any) -> np.ndarray:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from posgeom._errors import PosgeomError
+from posgeom.encodings._base import check_n, readonly
 
 __all__ = ["Mechanism", "MechanismParams", "RefusingParams", "head_select", "register_kind"]
 
@@ -37,6 +38,12 @@ class MechanismParams:
 
     key: ClassVar[str] = ""
     representation: ClassVar[str] = "vectors"
+    #: array fields kept as read-only float64 copies
+    _arrays: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        for name in self._arrays:
+            object.__setattr__(self, name, readonly(getattr(self, name)))
 
     @property
     def n_positions(self) -> int | None:
@@ -107,7 +114,9 @@ class Mechanism:
     input-level table or when unknown) and ``stack`` (the module path of that stack, e.g.
     ``"layers"`` or ``"decoder.block"``).
 
-    The fields of ``params`` are also readable on the mechanism (``mech.table``, ``mech.slopes``).
+    The fields of ``params`` are also readable on the mechanism (``mech.table``, ``mech.slopes``,
+    ``mech.representation``: what :meth:`to_encoding` returns, ``"vectors"`` or
+    ``"distances"``; ``mech.n_positions``: the rows of a learned table, else ``None``).
     """
 
     kind: str
@@ -144,16 +153,6 @@ class Mechanism:
         """This mechanism followed by ``others``."""
         return (self, *self.others)
 
-    @property
-    def representation(self) -> str:
-        """What :meth:`to_encoding` returns: ``"vectors"`` (n, d) or ``"distances"`` (n, n)."""
-        return self.params.representation
-
-    @property
-    def n_positions(self) -> int | None:
-        """Number of positions a learned table covers (``None`` for the other kinds)."""
-        return self.params.n_positions
-
     def summary(self) -> str:
         """One line describing the mechanism (and the layers it acts on, when known)."""
         where = "" if self.layers is None else f" layers {_ranges(self.layers)}"
@@ -167,8 +166,6 @@ class Mechanism:
 
     def to_encoding(self, n: int, *, head: int | None = None) -> np.ndarray:
         """The geometry of positions ``0 .. n-1`` (see the family's params ``to_encoding``)."""
-        from posgeom.encodings._base import check_n
-
         return self.params.to_encoding(check_n(n, "n"), head=head)
 
 

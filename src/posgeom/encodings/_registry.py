@@ -1,24 +1,15 @@
 """The family registry: one :class:`Family` per positional encoding, registered by decorator.
 
-A family is the one place where what posgeom knows about an encoding lives. Every layer that
-needs an encoding asks the registry instead of naming families:
-
-- geometry: :meth:`Family.build` ``(n, **params) -> PositionEncoding`` (``posgeom.encodings.get``);
-- comparison: :meth:`Family.encodings` builds the encodings of its comparison rows (each a
-  :class:`RowEncoding`: the encoding, its description and parameter count); the pipeline scores
-  them all in one table, and a per-head family declares how its row is chosen among its heads
-  (:attr:`Family.row_choice`); a family never scores anything;
-- models: :meth:`Family.detect` finds the family's mechanism in a Hugging Face model and returns
-  :class:`Mechanism` objects whose typed ``params`` convert themselves to geometry (torch is
-  imported inside ``detect`` only: importing a family never imports torch);
-- torch: :meth:`Family.torch_module` builds the ``posgeom.nn`` module the trainer uses. The nn
-  classes are named by their import path (:attr:`Family.torch_class`), so ``encodings`` never
-  imports ``nn`` (``nn`` imports the formulas from here: no import cycle);
-- extension: the spec grammar of ``posgeom extend``, the strategies, the lag kernel, how a
-  strategy is applied to a model and the posgeom decoder's position module live in a separate
-  object, ``family.extension`` (an instance of :attr:`Family.extension_type`, a
-  :class:`~posgeom.encodings._extension.Extension` subclass; the base class means "no
-  extension"); :func:`extension_of` gives it by name.
+A family is the one place where what posgeom knows about an encoding lives; every layer asks
+the registry instead of naming families: geometry (:meth:`Family.build`, behind
+``posgeom.encodings.get``), the comparison (:meth:`Family.encodings`: the encodings of its rows,
+which the pipeline scores in one table; a per-head family declares how its row is chosen among
+its heads, :attr:`Family.row_choice`), models (:meth:`Family.detect` returns
+:class:`Mechanism` objects whose typed ``params`` convert themselves to geometry; torch is
+imported inside ``detect`` only), torch (:meth:`Family.torch_module`; the nn classes are named
+by import path, :attr:`Family.torch_class`, so ``encodings`` never imports ``nn``) and the
+extension side (``family.extension``, an instance of :attr:`Family.extension_type`, see
+:mod:`posgeom.encodings._extension`; :func:`extension_of` gives it by name).
 
 Adding a family is one module with a ``@register`` class plus its tests (``docs/ARCHITECTURE.md``,
 "Adding a positional family").
@@ -26,7 +17,6 @@ Adding a family is one module with a ``@register`` class plus its tests (``docs/
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -120,24 +110,23 @@ class Family:
     """A positional family. Subclass, set the class attributes, decorate with :func:`register`.
 
     Attributes: ``name`` (registry key), ``order`` (position in listings and comparisons),
-    ``summary`` (one line), ``requires`` (build parameters
+    ``summary`` (one line), ``skip_reason`` (why it has no row), ``requires`` (build parameters
     without a default, e.g. ``("source",)``), ``in_comparison`` (in ``compare``'s default set),
     ``mechanism_kind`` / ``mechanism_params`` (its mechanism in Hugging Face models, or ``None``),
-    ``looks_for`` (what :meth:`detect` looks for, for the "nothing found" message),
-    ``detect_order`` (smaller first), ``torch_class`` (``"module:Class"`` of its nn module, or
-    ``None``), ``trained_by_default`` (the trainer trains its positions), ``excludes``
-    (mechanism kinds dropped when this family's mechanism is found: ALiBi models may carry an unused
-    rotary module), ``comparison_needs`` (the :class:`~posgeom.pipeline.config.GeometryConfig` field its row needs, e.g.
-    ``"learned_model"``), ``pipeline_options`` (what the comparison's pipeline must compute, e.g.
-    ``{"refine": True}`` for SMACOF), ``row_choice`` (a per-head family: the score whose lowest
-    value picks the head that is its row, ties to the lower head; ``None``: one row per
-    encoding), ``role`` (what its comparison row is: ``"candidate"``, an
-    encoding a model could use; ``"baseline"``, a reference with no positional design (random,
-    NoPE) that a candidate must beat; ``"fitted"``, fitted to the corpus geometry itself (MDS), so
-    refitted on every bootstrap replicate by :meth:`refit`), ``extension_type`` (its extension
-    side: ``spec_keys``, ``strategies``, ``lag_vectors``, ...; an
-    :class:`~posgeom.encodings._extension.Extension` subclass, instantiated with the family's
-    ``name`` as the instance attribute ``extension``).
+    ``looks_for`` (what :meth:`detect` looks for, for the "nothing found" message), ``detect_order``
+    (smaller first), ``torch_class`` (``"module:Class"`` of its nn module, or ``None``),
+    ``trained_by_default`` (the trainer trains its positions), ``excludes`` (mechanism kinds dropped
+    when this family's mechanism is found: ALiBi models may carry an unused rotary module),
+    ``comparison_needs`` (the :class:`~posgeom.pipeline.config.GeometryConfig` field its row needs,
+    e.g. ``"learned_model"``), ``pipeline_options`` (what the comparison's pipeline must compute,
+    e.g. ``{"refine": True}`` for SMACOF), ``row_choice`` (a per-head family: the score whose lowest
+    value picks the head that is its row, ties to the lower head; ``None``: one row per encoding),
+    ``role`` (what its comparison row is: ``"candidate"``, an encoding a model could use;
+    ``"baseline"``, a reference with no positional design (random, NoPE) that a candidate must beat;
+    ``"fitted"``, fitted to the corpus geometry itself (MDS), so refitted on every bootstrap
+    replicate by :meth:`refit`), ``extension_type`` (its extension side: ``spec_keys``,
+    ``strategies``, ``lag_vectors``, ...; an :class:`~posgeom.encodings._extension.Extension`
+    subclass, instantiated with the family's ``name`` as the instance attribute ``extension``).
     """
 
     name: ClassVar[str] = ""
@@ -187,11 +176,8 @@ class Family:
         enc = self.default_encoding(ctx)
         if enc is None:
             return {}
-        return {
-            self.name: RowEncoding(
-                enc, self.describe(ctx, enc), int(self.parameter_count(ctx, enc))
-            )
-        }
+        row = RowEncoding(enc, self.describe(ctx, enc), int(self.parameter_count(ctx, enc)))
+        return {self.name: row}
 
     def model_reference(self, n_positions: int, width: int, seed: int) -> Any:
         """Its reference encoding of a model's ``width`` in ``analyze_model`` (scored beside the
@@ -233,8 +219,7 @@ class Family:
         """The class named by :attr:`torch_class` (imported on demand; needs torch)."""
         if self.torch_class is None:
             raise PosgeomError(f"encoding {self.name!r} has no torch module to train with")
-        module, _, cls = str(self.torch_class).partition(":")
-        return getattr(importlib.import_module(module), cls)
+        return self.extension.torch_object(self.torch_class)
 
     def __repr__(self) -> str:
         return f"<family {self.name!r}: {self.summary}>"

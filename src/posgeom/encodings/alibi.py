@@ -2,12 +2,8 @@
 
 ALiBi adds the bias ``-m_h |i - j|`` to the attention logits of head ``h``; it has no vectors. The
 bias implies a one-dimensional (rank-1) geometry per head: position vector ``m_h * i`` (an
-``(n, 1)`` column) and distance ``m_h |i - j|``.
-
-Slopes as the reference code sets them (``get_slopes`` in ofirpress/attention_with_linear_biases):
-for a power of two ``H``, ``m_h = 2^(-8h/H)``, ``h = 1 .. H`` (head index ``h - 1`` here); otherwise
-the slopes of the closest lower power of two ``P``, followed by every other slope of ``2P``
-(``[0::2][:H-P]``). For ``H = 12``: ``2^-1 .. 2^-8`` then ``2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5``.
+``(n, 1)`` column) and distance ``m_h |i - j|``, with the slopes of :func:`alibi_slopes` (for
+``H = 12``: ``2^-1 .. 2^-8`` then ``2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5``).
 
 ``head=None`` stacks all heads as columns, vectors ``(n, H)`` with column ``h`` equal to ``m_h * i``
 (Euclidean distance ``||m|| |i - j|``); ``head=h`` is one head; ``head="best"`` picks the head
@@ -30,14 +26,12 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, is_integer
+from posgeom._validation import Interval, check_int, is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import (
     MAX_HEADS,
     PositionEncoding,
     check_n,
-    check_positive_int,
-    readonly,
 )
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
@@ -65,7 +59,7 @@ def alibi_slopes(n_heads: int, *, style: str = "bloom", alibi_bias_max: float = 
     ``P = 2^ceil(log2 H)``, ``m_h = 2^(-h alibi_bias_max / P)`` for ``h = 1..P``; when ``P != H``
     the odd-indexed then the even-indexed slopes are kept, the first ``H`` of them.
     """
-    h = check_positive_int(n_heads, "ALiBi n_heads")
+    h = check_int(n_heads, "ALiBi n_heads", 1)
     if style == "bloom":
         closest = 2 ** math.floor(math.log2(h))
         slopes = (2.0 ** (-8.0 / closest)) ** np.arange(1, closest + 1, dtype=np.float64)
@@ -161,14 +155,12 @@ class ALiBiParams(MechanismParams):
     (``"bloom"``: Press et al.'s reference, also Falcon; ``"mpt"``) and ``num_heads``."""
 
     key = "alibi"
+    _arrays = ("slopes",)
     representation = "distances"
 
     slopes: np.ndarray
     alibi_style: str = "bloom"
     num_heads: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "slopes", readonly(self.slopes))
 
     def summary(self) -> str:
         return f"ALiBi ({self.alibi_style}) {self.num_heads} heads"
@@ -265,15 +257,12 @@ class ALiBiFamily(Family):
     excludes = ("rotary",)
     torch_class = _TORCH_MODULE
     extension_type = ALiBiExtension
-
-    def build(self, n_positions: int, **params: Any) -> ALiBiEncoding:
-        return alibi(n_positions, **params)
+    build = staticmethod(alibi)
+    row_choice = "paper"  # the row is the head of lowest paper stress
 
     def default_encoding(self, ctx: ComparisonContext) -> ALiBiEncoding:
         """All ``n_heads`` heads as columns (the comparison row is the best single head)."""
         return alibi(ctx.n_positions, ctx.n_heads)
-
-    row_choice = "paper"  # the row is the head of lowest paper stress
 
     def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
         """One encoding per head (``alibi/h<h>``, distance ``m_h |i - j|``); the row is the head

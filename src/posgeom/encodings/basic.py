@@ -64,11 +64,10 @@ def _read_array(path: Path, key: str | None) -> tuple[np.ndarray, str | None]:
     return np.asarray(arrays[key]), key
 
 
-def _looks_like_distances(a: np.ndarray) -> bool:
+def _is_distances(a: np.ndarray) -> bool:
+    """Whether the 2-D ``a`` is square, non-negative, symmetric to ``1e-6`` with a zero diagonal."""
     return (
-        a.ndim == 2
-        and a.shape[0] == a.shape[1]
-        and a.shape[0] > 1
+        a.shape[0] == a.shape[1]
         and np.all(np.diag(a) == 0)
         and np.all(a >= 0)
         and np.allclose(a, a.T, rtol=1e-6, atol=1e-9)
@@ -87,9 +86,8 @@ def from_file(
     Files: ``.npy`` and ``.npz`` (``allow_pickle=False``) or ``.safetensors`` (one tensor, or the
     one named ``key``, or the only one of ``vectors``/``distances``). ``kind="auto"`` reads a
     square, non-negative, symmetric matrix with a zero diagonal as distances, any other 2-D array
-    as vectors;
-    ``kind="vectors"``/``"distances"`` says so explicitly. Distances are symmetrised exactly
-    (``(M + M^T)/2``, zero diagonal) after checking they are symmetric to ``1e-6``.
+    as vectors; ``kind="vectors"``/``"distances"`` says so explicitly. Distances are symmetrised
+    exactly (``(M + M^T)/2``, zero diagonal) after checking they are symmetric to ``1e-6``.
 
     ``n_positions``: when given, the file must hold at least that many positions and only the
     first ``n_positions`` are kept (leading rows, or the leading block of a distance matrix).
@@ -119,18 +117,12 @@ def from_file(
         fix="rescale the file (stress-1 and scale-optimal stress do not depend on the scale)",
     )
     if kind == "auto":
-        kind = "distances" if _looks_like_distances(array) else "vectors"
-    if kind == "distances":
-        if (
-            array.shape[0] != array.shape[1]
-            or np.any(array < 0)
-            or np.any(np.diag(array) != 0)
-            or not np.allclose(array, array.T, rtol=1e-6, atol=1e-9)
-        ):
-            raise PosgeomError(
-                f"{path}: a distance matrix must be square, non-negative, symmetric "
-                "with a zero diagonal; pass kind='vectors' for position vectors"
-            )
+        kind = "distances" if array.shape[0] > 1 and _is_distances(array) else "vectors"
+    elif kind == "distances" and not _is_distances(array):
+        raise PosgeomError(
+            f"{path}: a distance matrix must be square, non-negative, symmetric "
+            "with a zero diagonal; pass kind='vectors' for position vectors"
+        )
     if n_positions is not None:
         n = check_n(n_positions)
         if array.shape[0] < n:
@@ -193,9 +185,7 @@ class NoPEFamily(Family):
     mechanism_params = NoneParams
     detect_order = 1000
     extension_type = NoPEExtension
-
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return nope(n_positions, **params)
+    build = staticmethod(nope)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         return nope(ctx.n_positions, d=ctx.model_dim)
@@ -224,9 +214,7 @@ class RandomFamily(Family):
     summary = "seeded Gaussian vectors (no order information)"
     role = "baseline"
     torch_class = "posgeom.nn.tables:AbsolutePositionEmbedding"
-
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return random(n_positions, **params)
+    build = staticmethod(random)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         return random(ctx.n_positions, d=ctx.model_dim, seed=ctx.seed)
@@ -248,8 +236,7 @@ class RandomFamily(Family):
     def torch_module(self, spec: TorchSpec) -> Any:
         import torch
 
-        seed = 0 if spec.seed is None else spec.seed
-        table = random(spec.n, spec.d, seed=seed, scale=spec.random_scale).vectors
+        table = random(spec.n, **self.torch_build_params(spec)).vectors
         return self.torch_class_object()(np.array(table), trainable=False, dtype=torch.float32)
 
 

@@ -82,27 +82,18 @@ def built_rows(
     with its reason."""
     for k, (name, fam) in enumerate(rows.items(), 1):
         log.info("scoring %s (%d/%d)", name, k, len(rows))
-        made = _family_encodings(name, fam, ctx, skip_unbuildable)
-        if made:
-            kept = {
-                key: m.encoding if m.kept else restricted(m.encoding, positions)
-                for key, m in made.items()
-            }
-            yield FamilyBuild(name, fam, made, kept)
-
-
-def _family_encodings(
-    name: str, fam: Family, ctx: ComparisonContext, skip_unbuildable: bool
-) -> dict[str, RowEncoding]:
-    """``fam.encodings(ctx)`` (``fam``: the family of row ``name``), or empty (module
-    docstring of :func:`built_rows`)."""
-    try:
-        made = fam.encodings(ctx)
-    except PosgeomError as exc:
-        if not skip_unbuildable:
-            raise
-        log.warning("%s skipped: %s", name, str(exc).splitlines()[0])
-        return {}
-    if not made:
-        log.warning("%s skipped: %s", name, fam.skip_reason)
-    return made
+        try:
+            made = fam.encodings(ctx)
+        except PosgeomError as exc:
+            if not skip_unbuildable:
+                raise
+            log.warning("%s skipped: %s", name, str(exc).splitlines()[0])
+            continue
+        if not made:
+            log.warning("%s skipped: %s", name, fam.skip_reason)
+            continue
+        kept = {
+            key: m.encoding if m.kept else restricted(m.encoding, positions)
+            for key, m in made.items()
+        }
+        yield FamilyBuild(name, fam, made, kept)

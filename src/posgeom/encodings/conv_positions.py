@@ -7,11 +7,8 @@ position is a function of the content around it, not of the position alone: ther
 no formula in ``p`` and so no position geometry to compare or to extend. posgeom names it (kind
 ``conv_positions``, with its kernel, groups and width) instead of calling the model "none", and
 the commands that need a geometry refuse it in one line (:func:`refusal`); ``analyze-model``
-measures the layers' positional signal without it. As a family it builds the one geometry the
-kernel defines alone, the share of their windows two frames do not share.
-
-Discovery: a module whose last name is one of :data:`CONV_POSITION_NAMES` holding one or more
-``torch.nn.Conv1d``.
+measures the layers' positional signal without it. Discovery: a module whose last name is one
+of :data:`CONV_POSITION_NAMES` holding one or more ``torch.nn.Conv1d``.
 """
 
 from __future__ import annotations
@@ -21,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._validation import check_int
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
-from posgeom.encodings._extension import Extension, RefusingExtension
+from posgeom.encodings._base import PositionEncoding, check_n
+from posgeom.encodings._extension import refusing_extension
 from posgeom.encodings._mechanism import RefusingParams
 from posgeom.encodings._registry import Family, Mechanism, register
 
@@ -62,19 +60,13 @@ class ConvPositionParams(RefusingParams):
         )
 
 
-class ConvPositionExtension(RefusingExtension, Extension):
-    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
-
-    refusal = staticmethod(refusal)
-
-
 @register
 class ConvPositionFamily(Family):
     """Convolutional position embeddings: detected and named, refused where a geometry is
     needed."""
 
     name = "conv_positions"
-    extension_type = ConvPositionExtension
+    extension_type = refusing_extension(refusal)
     order = 97
     summary = "convolutional position embedding (wav2vec 2.0, HuBERT); detection only"
     in_comparison = False
@@ -89,7 +81,7 @@ class ConvPositionFamily(Family):
         ``kernel_size=128`` (wav2vec 2.0). Not the model's geometry (that depends on the
         content), so a model's mechanism is still refused."""
         n = check_n(n_positions)
-        k = check_positive_int(params.get("kernel_size", 128), "kernel_size")
+        k = check_int(params.get("kernel_size", 128), "kernel_size", 1)
         lags = np.minimum(np.arange(n), k) / k
         return PositionEncoding("conv_positions", None, {"kernel_size": k}, lag_profile=lags)
 

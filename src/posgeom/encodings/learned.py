@@ -28,7 +28,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, readonly
+from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -37,7 +37,7 @@ from posgeom.encodings._registry import (
     TorchSpec,
     register,
 )
-from posgeom.encodings.learned_extension import LearnedExtension
+from posgeom.encodings.learned_extension import LearnedExtension, extend_table
 from posgeom.encodings.value_sinusoid import projects_coordinates
 
 #: Last name components of learned absolute position tables.
@@ -58,14 +58,6 @@ LEARNED_NAMES = (
 #: :data:`LEARNED_NAMES` (Qwen3-ASR's ``positional_embedding``), or a ``weights`` buffer of a
 #: module named in :data:`LEARNED_NAMES` (M2M-100, NLLB-MoE)
 TABLE_BUFFERS = ("pos_encoding",)
-
-
-def _load_model(model: Any) -> Any:
-    if not isinstance(model, (str, os.PathLike)):
-        return model
-    from posgeom._hub import pretrained_model
-
-    return pretrained_model(model)
 
 
 def _no_table_message(model: Any) -> str:
@@ -109,9 +101,7 @@ def position_tables(model: Any) -> list[tuple[str, Any, Any]]:
     for name, param in model.named_parameters():
         if _hf.last_name(name) not in LEARNED_NAMES or id(param) in seen:
             continue
-        tensor = param.detach()
-        while tensor.ndim > 2 and tensor.shape[0] == 1:
-            tensor = tensor[0]
+        tensor = _hf.squeezed(param)
         if tensor.ndim == 2 and not projects_coordinates(_hf.parent(model, name), tensor):
             seen.add(id(param))
             found.append((name, None, tensor))
@@ -170,8 +160,11 @@ def learned(
     n = check_n(n_positions)
     if beyond not in ("error", "interpolate"):
         raise PosgeomError(f"beyond must be 'error' or 'interpolate', got {beyond!r}")
-    source = str(model) if isinstance(model, (str, os.PathLike)) else type(model).__name__
-    net = _load_model(model)
+    source, net = type(model).__name__, model
+    if isinstance(model, (str, os.PathLike)):
+        from posgeom._hub import pretrained_model
+
+        source, net = str(model), pretrained_model(model)
     name, module = find_position_table(net)
     offset = table_offset(module, offset)
     table = module.weight.detach().cpu().double().numpy()[offset:]
@@ -184,10 +177,7 @@ def learned(
             f"use n_positions <= {rows} or beyond='interpolate'"
         )
     else:
-        t = np.arange(n) * (rows - 1) / (n - 1)
-        lo = np.minimum(np.floor(t).astype(int), rows - 2)
-        frac = (t - lo)[:, None]
-        vectors = (1 - frac) * table[lo] + frac * table[lo + 1]
+        vectors = extend_table(table, n, "interpolate")
     params = {
         "model": source,
         "table": name,
@@ -205,12 +195,10 @@ class LearnedParams(MechanismParams):
     vector added at position ``i`` of a sequence (OPT, RoBERTa, MPNet: offset 2)."""
 
     key = "learned"
+    _arrays = ("table",)
 
     table: np.ndarray
     offset: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "table", readonly(self.table))
 
     @property
     def n_positions(self) -> int:

@@ -1,34 +1,28 @@
-"""The learned table's extension side: extending an absolute table ``p`` (``(L0, d)``) to
-``L > L0`` positions, its lag kernel, and how an extended table reaches a posgeom decoder
-(:class:`LearnedExtension`, the ``extension_type`` of
-:class:`~posgeom.encodings.learned.LearnedFamily`).
+"""The learned table's extension side (:class:`LearnedExtension`, the ``extension_type`` of
+:class:`~posgeom.encodings.learned.LearnedFamily`): extending an absolute table ``p``
+(``(L0, d)``) to ``L > L0`` positions, its lag kernel and the decoder's extended table.
 
-Parameters: ``{"table": (n, d) float64}`` (a model's table; its first ``L0`` rows are the trained
-ones). Learned tables have no spec: they come from a model or a decoder file.
-
-Strategies (no ``none``: the trained table has no row past ``L0``):
+Parameters: ``{"table": (n, d) float64}`` (its first ``L0`` rows are the trained ones); no spec:
+tables come from a model or a decoder file. Strategies (no ``none``: the table has no row past
+``L0``):
 
 - ``clamp``: ``p'_i = p_{min(i, L0 - 1)}``;
-- ``interpolate``: ``p'_i = p(x_i)`` at ``x_i = i (L0 - 1) / (L - 1)``, linear between rows (so
-  ``p'_0 = p_0`` and ``p'_{L-1} = p_{L0-1}``);
-- ``gower``: the corpus's positional geometry ``D`` (``(L, L)`` chords) decides where the new
-  positions go. Classical MDS of ``D[:L0, :L0]`` gives coordinates ``X`` (``r`` positive
-  eigenvalues); the affine map ``[X, 1] A ~ p`` is fitted by least squares; the new positions are
-  placed by Gower's formula (:func:`posgeom.embed.extend.gower_extension`) from their squared
-  distances to the trained ones, ``x_new``, and get ``p'_i = [x_new, 1] A``. The trained rows are
-  kept as they are.
-- ``gower-table``: the same placement with the table's own geometry instead of the corpus's
-  (:func:`table_lag_distances`): the trained block is the rows' own distances ``||p_i - p_j||``
-  (so the MDS frame is the table's principal axes and the affine map is exact), and a new row
-  ``i`` is put at the table's root-mean-square distance at each lag ``k = i - j``,
-  ``delta(k)^2 = mean_j ||p_{j+k} - p_j||^2`` for ``k < L0``, the mean of ``delta^2`` over the 16
-  largest trained lags beyond. No corpus is needed (the Track B study's Gower rows).
+- ``interpolate``: ``p'_i = p(x_i)`` at ``x_i = i (L0 - 1) / (L - 1)``, linear between rows;
+- ``gower``: classical MDS of the corpus's ``(L, L)`` chords ``D[:L0, :L0]`` gives coordinates
+  ``X`` (positive eigenvalues), the affine map ``[X, 1] A ~ p`` is fitted by least squares, the
+  new positions are placed by Gower's formula (:func:`posgeom.embed.extend.gower_extension`)
+  from their squared distances to the trained ones and get ``p'_i = [x_new, 1] A``; trained
+  rows are kept;
+- ``gower-table``: the same with the table's own geometry (:func:`table_lag_distances`): the
+  rows' own distances among the trained ones, and at lag ``k = i - j`` the root-mean-square
+  ``delta(k)^2 = mean_j ||p_{j+k} - p_j||^2`` (``k < L0``; beyond, the mean over the 16 largest
+  trained lags). No corpus is needed.
 
-Lag kernel of a table ``p`` (``(n, d)``): ``v_k = mean_{i < n - k} p_i * p_{i+k}`` (elementwise),
-whose sum is the mean inner product ``mean_i <p_i, p_{i+k}>`` (:func:`learned_lag_vectors`), of
-the table extended to ``L`` rows. On a posgeom decoder the extended table is served by an
-:class:`~posgeom.nn.tables.AbsolutePositionEmbedding`; a transformers model cannot be given one
-(``--measure`` refuses, one line).
+Lag kernel (:func:`learned_lag_vectors`): ``v_k = mean_{i < n - k} p_i * p_{i+k}``
+(elementwise; its sum is ``mean_i <p_i, p_{i+k}>``) of the table extended to ``L`` rows. A
+posgeom decoder gets the extended table as an
+:class:`~posgeom.nn.tables.AbsolutePositionEmbedding`; a transformers model cannot (``--measure``
+refuses, one line).
 """
 
 from __future__ import annotations
@@ -83,9 +77,8 @@ def _gower(table: np.ndarray, target: int, distances: Any, rank: int | None) -> 
 
 
 def table_lag_distances(table: Any, target_length: int) -> np.ndarray:
-    """The ``(L, L)`` float64 distances of ``gower-table`` (module docstring): the rows' own
-    distances among the ``L0`` trained positions, the table's root-mean-square distance at lag
-    ``|i - j|`` elsewhere (the mean over the ``FAR_LAGS`` largest trained lags for lags >= L0)."""
+    """The ``(L, L)`` float64 distances of ``gower-table`` (module docstring; ``FAR_LAGS``:
+    the largest trained lags that stand for every lag >= L0)."""
     p = np.asarray(table, dtype=np.float64)
     l0, target = p.shape[0], int(target_length)
     gram = p @ p.T
@@ -143,9 +136,7 @@ def extended_table(params: Mapping[str, Any], method: str, ctx: ExtensionContext
     ``method``: the one table that is scored and, with ``--measure``, run
     (``ctx.position_distances``: the corpus's geometry or an estimate of it, ``gower`` only)."""
     table = np.asarray(params["table"])[: int(ctx.trained_length)]
-    pos = ctx.position_distances
-    d = None if pos is None else np.asarray(pos, dtype=np.float64)
-    return extend_table(table, ctx.target_length, method, position_distances=d)
+    return extend_table(table, ctx.target_length, method, position_distances=ctx.position_distances)
 
 
 def learned_lag_vectors(table: Any, lags: Any) -> np.ndarray:
@@ -200,8 +191,7 @@ class LearnedExtension(Extension):
     ) -> np.ndarray:
         if strategy.kind == "none":  # the table as trained: lags below its rows only
             return learned_lag_vectors(np.asarray(params["table"])[: ctx.target_length], lags)
-        table = extended_table(params, strategy.kind, ctx)
-        return learned_lag_vectors(table, lags)
+        return learned_lag_vectors(extended_table(params, strategy.kind, ctx), lags)
 
     def can_apply(self, strategy: Strategy, target: str) -> bool:
         return target == "decoder" and strategy.kind in LEARNED_METHODS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int, check_width
+from posgeom._validation import check_int
+from posgeom.encodings._base import PositionEncoding, check_n, check_width
 from posgeom.encodings._registry import (
     ComparisonContext,
     Family,
@@ -73,7 +74,7 @@ def low_rank_mds(
     from posgeom.embed.rank import low_rank_factors
 
     d = check_width(d)
-    rank = check_positive_int(rank, "rank")
+    rank = check_int(rank, "rank", 1)
     res = classical_mds(source, rank, model_dim=d, placement=placement, solver=solver, seed=seed)
     factors = low_rank_factors(res, rank)
     params = {
@@ -104,43 +105,54 @@ def smacof(source: Any, d: int = 768, *, max_iter: int = 200) -> MDSEncoding:
     return MDSEncoding(SMACOFFamily.name, refined.embedding, params, result=refined)
 
 
-def _checked(name: str, n_positions: int, enc: MDSEncoding) -> MDSEncoding:
-    if enc.n_positions != check_n(n_positions):
-        raise PosgeomError(f"{name}: the input has {enc.n_positions} positions, not {n_positions}")
-    return enc
-
-
-def _source(name: str, params: dict[str, Any]) -> Any:
-    if "source" not in params:
-        raise PosgeomError(f"{name} needs source=<(n, n) distances or (n, V) distributions>")
-    return params.pop("source")
-
-
-def _fitted(ctx: ComparisonContext, name: str) -> Any:
-    if name not in ctx.fitted:
-        raise PosgeomError("the MDS rows of a comparison need the pipeline's MDS encoding")
-    return ctx.fitted[name]
-
-
 def _mds_module(spec: TorchSpec, name: str) -> Any:
     if spec.geometry is None:
         raise PosgeomError(f"encoding {name!r} needs the corpus geometry (an MDS result)")
     return spec.geometry.mds
 
 
+class _FittedFamily(Family):
+    """A family fitted to the corpus geometry: built by ``_make(source, **params)`` from
+    ``source=`` (distances or distributions of ``n_positions`` positions); its comparison row
+    is the pipeline's fit of the kept positions, ``ctx.fitted[name]``, described by
+    :meth:`_row`."""
+
+    requires = ("source",)
+    role = "fitted"
+    _make: ClassVar[Callable[..., MDSEncoding]]
+
+    def build(self, n_positions: int, **params: Any) -> MDSEncoding:
+        if "source" not in params:
+            raise PosgeomError(
+                f"{self.name} needs source=<(n, n) distances or (n, V) distributions>"
+            )
+        enc = self._make(params.pop("source"), **params)
+        if enc.n_positions != check_n(n_positions):
+            raise PosgeomError(
+                f"{self.name}: the input has {enc.n_positions} positions, not {n_positions}"
+            )
+        return enc
+
+    def _row(self, ctx: ComparisonContext, fitted: Any) -> tuple[str, int]:
+        """The row's description and parameter count."""
+        raise NotImplementedError
+
+    def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
+        if self.name not in ctx.fitted:
+            raise PosgeomError("the MDS rows of a comparison need the pipeline's MDS encoding")
+        fitted = ctx.fitted[self.name]
+        return {self.name: RowEncoding(fitted, *self._row(ctx, fitted), kept=True)}
+
+
 @register
-class MDSFamily(Family):
+class MDSFamily(_FittedFamily):
     """Algorithm 1: the MDS-optimal table; a fixed table in the trainer."""
 
     name = "mds"
     order = 80
     summary = "MDS-optimal encoding of the corpus geometry (Algorithm 1)"
-    requires = ("source",)
     torch_class = "posgeom.nn.tables:AbsolutePositionEmbedding"
-    role = "fitted"
-
-    def build(self, n_positions: int, **params: Any) -> MDSEncoding:
-        return _checked(self.name, n_positions, mds(_source(self.name, params), **params))
+    _make = staticmethod(mds)
 
     def refit(self, distances: np.ndarray, *, model_dim: int, low_rank: int) -> Any:
         """Classical MDS of the replicate at rank ``min(n - 1, d)``."""
@@ -149,11 +161,9 @@ class MDSFamily(Family):
         n = distances.shape[0]
         return classical_mds(distances, min(n - 1, model_dim), model_dim=model_dim)
 
-    def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
-        """The pipeline's MDS encoding of the kept positions (``ctx.fitted[self.name]``)."""
-        mds = _fitted(ctx, self.name)
-        description = f"Algorithm 1, rank {mds.n_components} in d={ctx.model_dim}"
-        return {self.name: RowEncoding(mds, description, ctx.n_kept * ctx.model_dim, kept=True)}
+    def _row(self, ctx: ComparisonContext, fitted: Any) -> tuple[str, int]:
+        description = f"Algorithm 1, rank {fitted.n_components} in d={ctx.model_dim}"
+        return description, ctx.n_kept * ctx.model_dim
 
     def torch_build_params(self, spec: TorchSpec) -> dict[str, Any]:
         return {"source": spec.geometry.distances, "d": spec.d}
@@ -166,16 +176,15 @@ class MDSFamily(Family):
 
 
 @register
-class LowRankMDSFamily(Family):
+class LowRankMDSFamily(_FittedFamily):
     """The rank-r MDS encoding ``P = A B^T``: ``r (n + d)`` parameters, trained by default."""
 
     name = "low_rank_mds"
     order = 90
     summary = "rank-r MDS encoding P = A B^T"
-    requires = ("source",)
     torch_class = "posgeom.nn.tables:LowRankPositionEmbedding"
     trained_by_default = True
-    role = "fitted"
+    _make = staticmethod(low_rank_mds)
 
     def refit(self, distances: np.ndarray, *, model_dim: int, low_rank: int) -> Any:
         """Classical MDS of the replicate at rank ``min(low_rank, n - 1, model_dim)`` (only the
@@ -186,17 +195,11 @@ class LowRankMDSFamily(Family):
         r = min(low_rank, n - 1, model_dim)
         return classical_mds(distances, r, model_dim=model_dim, all_eigenvalues=False)
 
-    def build(self, n_positions: int, **params: Any) -> MDSEncoding:
-        return _checked(self.name, n_positions, low_rank_mds(_source(self.name, params), **params))
-
-    def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
-        """The pipeline's MDS encoding truncated to rank ``r = min(low_rank, its rank)``
-        (``ctx.fitted[self.name]``: the pipeline truncates, the family describes): ``r (n + d)``
+    def _row(self, ctx: ComparisonContext, fitted: Any) -> tuple[str, int]:
+        """Rank ``r = min(low_rank, the MDS rank)`` (the pipeline truncates): ``r (n + d)``
         parameters."""
-        low = _fitted(ctx, self.name)
-        r = low.n_components
-        parameters = r * (ctx.n_kept + ctx.model_dim)
-        return {self.name: RowEncoding(low, f"rank-{r} MDS, P = A B^T", parameters, kept=True)}
+        r = fitted.n_components
+        return f"rank-{r} MDS, P = A B^T", r * (ctx.n_kept + ctx.model_dim)
 
     def check_training(self, spec: TorchSpec) -> None:
         if spec.rank > min(spec.n, spec.d):
@@ -221,25 +224,20 @@ class LowRankMDSFamily(Family):
 
 
 @register
-class SMACOFFamily(Family):
-    """SMACOF refinement of the MDS encoding (stress-optimal rather than strain-optimal)."""
+class SMACOFFamily(_FittedFamily):
+    """SMACOF refinement of the MDS encoding (stress-optimal rather than strain-optimal); not
+    refitted per replicate (too slow), so its row has no interval."""
 
     name = "mds+smacof"
     order = 100
     summary = "SMACOF refinement started from the MDS encoding"
-    requires = ("source",)
     pipeline_options: ClassVar[Mapping[str, Any]] = MappingProxyType({"refine": True})
     skip_reason = "refinement runs only for n <= 2048"
-    role = "fitted"  # not refitted per replicate (SMACOF per replicate is too slow): no interval
+    _make = staticmethod(smacof)
 
-    def build(self, n_positions: int, **params: Any) -> MDSEncoding:
-        return _checked(self.name, n_positions, smacof(_source(self.name, params), **params))
+    def _row(self, ctx: ComparisonContext, fitted: Any) -> tuple[str, int]:
+        return "SMACOF from the MDS solution (200 iterations max)", ctx.n_kept * ctx.model_dim
 
     def encodings(self, ctx: ComparisonContext) -> dict[str, RowEncoding]:
-        """The pipeline's SMACOF refinement (``ctx.fitted[self.name]``); none when it did not
-        run (the pipeline refines only for n <= 2048)."""
-        if self.name not in ctx.fitted:
-            return {}
-        description = "SMACOF from the MDS solution (200 iterations max)"
-        parameters = ctx.n_kept * ctx.model_dim
-        return {self.name: RowEncoding(ctx.fitted[self.name], description, parameters, kept=True)}
+        """None when the pipeline did not refine (it refines only for n <= 2048)."""
+        return super().encodings(ctx) if self.name in ctx.fitted else {}

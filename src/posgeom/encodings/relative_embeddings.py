@@ -15,19 +15,11 @@ learned table: the bucketing, ``D_ij = |b(i - j)|`` with DeBERTa's log buckets `
 ``max_relative_positions``), a lag profile. It is not the model's geometry (that goes through
 the table and each layer's projections), so a model's mechanism is still refused.
 
-Discovery: an ``nn.Embedding`` whose last name component is one of :data:`RELATIVE_TABLE_NAMES`;
-``position_buckets``, ``max_relative_positions`` and ``pos_att_type`` are read from the module
-that owns it or its attention modules, then from the configuration. A position module (named as
-a position table, :data:`~posgeom.encodings.learned.LEARNED_NAMES`, not an embedding) holding one
-``nn.Embedding`` is called on ``(1, L, d)`` hidden states; when every pair ``(i, j)`` of its
-``(L, L, e)`` output is the table row of the offset ``i - j`` it is this kind too (SpeechT5:
-``2 M`` rows, ``max_relative_positions = M``, no log buckets). An attention parameter named in
-:data:`RELATIVE_KEY_NAMES` (VITS's ``emb_rel_k``, ``2 w + 1`` rows for the attention's
-``window_size`` ``w``) is this kind too, one mechanism per attention. So are decomposed
-relative positions (SAM's ViT attention, after MViTv2): a pair of attention parameters
-:data:`RELATIVE_AXIS_NAMES` ``rel_pos_h`` / ``rel_pos_w`` ``(2 S - 1, head_dim)``, row
-``r + S - 1`` the vector of the row (column) offset ``r`` of query and key patches, one
-mechanism per parameter (``axis`` ``"height"`` / ``"width"``).
+Discovery: an ``nn.Embedding`` named in :data:`RELATIVE_TABLE_NAMES` (``position_buckets``,
+``max_relative_positions`` and ``pos_att_type`` read from its owner, its attention modules, then
+the configuration), a position module whose output is a table row per offset (SpeechT5,
+:func:`_computed_tables`), an attention's relative key parameter (VITS, :func:`_key_tables`) and
+decomposed relative positions (SAM, :func:`_axis_tables`).
 """
 
 from __future__ import annotations
@@ -40,8 +32,8 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom._validation import is_integer
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, readonly
-from posgeom.encodings._extension import Extension, RefusingExtension
+from posgeom.encodings._base import PositionEncoding, check_n
+from posgeom.encodings._extension import refusing_extension
 from posgeom.encodings._mechanism import RefusingParams
 from posgeom.encodings._registry import Family, Mechanism, register
 
@@ -115,6 +107,7 @@ class RelativeEmbeddingParams(RefusingParams):
     for a decomposed table of a patch grid's row or column offsets, else ``""``)."""
 
     key = "relative_embeddings"
+    _arrays = ("table",)
     refusal = staticmethod(refusal)
 
     table: np.ndarray
@@ -122,9 +115,6 @@ class RelativeEmbeddingParams(RefusingParams):
     max_relative_positions: int = -1
     terms: tuple[str, ...] = ()
     axis: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "table", readonly(self.table))
 
     def summary(self) -> str:
         rows, width = self.table.shape
@@ -150,6 +140,12 @@ class RelativeEmbeddingParams(RefusingParams):
 
 #: positions a relative position module is called on (:func:`_computed_tables`)
 CALL_LENGTH = 16
+
+
+def _mech(source: str, table: Any, **fields: Any) -> Mechanism:
+    """A ``relative_embeddings`` mechanism of the tensor ``table`` (read as float64)."""
+    params = RelativeEmbeddingParams(table=_hf.to_numpy(table), **fields)
+    return Mechanism("relative_embeddings", source, params)
 
 
 def _offset_rows(out: Any, table: Any) -> np.ndarray | None:
@@ -188,11 +184,8 @@ def _computed_tables(model: Any, config: Any) -> list[Mechanism]:
         weight = tables[0][1].weight.detach().cpu()
         if out is None or _offset_rows(out, weight) is None:
             continue
-        rows = int(weight.shape[0])
-        params = RelativeEmbeddingParams(
-            table=_hf.to_numpy(weight), max_relative_positions=rows // 2
-        )
-        found.append(Mechanism("relative_embeddings", f"{name}.{tables[0][0]}.weight", params))
+        source = f"{name}.{tables[0][0]}.weight"
+        found.append(_mech(source, weight, max_relative_positions=int(weight.shape[0]) // 2))
     return found
 
 
@@ -208,10 +201,7 @@ def _key_tables(model: Any) -> list[Mechanism]:
         window = getattr(_hf.parent(model, name), "window_size", None)
         if not is_integer(window) or weight.shape[1] != 2 * window + 1:
             continue
-        params = RelativeEmbeddingParams(
-            table=_hf.to_numpy(weight[0]), max_relative_positions=window
-        )
-        found.append(Mechanism("relative_embeddings", name, params))
+        found.append(_mech(name, weight[0], max_relative_positions=window))
     return found
 
 
@@ -228,10 +218,8 @@ def _axis_tables(model: Any) -> list[Mechanism]:
             continue
         if not all(getattr(p, "ndim", 0) == 2 for p in pair):
             continue
-        params = RelativeEmbeddingParams(
-            table=_hf.to_numpy(weight), max_relative_positions=weight.shape[0] // 2, axis=axis
-        )
-        found.append(Mechanism("relative_embeddings", name, params))
+        rows = weight.shape[0] // 2
+        found.append(_mech(name, weight, max_relative_positions=rows, axis=axis))
     return found
 
 
@@ -242,12 +230,6 @@ def _setting(model: Any, owner: Any, config: Any, name: str) -> Any:
         if value is not None and not callable(value):
             return value
     return getattr(config, name, None)
-
-
-class RelativeEmbeddingExtension(RefusingExtension, Extension):
-    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
-
-    refusal = staticmethod(refusal)
 
 
 @register
@@ -266,10 +248,8 @@ class RelativeEmbeddingFamily(Family):
         "emb_rel_k parameter (VITS) or rel_pos_h / rel_pos_w pair (SAM)"
     )
     detect_order = 50
-    extension_type = RelativeEmbeddingExtension
-
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return relative_embeddings(n_positions, **params)
+    extension_type = refusing_extension(refusal)
+    build = staticmethod(relative_embeddings)
 
     def detect(self, model: Any, config: Any, **options: Any) -> list[Mechanism]:
         found = [*_computed_tables(model, config), *_key_tables(model), *_axis_tables(model)]
@@ -278,14 +258,15 @@ class RelativeEmbeddingFamily(Family):
                 continue
             owner = _hf.parent(model, name)
             terms = _setting(model, owner, config, "pos_att_type") or ()
-            params = RelativeEmbeddingParams(
-                table=_hf.to_numpy(module.weight),
-                position_buckets=int(_setting(model, owner, config, "position_buckets") or -1),
-                max_relative_positions=int(
-                    _setting(model, owner, config, "max_relative_positions")
-                    or module.weight.shape[0] // 2
-                ),
-                terms=tuple(str(t) for t in terms),
+            buckets = _setting(model, owner, config, "position_buckets") or -1
+            span = _setting(model, owner, config, "max_relative_positions")
+            found.append(
+                _mech(
+                    f"{name}.weight",
+                    module.weight,
+                    position_buckets=int(buckets),
+                    max_relative_positions=int(span or module.weight.shape[0] // 2),
+                    terms=tuple(str(t) for t in terms),
+                )
             )
-            found.append(Mechanism(self.mechanism_kind, f"{name}.weight", params))
         return found

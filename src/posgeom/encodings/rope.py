@@ -7,15 +7,12 @@ plane: the distances depend only on the frequencies). ``normalize="plane"`` (def
 planes, norm ``sqrt(head_dim/2)``, for the same width and base *identical* to the sinusoidal
 geometry; ``"vector"`` divides by ``sqrt(head_dim/2)``.
 
-Inverse frequencies follow transformers (``modeling_rope_utils``) in float64, one function per
-rope type in :data:`posgeom.encodings.rope_types.ROPE_TYPES` (``scaling=None``: ``"default"``,
-``theta_k = base^(-2k/h)``; ``"linear"``, ``"dynamic"`` (dynamic NTK), ``"yarn"``, ``"longrope"``,
-``"llama3"``, ``"proportional"``, and posgeom's ``"ntk"``: *static* NTK-aware scaling
-``base' = base factor^(h/(h-2))``, the same meaning in ``posgeom.nn.RotaryEmbedding``). YaRN's
-and LongRoPE's ``attention_factor`` is applied to the vectors only with
-``apply_attention_factor=True``. Layout ``"half"`` (transformers' ``rotate_half``: plane ``k`` =
-coordinates ``k, k + h/2``) or ``"interleaved"`` (RoFormer: ``2k, 2k+1``); distances do not
-depend on it.
+Inverse frequencies: one function per rope type of transformers (``modeling_rope_utils``), in
+float64, plus posgeom's static ``"ntk"`` (:mod:`posgeom.encodings.rope_types`; ``scaling=None``
+is ``"default"``, ``theta_k = base^(-2k/h)``). YaRN's and LongRoPE's ``attention_factor`` is
+applied to the vectors only with ``apply_attention_factor=True``. Layout ``"half"``
+(transformers' ``rotate_half``: plane ``k`` = coordinates ``k, k + h/2``) or ``"interleaved"``
+(RoFormer: ``2k, 2k+1``); distances do not depend on it.
 
 :class:`RoPEFamily`: the comparison row is per-head RoPE (:func:`rope_heads`), the detector reads
 ``*inv_freq`` buffers (:class:`RotaryParams`), the torch module is ``posgeom.nn.RotaryEmbedding``.
@@ -46,7 +43,6 @@ from posgeom.encodings.rope_extension import RoPEExtension
 from posgeom.encodings.rope_mechanism import RoPEEncoding, RotaryParams, detect_rotary
 from posgeom.encodings.rope_types import (
     LAYOUTS,
-    ROPE_TYPES,
     rope_inverse_frequencies,
     rotary_vectors,
 )
@@ -63,13 +59,8 @@ def rope(
     apply_attention_factor: bool = False,
     **scaling_options: Any,
 ) -> RoPEEncoding:
-    """RoPE position vectors ``(n, head_dim)``: ``[cos(i theta_k), sin(i theta_k)]`` per plane.
-
-    ``scaling_options``: the options of :func:`rope_inverse_frequencies` (``factor``,
-    ``original_max_position_embeddings``, ``beta_fast``, ``beta_slow``, ``truncate``,
-    ``attention_factor``, ``mscale``, ``mscale_all_dim``, ``rope_parameters``). See the module
-    docstring for the frequency schedules, normalisation and layout.
-    """
+    """RoPE position vectors ``(n, head_dim)``: ``[cos(i theta_k), sin(i theta_k)]`` per plane
+    (module docstring); ``scaling_options``: the options of :func:`rope_inverse_frequencies`."""
     n = check_n(n_positions)
     if normalize not in ("plane", "vector"):
         raise PosgeomError(f"normalize must be 'plane' or 'vector', got {normalize!r}")
@@ -180,10 +171,7 @@ class RoPEFamily(Family):
     detect_order = 20
     torch_class = "posgeom.nn.rotary:RotaryEmbedding"
     extension_type = RoPEExtension
-    rope_types = tuple(ROPE_TYPES)
-
-    def build(self, n_positions: int, **params: Any) -> RoPEEncoding:
-        return rope(n_positions, **params)
+    build = staticmethod(rope)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         """Per-head RoPE: ``model_dim / rope_head_dim`` heads concatenated (:func:`rope_heads`)."""

@@ -1,6 +1,6 @@
-"""RoPE's extension side: its ``extend`` spec, strategies, lag kernel and how a strategy reaches
-a model (:class:`RoPEExtension`, the ``extension_type`` of
-:class:`~posgeom.encodings.rope.RoPEFamily`).
+"""RoPE's extension side: its ``extend`` spec, strategies
+(:mod:`posgeom.encodings.rope_strategies`), lag kernel and how a strategy reaches a model
+(:class:`RoPEExtension`, the ``extension_type`` of :class:`~posgeom.encodings.rope.RoPEFamily`).
 
 Parameters: ``{"head_dim": h, "rope_parameters": {...}}`` (transformers 5 spelling, ``rope_type``
 and ``rope_theta`` always present). Spec: ``rope:theta=10000,head_dim=64[,partial_rotary_factor=
@@ -8,9 +8,6 @@ and ``rope_theta`` always present). Spec: ``rope:theta=10000,head_dim=64[,partia
 spells them; their frequencies come from the one implementation of every rope type,
 :func:`posgeom.encodings.rope_types.rope_frequencies`, at the current length ``seq_len`` with
 ``context = L0``.
-
-Strategies: :mod:`posgeom.encodings.rope_strategies` (``s = L / L0``, ``theta`` the
-model's base).
 
 Lag kernel: ``v_k = a^2 (cos k w_f, sin k w_f)_f`` (:func:`rope_lag_vectors`): the rotation of each
 frequency ``w_f`` at ``seq_len = L`` by ``k``, scaled by the logit scale ``a^2`` (``a`` the

@@ -17,8 +17,6 @@ from posgeom.encodings._extension import Strategy
 
 __all__ = [
     "LOCAL_LAYER_TYPES",
-    "is_per_layer_type",
-    "long_range_types",
     "scaled_layer_types",
     "strategy_rope_parameters",
 ]
@@ -27,30 +25,18 @@ __all__ = [
 LOCAL_LAYER_TYPES = ("sliding", "chunked")
 
 
-def is_per_layer_type(params: Any) -> bool:
-    """Whether ``params`` are ``rope_parameters`` given per layer type (Gemma 3:
-    ``{"full_attention": {...}, "sliding_attention": {...}}``): a non-empty mapping of mappings."""
-    return (
-        isinstance(params, Mapping)
-        and bool(params)
-        and all(isinstance(v, Mapping) for v in params.values())
-    )
-
-
-def long_range_types(params: Mapping[str, Any]) -> list[str]:
-    """The layer types of per-type ``params`` whose attention is not local (not ``sliding*`` /
-    ``chunked*``): the set-ups a context extension must scale."""
-    return [t for t in params if not str(t).startswith(LOCAL_LAYER_TYPES)]
-
-
 def scaled_layer_types(current: Any) -> list[str] | None:
     """The layer types whose set-up a strategy replaces in ``rope_parameters`` given per layer
-    type (Gemma 3: ``{"full_attention": {...}, "sliding_attention": {...}}``): the long-range
-    ones (:func:`long_range_types`), every type when all are
-    local; ``None`` for one set-up shared by every layer (replaced whole)."""
-    if not is_per_layer_type(current):
+    type (a non-empty mapping of mappings): the long-range ones (not ``sliding*`` /
+    ``chunked*``), every type when all are local; ``None`` for one set-up shared by every
+    layer (replaced whole)."""
+    if not (
+        isinstance(current, Mapping)
+        and current
+        and all(isinstance(v, Mapping) for v in current.values())
+    ):
         return None
-    return long_range_types(current) or list(current)
+    return [t for t in current if not str(t).startswith(LOCAL_LAYER_TYPES)] or list(current)
 
 
 def strategy_rope_parameters(current: Any, strategy: Strategy) -> dict[str, Any]:

@@ -25,9 +25,8 @@ that finds something wins; a new storage is one more function there, like transf
 
 ``head_dim`` is the width of the query/key head the rotation acts in (MLA: ``qk_head_dim =
 qk_nope_head_dim + qk_rope_head_dim``), ``rotary_dim`` the rotated part (``2 K``). ``pairs``:
-how the model pairs coordinates into planes, read by calling the modeling module's own
-``rotate_half`` / ``rotate_every_two`` on ``(0, 1, 2, 3)``: ``"half"`` (``k, k + K``, Llama) or
-``"interleaved"`` (``2k, 2k+1``: GPT-J, GLM); distances do not depend on it.
+how the model pairs coordinates into planes (:func:`rotation_pairs`; ``"half"``: ``k, k + K``,
+Llama; ``"interleaved"``: ``2k, 2k+1``, GPT-J, GLM); distances do not depend on it.
 """
 
 from __future__ import annotations
@@ -90,14 +89,13 @@ class RoPEEncoding(PositionEncoding):
             raise PosgeomError(f"rotate expects (..., positions, {h}), got shape {x.shape}")
         pos = np.arange(x.shape[-2]) if positions is None else np.asarray(positions)
         vec = rotary_vectors(self.inv_freq, pos, layout=self.layout)
-        if self.layout == "half":
-            cos, sin = vec[:, : h // 2], vec[:, h // 2 :]
-            a, b = x[..., : h // 2], x[..., h // 2 :]
-            return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
-        cos, sin = vec[:, 0::2], vec[:, 1::2]
-        a, b = x[..., 0::2], x[..., 1::2]
+        half = self.layout == "half"  # plane k: coordinates (k, k + h/2), else (2k, 2k + 1)
+        first, second = (
+            (slice(0, h // 2), slice(h // 2, h)) if half else (slice(0, h, 2), slice(1, h, 2))
+        )
+        cos, sin, a, b = vec[:, first], vec[:, second], x[..., first], x[..., second]
         out = np.empty_like(x)
-        out[..., 0::2], out[..., 1::2] = a * cos - b * sin, b * cos + a * sin
+        out[..., first], out[..., second] = a * cos - b * sin, b * cos + a * sin
         return out
 
 
@@ -111,6 +109,7 @@ class RotaryParams(MechanismParams):
     ``"interleaved"``, ``None`` when unknown)."""
 
     key = "rope"
+    _arrays = ("inv_freq",)
 
     inv_freq: np.ndarray
     theta: float | None = None
@@ -124,7 +123,7 @@ class RotaryParams(MechanismParams):
     pairs: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "inv_freq", readonly(self.inv_freq))
+        super().__post_init__()
         if self.rope_scaling is not None:
             object.__setattr__(self, "rope_scaling", MappingProxyType(dict(self.rope_scaling)))
 

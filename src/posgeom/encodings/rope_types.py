@@ -62,7 +62,6 @@ class RopeType:
 
     frequencies: Callable[..., tuple[np.ndarray, float]]
     validate: Callable[[Params, int], None]
-    needs: tuple[str, ...] = ()
 
 
 def _dim(head_dim: int, p: Params) -> int:
@@ -73,7 +72,7 @@ def _exponents(dim: int, over: int | None = None) -> np.ndarray:
     return np.arange(0, dim, 2, dtype=np.float64) / (over or dim)
 
 
-def _factor(p: Params, rope_type: str, minimum: float = 0.0) -> float:
+def _factor(p: Params, rope_type: str) -> None:
     value = p.get("factor")
     try:
         f = float(value)
@@ -81,9 +80,8 @@ def _factor(p: Params, rope_type: str, minimum: float = 0.0) -> float:
         raise PosgeomError(
             f"RoPE scaling {rope_type!r} needs a numeric factor, got {value!r}"
         ) from None
-    if not np.isfinite(f) or f <= minimum:
-        raise PosgeomError(f"RoPE scaling {rope_type!r} needs factor > {minimum:g}, got {value!r}")
-    return f
+    if not np.isfinite(f) or f <= 0.0:
+        raise PosgeomError(f"RoPE scaling {rope_type!r} needs factor > 0, got {value!r}")
 
 
 def _require(p: Params, rope_type: str, *keys: str) -> None:
@@ -204,9 +202,9 @@ def _check_none(p: Params, head_dim: int) -> None:
     return None
 
 
-def _check_factor(rope_type: str, minimum: float = 0.0) -> Callable[[Params, int], None]:
+def _check_factor(rope_type: str) -> Callable[[Params, int], None]:
     def check(p: Params, head_dim: int) -> None:
-        _factor(p, rope_type, minimum)
+        _factor(p, rope_type)
         if rope_type in ("dynamic", "ntk") and _dim(head_dim, p) <= 2:
             raise PosgeomError(f"RoPE scaling {rope_type!r} needs a rotary width > 2")
 
@@ -247,7 +245,7 @@ ROPE_TYPES: dict[str, RopeType] = {
     "longrope": RopeType(_longrope, _check_longrope),
     "llama3": RopeType(_llama3, _check_llama3),
     "proportional": RopeType(_proportional, _check_none),
-    "ntk": RopeType(_ntk, _check_factor("ntk", 0.0)),
+    "ntk": RopeType(_ntk, _check_factor("ntk")),
 }
 
 

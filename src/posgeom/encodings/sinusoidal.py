@@ -41,20 +41,17 @@ from posgeom.encodings.sinusoidal_mechanism import SinusoidalParams, detect_sinu
 _TORCH_MODULE = "posgeom.nn.position:SinusoidalPositionEmbedding"  # trainer and decoder
 
 
-def sinusoidal_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
-    """``(ceil(d/2),)`` angular frequencies ``omega_k = base^(-2k/d)``, ``k = 0, 1, ...`` (float64)."""
-    return base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
-
-
 def sinusoidal_vectors(positions: Any, d: int, base: float = 10000.0) -> np.ndarray:
     """``(*positions.shape, d)`` float64: ``PE[p, 2k] = sin(p omega_k)``, ``PE[p, 2k+1] =
-    cos(p omega_k)`` (interleaved); for odd ``d`` the last column is the sine of the last
-    frequency. The one implementation of the formula (``posgeom.nn`` uses it too)."""
+    cos(p omega_k)`` (interleaved), ``omega_k = base^(-2k/d)``; for odd ``d`` the last column
+    is the sine of the last frequency. The one implementation of the formula (``posgeom.nn``
+    uses it too)."""
     pos = np.asarray(positions, dtype=np.float64)
-    angles = pos[..., None] * sinusoidal_frequencies(int(d), float(base))
-    out = np.empty((*pos.shape, int(d)))
+    d, base = int(d), float(base)
+    angles = pos[..., None] * base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    out = np.empty((*pos.shape, d))
     out[..., 0::2] = np.sin(angles)
-    out[..., 1::2] = np.cos(angles[..., : int(d) // 2])
+    out[..., 1::2] = np.cos(angles[..., : d // 2])
     return out
 
 
@@ -139,8 +136,7 @@ class SinusoidalFamily(Family):
         """See :mod:`posgeom.encodings.sinusoidal_mechanism`."""
         return detect_sinusoids(model, config, (*LEARNED_NAMES, "encode_positions"))
 
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return sinusoidal(n_positions, **params)
+    build = staticmethod(sinusoidal)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         return sinusoidal(ctx.n_positions, d=ctx.model_dim)

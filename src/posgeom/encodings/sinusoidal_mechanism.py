@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, readonly
+from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._registry import Mechanism, MechanismParams
 
 __all__ = [
@@ -98,14 +98,12 @@ class SinusoidalParams(MechanismParams):
     else added to the input) and ``clamp`` (offsets clamped to ``+-clamp``; 0: none)."""
 
     key = "sinusoidal"
+    _arrays = ("inv_freq",)
 
     inv_freq: np.ndarray
     layout: str = "interleaved"
     relative: bool = False
     clamp: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "inv_freq", readonly(self.inv_freq))
 
     @property
     def scope(self) -> str:
@@ -160,23 +158,26 @@ def _absolute(model: Any, config: Any, names: tuple[str, ...]) -> list[Mechanism
             continue
         table = out.reshape(-1, *out.shape[-2:])[0].numpy()
         relative = table.shape[0] == 2 * FIT_LENGTH - 1  # a row per offset (conformers)
-        rows = _offset_rows(table) if relative else table
-        fit = None if rows is None or rows.shape[0] != FIT_LENGTH else fit_sinusoid(rows)
+        fit = _offset_fit(table) if relative else None
+        if table.shape[0] == FIT_LENGTH:
+            fit = fit_sinusoid(table)
         if fit is not None:
             params = SinusoidalParams(fit[0], fit[1], relative=relative)
             found.append(Mechanism("sinusoidal", name, params))
     return found
 
 
-def _offset_rows(table: np.ndarray) -> np.ndarray | None:
-    """Rows of offsets ``0 .. FIT_LENGTH - 1`` of a relative table (module docstring)."""
+def _offset_fit(table: np.ndarray) -> tuple[np.ndarray, str] | None:
+    """The fit (:func:`fit_sinusoid`) of the rows of offsets ``0 .. FIT_LENGTH - 1`` of a
+    relative table (module docstring), or ``None``."""
     pattern = np.all((np.abs(table) <= _ATOL) | (np.abs(table - 1) <= _ATOL), axis=1)
     for zero in np.flatnonzero(pattern):
         for step in (-1, 1):
             rows = zero + step * np.arange(FIT_LENGTH)
             if rows.min() >= 0 and rows.max() < table.shape[0]:
-                if fit_sinusoid(table[rows]) is not None:
-                    return table[rows]
+                fit = fit_sinusoid(table[rows])
+                if fit is not None:
+                    return fit
     return None
 
 
@@ -194,8 +195,7 @@ def _relative(model: Any) -> list[Mechanism]:
         except Exception:  # another signature: not this kind
             continue
         table = out.detach().to(torch.float64).reshape(out.shape[0], -1).cpu().numpy()
-        rows = _offset_rows(table)
-        fit = None if rows is None else fit_sinusoid(rows)
+        fit = _offset_fit(table)
         if fit is None:
             continue
         clamp = getattr(module, "clamp_len", 0)
@@ -207,9 +207,8 @@ def _relative(model: Any) -> list[Mechanism]:
 
 
 def _attribute_tables(model: Any, names: tuple[str, ...]) -> list[Mechanism]:
-    """Sinusoidal tables kept as a plain tensor attribute (neither parameter nor buffer, so
-    no table reader sees them) named in ``names`` and added to the input (VideoMAE's
-    ``embeddings.position_embeddings``, ``(1, P, d)``: row ``p`` is patch ``p``)."""
+    """Sinusoidal tables kept as a plain tensor attribute named in ``names`` (module
+    docstring)."""
     import torch
 
     found = []
@@ -218,9 +217,7 @@ def _attribute_tables(model: Any, names: tuple[str, ...]) -> list[Mechanism]:
             value = vars(module).get(attr)
             if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
                 continue
-            table = value.detach().to(torch.float64).cpu()
-            while table.ndim > 2 and table.shape[0] == 1:
-                table = table[0]
+            table = _hf.squeezed(value).to(torch.float64).cpu()
             fit = fit_sinusoid(table.numpy()) if table.ndim == 2 else None
             if fit is not None:
                 source = f"{name}.{attr}" if name else attr
@@ -229,10 +226,9 @@ def _attribute_tables(model: Any, names: tuple[str, ...]) -> list[Mechanism]:
 
 
 def _relative_buffers(model: Any) -> list[Mechanism]:
-    """Relative sinusoids kept in a buffer: a table with a row per offset (ESPnet's conformer
-    ``pos_enc``, ``(1, 2 M - 1, d)``: offsets ``M - 1 .. -(M - 1)``; found by its rows, as
-    :func:`_offset_rows` reads them), or the frequencies of a timing signal
-    ``[sin(r w) | cos(r w)]`` of the offset ``r`` (Gemma 3n audio's ``inv_timescales``)."""
+    """Relative sinusoids kept in a buffer (module docstring): a table with a row per offset
+    (found by its rows, as :func:`_offset_fit` reads them) or the frequencies of a timing
+    signal."""
     import torch
 
     found = []
@@ -241,25 +237,21 @@ def _relative_buffers(model: Any) -> list[Mechanism]:
             w = buffer.detach().to(torch.float64).cpu().numpy().ravel()
             found.append(Mechanism("sinusoidal", name, SinusoidalParams(w, "concat", True)))
             continue
-        table = buffer.detach().to(torch.float64).cpu()
-        while table.ndim > 2 and table.shape[0] == 1:
-            table = table[0]
+        table = _hf.squeezed(buffer).to(torch.float64).cpu()
         if table.ndim != 2 or table.shape[0] < 2 * FIT_LENGTH - 1 or table.shape[0] % 2 == 0:
             continue
         middle = table[table.shape[0] // 2].numpy()
         if _layout(middle) is None:  # offset 0 sits in the middle: sin 0, cos 1
             continue
-        rows = _offset_rows(table.numpy())
-        fit = None if rows is None else fit_sinusoid(rows)
+        fit = _offset_fit(table.numpy())
         if fit is not None:
             found.append(Mechanism("sinusoidal", name, SinusoidalParams(fit[0], fit[1], True)))
     return found
 
 
 def detect_sinusoids(model: Any, config: Any, names: tuple[str, ...]) -> list[Mechanism]:
-    """Every sinusoid ``model`` computes or keeps outside its parameters and buffers: absolute
-    position modules named in ``names``, plain tensor attributes named in ``names``, then
-    relative ``relative_positional_encoding`` methods (module docstring)."""
+    """Every sinusoid ``model`` computes or keeps (module docstring); ``names``: the last names
+    of absolute position modules and tensor attributes."""
     return [
         *_absolute(model, config, names),
         *_attribute_tables(model, names),

@@ -1,33 +1,26 @@
 """Positions over an image or video grid, or of keypoint coordinates, that the sequence readers
 do not take (kind ``spatial_positions``): posgeom names them instead of calling the model
 "none", and every command that needs a geometry of token positions refuses them in one line
-(:func:`refusal`).
-
-The ``form`` of each, read from the modules (what they hold and compute), never from the
-model's name:
+(:func:`refusal`). The ``form`` of each is read from the modules, never from the model's name:
 
 ``learned 2-D grid``
     a parameter named as a position table (:data:`~posgeom.encodings.learned.LEARNED_NAMES`)
-    that is a grid, three axes after its leading ones: SAM's ``pos_embed`` ``(1, H, W, d)``
-    added to the patch grid, Hiera's ``(1, d, h, w)`` resampled to the feature map. Which axis
-    is the width is not read from the shape (a tiny SAM has ``H = W = d``), so no table of
-    sequence positions is made from it.
+    with three axes after its leading ones (SAM's ``pos_embed`` ``(1, H, W, d)``, Hiera's
+    ``(1, d, h, w)``); which axis is the width is not read from the shape (a tiny SAM has
+    ``H = W = d``), so no table of sequence positions is made from it.
 ``rotary over grid axes``
-    an attention that computes its rotary angles itself from per-axis patch indices, with no
-    frequency buffer: a module with ``get_position_ids`` (called on ``(1, P, 1)``, it answers
-    one index tensor per axis, V-JEPA 2: frame, row, column) and ``apply_rotary_embeddings``.
+    an attention with ``apply_rotary_embeddings`` and no frequency buffer whose
+    ``get_position_ids``, called on ``(1, P, 1)``, answers one index tensor per axis (V-JEPA 2).
 ``2-D sine``
-    a module whose forward takes a feature map's ``height`` and ``width`` and builds a sine
-    table of the grid with its ``temperature`` and ``embed_dim`` (D-FINE, RT-DETR's encoder):
-    called on a ``2 x 3`` grid, it must answer 6 rows of ``embed_dim``.
+    a module whose forward takes a feature map's ``height`` and ``width`` (with its
+    ``temperature`` and ``embed_dim``: D-FINE, RT-DETR's encoder) and answers 6 rows of
+    ``embed_dim`` for a ``2 x 3`` grid.
 ``rotary of keypoint coordinates``
-    a module with a ``nn.Linear`` of 2 or 3 inputs whose one-tensor forward, called on
-    coordinates ``(1, P, k)``, answers ``(cos, sin)`` of the projection (LightGlue): the
-    rotation is a function of the keypoints' values, like BROS's boxes.
+    a module with a ``nn.Linear`` of 2 or 3 inputs whose forward, called on coordinates
+    ``(1, P, k)``, answers ``(cos, sin)`` of the projection (LightGlue).
 ``Fourier features of coordinates``
-    a matrix named as a position table that its owner uses to project coordinates
-    (:func:`~posgeom.encodings.value_sinusoid.projects_coordinates`: SAM's prompt encoder and
-    its image-wide positional embedding).
+    a matrix named as a position table that projects coordinates
+    (:func:`~posgeom.encodings.value_sinusoid.projects_coordinates`: SAM's prompt encoder).
 
 As a family it builds the one geometry a grid defines alone: positions in raster order on a
 grid of ``grid_width`` columns, vectors ``(row, column)``.
@@ -41,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from posgeom._validation import is_integer
+from posgeom._validation import check_int, is_integer
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
-from posgeom.encodings._extension import Extension, RefusingExtension
+from posgeom.encodings._base import PositionEncoding, check_n
+from posgeom.encodings._extension import refusing_extension
 from posgeom.encodings._mechanism import RefusingParams
 from posgeom.encodings._registry import Family, Mechanism, register
 from posgeom.encodings.value_sinusoid import projects_coordinates
@@ -106,9 +99,7 @@ def _learned(model: Any) -> list[Mechanism]:
     for name, tensor in tensors:
         if _hf.last_name(name) not in LEARNED_NAMES or not tensor.is_floating_point():
             continue
-        squeezed = tensor.detach()
-        while squeezed.ndim > 2 and squeezed.shape[0] == 1:
-            squeezed = squeezed[0]
+        squeezed = _hf.squeezed(tensor)
         shape = tuple(int(v) for v in tensor.shape)
         if squeezed.ndim == 3:
             found.append(_mech(name, form="learned 2-D grid", axes=2, shape=shape))
@@ -199,19 +190,13 @@ def _computed(model: Any) -> list[Mechanism]:
     return found
 
 
-class SpatialPositionExtension(RefusingExtension, Extension):
-    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
-
-    refusal = staticmethod(refusal)
-
-
 @register
 class SpatialPositionFamily(Family):
     """Spatial positions (patch grids, keypoints): detected and named, refused where a geometry
     of token positions is needed."""
 
     name = "spatial_positions"
-    extension_type = SpatialPositionExtension
+    extension_type = refusing_extension(refusal)
     order = 98
     summary = "positions over an image/video grid or of keypoints (SAM, V-JEPA 2); detection only"
     in_comparison = False
@@ -225,11 +210,10 @@ class SpatialPositionFamily(Family):
     detect_order = 65
 
     def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        """Positions in raster order on a grid of ``grid_width`` columns (default 16): vectors
-        ``(i // grid_width, i % grid_width)``, Euclidean distance between patches. Not a
-        model's geometry (that depends on its tables or frequencies)."""
+        """Raster order on ``grid_width`` columns (default 16): vectors ``(i // grid_width,
+        i % grid_width)``, Euclidean distances (module docstring); not a model's geometry."""
         n = check_n(n_positions)
-        w = check_positive_int(params.get("grid_width", 16), "grid_width")
+        w = check_int(params.get("grid_width", 16), "grid_width", 1)
         i = np.arange(n)
         vectors = np.stack([i // w, i % w], axis=1).astype(np.float64)
         return PositionEncoding("spatial_positions", vectors, {"grid_width": w})

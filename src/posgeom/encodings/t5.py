@@ -9,11 +9,9 @@ Distance (posgeom's choice, the paper leaves it open):
 - ``bias=None``: the bucket-index distance ``d_ij = bucket(-|i - j|)``, the index of ``|i-j|``
   within one direction's buckets (``|i - j|`` below ``max_exact``, logarithmic above, constant
   beyond ``max_distance``). Symmetric with a zero diagonal (not always a metric).
-- ``bias`` given (a ``(num_buckets, n_heads)`` table such as
-  ``relative_attention_bias.weight``):
+- ``bias`` given (a ``(num_buckets, n_heads)`` table such as ``relative_attention_bias.weight``):
   ``d_ij = mean_h (|b_h(0) - b_h(j-i)| + |b_h(0) - b_h(i-j)|) / 2``, how far the bias at offset
-  ``j - i`` is from the bias at offset 0, averaged over heads and over both directions so that it
-  is symmetric (``b_h(0)``: the bias of the bucket of offset 0).
+  ``j - i`` is from the bias at offset 0 (``b_h(0)``: the bias of offset 0's bucket).
 
 Extension (``extend t5:num_buckets=32,max_distance=128``, :class:`T5Extension`): every distance has
 a bucket, so the one strategy is ``none``; the lag kernel is the bias row of ``bucket(-k)`` (a
@@ -32,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval
-from posgeom.encodings._base import PositionEncoding, check_n, check_positive_int
+from posgeom._validation import Interval, check_int
+from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
 from posgeom.encodings._registry import (
     ComparisonContext,
@@ -50,6 +48,7 @@ from posgeom.encodings.t5_mechanism import (
 )
 
 _TORCH_MODULE = "posgeom.nn.relative:T5RelativeBias"  # the trainer's and the decoder's bias
+_BUCKET_KEYS = ("num_buckets", "max_distance", "bidirectional")
 
 
 def t5_lag_vectors(
@@ -81,13 +80,8 @@ class T5Encoding(PositionEncoding):
     """T5 bucket geometry; ``bucket(r)``: the bucket of relative positions ``r = j - i``."""
 
     def bucket(self, relative_position: np.ndarray) -> np.ndarray:
-        p = self.params
-        return t5_relative_position_bucket(
-            relative_position,
-            bidirectional=p["bidirectional"],
-            num_buckets=p["num_buckets"],
-            max_distance=p["max_distance"],
-        )
+        opts = {k: self.params[k] for k in _BUCKET_KEYS}
+        return t5_relative_position_bucket(relative_position, **opts)
 
 
 def _as_table(bias: Any) -> np.ndarray:
@@ -109,8 +103,8 @@ def t5(
 ) -> T5Encoding:
     """T5 relative-bucket geometry (no vectors); see the module docstring for the distance."""
     n = check_n(n_positions)
-    num_buckets = check_positive_int(num_buckets, "num_buckets", 4 if bidirectional else 2)
-    max_distance = check_positive_int(max_distance, "max_distance")
+    num_buckets = check_int(num_buckets, "num_buckets", 4 if bidirectional else 2)
+    max_distance = check_int(max_distance, "max_distance", 1)
     max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
     if max_distance <= max_exact:
         raise PosgeomError(
@@ -143,10 +137,7 @@ def t5(
 
 
 # ------------------------------------------------------------------------------ extension
-_BUCKET_KEYS = ("num_buckets", "max_distance", "bidirectional")
-
-
-def _bucket_params(source: Any, bias: np.ndarray) -> dict[str, Any]:
+def _bucket_params(source: Any, bias: Any) -> dict[str, Any]:
     """The extension's parameters of a bucket mechanism or decoder module with its bias table."""
     return {**{k: getattr(source, k) for k in _BUCKET_KEYS}, "bias": bias}
 
@@ -218,16 +209,9 @@ class T5Family(Family):
 
     def module_geometry(self, module: Any, spec: TorchSpec, target: Any = None) -> T5Encoding:
         """The bias-difference geometry of the module's learned table (see the module docstring)."""
-        return t5(
-            spec.n,
-            num_buckets=module.num_buckets,
-            max_distance=module.max_distance,
-            bidirectional=module.bidirectional,
-            bias=module.bias.weight,
-        )
+        return t5(spec.n, **_bucket_params(module, module.bias.weight))
 
-    def build(self, n_positions: int, **params: Any) -> T5Encoding:
-        return t5(n_positions, **params)
+    build = staticmethod(t5)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         return t5(ctx.n_positions)

@@ -24,7 +24,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, readonly
+from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._registry import Mechanism, MechanismParams, head_select
 
 __all__ = ["RELATIVE_BIAS_NAMES", "BucketParams", "detect_buckets", "t5_relative_position_bucket"]
@@ -77,6 +77,7 @@ class BucketParams(MechanismParams):
     ``num_buckets``, ``max_distance``, ``bidirectional`` (encoder) and ``num_heads``."""
 
     key = "relative_buckets"
+    _arrays = ("bias_table",)
     representation = "distances"
 
     bias_table: np.ndarray
@@ -84,9 +85,6 @@ class BucketParams(MechanismParams):
     max_distance: int = 128
     bidirectional: bool = True
     num_heads: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "bias_table", readonly(self.bias_table))
 
     def summary(self) -> str:
         direction = "bidirectional" if self.bidirectional else "unidirectional"

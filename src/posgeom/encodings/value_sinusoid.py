@@ -13,10 +13,8 @@ embedding answers differently. The shapes tried are ``(1, P)``, ``(1, 1, P)``, `
 ``(1,)`` (``P = 4``); a module that none of them fits, or whose forward takes other arguments
 (``(x, position_ids)``), is not judged (it stays rotary).
 
-The same holds for a matrix named like a position table that projects coordinates
-(:func:`projects_coordinates`): SAM's prompt encoder keeps a random Fourier-feature matrix
-``positional_embedding`` ``(2, m)`` and computes ``[sin(2 pi c' W) | cos(2 pi c' W)]`` of point
-coordinates ``c' = 2 c - 1``; its rows are the coordinate axes, not positions.
+The same holds for a matrix named like a position table that projects coordinates (SAM's
+Fourier features, :func:`projects_coordinates`): its rows are coordinate axes, not positions.
 """
 
 from __future__ import annotations
@@ -74,8 +72,8 @@ def embeds_values(module: Any) -> bool:
 def projects_coordinates(owner: Any, table: Any) -> bool:
     """Whether ``owner`` uses its 2-D ``table`` ``(k, m)`` as a projection of coordinates: its
     one-tensor forward, called on coordinates ``(1, 1, 4, k)`` (values ``v`` and ``v + 1``),
-    answers features ``(..., 4, 2 m)`` that change with the values (SAM's Fourier features,
-    ``[sin | cos]`` of ``c W``) rather than reading rows of the table by position."""
+    answers features ``(..., 4, 2 m)`` that change with the values (SAM's prompt encoder:
+    ``[sin(2 pi c' W) | cos(2 pi c' W)]`` of coordinates ``c' = 2 c - 1``)."""
     import torch
 
     if table.ndim != 2 or not _one_tensor_forward(owner):

@@ -15,9 +15,7 @@ commands that score a corpus's positions or extend a context refuse it with one 
 
 Discovery: a 2-D parameter named ``relative_position_bias_table``; the window is its owner's
 ``window_size`` (an int or a pair), else read from the table's rows when they are
-``(2 W - 1)^2`` (+ 3). LeViT's attention keeps a bias per ``(|dr|, |dc|)`` offset of its
-``r x r`` patch grid, ``attention_biases`` ``(heads, offsets)``, and the model's own index of
-each patch pair, ``attention_bias_idxs`` ``(r^2, r^2)``: the same kind, with that index.
+``(2 W - 1)^2`` (+ 3); LeViT's biases with their own index (:func:`_indexed_biases`).
 """
 
 from __future__ import annotations
@@ -30,8 +28,8 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
-from posgeom.encodings._base import PositionEncoding, check_n, readonly
-from posgeom.encodings._extension import Extension, RefusingExtension
+from posgeom.encodings._base import PositionEncoding, check_n
+from posgeom.encodings._extension import refusing_extension
 from posgeom.encodings._registry import Family, Mechanism, MechanismParams, head_select, register
 
 __all__ = ["WindowBiasParams", "refusal", "window_index"]
@@ -68,6 +66,7 @@ class WindowBiasParams(MechanismParams):
     :func:`window_index`)."""
 
     key = "window_bias"
+    _arrays = ("table",)
     representation = "distances"
 
     table: np.ndarray
@@ -76,7 +75,7 @@ class WindowBiasParams(MechanismParams):
     index: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "table", readonly(self.table))
+        super().__post_init__()
         if self.index is not None:  # integer rows, read-only
             index = np.array(self.index, dtype=np.int64, copy=True)
             index.setflags(write=False)
@@ -150,19 +149,13 @@ def _indexed_biases(model: Any) -> list[Mechanism]:
     return found
 
 
-class WindowBiasExtension(RefusingExtension, Extension):
-    """Its extension side: ``extend`` refuses these positions in one line (:func:`refusal`)."""
-
-    refusal = staticmethod(refusal)
-
-
 @register
 class WindowBiasFamily(Family):
     """Swin / BEiT relative position bias tables: detected, a per-head geometry of a window's
     patches, refused by the commands that need a text's positions."""
 
     name = "window_bias"
-    extension_type = WindowBiasExtension
+    extension_type = refusing_extension(refusal)
     order = 96
     summary = "2-D relative position bias of window attention (Swin, BEiT); detection only"
     in_comparison = False

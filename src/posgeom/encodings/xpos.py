@@ -11,8 +11,6 @@ xPos is RoPE with a per-plane exponential scale: the query at position ``i`` is 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from posgeom._errors import PosgeomError
@@ -61,9 +59,7 @@ class XPosFamily(Family):
     order = 110
     summary = "xPos (Sun et al.): RoPE with per-plane exponential decay"
     in_comparison = False
-
-    def build(self, n_positions: int, **params: Any) -> PositionEncoding:
-        return xpos(n_positions, **params)
+    build = staticmethod(xpos)
 
     def default_encoding(self, ctx: ComparisonContext) -> PositionEncoding:
         """``model_dim / rope_head_dim`` heads of the query-side xPos vectors, concatenated."""

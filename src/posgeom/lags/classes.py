@@ -4,13 +4,9 @@ A pair table over a vocabulary of ``V`` tokens has ``V^2`` cells, far more than 
 so lag statistics are counted over ``C`` token classes (``C^2`` cells). A :class:`TokenClasses`
 maps every token id to a class ``0 .. C-1``; ids outside the table go to the last class, "other".
 
-- :func:`top_classes`: the ``K`` most frequent tokens are classes ``0 .. K-1`` (most frequent
-  first; ties by smaller id), every other token is class ``K`` ("other"): ``C = K + 1``. Frequent
-  tokens carry short-range syntax.
-- :func:`embedding_classes`: ``K`` clusters of a model's token embeddings (k-means on the rows
-  scaled to unit length, i.e. cosine geometry, seeded), every token in its cluster, plus an
-  "other" class for ids beyond the table: ``C = K + 1``. Clusters keep the rarer, topical tokens
-  that carry whatever dependence reaches thousands of tokens.
+:func:`top_classes` (the ``K`` most frequent tokens, which carry short-range syntax) and
+:func:`embedding_classes` (``K`` clusters of a model's token embeddings, which keep the rarer,
+topical tokens that carry dependence over thousands of tokens) both add "other": ``C = K + 1``.
 """
 
 from __future__ import annotations

@@ -192,28 +192,26 @@ def _check_lags(lags: Any) -> np.ndarray:
     return arr
 
 
+@dataclass
 class _Accumulator:
-    """Running counts and replicate counts over batches of class sequences."""
+    """Running counts, replicate counts and null counts over batches of class sequences (``c``
+    classes, ``b`` replicates)."""
 
-    def __init__(
-        self,
-        lags: np.ndarray,
-        n_classes: int,
-        replicates: int,
-        block: int,
-        seed: int,
-        shuffles: int,
-        null_block: int,
-    ):
-        self.lags, self.c, self.b, self.block, self.seed = lags, n_classes, replicates, block, seed
-        self.shuffles, self.null_block, self.n_seen = shuffles, null_block, 0
-        cells = n_classes * n_classes
-        self.counts = np.zeros((lags.size, cells), dtype=np.int64)
-        self.null = np.zeros((shuffles, lags.size, cells), dtype=np.int64)
-        self.reps = (
-            np.zeros((replicates, lags.size, cells), dtype=np.uint32) if replicates else None
-        )
-        self.next_unit = 0
+    lags: np.ndarray
+    c: int
+    b: int
+    block: int
+    seed: int
+    shuffles: int
+    null_block: int
+    n_seen: int = 0
+    next_unit: int = 0
+
+    def __post_init__(self) -> None:
+        shape = (self.lags.size, self.c * self.c)
+        self.counts = np.zeros(shape, dtype=np.int64)
+        self.null = np.zeros((self.shuffles, *shape), dtype=np.int64)
+        self.reps = np.zeros((self.b, *shape), dtype=np.uint32) if self.b else None
 
     def _shuffled(self, seq: np.ndarray, index: int, r: int) -> np.ndarray:
         rng = np.random.default_rng((self.seed, index, r))

@@ -10,17 +10,18 @@ positions. With half-sample replicates the uncertainty machinery of
 
     dep_k = || sqrt(P_k) - sqrt(r_k (x) c_k) ||        (chord, r_k, c_k the two marginals of P_k)
 
-Plug-in ``dep^_k`` uses the observed frequencies. Its **noise level** is the plug-in value when
-the two tokens are independent: ``null_k`` is the mean of ``dep^`` over the block-shuffled null
-tables of :func:`posgeom.lags.count_lags` (same marginals and runs, no dependence between the two
-tokens) and ``null_q95_k`` the mean plus 1.645 standard deviations of those values
-(``null="shuffled"``). Without null counts (or with ``null="multinomial"``) the tables are drawn
-from ``Multinomial(N_k, r^_k (x) c^_k)`` (``N_k`` the pairs at lag ``k``; ``n_null`` draws,
-seeded): independent pairs, which understates the noise of text whose tokens come in runs. The corrected dependence is
-``dep~_k = sqrt(max(dep^_k^2 - mean(null^2), 0))`` (the squared sampling contribution removed),
-and ``signal_k = dep^_k > null_q95_k`` (a one-sided 5% test per lag). ``longest_signal_lag`` is the
-largest lag with signal below which every lag has signal: beyond it the corpus has no
-dependence that this resolution can see, and a lag geometry says nothing about those lags.
+Plug-in ``dep^_k`` uses the observed frequencies. Its **noise level** is the plug-in value when the
+two tokens are independent: ``null_k`` is the mean of ``dep^`` over the block-shuffled null tables
+of :func:`posgeom.lags.count_lags` (same marginals and runs, no dependence between the two tokens)
+and ``null_q95_k`` the mean plus 1.645 standard deviations of those values (``null="shuffled"``).
+Without null counts (or with ``null="multinomial"``) the tables are drawn from
+``Multinomial(N_k, r^_k (x) c^_k)`` (``N_k`` the pairs at lag ``k``; ``n_null`` draws, seeded):
+independent pairs, which understates the noise of text whose tokens come in runs. The corrected
+dependence is ``dep~_k = sqrt(max(dep^_k^2 - mean(null^2), 0))`` (the squared sampling contribution
+removed), and ``signal_k = dep^_k > null_q95_k`` (a one-sided 5% test per lag).
+``longest_signal_lag`` is the largest lag with signal below which every lag has signal: beyond it
+the corpus has no dependence that this resolution can see, and a lag geometry says nothing about
+those lags.
 """
 
 from __future__ import annotations

@@ -5,17 +5,8 @@ distances ``||v_k - v_k'||`` are a geometry across lags that the scores (stress,
 compare with the corpus's lag geometry (:func:`posgeom.lag_geometry`), as position vectors are
 compared with the positional geometry. Each family owns its kernel (its ``extension``'s
 :meth:`~posgeom.encodings._extension.Extension.lag_vectors`, in the family's file);
-:func:`lag_vectors` asks the family registry for it. The named kernels are the families' own
-functions, re-exported:
-
-- RoPE: ``v_k = a^2 (cos k w_f, sin k w_f)_f`` (:func:`~posgeom.encodings.rope_extension.
-  rope_lag_vectors`; ``a`` the attention factor);
-- ALiBi: ``v_k = (m_h k)_h`` (:func:`~posgeom.encodings.alibi.alibi_lag_vectors`);
-- T5: the bias table row of ``bucket(-k)``, or the bucket index without a table
-  (:func:`~posgeom.encodings.t5.t5_lag_vectors`);
-- learned absolute table ``p`` (``(n, d)``): ``v_k = mean_{i < n - k} p_i * p_{i+k}``
-  (:func:`~posgeom.encodings.learned_extension.learned_lag_vectors`; also the sinusoidal table's);
-- NoPE: ``v_k = 0`` for every lag (:func:`nope_lag_vectors`).
+:func:`lag_vectors` asks the family registry for it. The named kernels (RoPE, ALiBi, T5, learned
+tables, NoPE) are the families' own functions, re-exported.
 """
 
 from __future__ import annotations

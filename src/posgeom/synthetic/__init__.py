@@ -26,11 +26,7 @@ Kinds (``t_i = (i + 1/2) / n`` is the relative position of ``i``):
 - ``"block"``: ``n_blocks`` contiguous blocks of positions (``numpy.array_split``), each with its
   own ``Dirichlet(concentration)`` distribution: zero distance within a block.
 
-Known-truth large-vocabulary model (issue 9): :func:`zipf_distributions` gives exact ``mu_i`` of a
-Zipfian vocabulary tilted by position (structures ``drift``, ``three_regimes``, ``blocks``,
-``stationary``, ``frequent_only``); :func:`decaying_totals` gives samples per position decaying as
-in short-text corpora; :func:`sample_counts` draws multinomial counts and :func:`sample_sequences`
-token-id sequences with exactly those position totals (for sequence-level resampling).
+Known-truth large-vocabulary model: :mod:`posgeom.synthetic.known_truth`.
 
 Seeds: ``numpy.random.SeedSequence(seed).spawn(2)`` gives one stream for the model (distributions,
 transition matrix, phases, permutation) and one for sampling, so :func:`synthetic_distributions`

@@ -40,6 +40,35 @@ def _options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def regime_weights(t: np.ndarray, overlap: float) -> np.ndarray:
+    """``(n, 3)`` weights of three regimes centred at ``1/6, 1/2, 5/6`` at relative positions
+    ``t``: Gaussian kernels of width ``overlap`` normalised per row (0: the nearest centre)."""
+    gap = (t[:, None] - np.array([1 / 6, 1 / 2, 5 / 6])[None, :]) ** 2
+    if overlap == 0:
+        weights = (gap == gap.min(axis=1, keepdims=True)).astype(float)
+    else:
+        logits = -gap / (2 * overlap**2)
+        weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def block_index(n: int, n_blocks: Any) -> np.ndarray:
+    """``(n,)`` block of each position: ``n_blocks`` contiguous blocks (``numpy.array_split``)."""
+    k = check_int(n_blocks, "n_blocks", 1)
+    if k > n:
+        raise PosgeomError(f"n_blocks={k} exceeds n_positions={n}")
+    parts = np.array_split(np.arange(n), k)
+    return np.concatenate([np.full(len(b), j) for j, b in enumerate(parts)])
+
+
+def check_periods(periods: Any) -> np.ndarray:
+    """``periods`` as a 1-D float64 array of positive finite numbers, or one line."""
+    per = np.atleast_1d(np.asarray(periods, dtype=np.float64))
+    if per.size < 1 or np.any(per <= 0) or not np.all(np.isfinite(per)):
+        raise PosgeomError(f"periods must be positive numbers, got {periods!r}")
+    return per
+
+
 def _dirichlet(rng: np.random.Generator, concentration: float, size: int, vocab: int) -> np.ndarray:
     p = rng.dirichlet(np.full(vocab, float(concentration)), size=size)
     return p / p.sum(axis=1, keepdims=True)
@@ -71,13 +100,9 @@ def synthetic_distributions(
     seed: int = 0,
     **options: Any,
 ) -> np.ndarray:
-    """Exact positional distributions ``mu_i`` of a synthetic model, ``(n, V)`` float64.
-
-    ``kind`` and ``options`` as in the module docstring: ``overlap`` (0.1) and ``concentration``
-    (0.5) for ``"three_regimes"``; ``periods`` ((64, 16)), ``depth`` (0.9, in [0, 1]) and
-    ``weights`` (equal) for ``"drifting"``; ``concentration`` for ``"stationary"``; ``n_blocks``
-    (4) and ``concentration`` for ``"block"``.
-    """
+    """Exact positional distributions ``mu_i`` of a synthetic model, ``(n, V)`` float64:
+    ``kind`` and its ``options`` as in :mod:`posgeom.synthetic` (defaults:
+    :data:`KIND_DEFAULTS`; ``depth`` in [0, 1])."""
     n = check_int(n_positions, "n_positions", 1)
     vocab = check_int(vocab_size, "vocab_size", 2)
     opts = _options(kind, options)
@@ -85,23 +110,13 @@ def synthetic_distributions(
     t = (np.arange(n) + 0.5) / n
     if kind == "three_regimes":
         regimes = _dirichlet(rng, opts["concentration"], 3, vocab)
-        centres = np.array([1 / 6, 1 / 2, 5 / 6])
         overlap = float(opts["overlap"])
         if overlap < 0:
             raise PosgeomError(f"overlap must be >= 0, got {overlap}")
-        gap = (t[:, None] - centres[None, :]) ** 2
-        if overlap == 0:
-            weights = (gap == gap.min(axis=1, keepdims=True)).astype(float)
-        else:
-            logits = -gap / (2 * overlap**2)
-            weights = np.exp(logits - logits.max(axis=1, keepdims=True))
-        weights /= weights.sum(axis=1, keepdims=True)
-        mu = weights @ regimes
+        mu = regime_weights(t, overlap) @ regimes
     elif kind == "drifting":
-        periods = np.atleast_1d(np.asarray(opts["periods"], dtype=np.float64))
+        periods = check_periods(opts["periods"])
         m = periods.size
-        if m < 1 or np.any(periods <= 0) or not np.all(np.isfinite(periods)):
-            raise PosgeomError(f"periods must be positive numbers, got {opts['periods']!r}")
         if vocab <= 2 * m:
             raise PosgeomError(f"'drifting' with {m} periods needs vocab_size > {2 * m}")
         depth = float(opts["depth"])
@@ -127,14 +142,8 @@ def synthetic_distributions(
         _, pi = stationary_chain(vocab, seed=seed, concentration=opts["concentration"])
         mu = np.tile(pi, (n, 1))
     else:  # block
-        n_blocks = check_int(opts["n_blocks"], "n_blocks", 1)
-        if n_blocks > n:
-            raise PosgeomError(f"n_blocks={n_blocks} exceeds n_positions={n}")
-        blocks = _dirichlet(rng, opts["concentration"], n_blocks, vocab)
-        index = np.concatenate(
-            [np.full(len(b), j) for j, b in enumerate(np.array_split(np.arange(n), n_blocks))]
-        )
-        mu = blocks[index]
+        index = block_index(n, opts["n_blocks"])
+        mu = _dirichlet(rng, opts["concentration"], int(index[-1]) + 1, vocab)[index]
     return mu / mu.sum(axis=1, keepdims=True)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int
-from posgeom.synthetic.corpora import seed_streams
+from posgeom.synthetic.corpora import block_index, check_periods, regime_weights, seed_streams
 
 STRUCTURES = ("drift", "three_regimes", "blocks", "stationary", "frequent_only")
 
@@ -19,25 +19,15 @@ STRUCTURES = ("drift", "three_regimes", "blocks", "stationary", "frequent_only")
 def _structure_weights(structure: str, n: int, *, periods: Any, n_blocks: int) -> np.ndarray:
     """``w_r(i)``, shape ``(n, R)``: how much of token field ``r`` tilts position ``i``."""
     i = np.arange(n, dtype=np.float64)
-    t = i / max(n - 1, 1)
     if structure in ("drift", "frequent_only"):
-        per = np.atleast_1d(np.asarray(periods, dtype=np.float64))
-        if per.size < 1 or np.any(per <= 0) or not np.all(np.isfinite(per)):
-            raise PosgeomError(f"periods must be positive numbers, got {periods!r}")
+        per = check_periods(periods)
         ang = 2 * np.pi * i[:, None] / per[None, :]
         return np.concatenate([np.cos(ang), np.sin(ang)], axis=1) / per.size
     if structure == "three_regimes":
-        logits = -((t[:, None] - np.array([1 / 6, 1 / 2, 5 / 6])) ** 2) / (2 * 0.1**2)
-        w = np.exp(logits - logits.max(axis=1, keepdims=True))
-        return w / w.sum(axis=1, keepdims=True)
+        return regime_weights(i / max(n - 1, 1), 0.1)
     if structure == "blocks":
-        k = check_int(n_blocks, "n_blocks", 1)
-        if k > n:
-            raise PosgeomError(f"n_blocks={k} exceeds n_positions={n}")
-        w = np.zeros((n, k))
-        for b, rows in enumerate(np.array_split(np.arange(n), k)):
-            w[rows, b] = 1.0
-        return w
+        index = block_index(n, n_blocks)
+        return np.eye(index[-1] + 1)[index]
     return np.zeros((n, 1))  # stationary
 
 
