@@ -23,7 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from posgeom.extension.engines.base import Emitted, EngineTarget, frequency_gap, yarn_mscale
+from posgeom.extension.engines.base import (
+    Emitted,
+    EngineTarget,
+    attention_ratio,
+    frequency_gap,
+    ntk_ratio,
+    trained_gap,
+)
 from posgeom.io.jsonfiles import json_text
 
 __all__ = ["exllamav2"]
@@ -36,7 +43,7 @@ def _yarn(target: EngineTarget) -> tuple[dict[str, Any], list[str]]:
         raise ValueError(
             f"exllamav2's YaRN fixes beta_fast/beta_slow at 32/1 (the strategy: {betas})"
         )
-    if abs(target.attention_factor / yarn_mscale(target.factor) - 1.0) > 1e-12:
+    if abs(attention_ratio(target) - 1.0) > 1e-12:
         raise ValueError(
             "exllamav2's YaRN fixes the attention factor at 0.1 ln s + 1 (the strategy: "
             f"{target.attention_factor:.6g})"
@@ -59,10 +66,8 @@ def _settings(target: EngineTarget) -> tuple[dict[str, Any], list[str]]:
     if kind == "linear":
         return {"rope_scale": target.factor}, []
     if kind == "dynamic":
-        f = target.factor
-        ratio = f * f - f + 1.0
-        view = {"rope_type": "ntk", "rope_theta": target.theta, "factor": ratio}
-        gap, _ = frequency_gap(target, view, seq_len=target.trained_length)
+        ratio = ntk_ratio(target)
+        gap = trained_gap(target, {"rope_type": "ntk", "rope_theta": target.theta, "factor": ratio})
         return {"rope_alpha": ratio}, [
             f"dynamic: exllamav2 has no dynamic NTK; written as the static alpha {ratio:g} it "
             f"reaches at {target.target_length} tokens (at {target.trained_length} tokens the "

@@ -30,11 +30,11 @@ from typing import Any
 from posgeom.extension.engines.base import (
     Emitted,
     EngineTarget,
+    attention_ratio,
     dumps,
-    frequency_gap,
     shell_quote,
     static_ntk_theta,
-    yarn_mscale,
+    trained_gap,
 )
 from posgeom.extension.engines.gguf_tensors import copy_name
 
@@ -73,19 +73,18 @@ def llamacpp_settings(target: EngineTarget) -> tuple[dict[str, Any], dict[str, A
         )
         if p.get("truncate") is False:
             raise ValueError("llama.cpp always truncates YaRN's correction range (truncate=false)")
-        a, default = target.attention_factor, yarn_mscale(target.factor)
-        if abs(a / default - 1.0) > 1e-12:
-            kv[f"{target.gguf_prefix}.rope.scaling.attn_factor"] = a / default
+        ratio = attention_ratio(target)
+        if abs(ratio - 1.0) > 1e-12:
+            kv[f"{target.gguf_prefix}.rope.scaling.attn_factor"] = ratio
             notes.append(
-                f"yarn: attention factor {a:.6g} written as the GGUF key "
-                f"{target.gguf_prefix}.rope.scaling.attn_factor = {a / default:.6g} (llama.cpp "
+                f"yarn: attention factor {target.attention_factor:.6g} written as the GGUF key "
+                f"{target.gguf_prefix}.rope.scaling.attn_factor = {ratio:.6g} (llama.cpp "
                 "multiplies it by 1 + 0.1 ln s and overwrites --yarn-attn-factor): exact"
             )
     elif kind == "dynamic":
         theta = static_ntk_theta(target)
         s.update(rope_scaling_type="none", rope_freq_scale=1.0, rope_freq_base=theta)
-        view = {"rope_type": "default", "rope_theta": theta}
-        gap, _ = frequency_gap(target, view, seq_len=target.trained_length)
+        gap = trained_gap(target, {"rope_type": "default", "rope_theta": theta})
         notes.append(
             f"dynamic: llama.cpp has no dynamic NTK; written as the static base it reaches at "
             f"{target.target_length} tokens, {theta:.6g} (same frequencies there; at "

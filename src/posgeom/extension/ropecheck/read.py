@@ -120,10 +120,9 @@ def _script(path: Path) -> RopeSource:
     except ValueError as exc:
         raise PosgeomError(f"{path}: cannot parse the command ({exc})") from None
     env = dict(w.split("=", 1) for w in words if "=" in w and w.split("=", 1)[0].isupper())
-    for flag, engine, length in (
-        ("--hf-overrides", "vllm", "--max-model-len"),
-        ("--json-model-override-args", "sglang", "--context-length"),
-    ):
+    from posgeom.extension.engines.servers import SERVERS
+
+    for engine, (*_, flag, length) in SERVERS.items():
         if flag in words:
             try:
                 config = json.loads(_after(words, flag) or "")

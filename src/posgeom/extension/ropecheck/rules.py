@@ -202,7 +202,7 @@ def _longrope(src: RopeSource) -> list[Finding]:
 
 
 def _context(src: RopeSource) -> list[Finding]:
-    from posgeom.extension.engines.servers import SGLANG_ENV, VLLM_ENV, derived_cap
+    from posgeom.extension.engines.servers import SERVERS, derived_cap
 
     out = []
     mpe = src.config.get("max_position_embeddings")
@@ -220,7 +220,7 @@ def _context(src: RopeSource) -> list[Finding]:
                     "every engine",
                 )
             )
-    env_name = {"vllm": VLLM_ENV, "sglang": SGLANG_ENV}.get(src.engine or "")
+    env_name = SERVERS[src.engine][1] if src.engine in SERVERS else None
     if env_name and mpe and src.settings.get("context"):
         for p in layer_parameters(src.config).values():
             cap = derived_cap(p, int(mpe))
