@@ -1,31 +1,18 @@
 """``--measure``: the loss of each strategy on held-out windows, within and beyond ``L0``.
 
-For a causal language model (a ``transformers`` ``*ForCausalLM``), every strategy is applied as
-its family says (:mod:`posgeom.extension.runners`; RoPE: the model gets its ``rope_parameters``
-and ``max_position_embeddings``, :meth:`Strategy.config_changes`, and each rotary module is
-rebuilt from that configuration, exactly as transformers builds it when it loads such a
-``config.json``).
-On each window ``x`` of ``L`` tokens (held out from the geometry) the per-token loss is
-``-log p(x_{t+1} | x_{<=t})`` (float64 log-softmax of the logits, computed in chunks of positions
-so that ``L x V`` logits are never held at once), summed over the targets at positions
-``1 .. L0 - 1`` ("within" the trained length) and ``L0 .. L - 1`` ("beyond"). The result per
-strategy: mean loss within and beyond (sums over all windows divided by the token counts) and
-``exp`` of the mean loss beyond (perplexity). ``none`` runs the model as it is; a strategy its
-family cannot apply to the model is refused before any forward (one line), never measured as
-``none``. A posgeom ``CausalDecoder`` (:mod:`posgeom.nn.decoder`) gets each
-strategy as a new position module instead (:class:`posgeom.extension.decoder.DecoderRunner`:
-RoPE scalings, extended learned tables), the same windows, losses and cache.
+Each strategy is applied as its family says (:mod:`posgeom.extension.runners`: a transformers
+causal LM gets its ``rope_parameters``, a posgeom ``CausalDecoder`` a new position module); one its
+family cannot apply is refused before any forward, never measured as ``none``. On each window of
+``L`` tokens the per-token loss ``-log p(x_{t+1} | x_{<=t})`` (float64, :mod:`.outcomes`) is summed
+over the targets at positions ``1 .. L0 - 1`` ("within") and ``L0 .. L - 1`` ("beyond"); a
+strategy's row holds the token-weighted mean losses and ``exp`` of the mean loss beyond.
 
 **Resumable.** Every finished ``(strategy, window)`` is written at once, atomically, as one JSON
-file in ``cache_dir`` named by a digest of the model, the strategy's parameters and the window's
-tokens (the name is stored in the file too); a rerun reads those and computes only the rest, so
-an interrupt loses at most the window in progress. ``cache_dir`` is a work folder of kind
-``measure-cache`` (:class:`posgeom.io.workfolders.WorkFolder`): new, empty or made by posgeom for
-this cache; only files it lists as written by posgeom, unchanged, are read back. Before the first
-forward, ``progress`` (a callable, e.g. ``print``) gets the cost (forwards and estimated minutes:
-one forward of up to 256 tokens timed and scaled linearly to ``L``, a lower bound; ``cost`` in the
-result), then one line per computed item: ``done/total``, elapsed and ETA.
-"""
+file in ``cache_dir`` (a :class:`posgeom.io.workfolders.WorkFolder` of kind ``measure-cache``)
+named by a digest of the model, the strategy's parameters and the window's tokens; a rerun reads
+back only the files posgeom listed, unchanged, and computes the rest. ``progress`` gets the cost
+first (one forward of up to 256 tokens timed and scaled linearly to ``L``, a lower bound), then
+``done/total``, elapsed and ETA per computed item."""
 
 from __future__ import annotations
 
@@ -40,20 +27,12 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import extension_of
-from posgeom.extension.runners import apply_strategy, runner_for
+from posgeom.extension.runners import runner_for
 from posgeom.extension.strategies import Strategy
 from posgeom.io.jsonfiles import json_text
 from posgeom.io.workfolders import WorkFolder
 
-__all__ = [
-    "apply_strategy",
-    "estimate_cost",
-    "measure_strategies",
-    "runner_for",
-    "window_losses",
-]
-
-# apply_strategy and runner_for live in runners.py (outcomes.py needs them too); re-exported
+__all__ = ["estimate_cost", "measure_strategies", "window_losses"]
 
 
 def _digest(*parts: Any) -> str:

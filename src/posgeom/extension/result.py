@@ -1,12 +1,10 @@
 """The result of scoring extension strategies: ranked rows, verdict, summary, table, folder.
 
-``summary.json`` (``kind: "posgeom_extension"``) holds ``strategies`` (ranked; each with ``name``,
-``kind``, ``rope_parameters`` where it has them, ``scores`` with ``<key>_ci`` intervals,
-``p_first`` and the phase metrics), ``best``, ``rope_parameters`` (the best's), the lag geometry
-(counts, estimate, dependence profile) and ``verdict``; ``rope_parameters.json`` the best's
-parameters as transformers 5 reads them; ``table.md`` the ranked table; ``arrays.npz`` the lag
-geometry (``hellinger``: the estimated ``(m, m)`` chords across lags, ``lags``, ``totals``).
-"""
+``summary.json`` (``kind: "posgeom_extension"``) holds the ranked ``strategies`` (scores with
+``<key>_ci`` intervals, ``p_first``, phase metrics), ``best``, its ``rope_parameters``, the lag
+geometry and the ``verdict``; ``rope_parameters.json`` the best's parameters (transformers 5
+spelling); ``table.md`` the ranked table; ``arrays.npz`` the lag geometry (``hellinger``: the
+estimated ``(m, m)`` chords across lags, ``positions``: the lags, ``totals``)."""
 
 from __future__ import annotations
 

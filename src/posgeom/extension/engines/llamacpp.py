@@ -2,26 +2,15 @@
 
 Spellings from llama.cpp's ``common/arg.cpp``, ``src/llama-context.cpp`` and
 ``src/llama-model.cpp`` (the copy vendored by llama-cpp-python 0.3.36; ``docs/ENGINES.md``):
-
-- ``--rope-scaling {none,linear,yarn}``, ``--rope-scale N`` (``freq_scale = 1/N``),
-  ``--rope-freq-base N``, ``--yarn-orig-ctx N``, ``--yarn-ext-factor N``, ``--yarn-beta-fast``,
-  ``--yarn-beta-slow``, ``-c N``; ``--override-kv KEY=TYPE:VALUE`` over the GGUF keys
-  ``{arch}.rope.freq_base``, ``{arch}.rope.scaling.{type,factor,attn_factor,
-  original_context_length}``.
-- YaRN's cos/sin scale is ``{arch}.rope.scaling.attn_factor x (1 + 0.1 ln s)``: when YaRN is on,
-  ``llama_context`` overwrites ``--yarn-attn-factor`` (the command-line value is not used), so a
-  strategy whose attention factor ``a`` differs from ``0.1 ln s + 1`` is written as
-  ``--override-kv {arch}.rope.scaling.attn_factor=float:a/(0.1 ln s + 1)`` (exact).
-- No command-line spelling for dynamic NTK, llama3 or LongRoPE: llama3 is baked into a
-  ``rope_freqs`` tensor and LongRoPE into ``rope_factors_long/short`` when a model is converted
-  (``convert_hf_to_gguf.py`` from a ``config.json`` holding those ``rope_parameters``). Dynamic NTK
-  is written as the static base it reaches at ``L`` (what vLLM runs), with the gap below ``L0``
-  stated; llama3 and LongRoPE are refused with that reason.
-
-Ollama reads the rope settings from the GGUF only (a Modelfile sets ``num_ctx``): the Modelfile is
-written for strategies that leave the rotary settings as trained; the others are refused with the
-GGUF keys a converted model must carry.
-"""
+``--rope-scaling {none,linear,yarn}``, ``--rope-scale N`` (``freq_scale = 1/N``),
+``--rope-freq-base``, ``--yarn-*``, ``-c N`` and ``--override-kv KEY=TYPE:VALUE`` over the GGUF
+keys ``{arch}.rope.*``. YaRN's cos/sin scale is ``{arch}.rope.scaling.attn_factor x (1 + 0.1 ln
+s)`` (``--yarn-attn-factor`` is overwritten), so an attention factor ``a`` is written as that key
+``= a / (0.1 ln s + 1)`` (exact). Dynamic NTK is written as the static base it reaches at ``L``;
+llama3 and LongRoPE live in GGUF tensors only (llama3: a copy carrying ``rope_freqs`` with
+``--gguf-file``, :mod:`.gguf_tensors`), else refused. Ollama reads the rotary settings from the
+GGUF only: its ``Modelfile`` (``num_ctx``) is written for the model as trained, the rest refused
+with the GGUF keys a converted model must carry."""
 
 from __future__ import annotations
 

@@ -1,37 +1,16 @@
 """vLLM and SGLang: a launch command with the model's config overridden and the context set.
 
-- **vLLM** (``vllm.sh``): ``vllm serve MODEL --hf-overrides JSON --max-model-len L``; the JSON
-  holds ``rope_parameters`` (theta inside, vLLM's ``get_rope`` reads ``rope_parameters`` since it
-  follows transformers 5) and ``max_position_embeddings``; a second, commented line gives the
-  ``rope_scaling`` + ``rope_theta`` form for vLLM versions that read those (``--rope-scaling`` /
-  ``--rope-theta`` flags are gone: ``--hf-overrides`` is the way).
+- **vLLM** (``vllm.sh``): ``vllm serve MODEL --hf-overrides JSON --max-model-len L``, the JSON in
+  the ``rope_parameters`` spelling, and a commented line in the ``rope_scaling`` + ``rope_theta``
+  one for older versions;
 - **SGLang** (``sglang.sh``): ``python -m sglang.launch_server --model-path MODEL
-  --json-model-override-args JSON --context-length L``; its ``get_rope(..., base,
-  rope_scaling)`` reads ``rope_scaling`` and ``rope_theta``.
+  --json-model-override-args JSON --context-length L`` (``rope_scaling`` + ``rope_theta``).
 
-Both engines derive a context cap from the config (:func:`derived_cap`) and refuse a longer ``--max-model-len`` / ``--context-length`` unless
-``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` / ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1`` is set: the
-command sets it only where ``L`` is above that cap.
-
-What they read differently from transformers, and how the file keeps the same model:
-
-- YaRN: SGLang and vLLM before 0.32 scale cos/sin by ``(0.1 ln s + 1) x attn_factor`` and do
-  not read ``attention_factor``, ``mscale`` or ``mscale_all_dim``; vLLM 0.32 reads those and not
-  ``attn_factor``. A strategy whose attention factor ``a`` differs from ``0.1 ln s + 1`` gets both
-  ``attention_factor = a`` and ``attn_factor = a / (0.1 ln s + 1)``: exact in every version.
-- dynamic NTK: SGLang (and vLLM before ``max_trained_positions``) compute the base once for
-  ``max_position_embeddings x factor`` and use it at every length (transformers rescales only
-  past ``L0``): identical at ``L``, different below ``L0`` (the note gives the computed gap).
-  vLLM 0.32 divides by ``max_trained_positions`` (default ``max_position_embeddings``): with
-  transformers' config it runs the unscaled base, with a cos/sin cache of ``L0`` positions
-  (``DynamicNTKScalingRotaryEmbedding``, run in ``tests/extension/test_engines_vllm.py``); the
-  vLLM file writes the static base transformers reaches at ``L`` with
-  ``max_position_embeddings = L`` instead (the same model in every vLLM version).
-- LongRoPE: the long factors are chosen at start-up when ``--max-model-len`` exceeds
-  ``original_max_position_embeddings`` and then used for every prompt, short ones too
-  (transformers switches per sequence length); an explicit ``attention_factor`` is written as
-  ``short_mscale`` / ``long_mscale``.
-"""
+Both derive a context cap from the config (:func:`derived_cap`); the command sets
+``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` / ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1`` only where
+``L`` is above it. What they read differently from transformers (YaRN's attention factor, dynamic
+NTK, LongRoPE's switch) and how each file keeps the same model: ``docs/ENGINES.md``; each
+difference left is stated in the notes with its computed gap."""
 
 from __future__ import annotations
 
@@ -53,7 +32,13 @@ __all__ = ["SERVERS", "derived_cap", "server_parameters", "setting_name", "sglan
 #: engine -> (its name, the environment variable past the derived cap, the command, the flag of
 #: the config overrides, the flag of the context length); the settings name the flags' values
 SERVERS = {
-    "vllm": ("vLLM", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "vllm serve", "--hf-overrides", "--max-model-len"),
+    "vllm": (
+        "vLLM",
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+        "vllm serve",
+        "--hf-overrides",
+        "--max-model-len",
+    ),
     "sglang": (
         "SGLang",
         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",

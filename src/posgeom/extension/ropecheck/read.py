@@ -1,14 +1,9 @@
 """What ``rope-check`` reads: a model folder, a ``config.json``, a GGUF file or a file ``extend
---emit`` wrote, as one :class:`RopeSource`.
-
-A source is a transformers-style configuration (``config``: ``rope_parameters`` or
-``rope_scaling`` + ``rope_theta``, ``max_position_embeddings``, head sizes) plus, for an engine's
-file, the engine (``engine``) and its run settings (``settings``: the context length, the
-environment, the flags). A GGUF file and llama.cpp settings are turned into that configuration
-(``{arch}.rope.freq_base`` -> ``rope_theta``, ``rope.scaling.type/factor/original_context_length``
--> ``rope_type/factor/original_max_position_embeddings``, ``{arch}.context_length`` ->
-``max_position_embeddings``).
-"""
+--emit`` wrote, as one :class:`RopeSource`: a transformers-style configuration plus, for an
+engine's file, the engine and its run settings. GGUF keys and llama.cpp settings become that
+configuration (``{arch}.rope.freq_base`` -> ``rope_theta``, ``rope.scaling.*`` -> ``rope_type``,
+``factor``, ``original_max_position_embeddings``; ``{arch}.context_length`` ->
+``max_position_embeddings``)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,9 @@
 """The known silent mismatches between engines' readings of one rope configuration.
 
-Each rule reads a :class:`~posgeom.extension.ropecheck.read.RopeSource` and returns
-:class:`Finding` s (``code``, ``message``, ``applies_to``: the engines and versions). Sources
-(``docs/ENGINES.md``): vLLM ``get_rope`` and ``ModelConfig``'s max-length derivation, SGLang
-``rotary_embedding/factory.py``, llama.cpp ``src/llama-context.cpp`` (llama-cpp-python 0.3.36),
-exllamav2 ``rope.py``, transformers 4.45-4.57 and 5 ``modeling_rope_utils``.
-
-- ``theta-fallback``: ``rope_theta`` only inside ``rope_parameters`` (transformers 5): readers
-  of the top-level ``rope_theta`` use 10,000;
-- ``attention-factor-dropped``: YaRN with an ``attention_factor`` / ``mscale`` that vLLM and SGLang
-  do not read (they use ``(0.1 ln s + 1) x attn_factor``); llama.cpp's ``--yarn-attn-factor``
-  (overwritten when YaRN is on);
-- ``dynamic-switch``: dynamic NTK, precomputed for the full length by SGLang (and vLLM before
-  ``max_trained_positions``), unscaled with a cache of ``max_position_embeddings`` positions in vLLM 0.32;
-- ``longrope-switch``: where each engine switches from short to long factors; transformers 4's
-  top-level ``original_max_position_embeddings``;
-- ``context-cap``: a context left at the trained length while scaling is on, or past an engine's
-  derived cap without its environment variable;
-- ``legacy-type``: ``type`` without ``rope_type``.
-"""
+Each rule of :data:`RULES` reads a :class:`~posgeom.extension.ropecheck.read.RopeSource` and
+returns :class:`Finding` s: ``theta-fallback``, ``attention-factor-dropped``, ``dynamic-switch``,
+``longrope-switch``, ``context-cap``, ``legacy-type`` (what each means, which engines and
+versions, and the engine sources read: ``docs/ENGINES.md``)."""
 
 from __future__ import annotations
 
