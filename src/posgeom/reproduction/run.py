@@ -55,10 +55,10 @@ class _Progress:
         self._last = self.t0
 
     def __call__(self, message: str) -> None:
-        now = time.perf_counter()
         self.step += 1
         if self.enabled:
-            log.warning("[%d/%d %5.0f s] %s", self.step, self.total, now - self.t0, message)
+            elapsed = time.perf_counter() - self.t0
+            log.warning("[%d/%d %5.0f s] %s", self.step, self.total, elapsed, message)
 
     def lap(self, name: str) -> None:
         now = time.perf_counter()
@@ -280,20 +280,16 @@ def reproduce(
     prog.lap("angles")
 
     prog("writing the report")
-    files: list[Path] = []
     from posgeom.io.artifacts import atomic_write_text
 
     folder.mkdir(parents=True, exist_ok=True)
-    for key, res in results.items():
-        files.append(atomic_write_text(folder / f"{key}.json", res.to_json() + "\n"))
-    for key, res in recommended.items():
-        files.append(atomic_write_text(folder / f"{key}_recommended.json", res.to_json() + "\n"))
-    files.append(
-        atomic_write_text(folder / "settings_sweep.json", json_text(sweep, indent=2) + "\n")
-    )
-    files.append(
-        atomic_write_text(folder / "principal_angles.json", json_text(angles, indent=2) + "\n")
-    )
+    texts = {
+        **{f"{key}.json": res.to_json() for key, res in results.items()},
+        **{f"{key}_recommended.json": res.to_json() for key, res in recommended.items()},
+        "settings_sweep.json": json_text(sweep, indent=2),
+        "principal_angles.json": json_text(angles, indent=2),
+    }
+    files = [atomic_write_text(folder / name, text + "\n") for name, text in texts.items()]
     files += plots(results, angles, folder, seed)
     wall = time.perf_counter() - prog.t0
     meta = {
