@@ -191,17 +191,6 @@ def _stored(
     return got
 
 
-def _check_supported(runner: Any, strategies: Sequence[Strategy]) -> None:
-    """One line, before any forward, for a strategy the model's family cannot apply (it is
-    never measured as ``none``)."""
-    for s in strategies:
-        if not runner.supports(s):
-            extension_of(s.family).check_apply(s, runner.target)  # its family's own line
-            raise PosgeomError(
-                f"strategy {s.name!r} ({s.family}) does not apply to this {runner.target} model"
-            )
-
-
 class _Session:
     """One measurement: the cache, the runner, the digest of the model (``model_id`` and the
     runner's weights) and the progress."""
@@ -291,7 +280,12 @@ def measure_strategies(
         else WorkFolder.open(cache_dir, kind=MEASURE_KIND, option="window cache")
     )
     runner = runner_for(model, position_distances)
-    _check_supported(runner, strategies)
+    for s in strategies:  # before any forward: never measured as none
+        if not runner.supports(s):
+            extension_of(s.family).check_apply(s, runner.target)  # its family's own line
+            raise PosgeomError(
+                f"strategy {s.name!r} ({s.family}) does not apply to this {runner.target} model"
+            )
     long = target > trained_length and min(len(w) for w in windows) > trained_length
     total = len(strategies) * (len(windows) + (passkey is not None)) + long * len(windows)
     cost: dict[str, Any] = {"forwards": total, "tokens": target}

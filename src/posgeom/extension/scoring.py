@@ -151,12 +151,6 @@ def _default_params(model: ExtensionModel) -> dict[str, Any]:
     return keep
 
 
-def _point_scores(vectors: Mapping[str, np.ndarray], target: np.ndarray, seed: int) -> dict:
-    from posgeom.scores.table import score_encoding
-
-    return {name: score_encoding(v, target, seed=seed) for name, v in vectors.items()}
-
-
 def _interval_scores(geo: Any, vectors: Mapping[str, np.ndarray], opts: dict[str, Any]) -> Any:
     from posgeom.uncertainty.bootstrap import bootstrap_scores
 
@@ -228,6 +222,8 @@ def score_strategies(
     query/key weights to read it from) for the model-aware predictor. RoPE results carry the
     forward-free predictors and the recommendation (:mod:`posgeom.extension.recommend`).
     """
+    from posgeom.scores.table import score_encoding
+
     target = int(target_length)
     m = as_extension_model(model, trained_length)
     opts = {
@@ -251,7 +247,7 @@ def score_strategies(
         s.name: lag_vectors(m, s, geo.lags, target, position_distances=position_distances)
         for s in chosen
     }
-    point = _point_scores(vectors, geo.distances, seed)
+    point = {name: score_encoding(v, geo.distances, seed=seed) for name, v in vectors.items()}
     boot = _interval_scores(geo, vectors, opts)
     rows = [
         StrategyScore.build(

@@ -32,12 +32,6 @@ class RopeSource:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def _json(path: Path) -> Any:
-    from posgeom.io.jsonfiles import read_json
-
-    return read_json(path, max_bytes=_MAX)
-
-
 def _gguf_value(field: Any) -> Any:
     part = field.parts[field.data[0]]
     if field.types and field.types[0].name == "STRING":
@@ -196,7 +190,9 @@ def read_source(path: str | os.PathLike) -> RopeSource:
     if p.suffix in (".yml", ".yaml"):
         return _yaml_model(p)
     if p.suffix == ".json":
-        data = _json(p)
+        from posgeom.io.jsonfiles import read_json
+
+        data = read_json(p, max_bytes=_MAX)
         if not isinstance(data, dict):
             raise PosgeomError(f"{p} is not a JSON object")
         if "n_ctx" in data:

@@ -15,10 +15,6 @@ from posgeom.extension.ropecheck.read import RopeSource
 
 __all__ = ["RULES", "Finding", "find_mismatches", "layer_parameters"]
 
-VLLM_SGLANG = "vLLM (rope_parameters and rope_scaling versions), SGLang"
-ATTN_READERS = "vLLM before 0.32 (reads attn_factor only), SGLang (factory.py)"
-
-
 ALL = ("transformers5", "transformers4", "vllm", "sglang", "llamacpp", "exllamav2")
 
 
@@ -55,19 +51,13 @@ def kind_of(p: Mapping[str, Any]) -> str:
     return str(p.get("rope_type", p.get("type", "default")))
 
 
-def trained_length(p: Mapping[str, Any], config: Mapping[str, Any]) -> int | None:
-    value = p.get("original_max_position_embeddings") or config.get(
-        "original_max_position_embeddings"
-    )
-    return int(value) if value else None
-
-
 def _theta_fallback(src: RopeSource) -> list[Finding]:
     rp = src.config.get("rope_parameters")
+    # not a rope_parameters-only config, or a file for a reader of rope_parameters
     if not isinstance(rp, Mapping) or src.config.get("rope_theta") is not None:
         return []
     if src.engine not in (None, "transformers4", "sglang"):
-        return []  # a file for a reader of rope_parameters
+        return []
     out = []
     for layer, p in layer_parameters(src.config).items():
         theta = p.get("rope_theta")
@@ -125,7 +115,7 @@ def _attention(src: RopeSource) -> list[Finding]:
                     f"YaRN attention factor {wanted:.6g} (attention_factor/mscale) is not read: "
                     f"these engines scale cos/sin by {engines:.6g}; write attn_factor = "
                     f"{wanted / yarn_mscale(factor):.6g}",
-                    ATTN_READERS,
+                    "vLLM before 0.32 (reads attn_factor only), SGLang (factory.py)",
                     ("vllm", "sglang"),
                 )
             )
@@ -151,7 +141,7 @@ def _dynamic(src: RopeSource) -> list[Finding]:
             "by max_trained_positions (default max_position_embeddings): the unscaled base, with "
             "no cos/sin cache past max_position_embeddings; transformers rescales only past "
             "max_position_embeddings",
-            f"{VLLM_SGLANG} against transformers 4 and 5",
+            "vLLM (rope_parameters and rope_scaling versions), SGLang against transformers 4 and 5",
             ("vllm", "sglang"),
         )
     ]
@@ -193,9 +183,11 @@ def _context(src: RopeSource) -> list[Finding]:
     mpe = src.config.get("max_position_embeddings")
     context = src.settings.get("context") or src.settings.get("n_ctx") or mpe
     for p in layer_parameters(src.config).values():
-        kind, l0 = kind_of(p), trained_length(p, src.config)
+        key = "original_max_position_embeddings"
+        kind, l0 = kind_of(p), p.get(key) or src.config.get(key)
         if kind in ("default", "dynamic") or not l0 or not context:
             continue
+        l0 = int(l0)
         if int(context) <= l0:
             out.append(
                 Finding(
