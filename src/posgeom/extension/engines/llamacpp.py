@@ -36,6 +36,11 @@ _CONVERT = (
     "convert the model again with llama.cpp's convert_hf_to_gguf.py from a config.json that holds "
     "transformers4.config.json's rope_scaling (it writes the factors as GGUF tensors)"
 )
+#: rope type -> (the GGUF tensor llama.cpp reads it from, what else gives it)
+_TENSORS = {
+    "llama3": ("rope_freqs", " or give extend --gguf-file: it writes a copy carrying it"),
+    "longrope": ("rope_factors_long/short", ""),
+}
 
 
 def llamacpp_settings(target: EngineTarget) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
@@ -88,16 +93,11 @@ def llamacpp_settings(target: EngineTarget) -> tuple[dict[str, Any], dict[str, A
             f"{s['gguf_copy']}, a copy of the GGUF carrying it (as convert_hf_to_gguf.py writes it), "
             "run unscaled at the target length: the same frequencies as transformers' llama3"
         )
-    elif kind in ("llama3", "longrope"):
-        tensor = "rope_freqs" if kind == "llama3" else "rope_factors_long/short"
+    elif kind in _TENSORS:
+        tensor, more = _TENSORS[kind]
         raise ValueError(
             f"llama.cpp has no command-line spelling for {kind} (it reads the GGUF tensor "
-            f"{tensor}); {_CONVERT}"
-            + (
-                " or give extend --gguf-file: it writes a copy carrying it"
-                if kind == "llama3"
-                else ""
-            )
+            f"{tensor}); {_CONVERT}{more}"
         )
     else:
         raise ValueError(f"llama.cpp has no spelling for rope type {kind!r}")
