@@ -270,8 +270,6 @@ def _measure(
     quick = mode == "quick"
     length = min(2048, result.trained_length) if quick else result.target_length
     windows = measured_windows(held, length, max_windows)
-    if quick:
-        top = None
     runner = runner_for(lm, where)
     rows = [r.strategy for r in result.rows if runner.supports(r.strategy)]
     if not rows:
@@ -281,7 +279,7 @@ def _measure(
             f"({', '.join(r.name for r in result.rows)}) to a {runner.target} model; drop "
             "--measure (the scores stand) or measure a posgeom decoder"
         )
-    if top is not None and top < len(rows):
+    if not quick and top is not None and top < len(rows):
         rows = rows[:top] + [s for s in rows[top:] if s.kind == "none"]
     say(f"measuring {len(rows)} strategies on {len(windows)} windows of {len(windows[0])} tokens")
     measured = measure_strategies(

@@ -186,8 +186,7 @@ def reproduce(
     from posgeom.training.data import minilm_path
 
     model_path = minilm_path(needed_for="the reproduction (BERT's uncased WordPiece tokenizer)")
-    tok_file = model_path / "tokenizer.json"
-    tokenizer = load_tokenizer(str(tok_file))
+    tokenizer = load_tokenizer(str(model_path / "tokenizer.json"))
 
     counts: dict[str, Any] = {}
     counts_nospecial: dict[str, Any] = {}
