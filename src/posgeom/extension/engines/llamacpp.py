@@ -27,7 +27,7 @@ from posgeom.extension.engines.base import (
 )
 from posgeom.extension.engines.gguf_tensors import copy_name
 
-__all__ = ["llamacpp", "llamacpp_python", "llamacpp_settings", "ollama"]
+__all__ = ["FLAGS", "llamacpp", "llamacpp_python", "llamacpp_settings", "ollama"]
 
 #: llama.cpp's ``enum llama_rope_scaling_type``
 ROPE_SCALING_TYPES = {"none": 0, "linear": 1, "yarn": 2, "longrope": 3}
@@ -111,7 +111,8 @@ def _kv_flag(key: str, value: Any) -> str:
     return f"{key}={kind}:{value}"
 
 
-_FLAGS = (
+#: setting -> the llama.cpp flag that sets it, in the order ``llamacpp.sh`` writes them
+FLAGS = (
     ("n_ctx", "-c"),
     ("rope_scaling_type", "--rope-scaling"),
     ("rope_freq_base", "--rope-freq-base"),
@@ -131,7 +132,7 @@ def llamacpp(target: EngineTarget) -> Emitted:
         return Emitted.refuse("llamacpp", str(exc))
     flags = [
         f"{flag} {s[key]:g}" if isinstance(s[key], float) else f"{flag} {s[key]}"
-        for key, flag in _FLAGS
+        for key, flag in FLAGS
         if key in s
     ]
     if s["rope_freq_scale"] != 1.0:

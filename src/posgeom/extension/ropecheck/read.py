@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.extension.engines.llamacpp import FLAGS, ROPE_SCALING_TYPES
 
 __all__ = ["RopeSource", "read_source"]
 
@@ -72,7 +73,7 @@ def llamacpp_config(s: dict[str, Any]) -> dict[str, Any]:
     """The transformers-style configuration llama.cpp runs from its settings (GGUF keys as
     ``scaling_*``, or llama-cpp-python keywords)."""
     kind = s.get("rope_scaling_type", s.get("scaling_type", "linear"))
-    kind = {0: "none", 1: "linear", 2: "yarn", 3: "longrope"}.get(kind, kind)
+    kind = {v: k for k, v in ROPE_SCALING_TYPES.items()}.get(kind, kind)
     scale = s.get("rope_freq_scale")
     factor = 1.0 / scale if scale else float(s.get("scaling_factor") or 1.0)
     params: dict[str, Any] = {"rope_theta": float(s.get("rope_freq_base") or 10000.0)}
@@ -124,17 +125,11 @@ def _script(path: Path) -> RopeSource:
     return _llamacpp_flags(path, words)
 
 
-_LLAMA_FLAGS = {
-    "-c": "n_ctx",
+#: llama.cpp flag -> setting: those ``llamacpp.sh`` writes and the other spellings of them
+_LLAMA_FLAGS = {flag: key for key, flag in FLAGS} | {
     "--ctx-size": "n_ctx",
-    "--rope-scaling": "rope_scaling_type",
-    "--rope-freq-base": "rope_freq_base",
     "--rope-freq-scale": "rope_freq_scale",
-    "--yarn-orig-ctx": "yarn_orig_ctx",
-    "--yarn-ext-factor": "yarn_ext_factor",
     "--yarn-attn-factor": "yarn_attn_factor",
-    "--yarn-beta-fast": "yarn_beta_fast",
-    "--yarn-beta-slow": "yarn_beta_slow",
 }
 
 
