@@ -3,9 +3,9 @@
 Spellings from llama.cpp's ``common/arg.cpp``, ``src/llama-context.cpp`` and
 ``src/llama-model.cpp`` (the copy vendored by llama-cpp-python 0.3.36; ``docs/ENGINES.md``):
 ``--rope-scaling {none,linear,yarn}``, ``--rope-scale N`` (``freq_scale = 1/N``),
-``--rope-freq-base``, ``--yarn-*``, ``-c N`` and ``--override-kv KEY=TYPE:VALUE`` over the GGUF
-keys ``{arch}.rope.*``. YaRN's cos/sin scale is ``{arch}.rope.scaling.attn_factor x (1 + 0.1 ln
-s)`` (``--yarn-attn-factor`` is overwritten), so an attention factor ``a`` is written as that key
+``--rope-freq-base``, ``--yarn-orig-ctx`` and the other YaRN flags, ``-c N`` and
+``--override-kv KEY=TYPE:VALUE`` over the GGUF keys ``{arch}.rope.*``. YaRN's cos/sin scale is
+``{arch}.rope.scaling.attn_factor x (1 + 0.1 ln s)`` (``--yarn-attn-factor`` is overwritten), so an attention factor ``a`` is written as that key
 ``= a / (0.1 ln s + 1)`` (exact). Dynamic NTK is written as the static base it reaches at ``L``;
 llama3 and LongRoPE live in GGUF tensors only (llama3: a copy carrying ``rope_freqs`` with
 ``--gguf-file``, :mod:`.gguf_tensors`), else refused. Ollama reads the rotary settings from the
