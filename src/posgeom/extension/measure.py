@@ -177,20 +177,6 @@ def estimate_cost(
     }
 
 
-def _stored(
-    cache: WorkFolder, rel: str, compute: Callable[[], dict], progress: _Progress, what: str
-) -> dict:
-    """The value stored as ``rel`` in ``cache``, else ``compute()`` stored there (atomically,
-    recorded in the cache's manifest, with its name)."""
-    got = _cached(cache, rel)
-    computed = got is None
-    if got is None:
-        got = compute()
-        cache.write_text(rel, json_text({"key": rel, "value": got}, indent=None))
-    progress.step(what, computed)
-    return got
-
-
 class _Session:
     """One measurement: the cache, the runner, the digest of the model (``model_id`` and the
     runner's weights) and the progress."""
@@ -201,6 +187,17 @@ class _Session:
         self.cache, self.runner, self.steps = cache, runner, steps
         self.ident = (model_id, *((runner.identity,) if runner.identity else ()))
         self.trained_length = trained_length
+
+    def stored(self, rel: str, compute: Callable[[], dict], what: str) -> dict:
+        """The value stored as ``rel`` in the cache, else ``compute()`` stored there (atomically,
+        recorded in the cache's manifest, with its name)."""
+        got = _cached(self.cache, rel)
+        computed = got is None
+        if got is None:
+            got = compute()
+            self.cache.write_text(rel, json_text({"key": rel, "value": got}, indent=None))
+        self.steps.step(what, computed)
+        return got
 
     def strategy(
         self, s: Strategy, windows: Sequence[np.ndarray], target: int, passkey: Any
@@ -214,11 +211,9 @@ class _Session:
         if todo or (passkey is not None and not _cached(self.cache, f"{keys[0]}.passkey.json")):
             self.runner.apply(s, self.trained_length, target)
         parts = [
-            _stored(
-                self.cache,
+            self.stored(
                 f"{k}.json",
                 lambda w=w: window_losses(self.runner, w, self.trained_length),
-                self.steps,
                 f"strategy {s.name}, window {i + 1}",
             )
             for i, (k, w) in enumerate(zip(keys, windows, strict=True))
@@ -226,11 +221,9 @@ class _Session:
         row = _aggregate(s.name, parts)
         if passkey is not None:
             row.update(
-                _stored(
-                    self.cache,
+                self.stored(
                     f"{keys[0]}.passkey.json",
                     lambda: passkey_outcome(self.runner, *passkey),
-                    self.steps,
                     f"passkey, strategy {s.name}",
                 )
             )
@@ -249,7 +242,7 @@ class _Session:
             return {"losses": [float(x) for x in losses]}
 
         what = f"short-context reference, window {i + 1}"
-        return np.asarray(_stored(self.cache, f"{key}.json", compute, self.steps, what)["losses"])
+        return np.asarray(self.stored(f"{key}.json", compute, what)["losses"])
 
 
 def measure_strategies(

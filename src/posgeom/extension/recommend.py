@@ -141,15 +141,10 @@ def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any
     if ranked_by is not None:
         out["ranked_by_record"] = compact_record(family["predictors"][ranked_by])
         out["ranked_by_validated"] = bool(family["predictors"][ranked_by]["validated"] and inside)
-    state = "validated" if validated else "not validated"
-    then = (
-        f", then {ranked_by} ({'validated' if out.get('ranked_by_validated') else 'not validated'})"
-    )
-    out["ranking"] = (
-        f"{pick['rule']} ({state})"
-        if ranked_by is None or ranked_by == pick["predictor"]
-        else f"{pick['rule']} ({state}) first{then}"
-    )
+    out["ranking"] = f"{pick['rule']} ({'validated' if validated else 'not validated'})"
+    if ranked_by is not None and ranked_by != pick["predictor"]:
+        said = "validated" if out.get("ranked_by_validated") else "not validated"
+        out["ranking"] += f" first, then {ranked_by} ({said})"
     if inside:
         entry = family["predictors"].get(pick["predictor"])
         why = pick["reason"] + (

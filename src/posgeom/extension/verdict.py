@@ -53,15 +53,12 @@ def corpus_lines(result: Any) -> list[str]:
     lines = []
     by = (result.recommendation or {}).get("ranked_by")
     if by is not None:
-        reads = by in CORPUS_RULES
-        lines.append(
-            f"the ranking rule {by} "
-            + (
-                "reads the corpus (its lag stress)"
-                if reads
-                else "reads no corpus statistic: the table's order is the same on any text"
-            )
+        reads = (
+            "reads the corpus (its lag stress)"
+            if by in CORPUS_RULES
+            else "reads no corpus statistic: the table's order is the same on any text"
         )
+        lines.append(f"the ranking rule {by} {reads}")
     if len(rows) < 2:
         lines.append(
             "no lag-stress intervals (--replicates 0): whether the corpus separates the "
