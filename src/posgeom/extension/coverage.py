@@ -27,11 +27,6 @@ __all__ = ["SAFE_BLOCKS", "coverage_notes"]
 SAFE_BLOCKS = 20
 
 
-def _empty_replicates(counts: Any) -> bool:
-    reps = counts.replicate_counts
-    return reps is not None and not (reps.sum(axis=2, dtype=np.int64) > 0).all()
-
-
 def coverage_notes(counts: Any, target_length: int, longest: int) -> tuple[Any, list[str]]:
     """``(counts, notes)``: the lag counts, without their replicates when some replicate holds no
     pair at some lag, and one note per missing part of the table (module docstring)."""
@@ -42,12 +37,9 @@ def coverage_notes(counts: Any, target_length: int, longest: int) -> tuple[Any, 
             f"{longest:,} tokens, so the strategies are compared on lags up to {longest - 1:,}; a "
             f"document of at least {target_length:,} tokens gives every lag"
         )
-    if _empty_replicates(counts):
-        n_reps, block, top = (
-            counts.replicate_counts.shape[0],
-            int(counts.block),
-            int(counts.lags[-1]),
-        )
+    reps = counts.replicate_counts
+    if reps is not None and not (reps.sum(axis=2, dtype=np.int64) > 0).all():
+        n_reps, block, top = reps.shape[0], int(counts.block), int(counts.lags[-1])
         full = target_length - 1  # the longest lag (and block) of a text that reaches L
         need = full + SAFE_BLOCKS * max(block, full)
         notes.append(

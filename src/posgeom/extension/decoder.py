@@ -1,21 +1,13 @@
-"""``posgeom extend`` on a posgeom decoder file (:mod:`posgeom.nn.decoder`): the model, its
-tokenizer, and each strategy applied to it.
+"""``posgeom extend`` on a posgeom decoder (:mod:`posgeom.nn.decoder`): the model, its tokenizer,
+and each strategy applied to it.
 
 - :func:`decoder_model`: the :class:`~posgeom.extension.model.ExtensionModel` of the decoder's
-  position module, its parameters read by its family (``extension_from_decoder``: RoPE
-  ``head_dim = d / n_heads`` and ``rope_theta``; learned: its ``(L0, d)`` table; sinusoidal:
-  ``d`` and base; ALiBi: its slopes; T5: its buckets and ``(num_buckets, H)`` bias table; NoPE),
-  trained length from the file.
-- :func:`byte_encoder`: the ``"bytes"`` tokenizer; it reads plain-text files as their raw bytes
-  (no newline or BOM changes: what the model was trained on).
-- :class:`DecoderRunner`: what ``--measure`` does to the decoder: the family's
-  ``decoder_strategy_module`` gives the position module that runs a strategy (RoPE: a
-  :class:`~posgeom.nn.rotary.RotaryEmbedding` with the strategy's rope type, the same frequencies
-  as transformers' at the window length; a learned table extended to ``L`` rows, the same table
-  the score used, as an :class:`~posgeom.nn.tables.AbsolutePositionEmbedding`; ``none``: the
-  trained module); a strategy the family cannot apply is refused (one line), never run as
-  ``none``. The trained module is put back by :meth:`DecoderRunner.restore`.
-"""
+  position module, its parameters read by its family (``extension_from_decoder``), the trained
+  length from the file;
+- :func:`byte_encoder`: the ``"bytes"`` tokenizer; plain-text files are read as their raw bytes;
+- :class:`DecoderRunner`: ``--measure`` on the decoder: the family's ``decoder_strategy_module``
+  gives the position module that runs a strategy (a strategy it cannot apply is refused, never
+  run as ``none``); :meth:`DecoderRunner.restore` puts the trained module back."""
 
 from __future__ import annotations
 

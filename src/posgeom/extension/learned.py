@@ -4,11 +4,6 @@
 
 from __future__ import annotations
 
-from posgeom.encodings.learned_extension import (
-    FAR_LAGS,
-    LEARNED_METHODS,
-    extend_table,
-    table_lag_distances,
-)
+from posgeom.encodings.learned_extension import LEARNED_METHODS, extend_table, table_lag_distances
 
-__all__ = ["FAR_LAGS", "LEARNED_METHODS", "extend_table", "table_lag_distances"]
+__all__ = ["LEARNED_METHODS", "extend_table", "table_lag_distances"]

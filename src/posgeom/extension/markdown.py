@@ -12,18 +12,7 @@ from posgeom._errors import printable
 from posgeom.reports.extend_parts import EXTENSION_COLUMNS, MEASURE_COLUMNS, ranked_columns
 from posgeom.text.markdown import markdown_table
 
-__all__ = [
-    "EXTENSION_COLUMNS",
-    "dependence_lines",
-    "extension_columns",
-    "measure_lines",
-    "result_markdown",
-]
-
-
-def extension_columns(ranked_by: str | None) -> tuple[tuple[str, str, str], ...]:
-    """:data:`EXTENSION_COLUMNS` with the ranking predictor's column named after it."""
-    return ranked_columns(EXTENSION_COLUMNS, ranked_by)
+__all__ = ["dependence_lines", "measure_lines", "result_markdown"]
 
 
 def result_markdown(result: Any) -> str:
@@ -35,7 +24,7 @@ def result_markdown(result: Any) -> str:
         "",
         f"Ranked by {result.ranking}.",
         "",
-        *markdown_table(result.table_rows(), extension_columns(by)),
+        *markdown_table(result.table_rows(), ranked_columns(EXTENSION_COLUMNS, by)),
         "",
         *(f"- {v}" for v in result.verdict()),
     ]
@@ -67,14 +56,14 @@ def dependence_lines(result: Any) -> list[str]:
 def measure_lines(measurements: dict[str, Any]) -> list[str]:
     """The measured losses (``--measure``): one row per strategy, after the layer types each
     strategy replaced when the model has one rotary set-up per layer type."""
+    table = markdown_table(measurements.get("strategies", []), MEASURE_COLUMNS)
     scaled = measurements.get("scaled")
-    head = (
-        [
-            f"Strategies replace the rotary set-up of layer types {', '.join(scaled['layer_types'])}"
-            f" (blocks {scaled['layers']}); the other layer types keep their own.",
-            "",
-        ]
-        if scaled
-        else []
-    )
-    return head + markdown_table(measurements.get("strategies", []), MEASURE_COLUMNS)
+    if not scaled:
+        return table
+    types = ", ".join(scaled["layer_types"])
+    return [
+        f"Strategies replace the rotary set-up of layer types {types} (blocks "
+        f"{scaled['layers']}); the other layer types keep their own.",
+        "",
+        *table,
+    ]

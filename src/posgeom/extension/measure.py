@@ -1,31 +1,18 @@
 """``--measure``: the loss of each strategy on held-out windows, within and beyond ``L0``.
 
-For a causal language model (a ``transformers`` ``*ForCausalLM``), every strategy is applied as
-its family says (:mod:`posgeom.extension.runners`; RoPE: the model gets its ``rope_parameters``
-and ``max_position_embeddings``, :meth:`Strategy.config_changes`, and each rotary module is
-rebuilt from that configuration, exactly as transformers builds it when it loads such a
-``config.json``).
-On each window ``x`` of ``L`` tokens (held out from the geometry) the per-token loss is
-``-log p(x_{t+1} | x_{<=t})`` (float64 log-softmax of the logits, computed in chunks of positions
-so that ``L x V`` logits are never held at once), summed over the targets at positions
-``1 .. L0 - 1`` ("within" the trained length) and ``L0 .. L - 1`` ("beyond"). The result per
-strategy: mean loss within and beyond (sums over all windows divided by the token counts) and
-``exp`` of the mean loss beyond (perplexity). ``none`` runs the model as it is; a strategy its
-family cannot apply to the model is refused before any forward (one line), never measured as
-``none``. A posgeom ``CausalDecoder`` (:mod:`posgeom.nn.decoder`) gets each
-strategy as a new position module instead (:class:`posgeom.extension.decoder.DecoderRunner`:
-RoPE scalings, extended learned tables), the same windows, losses and cache.
+Each strategy is applied as its family says (:mod:`posgeom.extension.runners`: a transformers
+causal LM gets its ``rope_parameters``, a posgeom ``CausalDecoder`` a new position module); one its
+family cannot apply is refused before any forward, never measured as ``none``. On each window of
+``L`` tokens the per-token loss ``-log p(x_{t+1} | x_{<=t})`` (float64, :mod:`.outcomes`) is summed
+over the targets at positions ``1 .. L0 - 1`` ("within") and ``L0 .. L - 1`` ("beyond"); a
+strategy's row holds the token-weighted mean losses and ``exp`` of the mean loss beyond.
 
 **Resumable.** Every finished ``(strategy, window)`` is written at once, atomically, as one JSON
-file in ``cache_dir`` named by a digest of the model, the strategy's parameters and the window's
-tokens (the name is stored in the file too); a rerun reads those and computes only the rest, so
-an interrupt loses at most the window in progress. ``cache_dir`` is a work folder of kind
-``measure-cache`` (:class:`posgeom.io.workfolders.WorkFolder`): new, empty or made by posgeom for
-this cache; only files it lists as written by posgeom, unchanged, are read back. Before the first
-forward, ``progress`` (a callable, e.g. ``print``) gets the cost (forwards and estimated minutes:
-one forward of up to 256 tokens timed and scaled linearly to ``L``, a lower bound; ``cost`` in the
-result), then one line per computed item: ``done/total``, elapsed and ETA.
-"""
+file in ``cache_dir`` (a :class:`posgeom.io.workfolders.WorkFolder` of kind ``measure-cache``)
+named by a digest of the model, the strategy's parameters and the window's tokens; a rerun reads
+back only the files posgeom listed, unchanged, and computes the rest. ``progress`` gets the cost
+first (one forward of up to 256 tokens timed and scaled linearly to ``L``, a lower bound), then
+``done/total``, elapsed and ETA per computed item."""
 
 from __future__ import annotations
 
@@ -40,20 +27,12 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import extension_of
-from posgeom.extension.runners import apply_strategy, runner_for
+from posgeom.extension.runners import runner_for
 from posgeom.extension.strategies import Strategy
 from posgeom.io.jsonfiles import json_text
 from posgeom.io.workfolders import WorkFolder
 
-__all__ = [
-    "apply_strategy",
-    "estimate_cost",
-    "measure_strategies",
-    "runner_for",
-    "window_losses",
-]
-
-# apply_strategy and runner_for live in runners.py (outcomes.py needs them too); re-exported
+__all__ = ["estimate_cost", "measure_strategies", "window_losses"]
 
 
 def _digest(*parts: Any) -> str:
@@ -198,31 +177,6 @@ def estimate_cost(
     }
 
 
-def _stored(
-    cache: WorkFolder, rel: str, compute: Callable[[], dict], progress: _Progress, what: str
-) -> dict:
-    """The value stored as ``rel`` in ``cache``, else ``compute()`` stored there (atomically,
-    recorded in the cache's manifest, with its name)."""
-    got = _cached(cache, rel)
-    computed = got is None
-    if got is None:
-        got = compute()
-        cache.write_text(rel, json_text({"key": rel, "value": got}, indent=None))
-    progress.step(what, computed)
-    return got
-
-
-def _check_supported(runner: Any, strategies: Sequence[Strategy]) -> None:
-    """One line, before any forward, for a strategy the model's family cannot apply (it is
-    never measured as ``none``)."""
-    for s in strategies:
-        if not runner.supports(s):
-            extension_of(s.family).check_apply(s, runner.target)  # its family's own line
-            raise PosgeomError(
-                f"strategy {s.name!r} ({s.family}) does not apply to this {runner.target} model"
-            )
-
-
 class _Session:
     """One measurement: the cache, the runner, the digest of the model (``model_id`` and the
     runner's weights) and the progress."""
@@ -233,6 +187,17 @@ class _Session:
         self.cache, self.runner, self.steps = cache, runner, steps
         self.ident = (model_id, *((runner.identity,) if runner.identity else ()))
         self.trained_length = trained_length
+
+    def stored(self, rel: str, compute: Callable[[], dict], what: str) -> dict:
+        """The value stored as ``rel`` in the cache, else ``compute()`` stored there (atomically,
+        recorded in the cache's manifest, with its name)."""
+        got = _cached(self.cache, rel)
+        computed = got is None
+        if got is None:
+            got = compute()
+            self.cache.write_text(rel, json_text({"key": rel, "value": got}, indent=None))
+        self.steps.step(what, computed)
+        return got
 
     def strategy(
         self, s: Strategy, windows: Sequence[np.ndarray], target: int, passkey: Any
@@ -246,11 +211,9 @@ class _Session:
         if todo or (passkey is not None and not _cached(self.cache, f"{keys[0]}.passkey.json")):
             self.runner.apply(s, self.trained_length, target)
         parts = [
-            _stored(
-                self.cache,
+            self.stored(
                 f"{k}.json",
                 lambda w=w: window_losses(self.runner, w, self.trained_length),
-                self.steps,
                 f"strategy {s.name}, window {i + 1}",
             )
             for i, (k, w) in enumerate(zip(keys, windows, strict=True))
@@ -258,11 +221,9 @@ class _Session:
         row = _aggregate(s.name, parts)
         if passkey is not None:
             row.update(
-                _stored(
-                    self.cache,
+                self.stored(
                     f"{keys[0]}.passkey.json",
                     lambda: passkey_outcome(self.runner, *passkey),
-                    self.steps,
                     f"passkey, strategy {s.name}",
                 )
             )
@@ -281,7 +242,7 @@ class _Session:
             return {"losses": [float(x) for x in losses]}
 
         what = f"short-context reference, window {i + 1}"
-        return np.asarray(_stored(self.cache, f"{key}.json", compute, self.steps, what)["losses"])
+        return np.asarray(self.stored(f"{key}.json", compute, what)["losses"])
 
 
 def measure_strategies(
@@ -312,7 +273,12 @@ def measure_strategies(
         else WorkFolder.open(cache_dir, kind=MEASURE_KIND, option="window cache")
     )
     runner = runner_for(model, position_distances)
-    _check_supported(runner, strategies)
+    for s in strategies:  # before any forward: never measured as none
+        if not runner.supports(s):
+            extension_of(s.family).check_apply(s, runner.target)  # its family's own line
+            raise PosgeomError(
+                f"strategy {s.name!r} ({s.family}) does not apply to this {runner.target} model"
+            )
     long = target > trained_length and min(len(w) for w in windows) > trained_length
     total = len(strategies) * (len(windows) + (passkey is not None)) + long * len(windows)
     cost: dict[str, Any] = {"forwards": total, "tokens": target}

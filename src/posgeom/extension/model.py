@@ -1,20 +1,16 @@
 """The model being extended, as posgeom needs it: its positional family, the family's parameters
 and the trained length.
 
-:class:`ExtensionModel` is ``(family, params, trained_length)``: ``family`` names a registered
-family (:func:`posgeom.encodings.family`), whose extension side (its ``extension``, an
-:class:`~posgeom.encodings._extension.Extension`) owns what ``params`` hold (RoPE: ``head_dim``
-and ``rope_parameters``; a learned table: ``table``; ALiBi: ``slopes``; T5: the bucket set-up and
-bias table; sinusoidal: ``d`` and ``base``), checks them, and reads them from a bare family spec
-(:func:`parse_family_spec`), a Hugging Face configuration or a model's detected mechanisms
-(:func:`model_from_config`) or a posgeom decoder.
+:class:`ExtensionModel` is ``(family, params, trained_length)``; the family's extension side
+(:class:`~posgeom.encodings._extension.Extension`) owns what ``params`` hold (RoPE: ``head_dim``
+and ``rope_parameters``; a learned table: ``table``; ALiBi: ``slopes``; ...), checks them, and
+reads them from a family spec (:func:`parse_family_spec`), a Hugging Face configuration or a
+model's detected mechanisms (:func:`model_from_config`) or a posgeom decoder.
 
 Family specs: ``name[:key=value,...]`` with the keys of the family's ``spec_keys`` (e.g.
-``rope:theta=10000,head_dim=64``, ``sinusoidal:d=128,base=10000``, ``alibi:heads=12``,
-``t5:num_buckets=32,max_distance=128``, ``nope``); every spec takes ``max_position_embeddings``
-(the trained length, also given by ``trained_length=``). :func:`spec_families` lists the families
-that have one.
-"""
+``rope:theta=10000,head_dim=64``, ``alibi:heads=12``, ``nope``); every spec takes
+``max_position_embeddings`` (the trained length). :func:`spec_families` lists the families that
+have one."""
 
 from __future__ import annotations
 

@@ -1,24 +1,13 @@
-"""The recommendation ``posgeom extend`` makes from the measured record
-(:mod:`posgeom.extension.record`: ``record.json``, its validated predictors and scopes).
+"""The recommendation ``posgeom extend`` makes from the measured record (:mod:`.record`).
 
-:func:`recommend`: the ranking is by the family's ``default_predictor`` when the record
-validates one, and the recommendation is its pick; otherwise the table is ranked by the forward-
-free predictor with the best held-out mean Spearman (said to be unvalidated) and the
-recommendation is the **fallback**: YaRN with ``factor = L / L0`` (``beta_fast`` 32,
-``beta_slow`` 1, its attention factor), the mildest YaRN that covers the target, when the record
-validates it; when it does not either, the model's own parameters (no scaling), the one choice
-never measured worse than no scaling. A family without a record (learned, ALiBi, T5, NoPE) gets no
-recommendation: ``rope_parameters.json`` is not written for it anyway.
-
-Outside the record's scope (:func:`~posgeom.extension.record.scope_check`) nothing is called
-validated: the pick follows the same rule, said to be "not validated for this model / factor",
-with what would validate it (``--measure`` on held-out text of one's own, or the study's
-measurements on this model).
-
-**One ranking.** The table is ordered by the rule that chose the recommendation (``ranking``):
-the recommended strategy first, then the rest by ``ranked_by``; the other predictors and the
-lag stress are columns.
-"""
+:func:`recommend`: ranked by the family's ``default_predictor`` when the record validates one, the
+recommendation being its pick; otherwise ranked by the forward-free predictor with the best
+held-out mean Spearman (unvalidated), the recommendation being the **fallback**, YaRN with
+``factor = L / L0`` (``beta_fast`` 32, ``beta_slow`` 1) when the record validates it, else the
+model's own parameters (no scaling). Families without a record get none. Outside the record's
+scope (:func:`~.record.scope_check`) nothing is called validated and the line says what would
+validate it. The table follows that one ranking: the recommended strategy first, then the rest by
+``ranked_by``."""
 
 from __future__ import annotations
 
@@ -152,15 +141,10 @@ def recommend(result: Any, values: dict[str, dict[str, float]]) -> dict[str, Any
     if ranked_by is not None:
         out["ranked_by_record"] = compact_record(family["predictors"][ranked_by])
         out["ranked_by_validated"] = bool(family["predictors"][ranked_by]["validated"] and inside)
-    state = "validated" if validated else "not validated"
-    then = (
-        f", then {ranked_by} ({'validated' if out.get('ranked_by_validated') else 'not validated'})"
-    )
-    out["ranking"] = (
-        f"{pick['rule']} ({state})"
-        if ranked_by is None or ranked_by == pick["predictor"]
-        else f"{pick['rule']} ({state}) first{then}"
-    )
+    out["ranking"] = f"{pick['rule']} ({'validated' if validated else 'not validated'})"
+    if ranked_by is not None and ranked_by != pick["predictor"]:
+        said = "validated" if out.get("ranked_by_validated") else "not validated"
+        out["ranking"] += f" first, then {ranked_by} ({said})"
     if inside:
         entry = family["predictors"].get(pick["predictor"])
         why = pick["reason"] + (

@@ -1,20 +1,12 @@
 """The measured record behind ``posgeom extend``'s recommendation, and its scopes.
 
-``record.json`` (beside this module; written by the study's record track,
-``python -m studies.extension`` with track ``record``, from the measured losses, never edited by
-hand) holds, per family, every
-predictor's validation record on the study's windows and on held-out windows: Spearman between
-the predictor and minus the measured loss past ``L0`` (mean over windows, 95% bootstrap interval),
-how often its pick was in the measured top 2, and where it picked something that measured worse
-than no scaling. A predictor is *validated* when it needs no forward and its pick was in the top
-2 and below ``none`` on every measured window. The record has one scope per kind of model
-(``transformers``: SmolLM2's windows; ``posgeom decoder``: Track B's), chosen by
-``ExtensionModel.source`` (:func:`scope_of`).
-
-**A record applies where it was measured.** Each scope states where (``scope``: model family,
-rope type, base ``rope_theta``, ``head_dim``, trained length ``L0`` and factor ``L / L0`` ranges,
-text domains of its windows); :func:`scope_check` compares the case at hand with it.
-"""
+``record.json`` (beside this module, written by the study's record track, never by hand) holds
+per family and kind of model (``ExtensionModel.source``: :func:`scope_of`) every predictor's
+record on the study's and held-out windows: Spearman with minus the measured loss past ``L0``
+(mean, 95% bootstrap interval), top-2 hits and picks worse than ``none``. A predictor is
+*validated* when it needs no forward and its pick was in the top 2 and below ``none`` on every
+window. A record applies where it was measured: each scope states the family, rope type, ranges
+of ``rope_theta``, ``head_dim``, ``L0`` and ``L / L0``, and text domains (:func:`scope_check`)."""
 
 from __future__ import annotations
 

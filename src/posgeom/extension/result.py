@@ -1,18 +1,16 @@
 """The result of scoring extension strategies: ranked rows, verdict, summary, table, folder.
 
-``summary.json`` (``kind: "posgeom_extension"``) holds ``strategies`` (ranked; each with ``name``,
-``kind``, ``rope_parameters`` where it has them, ``scores`` with ``<key>_ci`` intervals,
-``p_first`` and the phase metrics), ``best``, ``rope_parameters`` (the best's), the lag geometry
-(counts, estimate, dependence profile) and ``verdict``; ``rope_parameters.json`` the best's
-parameters as transformers 5 reads them; ``table.md`` the ranked table; ``arrays.npz`` the lag
-geometry (``hellinger``: the estimated ``(m, m)`` chords across lags, ``lags``, ``totals``).
-"""
+``summary.json`` (``kind: "posgeom_extension"``) holds the ranked ``strategies`` (scores with
+``<key>_ci`` intervals, ``p_first``, phase metrics), ``best``, its ``rope_parameters``, the lag
+geometry and the ``verdict``; ``rope_parameters.json`` the best's parameters (transformers 5
+spelling); ``table.md`` the ranked table; ``arrays.npz`` the lag geometry (``hellinger``: the
+estimated ``(m, m)`` chords across lags, ``positions``: the lags, ``totals``)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +153,6 @@ class ExtensionResult:
         """The rows in the recommendation's one ranking (``recommendation["ranking"]``): the
         recommended strategy first, then by its ``ranked_by`` predictor (best first; rows it
         does not score keep their order after them), with the recommendation attached."""
-        import dataclasses
-
         rows = self.rows
         rec = recommendation or {}
         by = rec.get("ranked_by")
@@ -166,7 +162,7 @@ class ExtensionResult:
         if rec.get("strategy") is not None:
             first = rec["strategy"].name
             rows = tuple(sorted(rows, key=lambda r: r.name != first))  # stable
-        return dataclasses.replace(
+        return replace(
             self,
             rows=rows,
             recommendation=recommendation,
@@ -203,8 +199,6 @@ class ExtensionResult:
         """The result with ``--measure``'s losses; the rows ranked by the measured outcome (loss
         past ``L0``, else in-window loss; lowest first), the unmeasured ones after in their
         order."""
-        import dataclasses
-
         from posgeom.extension.verdict import measured_outcome
 
         key = measured_outcome(measurements)
@@ -212,7 +206,7 @@ class ExtensionResult:
         if key is not None:
             got = {r["name"]: r[key] for r in measurements["strategies"] if r.get(key) is not None}
             rows = tuple(sorted(rows, key=lambda r: got.get(r.name, np.inf)))
-        return dataclasses.replace(self, rows=rows, measurements=measurements)
+        return replace(self, rows=rows, measurements=measurements)
 
     def verdict(self) -> list[str]:
         """Plain-words lines: the recommendation, its scope and record, the one ranking, what

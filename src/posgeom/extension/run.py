@@ -1,31 +1,23 @@
 """``posgeom.extend``: a model and a corpus in, ranked extension strategies (and a folder) out.
 
-The thin layer over :func:`~posgeom.extension.score_strategies` that reads what a user has:
+The thin layer over :func:`~posgeom.extension.score_strategies` that reads what a user has
+(``docs/EXTENSION.md``):
 
-- **model**: a Hugging Face folder or cached name (configuration, tokenizer and, when needed,
-  weights loaded offline through :mod:`posgeom._hub`; ``gguf_file`` for GGUF checkpoints), or a
-  bare family spec such as ``"rope:theta=10000,head_dim=64"`` (then ``tokenizer=`` or token-id
-  corpora). ``L0`` defaults to ``max_position_embeddings``. A **file** is a posgeom decoder
-  (:func:`posgeom.nn.decoder.save_decoder`, e.g. the Track B models): its position module, trained
-  length and recorded tokenizer (``"bytes"``: plain files read as raw bytes) come from the file,
-  and ``measure`` applies every strategy to it (:mod:`posgeom.extension.decoder`); so does a
-  ``CausalDecoder`` object.
-- **corpus**: paths. A plain-text file (``.txt``, ``.tex``, ... optionally ``.gz``; anything
-  without a record format) is **one document** (``\r\n`` read as ``\n``), so lags reach across
-  the whole text; ``.jsonl``,
-  ``.csv``, ``.tsv``, ``.parquet`` and datasets folders give one document per record; ``.npy``,
-  ``.npz`` and ``.bin`` are token ids (one document per row).
+- **model**: a Hugging Face folder or cached name (loaded offline through :mod:`posgeom._hub`;
+  ``gguf_file`` for GGUF checkpoints), a family spec such as ``"rope:theta=10000,head_dim=64"``
+  (then ``tokenizer=`` or token-id corpora), or a posgeom decoder file or ``CausalDecoder``
+  (:mod:`posgeom.extension.decoder`: its position module, trained length and recorded tokenizer).
+  ``L0`` defaults to ``max_position_embeddings``.
+- **corpus**: paths (:mod:`posgeom.extension.documents`): a plain-text file is one document,
+  record formats one per record, token-id files one per row.
 - **held-out text** for ``measure``: ``heldout`` paths, else the last ``heldout_fraction`` of every
-  document (then not counted in the geometry); windows of ``L`` tokens, at most ``max_windows``,
-  spread evenly over the held-out tokens; ``measure_top``: measure only the best so many
-  strategies by score, plus ``none`` (a forward at 12k tokens costs minutes of CPU).
+  document (then not counted in the geometry); at most ``max_windows`` windows of ``L`` tokens;
+  ``measure_top``: only the best so many strategies by score, plus ``none``.
 
-With ``output`` the results go to a results folder by the one contract
-(:func:`posgeom.reports.results_folder`: complete or absent): ``summary.json``,
-``rope_parameters.json``, ``table.md``, ``arrays.npz`` (and ``report.html``). The measured windows
-are kept meanwhile in ``<output>.measure/`` (one file per finished strategy and window), so an
-interrupted run resumes there; it is removed once the folder is written.
-"""
+With ``output`` the results go to a results folder (:func:`posgeom.reports.results_folder`:
+complete or absent): ``summary.json``, ``rope_parameters.json``, ``table.md``, ``arrays.npz`` (and
+``report.html``). The measured windows are kept meanwhile in ``<output>.measure/``, so an
+interrupted run resumes there; it is removed once the folder is written."""
 
 from __future__ import annotations
 
@@ -271,14 +263,13 @@ def _measure(
     strategy on a transformers model, every strategy on a posgeom decoder; the best ``top`` by
     score plus ``none`` when ``top`` is set; none it can run: one line); ``"quick"``: every
     strategy, in-window loss on windows of ``min(2048, L0)`` tokens."""
-    from posgeom.extension.measure import measure_strategies, runner_for
+    from posgeom.extension.measure import measure_strategies
+    from posgeom.extension.runners import runner_for
 
     max_windows, top, where, mode = sizes
     quick = mode == "quick"
     length = min(2048, result.trained_length) if quick else result.target_length
     windows = measured_windows(held, length, max_windows)
-    if quick:
-        top = None
     runner = runner_for(lm, where)
     rows = [r.strategy for r in result.rows if runner.supports(r.strategy)]
     if not rows:
@@ -288,7 +279,7 @@ def _measure(
             f"({', '.join(r.name for r in result.rows)}) to a {runner.target} model; drop "
             "--measure (the scores stand) or measure a posgeom decoder"
         )
-    if top is not None and top < len(rows):
+    if not quick and top is not None and top < len(rows):
         rows = rows[:top] + [s for s in rows[top:] if s.kind == "none"]
     say(f"measuring {len(rows)} strategies on {len(windows)} windows of {len(windows[0])} tokens")
     measured = measure_strategies(

@@ -1,11 +1,8 @@
 """How a strategy reaches a model, as its family says: a transformers causal LM through the
-family's ``apply_to_transformers`` (RoPE: the strategy's ``rope_parameters`` in its config and its
-rotary modules rebuilt from it, as transformers builds them when it loads such a
-``config.json``); a posgeom ``CausalDecoder`` gets a new position module
-(:class:`posgeom.extension.decoder.DecoderRunner`). A strategy its family cannot apply is refused
-(one line), never measured as ``none``. Both runners give ``hidden_and_head(x)``, what the losses
-of :mod:`posgeom.extension.outcomes` and :mod:`posgeom.extension.measure` read.
-"""
+family's ``apply_to_transformers`` (RoPE: its config and rebuilt rotary modules), a posgeom
+``CausalDecoder`` through a new position module (:class:`posgeom.extension.decoder.DecoderRunner`).
+A strategy its family cannot apply is refused (one line), never measured as ``none``. Both runners
+give ``hidden_and_head(x)``, what the losses of :mod:`.outcomes` and :mod:`.measure` read."""
 
 from __future__ import annotations
 

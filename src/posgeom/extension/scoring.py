@@ -1,18 +1,12 @@
 """Score context-extension strategies against the corpus's geometry at the target length.
 
-For each strategy (:mod:`posgeom.extension.strategies`) posgeom builds its lag kernel at the target
-length ``L`` (:func:`posgeom.lags.kernels.lag_vectors`: the model's family's own kernel, e.g. RoPE
-frequencies at ``seq_len = L`` from the one implementation of the rope types, ALiBi slopes, T5
-buckets, the extended learned table) and scores it against the corpus's estimated lag geometry ``D`` (lags up to ``L - 1``, recommended
-estimator) with every stress kind and the violation rate; with half-sample replicates every score
-gets a bootstrap interval and the ranking its stability (:func:`posgeom.uncertainty.bootstrap.
-bootstrap_scores`). A rotary family's strategies (its extension's ``rotary``: RoPE) also get the
-fitted per-plane factors, the rotation-phase metrics (:func:`posgeom.extension.fit.phase_report`),
-the forward-free predictors and the recommendation and, when a per-position corpus geometry is
-given, the stress of their position vectors against it (``position_*``). Strategies are ranked by
-``rank_by`` of the lag geometry (default the scale-optimal stress: the shape; the attention factor
-only changes scale, so it shows in the paper stress only).
-"""
+Each strategy's lag kernel at ``L`` (:func:`posgeom.lags.kernels.lag_vectors`, the model's
+family's own) is scored against the corpus's estimated lag geometry ``D`` (lags up to ``L - 1``)
+with every stress kind and the violation rate, with bootstrap intervals and the ranking's
+stability when the counts carry half-sample replicates. Rotary strategies also get the fitted
+per-plane factors (:mod:`.fit`), the rotation-phase metrics, the forward-free predictors and the
+recommendation, and, given a per-position corpus geometry, their position stress
+(``position_*``). Rows are ranked by ``rank_by`` (default the scale-optimal stress)."""
 
 from __future__ import annotations
 
@@ -157,12 +151,6 @@ def _default_params(model: ExtensionModel) -> dict[str, Any]:
     return keep
 
 
-def _point_scores(vectors: Mapping[str, np.ndarray], target: np.ndarray, seed: int) -> dict:
-    from posgeom.scores.table import score_encoding
-
-    return {name: score_encoding(v, target, seed=seed) for name, v in vectors.items()}
-
-
 def _interval_scores(geo: Any, vectors: Mapping[str, np.ndarray], opts: dict[str, Any]) -> Any:
     from posgeom.uncertainty.bootstrap import bootstrap_scores
 
@@ -234,6 +222,8 @@ def score_strategies(
     query/key weights to read it from) for the model-aware predictor. RoPE results carry the
     forward-free predictors and the recommendation (:mod:`posgeom.extension.recommend`).
     """
+    from posgeom.scores.table import score_encoding
+
     target = int(target_length)
     m = as_extension_model(model, trained_length)
     opts = {
@@ -257,7 +247,7 @@ def score_strategies(
         s.name: lag_vectors(m, s, geo.lags, target, position_distances=position_distances)
         for s in chosen
     }
-    point = _point_scores(vectors, geo.distances, seed)
+    point = {name: score_encoding(v, geo.distances, seed=seed) for name, v in vectors.items()}
     boot = _interval_scores(geo, vectors, opts)
     rows = [
         StrategyScore.build(

@@ -1,26 +1,14 @@
 """Context-extension strategies: what each family can do past its trained length ``L0``.
 
-A :class:`Strategy` is a name, its family, its kind and, for RoPE, the ``rope_parameters`` to
-paste into ``config.json`` (:mod:`posgeom.encodings._extension`, where every family finds it).
-Each family lists its own strategies (its ``extension``'s
-:meth:`~posgeom.encodings._extension.Extension.strategies`, in the family's file):
-
-- RoPE (:mod:`posgeom.encodings.rope_strategies`): ``none``, ``linear``, static ``ntk`` bases,
-  ``dynamic``, ``yarn``, ``llama3``, ``longrope``; ``fitted`` (per-plane factors fitted to the
-  corpus's lag geometry, :mod:`posgeom.extension.fit`) is added by
-  :func:`posgeom.extension.score_strategies`, which has the corpus;
-- learned tables (:mod:`posgeom.encodings.learned_extension`): ``clamp``, ``interpolate``,
-  ``gower``, ``gower-table``;
-- every other family: ``none`` (sinusoidal: the formula evaluated at every position; ALiBi, T5,
-  NoPE: defined at every distance), unless its file says more.
-
-The strategies a caller gives are read and checked here too (:func:`strategy_from_parameters`,
-:func:`given_strategies`, :func:`choose_strategies`), and :func:`usable_strategies` drops the
-Gower extension without the per-position geometry it needs.
-
-The RoPE helpers (:func:`rope_strategy`, :func:`longrope_strategy`, :func:`men_theta_bound`) are
-re-exported here for the fit and the recommendation.
-"""
+A :class:`Strategy` (:mod:`posgeom.encodings._extension`) is a name, its family, its kind and, for
+RoPE, the ``rope_parameters`` to paste into ``config.json``. Each family lists its own
+(:meth:`~posgeom.encodings._extension.Extension.strategies`): RoPE ``none``, ``linear``, static
+``ntk``, ``dynamic``, ``yarn``, ``llama3``, ``longrope`` (``fitted`` is added by
+:func:`posgeom.extension.score_strategies`, which has the corpus); learned tables ``clamp``,
+``interpolate``, ``gower``, ``gower-table``; every other family ``none``. The strategies a caller
+gives are read and checked here (:func:`strategy_from_parameters`, :func:`given_strategies`,
+:func:`choose_strategies`); :func:`usable_strategies` drops the Gower extension without the
+per-position geometry it needs."""
 
 from __future__ import annotations
 
@@ -32,30 +20,17 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings import extension_of
 from posgeom.encodings._extension import Strategy
-from posgeom.encodings.rope_strategies import (
-    LLAMA3_BANDS,
-    LONGROPE_POWERS,
-    NTK_MULTIPLES,
-    YARN_BETAS,
-    longrope_strategy,
-    men_theta_bound,
-    rope_strategy,
-)
+from posgeom.encodings.rope_strategies import longrope_strategy, men_theta_bound
 from posgeom.extension.model import ExtensionModel
 
 __all__ = [
-    "LLAMA3_BANDS",
-    "LONGROPE_POWERS",
     "MAX_STRATEGIES",
-    "NTK_MULTIPLES",
-    "YARN_BETAS",
     "Strategy",
     "choose_strategies",
     "enumerate_strategies",
     "given_strategies",
     "longrope_strategy",
     "men_theta_bound",
-    "rope_strategy",
     "strategy_from_parameters",
     "usable_strategies",
 ]

@@ -28,10 +28,8 @@ plane weights are ``u_j = sum_{l, a} U[l, a, j] / sum U`` (shape ``(h/2,)``, sum
   past the phases it was trained on each such plane is driven at lags up to ``L - 1``, as a share
   of the trained range, weighted by use.
 
-``model_score = in_window_change + beyond_unseen`` (a plain sum). The lag weights, the relative
-form of the unseen phases and the plain sum were chosen on the study's five Track A windows among
-uniform / ``1/sqrt k`` / ``1/k`` lag weights, absolute / relative unseen phases and weights 0-100
-on the second term (``docs/EXTENSION.md``); the held-out windows judge them.
+``model_score = in_window_change + beyond_unseen`` (a plain sum; how these forms were chosen:
+``docs/EXTENSION.md``).
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
-"""The words of an extension result: the one ranking its table follows, whether the corpus
-mattered, where the recommendation landed among the measured strategies, and how far the
-corpus's dependence reaches.
-
-Every line reads the :class:`~posgeom.extension.result.ExtensionResult`'s stored numbers; no
-line names a "best" other than the recommendation (the table's other rules are columns).
-
-- **Ranking** (:func:`ranking_name`): measured loss when ``--measure`` measured (past ``L0`` in
-  full mode, in-window in quick mode, named so), else the recommendation's rule, else the lag
-  stress.
-- **Corpus** (:func:`corpus_lines`): the lag-stress intervals (half-sample, 95%) of all
-  strategies overlap (``max low <= min high``): the corpus did not separate any two strategies;
-  otherwise how many the lowest one separates and by how much. Whether the ranking rule reads
-  the corpus at all (only ``lag stress (corpus)`` and ``corpus + model`` do).
-- **Measured** (:func:`measured_lines`): the outcome measured (loss past ``L0`` or in-window
-  loss), the recommended strategy's place among the measured ones (1 = lowest loss), its loss
-  minus the lowest, per window (min .. max over windows), and what was held out.
-"""
+"""The words of an extension result, from its stored numbers: the one ranking its table follows
+(:func:`ranking_name`: the measured loss, else the recommendation's rule, else the lag stress),
+whether the corpus separated the strategies (:func:`corpus_lines`: their half-sample 95%
+lag-stress intervals overlap when ``max low <= min high``) and whether the ranking reads it,
+where the recommendation landed among the measured strategies (:func:`measured_lines`: its place,
+1 = lowest loss, and its loss minus the lowest per window), and how far the corpus's dependence
+reaches. No line names a "best" other than the recommendation."""
 
 from __future__ import annotations
 
@@ -64,15 +53,12 @@ def corpus_lines(result: Any) -> list[str]:
     lines = []
     by = (result.recommendation or {}).get("ranked_by")
     if by is not None:
-        reads = by in CORPUS_RULES
-        lines.append(
-            f"the ranking rule {by} "
-            + (
-                "reads the corpus (its lag stress)"
-                if reads
-                else "reads no corpus statistic: the table's order is the same on any text"
-            )
+        reads = (
+            "reads the corpus (its lag stress)"
+            if by in CORPUS_RULES
+            else "reads no corpus statistic: the table's order is the same on any text"
         )
+        lines.append(f"the ranking rule {by} {reads}")
     if len(rows) < 2:
         lines.append(
             "no lag-stress intervals (--replicates 0): whether the corpus separates the "

@@ -6,15 +6,11 @@ A cached file is named ``<corpus>_<special|nospecial>_n<cap>_limit<L|all>[_boot<
     SHA-256( canonical JSON of {corpus file SHA-256, tokenizer identity (vocabulary hash),
                                 count options (cap, limit, special tokens, replicates, seed)} )
 
-so a corpus file that changed (even with the same size and name), another tokenizer or other
-options name another file: cached counts are reused only for the very bytes they were counted
-from. A loaded file is checked once more against the key's options and tokenizer (a file renamed
-into the cache by hand is refused and recounted). The folder (with its ``.gitignore``) is made when
-the first counts are saved, so a run that fails before counting leaves nothing behind. It is a
-work folder of kind ``count-cache`` (:class:`posgeom.io.workfolders.WorkFolder`, checked before
-the work by :func:`check_cache`): new, empty or made by posgeom as a cache, never inside an
-input nor holding one; every file posgeom writes there is listed in its manifest.
-"""
+so counts are reused only for the very bytes, tokenizer and options they were counted from; a
+loaded file is checked once more against them (one renamed into the cache by hand is recounted).
+The folder is a work folder of kind ``count-cache`` (:class:`posgeom.io.workfolders.WorkFolder`,
+checked before the work by :func:`check_cache`), made with its ``.gitignore`` when the first counts
+are saved."""
 
 from __future__ import annotations
 

@@ -20,22 +20,15 @@ def fmt_percent(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def _smallest_rank(curve: list[dict[str, Any]], threshold: float) -> dict[str, Any] | None:
-    for c in curve:
-        if c["paper"] <= threshold:
-            return c
-    return None
-
-
 def claims_sst2_stress(
     results: dict[str, Any], chosen: dict[str, Any], sweep: list[dict[str, Any]]
 ) -> list[str]:
     P = PAPER
-    L: list[str] = []
-    add = L.append
-    add("## The paper's claims, ours beside them\n")
-    add("| claim | paper | ours | verdict and reason |")
-    add("|---|---|---|---|")
+    L = [
+        "## The paper's claims, ours beside them\n",
+        "| claim | paper | ours | verdict and reason |",
+        "|---|---|---|---|",
+    ]
     g, s_ = results["sst2_glue"], results["sst2_sentence"]
 
     def trio(res: Any) -> str:
@@ -49,7 +42,7 @@ def claims_sst2_stress(
     rel = sins[closest] / P["sinusoidal_sst2"] - 1
     ratio = {k: results[k].row("rope")["paper"] / sins[k] for k in sins}
     alibis = {k: results[k].row("alibi")["paper"] for k in sins}
-    add(
+    L.append(
         f"| paper stress on SST-2, ALiBi / sinusoidal / RoPE | 0.563 / 272 / 279 | GLUE train "
         f"(n = {chosen['sst2_glue']['n']}): {trio(g)}; sentence train (n = "
         f"{chosen['sst2_sentence']['n']}): {trio(s_)} | sinusoidal: {closest} is within "
@@ -66,7 +59,7 @@ def claims_sst2_stress(
     if sweep:
         for hd in (64, 128):
             b = min(sweep, key=lambda r, hd=hd: r[f"distance_to_paper_{hd}"])
-            add(
+            L.append(
                 f"| closest sweep setting, RoPE heads of {hd} | 272 / 279 | {b['corpus']}, n = "
                 f"{b['n']}, {b['special_tokens']}, {b['convention']}: sinusoidal "
                 f"{b['sinusoidal']:.1f}, RoPE {b[f'rope_{hd}']:.1f} | "
@@ -82,7 +75,6 @@ def claims_sst2_stress(
 
 def claims_synthetic_rank(results: dict[str, Any]) -> list[str]:
     L: list[str] = []
-    add = L.append
     for key, label in (("synthetic", "sampled"), ("synthetic_exact", "exact distributions")):
         res = results[key]
         r3 = next((c for c in res.rank_curve if c["rank"] == 3), None)
@@ -95,7 +87,7 @@ def claims_synthetic_rank(results: dict[str, Any]) -> list[str]:
         }
         cuts["rank-1 MDS"] = 1 - r3["paper"] / res.rank_curve[0]["paper"]
         low = min(cuts, key=cuts.get)
-        add(
+        L.append(
             f"| synthetic (n = 32, d = 128), rank-3 MDS ({label}) | stress -99.8%, parameters "
             f"-88% | stress {fmt_number(r3['paper'], 3)}; cut vs "
             + ", ".join(f"{k} {100 * v:.2f}%" for k, v in cuts.items())
@@ -114,10 +106,9 @@ def claims_synthetic_rank(results: dict[str, Any]) -> list[str]:
 
 def claims_low_rank(results: dict[str, Any]) -> list[str]:
     L: list[str] = []
-    add = L.append
     for key in ("sst2_glue", "sst2_sentence"):
         res = results[key]
-        hit = _smallest_rank(res.rank_curve, NEAR_ZERO)
+        hit = next((c for c in res.rank_curve if c["paper"] <= NEAR_ZERO), None)
         at90 = [c for c in res.rank_curve if c["parameter_reduction"] >= 0.895]
         txt = (
             f"paper stress <= {NEAR_ZERO} first at r = {hit['rank']} ({fmt_number(hit['paper'], 3)}, "
@@ -134,7 +125,7 @@ def claims_low_rank(results: dict[str, Any]) -> list[str]:
                 f"{fmt_number(res.row('sinusoidal')['paper'], 3)}"
             )
         ok = hit is not None and hit["parameter_reduction"] >= 0.85
-        add(
+        L.append(
             f"| low-rank MDS on {key} | near-zero stress, ~90% fewer parameters | {txt} | "
             + (
                 "reproduced. |"
@@ -151,7 +142,6 @@ def claims_violation_and_mds(results: dict[str, Any]) -> list[str]:
     P = PAPER
     real = [k for k, *_ in CORPORA]
     L: list[str] = []
-    add = L.append
     vr = []
     near = []
     for key in real:
@@ -167,7 +157,7 @@ def claims_violation_and_mds(results: dict[str, Any]) -> list[str]:
         near.append(f"{key} r = {c22['rank']} ({fmt_percent(c22['violation_rate'])})")
     rnd = [results[k].row("random")["violation_rate"] for k in real]
     pre = [results[k].row("learned")["violation_rate"] for k in real]
-    add(
+    L.append(
         "| violation rate MDS / random / pretrained | 22% / 50% / 25.4% | "
         + "; ".join(vr)
         + " | random: "
@@ -184,10 +174,9 @@ def claims_violation_and_mds(results: dict[str, Any]) -> list[str]:
     mds_stress = ", ".join(
         f"{k} {fmt_number(results[k].row(MDS_ROW)['paper'], 2)}" for k in results
     )
-    add(
+    L.append(
         f"| MDS encoding stress | near zero | {mds_stress} | reproduced (exact up to round-off: "
         "the chord Hellinger geometry is Euclidean, so full-rank classical MDS is isometric). |"
     )
-    add("")
-
+    L.append("")
     return L

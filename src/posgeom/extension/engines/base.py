@@ -1,16 +1,10 @@
 """What every engine writer reads and returns: :class:`EngineTarget` in, :class:`Emitted` out.
 
 An :class:`EngineTarget` is one recommended RoPE strategy as transformers 5 spells it
-(``rope_parameters`` with ``rope_type`` and ``rope_theta``), the per-head width, the trained
-length ``L0``, the target length ``L`` and where the model lives (a folder or name, a GGUF file
-and its ``general.architecture``). An :class:`Emitted` is one engine's file: its name, its text,
-the ``settings`` the engine reads (what ``rope-check`` reads back), the ``notes`` that state each
-difference from transformers' reading, or ``refused`` (why the engine cannot run the strategy;
-then no file).
-
-Differences are computed with the one implementation of every rope type,
-:func:`posgeom.encodings.rope_types.rope_frequencies` (:func:`frequency_gap`).
-"""
+(``rope_parameters``), the per-head width, the trained length ``L0``, the target length ``L`` and
+where the model lives; an :class:`Emitted` is one engine's file, the settings it sets, its notes or
+its refusal. Differences are computed with the one implementation of every rope type,
+:func:`posgeom.encodings.rope_types.rope_frequencies` (:func:`frequency_gap`)."""
 
 from __future__ import annotations
 
@@ -27,19 +21,34 @@ from posgeom.io.jsonfiles import json_text
 __all__ = [
     "Emitted",
     "EngineTarget",
+    "attention_ratio",
     "frequency_gap",
+    "ntk_ratio",
     "shell_quote",
     "static_ntk_theta",
+    "trained_gap",
     "yarn_mscale",
 ]
 
 
-def static_ntk_theta(target: EngineTarget) -> float:
-    """The static base dynamic NTK reaches at ``L``: ``theta (f^2 - f + 1)^(d/(d-2))`` (``d`` the
-    rotary width; transformers' ``theta (f n / L0 - (f - 1))^(d/(d-2))`` at ``n = L = f L0``)."""
+def ntk_ratio(target: EngineTarget) -> float:
+    """The NTK ratio dynamic NTK reaches at ``L = f L0``: ``f^2 - f + 1`` (transformers'
+    ``f n / L0 - (f - 1)`` at ``n = L``; vLLM's and SGLang's at every length)."""
     f = target.factor
+    return f * f - f + 1.0
+
+
+def static_ntk_theta(target: EngineTarget) -> float:
+    """The static base dynamic NTK reaches at ``L``: ``theta ratio^(d/(d-2))`` (``d`` the rotary
+    width, :func:`ntk_ratio`)."""
     d = int(target.head_dim * float(target.rope_parameters.get("partial_rotary_factor") or 1.0))
-    return ntk_base(target.theta, f * f - f + 1.0, d)
+    return ntk_base(target.theta, ntk_ratio(target), d)
+
+
+def attention_ratio(target: EngineTarget) -> float:
+    """The strategy's attention factor over YaRN's default ``0.1 ln s + 1``: the ``attn_factor``
+    engines multiply by that default (1 when the strategy keeps it)."""
+    return target.attention_factor / yarn_mscale(target.factor)
 
 
 def shell_quote(text: str) -> str:
@@ -173,6 +182,11 @@ def frequency_gap(
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(w > 0, np.abs(w2 / w - 1.0), np.abs(w2 - w))
     return float(np.max(rel)), abs(a2 / a - 1.0)
+
+
+def trained_gap(target: EngineTarget, params: Mapping[str, Any]) -> float:
+    """The frequency gap of :func:`frequency_gap` at the trained length ``L0``."""
+    return frequency_gap(target, params, seq_len=target.trained_length)[0]
 
 
 def dumps(obj: Any) -> str:

@@ -1,29 +1,27 @@
 """exllamav2 and TabbyAPI: ``max_seq_len``, ``rope_scale``, ``rope_alpha`` and the model's
 ``config.json``.
 
-exllamav2 (``ExLlamaV2Config``; TabbyAPI's ``config.yml`` ``model:`` section spells the same
-values ``max_seq_len``, ``rope_scale``, ``rope_alpha``) computes in ``device.prepare_sincos`` /
-``rope.py``:
-
-- ``rope_scale`` (``scale_pos_emb``): positions divided by it, linear interpolation;
-- ``rope_alpha`` (``scale_alpha_value``): ``base x alpha^(h/(h-2))`` (``h`` the head width), a
-  static NTK base: a posgeom ``ntk`` base ``theta'`` is ``alpha = (theta'/theta)^((h-2)/h)``;
-- ``rope_scaling`` of ``config.json`` for YaRN, llama3 and LongRoPE (``su``). Its YaRN keeps
-  ``beta_fast = 32``, ``beta_slow = 1`` and the attention factor ``0.1 ln s + 1`` fixed and finds
-  the ramp's planes at ``max_seq_len`` instead of ``original_max_position_embeddings`` (written
-  with the computed gap; a strategy with other betas or attention factor is refused); its
-  LongRoPE switches to the long factors when ``max_seq_len`` exceeds the trained length, for every
-  prompt, and ignores an explicit ``attention_factor`` (refused then).
-
-No dynamic NTK: written as the static alpha it reaches at ``L`` (what vLLM runs), with the gap below
-``L0`` stated.
-"""
+exllamav2 (``ExLlamaV2Config``; TabbyAPI's ``config.yml`` ``model:`` section) computes in
+``device.prepare_sincos`` / ``rope.py``: ``rope_scale`` divides the positions (linear);
+``rope_alpha`` gives the base ``base x alpha^(h/(h-2))`` (``h`` the head width), so a static NTK
+base ``theta'`` is ``alpha = (theta'/theta)^((h-2)/h)``; YaRN, llama3 and LongRoPE come from
+``config.json``'s ``rope_scaling``, with YaRN's betas and attention factor fixed (others refused)
+and its ramp found at ``max_seq_len``, and LongRoPE's long factors used for every prompt past the
+trained length (an explicit ``attention_factor`` refused). Dynamic NTK is written as the static
+alpha it reaches at ``L``; every gap is stated in the notes (``docs/ENGINES.md``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from posgeom.extension.engines.base import Emitted, EngineTarget, frequency_gap, yarn_mscale
+from posgeom.extension.engines.base import (
+    Emitted,
+    EngineTarget,
+    attention_ratio,
+    frequency_gap,
+    ntk_ratio,
+    trained_gap,
+)
 from posgeom.io.jsonfiles import json_text
 
 __all__ = ["exllamav2"]
@@ -36,7 +34,7 @@ def _yarn(target: EngineTarget) -> tuple[dict[str, Any], list[str]]:
         raise ValueError(
             f"exllamav2's YaRN fixes beta_fast/beta_slow at 32/1 (the strategy: {betas})"
         )
-    if abs(target.attention_factor / yarn_mscale(target.factor) - 1.0) > 1e-12:
+    if abs(attention_ratio(target) - 1.0) > 1e-12:
         raise ValueError(
             "exllamav2's YaRN fixes the attention factor at 0.1 ln s + 1 (the strategy: "
             f"{target.attention_factor:.6g})"
@@ -59,10 +57,8 @@ def _settings(target: EngineTarget) -> tuple[dict[str, Any], list[str]]:
     if kind == "linear":
         return {"rope_scale": target.factor}, []
     if kind == "dynamic":
-        f = target.factor
-        ratio = f * f - f + 1.0
-        view = {"rope_type": "ntk", "rope_theta": target.theta, "factor": ratio}
-        gap, _ = frequency_gap(target, view, seq_len=target.trained_length)
+        ratio = ntk_ratio(target)
+        gap = trained_gap(target, {"rope_type": "ntk", "rope_theta": target.theta, "factor": ratio})
         return {"rope_alpha": ratio}, [
             f"dynamic: exllamav2 has no dynamic NTK; written as the static alpha {ratio:g} it "
             f"reaches at {target.target_length} tokens (at {target.trained_length} tokens the "

@@ -2,26 +2,15 @@
 
 Spellings from llama.cpp's ``common/arg.cpp``, ``src/llama-context.cpp`` and
 ``src/llama-model.cpp`` (the copy vendored by llama-cpp-python 0.3.36; ``docs/ENGINES.md``):
-
-- ``--rope-scaling {none,linear,yarn}``, ``--rope-scale N`` (``freq_scale = 1/N``),
-  ``--rope-freq-base N``, ``--yarn-orig-ctx N``, ``--yarn-ext-factor N``, ``--yarn-beta-fast``,
-  ``--yarn-beta-slow``, ``-c N``; ``--override-kv KEY=TYPE:VALUE`` over the GGUF keys
-  ``{arch}.rope.freq_base``, ``{arch}.rope.scaling.{type,factor,attn_factor,
-  original_context_length}``.
-- YaRN's cos/sin scale is ``{arch}.rope.scaling.attn_factor x (1 + 0.1 ln s)``: when YaRN is on,
-  ``llama_context`` overwrites ``--yarn-attn-factor`` (the command-line value is not used), so a
-  strategy whose attention factor ``a`` differs from ``0.1 ln s + 1`` is written as
-  ``--override-kv {arch}.rope.scaling.attn_factor=float:a/(0.1 ln s + 1)`` (exact).
-- No command-line spelling for dynamic NTK, llama3 or LongRoPE: llama3 is baked into a
-  ``rope_freqs`` tensor and LongRoPE into ``rope_factors_long/short`` when a model is converted
-  (``convert_hf_to_gguf.py`` from a ``config.json`` holding those ``rope_parameters``). Dynamic NTK
-  is written as the static base it reaches at ``L`` (what vLLM runs), with the gap below ``L0``
-  stated; llama3 and LongRoPE are refused with that reason.
-
-Ollama reads the rope settings from the GGUF only (a Modelfile sets ``num_ctx``): the Modelfile is
-written for strategies that leave the rotary settings as trained; the others are refused with the
-GGUF keys a converted model must carry.
-"""
+``--rope-scaling {none,linear,yarn}``, ``--rope-scale N`` (``freq_scale = 1/N``),
+``--rope-freq-base``, ``--yarn-orig-ctx`` and the other YaRN flags, ``-c N`` and
+``--override-kv KEY=TYPE:VALUE`` over the GGUF keys ``{arch}.rope.*``. YaRN's cos/sin scale is
+``{arch}.rope.scaling.attn_factor x (1 + 0.1 ln s)`` (``--yarn-attn-factor`` is overwritten), so an attention factor ``a`` is written as that key
+``= a / (0.1 ln s + 1)`` (exact). Dynamic NTK is written as the static base it reaches at ``L``;
+llama3 and LongRoPE live in GGUF tensors only (llama3: a copy carrying ``rope_freqs`` with
+``--gguf-file``, :mod:`.gguf_tensors`), else refused. Ollama reads the rotary settings from the
+GGUF only: its ``Modelfile`` (``num_ctx``) is written for the model as trained, the rest refused
+with the GGUF keys a converted model must carry."""
 
 from __future__ import annotations
 
@@ -30,15 +19,15 @@ from typing import Any
 from posgeom.extension.engines.base import (
     Emitted,
     EngineTarget,
+    attention_ratio,
     dumps,
-    frequency_gap,
     shell_quote,
     static_ntk_theta,
-    yarn_mscale,
+    trained_gap,
 )
 from posgeom.extension.engines.gguf_tensors import copy_name
 
-__all__ = ["llamacpp", "llamacpp_python", "llamacpp_settings", "ollama"]
+__all__ = ["FLAGS", "llamacpp", "llamacpp_python", "llamacpp_settings", "ollama"]
 
 #: llama.cpp's ``enum llama_rope_scaling_type``
 ROPE_SCALING_TYPES = {"none": 0, "linear": 1, "yarn": 2, "longrope": 3}
@@ -47,6 +36,11 @@ _CONVERT = (
     "convert the model again with llama.cpp's convert_hf_to_gguf.py from a config.json that holds "
     "transformers4.config.json's rope_scaling (it writes the factors as GGUF tensors)"
 )
+#: rope type -> (the GGUF tensor llama.cpp reads it from, what else gives it)
+_TENSORS = {
+    "llama3": ("rope_freqs", " or give extend --gguf-file: it writes a copy carrying it"),
+    "longrope": ("rope_factors_long/short", ""),
+}
 
 
 def llamacpp_settings(target: EngineTarget) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
@@ -73,19 +67,18 @@ def llamacpp_settings(target: EngineTarget) -> tuple[dict[str, Any], dict[str, A
         )
         if p.get("truncate") is False:
             raise ValueError("llama.cpp always truncates YaRN's correction range (truncate=false)")
-        a, default = target.attention_factor, yarn_mscale(target.factor)
-        if abs(a / default - 1.0) > 1e-12:
-            kv[f"{target.gguf_prefix}.rope.scaling.attn_factor"] = a / default
+        ratio = attention_ratio(target)
+        if abs(ratio - 1.0) > 1e-12:
+            kv[f"{target.gguf_prefix}.rope.scaling.attn_factor"] = ratio
             notes.append(
-                f"yarn: attention factor {a:.6g} written as the GGUF key "
-                f"{target.gguf_prefix}.rope.scaling.attn_factor = {a / default:.6g} (llama.cpp "
+                f"yarn: attention factor {target.attention_factor:.6g} written as the GGUF key "
+                f"{target.gguf_prefix}.rope.scaling.attn_factor = {ratio:.6g} (llama.cpp "
                 "multiplies it by 1 + 0.1 ln s and overwrites --yarn-attn-factor): exact"
             )
     elif kind == "dynamic":
         theta = static_ntk_theta(target)
         s.update(rope_scaling_type="none", rope_freq_scale=1.0, rope_freq_base=theta)
-        view = {"rope_type": "default", "rope_theta": theta}
-        gap, _ = frequency_gap(target, view, seq_len=target.trained_length)
+        gap = trained_gap(target, {"rope_type": "default", "rope_theta": theta})
         notes.append(
             f"dynamic: llama.cpp has no dynamic NTK; written as the static base it reaches at "
             f"{target.target_length} tokens, {theta:.6g} (same frequencies there; at "
@@ -100,16 +93,11 @@ def llamacpp_settings(target: EngineTarget) -> tuple[dict[str, Any], dict[str, A
             f"{s['gguf_copy']}, a copy of the GGUF carrying it (as convert_hf_to_gguf.py writes it), "
             "run unscaled at the target length: the same frequencies as transformers' llama3"
         )
-    elif kind in ("llama3", "longrope"):
-        tensor = "rope_freqs" if kind == "llama3" else "rope_factors_long/short"
+    elif kind in _TENSORS:
+        tensor, more = _TENSORS[kind]
         raise ValueError(
             f"llama.cpp has no command-line spelling for {kind} (it reads the GGUF tensor "
-            f"{tensor}); {_CONVERT}"
-            + (
-                " or give extend --gguf-file: it writes a copy carrying it"
-                if kind == "llama3"
-                else ""
-            )
+            f"{tensor}); {_CONVERT}{more}"
         )
     else:
         raise ValueError(f"llama.cpp has no spelling for rope type {kind!r}")
@@ -123,7 +111,8 @@ def _kv_flag(key: str, value: Any) -> str:
     return f"{key}={kind}:{value}"
 
 
-_FLAGS = (
+#: setting -> the llama.cpp flag that sets it, in the order ``llamacpp.sh`` writes them
+FLAGS = (
     ("n_ctx", "-c"),
     ("rope_scaling_type", "--rope-scaling"),
     ("rope_freq_base", "--rope-freq-base"),
@@ -143,7 +132,7 @@ def llamacpp(target: EngineTarget) -> Emitted:
         return Emitted.refuse("llamacpp", str(exc))
     flags = [
         f"{flag} {s[key]:g}" if isinstance(s[key], float) else f"{flag} {s[key]}"
-        for key, flag in _FLAGS
+        for key, flag in FLAGS
         if key in s
     ]
     if s["rope_freq_scale"] != 1.0:

@@ -1,18 +1,13 @@
 """transformers: the keys to merge into ``config.json``, in the 5 and the 4 spelling.
 
-- **transformers 5** (``transformers5.config.json``): ``{"rope_parameters": {rope_type,
-  rope_theta, ...}, "max_position_embeddings": N}`` (``modeling_rope_utils``: the theta sits in
-  ``rope_parameters``).
-- **transformers 4** (4.45 to 4.57, ``transformers4.config.json``): ``{"rope_scaling": {...} or
-  null, "rope_theta": theta, "max_position_embeddings": N}``; LongRoPE also
-  ``original_max_position_embeddings = L0`` at the top level, where transformers 4's
-  ``_compute_longrope_parameters`` reads the trained length (without it the short/long switch
-  sits at ``max_position_embeddings``, so the long factors are never used).
+- **transformers 5** (``transformers5.config.json``): ``rope_parameters`` (theta inside) and
+  ``max_position_embeddings``;
+- **transformers 4** (4.45 to 4.57, ``transformers4.config.json``): ``rope_scaling`` (or null),
+  ``rope_theta`` and ``max_position_embeddings``; LongRoPE also the top-level
+  ``original_max_position_embeddings = L0``, where transformers 4 reads the trained length.
 
-``N = L0`` for dynamic NTK (read as the trained length), else ``L``. A transformers 4 reader of a
-version-5 file finds no ``rope_theta`` at the top level and falls back to 10,000: write the file
-for the version that reads it (``posgeom rope-check`` flags the mix).
-"""
+``max_position_embeddings`` is ``L0`` for dynamic NTK, else ``L``. A transformers 4 reader of the
+version-5 file falls back to theta 10,000 (``posgeom rope-check`` flags the mix)."""
 
 from __future__ import annotations
 

@@ -143,32 +143,25 @@ def rope_check(path: str | os.PathLike, *, engine: str | None = None) -> RopeChe
         for e in engines
         if src.config
     ]
-    findings = find_mismatches(src)
-    if engine is not None:
-        findings = [f for f in findings if _applies(f, engine)]
+    findings = [f for f in find_mismatches(src) if engine is None or engine in f.engines]
     return RopeCheck(src, readings, findings)
-
-
-def _applies(finding: Finding, engine: str) -> bool:
-    return engine in finding.engines
 
 
 def check_emitted(emitted: Any, target: Any) -> list[str]:
     """The rules' findings on one engine's emitted settings, as lines (``extend --emit``)."""
-    s = emitted.settings
-    engine = emitted.engine
-    if engine in ("vllm", "sglang"):
-        config = s.get("hf_overrides") or s.get("json_model_override_args") or {}
-        ctx = s.get("max_model_len") or s.get("context_length")
-        src = RopeSource(
-            emitted.filename, dict(config), engine, {"context": ctx, "env": s.get("env", {})}
-        )
+    from posgeom.extension.engines.servers import SERVERS, setting_name
+
+    s, engine, name = emitted.settings, emitted.engine, emitted.filename
+    if engine in SERVERS:
+        *_, flag, length = SERVERS[engine]
+        run = {"context": s[setting_name(length)], "env": s["env"]}
+        src = RopeSource(name, dict(s[setting_name(flag)]), engine, run)
     elif engine in ("llamacpp", "llama-cpp-python"):
         from posgeom.extension.ropecheck.read import llamacpp_config
 
-        src = RopeSource(emitted.filename, llamacpp_config(s), "llamacpp", dict(s))
+        src = RopeSource(name, llamacpp_config(s), "llamacpp", dict(s))
     elif engine in ("transformers5", "transformers4"):
-        src = RopeSource(emitted.filename, dict(s), engine)
+        src = RopeSource(name, dict(s), engine)
     else:
         return []
     return [f.line() for f in find_mismatches(src)]

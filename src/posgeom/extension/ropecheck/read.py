@@ -1,14 +1,9 @@
 """What ``rope-check`` reads: a model folder, a ``config.json``, a GGUF file or a file ``extend
---emit`` wrote, as one :class:`RopeSource`.
-
-A source is a transformers-style configuration (``config``: ``rope_parameters`` or
-``rope_scaling`` + ``rope_theta``, ``max_position_embeddings``, head sizes) plus, for an engine's
-file, the engine (``engine``) and its run settings (``settings``: the context length, the
-environment, the flags). A GGUF file and llama.cpp settings are turned into that configuration
-(``{arch}.rope.freq_base`` -> ``rope_theta``, ``rope.scaling.type/factor/original_context_length``
--> ``rope_type/factor/original_max_position_embeddings``, ``{arch}.context_length`` ->
-``max_position_embeddings``).
-"""
+--emit`` wrote, as one :class:`RopeSource`: a transformers-style configuration plus, for an
+engine's file, the engine and its run settings. GGUF keys and llama.cpp settings become that
+configuration (``{arch}.rope.freq_base`` -> ``rope_theta``, ``rope.scaling.*`` -> ``rope_type``,
+``factor``, ``original_max_position_embeddings``; ``{arch}.context_length`` ->
+``max_position_embeddings``)."""
 
 from __future__ import annotations
 
@@ -20,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from posgeom._errors import PosgeomError
+from posgeom.extension.engines.llamacpp import FLAGS, ROPE_SCALING_TYPES
 
 __all__ = ["RopeSource", "read_source"]
 
@@ -35,12 +31,6 @@ class RopeSource:
     config: dict[str, Any]
     engine: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
-
-
-def _json(path: Path) -> Any:
-    from posgeom.io.jsonfiles import read_json
-
-    return read_json(path, max_bytes=_MAX)
 
 
 def _gguf_value(field: Any) -> Any:
@@ -83,7 +73,7 @@ def llamacpp_config(s: dict[str, Any]) -> dict[str, Any]:
     """The transformers-style configuration llama.cpp runs from its settings (GGUF keys as
     ``scaling_*``, or llama-cpp-python keywords)."""
     kind = s.get("rope_scaling_type", s.get("scaling_type", "linear"))
-    kind = {0: "none", 1: "linear", 2: "yarn", 3: "longrope"}.get(kind, kind)
+    kind = {v: k for k, v in ROPE_SCALING_TYPES.items()}.get(kind, kind)
     scale = s.get("rope_freq_scale")
     factor = 1.0 / scale if scale else float(s.get("scaling_factor") or 1.0)
     params: dict[str, Any] = {"rope_theta": float(s.get("rope_freq_base") or 10000.0)}
@@ -120,10 +110,9 @@ def _script(path: Path) -> RopeSource:
     except ValueError as exc:
         raise PosgeomError(f"{path}: cannot parse the command ({exc})") from None
     env = dict(w.split("=", 1) for w in words if "=" in w and w.split("=", 1)[0].isupper())
-    for flag, engine, length in (
-        ("--hf-overrides", "vllm", "--max-model-len"),
-        ("--json-model-override-args", "sglang", "--context-length"),
-    ):
+    from posgeom.extension.engines.servers import SERVERS
+
+    for engine, (*_, flag, length) in SERVERS.items():
         if flag in words:
             try:
                 config = json.loads(_after(words, flag) or "")
@@ -136,17 +125,11 @@ def _script(path: Path) -> RopeSource:
     return _llamacpp_flags(path, words)
 
 
-_LLAMA_FLAGS = {
-    "-c": "n_ctx",
+#: llama.cpp flag -> setting: those ``llamacpp.sh`` writes and the other spellings of them
+_LLAMA_FLAGS = {flag: key for key, flag in FLAGS} | {
     "--ctx-size": "n_ctx",
-    "--rope-scaling": "rope_scaling_type",
-    "--rope-freq-base": "rope_freq_base",
     "--rope-freq-scale": "rope_freq_scale",
-    "--yarn-orig-ctx": "yarn_orig_ctx",
-    "--yarn-ext-factor": "yarn_ext_factor",
     "--yarn-attn-factor": "yarn_attn_factor",
-    "--yarn-beta-fast": "yarn_beta_fast",
-    "--yarn-beta-slow": "yarn_beta_slow",
 }
 
 
@@ -202,7 +185,9 @@ def read_source(path: str | os.PathLike) -> RopeSource:
     if p.suffix in (".yml", ".yaml"):
         return _yaml_model(p)
     if p.suffix == ".json":
-        data = _json(p)
+        from posgeom.io.jsonfiles import read_json
+
+        data = read_json(p, max_bytes=_MAX)
         if not isinstance(data, dict):
             raise PosgeomError(f"{p} is not a JSON object")
         if "n_ctx" in data:

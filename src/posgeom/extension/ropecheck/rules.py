@@ -1,24 +1,9 @@
 """The known silent mismatches between engines' readings of one rope configuration.
 
-Each rule reads a :class:`~posgeom.extension.ropecheck.read.RopeSource` and returns
-:class:`Finding` s (``code``, ``message``, ``applies_to``: the engines and versions). Sources
-(``docs/ENGINES.md``): vLLM ``get_rope`` and ``ModelConfig``'s max-length derivation, SGLang
-``rotary_embedding/factory.py``, llama.cpp ``src/llama-context.cpp`` (llama-cpp-python 0.3.36),
-exllamav2 ``rope.py``, transformers 4.45-4.57 and 5 ``modeling_rope_utils``.
-
-- ``theta-fallback``: ``rope_theta`` only inside ``rope_parameters`` (transformers 5): readers
-  of the top-level ``rope_theta`` use 10,000;
-- ``attention-factor-dropped``: YaRN with an ``attention_factor`` / ``mscale`` that vLLM and SGLang
-  do not read (they use ``(0.1 ln s + 1) x attn_factor``); llama.cpp's ``--yarn-attn-factor``
-  (overwritten when YaRN is on);
-- ``dynamic-switch``: dynamic NTK, precomputed for the full length by SGLang (and vLLM before
-  ``max_trained_positions``), unscaled with a cache of ``max_position_embeddings`` positions in vLLM 0.32;
-- ``longrope-switch``: where each engine switches from short to long factors; transformers 4's
-  top-level ``original_max_position_embeddings``;
-- ``context-cap``: a context left at the trained length while scaling is on, or past an engine's
-  derived cap without its environment variable;
-- ``legacy-type``: ``type`` without ``rope_type``.
-"""
+Each rule of :data:`RULES` reads a :class:`~posgeom.extension.ropecheck.read.RopeSource` and
+returns :class:`Finding` s: ``theta-fallback``, ``attention-factor-dropped``, ``dynamic-switch``,
+``longrope-switch``, ``context-cap``, ``legacy-type`` (what each means, which engines and
+versions, and the engine sources read: ``docs/ENGINES.md``)."""
 
 from __future__ import annotations
 
@@ -29,10 +14,6 @@ from typing import Any
 from posgeom.extension.ropecheck.read import RopeSource
 
 __all__ = ["RULES", "Finding", "find_mismatches", "layer_parameters"]
-
-VLLM_SGLANG = "vLLM (rope_parameters and rope_scaling versions), SGLang"
-ATTN_READERS = "vLLM before 0.32 (reads attn_factor only), SGLang (factory.py)"
-
 
 ALL = ("transformers5", "transformers4", "vllm", "sglang", "llamacpp", "exllamav2")
 
@@ -70,19 +51,13 @@ def kind_of(p: Mapping[str, Any]) -> str:
     return str(p.get("rope_type", p.get("type", "default")))
 
 
-def trained_length(p: Mapping[str, Any], config: Mapping[str, Any]) -> int | None:
-    value = p.get("original_max_position_embeddings") or config.get(
-        "original_max_position_embeddings"
-    )
-    return int(value) if value else None
-
-
 def _theta_fallback(src: RopeSource) -> list[Finding]:
     rp = src.config.get("rope_parameters")
+    # not a rope_parameters-only config, or a file for a reader of rope_parameters
     if not isinstance(rp, Mapping) or src.config.get("rope_theta") is not None:
         return []
     if src.engine not in (None, "transformers4", "sglang"):
-        return []  # a file for a reader of rope_parameters
+        return []
     out = []
     for layer, p in layer_parameters(src.config).items():
         theta = p.get("rope_theta")
@@ -140,7 +115,7 @@ def _attention(src: RopeSource) -> list[Finding]:
                     f"YaRN attention factor {wanted:.6g} (attention_factor/mscale) is not read: "
                     f"these engines scale cos/sin by {engines:.6g}; write attn_factor = "
                     f"{wanted / yarn_mscale(factor):.6g}",
-                    ATTN_READERS,
+                    "vLLM before 0.32 (reads attn_factor only), SGLang (factory.py)",
                     ("vllm", "sglang"),
                 )
             )
@@ -166,7 +141,7 @@ def _dynamic(src: RopeSource) -> list[Finding]:
             "by max_trained_positions (default max_position_embeddings): the unscaled base, with "
             "no cos/sin cache past max_position_embeddings; transformers rescales only past "
             "max_position_embeddings",
-            f"{VLLM_SGLANG} against transformers 4 and 5",
+            "vLLM (rope_parameters and rope_scaling versions), SGLang against transformers 4 and 5",
             ("vllm", "sglang"),
         )
     ]
@@ -202,15 +177,17 @@ def _longrope(src: RopeSource) -> list[Finding]:
 
 
 def _context(src: RopeSource) -> list[Finding]:
-    from posgeom.extension.engines.servers import SGLANG_ENV, VLLM_ENV, derived_cap
+    from posgeom.extension.engines.servers import SERVERS, derived_cap
 
     out = []
     mpe = src.config.get("max_position_embeddings")
     context = src.settings.get("context") or src.settings.get("n_ctx") or mpe
     for p in layer_parameters(src.config).values():
-        kind, l0 = kind_of(p), trained_length(p, src.config)
+        key = "original_max_position_embeddings"
+        kind, l0 = kind_of(p), p.get(key) or src.config.get(key)
         if kind in ("default", "dynamic") or not l0 or not context:
             continue
+        l0 = int(l0)
         if int(context) <= l0:
             out.append(
                 Finding(
@@ -220,7 +197,7 @@ def _context(src: RopeSource) -> list[Finding]:
                     "every engine",
                 )
             )
-    env_name = {"vllm": VLLM_ENV, "sglang": SGLANG_ENV}.get(src.engine or "")
+    env_name = SERVERS[src.engine][1] if src.engine in SERVERS else None
     if env_name and mpe and src.settings.get("context"):
         for p in layer_parameters(src.config).values():
             cap = derived_cap(p, int(mpe))
