@@ -105,10 +105,8 @@ def choose_estimator(
     """The one rule for what ``"recommended"`` runs: ``(name, why_plugin)``.
 
     A named estimator is itself (``why_plugin = None``). ``"recommended"`` is
-    :data:`RECOMMENDED` unless no sampling model applies, and then ``"plugin"`` with the reason:
-    exact distributions (probabilities, not counts: nothing to correct), add-alpha smoothing (a
-    plug-in choice), or a position with fewer samples than the recommended estimator needs.
-    The pipeline, the model analysis's target and the replicates all ask this function.
+    :data:`RECOMMENDED` unless no sampling model applies (exact distributions, add-alpha
+    smoothing, a position with fewer samples than it needs), and then ``"plugin"`` with the reason.
     """
     spec = get(estimator)
     if estimator != "recommended":
@@ -131,8 +129,7 @@ def choose_estimator(
 
 def as_count_matrix(counts: Any) -> sp.csr_matrix:
     """``counts`` (``CountMatrix``, ``PositionCounts``, scipy sparse or dense ``(n, V)``) as the
-    canonical int64 CSR of :func:`posgeom.geometry.counts.count_matrix` (validated once; the
-    same object for counts normalised before), refused when it holds probabilities."""
+    canonical int64 CSR of :func:`posgeom.geometry.counts.count_matrix`; probabilities refused."""
     cm = count_matrix(counts)
     if not cm.integer:
         raise PosgeomError(
@@ -228,14 +225,12 @@ class GeometryEstimate:
         ``"top:K"`` (the ``K`` most frequent tokens, pooled, + one "other" class),
         ``"top:K+bands:B"`` (+ ``B`` frequency bands instead of "other"), ``"bins:B"`` or
         ``"map"`` (:mod:`posgeom.estimators.resolution`).
-    classes : what those classes hold, in words, with their share of the tokens
-        (``"'.', '[CLS]', other: 92% of tokens"``;
-        :func:`posgeom.estimators.class_words.describe_classes`), the words every surface prints.
-    class_map : ``(V,)`` int64, token id -> class id (``0 .. vocab_size - 1``) of the input
-        vocabulary; pass it as ``resolution=`` to estimate other counts on the same classes.
+    classes : what those classes hold, in words (``"'.', '[CLS]', other: 92% of tokens"``;
+        :func:`posgeom.estimators.class_words.describe_classes`).
+    class_map : ``(V,)`` int64, token id -> class id (``0 .. vocab_size - 1``); pass it as
+        ``resolution=`` to estimate other counts on the same classes.
     class_counts : ``(n, vocab_size)`` int64 CSR or None: the input counts on those classes
-        (before pooling and resampling), normalised once (:func:`~posgeom.geometry.counts.count_matrix`),
-        so a noise floor on the estimate's classes shares them (and their plug-in Gram).
+        (before pooling and resampling).
     options : coarsening, pooling, resampling, seed and the estimator's own options.
     diagnostics : the estimator's diagnostics (see :mod:`posgeom.estimators._core`).
     coordinates : (m, K') float64 or None: the Euclidean estimate's coordinates ``X`` (its
@@ -245,12 +240,8 @@ class GeometryEstimate:
         ``B = c J (S S^T - diag(b)) J`` (``S`` the ``m x V'`` root matrix after coarsening and
         pooling, ``b`` the per-position correction, ``c = 1`` chord / ``1/2`` normalized).
 
-    ``numpy.asarray(estimate)`` is the distance matrix, so an estimate is accepted wherever a
-    distance matrix is (scores); scores also pool an ``n``-position encoding onto the buckets
-    (:meth:`pool_encoding`). ``classical_mds(estimate, k)`` uses the factored form when there is
-    one (the implicit block Krylov solver above 1024 positions, ``O(nnz(S) + m k)`` memory; the exact
-    solver eigendecomposes the same ``B``), and :meth:`blocks` gives the distances block by
-    block for the long-context scores.
+    ``numpy.asarray(estimate)`` is the distance matrix; ``classical_mds(estimate, k)`` uses the
+    factored form when there is one, and :meth:`blocks` gives the distances block by block.
     """
 
     _distances: np.ndarray | None
@@ -271,9 +262,8 @@ class GeometryEstimate:
 
     @property
     def distances(self) -> np.ndarray | None:
-        """The ``(m, m)`` matrix (see the class docstring). The Euclidean estimate's,
-        ``||x_i - x_j||``, is made on first use and kept: the MDS step and the blocked or
-        sampled scores read :attr:`coordinates`, so they never allocate an ``(m, m)`` array."""
+        """The ``(m, m)`` matrix (class docstring); the Euclidean estimate's ``||x_i - x_j||`` is
+        made on first use and kept."""
         if self._distances is None and self.coordinates is not None and self.diagnostics["dense"]:
             from posgeom._distance_matrix import euclidean_distances
 
@@ -300,16 +290,8 @@ class GeometryEstimate:
         return int(self.totals.shape[0])
 
     def blocks(self) -> Any:
-        """The estimate's distances as a blocks target (``n_positions``, ``block(rows, cols)``,
-        ``pairs(i, j)``; the protocol of :mod:`posgeom.scores.large`), never ``(m, m)``.
-
-        A dense estimate returns a :class:`~posgeom.scores.large.DenseTarget` of
-        :attr:`distances`; one without its dense matrix a
-        :class:`~posgeom.estimators._blocks.CoordinateBlocks` of the Euclidean estimate
-        (``||x_i - x_j||``, :attr:`coordinates`) or, with ``euclidean=False``, an
-        :class:`~posgeom.estimators._blocks.EstimateBlocks` (correction, clip, convention);
-        either way the blocks equal the dense matrix's.
-        """
+        """The estimate's distances as a blocks target (the protocol of
+        :mod:`posgeom.scores.large`), never ``(m, m)``; the blocks equal the dense matrix's."""
         from posgeom.estimators._blocks import CoordinateBlocks, EstimateBlocks
 
         if self._distances is not None:

@@ -1,20 +1,9 @@
 """Count transforms applied before an estimator: vocabulary coarsening, position pooling and
 equal-sample resampling; and the helper that puts an encoding on the same buckets.
 
-Coarsening (``coarsen=``) maps tokens to classes, ``C'[i, c] = sum_{t in c} C[i, t]``:
-
-- ``K`` or ``"top:K"``: the ``K`` most frequent tokens (pooled over positions, ties by id) keep
-  their own class, the rest form one "other" class;
-- ``"top:K+bands:B"`` / ``"bands:B"``: the same ``K``, the rest in ``B`` equal-mass frequency
-  bands (:func:`posgeom.estimators.resolution.band_classes`);
-- ``"bins:B"``: ``B`` frequency-rank bins with geometrically growing widths (the first ranks are
-  singletons, the long tail shares a few bins);
-- a token -> class map: an int array of length ``V`` or a dict ``{token id: class}`` covering
-  every id.
-
-Hellinger distance contracts under coarse-graining (data processing: ``D(p', q') <= D(p, q)``),
-so the result is the geometry *of the coarsened distributions*, a lower bound on the full one:
-the rare tokens that carry the sampling noise also carry their share of the signal.
+Coarsening (``coarsen=``) maps tokens to classes, ``C'[i, c] = sum_{t in c} C[i, t]``, by the
+rules of :mod:`posgeom.estimators.resolution` (``K``, ``"top:K"``, ``"top:K+bands:B"``,
+``"bins:B"``, or a token -> class map); the result is a lower bound on the full geometry.
 
 Pooling (``pool=``) sums the counts of the positions of a bucket: ``w`` (fixed width), ``"log:B"``
 (``B`` buckets, the first ``B/2`` single positions and the rest log-spaced up to ``n``, like T5's
@@ -67,8 +56,7 @@ def coarsen_counts(counts: sp.csr_matrix, spec: Any) -> tuple[sp.csr_matrix, dic
 
 def apply_classes(counts: sp.csr_matrix, classes: np.ndarray) -> sp.csr_matrix:
     """``C'[i, k] = sum_{t: classes[t] = k} C[i, t]``; ``classes``: dense ids ``0 .. k-1``.
-    The identity map returns ``counts`` itself (the same object: a full-resolution estimate
-    shares the analysis's normalised counts, their plug-in distributions and Gram)."""
+    The identity map returns ``counts`` itself (the same object)."""
     if classes.size == counts.shape[1] and np.array_equal(classes, np.arange(classes.size)):
         return counts
     n_classes = int(classes.max(initial=-1)) + 1
