@@ -9,18 +9,12 @@ sequence ``w_sb`` times::
 truncation). Because a sequence's weights are fixed when it is read, ``B`` replicates cost one
 read of the corpus. Two weight schemes:
 
-* ``"half"`` (default): ``w_sb ~ Bernoulli(1/2)``, a random half of the sequences without
-  repetition (half-sampling; McCarthy 1969, Efron 1982 ch. 8). A half-sample is itself a corpus
-  drawn from the population, of half the size, so estimators that read count multiplicities
-  (``corrected``, ``polynomial``: a token seen twice is evidence of a frequent token) behave on it
-  as on real data. For linear statistics the half-sample variance equals the full-sample variance
-  (the finite-population factor ``(1 - f) / f`` is 1 at ``f = 1/2``), and for a bias that scales
-  as ``1 / T`` the mean shift ``E* theta_b - theta_hat`` equals the bias at the full size.
-* ``"poisson"``: ``w_sb ~ Poisson(1)``, the Poisson bootstrap (resampling with replacement as the
-  corpus grows; Hanley & MacGibbon 2006, Chamandy et al. 2012). Duplicated sequences turn tokens
-  seen once into tokens seen twice, so a multiplicity-based estimator jumps towards the plug-in
-  on every replicate (``docs/ESTIMATION.md``: +0.5 in every distance of the target regime); use
-  it only for estimators that are smooth functions of the frequencies.
+* ``"half"`` (default): ``w_sb ~ Bernoulli(1/2)``, a random half of the sequences (half-sampling;
+  McCarthy 1969, Efron 1982 ch. 8): a real corpus of half the size, on which the
+  multiplicity-based estimators (``corrected``, ``polynomial``) behave as on real data.
+* ``"poisson"``: ``w_sb ~ Poisson(1)``, the Poisson bootstrap (Hanley & MacGibbon 2006, Chamandy
+  et al. 2012); duplicated sequences bias the multiplicity-based estimators
+  (``docs/ESTIMATION.md``): use it only for smooth functions of the frequencies.
 
 ``replicate_sequences[b] = sum_s w_sb`` records each replicate's number of sequences.
 
@@ -37,13 +31,10 @@ so weights never depend on ``batch_size``, on where a flush happens, on ``B`` (r
 
 **Merging.** Replicate counts add like counts: for shards ``S_k`` counted with distinct streams,
 ``C_b = sum_k C_b(S_k)`` exactly (integer sums), in any order. A sharded job (:mod:`jobs`,
-:mod:`distributed`) counts shard ``k`` with ``stream = k`` (its index in the shard plan), so its
-replicates are a deterministic function of ``(seed, shard plan)``: resuming, re-running or
-spreading the shards over Dask workers gives identical replicates. The consequence: a sharded
-job and a single ``count_corpus`` pass over the same file (``stream = 0``, indices running over
-the whole file) draw *different* weights: equally valid bootstrap replicates, with identical base
-counts, but not identical replicate counts; and changing ``shard_lines`` changes them too. Merging
-counts that share a stream is refused (their weights would be the same draws).
+:mod:`distributed`) counts shard ``k`` with ``stream = k``, so its replicates depend on
+``(seed, shard plan)`` only (not on resuming or workers), and differ from those of one
+``count_corpus`` pass (``stream = 0``) or another ``shard_lines``. Merging counts that share a
+stream is refused (their weights would be the same draws).
 
 **Storage.** A replicate is nonzero only where the base count is, so the replicates are a dense
 ``(nnz, B)`` array aligned with ``counts.data`` (canonical CSR order), in the smallest unsigned
@@ -198,10 +189,9 @@ class BootstrapCounter(Counter):
         rows = np.repeat(np.arange(c.shape[0], dtype=np.int64), np.diff(c.indptr))
         if not np.array_equal(self.rep_keys, (rows << 32) | c.indices.astype(np.int64)):
             raise AssertionError("replicate pattern differs from the base counts")
-        reps = self.reps
         return BootstrapCounts(
             **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
-            replicates=reps,
+            replicates=self.reps,
             replicate_sequences=self.rep_sequences,
             seed=self.seed,
             streams=(self.stream,),
@@ -352,17 +342,3 @@ class BootstrapCounts(PositionCounts):
             "streams": tuple(int(s) for s in boot["streams"]),
             "scheme": check_scheme(boot["scheme"]),
         }
-
-    @classmethod
-    def empty(
-        cls, base: PositionCounts, replicates: int, seed: int, stream: int, scheme: str
-    ) -> BootstrapCounts:
-        """Bootstrap counts of a shard without counted sequences (all zero, ``nnz = 0``)."""
-        return cls(
-            **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
-            replicates=np.zeros((base.counts.nnz, replicates), dtype=np.uint8),
-            replicate_sequences=np.zeros(replicates, dtype=np.int64),
-            seed=seed,
-            streams=(stream,),
-            scheme=scheme,
-        )

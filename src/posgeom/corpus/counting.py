@@ -25,7 +25,7 @@ Conventions:
   ``batch_size``; a merge ``a + b`` has the fingerprint of one pass over ``a`` then ``b``, so
   sharded counts have the whole corpus's fingerprint, whatever the shard size.
 - Streaming (:mod:`posgeom.corpus._counter`): memory is bounded by the distinct (position,
-  token) pairs plus a buffer, not the corpus; an ``n`` far past the longest sequence is refused.
+  token) pairs plus a buffer; an ``n`` far past the longest sequence is refused.
 """
 
 from __future__ import annotations
@@ -271,29 +271,29 @@ class PositionCounts:
 
 
 def _run(
-    batches: Iterable[tuple[np.ndarray, np.ndarray]], options: CountOptions, **kw: Any
+    batches: Iterable[tuple[np.ndarray, np.ndarray]], options: CountOptions, tok: Any, **kw: Any
 ) -> PositionCounts:
-    """``run_count`` into :class:`PositionCounts`, with the bootstrap counter when asked for."""
+    """``run_count`` into :class:`PositionCounts` (with the bootstrap counter when asked for);
+    ``vocab_size`` and ``special_ids`` left at None are taken from the tokenizer ``tok``."""
+    if tok is not None:
+        special = options.special_ids
+        options = dataclasses.replace(
+            options,
+            vocab_size=int(tok.vocab_size) if options.vocab_size is None else options.vocab_size,
+            special_ids=tuple(getattr(tok, "special_ids", ()) or ())
+            if special is None
+            else special,
+        )
     counter_class: Any = Counter
     if options.bootstrap is not None:  # replicates counted in the same pass
         counter_class = _SUBCLASSES["bootstrap_counts"].counter_class
     return run_count(
-        batches, options, counts_class=PositionCounts, counter_class=counter_class, **kw
-    )
-
-
-def _with_tokenizer(options: CountOptions, tok: Any) -> CountOptions:
-    """``vocab_size`` and ``special_ids`` left at None taken from the tokenizer ``tok``."""
-    if tok is None:
-        return options
-    return dataclasses.replace(
+        batches,
         options,
-        vocab_size=int(tok.vocab_size) if options.vocab_size is None else options.vocab_size,
-        special_ids=(
-            tuple(getattr(tok, "special_ids", ()) or ())
-            if options.special_ids is None
-            else options.special_ids
-        ),
+        counts_class=PositionCounts,
+        counter_class=counter_class,
+        tokenizer=None if tok is None else dict(tok.identity),
+        **kw,
     )
 
 
@@ -311,18 +311,10 @@ def count_positions(
     lazily. ``tokenizer``: the posgeom tokenizer that made the sequences, whose ``identity`` is
     recorded with the counts (and whose vocabulary size and special ids fill ``vocab_size`` and
     ``special_ids`` left at None). Keyword options: the ``count`` and ``bootstrap`` fields of
-    :class:`~posgeom.corpus.options.CountOptions` (``max_positions`` required), e.g.
-    ``count_positions(seqs, max_positions=64, align="end")``. Returns :class:`PositionCounts`.
-
-    ``bootstrap=B`` also counts ``B`` replicates in the same pass (weights of ``bootstrap_scheme``
-    from ``bootstrap_seed``, ``bootstrap_stream``): a :mod:`~posgeom.corpus.bootstrap` result.
+    :class:`~posgeom.corpus.options.CountOptions` (``max_positions`` required). Returns
+    :class:`PositionCounts` (with ``bootstrap=B``, :mod:`~posgeom.corpus.bootstrap`'s result).
     """
-    return _run(
-        flat_batches(sequences, options.batch_size),
-        _with_tokenizer(options, tokenizer),
-        progress=progress,
-        tokenizer=None if tokenizer is None else dict(tokenizer.identity),
-    )
+    return _run(flat_batches(sequences, options.batch_size), options, tokenizer, progress=progress)
 
 
 @takes_count_options(READER, COUNT, BOOTSTRAP)
@@ -340,19 +332,11 @@ def count_corpus(
     ``.npy``/``.npz``/``.bin``) or an iterable of texts. ``tokenizer``: what
     :func:`~posgeom.corpus.tokenize.load_tokenizer` takes (optional for token ids: it supplies
     ``vocab_size``, ``special_ids`` and the identity); an unfitted ``"word"`` tokenizer is fitted
-    on the corpus first (one more pass; a stream is copied to a temporary file for it). Keyword
-    options: every field of :class:`~posgeom.corpus.options.CountOptions` (the reader's
-    ``format``, ``text_column``, ``split``, ``limit`` (records), ``pad_id``, ``separator_id``,
-    ``token_dtype``; the counting options of :func:`count_positions`). Empty texts are skipped
-    (``n_empty``), long ones cut (:mod:`posgeom.corpus._texts`). No counted sequence raises,
-    unless ``allow_empty=True`` (a job's shard: all-zero counts).
+    on the corpus first (one more pass). Keyword options: every field of
+    :class:`~posgeom.corpus.options.CountOptions`. Empty texts are skipped (``n_empty``), long
+    ones cut (:mod:`posgeom.corpus._texts`). No counted sequence raises, unless
+    ``allow_empty=True`` (a job's shard: all-zero counts).
     """
     check_source(source, "count_corpus")
     tok, batches = corpus_batches(source, tokenizer, options)
-    return _run(
-        batches,
-        _with_tokenizer(options, tok),
-        progress=progress,
-        tokenizer=None if tok is None else tok.identity,
-        allow_empty=allow_empty,
-    )
+    return _run(batches, options, tok, progress=progress, allow_empty=allow_empty)
