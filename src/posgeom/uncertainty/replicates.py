@@ -41,16 +41,9 @@ def estimate_distances(counts: Any, estimator: Any = "recommended", **options: A
     return _matrix(_estimator(estimator, options)(counts))
 
 
-def _kept_rank(raw: Any) -> int:
-    """The Euclidean estimate's kept rank ``K'`` (-1 without a projection)."""
-    projection = (getattr(raw, "diagnostics", None) or {}).get("projection") or {}
-    return int(projection.get("kept_rank", -1))
-
-
-def _resolved(raw: Any) -> bool | None:
-    projection = (getattr(raw, "diagnostics", None) or {}).get("projection") or {}
-    value = projection.get("resolved")
-    return None if value is None else bool(value)
+def _projection(raw: Any) -> dict[str, Any]:
+    """The Euclidean estimate's projection diagnostics (empty without a projection)."""
+    return (getattr(raw, "diagnostics", None) or {}).get("projection") or {}
 
 
 def _name(estimator: Any, raw: Any) -> str:
@@ -160,20 +153,18 @@ def replicate_geometry(
     if not 2 <= use <= reps_total:
         raise PosgeomError(f"n_replicates must be in [2, {reps_total}], got {n_replicates!r}")
     opts = dict(estimator_options or {})
-    est = _estimator(estimator, opts)
-    raw = est(boot.base)
+    raw = _estimator(estimator, opts)(boot.base)
     estimate = _matrix(raw)
     if getattr(raw, "class_map", None) is not None and not callable(estimator):
         # every replicate on the point estimate's classes (an "auto" rule rerun on a half-sample
         # would pick a coarser resolution: a different geometry, not a replicate of this one)
         opts = {**opts, "resolution": raw.class_map, "coarsen": None}
-        est = _estimator(estimator, opts)
     slope = (getattr(raw, "diagnostics", None) or {}).get("smoothing", {}).get("slope")
     if slope is not None and not callable(estimator):
         # the same bandwidth in every replicate (smooth="auto" rerun on a half-sample picks its
         # own: a different smoother, not a replicate of this estimate)
         opts = {**opts, "smooth": float(slope)}
-        est = _estimator(estimator, opts)
+    est = _estimator(estimator, opts)
     if bootstrap_truth == "estimate" or (
         bootstrap_truth == "plugin" and _name(estimator, raw) == "plugin"
     ):
@@ -193,12 +184,13 @@ def replicate_geometry(
             f"the plug-in geometry has shape {truth.shape} but the estimate {estimate.shape}; pass "
             "bootstrap_truth= a callable giving the plug-in on the same positions/classes"
         )
-    iu, kept = np.triu_indices(estimate.shape[0], 1), _kept_rank(raw)
+    iu, kept = np.triu_indices(estimate.shape[0], 1), int(_projection(raw).get("kept_rank", -1))
     reps, ranks = np.empty((use, len(iu[0]))), np.empty(use, dtype=np.int64)
     with _quiet_estimates():  # the point estimate has said what there is to say
         for b in range(use):
             rep = est(boot.replicate(b))
-            reps[b], ranks[b] = _matrix(rep)[iu], _kept_rank(rep)
+            reps[b], ranks[b] = _matrix(rep)[iu], int(_projection(rep).get("kept_rank", -1))
+    resolved = _projection(raw).get("resolved")
     return ReplicateGeometry(
         _name(estimator, raw),
         estimate,
@@ -209,7 +201,7 @@ def replicate_geometry(
         class_map=getattr(raw, "class_map", None),
         kept_rank=kept if kept >= 0 else None,
         replicate_kept_ranks=ranks,
-        resolved=_resolved(raw),
+        resolved=None if resolved is None else bool(resolved),
     )
 
 

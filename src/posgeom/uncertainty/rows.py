@@ -4,15 +4,11 @@
 encodings of a comparison and on the ``"fitted"`` families refitted per replicate
 (:meth:`Family.refit <posgeom.encodings._registry.Family.refit>`: ``mds`` at rank
 ``min(n - 1, d)``, ``low_rank_mds`` at its rank; a fitted family without a refit gets no
-interval), and returns, per row, cells of the comparison's score table: the schema's
-``<key>_ci = [low, high]`` for every registered score with an interval
-(:func:`posgeom.scores.available`: every stress kind, the order scores), plus, for the
-candidates, ``p_first``: the share of replicates in which the encoding is ranked first by
-scale-optimal stress among the candidates (:func:`candidate_ranking`: the MDS fits of ``D`` and
-the baselines aside, :func:`posgeom.encodings.is_candidate`), the very number of the summary's
-``candidates.p_first``, which the verdict reads. The summary's ``ranking`` and
-``ranking_stability`` are over every row. Counts: ``posgeom count --bootstrap B`` (or
-``count_positions(..., bootstrap=B)``); the intervals are the module's default (bias-aware, 95%).
+interval), and returns, per row, cells of the comparison's score table: ``<key>_ci = [low,
+high]`` for every registered score with an interval, plus, for the candidates
+(:func:`posgeom.encodings.is_candidate`), ``p_first``: the share of replicates in which the
+encoding is ranked first by scale-optimal stress among the candidates (:func:`candidate_ranking`).
+The summary's ``ranking`` and ``ranking_stability`` are over every row.
 """
 
 from __future__ import annotations
@@ -72,10 +68,7 @@ def row_intervals(
     }
     log.info("bootstrap intervals over %d replicates", counts.n_replicates)
     # nope's stress-1 is inf in every replicate; a replicate's D may be slightly non-Euclidean.
-    # One BLAS thread: every replicate makes many small BLAS calls (the Gram matrix of m
-    # positions, the scores), where a threaded BLAS spends more on synchronising than it gains
-    # and collapses on shared cores (SST-2, m = 33: 1.32 s per Gram matrix with OpenBLAS's
-    # threads against 0.04 s with one, on a loaded 2-core machine).
+    # One BLAS thread: many small BLAS calls per replicate, where threads only synchronise.
     with np.errstate(invalid="ignore"), warnings.catch_warnings(), blas_threads(1):
         warnings.simplefilter("ignore", RuntimeWarning)
         bs = bootstrap_scores(
