@@ -51,11 +51,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 from posgeom.corpus._counter import Counter
 from posgeom.corpus.bootstrap_weights import (
     MAX_POISSON_WEIGHT,
     SCHEMES,
-    check_bounded_int,
     check_replicates,
     check_scheme,
     sequence_weights,
@@ -116,8 +116,8 @@ class BootstrapCounter(Counter):
         super().__init__(*args)
         self.B = check_replicates(replicates)
         self.scheme = check_scheme(scheme)
-        self.seed = check_bounded_int(seed, "bootstrap_seed", 0, 2**64 - 1)
-        self.stream = check_bounded_int(stream, "bootstrap_stream", 0, 2**64 - 1)
+        self.seed = check_int(seed, "bootstrap_seed", 0, 2**64 - 1)
+        self.stream = check_int(stream, "bootstrap_stream", 0, 2**64 - 1)
         self.read = 0  # sequences read so far: the next sequence's stream index
         self.rep_sequences = np.zeros(self.B, dtype=np.int64)
         self.inc_keys: list[np.ndarray] = []
@@ -252,7 +252,7 @@ class BootstrapCounts(PositionCounts):
 
     def replicate(self, b: int) -> PositionCounts:
         """Replicate ``b`` as :class:`PositionCounts` (explicit zeros removed)."""
-        b = check_bounded_int(b, "replicate index", 0, self.n_replicates - 1)
+        b = check_int(b, "replicate index", 0, self.n_replicates - 1)
         c = self.counts
         counts = sp.csr_matrix(
             (self.replicates[:, b].astype(np.int64), c.indices.copy(), c.indptr.copy()),
