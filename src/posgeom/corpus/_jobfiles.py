@@ -30,9 +30,8 @@ _BOOT = tuple(f.name for f in option_fields(BOOTSTRAP))
 
 
 def manifest_record(options: CountOptions) -> dict[str, Any]:
-    """What a job's manifest compares: every option but ``batch_size`` (it never changes counts)
-    and those a job does not apply; the bootstrap and decoding keys only when set, so manifests of
-    plain jobs stay as they were."""
+    """What a job's manifest compares: every option but ``batch_size`` and those a job does not
+    apply; the bootstrap and decoding keys only when set."""
     skip = {"batch_size", *_NOT_PER_SHARD, *(_BOOT if options.bootstrap is None else ())}
     plain = {"text_encoding": "utf-8", "encoding_errors": "strict", "text_field": 1}
     skip |= {k for k, v in plain.items() if getattr(options, k) == v}  # recorded when set
@@ -108,9 +107,8 @@ def flat(obj: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def file_state(path: Path) -> dict[str, Any]:
-    """Size, mtime and ctime of a source (its newest file for a folder). The ctime changes with
-    every write and cannot be set back, so an edit that keeps the size and restores the mtime
-    (``touch -r``) still differs."""
+    """Size, mtime and ctime of a source (its newest file for a folder; the ctime catches an
+    edit whose mtime was restored)."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     stats = [p.stat() for p in files]
     return {

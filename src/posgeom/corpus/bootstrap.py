@@ -102,13 +102,9 @@ def _csr_keys(key: np.ndarray, n: int) -> np.ndarray:
 
 
 class BootstrapCounter(Counter):
-    """:class:`~posgeom.corpus._counter.Counter` that also accumulates ``B`` replicates.
-
-    Each batch's keys go to the base counter and, with the stream index of their sequence, to an
-    incidence buffer; a full buffer is reduced to ``(distinct keys, (m, B) replicate counts)`` by
-    one sparse product ``X W`` (``X[k, s]`` = occurrences of key ``k`` in sequence ``s``,
-    ``W[s, b] = w_sb``) and merged into the running replicates.
-    """
+    """:class:`~posgeom.corpus._counter.Counter` that also accumulates ``B`` replicates: a full
+    incidence buffer is reduced by one sparse product ``X W`` (``X[k, s]`` = occurrences of key
+    ``k`` in sequence ``s``, ``W[s, b] = w_sb``) and merged into the running replicates."""
 
     flush_tokens = 1 << 23
 

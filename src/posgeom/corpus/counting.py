@@ -13,17 +13,14 @@ truncated (the start of a sequence is kept for ``align="start"``, its end for ``
 Conventions:
 
 - **Special tokens** (``include_special=False``): the ids in ``special_ids`` are *removed from the
-  sequence before positions are assigned*, so the first ordinary token sits at position 0 (not 1,
-  as it would if ``[CLS]`` were merely skipped). ``min_length`` applies to the sequence after
-  removal.
-- **Padding** is never counted: tokenizers run without padding, and token-id readers strip
-  ``pad_id``.
+  sequence before positions are assigned* (the first ordinary token sits at position 0);
+  ``min_length`` applies after removal.
+- **Padding** is never counted (tokenizers run without padding, readers strip ``pad_id``).
 - **Filtering**: sequences shorter than ``min_length`` are skipped; ``max_sequences`` stops after
-  that many counted sequences (later input is not read).
-- **Fingerprint**: an order-dependent hash of the counted sequences' ids as read (before
-  special-token removal and truncation; :mod:`posgeom.corpus._fingerprint`), independent of
-  ``batch_size``; a merge ``a + b`` has the fingerprint of one pass over ``a`` then ``b``, so
-  sharded counts have the whole corpus's fingerprint, whatever the shard size.
+  that many counted sequences.
+- **Fingerprint**: an order-dependent hash of the counted sequences' ids as read
+  (:mod:`posgeom.corpus._fingerprint`); a merge ``a + b`` has the fingerprint of one pass over
+  ``a`` then ``b``.
 - Streaming (:mod:`posgeom.corpus._counter`): memory is bounded by the distinct (position,
   token) pairs plus a buffer; an ``n`` far past the longest sequence is refused.
 """
@@ -90,7 +87,7 @@ class PositionCounts:
 
     def first_positions(self, n: int) -> PositionCounts:
         """The counts of positions ``0 .. n-1`` (``1 <= n <= max_positions``), everything the
-        counts carry cut alike (the one truncation rule: subclasses cut what they add)."""
+        counts carry cut alike."""
         if not (is_integer(n) and 1 <= n <= self.max_positions):
             raise PosgeomError(
                 f"-n {n} is outside 1..{self.max_positions}, the positions these counts hold; "
@@ -109,11 +106,8 @@ class PositionCounts:
         return {}
 
     def check_tokenizer(self, tokenizer: Any) -> None:
-        """Raise if ``tokenizer`` is not the one these counts were made with.
-
-        Compares the vocabulary size with the counts' width and, when both are recorded, the
-        vocabulary hashes (a path may differ: the same tokenizer file can live anywhere).
-        """
+        """Raise if ``tokenizer`` is not the one these counts were made with (vocabulary size,
+        and the vocabulary hashes when both are recorded)."""
         identity = getattr(tokenizer, "identity", None) or {}
         size = getattr(tokenizer, "vocab_size", None)
         if size is not None and int(size) != self.vocab_size:
@@ -132,12 +126,9 @@ class PositionCounts:
 
     # ------------------------------------------------------------------ merge
     def merge(self, other: PositionCounts) -> PositionCounts:
-        """Counts of two shards added; refuses shards counted differently (says what differs).
-
-        Compared: ``max_positions``, every option, and the tokenizer identity except its ``name``
-        (the same tokenizer file may sit at different paths); ``vocab_size`` unless it was inferred
-        (``options["vocab_size"] is None``), in which case the narrower matrix is padded.
-        """
+        """Counts of two shards added; refuses shards counted differently (says what differs):
+        ``max_positions``, every option, the tokenizer identity but its ``name``, and
+        ``vocab_size`` unless it was inferred (then the narrower matrix is padded)."""
         if not isinstance(other, PositionCounts):
             raise PosgeomError(f"can only merge PositionCounts, got {type(other).__name__}")
         if self.max_positions != other.max_positions:
@@ -196,8 +187,7 @@ class PositionCounts:
         provenance: dict[str, Any] | None = None,
     ) -> Path:
         """Save as one artifact file (``.npz`` or ``.safetensors``, metadata inside), atomically;
-        ``overwrite=False`` refuses an existing file. ``provenance``: where the counts come from
-        (a job's shard record), kept in the metadata."""
+        ``overwrite=False`` refuses an existing file. ``provenance``: kept in the metadata."""
         from posgeom.io.artifacts import save_artifact
 
         meta = {
@@ -234,11 +224,8 @@ class PositionCounts:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> PositionCounts:
-        """Load counts saved by :meth:`save`, verifying checksums and consistency (_consistency).
-
-        A file of bootstrap counts (``posgeom count --bootstrap``) loads as
-        :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, a subclass.
-        """
+        """Load counts saved by :meth:`save`, verifying checksums and consistency; bootstrap
+        counts load as :class:`~posgeom.corpus.bootstrap.BootstrapCounts`."""
         from posgeom.io.artifacts import load_artifact, read_sidecar
 
         sub = _SUBCLASSES.get(read_sidecar(path).get("kind"))

@@ -5,10 +5,8 @@ the number of sequences longer than ``i``, so the counts already hold the length
 ``h[L] = T_{L-1} - T_L`` sequences have exactly ``L`` tokens (``T_{-1}`` = all sequences), and
 ``T_{cap-1}`` have ``cap`` tokens *or more*.
 
-The suggested ``n`` is the rule ``posgeom reproduce`` uses: the positions reached by at least
-``1 - q`` of the sequences (``q = 0.95``), i.e. the ``q`` quantile of the lengths, at least 3.
-Beyond it a position has under 5% of the samples of position 0 and its distribution is mostly
-sampling noise.
+The suggested ``n``: the positions reached by at least ``1 - q`` of the sequences
+(``q = 0.95``), i.e. the ``q`` quantile of the lengths, at least 3.
 """
 
 from __future__ import annotations
