@@ -115,14 +115,6 @@ def flatten(batch: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     return flat, lengths
 
 
-def _run_starts(keys: np.ndarray) -> np.ndarray:
-    """Where each run of equal values starts in the sorted ``keys``."""
-    first = np.empty(keys.size, dtype=bool)
-    first[:1] = True
-    np.not_equal(keys[1:], keys[:-1], out=first[1:])
-    return np.flatnonzero(first)
-
-
 class Counter:
     """Running counts as sorted distinct keys ``tok * n + pos`` with int64 multiplicities; a
     buffer of more than ``flush_keys`` keys is reduced and merged into the sorted accumulator."""
@@ -240,7 +232,7 @@ class Counter:
             values = np.concatenate([self.values, values])
             order = np.argsort(keys, kind="stable")  # two sorted runs: a linear merge
             keys, values = keys[order], values[order]
-            starts = _run_starts(keys)
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])  # runs of equal keys
             keys, values = keys[starts], np.add.reduceat(values, starts)
         self.keys, self.values = keys, values
 

@@ -112,9 +112,9 @@ def length_profile(
     hist[:cap] = before[:-1] - before[1:]
     hist[cap] = t[-1] if cap else n_sequences
     cum = np.cumsum(hist)
-    pct = {}
-    for p in (50, 90, 95, 99):
-        pct[p] = int(np.searchsorted(cum, p / 100 * n_sequences * (1 - 1e-12)))
+    pct = {
+        p: int(np.searchsorted(cum, p / 100 * n_sequences * (1 - 1e-12))) for p in (50, 90, 95, 99)
+    }
     return LengthProfile(
         histogram=hist,
         n_sequences=int(n_sequences),

@@ -111,13 +111,6 @@ def is_stream(path: Path | str) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def _too_long(path: Path | str, lineno: int) -> PosgeomError:
-    return PosgeomError(
-        f"{path}, line {lineno}: longer than {MAX_LINE_BYTES >> 20} MiB without a newline (a "
-        "binary file, or old Mac CR line ends?); pass a text corpus with one sequence per line"
-    )
-
-
 def read_lines(
     path: Path | str,
     start: int = 0,
@@ -142,7 +135,11 @@ def read_lines(
             pos = start
             while pos < stop and (raw := fh.readline(MAX_LINE_BYTES + 1)):
                 if len(raw) > MAX_LINE_BYTES:
-                    raise _too_long(path, lineno + 1)
+                    raise PosgeomError(
+                        f"{path}, line {lineno + 1}: longer than {MAX_LINE_BYTES >> 20} MiB "
+                        "without a newline (a binary file, or old Mac CR line ends?); pass a text "
+                        "corpus with one sequence per line"
+                    )
                 if utf8 and pos == 0 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                     pos += 3

@@ -24,6 +24,7 @@ from posgeom._validation import check_int
 from posgeom.corpus._decoding import text_from
 from posgeom.corpus.readers import (
     TOKEN_FORMATS,
+    check_exists,
     detect_format,
     open_binary,
     read_delimited,
@@ -106,8 +107,7 @@ def source_paths(sources: Any) -> list[Path]:
     if not paths:
         raise PosgeomError("no sources given; pass one or more corpus files")
     for p in paths:
-        if not p.exists():
-            raise PosgeomError(f"corpus file {p} does not exist; check the path")
+        check_exists(p)
     return paths
 
 

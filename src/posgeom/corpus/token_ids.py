@@ -68,11 +68,6 @@ def _split_stream(
         yield token_id_array(np.asarray(stream[start:]))
 
 
-def _check_int(arr: np.ndarray, where: Any) -> None:
-    if arr.dtype.kind not in "iuf":  # whole-number floats are accepted by the counter
-        raise PosgeomError(f"{where}: token ids must be integers, got dtype {arr.dtype}")
-
-
 def _check_lengths(lengths: np.ndarray, arr: np.ndarray, where: Any) -> None:
     """An ``.npz``'s ``lengths``: one integer per row of a 2-D id array, ``0 <= l_i <= width``."""
     fix = "one length per row, each between 0 and the row width; fix or drop the lengths array"
@@ -97,7 +92,8 @@ def _array_ids(
     separator_id: int | None,
     lengths: np.ndarray | None = None,
 ) -> Iterator[np.ndarray]:
-    _check_int(arr, where)
+    if arr.dtype.kind not in "iuf":  # whole-number floats are accepted by the counter
+        raise PosgeomError(f"{where}: token ids must be integers, got dtype {arr.dtype}")
     if lengths is not None:
         _check_lengths(lengths, arr, where)
     if arr.ndim == 2:

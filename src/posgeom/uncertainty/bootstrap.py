@@ -190,15 +190,6 @@ def _replicates(
     return geo, point, reps, _bounds(point, reps, truth, level, method)
 
 
-def _clip(
-    low: np.ndarray, high: np.ndarray, chosen: Sequence[Score]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Intervals clipped to each score's range (last axis: the scores)."""
-    lo = np.array([s.bounds[0] for s in chosen])
-    hi = np.array([s.bounds[1] for s in chosen])
-    return np.maximum(low, lo), np.minimum(high, hi)
-
-
 def bootstrap_scores(
     boot: Any,
     encodings: Mapping[str, Any],
@@ -243,7 +234,8 @@ def bootstrap_scores(
 
     settings = (estimator, estimator_options, level, method, bootstrap_truth)
     geo, point, reps, (low, high, bias, se) = _replicates(boot, encodings, evaluate, settings)
-    low, high = _clip(low, high, chosen)  # reps: (B, E, K)
+    bounds = np.array([s.bounds for s in chosen])  # each score's range (last axis: the scores)
+    low, high = np.maximum(low, bounds[:, 0]), np.minimum(high, bounds[:, 1])
     col = keys.index(rank_by)
     sign = 1.0 if registry.get(rank_by).better == "lower" else -1.0
     ranked = sign * reps[:, :, col]
