@@ -9,10 +9,8 @@ and so do ``totals``, ``n_sequences`` and ``n_tokens``: merging the shard counts
 order is exactly the one-pass count of the whole corpus, fingerprint included.
 ``max_sequences`` and ``limit`` are global and are refused here.
 
-**Job folder** (``job_dir``): a work folder of kind ``count-job``
-(:class:`posgeom.io.workfolders.WorkFolder`: new, empty or made by posgeom for a job, never
-inside an input nor holding one; ``posgeom-manifest.json`` lists every file the job wrote, and
-``overwrite`` deletes only those)::
+**Job folder** (``job_dir``): a :class:`posgeom.io.workfolders.WorkFolder` (``overwrite``
+deletes only the files the job wrote)::
 
     manifest.json            arguments (sources with size/mtime, tokenizer identity, count options,
                              shard_lines) and the shard plan; written once, atomically
@@ -170,8 +168,7 @@ class CountJob:
         progress: bool = True,
     ) -> CountJob:
         """Check the arguments, plan the shards (or read the plan of ``job_dir``) and load the
-        shards recorded there. ``options``: a :class:`CountOptions` (see :func:`count_options`);
-        the other arguments as in :func:`count_resumable`."""
+        shards recorded there; arguments as in :func:`count_resumable`."""
         if not isinstance(options, CountOptions):
             raise PosgeomError("pass the count options as CountOptions (see count_options)")
         check_shard_lines(shard_lines)

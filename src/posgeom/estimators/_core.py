@@ -9,12 +9,10 @@ one rule for every estimator:
 
     D_ij = sqrt(min(max(D^2_ij, 0), 2))       (chord, in [0, sqrt 2]; "normalized" divides by sqrt 2)
 
-A corrected estimate below 0 says "closer than sampling noise can resolve": it becomes exactly 0
-and the number of such pairs is reported (``diagnostics["negative_squared"]``); estimates above 2
-(possible for polynomial estimators) become 2 (``diagnostics["above_max"]``). Clipping makes the
-matrix a semimetric that need not be Euclidean: ``B = -1/2 J D^2 J`` can have negative
-eigenvalues. They are reported as scikit-bio's ``pcoa`` does (eigenvalues with ``|λ| <= 1e-8`` are
-zero; the warning ratio is ``-λ_min / λ_max``), and classical MDS then uses the positive part only.
+Pairs below 0 are counted in ``diagnostics["negative_squared"]``, above 2 in
+``diagnostics["above_max"]``. The clipped matrix need not be Euclidean: the negative eigenvalues
+of ``B = -1/2 J D^2 J`` are reported as scikit-bio's ``pcoa`` does (``|λ| <= 1e-8`` is zero; the
+ratio is ``-λ_min / λ_max``).
 """
 
 from __future__ import annotations
@@ -41,27 +39,15 @@ DENSE_ONLY_MAX_N = 8192  # estimators without a factored form are refused above 
 class Estimator:
     """A registered estimator: ``fn(counts, totals, *, rng, **options) -> (D^2, diagnostics)``.
 
-    ``factored``: ``fn`` returns a :class:`~posgeom.geometry.gram.FactoredGram` (root matrix
-    ``S`` and correction ``b``, ``D^2_ij = ||s_i - s_j||^2 - b_i - b_j``) instead of a dense
-    ``(n, n)`` ``D^2``; such estimates reach the implicit MDS solver and blocked scores at any
-    ``n``. Estimators without a factored form are refused above ``DENSE_ONLY_MAX_N`` positions.
-    """
+    ``factored``: ``fn`` returns a :class:`~posgeom.geometry.gram.FactoredGram` (``D^2_ij =
+    ||s_i - s_j||^2 - b_i - b_j``) instead of a dense ``(n, n)`` ``D^2`` (refused above
+    ``DENSE_ONLY_MAX_N`` positions)."""
 
     name: str
     fn: Callable[..., tuple[Any, dict[str, Any]]]
     min_samples: int
     summary: str
     factored: bool = False
-
-    def squared(self, counts: Any, totals: np.ndarray, **kwargs: Any) -> np.ndarray:
-        """The estimator's raw ``(n, n)`` squared chords (before clipping), dense either way."""
-        result = self.fn(counts, totals, **kwargs)[0]
-        return result.squared_chords() if hasattr(result, "squared_chords") else result
-
-    @property
-    def doc(self) -> str:
-        """The estimator's docstring: formula, assumptions, reference."""
-        return self.fn.__doc__ or ""
 
 
 _REGISTRY: dict[str, Estimator] = {}

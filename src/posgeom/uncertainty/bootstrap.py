@@ -81,9 +81,7 @@ __all__ = [
 @dataclass(frozen=True)
 class EncodingUncertainty:
     """Intervals of one encoding's scores, ``scores[name]`` for every registered score with an
-    interval (:func:`posgeom.scores.available`; a fixed encoding's separation is a point
-    interval), and ``p_first``. ``stress[kind]``, ``violation_rate`` and ``separation_margin``
-    are views of ``scores``."""
+    interval, and ``p_first``; ``stress``, ``violation_rate``, ``separation_margin``: views."""
 
     name: str
     scores: dict[str, Interval]
@@ -206,14 +204,11 @@ def bootstrap_scores(
     """Scores of every encoding with bootstrap intervals, and the stability of their ranking.
 
     ``boot``: :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, or a :class:`ReplicateGeometry`
-    already computed (then the estimator options are ignored). ``encodings``: name -> fixed
-    encoding (``(n, d)`` vectors, ``(n, n)`` distances, or an object with ``.distances``);
-    ``fitted_encodings``: name -> function of the ``(m, m)`` target giving an encoding (e.g.
-    ``lambda D: classical_mds(D, 8)``), refitted on every replicate. With position pooling
-    (``estimator_options={"pool": ...}``) the geometry has one row per bucket: give the encodings
-    on the buckets (:func:`posgeom.estimators.pool_encoding`). Every registered score with an
-    interval is bootstrapped. ``rank_by``: a registered score with a direction (lower or higher
-    is better). ``seed``: of the sampled violation rate for more than 400 positions.
+    (then the estimator options are ignored). ``encodings``: name -> fixed encoding (``(m, d)``
+    vectors, ``(m, m)`` distances, or an object with ``.distances``; on the buckets when pooled);
+    ``fitted_encodings``: name -> function of the ``(m, m)`` target giving an encoding, refitted
+    on every replicate. ``rank_by``: a registered score with a direction. ``seed``: of the
+    sampled violation rate for more than 400 positions.
     """
     chosen = _interval_scores()
     keys = [s.name for s in chosen]

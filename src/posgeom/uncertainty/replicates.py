@@ -58,16 +58,13 @@ def _name(estimator: Any, raw: Any) -> str:
 class ReplicateGeometry:
     """Point, bootstrap-world and replicate geometries of one estimator.
 
-    estimate : ``(m, m)`` ``est(C)``; truth : ``(m, m)`` the centre of the replicates
-    (``est(C)``, or ``plugin(C)`` with ``bootstrap_truth="plugin"``); replicates :
-    ``(B, m (m - 1) / 2)`` upper triangles (row-major, ``numpy.triu_indices(m, 1)``) of
-    ``est(C_b)``, memory ``4 B m^2`` bytes; scheme : the replicates' weights (``"half"``,
-    ``"poisson"``); resolution, class_map : the token classes of the estimate and of every
-    replicate (``GeometryEstimate.resolution`` / ``.class_map``; None for an estimator that
-    returns a bare matrix): the intervals are about the geometry at that resolution;
-    kept_rank, replicate_kept_ranks : the Euclidean estimate's kept rank ``K'`` of ``est(C)``
-    and ``(B,)`` of every ``est(C_b)`` (None / -1 where the estimate has no projection);
-    resolved : whether ``est(C)`` has a direction above its noise edge (None: no projection).
+    estimate : ``(m, m)`` ``est(C)``; truth : ``(m, m)`` the centre of the replicates;
+    replicates : ``(B, m (m - 1) / 2)`` upper triangles (``numpy.triu_indices(m, 1)``) of
+    ``est(C_b)``; scheme : ``"half"`` or ``"poisson"``; resolution, class_map : the token classes
+    of the estimate and of every replicate (None for a bare matrix); kept_rank,
+    replicate_kept_ranks : the Euclidean estimate's ``K'`` of ``est(C)`` and ``(B,)`` of every
+    ``est(C_b)`` (None / -1 without a projection); resolved : whether ``est(C)`` has a direction
+    above its noise edge (None: no projection).
     """
 
     estimator: str
@@ -89,11 +86,8 @@ class ReplicateGeometry:
         self, *, level: float = 0.95, method: str = "bias_aware"
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(low, high)``: intervals for every distance ``D_ij``, ``i < j`` (``(m (m - 1) / 2,)``
-        each, the replicates' upper-triangle order), from the module's interval rules, clipped
-        at 0. When the estimate resolves no direction above its noise edge (``resolved`` False:
-        the parallel-analysis test of "no geometry" is not rejected at 5%), every lower bound is
-        0: the data do not tell that geometry from none, and the one direction the estimate
-        keeps (so that it has a shape to report) is no evidence against ``D = 0``."""
+        each, upper-triangle order), clipped at 0; every lower bound is 0 when the estimate
+        resolves no direction above its noise edge (``resolved`` False)."""
         from posgeom.uncertainty._intervals import _bounds, _check_level
 
         _check_level(level, method)
@@ -136,13 +130,10 @@ def replicate_geometry(
 ) -> ReplicateGeometry:
     """Re-estimate the geometry on every replicate of ``boot`` (a ``BootstrapCounts``).
 
-    ``estimator``: ``"recommended"`` (default), a name of :func:`posgeom.estimators.available`,
-    or ``counts -> geometry``;
-    ``estimator_options``: keyword options of ``estimate_geometry`` (e.g. ``coarsen``, ``pool``);
-    ``bootstrap_truth``: ``"estimate"`` (default, ``est(C)``; see the module docstring),
-    ``"plugin"`` (the plug-in estimator with the same ``convention``, ``coarsen``, ``pool``,
-    ``equal_samples`` and ``seed``), ``"estimate"`` (classical: ``est(C)``) or ``counts -> geometry``.
-    ``n_replicates``: use the first so many replicates (default all).
+    ``estimator``: a name of :func:`posgeom.estimators.available` (default ``"recommended"``) or
+    ``counts -> geometry``; ``estimator_options``: keyword options of ``estimate_geometry``;
+    ``bootstrap_truth``: ``"estimate"`` (default, ``est(C)``), ``"plugin"`` (the plug-in with the
+    same transforms) or ``counts -> geometry``; ``n_replicates``: the first so many (default all).
     """
     reps_total = getattr(boot, "n_replicates", None)
     if reps_total is None:
