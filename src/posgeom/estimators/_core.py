@@ -49,6 +49,16 @@ class Estimator:
     summary: str
     factored: bool = False
 
+    def squared(self, counts: Any, totals: np.ndarray, **kwargs: Any) -> np.ndarray:
+        """The estimator's raw ``(n, n)`` squared chords (before clipping), dense either way."""
+        result = self.fn(counts, totals, **kwargs)[0]
+        return result.squared_chords() if hasattr(result, "squared_chords") else result
+
+    @property
+    def doc(self) -> str:
+        """The estimator's docstring: formula, assumptions, reference."""
+        return self.fn.__doc__ or ""
+
 
 _REGISTRY: dict[str, Estimator] = {}
 RECOMMENDED = "corrected"
