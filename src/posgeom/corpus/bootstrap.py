@@ -71,11 +71,7 @@ _BLOCK = 32  # replicates computed together (work space: 32 numbers per distinct
 
 def _narrow(a: np.ndarray) -> np.ndarray:
     """``a`` (non-negative integers) in the smallest unsigned dtype holding its maximum."""
-    top = int(a.max(initial=0))
-    for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
-        if top <= np.iinfo(dt).max:
-            return a.astype(dt, copy=False)
-    raise AssertionError("unreachable")
+    return a.astype(np.min_scalar_type(int(a.max(initial=0))), copy=False)
 
 
 def _union(keys: list[np.ndarray], reps: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -83,7 +79,7 @@ def _union(keys: list[np.ndarray], reps: list[np.ndarray]) -> tuple[np.ndarray, 
     allk = np.concatenate(keys)
     union, inverse = np.unique(allk, return_inverse=True)
     top = sum(int(r.max(initial=0)) for r in reps)
-    dt = _narrow(np.array([top])).dtype
+    dt = np.min_scalar_type(top)
     out = np.zeros((union.size, reps[0].shape[1]), dtype=dt)
     start = 0
     for k, r in zip(keys, reps, strict=True):
