@@ -127,6 +127,11 @@ def word_doc(tok: Any) -> str:
     )
 
 
+def _unnamed(identity: dict[str, Any]) -> dict[str, Any]:
+    """A tokenizer identity without its ``name`` (the same file may sit at another path)."""
+    return {k: v for k, v in identity.items() if k != "name"}
+
+
 def tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, str] | None]:
     """(what the manifest compares, the tokenizer here, the spec workers load it from or None
     for a word tokenizer, whose vocabulary workers receive)."""
@@ -137,11 +142,7 @@ def tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, st
     if isinstance(tokenizer, WordLevelTokenizer):
         if not tokenizer.fitted:
             return {"fit": "word", "lowercase": tokenizer.lowercase}, tokenizer, None
-        return (
-            {"identity": {k: v for k, v in tokenizer.identity.items() if k != "name"}},
-            tokenizer,
-            None,
-        )
+        return {"identity": _unnamed(tokenizer.identity)}, tokenizer, None
     if not isinstance(tokenizer, (str, os.PathLike)):
         raise PosgeomError(
             f"pass the tokenizer as a path, a folder, a model name or 'word' (workers load it "
@@ -152,7 +153,7 @@ def tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, st
     spec = ("load", os.fspath(path.resolve()) if path.exists() else os.fspath(tokenizer))
     path = path / "tokenizer.json" if (path / "tokenizer.json").is_file() else path
     record = {
-        "identity": {k: v for k, v in tok.identity.items() if k != "name"},
+        "identity": _unnamed(tok.identity),
         "file_sha256": sha256_file(path) if path.is_file() else None,
     }
     return record, tok, spec

@@ -5,9 +5,8 @@ sequence ``w_sb`` times::
 
     C_b[i, t] = sum_s w_sb [s_i = t],        totals_b[i] = sum_t C_b[i, t]
 
-(``s_i`` as in :mod:`posgeom.corpus.counting`: after special-token removal, alignment and
-truncation). Because a sequence's weights are fixed when it is read, ``B`` replicates cost one
-read of the corpus. Two weight schemes:
+(``s_i`` as in :mod:`posgeom.corpus.counting`); ``B`` replicates cost one read of the corpus.
+Two weight schemes:
 
 * ``"half"`` (default): ``w_sb ~ Bernoulli(1/2)``, a random half of the sequences (half-sampling;
   McCarthy 1969, Efron 1982 ch. 8): a real corpus of half the size, on which the
@@ -36,9 +35,8 @@ so weights never depend on ``batch_size``, on where a flush happens, on ``B`` (r
 ``count_corpus`` pass (``stream = 0``) or another ``shard_lines``. Merging counts that share a
 stream is refused (their weights would be the same draws).
 
-**Storage.** A replicate is nonzero only where the base count is, so the replicates are a dense
-``(nnz, B)`` array aligned with ``counts.data`` (canonical CSR order), in the smallest unsigned
-integer type that holds them (``uint16`` for most corpora): ``2 B nnz`` bytes.
+**Storage.** The replicates are a dense ``(nnz, B)`` array aligned with ``counts.data``
+(canonical CSR order), in the smallest unsigned integer type that holds them.
 """
 
 from __future__ import annotations

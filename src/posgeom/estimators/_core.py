@@ -322,9 +322,10 @@ class GeometryEstimate:
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready description: estimator, convention, sizes, options, scalar diagnostics."""
-        scalars = {
-            k: v for k, v in self.diagnostics.items() if isinstance(v, (int, float, str, bool))
-        }
+
+        def scalars(d: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in d.items() if isinstance(v, (int, float, str, bool))}
+
         smoothing = self.diagnostics.get("smoothing", {})  # smooth= (estimators.smoothing)
         extra = {"smoothing": {k: v for k, v in smoothing.items() if k != "cv_error"}}
         return {
@@ -338,10 +339,6 @@ class GeometryEstimate:
             "classes": self.classes,
             "min_samples": float(np.min(self.totals)),
             "options": {k: v for k, v in self.options.items() if not isinstance(v, np.ndarray)},
-            "diagnostics": scalars,
-            "projection": {
-                k: v
-                for k, v in self.diagnostics.get("projection", {}).items()
-                if isinstance(v, (int, float, str, bool))
-            },
+            "diagnostics": scalars(self.diagnostics),
+            "projection": scalars(self.diagnostics.get("projection", {})),
         }

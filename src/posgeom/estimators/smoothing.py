@@ -90,11 +90,8 @@ def null_draws(counts: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     :func:`posgeom.estimators.euclidean.null_edge` (the same thinnings and seeds), dense."""
     from posgeom.estimators.euclidean import null_roots, null_seeds
 
-    out = []
-    for s in null_seeds(seed):
-        d = null_roots(counts, s).toarray()
-        out.append((d, np.sum(d * d, axis=1)))
-    return out
+    roots = [null_roots(counts, s).toarray() for s in null_seeds(seed)]
+    return [(d, np.sum(d * d, axis=1)) for d in roots]
 
 
 def smoothed_null_edge(
