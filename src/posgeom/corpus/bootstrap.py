@@ -189,10 +189,10 @@ class BootstrapCounter(Counter):
         )
 
 
-def _lin(c: sp.csr_matrix) -> np.ndarray:
+def _lin(c: sp.csr_matrix, width: int) -> np.ndarray:
     """Row-major linear index ``row * width + col`` of each stored entry (sorted for CSR)."""
     rows = np.repeat(np.arange(c.shape[0], dtype=np.int64), np.diff(c.indptr))
-    return rows * np.int64(max(c.shape[1], 1)) + c.indices.astype(np.int64)
+    return rows * np.int64(max(width, 1)) + c.indices.astype(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -283,13 +283,9 @@ class BootstrapCounts(PositionCounts):
             )
         base = PositionCounts.merge(self.base, other.base)
         width = base.counts.shape[1]
-        keys = []
-        for part in (self, other):
-            c = part.counts.copy()
-            c.resize((c.shape[0], width))
-            keys.append(_lin(c))
+        keys = [_lin(part.counts, width) for part in (self, other)]  # in the merged width
         union, reps = _union(keys, [self.replicates, other.replicates])
-        if not np.array_equal(union, _lin(base.counts)):
+        if not np.array_equal(union, _lin(base.counts, width)):
             raise AssertionError("merged replicate pattern differs from the merged counts")
         return BootstrapCounts(
             **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
