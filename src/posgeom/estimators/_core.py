@@ -217,10 +217,8 @@ class GeometryEstimate:
     convention : ``"chord"`` (``[0, sqrt 2]``) or ``"normalized"`` (``[0, 1]``).
     pooled : whether positions were pooled into buckets.
     vocab_size : number of token classes the geometry is computed on (after coarsening).
-    resolution : the label of those classes, the same at every position: ``"full"``,
-        ``"top:K"`` (the ``K`` most frequent tokens, pooled, + one "other" class),
-        ``"top:K+bands:B"`` (+ ``B`` frequency bands instead of "other"), ``"bins:B"`` or
-        ``"map"`` (:mod:`posgeom.estimators.resolution`).
+    resolution : the label of those classes: ``"full"``, ``"top:K"``, ``"top:K+bands:B"``,
+        ``"bins:B"`` or ``"map"`` (:mod:`posgeom.estimators.resolution`).
     classes : what those classes hold, in words (``"'.', '[CLS]', other: 92% of tokens"``;
         :func:`posgeom.estimators.class_words.describe_classes`).
     class_map : ``(V,)`` int64, token id -> class id (``0 .. vocab_size - 1``); pass it as
@@ -229,12 +227,10 @@ class GeometryEstimate:
         (before pooling and resampling).
     options : coarsening, pooling, resampling, seed and the estimator's own options.
     diagnostics : the estimator's diagnostics (see :mod:`posgeom.estimators._core`).
-    coordinates : (m, K') float64 or None: the Euclidean estimate's coordinates ``X`` (its
-        distances are ``||x_i - x_j||``; :mod:`posgeom.estimators.euclidean`), None with
-        ``euclidean=False``.
-    gram : :class:`~posgeom.geometry.gram.FactoredGram` or None: the factored form
-        ``B = c J (S S^T - diag(b)) J`` (``S`` the ``m x V'`` root matrix after coarsening and
-        pooling, ``b`` the per-position correction, ``c = 1`` chord / ``1/2`` normalized).
+    coordinates : (m, K') float64 or None: the Euclidean estimate's ``X`` (distances
+        ``||x_i - x_j||``), None with ``euclidean=False``.
+    gram : :class:`~posgeom.geometry.gram.FactoredGram` or None: ``B = c J (S S^T - diag(b)) J``
+        (``S`` the ``m x V'`` roots, ``b`` the correction, ``c = 1`` chord / ``1/2`` normalized).
 
     ``numpy.asarray(estimate)`` is the distance matrix; ``classical_mds(estimate, k)`` uses the
     factored form when there is one, and :meth:`blocks` gives the distances block by block.

@@ -72,12 +72,9 @@ def estimate_geometry(
         default measured on the target regime: ``"corrected"``).
     convention : ``"chord"`` (``||sqrt p_i - sqrt p_j||``, ``[0, sqrt 2]``) or ``"normalized"``.
     seed : seed for every random step (splits, resampling); same seed, same result.
-    resolution : the token classes the geometry is estimated on, the same for every position
-        (:mod:`posgeom.estimators.resolution`): ``"auto"`` (default: the finest
-        ``top:K+bands:B`` the samples per position support; the plug-in, which has no sampling
-        model, stays on ``"full"``, the paper's), ``"full"``, ``"top:K"``, ``"top:K+bands:B"``
-        (the top ``K`` + ``B`` equal-mass frequency bands), ``"bins:B"``, an int ``K`` or a
-        token -> class map (an int array of length ``V``, e.g. another estimate's ``class_map``).
+    resolution : the token classes (:mod:`posgeom.estimators.resolution`): ``"auto"``
+        (default; the plug-in stays on ``"full"``), ``"full"``, ``"top:K"``, ``"top:K+bands:B"``,
+        ``"bins:B"``, an int ``K`` or a token -> class map (e.g. another estimate's ``class_map``).
     coarsen : the former name of ``resolution`` (either may be given, not two different ones).
     pool : position pooling (a width, ``"log:B"``, or bucket start positions).
     equal_samples : downsample every position (bucket) to ``m`` samples, or ``"min"``.

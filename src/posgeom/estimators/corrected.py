@@ -117,10 +117,8 @@ def split_half(
     :func:`posgeom.noise_floor` (``method="split_half"``): ``b̂_i = s_i^2 / 4``, ``s_i`` the chord
     between two random halves of position ``i``'s samples, averaged over ``n_repeats`` splits.
 
-    Assumes ``b_i ∝ 1 / T_i`` (each half has ``T_i / 2`` samples, so ``E s_i^2 ≈ 2 b_i(T/2) =
-    4 b_i``). With a large vocabulary ``b_i`` falls more slowly than ``1 / T_i`` (it is dominated
-    by the mass of tokens seen about once), so this under-corrects; kept as the empirical
-    reference for ``corrected``. Reference: posgeom's noise floor (issue 9).
+    Assumes ``b_i ∝ 1 / T_i`` (``E s_i^2 ≈ 2 b_i(T/2) = 4 b_i``); with a large vocabulary ``b_i``
+    falls more slowly, so this under-corrects. Reference: posgeom's noise floor (issue 9).
     """
     from posgeom.geometry.split_half import split_half_squared
 

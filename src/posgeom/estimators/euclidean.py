@@ -1,12 +1,9 @@
 """The Euclidean estimate: the geometry MDS can reproduce, the same at every ``n``.
 
-An estimator's squared chords ``D~^2`` are unbiased (or nearly) for a Euclidean geometry, but
-are not themselves Euclidean: their Gram matrix ``B~ = -1/2 J D~^2 J`` (the factored
-``c J (S S^T - diag(b)) J`` of :mod:`posgeom.geometry.gram`) has negative eigenvalues. They are
-sampling noise the correction leaves: ``E B~`` is the Gram matrix of the mean root vectors,
-positive semidefinite, but subtracting ``diag(b)`` (and the noise of ``S S^T`` itself) pushes
-the noise part of the spectrum below 0; no configuration of points has such distances. The
-Euclidean estimate keeps the eigen-directions of ``B~`` above a threshold ``τ``::
+An estimator's squared chords ``D~^2`` are (nearly) unbiased for a Euclidean geometry, but their
+Gram matrix ``B~ = -1/2 J D~^2 J`` (the factored ``c J (S S^T - diag(b)) J`` of
+:mod:`posgeom.geometry.gram`) has negative eigenvalues, the sampling noise the correction leaves.
+The Euclidean estimate keeps the eigen-directions of ``B~`` above a threshold ``τ``::
 
     B+ = sum_{k <= K, λ_k > τ} λ_k u_k u_k^T,     X = [sqrt(λ_k) u_k]  (m x K'),
     D+_ij = ||x_i - x_j||                         (chord; "normalized" has c = 1/2 in B~)
@@ -27,10 +24,8 @@ with ``(λ_k, u_k)`` the top ``K = min(m - 1, euclidean_rank)`` eigenpairs of ``
   half of the noise, so it inflates every distance, and at large ``m`` it needs all ``K``
   directions.
 
-The rule is the same at every ``m``: small estimates find the eigenpairs with LAPACK, large
-ones with Lanczos on the factored ``B~`` (never ``m x m``), and the distances agree (they
-depend only on ``B+``). MDS of the estimate fits ``B+``: explained variance is
-``λ_r / trace(B+)`` (at most 1), and MDS of rank ``K'`` reproduces ``D+`` exactly.
+The rule is the same at every ``m`` (LAPACK for small estimates, Lanczos on the factored ``B~``
+for large ones: the same ``B+``). MDS of rank ``K'`` reproduces ``D+`` exactly.
 
 Diagnostics (``estimate.diagnostics["projection"]``): ``rule``, ``threshold`` ``τ``,
 ``kept_rank`` ``K'`` (``rank_capped`` when all ``K`` passed; ``resolved`` False, with a

@@ -1,10 +1,8 @@
 """The resolution of an estimate: the token classes whose positional distributions it identifies.
 
 A resolution is a token -> class map ``c`` (an int array of length ``V``), the same for every
-position; the estimate is then the geometry of the coarsened distributions
-``p'_i(k) = sum_{t: c(t) = k} p_i(t)``. Classes are defined from the *pooled* counts (all
-positions together), so no position's own sample decides them and the split-half noise edge of
-the estimate (:mod:`posgeom.estimators.euclidean`) needs no account of a selection:
+position, defined from the *pooled* counts; the estimate is then the geometry of the coarsened
+distributions ``p'_i(k) = sum_{t: c(t) = k} p_i(t)``:
 
 - ``"full"``: every token is its own class (``c(t) = t``);
 - ``"top:K"``: the ``K`` most frequent tokens (pooled; ties by id) keep their own class, every
@@ -37,8 +35,6 @@ share the positions. ``c``, ``c_band`` and ``REACH`` were chosen on real populat
 
 Hellinger distance contracts under coarse-graining (``D(p', q') <= D(p, q)``): a coarser
 resolution is a lower bound on a finer one, not an estimate of it.
-:func:`posgeom.estimators.class_words.describe_classes` says in words what the classes hold
-(``"'.', '[CLS]', other: 91% of tokens"``).
 """
 
 from __future__ import annotations

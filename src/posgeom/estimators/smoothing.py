@@ -1,9 +1,7 @@
 """Smoothing over positions: a lower-variance Euclidean estimate (``estimate_geometry(smooth=)``).
 
-Past the first few positions a corpus's distributions drift slowly, so neighbouring positions'
-root vectors are nearly the same and each position's sampling noise can be averaged with its
-neighbours'. The smoothed estimate replaces every position's mean root vector by a
-local-linear kernel average over positions::
+The smoothed estimate replaces every position's mean root vector by a local-linear kernel
+average over positions (neighbours' roots are nearly the same; their noise averages out)::
 
     W_ik = g_ik (S2_i - (k - i) S1_i) / sum_k' g_ik' (S2_i - (k' - i) S1_i),
     g_ik = exp(-(k - i)^2 / (2 h_i^2)),   S1_i = sum_k g_ik (k - i),   S2_i = sum_k g_ik (k - i)^2,
@@ -21,11 +19,9 @@ for the Gram of the smoothed mean roots ``W E[S]``. The Euclidean estimate is ta
 as of ``B~``, its noise edge the largest ``λ_1(J W N0_j W^T J)`` of the split-half null draws
 (:func:`posgeom.estimators.euclidean.parallel_edge`).
 
-**Bias.** The estimate is the geometry of the *smoothed* trajectory, not of the positions
-themselves: where the distributions bend within a bandwidth, averaging moves each point towards
-the inside of the bend and shortens distances between nearby positions; where they change
-abruptly (a boundary between regimes) the step is blurred over about ``2 h_i`` positions.
-Distances between positions far apart compared with ``h_i`` are nearly unchanged.
+**Bias.** The estimate is the geometry of the *smoothed* trajectory: bends within a bandwidth
+shorten nearby distances, abrupt changes are blurred over about ``2 h_i`` positions; distances
+far apart compared with ``h_i`` are nearly unchanged.
 
 **The bandwidth** ``smooth="auto"``: split-half cross-validation. Every count is thinned
 ``A ~ Binomial(X, 1/2)``, ``B = X - A``; the smoothed Euclidean estimate of one half at each
@@ -35,9 +31,8 @@ smallest error wins (leaning to more smoothing than the whole sample needs).
 
 Measured: ``docs/ESTIMATION.md``, "A lower-variance estimator: smoothing over positions".
 
-Limits: up to ``MAX_SMOOTH_N`` positions (dense ``n x n`` Grams; pool positions beyond), not
-with pooling (the buckets are not evenly spaced), the plug-in (no noise model to correct the
-smoothed Gram with) or ``euclidean=False``.
+Limits: up to ``MAX_SMOOTH_N`` positions (dense ``n x n`` Grams); not with pooling, the plug-in
+(no noise model) or ``euclidean=False``.
 """
 
 from __future__ import annotations
