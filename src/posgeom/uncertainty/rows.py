@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._records import field_record
 from posgeom._threads import blas_threads
 from posgeom.encodings._registry import Family, is_candidate
-from posgeom.uncertainty.bootstrap import bootstrap_interval
+from posgeom.uncertainty.bootstrap import _RECORD, bootstrap_interval
 
 __all__ = ["candidate_ranking", "row_intervals"]
 
@@ -91,15 +92,7 @@ def row_intervals(
     )
     for row, share in candidates.get("p_first", {}).items():  # among the candidates
         cells.setdefault(row, {})["p_first"] = share
-    return {
-        "candidates": candidates,
-        "n_replicates": bs.n_replicates,
-        "level": bs.level,
-        "method": bs.method,
-        "rank_by": bs.rank_by,
-        "ranking": list(bs.ranking),
-        "ranking_stability": bs.ranking_stability,
-    }, cells
+    return {"candidates": candidates, **field_record(bs, _RECORD[1:])}, cells  # no estimator
 
 
 def candidate_ranking(
