@@ -197,27 +197,26 @@ def euclidean_form(
     full = n <= EXACT_MAX_N
     info: dict[str, Any] = {"rule": rule, "euclidean_rank": int(rank)}
     exact = full or 4 * k > n if solver == "auto" else solver == "exact"
-    if exact or dense_b is not None:
+    lapack = exact or dense_b is not None
+    info["solver"] = "exact" if lapack else "implicit"
+    if lapack:
         b = gram.dense() if dense_b is None else dense_b
         trace = float(np.trace(b))
         vals, vecs, spectrum = _dense_pairs(b, k, full)
         low = float(min(spectrum[-1], 0.0)) if full else min(_extreme(b, "SA"), 0.0)
-        info["solver"] = "exact"
         if full:
             info.update(_full_spectrum(spectrum, k))
-        scale = 1.0 if gram is None else gram.scale
-        edge, null_info = _edge(rule, low, counts, scale, seed, null)
     else:
         op = gram.operator()
         trace = gram.trace()
         low = min(_extreme(op, "SA"), 0.0)
-        edge, null_info = _edge(rule, low, counts, gram.scale, seed, null)
+    edge, null_info = _edge(rule, low, counts, 1.0 if gram is None else gram.scale, seed, null)
+    if not lapack:  # Lanczos, asking for more directions while the last is above the edge
         step = min(k, FIRST_PAIRS)
         vals, vecs = _lanczos_pairs(op, step, seed)
-        while vals[-1] > edge and step < k:  # more directions above the edge: ask for more
+        while vals[-1] > edge and step < k:
             step = min(2 * step, k)
             vals, vecs = _lanczos_pairs(op, step, seed)
-        info["solver"] = "implicit"
     threshold = max(edge, 1e-12 * max(float(vals[0]), 0.0))
     keep = vals > threshold
     info["resolved"] = bool(keep.any())
