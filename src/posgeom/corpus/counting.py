@@ -59,13 +59,11 @@ class PositionCounts:
     ----------
     counts : ``csr_matrix`` ``(max_positions, vocab_size)`` int64, ``counts[i, t]`` = C[i, t].
     totals : ``(max_positions,)`` int64, row sums of ``counts`` (samples per position).
-    n_sequences : number of sequences counted.
-    n_tokens : number of tokens counted (``totals.sum()``; truncated tokens are not included).
-    options : every option that shapes the counts (max_positions, vocab_size, include_special,
-        special_ids, align, min_length, max_sequences).
+    n_sequences, n_tokens : sequences and (untruncated) tokens counted.
+    options : every option that shapes the counts.
     tokenizer : the tokenizer's ``identity`` dict, or None for pre-tokenized input.
-    fingerprint : hex digest of the counted token-id stream (see the module docstring).
-    n_empty : empty or whitespace-only texts skipped before tokenization (0 for token ids).
+    fingerprint : hex digest of the counted token-id stream (module docstring).
+    n_empty : empty or whitespace-only texts skipped before tokenization.
     """
 
     counts: sp.csr_matrix

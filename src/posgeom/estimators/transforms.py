@@ -6,18 +6,13 @@ rules of :mod:`posgeom.estimators.resolution` (``K``, ``"top:K"``, ``"top:K+band
 ``"bins:B"``, or a token -> class map); the result is a lower bound on the full geometry.
 
 Pooling (``pool=``) sums the counts of the positions of a bucket: ``w`` (fixed width), ``"log:B"``
-(``B`` buckets, the first ``B/2`` single positions and the rest log-spaced up to ``n``, like T5's
-relative buckets) or the bucket start positions (strictly increasing, starting at 0, inside
-``[0, n)``). A bucket's distribution is the mixture of its positions' distributions weighted by
-their samples. Encodings are scored on the same buckets by :func:`pool_encoding`: the distance of
-buckets ``A != B`` is the mean of the encoding's distances ``delta_ij`` over ``i in A, j in B``
-(``rule="mean_distance"``, any encoding) or the distance of the buckets' mean position vectors
-(``rule="mean_vector"``, encodings with vectors).
+(``B`` buckets, the first ``B/2`` single positions and the rest log-spaced up to ``n``) or the
+bucket start positions (strictly increasing, from 0, inside ``[0, n)``). Encodings are put on the
+same buckets by :func:`pool_encoding`.
 
 Equal-sample resampling (``equal_samples=m`` or ``"min"``) draws ``m`` of each position's samples
-without replacement (multivariate hypergeometric, seeded): every position then has the same
-sampling bias, so differences between positions are no longer partly differences in ``T_i``.
-A diagnostic (it discards data), not an estimator of the full-sample geometry.
+without replacement (multivariate hypergeometric, seeded), so every position has the same
+sampling bias: a diagnostic (it discards data), not an estimator of the full-sample geometry.
 """
 
 from __future__ import annotations

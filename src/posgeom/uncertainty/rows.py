@@ -44,11 +44,9 @@ def row_intervals(
     seed: int = 0,
 ) -> dict[str, Any] | None:
     """``(uncertainty summary, cells)``: the bootstrap's cells of the rows ``names`` (encoding
-    to ``{"<score>_ci": [low, high], "p_first": share}``, cells of the score table against its
-    primary target), or ``(None, {})`` when ``counts`` has no replicates or the comparison
-    dropped positions (the replicates' geometry must be the table's). ``encodings``: the rows'
-    encodings by name; ``estimator``: the one the table's target was estimated with, so the
-    replicates are re-estimated the same way."""
+    to ``{"<score>_ci": [low, high], "p_first": share}``), or ``(None, {})`` when ``counts`` has
+    no replicates or the comparison dropped positions. ``estimator``: the one the table's target
+    was estimated with."""
     from posgeom._distance_matrix import held_distances
     from posgeom.encodings import families
     from posgeom.uncertainty.bootstrap import bootstrap_scores
@@ -106,13 +104,11 @@ def candidate_ranking(
     """Bootstrap ranking statistics over the candidates of ``names``.
 
     ``point``: ``(E,)`` scores (lower is better), ``replicates``: ``(B, E)`` the same per
-    replicate. Returns ``ranking`` (candidates by point score), ``p_first`` (share of replicates
-    in which each candidate is the lowest among the candidates), ``stability`` (mean Kendall
-    tau-b between replicate and point scores of the candidates; 1 with fewer than 2) and
+    replicate. Returns ``ranking``, ``p_first`` (share of replicates in which each candidate is
+    the lowest), ``stability`` (mean Kendall tau-b between replicate and point scores) and
     ``neighbours``: for each neighbour pair ``(a, b)`` of the ranking, ``share`` (replicates
-    ordering them as the point estimate does), ``difference`` (the ``level`` interval of
-    ``s_b - s_a`` by ``method``, :func:`posgeom.uncertainty.bootstrap.bootstrap_interval` on the
-    paired replicate differences) and ``separated`` (that interval lies above 0)."""
+    ordering them alike), ``difference`` (the interval of ``s_b - s_a`` from the paired
+    replicate differences) and ``separated`` (that interval lies above 0)."""
     from scipy.stats import kendalltau
 
     keep = [k for k, n in enumerate(names) if is_candidate(n)]
