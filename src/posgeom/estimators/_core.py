@@ -181,9 +181,7 @@ def finish(sq: np.ndarray, convention: str) -> tuple[np.ndarray, dict[str, Any]]
     """
     from posgeom.geometry.divergences import _mirror_upper
 
-    if convention not in ("chord", "normalized"):
-        raise PosgeomError(f"unknown convention {convention!r}; use 'chord' or 'normalized'")
-    _mirror_upper(sq)
+    _mirror_upper(sq)  # the convention was checked by estimate_geometry
     np.fill_diagonal(sq, 0.0)
     diag: dict[str, Any] = {
         "negative_squared": int(np.count_nonzero(sq < 0)) // 2,
