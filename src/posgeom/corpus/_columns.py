@@ -2,10 +2,9 @@
 and Hugging Face datasets as corpora: a folder written by ``Dataset.save_to_disk`` (``hf-disk``)
 and a hub dataset streamed by name (``hf-hub``), one string per row of the text column.
 
-The ``datasets`` and ``pyarrow`` libraries raise their own exceptions on a user's folder (a
-truncated ``.arrow`` file, a dataset with a loading script, which posgeom never runs); each becomes
-one :class:`~posgeom._errors.PosgeomError` naming the folder and the fix, whether it comes while
-opening or while iterating (:func:`library_errors`).
+The ``datasets`` and ``pyarrow`` libraries' own exceptions (a truncated ``.arrow`` file, a
+loading script, which posgeom never runs) become one :class:`~posgeom._errors.PosgeomError`
+naming the folder and the fix, while opening or iterating (:func:`library_errors`).
 """
 
 from __future__ import annotations

@@ -7,9 +7,8 @@ edited and re-checksummed. For counts ``C`` (``n x V``), ``totals`` ``T``, ``N``
     C[i, t] >= 0,   T_i = sum_t C[i, t] <= N <= MAX_SEQUENCES,   n_tokens = sum_i T_i
     options["max_positions"] = n,   options["vocab_size"] = V (when recorded)
 
-Every row sum is computed in float64 first and bounded by ``N`` before the exact int64 sum, so
-entries such as ``2**62`` cannot wrap a row sum around to a value that matches a forged total.
-``MAX_SEQUENCES = 2**53`` is far beyond any corpus and keeps every sum exact in float64.
+Every row sum is bounded by ``N`` in float64 before the exact int64 sum (no wrap-around);
+``MAX_SEQUENCES = 2**53`` keeps every sum exact in float64.
 """
 
 from __future__ import annotations

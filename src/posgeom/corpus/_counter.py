@@ -1,12 +1,9 @@
 """The counting core: token-id validation, batching, and the running ``(position, token)`` counts.
 
-Token ids (:func:`token_id_array`): every sequence must hold integer values, validated before any
-conversion: bools are refused; floats are accepted only when every value is a whole number (``3.0``
-is id 3, ``2.5`` is refused); unsigned ids at or above ``2**63`` and Python ints beyond int64 are
-refused as too large (never wrapped to negative). Ids must lie in ``[0, vocab_size)``, or, when no
-vocabulary size is known, in ``[0, MAX_TOKEN_ID]`` (``2**24 - 1``; the largest real vocabularies
-have a few hundred thousand entries), so a stray huge id is refused here instead of asking the
-geometry for terabytes later.
+Token ids (:func:`token_id_array`): integers, validated before any conversion: bools are
+refused; floats only when every value is a whole number (``3.0`` is id 3); ids beyond int64 are
+refused (never wrapped to negative). Ids must lie in ``[0, vocab_size)``, or, without a
+vocabulary size, in ``[0, MAX_TOKEN_ID]`` (``2**24 - 1``).
 """
 
 from __future__ import annotations
@@ -118,28 +115,9 @@ def flatten(batch: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     return flat, lengths
 
 
-def _run_starts(keys: np.ndarray) -> np.ndarray:
-    """Where each run of equal values starts in the sorted ``keys``."""
-    first = np.empty(keys.size, dtype=bool)
-    first[:1] = True
-    np.not_equal(keys[1:], keys[:-1], out=first[1:])
-    return np.flatnonzero(first)
-
-
-def _unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct keys and how often each occurs (``np.unique(return_counts=True)``)."""
-    keys = np.sort(keys)
-    starts = _run_starts(keys)
-    return keys[starts], np.diff(np.append(starts, keys.size))
-
-
 class Counter:
-    """Running counts as sorted distinct keys ``tok * n + pos`` with int64 multiplicities.
-
-    Each batch appends its keys to a buffer; once the buffer holds more than ``flush_keys`` keys
-    it is reduced (sort, run lengths) and merged into the sorted accumulator, so memory stays
-    bounded by the number of distinct (position, token) pairs plus the buffer.
-    """
+    """Running counts as sorted distinct keys ``tok * n + pos`` with int64 multiplicities; a
+    buffer of more than ``flush_keys`` keys is reduced and merged into the sorted accumulator."""
 
     flush_keys = 1 << 22  # keys buffered before a merge (32 MiB of int64)
 
@@ -247,14 +225,14 @@ class Counter:
         """Merge the buffered keys into the sorted accumulator."""
         if not self.buffer:
             return
-        keys, values = _unique_counts(np.concatenate(self.buffer))
+        keys, values = np.unique(np.concatenate(self.buffer), return_counts=True)
         self.buffer, self.buffered = [], 0
         if self.keys.size:
             keys = np.concatenate([self.keys, keys])
             values = np.concatenate([self.values, values])
             order = np.argsort(keys, kind="stable")  # two sorted runs: a linear merge
             keys, values = keys[order], values[order]
-            starts = _run_starts(keys)
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])  # runs of equal keys
             keys, values = keys[starts], np.add.reduceat(values, starts)
         self.keys, self.values = keys, values
 
@@ -296,11 +274,9 @@ def run_count(
     tokenizer: dict[str, Any] | None,
     allow_empty: bool = False,
 ) -> Any:
-    """Count ``batches`` of ``(flat ids, lengths)`` into ``counts_class`` (``PositionCounts``)
-    with a ``counter_class`` (:class:`Counter`, or the bootstrap counter when
-    ``options.bootstrap`` is set); ``options``: a validated
-    :class:`~posgeom.corpus.options.CountOptions` (special ids already resolved). Texts
-    (:class:`~posgeom.corpus._texts.TextBatches`) report what they skipped."""
+    """Count ``batches`` of ``(flat ids, lengths)`` into ``counts_class`` with a
+    ``counter_class`` (:class:`Counter`, or the bootstrap counter); ``options``: a validated
+    :class:`~posgeom.corpus.options.CountOptions` (special ids already resolved)."""
     o = options
     recorded = {  # what shapes the counts (batch size, readers and replicates do not)
         "max_positions": int(o.max_positions),

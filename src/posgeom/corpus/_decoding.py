@@ -32,8 +32,7 @@ def check_decoding(
     *, encoding: str = "utf-8", errors: str = "strict", text_field: int = 1
 ) -> dict[str, object]:
     """The text readers' decoding keywords checked at once (a codec Python knows, one of
-    :data:`ERRORS`, ``text_field >= 1``): what a caller that reads text later (``extend``)
-    refuses before any work."""
+    :data:`ERRORS`, ``text_field >= 1``)."""
     from posgeom._validation import check_int
 
     check_encoding(encoding, errors)

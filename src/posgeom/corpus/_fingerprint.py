@@ -8,11 +8,9 @@ modulo ``2**64``::
     h_i  = mix(sum_j t_ij + len_i * C * C)           sequence i
     F    = sum_i h_i * R**i                          the lane's value
 
-``mix`` is the splitmix64 finaliser. The fingerprint is the 32 hex digits of the two lanes. It
-does not depend on the batch size, and since ``F(A then B) = F(A) + R**len(A) * F(B)``, the
-counts of shards merged in order carry exactly the fingerprint of one pass over the whole corpus,
-whatever the shard size (:func:`merge_fingerprints`). It identifies a corpus; it is not a
-cryptographic hash (the artifacts' SHA-256 checksums protect the files).
+``mix`` is the splitmix64 finaliser; the fingerprint is the 32 hex digits of the two lanes.
+Since ``F(A then B) = F(A) + R**len(A) * F(B)`` (:func:`merge_fingerprints`), shards merged in
+order carry the fingerprint of one pass. Not a cryptographic hash.
 """
 
 from __future__ import annotations

@@ -30,9 +30,8 @@ _BOOT = tuple(f.name for f in option_fields(BOOTSTRAP))
 
 
 def manifest_record(options: CountOptions) -> dict[str, Any]:
-    """What a job's manifest compares: every option but ``batch_size`` (it never changes counts)
-    and those a job does not apply; the bootstrap and decoding keys only when set, so manifests of
-    plain jobs stay as they were."""
+    """What a job's manifest compares: every option but ``batch_size`` and those a job does not
+    apply; the bootstrap and decoding keys only when set."""
     skip = {"batch_size", *_NOT_PER_SHARD, *(_BOOT if options.bootstrap is None else ())}
     plain = {"text_encoding": "utf-8", "encoding_errors": "strict", "text_field": 1}
     skip |= {k for k, v in plain.items() if getattr(options, k) == v}  # recorded when set
@@ -108,9 +107,8 @@ def flat(obj: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def file_state(path: Path) -> dict[str, Any]:
-    """Size, mtime and ctime of a source (its newest file for a folder). The ctime changes with
-    every write and cannot be set back, so an edit that keeps the size and restores the mtime
-    (``touch -r``) still differs."""
+    """Size, mtime and ctime of a source (its newest file for a folder; the ctime catches an
+    edit whose mtime was restored)."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     stats = [p.stat() for p in files]
     return {
@@ -129,6 +127,11 @@ def word_doc(tok: Any) -> str:
     )
 
 
+def _unnamed(identity: dict[str, Any]) -> dict[str, Any]:
+    """A tokenizer identity without its ``name`` (the same file may sit at another path)."""
+    return {k: v for k, v in identity.items() if k != "name"}
+
+
 def tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, str] | None]:
     """(what the manifest compares, the tokenizer here, the spec workers load it from or None
     for a word tokenizer, whose vocabulary workers receive)."""
@@ -139,11 +142,7 @@ def tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, st
     if isinstance(tokenizer, WordLevelTokenizer):
         if not tokenizer.fitted:
             return {"fit": "word", "lowercase": tokenizer.lowercase}, tokenizer, None
-        return (
-            {"identity": {k: v for k, v in tokenizer.identity.items() if k != "name"}},
-            tokenizer,
-            None,
-        )
+        return {"identity": _unnamed(tokenizer.identity)}, tokenizer, None
     if not isinstance(tokenizer, (str, os.PathLike)):
         raise PosgeomError(
             f"pass the tokenizer as a path, a folder, a model name or 'word' (workers load it "
@@ -154,7 +153,7 @@ def tokenizer_record(tokenizer: Any) -> tuple[dict[str, Any], Any, tuple[str, st
     spec = ("load", os.fspath(path.resolve()) if path.exists() else os.fspath(tokenizer))
     path = path / "tokenizer.json" if (path / "tokenizer.json").is_file() else path
     record = {
-        "identity": {k: v for k, v in tok.identity.items() if k != "name"},
+        "identity": _unnamed(tok.identity),
         "file_sha256": sha256_file(path) if path.is_file() else None,
     }
     return record, tok, spec

@@ -1,16 +1,13 @@
 """A counting job's shard plan, its checksum, and the provenance every shard file carries.
 
-A resumed job (:mod:`posgeom.corpus.jobs`) trusts two things it did not just compute: the plan in
-``manifest.json`` and the ``shard-NNNNN.npz`` files. Both are checked:
+A resumed job (:mod:`posgeom.corpus.jobs`) checks what it did not just compute:
 
 - **The plan.** The manifest stores ``plan_sha256 = SHA-256(canonical JSON of the shard list)``;
   on resume the list must hash to it, its indices must be ``0 .. K-1`` in order, every shard must
-  read one of the job's sources, and the record ranges of a source must follow each other (shard
-  ``k + 1`` starts where shard ``k`` stops). An edited plan (a shard removed: part of the corpus
-  silently uncounted) is refused.
+  read one of the job's sources, and a source's record ranges must follow each other.
 - **The shards.** Each shard file carries ``{"plan_sha256", "shard": its record}`` in its
-  metadata (``provenance``); a file whose provenance is not exactly this plan's shard (another
-  corpus, another range, another job, or none) is refused, never merged and never overwritten.
+  metadata (``provenance``); a file whose provenance is not exactly this plan's shard is
+  refused, never merged and never overwritten.
 """
 
 from __future__ import annotations

@@ -1,20 +1,16 @@
 """Texts of a Parquet file's column, read in bounded pieces.
 
-A Parquet file can stand for far more text than it holds: a dictionary-encoded row group of
-25 M rows fits in 300 KB, a 600 MB value compressed with zstd in 60 KB. The reader therefore:
+A Parquet file can stand for far more text than it holds. The reader therefore:
 
-1. checks, from the file's footer and before decoding anything, every row group's chunk of the
-   text column: no value longer than a text line may be
-   (:data:`~posgeom.corpus._bounded.MAX_LINE_BYTES`, 16 MiB; a chunk whose mean value is longer
-   holds one), and at most :func:`~posgeom.io._inflate.inflation_limit` of its compressed size
-   (``max(64 MiB, 64 x compressed)``: the rule of every compressed input);
-2. reads record batches of :data:`BATCH_ROWS` rows, string columns as dictionaries (a repeated
-   value is decoded once per batch, not once per row), so a caller that stops (``limit``,
-   ``--max-sequences``) stops the reading: nothing past the batch it is in is decoded;
+1. checks, from the file's footer, every row group's chunk of the text column: no value longer
+   than :data:`~posgeom.corpus._bounded.MAX_LINE_BYTES` (a chunk whose mean value is longer
+   holds one), and at most :func:`~posgeom.io._inflate.inflation_limit` of its compressed size;
+2. reads record batches of :data:`BATCH_ROWS` rows, string columns as dictionaries, so a caller
+   that stops stops the reading;
 3. refuses a decoded value longer than a text line, naming its rows.
 
-A ``.parquet.gz`` file is first decompressed to a temporary file at most 64 times its size
-(:func:`~posgeom.io._inflate.gunzip_bounded`; Parquet needs random access).
+A ``.parquet.gz`` file is first decompressed to a bounded temporary file
+(:func:`~posgeom.io._inflate.gunzip_bounded`).
 """
 
 from __future__ import annotations

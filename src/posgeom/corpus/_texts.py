@@ -1,15 +1,11 @@
-"""A corpus to token-id batches (:func:`corpus_batches`: token ids as read, texts tokenized);
-texts to token-id batches: empty texts skipped, NUL characters reported, long texts cut.
+"""A corpus to token-id batches (:func:`corpus_batches`: token ids as read, texts tokenized).
 
-Texts (:class:`TextBatches`): empty or whitespace-only texts are skipped before tokenization for
-every tokenizer (counted in ``PositionCounts.n_empty``); texts with NUL characters are counted and
-reported by one warning. A text longer than ``cut_chars(n)`` characters is cut before
-tokenization, at a whitespace, to the part that can reach the counted positions (its start for
-``align="start"``, its end for ``align="end"``); if the cut text gives fewer than ``n + 8``
-tokens the cut is doubled and the text encoded again, so memory is bounded by ``n``, not by the
-line. The first ``n`` positions are those of the whole text whenever the tokenizer splits at
-whitespace (WordPiece, byte-level BPE, SentencePiece Metaspace); the sequence's length and
-fingerprint are those of the cut text.
+Texts (:class:`TextBatches`): empty or whitespace-only texts are skipped (``n_empty``); texts with
+NUL characters are reported by one warning. A text longer than ``cut_chars(n)`` characters is cut
+before tokenization, at a whitespace, to the part that can reach the counted positions (its start
+for ``align="start"``, its end for ``align="end"``); if the cut text gives fewer than ``n + 8``
+tokens the cut is doubled and the text encoded again. The first ``n`` positions are those of the
+whole text whenever the tokenizer splits at whitespace; length and fingerprint are the cut text's.
 """
 
 from __future__ import annotations
@@ -52,12 +48,8 @@ def _cut(text: str, limit: int, align: str) -> str:
 
 
 class TextBatches:
-    """Tokenized batches ``(flat int64 ids, int64 lengths)`` of texts, in input order.
-
-    Skips empty texts (``n_empty``), counts texts with NUL characters (``n_nul``) and cuts long
-    texts before tokenization (module docstring). ``keep``: an object held while the batches are
-    read (a spooled stream's copy, removed with its last reference).
-    """
+    """Tokenized batches ``(flat int64 ids, int64 lengths)`` of texts, in input order (module
+    docstring). ``keep``: an object held while the batches are read (a spooled stream's copy)."""
 
     def __init__(
         self, tok: Any, texts: Iterable[str], size: int, n: int, align: str, keep: Any = None
@@ -115,10 +107,9 @@ def corpus_batches(
     source: Any, tokenizer: Any, options: CountOptions
 ) -> tuple[Any, Iterable[tuple[np.ndarray, np.ndarray]]]:
     """The loaded tokenizer (or None) and the ``(flat int64 ids, int64 lengths)`` batches of a
-    corpus for :func:`~posgeom.corpus.counting.count_corpus` (its docstring: ``source``,
-    ``tokenizer``, the reader's ``options``): token ids read as they are; texts through
-    :class:`TextBatches`, after fitting an unfitted ``"word"`` tokenizer on them (one more pass:
-    a one-shot iterator is kept in a list, a pipe spooled to a temporary file)."""
+    corpus for :func:`~posgeom.corpus.counting.count_corpus`: token ids as read; texts through
+    :class:`TextBatches`, after fitting an unfitted ``"word"`` tokenizer on them (a one-shot
+    iterator kept in a list, a pipe spooled to a temporary file)."""
     from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, is_stream, read_texts, spool
     from posgeom.corpus.token_ids import read_token_ids
     from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer

@@ -1,19 +1,11 @@
 """Tokenizer files, bounded before they are parsed.
 
-A ``tokenizer.json`` under the JSON file cap (256 MiB) can hold 10 M words, which the
-``tokenizers`` library and posgeom's vocabulary hash take gigabytes to load: about 500 bytes a
-vocabulary entry or merge (peak memory of ``HFTokenizer.from_file`` on WordLevel files, measured:
-1 M words 553 MiB, 1.5 M words 754 MiB, 1.99 M words 1.03 GiB). Before a tokenizer file is parsed, reading 1 MiB at a time, posgeom
-counts
-
-- its entries: its ``:`` and ``[`` bytes, at least one per vocabulary entry (a ``"token": id``
-  member, or a ``[piece, score]`` pair of a Unigram model) and per ``[a, b]`` merge;
-- its strings: half its ``"`` bytes (merges written as ``"a b"``);
-
-both upper bounds (a colon inside a token, an escaped quote count too), and refuses a file with
-more than :data:`MAX_TOKENIZER_ENTRIES` entries or :data:`MAX_TOKENIZER_STRINGS` strings, with
-one line. Published vocabularies hold at most a few hundred thousand tokens (Gemma 3: 262,144)
-and about as many merges; the bounds keep a tokenizer's load under about 800 MiB.
+A ``tokenizer.json`` under the JSON file cap (256 MiB) can hold 10 M words, about 500 bytes each
+to load. Before a tokenizer file is parsed, posgeom counts (1 MiB at a time) its entries, its
+``:`` and ``[`` bytes (at least one per vocabulary entry or merge), and its strings, half its
+``"`` bytes (both upper bounds), and refuses a file with more than
+:data:`MAX_TOKENIZER_ENTRIES` entries or :data:`MAX_TOKENIZER_STRINGS` strings (published
+vocabularies hold at most a few hundred thousand tokens; the load stays under about 800 MiB).
 """
 
 from __future__ import annotations
@@ -38,9 +30,8 @@ _PIECE = 1 << 20
 
 
 def check_tokenizer_file(path: str | os.PathLike) -> None:
-    """Refuse a tokenizer file of more than :data:`MAX_TOKENIZER_ENTRIES` entries or
-    :data:`MAX_TOKENIZER_STRINGS` strings (module docstring); the caller has checked that
-    ``path`` is a regular file of bounded size."""
+    """Refuse a tokenizer file of too many entries or strings (module docstring); ``path``: a
+    regular file of bounded size."""
     entries = quotes = 0
     with open(path, "rb") as fh:
         while piece := fh.read(_PIECE):

@@ -1,10 +1,6 @@
-"""The vocabularies of the word tokenizers fitted in this process, by vocabulary hash.
-
-A word vocabulary fitted on a corpus (``-t word``) is not stored with its counts, so the words
-of an estimate's token classes (:mod:`posgeom.estimators.class_words`) are looked up here while
-the process that counted is running (``posgeom run``, ``compare``); the last :data:`KEEP`
-vocabularies are kept.
-"""
+"""The vocabularies of the word tokenizers fitted in this process, by vocabulary hash (the last
+:data:`KEEP`): a word vocabulary is not stored with its counts, so the words of an estimate's
+token classes are looked up here while the process that counted runs."""
 
 from __future__ import annotations
 

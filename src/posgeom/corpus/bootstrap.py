@@ -5,22 +5,15 @@ sequence ``w_sb`` times::
 
     C_b[i, t] = sum_s w_sb [s_i = t],        totals_b[i] = sum_t C_b[i, t]
 
-(``s_i`` as in :mod:`posgeom.corpus.counting`: after special-token removal, alignment and
-truncation). Because a sequence's weights are fixed when it is read, ``B`` replicates cost one
-read of the corpus. Two weight schemes:
+(``s_i`` as in :mod:`posgeom.corpus.counting`); ``B`` replicates cost one read of the corpus.
+Two weight schemes:
 
-* ``"half"`` (default): ``w_sb ~ Bernoulli(1/2)``, a random half of the sequences without
-  repetition (half-sampling; McCarthy 1969, Efron 1982 ch. 8). A half-sample is itself a corpus
-  drawn from the population, of half the size, so estimators that read count multiplicities
-  (``corrected``, ``polynomial``: a token seen twice is evidence of a frequent token) behave on it
-  as on real data. For linear statistics the half-sample variance equals the full-sample variance
-  (the finite-population factor ``(1 - f) / f`` is 1 at ``f = 1/2``), and for a bias that scales
-  as ``1 / T`` the mean shift ``E* theta_b - theta_hat`` equals the bias at the full size.
-* ``"poisson"``: ``w_sb ~ Poisson(1)``, the Poisson bootstrap (resampling with replacement as the
-  corpus grows; Hanley & MacGibbon 2006, Chamandy et al. 2012). Duplicated sequences turn tokens
-  seen once into tokens seen twice, so a multiplicity-based estimator jumps towards the plug-in
-  on every replicate (``docs/ESTIMATION.md``: +0.5 in every distance of the target regime); use
-  it only for estimators that are smooth functions of the frequencies.
+* ``"half"`` (default): ``w_sb ~ Bernoulli(1/2)``, a random half of the sequences (half-sampling;
+  McCarthy 1969, Efron 1982 ch. 8): a real corpus of half the size, on which the
+  multiplicity-based estimators (``corrected``, ``polynomial``) behave as on real data.
+* ``"poisson"``: ``w_sb ~ Poisson(1)``, the Poisson bootstrap (Hanley & MacGibbon 2006, Chamandy
+  et al. 2012); duplicated sequences bias the multiplicity-based estimators
+  (``docs/ESTIMATION.md``): use it only for smooth functions of the frequencies.
 
 ``replicate_sequences[b] = sum_s w_sb`` records each replicate's number of sequences.
 
@@ -37,17 +30,13 @@ so weights never depend on ``batch_size``, on where a flush happens, on ``B`` (r
 
 **Merging.** Replicate counts add like counts: for shards ``S_k`` counted with distinct streams,
 ``C_b = sum_k C_b(S_k)`` exactly (integer sums), in any order. A sharded job (:mod:`jobs`,
-:mod:`distributed`) counts shard ``k`` with ``stream = k`` (its index in the shard plan), so its
-replicates are a deterministic function of ``(seed, shard plan)``: resuming, re-running or
-spreading the shards over Dask workers gives identical replicates. The consequence: a sharded
-job and a single ``count_corpus`` pass over the same file (``stream = 0``, indices running over
-the whole file) draw *different* weights: equally valid bootstrap replicates, with identical base
-counts, but not identical replicate counts; and changing ``shard_lines`` changes them too. Merging
-counts that share a stream is refused (their weights would be the same draws).
+:mod:`distributed`) counts shard ``k`` with ``stream = k``, so its replicates depend on
+``(seed, shard plan)`` only (not on resuming or workers), and differ from those of one
+``count_corpus`` pass (``stream = 0``) or another ``shard_lines``. Merging counts that share a
+stream is refused (their weights would be the same draws).
 
-**Storage.** A replicate is nonzero only where the base count is, so the replicates are a dense
-``(nnz, B)`` array aligned with ``counts.data`` (canonical CSR order), in the smallest unsigned
-integer type that holds them (``uint16`` for most corpora): ``2 B nnz`` bytes.
+**Storage.** The replicates are a dense ``(nnz, B)`` array aligned with ``counts.data``
+(canonical CSR order), in the smallest unsigned integer type that holds them.
 """
 
 from __future__ import annotations
@@ -60,11 +49,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom._validation import check_int
 from posgeom.corpus._counter import Counter
 from posgeom.corpus.bootstrap_weights import (
     MAX_POISSON_WEIGHT,
     SCHEMES,
-    check_bounded_int,
     check_replicates,
     check_scheme,
     sequence_weights,
@@ -80,11 +69,7 @@ _BLOCK = 32  # replicates computed together (work space: 32 numbers per distinct
 
 def _narrow(a: np.ndarray) -> np.ndarray:
     """``a`` (non-negative integers) in the smallest unsigned dtype holding its maximum."""
-    top = int(a.max(initial=0))
-    for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
-        if top <= np.iinfo(dt).max:
-            return a.astype(dt, copy=False)
-    raise AssertionError("unreachable")
+    return a.astype(np.min_scalar_type(int(a.max(initial=0))), copy=False)
 
 
 def _union(keys: list[np.ndarray], reps: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +77,7 @@ def _union(keys: list[np.ndarray], reps: list[np.ndarray]) -> tuple[np.ndarray, 
     allk = np.concatenate(keys)
     union, inverse = np.unique(allk, return_inverse=True)
     top = sum(int(r.max(initial=0)) for r in reps)
-    dt = _narrow(np.array([top])).dtype
+    dt = np.min_scalar_type(top)
     out = np.zeros((union.size, reps[0].shape[1]), dtype=dt)
     start = 0
     for k, r in zip(keys, reps, strict=True):
@@ -111,13 +96,9 @@ def _csr_keys(key: np.ndarray, n: int) -> np.ndarray:
 
 
 class BootstrapCounter(Counter):
-    """:class:`~posgeom.corpus._counter.Counter` that also accumulates ``B`` replicates.
-
-    Each batch's keys go to the base counter and, with the stream index of their sequence, to an
-    incidence buffer; a full buffer is reduced to ``(distinct keys, (m, B) replicate counts)`` by
-    one sparse product ``X W`` (``X[k, s]`` = occurrences of key ``k`` in sequence ``s``,
-    ``W[s, b] = w_sb``) and merged into the running replicates.
-    """
+    """:class:`~posgeom.corpus._counter.Counter` that also accumulates ``B`` replicates: a full
+    incidence buffer is reduced by one sparse product ``X W`` (``X[k, s]`` = occurrences of key
+    ``k`` in sequence ``s``, ``W[s, b] = w_sb``) and merged into the running replicates."""
 
     flush_tokens = 1 << 23
 
@@ -125,8 +106,8 @@ class BootstrapCounter(Counter):
         super().__init__(*args)
         self.B = check_replicates(replicates)
         self.scheme = check_scheme(scheme)
-        self.seed = check_bounded_int(seed, "bootstrap_seed", 0, 2**64 - 1)
-        self.stream = check_bounded_int(stream, "bootstrap_stream", 0, 2**64 - 1)
+        self.seed = check_int(seed, "bootstrap_seed", 0, 2**64 - 1)
+        self.stream = check_int(stream, "bootstrap_stream", 0, 2**64 - 1)
         self.read = 0  # sequences read so far: the next sequence's stream index
         self.rep_sequences = np.zeros(self.B, dtype=np.int64)
         self.inc_keys: list[np.ndarray] = []
@@ -198,10 +179,9 @@ class BootstrapCounter(Counter):
         rows = np.repeat(np.arange(c.shape[0], dtype=np.int64), np.diff(c.indptr))
         if not np.array_equal(self.rep_keys, (rows << 32) | c.indices.astype(np.int64)):
             raise AssertionError("replicate pattern differs from the base counts")
-        reps = self.reps
         return BootstrapCounts(
             **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
-            replicates=reps,
+            replicates=self.reps,
             replicate_sequences=self.rep_sequences,
             seed=self.seed,
             streams=(self.stream,),
@@ -209,10 +189,10 @@ class BootstrapCounter(Counter):
         )
 
 
-def _lin(c: sp.csr_matrix) -> np.ndarray:
+def _lin(c: sp.csr_matrix, width: int) -> np.ndarray:
     """Row-major linear index ``row * width + col`` of each stored entry (sorted for CSR)."""
     rows = np.repeat(np.arange(c.shape[0], dtype=np.int64), np.diff(c.indptr))
-    return rows * np.int64(max(c.shape[1], 1)) + c.indices.astype(np.int64)
+    return rows * np.int64(max(width, 1)) + c.indices.astype(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -262,7 +242,7 @@ class BootstrapCounts(PositionCounts):
 
     def replicate(self, b: int) -> PositionCounts:
         """Replicate ``b`` as :class:`PositionCounts` (explicit zeros removed)."""
-        b = check_bounded_int(b, "replicate index", 0, self.n_replicates - 1)
+        b = check_int(b, "replicate index", 0, self.n_replicates - 1)
         c = self.counts
         counts = sp.csr_matrix(
             (self.replicates[:, b].astype(np.int64), c.indices.copy(), c.indptr.copy()),
@@ -303,13 +283,9 @@ class BootstrapCounts(PositionCounts):
             )
         base = PositionCounts.merge(self.base, other.base)
         width = base.counts.shape[1]
-        keys = []
-        for part in (self, other):
-            c = part.counts.copy()
-            c.resize((c.shape[0], width))
-            keys.append(_lin(c))
+        keys = [_lin(part.counts, width) for part in (self, other)]  # in the merged width
         union, reps = _union(keys, [self.replicates, other.replicates])
-        if not np.array_equal(union, _lin(base.counts)):
+        if not np.array_equal(union, _lin(base.counts, width)):
             raise AssertionError("merged replicate pattern differs from the merged counts")
         return BootstrapCounts(
             **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
@@ -352,17 +328,3 @@ class BootstrapCounts(PositionCounts):
             "streams": tuple(int(s) for s in boot["streams"]),
             "scheme": check_scheme(boot["scheme"]),
         }
-
-    @classmethod
-    def empty(
-        cls, base: PositionCounts, replicates: int, seed: int, stream: int, scheme: str
-    ) -> BootstrapCounts:
-        """Bootstrap counts of a shard without counted sequences (all zero, ``nnz = 0``)."""
-        return cls(
-            **{f.name: getattr(base, f.name) for f in fields(PositionCounts)},
-            replicates=np.zeros((base.counts.nnz, replicates), dtype=np.uint8),
-            replicate_sequences=np.zeros(replicates, dtype=np.int64),
-            seed=seed,
-            streams=(stream,),
-            scheme=scheme,
-        )

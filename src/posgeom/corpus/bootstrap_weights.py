@@ -20,7 +20,6 @@ __all__ = [
     "PROBE_REPLICATES",
     "REPLICATES",
     "SCHEMES",
-    "check_bounded_int",
     "check_replicates",
     "check_scheme",
     "sequence_weights",
@@ -48,10 +47,6 @@ def _mix(z: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2
     return z ^ (z >> np.uint64(31))
-
-
-def check_bounded_int(value: Any, name: str, low: int, high: int = 2**63 - 1) -> int:
-    return check_int(value, name, low, high)
 
 
 def check_replicates(replicates: Any) -> int:
@@ -85,8 +80,8 @@ def sequence_weights(
     replicates ``0 .. B-1``) or an array of replicate numbers; ``scheme``: ``"half"``
     (Bernoulli(1/2)) or ``"poisson"`` (Poisson(1)). Returns ``(m, B)`` uint8.
     """
-    seed = check_bounded_int(seed, "seed", 0, 2**64 - 1)
-    stream = check_bounded_int(stream, "stream", 0, 2**64 - 1)
+    seed = check_int(seed, "seed", 0, 2**64 - 1)
+    stream = check_int(stream, "stream", 0, 2**64 - 1)
     check_scheme(scheme)
     reps = np.arange(replicates) if np.isscalar(replicates) else np.asarray(replicates)
     base = _mix(_mix(np.array([seed], dtype=np.uint64)) ^ np.uint64(stream))

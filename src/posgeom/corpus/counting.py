@@ -13,19 +13,16 @@ truncated (the start of a sequence is kept for ``align="start"``, its end for ``
 Conventions:
 
 - **Special tokens** (``include_special=False``): the ids in ``special_ids`` are *removed from the
-  sequence before positions are assigned*, so the first ordinary token sits at position 0 (not 1,
-  as it would if ``[CLS]`` were merely skipped). ``min_length`` applies to the sequence after
-  removal.
-- **Padding** is never counted: tokenizers run without padding, and token-id readers strip
-  ``pad_id``.
+  sequence before positions are assigned* (the first ordinary token sits at position 0);
+  ``min_length`` applies after removal.
+- **Padding** is never counted (tokenizers run without padding, readers strip ``pad_id``).
 - **Filtering**: sequences shorter than ``min_length`` are skipped; ``max_sequences`` stops after
-  that many counted sequences (later input is not read).
-- **Fingerprint**: an order-dependent hash of the counted sequences' ids as read (before
-  special-token removal and truncation; :mod:`posgeom.corpus._fingerprint`), independent of
-  ``batch_size``; a merge ``a + b`` has the fingerprint of one pass over ``a`` then ``b``, so
-  sharded counts have the whole corpus's fingerprint, whatever the shard size.
+  that many counted sequences.
+- **Fingerprint**: an order-dependent hash of the counted sequences' ids as read
+  (:mod:`posgeom.corpus._fingerprint`); a merge ``a + b`` has the fingerprint of one pass over
+  ``a`` then ``b``.
 - Streaming (:mod:`posgeom.corpus._counter`): memory is bounded by the distinct (position,
-  token) pairs plus a buffer, not the corpus; an ``n`` far past the longest sequence is refused.
+  token) pairs plus a buffer; an ``n`` far past the longest sequence is refused.
 """
 
 from __future__ import annotations
@@ -62,13 +59,11 @@ class PositionCounts:
     ----------
     counts : ``csr_matrix`` ``(max_positions, vocab_size)`` int64, ``counts[i, t]`` = C[i, t].
     totals : ``(max_positions,)`` int64, row sums of ``counts`` (samples per position).
-    n_sequences : number of sequences counted.
-    n_tokens : number of tokens counted (``totals.sum()``; truncated tokens are not included).
-    options : every option that shapes the counts (max_positions, vocab_size, include_special,
-        special_ids, align, min_length, max_sequences).
+    n_sequences, n_tokens : sequences and (untruncated) tokens counted.
+    options : every option that shapes the counts.
     tokenizer : the tokenizer's ``identity`` dict, or None for pre-tokenized input.
-    fingerprint : hex digest of the counted token-id stream (see the module docstring).
-    n_empty : empty or whitespace-only texts skipped before tokenization (0 for token ids).
+    fingerprint : hex digest of the counted token-id stream (module docstring).
+    n_empty : empty or whitespace-only texts skipped before tokenization.
     """
 
     counts: sp.csr_matrix
@@ -90,7 +85,7 @@ class PositionCounts:
 
     def first_positions(self, n: int) -> PositionCounts:
         """The counts of positions ``0 .. n-1`` (``1 <= n <= max_positions``), everything the
-        counts carry cut alike (the one truncation rule: subclasses cut what they add)."""
+        counts carry cut alike."""
         if not (is_integer(n) and 1 <= n <= self.max_positions):
             raise PosgeomError(
                 f"-n {n} is outside 1..{self.max_positions}, the positions these counts hold; "
@@ -109,11 +104,8 @@ class PositionCounts:
         return {}
 
     def check_tokenizer(self, tokenizer: Any) -> None:
-        """Raise if ``tokenizer`` is not the one these counts were made with.
-
-        Compares the vocabulary size with the counts' width and, when both are recorded, the
-        vocabulary hashes (a path may differ: the same tokenizer file can live anywhere).
-        """
+        """Raise if ``tokenizer`` is not the one these counts were made with (vocabulary size,
+        and the vocabulary hashes when both are recorded)."""
         identity = getattr(tokenizer, "identity", None) or {}
         size = getattr(tokenizer, "vocab_size", None)
         if size is not None and int(size) != self.vocab_size:
@@ -132,12 +124,9 @@ class PositionCounts:
 
     # ------------------------------------------------------------------ merge
     def merge(self, other: PositionCounts) -> PositionCounts:
-        """Counts of two shards added; refuses shards counted differently (says what differs).
-
-        Compared: ``max_positions``, every option, and the tokenizer identity except its ``name``
-        (the same tokenizer file may sit at different paths); ``vocab_size`` unless it was inferred
-        (``options["vocab_size"] is None``), in which case the narrower matrix is padded.
-        """
+        """Counts of two shards added; refuses shards counted differently (says what differs):
+        ``max_positions``, every option, the tokenizer identity but its ``name``, and
+        ``vocab_size`` unless it was inferred (then the narrower matrix is padded)."""
         if not isinstance(other, PositionCounts):
             raise PosgeomError(f"can only merge PositionCounts, got {type(other).__name__}")
         if self.max_positions != other.max_positions:
@@ -196,8 +185,7 @@ class PositionCounts:
         provenance: dict[str, Any] | None = None,
     ) -> Path:
         """Save as one artifact file (``.npz`` or ``.safetensors``, metadata inside), atomically;
-        ``overwrite=False`` refuses an existing file. ``provenance``: where the counts come from
-        (a job's shard record), kept in the metadata."""
+        ``overwrite=False`` refuses an existing file. ``provenance``: kept in the metadata."""
         from posgeom.io.artifacts import save_artifact
 
         meta = {
@@ -234,11 +222,8 @@ class PositionCounts:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> PositionCounts:
-        """Load counts saved by :meth:`save`, verifying checksums and consistency (_consistency).
-
-        A file of bootstrap counts (``posgeom count --bootstrap``) loads as
-        :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, a subclass.
-        """
+        """Load counts saved by :meth:`save`, verifying checksums and consistency; bootstrap
+        counts load as :class:`~posgeom.corpus.bootstrap.BootstrapCounts`."""
         from posgeom.io.artifacts import load_artifact, read_sidecar
 
         sub = _SUBCLASSES.get(read_sidecar(path).get("kind"))
@@ -271,29 +256,29 @@ class PositionCounts:
 
 
 def _run(
-    batches: Iterable[tuple[np.ndarray, np.ndarray]], options: CountOptions, **kw: Any
+    batches: Iterable[tuple[np.ndarray, np.ndarray]], options: CountOptions, tok: Any, **kw: Any
 ) -> PositionCounts:
-    """``run_count`` into :class:`PositionCounts`, with the bootstrap counter when asked for."""
+    """``run_count`` into :class:`PositionCounts` (with the bootstrap counter when asked for);
+    ``vocab_size`` and ``special_ids`` left at None are taken from the tokenizer ``tok``."""
+    if tok is not None:
+        special = options.special_ids
+        options = dataclasses.replace(
+            options,
+            vocab_size=int(tok.vocab_size) if options.vocab_size is None else options.vocab_size,
+            special_ids=tuple(getattr(tok, "special_ids", ()) or ())
+            if special is None
+            else special,
+        )
     counter_class: Any = Counter
     if options.bootstrap is not None:  # replicates counted in the same pass
         counter_class = _SUBCLASSES["bootstrap_counts"].counter_class
     return run_count(
-        batches, options, counts_class=PositionCounts, counter_class=counter_class, **kw
-    )
-
-
-def _with_tokenizer(options: CountOptions, tok: Any) -> CountOptions:
-    """``vocab_size`` and ``special_ids`` left at None taken from the tokenizer ``tok``."""
-    if tok is None:
-        return options
-    return dataclasses.replace(
+        batches,
         options,
-        vocab_size=int(tok.vocab_size) if options.vocab_size is None else options.vocab_size,
-        special_ids=(
-            tuple(getattr(tok, "special_ids", ()) or ())
-            if options.special_ids is None
-            else options.special_ids
-        ),
+        counts_class=PositionCounts,
+        counter_class=counter_class,
+        tokenizer=None if tok is None else dict(tok.identity),
+        **kw,
     )
 
 
@@ -311,18 +296,10 @@ def count_positions(
     lazily. ``tokenizer``: the posgeom tokenizer that made the sequences, whose ``identity`` is
     recorded with the counts (and whose vocabulary size and special ids fill ``vocab_size`` and
     ``special_ids`` left at None). Keyword options: the ``count`` and ``bootstrap`` fields of
-    :class:`~posgeom.corpus.options.CountOptions` (``max_positions`` required), e.g.
-    ``count_positions(seqs, max_positions=64, align="end")``. Returns :class:`PositionCounts`.
-
-    ``bootstrap=B`` also counts ``B`` replicates in the same pass (weights of ``bootstrap_scheme``
-    from ``bootstrap_seed``, ``bootstrap_stream``): a :mod:`~posgeom.corpus.bootstrap` result.
+    :class:`~posgeom.corpus.options.CountOptions` (``max_positions`` required). Returns
+    :class:`PositionCounts` (with ``bootstrap=B``, :mod:`~posgeom.corpus.bootstrap`'s result).
     """
-    return _run(
-        flat_batches(sequences, options.batch_size),
-        _with_tokenizer(options, tokenizer),
-        progress=progress,
-        tokenizer=None if tokenizer is None else dict(tokenizer.identity),
-    )
+    return _run(flat_batches(sequences, options.batch_size), options, tokenizer, progress=progress)
 
 
 @takes_count_options(READER, COUNT, BOOTSTRAP)
@@ -340,19 +317,11 @@ def count_corpus(
     ``.npy``/``.npz``/``.bin``) or an iterable of texts. ``tokenizer``: what
     :func:`~posgeom.corpus.tokenize.load_tokenizer` takes (optional for token ids: it supplies
     ``vocab_size``, ``special_ids`` and the identity); an unfitted ``"word"`` tokenizer is fitted
-    on the corpus first (one more pass; a stream is copied to a temporary file for it). Keyword
-    options: every field of :class:`~posgeom.corpus.options.CountOptions` (the reader's
-    ``format``, ``text_column``, ``split``, ``limit`` (records), ``pad_id``, ``separator_id``,
-    ``token_dtype``; the counting options of :func:`count_positions`). Empty texts are skipped
-    (``n_empty``), long ones cut (:mod:`posgeom.corpus._texts`). No counted sequence raises,
-    unless ``allow_empty=True`` (a job's shard: all-zero counts).
+    on the corpus first (one more pass). Keyword options: every field of
+    :class:`~posgeom.corpus.options.CountOptions`. Empty texts are skipped (``n_empty``), long
+    ones cut (:mod:`posgeom.corpus._texts`). No counted sequence raises, unless
+    ``allow_empty=True`` (a job's shard: all-zero counts).
     """
     check_source(source, "count_corpus")
     tok, batches = corpus_batches(source, tokenizer, options)
-    return _run(
-        batches,
-        _with_tokenizer(options, tok),
-        progress=progress,
-        tokenizer=None if tok is None else tok.identity,
-        allow_empty=allow_empty,
-    )
+    return _run(batches, options, tok, progress=progress, allow_empty=allow_empty)

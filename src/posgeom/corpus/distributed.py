@@ -1,16 +1,11 @@
 """Counting on a Dask cluster: one task per shard, merged in shard order on the client.
 
-The corpus is cut into shards by :func:`posgeom.corpus.jobs.plan_shards` (whole files, or record
-ranges of line files with ``shard_lines``). Each shard is counted on a worker by
-:func:`posgeom.corpus.jobs.count_shard` (``count_corpus`` on that shard) and the results are merged
-with ``PositionCounts.merge`` in shard-index order, whatever order the workers finish in. Since
-``C = sum_k C(S_k)`` entry by entry, the counts, totals, ``n_sequences`` and ``n_tokens`` equal a
-single-process ``count_corpus`` pass, and so does the fingerprint.
-
-Workers load the tokenizer themselves from its path or model name (the path must be readable on
-the workers, like the corpus files); a word tokenizer fitted here travels as its vocabulary (Dask's
-in-memory serialization, scattered once). With ``job_dir`` every finished shard is recorded, so an
-interrupted or failed run resumes where it stopped (see :mod:`posgeom.corpus.jobs`).
+The shards of :func:`posgeom.corpus.jobs.plan_shards` are counted on workers by
+:func:`posgeom.corpus.jobs.count_shard` and merged in shard-index order, whatever order the
+workers finish in: the result equals a single-process ``count_corpus`` pass (:mod:`jobs`).
+Workers load the tokenizer from its path or model name (readable on the workers, like the corpus
+files); a word tokenizer fitted here travels as its vocabulary. With ``job_dir`` every finished
+shard is recorded, so an interrupted or failed run resumes where it stopped.
 
 Requires the ``dask`` extra (``dask.distributed``), imported only when a cluster is used.
 """
@@ -34,20 +29,14 @@ RETRIES = 2
 
 
 def _check_workers(n_workers: Any, threads: Any) -> None:
-    for name, value in (("n_workers", n_workers), ("threads_per_worker", threads)):
-        if value is None and name == "n_workers":
-            continue
-        check_int(value, name, 1)
+    if n_workers is not None:
+        check_int(n_workers, "n_workers", 1)
+    check_int(threads, "threads_per_worker", 1)
 
 
 def _probe(address: str, timeout: float) -> None:
-    """Refuse, within ``timeout`` seconds, an address where no Dask scheduler answers.
-
-    A Dask server speaks first: its handshake is one message whose first 8 bytes are the
-    little-endian byte count of the frames that follow (a few hundred bytes). A silent service,
-    or one that sends anything else, is refused here instead of hanging the client or making it
-    allocate a nonsense frame size.
-    """
+    """Refuse, within ``timeout`` seconds, an address where no Dask scheduler answers: a Dask
+    server speaks first, 8 bytes of little-endian frame size (a few hundred bytes)."""
     import socket
     import struct
     import time
@@ -88,9 +77,8 @@ def _probe(address: str, timeout: float) -> None:
 
 
 def _worker_log_level() -> int:
-    """Workers' own log lines only with --verbose (a DEBUG root logger). A task's failure reaches
-    the client as its exception either way; what workers log besides is noise, and on Ctrl-C
-    (the scheduler gone first) a heartbeat traceback per worker."""
+    """Workers' own log lines only with --verbose (a DEBUG root logger); a task's failure
+    reaches the client as its exception either way."""
     import logging
 
     return logging.WARNING if logging.getLogger().isEnabledFor(logging.DEBUG) else logging.CRITICAL
@@ -185,9 +173,8 @@ def count_distributed(
     ``"local"`` (a LocalCluster, closed afterwards), an address ``"tcp://host:8786"`` (connected
     within ``connect_timeout`` seconds or a :class:`PosgeomError`), or a ``distributed.Client``.
     ``threads_per_worker`` applies to a LocalCluster. A failing shard is retried twice, then
-    reported by name (file and line range); finished shards stay recorded in ``job_dir``.
-    Other arguments (``tokenizer``, ``shard_lines``, ``job_dir``, ``overwrite``, ``progress`` and
-    the count ``options``) are those of :func:`~posgeom.corpus.jobs.count_resumable`.
+    reported by name; finished shards stay recorded in ``job_dir``. Other arguments: those of
+    :func:`~posgeom.corpus.jobs.count_resumable`.
     """
     _check_workers(n_workers, threads_per_worker)
     where = dict(job_dir=job_dir, shard_lines=shard_lines, overwrite=overwrite, progress=progress)

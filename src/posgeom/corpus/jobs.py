@@ -1,22 +1,16 @@
 """Sharded, resumable counting: a corpus cut into shards, each counted and recorded on its own.
 
-**Shards** are planned by :mod:`posgeom.corpus.shards` (whole files, or record ranges of line
-files with ``shard_lines``); every shard is counted with ``count_corpus(..., allow_empty=True)``, so
-a shard without a counted sequence gives zero counts. The count options travel as one
-:class:`CountOptions`. Progress goes to the ``posgeom.corpus.jobs`` logger (INFO with
-``progress=True``, else DEBUG); nothing is printed.
+**Shards** are planned by :mod:`posgeom.corpus.shards`; every shard is counted with
+``count_corpus(..., allow_empty=True)`` (a shard without a counted sequence gives zero counts).
+Progress goes to the ``posgeom.corpus.jobs`` logger (INFO with ``progress=True``, else DEBUG).
 
-**Counts add up.** For shards ``S_1 .. S_K`` of a corpus, ``C = sum_k C(S_k)`` entry by entry
-(``C[i, t]`` as in :mod:`posgeom.corpus.counting`), and so do ``totals``, ``n_sequences`` and
-``n_tokens``: merging the shard counts (``PositionCounts.merge``, in shard-index order) is exactly
-the one-pass count of the whole corpus, fingerprint included (it does not depend on the shard
-size, see :mod:`posgeom.corpus._fingerprint`). ``max_sequences`` and ``limit`` are global and are
-refused here.
+**Counts add up.** For shards ``S_1 .. S_K`` of a corpus, ``C = sum_k C(S_k)`` entry by entry,
+and so do ``totals``, ``n_sequences`` and ``n_tokens``: merging the shard counts in shard-index
+order is exactly the one-pass count of the whole corpus, fingerprint included.
+``max_sequences`` and ``limit`` are global and are refused here.
 
-**Job folder** (``job_dir``): a work folder of kind ``count-job``
-(:class:`posgeom.io.workfolders.WorkFolder`: new, empty or made by posgeom for a job, never
-inside an input nor holding one; ``posgeom-manifest.json`` lists every file the job wrote, and
-``overwrite`` deletes only those)::
+**Job folder** (``job_dir``): a :class:`posgeom.io.workfolders.WorkFolder` (``overwrite``
+deletes only the files the job wrote)::
 
     manifest.json            arguments (sources with size/mtime, tokenizer identity, count options,
                              shard_lines) and the shard plan; written once, atomically
@@ -110,33 +104,24 @@ def _say(message: str, progress: bool) -> None:
 
 
 def _fit_word(tok: Any, paths: list[Path], fmts: list[str], options: CountOptions) -> None:
+    how = {"text_column": options.text_column, "split": options.split, **options.decoding()}
     tok.fit(
         chain.from_iterable(
-            read_texts(
-                p,
-                format=f,
-                text_column=options.text_column,
-                split=options.split,
-                **options.decoding(),
-            )
-            for p, f in zip(paths, fmts, strict=True)
+            read_texts(p, format=f, **how) for p, f in zip(paths, fmts, strict=True)
         )
     )
 
 
 def _start(
-    jd: WorkFolder | None, args: dict[str, Any], plan: Any, fit: Any, tok: Any
-) -> tuple[list[Shard], str]:
-    """A new job in the (cleared) work folder ``jd``: plan the shards, fit a word tokenizer,
-    write the manifest (with the plan's checksum); returns the shards and that checksum."""
-    shards = plan()
+    jd: WorkFolder | None, args: dict[str, Any], shards: list[Shard], fitted: bool, tok: Any
+) -> str:
+    """A new job in the (cleared) work folder ``jd``: write the fitted word tokenizer and the
+    manifest (with the plan's checksum); returns that checksum."""
     records = [asdict(s) for s in shards]
     checksum = plan_sha256(records)
-    if fit is not None:
-        fit()
     if jd is not None:
         jd.clear()  # files of a job killed before it wrote its manifest
-        if fit is not None:
+        if fitted:
             with jd.atomic("tokenizer.json") as tmp:
                 tok.save(tmp)
         doc = {
@@ -148,7 +133,7 @@ def _start(
             "plan_sha256": checksum,
         }
         jd.write_text(MANIFEST, json_text(doc, indent=1, sort_keys=True) + "\n")
-    return shards, checksum
+    return checksum
 
 
 @dataclass
@@ -183,8 +168,7 @@ class CountJob:
         progress: bool = True,
     ) -> CountJob:
         """Check the arguments, plan the shards (or read the plan of ``job_dir``) and load the
-        shards recorded there. ``options``: a :class:`CountOptions` (see :func:`count_options`);
-        the other arguments as in :func:`count_resumable`."""
+        shards recorded there; arguments as in :func:`count_resumable`."""
         if not isinstance(options, CountOptions):
             raise PosgeomError("pass the count options as CountOptions (see count_options)")
         check_shard_lines(shard_lines)
@@ -226,13 +210,10 @@ class CountJob:
                 tok = WordLevelTokenizer.load(jd / "tokenizer.json")
                 tok.name = "word"
         else:
-            shards, plan = _start(
-                folder,
-                args,
-                lambda: plan_shards(paths, shard_lines=shard_lines, format=options.format),
-                (lambda: _fit_word(tok, paths, fmts, options)) if "fit" in tok_record else None,
-                tok,
-            )
+            shards = plan_shards(paths, shard_lines=shard_lines, format=options.format)
+            if "fit" in tok_record:
+                _fit_word(tok, paths, fmts, options)
+            plan = _start(folder, args, shards, "fit" in tok_record, tok)
         if spec is None and tok is not None:  # a word tokenizer: workers get its vocabulary
             spec = ("word", word_doc(tok))
         job = cls(shards, spec, options, jd, progress, plan, folder=folder)
@@ -322,13 +303,10 @@ class CountJob:
 
 def _tokenizer_inputs(tokenizer: Any) -> list[Path]:
     """The tokenizer file or folder a job reads (a job folder may not hold it)."""
-    if isinstance(tokenizer, (str, os.PathLike)) and os.fspath(tokenizer) not in (
-        "word",
-        "whitespace",
-    ):
-        path = Path(tokenizer).expanduser()
-        return [path] if path.exists() else []
-    return []
+    if not isinstance(tokenizer, (str, os.PathLike)):
+        return []
+    path = Path(tokenizer).expanduser()
+    return [path] if os.fspath(tokenizer) not in ("word", "whitespace") and path.exists() else []
 
 
 def count_resumable(
@@ -349,13 +327,10 @@ def count_resumable(
     ``"word"`` (fitted on all sources first, saved to ``job_dir/tokenizer.json``) or a
     ``WordLevelTokenizer``; None for token ids. ``shard_lines``: records per shard of line files
     (None: one shard per file). ``overwrite``: delete the files a recorded job wrote in
-    ``job_dir`` (only those) and start over. ``progress``: one line per shard logged at INFO (else at DEBUG; nothing is printed).
-    ``options``: ``format``, ``text_column``, ``split``, ``pad_id``, ``separator_id``,
-    ``token_dtype``, ``vocab_size``, ``include_special``, ``special_ids``, ``align``,
-    ``min_length``, ``batch_size`` as in ``count_corpus`` (``max_sequences`` and ``limit`` are
-    refused: they are global); ``bootstrap=B``, ``bootstrap_seed`` and ``bootstrap_scheme`` count
-    bootstrap replicates, shard ``k`` with ``bootstrap_stream=k`` (see :mod:`posgeom.corpus.bootstrap`). Returns the merged :class:`PositionCounts`, equal in counts,
-    totals, ``n_sequences`` and ``n_tokens`` to one ``count_corpus`` pass over the same corpus.
+    ``job_dir`` (only those) and start over. ``progress``: one line per shard logged at INFO.
+    ``options``: the count options of ``count_corpus`` but ``max_sequences`` and ``limit``
+    (global); with ``bootstrap=B`` shard ``k`` is counted with ``bootstrap_stream=k``. Returns
+    the merged :class:`PositionCounts`, equal to one ``count_corpus`` pass over the same corpus.
     """
     job = CountJob.prepare(
         sources,

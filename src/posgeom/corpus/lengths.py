@@ -5,10 +5,8 @@ the number of sequences longer than ``i``, so the counts already hold the length
 ``h[L] = T_{L-1} - T_L`` sequences have exactly ``L`` tokens (``T_{-1}`` = all sequences), and
 ``T_{cap-1}`` have ``cap`` tokens *or more*.
 
-The suggested ``n`` is the rule ``posgeom reproduce`` uses: the positions reached by at least
-``1 - q`` of the sequences (``q = 0.95``), i.e. the ``q`` quantile of the lengths, at least 3.
-Beyond it a position has under 5% of the samples of position 0 and its distribution is mostly
-sampling noise.
+The suggested ``n``: the positions reached by at least ``1 - q`` of the sequences
+(``q = 0.95``), i.e. the ``q`` quantile of the lengths, at least 3.
 """
 
 from __future__ import annotations
@@ -114,9 +112,9 @@ def length_profile(
     hist[:cap] = before[:-1] - before[1:]
     hist[cap] = t[-1] if cap else n_sequences
     cum = np.cumsum(hist)
-    pct = {}
-    for p in (50, 90, 95, 99):
-        pct[p] = int(np.searchsorted(cum, p / 100 * n_sequences * (1 - 1e-12)))
+    pct = {
+        p: int(np.searchsorted(cum, p / 100 * n_sequences * (1 - 1e-12))) for p in (50, 90, 95, 99)
+    }
     return LengthProfile(
         histogram=hist,
         n_sequences=int(n_sequences),

@@ -1,22 +1,19 @@
 """The options of a count, declared once: :class:`CountOptions`.
 
 Every option that shapes how a corpus is read and counted is one field here, with its default,
-the values it allows (checked on construction, with the package's integer rule of
-:mod:`posgeom._validation`) and its group:
+the values it allows (checked on construction) and its group:
 
 - ``reader`` (``count_corpus`` only): ``format``, ``text_column``, ``split``, ``limit``
-  (records read), ``pad_id``, ``separator_id``, ``token_dtype``, ``text_encoding`` (any Python
-  codec; ``--encoding`` is taken by the encodings to score), ``encoding_errors`` (its handler), ``text_field`` (a text line's text starts at this
-  whitespace-separated field: 2 for "label text" lines);
+  (records read), ``pad_id``, ``separator_id``, ``token_dtype``, ``text_encoding``,
+  ``encoding_errors``, ``text_field`` (:mod:`posgeom.corpus.readers`);
 - ``count``: ``max_positions`` (``n``, required), ``vocab_size``, ``include_special``,
   ``special_ids``, ``align``, ``min_length``, ``max_sequences``, ``batch_size``;
 - ``bootstrap``: ``bootstrap`` (replicates ``B``), ``bootstrap_seed``, ``bootstrap_stream``,
   ``bootstrap_scheme`` (:mod:`posgeom.corpus.bootstrap`).
 
-What derives from it: the keyword options of :func:`~posgeom.corpus.counting.count_positions`
-(count and bootstrap groups) and :func:`~posgeom.corpus.counting.count_corpus` (all three), by
-:func:`takes_count_options`; the CLI's counting flags (defaults and choices read from here,
-:mod:`posgeom.cli._count_flags`); and a sharded job's manifest (:mod:`posgeom.corpus._jobfiles`).
+What derives from it: the keyword options of ``count_positions`` and ``count_corpus``
+(:func:`takes_count_options`), the CLI's counting flags (:mod:`posgeom.cli._count_flags`) and a
+sharded job's manifest (:mod:`posgeom.corpus._jobfiles`).
 """
 
 from __future__ import annotations
@@ -59,13 +56,11 @@ def _option(default: Any, *allowed: Any, group: str) -> Any:
 
 @dataclass(frozen=True)
 class CountOptions:
-    """How a corpus is read and counted (see the module docstring for the groups).
+    """How a corpus is read and counted (module docstring).
 
-    ``special_ids``: the ids removed when ``include_special=False`` (stored sorted); None takes
-    the tokenizer's (none without a tokenizer). ``vocab_size=None``: the tokenizer's, else the
-    largest id + 1. ``batch_size`` changes speed, never the counts. ``bootstrap=B`` (``B >= 2``)
-    also counts ``B`` replicates with weights of ``bootstrap_scheme`` drawn from
-    ``(bootstrap_seed, bootstrap_stream)``. A value out of range raises :class:`PosgeomError`.
+    ``special_ids``: the ids removed when ``include_special=False`` (stored sorted; None: the
+    tokenizer's). ``vocab_size=None``: the tokenizer's, else the largest id + 1. ``batch_size``
+    never changes the counts. ``bootstrap=B`` (``B >= 2``) also counts ``B`` replicates.
     """
 
     max_positions: int = field(metadata={"allowed": (Interval(Integral, 1, None),), "group": COUNT})
@@ -105,12 +100,10 @@ class CountOptions:
                     "as a list of integers"
                 )
             object.__setattr__(self, "special_ids", tuple(sorted(int(i) for i in ids)))
-        if self.bootstrap is not None:  # the replicate rule's home: corpus.bootstrap_weights
+        if self.bootstrap is not None:
             check_replicates(self.bootstrap)
-        check_encoding(
-            self.text_encoding, self.encoding_errors
-        )  # the codec rule's home: corpus._decoding
-        if self.token_dtype is not None:  # the .bin rule's home: corpus.token_ids
+        check_encoding(self.text_encoding, self.encoding_errors)
+        if self.token_dtype is not None:
             from posgeom.corpus.token_ids import bin_dtype
 
             bin_dtype(self.token_dtype)
@@ -137,9 +130,8 @@ class CountOptions:
 
 
 def text_decoding(fields: Any) -> dict[str, Any]:
-    """The text readers' keywords (:func:`posgeom.corpus.readers.read_texts`): ``encoding``,
-    ``errors``, ``text_field``, from the fields ``text_encoding``, ``encoding_errors`` and
-    ``text_field`` of ``fields`` (:class:`CountOptions`, or the CLI's parsed text flags)."""
+    """The text readers' ``encoding``, ``errors``, ``text_field`` from the fields
+    ``text_encoding``, ``encoding_errors``, ``text_field`` of ``fields`` (options or CLI flags)."""
     return {
         "encoding": fields.text_encoding,
         "errors": fields.encoding_errors,
@@ -156,12 +148,8 @@ def option_fields(*groups: str) -> tuple[dataclasses.Field[Any], ...]:
 
 def takes_count_options(*groups: str) -> Callable[[F], F]:
     """Decorator: the function takes the :class:`CountOptions` fields of ``groups`` as keyword
-    options (names, defaults and types read from the dataclass, shown by ``help()`` and
-    ``inspect.signature``) and receives them as one validated ``options=CountOptions(...)``.
-
-    The decorated function declares ``options`` as a keyword-only parameter; its other parameters
-    stay as written. An unknown or missing keyword is a ``TypeError``, as for any function.
-    """
+    options (shown by ``help()`` and ``inspect.signature``) and receives them as one validated
+    keyword-only ``options=CountOptions(...)``."""
     names = tuple(f.name for f in option_fields(*groups))
 
     def decorate(func: F) -> F:

@@ -15,16 +15,11 @@ format       suffixes                              text taken from
 ===========  ====================================  =============================================
 
 Any file format may be gzip-compressed with an extra ``.gz`` suffix (``train.tsv.gz``); a file
-with any other suffix is read with ``format=`` (``--format``; e.g. ``text`` for ``data.all.gz``). On the command line the
-decoding options are ``--text-encoding``, ``--encoding-errors`` and ``--text-field``.
-Text is decoded line by line with ``encoding`` (any Python codec, default UTF-8) and ``errors``
-(:data:`ERRORS`; default ``strict``, so an undecodable byte is reported with its file and line);
-a UTF-8 byte-order mark at the start of a file is dropped (in every text format). For ``text``,
-``text_field = N`` keeps each line from its ``N``-th whitespace-separated field on (``2`` for
-"label text" lines; a line with fewer fields is empty).
-A gzip-compressed Parquet file is decompressed to a temporary file (Parquet needs random access),
-at most 64 times its size (:mod:`posgeom.io._inflate`); what a Parquet file decodes to is bounded
-too (:mod:`posgeom.corpus._parquet`).
+with any other suffix is read with ``format=`` (``--format``). Text is decoded line by line with
+``encoding`` (any Python codec, default UTF-8; ``--text-encoding``) and ``errors`` (:data:`ERRORS`,
+default ``strict``; ``--encoding-errors``); a UTF-8 byte-order mark at the start of a file is
+dropped. For ``text``, ``text_field = N`` (``--text-field``) keeps each line from its ``N``-th
+whitespace-separated field on (a line with fewer fields is empty). Parquet: :mod:`posgeom.corpus._parquet`.
 
 Token ids (``.npy``, ``.npz``, ``.bin``) are read by :mod:`posgeom.corpus.token_ids`.
 """
@@ -116,13 +111,6 @@ def is_stream(path: Path | str) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def _too_long(path: Path | str, lineno: int) -> PosgeomError:
-    return PosgeomError(
-        f"{path}, line {lineno}: longer than {MAX_LINE_BYTES >> 20} MiB without a newline (a "
-        "binary file, or old Mac CR line ends?); pass a text corpus with one sequence per line"
-    )
-
-
 def read_lines(
     path: Path | str,
     start: int = 0,
@@ -132,13 +120,9 @@ def read_lines(
     encoding: str = "utf-8",
     errors: str = "strict",
 ) -> Iterator[tuple[int, str]]:
-    """(1-based line number, decoded line with its newline), decoded with ``encoding`` and
-    ``errors`` (module docstring); an undecodable line is a located error.
-
-    ``start``/``stop`` restrict reading to the bytes ``[start, stop)`` (a shard of a file; for
-    gzip the stream is decompressed forward to ``start``), ``first_line`` is the number of the
-    line at ``start``. A UTF-8 byte-order mark at byte 0 is dropped. Lines are read in bounded
-    pieces: one longer than :data:`MAX_LINE_BYTES` is refused (``/dev/zero`` ends there).
+    """(1-based line number, decoded line with its newline); an undecodable line is a located
+    error. ``start``/``stop``: the bytes ``[start, stop)`` (a shard), ``first_line``: the number
+    of the line at ``start``. A line longer than :data:`MAX_LINE_BYTES` is refused.
     """
     codec = check_encoding(encoding, errors)
     utf8 = codec == "utf-8"
@@ -151,7 +135,11 @@ def read_lines(
             pos = start
             while pos < stop and (raw := fh.readline(MAX_LINE_BYTES + 1)):
                 if len(raw) > MAX_LINE_BYTES:
-                    raise _too_long(path, lineno + 1)
+                    raise PosgeomError(
+                        f"{path}, line {lineno + 1}: longer than {MAX_LINE_BYTES >> 20} MiB "
+                        "without a newline (a binary file, or old Mac CR line ends?); pass a text "
+                        "corpus with one sequence per line"
+                    )
                 if utf8 and pos == 0 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                     pos += 3
@@ -178,9 +166,8 @@ def read_lines(
 
 
 def spool(path: Path | str) -> Spooled:
-    """Copy a stream (:func:`is_stream`) into a temporary file, line by line (bounded, strict
-    UTF-8, decompressed), so that a reader needing two passes (the word tokenizer's fit, then the
-    count) reads the stream once. Keep the returned object while the copy is read."""
+    """Copy a stream (:func:`is_stream`) into a temporary file (bounded, strict UTF-8,
+    decompressed) for a reader needing two passes; keep the returned object while it is read."""
     out = Spooled(tempfile.mkdtemp(prefix="posgeom-stream-"), "stream")
     with open(out, "w", encoding="utf-8", newline="") as fh:
         for _, line in read_lines(path):
@@ -294,15 +281,12 @@ def read_texts(
     errors: str = "strict",
     text_field: int = 1,
 ) -> Iterator[str]:
-    """Stream the texts of a corpus lazily, one string per sequence.
+    """Stream the texts of a corpus lazily, one string per sequence (module docstring).
 
-    ``encoding``, ``errors``: how text files are decoded; ``text_field``: for ``text``, the
-    whitespace-separated field each line's text starts at (module docstring).
-    ``format`` defaults to the suffix (see the module table); ``text_column`` defaults to
-    ``"text"`` for column formats; ``limit`` stops after that many records; ``split`` picks a split
-    of a saved ``DatasetDict`` (or of a hub dataset). The path and format are checked at once;
-    column and decoding problems are raised while iterating, as :class:`PosgeomError`.
-    A Hugging Face hub dataset is read only with ``format="hf-hub"`` (``path`` is then its name).
+    ``format`` defaults to the suffix; ``text_column`` to ``"text"``; ``limit`` stops after that
+    many records; ``split`` picks a split of a saved ``DatasetDict`` (or of a hub dataset, read
+    only with ``format="hf-hub"``). The path and format are checked at once; column and decoding
+    problems are raised while iterating.
     """
     check_path(path, "read_texts: path")
     decoding = {"encoding": encoding, "errors": errors}

@@ -1,12 +1,10 @@
 """Shard plans: a corpus cut into whole files or record ranges of line files.
 
-A shard is a whole file, or (with ``shard_lines=m``, for the line formats ``text``, ``jsonl``,
-``csv``, ``tsv``, optionally ``.gz``) the data records ``[k*m, (k+1)*m)`` of one file, stored as
-the byte range ``[start, stop)`` of those records in the (decompressed) file. A record is one
-line, except in ``csv`` where a newline inside quotes continues the record (a newline ends a
-record when the number of ``"`` seen so far is even, which is exact for RFC 4180 quoting). The
-header line of ``csv``/``tsv`` is not data. Other formats (Parquet, saved datasets, token ids) are
-one shard per file. Shard ``k`` of a plan is named ``"<path> lines a-b"`` (1-based file lines).
+A shard is a whole file, or (with ``shard_lines=m``, for the line formats, optionally ``.gz``)
+the data records ``[k*m, (k+1)*m)`` of one file, stored as the byte range ``[start, stop)`` of
+those records in the (decompressed) file. A record is one line, except in ``csv`` where a newline
+ends a record only after an even number of ``"`` (RFC 4180); the ``csv``/``tsv`` header is not
+data. Shard ``k`` is named ``"<path> lines a-b"`` (1-based file lines).
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ from posgeom._validation import check_int
 from posgeom.corpus._decoding import text_from
 from posgeom.corpus.readers import (
     TOKEN_FORMATS,
+    check_exists,
     detect_format,
     open_binary,
     read_delimited,
@@ -108,8 +107,7 @@ def source_paths(sources: Any) -> list[Path]:
     if not paths:
         raise PosgeomError("no sources given; pass one or more corpus files")
     for p in paths:
-        if not p.exists():
-            raise PosgeomError(f"corpus file {p} does not exist; check the path")
+        check_exists(p)
     return paths
 
 
@@ -131,10 +129,8 @@ def plan_shards(
     shard_lines: int | None = None,
     format: str | None = None,
 ) -> list[Shard]:
-    """Cut ``sources`` into shards (see the module docstring); one pass over each line file.
-
-    ``shard_lines=None`` makes one shard per file. Files without data records give no shard.
-    """
+    """Cut ``sources`` into shards (module docstring; ``shard_lines=None``: one per file); one
+    pass over each line file. Files without data records give no shard."""
     check_shard_lines(shard_lines)
     shards: list[Shard] = []
     for path in source_paths(sources):

@@ -4,9 +4,8 @@ Formats: an in-memory sequence of sequences or 2-D array; ``.npy`` (2-D, rows st
 ``pad_id``; or 1-D, one stream split on ``separator_id``); ``.npz`` (the array under ``key``,
 default ``"input_ids"`` or the only array; an optional ``"lengths"`` array cuts each row); ``.bin``
 (a flat ``uint16``/``uint32`` token stream as nanoGPT writes it, memory-mapped, split on
-``separator_id``, e.g. GPT-2's ``50256``). Files are parsed by :mod:`posgeom.io._arrayfiles` (never
-unpickled, sizes checked before allocation) and every id is validated by
-:func:`posgeom.corpus._counter.token_id_array` (integers, or whole-number floats; no bools).
+``separator_id``). Files are parsed by :mod:`posgeom.io._arrayfiles` and every id is validated by
+:func:`posgeom.corpus._counter.token_id_array`.
 """
 
 from __future__ import annotations
@@ -45,8 +44,7 @@ def bin_dtype(dtype: Any) -> np.dtype:
 
 
 def _strip(row: Any, pad_id: int | None) -> np.ndarray:
-    """``row`` as validated int64 ids (whole-number floats accepted, see
-    :func:`~posgeom.corpus._counter.token_id_array`), without ``pad_id``."""
+    """``row`` as validated int64 ids, without ``pad_id``."""
     row = token_id_array(row if isinstance(row, np.ndarray) else list(row))
     return row if pad_id is None else row[row != pad_id]
 
@@ -70,14 +68,8 @@ def _split_stream(
         yield token_id_array(np.asarray(stream[start:]))
 
 
-def _check_int(arr: np.ndarray, where: Any) -> None:
-    if arr.dtype.kind not in "iuf":  # whole-number floats are accepted by the counter
-        raise PosgeomError(f"{where}: token ids must be integers, got dtype {arr.dtype}")
-
-
 def _check_lengths(lengths: np.ndarray, arr: np.ndarray, where: Any) -> None:
-    """An ``.npz``'s ``lengths``: one integer per row of a 2-D id array, ``0 <= l_i <= width``
-    (a negative length would cut the row from its end, a short array fail mid-count)."""
+    """An ``.npz``'s ``lengths``: one integer per row of a 2-D id array, ``0 <= l_i <= width``."""
     fix = "one length per row, each between 0 and the row width; fix or drop the lengths array"
     if arr.ndim != 2:
         raise PosgeomError(f"{where}: 'lengths' is given for a {arr.ndim}-D id array; {fix}")
@@ -100,7 +92,8 @@ def _array_ids(
     separator_id: int | None,
     lengths: np.ndarray | None = None,
 ) -> Iterator[np.ndarray]:
-    _check_int(arr, where)
+    if arr.dtype.kind not in "iuf":  # whole-number floats are accepted by the counter
+        raise PosgeomError(f"{where}: token ids must be integers, got dtype {arr.dtype}")
     if lengths is not None:
         _check_lengths(lengths, arr, where)
     if arr.ndim == 2:
@@ -125,11 +118,9 @@ def read_token_ids(
     """Stream pre-tokenized sequences as 1-D ``int64`` arrays.
 
     ``source``: an in-memory sequence of sequences / 2-D array, or a ``.npy``, ``.npz`` or nanoGPT
-    ``.bin`` path (see the module docstring). ``pad_id``: every occurrence of it is removed from
-    2-D rows (left or right padding), so padding is never counted. ``separator_id``: splits 1-D
-    streams into documents; the separator itself is dropped; required for ``.bin``. ``dtype``: of
-    a ``.bin`` file (``uint16`` default, ``uint32`` for vocabularies over 65535). ``key``: the
-    array in an ``.npz``. ``limit``: stop after that many sequences.
+    ``.bin`` path (module docstring). ``pad_id``: removed from 2-D rows. ``separator_id``: splits
+    1-D streams into documents (dropped; required for ``.bin``). ``dtype``: of a ``.bin`` file
+    (``uint16`` default). ``key``: the array in an ``.npz``. ``limit``: at most that many sequences.
     """
     check_source(source, "read_token_ids")
     if not isinstance(source, (str, os.PathLike)):

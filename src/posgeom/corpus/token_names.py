@@ -1,8 +1,5 @@
-"""Token id -> text of the tokenizer a counts file records: :func:`token_names`, when that
-tokenizer's file is at hand (or a word vocabulary was fitted in this process) and its vocabulary
-hash matches. The words an estimate's classes are described with
-(:func:`posgeom.estimators.class_words.describe_classes`); the corpus stage reads them, so the
-estimators are handed names, not tokenizers."""
+"""Token id -> text of the tokenizer a counts file records (:func:`token_names`), the words an
+estimate's classes are described with (:func:`posgeom.estimators.class_words.describe_classes`)."""
 
 from __future__ import annotations
 
@@ -17,10 +14,8 @@ __all__ = ["token_names"]
 def token_names(identity: Mapping[str, Any] | None) -> Callable[[int], str | None] | None:
     """Token id -> text for the tokenizer ``identity`` (a counts file's ``tokenizer`` record:
     ``kind``, ``name``, ``vocab_sha256``) when it names a ``tokenizers`` JSON file or a saved
-    posgeom word vocabulary that exists here (relative to the working directory or inside an
-    installed package) and has that vocabulary hash, or a word vocabulary fitted in this process
-    (:mod:`posgeom.corpus._vocabularies`); else None (a word vocabulary fitted in another
-    process is not stored with the counts; a transformers name is not loaded: no hub access)."""
+    word vocabulary found here with that vocabulary hash, or a word vocabulary fitted in this
+    process (:mod:`posgeom.corpus._vocabularies`); else None (no hub access)."""
     if not identity or not isinstance(identity.get("name"), str):
         return None
     vocab = _vocabulary(str(identity["name"]), str(identity.get("kind")))
@@ -39,9 +34,8 @@ def token_names(identity: Mapping[str, Any] | None) -> Callable[[int], str | Non
 
 
 def _located(name: str) -> Path | None:
-    """The file a recorded tokenizer name points to: the path itself (absolute, or relative to
-    the working directory), or a package-relative one (``pkg/tokenizer.json``, as
-    :func:`posgeom._paths.portable_path` records files inside installed packages)."""
+    """The file a recorded tokenizer name points to: the path itself, or a package-relative one
+    (``pkg/tokenizer.json``, as :func:`posgeom._paths.portable_path` records it)."""
     path = Path(name)
     if path.is_file():
         return path

@@ -10,15 +10,11 @@ Every tokenizer here has::
     identity: dict   # {"kind", "name", "vocab_size", "vocab_sha256", ...} recorded with counts
 
 Three kinds (``vocab_sha256``: the SHA-256 of the canonical JSON of the ``token -> id`` mapping):
-
-- :class:`HFTokenizer` wraps a ``tokenizers.Tokenizer`` (a ``tokenizer.json`` file, or the fast
-  backend of a ``transformers`` tokenizer). Padding and truncation are switched off; batches go
-  through the Rust ``encode_batch`` path (parallel). ``add_special_tokens`` (default True) keeps the
-  tokenizer's own template, e.g. ``[CLS] ... [SEP]`` for BERT.
-- a ``transformers`` tokenizer by name or local path (``AutoTokenizer``, ``local_files_only`` unless
-  ``allow_download=True``, ``trust_remote_code=False`` always); slow tokenizers are called directly.
-- :class:`~posgeom.corpus.word_tokenizer.WordLevelTokenizer`: whitespace split, vocabulary built
-  from the corpus (:mod:`posgeom.corpus.word_tokenizer`).
+:class:`HFTokenizer` (a ``tokenizers.Tokenizer``: a ``tokenizer.json`` file or the fast backend of
+a ``transformers`` tokenizer; padding and truncation off, ``add_special_tokens`` keeps its
+template), :class:`TransformersTokenizer` (a slow ``transformers`` tokenizer; local files only
+unless ``allow_download=True``, never remote code) and
+:class:`~posgeom.corpus.word_tokenizer.WordLevelTokenizer` (whitespace split).
 """
 
 from __future__ import annotations
@@ -65,8 +61,8 @@ class Tokenizer(Protocol):
 
 
 def _identity(kind: str, name: str, vocab: dict[str, int], size: int, special: bool) -> dict:
-    """A library tokenizer's identity (module docstring): its ``vocab_size`` is the larger of its
-    own ``size`` and the largest id of ``vocab`` plus one; ``special``: ``add_special_tokens``."""
+    """A library tokenizer's identity; ``vocab_size``: the larger of ``size`` and the largest id
+    of ``vocab`` plus one; ``special``: ``add_special_tokens``."""
     return {
         "kind": kind,
         "name": name,
@@ -209,11 +205,10 @@ def load_tokenizer(
     allow_download: bool = False,
 ) -> Any:
     """A tokenizer from ``spec``: an object with ``encode_batch`` (returned as is); ``"word"`` /
-    ``"whitespace"`` (a new, unfitted :class:`WordLevelTokenizer`, fitted by ``count_corpus``); a
-    ``.json`` file (posgeom words or ``tokenizers``); a ``.gguf`` checkpoint; a folder (its
-    ``tokenizer.json`` if present, else ``transformers.AutoTokenizer``); otherwise a
-    ``transformers`` model name, from the local cache unless ``allow_download`` (no remote code).
-    """
+    ``"whitespace"`` (an unfitted :class:`WordLevelTokenizer`); a ``.json`` file (posgeom words
+    or ``tokenizers``); a ``.gguf`` checkpoint; a folder (its ``tokenizer.json``, else
+    ``transformers.AutoTokenizer``); otherwise a ``transformers`` model name (local cache unless
+    ``allow_download``)."""
     if hasattr(spec, "encode_batch") and not isinstance(spec, (str, os.PathLike)):
         return spec
     text = os.fspath(check_path(spec, "tokenizer (a path, a name, 'word' or a tokenizer object)"))
@@ -247,9 +242,8 @@ def load_tokenizer(
 
 
 def from_transformers(tok: Any, *, name: str, add_special_tokens: bool = True) -> Any:
-    """A posgeom tokenizer for a loaded ``transformers`` tokenizer (fast ones as
-    :class:`HFTokenizer` on a copy of the Rust backend, slow ones as
-    :class:`TransformersTokenizer`); special, unknown and padding ids are the tokenizer's own."""
+    """A posgeom tokenizer for a loaded ``transformers`` tokenizer: fast ones as
+    :class:`HFTokenizer` on a copy of the Rust backend, slow ones as :class:`TransformersTokenizer`."""
     if getattr(tok, "is_fast", False) and hasattr(tok, "backend_tokenizer"):
         backend = require("tokenizers", "hf").Tokenizer.from_str(tok.backend_tokenizer.to_str())
         return HFTokenizer(

@@ -91,9 +91,7 @@ class WordLevelTokenizer:
             raise PosgeomError("the word tokenizer has no vocabulary yet; call .fit(texts) first")
         return self._vocab
 
-    @property
-    def unk_id(self) -> int:
-        return 0
+    unk_id = 0  # the unknown token's id
 
     @property
     def vocab_size(self) -> int:

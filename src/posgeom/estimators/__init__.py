@@ -1,9 +1,7 @@
 """Estimators of the positional Hellinger geometry of a corpus (not of one finite sample).
 
 The plug-in matrix ``||sqrt(X_i / T_i) - sqrt(X_j / T_j)||`` is biased upwards by the sampling
-noise of each position, most for positions with few samples; with tens of thousands of token
-types and hundreds or thousands of samples per position it is mostly noise (issue 9). This package
-estimates the geometry of the distributions themselves::
+noise of each position; this package estimates the geometry of the distributions themselves::
 
     est = posgeom.estimate_geometry(counts)                  # the recommended estimator
     est = posgeom.estimate_geometry(counts, estimator="plugin", coarsen="top:1000", pool=4)
@@ -13,13 +11,9 @@ estimates the geometry of the distributions themselves::
     posgeom.classical_mds(est, 64)      # the factored Gram: implicit block Krylov above 1024 positions
     est.blocks()                        # distances block by block (long contexts, no (n, n))
 
-Every estimator returns its estimate in factored form (``est.gram``, a
-:class:`~posgeom.geometry.gram.FactoredGram`: root matrix ``S``, correction ``b``,
-``B = c J (S S^T - diag(b)) J``); above 8,192 positions (or with ``dense=False``) the estimate
-has no dense matrix at all. The estimate is Euclidean (:mod:`posgeom.estimators.euclidean`):
-the directions of ``B`` above its noise edge, ``est.coordinates`` ``X`` with
-``est.distances = ||x_i - x_j||``, which MDS reproduces at full rank; ``euclidean=False`` gives
-the raw squared chords clipped to ``[0, 2]``.
+Every estimator returns its estimate in factored form (``est.gram``,
+``B = c J (S S^T - diag(b)) J``); the estimate is Euclidean (:mod:`posgeom.estimators.euclidean`;
+``euclidean=False``: the raw squared chords clipped to ``[0, 2]``).
 
 Estimators (each one's docstring has its formula, assumptions and reference):
 
@@ -32,16 +26,9 @@ polynomial     Jiao–Venkat–Han–Weissman: best polynomial approximation of 
                probabilities (unbiased via falling factorials), bias-corrected plug-in elsewhere
 =============  ==============================================================================
 
-Every estimate states its resolution (``est.resolution``, ``est.class_map``): the token classes
-it identifies, the same at every position, and what they hold in words (``est.classes``);
-``resolution="auto"`` (the default) picks the finest ``top:K+bands:B`` (the ``K`` most frequent
-tokens one by one, ``B`` equal-mass frequency bands of the rest) the samples per position
-support (:mod:`posgeom.estimators.resolution`).
-
-Transforms that compose with every estimator (:mod:`posgeom.estimators.transforms`): vocabulary
-coarsening, position pooling and equal-sample resampling. Smoothing over positions
-(``smooth="auto"``, :mod:`posgeom.estimators.smoothing`): a lower-variance estimate, biased
-towards a smooth trajectory (opt-in).
+Every estimate states its token classes (``est.resolution``, ``est.class_map``,
+``est.classes``; :mod:`posgeom.estimators.resolution`). Transforms:
+:mod:`posgeom.estimators.transforms`; smoothing over positions: :mod:`posgeom.estimators.smoothing`.
 """
 
 from __future__ import annotations

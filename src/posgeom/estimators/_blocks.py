@@ -1,17 +1,11 @@
 """The distances of an estimate, block by block (the long-context scores' target).
 
-The Euclidean estimate (the default) is ``D+_ij = ||x_i - x_j||`` for its coordinates ``X``
-(``m x K'``, :mod:`posgeom.estimators.euclidean`): :class:`CoordinateBlocks`, memory of one
-block plus ``X``. With ``euclidean=False``, :class:`EstimateBlocks`:
-
-For a :class:`~posgeom.geometry.gram.FactoredGram` ``(S, b)`` the estimate's distances are, as in
-the dense path (:func:`posgeom.estimators._core.finish`)::
+The Euclidean estimate: ``D+_ij = ||x_i - x_j||`` (:class:`CoordinateBlocks`). With
+``euclidean=False`` (:class:`EstimateBlocks`), as in :func:`posgeom.estimators._core.finish`::
 
     D_ij = sqrt(min(max(||s_i - s_j||^2 - b_i - b_j, 0), 2))     (i != j; chord units)
 
-divided by ``sqrt 2`` in the "normalized" convention. ``block(rows, cols)`` costs one sparse Gram
-block (``O(nnz)`` of the rows and columns) and the memory of the block; ``pairs(i, j)`` sums term
-by term (no cancellation).
+divided by ``sqrt 2`` in the "normalized" convention.
 """
 
 from __future__ import annotations
@@ -70,12 +64,10 @@ class CoordinateBlocks:
 
 
 def stored_target(arrays: dict[str, np.ndarray], geometry: dict[str, Any], where: str) -> Any:
-    """The target of a long-context results folder (no ``hellinger`` array) from what it keeps,
-    as a blocks target: the rows of its MDS coordinates, when the MDS holds the whole estimate
-    (the Euclidean estimate's ``kept_rank`` at most the MDS rank and every MDS eigenvalue past
-    it zero to 1e-9 of the first: ``D_ij = ||x_i - x_j||`` over those columns, exactly).
-    ``geometry``: the folder's pipeline summary. Else a one-line :class:`PosgeomError` naming
-    what to run instead."""
+    """The blocks target of a long-context results folder (no ``hellinger`` array): its MDS
+    coordinates, when they hold the whole estimate (``kept_rank`` at most the MDS rank, every
+    later eigenvalue zero to 1e-9 of the first); else a one-line :class:`PosgeomError`.
+    ``geometry``: the folder's pipeline summary."""
     from posgeom._errors import PosgeomError
 
     kept = ((geometry.get("estimator") or {}).get("projection") or {}).get("kept_rank")

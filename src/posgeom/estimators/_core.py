@@ -9,12 +9,10 @@ one rule for every estimator:
 
     D_ij = sqrt(min(max(D^2_ij, 0), 2))       (chord, in [0, sqrt 2]; "normalized" divides by sqrt 2)
 
-A corrected estimate below 0 says "closer than sampling noise can resolve": it becomes exactly 0
-and the number of such pairs is reported (``diagnostics["negative_squared"]``); estimates above 2
-(possible for polynomial estimators) become 2 (``diagnostics["above_max"]``). Clipping makes the
-matrix a semimetric that need not be Euclidean: ``B = -1/2 J D^2 J`` can have negative
-eigenvalues. They are reported as scikit-bio's ``pcoa`` does (eigenvalues with ``|λ| <= 1e-8`` are
-zero; the warning ratio is ``-λ_min / λ_max``), and classical MDS then uses the positive part only.
+Pairs below 0 are counted in ``diagnostics["negative_squared"]``, above 2 in
+``diagnostics["above_max"]``. The clipped matrix need not be Euclidean: the negative eigenvalues
+of ``B = -1/2 J D^2 J`` are reported as scikit-bio's ``pcoa`` does (``|λ| <= 1e-8`` is zero; the
+ratio is ``-λ_min / λ_max``).
 """
 
 from __future__ import annotations
@@ -41,11 +39,9 @@ DENSE_ONLY_MAX_N = 8192  # estimators without a factored form are refused above 
 class Estimator:
     """A registered estimator: ``fn(counts, totals, *, rng, **options) -> (D^2, diagnostics)``.
 
-    ``factored``: ``fn`` returns a :class:`~posgeom.geometry.gram.FactoredGram` (root matrix
-    ``S`` and correction ``b``, ``D^2_ij = ||s_i - s_j||^2 - b_i - b_j``) instead of a dense
-    ``(n, n)`` ``D^2``; such estimates reach the implicit MDS solver and blocked scores at any
-    ``n``. Estimators without a factored form are refused above ``DENSE_ONLY_MAX_N`` positions.
-    """
+    ``factored``: ``fn`` returns a :class:`~posgeom.geometry.gram.FactoredGram` (``D^2_ij =
+    ||s_i - s_j||^2 - b_i - b_j``) instead of a dense ``(n, n)`` ``D^2`` (refused above
+    ``DENSE_ONLY_MAX_N`` positions)."""
 
     name: str
     fn: Callable[..., tuple[Any, dict[str, Any]]]
@@ -105,10 +101,8 @@ def choose_estimator(
     """The one rule for what ``"recommended"`` runs: ``(name, why_plugin)``.
 
     A named estimator is itself (``why_plugin = None``). ``"recommended"`` is
-    :data:`RECOMMENDED` unless no sampling model applies, and then ``"plugin"`` with the reason:
-    exact distributions (probabilities, not counts: nothing to correct), add-alpha smoothing (a
-    plug-in choice), or a position with fewer samples than the recommended estimator needs.
-    The pipeline, the model analysis's target and the replicates all ask this function.
+    :data:`RECOMMENDED` unless no sampling model applies (exact distributions, add-alpha
+    smoothing, a position with fewer samples than it needs), and then ``"plugin"`` with the reason.
     """
     spec = get(estimator)
     if estimator != "recommended":
@@ -131,8 +125,7 @@ def choose_estimator(
 
 def as_count_matrix(counts: Any) -> sp.csr_matrix:
     """``counts`` (``CountMatrix``, ``PositionCounts``, scipy sparse or dense ``(n, V)``) as the
-    canonical int64 CSR of :func:`posgeom.geometry.counts.count_matrix` (validated once; the
-    same object for counts normalised before), refused when it holds probabilities."""
+    canonical int64 CSR of :func:`posgeom.geometry.counts.count_matrix`; probabilities refused."""
     cm = count_matrix(counts)
     if not cm.integer:
         raise PosgeomError(
@@ -188,9 +181,7 @@ def finish(sq: np.ndarray, convention: str) -> tuple[np.ndarray, dict[str, Any]]
     """
     from posgeom.geometry.divergences import _mirror_upper
 
-    if convention not in ("chord", "normalized"):
-        raise PosgeomError(f"unknown convention {convention!r}; use 'chord' or 'normalized'")
-    _mirror_upper(sq)
+    _mirror_upper(sq)  # the convention was checked by estimate_geometry
     np.fill_diagonal(sq, 0.0)
     diag: dict[str, Any] = {
         "negative_squared": int(np.count_nonzero(sq < 0)) // 2,
@@ -224,33 +215,23 @@ class GeometryEstimate:
     convention : ``"chord"`` (``[0, sqrt 2]``) or ``"normalized"`` (``[0, 1]``).
     pooled : whether positions were pooled into buckets.
     vocab_size : number of token classes the geometry is computed on (after coarsening).
-    resolution : the label of those classes, the same at every position: ``"full"``,
-        ``"top:K"`` (the ``K`` most frequent tokens, pooled, + one "other" class),
-        ``"top:K+bands:B"`` (+ ``B`` frequency bands instead of "other"), ``"bins:B"`` or
-        ``"map"`` (:mod:`posgeom.estimators.resolution`).
-    classes : what those classes hold, in words, with their share of the tokens
-        (``"'.', '[CLS]', other: 92% of tokens"``;
-        :func:`posgeom.estimators.class_words.describe_classes`), the words every surface prints.
-    class_map : ``(V,)`` int64, token id -> class id (``0 .. vocab_size - 1``) of the input
-        vocabulary; pass it as ``resolution=`` to estimate other counts on the same classes.
+    resolution : the label of those classes: ``"full"``, ``"top:K"``, ``"top:K+bands:B"``,
+        ``"bins:B"`` or ``"map"`` (:mod:`posgeom.estimators.resolution`).
+    classes : what those classes hold, in words (``"'.', '[CLS]', other: 92% of tokens"``;
+        :func:`posgeom.estimators.class_words.describe_classes`).
+    class_map : ``(V,)`` int64, token id -> class id (``0 .. vocab_size - 1``); pass it as
+        ``resolution=`` to estimate other counts on the same classes.
     class_counts : ``(n, vocab_size)`` int64 CSR or None: the input counts on those classes
-        (before pooling and resampling), normalised once (:func:`~posgeom.geometry.counts.count_matrix`),
-        so a noise floor on the estimate's classes shares them (and their plug-in Gram).
+        (before pooling and resampling).
     options : coarsening, pooling, resampling, seed and the estimator's own options.
     diagnostics : the estimator's diagnostics (see :mod:`posgeom.estimators._core`).
-    coordinates : (m, K') float64 or None: the Euclidean estimate's coordinates ``X`` (its
-        distances are ``||x_i - x_j||``; :mod:`posgeom.estimators.euclidean`), None with
-        ``euclidean=False``.
-    gram : :class:`~posgeom.geometry.gram.FactoredGram` or None: the factored form
-        ``B = c J (S S^T - diag(b)) J`` (``S`` the ``m x V'`` root matrix after coarsening and
-        pooling, ``b`` the per-position correction, ``c = 1`` chord / ``1/2`` normalized).
+    coordinates : (m, K') float64 or None: the Euclidean estimate's ``X`` (distances
+        ``||x_i - x_j||``), None with ``euclidean=False``.
+    gram : :class:`~posgeom.geometry.gram.FactoredGram` or None: ``B = c J (S S^T - diag(b)) J``
+        (``S`` the ``m x V'`` roots, ``b`` the correction, ``c = 1`` chord / ``1/2`` normalized).
 
-    ``numpy.asarray(estimate)`` is the distance matrix, so an estimate is accepted wherever a
-    distance matrix is (scores); scores also pool an ``n``-position encoding onto the buckets
-    (:meth:`pool_encoding`). ``classical_mds(estimate, k)`` uses the factored form when there is
-    one (the implicit block Krylov solver above 1024 positions, ``O(nnz(S) + m k)`` memory; the exact
-    solver eigendecomposes the same ``B``), and :meth:`blocks` gives the distances block by
-    block for the long-context scores.
+    ``numpy.asarray(estimate)`` is the distance matrix; ``classical_mds(estimate, k)`` uses the
+    factored form when there is one, and :meth:`blocks` gives the distances block by block.
     """
 
     _distances: np.ndarray | None
@@ -271,9 +252,8 @@ class GeometryEstimate:
 
     @property
     def distances(self) -> np.ndarray | None:
-        """The ``(m, m)`` matrix (see the class docstring). The Euclidean estimate's,
-        ``||x_i - x_j||``, is made on first use and kept: the MDS step and the blocked or
-        sampled scores read :attr:`coordinates`, so they never allocate an ``(m, m)`` array."""
+        """The ``(m, m)`` matrix (class docstring); the Euclidean estimate's ``||x_i - x_j||`` is
+        made on first use and kept."""
         if self._distances is None and self.coordinates is not None and self.diagnostics["dense"]:
             from posgeom._distance_matrix import euclidean_distances
 
@@ -300,16 +280,8 @@ class GeometryEstimate:
         return int(self.totals.shape[0])
 
     def blocks(self) -> Any:
-        """The estimate's distances as a blocks target (``n_positions``, ``block(rows, cols)``,
-        ``pairs(i, j)``; the protocol of :mod:`posgeom.scores.large`), never ``(m, m)``.
-
-        A dense estimate returns a :class:`~posgeom.scores.large.DenseTarget` of
-        :attr:`distances`; one without its dense matrix a
-        :class:`~posgeom.estimators._blocks.CoordinateBlocks` of the Euclidean estimate
-        (``||x_i - x_j||``, :attr:`coordinates`) or, with ``euclidean=False``, an
-        :class:`~posgeom.estimators._blocks.EstimateBlocks` (correction, clip, convention);
-        either way the blocks equal the dense matrix's.
-        """
+        """The estimate's distances as a blocks target (the protocol of
+        :mod:`posgeom.scores.large`), never ``(m, m)``; the blocks equal the dense matrix's."""
         from posgeom.estimators._blocks import CoordinateBlocks, EstimateBlocks
 
         if self._distances is not None:
@@ -344,9 +316,10 @@ class GeometryEstimate:
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready description: estimator, convention, sizes, options, scalar diagnostics."""
-        scalars = {
-            k: v for k, v in self.diagnostics.items() if isinstance(v, (int, float, str, bool))
-        }
+
+        def scalars(d: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in d.items() if isinstance(v, (int, float, str, bool))}
+
         smoothing = self.diagnostics.get("smoothing", {})  # smooth= (estimators.smoothing)
         extra = {"smoothing": {k: v for k, v in smoothing.items() if k != "cv_error"}}
         return {
@@ -360,10 +333,6 @@ class GeometryEstimate:
             "classes": self.classes,
             "min_samples": float(np.min(self.totals)),
             "options": {k: v for k, v in self.options.items() if not isinstance(v, np.ndarray)},
-            "diagnostics": scalars,
-            "projection": {
-                k: v
-                for k, v in self.diagnostics.get("projection", {}).items()
-                if isinstance(v, (int, float, str, bool))
-            },
+            "diagnostics": scalars(self.diagnostics),
+            "projection": scalars(self.diagnostics.get("projection", {})),
         }

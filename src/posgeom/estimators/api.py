@@ -72,49 +72,31 @@ def estimate_geometry(
         default measured on the target regime: ``"corrected"``).
     convention : ``"chord"`` (``||sqrt p_i - sqrt p_j||``, ``[0, sqrt 2]``) or ``"normalized"``.
     seed : seed for every random step (splits, resampling); same seed, same result.
-    resolution : the token classes the geometry is estimated on, the same for every position
-        (:mod:`posgeom.estimators.resolution`): ``"auto"`` (default: the finest
-        ``top:K+bands:B`` the samples per position support; the plug-in, which has no sampling
-        model, stays on ``"full"``, the paper's), ``"full"``, ``"top:K"``, ``"top:K+bands:B"``
-        (the top ``K`` + ``B`` equal-mass frequency bands), ``"bins:B"``, an int ``K`` or a
-        token -> class map (an int array of length ``V``, e.g. another estimate's ``class_map``).
+    resolution : the token classes (:mod:`posgeom.estimators.resolution`): ``"auto"``
+        (default; the plug-in stays on ``"full"``), ``"full"``, ``"top:K"``, ``"top:K+bands:B"``,
+        ``"bins:B"``, an int ``K`` or a token -> class map (e.g. another estimate's ``class_map``).
     coarsen : the former name of ``resolution`` (either may be given, not two different ones).
     pool : position pooling (a width, ``"log:B"``, or bucket start positions).
     equal_samples : downsample every position (bucket) to ``m`` samples, or ``"min"``.
-    dense : build the ``(m, m)`` distance matrix (default: when ``m <= DENSE_MAX_N`` = 8192).
-        A factored estimate without it (``dense=False``, or larger ``m``) never allocates
-        ``(m, m)``: ``classical_mds(estimate, k)`` runs the implicit solver on its factored
-        Gram and :meth:`GeometryEstimate.blocks` serves its distances block by block.
+    dense : build the ``(m, m)`` distance matrix (default: when ``m <= DENSE_MAX_N`` = 8192);
+        without it MDS and scores use the factored Gram (:meth:`GeometryEstimate.blocks`).
         Estimators without a factored form always build it, and are refused above
         ``DENSE_ONLY_MAX_N`` positions.
-    euclidean : ``True`` / ``"noise_edge"`` (default): the Euclidean estimate, the eigen-directions
-        of the estimate's Gram ``B~`` above its noise edge ``|λ_min|`` (at most
-        ``euclidean_rank``), the geometry MDS reproduces; ``"psd"``: every positive direction
-        (the projection onto the positive semidefinite cone); ``False``: the raw squared chords
-        clipped to ``[0, 2]`` (a semimetric that need not be Euclidean). See
-        :mod:`posgeom.estimators.euclidean`.
+    euclidean : ``True`` / ``"noise_edge"`` (default): the eigen-directions of the estimate's
+        Gram ``B~`` above its noise edge (at most ``euclidean_rank``); ``"psd"``: every positive
+        direction; ``False``: the raw squared chords clipped to ``[0, 2]``
+        (:mod:`posgeom.estimators.euclidean`).
     euclidean_rank : ``K``, the Euclidean estimate's largest dimension (default 256).
-    smooth : None (default): no smoothing; ``"auto"`` or a slope ``a >= 0``: the Euclidean
-        estimate of the positions' roots smoothed over positions with a local-linear kernel of
-        bandwidth ``h_i = a i`` (``"auto"``: ``a`` by split-half cross-validation on the
-        counts), a lower-variance estimate biased towards a smooth trajectory
-        (:mod:`posgeom.estimators.smoothing`; the chosen ``a`` and the CV errors are in
-        ``diagnostics["smoothing"]``; ``.gram`` stays the unsmoothed factored form). Up to
-        512 positions; not with ``pool``, the plug-in or ``euclidean=False``.
-    token_names : token id -> text (a mapping or a function) for the words of the classes
-        (``.classes``); default: the tokenizer a ``PositionCounts`` records, when its file is
-        here (:func:`posgeom.corpus.token_names.token_names`), else the tokens are counted.
+    smooth : None (default), ``"auto"`` or a slope ``a >= 0``: the Euclidean estimate of the
+        roots smoothed over positions with a local-linear kernel of bandwidth ``h_i = a i``
+        (``"auto"``: ``a`` by split-half cross-validation; :mod:`posgeom.estimators.smoothing`,
+        ``diagnostics["smoothing"]``). Up to 512 positions; not with ``pool``, the plug-in or
+        ``euclidean=False``.
+    token_names : token id -> text (a mapping or a function) for ``.classes``; default: the
+        tokenizer a ``PositionCounts`` records (:func:`posgeom.corpus.token_names.token_names`).
     **options : passed to the estimator (e.g. ``n_repeats`` for ``"split_half"``).
 
-    Order: classes (resolution), pool, resample, estimate (see
-    :mod:`posgeom.estimators.transforms`).
-
-    Returns
-    -------
-    GeometryEstimate
-        ``.distances`` ``(m, m)`` with ``m = n`` (or the number of buckets); ``.estimator`` the
-        name used; ``.resolution`` (its label, e.g. ``"top:300"``) and ``.class_map``;
-        ``.positions``; ``.totals``; ``.diagnostics``.
+    Order: classes (resolution), pool, resample, estimate. Returns a :class:`GeometryEstimate`.
     """
     spec = get(estimator)
     seed = check_param("seed", seed, [SEED])  # seed='1': numpy's SeedSequence TypeError before
@@ -241,69 +223,43 @@ def _finish_estimate(
 ) -> tuple[Any, np.ndarray | None, np.ndarray | None, dict[str, Any]]:
     """``(gram, distances, coordinates, diagnostics)`` from an estimator's result: the
     Euclidean estimate (:mod:`posgeom.estimators.euclidean`; of the smoothed Gram ``J W B~ W^T
-    J`` with ``smooth = (W, info)``, :mod:`posgeom.estimators.smoothing`) or, with
-    ``euclidean=False``, the clipped squared chords (:func:`posgeom.estimators._core.finish`)."""
+    J`` with ``smooth = (W, info)``) or, with ``euclidean=False``, the clipped squared chords
+    (:func:`posgeom.estimators._core.finish`)."""
     scale = 1.0 if convention == "chord" else 0.5
     gram = replace(result, scale=scale) if isinstance(result, FactoredGram) else None
-    if smooth is not None:
-        return (
-            gram,
-            *_smoothed_estimate(result, counts, scale, smooth, build, euclidean, rank, seed),
-        )
-    if not euclidean:
+    if smooth is None and not euclidean:
         if gram is not None and not build:
             return gram, None, None, {"dense": False}
         sq = gram.squared_chords() if gram is not None else np.asarray(result, dtype=np.float64)
         dist, diag = finish(sq, convention)
         return gram, dist, None, diag
-    if gram is not None and not np.any(gram.correction):  # B = c J S S^T J: Euclidean already
+    if smooth is None and gram is not None and not np.any(gram.correction):  # Euclidean already
         diag = {"projection": {"rule": "none: exactly Euclidean (b = 0)"}, "dense": build}
         if not build:
             return gram, None, None, diag
         dist, finishing = finish(gram.squared_chords(), convention)
         return gram, dist, None, {**finishing, **diag}
-    dense_b = None if gram is not None else _dense_b(result, scale)  # no factored form: dense
     rule = "noise_edge" if euclidean is True else str(euclidean)
-    coords, info = euclidean_form(
-        gram, dense_b=dense_b, rank=rank, rule=rule, seed=seed, counts=counts
-    )
+    if smooth is not None:  # the estimate of J W B~ W^T J, its null edge smoothed by the same W
+        w, info = smooth
+        null = smoothed_null_edge(counts, w, scale, seed) if rule == "noise_edge" else None
+        dense_b = smoothed_gram(_dense_b(result, scale), w)
+        coords, proj = euclidean_form(dense_b=dense_b, rank=rank, rule=rule, seed=seed, null=null)
+        extra = {"smoothing": info}
+        clip = f"none: the smoothed Euclidean estimate ({rule}, slope {info['slope']:g})"
+    else:
+        dense_b = None if gram is not None else _dense_b(result, scale)  # no factored form
+        coords, proj = euclidean_form(
+            gram, dense_b=dense_b, rank=rank, rule=rule, seed=seed, counts=counts
+        )
+        extra = {}
+        clip = f"none: the Euclidean estimate ({rule}: the top eigenpairs of B~ above tau)"
     coords.setflags(write=False)
-    diag: dict[str, Any] = {"projection": info, "dense": build, **spectrum_keys(info)}
-    diag["clip_rule"] = f"none: the Euclidean estimate ({rule}: the top eigenpairs of B~ above tau)"
+    diag: dict[str, Any] = {"projection": proj, "dense": build, **extra, **spectrum_keys(proj)}
+    diag["clip_rule"] = clip
     if build:  # the matrix itself is made on first use (GeometryEstimate.distances)
         diag["above_max"] = pairs_above(coords, np.sqrt(2.0 * scale) + 1e-12)
     return gram, None, coords, diag
-
-
-def _smoothed_estimate(
-    result: Any,
-    counts: Any,
-    scale: float,
-    smooth: tuple[np.ndarray, dict[str, Any]],
-    build: bool,
-    euclidean: bool | str,
-    rank: int,
-    seed: int,
-) -> tuple[None, np.ndarray, dict[str, Any]]:
-    """``(None, X, diagnostics)``: the Euclidean estimate of ``J W B~ W^T J`` (dense), its noise
-    edge the split-half null smoothed by the same ``W``."""
-    w, info = smooth
-    rule = "noise_edge" if euclidean is True else str(euclidean)
-    null = smoothed_null_edge(counts, w, scale, seed) if rule == "noise_edge" else None
-    coords, proj = euclidean_form(
-        dense_b=smoothed_gram(_dense_b(result, scale), w),
-        rank=rank,
-        rule=rule,
-        seed=seed,
-        null=null,
-    )
-    coords.setflags(write=False)
-    diag: dict[str, Any] = {"projection": proj, "dense": build, "smoothing": info}
-    diag.update(spectrum_keys(proj))
-    diag["clip_rule"] = f"none: the smoothed Euclidean estimate ({rule}, slope {info['slope']:g})"
-    if build:
-        diag["above_max"] = pairs_above(coords, np.sqrt(2.0 * scale) + 1e-12)
-    return None, coords, diag
 
 
 def _resolution_spec(resolution: Any, coarsen: Any) -> Any:

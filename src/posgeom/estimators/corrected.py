@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom.estimators._core import register
-from posgeom.geometry.distributions import PositionalDistributions, positional_distributions
+from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.gram import FactoredGram
 
 __all__ = ["squared_mean_root"]
@@ -76,10 +76,6 @@ def squared_mean_root(k: Any) -> np.ndarray:
     return np.where(k <= top, small, big)
 
 
-def _roots(counts: sp.csr_matrix) -> PositionalDistributions:
-    return positional_distributions(counts)
-
-
 @register("plugin", min_samples=1, factored=True)
 def plugin(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[FactoredGram, dict]:
     """Plug-in: ``D_ij = ||sqrt(X_i / T_i) - sqrt(X_j / T_j)||`` (the paper's Eq. 3).
@@ -88,7 +84,7 @@ def plugin(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[Fact
     nothing: biased upwards by ``b_i + b_j`` (module docstring), most for the positions with fewest
     samples. Reference: Cirrincione, arXiv 2604.05217, Eq. 3.
     """
-    return FactoredGram(_roots(counts), np.zeros(counts.shape[0])), {}
+    return FactoredGram(positional_distributions(counts), np.zeros(counts.shape[0])), {}
 
 
 @register("corrected", min_samples=1, factored=True)
@@ -102,21 +98,15 @@ def corrected(counts: sp.csr_matrix, totals: np.ndarray, *, rng: Any) -> tuple[F
     where ``h`` (:func:`squared_mean_root`) is the unbiased estimator of ``(E sqrt X)^2``. Under the
     Poisson model (``X_it ~ Poisson(T_i p_it)`` independent; multinomial sampling differs by
     ``O(p_it)`` per token) ``E b̂_i = b_i`` exactly, so ``E D̃^2_ij = ||m_i - m_j||^2``: the
-    distance between the *mean* root vectors. It is 0 in expectation for two samples of one
-    distribution with equal totals, and ``m_i -> s_i`` as ``T_i p_it`` grows (``h(k) ≈ k - 1/4``:
-    it tends to the plug-in). Tokens seen about once carry almost no information about ``sqrt p``
-    and are effectively removed (``h(1) = 0``) instead of inflating every distance. Cost: the
-    plug-in's Gram product plus one pass over the non-zero counts. Any ``T_i >= 1`` works: one
-    sample gives ``b̂_i = 1`` (``h(1) = 0``), an unbiased but uninformative position whose
-    distances mostly clip to 0. Negative values are clipped
-    (see :mod:`posgeom.estimators._core`). Reference: the Poisson-complete unbiased estimator
-    (Lehmann–Scheffé) applied to the variance decomposition above; cf. the split-half floor of
-    :func:`posgeom.noise_floor`, which this replaces by an exact expectation.
+    distance between the *mean* root vectors (``m_i -> s_i`` as ``T_i p_it`` grows). Tokens seen
+    once are effectively removed (``h(1) = 0``); one sample gives ``b̂_i = 1``. Reference: the
+    Poisson-complete unbiased estimator (Lehmann–Scheffé) applied to the variance decomposition
+    above; cf. the split-half floor of :func:`posgeom.noise_floor`.
     """
     h = counts.copy().astype(np.float64)
     h.data = squared_mean_root(counts.data)
     bias = 1.0 - np.asarray(h.sum(axis=1)).ravel() / totals
-    return FactoredGram(_roots(counts), bias), {"bias": bias}
+    return FactoredGram(positional_distributions(counts), bias), {"bias": bias}
 
 
 @register("split_half", min_samples=4, factored=True)
@@ -127,13 +117,11 @@ def split_half(
     :func:`posgeom.noise_floor` (``method="split_half"``): ``b̂_i = s_i^2 / 4``, ``s_i`` the chord
     between two random halves of position ``i``'s samples, averaged over ``n_repeats`` splits.
 
-    Assumes ``b_i ∝ 1 / T_i`` (each half has ``T_i / 2`` samples, so ``E s_i^2 ≈ 2 b_i(T/2) =
-    4 b_i``). With a large vocabulary ``b_i`` falls more slowly than ``1 / T_i`` (it is dominated
-    by the mass of tokens seen about once), so this under-corrects; kept as the empirical
-    reference for ``corrected``. Reference: posgeom's noise floor (issue 9).
+    Assumes ``b_i ∝ 1 / T_i`` (``E s_i^2 ≈ 2 b_i(T/2) = 4 b_i``); with a large vocabulary ``b_i``
+    falls more slowly, so this under-corrects. Reference: posgeom's noise floor (issue 9).
     """
     from posgeom.geometry.split_half import split_half_squared
 
     seed = int(rng.integers(2**31))  # the stream noise_floor(seed=seed) draws its splits from
     bias = split_half_squared(counts, n_repeats, np.random.default_rng(seed)) / 4.0
-    return FactoredGram(_roots(counts), bias), {"bias": bias}
+    return FactoredGram(positional_distributions(counts), bias), {"bias": bias}

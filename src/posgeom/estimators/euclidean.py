@@ -1,12 +1,9 @@
 """The Euclidean estimate: the geometry MDS can reproduce, the same at every ``n``.
 
-An estimator's squared chords ``D~^2`` are unbiased (or nearly) for a Euclidean geometry, but
-are not themselves Euclidean: their Gram matrix ``B~ = -1/2 J D~^2 J`` (the factored
-``c J (S S^T - diag(b)) J`` of :mod:`posgeom.geometry.gram`) has negative eigenvalues. They are
-sampling noise the correction leaves: ``E B~`` is the Gram matrix of the mean root vectors,
-positive semidefinite, but subtracting ``diag(b)`` (and the noise of ``S S^T`` itself) pushes
-the noise part of the spectrum below 0; no configuration of points has such distances. The
-Euclidean estimate keeps the eigen-directions of ``B~`` above a threshold ``τ``::
+An estimator's squared chords ``D~^2`` are (nearly) unbiased for a Euclidean geometry, but their
+Gram matrix ``B~ = -1/2 J D~^2 J`` (the factored ``c J (S S^T - diag(b)) J`` of
+:mod:`posgeom.geometry.gram`) has negative eigenvalues, the sampling noise the correction leaves.
+The Euclidean estimate keeps the eigen-directions of ``B~`` above a threshold ``τ``::
 
     B+ = sum_{k <= K, λ_k > τ} λ_k u_k u_k^T,     X = [sqrt(λ_k) u_k]  (m x K'),
     D+_ij = ||x_i - x_j||                         (chord; "normalized" has c = 1/2 in B~)
@@ -15,46 +12,29 @@ with ``(λ_k, u_k)`` the top ``K = min(m - 1, euclidean_rank)`` eigenpairs of ``
 (``euclidean_rank = 256`` by default) and two rules for ``τ``:
 
 * ``"noise_edge"`` (the default): ``τ = max(|λ_min(B~)|, max_j λ_1(N0_j))``, the largest
-  eigenvalue sampling noise alone produces. The noise the correction leaves is unbiased; when
-  ``m`` is well below the number of token classes ``V'`` its spectrum is symmetric about 0 to
-  first order, so ``|λ_min|`` is its edge; when ``m > V'`` (coarsened vocabularies, long
-  contexts) it has at most ``V'`` positive directions, large ones, and ``m - V'`` at about
-  ``-b_i``, so ``|λ_min|`` misses it. ``N0_j`` (:func:`null_edge`, parallel analysis) is built
-  like ``B~`` from the difference of two random halves of every position's samples: the same
-  noise, no signal, in both regimes; ``NULL_DRAWS = 19`` independent draws, and the edge is
-  their largest ``λ_1`` (Horn's parallel analysis at its top quantile, Glorfeld 1995): on a
-  signal-free corpus ``λ_1(B~)`` is one more exchangeable draw, so a noise direction passes with
-  probability about 1/20 (with one draw, about 1/2). Directions above ``τ`` are signal.
-  Measured 2026-12-01 (stationary corpora, 40 positions, V = 3,000): equal samples (300 per
-  position) resolved a noise direction in 1 of 20 corpora (one draw: 12 of 20); samples
-  decaying 1,000 -> 100 in 4 of 20 (one draw: 10 of 20, 3 of them 2 directions). On the known
-  truths of ``python -m studies.estimation`` (drift, three regimes, frequent tokens only,
-  blocks; 48 positions, 3,050 -> 336 samples, 2 corpora each) the auto resolution kept the same
-  rank in 7 of 8 corpora; at ``resolution="full"`` it kept one direction fewer in 4 of 8
-  (Spearman with the truth -0.02 to +0.01, RMSE equal or lower). At ``resolution="full"`` a
-  stationary corpus with decaying samples still keeps 3 directions: the estimator's bias with
-  the sample size, which no null of the noise can see (the auto resolution keeps none).
+  eigenvalue sampling noise alone produces. When ``m`` is well below the number of token classes
+  ``V'`` the noise spectrum is symmetric about 0 to first order, so ``|λ_min|`` is its edge; when
+  ``m > V'`` it has at most ``V'`` large positive directions and ``|λ_min|`` misses it. ``N0_j``
+  (:func:`null_edge`, parallel analysis) is built like ``B~`` from the difference of two random
+  halves of every position's samples: the same noise, no signal; ``NULL_DRAWS = 19`` draws, and
+  the edge is their largest ``λ_1`` (a noise direction passes with probability about 1/20).
+  Measurements: ``docs/ESTIMATION.md``, "The Euclidean estimate".
 * ``"psd"``: ``τ = 0``: for ``m <= K + 1`` the projection of ``B~`` onto the positive
-  semidefinite cone, the nearest Euclidean geometry in Frobenius norm (never further from the
-  truth's Gram than ``B~``, a projection onto a convex set that contains it). It keeps the
-  positive half of the noise, so it inflates every distance (median 0.34-0.41 against a true
-  0.32 in the same corpora, RMSE up to 0.11), and at large ``m`` it needs all ``K`` directions.
+  semidefinite cone, the nearest Euclidean geometry in Frobenius norm. It keeps the positive
+  half of the noise, so it inflates every distance, and at large ``m`` it needs all ``K``
+  directions.
 
-The rule is the same at every ``m``: small estimates find the eigenpairs with LAPACK, large
-ones with Lanczos on the factored ``B~`` (never ``m x m``), and the distances agree (they
-depend only on ``B+``). MDS of the estimate fits ``B+``: explained variance is
-``λ_r / trace(B+)`` (at most 1), and MDS of rank ``K'`` reproduces ``D+`` exactly.
+The rule is the same at every ``m`` (LAPACK for small estimates, Lanczos on the factored ``B~``
+for large ones: the same ``B+``). MDS of rank ``K'`` reproduces ``D+`` exactly.
 
 Diagnostics (``estimate.diagnostics["projection"]``): ``rule``, ``threshold`` ``τ``,
 ``kept_rank`` ``K'`` (``rank_capped`` when all ``K`` passed; ``resolved`` False, with a
-warning, when no direction passed and only the leading one is kept), ``kept_mass`` ``trace(B+)``,
-``null_edge`` (the null draws' largest ``λ_1``), ``null_draws`` (their number), ``null_median`` and
-``null_min`` (their spread),
-``trace`` ``trace(B~)``, ``most_negative_eigenvalue``; with the full spectrum (``m <= 1024``)
-``negative_mass`` ``sum |λ_k|`` over ``λ_k < 0``, ``positive_mass``, ``projection_ratio`` =
-negative / positive mass, ``removed_positive_mass`` (positive mass below ``τ``, set aside as
-noise) and ``dropped_positive_mass`` (positive eigenvalues beyond ``K``); otherwise ``trace - kept_mass`` is what is known (the
-positive mass not kept minus the negative mass).
+warning, when no direction passed and only the leading one is kept), ``kept_mass``
+``trace(B+)``, ``null_edge``, ``null_draws``, ``null_median``, ``null_min`` (the null draws'
+largest ``λ_1``, number and spread), ``trace`` ``trace(B~)``, ``most_negative_eigenvalue``; with
+the full spectrum (``m <= 1024``) ``negative_mass`` ``sum |λ_k|`` over ``λ_k < 0``,
+``positive_mass``, ``projection_ratio`` = negative / positive mass, ``removed_positive_mass``
+(positive mass below ``τ``) and ``dropped_positive_mass`` (positive eigenvalues beyond ``K``).
 """
 
 from __future__ import annotations
@@ -121,11 +101,6 @@ def _extreme(b: Any, which: str, seed: int = 0) -> float:
     return float(val[0])
 
 
-def _lowest(b: Any) -> float:
-    """The most negative eigenvalue of ``B~`` (0 when it has none)."""
-    return min(_extreme(b, "SA"), 0.0)
-
-
 def null_roots(counts: Any, seed: int) -> Any:
     """``D``, ``(m, V')`` CSR: the split-half null's rows ``d_i`` (:func:`null_edge`)."""
     import scipy.sparse as sp
@@ -150,16 +125,13 @@ def null_roots(counts: Any, seed: int) -> Any:
 
 
 def null_seeds(seed: int, draws: int = NULL_DRAWS) -> list[int]:
-    """The seeds of the ``draws`` split-half null draws: draw ``j`` thins with ``seed + j``
-    (draw 0 is the single draw of the earlier rule, so the edge never falls below it)."""
+    """The seeds of the ``draws`` split-half null draws: draw ``j`` thins with ``seed + j``."""
     return [int(seed) + j for j in range(int(draws))]
 
 
 def parallel_edge(tops: Any) -> dict[str, Any]:
-    """The noise edge from the null draws' largest eigenvalues ``tops`` (Horn's parallel
-    analysis at its top quantile, Glorfeld 1995): ``edge = max_j λ_1(N0_j)``. A signal-free
-    direction of ``B~`` is one more exchangeable draw of ``λ_1``, so it clears the max of ``k``
-    draws with probability ``1 / (k + 1)`` (0.05 at ``k = 19``). Also the draws' spread."""
+    """The noise edge ``max_j λ_1(N0_j)`` from the null draws' largest eigenvalues ``tops``
+    (Horn's parallel analysis at its top quantile, Glorfeld 1995), and the draws' spread."""
     t = np.maximum(np.asarray(tops, dtype=np.float64), 0.0)
     return {
         "null_edge": float(t.max()),
@@ -170,17 +142,13 @@ def parallel_edge(tops: Any) -> dict[str, Any]:
 
 
 def null_edge(counts: Any, scale: float, seed: int, *, draws: int = NULL_DRAWS) -> dict[str, Any]:
-    """The split-half null's edge (parallel analysis): :func:`parallel_edge` over ``draws``
-    independent null Grams, draw ``j`` seeded ``seed + j`` (:func:`null_seeds`).
+    """The split-half null's edge: :func:`parallel_edge` over ``draws`` null Grams, draw ``j``
+    seeded ``seed + j``.
 
-    Each count is thinned at random into halves ``A ~ Binomial(X, 1/2)``, ``B = X - A``
-    (seeded, vectorised over the non-zeros; each half holds about ``T_i / 2`` samples); ``d_i = (sqrt(A_i / |A_i|) - sqrt(B_i / |B_i|)) / 2`` has no
-    signal and about the sampling noise of ``s_i`` (each half has twice the variance, the
-    difference of two halves four times, halved twice), so
-    ``N0 = c J (D D^T - diag(||d_i||^2)) J``, built like ``B~``, has the noise spectrum of ``B~``
-    without its signal, with the same rank structure (``m`` rows over ``V'`` classes: when
-    ``m > V'`` the noise has at most ``V'`` positive directions and they are large). Positions
-    with an empty half contribute ``d_i = 0``."""
+    Each count is thinned into halves ``A ~ Binomial(X, 1/2)``, ``B = X - A``;
+    ``d_i = (sqrt(A_i / |A_i|) - sqrt(B_i / |B_i|)) / 2`` has no signal and about the sampling
+    noise of ``s_i``, so ``N0 = c J (D D^T - diag(||d_i||^2)) J``, built like ``B~``, has its
+    noise spectrum without the signal. Positions with an empty half contribute ``d_i = 0``."""
     return parallel_edge([_null_top(counts, scale, s) for s in null_seeds(seed, draws)])
 
 
@@ -215,14 +183,11 @@ def euclidean_form(
     null: dict[str, Any] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """``(X, info)``: the Euclidean estimate's coordinates ``(m, K')`` (module docstring) from a
-    :class:`~posgeom.geometry.gram.FactoredGram` ``gram`` or a dense ``B~`` (``dense_b``,
-    estimators without a factored form). Columns in descending ``λ``; signs and tied bases by
-    MDS's canonical rules (so ``classical_mds`` of the estimate returns ``X`` itself).
+    :class:`~posgeom.geometry.gram.FactoredGram` ``gram`` or a dense ``B~`` (``dense_b``).
+    Columns in descending ``λ``; signs and tied bases by MDS's canonical rules.
     ``solver``: ``"auto"`` (LAPACK when ``m <= 1024`` or ``4 K > m``, else Lanczos), ``"exact"``
-    or ``"implicit"`` (the same ``X``; a choice of cost only). ``counts``: the estimate's
-    counts (after its transforms), for the split-half null edge of ``"noise_edge"``; ``null``:
-    that edge computed by the caller instead (:func:`parallel_edge`'s dict; a smoothed ``B~``:
-    :mod:`posgeom.estimators.smoothing`)."""
+    or ``"implicit"`` (the same ``X``). ``counts``: the estimate's counts, for the null edge of
+    ``"noise_edge"``; ``null``: that edge computed by the caller (:func:`parallel_edge`'s dict)."""
     from posgeom.embed._canonical import canonicalise
 
     if rule not in RULES:
@@ -232,28 +197,26 @@ def euclidean_form(
     full = n <= EXACT_MAX_N
     info: dict[str, Any] = {"rule": rule, "euclidean_rank": int(rank)}
     exact = full or 4 * k > n if solver == "auto" else solver == "exact"
-    if exact or dense_b is not None:
+    lapack = exact or dense_b is not None
+    info["solver"] = "exact" if lapack else "implicit"
+    if lapack:
         b = gram.dense() if dense_b is None else dense_b
         trace = float(np.trace(b))
         vals, vecs, spectrum = _dense_pairs(b, k, full)
-        low = float(min(spectrum[-1], 0.0)) if full else _lowest(b)
-        info["solver"] = "exact"
+        low = float(min(spectrum[-1], 0.0)) if full else min(_extreme(b, "SA"), 0.0)
         if full:
             info.update(_full_spectrum(spectrum, k))
     else:
         op = gram.operator()
         trace = gram.trace()
-        low = _lowest(op)
-        edge, null_info = _edge(rule, low, counts, gram.scale, seed, null)
+        low = min(_extreme(op, "SA"), 0.0)
+    edge, null_info = _edge(rule, low, counts, 1.0 if gram is None else gram.scale, seed, null)
+    if not lapack:  # Lanczos, asking for more directions while the last is above the edge
         step = min(k, FIRST_PAIRS)
         vals, vecs = _lanczos_pairs(op, step, seed)
-        while vals[-1] > edge and step < k:  # more directions above the edge: ask for more
+        while vals[-1] > edge and step < k:
             step = min(2 * step, k)
             vals, vecs = _lanczos_pairs(op, step, seed)
-        info["solver"] = "implicit"
-    if exact or dense_b is not None:
-        scale = 1.0 if gram is None else gram.scale
-        edge, null_info = _edge(rule, low, counts, scale, seed, null)
     threshold = max(edge, 1e-12 * max(float(vals[0]), 0.0))
     keep = vals > threshold
     info["resolved"] = bool(keep.any())
@@ -296,8 +259,7 @@ def _edge(
     rule: str, low: float, counts: Any, scale: float, seed: int, null: dict | None = None
 ) -> tuple[float, dict[str, Any]]:
     """``(τ, null diagnostics)``: 0 for ``"psd"``; for ``"noise_edge"`` the larger of
-    ``|λ_min(B~)|`` and the split-half null edge (``null``: :func:`parallel_edge`'s dict when
-    the caller computed it, else :func:`null_edge` of the counts when they are given)."""
+    ``|λ_min(B~)|`` and the split-half null edge (``null``, else :func:`null_edge` of ``counts``)."""
     if rule == "psd":
         return 0.0, {}
     if null is None and counts is not None:
@@ -321,8 +283,8 @@ def _full_spectrum(spectrum: np.ndarray, k: int) -> dict[str, Any]:
 
 
 def spectrum_keys(info: dict[str, Any]) -> dict[str, Any]:
-    """The raw estimate's spectrum as scikit-bio's ``pcoa`` reports it (``GeometryEstimate.
-    spectrum()``), from the full spectrum of ``B~`` (only when it was computed, ``m <= 1024``)."""
+    """The raw ``B~``'s spectrum as scikit-bio's ``pcoa`` reports it, when the full spectrum was
+    computed (``m <= 1024``)."""
     if "negative_mass" not in info:
         return {}
     low = info["most_negative_eigenvalue"]
@@ -338,8 +300,7 @@ def spectrum_keys(info: dict[str, Any]) -> dict[str, Any]:
 
 def pairs_above(coords: np.ndarray, limit: float, *, block: int = 1024) -> int:
     """The number of pairs ``i < j`` with ``||x_i - x_j|| > limit``, in row blocks (``O(block m)``
-    memory, no ``(m, m)`` array); none when the points' diameter bound ``2 max ||x_i - mean||``
-    is within ``limit``."""
+    memory)."""
     x = np.asarray(coords, dtype=np.float64)
     radius = np.sqrt(np.max(np.sum((x - x.mean(axis=0)) ** 2, axis=1), initial=0.0))
     if 2.0 * radius <= limit:

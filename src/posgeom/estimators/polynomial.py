@@ -20,10 +20,8 @@ one-sample estimator of ``sqrt p`` on each side. That estimator is JVHW's (arXiv
   ``p̂ = X'' / T''`` (second-order Taylor correction ``- f''(p̂) p̂ (1 - p̂) / (2 T)``).
 
 ``D^2_ij = 2 - 2 <ŝ_i, ŝ_j>`` (``||s_i||^2 = 1`` is known). Every unseen token gets
-``ŝ = sqrt(Δ) q_0``, a per-row constant, so the Gram matrix is the sparse product plus rank-one
-terms (the same code as the plug-in's smoothing floor). The theory guarantees consistency when
-``V`` is at most of order ``T ln T``; with ``V = 30,000`` and ``T`` in the hundreds the bias
-``~ V sqrt(Δ) / L`` of the unseen tokens does not vanish (the benchmark shows by how much).
+``ŝ = sqrt(Δ) q_0``, a per-row constant (the roots' floor). Consistent when ``V`` is at most of
+order ``T ln T``; beyond, the unseen tokens' bias ``~ V sqrt(Δ) / L`` does not vanish.
 References: Jiao, Venkat, Han, Weissman, IEEE T-IT 2015 (arXiv 1406.6956); Han, Jiao, Weissman,
 arXiv 1605.09124; Jiao, Han, Weissman, arXiv 1705.00807.
 """
@@ -124,14 +122,12 @@ def polynomial(
     n = counts.shape[0]
     rows = np.repeat(np.arange(n), np.diff(counts.indptr))
     x = counts.data.astype(np.float64)
+    x1, t1 = x2, t2 = x, totals
     if split:
         half, _ = _split_rows(counts, rng)
         x1 = np.asarray(half[rows, counts.indices]).ravel().astype(np.float64)
         t1 = np.floor(totals / 2)
-    else:
-        x1, t1 = x, totals
-    x2 = x - x1 if split else x
-    t2 = totals - t1 if split else totals
+        x2, t2 = x - x1, totals - t1
     cells, _, _ = _root_estimates(x1, x2, t1[rows], t2[rows], c1=c1, c2=c2)
     zero, delta, degree = _root_estimates(np.zeros(n), np.zeros(n), t1, t2, c1=c1, c2=c2)
     sparse = sp.csr_matrix((cells - zero[rows], counts.indices, counts.indptr), shape=counts.shape)

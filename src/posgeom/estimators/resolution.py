@@ -1,10 +1,8 @@
 """The resolution of an estimate: the token classes whose positional distributions it identifies.
 
 A resolution is a token -> class map ``c`` (an int array of length ``V``), the same for every
-position; the estimate is then the geometry of the coarsened distributions
-``p'_i(k) = sum_{t: c(t) = k} p_i(t)``. Classes are defined from the *pooled* counts (all
-positions together), so no position's own sample decides them and the split-half noise edge of
-the estimate (:mod:`posgeom.estimators.euclidean`) needs no account of a selection:
+position, defined from the *pooled* counts; the estimate is then the geometry of the coarsened
+distributions ``p'_i(k) = sum_{t: c(t) = k} p_i(t)``:
 
 - ``"full"``: every token is its own class (``c(t) = t``);
 - ``"top:K"``: the ``K`` most frequent tokens (pooled; ties by id) keep their own class, every
@@ -29,24 +27,14 @@ so each token kept alone is expected at least ``c`` times at the reference posit
 band ``c_band`` times. ``K`` and ``B`` are rounded down to the grid ``1, 2, 3, 5, 10, 20, 30, 50,
 100, ...`` (two corpora of similar size share a resolution, and the label is readable); ``B <=
 1`` is the one "other" class of ``top:K``; the result is ``"full"`` when every token that occurs
-passes but at most one. Why a count: the bias-corrected estimator cannot see a class seen about
-once (``h(1) = 0``) and whether it is seen depends on ``T_i``; with every class expected about
-``c`` times at the reference position, no position from there on is measured at a finer
-resolution than another. Why ``T_ref`` and not ``min_i T_i``: a position reached by under 5% of
-the sequences pins down no class, and letting it decide coarsened every other position (the one
-position with 26 of SST-2 validation's 872 sentences made its estimate ``top:2``); such
-positions are listed by :func:`thin_positions`. Why bands: they keep what the single "other"
-class loses, how the rarer tokens share the positions (a late-position signal carried by rare
-tokens, the sub-word pieces of long words). ``c = 1`` was chosen on real populations, ``c_band =
-10`` and ``REACH`` the same way (``docs/ESTIMATION.md``, "Resolution" and "A resolution that
-keeps the signal": of ``c_band`` = 1, 3, 10, 30, 10 keeps the Spearman of the old rule in the six
-populations and gains the most on SST-2 and short lines; ``c_band = 1``, hundreds of bands,
-loses up to 0.1 of Spearman on IMDB).
+passes but at most one. A count, because the bias-corrected estimator cannot see a class seen
+about once (``h(1) = 0``); ``T_ref``, because a position reached by under 5% of the sequences
+pins down no class (such positions: :func:`thin_positions`); bands keep how the rarer tokens
+share the positions. ``c``, ``c_band`` and ``REACH`` were chosen on real populations
+(``docs/ESTIMATION.md``, "Resolution" and "A resolution that keeps the signal").
 
 Hellinger distance contracts under coarse-graining (``D(p', q') <= D(p, q)``): a coarser
 resolution is a lower bound on a finer one, not an estimate of it.
-:func:`posgeom.estimators.class_words.describe_classes` says in words what the classes hold
-(``"'.', '[CLS]', other: 91% of tokens"``).
 """
 
 from __future__ import annotations
@@ -145,13 +133,10 @@ def _rank_classes(kind: str, value: int, c: sp.csr_matrix) -> np.ndarray:
 
 
 def band_classes(c: Any, top: int, bands: int) -> np.ndarray:
-    """``(V,)`` int64 class map of ``top:K+bands:B`` (module docstring): the ``K = top`` most
-    frequent tokens (pooled counts of ``c``, ``(n, V)``; ties by id) are classes ``0 .. K-1``;
-    the others, in frequency order, fall into ``B`` bands of equal pooled mass ``m_rest / B``:
-    token ``t`` goes to band ``floor(B (M_t - m_t / 2) / m_rest)`` (``M_t`` the cumulative mass up
-    to and including ``t``, ``m_t`` its own: the band its mass's midpoint falls in), so every band
-    holds ``m_rest / B`` give or take one token, and none is empty while each token is lighter
-    than a band. Tokens never seen join the last band."""
+    """``(V,)`` int64 class map of ``top:K+bands:B``: the ``K = top`` most frequent tokens
+    (pooled counts of ``c``, ``(n, V)``; ties by id) are classes ``0 .. K-1``; the others, in
+    frequency order, go to band ``floor(B (M_t - m_t / 2) / m_rest)`` (``M_t`` the cumulative
+    mass up to and including ``t``, ``m_t`` its own). Tokens never seen join the last band."""
     pooled = _pooled(c)
     order = frequency_order(c)
     k = min(int(top), order.size)
@@ -187,16 +172,14 @@ def reference_samples(totals: Any, *, reach: float = REACH) -> float:
 
 
 def thin_positions(totals: Any, *, reach: float = REACH) -> np.ndarray:
-    """Positions with fewer samples than ``T_ref`` (:func:`reference_samples`): reached by too
-    few sequences to set the resolution; their distances are the least certain."""
+    """Positions with fewer samples than ``T_ref`` (:func:`reference_samples`)."""
     t = np.asarray(totals, dtype=np.float64).ravel()
     return np.flatnonzero(t < reference_samples(t, reach=reach))
 
 
 def resolution_reference(totals: Any, *, reach: float = REACH) -> dict[str, Any]:
-    """What set an auto resolution, for the estimate's record: ``reference_samples``
-    (``T_ref``) and ``thin_positions`` (the positions below it, which did not set the classes
-    and whose distances are the least certain). ``totals``: ``(n,)`` samples per position."""
+    """What set an auto resolution: ``reference_samples`` (``T_ref``) and ``thin_positions``.
+    ``totals``: ``(n,)`` samples per position."""
     return {
         "reference_samples": reference_samples(totals, reach=reach),
         "thin_positions": thin_positions(totals, reach=reach).tolist(),

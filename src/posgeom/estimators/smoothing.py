@@ -1,9 +1,7 @@
 """Smoothing over positions: a lower-variance Euclidean estimate (``estimate_geometry(smooth=)``).
 
-Past the first few positions a corpus's distributions drift slowly, so neighbouring positions'
-root vectors are nearly the same and each position's sampling noise can be averaged with its
-neighbours'. The smoothed estimate replaces every position's mean root vector by a
-local-linear kernel average over positions::
+The smoothed estimate replaces every position's mean root vector by a local-linear kernel
+average over positions (neighbours' roots are nearly the same; their noise averages out)::
 
     W_ik = g_ik (S2_i - (k - i) S1_i) / sum_k' g_ik' (S2_i - (k' - i) S1_i),
     g_ik = exp(-(k - i)^2 / (2 h_i^2)),   S1_i = sum_k g_ik (k - i),   S2_i = sum_k g_ik (k - i)^2,
@@ -15,41 +13,26 @@ positions are not pulled towards the middle), and its Gram is
 
     B~_W = J W B~ W^T J
 
-with ``B~`` the estimator's (centred) Gram. ``B~ = c J (S S^T - diag(b)) J`` is (nearly)
-unbiased for the Gram of the positions' mean roots; ``W B~ W^T = c (W S)(W S)^T - c W diag(b)
-W^T`` subtracts exactly the noise covariance of the smoothed roots ``W S``, so ``B~_W`` is
-(nearly) unbiased for the Gram of the smoothed mean roots ``W E[S]``. The Euclidean estimate is
-then taken of ``B~_W`` as of ``B~`` (:mod:`posgeom.estimators.euclidean`), its noise edge from
-the same split-half null draws smoothed the same way, the largest ``λ_1(J W N0_j W^T J)`` of
-the ``NULL_DRAWS`` draws (:func:`posgeom.estimators.euclidean.parallel_edge`).
+with ``B~`` the estimator's (centred) Gram: ``W B~ W^T = c (W S)(W S)^T - c W diag(b) W^T``
+subtracts the noise covariance of the smoothed roots ``W S``, so ``B~_W`` is (nearly) unbiased
+for the Gram of the smoothed mean roots ``W E[S]``. The Euclidean estimate is taken of ``B~_W``
+as of ``B~``, its noise edge the largest ``λ_1(J W N0_j W^T J)`` of the split-half null draws
+(:func:`posgeom.estimators.euclidean.parallel_edge`).
 
-**Bias.** The estimate is the geometry of the *smoothed* trajectory, not of the positions
-themselves: where the distributions bend within a bandwidth, averaging moves each point towards
-the inside of the bend and shortens distances between nearby positions; where they change
-abruptly (a boundary between regimes) the step is blurred over about ``2 h_i`` positions.
-Distances between positions far apart compared with ``h_i`` are nearly unchanged.
+**Bias.** The estimate is the geometry of the *smoothed* trajectory: bends within a bandwidth
+shorten nearby distances, abrupt changes are blurred over about ``2 h_i`` positions; distances
+far apart compared with ``h_i`` are nearly unchanged.
 
-**The bandwidth** ``smooth="auto"`` is chosen from the counts alone by split-half
-cross-validation: every count is thinned ``A ~ Binomial(X, 1/2)``, ``B = X - A`` (two
-independent half samples of each position), the smoothed Euclidean estimate of one half at
-each candidate ``a`` (``SLOPES``, 0 = no smoothing, included) is scored by the mean squared
-error of its ``D^2`` against the other half's raw unbiased ``D~^2`` (the other half's noise is
-independent, so this error is the error against the truth plus a constant), both ways, over
-``CV_THINNINGS`` thinnings; the smallest error wins. The halves have twice the noise of the
-whole, so the choice leans to more smoothing than the whole sample needs.
+**The bandwidth** ``smooth="auto"``: split-half cross-validation. Every count is thinned
+``A ~ Binomial(X, 1/2)``, ``B = X - A``; the smoothed Euclidean estimate of one half at each
+candidate ``a`` (``SLOPES``, 0 included) is scored by the mean squared error of its ``D^2``
+against the other half's raw unbiased ``D~^2``, both ways, over ``CV_THINNINGS`` thinnings; the
+smallest error wins (leaning to more smoothing than the whole sample needs).
 
-Measured (``python -m studies.estimation.variance_reduction``; ``docs/ESTIMATION.md``, "A
-lower-variance estimator: smoothing over positions"): on the six real populations of issue 16
-at 1,000 sequences, ``smooth="auto"`` raised the Spearman correlation with the true
-(unsmoothed) distances from 0.44-0.85 to 0.86-0.99, with Kendall tau of the 8-encoding ranking
-0.86-1.00. On known truths it gains 0.01-0.07 where the distributions drift smoothly and loses
-up to 0.05 where they change in steps (blocks). On stationary corpora it shrinks the median
-distance 4-11x, but what remains is ordered by the lag ``|i - j|`` (smoothed noise, and the
-estimator's sample-size bias made visible).
+Measured: ``docs/ESTIMATION.md``, "A lower-variance estimator: smoothing over positions".
 
-Limits: up to ``MAX_SMOOTH_N`` positions (dense ``n x n`` Grams; pool positions beyond), not
-with pooling (the buckets are not evenly spaced), the plug-in (no noise model to correct the
-smoothed Gram with) or ``euclidean=False``.
+Limits: up to ``MAX_SMOOTH_N`` positions (dense ``n x n`` Grams); not with pooling, the plug-in
+(no noise model) or ``euclidean=False``.
 """
 
 from __future__ import annotations
@@ -102,11 +85,8 @@ def null_draws(counts: Any, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     :func:`posgeom.estimators.euclidean.null_edge` (the same thinnings and seeds), dense."""
     from posgeom.estimators.euclidean import null_roots, null_seeds
 
-    out = []
-    for s in null_seeds(seed):
-        d = null_roots(counts, s).toarray()
-        out.append((d, np.sum(d * d, axis=1)))
-    return out
+    roots = [null_roots(counts, s).toarray() for s in null_seeds(seed)]
+    return [(d, np.sum(d * d, axis=1)) for d in roots]
 
 
 def smoothed_null_edge(

@@ -1,34 +1,18 @@
 """Count transforms applied before an estimator: vocabulary coarsening, position pooling and
 equal-sample resampling; and the helper that puts an encoding on the same buckets.
 
-Coarsening (``coarsen=``) maps tokens to classes, ``C'[i, c] = sum_{t in c} C[i, t]``:
-
-- ``K`` or ``"top:K"``: the ``K`` most frequent tokens (pooled over positions, ties by id) keep
-  their own class, the rest form one "other" class;
-- ``"top:K+bands:B"`` / ``"bands:B"``: the same ``K``, the rest in ``B`` equal-mass frequency
-  bands (:func:`posgeom.estimators.resolution.band_classes`);
-- ``"bins:B"``: ``B`` frequency-rank bins with geometrically growing widths (the first ranks are
-  singletons, the long tail shares a few bins);
-- a token -> class map: an int array of length ``V`` or a dict ``{token id: class}`` covering
-  every id.
-
-Hellinger distance contracts under coarse-graining (data processing: ``D(p', q') <= D(p, q)``),
-so the result is the geometry *of the coarsened distributions*, a lower bound on the full one:
-the rare tokens that carry the sampling noise also carry their share of the signal.
+Coarsening (``coarsen=``) maps tokens to classes, ``C'[i, c] = sum_{t in c} C[i, t]``, by the
+rules of :mod:`posgeom.estimators.resolution` (``K``, ``"top:K"``, ``"top:K+bands:B"``,
+``"bins:B"``, or a token -> class map); the result is a lower bound on the full geometry.
 
 Pooling (``pool=``) sums the counts of the positions of a bucket: ``w`` (fixed width), ``"log:B"``
-(``B`` buckets, the first ``B/2`` single positions and the rest log-spaced up to ``n``, like T5's
-relative buckets) or the bucket start positions (strictly increasing, starting at 0, inside
-``[0, n)``). A bucket's distribution is the mixture of its positions' distributions weighted by
-their samples. Encodings are scored on the same buckets by :func:`pool_encoding`: the distance of
-buckets ``A != B`` is the mean of the encoding's distances ``delta_ij`` over ``i in A, j in B``
-(``rule="mean_distance"``, any encoding) or the distance of the buckets' mean position vectors
-(``rule="mean_vector"``, encodings with vectors).
+(``B`` buckets, the first ``B/2`` single positions and the rest log-spaced up to ``n``) or the
+bucket start positions (strictly increasing, from 0, inside ``[0, n)``). Encodings are put on the
+same buckets by :func:`pool_encoding`.
 
 Equal-sample resampling (``equal_samples=m`` or ``"min"``) draws ``m`` of each position's samples
-without replacement (multivariate hypergeometric, seeded): every position then has the same
-sampling bias, so differences between positions are no longer partly differences in ``T_i``.
-A diagnostic (it discards data), not an estimator of the full-sample geometry.
+without replacement (multivariate hypergeometric, seeded), so every position has the same
+sampling bias: a diagnostic (it discards data), not an estimator of the full-sample geometry.
 """
 
 from __future__ import annotations
@@ -67,8 +51,7 @@ def coarsen_counts(counts: sp.csr_matrix, spec: Any) -> tuple[sp.csr_matrix, dic
 
 def apply_classes(counts: sp.csr_matrix, classes: np.ndarray) -> sp.csr_matrix:
     """``C'[i, k] = sum_{t: classes[t] = k} C[i, t]``; ``classes``: dense ids ``0 .. k-1``.
-    The identity map returns ``counts`` itself (the same object: a full-resolution estimate
-    shares the analysis's normalised counts, their plug-in distributions and Gram)."""
+    The identity map returns ``counts`` itself (the same object)."""
     if classes.size == counts.shape[1] and np.array_equal(classes, np.arange(classes.size)):
         return counts
     n_classes = int(classes.max(initial=-1)) + 1

@@ -17,24 +17,13 @@ separation margin of encodings fitted to the geometry) is recomputed, ``s_b = s(
 * ``"percentile"``: ``[q_{a/2}(s_b), q_{1-a/2}(s_b)]`` (no bias correction; for comparison).
 
 Quantiles are ``numpy.quantile`` (linear). Intervals of the scores are clipped to their range
-(stresses and margins ``>= 0``, violation rates in ``[0, 1]``). The estimators are biased, and a replicate, with fewer
-distinct sequences, is biased further: ``mean(delta)`` with ``s_0 = s_hat``
-(``bootstrap_truth="estimate"``, the default) measures that extra bias. With half-samples (the
-default replicate scheme) the extra bias of a ``1/T`` bias equals the bias itself, and the
-half-sample variance equals the full-sample variance, so ``s_hat - mean(delta)`` is the
-Richardson (jackknife) correction and ``sd(s_b)`` the standard error. ``bootstrap_truth="plugin"``
-centres on the plug-in of the observed counts, the bootstrap world's truth ``T(F_hat)``: right
-for estimators consistent for the plug-in functional of the empirical distribution, wrong for
-``corrected`` (which removes the tokens seen once that the empirical distribution keeps).
-``docs/ESTIMATION.md`` measures the coverage of the true distances and scores in simulation at
-the target regime, with half-samples. The default estimate (recommended estimator, Euclidean,
-``resolution="auto"``) covers the true geometry on its token classes in the 90-98% band, the
-scale-optimal stress at 0.99. On the full vocabulary (``resolution="full"``) the corrected
-estimate covers the distances at 0.87-0.91 and the paper stress of mis-scaled encodings at
-0.39-0.69 (40-100 replicates): it misses the rare tokens' share of every distance, a bias that grows by a third or
-less when the sample halves (not twofold) and that the Euclidean projection's own noise
-inflation, larger at the half size, more than offsets in the replicates, so they cannot see it. Coverage is near 0% for the plug-in (its bias is
-many standard errors) and for any estimator on Poisson replicates (duplicated sequences).
+(stresses and margins ``>= 0``, violation rates in ``[0, 1]``). With ``s_0 = s_hat``
+(``bootstrap_truth="estimate"``, the default) ``mean(delta)`` measures the extra bias of a
+replicate; with half-samples the extra bias of a ``1/T`` bias equals the bias itself, so
+``s_hat - mean(delta)`` is the Richardson (jackknife) correction and ``sd(s_b)`` the standard
+error. ``bootstrap_truth="plugin"`` centres on the plug-in of the observed counts ``T(F_hat)``
+(wrong for ``corrected``, which removes the tokens seen once). Coverage measured in simulation:
+``docs/ESTIMATION.md``.
 
 **Rankings.** Encodings are ranked by one stress kind (``rank_by``, lower is better; ties keep
 the order given). ``p_first[e]`` is the fraction of replicates in which ``e`` has the lowest
@@ -92,9 +81,7 @@ __all__ = [
 @dataclass(frozen=True)
 class EncodingUncertainty:
     """Intervals of one encoding's scores, ``scores[name]`` for every registered score with an
-    interval (:func:`posgeom.scores.available`; a fixed encoding's separation is a point
-    interval), and ``p_first``. ``stress[kind]``, ``violation_rate`` and ``separation_margin``
-    are views of ``scores``."""
+    interval, and ``p_first``; ``stress``, ``violation_rate``, ``separation_margin``: views."""
 
     name: str
     scores: dict[str, Interval]
@@ -173,15 +160,14 @@ def _with_interval() -> str:
 def _replicates(
     boot: Any,
     encodings: Mapping[str, Any],
-    *,
-    estimator: Any,
-    estimator_options: Mapping[str, Any] | None,
-    level: float,
-    method: str,
-    bootstrap_truth: Any,
-) -> tuple[ReplicateGeometry, dict[str, np.ndarray]]:
-    """The replicate geometry of ``boot`` and the ``(m, m)`` distances of every fixed encoding
-    (each checked to have the geometry's ``m`` positions): the set-up of every bootstrap."""
+    scores: Callable[[dict[str, np.ndarray], np.ndarray], np.ndarray],
+    settings: tuple[Any, Mapping[str, Any] | None, float, str, Any],
+) -> tuple[ReplicateGeometry, np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+    """``(geometry, point, replicates, (low, high, bias, se))`` of every bootstrap:
+    ``scores(distances, target)`` of the fixed encodings (each checked to have the geometry's
+    ``m`` positions) on the estimate, the truth and every replicate of ``boot``. ``settings``:
+    ``(estimator, estimator_options, level, method, bootstrap_truth)``."""
+    estimator, estimator_options, level, method, bootstrap_truth = settings
     _check_level(level, method)
     geo = as_replicate_geometry(
         boot,
@@ -197,16 +183,9 @@ def _replicates(
                 f"encoding {name!r} has {d.shape[0]} positions but the geometry has {m}; "
                 "build encodings for the same positions"
             )
-    return geo, fixed
-
-
-def _clip(
-    low: np.ndarray, high: np.ndarray, chosen: Sequence[Score]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Intervals clipped to each score's range (last axis: the scores)."""
-    lo = np.array([s.bounds[0] for s in chosen])
-    hi = np.array([s.bounds[1] for s in chosen])
-    return np.maximum(low, lo), np.minimum(high, hi)
+    point, truth = scores(fixed, geo.estimate), scores(fixed, geo.truth)
+    reps = np.stack([scores(fixed, geo.replicate(b)) for b in range(geo.n_replicates)])
+    return geo, point, reps, _bounds(point, reps, truth, level, method)
 
 
 def bootstrap_scores(
@@ -225,14 +204,11 @@ def bootstrap_scores(
     """Scores of every encoding with bootstrap intervals, and the stability of their ranking.
 
     ``boot``: :class:`~posgeom.corpus.bootstrap.BootstrapCounts`, or a :class:`ReplicateGeometry`
-    already computed (then the estimator options are ignored). ``encodings``: name -> fixed
-    encoding (``(n, d)`` vectors, ``(n, n)`` distances, or an object with ``.distances``);
-    ``fitted_encodings``: name -> function of the ``(m, m)`` target giving an encoding (e.g.
-    ``lambda D: classical_mds(D, 8)``), refitted on every replicate. With position pooling
-    (``estimator_options={"pool": ...}``) the geometry has one row per bucket: give the encodings
-    on the buckets (:func:`posgeom.estimators.pool_encoding`). Every registered score with an
-    interval is bootstrapped. ``rank_by``: a registered score with a direction (lower or higher
-    is better). ``seed``: of the sampled violation rate for more than 400 positions.
+    (then the estimator options are ignored). ``encodings``: name -> fixed encoding (``(m, d)``
+    vectors, ``(m, m)`` distances, or an object with ``.distances``; on the buckets when pooled);
+    ``fitted_encodings``: name -> function of the ``(m, m)`` target giving an encoding, refitted
+    on every replicate. ``rank_by``: a registered score with a direction. ``seed``: of the
+    sampled violation rate for more than 400 positions.
     """
     chosen = _interval_scores()
     keys = [s.name for s in chosen]
@@ -245,25 +221,16 @@ def bootstrap_scores(
     names = [*encodings, *fitted]
     if len(names) < 1 or len(set(names)) != len(names):
         raise PosgeomError("give at least one encoding, each name once (encodings and fitted)")
-    geo, fixed = _replicates(
-        boot,
-        encodings,
-        estimator=estimator,
-        estimator_options=estimator_options,
-        level=level,
-        method=method,
-        bootstrap_truth=bootstrap_truth,
-    )
 
-    def evaluate(target: np.ndarray) -> np.ndarray:
+    def evaluate(fixed: dict[str, np.ndarray], target: np.ndarray) -> np.ndarray:
         mats = {**fixed, **{n: encoding_distances(fn(target), name=n) for n, fn in fitted.items()}}
         rows = (score_row(mats[n], target, seed=seed, names=keys) for n in names)
         return np.array([[row[k] for k in keys] for row in rows], dtype=np.float64)
 
-    point, truth = evaluate(geo.estimate), evaluate(geo.truth)
-    reps = np.stack([evaluate(geo.replicate(b)) for b in range(geo.n_replicates)])  # (B, E, K)
-    low, high, bias, se = _bounds(point, reps, truth, level, method)
-    low, high = _clip(low, high, chosen)
+    settings = (estimator, estimator_options, level, method, bootstrap_truth)
+    geo, point, reps, (low, high, bias, se) = _replicates(boot, encodings, evaluate, settings)
+    bounds = np.array([s.bounds for s in chosen])  # each score's range (last axis: the scores)
+    low, high = np.maximum(low, bounds[:, 0]), np.minimum(high, bounds[:, 1])
     col = keys.index(rank_by)
     sign = 1.0 if registry.get(rank_by).better == "lower" else -1.0
     ranked = sign * reps[:, :, col]
@@ -271,15 +238,8 @@ def bootstrap_scores(
     taus = np.array([_tau(point[:, col], r[:, col]) for r in reps])
 
     def iv(e: int, k: int) -> Interval:
-        return Interval(
-            float(point[e, k]),
-            float(low[e, k]),
-            float(high[e, k]),
-            level,
-            method,
-            float(bias[e, k]),
-            float(se[e, k]),
-        )
+        p, lo, hi, bi, s = (float(a[e, k]) for a in (point, low, high, bias, se))
+        return Interval(p, lo, hi, level, method, bi, s)
 
     result = {
         n: EncodingUncertainty(n, {k: iv(e, j) for j, k in enumerate(keys)}, float(first[e]))
@@ -350,21 +310,12 @@ def bootstrap_vector(
         )
     if len(encodings) < 1:
         raise PosgeomError("give at least one encoding (one per layer)")
-    geo, mats = _replicates(
-        boot,
-        {f"layer {i}": e for i, e in enumerate(encodings)},
-        estimator=estimator,
-        estimator_options=estimator_options,
-        level=level,
-        method=method,
-        bootstrap_truth=bootstrap_truth,
-    )
 
-    def scores(target: np.ndarray) -> np.ndarray:
+    def scores(mats: dict[str, np.ndarray], target: np.ndarray) -> np.ndarray:
         return np.array([score.value(d, target) for d in mats.values()])
 
-    point, truth = scores(geo.estimate), scores(geo.truth)
-    reps = np.stack([scores(geo.replicate(b)) for b in range(geo.n_replicates)])
-    low, high, bias, se = _bounds(point, reps, truth, level, method)
+    layers = {f"layer {i}": e for i, e in enumerate(encodings)}
+    settings = (estimator, estimator_options, level, method, bootstrap_truth)
+    geo, point, _, (low, high, bias, se) = _replicates(boot, layers, scores, settings)
     low, high = np.maximum(low, score.bounds[0]), np.minimum(high, score.bounds[1])
     return VectorIntervals(point, low, high, bias, se, level, method, kind, geo.estimator)

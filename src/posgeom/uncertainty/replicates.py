@@ -41,16 +41,9 @@ def estimate_distances(counts: Any, estimator: Any = "recommended", **options: A
     return _matrix(_estimator(estimator, options)(counts))
 
 
-def _kept_rank(raw: Any) -> int:
-    """The Euclidean estimate's kept rank ``K'`` (-1 without a projection)."""
-    projection = (getattr(raw, "diagnostics", None) or {}).get("projection") or {}
-    return int(projection.get("kept_rank", -1))
-
-
-def _resolved(raw: Any) -> bool | None:
-    projection = (getattr(raw, "diagnostics", None) or {}).get("projection") or {}
-    value = projection.get("resolved")
-    return None if value is None else bool(value)
+def _projection(raw: Any) -> dict[str, Any]:
+    """The Euclidean estimate's projection diagnostics (empty without a projection)."""
+    return (getattr(raw, "diagnostics", None) or {}).get("projection") or {}
 
 
 def _name(estimator: Any, raw: Any) -> str:
@@ -65,16 +58,13 @@ def _name(estimator: Any, raw: Any) -> str:
 class ReplicateGeometry:
     """Point, bootstrap-world and replicate geometries of one estimator.
 
-    estimate : ``(m, m)`` ``est(C)``; truth : ``(m, m)`` the centre of the replicates
-    (``est(C)``, or ``plugin(C)`` with ``bootstrap_truth="plugin"``); replicates :
-    ``(B, m (m - 1) / 2)`` upper triangles (row-major, ``numpy.triu_indices(m, 1)``) of
-    ``est(C_b)``, memory ``4 B m^2`` bytes; scheme : the replicates' weights (``"half"``,
-    ``"poisson"``); resolution, class_map : the token classes of the estimate and of every
-    replicate (``GeometryEstimate.resolution`` / ``.class_map``; None for an estimator that
-    returns a bare matrix): the intervals are about the geometry at that resolution;
-    kept_rank, replicate_kept_ranks : the Euclidean estimate's kept rank ``K'`` of ``est(C)``
-    and ``(B,)`` of every ``est(C_b)`` (None / -1 where the estimate has no projection);
-    resolved : whether ``est(C)`` has a direction above its noise edge (None: no projection).
+    estimate : ``(m, m)`` ``est(C)``; truth : ``(m, m)`` the centre of the replicates;
+    replicates : ``(B, m (m - 1) / 2)`` upper triangles (``numpy.triu_indices(m, 1)``) of
+    ``est(C_b)``; scheme : ``"half"`` or ``"poisson"``; resolution, class_map : the token classes
+    of the estimate and of every replicate (None for a bare matrix); kept_rank,
+    replicate_kept_ranks : the Euclidean estimate's ``K'`` of ``est(C)`` and ``(B,)`` of every
+    ``est(C_b)`` (None / -1 without a projection); resolved : whether ``est(C)`` has a direction
+    above its noise edge (None: no projection).
     """
 
     estimator: str
@@ -96,11 +86,8 @@ class ReplicateGeometry:
         self, *, level: float = 0.95, method: str = "bias_aware"
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(low, high)``: intervals for every distance ``D_ij``, ``i < j`` (``(m (m - 1) / 2,)``
-        each, the replicates' upper-triangle order), from the module's interval rules, clipped
-        at 0. When the estimate resolves no direction above its noise edge (``resolved`` False:
-        the parallel-analysis test of "no geometry" is not rejected at 5%), every lower bound is
-        0: the data do not tell that geometry from none, and the one direction the estimate
-        keeps (so that it has a shape to report) is no evidence against ``D = 0``."""
+        each, upper-triangle order), clipped at 0; every lower bound is 0 when the estimate
+        resolves no direction above its noise edge (``resolved`` False)."""
         from posgeom.uncertainty._intervals import _bounds, _check_level
 
         _check_level(level, method)
@@ -143,13 +130,10 @@ def replicate_geometry(
 ) -> ReplicateGeometry:
     """Re-estimate the geometry on every replicate of ``boot`` (a ``BootstrapCounts``).
 
-    ``estimator``: ``"recommended"`` (default), a name of :func:`posgeom.estimators.available`,
-    or ``counts -> geometry``;
-    ``estimator_options``: keyword options of ``estimate_geometry`` (e.g. ``coarsen``, ``pool``);
-    ``bootstrap_truth``: ``"estimate"`` (default, ``est(C)``; see the module docstring),
-    ``"plugin"`` (the plug-in estimator with the same ``convention``, ``coarsen``, ``pool``,
-    ``equal_samples`` and ``seed``), ``"estimate"`` (classical: ``est(C)``) or ``counts -> geometry``.
-    ``n_replicates``: use the first so many replicates (default all).
+    ``estimator``: a name of :func:`posgeom.estimators.available` (default ``"recommended"``) or
+    ``counts -> geometry``; ``estimator_options``: keyword options of ``estimate_geometry``;
+    ``bootstrap_truth``: ``"estimate"`` (default, ``est(C)``), ``"plugin"`` (the plug-in with the
+    same transforms) or ``counts -> geometry``; ``n_replicates``: the first so many (default all).
     """
     reps_total = getattr(boot, "n_replicates", None)
     if reps_total is None:
@@ -160,20 +144,18 @@ def replicate_geometry(
     if not 2 <= use <= reps_total:
         raise PosgeomError(f"n_replicates must be in [2, {reps_total}], got {n_replicates!r}")
     opts = dict(estimator_options or {})
-    est = _estimator(estimator, opts)
-    raw = est(boot.base)
+    raw = _estimator(estimator, opts)(boot.base)
     estimate = _matrix(raw)
     if getattr(raw, "class_map", None) is not None and not callable(estimator):
         # every replicate on the point estimate's classes (an "auto" rule rerun on a half-sample
         # would pick a coarser resolution: a different geometry, not a replicate of this one)
         opts = {**opts, "resolution": raw.class_map, "coarsen": None}
-        est = _estimator(estimator, opts)
     slope = (getattr(raw, "diagnostics", None) or {}).get("smoothing", {}).get("slope")
     if slope is not None and not callable(estimator):
         # the same bandwidth in every replicate (smooth="auto" rerun on a half-sample picks its
         # own: a different smoother, not a replicate of this estimate)
         opts = {**opts, "smooth": float(slope)}
-        est = _estimator(estimator, opts)
+    est = _estimator(estimator, opts)
     if bootstrap_truth == "estimate" or (
         bootstrap_truth == "plugin" and _name(estimator, raw) == "plugin"
     ):
@@ -193,12 +175,13 @@ def replicate_geometry(
             f"the plug-in geometry has shape {truth.shape} but the estimate {estimate.shape}; pass "
             "bootstrap_truth= a callable giving the plug-in on the same positions/classes"
         )
-    iu, kept = np.triu_indices(estimate.shape[0], 1), _kept_rank(raw)
+    iu, kept = np.triu_indices(estimate.shape[0], 1), int(_projection(raw).get("kept_rank", -1))
     reps, ranks = np.empty((use, len(iu[0]))), np.empty(use, dtype=np.int64)
     with _quiet_estimates():  # the point estimate has said what there is to say
         for b in range(use):
             rep = est(boot.replicate(b))
-            reps[b], ranks[b] = _matrix(rep)[iu], _kept_rank(rep)
+            reps[b], ranks[b] = _matrix(rep)[iu], int(_projection(rep).get("kept_rank", -1))
+    resolved = _projection(raw).get("resolved")
     return ReplicateGeometry(
         _name(estimator, raw),
         estimate,
@@ -209,7 +192,7 @@ def replicate_geometry(
         class_map=getattr(raw, "class_map", None),
         kept_rank=kept if kept >= 0 else None,
         replicate_kept_ranks=ranks,
-        resolved=_resolved(raw),
+        resolved=None if resolved is None else bool(resolved),
     )
 
 

@@ -4,15 +4,11 @@
 encodings of a comparison and on the ``"fitted"`` families refitted per replicate
 (:meth:`Family.refit <posgeom.encodings._registry.Family.refit>`: ``mds`` at rank
 ``min(n - 1, d)``, ``low_rank_mds`` at its rank; a fitted family without a refit gets no
-interval), and returns, per row, cells of the comparison's score table: the schema's
-``<key>_ci = [low, high]`` for every registered score with an interval
-(:func:`posgeom.scores.available`: every stress kind, the order scores), plus, for the
-candidates, ``p_first``: the share of replicates in which the encoding is ranked first by
-scale-optimal stress among the candidates (:func:`candidate_ranking`: the MDS fits of ``D`` and
-the baselines aside, :func:`posgeom.encodings.is_candidate`), the very number of the summary's
-``candidates.p_first``, which the verdict reads. The summary's ``ranking`` and
-``ranking_stability`` are over every row. Counts: ``posgeom count --bootstrap B`` (or
-``count_positions(..., bootstrap=B)``); the intervals are the module's default (bias-aware, 95%).
+interval), and returns, per row, cells of the comparison's score table: ``<key>_ci = [low,
+high]`` for every registered score with an interval, plus, for the candidates
+(:func:`posgeom.encodings.is_candidate`), ``p_first``: the share of replicates in which the
+encoding is ranked first by scale-optimal stress among the candidates (:func:`candidate_ranking`).
+The summary's ``ranking`` and ``ranking_stability`` are over every row.
 """
 
 from __future__ import annotations
@@ -26,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._records import field_record
 from posgeom._threads import blas_threads
 from posgeom.encodings._registry import Family, is_candidate
-from posgeom.uncertainty.bootstrap import bootstrap_interval
+from posgeom.uncertainty.bootstrap import _RECORD, bootstrap_interval
 
 __all__ = ["candidate_ranking", "row_intervals"]
 
@@ -47,11 +44,9 @@ def row_intervals(
     seed: int = 0,
 ) -> dict[str, Any] | None:
     """``(uncertainty summary, cells)``: the bootstrap's cells of the rows ``names`` (encoding
-    to ``{"<score>_ci": [low, high], "p_first": share}``, cells of the score table against its
-    primary target), or ``(None, {})`` when ``counts`` has no replicates or the comparison
-    dropped positions (the replicates' geometry must be the table's). ``encodings``: the rows'
-    encodings by name; ``estimator``: the one the table's target was estimated with, so the
-    replicates are re-estimated the same way."""
+    to ``{"<score>_ci": [low, high], "p_first": share}``), or ``(None, {})`` when ``counts`` has
+    no replicates or the comparison dropped positions. ``estimator``: the one the table's target
+    was estimated with."""
     from posgeom._distance_matrix import held_distances
     from posgeom.encodings import families
     from posgeom.uncertainty.bootstrap import bootstrap_scores
@@ -72,10 +67,7 @@ def row_intervals(
     }
     log.info("bootstrap intervals over %d replicates", counts.n_replicates)
     # nope's stress-1 is inf in every replicate; a replicate's D may be slightly non-Euclidean.
-    # One BLAS thread: every replicate makes many small BLAS calls (the Gram matrix of m
-    # positions, the scores), where a threaded BLAS spends more on synchronising than it gains
-    # and collapses on shared cores (SST-2, m = 33: 1.32 s per Gram matrix with OpenBLAS's
-    # threads against 0.04 s with one, on a loaded 2-core machine).
+    # One BLAS thread: many small BLAS calls per replicate, where threads only synchronise.
     with np.errstate(invalid="ignore"), warnings.catch_warnings(), blas_threads(1):
         warnings.simplefilter("ignore", RuntimeWarning)
         bs = bootstrap_scores(
@@ -98,15 +90,7 @@ def row_intervals(
     )
     for row, share in candidates.get("p_first", {}).items():  # among the candidates
         cells.setdefault(row, {})["p_first"] = share
-    return {
-        "candidates": candidates,
-        "n_replicates": bs.n_replicates,
-        "level": bs.level,
-        "method": bs.method,
-        "rank_by": bs.rank_by,
-        "ranking": list(bs.ranking),
-        "ranking_stability": bs.ranking_stability,
-    }, cells
+    return {"candidates": candidates, **field_record(bs, _RECORD[1:])}, cells  # no estimator
 
 
 def candidate_ranking(
@@ -120,13 +104,11 @@ def candidate_ranking(
     """Bootstrap ranking statistics over the candidates of ``names``.
 
     ``point``: ``(E,)`` scores (lower is better), ``replicates``: ``(B, E)`` the same per
-    replicate. Returns ``ranking`` (candidates by point score), ``p_first`` (share of replicates
-    in which each candidate is the lowest among the candidates), ``stability`` (mean Kendall
-    tau-b between replicate and point scores of the candidates; 1 with fewer than 2) and
+    replicate. Returns ``ranking``, ``p_first`` (share of replicates in which each candidate is
+    the lowest), ``stability`` (mean Kendall tau-b between replicate and point scores) and
     ``neighbours``: for each neighbour pair ``(a, b)`` of the ranking, ``share`` (replicates
-    ordering them as the point estimate does), ``difference`` (the ``level`` interval of
-    ``s_b - s_a`` by ``method``, :func:`posgeom.uncertainty.bootstrap.bootstrap_interval` on the
-    paired replicate differences) and ``separated`` (that interval lies above 0)."""
+    ordering them alike), ``difference`` (the interval of ``s_b - s_a`` from the paired
+    replicate differences) and ``separated`` (that interval lies above 0)."""
     from scipy.stats import kendalltau
 
     keep = [k for k, n in enumerate(names) if is_candidate(n)]
