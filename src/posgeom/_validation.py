@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import operator
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -100,29 +101,26 @@ class Interval:
         if self.closed not in _CLOSED:
             raise TypeError(f"closed must be one of {_CLOSED}")
 
+    def _bounds(self) -> list[tuple[str, float, Callable[[Any, Any], bool]]]:
+        """(symbol, bound, test) of each bound given."""
+        low, high = self.closed in ("both", "left"), self.closed in ("both", "right")
+        out = []
+        if self.left is not None:
+            out.append((">=" if low else ">", self.left, operator.ge if low else operator.gt))
+        if self.right is not None:
+            out.append(("<=" if high else "<", self.right, operator.le if high else operator.lt))
+        return out
+
     def accepts(self, value: Any) -> bool:
         if not (is_integer(value) if self.kind is Integral else _is_real(value)):
             return False
-        low_closed = self.closed in ("both", "left")
-        high_closed = self.closed in ("both", "right")
-        if self.left is not None and (value < self.left or (value == self.left and not low_closed)):
-            return False
-        return not (
-            self.right is not None
-            and (value > self.right or (value == self.right and not high_closed))
-        )
+        return all(test(value, bound) for _, bound, test in self._bounds())
 
     def describe(self) -> str:
         noun = "an integer" if self.kind is Integral else "a number"
         if self.left is not None and self.left == self.right and self.closed == "both":
             return f"{'the integer' if self.kind is Integral else 'the number'} {self.left:g}"
-        low = None if self.left is None else (">=" if self.closed in ("both", "left") else ">")
-        high = None if self.right is None else ("<=" if self.closed in ("both", "right") else "<")
-        parts = []
-        if low is not None:
-            parts.append(f"{low} {_bound_text(self.left)}")
-        if high is not None:
-            parts.append(f"{high} {_bound_text(self.right)}")
+        parts = [f"{symbol} {_bound_text(bound)}" for symbol, bound, _ in self._bounds()]
         return noun + (" " + " and ".join(parts) if parts else "")
 
 

@@ -181,15 +181,16 @@ def add_results_folder_arguments(
     p: Any,
     *,
     required: bool = True,
-    report: str = REPORT_HELP,
+    report: str | None = REPORT_HELP,
     output: str = "results folder (created atomically)",
+    overwrite: str = "replace an existing results folder",
 ) -> None:
     """``-o/--output`` (the results folder, written atomically; ``output``: its help),
-    ``--overwrite`` and ``--report`` (``report``: its help, when the command writes another page
-    than the report module's)."""
+    ``--overwrite`` and ``--report`` (``report``: its help; None: no ``--report``)."""
     p.add_argument("-o", "--output", required=required, help=output)
-    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
-    p.add_argument("--report", action="store_true", help=report)
+    p.add_argument("--overwrite", action="store_true", help=overwrite)
+    if report is not None:
+        p.add_argument("--report", action="store_true", help=report)
 
 
 def add_placement_arguments(p: Any) -> None:

@@ -104,29 +104,21 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so every ``with`` block removes its temporaries."""
 
 
-def _terminate(signum: int, frame: object) -> None:
-    _STOPPING.set()
-    raise Terminated()
-
-
 def _interrupt(signum: int, frame: object) -> None:
     _STOPPING.set()
-    raise KeyboardInterrupt()
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
-def _command_parser(
-    parser: argparse.ArgumentParser, command: str | None
-) -> argparse.ArgumentParser:
-    """The sub-parser of ``command`` (the top-level parser when there is none)."""
+def _command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The sub-parser of ``command``."""
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return sub.choices.get(command, parser) if command is not None else parser
+    return sub.choices[command]
 
 
-def _flag_names(parser: argparse.ArgumentParser, command: str | None) -> dict[str, str]:
+def _flag_names(command_parser: argparse.ArgumentParser) -> dict[str, str]:
     """``dest -> "--flag"`` of the command's options (``-n/--max-positions`` when short too)."""
     names = {}
-    command_parser = _command_parser(parser, command)
-    for action in command_parser._actions if command_parser is not parser else ():
+    for action in command_parser._actions:
         longs = [o for o in action.option_strings if o.startswith("--")]
         shorts = [o for o in action.option_strings if not o.startswith("--")]
         if longs:
@@ -218,7 +210,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             import traceback
 
             traceback.print_exc()
-        message = _cli_words(_one_line(exc), _flag_names(parser, args.command))
+        message = _cli_words(_one_line(exc), _flag_names(_command_parser(parser, args.command)))
         print(f"posgeom: error: {printable(message)}", file=sys.stderr)
         return 2
 
@@ -227,8 +219,7 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     """``parse_args``, but an unknown option is reported with the command's own usage."""
     args, extras = parser.parse_known_args(argv)
     if extras:
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extras)}")
+        _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extras)}")
     return args
 
 
@@ -239,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     forget_claims()  # outputs an earlier in-process call checked are not this command's
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     with _suppress_value_error():  # not in the main thread (tests): keep the handlers
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGTERM, _interrupt)
         if previous[signal.SIGINT] is signal.default_int_handler:  # not when ignored (nohup)
             signal.signal(signal.SIGINT, _interrupt)
     try:

@@ -34,15 +34,13 @@ def _load(args: argparse.Namespace) -> Any:
 
     options.apply_threads(args)
     model_path = Path(args.model).expanduser()
-    kwargs: dict[str, Any] = {}
-    if args.gguf_file:
-        kwargs["gguf_file"] = args.gguf_file
-    elif model_path.exists() and not model_path.is_dir():
+    kwargs = {"gguf_file": args.gguf_file} if args.gguf_file else {}
+    if not kwargs and model_path.exists() and not model_path.is_dir():
         raise PosgeomError(
             f"{model_path} is a file; pass the model folder (with config.json and the weights), "
             "or the folder plus --gguf-file NAME for a GGUF checkpoint"
         )
-    if model_path.is_dir() and not args.gguf_file and not (model_path / "config.json").exists():
+    if model_path.is_dir() and not kwargs and not (model_path / "config.json").exists():
         raise PosgeomError(
             f"{model_path} has no config.json, so it is not a Hugging Face model folder; pass the "
             "folder that holds config.json and the weights (or --gguf-file NAME)"
@@ -68,14 +66,11 @@ def _tokenizer(args: argparse.Namespace) -> Any:
 
 def _extract_json(args: argparse.Namespace) -> int:
     """``--json``: one JSON document on stdout, nothing else (``-o`` is refused with it)."""
-
     from posgeom.models.mechanisms import mechanisms_document
 
     if args.output:
         raise PosgeomError("--json prints the mechanisms only; drop -o (or drop --json to save)")
-    model = _load(args)
-    document = mechanisms_document(model, name=str(args.model))
-    print(json_text(document, indent=2))
+    print(json_text(mechanisms_document(_load(args), name=str(args.model)), indent=2))
     return 0
 
 
@@ -98,11 +93,9 @@ def _extract(args: argparse.Namespace) -> int:
     model = _load(args)
     config = getattr(model, "config", None)
     limit = model_position_limit(model)
-    n = args.max_positions
-    if n is None:
-        if limit is None:
-            raise PosgeomError("the model states no position limit; pass -n N")
-        n = min(limit, 512)
+    if args.max_positions is None and limit is None:
+        raise PosgeomError("the model states no position limit; pass -n N")
+    n = min(limit, 512) if args.max_positions is None else args.max_positions
     if limit is not None and n > limit:
         raise PosgeomError(
             f"n = {n} but the model takes at most {limit} positions; use -n <= {limit}"

@@ -120,20 +120,9 @@ def _train(args: argparse.Namespace) -> int:
 
     encoding = args.encoding or ("pretrained" if args.model == "minilm" else "sinusoidal")
     res = train(_config(args, encoding=encoding), args.output, overwrite=args.overwrite)
-    f = res.final
-    print(
-        json_text(
-            {
-                "output": str(res.output),
-                "epoch": f.epoch,
-                "eval_accuracy": f.eval_accuracy,
-                "separation": f.separation,
-                "stress": f.stress,
-                "violation_rate": f.violation_rate,
-            },
-            indent=None,
-        )
-    )
+    final = ("epoch", "eval_accuracy", "separation", "stress", "violation_rate")
+    line = {"output": str(res.output)} | {k: getattr(res.final, k) for k in final}
+    print(json_text(line, indent=None))
     return 0
 
 
@@ -141,18 +130,13 @@ def _experiment(args: argparse.Namespace) -> int:
     from posgeom.training import order_necessity, stress_vs_accuracy
 
     kw = {"encodings": args.encodings.split(",")} if args.encodings is not None else {}
-    seeds = options.seeds_of(args.seeds)
+    kw |= {"seeds": options.seeds_of(args.seeds), "overwrite": args.overwrite}
     if args.name == "stress-vs-accuracy":
-        base = _config(args, task="sst2")
-        summary = stress_vs_accuracy(
-            args.output, base=base, seeds=seeds, overwrite=args.overwrite, **kw
-        )
+        summary = stress_vs_accuracy(args.output, base=_config(args, task="sst2"), **kw)
         print(json_text(summary["spearman_accuracy_vs_stress"], indent=1))
     else:
         base = _config(args, task="order", max_len=args.max_len)
-        summary = order_necessity(
-            args.output, base=base, seeds=seeds, overwrite=args.overwrite, **kw
-        )
+        summary = order_necessity(args.output, base=base, **kw)
         means = {e: r["accuracy_mean"] for e, r in summary["per_encoding"].items()}
         print(json_text(means, indent=None))
     print(f"wrote {printable(args.output)}/results.json and table.md")
@@ -171,16 +155,11 @@ def register(sub: Any) -> None:
         "--model minilm); default sinusoidal / pretrained",
     )
     options.add_seed_argument(p)
-    p.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        help="run folder: new, empty, or a run posgeom wrote (resumed)",
-    )
-    p.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="start the run in -o over (deletes only the files posgeom wrote there)",
+    options.add_results_folder_arguments(
+        p,
+        report=None,
+        output="run folder: new, empty, or a run posgeom wrote (resumed)",
+        overwrite="start the run in -o over (deletes only the files posgeom wrote there)",
     )
     _model_arguments(p)
 
@@ -204,16 +183,11 @@ def register(sub: Any) -> None:
         ("order-necessity", "Theorem 1's order-only task for every encoding x seed"),
     ):
         x = options.add_command(es, name, _experiment, help=what, description=what)
-        x.add_argument(
-            "-o",
-            "--output",
-            required=True,
-            help="experiment folder: new, empty, or one posgeom wrote (finished runs are reused)",
-        )
-        x.add_argument(
-            "--overwrite",
-            action="store_true",
-            help="start the experiment in -o over (deletes only the files posgeom wrote there)",
+        options.add_results_folder_arguments(
+            x,
+            report=None,
+            output="experiment folder: new, empty, or one posgeom wrote (finished runs are reused)",
+            overwrite="start the experiment in -o over (deletes only the files posgeom wrote there)",
         )
         x.add_argument(
             "--encodings", default=None, help="comma-separated encodings (default: all eight)"

@@ -49,26 +49,20 @@ __all__ = [
 ]
 
 _NUMERIC = "biufc"
-_ST_DTYPES = {
-    "BOOL": np.dtype(np.bool_),
-    "U8": np.dtype("u1"),
-    "I8": np.dtype("i1"),
-    "U16": np.dtype("<u2"),
-    "I16": np.dtype("<i2"),
-    "U32": np.dtype("<u4"),
-    "I32": np.dtype("<i4"),
-    "U64": np.dtype("<u8"),
-    "I64": np.dtype("<i8"),
-    "F16": np.dtype("<f2"),
-    "F32": np.dtype("<f4"),
-    "F64": np.dtype("<f8"),
-    "BF16": np.dtype("<u2"),  # widened to float32 after reading
+#: safetensors' dtype codes: BOOL, U8 .. I64 (U8: "<u1"), F16 .. F64; BF16 is read as "<u2" and
+#: widened to float32 after reading
+_ST_DTYPES = {"BOOL": np.dtype(np.bool_), "BF16": np.dtype("<u2")} | {
+    f"{code}{8 * size}": np.dtype(f"<{kind}{size}")
+    for code, kind, sizes in (
+        ("U", "u", (1, 2, 4, 8)),
+        ("I", "i", (1, 2, 4, 8)),
+        ("F", "f", (2, 4, 8)),
+    )
+    for size in sizes
 }
 _ST_NAMES = {v: k for k, v in _ST_DTYPES.items() if k != "BF16"}
 _MAX_ST_HEADER = 100 << 20
-_NO_LIMIT = (
-    1 << 62
-)  # array files: any size, but a regular file (not a pipe or /dev/zero)  # the safetensors package's own limit
+_NO_LIMIT = 1 << 62  # array files: any size, but a regular file (not a pipe or /dev/zero)
 
 
 def _bad(path: Any, kind: str, problem: str) -> ArtifactError:

@@ -142,15 +142,12 @@ def check_output(
     """Check an output before the work (module docstring); return it with symlinks resolved.
 
     ``kinds``: what an existing file may be to be replaced with ``overwrite`` (``"report"``,
-    ``"reproduction"``, ``"artifact:position_counts"``, ...); for a folder, the ``content`` its
-    manifest must record (``"run"``, ``"figures"``, ...; empty: any), besides being a results
-    folder posgeom wrote, unchanged. ``identify``: what posgeom output an existing file
-    is, unchanged, or None (default: a stamped page; artifacts pass their own check, see
-    :func:`posgeom.io.artifacts.check_output_file`). Nothing is created; a file output is
-    claimed, so that its commit re-checks it (:func:`commit_refusal`).
+    ``"artifact:position_counts"``, ...); for a folder, the ``content`` its manifest must record
+    (``"run"``, ...; empty: any). ``identify``: what posgeom output an existing file is,
+    unchanged, or None (default: a stamped page). Nothing is created; a file output is claimed,
+    so that its commit re-checks it (:func:`commit_refusal`).
     """
     out = resolve_output(path)
-    inputs = tuple(inputs)
     reason = name_refusal(out) or input_refusal(out, inputs, folder)
     if reason is None and folder:
         reason = locked_refusal(out, overwrite, (), tuple(kinds))
@@ -162,10 +159,6 @@ def check_output(
     if not folder:
         claim(out, tuple(kinds), overwrite, identify)
     return out
-
-
-def _recorded(folder: Path) -> dict[str, Any]:
-    return manifest_files(folder) or {}
 
 
 def check_file_set(
@@ -183,7 +176,7 @@ def check_file_set(
         for rel in sorted(listing(out) - {RESULTS_MANIFEST})
         if not any(_inside(Path(os.path.realpath(out / rel)), k) for k in kept)
     ]
-    record = _recorded(out)
+    record = manifest_files(out) or {}
     foreign = [rel for rel in present if rel not in record or changed_file(out / rel, record[rel])]
     if foreign:
         raise PosgeomError(
@@ -214,33 +207,23 @@ def results_directory(
 ) -> Iterator[Path]:
     """Build a results folder in a temporary sibling and rename it into place: complete or absent.
 
-    The contract every results folder of posgeom is written through::
+    ::
 
         with results_directory(out, overwrite=args.overwrite, inputs=[counts_file]) as tmp:
             ...expensive work...                 # write every file under ``tmp``
         # here ``out`` holds exactly what was written under ``tmp``, plus posgeom-manifest.json
 
-    On entry, before any work (so enter it *before* the expensive part), it applies the output
-    rule (:func:`posgeom.io.outputs.check_output`: symlink resolved, no input inside, replaced only
-    with ``overwrite`` and only a results folder posgeom wrote whose manifest lists every file it
-    holds with its current size and SHA-256, writable) and removes stale temporaries of killed
-    posgeom runs beside ``path``.
-
-    It yields a fresh empty folder ``.<name>.posgeom-<host>-<pid>-<rand>.tmp`` beside ``path``.
-    When the block ends without an exception: every file is fsynced, the manifest
-    ``posgeom-manifest.json`` is written (``{"kind": "posgeom-results", "content": content,
-    "posgeom_version", "files": {relative path: {"size", "sha256"}}}``), and, under an exclusive
-    lock on the parent folder (concurrent writers commit one at a time, so the final folder comes
-    wholly from one of them) and with SIGINT/SIGTERM held, the checks above are repeated and the
-    folder is renamed onto ``path`` (an old posgeom folder is first renamed aside and then only
-    the files its manifest lists are deleted). On any exception (Ctrl-C and SIGTERM included) the
-    temporary folder is removed and ``path`` is left exactly as it was. Write errors (full disk,
-    read-only filesystem) become one-line :class:`PosgeomError`. Files are created with the
-    umask's modes. ``content`` names the kind of folder (``"run"``, ``"compare"``,
-    ``"figures"``, ...; recorded in the manifest): ``overwrite`` replaces only a folder of the
-    same kind. ``companions``: files beside ``path`` (path -> bytes; checked by the caller with
-    :func:`posgeom.io.outputs.check_output` before the work) committed with the folder, all or
-    none (a report page and its figures).
+    On entry, before any work, it applies the output rule (module docstring) and removes stale
+    temporaries beside ``path``; it yields a fresh empty hidden sibling folder. When the block
+    ends without an exception the manifest (``{"kind": "posgeom-results", "content": content,
+    "posgeom_version", "files": {relative path: {"size", "sha256"}}}``) is written and, under an
+    exclusive lock on the parent folder with SIGINT/SIGTERM held, the checks are repeated and the
+    folder is renamed onto ``path`` (an old posgeom folder is renamed aside, then only the files
+    its manifest lists are deleted). On any exception the temporary is removed and ``path`` is
+    left as it was; write errors become one-line :class:`PosgeomError`. ``content``: the kind of
+    folder (``"run"``, ``"figures"``, ...): ``overwrite`` replaces only one of the same kind.
+    ``companions``: files beside ``path`` (path -> bytes, checked by the caller with
+    :func:`check_output`) committed with the folder, all or none (a report page and its figures).
     """
     path = check_output(path, kinds=(content,), overwrite=overwrite, inputs=inputs, folder=True)
     inputs = tuple(inputs)
