@@ -1,23 +1,18 @@
 """The pipeline's flags, derived from :class:`~posgeom.pipeline.config.GeometryConfig`.
 
-Every field of the config that a word or a number can give (:func:`cli_fields`: all but a
-mapping such as ``estimator_options``) is one flag of ``geometry``, ``run``, ``demo`` and
-``compare``, with nothing restated here:
+Every field of the config that a word or a number can give (:func:`cli_fields`) is one flag of
+``geometry``, ``run``, ``demo`` and ``compare``, with nothing restated here:
 
 - the flag: ``--`` + the field name with dashes for underscores; a field whose default is
-  ``True`` is switched off by its negation (``--no-refine``); the only other spellings are
-  those older than the config (:data:`SPELLINGS`: ``-d/--model-dim``, ``-r/--components``,
-  ``--encodings`` for ``families``, ``--model`` for ``learned_model``);
+  ``True`` is switched off by its negation (``--no-refine``); older spellings: :data:`SPELLINGS`;
 - its default: the field's (a command may set its own, as ``demo``'s ``--estimator plugin``);
-- its values: a field allowing only a fixed set (its ``Options``) gets them as ``choices``, the
-  default first; ``none`` is None where the field allows None; other fields take the numbers
-  of their annotation and ``Interval`` constraints (tried first) and, when they take text, the
-  word itself; a ``tuple`` field takes a comma-separated list;
+- its values: a field's ``Options`` as ``choices``, the default first; ``none`` is None where
+  the field allows None; else the numbers of its annotation and ``Interval`` constraints (tried
+  first) and, when it takes text, the word; a ``tuple`` field takes a comma-separated list;
 - its help and argument group: the field's metadata (``help``, ``group``).
 
-:func:`config_from_args` reads the parsed flags back into one config: a value out of range is
-refused by the config's own constraints before any work, and the CLI's error line names the flag
-(``smooth_positions`` -> ``--smooth-positions``).
+:func:`config_from_args` reads the flags back into one config, whose own constraints refuse a
+value out of range before any work.
 """
 
 from __future__ import annotations

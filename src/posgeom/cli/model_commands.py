@@ -1,10 +1,5 @@
-"""``posgeom extract | analyze-model``: a pretrained model's positional geometry.
-
-``extract MODEL`` finds the model's positional mechanism(s) and prints them with the posgeom
-encodings they become (optionally saving those encodings). ``analyze-model MODEL CORPUS`` counts
-the corpus with the model's tokenizer, builds its Hellinger geometry, scores the model's own
-position encoding against it and measures the layer-wise positional signal (see
-:mod:`posgeom.models.analysis`). Models load offline only (``local_files_only=True``).
+"""``posgeom extract | analyze-model``: a pretrained model's positional geometry
+(:mod:`posgeom.models.mechanisms`, :mod:`posgeom.models.analysis`); models load offline only.
 """
 
 from __future__ import annotations

@@ -3,17 +3,13 @@
 The four commands run the same pipeline (:mod:`posgeom.pipeline`) once on counts and write one
 results folder with one summary; they differ only in where the counts come from:
 
-- ``corpus``: a corpus counted here (``run CORPUS -n N``, ``compare CORPUS -n N``), with the
-  counting flags of :class:`~posgeom.corpus.options.CountOptions`;
+- ``corpus``: a corpus counted here (``run CORPUS -n N``, ``compare CORPUS -n N``);
 - ``file``: a counts file of ``posgeom count`` (``geometry COUNTS``, ``compare --counts FILE``;
   ``-n`` keeps its first positions, ``-t``/``--model`` are checked against its vocabulary);
 - ``synthetic``: the built-in three-regime corpus (``demo -n N --sequences S``).
 
-Every pipeline flag is a field of :class:`~posgeom.pipeline.config.GeometryConfig`, derived by
-:mod:`posgeom.cli._config_flags` (name, default, allowed values, help, group): a new option of the
-pipeline is a new field of the config, and each of the four commands has its flag. The handler
-reads the flags back into one config (refused before any work when out of range), counts (inside
-the results folder's temporary: complete or absent), analyses once, writes, prints the table.
+Every pipeline flag is a field of :class:`~posgeom.pipeline.config.GeometryConfig`
+(:mod:`posgeom.cli._config_flags`).
 """
 
 from __future__ import annotations

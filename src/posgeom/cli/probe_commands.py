@@ -1,10 +1,7 @@
 """``posgeom probe SOURCE [CORPUS]``: where a model keeps position (:func:`posgeom.probe`).
 
-Without CORPUS, SOURCE is a position table (``.npy``, ``.npz``, ``.safetensors``, a posgeom
-decoder file with a learned table, or a model folder / cached name whose learned table ``extract``
-finds) and the table probes run. With CORPUS, SOURCE is a model and every layer is probed, beside
-the corpus geometry. ``-o DIR`` writes ``summary.json``, ``table.md``, ``probe_layers.png`` and,
-with ``--report``, ``report.html`` (created atomically).
+Without CORPUS, SOURCE is a position table and the table probes run; with CORPUS, SOURCE is a
+model and every layer is probed, beside the corpus geometry.
 """
 
 from __future__ import annotations

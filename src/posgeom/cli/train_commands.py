@@ -1,14 +1,8 @@
 """``posgeom train`` and ``posgeom experiment``: train small models and track their geometry.
 
-``posgeom train --task sst2|imdb-mlm|order --encoding NAME --seed S --epochs E -o DIR`` trains one
-model (resuming DIR if it holds a checkpoint of the same configuration) and writes ``log.jsonl``
-(one JSON line per epoch), ``checkpoint.safetensors``, ``config.json`` and ``result.json``.
-
-``posgeom experiment stress-vs-accuracy -o DIR`` trains every encoding x seed on SST-2 and
-correlates accuracy with stress; ``posgeom experiment order-necessity -o DIR`` runs Theorem 1's
-order-only task; ``posgeom experiment pretrain`` trains small language models with every
-encoding on real corpora (:mod:`posgeom.cli.pretrain_commands`). Data: ``--data-dir`` (or ``POSGEOM_DATA``) holding ``sst2/sentence/*.tsv.gz``
-and ``imdb/train.jsonl.gz``.
+``train`` trains one model into -o DIR (resumed when DIR holds a checkpoint of the same
+configuration); ``experiment stress-vs-accuracy`` and ``experiment order-necessity`` run an
+encoding x seed grid; ``experiment pretrain``: :mod:`posgeom.cli.pretrain_commands`.
 """
 
 from __future__ import annotations

@@ -1,25 +1,18 @@
 """Reading ``.npy``, ``.npz`` and ``.safetensors`` files that may be damaged or hostile.
 
-Every reader here validates the file's own description before it allocates or interprets any data,
+Every reader validates the file's own description before it allocates or interprets any data
 and turns every failure into one :class:`~posgeom._errors.PosgeomError` naming the file, the
-problem and the fix. Nothing is ever unpickled and no code in a file is executed:
+problem and the fix. Nothing is ever unpickled; numeric dtypes only (bool, integers, floats,
+complex):
 
-- ``.npy``: the magic string and header are parsed by ``numpy.lib.format`` (a literal dict, no
-  ``eval`` of code); object and structured dtypes are refused; the file size must equal header +
-  ``prod(shape) * itemsize`` exactly, so a forged shape cannot make numpy allocate more than the
-  file holds.
-- ``.npz``: a zip of ``.npy`` members; each member is checked as above against its declared
-  uncompressed size, which may be at most 64 times its compressed size above 64 MiB, and all
-  the members read together at most 64 times the file's size above 64 MiB
-  (:mod:`posgeom.io._inflate`: both refused from the zip directory, before any allocation), read
-  to its end (the zip CRC is verified there), and decoded with ``numpy.frombuffer``.
-- ``.safetensors``: parsed here, not by the ``safetensors`` package (so loading needs no extra):
-  8-byte little-endian header length ``N`` (``8 <= 8 + N <= file size``), a JSON object of
-  ``name -> {"dtype", "shape", "data_offsets": [begin, end]}`` plus optional ``"__metadata__"``
-  (``str -> str``); each tensor's byte range lies inside the data and has exactly
-  ``prod(shape) * itemsize`` bytes. ``BF16`` is widened to float32.
-
-Numeric dtypes only: bool, signed/unsigned integers, floats and complex.
+- ``.npy``: header parsed by ``numpy.lib.format`` (a literal dict); object and structured dtypes
+  refused; the file size must equal header + ``prod(shape) * itemsize`` exactly.
+- ``.npz``: each ``.npy`` member checked as above against its declared size, within the
+  inflation limits of :mod:`posgeom.io._inflate`, and read to its end (the zip CRC is verified).
+- ``.safetensors``: parsed here (no extra needed): 8-byte little-endian header length ``N``
+  (``8 <= 8 + N <= file size``), a JSON object of ``name -> {"dtype", "shape", "data_offsets":
+  [begin, end]}`` plus optional ``"__metadata__"`` (``str -> str``); each tensor's byte range lies
+  inside the data and has exactly ``prod(shape) * itemsize`` bytes. ``BF16`` is widened to float32.
 """
 
 from __future__ import annotations

@@ -265,19 +265,13 @@ def atomic_path(
 ) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it is fsynced and moved onto ``path``.
 
-    Write the file at the yielded path. When the ``with`` block ends without an exception the
-    file gets the mode ``0o666`` less the umask, is flushed to disk and renamed onto ``path``
-    (``os.replace``, atomic); on any exception (Ctrl-C and SIGTERM included) the temporary is
-    removed and ``path`` keeps its old content. A failed write (full disk, read-only filesystem,
-    no permission) raises a one-line :class:`PosgeomError`. ``overwrite=False`` refuses an
-    existing ``path``, atomically (a concurrent writer's file is never replaced). The parent
-    folder is created if needed.
-
-    The commit re-checks the output rule: a ``path`` checked by
-    :func:`posgeom.io.outputs.check_output` before the work is replaced only if what stands there
-    is still what stood there then (:func:`posgeom.io._claims.commit_refusal`); ``precommit(tmp)``
-    runs just before the rename (a work folder records the file in its manifest). Both run under
-    an exclusive lock on the parent folder with SIGINT/SIGTERM held.
+    When the ``with`` block ends without an exception the file written at the yielded path gets
+    the mode ``0o666`` less the umask, is flushed and renamed onto ``path`` (atomic); on any
+    exception (Ctrl-C and SIGTERM included) the temporary is removed and ``path`` keeps its old
+    content. A failed write raises a one-line :class:`PosgeomError`. ``overwrite=False`` refuses
+    an existing ``path``, atomically. The commit re-checks a claimed ``path``
+    (:func:`posgeom.io._claims.commit_refusal`) and runs ``precommit(tmp)`` (a work folder's
+    record), under an exclusive lock on the parent folder with SIGINT/SIGTERM held.
     """
     path = Path(path)
     if not overwrite and path.exists():

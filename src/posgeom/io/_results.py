@@ -203,12 +203,14 @@ def manifest_files(folder: Path) -> dict[str, Any] | None:
     return None if doc is None else doc["files"]
 
 
+def file_record(path: Path) -> dict[str, Any]:
+    """A manifest's record of the file ``path``: ``{"size", "sha256"}``."""
+    return {"size": path.stat().st_size, "sha256": sha256_file(path)}
+
+
 def write_listed(folder: Path, files: list[Path], content: str = "files") -> None:
     """A manifest in ``folder`` listing ``files`` (paths under it) with sizes and SHA-256."""
-    listed = {
-        p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": sha256_file(p)}
-        for p in files
-    }
+    listed = {p.relative_to(folder).as_posix(): file_record(p) for p in files}
     _write_manifest_doc(folder, content, listed)
 
 
@@ -231,7 +233,7 @@ def write_manifest(tmp: Path, content: str) -> None:
             files[rel] = {"symlink": os.readlink(p)}
             continue
         fsync_path(p)
-        files[rel] = {"size": p.stat().st_size, "sha256": sha256_file(p)}
+        files[rel] = file_record(p)
     _write_manifest_doc(tmp, content, files)
     for root, _, _ in os.walk(tmp):
         fsync_path(Path(root), directory=True)
@@ -260,9 +262,7 @@ def locked_refusal(
     """:func:`refusal` while no other posgeom process commits beside ``path``: its checks read
     ``path`` in several steps, and a commit in between (old folder renamed aside, new one in)
     would make a posgeom folder look foreign."""
-    if not path.parent.is_dir():
-        return refusal(path, overwrite, inputs, kinds)
-    with folder_lock(path.parent):
+    with folder_lock(path.parent) if path.parent.is_dir() else contextlib.nullcontext():
         return refusal(path, overwrite, inputs, kinds)
 
 

@@ -36,7 +36,6 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom.io._atomic import (
