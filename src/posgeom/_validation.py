@@ -10,20 +10,16 @@ A function states the allowed values of its parameters once, next to its signatu
     )
     def classical_mds(data, n_components=None, *, solver="auto"): ...
 
-Each parameter gets a list of constraints; a value is accepted when it satisfies **any** of them.
-A constraint is an :class:`Interval`, an :class:`Options` set, ``None`` (the value ``None``) or a
-type (``isinstance``; ``bool`` is never accepted as a number). A refused value raises
-:class:`~posgeom._errors.PosgeomError` whose one-line message names the parameter, what it must
-be, what was given, and the fix.
+A value is accepted when it satisfies **any** of its parameter's constraints: an
+:class:`Interval`, an :class:`Options` set, ``None`` (the value ``None``) or a type
+(``isinstance``; ``bool`` is never a number). A refused value raises one
+:class:`~posgeom._errors.PosgeomError` line naming the parameter, what it must be and what was
+given.
 
-**The integer rule** (one rule for the whole package): an integer parameter accepts Python
-``int`` and NumPy integer scalars, and refuses everything else, including ``bool`` and whole
-floats such as ``3.0`` (as ``numbers.Integral`` does; scikit-learn's rule). A float that happens
-to be whole is most often a computed value the caller should round deliberately.
-Real parameters accept ``int``, ``float`` and NumPy real scalars (not ``bool``, not NaN).
-
-Validation is value checking only: the function still receives the value it was given
-(``np.int64(3)`` stays ``np.int64``); use :func:`check_int` where an ``int`` is needed.
+**The integer rule** (one rule for the whole package): an integer parameter accepts ``int`` and
+NumPy integer scalars, never ``bool`` nor a whole float such as ``3.0`` (scikit-learn's rule).
+Real parameters accept ``int``, ``float`` and NumPy real scalars (not ``bool``, not NaN). The
+function receives the value as given; use :func:`check_int` where an ``int`` is needed.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator
 from numbers import Integral
 
 from posgeom._errors import PosgeomError
@@ -100,16 +101,14 @@ def check_no_empty(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                 )
 
 
-def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+def _all_actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
     """The actions of ``parser`` and of its subcommands' parsers (what ``args`` may hold)."""
-    out = []
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in dict.fromkeys(action.choices.values()):
-                out += _all_actions(sub)
+                yield from _all_actions(sub)
         else:
-            out.append(action)
-    return out
+            yield action
 
 
 def unique_names(names: list[str], flag: str, reserved: tuple[str, ...] = ()) -> None:

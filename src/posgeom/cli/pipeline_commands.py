@@ -34,24 +34,19 @@ CORPUS, FILE, SYNTHETIC = "corpus", "file", "synthetic"
 
 # ----------------------------------------------------------------------------- count sources
 def _source(args: argparse.Namespace) -> str:
-    """Where this command's counts come from (module docstring)."""
-    if args.command == "demo":
-        return SYNTHETIC
-    if args.command == "geometry" or getattr(args, "counts", None):
-        return FILE
-    return CORPUS
-
-
-def _check_source(args: argparse.Namespace, source: str) -> None:
-    """Refuse a source given twice or not at all, before any work."""
+    """Where this command's counts come from (module docstring); ``compare`` with a source given
+    twice or not at all is refused before any work."""
     if args.command != "compare":
-        return
-    if source == FILE and args.corpus:
+        return {"demo": SYNTHETIC, "geometry": FILE}.get(args.command, CORPUS)
+    if args.counts and args.corpus:
         raise PosgeomError("pass either a CORPUS or --counts FILE, not both")
-    if source == CORPUS and not args.corpus:
+    if args.counts:
+        return FILE
+    if not args.corpus:
         raise PosgeomError("pass a CORPUS file (with -n N) or --counts FILE")
-    if source == CORPUS and args.max_positions is None:
+    if args.max_positions is None:
         raise PosgeomError("pass -n N, the number of positions to compare")
+    return CORPUS
 
 
 def _counts_file(args: argparse.Namespace) -> Any:
@@ -146,7 +141,6 @@ def _pipeline(args: argparse.Namespace) -> int:
     from posgeom.reports import results_folder
 
     source = _source(args)
-    _check_source(args, source)
     config = config_from_args(args)  # out-of-range values refused before any work
     specs = _encoding_specs(args.encoding)
     if args.report and not args.output:
@@ -176,8 +170,9 @@ def _pipeline(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------- the commands
-def _add_outputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
-    """The pipeline's own flags beside the config's: encoding files and the results folder."""
+def _add_outputs(p: argparse.ArgumentParser, **folder: Any) -> None:
+    """The pipeline's own flags beside the config's: encoding files and the results folder
+    (``folder``: :func:`~posgeom.cli._options.add_results_folder_arguments`' keywords)."""
     p.add_argument(
         "--encoding",
         action="append",
@@ -186,10 +181,7 @@ def _add_outputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         help="also score an encoding from a file (.npy/.npz/.safetensors: (n, d) vectors "
         "or (n, n) distances); repeatable",
     )
-    if required:
-        add_results_folder_arguments(p)
-    else:  # demo: the table printed, a results folder on request
-        add_results_folder_arguments(p, required=False, output="also write a results folder")
+    add_results_folder_arguments(p, **folder)
 
 
 def _add_optional_count_arguments(p: argparse.ArgumentParser) -> None:
@@ -257,7 +249,7 @@ def register(sub: Any) -> None:
         "--sequences", dest="n_sequences", type=int, default=2000, help="synthetic sequences"
     )
     add_config_arguments(p, defaults={"estimator": "plugin"})  # the paper's Algorithm 1
-    _add_outputs(p, required=False)
+    _add_outputs(p, required=False, output="also write a results folder")  # the table printed
 
     p = _command(
         sub,
