@@ -185,16 +185,10 @@ def pretrained_model(
     **kwargs: Any,
 ) -> Any:
     """Load a pretrained model by hub name (from the local cache only) or local folder:
-    ``model_class.from_pretrained``, offline, quiet, in eval mode (public as
-    :func:`posgeom.models.load_model`).
-
-    ``model_class`` defaults to ``transformers.AutoModel`` (the bare model, whose forward returns
-    hidden states). ``device`` (default ``"cpu"``) and ``dtype`` (default ``"float32"``) as in
-    :mod:`posgeom._placement`: the weights load straight into ``dtype`` on ``device``;
-    ``device="auto"`` spreads the model over GPUs, CPU and disk (``offload_folder``: where the
-    disk part goes; default a temporary folder removed with the model). Extra keyword arguments
-    go to ``from_pretrained`` (e.g. ``gguf_file=...``, ``max_memory=...``); ``local_files_only``
-    and ``trust_remote_code`` cannot be overridden.
+    ``model_class.from_pretrained`` (default ``transformers.AutoModel``), offline, quiet, in eval
+    mode (public as :func:`posgeom.models.load_model`). ``device``, ``dtype`` and
+    ``offload_folder`` as in :mod:`posgeom._placement`; extra keyword arguments go to
+    ``from_pretrained`` (``gguf_file=...``, ``max_memory=...``).
     """
     target = _target(name_or_path, kwargs)
     require("torch", "torch")
@@ -231,14 +225,9 @@ def pretrained_model(
 
 def _gguf_model(cls: Any, target: str, placed: dict[str, Any], kwargs: dict[str, Any]) -> Any:
     """A GGUF checkpoint loaded on the CPU straight into the asked dtype, or ``None`` (then
-    ``from_pretrained`` loads it: another device, ``device_map``, extra keyword arguments, or a
-    weight the file lacks).
-
-    transformers' own GGUF path keeps the whole de-quantised state dict beside the model (about
-    2.5 x the weights at its peak). Here the model is built with empty parameters; each tensor is
-    read alone, de-quantised to float32 by ``gguf``, renamed and re-ordered by transformers' name
-    map and tensor processor, cast and assigned: the peak is the weights plus the largest tensor.
-    """
+    ``from_pretrained`` loads it). Unlike transformers' own GGUF path (about 2.5 x the weights at
+    its peak), each tensor is read, de-quantised, renamed by transformers' name map and tensor
+    processor, cast and assigned alone: the peak is the weights plus the largest tensor."""
     gguf_file = kwargs.get("gguf_file")
     if (
         not gguf_file

@@ -92,10 +92,9 @@ def pretrained_kwargs(
     offload_folder: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of ``from_pretrained`` that load the weights straight into ``dtype`` on
-    ``device`` (``device_map`` for anything but the CPU: no full copy in host memory first).
-    ``device="auto"`` adds an offload folder (a new temporary one unless ``offload_folder``;
-    :func:`offload_cleanup` removes it with the model). A GGUF checkpoint is always de-quantised
-    (posgeom reads dense weights and hidden states), then stored in ``dtype``."""
+    ``device`` (``device_map`` for anything but the CPU); ``device="auto"`` adds an offload
+    folder (a new temporary one unless ``offload_folder``: :func:`offload_cleanup`). A GGUF
+    checkpoint is de-quantised, then stored in ``dtype``."""
     place, name = check_device(device), check_dtype(dtype)
     kwargs: dict[str, Any] = {
         "dtype": name if name == "auto" else getattr(require("torch", "torch"), name)

@@ -219,9 +219,7 @@ def check_path(value: Any, name: str) -> Any:
 
 def float_array(value: Any, name: str) -> np.ndarray:
     """``value`` as a float64 array, or :class:`PosgeomError` naming ``name`` when it holds no
-    numbers (``None``, a string, a dict, an object): the one conversion of numeric data at the
-    public functions' door, so a wrong type never surfaces as numpy's ``TypeError`` or
-    ``ValueError``. Shapes are the caller's to check."""
+    numbers (``None``, a string, a dict, an object). Shapes are the caller's to check."""
     if value is None or isinstance(value, (str, bytes, Mapping)):
         raise PosgeomError(f"{name} must be numbers (an array), not a {type(value).__name__}")
     try:
@@ -250,12 +248,8 @@ def check_scale(array: np.ndarray, what: str, *, fix: str) -> None:
 
 
 def validate_params(constraints: Mapping[str, Sequence[Any]]) -> Callable[[F], F]:
-    """Decorator: check the named parameters of every call against ``constraints``.
-
-    Parameters not named are not checked; a parameter left at its default is checked too (so a
-    wrong default is caught by the first test). The constraints are kept on the function as
-    ``__posgeom_constraints__`` (documentation and tests can read them).
-    """
+    """Decorator: check the named parameters of every call (defaults too) against
+    ``constraints``, kept on the function as ``__posgeom_constraints__``."""
 
     def decorate(func: F) -> F:
         signature = inspect.signature(func)

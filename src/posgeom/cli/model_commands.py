@@ -59,24 +59,21 @@ def _tokenizer(args: argparse.Namespace) -> Any:
 # ------------------------------------------------------------------------------------- extract
 
 
-def _extract_json(args: argparse.Namespace) -> int:
-    """``--json``: one JSON document on stdout, nothing else (``-o`` is refused with it)."""
-    from posgeom.models.mechanisms import mechanisms_document
-
-    if args.output:
-        raise PosgeomError("--json prints the mechanisms only; drop -o (or drop --json to save)")
-    print(json_text(mechanisms_document(_load(args), name=str(args.model)), indent=2))
-    return 0
-
-
 def _extract(args: argparse.Namespace) -> int:
     """a model's positional mechanism(s) and the encodings they become
 
     Find the positional mechanisms of a model (learned table, rotary, ALiBi, relative buckets) and
     print them as posgeom encodings; -o saves one array per encoding (.npz or .safetensors, its
     metadata inside)."""
-    if args.json:
-        return _extract_json(args)
+    if args.json:  # one JSON document on stdout, nothing else
+        from posgeom.models.mechanisms import mechanisms_document
+
+        if args.output:
+            raise PosgeomError(
+                "--json prints the mechanisms only; drop -o (or drop --json to save)"
+            )
+        print(json_text(mechanisms_document(_load(args), name=str(args.model)), indent=2))
+        return 0
     if args.output:  # before torch and the model: writable, and never a file posgeom did not write
         from posgeom.io.artifacts import check_output_file
 

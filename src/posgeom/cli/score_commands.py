@@ -40,13 +40,6 @@ def _folder_document(p: Path) -> dict[str, Any]:
     return {}
 
 
-def _folder_geometry(p: Path) -> dict[str, Any]:
-    """The pipeline summary of the results folder holding ``p`` (``summary.json``, or a
-    comparison's ``geometry``), ``{}`` when there is none."""
-    doc = _folder_document(p)
-    return dict(doc.get("geometry") or {}) if "geometry" in doc else doc
-
-
 def _load_target(spec: str, key: str | None = None) -> Any:
     """The target distances: the ``hellinger`` array (or ``KEY``) of a results folder's
     arrays.npz, an (n, n) distance matrix file, or a long-context folder's target as blocks
@@ -64,7 +57,9 @@ def _load_target(spec: str, key: str | None = None) -> Any:
         if key is None and name not in arrays and "hellinger_grid" in arrays:
             from posgeom.estimators._blocks import stored_target
 
-            return stored_target(arrays, _folder_geometry(p), str(p))
+            doc = _folder_document(p)  # summary.json, or a comparison's geometry
+            geometry = dict(doc.get("geometry") or {}) if "geometry" in doc else doc
+            return stored_target(arrays, geometry, str(p))
         if name not in arrays:
             raise PosgeomError(
                 f"{p} holds no {name!r} array (it has {sorted(arrays)}); pass the arrays.npz of "

@@ -117,14 +117,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _remove(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-
-
 def clean_stale(folder: os.PathLike | str) -> list[Path]:
     """Remove the temporaries that dead posgeom processes of this host left in ``folder``.
 
@@ -147,7 +139,11 @@ def clean_stale(folder: os.PathLike | str) -> list[Path]:
                 os.rename(entry, target)
                 done.append(entry)
                 continue
-        _remove(entry)
+        with contextlib.suppress(OSError):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
         done.append(entry)
     return done
 
@@ -317,11 +313,9 @@ def check_writable(
 ) -> Path:
     """Check, before any expensive work, that ``path`` can be written; return it as a ``Path``.
 
-    Refused with a one-line :class:`PosgeomError`: a file where a parent folder should be; an
-    existing ``path`` of the wrong type (a folder for a file output, a file for a folder output);
-    an existing ``path`` when ``overwrite=False``; a parent where a probe file cannot be created
-    (read-only filesystem, no permission, no space for an inode). Nothing is created or left
-    behind: the probe is removed and missing parent folders are not made.
+    Refused in one line: a file where a parent folder should be, an existing ``path`` of the
+    wrong type or (``overwrite=False``) at all, a parent where a probe file cannot be created.
+    Nothing is created or left behind.
     """
     path = Path(path)
     if path.exists():

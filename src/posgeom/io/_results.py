@@ -83,9 +83,7 @@ def changed_file(path: Path, info: Any) -> bool:
     if isinstance(info.get("was"), dict) and not changed_file(path, info["was"]):
         return False
     if "symlink" in info:
-        if not path.is_symlink():
-            return path.exists()
-        return os.readlink(path) != info["symlink"]
+        return os.readlink(path) != info["symlink"] if path.is_symlink() else path.exists()
     if not path.exists() and not path.is_symlink():
         return False
     try:
@@ -110,9 +108,8 @@ def listing(folder: Path) -> set[str]:
 
 def same_kind(found: Any, wanted: str) -> bool:
     """Whether a folder whose manifest records ``found`` may be replaced by one of ``wanted``."""
-    if found == wanted:
-        return True
-    return ANY_RESULTS in (found, wanted) and {found, wanted} <= set(RESULTS_KINDS)
+    any_results = ANY_RESULTS in (found, wanted) and {found, wanted} <= set(RESULTS_KINDS)
+    return found == wanted or any_results
 
 
 def unlisted(folder: Path, files: dict[str, Any]) -> list[str]:
@@ -152,11 +149,8 @@ def owned_refusal(
             f"{path} holds files posgeom did not write ({shown}); {what} would delete them: "
             "move them out or choose another folder"
         )
-    edited = [
-        rel
-        for rel, info in sorted(manifest["files"].items())
-        if changed and changed_file(path / rel, info)
-    ]
+    files = sorted(manifest["files"].items()) if changed else []
+    edited = [rel for rel, info in files if changed_file(path / rel, info)]
     if edited:
         return (
             f"{path}: {', '.join(edited[:3])} changed since posgeom wrote it (its size or SHA-256 "
@@ -197,10 +191,9 @@ def refusal(
     return kind_refusal(path, manifest, kinds) or owned_refusal(path, manifest, "--overwrite")
 
 
-def manifest_files(folder: Path) -> dict[str, Any] | None:
-    """``relative path -> {"size", "sha256"}`` of the manifest in ``folder``, or None."""
-    doc = _manifest(folder)
-    return None if doc is None else doc["files"]
+def manifest_files(folder: Path) -> dict[str, Any]:
+    """``relative path -> {"size", "sha256"}`` of the manifest in ``folder`` (``{}``: none)."""
+    return (_manifest(folder) or {"files": {}})["files"]
 
 
 def file_record(path: Path) -> dict[str, Any]:

@@ -140,11 +140,10 @@ def check_output(
 ) -> Path:
     """Check an output before the work (module docstring); return it with symlinks resolved.
 
-    ``kinds``: what an existing file may be to be replaced with ``overwrite`` (``"report"``,
-    ``"artifact:position_counts"``, ...); for a folder, the ``content`` its manifest must record
-    (``"run"``, ...; empty: any). ``identify``: what posgeom output an existing file is,
-    unchanged, or None (default: a stamped page). Nothing is created; a file output is claimed,
-    so that its commit re-checks it (:func:`commit_refusal`).
+    ``kinds``: what an existing file may be to be replaced (``"report"``,
+    ``"artifact:position_counts"``, ...), or a folder's manifest ``content`` (empty: any).
+    ``identify``: what posgeom output an existing file is, unchanged, or None. A file output is
+    claimed, so that its commit re-checks it (:func:`commit_refusal`).
     """
     out = resolve_output(path)
     reason = name_refusal(out) or input_refusal(out, inputs, folder)
@@ -175,7 +174,7 @@ def check_file_set(
         for rel in sorted(listing(out) - {RESULTS_MANIFEST})
         if not any(_inside(Path(os.path.realpath(out / rel)), k) for k in kept)
     ]
-    record = manifest_files(out) or {}
+    record = manifest_files(out)
     foreign = [rel for rel in present if rel not in record or changed_file(out / rel, record[rel])]
     if foreign:
         raise PosgeomError(
@@ -212,17 +211,12 @@ def results_directory(
             ...expensive work...                 # write every file under ``tmp``
         # here ``out`` holds exactly what was written under ``tmp``, plus posgeom-manifest.json
 
-    On entry, before any work, it applies the output rule (module docstring) and removes stale
-    temporaries beside ``path``; it yields a fresh empty hidden sibling folder. When the block
-    ends without an exception the manifest (``{"kind": "posgeom-results", "content": content,
-    "posgeom_version", "files": {relative path: {"size", "sha256"}}}``) is written and, under an
-    exclusive lock on the parent folder with SIGINT/SIGTERM held, the checks are repeated and the
-    folder is renamed onto ``path`` (an old posgeom folder is renamed aside, then only the files
-    its manifest lists are deleted). On any exception the temporary is removed and ``path`` is
-    left as it was; write errors become one-line :class:`PosgeomError`. ``content``: the kind of
-    folder (``"run"``, ``"figures"``, ...): ``overwrite`` replaces only one of the same kind.
-    ``companions``: files beside ``path`` (path -> bytes, checked by the caller with
-    :func:`check_output`) committed with the folder, all or none (a report page and its figures).
+    The output rule (module docstring) is applied on entry. At the block's end the manifest
+    (``{"kind": "posgeom-results", "content": content, "posgeom_version", "files": {relative
+    path: {"size", "sha256"}}}``) is written and the folder committed under the parent folder's
+    lock (:func:`posgeom.io._results.commit_folder`); on any exception the temporary is removed.
+    ``content``: the kind of folder (``"run"``, ``"figures"``, ...). ``companions``: files beside
+    ``path`` (path -> bytes, checked by the caller) committed with the folder, all or none.
     """
     path = check_output(path, kinds=(content,), overwrite=overwrite, inputs=inputs, folder=True)
     inputs = tuple(inputs)

@@ -102,11 +102,9 @@ class WorkFolder:
         create: bool = True,
     ) -> WorkFolder:
         """Check ``path`` by the output rule and make it posgeom's work folder of ``kind``:
-        created when missing, marked when empty, resumed when posgeom made it for ``kind``
-        (every file listed, unchanged); with ``restart`` its listed files are deleted first.
-        ``option`` names the folder in messages (``"job folder"``); ``self_checked``: see the
-        module docstring; ``create=False`` only checks (nothing is made or marked: a check
-        before the work of a folder made when its first file is written). Refusals: one line."""
+        created, marked or resumed; with ``restart`` its listed files are deleted first.
+        ``option`` names the folder in messages (``"job folder"``); ``create=False`` only checks
+        (nothing is made or marked). Refusals: one line."""
         from posgeom.io.outputs import input_refusal, name_refusal, resolve_output
 
         if kind not in WORK_KINDS:
