@@ -267,7 +267,7 @@ def _gguf_model(cls: Any, target: str, placed: dict[str, Any], kwargs: dict[str,
         if result.name in names:
             weights = np.require(result.weights, np.float32, ["C", "W"])  # copies a view only
             state[names[result.name]] = torch.from_numpy(weights).to(dtype)
-    model.load_state_dict({k: v.to(dtype) for k, v in state.items()}, strict=False, assign=True)
+    model.load_state_dict(state, strict=False, assign=True)  # each tensor cast when read
     model.tie_weights()
     if any(p.device.type == "meta" for p in model.parameters()):
         return None  # a weight the file lacks: transformers initialises it (and reports it)

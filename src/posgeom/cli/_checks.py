@@ -24,8 +24,7 @@ __all__ = ["MAX_HEADS", "check_common_args", "check_no_empty", "unique_names"]
 
 THREADS = [Interval(Integral, 1, 1024)]  # --threads: torch's CPU threads
 SEQUENCES = [Interval(Integral, 1, 10_000_000)]  # demo --sequences: the synthetic corpus's size
-POSITIONS = [Interval(Integral, 1, None)]  # -n/--max-positions (commands add their own limits)
-POSITIVE = [Interval(Integral, 1, None)]  # --max-sequences, --workers, ...: counts of things
+POSITIVE = [Interval(Integral, 1, None)]  # -n, --max-sequences, --workers, ...: counts of things
 
 
 def _check_heads(args: argparse.Namespace) -> None:
@@ -34,7 +33,7 @@ def _check_heads(args: argparse.Namespace) -> None:
     heads, width = getattr(args, "n_heads", None), getattr(args, "model_dim", None)
     if heads is None or width is None:
         return
-    check_param("-d/--model-dim", width, [Interval(Integral, 1, None)])  # before the heads in it
+    check_param("-d/--model-dim", width, POSITIVE)  # before the heads in it
     from posgeom.cli._config_flags import config_class
 
     default = config_class().__dataclass_fields__["n_heads"].default
@@ -61,8 +60,15 @@ def _check_workers(args: argparse.Namespace) -> None:
 def _check_ranges(args: argparse.Namespace) -> None:
     """Counts of repeated work, each within its declared range (not a billion splits); seeds
     and the number of positions, shared by many commands, within theirs."""
-    ranges = {"threads": THREADS, "max_positions": POSITIONS}  # the pipeline's: its config
-    counts = ("max_sequences", "batch_size", "text_field", "workers", "shard_lines")
+    ranges = {"threads": THREADS}  # the pipeline's: its config
+    counts = (
+        "max_positions",
+        "max_sequences",
+        "batch_size",
+        "text_field",
+        "workers",
+        "shard_lines",
+    )
     ranges.update({key: POSITIVE for key in counts})
     ranges.update({key: [SEED] for key in ("seed", "shuffle_seed", "bootstrap_seed")})
     ranges["n_sequences"] = SEQUENCES  # demo --sequences

@@ -96,8 +96,7 @@ def _config(args: argparse.Namespace, **override: Any) -> Any:
     from posgeom.training import TrainConfig
 
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    kw = {k: v for k, v in vars(args).items() if k in fields}
-    kw = {k: v for k, v in kw.items() if k != "encoding" or v is not None}
+    kw = {k: v for k, v in vars(args).items() if k in fields and (k != "encoding" or v is not None)}
     kw["train_positions"] = {"default": None, "yes": True, "no": False}[args.train_positions]
     kw["progress"] = not getattr(args, "quiet", False)
     kw.update(override)

@@ -1,11 +1,9 @@
 """Atomic files, their temporaries, write errors and output checks (used by :mod:`posgeom.io.artifacts`).
 
-Temporaries are siblings of their target, named ``.<name>.posgeom-<host>-<pid>-<random>.tmp``
-(``.old`` for a results folder being replaced), so they are hidden, on the target's filesystem
-(``os.replace`` is atomic only there) and attributable: :func:`clean_stale` removes those of
-processes of this host that no longer run (after a ``SIGKILL``) and puts back a results folder
-that a killed process had moved aside. Files are created with mode ``0o666`` and folders with
-``0o777``, both reduced by the umask, as ``open`` and ``mkdir`` do.
+Temporaries are hidden siblings of their target (``os.replace`` is atomic only on one
+filesystem), named ``.<name>.posgeom-<host>-<pid>-<random>.tmp`` (``.old`` for a results folder
+being replaced) so that :func:`clean_stale` can remove those of dead processes of this host.
+Files and folders get the modes ``open`` and ``mkdir`` give (``0o666`` / ``0o777`` less the umask).
 """
 
 from __future__ import annotations

@@ -1,32 +1,22 @@
 """The one output rule of posgeom: what may be written where, checked before any work.
 
-Every file and folder posgeom writes (counts and other artifacts, results folders, reports and
-their figures, reproduce's pages) goes through :func:`check_output` before the work starts:
+Every file and folder posgeom writes goes through :func:`check_output` before the work starts
+(work folders through :class:`posgeom.io.workfolders.WorkFolder`); each refusal is one
+:class:`~posgeom._errors.PosgeomError` line naming the path and the fix:
 
 - **symlinks are resolved first**: the output is the link's target (a dangling link is refused);
-- **names fit**: the hidden temporary beside the output adds :data:`TEMP_EXTRA` characters to its
-  name, so a name longer than ``255 - TEMP_EXTRA`` is refused with the limit;
+- **names fit**: a name longer than ``255 - TEMP_EXTRA`` (the hidden temporary's extra) is refused;
 - **never inside an input**: the output may not be an input file, lie inside an input folder, or
   (a folder output) hold an input;
-- **replace only posgeom's own, unchanged, of the same kind**: an existing output is refused
-  without ``overwrite``; with it, it is replaced only when posgeom wrote it *and it has not
-  changed since*: an artifact whose metadata and array checksums verify and whose kind is one the
-  command writes; a stamped text file (:func:`stamp`, a report or ``REPRODUCTION.md``) whose stamp
-  hash matches its content; a results folder whose ``posgeom-manifest.json`` lists every file it
-  holds with the size and SHA-256 it has now (:func:`posgeom.io._results.refusal`), its entries
-  first checked as untrusted data (:mod:`posgeom.io._entries`: inside the folder, records posgeom
-  writes) so that nothing outside the folder is ever deleted;
-- **of the same kind**: a folder is replaced (or resumed) only by a command writing that kind
-  of folder (its manifest's ``content``: ``run``, ``compare``, ``figures``, ``count-job``, ...);
+- **replace only posgeom's own, unchanged, of the same kind**, and only with ``overwrite``: an
+  artifact whose checksums verify and whose kind the command writes; a stamped page
+  (:func:`stamp`) whose hash matches its content; a results folder whose
+  ``posgeom-manifest.json`` (its entries checked as untrusted data, :mod:`posgeom.io._entries`)
+  lists every file it holds, unchanged, and records the ``content`` the command writes;
 - **writable**: a probe file is created and removed in the nearest existing parent;
-- **re-checked at the commit**: a file output checked here is renamed into place only if what
-  stands at its path then is what stood there at the check (:func:`commit_refusal`, called by
-  every atomic write), a results folder only if its checks still pass under the folder lock.
-
-Folders that posgeom fills step by step and resumes (job folders, training runs, caches) follow
-the same rule through :class:`posgeom.io.workfolders.WorkFolder`.
-
-Each refusal is one :class:`~posgeom._errors.PosgeomError` line naming the path and the fix.
+- **re-checked at the commit**: a file output is renamed into place only if what stands there is
+  what stood there at the check (:func:`commit_refusal`), a results folder only if its checks
+  still pass under the folder lock.
 """
 
 from __future__ import annotations
