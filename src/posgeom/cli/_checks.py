@@ -1,11 +1,6 @@
-"""Options every command shares, checked before any work (one line naming the flag).
-
-A value outside its range is refused here rather than deep in numpy (``--seed -1``,
-``--n-heads 0``), a resource request beyond the machine is refused with its limit (``--workers``
-over twice the CPU count, ``--n-heads`` over the width), and counts of repeated work have a
-range (``--threads`` 1 .. 1024, the pipeline's by its config, ``demo --sequences`` 1 .. 10^7;
-bootstrap replicates, 2 .. 10,000, are the library's to check). The pipeline's own options
-(``--alpha inf``, ``--alpha`` without ``--smoothing add-alpha``) are refused by
+"""Options every command shares, checked before any work (one line naming the flag): a value
+outside its range (``--seed -1``), a resource request beyond the machine (``--workers`` over
+twice the CPU count, ``--n-heads`` over the width). The pipeline's own options are refused by
 :class:`~posgeom.pipeline.config.GeometryConfig` when the command builds it.
 """
 

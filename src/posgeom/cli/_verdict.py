@@ -1,8 +1,5 @@
-"""The one-line verdict of ``posgeom score`` (bare score rows: no corpus, so no noise floor).
-
-Commands with a result object print the verdict their result's summary stores (the last line of
-its table); see :func:`posgeom.text.verdict.one_line` for the rules and
-:mod:`posgeom.text.verdict_inputs` for what it reads."""
+"""The one-line verdict of ``posgeom score`` (bare score rows: no corpus, so no noise floor;
+rules: :func:`posgeom.text.verdict.one_line`)."""
 
 from __future__ import annotations
 
