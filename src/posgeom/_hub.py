@@ -82,8 +82,7 @@ def check_model_source(name_or_path: str | os.PathLike[str], gguf_file: str | No
 
 
 def _offline_error(name: str, what: str, exc: Exception) -> PosgeomError:
-    looks_like_path = _looks_like_path(name)
-    if looks_like_path and not Path(name).expanduser().exists():  # not the hub's "Repo id ..."
+    if _looks_like_path(name) and not Path(name).expanduser().exists():  # not "Repo id ..."
         return PosgeomError(
             f"the {what} path {name} does not exist (posgeom loads offline, from local files); "
             "pass an existing folder that holds config.json (and the weights or tokenizer files), "
