@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = ["held_logs", "held_stderr", "quiet_library"]
 
@@ -41,17 +41,15 @@ def held_logs(prefix: str, *, replay: bool = True) -> Iterator[list[logging.LogR
     held: list[tuple[logging.Logger | logging.Handler, logging.LogRecord]] = []
     records: list[logging.LogRecord] = []
 
-    class Hold(logging.Filter):
-        def __init__(self, target: logging.Logger | logging.Handler) -> None:
-            super().__init__()
-            self.target = target
-
-        def filter(self, record: logging.LogRecord) -> bool:
-            held.append((self.target, record))
+    def holder(target: logging.Logger | logging.Handler) -> Callable[[logging.LogRecord], bool]:
+        def hold(record: logging.LogRecord) -> bool:  # a callable filter: record held, not passed
+            held.append((target, record))
             records.append(record)
             return False
 
-    filters = [Hold(target) for target in targets]
+        return hold
+
+    filters = [holder(target) for target in targets]
     for target, hold in zip(targets, filters, strict=True):
         target.addFilter(hold)
     try:

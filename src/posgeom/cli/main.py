@@ -63,13 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     for flags, text in COMMON_FLAGS:
         parser.add_argument(*flags, action="store_true", help=text)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
-    for name in OPTIONAL_COMMAND_MODULES:
+    for name in (*COMMAND_MODULES, *OPTIONAL_COMMAND_MODULES):
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name != name:
+            if exc.name != name or name in COMMAND_MODULES:
                 raise
             continue
         module.register(sub)
