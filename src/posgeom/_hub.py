@@ -43,8 +43,7 @@ def one_line(exc: BaseException, limit: int = 400) -> str:
 
 
 def _target(name_or_path: str | os.PathLike[str], kwargs: dict[str, Any]) -> str:
-    """The model's path as given (expanded when it exists); ``kwargs`` may not set
-    ``local_files_only`` or ``trust_remote_code``."""
+    """The model's path (expanded when it exists), ``kwargs`` refused when they force a load."""
     for key in _FORCED:
         if key in kwargs:
             raise PosgeomError(

@@ -23,8 +23,7 @@ POSITIVE = [Interval(Integral, 1, None)]  # -n, --max-sequences, --workers, ...:
 
 
 def _check_heads(args: argparse.Namespace) -> None:
-    """The pipeline's ``--n-heads`` within ``-d`` when given (train's ``--heads`` is
-    TrainConfig's)."""
+    """The pipeline's ``--n-heads`` within ``-d`` when given."""
     heads, width = getattr(args, "n_heads", None), getattr(args, "model_dim", None)
     if heads is None or width is None:
         return
@@ -53,8 +52,7 @@ def _check_workers(args: argparse.Namespace) -> None:
 
 
 def _check_ranges(args: argparse.Namespace) -> None:
-    """Counts of repeated work, each within its declared range (not a billion splits); seeds
-    and the number of positions, shared by many commands, within theirs."""
+    """Counts of repeated work, seeds and the number of positions, each within its range."""
     ranges = {"threads": THREADS}  # the pipeline's: its config
     counts = (
         "max_positions",

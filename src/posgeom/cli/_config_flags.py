@@ -91,8 +91,7 @@ def cli_fields(cls: type | None = None) -> tuple[dataclasses.Field[Any], ...]:
 
 
 def _kinds(cls: type, f: dataclasses.Field[Any]) -> tuple[list[type], bool, bool]:
-    """(the numbers the field takes, in the order tried; whether it takes text; whether it may
-    be None), from its annotation and its constraints."""
+    """(the numbers the field takes, in order; whether it takes text; whether it may be None)."""
     from numbers import Integral
 
     from posgeom._validation import Interval, Options

@@ -197,8 +197,7 @@ def add_count_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _default(name: str) -> Any:
-    """The default of the :class:`~posgeom.corpus.options.CountOptions` field ``name`` (the CLI's
-    defaults are the options', not a copy)."""
+    """The default of the :class:`~posgeom.corpus.options.CountOptions` field ``name``."""
     from posgeom.corpus.options import CountOptions
 
     return CountOptions.__dataclass_fields__[name].default

@@ -91,8 +91,7 @@ def _quiet_libraries(record: logging.LogRecord) -> bool:
 
 
 def _one_line_record(record: logging.LogRecord) -> bool:
-    """posgeom's log lines stay one line each: a control character (a newline in a file name the
-    line quotes) is written as its escape, as in error lines."""
+    """posgeom's log lines stay one line each (control characters escaped, as in error lines)."""
     if record.name.split(".")[0] == "posgeom":
         record.msg, record.args = printable(record.getMessage()), ()
     return True
@@ -173,8 +172,7 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
 
 
 def _quiet_progress_bars() -> None:
-    """Hugging Face's own bars ("Loading weights", downloads) only with --verbose: posgeom's
-    bars say what is being done. The command's process only (the library never does this)."""
+    """Hugging Face's own progress bars only with --verbose (the command's process only)."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if "transformers" in sys.modules:  # imported already: its switch was read at import
         with _suppress_value_error(), contextlib.suppress(ImportError, AttributeError):

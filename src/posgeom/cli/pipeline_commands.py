@@ -82,9 +82,8 @@ def _synthetic_counts(args: argparse.Namespace) -> Any:
 
 
 def _counting(args: argparse.Namespace, source: str) -> tuple[Callable[[], Any], tuple[Path, ...]]:
-    """(the function that makes the counts, the files it reads). A counts file is read now (a
-    damaged file is refused before the results folder); a corpus is counted in the folder's
-    temporary."""
+    """(the function that makes the counts, the files it reads): a counts file is read now, a
+    corpus is counted in the results folder's temporary."""
     from posgeom.cli.corpus_commands import check_count_args, corpus_inputs, counts_from_args
 
     if source == FILE:
@@ -126,8 +125,7 @@ def read_encoding(path: Path, n: int, label: str, key: str | None = None) -> Any
 
 # ----------------------------------------------------------------------------- the handler
 def _analyze(counts: Any, config: Any, specs: list[tuple[str, Path]], command: str) -> Any:
-    """The pipeline once on ``counts`` with ``config`` and the ``--encoding`` files: one
-    :class:`~posgeom.pipeline.result.GeometryResult` (its summary built once)."""
+    """The pipeline once on ``counts`` with ``config`` and the ``--encoding`` files."""
     from posgeom.pipeline import analyze
 
     n = counts.counts.shape[0]
@@ -185,8 +183,7 @@ def _add_outputs(p: argparse.ArgumentParser, **folder: Any) -> None:
 
 
 def _add_optional_count_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``count`` options with CORPUS and -n optional (``compare``: ``--counts`` replaces
-    both, and -n then keeps the first n positions of the file)."""
+    """The ``count`` options with CORPUS and -n optional (``compare``'s ``--counts`` instead)."""
     from posgeom.cli.corpus_commands import add_count_arguments
 
     donor = argparse.ArgumentParser(add_help=False)

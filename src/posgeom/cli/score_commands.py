@@ -30,8 +30,7 @@ def _split_key(spec: str, key: str | None) -> tuple[Path, str | None]:
 
 
 def _folder_document(p: Path) -> dict[str, Any]:
-    """The summary JSON of the results folder holding ``p`` (``summary.json`` or
-    ``comparison.json``), ``{}`` when there is none."""
+    """The summary JSON of the results folder holding ``p``, ``{}`` when there is none."""
     from posgeom.io.jsonfiles import read_json
 
     for name in ("summary.json", "comparison.json"):

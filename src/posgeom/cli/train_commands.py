@@ -74,23 +74,20 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
 
 
 def _field_flag(g: Any, flag: str, kind: type, help_text: str, *, field: str = "") -> None:
-    """``flag`` of the :class:`~posgeom.training.TrainConfig` field ``field`` (default: the flag's
-    name with underscores for dashes), its default the config's."""
+    """``flag`` of the :class:`~posgeom.training.TrainConfig` field ``field``, its default."""
     field = field or flag.removeprefix("--").replace("-", "_")
     g.add_argument(flag, dest=field, type=kind, default=_default(field), help=help_text)
 
 
 def _default(name: str) -> Any:
-    """The default of the :class:`~posgeom.training.TrainConfig` field ``name`` (the
-    CLI's defaults are the config's, not a copy)."""
+    """The default of the :class:`~posgeom.training.TrainConfig` field ``name``."""
     from posgeom.training import TrainConfig
 
     return TrainConfig.__dataclass_fields__[name].default
 
 
 def _config(args: argparse.Namespace, **override: Any) -> Any:
-    """The :class:`TrainConfig` of the parsed options: every option whose dest is a field fills
-    it (``--heads`` has the dest ``n_heads``); fields without an option keep their defaults."""
+    """The :class:`TrainConfig` of the parsed options: every option whose dest is a field fills it."""
     import dataclasses
 
     from posgeom.training import TrainConfig

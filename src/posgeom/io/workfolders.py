@@ -64,8 +64,7 @@ WORK_KINDS = (
 
 
 def _clean_stale_below(folder: Path) -> None:
-    """:func:`~posgeom.io._atomic.clean_stale` in ``folder`` and its real sub-folders (no link
-    followed)."""
+    """:func:`~posgeom.io._atomic.clean_stale` in ``folder`` and its real sub-folders."""
     for root, dirs, _ in os.walk(folder, followlinks=False):
         clean_stale(root)
         dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
@@ -186,8 +185,7 @@ class WorkFolder:
         )
 
     def _nested_refusal(self, manifest: dict[str, Any]) -> str | None:
-        """Why a sub-folder listed in ``manifest`` may not be cleared (a file posgeom did not
-        write there, or one that changed), or None."""
+        """Why a sub-folder listed in ``manifest`` may not be cleared, or None."""
         for rel, info in manifest["files"].items():
             nested = WorkFolder(self.path / rel, str(info.get("folder")))
             sub = _manifest(nested.path) if "folder" in info and nested.path.is_dir() else None
@@ -223,8 +221,7 @@ class WorkFolder:
         return rel in self._files() and (self.path / rel).exists()
 
     def _check(self, rel: str) -> None:
-        """Refuse ``rel`` unless it is a relative POSIX path inside the folder, below no symbolic
-        link (the check of the manifest's own entries, :mod:`posgeom.io._entries`)."""
+        """Refuse ``rel`` unless it is a path a manifest may list (:mod:`posgeom.io._entries`)."""
         problem = key_problem(rel) or place_problem(self.path, rel)
         if problem is not None:
             raise PosgeomError(
