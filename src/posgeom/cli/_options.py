@@ -239,10 +239,10 @@ def choices_of(function: Any, parameter: str) -> tuple[Any, ...]:
     raise TypeError(f"{function.__qualname__} declares no Options for {parameter!r}")
 
 
-def add_noise_argument(g: Any, noise_floor: Any = None) -> None:
+def add_noise_argument(g: Any) -> None:
     """``--noise``: the noise-floor method of :func:`posgeom.noise_floor`, or ``none``."""
-    if noise_floor is None:
-        from posgeom.geometry.noise import noise_floor
+    from posgeom.geometry.noise import noise_floor
+
     g.add_argument(
         "--noise",
         choices=(*choices_of(noise_floor, "method"), "none"),
