@@ -119,9 +119,7 @@ class WorkFolder:
             if out.is_dir():  # a writer at work there is refused now, not after the work
                 folder._hold(option)
                 folder.release()
-            reason = folder._refusal(option, restart, self_checked)
-            if reason is not None:
-                raise PosgeomError(reason)
+            folder._refuse(option, restart, self_checked)
             check_writable(out, folder=True)
             return folder
         make_folder(out.parent)
@@ -132,9 +130,7 @@ class WorkFolder:
             make_folder(out)
             folder._hold(option)  # before the folder is read: another writer's files are not ours
             try:
-                reason = folder._refusal(option, restart, self_checked)
-                if reason is not None:
-                    raise PosgeomError(reason)
+                folder._refuse(option, restart, self_checked)
                 if restart:
                     folder.clear()
                 elif _manifest(out) is None:
@@ -164,25 +160,26 @@ class WorkFolder:
             self.discard()
         self._held()
 
-    def _refusal(self, option: str, restart: bool, self_checked: bool) -> str | None:
+    def _refuse(self, option: str, restart: bool, self_checked: bool) -> None:
         out = self.path
         if out.is_dir() and not out.is_symlink():
             _clean_stale_below(out)  # a killed run's temporaries are not a user's files
         if not out.is_dir() or not any(out.iterdir()):
-            return None
+            return
         manifest = _manifest(out)
         if manifest is None:
-            return (
+            raise PosgeomError(
                 f"{option} {out} holds files posgeom did not write (no {RESULTS_MANIFEST}); "
                 "posgeom works only in a new or empty folder or one it made: choose another folder"
             )
         what = "restarting" if restart else "resuming in it"
-        changed = restart or not self_checked
-        return (
+        reason = (
             kind_refusal(out, manifest, (self.kind,))
-            or owned_refusal(out, manifest, what, changed)
+            or owned_refusal(out, manifest, what, restart or not self_checked)
             or (self._nested_refusal(manifest) if restart else None)
         )
+        if reason is not None:
+            raise PosgeomError(reason)
 
     def _nested_refusal(self, manifest: dict[str, Any]) -> str | None:
         """Why a sub-folder listed in ``manifest`` may not be cleared, or None."""
