@@ -166,17 +166,13 @@ def fsync_path(path: Path, *, directory: bool = False) -> None:
     """Flush ``path`` to disk (best effort for folders: some filesystems refuse)."""
     try:
         fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        if directory:
-            return
-        raise
-    try:
-        os.fsync(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     except OSError:
         if not directory:
             raise
-    finally:
-        os.close(fd)
 
 
 def default_mode(path: Path) -> None:
