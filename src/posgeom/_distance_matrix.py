@@ -75,10 +75,8 @@ def euclidean_distances(vectors: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class DistanceMatrix:
-    """A valid ``(n, n)`` distance matrix: exactly symmetric, zero diagonal, finite and
-    non-negative, read-only in ``.distances``; ``positions`` the ids of its rows (``0 .. n-1``
-    unless given). Make one with :meth:`validated` (a matrix from outside) or :meth:`derived`
-    (a matrix valid by construction)."""
+    """A valid ``(n, n)`` distance matrix, read-only in ``.distances``; ``positions`` the ids of
+    its rows (``0 .. n-1`` unless given). Made by :meth:`validated` or :meth:`derived`."""
 
     distances: np.ndarray
     positions: np.ndarray

@@ -27,10 +27,8 @@ def blas_threads(limit: int = 1) -> Iterator[None]:
 
 
 class Background:
-    """``fn()`` run on a daemon thread while the caller goes on (the second core of a machine
-    whose BLAS the caller holds at one thread); :meth:`result` waits for it and returns its value
-    or raises its exception. A daemon: an interrupted caller exits without waiting for it.
-    ``inline``: ``fn()`` runs here and now instead (the same object to the caller)."""
+    """``fn()`` run on a daemon thread while the caller goes on; :meth:`result` waits for it and
+    returns its value or raises its exception. ``inline``: ``fn()`` runs here and now instead."""
 
     def __init__(self, fn: Callable[[], Any], *, name: str, inline: bool = False) -> None:
         self._value: Any = None

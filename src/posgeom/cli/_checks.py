@@ -81,10 +81,9 @@ def check_common_args(args: argparse.Namespace) -> None:
 
 
 def check_no_empty(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Refuse an empty (or blank) text value of any option or argument of ``parser``, and an
-    empty item of a comma-separated list: ``--text-column ''`` would otherwise mean the default
-    (or read a file named ``''``) without a word. A command's subcommands (``experiment
-    pretrain``) are checked too."""
+    """Refuse an empty (or blank) text value of any option or argument of ``parser`` and its
+    subcommands, and an empty item of a comma-separated list (``--text-column ''`` would
+    otherwise mean the default without a word)."""
     for action in _all_actions(parser):
         value = getattr(args, action.dest, None)
         values = list(value) if isinstance(value, (list, tuple)) else [value]

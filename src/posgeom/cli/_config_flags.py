@@ -153,8 +153,7 @@ def add_config_arguments(
     parser: argparse.ArgumentParser, *, defaults: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """Add one flag per config field (:func:`cli_fields`) to ``parser``, in an argument group per
-    field group (module docstring); ``defaults``: this command's own defaults of some fields.
-    Returns the argument groups by name (a command adds its own flags to them)."""
+    field group; ``defaults``: this command's own defaults. Returns the groups by name."""
     cls = config_class()
     groups: dict[str, Any] = {}
     for f in cli_fields(cls):
@@ -187,9 +186,8 @@ def add_config_arguments(
 
 
 def config_from_args(args: argparse.Namespace, **given: Any) -> Any:
-    """The config of the parsed flags (fields without a flag here keep their defaults;
-    ``given`` fills fields the command decides itself). A value out of range raises the
-    config's :class:`~posgeom.PosgeomError`, naming the field (the CLI spells it as its flag)."""
+    """The config of the parsed flags (``given``: fields the command decides itself); a value out
+    of range raises the config's :class:`~posgeom.PosgeomError`."""
     cls = config_class()
     values = {f.name: getattr(args, f.name) for f in cli_fields(cls) if hasattr(args, f.name)}
     return cls(**{**values, **given})
