@@ -1,21 +1,12 @@
 """Distance matrices: recognise, validate and build them (the bottom layer; numpy/scipy only).
 
 :class:`DistanceMatrix` is the typed form (as scikit-bio's ``DistanceMatrix``): a read-only
-``(n, n)`` float64 array in ``.distances`` that is exactly symmetric, has a zero diagonal and no
-negative or non-finite entry, and the position ids. It is made one of two ways and carries the
-result: :meth:`DistanceMatrix.validated` checks a matrix from outside (a user's array, a file,
-an estimate); :meth:`DistanceMatrix.derived` takes a matrix that is valid by construction (the
-Euclidean distances of finite vectors, a lag profile read at ``|i - j|``) without checking it
-again, as scikit-bio's ``validate=False``. Nothing is remembered by identity: a function that has a
-:class:`DistanceMatrix` knows what it has.
-
-:func:`as_distances` is the one converter: a ``DistanceMatrix`` is itself; an object that builds
-its distances (``PositionEncoding``, ``MDSResult``, a truncated MDS encoding) gives its
-``typed_distances`` (a :class:`DistanceMatrix` built once, on first use); anything else (an array,
-an object whose ``.distances`` is an array, such as ``GeometryEstimate`` or ``NoiseFloor``) is
-validated. :func:`held_distances` is the raw lookup.
-
-``.distances`` is an attribute everywhere: a read-only ``(n, n)`` float64 array.
+``(n, n)`` float64 array in ``.distances`` (exactly symmetric, zero diagonal, finite and
+non-negative) and the position ids, made by :meth:`DistanceMatrix.validated` (a matrix from
+outside, checked) or :meth:`DistanceMatrix.derived` (valid by construction, not checked again,
+as scikit-bio's ``validate=False``). :func:`as_distances` is the one converter: a
+``DistanceMatrix`` is itself, an object's ``typed_distances`` is taken as it is, anything else
+(an array, an object whose ``.distances`` is an array) is validated.
 """
 
 from __future__ import annotations
@@ -84,10 +75,8 @@ def euclidean_distances(vectors: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class DistanceMatrix:
-    """A valid ``(n, n)`` distance matrix: exactly symmetric, zero diagonal, finite and
-    non-negative, read-only in ``.distances``; ``positions`` the ids of its rows (``0 .. n-1``
-    unless given). Make one with :meth:`validated` (a matrix from outside) or :meth:`derived`
-    (a matrix valid by construction)."""
+    """A valid ``(n, n)`` distance matrix, read-only in ``.distances``; ``positions`` the ids of
+    its rows (``0 .. n-1`` unless given). Made by :meth:`validated` or :meth:`derived`."""
 
     distances: np.ndarray
     positions: np.ndarray

@@ -42,9 +42,8 @@ class ArtifactError(PosgeomError):
 
 class PosgeomDeprecationWarning(DeprecationWarning):
     """A name or spelling of posgeom that goes in a later release (the message names what
-    replaces it; 0.2.0 has none left). Every deprecation posgeom raises is of this class, so a test suite can turn
-    exactly these into errors (this project's pyproject ``filterwarnings``) and leave other
-    libraries' deprecations alone; a filter on ``DeprecationWarning`` still catches it."""
+    replaces it): every deprecation posgeom raises, so a test suite can turn exactly these into
+    errors (this project's pyproject ``filterwarnings``)."""
 
 
 class OptionalDependencyError(ImportError):

@@ -1,21 +1,15 @@
 """The one place posgeom calls ``from_pretrained`` (bottom layer: no torch at import).
 
 Every Hugging Face model, configuration and tokenizer the package loads goes through
-:func:`pretrained_model`, :func:`pretrained_config` or :func:`pretrained_tokenizer`, which always pass ``trust_remote_code=False`` and, for models
-always and for tokenizers unless ``allow_download=True`` is asked for, ``local_files_only=True``.
-Nothing here touches the process environment (``HF_HUB_OFFLINE`` is the user's to set):
-offline loading is a keyword argument of each call. A failure raises
-:class:`~posgeom._errors.PosgeomError` with one line that names the cause and the fix.
+:func:`pretrained_model`, :func:`pretrained_config` or :func:`pretrained_tokenizer`: always
+``trust_remote_code=False`` and ``local_files_only=True`` (for tokenizers unless
+``allow_download=True``), as keyword arguments (the process environment is left alone). A
+failure raises :class:`~posgeom._errors.PosgeomError` with one line naming the cause and the fix.
+Loads are quiet (:func:`posgeom._library_output.quiet_library`): weights the checkpoint lacks are
+named in one posgeom log line.
 
-Loads are quiet (:func:`posgeom._library_output.quiet_library`): transformers' load report,
-progress bars and warnings never reach the terminal; weights the checkpoint lacks (initialised at
-random by transformers) are named in one posgeom log line. Models load on the ``device`` and in
-the ``dtype`` asked for (:mod:`posgeom._placement`); a GGUF checkpoint on the CPU is read
-tensor by tensor straight into the dtype (:func:`_gguf_model`).
-
-Public faces: :mod:`posgeom.models.loading` (``load_model``, ``load_tokenizer``, the tokenizer
-adapter) and :func:`posgeom.corpus.tokenize.load_tokenizer`; this module sits below both so that
-the corpus layer can load a tokenizer without importing the models layer.
+Public faces: :mod:`posgeom.models.loading` and :func:`posgeom.corpus.tokenize.load_tokenizer`;
+this module sits below both (the corpus layer loads a tokenizer without the models layer).
 """
 
 from __future__ import annotations
@@ -48,16 +42,14 @@ def one_line(exc: BaseException, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _refuse_forced(kwargs: dict[str, Any]) -> None:
+def _target(name_or_path: str | os.PathLike[str], kwargs: dict[str, Any]) -> str:
+    """The model's path (expanded when it exists), ``kwargs`` refused when they force a load."""
     for key in _FORCED:
         if key in kwargs:
             raise PosgeomError(
                 f"{key} cannot be set: posgeom always loads with local_files_only=True and "
                 "trust_remote_code=False; remove that argument"
             )
-
-
-def _describe(name_or_path: str | os.PathLike[str]) -> str:
     path = Path(name_or_path).expanduser()
     return str(path) if path.exists() else os.fspath(name_or_path)
 
@@ -89,8 +81,7 @@ def check_model_source(name_or_path: str | os.PathLike[str], gguf_file: str | No
 
 
 def _offline_error(name: str, what: str, exc: Exception) -> PosgeomError:
-    looks_like_path = _looks_like_path(name)
-    if looks_like_path and not Path(name).expanduser().exists():  # not the hub's "Repo id ..."
+    if _looks_like_path(name) and not Path(name).expanduser().exists():  # not "Repo id ..."
         return PosgeomError(
             f"the {what} path {name} does not exist (posgeom loads offline, from local files); "
             "pass an existing folder that holds config.json (and the weights or tokenizer files), "
@@ -105,31 +96,26 @@ def _offline_error(name: str, what: str, exc: Exception) -> PosgeomError:
     )
 
 
+def _report_rows(report: list[logging.LogRecord], status: str) -> list[list[str]]:
+    """The rows ``key | status | ...`` of transformers' load report (``MISSING``, ...)."""
+    rows = [
+        [part.strip() for part in line.split("|", 2)]
+        for record in report
+        for line in record.getMessage().splitlines()
+    ]
+    return [row for row in rows if len(row) > 1 and row[1] == status]
+
+
 def _first_mismatch(report: list[logging.LogRecord]) -> str | None:
     """The first mismatched weight of transformers' load report (``key | MISMATCH | ...``)."""
-    for record in report:
-        for line in record.getMessage().splitlines():
-            if "MISMATCH" in line and "ckpt" in line:
-                key, _, detail = (part.strip() for part in line.split("|", 2))
-                return f"{key}: {detail.rsplit(' - ', 1)[-1]}"
-    return None
-
-
-def _report_keys(report: list[logging.LogRecord], status: str) -> list[str]:
-    """The weights transformers' load report lists with ``status`` (``MISSING``, ...)."""
-    keys = []
-    for record in report:
-        for line in record.getMessage().splitlines():
-            parts = [part.strip() for part in line.split("|")]
-            if len(parts) > 1 and parts[1] == status:
-                keys.append(parts[0])
-    return keys
+    rows = [row for row in _report_rows(report, "MISMATCH") if "ckpt" in row[-1]]
+    return f"{rows[0][0]}: {rows[0][-1].rsplit(' - ', 1)[-1]}" if rows else None
 
 
 def _note_missing(target: str, report: list[logging.LogRecord]) -> None:
     """One posgeom line for weights the checkpoint lacks (transformers initialised them at
     random: harmless for a pooler, not for a position table); unexpected ones only with -v."""
-    missing = _report_keys(report, "MISSING")
+    missing = [row[0] for row in _report_rows(report, "MISSING")]
     if missing:
         log.info(
             "note: %d weight(s) of the model are not in %s and were initialised at random (%s%s)",
@@ -138,7 +124,7 @@ def _note_missing(target: str, report: list[logging.LogRecord]) -> None:
             ", ".join(missing[:3]),
             ", ..." if len(missing) > 3 else "",
         )
-    unexpected = _report_keys(report, "UNEXPECTED")
+    unexpected = _report_rows(report, "UNEXPECTED")
     if unexpected:
         log.debug("%s: %d unused weight(s) in the checkpoint", target, len(unexpected))
 
@@ -173,14 +159,14 @@ def _load_failure(
             f"{target}: the weights do not have the shapes its config.json describes ({first}); "
             "use the config.json saved with these weights, or save the model again"
         )
-    if isinstance(exc, (OSError, ValueError, KeyError)) and Path(target).is_dir():
+    if isinstance(exc, (OSError, ValueError, KeyError)) and not Path(target).is_dir():
+        return _offline_error(target, what, exc)
+    if isinstance(exc, (OSError, ValueError, KeyError)):
         return PosgeomError(  # a local folder: the file it names is what to fix, not a download
             f"the {what} folder {target} cannot be loaded ({text}); restore the file named "
             "there (config.json, the weights, the tokenizer files) or save the model again "
             "(save_pretrained)"
         )
-    if isinstance(exc, (OSError, ValueError, KeyError)):
-        return _offline_error(target, what, exc)
     return PosgeomError(
         f"{target}: transformers cannot load the {what} ({kind}: {text}); check its "
         "config.json and weight files, or save the model again (save_pretrained)"
@@ -197,22 +183,15 @@ def pretrained_model(
     **kwargs: Any,
 ) -> Any:
     """Load a pretrained model by hub name (from the local cache only) or local folder:
-    ``model_class.from_pretrained``, offline, quiet, in eval mode (public as
-    :func:`posgeom.models.load_model`).
-
-    ``model_class`` defaults to ``transformers.AutoModel`` (the bare model, whose forward returns
-    hidden states). ``device`` (default ``"cpu"``) and ``dtype`` (default ``"float32"``) as in
-    :mod:`posgeom._placement`: the weights load straight into ``dtype`` on ``device``;
-    ``device="auto"`` spreads the model over GPUs, CPU and disk (``offload_folder``: where the
-    disk part goes; default a temporary folder removed with the model). Extra keyword arguments
-    go to ``from_pretrained`` (e.g. ``gguf_file=...``, ``max_memory=...``); ``local_files_only``
-    and ``trust_remote_code`` cannot be overridden.
+    ``model_class.from_pretrained`` (default ``transformers.AutoModel``), offline, quiet, in eval
+    mode (public as :func:`posgeom.models.load_model`). ``device``, ``dtype`` and
+    ``offload_folder`` as in :mod:`posgeom._placement`; extra keyword arguments go to
+    ``from_pretrained`` (``gguf_file=...``, ``max_memory=...``).
     """
-    _refuse_forced(kwargs)
+    target = _target(name_or_path, kwargs)
     require("torch", "torch")
     transformers = require("transformers", "hf")
     cls = model_class if model_class is not None else transformers.AutoModel
-    target = _describe(name_or_path)
     check_model_source(target, kwargs.get("gguf_file"))
     placed = pretrained_kwargs(
         device, dtype, gguf=bool(kwargs.get("gguf_file")), offload_folder=offload_folder
@@ -244,18 +223,9 @@ def pretrained_model(
 
 def _gguf_model(cls: Any, target: str, placed: dict[str, Any], kwargs: dict[str, Any]) -> Any:
     """A GGUF checkpoint loaded on the CPU straight into the asked dtype, or ``None`` (then
-    ``from_pretrained`` loads it: another device, ``device_map``, extra keyword arguments, or a
-    weight the file lacks).
-
-    transformers' own GGUF path for most architectures (Llama among them) de-quantises every
-    tensor and keeps the whole state dict beside the model it then fills, and parses the file's
-    metadata into ~10^5 small arrays (the vocabulary) while the weights exist: about 2.5 x the
-    weights at its peak. Here the model is built with empty parameters from the config
-    transformers converts from the GGUF metadata; each tensor is read from the file alone,
-    de-quantised to float32 by the ``gguf`` package (what transformers uses), renamed and
-    re-ordered by transformers' own name map and tensor processor, cast to the dtype and
-    assigned: host memory peaks at the weights plus the largest tensor in float32.
-    """
+    ``from_pretrained`` loads it). Unlike transformers' own GGUF path (about 2.5 x the weights at
+    its peak), each tensor is read, de-quantised, renamed by transformers' name map and tensor
+    processor, cast and assigned alone: the peak is the weights plus the largest tensor."""
     gguf_file = kwargs.get("gguf_file")
     if (
         not gguf_file
@@ -295,7 +265,7 @@ def _gguf_model(cls: Any, target: str, placed: dict[str, Any], kwargs: dict[str,
         if result.name in names:
             weights = np.require(result.weights, np.float32, ["C", "W"])  # copies a view only
             state[names[result.name]] = torch.from_numpy(weights).to(dtype)
-    model.load_state_dict({k: v.to(dtype) for k, v in state.items()}, strict=False, assign=True)
+    model.load_state_dict(state, strict=False, assign=True)  # each tensor cast when read
     model.tie_weights()
     if any(p.device.type == "meta" for p in model.parameters()):
         return None  # a weight the file lacks: transformers initialises it (and reports it)
@@ -335,9 +305,8 @@ def _check_layers(target: str, model: Any) -> None:
 
 def pretrained_config(name_or_path: str | os.PathLike[str], **kwargs: Any) -> Any:
     """``transformers.AutoConfig.from_pretrained``, offline, no remote code (``gguf_file=``...)."""
-    _refuse_forced(kwargs)
+    target = _target(name_or_path, kwargs)
     transformers = require("transformers", "hf")
-    target = _describe(name_or_path)
     check_model_source(target, kwargs.get("gguf_file"))
     try:
         with quiet_library("transformers"):
@@ -353,9 +322,8 @@ def pretrained_tokenizer(
 ) -> Any:
     """``transformers.AutoTokenizer.from_pretrained``: local cache or folder only unless
     ``allow_download=True``; ``trust_remote_code`` is never set."""
-    _refuse_forced(kwargs)
+    target = _target(name_or_path, kwargs)
     transformers = require("transformers", "hf")
-    target = _describe(name_or_path)
     if kwargs.get("gguf_file"):
         check_model_source(target, kwargs["gguf_file"])
     try:

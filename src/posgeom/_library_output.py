@@ -1,20 +1,15 @@
 """What a library prints while posgeom calls it, held until the call has succeeded.
 
 A failing library call becomes one posgeom error line; the library's own output about the same
-failure (transformers' table of mismatched weights, distributed's "Failed to deserialize" with a
-traceback, a Rust panic message written straight to file descriptor 2 by a tokenizer) would
-otherwise reach the terminal before that line. Both holders here pass the output on unchanged when
-the call succeeds and drop it when it raises (the error line says what went wrong):
+failure (transformers' table of mismatched weights, distributed's tracebacks, a Rust panic
+written to file descriptor 2) would otherwise reach the terminal before it. Both holders pass
+the output on when the call succeeds and drop it when it raises (``replay=False``: always):
 
 - :func:`held_logs`: records of the loggers under a name (``"distributed"``);
 - :func:`held_stderr`: everything written to file descriptor 2, Python's or native code's.
 
-Both take ``replay=False`` to drop the output on success as well. :func:`quiet_library` does that
-for a model or tokenizer load: transformers' load report ("LOAD REPORT ... | UNEXPECTED"), its
-progress bars (GGUF de-quantisation included: tqdm writes to ``sys.stderr``), Python warnings and native writes to the standard
-error are dropped; a failure is the caller's one error line (it reads the held records). With
-posgeom's logger at DEBUG (``posgeom -v``) everything is passed on as it came. Nothing stays
-changed after the block.
+:func:`quiet_library` drops everything a model or tokenizer load writes (unless posgeom's logger
+is at DEBUG, ``posgeom -v``). Nothing stays changed after the block.
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = ["held_logs", "held_stderr", "quiet_library"]
 
@@ -46,17 +41,15 @@ def held_logs(prefix: str, *, replay: bool = True) -> Iterator[list[logging.LogR
     held: list[tuple[logging.Logger | logging.Handler, logging.LogRecord]] = []
     records: list[logging.LogRecord] = []
 
-    class Hold(logging.Filter):
-        def __init__(self, target: logging.Logger | logging.Handler) -> None:
-            super().__init__()
-            self.target = target
-
-        def filter(self, record: logging.LogRecord) -> bool:
-            held.append((self.target, record))
+    def holder(target: logging.Logger | logging.Handler) -> Callable[[logging.LogRecord], bool]:
+        def hold(record: logging.LogRecord) -> bool:  # a callable filter: record held, not passed
+            held.append((target, record))
             records.append(record)
             return False
 
-    filters = [Hold(target) for target in targets]
+        return hold
+
+    filters = [holder(target) for target in targets]
     for target, hold in zip(targets, filters, strict=True):
         target.addFilter(hold)
     try:
@@ -102,11 +95,10 @@ def held_stderr(*, replay: bool = True) -> Iterator[list[str]]:
 
 @contextlib.contextmanager
 def quiet_library(prefix: str = "transformers") -> Iterator[list[logging.LogRecord]]:
-    """Nothing a library writes during the block reaches the terminal (the module docstring):
-    the records of the ``prefix`` loggers are held and yielded (to explain a failure), Python's
-    ``sys.stderr`` (tqdm's bars) and descriptor 2 (native code) are redirected, warnings are
-    ignored; all restored afterwards. With posgeom's logger at
-    DEBUG the output is passed on instead."""
+    """Nothing a library writes during the block reaches the terminal: the records of the
+    ``prefix`` loggers are held and yielded (to explain a failure), ``sys.stderr`` (tqdm's bars)
+    and descriptor 2 are redirected, warnings ignored; with posgeom's logger at DEBUG the output
+    is passed on instead."""
     if logging.getLogger("posgeom").isEnabledFor(logging.DEBUG):
         with held_logs(prefix) as records:
             yield records

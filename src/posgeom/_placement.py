@@ -1,22 +1,14 @@
 """Where a model runs and in what precision: ``device`` and ``dtype`` (bottom layer: no torch at
-import).
-
-One home for the two choices every command that loads a model offers (``--device``, ``--dtype``)
-and the library's ``device=`` / ``dtype=`` keywords:
+import); one home for the CLI's ``--device`` / ``--dtype`` and the library's keywords.
 
 - ``device``: ``"cpu"`` (the default), ``"cuda"`` (= ``"cuda:0"``), ``"cuda:N"``, ``"mps"`` or
-  ``"auto"``: accelerate's ``device_map="auto"``, which spreads a model larger than one GPU or
-  than RAM over the GPUs, the CPU and the disk (the weights that fit nowhere are read from an
-  offload folder, a temporary folder removed with the model unless one is given). A device this
-  machine does not have is refused in one line before anything loads.
-- ``dtype``: ``"float32"`` (the default: the numbers posgeom publishes), ``"bfloat16"``,
-  ``"float16"`` or ``"auto"`` (the checkpoint's own). The weights are loaded in that dtype (no
-  float32 copy first); a GGUF checkpoint is de-quantised and then stored in it.
+  ``"auto"`` (accelerate's ``device_map="auto"``: GPUs, CPU and an offload folder on disk). A
+  device this machine does not have is refused in one line before anything loads.
+- ``dtype``: ``"float32"`` (the default), ``"bfloat16"``, ``"float16"`` or ``"auto"`` (the
+  checkpoint's own); the weights load straight into it.
 
-Whatever the dtype, the statistics stay float64: hidden states are cast up before they are summed
-(:mod:`posgeom.models.accumulate`). :func:`pretrained_kwargs` turns the two choices into the
-keyword arguments of ``from_pretrained``; :func:`input_device` says where a loaded model wants its
-inputs. The float64 per-position sums are always kept on the host.
+Whatever the dtype, the statistics stay float64 and on the host (hidden states are cast up
+before they are summed, :mod:`posgeom.models.accumulate`).
 """
 
 from __future__ import annotations
@@ -100,12 +92,13 @@ def pretrained_kwargs(
     offload_folder: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of ``from_pretrained`` that load the weights straight into ``dtype`` on
-    ``device`` (``device_map`` for anything but the CPU: no full copy in host memory first).
-    ``device="auto"`` adds an offload folder (a new temporary one unless ``offload_folder``;
-    :func:`offload_cleanup` removes it with the model). A GGUF checkpoint is always de-quantised
-    (posgeom reads dense weights and hidden states), then stored in ``dtype``."""
+    ``device`` (``device_map`` for anything but the CPU); ``device="auto"`` adds an offload
+    folder (a new temporary one unless ``offload_folder``: :func:`offload_cleanup`). A GGUF
+    checkpoint is de-quantised, then stored in ``dtype``."""
     place, name = check_device(device), check_dtype(dtype)
-    kwargs: dict[str, Any] = {"dtype": name if name == "auto" else getattr(torch_module(), name)}
+    kwargs: dict[str, Any] = {
+        "dtype": name if name == "auto" else getattr(require("torch", "torch"), name)
+    }
     if place == "auto":
         kwargs["device_map"] = "auto"
         kwargs["offload_folder"] = os.fspath(
@@ -134,16 +127,6 @@ def offload_cleanup(model: Any, kwargs: dict[str, Any], *, given: bool) -> None:
         weakref.finalize(model, shutil.rmtree, folder, ignore_errors=True)
 
 
-def torch_module() -> Any:
-    """torch, or the one-line "install posgeom[torch]" error."""
-    return require("torch", "torch")
-
-
-def _mapped(place: Any) -> Any:
-    torch = require("torch", "torch")
-    return torch.device("cuda", place) if isinstance(place, int) else torch.device(place)
-
-
 def input_device(model: Any) -> Any:
     """The ``torch.device`` a model's inputs go to: for a model spread by ``device_map``, the
     first accelerator in its map (accelerate runs the CPU- and disk-offloaded parts there), else
@@ -151,8 +134,8 @@ def input_device(model: Any) -> Any:
     torch = require("torch", "torch")
     mapping = getattr(model, "hf_device_map", None)
     if mapping:
-        places = [p for p in mapping.values() if str(p) not in ("cpu", "disk")]
-        return _mapped(places[0]) if places else torch.device("cpu")
+        place = next((p for p in mapping.values() if str(p) not in ("cpu", "disk")), "cpu")
+        return torch.device("cuda", place) if isinstance(place, int) else torch.device(place)
     for param in model.parameters():
         if param.device.type != "meta":
             return param.device

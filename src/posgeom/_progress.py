@@ -1,11 +1,8 @@
 """Progress bars: tqdm on a terminal, plain lines in a pipe or a log file (bottom layer).
 
-tqdm redraws its bar with carriage returns (``\\r``), which a log file keeps as one endless line.
-:func:`progress_bar` therefore gives tqdm's bar only when the stream (standard error by default)
-is a terminal; otherwise a :class:`LineProgress` that writes one complete line at most every
-``interval`` seconds and one when it closes ("counting: 67,349 seq in 4.6 s"). Both offer what
-posgeom's loops use: ``update(k)``, ``set_postfix(**values)``, ``close()``, iteration over the
-wrapped iterable and use as a context manager.
+tqdm redraws its bar with carriage returns, which a log file keeps as one endless line:
+:func:`progress_bar` gives tqdm's bar only on a terminal, else a :class:`LineProgress` (one
+complete line at most every ``interval`` seconds and one at the end), with the same interface.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """BLAS thread control for solvers that make many small BLAS calls.
 
 ARPACK's Lanczos iterations call BLAS level 2 on ``n x ncv`` blocks thousands of times; a
-multi-threaded BLAS synchronises its threads on every call, which costs more than it gains (and
-collapses when the cores are shared: measured 4.6 s with one BLAS thread against 32 s with the
-default on a loaded 2-core machine, n = 8192). posgeom parallelises the sparse products itself, so
-the solver runs BLAS on one thread; :class:`Background` runs one long stage (the MDS eigensolve
-of a long context) on the second core beside the others. Uses ``threadpoolctl`` when it is installed (it comes with
-scikit-learn and the ``posgeom[all]`` extra); without it, BLAS keeps its default.
+multi-threaded BLAS synchronises its threads on every call, which costs more than it gains
+(4.6 s with one BLAS thread against 32 s on a loaded 2-core machine, n = 8192). The solver runs
+BLAS on one thread (``threadpoolctl``, when installed); :class:`Background` runs one long stage
+on the second core beside the others.
 """
 
 from __future__ import annotations
@@ -29,10 +27,8 @@ def blas_threads(limit: int = 1) -> Iterator[None]:
 
 
 class Background:
-    """``fn()`` run on a daemon thread while the caller goes on (the second core of a machine
-    whose BLAS the caller holds at one thread); :meth:`result` waits for it and returns its value
-    or raises its exception. A daemon: an interrupted caller exits without waiting for it.
-    ``inline``: ``fn()`` runs here and now instead (the same object to the caller)."""
+    """``fn()`` run on a daemon thread while the caller goes on; :meth:`result` waits for it and
+    returns its value or raises its exception. ``inline``: ``fn()`` runs here and now instead."""
 
     def __init__(self, fn: Callable[[], Any], *, name: str, inline: bool = False) -> None:
         self._value: Any = None

@@ -10,20 +10,16 @@ A function states the allowed values of its parameters once, next to its signatu
     )
     def classical_mds(data, n_components=None, *, solver="auto"): ...
 
-Each parameter gets a list of constraints; a value is accepted when it satisfies **any** of them.
-A constraint is an :class:`Interval`, an :class:`Options` set, ``None`` (the value ``None``) or a
-type (``isinstance``; ``bool`` is never accepted as a number). A refused value raises
-:class:`~posgeom._errors.PosgeomError` whose one-line message names the parameter, what it must
-be, what was given, and the fix.
+A value is accepted when it satisfies **any** of its parameter's constraints: an
+:class:`Interval`, an :class:`Options` set, ``None`` (the value ``None``) or a type
+(``isinstance``; ``bool`` is never a number). A refused value raises one
+:class:`~posgeom._errors.PosgeomError` line naming the parameter, what it must be and what was
+given.
 
-**The integer rule** (one rule for the whole package): an integer parameter accepts Python
-``int`` and NumPy integer scalars, and refuses everything else, including ``bool`` and whole
-floats such as ``3.0`` (as ``numbers.Integral`` does; scikit-learn's rule). A float that happens
-to be whole is most often a computed value the caller should round deliberately.
-Real parameters accept ``int``, ``float`` and NumPy real scalars (not ``bool``, not NaN).
-
-Validation is value checking only: the function still receives the value it was given
-(``np.int64(3)`` stays ``np.int64``); use :func:`check_int` where an ``int`` is needed.
+**The integer rule** (one rule for the whole package): an integer parameter accepts ``int`` and
+NumPy integer scalars, never ``bool`` nor a whole float such as ``3.0`` (scikit-learn's rule).
+Real parameters accept ``int``, ``float`` and NumPy real scalars (not ``bool``, not NaN). The
+function receives the value as given; use :func:`check_int` where an ``int`` is needed.
 """
 
 from __future__ import annotations
@@ -31,6 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import operator
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -100,29 +97,26 @@ class Interval:
         if self.closed not in _CLOSED:
             raise TypeError(f"closed must be one of {_CLOSED}")
 
+    def _bounds(self) -> list[tuple[str, float, Callable[[Any, Any], bool]]]:
+        """(symbol, bound, test) of each bound given."""
+        low, high = self.closed in ("both", "left"), self.closed in ("both", "right")
+        out = []
+        if self.left is not None:
+            out.append((">=" if low else ">", self.left, operator.ge if low else operator.gt))
+        if self.right is not None:
+            out.append(("<=" if high else "<", self.right, operator.le if high else operator.lt))
+        return out
+
     def accepts(self, value: Any) -> bool:
         if not (is_integer(value) if self.kind is Integral else _is_real(value)):
             return False
-        low_closed = self.closed in ("both", "left")
-        high_closed = self.closed in ("both", "right")
-        if self.left is not None and (value < self.left or (value == self.left and not low_closed)):
-            return False
-        return not (
-            self.right is not None
-            and (value > self.right or (value == self.right and not high_closed))
-        )
+        return all(test(value, bound) for _, bound, test in self._bounds())
 
     def describe(self) -> str:
         noun = "an integer" if self.kind is Integral else "a number"
         if self.left is not None and self.left == self.right and self.closed == "both":
             return f"{'the integer' if self.kind is Integral else 'the number'} {self.left:g}"
-        low = None if self.left is None else (">=" if self.closed in ("both", "left") else ">")
-        high = None if self.right is None else ("<=" if self.closed in ("both", "right") else "<")
-        parts = []
-        if low is not None:
-            parts.append(f"{low} {_bound_text(self.left)}")
-        if high is not None:
-            parts.append(f"{high} {_bound_text(self.right)}")
+        parts = [f"{symbol} {_bound_text(bound)}" for symbol, bound, _ in self._bounds()]
         return noun + (" " + " and ".join(parts) if parts else "")
 
 
@@ -225,9 +219,7 @@ def check_path(value: Any, name: str) -> Any:
 
 def float_array(value: Any, name: str) -> np.ndarray:
     """``value`` as a float64 array, or :class:`PosgeomError` naming ``name`` when it holds no
-    numbers (``None``, a string, a dict, an object): the one conversion of numeric data at the
-    public functions' door, so a wrong type never surfaces as numpy's ``TypeError`` or
-    ``ValueError``. Shapes are the caller's to check."""
+    numbers (``None``, a string, a dict, an object). Shapes are the caller's to check."""
     if value is None or isinstance(value, (str, bytes, Mapping)):
         raise PosgeomError(f"{name} must be numbers (an array), not a {type(value).__name__}")
     try:
@@ -256,12 +248,8 @@ def check_scale(array: np.ndarray, what: str, *, fix: str) -> None:
 
 
 def validate_params(constraints: Mapping[str, Sequence[Any]]) -> Callable[[F], F]:
-    """Decorator: check the named parameters of every call against ``constraints``.
-
-    Parameters not named are not checked; a parameter left at its default is checked too (so a
-    wrong default is caught by the first test). The constraints are kept on the function as
-    ``__posgeom_constraints__`` (documentation and tests can read them).
-    """
+    """Decorator: check the named parameters of every call (defaults too) against
+    ``constraints``, kept on the function as ``__posgeom_constraints__``."""
 
     def decorate(func: F) -> F:
         signature = inspect.signature(func)

@@ -317,3 +317,21 @@ def test_a_model_reads_the_first_or_a_seeded_sample_of_the_corpus(tmp_path):
     assert _options.sample_texts(seeded) == [lines[i] for i in pick]
     with pytest.raises(PosgeomError, match="does not exist; check the path"):
         _options.sample_texts(p.parse_args([str(tmp_path / "none.txt")]))
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ([], "pass a CORPUS file (with -n N) or --counts FILE"),
+        (["CORPUS"], "pass -n N, the number of positions to compare"),
+        (["CORPUS", "--counts", "COUNTS"], "pass either a CORPUS or --counts FILE, not both"),
+    ],
+)
+def test_compare_needs_exactly_one_source(corpus, tmp_path, capsys, args, needle):
+    """compare counts a CORPUS (with -n) or reads --counts FILE: none, or both, is refused in
+    one line before any work (no results folder)."""
+    paths = {"CORPUS": str(corpus), "COUNTS": str(tmp_path / "counts.npz")}
+    out_dir = tmp_path / "out"
+    code, _, err = run(["compare", *(paths.get(a, a) for a in args), "-o", str(out_dir)], capsys)
+    one_line_error(code, err, needle)
+    assert not out_dir.exists()

@@ -226,3 +226,17 @@ def test_json_text_is_strict_json():
         json.loads(json.dumps(value["stress"]), parse_constant=_no_constant)
     with pytest.raises(TypeError):
         json_text({"x": object()})
+
+
+def test_fsync_path_is_best_effort_for_folders_only(tmp_path):
+    """A folder that cannot be opened is skipped (some filesystems refuse a folder's fsync); a
+    file that cannot be opened is an error, and an existing one is flushed."""
+    from posgeom.io._atomic import fsync_path
+
+    missing = tmp_path / "gone"
+    assert fsync_path(missing, directory=True) is None
+    with pytest.raises(FileNotFoundError):
+        fsync_path(missing)
+    (tmp_path / "f.bin").write_bytes(b"x")
+    fsync_path(tmp_path / "f.bin")
+    fsync_path(tmp_path, directory=True)

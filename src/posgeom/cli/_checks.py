@@ -1,11 +1,6 @@
-"""Options every command shares, checked before any work (one line naming the flag).
-
-A value outside its range is refused here rather than deep in numpy (``--seed -1``,
-``--n-heads 0``), a resource request beyond the machine is refused with its limit (``--workers``
-over twice the CPU count, ``--n-heads`` over the width), and counts of repeated work have a
-range (``--threads`` 1 .. 1024, the pipeline's by its config, ``demo --sequences`` 1 .. 10^7;
-bootstrap replicates, 2 .. 10,000, are the library's to check). The pipeline's own options
-(``--alpha inf``, ``--alpha`` without ``--smoothing add-alpha``) are refused by
+"""Options every command shares, checked before any work (one line naming the flag): a value
+outside its range (``--seed -1``), a resource request beyond the machine (``--workers`` over
+twice the CPU count, ``--n-heads`` over the width). The pipeline's own options are refused by
 :class:`~posgeom.pipeline.config.GeometryConfig` when the command builds it.
 """
 
@@ -13,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterator
 from numbers import Integral
 
 from posgeom._errors import PosgeomError
@@ -23,17 +19,15 @@ __all__ = ["MAX_HEADS", "check_common_args", "check_no_empty", "unique_names"]
 
 THREADS = [Interval(Integral, 1, 1024)]  # --threads: torch's CPU threads
 SEQUENCES = [Interval(Integral, 1, 10_000_000)]  # demo --sequences: the synthetic corpus's size
-POSITIONS = [Interval(Integral, 1, None)]  # -n/--max-positions (commands add their own limits)
-POSITIVE = [Interval(Integral, 1, None)]  # --max-sequences, --workers, ...: counts of things
+POSITIVE = [Interval(Integral, 1, None)]  # -n, --max-sequences, --workers, ...: counts of things
 
 
 def _check_heads(args: argparse.Namespace) -> None:
-    """The pipeline's ``--n-heads`` within ``-d`` when given (train's ``--heads`` is
-    TrainConfig's)."""
+    """The pipeline's ``--n-heads`` within ``-d`` when given."""
     heads, width = getattr(args, "n_heads", None), getattr(args, "model_dim", None)
     if heads is None or width is None:
         return
-    check_param("-d/--model-dim", width, [Interval(Integral, 1, None)])  # before the heads in it
+    check_param("-d/--model-dim", width, POSITIVE)  # before the heads in it
     from posgeom.cli._config_flags import config_class
 
     default = config_class().__dataclass_fields__["n_heads"].default
@@ -58,10 +52,16 @@ def _check_workers(args: argparse.Namespace) -> None:
 
 
 def _check_ranges(args: argparse.Namespace) -> None:
-    """Counts of repeated work, each within its declared range (not a billion splits); seeds
-    and the number of positions, shared by many commands, within theirs."""
-    ranges = {"threads": THREADS, "max_positions": POSITIONS}  # the pipeline's: its config
-    counts = ("max_sequences", "batch_size", "text_field", "workers", "shard_lines")
+    """Counts of repeated work, seeds and the number of positions, each within its range."""
+    ranges = {"threads": THREADS}  # the pipeline's: its config
+    counts = (
+        "max_positions",
+        "max_sequences",
+        "batch_size",
+        "text_field",
+        "workers",
+        "shard_lines",
+    )
     ranges.update({key: POSITIVE for key in counts})
     ranges.update({key: [SEED] for key in ("seed", "shuffle_seed", "bootstrap_seed")})
     ranges["n_sequences"] = SEQUENCES  # demo --sequences
@@ -81,10 +81,9 @@ def check_common_args(args: argparse.Namespace) -> None:
 
 
 def check_no_empty(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Refuse an empty (or blank) text value of any option or argument of ``parser``, and an
-    empty item of a comma-separated list: ``--text-column ''`` would otherwise mean the default
-    (or read a file named ``''``) without a word. A command's subcommands (``experiment
-    pretrain``) are checked too."""
+    """Refuse an empty (or blank) text value of any option or argument of ``parser`` and its
+    subcommands, and an empty item of a comma-separated list (``--text-column ''`` would
+    otherwise mean the default without a word)."""
     for action in _all_actions(parser):
         value = getattr(args, action.dest, None)
         values = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -100,16 +99,14 @@ def check_no_empty(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                 )
 
 
-def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+def _all_actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
     """The actions of ``parser`` and of its subcommands' parsers (what ``args`` may hold)."""
-    out = []
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in dict.fromkeys(action.choices.values()):
-                out += _all_actions(sub)
+                yield from _all_actions(sub)
         else:
-            out.append(action)
-    return out
+            yield action
 
 
 def unique_names(names: list[str], flag: str, reserved: tuple[str, ...] = ()) -> None:

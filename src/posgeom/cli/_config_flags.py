@@ -1,23 +1,18 @@
 """The pipeline's flags, derived from :class:`~posgeom.pipeline.config.GeometryConfig`.
 
-Every field of the config that a word or a number can give (:func:`cli_fields`: all but a
-mapping such as ``estimator_options``) is one flag of ``geometry``, ``run``, ``demo`` and
-``compare``, with nothing restated here:
+Every field of the config that a word or a number can give (:func:`cli_fields`) is one flag of
+``geometry``, ``run``, ``demo`` and ``compare``, with nothing restated here:
 
 - the flag: ``--`` + the field name with dashes for underscores; a field whose default is
-  ``True`` is switched off by its negation (``--no-refine``); the only other spellings are
-  those older than the config (:data:`SPELLINGS`: ``-d/--model-dim``, ``-r/--components``,
-  ``--encodings`` for ``families``, ``--model`` for ``learned_model``);
+  ``True`` is switched off by its negation (``--no-refine``); older spellings: :data:`SPELLINGS`;
 - its default: the field's (a command may set its own, as ``demo``'s ``--estimator plugin``);
-- its values: a field allowing only a fixed set (its ``Options``) gets them as ``choices``, the
-  default first; ``none`` is None where the field allows None; other fields take the numbers
-  of their annotation and ``Interval`` constraints (tried first) and, when they take text, the
-  word itself; a ``tuple`` field takes a comma-separated list;
+- its values: a field's ``Options`` as ``choices``, the default first; ``none`` is None where
+  the field allows None; else the numbers of its annotation and ``Interval`` constraints (tried
+  first) and, when it takes text, the word; a ``tuple`` field takes a comma-separated list;
 - its help and argument group: the field's metadata (``help``, ``group``).
 
-:func:`config_from_args` reads the parsed flags back into one config: a value out of range is
-refused by the config's own constraints before any work, and the CLI's error line names the flag
-(``smooth_positions`` -> ``--smooth-positions``).
+:func:`config_from_args` reads the flags back into one config, whose own constraints refuse a
+value out of range before any work.
 """
 
 from __future__ import annotations
@@ -96,8 +91,7 @@ def cli_fields(cls: type | None = None) -> tuple[dataclasses.Field[Any], ...]:
 
 
 def _kinds(cls: type, f: dataclasses.Field[Any]) -> tuple[list[type], bool, bool]:
-    """(the numbers the field takes, in the order tried; whether it takes text; whether it may
-    be None), from its annotation and its constraints."""
+    """(the numbers the field takes, in order; whether it takes text; whether it may be None)."""
     from numbers import Integral
 
     from posgeom._validation import Interval, Options
@@ -159,8 +153,7 @@ def add_config_arguments(
     parser: argparse.ArgumentParser, *, defaults: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """Add one flag per config field (:func:`cli_fields`) to ``parser``, in an argument group per
-    field group (module docstring); ``defaults``: this command's own defaults of some fields.
-    Returns the argument groups by name (a command adds its own flags to them)."""
+    field group; ``defaults``: this command's own defaults. Returns the groups by name."""
     cls = config_class()
     groups: dict[str, Any] = {}
     for f in cli_fields(cls):
@@ -193,9 +186,8 @@ def add_config_arguments(
 
 
 def config_from_args(args: argparse.Namespace, **given: Any) -> Any:
-    """The config of the parsed flags (fields without a flag here keep their defaults;
-    ``given`` fills fields the command decides itself). A value out of range raises the
-    config's :class:`~posgeom.PosgeomError`, naming the field (the CLI spells it as its flag)."""
+    """The config of the parsed flags (``given``: fields the command decides itself); a value out
+    of range raises the config's :class:`~posgeom.PosgeomError`."""
     cls = config_class()
     values = {f.name: getattr(args, f.name) for f in cli_fields(cls) if hasattr(args, f.name)}
     return cls(**{**values, **given})

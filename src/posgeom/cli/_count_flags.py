@@ -102,9 +102,8 @@ BOOTSTRAP_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 
 
 def add_option_flag(g: Any, name: str, help_text: str, **kw: Any) -> None:
-    """The flag of the :class:`~posgeom.corpus.options.CountOptions` field ``name`` (two dashes,
-    then the name with dashes for underscores), its default, and its allowed values as
-    ``choices`` when asked."""
+    """The flag ``--name-with-dashes`` of the :class:`~posgeom.corpus.options.CountOptions` field
+    ``name``, its default, and its allowed values as ``choices`` when asked."""
     if kw.pop("choices", False):
         kw["choices"] = _choices(name)
     if kw.get("type") == "ids":
@@ -114,17 +113,15 @@ def add_option_flag(g: Any, name: str, help_text: str, **kw: Any) -> None:
 
 
 def add_text_arguments(p: Any) -> None:
-    """``--text-encoding``, ``--encoding-errors`` and ``--text-field`` (declared once, as
-    :class:`~posgeom.corpus.options.CountOptions` fields) for a command that reads text; the
-    parsed flags are the readers' keywords by :func:`posgeom.corpus.options.text_decoding`."""
+    """``--text-encoding``, ``--encoding-errors`` and ``--text-field`` for a command that reads
+    text (:func:`posgeom.corpus.options.text_decoding` reads them back)."""
     for name, help_text, kw in _TEXT_FLAGS:
         add_option_flag(p, name, help_text, **dict(kw))
 
 
 def add_reader_arguments(p: Any) -> None:
-    """``--format``, ``--text-column``, the text options (:func:`add_text_arguments`) and
-    ``--split``: how a command that reads one corpus through a model (``analyze-model``,
-    ``probe``) reads it."""
+    """``--format``, ``--text-column``, the text options and ``--split`` of a command that reads
+    one corpus through a model."""
     p.add_argument("--format", default=None, help="corpus format (default: from the suffix)")
     p.add_argument("--text-column", default=None, help="column or field holding the text")
     add_text_arguments(p)
@@ -197,8 +194,7 @@ def add_count_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _default(name: str) -> Any:
-    """The default of the :class:`~posgeom.corpus.options.CountOptions` field ``name`` (the CLI's
-    defaults are the options', not a copy)."""
+    """The default of the :class:`~posgeom.corpus.options.CountOptions` field ``name``."""
     from posgeom.corpus.options import CountOptions
 
     return CountOptions.__dataclass_fields__[name].default
@@ -228,8 +224,7 @@ _NEGATED = {"include_special": "no_special"}
 
 def count_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The :class:`~posgeom.corpus.options.CountOptions` fields of the parsed flags: every flag
-    named like a field fills it (``--no-special`` negates ``include_special``); fields without a
-    flag in this command (the bootstrap ones outside ``count``) keep their defaults."""
+    named like a field fills it (``--no-special`` negates ``include_special``)."""
     from posgeom.corpus.options import option_fields
 
     out: dict[str, Any] = {}

@@ -1,9 +1,6 @@
-"""The help formatter of every ``posgeom`` command: defaults shown once, and only real ones.
-
-argparse's ``ArgumentDefaultsHelpFormatter`` appends ``(default: X)`` to every option, so help
-that already names its default says it twice, and flags and unset options print
-``(default: None)`` / ``(default: False)``. This formatter appends the default only when the help
-text does not mention one and the default is a value a user would type.
+"""The help formatter of every ``posgeom`` command: defaults shown once, and only real ones
+(argparse's ``ArgumentDefaultsHelpFormatter`` would append ``(default: None)`` to unset options
+and repeat a default the help already names).
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         default = action.default
         if (
             "default" in text.lower()
-            or "%(default)" in text
             or default is None
             or isinstance(default, bool)  # 0, 1 and 1.0 are values: shown (1.0 == True)
             or default in (argparse.SUPPRESS, [], ())

@@ -1,10 +1,6 @@
 """The opening of every command (:func:`add_command`) and the options several commands outside
-the main pipeline share (``analyze-model``, ``probe``, ``extend``, ``train``, ...), declared once:
-the estimator, its resolution, the noise floor, how a model loads (``--gguf-file``,
-``--threads``, its ``--tokenizer``), where and in what precision it runs (``--device``,
-``--dtype``: every command that loads one), the sample of a corpus read through a model, and the
-results folder (``-o``, ``--overwrite``, ``--report``). The pipeline's own flags (``geometry``,
-``run``, ``demo``, ``compare``) derive from its config: :mod:`posgeom.cli._config_flags`."""
+the main pipeline share, declared once. The pipeline's own flags derive from its config
+(:mod:`posgeom.cli._config_flags`)."""
 
 from __future__ import annotations
 
@@ -37,11 +33,8 @@ __all__ = [
 def add_command(
     sub: Any, name: str, handler: Any, *, help: str | None = None, description: str | None = None
 ) -> argparse.ArgumentParser:
-    """The parser of the command ``name`` under ``sub`` (``add_subparsers``' object), run by
-    ``handler(args)``. Its line in ``posgeom --help`` is ``help`` and its own ``--help`` opens with
-    ``description``; by default both are the handler's docstring: its first paragraph, then the
-    rest (line breaks read as spaces, as argparse prints them). Every command's help formatter is
-    set by :func:`posgeom.cli._help.apply`."""
+    """The parser of the command ``name`` under ``sub``, run by ``handler(args)``; its ``help``
+    and ``description`` default to the handler docstring's first paragraph and the rest."""
     summary, _, rest = (handler.__doc__ or "").partition("\n\n")
     p = sub.add_parser(
         name,
@@ -58,8 +51,7 @@ def add_estimator_argument(
     dest: str = "estimator",
     what: str = "geometry estimator",
 ) -> None:
-    """``--estimator``: the geometry estimator (the plug-in is always shown beside it), named
-    from the estimator registry."""
+    """``--estimator``: the geometry estimator, named from the estimator registry."""
     from posgeom.estimators import RECOMMENDED, available
 
     g.add_argument(
@@ -122,10 +114,8 @@ def add_sample_arguments(p: Any) -> None:
 
 
 def sample_texts(args: argparse.Namespace) -> Any:
-    """The texts of ``args.corpus`` a model reads: read with the reader flags
-    (:func:`posgeom.cli._count_flags.add_reader_arguments`), then the first ``--max-sequences``
-    or, with ``--shuffle-seed``, a seeded sample of them in corpus order
-    (:func:`add_sample_arguments`)."""
+    """The texts of ``args.corpus`` a model reads: the first ``--max-sequences`` or, with
+    ``--shuffle-seed``, a seeded sample of them in corpus order."""
     from pathlib import Path
 
     import numpy as np
@@ -147,8 +137,7 @@ def sample_texts(args: argparse.Namespace) -> Any:
 
 
 def add_seed_argument(p: Any, *, what: str = "random seed") -> None:
-    """``--seed``: the seed of the command's random draws (``what``: which draws), 0 by default;
-    its range is :data:`posgeom._validation.SEED` (:mod:`posgeom.cli._checks`)."""
+    """``--seed``: the seed of the command's random draws (``what``: which draws)."""
     p.add_argument("--seed", type=int, default=0, help=what)
 
 
@@ -181,20 +170,20 @@ def add_results_folder_arguments(
     p: Any,
     *,
     required: bool = True,
-    report: str = REPORT_HELP,
+    report: str | None = REPORT_HELP,
     output: str = "results folder (created atomically)",
+    overwrite: str = "replace an existing results folder",
 ) -> None:
     """``-o/--output`` (the results folder, written atomically; ``output``: its help),
-    ``--overwrite`` and ``--report`` (``report``: its help, when the command writes another page
-    than the report module's)."""
+    ``--overwrite`` and ``--report`` (``report``: its help; None: no ``--report``)."""
     p.add_argument("-o", "--output", required=required, help=output)
-    p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
-    p.add_argument("--report", action="store_true", help=report)
+    p.add_argument("--overwrite", action="store_true", help=overwrite)
+    if report is not None:
+        p.add_argument("--report", action="store_true", help=report)
 
 
 def add_placement_arguments(p: Any) -> None:
-    """``--device`` and ``--dtype`` of a command that loads a model (:mod:`posgeom._placement`),
-    in their own group of the help."""
+    """``--device`` and ``--dtype`` of a command that loads a model (:mod:`posgeom._placement`)."""
     from posgeom._placement import DEVICES, DTYPES
 
     g = p.add_argument_group("where the model runs")
@@ -216,16 +205,14 @@ def add_placement_arguments(p: Any) -> None:
 
 
 def placement(args: argparse.Namespace) -> dict[str, str]:
-    """``{"device", "dtype"}`` of the command's flags, checked (a device this machine lacks is
-    refused in one line before the corpus is read)."""
+    """``{"device", "dtype"}`` of the command's flags, checked."""
     from posgeom._placement import check_device, check_dtype
 
     return {"device": check_device(args.device), "dtype": check_dtype(args.dtype)}
 
 
 def add_resolution_argument(g: Any) -> None:
-    """``--resolution``: the token classes the estimate identifies, the same at every position
-    (:mod:`posgeom.estimators.resolution`)."""
+    """``--resolution`` (:mod:`posgeom.estimators.resolution`)."""
     g.add_argument(
         "--resolution",
         default="auto",
@@ -238,8 +225,8 @@ def add_resolution_argument(g: Any) -> None:
 
 
 def choices_of(function: Any, parameter: str) -> tuple[Any, ...]:
-    """The values ``parameter`` of ``function`` accepts, read from its ``@validate_params``
-    declaration (one home for the allowed values: the CLI's ``choices=`` are not a copy)."""
+    """The values ``parameter`` of ``function`` accepts (its ``@validate_params`` ``Options``),
+    its default first."""
     import inspect
 
     from posgeom._validation import Options
@@ -247,15 +234,15 @@ def choices_of(function: Any, parameter: str) -> tuple[Any, ...]:
     constraints = getattr(function, "__posgeom_constraints__", {}).get(parameter, ())
     default = inspect.signature(function).parameters[parameter].default
     for constraint in constraints:
-        if isinstance(constraint, Options):  # the function's default first, then the others
+        if isinstance(constraint, Options):
             return tuple(sorted(constraint.values, key=lambda v: (v != default, str(v))))
     raise TypeError(f"{function.__qualname__} declares no Options for {parameter!r}")
 
 
-def add_noise_argument(g: Any, noise_floor: Any = None) -> None:
+def add_noise_argument(g: Any) -> None:
     """``--noise``: the noise-floor method of :func:`posgeom.noise_floor`, or ``none``."""
-    if noise_floor is None:
-        from posgeom.geometry.noise import noise_floor
+    from posgeom.geometry.noise import noise_floor
+
     g.add_argument(
         "--noise",
         choices=(*choices_of(noise_floor, "method"), "none"),

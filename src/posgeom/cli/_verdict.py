@@ -1,8 +1,5 @@
-"""The one-line verdict of ``posgeom score`` (bare score rows: no corpus, so no noise floor).
-
-Commands with a result object print the verdict their result's summary stores (the last line of
-its table); see :func:`posgeom.text.verdict.one_line` for the rules and
-:mod:`posgeom.text.verdict_inputs` for what it reads."""
+"""The one-line verdict of ``posgeom score`` (bare score rows: no corpus, so no noise floor;
+rules: :func:`posgeom.text.verdict.one_line`)."""
 
 from __future__ import annotations
 
@@ -16,10 +13,8 @@ def verdict_line(
     rows: Mapping[str, Mapping[str, Any]], *, target: Mapping[str, Any] | None = None
 ) -> str:
     """``verdict: ...`` for score rows ``{encoding: scores}``; ``target``: the stored verdict
-    inputs of the target's results folder when known (their
-    :data:`~posgeom.text.verdict_inputs.TARGET_FIELDS` name the target: estimator,
-    resolution, classes, smoothing) and its stored ``noise_share``, else it is "as given" and its
-    noise floor "not estimated"."""
+    inputs of the target's results folder when known (its ``TARGET_FIELDS`` and
+    ``noise_share``), else the target is "as given" and its noise floor "not estimated"."""
     import dataclasses
 
     from posgeom.text.verdict import one_line

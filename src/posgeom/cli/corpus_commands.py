@@ -31,9 +31,7 @@ def corpus_inputs(args: argparse.Namespace) -> tuple[Path, ...]:
 
 def check_count_args(args: argparse.Namespace) -> None:
     """Refuse out-of-range count options before any work, by
-    :class:`~posgeom.corpus.options.CountOptions`' own constraints (the counts of things, such as
-    ``--workers 0`` or ``--batch-size 0``, are refused before the command by
-    :func:`posgeom.cli._checks.check_common_args`), and a corpus that does not exist."""
+    :class:`~posgeom.corpus.options.CountOptions`' own constraints, and a missing corpus."""
     from posgeom.corpus.options import CountOptions
 
     if getattr(args, "max_positions", None) is not None:

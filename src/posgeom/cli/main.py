@@ -63,13 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     for flags, text in COMMON_FLAGS:
         parser.add_argument(*flags, action="store_true", help=text)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
-    for name in OPTIONAL_COMMAND_MODULES:
+    for name in (*COMMAND_MODULES, *OPTIONAL_COMMAND_MODULES):
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name != name:
+            if exc.name != name or name in COMMAND_MODULES:
                 raise
             continue
         module.register(sub)
@@ -93,8 +91,7 @@ def _quiet_libraries(record: logging.LogRecord) -> bool:
 
 
 def _one_line_record(record: logging.LogRecord) -> bool:
-    """posgeom's log lines stay one line each: a control character (a newline in a file name the
-    line quotes) is written as its escape, as in error lines."""
+    """posgeom's log lines stay one line each (control characters escaped, as in error lines)."""
     if record.name.split(".")[0] == "posgeom":
         record.msg, record.args = printable(record.getMessage()), ()
     return True
@@ -104,29 +101,21 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so every ``with`` block removes its temporaries."""
 
 
-def _terminate(signum: int, frame: object) -> None:
-    _STOPPING.set()
-    raise Terminated()
-
-
 def _interrupt(signum: int, frame: object) -> None:
     _STOPPING.set()
-    raise KeyboardInterrupt()
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
-def _command_parser(
-    parser: argparse.ArgumentParser, command: str | None
-) -> argparse.ArgumentParser:
-    """The sub-parser of ``command`` (the top-level parser when there is none)."""
+def _command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The sub-parser of ``command``."""
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return sub.choices.get(command, parser) if command is not None else parser
+    return sub.choices[command]
 
 
-def _flag_names(parser: argparse.ArgumentParser, command: str | None) -> dict[str, str]:
+def _flag_names(command_parser: argparse.ArgumentParser) -> dict[str, str]:
     """``dest -> "--flag"`` of the command's options (``-n/--max-positions`` when short too)."""
     names = {}
-    command_parser = _command_parser(parser, command)
-    for action in command_parser._actions if command_parser is not parser else ():
+    for action in command_parser._actions:
         longs = [o for o in action.option_strings if o.startswith("--")]
         shorts = [o for o in action.option_strings if not o.startswith("--")]
         if longs:
@@ -183,8 +172,7 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
 
 
 def _quiet_progress_bars() -> None:
-    """Hugging Face's own bars ("Loading weights", downloads) only with --verbose: posgeom's
-    bars say what is being done. The command's process only (the library never does this)."""
+    """Hugging Face's own progress bars only with --verbose (the command's process only)."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if "transformers" in sys.modules:  # imported already: its switch was read at import
         with _suppress_value_error(), contextlib.suppress(ImportError, AttributeError):
@@ -218,7 +206,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             import traceback
 
             traceback.print_exc()
-        message = _cli_words(_one_line(exc), _flag_names(parser, args.command))
+        message = _cli_words(_one_line(exc), _flag_names(_command_parser(parser, args.command)))
         print(f"posgeom: error: {printable(message)}", file=sys.stderr)
         return 2
 
@@ -227,8 +215,7 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     """``parse_args``, but an unknown option is reported with the command's own usage."""
     args, extras = parser.parse_known_args(argv)
     if extras:
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extras)}")
+        _command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(extras)}")
     return args
 
 
@@ -239,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     forget_claims()  # outputs an earlier in-process call checked are not this command's
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     with _suppress_value_error():  # not in the main thread (tests): keep the handlers
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGTERM, _interrupt)
         if previous[signal.SIGINT] is signal.default_int_handler:  # not when ignored (nohup)
             signal.signal(signal.SIGINT, _interrupt)
     try:

@@ -1,10 +1,5 @@
-"""``posgeom extract | analyze-model``: a pretrained model's positional geometry.
-
-``extract MODEL`` finds the model's positional mechanism(s) and prints them with the posgeom
-encodings they become (optionally saving those encodings). ``analyze-model MODEL CORPUS`` counts
-the corpus with the model's tokenizer, builds its Hellinger geometry, scores the model's own
-position encoding against it and measures the layer-wise positional signal (see
-:mod:`posgeom.models.analysis`). Models load offline only (``local_files_only=True``).
+"""``posgeom extract | analyze-model``: a pretrained model's positional geometry
+(:mod:`posgeom.models.mechanisms`, :mod:`posgeom.models.analysis`); models load offline only.
 """
 
 from __future__ import annotations
@@ -34,15 +29,13 @@ def _load(args: argparse.Namespace) -> Any:
 
     options.apply_threads(args)
     model_path = Path(args.model).expanduser()
-    kwargs: dict[str, Any] = {}
-    if args.gguf_file:
-        kwargs["gguf_file"] = args.gguf_file
-    elif model_path.exists() and not model_path.is_dir():
+    kwargs = {"gguf_file": args.gguf_file} if args.gguf_file else {}
+    if not kwargs and model_path.exists() and not model_path.is_dir():
         raise PosgeomError(
             f"{model_path} is a file; pass the model folder (with config.json and the weights), "
             "or the folder plus --gguf-file NAME for a GGUF checkpoint"
         )
-    if model_path.is_dir() and not args.gguf_file and not (model_path / "config.json").exists():
+    if model_path.is_dir() and not kwargs and not (model_path / "config.json").exists():
         raise PosgeomError(
             f"{model_path} has no config.json, so it is not a Hugging Face model folder; pass the "
             "folder that holds config.json and the weights (or --gguf-file NAME)"
@@ -66,27 +59,21 @@ def _tokenizer(args: argparse.Namespace) -> Any:
 # ------------------------------------------------------------------------------------- extract
 
 
-def _extract_json(args: argparse.Namespace) -> int:
-    """``--json``: one JSON document on stdout, nothing else (``-o`` is refused with it)."""
-
-    from posgeom.models.mechanisms import mechanisms_document
-
-    if args.output:
-        raise PosgeomError("--json prints the mechanisms only; drop -o (or drop --json to save)")
-    model = _load(args)
-    document = mechanisms_document(model, name=str(args.model))
-    print(json_text(document, indent=2))
-    return 0
-
-
 def _extract(args: argparse.Namespace) -> int:
     """a model's positional mechanism(s) and the encodings they become
 
     Find the positional mechanisms of a model (learned table, rotary, ALiBi, relative buckets) and
     print them as posgeom encodings; -o saves one array per encoding (.npz or .safetensors, its
     metadata inside)."""
-    if args.json:
-        return _extract_json(args)
+    if args.json:  # one JSON document on stdout, nothing else
+        from posgeom.models.mechanisms import mechanisms_document
+
+        if args.output:
+            raise PosgeomError(
+                "--json prints the mechanisms only; drop -o (or drop --json to save)"
+            )
+        print(json_text(mechanisms_document(_load(args), name=str(args.model)), indent=2))
+        return 0
     if args.output:  # before torch and the model: writable, and never a file posgeom did not write
         from posgeom.io.artifacts import check_output_file
 
@@ -98,11 +85,9 @@ def _extract(args: argparse.Namespace) -> int:
     model = _load(args)
     config = getattr(model, "config", None)
     limit = model_position_limit(model)
-    n = args.max_positions
-    if n is None:
-        if limit is None:
-            raise PosgeomError("the model states no position limit; pass -n N")
-        n = min(limit, 512)
+    if args.max_positions is None and limit is None:
+        raise PosgeomError("the model states no position limit; pass -n N")
+    n = min(limit, 512) if args.max_positions is None else args.max_positions
     if limit is not None and n > limit:
         raise PosgeomError(
             f"n = {n} but the model takes at most {limit} positions; use -n <= {limit}"

@@ -3,17 +3,13 @@
 The four commands run the same pipeline (:mod:`posgeom.pipeline`) once on counts and write one
 results folder with one summary; they differ only in where the counts come from:
 
-- ``corpus``: a corpus counted here (``run CORPUS -n N``, ``compare CORPUS -n N``), with the
-  counting flags of :class:`~posgeom.corpus.options.CountOptions`;
+- ``corpus``: a corpus counted here (``run CORPUS -n N``, ``compare CORPUS -n N``);
 - ``file``: a counts file of ``posgeom count`` (``geometry COUNTS``, ``compare --counts FILE``;
   ``-n`` keeps its first positions, ``-t``/``--model`` are checked against its vocabulary);
 - ``synthetic``: the built-in three-regime corpus (``demo -n N --sequences S``).
 
-Every pipeline flag is a field of :class:`~posgeom.pipeline.config.GeometryConfig`, derived by
-:mod:`posgeom.cli._config_flags` (name, default, allowed values, help, group): a new option of the
-pipeline is a new field of the config, and each of the four commands has its flag. The handler
-reads the flags back into one config (refused before any work when out of range), counts (inside
-the results folder's temporary: complete or absent), analyses once, writes, prints the table.
+Every pipeline flag is a field of :class:`~posgeom.pipeline.config.GeometryConfig`
+(:mod:`posgeom.cli._config_flags`).
 """
 
 from __future__ import annotations
@@ -38,24 +34,19 @@ CORPUS, FILE, SYNTHETIC = "corpus", "file", "synthetic"
 
 # ----------------------------------------------------------------------------- count sources
 def _source(args: argparse.Namespace) -> str:
-    """Where this command's counts come from (module docstring)."""
-    if args.command == "demo":
-        return SYNTHETIC
-    if args.command == "geometry" or getattr(args, "counts", None):
-        return FILE
-    return CORPUS
-
-
-def _check_source(args: argparse.Namespace, source: str) -> None:
-    """Refuse a source given twice or not at all, before any work."""
+    """Where this command's counts come from (module docstring); ``compare`` with a source given
+    twice or not at all is refused before any work."""
     if args.command != "compare":
-        return
-    if source == FILE and args.corpus:
+        return {"demo": SYNTHETIC, "geometry": FILE}.get(args.command, CORPUS)
+    if args.counts and args.corpus:
         raise PosgeomError("pass either a CORPUS or --counts FILE, not both")
-    if source == CORPUS and not args.corpus:
+    if args.counts:
+        return FILE
+    if not args.corpus:
         raise PosgeomError("pass a CORPUS file (with -n N) or --counts FILE")
-    if source == CORPUS and args.max_positions is None:
+    if args.max_positions is None:
         raise PosgeomError("pass -n N, the number of positions to compare")
+    return CORPUS
 
 
 def _counts_file(args: argparse.Namespace) -> Any:
@@ -91,9 +82,8 @@ def _synthetic_counts(args: argparse.Namespace) -> Any:
 
 
 def _counting(args: argparse.Namespace, source: str) -> tuple[Callable[[], Any], tuple[Path, ...]]:
-    """(the function that makes the counts, the files it reads). A counts file is read now (a
-    damaged file is refused before the results folder); a corpus is counted in the folder's
-    temporary."""
+    """(the function that makes the counts, the files it reads): a counts file is read now, a
+    corpus is counted in the results folder's temporary."""
     from posgeom.cli.corpus_commands import check_count_args, corpus_inputs, counts_from_args
 
     if source == FILE:
@@ -135,8 +125,7 @@ def read_encoding(path: Path, n: int, label: str, key: str | None = None) -> Any
 
 # ----------------------------------------------------------------------------- the handler
 def _analyze(counts: Any, config: Any, specs: list[tuple[str, Path]], command: str) -> Any:
-    """The pipeline once on ``counts`` with ``config`` and the ``--encoding`` files: one
-    :class:`~posgeom.pipeline.result.GeometryResult` (its summary built once)."""
+    """The pipeline once on ``counts`` with ``config`` and the ``--encoding`` files."""
     from posgeom.pipeline import analyze
 
     n = counts.counts.shape[0]
@@ -150,7 +139,6 @@ def _pipeline(args: argparse.Namespace) -> int:
     from posgeom.reports import results_folder
 
     source = _source(args)
-    _check_source(args, source)
     config = config_from_args(args)  # out-of-range values refused before any work
     specs = _encoding_specs(args.encoding)
     if args.report and not args.output:
@@ -180,8 +168,9 @@ def _pipeline(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------- the commands
-def _add_outputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
-    """The pipeline's own flags beside the config's: encoding files and the results folder."""
+def _add_outputs(p: argparse.ArgumentParser, **folder: Any) -> None:
+    """The pipeline's own flags beside the config's: encoding files and the results folder
+    (``folder``: :func:`~posgeom.cli._options.add_results_folder_arguments`' keywords)."""
     p.add_argument(
         "--encoding",
         action="append",
@@ -190,15 +179,11 @@ def _add_outputs(p: argparse.ArgumentParser, *, required: bool = True) -> None:
         help="also score an encoding from a file (.npy/.npz/.safetensors: (n, d) vectors "
         "or (n, n) distances); repeatable",
     )
-    if required:
-        add_results_folder_arguments(p)
-    else:  # demo: the table printed, a results folder on request
-        add_results_folder_arguments(p, required=False, output="also write a results folder")
+    add_results_folder_arguments(p, **folder)
 
 
 def _add_optional_count_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``count`` options with CORPUS and -n optional (``compare``: ``--counts`` replaces
-    both, and -n then keeps the first n positions of the file)."""
+    """The ``count`` options with CORPUS and -n optional (``compare``'s ``--counts`` instead)."""
     from posgeom.cli.corpus_commands import add_count_arguments
 
     donor = argparse.ArgumentParser(add_help=False)
@@ -261,7 +246,7 @@ def register(sub: Any) -> None:
         "--sequences", dest="n_sequences", type=int, default=2000, help="synthetic sequences"
     )
     add_config_arguments(p, defaults={"estimator": "plugin"})  # the paper's Algorithm 1
-    _add_outputs(p, required=False)
+    _add_outputs(p, required=False, output="also write a results folder")  # the table printed
 
     p = _command(
         sub,

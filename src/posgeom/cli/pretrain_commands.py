@@ -1,10 +1,4 @@
-"""``posgeom experiment pretrain``: the pretraining grid (:mod:`posgeom.training.pretrain`).
-
-``posgeom experiment pretrain -o DIR --corpus code=a.py,b.py --corpus prose=book.txt.gz
---block-bytes prose=65536 [--resume] [--scale cpu|gpu]`` trains every arm x corpus x objective x
-seed into DIR (finished runs are kept; ``--resume`` continues an interrupted grid) and prints the
-path of ``records.jsonl``.
-"""
+"""``posgeom experiment pretrain``: the pretraining grid (:mod:`posgeom.training.pretrain`)."""
 
 from __future__ import annotations
 

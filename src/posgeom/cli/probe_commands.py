@@ -1,10 +1,7 @@
 """``posgeom probe SOURCE [CORPUS]``: where a model keeps position (:func:`posgeom.probe`).
 
-Without CORPUS, SOURCE is a position table (``.npy``, ``.npz``, ``.safetensors``, a posgeom
-decoder file with a learned table, or a model folder / cached name whose learned table ``extract``
-finds) and the table probes run. With CORPUS, SOURCE is a model and every layer is probed, beside
-the corpus geometry. ``-o DIR`` writes ``summary.json``, ``table.md``, ``probe_layers.png`` and,
-with ``--report``, ``report.html`` (created atomically).
+Without CORPUS, SOURCE is a position table and the table probes run; with CORPUS, SOURCE is a
+model and every layer is probed, beside the corpus geometry.
 """
 
 from __future__ import annotations
@@ -18,6 +15,8 @@ from posgeom._errors import PosgeomError, printable
 from posgeom.cli import _options as options
 from posgeom.cli._count_flags import add_reader_arguments
 from posgeom.corpus.bootstrap_weights import PROBE_REPLICATES
+
+_CORPUS_FLAGS = ("format", "text_column", "split", "max_sequences", "shuffle_seed")  # their dests
 
 
 def _probe(args: argparse.Namespace) -> int:
@@ -38,8 +37,13 @@ def _probe(args: argparse.Namespace) -> int:
         check_output(out, kinds=(), overwrite=args.overwrite, inputs=inputs, folder=True)
     where = options.placement(args)  # a device this machine lacks: refused before anything is read
     corpus = None
-    if args.corpus is None:
-        _no_corpus_flags(args)
+    if args.corpus is None:  # without CORPUS the corpus-reading flags would be ignored
+        given = [f"--{d.replace('_', '-')}" for d in _CORPUS_FLAGS if getattr(args, d) is not None]
+        if given:
+            raise PosgeomError(
+                f"{', '.join(given)} read a corpus, but none is given (SOURCE alone is a table); "
+                "give CORPUS after SOURCE, or drop them"
+            )
     else:
         if args.max_positions is None:
             raise PosgeomError("probing a model's layers needs -n/--max-positions N")
@@ -72,25 +76,6 @@ def _probe(args: argparse.Namespace) -> int:
     if out is not None:
         _write(result, out, args, inputs)
     return 0
-
-
-#: the corpus-reading flags (dest -> flag): without CORPUS they would be ignored
-_CORPUS_FLAGS = {
-    "format": "--format",
-    "text_column": "--text-column",
-    "split": "--split",
-    "max_sequences": "--max-sequences",
-    "shuffle_seed": "--shuffle-seed",
-}
-
-
-def _no_corpus_flags(args: argparse.Namespace) -> None:
-    given = [flag for dest, flag in _CORPUS_FLAGS.items() if getattr(args, dest) is not None]
-    if given:
-        raise PosgeomError(
-            f"{', '.join(given)} read a corpus, but none is given (SOURCE alone is a table); "
-            "give CORPUS after SOURCE, or drop them"
-        )
 
 
 def _write(result: Any, out: Path, args: argparse.Namespace, inputs: list[str]) -> None:

@@ -24,13 +24,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.report:  # before the work: the page and its figures folder
         from posgeom.io.outputs import check_output
 
-        check_output(html, kinds=("report",), overwrite=args.overwrite)
-        check_output(
-            html.with_name("reproduction_figures"),
-            kinds=("figures",),
-            overwrite=args.overwrite,
-            folder=True,
-        )
+        for path, kind in ((html, "report"), (html.with_name("reproduction_figures"), "figures")):
+            check_output(path, kinds=(kind,), overwrite=args.overwrite, folder=kind == "figures")
     report = reproduce(
         args.data,
         args.output,

@@ -30,21 +30,13 @@ def _split_key(spec: str, key: str | None) -> tuple[Path, str | None]:
 
 
 def _folder_document(p: Path) -> dict[str, Any]:
-    """The summary JSON of the results folder holding ``p`` (``summary.json`` or
-    ``comparison.json``), ``{}`` when there is none."""
+    """The summary JSON of the results folder holding ``p``, ``{}`` when there is none."""
     from posgeom.io.jsonfiles import read_json
 
     for name in ("summary.json", "comparison.json"):
         if (p.parent / name).is_file():
             return dict(read_json(p.parent / name))
     return {}
-
-
-def _folder_geometry(p: Path) -> dict[str, Any]:
-    """The pipeline summary of the results folder holding ``p`` (``summary.json``, or a
-    comparison's ``geometry``), ``{}`` when there is none."""
-    doc = _folder_document(p)
-    return dict(doc.get("geometry") or {}) if "geometry" in doc else doc
 
 
 def _load_target(spec: str, key: str | None = None) -> Any:
@@ -64,7 +56,9 @@ def _load_target(spec: str, key: str | None = None) -> Any:
         if key is None and name not in arrays and "hellinger_grid" in arrays:
             from posgeom.estimators._blocks import stored_target
 
-            return stored_target(arrays, _folder_geometry(p), str(p))
+            doc = _folder_document(p)  # summary.json, or a comparison's geometry
+            geometry = dict(doc.get("geometry") or {}) if "geometry" in doc else doc
+            return stored_target(arrays, geometry, str(p))
         if name not in arrays:
             raise PosgeomError(
                 f"{p} holds no {name!r} array (it has {sorted(arrays)}); pass the arrays.npz of "

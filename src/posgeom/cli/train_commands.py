@@ -1,14 +1,8 @@
 """``posgeom train`` and ``posgeom experiment``: train small models and track their geometry.
 
-``posgeom train --task sst2|imdb-mlm|order --encoding NAME --seed S --epochs E -o DIR`` trains one
-model (resuming DIR if it holds a checkpoint of the same configuration) and writes ``log.jsonl``
-(one JSON line per epoch), ``checkpoint.safetensors``, ``config.json`` and ``result.json``.
-
-``posgeom experiment stress-vs-accuracy -o DIR`` trains every encoding x seed on SST-2 and
-correlates accuracy with stress; ``posgeom experiment order-necessity -o DIR`` runs Theorem 1's
-order-only task; ``posgeom experiment pretrain`` trains small language models with every
-encoding on real corpora (:mod:`posgeom.cli.pretrain_commands`). Data: ``--data-dir`` (or ``POSGEOM_DATA``) holding ``sst2/sentence/*.tsv.gz``
-and ``imdb/train.jsonl.gz``.
+``train`` trains one model into -o DIR (resumed when DIR holds a checkpoint of the same
+configuration); ``experiment stress-vs-accuracy`` and ``experiment order-necessity`` run an
+encoding x seed grid; ``experiment pretrain``: :mod:`posgeom.cli.pretrain_commands`.
 """
 
 from __future__ import annotations
@@ -80,30 +74,26 @@ def _model_arguments(p: argparse.ArgumentParser, *, max_len: int = 48, epochs: i
 
 
 def _field_flag(g: Any, flag: str, kind: type, help_text: str, *, field: str = "") -> None:
-    """``flag`` of the :class:`~posgeom.training.TrainConfig` field ``field`` (default: the flag's
-    name with underscores for dashes), its default the config's."""
+    """``flag`` of the :class:`~posgeom.training.TrainConfig` field ``field``, its default."""
     field = field or flag.removeprefix("--").replace("-", "_")
     g.add_argument(flag, dest=field, type=kind, default=_default(field), help=help_text)
 
 
 def _default(name: str) -> Any:
-    """The default of the :class:`~posgeom.training.TrainConfig` field ``name`` (the
-    CLI's defaults are the config's, not a copy)."""
+    """The default of the :class:`~posgeom.training.TrainConfig` field ``name``."""
     from posgeom.training import TrainConfig
 
     return TrainConfig.__dataclass_fields__[name].default
 
 
 def _config(args: argparse.Namespace, **override: Any) -> Any:
-    """The :class:`TrainConfig` of the parsed options: every option whose dest is a field fills
-    it (``--heads`` has the dest ``n_heads``); fields without an option keep their defaults."""
+    """The :class:`TrainConfig` of the parsed options: every option whose dest is a field fills it."""
     import dataclasses
 
     from posgeom.training import TrainConfig
 
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    kw = {k: v for k, v in vars(args).items() if k in fields}
-    kw = {k: v for k, v in kw.items() if k != "encoding" or v is not None}
+    kw = {k: v for k, v in vars(args).items() if k in fields and (k != "encoding" or v is not None)}
     kw["train_positions"] = {"default": None, "yes": True, "no": False}[args.train_positions]
     kw["progress"] = not getattr(args, "quiet", False)
     kw.update(override)
@@ -120,20 +110,9 @@ def _train(args: argparse.Namespace) -> int:
 
     encoding = args.encoding or ("pretrained" if args.model == "minilm" else "sinusoidal")
     res = train(_config(args, encoding=encoding), args.output, overwrite=args.overwrite)
-    f = res.final
-    print(
-        json_text(
-            {
-                "output": str(res.output),
-                "epoch": f.epoch,
-                "eval_accuracy": f.eval_accuracy,
-                "separation": f.separation,
-                "stress": f.stress,
-                "violation_rate": f.violation_rate,
-            },
-            indent=None,
-        )
-    )
+    final = ("epoch", "eval_accuracy", "separation", "stress", "violation_rate")
+    line = {"output": str(res.output)} | {k: getattr(res.final, k) for k in final}
+    print(json_text(line, indent=None))
     return 0
 
 
@@ -141,18 +120,13 @@ def _experiment(args: argparse.Namespace) -> int:
     from posgeom.training import order_necessity, stress_vs_accuracy
 
     kw = {"encodings": args.encodings.split(",")} if args.encodings is not None else {}
-    seeds = options.seeds_of(args.seeds)
+    kw |= {"seeds": options.seeds_of(args.seeds), "overwrite": args.overwrite}
     if args.name == "stress-vs-accuracy":
-        base = _config(args, task="sst2")
-        summary = stress_vs_accuracy(
-            args.output, base=base, seeds=seeds, overwrite=args.overwrite, **kw
-        )
+        summary = stress_vs_accuracy(args.output, base=_config(args, task="sst2"), **kw)
         print(json_text(summary["spearman_accuracy_vs_stress"], indent=1))
     else:
         base = _config(args, task="order", max_len=args.max_len)
-        summary = order_necessity(
-            args.output, base=base, seeds=seeds, overwrite=args.overwrite, **kw
-        )
+        summary = order_necessity(args.output, base=base, **kw)
         means = {e: r["accuracy_mean"] for e, r in summary["per_encoding"].items()}
         print(json_text(means, indent=None))
     print(f"wrote {printable(args.output)}/results.json and table.md")
@@ -171,16 +145,11 @@ def register(sub: Any) -> None:
         "--model minilm); default sinusoidal / pretrained",
     )
     options.add_seed_argument(p)
-    p.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        help="run folder: new, empty, or a run posgeom wrote (resumed)",
-    )
-    p.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="start the run in -o over (deletes only the files posgeom wrote there)",
+    options.add_results_folder_arguments(
+        p,
+        report=None,
+        output="run folder: new, empty, or a run posgeom wrote (resumed)",
+        overwrite="start the run in -o over (deletes only the files posgeom wrote there)",
     )
     _model_arguments(p)
 
@@ -204,16 +173,11 @@ def register(sub: Any) -> None:
         ("order-necessity", "Theorem 1's order-only task for every encoding x seed"),
     ):
         x = options.add_command(es, name, _experiment, help=what, description=what)
-        x.add_argument(
-            "-o",
-            "--output",
-            required=True,
-            help="experiment folder: new, empty, or one posgeom wrote (finished runs are reused)",
-        )
-        x.add_argument(
-            "--overwrite",
-            action="store_true",
-            help="start the experiment in -o over (deletes only the files posgeom wrote there)",
+        options.add_results_folder_arguments(
+            x,
+            report=None,
+            output="experiment folder: new, empty, or one posgeom wrote (finished runs are reused)",
+            overwrite="start the experiment in -o over (deletes only the files posgeom wrote there)",
         )
         x.add_argument(
             "--encodings", default=None, help="comma-separated encodings (default: all eight)"

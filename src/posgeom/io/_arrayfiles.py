@@ -1,25 +1,18 @@
 """Reading ``.npy``, ``.npz`` and ``.safetensors`` files that may be damaged or hostile.
 
-Every reader here validates the file's own description before it allocates or interprets any data,
+Every reader validates the file's own description before it allocates or interprets any data
 and turns every failure into one :class:`~posgeom._errors.PosgeomError` naming the file, the
-problem and the fix. Nothing is ever unpickled and no code in a file is executed:
+problem and the fix. Nothing is ever unpickled; numeric dtypes only (bool, integers, floats,
+complex):
 
-- ``.npy``: the magic string and header are parsed by ``numpy.lib.format`` (a literal dict, no
-  ``eval`` of code); object and structured dtypes are refused; the file size must equal header +
-  ``prod(shape) * itemsize`` exactly, so a forged shape cannot make numpy allocate more than the
-  file holds.
-- ``.npz``: a zip of ``.npy`` members; each member is checked as above against its declared
-  uncompressed size, which may be at most 64 times its compressed size above 64 MiB, and all
-  the members read together at most 64 times the file's size above 64 MiB
-  (:mod:`posgeom.io._inflate`: both refused from the zip directory, before any allocation), read
-  to its end (the zip CRC is verified there), and decoded with ``numpy.frombuffer``.
-- ``.safetensors``: parsed here, not by the ``safetensors`` package (so loading needs no extra):
-  8-byte little-endian header length ``N`` (``8 <= 8 + N <= file size``), a JSON object of
-  ``name -> {"dtype", "shape", "data_offsets": [begin, end]}`` plus optional ``"__metadata__"``
-  (``str -> str``); each tensor's byte range lies inside the data and has exactly
-  ``prod(shape) * itemsize`` bytes. ``BF16`` is widened to float32.
-
-Numeric dtypes only: bool, signed/unsigned integers, floats and complex.
+- ``.npy``: header parsed by ``numpy.lib.format`` (a literal dict); object and structured dtypes
+  refused; the file size must equal header + ``prod(shape) * itemsize`` exactly.
+- ``.npz``: each ``.npy`` member checked as above against its declared size, within the
+  inflation limits of :mod:`posgeom.io._inflate`, and read to its end (the zip CRC is verified).
+- ``.safetensors``: parsed here (no extra needed): 8-byte little-endian header length ``N``
+  (``8 <= 8 + N <= file size``), a JSON object of ``name -> {"dtype", "shape", "data_offsets":
+  [begin, end]}`` plus optional ``"__metadata__"`` (``str -> str``); each tensor's byte range lies
+  inside the data and has exactly ``prod(shape) * itemsize`` bytes. ``BF16`` is widened to float32.
 """
 
 from __future__ import annotations
@@ -49,26 +42,20 @@ __all__ = [
 ]
 
 _NUMERIC = "biufc"
-_ST_DTYPES = {
-    "BOOL": np.dtype(np.bool_),
-    "U8": np.dtype("u1"),
-    "I8": np.dtype("i1"),
-    "U16": np.dtype("<u2"),
-    "I16": np.dtype("<i2"),
-    "U32": np.dtype("<u4"),
-    "I32": np.dtype("<i4"),
-    "U64": np.dtype("<u8"),
-    "I64": np.dtype("<i8"),
-    "F16": np.dtype("<f2"),
-    "F32": np.dtype("<f4"),
-    "F64": np.dtype("<f8"),
-    "BF16": np.dtype("<u2"),  # widened to float32 after reading
+#: safetensors' dtype codes: BOOL, U8 .. I64 (U8: "<u1"), F16 .. F64; BF16 is read as "<u2" and
+#: widened to float32 after reading
+_ST_DTYPES = {"BOOL": np.dtype(np.bool_), "BF16": np.dtype("<u2")} | {
+    f"{code}{8 * size}": np.dtype(f"<{kind}{size}")
+    for code, kind, sizes in (
+        ("U", "u", (1, 2, 4, 8)),
+        ("I", "i", (1, 2, 4, 8)),
+        ("F", "f", (2, 4, 8)),
+    )
+    for size in sizes
 }
 _ST_NAMES = {v: k for k, v in _ST_DTYPES.items() if k != "BF16"}
 _MAX_ST_HEADER = 100 << 20
-_NO_LIMIT = (
-    1 << 62
-)  # array files: any size, but a regular file (not a pipe or /dev/zero)  # the safetensors package's own limit
+_NO_LIMIT = 1 << 62  # array files: any size, but a regular file (not a pipe or /dev/zero)
 
 
 def _bad(path: Any, kind: str, problem: str) -> ArtifactError:

@@ -1,11 +1,9 @@
 """Atomic files, their temporaries, write errors and output checks (used by :mod:`posgeom.io.artifacts`).
 
-Temporaries are siblings of their target, named ``.<name>.posgeom-<host>-<pid>-<random>.tmp``
-(``.old`` for a results folder being replaced), so they are hidden, on the target's filesystem
-(``os.replace`` is atomic only there) and attributable: :func:`clean_stale` removes those of
-processes of this host that no longer run (after a ``SIGKILL``) and puts back a results folder
-that a killed process had moved aside. Files are created with mode ``0o666`` and folders with
-``0o777``, both reduced by the umask, as ``open`` and ``mkdir`` do.
+Temporaries are hidden siblings of their target (``os.replace`` is atomic only on one
+filesystem), named ``.<name>.posgeom-<host>-<pid>-<random>.tmp`` (``.old`` for a results folder
+being replaced) so that :func:`clean_stale` can remove those of dead processes of this host.
+Files and folders get the modes ``open`` and ``mkdir`` give (``0o666`` / ``0o777`` less the umask).
 """
 
 from __future__ import annotations
@@ -117,14 +115,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _remove(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-
-
 def clean_stale(folder: os.PathLike | str) -> list[Path]:
     """Remove the temporaries that dead posgeom processes of this host left in ``folder``.
 
@@ -147,7 +137,11 @@ def clean_stale(folder: os.PathLike | str) -> list[Path]:
                 os.rename(entry, target)
                 done.append(entry)
                 continue
-        _remove(entry)
+        with contextlib.suppress(OSError):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
         done.append(entry)
     return done
 
@@ -172,17 +166,13 @@ def fsync_path(path: Path, *, directory: bool = False) -> None:
     """Flush ``path`` to disk (best effort for folders: some filesystems refuse)."""
     try:
         fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        if directory:
-            return
-        raise
-    try:
-        os.fsync(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     except OSError:
         if not directory:
             raise
-    finally:
-        os.close(fd)
 
 
 def default_mode(path: Path) -> None:
@@ -265,19 +255,13 @@ def atomic_path(
 ) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it is fsynced and moved onto ``path``.
 
-    Write the file at the yielded path. When the ``with`` block ends without an exception the
-    file gets the mode ``0o666`` less the umask, is flushed to disk and renamed onto ``path``
-    (``os.replace``, atomic); on any exception (Ctrl-C and SIGTERM included) the temporary is
-    removed and ``path`` keeps its old content. A failed write (full disk, read-only filesystem,
-    no permission) raises a one-line :class:`PosgeomError`. ``overwrite=False`` refuses an
-    existing ``path``, atomically (a concurrent writer's file is never replaced). The parent
-    folder is created if needed.
-
-    The commit re-checks the output rule: a ``path`` checked by
-    :func:`posgeom.io.outputs.check_output` before the work is replaced only if what stands there
-    is still what stood there then (:func:`posgeom.io._claims.commit_refusal`); ``precommit(tmp)``
-    runs just before the rename (a work folder records the file in its manifest). Both run under
-    an exclusive lock on the parent folder with SIGINT/SIGTERM held.
+    When the ``with`` block ends without an exception the file written at the yielded path gets
+    the mode ``0o666`` less the umask, is flushed and renamed onto ``path`` (atomic); on any
+    exception (Ctrl-C and SIGTERM included) the temporary is removed and ``path`` keeps its old
+    content. A failed write raises a one-line :class:`PosgeomError`. ``overwrite=False`` refuses
+    an existing ``path``, atomically. The commit re-checks a claimed ``path``
+    (:func:`posgeom.io._claims.commit_refusal`) and runs ``precommit(tmp)`` (a work folder's
+    record), under an exclusive lock on the parent folder with SIGINT/SIGTERM held.
     """
     path = Path(path)
     if not overwrite and path.exists():
@@ -323,11 +307,9 @@ def check_writable(
 ) -> Path:
     """Check, before any expensive work, that ``path`` can be written; return it as a ``Path``.
 
-    Refused with a one-line :class:`PosgeomError`: a file where a parent folder should be; an
-    existing ``path`` of the wrong type (a folder for a file output, a file for a folder output);
-    an existing ``path`` when ``overwrite=False``; a parent where a probe file cannot be created
-    (read-only filesystem, no permission, no space for an inode). Nothing is created or left
-    behind: the probe is removed and missing parent folders are not made.
+    Refused in one line: a file where a parent folder should be, an existing ``path`` of the
+    wrong type or (``overwrite=False``) at all, a parent where a probe file cannot be created.
+    Nothing is created or left behind.
     """
     path = Path(path)
     if path.exists():

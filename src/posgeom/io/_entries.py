@@ -1,19 +1,14 @@
 """Manifest entries as untrusted data: the one check of what a ``posgeom-manifest.json`` lists,
-before posgeom deletes, replaces or writes anything it names.
-
-A manifest is read from a folder anyone may have handed the user (a results folder, a job
-folder), so each entry (a key and its record) is checked like any other input
-(:func:`entry_problem`), and a manifest with one bad entry is refused as a whole, before
-anything is deleted or written:
+before posgeom deletes, replaces or writes anything it names (a manifest with one bad entry is
+refused as a whole, :func:`entry_problem`):
 
 - **the key** is a relative POSIX path as posgeom writes them (:func:`key_problem`): not
-  absolute, no ``..``, ``.`` or empty part, no NUL or other control character, each part at
-  most 255 bytes, the whole at most 4,096;
-- **inside the folder, parents followed** (:func:`place_problem`): no existing parent is a
-  symbolic link (posgeom never writes below one), so nothing listed resolves outside the folder;
+  absolute, no ``..``, ``.`` or empty part, no control character, each part at most 255 bytes,
+  the whole at most 4,096;
+- **inside the folder** (:func:`place_problem`): no existing parent is a symbolic link;
 - **the record** is one posgeom writes: ``{"size": int, "sha256": hex}`` (with ``"was"`` of the
-  same form, a work folder's previous state), ``{"symlink": str}`` only where a symbolic link
-  stands (or nothing), ``{"folder": kind}`` only where a real sub-folder stands (or nothing).
+  same form), ``{"symlink": str}`` only where a symbolic link stands (or nothing),
+  ``{"folder": kind}`` only where a real sub-folder stands (or nothing).
 
 Deleting (:func:`unlink_inside`) walks the parents by file descriptor without following symbolic
 links, so a parent swapped for a link after the check is not followed either.

@@ -1,18 +1,15 @@
 """Decompression bounded by the compressed input (no decompression bombs).
 
-A compressed stream may declare, or inflate to, far more bytes than it holds: deflate reaches a
-ratio of about 1032 : 1, so a 3 MB file can stand for 3 GB. posgeom inflates at most
+Deflate reaches a ratio of about 1032 : 1 (a 3 MB file can stand for 3 GB). posgeom inflates at
+most
 
     inflation_limit(c) = max(INFLATION_FLOOR, INFLATION_RATIO * c)        bytes, c = compressed bytes
 
-per compressed member (an ``.npz`` member, a ``.parquet.gz`` file, a Parquet column chunk): 64 MiB
-whatever the ratio, and 64 times the compressed size above that, which real arrays and tables
-stay under (token ids and text compress 2-10 times, numbers written by NumPy less). The same
-limit holds for all the members of an ``.npz`` together, ``c`` the file's size (90 members each
-under the floor are one file over it). A larger member or file is refused, before any
-allocation where the size is declared (``.npz``, Parquet), after reading the limit in 1 MiB pieces
-where it is not (gzip); the message says how to pass the data uncompressed, which has no such
-limit.
+per compressed member (an ``.npz`` member, a ``.parquet.gz`` file, a Parquet column chunk) and
+for all the members of an ``.npz`` together (``c`` the file's size): 64 MiB whatever the ratio,
+64 times the compressed size above that. A larger member or file is refused, before any
+allocation where the size is declared (``.npz``, Parquet), after reading the limit where it is
+not (gzip).
 """
 
 from __future__ import annotations

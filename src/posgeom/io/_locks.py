@@ -1,21 +1,14 @@
 """Folder locks (POSIX ``flock`` on the folder itself; nothing is written for them).
 
-- :func:`folder_lock`: an exclusive lock for a few renames: commits into a folder run one at a
-  time (atomic files, results folders, a work folder's manifest).
-- :func:`hold`: a work folder's lock for a whole run (a training run, an experiment, a counting
-  job): taken without waiting, so a second posgeom process that would write in the same folder
-  is refused at once (:meth:`posgeom.io.workfolders.WorkFolder.open`), and kept until
-  :func:`release`. The kernel drops a ``flock`` when the process's descriptor closes, so a
-  crashed, killed (even ``SIGKILL``) or interrupted run leaves no stale lock to clear.
-
-A commit waits for the folder's lock at most :data:`WAIT_S` seconds (commits take milliseconds):
-a folder held for a whole run by another process is refused with one line, not waited on for
-hours.
+- :func:`folder_lock`: an exclusive lock for a few renames (commits into a folder run one at a
+  time), waited for at most :data:`WAIT_S` seconds;
+- :func:`hold`: a work folder's lock for a whole run, taken without waiting (a second writer is
+  refused at once) and kept until :func:`release`. The kernel drops a ``flock`` when the
+  process's descriptor closes, so a killed run leaves no stale lock.
 
 Within one process a held folder's :func:`folder_lock` is the hold itself (an ``flock`` taken
-twice through two descriptors of one process would wait for itself); the threads of the process
-take turns by a re-entrant lock. A process may hold a folder more than once (an experiment's run
-folder opened as its sub-folder, then by the run): :func:`release` counts.
+through two descriptors of one process would wait for itself); its threads take turns by a
+re-entrant lock, and :func:`release` counts the holds.
 """
 
 from __future__ import annotations

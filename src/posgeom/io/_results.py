@@ -83,9 +83,7 @@ def changed_file(path: Path, info: Any) -> bool:
     if isinstance(info.get("was"), dict) and not changed_file(path, info["was"]):
         return False
     if "symlink" in info:
-        if not path.is_symlink():
-            return path.exists()
-        return os.readlink(path) != info["symlink"]
+        return os.readlink(path) != info["symlink"] if path.is_symlink() else path.exists()
     if not path.exists() and not path.is_symlink():
         return False
     try:
@@ -110,9 +108,8 @@ def listing(folder: Path) -> set[str]:
 
 def same_kind(found: Any, wanted: str) -> bool:
     """Whether a folder whose manifest records ``found`` may be replaced by one of ``wanted``."""
-    if found == wanted:
-        return True
-    return ANY_RESULTS in (found, wanted) and {found, wanted} <= set(RESULTS_KINDS)
+    any_results = ANY_RESULTS in (found, wanted) and {found, wanted} <= set(RESULTS_KINDS)
+    return found == wanted or any_results
 
 
 def unlisted(folder: Path, files: dict[str, Any]) -> list[str]:
@@ -152,11 +149,8 @@ def owned_refusal(
             f"{path} holds files posgeom did not write ({shown}); {what} would delete them: "
             "move them out or choose another folder"
         )
-    edited = [
-        rel
-        for rel, info in sorted(manifest["files"].items())
-        if changed and changed_file(path / rel, info)
-    ]
+    files = sorted(manifest["files"].items()) if changed else []
+    edited = [rel for rel, info in files if changed_file(path / rel, info)]
     if edited:
         return (
             f"{path}: {', '.join(edited[:3])} changed since posgeom wrote it (its size or SHA-256 "
@@ -197,18 +191,19 @@ def refusal(
     return kind_refusal(path, manifest, kinds) or owned_refusal(path, manifest, "--overwrite")
 
 
-def manifest_files(folder: Path) -> dict[str, Any] | None:
-    """``relative path -> {"size", "sha256"}`` of the manifest in ``folder``, or None."""
-    doc = _manifest(folder)
-    return None if doc is None else doc["files"]
+def manifest_files(folder: Path) -> dict[str, Any]:
+    """``relative path -> {"size", "sha256"}`` of the manifest in ``folder`` (``{}``: none)."""
+    return (_manifest(folder) or {"files": {}})["files"]
+
+
+def file_record(path: Path) -> dict[str, Any]:
+    """A manifest's record of the file ``path``: ``{"size", "sha256"}``."""
+    return {"size": path.stat().st_size, "sha256": sha256_file(path)}
 
 
 def write_listed(folder: Path, files: list[Path], content: str = "files") -> None:
     """A manifest in ``folder`` listing ``files`` (paths under it) with sizes and SHA-256."""
-    listed = {
-        p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": sha256_file(p)}
-        for p in files
-    }
+    listed = {p.relative_to(folder).as_posix(): file_record(p) for p in files}
     _write_manifest_doc(folder, content, listed)
 
 
@@ -231,7 +226,7 @@ def write_manifest(tmp: Path, content: str) -> None:
             files[rel] = {"symlink": os.readlink(p)}
             continue
         fsync_path(p)
-        files[rel] = {"size": p.stat().st_size, "sha256": sha256_file(p)}
+        files[rel] = file_record(p)
     _write_manifest_doc(tmp, content, files)
     for root, _, _ in os.walk(tmp):
         fsync_path(Path(root), directory=True)
@@ -260,9 +255,7 @@ def locked_refusal(
     """:func:`refusal` while no other posgeom process commits beside ``path``: its checks read
     ``path`` in several steps, and a commit in between (old folder renamed aside, new one in)
     would make a posgeom folder look foreign."""
-    if not path.parent.is_dir():
-        return refusal(path, overwrite, inputs, kinds)
-    with folder_lock(path.parent):
+    with folder_lock(path.parent) if path.parent.is_dir() else contextlib.nullcontext():
         return refusal(path, overwrite, inputs, kinds)
 
 

@@ -16,18 +16,14 @@ Metadata layout (keys sorted, UTF-8)::
 
 ``metadata_sha256`` is the SHA-256 of the canonical JSON (sorted keys, no spaces, ASCII) of every
 other field. An array's ``sha256`` hashes its dtype string, its shape and its C-order bytes. A
-sparse matrix ``X`` is stored as CSR components ``X.data``, ``X.indices``, ``X.indptr`` (checked
-as a valid CSR structure on loading) and comes back as a ``scipy.sparse.csr_matrix``.
+sparse matrix ``X`` is stored as CSR components ``X.data``, ``X.indices``, ``X.indptr`` and comes
+back as a ``scipy.sparse.csr_matrix``.
 
-Written to a temporary sibling, fsynced, renamed: a crash, a full disk or a concurrent writer
-leaves the old file or the new one, never a mix. The two-file layout of earlier versions (arrays +
-``<path>.json``) still loads; saving over it removes the sidecar when posgeom wrote it (its
-metadata checksum verifies; any other ``<path>.json`` is kept). Loading checks: the file parses
-(:mod:`posgeom.io._arrayfiles`: no pickle, sizes before allocation); kind; version (major.minor);
-metadata checksum; the arrays and their checksums; the sparse structure. Each failure raises
-:class:`posgeom._errors.ArtifactError` saying what differs and what to do.
-
-**Results folders** are all written through :func:`results_directory` (see its docstring).
+Written atomically (:func:`atomic_path`). The two-file layout of earlier versions (arrays +
+``<path>.json``) still loads; saving over it removes the sidecar when posgeom wrote it. Loading
+checks the file (:mod:`posgeom.io._arrayfiles`), kind, version (major.minor), metadata checksum,
+arrays, checksums and sparse structure; each failure raises one
+:class:`posgeom._errors.ArtifactError` line. Results folders: :func:`results_directory`.
 """
 
 from __future__ import annotations
@@ -148,22 +144,10 @@ def save_artifact(
     format: str | None = None,
     overwrite: bool = True,
 ) -> Path:
-    """Save ``arrays`` (numpy arrays or scipy sparse matrices) and JSON ``metadata`` as one file.
-
-    Parameters
-    ----------
-    path : the file to write (``.npz`` or ``.safetensors``); its metadata is inside it.
-    arrays : name -> ``np.ndarray`` (numeric) or scipy sparse matrix (stored as CSR components).
-        Names may not contain ``"."``.
-    metadata : JSON-serializable dict (e.g. the creation options), stored under ``"metadata"``.
-    kind : what the artifact is (e.g. ``"position_counts"``); checked by :func:`load_artifact`.
-    format : ``"npz"`` or ``"safetensors"``; ``None`` picks ``"safetensors"`` for a ``.safetensors``
-        suffix and ``"npz"`` otherwise.
-    overwrite : ``False`` refuses an existing ``path`` (atomically: never replaces a file that
-        another writer created meanwhile).
-
-    Returns the path. Atomic (module docstring): a failed write raises a one-line error.
-    """
+    """Save ``arrays`` (name -> numeric ``np.ndarray`` or scipy sparse matrix; names without
+    ``"."``) and JSON ``metadata`` as one file ``path`` (``.npz`` or ``.safetensors``, ``format``
+    by default from the suffix); ``kind`` is checked by :func:`load_artifact`; ``overwrite=False``
+    refuses an existing ``path``, atomically. Returns the path."""
     path = Path(check_path(path, "save_artifact: path"))
     check_param("arrays", arrays, [Mapping], where="save_artifact")  # name -> array
     if format is None:

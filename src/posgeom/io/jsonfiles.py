@@ -1,15 +1,11 @@
 """Reading JSON files that may be damaged or hostile: bounded, one read, one line on failure.
 
-:func:`read_json` refuses, before reading, what is not a regular file (a FIFO that would block, a
-link to ``/dev/zero`` that never ends, a folder) and a file larger than ``max_bytes``; it then
-reads at most ``max_bytes + 1`` bytes once, decodes strict UTF-8 (a byte-order mark is dropped)
-and parses. Nesting too deep for the parser (``RecursionError``) is a damaged file like any other.
-Every failure is one :class:`~posgeom._errors.ArtifactError` naming the file and the fix.
-
-:func:`json_text` is the one place posgeom turns a value into JSON text (every file it writes,
-every JSON it prints): strict JSON (``allow_nan=False``), so any strict parser reads it. A
-non-finite float is written as ``null``: "not defined / not measured" (stress-1 of NoPE, a loss
-past the trained length that was not measured), never a bare ``NaN`` or ``Infinity``.
+:func:`read_json` refuses, before reading, what is not a regular file (a FIFO, ``/dev/zero``, a
+folder) or is larger than ``max_bytes``, then reads at most ``max_bytes + 1`` bytes once and
+parses strict UTF-8 (a byte-order mark dropped); every failure is one
+:class:`~posgeom._errors.ArtifactError`. :func:`json_text` is the one place posgeom turns a value
+into JSON text: strict JSON, a non-finite float written as ``null`` ("not defined / not
+measured").
 """
 
 from __future__ import annotations

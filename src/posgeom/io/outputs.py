@@ -1,32 +1,22 @@
 """The one output rule of posgeom: what may be written where, checked before any work.
 
-Every file and folder posgeom writes (counts and other artifacts, results folders, reports and
-their figures, reproduce's pages) goes through :func:`check_output` before the work starts:
+Every file and folder posgeom writes goes through :func:`check_output` before the work starts
+(work folders through :class:`posgeom.io.workfolders.WorkFolder`); each refusal is one
+:class:`~posgeom._errors.PosgeomError` line naming the path and the fix:
 
 - **symlinks are resolved first**: the output is the link's target (a dangling link is refused);
-- **names fit**: the hidden temporary beside the output adds :data:`TEMP_EXTRA` characters to its
-  name, so a name longer than ``255 - TEMP_EXTRA`` is refused with the limit;
+- **names fit**: a name longer than ``255 - TEMP_EXTRA`` (the hidden temporary's extra) is refused;
 - **never inside an input**: the output may not be an input file, lie inside an input folder, or
   (a folder output) hold an input;
-- **replace only posgeom's own, unchanged, of the same kind**: an existing output is refused
-  without ``overwrite``; with it, it is replaced only when posgeom wrote it *and it has not
-  changed since*: an artifact whose metadata and array checksums verify and whose kind is one the
-  command writes; a stamped text file (:func:`stamp`, a report or ``REPRODUCTION.md``) whose stamp
-  hash matches its content; a results folder whose ``posgeom-manifest.json`` lists every file it
-  holds with the size and SHA-256 it has now (:func:`posgeom.io._results.refusal`), its entries
-  first checked as untrusted data (:mod:`posgeom.io._entries`: inside the folder, records posgeom
-  writes) so that nothing outside the folder is ever deleted;
-- **of the same kind**: a folder is replaced (or resumed) only by a command writing that kind
-  of folder (its manifest's ``content``: ``run``, ``compare``, ``figures``, ``count-job``, ...);
+- **replace only posgeom's own, unchanged, of the same kind**, and only with ``overwrite``: an
+  artifact whose checksums verify and whose kind the command writes; a stamped page
+  (:func:`stamp`) whose hash matches its content; a results folder whose
+  ``posgeom-manifest.json`` (its entries checked as untrusted data, :mod:`posgeom.io._entries`)
+  lists every file it holds, unchanged, and records the ``content`` the command writes;
 - **writable**: a probe file is created and removed in the nearest existing parent;
-- **re-checked at the commit**: a file output checked here is renamed into place only if what
-  stands at its path then is what stood there at the check (:func:`commit_refusal`, called by
-  every atomic write), a results folder only if its checks still pass under the folder lock.
-
-Folders that posgeom fills step by step and resumes (job folders, training runs, caches) follow
-the same rule through :class:`posgeom.io.workfolders.WorkFolder`.
-
-Each refusal is one :class:`~posgeom._errors.PosgeomError` line naming the path and the fix.
+- **re-checked at the commit**: a file output is renamed into place only if what stands there is
+  what stood there at the check (:func:`commit_refusal`), a results folder only if its checks
+  still pass under the folder lock.
 """
 
 from __future__ import annotations
@@ -36,7 +26,6 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom.io._atomic import (
@@ -141,16 +130,12 @@ def check_output(
 ) -> Path:
     """Check an output before the work (module docstring); return it with symlinks resolved.
 
-    ``kinds``: what an existing file may be to be replaced with ``overwrite`` (``"report"``,
-    ``"reproduction"``, ``"artifact:position_counts"``, ...); for a folder, the ``content`` its
-    manifest must record (``"run"``, ``"figures"``, ...; empty: any), besides being a results
-    folder posgeom wrote, unchanged. ``identify``: what posgeom output an existing file
-    is, unchanged, or None (default: a stamped page; artifacts pass their own check, see
-    :func:`posgeom.io.artifacts.check_output_file`). Nothing is created; a file output is
+    ``kinds``: what an existing file may be to be replaced (``"report"``,
+    ``"artifact:position_counts"``, ...), or a folder's manifest ``content`` (empty: any).
+    ``identify``: what posgeom output an existing file is, unchanged, or None. A file output is
     claimed, so that its commit re-checks it (:func:`commit_refusal`).
     """
     out = resolve_output(path)
-    inputs = tuple(inputs)
     reason = name_refusal(out) or input_refusal(out, inputs, folder)
     if reason is None and folder:
         reason = locked_refusal(out, overwrite, (), tuple(kinds))
@@ -162,10 +147,6 @@ def check_output(
     if not folder:
         claim(out, tuple(kinds), overwrite, identify)
     return out
-
-
-def _recorded(folder: Path) -> dict[str, Any]:
-    return manifest_files(folder) or {}
 
 
 def check_file_set(
@@ -183,7 +164,7 @@ def check_file_set(
         for rel in sorted(listing(out) - {RESULTS_MANIFEST})
         if not any(_inside(Path(os.path.realpath(out / rel)), k) for k in kept)
     ]
-    record = _recorded(out)
+    record = manifest_files(out)
     foreign = [rel for rel in present if rel not in record or changed_file(out / rel, record[rel])]
     if foreign:
         raise PosgeomError(
@@ -214,33 +195,18 @@ def results_directory(
 ) -> Iterator[Path]:
     """Build a results folder in a temporary sibling and rename it into place: complete or absent.
 
-    The contract every results folder of posgeom is written through::
+    ::
 
         with results_directory(out, overwrite=args.overwrite, inputs=[counts_file]) as tmp:
             ...expensive work...                 # write every file under ``tmp``
         # here ``out`` holds exactly what was written under ``tmp``, plus posgeom-manifest.json
 
-    On entry, before any work (so enter it *before* the expensive part), it applies the output
-    rule (:func:`posgeom.io.outputs.check_output`: symlink resolved, no input inside, replaced only
-    with ``overwrite`` and only a results folder posgeom wrote whose manifest lists every file it
-    holds with its current size and SHA-256, writable) and removes stale temporaries of killed
-    posgeom runs beside ``path``.
-
-    It yields a fresh empty folder ``.<name>.posgeom-<host>-<pid>-<rand>.tmp`` beside ``path``.
-    When the block ends without an exception: every file is fsynced, the manifest
-    ``posgeom-manifest.json`` is written (``{"kind": "posgeom-results", "content": content,
-    "posgeom_version", "files": {relative path: {"size", "sha256"}}}``), and, under an exclusive
-    lock on the parent folder (concurrent writers commit one at a time, so the final folder comes
-    wholly from one of them) and with SIGINT/SIGTERM held, the checks above are repeated and the
-    folder is renamed onto ``path`` (an old posgeom folder is first renamed aside and then only
-    the files its manifest lists are deleted). On any exception (Ctrl-C and SIGTERM included) the
-    temporary folder is removed and ``path`` is left exactly as it was. Write errors (full disk,
-    read-only filesystem) become one-line :class:`PosgeomError`. Files are created with the
-    umask's modes. ``content`` names the kind of folder (``"run"``, ``"compare"``,
-    ``"figures"``, ...; recorded in the manifest): ``overwrite`` replaces only a folder of the
-    same kind. ``companions``: files beside ``path`` (path -> bytes; checked by the caller with
-    :func:`posgeom.io.outputs.check_output` before the work) committed with the folder, all or
-    none (a report page and its figures).
+    The output rule (module docstring) is applied on entry. At the block's end the manifest
+    (``{"kind": "posgeom-results", "content": content, "posgeom_version", "files": {relative
+    path: {"size", "sha256"}}}``) is written and the folder committed under the parent folder's
+    lock (:func:`posgeom.io._results.commit_folder`); on any exception the temporary is removed.
+    ``content``: the kind of folder (``"run"``, ``"figures"``, ...). ``companions``: files beside
+    ``path`` (path -> bytes, checked by the caller) committed with the folder, all or none.
     """
     path = check_output(path, kinds=(content,), overwrite=overwrite, inputs=inputs, folder=True)
     inputs = tuple(inputs)

@@ -1,20 +1,12 @@
 """Where the results find their renderers without importing them: results compute, reports
 render (``tests/project/test_layers.py::test_results_import_no_renderer``).
 
-A result (:class:`~posgeom.pipeline.result.GeometryResult`) asks :func:`renderer` for
-``"html"`` (result -> HTML fragment: Jupyter's ``_repr_html_``) or ``"report"`` (``(folder,
-title)`` -> ``report.html`` drawn into a results folder: ``save(report=True)``). The module that
-draws them registers them when it is imported (:func:`register`; :mod:`posgeom.reports` does).
-
-So that a result displays however it was reached (``posgeom.analyze``,
-``posgeom.pipeline.job.analyze``) and without the user importing the
-reports first, the module that registers them is named once as a *provider* (:func:`provide`)
-by the package root, ``posgeom/__init__``: the composition root, which runs before any
-submodule and is the one place allowed to know every layer. :func:`renderer` imports the
-providers the first time a renderer is missing. So no module of ``pipeline/``
-names the reports (``test_results_name_no_renderer``), ``import posgeom`` stays light (the
-reports and matplotlib load when something is first drawn), and a renderer registered by hand
-(a test's, another front end's) is used as it is.
+A result asks :func:`renderer` for ``"html"`` (result -> HTML fragment: Jupyter's
+``_repr_html_``) or ``"report"`` (``(folder, title)`` -> ``report.html`` in a results folder).
+The module that draws them registers them when imported (:func:`register`); the package root
+names it once as a *provider* (:func:`provide`), imported the first time a renderer is missing:
+no module of ``pipeline/`` names the reports, ``import posgeom`` stays light, and a renderer
+registered by hand is used as it is.
 """
 
 from __future__ import annotations

@@ -4,34 +4,19 @@
 They follow the output rule of results folders (:mod:`posgeom.io.outputs`):
 
 - **never inside an input**, never holding one, names that fit;
-- **posgeom's own, marked**: the folder must be new, empty, or one posgeom made for the same
-  kind of work. Its ``posgeom-manifest.json`` (the layout of a results folder's, ``content`` =
-  the kind, e.g. ``"count-job"``) lists every file posgeom wrote there with its size and
-  SHA-256; a folder holding a file it does not list, or a listed file that changed since, is
-  refused with one line (resumed or restarted, it could lose that file);
+- **posgeom's own, marked**: new, empty, or made by posgeom for the same kind of work; its
+  ``posgeom-manifest.json`` (``content`` = the kind, e.g. ``"count-job"``) lists every file
+  posgeom wrote with its size and SHA-256; an unlisted or changed file is refused in one line;
 - **nothing cleared that posgeom did not write**: a restart deletes only the listed files;
-- **recorded at the commit**: each file is written to a temporary sibling and, under the
-  folder's lock with SIGINT/SIGTERM held, recorded in the manifest just before it is renamed
-  into place; the record keeps the file's previous size and SHA-256 under ``"was"`` so that a
-  process killed between the two still leaves a folder whose every file is posgeom's.
+- **recorded at the commit**: each file is recorded in the manifest under the folder's lock,
+  with SIGINT/SIGTERM held, just before its rename (its previous record kept under ``"was"``);
+- **the manifest is untrusted data**: every entry is checked (:mod:`posgeom.io._entries`)
+  before anything is deleted or written; deleting follows no symbolic link;
+- **one writer for the whole run**: :meth:`WorkFolder.open` takes the folder's lock without
+  waiting until :meth:`WorkFolder.release`; a folder it made that stayed empty is removed then.
 
-Work that verifies every file it reads back (a counting job: artifact checksums, the plan's
-checksum, each shard's provenance) opens its folder with ``self_checked``: on a resume a listed
-file that changed is left to those checks (they name what is wrong with it); a restart, which
-would delete it, still refuses.
-
-A work folder may hold work folders of its own (an experiment's training runs): the parent lists
-them as ``{"folder": kind}`` and leaves their files to their own manifests.
-
-- **the manifest is untrusted data**: every entry is checked (:mod:`posgeom.io._entries`: a
-  relative path inside the folder, below no symbolic link, with a record posgeom writes, the
-  nested folders' manifests too) before anything is deleted or written, and deleting follows no
-  symbolic link; every write method checks its path the same way;
-- **one writer for the whole run**: :meth:`WorkFolder.open` takes the folder's lock
-  (:func:`posgeom.io._locks.hold`) without waiting and keeps it until :meth:`WorkFolder.release`
-  (the ``with`` block's end), the object's end or the process's: a second process opening the
-  folder meanwhile is refused with one line; a folder :meth:`open` made and nothing was written
-  to is removed again at the release (a failed run leaves no empty folder).
+``self_checked`` work (a counting job verifies every file it reads back) leaves a changed file
+to those checks on a resume. A work folder may list nested work folders (``{"folder": kind}``).
 """
 
 from __future__ import annotations
@@ -56,20 +41,17 @@ from posgeom.io._locks import folder_lock, hold, release
 from posgeom.io._results import (
     RESULTS_MANIFEST,
     _manifest,
+    file_record,
     kind_refusal,
     listing,
     owned_refusal,
-    sha256_file,
     write_listed,
 )
 from posgeom.io.jsonfiles import json_text
 
 __all__ = ["WORK_KINDS", "WorkFolder"]
 
-#: the kinds of work folder (their manifests' ``content``): a counting job, the count cache of
-#: ``reproduce``, a training run, an experiment, ``extend``'s cache of measured windows. Another
-#: output (a report page) is never written into one (its resume would find a file it does not
-#: know), nor listed in its manifest.
+#: the kinds of work folder (their manifests' ``content``); no other output is written into one
 WORK_KINDS = (
     "posgeom-count-job",
     "count-cache",
@@ -82,10 +64,7 @@ WORK_KINDS = (
 
 
 def _clean_stale_below(folder: Path) -> None:
-    """:func:`~posgeom.io._atomic.clean_stale` in ``folder`` and its real sub-folders (no link
-    followed): the temporaries a posgeom process of this host left when it was killed (its pid
-    no longer alive), which a resume or restart would otherwise refuse as files posgeom did not
-    write."""
+    """:func:`~posgeom.io._atomic.clean_stale` in ``folder`` and its real sub-folders."""
     for root, dirs, _ in os.walk(folder, followlinks=False):
         clean_stale(root)
         dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
@@ -122,11 +101,9 @@ class WorkFolder:
         create: bool = True,
     ) -> WorkFolder:
         """Check ``path`` by the output rule and make it posgeom's work folder of ``kind``:
-        created when missing, marked when empty, resumed when posgeom made it for ``kind``
-        (every file listed, unchanged); with ``restart`` its listed files are deleted first.
-        ``option`` names the folder in messages (``"job folder"``); ``self_checked``: see the
-        module docstring; ``create=False`` only checks (nothing is made or marked: a check
-        before the work of a folder made when its first file is written). Refusals: one line."""
+        created, marked or resumed; with ``restart`` its listed files are deleted first.
+        ``option`` names the folder in messages (``"job folder"``); ``create=False`` only checks
+        (nothing is made or marked). Refusals: one line."""
         from posgeom.io.outputs import input_refusal, name_refusal, resolve_output
 
         if kind not in WORK_KINDS:
@@ -142,9 +119,7 @@ class WorkFolder:
             if out.is_dir():  # a writer at work there is refused now, not after the work
                 folder._hold(option)
                 folder.release()
-            reason = folder._refusal(option, restart, self_checked)
-            if reason is not None:
-                raise PosgeomError(reason)
+            folder._refuse(option, restart, self_checked)
             check_writable(out, folder=True)
             return folder
         make_folder(out.parent)
@@ -155,9 +130,7 @@ class WorkFolder:
             make_folder(out)
             folder._hold(option)  # before the folder is read: another writer's files are not ours
             try:
-                reason = folder._refusal(option, restart, self_checked)
-                if reason is not None:
-                    raise PosgeomError(reason)
+                folder._refuse(option, restart, self_checked)
                 if restart:
                     folder.clear()
                 elif _manifest(out) is None:
@@ -187,29 +160,29 @@ class WorkFolder:
             self.discard()
         self._held()
 
-    def _refusal(self, option: str, restart: bool, self_checked: bool) -> str | None:
+    def _refuse(self, option: str, restart: bool, self_checked: bool) -> None:
         out = self.path
         if out.is_dir() and not out.is_symlink():
             _clean_stale_below(out)  # a killed run's temporaries are not a user's files
         if not out.is_dir() or not any(out.iterdir()):
-            return None
+            return
         manifest = _manifest(out)
         if manifest is None:
-            return (
+            raise PosgeomError(
                 f"{option} {out} holds files posgeom did not write (no {RESULTS_MANIFEST}); "
                 "posgeom works only in a new or empty folder or one it made: choose another folder"
             )
         what = "restarting" if restart else "resuming in it"
-        changed = restart or not self_checked
-        return (
+        reason = (
             kind_refusal(out, manifest, (self.kind,))
-            or owned_refusal(out, manifest, what, changed)
+            or owned_refusal(out, manifest, what, restart or not self_checked)
             or (self._nested_refusal(manifest) if restart else None)
         )
+        if reason is not None:
+            raise PosgeomError(reason)
 
     def _nested_refusal(self, manifest: dict[str, Any]) -> str | None:
-        """Why a sub-folder listed in ``manifest`` may not be cleared (a file posgeom did not
-        write there, or one that changed), or None."""
+        """Why a sub-folder listed in ``manifest`` may not be cleared, or None."""
         for rel, info in manifest["files"].items():
             nested = WorkFolder(self.path / rel, str(info.get("folder")))
             sub = _manifest(nested.path) if "folder" in info and nested.path.is_dir() else None
@@ -245,8 +218,7 @@ class WorkFolder:
         return rel in self._files() and (self.path / rel).exists()
 
     def _check(self, rel: str) -> None:
-        """Refuse ``rel`` unless it is a relative POSIX path inside the folder, below no symbolic
-        link (the check of the manifest's own entries, :mod:`posgeom.io._entries`)."""
+        """Refuse ``rel`` unless it is a path a manifest may list (:mod:`posgeom.io._entries`)."""
         problem = key_problem(rel) or place_problem(self.path, rel)
         if problem is not None:
             raise PosgeomError(
@@ -271,7 +243,7 @@ class WorkFolder:
 
     def _record(self, rel: str, tmp: Path) -> None:
         files = self._files()
-        entry: dict[str, Any] = {"size": tmp.stat().st_size, "sha256": sha256_file(tmp)}
+        entry = file_record(tmp)
         old, target = files.get(rel), self.path / rel
         if isinstance(old, dict) and "size" in old and target.is_file():
             entry["was"] = {"size": old["size"], "sha256": old["sha256"]}
