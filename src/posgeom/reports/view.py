@@ -20,6 +20,7 @@ import numpy as np
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.reports._integrity import array_problem, changed_since_written, summary_problem
 from posgeom.reports.claims import claim_tables
+from posgeom.text.schema import score_rows, summary_rows
 from posgeom.text.verdict_inputs import VerdictInputs, resolution_setting, verdict_inputs
 
 __all__ = [
@@ -156,10 +157,6 @@ def _principal(embedding: np.ndarray) -> np.ndarray:
     return u * sv
 
 
-def _rows_of(scores: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"encoding": name, **s} for name, s in scores.items()]
-
-
 def target_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """A model analysis's arrays as drawn: ``hellinger`` the target, ``plugin_hellinger`` the
     plug-in (an old folder's ``target``; its plug-in MDS and floor, of another D, left out)."""
@@ -174,17 +171,11 @@ def target_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict:
     """Keyword arguments of :class:`ResultView` from a summary JSON of ``kind``."""
     vi = verdict_inputs(kind, summary)
-    if "table" in summary:  # a comparison written before the one schema (rows in "table")
-        geom = summary.get("geometry", {})
-        rows, curve = summary.get("table", []), summary.get("rank_curve", [])
-    elif kind == "analyze-model":
-        geom, scores = summary.get("geometry", {}), summary.get("position_encodings_target")
-        rows = _rows_of(scores or geom.get("scores", {}))  # scores: an old folder's
-        curve = [] if scores else geom.get("rank_curve", [])
+    geom, rows, curve = summary_rows(kind, summary)
+    if kind == "analyze-model" and "table" not in summary:
+        scores = summary.get("position_encodings_target")  # an old folder's
+        rows, curve = (score_rows(scores), []) if scores else (rows, curve)
         arrays = target_arrays(arrays)
-    else:
-        geom = summary
-        rows, curve = _rows_of(summary.get("scores", {})), summary.get("rank_curve", [])
     settings = _settings(summary, geom)
     extra: dict[str, Any] = {}
     if kind == "extend":
