@@ -36,10 +36,6 @@ def _fmt(iv: dict[str, Any] | None, digits: int = 2, unit: str = "") -> str:
     return f"{iv['estimate']:.{digits}f}{unit} [{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]"
 
 
-def _num(x: Any, digits: int = 3) -> str:
-    return "" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{digits}g}"
-
-
 #: Columns (key, header, format) of the table-probe row and of the per-layer rows, for
 #: :func:`posgeom.text.markdown.markdown_table` and :func:`posgeom.reports.html.html_table`.
 TABLE_COLUMNS = (
@@ -149,7 +145,8 @@ class ProbeResult:
         if self.layers and "linear_mae" in self.layers[0]:
             words.append(self._best_layer_words())
         target = self.options.get("target")
-        said = layer_sentence(self.layers, self._stress_level())
+        stored = self.layers and self.layers[0].get("stress_scale_optimal_low") is not None
+        said = layer_sentence(self.layers, self.options.get("level") if stored else None)
         if said is not None:  # analyze-model's sentence: one layer only when separated
             words.append(f"By its stress against the corpus geometry, {said}.")
         if isinstance(target, dict):
@@ -168,12 +165,6 @@ class ProbeResult:
             words += list(self.agreement["words"])
         return words
 
-    def _stress_level(self) -> float | None:
-        """The level of the stored stress intervals (None without them)."""
-        if not self.layers or self.layers[0].get("stress_scale_optimal_low") is None:
-            return None
-        return self.options.get("level")
-
     def _best_layer_words(self) -> str:
         """The layer where a linear probe reads position best, or the layers that tie with it
         (their intervals reach below its upper bound): one layer only when separated."""
@@ -185,7 +176,8 @@ class ProbeResult:
             if r is not best and r["linear_mae"]["low"] <= iv["high"]
         ]
         shown = f"{iv['estimate']:.2f} positions [{iv['low']:.2f}, {iv['high']:.2f}]"
-        chance = _num(self.options.get("chance_mae"))
+        c = self.options.get("chance_mae")
+        chance = "" if c is None or (isinstance(c, float) and not np.isfinite(c)) else f"{c:.3g}"
         if ties:
             named = ", ".join(str(x) for x in [best["layer"], *ties])
             return (

@@ -77,15 +77,6 @@ def _target_at_pairs(a: Mapping[str, np.ndarray]) -> tuple[np.ndarray, Any] | No
     return None
 
 
-def _shepard_deltas(a: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {
-        k[len("shepard_") :]: v
-        for k, v in a.items()
-        if k.startswith("shepard_")
-        and k not in ("shepard_pairs", "shepard_target", "shepard_plugin")
-    }
-
-
 def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
     """``(name, caption, thunk)`` of every figure the view's data allows, in reading order."""
     a, conv = view.arrays, view.convention
@@ -166,7 +157,8 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
             rank_curve_caption(view.rank_curve),
             lambda: F.rank_curve(view.rank_curve),
         )
-    deltas = _shepard_deltas(a)
+    not_deltas = ("shepard_pairs", "shepard_target", "shepard_plugin")
+    deltas = {k[8:]: v for k, v in a.items() if k.startswith("shepard_") and k not in not_deltas}
     at_pairs = _target_at_pairs(a)
     if deltas and at_pairs is not None:
         yield (

@@ -82,7 +82,6 @@ class ResultView:
     heads: list[dict[str, Any]] = field(default_factory=list)
     rank_curve: list[dict[str, Any]] = field(default_factory=list)
     stationarity: dict[str, Any] | None = None
-    noise: dict[str, Any] | None = None
     geometry: dict[str, Any] = field(default_factory=dict)
     layers: list[dict[str, Any]] = field(default_factory=list)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
@@ -90,7 +89,6 @@ class ResultView:
     missing: tuple[str, ...] = ()
     parts: tuple[ResultView, ...] = ()
     notes: tuple[str, ...] = ()
-    uncertainty: dict[str, Any] | None = None
     verdict: VerdictInputs | None = None  # what every verdict of this view reads
     claims: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, ...], ...]], ...] = ()
     words: tuple[str, ...] = ()  # verdict lines of a view without verdict inputs (extend)
@@ -150,13 +148,6 @@ def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"{path.name} could not be read ({str(exc)[:160]})"
 
 
-def _principal(embedding: np.ndarray) -> np.ndarray:
-    """Principal coordinates of an ``(n, d)`` embedding (its centred SVD, singular values kept)."""
-    x = embedding - embedding.mean(axis=0)
-    u, sv, _ = np.linalg.svd(x, full_matrices=False)
-    return u * sv
-
-
 def target_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """A model analysis's arrays as drawn: ``hellinger`` the target, ``plugin_hellinger`` the
     plug-in (an old folder's ``target``; its plug-in MDS and floor, of another D, left out)."""
@@ -198,11 +189,9 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         "heads": summary.get("heads", summary.get("alibi_heads", [])),
         "rank_curve": curve,
         "stationarity": summary.get("stationarity"),
-        "noise": geom.get("noise_floor"),
         "geometry": geom,
         "layers": summary.get("layers", []),
         "arrays": arrays,
-        "uncertainty": summary.get("uncertainty"),
         "verdict": vi,
         **extra,
     }
@@ -313,7 +302,9 @@ def load_folder(directory: str | os.PathLike, *, drop: dict[str, str] | None = N
         present.remove("arrays.npz")
         missing.append(f"{problem}: {_PARTS[kind]['arrays.npz']}")
     if "mds_coordinates" not in arrays and "mds_embedding" in arrays:
-        arrays["mds_coordinates"] = _principal(arrays["mds_embedding"])
+        x = arrays["mds_embedding"]  # principal coordinates: the centred SVD, u * s
+        u, sv, _ = np.linalg.svd(x - x.mean(axis=0), full_matrices=False)
+        arrays["mds_coordinates"] = u * sv
     try:
         parts = _from_summary(kind, summary, arrays)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
@@ -338,17 +329,15 @@ def view_of(result: Any) -> ResultView:
         return load_folder(result)
     report = getattr(result, "report_input", None)  # the pipeline's: fields, no call back
     if report is not None:
+        kind, title, arrays = report.kind, report.title, dict(report.arrays)
         summary = copy.deepcopy(report.summary)
-        return ResultView(
-            report.kind, report.title, **_from_summary(report.kind, summary, dict(report.arrays))
-        )
-    kind = getattr(result, "report_kind", None)
-    if kind is None:
+    elif (kind := getattr(result, "report_kind", None)) is None:
         raise PosgeomError(
             f"cannot report a {type(result).__name__}; pass a results folder or the result of "
             "posgeom.analyze or posgeom.models.analysis.analyze_model"
         )
-    summary = result.summary()
-    arrays = result.report_arrays() if hasattr(result, "report_arrays") else {}
-    title = getattr(result, "report_title", None) or kind
+    else:
+        summary = result.summary()
+        arrays = result.report_arrays() if hasattr(result, "report_arrays") else {}
+        title = getattr(result, "report_title", None) or kind
     return ResultView(kind, title, **_from_summary(kind, summary, arrays))

@@ -1,9 +1,5 @@
-"""Hints printed beside a verdict: position 0 standing apart when special tokens were counted.
-
-A ``[CLS]`` or BOS token, the same in every sequence and nowhere else, makes position 0 an outlier
-in every map; :func:`position0_hint` recognises it on the distances, :func:`special_token_hint` on
-a result or a results folder, and both say "rerun with --no-special".
-"""
+"""Hints printed beside a verdict: position 0 standing apart when special tokens were
+counted."""
 
 from __future__ import annotations
 

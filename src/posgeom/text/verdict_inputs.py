@@ -1,21 +1,14 @@
 """What a verdict reads, computed once: :class:`VerdictInputs`.
 
-Every verdict of a result (the ``verdict: ...`` line a command prints, the ``verdict`` block of
-``summary.json`` / ``comparison.json``, the last line of ``table.md`` / ``comparison.md`` and the
-verdict paragraph of the HTML report) is rendered from one :class:`VerdictInputs`, built by
-:func:`verdict_inputs` from the result's JSON summary: the estimator of the target ``D``, its
-resolution (token classes), the score rows *against that target* with their intervals, the layer
-rows (``analyze-model``), the noise-floor share and the bootstrap ranking statistics. The result
-stores it in its summary; a results folder gives it back unchanged (:meth:`VerdictInputs.from_dict`),
-so a report of a folder says what the command said.
+Every verdict of a result (the line a command prints, the ``verdict`` block of its JSON, the
+last line of its Markdown, the report's verdict) is rendered from one :class:`VerdictInputs`,
+built by :func:`verdict_inputs` from the result's JSON summary and stored in it; a results folder
+gives it back unchanged (:meth:`VerdictInputs.from_dict`), so a report says what the command said.
 
-Candidates. Rows of the fitted families (fits of ``D`` itself: ``mds``, ``low_rank_mds`` and their
-variants ``mds+smacof``, ``mds (target)``) and of the baselines are not candidates for "the
-closest encoding" (the families' roles, :attr:`posgeom.encodings.Family.role`); the bootstrap
-ranking statistics of the verdict (``first``, ``stability``, ``neighbours``) are over the
-candidates only.
-
-This module imports only numpy at top level.
+Candidates. Rows of the fitted families (fits of ``D`` itself: ``mds``, ``low_rank_mds`` and
+their variants) and of the baselines are not candidates for "the closest encoding" (the
+families' roles, :attr:`posgeom.encodings.Family.role`); the bootstrap ranking statistics
+(``first``, ``stability``, ``neighbours``) are over the candidates only.
 """
 
 from __future__ import annotations
