@@ -120,8 +120,7 @@ def read_table(
             f"folder or name, or a loaded model, not a {type(source).__name__}"
         )
     else:
-        placement = {"device": device, "dtype": dtype}
-        table = _model_table(source, n, start, gguf_file, placement)
+        table = _model_table(source, n, start, gguf_file, {"device": device, "dtype": dtype})
         name = (
             portable_path(source)
             if isinstance(source, (str, os.PathLike))

@@ -134,9 +134,8 @@ def open_model(
 
     label = name or (portable_path(model) if isinstance(model, (str, os.PathLike)) else None)
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-    if isinstance(model, (str, os.PathLike)):
-        if tokenizer is None:
-            tokenizer = load_tokenizer(model, **kwargs) if gguf_file else model
+    if isinstance(model, (str, os.PathLike)) and tokenizer is None:
+        tokenizer = load_tokenizer(model, **kwargs) if gguf_file else model
     model = loaded_model(model, device=device, dtype=dtype, **kwargs)
     if tokenizer is None:
         raise PosgeomError("a Hugging Face model object needs its tokenizer: pass tokenizer=...")

@@ -13,6 +13,7 @@ Layout: ``view`` (result objects and folders) <- ``figures`` (matplotlib, extra 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -73,8 +74,6 @@ def report(
     ``path`` is written at its target. The page and its figures folder are committed together
     (a full disk or a signal leaves both or neither), after the checks are repeated.
     """
-    import dataclasses
-
     from posgeom.io.artifacts import atomic_write_text, results_directory
     from posgeom.io.outputs import check_output, stamp
     from posgeom.reports.html import figure_groups, render_html
@@ -129,8 +128,6 @@ def report(
 def _without_damaged(folder: Any, view: Any, exc: BaseException) -> Any:
     """The view of ``folder`` without the part that made the page fail: its arrays, then its
     summary (each named in the report's list of what is missing)."""
-    import dataclasses
-
     from posgeom.reports.html import figure_groups, render_html
     from posgeom.reports.view import load_folder
 

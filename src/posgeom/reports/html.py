@@ -265,19 +265,10 @@ def _tables(view: Any) -> list[str]:
 
 
 def _how_to_read() -> str:
-    keys = (
-        "paper",
-        "scale_optimal",
-        "stress1",
-        "scale",
-        "violation_rate",
-        "separation",
-        "parameters",
-        "baselines",
-        "noise",
-    )
+    captions = ("rank_curve", "stationarity", "layers")  # said under their figures and tables
+    keys = [k for k in HOW_TO_READ if k not in captions]
     text = {**score_conventions(), **HOW_TO_READ}  # a score without prose: its convention
-    keys += tuple(k for k in score_conventions() if k not in keys and k not in HOW_TO_READ)
+    keys += [k for k in score_conventions() if k not in keys and k not in HOW_TO_READ]
     items = "".join(f"<dt>{_esc(k.replace('_', ' '))}</dt><dd>{_esc(text[k])}</dd>" for k in keys)
     conv = "".join(
         f"<dt>{_esc(k.replace('_', ' '))}</dt><dd><code>{_esc(v)}</code></dd>"

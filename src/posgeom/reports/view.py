@@ -174,8 +174,7 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
 
         settings, extra = extend_settings(summary, settings), extend_parts(summary)
     if kind == "analyze-model":
-        model = summary.get("model", {})
-        settings = {"model": model.get("name"), **settings}
+        settings = {"model": summary.get("model", {}).get("name"), **settings}
         settings["corpus"] = summary.get("corpus", {}).get("name")
         settings["mechanisms"] = "; ".join(map(str, summary.get("mechanisms", [])))
         settings = {k: v for k, v in settings.items() if v}

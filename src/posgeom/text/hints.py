@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 __all__ = ["position0_hint", "special_token_hint"]
 
 
@@ -29,8 +31,6 @@ def position0_hint(d: Any, *, counted: bool) -> str | None:
     (``min_j D[0, j] >= 0.99 max D``) while the others are not (their median mean distance is
     under 0.95 max D): a ``[CLS]`` or BOS token, the same in every sequence and nowhere else,
     makes position 0 an outlier in every map."""
-    import numpy as np
-
     d = np.asarray(d, dtype=np.float64)
     if not counted or d.ndim != 2 or d.shape[0] < 4:
         return None

@@ -14,7 +14,7 @@ from typing import Any
 
 from posgeom.text.schema import interval
 
-__all__ = ["KEY", "layer_phrase", "layer_sentence", "tied_layers", "with_ci"]
+__all__ = ["KEY", "layer_sentence", "tied_layers", "with_ci"]
 
 KEY = "stress_scale_optimal"
 
@@ -33,11 +33,6 @@ def tied_layers(rows: Sequence[Mapping[str, Any]], key: str = KEY) -> list[Any]:
         r["layer"] for r in rows if r is not best and (iv := interval(r, key)) and iv[0] <= ci[1]
     ]
     return [best["layer"], *others]
-
-
-def layer_phrase(vi: Any) -> str | None:
-    """The verdict's layer sentence from the stored layer rows of ``vi`` (VerdictInputs)."""
-    return layer_sentence(vi.layers, vi.layer_level)
 
 
 def layer_sentence(layers: Sequence[Mapping[str, Any]], layer_level: float | None) -> str | None:

@@ -27,8 +27,10 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from posgeom.encodings.mds import MDSFamily
-from posgeom.text.layer_verdict import layer_phrase
+from posgeom.text.layer_verdict import layer_sentence
 from posgeom.text.schema import interval
 from posgeom.text.verdict_inputs import (
     VerdictInputs,
@@ -229,8 +231,6 @@ def _uncertainty_verdict(vi: VerdictInputs) -> list[str]:
 
 def _estimator_verdict(view: Any) -> list[str]:
     """How far the estimate used is from the plug-in (the paper's estimator), pair by pair."""
-    import numpy as np
-
     a = view.arrays
     if "plugin_hellinger" not in a or "hellinger" not in a:
         return []
@@ -262,7 +262,7 @@ def verdict(view: Any) -> list[str]:
     if vi.kind != "score":
         out += noise_verdict(vi)
     if vi.layers:
-        phrase = layer_phrase(vi)
+        phrase = layer_sentence(vi.layers, vi.layer_level)
         if phrase:
             out.append(phrase[0].upper() + phrase[1:] + ".")
     out += ranking_verdict(vi)
@@ -318,7 +318,7 @@ def one_line(vi: VerdictInputs) -> str:
     else:
         grade = ("most of it", "part of it", "little of it: mostly sampling noise")[_grade(share)]
         parts.append(f"{100 * share:.0f}% of pairs above twice the noise floor ({grade})")
-    phrase = layer_phrase(vi) if vi.layers else _ranking_phrase(vi)
+    phrase = layer_sentence(vi.layers, vi.layer_level) if vi.layers else _ranking_phrase(vi)
     if phrase:
         parts.append(phrase)
     beating = [] if vi.layers else baselines_as_good(vi)
