@@ -69,10 +69,8 @@ def measured_key(measurements: Mapping[str, Any] | None) -> str | None:
     """``"beyond_loss"`` when a strategy has a loss past ``L0``, else ``"within_loss"`` when one
     has an in-window loss, else None."""
     rows = (measurements or {}).get("strategies") or []
-    for key in ("beyond_loss", "within_loss"):
-        if any(r.get(key) is not None for r in rows):
-            return key
-    return None
+    keys = ("beyond_loss", "within_loss")
+    return next((k for k in keys if any(r.get(k) is not None for r in rows)), None)
 
 
 def ranked_columns(

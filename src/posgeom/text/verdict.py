@@ -269,8 +269,7 @@ def verdict(view: Any) -> list[str]:
     out += [f"Hint: {h}." for h in vi.hints]  # a stored hint (analyze-model's [CLS])
     out += _uncertainty_verdict(vi)
     out += _estimator_verdict(view)
-    mds = next((r for r in vi.rows if r.get("encoding") == MDSFamily.name), None)
-    if mds is not None and vi.rank_curve:
+    if vi.rank_curve and any(r.get("encoding") == MDSFamily.name for r in vi.rows):
         low = next((c for c in vi.rank_curve if float(c.get("paper") or 1.0) < 0.01), None)
         if low is not None:
             out.append(
