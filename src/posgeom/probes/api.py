@@ -135,7 +135,6 @@ def probe(
     (:func:`posgeom.models.loading.load_model`; default the CPU, float32)."""
     given = {k: v for k, v in locals().items() if k in LAYER_OPTIONS}
     _check_options(corpus, kinds, estimator, given)
-    timings: dict[str, float] = {}
     if corpus is None:
         t0 = time.perf_counter()
         table, name = read_table(
@@ -144,12 +143,13 @@ def probe(
         result = probe_table(
             table, pairs=pairs, seeds=seeds, folds=folds, level=level, start=start, source=name
         )
-        timings["table_probes"] = time.perf_counter() - t0
+        timings = {"table_probes": time.perf_counter() - t0}
         return ProbeResult(source=name, table=result, options={"mode": "table"}, timings=timings)
     if n is None:
         raise PosgeomError("probing layers needs the number of positions: pass n (-n N)")
     from posgeom.probes.model_probe import probe_model
 
+    table_options = {"pairs": pairs, "seeds": seeds, "folds": folds, "level": level}
     return probe_model(
         source,
         corpus,
@@ -158,9 +158,7 @@ def probe(
         gguf_file=gguf_file,
         device=device,
         dtype=dtype,
-        table_options={"pairs": pairs, "seeds": seeds, "folds": folds, "level": level}
-        if table_probes
-        else None,
+        table_options=table_options if table_probes else None,
         per_position=check_int(per_position, "per_position", 2),
         kinds=check_kinds(kinds),
         folds=folds,

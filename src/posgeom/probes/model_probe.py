@@ -72,18 +72,12 @@ def _geometry(
         target |= {"resolution": said.get("resolution"), "classes": said.get("classes")}
         target["resolved"] = (said.get("projection") or {}).get("resolved")
     target["noise_share"] = _noise_share(counts, est, seed)
-    intervals = (
-        {}
-        if not bootstrap or goal.fallback
-        else layer_intervals(
-            counts,
-            distances,
-            estimator=goal.estimator,
-            seed=seed,
-            level=level,
-            resolution="full" if est is None else est.class_map,
+    intervals = {}
+    if bootstrap and not goal.fallback:  # the classes of the target ("full": the plug-in's)
+        classes = "full" if est is None else est.class_map
+        intervals = layer_intervals(
+            counts, distances, estimator=goal.estimator, seed=seed, level=level, resolution=classes
         )
-    )
     return layer_stress(distances, goal.distances), target, intervals
 
 

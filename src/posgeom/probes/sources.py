@@ -121,11 +121,8 @@ def read_table(
         )
     else:
         table = _model_table(source, n, start, gguf_file, {"device": device, "dtype": dtype})
-        name = (
-            portable_path(source)
-            if isinstance(source, (str, os.PathLike))
-            else type(source).__name__
-        )
+        named = isinstance(source, (str, os.PathLike))  # a folder or name, else a loaded model
+        name = portable_path(source) if named else type(source).__name__
     if n is not None:
         if n > table.shape[0]:
             raise PosgeomError(
