@@ -196,7 +196,7 @@ def test_analyze_model_surfaces_carry_intervals_ties_names_and_the_hint(model_ru
 
 @pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
 def test_probe_surfaces_record_the_target_and_say_the_title_once(model_runs):
-    from posgeom.probes.figures import layer_figure
+    from posgeom.probes.result import layer_figure
 
     folder = model_runs["root"] / "pr"
     s = strict_json(folder / "summary.json")
@@ -229,7 +229,7 @@ def test_probe_surfaces_record_the_target_and_say_the_title_once(model_runs):
 @pytest.mark.e2e  # three commands with reports: about a minute on 2 cores
 def test_probe_surfaces_carry_the_stress_intervals_ties_and_noise_share(model_runs):
     from posgeom.probes.api import BOOTSTRAP
-    from posgeom.probes.figures import layer_figure
+    from posgeom.probes.result import layer_figure
 
     folder = model_runs["root"] / "pr"
     s = strict_json(folder / "summary.json")

@@ -7,11 +7,8 @@
 * :mod:`~posgeom.probes.positional`: the positional part's share and rank (Song & Zhong 2023);
 * :mod:`~posgeom.probes.monotone`: hidden channels monotone in position (Yu et al. 2025);
 * :mod:`~posgeom.probes.agreement`: probe error beside stress and R² across layers, a verdict;
-* :mod:`~posgeom.probes.result`: :class:`ProbeResult` (JSON, Markdown, folder),
-  :mod:`~posgeom.probes.report` its HTML page;
-* :mod:`~posgeom.probes.fitting`: the estimators (numpy/scipy, checked against scikit-learn),
-  :mod:`~posgeom.probes.estimate`: intervals; :mod:`~posgeom.probes.corpus_pass` and
-  :mod:`~posgeom.probes.states`: the one pass over a corpus (torch, for layer probes only).
+* :mod:`~posgeom.probes.result`: :class:`ProbeResult` (JSON, Markdown, folder; its HTML page:
+  :mod:`~posgeom.probes.report`).
 
 ``import posgeom.probes`` needs only numpy and scipy; layer probes import torch when they run.
 """

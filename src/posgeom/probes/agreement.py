@@ -10,12 +10,11 @@ position (higher: more positional). Across layers:
 * ``rho(e, R²)``: Spearman of probe error and R²; negative when decodable layers are positional.
 
 Each comes with a percentile bootstrap interval over layers (``B`` resamples of the layers with
-replacement, ``default_rng(seed)``; a resample whose values are all tied is skipped). With few
-layers (MiniLM has 7) the interval is wide: it says how much the verdict rests on.
+replacement, ``default_rng(seed)``; a resample whose values are all tied is skipped).
 
-The verdict, in plain words (none below :data:`MIN_LAYERS` layers): *agree* when the interval of ``rho(e, s)`` lies above 0, *disagree*
-when it lies below 0, otherwise *undecided*; and it names the layers where the two rankings part
-most (largest difference of ranks).
+The verdict (none below :data:`MIN_LAYERS` layers): *agree* when the interval of ``rho(e, s)``
+lies above 0, *disagree* when below, otherwise *undecided*; it names the layers where the two
+rankings part most (largest difference of ranks).
 """
 
 from __future__ import annotations

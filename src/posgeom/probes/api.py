@@ -1,18 +1,11 @@
-"""``posgeom.probe``: where a model keeps position, read three ways.
+"""``posgeom.probe``: where a model keeps position.
 
 Without a corpus, ``source`` is a position table: an ``(n, d)`` array, a ``.npy`` / ``.npz`` /
-``.safetensors`` file (``key`` picks the array when it holds several), a Hugging Face model (name
-or local folder, offline) whose learned table :mod:`posgeom.models.mechanisms` finds, or a posgeom
-decoder file with a learned table; the table probes run on its first ``n`` positions.
-
-With a corpus (texts), ``source`` is a model (Hugging Face, a posgeom decoder file or
-``CausalDecoder``, or a ``TinyEncoder`` with token-id sequences), and per layer: the layer probes,
-the positional part's share and rank, the monotone channels, and (``geometry=True``) the stress of
-the layer's per-position means against the corpus geometry, with the agreement across layers. A
-model with a learned table gets the table probes too. One pass over the corpus
-(:mod:`posgeom.probes.corpus_pass`); the counts and the target are those of ``analyze-model``
-(:func:`posgeom.corpus.counting.count_positions`, :func:`posgeom.models.targets.analysis_target`,
-:func:`posgeom.models.layerwise.layer_stress`).
+``.safetensors`` file (``key`` picks the array when it holds several), a Hugging Face model or a
+posgeom decoder file with a learned table (:mod:`posgeom.probes.sources`); the table probes run
+on its first ``n`` positions. With a corpus (texts), ``source`` is a model (Hugging Face, a
+posgeom decoder, a ``TinyEncoder`` with token-id sequences), probed layer by layer in one pass
+(:mod:`posgeom.probes.model_probe`).
 """
 
 from __future__ import annotations
@@ -142,7 +135,6 @@ def probe(
     (:func:`posgeom.models.loading.load_model`; default the CPU, float32)."""
     given = {k: v for k, v in locals().items() if k in LAYER_OPTIONS}
     _check_options(corpus, kinds, estimator, given)
-    timings: dict[str, float] = {}
     if corpus is None:
         t0 = time.perf_counter()
         table, name = read_table(
@@ -151,12 +143,13 @@ def probe(
         result = probe_table(
             table, pairs=pairs, seeds=seeds, folds=folds, level=level, start=start, source=name
         )
-        timings["table_probes"] = time.perf_counter() - t0
+        timings = {"table_probes": time.perf_counter() - t0}
         return ProbeResult(source=name, table=result, options={"mode": "table"}, timings=timings)
     if n is None:
         raise PosgeomError("probing layers needs the number of positions: pass n (-n N)")
     from posgeom.probes.model_probe import probe_model
 
+    table_options = {"pairs": pairs, "seeds": seeds, "folds": folds, "level": level}
     return probe_model(
         source,
         corpus,
@@ -165,9 +158,7 @@ def probe(
         gguf_file=gguf_file,
         device=device,
         dtype=dtype,
-        table_options={"pairs": pairs, "seeds": seeds, "folds": folds, "level": level}
-        if table_probes
-        else None,
+        table_options=table_options if table_probes else None,
         per_position=check_int(per_position, "per_position", 2),
         kinds=check_kinds(kinds),
         folds=folds,

@@ -1,26 +1,18 @@
-"""The probes' estimators, in numpy/scipy (float64), and the folds they are scored on.
-
-Why not scikit-learn: posgeom's core needs only numpy and scipy, and the probes are three small
-closed-form or convex fits, so they live here and ``tests/probes/test_probes.py`` checks every one of them
-against an explicit reference (a pseudo-inverse, scikit-learn's ``cross_val_score`` where its
-definition is unambiguous; scikit-learn is a test dependency only).
+"""The probes' estimators, in numpy/scipy (float64), and the folds they are scored on
+(posgeom's core needs only numpy and scipy; ``tests/probes/test_probes.py`` checks each against
+a pseudo-inverse or scikit-learn, a test dependency only).
 
 * :func:`least_squares` is ordinary least squares with an intercept: the minimum-norm
   least-squares coefficients of the centred data, ``w = pinv(X - x̄) (y - ȳ)``, ``b = ȳ - x̄ w``,
-  with the pseudo-inverse's cutoff written out: singular values below
-  ``max(m, p) · eps · s_max`` count as zero (numpy's ``lstsq(rcond=None)`` and ``pinv``
-  convention). This is the fit meant for every table, in particular one wider than a fold's
-  training rows (``p >= m``, MiniLM's 384 columns against ~102 rows): centring then leaves a
-  singular value that is round-off (~1e-16 · s_max), and a cutoff of ``eps`` alone (LAPACK's
-  default) keeps or drops it by the last bits of the BLAS, moving predictions by positions.
-  For a table narrower than a fold (full column rank) it is scikit-learn's
-  ``LinearRegression()``; on a wider one scikit-learn's answer depends on its version (1.9
-  passes ``cond=tol = 1e-6`` to ``scipy.linalg.lstsq``), so the tests compare with an explicit
-  pseudo-inverse there. ``alpha > 0`` adds ``alpha ||w||²`` (``Ridge(alpha)``, solved through
-  the eigendecomposition of ``Xcᵀ Xc``).
+  singular values below ``max(m, p) · eps · s_max`` counting as zero (numpy's
+  ``lstsq(rcond=None)`` and ``pinv`` convention; LAPACK's default cutoff ``eps`` keeps or drops
+  the round-off singular value a table wider than a fold leaves after centring by the last bits
+  of the BLAS). For a table narrower than a fold it is scikit-learn's ``LinearRegression()``.
+  ``alpha > 0`` adds ``alpha ||w||²`` (``Ridge(alpha)``, through the eigendecomposition of
+  ``Xcᵀ Xc``).
 * :func:`logistic_regression` is ``LogisticRegression()`` (L2, ``C = 1``, intercept not
   penalised, labels 0/1): ``argmin_{w,b} ½||w||² + C Σ_i log(1 + exp(-s_i (x_i w + b)))`` with
-  ``s_i = 2 y_i - 1``, by L-BFGS on the exact gradient. The design is given as a linear operator
+  ``s_i = 2 y_i - 1``, by L-BFGS on the exact gradient. The design is a linear operator
   (``matvec``/``rmatvec``), so the order probe never builds its ``(m, 2d)`` pair matrix.
 * :func:`kfold` is the shuffled K-fold of the PE-Study protocol (``rng.permutation``, then
   ``numpy.array_split`` into ``K`` folds), :func:`group_kfold` the same over groups (held-out
@@ -32,9 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import linalg, optimize
+from scipy.sparse import linalg as sparse_linalg
 
 from posgeom._errors import PosgeomError
 
@@ -87,8 +81,8 @@ class PairDesign:
     second: np.ndarray
 
     @property
-    def n_features(self) -> int:
-        return 2 * int(self.table.shape[1])
+    def shape(self) -> tuple[int, int]:
+        return int(self.first.size), 2 * int(self.table.shape[1])
 
     def matvec(self, w: np.ndarray) -> np.ndarray:
         first, second = (self.table @ w.reshape(2, -1).T).T  # one pass over the table
@@ -117,9 +111,9 @@ def logistic_regression(
     max_iter: int = 2000,
 ) -> Callable[[PairDesign | np.ndarray], np.ndarray]:
     """L2 logistic regression (module docstring); returns ``predict(design) -> (m,) {0, 1}``."""
-    op = design if isinstance(design, PairDesign) else _Dense(np.asarray(design, np.float64))
+    op = _operator(design)
     s = 2.0 * np.asarray(y, dtype=np.float64) - 1.0
-    p = op.n_features
+    p = op.shape[1]
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         w, b = theta[:p], theta[p]
@@ -139,25 +133,16 @@ def logistic_regression(
     w, b = res.x[:p], float(res.x[p])
 
     def predict(new: PairDesign | np.ndarray) -> np.ndarray:
-        o = new if isinstance(new, PairDesign) else _Dense(np.asarray(new, np.float64))
-        return (o.matvec(w) + b > 0).astype(np.int64)
+        return (_operator(new).matvec(w) + b > 0).astype(np.int64)
 
     return predict
 
 
-@dataclass(frozen=True)
-class _Dense:
-    x: np.ndarray
-
-    @property
-    def n_features(self) -> int:
-        return int(self.x.shape[1])
-
-    def matvec(self, w: np.ndarray) -> np.ndarray:
-        return self.x @ w
-
-    def rmatvec(self, r: np.ndarray) -> np.ndarray:
-        return self.x.T @ r
+def _operator(design: PairDesign | np.ndarray) -> Any:
+    """A pair design as it is, a dense ``(m, p)`` matrix as a scipy ``LinearOperator``."""
+    if isinstance(design, PairDesign):
+        return design
+    return sparse_linalg.aslinearoperator(np.asarray(design, np.float64))
 
 
 def kfold(m: int, k: int, seed: int) -> list[np.ndarray]:

@@ -170,13 +170,9 @@ def probe_layers(
     groups = np.asarray(sequences)
     tests = group_kfold(groups, folds, seed)
     trains = [np.setdiff1d(np.arange(y.size), t, assume_unique=True) for t in tests]
+    split = zip(tests, trains, strict=True)  # chance: the training fold's median, every fold
     chance = float(
-        np.mean(
-            [
-                rounded_mae(y[t], np.full(t.size, np.median(y[tr])))
-                for t, tr in zip(tests, trains, strict=True)
-            ]
-        )
+        np.mean([rounded_mae(y[t], np.full(t.size, np.median(y[tr]))) for t, tr in split])
     )
     layers = states.shape[0]
     values = {kind: np.empty((layers, folds)) for kind in kinds}

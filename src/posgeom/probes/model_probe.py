@@ -28,13 +28,6 @@ from posgeom.probes.table import probe_table
 __all__ = ["probe_model"]
 
 
-def _sequences(probed: ProbedModel, corpus: Iterable[Any]) -> list[np.ndarray]:
-    items = list(corpus)
-    if probed.encode is None and any(isinstance(item, str) for item in items):
-        raise PosgeomError(f"{probed.name} reads token ids only: pass token-id sequences")
-    return [np.asarray(r, dtype=np.int64) for r in sequences(items, probed.encode, chunk=1024)]
-
-
 def _geometry(
     seqs: list[np.ndarray],
     probed: ProbedModel,
@@ -79,18 +72,12 @@ def _geometry(
         target |= {"resolution": said.get("resolution"), "classes": said.get("classes")}
         target["resolved"] = (said.get("projection") or {}).get("resolved")
     target["noise_share"] = _noise_share(counts, est, seed)
-    intervals = (
-        {}
-        if not bootstrap or goal.fallback
-        else layer_intervals(
-            counts,
-            distances,
-            estimator=goal.estimator,
-            seed=seed,
-            level=level,
-            resolution="full" if est is None else est.class_map,
+    intervals = {}
+    if bootstrap and not goal.fallback:  # the classes of the target ("full": the plug-in's)
+        classes = "full" if est is None else est.class_map
+        intervals = layer_intervals(
+            counts, distances, estimator=goal.estimator, seed=seed, level=level, resolution=classes
         )
-    )
     return layer_stress(distances, goal.distances), target, intervals
 
 
@@ -99,8 +86,7 @@ def _noise_share(counts: Any, estimate: Any, seed: int) -> float | None:
     of the counts on the target's classes (the full vocabulary for a plug-in target)."""
     from posgeom.geometry.noise import noise_floor
 
-    base = getattr(counts, "base", counts)
-    rows = base
+    rows = getattr(counts, "base", counts)
     if estimate is not None and estimate.class_map is not None and estimate.resolution != "full":
         rows = estimate.class_counts
     try:
@@ -114,14 +100,11 @@ def _table_of(source: Any, probed: ProbedModel, n: int, options: dict[str, Any] 
     if options is None:
         return None
     try:
-        table, _ = read_table(source if _is_file(source) else probed.module, n=n)
+        is_file = isinstance(source, (str, os.PathLike)) and Path(source).is_file()
+        table, _ = read_table(source if is_file else probed.module, n=n)
     except PosgeomError:
         return None  # no learned table (RoPE, ALiBi, NoPE): layer probes only
     return probe_table(table, source=f"{probed.name} table", **options)
-
-
-def _is_file(source: Any) -> bool:
-    return isinstance(source, (str, os.PathLike)) and Path(source).is_file()
 
 
 def _mechanism_layers(module: Any) -> list[dict[str, Any]] | None:
@@ -165,7 +148,11 @@ def probe_model(
     t0 = time.perf_counter()
     probed = open_model(model, tokenizer, gguf_file=gguf_file, device=device, dtype=dtype)
     special = np.asarray([] if include_special else probed.special_ids, dtype=np.int64)
-    seqs = keep_counted(_sequences(probed, corpus), special)
+    items = list(corpus)
+    if probed.encode is None and any(isinstance(item, str) for item in items):
+        raise PosgeomError(f"{probed.name} reads token ids only: pass token-id sequences")
+    seqs = [np.asarray(r, dtype=np.int64) for r in sequences(items, probed.encode, chunk=1024)]
+    seqs = keep_counted(seqs, special)
     seqs, n_cut = cut_long(seqs, probed.limit, "truncate")
     timings["load_and_tokenize"] = time.perf_counter() - t0
     t0 = time.perf_counter()

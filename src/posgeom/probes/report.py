@@ -41,7 +41,7 @@ def _section(summary: dict[str, Any], title: str | None, level: int) -> list[str
             html_table([table_row(tp)], TABLE_COLUMNS),
         ]
     if summary.get("layers"):
-        from posgeom.probes.figures import layer_figure
+        from posgeom.probes.result import layer_figure
 
         parts.append(_svg(layer_figure(summary)))
         parts += [

@@ -8,11 +8,12 @@ part (:mod:`posgeom.probes.positional`) and the monotone channels
 
 Folder (:meth:`ProbeResult.save`): ``summary.json`` (``kind: "posgeom_probe"``; every estimate with
 its interval, protocol and seeds; strict JSON, an undefined value ``null``), ``table.md`` and
-``probe_layers.png`` (with layers).
+``probe_layers.png`` (with layers, :func:`layer_figure`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from posgeom.io.jsonfiles import json_text
 from posgeom.probes.table import TableProbes
 from posgeom.text.layer_verdict import layer_sentence
 
-__all__ = ["ProbeResult"]
+__all__ = ["ProbeResult", "layer_figure"]
 
 SUMMARY_KIND = "posgeom_probe"
 
@@ -34,10 +35,6 @@ def _fmt(iv: dict[str, Any] | None, digits: int = 2, unit: str = "") -> str:
     if not iv:
         return ""
     return f"{iv['estimate']:.{digits}f}{unit} [{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]"
-
-
-def _num(x: Any, digits: int = 3) -> str:
-    return "" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{digits}g}"
 
 
 #: Columns (key, header, format) of the table-probe row and of the per-layer rows, for
@@ -98,6 +95,61 @@ def layer_row(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[np.ndarray, ...] | None:
+    if not rows or key not in rows[0]:
+        return None
+    est = np.array([r[key]["estimate"] for r in rows])
+    low = np.array([r[key]["low"] for r in rows])
+    high = np.array([r[key]["high"] for r in rows])
+    return est, low, high
+
+
+def layer_figure(summary: dict[str, Any]) -> Any:
+    """The per-layer figure of one summary (matplotlib ``Figure``, no pyplot; extra ``plot``):
+    the linear and MLP probe errors with their intervals (chance dashed) and, beside them, the
+    scale-optimal stress against the corpus (left axis, its interval shaded when the rows have
+    one) and the R² of position (right axis): two quantities, two axes."""
+    from posgeom.reports.canvas import figure
+
+    rows = summary["layers"]
+    layers = np.array([r["layer"] for r in rows])
+    fig = figure(7.5, 3.4)
+    ax = fig.add_subplot(1, 2, 1)
+    for key, label in (("linear_mae", "linear probe"), ("mlp_mae", "MLP probe")):
+        s = _series(rows, key)
+        if s is not None:
+            ax.errorbar(
+                layers,
+                s[0],
+                yerr=[s[0] - s[1], s[2] - s[0]],
+                marker="o",
+                ms=3,
+                capsize=2,
+                label=label,
+            )
+    chance = summary.get("options", {}).get("chance_mae")
+    if chance is not None:
+        ax.axhline(chance, ls="--", color="grey", lw=1, label="chance")
+    ax.set(xlabel="layer (0 = embeddings)", ylabel="MAE (positions)", title="position probes")
+    ax.legend(fontsize=8)
+    bx = fig.add_subplot(1, 2, 2)  # stress and R² on their own axes (different quantities)
+    if "stress_scale_optimal" in rows[0]:
+        stress = [r["stress_scale_optimal"] for r in rows]
+        bx.plot(layers, stress, "o-", ms=3, color="C0", label="stress vs corpus")
+        low = [r.get("stress_scale_optimal_low") for r in rows]
+        if all(v is not None for v in low):
+            high = [r["stress_scale_optimal_high"] for r in rows]
+            bx.fill_between(layers, low, high, color="C0", alpha=0.2, lw=0)
+        bx.set_ylabel("scale-optimal stress (vs corpus)", color="C0")
+        rx = bx.twinx()
+    else:
+        rx = bx
+    rx.plot(layers, [r["share"] for r in rows], "s-", ms=3, color="C1", label="R² of position")
+    rx.set_ylabel("R² of position", color="C1")
+    bx.set(xlabel="layer (0 = embeddings)", title="geometry")
+    return fig
+
+
 @dataclass(frozen=True, eq=False)
 class ProbeResult:
     """Everything one probe run measured (module docstring); build it with
@@ -149,7 +201,8 @@ class ProbeResult:
         if self.layers and "linear_mae" in self.layers[0]:
             words.append(self._best_layer_words())
         target = self.options.get("target")
-        said = layer_sentence(self.layers, self._stress_level())
+        stored = self.layers and self.layers[0].get("stress_scale_optimal_low") is not None
+        said = layer_sentence(self.layers, self.options.get("level") if stored else None)
         if said is not None:  # analyze-model's sentence: one layer only when separated
             words.append(f"By its stress against the corpus geometry, {said}.")
         if isinstance(target, dict):
@@ -168,12 +221,6 @@ class ProbeResult:
             words += list(self.agreement["words"])
         return words
 
-    def _stress_level(self) -> float | None:
-        """The level of the stored stress intervals (None without them)."""
-        if not self.layers or self.layers[0].get("stress_scale_optimal_low") is None:
-            return None
-        return self.options.get("level")
-
     def _best_layer_words(self) -> str:
         """The layer where a linear probe reads position best, or the layers that tie with it
         (their intervals reach below its upper bound): one layer only when separated."""
@@ -185,7 +232,8 @@ class ProbeResult:
             if r is not best and r["linear_mae"]["low"] <= iv["high"]
         ]
         shown = f"{iv['estimate']:.2f} positions [{iv['low']:.2f}, {iv['high']:.2f}]"
-        chance = _num(self.options.get("chance_mae"))
+        c = self.options.get("chance_mae")
+        chance = "" if c is None or (isinstance(c, float) and not np.isfinite(c)) else f"{c:.3g}"
         if ties:
             named = ", ".join(str(x) for x in [best["layer"], *ties])
             return (
@@ -223,8 +271,6 @@ class ProbeResult:
         paths[0].write_text(text + "\n", encoding="utf-8")
         paths[1].write_text(self.markdown(), encoding="utf-8")
         if plot and self.layers:
-            from posgeom.probes.figures import layer_figure
-
             path = folder / "probe_layers.png"
             layer_figure(self.summary()).savefig(path, dpi=110)
             paths.append(path)

@@ -120,13 +120,9 @@ def read_table(
             f"folder or name, or a loaded model, not a {type(source).__name__}"
         )
     else:
-        placement = {"device": device, "dtype": dtype}
-        table = _model_table(source, n, start, gguf_file, placement)
-        name = (
-            portable_path(source)
-            if isinstance(source, (str, os.PathLike))
-            else type(source).__name__
-        )
+        table = _model_table(source, n, start, gguf_file, {"device": device, "dtype": dtype})
+        named = isinstance(source, (str, os.PathLike))  # a folder or name, else a loaded model
+        name = portable_path(source) if named else type(source).__name__
     if n is not None:
         if n > table.shape[0]:
             raise PosgeomError(

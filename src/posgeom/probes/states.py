@@ -39,10 +39,10 @@ class ProbedModel:
     module: torch.nn.Module
     encode: Callable[[list[str]], list[Any]] | None
     states: Callable[[torch.Tensor, torch.Tensor], Sequence[torch.Tensor]]
-    pad_id: int
-    special_ids: tuple[int, ...]
     limit: int | None
     name: str
+    pad_id: int = 0
+    special_ids: tuple[int, ...] = ()
     tokenizer: Any = None  # the ModelTokenizer of a Hugging Face model
 
     @property
@@ -78,10 +78,6 @@ def _hooked_states(model: torch.nn.Module, call: Callable) -> Callable:
     return states
 
 
-def _hf_states(model: torch.nn.Module) -> Callable:
-    return functools.partial(hidden_states, forward_module(model))  # (ids, mask) -> states
-
-
 def _posgeom_model(model: Any) -> ProbedModel | None:
     from posgeom.extension.decoder import decoder_source
 
@@ -92,8 +88,6 @@ def _posgeom_model(model: Any) -> ProbedModel | None:
             module=decoder.eval(),
             encode=encode,
             states=_hooked_states(decoder, lambda ids, mask: decoder.hidden(ids)),
-            pad_id=0,
-            special_ids=(),
             limit=int(decoder.config.trained_length),
             name=portable_path(model) if isinstance(model, (str, os.PathLike)) else source[0].name,
         )
@@ -102,8 +96,6 @@ def _posgeom_model(model: Any) -> ProbedModel | None:
             module=model.eval(),
             encode=None,
             states=_hooked_states(model, lambda ids, mask: model.encode(ids, mask)),
-            pad_id=0,
-            special_ids=(),
             limit=int(model.max_len),
             name=f"TinyEncoder({type(model.position).__name__ if model.position else 'NoPE'})",
         )
@@ -142,9 +134,8 @@ def open_model(
 
     label = name or (portable_path(model) if isinstance(model, (str, os.PathLike)) else None)
     kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-    if isinstance(model, (str, os.PathLike)):
-        if tokenizer is None:
-            tokenizer = load_tokenizer(model, **kwargs) if gguf_file else model
+    if isinstance(model, (str, os.PathLike)) and tokenizer is None:
+        tokenizer = load_tokenizer(model, **kwargs) if gguf_file else model
     model = loaded_model(model, device=device, dtype=dtype, **kwargs)
     if tokenizer is None:
         raise PosgeomError("a Hugging Face model object needs its tokenizer: pass tokenizer=...")
@@ -153,7 +144,7 @@ def open_model(
     return ProbedModel(
         module=model.eval(),
         encode=tok.encode,
-        states=_hf_states(model),
+        states=functools.partial(hidden_states, forward_module(model)),  # (ids, mask) -> states
         pad_id=padding_id(tok, model),
         special_ids=tuple(sorted(int(i) for i in tok.special_ids)),
         limit=model_position_limit(model),

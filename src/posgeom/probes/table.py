@@ -4,12 +4,9 @@ code MiuLab/PE-Study), with intervals over seeds and folds.
 For a table ``P`` ``(n, d)`` (row ``i`` the vector of position ``i``):
 
 * **absolute**: rows shuffled (``seed``), ``K``-fold cross-validation of the minimum-norm
-  least-squares fit with an intercept (``LinearRegression`` where a fold's training rows outnumber
-  ``d``; the pseudo-inverse with its cutoff written out in any case, see
-  :mod:`posgeom.probes.fitting`) from ``P[i]`` to ``i``; the error of a seed is
-  ``mean_i |round(ŷ_i) - i|`` over every row (each predicted once, by the fold that did not see
-  it), in positions. Chance (predicting the middle)
-  is about ``n / 4``.
+  least-squares fit with an intercept (:mod:`posgeom.probes.fitting`) from ``P[i]`` to ``i``;
+  the error of a seed is ``mean_i |round(ŷ_i) - i|`` over every row (each predicted once, by the
+  fold that did not see it), in positions. Chance (predicting the middle) is about ``n / 4``.
 * **order**: ``m`` random pairs ``(i, j)``, ``i != j`` uniform (``seed``), features
   ``[P[i], P[j]]`` ``(2d,)``, label ``j > i``, ``K``-fold ``LogisticRegression`` (L2, ``C = 1``);
   the error is the share of misclassified pairs, in percent. Chance is 50%.
@@ -19,12 +16,9 @@ per row can be learned (with ``d >= n - 1`` any rows in general position can be 
 baseline is therefore measured: the same probe, pairs and folds on the table with its rows
 permuted (``shuffled_order``); order is in the table when the error is well below that.
 
-PE-Study uses ``m = n`` pairs; its order error then varies by several points between seeds, and
-falls as pairs are added (the probe is data-starved, not the table). The default here is
-``m = max(4 n, 2048)`` (:data:`DEFAULT_PAIRS_PER_POSITION`, :data:`MIN_DEFAULT_PAIRS`): at
-``n = 128`` that is 16 n pairs and the order error of MiniLM's table falls from PE-Study's 14% to
-3%; pass ``pairs=n`` for PE-Study's own setting.
-The fits are :mod:`posgeom.probes.fitting` (float64, checked against scikit-learn).
+PE-Study uses ``m = n`` pairs, with which the probe is data-starved (its error varies by
+several points between seeds); the default here is ``m = max(4 n, 2048)``
+(:data:`DEFAULT_PAIRS_PER_POSITION`, :data:`MIN_DEFAULT_PAIRS`); ``pairs=n`` is PE-Study's.
 """
 
 from __future__ import annotations

@@ -4,17 +4,16 @@
   object or of a results folder, plus every figure as PNG and SVG in ``<stem>_figures/`` beside it;
 * :func:`repr_html` — the same page as a fragment, for Jupyter (``_repr_html_`` of the results);
 * :func:`results_folder` — the one atomic contract by which ``run``, ``compare`` and
-  ``analyze-model`` write a results folder (complete or absent), optionally with its report;
-* :mod:`~posgeom.text.schema` — the score-row and rank-curve schema and the conventions text;
-* :mod:`~posgeom.text.markdown` — the one Markdown table renderer.
+  ``analyze-model`` write a results folder (complete or absent), optionally with its report.
 
-Layout: ``schema`` (numpy only) <- ``markdown``, ``verdict_inputs`` <- ``view`` (folders) <- ``verdict`` <-
-``figures`` (matplotlib, extra ``plot``) <- ``html`` <- this module.
+Layout: ``view`` (result objects and folders) <- ``figures`` (matplotlib, extra ``plot``) <-
+``html`` <- this module; the text they show is :mod:`posgeom.text`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 from posgeom._errors import PosgeomError
 from posgeom._validation import validate_params
 from posgeom.io.jsonfiles import json_text
+from posgeom.io.renderers import register
 
 __all__ = ["REPORT_NAME", "report", "repr_html", "results_folder", "writable"]
 
@@ -35,9 +35,7 @@ def writable(path: str | os.PathLike) -> Iterator[None]:
     """Turn an OS refusal to write ``path`` into one :class:`PosgeomError` line."""
     try:
         yield
-    except (PermissionError, IsADirectoryError, NotADirectoryError, OSError) as exc:
-        if isinstance(exc, PosgeomError):
-            raise
+    except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise PosgeomError(
             f"cannot write {path}: {reason}; choose a writable location with -o"
@@ -76,8 +74,6 @@ def report(
     ``path`` is written at its target. The page and its figures folder are committed together
     (a full disk or a signal leaves both or neither), after the checks are repeated.
     """
-    import dataclasses
-
     from posgeom.io.artifacts import atomic_write_text, results_directory
     from posgeom.io.outputs import check_output, stamp
     from posgeom.reports.html import figure_groups, render_html
@@ -132,8 +128,6 @@ def report(
 def _without_damaged(folder: Any, view: Any, exc: BaseException) -> Any:
     """The view of ``folder`` without the part that made the page fail: its arrays, then its
     summary (each named in the report's list of what is missing)."""
-    import dataclasses
-
     from posgeom.reports.html import figure_groups, render_html
     from posgeom.reports.view import load_folder
 
@@ -181,9 +175,7 @@ def _add_to_manifest(folder: Path, files: list[Path]) -> None:
     folder, not of a work folder), list the report's files in it, so that a later
     ``--overwrite`` of the folder replaces them as its own. Any other JSON named like a manifest
     (a user's own) is left as it is."""
-    import hashlib
-
-    from posgeom.io._results import RESULTS_MANIFEST, _manifest
+    from posgeom.io._results import RESULTS_MANIFEST, _manifest, sha256_file
     from posgeom.io.artifacts import atomic_write_text
     from posgeom.io.workfolders import WORK_KINDS
 
@@ -191,9 +183,10 @@ def _add_to_manifest(folder: Path, files: list[Path]) -> None:
     if doc is None or doc.get("content") in WORK_KINDS:
         return
     for f in files:
-        data = f.read_bytes()
-        rel = f.relative_to(folder).as_posix()
-        doc["files"][rel] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        doc["files"][f.relative_to(folder).as_posix()] = {
+            "size": f.stat().st_size,
+            "sha256": sha256_file(f),
+        }
     atomic_write_text(folder / RESULTS_MANIFEST, json_text(doc, indent=1, sort_keys=True) + "\n")
 
 
@@ -232,14 +225,8 @@ def results_folder(
             report(Path(tmp), Path(tmp) / REPORT_NAME, title=title or Path(directory).name)
 
 
-def _register_renderers() -> None:
-    """Give the results their renderers (:mod:`posgeom.io.renderers`): the results
-    compute, the reports draw, and the arrow points from here to them (the package root names
-    this module as their provider, so a result draws without the user importing it)."""
-    from posgeom.io.renderers import register
-
-    register("html", repr_html)
-    register("report", lambda folder, title: report(folder, folder / REPORT_NAME, title=title))
-
-
-_register_renderers()
+# the results' renderers (posgeom.io.renderers): the results compute, the reports draw, and the
+# arrow points from here to them (the package root names this module as their provider, so a
+# result draws without the user importing it)
+register("html", repr_html)
+register("report", lambda folder, title: report(folder, folder / REPORT_NAME, title=title))

@@ -29,14 +29,6 @@ def changed_since_written(folder: Path, name: str) -> str | None:
     )
 
 
-def _positions(summary: dict[str, Any]) -> int | None:
-    for key in ("samples_per_position",):
-        value = summary.get(key) or summary.get("geometry", {}).get(key)
-        if isinstance(value, list) and value:
-            return len(value)
-    return None
-
-
 def array_problem(arrays: dict[str, np.ndarray], summary: dict[str, Any]) -> str | None:
     """Why ``arrays`` (of arrays.npz) cannot be drawn beside ``summary``, or None."""
     bad = sorted(k for k, v in arrays.items() if v.dtype.kind in "fc" and not np.isfinite(v).all())
@@ -44,7 +36,10 @@ def array_problem(arrays: dict[str, np.ndarray], summary: dict[str, Any]) -> str
         return f"arrays.npz holds NaN or Inf values ({', '.join(bad[:3])})"
     square = {k: v.shape for k, v in arrays.items() if v.ndim == 2 and v.shape[0] == v.shape[1]}
     sizes = {s[0] for s in square.values()}
-    n = _positions(summary)
+    samples = summary.get("samples_per_position") or summary.get("geometry", {}).get(
+        "samples_per_position"
+    )
+    n = len(samples) if isinstance(samples, list) and samples else None
     if len(sizes) > 1 or (n is not None and sizes and sizes != {n}):
         found = ", ".join(f"{k} {s}" for k, s in sorted(square.items())[:3])
         return f"arrays.npz does not match the summary's {n} positions ({found}; another run?)"

@@ -3,6 +3,7 @@ comparisons): :func:`claim_tables` reads them back from the Markdown."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 __all__ = ["CLAIM_SECTIONS", "claim_tables"]
@@ -31,11 +32,7 @@ def claim_tables(
         elif heading in CLAIM_SECTIONS and line.startswith("|") and k + 1 < len(lines):
             if not set(lines[k + 1].replace("|", "").strip()) <= set("-: "):
                 continue
-            rows = []
-            for row in lines[k + 2 :]:
-                if not row.startswith("|"):
-                    break
-                rows.append(_cells(row))
-            out.append((heading, _cells(line), tuple(rows)))
+            rows = itertools.takewhile(lambda row: row.startswith("|"), lines[k + 2 :])
+            out.append((heading, _cells(line), tuple(map(_cells, rows))))
             heading = None  # one table per section
     return tuple(out)

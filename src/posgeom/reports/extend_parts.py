@@ -1,16 +1,8 @@
-"""What a report shows of an ``extend`` results folder, from its ``summary.json`` alone.
-
-- the verdict lines the command printed (``summary["verdict"]``), in the verdict box;
-- the ranked table under its one named rule (``summary["rank_by"]``): rank, strategy, the
-  ranking predictor's value (its column named after it), the lag stress with its interval, the
-  measured loss when ``--measure`` measured (:data:`RANK_COLUMNS`);
-- the measured table (:data:`MEASURE_COLUMNS`, also ``table.md``'s);
-- ``table.md``'s ranked table (:data:`EXTENSION_COLUMNS`), of which the report's is a part, and
-  both named by :func:`ranked_columns`;
-- a figure of lag stress against measured loss, one point per measured strategy, the recommended
-  one marked (:func:`score_vs_loss`).
-
-The Markdown of ``extend`` (:mod:`posgeom.extension.markdown`) reads the same column lists.
+"""What a report shows of an ``extend`` results folder, from its ``summary.json`` alone: the
+verdict lines the command printed, the ranked table under its one named rule
+(:data:`RANK_COLUMNS`, a part of ``table.md``'s :data:`EXTENSION_COLUMNS`), the measured table
+(:data:`MEASURE_COLUMNS`) and lag stress against measured loss (:func:`score_vs_loss`). The
+Markdown of ``extend`` (:mod:`posgeom.extension.markdown`) reads the same column lists.
 """
 
 from __future__ import annotations
@@ -77,10 +69,8 @@ def measured_key(measurements: Mapping[str, Any] | None) -> str | None:
     """``"beyond_loss"`` when a strategy has a loss past ``L0``, else ``"within_loss"`` when one
     has an in-window loss, else None."""
     rows = (measurements or {}).get("strategies") or []
-    for key in ("beyond_loss", "within_loss"):
-        if any(r.get(key) is not None for r in rows):
-            return key
-    return None
+    keys = ("beyond_loss", "within_loss")
+    return next((k for k in keys if any(r.get(k) is not None for r in rows)), None)
 
 
 def ranked_columns(

@@ -42,11 +42,6 @@ RANK_LABELS = 8  # parameter labels on a rank curve (more overlap at the figure'
 _RANGE = {"chord": "chord, in [0, √2]", "normalized": "normalized, in [0, 1]"}
 
 
-def hellinger_label(convention: str) -> str:
-    """Axis label of Hellinger distances in ``convention``."""
-    return f"Hellinger distance D_ij ({_RANGE.get(convention, convention)})"
-
-
 def block_mean(matrix: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     """``matrix`` as ``ceil(n / f)`` square blocks of ``f = ceil(n / size)`` rows: block means.
 
@@ -101,7 +96,7 @@ def heatmap(
         ax = fig.subplots()
     im = ax.imshow(d, cmap="viridis", interpolation="nearest", origin="upper", aspect="auto")
     cbar = fig.colorbar(im, ax=ax, shrink=0.85)
-    cbar.set_label(hellinger_label(convention))
+    cbar.set_label(f"Hellinger distance D_ij ({_RANGE.get(convention, convention)})")
     if trusted is not None:
         untrusted = ~np.asarray(trusted, dtype=bool)
         np.fill_diagonal(untrusted, False)

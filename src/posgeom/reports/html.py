@@ -63,17 +63,6 @@ def _heatmap_caption(view: Any) -> str:
     )
 
 
-def _coarser(view: Any) -> str:
-    """The end of the estimators figure's caption: what else separates the two axes."""
-    res = view.verdict.resolution if view.verdict else None
-    full = res in (None, "full")
-    return "." if full else f" or of the coarser {res} classes (the plug-in: full vocabulary)."
-
-
-def _estimator(view: Any) -> str:
-    return str((view.verdict.estimator if view.verdict else None) or "estimate")
-
-
 def _target_at_pairs(a: Mapping[str, np.ndarray]) -> tuple[np.ndarray, Any] | None:
     """``(D, plug-in D or None)`` at the Shepard pairs: from the matrices, or as stored for a
     long context (``shepard_target``, ``shepard_plugin``)."""
@@ -88,30 +77,19 @@ def _target_at_pairs(a: Mapping[str, np.ndarray]) -> tuple[np.ndarray, Any] | No
     return None
 
 
-def _shepard_deltas(a: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {
-        k[len("shepard_") :]: v
-        for k, v in a.items()
-        if k.startswith("shepard_")
-        and k not in ("shepard_pairs", "shepard_target", "shepard_plugin")
-    }
-
-
 def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
     """``(name, caption, thunk)`` of every figure the view's data allows, in reading order."""
     a, conv = view.arrays, view.convention
     if "hellinger" in a:
         n = a["hellinger"].shape[0]
         f = int(np.ceil(n / F.HEATMAP_MAX))
-        shrunk = (
-            f" Downsampled: n = {n} positions shown as {int(np.ceil(n / f))} x "
-            f"{int(np.ceil(n / f))} block means of {f} x {f} positions."
-            if f > 1
-            else ""
-        )
+        b, caption = int(np.ceil(n / f)), _heatmap_caption(view)
+        if f > 1:
+            caption += f" Downsampled: n = {n} positions shown as {b} x {b} block means of {f} x "
+            caption += f"{f} positions."
         yield (
             "heatmap",
-            _heatmap_caption(view) + shrunk,
+            caption,
             lambda: F.heatmap(
                 a["hellinger"],
                 convention=conv,
@@ -154,9 +132,7 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
         ranks = (view.geometry.get(MDS_ROW) or {}).get("effective_rank")
         yield (
             "spectrum",
-            (
-                "How many dimensions the geometry has: a fast drop means a few MDS coordinates hold it."
-            ),
+            "How many dimensions the geometry has: a fast drop means a few MDS coordinates hold it.",
             lambda: F.spectrum(a["eigenvalues"], ranks),
         )
     coords = a.get("mds_coordinates")
@@ -181,27 +157,29 @@ def _figure_specs(view: Any) -> Iterable[tuple[str, str, Any]]:
             rank_curve_caption(view.rank_curve),
             lambda: F.rank_curve(view.rank_curve),
         )
-    deltas = _shepard_deltas(a)
+    not_deltas = ("shepard_pairs", "shepard_target", "shepard_plugin")
+    deltas = {k[8:]: v for k, v in a.items() if k.startswith("shepard_") and k not in not_deltas}
     at_pairs = _target_at_pairs(a)
     if deltas and at_pairs is not None:
         yield (
             "shepard",
-            (
-                "A straight rising cloud is the right shape; a flat cloud is an encoding that does not "
-                "see the corpus's distances."
-            ),
+            "A straight rising cloud is the right shape; a flat cloud is an encoding that does not "
+            "see the corpus's distances.",
             lambda: F.shepard(at_pairs[0], deltas, convention=conv),
         )
     if at_pairs is not None and at_pairs[1] is not None:
+        vi = view.verdict
+        res = vi.resolution if vi else None
+        coarser = f" or of the coarser {res} classes (the plug-in: full vocabulary)."
         yield (
             "estimators",
             "Sampling makes plug-in distances too large; the estimator used here corrects that. "
             "Points far below the diagonal are distances that are mostly sampling bias"
-            + _coarser(view),
+            + ("." if res in (None, "full") else coarser),
             lambda: F.estimators(
                 at_pairs[1],
                 at_pairs[0],
-                name=_estimator(view),
+                name=str((vi.estimator if vi else None) or "estimate"),
                 convention=conv,
             ),
         )
@@ -287,19 +265,10 @@ def _tables(view: Any) -> list[str]:
 
 
 def _how_to_read() -> str:
-    keys = (
-        "paper",
-        "scale_optimal",
-        "stress1",
-        "scale",
-        "violation_rate",
-        "separation",
-        "parameters",
-        "baselines",
-        "noise",
-    )
+    captions = ("rank_curve", "stationarity", "layers")  # said under their figures and tables
+    keys = [k for k in HOW_TO_READ if k not in captions]
     text = {**score_conventions(), **HOW_TO_READ}  # a score without prose: its convention
-    keys += tuple(k for k in score_conventions() if k not in keys and k not in HOW_TO_READ)
+    keys += [k for k in score_conventions() if k not in keys and k not in HOW_TO_READ]
     items = "".join(f"<dt>{_esc(k.replace('_', ' '))}</dt><dd>{_esc(text[k])}</dd>" for k in keys)
     conv = "".join(
         f"<dt>{_esc(k.replace('_', ' '))}</dt><dd><code>{_esc(v)}</code></dd>"

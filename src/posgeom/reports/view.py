@@ -20,6 +20,7 @@ import numpy as np
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom.reports._integrity import array_problem, changed_since_written, summary_problem
 from posgeom.reports.claims import claim_tables
+from posgeom.text.schema import score_rows, summary_rows
 from posgeom.text.verdict_inputs import VerdictInputs, resolution_setting, verdict_inputs
 
 __all__ = [
@@ -81,7 +82,6 @@ class ResultView:
     heads: list[dict[str, Any]] = field(default_factory=list)
     rank_curve: list[dict[str, Any]] = field(default_factory=list)
     stationarity: dict[str, Any] | None = None
-    noise: dict[str, Any] | None = None
     geometry: dict[str, Any] = field(default_factory=dict)
     layers: list[dict[str, Any]] = field(default_factory=list)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
@@ -89,7 +89,6 @@ class ResultView:
     missing: tuple[str, ...] = ()
     parts: tuple[ResultView, ...] = ()
     notes: tuple[str, ...] = ()
-    uncertainty: dict[str, Any] | None = None
     verdict: VerdictInputs | None = None  # what every verdict of this view reads
     claims: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, ...], ...]], ...] = ()
     words: tuple[str, ...] = ()  # verdict lines of a view without verdict inputs (extend)
@@ -149,17 +148,6 @@ def _read_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"{path.name} could not be read ({str(exc)[:160]})"
 
 
-def _principal(embedding: np.ndarray) -> np.ndarray:
-    """Principal coordinates of an ``(n, d)`` embedding (its centred SVD, singular values kept)."""
-    x = embedding - embedding.mean(axis=0)
-    u, sv, _ = np.linalg.svd(x, full_matrices=False)
-    return u * sv
-
-
-def _rows_of(scores: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"encoding": name, **s} for name, s in scores.items()]
-
-
 def target_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """A model analysis's arrays as drawn: ``hellinger`` the target, ``plugin_hellinger`` the
     plug-in (an old folder's ``target``; its plug-in MDS and floor, of another D, left out)."""
@@ -174,17 +162,11 @@ def target_arrays(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict:
     """Keyword arguments of :class:`ResultView` from a summary JSON of ``kind``."""
     vi = verdict_inputs(kind, summary)
-    if "table" in summary:  # a comparison written before the one schema (rows in "table")
-        geom = summary.get("geometry", {})
-        rows, curve = summary.get("table", []), summary.get("rank_curve", [])
-    elif kind == "analyze-model":
-        geom, scores = summary.get("geometry", {}), summary.get("position_encodings_target")
-        rows = _rows_of(scores or geom.get("scores", {}))  # scores: an old folder's
-        curve = [] if scores else geom.get("rank_curve", [])
+    geom, rows, curve = summary_rows(kind, summary)
+    if kind == "analyze-model" and "table" not in summary:
+        scores = summary.get("position_encodings_target")  # an old folder's
+        rows, curve = (score_rows(scores), []) if scores else (rows, curve)
         arrays = target_arrays(arrays)
-    else:
-        geom = summary
-        rows, curve = _rows_of(summary.get("scores", {})), summary.get("rank_curve", [])
     settings = _settings(summary, geom)
     extra: dict[str, Any] = {}
     if kind == "extend":
@@ -192,8 +174,7 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
 
         settings, extra = extend_settings(summary, settings), extend_parts(summary)
     if kind == "analyze-model":
-        model = summary.get("model", {})
-        settings = {"model": model.get("name"), **settings}
+        settings = {"model": summary.get("model", {}).get("name"), **settings}
         settings["corpus"] = summary.get("corpus", {}).get("name")
         settings["mechanisms"] = "; ".join(map(str, summary.get("mechanisms", [])))
         settings = {k: v for k, v in settings.items() if v}
@@ -207,11 +188,9 @@ def _from_summary(kind: str, summary: dict[str, Any], arrays: dict[str, np.ndarr
         "heads": summary.get("heads", summary.get("alibi_heads", [])),
         "rank_curve": curve,
         "stationarity": summary.get("stationarity"),
-        "noise": geom.get("noise_floor"),
         "geometry": geom,
         "layers": summary.get("layers", []),
         "arrays": arrays,
-        "uncertainty": summary.get("uncertainty"),
         "verdict": vi,
         **extra,
     }
@@ -322,7 +301,9 @@ def load_folder(directory: str | os.PathLike, *, drop: dict[str, str] | None = N
         present.remove("arrays.npz")
         missing.append(f"{problem}: {_PARTS[kind]['arrays.npz']}")
     if "mds_coordinates" not in arrays and "mds_embedding" in arrays:
-        arrays["mds_coordinates"] = _principal(arrays["mds_embedding"])
+        x = arrays["mds_embedding"]  # principal coordinates: the centred SVD, u * s
+        u, sv, _ = np.linalg.svd(x - x.mean(axis=0), full_matrices=False)
+        arrays["mds_coordinates"] = u * sv
     try:
         parts = _from_summary(kind, summary, arrays)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
@@ -347,17 +328,15 @@ def view_of(result: Any) -> ResultView:
         return load_folder(result)
     report = getattr(result, "report_input", None)  # the pipeline's: fields, no call back
     if report is not None:
+        kind, title, arrays = report.kind, report.title, dict(report.arrays)
         summary = copy.deepcopy(report.summary)
-        return ResultView(
-            report.kind, report.title, **_from_summary(report.kind, summary, dict(report.arrays))
-        )
-    kind = getattr(result, "report_kind", None)
-    if kind is None:
+    elif (kind := getattr(result, "report_kind", None)) is None:
         raise PosgeomError(
             f"cannot report a {type(result).__name__}; pass a results folder or the result of "
             "posgeom.analyze or posgeom.models.analysis.analyze_model"
         )
-    summary = result.summary()
-    arrays = result.report_arrays() if hasattr(result, "report_arrays") else {}
-    title = getattr(result, "report_title", None) or kind
+    else:
+        summary = result.summary()
+        arrays = result.report_arrays() if hasattr(result, "report_arrays") else {}
+        title = getattr(result, "report_title", None) or kind
     return ResultView(kind, title, **_from_summary(kind, summary, arrays))

@@ -2,12 +2,7 @@
 (:mod:`.schema`), Markdown tables (:mod:`.markdown`), what a verdict reads and its plain words
 (:mod:`.verdict_inputs`, :mod:`.verdict`). The geometry pipeline, ``models/``, ``extension/`` and
 ``probes/`` print their tables through these modules without importing one another; the HTML
-reports (``reports/``) sit above the results and read the same text.
-
-What a geometry result reads from here, in one place: :func:`render_report` (its summary's
-verdict and its text, rendered once, as one :class:`ReportInput`), :func:`conventions` (the
-summary's conventions block) and :data:`TRUSTED_ARRAY` (the noise mask's name in
-``arrays.npz``)."""
+reports (``reports/``) sit above the results and read the same text."""
 
 from posgeom.text.report_input import ReportInput, render_report
 from posgeom.text.schema import conventions

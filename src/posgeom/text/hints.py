@@ -1,13 +1,11 @@
-"""Hints printed beside a verdict: position 0 standing apart when special tokens were counted.
-
-A ``[CLS]`` or BOS token, the same in every sequence and nowhere else, makes position 0 an outlier
-in every map; :func:`position0_hint` recognises it on the distances, :func:`special_token_hint` on
-a result or a results folder, and both say "rerun with --no-special".
-"""
+"""Hints printed beside a verdict: position 0 standing apart when special tokens were
+counted."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 __all__ = ["position0_hint", "special_token_hint"]
 
@@ -33,8 +31,6 @@ def position0_hint(d: Any, *, counted: bool) -> str | None:
     (``min_j D[0, j] >= 0.99 max D``) while the others are not (their median mean distance is
     under 0.95 max D): a ``[CLS]`` or BOS token, the same in every sequence and nowhere else,
     makes position 0 an outlier in every map."""
-    import numpy as np
-
     d = np.asarray(d, dtype=np.float64)
     if not counted or d.ndim != 2 or d.shape[0] < 4:
         return None

@@ -14,7 +14,7 @@ from typing import Any
 
 from posgeom.text.schema import interval
 
-__all__ = ["KEY", "layer_phrase", "layer_sentence", "tied_layers"]
+__all__ = ["KEY", "layer_sentence", "tied_layers", "with_ci"]
 
 KEY = "stress_scale_optimal"
 
@@ -35,15 +35,10 @@ def tied_layers(rows: Sequence[Mapping[str, Any]], key: str = KEY) -> list[Any]:
     return [best["layer"], *others]
 
 
-def layer_phrase(vi: Any) -> str | None:
-    """The verdict's layer sentence from the stored layer rows of ``vi`` (VerdictInputs)."""
-    return layer_sentence(vi.layers, vi.layer_level)
-
-
 def layer_sentence(layers: Sequence[Mapping[str, Any]], layer_level: float | None) -> str | None:
     """The layer sentence of rows with ``layer``, :data:`KEY` and its ``_ci`` (or ``_low`` and
     ``_high``, as summaries store them) at interval level ``layer_level``; None without stress."""
-    rows = [_with_ci(r) for r in layers if r.get(KEY) is not None]
+    rows = [with_ci(r) for r in layers if r.get(KEY) is not None]
     if not rows:
         return None
     best = min(rows, key=lambda r: float(r[KEY]))
@@ -67,7 +62,7 @@ def layer_sentence(layers: Sequence[Mapping[str, Any]], layer_level: float | Non
     return f"the positional signal is closest in shape at layer {best['layer']} ({shown})"
 
 
-def _with_ci(row: Mapping[str, Any]) -> Mapping[str, Any]:
+def with_ci(row: Mapping[str, Any]) -> Mapping[str, Any]:
     """``row`` with ``KEY_ci`` from its stored ``KEY_low`` / ``KEY_high`` where it lacks one."""
     low, high = row.get(f"{KEY}_low"), row.get(f"{KEY}_high")
     if f"{KEY}_ci" in row or low is None or high is None:

@@ -10,8 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from posgeom._errors import printable
-from posgeom.text.schema import Column, rank_columns, score_columns, with_interval_text
+from posgeom.text.schema import (
+    Column,
+    rank_columns,
+    score_columns,
+    score_rows,
+    with_interval_text,
+)
 
 __all__ = [
     "PLUGIN_COLUMNS",
@@ -19,7 +27,6 @@ __all__ = [
     "cell",
     "markdown_table",
     "plugin_lines",
-    "rank_table",
     "result_markdown",
     "sampled_note",
     "score_table",
@@ -53,14 +60,10 @@ def cell(value: Any, spec: str) -> str:
     return format(x, spec)
 
 
-def _present(rows: Sequence[Mapping[str, Any]], columns: Iterable[Column]) -> list[Column]:
-    return [c for c in columns if any(c[0] in r for r in rows)]
-
-
 def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Iterable[Column]) -> list[str]:
     """Markdown lines (header and rule included) of ``rows`` in ``columns``; text left, numbers
     right-aligned."""
-    cols = _present(rows, columns)
+    cols = [c for c in columns if any(c[0] in r for r in rows)]
     lines = [
         "| " + " | ".join(h for _, h, _ in cols) + " |",
         "|" + "|".join("---" if f == "s" else "---:" for _, _, f in cols) + "|",
@@ -74,11 +77,7 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Iterable[Column])
 
 def score_table(scores: Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, Any]]) -> list[str]:
     """Markdown lines of score rows: a list of rows with ``encoding``, or ``{name: scores}``."""
-    if isinstance(scores, Mapping):
-        rows = [{"encoding": name, **s} for name, s in scores.items()]
-    else:
-        rows = list(scores)
-    return markdown_table(with_interval_text(rows), score_columns())
+    return markdown_table(with_interval_text(score_rows(scores)), score_columns())
 
 
 PLUGIN_HEADING = (
@@ -93,18 +92,10 @@ def plugin_lines(
     """The block of plug-in scores shown beside an estimate's (a blank line, the heading that
     labels them as another target, the table); empty without any. ``scores``: rows with
     ``encoding``, or ``{name: scores}``."""
-    if isinstance(scores, Mapping):
-        rows = [{"encoding": name, **s} for name, s in scores.items()]
-    else:
-        rows = list(scores)
+    rows = score_rows(scores)
     if not rows:
         return []
     return ["", PLUGIN_HEADING, "", *markdown_table(rows, PLUGIN_COLUMNS)]
-
-
-def rank_table(curve: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Markdown lines of a rank curve (:func:`posgeom.text.schema.rank_columns`)."""
-    return markdown_table(curve, rank_columns())
 
 
 def sampled_note(sample: Any) -> str:
@@ -136,8 +127,6 @@ def _beside_rows(result: Any) -> list[dict[str, Any]]:
 
 def _noise_line(result: Any) -> list[str]:
     """The noise floor's line: from the ``(n, n)`` floor, or a long context's sampled one."""
-    import numpy as np
-
     nf = result.noise
     if nf is None:
         return []
@@ -160,8 +149,6 @@ def _noise_line(result: Any) -> list[str]:
 
 def _head_lines(result: Any, verdict: Mapping[str, Any]) -> list[str]:
     """The settings: n, d, the convention, the target, the intervals, the samples."""
-    import numpy as np
-
     from posgeom.text.verdict_inputs import VerdictInputs, target_phrase
 
     o, totals = result.options, result.distributions.totals
@@ -207,6 +194,6 @@ def result_markdown(result: Any, summary: Mapping[str, Any]) -> str:
         lines += ["", f"{fam}, every head:", "", *markdown_table(rows, HEAD_COLUMNS)]
     if result.rank_curve:
         lines += ["", "Rank experiment (rank-r MDS encoding P = A B^T):", ""]
-        lines += rank_table(list(result.rank_curve))
+        lines += markdown_table(list(result.rank_curve), rank_columns())
     lines += ["", result.stationarity.line, "", verdict["line"]]
     return "\n".join(printable(line) for line in lines) + "\n"  # a name cannot break a line

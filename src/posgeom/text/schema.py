@@ -49,6 +49,8 @@ __all__ = [
     "rank_columns",
     "score_columns",
     "score_conventions",
+    "score_rows",
+    "summary_rows",
     "with_interval_text",
 ]
 
@@ -240,6 +242,23 @@ def interval(row: Mapping[str, Any], key: str) -> tuple[float, float] | None:
         return None
     low, high = float(ci[0]), float(ci[1])
     return (low, high) if np.isfinite(low) and np.isfinite(high) else None
+
+
+def score_rows(scores: Mapping[str, Mapping[str, Any]] | Sequence[Mapping[str, Any]]) -> list:
+    """Score rows with ``encoding``: of ``{name: scores}``, or a list of rows as it is."""
+    if isinstance(scores, Mapping):
+        return [{"encoding": name, **s} for name, s in scores.items()]
+    return list(scores)
+
+
+def summary_rows(kind: str, summary: Mapping[str, Any]) -> tuple[Mapping[str, Any], list, list]:
+    """``(geometry, score rows, rank curve)`` of a result's JSON summary of ``kind``: its
+    ``geometry`` block for ``analyze-model`` (the target's pipeline) and for a comparison
+    written before the one schema (rows in ``"table"``), else the summary itself."""
+    if "table" in summary:
+        return summary.get("geometry", {}), summary.get("table", []), summary.get("rank_curve", [])
+    geometry = summary.get("geometry", {}) if kind == "analyze-model" else summary
+    return geometry, score_rows(geometry.get("scores") or {}), geometry.get("rank_curve", [])
 
 
 def with_interval_text(rows: Any) -> list[dict[str, Any]]:

@@ -27,8 +27,10 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from posgeom.encodings.mds import MDSFamily
-from posgeom.text.layer_verdict import layer_phrase
+from posgeom.text.layer_verdict import layer_sentence
 from posgeom.text.schema import interval
 from posgeom.text.verdict_inputs import (
     VerdictInputs,
@@ -70,6 +72,17 @@ def resolution_lead(vi: VerdictInputs) -> str | None:
     )
 
 
+def _grade(share: float) -> int:
+    """0: most of the geometry is above the noise (``share >= 0.8``), 1: part of it (``>= 0.3``),
+    2: most of it is sampling noise."""
+    return 0 if share >= 0.8 else 1 if share >= 0.3 else 2
+
+
+def _level(vi: VerdictInputs) -> str:
+    """The scores' interval level, ``"95%"``."""
+    return f"{100 * float((vi.uncertainty or {}).get('level', 0.95)):.0f}%"
+
+
 def noise_verdict(vi: VerdictInputs) -> list[str]:
     """Sentences on the noise floor."""
     if vi.noise_share is None:
@@ -79,12 +92,11 @@ def noise_verdict(vi: VerdictInputs) -> list[str]:
         ]
     share = vi.noise_share
     untrusted = list(vi.untrusted_positions)
-    if share >= 0.8:
-        head = f"Most of the geometry is above the noise: {100 * share:.0f}% of position pairs are "
-    elif share >= 0.3:
-        head = f"Only part of the geometry is above the noise: {100 * share:.0f}% of position pairs are "
-    else:
-        head = f"Most of the geometry is sampling noise: only {100 * share:.0f}% of position pairs are "
+    head = (
+        "Most of the geometry is above the noise: {:.0f}% of position pairs are ",
+        "Only part of the geometry is above the noise: {:.0f}% of position pairs are ",
+        "Most of the geometry is sampling noise: only {:.0f}% of position pairs are ",
+    )[_grade(share)].format(100 * share)
     out = [head + "farther apart than twice what sampling alone would give."]
     if untrusted:
         shown = ", ".join(map(str, untrusted[:12])) + (" ..." if len(untrusted) > 12 else "")
@@ -157,7 +169,7 @@ def ranking_verdict(vi: VerdictInputs) -> list[str]:
     pairs = _neighbours(vi, ranked)
     if pairs:
         paired = any(ev != "intervals" for _, _, ev in pairs)
-        level = f"{100 * float((vi.uncertainty or {}).get('level', 0.95)):.0f}%"
+        level = _level(vi)
         ties = [(p, ev) for p, ok, ev in pairs if not ok]
         if ties and paired:
             shown = ", ".join(f"{p} ({ev})" for p, ev in ties)
@@ -219,8 +231,6 @@ def _uncertainty_verdict(vi: VerdictInputs) -> list[str]:
 
 def _estimator_verdict(view: Any) -> list[str]:
     """How far the estimate used is from the plug-in (the paper's estimator), pair by pair."""
-    import numpy as np
-
     a = view.arrays
     if "plugin_hellinger" not in a or "hellinger" not in a:
         return []
@@ -252,15 +262,14 @@ def verdict(view: Any) -> list[str]:
     if vi.kind != "score":
         out += noise_verdict(vi)
     if vi.layers:
-        phrase = layer_phrase(vi)
+        phrase = layer_sentence(vi.layers, vi.layer_level)
         if phrase:
             out.append(phrase[0].upper() + phrase[1:] + ".")
     out += ranking_verdict(vi)
     out += [f"Hint: {h}." for h in vi.hints]  # a stored hint (analyze-model's [CLS])
     out += _uncertainty_verdict(vi)
     out += _estimator_verdict(view)
-    mds = next((r for r in vi.rows if r.get("encoding") == MDSFamily.name), None)
-    if mds is not None and vi.rank_curve:
+    if vi.rank_curve and any(r.get("encoding") == MDSFamily.name for r in vi.rows):
         low = next((c for c in vi.rank_curve if float(c.get("paper") or 1.0) < 0.01), None)
         if low is not None:
             out.append(
@@ -286,8 +295,7 @@ def _ranking_phrase(vi: VerdictInputs) -> str:
         elif ev == "intervals":
             how = ("separated" if ok else "not separated") + " by the intervals"
         else:
-            level = f"{100 * float((vi.uncertainty or {}).get('level', 0.95)):.0f}%"
-            how = ("separated" if ok else "not separated") + f": {level} interval of the "
+            how = ("separated" if ok else "not separated") + f": {_level(vi)} interval of the "
             how += f"difference {ev} {'excludes' if ok else 'includes'} 0"
         cand = (vi.uncertainty or {}).get("candidates") or {}
         if cand:
@@ -307,13 +315,9 @@ def one_line(vi: VerdictInputs) -> str:
     if share is None:
         parts.append("noise floor not estimated")
     else:
-        grade = (
-            "most of it"
-            if share >= 0.8
-            else ("part of it" if share >= 0.3 else "little of it: mostly sampling noise")
-        )
+        grade = ("most of it", "part of it", "little of it: mostly sampling noise")[_grade(share)]
         parts.append(f"{100 * share:.0f}% of pairs above twice the noise floor ({grade})")
-    phrase = layer_phrase(vi) if vi.layers else _ranking_phrase(vi)
+    phrase = layer_sentence(vi.layers, vi.layer_level) if vi.layers else _ranking_phrase(vi)
     if phrase:
         parts.append(phrase)
     beating = [] if vi.layers else baselines_as_good(vi)

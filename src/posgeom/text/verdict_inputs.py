@@ -1,31 +1,28 @@
 """What a verdict reads, computed once: :class:`VerdictInputs`.
 
-Every verdict of a result (the ``verdict: ...`` line a command prints, the ``verdict`` block of
-``summary.json`` / ``comparison.json``, the last line of ``table.md`` / ``comparison.md`` and the
-verdict paragraph of the HTML report) is rendered from one :class:`VerdictInputs`, built by
-:func:`verdict_inputs` from the result's JSON summary: the estimator of the target ``D``, its
-resolution (token classes), the score rows *against that target* with their intervals, the layer
-rows (``analyze-model``), the noise-floor share and the bootstrap ranking statistics. The result
-stores it in its summary; a results folder gives it back unchanged (:meth:`VerdictInputs.from_dict`),
-so a report of a folder says what the command said.
+Every verdict of a result (the line a command prints, the ``verdict`` block of its JSON, the
+last line of its Markdown, the report's verdict) is rendered from one :class:`VerdictInputs`,
+built by :func:`verdict_inputs` from the result's JSON summary and stored in it; a results folder
+gives it back unchanged (:meth:`VerdictInputs.from_dict`), so a report says what the command said.
 
-Candidates. Rows of the fitted families (fits of ``D`` itself: ``mds``, ``low_rank_mds`` and their
-variants ``mds+smacof``, ``mds (target)``) and of the baselines are not candidates for "the
-closest encoding" (the families' roles, :attr:`posgeom.encodings.Family.role`); the bootstrap
-ranking statistics of the verdict (``first``, ``stability``, ``neighbours``) are over the
-candidates only.
-
-This module imports only numpy at top level.
+Candidates. Rows of the fitted families (fits of ``D`` itself: ``mds``, ``low_rank_mds`` and
+their variants) and of the baselines are not candidates for "the closest encoding" (the
+families' roles, :attr:`posgeom.encodings.Family.role`); the bootstrap ranking statistics
+(``first``, ``stability``, ``neighbours``) are over the candidates only.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+
+from posgeom.io.jsonfiles import finite_json
+from posgeom.text.layer_verdict import with_ci
+from posgeom.text.schema import summary_rows
 
 __all__ = [
     "TARGET_FIELDS",
@@ -79,17 +76,16 @@ class VerdictInputs:
     identifies (``"full"``, ``"top:300"``, ...), ``None`` when not recorded; ``classes``: what
     they hold, in words (``GeometryEstimate.classes``), ``n_classes`` how many,
     ``resolution_rule`` ``"auto"`` (chosen by the rule) or ``"given"``; ``n_sequences``: the
-    sequences counted; ``smoothing_slope``:
-    the slope ``a`` of an estimate smoothed over positions (``h_i = a i``), else ``None``. ``rows``: score rows
-    against the target (``encoding``, ``scale_optimal``, ``paper``, their ``*_ci`` intervals and
-    ``p_first``); ``layers``: ``layer``, ``stress_scale_optimal`` and its ``_ci``; ``noise_share``:
-    the share of pairs above twice their noise floor (``None``: not estimated);
-    ``uncertainty``: ``n_replicates``, ``level``, ``method`` and the candidates' ranking
-    statistics (:func:`posgeom.uncertainty.rows.candidate_ranking`). ``interval_source``: what the rows' intervals
-    measure: ``"bootstrap"`` (replicates of the corpus counts: another sample of the corpus),
-    ``"sampled_triples"`` (a long context's scores estimated from a sample of position triples:
-    how precisely the scores of *this* corpus sample are computed, not how they would vary with
-    another one) or ``None`` (no intervals)."""
+    sequences counted; ``smoothing_slope``: the slope ``a`` of an estimate smoothed over
+    positions (``h_i = a i``), else ``None``. ``rows``: score rows against the target
+    (``encoding``, ``scale_optimal``, ``paper``, their ``*_ci`` intervals and ``p_first``);
+    ``layers``: ``layer``, ``stress_scale_optimal`` and its ``_ci``; ``noise_share``: the share
+    of pairs above twice their noise floor (``None``: not estimated); ``uncertainty``:
+    ``n_replicates``, ``level``, ``method`` and the candidates' ranking statistics
+    (:func:`posgeom.uncertainty.rows.candidate_ranking`). ``interval_source``: what the rows'
+    intervals measure: ``"bootstrap"`` (replicates of the corpus counts), ``"sampled_triples"``
+    (a long context's scores from sampled position triples: how precisely *this* sample's scores
+    are computed, not how they vary with another sample) or ``None`` (no intervals)."""
 
     kind: str
     estimator: str | None
@@ -107,12 +103,12 @@ class VerdictInputs:
     samples_min: float | None = None
     uncertainty: dict[str, Any] | None = None
     layer_level: float | None = None
-    rank_curve: tuple[dict[str, Any], ...] = field(default=())
+    rank_curve: tuple[dict[str, Any], ...] = ()
     interval_source: str | None = None
     hints: tuple[str, ...] = ()  # stored hints (analyze-model: a [CLS]-like position 0)
 
     def as_dict(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))
+        return finite_json(asdict(self))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VerdictInputs:
@@ -126,90 +122,46 @@ class VerdictInputs:
         """Candidate rows with a scale-optimal stress, best first."""
         from posgeom.encodings import is_candidate  # the registry, read when a verdict is made
 
-        keep = [r for r in self.rows if is_candidate(r["encoding"]) and _num(r, "scale_optimal")]
+        keep = [
+            r
+            for r in self.rows
+            if is_candidate(r["encoding"])
+            and r.get("scale_optimal") is not None
+            and math.isfinite(float(r["scale_optimal"]))
+        ]
         return sorted(keep, key=lambda r: float(r["scale_optimal"]))
-
-
-def _num(row: Mapping[str, Any], key: str) -> bool:
-    v = row.get(key)
-    return v is not None and math.isfinite(float(v))
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
 
 
 def _trim(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> tuple[dict[str, Any], ...]:
     return tuple({k: r[k] for k in keys if r.get(k) is not None} for r in rows)
 
 
-def _estimator_block(geometry: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    est = geometry.get("estimator")
-    if isinstance(est, Mapping):
-        name = est.get("estimator")
-        res = est.get("resolution")
-        return (None if name is None else str(name)), (None if res is None else str(res))
-    return (None if est is None else str(est)), None
-
-
-def _classes_block(geometry: Mapping[str, Any]) -> dict[str, Any]:
-    """The words of the estimate's classes, their number and how the resolution was chosen."""
-    est = geometry.get("estimator")
-    if not isinstance(est, Mapping) or not est.get("classes"):
-        return {}
-    return {
-        "classes": str(est["classes"]),
-        "n_classes": None if est.get("vocab_size") is None else int(est["vocab_size"]),
-        "resolution_rule": (est.get("options") or {}).get("resolution_rule"),
-    }
-
-
-def _smoothing_slope(geometry: Mapping[str, Any]) -> float | None:
-    est = geometry.get("estimator")
-    slope = ((est.get("smoothing") or {}) if isinstance(est, Mapping) else {}).get("slope")
-    return None if slope is None else float(slope)
-
-
-def _layer_rows(summary: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
-    rows = []
-    for r in summary.get("layers", []):
-        row = dict(r)
-        low, high = r.get("stress_scale_optimal_low"), r.get("stress_scale_optimal_high")
-        if low is not None and high is not None:
-            row["stress_scale_optimal_ci"] = [low, high]
-        rows.append(row)
-    return _trim(rows, _LAYER_KEYS)
-
-
 def _from_geometry(kind: str, geometry: Mapping[str, Any]) -> dict[str, Any]:
-    """Estimator, resolution, convention, noise and samples of a pipeline summary."""
-    name, res = _estimator_block(geometry)
-    if name is None:
-        name = (geometry.get("options") or {}).get("estimator")
-    noise = geometry.get("noise_floor") or None
-    samples = geometry.get("samples_per_position") or {}
-    return {
+    """The estimator (of the ``estimator`` block, else of the options), resolution, smoothing
+    slope, convention, noise, samples and the words of the estimate's classes, their number and
+    how the resolution was chosen, of a pipeline summary."""
+    opts = geometry.get("options") or {}
+    est = geometry.get("estimator")
+    est = est if isinstance(est, Mapping) else {"estimator": est}
+    name = opts.get("estimator") if est.get("estimator") is None else str(est["estimator"])
+    res, slope = est.get("resolution"), (est.get("smoothing") or {}).get("slope")
+    noise = geometry.get("noise_floor") or {}
+    out = {
         "kind": kind,
         "estimator": name,
-        "resolution": res if res is not None else ("full" if name == "plugin" else None),
-        "smoothing_slope": _smoothing_slope(geometry),
-        "convention": (geometry.get("options") or {}).get("convention", "chord"),
-        "noise_share": None if not noise else float(noise.get("trusted_pair_share", 0.0)),
-        "untrusted_positions": tuple(int(p) for p in (noise or {}).get("untrusted_positions", [])),
-        "samples_min": samples.get("min"),
+        "resolution": str(res) if res is not None else ("full" if name == "plugin" else None),
+        "smoothing_slope": None if slope is None else float(slope),
+        "convention": opts.get("convention", "chord"),
+        "noise_share": float(noise.get("trusted_pair_share", 0.0)) if noise else None,
+        "untrusted_positions": tuple(int(p) for p in noise.get("untrusted_positions", [])),
+        "samples_min": (geometry.get("samples_per_position") or {}).get("min"),
         "n_sequences": (geometry.get("corpus") or {}).get("n_sequences"),
-        **_classes_block(geometry),
     }
+    if est.get("classes"):
+        out["classes"] = str(est["classes"])
+        out["n_classes"] = None if est.get("vocab_size") is None else int(est["vocab_size"])
+        out["resolution_rule"] = (est.get("options") or {}).get("resolution_rule")
+    return out
 
 
 def verdict_inputs(kind: str, summary: Mapping[str, Any]) -> VerdictInputs | None:
@@ -221,41 +173,23 @@ def verdict_inputs(kind: str, summary: Mapping[str, Any]) -> VerdictInputs | Non
         return VerdictInputs.from_dict(block["inputs"])
     if kind == "extend":  # the extension study has its own verdict (posgeom.extension)
         return None
-    if "table" in summary:  # a comparison written before the one schema (rows in "table")
-        base = _from_geometry(kind, summary.get("geometry", {}))
-        rows, curve = summary.get("table", []), summary.get("rank_curve", [])
-    elif kind == "analyze-model":  # its geometry is the target's pipeline
-        geometry = summary.get("geometry", {})
-        base = _from_geometry(kind, geometry)
-        rows = [{"encoding": k, **v} for k, v in (geometry.get("scores") or {}).items()]
-        curve = geometry.get("rank_curve", [])
-    else:
-        base = _from_geometry(kind, summary)
-        rows = [{"encoding": k, **v} for k, v in (summary.get("scores") or {}).items()]
-        curve = summary.get("rank_curve", [])
+    geometry, rows, curve = summary_rows(kind, summary)
     levels = [v.get("level") for v in (summary.get("layer_intervals") or {}).values()]
     uncertainty = summary.get("uncertainty") or None
+    # what the intervals measure (VerdictInputs): replicates, a long context's sampled triples
+    source = "bootstrap" if uncertainty or levels else None
+    if source is None and any(r.get("sampled") and r.get("scale_optimal_ci") for r in rows):
+        source = "sampled_triples"
     return VerdictInputs(
-        **base,
+        **_from_geometry(kind, geometry),
         rows=_trim(rows, _ROW_KEYS),
-        layers=_layer_rows(summary),
+        layers=_trim([with_ci(r) for r in summary.get("layers", [])], _LAYER_KEYS),
         uncertainty=uncertainty,
         layer_level=levels[0] if levels else None,
         rank_curve=_trim(curve, ("rank", "paper", "scale_optimal", "explained_variance")),
-        interval_source=_interval_source(rows, uncertainty, bool(levels)),
+        interval_source=source,
         hints=tuple(summary.get("hints") or ()),
     )
-
-
-def _interval_source(
-    rows: Sequence[Mapping[str, Any]], uncertainty: Any, layer_intervals: bool
-) -> str | None:
-    """What the intervals of ``rows`` measure (see :class:`VerdictInputs`)."""
-    if uncertainty or layer_intervals:
-        return "bootstrap"
-    if any(r.get("sampled") and r.get("scale_optimal_ci") for r in rows):
-        return "sampled_triples"
-    return None
 
 
 def trusted_pairs(arrays: Mapping[str, np.ndarray], vi: VerdictInputs | None) -> np.ndarray | None:
