@@ -252,3 +252,25 @@ def test_extend_emit_on_a_family_without_rotary_settings_exits_2(tmp_path, capsy
     assert rc == 2
     assert "--emit writes rotary settings" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_partial_rotary_engines_compare_frequencies_over_the_rotary_planes():
+    # partial_rotary_factor 0.5 rotates d = 32 of 64 dims; every engine reads the same factor,
+    # so an engine's reading is compared with transformers' over those 16 planes
+    spec = f"rope:theta={THETA:g},head_dim={HD},max_position_embeddings={L0}"
+    model = parse_family_spec(spec + ",partial_rotary_factor=0.5")
+    by_strategy = {
+        s.name: _by(EngineTarget(s.name, dict(s.rope_parameters), HD, L0, L, kind=s.kind))
+        for s in enumerate_strategies(model, L0, L)
+    }
+    assert all(set(by) == set(ENGINES) for by in by_strategy.values())
+    # dynamic x4: vLLM's static base theta r^(d/(d-2)), r = f^2 - f + 1 = 13, against
+    # transformers' unscaled frequencies at L0: the largest gap is on the slowest plane
+    # k = d/2 - 1, |r^(-2k/(d-2)) - 1| = 1 - 1/r
+    by = by_strategy["dynamic x4"]
+    (note,) = [n for n in by["vllm"].notes if "differ by up to" in n]
+    assert f"differ by up to {1 - 1 / 13:.3g} " in note
+    d = HD // 2
+    assert by["llamacpp"].settings["rope_freq_base"] == pytest.approx(
+        THETA * 13 ** (d / (d - 2)), rel=1e-12
+    )

@@ -121,8 +121,11 @@ class EngineTarget:
         self, seq_len: int, params: Mapping[str, Any] | None = None
     ) -> tuple[np.ndarray, float]:
         """``(inv_freq, attention_factor)`` of ``params`` (default: this strategy's) at
-        ``seq_len``, context ``L0``."""
+        ``seq_len``, context ``L0``. An engine reads the rotary width from the same config, so
+        ``params`` without ``partial_rotary_factor`` take the strategy's."""
         p = dict(self.rope_parameters if params is None else params)
+        if "partial_rotary_factor" in self.rope_parameters:
+            p.setdefault("partial_rotary_factor", self.rope_parameters["partial_rotary_factor"])
         return rope_frequencies(
             rope_type_of(p),
             int(self.head_dim),
