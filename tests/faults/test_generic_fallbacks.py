@@ -177,6 +177,22 @@ def test_a_safetensors_tensor_of_shape_0_by_10_to_the_20(tmp_path, capsys):
         read_safetensors(path)
 
 
+@pytest.mark.parametrize("code", [["F64"], {"F64": 1}, 64, None])
+def test_a_safetensors_dtype_that_is_not_a_string(tmp_path, capsys, code):
+    """A header whose "dtype" is a JSON list: TypeError "unhashable type: 'list'" before."""
+    path = tmp_path / "t.safetensors"
+    header = {"t": {"dtype": code, "shape": [1], "data_offsets": [0, 8]}}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + bytes(8))
+    code_, err = cli(capsys, "score", "--target", path, f"t={path}")
+    assert code_ == 2 and "tensor 't' has unsupported dtype" in one_line(err), err
+    from posgeom.io.artifacts import read_safetensors
+
+    with pytest.raises(PosgeomError, match="unsupported dtype"):
+        read_safetensors(path)
+
+
 @pytest.mark.parametrize("limit", ["3", 2.5, True, -1])
 def test_read_texts_limit_must_be_an_integer(small_corpus, limit):
     """`read_texts(limit='3')`: TypeError '<' not supported between 'str' and 'int'."""

@@ -195,12 +195,11 @@ _MAX_DIM = int(np.iinfo(np.intp).max)  # [0, 10**20]: 0 bytes, but numpy cannot 
 def _st_tensor(name: str, info: Any, data_len: int, path: Any) -> tuple[np.dtype, tuple, int, int]:
     if not isinstance(info, dict) or set(info) - {"dtype", "shape", "data_offsets"}:
         raise _bad(path, ".safetensors", f"entry {name!r} is malformed")
-    dtype = _ST_DTYPES.get(info.get("dtype"))  # type: ignore[arg-type]
+    code = info.get("dtype")
+    dtype = _ST_DTYPES.get(code) if isinstance(code, str) else None
     shape, offsets = info.get("shape"), info.get("data_offsets")
     if dtype is None:
-        raise _bad(
-            path, ".safetensors", f"tensor {name!r} has unsupported dtype {info.get('dtype')!r}"
-        )
+        raise _bad(path, ".safetensors", f"tensor {name!r} has unsupported dtype {code!r}")
     ok_shape = isinstance(shape, list) and all(  # a dimension numpy can hold (even beside a 0)
         isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= _MAX_DIM for s in shape
     )
