@@ -122,6 +122,21 @@ def test_empty_shard_and_several_sources(tmp_path):
     assert PositionCounts.load(tmp_path / "job" / "shard-00001.npz").n_sequences == 0
 
 
+@pytest.mark.parametrize("shard_lines", [1, 2, None])
+def test_lone_carriage_returns_split_texts_in_shards_as_in_one_pass(tmp_path, shard_lines):
+    """An old-Mac file (lines ended by a lone ``\r``) beside ``\n`` and ``\r\n`` lines: one
+    text per line in a sharded job as in ``read_texts`` (shards took ``a b\rc`` as one text)."""
+    path = tmp_path / "mac.txt"
+    path.write_bytes(b"a b\rc a\rb b c\na a\r\nc\rb\n")
+    texts = ["a b", "c a", "b b c", "a a", "c", "b"]
+    tok = WordLevelTokenizer().fit(texts)
+    common = {"max_positions": 3, "job_dir": tmp_path / "job", "progress": False}
+    got = count_resumable(path, tok, shard_lines=shard_lines, **common)
+    assert got.n_sequences == 6
+    assert_same_counts(got, count_corpus(texts, tok, max_positions=3))
+    assert_same_counts(got, count_corpus(path, tok, max_positions=3))
+
+
 def test_token_id_files_one_shard_each(tmp_path):
     rng = np.random.default_rng(0)
     a = rng.integers(1, 50, size=(30, 12))

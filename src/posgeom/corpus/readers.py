@@ -55,6 +55,7 @@ __all__ = [
     "read_delimited",
     "read_jsonl",
     "read_lines",
+    "read_text_lines",
     "read_texts",
     "spool",
 ]
@@ -175,10 +176,12 @@ def spool(path: Path | str) -> Spooled:
     return out
 
 
-def _read_text(path: Path, text_field: int = 1, **decoding: str) -> Iterator[str]:
-    """Lines ended by ``\n``, ``\r\n`` or a lone ``\r`` (old Mac files), as text mode does;
-    ``text_field > 1``: from that whitespace-separated field on (module docstring)."""
-    for _, raw in read_lines(path, **decoding):
+def read_text_lines(lines: Iterable[tuple[int, str]], text_field: int = 1) -> Iterator[str]:
+    """The texts of a text file's ``(line number, line)`` pairs (:func:`read_lines`; a shard's
+    range or the whole file): lines ended by ``\n``, ``\r\n`` or a lone ``\r`` (old Mac
+    files), as text mode does; ``text_field > 1``: from that whitespace-separated field on
+    (module docstring)."""
+    for _, raw in lines:
         raw = raw.rstrip("\r\n")
         for line in raw.split("\r") if "\r" in raw else (raw,):
             yield text_from(line, text_field)
@@ -308,7 +311,7 @@ def read_texts(
         )
     column = text_column or "text"
     if fmt == "text":
-        it = _read_text(path, text_field, **decoding)
+        it = read_text_lines(read_lines(path, **decoding), text_field)
     elif fmt == "jsonl":
         it = read_jsonl(path, column, **decoding)
     elif fmt in ("csv", "tsv"):

@@ -21,7 +21,6 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import check_int
-from posgeom.corpus._decoding import text_from
 from posgeom.corpus.readers import (
     TOKEN_FORMATS,
     check_exists,
@@ -30,6 +29,7 @@ from posgeom.corpus.readers import (
     read_delimited,
     read_jsonl,
     read_lines,
+    read_text_lines,
 )
 
 __all__ = [
@@ -160,7 +160,7 @@ def shard_texts(
         shard.path, shard.start, shard.stop, shard.first_line, encoding=encoding, errors=errors
     )
     if shard.format == "text":
-        return (text_from(line.rstrip("\r\n"), text_field) for _, line in lines)
+        return read_text_lines(lines, text_field)
     if shard.format == "jsonl":
         return read_jsonl(shard.path, text_column or "text", lines)
     return read_delimited(shard.path, text_column, "\t" if shard.format == "tsv" else ",", lines)
