@@ -65,6 +65,8 @@ def test_the_keyword_signatures_behave_like_functions():
         ("align", "middle", "align must be one of 'end', 'start'"),
         ("vocab_size", 0, "vocab_size must be an integer >= 1"),
         ("bootstrap_seed", -2, "bootstrap_seed must be an integer >= 0"),
+        # the counter's generator takes 64-bit seeds; the options refuse more before counting
+        ("bootstrap_seed", 2**64, r"bootstrap_seed must be an integer >= 0 and <= 2\*\*64 - 1"),
         ("bootstrap_scheme", "jackknife", "bootstrap_scheme must be one of 'half', 'poisson'"),
         ("bootstrap", 1, "at least 2 replicates"),
         ("special_ids", ["x"], "special_ids must be token ids"),
@@ -84,6 +86,14 @@ def test_one_set_of_constraints(option, value, needle):
     for call in calls:
         with pytest.raises(PosgeomError, match=needle):
             call()
+
+
+def test_a_bootstrap_stream_past_64_bits_is_refused_before_counting():
+    """A job sets the stream itself (below); the library refuses one past 2**64 - 1."""
+    ids = np.ones((3, 4), dtype=np.int64)
+    for call in (lambda **kw: CountOptions(**kw), lambda **kw: count_corpus(ids, **kw)):
+        with pytest.raises(PosgeomError, match=r"bootstrap_stream must be .* <= 2\*\*64 - 1"):
+            call(max_positions=4, bootstrap=2, bootstrap_stream=2**64)
 
 
 def test_a_job_refuses_what_it_cannot_apply_per_shard():

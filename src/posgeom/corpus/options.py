@@ -84,8 +84,8 @@ class CountOptions:
     max_sequences: int | None = _option(None, Interval(Integral, 1, None), None, group=COUNT)
     batch_size: int = _option(1024, Interval(Integral, 1, None), group=COUNT)
     bootstrap: int | None = _option(None, Interval(Integral, None, None), None, group=BOOTSTRAP)
-    bootstrap_seed: int = _option(0, Interval(Integral, 0, None), group=BOOTSTRAP)
-    bootstrap_stream: int = _option(0, Interval(Integral, 0, None), group=BOOTSTRAP)
+    bootstrap_seed: int = _option(0, Interval(Integral, 0, 2**64 - 1), group=BOOTSTRAP)
+    bootstrap_stream: int = _option(0, Interval(Integral, 0, 2**64 - 1), group=BOOTSTRAP)
     bootstrap_scheme: str = _option("half", Options(set(SCHEMES)), group=BOOTSTRAP)
 
     def __post_init__(self) -> None:
