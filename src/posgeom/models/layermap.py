@@ -27,6 +27,7 @@ positions reach every block through the residual stream). Nothing is read from t
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -107,12 +108,9 @@ def _block_of(name: str, stacks: dict[str, int]) -> tuple[str, int] | None:
 
 
 def _common(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a.split("."), b.split("."), strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
+    """How many leading module-path components ``a`` and ``b`` share."""
+    pairs = zip(a.split("."), b.split("."), strict=False)
+    return len(list(itertools.takewhile(lambda pair: pair[0] == pair[1], pairs)))
 
 
 def _nearest_stacks(source: str, stacks: dict[str, int]) -> list[str]:
@@ -207,12 +205,12 @@ def _placed(
 ) -> list[Mechanism]:
     """``mech`` with its stack and layers (one copy per stack it acts on)."""
     scope = getattr(mech.params, "scope", None) or SCOPE.get(mech.kind, "block")
-    where = _block_of(mech.source, stacks)
-    if where is not None and (mech.kind, where[0]) in per_block:
+    block = _block_of(mech.source, stacks)
+    if block is not None and (mech.kind, block[0]) in per_block:
         scope = "block"
     if scope == "input" or not stacks:
         return [mech]
-    block = _block_of(mech.source, stacks) if scope == "block" else None
+    block = block if scope == "block" else None
     targets = (
         [(block[0], [block[1]])]
         if block

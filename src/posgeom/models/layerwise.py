@@ -6,20 +6,16 @@ over a corpus,
 
     m_l(i) = (1 / c_i) * sum over tokens t at position i of h_l(t),
 
-is accumulated batch by batch on the hidden states' device: per batch, one ``index_add_`` per
-layer into float32 per-position sums (float64 for float64 models; at most ``batch_size`` tokens
-per position, so ~1e-7 relative round-off), added into float64 running totals on the host,
-whatever the model's device and dtype. Hidden states of a batch are read in place and dropped once added, never copied or stored.
-Padding (attention mask 0) is never counted, whatever the model writes there.
+is accumulated batch by batch into float64 totals on the host, whatever the model's device and
+dtype (:mod:`posgeom.models.accumulate`). Padding (attention mask 0) is never counted.
 
 Positions and special tokens. With ``include_special=True`` position ``i`` is the index of the
 token in the model's input (``[CLS]`` is position 0 for BERT). With ``include_special=False`` the
-model still sees the full input, special tokens included, but special-token positions are left out
-of the sums and the remaining tokens are re-indexed: a token's position is the number of
-non-special tokens before it. This is the same indexing as counting positions on a corpus with
-special tokens removed, so the result lines up with a Hellinger target built that way. Special
-tokens are the tokenizer's ``all_special_ids`` except the unknown token (an ``[UNK]`` stands for
-a real word), or the ``special_token_ids`` you pass.
+model still sees the full input, but special-token positions are left out of the sums and the
+remaining tokens are re-indexed: a token's position is the number of non-special tokens before
+it, the indexing of a corpus counted with special tokens removed. Special tokens are the
+tokenizer's ``all_special_ids`` except the unknown token (an ``[UNK]`` stands for a real word), or
+the ``special_token_ids`` you pass.
 
 From the means:
 
@@ -33,10 +29,8 @@ From the means:
 
       R^2_l = sum_i c_i ||m_l(i) - m_l||^2 / sum_tokens ||h_l(t) - m_l||^2,
 
-  with ``m_l`` the mean over all counted tokens (between-position over total sum of squares).
-  The squares are taken around a shift ``s`` (the first batch's mean): per token ``||h - s||`` is
-  computed in the work dtype and its square summed in float64, so that large hidden-state means
-  do not cancel catastrophically.
+  with ``m_l`` the mean over all counted tokens (between-position over total sum of squares),
+  the squares taken around the first batch's mean so that large means do not cancel.
 """
 
 from __future__ import annotations
@@ -54,7 +48,7 @@ from posgeom._distance_matrix import euclidean_distances, held_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, check_int, validate_params
 from posgeom.models import batching
-from posgeom.models.accumulate import LayerMoments, LayerTotals, check_every_position
+from posgeom.models.accumulate import LayerTotals, check_every_position
 from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, sequences
 from posgeom.models.layer_signal import LayerwiseSignal
 from posgeom.models.loading import (
@@ -240,31 +234,6 @@ def layer_stress(
     return {kind: np.array([s[kind] for s in per_layer]) for kind in kinds}
 
 
-def _signal(
-    moments: LayerMoments,
-    target: np.ndarray | None,
-    kinds: Sequence[str],
-    *,
-    include_special: bool,
-    n_sequences: int,
-    n_truncated: int,
-) -> LayerwiseSignal:
-    means = moments.means
-    distances = layer_distances(means)
-    return LayerwiseSignal(
-        means=means,
-        counts=moments.counts,
-        variance_explained=moments.variance_explained,
-        distances=distances,
-        stress=None if target is None else layer_stress(distances, target, kinds),
-        layer_names=("embeddings", *(str(i) for i in range(1, means.shape[0]))),
-        include_special=bool(include_special),
-        n_sequences=n_sequences,
-        n_truncated=n_truncated,
-        total_sum_squares=moments.total_sum_squares,
-    )
-
-
 def _as_items(items: Any) -> Iterable[Any]:
     if isinstance(items, str):
         raise PosgeomError("pass a list of texts, not a single string")
@@ -303,35 +272,28 @@ def layerwise_positional_signal(
     Args:
         model: a Hugging Face model (any head; encoder-decoders use their encoder), or a name /
             local folder loaded offline with :func:`posgeom.models.loading.load_model`.
-        tokenizer: anything :func:`posgeom.models.loading.model_tokenizer` accepts (a
-            transformers tokenizer, a ``tokenizers.Tokenizer``, a posgeom tokenizer, a
-            name/path), or ``None`` when only token ids are given (then
-            ``include_special=False`` needs ``special_token_ids``). It must be the model's.
-        texts_or_token_id_batches: an iterable (read once, streamed) of texts (tokenized with
-            special tokens added), token-id sequences, 2-D token-id arrays (one row per sequence,
-            no padding), or mappings ``{"input_ids", "attention_mask"}`` (masked-out tokens are
-            dropped). Sequences are re-batched by ``batch_size`` and right-padded.
+        tokenizer: anything :func:`posgeom.models.loading.model_tokenizer` accepts (the
+            model's), or ``None`` when only token ids are given (then ``include_special=False``
+            needs ``special_token_ids``).
+        texts_or_token_id_batches: an iterable (read once, streamed) of corpus items
+            (:mod:`posgeom.models.batching`), re-batched by ``batch_size`` and right-padded.
         max_positions: ``n``; positions ``0..n-1`` are analysed, later tokens still pass through
             the model but are not counted. Every position must receive at least one token.
         include_special: count special tokens (True) or skip them and re-index (False; module
             docstring).
         target: optional ``(n, n)`` distance matrix (e.g. Hellinger) or object with
-            ``.distances``; when given, ``stress[kind]`` is computed per layer with
-            :func:`posgeom.scores.stress.stress_scores` (the same numbers as
-            ``stress(distances[l], target, kind=kind)``).
+            ``.distances``; when given, ``stress[kind]`` per layer (:func:`layer_stress`).
         progress: show a tqdm bar.
         on_long: sequences longer than ``min(model positions, max_length)`` tokens are cut to
-            their first tokens, with a warning (``"truncate"``), or refused (``"refuse"``);
-            counts of positions ``< n`` never change, only the context the model sees.
+            their first tokens, with a warning (``"truncate"``), or refused (``"refuse"``).
         max_length: tokens per sequence fed to the model (default: the model's limit), ``>= n``.
         stress_kinds: kinds to compute (default all four).
         device, dtype: where and in what precision a model given by name or folder is loaded
-            (:func:`posgeom.models.loading.load_model`; default the CPU, float32). The sums are
-            float64 whatever the dtype.
+            (:func:`posgeom.models.loading.load_model`; default the CPU, float32).
 
     Returns:
-        :class:`LayerwiseSignal`. Runs under ``torch.inference_mode`` with the model in eval mode
-        (its training flag is restored afterwards).
+        :class:`LayerwiseSignal`. Runs under ``torch.inference_mode`` in eval mode (the model's
+        training flag is restored afterwards).
     """
     model = loaded_model(model, device=device, dtype=dtype)
     items = _as_items(texts_or_token_id_batches)
@@ -359,11 +321,16 @@ def layerwise_positional_signal(
             "were truncated",
             stacklevel=3,
         )
-    return _signal(
-        moments,
-        target_arr,
-        kinds,
-        include_special=include_special,
+    distances = layer_distances(moments.means)
+    return LayerwiseSignal(
+        means=moments.means,
+        counts=moments.counts,
+        variance_explained=moments.variance_explained,
+        distances=distances,
+        stress=None if target_arr is None else layer_stress(distances, target_arr, kinds),
+        layer_names=("embeddings", *(str(i) for i in range(1, moments.means.shape[0]))),
+        include_special=bool(include_special),
         n_sequences=n_sequences,
         n_truncated=n_truncated,
+        total_sum_squares=moments.total_sum_squares,
     )

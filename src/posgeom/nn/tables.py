@@ -159,12 +159,8 @@ class AbsolutePositionEmbedding(PositionEmbedding):
                     f"train_sq_distances has shape {train_sq.shape}, expected ({n}, {n})"
                 )
             eig = np.asarray(mds_result.eigenvalues, dtype=np.float64).reshape(-1)
-            r = coords.shape[1]
-            keep = eig[:r] > 0
-            if not np.all(keep):  # drop components with non-positive eigenvalues (zero columns)
-                coords, eig_r = coords[:, keep], eig[:r][keep]
-            else:
-                eig_r = eig[:r]
+            keep = eig[: coords.shape[1]] > 0  # components with a positive eigenvalue
+            coords, eig_r = coords[:, keep], eig[: coords.shape[1]][keep]
             q = _placement_of(mds_result, coords, emb)
             mod._set_gower(coords, eig_r, train_sq, q)
         return mod

@@ -10,19 +10,11 @@ byte ids ``x`` of shape ``(B, L)``::
 
 ``causal=True``: the mask is ``-inf`` above the diagonal (next-byte prediction); ``False``: no mask
 (masked-language modelling). The position module comes from the family registry
-(:func:`posgeom.training.model.position_encoding`, the trainer's one home for it), so every arm
-shares the architecture and differs only there.
-
-Arms (name -> family, trained table?): ``sinusoidal`` (fixed), ``learned`` (N(0, 0.02^2), trained),
-``learned_mds_init`` (the MDS table as the initial value of a trained table), ``rope``, ``alibi``,
-``t5`` (bucketed bias, trained), ``nope``, ``mds`` (fixed), ``low_rank_mds`` (``P = A B^T``,
-trained) and ``random`` (fixed ``N(0, 1)`` table); the control ``mds_scaled`` is the fixed MDS table
-multiplied so that its median row norm is ``sqrt(d)``, the expected row norm of the ``N(0, 1)``
-token embedding (the MDS rows, Hellinger chords, are about 80 times shorter at ``d = 64``). Arms without an ``n``-row table
+(:func:`posgeom.training.model.position_encoding`), so every arm differs only there. The control
+``mds_scaled`` is the fixed MDS table multiplied so that its median row norm is ``sqrt(d)``, the
+expected row norm of the ``N(0, 1)`` token embedding. Arms without an ``n``-row table
 (:data:`EXTENDABLE`) are also evaluated at 2x and 4x the trained length; the sinusoidal table is
 built for ``4 n`` rows (its first ``n`` rows are the trained ones).
-
-torch is imported inside the functions.
 """
 
 from __future__ import annotations

@@ -2,23 +2,16 @@
 language models reach? A resumable grid of arms x corpora x objectives x seeds.
 
 Each run (:func:`run_one`) builds the model of one arm (:data:`posgeom.training.lm.ARMS`), scores
-its position geometry against the corpus geometry of the training split *before* training
-(:mod:`posgeom.training.pretrain_scores`: against posgeom's default estimate and the plug-in;
-lag stress at the trained length and, for arms that run at any length, at ``4 L``), trains it
-(:mod:`posgeom.training.pretrain_run`), measures its losses and scores its position geometry
-again after training. Its record (one JSON object: ``arm``, ``corpus``, ``objective``, ``seed``
-and every measure) is ``runs/<corpus>-<objective>-<arm>-s<seed>/record.json``.
+its position geometry against the corpus geometry of the training split before training
+(:mod:`posgeom.training.pretrain_scores`), trains it (:mod:`posgeom.training.pretrain_run`),
+measures its losses and scores its geometry again. Its record is
+``runs/<corpus>-<objective>-<arm>-s<seed>/record.json``.
 
-Results folder (a posgeom work folder of kind ``pretrain-grid``; every file in its manifest):
-``grid.json`` (the options and the Python version; a resume must pass the same), ``corpora/<name>.json`` (files, split,
-both corpus geometries), ``runs/...`` (one sub-folder per run, listed in the manifest), and
-``records.jsonl`` (every finished record, rewritten after each run). A run whose record exists
-is never recomputed; an interrupted run (no record) is trained again from its start. Order:
-objectives, then seeds, then corpora, then arms, so a grid cut short holds whole seeds.
-
-Scales (:data:`SCALES`): ``cpu`` (the default: width 64, 2 layers, 4 heads, context 64, batch 16,
-300 steps: 307,200 training bytes per run) and ``gpu`` (width 256, 4 layers, 8 heads, context
-128, batch 64, 3,000 steps), the same code.
+Results folder (a work folder of kind ``pretrain-grid``): ``grid.json`` (the options and the
+Python version; a resume must pass the same), ``corpora/<name>.json``, ``runs/...`` and
+``records.jsonl`` (every finished record, rewritten after each run). A run whose record exists is
+never recomputed; an interrupted run is trained again from its start. Order: objectives, then
+seeds, then corpora, then arms, so a grid cut short holds whole seeds. Scales: :data:`SCALES`.
 """
 
 from __future__ import annotations
