@@ -63,20 +63,6 @@ log = logging.getLogger("posgeom")
 # ------------------------------------------------------------------------------------- corpus
 
 
-def _cut(seqs: list[np.ndarray], limit: int | None, on_long: str) -> tuple[list[np.ndarray], int]:
-    seqs, n_long = cut_long(seqs, limit, on_long)
-    if n_long:
-        log.warning(
-            "%d of %d sequences are longer than %d tokens and were cut to their first %d "
-            "tokens (counts of positions < n are unchanged; the model sees less context)",
-            n_long,
-            len(seqs),
-            limit,
-            limit,
-        )
-    return seqs, n_long
-
-
 def _count(
     seqs: list[np.ndarray],
     tok: ModelTokenizer,
@@ -107,11 +93,6 @@ def _count(
 
 
 # ----------------------------------------------------------------------------------- encodings
-
-
-def _model_width(model: torch.nn.Module) -> int:
-    hidden = getattr(getattr(model, "config", None), "hidden_size", None)
-    return int(hidden) if hidden else 128
 
 
 def _baselines(n: int, width: int, seed: int) -> dict[str, Any]:
@@ -230,7 +211,16 @@ def analyze_model(
     seqs = tokenize_texts(tok, texts)
     timings["tokenize"] = time.perf_counter() - t0
     read = len(seqs)
-    seqs, n_long = _cut(keep_counted(seqs, special_arr), limit, on_long)
+    seqs, n_long = cut_long(keep_counted(seqs, special_arr), limit, on_long)
+    if n_long:
+        log.warning(
+            "%d of %d sequences are longer than %d tokens and were cut to their first %d "
+            "tokens (counts of positions < n are unchanged; the model sees less context)",
+            n_long,
+            len(seqs),
+            limit,
+            limit,
+        )
 
     t0 = time.perf_counter()
     counts = _count(seqs, tok, n, include_special, special, bootstrap=bootstrap, seed=seed)
@@ -239,7 +229,7 @@ def analyze_model(
     mechanisms = find_positional_mechanisms(model, on_missing="none")
     start = table_start(mechanisms, seqs, special_arr, n)
     encodings = mechanism_encodings(mechanisms, n, start=start)
-    width = _model_width(model)
+    width = int(getattr(getattr(model, "config", None), "hidden_size", None) or 128)
     references = _baselines(n, width, seed) if baselines else {}
     t0 = time.perf_counter()
     name_of_target, fallback = target_name(counts, target)

@@ -120,11 +120,6 @@ def _nearest_stacks(source: str, stacks: dict[str, int]) -> list[str]:
     return [s for s in stacks if _common(owner, s) == best]
 
 
-def _layer_types(config: Any, n: int) -> Sequence[str] | None:
-    types = getattr(text_config(config), "layer_types", None)
-    return types if isinstance(types, (list, tuple)) and len(types) == n else None
-
-
 def _module_flags(model: Any, stack: str, n: int, attr: str) -> dict[int, bool]:
     """``block -> bool(attr)`` for the blocks with a module setting ``attr`` (``use_rope``)."""
     flags: dict[int, bool] = {}
@@ -158,8 +153,8 @@ def _rotary_layers(
         ]
         return used, "forward probe"
     text = stack in _text_stacks(model)  # the (text) configuration's lists are its stack's
-    types = _layer_types(config, n) if text and layer_type else None
-    if types is not None and layer_type in types:  # a set-up named after a layer type
+    types = getattr(text_config(config), "layer_types", None) if text and layer_type else None
+    if isinstance(types, (list, tuple)) and len(types) == n and layer_type in types:
         layers = [i for i in layers if types[i] == layer_type]
     flags = _module_flags(model, stack, n, "use_rope") or (_config_flags(config, n) if text else {})
     return [i for i in layers if flags.get(i, True)], "configuration"

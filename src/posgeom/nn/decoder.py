@@ -38,7 +38,7 @@ from posgeom._validation import check_int, check_real
 from posgeom.encodings import extension_of, families
 from posgeom.encodings._extension import has_decoder_module
 from posgeom.nn.alibi import AttentionBias
-from posgeom.nn.encoder import EncoderLayer, position_inputs
+from posgeom.nn.encoder import EncoderLayer, run_layers
 from posgeom.nn.io import read_tensors, write_tensors
 from posgeom.nn.position import PositionEmbedding
 from posgeom.nn.rotary import RotaryEmbedding
@@ -187,13 +187,7 @@ class CausalDecoder(nn.Module):
                 f"token ids must lie in 0 .. {self.config.vocab_size - 1}, got "
                 f"{int(ids.min())} .. {int(ids.max())}; tokenize with {self.config.tokenizer!r}"
             )
-        length = ids.shape[1]
-        h, kw = position_inputs(self.position, self.tok(ids))
-        mask = torch.full((length, length), float("-inf"), device=ids.device).triu(1)[None]
-        kw["bias"] = mask if "bias" not in kw else mask + kw["bias"]
-        for layer in self.layers:
-            h = layer(h, **kw)
-        return self.ln(h)
+        return self.ln(run_layers(self.position, self.tok(ids), self.layers, causal=True))
 
     def forward(self, ids: Tensor) -> Tensor:
         """Next-token logits ``(B, L, vocab_size)``."""

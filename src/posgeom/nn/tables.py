@@ -63,17 +63,6 @@ def _mds_arrays(mds_result: Any) -> tuple[np.ndarray, np.ndarray]:
     return emb, coords
 
 
-def _fitted_sq_distances(mds_result: Any) -> np.ndarray:
-    """Squared distances of the fitted configuration (its ``.distances``)."""
-    dist = getattr(mds_result, "distances", None)
-    if dist is None:
-        raise PosgeomError(
-            "beyond='extend' needs the training distances: pass train_sq_distances=D**2 (n, n), "
-            "the squared distances the MDS was fitted to"
-        )
-    return np.asarray(dist, dtype=np.float64) ** 2
-
-
 class AbsolutePositionEmbedding(PositionEmbedding):
     """A given position table ``P`` (n, d), e.g. the MDS-optimal encoding of Algorithm 1.
 
@@ -150,8 +139,14 @@ class AbsolutePositionEmbedding(PositionEmbedding):
         emb, coords = _mds_arrays(mds_result)
         mod = cls(emb, trainable=trainable, beyond=beyond, dtype=dtype)
         if beyond == "extend":
-            if train_sq_distances is None:
-                train_sq_distances = _fitted_sq_distances(mds_result)
+            if train_sq_distances is None:  # those of the fitted configuration
+                train_sq_distances = getattr(mds_result, "distances", None)
+                if train_sq_distances is None:
+                    raise PosgeomError(
+                        "beyond='extend' needs the training distances: pass train_sq_distances="
+                        "D**2 (n, n), the squared distances the MDS was fitted to"
+                    )
+                train_sq_distances = np.asarray(train_sq_distances, dtype=np.float64) ** 2
             n = emb.shape[0]
             train_sq = np.asarray(train_sq_distances, dtype=np.float64)
             if train_sq.shape != (n, n):
@@ -182,12 +177,10 @@ class AbsolutePositionEmbedding(PositionEmbedding):
             )
         from posgeom.embed.extend import gower_extension
 
-        new = new_sq_distances
-        if isinstance(new, Tensor):
-            new = new.detach().cpu().numpy()
-        new = np.asarray(new, dtype=np.float64)
-        if new.ndim == 1:
-            new = new[None, :]
+        if isinstance(new_sq_distances, Tensor):
+            new_sq_distances = new_sq_distances.detach().cpu().numpy()
+        new = np.asarray(new_sq_distances, dtype=np.float64)
+        new = new[None, :] if new.ndim == 1 else new
         x_new = gower_extension(
             self.gower_coordinates.cpu().numpy(),
             self.gower_eigenvalues.cpu().numpy(),
