@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
 
@@ -66,21 +65,6 @@ __all__ = ["STRESS_KINDS", "layerwise_positional_signal"]
 
 
 # ------------------------------------------------------------------------------------- set-up
-
-
-@dataclass(frozen=True, eq=False)
-class _Run:
-    """Everything a pass over the corpus needs, resolved once."""
-
-    model: torch.nn.Module
-    forward: torch.nn.Module  # the encoder of an encoder-decoder
-    tokens: ModelTokenizer | None
-    n: int
-    special: np.ndarray  # int64 ids not counted
-    pad_id: int
-    limit: int | None  # tokens per sequence fed to the model
-    vocab_rows: int | None
-    device: torch.device
 
 
 def _special_ids(
@@ -115,35 +99,6 @@ def sequence_limit(model: Any, max_length: int | None, n: int) -> int | None:
     return limit
 
 
-def _prepare(
-    model: torch.nn.Module,
-    tokenizer: Any,
-    *,
-    n: int,
-    include_special: bool,
-    special_token_ids: Collection[int] | None,
-    max_length: int | None,
-) -> _Run:
-    tokens = None if tokenizer is None else model_tokenizer(tokenizer)
-    if tokens is not None:
-        tokens.check_model(model)
-    else:
-        check_token_input(model)
-    from posgeom._placement import input_device
-
-    return _Run(
-        model=model,
-        forward=forward_module(model),
-        tokens=tokens,
-        n=n,
-        special=_special_ids(include_special, special_token_ids, tokens),
-        pad_id=padding_id(tokens, model),
-        limit=sequence_limit(model, max_length, n),
-        vocab_rows=_embedding_rows(model),
-        device=input_device(model),
-    )
-
-
 def _resolve_target(target: Any, n: int) -> np.ndarray | None:
     if target is None:
         return None
@@ -172,47 +127,62 @@ def _check_kinds(stress_kinds: Sequence[str]) -> tuple[str, ...]:
 # ------------------------------------------------------------------------------------ batches
 
 
-def _hidden_states(run: _Run, batch: PaddedBatch) -> Sequence[torch.Tensor]:
+def _hidden_states(
+    forward: Any, vocab_rows: int | None, device: torch.device, batch: PaddedBatch
+) -> Sequence[torch.Tensor]:
     """The ``L+1`` hidden states ``(B, T, d)`` of one padded batch."""
     ids = batch.ids
-    if run.vocab_rows is not None and (ids.max() >= run.vocab_rows or ids.min() < 0):
+    if vocab_rows is not None and (ids.max() >= vocab_rows or ids.min() < 0):
         raise PosgeomError(
-            f"token id {int(ids.max())} is outside the model's vocabulary of {run.vocab_rows}: "
+            f"token id {int(ids.max())} is outside the model's vocabulary of {vocab_rows}: "
             "the token ids (or tokenizer) do not belong to this model"
         )
-    mask = torch.from_numpy(batch.mask).to(run.device)
-    return hidden_states(run.forward, torch.from_numpy(ids).to(run.device), mask)
+    mask = torch.from_numpy(batch.mask).to(device)
+    return hidden_states(forward, torch.from_numpy(ids).to(device), mask)
 
 
 def _accumulate(
-    run: _Run, items: Iterable[Any], *, batch_size: int, on_long: str, progress: bool
+    model: torch.nn.Module,
+    tokens: ModelTokenizer | None,
+    items: Iterable[Any],
+    *,
+    n: int,
+    special: np.ndarray,
+    limit: int | None,
+    batch_size: int,
+    on_long: str,
+    progress: bool,
 ) -> tuple[LayerTotals, int, int]:
-    """One pass over ``items``: the totals, sequences read and sequences cut."""
+    """One pass over ``items``: the totals, sequences read and sequences cut (``special``: the
+    int64 ids not counted; ``limit``: tokens per sequence fed to the model)."""
+    from posgeom._placement import input_device
     from posgeom._progress import progress_bar
 
+    forward, device, rows = forward_module(model), input_device(model), _embedding_rows(model)
+    pad_id = padding_id(tokens, model)
     total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
     bar = progress_bar(total=total, disable=not progress, unit="item", desc="layer-wise signal")
-    totals = LayerTotals(run.n, torch.device("cpu"))  # float64 totals on the host, always
+    totals = LayerTotals(n, torch.device("cpu"))  # float64 totals on the host, always
     n_sequences = n_cut = 0
-    was_training = run.model.training
-    run.model.eval()
+    was_training = model.training
+    model.eval()
     try:
         with torch.inference_mode():
-            encode = None if run.tokens is None else run.tokens.encode
+            encode = None if tokens is None else tokens.encode
             stream = sequences(items, encode, chunk=batch_size, progress_bar=bar)
-            budget = batching.token_budget(run.model)  # tokens per pass: batching's docstring
-            for batch in batching.token_batches(stream, batch_size, budget, run.limit):
+            budget = batching.token_budget(model)  # tokens per pass: batching's docstring
+            for batch in batching.token_batches(stream, batch_size, budget, limit):
                 batch = [seq for seq in batch if seq]
                 n_sequences += len(batch)
                 if not batch:
                     continue
-                batch, cut = cut_long(batch, run.limit, on_long)
+                batch, cut = cut_long(batch, limit, on_long)
                 n_cut += cut
-                padded = pad_batch(batch, run.pad_id, run.special, run.n)
-                totals.add(_hidden_states(run, padded), padded.pos)
+                padded = pad_batch(batch, pad_id, special, n)
+                totals.add(_hidden_states(forward, rows, device, padded), padded.pos)
     finally:
         bar.close()
-        run.model.train(was_training)
+        model.train(was_training)
     return totals, n_sequences, n_cut
 
 
@@ -300,24 +270,31 @@ def layerwise_positional_signal(
     n = int(max_positions)
     target_arr = _resolve_target(target, n)
     kinds = _check_kinds(stress_kinds)
-    run = _prepare(
-        model,
-        tokenizer,
-        n=n,
-        include_special=include_special,
-        special_token_ids=special_token_ids,
-        max_length=max_length,
-    )
+    tokens = None if tokenizer is None else model_tokenizer(tokenizer)
+    if tokens is not None:
+        tokens.check_model(model)
+    else:
+        check_token_input(model)
+    special = _special_ids(include_special, special_token_ids, tokens)
+    limit = sequence_limit(model, max_length, n)
     totals, n_sequences, n_truncated = _accumulate(
-        run, items, batch_size=int(batch_size), on_long=on_long, progress=progress
+        model,
+        tokens,
+        items,
+        n=n,
+        special=special,
+        limit=limit,
+        batch_size=int(batch_size),
+        on_long=on_long,
+        progress=progress,
     )
     moments = totals.finish()
-    limit = "" if run.limit is None else f", or the model limit is {run.limit}"
-    why = f" (the corpus has no sequence that long{limit})"
+    model_limit = "" if limit is None else f", or the model limit is {limit}"
+    why = f" (the corpus has no sequence that long{model_limit})"
     check_every_position(moments.counts, why=why, fix="max_positions")
     if n_truncated:
         warnings.warn(
-            f"{n_truncated} sequences were longer than the model's {run.limit} positions and "
+            f"{n_truncated} sequences were longer than the model's {limit} positions and "
             "were truncated",
             stacklevel=3,
         )
