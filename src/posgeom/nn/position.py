@@ -47,9 +47,6 @@ __all__ = [
     "sinusoidal_table",
 ]
 
-_POLICIES = ("error", "interpolate", "extend", "compute")
-
-
 def _as_tensor(x: Tensor | np.ndarray, dtype: torch.dtype | None, name: str) -> Tensor:
     if isinstance(x, np.ndarray):
         t = torch.from_numpy(np.ascontiguousarray(x))
