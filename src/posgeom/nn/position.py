@@ -11,15 +11,12 @@ Every module here is a :class:`PositionEmbedding`:
 Policies for positions ``>= n`` (``beyond=``):
 
 - ``"error"``: raise :class:`~posgeom._errors.PosgeomError` naming ``n`` and the options.
-- ``"interpolate"``: position interpolation (Chen et al. 2023, "Extending context window of
-  large language models via positional interpolation"): when the largest requested id
+- ``"interpolate"``: position interpolation (Chen et al. 2023): when the largest requested id
   ``p_max >= n``, every id ``p`` is mapped to ``t = p (n-1) / p_max`` and the embedding is the
   linear interpolation ``(1 - w) P[floor t] + w P[floor t + 1]`` with ``w = t - floor t``.
-  Requests that stay below ``n`` are exact lookups.
-- ``"extend"`` (:class:`~posgeom.nn.tables.AbsolutePositionEmbedding` built by ``from_mds``): out-of-sample
-  extension of the MDS embedding by Gower's formula (:mod:`posgeom.embed.extend`). Call
-  :meth:`~posgeom.nn.tables.AbsolutePositionEmbedding.extend` with the new positions' squared distance rows to
-  the n training positions; positions ``n … n+m-1`` then resolve to the extended rows.
+- ``"extend"`` (:class:`~posgeom.nn.tables.AbsolutePositionEmbedding` built by ``from_mds``):
+  Gower's out-of-sample extension of the MDS embedding; positions ``n … n+m-1`` resolve to the
+  rows :meth:`~posgeom.nn.tables.AbsolutePositionEmbedding.extend` appended.
 - ``"compute"`` (:class:`SinusoidalPositionEmbedding` only): evaluate the formula.
 
 Position math is done in float32 or better; tables are stored in ``dtype`` (default: torch's
@@ -46,6 +43,7 @@ __all__ = [
     "SinusoidalPositionEmbedding",
     "sinusoidal_table",
 ]
+
 
 def _as_tensor(x: Tensor | np.ndarray, dtype: torch.dtype | None, name: str) -> Tensor:
     if isinstance(x, np.ndarray):
