@@ -211,11 +211,6 @@ def to_encoding(mechanism: Mechanism, n: int, *, head: int | None = None) -> Any
     return mechanism.to_encoding(n, head=head)
 
 
-def _encoding_key(prefix: str, repeat: int, layer_type: str | None) -> str:
-    name = f"{prefix}_{layer_type}" if layer_type else prefix
-    return name if repeat == 1 else f"{name}_{repeat}"
-
-
 def _as_mechanisms(model_or_mechanisms: Any, **find: Any) -> tuple[Mechanism, ...]:
     if isinstance(model_or_mechanisms, Mechanism):
         return model_or_mechanisms.all
@@ -267,9 +262,9 @@ def mechanism_encodings(
         if mech.kind == "none" and len(mechanisms) > 1:
             continue  # the blocks without a mechanism, beside the ones with: no geometry of theirs
         layer_type = getattr(mech.params, "layer_type", None)
-        base = _encoding_key(mech.params.key, 1, layer_type)
+        base = f"{mech.params.key}_{layer_type}" if layer_type else mech.params.key
         seen[base] = seen.get(base, 0) + 1
-        key = _encoding_key(mech.params.key, seen[base], layer_type)
+        key = base if seen[base] == 1 else f"{base}_{seen[base]}"
         params: dict[str, Any] = {"kind": mech.kind, "source": mech.source, "start": start}
         for suffix, enc in mech.params.encodings(n, start=start, params=params).items():
             out[key + suffix] = enc

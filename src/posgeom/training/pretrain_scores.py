@@ -28,18 +28,19 @@ LAG_BYTES = 1_000_000
 
 def geometry_row(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict[str, Any]:
     """Every per-position score of ``encoding`` against ``target`` (module docstring)."""
-    from posgeom.scores import monotonicity_violation_rate, separation_margin, stress_scores
     from posgeom.scores.stress import encoding_distances
+    from posgeom.training.metrics import geometry_scores
 
-    st = stress_scores(encoding, target)
-    delta = np.asarray(encoding_distances(encoding), dtype=np.float64)
     tgt = np.asarray(target, dtype=np.float64)
-    per = ((st.scale * delta - tgt) ** 2).sum(axis=1) / np.maximum((tgt**2).sum(axis=1), 1e-300)
+    scores = geometry_scores(encoding, tgt, seed=seed)
+    st = scores["stress"]
+    delta = np.asarray(encoding_distances(encoding), dtype=np.float64)
+    per = ((st["scale"] * delta - tgt) ** 2).sum(axis=1) / np.maximum((tgt**2).sum(axis=1), 1e-300)
     return {
-        "paper": float(st.paper),
-        "scale_optimal": float(st.scale_optimal),
-        "violation_rate": float(monotonicity_violation_rate(encoding, tgt, seed=seed).rate),
-        "separation": float(separation_margin(encoding)),
+        "paper": float(st["paper"]),
+        "scale_optimal": float(st["scale_optimal"]),
+        "violation_rate": float(scores["violation_rate"]),
+        "separation": float(scores["separation"]),
         "per_position_max": float(per.max()),
         "per_position": per.tolist(),
     }
