@@ -40,6 +40,9 @@ __all__ = [
 
 #: Load a pretrained model offline, in eval mode (:func:`posgeom._hub.pretrained_model`).
 load_model = pretrained_model
+#: A ``transformers`` tokenizer, offline (:func:`posgeom._hub.pretrained_tokenizer`); for counting
+#: and the model analysis :func:`model_tokenizer` wraps it.
+load_tokenizer = pretrained_tokenizer
 
 
 def loaded_model(model: Any, *, device: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
@@ -92,12 +95,6 @@ def model_info(model: Any) -> dict[str, Any]:
         "position_limit": model_position_limit(model),
         "parameters": int(sum(p.numel() for p in model.parameters())),
     }
-
-
-def load_tokenizer(name_or_path: str | os.PathLike[str], **kwargs: Any) -> Any:
-    """A ``transformers`` tokenizer, offline (``AutoTokenizer``; ``kwargs`` go to
-    ``from_pretrained``). For counting and the model analysis use :func:`model_tokenizer`."""
-    return pretrained_tokenizer(name_or_path, **kwargs)
 
 
 def _embedding_rows(model: Any) -> int | None:
