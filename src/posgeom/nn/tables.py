@@ -23,8 +23,14 @@ from posgeom.nn.position import PositionEmbedding, _as_tensor
 __all__ = ["AbsolutePositionEmbedding", "LowRankPositionEmbedding"]
 
 
-def _placement_matrix(coordinates: np.ndarray, embedding: np.ndarray) -> np.ndarray:
-    """Recover the (d, r) placement ``Q`` from ``P = X Qᵀ`` by least squares; check the fit."""
+def _placement_of(mds_result: Any, coordinates: np.ndarray, embedding: np.ndarray) -> np.ndarray:
+    """The (d, r) placement ``Q`` with ``embedding = coordinates Qᵀ``: ``mds_result.placement``
+    when it is a (d, r) array that fits, else recovered by least squares (the fit checked)."""
+    q = getattr(mds_result, "placement", None)
+    if isinstance(q, np.ndarray) and q.shape == (embedding.shape[1], coordinates.shape[1]):
+        q = np.asarray(q, dtype=np.float64)
+        if np.allclose(coordinates @ q.T, embedding, rtol=1e-10, atol=1e-12):
+            return q
     qt, *_ = np.linalg.lstsq(coordinates, embedding, rcond=None)
     resid = np.linalg.norm(coordinates @ qt - embedding)
     scale = max(np.linalg.norm(embedding), 1e-300)
@@ -34,16 +40,6 @@ def _placement_matrix(coordinates: np.ndarray, embedding: np.ndarray) -> np.ndar
             f"(relative residual {resid / scale:.2e}); pass an MDSResult from classical_mds"
         )
     return qt.T
-
-
-def _placement_of(mds_result: Any, coordinates: np.ndarray, embedding: np.ndarray) -> np.ndarray:
-    """``Q`` (d, r): ``mds_result.placement`` when it is a (d, r) array, else least squares."""
-    q = getattr(mds_result, "placement", None)
-    if isinstance(q, np.ndarray) and q.shape == (embedding.shape[1], coordinates.shape[1]):
-        q = np.asarray(q, dtype=np.float64)
-        if np.allclose(coordinates @ q.T, embedding, rtol=1e-10, atol=1e-12):
-            return q
-    return _placement_matrix(coordinates, embedding)
 
 
 def _mds_arrays(mds_result: Any) -> tuple[np.ndarray, np.ndarray]:
