@@ -53,12 +53,11 @@ def save_module(module: nn.Module, path: str | os.PathLike) -> Path:
             f"save_module supports {sorted(_CLASSES)}, got {type(module).__name__}; save other "
             "modules with safetensors.torch.save_model"
         )
-    ref = module._ref_tensor()
     meta = {
         "format": FORMAT,
         "class": type(module).__name__,
         "config": module.config(),
-        "dtype": str(ref.dtype).removeprefix("torch."),
+        "dtype": str(module._ref_tensor().dtype).removeprefix("torch."),
     }
     return write_tensors(path, module.state_dict(), meta)
 

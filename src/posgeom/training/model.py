@@ -116,9 +116,7 @@ def _lazy_modules() -> tuple[type, type]:
 
 def position_module(model: Any) -> Any:
     """The position module of a tiny model (``None`` for NoPE and for MiniLM)."""
-    if hasattr(model, "bert"):
-        return None
-    return model.position
+    return None if hasattr(model, "bert") else model.position
 
 
 def n_position_parameters(model: Any) -> int:
@@ -126,6 +124,4 @@ def n_position_parameters(model: Any) -> int:
     if hasattr(model, "bert"):
         return int(model.bert.embeddings.position_embeddings.weight.numel())
     pos = position_module(model)
-    if pos is None:
-        return 0
-    return int(sum(p.numel() for p in pos.parameters() if p.requires_grad))
+    return 0 if pos is None else int(sum(p.numel() for p in pos.parameters() if p.requires_grad))

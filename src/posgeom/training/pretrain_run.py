@@ -160,9 +160,7 @@ def evaluate(
         out[f"{split}_loss"] = float(total.sum() / count.sum())
         if split == "validation":
             out["per_position_loss"] = (total / np.maximum(count, 1)).tolist()
-    for factor in (2, 4):
-        if not extendable:
-            continue
+    for factor in (2, 4) if extendable else ():
         res = _eval_loss(model, splits, "validation", objective, factor * n, spec)
         if res is None:
             continue
