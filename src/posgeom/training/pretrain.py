@@ -70,10 +70,7 @@ class _Corpus:
         return {
             **self.splits.describe(),
             "geometry": {e: g.distances.tolist() for e, g in self.geometry.items()},
-            "lag_geometry": {
-                "lags": self.lag["lags"].tolist(),
-                "distances": self.lag["distances"].tolist(),
-            },
+            "lag_geometry": {key: value.tolist() for key, value in self.lag.items()},
         }
 
 
@@ -127,12 +124,6 @@ def run_one(
         "parameters": trainable,
         "torch": torch.__version__,
     }
-
-
-def _plan(
-    arms: Sequence[str], corpora: Sequence[str], objectives: Sequence[str], seeds: Sequence[int]
-) -> list[tuple[str, int, str, str]]:
-    return [(o, s, c, a) for o in objectives for s in seeds for c in corpora for a in arms]
 
 
 def _check(arms: Sequence[str], objectives: Sequence[str], seeds: Sequence[int]) -> None:
@@ -210,7 +201,8 @@ def pretrain_grid(
         "corpora": [dataclasses.asdict(c) | {"files": list(c.files)} for c in corpora],
     }
     folder = _open(output, grid, resume)
-    plan = _plan(arms, [c.name for c in corpora], objectives, seeds)
+    names = [c.name for c in corpora]
+    plan = [(o, s, c, a) for o in objectives for s in seeds for c in names for a in arms]
     loaded: dict[str, _Corpus] = {}
     t0, done_here = time.perf_counter(), 0
     for obj, seed, cname, arm in plan:
