@@ -5,18 +5,14 @@ of hidden states, the token count ``c_i``, and ``sum ||h - s||^2`` around a shif
 batch's mean); :meth:`LayerTotals.finish` turns them into means and the variance share
 explained by position (formulas in :mod:`posgeom.models.layerwise`).
 
-Per batch (:class:`_BatchSums`), on the hidden states' device, in float32 (float64 for float64
-models): with flat token slots ``slot`` (the position ``i < n`` of a counted token, ``n`` for
-padding, special tokens and positions ``>= n``), each layer's ``(B*T, d)`` hidden states are read
-twice and never copied: one ``index_add_`` into an ``(L+1, n+1, d)`` buffer (row ``n`` collects
-everything not counted, including garbage at padding, and is dropped) gives the per-position sums,
-and one fused ``||h - s||`` per token gives the distances to the shift, of which the counted ones
-are squared and summed in float64. A batch adds at most ``batch_size`` tokens per position, so a
-batch sum carries ~1e-7 relative round-off; totals are float64 on the host (one transfer of the
-batch sums per batch, whatever the model's device). Whatever the model's dtype
-(bfloat16, float16), hidden states are cast up to float32 before they are summed, so a half-precision
-model's per-position sums carry no more round-off than a float32 model's. A model spread over
-devices (``device="auto"``) returns each layer's states on that layer's device: each is moved to
+Per batch, on the hidden states' device, in float32 (float64 for float64 models; half-precision
+states are cast up first): with flat token slots ``slot`` (the position ``i < n`` of a counted
+token, ``n`` for everything not counted), each layer's ``(B*T, d)`` hidden states are read twice
+and never copied: one ``index_add_`` into an ``(L+1, n+1, d)`` buffer (row ``n`` dropped) gives
+the per-position sums, and one fused ``||h - s||`` per token the distances to the shift, of which
+the counted ones are squared and summed in float64. A batch adds at most ``batch_size`` tokens per
+position (~1e-7 relative round-off); the batch sums are added into float64 totals on the host.
+A model spread over devices returns each layer's states on that layer's device: each is moved to
 the first layer's device before it is summed.
 """
 
@@ -43,58 +39,6 @@ def check_every_position(counts: np.ndarray, *, why: str, fix: str) -> None:
         raise PosgeomError(f"position {first} received no tokens{why}; use {fix} <= {first}")
 
 
-class _BatchSums:
-    """Per-batch sums of every layer in the work dtype, with reusable buffers."""
-
-    def __init__(self, n: int, acc_device: torch.device):
-        self.n = n
-        self.acc_device = acc_device
-        self.shift: torch.Tensor | None = None  # (L+1, d) in the work dtype
-        self._sums: torch.Tensor | None = None
-        self._norms: torch.Tensor | None = None
-
-    def first_shift(self, hidden: Sequence[torch.Tensor], take: torch.Tensor) -> torch.Tensor:
-        """The first batch's mean of the counted tokens, ``(L+1, d)`` in the work dtype."""
-        first = hidden[0]
-        dtype = torch.float64 if first.dtype == torch.float64 else torch.float32
-        width = int(first.shape[-1])
-        self.shift = torch.stack(
-            [
-                h.reshape(-1, width).to(take.device).index_select(0, take).to(dtype).mean(0)
-                for h in hidden
-            ]
-        )
-        return self.shift
-
-    def _buffers(self, layers: int, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        shift = self.shift
-        assert shift is not None
-        width = int(shift.shape[1])
-        if self._sums is None or self._sums.shape[0] != layers:
-            self._sums = torch.empty(
-                layers, self.n + 1, width, dtype=shift.dtype, device=shift.device
-            )
-        if self._norms is None or self._norms.shape[0] != layers or self._norms.shape[1] < size:
-            self._norms = torch.empty(layers, size, dtype=shift.dtype, device=shift.device)
-        return self._sums, self._norms[:, :size]
-
-    def add(
-        self, hidden: Sequence[torch.Tensor], slot: torch.Tensor, take: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-position sums ``(L+1, n, d)`` (work dtype) and float64 ``sum ||h - s||^2``."""
-        shift = self.shift
-        assert shift is not None
-        sums, norms = self._buffers(len(hidden), int(slot.shape[0]))
-        sums.zero_()
-        width = int(shift.shape[1])
-        for layer, h in enumerate(hidden):  # two reads of each layer, no copy of the batch
-            rows = h.reshape(-1, width).to(shift.device, shift.dtype)
-            sums[layer].index_add_(0, slot, rows)
-            torch.linalg.vector_norm(rows - shift[layer], dim=1, out=norms[layer])
-        counted = norms.index_select(1, take).to(self.acc_device).double()  # cast on the host
-        return sums[:, : self.n], counted.square().sum(dim=1)
-
-
 @dataclass(frozen=True, eq=False)
 class LayerMoments:
     """What the totals give (float64): ``means`` ``(L+1, n, d)``, ``counts`` ``(n,)`` int64,
@@ -113,7 +57,9 @@ class LayerTotals:
         self.n = n
         self.acc_device = acc_device  # where the float64 totals live (the host)
         self.counts = np.zeros(n, dtype=np.int64)
-        self._batch = _BatchSums(n, acc_device)
+        self.work_shift: torch.Tensor | None = None  # (L+1, d) in the work dtype
+        self._sums: torch.Tensor | None = None  # per-batch buffers, reused
+        self._norms: torch.Tensor | None = None
         self.sums: torch.Tensor | None = None  # (L+1, n, d) float64 sums of h
         self.shift: torch.Tensor | None = None  # (L+1, d) float64 (exactly the work-dtype shift)
         self.sumsq: torch.Tensor | None = None  # (L+1,) float64 sums of ||h - shift||^2
@@ -137,19 +83,51 @@ class LayerTotals:
         slot = torch.from_numpy(np.where(flat_pos >= 0, flat_pos, self.n)).to(device)
         take_t = torch.from_numpy(take).to(device)
         if self.sums is None:
-            # The first batch's mean in the work dtype; the float64 copy is exactly the shift
-            # the sums of squares are taken around.
-            shift = self._batch.first_shift(hidden, take_t).to(self.acc_device).double()
-            layers, width = len(hidden), int(shift.shape[1])
-            self.shift = shift
+            self.shift = self._first_shift(hidden, take_t).to(self.acc_device).double()
+            layers, width = self.shift.shape
             self.sums = torch.zeros(
                 layers, self.n, width, dtype=torch.float64, device=self.acc_device
             )
             self.sumsq = torch.zeros(layers, dtype=torch.float64, device=self.acc_device)
         assert self.sumsq is not None
-        batch_sums, batch_sumsq = self._batch.add(hidden, slot, take_t)
+        batch_sums, batch_sumsq = self._batch_sums(hidden, slot, take_t)
         self.sums.add_(batch_sums.to(self.acc_device))
         self.sumsq.add_(batch_sumsq.to(self.acc_device))
+
+    def _first_shift(self, hidden: Sequence[torch.Tensor], take: torch.Tensor) -> torch.Tensor:
+        """The first batch's mean of the counted tokens, ``(L+1, d)`` in the work dtype."""
+        first = hidden[0]
+        dtype = torch.float64 if first.dtype == torch.float64 else torch.float32
+        width = int(first.shape[-1])
+        self.work_shift = torch.stack(
+            [
+                h.reshape(-1, width).to(take.device).index_select(0, take).to(dtype).mean(0)
+                for h in hidden
+            ]
+        )
+        return self.work_shift
+
+    def _batch_sums(
+        self, hidden: Sequence[torch.Tensor], slot: torch.Tensor, take: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-position sums ``(L+1, n, d)`` (work dtype) and float64 ``sum ||h - s||^2``."""
+        shift = self.work_shift
+        assert shift is not None
+        layers, size, width = len(hidden), int(slot.shape[0]), int(shift.shape[1])
+        if self._sums is None:
+            self._sums = torch.empty(
+                layers, self.n + 1, width, dtype=shift.dtype, device=shift.device
+            )
+        if self._norms is None or self._norms.shape[1] < size:
+            self._norms = torch.empty(layers, size, dtype=shift.dtype, device=shift.device)
+        sums, norms = self._sums, self._norms[:, :size]
+        sums.zero_()
+        for layer, h in enumerate(hidden):  # two reads of each layer, no copy of the batch
+            rows = h.reshape(-1, width).to(shift.device, shift.dtype)
+            sums[layer].index_add_(0, slot, rows)
+            torch.linalg.vector_norm(rows - shift[layer], dim=1, out=norms[layer])
+        counted = norms.index_select(1, take).to(self.acc_device).double()  # cast on the host
+        return sums[:, : self.n], counted.square().sum(dim=1)
 
     def finish(self) -> LayerMoments:
         """Means and ``R^2 = sum_i c_i ||m(i) - m||^2 / sum_t ||h(t) - m||^2`` per layer."""

@@ -5,29 +5,23 @@ both scored against the corpus's own Hellinger geometry.
 token-id sequences for both halves, so positions line up exactly:
 
 1. counts ``C[i, t]`` for positions ``0..n-1`` (:func:`posgeom.corpus.counting.count_positions`,
-   start-aligned, with the same special-token handling as the signal, recording the tokenizer's
-   identity), then the geometry pipeline **on the target**
-   (:func:`posgeom.analyze`, the MDS rows, with the target's estimator and resolution:
-   the target ``D`` (chord convention, ``[0, sqrt 2]``), its MDS encoding ``mds``, its noise
-   floor on the target's token classes, and the scores of every encoding of the model's own
-   positional mechanism (:func:`~posgeom.models.mechanisms.mechanism_encodings`) against ``D``,
-   the plug-in scores beside), the same computation ``compare`` makes, so both say the same;
-2. the layer-wise signal (:func:`~posgeom.models.layerwise.layerwise_positional_signal`): the
-   per-position mean hidden state of every layer, centred, its Euclidean distances scored against
-   ``D`` with every stress kind, and the variance share explained by position.
+   start-aligned, with the signal's special-token handling), then the geometry pipeline **on the
+   target** (:func:`posgeom.analyze`, the MDS rows, with the target's estimator and resolution:
+   the target ``D`` (chord convention, ``[0, sqrt 2]``), its MDS encoding, its noise floor and the
+   scores of every encoding of the model's own positional mechanism
+   (:func:`~posgeom.models.mechanisms.mechanism_encodings`) against ``D``, the plug-in scores
+   beside), the same computation ``compare`` makes;
+2. the layer-wise signal (:func:`~posgeom.models.layerwise.layerwise_positional_signal`), its
+   distances scored against ``D`` with every stress kind.
 
-Special tokens. ``include_special=True``: ``[CLS]`` is position 0 and counted like any token.
-``include_special=False``: special tokens are removed from the counts *and* skipped by the signal
-(the model still sees them), and positions are re-indexed over the remaining tokens. The special
-set is the tokenizer's special ids **minus its unknown token** (an ``[UNK]`` stands for a real
-word), for both halves. The learned table is then read from row ``k`` on, where ``k`` is the
-number of leading special tokens every sequence shares (1 for ``[CLS]``), so table row and corpus
-position refer to the same token slot.
+Special tokens (:mod:`posgeom.models.layerwise`): with ``include_special=False`` they are removed
+from the counts *and* skipped by the signal, and the learned table is read from row ``k`` on,
+``k`` the number of leading special tokens every sequence shares (1 for ``[CLS]``), so table row
+and corpus position refer to the same token slot.
 
-Long sequences. Every sequence is fed to the model whole, up to ``limit = min(model positions,
-max_length)`` tokens; longer ones are cut to their first ``limit`` tokens (``on_long="truncate"``,
-reported in ``n_truncated``) or refused (``on_long="refuse"``). Counting only uses positions
-``< n <= limit``, so truncation never changes the counts, only the context the model sees.
+Long sequences are fed whole up to ``limit = min(model positions, max_length)`` tokens and cut
+there (``on_long="truncate"``, counted in ``n_truncated``) or refused (``"refuse"``); counting only
+uses positions ``< n <= limit``, so truncation never changes the counts.
 """
 
 from __future__ import annotations
@@ -43,7 +37,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, validate_params
 from posgeom.corpus.bootstrap_weights import REPLICATES
 from posgeom.models.accumulate import check_every_position
@@ -68,20 +61,6 @@ __all__ = ["ModelAnalysis", "analyze_model"]
 log = logging.getLogger("posgeom")
 
 # ------------------------------------------------------------------------------------- corpus
-
-
-def _cut(seqs: list[np.ndarray], limit: int | None, on_long: str) -> tuple[list[np.ndarray], int]:
-    seqs, n_long = cut_long(seqs, limit, on_long)
-    if n_long:
-        log.warning(
-            "%d of %d sequences are longer than %d tokens and were cut to their first %d "
-            "tokens (counts of positions < n are unchanged; the model sees less context)",
-            n_long,
-            len(seqs),
-            limit,
-            limit,
-        )
-    return seqs, n_long
 
 
 def _count(
@@ -114,11 +93,6 @@ def _count(
 
 
 # ----------------------------------------------------------------------------------- encodings
-
-
-def _model_width(model: torch.nn.Module) -> int:
-    hidden = getattr(getattr(model, "config", None), "hidden_size", None)
-    return int(hidden) if hidden else 128
 
 
 def _baselines(n: int, width: int, seed: int) -> dict[str, Any]:
@@ -188,33 +162,27 @@ def analyze_model(
 
     Args:
         model: a loaded Hugging Face model, or a name / local folder (loaded offline).
-        tokenizer: anything :func:`posgeom.models.loading.model_tokenizer` accepts (a
-            ``tokenizer.json``, a folder, a transformers name or tokenizer, a posgeom
-            tokenizer); it must be the model's (:meth:`ModelTokenizer.check_model`).
+        tokenizer: anything :func:`posgeom.models.loading.model_tokenizer` accepts; it must be
+            the model's (:meth:`ModelTokenizer.check_model`).
         texts: the corpus, one string per sequence (read once).
         max_positions: ``n``, positions ``0..n-1``; every position needs at least one token.
         include_special: count special tokens (see the module docstring).
-        on_long: ``"truncate"`` or ``"refuse"`` sequences longer than ``min(model positions,
-            max_length)`` tokens (the same option as the layer-wise signal's).
+        on_long, max_length: as in the module docstring.
         refine, noise, seed: passed to :func:`posgeom.analyze` (SMACOF refinement
             of the MDS encoding; noise floor of ``D``).
         baselines: also score two reference encodings of the model's width, ``sinusoidal``
             (Vaswani, base 10000) and ``random`` (seeded Gaussian, whose distances are all about
             equal: its scale-optimal stress is what "no positional structure" scores).
         batch_size: at most this many sequences per forward pass, and at most
-            :func:`~posgeom.models.batching.token_budget` padded tokens (sorted by length
-            first: little padding; the per-position means do not depend on the grouping).
+            :func:`~posgeom.models.batching.token_budget` padded tokens.
         target: the estimator of the corpus geometry the layers and encodings are scored against
             (:mod:`posgeom.models.targets`): ``"recommended"`` (default), a name of
             :func:`posgeom.estimators.available`, or ``"plugin"`` (the paper's plug-in chord).
             The plug-in scores are always computed too and reported beside the target's.
-        resolution: the token classes of the target (``"auto"``, ``"full"``, ``"top:K"``,
-            ``"top:K+bands:B"``, ``"bins:B"``; :mod:`posgeom.estimators.resolution`), recorded
-            in the options.
+        resolution: the token classes of the target (:mod:`posgeom.estimators.resolution`).
         device, dtype: where and in what precision a model given by name or folder is loaded
-            (:func:`posgeom.models.loading.load_model`: ``"cpu"``, ``"cuda[:N]"``, ``"mps"``,
-            ``"auto"``; ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"``; default the
-            CPU, float32). Sums and statistics are float64 whatever the dtype.
+            (:func:`posgeom.models.loading.load_model`; default the CPU, float32). Sums and
+            statistics are float64 whatever the dtype.
         bootstrap: ``B`` half-sample replicates of the counts (counted in the same pass) for an
             interval on the stress of every layer, re-estimating the target on each; ``None``:
             no intervals. level: their coverage (method ``"bias_aware"``).
@@ -243,7 +211,16 @@ def analyze_model(
     seqs = tokenize_texts(tok, texts)
     timings["tokenize"] = time.perf_counter() - t0
     read = len(seqs)
-    seqs, n_long = _cut(keep_counted(seqs, special_arr), limit, on_long)
+    seqs, n_long = cut_long(keep_counted(seqs, special_arr), limit, on_long)
+    if n_long:
+        log.warning(
+            "%d of %d sequences are longer than %d tokens and were cut to their first %d "
+            "tokens (counts of positions < n are unchanged; the model sees less context)",
+            n_long,
+            len(seqs),
+            limit,
+            limit,
+        )
 
     t0 = time.perf_counter()
     counts = _count(seqs, tok, n, include_special, special, bootstrap=bootstrap, seed=seed)
@@ -252,7 +229,7 @@ def analyze_model(
     mechanisms = find_positional_mechanisms(model, on_missing="none")
     start = table_start(mechanisms, seqs, special_arr, n)
     encodings = mechanism_encodings(mechanisms, n, start=start)
-    width = _model_width(model)
+    width = int(getattr(getattr(model, "config", None), "hidden_size", None) or 128)
     references = _baselines(n, width, seed) if baselines else {}
     t0 = time.perf_counter()
     name_of_target, fallback = target_name(counts, target)
@@ -310,10 +287,6 @@ def analyze_model(
     )
     timings["intervals"] = time.perf_counter() - t0
     plugin = geometry.estimate is None  # the target is the full-vocabulary plug-in itself
-    if not np.array_equal(signal.counts, np.asarray(counts.totals)):
-        raise PosgeomError(  # pragma: no cover - a bug, not a user mistake
-            "internal mismatch: the layer-wise token counts differ from the corpus counts"
-        )
     options = {
         "max_positions": n,
         "include_special": bool(include_special),

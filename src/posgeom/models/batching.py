@@ -1,15 +1,12 @@
 """Batching for the layer-wise signal: token-id sequences in, padded batches with positions out.
 
-A corpus item is a text (tokenized with special tokens added), a token-id sequence, a 2-D
-token-id array (one row per sequence, no padding) or a mapping ``{"input_ids",
-"attention_mask"}`` (masked-out tokens dropped). :func:`sequences` streams them as lists of ids;
-:func:`cut_long` applies the one truncation option ``on_long``; :func:`pad_batch` right-pads a
-batch and gives every token the corpus position it is counted at (or ``-1``).
+:func:`sequences` streams corpus items (texts, token-id sequences, 2-D token-id arrays, mappings
+``{"input_ids", "attention_mask"}``) as lists of ids; :func:`cut_long` applies ``on_long``;
+:func:`pad_batch` right-pads a batch and gives every token the corpus position it is counted at.
 
 Batch size. A batch holds at most ``batch_size`` sequences and at most :func:`token_budget`
-padded tokens (``B * T``, its sequences cut to the model's limit), so that the forward pass's
-buffers stay within a tenth of the weights (at least 64 MiB) for a model of any size; the
-per-position sums do not depend on how sequences are grouped (float32 round-off aside).
+padded tokens, so that the forward pass's buffers stay within a tenth of the weights (at least
+64 MiB) for a model of any size; the per-position sums do not depend on the grouping.
 
 Positions. ``pos[b, t] = t`` when special tokens are counted; otherwise special tokens get
 ``-1`` and the others the number of non-special tokens before them in their row. Padding and

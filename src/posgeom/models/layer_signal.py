@@ -1,9 +1,6 @@
-"""The layer-wise positional signal of a model over a corpus: :class:`LayerwiseSignal`.
-
-What :func:`posgeom.models.layerwise.layerwise_positional_signal` returns (formulas in that
-module), with its per-layer rows (:meth:`LayerwiseSignal.layer_rows`, the start of
-analyze-model's ``layers``) and their stress cells (:func:`stress_cells`, shared with the probes'
-model rows).
+"""The layer-wise positional signal of a model over a corpus: :class:`LayerwiseSignal` (what
+:func:`posgeom.models.layerwise.layerwise_positional_signal` returns), its per-layer rows and
+their stress cells (:func:`stress_cells`, shared with the probes' model rows).
 """
 
 from __future__ import annotations

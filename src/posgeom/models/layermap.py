@@ -27,6 +27,7 @@ positions reach every block through the residual stream). Nothing is read from t
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -107,12 +108,9 @@ def _block_of(name: str, stacks: dict[str, int]) -> tuple[str, int] | None:
 
 
 def _common(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a.split("."), b.split("."), strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
+    """How many leading module-path components ``a`` and ``b`` share."""
+    pairs = zip(a.split("."), b.split("."), strict=False)
+    return len(list(itertools.takewhile(lambda pair: pair[0] == pair[1], pairs)))
 
 
 def _nearest_stacks(source: str, stacks: dict[str, int]) -> list[str]:
@@ -120,11 +118,6 @@ def _nearest_stacks(source: str, stacks: dict[str, int]) -> list[str]:
     owner = source.rsplit(".", 1)[0] if "." in source else ""
     best = max(_common(owner, s) for s in stacks)
     return [s for s in stacks if _common(owner, s) == best]
-
-
-def _layer_types(config: Any, n: int) -> Sequence[str] | None:
-    types = getattr(text_config(config), "layer_types", None)
-    return types if isinstance(types, (list, tuple)) and len(types) == n else None
 
 
 def _module_flags(model: Any, stack: str, n: int, attr: str) -> dict[int, bool]:
@@ -160,8 +153,8 @@ def _rotary_layers(
         ]
         return used, "forward probe"
     text = stack in _text_stacks(model)  # the (text) configuration's lists are its stack's
-    types = _layer_types(config, n) if text and layer_type else None
-    if types is not None and layer_type in types:  # a set-up named after a layer type
+    types = getattr(text_config(config), "layer_types", None) if text and layer_type else None
+    if isinstance(types, (list, tuple)) and len(types) == n and layer_type in types:
         layers = [i for i in layers if types[i] == layer_type]
     flags = _module_flags(model, stack, n, "use_rope") or (_config_flags(config, n) if text else {})
     return [i for i in layers if flags.get(i, True)], "configuration"
@@ -207,12 +200,12 @@ def _placed(
 ) -> list[Mechanism]:
     """``mech`` with its stack and layers (one copy per stack it acts on)."""
     scope = getattr(mech.params, "scope", None) or SCOPE.get(mech.kind, "block")
-    where = _block_of(mech.source, stacks)
-    if where is not None and (mech.kind, where[0]) in per_block:
+    block = _block_of(mech.source, stacks)
+    if block is not None and (mech.kind, block[0]) in per_block:
         scope = "block"
     if scope == "input" or not stacks:
         return [mech]
-    block = _block_of(mech.source, stacks) if scope == "block" else None
+    block = block if scope == "block" else None
     targets = (
         [(block[0], [block[1]])]
         if block

@@ -6,20 +6,16 @@ over a corpus,
 
     m_l(i) = (1 / c_i) * sum over tokens t at position i of h_l(t),
 
-is accumulated batch by batch on the hidden states' device: per batch, one ``index_add_`` per
-layer into float32 per-position sums (float64 for float64 models; at most ``batch_size`` tokens
-per position, so ~1e-7 relative round-off), added into float64 running totals on the host,
-whatever the model's device and dtype. Hidden states of a batch are read in place and dropped once added, never copied or stored.
-Padding (attention mask 0) is never counted, whatever the model writes there.
+is accumulated batch by batch into float64 totals on the host, whatever the model's device and
+dtype (:mod:`posgeom.models.accumulate`). Padding (attention mask 0) is never counted.
 
 Positions and special tokens. With ``include_special=True`` position ``i`` is the index of the
 token in the model's input (``[CLS]`` is position 0 for BERT). With ``include_special=False`` the
-model still sees the full input, special tokens included, but special-token positions are left out
-of the sums and the remaining tokens are re-indexed: a token's position is the number of
-non-special tokens before it. This is the same indexing as counting positions on a corpus with
-special tokens removed, so the result lines up with a Hellinger target built that way. Special
-tokens are the tokenizer's ``all_special_ids`` except the unknown token (an ``[UNK]`` stands for
-a real word), or the ``special_token_ids`` you pass.
+model still sees the full input, but special-token positions are left out of the sums and the
+remaining tokens are re-indexed: a token's position is the number of non-special tokens before
+it, the indexing of a corpus counted with special tokens removed. Special tokens are the
+tokenizer's ``all_special_ids`` except the unknown token (an ``[UNK]`` stands for a real word), or
+the ``special_token_ids`` you pass.
 
 From the means:
 
@@ -33,17 +29,14 @@ From the means:
 
       R^2_l = sum_i c_i ||m_l(i) - m_l||^2 / sum_tokens ||h_l(t) - m_l||^2,
 
-  with ``m_l`` the mean over all counted tokens (between-position over total sum of squares).
-  The squares are taken around a shift ``s`` (the first batch's mean): per token ``||h - s||`` is
-  computed in the work dtype and its square summed in float64, so that large hidden-state means
-  do not cancel catastrophically.
+  with ``m_l`` the mean over all counted tokens (between-position over total sum of squares),
+  the squares taken around the first batch's mean so that large means do not cancel.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
 
@@ -54,7 +47,7 @@ from posgeom._distance_matrix import euclidean_distances, held_distances
 from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, Options, check_int, validate_params
 from posgeom.models import batching
-from posgeom.models.accumulate import LayerMoments, LayerTotals, check_every_position
+from posgeom.models.accumulate import LayerTotals, check_every_position
 from posgeom.models.batching import ON_LONG, PaddedBatch, cut_long, pad_batch, sequences
 from posgeom.models.layer_signal import LayerwiseSignal
 from posgeom.models.loading import (
@@ -72,21 +65,6 @@ __all__ = ["STRESS_KINDS", "layerwise_positional_signal"]
 
 
 # ------------------------------------------------------------------------------------- set-up
-
-
-@dataclass(frozen=True, eq=False)
-class _Run:
-    """Everything a pass over the corpus needs, resolved once."""
-
-    model: torch.nn.Module
-    forward: torch.nn.Module  # the encoder of an encoder-decoder
-    tokens: ModelTokenizer | None
-    n: int
-    special: np.ndarray  # int64 ids not counted
-    pad_id: int
-    limit: int | None  # tokens per sequence fed to the model
-    vocab_rows: int | None
-    device: torch.device
 
 
 def _special_ids(
@@ -121,35 +99,6 @@ def sequence_limit(model: Any, max_length: int | None, n: int) -> int | None:
     return limit
 
 
-def _prepare(
-    model: torch.nn.Module,
-    tokenizer: Any,
-    *,
-    n: int,
-    include_special: bool,
-    special_token_ids: Collection[int] | None,
-    max_length: int | None,
-) -> _Run:
-    tokens = None if tokenizer is None else model_tokenizer(tokenizer)
-    if tokens is not None:
-        tokens.check_model(model)
-    else:
-        check_token_input(model)
-    from posgeom._placement import input_device
-
-    return _Run(
-        model=model,
-        forward=forward_module(model),
-        tokens=tokens,
-        n=n,
-        special=_special_ids(include_special, special_token_ids, tokens),
-        pad_id=padding_id(tokens, model),
-        limit=sequence_limit(model, max_length, n),
-        vocab_rows=_embedding_rows(model),
-        device=input_device(model),
-    )
-
-
 def _resolve_target(target: Any, n: int) -> np.ndarray | None:
     if target is None:
         return None
@@ -178,47 +127,62 @@ def _check_kinds(stress_kinds: Sequence[str]) -> tuple[str, ...]:
 # ------------------------------------------------------------------------------------ batches
 
 
-def _hidden_states(run: _Run, batch: PaddedBatch) -> Sequence[torch.Tensor]:
+def _hidden_states(
+    forward: Any, vocab_rows: int | None, device: torch.device, batch: PaddedBatch
+) -> Sequence[torch.Tensor]:
     """The ``L+1`` hidden states ``(B, T, d)`` of one padded batch."""
     ids = batch.ids
-    if run.vocab_rows is not None and (ids.max() >= run.vocab_rows or ids.min() < 0):
+    if vocab_rows is not None and (ids.max() >= vocab_rows or ids.min() < 0):
         raise PosgeomError(
-            f"token id {int(ids.max())} is outside the model's vocabulary of {run.vocab_rows}: "
+            f"token id {int(ids.max())} is outside the model's vocabulary of {vocab_rows}: "
             "the token ids (or tokenizer) do not belong to this model"
         )
-    mask = torch.from_numpy(batch.mask).to(run.device)
-    return hidden_states(run.forward, torch.from_numpy(ids).to(run.device), mask)
+    mask = torch.from_numpy(batch.mask).to(device)
+    return hidden_states(forward, torch.from_numpy(ids).to(device), mask)
 
 
 def _accumulate(
-    run: _Run, items: Iterable[Any], *, batch_size: int, on_long: str, progress: bool
+    model: torch.nn.Module,
+    tokens: ModelTokenizer | None,
+    items: Iterable[Any],
+    *,
+    n: int,
+    special: np.ndarray,
+    limit: int | None,
+    batch_size: int,
+    on_long: str,
+    progress: bool,
 ) -> tuple[LayerTotals, int, int]:
-    """One pass over ``items``: the totals, sequences read and sequences cut."""
+    """One pass over ``items``: the totals, sequences read and sequences cut (``special``: the
+    int64 ids not counted; ``limit``: tokens per sequence fed to the model)."""
+    from posgeom._placement import input_device
     from posgeom._progress import progress_bar
 
+    forward, device, rows = forward_module(model), input_device(model), _embedding_rows(model)
+    pad_id = padding_id(tokens, model)
     total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
     bar = progress_bar(total=total, disable=not progress, unit="item", desc="layer-wise signal")
-    totals = LayerTotals(run.n, torch.device("cpu"))  # float64 totals on the host, always
+    totals = LayerTotals(n, torch.device("cpu"))  # float64 totals on the host, always
     n_sequences = n_cut = 0
-    was_training = run.model.training
-    run.model.eval()
+    was_training = model.training
+    model.eval()
     try:
         with torch.inference_mode():
-            encode = None if run.tokens is None else run.tokens.encode
+            encode = None if tokens is None else tokens.encode
             stream = sequences(items, encode, chunk=batch_size, progress_bar=bar)
-            budget = batching.token_budget(run.model)  # tokens per pass: batching's docstring
-            for batch in batching.token_batches(stream, batch_size, budget, run.limit):
+            budget = batching.token_budget(model)  # tokens per pass: batching's docstring
+            for batch in batching.token_batches(stream, batch_size, budget, limit):
                 batch = [seq for seq in batch if seq]
                 n_sequences += len(batch)
                 if not batch:
                     continue
-                batch, cut = cut_long(batch, run.limit, on_long)
+                batch, cut = cut_long(batch, limit, on_long)
                 n_cut += cut
-                padded = pad_batch(batch, run.pad_id, run.special, run.n)
-                totals.add(_hidden_states(run, padded), padded.pos)
+                padded = pad_batch(batch, pad_id, special, n)
+                totals.add(_hidden_states(forward, rows, device, padded), padded.pos)
     finally:
         bar.close()
-        run.model.train(was_training)
+        model.train(was_training)
     return totals, n_sequences, n_cut
 
 
@@ -238,31 +202,6 @@ def layer_stress(
     """``stress(distances[l], target, kind=kind)`` for every layer ``l``: kind -> ``(L+1,)``."""
     per_layer = [stress_scores(d, target, encoding_kind="distances").as_dict() for d in distances]
     return {kind: np.array([s[kind] for s in per_layer]) for kind in kinds}
-
-
-def _signal(
-    moments: LayerMoments,
-    target: np.ndarray | None,
-    kinds: Sequence[str],
-    *,
-    include_special: bool,
-    n_sequences: int,
-    n_truncated: int,
-) -> LayerwiseSignal:
-    means = moments.means
-    distances = layer_distances(means)
-    return LayerwiseSignal(
-        means=means,
-        counts=moments.counts,
-        variance_explained=moments.variance_explained,
-        distances=distances,
-        stress=None if target is None else layer_stress(distances, target, kinds),
-        layer_names=("embeddings", *(str(i) for i in range(1, means.shape[0]))),
-        include_special=bool(include_special),
-        n_sequences=n_sequences,
-        n_truncated=n_truncated,
-        total_sum_squares=moments.total_sum_squares,
-    )
 
 
 def _as_items(items: Any) -> Iterable[Any]:
@@ -303,67 +242,72 @@ def layerwise_positional_signal(
     Args:
         model: a Hugging Face model (any head; encoder-decoders use their encoder), or a name /
             local folder loaded offline with :func:`posgeom.models.loading.load_model`.
-        tokenizer: anything :func:`posgeom.models.loading.model_tokenizer` accepts (a
-            transformers tokenizer, a ``tokenizers.Tokenizer``, a posgeom tokenizer, a
-            name/path), or ``None`` when only token ids are given (then
-            ``include_special=False`` needs ``special_token_ids``). It must be the model's.
-        texts_or_token_id_batches: an iterable (read once, streamed) of texts (tokenized with
-            special tokens added), token-id sequences, 2-D token-id arrays (one row per sequence,
-            no padding), or mappings ``{"input_ids", "attention_mask"}`` (masked-out tokens are
-            dropped). Sequences are re-batched by ``batch_size`` and right-padded.
+        tokenizer: anything :func:`posgeom.models.loading.model_tokenizer` accepts (the
+            model's), or ``None`` when only token ids are given (then ``include_special=False``
+            needs ``special_token_ids``).
+        texts_or_token_id_batches: an iterable (read once, streamed) of corpus items
+            (:mod:`posgeom.models.batching`), re-batched by ``batch_size`` and right-padded.
         max_positions: ``n``; positions ``0..n-1`` are analysed, later tokens still pass through
             the model but are not counted. Every position must receive at least one token.
         include_special: count special tokens (True) or skip them and re-index (False; module
             docstring).
         target: optional ``(n, n)`` distance matrix (e.g. Hellinger) or object with
-            ``.distances``; when given, ``stress[kind]`` is computed per layer with
-            :func:`posgeom.scores.stress.stress_scores` (the same numbers as
-            ``stress(distances[l], target, kind=kind)``).
+            ``.distances``; when given, ``stress[kind]`` per layer (:func:`layer_stress`).
         progress: show a tqdm bar.
         on_long: sequences longer than ``min(model positions, max_length)`` tokens are cut to
-            their first tokens, with a warning (``"truncate"``), or refused (``"refuse"``);
-            counts of positions ``< n`` never change, only the context the model sees.
+            their first tokens, with a warning (``"truncate"``), or refused (``"refuse"``).
         max_length: tokens per sequence fed to the model (default: the model's limit), ``>= n``.
         stress_kinds: kinds to compute (default all four).
         device, dtype: where and in what precision a model given by name or folder is loaded
-            (:func:`posgeom.models.loading.load_model`; default the CPU, float32). The sums are
-            float64 whatever the dtype.
+            (:func:`posgeom.models.loading.load_model`; default the CPU, float32).
 
     Returns:
-        :class:`LayerwiseSignal`. Runs under ``torch.inference_mode`` with the model in eval mode
-        (its training flag is restored afterwards).
+        :class:`LayerwiseSignal`. Runs under ``torch.inference_mode`` in eval mode (the model's
+        training flag is restored afterwards).
     """
     model = loaded_model(model, device=device, dtype=dtype)
     items = _as_items(texts_or_token_id_batches)
     n = int(max_positions)
     target_arr = _resolve_target(target, n)
     kinds = _check_kinds(stress_kinds)
-    run = _prepare(
-        model,
-        tokenizer,
-        n=n,
-        include_special=include_special,
-        special_token_ids=special_token_ids,
-        max_length=max_length,
-    )
+    tokens = None if tokenizer is None else model_tokenizer(tokenizer)
+    if tokens is not None:
+        tokens.check_model(model)
+    else:
+        check_token_input(model)
+    special = _special_ids(include_special, special_token_ids, tokens)
+    limit = sequence_limit(model, max_length, n)
     totals, n_sequences, n_truncated = _accumulate(
-        run, items, batch_size=int(batch_size), on_long=on_long, progress=progress
+        model,
+        tokens,
+        items,
+        n=n,
+        special=special,
+        limit=limit,
+        batch_size=int(batch_size),
+        on_long=on_long,
+        progress=progress,
     )
     moments = totals.finish()
-    limit = "" if run.limit is None else f", or the model limit is {run.limit}"
-    why = f" (the corpus has no sequence that long{limit})"
+    model_limit = "" if limit is None else f", or the model limit is {limit}"
+    why = f" (the corpus has no sequence that long{model_limit})"
     check_every_position(moments.counts, why=why, fix="max_positions")
     if n_truncated:
         warnings.warn(
-            f"{n_truncated} sequences were longer than the model's {run.limit} positions and "
+            f"{n_truncated} sequences were longer than the model's {limit} positions and "
             "were truncated",
             stacklevel=3,
         )
-    return _signal(
-        moments,
-        target_arr,
-        kinds,
-        include_special=include_special,
+    distances = layer_distances(moments.means)
+    return LayerwiseSignal(
+        means=moments.means,
+        counts=moments.counts,
+        variance_explained=moments.variance_explained,
+        distances=distances,
+        stress=None if target_arr is None else layer_stress(distances, target_arr, kinds),
+        layer_names=("embeddings", *(str(i) for i in range(1, moments.means.shape[0]))),
+        include_special=bool(include_special),
         n_sequences=n_sequences,
         n_truncated=n_truncated,
+        total_sum_squares=moments.total_sum_squares,
     )

@@ -2,25 +2,15 @@
 
 Loading. :func:`load_model` and :func:`load_tokenizer` load with ``local_files_only=True`` and
 ``trust_remote_code=False`` through :mod:`posgeom._hub`, the one module that calls
-``from_pretrained`` (it sits below the corpus layer, which loads tokenizers by name too). posgeom
-never downloads a model and never runs code shipped with a checkpoint; a name that is not in the
-local Hugging Face cache raises :class:`~posgeom._errors.PosgeomError` explaining how to point at
-a local folder instead. The process environment (``HF_HUB_OFFLINE``) is never touched.
-``device`` and ``dtype`` (:mod:`posgeom._placement`: ``"cpu"``, ``"cuda[:N]"``, ``"mps"``,
-``"auto"``; ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"``) choose where the model runs
-and its weights' precision; :func:`loaded_model` is what the analyses call on ``model=``
-arguments (a name or folder is loaded there, a model object is used where it is).
+``from_pretrained``: posgeom never downloads a model and never runs code shipped with a
+checkpoint. ``device`` and ``dtype`` (:mod:`posgeom._placement`) choose where the model runs and
+its weights' precision; :func:`loaded_model` is what the analyses call on ``model=`` arguments.
 
 Tokenizers. :func:`model_tokenizer` turns whatever the caller has (a name or path, a posgeom
 tokenizer, a ``transformers`` tokenizer, a ``tokenizers.Tokenizer``) into a
 :class:`ModelTokenizer`: the posgeom tokenizer (no padding, no truncation, special tokens added)
-plus what the models layer asks of it, read through the tokenizer protocol's public attributes:
-
-- ``special_ids``: the special tokens **minus the unknown token** (an ``[UNK]`` stands for a real
-  word), the set left out of counts and means with ``include_special=False``;
-- ``unk_id``, ``pad_id``: the unknown and padding ids (``None`` when there is none);
-- :meth:`ModelTokenizer.check_model`: the vocabulary fits the model's input embedding and the
-  padding id agrees with ``config.pad_token_id``.
+with ``special_ids`` (the special tokens **minus the unknown token**: an ``[UNK]`` stands for a
+real word), ``unk_id``, ``pad_id`` and :meth:`ModelTokenizer.check_model`.
 """
 
 from __future__ import annotations
@@ -48,10 +38,11 @@ __all__ = [
 ]
 
 
-#: Load a pretrained model by hub name (from the local cache only) or local folder, offline, in
-#: eval mode: the models layer's name for :func:`posgeom._hub.pretrained_model` (whose docstring
-#: gives the options: ``model_class``, ``device``, ``dtype``, ``offload_folder``, ...).
+#: Load a pretrained model offline, in eval mode (:func:`posgeom._hub.pretrained_model`).
 load_model = pretrained_model
+#: A ``transformers`` tokenizer, offline (:func:`posgeom._hub.pretrained_tokenizer`); for counting
+#: and the model analysis :func:`model_tokenizer` wraps it.
+load_tokenizer = pretrained_tokenizer
 
 
 def loaded_model(model: Any, *, device: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
@@ -106,15 +97,6 @@ def model_info(model: Any) -> dict[str, Any]:
     }
 
 
-def load_tokenizer(name_or_path: str | os.PathLike[str], **kwargs: Any) -> Any:
-    """A ``transformers`` tokenizer, offline (``AutoTokenizer``; local cache or folder only).
-
-    Extra keyword arguments go to ``from_pretrained`` (e.g. ``gguf_file=...``). For counting and
-    the model analysis use :func:`model_tokenizer`, which wraps the result.
-    """
-    return pretrained_tokenizer(name_or_path, **kwargs)
-
-
 def _embedding_rows(model: Any) -> int | None:
     get = getattr(model, "get_input_embeddings", None)
     embeddings = get() if callable(get) else None
@@ -167,16 +149,13 @@ class ModelTokenizer:
         return [list(ids) for ids in self.tokenizer.encode_batch(list(texts))]
 
     def check_model(self, model: Any, *, fix: str = "load the tokenizer of this model") -> None:
-        """Raise :class:`PosgeomError` when this tokenizer evidently belongs to another model.
-
-        First the model must read token ids alone
-        (:func:`~posgeom.models.token_input.check_token_input`). Then two checks: the vocabulary must fit the model's input embedding (ids ``<`` rows), and,
-        when both name one, the padding id must be the model's ``config.pad_token_id`` (BERT uses
-        0, RoBERTa/MPNet 1: a BERT tokenizer on MPNet passes the first check, not this one).
-        """
+        """Raise :class:`PosgeomError` when this tokenizer evidently belongs to another model:
+        the model must read token ids alone (:func:`~posgeom.models.token_input.check_token_input`),
+        the vocabulary must fit its input embedding, and the padding ids must agree where both
+        name one (a BERT tokenizer on MPNet fits, but pads with 0, not 1)."""
         from posgeom.models.token_input import check_token_input
 
-        check_token_input(model)  # a vision or audio model, a model of several towers
+        check_token_input(model)
         rows = _embedding_rows(model)
         if rows is not None and self.vocab_size > rows:
             raise PosgeomError(

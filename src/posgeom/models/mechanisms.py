@@ -2,38 +2,16 @@
 
 :func:`find_positional_mechanisms` asks every registered family (:mod:`posgeom.encodings`) to
 detect its mechanism in the model, in the families' ``detect_order``; nothing is keyed on the
-model's name. Each family's detector lives in its module:
-
-``learned`` (:mod:`posgeom.encodings.learned`)
-    an ``nn.Embedding`` (or a parameter) whose last name component is one of
-    :data:`LEARNED_NAMES` (``position_embeddings`` for BERT/RoBERTa/MPNet, ``wpe`` for GPT-2,
-    ``embed_positions`` for OPT/BART, ...). The table is returned from the first row a real token
-    uses: ``offset`` is the module's ``offset`` attribute when it has one (OPT: 2), otherwise
-    ``padding_idx + 1`` when the embedding has a padding index (RoBERTa/MPNet: pad id 1, so 2),
-    otherwise 0 (BERT, GPT-2).
-``rotary`` (:mod:`posgeom.encodings.rope`)
-    buffers named ``*inv_freq`` (the rotary module of Llama, Mistral, Qwen, GPT-NeoX, Phi, ...),
-    completed by the configuration (``rope_parameters`` in transformers 5, ``rope_theta`` /
-    ``rope_scaling`` / ``rotary_emb_base`` / ``partial_rotary_factor`` / ``rotary_pct`` /
-    ``rotary_dim`` / ``head_dim`` in older releases). When no buffer exists but the configuration
-    names a rotary base, the default inverse frequencies ``theta^(-2k/dim)`` are computed from it.
-``alibi`` (:mod:`posgeom.encodings.alibi`)
-    ``config.alibi`` (Falcon), ``config.attn_config.alibi`` (MPT),
-    ``config.position_embedding_type == "alibi"``, or a module with a ``build_alibi_tensor`` (BLOOM)
-    or ``build_mpt_alibi_tensor`` (MPT) method. Slopes follow the code of the model family
-    (:func:`alibi_slopes`). A model with ALiBi reports no rotary mechanism (Falcon keeps an unused
-    rotary module).
-``relative_buckets`` (:mod:`posgeom.encodings.t5`)
-    an ``nn.Embedding`` named ``relative_attention_bias`` (T5 encoder and decoder, MPNet), of shape
-    ``(num_buckets, num_heads)``. Bucket count, maximum distance and direction are read from the
-    owning module (``relative_attention_num_buckets``, ``relative_attention_max_distance``,
-    ``is_decoder``), then from the signature defaults of its bucket functions (MPNet hard-codes 32
-    buckets and distance 128 there), then from the configuration.
+model's name. Each family's detector lives in its module (``learned``: a table named one of
+:data:`LEARNED_NAMES`, read from the first row a real token uses; ``rotary``: ``*inv_freq``
+buffers or the configuration's rotary base; ``alibi``: the configuration or a
+``build_alibi_tensor`` method, slopes by :func:`alibi_slopes`; ``relative_buckets``: an
+embedding named ``relative_attention_bias``). A family may rule out another's mechanism (a model
+with ALiBi reports no rotary one).
 
 A mechanism is a :class:`~posgeom.encodings.Mechanism` ``(kind, source, params)`` with the
-family's typed ``params`` (``LearnedParams``, ``RotaryParams``, ``ALiBiParams``,
-``BucketParams``, ``NoneParams``); ``PositionalMechanism`` is its former name. A model may carry
-several mechanisms (MPNet: learned absolute + relative buckets; T5: encoder and decoder buckets).
+family's typed ``params``; ``PositionalMechanism`` is its former name. A model may carry several
+mechanisms (MPNet: learned absolute + relative buckets; T5: encoder and decoder buckets).
 :func:`find_positional_mechanisms` returns all of them; :func:`find_positional_mechanism` returns
 the first with the others in its ``others`` field.
 """
@@ -181,10 +159,7 @@ def find_positional_mechanism(
     found = find_positional_mechanisms(
         model_or_name_or_path, learned_offset=learned_offset, on_missing=on_missing, **load_kwargs
     )
-    first = found[0]
-    if len(found) == 1:
-        return first
-    return dataclasses.replace(first, others=tuple(found[1:]))
+    return found[0] if len(found) == 1 else dataclasses.replace(found[0], others=found[1:])
 
 
 def mechanisms_document(
@@ -202,11 +177,8 @@ def mechanisms_document(
     from posgeom.encodings._hf import text_config
     from posgeom.models.layermap import LAYER_COUNT_FIELDS, layer_stacks
 
-    found = (
-        mechanisms
-        if mechanisms is not None
-        else find_positional_mechanisms(model, on_missing="none")
-    )
+    if mechanisms is None:
+        mechanisms = find_positional_mechanisms(model, on_missing="none")
     config = text_config(getattr(model, "config", None))
     layers = config_get(config, *LAYER_COUNT_FIELDS)
     return {
@@ -214,7 +186,7 @@ def mechanisms_document(
         "model_type": getattr(config, "model_type", None),
         "num_layers": None if layers is None else int(layers),
         "stacks": layer_stacks(model),
-        "mechanisms": [m.as_dict() for m in found],
+        "mechanisms": [m.as_dict() for m in mechanisms],
     }
 
 
@@ -234,15 +206,9 @@ def to_encoding(mechanism: Mechanism, n: int, *, head: int | None = None) -> Any
     - ``none``: vectors ``(n, 1)`` of zeros (every position at the same point).
 
     For the per-head kinds, ``head=None`` returns all heads stacked, shape ``(num_heads, n, n)``;
-    ``head=h`` returns the ``(n, n)`` matrix of head ``h``. Only ``mechanism`` itself is
-    converted, not ``mechanism.others``. (:meth:`Mechanism.to_encoding` is the same.)
+    ``head=h`` the ``(n, n)`` matrix of head ``h``. ``mechanism.others`` are not converted.
     """
     return mechanism.to_encoding(n, head=head)
-
-
-def _encoding_key(prefix: str, repeat: int, layer_type: str | None) -> str:
-    name = f"{prefix}_{layer_type}" if layer_type else prefix
-    return name if repeat == 1 else f"{name}_{repeat}"
 
 
 def _as_mechanisms(model_or_mechanisms: Any, **find: Any) -> tuple[Mechanism, ...]:
@@ -269,24 +235,19 @@ def mechanism_encodings(
     ``model_or_mechanisms``: a model, a name or local folder (loaded offline, ``load_kwargs`` go to
     :func:`~posgeom.models.loading.load_model`), a :class:`Mechanism` (it and its ``others``), or a
     sequence of them. Every encoding covers ``n`` positions; ``start`` shifts the first position
-    (row ``start`` of a learned table is position 0 of the encoding; use 1 to line the table up
-    with a corpus counted without a leading ``[CLS]``; relative kinds depend on ``i - j`` only, so
-    ``start`` does not change their distances).
+    (row ``start`` of a learned table is position 0 of the encoding; relative kinds do not move).
 
     Keys and values (all float64; geometry as in :func:`to_encoding`):
 
-    - ``"learned"``: vectors ``(n, d)`` = table rows ``offset + start .. offset + start + n - 1``
-      (exactly the model's rows); ``params`` name the source, offset and start.
-    - ``"rope"`` (``"rope_<layer_type>"`` for per-layer-type set-ups): a
-      :class:`~posgeom.encodings.RoPEEncoding`, vectors ``(n, rotary_dim)``
-      ``[cos(i w_0), sin(i w_0), cos(i w_1), ...]`` (interleaved layout, unit planes) with the
-      model's own inverse frequencies ``w_k`` (scaling variants already applied).
-    - ``"alibi"``: all heads as columns, vectors ``(n, H)`` with column ``h`` = ``m_h i``
-      (Euclidean distance ``||m|| |i - j|``, as :func:`posgeom.encodings.alibi` with ``head=None``);
+    - ``"learned"``: vectors ``(n, d)`` = table rows ``offset + start .. offset + start + n - 1``.
+    - ``"rope"`` (``"rope_<layer_type>"`` for per-layer-type set-ups): vectors
+      ``(n, rotary_dim)`` ``[cos(i w_0), sin(i w_0), cos(i w_1), ...]`` with the model's own
+      inverse frequencies ``w_k`` (scaling variants already applied).
+    - ``"alibi"``: all heads as columns, vectors ``(n, H)`` with column ``h`` = ``m_h i``;
       plus ``"alibi_h<h>"``: one head, vectors ``(n, 1)`` = ``m_h i``.
     - ``"relative_buckets_h<h>"``: one bucket head, a distance matrix only (``vectors=None``).
-    - ``"nope"``: zero vectors ``(n, 1)`` (``on_missing="none"`` and nothing found; the ``none``
-      entry of the blocks without a mechanism in a model that has one gives no encoding).
+    - ``"nope"``: zero vectors ``(n, 1)`` (``on_missing="none"`` and nothing found; the blocks
+      without a mechanism in a model that has one give no encoding).
 
     A kind found twice (T5 encoder and decoder buckets) gets ``_2``, ``_3`` ... after the kind.
     """
@@ -301,9 +262,9 @@ def mechanism_encodings(
         if mech.kind == "none" and len(mechanisms) > 1:
             continue  # the blocks without a mechanism, beside the ones with: no geometry of theirs
         layer_type = getattr(mech.params, "layer_type", None)
-        base = _encoding_key(mech.params.key, 1, layer_type)
+        base = f"{mech.params.key}_{layer_type}" if layer_type else mech.params.key
         seen[base] = seen.get(base, 0) + 1
-        key = _encoding_key(mech.params.key, seen[base], layer_type)
+        key = base if seen[base] == 1 else f"{base}_{seen[base]}"
         params: dict[str, Any] = {"kind": mech.kind, "source": mech.source, "start": start}
         for suffix, enc in mech.params.encodings(n, start=start, params=params).items():
             out[key + suffix] = enc

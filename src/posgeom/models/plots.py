@@ -27,10 +27,9 @@ def plot_layers(analysis: Any, path: str | os.PathLike, *, title: str | None = N
 
 
 def layers_figure(analysis: Any, *, title: str | None = None) -> Any:
-    """The per-layer figure: scale-optimal stress per layer against the target (with its
-    bootstrap interval and the plug-in curve when present, and the learned position table's
-    and the target's MDS encoding's scores against the same target as lines, each labelled
-    with it), paper stress (log) and R^2 per layer."""
+    """The per-layer figure: scale-optimal stress per layer against the target (its bootstrap
+    interval, the plug-in curve, the learned table's and the MDS encoding's scores as lines),
+    paper stress (log) and R^2 per layer."""
     from posgeom.pipeline.rows import MDS_ROW
 
     sig = analysis.signal

@@ -1,10 +1,6 @@
-"""The result of :func:`posgeom.models.analysis.analyze_model`: :class:`ModelAnalysis`.
-
-:class:`ModelAnalysis` holds what the analysis computed (the layer-wise signal is a
-:class:`~posgeom.models.layer_signal.LayerwiseSignal`); :meth:`~ModelAnalysis.summary` is the
-JSON form (every number, every option, the conventions), :meth:`~ModelAnalysis.markdown` the
-``table.md``, :meth:`~ModelAnalysis.plot` the per-layer figure and :meth:`~ModelAnalysis.save`
-the results folder.
+"""The result of :func:`posgeom.models.analysis.analyze_model`: :class:`ModelAnalysis`, with its
+JSON form (:meth:`~ModelAnalysis.summary`), ``table.md`` (:meth:`~ModelAnalysis.markdown`), the
+per-layer figure (:meth:`~ModelAnalysis.plot`) and the results folder (:meth:`~ModelAnalysis.save`).
 """
 
 from __future__ import annotations
@@ -88,11 +84,6 @@ class ModelAnalysis:
         return "plugin" if self.target_geometry is None else self.target_geometry.estimator
 
     @property
-    def target_resolution(self) -> str | None:
-        """The token classes the target identifies (``"full"`` for the plug-in)."""
-        return self.geometry.options.get("resolution")
-
-    @property
     def plugin_scores(self) -> dict[str, dict[str, float]]:
         """Encoding -> scores against the plug-in ``D`` (empty when the target is the plug-in:
         then ``geometry.scores`` are those)."""
@@ -136,21 +127,18 @@ class ModelAnalysis:
     def peaks(self) -> dict[str, Any]:
         """Layer of the largest and smallest value of every stress kind and of R^2."""
         sig = self.signal
+        series = {f"stress_{kind}": (v, False) for kind, v in (sig.stress or {}).items()}
+        series["variance_explained"] = (sig.variance_explained, True)  # NaN: no variance
         out: dict[str, Any] = {}
-        for kind, values in (sig.stress or {}).items():
-            out[f"stress_{kind}"] = {
-                "max_layer": sig.layer_names[int(np.argmax(values))],
-                "max": float(np.max(values)),
-                "min_layer": sig.layer_names[int(np.argmin(values))],
-                "min": float(np.min(values)),
+        for key, (values, nan) in series.items():
+            arg_max, arg_min = (np.nanargmax, np.nanargmin) if nan else (np.argmax, np.argmin)
+            high, low = int(arg_max(values)), int(arg_min(values))
+            out[key] = {
+                "max_layer": sig.layer_names[high],
+                "max": float(values[high]),
+                "min_layer": sig.layer_names[low],
+                "min": float(values[low]),
             }
-        ve = sig.variance_explained
-        out["variance_explained"] = {
-            "max_layer": sig.layer_names[int(np.nanargmax(ve))],
-            "max": float(np.nanmax(ve)),
-            "min_layer": sig.layer_names[int(np.nanargmin(ve))],
-            "min": float(np.nanmin(ve)),
-        }
         return out
 
     def summary(self) -> dict[str, Any]:

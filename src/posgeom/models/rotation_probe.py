@@ -1,18 +1,14 @@
 """Which layers rotate, read from what the model runs: one short forward pass.
 
-Every attention module whose ``forward`` takes ``position_embeddings`` (transformers passes the
-rotary module's ``(cos, sin)`` there, GPT-J ``(sin, cos)``, Llama 4 complex ``freqs_cis``) is
-recorded during a forward pass of ``LENGTH`` tokens, then called once more with the
-position embeddings of position 0 at every position (the identity rotation, whatever the
-tensors' order or form). A layer whose output does not change did not rotate its queries and
-keys (Cohere 2's global layers, SmolLM3's and Llama 4's NoPE layers); a layer whose output changes
-did; a layer whose output is constant (a random model's zero output projection) cannot tell,
-and the configuration decides. The tensors a layer received also say which of several rotary set-ups it used (Gemma 3's
-sliding and global bases): :func:`uses_frequencies` looks for every ``cos(p w_k)`` among them.
-
-The probe needs the model to run on token ids alone (decoders, encoders, encoder-decoders with
-``decoder_input_ids``); where the forward pass raises, :func:`probe_rotation` returns ``None``
-and the layer map falls back to the configuration.
+Every attention module whose ``forward`` takes ``position_embeddings`` (the rotary module's
+``(cos, sin)``, GPT-J's ``(sin, cos)``, Llama 4's complex ``freqs_cis``) is recorded during a
+forward pass of ``LENGTH`` tokens, then called once more with the position embeddings of position
+0 at every position (the identity rotation, whatever the tensors' order or form). A layer whose
+output does not change did not rotate (Cohere 2's global layers, SmolLM3's NoPE layers); a layer
+whose output is constant cannot tell, and the configuration decides. The tensors a layer received
+also say which of several rotary set-ups it used (:func:`uses_frequencies`). Where the forward
+pass on token ids alone raises, :func:`probe_rotation` returns ``None`` and the layer map falls
+back to the configuration.
 """
 
 from __future__ import annotations

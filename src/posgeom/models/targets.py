@@ -1,14 +1,10 @@
 """The target of a model analysis: an estimate of the corpus geometry, and its uncertainty.
 
-The plug-in Hellinger matrix of a finite corpus is biased upwards by sampling noise (most for
-positions with few samples; :mod:`posgeom.estimators`). :func:`analysis_target` estimates the
-geometry with a named estimator (default ``"recommended"``, i.e.
-``posgeom.estimators.RECOMMENDED``); ``"plugin"`` is the plug-in chord itself, the paper's
-target. :func:`layer_intervals` turns bootstrap replicates of the counts
-(:class:`~posgeom.corpus.bootstrap.BootstrapCounts`) into an interval for the stress of every
-layer, re-estimating the target on each replicate with the same estimator
-(:func:`posgeom.uncertainty.bootstrap.replicate_geometry` and
-:func:`~posgeom.uncertainty.bootstrap.bootstrap_vector`; intervals as documented there).
+:func:`analysis_target` estimates the geometry with a named estimator (default
+``"recommended"``; ``"plugin"`` is the paper's plug-in chord, biased upwards by sampling noise).
+:func:`layer_intervals` turns bootstrap replicates of the counts into an interval for the stress
+of every layer, re-estimating the target on each replicate with the same estimator
+(:mod:`posgeom.uncertainty.bootstrap`).
 """
 
 from __future__ import annotations
@@ -42,10 +38,7 @@ def target_estimators() -> tuple[str, ...]:
 
 @dataclass(frozen=True, eq=False)
 class AnalysisTarget:
-    """The ``(n, n)`` target distances and the estimator that made them (resolved name).
-
-    ``fallback``: ``"recommended"`` was asked for but cannot run on these counts (e.g. a
-    position with one sample), so the target is the plug-in chord, with a warning."""
+    """The ``(n, n)`` target distances and the estimator that made them (resolved name)."""
 
     distances: np.ndarray
     estimator: str
@@ -90,13 +83,8 @@ def analysis_target(
     resolution: Any = "auto",
 ) -> AnalysisTarget:
     """Estimate the positional geometry of ``counts`` (chord convention, unpooled) at
-    ``resolution`` (:mod:`posgeom.estimators.resolution`; the estimate records the one used).
-    (:func:`posgeom.models.analysis.analyze_model` takes its target from its geometry pipeline instead,
-    so that the target, its MDS and its noise floor are one computation.)
-
-    ``plugin``: the plug-in matrix already computed (the pipeline's), returned as is for
-    ``estimator="plugin"`` so that the plug-in target is the very matrix the pipeline scored.
-    """
+    ``resolution`` (:mod:`posgeom.estimators.resolution`). ``plugin``: the plug-in matrix already
+    computed, returned as is for ``estimator="plugin"``."""
     from posgeom.estimators import estimate_geometry
 
     name, fallback = target_name(counts, estimator, warn=plugin is not None)

@@ -1,14 +1,11 @@
 """Whether a model reads token ids alone: what ``analyze-model``, ``probe`` and ``extend`` feed it.
 
-``analyze-model`` and ``probe`` run a text corpus's token ids (and the attention mask) through the model's forward
-(an encoder-decoder's encoder). A model that reads something else (a vision tower's
-``pixel_values``, an audio encoder's ``input_features``), that needs more than the ids (a layout
-model's ``bbox``) or that has no token embedding of its own (a model of several towers whose
-``get_input_embeddings`` is not defined) is refused with one line naming what it reads and the
-fix, before any forward (:func:`check_token_input`; ``extend`` checks the model it reads when
-transformers has no causal LM for it); a forward that rejects token ids alone at run
-time (transformers' own ``ValueError``, e.g. "You have to specify pixel_values") is refused the
-same way (:func:`token_forward`).
+A model that reads something else (a vision tower's ``pixel_values``, an audio encoder's
+``input_features``), that needs more than the ids (a layout model's ``bbox``) or that has no
+token embedding of its own (a model of several towers) is refused with one line naming what it
+reads and the fix, before any forward (:func:`check_token_input`); a forward that rejects token
+ids alone at run time (transformers' own ``ValueError``) is refused the same way
+(:func:`token_forward`).
 """
 
 from __future__ import annotations

@@ -8,23 +8,17 @@ Architecture (pre-LN, GPT-style, no dropout, nothing tied), for token ids ``x`` 
 
 with the causal mask ``-inf`` above the diagonal (``(1, L, L)``), the blocks
 :class:`posgeom.nn.encoder.EncoderLayer` (GELU FFN of width ``d_ff``) and the position module
-built by the family ``position`` names (its extension's ``decoder_module``, :mod:`posgeom.encodings._extension`;
-:func:`decoder_positions` lists the families that have one): ``rope`` (:class:`~posgeom.nn.rotary.RotaryEmbedding` on queries and keys, head width
-``d / n_heads``, base ``rope_theta``), ``alibi`` (:class:`~posgeom.nn.alibi.ALiBiBias`, added to
-the logits under the mask), ``t5`` (:class:`~posgeom.nn.relative.T5RelativeBias`, unidirectional,
-``t5_num_buckets`` / ``t5_max_distance``), ``learned`` (:class:`~posgeom.nn.position.
-LearnedPositionEmbedding` of ``trained_length`` rows, N(0, 0.02^2)), ``sinusoidal``
-(:class:`~posgeom.nn.position.SinusoidalPositionEmbedding`, base ``sinusoidal_base``, computed at
-any position) or ``nope``. This is the Track B model of the context-extension study
-(``studies/extension/track_b.py``; Kazemnejad et al. 2023 train the same kind of model to compare
-encodings past the trained length). The position module can be swapped for an extended one
-(:meth:`CausalDecoder.set_position`); that is how ``posgeom extend --measure`` applies strategies.
+built by the family ``position`` names (its extension's ``decoder_module``;
+:func:`decoder_positions` lists the families that have one: ``rope``, ``alibi``, ``t5``,
+``learned``, ``sinusoidal``, ``nope``, ...). This is the Track B model of the context-extension
+study (``studies/extension/track_b.py``); the position module can be swapped for an extended one
+(:meth:`CausalDecoder.set_position`), as ``posgeom extend --measure`` does.
 
 File (:func:`save_decoder` / :func:`load_decoder`): the ``state_dict`` tensors plus the metadata
 entry ``"posgeom"`` = ``{"format": "posgeom.decoder/1", "class": "CausalDecoder", "config":
 <DecoderConfig fields>, "dtype": ..., "info": {...}}``; ``config["tokenizer"]`` names the
-tokenizer the model reads (``"bytes"``: the file's raw UTF-8 bytes, ids 0 .. 255). No pickle.
-Loading checks the configuration's sizes (``_LIMITS``) and that the file holds at least
+tokenizer the model reads (``"bytes"``: raw UTF-8 bytes, ids 0 .. 255). No pickle. Loading
+checks the configuration's sizes (``_LIMITS``) and that the file holds at least
 :meth:`DecoderConfig.weights_at_least` numbers before the model is built, then every shape.
 """
 
@@ -44,7 +38,7 @@ from posgeom._validation import check_int, check_real
 from posgeom.encodings import extension_of, families
 from posgeom.encodings._extension import has_decoder_module
 from posgeom.nn.alibi import AttentionBias
-from posgeom.nn.encoder import EncoderLayer, position_inputs
+from posgeom.nn.encoder import EncoderLayer, run_layers
 from posgeom.nn.io import read_tensors, write_tensors
 from posgeom.nn.position import PositionEmbedding
 from posgeom.nn.rotary import RotaryEmbedding
@@ -193,13 +187,7 @@ class CausalDecoder(nn.Module):
                 f"token ids must lie in 0 .. {self.config.vocab_size - 1}, got "
                 f"{int(ids.min())} .. {int(ids.max())}; tokenize with {self.config.tokenizer!r}"
             )
-        length = ids.shape[1]
-        h, kw = position_inputs(self.position, self.tok(ids))
-        mask = torch.full((length, length), float("-inf"), device=ids.device).triu(1)[None]
-        kw["bias"] = mask if "bias" not in kw else mask + kw["bias"]
-        for layer in self.layers:
-            h = layer(h, **kw)
-        return self.ln(h)
+        return self.ln(run_layers(self.position, self.tok(ids), self.layers, causal=True))
 
     def forward(self, ids: Tensor) -> Tensor:
         """Next-token logits ``(B, L, vocab_size)``."""

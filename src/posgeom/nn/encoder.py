@@ -17,6 +17,7 @@ invariant (Theorem 1 of Cirrincione 2026).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -27,14 +28,22 @@ from posgeom.nn.alibi import AttentionBias
 from posgeom.nn.position import PositionEmbedding
 from posgeom.nn.rotary import RotaryEmbedding
 
-__all__ = ["EncoderLayer", "MultiHeadAttention", "TinyEncoder", "position_inputs"]
+__all__ = ["EncoderLayer", "MultiHeadAttention", "TinyEncoder", "run_layers"]
 
 
-def position_inputs(position: nn.Module | None, x: Tensor) -> tuple[Tensor, dict[str, Any]]:
-    """The token embeddings ``x`` ``(B, L, d)`` with ``position`` applied, and the
-    :class:`EncoderLayer` keywords it adds: an additive table adds its rows ``0 .. L-1`` to ``x``,
-    a rotary module goes to the attention (``rope``, ``position_ids``), an attention bias gives
-    ``bias`` ``(H, L, L)``; ``None`` changes nothing."""
+def run_layers(
+    position: nn.Module | None,
+    x: Tensor,
+    layers: Iterable[nn.Module],
+    *,
+    causal: bool = False,
+    key_mask: Tensor | None = None,
+) -> Tensor:
+    """The token embeddings ``x`` ``(B, L, d)`` through ``layers`` (:class:`EncoderLayer` s) with
+    ``position`` applied: an additive table adds its rows ``0 .. L-1`` to ``x``, a rotary module
+    rotates queries and keys, an attention bias ``(H, L, L)`` joins the logits, ``None`` changes
+    nothing. ``causal``: ``-inf`` above the diagonal joins the bias; ``key_mask`` ``(B, L)``:
+    True = attend."""
     length = x.shape[1]
     ids = torch.arange(length, device=x.device)
     kwargs: dict[str, Any] = {}
@@ -44,7 +53,14 @@ def position_inputs(position: nn.Module | None, x: Tensor) -> tuple[Tensor, dict
         kwargs.update(rope=position, position_ids=ids)
     elif isinstance(position, AttentionBias):
         kwargs["bias"] = position(length)
-    return x, kwargs
+    if causal:
+        mask = torch.full((length, length), float("-inf"), device=x.device).triu(1)[None]
+        kwargs["bias"] = mask if "bias" not in kwargs else mask + kwargs["bias"]
+    if key_mask is not None:
+        kwargs["key_mask"] = key_mask
+    for layer in layers:
+        x = layer(x, **kwargs)
+    return x
 
 
 PositionArg = PositionEmbedding | RotaryEmbedding | AttentionBias | str | None
@@ -184,11 +200,8 @@ class TinyEncoder(nn.Module):
         """Per-token outputs ``(B, L, d_model)`` for ``tokens`` (B, L)."""
         if tokens.ndim != 2:
             raise PosgeomError(f"tokens must be (batch, seq_len), got shape {tuple(tokens.shape)}")
-        x, kwargs = position_inputs(self.position, self.token_embedding(tokens))
-        if attention_mask is not None:
-            kwargs["key_mask"] = attention_mask.bool()
-        for layer in self.layers:
-            x = layer(x, **kwargs)
+        key_mask = None if attention_mask is None else attention_mask.bool()
+        x = run_layers(self.position, self.token_embedding(tokens), self.layers, key_mask=key_mask)
         return self.ln_f(x)
 
     def pool(self, tokens: Tensor, attention_mask: Tensor | None = None) -> Tensor:

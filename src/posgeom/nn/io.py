@@ -53,12 +53,11 @@ def save_module(module: nn.Module, path: str | os.PathLike) -> Path:
             f"save_module supports {sorted(_CLASSES)}, got {type(module).__name__}; save other "
             "modules with safetensors.torch.save_model"
         )
-    ref = module._ref_tensor()
     meta = {
         "format": FORMAT,
         "class": type(module).__name__,
         "config": module.config(),
-        "dtype": str(ref.dtype).removeprefix("torch."),
+        "dtype": str(module._ref_tensor().dtype).removeprefix("torch."),
     }
     return write_tensors(path, module.state_dict(), meta)
 
@@ -110,16 +109,6 @@ def read_tensors(
     return meta, tensors
 
 
-def _read(path: Path) -> tuple[dict, dict[str, torch.Tensor]]:
-    meta, tensors = read_tensors(path)
-    if meta.get("format") != FORMAT or meta.get("class") not in _CLASSES:
-        raise ArtifactError(
-            f"{path}: unknown format {meta.get('format')!r} / class {meta.get('class')!r}; "
-            f"expected format {FORMAT!r} and one of {sorted(_CLASSES)}"
-        )
-    return meta, tensors
-
-
 def _load_into(module: nn.Module, tensors: dict[str, torch.Tensor], path: Path) -> None:
     expected = module.state_dict()
     missing = sorted(set(expected) - set(tensors))
@@ -165,7 +154,12 @@ def load_module(
     expected and the found shapes.
     """
     path = Path(path)
-    meta, tensors = _read(path)
+    meta, tensors = read_tensors(path)
+    if meta.get("format") != FORMAT or meta.get("class") not in _CLASSES:
+        raise ArtifactError(
+            f"{path}: unknown format {meta.get('format')!r} / class {meta.get('class')!r}; "
+            f"expected format {FORMAT!r} and one of {sorted(_CLASSES)}"
+        )
     cls = _CLASSES[meta["class"]]
     if module is None:
         dtype = _DTYPES.get(meta.get("dtype", "float32"), torch.float32)

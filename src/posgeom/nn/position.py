@@ -11,15 +11,12 @@ Every module here is a :class:`PositionEmbedding`:
 Policies for positions ``>= n`` (``beyond=``):
 
 - ``"error"``: raise :class:`~posgeom._errors.PosgeomError` naming ``n`` and the options.
-- ``"interpolate"``: position interpolation (Chen et al. 2023, "Extending context window of
-  large language models via positional interpolation"): when the largest requested id
+- ``"interpolate"``: position interpolation (Chen et al. 2023): when the largest requested id
   ``p_max >= n``, every id ``p`` is mapped to ``t = p (n-1) / p_max`` and the embedding is the
   linear interpolation ``(1 - w) P[floor t] + w P[floor t + 1]`` with ``w = t - floor t``.
-  Requests that stay below ``n`` are exact lookups.
-- ``"extend"`` (:class:`~posgeom.nn.tables.AbsolutePositionEmbedding` built by ``from_mds``): out-of-sample
-  extension of the MDS embedding by Gower's formula (:mod:`posgeom.embed.extend`). Call
-  :meth:`~posgeom.nn.tables.AbsolutePositionEmbedding.extend` with the new positions' squared distance rows to
-  the n training positions; positions ``n … n+m-1`` then resolve to the extended rows.
+- ``"extend"`` (:class:`~posgeom.nn.tables.AbsolutePositionEmbedding` built by ``from_mds``):
+  Gower's out-of-sample extension of the MDS embedding; positions ``n … n+m-1`` resolve to the
+  rows :meth:`~posgeom.nn.tables.AbsolutePositionEmbedding.extend` appended.
 - ``"compute"`` (:class:`SinusoidalPositionEmbedding` only): evaluate the formula.
 
 Position math is done in float32 or better; tables are stored in ``dtype`` (default: torch's
@@ -28,6 +25,7 @@ default dtype).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -46,8 +44,6 @@ __all__ = [
     "sinusoidal_table",
 ]
 
-_POLICIES = ("error", "interpolate", "extend", "compute")
-
 
 def _as_tensor(x: Tensor | np.ndarray, dtype: torch.dtype | None, name: str) -> Tensor:
     if isinstance(x, np.ndarray):
@@ -56,7 +52,7 @@ def _as_tensor(x: Tensor | np.ndarray, dtype: torch.dtype | None, name: str) -> 
         t = x.detach().clone()
     else:
         raise PosgeomError(f"{name} must be a torch.Tensor or numpy array, got {type(x).__name__}")
-    if not (t.is_floating_point()):
+    if not t.is_floating_point():
         t = t.to(torch.get_default_dtype())
     return t.to(dtype or torch.get_default_dtype())
 
@@ -114,10 +110,7 @@ class PositionEmbedding(nn.Module):
 
     def table(self) -> Tensor:
         """The ``(n, d)`` embedding of the known positions ``0 … n-1``."""
-        dev = next(iter(self.buffers()), None)
-        if dev is None:
-            dev = next(iter(self.parameters()))
-        return self._rows(torch.arange(self.n_positions, device=dev.device))
+        return self._rows(torch.arange(self.n_positions, device=self._ref_tensor().device))
 
     def _limit(self) -> int:
         """Positions below this resolve without a policy (n, or n + extended rows)."""
@@ -136,14 +129,10 @@ class PositionEmbedding(nn.Module):
         if isinstance(positions, (int, np.integer)) and not isinstance(positions, bool):
             if positions < 0:
                 raise PosgeomError(f"sequence length must be >= 0, got {positions}")
-            ref = self._ref_tensor()
-            ids = torch.arange(int(positions), device=ref.device)
+            ids = torch.arange(int(positions), device=self._ref_tensor().device)
         elif isinstance(positions, Tensor):
-            if (
-                positions.is_floating_point()
-                or positions.is_complex()
-                or (positions.dtype == torch.bool)
-            ):
+            dtype = positions.dtype
+            if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
                 raise PosgeomError(
                     f"position ids must be an integer tensor, got dtype {positions.dtype}; "
                     "use torch.long"
@@ -164,11 +153,8 @@ class PositionEmbedding(nn.Module):
         return self._beyond(ids, p_max)
 
     def _ref_tensor(self) -> Tensor:
-        for t in self.parameters():
-            return t
-        for t in self.buffers():
-            return t
-        raise RuntimeError("module without tensors")  # pragma: no cover
+        """The module's first parameter, else its first buffer (its device and dtype)."""
+        return next(itertools.chain(self.parameters(), self.buffers()))
 
     def _beyond(self, ids: Tensor, p_max: int) -> Tensor:
         n = self.n_positions

@@ -12,13 +12,10 @@ i.e. dimension ``k`` is paired with ``k + h/2`` (not the interleaved pairs of th
 
 Scaling (``scaling=`` dict, ``None`` for plain RoPE): ``{"type": <rope type>, ...}`` with any type
 of :data:`posgeom.encodings.rope_types.ROPE_TYPES` and its parameters as transformers spells them,
-e.g. ``{"type": "linear", "factor": f}`` (position interpolation, ``w_k / f``), ``{"type": "yarn",
-"factor": f, "original_max_position_embeddings": L0}``, ``{"type": "ntk", "factor": f}`` (static
-NTK-aware, ``base' = base f^{h/(h-2)}``, the meaning ``"ntk"`` has everywhere in posgeom; HF's
-``"dynamic"`` needs ``"max_position_embeddings"`` in the dict). ``"dynamic"`` and ``"longrope"``
-depend on the current length: their frequencies are recomputed for ``L = max(position_ids) + 1``
-(transformers' ``dynamic_rope_update``: LongRoPE takes ``long_factor`` once ``L`` exceeds
-``original_max_position_embeddings``). The frequencies come from
+e.g. ``{"type": "linear", "factor": f}`` (``w_k / f``) or ``{"type": "ntk", "factor": f}`` (static
+NTK-aware, ``base' = base f^{h/(h-2)}``; HF's ``"dynamic"`` needs ``"max_position_embeddings"``
+in the dict). ``"dynamic"`` and ``"longrope"`` frequencies are recomputed for the current length
+``L = max(position_ids) + 1``, as transformers' ``dynamic_rope_update``. The frequencies come from
 :func:`posgeom.encodings.rope_types.rope_frequencies`; the attention factor (YaRN, LongRoPE)
 multiplies cos and sin as in transformers.
 

@@ -62,15 +62,8 @@ class PositionAdapter(nn.Module):
 
 def find_position_embeddings(model: nn.Module) -> tuple[nn.Module, nn.Module]:
     """Return ``(embeddings, position_embeddings)`` of a BERT-like Hugging Face model."""
-    candidates = [model]
-    base = getattr(model, "base_model", None)
-    if isinstance(base, nn.Module) and base is not model:
-        candidates.append(base)
-    for name in ("bert", "roberta", "mpnet", "xlm_roberta", "camembert", "electra"):
-        sub = getattr(model, name, None)
-        if isinstance(sub, nn.Module):
-            candidates.append(sub)
-    for cand in candidates:
+    names = ("base_model", "bert", "roberta", "mpnet", "xlm_roberta", "camembert", "electra")
+    for cand in [model, *(getattr(model, name, None) for name in names)]:
         emb = getattr(cand, "embeddings", None)
         if isinstance(emb, nn.Module) and isinstance(
             getattr(emb, "position_embeddings", None), nn.Module

@@ -23,8 +23,14 @@ from posgeom.nn.position import PositionEmbedding, _as_tensor
 __all__ = ["AbsolutePositionEmbedding", "LowRankPositionEmbedding"]
 
 
-def _placement_matrix(coordinates: np.ndarray, embedding: np.ndarray) -> np.ndarray:
-    """Recover the (d, r) placement ``Q`` from ``P = X Qᵀ`` by least squares; check the fit."""
+def _placement_of(mds_result: Any, coordinates: np.ndarray, embedding: np.ndarray) -> np.ndarray:
+    """The (d, r) placement ``Q`` with ``embedding = coordinates Qᵀ``: ``mds_result.placement``
+    when it is a (d, r) array that fits, else recovered by least squares (the fit checked)."""
+    q = getattr(mds_result, "placement", None)
+    if isinstance(q, np.ndarray) and q.shape == (embedding.shape[1], coordinates.shape[1]):
+        q = np.asarray(q, dtype=np.float64)
+        if np.allclose(coordinates @ q.T, embedding, rtol=1e-10, atol=1e-12):
+            return q
     qt, *_ = np.linalg.lstsq(coordinates, embedding, rcond=None)
     resid = np.linalg.norm(coordinates @ qt - embedding)
     scale = max(np.linalg.norm(embedding), 1e-300)
@@ -34,16 +40,6 @@ def _placement_matrix(coordinates: np.ndarray, embedding: np.ndarray) -> np.ndar
             f"(relative residual {resid / scale:.2e}); pass an MDSResult from classical_mds"
         )
     return qt.T
-
-
-def _placement_of(mds_result: Any, coordinates: np.ndarray, embedding: np.ndarray) -> np.ndarray:
-    """``Q`` (d, r): ``mds_result.placement`` when it is a (d, r) array, else least squares."""
-    q = getattr(mds_result, "placement", None)
-    if isinstance(q, np.ndarray) and q.shape == (embedding.shape[1], coordinates.shape[1]):
-        q = np.asarray(q, dtype=np.float64)
-        if np.allclose(coordinates @ q.T, embedding, rtol=1e-10, atol=1e-12):
-            return q
-    return _placement_matrix(coordinates, embedding)
 
 
 def _mds_arrays(mds_result: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -61,17 +57,6 @@ def _mds_arrays(mds_result: Any) -> tuple[np.ndarray, np.ndarray]:
             "(n, d) and (n, r) with the same n"
         )
     return emb, coords
-
-
-def _fitted_sq_distances(mds_result: Any) -> np.ndarray:
-    """Squared distances of the fitted configuration (its ``.distances``)."""
-    dist = getattr(mds_result, "distances", None)
-    if dist is None:
-        raise PosgeomError(
-            "beyond='extend' needs the training distances: pass train_sq_distances=D**2 (n, n), "
-            "the squared distances the MDS was fitted to"
-        )
-    return np.asarray(dist, dtype=np.float64) ** 2
 
 
 class AbsolutePositionEmbedding(PositionEmbedding):
@@ -150,8 +135,14 @@ class AbsolutePositionEmbedding(PositionEmbedding):
         emb, coords = _mds_arrays(mds_result)
         mod = cls(emb, trainable=trainable, beyond=beyond, dtype=dtype)
         if beyond == "extend":
-            if train_sq_distances is None:
-                train_sq_distances = _fitted_sq_distances(mds_result)
+            if train_sq_distances is None:  # those of the fitted configuration
+                train_sq_distances = getattr(mds_result, "distances", None)
+                if train_sq_distances is None:
+                    raise PosgeomError(
+                        "beyond='extend' needs the training distances: pass train_sq_distances="
+                        "D**2 (n, n), the squared distances the MDS was fitted to"
+                    )
+                train_sq_distances = np.asarray(train_sq_distances, dtype=np.float64) ** 2
             n = emb.shape[0]
             train_sq = np.asarray(train_sq_distances, dtype=np.float64)
             if train_sq.shape != (n, n):
@@ -159,12 +150,8 @@ class AbsolutePositionEmbedding(PositionEmbedding):
                     f"train_sq_distances has shape {train_sq.shape}, expected ({n}, {n})"
                 )
             eig = np.asarray(mds_result.eigenvalues, dtype=np.float64).reshape(-1)
-            r = coords.shape[1]
-            keep = eig[:r] > 0
-            if not np.all(keep):  # drop components with non-positive eigenvalues (zero columns)
-                coords, eig_r = coords[:, keep], eig[:r][keep]
-            else:
-                eig_r = eig[:r]
+            keep = eig[: coords.shape[1]] > 0  # components with a positive eigenvalue
+            coords, eig_r = coords[:, keep], eig[: coords.shape[1]][keep]
             q = _placement_of(mds_result, coords, emb)
             mod._set_gower(coords, eig_r, train_sq, q)
         return mod
@@ -186,12 +173,10 @@ class AbsolutePositionEmbedding(PositionEmbedding):
             )
         from posgeom.embed.extend import gower_extension
 
-        new = new_sq_distances
-        if isinstance(new, Tensor):
-            new = new.detach().cpu().numpy()
-        new = np.asarray(new, dtype=np.float64)
-        if new.ndim == 1:
-            new = new[None, :]
+        if isinstance(new_sq_distances, Tensor):
+            new_sq_distances = new_sq_distances.detach().cpu().numpy()
+        new = np.asarray(new_sq_distances, dtype=np.float64)
+        new = new[None, :] if new.ndim == 1 else new
         x_new = gower_extension(
             self.gower_coordinates.cpu().numpy(),
             self.gower_eigenvalues.cpu().numpy(),

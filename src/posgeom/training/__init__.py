@@ -1,24 +1,11 @@
 """A small trainer that tracks the geometry of the position encoding while a model learns.
 
-The modules follow the data:
-
-- :mod:`.config`: :class:`TrainConfig`, every option of a run, its validation and fingerprint;
-  tasks ``"sst2"`` (SST-2 sentence classification), ``"imdb-mlm"`` (masked-language modelling on
-  IMDB reviews) and ``"order"`` (Theorem 1's order-only task); models ``"tiny"``
-  (:class:`posgeom.nn.TinyEncoder` with any encoding of :data:`ENCODINGS`) and ``"minilm"`` (the
-  real all-MiniLM-L6-v2 weights, ``encoding="pretrained"``, SST-2 only);
-- :mod:`.data`: the texts (:class:`TextData`, :func:`load_task_data`) and their token ids;
-- :mod:`.model`: :func:`build_model` and the position modules;
-- :mod:`.metrics`: the target geometry (Hellinger distances of the training split's positional
-  distributions), the encoding's geometry (:func:`position_geometry`) and its scores
-  (:func:`geometry_scores`: separation margin, stresses, violation rate);
-- :mod:`.steps`: batches, losses, one epoch (seeded per epoch, so resuming is exact);
-- :mod:`.runfiles`: ``checkpoint.safetensors``, ``log.jsonl`` (:func:`read_log`), JSON files;
-- :mod:`.loop`: :func:`train` (one run folder, resumed from its checkpoint; one
-  :class:`EpochRecord` per epoch);
-- :mod:`.stats`: :func:`rank_correlation` (Spearman rho, bootstrap CI, permutation p-value);
-- :mod:`.sweeps`: :func:`stress_vs_accuracy`, :func:`order_necessity` and :func:`sweep_table`;
-- :mod:`.plots`: :func:`plot_sweep`, :func:`plot_run_logs`.
+The modules follow the data: :mod:`.config` (:class:`TrainConfig`: every option of a run, its
+validation and fingerprint), :mod:`.data` (texts and token ids), :mod:`.model` (the models and
+their position modules), :mod:`.metrics` (the target geometry and the encoding's scores),
+:mod:`.steps` (batches, losses, one seeded epoch), :mod:`.runfiles` (checkpoint, log, JSON
+files), :mod:`.loop` (:func:`train`: one run folder, resumed from its checkpoint), :mod:`.stats`
+(:func:`rank_correlation`), :mod:`.sweeps` (experiment grids) and :mod:`.plots` (figures).
 
 torch, safetensors, transformers, tqdm and matplotlib are imported inside the functions.
 """

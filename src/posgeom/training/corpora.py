@@ -2,18 +2,14 @@
 byte windows that start at line starts, and the corpus geometry of the training split.
 
 Documents: each file is one document, or, with ``block_bytes``, cut at line ends into documents of
-about ``block_bytes`` bytes (for corpora of a few long files: a novel, a LaTeX chapter). The
-documents are assigned to the splits by one seeded permutation (fractions ``0.8 / 0.1 / 0.1``,
-each split at least one document) *before* anything is computed, so no window of the validation
-or test split shares a document with the training split.
+about ``block_bytes`` bytes. One seeded permutation assigns them to the splits (``0.8 / 0.1 /
+0.1``, each at least one document) before anything is computed, so no validation or test window
+shares a document with the training split.
 
 Windows: a sample of length ``L`` is the ``L`` bytes (ids ``0 .. 255``) that follow a line start
 (position 0 of the file or the byte after ``\\n``; an empty line does not start one) inside one
-document. Position ``i`` of a window is ``i`` bytes after a line start, so the positional
-distributions differ (indentation, capitals, markup open lines), and the corpus geometry at
-``n = L`` is that of the windows the model is trained on: :func:`corpus_geometry` counts every
-training window (``posgeom.count_positions``, ``max_positions = L``) and runs
-:func:`posgeom.analyze` (the MDS rows; the default estimator and the plug-in).
+document, so position ``i`` is ``i`` bytes after a line start; :func:`corpus_geometry` counts every
+training window (``max_positions = L``) and runs :func:`posgeom.analyze` (the MDS rows).
 """
 
 from __future__ import annotations

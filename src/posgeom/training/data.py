@@ -1,16 +1,14 @@
 """Data of a run: read the task's texts, tokenize them and keep the ids the geometry counts.
 
 Files: SST-2 ``text, label`` TSV (``csv.QUOTE_NONE``, optionally gzipped); IMDB JSON lines via
-:func:`posgeom.corpus.readers.read_texts` (the rows are sorted by label, so a seeded shuffle picks
-the evaluation subset). Default paths below ``data_dir`` or ``$POSGEOM_DATA``: see ``_DATA_FILES``.
+:func:`posgeom.corpus.readers.read_texts` (sorted by label, so a seeded shuffle picks the
+evaluation subset). Default paths below ``data_dir`` or ``$POSGEOM_DATA``: ``_DATA_FILES``.
 
-Tokenizer: the built-in word tokenizer (:class:`~posgeom.corpus.tokenize.WordLevelTokenizer`,
-lowercased, vocabulary from the training texts) for the tiny model: SST-2 is already tokenized into
-words, a word vocabulary is 4x smaller than WordPiece's 30522 (fewer embedding and optimizer
-parameters) and sequences are shorter, which is what a CPU budget needs. MiniLM uses its own
-WordPiece ``tokenizer.json``. Token ids of the tiny model: ``0`` = padding, ``1`` = ``[MASK]``,
-``tokenizer id + 2`` otherwise. The ``order`` task draws its sequences with
-:func:`posgeom.nn.tasks.order_task` (ids ``0 … order_vocab - 1``).
+Tokenizer: the tiny model uses the built-in word tokenizer (lowercased, vocabulary from the
+training texts: 4x smaller than WordPiece's and shorter sequences, what a CPU budget needs);
+MiniLM its own WordPiece ``tokenizer.json``. Token ids of the tiny model: ``0`` = padding, ``1`` =
+``[MASK]``, ``tokenizer id + 2`` otherwise. The ``order`` task draws its sequences with
+:func:`posgeom.nn.tasks.order_task`.
 """
 
 from __future__ import annotations

@@ -10,19 +10,11 @@ byte ids ``x`` of shape ``(B, L)``::
 
 ``causal=True``: the mask is ``-inf`` above the diagonal (next-byte prediction); ``False``: no mask
 (masked-language modelling). The position module comes from the family registry
-(:func:`posgeom.training.model.position_encoding`, the trainer's one home for it), so every arm
-shares the architecture and differs only there.
-
-Arms (name -> family, trained table?): ``sinusoidal`` (fixed), ``learned`` (N(0, 0.02^2), trained),
-``learned_mds_init`` (the MDS table as the initial value of a trained table), ``rope``, ``alibi``,
-``t5`` (bucketed bias, trained), ``nope``, ``mds`` (fixed), ``low_rank_mds`` (``P = A B^T``,
-trained) and ``random`` (fixed ``N(0, 1)`` table); the control ``mds_scaled`` is the fixed MDS table
-multiplied so that its median row norm is ``sqrt(d)``, the expected row norm of the ``N(0, 1)``
-token embedding (the MDS rows, Hellinger chords, are about 80 times shorter at ``d = 64``). Arms without an ``n``-row table
+(:func:`posgeom.training.model.position_encoding`), so every arm differs only there. The control
+``mds_scaled`` is the fixed MDS table multiplied so that its median row norm is ``sqrt(d)``, the
+expected row norm of the ``N(0, 1)`` token embedding. Arms without an ``n``-row table
 (:data:`EXTENDABLE`) are also evaluated at 2x and 4x the trained length; the sinusoidal table is
 built for ``4 n`` rows (its first ``n`` rows are the trained ones).
-
-torch is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -73,39 +65,20 @@ def arm_config(arm: str, *, n: int, d: int, n_heads: int, seed: int, rank: int =
 
 
 def _lm_class() -> type:
-    import torch
-    from torch import nn
+    from posgeom.nn.encoder import TinyEncoder, run_layers
 
-    from posgeom.nn.encoder import EncoderLayer, position_inputs
-
-    class PretrainLM(nn.Module):
-        """The model of the module docstring: ``forward(x (B, L)) -> logits (B, L, V)``."""
+    class PretrainLM(TinyEncoder):
+        """The model of the module docstring (a :class:`~posgeom.nn.encoder.TinyEncoder` with a
+        vocabulary head on every token): ``forward(x (B, L)) -> logits (B, L, V)``."""
 
         def __init__(
             self, vocab: int, d: int, n_heads: int, n_layers: int, position: Any, causal: bool
         ) -> None:
-            super().__init__()
+            super().__init__(vocab, d, n_heads, n_layers, 0, position, n_classes=vocab)
             self.causal = causal
-            self.d_model = d
-            self.token_embedding = nn.Embedding(vocab, d)
-            self.position = position
-            self.layers = nn.ModuleList(
-                EncoderLayer(d, n_heads, 4 * d, 0.0) for _ in range(n_layers)
-            )
-            self.ln_f = nn.LayerNorm(d)
-            self.head = nn.Linear(d, vocab)
 
         def forward(self, x: Any) -> Any:
-            length = x.shape[1]
-            h, kw = position_inputs(self.position, self.token_embedding(x))
-            bias = kw.pop("bias", None)  # (H, L, L)
-            if self.causal:
-                mask = torch.full((length, length), float("-inf"), device=x.device).triu(1)
-                bias = mask[None] if bias is None else bias + mask
-            if bias is not None:
-                kw["bias"] = bias
-            for layer in self.layers:
-                h = layer(h, **kw)
+            h = run_layers(self.position, self.token_embedding(x), self.layers, causal=self.causal)
             return self.head(self.ln_f(h))
 
     return PretrainLM

@@ -8,12 +8,10 @@ Per epoch (and at epoch 0, before training) one JSON line is appended to ``log.j
      "violation_rate",        # monotonicity violations over triples (Conjecture 5)
      "seconds"}
 
-Checkpoints (``checkpoint.safetensors``, :mod:`~posgeom.training.runfiles`) are written
-atomically after every epoch; :func:`train` resumes from the last finished epoch when the folder
-holds a checkpoint of the same configuration (``epochs``, ``threads`` and ``progress`` may differ,
-so a finished run can be extended). With the per-epoch seeds of
-:func:`~posgeom.training.steps.epoch_seeds` a resumed run repeats exactly what an
-uninterrupted run does.
+A checkpoint is written atomically after every epoch; :func:`train` resumes from the last
+finished epoch when the folder holds a checkpoint of the same configuration (``epochs``,
+``threads`` and ``progress`` may differ). With the per-epoch seeds of
+:func:`~posgeom.training.steps.epoch_seeds` a resumed run repeats an uninterrupted one exactly.
 """
 
 from __future__ import annotations

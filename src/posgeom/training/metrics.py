@@ -1,20 +1,15 @@
 """The geometry tracked during training: the corpus target and the model's position encoding.
 
 Target: the Hellinger distances (chord convention) ``D`` (n, n) of the positional distributions of
-the *whole* training split (counted with the model's tokenizer, ``n = max_len``,
-:func:`posgeom.analyze`, the MDS row only); the ``mds`` and ``low_rank_mds`` encodings are
-Algorithm 1 on the same counts. A position with no samples raises (lower ``max_len``).
+the *whole* training split (counted with the model's tokenizer, ``n = max_len``, the MDS row
+only); the ``mds`` and ``low_rank_mds`` encodings are Algorithm 1 on the same counts.
 
 Encoding: each family's ``module_geometry`` (:mod:`posgeom.encodings`): the rows ``0 … n-1`` of
-an additive table (``module.table()``), or for encodings without vectors RoPE
-``rope(n, head_dim)``, ALiBi ``alibi(n, n_heads, head="best")`` (the head of lowest paper stress),
-T5 ``t5(n, bias=<learned table>)`` and NoPE ``nope(n, d)`` (all distances 0: separation 0, paper
-and scale-optimal stress 1).
+an additive table, or the RoPE, ALiBi (the head of lowest paper stress), T5 or NoPE geometry.
 
-Scores (one set per epoch): ``separation`` = ``min_{i<j} ||p_i - p_j||`` (Theorem 4,
-:func:`posgeom.scores.separation_margin`), ``stress`` = every kind of
-:func:`posgeom.scores.stress_scores` against ``D``, ``violation_rate`` = monotonicity violations
-over triples (Conjecture 5).
+Scores (one set per epoch): ``separation`` = ``min_{i<j} ||p_i - p_j||`` (Theorem 4),
+``stress`` = every kind of :func:`posgeom.scores.stress_scores` against ``D``,
+``violation_rate`` = monotonicity violations over triples (Conjecture 5).
 """
 
 from __future__ import annotations

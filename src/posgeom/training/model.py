@@ -1,15 +1,10 @@
 """The models: a TinyEncoder with the position module of ``cfg.encoding``, or MiniLM.
 
 ``"tiny"``: :class:`posgeom.nn.TinyEncoder` (pre-LN, mean pooling, 2 classes), or for
-``imdb-mlm`` the encoder with a vocabulary head on every token. Position modules
-(:func:`position_encoding`) come from the family registry (each family's ``torch_module``):
-``sinusoidal`` / ``mds`` / ``random`` are fixed tables (buffers), ``learned`` and ``low_rank_mds``
-are trained, ``rope`` / ``alibi`` act inside attention, ``nope`` has none; ``train_positions``
-overrides the default (a fixed table then becomes a parameter).
-``"minilm"``: the real all-MiniLM-L6-v2 weights (offline), mean pooling over real tokens and a
-linear head; its own learned absolute table is fine-tuned.
-
-torch and transformers are imported inside the functions (the classes are built on first use).
+``imdb-mlm`` the encoder with a vocabulary head on every token; its position module
+(:func:`position_encoding`) comes from the family registry. ``"minilm"``: the real
+all-MiniLM-L6-v2 weights (offline), mean pooling over real tokens and a linear head; its own
+learned absolute table is fine-tuned. torch and transformers are imported inside the functions.
 """
 
 from __future__ import annotations
@@ -32,8 +27,9 @@ def build_model(cfg: TrainConfig, vocab_size: int, geometry: Any = None) -> Any:
     """The torch model of ``cfg`` (seeded by the caller); ``geometry`` feeds the MDS encodings."""
     from posgeom.nn import TinyEncoder
 
+    masked_lm, minilm = _lazy_modules()
     if cfg.model == "minilm":
-        return _MiniLMClassifier(cfg)
+        return minilm(cfg)
     pos = position_encoding(cfg, geometry)
     encoder = TinyEncoder(
         vocab_size,
@@ -46,20 +42,14 @@ def build_model(cfg: TrainConfig, vocab_size: int, geometry: Any = None) -> Any:
         d_ff=cfg.d_ff,
         dropout=cfg.dropout,
     )
-    if cfg.task == "imdb-mlm":
-        return _MaskedLM(encoder, vocab_size)
-    return encoder
+    return masked_lm(encoder, vocab_size) if cfg.task == "imdb-mlm" else encoder
 
 
 def position_encoding(cfg: TrainConfig, geometry: Any = None) -> Any:
-    """The position module of ``cfg.encoding`` for the tiny model (``None`` for NoPE).
-
-    Built by the family registry (``posgeom.encodings.family(cfg.encoding).torch_module``):
-    ``geometry`` (a ``GeometryResult`` with ``.mds``) feeds ``mds`` and ``low_rank_mds``; random
-    initialisations (``learned``) draw from ``torch.Generator().manual_seed(cfg.seed)``.
+    """The position module of ``cfg.encoding`` for the tiny model (``None`` for NoPE), built by
+    the family's ``torch_module`` (``geometry``, a ``GeometryResult``, feeds the MDS families).
     ``cfg.train_positions`` overrides the family's default; a fixed table (a buffer) that is to be
-    trained becomes a parameter.
-    """
+    trained becomes a parameter."""
     from torch import nn
 
     from posgeom.encodings import family
@@ -69,7 +59,6 @@ def position_encoding(cfg: TrainConfig, geometry: Any = None) -> Any:
         for p in pos.parameters():
             p.requires_grad_(bool(cfg.train_positions))
         if cfg.train_positions and "weight" in pos._buffers:
-            # fixed tables live in buffers: make them a parameter
             weight = pos.weight.detach().clone()
             del pos._buffers["weight"]
             pos.weight = nn.Parameter(weight)
@@ -125,19 +114,9 @@ def _lazy_modules() -> tuple[type, type]:
     return MaskedLM, MiniLMClassifier
 
 
-def _MaskedLM(encoder: Any, vocab_size: int) -> Any:
-    return _lazy_modules()[0](encoder, vocab_size)
-
-
-def _MiniLMClassifier(cfg: TrainConfig) -> Any:
-    return _lazy_modules()[1](cfg)
-
-
 def position_module(model: Any) -> Any:
     """The position module of a tiny model (``None`` for NoPE and for MiniLM)."""
-    if hasattr(model, "bert"):
-        return None
-    return model.position
+    return None if hasattr(model, "bert") else model.position
 
 
 def n_position_parameters(model: Any) -> int:
@@ -145,6 +124,4 @@ def n_position_parameters(model: Any) -> int:
     if hasattr(model, "bert"):
         return int(model.bert.embeddings.position_embeddings.weight.numel())
     pos = position_module(model)
-    if pos is None:
-        return 0
-    return int(sum(p.numel() for p in pos.parameters() if p.requires_grad))
+    return 0 if pos is None else int(sum(p.numel() for p in pos.parameters() if p.requires_grad))

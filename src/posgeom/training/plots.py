@@ -100,9 +100,8 @@ def plot_run_logs(
     for label, folder in runs.items():
         recs = read_log(folder)
         ep = [r["epoch"] for r in recs]
-        axes[0].plot(ep, [r["eval_loss"] for r in recs], marker=".", label=label)
-        axes[1].plot(ep, [r["eval_accuracy"] for r in recs], marker=".", label=label)
-        axes[2].plot(ep, [r["separation"] for r in recs], marker=".", label=label)
+        for ax, key in zip(axes, ("eval_loss", "eval_accuracy", "separation"), strict=False):
+            ax.plot(ep, [r[key] for r in recs], marker=".", label=label)
         axes[3].plot(
             ep,
             [r["stress"]["scale_optimal"] for r in recs],

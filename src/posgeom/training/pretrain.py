@@ -2,23 +2,16 @@
 language models reach? A resumable grid of arms x corpora x objectives x seeds.
 
 Each run (:func:`run_one`) builds the model of one arm (:data:`posgeom.training.lm.ARMS`), scores
-its position geometry against the corpus geometry of the training split *before* training
-(:mod:`posgeom.training.pretrain_scores`: against posgeom's default estimate and the plug-in;
-lag stress at the trained length and, for arms that run at any length, at ``4 L``), trains it
-(:mod:`posgeom.training.pretrain_run`), measures its losses and scores its position geometry
-again after training. Its record (one JSON object: ``arm``, ``corpus``, ``objective``, ``seed``
-and every measure) is ``runs/<corpus>-<objective>-<arm>-s<seed>/record.json``.
+its position geometry against the corpus geometry of the training split before training
+(:mod:`posgeom.training.pretrain_scores`), trains it (:mod:`posgeom.training.pretrain_run`),
+measures its losses and scores its geometry again. Its record is
+``runs/<corpus>-<objective>-<arm>-s<seed>/record.json``.
 
-Results folder (a posgeom work folder of kind ``pretrain-grid``; every file in its manifest):
-``grid.json`` (the options and the Python version; a resume must pass the same), ``corpora/<name>.json`` (files, split,
-both corpus geometries), ``runs/...`` (one sub-folder per run, listed in the manifest), and
-``records.jsonl`` (every finished record, rewritten after each run). A run whose record exists
-is never recomputed; an interrupted run (no record) is trained again from its start. Order:
-objectives, then seeds, then corpora, then arms, so a grid cut short holds whole seeds.
-
-Scales (:data:`SCALES`): ``cpu`` (the default: width 64, 2 layers, 4 heads, context 64, batch 16,
-300 steps: 307,200 training bytes per run) and ``gpu`` (width 256, 4 layers, 8 heads, context
-128, batch 64, 3,000 steps), the same code.
+Results folder (a work folder of kind ``pretrain-grid``): ``grid.json`` (the options and the
+Python version; a resume must pass the same), ``corpora/<name>.json``, ``runs/...`` and
+``records.jsonl`` (every finished record, rewritten after each run). A run whose record exists is
+never recomputed; an interrupted run is trained again from its start. Order: objectives, then
+seeds, then corpora, then arms, so a grid cut short holds whole seeds. Scales: :data:`SCALES`.
 """
 
 from __future__ import annotations
@@ -77,10 +70,7 @@ class _Corpus:
         return {
             **self.splits.describe(),
             "geometry": {e: g.distances.tolist() for e, g in self.geometry.items()},
-            "lag_geometry": {
-                "lags": self.lag["lags"].tolist(),
-                "distances": self.lag["distances"].tolist(),
-            },
+            "lag_geometry": {key: value.tolist() for key, value in self.lag.items()},
         }
 
 
@@ -134,12 +124,6 @@ def run_one(
         "parameters": trainable,
         "torch": torch.__version__,
     }
-
-
-def _plan(
-    arms: Sequence[str], corpora: Sequence[str], objectives: Sequence[str], seeds: Sequence[int]
-) -> list[tuple[str, int, str, str]]:
-    return [(o, s, c, a) for o in objectives for s in seeds for c in corpora for a in arms]
 
 
 def _check(arms: Sequence[str], objectives: Sequence[str], seeds: Sequence[int]) -> None:
@@ -217,7 +201,8 @@ def pretrain_grid(
         "corpora": [dataclasses.asdict(c) | {"files": list(c.files)} for c in corpora],
     }
     folder = _open(output, grid, resume)
-    plan = _plan(arms, [c.name for c in corpora], objectives, seeds)
+    names = [c.name for c in corpora]
+    plan = [(o, s, c, a) for o in objectives for s in seeds for c in names for a in arms]
     loaded: dict[str, _Corpus] = {}
     t0, done_here = time.perf_counter(), 0
     for obj, seed, cname, arm in plan:

@@ -1,22 +1,20 @@
 """One run of the pretraining study: train an arm's language model on a corpus, then measure it.
 
-Training (the same for every arm): ``steps`` AdamW steps (``lr``, weight decay 0.01, betas
-``(0.9, 0.99)``, gradient norm clipped at 1), the learning rate warmed up linearly over the first
-10% of the steps and then decayed by a cosine to 10% of ``lr``; each step a batch of ``batch``
-windows drawn from the training split by ``numpy.random.default_rng([seed, 1])``, so every arm of a
-seed sees the same bytes in the same order (and, masked, the same masks). Token budget:
-``steps * batch * L`` bytes.
+Training: ``steps`` AdamW steps (``lr``, weight decay 0.01, betas ``(0.9, 0.99)``, gradient norm
+clipped at 1), the learning rate warmed up linearly over the first 10% of the steps, then decayed
+by a cosine to 10% of ``lr``; each step a batch of ``batch`` windows drawn by
+``numpy.random.default_rng([seed, 1])``, so every arm of a seed sees the same bytes in the same
+order (and the same masks).
 
-Objectives: ``causal``: windows of ``L + 1`` bytes, the loss the mean cross-entropy (nats per
-byte) of byte ``i + 1`` given bytes ``0 .. i``; ``masked``: windows of ``L`` bytes, each byte
-replaced by the mask id 256 with probability ``mask_prob`` (at least one per window), the loss the
-mean cross-entropy at the masked bytes.
+Objectives: ``causal``: windows of ``L + 1`` bytes, the mean cross-entropy (nats per byte) of byte
+``i + 1`` given bytes ``0 .. i``; ``masked``: windows of ``L`` bytes, each byte replaced by the
+mask id 256 with probability ``mask_prob`` (at least one per window), the mean cross-entropy at
+the masked bytes.
 
-Measures (:func:`evaluate`): on ``eval_windows`` fixed windows of the validation and the test split
-(drawn by ``default_rng(0)``, the same for every run), the mean loss and the per-position loss
-(``(L,)``: the loss of the prediction at position ``i``); for the arms that run at any length
-(:data:`posgeom.training.lm.EXTENDABLE`) the validation loss at ``2 L`` and ``4 L`` (all positions,
-and only the positions ``>= L``).
+Measures (:func:`evaluate`): on ``eval_windows`` fixed windows of the validation and the test
+split (drawn by ``default_rng(0)``), the mean loss and the per-position loss ``(L,)``; for the
+arms that run at any length the validation loss at ``2 L`` and ``4 L`` (all positions, and only
+the positions ``>= L``).
 """
 
 from __future__ import annotations
@@ -162,9 +160,7 @@ def evaluate(
         out[f"{split}_loss"] = float(total.sum() / count.sum())
         if split == "validation":
             out["per_position_loss"] = (total / np.maximum(count, 1)).tolist()
-    for factor in (2, 4):
-        if not extendable:
-            continue
+    for factor in (2, 4) if extendable else ():
         res = _eval_loss(model, splits, "validation", objective, factor * n, spec)
         if res is None:
             continue

@@ -1,22 +1,17 @@
 """The geometry scores of the pretraining study, each of an arm's position geometry against the
 corpus geometry of the training split (:mod:`posgeom.training.corpora`).
 
-Per position target ``D`` (``(n, n)``, Hellinger chords, :func:`corpus_geometry`) and encoding
-distances ``delta`` (:func:`posgeom.scores.stress.encoding_distances` of the family's
-``module_geometry``):
-
-- ``paper`` and ``scale_optimal`` stress (:func:`posgeom.scores.stress_scores`);
-- ``violation_rate`` (monotonicity, :func:`posgeom.scores.monotonicity_violation_rate`) and
-  ``separation`` (:func:`posgeom.scores.separation_margin`);
-- ``per_position``: ``s_i = sum_j (a delta_ij - D_ij)^2 / sum_j D_ij^2`` with ``a`` the global
-  scale-optimal factor (``(n,)``; their mean over ``i`` weighted by ``sum_j D_ij^2`` is the
-  scale-optimal stress) and ``per_position_max = max_i s_i``.
+Per position target ``D`` (``(n, n)``, Hellinger chords) and encoding distances ``delta`` (of the
+family's ``module_geometry``): ``paper`` and ``scale_optimal`` stress, ``violation_rate``,
+``separation``, and ``per_position``: ``s_i = sum_j (a delta_ij - D_ij)^2 / sum_j D_ij^2`` with
+``a`` the global scale-optimal factor (``(n,)``; their mean weighted by ``sum_j D_ij^2`` is the
+scale-optimal stress), ``per_position_max = max_i s_i``.
 
 Lag stress: the scale-optimal and paper stress of the arm's lag kernel (the family's
-``lag_vectors`` for the model as trained, :mod:`posgeom.lags.kernels`; a table arm's kernel is
-:func:`~posgeom.lags.kernels.learned_lag_vectors` of its rows) against the corpus lag geometry
-(:func:`corpus_lag_geometry`: pairs at lags ``1 .. m`` counted over the training split's bytes in
-33 classes, the 32 most frequent bytes and the rest, estimated by posgeom's default estimator).
+``lag_vectors``; a table arm's is :func:`~posgeom.lags.kernels.learned_lag_vectors` of its rows)
+against the corpus lag geometry (:func:`corpus_lag_geometry`: pairs at lags ``1 .. m`` over the
+training split's bytes in 33 classes, the 32 most frequent bytes and the rest, by posgeom's
+default estimator).
 """
 
 from __future__ import annotations
@@ -33,18 +28,19 @@ LAG_BYTES = 1_000_000
 
 def geometry_row(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict[str, Any]:
     """Every per-position score of ``encoding`` against ``target`` (module docstring)."""
-    from posgeom.scores import monotonicity_violation_rate, separation_margin, stress_scores
     from posgeom.scores.stress import encoding_distances
+    from posgeom.training.metrics import geometry_scores
 
-    st = stress_scores(encoding, target)
-    delta = np.asarray(encoding_distances(encoding), dtype=np.float64)
     tgt = np.asarray(target, dtype=np.float64)
-    per = ((st.scale * delta - tgt) ** 2).sum(axis=1) / np.maximum((tgt**2).sum(axis=1), 1e-300)
+    scores = geometry_scores(encoding, tgt, seed=seed)
+    st = scores["stress"]
+    delta = np.asarray(encoding_distances(encoding), dtype=np.float64)
+    per = ((st["scale"] * delta - tgt) ** 2).sum(axis=1) / np.maximum((tgt**2).sum(axis=1), 1e-300)
     return {
-        "paper": float(st.paper),
-        "scale_optimal": float(st.scale_optimal),
-        "violation_rate": float(monotonicity_violation_rate(encoding, tgt, seed=seed).rate),
-        "separation": float(separation_margin(encoding)),
+        "paper": float(st["paper"]),
+        "scale_optimal": float(st["scale_optimal"]),
+        "violation_rate": float(scores["violation_rate"]),
+        "separation": float(scores["separation"]),
         "per_position_max": float(per.max()),
         "per_position": per.tolist(),
     }
