@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -333,3 +334,24 @@ def test_lightglue_keypoint_rotary_is_named_as_a_rotation_of_coordinates():
     np.testing.assert_allclose(cos.double().numpy(), np.cos(angles), atol=1e-5)
     np.testing.assert_allclose(sin.double().numpy(), np.sin(angles), atol=1e-5)
     _refused(found[0])
+
+
+def test_fnet_complex_dft_buffers_are_not_read_as_sinusoids():
+    """FNet's TPU path keeps its DFT matrices as complex buffers (``(127, 127)``: the odd length
+    of a row-per-offset table); they mix tokens, they are not a positional sinusoid, and reading
+    them as one cast away their imaginary part with a torch warning. Its learned table stays."""
+    config = transformers.FNetConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=1,
+        intermediate_size=32,
+        max_position_embeddings=128,
+        use_tpu_fourier_optimizations=True,
+        tpu_short_seq_length=127,
+    )
+    model = transformers.FNetModel(config)
+    assert any(b.is_complex() and b.shape == (127, 127) for b in model.buffers())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = find_positional_mechanisms(model)
+    assert [m.kind for m in found] == ["learned"]

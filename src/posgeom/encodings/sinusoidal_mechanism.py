@@ -217,6 +217,8 @@ def _attribute_tables(model: Any, names: tuple[str, ...]) -> list[Mechanism]:
             value = vars(module).get(attr)
             if not isinstance(value, torch.Tensor) or isinstance(value, torch.nn.Parameter):
                 continue
+            if value.is_complex():  # a rotation (Llama 4's freqs_cis), not an added sinusoid
+                continue
             table = _hf.squeezed(value).to(torch.float64).cpu()
             fit = fit_sinusoid(table.numpy()) if table.ndim == 2 else None
             if fit is not None:
@@ -233,6 +235,8 @@ def _relative_buffers(model: Any) -> list[Mechanism]:
 
     found = []
     for name, buffer in model.named_buffers():
+        if buffer.is_complex():  # a rotation (Llama 4's freqs_cis), not an added sinusoid
+            continue
         if _hf.last_name(name) == TIMESCALES and buffer.numel() >= 2:
             w = buffer.detach().to(torch.float64).cpu().numpy().ravel()
             found.append(Mechanism("sinusoidal", name, SinusoidalParams(w, "concat", True)))
