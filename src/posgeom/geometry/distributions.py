@@ -219,48 +219,39 @@ def positional_distributions(
     positions = np.arange(n, dtype=np.int64)
     below = totals < max(min_samples, 1e-300)
     empty = totals <= 0
-    if below_min == "drop":
-        keep = ~below
-        if not keep.any():
-            raise PosgeomError(
-                f"every position has fewer than {min_samples} samples; lower min_samples or the "
-                "number of positions, or count a larger corpus"
-            )
-    else:
-        if empty.any():
-            first = int(np.flatnonzero(empty)[0])
-            raise PosgeomError(
-                f"{int(empty.sum())} of {n} positions have no samples (first: position {first}); "
-                f"no sequence reaches them. Use max_positions <= {first}, or below_min='drop'"
-            )
-        keep = np.ones(n, dtype=bool)
+    keep = ~below if below_min == "drop" else np.ones(n, dtype=bool)
+    if not keep.any():
+        raise PosgeomError(
+            f"every position has fewer than {min_samples} samples; lower min_samples or the "
+            "number of positions, or count a larger corpus"
+        )
+    if below_min == "flag" and empty.any():
+        first = int(np.flatnonzero(empty)[0])
+        raise PosgeomError(
+            f"{int(empty.sum())} of {n} positions have no samples (first: position {first}); "
+            f"no sequence reaches them. Use max_positions <= {first}, or below_min='drop'"
+        )
     flagged = positions[below & keep]
     dropped = positions[~keep]
-
     c = c[keep] if not keep.all() else c
     t = totals[keep]
     per_value = np.diff(c.indptr)  # stored values of each row
     if smoothing == "none":
-        z = t
-        data = c.data / np.repeat(z, per_value)  # sqrt(C / T) on the stored values
-        floor = np.zeros(len(t))
-        used_alpha = 0.0
+        data = np.sqrt(c.data / np.repeat(t, per_value))  # sqrt(C / T) on the stored values
+        floor, alpha = np.zeros(len(t)), 0.0
     else:
         z = t + alpha * vocab
         data = np.sqrt(c.data + alpha) - np.sqrt(alpha)
         data /= np.repeat(np.sqrt(z), per_value)
         floor = np.sqrt(alpha / z)
-        used_alpha = float(alpha)
-    if smoothing == "none":
-        np.sqrt(data, out=data)
     root = sp.csr_matrix((data, c.indices.copy(), c.indptr.copy()), shape=c.shape)
     out = PositionalDistributions(
         sqrt_sparse=root,
         sqrt_floor=floor,
         positions=positions[keep],
-        totals=t.astype(np.float64),
+        totals=t,
         smoothing=smoothing,
-        alpha=used_alpha,
+        alpha=float(alpha),
         min_samples=int(min_samples),
         flagged=flagged,
         dropped=dropped,

@@ -196,9 +196,8 @@ def _self_gram(s: sp.csr_matrix, dense_fraction: float, block: int = 1024) -> np
 
     n = s.shape[0]
     dense, rest = split_columns(s, dense_fraction)
-    if dense.shape[1]:
-        gram = dsyrk(1.0, np.asfortranarray(dense), lower=0)  # upper triangle
-        gram = np.ascontiguousarray(gram)
+    if dense.shape[1]:  # the upper triangle
+        gram = np.ascontiguousarray(dsyrk(1.0, np.asfortranarray(dense), lower=0))
     else:
         gram = np.zeros((n, n))
     del dense
@@ -207,8 +206,7 @@ def _self_gram(s: sp.csr_matrix, dense_fraction: float, block: int = 1024) -> np
         for lo in range(0, n, block):
             hi = min(lo + block, n)
             # only columns >= lo are needed for the upper triangle of these rows
-            part = (rest[lo:hi] @ rest_t[:, lo:]).toarray()
-            gram[lo:hi, lo:] += part
+            gram[lo:hi, lo:] += (rest[lo:hi] @ rest_t[:, lo:]).toarray()
     _mirror_upper(gram)
     return gram
 
@@ -234,13 +232,9 @@ def _sq_chords(distributions: Any, *, close_tol: float, dense_fraction: float) -
     np.maximum(sq, 0.0, out=sq)
     _mirror_upper(sq)  # d_i + d_j and d_j + d_i can round differently
     np.fill_diagonal(sq, 0.0)
-    ci, cj = np.nonzero(sq < close_tol)
-    upper = ci < cj
-    ci, cj = ci[upper], cj[upper]
+    ci, cj = np.nonzero(np.triu(sq < close_tol, 1))
     if ci.size:
-        exact = _direct_sq_chords(d, ci, cj)
-        sq[ci, cj] = exact
-        sq[cj, ci] = exact
+        sq[ci, cj] = sq[cj, ci] = _direct_sq_chords(d, ci, cj)
     return sq
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, Options, validate_params
+from posgeom._validation import Interval, Options, check_param, validate_params
 from posgeom.geometry.counts import count_matrix
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
@@ -159,7 +159,7 @@ def noise_floor(
         sq = split_half_squared(c, n_repeats, rng)
         bias = sq / 4.0
         self_distance = np.sqrt(sq)
-    elif method == "bootstrap":
+    else:  # bootstrap
         reps = np.empty((n_repeats, *dist.shape))
         bias = np.zeros(c.shape[0])
         for k in range(n_repeats):
@@ -169,8 +169,6 @@ def noise_floor(
         bias /= n_repeats
         std = reps.std(axis=0, ddof=1) if n_repeats > 1 else np.zeros_like(dist)
         self_distance = 2.0 * np.sqrt(bias)
-    else:
-        raise PosgeomError(f"unknown method {method!r}; use 'split_half' or 'bootstrap'")
     floor = np.sqrt(bias[:, None] + bias[None, :])
     np.fill_diagonal(floor, 0.0)
     return NoiseFloor(
@@ -226,7 +224,6 @@ def sampled_noise_floor(
     (the same split distribution, drawn by
     :func:`~posgeom.geometry.split_half._half_counts`), then the trusted share
     over the drawn ``pairs`` ``(i, j)`` at which ``plugin_distances`` are the plug-in ``D_ij``."""
-    from posgeom._validation import check_param
     from posgeom.scores.order import wilson_interval
 
     check_param("n_repeats", n_repeats, REPEATS)

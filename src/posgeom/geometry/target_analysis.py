@@ -66,10 +66,7 @@ def analyse_target(
     positions' counts on the target's classes; on ``sample``, the scores' pair sample, when
     given). A floor that cannot be measured is skipped with a warning. ``positions``: the kept
     positions (the summary names untrusted ones by them)."""
-    if matrix is not None:
-        st = stationarity(matrix)
-    else:
-        st = sampled_stationarity(blocks, seed=seed)
+    st = stationarity(matrix) if matrix is not None else sampled_stationarity(blocks, seed=seed)
     floor = None
     if noise:
         try:
@@ -90,10 +87,8 @@ def analyse_target(
 def _noise_floor(
     counts: Any, *, method: str, n_repeats: int, seed: int, sample: Any = None
 ) -> NoiseFloor | SampledNoiseFloor:
-    """The noise floor of the kept counts (on the target's classes): exact
-    (:func:`~posgeom.geometry.noise.noise_floor`), or on the scores' pair sample (``sample``: a
-    :class:`~posgeom.scores.sampled.PairSample`) by the split-half method, the floor's own
-    plug-in ``D`` evaluated at its pairs (:func:`~posgeom.geometry.noise.sampled_noise_floor`)."""
+    """The noise floor of the kept counts: exact, or split-half on the scores' pair sample
+    (``sample``: a :class:`~posgeom.scores.sampled.PairSample`), the plug-in ``D`` at its pairs."""
     if sample is None:
         return noise_floor(counts, method=method, n_repeats=n_repeats, seed=seed)
     if method != "split_half":
