@@ -28,10 +28,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import Any, TypeVar
+from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import SEED, Interval, Options, check_param
@@ -65,7 +65,6 @@ DISTRIBUTIONS, ESTIMATE, EMBEDDING = "distributions", "estimate", "embedding"
 NOISE, SCORES, BASELINES = "noise", "scores", "baselines"
 GROUPS = (DISTRIBUTIONS, ESTIMATE, EMBEDDING, NOISE, SCORES, BASELINES)
 DEFAULT_MODEL_DIM = 768  # BERT-base; the one default width d of every command and entry point
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _declared(function: Any, parameter: str) -> tuple[Any, ...]:
@@ -235,7 +234,12 @@ class GeometryConfig:
         for f in dataclasses.fields(self):
             if f.metadata.get("allowed"):
                 check_param(f.name, getattr(self, f.name), f.metadata["allowed"])
-        self._check_alpha_is_used()
+        default = GeometryConfig.__dataclass_fields__["alpha"].default
+        if self.smoothing == "none" and self.alpha != default:  # it would be silently ignored
+            raise PosgeomError(
+                f"alpha={self.alpha:g} has no effect without smoothing='add-alpha'; pass "
+                f"smoothing='add-alpha', or drop alpha={self.alpha:g}"
+            )
         if self.rope_head_dim is not None:  # the RoPE family's rule, checked before any work
             from posgeom.encodings.rope import check_rope_head_dim
 
@@ -248,16 +252,6 @@ class GeometryConfig:
             get(self.estimator)
         if self.families is not None:
             object.__setattr__(self, "families", _family_names(self.families))
-
-    def _check_alpha_is_used(self) -> None:
-        """Refuse an ``alpha`` other than its default without add-alpha smoothing: it would be
-        silently ignored (the library's and the CLI's one rule; the CLI spells it as flags)."""
-        default = GeometryConfig.__dataclass_fields__["alpha"].default
-        if self.smoothing == "none" and self.alpha != default:
-            raise PosgeomError(
-                f"alpha={self.alpha:g} has no effect without smoothing='add-alpha'; pass "
-                f"smoothing='add-alpha', or drop alpha={self.alpha:g}"
-            )
 
     @staticmethod
     def allowed(name: str) -> tuple[Any, ...]:

@@ -41,7 +41,7 @@ from posgeom._errors import PosgeomError
 from posgeom._threads import Background, blas_threads
 from posgeom.embed import FittedMDS, fit_mds_family
 from posgeom.geometry import KeptPositions, TargetAnalysis, analyse_target, kept_positions
-from posgeom.geometry.counts import CountMatrix, count_matrix
+from posgeom.geometry.counts import count_matrix
 from posgeom.geometry.distributions import PositionalDistributions
 from posgeom.pipeline.config import GeometryConfig
 from posgeom.pipeline.keywords import takes_geometry_config
@@ -110,7 +110,16 @@ def analyze(
         first = {x: f for x, f in families.items() if x not in fitted}
         early = comparison_rows(stage, first, extra_encodings=encodings, **rows)
         mds = mds_job.result()
-    stage = _with_mds(stage, mds, config, refine=refine)  # SMACOF with every BLAS thread
+    fit = fit_mds_family(  # SMACOF with every BLAS thread
+        mds,
+        stage.targets,
+        refine=refine,
+        low_rank=config.low_rank,
+        max_rank=config.max_rank,
+        seed=config.seed,
+    )
+    stage.options["solver"] = mds.solver
+    stage = dataclasses.replace(stage, fit=fit)
     made = rows_in_order(names, early, comparison_rows(stage, fitted, **rows))
     uncertainty, made = _stage_intervals(counts, stage, made)
     scored = list(made.table.encodings)
@@ -140,8 +149,7 @@ def analyze(
 
 @dataclass(frozen=True, eq=False)
 class _Geometry:
-    """The stages before the rows: what the rows read (the score targets with their Shepard
-    pairs, the kept positions, the fitted MDS family)."""
+    """The stages before the rows: what the rows read."""
 
     positions: KeptPositions  # the distributions mu_i and the counts of the kept positions
     target: Any  # the estimate (a PluginEstimate for the plug-in)
@@ -156,11 +164,6 @@ class _Geometry:
     @property
     def distributions(self) -> PositionalDistributions:
         return self.positions.distributions
-
-    @property
-    def kept(self) -> CountMatrix:
-        """The counts of the kept positions."""
-        return self.positions.counts
 
 
 def _kept_positions(counts: Any, config: GeometryConfig) -> KeptPositions:
@@ -202,10 +205,8 @@ def _kept_positions(counts: Any, config: GeometryConfig) -> KeptPositions:
 def _geometry(
     positions: KeptPositions, config: GeometryConfig, *, refine: bool, overlap: bool
 ) -> tuple[_Geometry, Any]:
-    """Distributions, target, the score targets and the stages of :func:`_of_target`, with the MDS
-    encoding started on a :class:`~posgeom._threads.Background` thread when ``overlap``, else
-    computed first (its result: the second element; :func:`_with_mds` adds it). ``refine``:
-    recorded for :func:`_with_mds`."""
+    """Target, score targets and the stages of :func:`_of_target`, with the MDS encoding job
+    (a :class:`~posgeom._threads.Background` thread when ``overlap``, else run first)."""
     c = config
     cm, dist, kept = positions.input, positions.distributions, positions.counts
     n = dist.n_positions
@@ -258,22 +259,6 @@ def _geometry(
     return _of_target(stage, c), mds_job
 
 
-def _with_mds(stage: _Geometry, mds: Any, config: GeometryConfig, *, refine: bool) -> _Geometry:
-    """The stage with the MDS family fitted from its MDS encoding
-    (:func:`~posgeom.embed.fitted.fit_mds_family`: the SMACOF refinement when asked for, the
-    low-rank truncation, the rank curve ``r = 1 .. max_rank``)."""
-    fit = fit_mds_family(
-        mds,
-        stage.targets,
-        refine=refine,
-        low_rank=config.low_rank,
-        max_rank=config.max_rank,
-        seed=config.seed,
-    )
-    stage.options["solver"] = mds.solver
-    return dataclasses.replace(stage, fit=fit)
-
-
 def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     """The stages that read the target but not the MDS encoding (run while it is computed): the
     stationarity of ``D``, the noise floor, a long context's drawn arrays (at the score targets'
@@ -281,11 +266,17 @@ def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     large = {}
     if stage.targets.sampled:  # a long context: what a report draws, without (n, n)
         large = long_context_arrays(stage.scored, stage.beside, stage.targets.shepard_pairs)
+    # the noise floor of the distances scored: the estimate's own coarsened counts, normalised
+    # once (no second coarsening), or the kept counts for a full-vocabulary target
+    target = stage.target
+    full = target.class_map is None or target.resolution == "full"
     analysis = analyse_target(
         stage.targets.matrix,  # exact up to SAMPLED_ABOVE, else sampled from the blocks
         stage.scored,
         stage.distributions.positions,
-        noise_counts=_on_classes(stage.kept, stage.target) if stage.options["noise"] else None,
+        noise_counts=(stage.positions.counts if full else target.class_counts)
+        if stage.options["noise"]
+        else None,
         noise=stage.options["noise"],
         n_repeats=config.noise_repeats,
         seed=config.seed,
@@ -294,22 +285,10 @@ def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     return dataclasses.replace(stage, analysis=analysis, large_arrays=large)
 
 
-def _on_classes(rows: Any, target: Any) -> Any:
-    """The kept positions' counts on the target's token classes: the noise floor of the
-    distances scored (``rows`` for a full-vocabulary target). The estimate's own coarsened
-    counts, normalised once: no second coarsening, no second normalisation."""
-    if target.class_map is None or target.resolution == "full":
-        return rows
-    return target.class_counts
-
-
 def _stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any] | None, Any]:
     """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
     each replicate needs an ``(n, n)`` matrix): ``(uncertainty summary or None, rows with the
-    intervals' cells)``. ``stage``: the job's stage (its options, score targets and target);
-    ``rows``: its :class:`~posgeom.pipeline.rows.Rows`. The bootstrap's modules load here, with
-    counts that carry replicates only."""
-
+    intervals' cells)``; the bootstrap's modules load here only."""
     if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
         return None, rows
     if stage.targets.sampled:

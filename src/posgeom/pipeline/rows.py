@@ -61,6 +61,18 @@ class RowParts:
     shepard: dict[str, np.ndarray]
     built: dict[str, Any]
 
+    def add(
+        self, name: str, scored: Any, enc: Any, description: str, parameters: int, *, keep: bool
+    ) -> None:
+        """Record row ``name``: its one-row table and Shepard distances (``scored``, the score
+        targets' :class:`~posgeom.scores.table.FamilyScores`), description, parameter count and
+        (``keep``) its encoding."""
+        self.tables.append(scored.table)
+        self.described[name] = {"description": description, "parameters": int(parameters)}
+        self.shepard[name] = scored.shepard
+        if keep:
+            self.built[name] = enc
+
 
 @dataclass(frozen=True, eq=False)
 class Rows:
@@ -126,9 +138,9 @@ def comparison_rows(
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
     positions = np.asarray(res.distributions.positions, dtype=np.int64)
     fit = res.fit  # the fitted rows' encodings (the families describe them), once fitted
-    fitted = {} if fit is None else {MDS_ROW: fit.mds, SMACOF_ROW: fit.refined}
+    fitted: dict[str, Any] = {}
     if fit is not None:
-        fitted[LOW_RANK_ROW] = fit.low_rank
+        fitted = {MDS_ROW: fit.mds, SMACOF_ROW: fit.refined, LOW_RANK_ROW: fit.low_rank}
     ctx = ComparisonContext(
         n_positions=int(positions.max()) + 1,
         n_kept=len(positions),
@@ -152,25 +164,15 @@ def comparison_rows(
             for key, m in made.items()
             if m.head is not None
         )
-        out.tables.append(scored.table)
         row = made[scored.key]
-        _add_row(
-            out,
-            scored.shepard,
-            name,
-            kept[scored.key],
-            row.description,
-            row.parameters,
-            keep=keep_encodings,
+        out.add(
+            name, scored, kept[scored.key], row.description, row.parameters, keep=keep_encodings
         )
     for name, given in (extra_encodings or {}).items():
         enc = getattr(given, "encoding", given)
         drawn = {str(name): enc}
         scored = res.targets.score_family(str(name), _built(drawn, res.targets), drawn=drawn)
-        out.tables.append(scored.table)
-        _add_row(
-            out, scored.shepard, str(name), enc, *describe_given(given, ctx), keep=keep_encodings
-        )
+        out.add(str(name), scored, enc, *describe_given(given, ctx), keep=keep_encodings)
     return out
 
 
@@ -181,24 +183,6 @@ def _built(encodings: dict[str, Any], targets: Any) -> dict[str, Any]:
     if targets.sampled:
         return encodings
     return {key: as_distances(enc, key) for key, enc in encodings.items()}
-
-
-def _add_row(
-    out: RowParts,
-    shepard: np.ndarray,
-    name: str,
-    enc: Any,
-    description: str,
-    parameters: int,
-    *,
-    keep: bool,
-) -> None:
-    """Record row ``name``'s description, parameter count, Shepard distances (``shepard``, made
-    by the score targets) and (``keep``) its encoding."""
-    out.described[name] = {"description": description, "parameters": int(parameters)}
-    out.shepard[name] = shepard
-    if keep:
-        out.built[name] = enc
 
 
 def rows_in_order(names: list[str], early: RowParts, fitted: RowParts) -> Rows:
