@@ -15,6 +15,7 @@ stress is a ratio estimator and its confidence interval comes from the delta met
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
@@ -80,15 +81,12 @@ def blocked_stress(
 ) -> StressScores:
     """Exact stress of an encoding (vectors, lag profile or distances) against a target provider,
     one block at a time (memory: one block of each)."""
-    n = _positions_of(target)
-    if n_positions_of(encoding) != n:
-        raise PosgeomError(
-            f"the encoding has {n_positions_of(encoding)} positions but the target has {n}"
-        )
+    n, got = _positions_of(target), n_positions_of(encoding)
+    if got != n:
+        raise PosgeomError(f"the encoding has {got} positions but the target has {n}")
     sums = np.zeros(4)  # raw, S_DD, S_dd, S_dD
     starts = range(0, n, block_size)
-    total = len(starts) * (len(starts) + 1) // 2
-    done = 0
+    total, done = len(starts) * (len(starts) + 1) // 2, 0
     for a in starts:
         rows = np.arange(a, min(a + block_size, n))
         for b in range(a, n, block_size):
@@ -105,20 +103,14 @@ def blocked_stress(
     return stress_from_sums(*sums)
 
 
+@dataclass(eq=False)
 class SampledStress:
     """Sampled stress with delta-method confidence intervals for each kind."""
 
-    def __init__(
-        self,
-        estimate: StressScores,
-        intervals: dict[str, tuple[float, float]],
-        n_pairs: int,
-        confidence: float,
-    ):
-        self.estimate = estimate
-        self.intervals = intervals
-        self.n_pairs = n_pairs
-        self.confidence = confidence
+    estimate: StressScores
+    intervals: dict[str, tuple[float, float]]
+    n_pairs: int
+    confidence: float
 
     def __repr__(self) -> str:
         return f"SampledStress(paper={self.estimate.paper:.6g}, ci={self.intervals['paper']}, n_pairs={self.n_pairs})"

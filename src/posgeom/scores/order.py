@@ -298,20 +298,25 @@ def _blocked_min_distance(v: np.ndarray) -> float:
 
 
 # ----------------------------------------------------------------------------- registry
+def _violation_row(v: ViolationRate) -> dict[str, Any]:
+    return {
+        "violation_rate": v.rate,
+        "violation_ci": [float(v.ci_low), float(v.ci_high)],
+        "violation_exact": v.exact,
+    }
+
+
 def _sampled_violations(x: registry.SampledPairs) -> dict[str, Any]:
     """The violation rate on a pair sample; ties within ``1e-9`` of the largest *sampled*
     distance."""
     t = x.sample
     tol_t = 1e-9 * float(max(t.target_ij.max(initial=0), t.target_ik.max(initial=0)))
     tol_e = 1e-9 * float(max(x.delta_ij.max(initial=0), x.delta_ik.max(initial=0)))
-    v = violations_in_triples(
-        (t.target_ij, t.target_ik), (x.delta_ij, x.delta_ik), (tol_t, tol_e), t.confidence
+    return _violation_row(
+        violations_in_triples(
+            (t.target_ij, t.target_ik), (x.delta_ij, x.delta_ik), (tol_t, tol_e), t.confidence
+        )
     )
-    return {
-        "violation_rate": v.rate,
-        "violation_ci": [float(v.ci_low), float(v.ci_high)],
-        "violation_exact": False,
-    }
 
 
 def _sampled_separation(x: registry.SampledPairs) -> dict[str, Any]:
@@ -332,12 +337,7 @@ def _sampled_separation(x: registry.SampledPairs) -> dict[str, Any]:
     order=30,
 )
 def _violation_score(delta: np.ndarray, target: np.ndarray, *, seed: int = 0) -> dict[str, Any]:
-    v = violation_rate_of_matrices(delta, target, seed=seed)
-    return {
-        "violation_rate": v.rate,
-        "violation_ci": [float(v.ci_low), float(v.ci_high)],
-        "violation_exact": v.exact,
-    }
+    return _violation_row(violation_rate_of_matrices(delta, target, seed=seed))
 
 
 @registry.register(

@@ -7,15 +7,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SHEPARD_PAIRS", "draw_shepard_pairs", "pair_distances", "shepard_pairs"]
+__all__ = ["SHEPARD_PAIRS", "pair_distances", "shepard_pairs"]
 
 SHEPARD_PAIRS = 1500  # pairs kept per encoding for the Shepard plots of a report
-
-
-def shepard_pairs(n: int, *, size: int = SHEPARD_PAIRS, seed: int = 0) -> np.ndarray:
-    """``(2, m)`` pairs ``i < j`` for Shepard plots: all of them when there are at most ``size``,
-    else ``size`` drawn without replacement (``default_rng(seed)``), sorted."""
-    return draw_shepard_pairs(n, size, seed)
 
 
 def pair_distances(encoding: Any, pairs: np.ndarray) -> np.ndarray:
@@ -26,10 +20,10 @@ def pair_distances(encoding: Any, pairs: np.ndarray) -> np.ndarray:
     return encoding_pairs(encoding, pairs[0], pairs[1])
 
 
-def draw_shepard_pairs(n: int, size: int, seed: int) -> np.ndarray:
-    """``(2, m)`` pairs ``i < j``: all of them when there are at most ``size``, else ``size``
-    distinct pairs drawn uniformly (``default_rng(seed)``), sorted; no ``O(n^2)`` index arrays
-    for long contexts (distinct pairs by rejection of repeats)."""
+def shepard_pairs(n: int, *, size: int = SHEPARD_PAIRS, seed: int = 0) -> np.ndarray:
+    """``(2, m)`` pairs ``i < j`` for Shepard plots: all of them when there are at most ``size``,
+    else ``size`` distinct pairs drawn uniformly (``default_rng(seed)``), sorted; no ``O(n^2)``
+    index arrays for long contexts (distinct pairs by rejection of repeats)."""
     rng = np.random.default_rng(seed)
     total = n * (n - 1) // 2
     if total <= max(size, 4 * 10**6):

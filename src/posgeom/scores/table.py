@@ -29,7 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
+from posgeom.scores import registry
+from posgeom.scores._encoding import encoding_distances, matched_distance_matrices
+from posgeom.scores.large import DenseTarget
 from posgeom.scores.sampled import (
     DEFAULT_SAMPLE,
     PRIMARY,
@@ -37,6 +41,7 @@ from posgeom.scores.sampled import (
     sampled_scores_by_target,
 )
 from posgeom.scores.shepard import pair_distances, shepard_pairs
+from posgeom.scores.stress import stress_from_pairs, stress_scores
 
 __all__ = [
     "PRIMARY",
@@ -183,8 +188,6 @@ class ScoreTargets:
         matrix, a ``DistanceMatrix`` or an estimate; each validated here once), else one sample
         of ``size`` triples from them as blocks targets. ``shepard``: also draw the Shepard
         pairs (``seed``)."""
-        from posgeom._distance_matrix import as_distances
-
         named = {PRIMARY: target, **dict(beside or {})}
         pairs = shepard_pairs(n, seed=seed) if shepard else None
         if n <= SAMPLED_ABOVE:  # read at call time (tests lower it)
@@ -197,8 +200,6 @@ class ScoreTargets:
 
     def sampling_summary(self) -> dict[str, Any]:
         """How the sampled scores were estimated (the summary's ``sampling`` block)."""
-        from posgeom.scores.registry import scores
-
         s = self.sample
         out: dict[str, Any] = {
             "scores": "sampled",
@@ -209,7 +210,7 @@ class ScoreTargets:
             "estimators, delta-method intervals), violation rate from the triples (Wilson "
             "interval); separation exact or an upper bound (separation_kind)",
         }
-        unsampled = [x.name for x in scores() if x.sampled is None]
+        unsampled = [x.name for x in registry.scores() if x.sampled is None]
         if unsampled:  # registered scores with no sampled form: not in the rows
             out["without_sampled_form"] = unsampled
         return out
@@ -253,22 +254,16 @@ class ScoreTargets:
     def rank_scores(self, encoding: Any) -> dict[str, Any]:
         """The scores the rank experiment reports (the registered scores with ``rank_curve``,
         in registry order) of one encoding against the primary target."""
-        from posgeom.scores.registry import scores
-
-        names = [s.name for s in scores() if s.rank_curve]
+        names = [s.name for s in registry.scores() if s.rank_curve]
         got = self.score_one(encoding, names=names)[PRIMARY]
         return {k: got[k] for k in names if k in got}
 
     def _dense_scores(self, encoding: Any, names: Any) -> dict[str, dict[str, Any]]:
-        from posgeom.scores._encoding import encoding_distances
-        from posgeom.scores.registry import score_row
-        from posgeom.scores.stress import stress_from_pairs, stress_scores
-
         target = self.matrix.distances
         delta = encoding_distances(encoding)
         if delta.shape != target.shape:
             stress_scores(encoding, target)  # raises the one mismatch message
-        out = {PRIMARY: score_row(delta, target, seed=self.seed, names=names)}
+        out = {PRIMARY: registry.score_row(delta, target, seed=self.seed, names=names)}
         iu = np.triu_indices(delta.shape[0], 1)
         for name in self.names[1:]:
             p = stress_from_pairs(delta[iu], self.dense[name].distances[iu])
@@ -277,16 +272,11 @@ class ScoreTargets:
 
 
 def _as_blocks(target: Any) -> Any:
-    from posgeom.scores.large import DenseTarget
-
     return target if hasattr(target, "pairs") else DenseTarget(np.asarray(target))
 
 
 def score_encoding(encoding: Any, target: Any, *, seed: int = 0) -> dict[str, Any]:
     """Every registered score (:func:`posgeom.scores.available`) of one encoding against the
     target distances (an ``(n, n)`` matrix or an estimate), as a JSON-able dict."""
-    from posgeom.scores import registry
-    from posgeom.scores._encoding import matched_distance_matrices
-
     delta, tgt = matched_distance_matrices(encoding, target)
     return registry.score_row(delta, tgt, seed=seed)
