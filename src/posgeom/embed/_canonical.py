@@ -9,6 +9,8 @@ largest entry positive).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 __all__ = ["canonical_basis", "canonicalise"]
@@ -23,29 +25,17 @@ def canonical_basis(u: np.ndarray, extra: int = 5) -> np.ndarray:
     """A basis of span(u) that does not depend on which basis ``u`` the solver returned."""
     n, m = u.shape
     chosen: list[np.ndarray] = []
-    candidates = _legendre_candidates(n, m + extra)
-
-    def consider(v: np.ndarray) -> None:
+    units = (np.eye(1, n, k)[0] for k in range(n))
+    for v in itertools.chain(_legendre_candidates(n, m + extra).T, units):
+        if len(chosen) == m:
+            break
         p = u @ (u.T @ v)
         for c in chosen:
             p -= c * (c @ p)
-        norm = np.linalg.norm(p)
-        if norm > 1e-6 * max(np.linalg.norm(v), 1e-300):
-            # Re-orthogonalise once for stability.
-            for c in chosen:
+        if np.linalg.norm(p) > 1e-6 * max(np.linalg.norm(v), 1e-300):
+            for c in chosen:  # re-orthogonalise once for stability
                 p -= c * (c @ p)
             chosen.append(p / np.linalg.norm(p))
-
-    for k in range(candidates.shape[1]):
-        if len(chosen) == m:
-            break
-        consider(candidates[:, k])
-    k = 0
-    while len(chosen) < m and k < n:
-        e = np.zeros(n)
-        e[k] = 1.0
-        consider(e)
-        k += 1
     return np.column_stack(chosen)
 
 

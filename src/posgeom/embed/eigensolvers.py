@@ -2,11 +2,10 @@
 
 For symmetric ``A`` (``n x n``, applied to blocks ``y -> A y`` of shape ``(n, b)``), find
 ``A U = U Λ`` for the ``k`` largest eigenvalues ``λ_1 >= ... >= λ_k`` (descending), ``U``
-``(n, k)`` orthonormal. This is what classical MDS needs from the centred Gram ``B``
-(:mod:`posgeom.embed.mds`): ARPACK's Lanczos (``eigsh``) makes one single-vector product at a
-time and, for a few hundred pairs, spends most of its time in level-2 BLAS on its ``n x ncv``
-basis; a block method makes its products and its orthogonalisation on blocks of ``b`` vectors
-(level-3 BLAS, one sparse pass per block instead of per vector).
+``(n, k)`` orthonormal: what classical MDS needs from the centred Gram ``B``
+(:mod:`posgeom.embed.mds`). Where ARPACK's Lanczos (``eigsh``) makes one single-vector product
+at a time (level-2 BLAS on its ``n x ncv`` basis), a block method makes its products and its
+orthogonalisation on blocks of ``b`` vectors (level-3 BLAS, one sparse pass per block).
 
 Method (block Krylov-Schur / thick-restart block Lanczos; ``b`` vectors per block, a basis
 of at most ``m``):
@@ -28,19 +27,13 @@ of at most ``m``):
 
 Tolerance. The default :data:`DEFAULT_TOL` = ``1e-8`` (about ``sqrt(eps)``) bounds each residual
 by ``1e-8 |λ_1|``. A Ritz value's error is at most ``||r||^2 / gap`` (quadratic), so eigenvalues
-come out near machine precision; a vector's is ``||r|| / gap`` within its cluster. Measured on
-the plug-in Gram of n = 8,192 Zipf positions at k = 776: the largest eigenvalue difference from a
-``1e-12`` solve 2.4e-12 (``λ_1`` = 148.6), the paper stress of the rank-776 encoding at 200,000
-pairs equal to 4e-13; the ``1e-12`` solve needed 2,320 products and two restarts, ``1e-8`` 1,936
-and one (14.3 s against 10.9 s). Ask for a smaller ``tol`` when eigenvectors inside a tight
-cluster matter.
+come out near machine precision; a vector's is ``||r|| / gap`` within its cluster (at n = 8,192
+Zipf positions, k = 776: eigenvalues within 2.4e-12 of a ``1e-12`` solve, 1,936 products against
+2,320). Ask for a smaller ``tol`` when eigenvectors inside a tight cluster matter.
 
-Cost: products of ``A`` on blocks (a sparse operator reads its matrix once per block, not once
-per vector) and ``O(n m^2)`` level-3 BLAS per cycle; ARPACK's implicitly restarted Lanczos
-makes the same kind of basis one vector at a time (level-2 BLAS). The result is deterministic
-for a fixed seed (same BLAS threads). For small ``n``, or when a basis of ``k + 2 b`` vectors
-would not fit in ``n / 2``, the operator is applied to the identity in blocks and LAPACK
-``eigh`` gives the answer instead. :attr:`TopEigenpairs.converged` is False when
+Cost: ``O(n m^2)`` level-3 BLAS per cycle besides the products; deterministic for a fixed seed
+(same BLAS threads). For small ``n``, or when a basis of ``k + 2 b`` vectors would not fit in
+``n / 2``, LAPACK ``eigh`` of ``A I`` instead. :attr:`TopEigenpairs.converged` is False when
 ``max_products`` products did not reach ``tol``; :func:`top_eigh` then falls back to ARPACK.
 """
 
@@ -269,20 +262,16 @@ def top_eigh(
     ``centred``: ``op`` annihilates the constant vector (a double-centred Gram), so the start
     block is centred. ``max_products``: as in :func:`block_krylov_eigh`."""
     n = op.shape[0]
+    tol_b, start = tol or DEFAULT_TOL, _centred if centred else None
     found = block_krylov_eigh(
-        op.matmat,
-        n,
-        k,
-        tol=tol or DEFAULT_TOL,
-        seed=seed,
-        max_products=max_products,
-        start=_centred if centred else None,
+        op.matmat, n, k, tol=tol_b, seed=seed, max_products=max_products, start=start
     )
     if found.converged:
         return found
+    above = int(np.sum(found.residuals > tol_b * abs(found.values[0])))
     logger.info(
         "block Krylov: %d of %d eigenpairs above tolerance after %d products; ARPACK instead",
-        int(np.sum(found.residuals > (tol or DEFAULT_TOL) * abs(found.values[0]))),
+        above,
         k,
         found.products,
     )

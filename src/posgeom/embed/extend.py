@@ -46,10 +46,7 @@ def double_centred_diagonal(train_sq_distances: np.ndarray) -> np.ndarray:
         )
     if not np.all(np.isfinite(d2)):
         raise PosgeomError("train_sq_distances contains NaN or inf; pass finite squared distances")
-    row_mean = d2.mean(axis=1)
-    col_mean = d2.mean(axis=0)
-    grand = d2.mean()
-    return -0.5 * (np.diag(d2) - row_mean - col_mean + grand)
+    return -0.5 * (np.diag(d2) - d2.mean(axis=1) - d2.mean(axis=0) + d2.mean())
 
 
 def gower_extension(

@@ -110,9 +110,8 @@ class MDSResult(PlacedCoordinates):
 
     def __post_init__(self) -> None:
         n, r = (int(k) for k in self.coordinates.shape)
-        if self.total_variance <= 0:
-            ratio = np.zeros_like(self.eigenvalues)
-        else:
+        ratio = np.zeros_like(self.eigenvalues)
+        if self.total_variance > 0:
             ratio = np.clip(self.eigenvalues, 0, None) / self.total_variance
         lam = np.asarray(self.eigenvalues[:r], dtype=np.float64)
         kept = 1 if lam.size == 0 or lam[0] <= 0 else np.count_nonzero(lam > 1e-12 * lam[0])
@@ -181,9 +180,8 @@ def classical_mds(
         Rank ``r`` of the solution (default: all of ``min(n - 1, model_dim)``). Components whose
         eigenvalue is not positive get zero coordinates.
     model_dim : int, optional
-        Width ``d`` of the model space (default ``r``); must be ``>= 1``. The default ``r`` is
-        at most ``d``; an ``n_components`` above ``d`` is refused (:class:`PosgeomError`): a
-        width-``d`` encoding cannot hold more than ``d`` coordinates.
+        Width ``d`` of the model space (default ``r``); an ``n_components`` above ``d`` is
+        refused (:class:`PosgeomError`).
     convention : {"chord", "normalized"}
         Distributions only, as in :func:`posgeom.geometry.hellinger_distances`: ``"chord"``
         (``D = ||sqrt mu_i - sqrt mu_j||``, ``c = 1``) or ``"normalized"`` (``D / sqrt 2``,
@@ -263,9 +261,9 @@ def classical_mds(
 
 
 def _target_rank(n: int, n_components: Any, model_dim: Any) -> tuple[int, int]:
-    """The rank ``r`` MDS keeps and the width ``d`` (``model_dim``, default ``r``): ``n_components`` (default ``min(n - 1, model_dim)``); a given
-    ``n_components`` above ``n - 1`` or above ``model_dim`` is refused (never silently lowered),
-    as is ``n < 3``."""
+    """The rank ``r`` (``n_components``, default ``min(n - 1, model_dim)``) and the width ``d``
+    (``model_dim``, default ``r``); ``r`` above ``n - 1`` or ``model_dim`` is refused (never
+    silently lowered), as is ``n < 3``."""
     if n < 3:
         raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
     r = n - 1 if n_components is None else int(n_components)
@@ -275,7 +273,7 @@ def _target_rank(n: int, n_components: Any, model_dim: Any) -> tuple[int, int]:
             f"positions; use n_components <= {n - 1} (model_dim can still be larger)"
         )
     if model_dim is not None:
-        if n_components is not None and r > int(model_dim):  # refused, never silently lowered
+        if n_components is not None and r > int(model_dim):
             raise PosgeomError(
                 f"n_components={r} exceeds model_dim={int(model_dim)}: an encoding of width "
                 f"{int(model_dim)} holds at most {int(model_dim)} MDS coordinates; pass "

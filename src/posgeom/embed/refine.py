@@ -56,9 +56,8 @@ class RefinedEmbedding(PlacedCoordinates):
 
 def gram_distances(x: np.ndarray) -> np.ndarray:
     """``(n, n)`` Euclidean distances of the rows of ``x`` from one BLAS product:
-    ``d_ij^2 = |x_i|^2 + |x_j|^2 - 2 <x_i, x_j>`` (clipped at 0, zero diagonal). Faster than
-    ``pdist`` by the BLAS factor; the cancellation error of a squared distance is about
-    ``1e-16 max |x|^2``, negligible for the Guttman weights ``D_ij / d_ij``."""
+    ``d_ij^2 = |x_i|^2 + |x_j|^2 - 2 <x_i, x_j>`` (clipped at 0, zero diagonal; cancellation
+    error about ``1e-16 max |x|^2``, negligible for the Guttman weights ``D_ij / d_ij``)."""
     sq = np.einsum("ij,ij->i", x, x)
     g = x @ x.T
     g *= -2.0
@@ -99,13 +98,10 @@ def smacof_refine(
         Start; by default ``classical_mds(target, n_components)``.
     max_iter, tol : stop after ``max_iter`` Guttman steps, or (``converged``) once one step
         lowers the raw stress by less than ``tol`` times its value, or once the paper stress is
-        below ``ZERO_STRESS`` (1e-20: exact up to round-off; full-rank MDS of a Euclidean
-        geometry starts there, at about 1e-29 for IMDB's n = 512, where 300 steps of round-off
-        noise cost 5.8 s).
+        below ``ZERO_STRESS`` (exact up to round-off: full-rank MDS of a Euclidean geometry).
 
-    Each step costs two ``(n, n) x (n, r)`` BLAS products (the distances of the current
-    configuration, from which both its stress and the Guttman transform are computed) and
-    ``O(n^2)`` memory; the reported ``final_stress`` is recomputed exactly (``pdist``) once.
+    Each step costs two ``(n, n) x (n, r)`` BLAS products and ``O(n^2)`` memory; the reported
+    ``final_stress`` is recomputed exactly (``pdist``) once.
     """
     tgt = as_distances(target, "target").distances  # validated once (no copy when it was)
     n = tgt.shape[0]
@@ -122,10 +118,8 @@ def smacof_refine(
     if norm <= 0:
         raise PosgeomError("the target has all distances zero; nothing to refine")
     initial = _raw_stress(euclidean_distances(x), tgt) / norm
-    best, best_x = np.inf, x
-    converged = False
-    n_iter = 0
-    previous = np.inf
+    best, best_x, previous = np.inf, x, np.inf
+    converged, n_iter = False, 0
     for it in range(max_iter + 1):
         d = gram_distances(x)
         current = _raw_stress(d, tgt)  # the stress of x (Guttman steps never increase it)
