@@ -57,10 +57,9 @@ class PositionalDistributions:
     dropped : ndarray of int64
         Original positions removed (below the floor with ``below_min="drop"``).
 
-    Set at construction (plain data: reading them calls nothing): ``n_positions`` (``n``),
-    ``vocab_size`` (``V``) and ``squared_norms``, ``||sqrt(mu_i)||^2`` per row, shape (n,),
-    read-only (``O(nnz)`` from the sparse part and the floor, no sparse product). ``flagged``
-    and ``dropped`` default to empty.
+    Set at construction: ``n_positions`` (``n``), ``vocab_size`` (``V``) and ``squared_norms``,
+    ``||sqrt(mu_i)||^2`` per row, shape (n,), read-only (``O(nnz)``). ``flagged`` and
+    ``dropped`` default to empty.
     """
 
     sqrt_sparse: sp.csr_matrix
@@ -94,28 +93,9 @@ class PositionalDistributions:
         ):
             object.__setattr__(self, name, value)
 
-    def sqrt_dense(self) -> np.ndarray:
-        """``sqrt(mu)`` as a dense ``(n, V)`` float64 array (only for small ``n x V``)."""
-        return self.sqrt_sparse.toarray() + self.sqrt_floor[:, None]
-
     def probabilities(self) -> np.ndarray:
         """``mu`` as a dense ``(n, V)`` float64 array (only for small ``n x V``)."""
-        return self.sqrt_dense() ** 2
-
-    def subset(self, rows: np.ndarray) -> PositionalDistributions:
-        """The distributions of the kept rows ``rows`` (indices into this object, not positions)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        return PositionalDistributions(
-            sqrt_sparse=self.sqrt_sparse[rows],
-            sqrt_floor=self.sqrt_floor[rows],
-            positions=self.positions[rows],
-            totals=self.totals[rows],
-            smoothing=self.smoothing,
-            alpha=self.alpha,
-            min_samples=self.min_samples,
-            flagged=np.intersect1d(self.flagged, self.positions[rows]),
-            dropped=self.dropped,
-        )
+        return (self.sqrt_sparse.toarray() + self.sqrt_floor[:, None]) ** 2
 
     def summary(self) -> dict[str, Any]:
         sizes = ("n_positions", "vocab_size", "smoothing", "alpha", "min_samples")
@@ -190,21 +170,15 @@ def positional_distributions(
     Parameters
     ----------
     counts : CountMatrix, PositionCounts, scipy sparse or ndarray, shape (n, V)
-        Non-negative counts ``C[i, t]``, normalised by :func:`posgeom.geometry.counts.count_matrix`
-        (once: with the default options the result is cached on the count matrix).
+        Non-negative counts ``C[i, t]`` (:func:`posgeom.geometry.counts.count_matrix`; with the
+        default options the result is cached on the count matrix).
     smoothing : {"none", "add-alpha"}
-        ``"add-alpha"`` adds ``alpha`` to every cell (Lidstone): ``(C + alpha) / (T + alpha V)``.
-    alpha : float
-        Pseudo-count for ``"add-alpha"`` (must be > 0).
+        ``"add-alpha"`` adds ``alpha`` (> 0) to every cell (Lidstone): ``(C + alpha) / (T + alpha V)``.
     min_samples : int
         Sample floor: positions with ``T_i < min_samples`` are flagged (kept) or dropped.
     below_min : {"flag", "drop"}
         What happens to positions below the floor. Positions with *no* samples have no distribution
         and raise unless ``below_min="drop"``.
-
-    Returns
-    -------
-    PositionalDistributions
     """
     cm = count_matrix(counts)
     default = smoothing == "none" and min_samples == 1 and below_min == "flag"
@@ -286,14 +260,11 @@ def as_distributions(data: Any) -> PositionalDistributions:
 
 @dataclass(frozen=True, eq=False)
 class KeptPositions:
-    """The positions a geometry keeps: ``distributions`` (``mu_i`` of
-    :func:`positional_distributions`: smoothing, the sample floor, positions below it flagged or
-    dropped),
-    ``counts`` (the kept positions' :class:`~posgeom.geometry.counts.CountMatrix`: the input
-    itself, or its kept rows recognised once), ``summary`` (the distributions' JSON block) and
-    ``samples`` (samples per kept position: ``min``, ``median``, ``max``); made by
-    :func:`kept_positions`, plain data (reading it calls nothing). ``input``: the input
-    recognised once, all its positions (:func:`~posgeom.geometry.counts.count_matrix`)."""
+    """The positions a geometry keeps (made by :func:`kept_positions`): ``distributions``
+    (``mu_i`` of :func:`positional_distributions`), ``counts`` (the kept positions'
+    :class:`~posgeom.geometry.counts.CountMatrix`: the input itself, or its kept rows),
+    ``summary`` (the distributions' JSON block), ``samples`` (samples per kept position:
+    ``min``, ``median``, ``max``) and ``input`` (the input recognised once, all positions)."""
 
     distributions: PositionalDistributions
     counts: CountMatrix
@@ -312,8 +283,7 @@ def kept_positions(
 ) -> KeptPositions:
     """The :class:`KeptPositions` of ``counts`` (anything
     :func:`~posgeom.geometry.counts.count_matrix` recognises, or a
-    :class:`PositionalDistributions`: its probabilities) with the options of
-    :func:`positional_distributions` (its errors raised as they are)."""
+    :class:`PositionalDistributions`) with the options of :func:`positional_distributions`."""
     if isinstance(counts, PositionalDistributions):
         counts = counts.probabilities()
     cm = count_matrix(counts)

@@ -211,11 +211,6 @@ def _self_gram(s: sp.csr_matrix, dense_fraction: float, block: int = 1024) -> np
     return gram
 
 
-def _direct_sq_chords(d: PositionalDistributions, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """``||sqrt(mu_i) - sqrt(mu_j)||^2`` for index pairs, summed term by term (no cancellation)."""
-    return root_columns(d).squared_pairs(np.asarray(i), np.asarray(j))
-
-
 def _sq_chords(distributions: Any, *, close_tol: float, dense_fraction: float) -> np.ndarray:
     d = as_distributions(distributions)
     n = d.n_positions
@@ -234,7 +229,7 @@ def _sq_chords(distributions: Any, *, close_tol: float, dense_fraction: float) -
     np.fill_diagonal(sq, 0.0)
     ci, cj = np.nonzero(np.triu(sq < close_tol, 1))
     if ci.size:
-        sq[ci, cj] = sq[cj, ci] = _direct_sq_chords(d, ci, cj)
+        sq[ci, cj] = sq[cj, ci] = root_columns(d).squared_pairs(ci, cj)  # term by term
     return sq
 
 
@@ -263,10 +258,7 @@ def hellinger_distances(
     close_tol : float
         Pairs with squared chord below this are recomputed term by term (exact for close pairs).
 
-    Returns
-    -------
-    ndarray, shape (n, n), float64
-        Exactly symmetric, exactly zero on the diagonal.
+    Returns an ``(n, n)`` float64 array, exactly symmetric, exactly zero on the diagonal.
     """
     dist = np.sqrt(_sq_chords(distributions, close_tol=close_tol, dense_fraction=dense_fraction))
     np.minimum(dist, np.sqrt(2.0), out=dist)
@@ -293,8 +285,7 @@ class HellingerBlocks:
 
     ``block(rows, cols)`` returns the ``(len(rows), len(cols))`` block (from the Gram block, with
     the same close-pair correction as :func:`hellinger_distances`); ``pairs(i, j)`` returns
-    ``D[i[k], j[k]]`` for index arrays, computed term by term (exact, no cancellation). Memory is
-    that of one block. Used for the blocked and sampled stress of long contexts.
+    ``D[i[k], j[k]]`` for index arrays, computed term by term (exact, no cancellation).
     """
 
     def __init__(
@@ -318,9 +309,9 @@ class HellingerBlocks:
         sq = self._norms[rows][:, None] + self._norms[cols][None, :] - 2.0 * gram
         np.maximum(sq, 0.0, out=sq)
         close = np.argwhere(sq < self.close_tol)
-        if len(close):
-            sq[close[:, 0], close[:, 1]] = _direct_sq_chords(
-                d, rows[close[:, 0]], cols[close[:, 1]]
+        if len(close):  # term by term
+            sq[close[:, 0], close[:, 1]] = root_columns(d).squared_pairs(
+                rows[close[:, 0]], cols[close[:, 1]]
             )
         sq[rows[:, None] == cols[None, :]] = 0.0
         return sq
@@ -328,7 +319,7 @@ class HellingerBlocks:
     def squared_pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """Squared chords of index pairs, term by term (chord units)."""
         i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
-        return _direct_sq_chords(self.distributions, i, j)
+        return root_columns(self.distributions).squared_pairs(i, j)
 
     def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         return np.sqrt(self.squared_block(rows, cols)) * self.scale

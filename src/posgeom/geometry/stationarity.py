@@ -183,11 +183,10 @@ def _draw(n: int, edges: np.ndarray, per_bin: int, rng: np.random.Generator) -> 
     u_parts, bin_parts, group_parts = [], [], []
     for b in range(len(size)):
         whole = size[b] <= per_bin
-        u = (
-            np.arange(lo[b], hi[b])
-            if whole
-            else rng.integers(lo[b], hi[b], per_bin, dtype=np.int64)
-        )
+        if whole:
+            u = np.arange(lo[b], hi[b])
+        else:
+            u = rng.integers(lo[b], hi[b], per_bin, dtype=np.int64)
         u_parts.append(u)
         bin_parts.append(np.full(u.size, b))
         group_parts.append(np.full(u.size, -1) if whole else np.arange(u.size) % _GROUPS)
@@ -256,11 +255,12 @@ def sampled_stationarity(
         ]
         return np.vstack([*row, np.bincount(b[keep], weights=(g[keep] >= 0), minlength=n_bins)])
 
-    t_r2, m_r2, mean, mono = _fit(stats(np.ones(d.size, bool)), weight)
+    full = stats(np.ones(d.size, bool))
+    t_r2, m_r2, mean, mono = _fit(full, weight)
     leave = np.array([_fit(stats(g != h), weight)[:2] for h in range(_GROUPS)])
     se = np.sqrt((_GROUPS - 1) / _GROUPS * np.sum((leave - leave.mean(0)) ** 2, axis=0))
     z = float(ndtri(0.5 + confidence / 2))
-    cnt, s1, s2, _ = stats(np.ones(d.size, bool))
+    cnt, s1, s2, _ = full
     return StationarityResult(
         toeplitz_r2=t_r2,
         monotone_r2=m_r2,
