@@ -131,12 +131,8 @@ def sampled_stress(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> SampledStress:
-    """Stress estimated from ``n_pairs`` uniformly drawn pairs ``i != j`` (with a seed).
-
-    Intervals: the paper stress and the raw-stress share are ratios of means (delta method); the
-    scale-optimal stress and stress-1 are reported with the interval of the paper stress mapped
-    through the same sample (a conservative approximation is documented as such).
-    """
+    """Stress estimated from ``n_pairs`` uniformly drawn pairs ``i != j`` (with a seed), with
+    the intervals of :func:`~posgeom.scores.stress.stress_from_pair_sample`."""
     n = _positions_of(target)
     x = _vectors(encoding, n)
     rng = np.random.default_rng(seed)

@@ -1,22 +1,15 @@
 """Score encodings against named targets: one table indexed by (encoding, target, score).
 
-A comparison scores every encoding against the geometry it is about, the *primary* target
-(:data:`PRIMARY`, the pipeline's estimate of ``D``), and against named targets shown beside it
-(the plug-in ``D`` when the primary is another estimate). :class:`ScoreTargets` holds the targets,
-validated once when it is built, and scores encodings:
-
-* exact up to :data:`SAMPLED_ABOVE` positions: each target an ``(n, n)``
-  :class:`~posgeom._distance_matrix.DistanceMatrix`; each encoding's distance matrix is built once
-  and shared by every score (:func:`posgeom.scores.registry.score_row` against the primary, the
-  stress kinds against each target beside);
-* above it, on one :class:`~posgeom.scores.sampled.PairSample` drawn from the targets as blocks
-  (:func:`posgeom.scores.sampled.sampled_scores_by_target`: the scores with a sampled form, with 95%
-  intervals; the targets beside at the same pairs).
+A comparison scores every encoding against the *primary* target (:data:`PRIMARY`, the
+pipeline's estimate of ``D``) and against named targets shown beside it (the plug-in ``D`` when
+the primary is another estimate). :class:`ScoreTargets` holds the targets, validated once, and
+scores encodings exactly up to :data:`SAMPLED_ABOVE` positions (each encoding's distance matrix
+built once and shared by every score), on one :class:`~posgeom.scores.sampled.PairSample` above.
 
 :meth:`ScoreTargets.score` returns a frozen :class:`ScoreTable`; :meth:`ScoreTable.row` spells
 one encoding's cells the way ``summary.json`` and ``table.md`` store them: the primary's scores
-under their names, a target beside as ``<target>_<score>`` (``plugin_paper``). That spelling is
-the files' schema, made here once; inside the package a target is a name, not a key prefix.
+under their names, a target beside as ``<target>_<score>`` (``plugin_paper``), the files'
+schema made here once.
 """
 
 from __future__ import annotations
@@ -146,14 +139,11 @@ class FamilyScores:
 
 
 class ScoreTargets:
-    """The named targets encodings are scored against (module docstring).
-
-    Build with :meth:`for_target`. ``names``: the targets, the primary first; ``dense``: name to
-    validated ``(n, n)`` :class:`~posgeom._distance_matrix.DistanceMatrix` (exact mode), else
-    empty; ``sample``: the :class:`~posgeom.scores.sampled.PairSample` (sampled mode), else None;
-    ``shepard_pairs``: the ``(2, m)`` pairs a report's Shepard plots draw
-    (:func:`~posgeom.scores.shepard.shepard_pairs`), at which :meth:`score_family` gives each
-    chosen encoding's distances, or None. Plain attributes: ``sampled``, ``matrix`` (the
+    """The named targets encodings are scored against (module docstring), built with
+    :meth:`for_target`: ``names`` (the primary first); ``dense``, name to validated ``(n, n)``
+    :class:`~posgeom._distance_matrix.DistanceMatrix` (exact mode, else empty); ``sample``, the
+    :class:`~posgeom.scores.sampled.PairSample` (sampled mode, else None); ``shepard_pairs``,
+    the ``(2, m)`` pairs of a report's Shepard plots, or None; ``sampled``, ``matrix`` (the
     primary's ``DistanceMatrix``, None when sampled) and ``n_positions``.
     """
 
