@@ -3,27 +3,20 @@
 :func:`analyze` is what ``posgeom geometry``, ``run``, ``demo`` and ``compare`` run. Each stage
 runs once, in data-flow order:
 
-1. the counts are recognised once (:func:`~posgeom.geometry.counts.count_matrix`; the
-   :class:`~posgeom.geometry.counts.CountMatrix` is passed down, never re-recognised);
-2. the positional distributions ``mu_i`` (smoothing, sample floor);
-3. the target ``D``: an estimate (:func:`~posgeom.pipeline.target.estimate_target`; the plug-in
+1. the counts are recognised once (:func:`~posgeom.geometry.counts.count_matrix`) and passed
+   down, with the positional distributions ``mu_i`` (smoothing, sample floor);
+2. the target ``D``: an estimate (:func:`~posgeom.pipeline.target.estimate_target`; the plug-in
    is one of them, a :class:`~posgeom.pipeline.target.PluginEstimate`);
-4. the MDS encoding at rank ``r = min(n - 1, d)`` (or ``n_components``); above
-   :data:`OVERLAP_ABOVE` positions started on a :class:`~posgeom._threads.Background` thread:
-   its eigensolve (seconds to minutes for a long context at full vocabulary) runs on one core
-   while the stages that do not read it run on the other, BLAS at one thread each (the same
-   arithmetic on every run);
-5. meanwhile the :class:`~posgeom.scores.table.ScoreTargets` (the target and the plug-in beside
-   it, each validated once; exact up to ``SAMPLED_ABOVE`` positions, one pair sample above), the
-   stationarity of ``D``, the noise
-   floor, a long context's drawn arrays, and the registry's rows that do not read the MDS
+3. the MDS encoding at rank ``r = min(n - 1, d)`` (or ``n_components``); above
+   :data:`OVERLAP_ABOVE` positions on a :class:`~posgeom._threads.Background` thread beside the
+   stages that do not read it, BLAS at one thread each (the same arithmetic on every run);
+4. meanwhile the :class:`~posgeom.scores.table.ScoreTargets` (each target validated once; exact
+   up to ``SAMPLED_ABOVE`` positions, one pair sample above), the stationarity of ``D``, the
+   noise floor, a long context's drawn arrays, and the rows that do not read the MDS
    (:func:`~posgeom.pipeline.rows.comparison_rows`) with the caller's ``encodings``;
-6. then the MDS family fitted in one call (:func:`~posgeom.embed.fitted.fit_mds_family`: the
-   SMACOF refinement when the ``mds+smacof`` row is asked for, the low-rank truncation, the rank
-   curve ``r = 1 .. max_rank``), the fitted rows (``role == "fitted"``, in the rows' order) and
-   bootstrap intervals on the rows when the counts carry replicates;
-7. one frozen :class:`~posgeom.pipeline.result.GeometryResult` (its rows' one
-   :class:`~posgeom.scores.table.ScoreTable`) whose summary is built once.
+5. then the MDS family (:func:`~posgeom.embed.fitted.fit_mds_family`: SMACOF, low rank, rank
+   curve), the fitted rows and bootstrap intervals when the counts carry replicates;
+6. one frozen :class:`~posgeom.pipeline.result.GeometryResult` whose summary is built once.
 """
 
 from __future__ import annotations
@@ -43,7 +36,7 @@ from posgeom.embed import FittedMDS, fit_mds_family
 from posgeom.geometry import KeptPositions, TargetAnalysis, analyse_target, kept_positions
 from posgeom.geometry.counts import count_matrix
 from posgeom.geometry.distributions import PositionalDistributions
-from posgeom.pipeline.config import GeometryConfig
+from posgeom.pipeline.config import DISTRIBUTIONS, GeometryConfig, config_fields
 from posgeom.pipeline.keywords import takes_geometry_config
 from posgeom.pipeline.result import KINDS, GeometryResult
 from posgeom.pipeline.rows import SMACOF_ROW, comparison_rows, rows_in_order
@@ -172,13 +165,9 @@ def _kept_positions(counts: Any, config: GeometryConfig) -> KeptPositions:
     with a suggested ``n`` when the counts say how many sequences they hold."""
     from posgeom.corpus.lengths import empty_positions_hint, suggest_n
 
-    try:
+    try:  # the options of the distributions group: smoothing, alpha, min_samples, below_min
         kept = kept_positions(
-            counts,
-            smoothing=config.smoothing,
-            alpha=config.alpha,
-            min_samples=config.min_samples,
-            below_min=config.below_min,
+            counts, **{f.name: getattr(config, f.name) for f in config_fields(DISTRIBUTIONS)}
         )
     except PosgeomError as exc:
         if "no samples" not in str(exc) or isinstance(counts, PositionalDistributions):

@@ -2,13 +2,10 @@
 ``compare``).
 
 Its summary (:meth:`GeometryResult.summary`: one schema for every command, built once per
-result) holds ``kind`` (the command), ``options`` (the config's record, resolved by the stages),
-the geometry (``conventions``, ``corpus``, ``distributions``, ``samples_per_position``, ``mds``,
-``estimator``, ``noise_floor``, ``refinement``, ``sampling``), ``scores`` (one row per encoding,
-in the table's order), ``heads``, ``rank_curve`` (``r = 1 .. max_rank`` everywhere),
-``stationarity``, ``uncertainty`` and the ``verdict``. :meth:`GeometryResult.markdown` is its
-text; :meth:`GeometryResult.write` its files. HTML reports are drawn by :mod:`posgeom.reports`
-from the same summary and arrays (the result imports no renderer).
+result) holds ``kind``, ``options``, the geometry, ``scores`` (one row per encoding), ``heads``,
+``rank_curve``, ``stationarity``, ``uncertainty`` and the ``verdict``;
+:meth:`GeometryResult.markdown` is its text, :meth:`GeometryResult.write` its files. HTML
+reports are drawn by :mod:`posgeom.reports` from the same summary and arrays.
 """
 
 from __future__ import annotations
@@ -240,20 +237,14 @@ class GeometryResult:
             arrays["refined_coordinates"] = fit["refined_coordinates"]
         if self.plugin_distances is not None:
             arrays["plugin_hellinger"] = self.plugin_distances
-        arrays.update(self.noise_arrays())
+        if getattr(self.noise, "pair_floor", None) is not None:  # what a report's heatmap shades
+            arrays["noise_pair_floor"] = self.noise.pair_floor
+            arrays[TRUSTED_ARRAY] = self.noise.trusted_pairs  # the pairs above twice their floor
         arrays.update(self.large_arrays)
         if self.shepard_pairs is not None:
             arrays["shepard_pairs"] = self.shepard_pairs
             arrays.update({f"shepard_{k}": v for k, v in self.shepard.items()})
         return arrays
-
-    def noise_arrays(self) -> dict[str, np.ndarray]:
-        """``noise_pair_floor`` ``(n, n)`` and ``noise_trusted``, the mask of the pairs above
-        twice their floor whose share is the summary's ``trusted_pair_share`` (what a report's
-        heatmap shades); empty without an ``(n, n)`` floor."""
-        if getattr(self.noise, "pair_floor", None) is None:
-            return {}
-        return {"noise_pair_floor": self.noise.pair_floor, TRUSTED_ARRAY: self.noise.trusted_pairs}
 
     @property
     def files(self) -> tuple[str, str, str]:

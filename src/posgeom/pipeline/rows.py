@@ -1,11 +1,9 @@
-"""The rows of a comparison: the registry families (and extra encodings) scored against a
-pipeline's geometry, and the same rows added to a pipeline result (``run``, ``geometry``,
-``demo``). :func:`posgeom.pipeline.job.analyze` is the entry point that uses them.
+"""The rows of a comparison: the registry families (and extra encodings) scored against the
+geometry of :func:`posgeom.pipeline.job.analyze`.
 
 The rows of the MDS encodings the pipeline computes itself are named here once, for every
-caller: :data:`MDS_ROW` (Algorithm 1), :data:`SMACOF_ROW` (its SMACOF refinement) and
-:data:`MDS_ROWS` (both: the ``families`` that ask for the MDS rows only). Their spelling is their
-families' ``name`` (:mod:`posgeom.encodings.mds`, below the pipeline); no other module spells it
+caller: :data:`MDS_ROW`, :data:`SMACOF_ROW` and :data:`MDS_ROWS` (both), spelled as their
+families' ``name`` (:mod:`posgeom.encodings.mds`); no other module spells it
 (``tests/pipeline/test_mds_rows.py`` reads the syntax trees).
 """
 
@@ -23,7 +21,6 @@ from posgeom.encodings import default_rope_head_dim
 from posgeom.encodings._registry import ComparisonContext, describe_given
 from posgeom.encodings.comparison import built_rows
 from posgeom.encodings.mds import LowRankMDSFamily, MDSFamily, SMACOFFamily
-from posgeom.pipeline.config import comparable_encodings, default_encodings
 from posgeom.scores.table import ScoreTable
 
 __all__ = [
@@ -32,9 +29,7 @@ __all__ = [
     "SMACOF_ROW",
     "RowParts",
     "Rows",
-    "comparable_encodings",
     "comparison_rows",
-    "default_encodings",
     "rows_in_order",
 ]
 
@@ -50,10 +45,9 @@ MDS_ROWS: tuple[str, str] = (MDS_ROW, SMACOF_ROW)
 
 @dataclass(frozen=True, eq=False)
 class RowParts:
-    """What one :func:`comparison_rows` call made, before its rows are joined
-    (:func:`rows_in_order`): ``tables``, each row's one-row
-    :class:`~posgeom.scores.table.ScoreTable` in the order made; ``described``, ``heads``,
-    ``shepard``, ``built``: as in :class:`Rows`."""
+    """What one :func:`comparison_rows` call made, before :func:`rows_in_order` joins it:
+    ``tables``, each row's one-row :class:`~posgeom.scores.table.ScoreTable` in the order made;
+    the rest as in :class:`Rows`."""
 
     tables: list[ScoreTable]
     described: dict[str, dict[str, Any]]
@@ -76,14 +70,11 @@ class RowParts:
 
 @dataclass(frozen=True, eq=False)
 class Rows:
-    """Rows of a comparison (:func:`rows_in_order` of :func:`comparison_rows`' parts).
-
-    ``table``: the :class:`~posgeom.scores.table.ScoreTable` of the rows' encodings (one per
-    family: the one its ``row_choice`` picks; the caller's encodings under their names), the one
-    source of every row's numbers; ``described``: each row's ``description`` and ``parameters``;
-    ``heads``: the per-head rows of head families; ``shepard``: each row's distances at the
-    stage's Shepard pairs; ``built``: the encodings scored, by row (empty without
-    ``keep_encodings``).
+    """Rows of a comparison (:func:`rows_in_order` of :func:`comparison_rows`' parts):
+    ``table``, the :class:`~posgeom.scores.table.ScoreTable` of the rows' encodings, the one
+    source of every row's numbers; ``described``, each row's ``description`` and
+    ``parameters``; ``heads``, the per-head rows of head families; ``shepard``, each row's
+    distances at the Shepard pairs; ``built``, the encodings scored (with ``keep_encodings``).
     """
 
     table: ScoreTable
@@ -119,20 +110,17 @@ def comparison_rows(
     skip_unbuildable: bool = False,
     keep_encodings: bool = True,
 ) -> RowParts:
-    """The :class:`RowParts` of ``families`` (row name -> registry family, looked up by the
-    caller) and of ``extra_encodings`` against the
-    geometry of the pipeline stage ``res`` (its score targets with their Shepard pairs, kept positions and
-    fitted MDS encodings).
+    """The :class:`RowParts` of ``families`` (row name -> registry family) and of
+    ``extra_encodings`` against the geometry of the pipeline stage ``res`` (its score targets,
+    kept positions and fitted MDS encodings).
 
     The families build (:meth:`~posgeom.encodings._registry.Family.encodings`), the stage's
-    :class:`~posgeom.scores.table.ScoreTargets` score: every encoding a family returns is
-    restricted to the kept positions and scored against every target in one pass. A family with
-    several encodings (ALiBi's heads) gets the row its
-    :attr:`~posgeom.encodings._registry.Family.row_choice` picks, every head in the per-head
-    rows. Without ``keep_encodings`` each encoding is freed once scored, so a long context's
-    ``(n, d)`` tables are not all held at once. With ``skip_unbuildable`` a family that cannot be
-    built with these settings (e.g. sinusoidal at an odd width) is left out with a warning
-    instead of raising.
+    :class:`~posgeom.scores.table.ScoreTargets` score every encoding on the kept positions
+    against every target in one pass. A family with several encodings (ALiBi's heads) gets the
+    row its :attr:`~posgeom.encodings._registry.Family.row_choice` picks, every head in the
+    per-head rows. Without ``keep_encodings`` each encoding is freed once scored (a long
+    context's ``(n, d)`` tables are not all held at once). With ``skip_unbuildable`` a family
+    that cannot be built with these settings is left out with a warning instead of raising.
     """
     model_dim = int(res.options["model_dim"])  # the config's width (the MDS may come later)
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim

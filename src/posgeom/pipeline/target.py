@@ -68,15 +68,13 @@ def estimate_target(
     options: dict[str, Any],
     provenance: dict[str, Any],
 ) -> Any:
-    """The target of ``kept`` (the kept positions' counts, the one CountMatrix of the run):
-    ``estimator`` a ready :class:`~posgeom.estimators.GeometryEstimate` of the kept positions
-    (unpooled; e.g. a bootstrap replicate's), used as it is; or a registry name, estimated by
-    :func:`posgeom.estimate_geometry` with ``options``. ``"recommended"`` is the plug-in where no
-    sampling model applies (:func:`posgeom.estimators.choose_estimator`: exact distributions,
-    add-alpha smoothing, too few samples); the plug-in on the full vocabulary is a
-    :class:`PluginEstimate` of ``distributions`` (smoothing included). Another estimator with
-    smoothing, or pooling (it changes the positions), is refused. ``provenance``: the counts'
-    (its tokenizer names the classes in words)."""
+    """The target of ``kept`` (the kept positions' counts): ``estimator`` a ready unpooled
+    :class:`~posgeom.estimators.GeometryEstimate` of the kept positions, used as it is; or a
+    registry name, estimated by :func:`posgeom.estimate_geometry` with ``options``
+    (``"recommended"``: the plug-in where :func:`posgeom.estimators.choose_estimator` says no
+    sampling model applies). The plug-in on the full vocabulary is a :class:`PluginEstimate` of
+    ``distributions``. Another estimator with smoothing, or pooling, is refused. ``provenance``:
+    the counts' (its tokenizer names the classes in words)."""
     if isinstance(estimator, GeometryEstimate):
         if estimator.pooled or estimator.n_positions != distributions.n_positions:
             raise PosgeomError(
@@ -107,13 +105,12 @@ def estimate_target(
     }
     if name == "plugin" and not coarse:
         return plugin  # the paper's plug-in on the full vocabulary
-    names = names_of(provenance.get("tokenizer"))  # the words of the classes
     return estimate_geometry(
         kept,  # the one CountMatrix of the run, passed down (not recognised again)
         estimator=name,
         convention=convention,
         seed=seed,
-        token_names=names,
+        token_names=names_of(provenance.get("tokenizer")),  # the words of the classes
         **options,
     )
 
