@@ -1,11 +1,5 @@
-"""Deterministic MDS output: canonical bases in tied eigenspaces and sign rules.
-
-See "Deterministic output" in :mod:`posgeom.embed.mds`: inside a group of eigenvalues equal
-within ``tie_rtol * lambda_max`` the basis is the Gram-Schmidt orthonormalisation of the
-projections of discrete Legendre polynomials of the position (degree 1, 2, ...), then of unit
-vectors; every coordinate then has non-negative covariance with the position index (ties: the
-largest entry positive).
-"""
+"""Deterministic MDS output: canonical bases in tied eigenspaces and sign rules ("Deterministic
+output" in :mod:`posgeom.embed.mds`)."""
 
 from __future__ import annotations
 
@@ -66,10 +60,9 @@ def _orient(vecs: np.ndarray) -> np.ndarray:
 def canonicalise(vals: np.ndarray, vecs: np.ndarray, r: int, rtol: float):
     """Canonical bases in tied eigenspaces that touch the top ``r``; deterministic signs.
 
-    A group tied with zero (``lambda <= rtol * lambda_max``: the null space, e.g. the hundreds of
-    directions a rank-20 geometry of 512 positions leaves) is numerically null and keeps the
-    solver's basis: its coordinates are at most ``sqrt(rtol * lambda_max)``, and Gram-Schmidt over
-    hundreds of vectors in Python cost 2.6 s per MDS at n = 512 (the reproduction's replicates).
+    A group tied with zero (``lambda <= rtol * lambda_max``: the null space) is numerically null
+    and keeps the solver's basis: its coordinates are at most ``sqrt(rtol * lambda_max)``, and
+    Gram-Schmidt over hundreds of vectors would cost seconds per MDS.
     """
     vecs = vecs.copy()
     ties = []

@@ -61,15 +61,9 @@ DEFAULT_TOL = 1e-8  # residual / |λ_1| (module docstring, "Tolerance")
 class TopEigenpairs:
     """The ``k`` largest eigenpairs of a symmetric operator.
 
-    Attributes
-    ----------
-    values : (k,) float64, descending.
-    vectors : (n, k) float64, orthonormal columns, ``A vectors[:, i] ≈ values[i] vectors[:, i]``.
-    residuals : (k,) float64, ``||A u_i - λ_i u_i||_2`` from the Krylov relation (NaN from
-        ARPACK, which does not report them).
-    products : int, vectors the operator was applied to (a block of ``b`` counts ``b``).
-    restarts : int, thick restarts made.
-    converged : bool, every residual ``<= tol * |λ_1|``.
+    ``values`` (k,) descending; ``vectors`` (n, k) orthonormal; ``residuals`` (k,) ``||A u_i -
+    λ_i u_i||_2`` from the Krylov relation (NaN from ARPACK); ``products``, vectors the operator
+    was applied to; ``restarts``; ``converged``: every residual ``<= tol * |λ_1|``.
     """
 
     values: np.ndarray
@@ -100,8 +94,7 @@ def dense_top_eigh(apply: Callable[[np.ndarray], np.ndarray], n: int, k: int) ->
 
 def _orthonormalise(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``z = q r`` (``q`` orthonormal, ``r`` upper triangular) by Cholesky QR twice (level-3
-    BLAS; a thin Householder QR costs several times more at ``n x b``); Householder QR when
-    ``z^T z`` is not numerically positive definite."""
+    BLAS), Householder QR when ``z^T z`` is not numerically positive definite."""
     try:
         r1 = sla.cholesky(z.T @ z, check_finite=False)
         q = sla.solve_triangular(r1, z.T, trans="T", check_finite=False).T
@@ -236,9 +229,8 @@ def _centred(y: np.ndarray) -> np.ndarray:
 
 
 def arpack_top_eigh(op: spla.LinearOperator, k: int, seed: int, tol: float) -> TopEigenpairs:
-    """ARPACK's thick-restart Lanczos (``eigsh``, ``which="LA"``, centred seeded start vector):
-    the fallback of :func:`top_eigh`, to ``tol`` relative to each eigenvalue (0: machine
-    precision). One BLAS thread (:mod:`posgeom._threads`)."""
+    """ARPACK's thick-restart Lanczos (``eigsh``, ``which="LA"``, centred seeded start vector,
+    one BLAS thread) to ``tol`` relative to each eigenvalue (0: machine precision)."""
     n = op.shape[0]
     v0 = _centred(np.random.default_rng(seed).standard_normal((n, 1)))[:, 0]
     with blas_threads(1):
@@ -256,11 +248,9 @@ def top_eigh(
     centred: bool = False,
     max_products: int | None = None,
 ) -> TopEigenpairs:
-    """The top ``k`` eigenpairs of the symmetric operator ``op`` (``n x n``): the block Krylov
-    solver (:func:`block_krylov_eigh`, residuals ``<= tol |λ_1|``, ``tol = 0``:
-    :data:`DEFAULT_TOL`), and ARPACK (:func:`arpack_top_eigh`) when it does not converge.
-    ``centred``: ``op`` annihilates the constant vector (a double-centred Gram), so the start
-    block is centred. ``max_products``: as in :func:`block_krylov_eigh`."""
+    """The top ``k`` eigenpairs of the symmetric operator ``op``: :func:`block_krylov_eigh`
+    (residuals ``<= tol |λ_1|``, ``tol = 0``: :data:`DEFAULT_TOL`), else ARPACK when it does not
+    converge. ``centred``: ``op`` annihilates the constant vector, so the start block is centred."""
     n = op.shape[0]
     tol_b, start = tol or DEFAULT_TOL, _centred if centred else None
     found = block_krylov_eigh(

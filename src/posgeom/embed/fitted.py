@@ -1,11 +1,10 @@
 """The MDS family fitted to a target, in one record: :func:`fit_mds_family`.
 
-Given Algorithm 1's classical MDS encoding of a target (:func:`~posgeom.embed.mds.classical_mds`,
-rank ``r``), the encodings fitted from it are made here once: its SMACOF refinement (when asked
-for and ``n <= REFINE_MAX_N``), its rank-``low_rank`` truncation ``P = A B^T`` and the rank
-experiment (:func:`~posgeom.embed.rank_curve.rank_curve`: every rank ``1 .. max_rank`` scored
-against the target). The frozen :class:`FittedMDS` also carries what a result's summary and
-``arrays.npz`` read of them, made when it is made (plain data: reading it calls nothing).
+Given Algorithm 1's classical MDS encoding of a target (rank ``r``), the encodings fitted from
+it are made here once: its SMACOF refinement (when asked for and ``n <= REFINE_MAX_N``), its
+rank-``low_rank`` truncation and the rank experiment
+(:func:`~posgeom.embed.rank_curve.rank_curve`). The frozen :class:`FittedMDS` also carries what
+a result's summary and ``arrays.npz`` read of them.
 """
 
 from __future__ import annotations
@@ -30,16 +29,12 @@ log = logging.getLogger("posgeom")
 
 @dataclass(frozen=True, eq=False)
 class FittedMDS:
-    """The MDS family fitted to one target (module docstring).
-
-    ``mds``: Algorithm 1's encoding; ``refined``: its SMACOF refinement
-    (:class:`~posgeom.embed.refine.RefinedEmbedding`) or None; ``low_rank``: ``mds`` truncated
-    to rank ``min(low_rank, r)``; ``rank_curve``: one row per rank ``r = 1 .. min(max_rank,
-    r_MDS)``; ``summary``: the summary's MDS block (rank, width, solver, the leading 64
-    eigenvalues and 16 explained-variance ratios, tie groups, effective ranks, whether the
-    spectrum is complete); ``arrays``: ``mds_embedding`` ``(n, d)``, ``mds_coordinates``
-    ``(n, r+)``, ``eigenvalues``, ``rank`` and ``rank_paper_stress`` (the rank curve's), and
-    ``refined_coordinates`` when refined.
+    """The MDS family fitted to one target: ``mds``, Algorithm 1's encoding; ``refined``, its
+    SMACOF refinement (:class:`~posgeom.embed.refine.RefinedEmbedding`) or None; ``low_rank``,
+    ``mds`` truncated to rank ``min(low_rank, r)``; ``rank_curve``, one row per rank ``r = 1 ..
+    min(max_rank, r_MDS)``; ``summary``, the summary's MDS block; ``arrays``, ``mds_embedding``
+    ``(n, d)``, ``mds_coordinates`` ``(n, r+)``, ``eigenvalues``, ``rank`` and
+    ``rank_paper_stress``, and ``refined_coordinates`` when refined.
     """
 
     mds: MDSResult
@@ -60,9 +55,8 @@ def fit_mds_family(
     seed: int = 0,
 ) -> FittedMDS:
     """The :class:`FittedMDS` of ``mds`` against ``targets`` (the comparison's
-    :class:`~posgeom.scores.table.ScoreTargets`: SMACOF reads its ``(n, n)`` primary target,
-    the rank curve scores against it). ``refine``: refine with SMACOF (skipped above
-    ``REFINE_MAX_N`` positions or without an ``(n, n)`` target)."""
+    :class:`~posgeom.scores.table.ScoreTargets`); SMACOF only with ``refine``, up to
+    ``REFINE_MAX_N`` positions and with an ``(n, n)`` target."""
     refined = None
     if refine and mds.n_positions <= REFINE_MAX_N and targets.matrix is not None:
         log.info("SMACOF refinement from the MDS solution")

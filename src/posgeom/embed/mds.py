@@ -18,13 +18,9 @@ Two solvers give the same answer:
   ``O(nnz(S) + n r)``.
 
 An estimate with a factored form (:class:`~posgeom.geometry.gram.FactoredGram`,
-``GeometryEstimate.gram``) is embedded through ``B = c J (S S^T - diag(b)) J``: the same two
-solvers, the exact one on the dense ``B`` and the implicit one on the operator, never forming
-``n x n`` in the implicit case.
-
-``solver="auto"`` takes the exact solver for distance-matrix input, for ``n <= 1024``, and when
-more than a quarter of the spectrum is requested (where an iterative solver has no advantage); the implicit
-one otherwise.
+``GeometryEstimate.gram``) is embedded through ``B = c J (S S^T - diag(b)) J`` by the same two
+solvers. ``solver="auto"`` takes the exact solver for distance-matrix input, for ``n <= 1024``
+and when more than a quarter of the spectrum is requested; the implicit one otherwise.
 
 Deterministic output
 --------------------
@@ -86,13 +82,11 @@ class MDSResult(PlacedCoordinates):
     solver : str
         ``"exact"`` or ``"implicit"``.
 
-    Set at construction (plain data: reading them calls nothing): ``n_positions`` (``n``),
-    ``n_components`` (``r``), ``model_dim`` (``d``), ``explained_variance_ratio`` (``λ_k /
-    trace(B)`` for the computed eigenvalues, negative ones clipped to 0; zeros when
-    ``trace(B) <= 0``) and ``nonzero_coordinates``: the leading columns of ``coordinates``
-    whose eigenvalue exceeds ``1e-12 λ_1``, ``(n, r+)`` (a view; the rest are zero up to
-    round-off when the geometry has rank below ``r``, as a Euclidean estimate's does beyond its
-    kept rank; ``||x_i - x_j||`` is the same over these columns as over all of them).
+    Set at construction: ``n_positions`` (``n``), ``n_components`` (``r``), ``model_dim``
+    (``d``), ``explained_variance_ratio`` (``λ_k / trace(B)`` for the computed eigenvalues,
+    negative ones clipped to 0; zeros when ``trace(B) <= 0``) and ``nonzero_coordinates``: the
+    leading columns of ``coordinates`` whose eigenvalue exceeds ``1e-12 λ_1``, ``(n, r+)`` (a
+    view; the rest are zero up to round-off, so ``||x_i - x_j||`` is the same over these).
     """
 
     coordinates: np.ndarray
@@ -183,10 +177,9 @@ def classical_mds(
         Width ``d`` of the model space (default ``r``); an ``n_components`` above ``d`` is
         refused (:class:`PosgeomError`).
     convention : {"chord", "normalized"}
-        Distributions only, as in :func:`posgeom.geometry.hellinger_distances`: ``"chord"``
-        (``D = ||sqrt mu_i - sqrt mu_j||``, ``c = 1``) or ``"normalized"`` (``D / sqrt 2``,
-        ``c = 1/2``: coordinates scale by ``1/sqrt 2``, eigenvalues and total variance by
-        ``1/2``). A distance matrix is used as given, so it takes only the default.
+        Distributions only: ``"chord"`` (``D = ||sqrt mu_i - sqrt mu_j||``, ``c = 1``) or
+        ``"normalized"`` (``D / sqrt 2``, ``c = 1/2``: coordinates scale by ``1/sqrt 2``,
+        eigenvalues by ``1/2``). A distance matrix is used as given (default only).
     placement : {"pad", "orthonormal"}
         ``Q``: zero padding (first ``r`` axes) or a seeded random orthonormal frame.
     solver : {"auto", "exact", "implicit"}
@@ -194,16 +187,12 @@ def classical_mds(
     input_kind : {"auto", "distances", "distributions"}
         How to read ``data`` (auto: square, symmetric, zero-diagonal, non-negative -> distances).
     all_eigenvalues : bool, optional
-        Exact solver only: compute the full spectrum (default when ``n <= 1024``, ``AUTO_EXACT_MAX_N``).
-    tie_rtol : float
-        Relative tolerance for equal eigenvalues (see "Ties").
-    seed : int
-        Seed of the implicit solver's start block and of ``placement="orthonormal"``.
+        Exact solver only: the full spectrum (default when ``n <= AUTO_EXACT_MAX_N``).
+    tie_rtol, seed : tolerance for equal eigenvalues (see "Ties"); seed of the implicit
+        solver's start block and of ``placement="orthonormal"``.
     tol : float
-        Implicit solver: residuals ``||B u - λ u|| <= tol λ_1`` (0: ``1e-8``, about
-        ``sqrt(eps)``: eigenvalues near machine precision, see
-        :mod:`posgeom.embed.eigensolvers`; the ARPACK fallback: relative to each ``λ``, 0 =
-        machine precision).
+        Implicit solver: residuals ``||B u - λ u|| <= tol λ_1`` (0: ``1e-8``, see
+        :mod:`posgeom.embed.eigensolvers`; the ARPACK fallback: relative to each ``λ``).
     n_threads : int, optional
         Threads for the implicit solver's sparse products (default: the CPU count, at most 8).
     """
