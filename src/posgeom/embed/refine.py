@@ -37,14 +37,9 @@ REFINE_SKIPPED = (
 
 @dataclass(frozen=True, eq=False)
 class RefinedEmbedding(PlacedCoordinates):
-    """A SMACOF-refined configuration.
-
-    Attributes
-    ----------
-    coordinates : ndarray (n, r); ``placement`` (d, r); ``embedding`` = coordinates @ placement.T
-    initial_stress, final_stress : paper stress before and after
-    n_iter : Guttman iterations run; ``converged``: relative decrease fell below ``tol``
-    """
+    """A SMACOF-refined configuration: ``coordinates`` (n, r), ``placement`` (d, r); paper
+    stress ``initial_stress`` and ``final_stress``; ``n_iter`` Guttman iterations run;
+    ``converged``: the relative decrease fell below ``tol``."""
 
     coordinates: np.ndarray
     placement: np.ndarray
@@ -119,32 +114,27 @@ def smacof_refine(
         raise PosgeomError("the target has all distances zero; nothing to refine")
     initial = _raw_stress(euclidean_distances(x), tgt) / norm
     best, best_x, previous = np.inf, x, np.inf
-    converged, n_iter = False, 0
-    for it in range(max_iter + 1):
+    for it in range(max_iter + 1):  # every exit is a break: ``it`` Guttman steps were made
         d = gram_distances(x)
         current = _raw_stress(d, tgt)  # the stress of x (Guttman steps never increase it)
         if current < best:
             best, best_x = current, x
-        if current <= ZERO_STRESS * norm:  # already exact up to round-off
-            converged = True
-            break
-        if previous - current <= tol * max(current, 1e-300):
-            converged = it > 0
-            break
-        if it == max_iter:
+        exact = current <= ZERO_STRESS * norm  # already exact up to round-off
+        stalled = previous - current <= tol * max(current, 1e-300)
+        converged = exact or (stalled and it > 0)
+        if exact or stalled or it == max_iter:
             break
         previous = current
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(d > 0, tgt / d, 0.0)
         # X <- (1/n) B(X) X with B = diag(rowsums(ratio)) - ratio
         x = (ratio.sum(axis=1)[:, None] * x - ratio @ x) / n
-        n_iter = it + 1
     final = _raw_stress(euclidean_distances(best_x), tgt) / norm
     return RefinedEmbedding(
         coordinates=best_x,
         placement=placement,
         initial_stress=initial,
         final_stress=final,
-        n_iter=n_iter,
+        n_iter=it,
         converged=converged,
     )
