@@ -164,8 +164,7 @@ def block_krylov_eigh(
     ----------
     apply : ``y (n, b) -> A y (n, b)``, float64.
     n, k : the order of ``A`` and the pairs wanted (``1 <= k < n``).
-    block : ``b``, vectors per product (default 8 up to ``k = 128``, then 16: at n = 8,192,
-        k = 776, b = 8, 16 and 32 took 15.2, 15.2 and 18.7 s of CPU).
+    block : ``b``, vectors per product (default 8 up to ``k = 128``, then 16).
     basis_size : ``m``, the basis size at which Rayleigh-Ritz and a restart happen (default
         ``max(2 k, k + 16 b)``, at most ``n / 2``).
     tol : converged when every ``||r_i|| <= tol * |θ_1|``.

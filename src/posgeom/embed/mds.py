@@ -10,12 +10,9 @@ Two solvers give the same answer:
 
 * ``"exact"``: dense ``B`` and LAPACK ``eigh``. ``O(n^2)`` memory, ``O(n^3)`` time.
 * ``"implicit"``: with the chord convention ``B = (J S)(J S)^T`` exactly, ``S`` the ``n x V``
-  matrix of square-root probabilities, so MDS is PCA of the centred ``S``. A block Krylov
-  solver (:mod:`posgeom.embed.eigensolvers`: thick restarts, products on blocks of 8-16
-  vectors, residuals ``<= 1e-12 λ_1``; ARPACK ``eigsh`` if it does not converge) on the
-  operator ``y -> J S S^T J y`` finds the top ``r`` eigenpairs without forming any ``n x n``
-  matrix; the centring is applied implicitly and ``S`` stays sparse. Memory
-  ``O(nnz(S) + n r)``.
+  matrix of square-root probabilities, so MDS is PCA of the centred ``S``: a block Krylov
+  solver (:mod:`posgeom.embed.eigensolvers`) on the operator ``y -> J S S^T J y`` finds the top
+  ``r`` eigenpairs without forming any ``n x n`` matrix. Memory ``O(nnz(S) + n r)``.
 
 An estimate with a factored form (:class:`~posgeom.geometry.gram.FactoredGram`,
 ``GeometryEstimate.gram``) is embedded through ``B = c J (S S^T - diag(b)) J`` by the same two
@@ -65,22 +62,11 @@ AUTO_EXACT_MAX_N = 1024
 class MDSResult(PlacedCoordinates):
     """Classical MDS of a positional geometry.
 
-    Attributes
-    ----------
-    coordinates : ndarray, shape (n, r)
-        ``X = U_r Λ_r^{1/2}``: principal coordinates, column ``k`` has squared norm ``λ_k``.
-    eigenvalues : ndarray, shape (k,)
-        Computed eigenvalues of ``B``, descending (all ``n`` for the exact solver when
-        ``all_eigenvalues``; ``r`` plus a margin for the implicit one).
-    total_variance : float
-        ``trace(B) = sum of all eigenvalues`` (``||J S||_F^2`` for distributions), exact for both
-        solvers, so explained variance needs no full spectrum.
-    placement : ndarray, shape (d, r)
-        Orthonormal columns ``Q``; the encoding is ``P = X Q^T``.
-    positions : ndarray, shape (n,)
-        Original position indices of the rows.
-    solver : str
-        ``"exact"`` or ``"implicit"``.
+    ``coordinates`` (n, r): ``X = U_r Λ_r^{1/2}``, column ``k`` of squared norm ``λ_k``;
+    ``eigenvalues`` (k,): the computed eigenvalues of ``B``, descending (all ``n`` for the exact
+    solver with ``all_eigenvalues``); ``total_variance``: ``trace(B)``, exact for both solvers;
+    ``placement`` (d, r): ``Q``, the encoding is ``P = X Q^T``; ``positions`` (n,): the rows'
+    original positions; ``solver``: ``"exact"`` or ``"implicit"``.
 
     Set at construction: ``n_positions`` (``n``), ``n_components`` (``r``), ``model_dim``
     (``d``), ``explained_variance_ratio`` (``λ_k / trace(B)`` for the computed eigenvalues,
