@@ -3,7 +3,7 @@
 Given Algorithm 1's classical MDS encoding of a target (rank ``r``), the encodings fitted from
 it are made here once: its SMACOF refinement (when asked for and ``n <= REFINE_MAX_N``), its
 rank-``low_rank`` truncation and the rank experiment
-(:func:`~posgeom.embed.rank_curve.rank_curve`). The frozen :class:`FittedMDS` also carries what
+(:func:`rank_curve`). The frozen :class:`FittedMDS` also carries what
 a result's summary and ``arrays.npz`` read of them.
 """
 
@@ -19,10 +19,10 @@ import numpy as np
 
 from posgeom.embed.mds import MDSResult
 from posgeom.embed.rank import effective_ranks
-from posgeom.embed.rank_curve import rank_curve
 from posgeom.embed.refine import REFINE_MAX_N, smacof_refine
+from posgeom.scores.table import ScoreTargets
 
-__all__ = ["FittedMDS", "fit_mds_family"]
+__all__ = ["FittedMDS", "fit_mds_family", "rank_curve"]
 
 log = logging.getLogger("posgeom")
 
@@ -100,3 +100,32 @@ def _summary(mds: MDSResult) -> dict[str, Any]:
             np.clip(mds.eigenvalues, 0, None).sum() >= (1 - 1e-9) * mds.total_variance
         ),
     }
+
+
+def rank_curve(mds: Any, target: Any, *, max_rank: int, seed: int = 0) -> list[dict[str, Any]]:
+    """The rank experiment: per ``r = 1 .. min(max_rank, r_MDS)`` every registered score with
+    ``rank_curve`` of the rank-``r`` MDS encoding ``P = A B^T`` (rows of
+    :func:`posgeom.text.schema.rank_columns`), with its explained variance and its
+    parameters ``r (n + d)`` against ``n d``. ``target``: an ``(n, n)`` matrix or the
+    :class:`~posgeom.scores.table.ScoreTargets` of a comparison (sampled above
+    :data:`~posgeom.scores.table.SAMPLED_ABOVE` positions; its primary target is scored)."""
+    targets = target
+    if not isinstance(target, ScoreTargets):
+        targets = ScoreTargets.for_target(np.asarray(target), len(target), seed=seed)
+    n, d = targets.n_positions, mds.model_dim
+    curve = []
+    for r in range(1, min(max_rank, mds.n_components) + 1):
+        rank_r = mds.truncate(r)  # built here, then scored (its (n, n) distances when exact)
+        built = rank_r if targets.sampled else rank_r.typed_distances
+        curve.append(
+            {
+                "rank": r,
+                **targets.rank_scores(built),
+                "explained_variance": float(np.sum(mds.explained_variance_ratio[:r])),
+                "parameters": r * (n + d),
+                "full_parameters": n * d,
+                "parameter_reduction": 1.0 - r * (n + d) / (n * d),
+                **({"sampled": True} if targets.sampled else {}),
+            }
+        )
+    return curve

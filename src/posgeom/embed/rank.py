@@ -15,6 +15,7 @@ Low rank: ``P ≈ A B^T`` with ``A`` (n x r), ``B`` (d x r): ``r (n + d)`` param
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
@@ -74,8 +75,6 @@ def effective_rank(
         return 0.0
     partial = lam.sum() < (1 - 1e-9) * total
     if partial and method != "energy":
-        import warnings
-
         warnings.warn(
             f"only {lam.size} eigenvalues are known ({lam.sum() / total:.1%} of the variance); the "
             f"{method} rank of the computed part is returned. Use solver='exact' or "
