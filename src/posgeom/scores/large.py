@@ -66,15 +66,6 @@ def _positions_of(target: Any) -> int:
     return int(n)
 
 
-def _vectors(encoding: Any, n: int) -> np.ndarray:
-    x = float_array(getattr(encoding, "vectors", encoding), "the encoding")
-    if x.ndim != 2 or x.shape[0] != n:
-        raise PosgeomError(f"expected (n={n}, d) position vectors, got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise PosgeomError("the encoding contains NaN or Inf")
-    return x
-
-
 @validate_params({"block_size": [Interval(Integral, 1, None)], "progress": [bool]})
 def blocked_stress(
     encoding: Any, target: Any, *, block_size: int = 2048, progress: bool = False
@@ -134,7 +125,11 @@ def sampled_stress(
     """Stress estimated from ``n_pairs`` uniformly drawn pairs ``i != j`` (with a seed), with
     the intervals of :func:`~posgeom.scores.stress.stress_from_pair_sample`."""
     n = _positions_of(target)
-    x = _vectors(encoding, n)
+    x = float_array(getattr(encoding, "vectors", encoding), "the encoding")
+    if x.ndim != 2 or x.shape[0] != n:
+        raise PosgeomError(f"expected (n={n}, d) position vectors, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise PosgeomError("the encoding contains NaN or Inf")
     rng = np.random.default_rng(seed)
     i = rng.integers(0, n, n_pairs)
     j = (i + rng.integers(1, n, n_pairs)) % n

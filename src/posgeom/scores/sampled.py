@@ -24,6 +24,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
+from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_pairs, n_positions_of
 from posgeom.scores.order import (
     SEPARATION_EXACT_FLOPS,
@@ -135,8 +136,6 @@ def sampled_scores_by_target(
     """``{target: scores}`` on one sample: :func:`sampled_scores` under :data:`PRIMARY`, and for
     each target of ``sample.beside`` its ``paper`` and ``scale_optimal`` stress (the encoding's
     distances at the pairs read once for all of them)."""
-    from posgeom.scores import registry
-
     n = sample.n_positions
     got = n_positions_of(encoding)
     if got is not None and got != n:

@@ -30,7 +30,7 @@ from posgeom.scores._encoding import (
     EncodingKind,
     encoding_distances,
     euclidean_distances,
-    matched_pair_distances,
+    matched_distance_matrices,
 )
 
 __all__ = [
@@ -104,8 +104,9 @@ def stress_scores(
     encoding: Any, target: Any, *, encoding_kind: EncodingKind = "auto"
 ) -> StressScores:
     """Every stress kind of ``encoding`` against ``target`` (see the module docstring)."""
-    delta, tgt = matched_pair_distances(encoding, target, encoding_kind=encoding_kind)
-    return stress_from_pairs(delta, tgt)
+    delta, tgt = matched_distance_matrices(encoding, target, encoding_kind=encoding_kind)
+    iu = np.triu_indices(delta.shape[0], 1)
+    return stress_from_pairs(delta[iu], tgt[iu])
 
 
 @validate_params(

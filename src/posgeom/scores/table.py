@@ -25,7 +25,7 @@ import numpy as np
 from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
 from posgeom.scores import registry
-from posgeom.scores._encoding import encoding_distances, matched_distance_matrices
+from posgeom.scores._encoding import encoding_distances, encoding_pairs, matched_distance_matrices
 from posgeom.scores.large import DenseTarget
 from posgeom.scores.sampled import (
     DEFAULT_SAMPLE,
@@ -33,7 +33,7 @@ from posgeom.scores.sampled import (
     draw_pair_sample,
     sampled_scores_by_target,
 )
-from posgeom.scores.shepard import pair_distances, shepard_pairs
+from posgeom.scores.shepard import shepard_pairs
 from posgeom.scores.stress import stress_from_pairs, stress_scores
 
 __all__ = [
@@ -184,7 +184,9 @@ class ScoreTargets:
             dense = {k: as_distances(t, k) for k, t in named.items()}
             return cls(names=tuple(named), dense=dense, seed=seed, shepard_pairs=pairs)
         log.info("scores from %d sampled triples per encoding (n = %d)", size, n)
-        blocks = {k: _as_blocks(t) for k, t in named.items()}
+        blocks = {
+            k: t if hasattr(t, "pairs") else DenseTarget(np.asarray(t)) for k, t in named.items()
+        }
         sample = draw_pair_sample(blocks.pop(PRIMARY), size=size, seed=seed, beside=blocks)
         return cls(names=tuple(named), dense={}, sample=sample, seed=seed, shepard_pairs=pairs)
 
@@ -228,16 +230,15 @@ class ScoreTargets:
         choice: str | None = None,
         drawn: Mapping[str, Any] | None = None,
     ) -> FamilyScores:
-        """Score one family's ``encodings`` (key to encoding, each built once) against every
-        target and pick its row (:meth:`ScoreTable.chosen` by ``choice``; None: its only
-        encoding), named ``name``; with :attr:`shepard_pairs`, the chosen encoding's distances
-        there, from ``drawn[key]`` (the encoding as built: vectors or a lag profile, no
-        ``(n, n)``) or ``encodings[key]``."""
+        """Score one family's ``encodings`` (key to encoding) against every target and pick its
+        row named ``name`` (:meth:`ScoreTable.chosen` by ``choice``); with :attr:`shepard_pairs`,
+        the chosen encoding's distances there, from ``drawn[key]`` (as built: no ``(n, n)``) or
+        ``encodings[key]``."""
         scored = self.score(encodings)
         key, chosen = scored.chosen(choice, name)
         shepard = None
         if self.shepard_pairs is not None:
-            shepard = pair_distances((drawn or encodings)[key], self.shepard_pairs)
+            shepard = encoding_pairs((drawn or encodings)[key], *self.shepard_pairs)
         rows = {k: scored.row(k) for k in scored.encodings}
         return FamilyScores(key, chosen, rows, shepard)
 
@@ -259,10 +260,6 @@ class ScoreTargets:
             p = stress_from_pairs(delta[iu], self.dense[name].distances[iu])
             out[name] = {"paper": p.paper, "scale_optimal": p.scale_optimal}
         return out
-
-
-def _as_blocks(target: Any) -> Any:
-    return target if hasattr(target, "pairs") else DenseTarget(np.asarray(target))
 
 
 def score_encoding(encoding: Any, target: Any, *, seed: int = 0) -> dict[str, Any]:
