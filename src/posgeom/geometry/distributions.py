@@ -42,20 +42,10 @@ __all__ = [
 class PositionalDistributions:
     """Square-root positional distributions of ``n`` kept positions over a vocabulary of ``V``.
 
-    Attributes
-    ----------
-    sqrt_sparse : scipy.sparse.csr_matrix, shape (n, V), float64
-        Sparse part of ``sqrt(mu)`` (see the module docstring).
-    sqrt_floor : ndarray, shape (n,)
-        Constant added to every entry of row ``i`` (``sqrt(alpha / Z_i)``; zeros without smoothing).
-    positions : ndarray of int64, shape (n,)
-        Original position index of each kept row (positions dropped by the sample floor are absent).
-    totals : ndarray of float64, shape (n,)
-        Samples per kept position ``T_i`` (``inf`` for exact distributions).
-    flagged : ndarray of int64
-        Original positions kept although ``T_i < min_samples``.
-    dropped : ndarray of int64
-        Original positions removed (below the floor with ``below_min="drop"``).
+    ``sqrt_sparse`` (n, V) CSR float64 and ``sqrt_floor`` (n,): ``sqrt(mu)`` (module
+    docstring); ``positions`` (n,) int64: each kept row's original position; ``totals`` (n,):
+    samples per kept position ``T_i`` (``inf`` for exact distributions); ``flagged``: original
+    positions kept although ``T_i < min_samples``; ``dropped``: those removed.
 
     Set at construction: ``n_positions`` (``n``), ``vocab_size`` (``V``) and ``squared_norms``,
     ``||sqrt(mu_i)||^2`` per row, shape (n,), read-only (``O(nnz)``). ``flagged`` and
@@ -246,11 +236,8 @@ def plugin_roots(counts: sp.csr_matrix) -> sp.csr_matrix:
 
 
 def as_distributions(data: Any) -> PositionalDistributions:
-    """Coerce ``data`` to :class:`PositionalDistributions`.
-
-    Accepts a :class:`PositionalDistributions`, anything with a ``.counts`` attribute (counts are
-    normalised without smoothing), or an ``(n, V)`` array/sparse matrix of probabilities.
-    """
+    """``data`` as :class:`PositionalDistributions`: as it is, from a ``.counts`` attribute
+    (without smoothing), or from ``(n, V)`` probabilities (array or sparse)."""
     if isinstance(data, PositionalDistributions):
         return data
     if hasattr(data, "counts"):

@@ -82,10 +82,8 @@ ROW_DENSE_FRACTION = 0.5
 class RootColumns:
     """The roots ``S = Ssp + f 1^T`` (``n x V``) laid out for reading rows: ``dense`` ``(n, H)``
     holds the ``H`` columns of ``Ssp`` stored in at least :data:`ROW_DENSE_FRACTION` of the rows
-    (a Zipfian vocabulary's frequent tokens: most of the stored values in few columns), ``rest``
-    ``(n, V - H)`` CSR the others, ``floor`` ``f`` ``(n,)``, ``row_sums`` ``Ssp 1`` ``(n,)``.
-    A pair or a block then costs BLAS on ``H`` columns plus sparse work on the rare tokens only.
-    Built once per distributions (:func:`root_columns`)."""
+    (a Zipfian vocabulary's frequent tokens), ``rest`` ``(n, V - H)`` CSR the others, ``floor``
+    ``f`` ``(n,)``, ``row_sums`` ``Ssp 1`` ``(n,)``. Built once per distributions."""
 
     dense: np.ndarray
     rest: sp.csr_matrix

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,9 +57,6 @@ def centred_sqrt_operator(
     (R_t^T z)``, the ranges on ``n_threads`` threads (scipy's sparse kernels release the GIL).
     Never forms an ``n x n`` matrix.
     """
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
     d = distributions
     n = d.n_positions
     dense, rest = split_columns(d.sqrt_sparse, dense_fraction)

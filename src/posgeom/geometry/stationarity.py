@@ -44,11 +44,9 @@ class StationarityResult:
 
     Sampled (:func:`sampled_stationarity`): ``lag_edges`` (``B + 1``) splits the lags into bins
     ``[lag_edges[b], lag_edges[b+1])``; the arrays hold one value per bin, the fit is constant on
-    each bin (a Toeplitz matrix too, so its R^2 is at most the per-lag one, equal when every bin
-    is one lag), and ``toeplitz_ci`` / ``monotone_ci`` are its intervals; ``sampling`` says how.
-
-    Set at construction (plain data): ``sampled`` (whether ``lag_edges`` is given) and ``line``,
-    the one sentence of a table's text.
+    each bin (its R^2 at most the per-lag one), ``toeplitz_ci`` / ``monotone_ci`` are its
+    intervals and ``sampling`` says how. Set at construction: ``sampled`` and ``line``, the one
+    sentence of a table's text.
     """
 
     toeplitz_r2: float
@@ -133,11 +131,8 @@ def _isotonic(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def stationarity(distances: Any) -> StationarityResult:
-    """Stationarity diagnostic of an ``(n, n)`` distance matrix (see :class:`StationarityResult`).
-
-    ``distances``: a symmetric non-negative matrix with a zero diagonal, or any object with a
-    ``.distances`` attribute. Needs ``n >= 3``.
-    """
+    """Stationarity diagnostic of an ``(n, n)`` distance matrix (or an object with
+    ``.distances``), ``n >= 3`` (see :class:`StationarityResult`)."""
     d = as_distances(distances).distances
     n = d.shape[0]
     if n < 3:

@@ -1,12 +1,10 @@
 """The target of the pipeline: an estimate of ``D``, the plug-in one of them.
 
-:func:`estimate_target` gives every estimator's result through one interface, so no later stage
-asks whether the target is the plug-in: ``estimator`` (the name used), ``resolution``,
-``class_map``, ``distances`` (dense ``(n, n)``), ``blocks()`` (distances on demand), ``summary()``
-and :func:`embed` (classical MDS of the target). The plug-in (the paper's Eq. 3,
-``D_ij = ||sqrt(mu_i) - sqrt(mu_j)||`` of the positional distributions, smoothing included) is a
-:class:`PluginEstimate`; any other estimator is a :class:`~posgeom.estimators.GeometryEstimate`
-of :func:`posgeom.estimate_geometry` on the kept positions.
+:func:`estimate_target` gives every estimator's result through one interface (``estimator``,
+``resolution``, ``class_map``, ``distances``, ``blocks()``, ``summary()``, and :func:`embed`), so
+no later stage asks whether the target is the plug-in: a :class:`PluginEstimate` (the paper's
+Eq. 3, smoothing included) or a :class:`~posgeom.estimators.GeometryEstimate` of the kept
+positions.
 """
 
 from __future__ import annotations
@@ -119,10 +117,9 @@ def embed(
     target: Any, rank: int, *, model_dim: int, convention: str, solver: str, seed: int
 ) -> Any:
     """Classical MDS of the target at ``rank`` in width ``model_dim``: of the plug-in's
-    distributions (the implicit centred square-root solver when ``solver`` allows), else of the
-    estimate's Euclidean form (``B+ = X X^T``, its coordinates: full-rank MDS reproduces the
-    target and explained variance stays at most 1); a raw estimate (``euclidean=False``) goes
-    through the exact solver, its negative eigenvalues already in its diagnostics."""
+    distributions, else of the estimate's Euclidean form (``B+ = X X^T``); a raw estimate
+    (``euclidean=False``) goes through the exact solver, its negative eigenvalues already in its
+    diagnostics."""
     args = {"model_dim": model_dim, "solver": solver, "seed": seed}
     if isinstance(target, PluginEstimate):
         return classical_mds(target.distributions, rank, convention=convention, **args)
@@ -134,9 +131,8 @@ def embed(
 
 
 def blocks_target(distributions: Any, estimate: Any, convention: str) -> Any:
-    """The target as blocks (``n_positions``, ``block``, ``pairs``): the plug-in Hellinger chords
-    on demand, or the estimate's own blocks (``estimate.blocks()``) when it has them, else its
-    dense matrix."""
+    """The target as blocks (``n_positions``, ``block``, ``pairs``): the estimate's own
+    (``estimate.blocks()``) when it has them, else its dense matrix (None: the plug-in's)."""
     from posgeom.scores.large import DenseTarget
 
     if estimate is None:
