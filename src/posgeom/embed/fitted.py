@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._records import field_record
 from posgeom.embed.mds import MDSResult
 from posgeom.embed.rank import effective_ranks
 from posgeom.embed.refine import REFINE_MAX_N, smacof_refine
@@ -89,9 +90,7 @@ def _summary(mds: MDSResult) -> dict[str, Any]:
         warnings.simplefilter("ignore", RuntimeWarning)
         ranks = effective_ranks(mds)
     return {
-        "n_components": mds.n_components,
-        "model_dim": mds.model_dim,
-        "solver": mds.solver,
+        **field_record(mds, ("n_components", "model_dim", "solver")),
         "eigenvalues": mds.eigenvalues[: min(64, len(mds.eigenvalues))].tolist(),
         "explained_variance_ratio": mds.explained_variance_ratio[:16].tolist(),
         "tie_groups": [list(g) for g in mds.tie_groups],

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
+from posgeom._records import field_record
 from posgeom._validation import Interval, Options, check_param, validate_params
 from posgeom.geometry.counts import count_matrix
 from posgeom.geometry.distributions import positional_distributions
@@ -41,12 +42,8 @@ REPEATS = [Interval(Integral, 1, 1000)]
 
 def _summary_head(floor: NoiseFloor | SampledNoiseFloor) -> dict[str, Any]:
     """The summary fields both noise floors share (method, repeats, pair floor, trusted share)."""
-    return {
-        "method": floor.method,
-        "n_repeats": floor.n_repeats,
-        "median_pair_floor": floor.median_pair_floor,
-        "trusted_pair_share": floor.trusted_share,
-    }
+    record = field_record(floor, ("method", "n_repeats", "median_pair_floor"))
+    return record | {"trusted_pair_share": floor.trusted_share}
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,6 +17,7 @@ from scipy.special import ndtri
 
 from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
+from posgeom._records import field_record
 
 __all__ = ["LAG_BINS", "StationarityResult", "sampled_stationarity", "stationarity"]
 
@@ -77,15 +78,11 @@ class StationarityResult:
 
     def summary(self) -> dict[str, Any]:
         out = {
-            "toeplitz_r2": self.toeplitz_r2,
-            "monotone_r2": self.monotone_r2,
-            "n_positions": self.n_positions,
+            **field_record(self, ("toeplitz_r2", "monotone_r2", "n_positions")),
             "definition": "R^2 over pairs i<j of D_ij against the mean of D on its diagonal "
             "|i-j| (best Toeplitz approximation) and against the best non-decreasing function of "
             "|i-j| (weighted isotonic regression)",
-            "diagonal_mean": self.diagonal_mean.tolist(),
-            "diagonal_std": self.diagonal_std.tolist(),
-            "monotone_fit": self.monotone_fit.tolist(),
+            **field_record(self, ("diagonal_mean", "diagonal_std", "monotone_fit")),
         }
         if self.sampled:
             out["definition"] += (
