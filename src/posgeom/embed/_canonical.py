@@ -34,14 +34,11 @@ def canonical_basis(u: np.ndarray, extra: int = 5) -> np.ndarray:
 
 
 def _tie_groups(vals: np.ndarray, rtol: float) -> list[list[int]]:
+    if not len(vals):
+        return []
     scale = max(float(np.max(np.abs(vals), initial=0.0)), 1e-300)
-    groups: list[list[int]] = [[0]] if len(vals) else []
-    for k in range(1, len(vals)):
-        if abs(vals[k - 1] - vals[k]) <= rtol * scale:
-            groups[-1].append(k)
-        else:
-            groups.append([k])
-    return groups
+    breaks = np.flatnonzero(~(np.abs(np.diff(vals)) <= rtol * scale)) + 1  # NaN: a break
+    return [g.tolist() for g in np.split(np.arange(len(vals)), breaks)]
 
 
 def _orient(vecs: np.ndarray) -> np.ndarray:

@@ -33,9 +33,8 @@ def is_count_data(values: np.ndarray, totals: np.ndarray, integer_dtype: bool) -
     distributions, not one sample each)."""
     if integer_dtype:
         return True
-    if not np.all(values == np.round(values)):
-        return False
-    return not bool(np.allclose(totals, 1.0, rtol=0, atol=1e-12))
+    whole = bool(np.all(values == np.round(values)))
+    return whole and not bool(np.allclose(totals, 1.0, rtol=0, atol=1e-12))
 
 
 @dataclass(frozen=True, eq=False)

@@ -109,11 +109,9 @@ class PositionalDistributions:
                 f"row {bad} of the probabilities sums to {sums[bad]:.6g}, not 1; normalise the rows "
                 "or pass counts to positional_distributions()"
             )
-        root = p.copy()
-        root.data = np.sqrt(root.data)
         n = p.shape[0]
         return cls(
-            sqrt_sparse=root,
+            sqrt_sparse=p.sqrt(),
             sqrt_floor=np.zeros(n),
             positions=np.arange(n, dtype=np.int64),
             totals=np.full(n, np.inf),
