@@ -177,12 +177,9 @@ def noise_floor(
 @dataclass(frozen=True, eq=False)
 class SampledNoiseFloor:
     """The noise floor of a long context: per-position bias ``b_i`` exactly (``O(nnz)``), the
-    pair statistics from ``m`` uniform pairs ``(i, j)`` (no ``n x n`` matrix).
-
-    ``trusted_share`` estimates the share of pairs ``i < j`` with ``D_ij > threshold * floor_ij``
-    (Wilson interval ``trusted_ci``); ``median_pair_floor`` is the sample median of
-    ``floor_ij = sqrt(b_i + b_j)``. Positions are not judged one by one (a few pairs each).
-    """
+    pair statistics from ``m`` uniform pairs ``(i, j)``: ``trusted_share``, the share with
+    ``D_ij > threshold * floor_ij`` (Wilson interval ``trusted_ci``), and ``median_pair_floor``
+    of ``floor_ij = sqrt(b_i + b_j)``. Positions are not judged one by one."""
 
     self_distance: np.ndarray
     bias: np.ndarray

@@ -67,10 +67,9 @@ def analyze(
 
     Parameters
     ----------
-    counts : :class:`~posgeom.corpus.counting.PositionCounts`, an ``(n, V)`` count matrix
-        (sparse or dense), exact ``(n, V)`` probabilities (rows summing to 1), a
-        :class:`~posgeom.geometry.counts.CountMatrix`, or
-        :class:`~posgeom.geometry.distributions.PositionalDistributions` (dense: small only).
+    counts : :class:`~posgeom.corpus.counting.PositionCounts`, an ``(n, V)`` count matrix or
+        exact probabilities (sparse or dense), a :class:`~posgeom.geometry.counts.CountMatrix`,
+        or :class:`~posgeom.geometry.distributions.PositionalDistributions` (small only).
     config : a :class:`~posgeom.pipeline.config.GeometryConfig`; its fields are also keyword
         options here (``analyze(counts, model_dim=64)``), which change ``config``.
     encodings : more encodings ``name -> (n, d) vectors | (n, n) distances | encoding`` of the

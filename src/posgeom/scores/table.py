@@ -212,7 +212,16 @@ class ScoreTargets:
         ``names``) against the primary, the stress kinds against each target beside."""
         if self.sampled:
             return sampled_scores_by_target(encoding, self.sample, names=names)
-        return self._dense_scores(encoding, names)
+        target = self.matrix.distances
+        delta = encoding_distances(encoding)
+        if delta.shape != target.shape:
+            stress_scores(encoding, target)  # raises the one mismatch message
+        out = {PRIMARY: registry.score_row(delta, target, seed=self.seed, names=names)}
+        iu = np.triu_indices(delta.shape[0], 1)
+        for name in self.names[1:]:
+            p = stress_from_pairs(delta[iu], self.dense[name].distances[iu])
+            out[name] = {"paper": p.paper, "scale_optimal": p.scale_optimal}
+        return out
 
     def score(self, encodings: Mapping[str, Any], *, names: Any = None) -> ScoreTable:
         """One :class:`ScoreTable` of ``encodings`` (name to encoding) against every target."""
@@ -248,18 +257,6 @@ class ScoreTargets:
         names = [s.name for s in registry.scores() if s.rank_curve]
         got = self.score_one(encoding, names=names)[PRIMARY]
         return {k: got[k] for k in names if k in got}
-
-    def _dense_scores(self, encoding: Any, names: Any) -> dict[str, dict[str, Any]]:
-        target = self.matrix.distances
-        delta = encoding_distances(encoding)
-        if delta.shape != target.shape:
-            stress_scores(encoding, target)  # raises the one mismatch message
-        out = {PRIMARY: registry.score_row(delta, target, seed=self.seed, names=names)}
-        iu = np.triu_indices(delta.shape[0], 1)
-        for name in self.names[1:]:
-            p = stress_from_pairs(delta[iu], self.dense[name].distances[iu])
-            out[name] = {"paper": p.paper, "scale_optimal": p.scale_optimal}
-        return out
 
 
 def score_encoding(encoding: Any, target: Any, *, seed: int = 0) -> dict[str, Any]:
