@@ -99,7 +99,23 @@ class PositionalDistributions:
     @classmethod
     def from_probabilities(cls, probabilities: Any) -> PositionalDistributions:
         """Wrap exact distributions (rows summing to one), dense ``(n, V)`` or scipy sparse."""
-        p = _as_csr(probabilities, "probabilities")
+        if sp.issparse(probabilities):
+            p = sp.csr_matrix(probabilities, dtype=np.float64)
+        else:
+            arr = float_array(probabilities, "probabilities")
+            if arr.ndim != 2:
+                raise PosgeomError(
+                    f"probabilities must be a 2-D (positions x vocabulary) array, got {arr.ndim}-D"
+                )
+            p = sp.csr_matrix(arr)
+        if p.shape[0] == 0 or p.shape[1] == 0:
+            raise PosgeomError(
+                f"probabilities is empty (shape {p.shape}); count a non-empty corpus first"
+            )
+        if not np.all(np.isfinite(p.data)):
+            raise PosgeomError("probabilities contains NaN or Inf")
+        p.sum_duplicates()
+        p.eliminate_zeros()
         if p.nnz and p.data.min() < 0:
             raise PosgeomError("probabilities contain negative entries; pass distributions.")
         sums = np.asarray(p.sum(axis=1)).ravel()
@@ -116,25 +132,6 @@ class PositionalDistributions:
             positions=np.arange(n, dtype=np.int64),
             totals=np.full(n, np.inf),
         )
-
-
-def _as_csr(matrix: Any, name: str) -> sp.csr_matrix:
-    if sp.issparse(matrix):
-        out = sp.csr_matrix(matrix, dtype=np.float64)
-    else:
-        arr = float_array(matrix, name)
-        if arr.ndim != 2:
-            raise PosgeomError(
-                f"{name} must be a 2-D (positions x vocabulary) array, got {arr.ndim}-D"
-            )
-        out = sp.csr_matrix(arr)
-    if out.shape[0] == 0 or out.shape[1] == 0:
-        raise PosgeomError(f"{name} is empty (shape {out.shape}); count a non-empty corpus first")
-    if not np.all(np.isfinite(out.data)):
-        raise PosgeomError(f"{name} contains NaN or Inf")
-    out.sum_duplicates()
-    out.eliminate_zeros()
-    return out
 
 
 @validate_params(

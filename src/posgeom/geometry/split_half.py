@@ -35,8 +35,7 @@ def _split_rows(c: sp.csr_matrix, rng: np.random.Generator) -> tuple[sp.csr_matr
             half.data[lo:hi] = rng.binomial(row, 0.5)
         elif total >= 2:
             half.data[lo:hi] = rng.multivariate_hypergeometric(row, total // 2)
-    other = c - half
-    return half.tocsr(), other.tocsr()
+    return half.tocsr(), (c - half).tocsr()
 
 
 def split_rows_vectorized(

@@ -153,10 +153,6 @@ class _Geometry:
     analysis: TargetAnalysis | None = None  # the stationarity of D and its noise floor
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
-    @property
-    def distributions(self) -> PositionalDistributions:
-        return self.positions.distributions
-
 
 def _kept_positions(counts: Any, config: GeometryConfig) -> KeptPositions:
     """The counts recognised once, ``mu_i`` (smoothing, sample floor) and the kept positions'
@@ -261,7 +257,7 @@ def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     analysis = analyse_target(
         stage.targets.matrix,  # exact up to SAMPLED_ABOVE, else sampled from the blocks
         stage.scored,
-        stage.distributions.positions,
+        stage.positions.distributions.positions,
         noise_counts=(stage.positions.counts if full else target.class_counts)
         if stage.options["noise"]
         else None,
@@ -283,7 +279,7 @@ def _stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any]
         log.warning(
             "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
             "rows carry their sampling intervals (<score>_ci)",
-            stage.distributions.n_positions,
+            stage.positions.distributions.n_positions,
         )
         return None, rows
     from posgeom.uncertainty.rows import row_intervals

@@ -124,7 +124,7 @@ def comparison_rows(
     """
     model_dim = int(res.options["model_dim"])  # the config's width (the MDS may come later)
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
-    positions = np.asarray(res.distributions.positions, dtype=np.int64)
+    positions = np.asarray(res.positions.distributions.positions, dtype=np.int64)
     fit = res.fit  # the fitted rows' encodings (the families describe them), once fitted
     fitted: dict[str, Any] = {}
     if fit is not None:
