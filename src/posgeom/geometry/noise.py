@@ -149,8 +149,7 @@ def noise_floor(
     std = None
     if method == "split_half":
         sq = split_half_squared(c, n_repeats, rng)
-        bias = sq / 4.0
-        self_distance = np.sqrt(sq)
+        bias, self_distance = sq / 4.0, np.sqrt(sq)
     else:  # bootstrap
         reps = np.empty((n_repeats, *dist.shape))
         bias = np.zeros(c.shape[0])
