@@ -1,13 +1,9 @@
-"""Deterministic MDS output: canonical bases in tied eigenspaces and sign rules.
-
-See "Deterministic output" in :mod:`posgeom.embed.mds`: inside a group of eigenvalues equal
-within ``tie_rtol * lambda_max`` the basis is the Gram-Schmidt orthonormalisation of the
-projections of discrete Legendre polynomials of the position (degree 1, 2, ...), then of unit
-vectors; every coordinate then has non-negative covariance with the position index (ties: the
-largest entry positive).
-"""
+"""Deterministic MDS output: canonical bases in tied eigenspaces and sign rules ("Deterministic
+output" in :mod:`posgeom.embed.mds`)."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -23,41 +19,26 @@ def canonical_basis(u: np.ndarray, extra: int = 5) -> np.ndarray:
     """A basis of span(u) that does not depend on which basis ``u`` the solver returned."""
     n, m = u.shape
     chosen: list[np.ndarray] = []
-    candidates = _legendre_candidates(n, m + extra)
-
-    def consider(v: np.ndarray) -> None:
+    units = (np.eye(1, n, k)[0] for k in range(n))
+    for v in itertools.chain(_legendre_candidates(n, m + extra).T, units):
+        if len(chosen) == m:
+            break
         p = u @ (u.T @ v)
         for c in chosen:
             p -= c * (c @ p)
-        norm = np.linalg.norm(p)
-        if norm > 1e-6 * max(np.linalg.norm(v), 1e-300):
-            # Re-orthogonalise once for stability.
-            for c in chosen:
+        if np.linalg.norm(p) > 1e-6 * max(np.linalg.norm(v), 1e-300):
+            for c in chosen:  # re-orthogonalise once for stability
                 p -= c * (c @ p)
             chosen.append(p / np.linalg.norm(p))
-
-    for k in range(candidates.shape[1]):
-        if len(chosen) == m:
-            break
-        consider(candidates[:, k])
-    k = 0
-    while len(chosen) < m and k < n:
-        e = np.zeros(n)
-        e[k] = 1.0
-        consider(e)
-        k += 1
     return np.column_stack(chosen)
 
 
 def _tie_groups(vals: np.ndarray, rtol: float) -> list[list[int]]:
+    if not len(vals):
+        return []
     scale = max(float(np.max(np.abs(vals), initial=0.0)), 1e-300)
-    groups: list[list[int]] = [[0]] if len(vals) else []
-    for k in range(1, len(vals)):
-        if abs(vals[k - 1] - vals[k]) <= rtol * scale:
-            groups[-1].append(k)
-        else:
-            groups.append([k])
-    return groups
+    breaks = np.flatnonzero(~(np.abs(np.diff(vals)) <= rtol * scale)) + 1  # NaN: a break
+    return [g.tolist() for g in np.split(np.arange(len(vals)), breaks)]
 
 
 def _orient(vecs: np.ndarray) -> np.ndarray:
@@ -76,10 +57,9 @@ def _orient(vecs: np.ndarray) -> np.ndarray:
 def canonicalise(vals: np.ndarray, vecs: np.ndarray, r: int, rtol: float):
     """Canonical bases in tied eigenspaces that touch the top ``r``; deterministic signs.
 
-    A group tied with zero (``lambda <= rtol * lambda_max``: the null space, e.g. the hundreds of
-    directions a rank-20 geometry of 512 positions leaves) is numerically null and keeps the
-    solver's basis: its coordinates are at most ``sqrt(rtol * lambda_max)``, and Gram-Schmidt over
-    hundreds of vectors in Python cost 2.6 s per MDS at n = 512 (the reproduction's replicates).
+    A group tied with zero (``lambda <= rtol * lambda_max``: the null space) is numerically null
+    and keeps the solver's basis: its coordinates are at most ``sqrt(rtol * lambda_max)``, and
+    Gram-Schmidt over hundreds of vectors would cost seconds per MDS.
     """
     vecs = vecs.copy()
     ties = []

@@ -26,10 +26,6 @@ InputKind = Literal["auto", "distances", "distributions"]
 
 def classify_input(data: Any, kind: InputKind) -> str:
     """Return ``"distances"`` or ``"distributions"`` for the input of an embedding function."""
-    if kind not in ("auto", "distances", "distributions"):
-        raise PosgeomError(
-            f"input_kind must be 'auto', 'distances' or 'distributions', got {kind!r}"
-        )
     if kind != "auto":
         return kind
     if hasattr(data, "sqrt_sparse") or hasattr(data, "counts") or sp.issparse(data):
@@ -84,8 +80,5 @@ def gram_input(
         return None, dist, np.arange(dist.shape[0], dtype=np.int64)
     dists = as_distributions(data)
     scale = 0.5 if convention == "normalized" else 1.0  # D / sqrt 2, so B / 2
-    return (
-        FactoredGram(dists, np.zeros(dists.n_positions), scale),
-        np.zeros((0, 0)),
-        dists.positions,
-    )
+    gram = FactoredGram(dists, np.zeros(dists.n_positions), scale)
+    return gram, np.zeros((0, 0)), dists.positions

@@ -2,11 +2,10 @@
 
 For symmetric ``A`` (``n x n``, applied to blocks ``y -> A y`` of shape ``(n, b)``), find
 ``A U = U Λ`` for the ``k`` largest eigenvalues ``λ_1 >= ... >= λ_k`` (descending), ``U``
-``(n, k)`` orthonormal. This is what classical MDS needs from the centred Gram ``B``
-(:mod:`posgeom.embed.mds`): ARPACK's Lanczos (``eigsh``) makes one single-vector product at a
-time and, for a few hundred pairs, spends most of its time in level-2 BLAS on its ``n x ncv``
-basis; a block method makes its products and its orthogonalisation on blocks of ``b`` vectors
-(level-3 BLAS, one sparse pass per block instead of per vector).
+``(n, k)`` orthonormal: what classical MDS needs from the centred Gram ``B``
+(:mod:`posgeom.embed.mds`). Where ARPACK's Lanczos (``eigsh``) makes one single-vector product
+at a time (level-2 BLAS on its ``n x ncv`` basis), a block method makes its products and its
+orthogonalisation on blocks of ``b`` vectors (level-3 BLAS, one sparse pass per block).
 
 Method (block Krylov-Schur / thick-restart block Lanczos; ``b`` vectors per block, a basis
 of at most ``m``):
@@ -28,19 +27,13 @@ of at most ``m``):
 
 Tolerance. The default :data:`DEFAULT_TOL` = ``1e-8`` (about ``sqrt(eps)``) bounds each residual
 by ``1e-8 |λ_1|``. A Ritz value's error is at most ``||r||^2 / gap`` (quadratic), so eigenvalues
-come out near machine precision; a vector's is ``||r|| / gap`` within its cluster. Measured on
-the plug-in Gram of n = 8,192 Zipf positions at k = 776: the largest eigenvalue difference from a
-``1e-12`` solve 2.4e-12 (``λ_1`` = 148.6), the paper stress of the rank-776 encoding at 200,000
-pairs equal to 4e-13; the ``1e-12`` solve needed 2,320 products and two restarts, ``1e-8`` 1,936
-and one (14.3 s against 10.9 s). Ask for a smaller ``tol`` when eigenvectors inside a tight
-cluster matter.
+come out near machine precision; a vector's is ``||r|| / gap`` within its cluster (at n = 8,192
+Zipf positions, k = 776: eigenvalues within 2.4e-12 of a ``1e-12`` solve, 1,936 products against
+2,320). Ask for a smaller ``tol`` when eigenvectors inside a tight cluster matter.
 
-Cost: products of ``A`` on blocks (a sparse operator reads its matrix once per block, not once
-per vector) and ``O(n m^2)`` level-3 BLAS per cycle; ARPACK's implicitly restarted Lanczos
-makes the same kind of basis one vector at a time (level-2 BLAS). The result is deterministic
-for a fixed seed (same BLAS threads). For small ``n``, or when a basis of ``k + 2 b`` vectors
-would not fit in ``n / 2``, the operator is applied to the identity in blocks and LAPACK
-``eigh`` gives the answer instead. :attr:`TopEigenpairs.converged` is False when
+Cost: ``O(n m^2)`` level-3 BLAS per cycle besides the products; deterministic for a fixed seed
+(same BLAS threads). For small ``n``, or when a basis of ``k + 2 b`` vectors would not fit in
+``n / 2``, LAPACK ``eigh`` of ``A I`` instead. :attr:`TopEigenpairs.converged` is False when
 ``max_products`` products did not reach ``tol``; :func:`top_eigh` then falls back to ARPACK.
 """
 
@@ -68,15 +61,9 @@ DEFAULT_TOL = 1e-8  # residual / |λ_1| (module docstring, "Tolerance")
 class TopEigenpairs:
     """The ``k`` largest eigenpairs of a symmetric operator.
 
-    Attributes
-    ----------
-    values : (k,) float64, descending.
-    vectors : (n, k) float64, orthonormal columns, ``A vectors[:, i] ≈ values[i] vectors[:, i]``.
-    residuals : (k,) float64, ``||A u_i - λ_i u_i||_2`` from the Krylov relation (NaN from
-        ARPACK, which does not report them).
-    products : int, vectors the operator was applied to (a block of ``b`` counts ``b``).
-    restarts : int, thick restarts made.
-    converged : bool, every residual ``<= tol * |λ_1|``.
+    ``values`` (k,) descending; ``vectors`` (n, k) orthonormal; ``residuals`` (k,) ``||A u_i -
+    λ_i u_i||_2`` from the Krylov relation (NaN from ARPACK); ``products``, vectors the operator
+    was applied to; ``restarts``; ``converged``: every residual ``<= tol * |λ_1|``.
     """
 
     values: np.ndarray
@@ -94,9 +81,7 @@ def dense_top_eigh(apply: Callable[[np.ndarray], np.ndarray], n: int, k: int) ->
     a = np.empty((n, n))
     for lo in range(0, n, 256):
         hi = min(n, lo + 256)
-        eye = np.zeros((n, hi - lo))
-        eye[np.arange(lo, hi), np.arange(hi - lo)] = 1.0
-        a[:, lo:hi] = apply(eye)
+        a[:, lo:hi] = apply(np.eye(n, hi - lo, -lo))  # the columns lo:hi of I
     a += a.T
     a *= 0.5
     vals, vecs = sla.eigh(a, subset_by_index=[n - k, n - 1], driver="evr", check_finite=False)
@@ -107,8 +92,7 @@ def dense_top_eigh(apply: Callable[[np.ndarray], np.ndarray], n: int, k: int) ->
 
 def _orthonormalise(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``z = q r`` (``q`` orthonormal, ``r`` upper triangular) by Cholesky QR twice (level-3
-    BLAS; a thin Householder QR costs several times more at ``n x b``); Householder QR when
-    ``z^T z`` is not numerically positive definite."""
+    BLAS), Householder QR when ``z^T z`` is not numerically positive definite."""
     try:
         r1 = sla.cholesky(z.T @ z, check_finite=False)
         q = sla.solve_triangular(r1, z.T, trans="T", check_finite=False).T
@@ -178,8 +162,7 @@ def block_krylov_eigh(
     ----------
     apply : ``y (n, b) -> A y (n, b)``, float64.
     n, k : the order of ``A`` and the pairs wanted (``1 <= k < n``).
-    block : ``b``, vectors per product (default 8 up to ``k = 128``, then 16: at n = 8,192,
-        k = 776, b = 8, 16 and 32 took 15.2, 15.2 and 18.7 s of CPU).
+    block : ``b``, vectors per product (default 8 up to ``k = 128``, then 16).
     basis_size : ``m``, the basis size at which Rayleigh-Ritz and a restart happen (default
         ``max(2 k, k + 16 b)``, at most ``n / 2``).
     tol : converged when every ``||r_i|| <= tol * |θ_1|``.
@@ -243,9 +226,8 @@ def _centred(y: np.ndarray) -> np.ndarray:
 
 
 def arpack_top_eigh(op: spla.LinearOperator, k: int, seed: int, tol: float) -> TopEigenpairs:
-    """ARPACK's thick-restart Lanczos (``eigsh``, ``which="LA"``, centred seeded start vector):
-    the fallback of :func:`top_eigh`, to ``tol`` relative to each eigenvalue (0: machine
-    precision). One BLAS thread (:mod:`posgeom._threads`)."""
+    """ARPACK's thick-restart Lanczos (``eigsh``, ``which="LA"``, centred seeded start vector,
+    one BLAS thread) to ``tol`` relative to each eigenvalue (0: machine precision)."""
     n = op.shape[0]
     v0 = _centred(np.random.default_rng(seed).standard_normal((n, 1)))[:, 0]
     with blas_threads(1):
@@ -263,26 +245,20 @@ def top_eigh(
     centred: bool = False,
     max_products: int | None = None,
 ) -> TopEigenpairs:
-    """The top ``k`` eigenpairs of the symmetric operator ``op`` (``n x n``): the block Krylov
-    solver (:func:`block_krylov_eigh`, residuals ``<= tol |λ_1|``, ``tol = 0``:
-    :data:`DEFAULT_TOL`), and ARPACK (:func:`arpack_top_eigh`) when it does not converge.
-    ``centred``: ``op`` annihilates the constant vector (a double-centred Gram), so the start
-    block is centred. ``max_products``: as in :func:`block_krylov_eigh`."""
+    """The top ``k`` eigenpairs of the symmetric operator ``op``: :func:`block_krylov_eigh`
+    (residuals ``<= tol |λ_1|``, ``tol = 0``: :data:`DEFAULT_TOL`), else ARPACK when it does not
+    converge. ``centred``: ``op`` annihilates the constant vector, so the start block is centred."""
     n = op.shape[0]
+    tol_b, start = tol or DEFAULT_TOL, _centred if centred else None
     found = block_krylov_eigh(
-        op.matmat,
-        n,
-        k,
-        tol=tol or DEFAULT_TOL,
-        seed=seed,
-        max_products=max_products,
-        start=_centred if centred else None,
+        op.matmat, n, k, tol=tol_b, seed=seed, max_products=max_products, start=start
     )
     if found.converged:
         return found
+    above = int(np.sum(found.residuals > tol_b * abs(found.values[0])))
     logger.info(
         "block Krylov: %d of %d eigenpairs above tolerance after %d products; ARPACK instead",
-        int(np.sum(found.residuals > (tol or DEFAULT_TOL) * abs(found.values[0]))),
+        above,
         k,
         found.products,
     )

@@ -28,16 +28,8 @@ __all__ = ["double_centred_diagonal", "gower_extension"]
 
 
 def double_centred_diagonal(train_sq_distances: np.ndarray) -> np.ndarray:
-    """Diagonal of ``B = -1/2 J D2 J`` without forming ``B``.
-
-    ``B_ii = -1/2 (D2_ii - 2 mean_j D2_ij + mean_{jk} D2_jk)`` for a symmetric ``D2``.
-
-    Args:
-        train_sq_distances: (n, n) squared distances between training points, float.
-
-    Returns:
-        (n,) float64.
-    """
+    """Diagonal ``(n,)`` of ``B = -1/2 J D2 J`` without forming ``B``: ``B_ii = -1/2 (D2_ii -
+    2 mean_j D2_ij + mean_{jk} D2_jk)`` for the symmetric ``(n, n)`` ``train_sq_distances``."""
     d2 = float_array(train_sq_distances, "train_sq_distances")
     if d2.ndim != 2 or d2.shape[0] != d2.shape[1]:
         raise PosgeomError(
@@ -46,10 +38,7 @@ def double_centred_diagonal(train_sq_distances: np.ndarray) -> np.ndarray:
         )
     if not np.all(np.isfinite(d2)):
         raise PosgeomError("train_sq_distances contains NaN or inf; pass finite squared distances")
-    row_mean = d2.mean(axis=1)
-    col_mean = d2.mean(axis=0)
-    grand = d2.mean()
-    return -0.5 * (np.diag(d2) - row_mean - col_mean + grand)
+    return -0.5 * (np.diag(d2) - d2.mean(axis=1) - d2.mean(axis=0) + d2.mean())
 
 
 def gower_extension(
@@ -60,19 +49,17 @@ def gower_extension(
 ) -> np.ndarray:
     """Place new points in an existing classical-MDS embedding (Gower 1968).
 
-    ``x_new = 1/2 Λ_r^{-1} Xᵀ (diag(B) - d2_new)``, one row per new point.
+    ``x_new = 1/2 Λ_r^{-1} Xᵀ (diag(B) - d2_new)``, one row per new point: ``(m, r)`` float64
+    coordinates in the MDS frame (``(r,)`` for a 1-D input).
 
     Args:
         coordinates: (n, r) MDS coordinates ``X = U_r Λ_r^{1/2}`` of the training points.
-        eigenvalues: eigenvalues of ``B``, descending; the first ``r`` must be the ones of
-            ``coordinates`` and strictly positive (extra trailing values are ignored).
-        train_sq_distances: (n, n) squared distances between training points (for Hellinger
-            encodings: squared Hellinger distances, same convention as the fit).
+        eigenvalues: eigenvalues of ``B``, descending; the first ``r`` (those of
+            ``coordinates``) strictly positive.
+        train_sq_distances: (n, n) squared distances between training points (same convention
+            as the fit).
         new_sq_distances: (m, n) squared distances of the m new points to the n training
             points, or (n,) for one point.
-
-    Returns:
-        (m, r) float64 coordinates of the new points in the MDS frame ((r,) for a 1-D input).
     """
     x = float_array(coordinates, "coordinates")
     if x.ndim != 2:

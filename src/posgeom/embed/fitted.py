@@ -1,11 +1,10 @@
 """The MDS family fitted to a target, in one record: :func:`fit_mds_family`.
 
-Given Algorithm 1's classical MDS encoding of a target (:func:`~posgeom.embed.mds.classical_mds`,
-rank ``r``), the encodings fitted from it are made here once: its SMACOF refinement (when asked
-for and ``n <= REFINE_MAX_N``), its rank-``low_rank`` truncation ``P = A B^T`` and the rank
-experiment (:func:`~posgeom.embed.rank_curve.rank_curve`: every rank ``1 .. max_rank`` scored
-against the target). The frozen :class:`FittedMDS` also carries what a result's summary and
-``arrays.npz`` read of them, made when it is made (plain data: reading it calls nothing).
+Given Algorithm 1's classical MDS encoding of a target (rank ``r``), the encodings fitted from
+it are made here once: its SMACOF refinement (when asked for and ``n <= REFINE_MAX_N``), its
+rank-``low_rank`` truncation and the rank experiment
+(:func:`rank_curve`). The frozen :class:`FittedMDS` also carries what
+a result's summary and ``arrays.npz`` read of them.
 """
 
 from __future__ import annotations
@@ -18,28 +17,25 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._records import field_record
 from posgeom.embed.mds import MDSResult
 from posgeom.embed.rank import effective_ranks
-from posgeom.embed.rank_curve import rank_curve
 from posgeom.embed.refine import REFINE_MAX_N, smacof_refine
+from posgeom.scores.table import ScoreTargets
 
-__all__ = ["FittedMDS", "fit_mds_family"]
+__all__ = ["FittedMDS", "fit_mds_family", "rank_curve"]
 
 log = logging.getLogger("posgeom")
 
 
 @dataclass(frozen=True, eq=False)
 class FittedMDS:
-    """The MDS family fitted to one target (module docstring).
-
-    ``mds``: Algorithm 1's encoding; ``refined``: its SMACOF refinement
-    (:class:`~posgeom.embed.refine.RefinedEmbedding`) or None; ``low_rank``: ``mds`` truncated
-    to rank ``min(low_rank, r)``; ``rank_curve``: one row per rank ``r = 1 .. min(max_rank,
-    r_MDS)``; ``summary``: the summary's MDS block (rank, width, solver, the leading 64
-    eigenvalues and 16 explained-variance ratios, tie groups, effective ranks, whether the
-    spectrum is complete); ``arrays``: ``mds_embedding`` ``(n, d)``, ``mds_coordinates``
-    ``(n, r+)``, ``eigenvalues``, ``rank`` and ``rank_paper_stress`` (the rank curve's), and
-    ``refined_coordinates`` when refined.
+    """The MDS family fitted to one target: ``mds``, Algorithm 1's encoding; ``refined``, its
+    SMACOF refinement (:class:`~posgeom.embed.refine.RefinedEmbedding`) or None; ``low_rank``,
+    ``mds`` truncated to rank ``min(low_rank, r)``; ``rank_curve``, one row per rank ``r = 1 ..
+    min(max_rank, r_MDS)``; ``summary``, the summary's MDS block; ``arrays``, ``mds_embedding``
+    ``(n, d)``, ``mds_coordinates`` ``(n, r+)``, ``eigenvalues``, ``rank`` and
+    ``rank_paper_stress``, and ``refined_coordinates`` when refined.
     """
 
     mds: MDSResult
@@ -60,9 +56,8 @@ def fit_mds_family(
     seed: int = 0,
 ) -> FittedMDS:
     """The :class:`FittedMDS` of ``mds`` against ``targets`` (the comparison's
-    :class:`~posgeom.scores.table.ScoreTargets`: SMACOF reads its ``(n, n)`` primary target,
-    the rank curve scores against it). ``refine``: refine with SMACOF (skipped above
-    ``REFINE_MAX_N`` positions or without an ``(n, n)`` target)."""
+    :class:`~posgeom.scores.table.ScoreTargets`); SMACOF only with ``refine``, up to
+    ``REFINE_MAX_N`` positions and with an ``(n, n)`` target."""
     refined = None
     if refine and mds.n_positions <= REFINE_MAX_N and targets.matrix is not None:
         log.info("SMACOF refinement from the MDS solution")
@@ -95,9 +90,7 @@ def _summary(mds: MDSResult) -> dict[str, Any]:
         warnings.simplefilter("ignore", RuntimeWarning)
         ranks = effective_ranks(mds)
     return {
-        "n_components": mds.n_components,
-        "model_dim": mds.model_dim,
-        "solver": mds.solver,
+        **field_record(mds, ("n_components", "model_dim", "solver")),
         "eigenvalues": mds.eigenvalues[: min(64, len(mds.eigenvalues))].tolist(),
         "explained_variance_ratio": mds.explained_variance_ratio[:16].tolist(),
         "tie_groups": [list(g) for g in mds.tie_groups],
@@ -106,3 +99,32 @@ def _summary(mds: MDSResult) -> dict[str, Any]:
             np.clip(mds.eigenvalues, 0, None).sum() >= (1 - 1e-9) * mds.total_variance
         ),
     }
+
+
+def rank_curve(mds: Any, target: Any, *, max_rank: int, seed: int = 0) -> list[dict[str, Any]]:
+    """The rank experiment: per ``r = 1 .. min(max_rank, r_MDS)`` every registered score with
+    ``rank_curve`` of the rank-``r`` MDS encoding ``P = A B^T`` (rows of
+    :func:`posgeom.text.schema.rank_columns`), with its explained variance and its
+    parameters ``r (n + d)`` against ``n d``. ``target``: an ``(n, n)`` matrix or the
+    :class:`~posgeom.scores.table.ScoreTargets` of a comparison (sampled above
+    :data:`~posgeom.scores.table.SAMPLED_ABOVE` positions; its primary target is scored)."""
+    targets = target
+    if not isinstance(target, ScoreTargets):
+        targets = ScoreTargets.for_target(np.asarray(target), len(target), seed=seed)
+    n, d = targets.n_positions, mds.model_dim
+    curve = []
+    for r in range(1, min(max_rank, mds.n_components) + 1):
+        rank_r = mds.truncate(r)  # built here, then scored (its (n, n) distances when exact)
+        built = rank_r if targets.sampled else rank_r.typed_distances
+        curve.append(
+            {
+                "rank": r,
+                **targets.rank_scores(built),
+                "explained_variance": float(np.sum(mds.explained_variance_ratio[:r])),
+                "parameters": r * (n + d),
+                "full_parameters": n * d,
+                "parameter_reduction": 1.0 - r * (n + d) / (n * d),
+                **({"sampled": True} if targets.sampled else {}),
+            }
+        )
+    return curve

@@ -10,21 +10,14 @@ Two solvers give the same answer:
 
 * ``"exact"``: dense ``B`` and LAPACK ``eigh``. ``O(n^2)`` memory, ``O(n^3)`` time.
 * ``"implicit"``: with the chord convention ``B = (J S)(J S)^T`` exactly, ``S`` the ``n x V``
-  matrix of square-root probabilities, so MDS is PCA of the centred ``S``. A block Krylov
-  solver (:mod:`posgeom.embed.eigensolvers`: thick restarts, products on blocks of 8-16
-  vectors, residuals ``<= 1e-12 λ_1``; ARPACK ``eigsh`` if it does not converge) on the
-  operator ``y -> J S S^T J y`` finds the top ``r`` eigenpairs without forming any ``n x n``
-  matrix; the centring is applied implicitly and ``S`` stays sparse. Memory
-  ``O(nnz(S) + n r)``.
+  matrix of square-root probabilities, so MDS is PCA of the centred ``S``: a block Krylov
+  solver (:mod:`posgeom.embed.eigensolvers`) on the operator ``y -> J S S^T J y`` finds the top
+  ``r`` eigenpairs without forming any ``n x n`` matrix. Memory ``O(nnz(S) + n r)``.
 
 An estimate with a factored form (:class:`~posgeom.geometry.gram.FactoredGram`,
-``GeometryEstimate.gram``) is embedded through ``B = c J (S S^T - diag(b)) J``: the same two
-solvers, the exact one on the dense ``B`` and the implicit one on the operator, never forming
-``n x n`` in the implicit case.
-
-``solver="auto"`` takes the exact solver for distance-matrix input, for ``n <= 1024``, and when
-more than a quarter of the spectrum is requested (where an iterative solver has no advantage); the implicit
-one otherwise.
+``GeometryEstimate.gram``) is embedded through ``B = c J (S S^T - diag(b)) J`` by the same two
+solvers. ``solver="auto"`` takes the exact solver for distance-matrix input, for ``n <= 1024``
+and when more than a quarter of the spectrum is requested; the implicit one otherwise.
 
 Deterministic output
 --------------------
@@ -69,30 +62,17 @@ AUTO_EXACT_MAX_N = 1024
 class MDSResult(PlacedCoordinates):
     """Classical MDS of a positional geometry.
 
-    Attributes
-    ----------
-    coordinates : ndarray, shape (n, r)
-        ``X = U_r Λ_r^{1/2}``: principal coordinates, column ``k`` has squared norm ``λ_k``.
-    eigenvalues : ndarray, shape (k,)
-        Computed eigenvalues of ``B``, descending (all ``n`` for the exact solver when
-        ``all_eigenvalues``; ``r`` plus a margin for the implicit one).
-    total_variance : float
-        ``trace(B) = sum of all eigenvalues`` (``||J S||_F^2`` for distributions), exact for both
-        solvers, so explained variance needs no full spectrum.
-    placement : ndarray, shape (d, r)
-        Orthonormal columns ``Q``; the encoding is ``P = X Q^T``.
-    positions : ndarray, shape (n,)
-        Original position indices of the rows.
-    solver : str
-        ``"exact"`` or ``"implicit"``.
+    ``coordinates`` (n, r): ``X = U_r Λ_r^{1/2}``, column ``k`` of squared norm ``λ_k``;
+    ``eigenvalues`` (k,): the computed eigenvalues of ``B``, descending (all ``n`` for the exact
+    solver with ``all_eigenvalues``); ``total_variance``: ``trace(B)``, exact for both solvers;
+    ``placement`` (d, r): ``Q``, the encoding is ``P = X Q^T``; ``positions`` (n,): the rows'
+    original positions; ``solver``: ``"exact"`` or ``"implicit"``.
 
-    Set at construction (plain data: reading them calls nothing): ``n_positions`` (``n``),
-    ``n_components`` (``r``), ``model_dim`` (``d``), ``explained_variance_ratio`` (``λ_k /
-    trace(B)`` for the computed eigenvalues, negative ones clipped to 0; zeros when
-    ``trace(B) <= 0``) and ``nonzero_coordinates``: the leading columns of ``coordinates``
-    whose eigenvalue exceeds ``1e-12 λ_1``, ``(n, r+)`` (a view; the rest are zero up to
-    round-off when the geometry has rank below ``r``, as a Euclidean estimate's does beyond its
-    kept rank; ``||x_i - x_j||`` is the same over these columns as over all of them).
+    Set at construction: ``n_positions`` (``n``), ``n_components`` (``r``), ``model_dim``
+    (``d``), ``explained_variance_ratio`` (``λ_k / trace(B)`` for the computed eigenvalues,
+    negative ones clipped to 0; zeros when ``trace(B) <= 0``) and ``nonzero_coordinates``: the
+    leading columns of ``coordinates`` whose eigenvalue exceeds ``1e-12 λ_1``, ``(n, r+)`` (a
+    view; the rest are zero up to round-off, so ``||x_i - x_j||`` is the same over these).
     """
 
     coordinates: np.ndarray
@@ -110,9 +90,8 @@ class MDSResult(PlacedCoordinates):
 
     def __post_init__(self) -> None:
         n, r = (int(k) for k in self.coordinates.shape)
-        if self.total_variance <= 0:
-            ratio = np.zeros_like(self.eigenvalues)
-        else:
+        ratio = np.zeros_like(self.eigenvalues)
+        if self.total_variance > 0:
             ratio = np.clip(self.eigenvalues, 0, None) / self.total_variance
         lam = np.asarray(self.eigenvalues[:r], dtype=np.float64)
         kept = 1 if lam.size == 0 or lam[0] <= 0 else np.count_nonzero(lam > 1e-12 * lam[0])
@@ -181,14 +160,12 @@ def classical_mds(
         Rank ``r`` of the solution (default: all of ``min(n - 1, model_dim)``). Components whose
         eigenvalue is not positive get zero coordinates.
     model_dim : int, optional
-        Width ``d`` of the model space (default ``r``); must be ``>= 1``. The default ``r`` is
-        at most ``d``; an ``n_components`` above ``d`` is refused (:class:`PosgeomError`): a
-        width-``d`` encoding cannot hold more than ``d`` coordinates.
+        Width ``d`` of the model space (default ``r``); an ``n_components`` above ``d`` is
+        refused (:class:`PosgeomError`).
     convention : {"chord", "normalized"}
-        Distributions only, as in :func:`posgeom.geometry.hellinger_distances`: ``"chord"``
-        (``D = ||sqrt mu_i - sqrt mu_j||``, ``c = 1``) or ``"normalized"`` (``D / sqrt 2``,
-        ``c = 1/2``: coordinates scale by ``1/sqrt 2``, eigenvalues and total variance by
-        ``1/2``). A distance matrix is used as given, so it takes only the default.
+        Distributions only: ``"chord"`` (``D = ||sqrt mu_i - sqrt mu_j||``, ``c = 1``) or
+        ``"normalized"`` (``D / sqrt 2``, ``c = 1/2``: coordinates scale by ``1/sqrt 2``,
+        eigenvalues by ``1/2``). A distance matrix is used as given (default only).
     placement : {"pad", "orthonormal"}
         ``Q``: zero padding (first ``r`` axes) or a seeded random orthonormal frame.
     solver : {"auto", "exact", "implicit"}
@@ -196,16 +173,12 @@ def classical_mds(
     input_kind : {"auto", "distances", "distributions"}
         How to read ``data`` (auto: square, symmetric, zero-diagonal, non-negative -> distances).
     all_eigenvalues : bool, optional
-        Exact solver only: compute the full spectrum (default when ``n <= 1024``, ``AUTO_EXACT_MAX_N``).
-    tie_rtol : float
-        Relative tolerance for equal eigenvalues (see "Ties").
-    seed : int
-        Seed of the implicit solver's start block and of ``placement="orthonormal"``.
+        Exact solver only: the full spectrum (default when ``n <= AUTO_EXACT_MAX_N``).
+    tie_rtol, seed : tolerance for equal eigenvalues (see "Ties"); seed of the implicit
+        solver's start block and of ``placement="orthonormal"``.
     tol : float
-        Implicit solver: residuals ``||B u - λ u|| <= tol λ_1`` (0: ``1e-8``, about
-        ``sqrt(eps)``: eigenvalues near machine precision, see
-        :mod:`posgeom.embed.eigensolvers`; the ARPACK fallback: relative to each ``λ``, 0 =
-        machine precision).
+        Implicit solver: residuals ``||B u - λ u|| <= tol λ_1`` (0: ``1e-8``, see
+        :mod:`posgeom.embed.eigensolvers`; the ARPACK fallback: relative to each ``λ``).
     n_threads : int, optional
         Threads for the implicit solver's sparse products (default: the CPU count, at most 8).
     """
@@ -263,9 +236,9 @@ def classical_mds(
 
 
 def _target_rank(n: int, n_components: Any, model_dim: Any) -> tuple[int, int]:
-    """The rank ``r`` MDS keeps and the width ``d`` (``model_dim``, default ``r``): ``n_components`` (default ``min(n - 1, model_dim)``); a given
-    ``n_components`` above ``n - 1`` or above ``model_dim`` is refused (never silently lowered),
-    as is ``n < 3``."""
+    """The rank ``r`` (``n_components``, default ``min(n - 1, model_dim)``) and the width ``d``
+    (``model_dim``, default ``r``); ``r`` above ``n - 1`` or ``model_dim`` is refused (never
+    silently lowered), as is ``n < 3``."""
     if n < 3:
         raise PosgeomError(f"MDS needs at least 3 positions, got {n}")
     r = n - 1 if n_components is None else int(n_components)
@@ -275,7 +248,7 @@ def _target_rank(n: int, n_components: Any, model_dim: Any) -> tuple[int, int]:
             f"positions; use n_components <= {n - 1} (model_dim can still be larger)"
         )
     if model_dim is not None:
-        if n_components is not None and r > int(model_dim):  # refused, never silently lowered
+        if n_components is not None and r > int(model_dim):
             raise PosgeomError(
                 f"n_components={r} exceeds model_dim={int(model_dim)}: an encoding of width "
                 f"{int(model_dim)} holds at most {int(model_dim)} MDS coordinates; pass "

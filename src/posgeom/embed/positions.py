@@ -19,12 +19,10 @@ __all__ = ["EmbeddedPositions", "PlacedCoordinates", "placement_frame"]
 
 
 class EmbeddedPositions:
-    """Position vectors ``embedding`` (n, d) (the subclass's) and their Euclidean distances.
-
-    ``vectors`` is ``embedding`` (the encoding's vectors); ``typed_distances`` the distances of
-    the rows of ``_points()`` (``embedding`` unless a subclass has the same distances cheaper)
-    as a :class:`~posgeom._distance_matrix.DistanceMatrix` (valid by construction; built on
-    first use and kept), ``distances`` its (n, n) read-only array.
+    """Position vectors ``embedding`` (n, d) (the subclass's, also ``vectors``) and their
+    Euclidean distances: ``typed_distances``, those of the rows of ``_points()`` as a
+    :class:`~posgeom._distance_matrix.DistanceMatrix` (built on first use), ``distances`` its
+    (n, n) read-only array.
     """
 
     embedding: np.ndarray
@@ -46,12 +44,9 @@ class EmbeddedPositions:
 
 
 class PlacedCoordinates(EmbeddedPositions):
-    """Coordinates ``X`` (n, r) placed in a model space of width ``d`` by ``Q`` (d, r).
-
-    Shared by :class:`MDSResult` and the SMACOF result: ``embedding = X Q^T`` (the encoding's
-    vectors) and ``distances`` (those of ``X``: equal for ``X`` and ``X Q^T``, since ``Q`` is
-    orthonormal).
-    """
+    """Coordinates ``X`` (n, r) placed in a model space of width ``d`` by ``Q`` (d, r), of
+    MDS and SMACOF: ``embedding = X Q^T``, ``distances`` those of ``X`` (equal, ``Q`` being
+    orthonormal)."""
 
     coordinates: np.ndarray
     placement: np.ndarray

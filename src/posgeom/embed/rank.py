@@ -15,6 +15,7 @@ Low rank: ``P ≈ A B^T`` with ``A`` (n x r), ``B`` (d x r): ``r (n + d)`` param
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
@@ -62,11 +63,9 @@ def effective_rank(
 ) -> float:
     """Effective rank of an MDS spectrum (MDSResult, eigenvalues, or an (n, d) embedding).
 
-    For an MDSResult from the implicit solver only the computed eigenvalues are known; the energy
-    definition then uses ``total_variance`` as the denominator, so it stays exact (or says that the
-    computed components do not reach the energy). The other definitions need the whole spectrum:
-    on a partial one they warn and return the value of the computed part (a lower bound for
-    ``tolerance``).
+    On a partial spectrum (the implicit solver) the energy definition divides by
+    ``total_variance``, so it stays exact; the others warn and return the value of the computed
+    part.
     """
     lam = _spectrum(data)
     total = float(lam.sum())
@@ -76,8 +75,6 @@ def effective_rank(
         return 0.0
     partial = lam.sum() < (1 - 1e-9) * total
     if partial and method != "energy":
-        import warnings
-
         warnings.warn(
             f"only {lam.size} eigenvalues are known ({lam.sum() / total:.1%} of the variance); the "
             f"{method} rank of the computed part is returned. Use solver='exact' or "
@@ -150,23 +147,25 @@ class LowRankFactors(EmbeddedPositions):
 @validate_params({"rank": [Interval(Integral, 1, None)]})
 def low_rank_factors(data: MDSResult | Any, rank: int) -> LowRankFactors:
     """Rank-``r`` factors of an MDS result or of any ``(n, d)`` position table."""
-    if isinstance(data, MDSResult):
-        n, d, r_max = data.n_positions, data.model_dim, data.n_components
-        if not 1 <= rank <= min(n, d):
-            raise PosgeomError(f"rank must be in 1..min(n, d) = {min(n, d)}, got {rank}")
-        if rank > r_max:
+    mds = isinstance(data, MDSResult)
+    if mds:
+        n, d = data.n_positions, data.model_dim
+    else:
+        p = float_array(data, "the position table")
+        if p.ndim != 2 or not np.all(np.isfinite(p)):
+            raise PosgeomError("low_rank_factors needs an MDSResult or a finite (n, d) table")
+        n, d = p.shape
+    if not 1 <= rank <= min(n, d):
+        raise PosgeomError(f"rank must be in 1..min(n, d) = {min(n, d)}, got {rank}")
+    if mds:
+        if rank > data.n_components:
             raise PosgeomError(
-                f"the MDS result has only {r_max} components; recompute it with n_components >= {rank}"
+                f"the MDS result has only {data.n_components} components; recompute it with "
+                f"n_components >= {rank}"
             )
         return LowRankFactors(
             A=data.coordinates[:, :rank].copy(), B=data.placement[:, :rank].copy()
         )
-    p = float_array(data, "the position table")
-    if p.ndim != 2 or not np.all(np.isfinite(p)):
-        raise PosgeomError("low_rank_factors needs an MDSResult or a finite (n, d) table")
-    n, d = p.shape
-    if not 1 <= rank <= min(n, d):
-        raise PosgeomError(f"rank must be in 1..min(n, d) = {min(n, d)}, got {rank}")
     u, s, vt = np.linalg.svd(p, full_matrices=False)
     sign = np.sign(u[np.argmax(np.abs(u), axis=0), np.arange(u.shape[1])])
     u, vt = u * sign, vt * sign[:, None]

@@ -37,14 +37,9 @@ REFINE_SKIPPED = (
 
 @dataclass(frozen=True, eq=False)
 class RefinedEmbedding(PlacedCoordinates):
-    """A SMACOF-refined configuration.
-
-    Attributes
-    ----------
-    coordinates : ndarray (n, r); ``placement`` (d, r); ``embedding`` = coordinates @ placement.T
-    initial_stress, final_stress : paper stress before and after
-    n_iter : Guttman iterations run; ``converged``: relative decrease fell below ``tol``
-    """
+    """A SMACOF-refined configuration: ``coordinates`` (n, r), ``placement`` (d, r); paper
+    stress ``initial_stress`` and ``final_stress``; ``n_iter`` Guttman iterations run;
+    ``converged``: the relative decrease fell below ``tol``."""
 
     coordinates: np.ndarray
     placement: np.ndarray
@@ -56,9 +51,8 @@ class RefinedEmbedding(PlacedCoordinates):
 
 def gram_distances(x: np.ndarray) -> np.ndarray:
     """``(n, n)`` Euclidean distances of the rows of ``x`` from one BLAS product:
-    ``d_ij^2 = |x_i|^2 + |x_j|^2 - 2 <x_i, x_j>`` (clipped at 0, zero diagonal). Faster than
-    ``pdist`` by the BLAS factor; the cancellation error of a squared distance is about
-    ``1e-16 max |x|^2``, negligible for the Guttman weights ``D_ij / d_ij``."""
+    ``d_ij^2 = |x_i|^2 + |x_j|^2 - 2 <x_i, x_j>`` (clipped at 0, zero diagonal; cancellation
+    error about ``1e-16 max |x|^2``, negligible for the Guttman weights ``D_ij / d_ij``)."""
     sq = np.einsum("ij,ij->i", x, x)
     g = x @ x.T
     g *= -2.0
@@ -99,13 +93,10 @@ def smacof_refine(
         Start; by default ``classical_mds(target, n_components)``.
     max_iter, tol : stop after ``max_iter`` Guttman steps, or (``converged``) once one step
         lowers the raw stress by less than ``tol`` times its value, or once the paper stress is
-        below ``ZERO_STRESS`` (1e-20: exact up to round-off; full-rank MDS of a Euclidean
-        geometry starts there, at about 1e-29 for IMDB's n = 512, where 300 steps of round-off
-        noise cost 5.8 s).
+        below ``ZERO_STRESS`` (exact up to round-off: full-rank MDS of a Euclidean geometry).
 
-    Each step costs two ``(n, n) x (n, r)`` BLAS products (the distances of the current
-    configuration, from which both its stress and the Guttman transform are computed) and
-    ``O(n^2)`` memory; the reported ``final_stress`` is recomputed exactly (``pdist``) once.
+    Each step costs two ``(n, n) x (n, r)`` BLAS products and ``O(n^2)`` memory; the reported
+    ``final_stress`` is recomputed exactly (``pdist``) once.
     """
     tgt = as_distances(target, "target").distances  # validated once (no copy when it was)
     n = tgt.shape[0]
@@ -122,35 +113,28 @@ def smacof_refine(
     if norm <= 0:
         raise PosgeomError("the target has all distances zero; nothing to refine")
     initial = _raw_stress(euclidean_distances(x), tgt) / norm
-    best, best_x = np.inf, x
-    converged = False
-    n_iter = 0
-    previous = np.inf
-    for it in range(max_iter + 1):
+    best, best_x, previous = np.inf, x, np.inf
+    for it in range(max_iter + 1):  # every exit is a break: ``it`` Guttman steps were made
         d = gram_distances(x)
         current = _raw_stress(d, tgt)  # the stress of x (Guttman steps never increase it)
         if current < best:
             best, best_x = current, x
-        if current <= ZERO_STRESS * norm:  # already exact up to round-off
-            converged = True
-            break
-        if previous - current <= tol * max(current, 1e-300):
-            converged = it > 0
-            break
-        if it == max_iter:
+        exact = current <= ZERO_STRESS * norm  # already exact up to round-off
+        stalled = previous - current <= tol * max(current, 1e-300)
+        converged = exact or (stalled and it > 0)
+        if exact or stalled or it == max_iter:
             break
         previous = current
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(d > 0, tgt / d, 0.0)
         # X <- (1/n) B(X) X with B = diag(rowsums(ratio)) - ratio
         x = (ratio.sum(axis=1)[:, None] * x - ratio @ x) / n
-        n_iter = it + 1
     final = _raw_stress(euclidean_distances(best_x), tgt) / norm
     return RefinedEmbedding(
         coordinates=best_x,
         placement=placement,
         initial_stress=initial,
         final_stress=final,
-        n_iter=n_iter,
+        n_iter=it,
         converged=converged,
     )

@@ -4,12 +4,10 @@
 ``(n, V)`` array, a :class:`CountMatrix`) into a :class:`CountMatrix`: canonical CSR (sorted
 indices, no duplicates, no explicit zeros), its row totals, whether it holds counts or
 probabilities (:func:`is_count_data`, the one rule), and the provenance of a ``PositionCounts``
-(sequences, tokens, fingerprint, tokenizer, options). Its arrays are read-only, so the objects
-derived from it can be cached on it: the plug-in distributions (``positional_distributions``
-with its defaults caches them on the matrix), whose Gram matrix is cached in turn
-(``sqrt_gram`` caches ``S S^T`` on the distributions). One analysis
-therefore normalises its counts once and builds the plug-in Gram ``S S^T`` once, whoever asks
-(the plug-in distances, the estimators, the noise floor, MDS). A matrix normalised before is
+(sequences, tokens, fingerprint, tokenizer, options). Its arrays are read-only, so what derives
+from it is cached on it: the plug-in distributions (``positional_distributions`` with its
+defaults), and on them their Gram ``S S^T`` (``sqrt_gram``). One analysis therefore normalises
+its counts and builds the plug-in Gram once, whoever asks. A matrix normalised before is
 recognised by identity (no second validation).
 """
 
@@ -35,25 +33,17 @@ def is_count_data(values: np.ndarray, totals: np.ndarray, integer_dtype: bool) -
     distributions, not one sample each)."""
     if integer_dtype:
         return True
-    if not np.all(values == np.round(values)):
-        return False
-    return not bool(np.allclose(totals, 1.0, rtol=0, atol=1e-12))
+    whole = bool(np.all(values == np.round(values)))
+    return whole and not bool(np.allclose(totals, 1.0, rtol=0, atol=1e-12))
 
 
 @dataclass(frozen=True, eq=False)
 class CountMatrix:
-    """Position counts ``C`` (``n x V``), validated once.
-
-    Attributes
-    ----------
-    counts : scipy.sparse.csr_matrix, canonical and read-only; int64 when ``integer``, else
-        float64 (exact distributions given as probabilities).
-    totals : (n,) float64 row sums ``T_i``.
-    integer : whether ``C`` holds counts (:func:`is_count_data`).
-    provenance : ``n_sequences``, ``n_tokens``, ``fingerprint``, ``tokenizer``, ``options`` of a
-        ``PositionCounts`` (those it has).
-    n_positions : ``n``, set at construction (plain data: reading it calls nothing).
-    """
+    """Position counts ``C`` (``n x V``), validated once: ``counts`` (canonical read-only CSR;
+    int64 when ``integer``, else float64: exact distributions given as probabilities),
+    ``totals`` (``(n,)`` float64 row sums ``T_i``), ``integer`` (:func:`is_count_data`),
+    ``provenance`` (those of ``n_sequences``, ``n_tokens``, ``fingerprint``, ``tokenizer``,
+    ``options`` a ``PositionCounts`` has) and ``n_positions`` (``n``, set at construction)."""
 
     counts: sp.csr_matrix
     totals: np.ndarray

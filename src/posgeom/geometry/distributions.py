@@ -42,25 +42,14 @@ __all__ = [
 class PositionalDistributions:
     """Square-root positional distributions of ``n`` kept positions over a vocabulary of ``V``.
 
-    Attributes
-    ----------
-    sqrt_sparse : scipy.sparse.csr_matrix, shape (n, V), float64
-        Sparse part of ``sqrt(mu)`` (see the module docstring).
-    sqrt_floor : ndarray, shape (n,)
-        Constant added to every entry of row ``i`` (``sqrt(alpha / Z_i)``; zeros without smoothing).
-    positions : ndarray of int64, shape (n,)
-        Original position index of each kept row (positions dropped by the sample floor are absent).
-    totals : ndarray of float64, shape (n,)
-        Samples per kept position ``T_i`` (``inf`` for exact distributions).
-    flagged : ndarray of int64
-        Original positions kept although ``T_i < min_samples``.
-    dropped : ndarray of int64
-        Original positions removed (below the floor with ``below_min="drop"``).
+    ``sqrt_sparse`` (n, V) CSR float64 and ``sqrt_floor`` (n,): ``sqrt(mu)`` (module
+    docstring); ``positions`` (n,) int64: each kept row's original position; ``totals`` (n,):
+    samples per kept position ``T_i`` (``inf`` for exact distributions); ``flagged``: original
+    positions kept although ``T_i < min_samples``; ``dropped``: those removed.
 
-    Set at construction (plain data: reading them calls nothing): ``n_positions`` (``n``),
-    ``vocab_size`` (``V``) and ``squared_norms``, ``||sqrt(mu_i)||^2`` per row, shape (n,),
-    read-only (``O(nnz)`` from the sparse part and the floor, no sparse product). ``flagged``
-    and ``dropped`` default to empty.
+    Set at construction: ``n_positions`` (``n``), ``vocab_size`` (``V``) and ``squared_norms``,
+    ``||sqrt(mu_i)||^2`` per row, shape (n,), read-only (``O(nnz)``). ``flagged`` and
+    ``dropped`` default to empty.
     """
 
     sqrt_sparse: sp.csr_matrix
@@ -94,28 +83,9 @@ class PositionalDistributions:
         ):
             object.__setattr__(self, name, value)
 
-    def sqrt_dense(self) -> np.ndarray:
-        """``sqrt(mu)`` as a dense ``(n, V)`` float64 array (only for small ``n x V``)."""
-        return self.sqrt_sparse.toarray() + self.sqrt_floor[:, None]
-
     def probabilities(self) -> np.ndarray:
         """``mu`` as a dense ``(n, V)`` float64 array (only for small ``n x V``)."""
-        return self.sqrt_dense() ** 2
-
-    def subset(self, rows: np.ndarray) -> PositionalDistributions:
-        """The distributions of the kept rows ``rows`` (indices into this object, not positions)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        return PositionalDistributions(
-            sqrt_sparse=self.sqrt_sparse[rows],
-            sqrt_floor=self.sqrt_floor[rows],
-            positions=self.positions[rows],
-            totals=self.totals[rows],
-            smoothing=self.smoothing,
-            alpha=self.alpha,
-            min_samples=self.min_samples,
-            flagged=np.intersect1d(self.flagged, self.positions[rows]),
-            dropped=self.dropped,
-        )
+        return (self.sqrt_sparse.toarray() + self.sqrt_floor[:, None]) ** 2
 
     def summary(self) -> dict[str, Any]:
         sizes = ("n_positions", "vocab_size", "smoothing", "alpha", "min_samples")
@@ -129,7 +99,23 @@ class PositionalDistributions:
     @classmethod
     def from_probabilities(cls, probabilities: Any) -> PositionalDistributions:
         """Wrap exact distributions (rows summing to one), dense ``(n, V)`` or scipy sparse."""
-        p = _as_csr(probabilities, "probabilities")
+        if sp.issparse(probabilities):
+            p = sp.csr_matrix(probabilities, dtype=np.float64)
+        else:
+            arr = float_array(probabilities, "probabilities")
+            if arr.ndim != 2:
+                raise PosgeomError(
+                    f"probabilities must be a 2-D (positions x vocabulary) array, got {arr.ndim}-D"
+                )
+            p = sp.csr_matrix(arr)
+        if p.shape[0] == 0 or p.shape[1] == 0:
+            raise PosgeomError(
+                f"probabilities is empty (shape {p.shape}); count a non-empty corpus first"
+            )
+        if not np.all(np.isfinite(p.data)):
+            raise PosgeomError("probabilities contains NaN or Inf")
+        p.sum_duplicates()
+        p.eliminate_zeros()
         if p.nnz and p.data.min() < 0:
             raise PosgeomError("probabilities contain negative entries; pass distributions.")
         sums = np.asarray(p.sum(axis=1)).ravel()
@@ -139,34 +125,13 @@ class PositionalDistributions:
                 f"row {bad} of the probabilities sums to {sums[bad]:.6g}, not 1; normalise the rows "
                 "or pass counts to positional_distributions()"
             )
-        root = p.copy()
-        root.data = np.sqrt(root.data)
         n = p.shape[0]
         return cls(
-            sqrt_sparse=root,
+            sqrt_sparse=p.sqrt(),
             sqrt_floor=np.zeros(n),
             positions=np.arange(n, dtype=np.int64),
             totals=np.full(n, np.inf),
         )
-
-
-def _as_csr(matrix: Any, name: str) -> sp.csr_matrix:
-    if sp.issparse(matrix):
-        out = sp.csr_matrix(matrix, dtype=np.float64)
-    else:
-        arr = float_array(matrix, name)
-        if arr.ndim != 2:
-            raise PosgeomError(
-                f"{name} must be a 2-D (positions x vocabulary) array, got {arr.ndim}-D"
-            )
-        out = sp.csr_matrix(arr)
-    if out.shape[0] == 0 or out.shape[1] == 0:
-        raise PosgeomError(f"{name} is empty (shape {out.shape}); count a non-empty corpus first")
-    if not np.all(np.isfinite(out.data)):
-        raise PosgeomError(f"{name} contains NaN or Inf")
-    out.sum_duplicates()
-    out.eliminate_zeros()
-    return out
 
 
 @validate_params(
@@ -190,21 +155,15 @@ def positional_distributions(
     Parameters
     ----------
     counts : CountMatrix, PositionCounts, scipy sparse or ndarray, shape (n, V)
-        Non-negative counts ``C[i, t]``, normalised by :func:`posgeom.geometry.counts.count_matrix`
-        (once: with the default options the result is cached on the count matrix).
+        Non-negative counts ``C[i, t]`` (:func:`posgeom.geometry.counts.count_matrix`; with the
+        default options the result is cached on the count matrix).
     smoothing : {"none", "add-alpha"}
-        ``"add-alpha"`` adds ``alpha`` to every cell (Lidstone): ``(C + alpha) / (T + alpha V)``.
-    alpha : float
-        Pseudo-count for ``"add-alpha"`` (must be > 0).
+        ``"add-alpha"`` adds ``alpha`` (> 0) to every cell (Lidstone): ``(C + alpha) / (T + alpha V)``.
     min_samples : int
         Sample floor: positions with ``T_i < min_samples`` are flagged (kept) or dropped.
     below_min : {"flag", "drop"}
         What happens to positions below the floor. Positions with *no* samples have no distribution
         and raise unless ``below_min="drop"``.
-
-    Returns
-    -------
-    PositionalDistributions
     """
     cm = count_matrix(counts)
     default = smoothing == "none" and min_samples == 1 and below_min == "flag"
@@ -219,48 +178,39 @@ def positional_distributions(
     positions = np.arange(n, dtype=np.int64)
     below = totals < max(min_samples, 1e-300)
     empty = totals <= 0
-    if below_min == "drop":
-        keep = ~below
-        if not keep.any():
-            raise PosgeomError(
-                f"every position has fewer than {min_samples} samples; lower min_samples or the "
-                "number of positions, or count a larger corpus"
-            )
-    else:
-        if empty.any():
-            first = int(np.flatnonzero(empty)[0])
-            raise PosgeomError(
-                f"{int(empty.sum())} of {n} positions have no samples (first: position {first}); "
-                f"no sequence reaches them. Use max_positions <= {first}, or below_min='drop'"
-            )
-        keep = np.ones(n, dtype=bool)
+    keep = ~below if below_min == "drop" else np.ones(n, dtype=bool)
+    if not keep.any():
+        raise PosgeomError(
+            f"every position has fewer than {min_samples} samples; lower min_samples or the "
+            "number of positions, or count a larger corpus"
+        )
+    if below_min == "flag" and empty.any():
+        first = int(np.flatnonzero(empty)[0])
+        raise PosgeomError(
+            f"{int(empty.sum())} of {n} positions have no samples (first: position {first}); "
+            f"no sequence reaches them. Use max_positions <= {first}, or below_min='drop'"
+        )
     flagged = positions[below & keep]
     dropped = positions[~keep]
-
     c = c[keep] if not keep.all() else c
     t = totals[keep]
     per_value = np.diff(c.indptr)  # stored values of each row
     if smoothing == "none":
-        z = t
-        data = c.data / np.repeat(z, per_value)  # sqrt(C / T) on the stored values
-        floor = np.zeros(len(t))
-        used_alpha = 0.0
+        data = np.sqrt(c.data / np.repeat(t, per_value))  # sqrt(C / T) on the stored values
+        floor, alpha = np.zeros(len(t)), 0.0
     else:
         z = t + alpha * vocab
         data = np.sqrt(c.data + alpha) - np.sqrt(alpha)
         data /= np.repeat(np.sqrt(z), per_value)
         floor = np.sqrt(alpha / z)
-        used_alpha = float(alpha)
-    if smoothing == "none":
-        np.sqrt(data, out=data)
     root = sp.csr_matrix((data, c.indices.copy(), c.indptr.copy()), shape=c.shape)
     out = PositionalDistributions(
         sqrt_sparse=root,
         sqrt_floor=floor,
         positions=positions[keep],
-        totals=t.astype(np.float64),
+        totals=t,
         smoothing=smoothing,
-        alpha=used_alpha,
+        alpha=float(alpha),
         min_samples=int(min_samples),
         flagged=flagged,
         dropped=dropped,
@@ -281,11 +231,8 @@ def plugin_roots(counts: sp.csr_matrix) -> sp.csr_matrix:
 
 
 def as_distributions(data: Any) -> PositionalDistributions:
-    """Coerce ``data`` to :class:`PositionalDistributions`.
-
-    Accepts a :class:`PositionalDistributions`, anything with a ``.counts`` attribute (counts are
-    normalised without smoothing), or an ``(n, V)`` array/sparse matrix of probabilities.
-    """
+    """``data`` as :class:`PositionalDistributions`: as it is, from a ``.counts`` attribute
+    (without smoothing), or from ``(n, V)`` probabilities (array or sparse)."""
     if isinstance(data, PositionalDistributions):
         return data
     if hasattr(data, "counts"):
@@ -295,14 +242,11 @@ def as_distributions(data: Any) -> PositionalDistributions:
 
 @dataclass(frozen=True, eq=False)
 class KeptPositions:
-    """The positions a geometry keeps: ``distributions`` (``mu_i`` of
-    :func:`positional_distributions`: smoothing, the sample floor, positions below it flagged or
-    dropped),
-    ``counts`` (the kept positions' :class:`~posgeom.geometry.counts.CountMatrix`: the input
-    itself, or its kept rows recognised once), ``summary`` (the distributions' JSON block) and
-    ``samples`` (samples per kept position: ``min``, ``median``, ``max``); made by
-    :func:`kept_positions`, plain data (reading it calls nothing). ``input``: the input
-    recognised once, all its positions (:func:`~posgeom.geometry.counts.count_matrix`)."""
+    """The positions a geometry keeps (made by :func:`kept_positions`): ``distributions``
+    (``mu_i`` of :func:`positional_distributions`), ``counts`` (the kept positions'
+    :class:`~posgeom.geometry.counts.CountMatrix`: the input itself, or its kept rows),
+    ``summary`` (the distributions' JSON block), ``samples`` (samples per kept position:
+    ``min``, ``median``, ``max``) and ``input`` (the input recognised once, all positions)."""
 
     distributions: PositionalDistributions
     counts: CountMatrix
@@ -321,8 +265,7 @@ def kept_positions(
 ) -> KeptPositions:
     """The :class:`KeptPositions` of ``counts`` (anything
     :func:`~posgeom.geometry.counts.count_matrix` recognises, or a
-    :class:`PositionalDistributions`: its probabilities) with the options of
-    :func:`positional_distributions` (its errors raised as they are)."""
+    :class:`PositionalDistributions`) with the options of :func:`positional_distributions`."""
     if isinstance(counts, PositionalDistributions):
         counts = counts.probabilities()
     cm = count_matrix(counts)

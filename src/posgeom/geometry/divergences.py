@@ -82,10 +82,8 @@ ROW_DENSE_FRACTION = 0.5
 class RootColumns:
     """The roots ``S = Ssp + f 1^T`` (``n x V``) laid out for reading rows: ``dense`` ``(n, H)``
     holds the ``H`` columns of ``Ssp`` stored in at least :data:`ROW_DENSE_FRACTION` of the rows
-    (a Zipfian vocabulary's frequent tokens: most of the stored values in few columns), ``rest``
-    ``(n, V - H)`` CSR the others, ``floor`` ``f`` ``(n,)``, ``row_sums`` ``Ssp 1`` ``(n,)``.
-    A pair or a block then costs BLAS on ``H`` columns plus sparse work on the rare tokens only.
-    Built once per distributions (:func:`root_columns`)."""
+    (a Zipfian vocabulary's frequent tokens), ``rest`` ``(n, V - H)`` CSR the others, ``floor``
+    ``f`` ``(n,)``, ``row_sums`` ``Ssp 1`` ``(n,)``. Built once per distributions."""
 
     dense: np.ndarray
     rest: sp.csr_matrix
@@ -196,9 +194,8 @@ def _self_gram(s: sp.csr_matrix, dense_fraction: float, block: int = 1024) -> np
 
     n = s.shape[0]
     dense, rest = split_columns(s, dense_fraction)
-    if dense.shape[1]:
-        gram = dsyrk(1.0, np.asfortranarray(dense), lower=0)  # upper triangle
-        gram = np.ascontiguousarray(gram)
+    if dense.shape[1]:  # the upper triangle
+        gram = np.ascontiguousarray(dsyrk(1.0, np.asfortranarray(dense), lower=0))
     else:
         gram = np.zeros((n, n))
     del dense
@@ -207,15 +204,9 @@ def _self_gram(s: sp.csr_matrix, dense_fraction: float, block: int = 1024) -> np
         for lo in range(0, n, block):
             hi = min(lo + block, n)
             # only columns >= lo are needed for the upper triangle of these rows
-            part = (rest[lo:hi] @ rest_t[:, lo:]).toarray()
-            gram[lo:hi, lo:] += part
+            gram[lo:hi, lo:] += (rest[lo:hi] @ rest_t[:, lo:]).toarray()
     _mirror_upper(gram)
     return gram
-
-
-def _direct_sq_chords(d: PositionalDistributions, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """``||sqrt(mu_i) - sqrt(mu_j)||^2`` for index pairs, summed term by term (no cancellation)."""
-    return root_columns(d).squared_pairs(np.asarray(i), np.asarray(j))
 
 
 def _sq_chords(distributions: Any, *, close_tol: float, dense_fraction: float) -> np.ndarray:
@@ -234,13 +225,9 @@ def _sq_chords(distributions: Any, *, close_tol: float, dense_fraction: float) -
     np.maximum(sq, 0.0, out=sq)
     _mirror_upper(sq)  # d_i + d_j and d_j + d_i can round differently
     np.fill_diagonal(sq, 0.0)
-    ci, cj = np.nonzero(sq < close_tol)
-    upper = ci < cj
-    ci, cj = ci[upper], cj[upper]
+    ci, cj = np.nonzero(np.triu(sq < close_tol, 1))
     if ci.size:
-        exact = _direct_sq_chords(d, ci, cj)
-        sq[ci, cj] = exact
-        sq[cj, ci] = exact
+        sq[ci, cj] = sq[cj, ci] = root_columns(d).squared_pairs(ci, cj)  # term by term
     return sq
 
 
@@ -269,10 +256,7 @@ def hellinger_distances(
     close_tol : float
         Pairs with squared chord below this are recomputed term by term (exact for close pairs).
 
-    Returns
-    -------
-    ndarray, shape (n, n), float64
-        Exactly symmetric, exactly zero on the diagonal.
+    Returns an ``(n, n)`` float64 array, exactly symmetric, exactly zero on the diagonal.
     """
     dist = np.sqrt(_sq_chords(distributions, close_tol=close_tol, dense_fraction=dense_fraction))
     np.minimum(dist, np.sqrt(2.0), out=dist)
@@ -299,8 +283,7 @@ class HellingerBlocks:
 
     ``block(rows, cols)`` returns the ``(len(rows), len(cols))`` block (from the Gram block, with
     the same close-pair correction as :func:`hellinger_distances`); ``pairs(i, j)`` returns
-    ``D[i[k], j[k]]`` for index arrays, computed term by term (exact, no cancellation). Memory is
-    that of one block. Used for the blocked and sampled stress of long contexts.
+    ``D[i[k], j[k]]`` for index arrays, computed term by term (exact, no cancellation).
     """
 
     def __init__(
@@ -324,9 +307,9 @@ class HellingerBlocks:
         sq = self._norms[rows][:, None] + self._norms[cols][None, :] - 2.0 * gram
         np.maximum(sq, 0.0, out=sq)
         close = np.argwhere(sq < self.close_tol)
-        if len(close):
-            sq[close[:, 0], close[:, 1]] = _direct_sq_chords(
-                d, rows[close[:, 0]], cols[close[:, 1]]
+        if len(close):  # term by term
+            sq[close[:, 0], close[:, 1]] = root_columns(d).squared_pairs(
+                rows[close[:, 0]], cols[close[:, 1]]
             )
         sq[rows[:, None] == cols[None, :]] = 0.0
         return sq
@@ -334,7 +317,7 @@ class HellingerBlocks:
     def squared_pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """Squared chords of index pairs, term by term (chord units)."""
         i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
-        return _direct_sq_chords(self.distributions, i, j)
+        return root_columns(self.distributions).squared_pairs(i, j)
 
     def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         return np.sqrt(self.squared_block(rows, cols)) * self.scale

@@ -14,16 +14,16 @@ with ``J b 1^T J = 0``, so, exactly::
     B = c J (S S^T - diag(b)) J,        c = 1 (chord) or 1/2 ("normalized": D / sqrt 2)
 
 :class:`FactoredGram` holds ``(S, b, c)``: ``operator()`` is ``y -> B y`` in ``O(nnz(S) + n k)``
-for a block of ``k`` vectors (the implicit block Krylov solver of :func:`posgeom.classical_mds`),
-``trace()`` is ``trace(B)`` without the matrix, ``dense()`` is ``B`` itself (small ``n``, the
-exact solver), ``squared_block(rows, cols)`` / ``squared_pairs(i, j)`` are blocks of ``D^2``
-(unclipped) in the memory of one block. Nothing here forms an ``n x n`` array except ``dense()``
-and ``squared_chords()``, which refuse above :data:`~posgeom.geometry.divergences.MAX_DENSE_POSITIONS`.
+for a block of ``k`` vectors, ``trace()`` is ``trace(B)``; only ``dense()`` and
+``squared_chords()`` form an ``n x n`` array (refused above ``MAX_DENSE_POSITIONS``).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,17 +52,11 @@ def centred_sqrt_operator(
     """The ``n x n`` operator ``y -> J S S^T J y`` (= ``B``) for square-root distributions ``S``.
 
     ``S = Ssp + f 1^T`` (sparse part plus per-row floor). Columns of ``Ssp`` filled above
-    ``dense_fraction`` are held dense (BLAS); the sparse rest ``R`` (``n x V_r``) is held once,
-    as ``R^T`` in CSR (tokens as rows), split into token ranges ``R_t``. For a block ``z``
-    ``(n, b)``, ``R R^T z = sum_t R_t (R_t^T z)``: ``R_t^T z`` gathers rows of ``z`` (CSR
-    product), ``R_t w`` scatters into the ``(n, b)`` output (the CSC view of the same arrays),
-    both reading ``R_t`` in storage order; the ranges run on ``n_threads`` threads (scipy's
-    sparse kernels release the GIL). Blocks of ``b >= 8`` vectors cost a few times less per
-    vector than single products. Never forms an ``n x n`` matrix.
+    ``dense_fraction`` are held dense (BLAS); the sparse rest ``R`` is held once, as ``R^T`` in
+    CSR, split into token ranges ``R_t``: for a block ``z`` ``(n, b)``, ``R R^T z = sum_t R_t
+    (R_t^T z)``, the ranges on ``n_threads`` threads (scipy's sparse kernels release the GIL).
+    Never forms an ``n x n`` matrix.
     """
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
     d = distributions
     n = d.n_positions
     dense, rest = split_columns(d.sqrt_sparse, dense_fraction)
@@ -72,9 +66,8 @@ def centred_sqrt_operator(
     cuts = np.searchsorted(by_token.indptr, np.linspace(0, rest.nnz, threads + 1))
     ranges = [_row_range(by_token, lo, hi) for lo, hi in itertools.pairwise(np.unique(cuts))]
     pool = ThreadPoolExecutor(len(ranges)) if len(ranges) > 1 else None
-    floor = d.sqrt_floor
+    floor, vocab = d.sqrt_floor, d.vocab_size
     has_floor = bool(np.any(floor))
-    vocab = d.vocab_size
     row_sums = np.asarray(rest.sum(axis=1)).ravel() + dense.sum(axis=1)  # Ssp 1
 
     def part(z: np.ndarray, r_t: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
@@ -85,10 +78,7 @@ def centred_sqrt_operator(
         y = y.reshape(n, -1)
         z = y - y.mean(axis=0, keepdims=True)
         wd = dense.T @ z
-        if pool is None:
-            parts = [part(z, r_t) for r_t in ranges]
-        else:
-            parts = list(pool.map(lambda r_t: part(z, r_t), ranges))
+        parts = list((pool.map if pool else map)(lambda r_t: part(z, r_t), ranges))
         u = dense @ wd
         for p, _ in parts:
             u += p
@@ -127,12 +117,9 @@ def centred_trace(d: PositionalDistributions) -> float:
 class FactoredGram:
     """``B = c J (S S^T - diag(b)) J`` in factored form (module docstring).
 
-    Attributes
-    ----------
-    roots : PositionalDistributions, ``S`` of shape (n, V') (V' token classes after coarsening;
-        buckets as rows when pooled).
-    correction : (n,) float64, ``b`` (zeros for the plug-in).
-    scale : ``c``: 1.0 for the chord convention, 0.5 for "normalized".
+    ``roots``: ``S`` (n, V') (V' token classes after coarsening; buckets as rows when pooled);
+    ``correction``: ``b`` (n,) (zeros for the plug-in); ``scale``: ``c``, 1.0 for the chord
+    convention, 0.5 for "normalized".
     """
 
     roots: PositionalDistributions
@@ -193,17 +180,14 @@ class FactoredGram:
             np.fill_diagonal(sq, 0.0)
         return sq
 
+    @functools.cached_property
     def _blocks(self) -> HellingerBlocks:
-        cached = self.__dict__.get("_hellinger")
-        if cached is None:
-            cached = HellingerBlocks(self.roots)
-            object.__setattr__(self, "_hellinger", cached)
-        return cached
+        return HellingerBlocks(self.roots)
 
     def squared_block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """``D^2[rows][:, cols]`` (chord units, unclipped; 0 where ``rows[a] == cols[b]``)."""
         rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
-        sq = self._blocks().squared_block(rows, cols)
+        sq = self._blocks.squared_block(rows, cols)
         b = self.correction
         sq -= b[rows][:, None] + b[cols][None, :]
         sq[rows[:, None] == cols[None, :]] = 0.0
@@ -212,7 +196,7 @@ class FactoredGram:
     def squared_pairs(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """``D^2[i[k], j[k]]`` for index arrays (term by term, no cancellation)."""
         i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
-        sq = self._blocks().squared_pairs(i, j) - self.correction[i] - self.correction[j]
+        sq = self._blocks.squared_pairs(i, j) - self.correction[i] - self.correction[j]
         sq[i == j] = 0.0
         return sq
 

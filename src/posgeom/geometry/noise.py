@@ -27,7 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from posgeom._errors import PosgeomError
-from posgeom._validation import Interval, Options, validate_params
+from posgeom._records import field_record
+from posgeom._validation import Interval, Options, check_param, validate_params
 from posgeom.geometry.counts import count_matrix
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
@@ -41,29 +42,20 @@ REPEATS = [Interval(Integral, 1, 1000)]
 
 def _summary_head(floor: NoiseFloor | SampledNoiseFloor) -> dict[str, Any]:
     """The summary fields both noise floors share (method, repeats, pair floor, trusted share)."""
-    return {
-        "method": floor.method,
-        "n_repeats": floor.n_repeats,
-        "median_pair_floor": floor.median_pair_floor,
-        "trusted_pair_share": floor.trusted_share,
-    }
+    record = field_record(floor, ("method", "n_repeats", "median_pair_floor"))
+    return record | {"trusted_pair_share": floor.trusted_share}
 
 
 @dataclass(frozen=True, eq=False)
 class NoiseFloor:
-    """Sampling-noise estimates for a Hellinger geometry (chord convention).
+    """Sampling-noise estimates for a Hellinger geometry (chord convention): ``distances``
+    (n, n) from all samples; ``self_distance`` (n,), the chord between two halves of a position
+    (split-half) or ``2 sqrt(b_i)``; ``pair_floor`` (n, n) ``sqrt(b_i + b_j)``, the distance
+    expected from sampling noise alone; ``distance_std`` (n, n), the bootstrap standard
+    deviation of each distance, or None; ``totals`` (n,), samples per position.
 
-    Attributes
-    ----------
-    distances : (n, n) the estimated Hellinger distances from all samples
-    self_distance : (n,) chord between two halves of a position (split-half) or ``2 sqrt(b_i)``
-    pair_floor : (n, n) ``sqrt(b_i + b_j)``: distance expected from sampling noise alone
-    distance_std : (n, n) or None: bootstrap standard deviation of each distance
-    totals : (n,) samples per position
-
-    Set when made (plain data, as in :class:`SampledNoiseFloor`): ``trusted_pairs``
-    (:meth:`trusted` at 2, read-only), its share ``trusted_share`` and ``median_pair_floor``
-    over pairs ``i < j``."""
+    Set when made: ``trusted_pairs`` (:meth:`trusted` at 2, read-only), its share
+    ``trusted_share`` and ``median_pair_floor`` over pairs ``i < j``."""
 
     distances: np.ndarray
     self_distance: np.ndarray
@@ -157,9 +149,8 @@ def noise_floor(
     std = None
     if method == "split_half":
         sq = split_half_squared(c, n_repeats, rng)
-        bias = sq / 4.0
-        self_distance = np.sqrt(sq)
-    elif method == "bootstrap":
+        bias, self_distance = sq / 4.0, np.sqrt(sq)
+    else:  # bootstrap
         reps = np.empty((n_repeats, *dist.shape))
         bias = np.zeros(c.shape[0])
         for k in range(n_repeats):
@@ -169,8 +160,6 @@ def noise_floor(
         bias /= n_repeats
         std = reps.std(axis=0, ddof=1) if n_repeats > 1 else np.zeros_like(dist)
         self_distance = 2.0 * np.sqrt(bias)
-    else:
-        raise PosgeomError(f"unknown method {method!r}; use 'split_half' or 'bootstrap'")
     floor = np.sqrt(bias[:, None] + bias[None, :])
     np.fill_diagonal(floor, 0.0)
     return NoiseFloor(
@@ -187,12 +176,9 @@ def noise_floor(
 @dataclass(frozen=True, eq=False)
 class SampledNoiseFloor:
     """The noise floor of a long context: per-position bias ``b_i`` exactly (``O(nnz)``), the
-    pair statistics from ``m`` uniform pairs ``(i, j)`` (no ``n x n`` matrix).
-
-    ``trusted_share`` estimates the share of pairs ``i < j`` with ``D_ij > threshold * floor_ij``
-    (Wilson interval ``trusted_ci``); ``median_pair_floor`` is the sample median of
-    ``floor_ij = sqrt(b_i + b_j)``. Positions are not judged one by one (a few pairs each).
-    """
+    pair statistics from ``m`` uniform pairs ``(i, j)``: ``trusted_share``, the share with
+    ``D_ij > threshold * floor_ij`` (Wilson interval ``trusted_ci``), and ``median_pair_floor``
+    of ``floor_ij = sqrt(b_i + b_j)``. Positions are not judged one by one."""
 
     self_distance: np.ndarray
     bias: np.ndarray
@@ -223,10 +209,8 @@ def sampled_noise_floor(
     confidence: float = 0.95,
 ) -> SampledNoiseFloor:
     """Split-half noise floor without ``n x n`` matrices: ``b_i`` as :func:`noise_floor` does
-    (the same split distribution, drawn by
-    :func:`~posgeom.geometry.split_half._half_counts`), then the trusted share
-    over the drawn ``pairs`` ``(i, j)`` at which ``plugin_distances`` are the plug-in ``D_ij``."""
-    from posgeom._validation import check_param
+    (drawn by :func:`~posgeom.geometry.split_half._half_counts`), then the trusted share over
+    the drawn ``pairs`` ``(i, j)`` at which ``plugin_distances`` are the plug-in ``D_ij``."""
     from posgeom.scores.order import wilson_interval
 
     check_param("n_repeats", n_repeats, REPEATS)

@@ -4,9 +4,7 @@ statistic of :mod:`posgeom.geometry.noise` and of the estimators that correct wi
 Row ``i`` (``T_i`` samples) is split into ``floor(T_i / 2)`` samples drawn without replacement
 (multivariate hypergeometric) and the rest. ``s_i`` is the chord ``||sqrt(a_i / A_i) - sqrt(b_i /
 B_i)||`` between the two halves' distributions; :func:`split_half_squared` averages ``s_i^2`` over
-splits. Two ways to draw the same split distribution: one numpy call per row
-(:func:`_split_rows`), or every row at once, stored token by stored token (:func:`_half_counts`:
-long contexts).
+splits, drawn one row at a time (:func:`_split_rows`) or every row at once (:func:`_half_counts`).
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ def _split_rows(c: sp.csr_matrix, rng: np.random.Generator) -> tuple[sp.csr_matr
             half.data[lo:hi] = rng.binomial(row, 0.5)
         elif total >= 2:
             half.data[lo:hi] = rng.multivariate_hypergeometric(row, total // 2)
-    other = c - half
-    return half.tocsr(), other.tocsr()
+    return half.tocsr(), (c - half).tocsr()
 
 
 def split_rows_vectorized(
@@ -57,11 +54,9 @@ def split_rows_vectorized(
 
 def _half_counts(c: sp.csr_matrix, rng: np.random.Generator) -> np.ndarray:
     """The first half's counts on ``c``'s stored entries (``(nnz,)`` int64; the second half is
-    ``c.data - half``): ``floor(T_i / 2)`` of row ``i``'s samples drawn without replacement, the
-    multivariate hypergeometric drawn as successive hypergeometrics, the ``k``-th stored token of
-    every row at once (``O(nnz)`` work in ``max_i nnz_i`` vectorised steps instead of one call
-    per row). The rows are held longest first, so the rows with a ``k``-th token are a prefix and
-    their running totals are contiguous slices."""
+    ``c.data - half``): ``floor(T_i / 2)`` of row ``i``'s samples drawn without replacement, as
+    successive hypergeometrics on the ``k``-th stored token of every row at once (``max_i nnz_i``
+    vectorised steps; rows held longest first, so the rows with a ``k``-th token are a prefix)."""
     data = np.asarray(c.data, dtype=np.int64)
     nnz = np.diff(c.indptr)
     order = np.argsort(-nnz, kind="stable")
@@ -96,9 +91,8 @@ def _hypergeometric(
 
 def _halves_squared_chords(c: sp.csr_matrix, half: np.ndarray, chunk: int = 2**18) -> np.ndarray:
     """``||sqrt(a_i / A_i) - sqrt(b_i / B_i)||^2`` per row for the halves ``a = half`` and ``b =
-    c.data - half`` on ``c``'s stored entries (``A_i``, ``B_i`` their row totals): both halves
-    share ``c``'s pattern, so the sum runs over its stored entries, term by term, ``O(nnz)``, in
-    row ranges of about ``chunk`` entries (small temporaries, reused)."""
+    c.data - half`` on ``c``'s stored entries (``A_i``, ``B_i`` their row totals), term by term,
+    in row ranges of about ``chunk`` entries."""
     n = c.shape[0]
     out = np.zeros(n)
     cuts = np.unique(np.searchsorted(c.indptr, np.arange(0, c.nnz, chunk), side="right") - 1)
@@ -130,9 +124,8 @@ def split_half_squared(
     c: sp.csr_matrix, n_repeats: int, rng: np.random.Generator, *, vectorized: bool = False
 ) -> np.ndarray:
     """``s_i^2``: the squared chord between two random halves of each row, mean of
-    ``n_repeats`` splits (``(n,)``; ``O(nnz)`` per split, no ``n x n`` matrix). ``vectorized``:
-    the halves drawn by :func:`_half_counts` (long contexts; one Python step per stored token
-    of the longest row instead of one per row), else by :func:`_split_rows`."""
+    ``n_repeats`` splits (``(n,)``; ``O(nnz)`` per split). ``vectorized``: the halves drawn by
+    :func:`_half_counts` (long contexts), else by :func:`_split_rows`."""
     sq = np.zeros(c.shape[0])
     for r in range(n_repeats):
         if c.shape[0] > 4096:

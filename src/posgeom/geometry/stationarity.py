@@ -17,6 +17,7 @@ from scipy.special import ndtri
 
 from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
+from posgeom._records import field_record
 
 __all__ = ["LAG_BINS", "StationarityResult", "sampled_stationarity", "stationarity"]
 
@@ -44,11 +45,9 @@ class StationarityResult:
 
     Sampled (:func:`sampled_stationarity`): ``lag_edges`` (``B + 1``) splits the lags into bins
     ``[lag_edges[b], lag_edges[b+1])``; the arrays hold one value per bin, the fit is constant on
-    each bin (a Toeplitz matrix too, so its R^2 is at most the per-lag one, equal when every bin
-    is one lag), and ``toeplitz_ci`` / ``monotone_ci`` are its intervals; ``sampling`` says how.
-
-    Set at construction (plain data): ``sampled`` (whether ``lag_edges`` is given) and ``line``,
-    the one sentence of a table's text.
+    each bin (its R^2 at most the per-lag one), ``toeplitz_ci`` / ``monotone_ci`` are its
+    intervals and ``sampling`` says how. Set at construction: ``sampled`` and ``line``, the one
+    sentence of a table's text.
     """
 
     toeplitz_r2: float
@@ -79,15 +78,11 @@ class StationarityResult:
 
     def summary(self) -> dict[str, Any]:
         out = {
-            "toeplitz_r2": self.toeplitz_r2,
-            "monotone_r2": self.monotone_r2,
-            "n_positions": self.n_positions,
+            **field_record(self, ("toeplitz_r2", "monotone_r2", "n_positions")),
             "definition": "R^2 over pairs i<j of D_ij against the mean of D on its diagonal "
             "|i-j| (best Toeplitz approximation) and against the best non-decreasing function of "
             "|i-j| (weighted isotonic regression)",
-            "diagonal_mean": self.diagonal_mean.tolist(),
-            "diagonal_std": self.diagonal_std.tolist(),
-            "monotone_fit": self.monotone_fit.tolist(),
+            **field_record(self, ("diagonal_mean", "diagonal_std", "monotone_fit")),
         }
         if self.sampled:
             out["definition"] += (
@@ -133,11 +128,8 @@ def _isotonic(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def stationarity(distances: Any) -> StationarityResult:
-    """Stationarity diagnostic of an ``(n, n)`` distance matrix (see :class:`StationarityResult`).
-
-    ``distances``: a symmetric non-negative matrix with a zero diagonal, or any object with a
-    ``.distances`` attribute. Needs ``n >= 3``.
-    """
+    """Stationarity diagnostic of an ``(n, n)`` distance matrix (or an object with
+    ``.distances``), ``n >= 3`` (see :class:`StationarityResult`)."""
     d = as_distances(distances).distances
     n = d.shape[0]
     if n < 3:
@@ -183,11 +175,10 @@ def _draw(n: int, edges: np.ndarray, per_bin: int, rng: np.random.Generator) -> 
     u_parts, bin_parts, group_parts = [], [], []
     for b in range(len(size)):
         whole = size[b] <= per_bin
-        u = (
-            np.arange(lo[b], hi[b])
-            if whole
-            else rng.integers(lo[b], hi[b], per_bin, dtype=np.int64)
-        )
+        if whole:
+            u = np.arange(lo[b], hi[b])
+        else:
+            u = rng.integers(lo[b], hi[b], per_bin, dtype=np.int64)
         u_parts.append(u)
         bin_parts.append(np.full(u.size, b))
         group_parts.append(np.full(u.size, -1) if whole else np.arange(u.size) % _GROUPS)
@@ -256,11 +247,12 @@ def sampled_stationarity(
         ]
         return np.vstack([*row, np.bincount(b[keep], weights=(g[keep] >= 0), minlength=n_bins)])
 
-    t_r2, m_r2, mean, mono = _fit(stats(np.ones(d.size, bool)), weight)
+    full = stats(np.ones(d.size, bool))
+    t_r2, m_r2, mean, mono = _fit(full, weight)
     leave = np.array([_fit(stats(g != h), weight)[:2] for h in range(_GROUPS)])
     se = np.sqrt((_GROUPS - 1) / _GROUPS * np.sum((leave - leave.mean(0)) ** 2, axis=0))
     z = float(ndtri(0.5 + confidence / 2))
-    cnt, s1, s2, _ = stats(np.ones(d.size, bool))
+    cnt, s1, s2, _ = full
     return StationarityResult(
         toeplitz_r2=t_r2,
         monotone_r2=m_r2,

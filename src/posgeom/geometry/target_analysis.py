@@ -1,12 +1,9 @@
 """The diagnostics of a target ``D``, in one record: :func:`analyse_target`.
 
 Before any encoding is scored, the pipeline asks two questions of its target: how stationary is
-``D`` (:func:`~posgeom.geometry.stationarity.stationarity`: ``R^2`` of the best function of
-``|i - j|``; sampled per lag bin from blocks on a long context) and how much of it is sampling
-noise (:func:`~posgeom.geometry.noise.noise_floor` of the kept counts on the target's classes,
-or :func:`~posgeom.geometry.noise.sampled_noise_floor` on a long context's pair sample).
-:class:`TargetAnalysis` holds both results and what a summary and ``arrays.npz`` read of them,
-made when it is made (plain data: reading it calls nothing).
+``D`` (:mod:`~posgeom.geometry.stationarity`) and how much of it is sampling noise
+(:mod:`~posgeom.geometry.noise`). :class:`TargetAnalysis` holds both results and what a summary
+and ``arrays.npz`` read of them.
 """
 
 from __future__ import annotations
@@ -31,15 +28,10 @@ log = logging.getLogger("posgeom")
 
 @dataclass(frozen=True, eq=False)
 class TargetAnalysis:
-    """The diagnostics of one target (module docstring).
-
-    ``stationarity``: the :class:`~posgeom.geometry.stationarity.StationarityResult`;
-    ``noise``: the noise floor (:class:`~posgeom.geometry.noise.NoiseFloor`, or
-    :class:`~posgeom.geometry.noise.SampledNoiseFloor` on a pair sample), None when not
-    measured; ``stationarity_summary`` and ``noise_summary`` (None without a floor): their JSON
-    blocks, the untrusted positions named by the kept ``positions``; ``toeplitz``: the best
-    Toeplitz approximation ``(n, n)`` of an exact target, else None.
-    """
+    """The diagnostics of one target: ``stationarity``; ``noise``, the noise floor (None when
+    not measured); ``stationarity_summary`` and ``noise_summary`` (None without a floor), their
+    JSON blocks; ``toeplitz``: the best Toeplitz approximation ``(n, n)`` of an exact target, else
+    None."""
 
     stationarity: StationarityResult
     noise: NoiseFloor | SampledNoiseFloor | None
@@ -60,16 +52,11 @@ def analyse_target(
     sample: Any = None,
 ) -> TargetAnalysis:
     """The :class:`TargetAnalysis` of a target: its stationarity exact on ``matrix`` (the
-    ``(n, n)`` target, a :class:`~posgeom._distance_matrix.DistanceMatrix`) or, when ``matrix``
-    is None, sampled per lag bin from ``blocks`` (``seed``); its noise floor by ``noise``
-    (``"split_half"``, ``"bootstrap"``; None: not measured) from ``noise_counts`` (the kept
-    positions' counts on the target's classes; on ``sample``, the scores' pair sample, when
-    given). A floor that cannot be measured is skipped with a warning. ``positions``: the kept
-    positions (the summary names untrusted ones by them)."""
-    if matrix is not None:
-        st = stationarity(matrix)
-    else:
-        st = sampled_stationarity(blocks, seed=seed)
+    ``(n, n)`` target) or, when None, sampled per lag bin from ``blocks``; its noise floor by
+    ``noise`` (None: not measured) from ``noise_counts`` (on ``sample``, the scores' pair sample,
+    when given; a floor that cannot be measured is skipped with a warning). ``positions``: the
+    kept positions (the summary names untrusted ones by them)."""
+    st = stationarity(matrix) if matrix is not None else sampled_stationarity(blocks, seed=seed)
     floor = None
     if noise:
         try:
@@ -90,10 +77,8 @@ def analyse_target(
 def _noise_floor(
     counts: Any, *, method: str, n_repeats: int, seed: int, sample: Any = None
 ) -> NoiseFloor | SampledNoiseFloor:
-    """The noise floor of the kept counts (on the target's classes): exact
-    (:func:`~posgeom.geometry.noise.noise_floor`), or on the scores' pair sample (``sample``: a
-    :class:`~posgeom.scores.sampled.PairSample`) by the split-half method, the floor's own
-    plug-in ``D`` evaluated at its pairs (:func:`~posgeom.geometry.noise.sampled_noise_floor`)."""
+    """The noise floor of the kept counts: exact, or split-half on the scores' pair sample
+    (``sample``: a :class:`~posgeom.scores.sampled.PairSample`), the plug-in ``D`` at its pairs."""
     if sample is None:
         return noise_floor(counts, method=method, n_repeats=n_repeats, seed=seed)
     if method != "split_half":

@@ -1,10 +1,9 @@
 """The main job, typed and run once: :class:`~posgeom.pipeline.config.GeometryConfig` (every
 option of the geometry pipeline, declared once), :func:`~posgeom.pipeline.job.analyze` (each
 stage run once) and :class:`~posgeom.pipeline.result.GeometryResult` (one result and one summary
-for ``geometry``, ``run``, ``demo`` and ``compare``). The kitchen orchestrates: the target
-(:mod:`.target`), the registry's rows built then scored by :mod:`posgeom.scores.table`
-(:mod:`.rows`), the bootstrap intervals (:mod:`.intervals`) and the config's keywords
-(:mod:`.keywords`); the result's text lives in :mod:`posgeom.text`. Names load lazily."""
+for ``geometry``, ``run``, ``demo`` and ``compare``). The kitchen orchestrates the target
+(:mod:`.target`) and the rows (:mod:`.rows`); the result's text lives in :mod:`posgeom.text`.
+Names load lazily."""
 
 from __future__ import annotations
 

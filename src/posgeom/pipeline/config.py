@@ -2,25 +2,13 @@
 
 Every option of the main job (``posgeom geometry | run | demo | compare``, :func:`posgeom.analyze`)
 is one field here, with its default, the values it allows (checked on construction with the rules
-of :mod:`posgeom._validation`; where a stage declares its own constraints, e.g. the smoothing of
-:func:`~posgeom.geometry.distributions.positional_distributions`, they are read from that stage)
-and its group, the stage that uses it:
-
-- ``distributions``: ``smoothing``, ``alpha``, ``min_samples``, ``below_min``;
-- ``estimate``: ``estimator``, ``estimator_options``, ``resolution``, ``smooth_positions``,
-  ``convention``;
-- ``embedding``: ``model_dim`` (``d``), ``n_components`` (``r``), ``solver``, ``refine``;
-- ``noise``: ``noise``, ``noise_repeats``;
-- ``scores``: ``max_rank`` (``R`` of the rank curve), ``intervals`` (bootstrap intervals on
-  the rows when the counts carry replicates), ``seed``;
-- ``baselines``: ``families`` (the registry's rows; None: the default set), ``n_heads``,
-  ``rope_head_dim``, ``rope_base``, ``low_rank``, ``learned_model``.
+of :mod:`posgeom._validation`; where a stage declares its own constraints they are read from that
+stage) and its group (:data:`GROUPS`), the stage that uses it.
 
 What derives from it: the keyword options of :func:`posgeom.pipeline.analyze`
-(:func:`posgeom.pipeline.keywords.takes_geometry_config`), the CLI's
-pipeline flags (:func:`config_fields`: name, default, :meth:`GeometryConfig.allowed`, help), the
-summary's ``options`` (:meth:`GeometryConfig.record`, resolved by the stages) and a job's manifest
-(:meth:`GeometryConfig.record` / :meth:`GeometryConfig.from_record`).
+(:func:`posgeom.pipeline.keywords.takes_geometry_config`), the CLI's pipeline flags
+(:func:`config_fields`: name, default, :meth:`GeometryConfig.allowed`, help) and the summary's
+``options`` (:meth:`GeometryConfig.record`, resolved by the stages).
 """
 
 from __future__ import annotations
@@ -28,10 +16,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import Any, TypeVar
+from typing import Any
 
 from posgeom._errors import PosgeomError
 from posgeom._validation import SEED, Interval, Options, check_param
@@ -65,7 +53,6 @@ DISTRIBUTIONS, ESTIMATE, EMBEDDING = "distributions", "estimate", "embedding"
 NOISE, SCORES, BASELINES = "noise", "scores", "baselines"
 GROUPS = (DISTRIBUTIONS, ESTIMATE, EMBEDDING, NOISE, SCORES, BASELINES)
 DEFAULT_MODEL_DIM = 768  # BERT-base; the one default width d of every command and entry point
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _declared(function: Any, parameter: str) -> tuple[Any, ...]:
@@ -235,7 +222,12 @@ class GeometryConfig:
         for f in dataclasses.fields(self):
             if f.metadata.get("allowed"):
                 check_param(f.name, getattr(self, f.name), f.metadata["allowed"])
-        self._check_alpha_is_used()
+        default = GeometryConfig.__dataclass_fields__["alpha"].default
+        if self.smoothing == "none" and self.alpha != default:  # it would be silently ignored
+            raise PosgeomError(
+                f"alpha={self.alpha:g} has no effect without smoothing='add-alpha'; pass "
+                f"smoothing='add-alpha', or drop alpha={self.alpha:g}"
+            )
         if self.rope_head_dim is not None:  # the RoPE family's rule, checked before any work
             from posgeom.encodings.rope import check_rope_head_dim
 
@@ -248,16 +240,6 @@ class GeometryConfig:
             get(self.estimator)
         if self.families is not None:
             object.__setattr__(self, "families", _family_names(self.families))
-
-    def _check_alpha_is_used(self) -> None:
-        """Refuse an ``alpha`` other than its default without add-alpha smoothing: it would be
-        silently ignored (the library's and the CLI's one rule; the CLI spells it as flags)."""
-        default = GeometryConfig.__dataclass_fields__["alpha"].default
-        if self.smoothing == "none" and self.alpha != default:
-            raise PosgeomError(
-                f"alpha={self.alpha:g} has no effect without smoothing='add-alpha'; pass "
-                f"smoothing='add-alpha', or drop alpha={self.alpha:g}"
-            )
 
     @staticmethod
     def allowed(name: str) -> tuple[Any, ...]:
@@ -307,19 +289,8 @@ class GeometryConfig:
 
     def record(self) -> dict[str, Any]:
         """Every field as a JSON value, in declaration order: the summary's ``options`` (before
-        the stages write what they resolved) and a job's manifest."""
+        the stages write what they resolved)."""
         return {f.name: _json_value(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> GeometryConfig:
-        """The config of a :meth:`record` (unknown keys refused with the known ones named)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(record) - names)
-        if unknown:
-            raise PosgeomError(
-                f"unknown pipeline options {unknown}; the options are {', '.join(sorted(names))}"
-            )
-        return cls(**{k: tuple(v) if k == "families" and v else v for k, v in record.items()})
 
 
 def _family_names(names: Any) -> tuple[str, ...]:

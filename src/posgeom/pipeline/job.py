@@ -3,27 +3,20 @@
 :func:`analyze` is what ``posgeom geometry``, ``run``, ``demo`` and ``compare`` run. Each stage
 runs once, in data-flow order:
 
-1. the counts are recognised once (:func:`~posgeom.geometry.counts.count_matrix`; the
-   :class:`~posgeom.geometry.counts.CountMatrix` is passed down, never re-recognised);
-2. the positional distributions ``mu_i`` (smoothing, sample floor);
-3. the target ``D``: an estimate (:func:`~posgeom.pipeline.target.estimate_target`; the plug-in
+1. the counts are recognised once (:func:`~posgeom.geometry.counts.count_matrix`) and passed
+   down, with the positional distributions ``mu_i`` (smoothing, sample floor);
+2. the target ``D``: an estimate (:func:`~posgeom.pipeline.target.estimate_target`; the plug-in
    is one of them, a :class:`~posgeom.pipeline.target.PluginEstimate`);
-4. the MDS encoding at rank ``r = min(n - 1, d)`` (or ``n_components``); above
-   :data:`OVERLAP_ABOVE` positions started on a :class:`~posgeom._threads.Background` thread:
-   its eigensolve (seconds to minutes for a long context at full vocabulary) runs on one core
-   while the stages that do not read it run on the other, BLAS at one thread each (the same
-   arithmetic on every run);
-5. meanwhile the :class:`~posgeom.scores.table.ScoreTargets` (the target and the plug-in beside
-   it, each validated once; exact up to ``SAMPLED_ABOVE`` positions, one pair sample above), the
-   stationarity of ``D``, the noise
-   floor, a long context's drawn arrays, and the registry's rows that do not read the MDS
+3. the MDS encoding at rank ``r = min(n - 1, d)`` (or ``n_components``); above
+   :data:`OVERLAP_ABOVE` positions on a :class:`~posgeom._threads.Background` thread beside the
+   stages that do not read it, BLAS at one thread each (the same arithmetic on every run);
+4. meanwhile the :class:`~posgeom.scores.table.ScoreTargets` (each target validated once; exact
+   up to ``SAMPLED_ABOVE`` positions, one pair sample above), the stationarity of ``D``, the
+   noise floor, a long context's drawn arrays, and the rows that do not read the MDS
    (:func:`~posgeom.pipeline.rows.comparison_rows`) with the caller's ``encodings``;
-6. then the MDS family fitted in one call (:func:`~posgeom.embed.fitted.fit_mds_family`: the
-   SMACOF refinement when the ``mds+smacof`` row is asked for, the low-rank truncation, the rank
-   curve ``r = 1 .. max_rank``), the fitted rows (``role == "fitted"``, in the rows' order) and
-   bootstrap intervals on the rows when the counts carry replicates;
-7. one frozen :class:`~posgeom.pipeline.result.GeometryResult` (its rows' one
-   :class:`~posgeom.scores.table.ScoreTable`) whose summary is built once.
+5. then the MDS family (:func:`~posgeom.embed.fitted.fit_mds_family`: SMACOF, low rank, rank
+   curve), the fitted rows and bootstrap intervals when the counts carry replicates;
+6. one frozen :class:`~posgeom.pipeline.result.GeometryResult` whose summary is built once.
 """
 
 from __future__ import annotations
@@ -41,9 +34,9 @@ from posgeom._errors import PosgeomError
 from posgeom._threads import Background, blas_threads
 from posgeom.embed import FittedMDS, fit_mds_family
 from posgeom.geometry import KeptPositions, TargetAnalysis, analyse_target, kept_positions
-from posgeom.geometry.counts import CountMatrix, count_matrix
+from posgeom.geometry.counts import count_matrix
 from posgeom.geometry.distributions import PositionalDistributions
-from posgeom.pipeline.config import GeometryConfig
+from posgeom.pipeline.config import DISTRIBUTIONS, GeometryConfig, config_fields
 from posgeom.pipeline.keywords import takes_geometry_config
 from posgeom.pipeline.result import KINDS, GeometryResult
 from posgeom.pipeline.rows import SMACOF_ROW, comparison_rows, rows_in_order
@@ -74,10 +67,9 @@ def analyze(
 
     Parameters
     ----------
-    counts : :class:`~posgeom.corpus.counting.PositionCounts`, an ``(n, V)`` count matrix
-        (sparse or dense), exact ``(n, V)`` probabilities (rows summing to 1), a
-        :class:`~posgeom.geometry.counts.CountMatrix`, or
-        :class:`~posgeom.geometry.distributions.PositionalDistributions` (dense: small only).
+    counts : :class:`~posgeom.corpus.counting.PositionCounts`, an ``(n, V)`` count matrix or
+        exact probabilities (sparse or dense), a :class:`~posgeom.geometry.counts.CountMatrix`,
+        or :class:`~posgeom.geometry.distributions.PositionalDistributions` (small only).
     config : a :class:`~posgeom.pipeline.config.GeometryConfig`; its fields are also keyword
         options here (``analyze(counts, model_dim=64)``), which change ``config``.
     encodings : more encodings ``name -> (n, d) vectors | (n, n) distances | encoding`` of the
@@ -110,7 +102,16 @@ def analyze(
         first = {x: f for x, f in families.items() if x not in fitted}
         early = comparison_rows(stage, first, extra_encodings=encodings, **rows)
         mds = mds_job.result()
-    stage = _with_mds(stage, mds, config, refine=refine)  # SMACOF with every BLAS thread
+    fit = fit_mds_family(  # SMACOF with every BLAS thread
+        mds,
+        stage.targets,
+        refine=refine,
+        low_rank=config.low_rank,
+        max_rank=config.max_rank,
+        seed=config.seed,
+    )
+    stage.options["solver"] = mds.solver
+    stage = dataclasses.replace(stage, fit=fit)
     made = rows_in_order(names, early, comparison_rows(stage, fitted, **rows))
     uncertainty, made = _stage_intervals(counts, stage, made)
     scored = list(made.table.encodings)
@@ -140,8 +141,7 @@ def analyze(
 
 @dataclass(frozen=True, eq=False)
 class _Geometry:
-    """The stages before the rows: what the rows read (the score targets with their Shepard
-    pairs, the kept positions, the fitted MDS family)."""
+    """The stages before the rows: what the rows read."""
 
     positions: KeptPositions  # the distributions mu_i and the counts of the kept positions
     target: Any  # the estimate (a PluginEstimate for the plug-in)
@@ -153,15 +153,6 @@ class _Geometry:
     analysis: TargetAnalysis | None = None  # the stationarity of D and its noise floor
     large_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
-    @property
-    def distributions(self) -> PositionalDistributions:
-        return self.positions.distributions
-
-    @property
-    def kept(self) -> CountMatrix:
-        """The counts of the kept positions."""
-        return self.positions.counts
-
 
 def _kept_positions(counts: Any, config: GeometryConfig) -> KeptPositions:
     """The counts recognised once, ``mu_i`` (smoothing, sample floor) and the kept positions'
@@ -169,13 +160,9 @@ def _kept_positions(counts: Any, config: GeometryConfig) -> KeptPositions:
     with a suggested ``n`` when the counts say how many sequences they hold."""
     from posgeom.corpus.lengths import empty_positions_hint, suggest_n
 
-    try:
+    try:  # the options of the distributions group: smoothing, alpha, min_samples, below_min
         kept = kept_positions(
-            counts,
-            smoothing=config.smoothing,
-            alpha=config.alpha,
-            min_samples=config.min_samples,
-            below_min=config.below_min,
+            counts, **{f.name: getattr(config, f.name) for f in config_fields(DISTRIBUTIONS)}
         )
     except PosgeomError as exc:
         if "no samples" not in str(exc) or isinstance(counts, PositionalDistributions):
@@ -202,10 +189,8 @@ def _kept_positions(counts: Any, config: GeometryConfig) -> KeptPositions:
 def _geometry(
     positions: KeptPositions, config: GeometryConfig, *, refine: bool, overlap: bool
 ) -> tuple[_Geometry, Any]:
-    """Distributions, target, the score targets and the stages of :func:`_of_target`, with the MDS
-    encoding started on a :class:`~posgeom._threads.Background` thread when ``overlap``, else
-    computed first (its result: the second element; :func:`_with_mds` adds it). ``refine``:
-    recorded for :func:`_with_mds`."""
+    """Target, score targets and the stages of :func:`_of_target`, with the MDS encoding job
+    (a :class:`~posgeom._threads.Background` thread when ``overlap``, else run first)."""
     c = config
     cm, dist, kept = positions.input, positions.distributions, positions.counts
     n = dist.n_positions
@@ -258,22 +243,6 @@ def _geometry(
     return _of_target(stage, c), mds_job
 
 
-def _with_mds(stage: _Geometry, mds: Any, config: GeometryConfig, *, refine: bool) -> _Geometry:
-    """The stage with the MDS family fitted from its MDS encoding
-    (:func:`~posgeom.embed.fitted.fit_mds_family`: the SMACOF refinement when asked for, the
-    low-rank truncation, the rank curve ``r = 1 .. max_rank``)."""
-    fit = fit_mds_family(
-        mds,
-        stage.targets,
-        refine=refine,
-        low_rank=config.low_rank,
-        max_rank=config.max_rank,
-        seed=config.seed,
-    )
-    stage.options["solver"] = mds.solver
-    return dataclasses.replace(stage, fit=fit)
-
-
 def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     """The stages that read the target but not the MDS encoding (run while it is computed): the
     stationarity of ``D``, the noise floor, a long context's drawn arrays (at the score targets'
@@ -281,11 +250,17 @@ def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     large = {}
     if stage.targets.sampled:  # a long context: what a report draws, without (n, n)
         large = long_context_arrays(stage.scored, stage.beside, stage.targets.shepard_pairs)
+    # the noise floor of the distances scored: the estimate's own coarsened counts, normalised
+    # once (no second coarsening), or the kept counts for a full-vocabulary target
+    target = stage.target
+    full = target.class_map is None or target.resolution == "full"
     analysis = analyse_target(
         stage.targets.matrix,  # exact up to SAMPLED_ABOVE, else sampled from the blocks
         stage.scored,
-        stage.distributions.positions,
-        noise_counts=_on_classes(stage.kept, stage.target) if stage.options["noise"] else None,
+        stage.positions.distributions.positions,
+        noise_counts=(stage.positions.counts if full else target.class_counts)
+        if stage.options["noise"]
+        else None,
         noise=stage.options["noise"],
         n_repeats=config.noise_repeats,
         seed=config.seed,
@@ -294,29 +269,17 @@ def _of_target(stage: _Geometry, config: GeometryConfig) -> _Geometry:
     return dataclasses.replace(stage, analysis=analysis, large_arrays=large)
 
 
-def _on_classes(rows: Any, target: Any) -> Any:
-    """The kept positions' counts on the target's token classes: the noise floor of the
-    distances scored (``rows`` for a full-vocabulary target). The estimate's own coarsened
-    counts, normalised once: no second coarsening, no second normalisation."""
-    if target.class_map is None or target.resolution == "full":
-        return rows
-    return target.class_counts
-
-
 def _stage_intervals(counts: Any, stage: Any, rows: Any) -> tuple[dict[str, Any] | None, Any]:
     """Bootstrap intervals on the rows when the counts carry replicates (exact scores only:
     each replicate needs an ``(n, n)`` matrix): ``(uncertainty summary or None, rows with the
-    intervals' cells)``. ``stage``: the job's stage (its options, score targets and target);
-    ``rows``: its :class:`~posgeom.pipeline.rows.Rows`. The bootstrap's modules load here, with
-    counts that carry replicates only."""
-
+    intervals' cells)``; the bootstrap's modules load here only."""
     if not stage.options["intervals"] or getattr(counts, "n_replicates", None) is None:
         return None, rows
     if stage.targets.sampled:
         log.warning(
             "bootstrap intervals skipped: each replicate needs an (n, n) matrix at n = %d; the "
             "rows carry their sampling intervals (<score>_ci)",
-            stage.distributions.n_positions,
+            stage.positions.distributions.n_positions,
         )
         return None, rows
     from posgeom.uncertainty.rows import row_intervals

@@ -27,8 +27,7 @@ def takes_geometry_config(
     ``help()`` and ``inspect.signature``) and receives them as one validated ``config=``.
 
     A ``config=`` the caller passes (when the function declares it) is the base the keywords
-    change. The decorated function
-    declares ``config`` as a parameter; its other parameters stay as written.
+    change. The decorated function declares ``config``; its other parameters stay as written.
     """
     chosen = [
         f
@@ -40,20 +39,12 @@ def takes_geometry_config(
     def decorate(func: F) -> F:
         params = inspect.signature(func).parameters.values()
         own = [p for p in params if p.name != "config"]
-        takes_base = any(p.name == "config" and p.default is None for p in params)
+        kw_only = inspect.Parameter.KEYWORD_ONLY
         keyword = [
-            inspect.Parameter(
-                f.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=f.default,
-                annotation=f.type,
-            )
-            for f in chosen
+            inspect.Parameter(f.name, kw_only, default=f.default, annotation=f.type) for f in chosen
         ]
-        first = next(
-            (i for i, p in enumerate(own) if p.kind is inspect.Parameter.KEYWORD_ONLY), len(own)
-        )
-        base = [p for p in params if p.name == "config"] if takes_base else []
+        first = next((i for i, p in enumerate(own) if p.kind is kw_only), len(own))
+        base = [p for p in params if p.name == "config" and p.default is None]  # a given base
         public = inspect.Signature([*own[:first], *base, *keyword, *own[first:]])
 
         @functools.wraps(func)

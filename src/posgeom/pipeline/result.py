@@ -2,13 +2,10 @@
 ``compare``).
 
 Its summary (:meth:`GeometryResult.summary`: one schema for every command, built once per
-result) holds ``kind`` (the command), ``options`` (the config's record, resolved by the stages),
-the geometry (``conventions``, ``corpus``, ``distributions``, ``samples_per_position``, ``mds``,
-``estimator``, ``noise_floor``, ``refinement``, ``sampling``), ``scores`` (one row per encoding,
-in the table's order), ``heads``, ``rank_curve`` (``r = 1 .. max_rank`` everywhere),
-``stationarity``, ``uncertainty`` and the ``verdict``. :meth:`GeometryResult.markdown` is its
-text; :meth:`GeometryResult.write` its files. HTML reports are drawn by :mod:`posgeom.reports`
-from the same summary and arrays (the result imports no renderer).
+result) holds ``kind``, ``options``, the geometry, ``scores`` (one row per encoding), ``heads``,
+``rank_curve``, ``stationarity``, ``uncertainty`` and the ``verdict``;
+:meth:`GeometryResult.markdown` is its text, :meth:`GeometryResult.write` its files. HTML
+reports are drawn by :mod:`posgeom.reports` from the same summary and arrays.
 """
 
 from __future__ import annotations
@@ -51,24 +48,20 @@ class GeometryResult:
     ``target``: the estimate scored against (a :class:`~posgeom.pipeline.target.PluginEstimate`
     for the plug-in); ``targets``: the :class:`~posgeom.scores.table.ScoreTargets` (the target,
     and the plug-in beside a non-plug-in target); ``score_table``: every row's encoding scored
-    against each of them, indexed by (encoding, target, score); ``rows``: one row per encoding
-    (``encoding``, ``description``, ``parameters``, its cells in the files' spelling:
-    :meth:`ScoreTable.row <posgeom.scores.table.ScoreTable.row>`, ``<score>_ci`` with
-    replicates); ``heads``: the per-head rows of head families (ALiBi); ``fit``: the MDS family
-    fitted to the target (:class:`~posgeom.embed.fitted.FittedMDS`), whose ``mds``, ``refined``
-    and ``rank_curve`` (per rank ``r`` the scores of the rank-``r`` MDS encoding) the result
-    holds as its own fields; ``analysis``: the target's diagnostics
-    (:class:`~posgeom.geometry.target_analysis.TargetAnalysis`), whose ``stationarity`` and
-    ``noise`` (the noise floor, or None) it holds likewise; ``positions``: the kept positions
-    (:class:`~posgeom.geometry.distributions.KeptPositions`), whose ``distributions`` it holds.
+    against each of them; ``rows``: one row per encoding (``encoding``, ``description``,
+    ``parameters``, its cells in the files' spelling, ``<score>_ci`` with replicates);
+    ``heads``: the per-head rows of head families (ALiBi); ``fit``
+    (:class:`~posgeom.embed.fitted.FittedMDS`), ``analysis``
+    (:class:`~posgeom.geometry.target_analysis.TargetAnalysis`) and ``positions``
+    (:class:`~posgeom.geometry.distributions.KeptPositions`), whose ``mds``, ``refined``,
+    ``rank_curve``, ``stationarity``, ``noise`` and ``distributions`` it holds as its own fields.
 
-    Plain data, set when the result is made (reading them calls nothing): ``report_kind``
-    (``compare`` or ``run``), ``report_title``, ``distances`` (the ``(n, n)`` target ``D``; None
-    above ``SAMPLED_ABOVE`` positions), ``sampled`` (whether the scores are estimated from a
-    pair sample, no ``(n, n)`` matrix), ``plugin_scores`` (the scores against the plug-in beside
-    the target, per encoding; empty when the target is the plug-in) and ``report_input``: the
-    one :class:`~posgeom.text.report_input.ReportInput` the text and the report read (the JSON
-    summary, built once: :meth:`summary` hands out copies; the arrays of ``arrays.npz``).
+    Plain data, set when the result is made: ``report_kind`` (``compare`` or ``run``),
+    ``report_title``, ``distances`` (the ``(n, n)`` target ``D``; None above ``SAMPLED_ABOVE``
+    positions), ``sampled`` (scores from a pair sample), ``plugin_scores`` (against the plug-in
+    beside the target, per encoding; empty when the target is the plug-in) and ``report_input``:
+    the one :class:`~posgeom.text.report_input.ReportInput` the text and the report read (the
+    JSON summary, built once: :meth:`summary` hands out copies; the arrays of ``arrays.npz``).
     """
 
     kind: str
@@ -101,11 +94,8 @@ class GeometryResult:
     report_input: ReportInput = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        compare, sampled, table = (
-            self.kind == "compare",
-            bool(self.targets.sampled),
-            self.score_table,
-        )
+        sampled, table = bool(self.targets.sampled), self.score_table
+        compare = self.kind == "compare"
         beside = {}
         if "plugin" in table.targets:  # the table's cells against the plug-in, by encoding
             beside = {e: dict(table.cells.get((e, "plugin"), {})) for e in table.encodings}
@@ -176,34 +166,26 @@ class GeometryResult:
     def _summary(self) -> dict[str, Any]:
         """The JSON form without its verdict (:func:`~posgeom.text.report_input.render_report`
         adds it), built once when the result is made (:attr:`report_input`)."""
+        estimator = dict(self.target.summary())  # and the token classes it identifies
+        estimator.setdefault("resolution", getattr(self.target, "resolution", None))
         out: dict[str, Any] = {
             "posgeom_version": __version__,
             "kind": self.kind,
             "conventions": conventions(self.options["convention"]),
             "options": self.options,
             "corpus": self.counts_info,
-            **self._geometry_summary(),
+            "distributions": dict(self.positions.summary),
+            "samples_per_position": dict(self.positions.samples),
+            MDS_ROW: dict(self.fit.summary),  # the MDS encoding's block, keyed by its row
             "scores": self.scores,
             "heads": list(self.heads),
             "rank_curve": list(self.rank_curve),
             "stationarity": dict(self.analysis.stationarity_summary),
-            "estimator": self._estimator_summary(),
+            "estimator": estimator,
         }
         if self.plugin_scores:
             out["plugin_scores"] = {e: dict(s) for e, s in self.plugin_scores.items()}
-        out.update(self._optional_summary())
-        return out
-
-    def _geometry_summary(self) -> dict[str, Any]:
-        return {
-            "distributions": dict(self.positions.summary),
-            "samples_per_position": dict(self.positions.samples),
-            MDS_ROW: dict(self.fit.summary),  # the MDS encoding's block, keyed by its row
-        }
-
-    def _optional_summary(self) -> dict[str, Any]:
-        """Refinement, noise floor, sampling and uncertainty, where there are any."""
-        out: dict[str, Any] = {}
+        # refinement, noise floor, sampling and uncertainty, where there are any
         if self.refined is not None:
             out["refinement"] = {
                 "method": "smacof",
@@ -221,15 +203,8 @@ class GeometryResult:
             out["uncertainty"] = self.uncertainty
         return out
 
-    def _estimator_summary(self) -> dict[str, Any]:
-        """The target's estimator and its resolution (the token classes it identifies)."""
-        out = dict(self.target.summary())
-        out.setdefault("resolution", getattr(self.target, "resolution", None))
-        return out
-
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`summary` as strict JSON text (an undefined stress-1 is null)."""
-
         return json_text(self.report_input.summary, indent=indent)
 
     def markdown(self) -> str:
@@ -262,20 +237,14 @@ class GeometryResult:
             arrays["refined_coordinates"] = fit["refined_coordinates"]
         if self.plugin_distances is not None:
             arrays["plugin_hellinger"] = self.plugin_distances
-        arrays.update(self.noise_arrays())
+        if getattr(self.noise, "pair_floor", None) is not None:  # what a report's heatmap shades
+            arrays["noise_pair_floor"] = self.noise.pair_floor
+            arrays[TRUSTED_ARRAY] = self.noise.trusted_pairs  # the pairs above twice their floor
         arrays.update(self.large_arrays)
         if self.shepard_pairs is not None:
             arrays["shepard_pairs"] = self.shepard_pairs
             arrays.update({f"shepard_{k}": v for k, v in self.shepard.items()})
         return arrays
-
-    def noise_arrays(self) -> dict[str, np.ndarray]:
-        """``noise_pair_floor`` ``(n, n)`` and ``noise_trusted``, the mask of the pairs above
-        twice their floor whose share is the summary's ``trusted_pair_share`` (what a report's
-        heatmap shades); empty without an ``(n, n)`` floor."""
-        if getattr(self.noise, "pair_floor", None) is None:
-            return {}
-        return {"noise_pair_floor": self.noise.pair_floor, TRUSTED_ARRAY: self.noise.trusted_pairs}
 
     @property
     def files(self) -> tuple[str, str, str]:
@@ -290,12 +259,9 @@ class GeometryResult:
         from posgeom.io.artifacts import atomic_write_text, save_artifact
 
         out = Path(directory)
-        summary, text, arrays = self.files
+        summary, text, kind = _FILES.get(self.kind, _DEFAULT_FILES)
         save_artifact(
-            out / arrays,
-            self.report_arrays(),
-            {"options": self.options},
-            kind=_FILES.get(self.kind, _DEFAULT_FILES)[2],
+            out / "arrays.npz", self.report_arrays(), {"options": self.options}, kind=kind
         )
         atomic_write_text(out / summary, self.to_json() + "\n")
         atomic_write_text(out / text, self.markdown())

@@ -1,11 +1,9 @@
-"""The rows of a comparison: the registry families (and extra encodings) scored against a
-pipeline's geometry, and the same rows added to a pipeline result (``run``, ``geometry``,
-``demo``). :func:`posgeom.pipeline.job.analyze` is the entry point that uses them.
+"""The rows of a comparison: the registry families (and extra encodings) scored against the
+geometry of :func:`posgeom.pipeline.job.analyze`.
 
 The rows of the MDS encodings the pipeline computes itself are named here once, for every
-caller: :data:`MDS_ROW` (Algorithm 1), :data:`SMACOF_ROW` (its SMACOF refinement) and
-:data:`MDS_ROWS` (both: the ``families`` that ask for the MDS rows only). Their spelling is their
-families' ``name`` (:mod:`posgeom.encodings.mds`, below the pipeline); no other module spells it
+caller: :data:`MDS_ROW`, :data:`SMACOF_ROW` and :data:`MDS_ROWS` (both), spelled as their
+families' ``name`` (:mod:`posgeom.encodings.mds`); no other module spells it
 (``tests/pipeline/test_mds_rows.py`` reads the syntax trees).
 """
 
@@ -23,7 +21,6 @@ from posgeom.encodings import default_rope_head_dim
 from posgeom.encodings._registry import ComparisonContext, describe_given
 from posgeom.encodings.comparison import built_rows
 from posgeom.encodings.mds import LowRankMDSFamily, MDSFamily, SMACOFFamily
-from posgeom.pipeline.config import comparable_encodings, default_encodings
 from posgeom.scores.table import ScoreTable
 
 __all__ = [
@@ -32,9 +29,7 @@ __all__ = [
     "SMACOF_ROW",
     "RowParts",
     "Rows",
-    "comparable_encodings",
     "comparison_rows",
-    "default_encodings",
     "rows_in_order",
 ]
 
@@ -50,10 +45,9 @@ MDS_ROWS: tuple[str, str] = (MDS_ROW, SMACOF_ROW)
 
 @dataclass(frozen=True, eq=False)
 class RowParts:
-    """What one :func:`comparison_rows` call made, before its rows are joined
-    (:func:`rows_in_order`): ``tables``, each row's one-row
-    :class:`~posgeom.scores.table.ScoreTable` in the order made; ``described``, ``heads``,
-    ``shepard``, ``built``: as in :class:`Rows`."""
+    """What one :func:`comparison_rows` call made, before :func:`rows_in_order` joins it:
+    ``tables``, each row's one-row :class:`~posgeom.scores.table.ScoreTable` in the order made;
+    the rest as in :class:`Rows`."""
 
     tables: list[ScoreTable]
     described: dict[str, dict[str, Any]]
@@ -61,17 +55,26 @@ class RowParts:
     shepard: dict[str, np.ndarray]
     built: dict[str, Any]
 
+    def add(
+        self, name: str, scored: Any, enc: Any, description: str, parameters: int, *, keep: bool
+    ) -> None:
+        """Record row ``name``: its one-row table and Shepard distances (``scored``, the score
+        targets' :class:`~posgeom.scores.table.FamilyScores`), description, parameter count and
+        (``keep``) its encoding."""
+        self.tables.append(scored.table)
+        self.described[name] = {"description": description, "parameters": int(parameters)}
+        self.shepard[name] = scored.shepard
+        if keep:
+            self.built[name] = enc
+
 
 @dataclass(frozen=True, eq=False)
 class Rows:
-    """Rows of a comparison (:func:`rows_in_order` of :func:`comparison_rows`' parts).
-
-    ``table``: the :class:`~posgeom.scores.table.ScoreTable` of the rows' encodings (one per
-    family: the one its ``row_choice`` picks; the caller's encodings under their names), the one
-    source of every row's numbers; ``described``: each row's ``description`` and ``parameters``;
-    ``heads``: the per-head rows of head families; ``shepard``: each row's distances at the
-    stage's Shepard pairs; ``built``: the encodings scored, by row (empty without
-    ``keep_encodings``).
+    """Rows of a comparison (:func:`rows_in_order` of :func:`comparison_rows`' parts):
+    ``table``, the :class:`~posgeom.scores.table.ScoreTable` of the rows' encodings, the one
+    source of every row's numbers; ``described``, each row's ``description`` and
+    ``parameters``; ``heads``, the per-head rows of head families; ``shepard``, each row's
+    distances at the Shepard pairs; ``built``, the encodings scored (with ``keep_encodings``).
     """
 
     table: ScoreTable
@@ -107,28 +110,25 @@ def comparison_rows(
     skip_unbuildable: bool = False,
     keep_encodings: bool = True,
 ) -> RowParts:
-    """The :class:`RowParts` of ``families`` (row name -> registry family, looked up by the
-    caller) and of ``extra_encodings`` against the
-    geometry of the pipeline stage ``res`` (its score targets with their Shepard pairs, kept positions and
-    fitted MDS encodings).
+    """The :class:`RowParts` of ``families`` (row name -> registry family) and of
+    ``extra_encodings`` against the geometry of the pipeline stage ``res`` (its score targets,
+    kept positions and fitted MDS encodings).
 
     The families build (:meth:`~posgeom.encodings._registry.Family.encodings`), the stage's
-    :class:`~posgeom.scores.table.ScoreTargets` score: every encoding a family returns is
-    restricted to the kept positions and scored against every target in one pass. A family with
-    several encodings (ALiBi's heads) gets the row its
-    :attr:`~posgeom.encodings._registry.Family.row_choice` picks, every head in the per-head
-    rows. Without ``keep_encodings`` each encoding is freed once scored, so a long context's
-    ``(n, d)`` tables are not all held at once. With ``skip_unbuildable`` a family that cannot be
-    built with these settings (e.g. sinusoidal at an odd width) is left out with a warning
-    instead of raising.
+    :class:`~posgeom.scores.table.ScoreTargets` score every encoding on the kept positions
+    against every target in one pass. A family with several encodings (ALiBi's heads) gets the
+    row its :attr:`~posgeom.encodings._registry.Family.row_choice` picks, every head in the
+    per-head rows. Without ``keep_encodings`` each encoding is freed once scored (a long
+    context's ``(n, d)`` tables are not all held at once). With ``skip_unbuildable`` a family
+    that cannot be built with these settings is left out with a warning instead of raising.
     """
     model_dim = int(res.options["model_dim"])  # the config's width (the MDS may come later)
     rope_hd = default_rope_head_dim(model_dim, n_heads) if rope_head_dim is None else rope_head_dim
-    positions = np.asarray(res.distributions.positions, dtype=np.int64)
+    positions = np.asarray(res.positions.distributions.positions, dtype=np.int64)
     fit = res.fit  # the fitted rows' encodings (the families describe them), once fitted
-    fitted = {} if fit is None else {MDS_ROW: fit.mds, SMACOF_ROW: fit.refined}
+    fitted: dict[str, Any] = {}
     if fit is not None:
-        fitted[LOW_RANK_ROW] = fit.low_rank
+        fitted = {MDS_ROW: fit.mds, SMACOF_ROW: fit.refined, LOW_RANK_ROW: fit.low_rank}
     ctx = ComparisonContext(
         n_positions=int(positions.max()) + 1,
         n_kept=len(positions),
@@ -152,25 +152,15 @@ def comparison_rows(
             for key, m in made.items()
             if m.head is not None
         )
-        out.tables.append(scored.table)
         row = made[scored.key]
-        _add_row(
-            out,
-            scored.shepard,
-            name,
-            kept[scored.key],
-            row.description,
-            row.parameters,
-            keep=keep_encodings,
+        out.add(
+            name, scored, kept[scored.key], row.description, row.parameters, keep=keep_encodings
         )
     for name, given in (extra_encodings or {}).items():
         enc = getattr(given, "encoding", given)
         drawn = {str(name): enc}
         scored = res.targets.score_family(str(name), _built(drawn, res.targets), drawn=drawn)
-        out.tables.append(scored.table)
-        _add_row(
-            out, scored.shepard, str(name), enc, *describe_given(given, ctx), keep=keep_encodings
-        )
+        out.add(str(name), scored, enc, *describe_given(given, ctx), keep=keep_encodings)
     return out
 
 
@@ -181,24 +171,6 @@ def _built(encodings: dict[str, Any], targets: Any) -> dict[str, Any]:
     if targets.sampled:
         return encodings
     return {key: as_distances(enc, key) for key, enc in encodings.items()}
-
-
-def _add_row(
-    out: RowParts,
-    shepard: np.ndarray,
-    name: str,
-    enc: Any,
-    description: str,
-    parameters: int,
-    *,
-    keep: bool,
-) -> None:
-    """Record row ``name``'s description, parameter count, Shepard distances (``shepard``, made
-    by the score targets) and (``keep``) its encoding."""
-    out.described[name] = {"description": description, "parameters": int(parameters)}
-    out.shepard[name] = shepard
-    if keep:
-        out.built[name] = enc
 
 
 def rows_in_order(names: list[str], early: RowParts, fitted: RowParts) -> Rows:

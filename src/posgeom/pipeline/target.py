@@ -1,12 +1,10 @@
 """The target of the pipeline: an estimate of ``D``, the plug-in one of them.
 
-:func:`estimate_target` gives every estimator's result through one interface, so no later stage
-asks whether the target is the plug-in: ``estimator`` (the name used), ``resolution``,
-``class_map``, ``distances`` (dense ``(n, n)``), ``blocks()`` (distances on demand), ``summary()``
-and :func:`embed` (classical MDS of the target). The plug-in (the paper's Eq. 3,
-``D_ij = ||sqrt(mu_i) - sqrt(mu_j)||`` of the positional distributions, smoothing included) is a
-:class:`PluginEstimate`; any other estimator is a :class:`~posgeom.estimators.GeometryEstimate`
-of :func:`posgeom.estimate_geometry` on the kept positions.
+:func:`estimate_target` gives every estimator's result through one interface (``estimator``,
+``resolution``, ``class_map``, ``distances``, ``blocks()``, ``summary()``, and :func:`embed`), so
+no later stage asks whether the target is the plug-in: a :class:`PluginEstimate` (the paper's
+Eq. 3, smoothing included) or a :class:`~posgeom.estimators.GeometryEstimate` of the kept
+positions.
 """
 
 from __future__ import annotations
@@ -68,15 +66,13 @@ def estimate_target(
     options: dict[str, Any],
     provenance: dict[str, Any],
 ) -> Any:
-    """The target of ``kept`` (the kept positions' counts, the one CountMatrix of the run):
-    ``estimator`` a ready :class:`~posgeom.estimators.GeometryEstimate` of the kept positions
-    (unpooled; e.g. a bootstrap replicate's), used as it is; or a registry name, estimated by
-    :func:`posgeom.estimate_geometry` with ``options``. ``"recommended"`` is the plug-in where no
-    sampling model applies (:func:`posgeom.estimators.choose_estimator`: exact distributions,
-    add-alpha smoothing, too few samples); the plug-in on the full vocabulary is a
-    :class:`PluginEstimate` of ``distributions`` (smoothing included). Another estimator with
-    smoothing, or pooling (it changes the positions), is refused. ``provenance``: the counts'
-    (its tokenizer names the classes in words)."""
+    """The target of ``kept`` (the kept positions' counts): ``estimator`` a ready unpooled
+    :class:`~posgeom.estimators.GeometryEstimate` of the kept positions, used as it is; or a
+    registry name, estimated by :func:`posgeom.estimate_geometry` with ``options``
+    (``"recommended"``: the plug-in where :func:`posgeom.estimators.choose_estimator` says no
+    sampling model applies). The plug-in on the full vocabulary is a :class:`PluginEstimate` of
+    ``distributions``. Another estimator with smoothing, or pooling, is refused. ``provenance``:
+    the counts' (its tokenizer names the classes in words)."""
     if isinstance(estimator, GeometryEstimate):
         if estimator.pooled or estimator.n_positions != distributions.n_positions:
             raise PosgeomError(
@@ -107,13 +103,12 @@ def estimate_target(
     }
     if name == "plugin" and not coarse:
         return plugin  # the paper's plug-in on the full vocabulary
-    names = names_of(provenance.get("tokenizer"))  # the words of the classes
     return estimate_geometry(
         kept,  # the one CountMatrix of the run, passed down (not recognised again)
         estimator=name,
         convention=convention,
         seed=seed,
-        token_names=names,
+        token_names=names_of(provenance.get("tokenizer")),  # the words of the classes
         **options,
     )
 
@@ -122,10 +117,9 @@ def embed(
     target: Any, rank: int, *, model_dim: int, convention: str, solver: str, seed: int
 ) -> Any:
     """Classical MDS of the target at ``rank`` in width ``model_dim``: of the plug-in's
-    distributions (the implicit centred square-root solver when ``solver`` allows), else of the
-    estimate's Euclidean form (``B+ = X X^T``, its coordinates: full-rank MDS reproduces the
-    target and explained variance stays at most 1); a raw estimate (``euclidean=False``) goes
-    through the exact solver, its negative eigenvalues already in its diagnostics."""
+    distributions, else of the estimate's Euclidean form (``B+ = X X^T``); a raw estimate
+    (``euclidean=False``) goes through the exact solver, its negative eigenvalues already in its
+    diagnostics."""
     args = {"model_dim": model_dim, "solver": solver, "seed": seed}
     if isinstance(target, PluginEstimate):
         return classical_mds(target.distributions, rank, convention=convention, **args)
@@ -137,9 +131,8 @@ def embed(
 
 
 def blocks_target(distributions: Any, estimate: Any, convention: str) -> Any:
-    """The target as blocks (``n_positions``, ``block``, ``pairs``): the plug-in Hellinger chords
-    on demand, or the estimate's own blocks (``estimate.blocks()``) when it has them, else its
-    dense matrix."""
+    """The target as blocks (``n_positions``, ``block``, ``pairs``): the estimate's own
+    (``estimate.blocks()``) when it has them, else its dense matrix (None: the plug-in's)."""
     from posgeom.scores.large import DenseTarget
 
     if estimate is None:

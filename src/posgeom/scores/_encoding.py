@@ -25,11 +25,9 @@ def encoding_distances(
 ) -> np.ndarray:
     """The ``(n, n)`` position-distance matrix of ``encoding``.
 
-    ``encoding`` is position vectors ``(n, d)``, a distance matrix ``(n, n)``, or an object with a
-    ``.distances`` attribute (posgeom encodings, :class:`~posgeom.embed.mds.MDSResult`). A square
-    array is read as distances when it is symmetric with a zero diagonal and non-negative entries
-    (``encoding_kind`` overrides that guess). A :class:`DistanceMatrix` (built before it is
-    scored: valid by construction) is read as it is.
+    ``encoding`` is position vectors ``(n, d)``, a distance matrix ``(n, n)`` (read as such when
+    symmetric with a zero diagonal and non-negative entries, unless ``encoding_kind`` says), a
+    :class:`DistanceMatrix` or an object with a ``.distances`` attribute.
     """
     if isinstance(encoding, DistanceMatrix):
         return encoding.distances
@@ -78,15 +76,6 @@ def matched_distance_matrices(
     if delta.shape[0] < 2:
         raise PosgeomError("scores need at least 2 positions")
     return delta, tgt
-
-
-def matched_pair_distances(
-    encoding: Any, target: Any, *, encoding_kind: EncodingKind = "auto"
-) -> tuple[np.ndarray, np.ndarray]:
-    """Upper-triangle distances ``(delta_ij, D_ij)``, ``i < j``, after checking ``n`` matches."""
-    delta, tgt = matched_distance_matrices(encoding, target, encoding_kind=encoding_kind)
-    iu = np.triu_indices(delta.shape[0], 1)
-    return delta[iu], tgt[iu]
 
 
 def pair_vectors(encoding: Any) -> np.ndarray | None:

@@ -15,6 +15,7 @@ stress is a ratio estimator and its confidence interval comes from the delta met
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
@@ -65,30 +66,18 @@ def _positions_of(target: Any) -> int:
     return int(n)
 
 
-def _vectors(encoding: Any, n: int) -> np.ndarray:
-    x = float_array(getattr(encoding, "vectors", encoding), "the encoding")
-    if x.ndim != 2 or x.shape[0] != n:
-        raise PosgeomError(f"expected (n={n}, d) position vectors, got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise PosgeomError("the encoding contains NaN or Inf")
-    return x
-
-
 @validate_params({"block_size": [Interval(Integral, 1, None)], "progress": [bool]})
 def blocked_stress(
     encoding: Any, target: Any, *, block_size: int = 2048, progress: bool = False
 ) -> StressScores:
     """Exact stress of an encoding (vectors, lag profile or distances) against a target provider,
     one block at a time (memory: one block of each)."""
-    n = _positions_of(target)
-    if n_positions_of(encoding) != n:
-        raise PosgeomError(
-            f"the encoding has {n_positions_of(encoding)} positions but the target has {n}"
-        )
+    n, got = _positions_of(target), n_positions_of(encoding)
+    if got != n:
+        raise PosgeomError(f"the encoding has {got} positions but the target has {n}")
     sums = np.zeros(4)  # raw, S_DD, S_dd, S_dD
     starts = range(0, n, block_size)
-    total = len(starts) * (len(starts) + 1) // 2
-    done = 0
+    total, done = len(starts) * (len(starts) + 1) // 2, 0
     for a in starts:
         rows = np.arange(a, min(a + block_size, n))
         for b in range(a, n, block_size):
@@ -105,20 +94,14 @@ def blocked_stress(
     return stress_from_sums(*sums)
 
 
+@dataclass(eq=False)
 class SampledStress:
     """Sampled stress with delta-method confidence intervals for each kind."""
 
-    def __init__(
-        self,
-        estimate: StressScores,
-        intervals: dict[str, tuple[float, float]],
-        n_pairs: int,
-        confidence: float,
-    ):
-        self.estimate = estimate
-        self.intervals = intervals
-        self.n_pairs = n_pairs
-        self.confidence = confidence
+    estimate: StressScores
+    intervals: dict[str, tuple[float, float]]
+    n_pairs: int
+    confidence: float
 
     def __repr__(self) -> str:
         return f"SampledStress(paper={self.estimate.paper:.6g}, ci={self.intervals['paper']}, n_pairs={self.n_pairs})"
@@ -139,14 +122,14 @@ def sampled_stress(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> SampledStress:
-    """Stress estimated from ``n_pairs`` uniformly drawn pairs ``i != j`` (with a seed).
-
-    Intervals: the paper stress and the raw-stress share are ratios of means (delta method); the
-    scale-optimal stress and stress-1 are reported with the interval of the paper stress mapped
-    through the same sample (a conservative approximation is documented as such).
-    """
+    """Stress estimated from ``n_pairs`` uniformly drawn pairs ``i != j`` (with a seed), with
+    the intervals of :func:`~posgeom.scores.stress.stress_from_pair_sample`."""
     n = _positions_of(target)
-    x = _vectors(encoding, n)
+    x = float_array(getattr(encoding, "vectors", encoding), "the encoding")
+    if x.ndim != 2 or x.shape[0] != n:
+        raise PosgeomError(f"expected (n={n}, d) position vectors, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise PosgeomError("the encoding contains NaN or Inf")
     rng = np.random.default_rng(seed)
     i = rng.integers(0, n, n_pairs)
     j = (i + rng.integers(1, n, n_pairs)) % n

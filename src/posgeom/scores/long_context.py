@@ -1,10 +1,8 @@
 """What a report draws of a long context's target without an ``(n, n)`` matrix.
 
 Above :data:`posgeom.scores.table.SAMPLED_ABOVE` positions the pipeline never forms ``D``: the
-target is a *blocks target* (``n_positions``, ``block(rows, cols)``, ``pairs(i, j)``;
-:func:`posgeom.pipeline.target.blocks_target`), the scores come from one pair sample
-(:mod:`posgeom.scores.table`), and a report draws the target at the Shepard pairs, on a grid of
-positions and as sampled block means (:func:`long_context_arrays`).
+target is a *blocks target* (``n_positions``, ``block(rows, cols)``, ``pairs(i, j)``), and a
+report draws it at the Shepard pairs, on a grid of positions and as sampled block means.
 """
 
 from __future__ import annotations
@@ -24,10 +22,9 @@ def sampled_block_means(
     target: Any, *, size: int | None = None, per_block: int | None = None, seed: int = 0
 ) -> tuple[np.ndarray, int, int]:
     """Block means of ``D`` without ``(n, n)``: blocks of ``f = ceil(n / size)`` (default
-    :data:`GRID`) consecutive
-    positions (as :func:`posgeom.reports.figures.block_mean`), each mean from ``k = min(per_block
-    (default :data:`PER_BLOCK`), smallest block)`` positions drawn without replacement in each block (``default_rng(seed)``),
-    read as one ``(b k, b k)`` block of the target.
+    :data:`GRID`) consecutive positions (as :func:`posgeom.reports.figures.block_mean`), each
+    mean from ``k = min(per_block (default :data:`PER_BLOCK`), smallest block)`` positions drawn
+    without replacement in each block (``default_rng(seed)``), read as one ``(b k, b k)`` block.
 
     Off the diagonal the ``k x k`` drawn pairs of blocks ``I, J`` give an unbiased estimate of
     ``mean_{i in I, j in J} D_ij``; on it the ``k (k - 1)`` drawn pairs ``i != j`` estimate the
@@ -41,12 +38,11 @@ def sampled_block_means(
     widths = np.diff(np.append(starts, n))
     k = int(min(per_block, widths.min()))
     rng = np.random.default_rng(seed)
-    rows = np.concatenate(
-        [
-            np.sort(s + rng.choice(w, size=k, replace=False))
-            for s, w in zip(starts, widths, strict=True)
-        ]
-    )
+    drawn = [
+        np.sort(s + rng.choice(w, size=k, replace=False))
+        for s, w in zip(starts, widths, strict=True)
+    ]
+    rows = np.concatenate(drawn)
     b = len(starts)
     means = np.empty((b, b))
     within = np.zeros(b)

@@ -145,8 +145,7 @@ def violation_rate_of_matrices(
     tie_rtol: float = 1e-9,
 ) -> ViolationRate:
     """:func:`monotonicity_violation_rate` of two valid ``(n, n)`` matrices of the same positions
-    (the encoding's ``delta``, the target's ``tgt``), not checked again: the score registry's
-    kernel, which receives matrices its caller validated once."""
+    (the encoding's ``delta``, the target's ``tgt``), not checked again."""
     n = delta.shape[0]
     if n < 3:
         raise PosgeomError(f"monotonicity needs at least 3 positions, got {n}")
@@ -176,9 +175,9 @@ def violation_rate_of_matrices(
 
 @lru_cache(maxsize=4)
 def _flat_triples(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Flat indices ``(i n + j, i n + k)`` of :func:`draw_triples`'s ``m`` triples for ``seed``:
-    drawn once per ``(n, m, seed)``, as every encoding and bootstrap replicate of one comparison
-    is scored on the same triples (read-only: the cache shares them)."""
+    """Flat indices ``(i n + j, i n + k)`` of :func:`draw_triples`'s ``m`` triples for ``seed``,
+    drawn once per ``(n, m, seed)`` (every encoding and replicate is scored on the same triples;
+    read-only: the cache shares them)."""
     i, j, k = draw_triples(n, m, np.random.default_rng(seed))
     ij, ik = i * n + j, i * n + k
     ij.flags.writeable = ik.flags.writeable = False
@@ -250,9 +249,8 @@ _BLOCK = 1024  # rows per block: a block and its temporaries stay near 30 MB
 def separation_at_scale(encoding: Any, n: int, *, sample: Any = None) -> tuple[float, str]:
     """``(min_{i != j} delta_ij, kind)`` at any ``n`` without an ``(n, n)`` matrix: ``kind`` is
     ``"exact"`` (lag profile, 1-D vectors, a k-d tree up to 8 dimensions, BLAS blocks up to
-    :data:`SEPARATION_EXACT_FLOPS`) or ``"upper bound"`` (the minimum over ``sample``'s pairs
-    :class:`~posgeom.scores.sampled.PairSample` and the adjacent pairs; see
-    :mod:`posgeom.scores.sampled`)."""
+    :data:`SEPARATION_EXACT_FLOPS` and :data:`SEPARATION_EXACT_PAIRS`) or ``"upper bound"`` (the
+    minimum over ``sample``'s pairs and the adjacent pairs)."""
     lag = getattr(encoding, "lag_profile", None)
     if lag is not None:
         return float(np.min(np.asarray(lag)[1:n])), "exact"
@@ -281,7 +279,7 @@ def _blocked_min_distance(v: np.ndarray) -> float:
     distance is then recomputed directly (no cancellation in the reported value)."""
     n = v.shape[0]
     sq = np.einsum("ij,ij->i", v, v)
-    best = np.inf
+    best, tol = np.inf, 1e-10 * (float(sq.max(initial=0.0)) + 1.0)
     for a in range(0, n, _BLOCK):
         ra = slice(a, min(a + _BLOCK, n))
         for b in range(a, n, _BLOCK):
@@ -290,28 +288,31 @@ def _blocked_min_distance(v: np.ndarray) -> float:
             if a == b:
                 g[np.tril_indices(g.shape[0], 0, g.shape[1])] = np.inf
             # candidates within the Gram products' round-off of the block's minimum, recomputed
-            tol = 1e-10 * (float(sq.max(initial=0.0)) + 1.0)
             near = np.argwhere(g <= g.min() + tol)[:256]
-            exact = min(float(np.linalg.norm(v[a + r] - v[b + c])) for r, c in near)
-            best = min(best, exact)
+            best = min(best, *(float(np.linalg.norm(v[a + r] - v[b + c])) for r, c in near))
     return best
 
 
 # ----------------------------------------------------------------------------- registry
+def _violation_row(v: ViolationRate) -> dict[str, Any]:
+    return {
+        "violation_rate": v.rate,
+        "violation_ci": [float(v.ci_low), float(v.ci_high)],
+        "violation_exact": v.exact,
+    }
+
+
 def _sampled_violations(x: registry.SampledPairs) -> dict[str, Any]:
     """The violation rate on a pair sample; ties within ``1e-9`` of the largest *sampled*
     distance."""
     t = x.sample
     tol_t = 1e-9 * float(max(t.target_ij.max(initial=0), t.target_ik.max(initial=0)))
     tol_e = 1e-9 * float(max(x.delta_ij.max(initial=0), x.delta_ik.max(initial=0)))
-    v = violations_in_triples(
-        (t.target_ij, t.target_ik), (x.delta_ij, x.delta_ik), (tol_t, tol_e), t.confidence
+    return _violation_row(
+        violations_in_triples(
+            (t.target_ij, t.target_ik), (x.delta_ij, x.delta_ik), (tol_t, tol_e), t.confidence
+        )
     )
-    return {
-        "violation_rate": v.rate,
-        "violation_ci": [float(v.ci_low), float(v.ci_high)],
-        "violation_exact": False,
-    }
 
 
 def _sampled_separation(x: registry.SampledPairs) -> dict[str, Any]:
@@ -332,12 +333,7 @@ def _sampled_separation(x: registry.SampledPairs) -> dict[str, Any]:
     order=30,
 )
 def _violation_score(delta: np.ndarray, target: np.ndarray, *, seed: int = 0) -> dict[str, Any]:
-    v = violation_rate_of_matrices(delta, target, seed=seed)
-    return {
-        "violation_rate": v.rate,
-        "violation_ci": [float(v.ci_low), float(v.ci_high)],
-        "violation_exact": v.exact,
-    }
+    return _violation_row(violation_rate_of_matrices(delta, target, seed=seed))
 
 
 @registry.register(

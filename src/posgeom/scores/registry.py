@@ -2,22 +2,17 @@
 
 A score is a function of an encoding's ``(n, n)`` distance matrix ``delta`` and the target's
 ``D`` (float64, symmetric, zero diagonal), ``fn(delta, target, *, seed) -> float`` (or a mapping
-holding ``name`` and any extra keys of the row, e.g. the violation rate's ``violation_ci``; the
-stress kinds, computed in one pass, each return all of them, and a row computes a score whose
-key is already in it only once). Its
-record says how it is shown (``column = (header, format spec)``, ``tables``), what it means
-(``convention``: which way is better, the population quantity it estimates, its range), whether
-the bootstrap gives it an interval (``interval``, clipped to ``bounds``) and how it is estimated
-at long contexts without an ``(n, n)`` matrix (``sampled(pairs: SampledPairs)``, or ``None``:
-no sampled form, the score is left out of sampled rows).
+holding ``name`` and any extra keys of the row, e.g. ``violation_ci``; a row computes a score
+whose key is already in it only once). Its record says how it is shown (``column = (header,
+format spec)``, ``tables``), what it means (``convention``: which way is better, what it
+estimates, its range), whether the bootstrap gives it an interval (``interval``, clipped to
+``bounds``) and how it is estimated at long contexts (``sampled(pairs: SampledPairs)``, or
+``None``: left out of sampled rows).
 
-Each score is registered where it lives (``scores/stress.py``: the four stress kinds and
-``alpha*``; ``scores/order.py``: violation rate, separation) with :func:`register`;
-``posgeom.scores`` imports every module of its package, so a new score is one file. The
-registry is read when used (:func:`scores`, :func:`available`, :func:`get`), never copied:
-:func:`posgeom.scores.table.score_encoding`, the score targets (:mod:`posgeom.scores.table`) and the rank curve, the
-report schema (:func:`posgeom.text.schema.score_columns`), the bootstrap intervals
-(:func:`posgeom.uncertainty.bootstrap.bootstrap_scores`) and the model results loop over it.
+Each score is registered where it lives (``scores/stress.py``, ``scores/order.py``) with
+:func:`register`; ``posgeom.scores`` imports every module of its package, so a new score is one
+file. The registry is read when used (:func:`scores`, :func:`available`, :func:`get`), never
+copied.
 """
 
 from __future__ import annotations
@@ -47,10 +42,9 @@ TABLES = ("scores", "rank", "layers")  # the score table, the rank curve, the pe
 
 @dataclass(frozen=True, eq=False)
 class SampledPairs:
-    """One encoding on a pair sample (:class:`posgeom.scores.sampled.PairSample`): the encoding's
-    distances ``delta_ij``, ``delta_ik`` and the target's ``target_ij``, ``target_ik`` at ``m``
-    uniform triples, the normal quantile ``z`` of the intervals (``confidence``), the encoding
-    itself and the sample (for scores that read more than the drawn pairs, as separation)."""
+    """One encoding on a pair sample (:class:`posgeom.scores.sampled.PairSample`, whose
+    ``target_ij``, ``target_ik`` it reads): the encoding, its distances ``delta_ij``,
+    ``delta_ik`` at the drawn triples and the normal quantile ``z`` of the intervals."""
 
     encoding: Any
     sample: Any

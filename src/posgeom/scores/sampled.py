@@ -7,23 +7,11 @@ from its ``pairs(i, j)`` (a *blocks target*: :class:`posgeom.scores.large.DenseT
 ``(i, j)`` for targets shown beside it (the plug-in). Every encoding is then scored on the same
 draws (common random numbers: differences between encodings are estimated more precisely than
 each score), by each registered score's ``sampled`` form (:mod:`posgeom.scores.registry`; a
-score without one is left out of sampled rows). The default scores:
-
-* stress kinds: ratio estimators over the ``m`` uniform pairs ``(i, j)`` (they estimate the sums
-  over all pairs ``i < j`` up to the constant ``n (n - 1) / 2``), with delta-method intervals
-  (:func:`posgeom.scores.stress.stress_from_pair_sample`);
-* violation rate: the share of violating triples among informative ones, Wilson interval
-  (:func:`posgeom.scores.order.violations_in_triples`); ties within ``1e-9`` times the largest
-  *sampled* distance count as ties;
-* separation margin ``min_{i != j} delta_ij``: exact from the lag profile of a
-  translation-invariant encoding (``min_{k >= 1} f(k)``), from sorted values for 1-D vectors,
-  nearest neighbours (k-d tree) up to 8 dimensions, or blocked (BLAS) while ``n^2 d / 2`` is at
-  most :data:`SEPARATION_EXACT_FLOPS` and ``n^2 / 2`` at most :data:`SEPARATION_EXACT_PAIRS`;
-  otherwise the minimum over the sampled and adjacent pairs, an *upper bound*, said in
-  ``separation_kind``.
-
-Encodings are read through :func:`encoding_pairs` (lag profile, vectors or coordinates row by
-row, or a distance matrix), never through an ``(n, n)`` matrix they do not already hold.
+score without one is left out of sampled rows): the stress kinds as ratio estimators over the
+pairs ``(i, j)`` with delta-method intervals, the violation rate over the triples with a Wilson
+interval, the separation exact or an upper bound
+(:func:`~posgeom.scores.order.separation_at_scale`). Encodings are read through
+:func:`encoding_pairs`, never through an ``(n, n)`` matrix they do not already hold.
 """
 
 from __future__ import annotations
@@ -36,6 +24,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from posgeom._errors import PosgeomError
+from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_pairs, n_positions_of
 from posgeom.scores.order import (
     SEPARATION_EXACT_FLOPS,
@@ -121,8 +110,7 @@ def target_pairs(
     progress: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """``target.pairs(i, j)`` (float64) in chunks of :data:`_CHUNK` pairs, logging ``label:
-    done/total`` after each (``progress = (done before, total)`` when part of a larger job);
-    each pair costs ``O(nnz of two rows)`` (or ``O(r)`` for coordinates)."""
+    done/total`` after each (``progress = (done before, total)`` when part of a larger job)."""
     done, total = progress or (0, int(np.size(i)))
     parts = []
     for lo in range(0, np.size(i), _CHUNK):
@@ -136,11 +124,9 @@ def target_pairs(
 def sampled_scores(
     encoding: Any, sample: PairSample, *, separation: bool = True, names: Any = None
 ) -> dict[str, Any]:
-    """Every registered score with a sampled form (:attr:`Score.sampled
-    <posgeom.scores.registry.Score.sampled>`; or those of ``names``), estimated on ``sample``
-    against its target: with ``<kind>_ci`` intervals, ``sampled: True``, ``n_sampled_pairs`` and
-    ``separation_kind``. ``separation=False`` leaves the separation out. The targets beside:
-    :func:`sampled_scores_by_target`."""
+    """Every registered score with a sampled form (or those of ``names``) on ``sample`` against
+    its target, with ``<kind>_ci`` intervals, ``sampled: True``, ``n_sampled_pairs`` and
+    ``separation_kind`` (``separation=False`` leaves the separation out)."""
     return sampled_scores_by_target(encoding, sample, separation=separation, names=names)[PRIMARY]
 
 
@@ -150,8 +136,6 @@ def sampled_scores_by_target(
     """``{target: scores}`` on one sample: :func:`sampled_scores` under :data:`PRIMARY`, and for
     each target of ``sample.beside`` its ``paper`` and ``scale_optimal`` stress (the encoding's
     distances at the pairs read once for all of them)."""
-    from posgeom.scores import registry
-
     n = sample.n_positions
     got = n_positions_of(encoding)
     if got is not None and got != n:

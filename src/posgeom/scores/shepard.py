@@ -1,35 +1,20 @@
 """The pairs a report's Shepard plots draw: every pair ``i < j`` of a short context, a seeded
-uniform sample of a long one, and an encoding's distances there without an ``(n, n)`` matrix."""
+uniform sample of a long one (an encoding's distances there:
+:func:`~posgeom.scores._encoding.encoding_pairs`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-__all__ = ["SHEPARD_PAIRS", "draw_shepard_pairs", "pair_distances", "shepard_pairs"]
+__all__ = ["SHEPARD_PAIRS", "shepard_pairs"]
 
 SHEPARD_PAIRS = 1500  # pairs kept per encoding for the Shepard plots of a report
 
 
 def shepard_pairs(n: int, *, size: int = SHEPARD_PAIRS, seed: int = 0) -> np.ndarray:
     """``(2, m)`` pairs ``i < j`` for Shepard plots: all of them when there are at most ``size``,
-    else ``size`` drawn without replacement (``default_rng(seed)``), sorted."""
-    return draw_shepard_pairs(n, size, seed)
-
-
-def pair_distances(encoding: Any, pairs: np.ndarray) -> np.ndarray:
-    """``delta_ij`` of ``encoding`` at ``pairs`` (``(2, m)``): from its lag profile or vectors
-    when it has them (no ``n x n`` matrix), else from its distance matrix."""
-    from posgeom.scores._encoding import encoding_pairs
-
-    return encoding_pairs(encoding, pairs[0], pairs[1])
-
-
-def draw_shepard_pairs(n: int, size: int, seed: int) -> np.ndarray:
-    """``(2, m)`` pairs ``i < j``: all of them when there are at most ``size``, else ``size``
-    distinct pairs drawn uniformly (``default_rng(seed)``), sorted; no ``O(n^2)`` index arrays
-    for long contexts (distinct pairs by rejection of repeats)."""
+    else ``size`` distinct pairs drawn uniformly (``default_rng(seed)``), sorted; no ``O(n^2)``
+    index arrays for long contexts (distinct pairs by rejection of repeats)."""
     rng = np.random.default_rng(seed)
     total = n * (n - 1) // 2
     if total <= max(size, 4 * 10**6):

@@ -30,7 +30,7 @@ from posgeom.scores._encoding import (
     EncodingKind,
     encoding_distances,
     euclidean_distances,
-    matched_pair_distances,
+    matched_distance_matrices,
 )
 
 __all__ = [
@@ -104,8 +104,9 @@ def stress_scores(
     encoding: Any, target: Any, *, encoding_kind: EncodingKind = "auto"
 ) -> StressScores:
     """Every stress kind of ``encoding`` against ``target`` (see the module docstring)."""
-    delta, tgt = matched_pair_distances(encoding, target, encoding_kind=encoding_kind)
-    return stress_from_pairs(delta, tgt)
+    delta, tgt = matched_distance_matrices(encoding, target, encoding_kind=encoding_kind)
+    iu = np.triu_indices(delta.shape[0], 1)
+    return stress_from_pairs(delta[iu], tgt[iu])
 
 
 @validate_params(
@@ -202,19 +203,12 @@ _CONVENTIONS = {
     "scale": "not a quality: alpha* = sum delta D / sum delta^2, the factor that best rescales "
     "the encoding onto D (far from 1: the paper stress is mostly a scale mismatch)",
 }
-_COLUMNS = {
-    "paper": ("paper stress", ".4g"),
-    "stress1": ("stress-1", ".4g"),
-    "scale_optimal": ("scale-optimal stress", ".4g"),
-    "raw": ("raw stress", ".4g"),
-    "scale": ("alpha*", ".4g"),
-}
-_TABLES = {
-    "paper": registry.TABLES,
-    "stress1": ("scores", "layers"),
-    "scale_optimal": registry.TABLES,
-    "raw": ("layers",),
-    "scale": ("scores",),
+_SHOWN = {  # kind -> its column's header and the tables that show it
+    "paper": ("paper stress", registry.TABLES),
+    "stress1": ("stress-1", ("scores", "layers")),
+    "scale_optimal": ("scale-optimal stress", registry.TABLES),
+    "raw": ("raw stress", ("layers",)),
+    "scale": ("alpha*", ("scores",)),
 }
 
 
@@ -232,28 +226,26 @@ def _dense_kind(kind: str) -> Any:
     return score
 
 
-def _sampled_kind(kind: str) -> Any:
-    def score(x: registry.SampledPairs) -> dict[str, Any]:
-        est, ci = stress_from_pair_sample(
-            x.delta_ij, x.sample.target_ij, x.z, n_positions=x.n_positions
-        )
-        out: dict[str, Any] = est.as_dict()  # every kind, with its interval: one pass
-        out |= {f"{k}_ci": [float(lo), float(hi)] for k, (lo, hi) in ci.items()}
-        return out
-
-    return score
+def _sampled(x: registry.SampledPairs) -> dict[str, Any]:
+    """Every stress kind on a pair sample, with its interval: one pass."""
+    est, ci = stress_from_pair_sample(
+        x.delta_ij, x.sample.target_ij, x.z, n_positions=x.n_positions
+    )
+    out: dict[str, Any] = est.as_dict()
+    out |= {f"{k}_ci": [float(lo), float(hi)] for k, (lo, hi) in ci.items()}
+    return out
 
 
 for _order, _kind in enumerate((*STRESS_KINDS, "scale")):
     registry.register(
         _kind,
-        column=_COLUMNS[_kind],
+        column=(_SHOWN[_kind][0], ".4g"),
         convention=_CONVENTIONS[_kind],
         interval=_kind != "scale",
         better=None if _kind == "scale" else "lower",
         bounds=_BOUNDS.get(_kind, (0.0, np.inf)),
-        sampled=_sampled_kind(_kind),
-        tables=_TABLES[_kind],
+        sampled=_sampled,
+        tables=_SHOWN[_kind][1],
         layer_key="" if _kind == "scale" else f"stress_{_kind}",
         order=10 + _order,
     )(_dense_kind(_kind))

@@ -1,22 +1,15 @@
 """Score encodings against named targets: one table indexed by (encoding, target, score).
 
-A comparison scores every encoding against the geometry it is about, the *primary* target
-(:data:`PRIMARY`, the pipeline's estimate of ``D``), and against named targets shown beside it
-(the plug-in ``D`` when the primary is another estimate). :class:`ScoreTargets` holds the targets,
-validated once when it is built, and scores encodings:
-
-* exact up to :data:`SAMPLED_ABOVE` positions: each target an ``(n, n)``
-  :class:`~posgeom._distance_matrix.DistanceMatrix`; each encoding's distance matrix is built once
-  and shared by every score (:func:`posgeom.scores.registry.score_row` against the primary, the
-  stress kinds against each target beside);
-* above it, on one :class:`~posgeom.scores.sampled.PairSample` drawn from the targets as blocks
-  (:func:`posgeom.scores.sampled.sampled_scores_by_target`: the scores with a sampled form, with 95%
-  intervals; the targets beside at the same pairs).
+A comparison scores every encoding against the *primary* target (:data:`PRIMARY`, the
+pipeline's estimate of ``D``) and against named targets shown beside it (the plug-in ``D`` when
+the primary is another estimate). :class:`ScoreTargets` holds the targets, validated once, and
+scores encodings exactly up to :data:`SAMPLED_ABOVE` positions (each encoding's distance matrix
+built once and shared by every score), on one :class:`~posgeom.scores.sampled.PairSample` above.
 
 :meth:`ScoreTargets.score` returns a frozen :class:`ScoreTable`; :meth:`ScoreTable.row` spells
 one encoding's cells the way ``summary.json`` and ``table.md`` store them: the primary's scores
-under their names, a target beside as ``<target>_<score>`` (``plugin_paper``). That spelling is
-the files' schema, made here once; inside the package a target is a name, not a key prefix.
+under their names, a target beside as ``<target>_<score>`` (``plugin_paper``), the files'
+schema made here once.
 """
 
 from __future__ import annotations
@@ -29,14 +22,19 @@ from typing import Any
 
 import numpy as np
 
+from posgeom._distance_matrix import as_distances
 from posgeom._errors import PosgeomError
+from posgeom.scores import registry
+from posgeom.scores._encoding import encoding_distances, encoding_pairs, matched_distance_matrices
+from posgeom.scores.large import DenseTarget
 from posgeom.scores.sampled import (
     DEFAULT_SAMPLE,
     PRIMARY,
     draw_pair_sample,
     sampled_scores_by_target,
 )
-from posgeom.scores.shepard import pair_distances, shepard_pairs
+from posgeom.scores.shepard import shepard_pairs
+from posgeom.scores.stress import stress_from_pairs, stress_scores
 
 __all__ = [
     "PRIMARY",
@@ -141,14 +139,11 @@ class FamilyScores:
 
 
 class ScoreTargets:
-    """The named targets encodings are scored against (module docstring).
-
-    Build with :meth:`for_target`. ``names``: the targets, the primary first; ``dense``: name to
-    validated ``(n, n)`` :class:`~posgeom._distance_matrix.DistanceMatrix` (exact mode), else
-    empty; ``sample``: the :class:`~posgeom.scores.sampled.PairSample` (sampled mode), else None;
-    ``shepard_pairs``: the ``(2, m)`` pairs a report's Shepard plots draw
-    (:func:`~posgeom.scores.shepard.shepard_pairs`), at which :meth:`score_family` gives each
-    chosen encoding's distances, or None. Plain attributes: ``sampled``, ``matrix`` (the
+    """The named targets encodings are scored against (module docstring), built with
+    :meth:`for_target`: ``names`` (the primary first); ``dense``, name to validated ``(n, n)``
+    :class:`~posgeom._distance_matrix.DistanceMatrix` (exact mode, else empty); ``sample``, the
+    :class:`~posgeom.scores.sampled.PairSample` (sampled mode, else None); ``shepard_pairs``,
+    the ``(2, m)`` pairs of a report's Shepard plots, or None; ``sampled``, ``matrix`` (the
     primary's ``DistanceMatrix``, None when sampled) and ``n_positions``.
     """
 
@@ -183,22 +178,20 @@ class ScoreTargets:
         matrix, a ``DistanceMatrix`` or an estimate; each validated here once), else one sample
         of ``size`` triples from them as blocks targets. ``shepard``: also draw the Shepard
         pairs (``seed``)."""
-        from posgeom._distance_matrix import as_distances
-
         named = {PRIMARY: target, **dict(beside or {})}
         pairs = shepard_pairs(n, seed=seed) if shepard else None
         if n <= SAMPLED_ABOVE:  # read at call time (tests lower it)
             dense = {k: as_distances(t, k) for k, t in named.items()}
             return cls(names=tuple(named), dense=dense, seed=seed, shepard_pairs=pairs)
         log.info("scores from %d sampled triples per encoding (n = %d)", size, n)
-        blocks = {k: _as_blocks(t) for k, t in named.items()}
+        blocks = {
+            k: t if hasattr(t, "pairs") else DenseTarget(np.asarray(t)) for k, t in named.items()
+        }
         sample = draw_pair_sample(blocks.pop(PRIMARY), size=size, seed=seed, beside=blocks)
         return cls(names=tuple(named), dense={}, sample=sample, seed=seed, shepard_pairs=pairs)
 
     def sampling_summary(self) -> dict[str, Any]:
         """How the sampled scores were estimated (the summary's ``sampling`` block)."""
-        from posgeom.scores.registry import scores
-
         s = self.sample
         out: dict[str, Any] = {
             "scores": "sampled",
@@ -209,7 +202,7 @@ class ScoreTargets:
             "estimators, delta-method intervals), violation rate from the triples (Wilson "
             "interval); separation exact or an upper bound (separation_kind)",
         }
-        unsampled = [x.name for x in scores() if x.sampled is None]
+        unsampled = [x.name for x in registry.scores() if x.sampled is None]
         if unsampled:  # registered scores with no sampled form: not in the rows
             out["without_sampled_form"] = unsampled
         return out
@@ -219,7 +212,16 @@ class ScoreTargets:
         ``names``) against the primary, the stress kinds against each target beside."""
         if self.sampled:
             return sampled_scores_by_target(encoding, self.sample, names=names)
-        return self._dense_scores(encoding, names)
+        target = self.matrix.distances
+        delta = encoding_distances(encoding)
+        if delta.shape != target.shape:
+            stress_scores(encoding, target)  # raises the one mismatch message
+        out = {PRIMARY: registry.score_row(delta, target, seed=self.seed, names=names)}
+        iu = np.triu_indices(delta.shape[0], 1)
+        for name in self.names[1:]:
+            p = stress_from_pairs(delta[iu], self.dense[name].distances[iu])
+            out[name] = {"paper": p.paper, "scale_optimal": p.scale_optimal}
+        return out
 
     def score(self, encodings: Mapping[str, Any], *, names: Any = None) -> ScoreTable:
         """One :class:`ScoreTable` of ``encodings`` (name to encoding) against every target."""
@@ -237,56 +239,28 @@ class ScoreTargets:
         choice: str | None = None,
         drawn: Mapping[str, Any] | None = None,
     ) -> FamilyScores:
-        """Score one family's ``encodings`` (key to encoding, each built once) against every
-        target and pick its row (:meth:`ScoreTable.chosen` by ``choice``; None: its only
-        encoding), named ``name``; with :attr:`shepard_pairs`, the chosen encoding's distances
-        there, from ``drawn[key]`` (the encoding as built: vectors or a lag profile, no
-        ``(n, n)``) or ``encodings[key]``."""
+        """Score one family's ``encodings`` (key to encoding) against every target and pick its
+        row named ``name`` (:meth:`ScoreTable.chosen` by ``choice``); with :attr:`shepard_pairs`,
+        the chosen encoding's distances there, from ``drawn[key]`` (as built: no ``(n, n)``) or
+        ``encodings[key]``."""
         scored = self.score(encodings)
         key, chosen = scored.chosen(choice, name)
         shepard = None
         if self.shepard_pairs is not None:
-            shepard = pair_distances((drawn or encodings)[key], self.shepard_pairs)
+            shepard = encoding_pairs((drawn or encodings)[key], *self.shepard_pairs)
         rows = {k: scored.row(k) for k in scored.encodings}
         return FamilyScores(key, chosen, rows, shepard)
 
     def rank_scores(self, encoding: Any) -> dict[str, Any]:
         """The scores the rank experiment reports (the registered scores with ``rank_curve``,
         in registry order) of one encoding against the primary target."""
-        from posgeom.scores.registry import scores
-
-        names = [s.name for s in scores() if s.rank_curve]
+        names = [s.name for s in registry.scores() if s.rank_curve]
         got = self.score_one(encoding, names=names)[PRIMARY]
         return {k: got[k] for k in names if k in got}
-
-    def _dense_scores(self, encoding: Any, names: Any) -> dict[str, dict[str, Any]]:
-        from posgeom.scores._encoding import encoding_distances
-        from posgeom.scores.registry import score_row
-        from posgeom.scores.stress import stress_from_pairs, stress_scores
-
-        target = self.matrix.distances
-        delta = encoding_distances(encoding)
-        if delta.shape != target.shape:
-            stress_scores(encoding, target)  # raises the one mismatch message
-        out = {PRIMARY: score_row(delta, target, seed=self.seed, names=names)}
-        iu = np.triu_indices(delta.shape[0], 1)
-        for name in self.names[1:]:
-            p = stress_from_pairs(delta[iu], self.dense[name].distances[iu])
-            out[name] = {"paper": p.paper, "scale_optimal": p.scale_optimal}
-        return out
-
-
-def _as_blocks(target: Any) -> Any:
-    from posgeom.scores.large import DenseTarget
-
-    return target if hasattr(target, "pairs") else DenseTarget(np.asarray(target))
 
 
 def score_encoding(encoding: Any, target: Any, *, seed: int = 0) -> dict[str, Any]:
     """Every registered score (:func:`posgeom.scores.available`) of one encoding against the
     target distances (an ``(n, n)`` matrix or an estimate), as a JSON-able dict."""
-    from posgeom.scores import registry
-    from posgeom.scores._encoding import matched_distance_matrices
-
     delta, tgt = matched_distance_matrices(encoding, target)
     return registry.score_row(delta, tgt, seed=seed)
