@@ -14,8 +14,17 @@ Lines are counted per folder (``posgeom/<folder>/``, its subfolders included; th
 own modules as ``(root)``). ``--base REV`` reads the same files at a git revision (``git ls-tree``
 and ``git show``, nothing checked out) and prints both with the difference.
 
-Run: ``python -m studies.source_size [--base REV]``. The figures of issue 35 are in
-``docs/ARCHITECTURE.md``.
+``--set-aside FILE`` (with ``--base``) also says who wrote today's lines: ``git blame -w -M -C -C``
+names, for every line of the package, the commit that wrote it, following a line moved or copied
+from another file back to where it was first written. Each line is then *before the base* (its
+commit is the base or an ancestor), *set aside* (its commit is listed in FILE: work of other
+issues since the base, one hash a line, ``#`` comments allowed) or *since the base* (the rest).
+Today's lines less the set-aside ones compare like for like with the base's: a feature added since
+by other work is not counted against a clean-up. A line one commit wrote and a later one rewrote
+counts for the later one.
+
+Run: ``python -m studies.source_size [--base REV [--set-aside FILE]]``. The figures of issue 35
+are in ``docs/ARCHITECTURE.md``.
 """
 
 from __future__ import annotations
@@ -89,6 +98,41 @@ def at_revision(rev: str, root: Path = ROOT) -> Iterable[tuple[str, str]]:
         yield name, _git(root, "show", f"{rev}:{name}")
 
 
+def line_authors(root: Path = ROOT) -> Counter[str]:
+    """The number of the package's lines (``HEAD``) each commit wrote, by ``git blame -w -M -C
+    -C`` (module docstring)."""
+    authors: Counter[str] = Counter()
+    names = _git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", PACKAGE).splitlines()
+    for path in (n for n in names if n.endswith(".py")):
+        blame = _git(root, "blame", "--line-porcelain", "-w", "-M", "-C", "-C", "HEAD", "--", path)
+        authors.update(
+            line.split(" ", 1)[0]
+            for line in blame.splitlines()
+            if len(line) > 41 and line[40] == " " and _is_hash(line[:40])
+        )
+    return authors
+
+
+def attribution(base: str, set_aside: set[str], root: Path = ROOT) -> dict[str, int]:
+    """Today's lines as ``before base``, ``set aside`` and ``since base`` (module docstring)."""
+    before = set(_git(root, "rev-list", base).split())
+    out = dict.fromkeys(("before base", "set aside", "since base"), 0)
+    for commit, lines in line_authors(root).items():
+        key = "before base" if commit in before else "since base"
+        out["set aside" if commit in set_aside else key] += lines
+    return out
+
+
+def read_set_aside(path: Path) -> set[str]:
+    """The commit hashes of a set-aside file (the first word of each line; ``#``: a comment)."""
+    words = (line.split() for line in path.read_text(encoding="utf-8").splitlines())
+    return {w[0] for w in words if w and not w[0].startswith("#")}
+
+
+def _is_hash(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
+
+
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(root), *args], check=True, capture_output=True, text=True
@@ -126,10 +170,16 @@ def _cells(now: Counter[str] | None, base: Counter[str] | None, compare: bool) -
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", help="a git revision to compare with (e.g. a commit hash)")
+    parser.add_argument("--set-aside", type=Path, help="commits of other work since --base")
     args = parser.parse_args(argv)
     now = by_folder(working_tree())
     base = by_folder(at_revision(args.base)) if args.base else None
     print(table(now, base))
+    if args.base and args.set_aside:
+        lines = attribution(args.base, read_set_aside(args.set_aside))
+        total, aside = sum(lines.values()), lines["set aside"]
+        print("\n" + ", ".join(f"{k}: {v:,}" for k, v in lines.items()))
+        print(f"today less the set-aside lines: {total - aside:,} (all lines: {total:,})")
 
 
 if __name__ == "__main__":

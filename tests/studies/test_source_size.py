@@ -81,3 +81,36 @@ def test_a_git_revision_reads_as_it_was_committed(tmp_path):
     assert base["corpus"]["doc"] == 1 and now["corpus"]["doc"] == 0
     rows = ss.table(now, base).splitlines()
     assert "| corpus | 3 -> 2 | 2 -> 2 | 1 -> 0 | 0 -> 0 | 0 -> 0 | 2 -> 2 |" in rows
+
+
+MOVED = (
+    "FIRST_CONSTANT_OF_THE_BASE = 'written before the base, then moved'\n"
+    "SECOND_CONSTANT_OF_THE_BASE = 'written before the base, then moved'\n"
+)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_attribution_follows_moved_lines_and_sets_aside_listed_commits(tmp_path):
+    def git(*args: str) -> str:
+        run = subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        return run.stdout.strip()
+
+    def commit(message: str) -> str:
+        git("add", "-A")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
+        return git("rev-parse", "HEAD")
+
+    git("init", "-q")
+    _write(tmp_path, {"src/posgeom/a.py": "KEPT = 1\n" + MOVED})
+    base = commit("base")
+    _write(tmp_path, {"src/posgeom/feature.py": "def other_issue():\n    return 2\n"})
+    feature = commit("another issue's feature")
+    # the clean-up moves the two constants to their own module and adds one line there
+    _write(tmp_path, {"src/posgeom/a.py": "KEPT = 1\n", "src/posgeom/moved.py": MOVED + "X = 3\n"})
+    commit("clean-up")
+    set_aside = tmp_path / "aside.txt"
+    set_aside.write_text(f"# other work\n{feature} another issue's feature\n")
+    assert ss.read_set_aside(set_aside) == {feature}
+    got = ss.attribution(base, ss.read_set_aside(set_aside), tmp_path)
+    assert got == {"before base": 3, "set aside": 2, "since base": 1}
