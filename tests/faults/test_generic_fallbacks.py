@@ -14,7 +14,7 @@ import pytest
 from fault_helpers import cli, one_line
 
 from posgeom import GeometryConfig, PosgeomError, analyze, count_corpus, estimate_geometry
-from posgeom.io.artifacts import RESULTS_MANIFEST
+from posgeom.io._results import RESULTS_MANIFEST
 
 HUGE = 2**70
 

@@ -18,10 +18,9 @@ from typing import Any
 
 from posgeom._discovery import import_public_modules
 from posgeom.encodings._base import PositionEncoding
+from posgeom.encodings._mechanism import Mechanism, MechanismParams
 from posgeom.encodings._registry import (
     Family,
-    Mechanism,
-    MechanismParams,
     extension_of,
     families,
     families_with_role,

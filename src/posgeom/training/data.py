@@ -193,7 +193,7 @@ def prepare(cfg: TrainConfig, data: TextData | None) -> Prepared:
         enc = lambda ids: [s[:n] for s in ids]  # noqa: E731
         vocab = tok.vocab_size
     else:
-        from posgeom.corpus.tokenize import WordLevelTokenizer
+        from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
         tok = WordLevelTokenizer(lowercase=True).fit(
             clean_train, min_count=cfg.vocab_min_count, max_size=cfg.vocab_max_size
