@@ -58,7 +58,8 @@ def _read_tsv(path: Path) -> tuple[list[str], list[int]]:
     located line reader (a damaged gzip, a bad UTF-8 byte or an overlong line is one line)."""
     import csv
 
-    from posgeom.corpus.readers import MAX_LINE_BYTES, read_lines
+    from posgeom.corpus._bounded import MAX_LINE_BYTES
+    from posgeom.corpus.readers import read_lines
 
     csv.field_size_limit(MAX_LINE_BYTES)
     texts, labels = [], []
