@@ -365,7 +365,7 @@ def default_section(
 
 def splice(page: Path, lines: list[str]) -> None:
     """Put ``lines`` into ``page`` in place of its section (or at its end)."""
-    from posgeom.io.artifacts import atomic_write_text
+    from posgeom.io._atomic import atomic_write_text
 
     text = page.read_text(encoding="utf-8").splitlines()
     if HEADER in text:

@@ -299,7 +299,7 @@ def write_page(geo, counting, long_ctx, extra_sections, path: Path) -> None:
     for section in extra_sections:
         lines += section
     path.parent.mkdir(parents=True, exist_ok=True)
-    from posgeom.io.artifacts import atomic_write_text
+    from posgeom.io._atomic import atomic_write_text
 
     atomic_write_text(path, "\n".join(lines) + "\n")
     print(f"\nwrote {path}")

@@ -29,7 +29,7 @@ _EXPORTS: dict[str, str] = {
     "count_resumable": "posgeom.corpus.jobs",
     "BootstrapCounts": "posgeom.corpus.bootstrap",
     "load_tokenizer": "posgeom.corpus.tokenize",
-    "WordLevelTokenizer": "posgeom.corpus.tokenize",
+    "WordLevelTokenizer": "posgeom.corpus.word_tokenizer",
     "read_texts": "posgeom.corpus.readers",
     "read_token_ids": "posgeom.corpus.token_ids",
     "synthetic_corpus": "posgeom.synthetic",
@@ -73,8 +73,8 @@ _EXPORTS: dict[str, str] = {
     # bootstrap replicates -> intervals
     "bootstrap_scores": "posgeom.uncertainty.bootstrap",
     "bootstrap_vector": "posgeom.uncertainty.bootstrap",
-    "bootstrap_interval": "posgeom.uncertainty.bootstrap",
-    "replicate_geometry": "posgeom.uncertainty.bootstrap",
+    "bootstrap_interval": "posgeom.uncertainty._intervals",
+    "replicate_geometry": "posgeom.uncertainty.replicates",
     "BootstrapScores": "posgeom.uncertainty.bootstrap",
     # the main job: one config, one run, one result (geometry, run, demo, compare)
     "analyze": "posgeom.pipeline",

@@ -171,7 +171,7 @@ class Runner:
             flush=True,
         )
         if stem is not None:
-            from posgeom.io.artifacts import atomic_path, atomic_write_text
+            from posgeom.io._atomic import atomic_path, atomic_write_text
 
             with atomic_path(stem.with_suffix(".npy")) as tmp, open(tmp, "wb") as fh:
                 np.save(fh, lp, allow_pickle=False)
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             rows_v = vllm_rows(Path(folder), runner, chosen)
             body["vllm"].update({f"{n} ({r['L0']} -> {r['L']})": r for n, r in rows_v.items()})
         print(vllm_table(body["vllm"]))
-    from posgeom.io.artifacts import atomic_write_text
+    from posgeom.io._atomic import atomic_write_text
 
     atomic_write_text(Path(args.out), json.dumps(body, indent=2) + "\n")
     return 0

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoTokenizer
 
     from posgeom.extension.engines.servers import vllm as vllm_file
-    from posgeom.io.artifacts import atomic_path, atomic_write_text
+    from posgeom.io._atomic import atomic_path, atomic_write_text
     from studies.engines.__main__ import TEXT, _slug, targets
 
     tok = AutoTokenizer.from_pretrained(args.model)

@@ -58,7 +58,7 @@ RESOLUTION = "full"
 
 
 def estimate(counts, name: str) -> np.ndarray:
-    from posgeom.uncertainty.bootstrap import estimate_distances
+    from posgeom.uncertainty.replicates import estimate_distances
 
     return estimate_distances(counts, name, resolution=RESOLUTION)
 

@@ -99,7 +99,7 @@ def coverage(names: list[str], corpora: int, replicates: int, regime: int = 0) -
     from posgeom.scores.stress import stress_from_pairs
     from posgeom.synthetic import decaying_totals, sample_sequences
     from posgeom.uncertainty._intervals import _bounds
-    from posgeom.uncertainty.bootstrap import replicate_geometry
+    from posgeom.uncertainty.replicates import replicate_geometry
 
     label, V, a, structure, n, hi, lo = REGIMES[regime]
     mu, full_truth = model(V, a, structure, n)

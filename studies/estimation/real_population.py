@@ -53,11 +53,11 @@ def tokenizer_for(name: str, texts: list[str]):
         path = Path(get_model_path()) / "tokenizer.json"
         return HFTokenizer.from_file(path, add_special_tokens=name != "minilm")
     if name == "word":
-        from posgeom.corpus.tokenize import WordLevelTokenizer
+        from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
         return WordLevelTokenizer(lowercase=True).fit(texts)
     if name == "char":
-        from posgeom.corpus.tokenize import WordLevelTokenizer
+        from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
         class Chars(WordLevelTokenizer):  # one token per character (whitespace included)
             def _split(self, text: str) -> list[str]:
@@ -287,7 +287,7 @@ def sample_size_structure(boot, spec: str, estimator: str, log_t: np.ndarray, **
     from scipy.stats import spearmanr
 
     from posgeom import estimate_geometry
-    from posgeom.uncertainty.bootstrap import replicate_geometry
+    from posgeom.uncertainty.replicates import replicate_geometry
 
     opts = {"resolution": spec, **options}
     geo = replicate_geometry(boot, estimator=estimator, estimator_options=opts)

@@ -121,7 +121,7 @@ def sst2() -> dict:
 
 
 def shakespeare() -> dict:
-    from posgeom.corpus.tokenize import WordLevelTokenizer
+    from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
     with gzip.open(real.DATA / "long" / "tinyshakespeare.txt.gz", "rt") as fh:
         lines = fh.read().splitlines()
@@ -165,7 +165,7 @@ def coverage(corpora: int = 6, replicates: int = 60) -> dict:
     from posgeom.scores.stress import stress_from_pairs
     from posgeom.synthetic import decaying_totals, sample_sequences
     from posgeom.uncertainty._intervals import _bounds
-    from posgeom.uncertainty.bootstrap import replicate_geometry
+    from posgeom.uncertainty.replicates import replicate_geometry
 
     V, n = 30_000, 48
     mu, full = model(V, 1.05, "drift", n)

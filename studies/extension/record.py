@@ -101,8 +101,9 @@ def _frequencies(set_name: str, key: str, names: list[str], measured: dict) -> t
             inv, att = RotaryEmbedding(B.D // B.HEADS, 10000.0, scal[n]).frequencies(length)
             freqs[n] = (inv.double().numpy(), att)
         return w0, freqs, B.L0, length
+    from posgeom.encodings._extension import Strategy
     from posgeom.extension import parse_family_spec
-    from posgeom.extension.strategies import Strategy, strategy_from_parameters
+    from posgeom.extension.strategies import strategy_from_parameters
 
     model = parse_family_spec(SPEC)
     w0, _ = Strategy("own", "rope", "none", dict(model.rope_parameters)).frequencies(

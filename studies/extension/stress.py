@@ -38,9 +38,9 @@ def lag_vectors(
     ``Strategy("none")`` at ``trained_length`` (:func:`posgeom.extension.scoring.lag_vectors`).
     A new family with a decoder module and a lag kernel is scored here with no change."""
     from posgeom.encodings import extension_of
+    from posgeom.encodings._extension import Strategy
     from posgeom.extension.model import ExtensionModel
     from posgeom.extension.scoring import lag_vectors as family_lag_vectors
-    from posgeom.extension.strategies import Strategy
 
     params = extension_of(family_name).extension_from_decoder(position)
     model = ExtensionModel(family_name, family_name, int(trained_length), params, "posgeom decoder")

@@ -231,7 +231,7 @@ def _additive_rows(pos: Any, length: int) -> np.ndarray:
 
 def scores(model: Any, encoding: str, seed: int, geometry: dict[str, Any]) -> dict[str, Any]:
     """Scale-optimal and paper stress against the lag and the per-position geometry."""
-    from posgeom.lags.kernels import learned_lag_vectors
+    from posgeom.encodings.learned_extension import learned_lag_vectors
     from posgeom.nn.position import PositionEmbedding
     from posgeom.scores.table import score_encoding
     from posgeom.training import position_geometry

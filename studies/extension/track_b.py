@@ -285,7 +285,7 @@ def _sinusoidal_module(model, strategy: str, length: int):
 def _learned_module(model, strategy: str, length: int):
     import torch
 
-    from posgeom.extension.learned import extend_table
+    from posgeom.encodings.learned_extension import extend_table
     from posgeom.nn.position import LearnedPositionEmbedding
     from posgeom.nn.tables import AbsolutePositionEmbedding
 

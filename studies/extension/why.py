@@ -6,7 +6,7 @@ length (``w`` SmolLM2's inverse frequencies, ``w'`` the strategy's,
 :func:`posgeom.encodings.rope_types.rope_frequencies`):
 
 - **restricted lag stress**: the scale-optimal stress of the strategy's lag kernel
-  (:func:`posgeom.lags.kernels.rope_lag_vectors`) against the corpus's lag geometry
+  (:func:`posgeom.encodings.rope_extension.rope_lag_vectors`) against the corpus's lag geometry
   (:func:`posgeom.lags.lag_geometry`, ``top:30`` classes, recommended estimator, lags
   :func:`~posgeom.lags.default_lags` up to 12,287: the same geometry ``scores_a.json`` scored),
   over a subset of the lags only: those where the corpus's dependence is above its noise level
@@ -80,7 +80,7 @@ def frequency_predictors(
 
 def lag_predictors(params: dict[str, Any], geo: Any) -> dict[str, float]:
     """The restricted lag stresses of one Track A strategy (module docstring)."""
-    from posgeom.lags.kernels import rope_lag_vectors
+    from posgeom.encodings.rope_extension import rope_lag_vectors
     from posgeom.scores.table import score_encoding
     from studies.extension import track_a as A
     from studies.extension.common import rope_freqs

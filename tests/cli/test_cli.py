@@ -211,7 +211,7 @@ def test_every_command_has_its_line_and_description():
 
 
 def test_counts_and_a_different_tokenizer_are_refused(corpus, tmp_path, capsys):
-    from posgeom.corpus.tokenize import WordLevelTokenizer
+    from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
     counts_file = tmp_path / "counts.npz"
     assert run(["count", str(corpus), "-n", "6", "-o", str(counts_file)], capsys)[0] == 0

@@ -187,7 +187,7 @@ def test_recorded_paths_are_never_absolute(tmp_path, monkeypatch):
     assert portable_path(far) == "mpnet/tokenizer.json"
     assert portable_path("word") == "word" and portable_path("../a/b.txt") == "../a/b.txt"
     tok = tmp_path / "t.json"
-    posgeom.corpus.tokenize.WordLevelTokenizer(lowercase=False).fit(["a b"]).save(tok)
+    posgeom.corpus.word_tokenizer.WordLevelTokenizer(lowercase=False).fit(["a b"]).save(tok)
     loaded = posgeom.corpus.tokenize.load_tokenizer(tok)
     assert loaded.identity["name"] == "t.json"
 

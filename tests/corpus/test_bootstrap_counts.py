@@ -12,10 +12,11 @@ from scipy import stats
 
 from posgeom import PosgeomError, PositionCounts, count_positions, synthetic_corpus
 from posgeom.cli.main import main
-from posgeom.corpus.bootstrap import BootstrapCounter, BootstrapCounts, sequence_weights
+from posgeom.corpus.bootstrap import BootstrapCounter, BootstrapCounts
+from posgeom.corpus.bootstrap_weights import sequence_weights
 from posgeom.corpus.distributed import count_distributed
 from posgeom.corpus.jobs import count_resumable
-from posgeom.corpus.tokenize import WordLevelTokenizer
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
 
 @pytest.fixture(scope="module")

@@ -136,7 +136,7 @@ def _count_args(*extra):
 
 def test_the_count_flags_cover_every_option():
     """`posgeom count` has a flag for every field, with the dataclass's defaults and choices."""
-    from posgeom.cli.corpus_commands import count_options_from_args
+    from posgeom.cli._count_flags import count_options_from_args
 
     options = count_options_from_args(_count_args())
     assert set(options) == set(FIELDS)

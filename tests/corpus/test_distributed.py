@@ -14,7 +14,7 @@ from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import count_corpus
 from posgeom.corpus.distributed import count_distributed
 from posgeom.corpus.jobs import count_resumable
-from posgeom.corpus.tokenize import WordLevelTokenizer
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
 
 @pytest.fixture(scope="module")

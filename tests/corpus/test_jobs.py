@@ -18,8 +18,9 @@ import pytest
 from helpers.counting import assert_same_counts, write_sst2_head
 from posgeom._errors import PosgeomError
 from posgeom.corpus.counting import PositionCounts, count_corpus
-from posgeom.corpus.jobs import count_resumable, plan_shards, shard_texts
-from posgeom.corpus.tokenize import WordLevelTokenizer
+from posgeom.corpus.jobs import count_resumable
+from posgeom.corpus.shards import plan_shards, shard_texts
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
 
 @pytest.fixture(scope="module")

@@ -220,7 +220,7 @@ def test_empty_corpus_raises_when_counting(tmp_path, content):
     path = tmp_path / "empty.txt"
     path.write_bytes(content)
     assert all(not t.strip() for t in read_texts(path))
-    from posgeom.corpus.tokenize import WordLevelTokenizer
+    from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
     tok = WordLevelTokenizer(["[UNK]", "a"])
     with pytest.raises(PosgeomError, match="no sequences to count"):

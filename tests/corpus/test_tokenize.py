@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from posgeom._errors import PosgeomError
-from posgeom.corpus.tokenize import HFTokenizer, WordLevelTokenizer, load_tokenizer
+from posgeom.corpus.tokenize import HFTokenizer, load_tokenizer
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
 
 @pytest.fixture(scope="module")

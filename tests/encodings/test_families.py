@@ -115,7 +115,7 @@ def _context(corpus, **kw):
 def test_a_family_builds_its_rows_encodings(name, corpus, request):
     """A family builds (named encodings with their description and parameters), it never
     scores: one encoding for a plain family, one per head for a per-head one."""
-    from posgeom.pipeline.config import comparable_encodings
+    from posgeom.encodings.comparison import comparable_encodings
 
     learned = request.getfixturevalue("bert") if E.family(name).comparison_needs else None
     fam = E.family(name)
@@ -138,7 +138,7 @@ def test_a_family_builds_its_rows_encodings(name, corpus, request):
 def test_the_pipeline_row_is_the_score_of_the_chosen_encoding(name, corpus):
     """The row analyze scores for a family is every registered score of the encoding the family
     built (the head its row_choice picks), as the public score_encoding computes it."""
-    from posgeom.pipeline.config import comparable_encodings
+    from posgeom.encodings.comparison import comparable_encodings
 
     if name not in comparable_encodings():
         return

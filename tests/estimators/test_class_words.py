@@ -52,7 +52,7 @@ def test_bands_say_how_many_and_how_much():
 
 def test_the_estimate_stores_the_words_with_the_tokenizer_names(tmp_path, monkeypatch):
     from posgeom import count_corpus
-    from posgeom.corpus.tokenize import WordLevelTokenizer
+    from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
     texts = ["the cat sat .", "a dog ran far .", "the end ."] * 40
     monkeypatch.chdir(tmp_path)  # the counts record the tokenizer file relative to here

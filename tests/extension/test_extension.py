@@ -10,6 +10,7 @@ import pytest
 
 from helpers.models import tiny_llama_config
 from posgeom import PosgeomError
+from posgeom.encodings.rope_extension import rope_lag_vectors
 from posgeom.extension import (
     enumerate_strategies,
     extend_table,
@@ -19,7 +20,6 @@ from posgeom.extension import (
     score_strategies,
     strategy_from_parameters,
 )
-from posgeom.lags.kernels import rope_lag_vectors
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -145,7 +145,7 @@ def test_extend_table_clamp_interpolate_gower():
 
 
 def test_table_lag_distances_by_hand():
-    from posgeom.extension.learned import table_lag_distances
+    from posgeom.encodings.learned_extension import table_lag_distances
 
     # rows 0, 1, 3 on a line: squared distances at lag 1 are 1 and 4 (mean 2.5), at lag 2: 9;
     # lags >= 3 take the mean over the largest trained lags (here both): (2.5 + 9) / 2
@@ -220,8 +220,8 @@ def test_score_given_parameters_and_refusals():
 
 
 def test_learned_tables_alibi_and_nope_strategies():
+    from posgeom.encodings.learned_extension import learned_lag_vectors
     from posgeom.extension import ExtensionModel
-    from posgeom.lags.kernels import learned_lag_vectors
 
     rng = np.random.default_rng(5)
     table = rng.normal(size=(16, 4))

@@ -162,7 +162,7 @@ def test_every_rope_strategy_gives_the_decoder_transformers_frequencies(tmp_path
     path = _trained("rope", tmp_path, steps=2)
     ext, decoder, _ = load_decoder_file(path)
     runner = DecoderRunner(decoder)
-    from posgeom.extension.strategies import longrope_strategy
+    from posgeom.encodings.rope_strategies import longrope_strategy
 
     strategies = enumerate_strategies(ext, L0, L)
     strategies.append(

@@ -68,8 +68,8 @@ def test_the_measurement_says_which_layers_were_scaled():
 
 
 def test_one_set_up_for_every_layer_is_replaced_whole():
+    from posgeom.encodings._extension import Strategy
     from posgeom.encodings.rope_layer_types import strategy_rope_parameters
-    from posgeom.extension.strategies import Strategy
 
     new = {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0}
     strategy = Strategy("linear", "rope", "linear", new)

@@ -97,7 +97,7 @@ def test_model_scores_by_hand():
 
 
 def test_score_strategies_with_plane_use_recommends_by_the_record():
-    from posgeom.extension.recommend import load_record
+    from posgeom.extension.record import load_record
 
     model = _llama()
     rng = np.random.default_rng(0)
@@ -130,7 +130,7 @@ def test_the_package_record_is_the_study_record_and_its_flags_follow_the_windows
     import json
     from pathlib import Path
 
-    from posgeom.extension.recommend import load_record
+    from posgeom.extension.record import load_record
 
     record = load_record()
     study = Path(__file__).resolve().parents[2] / "docs" / "extension" / "record.json"
@@ -157,7 +157,8 @@ def test_the_package_record_is_the_study_record_and_its_flags_follow_the_windows
 def test_the_recommendation_carries_its_picks_places_on_every_long_context_outcome():
     """The pick's measured place under each outcome of the held-out split comes from the
     record's outcome matrix (hand-made here), reaches the recommendation and its printed lines."""
-    from posgeom.extension.recommend import load_record, outcome_places, recommendation_lines
+    from posgeom.extension.recommend import recommendation_lines
+    from posgeom.extension.record import load_record, outcome_places
 
     family = {
         "outcome_matrix": {
@@ -203,7 +204,7 @@ def _claims(text):
 
 
 def test_scope_check_says_which_settings_are_outside_the_record():
-    from posgeom.extension.recommend import load_record, scope_check
+    from posgeom.extension.record import load_record, scope_check
 
     scope = load_record()["families"]["rope"]["transformers"]["scope"]
     smol = parse_family_spec("rope:theta=100000,head_dim=64,max_position_embeddings=8192")

@@ -43,7 +43,7 @@ def test_a_line_without_newline_is_bounded(tmp_path, capsys):
         capsys, "count", "/dev/zero", "--format", "text", "-n", 8, "-o", tmp_path / "z.npz"
     )
     assert code == 2 and "longer than 16 MiB" in one_line(err)
-    from posgeom.corpus.readers import MAX_LINE_BYTES
+    from posgeom.corpus._bounded import MAX_LINE_BYTES
 
     big = tmp_path / "big.txt"
     with open(big, "wb") as fh:

@@ -14,8 +14,9 @@ import numpy as np
 from fault_helpers import SRC, temporaries
 
 from posgeom import PositionCounts, count_corpus
-from posgeom.corpus.tokenize import WordLevelTokenizer
-from posgeom.io.artifacts import RESULTS_MANIFEST, load_artifact
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
+from posgeom.io._results import RESULTS_MANIFEST
+from posgeom.io.artifacts import load_artifact
 
 ROUNDS = 20
 WRITER = """

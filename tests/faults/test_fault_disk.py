@@ -18,8 +18,8 @@ import pytest
 from fault_helpers import SRC, cli, one_line, temporaries
 
 from posgeom import PositionCounts, count_corpus
-from posgeom.corpus.tokenize import WordLevelTokenizer
-from posgeom.io.artifacts import RESULTS_MANIFEST
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
+from posgeom.io._results import RESULTS_MANIFEST
 
 SIZE = 512 * 1024
 

@@ -14,7 +14,8 @@ from posgeom._errors import PosgeomError
 from posgeom.corpus import count_corpus, read_texts
 from posgeom.corpus._counter import MAX_TOKEN_ID
 from posgeom.corpus._texts import cut_chars
-from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+from posgeom.corpus.tokenize import load_tokenizer
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
 
 @pytest.fixture(scope="module")

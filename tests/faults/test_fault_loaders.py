@@ -20,7 +20,8 @@ from helpers.artifacts import edit_header
 from posgeom import PositionCounts, count_positions
 from posgeom._errors import PosgeomError
 from posgeom.corpus.token_ids import read_token_ids
-from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+from posgeom.corpus.tokenize import load_tokenizer
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 from posgeom.encodings import from_file
 from posgeom.io.artifacts import load_artifact, save_artifact
 

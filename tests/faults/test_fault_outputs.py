@@ -49,7 +49,7 @@ def test_report_never_replaces_a_users_file(runs, tmp_path, capsys):
 
 
 def test_report_replaces_its_own_report_only_with_overwrite(runs, tmp_path, capsys):
-    from posgeom.io.outputs import stamped_kind
+    from posgeom.io._claims import stamped_kind
 
     rb = _copy(runs, tmp_path, "rB")
     assert cli(capsys, "report", rb, "--no-figures")[0] == 0
@@ -101,7 +101,7 @@ def test_reproduce_never_replaces_a_users_pages(tmp_path, capsys):
 
 
 def test_reproduce_pages_are_stamped(tmp_path):
-    from posgeom.io.outputs import stamp, stamped_kind
+    from posgeom.io._claims import stamp, stamped_kind
 
     page = stamp("# Reproduction\n\ntext\n", "reproduction")
     path = tmp_path / "REPRODUCTION.md"
@@ -181,7 +181,7 @@ def test_long_output_name_is_refused_before_the_work(small_corpus, tmp_path, cap
     code, err = cli(capsys, "count", small_corpus, "-n", 4, "-o", out)
     assert code == 2 and "at most 215" in one_line(err)
     with pytest.raises(PosgeomError, match="at most 215"):
-        from posgeom.io.artifacts import results_directory
+        from posgeom.io.outputs import results_directory
 
         with results_directory(tmp_path / ("r" * 230)):
             pass

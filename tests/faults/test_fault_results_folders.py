@@ -17,7 +17,9 @@ import pytest
 from posgeom import PositionCounts, count_positions
 from posgeom._errors import PosgeomError
 from posgeom.cli.main import main
-from posgeom.io.artifacts import RESULTS_MANIFEST, check_writable, results_directory
+from posgeom.io._atomic import check_writable
+from posgeom.io._results import RESULTS_MANIFEST
+from posgeom.io.outputs import results_directory
 
 
 def _counts(tmp_path, name="val.npz", seed=0):

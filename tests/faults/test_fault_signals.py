@@ -15,7 +15,7 @@ import pytest
 from fault_helpers import cli, spawn, temporaries, write_corpus
 
 from posgeom import PositionCounts
-from posgeom.io.artifacts import RESULTS_MANIFEST
+from posgeom.io._results import RESULTS_MANIFEST
 
 RNG = np.random.default_rng(2026)
 

@@ -14,7 +14,7 @@ import pytest
 from fault_helpers import cli, one_line
 
 from posgeom import GeometryConfig, PosgeomError, analyze, count_corpus, estimate_geometry
-from posgeom.io.artifacts import RESULTS_MANIFEST
+from posgeom.io._results import RESULTS_MANIFEST
 
 HUGE = 2**70
 
@@ -171,7 +171,7 @@ def test_a_safetensors_tensor_of_shape_0_by_10_to_the_20(tmp_path, capsys):
         code, err = cli(capsys, *argv)
         line = one_line(err)
         assert code == 2 and "tensor 't' has an invalid shape" in line, err
-    from posgeom.io.artifacts import read_safetensors
+    from posgeom.io._arrayfiles import read_safetensors
 
     with pytest.raises(PosgeomError, match="invalid shape"):
         read_safetensors(path)
@@ -187,7 +187,7 @@ def test_a_safetensors_dtype_that_is_not_a_string(tmp_path, capsys, code):
     path.write_bytes(struct.pack("<Q", len(text)) + text + bytes(8))
     code_, err = cli(capsys, "score", "--target", path, f"t={path}")
     assert code_ == 2 and "tensor 't' has unsupported dtype" in one_line(err), err
-    from posgeom.io.artifacts import read_safetensors
+    from posgeom.io._arrayfiles import read_safetensors
 
     with pytest.raises(PosgeomError, match="unsupported dtype"):
         read_safetensors(path)

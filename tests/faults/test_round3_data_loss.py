@@ -454,7 +454,7 @@ def test_reproduce_count_cache_follows_the_rule(small_corpus, tmp_path):
     """reproduce's count cache (`--cache`) is a work folder too: a folder holding the user's
     files, or the corpus itself, is refused before anything is counted; posgeom's own cache
     lists every file it wrote and is reused."""
-    from posgeom.corpus.tokenize import WordLevelTokenizer
+    from posgeom.corpus.word_tokenizer import WordLevelTokenizer
     from posgeom.reproduction.cache import cached_counts, check_cache
 
     tok = WordLevelTokenizer().fit(small_corpus.read_text().splitlines())
@@ -487,7 +487,7 @@ def test_item07_a_real_signal_leaves_page_and_figures_together(run_folder, tmp_p
 
     from fault_helpers import spawn
 
-    from posgeom.io.artifacts import RESULTS_MANIFEST
+    from posgeom.io._results import RESULTS_MANIFEST
 
     page = tmp_path / "timed.html"
     t0 = time.perf_counter()

@@ -22,7 +22,7 @@ from posgeom._errors import ArtifactError
 from posgeom.cli.main import main
 from posgeom.corpus.counting import PositionCounts, count_corpus
 from posgeom.corpus.jobs import count_resumable
-from posgeom.corpus.tokenize import WordLevelTokenizer
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 from posgeom.io.artifacts import save_artifact
 
 

@@ -298,7 +298,8 @@ def test_item3_tokenizer_vocabulary_bounded_before_it_is_parsed(tmp_path, capsys
     are refused in seconds, well under the 0.8 GB their load would take."""
     tokenizers = pytest.importorskip("tokenizers")
     from posgeom.corpus._tokenizer_files import MAX_TOKENIZER_ENTRIES
-    from posgeom.corpus.tokenize import HFTokenizer, WordLevelTokenizer, load_tokenizer
+    from posgeom.corpus.tokenize import HFTokenizer, load_tokenizer
+    from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
     code, err, peak, seconds = _count_with_big_tokenizer(tmp_path, 1_600_000)
     assert code == 2 and f"more than {MAX_TOKENIZER_ENTRIES} vocabulary entries" in err, err

@@ -15,15 +15,8 @@ from helpers.artifacts import MEMBER
 from helpers.artifacts import edit_header as _edit_header
 from helpers.artifacts import legacy_pair as _legacy_pair
 from posgeom._errors import ArtifactError, PosgeomError
-from posgeom.io.artifacts import (
-    atomic_path,
-    atomic_write_bytes,
-    atomic_write_text,
-    load_artifact,
-    read_sidecar,
-    save_artifact,
-    sidecar_path,
-)
+from posgeom.io._atomic import atomic_path, atomic_write_bytes, atomic_write_text
+from posgeom.io.artifacts import load_artifact, read_sidecar, save_artifact, sidecar_path
 
 
 def _arrays():

@@ -10,6 +10,10 @@ import pytest
 
 from posgeom import PosgeomError
 from posgeom.corpus.bootstrap_weights import sequence_weights
+from posgeom.encodings.alibi import alibi_lag_vectors
+from posgeom.encodings.learned_extension import learned_lag_vectors
+from posgeom.encodings.rope_extension import rope_lag_vectors
+from posgeom.encodings.t5 import t5_lag_vectors
 from posgeom.lags import (
     count_lags,
     default_lags,
@@ -19,13 +23,7 @@ from posgeom.lags import (
     parse_classes,
     top_classes,
 )
-from posgeom.lags.kernels import (
-    alibi_lag_vectors,
-    learned_lag_vectors,
-    nope_lag_vectors,
-    rope_lag_vectors,
-    t5_lag_vectors,
-)
+from posgeom.lags.kernels import nope_lag_vectors
 
 
 def _markov(n: int, v: int, seed: int, stay: float = 0.6) -> np.ndarray:
@@ -198,7 +196,7 @@ def test_null_counts_keep_the_first_token_and_the_totals():
 
 def test_distance_interval_from_the_replicates():
     from posgeom.estimators import estimate_geometry
-    from posgeom.uncertainty.bootstrap import bootstrap_interval
+    from posgeom.uncertainty._intervals import bootstrap_interval
 
     seqs = [_markov(4000, 5, seed=s) for s in range(6)]
     cls = top_classes(np.bincount(np.concatenate(seqs)), 5)

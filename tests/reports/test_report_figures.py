@@ -8,6 +8,7 @@ from matplotlib.collections import PathCollection
 from matplotlib.container import BarContainer, ErrorbarContainer
 
 from posgeom.reports import figures as F
+from posgeom.reports.canvas import encode, encode_svg
 
 pytest.importorskip("matplotlib")
 
@@ -194,7 +195,7 @@ def test_mds_map_coordinates_and_colours(pipeline_result):
 
 
 def test_encode_gives_svg_and_png(pipeline_result):
-    svg, png = F.encode(F.spectrum(pipeline_result.mds.eigenvalues))
+    svg, png = encode(F.spectrum(pipeline_result.mds.eigenvalues))
     assert svg.lstrip().startswith(b"<?xml") and b"<svg" in svg
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -237,7 +238,7 @@ def test_large_heatmap_stays_small():
     ax = _matrix_axes(fig)
     assert np.asarray(ax.images[0].get_array()).shape == (F.HEATMAP_MAX, F.HEATMAP_MAX)
     assert "downsampled" in ax.get_title() and "4 x 4 positions" in ax.get_title()
-    assert len(F.encode_svg(fig)) < 2_000_000
+    assert len(encode_svg(fig)) < 2_000_000
 
 
 def test_downsampled_heatmap_caption_says_so():

@@ -102,7 +102,7 @@ def test_report_on_damaged_arrays_names_the_damage(comparison, tmp_path):
 
 
 def test_report_files_join_the_folder_manifest(comparison, comparison_folder_report, tmp_path):
-    from posgeom.io.artifacts import RESULTS_MANIFEST
+    from posgeom.io._results import RESULTS_MANIFEST
 
     folder = shutil.copytree(comparison_folder_report[0], tmp_path / "c")
     listed = json.loads((folder / RESULTS_MANIFEST).read_text())["files"]

@@ -18,12 +18,9 @@ from posgeom import (
     stress_scores,
 )
 from posgeom.synthetic import decaying_totals, sample_sequences, zipf_distributions
-from posgeom.uncertainty.bootstrap import (
-    bootstrap_interval,
-    bootstrap_scores,
-    bootstrap_vector,
-    replicate_geometry,
-)
+from posgeom.uncertainty._intervals import bootstrap_interval
+from posgeom.uncertainty.bootstrap import bootstrap_scores, bootstrap_vector
+from posgeom.uncertainty.replicates import replicate_geometry
 
 N, V = 8, 16
 

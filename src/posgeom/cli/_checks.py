@@ -15,7 +15,7 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import SEED, Interval, check_param
 from posgeom.encodings._base import MAX_HEADS  # one home: the encodings
 
-__all__ = ["MAX_HEADS", "check_common_args", "check_no_empty", "unique_names"]
+__all__ = ["check_common_args", "check_no_empty", "unique_names"]
 
 THREADS = [Interval(Integral, 1, 1024)]  # --threads: torch's CPU threads
 SEQUENCES = [Interval(Integral, 1, 10_000_000)]  # demo --sequences: the synthetic corpus's size

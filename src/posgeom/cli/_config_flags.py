@@ -46,7 +46,7 @@ _NONE = "none"  # how a field's None is written on the command line
 #: is built (an estimator or a family added in one file is offered at once)
 REGISTRIES: dict[str, tuple[str, str]] = {
     "estimator": ("posgeom.estimators", "available"),
-    "families": ("posgeom.pipeline.config", "comparable_encodings"),
+    "families": ("posgeom.encodings.comparison", "comparable_encodings"),
 }
 
 

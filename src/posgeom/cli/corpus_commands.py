@@ -43,7 +43,8 @@ def check_count_args(args: argparse.Namespace) -> None:
 
 def counts_from_args(args: argparse.Namespace) -> Any:
     from posgeom.corpus.counting import count_corpus
-    from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+    from posgeom.corpus.tokenize import load_tokenizer
+    from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
     check_count_args(args)
     corpora = [Path(c) for c in args.corpus]

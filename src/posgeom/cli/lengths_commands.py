@@ -31,8 +31,8 @@ def _lengths(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    from posgeom.cli._count_flags import add_count_arguments
     from posgeom.cli._options import add_command
-    from posgeom.cli.corpus_commands import add_count_arguments
 
     p = add_command(sub, "lengths", _lengths)
     add_count_arguments(p)

@@ -221,7 +221,7 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
 
 def main(argv: Sequence[str] | None = None) -> int:
     _STOPPING.clear()  # a signal of an earlier in-process call no longer silences libraries
-    from posgeom.io.outputs import forget_claims
+    from posgeom.io._claims import forget_claims
 
     forget_claims()  # outputs an earlier in-process call checked are not this command's
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -184,7 +184,7 @@ def _add_outputs(p: argparse.ArgumentParser, **folder: Any) -> None:
 
 def _add_optional_count_arguments(p: argparse.ArgumentParser) -> None:
     """The ``count`` options with CORPUS and -n optional (``compare``'s ``--counts`` instead)."""
-    from posgeom.cli.corpus_commands import add_count_arguments
+    from posgeom.cli._count_flags import add_count_arguments
 
     donor = argparse.ArgumentParser(add_help=False)
     add_count_arguments(donor)
@@ -208,7 +208,7 @@ def _command(sub: Any, name: str, help_text: str, description: str) -> argparse.
 
 
 def register(sub: Any) -> None:
-    from posgeom.cli.corpus_commands import add_count_arguments
+    from posgeom.cli._count_flags import add_count_arguments
 
     p = _command(
         sub,

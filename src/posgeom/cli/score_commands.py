@@ -109,7 +109,8 @@ def _score(args: argparse.Namespace) -> int:
     target = _load_target(args.target, args.target_key)
     score = partial(score_encoding, target=target, seed=args.seed)
     if hasattr(target, "pairs"):  # a long-context folder: one pair sample, every score on it
-        from posgeom.scores.table import PRIMARY, ScoreTargets
+        from posgeom.scores.sampled import PRIMARY
+        from posgeom.scores.table import ScoreTargets
 
         targets = ScoreTargets.for_target(target, target.n_positions, seed=args.seed)
         score = lambda enc: targets.score_one(enc)[PRIMARY]  # noqa: E731

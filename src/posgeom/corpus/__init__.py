@@ -9,7 +9,8 @@ from posgeom.corpus.counting import PositionCounts, count_corpus, count_position
 from posgeom.corpus.options import CountOptions
 from posgeom.corpus.readers import read_texts
 from posgeom.corpus.token_ids import read_token_ids
-from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+from posgeom.corpus.tokenize import load_tokenizer
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
 __all__ = [
     "CountOptions",

@@ -14,9 +14,10 @@ from typing import Any
 from posgeom._errors import PosgeomError
 from posgeom.corpus.options import BOOTSTRAP, COUNT, READER, CountOptions, option_fields
 from posgeom.corpus.shards import Shard
-from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+from posgeom.corpus.tokenize import load_tokenizer
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
+from posgeom.io._atomic import canonical_json
 from posgeom.io._results import sha256_file
-from posgeom.io.artifacts import canonical_json
 from posgeom.io.jsonfiles import json_text
 
 MANIFEST = "manifest.json"

@@ -112,7 +112,8 @@ def corpus_batches(
     iterator kept in a list, a pipe spooled to a temporary file)."""
     from posgeom.corpus.readers import TOKEN_FORMATS, detect_format, is_stream, read_texts, spool
     from posgeom.corpus.token_ids import read_token_ids
-    from posgeom.corpus.tokenize import WordLevelTokenizer, load_tokenizer
+    from posgeom.corpus.tokenize import load_tokenizer
+    from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
     o, is_path = options, isinstance(source, (str, os.PathLike))
     fmt = (o.format or detect_format(source)) if is_path and o.format != "hf-hub" else o.format

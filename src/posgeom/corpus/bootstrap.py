@@ -53,14 +53,13 @@ from posgeom._validation import check_int
 from posgeom.corpus._counter import Counter
 from posgeom.corpus.bootstrap_weights import (
     MAX_POISSON_WEIGHT,
-    SCHEMES,
     check_replicates,
     check_scheme,
     sequence_weights,
 )
 from posgeom.corpus.counting import PositionCounts
 
-__all__ = ["SCHEMES", "BootstrapCounts", "check_replicates", "sequence_weights"]
+__all__ = ["BootstrapCounts"]
 
 
 _KIND = "bootstrap_counts"

@@ -40,12 +40,12 @@ import scipy.sparse as sp
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom._validation import is_integer
 from posgeom.corpus._consistency import check_counts_file
-from posgeom.corpus._counter import MAX_TOKEN_ID, Counter, check_source, flat_batches, run_count
+from posgeom.corpus._counter import Counter, check_source, flat_batches, run_count
 from posgeom.corpus._fingerprint import merge_fingerprints
 from posgeom.corpus._texts import corpus_batches
 from posgeom.corpus.options import BOOTSTRAP, COUNT, READER, CountOptions, takes_count_options
 
-__all__ = ["MAX_TOKEN_ID", "PositionCounts", "count_corpus", "count_positions"]
+__all__ = ["PositionCounts", "count_corpus", "count_positions"]
 
 _KIND = "position_counts"
 _SUBCLASSES: dict[str, Any] = {}  # artifact kind -> subclass (BootstrapCounts), on definition

@@ -1,6 +1,6 @@
 """Counting on a Dask cluster: one task per shard, merged in shard order on the client.
 
-The shards of :func:`posgeom.corpus.jobs.plan_shards` are counted on workers by
+The shards of :func:`posgeom.corpus.shards.plan_shards` are counted on workers by
 :func:`posgeom.corpus.jobs.count_shard` and merged in shard-index order, whatever order the
 workers finish in: the result equals a single-process ``count_corpus`` pass (:mod:`jobs`).
 Workers load the tokenizer from its path or model name (readable on the workers, like the corpus
@@ -21,7 +21,9 @@ from posgeom._errors import PosgeomError, require
 from posgeom._library_output import held_logs
 from posgeom._validation import check_int
 from posgeom.corpus import jobs
+from posgeom.corpus._jobfiles import count_options
 from posgeom.corpus.counting import PositionCounts
+from posgeom.corpus.shards import Shard
 
 __all__ = ["count_distributed"]
 
@@ -182,11 +184,11 @@ def count_distributed(
         return jobs.count_resumable(
             sources, tokenizer, max_positions=max_positions, **where, **options
         )
-    count_options = jobs.count_options(max_positions=max_positions, **options)
+    job_options = count_options(max_positions=max_positions, **options)
     distributed = require("distributed", "dask")
-    failed: list[tuple[jobs.Shard, BaseException]] = []
+    failed: list[tuple[Shard, BaseException]] = []
     with _client(scheduler, n_workers, threads_per_worker, connect_timeout, progress) as client:
-        job = jobs.CountJob.prepare(sources, tokenizer, count_options, **where)
+        job = jobs.CountJob.prepare(sources, tokenizer, job_options, **where)
         todo = job.missing
         tok = (
             None

@@ -53,7 +53,6 @@ from posgeom.corpus.counting import PositionCounts, count_corpus
 from posgeom.corpus.options import CountOptions
 from posgeom.corpus.readers import read_texts
 from posgeom.corpus.shards import (
-    LINE_FORMATS,
     Shard,
     check_shard_lines,
     plan_shards,
@@ -61,20 +60,14 @@ from posgeom.corpus.shards import (
     shard_texts,
     source_paths,
 )
-from posgeom.corpus.tokenize import WordLevelTokenizer
+from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 from posgeom.io.jsonfiles import json_text
 from posgeom.io.workfolders import WorkFolder
 
 __all__ = [
-    "LINE_FORMATS",
     "CountJob",
-    "CountOptions",
-    "Shard",
-    "count_options",
     "count_resumable",
     "count_shard",
-    "plan_shards",
-    "shard_texts",
 ]
 
 log = logging.getLogger(__name__)

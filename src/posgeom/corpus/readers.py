@@ -16,10 +16,11 @@ format       suffixes                              text taken from
 
 Any file format may be gzip-compressed with an extra ``.gz`` suffix (``train.tsv.gz``); a file
 with any other suffix is read with ``format=`` (``--format``). Text is decoded line by line with
-``encoding`` (any Python codec, default UTF-8; ``--text-encoding``) and ``errors`` (:data:`ERRORS`,
-default ``strict``; ``--encoding-errors``); a UTF-8 byte-order mark at the start of a file is
-dropped. For ``text``, ``text_field = N`` (``--text-field``) keeps each line from its ``N``-th
-whitespace-separated field on (a line with fewer fields is empty). Parquet: :mod:`posgeom.corpus._parquet`.
+``encoding`` (any Python codec, default UTF-8; ``--text-encoding``) and ``errors``
+(:data:`~._decoding.ERRORS`, default ``strict``; ``--encoding-errors``); a UTF-8 byte-order mark at
+the start of a file is dropped. For ``text``, ``text_field = N`` (``--text-field``) keeps each line
+from its ``N``-th whitespace-separated field on (a line with fewer fields is empty). Parquet:
+:mod:`posgeom.corpus._parquet`.
 
 Token ids (``.npy``, ``.npz``, ``.bin``) are read by :mod:`posgeom.corpus.token_ids`.
 """
@@ -42,10 +43,9 @@ from posgeom._errors import PosgeomError, printable
 from posgeom._validation import check_int, check_path
 from posgeom.corpus._bounded import MAX_LINE_BYTES, Spooled
 from posgeom.corpus._columns import as_text, check_column
-from posgeom.corpus._decoding import ERRORS, check_encoding, text_from
+from posgeom.corpus._decoding import check_encoding, text_from
 
 __all__ = [
-    "ERRORS",
     "TEXT_FORMATS",
     "TOKEN_FORMATS",
     "batches",

@@ -61,7 +61,7 @@ def _vocabulary(name: str, kind: str) -> dict[str, int] | None:
         return None
     try:
         if kind == "word":
-            from posgeom.corpus.tokenize import WordLevelTokenizer
+            from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
             return dict(WordLevelTokenizer.load(path).vocab)
         import tokenizers

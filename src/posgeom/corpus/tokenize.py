@@ -39,7 +39,6 @@ __all__ = [
     "HFTokenizer",
     "Tokenizer",
     "TransformersTokenizer",
-    "WordLevelTokenizer",
     "from_transformers",
     "load_tokenizer",
 ]

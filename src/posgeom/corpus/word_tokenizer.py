@@ -120,7 +120,7 @@ class WordLevelTokenizer:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the vocabulary (tokens in id order) and options as JSON, atomically."""
-        from posgeom.io.artifacts import atomic_write_text
+        from posgeom.io._atomic import atomic_write_text
 
         tokens = sorted(self.vocab, key=self.vocab.__getitem__)
         doc = {

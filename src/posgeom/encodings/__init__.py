@@ -18,10 +18,9 @@ from typing import Any
 
 from posgeom._discovery import import_public_modules
 from posgeom.encodings._base import PositionEncoding
+from posgeom.encodings._mechanism import Mechanism, MechanismParams
 from posgeom.encodings._registry import (
     Family,
-    Mechanism,
-    MechanismParams,
     extension_of,
     families,
     families_with_role,
@@ -35,7 +34,8 @@ from posgeom.encodings.alibi import ALiBiEncoding, alibi, alibi_slopes
 from posgeom.encodings.basic import from_file, nope, random
 from posgeom.encodings.learned import learned
 from posgeom.encodings.mds import MDSEncoding, low_rank_mds, mds, smacof
-from posgeom.encodings.rope import RoPEEncoding, default_rope_head_dim, rope, rope_heads
+from posgeom.encodings.rope import default_rope_head_dim, rope, rope_heads
+from posgeom.encodings.rope_mechanism import RoPEEncoding
 from posgeom.encodings.rope_types import ROPE_TYPES, rope_frequencies, rope_inverse_frequencies
 from posgeom.encodings.sinusoidal import sinusoidal
 from posgeom.encodings.t5 import T5Encoding, t5

@@ -27,14 +27,12 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings._base import PositionEncoding
 from posgeom.encodings._extension import Extension
-from posgeom.encodings._mechanism import Mechanism, MechanismParams, head_select, register_kind
+from posgeom.encodings._mechanism import Mechanism, register_kind
 
 __all__ = [
     "ROLES",
     "ComparisonContext",
     "Family",
-    "Mechanism",
-    "MechanismParams",
     "RowEncoding",
     "TorchSpec",
     "extension_of",
@@ -42,7 +40,6 @@ __all__ = [
     "families_with_role",
     "family",
     "family_of_mechanism",
-    "head_select",
     "register",
     "role_of",
 ]

@@ -34,16 +34,8 @@ from posgeom.encodings._base import (
     check_n,
 )
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
-from posgeom.encodings._registry import (
-    ComparisonContext,
-    Family,
-    Mechanism,
-    MechanismParams,
-    RowEncoding,
-    TorchSpec,
-    head_select,
-    register,
-)
+from posgeom.encodings._mechanism import Mechanism, MechanismParams, head_select
+from posgeom.encodings._registry import ComparisonContext, Family, RowEncoding, TorchSpec, register
 
 #: the posgeom torch module of the bias (trainer and decoder)
 _TORCH_MODULE = "posgeom.nn.alibi:ALiBiBias"

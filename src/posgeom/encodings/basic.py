@@ -14,14 +14,8 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import check_scale
 from posgeom.encodings._base import PositionEncoding, check_n, check_width, symmetrize
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
-from posgeom.encodings._registry import (
-    ComparisonContext,
-    Family,
-    Mechanism,
-    MechanismParams,
-    TorchSpec,
-    register,
-)
+from posgeom.encodings._mechanism import Mechanism, MechanismParams
+from posgeom.encodings._registry import ComparisonContext, Family, TorchSpec, register
 
 
 def nope(n_positions: int, d: int = 768) -> PositionEncoding:

@@ -22,8 +22,8 @@ from posgeom._validation import check_int
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import refusing_extension
-from posgeom.encodings._mechanism import RefusingParams
-from posgeom.encodings._registry import Family, Mechanism, register
+from posgeom.encodings._mechanism import Mechanism, RefusingParams
+from posgeom.encodings._registry import Family, register
 
 __all__ = ["CONV_POSITION_NAMES", "ConvPositionParams", "refusal"]
 

@@ -29,14 +29,8 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n
-from posgeom.encodings._registry import (
-    ComparisonContext,
-    Family,
-    Mechanism,
-    MechanismParams,
-    TorchSpec,
-    register,
-)
+from posgeom.encodings._mechanism import Mechanism, MechanismParams
+from posgeom.encodings._registry import ComparisonContext, Family, TorchSpec, register
 from posgeom.encodings.learned_extension import LearnedExtension, extend_table
 from posgeom.encodings.value_sinusoid import projects_coordinates
 

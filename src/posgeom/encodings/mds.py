@@ -93,7 +93,7 @@ def low_rank_mds(
 def smacof(source: Any, d: int = 768, *, max_iter: int = 200) -> MDSEncoding:
     """SMACOF refinement (stress-optimal) of the MDS encoding of an ``(n, n)`` distance matrix
     ``source``, started from Algorithm 1 (``posgeom.embed.refine.smacof_refine``)."""
-    from posgeom.embed._inputs import check_distance_matrix
+    from posgeom._distance_matrix import check_distance_matrix
     from posgeom.embed.mds import classical_mds
     from posgeom.embed.refine import smacof_refine
 

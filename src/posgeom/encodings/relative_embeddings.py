@@ -34,8 +34,8 @@ from posgeom._validation import is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import refusing_extension
-from posgeom.encodings._mechanism import RefusingParams
-from posgeom.encodings._registry import Family, Mechanism, register
+from posgeom.encodings._mechanism import Mechanism, RefusingParams
+from posgeom.encodings._registry import Family, register
 
 __all__ = [
     "RELATIVE_AXIS_NAMES",

@@ -32,13 +32,8 @@ from posgeom.encodings._base import (
     check_n,
     vector_lag_profile,
 )
-from posgeom.encodings._registry import (
-    ComparisonContext,
-    Family,
-    Mechanism,
-    TorchSpec,
-    register,
-)
+from posgeom.encodings._mechanism import Mechanism
+from posgeom.encodings._registry import ComparisonContext, Family, TorchSpec, register
 from posgeom.encodings.rope_extension import RoPEExtension
 from posgeom.encodings.rope_mechanism import RoPEEncoding, RotaryParams, detect_rotary
 from posgeom.encodings.rope_types import (

@@ -45,7 +45,7 @@ from posgeom._records import field_record
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, readonly
 from posgeom.encodings._hf import query_head_dim, text_config
-from posgeom.encodings._registry import Mechanism, MechanismParams
+from posgeom.encodings._mechanism import Mechanism, MechanismParams
 from posgeom.encodings.rope_types import (
     config_rope_parameters,
     config_rotary_fraction,

@@ -27,13 +27,8 @@ from posgeom.encodings._base import (
     vector_lag_profile,
 )
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy
-from posgeom.encodings._registry import (
-    ComparisonContext,
-    Family,
-    Mechanism,
-    TorchSpec,
-    register,
-)
+from posgeom.encodings._mechanism import Mechanism
+from posgeom.encodings._registry import ComparisonContext, Family, TorchSpec, register
 from posgeom.encodings.learned import LEARNED_NAMES
 from posgeom.encodings.learned_extension import learned_lag_vectors
 from posgeom.encodings.sinusoidal_mechanism import SinusoidalParams, detect_sinusoids, refusal

@@ -38,7 +38,7 @@ import numpy as np
 
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding
-from posgeom.encodings._registry import Mechanism, MechanismParams
+from posgeom.encodings._mechanism import Mechanism, MechanismParams
 
 __all__ = [
     "FIT_LENGTH",

@@ -38,8 +38,8 @@ from posgeom._validation import check_int, is_integer
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import refusing_extension
-from posgeom.encodings._mechanism import RefusingParams
-from posgeom.encodings._registry import Family, Mechanism, register
+from posgeom.encodings._mechanism import Mechanism, RefusingParams
+from posgeom.encodings._registry import Family, register
 from posgeom.encodings.value_sinusoid import projects_coordinates
 
 __all__ = ["SpatialPositionParams", "refusal"]

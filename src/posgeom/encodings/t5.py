@@ -33,13 +33,8 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, check_int
 from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import Extension, ExtensionContext, Strategy, check_lags
-from posgeom.encodings._registry import (
-    ComparisonContext,
-    Family,
-    Mechanism,
-    TorchSpec,
-    register,
-)
+from posgeom.encodings._mechanism import Mechanism
+from posgeom.encodings._registry import ComparisonContext, Family, TorchSpec, register
 from posgeom.encodings.t5_mechanism import (
     RELATIVE_BIAS_NAMES,
     BucketParams,

@@ -25,7 +25,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding
-from posgeom.encodings._registry import Mechanism, MechanismParams, head_select
+from posgeom.encodings._mechanism import Mechanism, MechanismParams, head_select
 
 __all__ = ["RELATIVE_BIAS_NAMES", "BucketParams", "detect_buckets", "t5_relative_position_bucket"]
 

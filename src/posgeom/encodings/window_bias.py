@@ -30,7 +30,8 @@ from posgeom._errors import PosgeomError
 from posgeom.encodings import _hf
 from posgeom.encodings._base import PositionEncoding, check_n
 from posgeom.encodings._extension import refusing_extension
-from posgeom.encodings._registry import Family, Mechanism, MechanismParams, head_select, register
+from posgeom.encodings._mechanism import Mechanism, MechanismParams, head_select
+from posgeom.encodings._registry import Family, register
 
 __all__ = ["WindowBiasParams", "refusal", "window_index"]
 

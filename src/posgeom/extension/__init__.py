@@ -13,18 +13,14 @@ length ``L`` -> scores against the corpus's lag geometry (:func:`posgeom.lag_geo
 
 from __future__ import annotations
 
+from posgeom.encodings._extension import Strategy
+from posgeom.encodings.learned_extension import LEARNED_METHODS, extend_table
+from posgeom.encodings.rope_strategies import longrope_strategy, men_theta_bound
 from posgeom.extension.fit import FactorFit, fit_factors, phase_report
-from posgeom.extension.learned import LEARNED_METHODS, extend_table
 from posgeom.extension.model import ExtensionModel, model_from_config, parse_family_spec
 from posgeom.extension.result import ExtensionResult, StrategyScore
 from posgeom.extension.scoring import as_extension_model, lag_vectors, score_strategies
-from posgeom.extension.strategies import (
-    Strategy,
-    enumerate_strategies,
-    longrope_strategy,
-    men_theta_bound,
-    strategy_from_parameters,
-)
+from posgeom.extension.strategies import enumerate_strategies, strategy_from_parameters
 
 __all__ = [
     "LEARNED_METHODS",

@@ -20,9 +20,8 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import extension_of
-from posgeom.encodings._extension import ExtensionContext
+from posgeom.encodings._extension import ExtensionContext, Strategy
 from posgeom.extension.model import ExtensionModel
-from posgeom.extension.strategies import Strategy
 
 __all__ = [
     "DecoderRunner",

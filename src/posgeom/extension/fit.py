@@ -175,7 +175,7 @@ def fit_factors(
     """Fit per-plane factors ``lambda`` to the ``(m, m)`` lag geometry ``target`` at ``lags``
     (``constrained``: fast planes fixed, monotone, in-window change penalised; module
     docstring)."""
-    from posgeom.lags.kernels import rope_lag_vectors
+    from posgeom.encodings.rope_extension import rope_lag_vectors
 
     w0 = np.asarray(trained_freq, dtype=np.float64)
     d = np.asarray(target, dtype=np.float64)

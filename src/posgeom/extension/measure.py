@@ -27,8 +27,8 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import extension_of
+from posgeom.encodings._extension import Strategy
 from posgeom.extension.runners import runner_for
-from posgeom.extension.strategies import Strategy
 from posgeom.io.jsonfiles import json_text
 from posgeom.io.workfolders import WorkFolder
 

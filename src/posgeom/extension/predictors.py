@@ -76,7 +76,7 @@ def predictor_values(
     """predictor -> strategy name -> value for RoPE ``strategies`` (``Strategy`` objects) on an
     :class:`~posgeom.extension.model.ExtensionModel`; ``use``: the plane-use weights ``(F,)``
     (None: ``model-aware`` is left out)."""
-    from posgeom.extension.strategies import Strategy
+    from posgeom.encodings._extension import Strategy
 
     l0 = int(model.trained_length)
     own = Strategy("own", "rope", "none", dict(model.rope_parameters))

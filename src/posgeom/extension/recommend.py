@@ -17,7 +17,6 @@ import numpy as np
 
 from posgeom.extension.record import (
     compact_record,
-    load_record,
     outcome_places,
     record_line,
     scope_check,
@@ -26,12 +25,8 @@ from posgeom.extension.record import (
 )
 
 __all__ = [
-    "load_record",
-    "outcome_places",
     "recommend",
     "recommendation_lines",
-    "record_line",
-    "scope_check",
 ]
 
 FALLBACK_NAME = "yarn x{s:g} b32/1"
@@ -101,7 +96,7 @@ def _pick(result: Any, family: dict[str, Any], values: dict) -> dict[str, Any]:
         }
     own = next((r.strategy for r in result.rows if r.strategy.kind == "none"), None)
     if own is None:  # given strategies without it: the model's own parameters
-        from posgeom.extension.strategies import Strategy
+        from posgeom.encodings._extension import Strategy
 
         own = Strategy("none", "rope", "none", dict(result.model.rope_parameters), "no scaling")
     return {

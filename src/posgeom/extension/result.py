@@ -199,9 +199,9 @@ class ExtensionResult:
         """The result with ``--measure``'s losses; the rows ranked by the measured outcome (loss
         past ``L0``, else in-window loss; lowest first), the unmeasured ones after in their
         order."""
-        from posgeom.extension.verdict import measured_outcome
+        from posgeom.reports.extend_parts import measured_key
 
-        key = measured_outcome(measurements)
+        key = measured_key(measurements)
         rows = self.rows
         if key is not None:
             got = {r["name"]: r[key] for r in measurements["strategies"] if r.get(key) is not None}
@@ -337,7 +337,8 @@ class ExtensionResult:
         """``summary.json``, ``table.md``, ``arrays.npz`` and (RoPE) ``rope_parameters.json`` into
         an existing folder (each file atomic; use :func:`posgeom.reports.results_folder` for an
         atomic folder)."""
-        from posgeom.io.artifacts import atomic_write_text, save_artifact
+        from posgeom.io._atomic import atomic_write_text
+        from posgeom.io.artifacts import save_artifact
 
         out = Path(directory)
         save_artifact(out / "arrays.npz", self.report_arrays(), {}, kind="extension_results")

@@ -58,7 +58,7 @@ def _model_use(lm: Any, ext: ExtensionModel, strategies: Any = None) -> tuple[An
     that predictor is left out: its query/key projections are not ``q_proj``/``k_proj`` (fused
     or low-rank, as GPT-J's or MLA's) or do not split into the rotary planes (partial rotary).
     A ``proportional`` rope without given ``strategies`` is refused (no built-in ones)."""
-    from posgeom.extension.strategies import Strategy
+    from posgeom.encodings._extension import Strategy
     from posgeom.extension.usage import plane_use
 
     rotary = extension_of(ext.family).rotary

@@ -17,14 +17,11 @@ import numpy as np
 
 from posgeom._errors import PosgeomError
 from posgeom.encodings import extension_of
+from posgeom.encodings._extension import Strategy
+from posgeom.encodings.rope_strategies import longrope_strategy
 from posgeom.extension.model import ExtensionModel, parse_family_spec
 from posgeom.extension.result import ExtensionResult, StrategyScore
-from posgeom.extension.strategies import (
-    Strategy,
-    choose_strategies,
-    longrope_strategy,
-    usable_strategies,
-)
+from posgeom.extension.strategies import choose_strategies, usable_strategies
 from posgeom.lags.counting import LagCounts
 
 __all__ = ["as_extension_model", "lag_vectors", "score_strategies"]
@@ -167,8 +164,8 @@ def _interval_scores(geo: Any, vectors: Mapping[str, np.ndarray], opts: dict[str
 
 
 def _extras(model: ExtensionModel, strategy: Strategy, target: int, position: Any) -> dict:
+    from posgeom.encodings.rope_extension import rope_lag_vectors
     from posgeom.extension.fit import phase_report
-    from posgeom.lags.kernels import rope_lag_vectors
     from posgeom.scores.table import score_encoding
 
     if not extension_of(model.family).rotary:

@@ -20,17 +20,13 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.encodings import extension_of
 from posgeom.encodings._extension import Strategy
-from posgeom.encodings.rope_strategies import longrope_strategy, men_theta_bound
 from posgeom.extension.model import ExtensionModel
 
 __all__ = [
     "MAX_STRATEGIES",
-    "Strategy",
     "choose_strategies",
     "enumerate_strategies",
     "given_strategies",
-    "longrope_strategy",
-    "men_theta_bound",
     "strategy_from_parameters",
     "usable_strategies",
 ]

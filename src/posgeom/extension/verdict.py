@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.reports.extend_parts import measured_key as measured_outcome
+from posgeom.reports.extend_parts import measured_key
 
 __all__ = [
     "CORPUS_RULES",
@@ -20,7 +20,6 @@ __all__ = [
     "dependence_line",
     "heldout_note",
     "measured_lines",
-    "measured_outcome",
     "ranking_name",
 ]
 
@@ -36,7 +35,7 @@ _OUTCOMES = {
 
 def ranking_name(result: Any) -> str:
     """The one rule the table's rows follow (module docstring)."""
-    key = measured_outcome(result.measurements)
+    key = measured_key(result.measurements)
     if key is not None:
         rec = result.recommendation
         after = f"; unmeasured rows after, by {rec['ranking']}" if rec else ""
@@ -94,7 +93,7 @@ def corpus_lines(result: Any) -> list[str]:
 def measured_lines(result: Any) -> list[str]:
     """Which outcome was measured, where the recommendation landed and what was held out."""
     m = result.measurements
-    key = measured_outcome(m)
+    key = measured_key(m)
     if key is None:
         return []
     rows = sorted((r for r in m["strategies"] if r.get(key) is not None), key=lambda r: r[key])

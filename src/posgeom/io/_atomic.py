@@ -35,7 +35,6 @@ __all__ = [
     "canonical_json",
     "check_writable",
     "clean_stale",
-    "folder_lock",
     "json_default",
     "write_error",
 ]

@@ -1,4 +1,4 @@
-"""Helpers of :func:`posgeom.io.artifacts.results_directory`: manifest, refusals, locked commit."""
+"""Helpers of :func:`posgeom.io.outputs.results_directory`: manifest, refusals, locked commit."""
 
 from __future__ import annotations
 
@@ -12,15 +12,10 @@ from typing import Any
 
 from posgeom import _version
 from posgeom._errors import PosgeomError
-from posgeom.io._atomic import (
-    atomic_write_text,
-    folder_lock,
-    fsync_path,
-    signals_deferred,
-    temp_sibling,
-)
+from posgeom.io._atomic import atomic_write_text, fsync_path, signals_deferred, temp_sibling
 from posgeom.io._claims import commit_refusal
 from posgeom.io._entries import entry_problem, unlink_inside
+from posgeom.io._locks import folder_lock
 from posgeom.io.jsonfiles import json_text, read_json
 
 log = logging.getLogger("posgeom.io.artifacts")

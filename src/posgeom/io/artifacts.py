@@ -44,28 +44,15 @@ from posgeom import _version
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom._validation import check_param, check_path
 from posgeom.io._arrayfiles import csr_from_parts, read_npz, read_safetensors, write_safetensors
-from posgeom.io._atomic import (
-    atomic_path,
-    atomic_write_bytes,
-    atomic_write_text,
-    canonical_json,
-    check_writable,
-    json_default,
-)
-from posgeom.io._results import RESULTS_MANIFEST
-from posgeom.io.outputs import check_output, results_directory, stamped_kind
+from posgeom.io._atomic import atomic_path, atomic_write_text, canonical_json
+from posgeom.io._claims import stamped_kind
+from posgeom.io.outputs import check_output, results_directory
 
 __all__ = [
-    "RESULTS_MANIFEST",
-    "atomic_path",
-    "atomic_write_bytes",
     "atomic_write_text",
-    "canonical_json",
     "canonical_sha256",
     "check_output_file",
-    "check_writable",
     "is_artifact",
-    "json_default",
     "load_artifact",
     "read_sidecar",
     "results_directory",

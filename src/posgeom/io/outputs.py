@@ -10,13 +10,13 @@ Every file and folder posgeom writes goes through :func:`check_output` before th
   (a folder output) hold an input;
 - **replace only posgeom's own, unchanged, of the same kind**, and only with ``overwrite``: an
   artifact whose checksums verify and whose kind the command writes; a stamped page
-  (:func:`stamp`) whose hash matches its content; a results folder whose
+  (:func:`~._claims.stamp`) whose hash matches its content; a results folder whose
   ``posgeom-manifest.json`` (its entries checked as untrusted data, :mod:`posgeom.io._entries`)
   lists every file it holds, unchanged, and records the ``content`` the command writes;
 - **writable**: a probe file is created and removed in the nearest existing parent;
 - **re-checked at the commit**: a file output is renamed into place only if what stands there is
-  what stood there at the check (:func:`commit_refusal`), a results folder only if its checks
-  still pass under the folder lock.
+  what stood there at the check (:func:`~._claims.commit_refusal`), a results folder only if its
+  checks still pass under the folder lock.
 """
 
 from __future__ import annotations
@@ -36,15 +36,7 @@ from posgeom.io._atomic import (
     write_error,
     write_synced,
 )
-from posgeom.io._claims import (
-    claim,
-    claimed,
-    commit_refusal,
-    file_refusal,
-    forget_claims,
-    stamp,
-    stamped_kind,
-)
+from posgeom.io._claims import claim, file_refusal, stamped_kind
 from posgeom.io._results import (
     RESULTS_MANIFEST,
     changed_file,
@@ -60,14 +52,9 @@ __all__ = [
     "TEMP_EXTRA",
     "check_file_set",
     "check_output",
-    "claimed",
-    "commit_refusal",
-    "forget_claims",
     "record_file_set",
     "resolve_output",
     "results_directory",
-    "stamp",
-    "stamped_kind",
 ]
 
 TEMP_EXTRA = 40  # ".<name>.posgeom-<6 hex>-<pid>-<8 hex>.tmp" adds at most this much
@@ -133,7 +120,7 @@ def check_output(
     ``kinds``: what an existing file may be to be replaced (``"report"``,
     ``"artifact:position_counts"``, ...), or a folder's manifest ``content`` (empty: any).
     ``identify``: what posgeom output an existing file is, unchanged, or None. A file output is
-    claimed, so that its commit re-checks it (:func:`commit_refusal`).
+    claimed, so that its commit re-checks it (:func:`~._claims.commit_refusal`).
     """
     out = resolve_output(path)
     reason = name_refusal(out) or input_refusal(out, inputs, folder)

@@ -189,12 +189,12 @@ class LagGeometry:
     def distance_interval(
         self, k1: int, k2: int, *, level: float = 0.95, method: str = "bias_aware"
     ) -> Any:
-        """The bootstrap :class:`~posgeom.uncertainty.bootstrap.Interval` of the estimated distance
+        """The bootstrap :class:`~posgeom.uncertainty._intervals.Interval` of the estimated distance
         between lags ``k1`` and ``k2`` from the half-sample replicates (rules of
         :mod:`posgeom.uncertainty.bootstrap`); its bounds are those of
         :meth:`~posgeom.uncertainty.replicates.ReplicateGeometry.distance_intervals` (clipped
         at 0, and from 0 when the estimate resolves no direction above its noise edge)."""
-        from posgeom.uncertainty.bootstrap import bootstrap_interval
+        from posgeom.uncertainty._intervals import bootstrap_interval
 
         if self.replicates is None:
             raise PosgeomError("no replicates: count with replicates=B for intervals")

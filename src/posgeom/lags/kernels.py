@@ -6,7 +6,7 @@ compare with the corpus's lag geometry (:func:`posgeom.lag_geometry`), as positi
 compared with the positional geometry. Each family owns its kernel (its ``extension``'s
 :meth:`~posgeom.encodings._extension.Extension.lag_vectors`, in the family's file);
 :func:`lag_vectors` asks the family registry for it. The named kernels (RoPE, ALiBi, T5, learned
-tables, NoPE) are the families' own functions, re-exported.
+tables, NoPE) are the families' own functions, in the families' files.
 """
 
 from __future__ import annotations
@@ -18,18 +18,10 @@ import numpy as np
 
 from posgeom.encodings import extension_of
 from posgeom.encodings._extension import ExtensionContext, Strategy
-from posgeom.encodings.alibi import alibi_lag_vectors
-from posgeom.encodings.learned_extension import learned_lag_vectors
-from posgeom.encodings.rope_extension import rope_lag_vectors
-from posgeom.encodings.t5 import t5_lag_vectors
 
 __all__ = [
-    "alibi_lag_vectors",
     "lag_vectors",
-    "learned_lag_vectors",
     "nope_lag_vectors",
-    "rope_lag_vectors",
-    "t5_lag_vectors",
 ]
 
 

@@ -12,8 +12,9 @@ from posgeom._registry_names import registry_getattr
 require("torch", "torch")
 require("transformers", "hf")
 
+from posgeom.encodings.alibi import alibi_slopes  # noqa: E402
 from posgeom.models.layer_signal import LayerwiseSignal  # noqa: E402
-from posgeom.models.layerwise import STRESS_KINDS, layerwise_positional_signal  # noqa: E402
+from posgeom.models.layerwise import layerwise_positional_signal  # noqa: E402
 from posgeom.models.loading import (  # noqa: E402
     ModelTokenizer,
     load_model,
@@ -23,7 +24,6 @@ from posgeom.models.loading import (  # noqa: E402
 )
 from posgeom.models.mechanisms import (  # noqa: E402
     PositionalMechanism,
-    alibi_slopes,
     find_positional_mechanism,
     find_positional_mechanisms,
     mechanism_encodings,
@@ -31,6 +31,7 @@ from posgeom.models.mechanisms import (  # noqa: E402
     relative_position_bucket,
     to_encoding,
 )
+from posgeom.scores.stress import STRESS_KINDS  # noqa: E402
 
 __all__ = [
     "STRESS_KINDS",

@@ -41,12 +41,7 @@ from posgeom._validation import Interval, Options, validate_params
 from posgeom.corpus.bootstrap_weights import REPLICATES
 from posgeom.models.accumulate import check_every_position
 from posgeom.models.batching import ON_LONG, cut_long, keep_counted, tokenize_texts
-from posgeom.models.layerwise import (
-    STRESS_KINDS,
-    layer_stress,
-    layerwise_positional_signal,
-    sequence_limit,
-)
+from posgeom.models.layerwise import layer_stress, layerwise_positional_signal, sequence_limit
 from posgeom.models.loading import ModelTokenizer, loaded_model, model_info, model_tokenizer
 from posgeom.models.mechanisms import (
     find_positional_mechanisms,
@@ -55,8 +50,9 @@ from posgeom.models.mechanisms import (
 )
 from posgeom.models.result import ModelAnalysis
 from posgeom.models.targets import AnalysisTarget, layer_intervals, target_name
+from posgeom.scores.stress import STRESS_KINDS
 
-__all__ = ["ModelAnalysis", "analyze_model"]
+__all__ = ["analyze_model"]
 
 log = logging.getLogger("posgeom")
 

@@ -61,7 +61,7 @@ from posgeom.models.loading import (
 from posgeom.models.token_input import check_token_input, forward_module, hidden_states
 from posgeom.scores.stress import STRESS_KINDS, stress_scores
 
-__all__ = ["STRESS_KINDS", "layerwise_positional_signal"]
+__all__ = ["layerwise_positional_signal"]
 
 
 # ------------------------------------------------------------------------------------- set-up

@@ -1,13 +1,13 @@
 """Find the positional mechanism(s) of a pretrained Hugging Face model and turn them into geometry.
 
-:func:`find_positional_mechanisms` asks every registered family (:mod:`posgeom.encodings`) to
-detect its mechanism in the model, in the families' ``detect_order``; nothing is keyed on the
-model's name. Each family's detector lives in its module (``learned``: a table named one of
-:data:`LEARNED_NAMES`, read from the first row a real token uses; ``rotary``: ``*inv_freq``
-buffers or the configuration's rotary base; ``alibi``: the configuration or a
-``build_alibi_tensor`` method, slopes by :func:`alibi_slopes`; ``relative_buckets``: an
-embedding named ``relative_attention_bias``). A family may rule out another's mechanism (a model
-with ALiBi reports no rotary one).
+:func:`find_positional_mechanisms` asks every registered family (:mod:`posgeom.encodings`) to detect
+its mechanism in the model, in the families' ``detect_order``; nothing is keyed on the model's name.
+Each family's detector lives in its module (``learned``: a table named one of
+:data:`~posgeom.encodings.learned.LEARNED_NAMES`, read from the first row a real token uses;
+``rotary``: ``*inv_freq`` buffers or the configuration's rotary base; ``alibi``: the configuration
+or a ``build_alibi_tensor`` method, slopes by :func:`~posgeom.encodings.alibi.alibi_slopes`;
+``relative_buckets``: an embedding named ``relative_attention_bias``). A family may rule out
+another's mechanism (a model with ALiBi reports no rotary one).
 
 A mechanism is a :class:`~posgeom.encodings.Mechanism` ``(kind, source, params)`` with the
 family's typed ``params``; ``PositionalMechanism`` is its former name. A model may carry several
@@ -30,17 +30,11 @@ from posgeom._registry_names import registry_getattr
 from posgeom._validation import check_int
 from posgeom.encodings import Mechanism, families, family, family_of_mechanism
 from posgeom.encodings._hf import config_get
-from posgeom.encodings.alibi import alibi_slopes
-from posgeom.encodings.learned import LEARNED_NAMES
-from posgeom.encodings.t5_mechanism import RELATIVE_BIAS_NAMES, t5_relative_position_bucket
+from posgeom.encodings.t5_mechanism import t5_relative_position_bucket
 from posgeom.models.layermap import assign_layers
 
 __all__ = [
-    "LEARNED_NAMES",
-    "RELATIVE_BIAS_NAMES",
-    "Mechanism",
     "PositionalMechanism",
-    "alibi_slopes",
     "find_positional_mechanism",
     "find_positional_mechanisms",
     "mechanism_encodings",

@@ -18,7 +18,7 @@ def plot_layers(analysis: Any, path: str | os.PathLike, *, title: str | None = N
     atomically."""
     fig = layers_figure(analysis, title=title)
     path = Path(path)
-    from posgeom.io.artifacts import atomic_path
+    from posgeom.io._atomic import atomic_path
 
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")

@@ -255,8 +255,9 @@ class ModelAnalysis:
     def save(self, directory: str | os.PathLike, *, plot: bool = True) -> Path:
         """Write ``summary.json``, ``arrays.npz`` (+ sidecar), ``table.md``, ``counts.npz`` and
         ``stress_per_layer.png`` into ``directory`` (wrap in
-        :func:`posgeom.io.artifacts.results_directory` for an all-or-nothing folder)."""
-        from posgeom.io.artifacts import atomic_write_text, save_artifact
+        :func:`posgeom.io.outputs.results_directory` for an all-or-nothing folder)."""
+        from posgeom.io._atomic import atomic_write_text
+        from posgeom.io.artifacts import save_artifact
 
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)

@@ -114,7 +114,8 @@ def layer_intervals(
     """Kind -> :class:`~posgeom.uncertainty.bootstrap.VectorIntervals` of the stress of every layer
     (``distances`` ``(L+1, n, n)``) against the target re-estimated on each replicate; empty,
     with a warning, when a replicate is too thin for the estimator."""
-    from posgeom.uncertainty.bootstrap import bootstrap_vector, replicate_geometry
+    from posgeom.uncertainty.bootstrap import bootstrap_vector
+    from posgeom.uncertainty.replicates import replicate_geometry
 
     try:
         geometry = replicate_geometry(

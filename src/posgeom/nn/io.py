@@ -64,11 +64,11 @@ def save_module(module: nn.Module, path: str | os.PathLike) -> Path:
 
 def write_tensors(path: str | os.PathLike, tensors: dict[str, torch.Tensor], meta: dict) -> Path:
     """Write ``tensors`` and the JSON ``meta`` (metadata entry ``"posgeom"``) to ``path`` as one
-    safetensors file, atomically (:func:`posgeom.io.artifacts.atomic_path`: a temporary sibling
+    safetensors file, atomically (:func:`posgeom.io._atomic.atomic_path`: a temporary sibling
     moved onto ``path``, mode ``0o666`` less the umask, a failed write one line)."""
     from safetensors.torch import save
 
-    from posgeom.io.artifacts import atomic_path
+    from posgeom.io._atomic import atomic_path
 
     tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
     data = save(tensors, metadata={"posgeom": json_text(meta, indent=None, sort_keys=True)})

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from posgeom.uncertainty.bootstrap import bootstrap_interval
+from posgeom.uncertainty._intervals import bootstrap_interval
 
 __all__ = ["agreement"]
 

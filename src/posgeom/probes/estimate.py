@@ -7,7 +7,7 @@ seed share their rows, so the interval treats each seed's mean as one observatio
     se = sd(seed means, ddof 1) / sqrt(S),   [mean -+ t_{(1+level)/2, S-1} se]
 
 (with one seed, the folds' own spread with ``K - 1`` degrees of freedom). The result is the
-:class:`posgeom.uncertainty.bootstrap.Interval` every posgeom interval is, with ``method`` naming
+:class:`posgeom.uncertainty._intervals.Interval` every posgeom interval is, with ``method`` naming
 the rule (``"t over seeds"`` / ``"t over folds"``) and ``bias = 0``.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats
 
 from posgeom._errors import PosgeomError
-from posgeom.uncertainty.bootstrap import Interval
+from posgeom.uncertainty._intervals import Interval
 
 __all__ = ["interval_dict", "interval_over_seeds"]
 

@@ -30,7 +30,7 @@ import numpy as np
 from posgeom._errors import PosgeomError
 from posgeom.probes.estimate import interval_dict, interval_over_seeds
 from posgeom.probes.fitting import group_kfold, least_squares, rounded_mae
-from posgeom.uncertainty.bootstrap import Interval
+from posgeom.uncertainty._intervals import Interval
 
 __all__ = ["PROBE_KINDS", "LayerProbes", "check_kinds", "probe_layers"]
 

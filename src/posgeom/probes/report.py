@@ -3,7 +3,7 @@
 :func:`render_page`: one self-contained page (figures inline as SVG) of any number of
 ``summary.json`` dictionaries, with the tables of :mod:`posgeom.probes.result` rendered by
 :func:`posgeom.reports.html.html_table`, the style of posgeom's other reports, and the stamp
-:func:`posgeom.io.outputs.stamp` puts on every report.
+:func:`posgeom.io._claims.stamp` puts on every report.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ __all__ = ["render_page", "write_report"]
 
 
 def _svg(fig: Any) -> str:
-    from posgeom.reports.figures import encode_svg
+    from posgeom.reports.canvas import encode_svg
 
     data = base64.b64encode(encode_svg(fig)).decode("ascii")
     return f'<figure><img alt="figure" src="data:image/svg+xml;base64,{data}"></figure>'
@@ -59,7 +59,7 @@ def render_page(
     sections: Sequence[tuple[str, dict[str, Any]]], *, title: str, intro: Sequence[str] = ()
 ) -> str:
     """One HTML page of ``(title, summary)`` sections (module docstring)."""
-    from posgeom.io.outputs import stamp
+    from posgeom.io._claims import stamp
     from posgeom.reports.html import html_page
 
     body = [f"<h1>{html.escape(title)}</h1>", *(f"<p>{html.escape(p)}</p>" for p in intro)]

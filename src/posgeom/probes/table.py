@@ -40,7 +40,7 @@ from posgeom.probes.fitting import (
     logistic_regression,
     rounded_mae,
 )
-from posgeom.uncertainty.bootstrap import Interval
+from posgeom.uncertainty._intervals import Interval
 
 __all__ = [
     "DEFAULT_PAIRS_PER_POSITION",

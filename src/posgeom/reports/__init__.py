@@ -74,8 +74,9 @@ def report(
     ``path`` is written at its target. The page and its figures folder are committed together
     (a full disk or a signal leaves both or neither), after the checks are repeated.
     """
-    from posgeom.io.artifacts import atomic_write_text, results_directory
-    from posgeom.io.outputs import check_output, stamp
+    from posgeom.io._atomic import atomic_write_text
+    from posgeom.io._claims import stamp
+    from posgeom.io.outputs import check_output, results_directory
     from posgeom.reports.html import figure_groups, render_html
     from posgeom.reports.view import LABELS, view_of
 
@@ -175,8 +176,8 @@ def _add_to_manifest(folder: Path, files: list[Path]) -> None:
     folder, not of a work folder), list the report's files in it, so that a later
     ``--overwrite`` of the folder replaces them as its own. Any other JSON named like a manifest
     (a user's own) is left as it is."""
+    from posgeom.io._atomic import atomic_write_text
     from posgeom.io._results import RESULTS_MANIFEST, _manifest, sha256_file
-    from posgeom.io.artifacts import atomic_write_text
     from posgeom.io.workfolders import WORK_KINDS
 
     doc = _manifest(folder)
@@ -208,7 +209,7 @@ def results_folder(
     with_report: bool = False,
     title: str | None = None,
 ) -> Iterator[Path]:
-    """The one way a results folder is written: :func:`posgeom.io.artifacts.results_directory`
+    """The one way a results folder is written: :func:`posgeom.io.outputs.results_directory`
     (checked before the work, built in a temporary sibling, renamed into place: complete or
     absent), plus, with ``with_report``, ``report.html`` and its figures made from the files
     written under the yielded folder, before the rename::
@@ -217,7 +218,7 @@ def results_folder(
             result = expensive_work()
             result.write(tmp)
     """
-    from posgeom.io.artifacts import results_directory
+    from posgeom.io.outputs import results_directory
 
     with results_directory(directory, overwrite=overwrite, inputs=inputs, content=content) as tmp:
         yield Path(tmp)

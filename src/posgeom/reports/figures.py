@@ -17,15 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from posgeom.reports.canvas import encode, encode_png, encode_svg, figure
+from posgeom.reports.canvas import figure
 from posgeom.text.schema import interval
 
 __all__ = [
     "HEATMAP_MAX",
     "block_mean",
-    "encode",
-    "encode_png",
-    "encode_svg",
     "estimators",
     "heads",
     "heatmap",

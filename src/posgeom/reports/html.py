@@ -18,6 +18,7 @@ import numpy as np
 from posgeom.pipeline.rows import MDS_ROW
 from posgeom.reports import figures as F
 from posgeom.reports._style import STYLE, scoped
+from posgeom.reports.canvas import encode_png, encode_svg
 from posgeom.text.markdown import cell
 from posgeom.text.schema import (
     CONVENTIONS,
@@ -47,7 +48,7 @@ class RenderedFigure:
     figure: Any = field(repr=False)
 
     def png(self) -> bytes:
-        return F.encode_png(self.figure)
+        return encode_png(self.figure)
 
 
 def _heatmap_caption(view: Any) -> str:
@@ -202,7 +203,7 @@ def figures_of(view: Any, *, prefix: str = "") -> list[RenderedFigure]:
     out = []
     for name, caption, thunk in _figure_specs(view):
         fig = thunk()
-        out.append(RenderedFigure(prefix + name, caption, F.encode_svg(fig), fig))
+        out.append(RenderedFigure(prefix + name, caption, encode_svg(fig), fig))
     return out
 
 

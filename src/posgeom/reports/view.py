@@ -2,7 +2,7 @@
 
 :func:`view_of` turns a :class:`~posgeom.pipeline.result.GeometryResult` (``geometry``, ``run``,
 ``demo``, ``compare``: one summary schema whose ``kind`` names the command), a
-:class:`~posgeom.models.analysis.ModelAnalysis` (``analyze-model``) or a results folder of any of
+:class:`~posgeom.models.result.ModelAnalysis` (``analyze-model``) or a results folder of any of
 those or of ``reproduce`` into one :class:`ResultView`. A folder with missing or damaged parts
 gives a view of what is there, and :attr:`ResultView.missing` names the rest.
 """

@@ -18,7 +18,7 @@ def _save(fig: Any, path: Path, **savefig: Any) -> Path:
     close it."""
     import matplotlib.pyplot as plt
 
-    from posgeom.io.artifacts import atomic_path
+    from posgeom.io._atomic import atomic_path
 
     fig.tight_layout()
     with atomic_path(path) as tmp:

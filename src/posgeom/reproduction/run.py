@@ -26,8 +26,9 @@ from posgeom._errors import PosgeomError
 from posgeom._validation import Interval, validate_params
 from posgeom._version import __version__
 from posgeom.corpus.bootstrap_weights import REPLICATES
+from posgeom.io._claims import stamp
 from posgeom.io.jsonfiles import json_text
-from posgeom.io.outputs import check_file_set, check_output, record_file_set, stamp
+from posgeom.io.outputs import check_file_set, check_output, record_file_set
 from posgeom.reproduction.cache import cached_counts, check_cache
 from posgeom.reproduction.markdown import markdown
 from posgeom.reproduction.plots import plots
@@ -279,7 +280,7 @@ def reproduce(
     prog.lap("angles")
 
     prog("writing the report")
-    from posgeom.io.artifacts import atomic_write_text
+    from posgeom.io._atomic import atomic_write_text
 
     folder.mkdir(parents=True, exist_ok=True)
     texts = {

@@ -15,11 +15,11 @@ from __future__ import annotations
 from posgeom._registry_names import registry_getattr
 from posgeom.training.config import MODELS, TASKS, TrainConfig, trainable_encodings
 from posgeom.training.data import ID_OFFSET, MASK_ID, PAD_ID, TextData, load_task_data
-from posgeom.training.loop import EpochRecord, TrainResult, train
+from posgeom.training.loop import TrainResult, train
 from posgeom.training.metrics import geometry_scores, position_geometry
 from posgeom.training.model import build_model
 from posgeom.training.plots import plot_run_logs, plot_sweep
-from posgeom.training.runfiles import CHECKPOINT, FORMAT, LOG, read_log
+from posgeom.training.runfiles import CHECKPOINT, FORMAT, LOG, EpochRecord, read_log
 from posgeom.training.stats import RankCorrelation, rank_correlation
 from posgeom.training.sweeps import (
     SWEEP_ENCODINGS,

@@ -58,7 +58,8 @@ def _read_tsv(path: Path) -> tuple[list[str], list[int]]:
     located line reader (a damaged gzip, a bad UTF-8 byte or an overlong line is one line)."""
     import csv
 
-    from posgeom.corpus.readers import MAX_LINE_BYTES, read_lines
+    from posgeom.corpus._bounded import MAX_LINE_BYTES
+    from posgeom.corpus.readers import read_lines
 
     csv.field_size_limit(MAX_LINE_BYTES)
     texts, labels = [], []
@@ -193,7 +194,7 @@ def prepare(cfg: TrainConfig, data: TextData | None) -> Prepared:
         enc = lambda ids: [s[:n] for s in ids]  # noqa: E731
         vocab = tok.vocab_size
     else:
-        from posgeom.corpus.tokenize import WordLevelTokenizer
+        from posgeom.corpus.word_tokenizer import WordLevelTokenizer
 
         tok = WordLevelTokenizer(lowercase=True).fit(
             clean_train, min_count=cfg.vocab_min_count, max_size=cfg.vocab_max_size

@@ -49,7 +49,7 @@ from posgeom.training.runfiles import (
 )
 from posgeom.training.steps import evaluate, train_epoch
 
-__all__ = ["EpochRecord", "TrainResult", "train"]
+__all__ = ["TrainResult", "train"]
 
 log = logging.getLogger("posgeom")
 

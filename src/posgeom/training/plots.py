@@ -24,7 +24,7 @@ def _epoch_axes(axes: Sequence[Any], titles: Sequence[str]) -> None:
 
 def _save(plt: Any, fig: Any, path: Path, folder: Any = None) -> Path:
     """Save ``fig`` as a PNG at ``path`` atomically (recorded in the work ``folder`` if given)."""
-    from posgeom.io.artifacts import atomic_path
+    from posgeom.io._atomic import atomic_path
 
     fig.tight_layout()
     with folder.atomic(path.name) if folder is not None else atomic_path(path) as tmp:

@@ -8,7 +8,7 @@ family's ``module_geometry``): ``paper`` and ``scale_optimal`` stress, ``violati
 scale-optimal stress), ``per_position_max = max_i s_i``.
 
 Lag stress: the scale-optimal and paper stress of the arm's lag kernel (the family's
-``lag_vectors``; a table arm's is :func:`~posgeom.lags.kernels.learned_lag_vectors` of its rows)
+``lag_vectors``; a table arm's is :func:`~posgeom.encodings.learned_extension.learned_lag_vectors` of its rows)
 against the corpus lag geometry (:func:`corpus_lag_geometry`: pairs at lags ``1 .. m`` over the
 training split's bytes in 33 classes, the 32 most frequent bytes and the rest, by posgeom's
 default estimator).
@@ -28,7 +28,7 @@ LAG_BYTES = 1_000_000
 
 def geometry_row(encoding: Any, target: np.ndarray, *, seed: int = 0) -> dict[str, Any]:
     """Every per-position score of ``encoding`` against ``target`` (module docstring)."""
-    from posgeom.scores.stress import encoding_distances
+    from posgeom.scores._encoding import encoding_distances
     from posgeom.training.metrics import geometry_scores
 
     tgt = np.asarray(target, dtype=np.float64)
@@ -63,8 +63,8 @@ def corpus_lag_geometry(train_bytes: np.ndarray, max_lag: int) -> dict[str, Any]
 def _kernel(module: Any, fam_name: str, lags: np.ndarray, n: int, target_length: int) -> Any:
     from posgeom.encodings import family
     from posgeom.encodings._extension import ExtensionContext, Strategy
+    from posgeom.encodings.learned_extension import learned_lag_vectors
     from posgeom.encodings.mds import MDSFamily
-    from posgeom.lags.kernels import learned_lag_vectors
 
     fam = family(fam_name)
     if fam_name in (MDSFamily.name, "low_rank_mds", "random"):

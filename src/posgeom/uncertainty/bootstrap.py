@@ -48,32 +48,15 @@ from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_distances
 from posgeom.scores.registry import Score, score_row
 from posgeom.scores.stress import STRESS_KINDS
-from posgeom.uncertainty._intervals import (
-    INTERVAL_METHODS,
-    Interval,
-    _bounds,
-    _check_level,
-    bootstrap_interval,
-)
-from posgeom.uncertainty.replicates import (
-    ReplicateGeometry,
-    as_replicate_geometry,
-    estimate_distances,
-    replicate_geometry,
-)
+from posgeom.uncertainty._intervals import Interval, _bounds, _check_level
+from posgeom.uncertainty.replicates import ReplicateGeometry, as_replicate_geometry
 
 __all__ = [
-    "INTERVAL_METHODS",
     "BootstrapScores",
     "EncodingUncertainty",
-    "Interval",
-    "ReplicateGeometry",
     "VectorIntervals",
-    "bootstrap_interval",
     "bootstrap_scores",
     "bootstrap_vector",
-    "estimate_distances",
-    "replicate_geometry",
 ]
 
 

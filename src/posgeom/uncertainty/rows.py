@@ -25,7 +25,8 @@ import numpy as np
 from posgeom._records import field_record
 from posgeom._threads import blas_threads
 from posgeom.encodings._registry import Family, is_candidate
-from posgeom.uncertainty.bootstrap import _RECORD, bootstrap_interval
+from posgeom.uncertainty._intervals import bootstrap_interval
+from posgeom.uncertainty.bootstrap import _RECORD
 
 __all__ = ["candidate_ranking", "row_intervals"]
 

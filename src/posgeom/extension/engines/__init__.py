@@ -149,7 +149,7 @@ def write_engines(
     findings go into ``engines.md``."""
     from posgeom.extension.engines.gguf_tensors import write_rope_freqs_gguf
     from posgeom.extension.ropecheck import check_emitted
-    from posgeom.io.artifacts import atomic_write_text
+    from posgeom.io._atomic import atomic_write_text
 
     emitted = emit(target, names)
     checks = {e.engine: check_emitted(e, target) for e in emitted if e.filename}

@@ -27,7 +27,6 @@ __all__ = [
     "shell_quote",
     "static_ntk_theta",
     "trained_gap",
-    "yarn_mscale",
 ]
 
 

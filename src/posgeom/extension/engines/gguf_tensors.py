@@ -51,7 +51,7 @@ def write_rope_freqs_gguf(source: str | os.PathLike, target: Any, out: str | os.
         import gguf
     except ImportError as exc:
         raise PosgeomError("writing a GGUF needs the gguf package (pip install gguf)") from exc
-    from posgeom.io.artifacts import atomic_path
+    from posgeom.io._atomic import atomic_path
 
     try:
         reader = gguf.GGUFReader(str(source))

@@ -71,7 +71,7 @@ def _as_read(
     engine: str, src: RopeSource, p: dict[str, Any]
 ) -> tuple[dict[str, Any], float | None]:
     """``(parameters as the engine reads them, attention factor override or None)``."""
-    from posgeom.extension.engines.base import yarn_mscale
+    from posgeom.encodings.rope_types import yarn_mscale
 
     if engine in ("transformers4", "sglang") and src.config.get("rope_theta") is None:
         p = {**p, "rope_theta": 10000.0}  # the top-level default these readers fall back to

@@ -82,7 +82,7 @@ def _theta_fallback(src: RopeSource) -> list[Finding]:
 
 
 def _attention(src: RopeSource) -> list[Finding]:
-    from posgeom.extension.engines.base import yarn_mscale
+    from posgeom.encodings.rope_types import yarn_mscale
 
     out = []
     if src.engine == "llamacpp" and "yarn_attn_factor" in src.settings:
