@@ -102,8 +102,9 @@ BOOTSTRAP_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 
 
 def add_option_flag(g: Any, name: str, help_text: str, **kw: Any) -> None:
-    """The flag ``--name-with-dashes`` of the :class:`~posgeom.corpus.options.CountOptions` field
-    ``name``, its default, and its allowed values as ``choices`` when asked."""
+    """The flag of the :class:`~posgeom.corpus.options.CountOptions` field ``name`` (underscores
+    as dashes: ``--bootstrap-seed``), its default, and its allowed values as ``choices`` when
+    asked."""
     if kw.pop("choices", False):
         kw["choices"] = _choices(name)
     if kw.get("type") == "ids":
