@@ -65,7 +65,7 @@ _EXPORTS: dict[str, str] = {
     "stress_scores": "posgeom.scores.stress",
     "scale_optimal_stress": "posgeom.scores.stress",
     "StressScores": "posgeom.scores.stress",
-    "encoding_distances": "posgeom.scores.stress",
+    "encoding_distances": "posgeom.scores._encoding",
     "monotonicity_violation_rate": "posgeom.scores.order",
     "ViolationRate": "posgeom.scores.order",
     "separation_margin": "posgeom.scores.order",

@@ -213,7 +213,7 @@ import numpy as np
 import posgeom.pipeline.rows, posgeom.encodings as E  # imported before the family is registered
 import family_example
 from posgeom.pipeline import GeometryConfig, analyze
-from posgeom.pipeline.config import default_encodings
+from posgeom.encodings.comparison import default_encodings
 from posgeom.corpus.counting import count_positions
 from posgeom.synthetic import synthetic_corpus
 assert "kerple_log" in E.available() and "kerple_log" in default_encodings()

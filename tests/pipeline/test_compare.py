@@ -14,9 +14,9 @@ from posgeom._errors import PosgeomError
 from posgeom.cli.main import main
 from posgeom.corpus.counting import count_positions
 from posgeom.encodings import default_rope_head_dim, rope_heads
+from posgeom.encodings.comparison import default_encodings
 from posgeom.geometry.stationarity import stationarity
 from posgeom.pipeline import GeometryConfig, analyze
-from posgeom.pipeline.config import default_encodings
 from posgeom.scores.stress import stress
 from posgeom.synthetic import synthetic_corpus, synthetic_distributions
 

@@ -11,7 +11,7 @@ import pytest
 
 import posgeom.pipeline.job as job
 from posgeom import GeometryConfig, PosgeomError, analyze
-from posgeom.pipeline.config import default_encodings
+from posgeom.encodings.comparison import default_encodings
 from posgeom.synthetic import decaying_totals, sample_counts, zipf_distributions
 
 

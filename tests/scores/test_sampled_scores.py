@@ -10,11 +10,11 @@ from posgeom.geometry import hellinger_distances, positional_distributions
 from posgeom.geometry.divergences import HellingerBlocks
 from posgeom.scores import monotonicity_violation_rate, separation_margin, stress_scores
 from posgeom.scores.large import DenseTarget, blocked_stress
+from posgeom.scores.order import separation_at_scale
 from posgeom.scores.sampled import (
     draw_pair_sample,
     sampled_scores,
     sampled_scores_by_target,
-    separation_at_scale,
 )
 
 

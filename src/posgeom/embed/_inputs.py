@@ -14,11 +14,9 @@ from posgeom.geometry.gram import FactoredGram
 
 __all__ = [
     "InputKind",
-    "check_distance_matrix",
     "classify_input",
     "euclidean_coordinates",
     "gram_input",
-    "looks_like_distance_matrix",
 ]
 
 InputKind = Literal["auto", "distances", "distributions"]

@@ -44,18 +44,16 @@ from posgeom import _version
 from posgeom._errors import ArtifactError, PosgeomError
 from posgeom._validation import check_param, check_path
 from posgeom.io._arrayfiles import csr_from_parts, read_npz, read_safetensors, write_safetensors
-from posgeom.io._atomic import atomic_path, atomic_write_text, canonical_json
+from posgeom.io._atomic import atomic_path, canonical_json
 from posgeom.io._claims import stamped_kind
-from posgeom.io.outputs import check_output, results_directory
+from posgeom.io.outputs import check_output
 
 __all__ = [
-    "atomic_write_text",
     "canonical_sha256",
     "check_output_file",
     "is_artifact",
     "load_artifact",
     "read_sidecar",
-    "results_directory",
     "save_artifact",
     "sidecar_path",
 ]

@@ -28,7 +28,6 @@ from posgeom.encodings._base import MAX_HEADS, MAX_WIDTH
 from posgeom.encodings.comparison import (
     comparable_encodings,
     comparison_families,
-    default_encodings,
 )
 from posgeom.geometry.distributions import positional_distributions
 from posgeom.geometry.divergences import hellinger_distances
@@ -44,9 +43,7 @@ __all__ = [
     "NOISE",
     "SCORES",
     "GeometryConfig",
-    "comparable_encodings",
     "config_fields",
-    "default_encodings",
 ]
 
 DISTRIBUTIONS, ESTIMATE, EMBEDDING = "distributions", "estimate", "embedding"

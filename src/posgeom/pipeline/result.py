@@ -256,7 +256,8 @@ class GeometryResult:
         """Write the summary JSON, the Markdown text and ``arrays.npz`` (+ JSON sidecar) into an
         existing folder (:attr:`files`; each file atomic, :meth:`save` makes the folder
         atomic)."""
-        from posgeom.io.artifacts import atomic_write_text, save_artifact
+        from posgeom.io._atomic import atomic_write_text
+        from posgeom.io.artifacts import save_artifact
 
         out = Path(directory)
         summary, text, kind = _FILES.get(self.kind, _DEFAULT_FILES)
@@ -272,7 +273,7 @@ class GeometryResult:
     ) -> Path:
         """A new results folder with the files of :meth:`write` (complete or absent), and
         ``report.html`` when ``report`` (drawn by :mod:`posgeom.reports`)."""
-        from posgeom.io.artifacts import results_directory
+        from posgeom.io.outputs import results_directory
 
         draw = renderer("report") if report else None
         if report and draw is None:

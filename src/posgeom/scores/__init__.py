@@ -6,6 +6,7 @@ is found on import (every public module is imported), so a new score is one file
 """
 
 from posgeom._discovery import import_public_modules
+from posgeom.scores._encoding import encoding_distances
 from posgeom.scores.order import (
     ViolationRate,
     monotonicity_violation_rate,
@@ -16,7 +17,6 @@ from posgeom.scores.registry import Score, available, get, register, scores
 from posgeom.scores.stress import (
     STRESS_KINDS,
     StressScores,
-    encoding_distances,
     scale_optimal_stress,
     stress,
     stress_scores,

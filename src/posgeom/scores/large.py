@@ -32,7 +32,6 @@ __all__ = [
     "SampledStress",
     "blocked_stress",
     "sampled_stress",
-    "stress_from_pair_sample",
 ]
 
 log = logging.getLogger("posgeom")

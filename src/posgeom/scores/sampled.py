@@ -27,20 +27,16 @@ from posgeom._errors import PosgeomError
 from posgeom.scores import registry
 from posgeom.scores._encoding import encoding_pairs, n_positions_of
 from posgeom.scores.order import (
-    SEPARATION_EXACT_FLOPS,
     draw_triples,
-    separation_at_scale,
 )
 from posgeom.scores.stress import stress_from_pair_sample
 
 __all__ = [
     "DEFAULT_SAMPLE",
-    "SEPARATION_EXACT_FLOPS",
     "PairSample",
     "draw_pair_sample",
     "sampled_scores",
     "sampled_scores_by_target",
-    "separation_at_scale",
     "target_pairs",
 ]
 

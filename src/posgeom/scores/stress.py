@@ -28,16 +28,12 @@ from posgeom._validation import Options, validate_params
 from posgeom.scores import registry
 from posgeom.scores._encoding import (
     EncodingKind,
-    encoding_distances,
-    euclidean_distances,
     matched_distance_matrices,
 )
 
 __all__ = [
     "STRESS_KINDS",
     "StressScores",
-    "encoding_distances",
-    "euclidean_distances",
     "scale_optimal_stress",
     "stress",
     "stress_from_pair_sample",

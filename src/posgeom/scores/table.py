@@ -37,7 +37,6 @@ from posgeom.scores.shepard import shepard_pairs
 from posgeom.scores.stress import stress_from_pairs, stress_scores
 
 __all__ = [
-    "PRIMARY",
     "SAMPLED_ABOVE",
     "FamilyScores",
     "ScoreTable",
