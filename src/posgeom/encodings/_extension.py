@@ -7,10 +7,12 @@ extension": no ``extend`` spec, the one strategy ``none`` (run as trained), no l
 family usable by ``extend`` subclasses it in its own file (e.g. ``ALiBiExtension`` in
 ``alibi.py``) and overrides the spec grammar (:attr:`Extension.spec_keys`,
 :meth:`Extension.extension_params`; ``max_position_embeddings``, the trained length, is every
-family's), where else parameters come from (a transformers configuration, a detected
-mechanism, a posgeom decoder's module), its strategies at ``(L0, L)``, its lag kernel
-(:meth:`Extension.lag_vectors`, asked for by :mod:`posgeom.lags.kernels`), how a strategy
-reaches a model and the decoder's position module.
+family's), where else parameters come from (``extension_from_config``,
+``extension_from_mechanism``, ``extension_from_decoder``), its :meth:`Extension.strategies` at
+``(L0, L)``, its lag kernel (:meth:`Extension.lag_vectors`, asked for by
+:mod:`posgeom.lags.kernels`), how a strategy reaches a model (``can_apply``,
+``apply_to_transformers``, ``decoder_strategy_module``) and the decoder's position module
+(``decoder_module``).
 
 ``encodings`` sits below ``lags``, ``nn`` and ``extension`` (``tests/project/test_layers.py``):
 torch modules are named by import path (:meth:`Extension.torch_object`), never imported.
