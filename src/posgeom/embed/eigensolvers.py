@@ -61,9 +61,15 @@ DEFAULT_TOL = 1e-8  # residual / |λ_1| (module docstring, "Tolerance")
 class TopEigenpairs:
     """The ``k`` largest eigenpairs of a symmetric operator.
 
-    ``values`` (k,) descending; ``vectors`` (n, k) orthonormal; ``residuals`` (k,) ``||A u_i -
-    λ_i u_i||_2`` from the Krylov relation (NaN from ARPACK); ``products``, vectors the operator
-    was applied to; ``restarts``; ``converged``: every residual ``<= tol * |λ_1|``.
+    Attributes
+    ----------
+    values : (k,) float64, descending.
+    vectors : (n, k) float64, orthonormal columns, ``A vectors[:, i] ≈ values[i] vectors[:, i]``.
+    residuals : (k,) float64, ``||A u_i - λ_i u_i||_2`` from the Krylov relation (NaN from
+        ARPACK, which does not report them).
+    products : int, vectors the operator was applied to (a block of ``b`` counts ``b``).
+    restarts : int, thick restarts made.
+    converged : bool, every residual ``<= tol * |λ_1|``.
     """
 
     values: np.ndarray

@@ -62,17 +62,30 @@ AUTO_EXACT_MAX_N = 1024
 class MDSResult(PlacedCoordinates):
     """Classical MDS of a positional geometry.
 
-    ``coordinates`` (n, r): ``X = U_r Λ_r^{1/2}``, column ``k`` of squared norm ``λ_k``;
-    ``eigenvalues`` (k,): the computed eigenvalues of ``B``, descending (all ``n`` for the exact
-    solver with ``all_eigenvalues``); ``total_variance``: ``trace(B)``, exact for both solvers;
-    ``placement`` (d, r): ``Q``, the encoding is ``P = X Q^T``; ``positions`` (n,): the rows'
-    original positions; ``solver``: ``"exact"`` or ``"implicit"``.
+    Attributes
+    ----------
+    coordinates : ndarray, shape (n, r)
+        ``X = U_r Λ_r^{1/2}``: principal coordinates, column ``k`` has squared norm ``λ_k``.
+    eigenvalues : ndarray, shape (k,)
+        Computed eigenvalues of ``B``, descending (all ``n`` for the exact solver when
+        ``all_eigenvalues``; ``r`` plus a margin for the implicit one).
+    total_variance : float
+        ``trace(B) = sum of all eigenvalues`` (``||J S||_F^2`` for distributions), exact for both
+        solvers, so explained variance needs no full spectrum.
+    placement : ndarray, shape (d, r)
+        Orthonormal columns ``Q``; the encoding is ``P = X Q^T``.
+    positions : ndarray, shape (n,)
+        Original position indices of the rows.
+    solver : str
+        ``"exact"`` or ``"implicit"``.
 
-    Set at construction: ``n_positions`` (``n``), ``n_components`` (``r``), ``model_dim``
-    (``d``), ``explained_variance_ratio`` (``λ_k / trace(B)`` for the computed eigenvalues,
-    negative ones clipped to 0; zeros when ``trace(B) <= 0``) and ``nonzero_coordinates``: the
-    leading columns of ``coordinates`` whose eigenvalue exceeds ``1e-12 λ_1``, ``(n, r+)`` (a
-    view; the rest are zero up to round-off, so ``||x_i - x_j||`` is the same over these).
+    Set at construction (plain data: reading them calls nothing): ``n_positions`` (``n``),
+    ``n_components`` (``r``), ``model_dim`` (``d``), ``explained_variance_ratio`` (``λ_k /
+    trace(B)`` for the computed eigenvalues, negative ones clipped to 0; zeros when
+    ``trace(B) <= 0``) and ``nonzero_coordinates``: the leading columns of ``coordinates``
+    whose eigenvalue exceeds ``1e-12 λ_1``, ``(n, r+)`` (a view; the rest are zero up to
+    round-off when the geometry has rank below ``r``, as a Euclidean estimate's does beyond its
+    kept rank; ``||x_i - x_j||`` is the same over these columns as over all of them).
     """
 
     coordinates: np.ndarray

@@ -37,9 +37,14 @@ REFINE_SKIPPED = (
 
 @dataclass(frozen=True, eq=False)
 class RefinedEmbedding(PlacedCoordinates):
-    """A SMACOF-refined configuration: ``coordinates`` (n, r), ``placement`` (d, r); paper
-    stress ``initial_stress`` and ``final_stress``; ``n_iter`` Guttman iterations run;
-    ``converged``: the relative decrease fell below ``tol``."""
+    """A SMACOF-refined configuration.
+
+    Attributes
+    ----------
+    coordinates : ndarray (n, r); ``placement`` (d, r); ``embedding`` = coordinates @ placement.T
+    initial_stress, final_stress : paper stress before and after
+    n_iter : Guttman iterations run; ``converged``: relative decrease fell below ``tol``
+    """
 
     coordinates: np.ndarray
     placement: np.ndarray

@@ -96,7 +96,14 @@ def estimate_geometry(
         tokenizer a ``PositionCounts`` records (:func:`posgeom.corpus.token_names.token_names`).
     **options : passed to the estimator (e.g. ``n_repeats`` for ``"split_half"``).
 
-    Order: classes (resolution), pool, resample, estimate. Returns a :class:`GeometryEstimate`.
+    Order: classes (resolution), pool, resample, estimate (:mod:`posgeom.estimators.transforms`).
+
+    Returns
+    -------
+    GeometryEstimate
+        ``.distances`` ``(m, m)`` with ``m = n`` (or the number of buckets); ``.estimator`` the
+        name used; ``.resolution`` (its label, e.g. ``"top:300"``) and ``.class_map``;
+        ``.positions``; ``.totals``; ``.diagnostics``.
     """
     spec = get(estimator)
     seed = check_param("seed", seed, [SEED])  # seed='1': numpy's SeedSequence TypeError before

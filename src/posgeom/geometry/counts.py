@@ -39,11 +39,18 @@ def is_count_data(values: np.ndarray, totals: np.ndarray, integer_dtype: bool) -
 
 @dataclass(frozen=True, eq=False)
 class CountMatrix:
-    """Position counts ``C`` (``n x V``), validated once: ``counts`` (canonical read-only CSR;
-    int64 when ``integer``, else float64: exact distributions given as probabilities),
-    ``totals`` (``(n,)`` float64 row sums ``T_i``), ``integer`` (:func:`is_count_data`),
-    ``provenance`` (those of ``n_sequences``, ``n_tokens``, ``fingerprint``, ``tokenizer``,
-    ``options`` a ``PositionCounts`` has) and ``n_positions`` (``n``, set at construction)."""
+    """Position counts ``C`` (``n x V``), validated once.
+
+    Attributes
+    ----------
+    counts : scipy.sparse.csr_matrix, canonical and read-only; int64 when ``integer``, else
+        float64 (exact distributions given as probabilities).
+    totals : (n,) float64 row sums ``T_i``.
+    integer : whether ``C`` holds counts (:func:`is_count_data`).
+    provenance : ``n_sequences``, ``n_tokens``, ``fingerprint``, ``tokenizer``, ``options`` of a
+        ``PositionCounts`` (those it has).
+    n_positions : ``n``, set at construction (plain data: reading it calls nothing).
+    """
 
     counts: sp.csr_matrix
     totals: np.ndarray

@@ -42,14 +42,25 @@ __all__ = [
 class PositionalDistributions:
     """Square-root positional distributions of ``n`` kept positions over a vocabulary of ``V``.
 
-    ``sqrt_sparse`` (n, V) CSR float64 and ``sqrt_floor`` (n,): ``sqrt(mu)`` (module
-    docstring); ``positions`` (n,) int64: each kept row's original position; ``totals`` (n,):
-    samples per kept position ``T_i`` (``inf`` for exact distributions); ``flagged``: original
-    positions kept although ``T_i < min_samples``; ``dropped``: those removed.
+    Attributes
+    ----------
+    sqrt_sparse : scipy.sparse.csr_matrix, shape (n, V), float64
+        Sparse part of ``sqrt(mu)`` (see the module docstring).
+    sqrt_floor : ndarray, shape (n,)
+        Constant added to every entry of row ``i`` (``sqrt(alpha / Z_i)``; zeros without smoothing).
+    positions : ndarray of int64, shape (n,)
+        Original position index of each kept row (positions dropped by the sample floor are absent).
+    totals : ndarray of float64, shape (n,)
+        Samples per kept position ``T_i`` (``inf`` for exact distributions).
+    flagged : ndarray of int64
+        Original positions kept although ``T_i < min_samples``.
+    dropped : ndarray of int64
+        Original positions removed (below the floor with ``below_min="drop"``).
 
-    Set at construction: ``n_positions`` (``n``), ``vocab_size`` (``V``) and ``squared_norms``,
-    ``||sqrt(mu_i)||^2`` per row, shape (n,), read-only (``O(nnz)``). ``flagged`` and
-    ``dropped`` default to empty.
+    Set at construction (plain data: reading them calls nothing): ``n_positions`` (``n``),
+    ``vocab_size`` (``V``) and ``squared_norms``, ``||sqrt(mu_i)||^2`` per row, shape (n,),
+    read-only (``O(nnz)`` from the sparse part and the floor, no sparse product). ``flagged``
+    and ``dropped`` default to empty.
     """
 
     sqrt_sparse: sp.csr_matrix
@@ -155,15 +166,21 @@ def positional_distributions(
     Parameters
     ----------
     counts : CountMatrix, PositionCounts, scipy sparse or ndarray, shape (n, V)
-        Non-negative counts ``C[i, t]`` (:func:`posgeom.geometry.counts.count_matrix`; with the
-        default options the result is cached on the count matrix).
+        Non-negative counts ``C[i, t]``, normalised by :func:`posgeom.geometry.counts.count_matrix`
+        (once: with the default options the result is cached on the count matrix).
     smoothing : {"none", "add-alpha"}
-        ``"add-alpha"`` adds ``alpha`` (> 0) to every cell (Lidstone): ``(C + alpha) / (T + alpha V)``.
+        ``"add-alpha"`` adds ``alpha`` to every cell (Lidstone): ``(C + alpha) / (T + alpha V)``.
+    alpha : float
+        Pseudo-count for ``"add-alpha"`` (must be > 0).
     min_samples : int
         Sample floor: positions with ``T_i < min_samples`` are flagged (kept) or dropped.
     below_min : {"flag", "drop"}
         What happens to positions below the floor. Positions with *no* samples have no distribution
         and raise unless ``below_min="drop"``.
+
+    Returns
+    -------
+    PositionalDistributions
     """
     cm = count_matrix(counts)
     default = smoothing == "none" and min_samples == 1 and below_min == "flag"

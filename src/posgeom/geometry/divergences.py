@@ -256,7 +256,10 @@ def hellinger_distances(
     close_tol : float
         Pairs with squared chord below this are recomputed term by term (exact for close pairs).
 
-    Returns an ``(n, n)`` float64 array, exactly symmetric, exactly zero on the diagonal.
+    Returns
+    -------
+    ndarray, shape (n, n), float64
+        Exactly symmetric, exactly zero on the diagonal.
     """
     dist = np.sqrt(_sq_chords(distributions, close_tol=close_tol, dense_fraction=dense_fraction))
     np.minimum(dist, np.sqrt(2.0), out=dist)

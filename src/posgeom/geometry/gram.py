@@ -117,9 +117,12 @@ def centred_trace(d: PositionalDistributions) -> float:
 class FactoredGram:
     """``B = c J (S S^T - diag(b)) J`` in factored form (module docstring).
 
-    ``roots``: ``S`` (n, V') (V' token classes after coarsening; buckets as rows when pooled);
-    ``correction``: ``b`` (n,) (zeros for the plug-in); ``scale``: ``c``, 1.0 for the chord
-    convention, 0.5 for "normalized".
+    Attributes
+    ----------
+    roots : PositionalDistributions, ``S`` of shape (n, V') (V' token classes after coarsening;
+        buckets as rows when pooled).
+    correction : (n,) float64, ``b`` (zeros for the plug-in).
+    scale : ``c``: 1.0 for the chord convention, 0.5 for "normalized".
     """
 
     roots: PositionalDistributions

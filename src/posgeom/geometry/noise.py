@@ -48,14 +48,19 @@ def _summary_head(floor: NoiseFloor | SampledNoiseFloor) -> dict[str, Any]:
 
 @dataclass(frozen=True, eq=False)
 class NoiseFloor:
-    """Sampling-noise estimates for a Hellinger geometry (chord convention): ``distances``
-    (n, n) from all samples; ``self_distance`` (n,), the chord between two halves of a position
-    (split-half) or ``2 sqrt(b_i)``; ``pair_floor`` (n, n) ``sqrt(b_i + b_j)``, the distance
-    expected from sampling noise alone; ``distance_std`` (n, n), the bootstrap standard
-    deviation of each distance, or None; ``totals`` (n,), samples per position.
+    """Sampling-noise estimates for a Hellinger geometry (chord convention).
 
-    Set when made: ``trusted_pairs`` (:meth:`trusted` at 2, read-only), its share
-    ``trusted_share`` and ``median_pair_floor`` over pairs ``i < j``."""
+    Attributes
+    ----------
+    distances : (n, n) the estimated Hellinger distances from all samples
+    self_distance : (n,) chord between two halves of a position (split-half) or ``2 sqrt(b_i)``
+    pair_floor : (n, n) ``sqrt(b_i + b_j)``: distance expected from sampling noise alone
+    distance_std : (n, n) or None: bootstrap standard deviation of each distance
+    totals : (n,) samples per position
+
+    Set when made (plain data, as in :class:`SampledNoiseFloor`): ``trusted_pairs``
+    (:meth:`trusted` at 2, read-only), its share ``trusted_share`` and ``median_pair_floor``
+    over pairs ``i < j``."""
 
     distances: np.ndarray
     self_distance: np.ndarray

@@ -129,10 +129,22 @@ def save_artifact(
     format: str | None = None,
     overwrite: bool = True,
 ) -> Path:
-    """Save ``arrays`` (name -> numeric ``np.ndarray`` or scipy sparse matrix; names without
-    ``"."``) and JSON ``metadata`` as one file ``path`` (``.npz`` or ``.safetensors``, ``format``
-    by default from the suffix); ``kind`` is checked by :func:`load_artifact`; ``overwrite=False``
-    refuses an existing ``path``, atomically. Returns the path."""
+    """Save ``arrays`` (numpy arrays or scipy sparse matrices) and JSON ``metadata`` as one file.
+
+    Parameters
+    ----------
+    path : the file to write (``.npz`` or ``.safetensors``); its metadata is inside it.
+    arrays : name -> ``np.ndarray`` (numeric) or scipy sparse matrix (stored as CSR components).
+        Names may not contain ``"."``.
+    metadata : JSON-serializable dict (e.g. the creation options), stored under ``"metadata"``.
+    kind : what the artifact is (e.g. ``"position_counts"``); checked by :func:`load_artifact`.
+    format : ``"npz"`` or ``"safetensors"``; ``None`` picks ``"safetensors"`` for a ``.safetensors``
+        suffix and ``"npz"`` otherwise.
+    overwrite : ``False`` refuses an existing ``path`` (atomically: never replaces a file that
+        another writer created meanwhile).
+
+    Returns the path. Atomic (module docstring): a failed write raises a one-line error.
+    """
     path = Path(check_path(path, "save_artifact: path"))
     check_param("arrays", arrays, [Mapping], where="save_artifact")  # name -> array
     if format is None:
