@@ -176,6 +176,7 @@ def test_bad_corpus_and_strategies_exit_2_and_write_nothing(tmp_path, capsys):
     assert not out.exists() and not list(tmp_path.glob("out*"))
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # NoPE's infinite scores: no numpy warning
 @pytest.mark.parametrize("family", ["sinusoidal:d=16,base=10000", "alibi:heads=4", "nope"])
 def test_every_spec_family_is_read_as_a_spec(tmp_path, capsys, family):
     """Every family a spec can name is taken as a spec, never looked up as a model name (the

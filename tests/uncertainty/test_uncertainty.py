@@ -69,6 +69,26 @@ def test_interval_formulas_by_hand():
     assert classical.covers(2.0) and not classical.covers(4.01)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("method", ["basic", "percentile", "normal", "bias_aware"])
+def test_a_score_infinite_in_every_replicate_has_no_interval_and_no_warning(method):
+    """NoPE's scores can be infinite (every distance equal): ``inf - inf`` gave numpy's
+    RuntimeWarning, which ``extend nope:...`` reported as an unexpected failure under -W error.
+    The infinite cell is NaN; the finite one is the hand-computed interval."""
+    from posgeom.uncertainty._intervals import _bounds
+
+    reps = np.array([[np.inf, 1.0], [np.inf, 2.0], [np.inf, 3.0], [np.inf, 4.0], [np.inf, 5.0]])
+    low, high, bias, se = _bounds(
+        np.array([np.inf, 3.5]), reps, np.array([np.inf, 3.0]), 0.5, method
+    )
+    assert np.isnan([low[0], high[0], bias[0], se[0]]).all()
+    want = bootstrap_interval(3.5, reps[:, 1], truth=3.0, level=0.5, method=method)
+    assert (low[1], high[1]) == pytest.approx((want.low, want.high))
+    assert se[1] == pytest.approx(np.std([1.0, 2, 3, 4, 5], ddof=1)) and bias[1] == pytest.approx(
+        0.0
+    )
+
+
 def test_replicate_scores_equal_a_direct_recomputation(boot):
     geo = replicate_geometry(boot, estimator="plugin")
     assert geo.estimator == "plugin" and geo.scheme == "half"

@@ -52,8 +52,16 @@ def _check_level(level: Any, method: str) -> None:
 def _bounds(
     estimate: np.ndarray, reps: np.ndarray, truth: np.ndarray, level: float, method: str
 ) -> tuple[np.ndarray, ...]:
-    """``(low, high, bias, se)`` elementwise; ``reps`` is ``(B, ...)``."""
-    a = 1.0 - level
+    """``(low, high, bias, se)`` elementwise; ``reps`` is ``(B, ...)``. A score that is infinite
+    in the replicates (NoPE's: every distance equal) has no interval: its cells are NaN, without
+    numpy's warnings for ``inf - inf``."""
+    with np.errstate(invalid="ignore"):
+        return _interval_cells(estimate, reps, truth, 1.0 - level, method)
+
+
+def _interval_cells(
+    estimate: np.ndarray, reps: np.ndarray, truth: np.ndarray, a: float, method: str
+) -> tuple[np.ndarray, ...]:
     delta = reps - truth
     bias = delta.mean(axis=0)
     se = reps.std(axis=0, ddof=1)
