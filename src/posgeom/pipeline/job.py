@@ -210,7 +210,7 @@ def _geometry(
     )
     plugin = target if isinstance(target, PluginEstimate) else PluginEstimate(dist, c.convention)
     beside = {} if target is plugin else {"plugin": plugin.blocks() if large else plugin.distances}
-    scored = blocks_target(dist, target, c.convention) if large else target.distances
+    scored = blocks_target(target) if large else target.distances
     log.info("target D: the %s estimate of %d positions", target.estimator, n)
     r = min(n - 1, c.model_dim) if c.n_components is None else c.n_components
     options = {  # the config's record, with what the stages resolved

@@ -130,13 +130,12 @@ def embed(
         return classical_mds(target, rank, **args)
 
 
-def blocks_target(distributions: Any, estimate: Any, convention: str) -> Any:
+def blocks_target(estimate: Any) -> Any:
     """The target as blocks (``n_positions``, ``block``, ``pairs``): the estimate's own
-    (``estimate.blocks()``) when it has them, else its dense matrix (None: the plug-in's)."""
+    (``estimate.blocks()``; the plug-in's are its Hellinger blocks) when it has them, else its
+    dense matrix."""
     from posgeom.scores.large import DenseTarget
 
-    if estimate is None:
-        return HellingerBlocks(distributions, convention=convention)
     blocks = getattr(estimate, "blocks", None)
     if callable(blocks):
         return blocks()
